@@ -1,0 +1,112 @@
+// Command gateway is the chat messaging gateway: `serve` runs the HTTP API
+// and its background workers, `migrate` applies database migrations, and
+// `admin` manages what the API document leaves to the platform's settings
+// (companies, users, access tokens, official channels).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/chatmsg/gateway/internal/app"
+	"github.com/chatmsg/gateway/internal/config"
+)
+
+const usage = `usage: gateway <command> [flags]
+
+commands:
+  serve                      run the HTTP API and background workers
+  migrate                    apply database migrations and exit
+  admin bootstrap            create a company, a user and a token; prints {"company_id","user_id","token"}
+  admin company create       create a company
+  admin user create          add a user to a company
+  admin token create|list|revoke
+  admin channel register-official|list
+
+Every command accepts the configuration flags (see "gateway serve -h");
+environment variables give their defaults (DATABASE_URL, LISTEN_ADDR, …).
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Getenv); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "gateway:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+func exitCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+var errUsage = errors.New("see usage")
+
+func run(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "serve":
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		finish := config.Bind(fs, getenv)
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		cfg, err := finish()
+		if err != nil {
+			return err
+		}
+		a, err := app.New(ctx, cfg, app.Options{})
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return a.Serve(ctx)
+	case "migrate":
+		fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+		finish := config.Bind(fs, getenv)
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		cfg, err := finish()
+		if err != nil {
+			return err
+		}
+		db, err := app.OpenDB(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if err := app.Migrate(ctx, db); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "migrations applied")
+		return nil
+	case "admin":
+		return runAdmin(ctx, args[1:], stdout, getenv)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	return enc.Encode(v)
+}

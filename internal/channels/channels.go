@@ -1,0 +1,208 @@
+// Package channels owns the company channels (the numbers and accounts a
+// company talks through, of channel types 1 to 6) and the official
+// provider accounts behind official channels. Other capabilities resolve a
+// channel here; registration of official channels is an admin operation
+// because the API document leaves it to the platform's settings.
+package channels
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// TypeID is a channel type, numbered as the API document lists them.
+type TypeID int
+
+const (
+	EmbeddedChat       TypeID = 1
+	UnofficialChatapp  TypeID = 2
+	OfficialChatapp    TypeID = 3
+	PhotoSocialNetwork TypeID = 4
+	SocialMessenger    TypeID = 5
+	BotMessenger       TypeID = 6
+)
+
+var typeNames = map[TypeID]string{
+	EmbeddedChat: "embedded_chat", UnofficialChatapp: "chatapp", OfficialChatapp: "ofc_chatapp",
+	PhotoSocialNetwork: "photo_social_network", SocialMessenger: "social_messenger", BotMessenger: "bot_messenger",
+}
+
+// Name is the channel type's name as the API spells it (platform values).
+func (t TypeID) Name() string { return typeNames[t] }
+
+// Valid reports whether t is one of the six channel types.
+func (t TypeID) Valid() bool { _, ok := typeNames[t]; return ok }
+
+// ProviderAccount is an official business account with the credentials the
+// provider client needs.
+type ProviderAccount struct {
+	ID                int64
+	CompanyID         int64
+	BusinessAccountID string
+	PhoneNumberID     string
+	AccessToken       string
+	AppSecret         string
+	BaseURL           string
+}
+
+// Channel is a company channel.
+type Channel struct {
+	ID              int64
+	CompanyID       int64
+	Key             string
+	Name            string
+	TypeID          TypeID
+	ProviderAccount *ProviderAccount
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+type accountRow struct {
+	bun.BaseModel     `bun:"table:provider_accounts"`
+	ID                int64     `bun:"id,pk,autoincrement"`
+	CompanyID         int64     `bun:"company_id"`
+	BusinessAccountID string    `bun:"business_account_id"`
+	PhoneNumberID     string    `bun:"phone_number_id"`
+	AccessToken       string    `bun:"access_token"`
+	AppSecret         string    `bun:"app_secret"`
+	BaseURL           string    `bun:"base_url"`
+	CreatedAt         time.Time `bun:"created_at"`
+}
+
+func (r *accountRow) toDomain() *ProviderAccount {
+	if r == nil || r.ID == 0 {
+		return nil
+	}
+	return &ProviderAccount{ID: r.ID, CompanyID: r.CompanyID, BusinessAccountID: r.BusinessAccountID,
+		PhoneNumberID: r.PhoneNumberID, AccessToken: r.AccessToken, AppSecret: r.AppSecret, BaseURL: r.BaseURL}
+}
+
+type channelRow struct {
+	bun.BaseModel     `bun:"table:company_channels,alias:cc"`
+	ID                int64       `bun:"id,pk,autoincrement"`
+	CompanyID         int64       `bun:"company_id"`
+	Key               string      `bun:"key"`
+	Name              string      `bun:"name"`
+	ChannelTypeID     int         `bun:"channel_type_id"`
+	ProviderAccountID *int64      `bun:"provider_account_id"`
+	Account           *accountRow `bun:"rel:belongs-to,join:provider_account_id=id"`
+	CreatedAt         time.Time   `bun:"created_at"`
+	UpdatedAt         time.Time   `bun:"updated_at"`
+}
+
+func (r channelRow) toDomain() Channel {
+	return Channel{ID: r.ID, CompanyID: r.CompanyID, Key: r.Key, Name: r.Name, TypeID: TypeID(r.ChannelTypeID),
+		ProviderAccount: r.Account.toDomain(), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// Service is the channels capability.
+type Service struct {
+	db  *store.DB
+	now clock.Clock
+}
+
+// NewService returns the channels service.
+func NewService(db *store.DB, now clock.Clock) *Service { return &Service{db: db, now: now} }
+
+// OfficialInput registers an official channel and its provider account.
+type OfficialInput struct {
+	CompanyID         int64
+	Name              string
+	Key               string
+	BusinessAccountID string
+	PhoneNumberID     string
+	AccessToken       string
+	AppSecret         string
+	BaseURL           string
+}
+
+var digitsOnly = regexp.MustCompile(`^[0-9]{8,15}$`)
+
+// RegisterOfficial creates a provider account and its official channel.
+// Errors: Invalid for malformed input, Rule when the number is taken.
+func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Channel, error) {
+	var missing []string
+	for name, v := range map[string]string{"name": in.Name, "key": in.Key, "business account id": in.BusinessAccountID,
+		"phone number id": in.PhoneNumberID, "access token": in.AccessToken, "app secret": in.AppSecret, "base url": in.BaseURL} {
+		if strings.TrimSpace(v) == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return Channel{}, fault.New(fault.Invalid, "missing: "+strings.Join(missing, ", "))
+	}
+	if !digitsOnly.MatchString(in.Key) {
+		return Channel{}, fault.New(fault.Invalid, "key must be the number with country code, digits only")
+	}
+	var out Channel
+	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		now := s.now()
+		acc := accountRow{CompanyID: in.CompanyID, BusinessAccountID: in.BusinessAccountID, PhoneNumberID: in.PhoneNumberID,
+			AccessToken: in.AccessToken, AppSecret: in.AppSecret, BaseURL: strings.TrimRight(in.BaseURL, "/"), CreatedAt: now}
+		if _, err := tx.NewInsert().Model(&acc).Returning("id").Exec(ctx); err != nil {
+			if store.IsUniqueViolation(err) {
+				return fault.New(fault.Rule, "phone number id is already registered")
+			}
+			return fault.Internalf(err, "insert provider account")
+		}
+		row := channelRow{CompanyID: in.CompanyID, Key: in.Key, Name: in.Name, ChannelTypeID: int(OfficialChatapp),
+			ProviderAccountID: &acc.ID, CreatedAt: now, UpdatedAt: now}
+		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+			if store.IsUniqueViolation(err) {
+				return fault.New(fault.Rule, fmt.Sprintf("an official channel with key %s already exists", in.Key))
+			}
+			return fault.Internalf(err, "insert channel")
+		}
+		row.Account = &acc
+		out = row.toDomain()
+		return nil
+	})
+	return out, err
+}
+
+// ListFilter narrows ListCompanyChannels.
+type ListFilter struct {
+	TypeID *TypeID
+	Page   store.Page
+}
+
+// ListCompanyChannels lists a company's channels by id.
+func (s *Service) ListCompanyChannels(ctx context.Context, companyID int64, f ListFilter) ([]Channel, int, error) {
+	var rows []channelRow
+	q := s.db.Bun.NewSelect().Model(&rows).Relation("Account").Where("cc.company_id = ?", companyID).Order("cc.id ASC")
+	if f.TypeID != nil {
+		q = q.Where("cc.channel_type_id = ?", int(*f.TypeID))
+	}
+	total, err := store.ScanPage(ctx, q, f.Page)
+	if err != nil {
+		return nil, 0, fault.Internalf(err, "list company channels")
+	}
+	out := make([]Channel, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain()
+	}
+	return out, total, nil
+}
+
+// Get returns a company's channel by id. Another company's channel is
+// NotFound, as is a missing one.
+func (s *Service) Get(ctx context.Context, companyID, id int64) (Channel, error) {
+	var row channelRow
+	err := s.db.Bun.NewSelect().Model(&row).Relation("Account").Where("cc.company_id = ?", companyID).Where("cc.id = ?", id).Scan(ctx)
+	if store.IsNoRows(err) {
+		return Channel{}, fault.New(fault.NotFound, "Channel not found.")
+	}
+	if err != nil {
+		return Channel{}, fault.Internalf(err, "get channel")
+	}
+	return row.toDomain(), nil
+}

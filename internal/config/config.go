@@ -1,0 +1,200 @@
+// Package config is the service configuration: one struct, read from flags
+// with environment variables as defaults, validated once at start so a bad
+// setting fails loudly before anything listens or migrates.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is everything the gateway can be told at start.
+type Config struct {
+	ListenAddr string
+	// DatabaseURL selects the database: empty means the embedded SQLite file
+	// under DataDir; postgres:// or postgresql:// selects PostgreSQL.
+	DatabaseURL string
+	DataDir     string
+	// OutboundAllowCIDRs are ranges the SSRF guard lets through although they
+	// are private or loopback (tests and local development).
+	OutboundAllowCIDRs []netip.Prefix
+	TimeZone           *time.Location
+	LogLevel           slog.Level
+	LogFormat          string
+	// PublicBaseURL is how clients reach this service; temporary media URLs
+	// are built from it.
+	PublicBaseURL string
+	RedisURL      string
+	// ShutdownTimeout bounds graceful shutdown of HTTP and jobs.
+	ShutdownTimeout time.Duration
+	// Workers is the number of concurrent River workers of the default queue.
+	Workers int
+}
+
+// Env names, documented in README.md.
+const (
+	EnvListenAddr    = "LISTEN_ADDR"
+	EnvDatabaseURL   = "DATABASE_URL"
+	EnvDataDir       = "DATA_DIR"
+	EnvOutboundAllow = "OUTBOUND_ALLOW_CIDRS"
+	EnvTimeZone      = "TIME_ZONE"
+	EnvLogLevel      = "LOG_LEVEL"
+	EnvLogFormat     = "LOG_FORMAT"
+	EnvPublicBaseURL = "PUBLIC_BASE_URL"
+	EnvRedisURL      = "REDIS_URL"
+	EnvWorkers       = "WORKERS"
+)
+
+// Parse reads flags from args (environment variables give the defaults) and
+// validates the result. getenv is os.Getenv outside tests.
+func Parse(name string, args []string, getenv func(string) string) (Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	finish := Bind(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return finish()
+}
+
+// Bind declares the configuration flags on fs (so a subcommand can add its
+// own) and returns the function that validates them after fs.Parse.
+func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
+	env := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	listen := fs.String("listen", env(EnvListenAddr, "127.0.0.1:8080"), "address to listen on ($"+EnvListenAddr+")")
+	dbURL := fs.String("database-url", env(EnvDatabaseURL, ""), "postgres URL; empty = embedded SQLite under the data dir ($"+EnvDatabaseURL+")")
+	dataDir := fs.String("data-dir", env(EnvDataDir, "data"), "directory of the SQLite file and stored media ($"+EnvDataDir+")")
+	allow := fs.String("outbound-allow-cidrs", env(EnvOutboundAllow, ""), "comma-separated CIDRs outbound requests may reach despite the SSRF guard ($"+EnvOutboundAllow+")")
+	tz := fs.String("time-zone", env(EnvTimeZone, "UTC"), "IANA time zone of formatted times ($"+EnvTimeZone+")")
+	level := fs.String("log-level", env(EnvLogLevel, "info"), "debug, info, warn or error ($"+EnvLogLevel+")")
+	format := fs.String("log-format", env(EnvLogFormat, "json"), "json or text ($"+EnvLogFormat+")")
+	public := fs.String("public-base-url", env(EnvPublicBaseURL, ""), "external base URL of this service; default http://LISTEN_ADDR ($"+EnvPublicBaseURL+")")
+	redis := fs.String("redis-url", env(EnvRedisURL, ""), "redis:// URL for limits shared across replicas; empty = in-process ($"+EnvRedisURL+")")
+	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 50), "concurrent background workers ($"+EnvWorkers+")")
+	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
+	return func() (Config, error) {
+		return validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown})
+	}
+}
+
+type fields struct {
+	listen, dbURL, dataDir, allow, tz, level, format, public, redis *string
+	workers                                                         *int
+	shutdown                                                        *time.Duration
+}
+
+func validate(f fields) (Config, error) {
+	listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown :=
+		f.listen, f.dbURL, f.dataDir, f.allow, f.tz, f.level, f.format, f.public, f.redis, f.workers, f.shutdown
+	var errs []error
+	cfg := Config{
+		ListenAddr: *listen, DatabaseURL: *dbURL, DataDir: *dataDir, LogFormat: *format,
+		RedisURL: *redis, ShutdownTimeout: *shutdown, Workers: *workers,
+	}
+	if _, _, err := splitHostPort(cfg.ListenAddr); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvListenAddr, err))
+	}
+	if cfg.DatabaseURL != "" {
+		u, err := url.Parse(cfg.DatabaseURL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			errs = append(errs, fmt.Errorf("%s: must be a postgres:// URL or empty for SQLite", EnvDatabaseURL))
+		}
+	} else if cfg.DataDir == "" {
+		errs = append(errs, fmt.Errorf("%s: required when %s is empty", EnvDataDir, EnvDatabaseURL))
+	}
+	if cfg.DataDir != "" {
+		abs, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvDataDir, err))
+		}
+		cfg.DataDir = abs
+	}
+	for _, part := range strings.Split(*allow, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not a CIDR", EnvOutboundAllow, part))
+			continue
+		}
+		cfg.OutboundAllowCIDRs = append(cfg.OutboundAllowCIDRs, p.Masked())
+	}
+	loc, err := time.LoadLocation(*tz)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: unknown time zone %q", EnvTimeZone, *tz))
+	}
+	cfg.TimeZone = loc
+	if err := cfg.LogLevel.UnmarshalText([]byte(*level)); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %q is not one of debug, info, warn, error", EnvLogLevel, *level))
+	}
+	if cfg.LogFormat != "json" && cfg.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("%s: %q is not json or text", EnvLogFormat, cfg.LogFormat))
+	}
+	if *public == "" {
+		*public = "http://" + cfg.ListenAddr
+	}
+	if u, err := url.Parse(*public); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("%s: %q is not an http(s) URL", EnvPublicBaseURL, *public))
+	}
+	cfg.PublicBaseURL = strings.TrimRight(*public, "/")
+	if cfg.RedisURL != "" {
+		if u, err := url.Parse(cfg.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			errs = append(errs, fmt.Errorf("%s: must be a redis:// URL", EnvRedisURL))
+		}
+	}
+	if cfg.Workers < 1 || cfg.Workers > 10000 {
+		errs = append(errs, fmt.Errorf("%s: must be between 1 and 10000", EnvWorkers))
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("shutdown-timeout: must be positive"))
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return cfg, nil
+}
+
+// IsPostgres reports whether the configuration selects PostgreSQL.
+func (c Config) IsPostgres() bool { return c.DatabaseURL != "" }
+
+// Logger builds the structured logger the configuration asks for.
+func (c Config) Logger() *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+func intEnv(v string, def int) int {
+	var n int
+	if v == "" {
+		return def
+	}
+	if _, err := fmt.Sscanf(v, "%d", &n); err != nil {
+		return -1 // rejected by validation with the variable's name
+	}
+	return n
+}
+
+func splitHostPort(addr string) (string, string, error) {
+	i := strings.LastIndex(addr, ":")
+	if i < 0 {
+		return "", "", fmt.Errorf("%q has no port", addr)
+	}
+	return addr[:i], addr[i+1:], nil
+}

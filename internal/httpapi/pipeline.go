@@ -1,0 +1,214 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/fault"
+)
+
+// Authenticator resolves a bearer token (auth.Service in production).
+type Authenticator interface {
+	Authenticate(ctx context.Context, raw string) (auth.Principal, error)
+}
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	operationKey
+)
+
+// operationFrom returns the OpenAPI operation a request was routed to.
+func operationFrom(ctx context.Context) *openapi3.Operation {
+	op, _ := ctx.Value(operationKey).(*openapi3.Operation)
+	return op
+}
+
+// RequestID returns the request id the pipeline assigned (or received in
+// X-Request-Id).
+func RequestID(ctx context.Context) string {
+	s, _ := ctx.Value(requestIDKey).(string)
+	return s
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_http_requests_total", Help: "HTTP requests by operation and status.",
+		}, []string{"operation", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_http_request_duration_seconds", Help: "HTTP request duration by operation.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"operation"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += n
+	return n, err
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// observe assigns the request id, recovers panics as JSON 500s, and logs and
+// counts every request by its operation.
+func observe(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 64 {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		holder := &opHolder{}
+		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		ctx = context.WithValue(ctx, opHolderKey{}, holder)
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				logger.ErrorContext(ctx, "panic", "panic", p, "stack", string(debug.Stack()), "request_id", id)
+				if rec.status == 0 {
+					writeJSON(rec, http.StatusInternalServerError, map[string]any{"message": "Internal server error."})
+				}
+			}
+			opName := "unmatched"
+			if holder.op != nil {
+				opName = holder.op.OperationID
+			}
+			status := strconv.Itoa(rec.status)
+			m.requests.WithLabelValues(opName, status).Inc()
+			m.duration.WithLabelValues(opName).Observe(time.Since(start).Seconds())
+			logger.InfoContext(ctx, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+				"operation", opName, "status", rec.status, "bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds())
+		}()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+	})
+}
+
+// opHolder lets the outer observe middleware learn the operation the inner
+// contract middleware routed to, for labels and logs.
+type opHolder struct{ op *openapi3.Operation }
+type opHolderKey struct{}
+
+// Body limits: JSON bodies are small; multipart bodies carry files up to the
+// document limit (100 MB) plus form overhead.
+const (
+	jsonBodyLimit      = 1 << 20
+	multipartBodyLimit = 101 << 20
+)
+
+// enforceContract routes a request to its OpenAPI operation, authenticates
+// it when the operation is secured, and validates it against the document.
+// Nothing reaches a handler that the document does not allow.
+func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route, params, err := c.FindRoute(r)
+		if err != nil {
+			if errors.Is(err, routers.ErrMethodNotAllowed) {
+				writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed."})
+				return
+			}
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not found."})
+			return
+		}
+		op := route.Operation
+		ctx := context.WithValue(r.Context(), operationKey, op)
+		if h, ok := ctx.Value(opHolderKey{}).(*opHolder); ok {
+			h.op = op
+		}
+		r = r.WithContext(ctx)
+
+		if secured(c.Doc, op) {
+			p, err := authn.Authenticate(ctx, bearerToken(r))
+			if err != nil {
+				writeError(w, r, logger, op, err)
+				return
+			}
+			ctx = auth.WithPrincipal(ctx, p)
+			r = r.WithContext(ctx)
+		}
+
+		limit := int64(jsonBodyLimit)
+		if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {
+			limit = multipartBodyLimit
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+
+		input := &openapi3filter.RequestValidationInput{
+			Request: r, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		}
+		if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeError(w, r, logger, op, fault.New(fault.Invalid, "The request body is too large."))
+				return
+			}
+			writeError(w, r, logger, op, validationFault(r, op, err))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// secured reports whether op requires a bearer token: its own security
+// list when it has one (an empty list means public), else the document's.
+func secured(doc *openapi3.T, op *openapi3.Operation) bool {
+	if op.Security != nil {
+		return len(*op.Security) > 0
+	}
+	return len(doc.Security) > 0
+}
+
+func bearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return ""
+	}
+	return strings.TrimSpace(h[len(prefix):])
+}

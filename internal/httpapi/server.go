@@ -1,0 +1,108 @@
+// Package httpapi is the one HTTP adapter of the gateway: it implements the
+// strict server interface generated from openapi/openapi.yaml, converts
+// between API and domain types, and answers every error the way the
+// document prescribes for that endpoint. Capabilities never import it.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/chatmsg/gateway/asyncapi"
+	"github.com/chatmsg/gateway/gen/api"
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/openapi"
+)
+
+// Deps are the services the adapter calls.
+type Deps struct {
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	Auth     Authenticator
+	Channels *channels.Service
+	DB       *store.DB
+	Times    clock.Formatter
+}
+
+// Server implements the generated strict server interface.
+type Server struct {
+	Deps
+}
+
+var _ api.StrictServerInterface = (*Server)(nil)
+
+// NewHandler builds the HTTP handler: observability, the contract
+// (routing, auth, validation against the embedded document), then the
+// generated chi router and strict handlers.
+func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
+	contract, err := LoadContract(ctx, openapi.Document)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Deps: deps}
+	onError := func(w http.ResponseWriter, r *http.Request, err error) {
+		writeError(w, r, deps.Logger, operationFrom(r.Context()), err)
+	}
+	onBindError := func(w http.ResponseWriter, r *http.Request, err error) {
+		// The validator has already accepted the request, so a binding
+		// failure is a body the generated binder reads differently (e.g. an
+		// unreadable multipart part): still the client's input.
+		onError(w, r, fault.Wrap(fault.Invalid, "The request could not be read.", err))
+	}
+	strict := api.NewStrictHandlerWithOptions(s, nil, api.StrictHTTPServerOptions{
+		RequestErrorHandlerFunc: onBindError, ResponseErrorHandlerFunc: onError,
+	})
+	apiRouter := chi.NewRouter()
+	apiRouter.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not found."})
+	})
+	apiRouter.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed."})
+	})
+	api.HandlerWithOptions(strict, api.ChiServerOptions{BaseRouter: apiRouter, ErrorHandlerFunc: onBindError})
+
+	root := chi.NewRouter()
+	root.Handle("/metrics", promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
+	m := newMetrics(deps.Registry)
+	root.Handle("/*", enforceContract(contract, deps.Auth, deps.Logger, apiRouter))
+	return observe(deps.Logger, m, root), nil
+}
+
+func (s *Server) GetHealthz(ctx context.Context, _ api.GetHealthzRequestObject) (api.GetHealthzResponseObject, error) {
+	return api.GetHealthz200JSONResponse{Status: "ok"}, nil
+}
+
+func (s *Server) GetReadyz(ctx context.Context, _ api.GetReadyzRequestObject) (api.GetReadyzResponseObject, error) {
+	var r api.Readiness
+	r.Status, r.Checks.Database = "ok", "ok"
+	if err := s.DB.Ping(ctx); err != nil {
+		s.Logger.WarnContext(ctx, "readiness: database", "err", err)
+		r.Status, r.Checks.Database = "unavailable", "unavailable"
+		return api.GetReadyz503JSONResponse(r), nil
+	}
+	return api.GetReadyz200JSONResponse(r), nil
+}
+
+func (s *Server) GetOpenAPIDocument(ctx context.Context, _ api.GetOpenAPIDocumentRequestObject) (api.GetOpenAPIDocumentResponseObject, error) {
+	return api.GetOpenAPIDocument200ApplicationyamlResponse{Body: bytes.NewReader(openapi.Document), ContentLength: int64(len(openapi.Document))}, nil
+}
+
+func (s *Server) GetAsyncAPIDocument(ctx context.Context, _ api.GetAsyncAPIDocumentRequestObject) (api.GetAsyncAPIDocumentResponseObject, error) {
+	return api.GetAsyncAPIDocument200ApplicationyamlResponse{Body: bytes.NewReader(asyncapi.Document), ContentLength: int64(len(asyncapi.Document))}, nil
+}
+
+// notImplemented answers operations whose capability has not landed yet:
+// a documented 501 with a JSON message, never a fake success.
+func notImplemented(capability string) error {
+	return fault.New(fault.NotImplemented, fmt.Sprintf("The %s capability is not enabled in this build.", capability))
+}

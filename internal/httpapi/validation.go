@@ -1,0 +1,243 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+
+	"github.com/chatmsg/gateway/internal/fault"
+)
+
+// issue is one validation failure, with the field it concerns and the
+// message the document prescribes for it.
+type issue struct {
+	field   string
+	message string
+	rank    int // required < invalid value < combinator: the first issue is the answer's message
+}
+
+// validationFault turns kin-openapi's validation error into an Invalid
+// fault whose messages come from the document's x-required-message,
+// x-invalid-message and x-message extensions.
+func validationFault(r *http.Request, op *openapi3.Operation, err error) *fault.Error {
+	var issues []issue
+	collectIssues(r, op, err, &issues)
+	if len(issues) == 0 {
+		issues = append(issues, issue{field: "request", message: "The request is invalid."})
+	}
+	slices.SortStableFunc(issues, func(a, b issue) int { return a.rank - b.rank })
+	fields := map[string][]string{}
+	for _, is := range issues {
+		if !slices.Contains(fields[is.field], is.message) {
+			fields[is.field] = append(fields[is.field], is.message)
+		}
+	}
+	return &fault.Error{Kind: fault.Invalid, Message: issues[0].message, Fields: fields, Err: err}
+}
+
+func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]issue) {
+	var multi openapi3.MultiError
+	if errors.As(err, &multi) && !isSingle(err) {
+		for _, e := range multi {
+			collectIssues(r, op, e, out)
+		}
+		return
+	}
+	var reqErr *openapi3filter.RequestError
+	if !errors.As(err, &reqErr) {
+		*out = append(*out, issue{field: "request", message: "The request is invalid.", rank: 1})
+		return
+	}
+	switch {
+	case reqErr.Parameter != nil:
+		*out = append(*out, parameterIssue(reqErr))
+	case reqErr.RequestBody != nil:
+		root := bodySchema(r, reqErr.RequestBody)
+		if errors.Is(reqErr.Err, openapi3filter.ErrInvalidRequired) {
+			// No body at all reads like an empty object: answer with the
+			// first required field's message, as an empty JSON object would.
+			if root != nil && len(root.Required) > 0 {
+				*out = append(*out, requiredIssue(root, nil, root.Required[0]))
+				return
+			}
+			*out = append(*out, issue{field: "body", message: "The request body is required."})
+			return
+		}
+		var schemaErrs []*openapi3.SchemaError
+		collectSchemaErrors(reqErr.Err, &schemaErrs)
+		if len(schemaErrs) == 0 {
+			msg := "The request body could not be read as JSON."
+			if ct := r.Header.Get("Content-Type"); ct != "" && !bodyAccepts(reqErr.RequestBody, ct) {
+				msg = fmt.Sprintf("The content type %s is not accepted here.", mediaType(ct))
+			} else if strings.HasPrefix(mediaType(ct), "multipart/") {
+				msg = "The multipart body could not be read."
+			}
+			*out = append(*out, issue{field: "body", message: msg, rank: 1})
+			return
+		}
+		for _, se := range schemaErrs {
+			*out = append(*out, schemaIssue(root, se))
+		}
+	default:
+		*out = append(*out, issue{field: "request", message: "The request is invalid.", rank: 1})
+	}
+}
+
+// isSingle reports whether err is itself a RequestError (which wraps a
+// MultiError of schema errors that belong together).
+func isSingle(err error) bool {
+	var reqErr *openapi3filter.RequestError
+	return errors.As(err, &reqErr) && !isMultiAtTop(err)
+}
+
+func isMultiAtTop(err error) bool { _, ok := err.(openapi3.MultiError); return ok }
+
+func collectSchemaErrors(err error, out *[]*openapi3.SchemaError) {
+	if err == nil {
+		return
+	}
+	if multi, ok := err.(openapi3.MultiError); ok {
+		for _, e := range multi {
+			collectSchemaErrors(e, out)
+		}
+		return
+	}
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		*out = append(*out, se)
+		return
+	}
+	var multi openapi3.MultiError
+	if errors.As(err, &multi) {
+		collectSchemaErrors(multi, out)
+	}
+}
+
+func parameterIssue(e *openapi3filter.RequestError) issue {
+	p := e.Parameter
+	if errors.Is(e.Err, openapi3filter.ErrInvalidRequired) || errors.Is(e.Err, openapi3filter.ErrInvalidEmptyValue) {
+		msg := stringExt(p.Extensions, "x-required-message")
+		if msg == "" {
+			msg = fmt.Sprintf("The %s field is required.", humanize(p.Name))
+		}
+		return issue{field: p.Name, message: msg}
+	}
+	msg := stringExt(p.Extensions, "x-invalid-message")
+	if msg == "" {
+		msg = fmt.Sprintf("The %s field is invalid.", humanize(p.Name))
+	}
+	return issue{field: p.Name, message: msg, rank: 1}
+}
+
+func schemaIssue(root *openapi3.Schema, se *openapi3.SchemaError) issue {
+	path := se.JSONPointer()
+	switch se.SchemaField {
+	case "required":
+		if len(path) == 0 {
+			return issue{field: "body", message: "The request is invalid."}
+		}
+		return requiredIssue(se.Schema, path[:len(path)-1], path[len(path)-1])
+	case "anyOf", "oneOf", "not":
+		msg := stringExt(se.Schema.Extensions, "x-message")
+		if msg == "" {
+			msg = "The request does not satisfy the combination rules of its fields."
+		}
+		field := strings.Join(path, ".")
+		if field == "" {
+			field = "body"
+		}
+		return issue{field: field, message: msg, rank: 2}
+	}
+	field := strings.Join(path, ".")
+	// The closest schema along the path that carries a message wins, so an
+	// array property's message covers its items.
+	chain := schemaChain(root, path)
+	for i := len(chain) - 1; i >= 0; i-- {
+		if msg := stringExt(chain[i].Extensions, "x-invalid-message"); msg != "" {
+			return issue{field: topField(path), message: msg, rank: 1}
+		}
+	}
+	if msg := stringExt(se.Schema.Extensions, "x-invalid-message"); msg != "" {
+		return issue{field: topField(path), message: msg, rank: 1}
+	}
+	if field == "" {
+		field = "body"
+	}
+	return issue{field: topField(path), message: fmt.Sprintf("The %s field is invalid.", humanize(field)), rank: 1}
+}
+
+func requiredIssue(parent *openapi3.Schema, parentPath []string, prop string) issue {
+	field := strings.Join(append(slices.Clone(parentPath), prop), ".")
+	if parent != nil {
+		if ref := parent.Properties[prop]; ref != nil && ref.Value != nil {
+			if msg := stringExt(ref.Value.Extensions, "x-required-message"); msg != "" {
+				return issue{field: field, message: msg}
+			}
+		}
+	}
+	return issue{field: field, message: fmt.Sprintf("The %s field is required.", humanize(prop))}
+}
+
+// schemaChain returns the schemas from root along path (properties, items,
+// additionalProperties), stopping where the path leaves the schema.
+func schemaChain(root *openapi3.Schema, path []string) []*openapi3.Schema {
+	if root == nil {
+		return nil
+	}
+	chain := []*openapi3.Schema{root}
+	cur := root
+	for _, key := range path {
+		var next *openapi3.SchemaRef
+		if p, ok := cur.Properties[key]; ok {
+			next = p
+		} else if cur.Items != nil {
+			next = cur.Items
+		} else if cur.AdditionalProperties.Schema != nil {
+			next = cur.AdditionalProperties.Schema
+		}
+		if next == nil || next.Value == nil {
+			break
+		}
+		cur = next.Value
+		chain = append(chain, cur)
+	}
+	return chain
+}
+
+func bodySchema(r *http.Request, body *openapi3.RequestBody) *openapi3.Schema {
+	mt := body.Content.Get(mediaType(r.Header.Get("Content-Type")))
+	if mt == nil {
+		mt = body.Content.Get("application/json")
+	}
+	if mt == nil || mt.Schema == nil {
+		return nil
+	}
+	return mt.Schema.Value
+}
+
+func bodyAccepts(body *openapi3.RequestBody, ct string) bool {
+	return body.Content.Get(mediaType(ct)) != nil
+}
+
+func mediaType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(ct))
+	}
+	return mt
+}
+
+func topField(path []string) string {
+	if len(path) == 0 {
+		return "body"
+	}
+	return path[0]
+}
+
+func humanize(name string) string { return strings.ReplaceAll(name, "_", " ") }
