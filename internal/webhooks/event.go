@@ -1,0 +1,36 @@
+// Package webhooks owns outbound webhook subscriptions and the delivery of
+// signed JSON events to them: matching, the outbox, signing, retries, the
+// delivery log and automatic disabling.
+package webhooks
+
+import (
+	"context"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// Event is one occurrence to deliver to every matching subscription of a
+// company. Capabilities publish events inside the transaction that changes
+// the data the event describes, so the event exists exactly when that change
+// committed (outbox).
+type Event struct {
+	// Name is one of the event names of the catalog (gen/events), e.g.
+	// events.OmnichatMessageReceived.
+	Name      string
+	CompanyID int64
+	// CompanyChannelID is the channel a channel-scope event concerns; nil for
+	// company-scope events. Subscriptions filter channel-scope events on it.
+	CompanyChannelID *int64
+	// OccurredAt is when the change happened; the zero value means now.
+	OccurredAt time.Time
+	// Data is the event's data payload (a gen/events payload type or any
+	// value that marshals to the event's AsyncAPI data schema).
+	Data any
+}
+
+// Publisher is what other capabilities call to publish events; *Service
+// implements it. Publish returns fault.Invalid for an unknown event name.
+type Publisher interface {
+	Publish(ctx context.Context, tx *store.Tx, ev Event) error
+}
