@@ -335,3 +335,28 @@ func nameFromEmail(email string) string {
 	}
 	return email
 }
+
+// User is a company user as other capabilities show it (assignees).
+type User struct {
+	ID        int64
+	CompanyID int64
+	Name      string
+	Email     string
+}
+
+// UsersByID returns the company's users among ids; ids of other companies
+// are absent from the map.
+func (s *Service) UsersByID(ctx context.Context, companyID int64, ids []int64) (map[int64]User, error) {
+	out := map[int64]User{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []user
+	if err := s.db.Bun.NewSelect().Model(&rows).Where("company_id = ?", companyID).Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, fault.Internalf(err, "load users")
+	}
+	for _, r := range rows {
+		out[r.ID] = User{ID: r.ID, CompanyID: r.CompanyID, Name: r.Name, Email: r.Email}
+	}
+	return out, nil
+}

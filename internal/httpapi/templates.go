@@ -4,9 +4,14 @@ import (
 	"context"
 
 	"github.com/chatmsg/gateway/gen/api"
+	"github.com/chatmsg/gateway/internal/auth"
 )
 
 func (s *Server) ListProviderTemplatesForChannel(ctx context.Context, _ api.ListProviderTemplatesForChannelRequestObject) (api.ListProviderTemplatesForChannelResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	if err := p.Require(auth.PermTemplatesView); err != nil {
+		return nil, err
+	}
 	return nil, notImplemented("official templates")
 }
 

@@ -1,0 +1,65 @@
+# Chat Messaging Gateway — every developer and CI task. `make help` lists them.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+PG_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: run
+run: ## start the gateway on the embedded SQLite database (./data)
+	@echo "Starting the gateway on http://$${LISTEN_ADDR:-127.0.0.1:8080} (SQLite in ./data)."
+	@echo "In another shell, create a company and a token:"
+	@echo "  go run ./cmd/gateway admin bootstrap --company Acme --email admin@acme.test --permissions all"
+	$(GO) run ./cmd/gateway serve
+
+.PHONY: build
+build: ## build bin/gateway
+	$(GO) build -o bin/gateway ./cmd/gateway
+
+.PHONY: generate
+generate: ## regenerate gen/ from openapi/openapi.yaml and asyncapi/asyncapi.yaml
+	$(GO) generate ./openapi/ ./asyncapi/
+
+.PHONY: generate-check
+generate-check: generate ## fail when gen/ is not what a fresh generate produces
+	@if [ -n "$$(git status --porcelain -- gen/)" ]; then \
+		git status --porcelain -- gen/; git --no-pager diff --stat -- gen/; \
+		echo "gen/ is stale: run 'make generate' and commit the result"; exit 1; fi
+
+.PHONY: lint
+lint: ## gofmt, go vet, and the import arrows (capabilities never import the HTTP adapter)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	@bad=$$($(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' ./internal/... | \
+		grep -vE '^github.com/chatmsg/gateway/internal/(app|httpapi|apitest)[ /]' | \
+		grep -E ' github.com/chatmsg/gateway/(gen/api|internal/httpapi|internal/app)( |$$)' || true); \
+		if [ -n "$$bad" ]; then echo "import arrows broken (capabilities must not import gen/api, httpapi or app):"; echo "$$bad"; exit 1; fi
+
+.PHONY: lint-specs
+lint-specs: ## validate both documents with the pinned npm linters (Redocly, Spectral, AsyncAPI CLI)
+	.tools/lint-specs.sh
+
+.PHONY: test
+test: generate-check lint lint-specs test-go contract ## every test: generate check, lint, specs, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts
+
+.PHONY: test-go
+test-go: ## Go tests (PostgreSQL too when TEST_DATABASE_URL is set)
+	$(GO) test -count=1 ./...
+
+.PHONY: test-pg
+test-pg: ## Go tests against the local PostgreSQL as well
+	TEST_DATABASE_URL="$(PG_URL)" $(GO) test -count=1 ./...
+
+.PHONY: contract
+contract: ## Pact consumer then provider tests (fetches libpact_ffi into .tools/pact)
+	contracttests/tools/run.sh
+
+.PHONY: bench
+bench: ## benchmarks (PostgreSQL ones when TEST_DATABASE_URL is set)
+	$(GO) test -run '^$$' -bench . -benchtime 3s ./...
