@@ -1,0 +1,94 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/store/storetest"
+)
+
+var testMigrations = []store.Migration{{
+	ID:       "0001_things",
+	SQLite:   "CREATE TABLE things (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);",
+	Postgres: "CREATE TABLE things (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE);",
+}}
+
+func count(t *testing.T, db *store.DB) int {
+	t.Helper()
+	n, err := db.Bun.NewSelect().Table("things").Count(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n)
+}
+
+func TestUnitOfWork(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := db.Migrate(ctx, testMigrations); err != nil {
+			t.Fatal(err)
+		}
+		// A second run applies nothing and fails nothing.
+		if err := db.Migrate(ctx, testMigrations); err != nil {
+			t.Fatalf("re-running migrations: %v", err)
+		}
+
+		boom := errors.New("boom")
+		err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO things (name) VALUES (?)", "rolled back"); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) || count(t, db) != 0 {
+			t.Fatalf("rollback: err=%v rows=%d", err, count(t, db))
+		}
+
+		func() {
+			defer func() { _ = recover() }()
+			_ = db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+				_, _ = tx.ExecContext(ctx, "INSERT INTO things (name) VALUES (?)", "panicked")
+				panic("boom")
+			})
+		}()
+		if count(t, db) != 0 {
+			t.Fatal("a panicking unit of work committed")
+		}
+
+		if err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO things (name) VALUES (?)", "kept")
+			return err
+		}); err != nil || count(t, db) != 1 {
+			t.Fatalf("commit: err=%v rows=%d", err, count(t, db))
+		}
+
+		_, err = db.Bun.ExecContext(ctx, "INSERT INTO things (name) VALUES (?)", "kept")
+		if !store.IsUniqueViolation(err) {
+			t.Fatalf("duplicate insert: %v is not reported as a unique violation", err)
+		}
+		if err := db.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestMigrationRefusesDuplicateIDs(t *testing.T) {
+	t.Parallel()
+	db := storetest.SQLite(t)
+	err := db.Migrate(context.Background(), append(testMigrations, testMigrations...))
+	if err == nil {
+		t.Fatal("duplicate migration ids were accepted")
+	}
+}
+
+func TestPageLastPage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ total, per, want int }{{0, 20, 1}, {1, 20, 1}, {20, 20, 1}, {21, 20, 2}, {500, 100, 5}} {
+		if got := (store.Page{Number: 1, PerPage: tc.per}).LastPage(tc.total); got != tc.want {
+			t.Errorf("LastPage(total=%d, per=%d) = %d, want %d", tc.total, tc.per, got, tc.want)
+		}
+	}
+}
