@@ -153,4 +153,3 @@ func adminName(args []string) (string, []string) {
 	}
 	return args[0], nil
 }
-

@@ -16,7 +16,9 @@ type probeArgs struct{ N int }
 
 func (probeArgs) Kind() string { return "probe" }
 
-type probeWorker struct{ river.WorkerDefaults[probeArgs] }
+type probeWorker struct {
+	river.WorkerDefaults[probeArgs]
+}
 
 func (probeWorker) Work(context.Context, *river.Job[probeArgs]) error { return nil }
 
