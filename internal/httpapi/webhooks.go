@@ -3,37 +3,188 @@ package httpapi
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/chatmsg/gateway/gen/api"
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
-func (s *Server) ListChannelWebhooks(ctx context.Context, _ api.ListChannelWebhooksRequestObject) (api.ListChannelWebhooksResponseObject, error) {
-	return nil, notImplemented("webhooks")
+// Webhook management: permissions, the rate limit and the business rules
+// live in webhooks.Service; this file only converts. Errors are fault kinds
+// that writeError renders as the document prescribes (403, 422, 429, 509).
+
+func (s *Server) CreateChannelWebhook(ctx context.Context, req api.CreateChannelWebhookRequestObject) (api.CreateChannelWebhookResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	b := req.Body
+	in := webhooks.CreateInput{Name: b.Name, URL: b.Url, Enabled: b.Enabled}
+	if b.Events != nil {
+		in.Events = *b.Events
+		if in.Events == nil {
+			in.Events = []string{}
+		}
+	}
+	if b.CompanyChannelIds != nil {
+		in.CompanyChannelIDs = toInt64s(*b.CompanyChannelIds)
+	}
+	sub, secret, err := s.Webhooks.CreateChannelWebhook(ctx, p, in)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateChannelWebhook201JSONResponse{Success: api.WebhookSubscriptionWithSecretSuccessTrue,
+		Data: s.toAPIWebhook(sub), Secret: secret, Message: "Webhook subscription created"}, nil
 }
 
-func (s *Server) CreateChannelWebhook(ctx context.Context, _ api.CreateChannelWebhookRequestObject) (api.CreateChannelWebhookResponseObject, error) {
-	return nil, notImplemented("webhooks")
+func (s *Server) ListChannelWebhooks(ctx context.Context, req api.ListChannelWebhooksRequestObject) (api.ListChannelWebhooksResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	prm := req.Params
+	f := webhooks.ListFilter{Enabled: prm.Enabled, Page: page(prm.Page, prm.PerPage, 100)}
+	if prm.Filter != nil {
+		f.Filter = *prm.Filter
+	}
+	if prm.CompanyChannelId != nil {
+		id := int64(*prm.CompanyChannelId)
+		f.CompanyChannelID = &id
+	}
+	if prm.OrderBy != nil {
+		f.OrderBy = string(*prm.OrderBy)
+	}
+	if prm.OrderMode != nil {
+		f.Desc = *prm.OrderMode == api.OrderModeDESC
+	}
+	list, total, err := s.Webhooks.ListChannelWebhooks(ctx, p, f)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListChannelWebhooks200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
+		LastPage: f.Page.LastPage(total), Data: make([]api.WebhookSubscription, len(list))}
+	for i, sub := range list {
+		out.Data[i] = s.toAPIWebhook(sub)
+	}
+	return out, nil
 }
 
 func (s *Server) ListAvailableWebhookEvents(ctx context.Context, _ api.ListAvailableWebhookEventsRequestObject) (api.ListAvailableWebhookEventsResponseObject, error) {
-	return nil, notImplemented("webhooks")
+	p, _ := auth.FromContext(ctx)
+	list, err := s.Webhooks.ListAvailableWebhookEvents(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListAvailableWebhookEvents200JSONResponse{Success: api.AvailableEventsResultSuccessTrue}
+	out.Data = make([]struct {
+		Description string `json:"description"`
+		Event       string `json:"event"`
+	}, len(list))
+	for i, e := range list {
+		out.Data[i].Event, out.Data[i].Description = e.Name, e.Description
+	}
+	return out, nil
 }
 
-func (s *Server) DeleteChannelWebhook(ctx context.Context, _ api.DeleteChannelWebhookRequestObject) (api.DeleteChannelWebhookResponseObject, error) {
-	return nil, notImplemented("webhooks")
+func (s *Server) UpdateChannelWebhook(ctx context.Context, req api.UpdateChannelWebhookRequestObject) (api.UpdateChannelWebhookResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	b := req.Body
+	in := webhooks.UpdateInput{Name: b.Name, URL: b.Url, Events: b.Events, Enabled: b.Enabled}
+	// Absent leaves the filter unchanged; null or [] means all channels.
+	if b.CompanyChannelIds != nil {
+		ids := toInt64s(*b.CompanyChannelIds)
+		in.CompanyChannelIDs = &ids
+	} else if sentAsNull(ctx, "company_channel_ids") {
+		in.CompanyChannelIDs = &[]int64{}
+	}
+	sub, err := s.Webhooks.UpdateChannelWebhook(ctx, p, int64(req.Id), in)
+	if err != nil {
+		return nil, err
+	}
+	return api.UpdateChannelWebhook200JSONResponse{Success: api.WebhookSubscriptionResultSuccessTrue,
+		Data: s.toAPIWebhook(sub), Message: "Webhook subscription updated"}, nil
 }
 
-func (s *Server) UpdateChannelWebhook(ctx context.Context, _ api.UpdateChannelWebhookRequestObject) (api.UpdateChannelWebhookResponseObject, error) {
-	return nil, notImplemented("webhooks")
+func (s *Server) DeleteChannelWebhook(ctx context.Context, req api.DeleteChannelWebhookRequestObject) (api.DeleteChannelWebhookResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	if err := s.Webhooks.DeleteChannelWebhook(ctx, p, int64(req.Id)); err != nil {
+		return nil, err
+	}
+	return api.DeleteChannelWebhook200JSONResponse{Success: api.SuccessMessageSuccessTrue, Message: "Webhook subscription deleted"}, nil
 }
 
-func (s *Server) ListChannelWebhookDeliveries(ctx context.Context, _ api.ListChannelWebhookDeliveriesRequestObject) (api.ListChannelWebhookDeliveriesResponseObject, error) {
-	return nil, notImplemented("webhooks")
+func (s *Server) TestChannelWebhook(ctx context.Context, req api.TestChannelWebhookRequestObject) (api.TestChannelWebhookResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	n, err := s.Webhooks.TestChannelWebhook(ctx, p, int64(req.Id))
+	if err != nil {
+		return nil, err
+	}
+	return api.TestChannelWebhook200JSONResponse{Success: api.WebhookTestResultSuccessTrue, Queued: n, Message: "Test event queued"}, nil
 }
 
-func (s *Server) RotateChannelWebhookSecret(ctx context.Context, _ api.RotateChannelWebhookSecretRequestObject) (api.RotateChannelWebhookSecretResponseObject, error) {
-	return nil, notImplemented("webhooks")
+func (s *Server) ListChannelWebhookDeliveries(ctx context.Context, req api.ListChannelWebhookDeliveriesRequestObject) (api.ListChannelWebhookDeliveriesResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	prm := req.Params
+	f := webhooks.DeliveryFilter{Succeeded: prm.Succeeded, Page: page(prm.Page, prm.PerPage, 50)}
+	if prm.Event != nil {
+		f.Event = *prm.Event
+	}
+	list, total, err := s.Webhooks.ListChannelWebhookDeliveries(ctx, p, int64(req.Id), f)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListChannelWebhookDeliveries200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
+		LastPage: f.Page.LastPage(total), Data: make([]api.WebhookDelivery, len(list))}
+	for i, e := range list {
+		out.Data[i] = s.toAPIDelivery(e)
+	}
+	return out, nil
 }
 
-func (s *Server) TestChannelWebhook(ctx context.Context, _ api.TestChannelWebhookRequestObject) (api.TestChannelWebhookResponseObject, error) {
-	return nil, notImplemented("webhooks")
+func (s *Server) RotateChannelWebhookSecret(ctx context.Context, req api.RotateChannelWebhookSecretRequestObject) (api.RotateChannelWebhookSecretResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	sub, secret, err := s.Webhooks.RotateChannelWebhookSecret(ctx, p, int64(req.Id))
+	if err != nil {
+		return nil, err
+	}
+	return api.RotateChannelWebhookSecret200JSONResponse{Success: api.WebhookSubscriptionWithSecretSuccessTrue,
+		Data: s.toAPIWebhook(sub), Secret: secret, Message: "Webhook secret rotated"}, nil
+}
+
+func (s *Server) toAPIWebhook(sub webhooks.Subscription) api.WebhookSubscription {
+	out := api.WebhookSubscription{
+		Id: int(sub.ID), CompanyId: int(sub.CompanyID), Name: sub.Name, Url: sub.URL, Events: sub.Events,
+		Enabled: sub.Enabled, FailureCount: sub.FailureCount, DisabledReason: sub.DisabledReason,
+		LastSuccessAt: s.Times.ManagementPtr(sub.LastSuccessAt), LastFailureAt: s.Times.ManagementPtr(sub.LastFailureAt),
+		CreatedAt: s.Times.Management(sub.CreatedAt), UpdatedAt: s.Times.Management(sub.UpdatedAt),
+	}
+	if out.Events == nil {
+		out.Events = []string{}
+	}
+	if sub.CompanyChannelIDs != nil {
+		ids := make([]int, len(sub.CompanyChannelIDs))
+		for i, id := range sub.CompanyChannelIDs {
+			ids[i] = int(id)
+		}
+		out.CompanyChannelIds = &ids
+	}
+	return out
+}
+
+func (s *Server) toAPIDelivery(e webhooks.LogEntry) api.WebhookDelivery {
+	return api.WebhookDelivery{
+		Id: int(e.ID), DeliveryId: parseUUID(e.DeliveryID), Event: e.Event, Attempt: e.Attempt,
+		StatusCode: e.StatusCode, Succeeded: e.Succeeded, DurationMs: int(e.DurationMs), Error: e.Error,
+		DeliveredAt: s.Times.ManagementPtr(e.DeliveredAt), NextRetryAt: s.Times.ManagementPtr(e.NextRetryAt),
+		CreatedAt: s.Times.Management(e.CreatedAt),
+	}
+}
+
+func toInt64s(in []int) []int64 {
+	out := make([]int64, len(in))
+	for i, v := range in {
+		out[i] = int64(v)
+	}
+	return out
+}
+
+// parseUUID reads a delivery id the service generated (always valid).
+func parseUUID(s string) uuid.UUID {
+	id, _ := uuid.Parse(s)
+	return id
 }

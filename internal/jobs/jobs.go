@@ -37,6 +37,11 @@ type Options struct {
 	// InsertOnly builds a client that inserts jobs but never works them
 	// (admin commands).
 	InsertOnly bool
+	// RescueStuckJobsAfter is how long a job may stay running before the
+	// leader treats it as stuck (its process died) and schedules it again;
+	// River's default is one hour. River also waits for the job's own
+	// worker Timeout, so a short value never cuts off a long-running job.
+	RescueStuckJobsAfter time.Duration
 }
 
 // Runner is the River client of whichever driver the database uses.
@@ -79,6 +84,7 @@ func New(db *store.DB, opts Options) (*Runner, error) {
 		// tables hold what users read.
 		CompletedJobRetentionPeriod: time.Hour,
 		FetchPollInterval:           opts.FetchPollInterval,
+		RescueStuckJobsAfter:        opts.RescueStuckJobsAfter,
 	}
 	r := &Runner{working: !opts.InsertOnly && opts.Workers != nil}
 	if r.working {

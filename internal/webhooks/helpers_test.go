@@ -1,0 +1,342 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/uptrace/bun"
+	"gopkg.in/yaml.v3"
+
+	"github.com/chatmsg/gateway/asyncapi"
+	"github.com/chatmsg/gateway/internal/app"
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/eventschema"
+	"github.com/chatmsg/gateway/internal/jobs"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/webhooks"
+)
+
+// testClock is the service clock of a test.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t.UTC()
+	c.mu.Unlock()
+}
+func (c *testClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
+
+var t0 = time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
+
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+// bundle is one test's world: a migrated database, the service on a fake
+// clock, an insert-only River runner, and a company with a principal.
+type bundle struct {
+	db  *store.DB
+	clk *testClock
+	svc *webhooks.Service
+	p   auth.Principal
+	// other is a second company.
+	other auth.Principal
+	auth  *auth.Service
+}
+
+type setupOpts struct {
+	webhooks webhooks.Options
+	// work starts River workers (with opts.webhooks' retry delays).
+	work bool
+}
+
+func setup(t testing.TB, db *store.DB, o setupOpts) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	if err := app.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{db: db, clk: &testClock{now: t0}}
+	b.auth = auth.NewService(db, b.clk.Now)
+	opts := o.webhooks
+	if opts.Now == nil {
+		opts.Now = b.clk.Now
+	}
+	if opts.Limiter == nil {
+		opts.Limiter = unlimited{} // tests poll the log; the limit has its own test
+	}
+	if opts.AllowCIDRs == nil {
+		opts.AllowCIDRs = loopback
+	}
+	b.svc = webhooks.NewService(db, opts)
+	workers := river.NewWorkers()
+	b.svc.AddWorkers(workers)
+	runner, err := jobs.New(db, jobs.Options{
+		Workers: workers, InsertOnly: !o.work, Logger: slog.New(slog.DiscardHandler), Periodic: b.svc.PeriodicJobs(),
+		Queues: map[string]river.QueueConfig{webhooks.QueueName: webhooks.Queue()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.svc.UseJobs(runner)
+	if o.work {
+		runCtx, cancel := context.WithCancel(ctx)
+		if err := runner.Start(runCtx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+			defer stop()
+			_ = runner.Stop(stopCtx)
+			cancel()
+		})
+	}
+	for i, name := range []string{"Acme", "Other"} {
+		res, err := b.auth.Bootstrap(ctx, name, name+"@example.test", auth.AllPermissions, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.auth.Authenticate(ctx, res.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			b.p = p
+		} else {
+			b.other = p
+		}
+	}
+	return b
+}
+
+// subscribe creates a subscription of p's company and returns it and its
+// secret.
+func (b *bundle) subscribe(t testing.TB, p auth.Principal, in webhooks.CreateInput) (webhooks.Subscription, string) {
+	t.Helper()
+	if in.Name == "" {
+		in.Name = "test"
+	}
+	sub, secret, err := b.svc.CreateChannelWebhook(context.Background(), p, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub, secret
+}
+
+func (b *bundle) publish(t testing.TB, ev webhooks.Event) error {
+	t.Helper()
+	return b.db.InTx(context.Background(), func(ctx context.Context, tx *store.Tx) error {
+		return b.svc.Publish(ctx, tx, ev)
+	})
+}
+
+// takeDeliveries returns the delivery jobs queued since the last call (and
+// removes them, so tests drive the worker by hand).
+func (b *bundle) takeDeliveries(t testing.TB) []webhooks.DeliveryArgs {
+	t.Helper()
+	ctx := context.Background()
+	var rows []struct {
+		ID   int64  `bun:"id"`
+		Args []byte `bun:"args"`
+	}
+	args := "args"
+	if b.db.Dialect == store.SQLite {
+		args = "json(args) AS args" // River keeps SQLite JSON in binary form
+	}
+	if err := b.db.Bun.NewSelect().Table("river_job").Column("id").ColumnExpr(args).Where("kind = ?", webhooks.DeliveryArgs{}.Kind()).
+		Order("id").Scan(ctx, &rows); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]webhooks.DeliveryArgs, len(rows))
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		if err := json.Unmarshal(r.Args, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = r.ID
+	}
+	if len(ids) > 0 {
+		if _, err := b.db.Bun.NewDelete().Table("river_job").Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// work runs attempt n of a delivery through the worker, as River would.
+func (b *bundle) work(t testing.TB, a webhooks.DeliveryArgs, attempt int) error {
+	t.Helper()
+	now := b.clk.Now()
+	job := &river.Job[webhooks.DeliveryArgs]{
+		JobRow: &rivertype.JobRow{ID: 1, Attempt: attempt, MaxAttempts: webhooks.MaxAttempts, AttemptedAt: &now,
+			Kind: a.Kind(), Queue: webhooks.QueueName, Metadata: []byte("{}")},
+		Args: a,
+	}
+	return b.svc.DeliveryWorker().Work(context.Background(), job)
+}
+
+func (b *bundle) nextRetry(attempt int) time.Time {
+	job := &river.Job[webhooks.DeliveryArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: webhooks.MaxAttempts}}
+	return b.svc.DeliveryWorker().NextRetry(job)
+}
+
+// subscription reads a subscription back through the service.
+func (b *bundle) subscription(t testing.TB, p auth.Principal, id int64) webhooks.Subscription {
+	t.Helper()
+	list, _, err := b.svc.ListChannelWebhooks(context.Background(), p, webhooks.ListFilter{Page: store.Page{Number: 1, PerPage: 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("subscription %d not found", id)
+	return webhooks.Subscription{}
+}
+
+func (b *bundle) log(t testing.TB, id int64) []webhooks.LogEntry {
+	t.Helper()
+	list, _, err := b.svc.ListChannelWebhookDeliveries(context.Background(), b.p, id, webhooks.DeliveryFilter{Page: store.Page{Number: 1, PerPage: 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+func isCancel(err error) bool {
+	var ce *river.JobCancelError
+	return errors.As(err, &ce)
+}
+
+func isSnooze(err error) bool {
+	var se *river.JobSnoozeError
+	return errors.As(err, &se)
+}
+
+type unlimited struct{}
+
+func (unlimited) Allow(context.Context, string, int, time.Duration) (bool, time.Duration, error) {
+	return true, 0, nil
+}
+
+// hit is one request a receiver got.
+type hit struct {
+	Header http.Header
+	Body   []byte
+}
+
+// receiver is a subscriber on 127.0.0.1 that checks every delivery the way
+// a subscriber would, against the secret it currently trusts.
+type receiver struct {
+	t   testing.TB
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	secret string
+	hits   []hit
+	// answer decides the status of request n (0-based); 200 when nil.
+	answer func(n int) int
+	delay  time.Duration
+	// now is the receiver's clock for the timestamp check.
+	now func() time.Time
+}
+
+func newReceiver(t testing.TB, secret string, now func() time.Time) *receiver {
+	r := &receiver{t: t, secret: secret, now: now}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) URL() string { return r.srv.URL + "/hook" }
+
+func (r *receiver) setSecret(s string) { r.mu.Lock(); r.secret = s; r.mu.Unlock() }
+func (r *receiver) setAnswer(f func(int) int) {
+	r.mu.Lock()
+	r.answer = f
+	r.mu.Unlock()
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	n := len(r.hits)
+	r.hits = append(r.hits, hit{req.Header.Clone(), body})
+	secret, answer, delay := r.secret, r.answer, r.delay
+	r.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	event := req.Header.Get(webhooks.HeaderEvent)
+	if req.Method != http.MethodPost {
+		r.t.Errorf("method %s", req.Method)
+	}
+	if err := webhooks.VerifySignature(secret, req.Header, body, r.now(), 5*time.Minute); err != nil {
+		r.t.Errorf("delivery %d: %v", n, err)
+	}
+	if err := eventschema.ValidatePayload(event, body); err != nil {
+		r.t.Errorf("delivery %d body: %v\n%s", n, err, body)
+	}
+	if err := eventschema.ValidateHeaders(event, req.Header); err != nil {
+		r.t.Errorf("delivery %d headers: %v", n, err)
+	}
+	status := http.StatusOK
+	if answer != nil {
+		status = answer(n)
+	}
+	w.WriteHeader(status)
+}
+
+func (r *receiver) received() []hit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hit(nil), r.hits...)
+}
+
+// exampleData returns the data of the first example of each message of the
+// AsyncAPI document, by event name: valid payloads for every event.
+func exampleData(t testing.TB) map[string]json.RawMessage {
+	t.Helper()
+	var doc struct {
+		Components struct {
+			Messages map[string]struct {
+				Name     string `yaml:"name"`
+				Examples []struct {
+					Payload struct {
+						Data any `yaml:"data"`
+					} `yaml:"payload"`
+				} `yaml:"examples"`
+			} `yaml:"messages"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(asyncapi.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]json.RawMessage{}
+	for _, m := range doc.Components.Messages {
+		if len(m.Examples) == 0 {
+			continue
+		}
+		b, err := json.Marshal(m.Examples[0].Payload.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[m.Name] = b
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package webhooks
+
+import "github.com/chatmsg/gateway/internal/store"
+
+// Migrations create the webhook tables.
+//
+// Subscription ids are never reused (AUTOINCREMENT on SQLite, a sequence on
+// PostgreSQL): a delivery job still queued for a deleted subscription must
+// never reach a newer one.
+//
+// events is a JSON array of the chosen names; all_events marks "every
+// subscribable event", so events added to the catalog later reach such
+// subscriptions too. company_channel_ids is stored as ",12,15," (NULL = all
+// channels) so the list filter is one portable LIKE.
+//
+// The delivery log has no foreign key: DeleteChannelWebhook removes a
+// subscription's entries in its own transaction, and the hot path (one
+// INSERT per attempt) stays free of parent-row locks.
+var Migrations = []store.Migration{{
+	ID: "0050_webhooks",
+	SQLite: `
+CREATE TABLE webhook_subscriptions (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	name TEXT NOT NULL,
+	url TEXT NOT NULL,
+	events TEXT NOT NULL,
+	all_events BOOLEAN NOT NULL,
+	company_channel_ids TEXT,
+	enabled BOOLEAN NOT NULL,
+	secret TEXT NOT NULL,
+	failure_count INTEGER NOT NULL DEFAULT 0,
+	last_success_at TIMESTAMP,
+	last_failure_at TIMESTAMP,
+	disabled_reason TEXT,
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL
+);
+CREATE INDEX webhook_subscriptions_company ON webhook_subscriptions (company_id, enabled);
+CREATE TABLE webhook_delivery_log (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	subscription_id INTEGER NOT NULL,
+	delivery_id TEXT NOT NULL,
+	event TEXT NOT NULL,
+	attempt INTEGER NOT NULL,
+	status_code INTEGER NOT NULL,
+	succeeded BOOLEAN NOT NULL,
+	duration_ms INTEGER NOT NULL,
+	error TEXT,
+	delivered_at TIMESTAMP,
+	next_retry_at TIMESTAMP,
+	created_at TIMESTAMP NOT NULL
+);
+CREATE INDEX webhook_delivery_log_subscription ON webhook_delivery_log (subscription_id, id);
+CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, created_at);
+`,
+	Postgres: `
+CREATE TABLE webhook_subscriptions (
+	id BIGSERIAL PRIMARY KEY,
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	name TEXT NOT NULL,
+	url TEXT NOT NULL,
+	events TEXT NOT NULL,
+	all_events BOOLEAN NOT NULL,
+	company_channel_ids TEXT,
+	enabled BOOLEAN NOT NULL,
+	secret TEXT NOT NULL,
+	failure_count INTEGER NOT NULL DEFAULT 0,
+	last_success_at TIMESTAMPTZ,
+	last_failure_at TIMESTAMPTZ,
+	disabled_reason TEXT,
+	created_at TIMESTAMPTZ NOT NULL,
+	updated_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX webhook_subscriptions_company ON webhook_subscriptions (company_id, enabled);
+CREATE TABLE webhook_delivery_log (
+	id BIGSERIAL PRIMARY KEY,
+	subscription_id BIGINT NOT NULL,
+	delivery_id UUID NOT NULL,
+	event TEXT NOT NULL,
+	attempt INTEGER NOT NULL,
+	status_code INTEGER NOT NULL,
+	succeeded BOOLEAN NOT NULL,
+	duration_ms INTEGER NOT NULL,
+	error TEXT,
+	delivered_at TIMESTAMPTZ,
+	next_retry_at TIMESTAMPTZ,
+	created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX webhook_delivery_log_subscription ON webhook_delivery_log (subscription_id, id);
+CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, created_at);
+`}}

@@ -1,0 +1,164 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/chatmsg/gateway/gen/events"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/eventschema"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// DeliveryArgs is one delivery: one event to one subscription. The body
+// (the envelope with its delivery_id) is built once, at publish time, and
+// every attempt sends exactly these bytes. It is a JSON string in the job
+// args so PostgreSQL's JSONB keeps it byte for byte.
+type DeliveryArgs struct {
+	SubscriptionID int64  `json:"subscription_id"`
+	DeliveryID     string `json:"delivery_id"`
+	Event          string `json:"event"`
+	Body           string `json:"body"`
+}
+
+// Kind implements river.JobArgs.
+func (DeliveryArgs) Kind() string { return "webhook_delivery" }
+
+// InsertOpts puts deliveries on their queue with the document's attempts.
+func (DeliveryArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: MaxAttempts}
+}
+
+// Delivery returns the signed-request input of the args.
+func (a DeliveryArgs) Delivery() Delivery {
+	return Delivery{ID: a.DeliveryID, Event: a.Event, Body: []byte(a.Body)}
+}
+
+// Publish fans ev out to the company's enabled subscriptions that want it,
+// inside tx: the deliveries exist exactly when the caller's change commits.
+// The channel filter applies to channel-scope events only. Errors: Invalid
+// (unknown or non-subscribable event name); Internal when the data does not
+// match the event's AsyncAPI schema (a bug in the publisher: nothing leaves
+// the service that the document does not describe). The data is checked
+// when at least one subscription receives the event; eventschema.ValidateData
+// checks it in publishers' own tests.
+func (s *Service) Publish(ctx context.Context, tx *store.Tx, ev Event) error {
+	info, ok := events.Lookup(ev.Name)
+	if !ok || !info.Subscribable {
+		return fault.New(fault.Invalid, fmt.Sprintf("unknown event %q", ev.Name))
+	}
+	var rows []subscriptionRow
+	err := tx.NewSelect().Model(&rows).Column("id", "events", "all_events", "company_channel_ids").
+		Where("company_id = ?", ev.CompanyID).Where("enabled = ?", true).Order("id").Scan(ctx)
+	if err != nil {
+		return fault.Internalf(err, "match subscriptions")
+	}
+	matched := rows[:0]
+	for _, r := range rows {
+		if r.subscribes(ev.Name) && (info.Scope != events.ScopeChannel || r.acceptsChannel(ev.CompanyChannelID)) {
+			matched = append(matched, r)
+		}
+	}
+	return s.enqueue(ctx, tx, ev, matched)
+}
+
+// enqueue builds one body per subscription (each has its own delivery_id)
+// and inserts their jobs in tx.
+func (s *Service) enqueue(ctx context.Context, tx *store.Tx, ev Event, subs []subscriptionRow) error {
+	if len(subs) == 0 {
+		return nil
+	}
+	if s.jobs == nil {
+		return fault.Internalf(fmt.Errorf("no job inserter"), "publish %s", ev.Name)
+	}
+	if ev.OccurredAt.IsZero() {
+		ev.OccurredAt = s.now()
+	}
+	env, err := newEnvelope(ev, s.times)
+	if err != nil {
+		return err
+	}
+	params := make([]river.InsertManyParams, len(subs))
+	for i, sub := range subs {
+		d, err := env.delivery(uuid.NewString())
+		if err != nil {
+			return err
+		}
+		params[i] = river.InsertManyParams{Args: DeliveryArgs{
+			SubscriptionID: sub.ID, DeliveryID: d.ID, Event: d.Event, Body: string(d.Body)}}
+	}
+	if err := s.jobs.InsertMany(ctx, tx, params); err != nil {
+		return fault.Internalf(err, "queue deliveries")
+	}
+	s.metrics.queued.Add(float64(len(params)))
+	return nil
+}
+
+// NewDelivery builds the delivery of ev under deliveryID exactly as Publish
+// does (envelope, field order, time format); with NewDeliveryRequest it is
+// the whole wire format, for contract tests and tools. A zero OccurredAt
+// means now.
+func NewDelivery(ev Event, deliveryID string, times clock.Formatter) (Delivery, error) {
+	if ev.OccurredAt.IsZero() {
+		ev.OccurredAt = time.Now()
+	}
+	if times.Location == nil {
+		times = clock.NewFormatter(nil)
+	}
+	env, err := newEnvelope(ev, times)
+	if err != nil {
+		return Delivery{}, err
+	}
+	return env.delivery(deliveryID)
+}
+
+// envelope is an event ready to be addressed: its data marshalled and
+// checked once, whatever the number of subscriptions.
+type envelope struct{ events.Envelope }
+
+func newEnvelope(ev Event, times clock.Formatter) (envelope, error) {
+	info, ok := events.Lookup(ev.Name)
+	if !ok {
+		return envelope{}, fault.New(fault.Invalid, fmt.Sprintf("unknown event %q", ev.Name))
+	}
+	data, err := marshal(ev.Data)
+	if err != nil {
+		return envelope{}, fault.Internalf(err, "marshal %s data", ev.Name)
+	}
+	if bytes.Equal(data, []byte("null")) {
+		data = []byte("{}")
+	}
+	if err := eventschema.ValidateData(ev.Name, data); err != nil {
+		return envelope{}, fault.Internalf(err, "publish %s", ev.Name)
+	}
+	return envelope{events.Envelope{Event: ev.Name, CompanyID: ev.CompanyID, OccurredAt: times.Offset(ev.OccurredAt),
+		Description: info.Description, Data: data}}, nil
+}
+
+func (e envelope) delivery(id string) (Delivery, error) {
+	e.DeliveryID = id
+	body, err := marshal(e.Envelope)
+	if err != nil {
+		return Delivery{}, fault.Internalf(err, "marshal envelope")
+	}
+	return Delivery{ID: id, Event: e.Event, Body: body}, nil
+}
+
+// marshal is json.Marshal without HTML escaping (receivers read the
+// bodies; "<" needs no \u003c) and without the trailing newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

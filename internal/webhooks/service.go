@@ -1,0 +1,199 @@
+package webhooks
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/netguard"
+	"github.com/chatmsg/gateway/internal/ratelimit"
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// Numbers of the API document (Limits, States and transitions).
+const (
+	// MaxAttempts is the number of delivery attempts of one event to one
+	// subscription.
+	MaxAttempts = 5
+	// DisableAfter consecutive failed events disable a subscription.
+	DisableAfter = 20
+	// AttemptTimeout is how long a receiver has to answer.
+	AttemptTimeout = 10 * time.Second
+	// SuccessRetention and FailureRetention keep delivery-log entries.
+	SuccessRetention = 7 * 24 * time.Hour
+	FailureRetention = 30 * 24 * time.Hour
+	// UserAgent identifies the delivery agent.
+	UserAgent = "Svc-Webhooks/1.0"
+
+	// ManagementLimit requests per ManagementWindow per token on the
+	// management endpoints (the document says "rate limited", the value is
+	// ours).
+	ManagementLimit  = 120
+	ManagementWindow = time.Minute
+
+	// QueueName is the River queue of deliveries: their own workers, so a
+	// burst of events never delays other capabilities' jobs.
+	QueueName = "webhooks"
+)
+
+// DefaultRetryDelays are the waits before attempts 2 to 5, counted from the
+// previous failed attempt.
+var DefaultRetryDelays = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute}
+
+// DisabledReason is written when the service disables a subscription.
+var DisabledReason = "Disabled after 20 consecutive failed events"
+
+// Inserter inserts River jobs inside a store transaction (*jobs.Runner).
+type Inserter interface {
+	InsertMany(ctx context.Context, tx *store.Tx, params []river.InsertManyParams) error
+}
+
+// Options configure the service; zero values are production defaults.
+type Options struct {
+	Now    clock.Clock
+	Times  clock.Formatter
+	Logger *slog.Logger
+	// Limiter enforces the management rate limit (in-process when nil).
+	Limiter ratelimit.Limiter
+	// AllowCIDRs are the SSRF guard's exceptions (OUTBOUND_ALLOW_CIDRS).
+	AllowCIDRs []netip.Prefix
+	// Registerer receives the delivery metrics (none when nil).
+	Registerer prometheus.Registerer
+	// RetryDelays replaces DefaultRetryDelays (tests and benchmarks); it
+	// must have MaxAttempts-1 entries.
+	RetryDelays []time.Duration
+	// PerSubscriptionConcurrency bounds in-flight attempts per subscription
+	// in this process (default 8), so a slow receiver holds at most that
+	// many workers.
+	PerSubscriptionConcurrency int
+	// Client replaces the guarded HTTP client (tests only).
+	Client *http.Client
+}
+
+// Service is the webhooks capability: subscriptions, publishing, delivery.
+type Service struct {
+	db      *store.DB
+	jobs    Inserter
+	now     clock.Clock
+	times   clock.Formatter
+	log     *slog.Logger
+	limiter ratelimit.Limiter
+	client  *http.Client
+	delays  []time.Duration
+	slots   *slots
+	metrics *metrics
+}
+
+var _ Publisher = (*Service)(nil)
+
+// NewService returns the service over db. Call UseJobs before publishing.
+func NewService(db *store.DB, opts Options) *Service {
+	s := &Service{db: db, now: opts.Now, times: opts.Times, log: opts.Logger, limiter: opts.Limiter,
+		client: opts.Client, delays: opts.RetryDelays}
+	if s.now == nil {
+		s.now = clock.System
+	}
+	if s.times.Location == nil {
+		s.times = clock.NewFormatter(nil)
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.limiter == nil {
+		s.limiter = ratelimit.NewMemory(s.now)
+	}
+	if s.client == nil {
+		s.client = netguard.New(opts.AllowCIDRs).NewClient(netguard.ClientOptions{
+			Timeout: AttemptTimeout, MaxIdleConnsPerHost: 64,
+		})
+	}
+	if len(s.delays) != MaxAttempts-1 {
+		s.delays = DefaultRetryDelays
+	}
+	n := opts.PerSubscriptionConcurrency
+	if n <= 0 {
+		n = 8
+	}
+	s.slots = newSlots(n)
+	s.metrics = newMetrics(opts.Registerer)
+	return s
+}
+
+// UseJobs sets the job inserter. The River runner needs the workers before
+// it exists and the service needs the runner, hence a setter.
+func (s *Service) UseJobs(j Inserter) { s.jobs = j }
+
+// AddWorkers registers the delivery and retention workers.
+func (s *Service) AddWorkers(w *river.Workers) {
+	river.AddWorker(w, &DeliveryWorker{s: s})
+	river.AddWorker(w, &retentionWorker{s: s})
+}
+
+// PeriodicJobs are the jobs the River leader schedules (log retention,
+// hourly, and once at start).
+func (s *Service) PeriodicJobs() []*river.PeriodicJob {
+	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+		func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_log_retention"})}
+}
+
+// Queue is the River queue configuration of deliveries: many workers
+// (each mostly waits on a receiver) and a short fetch cooldown, since at
+// River's default of 100 ms one client could fetch at most
+// 10 × MaxWorkers jobs per second.
+func Queue() river.QueueConfig {
+	return river.QueueConfig{MaxWorkers: 200, FetchCooldown: 20 * time.Millisecond}
+}
+
+// authorize checks the permission of a management operation and the
+// per-token rate limit, in that order: a forbidden call is refused before
+// it can spend anyone's budget.
+func (s *Service) authorize(ctx context.Context, p auth.Principal, perm string) error {
+	if err := p.Require(perm); err != nil {
+		return err
+	}
+	ok, wait, err := s.limiter.Allow(ctx, ratelimit.Key("webhooks:token", p.TokenID), ManagementLimit, ManagementWindow)
+	if err != nil {
+		// A limiter outage must not take the API down with it: fail open,
+		// loudly.
+		s.log.WarnContext(ctx, "webhooks: rate limiter unavailable; request let through", "err", err)
+		return nil
+	}
+	if !ok {
+		return &fault.Error{Kind: fault.RateLimited, Message: "Too Many Attempts.", RetryAfterSeconds: ratelimit.RetryAfterSeconds(wait)}
+	}
+	return nil
+}
+
+type metrics struct {
+	queued   prometheus.Counter
+	attempts *prometheus.CounterVec
+	duration prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		queued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_webhook_deliveries_queued_total", Help: "Webhook deliveries queued (one per event and subscription).",
+		}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_webhook_attempts_total", Help: "Webhook delivery attempts by outcome (succeeded, retry, failed).",
+		}, []string{"outcome"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gateway_webhook_attempt_duration_seconds", Help: "Time receivers took to answer.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.queued, m.attempts, m.duration)
+	}
+	return m
+}
