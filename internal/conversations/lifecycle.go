@@ -1,0 +1,272 @@
+package conversations
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chatmsg/gateway/gen/events"
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/webhooks"
+)
+
+// Ensure finds or creates the contact and the conversation of a message
+// inside tx; a new conversation publishes omnichat.conversation.created in
+// the same tx. A conversation still named by its number takes the name the
+// message brings (see learnName). It never reads through another capability (SQLite has one
+// connection, held by tx). Errors: Invalid for malformed input, Internal.
+//
+// Concurrent first messages of the same contact are safe: both inserts use
+// ON CONFLICT DO NOTHING on the natural keys, and the loser reads the
+// winner's row (on PostgreSQL the insert waits for the winner to commit).
+func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref, error) {
+	key := strings.TrimSpace(in.ContactKey)
+	switch {
+	case in.CompanyID <= 0 || in.CompanyChannelID <= 0:
+		return Ref{}, fault.New(fault.Invalid, "company and company channel are required")
+	case !in.ChannelTypeID.Valid():
+		return Ref{}, fault.New(fault.Invalid, fmt.Sprintf("unknown channel type %d", in.ChannelTypeID))
+	case key == "":
+		return Ref{}, fault.New(fault.Invalid, "contact key is required")
+	case !OriginID(in.OriginID).Valid():
+		return Ref{}, fault.New(fault.Invalid, fmt.Sprintf("unknown origin %d", in.OriginID))
+	}
+	name := strings.TrimSpace(in.ContactName)
+	if name == "" {
+		name = key
+	}
+
+	var existing conversationRow
+	err := tx.NewSelect().Model(&existing).
+		Where("cc.company_channel_id = ?", in.CompanyChannelID).Where("cc.is_group = ?", in.IsGroup).Where("cc.key = ?", key).
+		Scan(ctx)
+	if err == nil {
+		if existing.Name == existing.Key && name != key {
+			return s.learnName(ctx, tx, existing, name)
+		}
+		return refOf(existing), nil
+	}
+	if !store.IsNoRows(err) {
+		return Ref{}, fault.Internalf(err, "find conversation")
+	}
+
+	now := stamp(s.now())
+	contact, err := s.ensureContact(ctx, tx, in, key, name, now)
+	if err != nil {
+		return Ref{}, err
+	}
+	if name == key && contact.Name != key {
+		name = contact.Name // the contact is known by name from another channel
+	}
+	row := conversationRow{CompanyID: in.CompanyID, ContactID: contact.ID, CompanyChannelID: in.CompanyChannelID,
+		ChannelTypeID: int(in.ChannelTypeID), Key: key, Name: name, IsGroup: in.IsGroup, StatusID: int(StatusOpen),
+		OriginID: in.OriginID, SearchText: searchText(name, key, contact), CreatedAt: now, UpdatedAt: now}
+	var id int64
+	err = tx.NewRaw(`INSERT INTO contact_channels (company_id, contact_id, company_channel_id, channel_type_id, key, name, is_group,
+			status_id, origin_id, unread_count, muted, pinned, opened, search_text, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (company_channel_id, is_group, key) DO NOTHING RETURNING id`,
+		row.CompanyID, row.ContactID, row.CompanyChannelID, row.ChannelTypeID, row.Key, row.Name, row.IsGroup,
+		row.StatusID, row.OriginID, false, false, false, row.SearchText, row.CreatedAt, row.UpdatedAt).Scan(ctx, &id)
+	if store.IsNoRows(err) {
+		// Another transaction created it between our read and insert.
+		if err := tx.NewSelect().Model(&existing).
+			Where("cc.company_channel_id = ?", in.CompanyChannelID).Where("cc.is_group = ?", in.IsGroup).Where("cc.key = ?", key).
+			Scan(ctx); err != nil {
+			return Ref{}, fault.Internalf(err, "read concurrently created conversation")
+		}
+		return refOf(existing), nil
+	}
+	if err != nil {
+		return Ref{}, fault.Internalf(err, "insert conversation")
+	}
+	row.ID = id
+	conv := row.toDomain()
+	payload := s.payload(conv, contact.toDomain(), nil, nil)
+	if err := s.publish(ctx, tx, events.OmnichatConversationCreated, conv, events.ConversationCreatedPayload(payload)); err != nil {
+		return Ref{}, err
+	}
+	return refOf(row), nil
+}
+
+// learnName names a conversation that was created without a name (a
+// company-initiated first message knows only the number) once a message
+// brings one, and its contact too when it is as nameless, so the listing
+// and its text filter show the person rather than the number.
+func (s *Service) learnName(ctx context.Context, tx *store.Tx, c conversationRow, name string) (Ref, error) {
+	var contact contactRow
+	if err := tx.NewSelect().Model(&contact).Where("ct.id = ?", c.ContactID).Scan(ctx); err != nil {
+		return Ref{}, fault.Internalf(err, "read contact")
+	}
+	now := stamp(s.now())
+	if contact.Name == c.Key {
+		contact.Name, contact.UpdatedAt = name, now
+		if _, err := tx.NewUpdate().Model(&contact).Column("name", "updated_at").WherePK().Exec(ctx); err != nil {
+			return Ref{}, fault.Internalf(err, "name contact")
+		}
+	}
+	c.Name, c.SearchText, c.UpdatedAt = name, searchText(name, c.Key, contact), now
+	if _, err := tx.NewUpdate().Model(&c).Column("name", "search_text", "updated_at").WherePK().Exec(ctx); err != nil {
+		return Ref{}, fault.Internalf(err, "name conversation")
+	}
+	return refOf(c), nil
+}
+
+// ensureContact finds or creates the company's contact for a conversation.
+// A contact's identity is its phone number on the chat-app channels (an
+// official and an unofficial conversation with the same number share one
+// contact) and the channel type plus key elsewhere; a group is a contact of
+// its own whose identity is the group key.
+func (s *Service) ensureContact(ctx context.Context, tx *store.Tx, in EnsureInput, key, name string, now time.Time) (contactRow, error) {
+	identity, phone := contactIdentity(in.ChannelTypeID, in.IsGroup, key)
+	var c contactRow
+	err := tx.NewRaw(`INSERT INTO contacts (company_id, identity, name, phone, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (company_id, identity) DO NOTHING RETURNING id`,
+		in.CompanyID, identity, name, phone, now, now).Scan(ctx, &c.ID)
+	if err == nil {
+		c.CompanyID, c.Identity, c.Name, c.Phone, c.CreatedAt, c.UpdatedAt = in.CompanyID, identity, name, phone, now, now
+		return c, nil
+	}
+	if !store.IsNoRows(err) {
+		return c, fault.Internalf(err, "insert contact")
+	}
+	if err := tx.NewSelect().Model(&c).Where("ct.company_id = ?", in.CompanyID).Where("ct.identity = ?", identity).Scan(ctx); err != nil {
+		return c, fault.Internalf(err, "read contact")
+	}
+	return c, nil
+}
+
+func contactIdentity(t channels.TypeID, isGroup bool, key string) (identity string, phone *string) {
+	chatapp := t == channels.UnofficialChatapp || t == channels.OfficialChatapp
+	switch {
+	case isGroup && chatapp:
+		return "chatapp-group:" + key, nil
+	case isGroup:
+		return fmt.Sprintf("type%d-group:%s", t, key), nil
+	case chatapp:
+		if isDigits(key) {
+			p := key
+			return "phone:" + key, &p
+		}
+		return "chatapp:" + key, nil
+	default:
+		return fmt.Sprintf("type%d:%s", t, key), nil
+	}
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func refOf(r conversationRow) Ref {
+	return Ref{ID: r.ID, ContactID: r.ContactID, Name: r.Name, Key: r.Key, IsGroup: r.IsGroup}
+}
+
+// RecordMessage updates the conversation for a message at `at`:
+// last_message_at moves forward (never back, so late receipts of older
+// messages do not reorder the list). An inbound message also counts as
+// unread, moves last_inbound_at (which opens the official 24-hour window)
+// and reopens a closed conversation (Resolved or Cancelled become Open:
+// the contact wrote again; Spam and Banned stay). An outbound message marks
+// the conversation as responded (never_responded_attendant) the first time.
+// Errors: NotFound, Internal.
+func (s *Service) RecordMessage(ctx context.Context, tx *store.Tx, conversationID int64, at time.Time, inbound bool) error {
+	at = stamp(at)
+	q := tx.NewUpdate().Table("contact_channels").
+		Set("last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END", at, at).
+		Set("updated_at = ?", stamp(s.now())).
+		Where("id = ?", conversationID)
+	if inbound {
+		q = q.Set("unread_count = unread_count + 1").
+			Set("last_inbound_at = CASE WHEN last_inbound_at IS NULL OR last_inbound_at < ? THEN ? ELSE last_inbound_at END", at, at).
+			Set("status_id = CASE WHEN status_id IN (?, ?) THEN ? ELSE status_id END", int(StatusResolved), int(StatusCancelled), int(StatusOpen))
+	} else {
+		q = q.Set("first_response_at = COALESCE(first_response_at, ?)", at)
+	}
+	res, err := q.Exec(ctx)
+	if err != nil {
+		return fault.Internalf(err, "record message on conversation %d", conversationID)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fault.New(fault.NotFound, "Conversation not found.")
+	}
+	return nil
+}
+
+// WindowFor reports the official 24-hour window of the one-to-one
+// conversation of contactKey on a company channel at now; a conversation
+// that does not exist is closed (the contact never wrote).
+func (s *Service) WindowFor(ctx context.Context, companyChannelID int64, contactKey string, now time.Time) (Window, error) {
+	var row conversationRow
+	err := s.db.Bun.NewSelect().Model(&row).Column("last_inbound_at").
+		Where("cc.company_channel_id = ?", companyChannelID).Where("cc.key = ?", strings.TrimSpace(contactKey)).
+		OrderExpr("cc.is_group ASC").Limit(1).Scan(ctx)
+	if store.IsNoRows(err) {
+		return Window{}, nil
+	}
+	if err != nil {
+		return Window{}, fault.Internalf(err, "read conversation window")
+	}
+	return WindowAt(utcPtr(row.LastInboundAt), now), nil
+}
+
+// channelTypeNames are the display names of the channel types carried by
+// the webhook payloads' channel_type (the API's listing uses the platform
+// names of channels.TypeID.Name instead).
+var channelTypeNames = map[channels.TypeID]string{
+	channels.EmbeddedChat: "Embedded chat", channels.UnofficialChatapp: "Unofficial chat app",
+	channels.OfficialChatapp: "Official chat app", channels.PhotoSocialNetwork: "Photo social network",
+	channels.SocialMessenger: "Social messenger", channels.BotMessenger: "Bot messenger",
+}
+
+// payload is the document's conversation payload of c: every field, times
+// ISO 8601 with offset. A conversation is created by its first message, so
+// until RecordMessage ran last_message_at is the creation time.
+func (s *Service) payload(c Conversation, contact Contact, sector *Sector, user *auth.User) events.ConversationPayload {
+	p := events.ConversationPayload{
+		ID: c.ID, Name: c.Name, Key: c.Key, IsGroup: c.IsGroup, StatusID: events.ConversationStatus(c.StatusID),
+		CompanyChannelID: c.CompanyChannelID, ChannelTypeID: events.ChannelType(c.ChannelTypeID),
+		ChannelType: channelTypeNames[c.ChannelTypeID], OriginID: events.ConversationOrigin(c.OriginID),
+		Contact:     events.ConversationContact{ID: contact.ID, Name: contact.Name},
+		UnreadCount: int64(c.UnreadCount), CreatedAt: s.times.Offset(c.CreatedAt), LastMessageAt: s.times.Offset(c.CreatedAt),
+	}
+	if contact.Phone != nil {
+		p.Phone = *contact.Phone
+	}
+	if contact.Email != nil {
+		p.Contact.Email = *contact.Email
+	}
+	if c.LastMessageAt != nil {
+		p.LastMessageAt = s.times.Offset(*c.LastMessageAt)
+	}
+	if sector != nil {
+		p.Sector = &events.ConversationSector{ID: sector.ID, Name: sector.Name}
+	}
+	if user != nil {
+		p.AssignedUser = &events.ConversationUser{ID: user.ID, Name: user.Name, Email: user.Email}
+	}
+	return p
+}
+
+// publish publishes a channel-scope conversation event in tx.
+func (s *Service) publish(ctx context.Context, tx *store.Tx, name string, c Conversation, data any) error {
+	chID := c.CompanyChannelID
+	err := s.pub.Publish(ctx, tx, webhooks.Event{Name: name, CompanyID: c.CompanyID, CompanyChannelID: &chID,
+		OccurredAt: s.now(), Data: data})
+	if err != nil {
+		return fmt.Errorf("publish %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package conversations
+
+import "github.com/chatmsg/gateway/internal/store"
+
+// Migrations create the conversation tables.
+//
+// contact_channels is the conversation. It carries denormalised copies of
+// what the listing filters on, so every filter of GET /api/contact-channels
+// is a predicate on this one table (plus tag subqueries):
+//   - channel_type_id is copied from the company channel at Ensure time: a
+//     channel's type never changes, and the type filters (channel_type_id,
+//     channelable_type, the official window) then need no call to channels;
+//   - search_text is the conversation name and key and the contact name and
+//     email, lower-cased and stripped of accents in Go (see normalise), so the
+//     text filter is a plain LIKE that behaves the same on both engines;
+//   - last_inbound_at opens the official 24-hour window (expires_at =
+//     last_inbound_at + 24h), so the window filters are ranges on it.
+//
+// Tags have three kinds (contact, ticket, crm_business) in one table and
+// three link tables. businesses is the minimum of the CRM this service needs
+// for the crmBusinessTags filter: a business belongs to a contact (and may
+// record the conversation it came from) and carries tags; the CRM itself
+// lives outside this service. business_tags repeats the business's contact
+// so the filter is one index-only scan (tag -> contacts) with no join.
+//
+// On PostgreSQL a trigram index serves the text filter when the pg_trgm
+// extension can be installed (it is a trusted extension since PostgreSQL 13);
+// it goes into the public schema so that every schema of the database (tests
+// use one per test) shares one installation. Without it the filter is still
+// correct, only slower.
+var Migrations = []store.Migration{{
+	ID: "0030_conversations",
+	SQLite: `
+CREATE TABLE sectors (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	name TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	UNIQUE (company_id, name)
+);
+CREATE TABLE contacts (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	identity TEXT NOT NULL,
+	name TEXT NOT NULL,
+	email TEXT,
+	phone TEXT,
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL,
+	UNIQUE (company_id, identity)
+);
+CREATE TABLE contact_channels (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+	company_channel_id INTEGER NOT NULL REFERENCES company_channels(id) ON DELETE CASCADE,
+	channel_type_id INTEGER NOT NULL,
+	key TEXT NOT NULL,
+	name TEXT NOT NULL,
+	is_group BOOLEAN NOT NULL DEFAULT 0,
+	status_id INTEGER NOT NULL,
+	origin_id INTEGER NOT NULL,
+	sector_id INTEGER REFERENCES sectors(id) ON DELETE SET NULL,
+	user_id INTEGER REFERENCES users(id) ON DELETE SET NULL,
+	unread_count INTEGER NOT NULL DEFAULT 0,
+	last_message_at TIMESTAMP,
+	last_inbound_at TIMESTAMP,
+	first_response_at TIMESTAMP,
+	muted BOOLEAN NOT NULL DEFAULT 0,
+	pinned BOOLEAN NOT NULL DEFAULT 0,
+	opened BOOLEAN NOT NULL DEFAULT 0,
+	search_text TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL,
+	UNIQUE (company_channel_id, is_group, key)
+);
+CREATE INDEX contact_channels_company_status ON contact_channels (company_id, status_id, id);
+CREATE INDEX contact_channels_company_last_message ON contact_channels (company_id, last_message_at, id);
+CREATE INDEX contact_channels_company_window ON contact_channels (company_id, channel_type_id, last_inbound_at);
+CREATE INDEX contact_channels_company_user ON contact_channels (company_id, user_id);
+CREATE INDEX contact_channels_company_sector ON contact_channels (company_id, sector_id);
+CREATE INDEX contact_channels_contact ON contact_channels (contact_id, company_id, status_id);
+CREATE TABLE tags (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	kind TEXT NOT NULL,
+	name TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	UNIQUE (company_id, kind, name)
+);
+CREATE TABLE contact_tags (
+	contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+	tag_id INTEGER NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+	PRIMARY KEY (contact_id, tag_id)
+);
+CREATE INDEX contact_tags_tag ON contact_tags (tag_id, contact_id);
+CREATE TABLE contact_channel_tags (
+	contact_channel_id INTEGER NOT NULL REFERENCES contact_channels(id) ON DELETE CASCADE,
+	tag_id INTEGER NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+	PRIMARY KEY (contact_channel_id, tag_id)
+);
+CREATE INDEX contact_channel_tags_tag ON contact_channel_tags (tag_id, contact_channel_id);
+CREATE TABLE businesses (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+	contact_channel_id INTEGER REFERENCES contact_channels(id) ON DELETE SET NULL,
+	title TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL
+);
+CREATE INDEX businesses_contact ON businesses (contact_id);
+CREATE TABLE business_tags (
+	business_id INTEGER NOT NULL REFERENCES businesses(id) ON DELETE CASCADE,
+	tag_id INTEGER NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+	contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+	PRIMARY KEY (business_id, tag_id)
+);
+CREATE INDEX business_tags_tag ON business_tags (tag_id, contact_id);
+CREATE INDEX business_tags_contact ON business_tags (contact_id);
+`,
+	Postgres: `
+CREATE TABLE sectors (
+	id BIGSERIAL PRIMARY KEY,
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	name TEXT NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	UNIQUE (company_id, name)
+);
+CREATE TABLE contacts (
+	id BIGSERIAL PRIMARY KEY,
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	identity TEXT NOT NULL,
+	name TEXT NOT NULL,
+	email TEXT,
+	phone TEXT,
+	created_at TIMESTAMPTZ NOT NULL,
+	updated_at TIMESTAMPTZ NOT NULL,
+	UNIQUE (company_id, identity)
+);
+CREATE TABLE contact_channels (
+	id BIGSERIAL PRIMARY KEY,
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	contact_id BIGINT NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+	company_channel_id BIGINT NOT NULL REFERENCES company_channels(id) ON DELETE CASCADE,
+	channel_type_id SMALLINT NOT NULL,
+	key TEXT NOT NULL,
+	name TEXT NOT NULL,
+	is_group BOOLEAN NOT NULL DEFAULT FALSE,
+	status_id SMALLINT NOT NULL,
+	origin_id SMALLINT NOT NULL,
+	sector_id BIGINT REFERENCES sectors(id) ON DELETE SET NULL,
+	user_id BIGINT REFERENCES users(id) ON DELETE SET NULL,
+	unread_count INTEGER NOT NULL DEFAULT 0,
+	last_message_at TIMESTAMPTZ,
+	last_inbound_at TIMESTAMPTZ,
+	first_response_at TIMESTAMPTZ,
+	muted BOOLEAN NOT NULL DEFAULT FALSE,
+	pinned BOOLEAN NOT NULL DEFAULT FALSE,
+	opened BOOLEAN NOT NULL DEFAULT FALSE,
+	search_text TEXT NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	updated_at TIMESTAMPTZ NOT NULL,
+	UNIQUE (company_channel_id, is_group, key)
+);
+CREATE INDEX contact_channels_company_status ON contact_channels (company_id, status_id, id);
+CREATE INDEX contact_channels_company_last_message ON contact_channels (company_id, last_message_at NULLS FIRST, id);
+CREATE INDEX contact_channels_company_window ON contact_channels (company_id, channel_type_id, last_inbound_at);
+CREATE INDEX contact_channels_company_user ON contact_channels (company_id, user_id);
+CREATE INDEX contact_channels_company_sector ON contact_channels (company_id, sector_id);
+CREATE INDEX contact_channels_contact ON contact_channels (contact_id, company_id, status_id);
+CREATE TABLE tags (
+	id BIGSERIAL PRIMARY KEY,
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	kind TEXT NOT NULL,
+	name TEXT NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	UNIQUE (company_id, kind, name)
+);
+CREATE TABLE contact_tags (
+	contact_id BIGINT NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+	tag_id BIGINT NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+	PRIMARY KEY (contact_id, tag_id)
+);
+CREATE INDEX contact_tags_tag ON contact_tags (tag_id, contact_id);
+CREATE TABLE contact_channel_tags (
+	contact_channel_id BIGINT NOT NULL REFERENCES contact_channels(id) ON DELETE CASCADE,
+	tag_id BIGINT NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+	PRIMARY KEY (contact_channel_id, tag_id)
+);
+CREATE INDEX contact_channel_tags_tag ON contact_channel_tags (tag_id, contact_channel_id);
+CREATE TABLE businesses (
+	id BIGSERIAL PRIMARY KEY,
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	contact_id BIGINT NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+	contact_channel_id BIGINT REFERENCES contact_channels(id) ON DELETE SET NULL,
+	title TEXT NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX businesses_contact ON businesses (contact_id);
+CREATE TABLE business_tags (
+	business_id BIGINT NOT NULL REFERENCES businesses(id) ON DELETE CASCADE,
+	tag_id BIGINT NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+	contact_id BIGINT NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+	PRIMARY KEY (business_id, tag_id)
+);
+CREATE INDEX business_tags_tag ON business_tags (tag_id, contact_id);
+CREATE INDEX business_tags_contact ON business_tags (contact_id);
+DO $$ DECLARE s text; BEGIN
+  BEGIN CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public; EXCEPTION WHEN OTHERS THEN RAISE NOTICE 'pg_trgm unavailable: %', SQLERRM; END
+  ; SELECT n.nspname INTO s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'
+  ; IF s IS NOT NULL THEN EXECUTE format('CREATE INDEX contact_channels_search_trgm ON contact_channels USING gin (search_text %I.gin_trgm_ops)', s); END IF
+  ; END $$;
+`}}
