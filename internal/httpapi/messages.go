@@ -8,7 +8,10 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/chatmsg/gateway/gen/api"
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/messaging"
 )
 
 // sendForm is a send request read from either body type: JSON, or
@@ -33,7 +36,7 @@ func readSend(ctx context.Context, req api.SendMessageRequestObject) (sendForm, 
 		f.SendMessageRequest = api.SendMessageRequest{
 			Platform: m.Platform, SenderKey: m.SenderKey, ContactKey: m.ContactKey, ContactIsGroup: m.ContactIsGroup,
 			Enqueue: m.Enqueue, Text: m.Text, ProviderTemplateId: m.ProviderTemplateId,
-			HeaderMediaUrl: m.HeaderMediaUrl, HeaderMediaFilename: m.HeaderMediaFilename,
+			HeaderMediaUrl: m.HeaderMediaUrl, HeaderMediaFilename: m.HeaderMediaFilename, VariableValues: m.VariableValues,
 		}
 		if m.NamedVariableValues != nil && *m.NamedVariableValues != "" {
 			var named map[string]string
@@ -60,17 +63,128 @@ func readSend(ctx context.Context, req api.SendMessageRequestObject) (sendForm, 
 	return f, nil
 }
 
+// Answers of a successful send.
+const (
+	sentMessage   = "Message sent"
+	queuedMessage = "Message queued for sending"
+)
+
 func (s *Server) SendMessage(ctx context.Context, req api.SendMessageRequestObject) (api.SendMessageResponseObject, error) {
-	if _, err := readSend(ctx, req); err != nil {
+	f, err := readSend(ctx, req)
+	if err != nil {
 		return nil, err
 	}
-	return nil, notImplemented("messaging")
+	p, _ := auth.FromContext(ctx)
+	in, err := toSendInput(p.CompanyID, f)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Messaging.SendMessage(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	var res api.SendMessageResult
+	if out.Queued {
+		err = res.FromSendQueued(api.SendQueued{Message: queuedMessage})
+	} else {
+		sync := api.SendAcceptedSync{Status: true, Message: sentMessage}
+		sync.Data.ExternalID = out.ExternalID
+		if out.Raw != nil {
+			sync.Data.Raw = &out.Raw
+		}
+		err = res.FromSendAcceptedSync(sync)
+	}
+	if err != nil {
+		return nil, fault.Internalf(err, "encode send answer")
+	}
+	return api.SendMessage200JSONResponse(res), nil
 }
 
-func (s *Server) EditMessage(ctx context.Context, _ api.EditMessageRequestObject) (api.EditMessageResponseObject, error) {
-	return nil, notImplemented("messaging")
+// toSendInput converts the API send to the messaging service's input.
+func toSendInput(companyID int64, f sendForm) (messaging.SendInput, error) {
+	in := messaging.SendInput{CompanyID: companyID, SenderKey: f.SenderKey, ContactKey: f.ContactKey, Enqueue: f.Enqueue}
+	switch f.Platform {
+	case api.SendPlatformChatapp:
+		in.Platform = channels.UnofficialChatapp
+	case api.SendPlatformOfcChatapp:
+		in.Platform = channels.OfficialChatapp
+	default:
+		return in, fault.New(fault.Invalid, "Platform must be chatapp or ofc_chatapp")
+	}
+	if f.ContactIsGroup != nil {
+		in.IsGroup = *f.ContactIsGroup
+	}
+	if f.Text != nil {
+		in.Text = *f.Text
+	}
+	if f.File != nil {
+		data, err := f.File.Bytes()
+		if err != nil {
+			return in, fault.Wrap(fault.Invalid, "The file could not be read.", err)
+		}
+		in.File = &messaging.Media{FileName: f.File.Filename(), Data: data}
+	}
+	if f.ProviderTemplateId != nil {
+		t := &messaging.TemplateRequest{TemplateID: int64(*f.ProviderTemplateId)}
+		if f.VariableValues != nil {
+			t.Positional = *f.VariableValues
+		}
+		if f.NamedVariableValues != nil {
+			t.Named = *f.NamedVariableValues
+		}
+		if f.HeaderMediaUrl != nil {
+			t.HeaderMediaURL = *f.HeaderMediaUrl
+		}
+		if f.HeaderMediaFilename != nil {
+			t.HeaderMediaFilename = *f.HeaderMediaFilename
+		}
+		in.Template = t
+	} else if f.HeaderMediaUrl != nil || f.HeaderMediaFilename != nil {
+		return in, fault.New(fault.Rule, "header_media_url and header_media_filename are only accepted with provider_template_id")
+	}
+	return in, nil
 }
 
-func (s *Server) RevokeMessages(ctx context.Context, _ api.RevokeMessagesRequestObject) (api.RevokeMessagesResponseObject, error) {
-	return nil, notImplemented("messaging")
+func (s *Server) EditMessage(ctx context.Context, req api.EditMessageRequestObject) (api.EditMessageResponseObject, error) {
+	if req.Body == nil {
+		return nil, fault.New(fault.Invalid, "Id is required")
+	}
+	p, _ := auth.FromContext(ctx)
+	m, err := s.Messaging.EditMessage(ctx, messaging.EditInput{CompanyID: p.CompanyID, ID: int64(req.Body.Id), Text: req.Body.Text})
+	if err != nil {
+		return nil, err
+	}
+	out := api.EditMessage200JSONResponse{Id: int(m.ID), Text: m.Text, Edited: m.Edited, CompanyChannelId: int(m.CompanyChannelID),
+		ContactChannelId: int(m.ContactChannelID), MessageTypeId: api.MessageTypeId(m.TypeID), UpdatedAt: s.Times.MicroUTC(m.UpdatedAt)}
+	if m.ExternalID != "" {
+		ext := m.ExternalID
+		out.ExternalId = &ext
+	}
+	return out, nil
+}
+
+func (s *Server) RevokeMessages(ctx context.Context, req api.RevokeMessagesRequestObject) (api.RevokeMessagesResponseObject, error) {
+	if req.Body == nil {
+		return nil, fault.New(fault.Invalid, "Ids is required and must be an array")
+	}
+	p, _ := auth.FromContext(ctx)
+	in := messaging.RevokeInput{CompanyID: p.CompanyID, Scope: messaging.ScopeMe}
+	for _, id := range req.Body.Ids {
+		in.IDs = append(in.IDs, int64(id))
+	}
+	if req.Body.Scope != nil {
+		in.Scope = string(*req.Body.Scope)
+	}
+	if req.Body.RemoveMedia != nil {
+		in.RemoveMedia = *req.Body.RemoveMedia
+	}
+	results, err := s.Messaging.RevokeMessages(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := make(api.RevokeMessages200JSONResponse, len(results))
+	for i, r := range results {
+		out[i] = api.RevokeResult{Status: r.Status, Message: r.Message}
+	}
+	return out, nil
 }

@@ -2,19 +2,99 @@ package httpapi
 
 import (
 	"context"
+	"strings"
+	"time"
+
+	"github.com/oapi-codegen/runtime"
 
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/templates"
 )
 
-func (s *Server) ListProviderTemplatesForChannel(ctx context.Context, _ api.ListProviderTemplatesForChannelRequestObject) (api.ListProviderTemplatesForChannelResponseObject, error) {
+func (s *Server) ListProviderTemplatesForChannel(ctx context.Context, req api.ListProviderTemplatesForChannelRequestObject) (api.ListProviderTemplatesForChannelResponseObject, error) {
 	p, _ := auth.FromContext(ctx)
 	if err := p.Require(auth.PermTemplatesView); err != nil {
 		return nil, err
 	}
-	return nil, notImplemented("official templates")
+	isOfficial, list, err := s.Templates.ListForChannel(ctx, p.CompanyID, int64(req.Params.CompanyChannelId))
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListProviderTemplatesForChannel200JSONResponse{Official: isOfficial, Templates: make([]api.Template, 0, len(list))}
+	for _, t := range list {
+		out.Templates = append(out.Templates, toAPITemplate(t))
+	}
+	return out, nil
 }
 
-func (s *Server) UploadSendMedia(ctx context.Context, _ api.UploadSendMediaRequestObject) (api.UploadSendMediaResponseObject, error) {
-	return nil, notImplemented("official templates")
+// componentTypes and headerFormats are the values the document lists;
+// anything else the provider may add is left out of the answer.
+var (
+	componentTypes = map[string]bool{"HEADER": true, "BODY": true, "FOOTER": true, "BUTTONS": true}
+	headerFormats  = map[string]bool{"TEXT": true, "IMAGE": true, "VIDEO": true, "DOCUMENT": true}
+)
+
+func toAPITemplate(t templates.Template) api.Template {
+	out := api.Template{Id: int(t.ID), Name: t.Name, Language: t.Language, HasButtons: t.HasButtons, Category: t.Category,
+		Status: api.TemplateStatus(t.Status), Value: api.TemplateValue{Name: t.Name, Language: t.Language, Components: []api.TemplateComponent{}}}
+	for _, c := range t.Components {
+		typ := strings.ToUpper(c.Type)
+		if !componentTypes[typ] {
+			continue
+		}
+		comp := api.TemplateComponent{Type: api.TemplateComponentType(typ)}
+		if f := strings.ToUpper(c.Format); headerFormats[f] {
+			format := api.TemplateComponentFormat(f)
+			comp.Format = &format
+		}
+		if c.Text != "" {
+			text := c.Text
+			comp.Text = &text
+		}
+		if len(c.Buttons) > 0 {
+			buttons := make([]api.TemplateButton, len(c.Buttons))
+			for i, b := range c.Buttons {
+				buttons[i] = api.TemplateButton{Type: b.Type, Text: b.Text}
+				if b.URL != "" {
+					u := b.URL
+					buttons[i].Url = &u
+				}
+				if b.PhoneNumber != "" {
+					n := b.PhoneNumber
+					buttons[i].PhoneNumber = &n
+				}
+			}
+			comp.Buttons = &buttons
+		}
+		out.Value.Components = append(out.Value.Components, comp)
+	}
+	return out
+}
+
+func (s *Server) UploadSendMedia(ctx context.Context, req api.UploadSendMediaRequestObject) (api.UploadSendMediaResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	if err := p.Require(auth.PermTemplatesView); err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, fault.New(fault.Invalid, "File is required")
+	}
+	var form api.UploadSendMediaRequest
+	if err := runtime.BindMultipart(&form, *req.Body); err != nil {
+		return nil, fault.Wrap(fault.Invalid, "The multipart body could not be read.", err)
+	}
+	data, err := form.File.Bytes()
+	if err != nil {
+		return nil, fault.Wrap(fault.Invalid, "The file could not be read.", err)
+	}
+	up, err := s.Templates.UploadSendMedia(ctx, p.CompanyID, int64(form.ProviderAccountId), form.File.Filename(), data)
+	if err != nil {
+		return nil, err
+	}
+	var out api.UploadSendMedia200JSONResponse
+	out.Data.Url, out.Data.Filename = up.URL, up.FileName
+	out.Data.ExpiresAt = up.ExpiresAt.In(s.Times.Location).Truncate(time.Second)
+	return out, nil
 }

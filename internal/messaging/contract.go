@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/store"
 )
 
 // This file is the contract between messaging and the two channel
@@ -46,6 +47,26 @@ type TemplateSend struct {
 	HeaderFormat   string
 	HeaderMedia    *Media
 	HeaderMediaURL string
+	// Components are the text parameters per component of the template
+	// (header, body, URL buttons), in the template's order, as the provider
+	// wants them; filled by TemplatePreparer.
+	Components []TemplateComponentParams
+}
+
+// TemplateComponentParams are the text parameters of one template
+// component.
+type TemplateComponentParams struct {
+	Type    string // "header", "body" or "button"
+	SubType string // "url" for a URL button
+	Index   int    // position of a button among the template's buttons
+	Params  []TemplateParam
+}
+
+// TemplateParam is one variable value: positional (Name "") in the order
+// of the variables' numbers, or named.
+type TemplateParam struct {
+	Name string
+	Text string
 }
 
 // SendResult is what the far side answered.
@@ -85,6 +106,11 @@ type Inbound struct {
 	Media       *Media
 	// SentAt is when the contact sent it (platform_at).
 	SentAt time.Time
+	// IsForwarded marks a message the contact forwarded.
+	IsForwarded bool
+	// ReplyToExternalID is the far side's id of the message this one
+	// answers, if any (stored as replied_message_id when known).
+	ReplyToExternalID string
 }
 
 // Receipt is a delivery status reported by the far side for a message it
@@ -96,4 +122,48 @@ type Receipt struct {
 	StatusID   int // MessageStatusId: 2 Sent, 3 Delivered, 4 Read, 5 Failed
 	Reason     string
 	At         time.Time
+	// MessageID is the internal id when the far side echoes it (the
+	// official provider returns it in biz_opaque_callback_data): a receipt
+	// that arrives before the send's answer was stored still finds its
+	// message. 0 when unknown.
+	MessageID int64
+}
+
+// TemplateRequest is an official template send as the client asked for it
+// (provider_template_id and its variables and header media).
+type TemplateRequest struct {
+	TemplateID int64
+	// Positional fills {{1}}, {{2}}, … in order (variable_values).
+	Positional []string
+	// Named fills {{name}} (named_variable_values); keys starting with an
+	// underscore are reserved and ignored.
+	Named               map[string]string
+	HeaderMediaURL      string
+	HeaderMediaFilename string
+}
+
+// PreparedTemplate is a template send resolved against the stored template:
+// what to store and what to hand to the Transport.
+type PreparedTemplate struct {
+	// Send is what the Transport sends. Send.HeaderMedia holds the media
+	// fetched from header_media_url (checked against the header format and
+	// the size limits); Send.HeaderMediaURL is the template's own media,
+	// used when no header_media_url was given.
+	Send TemplateSend
+	// Text is the rendered body, stored as the message text.
+	Text string
+}
+
+// TemplatePreparer resolves template sends (*templates.Service).
+type TemplatePreparer interface {
+	// PrepareTemplate resolves req for a send through ch. Errors: Rule for
+	// an unknown template, one of another company or account, one not
+	// approved by the provider, header media not allowed for the header
+	// format, of the wrong type or over its size limit, or that could not
+	// be fetched.
+	PrepareTemplate(ctx context.Context, ch channels.Channel, req TemplateRequest) (PreparedTemplate, error)
+	// MarkMediaUsed records, inside the send's transaction, that the
+	// gateway-hosted upload behind url (if url is one) was used in a send:
+	// it then has no deadline any more.
+	MarkMediaUsed(ctx context.Context, tx *store.Tx, url string) error
 }

@@ -1,0 +1,65 @@
+package app
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/netguard"
+	"github.com/chatmsg/gateway/internal/official"
+	"github.com/chatmsg/gateway/internal/templates"
+)
+
+// templateSyncInterval is how often stored templates are refreshed from
+// the provider.
+const templateSyncInterval = time.Hour
+
+// newMessaging wires messaging, the official provider (client, Transport,
+// inbound webhooks) and templates. Conversations, webhooks and the limiter
+// must exist; the River runner is attached later (UseJobs).
+func (a *App) newMessaging() {
+	cfg := a.Config
+	logger := a.Logger
+	a.ProviderClient = official.NewClient(official.ClientOptions{Logger: logger.With("component", "provider"), Registerer: a.Registry})
+	guard := netguard.New(cfg.OutboundAllowCIDRs)
+	a.Templates = templates.NewService(templates.Deps{
+		DB: a.DB, Channels: a.Channels, Provider: a.ProviderClient,
+		// Header media URLs are user-supplied: fetched through the SSRF
+		// guard, following (re-checked) redirects.
+		Fetch: guard.NewClient(netguard.ClientOptions{Timeout: time.Minute, MaxRedirects: 3}),
+		Now:   a.Clock, MediaDir: filepath.Join(cfg.DataDir, "media", "templates"), PublicBaseURL: cfg.PublicBaseURL,
+		Logger: logger.With("component", "templates"),
+	})
+	a.Messaging = messaging.NewService(messaging.Deps{
+		DB: a.DB, Channels: a.Channels, Conversations: a.Conversations, Events: a.Webhooks, Limiter: a.Limiter,
+		Templates: a.Templates, Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone),
+		MediaDir: filepath.Join(cfg.DataDir, "media", "messages"), Logger: logger.With("component", "messaging"),
+	}, messaging.Options{Registerer: a.Registry})
+	a.Messaging.RegisterTransport(channels.OfficialChatapp, official.NewTransport(a.ProviderClient))
+	a.Official = official.NewService(a.Channels, a.Messaging, a.ProviderClient, logger.With("component", "official"))
+}
+
+// addMessagingWorkers registers the queued-send worker and the templates'
+// periodic workers.
+func (a *App) addMessagingWorkers(workers *river.Workers) {
+	river.AddWorker(workers, messaging.NewSendWorker(a.Messaging))
+	river.AddWorker(workers, templates.NewSyncWorker(a.Templates, templateSyncInterval))
+	river.AddWorker(workers, templates.NewMediaCleanupWorker(a.Templates))
+}
+
+// messagingPeriodicJobs are the templates' periodic jobs: the template sync
+// and the deletion of uploads that expired unused.
+func (a *App) messagingPeriodicJobs() []*river.PeriodicJob {
+	return []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(templateSyncInterval), func() (river.JobArgs, *river.InsertOpts) {
+			return templates.SyncArgs{}, nil
+		}, &river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(15*time.Minute), func() (river.JobArgs, *river.InsertOpts) {
+			return templates.MediaCleanupArgs{}, nil
+		}, &river.PeriodicJobOpts{RunOnStart: true}),
+	}
+}

@@ -1,0 +1,199 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/chatmsg/gateway/gen/events"
+	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/official"
+	"github.com/chatmsg/gateway/internal/providersim"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/store/storetest"
+)
+
+// TestOfficialSendQueued: enqueue=true answers {message} at once and the
+// River worker sends; a provider outage (HTTP 500) is retried until the
+// send goes through.
+func TestOfficialSendQueued(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{})
+		e.contactWrites(ofcContactKey, "Oi")
+		if err := e.ctl.Outage(context.Background(), providersim.FaultRequest{PhoneNumberID: e.pnid, Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+		resp := e.send(map[string]any{"text": "na fila", "enqueue": true})
+		if resp.Status != http.StatusOK || resp.Map(t)["message"] != "Message queued for sending" {
+			t.Fatalf("queued answer: %d %s", resp.Status, resp.Body)
+		}
+		pending := e.sink.wait("pending", ofcMessageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
+		// The first attempt meets the outage; River retries (1 s later).
+		sent := e.sink.wait("sent after retry", ofcMessageEvent(events.OmnichatMessageSent, "", messaging.StatusSent))
+		if sent.Data["id"] != pending.Data["id"] || sent.Data["external_id"] == "" {
+			t.Fatalf("pending %+v, sent %+v", pending.Data, sent.Data)
+		}
+		list := e.sent()
+		if len(list) != 1 || list[0].ID != sent.Data["external_id"] || list[0].Request.Text.Body != "na fila" {
+			t.Fatalf("provider got %+v", list)
+		}
+	})
+}
+
+// TestOfficialQueuedFinalFailure drives the worker by hand: an outage on
+// an attempt that is not the last is retried (error returned, message still
+// Pending); on the last attempt the message is marked Falha; a refusal is
+// final at once.
+func TestOfficialQueuedFinalFailure(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+		e.contactWrites(ofcContactKey, "Oi")
+		ctx := context.Background()
+		queue := func(text string) int64 {
+			enqueue := true
+			out, err := e.h.App.Messaging.SendMessage(ctx, messaging.SendInput{CompanyID: e.ten.CompanyID, Platform: channels.OfficialChatapp,
+				SenderKey: ofcSenderKey, ContactKey: ofcContactKey, Text: text, Enqueue: &enqueue})
+			if err != nil || !out.Queued {
+				t.Fatalf("queue: %+v %v", out, err)
+			}
+			return out.MessageID
+		}
+		worker := messaging.NewSendWorker(e.h.App.Messaging)
+		work := func(id int64, attempt int) error {
+			return worker.Work(ctx, &river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 8}, Args: messaging.SendArgs{MessageID: id}})
+		}
+		status := func(id int64) messaging.Message {
+			m, err := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+
+		id := queue("outage")
+		if err := e.ctl.Outage(ctx, providersim.FaultRequest{PhoneNumberID: e.pnid, Count: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := work(id, 1); err == nil {
+			t.Fatal("attempt 1 during an outage: want an error so River retries")
+		}
+		if m := status(id); m.StatusID != messaging.StatusPending {
+			t.Fatalf("after a retryable failure: status %d", m.StatusID)
+		}
+		if err := work(id, 8); err != nil {
+			t.Fatalf("last attempt: %v (the failure is recorded, not retried)", err)
+		}
+		if m := status(id); m.StatusID != messaging.StatusFailed || m.FailureReason == "" {
+			t.Fatalf("after the last attempt: %+v", m)
+		}
+		if err := work(id, 8); err != nil || len(e.sent()) != 0 {
+			t.Fatalf("a failed message is not sent again: %v, provider has %d", err, len(e.sent()))
+		}
+
+		id = queue("refused")
+		if err := e.ctl.Refuse(ctx, providersim.FaultRequest{PhoneNumberID: e.pnid, Reason: providersim.ReasonBlocked}); err != nil {
+			t.Fatal(err)
+		}
+		if err := work(id, 1); err != nil {
+			t.Fatalf("a refusal is final: %v", err)
+		}
+		if m := status(id); m.StatusID != messaging.StatusFailed || m.FailureReason != "The business account is blocked" {
+			t.Fatalf("after a refusal: %+v", m)
+		}
+
+		id = queue("fine")
+		if err := work(id, 1); err != nil {
+			t.Fatal(err)
+		}
+		if m := status(id); m.StatusID != messaging.StatusSent || m.ExternalID == "" {
+			t.Fatalf("after a good attempt: %+v", m)
+		}
+		if err := work(id, 2); err != nil || len(e.sent()) != 1 {
+			t.Fatalf("a repeated job does not send twice: %v, provider has %d", err, len(e.sent()))
+		}
+	})
+}
+
+// TestSendSafetyNetAndEarlyReceipt: the safety net of a synchronous send
+// marks a message left Pending (the process died mid-send) as failed and
+// leaves finished ones alone; a receipt that overtakes the send's answer
+// finds its message through the id echoed in biz_opaque_callback_data.
+func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+		ctx := context.Background()
+		e.contactWrites(ofcContactKey, "Oi")
+		worker := messaging.NewSendWorker(e.h.App.Messaging)
+		safetyNet := func(id int64) {
+			t.Helper()
+			if err := worker.Work(ctx, &river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 3},
+				Args: messaging.SendArgs{MessageID: id, Recover: true}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enqueue := true
+		stuck, err := e.h.App.Messaging.SendMessage(ctx, messaging.SendInput{CompanyID: e.ten.CompanyID, Platform: channels.OfficialChatapp,
+			SenderKey: ofcSenderKey, ContactKey: ofcContactKey, Text: "stuck", Enqueue: &enqueue})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sync struct{ Data struct{ ExternalID string } }
+		e.send(map[string]any{"text": "done"}).JSON(t, &sync)
+		done, _ := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, sync.Data.ExternalID)
+
+		safetyNet(stuck.MessageID)
+		safetyNet(done.ID)
+		if m, _ := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, stuck.MessageID); m.StatusID != messaging.StatusFailed ||
+			m.FailureReason != "The send was interrupted before the provider answered" {
+			t.Fatalf("pending message after the safety net: %+v", m)
+		}
+		if m, _ := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, done.ID); m.StatusID != messaging.StatusSent {
+			t.Fatalf("sent message after the safety net: %+v", m)
+		}
+		if len(e.sent()) != 1 {
+			t.Fatal("the safety net sent something")
+		}
+
+		// A message still waiting for the provider's answer gets a
+		// receipt first.
+		early, err := e.h.App.Messaging.SendMessage(ctx, messaging.SendInput{CompanyID: e.ten.CompanyID, Platform: channels.OfficialChatapp,
+			SenderKey: ofcSenderKey, ContactKey: ofcContactKey, Text: "early", Enqueue: &enqueue})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := []byte(fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"w","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":%q},"statuses":[{"id":"wamid.early","status":"delivered","timestamp":"1764770000","recipient_id":%q,"biz_opaque_callback_data":"%d"}]}}]}]}`,
+			e.pnid, ofcContactKey, early.MessageID))
+		r := e.h.Do(apitest.Request{Method: "POST", Path: "/provider-webhooks/" + e.pnid, JSON: body,
+			Header: http.Header{"X-Hub-Signature-256": {official.Sign(ofcAppSecret, body)}}})
+		if r.Status != 200 || r.Map(t)["receipts"] != float64(1) {
+			t.Fatalf("early receipt: %d %s", r.Status, r.Body)
+		}
+		m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, "wamid.early")
+		if err != nil || m.ID != early.MessageID || m.StatusID != messaging.StatusDelivered {
+			t.Fatalf("after the early receipt: %+v %v", m, err)
+		}
+		// Its job then finds it already delivered and does not send again.
+		if err := worker.Work(ctx, &river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 8}, Args: messaging.SendArgs{MessageID: early.MessageID}}); err != nil || len(e.sent()) != 1 {
+			t.Fatalf("job after the early receipt: %v, provider has %d", err, len(e.sent()))
+		}
+		// A receipt naming a message of another channel, or a contact's
+		// message, adopts nothing.
+		inbound, _ := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, e.contactWrites(ofcContactKey, "again"))
+		body = []byte(fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"w","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":%q},"statuses":[{"id":"wamid.other","status":"read","timestamp":"1764770000","biz_opaque_callback_data":"%d"}]}}]}]}`,
+			e.pnid, inbound.ID))
+		r = e.h.Do(apitest.Request{Method: "POST", Path: "/provider-webhooks/" + e.pnid, JSON: body,
+			Header: http.Header{"X-Hub-Signature-256": {official.Sign(ofcAppSecret, body)}}})
+		if r.Status != 200 || r.Map(t)["receipts"] != float64(0) || r.Map(t)["ignored"] != float64(1) {
+			t.Fatalf("receipt for a contact's message: %d %s", r.Status, r.Body)
+		}
+	})
+}

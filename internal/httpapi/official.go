@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+
+	"github.com/chatmsg/gateway/gen/api"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/templates"
+)
+
+func (s *Server) VerifyProviderWebhook(ctx context.Context, req api.VerifyProviderWebhookRequestObject) (api.VerifyProviderWebhookResponseObject, error) {
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	challenge, err := s.Official.VerifyProviderWebhook(ctx, req.PhoneNumberId, str(req.Params.HubMode), str(req.Params.HubVerifyToken), str(req.Params.HubChallenge))
+	if err != nil {
+		return nil, err
+	}
+	return api.VerifyProviderWebhook200TextResponse(challenge), nil
+}
+
+func (s *Server) ReceiveProviderWebhook(ctx context.Context, req api.ReceiveProviderWebhookRequestObject) (api.ReceiveProviderWebhookResponseObject, error) {
+	// The signature covers the exact bytes received, so the body is read
+	// raw (the document declares it application/* for that reason).
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, fault.Wrap(fault.Invalid, "The webhook body could not be read.", err)
+	}
+	sig := ""
+	if req.Params.XHubSignature256 != nil {
+		sig = *req.Params.XHubSignature256
+	}
+	sum, err := s.Official.ReceiveProviderWebhook(ctx, req.PhoneNumberId, sig, body)
+	if err != nil {
+		return nil, err
+	}
+	return api.ReceiveProviderWebhook200JSONResponse{Success: true, Messages: sum.Messages, Receipts: sum.Receipts, Ignored: sum.Ignored}, nil
+}
+
+func (s *Server) GetUploadedMedia(ctx context.Context, req api.GetUploadedMediaRequestObject) (api.GetUploadedMediaResponseObject, error) {
+	f, err := s.Templates.OpenMedia(ctx, req.Token)
+	if errors.Is(err, templates.ErrGone) {
+		return api.GetUploadedMedia410JSONResponse{Message: "This media expired and was deleted"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if f.FileName != req.Filename {
+		return nil, fault.New(fault.NotFound, "Media not found")
+	}
+	file, err := os.Open(f.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return api.GetUploadedMedia410JSONResponse{Message: "This media expired and was deleted"}, nil
+	}
+	if err != nil {
+		return nil, fault.Internalf(err, "open uploaded media")
+	}
+	switch f.ContentType {
+	case "image/jpeg":
+		return api.GetUploadedMedia200ImagejpegResponse{Body: file, ContentLength: f.Size}, nil
+	case "image/png":
+		return api.GetUploadedMedia200ImagepngResponse{Body: file, ContentLength: f.Size}, nil
+	case "image/webp":
+		return api.GetUploadedMedia200ImagewebpResponse{Body: file, ContentLength: f.Size}, nil
+	case "video/mp4":
+		return api.GetUploadedMedia200Videomp4Response{Body: file, ContentLength: f.Size}, nil
+	case "video/3gpp":
+		return api.GetUploadedMedia200Video3gppResponse{Body: file, ContentLength: f.Size}, nil
+	case "application/pdf":
+		return api.GetUploadedMedia200ApplicationpdfResponse{Body: file, ContentLength: f.Size}, nil
+	}
+	_ = file.Close()
+	return nil, fault.Internalf(errors.New(f.ContentType), "uploaded media of an unexpected type")
+}

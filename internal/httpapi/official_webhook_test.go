@@ -1,0 +1,229 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chatmsg/gateway/gen/events"
+	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/official"
+	"github.com/chatmsg/gateway/internal/providersim"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/store/storetest"
+)
+
+// TestProviderWebhookAuthentication: the handshake echoes the challenge
+// only for the account's verify token; deliveries must carry the right
+// signature over the exact bytes.
+func TestProviderWebhookAuthentication(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+		token := official.VerifyToken(e.ch.ProviderAccount)
+		verify := func(pnid, mode, tok string) *apitest.Response {
+			q := url.Values{"hub.mode": {mode}, "hub.verify_token": {tok}, "hub.challenge": {"1158201444"}}
+			return e.h.Do(apitest.Request{Method: "GET", Path: "/provider-webhooks/" + pnid + "?" + q.Encode()})
+		}
+		if r := verify(e.pnid, "subscribe", token); r.Status != 200 || string(r.Body) != "1158201444" {
+			t.Fatalf("handshake: %d %s", r.Status, r.Body)
+		}
+		for name, r := range map[string]*apitest.Response{
+			"wrong token":   verify(e.pnid, "subscribe", "guess"),
+			"wrong mode":    verify(e.pnid, "unsubscribe", token),
+			"unknown phone": verify("000", "subscribe", token),
+		} {
+			want := 403
+			if name == "unknown phone" {
+				want = 404
+			}
+			if r.Status != want {
+				t.Errorf("%s: %d %s", name, r.Status, r.Body)
+			}
+		}
+
+		body := []byte(fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"w","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":%q},"contacts":[{"profile":{"name":"Maria"},"wa_id":"5511977776666"}],"messages":[{"from":"5511977776666","id":"wamid.sig-test","timestamp":"1764770000","type":"text","text":{"body":"Olá"}}]}}]}]}`, e.pnid))
+		post := func(pnid, sig string, b []byte) *apitest.Response {
+			h := http.Header{"Content-Type": {"application/json"}}
+			if sig != "" {
+				h.Set("X-Hub-Signature-256", sig)
+			}
+			return e.h.Do(apitest.Request{Method: "POST", Path: "/provider-webhooks/" + pnid, JSON: b, Header: h})
+		}
+		tampered := []byte(strings.Replace(string(body), "Olá", "Oi!", 1))
+		cases := []struct {
+			name   string
+			pnid   string
+			sig    string
+			body   []byte
+			status int
+		}{
+			{"unsigned", e.pnid, "", body, 401},
+			{"signed with another secret", e.pnid, official.Sign("other-secret", body), body, 401},
+			{"signature of other bytes", e.pnid, official.Sign(ofcAppSecret, body), tampered, 401},
+			{"malformed signature", e.pnid, "sha256=zz", body, 401},
+			{"unknown number", "000", official.Sign(ofcAppSecret, body), body, 404},
+			{"signed but not JSON", e.pnid, official.Sign(ofcAppSecret, []byte("{nope")), []byte("{nope"), 400},
+		}
+		for _, tc := range cases {
+			if r := post(tc.pnid, tc.sig, tc.body); r.Status != tc.status {
+				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
+			}
+		}
+		if _, err := e.h.App.Messaging.FindByExternalID(context.Background(), e.ch.ID, "wamid.sig-test"); err == nil {
+			t.Fatal("a rejected delivery stored its message")
+		}
+		// The same bytes, correctly signed, are accepted, and a repeated
+		// delivery changes nothing.
+		for range 2 {
+			r := post(e.pnid, official.Sign(ofcAppSecret, body), body)
+			if r.Status != 200 || r.Map(t)["messages"] != float64(1) {
+				t.Fatalf("signed: %d %s", r.Status, r.Body)
+			}
+		}
+		n, err := db.Bun.NewSelect().Table("messages").Where("external_id = ?", "wamid.sig-test").Count(context.Background())
+		if err != nil || n != 1 {
+			t.Fatalf("stored %d copies (%v)", n, err)
+		}
+	})
+}
+
+// TestInboundMessages: a contact's first message creates the conversation
+// and publishes conversation.created and message.received (source 2);
+// repeated deliveries are ignored; media is fetched from the provider and
+// stored; a reply points at the message it answers.
+func TestInboundMessages(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{})
+		ctx := context.Background()
+		first := e.contactWrites(ofcContactKey, "Olá! Quero saber do pedido 4471.")
+		created := e.sink.wait("conversation created", func(ev ofcEvent) bool { return ev.Name == events.OmnichatConversationCreated })
+		received := e.sink.wait("message received", ofcMessageEvent(events.OmnichatMessageReceived, first, 0))
+		conv := received.Data["conversation"].(map[string]any)
+		if received.Data["message_source_id"] != float64(2) || received.Data["text"] != "Olá! Quero saber do pedido 4471." ||
+			conv["id"] != created.Data["id"] || conv["name"] != "Maria Souza" || conv["key"] != ofcContactKey || received.Data["company_channel_key"] != ofcSenderKey {
+			t.Fatalf("received %+v created %+v", received.Data, created.Data)
+		}
+		// The same message delivered again.
+		res, err := e.ctl.Inbound(ctx, providersim.InboundRequest{PhoneNumberID: e.pnid, From: ofcContactKey, Text: "dup", ID: first})
+		if err != nil || res.WebhookStatus != 200 {
+			t.Fatalf("repeat: %+v %v", res, err)
+		}
+		m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, first)
+		if err != nil || m.Text != "Olá! Quero saber do pedido 4471." {
+			t.Fatalf("after a repeated delivery: %+v %v", m, err)
+		}
+
+		img := ofcPNG(t, 12, 12)
+		res, err = e.ctl.Inbound(ctx, providersim.InboundRequest{PhoneNumberID: e.pnid, From: ofcContactKey, Type: "image", ReplyTo: first,
+			Media: &providersim.InboundMedia{MimeType: "image/png", Caption: "a foto do pedido", DataBase64: base64.StdEncoding.EncodeToString(img)}})
+		if err != nil || res.WebhookStatus != 200 {
+			t.Fatalf("image: %+v %v", res, err)
+		}
+		photo, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, res.MessageID)
+		if err != nil || photo.TypeID != messaging.TypeImage || photo.Text != "a foto do pedido" || photo.MediaPath == "" ||
+			photo.RepliedMessageID == nil || *photo.RepliedMessageID != m.ID {
+			t.Fatalf("image message %+v %v", photo, err)
+		}
+		stored, err := os.ReadFile(filepath.Join(e.h.App.Config.DataDir, "media", "messages", filepath.FromSlash(photo.MediaPath)))
+		if err != nil || string(stored) != string(img) {
+			t.Fatalf("stored media: %d bytes, %v", len(stored), err)
+		}
+		ev := e.sink.wait("image received", ofcMessageEvent(events.OmnichatMessageReceived, res.MessageID, 0))
+		if ev.Data["message_type_id"] != float64(messaging.TypeImage) || ev.Data["replied_message_id"] != float64(m.ID) {
+			t.Fatalf("image event %+v", ev.Data)
+		}
+		if n := e.sink.count(func(ev ofcEvent) bool { return ev.Name == events.OmnichatConversationCreated }); n != 1 {
+			t.Fatalf("%d conversation.created events, want 1", n)
+		}
+		if n := e.sink.count(func(ev ofcEvent) bool { return ev.Name == events.OmnichatMessageReceived }); n != 2 {
+			t.Fatalf("%d message.received events, want 2", n)
+		}
+	})
+}
+
+// TestReceiptsOrdering: receipts move a message Enviada → Entregue → Lida
+// only forward; Falha carries the reason and only applies before delivery;
+// each change is published as another message.sent.
+func TestReceiptsOrdering(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{})
+		ctx := context.Background()
+		e.contactWrites(ofcContactKey, "Oi")
+		sendOne := func(text string) string {
+			var a struct{ Data struct{ ExternalID string } }
+			r := e.send(map[string]any{"text": text})
+			r.JSON(t, &a)
+			if r.Status != 200 {
+				t.Fatalf("send: %d %s", r.Status, r.Body)
+			}
+			return a.Data.ExternalID
+		}
+		receipt := func(id, status, reason string) {
+			t.Helper()
+			res, err := e.ctl.Receipt(ctx, providersim.ReceiptRequest{MessageID: id, Status: status, Reason: reason})
+			if err != nil || res.WebhookStatus != 200 {
+				t.Fatalf("receipt %s: %+v %v", status, res, err)
+			}
+		}
+		statusOf := func(id string) messaging.Message {
+			m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+
+		a := sendOne("first")
+		steps := []struct {
+			receipt string
+			reason  string
+			want    int
+		}{
+			{"sent", "", messaging.StatusSent},
+			{"delivered", "", messaging.StatusDelivered},
+			{"sent", "", messaging.StatusDelivered}, // stale: never backwards
+			{"read", "", messaging.StatusRead},
+			{"delivered", "", messaging.StatusRead},
+			{"failed", "no_account", messaging.StatusRead}, // after reading, a failure is stale
+			{"read", "", messaging.StatusRead},
+		}
+		for i, s := range steps {
+			receipt(a, s.receipt, s.reason)
+			if m := statusOf(a); m.StatusID != s.want {
+				t.Fatalf("step %d (%s): status %d, want %d", i, s.receipt, m.StatusID, s.want)
+			}
+		}
+		e.sink.wait("delivered", ofcMessageEvent(events.OmnichatMessageSent, a, messaging.StatusDelivered))
+		e.sink.wait("read", ofcMessageEvent(events.OmnichatMessageSent, a, messaging.StatusRead))
+		// pending (no external id yet), sent, delivered, read: stale
+		// receipts publish nothing.
+		ofcEventually(t, "the status events", func() bool {
+			return e.sink.count(ofcMessageEvent(events.OmnichatMessageSent, a, 0)) == 3
+		})
+		if n := e.sink.count(ofcMessageEvent(events.OmnichatMessageSent, a, 0)); n != 3 {
+			t.Fatalf("%d status events for the message after it got its id, want 3", n)
+		}
+
+		b := sendOne("second")
+		receipt(b, "failed", "marketing_limit")
+		m := statusOf(b)
+		if m.StatusID != messaging.StatusFailed || m.FailureReason != "The marketing message limit for this recipient was reached" {
+			t.Fatalf("failed receipt: %+v", m)
+		}
+		receipt(b, "delivered", "")
+		if m := statusOf(b); m.StatusID != messaging.StatusFailed {
+			t.Fatalf("Falha is final, got %d", m.StatusID)
+		}
+		e.sink.wait("failed", ofcMessageEvent(events.OmnichatMessageSent, b, messaging.StatusFailed))
+	})
+}

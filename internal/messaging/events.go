@@ -1,0 +1,47 @@
+package messaging
+
+import (
+	"context"
+
+	"github.com/chatmsg/gateway/gen/events"
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/webhooks"
+)
+
+// Payload is the webhook message payload of m (every field of the
+// document's "Webhook message payload" table).
+func (s *Service) Payload(ch channels.Channel, m Message) events.MessagePayload {
+	f := s.deps.Times
+	return events.MessagePayload{
+		ID: m.ID, UUID: m.UUID, ExternalID: m.ExternalID, Text: m.Text,
+		MessageTypeID: events.MessageType(m.TypeID), MessageSourceID: events.MessageSource(m.SourceID),
+		StatusID: events.MessageStatus(m.StatusID), Edited: m.Edited, IsForwarded: m.IsForwarded,
+		RevokedAt: f.OffsetPtr(m.RevokedAt), CompanyChannelID: m.CompanyChannelID, CompanyChannelKey: ch.Key,
+		ContactChannelID: m.ContactChannelID, ContactChannelKey: m.ContactKey, RepliedMessageID: m.RepliedMessageID,
+		UserID: m.UserID, PlatformAt: f.Offset(m.PlatformAt), ReceivedAt: f.Offset(m.ReceivedAt), CreatedAt: f.Offset(m.CreatedAt),
+		Conversation: events.MessageConversation{ID: m.ContactChannelID, Name: m.ConversationName, Key: m.ContactKey, IsGroup: m.IsGroup},
+	}
+}
+
+// publish emits the message's event inside tx: omnichat.message.received
+// for a contact's message, omnichat.message.sent for every other source
+// (on creation and again on each later status change, as the AsyncAPI
+// document describes).
+func (s *Service) publish(ctx context.Context, tx *store.Tx, ch channels.Channel, m Message) error {
+	if s.deps.Events == nil {
+		return nil
+	}
+	p := s.Payload(ch, m)
+	ev := webhooks.Event{CompanyID: m.CompanyID, CompanyChannelID: &m.CompanyChannelID, OccurredAt: m.UpdatedAt}
+	if m.SourceID == SourceContact {
+		ev.Name, ev.Data = events.OmnichatMessageReceived, events.MessageReceivedPayload(p)
+	} else {
+		ev.Name, ev.Data = events.OmnichatMessageSent, events.MessageSentPayload(p)
+	}
+	if err := s.deps.Events.Publish(ctx, tx, ev); err != nil {
+		return fault.Internalf(err, "publish %s", ev.Name)
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package messaging
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/chatmsg/gateway/internal/conversations"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// errDuplicate rolls back a transaction that lost the race to store the
+// same inbound message.
+var errDuplicate = errors.New("duplicate inbound message")
+
+// ReceiveInbound stores a message a contact sent to a company channel:
+// it ensures the contact and the conversation (origin ContactInitiated;
+// a new conversation publishes omnichat.conversation.created), stores the
+// message (source Contact), records it on the conversation (which opens or
+// extends the official 24-hour window), and publishes
+// omnichat.message.received, all in one transaction. A repeated delivery
+// of the same (channel, ExternalID) changes nothing and returns nil.
+//
+// Errors: Invalid when ExternalID or ContactKey is empty; Internal.
+func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
+	if strings.TrimSpace(in.ExternalID) == "" || strings.TrimSpace(in.ContactKey) == "" {
+		return fault.New(fault.Invalid, "an inbound message needs its external id and contact key")
+	}
+	in.ContactKey = NormalizeContactKey(in.ContactKey)
+	if in.TypeID == 0 {
+		in.TypeID = TypeText
+		if in.Media != nil {
+			in.TypeID = TypeForContent(in.Media.ContentType)
+		}
+	}
+	if _, err := loadByExternalID(ctx, s.deps.DB.Bun, in.Channel.ID, in.ExternalID); err == nil {
+		return nil
+	} else if fault.KindOf(err) != fault.NotFound {
+		return err
+	}
+	var mediaPath string
+	if in.Media != nil {
+		if in.Media.ContentType == "" {
+			in.Media.ContentType = SniffContentType(in.Media.Data)
+		}
+		p, err := s.saveMedia(in.Channel.CompanyID, in.Media)
+		if err != nil {
+			return fault.Internalf(err, "store inbound media")
+		}
+		mediaPath = p
+	}
+	err := s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		now := s.deps.Now()
+		sentAt := in.SentAt.UTC()
+		if sentAt.IsZero() || sentAt.After(now) {
+			sentAt = now
+		}
+		name := strings.TrimSpace(in.ContactName)
+		if name == "" {
+			name = in.ContactKey
+		}
+		ref, err := s.deps.Conversations.Ensure(ctx, tx, conversations.EnsureInput{
+			CompanyID: in.Channel.CompanyID, CompanyChannelID: in.Channel.ID, ChannelTypeID: in.Channel.TypeID,
+			ContactKey: in.ContactKey, ContactName: name, IsGroup: in.IsGroup, OriginID: originContactInitiated,
+		})
+		if err != nil {
+			return err
+		}
+		convName := ref.Name
+		if convName == "" {
+			convName = name
+		}
+		ext := in.ExternalID
+		row := messageRow{
+			UUID: uuid.NewString(), ExternalID: &ext, CompanyID: in.Channel.CompanyID, CompanyChannelID: in.Channel.ID,
+			ContactChannelID: ref.ID, ContactKey: in.ContactKey, ConversationName: convName, IsGroup: in.IsGroup,
+			Text: in.Text, MessageTypeID: in.TypeID, MessageSourceID: SourceContact, StatusID: StatusDelivered,
+			PlatformAt: sentAt, ReceivedAt: now, CreatedAt: now, UpdatedAt: now,
+		}
+		row.IsForwarded = in.IsForwarded
+		if in.ReplyToExternalID != "" {
+			if replied, err := loadByExternalID(ctx, tx, in.Channel.ID, in.ReplyToExternalID); err == nil {
+				row.RepliedMessageID = &replied.ID
+			}
+		}
+		if in.Media != nil {
+			row.MediaPath, row.MediaName, row.MediaContentType = nullable(mediaPath), nullable(in.Media.FileName), nullable(in.Media.ContentType)
+		}
+		res, err := tx.NewInsert().Model(&row).On("CONFLICT (company_channel_id, external_id) DO NOTHING").Returning("id").Exec(ctx)
+		if err != nil {
+			return fault.Internalf(err, "insert inbound message")
+		}
+		if n, _ := res.RowsAffected(); n == 0 || row.ID == 0 {
+			return errDuplicate
+		}
+		if err := s.deps.Conversations.RecordMessage(ctx, tx, ref.ID, sentAt, true); err != nil {
+			return err
+		}
+		return s.publish(ctx, tx, in.Channel, row.toDomain())
+	})
+	if errors.Is(err, errDuplicate) {
+		s.removeMedia(mediaPath)
+		return nil
+	}
+	if err != nil {
+		s.removeMedia(mediaPath)
+		return err
+	}
+	s.metrics.inbound.WithLabelValues(in.Channel.TypeID.Name()).Inc()
+	return nil
+}
+
+// ApplyReceipt records a delivery status the far side reported for a
+// message it accepted. Statuses only move forward (Sent → Delivered →
+// Read); Failed (with its reason) applies to a message not yet delivered;
+// anything else is ignored as stale. Each change publishes another
+// omnichat.message.sent with the new status_id. Repeated receipts change
+// nothing.
+//
+// Errors: Invalid for a status that is not 2–5; NotFound when no message
+// of the channel has that external id; Internal.
+func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) error {
+	if r.StatusID < StatusSent || r.StatusID > StatusFailed {
+		return fault.New(fault.Invalid, "a receipt status is 2 (sent), 3 (delivered), 4 (read) or 5 (failed)")
+	}
+	return s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		row, err := loadByExternalID(ctx, tx, r.Channel.ID, r.ExternalID)
+		if fault.KindOf(err) == fault.NotFound && r.MessageID != 0 {
+			row, err = s.adoptExternalID(ctx, tx, r)
+		}
+		if err != nil {
+			return err
+		}
+		if terminal(row.StatusID) || row.MessageSourceID == SourceContact {
+			return nil
+		}
+		var from []int
+		for _, st := range []int{StatusPending, StatusSent, StatusDelivered, StatusRead} {
+			if r.StatusID == StatusFailed {
+				if st == StatusPending || st == StatusSent {
+					from = append(from, st)
+				}
+			} else if statusRank(st) < statusRank(r.StatusID) {
+				from = append(from, st)
+			}
+		}
+		now := s.deps.Now()
+		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("status_id = ?", r.StatusID).Set("updated_at = ?", now).
+			Where("id = ?", row.ID).Where("status_id IN (?)", bunIn(from))
+		if r.StatusID == StatusFailed {
+			reason := r.Reason
+			if reason == "" {
+				reason = "Delivery failed"
+			}
+			q = q.Set("failure_reason = ?", reason)
+		}
+		res, err := q.Exec(ctx)
+		if err != nil {
+			return fault.Internalf(err, "apply receipt")
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // stale or repeated
+		}
+		cur, err := loadMessageByID(ctx, tx, row.ID)
+		if err != nil {
+			return err
+		}
+		s.metrics.receipts.WithLabelValues(r.Channel.TypeID.Name(), strconv.Itoa(r.StatusID)).Inc()
+		return s.publish(ctx, tx, r.Channel, cur.toDomain())
+	})
+}
+
+// adoptExternalID handles a receipt that overtook the send's answer: the
+// message the far side echoed is still waiting for its external id, which
+// the receipt carries.
+func (s *Service) adoptExternalID(ctx context.Context, tx *store.Tx, r Receipt) (*messageRow, error) {
+	res, err := tx.NewUpdate().Model((*messageRow)(nil)).Set("external_id = ?", r.ExternalID).
+		Where("id = ?", r.MessageID).Where("company_channel_id = ?", r.Channel.ID).Where("external_id IS NULL").
+		Where("message_source_id <> ?", SourceContact).Exec(ctx)
+	if err != nil {
+		return nil, fault.Internalf(err, "adopt external id")
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, fault.New(fault.NotFound, "Message not found")
+	}
+	return loadMessageByID(ctx, tx, r.MessageID)
+}
+
+// FindByExternalID returns the message a channel's far side knows as
+// externalID. Errors: NotFound.
+func (s *Service) FindByExternalID(ctx context.Context, companyChannelID int64, externalID string) (Message, error) {
+	row, err := loadByExternalID(ctx, s.deps.DB.Bun, companyChannelID, externalID)
+	if err != nil {
+		return Message{}, err
+	}
+	return row.toDomain(), nil
+}

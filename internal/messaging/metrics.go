@@ -1,0 +1,31 @@
+package messaging
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics count what messaging does, by channel type name.
+type metrics struct {
+	accepted  *prometheus.CounterVec // sends stored: mode=sync|queued
+	refused   *prometheus.CounterVec // sends refused before storing: reason=kind
+	delivered *prometheus.CounterVec // hand-overs to a Transport: outcome=sent|failed|retry
+	inbound   *prometheus.CounterVec // inbound messages stored
+	receipts  *prometheus.CounterVec // receipts that changed a status: status=id
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_accepted_total",
+			Help: "Sends stored, by channel type and mode (sync or queued)."}, []string{"channel_type", "mode"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_refused_total",
+			Help: "Sends refused before being stored, by channel type and reason."}, []string{"channel_type", "reason"}),
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_delivery_total",
+			Help: "Hand-overs of messages to their channel, by channel type and outcome (sent, failed, retry)."}, []string{"channel_type", "outcome"}),
+		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_inbound_total",
+			Help: "Inbound messages stored, by channel type."}, []string{"channel_type"}),
+		receipts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_receipts_total",
+			Help: "Receipts that changed a message status, by channel type and new status id."}, []string{"channel_type", "status"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.accepted, m.refused, m.delivered, m.inbound, m.receipts)
+	}
+	return m
+}

@@ -1,0 +1,457 @@
+package messaging
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/conversations"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/ratelimit"
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// WindowClosedMessage is the 409 answer (Portuguese, as the document asks)
+// to free text or a file on an official channel whose window is closed.
+const WindowClosedMessage = "A janela de atendimento de 24 horas está fechada. Envie um template para iniciar a conversa."
+
+// SendInput is one send (operation sendMessage).
+type SendInput struct {
+	CompanyID int64
+	// Platform is channels.UnofficialChatapp (chatapp) or
+	// channels.OfficialChatapp (ofc_chatapp).
+	Platform   channels.TypeID
+	SenderKey  string
+	ContactKey string
+	IsGroup    bool
+	// Enqueue overrides the platform default: queued on chatapp,
+	// synchronous on ofc_chatapp.
+	Enqueue  *bool
+	Text     string
+	File     *Media
+	Template *TemplateRequest
+	// SourceID is who sends (default SourceAPI); UserID the attendant, if any.
+	SourceID int
+	UserID   *int64
+}
+
+// SendOutput is the outcome of an accepted send.
+type SendOutput struct {
+	MessageID int64
+	// Queued is true when the send was queued (the {message} answer).
+	Queued bool
+	// ExternalID and Raw are the far side's answer to a synchronous send.
+	ExternalID string
+	Raw        map[string]any
+}
+
+// draft is a send resolved and checked, ready to store.
+type draft struct {
+	typeID   int
+	text     string
+	media    *Media
+	template *TemplateSend
+	// mediaURL is the header media URL the client gave (marked used when
+	// it is a gateway upload).
+	mediaURL string
+}
+
+// storedOutbound is the part of an Outbound that is not in the message's
+// columns; queued sends rebuild the Outbound from the row and this.
+type storedOutbound struct {
+	Template *TemplateSend `json:"template,omitempty"`
+}
+
+// SendMessage sends (or queues) a message through one of the company's
+// channels, applying in order: the company send rate (600 per minute),
+// the sender channel, the content, the official 24-hour window (free
+// content only), group authorization, and the monthly quota. The message
+// is stored and omnichat.message.sent published in one transaction; a
+// queued send is a River job in that same transaction.
+//
+// Errors: RateLimited (with RetryAfterSeconds); Rule when sender_key is not
+// a channel of the company of that platform, for template problems (see
+// TemplatePreparer), for media over its limit, and for a synchronous send
+// the far side refused (Refused, with Details) or could not take
+// (Unavailable) — the message is then stored as Failed; WindowClosed;
+// GroupNotAuthorized (the message is stored as Unauthorized); Quota;
+// Unavailable when no transport serves the platform.
+func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput, err error) {
+	defer func() {
+		if err != nil && out.MessageID == 0 {
+			s.metrics.refused.WithLabelValues(in.Platform.Name(), fault.KindOf(err).String()).Inc()
+		}
+	}()
+	if in.SourceID == 0 {
+		in.SourceID = SourceAPI
+	}
+	in.ContactKey = NormalizeContactKey(in.ContactKey)
+	if err := s.allowSend(ctx, in.CompanyID); err != nil {
+		return SendOutput{}, err
+	}
+	ch, err := s.deps.Channels.FindByKey(ctx, in.CompanyID, in.Platform, strings.TrimSpace(in.SenderKey))
+	if fault.KindOf(err) == fault.NotFound {
+		what := "a connection"
+		if in.Platform == channels.OfficialChatapp {
+			what = "an official channel"
+		}
+		return SendOutput{}, fault.New(fault.Rule, fmt.Sprintf("sender_key is not %s of the company", what))
+	}
+	if err != nil {
+		return SendOutput{}, err
+	}
+	tr := s.transport(ch.TypeID)
+	if tr == nil {
+		return SendOutput{}, fault.New(fault.Unavailable, fmt.Sprintf("Sending on %s channels is not available in this deployment", ch.TypeID.Name()))
+	}
+	enqueue := ch.TypeID != channels.OfficialChatapp
+	if in.Enqueue != nil {
+		enqueue = *in.Enqueue
+	}
+	if enqueue && s.inserter() == nil {
+		return SendOutput{}, fault.Internalf(fmt.Errorf("no job inserter attached"), "queue send")
+	}
+
+	d, err := s.draft(ctx, ch, in)
+	if err != nil {
+		return SendOutput{}, err
+	}
+	if ch.TypeID == channels.OfficialChatapp && d.template == nil {
+		w, err := s.deps.Conversations.WindowFor(ctx, ch.ID, in.ContactKey, s.deps.Now())
+		if err != nil {
+			return SendOutput{}, err
+		}
+		if !w.Open {
+			return SendOutput{}, fault.New(fault.WindowClosed, WindowClosedMessage)
+		}
+	}
+	if in.IsGroup {
+		if ga := s.authorizer(ch.TypeID); ga != nil {
+			if err := ga.AuthorizeGroupSend(ctx, ch, in.ContactKey); err != nil {
+				if fault.KindOf(err) == fault.GroupNotAuthorized {
+					if serr := s.storeUnauthorized(ctx, ch, in, d, err); serr != nil {
+						return SendOutput{}, serr
+					}
+				}
+				return SendOutput{}, err
+			}
+		}
+	}
+
+	row, err := s.store(ctx, ch, in, d, enqueue)
+	if err != nil {
+		return SendOutput{}, err
+	}
+	if enqueue {
+		s.metrics.accepted.WithLabelValues(ch.TypeID.Name(), "queued").Inc()
+		return SendOutput{MessageID: row.ID, Queued: true}, nil
+	}
+	s.metrics.accepted.WithLabelValues(ch.TypeID.Name(), "sync").Inc()
+	// The client hanging up must not leave the message half-done: the
+	// provider call (bounded by the client's own timeouts) and the record
+	// of its outcome run to the end.
+	res, err := s.deliver(context.WithoutCancel(ctx), ch, row, true)
+	if err != nil {
+		return SendOutput{MessageID: row.ID}, err
+	}
+	return SendOutput{MessageID: row.ID, ExternalID: res.ExternalID, Raw: res.Raw}, nil
+}
+
+// NormalizeContactKey trims what clients commonly put around a number (a
+// leading +, blanks); group keys (number-digits) pass unchanged.
+func NormalizeContactKey(key string) string {
+	return strings.TrimPrefix(strings.TrimSpace(key), "+")
+}
+
+func (s *Service) allowSend(ctx context.Context, companyID int64) error {
+	if s.deps.Limiter == nil {
+		return nil
+	}
+	ok, wait, err := s.deps.Limiter.Allow(ctx, ratelimit.Key("send:company", companyID), s.opts.SendRate, s.opts.SendWindow)
+	if err != nil {
+		// A limiter outage must not stop sending: fail open, loudly.
+		s.deps.Logger.WarnContext(ctx, "send rate limiter unavailable; allowing", "err", err)
+		return nil
+	}
+	if !ok {
+		return &fault.Error{Kind: fault.RateLimited, Message: "Too many requests: the company's limit of 600 sends per minute was reached.",
+			RetryAfterSeconds: ratelimit.RetryAfterSeconds(wait)}
+	}
+	return nil
+}
+
+// draft resolves the content of a send: a template, a file or text.
+func (s *Service) draft(ctx context.Context, ch channels.Channel, in SendInput) (draft, error) {
+	switch {
+	case in.Template != nil:
+		if ch.TypeID != channels.OfficialChatapp {
+			return draft{}, fault.New(fault.Rule, "provider_template_id is only accepted with platform ofc_chatapp")
+		}
+		if s.deps.Templates == nil {
+			return draft{}, fault.New(fault.Unavailable, "Templates are not available in this deployment")
+		}
+		p, err := s.deps.Templates.PrepareTemplate(ctx, ch, *in.Template)
+		if err != nil {
+			return draft{}, err
+		}
+		t := p.Send
+		return draft{typeID: TypeTemplate, text: p.Text, media: t.HeaderMedia, template: &t, mediaURL: in.Template.HeaderMediaURL}, nil
+	case in.File != nil:
+		m := *in.File
+		m.ContentType = SniffContentType(m.Data)
+		typeID := TypeForContent(m.ContentType)
+		if ch.TypeID == channels.OfficialChatapp {
+			if limit, msg := LimitFor(typeID); len(m.Data) > limit {
+				return draft{}, fault.New(fault.Rule, msg)
+			}
+		}
+		return draft{typeID: typeID, text: in.Text, media: &m}, nil
+	}
+	return draft{typeID: TypeText, text: in.Text}, nil
+}
+
+// newRow builds the row of an outbound message.
+func (s *Service) newRow(ch channels.Channel, in SendInput, d draft, ref conversations.Ref, status int, now time.Time) messageRow {
+	name := ref.Name
+	if name == "" {
+		name = in.ContactKey
+	}
+	return messageRow{
+		UUID: uuid.NewString(), CompanyID: ch.CompanyID, CompanyChannelID: ch.ID, ContactChannelID: ref.ID,
+		ContactKey: in.ContactKey, ConversationName: name, IsGroup: in.IsGroup, Text: d.text,
+		MessageTypeID: d.typeID, MessageSourceID: in.SourceID, StatusID: status, UserID: in.UserID,
+		PlatformAt: now, ReceivedAt: now, CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+func (s *Service) ensureInput(ch channels.Channel, in SendInput) conversations.EnsureInput {
+	return conversations.EnsureInput{CompanyID: ch.CompanyID, CompanyChannelID: ch.ID, ChannelTypeID: ch.TypeID,
+		ContactKey: in.ContactKey, ContactName: in.ContactKey, IsGroup: in.IsGroup, OriginID: originAPI}
+}
+
+// store writes the message (Pending), counts it against the quota, keeps
+// the conversation current, publishes omnichat.message.sent and, for a
+// queued send, inserts its job — all in one transaction.
+func (s *Service) store(ctx context.Context, ch channels.Channel, in SendInput, d draft, enqueue bool) (*messageRow, error) {
+	var mediaPath string
+	if d.media != nil {
+		p, err := s.saveMedia(ch.CompanyID, d.media)
+		if err != nil {
+			return nil, fault.Internalf(err, "store media")
+		}
+		mediaPath = p
+	}
+	var outbound *string
+	if d.template != nil {
+		t := *d.template
+		t.HeaderMedia = nil // the bytes are the message's media file
+		b, err := json.Marshal(storedOutbound{Template: &t})
+		if err != nil {
+			return nil, fault.Internalf(err, "encode outbound")
+		}
+		outbound = nullable(string(b))
+	}
+	var row messageRow
+	err := s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		now := s.deps.Now()
+		if err := consumeQuota(ctx, tx, ch.CompanyID, now); err != nil {
+			return err
+		}
+		ref, err := s.deps.Conversations.Ensure(ctx, tx, s.ensureInput(ch, in))
+		if err != nil {
+			return err
+		}
+		row = s.newRow(ch, in, d, ref, StatusPending, now)
+		row.Outbound = outbound
+		if d.media != nil {
+			row.MediaPath, row.MediaName, row.MediaContentType = nullable(mediaPath), nullable(d.media.FileName), nullable(d.media.ContentType)
+		}
+		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+			return fault.Internalf(err, "insert message")
+		}
+		if err := s.deps.Conversations.RecordMessage(ctx, tx, ref.ID, now, false); err != nil {
+			return err
+		}
+		if d.mediaURL != "" && s.deps.Templates != nil {
+			if err := s.deps.Templates.MarkMediaUsed(ctx, tx, d.mediaURL); err != nil {
+				return err
+			}
+		}
+		if err := s.publish(ctx, tx, ch, row.toDomain()); err != nil {
+			return err
+		}
+		if enqueue {
+			if err := s.inserter().Insert(ctx, tx, SendArgs{MessageID: row.ID}, &river.InsertOpts{MaxAttempts: s.opts.MaxAttempts}); err != nil {
+				return fault.Internalf(err, "queue send")
+			}
+		} else if j := s.inserter(); j != nil {
+			// The safety net of a synchronous send (see SendArgs.Recover).
+			// River schedules on wall-clock time, not the service clock.
+			if err := j.Insert(ctx, tx, SendArgs{MessageID: row.ID, Recover: true},
+				&river.InsertOpts{ScheduledAt: time.Now().Add(recoverAfter), MaxAttempts: 3}); err != nil {
+				return fault.Internalf(err, "insert send safety net")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.removeMedia(mediaPath)
+		return nil, err
+	}
+	return &row, nil
+}
+
+// storeUnauthorized records a group send refused for lack of group
+// authorization (status Unauthorized). It is not counted against the
+// quota and publishes nothing: it was never sent.
+func (s *Service) storeUnauthorized(ctx context.Context, ch channels.Channel, in SendInput, d draft, cause error) error {
+	return s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		now := s.deps.Now()
+		ref, err := s.deps.Conversations.Ensure(ctx, tx, s.ensureInput(ch, in))
+		if err != nil {
+			return err
+		}
+		row := s.newRow(ch, in, d, ref, StatusUnauthorized, now)
+		row.FailureReason = nullable(fault.As(cause).Message)
+		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+			return fault.Internalf(err, "insert message")
+		}
+		return nil
+	})
+}
+
+// outbound rebuilds what the Transport sends from a stored message.
+func (s *Service) outbound(row *messageRow) (Outbound, error) {
+	out := Outbound{MessageID: row.ID, ContactKey: row.ContactKey, IsGroup: row.IsGroup, Text: row.Text}
+	var media *Media
+	if row.MediaPath != nil {
+		data, err := s.readMedia(*row.MediaPath)
+		if err != nil {
+			return out, fault.Internalf(err, "read media of message %d", row.ID)
+		}
+		media = &Media{FileName: deref(row.MediaName), ContentType: deref(row.MediaContentType), Data: data}
+	}
+	if row.Outbound != nil {
+		var so storedOutbound
+		if err := json.Unmarshal([]byte(*row.Outbound), &so); err != nil {
+			return out, fault.Internalf(err, "decode outbound of message %d", row.ID)
+		}
+		if so.Template != nil {
+			so.Template.HeaderMedia = media
+			out.Template = so.Template
+			out.Text = ""
+			return out, nil
+		}
+	}
+	out.Media = media
+	return out, nil
+}
+
+// deliver hands a Pending message to its channel's Transport and records
+// the outcome: Sent with the external id, or Failed with the reason. When
+// final is false an Unavailable error is returned without marking the
+// message, so the queued send is retried.
+func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *messageRow, final bool) (SendResult, error) {
+	tr := s.transport(ch.TypeID)
+	if tr == nil {
+		err := fault.New(fault.Unavailable, fmt.Sprintf("Sending on %s channels is not available in this deployment", ch.TypeID.Name()))
+		if final {
+			return SendResult{}, s.fail(ctx, ch, row, err)
+		}
+		return SendResult{}, err
+	}
+	out, err := s.outbound(row)
+	if err != nil {
+		return SendResult{}, err
+	}
+	res, err := tr.Send(ctx, ch, out)
+	if err != nil {
+		if fault.KindOf(err) == fault.Unavailable && !final {
+			s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "retry").Inc()
+			return SendResult{}, err
+		}
+		s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "failed").Inc()
+		return SendResult{}, s.fail(ctx, ch, row, err)
+	}
+	s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "sent").Inc()
+	if res.ExternalID == "" {
+		return SendResult{}, s.fail(ctx, ch, row, fault.New(fault.Unavailable, "The far side accepted the message without an id"))
+	}
+	err = s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		now := s.deps.Now()
+		r, err := tx.NewUpdate().Model((*messageRow)(nil)).
+			Set("status_id = ?", StatusSent).Set("external_id = ?", res.ExternalID).
+			Set("received_at = ?", now).Set("updated_at = ?", now).
+			Where("id = ?", row.ID).Where("status_id = ?", StatusPending).Exec(ctx)
+		if err != nil {
+			return fault.Internalf(err, "mark message %d sent", row.ID)
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			// A receipt (which carried the external id) or another attempt
+			// got there first.
+			return nil
+		}
+		cur, err := loadMessageByID(ctx, tx, row.ID)
+		if err != nil {
+			return err
+		}
+		*row = *cur
+		return s.publish(ctx, tx, ch, cur.toDomain())
+	})
+	if err != nil {
+		return SendResult{}, err
+	}
+	return res, nil
+}
+
+// fail marks a Pending message Failed (Unauthorized for a group refusal)
+// with the reason of err, publishes the
+// change, and returns the error the caller answers with: a refusal keeps
+// its kind and details; anything else becomes Unavailable with the
+// message the client sees.
+func (s *Service) fail(ctx context.Context, ch channels.Channel, row *messageRow, cause error) error {
+	fe := fault.As(cause)
+	reason := fe.Message
+	if fe.Kind == fault.Internal {
+		reason = "Internal failure while sending"
+	}
+	if r, ok := fe.Details["reason"].(string); ok && r != "" {
+		reason = r
+	}
+	status := StatusFailed
+	if fe.Kind == fault.GroupNotAuthorized {
+		status = StatusUnauthorized
+	}
+	err := s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		now := s.deps.Now()
+		r, err := tx.NewUpdate().Model((*messageRow)(nil)).
+			Set("status_id = ?", status).Set("failure_reason = ?", reason).Set("updated_at = ?", now).
+			Where("id = ?", row.ID).Where("status_id = ?", StatusPending).Exec(ctx)
+		if err != nil {
+			return fault.Internalf(err, "mark message %d failed", row.ID)
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return nil
+		}
+		cur, err := loadMessageByID(ctx, tx, row.ID)
+		if err != nil {
+			return err
+		}
+		*row = *cur
+		return s.publish(ctx, tx, ch, cur.toDomain())
+	})
+	if err != nil {
+		return err
+	}
+	switch fe.Kind {
+	case fault.Refused, fault.Unavailable, fault.Rule, fault.GroupNotAuthorized:
+		return cause
+	}
+	return fault.Wrap(fault.Unavailable, "The message could not be sent", cause)
+}

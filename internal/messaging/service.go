@@ -1,0 +1,166 @@
+package messaging
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/conversations"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/ratelimit"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/webhooks"
+)
+
+// ChannelDirectory resolves company channels (*channels.Service).
+type ChannelDirectory interface {
+	FindByKey(ctx context.Context, companyID int64, t channels.TypeID, key string) (channels.Channel, error)
+	Get(ctx context.Context, companyID, id int64) (channels.Channel, error)
+}
+
+// JobInserter inserts River jobs inside a transaction (*jobs.Runner).
+type JobInserter interface {
+	Insert(ctx context.Context, tx *store.Tx, args river.JobArgs, opts *river.InsertOpts) error
+}
+
+// Deps are what the messaging service works with.
+type Deps struct {
+	DB            *store.DB
+	Channels      ChannelDirectory
+	Conversations conversations.ForMessaging
+	Events        webhooks.Publisher
+	// Limiter shares the send rate limit between replicas (Redis) or within
+	// one process (memory).
+	Limiter ratelimit.Limiter
+	// Templates resolves official template sends; nil refuses them.
+	Templates TemplatePreparer
+	Now       clock.Clock
+	Times     clock.Formatter
+	// MediaDir is where message files are stored (under DATA_DIR).
+	MediaDir string
+	Logger   *slog.Logger
+}
+
+// Options tune limits; zero values mean the documented defaults.
+type Options struct {
+	// SendRate is the number of sends a company may make per SendWindow
+	// (600 per minute, shared by all its tokens).
+	SendRate   int
+	SendWindow time.Duration
+	// MaxAttempts bounds a queued send's attempts (default 8).
+	MaxAttempts int
+	// Registerer receives the messaging metrics (none when nil).
+	Registerer prometheus.Registerer
+}
+
+// Service is the messaging capability.
+type Service struct {
+	deps    Deps
+	opts    Options
+	metrics *metrics
+
+	mu          sync.RWMutex
+	transports  map[channels.TypeID]Transport
+	authorizers map[channels.TypeID]GroupAuthorizer
+	jobs        JobInserter
+}
+
+// NewService returns the messaging service. Transports and group
+// authorizers are registered by the channel capabilities; the job inserter
+// is attached with UseJobs once the River runner (which needs this
+// service's worker) exists.
+func NewService(deps Deps, opts Options) *Service {
+	if deps.Now == nil {
+		deps.Now = clock.System
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if opts.SendRate <= 0 {
+		opts.SendRate = 600
+	}
+	if opts.SendWindow <= 0 {
+		opts.SendWindow = time.Minute
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 8
+	}
+	return &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{}}
+}
+
+// RegisterTransport makes tr the sender for channels of type t (official:
+// the provider client; unofficial: the connector). Call it at wiring time.
+func (s *Service) RegisterTransport(t channels.TypeID, tr Transport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.transports[t] = tr
+}
+
+// RegisterGroupAuthorizer makes ga the group-send check for channels of
+// type t. Only the unofficial channel has one.
+func (s *Service) RegisterGroupAuthorizer(t channels.TypeID, ga GroupAuthorizer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authorizers[t] = ga
+}
+
+// UseJobs attaches the River inserter that queued sends use.
+func (s *Service) UseJobs(j JobInserter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs = j
+}
+
+func (s *Service) transport(t channels.TypeID) Transport {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.transports[t]
+}
+
+func (s *Service) authorizer(t channels.TypeID) GroupAuthorizer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.authorizers[t]
+}
+
+func (s *Service) inserter() JobInserter {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.jobs
+}
+
+// Get returns a company's message. Errors: NotFound (also for another
+// company's message).
+func (s *Service) Get(ctx context.Context, companyID, id int64) (Message, error) {
+	row, err := loadMessage(ctx, s.deps.DB.Bun, companyID, id)
+	if err != nil {
+		return Message{}, err
+	}
+	return row.toDomain(), nil
+}
+
+// DeleteChannelMessages deletes every message of a company channel inside
+// tx (a connection being deleted takes its messages with it). Run the
+// returned function after tx commits: it removes the stored files, which a
+// rollback could not bring back. Errors: Internal.
+func (s *Service) DeleteChannelMessages(ctx context.Context, tx *store.Tx, companyChannelID int64) (afterCommit func(), err error) {
+	var paths []string
+	if err := tx.NewSelect().Model((*messageRow)(nil)).Column("media_path").
+		Where("company_channel_id = ?", companyChannelID).Where("media_path IS NOT NULL").Scan(ctx, &paths); err != nil {
+		return nil, fault.Internalf(err, "list channel media")
+	}
+	if _, err := tx.NewDelete().Model((*messageRow)(nil)).Where("company_channel_id = ?", companyChannelID).Exec(ctx); err != nil {
+		return nil, fault.Internalf(err, "delete channel messages")
+	}
+	return func() {
+		for _, p := range paths {
+			s.removeMedia(p)
+		}
+	}, nil
+}

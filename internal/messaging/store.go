@@ -1,0 +1,216 @@
+package messaging
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// Migrations create the messaging tables: messages, and the per-company
+// monthly quota and its usage counter.
+var Migrations = []store.Migration{{
+	ID: "0040_messages",
+	SQLite: `
+CREATE TABLE messages (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	uuid TEXT NOT NULL UNIQUE,
+	external_id TEXT,
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	company_channel_id INTEGER NOT NULL REFERENCES company_channels(id) ON DELETE CASCADE,
+	contact_channel_id INTEGER NOT NULL,
+	contact_key TEXT NOT NULL,
+	conversation_name TEXT NOT NULL,
+	is_group INTEGER NOT NULL DEFAULT 0,
+	text TEXT NOT NULL DEFAULT '',
+	message_type_id INTEGER NOT NULL,
+	message_source_id INTEGER NOT NULL,
+	status_id INTEGER NOT NULL,
+	failure_reason TEXT,
+	edited INTEGER NOT NULL DEFAULT 0,
+	is_forwarded INTEGER NOT NULL DEFAULT 0,
+	revoked_at TIMESTAMP,
+	replied_message_id INTEGER,
+	user_id INTEGER,
+	media_path TEXT,
+	media_name TEXT,
+	media_content_type TEXT,
+	outbound TEXT,
+	platform_at TIMESTAMP NOT NULL,
+	received_at TIMESTAMP NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL
+);
+CREATE UNIQUE INDEX messages_channel_external ON messages (company_channel_id, external_id);
+CREATE INDEX messages_company ON messages (company_id, id);
+CREATE INDEX messages_conversation ON messages (contact_channel_id, id);
+CREATE TABLE message_quotas (
+	company_id INTEGER PRIMARY KEY REFERENCES companies(id) ON DELETE CASCADE,
+	monthly_limit INTEGER,
+	updated_at TIMESTAMP NOT NULL
+);
+CREATE TABLE message_usage (
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	period TEXT NOT NULL,
+	used INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (company_id, period)
+);
+`,
+	Postgres: `
+CREATE TABLE messages (
+	id BIGSERIAL PRIMARY KEY,
+	uuid TEXT NOT NULL UNIQUE,
+	external_id TEXT,
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	company_channel_id BIGINT NOT NULL REFERENCES company_channels(id) ON DELETE CASCADE,
+	contact_channel_id BIGINT NOT NULL,
+	contact_key TEXT NOT NULL,
+	conversation_name TEXT NOT NULL,
+	is_group BOOLEAN NOT NULL DEFAULT FALSE,
+	text TEXT NOT NULL DEFAULT '',
+	message_type_id INTEGER NOT NULL,
+	message_source_id INTEGER NOT NULL,
+	status_id INTEGER NOT NULL,
+	failure_reason TEXT,
+	edited BOOLEAN NOT NULL DEFAULT FALSE,
+	is_forwarded BOOLEAN NOT NULL DEFAULT FALSE,
+	revoked_at TIMESTAMPTZ,
+	replied_message_id BIGINT,
+	user_id BIGINT,
+	media_path TEXT,
+	media_name TEXT,
+	media_content_type TEXT,
+	outbound TEXT,
+	platform_at TIMESTAMPTZ NOT NULL,
+	received_at TIMESTAMPTZ NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	updated_at TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX messages_channel_external ON messages (company_channel_id, external_id);
+CREATE INDEX messages_company ON messages (company_id, id);
+CREATE INDEX messages_conversation ON messages (contact_channel_id, id);
+CREATE TABLE message_quotas (
+	company_id BIGINT PRIMARY KEY REFERENCES companies(id) ON DELETE CASCADE,
+	monthly_limit BIGINT,
+	updated_at TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE message_usage (
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	period TEXT NOT NULL,
+	used BIGINT NOT NULL DEFAULT 0,
+	PRIMARY KEY (company_id, period)
+);
+`}}
+
+type messageRow struct {
+	bun.BaseModel    `bun:"table:messages,alias:m"`
+	ID               int64      `bun:"id,pk,autoincrement"`
+	UUID             string     `bun:"uuid"`
+	ExternalID       *string    `bun:"external_id"`
+	CompanyID        int64      `bun:"company_id"`
+	CompanyChannelID int64      `bun:"company_channel_id"`
+	ContactChannelID int64      `bun:"contact_channel_id"`
+	ContactKey       string     `bun:"contact_key"`
+	ConversationName string     `bun:"conversation_name"`
+	IsGroup          bool       `bun:"is_group"`
+	Text             string     `bun:"text"`
+	MessageTypeID    int        `bun:"message_type_id"`
+	MessageSourceID  int        `bun:"message_source_id"`
+	StatusID         int        `bun:"status_id"`
+	FailureReason    *string    `bun:"failure_reason"`
+	Edited           bool       `bun:"edited"`
+	IsForwarded      bool       `bun:"is_forwarded"`
+	RevokedAt        *time.Time `bun:"revoked_at"`
+	RepliedMessageID *int64     `bun:"replied_message_id"`
+	UserID           *int64     `bun:"user_id"`
+	MediaPath        *string    `bun:"media_path"`
+	MediaName        *string    `bun:"media_name"`
+	MediaContentType *string    `bun:"media_content_type"`
+	// Outbound is the JSON of what the Transport is to send (template
+	// parameters, group flag) so a queued send is rebuilt exactly.
+	Outbound   *string   `bun:"outbound"`
+	PlatformAt time.Time `bun:"platform_at"`
+	ReceivedAt time.Time `bun:"received_at"`
+	CreatedAt  time.Time `bun:"created_at"`
+	UpdatedAt  time.Time `bun:"updated_at"`
+}
+
+func (r *messageRow) toDomain() Message {
+	return Message{
+		ID: r.ID, UUID: r.UUID, ExternalID: deref(r.ExternalID), CompanyID: r.CompanyID,
+		CompanyChannelID: r.CompanyChannelID, ContactChannelID: r.ContactChannelID, ContactKey: r.ContactKey,
+		ConversationName: r.ConversationName, IsGroup: r.IsGroup, Text: r.Text, TypeID: r.MessageTypeID,
+		SourceID: r.MessageSourceID, StatusID: r.StatusID, FailureReason: deref(r.FailureReason), Edited: r.Edited,
+		IsForwarded: r.IsForwarded, RevokedAt: utcPtr(r.RevokedAt), RepliedMessageID: r.RepliedMessageID, UserID: r.UserID,
+		MediaPath: deref(r.MediaPath), MediaName: deref(r.MediaName), MediaContentType: deref(r.MediaContentType),
+		PlatformAt: r.PlatformAt.UTC(), ReceivedAt: r.ReceivedAt.UTC(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// loadMessage reads a company's message by id; another company's message is
+// NotFound like a missing one.
+func loadMessage(ctx context.Context, db bun.IDB, companyID, id int64) (*messageRow, error) {
+	var row messageRow
+	err := db.NewSelect().Model(&row).Where("m.company_id = ?", companyID).Where("m.id = ?", id).Scan(ctx)
+	if store.IsNoRows(err) {
+		return nil, fault.New(fault.NotFound, "Message not found")
+	}
+	if err != nil {
+		return nil, fault.Internalf(err, "load message %d", id)
+	}
+	return &row, nil
+}
+
+// loadMessageByID reads a message by id whatever its company (workers).
+func loadMessageByID(ctx context.Context, db bun.IDB, id int64) (*messageRow, error) {
+	var row messageRow
+	err := db.NewSelect().Model(&row).Where("m.id = ?", id).Scan(ctx)
+	if store.IsNoRows(err) {
+		return nil, fault.New(fault.NotFound, "Message not found")
+	}
+	if err != nil {
+		return nil, fault.Internalf(err, "load message %d", id)
+	}
+	return &row, nil
+}
+
+// loadByExternalID reads the message a channel's far side knows as externalID.
+func loadByExternalID(ctx context.Context, db bun.IDB, channelID int64, externalID string) (*messageRow, error) {
+	var row messageRow
+	err := db.NewSelect().Model(&row).Where("m.company_channel_id = ?", channelID).Where("m.external_id = ?", externalID).Scan(ctx)
+	if store.IsNoRows(err) {
+		return nil, fault.New(fault.NotFound, "Message not found")
+	}
+	if err != nil {
+		return nil, fault.Internalf(err, "load message by external id")
+	}
+	return &row, nil
+}
+
+// bunIn wraps a slice for an IN (?) placeholder.
+func bunIn(v []int) any { return bun.In(v) }

@@ -1,0 +1,342 @@
+package official
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/fault"
+)
+
+// ClientOptions tune the provider client; zero values are the defaults.
+type ClientOptions struct {
+	// HTTP is the client to use (default: a plain client; the provider's
+	// base URL is set by an administrator, not by API users, so it does not
+	// go through the SSRF guard).
+	HTTP *http.Client
+	// SendTimeout bounds one send or upload (default 30 s).
+	SendTimeout time.Duration
+	// ReadTimeout bounds one read (template list page, media download;
+	// default 30 s).
+	ReadTimeout time.Duration
+	// ReadAttempts is how often an idempotent read is tried (default 3).
+	ReadAttempts int
+	// Backoff is the wait before the second read attempt, doubled after
+	// each (default 200 ms).
+	Backoff time.Duration
+	Logger  *slog.Logger
+	// Registerer receives the provider call metrics (none when nil).
+	Registerer prometheus.Registerer
+}
+
+// Client speaks the provider's Cloud-API-style HTTP interface for one
+// account at a time. Sends are never retried here (the platform has no
+// idempotency key, a retry after a lost answer could send twice); queued
+// sends are retried by their job. Reads are retried on 5xx, 429 and
+// network errors.
+type Client struct {
+	http     *http.Client
+	opts     ClientOptions
+	duration *prometheus.HistogramVec
+}
+
+// NewClient returns a provider client.
+func NewClient(opts ClientOptions) *Client {
+	if opts.HTTP == nil {
+		opts.HTTP = &http.Client{Transport: &http.Transport{
+			Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: time.Minute,
+		}}
+	}
+	if opts.SendTimeout <= 0 {
+		opts.SendTimeout = 30 * time.Second
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 30 * time.Second
+	}
+	if opts.ReadAttempts <= 0 {
+		opts.ReadAttempts = 3
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 200 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Client{http: opts.HTTP, opts: opts, duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "gateway_provider_request_duration_seconds", Help: "Calls to the official provider, by call and result (2xx, 4xx, 5xx, error).",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"call", "result"})}
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(c.duration)
+	}
+	return c
+}
+
+// callName labels a provider request by what it does, never by ids.
+func callName(req *http.Request) string {
+	switch p := req.URL.Path; {
+	case strings.HasSuffix(p, "/messages"):
+		return "messages"
+	case strings.HasSuffix(p, "/media"):
+		return "media_upload"
+	case strings.HasSuffix(p, "/message_templates"):
+		return "templates"
+	}
+	return "media_download"
+}
+
+// errTooLarge is an answer longer than the caller accepts; never retried.
+var errTooLarge = errors.New("provider answer too large")
+
+// answerLimit bounds a JSON answer of the provider.
+const answerLimit = 8 << 20
+
+// APIError is a provider error answer.
+type APIError struct {
+	Status int
+	Body   ErrorObject
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("provider answered %d: code %d: %s (%s)", e.Status, e.Body.Code, e.Body.Message, e.Body.ErrorData.Details)
+}
+
+// Details is the client-safe reason of a refusal, as the send endpoint's
+// `details` carries it: the provider's code, title and reason.
+func (e *APIError) Details() map[string]any {
+	d := map[string]any{"code": e.Body.Code, "title": e.Body.Message}
+	reason := e.Body.ErrorData.Details
+	if reason == "" {
+		reason = e.Body.Message
+	}
+	d["reason"] = reason
+	return d
+}
+
+// temporary reports provider answers worth retrying: server errors and
+// throttling (HTTP 429, or the platform's rate-limit codes).
+func (e *APIError) temporary() bool {
+	switch e.Body.Code {
+	case 4, 80007, 130429, 131016, 131048, 131056:
+		return true
+	}
+	return e.Status >= 500 || e.Status == http.StatusTooManyRequests
+}
+
+// classify turns a transport or provider error into a fault: refusals are
+// Refused with the provider's reason (refusedMsg is the client message),
+// the rest Unavailable.
+func classify(err error, refusedMsg string) error {
+	if errors.Is(err, errTooLarge) {
+		return fault.Wrap(fault.Refused, "The media is larger than the service accepts", err)
+	}
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		if apiErr.temporary() {
+			return fault.Wrap(fault.Unavailable, "The provider is unavailable, try again later", err)
+		}
+		return &fault.Error{Kind: fault.Refused, Message: refusedMsg, Details: apiErr.Details(), Err: err}
+	}
+	return fault.Wrap(fault.Unavailable, "The provider could not be reached", err)
+}
+
+func accountURL(acc *channels.ProviderAccount, parts ...string) string {
+	u := strings.TrimRight(acc.BaseURL, "/")
+	for _, p := range parts {
+		u += "/" + url.PathEscape(p)
+	}
+	return u
+}
+
+// do sends one request and decodes a 2xx JSON answer into out (raw keeps
+// the undecoded body). Non-2xx answers are *APIError.
+func (c *Client) do(ctx context.Context, acc *channels.ProviderAccount, req *http.Request, out any, raw *[]byte, maxBody int64) error {
+	req.Header.Set("Authorization", "Bearer "+acc.AccessToken)
+	req.Header.Set("Accept", "application/json")
+	start := time.Now()
+	resp, err := c.http.Do(req.WithContext(ctx))
+	if err != nil {
+		c.duration.WithLabelValues(callName(req), "error").Observe(time.Since(start).Seconds())
+		return err
+	}
+	c.duration.WithLabelValues(callName(req), fmt.Sprintf("%dxx", resp.StatusCode/100)).Observe(time.Since(start).Seconds())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(body)) > maxBody {
+		return fmt.Errorf("%w (%d bytes)", errTooLarge, maxBody)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		apiErr := &APIError{Status: resp.StatusCode}
+		var eb ErrorBody
+		if json.Unmarshal(body, &eb) == nil && (eb.Error.Code != 0 || eb.Error.Message != "") {
+			apiErr.Body = eb.Error
+		} else {
+			apiErr.Body.Message = http.StatusText(resp.StatusCode)
+		}
+		return apiErr
+	}
+	if raw != nil {
+		*raw = body
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("decode provider answer: %w", err)
+		}
+	}
+	return nil
+}
+
+// read performs an idempotent GET with retries.
+func (c *Client) read(ctx context.Context, acc *channels.ProviderAccount, u string, out any, raw *[]byte, maxBody int64) error {
+	wait := c.opts.Backoff
+	var err error
+	for attempt := 1; attempt <= c.opts.ReadAttempts; attempt++ {
+		err = func() error {
+			rctx, cancel := context.WithTimeout(ctx, c.opts.ReadTimeout)
+			defer cancel()
+			req, err := http.NewRequest(http.MethodGet, u, nil)
+			if err != nil {
+				return err
+			}
+			return c.do(rctx, acc, req, out, raw, maxBody)
+		}()
+		var apiErr *APIError
+		if err == nil || (errors.As(err, &apiErr) && !apiErr.temporary()) || errors.Is(err, errTooLarge) || ctx.Err() != nil {
+			return err
+		}
+		if attempt < c.opts.ReadAttempts {
+			c.opts.Logger.DebugContext(ctx, "provider read failed, retrying", "url", u, "attempt", attempt, "err", err)
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			wait *= 2
+		}
+	}
+	return err
+}
+
+// SendMessage posts one message. It returns the provider's answer and its
+// raw JSON (Data.raw). Errors: Refused with the provider's details,
+// Unavailable for 5xx, throttling and network failures.
+func (c *Client) SendMessage(ctx context.Context, acc *channels.ProviderAccount, body SendRequest) (SendResponse, map[string]any, error) {
+	body.MessagingProduct = "whatsapp"
+	b, err := json.Marshal(body)
+	if err != nil {
+		return SendResponse{}, nil, fault.Internalf(err, "encode send")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.SendTimeout)
+	defer cancel()
+	req, err := http.NewRequest(http.MethodPost, accountURL(acc, acc.PhoneNumberID, "messages"), bytes.NewReader(b))
+	if err != nil {
+		return SendResponse{}, nil, fault.Internalf(err, "build send request")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	var out SendResponse
+	var raw []byte
+	refused := "The provider refused the message"
+	switch body.Type {
+	case "edit":
+		refused = "The provider refused the edit"
+	case "revoke":
+		refused = "The provider refused to revoke the message"
+	}
+	if err := c.do(ctx, acc, req, &out, &raw, answerLimit); err != nil {
+		return SendResponse{}, nil, classify(err, refused)
+	}
+	var rawMap map[string]any
+	_ = json.Unmarshal(raw, &rawMap)
+	return out, rawMap, nil
+}
+
+// UploadMedia uploads a file for a later send and returns its media id.
+// Errors: Refused, Unavailable.
+func (c *Client) UploadMedia(ctx context.Context, acc *channels.ProviderAccount, fileName, contentType string, data []byte) (string, error) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	_ = mw.WriteField("messaging_product", "whatsapp")
+	_ = mw.WriteField("type", contentType)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, fileName))
+	h.Set("Content-Type", contentType)
+	part, err := mw.CreatePart(h)
+	if err != nil {
+		return "", fault.Internalf(err, "build upload")
+	}
+	_, _ = part.Write(data)
+	if err := mw.Close(); err != nil {
+		return "", fault.Internalf(err, "build upload")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.SendTimeout+time.Duration(len(data)/(256<<10))*time.Second)
+	defer cancel()
+	req, err := http.NewRequest(http.MethodPost, accountURL(acc, acc.PhoneNumberID, "media"), &buf)
+	if err != nil {
+		return "", fault.Internalf(err, "build upload")
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	var out MediaUploadResponse
+	if err := c.do(ctx, acc, req, &out, nil, answerLimit); err != nil {
+		return "", classify(err, "The provider refused the media")
+	}
+	if out.ID == "" {
+		return "", fault.New(fault.Unavailable, "The provider answered the upload without a media id")
+	}
+	return out.ID, nil
+}
+
+// ListTemplates reads every template of the account's business account,
+// following the pagination cursors. Errors: Refused, Unavailable.
+func (c *Client) ListTemplates(ctx context.Context, acc *channels.ProviderAccount) ([]Template, error) {
+	var all []Template
+	next := accountURL(acc, acc.BusinessAccountID, "message_templates") + "?limit=100"
+	for page := 0; next != "" && page < 1000; page++ {
+		var p TemplatePage
+		if err := c.read(ctx, acc, next, &p, nil, answerLimit); err != nil {
+			return nil, classify(err, "The provider refused the template listing")
+		}
+		all = append(all, p.Data...)
+		next = ""
+		if p.Paging.Next != "" && p.Paging.Cursors.After != "" {
+			next = accountURL(acc, acc.BusinessAccountID, "message_templates") + "?limit=100&after=" + url.QueryEscape(p.Paging.Cursors.After)
+		}
+	}
+	return all, nil
+}
+
+// DownloadMedia fetches media a contact sent: its description, then its
+// bytes (at most limit). Errors: Refused, Unavailable.
+func (c *Client) DownloadMedia(ctx context.Context, acc *channels.ProviderAccount, mediaID string, limit int64) (MediaInfo, []byte, error) {
+	var info MediaInfo
+	if err := c.read(ctx, acc, accountURL(acc, mediaID), &info, nil, answerLimit); err != nil {
+		return info, nil, classify(err, "The provider refused the media")
+	}
+	if info.URL == "" {
+		return info, nil, fault.New(fault.Refused, "The provider gave no media URL")
+	}
+	if info.FileSize > limit {
+		return info, nil, fault.New(fault.Refused, "The media is larger than the service accepts")
+	}
+	var data []byte
+	if err := c.read(ctx, acc, info.URL, nil, &data, limit); err != nil {
+		return info, nil, classify(err, "The provider refused the media")
+	}
+	return info, data, nil
+}

@@ -1,0 +1,954 @@
+// Package providersim simulates the official provider's HTTP interface
+// (the Cloud-API-style wire format of package official) for local runs and
+// tests, plus a control API under /_control/ that drives it: register
+// accounts, make a contact send a message (the simulator then POSTs a
+// signed webhook to the gateway), emit receipts, seed templates, and make
+// the next sends fail (refusal with a reason, or an outage). Edit and
+// revoke-for-everyone are refused by default, as the platform does.
+// cmd/providersim serves it; tests start it in-process on 127.0.0.1.
+package providersim
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/official"
+)
+
+// Account is a simulated business phone number.
+type Account struct {
+	PhoneNumberID      string `json:"phone_number_id"`
+	BusinessAccountID  string `json:"business_account_id"`
+	AccessToken        string `json:"access_token"`
+	AppSecret          string `json:"app_secret"`
+	DisplayPhoneNumber string `json:"display_phone_number"`
+	// WebhookURL is where inbound messages and receipts are POSTed, e.g.
+	// http://127.0.0.1:8080/api/provider-webhooks/<phone_number_id>.
+	WebhookURL string `json:"webhook_url"`
+}
+
+// SentMessage is a message the business sent through the simulator.
+type SentMessage struct {
+	ID            string               `json:"id"`
+	PhoneNumberID string               `json:"phone_number_id"`
+	To            string               `json:"to"`
+	Type          string               `json:"type"`
+	Status        string               `json:"status"`
+	Request       official.SendRequest `json:"request"`
+	CreatedAt     time.Time            `json:"created_at"`
+}
+
+type media struct {
+	id, phoneNumberID, mimeType, fileName string
+	data                                  []byte
+}
+
+// Refusal reasons the simulator can answer a send with.
+const (
+	ReasonNoAccount      = "no_account"
+	ReasonBlocked        = "blocked"
+	ReasonMarketingLimit = "marketing_limit"
+)
+
+// refusals are the platform errors behind each reason.
+var refusals = map[string]official.ErrorObject{
+	ReasonNoAccount:      apiError(131026, "(#131026) Message undeliverable", "The recipient has no chat-app account"),
+	ReasonBlocked:        apiError(131031, "(#131031) Business account has been locked", "The business account is blocked"),
+	ReasonMarketingLimit: apiError(131049, "(#131049) This message was not delivered to maintain healthy ecosystem engagement", "The marketing message limit for this recipient was reached"),
+}
+
+func apiError(code int, message, details string) official.ErrorObject {
+	e := official.ErrorObject{Message: message, Type: "OAuthException", Code: code}
+	e.ErrorData.MessagingProduct = "whatsapp"
+	e.ErrorData.Details = details
+	return e
+}
+
+// Options configure a simulator.
+type Options struct {
+	Logger *slog.Logger
+	// Webhooks posts inbound webhooks (default: a client with a 10 s timeout).
+	Webhooks *http.Client
+	// Now is the clock of timestamps (default time.Now).
+	Now func() time.Time
+}
+
+// Server is a simulated provider.
+type Server struct {
+	opts Options
+
+	mu        sync.Mutex
+	accounts  map[string]*Account // by phone number id
+	templates map[string][]official.Template
+	media     map[string]*media
+	sent      map[string]*SentMessage
+	order     []string
+	refuse    map[string][]string // phone number id → queued refusal reasons
+	outages   map[string]int      // phone number id → sends to answer with 500
+	allowEdit map[string]bool
+	allowRev  map[string]bool
+	nextID    int
+}
+
+// New returns an empty simulator.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Webhooks == nil {
+		opts.Webhooks = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Server{opts: opts, accounts: map[string]*Account{}, templates: map[string][]official.Template{},
+		media: map[string]*media{}, sent: map[string]*SentMessage{}, refuse: map[string][]string{},
+		outages: map[string]int{}, allowEdit: map[string]bool{}, allowRev: map[string]bool{}, nextID: 1000}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newMessageID returns a platform-looking message id.
+func newMessageID() string {
+	return "wamid." + base64.RawURLEncoding.EncodeToString([]byte("SIM"+randomHex(12)))
+}
+
+// Handler serves the provider API and the control API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /_control/accounts", s.controlAccounts)
+	mux.HandleFunc("POST /_control/inbound", s.controlInbound)
+	mux.HandleFunc("POST /_control/receipts", s.controlReceipts)
+	mux.HandleFunc("POST /_control/templates", s.controlTemplates)
+	mux.HandleFunc("POST /_control/refusals", s.controlRefusals)
+	mux.HandleFunc("POST /_control/outages", s.controlOutages)
+	mux.HandleFunc("POST /_control/capabilities", s.controlCapabilities)
+	mux.HandleFunc("GET /_control/messages", s.controlMessages)
+	mux.HandleFunc("GET /media-download/{id}/file", s.mediaDownload)
+	mux.HandleFunc("POST /{pnid}/messages", s.sendMessage)
+	mux.HandleFunc("POST /{pnid}/media", s.uploadMedia)
+	mux.HandleFunc("GET /{waba}/message_templates", s.listTemplates)
+	mux.HandleFunc("GET /{id}", s.mediaInfo)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeAPIError(w http.ResponseWriter, status int, e official.ErrorObject) {
+	if e.FBTraceID == "" {
+		e.FBTraceID = "SIM" + randomHex(6)
+	}
+	writeJSON(w, status, official.ErrorBody{Error: e})
+}
+
+func invalidParam(details string) official.ErrorObject {
+	return apiError(100, "(#100) Invalid parameter", details)
+}
+
+// authorize finds the account of a phone number id and checks the bearer
+// token; it answers the error itself and returns nil when it fails.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, pnid string) *Account {
+	s.mu.Lock()
+	acc := s.accounts[pnid]
+	s.mu.Unlock()
+	if acc == nil {
+		writeAPIError(w, http.StatusBadRequest, apiError(100, "(#100) Unsupported post request", fmt.Sprintf("Object with ID '%s' does not exist", pnid)))
+		return nil
+	}
+	if r.Header.Get("Authorization") != "Bearer "+acc.AccessToken {
+		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token - Cannot parse access token", "The access token is not valid for this number"))
+		return nil
+	}
+	return acc
+}
+
+// takeFault pops a queued outage or refusal for the account.
+func (s *Server) takeFault(pnid string) (outage bool, refusal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.outages[pnid] > 0 {
+		s.outages[pnid]--
+		return true, ""
+	}
+	if q := s.refuse[pnid]; len(q) > 0 {
+		s.refuse[pnid] = q[1:]
+		return false, q[0]
+	}
+	return false, ""
+}
+
+var phoneNumber = regexp.MustCompile(`^[0-9]{8,15}$`)
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
+	pnid := r.PathValue("pnid")
+	acc := s.authorize(w, r, pnid)
+	if acc == nil {
+		return
+	}
+	var req official.SendRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("The request body is not valid JSON"))
+		return
+	}
+	if req.MessagingProduct != "whatsapp" {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("messaging_product must be whatsapp"))
+		return
+	}
+	switch req.Type {
+	case "edit", "revoke":
+		s.editOrRevoke(w, acc, req)
+		return
+	}
+	if outage, reason := s.takeFault(pnid); outage {
+		writeAPIError(w, http.StatusInternalServerError, apiError(131000, "(#131000) Something went wrong", "Simulated outage"))
+		return
+	} else if reason != "" {
+		writeAPIError(w, http.StatusBadRequest, refusals[reason])
+		return
+	}
+	if req.RecipientType == "group" {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("Groups are not supported on this number"))
+		return
+	}
+	if !phoneNumber.MatchString(req.To) {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("to must be a phone number with country code, digits only"))
+		return
+	}
+	if e, ok := s.checkContent(acc, req); !ok {
+		writeAPIError(w, http.StatusBadRequest, e)
+		return
+	}
+	id := newMessageID()
+	s.mu.Lock()
+	s.sent[id] = &SentMessage{ID: id, PhoneNumberID: pnid, To: req.To, Type: req.Type, Status: "accepted", Request: req, CreatedAt: s.opts.Now().UTC()}
+	s.order = append(s.order, id)
+	s.mu.Unlock()
+	resp := official.SendResponse{MessagingProduct: "whatsapp"}
+	resp.Contacts = append(resp.Contacts, struct {
+		Input string `json:"input"`
+		WaID  string `json:"wa_id"`
+	}{Input: req.To, WaID: req.To})
+	resp.Messages = append(resp.Messages, struct {
+		ID            string `json:"id"`
+		MessageStatus string `json:"message_status,omitempty"`
+	}{ID: id, MessageStatus: "accepted"})
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// checkContent validates a send the way the platform does: the content of
+// its type, known media, and for templates an approved template whose
+// parameters match its variables.
+func (s *Server) checkContent(acc *Account, req official.SendRequest) (official.ErrorObject, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mediaOK := func(m *official.MediaObject) bool {
+		if m == nil {
+			return false
+		}
+		if m.Link != "" {
+			return true
+		}
+		md := s.media[m.ID]
+		return md != nil && md.phoneNumberID == acc.PhoneNumberID
+	}
+	switch req.Type {
+	case "text":
+		if req.Text == nil || strings.TrimSpace(req.Text.Body) == "" {
+			return invalidParam("Param text['body'] is required"), false
+		}
+	case "image", "video", "audio", "document":
+		m := map[string]*official.MediaObject{"image": req.Image, "video": req.Video, "audio": req.Audio, "document": req.Document}[req.Type]
+		if !mediaOK(m) {
+			return invalidParam("The media id or link is missing or unknown"), false
+		}
+	case "template":
+		return s.checkTemplate(acc, req.Template, mediaOK)
+	default:
+		return invalidParam(fmt.Sprintf("Unsupported message type %q", req.Type)), false
+	}
+	return official.ErrorObject{}, true
+}
+
+var variable = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
+
+func distinctVars(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range variable.FindAllStringSubmatch(text, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+func (s *Server) checkTemplate(acc *Account, t *official.TemplateObj, mediaOK func(*official.MediaObject) bool) (official.ErrorObject, bool) {
+	if t == nil || t.Name == "" {
+		return invalidParam("Param template['name'] is required"), false
+	}
+	var def *official.Template
+	for i, d := range s.templates[acc.BusinessAccountID] {
+		if d.Name == t.Name && d.Language == t.Language.Code {
+			def = &s.templates[acc.BusinessAccountID][i]
+		}
+	}
+	if def == nil {
+		return apiError(132001, "(#132001) Template name does not exist in the translation", fmt.Sprintf("template name (%s) does not exist in %s", t.Name, t.Language.Code)), false
+	}
+	if def.Status != "APPROVED" {
+		return apiError(132015, "(#132015) Template is paused or not approved", "The template is not approved for sending"), false
+	}
+	sent := map[string]official.TemplateComponent{}
+	for _, c := range t.Components {
+		key := c.Type
+		if c.Type == "button" {
+			key += c.Index
+		}
+		sent[key] = c
+	}
+	buttonIndex := 0
+	for _, c := range def.Components {
+		switch c.Type {
+		case "HEADER":
+			switch c.Format {
+			case "IMAGE", "VIDEO", "DOCUMENT":
+				h, ok := sent["header"]
+				has := ok && len(h.Parameters) == 1 && mediaOK(map[string]*official.MediaObject{
+					"IMAGE": h.Parameters[0].Image, "VIDEO": h.Parameters[0].Video, "DOCUMENT": h.Parameters[0].Document}[c.Format])
+				if !has && (c.Example == nil || len(c.Example.HeaderHandle) == 0) {
+					return apiError(132012, "(#132012) Parameter format does not match format in the created template", "header: the "+strings.ToLower(c.Format)+" is missing"), false
+				}
+			case "TEXT":
+				if e, ok := countParams("header", c.Text, sent["header"]); !ok {
+					return e, false
+				}
+			}
+		case "BODY":
+			if e, ok := countParams("body", c.Text, sent["body"]); !ok {
+				return e, false
+			}
+		case "BUTTONS":
+			for _, b := range c.Buttons {
+				if b.Type == "URL" {
+					if e, ok := countParams("button "+strconv.Itoa(buttonIndex), b.URL, sent["button"+strconv.Itoa(buttonIndex)]); !ok {
+						return e, false
+					}
+				}
+				buttonIndex++
+			}
+		}
+	}
+	return official.ErrorObject{}, true
+}
+
+// countParams checks the number of text parameters against the variables
+// of a component's text (a variable without a value is an empty text).
+func countParams(where, text string, c official.TemplateComponent) (official.ErrorObject, bool) {
+	want := len(distinctVars(text))
+	got := 0
+	for _, p := range c.Parameters {
+		if p.Type == "text" && p.Text != nil {
+			got++
+		}
+	}
+	if got != want {
+		return apiError(132000, "(#132000) Number of parameters does not match the expected number of params",
+			fmt.Sprintf("%s: expected number of params (%d) does not match received number of params (%d)", where, want, got)), false
+	}
+	return official.ErrorObject{}, true
+}
+
+func (s *Server) editOrRevoke(w http.ResponseWriter, acc *Account, req official.SendRequest) {
+	var id string
+	var allowed bool
+	s.mu.Lock()
+	if req.Type == "edit" && req.Edit != nil {
+		id, allowed = req.Edit.MessageID, s.allowEdit[acc.PhoneNumberID]
+	}
+	if req.Type == "revoke" && req.Revoke != nil {
+		id, allowed = req.Revoke.MessageID, s.allowRev[acc.PhoneNumberID]
+	}
+	msg := s.sent[id]
+	s.mu.Unlock()
+	if !allowed {
+		what := "Editing"
+		if req.Type == "revoke" {
+			what = "Revoking"
+		}
+		writeAPIError(w, http.StatusBadRequest, apiError(131009, "(#131009) Parameter value is not valid", what+" sent messages is not available on this channel"))
+		return
+	}
+	if msg == nil || msg.PhoneNumberID != acc.PhoneNumberID {
+		writeAPIError(w, http.StatusBadRequest, apiError(131009, "(#131009) Parameter value is not valid", "The message to "+req.Type+" was not found"))
+		return
+	}
+	s.mu.Lock()
+	if req.Type == "edit" {
+		msg.Request.Text = &req.Edit.Text
+		msg.Status = "edited"
+	} else {
+		msg.Status = "revoked"
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"messaging_product": "whatsapp", "success": true, "messages": []map[string]string{{"id": id}}})
+}
+
+func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request) {
+	pnid := r.PathValue("pnid")
+	acc := s.authorize(w, r, pnid)
+	if acc == nil {
+		return
+	}
+	if outage, _ := s.peekOutage(pnid); outage {
+		writeAPIError(w, http.StatusInternalServerError, apiError(131000, "(#131000) Something went wrong", "Simulated outage"))
+		return
+	}
+	if err := r.ParseMultipartForm(32 << 20); err != nil {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("The upload is not a valid multipart form"))
+		return
+	}
+	if r.FormValue("messaging_product") != "whatsapp" {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("messaging_product must be whatsapp"))
+		return
+	}
+	f, hdr, err := r.FormFile("file")
+	if err != nil {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("Param file is required"))
+		return
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(f)
+	ct := r.FormValue("type")
+	if ct == "" {
+		ct = hdr.Header.Get("Content-Type")
+	}
+	s.mu.Lock()
+	s.nextID++
+	id := strconv.Itoa(s.nextID)
+	s.media[id] = &media{id: id, phoneNumberID: pnid, mimeType: ct, fileName: hdr.Filename, data: data}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, official.MediaUploadResponse{ID: id})
+}
+
+// peekOutage consumes a queued outage (uploads and sends share them).
+func (s *Server) peekOutage(pnid string) (bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.outages[pnid] > 0 {
+		s.outages[pnid]--
+		return true, ""
+	}
+	return false, ""
+}
+
+func (s *Server) mediaInfo(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	m := s.media[id]
+	var acc *Account
+	if m != nil {
+		acc = s.accounts[m.phoneNumberID]
+	}
+	s.mu.Unlock()
+	if m == nil || acc == nil {
+		writeAPIError(w, http.StatusNotFound, apiError(100, "(#100) Unsupported get request", fmt.Sprintf("Object with ID '%s' does not exist", id)))
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+acc.AccessToken {
+		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token", "The access token is not valid for this media"))
+		return
+	}
+	writeJSON(w, http.StatusOK, official.MediaInfo{MessagingProduct: "whatsapp", URL: "http://" + r.Host + "/media-download/" + id + "/file",
+		MimeType: m.mimeType, FileSize: int64(len(m.data)), ID: id})
+}
+
+func (s *Server) mediaDownload(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	m := s.media[id]
+	var acc *Account
+	if m != nil {
+		acc = s.accounts[m.phoneNumberID]
+	}
+	s.mu.Unlock()
+	if m == nil || acc == nil {
+		writeAPIError(w, http.StatusNotFound, apiError(100, "(#100) Media not found", "The media does not exist"))
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+acc.AccessToken {
+		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token", "The access token is not valid for this media"))
+		return
+	}
+	w.Header().Set("Content-Type", m.mimeType)
+	_, _ = w.Write(m.data)
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
+	waba := r.PathValue("waba")
+	s.mu.Lock()
+	var token string
+	for _, a := range s.accounts {
+		if a.BusinessAccountID == waba && r.Header.Get("Authorization") == "Bearer "+a.AccessToken {
+			token = a.AccessToken
+		}
+	}
+	all := append([]official.Template(nil), s.templates[waba]...)
+	s.mu.Unlock()
+	if token == "" {
+		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token", "The access token is not valid for this business account"))
+		return
+	}
+	limit := 25
+	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 && n <= 100 {
+		limit = n
+	}
+	start := 0
+	if a := r.URL.Query().Get("after"); a != "" {
+		b, err := base64.RawURLEncoding.DecodeString(a)
+		n, err2 := strconv.Atoi(string(b))
+		if err != nil || err2 != nil || n < 0 || n > len(all) {
+			writeAPIError(w, http.StatusBadRequest, invalidParam("The after cursor is not valid"))
+			return
+		}
+		start = n
+	}
+	end := min(start+limit, len(all))
+	var page official.TemplatePage
+	page.Data = all[start:end]
+	if page.Data == nil {
+		page.Data = []official.Template{}
+	}
+	page.Paging.Cursors.Before = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(start)))
+	page.Paging.Cursors.After = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	if end < len(all) {
+		page.Paging.Next = "http://" + r.Host + "/" + waba + "/message_templates?limit=" + strconv.Itoa(limit) + "&after=" + page.Paging.Cursors.After
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// ---------------------------------------------------------------- control API
+
+func decodeControl(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 200<<20)).Decode(v); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid JSON: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+func (s *Server) account(w http.ResponseWriter, pnid string) *Account {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	acc := s.accounts[pnid]
+	if acc == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown phone_number_id " + pnid})
+	}
+	return acc
+}
+
+// AddAccount registers (or replaces) a simulated number.
+func (s *Server) AddAccount(a Account) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cp := a
+	s.accounts[a.PhoneNumberID] = &cp
+}
+
+func (s *Server) controlAccounts(w http.ResponseWriter, r *http.Request) {
+	var a Account
+	if !decodeControl(w, r, &a) {
+		return
+	}
+	if a.PhoneNumberID == "" || a.BusinessAccountID == "" || a.AccessToken == "" || a.AppSecret == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "phone_number_id, business_account_id, access_token and app_secret are required"})
+		return
+	}
+	s.AddAccount(a)
+	writeJSON(w, http.StatusCreated, a)
+}
+
+// InboundRequest makes a contact send a message to a business number.
+type InboundRequest struct {
+	PhoneNumberID string `json:"phone_number_id"`
+	From          string `json:"from"`
+	Name          string `json:"name,omitempty"`
+	// Type is text (default), image, video, audio, document or sticker.
+	Type string `json:"type,omitempty"`
+	Text string `json:"text,omitempty"`
+	// Media is the file of a media message (base64), with its caption.
+	Media *InboundMedia `json:"media,omitempty"`
+	// ID is the message id to use (default: a new one); reuse it to
+	// simulate a repeated delivery.
+	ID string `json:"id,omitempty"`
+	// Timestamp is the Unix time the contact sent it (default: now).
+	Timestamp int64 `json:"timestamp,omitempty"`
+	// ReplyTo is the id of a message this one answers.
+	ReplyTo string `json:"reply_to,omitempty"`
+}
+
+// InboundMedia is the file of a simulated media message.
+type InboundMedia struct {
+	MimeType   string `json:"mime_type"`
+	Filename   string `json:"filename,omitempty"`
+	Caption    string `json:"caption,omitempty"`
+	DataBase64 string `json:"data_base64"`
+}
+
+// WebhookResult is what the gateway answered a webhook POST.
+type WebhookResult struct {
+	MessageID     string `json:"message_id,omitempty"`
+	WebhookStatus int    `json:"webhook_status"`
+	WebhookBody   string `json:"webhook_body,omitempty"`
+}
+
+func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
+	var in InboundRequest
+	if !decodeControl(w, r, &in) {
+		return
+	}
+	acc := s.account(w, in.PhoneNumberID)
+	if acc == nil {
+		return
+	}
+	if in.From == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "from is required"})
+		return
+	}
+	if in.ID == "" {
+		in.ID = newMessageID()
+	}
+	ts := in.Timestamp
+	if ts == 0 {
+		ts = s.opts.Now().Unix()
+	}
+	msg := official.InboundMessage{From: in.From, ID: in.ID, Timestamp: strconv.FormatInt(ts, 10), Type: in.Type}
+	if msg.Type == "" {
+		msg.Type = "text"
+	}
+	if in.ReplyTo != "" {
+		msg.Context = &struct {
+			From      string `json:"from"`
+			ID        string `json:"id"`
+			Forwarded bool   `json:"forwarded,omitempty"`
+		}{From: acc.DisplayPhoneNumber, ID: in.ReplyTo}
+	}
+	switch msg.Type {
+	case "text":
+		msg.Text = &official.TextBody{Body: in.Text}
+	case "image", "video", "audio", "document", "sticker":
+		if in.Media == nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "media is required for a " + msg.Type + " message"})
+			return
+		}
+		data, err := base64.StdEncoding.DecodeString(in.Media.DataBase64)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "media.data_base64 is not base64"})
+			return
+		}
+		s.mu.Lock()
+		s.nextID++
+		id := strconv.Itoa(s.nextID)
+		s.media[id] = &media{id: id, phoneNumberID: acc.PhoneNumberID, mimeType: in.Media.MimeType, fileName: in.Media.Filename, data: data}
+		s.mu.Unlock()
+		im := &official.InboundMedia{ID: id, MimeType: in.Media.MimeType, Caption: in.Media.Caption, Filename: in.Media.Filename}
+		switch msg.Type {
+		case "image":
+			msg.Image = im
+		case "video":
+			msg.Video = im
+		case "audio":
+			msg.Audio = im
+		case "document":
+			msg.Document = im
+		case "sticker":
+			msg.Sticker = im
+		}
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported type " + msg.Type})
+		return
+	}
+	v := official.WebhookValue{MessagingProduct: "whatsapp", Messages: []official.InboundMessage{msg}}
+	v.Metadata.DisplayPhoneNumber, v.Metadata.PhoneNumberID = acc.DisplayPhoneNumber, acc.PhoneNumberID
+	c := official.WebhookContact{WaID: in.From}
+	c.Profile.Name = in.Name
+	v.Contacts = []official.WebhookContact{c}
+	res, err := s.post(r, acc, v)
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error(), "message_id": in.ID})
+		return
+	}
+	res.MessageID = in.ID
+	writeJSON(w, http.StatusOK, res)
+}
+
+// ReceiptRequest makes the platform report a status of a sent message.
+type ReceiptRequest struct {
+	PhoneNumberID string `json:"phone_number_id,omitempty"`
+	MessageID     string `json:"message_id"`
+	// Status is sent, delivered, read or failed.
+	Status string `json:"status"`
+	// Reason is the failure reason: no_account, blocked, marketing_limit,
+	// or any text.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) controlReceipts(w http.ResponseWriter, r *http.Request) {
+	var in ReceiptRequest
+	if !decodeControl(w, r, &in) {
+		return
+	}
+	s.mu.Lock()
+	msg := s.sent[in.MessageID]
+	var acc *Account
+	if msg != nil {
+		acc = s.accounts[msg.PhoneNumberID]
+	}
+	s.mu.Unlock()
+	if msg == nil || acc == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown message_id " + in.MessageID})
+		return
+	}
+	switch in.Status {
+	case "sent", "delivered", "read", "failed":
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "status must be sent, delivered, read or failed"})
+		return
+	}
+	st := official.StatusUpdate{ID: msg.ID, Status: in.Status, Timestamp: strconv.FormatInt(s.opts.Now().Unix(), 10),
+		RecipientID: msg.To, BizOpaqueCallbackData: msg.Request.BizOpaqueCallbackData}
+	if in.Status == "failed" {
+		e, ok := refusals[in.Reason]
+		if !ok {
+			reason := in.Reason
+			if reason == "" {
+				reason = "Message failed to send"
+			}
+			e = apiError(131000, "(#131000) Something went wrong", reason)
+		}
+		se := official.StatusError{Code: e.Code, Title: e.Message, Message: e.Message}
+		se.ErrorData.Details = e.ErrorData.Details
+		st.Errors = []official.StatusError{se}
+	}
+	s.mu.Lock()
+	msg.Status = in.Status
+	s.mu.Unlock()
+	v := official.WebhookValue{MessagingProduct: "whatsapp", Statuses: []official.StatusUpdate{st}}
+	v.Metadata.DisplayPhoneNumber, v.Metadata.PhoneNumberID = acc.DisplayPhoneNumber, acc.PhoneNumberID
+	res, err := s.post(r, acc, v)
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
+		return
+	}
+	res.MessageID = msg.ID
+	writeJSON(w, http.StatusOK, res)
+}
+
+// post delivers a signed webhook to the account's webhook URL.
+func (s *Server) post(r *http.Request, acc *Account, v official.WebhookValue) (WebhookResult, error) {
+	if acc.WebhookURL == "" {
+		return WebhookResult{}, fmt.Errorf("account %s has no webhook_url", acc.PhoneNumberID)
+	}
+	payload := official.WebhookPayload{Object: "whatsapp_business_account", Entry: []official.WebhookEntry{{
+		ID: acc.BusinessAccountID, Changes: []official.WebhookChange{{Field: "messages", Value: v}},
+	}}}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return WebhookResult{}, err
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, acc.WebhookURL, bytes.NewReader(body))
+	if err != nil {
+		return WebhookResult{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hub-Signature-256", official.Sign(acc.AppSecret, body))
+	resp, err := s.opts.Webhooks.Do(req)
+	if err != nil {
+		return WebhookResult{}, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	s.opts.Logger.Info("webhook delivered", "url", acc.WebhookURL, "status", resp.StatusCode)
+	return WebhookResult{WebhookStatus: resp.StatusCode, WebhookBody: string(b)}, nil
+}
+
+// TemplatesRequest seeds templates of a business account; a template with
+// the name and language of an existing one replaces it.
+type TemplatesRequest struct {
+	BusinessAccountID string              `json:"business_account_id"`
+	Templates         []official.Template `json:"templates"`
+	// Replace drops the account's other templates (as if deleted at the
+	// provider).
+	Replace bool `json:"replace,omitempty"`
+}
+
+// SeedTemplates adds or replaces templates and returns them with their ids.
+func (s *Server) SeedTemplates(waba string, list []official.Template) []official.Template {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]official.Template, 0, len(list))
+	for _, t := range list {
+		if t.Status == "" {
+			t.Status = "APPROVED"
+		}
+		if t.ParameterFormat == "" {
+			t.ParameterFormat = "POSITIONAL"
+		}
+		replaced := false
+		for i, old := range s.templates[waba] {
+			if old.Name == t.Name && old.Language == t.Language {
+				t.ID = old.ID
+				s.templates[waba][i] = t
+				replaced = true
+			}
+		}
+		if !replaced {
+			s.nextID++
+			t.ID = strconv.Itoa(s.nextID)
+			s.templates[waba] = append(s.templates[waba], t)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (s *Server) controlTemplates(w http.ResponseWriter, r *http.Request) {
+	var in TemplatesRequest
+	if !decodeControl(w, r, &in) {
+		return
+	}
+	if in.BusinessAccountID == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "business_account_id is required"})
+		return
+	}
+	for _, t := range in.Templates {
+		if t.Name == "" || t.Language == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "every template needs a name and a language"})
+			return
+		}
+	}
+	if in.Replace {
+		s.mu.Lock()
+		keep := s.templates[in.BusinessAccountID][:0]
+		for _, old := range s.templates[in.BusinessAccountID] {
+			for _, t := range in.Templates {
+				if t.Name == old.Name && t.Language == old.Language {
+					keep = append(keep, old)
+					break
+				}
+			}
+		}
+		s.templates[in.BusinessAccountID] = keep
+		s.mu.Unlock()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"templates": s.SeedTemplates(in.BusinessAccountID, in.Templates)})
+}
+
+// FaultRequest queues failures of the next sends of a number.
+type FaultRequest struct {
+	PhoneNumberID string `json:"phone_number_id"`
+	// Reason (refusals): no_account, blocked or marketing_limit.
+	Reason string `json:"reason,omitempty"`
+	// Count is how many of the next sends fail (default 1).
+	Count int `json:"count,omitempty"`
+}
+
+func (s *Server) controlRefusals(w http.ResponseWriter, r *http.Request) {
+	var in FaultRequest
+	if !decodeControl(w, r, &in) {
+		return
+	}
+	if s.account(w, in.PhoneNumberID) == nil {
+		return
+	}
+	if _, ok := refusals[in.Reason]; !ok {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reason must be no_account, blocked or marketing_limit"})
+		return
+	}
+	s.mu.Lock()
+	for range max(in.Count, 1) {
+		s.refuse[in.PhoneNumberID] = append(s.refuse[in.PhoneNumberID], in.Reason)
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"queued": max(in.Count, 1)})
+}
+
+func (s *Server) controlOutages(w http.ResponseWriter, r *http.Request) {
+	var in FaultRequest
+	if !decodeControl(w, r, &in) {
+		return
+	}
+	if s.account(w, in.PhoneNumberID) == nil {
+		return
+	}
+	s.mu.Lock()
+	s.outages[in.PhoneNumberID] += max(in.Count, 1)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"queued": max(in.Count, 1)})
+}
+
+// CapabilitiesRequest lets a number accept edits and revokes (refused by
+// default, as on the platform).
+type CapabilitiesRequest struct {
+	PhoneNumberID string `json:"phone_number_id"`
+	Edit          bool   `json:"edit"`
+	Revoke        bool   `json:"revoke"`
+}
+
+func (s *Server) controlCapabilities(w http.ResponseWriter, r *http.Request) {
+	var in CapabilitiesRequest
+	if !decodeControl(w, r, &in) {
+		return
+	}
+	if s.account(w, in.PhoneNumberID) == nil {
+		return
+	}
+	s.mu.Lock()
+	s.allowEdit[in.PhoneNumberID], s.allowRev[in.PhoneNumberID] = in.Edit, in.Revoke
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, in)
+}
+
+// Sent lists what the business sent, oldest first (all numbers when pnid
+// is empty).
+func (s *Server) Sent(pnid string) []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SentMessage
+	for _, id := range s.order {
+		if m := s.sent[id]; pnid == "" || m.PhoneNumberID == pnid {
+			out = append(out, *m)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out
+}
+
+func (s *Server) controlMessages(w http.ResponseWriter, r *http.Request) {
+	list := s.Sent(r.URL.Query().Get("phone_number_id"))
+	if list == nil {
+		list = []SentMessage{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": list})
+}

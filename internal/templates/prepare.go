@@ -1,0 +1,281 @@
+package templates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/netguard"
+)
+
+var variable = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
+
+// headerTypes are the media types accepted per media header format
+// (checked on the bytes).
+var headerTypes = map[string][]string{
+	"IMAGE":    {"image/jpeg", "image/png", "image/webp"},
+	"VIDEO":    {"video/mp4", "video/3gpp"},
+	"DOCUMENT": {"application/pdf"},
+}
+
+var headerTypeNames = map[string]string{
+	"IMAGE":    "an image (JPEG, PNG or WEBP)",
+	"VIDEO":    "a video (MP4 or 3GPP)",
+	"DOCUMENT": "a PDF document",
+}
+
+// headerLimit is the provider's size limit of a media header format.
+func headerLimit(format string) (int, string) {
+	switch format {
+	case "IMAGE":
+		return messaging.LimitFor(messaging.TypeImage)
+	case "VIDEO":
+		return messaging.LimitFor(messaging.TypeVideo)
+	}
+	return messaging.LimitFor(messaging.TypeDocument)
+}
+
+func isMediaHeader(format string) bool { _, ok := headerTypes[format]; return ok }
+
+// values resolves variables: positional ones ({{1}}) from req.Positional
+// by number, named ones from req.Named (keys starting with an underscore
+// are reserved and ignored). A variable without a value is an empty text
+// (the API document's rule 4).
+type values struct{ req messaging.TemplateRequest }
+
+func (v values) of(name string) string {
+	if n, err := strconv.Atoi(name); err == nil {
+		if n >= 1 && n <= len(v.req.Positional) {
+			return v.req.Positional[n-1]
+		}
+		return ""
+	}
+	if strings.HasPrefix(name, "_") {
+		return ""
+	}
+	return v.req.Named[name]
+}
+
+// Render replaces every variable of text with its value.
+func Render(text string, req messaging.TemplateRequest) string {
+	v := values{req}
+	return variable.ReplaceAllStringFunc(text, func(m string) string {
+		return v.of(variable.FindStringSubmatch(m)[1])
+	})
+}
+
+// params lists the parameters of a component's text as the provider wants
+// them: positional ones once each in the order of their numbers, named
+// ones once each in order of appearance, with their names.
+func params(text string, req messaging.TemplateRequest) []messaging.TemplateParam {
+	v := values{req}
+	var names []string
+	for _, m := range variable.FindAllStringSubmatch(text, -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	positional := len(names) > 0
+	for _, n := range names {
+		if _, err := strconv.Atoi(n); err != nil {
+			positional = false
+		}
+	}
+	if positional {
+		sort.Slice(names, func(i, j int) bool { a, _ := strconv.Atoi(names[i]); b, _ := strconv.Atoi(names[j]); return a < b })
+	}
+	out := make([]messaging.TemplateParam, 0, len(names))
+	for _, n := range names {
+		p := messaging.TemplateParam{Text: v.of(n)}
+		if !positional {
+			p.Name = n
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// PrepareTemplate resolves a template send through ch: the template must
+// be one of ch's provider account, approved; variables are filled
+// (missing ones empty); header media from header_media_url is fetched
+// through the SSRF guard (or read from the gateway's own uploads) and
+// checked against the header format and its size limit.
+//
+// Errors: Rule for an unknown or foreign template, one not approved,
+// header media fields not allowed for the header, media of the wrong
+// type, over the limit, expired or that could not be fetched.
+func (s *Service) PrepareTemplate(ctx context.Context, ch channels.Channel, req messaging.TemplateRequest) (messaging.PreparedTemplate, error) {
+	var out messaging.PreparedTemplate
+	if ch.ProviderAccount == nil {
+		return out, fault.New(fault.Rule, "provider_template_id is only accepted with platform ofc_chatapp")
+	}
+	t, err := s.Get(ctx, ch.CompanyID, req.TemplateID)
+	if fault.KindOf(err) == fault.NotFound || (err == nil && t.ProviderAccountID != ch.ProviderAccount.ID) {
+		return out, fault.New(fault.Rule, "Template not found for this sender: provider_template_id must be a template of the sender's official channel")
+	}
+	if err != nil {
+		return out, err
+	}
+	if t.Status != StatusApproved {
+		return out, fault.New(fault.Rule, fmt.Sprintf("Template %s is not approved by the provider (status %s)", t.Name, t.Status))
+	}
+	send := messaging.TemplateSend{Name: t.Name, Language: t.Language, Positional: req.Positional, HeaderFormat: t.HeaderFormat}
+	if len(req.Named) > 0 {
+		send.Named = map[string]string{}
+		for k, v := range req.Named {
+			if !strings.HasPrefix(k, "_") {
+				send.Named[k] = v
+			}
+		}
+	}
+	button := 0
+	for _, c := range t.Components {
+		switch strings.ToUpper(c.Type) {
+		case "HEADER":
+			if strings.ToUpper(c.Format) == "TEXT" {
+				if ps := params(c.Text, req); len(ps) > 0 {
+					send.Components = append(send.Components, messaging.TemplateComponentParams{Type: "header", Params: ps})
+				}
+			}
+		case "BODY":
+			out.Text = Render(c.Text, req)
+			if ps := params(c.Text, req); len(ps) > 0 {
+				send.Components = append(send.Components, messaging.TemplateComponentParams{Type: "body", Params: ps})
+			}
+		case "BUTTONS":
+			for _, b := range c.Buttons {
+				if strings.ToUpper(b.Type) == "URL" {
+					if ps := params(b.URL, req); len(ps) > 0 {
+						send.Components = append(send.Components, messaging.TemplateComponentParams{Type: "button", SubType: "url", Index: button, Params: ps})
+					}
+				}
+				button++
+			}
+		}
+	}
+
+	if req.HeaderMediaFilename != "" && req.HeaderMediaURL == "" {
+		return out, fault.New(fault.Rule, "header_media_filename is only accepted together with header_media_url")
+	}
+	if req.HeaderMediaURL != "" {
+		if !isMediaHeader(t.HeaderFormat) {
+			return out, fault.New(fault.Rule, "header_media_url is only accepted for templates with an IMAGE, VIDEO or DOCUMENT header")
+		}
+		if req.HeaderMediaFilename != "" && t.HeaderFormat != "DOCUMENT" {
+			return out, fault.New(fault.Rule, "header_media_filename is only accepted for templates with a DOCUMENT header")
+		}
+		m, err := s.headerMedia(ctx, req.HeaderMediaURL, t.HeaderFormat)
+		if err != nil {
+			return out, err
+		}
+		if req.HeaderMediaFilename != "" {
+			m.FileName = messaging.SafeFileName(req.HeaderMediaFilename, m.ContentType)
+		}
+		send.HeaderMedia = m
+	} else if isMediaHeader(t.HeaderFormat) {
+		send.HeaderMediaURL = t.HeaderMediaURL
+	}
+	out.Send = send
+	return out, nil
+}
+
+// headerMedia loads the media of header_media_url and checks it against
+// the header format: its type (from the bytes) and its size limit.
+func (s *Service) headerMedia(ctx context.Context, rawURL, format string) (*messaging.Media, error) {
+	limit, limitMsg := headerLimit(format)
+	var data []byte
+	name := derivedName(rawURL)
+	if token, ok := s.uploadToken(rawURL); ok {
+		f, err := s.openUpload(ctx, token)
+		if err != nil {
+			if errors.Is(err, ErrGone) {
+				return nil, fault.New(fault.Rule, "header_media_url has expired: upload the file again")
+			}
+			if fault.KindOf(err) == fault.NotFound {
+				return nil, fault.New(fault.Rule, "header_media_url was not found")
+			}
+			return nil, err
+		}
+		b, err := readFile(f.Path)
+		if err != nil {
+			return nil, fault.Internalf(err, "read uploaded media")
+		}
+		data, name = b, f.FileName
+	} else {
+		b, err := s.fetch(ctx, rawURL, limit, limitMsg)
+		if err != nil {
+			return nil, err
+		}
+		data = b
+	}
+	if len(data) > limit {
+		return nil, fault.New(fault.Rule, limitMsg)
+	}
+	ct := messaging.SniffContentType(data)
+	if !slices.Contains(headerTypes[format], ct) {
+		return nil, fault.New(fault.Rule, fmt.Sprintf("Header media must be %s for the template's %s header; header_media_url is %s", headerTypeNames[format], format, ct))
+	}
+	return &messaging.Media{FileName: messaging.SafeFileName(name, ct), ContentType: ct, Data: data}, nil
+}
+
+// fetch GETs a user-supplied URL through the SSRF guard, reading at most
+// limit bytes.
+func (s *Service) fetch(ctx context.Context, rawURL string, limit int, limitMsg string) ([]byte, error) {
+	if err := netguard.ValidateURL(rawURL); err != nil {
+		return nil, fault.New(fault.Rule, "Header media url must be a valid http or https URL")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, fault.New(fault.Rule, "Header media url must be a valid http or https URL")
+	}
+	resp, err := s.deps.Fetch.Do(req)
+	if err != nil {
+		if errors.Is(err, netguard.ErrBlocked) {
+			return nil, fault.Wrap(fault.Rule, "header_media_url points to an address the service may not reach", err)
+		}
+		return nil, fault.Wrap(fault.Rule, "header_media_url could not be fetched", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fault.New(fault.Rule, fmt.Sprintf("header_media_url could not be fetched (HTTP %d)", resp.StatusCode))
+	}
+	if resp.ContentLength > int64(limit) {
+		return nil, fault.New(fault.Rule, limitMsg)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil {
+		return nil, fault.Wrap(fault.Rule, "header_media_url could not be fetched", err)
+	}
+	if len(data) > limit {
+		return nil, fault.New(fault.Rule, limitMsg)
+	}
+	return data, nil
+}
+
+// derivedName is the file name a URL suggests (its last path segment).
+func derivedName(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	base := path.Base(u.Path)
+	if base == "/" || base == "." {
+		return ""
+	}
+	if unescaped, err := url.PathUnescape(base); err == nil {
+		return unescaped
+	}
+	return base
+}
