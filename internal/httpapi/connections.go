@@ -2,42 +2,347 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/chatmsg/gateway/gen/api"
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/connections"
+	"github.com/chatmsg/gateway/internal/connector"
+	"github.com/chatmsg/gateway/internal/connector/sim"
+	"github.com/chatmsg/gateway/internal/fault"
 )
 
-func (s *Server) ChatappCheckOnChatapp(ctx context.Context, _ api.ChatappCheckOnChatappRequestObject) (api.ChatappCheckOnChatappResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+// Chat-app connections (API document endpoints 1 to 9) and the controls of
+// the simulator driver. Every error answers 509 {success:false, message}
+// (the operations document no other business status).
+
+func (s *Server) connections() (*connections.Service, error) {
+	if s.Connections == nil {
+		return nil, notImplemented("chat-app connections")
+	}
+	return s.Connections, nil
 }
 
-func (s *Server) ChatappContactList(ctx context.Context, _ api.ChatappContactListRequestObject) (api.ChatappContactListResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+func companyOf(ctx context.Context) int64 {
+	p, _ := auth.FromContext(ctx)
+	return p.CompanyID
 }
 
-func (s *Server) ChatappCreate(ctx context.Context, _ api.ChatappCreateRequestObject) (api.ChatappCreateResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+func selector(id *int, key *string) connections.Selector {
+	return connections.Selector{ID: int64Ptr(id), Key: key}
 }
 
-func (s *Server) ChatappDelete(ctx context.Context, _ api.ChatappDeleteRequestObject) (api.ChatappDeleteResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+func (s *Server) toAPIChatapp(c channels.Unofficial) api.Chatapp {
+	return api.Chatapp{Id: int(c.ID), Key: c.Key, Name: c.Name, Logged: c.Logged,
+		CreatedAt: s.Times.Management(c.CreatedAt), UpdatedAt: s.Times.Management(c.UpdatedAt)}
 }
 
-func (s *Server) ChatappGroupList(ctx context.Context, _ api.ChatappGroupListRequestObject) (api.ChatappGroupListResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+func (s *Server) ListChatapps(ctx context.Context, req api.ListChatappsRequestObject) (api.ListChatappsResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	q := req.Params
+	f := channels.UnofficialFilter{Logged: q.Logged, Page: page(q.Page, q.PerPage, 100), OrderBy: "id"}
+	if q.Filter != nil {
+		f.Text = *q.Filter
+	}
+	if q.OrderBy != nil {
+		f.OrderBy = string(*q.OrderBy)
+	}
+	f.Desc = q.OrderMode != nil && *q.OrderMode == api.OrderModeDESC
+	op := operationFrom(ctx)
+	created, err := parseDateRange(op, "created_at", q.CreatedAt, s.Times.Location)
+	if err != nil {
+		return nil, err
+	}
+	if created != nil {
+		f.CreatedFrom, f.CreatedTo = &created.From, &created.To
+	}
+	updated, err := parseDateRange(op, "updated_at", q.UpdatedAt, s.Times.Location)
+	if err != nil {
+		return nil, err
+	}
+	if updated != nil {
+		f.UpdatedFrom, f.UpdatedTo = &updated.From, &updated.To
+	}
+	list, total, err := svc.ListChatapps(ctx, companyOf(ctx), f)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListChatapps200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
+		LastPage: f.Page.LastPage(total), Data: make([]api.Chatapp, len(list))}
+	for i, c := range list {
+		out.Data[i] = s.toAPIChatapp(c)
+	}
+	return out, nil
 }
 
-func (s *Server) ChatappLogout(ctx context.Context, _ api.ChatappLogoutRequestObject) (api.ChatappLogoutResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+func (s *Server) ChatappQrcode(ctx context.Context, req api.ChatappQrcodeRequestObject) (api.ChatappQrcodeResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	qr, err := svc.ChatappQrcode(ctx, companyOf(ctx), selector(b.Id, b.Key), connector.PairingOptions{OS: b.Os, Browser: b.Browser})
+	if err != nil {
+		return nil, err
+	}
+	return api.ChatappQrcode200JSONResponse{Success: true, Message: "QR code generated", Data: api.ChatappQrcode{
+		Id: int(qr.Connection.ID), Key: qr.Connection.Key, Code: qr.Code, Qrcode: connections.DataURL(qr.PNG),
+		ExpiresAt: s.Times.Management(qr.ExpiresAt)}}, nil
 }
 
-func (s *Server) ChatappQrcode(ctx context.Context, _ api.ChatappQrcodeRequestObject) (api.ChatappQrcodeResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+func (s *Server) ChatappCreate(ctx context.Context, req api.ChatappCreateRequestObject) (api.ChatappCreateResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	c, err := svc.ChatappCreate(ctx, companyOf(ctx), req.Body.Name, req.Body.Key)
+	if err != nil {
+		return nil, err
+	}
+	return api.ChatappCreate200JSONResponse{Success: true, Message: "Connection created", Data: s.toAPIChatapp(c)}, nil
 }
 
-func (s *Server) ChatappUpdate(ctx context.Context, _ api.ChatappUpdateRequestObject) (api.ChatappUpdateResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+func (s *Server) ChatappUpdate(ctx context.Context, req api.ChatappUpdateRequestObject) (api.ChatappUpdateResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	if b.NewKey != nil && b.Key == nil {
+		return nil, fault.New(fault.Invalid, ruleMessage(operationFrom(ctx), "newKeyRequiresKey"))
+	}
+	c, err := svc.ChatappUpdate(ctx, companyOf(ctx), selector(b.Id, b.Key), channels.UnofficialChange{Name: b.Name, NewKey: b.NewKey})
+	if err != nil {
+		return nil, err
+	}
+	return api.ChatappUpdate200JSONResponse{Success: true, Message: "Connection updated", Data: s.toAPIChatapp(c)}, nil
 }
 
-func (s *Server) ListChatapps(ctx context.Context, _ api.ListChatappsRequestObject) (api.ListChatappsResponseObject, error) {
-	return nil, notImplemented("chat-app connections")
+func (s *Server) ChatappDelete(ctx context.Context, req api.ChatappDeleteRequestObject) (api.ChatappDeleteResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.ChatappDelete(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key)); err != nil {
+		return nil, err
+	}
+	return api.ChatappDelete200JSONResponse{Success: true, Message: "Connection deleted"}, nil
+}
+
+func (s *Server) ChatappLogout(ctx context.Context, req api.ChatappLogoutRequestObject) (api.ChatappLogoutResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.ChatappLogout(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key)); err != nil {
+		return nil, err
+	}
+	return api.ChatappLogout200JSONResponse{Success: true, Message: "Connection logged out"}, nil
+}
+
+func toAPIContacts(list []connector.Contact) []api.ChatappContact {
+	out := make([]api.ChatappContact, len(list))
+	for i, c := range list {
+		out[i] = api.ChatappContact{Key: c.Key, Name: c.Name}
+		if c.Notify != "" {
+			notify := c.Notify
+			out[i].Notify = &notify
+		}
+	}
+	return out
+}
+
+func (s *Server) ChatappContactList(ctx context.Context, req api.ChatappContactListRequestObject) (api.ChatappContactListResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	list, err := svc.ChatappContactList(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key))
+	if err != nil {
+		return nil, err
+	}
+	return api.ChatappContactList200JSONResponse{Success: true, Message: fmt.Sprintf("%d contacts", len(list)), Data: toAPIContacts(list)}, nil
+}
+
+func (s *Server) ChatappGroupList(ctx context.Context, req api.ChatappGroupListRequestObject) (api.ChatappGroupListResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	list, err := svc.ChatappGroupList(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.ChatappGroup, len(list))
+	for i, g := range list {
+		out[i] = api.ChatappGroup{Key: g.Key, Name: g.Name, Announce: g.Announce, IsAdmin: g.IsAdmin, ParticipantsCount: g.Participants}
+	}
+	return api.ChatappGroupList200JSONResponse{Success: true, Message: fmt.Sprintf("%d groups", len(list)), Data: out}, nil
+}
+
+func (s *Server) ChatappCheckOnChatapp(ctx context.Context, req api.ChatappCheckOnChatappRequestObject) (api.ChatappCheckOnChatappResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	groups := b.AreGroups != nil && *b.AreGroups
+	list, err := svc.ChatappCheckOnChatapp(ctx, companyOf(ctx), selector(b.Id, b.Key), b.Numbers, groups)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.ChatappNumberCheck, len(list))
+	for i, c := range list {
+		out[i] = api.ChatappNumberCheck{Number: c.Entry, Exists: c.Exists}
+		if c.Exists {
+			key := c.Key
+			out[i].Key = &key
+		}
+	}
+	return api.ChatappCheckOnChatapp200JSONResponse{Success: true, Message: fmt.Sprintf("%d numbers checked", len(list)), Data: out}, nil
+}
+
+// Simulator controls.
+
+func (s *Server) SimulatorPair(ctx context.Context, req api.SimulatorPairRequestObject) (api.SimulatorPairResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	c, err := svc.SimulatorPair(ctx, companyOf(ctx), int64(req.Id))
+	if err != nil {
+		return nil, err
+	}
+	return api.SimulatorPair200JSONResponse{Success: true, Message: "Connection paired", Data: s.toAPIChatapp(c)}, nil
+}
+
+func (s *Server) SimulatorUnlink(ctx context.Context, req api.SimulatorUnlinkRequestObject) (api.SimulatorUnlinkResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.SimulatorUnlink(ctx, companyOf(ctx), int64(req.Id)); err != nil {
+		return nil, err
+	}
+	return api.SimulatorUnlink200JSONResponse{Success: true, Message: "Device unlinked"}, nil
+}
+
+func (s *Server) SimulatorSeedContacts(ctx context.Context, req api.SimulatorSeedContactsRequestObject) (api.SimulatorSeedContactsResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]sim.ContactSpec, len(req.Body.Contacts))
+	for i, c := range req.Body.Contacts {
+		specs[i] = sim.ContactSpec{Key: c.Key, Name: c.Name, OnChatapp: c.OnChatapp}
+		if c.Notify != nil {
+			specs[i].Notify = *c.Notify
+		}
+	}
+	list, err := svc.SimulatorSeedContacts(ctx, companyOf(ctx), int64(req.Id), specs)
+	if err != nil {
+		return nil, err
+	}
+	return api.SimulatorSeedContacts200JSONResponse{Success: true, Message: fmt.Sprintf("%d contacts added", len(list)), Data: toAPIContacts(list)}, nil
+}
+
+func (s *Server) SimulatorSeedGroup(ctx context.Context, req api.SimulatorSeedGroupRequestObject) (api.SimulatorSeedGroupResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	spec := sim.GroupSpec{Name: b.Name, IsMember: b.IsMember}
+	if b.Key != nil {
+		spec.Key = *b.Key
+	}
+	if b.Announce != nil {
+		spec.Announce = *b.Announce
+	}
+	if b.IsAdmin != nil {
+		spec.IsAdmin = *b.IsAdmin
+	}
+	if b.ParticipantsCount != nil {
+		spec.Participants = *b.ParticipantsCount
+	}
+	g, err := svc.SimulatorSeedGroup(ctx, companyOf(ctx), int64(req.Id), spec)
+	if err != nil {
+		return nil, err
+	}
+	return api.SimulatorSeedGroup200JSONResponse{Success: true, Message: "Group added", Data: api.SimulatorGroup{
+		Key: g.Key, Name: g.Name, Announce: g.Announce, IsMember: g.IsMember, IsAdmin: g.IsAdmin, ParticipantsCount: g.Participants}}, nil
+}
+
+func (s *Server) SimulatorInbound(ctx context.Context, req api.SimulatorInboundRequestObject) (api.SimulatorInboundResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	spec := sim.InboundSpec{From: b.From}
+	if b.Name != nil {
+		spec.Name = *b.Name
+	}
+	if b.GroupKey != nil {
+		spec.GroupKey = *b.GroupKey
+	}
+	if b.Text != nil {
+		spec.Text = *b.Text
+	}
+	if b.File != nil {
+		spec.File = &connector.File{Name: b.File.Name, ContentType: b.File.ContentType, Data: b.File.Data}
+	}
+	in, err := svc.SimulatorInbound(ctx, companyOf(ctx), int64(req.Id), spec)
+	if err != nil {
+		return nil, err
+	}
+	out := api.SimulatorInbound200JSONResponse{Success: true, Message: "Message delivered"}
+	out.Data.ExternalId, out.Data.ChatKey, out.Data.IsGroup, out.Data.MessageTypeId = in.ExternalID, in.Chat.Key, in.Chat.IsGroup, api.MessageTypeId(in.TypeID)
+	return out, nil
+}
+
+var receiptStatus = map[api.SimulatorReceiptRequestStatus]int{
+	api.SimulatorReceiptRequestStatusDelivered: connector.StatusDelivered, api.SimulatorReceiptRequestStatusRead: connector.StatusRead,
+	api.SimulatorReceiptRequestStatusFailed: connector.StatusFailed,
+}
+
+func (s *Server) SimulatorReceipt(ctx context.Context, req api.SimulatorReceiptRequestObject) (api.SimulatorReceiptResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	reason := ""
+	if b.Reason != nil {
+		reason = *b.Reason
+	}
+	if _, err := svc.SimulatorReceipt(ctx, companyOf(ctx), int64(req.Id), b.ExternalId, receiptStatus[b.Status], reason); err != nil {
+		return nil, err
+	}
+	return api.SimulatorReceipt200JSONResponse{Success: true, Message: "Receipt delivered"}, nil
+}
+
+func (s *Server) SimulatorMessages(ctx context.Context, req api.SimulatorMessagesRequestObject) (api.SimulatorMessagesResponseObject, error) {
+	svc, err := s.connections()
+	if err != nil {
+		return nil, err
+	}
+	list, err := svc.SimulatorMessages(ctx, companyOf(ctx), int64(req.Id))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.SimulatorMessage, len(list))
+	for i, m := range list {
+		out[i] = api.SimulatorMessage{ExternalId: m.ExternalID, ChatKey: m.Chat.Key, IsGroup: m.Chat.IsGroup, Text: m.Text,
+			Edited: m.Edited, Revoked: m.Revoked, SentAt: s.Times.Management(m.SentAt)}
+		if m.FileName != "" {
+			name, ctype, size := m.FileName, m.ContentType, m.FileSize
+			out[i].FileName, out[i].ContentType, out[i].FileSize = &name, &ctype, &size
+		}
+	}
+	return api.SimulatorMessages200JSONResponse{Success: true, Message: fmt.Sprintf("%d messages", len(list)), Data: out}, nil
 }

@@ -1,0 +1,284 @@
+package connections_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/connections"
+	"github.com/chatmsg/gateway/internal/connector"
+	"github.com/chatmsg/gateway/internal/connector/sim"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/store/storetest"
+)
+
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// receiver records what connections hands to messaging.
+type receiver struct {
+	mu       sync.Mutex
+	inbound  []messaging.Inbound
+	receipts []messaging.Receipt
+}
+
+func (r *receiver) ReceiveInbound(_ context.Context, in messaging.Inbound) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inbound = append(r.inbound, in)
+	return nil
+}
+
+func (r *receiver) ApplyReceipt(_ context.Context, rc messaging.Receipt) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.receipts = append(r.receipts, rc)
+	return nil
+}
+
+const leaseTTL = 30 * time.Second
+
+// world is one database and one simulated chat app shared by replicas, as
+// in production several gateway processes share PostgreSQL and the chat
+// app's servers.
+type world struct {
+	db        *store.DB
+	clock     *testClock
+	chat      *sim.Driver
+	channels  *channels.Service
+	companyID int64
+}
+
+func newWorld(t testing.TB, db *store.DB) *world {
+	t.Helper()
+	ctx := context.Background()
+	migrations := slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations)
+	if err := db.Migrate(ctx, migrations); err != nil {
+		t.Fatal(err)
+	}
+	clk := &testClock{now: time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)}
+	company, err := auth.NewService(db, clk.Now).CreateCompany(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{db: db, clock: clk, chat: sim.New(clk.Now), channels: channels.NewService(db, clk.Now), companyID: company}
+}
+
+// replica is one gateway process's connections service. Its call loop runs
+// until the test kills it; heartbeats (Tick) are stepped by hand.
+type replica struct {
+	*connections.Service
+	stop func()
+	done chan struct{}
+}
+
+func (w *world) replica(t testing.TB, name string) *replica {
+	t.Helper()
+	svc := connections.New(connections.Options{DB: w.db, Channels: w.channels, Driver: w.chat, Now: w.clock.Now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReplicaID: name, LeaseTTL: leaseTTL, Heartbeat: time.Hour, CallPoll: 5 * time.Millisecond, CallTimeout: 10 * time.Second})
+	svc.SetReceiver(&receiver{})
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{Service: svc, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				svc.ServeCalls(ctx)
+			}
+		}
+	}()
+	t.Cleanup(r.kill)
+	return r
+}
+
+// kill stops the replica without releasing anything, as a crash would.
+func (r *replica) kill() {
+	r.stop()
+	<-r.done
+}
+
+func owner(t testing.TB, r *replica, id int64) string {
+	t.Helper()
+	o, err := r.Owner(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func (w *world) pairedConnection(t testing.TB, via *replica) channels.Unofficial {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := w.channels.CreateUnofficial(ctx, w.companyID, "Sales", "5511988887777")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := via.ChatappQrcode(ctx, w.companyID, connections.Selector{ID: &conn.ID}, connector.PairingOptions{OS: "Linux", Browser: "Chrome"}); err != nil {
+		t.Fatal(err)
+	}
+	paired, err := via.SimulatorPair(ctx, w.companyID, conn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !paired.Logged {
+		t.Fatal("pairing did not log the connection in")
+	}
+	return paired
+}
+
+func TestLeaseTakeoverBetweenTwoReplicas(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		a, b := w.replica(t, "replica-a"), w.replica(t, "replica-b")
+		conn := w.pairedConnection(t, a)
+		sel := connections.Selector{ID: &conn.ID}
+		if got := owner(t, a, conn.ID); got != "replica-a" {
+			t.Fatalf("owner after pairing through A = %q", got)
+		}
+		if _, err := a.SimulatorSeedContacts(ctx, w.companyID, conn.ID, []sim.ContactSpec{{Key: "5511977776666", Name: "Ana"}}); err != nil {
+			t.Fatal(err)
+		}
+
+		// B does not hold the session: its call is forwarded to A.
+		contacts, err := b.ChatappContactList(ctx, w.companyID, sel)
+		if err != nil || len(contacts) != 1 || contacts[0].Key != "5511977776666" {
+			t.Fatalf("contacts through B: %+v, %v", contacts, err)
+		}
+		if got := owner(t, b, conn.ID); got != "replica-a" {
+			t.Fatalf("a forwarded call moved the lease to %q", got)
+		}
+
+		// While A heartbeats, B cannot take the connection.
+		w.clock.Advance(leaseTTL / 2)
+		a.Tick(ctx)
+		w.clock.Advance(leaseTTL / 2)
+		b.Tick(ctx)
+		if got := owner(t, b, conn.ID); got != "replica-a" {
+			t.Fatalf("B took a live lease: owner %q", got)
+		}
+
+		// A renews once more, then dies (no release). Before the lease
+		// expires nothing moves; after it, B's heartbeat takes the
+		// connection over and reopens the session from the stored device.
+		a.Tick(ctx)
+		a.kill()
+		w.clock.Advance(leaseTTL - time.Second)
+		b.Tick(ctx)
+		if got := owner(t, b, conn.ID); got != "replica-a" {
+			t.Fatalf("lease moved before expiry: owner %q", got)
+		}
+		w.clock.Advance(2 * time.Second)
+		b.Tick(ctx)
+		if got := owner(t, b, conn.ID); got != "replica-b" {
+			t.Fatalf("owner after A's lease expired = %q, want replica-b", got)
+		}
+		again, err := w.channels.GetUnofficial(ctx, w.companyID, &conn.ID, nil)
+		if err != nil || !again.Logged {
+			t.Fatalf("after takeover logged=%v err=%v", again.Logged, err)
+		}
+		contacts, err = b.ChatappContactList(ctx, w.companyID, sel)
+		if err != nil || len(contacts) != 1 {
+			t.Fatalf("contacts on the new holder: %+v, %v", contacts, err)
+		}
+
+		// A was only paused, not dead: its next heartbeat finds the lease
+		// fenced off and closes its stale session instead of fighting.
+		if !a.Holds(conn.ID) {
+			t.Fatal("the paused replica should still think it holds the session before its heartbeat")
+		}
+		a.Tick(ctx)
+		if a.Holds(conn.ID) {
+			t.Fatal("the paused replica kept a session whose lease was taken over")
+		}
+		if got := owner(t, b, conn.ID); got != "replica-b" {
+			t.Fatalf("stale holder took the lease back: %q", got)
+		}
+
+		// A graceful stop hands over at once, without waiting for expiry.
+		c := w.replica(t, "replica-c")
+		b.Shutdown(ctx)
+		c.Tick(ctx)
+		if got := owner(t, c, conn.ID); got != "replica-c" {
+			t.Fatalf("owner after B released = %q, want replica-c", got)
+		}
+	})
+}
+
+func TestCallReachingAReplicaWhoseHolderDiedIsRerouted(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		a, b := w.replica(t, "replica-a"), w.replica(t, "replica-b")
+		conn := w.pairedConnection(t, a)
+		a.kill()
+		// The call waits in A's mailbox until A's lease expires, then B
+		// withdraws it, claims the connection and answers itself.
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.ChatappGroupList(ctx, w.companyID, connections.Selector{ID: &conn.ID})
+			done <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		w.clock.Advance(leaseTTL + time.Second)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the call never came back")
+		}
+		if got := owner(t, b, conn.ID); got != "replica-b" {
+			t.Fatalf("owner = %q, want replica-b", got)
+		}
+	})
+}
+
+func TestRefusalsCrossTheMailboxWithTheirKind(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		a, b := w.replica(t, "replica-a"), w.replica(t, "replica-b")
+		conn := w.pairedConnection(t, a)
+		no := false
+		g, err := b.SimulatorSeedGroup(ctx, w.companyID, conn.ID, sim.GroupSpec{Name: "Left", IsMember: &no})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := b.Transport()
+		err = tr.AuthorizeGroupSend(ctx, conn.Channel, g.Key)
+		if fault.KindOf(err) != fault.GroupNotAuthorized || fault.As(err).Message != connections.MsgNotGroupMember {
+			t.Fatalf("authorize through B: %v", err)
+		}
+		_, err = tr.Send(ctx, conn.Channel, messaging.Outbound{ContactKey: g.Key, IsGroup: true, Text: "x"})
+		if fault.KindOf(err) != fault.Refused || fault.As(err).Details["reason"] != sim.MsgNotMember {
+			t.Fatalf("send through B: %v", err)
+		}
+		if got := owner(t, b, conn.ID); got != "replica-a" {
+			t.Fatalf("owner = %q", got)
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package connections
+
+import (
+	"context"
+
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/connector"
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/messaging"
+)
+
+// Transport sends, edits and revokes through connections for the messaging
+// capability (messaging.Transport for channel type 2), and checks group
+// sends (messaging.GroupAuthorizer).
+type Transport struct{ s *Service }
+
+var (
+	_ messaging.Transport       = (*Transport)(nil)
+	_ messaging.GroupAuthorizer = (*Transport)(nil)
+)
+
+// Transport returns the messaging transport of unofficial channels.
+func (s *Service) Transport() *Transport { return &Transport{s: s} }
+
+// Group authorization messages (answered 400 by the send endpoint).
+const (
+	MsgNotGroupMember = "The sender is not a member of the group"
+	MsgNotGroupAdmin  = "The group is in announce mode and the sender is not an administrator"
+)
+
+func (t *Transport) requireLogged(ctx context.Context, ch channels.Channel) error {
+	conn, err := t.s.channels.UnofficialByID(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	if !conn.Logged {
+		return fault.New(fault.Rule, connector.MsgNotLogged)
+	}
+	return nil
+}
+
+// Send implements messaging.Transport. Errors: Invalid for a malformed
+// contact or group key, Rule when the connection is not logged in or a
+// template is asked for, Refused when the chat app refused, Unavailable when
+// the session could not be reached.
+func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
+	if out.Template != nil {
+		return messaging.SendResult{}, fault.New(fault.Rule, "Templates are sent only on official channels")
+	}
+	chat, err := connector.ParseChat(out.ContactKey, out.IsGroup)
+	if err != nil {
+		return messaging.SendResult{}, err
+	}
+	if err := t.requireLogged(ctx, ch); err != nil {
+		return messaging.SendResult{}, err
+	}
+	msg := connector.Outgoing{Chat: chat, Text: out.Text}
+	if m := out.Media; m != nil {
+		msg.File = &connector.File{Name: m.FileName, ContentType: m.ContentType, Data: m.Data}
+	}
+	sent, err := invoke[connector.Sent](ctx, t.s, ch.ID, opSend{Message: msg})
+	if err != nil {
+		return messaging.SendResult{}, err
+	}
+	return messaging.SendResult{ExternalID: sent.ExternalID, Raw: map[string]any{
+		"driver": t.s.driver.Name(), "id": sent.ExternalID, "chat": chat.Key, "is_group": chat.IsGroup, "timestamp": sent.At.Unix(),
+	}}, nil
+}
+
+// Edit implements messaging.Transport.
+func (t *Transport) Edit(ctx context.Context, ch channels.Channel, externalID, contactKey, text string) error {
+	chat, err := connector.GuessChat(contactKey)
+	if err != nil {
+		return err
+	}
+	if err := t.requireLogged(ctx, ch); err != nil {
+		return err
+	}
+	_, err = invoke[none](ctx, t.s, ch.ID, opEdit{Chat: chat, ExternalID: externalID, Text: text})
+	return err
+}
+
+// Revoke implements messaging.Transport.
+func (t *Transport) Revoke(ctx context.Context, ch channels.Channel, externalID, contactKey string) error {
+	chat, err := connector.GuessChat(contactKey)
+	if err != nil {
+		return err
+	}
+	if err := t.requireLogged(ctx, ch); err != nil {
+		return err
+	}
+	_, err = invoke[none](ctx, t.s, ch.ID, opRevoke{Chat: chat, ExternalID: externalID})
+	return err
+}
+
+// AuthorizeGroupSend implements messaging.GroupAuthorizer: the connection
+// must be a member of the group and, in announce mode, an administrator.
+func (t *Transport) AuthorizeGroupSend(ctx context.Context, ch channels.Channel, groupKey string) error {
+	key, err := connector.NormalizeGroupKey(groupKey)
+	if err != nil {
+		return err
+	}
+	if err := t.requireLogged(ctx, ch); err != nil {
+		return err
+	}
+	g, err := invoke[connector.Group](ctx, t.s, ch.ID, opGroupInfo{Key: key})
+	switch {
+	case fault.KindOf(err) == fault.NotFound:
+		return fault.New(fault.GroupNotAuthorized, MsgNotGroupMember)
+	case err != nil:
+		return err
+	case !g.IsMember:
+		return fault.New(fault.GroupNotAuthorized, MsgNotGroupMember)
+	case g.Announce && !g.IsAdmin:
+		return fault.New(fault.GroupNotAuthorized, MsgNotGroupAdmin)
+	}
+	return nil
+}

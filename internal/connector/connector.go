@@ -1,0 +1,213 @@
+// Package connector is the contract between the connections capability and
+// the drivers that hold a live chat-app session for a connection: the
+// simulator (package sim, deterministic, the default) and the real driver
+// over go.mau.fi/whatsmeow (package whatsmeow). A driver knows nothing of
+// companies, leases or messages in the database; the connections capability
+// decides which replica opens a session and what happens to its events.
+package connector
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Account is the connection a session is opened for.
+type Account struct {
+	ChannelID int64
+	// Key is the connection's number, digits with country code.
+	Key string
+	// DeviceRef identifies the paired device to restore, as the driver
+	// reported it to Handler.Paired; empty when the connection was never
+	// paired or was logged out.
+	DeviceRef string
+}
+
+// Driver opens sessions. One driver serves every connection of a replica.
+type Driver interface {
+	// Name is the configuration name of the driver (simulator, whatsmeow).
+	Name() string
+	// Open builds the session of acct and, when acct.DeviceRef is set,
+	// connects it with the stored credentials. Events of the session go to h
+	// until Close. Errors: fault.Unavailable when the chat app cannot be
+	// reached.
+	Open(ctx context.Context, acct Account, h Handler) (Session, error)
+}
+
+// Handler receives what a session reports. Calls come from the driver's own
+// goroutines (or from the simulator's control calls, which return the
+// handler's error to their caller); implementations must not block for long.
+type Handler interface {
+	// Paired reports a completed pairing; deviceRef is what Open needs to
+	// restore the session later.
+	Paired(ctx context.Context, deviceRef string) error
+	// LoggedOut reports that the chat app ended the session (the phone
+	// removed the linked device, or the credentials were rejected).
+	LoggedOut(ctx context.Context, reason string) error
+	// Inbound reports a message a contact sent.
+	Inbound(ctx context.Context, m Inbound) error
+	// Receipt reports a delivery or read receipt of a message sent earlier.
+	Receipt(ctx context.Context, r Receipt) error
+}
+
+// PairingOptions name the linked device on the phone.
+type PairingOptions struct {
+	OS      string
+	Browser string
+}
+
+// QRCode is the current pairing code of a session. It refreshes until the
+// phone scans it or pairing times out.
+type QRCode struct {
+	// Payload is the text encoded in the QR image.
+	Payload string
+	// Code is the pairing code to type on the phone instead of scanning.
+	Code      string
+	ExpiresAt time.Time
+}
+
+// Session is the live chat-app session of one connection, owned by exactly
+// one replica at a time. Errors (package fault): Rule with ErrNotLogged's
+// message when the session is not logged in, Rule when already logged in
+// (Pairing), NotFound for an unknown group, Invalid for a malformed key,
+// Refused when the chat app answered no, Unavailable when it could not be
+// reached.
+type Session interface {
+	// Pairing starts pairing when none is in progress (else keeps the one
+	// running) and returns the current code.
+	Pairing(ctx context.Context, opts PairingOptions) (QRCode, error)
+	// Logged reports whether the session is paired and usable.
+	Logged() bool
+	// Logout unlinks the device from the phone and forgets its credentials.
+	Logout(ctx context.Context) error
+	// Close drops the live connection without logging out (lease lost,
+	// shutdown); the credentials stay for the next Open.
+	Close()
+
+	Contacts(ctx context.Context) ([]Contact, error)
+	Groups(ctx context.Context) ([]Group, error)
+	// GroupInfo returns one group the account can see: membership, announce
+	// mode and whether this account is an administrator.
+	GroupInfo(ctx context.Context, groupKey string) (Group, error)
+	// Check tells for each entry whether it has a chat-app account (or, with
+	// groups, whether the group exists and is visible), in input order.
+	Check(ctx context.Context, entries []string, groups bool) ([]NumberCheck, error)
+
+	Send(ctx context.Context, m Outgoing) (Sent, error)
+	Edit(ctx context.Context, chat Chat, externalID, text string) error
+	Revoke(ctx context.Context, chat Chat, externalID string) error
+}
+
+// Chat is a recipient: a contact number or a group key (see keys.go).
+type Chat struct {
+	Key     string `json:"key"`
+	IsGroup bool   `json:"is_group"`
+}
+
+// Contact is an entry of the account's address book.
+type Contact struct {
+	Key    string `json:"key"`
+	Name   string `json:"name"`
+	Notify string `json:"notify,omitempty"`
+}
+
+// Group is a group the account can see.
+type Group struct {
+	Key          string `json:"key"`
+	Name         string `json:"name"`
+	Announce     bool   `json:"announce"`
+	IsMember     bool   `json:"is_member"`
+	IsAdmin      bool   `json:"is_admin"`
+	Participants int    `json:"participants"`
+}
+
+// NumberCheck is one answer of Check.
+type NumberCheck struct {
+	Entry  string `json:"entry"`
+	Exists bool   `json:"exists"`
+	// Key is the chat-app key of the account or group ("" when absent); it
+	// can differ from the entry (e.g. without a mobile ninth digit).
+	Key string `json:"key"`
+}
+
+// File is an attachment.
+type File struct {
+	Name        string `json:"name"`
+	ContentType string `json:"content_type"`
+	Data        []byte `json:"data"`
+}
+
+// Outgoing is a message to send.
+type Outgoing struct {
+	Chat Chat   `json:"chat"`
+	Text string `json:"text"`
+	File *File  `json:"file,omitempty"`
+}
+
+// Sent is the chat app's acceptance of a message.
+type Sent struct {
+	ExternalID string    `json:"external_id"`
+	At         time.Time `json:"at"`
+}
+
+// Inbound is a message a contact sent to the connection.
+type Inbound struct {
+	ExternalID string `json:"external_id"`
+	// Chat is where it was written: the contact, or the group.
+	Chat Chat `json:"chat"`
+	// SenderKey and SenderName are the contact who wrote it (in a group, the
+	// member).
+	SenderKey  string    `json:"sender_key"`
+	SenderName string    `json:"sender_name"`
+	Text       string    `json:"text"`
+	TypeID     int       `json:"type_id"`
+	File       *File     `json:"file,omitempty"`
+	SentAt     time.Time `json:"sent_at"`
+}
+
+// MsgNotLogged is the message of the Rule fault every session operation
+// but Pairing returns while the session is not logged in.
+const MsgNotLogged = "Connection is not logged in"
+
+// Receipt statuses use the message status ids of the API.
+const (
+	StatusSent      = 2
+	StatusDelivered = 3
+	StatusRead      = 4
+	StatusFailed    = 5
+)
+
+// Receipt is a status the chat app reported for a sent message.
+type Receipt struct {
+	ExternalID string    `json:"external_id"`
+	Chat       Chat      `json:"chat"`
+	StatusID   int       `json:"status_id"`
+	Reason     string    `json:"reason,omitempty"`
+	At         time.Time `json:"at"`
+}
+
+// Message type ids of the API (MessageTypeId).
+const (
+	TypeText     = 1
+	TypeImage    = 2
+	TypeVideo    = 3
+	TypeAudio    = 4
+	TypeDocument = 5
+	TypeSticker  = 7
+	TypeLocation = 8
+)
+
+// TypeForContentType is the message type of a file of contentType: images,
+// videos and audio are sent as such, anything else as a document.
+func TypeForContentType(contentType string) int {
+	switch {
+	case strings.HasPrefix(contentType, "image/"):
+		return TypeImage
+	case strings.HasPrefix(contentType, "video/"):
+		return TypeVideo
+	case strings.HasPrefix(contentType, "audio/"):
+		return TypeAudio
+	default:
+		return TypeDocument
+	}
+}

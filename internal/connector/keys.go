@@ -1,0 +1,85 @@
+package connector
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/chatmsg/gateway/internal/fault"
+)
+
+// Keys as clients write them: a contact is a number with country code,
+// digits only; a group is "number-digits" (older groups: creator number and
+// creation time) or a plain run of digits (newer groups, 18 digits today).
+// Clients never need the chat app's suffixes; when one is sent anyway
+// (@s.whatsapp.net, @c.us, @g.us) it is accepted and dropped.
+
+var (
+	numberKey     = regexp.MustCompile(`^[1-9][0-9]{7,14}$`)
+	groupKeyPair  = regexp.MustCompile(`^[1-9][0-9]{7,14}-[0-9]{6,12}$`)
+	groupKeyPlain = regexp.MustCompile(`^[1-9][0-9]{9,24}$`)
+)
+
+// Messages of the Invalid faults key normalisation returns.
+const (
+	MsgBadNumber   = "Contact key must be a number with country code, digits only"
+	MsgBadGroupKey = "Group key must be number-digits or a plain group number"
+)
+
+// maxPhoneDigits is E.164's limit: a longer run of digits is a group id.
+const maxPhoneDigits = 15
+
+// stripSuffix drops a known server suffix and a device part ("…:12@…").
+func stripSuffix(raw string) (key, server string) {
+	key = strings.TrimSpace(raw)
+	if i := strings.LastIndexByte(key, '@'); i >= 0 {
+		key, server = key[:i], strings.ToLower(key[i+1:])
+	}
+	if i := strings.IndexByte(key, ':'); i >= 0 {
+		key = key[:i]
+	}
+	return strings.TrimPrefix(key, "+"), server
+}
+
+// NormalizeNumber returns the digits of a contact number, or an Invalid
+// fault.
+func NormalizeNumber(raw string) (string, error) {
+	key, server := stripSuffix(raw)
+	if server != "" && server != "s.whatsapp.net" && server != "c.us" {
+		return "", fault.New(fault.Invalid, MsgBadNumber)
+	}
+	if !numberKey.MatchString(key) {
+		return "", fault.New(fault.Invalid, MsgBadNumber)
+	}
+	return key, nil
+}
+
+// NormalizeGroupKey returns a group key without suffix, or an Invalid fault.
+func NormalizeGroupKey(raw string) (string, error) {
+	key, server := stripSuffix(raw)
+	if server != "" && server != "g.us" {
+		return "", fault.New(fault.Invalid, MsgBadGroupKey)
+	}
+	if !groupKeyPair.MatchString(key) && !groupKeyPlain.MatchString(key) {
+		return "", fault.New(fault.Invalid, MsgBadGroupKey)
+	}
+	return key, nil
+}
+
+// ParseChat normalises a recipient key as the send endpoint receives it.
+func ParseChat(raw string, isGroup bool) (Chat, error) {
+	if isGroup {
+		k, err := NormalizeGroupKey(raw)
+		return Chat{Key: k, IsGroup: true}, err
+	}
+	k, err := NormalizeNumber(raw)
+	return Chat{Key: k}, err
+}
+
+// GuessChat normalises a stored conversation key whose kind is not given
+// (edit and revoke receive only the key): a group suffix, a hyphen or more
+// digits than a phone number can have mean a group.
+func GuessChat(raw string) (Chat, error) {
+	key, server := stripSuffix(raw)
+	isGroup := server == "g.us" || strings.Contains(key, "-") || len(key) > maxPhoneDigits
+	return ParseChat(raw, isGroup)
+}

@@ -1,0 +1,73 @@
+package connector_test
+
+import (
+	"testing"
+
+	"github.com/chatmsg/gateway/internal/connector"
+	"github.com/chatmsg/gateway/internal/fault"
+)
+
+func TestParseChat(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		raw     string
+		isGroup bool
+		want    connector.Chat
+		bad     bool
+	}{
+		{raw: "5511977776666", want: connector.Chat{Key: "5511977776666"}},
+		{raw: " +5511977776666 ", want: connector.Chat{Key: "5511977776666"}},
+		{raw: "5511977776666@s.whatsapp.net", want: connector.Chat{Key: "5511977776666"}},
+		{raw: "5511977776666:12@s.whatsapp.net", want: connector.Chat{Key: "5511977776666"}},
+		{raw: "5511977776666@c.us", want: connector.Chat{Key: "5511977776666"}},
+		{raw: "5511977776666@g.us", bad: true},
+		{raw: "05511977776666", bad: true},
+		{raw: "55 11 97777", bad: true},
+		{raw: "1234567", bad: true},
+		{raw: "1234567890123456", bad: true},
+		{raw: "", bad: true},
+		{raw: "5511988887777-1699999999", isGroup: true, want: connector.Chat{Key: "5511988887777-1699999999", IsGroup: true}},
+		{raw: "120363025246125486", isGroup: true, want: connector.Chat{Key: "120363025246125486", IsGroup: true}},
+		{raw: "120363025246125486@g.us", isGroup: true, want: connector.Chat{Key: "120363025246125486", IsGroup: true}},
+		{raw: "120363025246125486@s.whatsapp.net", isGroup: true, bad: true},
+		{raw: "5511988887777-abc", isGroup: true, bad: true},
+		{raw: "123", isGroup: true, bad: true},
+	} {
+		got, err := connector.ParseChat(tc.raw, tc.isGroup)
+		if tc.bad {
+			if fault.KindOf(err) != fault.Invalid {
+				t.Errorf("ParseChat(%q, %v) = %+v, %v; want an Invalid fault", tc.raw, tc.isGroup, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseChat(%q, %v) = %+v, %v; want %+v", tc.raw, tc.isGroup, got, err, tc.want)
+		}
+	}
+}
+
+func TestGuessChat(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]connector.Chat{
+		"5511977776666":                {Key: "5511977776666"},
+		"5511988887777-1699999999":     {Key: "5511988887777-1699999999", IsGroup: true},
+		"120363025246125486":           {Key: "120363025246125486", IsGroup: true},
+		"123456789012345@g.us":         {Key: "123456789012345", IsGroup: true},
+		"5511977776666@s.whatsapp.net": {Key: "5511977776666"},
+	} {
+		got, err := connector.GuessChat(raw)
+		if err != nil || got != want {
+			t.Errorf("GuessChat(%q) = %+v, %v; want %+v", raw, got, err, want)
+		}
+	}
+}
+
+func TestTypeForContentType(t *testing.T) {
+	t.Parallel()
+	for ct, want := range map[string]int{"image/png": connector.TypeImage, "video/mp4": connector.TypeVideo,
+		"audio/ogg; codecs=opus": connector.TypeAudio, "application/pdf": connector.TypeDocument, "": connector.TypeDocument} {
+		if got := connector.TypeForContentType(ct); got != want {
+			t.Errorf("TypeForContentType(%q) = %d, want %d", ct, got, want)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/chatmsg/gateway/internal/connector"
+	"github.com/chatmsg/gateway/internal/fault"
+)
+
+// The control side of the simulator: what the phone and the contacts do.
+// Each call acts on one connection's session; events it causes reach the
+// session's handler after the driver's lock is released.
+
+// ContactSpec seeds an address-book entry of the connection's account.
+type ContactSpec struct {
+	Key    string `json:"key"`
+	Name   string `json:"name"`
+	Notify string `json:"notify,omitempty"`
+	// OnChatapp registers the number on the chat app (default true), so
+	// number checks find it.
+	OnChatapp *bool `json:"on_chatapp,omitempty"`
+}
+
+// GroupSpec seeds a group the connection's account can see.
+type GroupSpec struct {
+	// Key is generated ("<connection key>-<digits>") when empty.
+	Key      string `json:"key,omitempty"`
+	Name     string `json:"name"`
+	Announce bool   `json:"announce"`
+	// IsMember defaults to true.
+	IsMember     *bool `json:"is_member,omitempty"`
+	IsAdmin      bool  `json:"is_admin"`
+	Participants int   `json:"participants"`
+}
+
+// InboundSpec is a message a contact sends to the connection.
+type InboundSpec struct {
+	From string `json:"from"`
+	Name string `json:"name"`
+	// GroupKey, when set, makes it a message written in that group.
+	GroupKey string          `json:"group_key,omitempty"`
+	Text     string          `json:"text"`
+	File     *connector.File `json:"file,omitempty"`
+}
+
+// Scan is the phone scanning the current QR code: the session becomes
+// logged and the handler learns the device ref.
+func (s *Session) Scan(ctx context.Context) error {
+	s.d.mu.Lock()
+	if s.closed {
+		s.d.mu.Unlock()
+		return fault.New(fault.Unavailable, "The session was replaced by another login")
+	}
+	if s.logged {
+		s.d.mu.Unlock()
+		return fault.New(fault.Rule, MsgAlreadyLogged)
+	}
+	if s.pairing == nil {
+		s.d.mu.Unlock()
+		return fault.New(fault.Rule, MsgNoPairing)
+	}
+	if _, _, ok := codeIndex(s.pairing.started, s.d.now()); !ok {
+		s.pairing = nil
+		s.d.mu.Unlock()
+		return fault.New(fault.Rule, MsgPairingExpired)
+	}
+	ref := fmt.Sprintf("sim:%s.%d", s.acct.Key, s.pairing.nonce)
+	s.logged, s.deviceRef, s.pairing = true, ref, nil
+	s.d.registered[s.acct.Key] = true
+	s.d.mu.Unlock()
+	return s.h.Paired(ctx, ref)
+}
+
+// Unlink is the phone removing the linked device.
+func (s *Session) Unlink(ctx context.Context) error {
+	s.d.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.d.mu.Unlock()
+		return err
+	}
+	s.logged, s.deviceRef = false, ""
+	s.d.mu.Unlock()
+	return s.h.LoggedOut(ctx, "The device was removed on the phone")
+}
+
+// SeedContacts adds entries to the account's address book.
+func (s *Session) SeedContacts(specs []ContactSpec) ([]connector.Contact, error) {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	b := s.d.bookOf(s.acct.Key)
+	out := make([]connector.Contact, 0, len(specs))
+	for _, c := range specs {
+		key, err := connector.NormalizeNumber(c.Key)
+		if err != nil {
+			return nil, err
+		}
+		ct := connector.Contact{Key: key, Name: c.Name, Notify: c.Notify}
+		b.contacts[key] = ct
+		if c.OnChatapp == nil || *c.OnChatapp {
+			s.d.registered[key] = true
+		} else {
+			delete(s.d.registered, key)
+		}
+		out = append(out, ct)
+	}
+	return out, nil
+}
+
+// SeedGroup adds (or replaces) a group the account can see.
+func (s *Session) SeedGroup(spec GroupSpec) (connector.Group, error) {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	key := spec.Key
+	if key == "" {
+		key = fmt.Sprintf("%s-%d", s.acct.Key, 1700000000+s.d.next())
+	}
+	key, err := connector.NormalizeGroupKey(key)
+	if err != nil {
+		return connector.Group{}, err
+	}
+	g := connector.Group{Key: key, Name: spec.Name, Announce: spec.Announce, IsMember: spec.IsMember == nil || *spec.IsMember,
+		IsAdmin: spec.IsAdmin, Participants: spec.Participants}
+	if !g.IsMember {
+		g.IsAdmin = false
+	}
+	s.d.bookOf(s.acct.Key).groups[key] = g
+	return g, nil
+}
+
+// Deliver is a contact (or a group member) writing to the connection.
+func (s *Session) Deliver(ctx context.Context, spec InboundSpec) (connector.Inbound, error) {
+	s.d.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.d.mu.Unlock()
+		return connector.Inbound{}, err
+	}
+	from, err := connector.NormalizeNumber(spec.From)
+	if err != nil {
+		s.d.mu.Unlock()
+		return connector.Inbound{}, err
+	}
+	chat := connector.Chat{Key: from}
+	if spec.GroupKey != "" {
+		key, err := connector.NormalizeGroupKey(spec.GroupKey)
+		if err != nil {
+			s.d.mu.Unlock()
+			return connector.Inbound{}, err
+		}
+		if g, ok := s.d.bookOf(s.acct.Key).groups[key]; !ok || !g.IsMember {
+			s.d.mu.Unlock()
+			return connector.Inbound{}, fault.New(fault.NotFound, MsgGroupNotFound)
+		}
+		chat = connector.Chat{Key: key, IsGroup: true}
+	}
+	s.d.registered[from] = true
+	in := connector.Inbound{ExternalID: fmt.Sprintf("3A%018X", s.d.next()), Chat: chat, SenderKey: from,
+		SenderName: spec.Name, Text: spec.Text, TypeID: connector.TypeText, File: spec.File, SentAt: s.d.now()}
+	if spec.File != nil {
+		in.TypeID = connector.TypeForContentType(spec.File.ContentType)
+	}
+	s.d.mu.Unlock()
+	return in, s.h.Inbound(ctx, in)
+}
+
+// Ack is the recipient's device reporting a sent message delivered, read or
+// failed.
+func (s *Session) Ack(ctx context.Context, externalID string, statusID int, reason string) (connector.Receipt, error) {
+	if !slices.Contains([]int{connector.StatusDelivered, connector.StatusRead, connector.StatusFailed}, statusID) {
+		return connector.Receipt{}, fault.New(fault.Invalid, "Status must be delivered, read or failed")
+	}
+	s.d.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.d.mu.Unlock()
+		return connector.Receipt{}, err
+	}
+	m := s.d.messages[externalID]
+	if m == nil || m.ChannelID != s.acct.ChannelID {
+		s.d.mu.Unlock()
+		return connector.Receipt{}, fault.New(fault.NotFound, MsgMessageUnknown)
+	}
+	r := connector.Receipt{ExternalID: externalID, Chat: m.Chat, StatusID: statusID, Reason: reason, At: s.d.now()}
+	s.d.mu.Unlock()
+	return r, s.h.Receipt(ctx, r)
+}
+
+// Outbox lists what the connection sent through the simulated chat app, in
+// order, with edits and revokes applied.
+func (s *Session) Outbox() []Message {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	var out []Message
+	for _, m := range s.d.messages {
+		if m.ChannelID == s.acct.ChannelID {
+			out = append(out, *m)
+		}
+	}
+	// Ids are a fixed-width counter: their order is the sending order.
+	slices.SortFunc(out, func(a, b Message) int { return strings.Compare(a.ExternalID, b.ExternalID) })
+	return out
+}
