@@ -11,6 +11,7 @@ import (
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/config"
+	"github.com/chatmsg/gateway/internal/official"
 )
 
 // adminCommand is one `gateway admin …` command: its flags and its action.
@@ -110,6 +111,53 @@ var adminCommands = map[string]adminCommand{
 				return err
 			}
 			return printJSON(out, map[string]any{"company_channel_id": ch.ID, "provider_account_id": ch.ProviderAccount.ID, "key": ch.Key})
+		}
+	}},
+	"company set-quota": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
+		company := fs.Int64("company-id", 0, "company id (required)")
+		monthly := fs.Int64("monthly-messages", -1, "messages the company may send per calendar month (UTC); -1 = unlimited (the default)")
+		return func(ctx context.Context, a *app.App, out io.Writer) error {
+			if *company <= 0 {
+				return fmt.Errorf("--company-id is required: %w", errUsage)
+			}
+			var limit *int64
+			if *monthly >= 0 {
+				limit = monthly
+			}
+			q, err := a.Messaging.SetQuota(ctx, *company, limit)
+			if err != nil {
+				return err
+			}
+			return printJSON(out, q)
+		}
+	}},
+	"template sync": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
+		company := fs.Int64("company-id", 0, "company id (required)")
+		account := fs.Int64("account-id", 0, "provider account id (required; provider_account.id in GET /api/company-channels)")
+		return func(ctx context.Context, a *app.App, out io.Writer) error {
+			ch, err := a.Templates.AccountChannel(ctx, *company, *account)
+			if err != nil {
+				return err
+			}
+			res, err := a.Templates.Sync(ctx, ch)
+			if err != nil {
+				return err
+			}
+			return printJSON(out, res)
+		}
+	}},
+	"channel webhook-info": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
+		company := fs.Int64("company-id", 0, "company id (required)")
+		account := fs.Int64("account-id", 0, "provider account id (required)")
+		return func(ctx context.Context, a *app.App, out io.Writer) error {
+			ch, err := a.Templates.AccountChannel(ctx, *company, *account)
+			if err != nil {
+				return err
+			}
+			return printJSON(out, map[string]any{
+				"callback_url": a.Config.PublicBaseURL + "/provider-webhooks/" + ch.ProviderAccount.PhoneNumberID,
+				"verify_token": official.VerifyToken(ch.ProviderAccount),
+			})
 		}
 	}},
 }

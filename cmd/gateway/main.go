@@ -26,9 +26,11 @@ commands:
   migrate                    apply database migrations and exit
   admin bootstrap            create a company, a user and a token; prints {"company_id","user_id","token"}
   admin company create       create a company
+  admin company set-quota    set a company's monthly message quota (-1 = unlimited)
   admin user create          add a user to a company
   admin token create|list|revoke
-  admin channel register-official|list
+  admin channel register-official|list|webhook-info
+  admin template sync        sync an official account's templates from the provider
 
 Every command accepts the configuration flags (see "gateway serve -h");
 environment variables give their defaults (DATABASE_URL, LISTEN_ADDR, …).

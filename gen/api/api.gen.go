@@ -235,6 +235,54 @@ func (e ContactChannelRelation) Valid() bool {
 	}
 }
 
+// Defines values for ContactChannelResultSuccess.
+const (
+	ContactChannelResultSuccessTrue ContactChannelResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the ContactChannelResultSuccess enum.
+func (e ContactChannelResultSuccess) Valid() bool {
+	switch e {
+	case ContactChannelResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ContactChannelUpdateStatus.
+const (
+	ContactChannelUpdateStatusN1 ContactChannelUpdateStatus = 1
+	ContactChannelUpdateStatusN2 ContactChannelUpdateStatus = 2
+	ContactChannelUpdateStatusN3 ContactChannelUpdateStatus = 3
+	ContactChannelUpdateStatusN4 ContactChannelUpdateStatus = 4
+	ContactChannelUpdateStatusN5 ContactChannelUpdateStatus = 5
+	ContactChannelUpdateStatusN6 ContactChannelUpdateStatus = 6
+	ContactChannelUpdateStatusN7 ContactChannelUpdateStatus = 7
+)
+
+// Valid indicates whether the value is a known member of the ContactChannelUpdateStatus enum.
+func (e ContactChannelUpdateStatus) Valid() bool {
+	switch e {
+	case ContactChannelUpdateStatusN1:
+		return true
+	case ContactChannelUpdateStatusN2:
+		return true
+	case ContactChannelUpdateStatusN3:
+		return true
+	case ContactChannelUpdateStatusN4:
+		return true
+	case ContactChannelUpdateStatusN5:
+		return true
+	case ContactChannelUpdateStatusN6:
+		return true
+	case ContactChannelUpdateStatusN7:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConversationStatusId.
 const (
 	ConversationStatusIdBanned     ConversationStatusId = 7
@@ -418,6 +466,69 @@ func (e OriginId) Valid() bool {
 	}
 }
 
+// Defines values for ProviderWebhookResultSuccess.
+const (
+	ProviderWebhookResultSuccessTrue ProviderWebhookResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the ProviderWebhookResultSuccess enum.
+func (e ProviderWebhookResultSuccess) Valid() bool {
+	switch e {
+	case ProviderWebhookResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PublishEventAcceptedSuccess.
+const (
+	PublishEventAcceptedSuccessTrue PublishEventAcceptedSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the PublishEventAcceptedSuccess enum.
+func (e PublishEventAcceptedSuccess) Valid() bool {
+	switch e {
+	case PublishEventAcceptedSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PublishEventRequestEvent.
+const (
+	PublishEventRequestEventContactImportCompleted  PublishEventRequestEvent = "contact.import.completed"
+	PublishEventRequestEventCrmBusinessArchived     PublishEventRequestEvent = "crm.business.archived"
+	PublishEventRequestEventCrmBusinessCreated      PublishEventRequestEvent = "crm.business.created"
+	PublishEventRequestEventCrmBusinessLost         PublishEventRequestEvent = "crm.business.lost"
+	PublishEventRequestEventCrmBusinessStageChanged PublishEventRequestEvent = "crm.business.stage_changed"
+	PublishEventRequestEventCrmBusinessUpdated      PublishEventRequestEvent = "crm.business.updated"
+	PublishEventRequestEventCrmBusinessWon          PublishEventRequestEvent = "crm.business.won"
+)
+
+// Valid indicates whether the value is a known member of the PublishEventRequestEvent enum.
+func (e PublishEventRequestEvent) Valid() bool {
+	switch e {
+	case PublishEventRequestEventContactImportCompleted:
+		return true
+	case PublishEventRequestEventCrmBusinessArchived:
+		return true
+	case PublishEventRequestEventCrmBusinessCreated:
+		return true
+	case PublishEventRequestEventCrmBusinessLost:
+		return true
+	case PublishEventRequestEventCrmBusinessStageChanged:
+		return true
+	case PublishEventRequestEventCrmBusinessUpdated:
+		return true
+	case PublishEventRequestEventCrmBusinessWon:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadinessStatus.
 const (
 	ReadinessStatusOk          ReadinessStatus = "ok"
@@ -466,6 +577,72 @@ func (e SendPlatform) Valid() bool {
 	case SendPlatformChatapp:
 		return true
 	case SendPlatformOfcChatapp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SimulatorGroupResultSuccess.
+const (
+	SimulatorGroupResultSuccessTrue SimulatorGroupResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the SimulatorGroupResultSuccess enum.
+func (e SimulatorGroupResultSuccess) Valid() bool {
+	switch e {
+	case SimulatorGroupResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SimulatorInboundResultSuccess.
+const (
+	SimulatorInboundResultSuccessTrue SimulatorInboundResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the SimulatorInboundResultSuccess enum.
+func (e SimulatorInboundResultSuccess) Valid() bool {
+	switch e {
+	case SimulatorInboundResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SimulatorMessagesResultSuccess.
+const (
+	SimulatorMessagesResultSuccessTrue SimulatorMessagesResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the SimulatorMessagesResultSuccess enum.
+func (e SimulatorMessagesResultSuccess) Valid() bool {
+	switch e {
+	case SimulatorMessagesResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SimulatorReceiptRequestStatus.
+const (
+	SimulatorReceiptRequestStatusDelivered SimulatorReceiptRequestStatus = "delivered"
+	SimulatorReceiptRequestStatusFailed    SimulatorReceiptRequestStatus = "failed"
+	SimulatorReceiptRequestStatusRead      SimulatorReceiptRequestStatus = "read"
+)
+
+// Valid indicates whether the value is a known member of the SimulatorReceiptRequestStatus enum.
+func (e SimulatorReceiptRequestStatus) Valid() bool {
+	switch e {
+	case SimulatorReceiptRequestStatusDelivered:
+		return true
+	case SimulatorReceiptRequestStatusFailed:
+		return true
+	case SimulatorReceiptRequestStatusRead:
 		return true
 	default:
 		return false
@@ -1149,7 +1326,7 @@ type ContactChannel struct {
 	ChannelTypeId    ChannelTypeId `json:"channel_type_id"`
 	CompanyChannelId int           `json:"company_channel_id"`
 
-	// Contact Contact of a conversation (with `with` containing `contact`); null for groups.
+	// Contact Contact of a conversation (with `with` containing `contact`). For a group conversation it is the group's own contact record (the group name, no phone).
 	Contact *ContactSummary `json:"contact,omitempty"`
 
 	// CreatedAt ISO 8601 with offset.
@@ -1215,7 +1392,47 @@ type ContactChannelPage struct {
 // ContactChannelRelation defines model for ContactChannelRelation.
 type ContactChannelRelation string
 
-// ContactSummary Contact of a conversation (with `with` containing `contact`); null for groups.
+// ContactChannelResult defines model for ContactChannelResult.
+type ContactChannelResult struct {
+	// Data A conversation. Timestamps are ISO 8601 with offset, as in the webhook payloads. `contact`, `tags`, `sector`, `user` and `provider_opened_window` are present only when asked for in `with`.
+	Data    ContactChannel              `json:"data"`
+	Message string                      `json:"message"`
+	Success ContactChannelResultSuccess `json:"success"`
+}
+
+// ContactChannelResultSuccess defines model for ContactChannelResult.Success.
+type ContactChannelResultSuccess bool
+
+// ContactChannelUpdate Changes to a conversation; fields not sent are left unchanged, at least one is required. See PATCH /api/contact-channels/{id}.
+type ContactChannelUpdate struct {
+	// MarkRead `true` sets `unread_count` to 0.
+	MarkRead *bool `json:"mark_read,omitempty"`
+	Muted    *bool `json:"muted,omitempty"`
+
+	// Opened An attendant has the conversation open.
+	Opened *bool `json:"opened,omitempty"`
+	Pinned *bool `json:"pinned,omitempty"`
+
+	// SectorId Move to this sector of the company.
+	SectorId *int `json:"sector_id,omitempty"`
+
+	// StatusId New status (see `ConversationStatusId`); 4 (Resolved) or 5 (Cancelled) closes the conversation.
+	StatusId *ContactChannelUpdateStatus `json:"status_id,omitempty"`
+
+	// UserId Assign or transfer to this user of the company.
+	UserId *int `json:"user_id,omitempty"`
+
+	// WithoutSector `true` removes the sector.
+	WithoutSector *bool `json:"without_sector,omitempty"`
+
+	// WithoutUser `true` removes the assigned user.
+	WithoutUser *bool `json:"without_user,omitempty"`
+}
+
+// ContactChannelUpdateStatus New status (see `ConversationStatusId`); 4 (Resolved) or 5 (Cancelled) closes the conversation.
+type ContactChannelUpdateStatus int
+
+// ContactSummary Contact of a conversation (with `with` containing `contact`). For a group conversation it is the group's own contact record (the group name, no phone).
 type ContactSummary struct {
 	Email *string `json:"email"`
 	Id    int     `json:"id"`
@@ -1362,6 +1579,48 @@ type ProviderOpenedWindow struct {
 	// RemainingMinutes Whole minutes left; 0 when closed.
 	RemainingMinutes int `json:"remaining_minutes"`
 }
+
+// ProviderWebhookResult What a provider webhook delivery carried.
+type ProviderWebhookResult struct {
+	// Ignored Entries ignored (other fields, other numbers, stale or unknown receipts).
+	Ignored int `json:"ignored"`
+
+	// Messages Inbound messages processed (repeated ones included).
+	Messages int `json:"messages"`
+
+	// Receipts Receipts that changed a message status.
+	Receipts int                          `json:"receipts"`
+	Success  ProviderWebhookResultSuccess `json:"success"`
+}
+
+// ProviderWebhookResultSuccess defines model for ProviderWebhookResult.Success.
+type ProviderWebhookResultSuccess bool
+
+// PublishEventAccepted defines model for PublishEventAccepted.
+type PublishEventAccepted struct {
+	// Event The accepted event's name.
+	Event   string                      `json:"event"`
+	Message string                      `json:"message"`
+	Success PublishEventAcceptedSuccess `json:"success"`
+}
+
+// PublishEventAcceptedSuccess defines model for PublishEventAccepted.Success.
+type PublishEventAcceptedSuccess bool
+
+// PublishEventRequest A company-scope event reported by a platform component. See POST /api/events.
+type PublishEventRequest struct {
+	// Data The event's data payload, as in the AsyncAPI document; validated against it.
+	Data map[string]interface{} `json:"data"`
+
+	// Event A company-scope event of the catalog.
+	Event PublishEventRequestEvent `json:"event"`
+
+	// OccurredAt When the event happened (ISO 8601 with offset); default now.
+	OccurredAt *time.Time `json:"occurred_at,omitempty"`
+}
+
+// PublishEventRequestEvent A company-scope event of the catalog.
+type PublishEventRequestEvent string
 
 // Readiness defines model for Readiness.
 type Readiness struct {
@@ -1581,6 +1840,137 @@ type SendText = string
 // Example: ["Ana","#48213"]
 type SendVariableValues = []string
 
+// SimulatorContactsRequest defines model for SimulatorContactsRequest.
+type SimulatorContactsRequest struct {
+	Contacts []struct {
+		Key    string  `json:"key"`
+		Name   string  `json:"name"`
+		Notify *string `json:"notify,omitempty"`
+
+		// OnChatapp false = the number has no chat-app account.
+		OnChatapp *bool `json:"on_chatapp,omitempty"`
+	} `json:"contacts"`
+}
+
+// SimulatorGroup defines model for SimulatorGroup.
+type SimulatorGroup struct {
+	Announce          bool   `json:"announce"`
+	IsAdmin           bool   `json:"is_admin"`
+	IsMember          bool   `json:"is_member"`
+	Key               string `json:"key"`
+	Name              string `json:"name"`
+	ParticipantsCount int    `json:"participants_count"`
+}
+
+// SimulatorGroupRequest defines model for SimulatorGroupRequest.
+type SimulatorGroupRequest struct {
+	Announce *bool `json:"announce,omitempty"`
+	IsAdmin  *bool `json:"is_admin,omitempty"`
+	IsMember *bool `json:"is_member,omitempty"`
+
+	// Key Group key (`number-digits` or a plain group number); generated when omitted.
+	Key               *string `json:"key,omitempty"`
+	Name              string  `json:"name"`
+	ParticipantsCount *int    `json:"participants_count,omitempty"`
+}
+
+// SimulatorGroupResult defines model for SimulatorGroupResult.
+type SimulatorGroupResult struct {
+	Data    SimulatorGroup              `json:"data"`
+	Message string                      `json:"message"`
+	Success SimulatorGroupResultSuccess `json:"success"`
+}
+
+// SimulatorGroupResultSuccess defines model for SimulatorGroupResult.Success.
+type SimulatorGroupResultSuccess bool
+
+// SimulatorInboundRequest defines model for SimulatorInboundRequest.
+type SimulatorInboundRequest struct {
+	File *struct {
+		ContentType string `json:"content_type"`
+
+		// Data The file, base64.
+		Data []byte `json:"data"`
+		Name string `json:"name"`
+	} `json:"file,omitempty"`
+
+	// From Number of the contact who writes.
+	From string `json:"from"`
+
+	// GroupKey When set, the message is written in this group of the connection.
+	GroupKey *string `json:"group_key,omitempty"`
+
+	// Name Name the contact shows (push name).
+	Name  *string `json:"name,omitempty"`
+	Text  *string `json:"text,omitempty"`
+	union json.RawMessage
+}
+
+// SimulatorInboundRequest0 defines model for SimulatorInboundRequest.0.
+type SimulatorInboundRequest0 = interface{}
+
+// SimulatorInboundRequest1 defines model for SimulatorInboundRequest.1.
+type SimulatorInboundRequest1 = interface{}
+
+// SimulatorInboundResult defines model for SimulatorInboundResult.
+type SimulatorInboundResult struct {
+	Data struct {
+		ChatKey    string `json:"chat_key"`
+		ExternalId string `json:"external_id"`
+		IsGroup    bool   `json:"is_group"`
+
+		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location.
+		//
+		// Example: 1
+		MessageTypeId MessageTypeId `json:"message_type_id"`
+	} `json:"data"`
+	Message string                        `json:"message"`
+	Success SimulatorInboundResultSuccess `json:"success"`
+}
+
+// SimulatorInboundResultSuccess defines model for SimulatorInboundResult.Success.
+type SimulatorInboundResultSuccess bool
+
+// SimulatorMessage defines model for SimulatorMessage.
+type SimulatorMessage struct {
+	ChatKey     string  `json:"chat_key"`
+	ContentType *string `json:"content_type,omitempty"`
+	Edited      bool    `json:"edited"`
+	ExternalId  string  `json:"external_id"`
+	FileName    *string `json:"file_name,omitempty"`
+	FileSize    *int    `json:"file_size,omitempty"`
+	IsGroup     bool    `json:"is_group"`
+	Revoked     bool    `json:"revoked"`
+
+	// SentAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
+	//
+	// Example: 2026-11-22 14:03:07
+	SentAt ManagementTimestamp `json:"sent_at"`
+	Text   string              `json:"text"`
+}
+
+// SimulatorMessagesResult defines model for SimulatorMessagesResult.
+type SimulatorMessagesResult struct {
+	Data    []SimulatorMessage             `json:"data"`
+	Message string                         `json:"message"`
+	Success SimulatorMessagesResultSuccess `json:"success"`
+}
+
+// SimulatorMessagesResultSuccess defines model for SimulatorMessagesResult.Success.
+type SimulatorMessagesResultSuccess bool
+
+// SimulatorReceiptRequest defines model for SimulatorReceiptRequest.
+type SimulatorReceiptRequest struct {
+	ExternalId string `json:"external_id"`
+
+	// Reason Failure reason (status failed).
+	Reason *string                       `json:"reason,omitempty"`
+	Status SimulatorReceiptRequestStatus `json:"status"`
+}
+
+// SimulatorReceiptRequestStatus defines model for SimulatorReceiptRequest.Status.
+type SimulatorReceiptRequestStatus string
+
 // SuccessMessage defines model for SuccessMessage.
 type SuccessMessage struct {
 	Message string                `json:"message"`
@@ -1602,7 +1992,7 @@ type Tag struct {
 // TagKind Tag kind, matching the `tags_ids` members contactTags, ticketTags and crmBusinessTags.
 type TagKind string
 
-// TagsFilter Tag ids per tag kind; kinds not given do not filter.
+// TagsFilter Tag ids per tag kind, at most 50 per kind; a kind absent or empty does not filter.
 type TagsFilter struct {
 	ContactTags     *[]int `json:"contactTags,omitempty"`
 	CrmBusinessTags *[]int `json:"crmBusinessTags,omitempty"`
@@ -1960,6 +2350,9 @@ type PerPageDefault20 = int
 // PerPageDefault50 defines model for PerPageDefault50.
 type PerPageDefault50 = int
 
+// SimulatorConnectionId defines model for SimulatorConnectionId.
+type SimulatorConnectionId = int
+
 // UpdatedAtRange `[start, end]`, inclusive. Each bound is a date `YYYY-MM-DD` (a date as end covers that whole day) or a date-time `YYYY-MM-DD HH:MM:SS` / ISO 8601.
 //
 // Example: ["2026-11-01","2026-11-22"]
@@ -2096,7 +2489,7 @@ type ListContactChannelsParams struct {
 	// With JSON array of relations to include: `contact`, `tags`, `sector`, `user`, `providerOpenedWindow` (the official 24-hour window of the conversation). By default only the conversation is returned.
 	With *[]ContactChannelRelation `form:"with,omitempty" json:"with,omitempty"`
 
-	// Filter Text search on the conversation name or key and on the contact name or email.
+	// Filter Text search on the conversation name or key and on the contact name or email; case- and accent-insensitive.
 	Filter *string `form:"filter,omitempty" json:"filter,omitempty"`
 
 	// TagsIds JSON object of tag ids per tag kind; see the operation description and `tags_operation`.
@@ -2108,7 +2501,7 @@ type ListContactChannelsParams struct {
 	// SectorId Only conversations of this sector.
 	SectorId *int `form:"sector_id,omitempty" json:"sector_id,omitempty"`
 
-	// WithoutSector `true` returns only conversations without a sector.
+	// WithoutSector `true` returns only conversations without a sector; `false` does not filter.
 	WithoutSector *bool `form:"without_sector,omitempty" json:"without_sector,omitempty"`
 
 	// StatusId Only conversations with this status (overrides the default exclusion).
@@ -2117,10 +2510,10 @@ type ListContactChannelsParams struct {
 	// StatusIds JSON array of statuses to include (overrides the default exclusion).
 	StatusIds *[]ConversationStatusId `form:"status_ids,omitempty" json:"status_ids,omitempty"`
 
-	// ShowAllStatuses `true` includes every status (Resolved, Cancelled, Spam and Banned too).
+	// ShowAllStatuses `true` includes every status (Resolved, Cancelled, Spam and Banned too), unless `status_id`/`status_ids` are given.
 	ShowAllStatuses *bool `form:"show_all_statuses,omitempty" json:"show_all_statuses,omitempty"`
 
-	// IncludeClosed `true` also includes closed conversations (Resolved and Cancelled).
+	// IncludeClosed `true` also includes closed conversations (Resolved and Cancelled), unless `status_id`/`status_ids` or `show_all_statuses` are given.
 	IncludeClosed *bool `form:"include_closed,omitempty" json:"include_closed,omitempty"`
 
 	// ChannelTypeId Only conversations of this channel type (1 to 6, see `ChannelTypeId`).
@@ -2129,25 +2522,25 @@ type ListContactChannelsParams struct {
 	// ChannelableType Only conversations of this channel type, by name (the values of `channel_type`).
 	ChannelableType *ChannelTypeName `form:"channelable_type,omitempty" json:"channelable_type,omitempty"`
 
-	// ChannelKey Only conversations of the company channel with this key (number).
+	// ChannelKey Only conversations of the company channels with this key (number), whatever their type.
 	ChannelKey *string `form:"channel_key,omitempty" json:"channel_key,omitempty"`
 
 	// CompanyChannelId Only conversations of this company channel.
 	CompanyChannelId *int `form:"company_channel_id,omitempty" json:"company_channel_id,omitempty"`
 
-	// OfcWindowMinMinutes With `channel_type_id=3`, minimum remaining minutes of the 24-hour window.
+	// OfcWindowMinMinutes Minimum remaining minutes of the official 24-hour window, inclusive; restricts the list to official conversations (`channel_type_id=3`).
 	OfcWindowMinMinutes *int `form:"ofc_window_min_minutes,omitempty" json:"ofc_window_min_minutes,omitempty"`
 
-	// OfcWindowMaxMinutes With `channel_type_id=3`, maximum remaining minutes of the 24-hour window.
+	// OfcWindowMaxMinutes Maximum remaining minutes of the official 24-hour window, inclusive (a closed window counts as 0); restricts the list to official conversations (`channel_type_id=3`).
 	OfcWindowMaxMinutes *int `form:"ofc_window_max_minutes,omitempty" json:"ofc_window_max_minutes,omitempty"`
 
 	// UserId Only conversations assigned to this attendant (user).
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// WithoutUser `true` returns only conversations not assigned to any attendant.
+	// WithoutUser `true` returns only conversations not assigned to any attendant; `false` does not filter.
 	WithoutUser *bool `form:"without_user,omitempty" json:"without_user,omitempty"`
 
-	// NeverRespondedAttendant `true` returns only conversations no attendant has answered yet.
+	// NeverRespondedAttendant `true` returns only conversations in which no outbound message (attendant, chatbot, API or workflow) has been recorded yet; `false` does not filter.
 	NeverRespondedAttendant *bool `form:"never_responded_attendant,omitempty" json:"never_responded_attendant,omitempty"`
 
 	// ContactChannelOriginId Only conversations of this origin (see `OriginId`).
@@ -2174,7 +2567,7 @@ type ListContactChannelsParams struct {
 	// Opened Filter on the opened flag (an attendant has the conversation open).
 	Opened *bool `form:"opened,omitempty" json:"opened,omitempty"`
 
-	// OnlyUnread `true` returns only conversations with unread messages.
+	// OnlyUnread `true` returns only conversations with unread messages (`unread_count` > 0); `false` does not filter.
 	OnlyUnread *bool `form:"only_unread,omitempty" json:"only_unread,omitempty"`
 }
 
@@ -2191,6 +2584,19 @@ type ListContactChannelsParamsTagsOperation string
 type ListProviderTemplatesForChannelParams struct {
 	// CompanyChannelId Id of the company channel (from GET /api/company-channels).
 	CompanyChannelId int `form:"company_channel_id" json:"company_channel_id"`
+}
+
+// VerifyProviderWebhookParams defines parameters for VerifyProviderWebhook.
+type VerifyProviderWebhookParams struct {
+	HubMode        *string `form:"hub.mode,omitempty" json:"hub.mode,omitempty"`
+	HubVerifyToken *string `form:"hub.verify_token,omitempty" json:"hub.verify_token,omitempty"`
+	HubChallenge   *string `form:"hub.challenge,omitempty" json:"hub.challenge,omitempty"`
+}
+
+// ReceiveProviderWebhookParams defines parameters for ReceiveProviderWebhook.
+type ReceiveProviderWebhookParams struct {
+	// XHubSignature256 `sha256=` + hex(HMAC-SHA256(app secret, raw body)).
+	XHubSignature256 *string `json:"X-Hub-Signature-256,omitempty"`
 }
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
@@ -2226,11 +2632,29 @@ type ChatappLogoutJSONRequestBody = ChatappSelector
 // ChatappQrcodeJSONRequestBody defines body for ChatappQrcode for application/json ContentType.
 type ChatappQrcodeJSONRequestBody = ChatappQrcodeRequest
 
+// SimulatorSeedContactsJSONRequestBody defines body for SimulatorSeedContacts for application/json ContentType.
+type SimulatorSeedContactsJSONRequestBody = SimulatorContactsRequest
+
+// SimulatorSeedGroupJSONRequestBody defines body for SimulatorSeedGroup for application/json ContentType.
+type SimulatorSeedGroupJSONRequestBody = SimulatorGroupRequest
+
+// SimulatorInboundJSONRequestBody defines body for SimulatorInbound for application/json ContentType.
+type SimulatorInboundJSONRequestBody = SimulatorInboundRequest
+
+// SimulatorReceiptJSONRequestBody defines body for SimulatorReceipt for application/json ContentType.
+type SimulatorReceiptJSONRequestBody = SimulatorReceiptRequest
+
 // ChatappUpdateJSONRequestBody defines body for ChatappUpdate for application/json ContentType.
 type ChatappUpdateJSONRequestBody = ChatappUpdateRequest
 
+// UpdateContactChannelJSONRequestBody defines body for UpdateContactChannel for application/json ContentType.
+type UpdateContactChannelJSONRequestBody = ContactChannelUpdate
+
 // EditMessageJSONRequestBody defines body for EditMessage for application/json ContentType.
 type EditMessageJSONRequestBody = EditMessageRequest
+
+// PublishEventJSONRequestBody defines body for PublishEvent for application/json ContentType.
+type PublishEventJSONRequestBody = PublishEventRequest
 
 // UploadSendMediaMultipartRequestBody defines body for UploadSendMedia for multipart/form-data ContentType.
 type UploadSendMediaMultipartRequestBody = UploadSendMediaRequest
@@ -2821,6 +3245,156 @@ func (t *SendMessageResult) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsSimulatorInboundRequest0 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest0
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest0() (SimulatorInboundRequest0, error) {
+	var body SimulatorInboundRequest0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest0 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest0
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest0(v SimulatorInboundRequest0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest0 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest0
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest0(v SimulatorInboundRequest0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest1 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest1
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest1() (SimulatorInboundRequest1, error) {
+	var body SimulatorInboundRequest1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest1 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest1
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest1(v SimulatorInboundRequest1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest1 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest1
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest1(v SimulatorInboundRequest1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.File != nil {
+		object["file"], err = json.Marshal(t.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	object["from"], err = json.Marshal(t.From)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'from': %w", err)
+	}
+
+	if t.GroupKey != nil {
+		object["group_key"], err = json.Marshal(t.GroupKey)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'group_key': %w", err)
+		}
+	}
+
+	if t.Name != nil {
+		object["name"], err = json.Marshal(t.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if t.Text != nil {
+		object["text"], err = json.Marshal(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &t.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+	}
+
+	if raw, found := object["from"]; found {
+		err = json.Unmarshal(raw, &t.From)
+		if err != nil {
+			return fmt.Errorf("error reading 'from': %w", err)
+		}
+	}
+
+	if raw, found := object["group_key"]; found {
+		err = json.Unmarshal(raw, &t.GroupKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'group_key': %w", err)
+		}
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &t.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+	}
+
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// SendMessage Send a text, file or template message
@@ -2871,6 +3445,27 @@ type ServerInterface interface {
 	// ChatappQrcode Generate a pairing QR code
 	// (POST /api/chatapp-qrcode)
 	ChatappQrcode(w http.ResponseWriter, r *http.Request)
+	// SimulatorSeedContacts Simulator: add contacts to the account
+	// (POST /api/chatapp-simulator/{id}/contacts)
+	SimulatorSeedContacts(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId)
+	// SimulatorSeedGroup Simulator: add a group the account can see
+	// (POST /api/chatapp-simulator/{id}/groups)
+	SimulatorSeedGroup(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId)
+	// SimulatorInbound Simulator: a contact sends a message to the connection
+	// (POST /api/chatapp-simulator/{id}/inbound)
+	SimulatorInbound(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId)
+	// SimulatorMessages Simulator: what the connection sent
+	// (GET /api/chatapp-simulator/{id}/messages)
+	SimulatorMessages(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId)
+	// SimulatorPair Simulator: the phone scans the QR code
+	// (POST /api/chatapp-simulator/{id}/pair)
+	SimulatorPair(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId)
+	// SimulatorReceipt Simulator: the recipient's device acknowledges a sent message
+	// (POST /api/chatapp-simulator/{id}/receipts)
+	SimulatorReceipt(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId)
+	// SimulatorUnlink Simulator: the phone removes the linked device
+	// (POST /api/chatapp-simulator/{id}/unlink)
+	SimulatorUnlink(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId)
 	// ChatappUpdate Rename a connection or change its number
 	// (POST /api/chatapp-update)
 	ChatappUpdate(w http.ResponseWriter, r *http.Request)
@@ -2883,9 +3478,15 @@ type ServerInterface interface {
 	// ListContactChannels List conversations
 	// (GET /api/contact-channels)
 	ListContactChannels(w http.ResponseWriter, r *http.Request, params ListContactChannelsParams)
+	// UpdateContactChannel Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+	// (PATCH /api/contact-channels/{id})
+	UpdateContactChannel(w http.ResponseWriter, r *http.Request, id int)
 	// EditMessage Edit a sent text message
 	// (POST /api/edit-message)
 	EditMessage(w http.ResponseWriter, r *http.Request)
+	// PublishEvent Publish a company-scope event (extension)
+	// (POST /api/events)
+	PublishEvent(w http.ResponseWriter, r *http.Request)
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	// (GET /api/provider-templates/for-channel)
 	ListProviderTemplatesForChannel(w http.ResponseWriter, r *http.Request, params ListProviderTemplatesForChannelParams)
@@ -2901,9 +3502,18 @@ type ServerInterface interface {
 	// GetHealthz Liveness
 	// (GET /healthz)
 	GetHealthz(w http.ResponseWriter, r *http.Request)
+	// GetUploadedMedia Temporary header media
+	// (GET /media/{token}/{filename})
+	GetUploadedMedia(w http.ResponseWriter, r *http.Request, token string, filename string)
 	// GetOpenAPIDocument This OpenAPI document
 	// (GET /openapi.yaml)
 	GetOpenAPIDocument(w http.ResponseWriter, r *http.Request)
+	// VerifyProviderWebhook Provider webhook verification handshake
+	// (GET /provider-webhooks/{phone_number_id})
+	VerifyProviderWebhook(w http.ResponseWriter, r *http.Request, phoneNumberId string, params VerifyProviderWebhookParams)
+	// ReceiveProviderWebhook Receive the provider's webhook (inbound messages and receipts)
+	// (POST /provider-webhooks/{phone_number_id})
+	ReceiveProviderWebhook(w http.ResponseWriter, r *http.Request, phoneNumberId string, params ReceiveProviderWebhookParams)
 	// GetReadyz Readiness
 	// (GET /readyz)
 	GetReadyz(w http.ResponseWriter, r *http.Request)
@@ -3009,6 +3619,48 @@ func (_ Unimplemented) ChatappQrcode(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// SimulatorSeedContacts Simulator: add contacts to the account
+// (POST /api/chatapp-simulator/{id}/contacts)
+func (_ Unimplemented) SimulatorSeedContacts(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SimulatorSeedGroup Simulator: add a group the account can see
+// (POST /api/chatapp-simulator/{id}/groups)
+func (_ Unimplemented) SimulatorSeedGroup(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SimulatorInbound Simulator: a contact sends a message to the connection
+// (POST /api/chatapp-simulator/{id}/inbound)
+func (_ Unimplemented) SimulatorInbound(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SimulatorMessages Simulator: what the connection sent
+// (GET /api/chatapp-simulator/{id}/messages)
+func (_ Unimplemented) SimulatorMessages(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SimulatorPair Simulator: the phone scans the QR code
+// (POST /api/chatapp-simulator/{id}/pair)
+func (_ Unimplemented) SimulatorPair(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SimulatorReceipt Simulator: the recipient's device acknowledges a sent message
+// (POST /api/chatapp-simulator/{id}/receipts)
+func (_ Unimplemented) SimulatorReceipt(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SimulatorUnlink Simulator: the phone removes the linked device
+// (POST /api/chatapp-simulator/{id}/unlink)
+func (_ Unimplemented) SimulatorUnlink(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ChatappUpdate Rename a connection or change its number
 // (POST /api/chatapp-update)
 func (_ Unimplemented) ChatappUpdate(w http.ResponseWriter, r *http.Request) {
@@ -3033,9 +3685,21 @@ func (_ Unimplemented) ListContactChannels(w http.ResponseWriter, r *http.Reques
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// UpdateContactChannel Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+// (PATCH /api/contact-channels/{id})
+func (_ Unimplemented) UpdateContactChannel(w http.ResponseWriter, r *http.Request, id int) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // EditMessage Edit a sent text message
 // (POST /api/edit-message)
 func (_ Unimplemented) EditMessage(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PublishEvent Publish a company-scope event (extension)
+// (POST /api/events)
+func (_ Unimplemented) PublishEvent(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3069,9 +3733,27 @@ func (_ Unimplemented) GetHealthz(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetUploadedMedia Temporary header media
+// (GET /media/{token}/{filename})
+func (_ Unimplemented) GetUploadedMedia(w http.ResponseWriter, r *http.Request, token string, filename string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // GetOpenAPIDocument This OpenAPI document
 // (GET /openapi.yaml)
 func (_ Unimplemented) GetOpenAPIDocument(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// VerifyProviderWebhook Provider webhook verification handshake
+// (GET /provider-webhooks/{phone_number_id})
+func (_ Unimplemented) VerifyProviderWebhook(w http.ResponseWriter, r *http.Request, phoneNumberId string, params VerifyProviderWebhookParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ReceiveProviderWebhook Receive the provider's webhook (inbound messages and receipts)
+// (POST /provider-webhooks/{phone_number_id})
+func (_ Unimplemented) ReceiveProviderWebhook(w http.ResponseWriter, r *http.Request, phoneNumberId string, params ReceiveProviderWebhookParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3517,6 +4199,188 @@ func (siw *ServerInterfaceWrapper) ChatappQrcode(w http.ResponseWriter, r *http.
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ChatappQrcode(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SimulatorSeedContacts operation middleware
+func (siw *ServerInterfaceWrapper) SimulatorSeedContacts(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SimulatorConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SimulatorSeedContacts(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SimulatorSeedGroup operation middleware
+func (siw *ServerInterfaceWrapper) SimulatorSeedGroup(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SimulatorConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SimulatorSeedGroup(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SimulatorInbound operation middleware
+func (siw *ServerInterfaceWrapper) SimulatorInbound(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SimulatorConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SimulatorInbound(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SimulatorMessages operation middleware
+func (siw *ServerInterfaceWrapper) SimulatorMessages(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SimulatorConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SimulatorMessages(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SimulatorPair operation middleware
+func (siw *ServerInterfaceWrapper) SimulatorPair(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SimulatorConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SimulatorPair(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SimulatorReceipt operation middleware
+func (siw *ServerInterfaceWrapper) SimulatorReceipt(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SimulatorConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SimulatorReceipt(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SimulatorUnlink operation middleware
+func (siw *ServerInterfaceWrapper) SimulatorUnlink(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SimulatorConnectionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SimulatorUnlink(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4175,11 +5039,51 @@ func (siw *ServerInterfaceWrapper) ListContactChannels(w http.ResponseWriter, r 
 	handler.ServeHTTP(w, r)
 }
 
+// UpdateContactChannel operation middleware
+func (siw *ServerInterfaceWrapper) UpdateContactChannel(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id int
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UpdateContactChannel(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // EditMessage operation middleware
 func (siw *ServerInterfaceWrapper) EditMessage(w http.ResponseWriter, r *http.Request) {
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.EditMessage(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PublishEvent operation middleware
+func (siw *ServerInterfaceWrapper) PublishEvent(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PublishEvent(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4278,11 +5182,164 @@ func (siw *ServerInterfaceWrapper) GetHealthz(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// GetUploadedMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetUploadedMedia(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "token" -------------
+	var token string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "token", chi.URLParam(r, "token"), &token, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "token", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "filename" -------------
+	var filename string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "filename", chi.URLParam(r, "filename"), &filename, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "filename", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetUploadedMedia(w, r, token, filename)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetOpenAPIDocument operation middleware
 func (siw *ServerInterfaceWrapper) GetOpenAPIDocument(w http.ResponseWriter, r *http.Request) {
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetOpenAPIDocument(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// VerifyProviderWebhook operation middleware
+func (siw *ServerInterfaceWrapper) VerifyProviderWebhook(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "phone_number_id" -------------
+	var phoneNumberId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "phone_number_id", chi.URLParam(r, "phone_number_id"), &phoneNumberId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "phone_number_id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params VerifyProviderWebhookParams
+
+	// ------------- Optional query parameter "hub.mode" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hub.mode", r.URL.Query(), &params.HubMode, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "hub.mode"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "hub.mode", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "hub.verify_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hub.verify_token", r.URL.Query(), &params.HubVerifyToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "hub.verify_token"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "hub.verify_token", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "hub.challenge" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hub.challenge", r.URL.Query(), &params.HubChallenge, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "hub.challenge"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "hub.challenge", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.VerifyProviderWebhook(w, r, phoneNumberId, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ReceiveProviderWebhook operation middleware
+func (siw *ServerInterfaceWrapper) ReceiveProviderWebhook(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "phone_number_id" -------------
+	var phoneNumberId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "phone_number_id", chi.URLParam(r, "phone_number_id"), &phoneNumberId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "phone_number_id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReceiveProviderWebhookParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "X-Hub-Signature-256" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Hub-Signature-256")]; found {
+		var XHubSignature256 string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "X-Hub-Signature-256", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Hub-Signature-256", valueList[0], &XHubSignature256, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "X-Hub-Signature-256", Err: err})
+			return
+		}
+
+		params.XHubSignature256 = &XHubSignature256
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ReceiveProviderWebhook(w, r, phoneNumberId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4447,6 +5504,27 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/api/chatapp-check-on-chatapp", wrapper.ChatappCheckOnChatapp)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/chatapp-simulator/{id}/pair", wrapper.SimulatorPair)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/chatapp-simulator/{id}/unlink", wrapper.SimulatorUnlink)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/chatapp-simulator/{id}/contacts", wrapper.SimulatorSeedContacts)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/chatapp-simulator/{id}/groups", wrapper.SimulatorSeedGroup)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/chatapp-simulator/{id}/inbound", wrapper.SimulatorInbound)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/chatapp-simulator/{id}/receipts", wrapper.SimulatorReceipt)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/api/chatapp-simulator/{id}/messages", wrapper.SimulatorMessages)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/api-send-message", wrapper.SendMessage)
 	})
 	r.Group(func(r chi.Router) {
@@ -4459,6 +5537,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/api/contact-channels", wrapper.ListContactChannels)
 	})
 	r.Group(func(r chi.Router) {
+		r.Patch(options.BaseURL+"/api/contact-channels/{id}", wrapper.UpdateContactChannel)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/events", wrapper.PublishEvent)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/api/company-channels", wrapper.ListCompanyChannels)
 	})
 	r.Group(func(r chi.Router) {
@@ -4466,6 +5550,15 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/provider-templates/upload-send-media", wrapper.UploadSendMedia)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/provider-webhooks/{phone_number_id}", wrapper.VerifyProviderWebhook)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/provider-webhooks/{phone_number_id}", wrapper.ReceiveProviderWebhook)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/media/{token}/{filename}", wrapper.GetUploadedMedia)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/api/channel-webhooks", wrapper.ListChannelWebhooks)
@@ -6236,6 +7329,570 @@ func (response ChatappQrcode509JSONResponse) VisitChatappQrcodeResponse(w http.R
 	return err
 }
 
+type SimulatorSeedContactsRequestObject struct {
+	Id   SimulatorConnectionId `json:"id"`
+	Body *SimulatorSeedContactsJSONRequestBody
+}
+
+type SimulatorSeedContactsResponseObject interface {
+	VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error
+}
+
+type SimulatorSeedContacts200JSONResponse ChatappContactListResult
+
+func (response SimulatorSeedContacts200JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedContacts401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response SimulatorSeedContacts401JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedContacts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SimulatorSeedContacts500JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedContacts501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response SimulatorSeedContacts501JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedContacts509JSONResponse struct {
+	ConnectionBusinessErrorJSONResponse
+}
+
+func (response SimulatorSeedContacts509JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedGroupRequestObject struct {
+	Id   SimulatorConnectionId `json:"id"`
+	Body *SimulatorSeedGroupJSONRequestBody
+}
+
+type SimulatorSeedGroupResponseObject interface {
+	VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error
+}
+
+type SimulatorSeedGroup200JSONResponse SimulatorGroupResult
+
+func (response SimulatorSeedGroup200JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedGroup401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response SimulatorSeedGroup401JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedGroup500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SimulatorSeedGroup500JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedGroup501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response SimulatorSeedGroup501JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedGroup509JSONResponse struct {
+	ConnectionBusinessErrorJSONResponse
+}
+
+func (response SimulatorSeedGroup509JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorInboundRequestObject struct {
+	Id   SimulatorConnectionId `json:"id"`
+	Body *SimulatorInboundJSONRequestBody
+}
+
+type SimulatorInboundResponseObject interface {
+	VisitSimulatorInboundResponse(w http.ResponseWriter) error
+}
+
+type SimulatorInbound200JSONResponse SimulatorInboundResult
+
+func (response SimulatorInbound200JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorInbound401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response SimulatorInbound401JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorInbound500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SimulatorInbound500JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorInbound501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response SimulatorInbound501JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorInbound509JSONResponse struct {
+	ConnectionBusinessErrorJSONResponse
+}
+
+func (response SimulatorInbound509JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorMessagesRequestObject struct {
+	Id SimulatorConnectionId `json:"id"`
+}
+
+type SimulatorMessagesResponseObject interface {
+	VisitSimulatorMessagesResponse(w http.ResponseWriter) error
+}
+
+type SimulatorMessages200JSONResponse SimulatorMessagesResult
+
+func (response SimulatorMessages200JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorMessages401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response SimulatorMessages401JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorMessages500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SimulatorMessages500JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorMessages501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response SimulatorMessages501JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorMessages509JSONResponse struct {
+	ConnectionBusinessErrorJSONResponse
+}
+
+func (response SimulatorMessages509JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorPairRequestObject struct {
+	Id SimulatorConnectionId `json:"id"`
+}
+
+type SimulatorPairResponseObject interface {
+	VisitSimulatorPairResponse(w http.ResponseWriter) error
+}
+
+type SimulatorPair200JSONResponse ChatappResult
+
+func (response SimulatorPair200JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorPair401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response SimulatorPair401JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorPair500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SimulatorPair500JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorPair501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response SimulatorPair501JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorPair509JSONResponse struct {
+	ConnectionBusinessErrorJSONResponse
+}
+
+func (response SimulatorPair509JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorReceiptRequestObject struct {
+	Id   SimulatorConnectionId `json:"id"`
+	Body *SimulatorReceiptJSONRequestBody
+}
+
+type SimulatorReceiptResponseObject interface {
+	VisitSimulatorReceiptResponse(w http.ResponseWriter) error
+}
+
+type SimulatorReceipt200JSONResponse SuccessMessage
+
+func (response SimulatorReceipt200JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorReceipt401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response SimulatorReceipt401JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorReceipt500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SimulatorReceipt500JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorReceipt501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response SimulatorReceipt501JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorReceipt509JSONResponse struct {
+	ConnectionBusinessErrorJSONResponse
+}
+
+func (response SimulatorReceipt509JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorUnlinkRequestObject struct {
+	Id SimulatorConnectionId `json:"id"`
+}
+
+type SimulatorUnlinkResponseObject interface {
+	VisitSimulatorUnlinkResponse(w http.ResponseWriter) error
+}
+
+type SimulatorUnlink200JSONResponse SuccessMessage
+
+func (response SimulatorUnlink200JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorUnlink401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response SimulatorUnlink401JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorUnlink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SimulatorUnlink500JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorUnlink501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response SimulatorUnlink501JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorUnlink509JSONResponse struct {
+	ConnectionBusinessErrorJSONResponse
+}
+
+func (response SimulatorUnlink509JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappUpdateRequestObject struct {
 	Body *ChatappUpdateJSONRequestBody
 }
@@ -6572,6 +8229,99 @@ func (response ListContactChannels501JSONResponse) VisitListContactChannelsRespo
 	return err
 }
 
+type UpdateContactChannelRequestObject struct {
+	Id   int `json:"id"`
+	Body *UpdateContactChannelJSONRequestBody
+}
+
+type UpdateContactChannelResponseObject interface {
+	VisitUpdateContactChannelResponse(w http.ResponseWriter) error
+}
+
+type UpdateContactChannel200JSONResponse ContactChannelResult
+
+func (response UpdateContactChannel200JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContactChannel401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateContactChannel401JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContactChannel404JSONResponse Message
+
+func (response UpdateContactChannel404JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContactChannel422JSONResponse ValidationError
+
+func (response UpdateContactChannel422JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContactChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateContactChannel500JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContactChannel501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response UpdateContactChannel501JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EditMessageRequestObject struct {
 	Body *EditMessageJSONRequestBody
 }
@@ -6646,6 +8396,98 @@ func (response EditMessage509JSONResponse) VisitEditMessageResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEventRequestObject struct {
+	Body *PublishEventJSONRequestBody
+}
+
+type PublishEventResponseObject interface {
+	VisitPublishEventResponse(w http.ResponseWriter) error
+}
+
+type PublishEvent202JSONResponse PublishEventAccepted
+
+func (response PublishEvent202JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response PublishEvent401JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PublishEvent403JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent422JSONResponse ValidationError
+
+func (response PublishEvent422JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PublishEvent500JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response PublishEvent501JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7002,6 +8844,177 @@ func (response GetHealthz200JSONResponse) VisitGetHealthzResponse(w http.Respons
 	return err
 }
 
+type GetUploadedMediaRequestObject struct {
+	Token    string `json:"token"`
+	Filename string `json:"filename"`
+}
+
+type GetUploadedMediaResponseObject interface {
+	VisitGetUploadedMediaResponse(w http.ResponseWriter) error
+}
+
+type GetUploadedMedia200ApplicationpdfResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetUploadedMedia200ApplicationpdfResponse) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/pdf")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetUploadedMedia200ImagejpegResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetUploadedMedia200ImagejpegResponse) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "image/jpeg")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetUploadedMedia200ImagepngResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetUploadedMedia200ImagepngResponse) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "image/png")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetUploadedMedia200ImagewebpResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetUploadedMedia200ImagewebpResponse) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "image/webp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetUploadedMedia200Video3gppResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetUploadedMedia200Video3gppResponse) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/3gpp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetUploadedMedia200Videomp4Response struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetUploadedMedia200Videomp4Response) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetUploadedMedia404JSONResponse Message
+
+func (response GetUploadedMedia404JSONResponse) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUploadedMedia410JSONResponse Message
+
+func (response GetUploadedMedia410JSONResponse) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUploadedMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetUploadedMedia500JSONResponse) VisitGetUploadedMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIDocumentRequestObject struct {
 }
 
@@ -7026,6 +9039,191 @@ func (response GetOpenAPIDocument200ApplicationyamlResponse) VisitGetOpenAPIDocu
 		defer closer.Close()
 	}
 	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type VerifyProviderWebhookRequestObject struct {
+	PhoneNumberId string `json:"phone_number_id"`
+	Params        VerifyProviderWebhookParams
+}
+
+type VerifyProviderWebhookResponseObject interface {
+	VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error
+}
+
+type VerifyProviderWebhook200TextResponse string
+
+func (response VerifyProviderWebhook200TextResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(200)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type VerifyProviderWebhook400JSONResponse Message
+
+func (response VerifyProviderWebhook400JSONResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyProviderWebhook403JSONResponse Message
+
+func (response VerifyProviderWebhook403JSONResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyProviderWebhook404JSONResponse Message
+
+func (response VerifyProviderWebhook404JSONResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyProviderWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response VerifyProviderWebhook500JSONResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReceiveProviderWebhookRequestObject struct {
+	PhoneNumberId string `json:"phone_number_id"`
+	Params        ReceiveProviderWebhookParams
+	ContentType   string
+	Body          io.Reader
+}
+
+type ReceiveProviderWebhookResponseObject interface {
+	VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error
+}
+
+type ReceiveProviderWebhook200JSONResponse ProviderWebhookResult
+
+func (response ReceiveProviderWebhook200JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReceiveProviderWebhook400JSONResponse Message
+
+func (response ReceiveProviderWebhook400JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReceiveProviderWebhook401JSONResponse Message
+
+func (response ReceiveProviderWebhook401JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReceiveProviderWebhook404JSONResponse Message
+
+func (response ReceiveProviderWebhook404JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReceiveProviderWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReceiveProviderWebhook413JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReceiveProviderWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReceiveProviderWebhook500JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReceiveProviderWebhook503JSONResponse Message
+
+func (response ReceiveProviderWebhook503JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -7114,6 +9312,27 @@ type StrictServerInterface interface {
 	// ChatappQrcode Generate a pairing QR code
 	// (POST /api/chatapp-qrcode)
 	ChatappQrcode(ctx context.Context, request ChatappQrcodeRequestObject) (ChatappQrcodeResponseObject, error)
+	// SimulatorSeedContacts Simulator: add contacts to the account
+	// (POST /api/chatapp-simulator/{id}/contacts)
+	SimulatorSeedContacts(ctx context.Context, request SimulatorSeedContactsRequestObject) (SimulatorSeedContactsResponseObject, error)
+	// SimulatorSeedGroup Simulator: add a group the account can see
+	// (POST /api/chatapp-simulator/{id}/groups)
+	SimulatorSeedGroup(ctx context.Context, request SimulatorSeedGroupRequestObject) (SimulatorSeedGroupResponseObject, error)
+	// SimulatorInbound Simulator: a contact sends a message to the connection
+	// (POST /api/chatapp-simulator/{id}/inbound)
+	SimulatorInbound(ctx context.Context, request SimulatorInboundRequestObject) (SimulatorInboundResponseObject, error)
+	// SimulatorMessages Simulator: what the connection sent
+	// (GET /api/chatapp-simulator/{id}/messages)
+	SimulatorMessages(ctx context.Context, request SimulatorMessagesRequestObject) (SimulatorMessagesResponseObject, error)
+	// SimulatorPair Simulator: the phone scans the QR code
+	// (POST /api/chatapp-simulator/{id}/pair)
+	SimulatorPair(ctx context.Context, request SimulatorPairRequestObject) (SimulatorPairResponseObject, error)
+	// SimulatorReceipt Simulator: the recipient's device acknowledges a sent message
+	// (POST /api/chatapp-simulator/{id}/receipts)
+	SimulatorReceipt(ctx context.Context, request SimulatorReceiptRequestObject) (SimulatorReceiptResponseObject, error)
+	// SimulatorUnlink Simulator: the phone removes the linked device
+	// (POST /api/chatapp-simulator/{id}/unlink)
+	SimulatorUnlink(ctx context.Context, request SimulatorUnlinkRequestObject) (SimulatorUnlinkResponseObject, error)
 	// ChatappUpdate Rename a connection or change its number
 	// (POST /api/chatapp-update)
 	ChatappUpdate(ctx context.Context, request ChatappUpdateRequestObject) (ChatappUpdateResponseObject, error)
@@ -7126,9 +9345,15 @@ type StrictServerInterface interface {
 	// ListContactChannels List conversations
 	// (GET /api/contact-channels)
 	ListContactChannels(ctx context.Context, request ListContactChannelsRequestObject) (ListContactChannelsResponseObject, error)
+	// UpdateContactChannel Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+	// (PATCH /api/contact-channels/{id})
+	UpdateContactChannel(ctx context.Context, request UpdateContactChannelRequestObject) (UpdateContactChannelResponseObject, error)
 	// EditMessage Edit a sent text message
 	// (POST /api/edit-message)
 	EditMessage(ctx context.Context, request EditMessageRequestObject) (EditMessageResponseObject, error)
+	// PublishEvent Publish a company-scope event (extension)
+	// (POST /api/events)
+	PublishEvent(ctx context.Context, request PublishEventRequestObject) (PublishEventResponseObject, error)
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	// (GET /api/provider-templates/for-channel)
 	ListProviderTemplatesForChannel(ctx context.Context, request ListProviderTemplatesForChannelRequestObject) (ListProviderTemplatesForChannelResponseObject, error)
@@ -7144,9 +9369,18 @@ type StrictServerInterface interface {
 	// GetHealthz Liveness
 	// (GET /healthz)
 	GetHealthz(ctx context.Context, request GetHealthzRequestObject) (GetHealthzResponseObject, error)
+	// GetUploadedMedia Temporary header media
+	// (GET /media/{token}/{filename})
+	GetUploadedMedia(ctx context.Context, request GetUploadedMediaRequestObject) (GetUploadedMediaResponseObject, error)
 	// GetOpenAPIDocument This OpenAPI document
 	// (GET /openapi.yaml)
 	GetOpenAPIDocument(ctx context.Context, request GetOpenAPIDocumentRequestObject) (GetOpenAPIDocumentResponseObject, error)
+	// VerifyProviderWebhook Provider webhook verification handshake
+	// (GET /provider-webhooks/{phone_number_id})
+	VerifyProviderWebhook(ctx context.Context, request VerifyProviderWebhookRequestObject) (VerifyProviderWebhookResponseObject, error)
+	// ReceiveProviderWebhook Receive the provider's webhook (inbound messages and receipts)
+	// (POST /provider-webhooks/{phone_number_id})
+	ReceiveProviderWebhook(ctx context.Context, request ReceiveProviderWebhookRequestObject) (ReceiveProviderWebhookResponseObject, error)
 	// GetReadyz Readiness
 	// (GET /readyz)
 	GetReadyz(ctx context.Context, request GetReadyzRequestObject) (GetReadyzResponseObject, error)
@@ -7670,6 +9904,216 @@ func (sh *strictHandler) ChatappQrcode(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// SimulatorSeedContacts operation middleware
+func (sh *strictHandler) SimulatorSeedContacts(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	var request SimulatorSeedContactsRequestObject
+
+	request.Id = id
+
+	var body SimulatorSeedContactsJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SimulatorSeedContacts(ctx, request.(SimulatorSeedContactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SimulatorSeedContacts")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SimulatorSeedContactsResponseObject); ok {
+		if err := validResponse.VisitSimulatorSeedContactsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SimulatorSeedGroup operation middleware
+func (sh *strictHandler) SimulatorSeedGroup(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	var request SimulatorSeedGroupRequestObject
+
+	request.Id = id
+
+	var body SimulatorSeedGroupJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SimulatorSeedGroup(ctx, request.(SimulatorSeedGroupRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SimulatorSeedGroup")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SimulatorSeedGroupResponseObject); ok {
+		if err := validResponse.VisitSimulatorSeedGroupResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SimulatorInbound operation middleware
+func (sh *strictHandler) SimulatorInbound(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	var request SimulatorInboundRequestObject
+
+	request.Id = id
+
+	var body SimulatorInboundJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SimulatorInbound(ctx, request.(SimulatorInboundRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SimulatorInbound")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SimulatorInboundResponseObject); ok {
+		if err := validResponse.VisitSimulatorInboundResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SimulatorMessages operation middleware
+func (sh *strictHandler) SimulatorMessages(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	var request SimulatorMessagesRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SimulatorMessages(ctx, request.(SimulatorMessagesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SimulatorMessages")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SimulatorMessagesResponseObject); ok {
+		if err := validResponse.VisitSimulatorMessagesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SimulatorPair operation middleware
+func (sh *strictHandler) SimulatorPair(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	var request SimulatorPairRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SimulatorPair(ctx, request.(SimulatorPairRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SimulatorPair")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SimulatorPairResponseObject); ok {
+		if err := validResponse.VisitSimulatorPairResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SimulatorReceipt operation middleware
+func (sh *strictHandler) SimulatorReceipt(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	var request SimulatorReceiptRequestObject
+
+	request.Id = id
+
+	var body SimulatorReceiptJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SimulatorReceipt(ctx, request.(SimulatorReceiptRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SimulatorReceipt")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SimulatorReceiptResponseObject); ok {
+		if err := validResponse.VisitSimulatorReceiptResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SimulatorUnlink operation middleware
+func (sh *strictHandler) SimulatorUnlink(w http.ResponseWriter, r *http.Request, id SimulatorConnectionId) {
+	var request SimulatorUnlinkRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SimulatorUnlink(ctx, request.(SimulatorUnlinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SimulatorUnlink")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SimulatorUnlinkResponseObject); ok {
+		if err := validResponse.VisitSimulatorUnlinkResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ChatappUpdate operation middleware
 func (sh *strictHandler) ChatappUpdate(w http.ResponseWriter, r *http.Request) {
 	var request ChatappUpdateRequestObject
@@ -7779,6 +10223,39 @@ func (sh *strictHandler) ListContactChannels(w http.ResponseWriter, r *http.Requ
 	}
 }
 
+// UpdateContactChannel operation middleware
+func (sh *strictHandler) UpdateContactChannel(w http.ResponseWriter, r *http.Request, id int) {
+	var request UpdateContactChannelRequestObject
+
+	request.Id = id
+
+	var body UpdateContactChannelJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateContactChannel(ctx, request.(UpdateContactChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateContactChannel")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UpdateContactChannelResponseObject); ok {
+		if err := validResponse.VisitUpdateContactChannelResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // EditMessage operation middleware
 func (sh *strictHandler) EditMessage(w http.ResponseWriter, r *http.Request) {
 	var request EditMessageRequestObject
@@ -7803,6 +10280,37 @@ func (sh *strictHandler) EditMessage(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(EditMessageResponseObject); ok {
 		if err := validResponse.VisitEditMessageResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PublishEvent operation middleware
+func (sh *strictHandler) PublishEvent(w http.ResponseWriter, r *http.Request) {
+	var request PublishEventRequestObject
+
+	var body PublishEventJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishEvent(ctx, request.(PublishEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishEvent")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PublishEventResponseObject); ok {
+		if err := validResponse.VisitPublishEventResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7946,6 +10454,33 @@ func (sh *strictHandler) GetHealthz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// GetUploadedMedia operation middleware
+func (sh *strictHandler) GetUploadedMedia(w http.ResponseWriter, r *http.Request, token string, filename string) {
+	var request GetUploadedMediaRequestObject
+
+	request.Token = token
+	request.Filename = filename
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetUploadedMedia(ctx, request.(GetUploadedMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetUploadedMedia")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetUploadedMediaResponseObject); ok {
+		if err := validResponse.VisitGetUploadedMediaResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetOpenAPIDocument operation middleware
 func (sh *strictHandler) GetOpenAPIDocument(w http.ResponseWriter, r *http.Request) {
 	var request GetOpenAPIDocumentRequestObject
@@ -7963,6 +10498,63 @@ func (sh *strictHandler) GetOpenAPIDocument(w http.ResponseWriter, r *http.Reque
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetOpenAPIDocumentResponseObject); ok {
 		if err := validResponse.VisitGetOpenAPIDocumentResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// VerifyProviderWebhook operation middleware
+func (sh *strictHandler) VerifyProviderWebhook(w http.ResponseWriter, r *http.Request, phoneNumberId string, params VerifyProviderWebhookParams) {
+	var request VerifyProviderWebhookRequestObject
+
+	request.PhoneNumberId = phoneNumberId
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.VerifyProviderWebhook(ctx, request.(VerifyProviderWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "VerifyProviderWebhook")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(VerifyProviderWebhookResponseObject); ok {
+		if err := validResponse.VisitVerifyProviderWebhookResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReceiveProviderWebhook operation middleware
+func (sh *strictHandler) ReceiveProviderWebhook(w http.ResponseWriter, r *http.Request, phoneNumberId string, params ReceiveProviderWebhookParams) {
+	var request ReceiveProviderWebhookRequestObject
+
+	request.PhoneNumberId = phoneNumberId
+	request.Params = params
+	request.ContentType = r.Header.Get("Content-Type")
+
+	request.Body = r.Body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ReceiveProviderWebhook(ctx, request.(ReceiveProviderWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReceiveProviderWebhook")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ReceiveProviderWebhookResponseObject); ok {
+		if err := validResponse.VisitReceiveProviderWebhookResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7999,426 +10591,563 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chu5tTf6Kqjee9eQTosmqYttqlw5sizPKGNbHl1mMjH9qUE2SPaoCXQaTcmMR1XfX+cBTp0X2HWq",
-	"vhfZb7Kf5BTWAtDoG0VK8mSyk1RlLJLduCwAC+v6W1+8sZgngjOeSW/wxZsxGrIU/jxlWbo8mGQsVZ9C",
-	"JsdplGSR4N7AO2NjwUNJMkFuaJSREZuIlJFUvRLxacfzPfaZzpOYeYPtru+l7K+LKGWhN8jSBfM9OZ6x",
-	"OVXtziMezRdzb9DzvWyZMG/gRTxjU5Z6t7e3vpfQlM5Zpsd0mDKasfAgO6V8ytQ3Y8EzxjP1J02SOBpT",
-	"NcSnv0g1zi/5KD56/W5/b6vX2+r2PN9+6Pe9T+5w/j1lE2/g/dvTnCxP8Vf59DXNGPYLIytS5E9nJ+8J",
-	"TVO6JMFHmdE08wnj4aeAiAkJacYkaQU///zzz1vv3m29fh20iUjh+60smjPpk4iP44WMrplPBCfZjJGx",
-	"mmykPkRzRloUHic3UTYTiwy/HItrlkqSzWhGbmYiZiSky7Yif6QG9dcFS5ee73E6V4QdI/Uuaeb53uet",
-	"iF/TOAq35kxKqqhpyEtoRuYLqZaVUOLMzJ2YnZd363snacjSdyJkr9mELuLsQI5rNo1IMxJGKRurL5oG",
-	"KUxT3rrrYjtXI6mbln3Azurg7FDR//XR2aF66QPFzVQcr/qW8MV8xFKfTFIxJ72mQSeqAXe8IdIBtvWq",
-	"LV4/YOjZrgAn+nEyhfVJ1XpzNX721wWN1SHswSxYql7US9DrdqtTOs7YXJKEpUSN2Cc99fJut9s4L2yy",
-	"YWrdru/N6Wec3C582nyqeix100Wa6yFWZ9j/2hPs/33nt/u157f7W8/vIgkfm32T/vZg98Vg98Xvl4/H",
-	"VGZbC5j6o7FybG4FK9ek3pyV/8RGMyGujsOazReqJ9WUbvAhIhcj+0Dh0u/39LgTms3yYUehd19hoH6a",
-	"x2HNxgOSmF6KD0eS2O7V4qdMJoJLhtKFmCeULw9nlHMWv1rIiDMpj9JUpJvs1S+ec6Nik4SLjEzEgqv5",
-	"y8V4zKT0BhMaS3a77rYtjqdm65oHCFNPkJtZFDMSRzKL+JSMcVKyoyh5KDjHW/iekwRyReFJ+j1bqj/l",
-	"Yj6n6dIbeO9ZlM1YSqKQcJGSK6Y27TWNFyXCqL0EPxeWpEKcW9/jInsDlCv0c8GvuLjhZGynUt9PPtVV",
-	"a4DdvBXTKSv1c8akNC/rvmCcq7uKJLwQQ4Mk4jU9Pt66H+OpIBFPFpmi6qiwEQZkHkmp9oBIyZzGE5HO",
-	"WUgmEYtD36FfTh/SEqk66ZQLWMsxbuK2r6UhQuOU0XBJIk4WklUasdOGhszD9tu2r3ZjtkWThExoFC9S",
-	"BrvyjUhHURgyft/Ddj6LJKF2BRacLrKZSKO/sRA6WI/e73R7NZQ+nzE14ZTEdHwlgRMmLAXyAq+PJBEJ",
-	"S1Fq15saT9wxz1jKafwgZmIaIZKl1yzF5X2cmV1w9jmBvW2WZB91ELqQTBETV88nnKmeJeMZdPxeZMdq",
-	"oHPGMzw69164MU3oKIqjbGmOD+N0FONGAtqOFlG8yUqWBtewoE6/pRUcsVjwKWi5d47oA13GgobnQryl",
-	"6WayTZESDDYOU3eaCJdkTvHyGLGi9N/rdsm7V4+2qwt9quVWk9BdqX3AeJiIiGeEjscsySRp4QDa+2p0",
-	"M8VdbqgkMhMpA85ud8gPSnD5UTEomP4bGsWbbhTY53DlGHF28HEDwfPTre/dU2Bdj7b57Bp59AEBAY5Y",
-	"cwaZUWQgN6ngU6KkHUU2uFY6JMApB2Qm4hCf0zMwwr9uBkh8LsQ7ypenuIby3ntPCKLaIQdZxuZJJh+H",
-	"tZwqUTeO5lFG2OcxYyEL99FSROgE97NRs9WlI7VpKeIkABPUFtigAiVelq1TW9Y8VTc2/fRTx5AFw7uA",
-	"e4HxTFHl/kyr1MwGxCoPoO5MiivGzcWtlAq44n3CPieRPmEpuxZXul8ttD9EmgsjCbytKP6cK6YgOKHE",
-	"/F6Q+esFoZ9qtAPFVGwXm4t59+x0lcj3eALYWW2XpFaI8tXXmaLqBBeykbbuwt6ff8Lajmh4kcYlyqZx",
-	"Lg26JM257UK98xGftDokypqzLEvUTNS/klycvi1x2fXeUaTUe/w9KIgFTYLOmTkB9eNDpfIjPumqEcWx",
-	"VH7eYO3XYO0F8XtAAjWqwJW5lRBhr+3drhJ+UzrOWCp9EizSuPCw2j6UA42eWkLBpqFl4V19WbpV7r45",
-	"4M2Ol1MAKHlwTaNYbcGjazX9UybBQPTFS1IlDmWR5hE0A4pFGZvLmp9dunwxGrzMUrWCt77HrvV+Lf1y",
-	"69oEPurHimT+ZA0CYvQLG2eqOf0F2DOA+ZoD/sVjfDH3Bh+zdMHyN0dCxIzySn/mPR/nV9dVhbEWt8Bu",
-	"9wVKTmJC5pTTKYicVmiSpJVrSNI31hPpG6ZgtfP2wLB6rc25L7ZxFxS1O3UtFlfBbvyaFaiSCJjhJjQy",
-	"zdeRSVtOzpcJq7Mf6Z9B2BmQHnlJ2HzEwpCFoBD6pE9ekgUXk0k0jmgMXxKlJbYC9SdNkqDtk23yktQ9",
-	"IibjS+exHfKSJDORiS0p1KNbnGU3Ir2yx8Enu+QlwR/hS6aOqU/2yEsyEln+FRi2kFo9v+9v+zv+rr/3",
-	"yXVxVcxVvvd5S72zdU1TxRCkIuKRnu3hDMx2F3amhzhsz/dOKt98UHM4g1G+xxl4voef35kRer73SmT5",
-	"x0/FtTC8tbgawBa1PW/srIxP5jQbg0gfFBY0GNj1AkKTVk+r8rAA/bZPnDUgre22jytwiUS+NCvQ2mn7",
-	"mvCXlsqktdv2FeHdr/baDvG9Qu+e740tkZx+1Xmo6VQJAKUePd8rdOe5S1pqsniS1lldd03Hj7Kc0EJl",
-	"GQ94+ciAYSXnG1UO4fgB7xLrLTM7j+ZMZnSeqHMehXe9qId7HKrHr9BIuMbz3zPg5LE1xBXnqvi5tmvq",
-	"XYuTldpIF8ncRtfxqkzN2KFrOKNjUL8PTUrsEuzcaPuEHu2U/KIT1um1gZ8qqhzO2PhKa3cg7vHlycQb",
-	"fPxS7vPTrV/8Tg3h0+2n8gagKbucpmKRyII/CO6CsngTKKIH5GbGOAlQTZMBoSkj0AK5YktZQ+t6c33e",
-	"sZUOYU1FSqDz32Jz6TnUMET8gbTCaBplEtwzZCwWXKmqYxEydQH7+HWQz+QlEMh3yLFfdMsZYWlOP79l",
-	"fJrNvMHeDvjazMdeHYOpUu+IjmdGU86Fa3xFcXLodW/HETDVfOf08zEOwbj49MdeSYSq79RQxTGXoAfJ",
-	"dLjb7eoxyCbHi2mj6n3Jt6pZlso5UG3e5TeonJU15dc1dg2OHZqtEzo3k7buJZDeKXPBvAXP6Lhmzvp8",
-	"1G11e/vju53KPbeKYXKRRZNlg1jhtErGMyEZmYiURJlk8cRHXiJnNC1w6QZtwOGid0//bSSzx1x8Q9Xf",
-	"88LDfeLcDrXLvwF7rBUWXTcanTO1bA476+/u3oefoYbfxMj6u7suJ2tiLVXlvsRX8P6Fm7CZit8q5l2l",
-	"HuVcLPiYNYoijBPB4yWh4TzikcxSmgnFLOmSSMYbhJBIXsLzq1oF98K44FFUnNftxhxfuHjqe6o9/N+a",
-	"i8pXZF5IRqgkgT6ul1dsGeg7znwVSbzq8KbbjE0kNM2icZRQnslLuEwLjv5uTdRf4/n38/VwiFjbx11L",
-	"/diMAvfP75hN1OrjzvYKC+Ebz1aGAn2FUAw7zu/rduyHmeDWR1ARy3yiBTZ1EgeFn8gflKRKzd8mmK/X",
-	"haC5XfNi66jTU3ITTaR+RhKa5Q/sY6cg+pjWuCApo7EZVSSJnInU8c+1CeWheixmNFSM7W8sFaTlDk8a",
-	"d2pG0wz76O6TMBUJHOwsXfArkqRsEn1ud8gRrs6A7O72ei+eP3/+/NmzZ88K6+YVfoKjkWUsVTT8Xx97",
-	"Wy8+fexuvfj05YXf27n9d289Lv09W9qFdQhdXQfSKtG13bT63zeKb660VTmY7HOk3VtrcrpDoyAqeVFz",
-	"SzqGMSspEpjaPuGLONb6DfYQqMGBPqKIq36mI0VdDFeq8j4Yc7X3c/Cbgp9Lan/oXcKObso3U73z3jKR",
-	"qzSOtUq4ilmpp9+xjHpKT3w406vyu9J0Guypjj3jh1TtnOpSm2/LEbkRiAiw2zKhvabooU6AR0RcZoxC",
-	"nJocU851MHrVFA1+NPn7NYH8Na0ngdpUP5wiBagklHx4/y1RdCYXp29JK1B/DqI5nbKnCZ/uj6hkezv+",
-	"f//v/xOAKc3hB/VP3rlFHdPGGKO09VALRF2xZXHJH2bOKJkoojBQ5zkA2aVFM8VywW/J2j4JhAyAFQej",
-	"VNxI7Uoubjf9S5Xcr/AHEHoVg7/hxf2m1BqI8Yz4FQtJyK6jMfMJ60w7JDicpWKOApMjLPe0Fr6hsGxG",
-	"0igv97rdNeRl00yJ/X7t7Sxq7C0nGGjDp1tyKTM2vx+Rf4p4KG7kI1H5RD6UwCerzRxCvWi22wNtHeYk",
-	"rRZj11gkzYV/R+LqI0zq9zSdMxazcYauwwezu8OZEJIp3u/oh6MlKbDBfeKyQSP8ZDfC3UtVRvh1+cDt",
-	"w/Y7xrT/VjcHGWs6a2OWpvS+8fDDlcLZDWrMNLU+CT5lskN+UgIlfFI8xIlxkoyHZCSyGT6/SFPGMz2C",
-	"Qpu/9eo02X7es5u/l9FHjQmp0TAsrdCt1Es6j6MHqf6uHqALPWD3s/HVWUazRc0lGogr3MELTk0QR7BP",
-	"gpSFESoyScqU8qEHCmrO6dHr47PLi9O38IBkmetlFVee7zmtOXxtlfvz5Apc2s5rkGjgZlTUOC+t59ma",
-	"ouGFGp8lPneJI7lzUxdc37d+4fXLtY6RE8hw6z+Wy7QUdG1NbzDpSzPIKHSNbE4GzEpbfupqubqpfWve",
-	"U1yHpdq6B/Z3xsMm7ajZmpeK60i1o7Xou4jxQT9/oB//DRyt5ZUufuPVzGFDn2xhS/+d9O/isXqIGo4m",
-	"3lUHVPBrlkqIgesQuxISbrzjsxPyfK/bQwYoJhPJMl/tt4gX8sQSjI6XHWtUDnwSZHQq1b8SZCP110Kp",
-	"Z3gL2mUSCeMsvLwBOR8v2ipLo1JpBuBk4iRQowl+fzykcsydM+ac8nHuylu9CeCxMx0wWWFSpSjFmpVS",
-	"FJqIdK6e92wOYx1DaBqq8QxsYJOrZ1faV9iyTnRYS3Swt2t5VEwlxu7QKVt7xtrYp+EKVM+TKJWZiQlr",
-	"JMidNsD5QkeSbxByght7ZZQL5UQJLjykPLMZA+6JJKqRet+PSKNpxNfYqCfwIO5RULjvMMAX10yTNF8u",
-	"OL4moNHmuCZOC3Its2oScd5E03rmsO5tdAIvoeEANEGrm616+wyeco6bBJFsHU7gLBjKcUhsxf+qtP4J",
-	"fG/AwpDGEYdYPOCWhYCSVX2e02mdO2rBU0bD9Rxx5bv6MRnKQrI7CX4hWU7uunvfce2aneuwJHeBapnv",
-	"GrJCfoZKpDMn3m5Te5yrnGlT+cK9kf9e8kVBKng0+eKUxdREhxt1w9x2+jjY06j3SH7WC6d2PZ3k0LZ9",
-	"jm2fmbYvsO1ajuCM22y/OtcpXFhigmaYnCG3bhrOrxF82hWOWccOS56vOY1AOruTazbd1M0iveH4dzS9",
-	"4gDi6ExTDZu6ygHriJrTEQ8vhomr5cHo8A+otWAU+DEnSSqmKZMS471PmRTxNQsxtPuQ8jGLY/Vxj7wk",
-	"Zwmd++QZeUleqc0YduzjcGPZp0HCHHrjWEgWDr366G//mRss3Fsv/ltNQ206nIPne8f8gx6/53tmNJ7v",
-	"2bGoLZvQued7OGbYmzl+RdUaUICscMAoOgSCB0eQmBRJohEoXCQLC0tBpXq9AZACcxAsb3dbIN99N3j3",
-	"bnB2FpCnVjMouKdXgjDlSSW5rWY4DL/s3G6pf/rmn9bHc/IJ/xzob8y/w2FH/dXz927bf2z/sfWXXz/+",
-	"Ycs8+0f8V/3w73VXUh4n2XejJPvVS/QojDKd8NgYd1Wn79v8bX05kCgkLS4ydHVoVkSiEATe3zr+ImOf",
-	"s3ojm/qlZPvb293d3ruP9e+cfXYBSbjgW2yeZEvivFUzXHhtlVsF2BFMoY79qAVj4bvcGVD1qZolyVNS",
-	"WRhlNTpkrRJXn+dStWk1Knur23NV8NpWGEywQZXAKVFuZ1SVp9ln3Jm13R+HjGfRJFKNSBlNOQvJaFnY",
-	"tPtFlVzwMStu6rHgkwhS15yMtE6zqvmAg1OljpHF1lTc9T7JFff6o3GoLffmeNyRUtAgPV+cHwL+DxhV",
-	"UJaeR+NU6DRo4+XMWeV5b2fQ3R50n3V6/e2d3b2/BCX7dh3PPC/wS/2P5pZ7t3/59/W8/kAHu9maZOrq",
-	"hq6uwJ1S8HeMxoqtlNmqtGZwx1z96a7R67fqOqozMlZWK3/IWav6m08bviRLr6Oxxnv6m1J9W2qlR0ui",
-	"sy3axbgtB9DKrO/dq0rqVrX2bmtkfZDQSMBshoob+BJFqF0alMwWc8q3lOajZEP35K6bdVhai1XeUj3M",
-	"NbIsHS7ipllKxkMf+Jyv8+N9skhiQcN2hwQhy2gUF70iOtjWYSMpmyykFgrHNE0jJgk4ekAXpDFJGZVK",
-	"0MfYwyzKYubrL8H2WWhtSq+BFc7bVZrp8YB+F4aRmiaNPziPoCBevaxM699URoXG1wy7LXD7nMqPuVRn",
-	"YpGOa5M9f5oJNc5wMVa0NIuF8vyBsWmhUG+UqVbKxiy6ZqHO8jyc0WwkMpTtD5IIxfqfRHo1icVNnWDu",
-	"CuX99YRyOxbPd/RF3bXnewdJ5Pme6RQEcDP3RkVGP1DQYbTUj/fWkmVkRnmo7kNR2DBtJMmZ2putoXfE",
-	"ryMa0qE3KG4rhGHR1yl4lDWCiybdaxZH1yxlITaSpWy6YKqVlNHxTL+XsnGURKonDKlpGy2Kwmtvo7zj",
-	"/FE0c1QMkW1cHIQnUG+/ofGsOm5zuEIc31Lfbybp2fhzR7EYX/lEJNmWWKg5KQXuwsFzIq0J9qS06JiO",
-	"rxRTQOOxeQiHdXfy7pr7JNfazjA93ZIYdDeq/tHgDAZiBIfqbpmmzGizYfLMaCXx4lY4ngPSo1rVH6OQ",
-	"CX0cFmEkkOavxXih7iak0jmbJzHNGKq6Z1k0vlIUfU5ekrdibGXIOpXWf34PpfYchQIYped7MER1bNT4",
-	"FJX04DzfMyNTJMRheb5nxgRUqqJJlW+AHtwABptqTcCor3JXvdfmkkcWIADqgS/ieB35oGI0eix5IYfU",
-	"dfNDvYOzQydQAD8Bhu6n2ja0W6FCje/ETdlqBmYLFuLeN/dBxKMsUlKiuSYQLMH5GqxA80Sk+SVR3dz3",
-	"2NR6BMemJ8/6fd2vsGd9R3zSOMJgf63DEo44ThUQOKTiV0xxQEBoJIxfs1gkNYKVDhC6TPSOXY2RCbbn",
-	"pFbUK+b8qQcRB6vVy4UgGEskCejkd5khbn0vYWk+sA2QZDOR0XjVEMEYRMQ1gA3GMFBZGM7diUMFwjlD",
-	"Nb27xKo74OXYheqaOpcxphRMlJbt5uJjDAaYewUnGgjIInHeZfU1SB8mUqFWOy/JgxYdxAwqCtdWs008",
-	"SjlC4jIKddAIytJKjEFwLTJnYUTrtW6wBl/ijb7OyKOwFLzyjSx4DTvrKal1RKsOZtWCF5wBtaMuL/E3",
-	"kvR3tmZikVooAvRIOr7SNTwEdZ4O6y4QPHeqgk2WpgwuPTOYDpjJQSDq7xA1GImAdo6z9htJ1A2ce7z3",
-	"taMZrd1ovcn0PS3JmHIyYjZ35Q4fRSGloqRmcru4mkA+WeGft/zIxAVgmtRNKrIH+OiV5FrvTk7ZHNfg",
-	"ch7xRcZkrTqj1F/8mcRsku2TLg4UaactpJrp7ex0N2JWAl0DDg3rRlW3a08hu0wHMpfjXdj4StYHUY+o",
-	"XCMGJg88hPGGkdzonRo/IfRbN49ay84jBSLWm4N8Q6B6sl6LK6blcrnCzC/XMldKvwETYlMrP7hxolpT",
-	"/8OxHo7DQvICmEDKuA/NHoU13sWzJq7ZJVwcd6OPoAE7loLge2hdoRKwfJT+C+2QSRSztUFITqEl/WYj",
-	"DIkci6Qk/gKbKTnc5iwgLWPTGyi9lmWsbAVUbHWfBDSOg4G2SwGfBgFQ3XC0aMp2w3Ex7zmO19z979Tj",
-	"B/h43eTP1LTsrOcwZ9V69S5ddS7y9IwyGJG8YSnMTU0rScWYSQnL1GA3fLciQyOPeb4jJePMHOh3KxS2",
-	"YvxOXUkbnVO/rkNfhy223UsrwjAtLgj+eve1uaHDvtENXz9lHh5oS9HZktfVZFny8SwVXCwkobh4rYDx",
-	"vy7Ygr2EsxC0B7m1qeT2AXxvA8HW9okxbYXGNNIhbwCpELYnSCwfqBzT+JCiqAnJXtVN8VoHqxS/PdJO",
-	"quPXK2RxM6ItNSKHAfsE7E6ZIGORpiwGUFqAUwajI6Dd1sgMKb3ZzDz7OqJTLmQWjclYJNZW7ci5SOZ9",
-	"IhaZjMIcKyWl48wH5AjMIVFMQam7SrypseOWNoJDnBXm2kc+Zj6uVNPWM1q0tOgazWgXrokR4hMQ1YKc",
-	"mvsET6ESTJX099Ig/e0TkeDK6CdcGEDLmZGtt9e+IsrIF83XhDPPWuiCUzsrVD72gTnq6fk5fgcmfiAl",
-	"1AQN1tYWpo9AjgdspJhG3GhE5L2wIrKJJiJyMZlEn1FdLgEDPHv27Nne3t5eyZl/LzAqY6RxU2LuAKNq",
-	"kBzclkpBCYq6R8iNGrbPSwK/grihrxtDxhEdXymS8JC0NG8LvuhubxXbhkUkL9F+zsUNNKKfzOMA4Ne8",
-	"ATwEPtFnwCfqCNwG7Q7RZXv0HuHEglb6uif1nbs9196OmgSrd+F3oJG/U1LNmyhm9blc6hc3z1Z7H+zZ",
-	"20cVEPfo65PDi3dH78+Nsq/IgxqimDKwZeCRw59RpLtcpHGgs9/EPMrATAfZbxqoJ2RpdM3CXDW9OH1b",
-	"3KoRvxbRmG3tPO/3tjtJOHmUvLPvHIMFyIt8w0S0Eo01oHLpGlqM4mhcRToGYFjoOWVJTMcmJdCo2gVz",
-	"is53hswsQ/HW8buDb4988uPx66MTKF1WXJv2vgYjckluepxGMgNfkD4YttdIwq1YJD8MevD0qaKR7Ojv",
-	"O2Mxf6oXRj51V8bq4os0Ki1Ud+d5MfPuu9mnj+cZ/v9D8unjmfz0x8HTpx//13Aon/7x3z79YTg8e7Ju",
-	"Pl5hQRfr4U3jKuqj+24RZ1FC08zR7kpme/OESdoMl+jPgkJK2pBLJTJs9ZwkSbyQJFC0CzrkFZ5qabND",
-	"M/Y5kwQhFZ8GKF/tk+CappGSEC8B5Bod1CA/q64TpssC+Gr9oDyezkENL5teVP3g2zMRg71OF3/CCxrg",
-	"MRCyry7CqXj33R0XX7npnbimNXJQS1fordJ9LMu/60VzO9z6niJ6vb1uAoihAlZxQCJ0qH14/cYn1+hR",
-	"o4swEgDYDmwt1E4ryAieC5npchv7ZVkOyhogsDZgkdAkgfAneK5sJWwXTFejiFOo6LXOXge2ne9vmOmt",
-	"qYegGe/EYfp3Ua3urii3t0AGt0FTiiVqzaWyNasL4+5H2K9wmSjC4RvABqGtnGGZRm1c1JehBxk8l+rB",
-	"oTcYegecDr3bgLTm9vCOKYfyTTRNl2Chx045zaJrFi/bHfI9W0r0QUElEw32tOAhS+VYpAwOcMqg7g6a",
-	"NqIpF6m1+pXiItfNgw7thMycS7XaKscVDOtaBl5ndT6YZ92kGUPONWLhoA39nvHfYlBcnlC6Thtn8LQ+",
-	"3iae7q6XwLV863s1W+muV3/Ur/yIb5Q1GUvCwjyKXKtJq6lG/tbsa3tfdMjpImbaZD8W81HEmbk5Whk4",
-	"+YE7QVUIpO9+vt/z5PKC4LhfxeYLcsubBu8zUOiwd/XNb2sbfSNJ8HkrXcTMbEkZ/A+6Cv7BGGO9eaFG",
-	"VS/utB/X4ZOjJYrerQqvJJZZPpQDVmENNuZ3/F+87vfM6+rNvf1utxCRCVzPhGOCa3E8I3JGE0ZCljAe",
-	"StCB9ZkGhiM4WyOxrWLIvPXvfuEH1UmIeWiF/VFNm8kNRi6WvsV8gayXkmXJPmY97q6YZ7PbaksUPKzQ",
-	"QG1lgQZzv5mzPWimOgOYut2Oa00z9vUau0zNUakK31bT1Ar/t0fn5ClNoqfmgG5Zb/PTiUi3bMwE6slM",
-	"KUvscxZ0iFl+90601sCyVSWvzNG7RyZNHfNocLg5+6wyefy+alYH7a+9b3IipDavUz5Gr5Bjt9IWLTBM",
-	"8Hj5lULZikzrbrBwLLBQLl7j1qrB3P60ogKp79s1hkn1v24XksIebJjEmTyCXdJpqGb7n9cmhdhATvY5",
-	"M6ixIOD5EEM+ptVSyd7PYpGiXg++IzmLkuQhmkUpx8ox9Fcvi8oEHJkCdF0htWRSI1yQ4MuX3u1t4Ks/",
-	"+vDHf//v/2OtFKXUvwNOPd/7N7AdFfL91i59UBQeaqeYO8ABAHANn/ePzRKJrXPgCCRniP7m+FMeUn1p",
-	"U8S5Vaf4nE6b0hBrkIQiXseu6ZSoX5wSQGoTAPTAZRTKgMwZoiNr4eGcTqVPIJgX/sakiXRu6mWp7wrX",
-	"YZ7sDe9Abvz80lyhm6d1m1YO8z4hEnNT76mmSANd5ZsozmohfumURKE2AGni7cN/MSB5Gl0zTkKBVQGh",
-	"kUYt61yjQZTPhRs2WUpELVF6w7fzZdvoxds6GpnQ7rryRDRRF6qrntQHStZQhmZsKuq89dbfax7RBqF3",
-	"B6ffH50fv//WJxfnx2+Pz3/2ycHF+XdH78+PDw/Oj0/e17p5Z1RejhZZJngDvPRa4ZKOuNAIslWI1eXT",
-	"RW2o7lsxpjHT4OZo6Eqyy1enG2LvywbMuFN2HbEbnZ1Sjj3RHqCDDx9OT348et0cDWjDwPWTnu99OHr/",
-	"+vj9t57vnR796ejwHL88uDiDP14fnx28env0es1TfqC3TSFj/pT9Yiqwf6ALCX+8NmVFP906ZSJXgqPo",
-	"OcFlt5Ir2DUq7hE/35p+Hk6GfX9acT5ewftVNu2Gp9YupVEjqz8sk5oNhP3ocm6wgX64OD78/vL06MPb",
-	"n30sKfnhu5P3R5fvL969Ojr1yeHJh58vD09eH9WnsqLJYzU31ZgpjVnYhgiHZkHq4MbAYGvQSvULHfKj",
-	"FTkirjUCBALLxZOWFkZAV0NziPoqt3io32qQn/NTX0dCiQFBry7Oz0/enxG7l9bH4SmufA0bNh6BSpYE",
-	"+rfw531ScACqa7bkAZQko1csD8g2x/P86M/nnu/B657vwfvq0Oi31UqtjpzdJOvHZvt8WmfPmiF+d3Tw",
-	"+ujU871XJ69/9nzvzcnJOX5Gsq/JMJBgUDwvVOfyjRAZftZr/Kl2x67aqm+juqBPc3FV1wz9/Hn4stZ6",
-	"dHpSzZ1HWhkgclouGxTTL6o3kX1ybTQfeznfheNj5+X2soo8PxpmW8VIwDFsPMacN9ScFPfCXPcWrK8G",
-	"5LB1Z7B1U60pFl5c8p1CTpoNOJOExjd0KUlQrhMerNTic7WwUl/cf4CKfwGJG2jSCyPaGM9c70PFKgG/",
-	"JGzqE1sxALLG4cMNGyW5q3SXvHvV1p7Vp/NkB8raw4ftaeI819vDB93i1Uk4KftcH9lr2qDrw6MlLb8m",
-	"DabGdFh+qgOQ0pP6w27NX9p2smUL/94L8qWSgRRtggFT9/YqjJU6emive/OWY7jhmpHc108iec1oGEec",
-	"mapVOnhIiQSUYOZ/XU4JaT3r63QYDOoygABrg9W5DqQm0ahq9xQpTZckwYigi9O3+yShEpLzldJQjZmq",
-	"xtKsPu6qY2dsd5TfWA+yDYHRGmOkDwz8Sw5KuUG8NIC7FqKlF9wAymwAgfZQyLM7gczqyFKuA1+9Bvp9",
-	"HR8U6BMGN3kOMQrVuvfz+uxzmkjCIJtDJ7/bou62nLva6VEmbcnq6s2RF8Nv8iE2mNnq7AEPBorwzXjq",
-	"SPgTYgEXsYuP6/JnDi14KJSO1DxyCzIyCFSHx4gqG2ZuUuRSlJzIS0gatYmWJnO42kJulilFwX3s9T89",
-	"OE2nbCBv9CI0COCrzJaHlbbrTZe6F2nSyp2V0AAGNef8hFviLuGsz5MaKCz9QzH3967M3wcDqdtFX6OJ",
-	"VTn6eVPLu1CvtDpqKdIK/rx1dj3eMgQM2j6JQpTUYkLHqZAIGaMpJIu8fYFgShXf/gJDMy5LW64WmZXV",
-	"c6GfZpigoTsmCJKRZ5BqS/Ja+LtwTDZjuOxzdpmyLF0+fG00dmt9Eazvzs8/GPOVXhwNHeMmWHStIpYy",
-	"coNZOfjbXZnk2lTPwnr84bobxN1Lhna+PSLF+bjNF9fdLGxpm5dJWzhGK3it2aB/HxTZMpt5AIysburo",
-	"2iiVpSymxUh9HLEQmbvON2pJxnKPs7lGNCa93LIZolt4I7Q75JgbHB05MLHUeJvs5xg1NpcpjOSYpmH5",
-	"6vDEnEfjGc06JuvN4Bp5fvU3ybBc6ebuMJxqnRdsjfsDSXmXt0vT/X1tLoGmemKrAvvEqm67bqmsorvz",
-	"8PQd3kq47Utlu3a79y4qU8k+pUu44EeMTOG4mNKcu917FRa25HAnXmfDNFUPpPNch7yHHHaDKIbhMuOU",
-	"rYUxue5ZqwpXTt2BxnoDD76StQH+EjHImq8lkw9rXsAvHSpZ5UCp4xrNZ73LCp9tssih4tfvKn1EsvEi",
-	"i66tHMg+z+hCqoOuhMZde2lDKiHcIHa4Ov1xHEeMZw32OWZ51BrrpRma0jFpFC9SdtmANXJYHTdElBYH",
-	"b4a+D5F6mRovNXe+EgBHS5KyLaCV9kqtvgWbdgwAp5gRP/iqh9b0KB/e2jqRni5be3hJGmsDWKNLiASt",
-	"kx+cQ+rXMgCrpKLer7dZvvOrdKyuU3mbVY/uZlj1NfwQy9HX24QfkacVzrvOzy+whrsS6vBANybU3fMU",
-	"32fzPWjvOHtizQX6u8qChZvz4fKg29xDKkY2jO7vXj2yZlxYA7FOZY+X2toEuQUAbqqEVEwmD7+6lNF4",
-	"A8PZMtcOlK2096l79SOio+VN+gbLBOn6pMSlyDhmNGVhe4ME2n/g877OtvgpymZnIE7WyA7AkkEkTkVG",
-	"M7aFgqdVlAP8HOgi9lB+N14SpTfXgNZ+pfPUMPizaArWYz3k1nfvDg63zr476O/ukSu21LAOFO0tF+dv",
-	"tp6T0TJjSpk7Zdki5SZieLQk4wZCaEHI6Bzbff8rnnc90bUO/jmTWRNfW0XMvzZEJOeRvNq8oDQRfHhN",
-	"k8iDKKCHtdbUa9OrT7WRBwNYivm9re/Ozz+ckZSNxXzOeKjZQzWvGZT/Ql4z4IVMacZuQF3+u2U0X6yV",
-	"xNygr6qXy+oqIMgdAjxZneP6RXPyhpPfoO8H30DaIdxZe7/o6Ig4+SDSbDFdMLkRPHgN8hdw5TU2lom7",
-	"at5OyFgWaZQtzxRv0jE/6vZIDxYIMF/y5x648MED8gqeJcNFt7s9Pjg8PDo7uzw/+f7oPXzDgg45F1dM",
-	"p3hr2dnoiYHeUwGh4Tzi6rpTm5PyUEK0wFKnpDpFIgi6KBSLgqA8ls4jwMuzhs6FRFyKJRmxWPApyUSH",
-	"HBB4jE99Y6byCboDwaGEkFMhydRQIShVkp1uD9JnNfEwH6wcczD0bsExCYwd1gLIke9ntS29W0XniE+E",
-	"E80KFYXgdoR8FQ2XoTj5t0gUMqcR+AY1vELVwvsUMikPPhybqdc35BNKINfXONPJeCEzMWfpVhFiFo0P",
-	"HXKckZhlUD8bFPkhn4NaZ3GDnMwfSVoJjUBz/uFUB2TiKvsElSNfY375JBZTIhaZjyiqmg4YEo11nvwh",
-	"B8Q5Uwav7eOhc9JAYeFNmKxx+xHBMRmvJjWJtKqYOBACJ/iQuzEI5TQl90U3faaN+Pl4SyJUmRlHPjNL",
-	"VTUn+BK8DuVAX9kUCKEaRzc8PIuuchcDw9f9I3TFkNeZ1KSSDjHHzDUufTg5O5dEO6phC6Fw1xnyIT/m",
-	"JKHZDFdFsRuWwonVwf95IpjM1DG1eRAG5MpEqhR61KsB46E8HPJiqhhUJc1k81Lsk6HnhuAOPeM6xnxd",
-	"YV1QlSaG3CwiGbFZBGyDZjaimhzEMVGCB4h2irVYwHnDcHTLhXOPjAII9m//RnSwkFQfn5AjcIEFT2kS",
-	"BcZYbq2am3JPLPWKqV2DQiTQL1LwYH/ICaG2F51OA2sKNxcAA9q+DwXPGM+2zgFEvdLYXVxS9VXHKJ88",
-	"2en2njxZk1kqEgVPZ1C+5G+BT4KnKaPhEv8UCeM0iTpLOo/13J9SueTj/EvOWEi4sCvwJAcRibiS1VJT",
-	"K6keVQRbRWSRDvlgIgmkxbTQCeJqtpBEzngd5Q1YAhJbw49cnL7dYlwxwdBH/EIUorAtazd6+R+7r/6j",
-	"389Lff1Hv/8f/UPnK/W5/x+7r/FsBB+HTl2woecPHbjzofcJiXrBr7hSTfLVN/grKbO5yHrHQowG7Ffc",
-	"reBUw5ciiS3ovZTLMC32We3CHGRrC0Apdrr9WgGp3SE/YXqrjqIfcq2/mqoX0s15hYJSRraa0HkUL9Xe",
-	"o+MsXpqaIeqms8gjScrQpSUHah6/kjfwEvmVHGs/VMSTRUZ+JSYDhKSLmJGnGNMA2YO/DvmvW1tb9v+q",
-	"mUP3aguMY0wxqidBm/xKdrsvSPBFy+wDVJB9YlGz1nlCdXNWKcRi36y2NTdQWrogyh9NK+f2HoE75ley",
-	"0+2WWtjp7hS/Ue9pHYLMc9j9X8lOv+/2hZEqA/IFttGAfDS33Kfb9adZqFgIuU/FuD4Yt2zqHPr57//9",
-	"/6q2hvx8ZgqGoE6LGFyG9wFbDwXDSGJIz0KMKLtjIqnTjRKl4hmgBzJaDnnweevaBjBtYSdBMWB1LOZM",
-	"40UHVf0CigNa55oW7ZfFWKVIDrnmr21fNVJScALSUrcg5u6ZWsY3KYiwmKfAF3Nfx7urpmPQujD3+rM7",
-	"Ej7kAeXLk0nwNID88eBpwEUW4AkwpxVsEToCol2E4UA8mJHqPsoyKB9unjf1isFsphPghhyzMyOuxQ0r",
-	"mCEoQiLSTNeNVOudA22thNvQdZLZ+MpqDENuRIo0ms4y7bbSI8tX0Dft694w21LtoQOuMeZxG34jQR9O",
-	"QxOMjBYfwKyybKJTvNLznTOnS5O8/OTJrroDh9w9anmYu1OII9NqCQhDdWU5GFblICOmqJsuOIp6qocu",
-	"9lC6Zi2aMmBPpHh24LK1cjH7nGBKsmHBLRzWQoILNxbTqbqyEEVcgu9O3xRvIy3YHOW1GAyRYBfRObPF",
-	"GQYk+OJWFfCJKSrgE6gp4BNbUsAHsWtAPnY6nU+3gU/CFA6nOo6qYbzJk/x+DhLc3QaxstfWdfBZ+gF/",
-	"MQDS+zoaCZ8rXTJqBoMhdzWYXrfrF4V20u/6JVEaHnKsQrvwTiHGDB5qKzEK6kYkVGY4F2ZhEyWUGYQY",
-	"vEDNPzB0tu4yiawuZUyfdDxEiuP5JhwSYrU/K0YT0zEboNzp8PKUSSg7Jd2Uc+nX+t2ln8dtxWJanZSv",
-	"FDuQApftAUgyD6vrVpCM3MJ9tnCLEmuf2BKTW7byJFBwQAqlAWsKAjY0X60LCN0UlTWjdOF8YYMZoiV0",
-	"qX6Sg9og6qq85/bcw5631H+7AFVaN7C/BPmpm0dGnzhzpaoB2et2bQgO3GSIfQ9/6qXziZzRFJkmjWOQ",
-	"mxYSYhwLBTf3sX5IlKnxgo6DzCySZKf/QkNInLIsXW4dKEYbkJYmchskzhopIpIkBeRgNQHQEwRp1TeG",
-	"bZwYha1YF2JwR4kGmZGIY7FeEyekWnMhDzWOHaRb6GwLTKnwc5EAMyg6xITia7DEi9O3koSRCYuw4fEL",
-	"HoNKSVAAsXH1Ztk0QaSRVmwgQln5zoQ5gyM01krSMllqOnYSfChKKSqFUvpDrr+yLCN/6iyacpotUpZ/",
-	"dYAhD8G+5dL7divvgxUAXhjyQM5of3fvZUD+QGbss+tIaKFN3ieljskfyNDrDD3yB5LSG9Af2u22Dj02",
-	"AWfa1neg1LiDD8dDbqlvsJKyipbXGXLP9+JozDhWYdCWsg+pSNKIZVRHy0VZvMKAdvDh2PM9dbrRZtbr",
-	"dDtdU+iCJpE38LY73c42FpKcgekTBH6aRFtqXbccq2wi6rDMTrirtoAOlc1yMI+IK35RNUDBrlEbIxWL",
-	"6azRdqXWutYG5b7ZaDXpELUHjVIXVFRYH3T6wMIAPlXdbMGthKILZgSRSDtLWzFD7Q+iS9E0SKT+LgcT",
-	"hFNJ0+U+GTnonngRNinijwnxOeTrYXzua0BSFAgh8M0RGR3dWZfka3eMoUfRNGJyyIF9Ig8xvHOntw3c",
-	"4MkTAHaXnSdPSJDDStmcB74uZgx1bZmBasLXUNdDDh+bTIhFOKFqPlUOkeeOKy3DcQ/5Cjzu1hog3O19",
-	"wlehcA95DVafG6roIkXDptGSBLDRBuDoHENryN3HK9DTaFBubucgIzFT143aUWKic6t9jWCLJ6ge38CZ",
-	"wn4TBgKI4YH6S63WkK+J/tTO0Z/MqULEOZlXImhARtSbE5W9lmtRaXeUdtHrkG9xfQAK1ph11KVqHW+I",
-	"cWL2LqzYfq7s4PKix0vpkQs+ZmSOpWBta+oOLcTWhvOIRzIDY26HvFJcFIMztPrHJiJlBi5iXy2UUWWK",
-	"gsuTJztKTTIOIuwnzzmVmbAIkNqWUKyaueeTdQtnDnm/k8sv1gs4UaI7LIlIgYEOyosCwZtq2KYmlnYc",
-	"Kr6VML6PLOkmkjh8NaUXYF815VIrtpZW7lpErUipuYrjGd6tbqYojlmotBMX3toMDXqKuL6/qGTS7CjQ",
-	"02HcdAmCS6ZYajGnrTPk2x1yLsgk4iERCygbrPkqK02vzklC6lPiYFD1Vb/2wWMQ5Cl9gbZGG32rWE2r",
-	"M+Q7halbqCRjz6Da8DJiaOmxepo9XaX0ZZlFcYxgHzjOyg02UQ84CAw5LlSrFhiqvc7lRgi2ywtwkbIG",
-	"y8EgW+4rVr0ZdiXuBmsz3u0UJGvMabSkxCS0mYvGoOjTCMgeSTJhGRTZHRXCnnFyYGGrZH+SVtIAHb9f",
-	"ZoY4rG9kI1g8eE0KcPAbocHjCUuolNXqxOA81XwNe4nUQSwWhdGg2K119ZO2jtbPtCOvQGofurEcg+x2",
-	"X3RK9DMpsE7C5eoiB35dkQPoZ9NCB0XUfRJljRUOyAHkKuM9SAgoSo13IWrpRkZXyxap5aZaCFfL3Rny",
-	"vQ5Zp3yPT/rd7qCpcsWAfMlLx/hKz7m9VfJF/iUeykjWV/7ZvM7OPglUx52U3sCKhbZiDi61ojtFNlup",
-	"j9NRcwFKyMaiRFiGyMkNzTMZwaVM8fib4ZCWrrFN/vv//n+IKZUNH95GIQVpFGpZK8VPLayejlFR4P5Y",
-	"ZKism9yizpA/65DVAJB2Xew9p5j+ZqiQlmKoDLlalvW0l4yZ2Y1ASFapZSV0lilB/l2koSZTMqexOn9W",
-	"U/DtFZEuDAxPxaDdMuIMcAQw4oemlAoqSGjKbvuuXRnvfsesbGDgXentG0luRIoF1Ie1sKRDzydDjdk4",
-	"5CXQRvyxodAM/nhewOKuhQAtvjPkQ6/pMdzEZoPCjKyf3hFXh167Qw5iKRRbG5CFdnHmOGkpoUNehE0r",
-	"GPj9/FkAmDEBGJUjUagvAnodLEf0N23LAklfyxSuT6ag20EXrr5Wh/BZtMHhvqGoZColXpu/85Hh9Sqg",
-	"WDSNiY7wbSmdyoTjaLwJXRY+1yJ9MqfpFYNbH2ehq9u3wRml9qj2KAYdJWb21VarMfsBPdYwPJJWxfA4",
-	"5HWWxzZ01+2b7qjrUQaLhVUnkphy8teFwBANm86DFiLrizkONR5pXnlLjxWwjnTYlc7XLVtCHFiZAnyR",
-	"C9onDeSDV5X4c0lIzSUXydTKuvvKc9DXCpjvleJTFtRd13xsgGuvrQRUhWLftGJNjilewl6uBw3f7hUB",
-	"wCuItRXI7jLW6e2t7xAdQbFWETxXsSJur8CiMrU+rRtnu3JOiN3VCE2rZpRfNra8Wz6pi1p7H04qE8be",
-	"UjeLvNYA5vMUZ9frd7f3trv93f7OXq+/u/O8NMVV03v+/PlzRZh8eu8YMo85Rq0Jsk2SeQfjGfGqWgd/",
-	"vVQQQr1cY3QsgDvVTVefhdWrifhMXgtxkMiH12+IPvnthxDiO5aC/L9U660PTce7DxUqRZVui2G7alHh",
-	"C5kILpEh9bvdDVlYHuCebzktbbVcKavt7rA8VtqgNGMzIF5p0wuGDOtSmXnbrpzdKsjXhR5M3Uq3UqV3",
-	"Q+dR2Pnu1fT9+/OLz+/Or7bf/228/f6Xn/vvZxeHB6+Ofj765YfeD3+76J++Hu+cXLw5/KF7+ub0l4PP",
-	"BwcvX3q2BqWRsyBnSzGmh7Z8+8mETkd8eolRS2oz3MxoJtXeuXULR1qiSYQ2MFUjYUHveWAgswFeLqVQ",
-	"a8mpQ36C27qo0aDoUqf5lMsEBH5z6VKncmlN4dK2Bu8uyuxEe+4LUn0OAR+04czsbLKdixvzfJWB0Yrg",
-	"2mKZowoWzIvrH1uztjUrgEZSx1quOrJ2xEHdMOrspsaW/+BJoX5TtXRSaeyZLW3v3DOL0GuavuU9T8vg",
-	"fvBev7R4ikU+BfmtiM+XMxElvIkJMk+Q5wqSHLlIpikNmfN7JsgVY4kLD5yvWBlqqbI2H3KR0enFdYah",
-	"fwLDyhU1/3R28l5T5cV9t+YB+YVyFlOi1ixTA1d6mVAfwZedUkmYzP7rP8mEjWc0pB2iFGtGFvNcgkxo",
-	"SknElWCQOjbWTo6ii9fg2lu4kOJSQ6s17NcrDda6tj95rw3ON7Rscd5Hw5tjMIy4zBgNkeC97bu34Qf0",
-	"V58L8ZamU8gS3Om/uPu9cyHeUb408dnqvV3kPavfMxFVCGUGb61xWN6L7FhtCwwixtdebHhv6/hAtxJL",
-	"fska8wNYHOov7vp6JA5W4yk6M4sN6y/LV4DbhdYTcToh8wa97V63v6cEFYS0ANac80Nd5Lusonq5096w",
-	"hwXXlwrgV7hZkNCkvY+0G9Y1w2P2J/ucvYlidpLW62u6BDBeyjUk28yusYnsq2eod1H17DnmpALEnY9x",
-	"mteRiHU4ozZ8PF3wSgqJX7ZZgKLvm+tCmyQabA8idQwPFftl0eLgWgvaqOE48p854nX12kgOf5cBmP5H",
-	"s/gSy/IUzGSO8K9rpJ1a4bhad9p1FBfNSE7JID2OEx4vTyw08UNtU1791tt4PykCVIKPvcFu94UicS0y",
-	"kyLRtC4Z+IMSVSFBBXxsxeX+RpYD/zDe09oTdbKvKSmO2T6Q+m46vryO2E3QGfIAQQEDIhlNxzPtewGX",
-	"gpFXwDUTVJPoA5JC3rGsgNvo6GMNBjXkOnwKZpHn7Pgk4uN4EWLssZCuC8/GPmAliRob0dtIZjov30Rr",
-	"QfiPCTMF5aGMVfo50/M0LqHyRAHtXD0LUasGimTg4TgK0ku5UHMl27MBqDdjaSNgU6UWcyVpE6Xzl7i3",
-	"TbhxaTfoWBzzlAUhEByBNesmmIOrVOQzB/LnPogDq8C0pN4jagu4mySSd2+S0hZpmFd12xYXcSWE43pw",
-	"lPVQl5VpizQjYxEv5rxprGB+erUsDNBiviB4jgGSd7FcNUyOXcAmXJsyJs6nNffsCQ7LTlMH0EShr7HQ",
-	"Fmnsm71okkZVjyZxFP8udt5U1i4/wE+h33ciZLrc/IEcr/PaBwwj1y/1ut21XgIh5NNDzDXwpBMzD3sK",
-	"7WEfGzBI+CKOi6hl20WQMidbjHRfDLrdQbdbg2U0sJVB6vG/tOJYQVIyljiDCbIa0G+czjsmNLFzI7ja",
-	"QCUwr34XobT6vRroLM+NEN8e7OziZCqgWPlzXdLrDnq9Qa+fH5IqqJ4LatXQR9F6fgcugtoGNrsBVtEk",
-	"P5haWyJTckdvfd2tAZyoTo2DSMkpnLACW3+grr+GcvZGpKMoDBlHtax/9xt6Xjlk9BvYaP9oat1akzTJ",
-	"h0YJcIVmJYvU52Q4krKVUj41CIo7/b7S72rDk091MIskENS+YT74KkEQ2Y0OJ8RopQBS9Yxg24h1Cc9D",
-	"SE/pcV6N7akFLSEHYZgyKdHLHguRjOj4yidJGl0rhWjICYkjfrUVizGNfXL47fuDcwyhYRmFZO+U8jw7",
-	"DdVKBDLU+T18isNEQuBIRYJhXPs2mqVl8bSRfWq404hP2xph2wT5Q6SZoepxGSdVDdhCpW4KyrpPgiTi",
-	"08AYBt0uMcWiRgZvmpJ/B074MeQWZWk0zrSepGMsayHIW4G9F54EbRNlpAOsTaP7NiW09K66N54Evs3D",
-	"puOsE80TkWaK9yYxy1gYtG3iHoaeZEI1kC6LyFmgPsgcAxdHMtdrjLdakSK+TR9TcmnHJHRom3YBo1Tj",
-	"LxmMKCASTRJGU5nDROmIKYRVgsx/sM+SKOuQ13lSGWwGfRIfKx8DBr/T7+MOD2wg2Dy3PmRCkFjwKRgE",
-	"8GwWH7DRLnUqFcJnFZWq+/rfG3HXEG/eSiDo+lxPAKlHFHa+L0SyokETqj41Sg4biQUPuO01VuRaHsLe",
-	"ZkQ2HtcVxF5HwHSy9uoETJRUf9NVK4mWqyRLHF1FkMSvN5cbczpsukFypemnGmnAqEY5NtrAezHpj3fY",
-	"M9obPQ+3J3vd8S7tsxejZ+HOpNd9vk33xn22O3oRPpvs0N54mz0f7YX9SZe+GD9ju6PtnufAlen9dO9d",
-	"6kDr1UimZzUzaUTU4+LmXwLr71dgNUCJtULrpjJrk3GzIuE0WjttiqURpUrHhnI0g0bcSnK+iTdzWuqU",
-	"JCgUUAYYrDzkcsmzGcuiMdzh6NvSeIl5jHJ5Ek+/ROHt04zJ9cyptWbKA0OHIqrmQ40N1rZQRmW3edYg",
-	"SunEW0ryksS64MUKtl21Xx0UfNKKeKMlOK9NgSQfDPUjkfnkRqRXk1jcGJ845m829iqZNgiVe+Tsplhx",
-	"KZIOD620V7xI9HN17ZbbNLWZYLwp5XLC0hTFS3eGd/Zp2lmrU7zpSCtlUsTX2PmY8jGLYxa2756f9gT7",
-	"1XKeJnu0QqmCBaeZQD9igqa44Rg9gqklGl63qTl9m64akA0+M7G9MtO1lOoahB8vTa+rmqXpldL7gHPV",
-	"NnUDqKx3NRArzbuhBfhtRRM0Hc+0vFP7vv292oaJ1UaViEwiHslZsaUGpQksVfe7/S1LQl7UHKB0VqP4",
-	"/tYX+z+bJanG2PBYdzJcZ3gBqy1UZ2hSp1TW1KuwySUyEwkU0xZ8zEgrwdAekrLMqL4kTEWS2ExrdWcO",
-	"efXSxDEEHUCgsnHihavf4kCxz+AHTV3QnVKKQN31+xq6qFFpH3Lx3iHl47TCe0vmZ/jWipi1giiewoqF",
-	"/xK3f7+nGnfhI4nbFSf3Ha4t3egxXhfJIqsvQ4joqzXQ+i1IpjIwCjzUeVHUCBj7xhSFebT1xmKNFgoW",
-	"Kf1cE+wzcgIAeKsNO5ADsG0GJZtmuwMAO5AqZkyBOpb1bkj+AQkK5gad9G9w+RHhomQUCYZco/Ov1AxQ",
-	"Lro3kxvyNbgclkp4PMNdyc6ziRXk6XX/QZYyXfXhsWPp77SUPZor9gGWsjUcrL8r/+r97GR6h9xxiRp1",
-	"4hHNW3cKuYWe/3Wf/n7vU2QSX9l8hZafHCiw0Xr1ulQ/1uZIuqPyCWc3TGZYI3kfgmgYz9IlpF2ayrNE",
-	"g3yRHmQQzCEiNGP7Q04JF3yr//mzTcdw4I4o2fn8GZ1j2vS1032u7pGd/gtAFbX1QA2MQa9LNAIcZCqH",
-	"GjKUDTkHlAwchk8WCUAxDmyd1b52keYN+GTbfKczSX2yo7/Z1d9In+yah3aHXH/ZIYFTLBTu3LySqa1z",
-	"Sqb0mjkVTSFz3SgaVyzJyDMS0qXENzW3mCxidXOGZLvr/IhxMGsY8ja5rId8M5WkGriY+w3vimCE2kfF",
-	"bRZJx3RarAOy6q6pjQHUtVxrYxwx8mWdeLEjrNbZVJOy290kxDFfT6fmXynAUV+CjbGNbg3aTaMbz8y7",
-	"K+IbNwpI2/19xKPZktb9uxyCvWflIr13PITik9cdPZ9sj/tsazfs0a2dybPR1ovxHtvq053wOetNtke7",
-	"z0pFgQe95zu24rMWpO40VaNE9OzZ816lLjM2USiw3Ffb2Kl5jEKFQ4/eeg7SAj2wn0eYfrerhqcJ4GXR",
-	"nIlFNljFvr2NSNStkKhhKQs0K1IM05ZWxMjt5iFy/U3ltUId5zvC4wqVygHx1r1i/yW//X7lt1NGw8ry",
-	"/ZZ2kNUyX6FkGkCGPsTgUhvP9y3jUI9FEgpeLlks/ob4PZhcEWX7OqGHXUdiIc0zkGKKNhRri82lVX/I",
-	"88B5bZr1QWTSri6bLKK6V9IoeAm5UB/aa1s0hvzr2G1PYQmKYtKZqSf3Fc0AGwXMfCUzwN8vYKZ8GXQH",
-	"3d/SMtBgFsDtjoeyEDuzM3rGeuELujfennSf93fZ81GP7oTPxt3J9ou9Ptulz8PeaGf8bNJl23QvfDHq",
-	"j3cnzxk8NOqOf7vYmffqiMOv+/+KkvnHuaZgyxWCQ21Ny0c0MWRMfqVbBsAaIJzGhr7oCBlUGVtuAQON",
-	"pmzDe11+/o3EQpT67tDXUxqxcMjj6IoRypfY5j6hDmDFwAV1hS1vQd/+umALADkLEGZCaXO8pmrnEGEp",
-	"wnaHHEJJObQNyEWcmSQ+V4rY3BY/5CtuLn/FvQXpvtI6FOqusXNW1vUf0fmoGtcLaeuNGriY3gNZm1OP",
-	"tQ6XQS2cqab6L/71e+VfNpdbZiTBYqz3ZVsZTZItAD3cEnzLJE43ounDSYWsjtEivvILEJIOqt54JiRU",
-	"ikHobJEiLjppUResu4C/HQGG/ESkc4n4elhnEpJCtIEGi+CQiLd9i14M9VbEhGiYcxkArgHlhI4hQ64M",
-	"bwCI2nmFAz+vDfCi3XFbEXEoialXAxZdELQRRh2FbGgwXUJNTcT5GfKApgwT36UDuMMcy6bFZkenawDs",
-	"SAYkY3EsC6jM+CT+rrGeh/w6ktEoZnkNREP0DlE6tGbJuQUaa6zBZ4Dmx88Gw9gFljekQuhJU1TRkC2C",
-	"olMkjCYTlubAsJqzS6RlZ9pxcr3nYgQwthHPZki4NuQvKCFV6xd29pFEuxvglBAbYGpqApUxGmuzHHDz",
-	"whY94YcWA+De3tJ8KW1CJZhbfE9vE3XgyvBm8Lmr/+d9Wps/u6P/WsBjheBSpLzRYOqx2nCelR9u/fx1",
-	"TRh4X8flF16ypMixutQd1zcVZA2A/L1l9iLhmm42dTa0cKFOBXb+oDvu93dz5IURV4aIA181fMaswoxe",
-	"M4RnqKDB6JvFKbvYeLmUIDHwcsEgx6040tJw/cViag1r/FhRYEmWDQGu+T0umiHPbxoXlNfh/8/aiEDl",
-	"tF65ePwKjDcXWTSxPHTIAXfCqYWEIzQFdFk88Z2icxq8DYtBSRJlq9gatvc2ktlDeBowsE3P1hmL2Tgz",
-	"EDlfiyE1sCC0URxwSs7E4m9UfQU0xy+BF5k3+70X6q3d3d3d/M1X6YIL8jaa0woLMgWuH8x78rVp5kB2",
-	"hxcryqib+5+RDb01JbfHDl3cs/0YrAez85qZDvwuiyyl1cAftkE+hIA4kNuAz2B+sq0h44pTyUxwxRBQ",
-	"QKoIjFaUBO255f5E/qDapeZvXaSnQw6MtEVjqMhMNCSYG0pmp2FQ04FNnWtzsPO7SaUxrG1AoEp8lOna",
-	"yoXMGaDmX1MQdFewKCT3A7hTPcKrPshnFGIZGJ17Gx9QGNnXF6u+rONi1DJk/VxxPaxYVZ36GsbZgrX1",
-	"0Lks8yzFh3C7lSyu1Nc/p4RlkvCs+PKoXC2P8K/nahiULO8nKJE75aRdwCx4cpymDAr3jWL25MnALeXj",
-	"JEEZBC4qpRhHFOunuWWFaF4fUkJoCYhbcpUkhPP7nyUE1Z7Xr59vUO3sn/LA2jD+Rz2nYDq4Q+0B9ET5",
-	"MF3HMWTfQ+15fi+1xxV0YJ5oNMqEkkkIlaXShQhEXYaG1AYyDO8zdeMCg62sf8VKOUpIGvICnjKyCwlV",
-	"+kEgi+QlPFA1pSl+VJB8BF8lx8Ci/A9WtAyFje3HEK5oC6qtU2A8xguZibkSL7fIj8cfMLoxi8ZRQnkm",
-	"jaN65zkEYNnejA3NdufajoqS0FZv74X+n1cvBdV1uFdW8LT17oECj90PzZKPPsf/Uu0Kqt3UUuWRWWss",
-	"pmKxypqkpI8SWzXCyX1NSEXJqNaFsFflpSkbizQkMqNLqaENAuSrL01hXaN30SmN+F3aF3krplBCWcOp",
-	"5j25UeKWcxfUwGaO9xbp+cia2+9fwtJ0wrl/taROvfE0EPs/JUcQ01LZrcVjmJbxTDSzgbMM6kerA4bF",
-	"pZ0RmKpWM8FZISyP2ud/OEUTTIuSD++/VVINJQBOd3H6tu2jvVdt0msaM57Z18ZuTYi5gDKR2YwtCZZC",
-	"bTQw9avcA+ByFXsa8jJ/GhBaKnwMlTBvhMuqOiQQUturRqm4kSxFm1WhqiTSYCFZOuTUwYnWbcYRv2Ih",
-	"Cdl1NGY+mLL1uSIBFi8wXRzOUjHXkINnY12u21JRpFCRDbt0aNU2Tj4chy4k7BaO3dcpJorF+YTKKyx8",
-	"OeQ6xLFDDuQV4O4LrMkQsgqbN+zR2M42ZZE/4F57AIvUCwBNKjrlpiAhvYGnSbkx18SB/Sa2LThsXv/N",
-	"s++3Xvzw53eQk2IWqWqL2lnD3GVOMPQxgHKrTxM+3R9RyfZ2/OjHVyenN93vv52Kg4ODg/dnF7Oji6n6",
-	"80j959Xhwc/q38mb8dmf1B+vL+KjH3483enP31/94d2LH17fHLyeTb89+OmX0xf0Bl750+nF7lF69afp",
-	"dPryZdFUZnbqVMfwPthSZpamMdzG5Ri213/KG8LETVfZ7yPcE2gxbb4nMO3wq1nMdtqdITe59CwzoeFY",
-	"+Tng7AaVZPcndE+Tn5RqDEg5CJNu4i18rAIOkRGx9UVAJr5tzmjxmOtfLnXa4ezme7Y0MXXfs2XQ3ifU",
-	"GU7JyWCC5Ia8ycnwBpEEAOJU9anumZhNMrLgGuxnBXvV6eFf33dAWmf/9f8J8oEuYtFWD+B83Vd1jMNm",
-	"Zx0n8HdzMXQhar2nU8Prea72qN7lYihT6N7+hoemem/ib3iM5O5/VN55yrDaRamuLR46qMKvQ3JWcNJK",
-	"gZcKf/AG3vfFqsNoudMHyKDHrVsuRa3s/cukFMtEl50sslHG7kG14phAIumQ52HXwK0MtnCHrKieoqHv",
-	"tCu2dcWW7X2j0wdQFM1aG1k45C1Me4Vs7TCS9hfS0smubXfg+yTIj7eWqvPzh7I7AIDTNKVLOeTBR6mU",
-	"HJjipwAirOEqa0GSkIyu2T5qLXl9jSyaK1JeY01tmpGbmYgZCekSkYgN+jXQiLgkwtjC3e4LEnzRR3qA",
-	"YXs+sdWvV6RG45pvXszF2ddmCUwAl5sWLRUL+4eq85LvBmcP1NV5yR9cVetFc/bNk6HfojK0dqWXr1by",
-	"RN1Yfj6Ppoonj1bh5Iotfa0KNhU4+X1WNLn7OfRChwfZqboG1nkDRZj8ja9ZNeW+MkwpTAIdFhtFSWwP",
-	"dp8PdnpAkNph9LqktzfY6SJ6jhrGC98NMcPgNAgxaxClFkki0qxpEG7765Yk6W8qNK2TZ+3wnH9eP0Wd",
-	"+PAQlVOXSjDoZfeWcEwDg0rsOwZNLOrKk8sOuZAMFVYK0Iw1xd0mIs2rV5jqd1um+p18OhHpli3SpVVL",
-	"SYK8CHfRZesjHktg6+hp/3UHB1H9wQ4id3LUjGKRxIKGW6qTLUDLUTp0uSlEhF7EMbRn6QNSjRKV1BVt",
-	"yLSWbLPT75Pgi75AfAKADXKFTIPkPTSLvQ7Kix2lQXkBo2gLUk32fCIZI4Fu8HyZsGOoydxQA02vqmqh",
-	"XADtDh6RN99YD03XQYPh1RZDwywQHPg/cAEvh4hKcCnUjyxTuCFrvAvgcc9t1rh6stcvXF7qf91ut5ev",
-	"ni3su0XOMpEq8ae8v8FsrDmYc3y8gdfr9l9sP995trsHf+k+d3wPjOiXKB6bR188f7a3u7Pdh7/Uetfc",
-	"S8UpwOVYJMwKojRBzWxwode6+CvUwASTu6/2x79VCwd9vcu1UE7wgeDK62RH/qCYQ11u5O/xfnbJefcd",
-	"XaKlez+br9bKd9SpKA+/nAsxjK0818NClr5a2vpEFnzVfWvIDfAqRJBni5RDBLlS0gNCw1CSlGFxYVlo",
-	"rdg1eDF12fhTgzff2mn7Q35oIOdJa7ftk7OEzklrrw3Cwys1zpC0nrWhf/Z5HC9CFg5IgNgi7BKd1ToG",
-	"C4Zjm1cN2Mb9IQ/kTNxc0ji+xIEwaeFZHchpHCP0JAE2D4QGDUcUhcHT/G8ZEAmhAIR9puPM1LAC5Fhi",
-	"+iAtcc3SNAqNZdwQyHaB1oxzOtWVROWABGrbYA+RJBRNKZgej6REWLxsBhXW6ZRcRQCEB1mmlKPVBbYD",
-	"nZIolAMQsWDxz+lUBqSlOnDCgNQvbZ8EWTS+Yg3P2OXEtQnG6dycCHhhyOta/UaSw9N3xNwOTG06nJ4V",
-	"UwIi6VKSmbhB//NYzEcRZwNdEe7PB+9fY02t8kAgh/bJE6jT9eSJqQeW0akPbtU4RrrsYzMnpytbcd0l",
-	"T57kTmXTpsRG+RIaxTZhZC29om1o/ckTWASzKIgj/OQJiiVzmqkFKjnEo0wW+zFOeRg9FEVDiuDaH7x/",
-	"TVqQwuo41J3VhQdcX7td07YtP2Zl8lIdfr0DSaDEC/zuch7xSw2YqC197o/0s/NjksRLHRkUlG7fl9v4",
-	"8hVjSZk5QOpZyuY0AowLbBqygC16YyQN9Jia0kgsgDItagK49fjh/gVs6G776wjSQOZmQXoj0bK/mSHl",
-	"NzZuKcFEEwYNW811fRc8ZTS8NKmYlkM+tgGsOKTmUr/ueHySD6eBimGUol7qkzGVbCviknEZQWJ+Kzg4",
-	"Owx8Erw+wn+pHKOXVTUUtDtELyZRD6xciXfoJa5bC/WusxoH8El/SeXYQwmuSk5FTfXS1jVNoXRR5e23",
-	"4oalB9AE/Pka2lm1DGqYdiEOzg7VZKExELbX1GQ+enm1HyMfnySMsxDjR9RUckJEGZvLu2Vb9+ydaqlD",
-	"7ShNE7j1YDdGf12wY2wTPHlVETh3Tqh9ZkUYdatq0WJgA8HVqivGrP6VEPmn/lpIBv/WzU5dniu4bN2d",
-	"ercohi4tlMCa9pnikV792v6k7g6rHJMiAfRMfX0B4Sx9iLXySe36VY+S6xARvDp84xK5YktTxNJNQDY/",
-	"q2sg/v2Vwd+k6qS9ir3Bx23/uTq19g5GiLe1FTr1Cg7Wa9rFWi7MpT1ADjACyD5YamA3mtvMLVmGF3pJ",
-	"HmuivpFKG3YYCB+q/9IucwVXhzi+I5nAMEoCpfYdwj2Ahpw6R9V34sYVl43saMTGl/XiHpZ2zYWufS0f",
-	"viRRhsgsjoy2XxH0XpIaIe/+Il5Fvlu5AHadGu6Sg/evnavkz/jxzyenng8/rXslwxLke8asqWrPJ38+",
-	"OVVnVbVXXZIT7TJ0RDxjQ0TG0oiTDL+WLYTziEdzNZmeHbneD42YydBOvTGw2ddpAmtFdfg5VszqCejn",
-	"LvGpezg4f9IdYQNrOzpP6oesaY4qrdFDtaJbo4Y2rYoVn9a3QuUjOYO3m823+Pudhttnm0kfPb/vb99L",
-	"xKgdeEHAuFOasKp/Lkw8AvWbuK4loGy83Q37rNCz9hzoIRsmabaPsav4jlEFrTWOpSYTonkmZfPLfdDQ",
-	"Z+IG66EbGq97RPTkaCxFPkOtPJbMZPUWpMZ5FU1R95jUsd4jejQPOPSGzY5dn8j/CJfNvabuk9ES5UoQ",
-	"x69pvGDwZME4cScR6Chm6F24BxXeq6ZW0wEAxIAWJfWXzUcsDFkIjh4sb0qTxCeO78cnyUxk4hLS1uNL",
-	"zrIbkV75RH9WfTE+1ZG4+ccNaMrKZm3nalGifMvgftyxk9CqUCu37+2sKZOYjaP6bZLd93ZWRzat2jvF",
-	"iTbOqOKsfqC8clgi8LqCy0+YrlwxtPlEj8ExqmlLmlnTokbaaLaotQKWl1HPdmen6+eT7647+ZPJ2OjF",
-	"89zi18gTuoonqL42oweO8jHpkRs+vx496OcH0aNmq9tKw+A+iGReXJi0lLbfeIzVjw/f6ReSPaZcrs6/",
-	"OyN1iOyE7hLS1YweIKKr1zeVPlZOxVkKxAaVNyxlIVmyxqlwJaJdor8yBNtnXil603m9V20R25YzmkcQ",
-	"SEQaTSNOWiCCnMCHldKHRmAwRxlf30QOMX00s9yCK9QM8C5hZOe3iWjcyNBqIwt6nu+EGRQtrKto9Zpm",
-	"THe8UrVpiuEWKfyxlUVzcNWYiG7fmPggkts41KjMbCX31gYh302xxBU3RW3gsNsrzeo1JXd6dnZ3xkYj",
-	"+m1h21ciowVnW5nYEpw1KhEaa+Q+6oPUY1j3nGrjp16c+SJjIZnEdNo0NnjiHgN7By3fb1RJBPrkqmHh",
-	"I/cY1wds+34DE2AEh4GRllucH5h2xdioHm/cu9jWPWaAlvhHvH0wqAC8ZhbmqnHUPF5e4rP3Gbrq3PRU",
-	"P/7fVRBdVdaHiDnj3VIdz2kUewOPctqRYvE3+n859UV0PNlzKA5WhQiFKLga3OL64L3t7nn3xaDXH3S7",
-	"W93tPFptd3e77+cspAavxgEqLTNMNzTtvNcbdHuDnR3bPJ79UuC4OwO9h80T+U0N4Wy10/PN0dVh8TZ+",
-	"DtvSEjauaV3a9nZ1mOpN05yV8a18PujtbD+/df3SamkLTutBvzFer9zbqqi9fh6019sgaM91bK4ZEZ8f",
-	"3n+OiL26aDuHCMVQeOf7deLtWBhlOYtqyr4+ZUlMx9qAm7HPGvkMcohNpSQMadeAY5GeuBU8opC0lMqC",
-	"1bRw05MobHfICeCGWYBBDAzXic0IeQ0Y9NgeBKa3dCETTHp2W2wDAP6IETUtFnaIzvOApKwhL6UkEm1R",
-	"Kn0Ftk9jf8JvTdTgPplEalZ0PGZJRvmYkZAljIdS35FDbifXStnYoQ/ePRo/RA1PkSpJRUKnEMWogT5S",
-	"No6SCGu/AwAIlXoybeM4G3KZiRRtt+pWUA3p87vv1nxRl3KA72K0nw2BcjMv0SwcQwED9TCgsMwFn5Ib",
-	"Dccx9Pg6eP9Db2ARPAqU+EaSlE0WksZqsdVyll9F2YHGMdQYEOkNTcOcJKad/RyW23w15NCyEr2diUcS",
-	"i8yoiz3KVO9UancvF9kM4Byw6j5QBJMlbXLkIAcTUDs9IPNISqiWM/SOQze5duj5ZIi+/8K3bZtqCVr6",
-	"RCx46NstDuvCBTFbGiJ9DCFsBRyJG9csCRRl0FQsb/q6gK2jMMoM3tEDEfJedHfUra9o4Q28n8UixdIU",
-	"MA85i5KEhaSVpXQM+C6vTnv97Z3dvWfPX7Q766foOwP+mgn6dTLNM7+idOeSBZ4fW0QuZ0PewNs+etU9",
-	"3NnuHfb3Dnoventvdg9sOhoSzcgaVqzq3ZeQK65onePfwcf/shnNWbgCFkv/ZLjpP1oC2nrbQqI5D874",
-	"OazNF+e6facPP4SCe74HjpRyLagiA4ALm4sjvVfUeXRbfC8ysmQZabzE6nt518g9MICEcu0R0DtWDcK0",
-	"eApMsjQO/eWq3kOW0Qhj8E1tReAsWI3Nvds0qF3pksh9UkUAinNXCEj1ODJ9L+JGXG8Ha6KYrITqBtar",
-	"J1JbrxMWsoZBq2eMLabAmlcw3pJopkhjpCIQkuaWAxsB7Z2Bb1gnUXF14l9jZsS5edrYnSrXbW3OYQtM",
-	"fTbrsJwl2ca8RTrkZjTfSJPF6CQQmh+hSTcHUSPlaLxH9PXoTVMvEAx5fp33u10NzGie1NCMsPcpJ1hM",
-	"T0kxcKX/SNNIbUNJIi6jEP14sHdgYTClIxEyQjAJ0gq+fOnd3gY+Cb586cMfkwgSM0ZLElzr1i7RiwpA",
-	"EVhGJIQ3oebxpfpcfhOeuay8j2LaRKRzFJcm0WcD1YECNtIQ0IENSjs5IN8dHbw+OnXmAiTRzRy/O/j2",
-	"yCc/Hr8+OoGw1ZPDi3dH789JRq+YJJCfqY3QM0bVUsFXl4s0DjBeHE6RHJCdbrd+hziCUI3brigCAQAE",
-	"Lq42Je+Tne42Liz4D2I6vkJlobp75OV1xG4CkrAUOhVcvb1T2D2ryty65RYa69wqTeqD7tmemTci1cro",
-	"XZmix2GTk/jOk+RCYigxYW1Pa1Ea+i08rwA8o3td/XLhBnywHcucczNTuzPQlkUzNhXAdC/Oj98en//s",
-	"+d6MysvRIsuU6mtgk0NvsA1FePl0gSNPsstXp24Ey7WIxuwS9E0bv+8NvIMPH05Pfjx67d6H+Q0Eo8CT",
-	"5w08c9Y8S3s8qmCP1PLeSfxf/0mAy/iEkgnNFikloSAJC6NQEGA7hMnsv/5T3S88o528tVcnr39223or",
-	"fqHk6LMiicifenNycq77tGT4aN/5kaW6r/yNi9O3lTLBciaSQpVgkFHlUxg6LKwZ1MX5+cn7M20TWo++",
-	"t7cbhP/qFQeU75q7vXLN2eOHl0H9faHhJ+01kwPymifbWs59AHjt6rOxoXBTN/eV7LnCeX/rOqHdncci",
-	"nZXOHoVq52veHpUi6X93ex8YNxJ1TSpB2d34NcKTI27aM9JsC+x2V8mbFYiHVQiN6lGpmFuExS9HDJEJ",
-	"qcxFGpQ9tDhSxPRVz4iUpkuSLEZxNCYXp29VMwmVEqEyKoJLScKsx7GIylKGi35RJOGQWyayShC2ZY7X",
-	"lV5AvjoAo6FawGXC5IAEiKX6S8KmSvC0yKr5hxs2SgLSAtFOU0764MMVMiO75N2rtk8C1bl4Ok92An/I",
-	"9aftaaLeRGmw8mZvT7/qHswknASkZcXG6kvdrnoLDJhDjvGLEqRLntcahaXXJx8KxjqJAep3vfxaZjVZ",
-	"mlbezQxEnc6kbOnKk0bzUittkeK0LVXtkkjmu2eQDySSpmaKTTpQT4eRUgwmujsuMpBIEWgYu9D5ls/6",
-	"ZCYWqSQtF+oYUh5MLDMN44iz9j4RfKy3e96MHQgq7UNunnfkbajGoQONS5ZIn0B978rEUbPGI4QGUwzy",
-	"LJh1IUJ4t/tiyNXvgB2YH3+d7Km0dKMIm8Zle2BvkvrzJFLA3mOBTxZcGgM7bgkf5yuudX3cOJpHmckC",
-	"UQ90rBxvDQCmmMo6LHnIDU8mO73tXGXSFk4yEiHAHMIAcMfWif7Iq84YD98BU1tlIp0v4ixKaJop5Xu+",
-	"ZSA+nftLTdkbeK1RxBX3+vD6jTkC7RqIDLAD7qx9n5WG+lugl9a7HnetpfEvng9zLop4WzvP+73tThJO",
-	"KjLllGbshi4LYiVs36fZPHm6N+mN+/QF29oePQu3dsa7u1svaJdt9cPnk97o2XiH9bpPq53cbkhCpte6",
-	"Dv4f/Cn7lkFEkqCxaMGzKC7gnJMFj5mUpZP+jyNhfSifuscXse51sAuy1k5vDYp8oEu1rOdCvKUpRI79",
-	"3o3MIxqeg+7kmmEvchZKdKB9jfX3jeKqNkR+otMHrPzgEys9mD+V7OATKxuYP5VgoFagdPPDadJs/00U",
-	"s7LJGtj6iqGVzd+ZWZVCOyeN10J908dzW3OuLtxdCUBfw1qsTcSL0spAmM4dt1tJeEfO40i2rvi7kZzu",
-	"2oVTdi2uilDATW57RHexZvrRMvfMR6FOj9ntdkkUSi1OOc5jwZlTpT5JxZhJyNLRkBFDHnzBFCyfvMuF",
-	"Fg1Ugb4tMSFBFEr0Pf9K5FgkjPyq7scQjK/kV1Pz+9ch/3Vra8v+Xz0ezJmbe/orRDn/air2JLOljMY0",
-	"jpdWzNN9S5ZeR2O2n/MitX/Uo4bN5352mUVxTCTTIp2Rh7B/GscB+bXgLViyjOAKhPuuKdsJLhBpTVTB",
-	"r+YtJVEXBKBWaUAMcO71lLacvqOxkjTNF3OaqtZMq8Wp14/fxFWYd/Jf6gmoWhnyAFGCUO966SSTFdGD",
-	"ICYBpVI8JhOXoB1yBmuPQwJ65cdrItIhx7wdYhN1QGaHFJ8t/GlLp/gUURbDSNJRjI2UwjbUzyOR5U1a",
-	"/U4qLUFI3N9KHdDbPsD9bKxFOt2H6RCCpvgF384KpO368IUaGR2jLmAxSmEXtW4bc48O1U5jaSHcglSj",
-	"LaBYgHFdAYPW1KaycZ55K0OuwyYiXZhFr+M3EnlCnsdtQ3xktZZAfXSFrDNWQSCyTwJgEQGWM0Q+D1xA",
-	"aR2KyOCQ07Yt4GMTGsWLlA35zUztOkPNOrH/FLa99cE9KDBC8W308qv/boPBOz8lNigQZuMNPBrH6wtY",
-	"xXF+PZH/4xfjkHQczIY3wHG6ZulScHU9n+mLCLutezGXJPOngQq3m2cjIwVMWYG7s5BPuL25au+q/8mx",
-	"CyMaHoeyKGlBSjQesQbRKpSFOgFQ5Dd3/xhC+6r1M9zDRan1iosbjvd5fQ/I7k2bCHACp+DxBDaDcBXx",
-	"ZJGhk7/IFEiJJ1SqMqhdBkkcWF52nrOGzT32csnHNIk6Szpf4ZyfMTKjPNy6SaMsY5wcqNfUrbDd6eY3",
-	"A740UhwSU9Fv2GgmxJX6xDMfBE5roWP8msUiYT5JUCeC1ZTRlNNskbJ9uM3BiJaxrYlIt9Qf6hb4+eDd",
-	"W4xUaIVsHFO1EQK0zQ0IWjMwUanIRr9lmRn1az1gbyNGZCiU1wUwxBsoMnS6Qx7xiRgMOSFZlMVsQA7V",
-	"FYRroYjyLVoUimQBvDgoeC34gPSwoUKcvvXY4eS8Su5tvUZr18isj95IbLxIo2zpDT5+crdV7StGHCqO",
-	"2NloJ4bG0vsEG2rGaJzN/ta4lQ50ZR8IjoB9rm9wxfrgcC84B7v4a6OAgzlVh6wyPlaCD4QEPAWx8G/1",
-	"a/2dHsdDzUvWtSqu1r8KsfMVpgYzWRpH12z1uryNrhlnciXRRcL45of4JGG8WM7kIUeOSIEiVyZELNH/",
-	"AdB/ywyE7VQspjMScZkxCkEICU2lxtic16+hHuBjHVdNJTyt22ufVijK+nWOaHkF7jqhkay8smpb4Plo",
-	"3BB4BFlRdxpTjtvAWKcluiZCmtERlcyW5mopdn3Kwkj62EpwevT6+Ozy4vRtgA6RrN1RkvR2LqhLOmdE",
-	"zmjC8sLf+ySAAy41qujNLBrP8tO+RK3Lxuh1yFt1V4xoTPlYjUPOxCIOIbw8IalYQJxfJkCLgN2gg/Nt",
-	"RbHtOiH7W5adIrUeHKwLkzGWaUWynHnch5eoYQHEVt0mgjFrT+/2I4zTIXRhwOXvHz7y9yIjsD/3i9hb",
-	"yOwnkLGy+jjkzTcdgeLLX7wRoylLDxbZTLUFAr7a6fXVgmaMaA8AbiB4VKIXK09DyEhQ4L5BVWH+RpLg",
-	"i6Lv5SKNbwNdKEo9kdBsBnBPqY6KC57SJAI0N3RFPMXQFZxcxXW9ulTVwNY7HC1NyUMDwGnAN30tQkKp",
-	"GrHIfAP3Jn1TYxvyD7AkFe4Y0rJON0yxfmGEBHfS7Q4pyrlg1dBgccaRt2bdJ/J+nUwOX8PS4mAxWDKv",
-	"bqQtRElMM8Wrv/n/KbualQhiGPwqc1yhgix6EE/iQ3gSRrdBizIDbee47y5Nmp/ZBlzPgWn32/IlTZMv",
-	"yE+NKrBrkqfPm5kcjvIoPdjz+iZzdph7T+JM7S7GYBoW5xtJAQVtWlmiBvoOZHn7ARcuhUf3L1H/uPmX",
-	"P4TFL6oC+0RxVhfGH9VnmBn58B1ypoVrXP752jIQys+4mWe828ure4ElFilquL6mQfes6WsHrt0sDS2W",
-	"PPxnZor0PqU8pbiDi+WIHU2GraJYsoTcZfsQO3UMJbz5JVJEXD/DVKHQaSlwylCnvFb8Jy7g4bKr/uUO",
-	"TnAMxBKuiYiDMluDkdjE4t2ix+ZFIGKKQ5zuk5S281kn93x/PIaBJx7uHg14r301T1sS4+6AjoW+IOm+",
-	"99NXWuC2WZBFmKhKo5eprt84cRAiSbXyJA11J+e3828AAAD//w==",
+	"7P37chs5li8KvwqCMxNFulMUSUm+UOHoT5bkKnXZlkuXqq4peishJkhmKwmwE0nJbLci5q/vAU7sFzix",
+	"I/aLzJvMk5zAWgASmYnkRZKraqa7Irotkpm4LAAL6/pbXxpDMZ0JzngmG/0vjQmjEUvhzzOWpYuDUcZS",
+	"9SlicpjGsywWvNFvnLOh4JEkmSB3NM7INRuJlJFUvRLzcbsRNNhnOp0lrNHf6QSNlP11HqcsavSzdM6C",
+	"hhxO2JSqdqcxj6fzaaPfDRrZYsYa/UbMMzZmaeP+/j5ozGhKpyzTYzpMGc1YdJCdUT5m6puh4BnjmfqT",
+	"zmZJPKRqiNt/kWqcX/JR/NLodXrPt7rdrU63EdgPvV7jkzucf03ZqNFv/Mt2TpZt/FVuH9GMYb8wsiJF",
+	"/nR++oHQNKULEv4iM5pmAWE8+hQSMSIRzZgkzfDnn3/+eev9+62jo7BFRArfb2XxlMmAxHyYzGV8ywIi",
+	"OMkmjAzVZGP1IZ4y0qTwOLmLs4mYZ/jlUNyyVJJsQjNyNxEJIxFdtBT5YzWov85ZumgEDU6nirBDpN4V",
+	"zRpB4/NWzG9pEkdbUyYlVdQ05CU0I9O5VMtKKHFm5k7MzqtxHzRO04il70XEjtiIzpPsQA49m0akGYni",
+	"lA3VF3WDFKapxrrrYjtXI/FNyz5gZ3Vwfqjof3R8fqhe+khxMxXHq74lfD69ZmlARqmYkm7doGeqAXe8",
+	"EdIBtvWyLe4fMPRsV4AT/TgZw/qkar25Gj/765wm6hB2YRYsVS/qJeh2OtUpnWRsKsmMpUSNOCBd9fJe",
+	"p1M7L2yyZmqdTtCY0s84uT34tPlU9Vh800Wa6yFWZ9j72hPs/bbz2/va89v7ted3Hk/nCc1Eeig4RzZw",
+	"EnkmGSnmAizQPle4Ul7oyc5oNsnnGkeNh940/rmdRJ5ZAes0vRQfjiWx3d8HjctZ9NSXFent9Pde9fde",
+	"/X5vrYTKbGsOU3+yiwubW3JxaVJvfnH9xK4nQtws34V3+BCR82v7QGE/9rr/DTbkvRqLnAkuGcpSYjqj",
+	"fHE4oZyz5M1cxpxJeZymIt1kr35pOPIDNkm4yMhIzLmav5wPh0zKRn9EE8nu1922xfF4tq55gDD1BLmb",
+	"xAkjSSyzmI/JECcl24qSObN54CSBXHF0mn7PFupPOZ9Oabpo9BsfWJxNWEriiHCRkhumNu0tTeYlwqi9",
+	"BD8XlqRCnPugwUX2FihX6OeS33Bxxx1+6O8nn+qyNcBu3onxmJX6OWdSmpd1XzDO5V3FEl5IoEESc0+P",
+	"T7fuJ3gqSMxn80xR9bqwEfpkGkup9oBIyZQmI5FOWURGMUuiwKFfTh/SFKk66ZQLWMshbuJWoGU/QpOU",
+	"0WhBYk7mklUasdOGhszD9ttWoHZjtkVnMzKicTJPGezKtyK9jqOI8YcetotJLAm1KzDndJ5NRBr/jUXQ",
+	"wXr0fq/b81D6YsLUhFOS0OGNBE44YymQF3h9LImYsRR1FL2p8cSd8IylnCaPYiamESJZestSXN6nmdkl",
+	"Z59nsLfNkuyjuEHnkili4uoFhDPVs2Q8g44/iOxEDXTKeIZH58ELN6Qzeh0ncbYwx4dxep3gRgLaXs/j",
+	"ZJOVLA2uZkGdfksreM0Swceg068c0Ue6SASNLoR4R9PNZJsiJRhsHKbuNBEtyJTi5XHNirpOt9Mh7988",
+	"2a4u9KmWW01Cd6X2AePRTMQ8I3Q4ZLNMkiYOoLWvRjdR3OWOSiIzkTLg7HaH/KAElx8Vg4Lpv6VxsulG",
+	"gX0OV44R3vu/bCBmf7oPGg8Uz9ejbT67Wh59QECAI9Z4QyYUGchdKviYKGlHkQ2ulTYJccohmYgkwuf0",
+	"DIyqo5sBEl8I8Z7yxRmuoXzw3hOCqHbIQZax6SyTT8NazpSom8TTOCPs85CxiEX7aBcjdIT72RgV1KUj",
+	"tSEt5iQEg9sWWNxCJV6WbXFb1hjnG5t+etsx28HwLuFeYDxTVHk40yo1swGxygPwnUlxw7i5uJVSAVd8",
+	"QNjnWaxPWMpuxY3uVwvtj5HmolgCbyuKPxeKKQhOKDG/F2R+vyCkR6P4iHmr/QDRbv2OrOTS/qqC1rkz",
+	"IEda8gpLgfo6U9Qb4YLV0tBdwIfzSVjDaxpdpkmJmmmSS30uGXOuOlfv/IJPWl0RZcpJls3UTNS/klye",
+	"vStx0/XeUaTUe/kDKIIFjYFOmdnp/vGh8vgLPumqC8WxVH7eYO3XYOEFMbtPQjWq0JWtlbBgr+e9jhJy",
+	"UzrMWCoDEs7TpPCw2j6UA422LaFg09CykK6+LN0eq28IeLPdyCkAlDy4pXGituDxrZr+GZNg9vrSmKVK",
+	"7MlizQtoBhSLMzaVnp9dunwxmrrMUrWC90GD3er9Wvrl3tX9f9GPFcn8ySr+4vovbJip5vQXYLcAJmsO",
+	"+JcG4/Npo/9Lls5Z/ua1EAmjvNKfeS/A+fm6qjDQ4hbY67xCCUmMyJRyOgbR0gpHkjRzTUgGxkoiA8MU",
+	"rBbe6huWrrU298UW7oKiFqc4W3EV7Mb3rECVRMAMN6GRad5HJm0huVjMmM9OpH8GoaZPuuQ1YdNrFkUs",
+	"AsUvID3ymsy5GI3iYUwT+JIobbAZqj/pbBa2ArJDXhPfI2I0vHIe2yWvyWwiMrElhXp0i7PsTqQ39jgE",
+	"ZI+8JvgjfMnUMQ3Ic/KaXIss/woMWEitbtALdoLdYC94/sl13FXMUkHj85Z6Z+uWpoohSEXEYz3bwwmY",
+	"5y7tTA9x2I2gcVr55qOawzmM8gPOoBE08PN7M8JG0Hgjsvzjp+JaGN5aXA1gi8Z67KxMQKY0G4LoHhYW",
+	"NOzb9QJCk2ZXq+ywAL1WQJw1IM2dVoArcIVEvjIr0NxtBZrwV5bKpLnXChTh3a+etxziNwq9N4LG0BLJ",
+	"6VedB0+nSgAo9dgIGoXuGu6SlposnqR1Vtdd0+GTLCe0UFnGA14+MmBAKfoDihzC8W6uEt8tM7uIp0xm",
+	"dDpT5zyOVr2oh3sC5v0bNAau8fz3DDh5Yg1uxbkqfq7tl3rX4mSlNsbFMrfFtRtVpmbszR7O6BjOH0KT",
+	"ErsEezbaOKFHO6Wg6Fp2eq3hp4oqhxM2vNFaHIh7fHE6avR/+VLu89N9UPxODeHT/afyBqApuxqnYj6T",
+	"BS8X3AVl8SZURA/J3YRxEqI6JkNCU0agBXLDFtJDa79ZPu/YSoewpiIl0Pmvsbn0HDwMEX8gzSgex5kE",
+	"NwwZijlXKulQRExdwAF+HeYzeQ0EChxy7BedjUZYmtLP7xgfZ5NG//kueBDNx66PwVSpd0yHE6MR58I1",
+	"vqI4OfT6fNcRMNV8p/TzCQ7BOC71x25JhPJ3aqjimEXQU2Q63Ot09BhknYPFtFH1suRb1SxL5RyoNlf5",
+	"BypnZU35dY1dg2OHZn1C52bS1oME0pUyF8xb8IwOPXPW58O31R3fsXq3XbnnljFMLrJ4tKgRK5xWyXAi",
+	"JCMjkZI4kywZBchL5ISmBS5dow04XHT19N/FMnvKxTdU/T0vPNwnzu3gXf4N2KNXWHTdZXTK1LI57Ky3",
+	"t/cQfoYafh0j6+3tuZysjrVUlfsSX8H7F27Ceip+q5h3lXqUczHnQ1YrijBOBE8WhEbTmMcyS2kmFLOk",
+	"CyIZrxFCYnkFzy9rFdwIw4LnUHFetxtzfOHi8ffkPfzfmosqUGSeS0aoJKE+rlc3bBHqO858FUu86vCm",
+	"24xNzGiaxcN4Rnkmr+AyLTj0O55YxtrzH+Tr4RDR28eqpX5qRoH753fMJrz6uLO9onLY0JKYi68SA+Rw",
+	"oWp84URw6wuoiGUB0QKbOon9wk/kD0pSpeZvE6LY7UAo4J55sXnc7iq5ic6kfkYSmuUP7GOnIPqY1rgg",
+	"KaOJGVUsiZyI1PHDtQjlkXosYTRSjO1vLBWk6Q5PGrdpRtMM++jskygVMzjYWTrnN2SWslH8udUmx7g6",
+	"fbK31+2+evny5csXL168KKxbo/ATHI0sY6mi4f/6pbv16tMvna1Xn768Crq79//aWI9Lf88WdmEdQlfX",
+	"gTRLdG3Vrf73teKbK21VDib7HGs31pqc7tAoiEpe1NySDmHMSooEprZP+DxJtH6DPYRqcKCPKOKqn+m1",
+	"oi6GJVV5H4y52vsF+EfBnyW133OVsKObCsxUV95bJh6XJolWCZcxK/X0e5bRhtITH8/0qvyuNJ0ae6pj",
+	"z/ghVTunutTm23KccQwiAuy2TGjvKHqiZ8AjYi4zRiEeTQ4p5zrEvmqKBn+Z/P2aQP6a+kmgNtUPZ0gB",
+	"KgklHz98SxSdyeXZO9IM1Z/9eErHbHvGx/vXVLLnu8F//cf/DcGU5vAD/5Mrt6hj2hhi7LkeaoGoS7Ys",
+	"LvnjzBklE0Ucheo8hyC7NGmmWC74J1krIKGQIbDi8DoVd1K7jIvbTf9SJfcb/AGEXsXg73hxvym1BmI5",
+	"Y37DIhKx23jIAsLa4zYJDyepmKLA5AjLXa2Fbygsm5HUysvdTmcNedk0U2K/X3s7C4+95RQDavh4Sy5k",
+	"xqYPI/JPMY/EnXwiKp/KxxL4dLmZQ6gXzXZ7pK3DnKTlYuwai6S58O9IXH2CSf2epnPOEjbM0HX4aHZ3",
+	"OBFCMsX7Hf3wekEKbHCfuGzQCD/ZnXD3UpURfl0+cP+4/Y6x67/WzUGGms7F9Ip94+GHK4WzO9SYaWp9",
+	"EnzMZJv8pARK+KR4iBPLJBmPyLXIJvj8PE0Zz/QICm3+2qtTZ/v5wO5+K6OPGhNSo2ZYWqFbqpe0n0YP",
+	"Uv3dPEIXesTuZ8Ob84xmc88lGoob3MFzTk0QR7hPwpRFMSoys5Qp5UMPFNScs+Ojk/Ory7N38IBkmetl",
+	"FTeNoOG05vC1Ze7P0xtwaTuvQUKBmznhcV5az7M1RcMLHp8lPneFI1m5qQuu7/ug8PrVWsfICWS4D57K",
+	"ZVoKrramN5j0lRlkHLlGNifTZaktP3W1XN3UvjXvKa7DUm3dA/s741GddlRvzUvFbaza0Vr0KmJ81M8f",
+	"6Md/BUdreaWL3zQ8c9jQJ1vY0r+R/l08Vo9Rw9HEu+yACn7LUgkxcG1iV0LCjXdyfkpePu90kQGK0Uiy",
+	"LFD7LeaFfLAZRsHLtjUqhwEJMzqW6l8JspH6a67UM7wF7TKJGeMsuroDOR8v2ipLo1JpBuBk4iRUowl/",
+	"fzykcsydM+ac8mHuylu+CeCxcx0wWWFSpShFz0opCo1EOlXPN2yuoo8h1A3VeAY2sMn52ZX2FTatEx3W",
+	"Eh3sLS+PSqjE2B06ZmvPWBv7NAiD6nkUpzIzMWG1BFlpA5zOdcT4BiEnuLGXRrlQTpTgwiPKM5sZ4J5I",
+	"ohrx+35EGo9jvsZGPYUHcY+Cwr3CAF9cM03SfLng+JqARpvLOnNakGuZVWcx53U09TOHdW+jU3gJDQeg",
+	"CVrdbNnb5/CUc9wkiGTrcAJnwVCOQ2Ir/lel9U/gewMWhjSOOcTiAbcsBJQs6/OCjn3uqDlPGY3Wc8SV",
+	"7+qnZChzyVYS/FKynNy+e99x7Zqd67Akd4G8zHcNWSE/QyXSmRNvt6k9zlXOtKl84d7Iv5V8UZAKnky+",
+	"OGMJNdHhRt0wt50+DvY06j2Sn/XCqV1PJzm0bV9g2+em7Uts28sRfON+hDWqQsvf3ihVGBJaVfzR2mMG",
+	"WY60cOfsYxIBZj6CHKZksoSNMjLnaP+IgqL5ybU5kXPGyMeDi8PvyDadxdt6A2yZK2P7Sxzdg60h5h8d",
+	"cncrge40vblSZ9KjFWPQomSZVJpxfnBDNZ3O2vGK72l6Q9Tb9eGKdTd/TYPq6frG6kSCg4fKATVWbuim",
+	"fhi1V28Nsgk8Xt8cnugrnwr8XtyiJ28ChoihE9bimAI2jkXAc05ib0jChld35ahoU4y+xbzTOpAyHgPw",
+	"UJZSLkcstZOEPPEnmOKlZEsmqMWuq1y08R6QlE3FrTZx4qNr76GftGCnF6128c1I5l7/mmccFGjHIqDU",
+	"xsOZuz6y0mC8BrhqUwclw7le5YC4UwmI3dX5D/hVQOz2CggepYAAmwgIHnBEXNDcq2Luq99yXhsodkaa",
+	"kjES+kTNsLVPdknzjEmR3LII0oj2SPOQ8iFLEvXFMHEN3bm67018CV58WvcU4si8m9TJqX7hzNrIe75Y",
+	"JdAQxah0G5HmXY3AbCwNrTZ5C5lTqFwWXo4zRX4bRfeNJBo8BDpL2VCkEWna38EOHhAuUJ9p+RSZUszK",
+	"lMZgV1mp79Tp2PXGOKOrrWh6ieiMozNN1cgKVd3Ftzo5TXFDYoKXumkwr+sj2hsxf+uEk1kqximTEjO1",
+	"zObEpCy7NTEb63xGpwF5QV6TN+pMRG37OOia9mmQQwYN2M3RoLFk+9qAqe56mVtqGkpcxDk0gsaJEk1g",
+	"/I2gYUbTCBp2LErYnNFpI2jgmEGqzBGmqoywACrlwEW1CYT9X0NKcSyJxohysaYscBSV6vUayCjMHrRa",
+	"mdsC+e67/vv3/fPzkGxbm14hsGwpKGSeDpp7WQaD6Mvu/Zb6p2f+af5yQT7hn339jfl3MGirv7rB8/vW",
+	"H1t/bP7733/5w5Z59o/4r/rhX33KZJ7h0HPzG3pV9fc4ijMNSVAbMe27zy3CimZuiqc1lfgLQQpaiSBx",
+	"1HrQVf7IyMmMfc78V4P6peS1e763t/P8IX67C/bZhQzjgm+x6SxbEOctz3DhtWUBEcCOYAo+9qMWjEXv",
+	"c42pGg1lliQHjWBRnHmsv17zqz9DtSqf1Zppl7dXuk2rrTCYYI0REKdEuZ1R1RLGPuPO9HZ/EjGexaNY",
+	"NWKkqutFYdPuF43pgg9ZcVMPBR/FkHTu5JK3643Ejzg4VeoYK8qaJne9T3KTu/9oHGqfuzkeK5IBa+xe",
+	"lxeHgNAH7hC0gk3jYSo0UImJT8pZ5UV3t9/Z6XdetLu9nd295/8eljzTPp55UeCX+h/NLZ/f//u/rhev",
+	"B3Swm63OGlbd0NUVWGm/+o7RRLGVMluVVoR1HM2fVo1ev+XryOcerOqXeTZ+vlb+m0+7rCRLb+OhRmT8",
+	"m1IBmmqlrxdE50m2ihHXDuSkWd/Vq0p8q+q922pZH0AREHB4ockVooBEpIMRKJnMp5RvKQ1DyYbuyV0X",
+	"L6C0FstMSnqYa+AjOFzEBUiQjEcB8LlAI9gEZD5LBI1abRJGLKNxUoxn0GkyDhtJ2WgutVA4pGkaM0kg",
+	"RAOsuDQhKaNSaQyYNZDFWcIC/SV4LQutjektsMJpq0ozPR6wzEZRrKZJE9dYhYJ49bIyrX9TGRW6TTPs",
+	"tsDtcyo/5VKdi3k69MI0/DQRapzRfKhoaRYL5fkDY4VCod5oZc2UDVmslEuU7w8nNLsWGcr2B7MYxfqf",
+	"RHozSsSdTzB3hfLeekK5HUsjcCy9uutG0DiYxY2gYToFAdzMvVaR0Q8UdBgt9eO9tWAZmVAeqftQFDZM",
+	"C0lyrvZmc9A45rcxjeig0S9uKwRK09cpxIJpjDVNuiOWxLcsZRE2kqVsPGeqlZTR4US/l7JhPItVTxgM",
+	"2zJaFIXX3sV5x/mj2vZQ1vJbuDgILKTefkuTSXXc5nBFOL6Fvt8MXImJxLpOxPAmIGKWbYm5mpNS4C4d",
+	"xEXSHGFPI4F4iYopoHJtHsJhrYbdWHOf5FrbOQLLWBKD7kbVPxpWyYCA4VDdLVOHaWI2TI5poiRe3Aon",
+	"U0CeVqv6YxwxoY/DPIoF0vxIDOfqbkIqXbDpLKEZQ1X3PIuHN4qiL8lr8k4Ml1pkgpcPUGovUCiAUTaC",
+	"BgxRHRs1PkUlPbhG0DAjUyTEYTWChhkTUKmK91i+AbpwAxj0yDUhHb/KXfVBm0ueWIAAkCY+T5J15IOK",
+	"0eip5IUc4t9FdmgcnB86IX74CTD9P3nb0AEBFWp8J+7K5jcwW7AI9765D2IeZzEFiydeEwhz5HwNVqDp",
+	"TKT5JVHd3A/Y1HoEJ6anho3Ycr/CnvUd8UnXNQDPqa+2QcxxqtrtJUaEKQ4IGMqE8VuWiJlHsNKhvVcz",
+	"vWOXo1iD13jmFfWK2frqQUSqbHZzIQjGEksCOvkqM8R90JixNB/YBsj2mchosmyIYAwi4hbggBMYqCwM",
+	"Z3XKb4FwzlBN7y6xfAe8HHVYXVPnMsZkwJHSsl0UHYyehNAWwYmG8LNY2ausvgajy8QYerXzkjxocb3M",
+	"oOJobTXbRJKWYxuv4kiHe6IsrcQYhL8kUxbF1K91gzX4Cm/0dUYeR6Ww029kId6nvZ6S6iNadTDLFrzg",
+	"xveOurzE30jS292aiHlqQYQwlsiJclrD1eCLUQhb+f6x4VBgk6Upg0vPDKYNZnIQiHq7RA1GonvECbP6",
+	"RhJ1A+exavs6RAyt3Wi9yfQ9LcmQcnLNbNbpCh9FIRmypGZyu7iaQAFZElln+ZFxoWCC810qskdE1ynJ",
+	"1R8IlrIprsHVNObzjEmvOqPUX/wZwhT2SQcHirTTFlLN9HZ3OxsxK4GuAYeGvlEt27Ua4zMPMimPX22Z",
+	"XBA3MbVGENeqri+ZZ8xF6pPGlFoByjE+QJrI3/B+CzS307F64M1MwI061wCsoOzNMtlaxdetxip9lkF0",
+	"aeTolKkYMqn2cjNlMyyvJLgaJR8m84hFa3RnRlbt7kz/gidQR6nk2q1W+Fb38PgAHUsSZ7iBXSvvRplf",
+	"J7GcADbngVYfPdnxBl2zyvWszgnPfCNtOk/VlfJVY5MMsucy6dydrOOjqYalg1C3JYdixnBeJGVKqkMb",
+	"NyWKEyp2Q6yhWIcenZ5fYOQRvCU91h0d1rWZacfQFpKxdcC7Gwt/IBd8ePDxhERasdpHXFwsxzKmMVcS",
+	"nMfw4/fHHKluHLeR87DHDQNPl/xGNRvGT1tzHdKMJmLs5gsN02nbXN1tHekIMY/O19pmXP5aZnTMrvRh",
+	"LP94B+jOha8SIbPydzQdTuJb5hiw2zFI9201jYRlhUO1NFownRqc10M7DefLSzsJ58tzNYVDOwPnl59g",
+	"/M4X73D0zjcH+diN3gJDP3RH7kWCgzUxq6/jVHwLERDfOpS+LSxD6bc7deFXFqH0lVmDgNQuQc2+xImU",
+	"NqYYggbg97/8ZCQM3JcTOkOzVtMnlbT2jdWecLQ7rhGeXBMzpwdVqJzEc1kod6w7/ddjG9chDZ8BWIxm",
+	"s+X0FTa8kf4o1Gsq10hpyfMIYVhRLDd6xxP2C/365uF19zxRXqHfRxQYAvnJeitumDbWySW+f7mWD1MG",
+	"NRCPm7r+IbajNorvkdCNJ1EBiwD8ImUYx/owgzXeRQFc3LIr0CZXg4miVzuRohzxJ4ZgmkGtlIzihK0d",
+	"+XcGLek362NQ1V1WtInB0S9F4UxZSJrG0ddXMjbLWNk1qHStfRLSJAn72lkFyhtYhRQzpkX/tntbIoxZ",
+	"kqy5+9+rxw/wcW+IHVzRZtZTmLNqvapgLzsXdarHAZd3Si8QKdwxuYRe60x8v0R+zIMYVwiM5+ZAv18i",
+	"JxbTcXx1d3Us8brhgjoLseVqsjFGW3PhRMcu16U3jOKrjc3zT5lHRv4/X3Bf4dgFH05SwcVcEoqL1wwZ",
+	"/+uczdlrOAthq5+rA6VYECjLZRDVWwEx/q7I+Eva5C0UHoDtCWaMj1QOaXJI0f4E2C3VTXGk5enit8c6",
+	"cuXkaImBzoxoS43IYcABAWdUJshQpClLoJYMVEEyOpVXvUnp3WaC/VFMx1zILB6SoZhZB7Zj/EIy7xMx",
+	"z2Qc5dCnKR1mAQBBomClmALlC/AieJy7pY3gEGeJD/eJj1mAK1W39YyIKi1YZj14pet3hKBFBKkkZ+Y+",
+	"wVNodLTXBrh/n4gZrox+wkX1t5wZ2Xpr7SuiDGRZf0048/QiEZ7ZWaF5ZB+Yo55ekAcSI44DUgKUUA2d",
+	"vYVoEADZABspoTE3ZlLyQVi7mUmnJHI+GsWf0YZewvl78eLFi+fPnz8vRfg9CFvaeG5chIsV2NI1koPb",
+	"UkmwV9Q9Rm5Us31eE/gVxA193RgyXtPhjSIJj0hT87bwi+72XrFtWETyGp3qXNxBI/rJPDgQfs0bwEMQ",
+	"EH0GAqKOwH3YahNdW1jvEU5sDYpA96S+c7fn2ttRk2D5LvwOzPTvlVTzNk6YH5pF/eLCZumQBHv29tEu",
+	"jHv06PTw8v3xhwvjAVDkQbOxGDMw+eGRw59RpLuap0mowWzENM5AeQQwG427G7FUaX65vfry7F1xq8b8",
+	"VsRDtrX7stfdac+i0ZPAyHzneDFAXuQb4sqUaKzrI5Wuofl1Eg+rhYugzgv0nLJZQocG4cfY3ws+Fg1f",
+	"BvlNhuLNk/cH3x4H5MeTo+NTqK9eXJvWvsYWdkluehzHMoMAEX0wbK+YXVREcm3AoPvb24pGsq2/V4r5",
+	"tl4Yue2ujNWP52lcWqjO7ssikM53k0+/XGT4v4+zT7+cy09/7G9v//K/BgO5/cd/+fSHweD82brwOoUF",
+	"na9XPgpXUR/d9/Mki2c0rbca2icMBlO0wCAXqH+svbtUIsNWz0kyS+aShIp2YZu8wVMtLdhTxj5nkmAO",
+	"03aI8tU+CW9pGisJ8QpqVmHUGsjPqusZ09X8ArV+UMNfQ0pFV3Uvqn7w7YlIwImnazbjBQ1ol4jA7wt7",
+	"Lt59q9PcKze9E+y8BqRU6Qq9V7qPZfmrXjS3w33QUET3m7NHUABEwCr2SYxRNh+P3gbkFsNs6DyKBdRf",
+	"A7ZmDK4A8DUVMtNVMvfLshxUI8Q6WQAtSmcziImG58quw1bBnHQdcwqFuNfZ68C28/0NM703ZQw14x05",
+	"TH8V1Xx3Rbm9OTK4DZpSLFFrLpWtWV0Ydz/CfoXLRBEO3wA2CG3lDMs0aoOlvwwaAMhxpR4cNPqDxgGn",
+	"g8Z9SJpTe3iHlEPVZZqmi9zyTTjN4luWLFpt8j1bSAxMgQKkGrt5ziOWyqFIGRzglEG5XDRtaPeLP1li",
+	"XVizyE7IzLlUYr1yXMHbrmXgdVbno3nWxcAw5FwjQB7a0O+ZoC6MlM/xodZp4xye1sfbBNmvegnize6D",
+	"hmcrrXr1R/3Kj/hGWZOxJCzMo8i16rSaajqQZ1/b+6JNzuYJM15EMb2OOTM3RzODyD/gTlDkEem7n+/3",
+	"HCuuIDjuV6H2w9zyprH4TWUz2Lv65rclib+RJPy8lc4TZrakDP8HXQX/zRij37zgUdWLO+3Hdfjk9QJF",
+	"72aFVxLLLB/LAddxP67gd/yfvO73zOv85t5ep1NI0wCuZ3I0IN5oOCFyQmeMRGzGeCRBB9ZnGhiO4GwN",
+	"nJqKIfM+WP3CD6qTCGFlCvujmkubG4zc0ngWwhVSYUuWJfuYDcNzxTzr6/ZWHHxc3UBvocAac7+Zsz1o",
+	"ptgimLrdjr2mGfu6xy7jOSpV4dtqmlrh//ZYh1KYA7plQ9C2RyLdsoGUqCczpSyxz1nYJmb53TvRWgPL",
+	"VpW80Gb3Aem1PuZR43Bz9lll8vh91awO2l9r3yRKSm1ep3yIXiHHbqUtWmCY4MniK8W3F5nW6tpfWC+x",
+	"XIvWLT2LUH1pRQVS37c8hkn1X6cDmeKPNkziTJ7ALuk05Nn+F95MUZvdwT5npggMCHgBJJYN6cxmZVgK",
+	"/CzmKer14DuSk3g2e4xmUUq8dgz91cuiMgFHpgBdV0gtmXiECxJ++dK9vw8D9UcP/viv//i/1kpRwgM4",
+	"4LQRNP4FbEcFEIC1KxkWhQfvFHMHOOD5r+Hz/rFeIrFlCx2B5DyezhOaiVSLqfWhAfp+lUvqX2uBwo81",
+	"/WITrGm/NX6tAkius7FsZl1SxG/lo4Lb28X1ovucZsYQ74Ceay+qrdiqQ7x9Oe2b1f97ZIiEWfbl5S3t",
+	"2i93eSyv/GAb8fJssw/XKES3vKCc99cpMyWKalFafx8l3fRAH1LerUjC2nNcLOlXDFZZy3tzoBtYUsG2",
+	"UN/vAV2YBpZ2ka9p6TCu2wU2UN/H8uKBpOlxaVLt0NRgSfB7a5+MGWcpxPe4Xo16XH7glVv49/Og27v/",
+	"178XYft767PSfMBmooVh1416GRv9vVS6rDuKdj8sz2SokZYrTfrQu8SIdADFTKTMX3JznSP6cFTNEr/8",
+	"PaBq2iHpzIaVdUoQ9KZcqQScAZ6a3cYdUpVKGM8spPmyrXkfWNL6fSoBwSJgRcfGImPLagQs7dFfi7Uw",
+	"6LpY2HU8J9bKBCIRYrO5jYNhC+LxmzizFjiWUjFdsyQyuZsIcpfGGcZfPIFk91apzZuKdDUcAdoqcQTg",
+	"Yf6CKT9h2YcsKGBwxBImmDFuk6+RDxYVxCKA0YYc1xXpa2rMlKtGy4m4k6Q5m0tc2Jav+sz6rJcuIJrt",
+	"mpExBMbrKp3VsABj4HuMrlbTGbRT6K50PGBjrqgJBj2oW1odhLIeW+FAyxlspTqCNep76iUWYKaqSalL",
+	"CwE8DsapHELvDCXIR11A/i53+GkjMJVf+8Jwovk2WJIy66+umYUWWwkbVnlXba+rWg0AfpXx39hDqkJg",
+	"wHTNuKSa0YOL7JjDu/wWWmcDlQGzzKDzEa6zovJJSkxX9snvscy0HaROtKzVv0o7b3NZ2oTGFtIm1sYj",
+	"dN8usU/EYfIE2dE4mYO7DNGjNOAuwtg8+F46w9bWv5mqGTWRg2OTIo4NDsqfXFAL0Gsrmpn2AsQ8B2VQ",
+	"4+L4Taoa4HeJ1aN42JbAuZ3jbqvlhV93hy/b2hd0XIcS6inRFXOf44SOifolIFOaDScmXhBqelzFkQwJ",
+	"KuPSyD8XdCwDAlg78DdimuWZg+q7gmMqr6IA72CW5JVxZm1eL8G04mQrAlDKpnkMmiI1dJVv4yTz1s6m",
+	"YxJHOhTLEs+Eb+114Af15T6h8C+h14himSIECokEQ2ihEXRRGw1xoYuwlO3XNWlYVdZbWpVHtZUv+COa",
+	"uffR2iA4eUsLzGapuHUDDvx4KB4a0oyNhS//xmZwmEd0iNf7g7Pvjy9OPnwbkMuLk3cnFz8H5ODy4rvj",
+	"DxcnhwcXJ6cfvIkbEyqvrudZJnhN/fe1UFEcB2BtFbwCJA8fz72IPO/EkCZMa2oYujbLrt6chZuV05M1",
+	"sO5n7DbOkd1L2WQ6pvvg48ez0x+Pj+pBPyzak36yETQ+Hn84OvnwbSNonB3/6fjwAr88uDyHP45Ozg/e",
+	"vDs+WpNbHOhtUwDGPmN/AXei+pLOJfxxFEtA9wIGAn6ZldWL9JzAfbWUu9g1Ku6RIN+aQZ4gin1/WnI+",
+	"3sD7VXbvotB4l7JG9DRdVeqKQz8QZao30A+XJ4ffX50df3z3c0Auz94F5ON3px+Orz5cvn9zfBaQw9OP",
+	"P18dnh4d+xFrMYhpOVfW9pZasGVDhEOzID5wAAjBNOWE9Qtt8qN1IsZc+/ixUl/ucGxq9yJEX2CAk/oq",
+	"j2FSv3lKs+en3kdCiSl+by4vLk4/nDtYD2sXyiquvEe2NqawChgaRqzjz/ukENKvrutSTL8kGb1hOe6S",
+	"OZ4Xx3++aAQNeL0RNOB9dWj022qllgPkbALuZ0H9Pq2zZ80Qvzs+ODo+awSNN6dHPzeCxtvT0wv8jGRf",
+	"k2EgwdRrIlLn8q0QGX7Wa/zJu2OXbdV3sU/HMBdXdc3QNZmjFOk4Bo1C6LnzoPgDbGnNZcMiylr1JrJP",
+	"rq3g2ct5VaEtOy+3l2Xk+dEw2yoUOo5h4zHmvMFzUtwLc91b0G8idti6M1jfVBGwk/EsHlIv9ORuAXrS",
+	"MXvS5I4uJAlLLbTDpXE5eaBH+b2VKGfLlIxLwGfDIL0oprXqsz8rAnIgtv8yY+MA8yG2Z3wM4NDw4Y5d",
+	"z/Lkhz3y/k1L50psT2e76jn8sDOeOc91n+ODdDZLYsT63J5Fo3IWxRPnQdTZuj32Tg/anScYsPxUG2q+",
+	"j/yH3Qa0GQwcg9z2sMoOFaDBeJNSD763l+naPnroPJr6Lcdww61rJV6GFXfEaJTEHHJz5pKZdEAlElCC",
+	"AN8+kBbSfNHTqHeYpmlwv9euJumGhNeJRtVIRpHSdEFmmON3efZun8yoBAxupTRUsyCr2XHLj7vq2Blb",
+	"ASPu06oE8FqAGLcqZk3dMQCpMdXiNkBAgOrLBfyDOTd1IzaodPTYykYr6xX5yPIjQmnFgtdg0O/2ejrj",
+	"L9QnLDSln7AGMFPv7ZMQ/pUhmdKZJAzwWTTGNeR5KG45oymdsgyrusWZtCB21ZsDW1uWFVATOOe5Xh+P",
+	"Bx+Y8fhIqHEIi8XFT3yIOIe2uu9ESCtFuXhhmCNpDYoGCdMYZ14DNqzFUzUAwdUWcgNOKa/1l27v06OB",
+	"d8ohr7VxwTUC+PLIsnLb/iAz3Ys06NHOSmiccs85P+Usx39UZ30681S80T8UIX5XAfwWi4g/wAljF32N",
+	"JpZBcedNLVYVt9HqqKVIM/zz1vntcMsQMGwFJI5QUksIHaZCYmUITSFZ5O1zrJlSCZ6YY7LVVWnLeXEi",
+	"mZ8L/TRByBXdsbav50Cx2iK9VoFsi9+3PsNln7OrlGXp4vFro2scDi3UeEE1vrj4aMxXenF0hQgXMqVj",
+	"FbGUkTuMEMXf1sThZJHfj+i7Qdy9lCNRmiNSnI/bfHHdzcKWtnmZtIVjtITXmg3625R5LrOZR9R51k0B",
+	"nJ/nwjifX6uP1waCVCMIQc3KXOTW14gGuJVbFvNtC2+EVpuccFMuQ/ZNHCHeJvt5KQqLThTFckjTqHx1",
+	"NMSUx8MJzdoGx8qUL2kE1d8kw4DTzQPcWQGl0Q2CWeP+QFKuil/XdP/gDarRVIePOjrKqm57Hce9WExg",
+	"ODx7j7cSbvuif7O713lwAGQFT67G91kc3CbxkJoc7sR9NkwDoSyd59rkA0BVm8JBuiRuytYqJbfuWasK",
+	"V/d5Na46tv34K1kb4K/qXNzmWjIId+YF/NKhklUOlDqui3asd1nhs3UWOVT8ehBqL9lwnsW3Vg5knyd0",
+	"LgElN0nInr20ARwMbhA7XA1oNkxixrMa+xyzPGqN9dIM7R496/OUXdWUFDisjhtyxIuDN0Pfh9zbDIGK",
+	"9Z2vBMDrBUnZFtBKe6WW34J1OwbqI5gRP/qqh9b0KB/f2jq52y5bq9Tje8ABWCPHW3cJud0++cE5pIGX",
+	"AVglFfV+vc3ynV+lY3WdytusenQL3GBlMT4PP0RoY79N+Al5WuG8b56ecKzrAdUmJzzwFD9k8z1q7zh7",
+	"Ys0F+k1lwcLN+Xh50G3uMeH+NaP7zaPePONClHCfyp4stLUJ0EIgWkUJqRp3+6tLGbU3MJwtc+0wqDBt",
+	"7lP36sfCbZY36RssE6QTkBKXIsOE0ZRFrQ0g8f4bn/d1tsVPcTY5B3HSIzsASwaROBUZzdgWCp5WUQ7x",
+	"MxgsEegPQkCU3lxfveCpz1PN4M/jMViP9ZCb370/ONw6/+6gt/ec3LCFBmqlaG+5vHi79ZJcLzKmlLkz",
+	"ls1TbjAArhdkWEMILQgZnWOnF3zF864nutbBv2Ayq+Nry4j51xqMgTwJRZsXlCaCD/8apUn0sNaauhcw",
+	"8UwbeTCApYjY1/zu4uLjOUnZUEynjJuCLlWkQlD+C0iFkDY8phm7A3X5N8MovFwLlrBGX1Uvl9VVKBR1",
+	"CFWIfI7rV/VwLA5iib4fAlO5CqsatfaLjo6Yk48izebjOZMbVQH2RB4DV15jY5m4q/rthIxlnsbZ4lzx",
+	"Jh3zo26P9GCOdaRL/twDt0pon7yBZ8lg3unsDA8OD4/Pz68uTr8//gDfsLBNLsQN06CNWnY2emKo91RI",
+	"MN1Wzq/V5qQ8khAtsNAgc04teIIuCsWiICiPpdMYymJZQ+dcItLsglyzRPAxyUSbHBB4jI8DY6YKCLoD",
+	"waGk0wtIpoZKxvEtk2S30wVAPE08RHgqxxwMGvfgmATGDmsB5Mj3s9qWjXtF55iPhBP3qv7E2xEQaDQA",
+	"ruLk3yJRyJTG4BvU8edVC+82YKMdfDwxU/c3FBBKAL3PONPJcC4zMWXpVrGSJBof2uQkIwnLlCCCivyA",
+	"T0Gty+ED8qQ0SZozGoPm/MOZDsjEVQ4IKkeBRvEPSCLGRMyzAIslmnx8WEvI+5DBgEMNCVP7qhXgoXOA",
+	"3WDhTZisrV0lOMJrecCGSLOKcg0hcIIPuBuDUAYecl90AXFaWCYbb0ksPmDGkc/MUlXNCb4Er0M50FfW",
+	"BUKoxtEND8+iq9xFtQ10/whGO+A+k5pU0iGiRrnGpY+n5xeSaEc1bCFdiGnAB/yEkxnNJrgqit3oxHEN",
+	"55FDO8lMHVOLbGJg602kSqFHvRowHsqjAS+CP6k2INeybin2yaDhhuAOGsZ1jAh8wrqgKk0MuK1Ddc0m",
+	"MbANXYCMs6RNDpIEM1SVaKdYi60rbRiObrlw7pFRAMH+5V+IDhaS6uMzcgwusHCbzuLQGMutVXNT7gnL",
+	"ECJYU78QCfQXKXi4P+CEUNuLBsiBNYWbC0p92L4PMWNt6wJqJVcaW8UlVV8+Rvns2W6n++zZmsxSkSjc",
+	"njCaZJO/hQEJt1NGowX+KWaM01ncXtBpoue+TeWCD/MvOWMR4QJHsE84izXGrBpemANhGS/G9pdSBcv7",
+	"kDSHNEmq9ReC0iJfL2BbqpNCs3nKWrh5VTdwBre/wCDut7+YIBPVtv+8YvTbnKvrH3Q1jMyRdm85hbcV",
+	"iSzWccyVAJqavCo/+DGSCgGQ2+SjCY+QFnpX41jC4HXiomcHGExX3EEaJfny7N0W44qzRwGWWUHJENuy",
+	"xrDX/7b35t96PVNuudP9t17v33qHzlfqc+/f9o7wwIe/DBr5w4NGMHBKNQ8an3CnXOqSh/mWNjDRKbOQ",
+	"ifoYQuAJHEI8guApxJdiiS3oA5ILZk32WR2tvBbAFmDn7nZ6Xqmv1SY/IQqfTg0YcK2Um4r90oXmgzJZ",
+	"RmAc0WmcLNSBosMsWSiVDMrSORXpyCxl6KeTfTWPv5O38BL5OznRzrWYz+YZ+TsxKS8knSeMbGOgBoCc",
+	"/X3A/761tWX/p5o5dO/r0Hj7FPd9FrbI38le5xUJv2hFpI9af0AsuP86T6huziHGTN2OgbkazZvVtqYG",
+	"8T9iGY0T+UfTyoW9HOHi/DvZ7XRKLex2dovfqPe0YkSmecnwv5PdXs/tC8Nv+uQLbKM++cVc3Z/u15/m",
+	"oSs1QWJYMVgRxi3rOod+/us//rdqa8AvJqb2JSrqWCrAMHS4q2wmFeSuIUSA3TGxBC7MISHL4tGS68WA",
+	"h5+3bm1U1hZ2EhajcIdiynSt27CqNIWkSXOPodZXFsUArFgOuL40WoFqpKS1haSpeChCjE30nr9LQS7H",
+	"5As+nwY6iF81nYAqiRCRn92R8AEPAcgj3A4B5jLcDrnIQjwB5rSCgcXmhhbQghG2+ppZvAUqzfOKL4i5",
+	"rkuqswMHHEHkYq5lKCttInarrnWpPqj1zusBLEUFxv2ihFx7/wy4kZPSeDzJtC9OjyxfwcC0r3tDUDi1",
+	"hw64ro+N2/AbCUp+GpkIazRjAbS+ZRPtopyS75wpXRiMxWfP9tTFPuDuUctj9+mMXsdJnKlbUutaIOHp",
+	"YH5t77TlQ+ZxEpFrpqibzjnKr6qHDvZQkh1s0TeAyE3x7IAEYYV99nmGyImGBTdxWHMJfulEjKGcIlZA",
+	"luCQ1DfFu1hLa8d5HXlDJNhFdMpsYfk+Cb+4FdEDYgqiBwTqoQfElkMPQJbsk1/a7fan+zAgUQqHUx1H",
+	"1TDe5LP8fg5nuLtNYZ1uC6/yGUs/4i8GBG1fh1jhc6VLRs2gP+CuWtbtdIKiJkJ6naCkH8BDjqlrD94p",
+	"BM7BQy0lG0LN+xmVGc6F2eouaofpwMJQzT80dLY+QImsLmVMn3Q8RIrjBSbGEwLQPytGk9Ah66Mw7fDy",
+	"lEkxT9UN6yBjysAbTCCDPBgtEePqpAKlrYJou2j1QZL5+eeff956/37r6Ih8913//fv++XlYLjwH5SX/",
+	"JjgjzcuLQ3V8Tam6gmREwlySId3dfmen33mhZPVnKBFEcWYYgqZgPw/MVg2DmDKNh6mQbCh4JGubvzDN",
+	"t7u9nd295/+O3RQ1UKNJ4nxhgxmi6Tq5su+NDK/Ke27PXex5S/1/B+DHfAP79zA/ddPYKEnnrlTVJ887",
+	"HRtXBDcZ1u2GP/XSBUROaKqLCycJyE1zCYGbI1df2ydCnfc4U+MF4RqZWSzJbu+VRro9Y1m62DpQjDYk",
+	"TU1kFLw9UkQsSQoFztQEQPkRpOlvDNs4NVposaZ9f0V5eZmRuFiVG1pzK7PochuQQ6JTSDBPJMhFAkwL",
+	"aROTX6BrulyevZMkik2sh435n/ME9GSCAohNFjDLpgkijbRioyvKFoVMmDN4jRZoSZom9U4HhIJjSGl6",
+	"pfjQYMD1V5Zl5E+dG/0r/+oA4zjCfcul9+1W3s8VtgEP5YT29p6/DskfyIR9dr0jTXQ0BKTUMfkDGTTa",
+	"gwb5A0npHegPrVZLx1ObKDqtOZqa0gNuqW8g3bOK6toe8EbQSOIh41gsVpv/PqZilsYsozoEMM6SJVbB",
+	"g48njaChTjcaArvtTrtjivTTWdzoN3banfYOwmVNwJ4LAj+dxVtqXbccU/NM+EounHJXbQEdKpvkmMMx",
+	"V/yialWDXaM2Rirm40mtQU6ttdew5r5ZawpqE7UHjVIXVlTYAAwVoa1Wsq262YJbCUUXaqGbwAPcTBhq",
+	"fxAyi/ZOIvV3ec0TOJU0XeyTa6cIEV6EdYr4U1YiGvD1ShHt67pJKBBCNJ8jMjq6c8pG6ri32sZ6pWga",
+	"MzngwD6RhxjeudvdAW7w7BnUn5TtZ89ImKPf20QOvi60NXUNtKFqItAV+QYcPtbZRYuo59UksbyShzuu",
+	"tFw1cMCXlA1srlErsLUPcLq1xQIH3FNSxI2/dAvaIUweShLARmvq2+VQ/wPuPl6pkIdW8vp2DjKSMHXd",
+	"6MrlmDAe6EJbeIL8oA3OFPbrgB1ADA/VX2q1BnxNkPpWDlJvThUWxpB5wdSaAi56c6Ky13QtKq220i66",
+	"bYKgeFixyph1HPBVqgFgzN6FFdvPlR1cXnTjUQtAC96OvDV1hxYChqNpzGOZgYW6Td4oLooRJ1r9YyOR",
+	"MoOBsa8WyqgyRcHl2bNdpSYZrxf2kyfSykzYQjXaloCmV5HGf2MRaT4PtEYM3Dyhwxs1T5xTxfbYa+fy",
+	"i3VtjpTonjnYd/3yokBEqhp2b3dLCRbGG6r41ozxfWRJd7HE4aspvQKjMY7YY2tp5v5S1IqUmqs4nuHd",
+	"6maKk4RFSjtxq/CZoUFPMdf3F5VMmh0FejqMmy5AcMkUSy0m6rUHfKdNLgQZxTwiYp6p7aD5KitNz+f5",
+	"If48PxiUPTqnUD0fHdHhPtibwzxPMdQmdqNvWZskiJXtAd8tTN0iuht7BtWGl2uGlh6rp9nTVcrJllmc",
+	"JIhgguOs3GAj9YADK5HD1ze9+PWtdS43QrBdXqhqIz0AFaYAz75i1ZuV2MHdYG3Ge+2CZI2JmpaUmFk3",
+	"cSEmFH1q60bGkoxYNpzksqEWjnFyYGGrpLSS5qymwuV+mRnisL6RtTUtwRVUwHfeqGglnrAZlTL3gNn6",
+	"6eTEplFgL7E6iMXa1bp2X3Nd/aSlUxAy7Z0skDqAbizHIHudV+0S/YzLxckiXV6LNfDVYoV+Nq3HWiwO",
+	"SuKsthArOQA3D96DhICiVHsXopZuZHS1bLFabqqFcLXc7QF/3ibrVBkPSK/T6dcV2O2TL3mF60DpOff3",
+	"Sr7Iv8RDqUk7e3w58H0Sqo7bKb2DFYtsYW9cakV3imy2Usa7reYClJC1tdOxWrqT8JqnZ4KfnOLxN8Mh",
+	"zWN+G9OIkv/6//8/5JhnKRvPGXx4F0cUpNG3NJlQpfiphdXTMSoK3B/zDJV142psD/iLNllep8aui73n",
+	"FNPfrHiNpRgqQ66WZcMHSsbM7E5g5SipZSV0lilB/n2sK+KkZEoTdf6sphDYKyKdG2yhikG7acQZ4Ahg",
+	"xI9MxWdUkNCU3QpcuzLe/Y5Z2VSrdKW3byS5EyloOc2Bt3rSoBGQgS4tM+Cl2jL4Y009bPzxolAy0Fup",
+	"qPjOgA8adY/hJjYbFGZkgw8ccXXQaLXJQSKFYmt9Mtcuzhz8LSV0wItYcAUDf5A/C6g5JqqkciQKZZBB",
+	"r4PliP+mbVkg6WuZwvXJFHQ76MLV13yFiIo2ONw3FJVMpcRr83c+MrxeRRqPYyVEGGhPT4mSgFwnAvaX",
+	"bXxK0xsGtz7OImVUXbwtcEapPao9imFbiZk9tdU8Zj+gxxqGR9KsGB4H3Gd5bEF3nZ7pjroeZbBYWHVi",
+	"llBO/joXGHdic5TQQmR9MSeRLpv03sIH6LECgFMOPw/pCiVLiIOVU8BkcpEIpcGxaFQl/lwSUnPJRTK1",
+	"su6+ajiQcoXSlJUa+bb2pC7FUVNV0luwvFoxctPC2nnpw1KJOH9tw51usU5hpbBWpbJguSTT/X3gEB2R",
+	"vpYRPFexYm6vwKIytT6ta2e7dE4ISFZbQUvNKL9sbKWcfFKXXnsfTioTxt7im0UOWY1JSsXZdXudnec7",
+	"nd5eb/d5t7e3+7I0xWXTe/ny5UtFmHx67xkyjymG4gmyQ2bTNgZp4lW1TpnIUt1a9bLH6FhArPJNV5+F",
+	"5auJoFONJoI7kY9Hb02ZhdZjCPEdS0H+X6j11oem3XgIFSq13++LschqUeELORNcIkPqdTobsrA8aj/f",
+	"clraarpSVsvdYXkAuCkmh82AeKVNLxgHveDDYtuunN0syNeFHo70OufCc6PfuKPTOGp/92b84cPF5ef3",
+	"Fzc7H/423Pnwl597HyaXhwdvjn8+/ssP3R/+dtk7Oxrunl6+Pfyhc/b27C8Hnw8OXr9WnJ7eOcOXkIim",
+	"GNNjW77/ZOLBYz6+wqgltRnuJjSTau8oWryvEE0iXsO5DkWHBX3ggYF0DXi5lBeuJac2+Qlu66JGg6KL",
+	"T/MpVzMNg1otgWj9RclMqDEsmKM1tHSNwaLMTrTnviDV55Uqwxacmd1NtnNxY14sMzBaEVxbLHOoxIJ5",
+	"cf1ja1HsqyuARlLHWq46snbEvm8YPrupseU/elKo31QtndSgv1sw+OdmEbp107e8Z7uMWAjv9UqLp1jk",
+	"NshvRdDBnIko4U2MkHmCPFeQ5MjlbJzSiDm/Z4LcMDZzMY/zFSvjR1XW5mMuMjq9uM4w9E9grLyi5p/O",
+	"Tz9oqrx66NY8IH+hnCWUqDXL1MCVXibUR/Blp1QSJrP//H/JiA0nNKJtohRrRubTXIKc0ZSSmCvBIHVs",
+	"rO0cGhivwbW3cCFvx0OrNezXSw3WmMHTJh+0wfmOli3O+2h4cwyGMZcZoxESvLuzeht+RH/1hRDvaIpV",
+	"JXZ7r1a/dyHEe8oXJuhcvbeHvGf5eyaiCvHZ4K01DssHkZ2obYFBxPjaqw3vbR0f6BaMzi9ZY34Ai4P/",
+	"4vaXTXYAKM/QmVlsWH9ZvgLcLrSeiNOJWKPf3el2es/zUhTAmnN+WFNFs5E77Q17mHN9qQAoh5vaCU3a",
+	"+0i7YV0zPKa0ss/Z2zhhp6lfX/sgjAToJ9lmdo1NZF89Q72LqmfPMScVcPsCjNO8jUWiwxm14WN7zit5",
+	"MUHZZgGKfmCuC22SqLE9iNQxPFTsl0WLg2staKGG48h/5oi7tCwnH6nFh3oBv5jFl1g9vGAmc4T/E2kL",
+	"ZKJwXNEKCo7iohnJqWyux3HKk8WpxVt+rG2q4d96G+8nRYBK8HGjv9d5pUjshZtSJBr7Mpw/KlEVEjLA",
+	"x1Zc7m9kOfAP4z2tPVFnMBNNb0xhgnx+0/HVbczuwvaAh4h0GBLJaDqcaN8LuBSMvAKumbCKDBCSFJKp",
+	"ZQWxR0cfa4SrAdfhUzCLPBEpIDEfJvMIY4+FdF14NvYBC2l4bETvYplpsAETrYV1W3WYKSgPZQDWz5me",
+	"p3EJlScKEO7qWYhaNfgq/QaOoyC9rKxeXIM+nLF0/Qo8lUxUlM5f49424cal3aBjccxTFllBcEQL9U0w",
+	"R4ypyGcOjtFDYBSWIYRJvUfUFnA3SSxXb5LSFqmZV3XbFhdxKS7lehibfvzOyrRFmpGhSOZTXjdWMD+9",
+	"WRQGaIFsEBHIoOO7ALUa+8cuYB1YTxno59Oae/YUh2WnqQNo4ijQAG/zNAnMXjSZsKpHkw2Lfxc7VwTy",
+	"Xbn5Ad6Gft+LiB0hDQ7kcJ3XPmIYuX6p2+ms9RIIIZ8eY66BJ52YedhTaA/7pQZYhc+TpAjFtlNEXnOy",
+	"xUjnVb/T6Xc6HoCmvi134gc104pjBR7KWOIM0MlylMJhOm2b0MT2neBqA5UQynodxAfrdT14YA03Qnyn",
+	"v7uHk6kgfeXPdUi30+92+91efkiqSIEuUldNH0Xr+QqwB7UNbHYDrKJJfmj0u51O0IAMiEa/u77uVoO4",
+	"5FPjIFJyDCeswNYfqeuvoZy9Fel1HEWMo1rWW/2GnleOg/0WS7f9N1Pr1pqkST40SoArNCtZxJ+T4UjK",
+	"Vkr5VCMo7vZ6Sr/zhief6WAWSSCofcMk92WCILIbHU6I0UohpOoZwbYWwBOeh5Ce0uO8GtvjRWIhB1GU",
+	"MinRy54IMbumw5uAzNL4VilEA05IEvObrUQMaRKQw28/HFxgCA3LKGSwp5Tn2WmoViI6o87v4WMcJhIC",
+	"RypmGMa1b6NZmhYkHNmnxnCN+bilYcNNkD9EmhmqnpTBX9WALf7rpkiz+yScxXwcGsOg2yWmWHhk8Lop",
+	"BSvAz08gtyhL46Gu92xiLL246s3Q3gvPwpaJMtIB1qbRfZsSWnpX3RvPwsDmYdNh1o6nM5FmivfOEpax",
+	"KGzZxD0MPcmEaiBdFOHAQH2QObAvjmSq1xhvtSJFAps+puTStkno0DbtAvCqBpUywFdAJDqbMZrKHPtK",
+	"R0whVhTAGYB9lsRZmxzlSWWwGfRJfKp8DBj8bq+HOzy0gWDT3PqQCUESwcdgEMCzWXzARrv4VCrEBCsq",
+	"VQ/1v9eCySGIvpVA0PW5ngDih0l2vi9EsqJBE0pZ1UoOG4kFj7jtNQDmWh7C7mZENh7XJcReR8B0svZ8",
+	"AiZKqr/qqpVEy2WSJY6uIkji15vLjTkdNt0gudL0k0caMKpRDvjWb7wa9Ya77AXtXr+MdkbPO8M92mOv",
+	"rl9Eu6Nu5+UOfT7ssb3rV9GL0S7tDnfYy+vnUW/Uoa+GL9je9U634WCw6f304F3q4AV6JNNzz0xqYQK5",
+	"uPunwPr7FVgN+qNXaN1UZq0zblYknFprp02xNKJU6dhQjmbQmFtJLjDxZk5L7ZIEhQJKH4OVB1wueDZh",
+	"WTyEOxx9WxoEMo9RLk9i+0sc3W9nTK5nTvWaKQ8MHYpQoY81NljbQhlq3uZZgyilE28pyes16yoeS9h2",
+	"1X51UPBJK+JdL8B5bao+BWCovxZZQO5EejNKxJ3xiWP+Zm2vkmmDULlHzu6KZaRi6fDQSnvFi0Q/52u3",
+	"3KYpOAXjTSmXI5amKF66M1zZp2lnrU7xpiPNlEmR3GLnQ8qHLElY1Fo9P+0JDqo1Sk32aIVSBQtOPYF+",
+	"xARNcccxegRTSzRmcF1z+jZdNiAbfGZie2WmC0T5GoQfr0yvy5ql6Y3S+4BzeZu6A6jZVQ0kSvOuaQF+",
+	"W9IETYcTLe9437e/V9swsdqoEpFRzGM5KbZUozSBpepht79lSciL6gOUzj2K7699sf+jWZI8xoanupPh",
+	"OsMLWG0hn6FJnVLpKcJhk0tkJmZQIVzwISPNGYb2kJRlRvUlUSpmM5tpre7MAa9emjiGsA0IVDZOvHD1",
+	"Wxwo9hn8oKkLulNKEfBdv0fQhUelfczFu0LKx2lFD5bMz/GtJTFrBVE8hRWL/ilu/35PNe7CJxK3K07u",
+	"Fa4t3egJXhezeeavrYiQsp56AU1IpjIwCjzSeVHUCBj7xhSFebR+Y7GGQAWLlH6uDssaOQEAvHnDDmQf",
+	"bJthyabZagPADqSKGVOgjmVdXWegT8KCuUEn/ZtiA4hwUTKKhAOuSw4s1QxQLnowkxvwNbgc1n94OsNd",
+	"yc6ziRVk+7b3KEuZLmXx1LH0Ky1lT+aKfYSlbA0H6+/Kv/owO5neISsuUaNOPKF5a6WQW+j5n/fp7/c+",
+	"RSbxlc1XaPnJgQJrrVdHpaK4NkfSHVVAOLtjMsPCz/sQRMN4li4g7dKU0yUa5It0IYNgChGhGdsfcEq4",
+	"4Fu9z59tOoYDd0TJ7ufP6BzTpq/dzkt1j+z2XgGqqC1yamAMuh2iEeAgUznSkKFswDmgZOAwAjKfARRj",
+	"3xaP7WkXad5AQHbMdzqTNCC7+ps9/Y0MyJ55aG/A9ZdtEjoVUOHOzcuz2uKtZExvmVOmFTLXjaJxw2YZ",
+	"eUEiupD4puYWo3mibs6I7HScHzEOZg1D3iaX9YBvppJUAxdzv+GqCEYo6FTcZrF0TKfF4ibL7hpvDKAu",
+	"UOuNccTIl3XixY6xBGldoc1OZ5MQx3w9nUKGpQBHfQnWxja6hXU3jW48N+8uiW/cKCBt7/cRj2brdPdW",
+	"OQS7L8qVh1c8hOJTo3P9crQz7LGtvahLt3ZHL663Xg2fs60e3Y1esu5o53rvRanScb/7cteWsdaC1EpT",
+	"NUpEL1687FaKTWMTharRPbWNnULOKFQ49Oiu5yAt0AP7eYLpdzpqeJoAjSyeMjHP+svYd2MjEnUqJKpZ",
+	"ygLNihTDtKUlMXJ7eYhcb1N5rVCcekV4XKH8OiDeulfsP+W336/8dsZoVFm+X9MOslzmK9SBA8jQxxhc",
+	"vPF83zIORWYkoeDlksWKdojfg8kVcbavE3rYbSzm0jwDKaZoQ7G22FxaDQY8D5zXptkARCbt6rLJIqp7",
+	"JY2Cl5AL9aG1tkVjwL+O3fYMlqAoJp2bInlf0QywUcDMVzID/HYBM+XLoNPv/JqWgRqzAG53PJSF2Jnd",
+	"6xesG72iz4c7o87L3h57ed2lu9GLYWe08+p5j+3Rl1H3enf4YtRhO/R59Oq6N9wbvWTw0HVn+OvFznxQ",
+	"Rxx+3f9nlMx/n2sKtlwhONQW6nxCE0PG5Fe6ZQCsAcJpbOiLjpBBlbHpFjDQaMo2vNfl599IrK6p7w59",
+	"PaUxiwY8iW8YoXyBbe4T6gBW9F1QV9jyFvTtr3M2B5CzEGEmlDbHPaVIBwhLEbXa5BDq5KFtQM6TzCTx",
+	"uVLE5rb4AV9ycwVL7i1I95XWoeC7xi5YWdd/QuejalwvpC2iauBiuo9kbU6RWR8ug1o4UyL2n/zr98q/",
+	"bC63zMgMK8w+lG1ldDbbAtDDLcG3TOJ0LZo+nFTI6rieJzdBAULSQdUbToSESjEInS1SxEUnTeqCdRfw",
+	"t2PAkB+JdCoRXw+LZ0JSiDbQYBEcEvNWYNGLod6KGBENcy5DwDWgnNAhZMiV4Q0AUTuvcBDktQFetdpu",
+	"KyKJJDH1asCiC4I2wqijkA0NpgsoFIo4PwMe0pRh4rt0AHeYY9m02OzodA2BHcmQZCxJZAGVGZ/E3zXW",
+	"84DfxjK+Tlhe2NEQvU2UDq1Zcm6Bxhpr8Bmg+fGzwTB2geUNqRB60lSKNGSLoegUieLRiKU5MKzm7BJp",
+	"2R63nVzvqbgGGNuYZxMkXAvyF5SQqvULO/tYot0NcEqIDTA1NYHKGI3eLAfcvLBFT/mhxQB4sLc0X0qb",
+	"UAnmlqCht4k6cGV4M/jc0f81Pq3Nn93Rfy3gsUJwKVLeaDB+rDacZ+WH+yB/XRMG3tdx+YWXLClyrC51",
+	"x/VMWVwDIP9gmb1IuLqbTZ0NLVyoU4GdP+qO+/3dHHlhxKUh4sBXDZ8xqzChtwzhGSpoMPpmccou1l4u",
+	"JUgMvFwwyHEribU07L9YTAFljR8rCizJsiHANX/ARTPg+U3jgvI6/P9FCxGonNYrF09QgfHmIotHlocO",
+	"OOBOOLWQcISmKjBLRoFTdE6Dt2ExKEnibBlbw/bexTJ7DE8DBrbp2TpnCRtmBiLnazGkGhaENooDTsm5",
+	"mP+Nqq+A5vgl8CLzZq/7Sr21t7e3l7/5Jp1zQd7FU1phQaZq96N5T7429RzI7vBiRRl1c/8jsqF3po74",
+	"0KGLe7afgvVgdl4904HfZZGlNGv4ww7IhxAQB3Ib8BnMT7Y1ZFxxCio1D7gWkCoCoxUlQXtuuj+RP6h2",
+	"qflbF+lpkwMjbdEEykwTDQnmhpLZaRjUdGBTF9oc7PxuUmkMa+sTKH0fZ7q2ciFzBqj51xQE3SUsCsn9",
+	"CO7kR3jVB/mcQiwDo9PGxgcURvb1xaov67gYtQzpnyuuhxWrqlNfwzhbsLYeOpdlnqX4GG63lMWV+vrH",
+	"lLBMEp4VX56Uq+UR/n6uhkHJ8mGCElkpJ+0BZsGzkzRlULjvOmHPnvUJ1axkK+a2UqQtXAsFh5qWK0Ia",
+	"gdRYA/yGRSRit/FQV0ZCx0eQF4jKp/GNLFUlonl5SUmaxvUVpwZcFfDUTb1DiN63ZVBBUEspl1QzTGN3",
+	"yO/lelaHNP6fJYh5ecbXz3modvYPyTRsKsGT8gowX6xQvQDBUT5O33KM6Q9QvV4+SPVyhS2YJxquMqHk",
+	"IkJlqXwigmGX4Sm1kQ5DDE3tutDgO+tfsVqPEtQGvIDpLCEaTr2H7CqM5RU8UDXnxbIkfQm+TJaCRfkf",
+	"rOwZChv7kyFc0R7lrZVgvNZzmYmpEnG3yI8nHzHCMouH8YzyTBpn+e5LCAKzvRk7nu3OtV8VpbGt7vNX",
+	"+r+GXxLzdfi8rGRqC+IjhS67H+qlL32O/6leFtTLsaXKE7PWRIzFfJlFS4kxJbZqBKOHmrGK0pnXjfG8",
+	"yktTNhRpRGRGF1LDK4TIV1+b4r5G96NjGvNVGiB5J8ZQxllDuuY9uZHqlnMXVNF6jvcO6fnE2uPvX8LK",
+	"JeSvmViqN54Gg/+H5AhiXCr9NX8K8zaeiXo2cJ5BDWt1wLDAtTMCU1kLdCI3NJDa5384QzNQk5KPH75V",
+	"Ug0lAJB3efauFaB+pDbpLU0Yz+xrQ7cuxVRAqcpswhYEy7HWGrl6Ve4BkL2KPQ14mT/1CS0VX4ZqnHfC",
+	"ZVVtEgqpbWbXqbiTLEW7WaGyJdJgLlk64NTBqtZtFtTEAMzp+lyREAsomC4OJ6mYatjD86EuGW6pKFKo",
+	"CoddOrRqGUcjjkMXM3aL1+7rNBfF4gJC5Q0W3xxwHWbZJgfyBrD/BdaFiFiFzRv2aOx3m7LIH3CvPYJF",
+	"6gWAJhWdcnOUkI1+Q5NyY66JA/tV7Gtw2Bq9ty++33r1w5/fQ16MWaSqPWx3DZObOcHQRx9Kvm7P+Hj/",
+	"mkr2fDeIf3xzenbX+f7bsTg4ODj4cH45Ob4cqz+P1f+9OTz4Wf07ejs8/5P64+gyOf7hx7Pd3vTDzR/e",
+	"v/rh6O7gaDL+9uCnv5y9onfwyp/OLveO05s/jcfj16+L5jqzU8c6jvjR1jqzNLUhPy7HsL3+Q94QJna7",
+	"yn6f4J6Q8XSeKJ0RYwOt62nj+MBz01A+kqWxggdRJG0Aiua2FPFZybUQN1WF4RuZh31oLNAylFbFs9tq",
+	"D/gxHU6MiwIuAFunWTNXTQPEFkXX55wnaiCh4KZqg5ZJAyKFTwYtxypBQXPwnZLTvKD+4emHD8eHF6dn",
+	"V0dnJz8en7225A91gqU2JHRb3jqV5ulzxqLD3Ev4CMRMs9xP4uh04yrsmx+E47XP6WkTe9YXJ50dBqP+",
+	"VeJRHkiVgrbdzb2JNIqeIKhkHcfuhevEhG7/Ibmn3TV9RYScIoblVANKrFZs3kSGyj5njEugLdqCPufM",
+	"M//qYWzXhHP9Kky3CcV7sPJ9gA4HEJtbpngoqQ3my1mwY+i0t7P2YQy4jlfcQldyCAXnC/Xc22CSxLJ2",
+	"pvbglN6AdwiH4Ab5KXEZpO7ruVXjY06adMDxYagTlgmwFGiJdbfTaVUtpsiFjZXN3zNW8amYUwfc9NLc",
+	"7XSUxnPHkqT11dj7t7qM68PDBFeYMje2V27Kpm0Jpq8tfK+aqd1qnqjC3Kr6Qt9c3YfYch1mjwUeH8fn",
+	"yzRcxuNh1/6TtUe1rEMy9huz95hfizmPvj5/fw+czI3zC0epmIakqXZ0pAOFWuQujTMPew+ISI0lFmgJ",
+	"LqpAPx5rSwFuOMS115l0BjxDAguG/78T8yTKA7KNZN0vjM6YggpYpTRlJk4DLg20ZTg1AXy4qyFanTyF",
+	"TJuh/u5Kink6ZFBJrNfSCGG1iZFwtc3m1wmgY7bJAVZmU/ddfMs4iXkSc/DnoUJewvCohDQNeG5WKZdu",
+	"1VX6vspdcqL33iNuErWI68nApuh1HEAdgIWucK6IkElyRxd/bGzOA/UMfhUzzoTWVtbXlacRbWHnoOP/",
+	"T90elcrjZgNmixlWvu8WbgxT0NKCPDz+3rA0q7s5jkxfhgvok/wPf5FY3qTEPQnFl3F1KtzyN75U3LKX",
+	"XpwopR5KSK7REQR4Ggt8UpaZlUSTfJ4+VTWOBERbwm3RVqmEY7BeY0Z/k0XqvMOhY1FAUnYrbnRBQDJK",
+	"qOKDX0dytuVBn0z/X8YSojhzq5oVOcTxm7V4g6aN/awWYFmYpmaxP4t5qrnrhEoiJ/FsBhp+yfAwzQny",
+	"SJZiSFvPU8wTsIn+0RnJnTotnsP1tblG8EQi5gruM6Nx+vXl2UMNPS4LnjGZ0bTW+otuE+BR8cjxnU1o",
+	"ROSQcq4rQWuoKmNKH3CPc61fXsBrNhRTJm2cAlgVHMmPCztIrMg/S8U4ZVIGuiXVEXYQ2Qr+RVGx4oT7",
+	"Knzyo1q+XyO4XOOVrBVcXrBLPE1suVqNrxla/pFi2EtpHVEFAsH/7h+dEeZHUB0/6Tq+f2MJClS92a/h",
+	"7DpjM5FmBWnSI3Y1ldAUOmJEiGwjPNZfnRyFFusTcu3B2NlS283qDsGAKwaCiIFxYjanUdRRJjN6OiWa",
+	"BlVFnTSRkgameypuIV/wjqZKdjMsD4PTPR40i2uhVFtX5Pwq/OwMp/EoEOp1xDezuxqKxg/QZfU4v6Yu",
+	"m/NB3dlT6JUrI7lMX1rm/yfTc9Sjb6SOECJ0qE5DwqIxwuQAcKkm6m/LC+c8ifnN1+eEx0qpRgaGoX+W",
+	"8cAd8Y0kMoa4Mpnb0uaSpbrshC87p05KG/BiOKkjp8XVcNCvwpYukapPd6SPcB/han3VA32pu/jnSTbi",
+	"S+0O/LWPLkrD9bGdCFf+1TLtdtWeNzU4WGYgJdUX+yTk7A4TW9yfENaC/KTOHlTYUhpSjtMSkGuh0SFF",
+	"YnOYwT5vmzOZNygphZ+30nnCDHCybHN29z1bGCyu79kibO0T6gynlJxswLXcND433BETZ6RAOcYzZoyi",
+	"zJML3VRto6yySG8dSAeimUm77qv3FBMSc40e22qTt1jxBEoxqznSlJGEjTIy57oo2ZIQTF3G4uvnOJPm",
+	"+X/+H0E+0nkiWuoBpK/7qsZi2UzFwgn8ZqnQHUDX7O4t01a11W9VKnSZQg/WXR9bkmKTvOinKELx35XZ",
+	"nzEILikG4ae6/iA4rjR00JJoywIzUgOr8KNGv/E9W7gMVpuM8ACZKpeIC7/eRVBv+v9IxzEHfQzqmNpQ",
+	"SsAR/EaSOXeRq8rJ4LI2Dr/bapODJCEAeD/guRwI3MrUQG+TcBQnGUvVJUDT4YS5kfOpy0SbN2zR2jf2",
+	"tJDcMDazGYksGvAmwvNDVYkolvYX0tSg/C134PskzI+3jrzPzx/G9//p/PQDoWlKF0pC/AWMiTDFT6Bc",
+	"49XZBDBjGd+yfcxsYBZALIunipS3atbgD7+biISRiC6wYrqp0g80Ii6JEANNCaHhF32k+wgvFhgt4D5c",
+	"UsIB13xFyYYL9jnTZDc55c6+NktggKbc8g1SsbCakga4nnW1Gnp7e2vWangL7dQWa+jt7W1SrCHfDc4e",
+	"CMrlGgrbRvD6ug2as29etOEdKhH1FRtKuTcizchQJPMprxsKeHbeLApjibCgQ6Ov7qegwfh8qngRfIDX",
+	"8MYK8nk4V13hHvq05mqd4ijsxHQ2TRwFsJECcsMWgZaBApL3FhCnszWqT0A/70VkalYcyOHmhS66nQ0q",
+	"Xax+DtEyooPsTF0D67yBIkz+xlespvFgGebxFved/t7L/m4XCOIdRrdDus/7ux2s8qWG8SpwobDQgQpQ",
+	"WDWi1Hw2E2lWNwi3/WVlIbCAzKZ1ITSbXacehMNz/nFzmX3iw2PSUlBE2TJVFh8s4ZgG+hWMTkRncSUg",
+	"Zx3JpWSoIFMoIVvB7IdgZvLtsfY6zlJxG0cs3crYdJYo0WF7JFIz/MCospKEkvGIpRrzwYF1CLBuVGha",
+	"ujIB1jiI6g92ELnv0zOK+SwRNNpSnWxBVS+ls5ebwsr18ySB9ix9QKpRopK6og2Z1pJtdns9En7RF0hA",
+	"oLCMXCLTIHkPzWKvU43KjtJUo4LEySZA4j4PiGSMhLrBi8WMnURhq+6SNatqwrI24BF583V3p34Ihxfn",
+	"wgHlWNTAoNXiwL/ydfc1ryKHiEpwGQ1thk9QoXBNdYsOFLl8WfAWd3uFy0v9VwzOPjXnd4ucZyJV4k95",
+	"f0NqqeZgzvFp9BvdTu/VzsvdF3vP4S/d527QAHvNFYrH5tFXL18839vd6cFfar0991JxCnA5FgmzhCh1",
+	"JbE2uNC9MCAVaiAQ7uqr/elv1cJBX+9yRcx7c9wfh/u+Dor7D4o5+DDcf4/3s0vO1Xd0iZZFezV+tRYu",
+	"u06sfPzlXABLa+aYtLa08psF0epOXiTafWvATYFoQLrM5ikHpEulpIeERpEkKUtMB4DGbj4TbW2ZpQzs",
+	"rNA+3MhU3rBIXYWtNjm+BQsH6r065BvWQjINs37w4WgfMQ/EiLiFGsC9LglntywlmKgKl+ezZ+fao95+",
+	"9owcf6bDLFmATpXOE2Y88wFq7bE0sdMjNdIhixgfsr5qp5vXsQQZgUfbInW+kqEeb5MLvgUlN1r9nIxz",
+	"rqFeICwAHrSe/ljqAe8POCEklBNxd0WT5Mo8oW0qWOqJXSFuB9pVMnCsjblI4fVe20HGqjaEoVN9wnSJ",
+	"f/WtvsVftPYHfKfwerE/77vX84ycz+iUNJ8jXt8bjPVqQnO7bnNNLOIB26vVJ6czRatuKyAfdZxsE9MD",
+	"yEkewEWaOy2k4X/9x/8mZ0yK5Fa1vtsKyCHlQ5Yk6uNeKwDK1YwECMU+w2RwUxhbxQiWsELuoELrADe5",
+	"mGdXEiBh3G/mkqVhAG6TW5ZeIceIgNdnjEeUG6OYmsnVHCJFLFgZZAJS64GItL9jug8ZcxC1qvqazjM1",
+	"DCVOxmpepsUZgw/6xOjU6luazJmG4de2GzVR7ZDFU3HBPmfqRFij4ZRmwwmUD+OLuwlLmTFkZexzFlQT",
+	"RoxRC+oDpIUEE/3TgLMpjZMA9yfgClCJSCR0OFTcVQ0YnFDqRF+rHxkfK7ZKmuFfBBWhTugO/yT+8/8I",
+	"RYeDDwf2ywNOw5aZDh3DAQ8Vj8XjGEtC0e6INW+QgWCt22ySMkYyOiY3MVS3BWZFOZoo4ZzSMYkj2Qd9",
+	"BKalughJU3XgpMmrX1qKzPHwhtU8Y4mGOzMcplNzfcALA1544/DsPTECFPO2g9wcum6TA5hDjidyjQw2",
+	"VdPB0j8wqQG3wUG45G1NLKshhETShSQTHTmks/3jSHU2vY45MsJnJPzzwYejEI5kZVdMqCTPngGPePbM",
+	"NJHRcQCeuyRBeu9jM6dnS1txfaTPnuXoL6ZNiY3yBTSKbcLImobNQOvPnsHimsVG7vvsGeoGsOsryDVx",
+	"Jov9mJQpGL3iNZoi9lIiTah34SDfOLsGHnBBcexewe17wJWu4uJlURguPE4zHHbxPjfHVT09iflYHwMr",
+	"nt8BeAucCKUc4MeracyvdFlmw0CcH+nn/EdIZNEBNVMaQ1ks/SMRI4w/s7p8b3drIuap7jQg4SgRIm02",
+	"lThLdBqejcH7A+ntkgnZIlzctcg21pNuhQGhGpAKLOVqBw04sjfdLiJmA26SJJ19HCLKItZvgIBF+nld",
+	"LAXu3dzq4MhAih8jtASLQZTAkaZMZmkM6ep6vymWEZY0iNc7oQaZNYDb5SfC/P1YKmaoZAKzUErMwOVB",
+	"c2++a8ESojmFMDZa5+ej4/PD1j7JlMRznTJ6o2YI1hMHzXbAozhF+8o+Otny02V8KjlWbgiKh0mYolkI",
+	"9okWkRg/KU2QAJPZ17FIwFGpt0hspKP3NrNI/8pegiKhl7gLggZKClcGKsGKmk/tSSgOqc6lEBB3PAHJ",
+	"h1NDRbsBA7j3t2IuGZcxVGJqhgfnh+o+V5tZ/UvlEIUU1VDYapMjZ7cvXYn3GNLsWwv1rrMaB/BJf0nl",
+	"sIGqcJWcEDvE59OtW5qqrmTl7XfijqUH0AT8eQTtLFsGNUy7EAfnh2qy0BhYLdY0Cf1isGMcQ8Mp8EgE",
+	"61JTyQkRZ2wqVxsJ3LN3ptU1taM0TUB4gN0Y/3XOTrBNCImo2hJyL6/aZ7kumAmiBeq+Rd1Vq64uV/Vv",
+	"LlOjLJ3bX93ZhahD1Fw7XnlrtU6LsQGoytbtM8UwG/61/UldANbKSIoE0DMNtBCBswwgsjIg3vWrHiXX",
+	"syz4cjFcXRn5M64oTkAS38eD6Ejg7qFs/+680BtDKl2ggWUneKnOtJWysOLv2nYz9QoOtlG3x7VGkesJ",
+	"UEjKiJj7RCdmEnvXEacRvNpLsncd9Y0+U7P/QLxU/Zf2oKvyOMQJHNkT8fWLqogO0QC5OiNTITOy1zGm",
+	"c19owHfiztW5jKJgdITXftkebQi5hL2vlYHXJM6wZp8jkO9XpPrXxCPRP1yerwjzS9fCLlnNpXPw4ci5",
+	"c/6MH/98etYI4Kd1725YjXz7mOVV7QXkz6dn6lCr9qpLcqqDNFxBV3ttkAPVTQ9/LftkpjGPp2oyXTty",
+	"vR/qhn4O7fjdL/XRJQbuVFSHn1cRxCHu22CTskq7hIHntpsHxJr8pEeADawdc3Lqn4teDG1+E7csTeNI",
+	"h2uZywrsVRLusLrlsgLY+g6BfCRoFa33pOHvK31oLzaTX7pBL9h5kJDiHXhBRFkpj1iDay6OPAH16ziz",
+	"JaCslQ8MX63Q03tA9JBlyXprrKKORTRAS6hjBc2EaAUWXzG3Y28XDNhQkVTx0tpJl02lDzhK5xNxB5Yg",
+	"uxzrniZNB5pIkRND2wxKzg1rKlY0sHRZgwR+g/BqyhTtxQ8gy4nekHo+j+AwhtkPXV/4/whX/YOmHpDr",
+	"BYrBTWsbhycL5pqVRKDXCULJPIQKH1RTy+kABW6BFiVtnU2vWRSxCBz8AdEe7YA4Pv+AzCYiE1dSKL3o",
+	"irPsTqQ3AdGfVV+Mj3XGR/5xA5qyijvTuciU6tHUhekCgGAAJxzWXlJTWrW/0DTiVS+e764pL5ntpAZT",
+	"p2I8310e57psRxWnXzujSujSI2Wpw2K/awtV77Enr/WWLDXeOjHYfkNojTG16TGQ1h4qv026vAk0rXZ3",
+	"O0FOus66pDsdDY1pYBpzO/86PtNRc1N9+aiJY3kMNUnT2rddczZYVzutX4vWuYn/69Gafn4UrT2HkEoZ",
+	"j7lBzYqVeqgdq6Q5lyytnbr68fFn8FKyp9RmwL/jzEgdbzuhB6s2aqqPUGwg23dDQWzJHGNO7ibxcEK4",
+	"IGKeFT1ATTtbvM6uRRZA2qNIibq4Rom4a4EZ4JoxU7GGRWTBNidPrUv+AbT6ANeabcvZhU8grYk0Hsec",
+	"NEE+O4UPS0UzXbrM8AF8fRMhzfRRf/MU4oPMAFdJaru/Tpj/RkZzG27XbQRO7F3RWr6MVkc0Y7rjpUpm",
+	"XWKTSOGPrSyeYqyRvhQCY66F9Cbj4KYyc87K+nlQdQk2FZeTN5vG7ZVmfp3VnZ6d3cqEIUTcLGz7SrqQ",
+	"4GwrE1uC1wqLFsPtAbqV1GNY95y+LYTTQOwNIOjVjQ2eeMDA3kPLDxsVxgEtHRY+8oBxfcS2HzYw7bRX",
+	"AyNNyh02OaGyag9Wj9fLLtDWA2aAXpUnvNEweAhRfhzHuesTDclg3unsMJDnNrynnNCwh8xWjdcMzj/l",
+	"31UwelVLgshz49xUHU9pnDT6DcppW4r53+j/Tw+lPRRTHZf98mXXi4cL0eT/H3tfttw2kqz9KvXzxmT/",
+	"EEVS1GIq+kKW5bbnt5aWZfd0mx1CkSiKaIEFDgBKZsuK+K/OA5w3mJvzIvMm8yQnKjNrA0Fqdc9yzkRM",
+	"h0UShVqzcvnyywXmyNslIPiN1lnrZa/d6bVaa60Ni/re3NzoVDBHVpNSlmWsC/E+a7d7rXav2zXNo7go",
+	"JWC5I6Btr39hL3eAhVcOL9CnndLLDA4d2yILANe0qkTSxmI31ZO6OWP5GPuh1+5uAD+9cUOrpfUwC73O",
+	"Utx7+W2r0O8dC35vPwD87sa175lZZs/7/wzkexVq3ZkEP6XM+fwxuHVgPEKqo2I4XoSvf/fdgaZrceJV",
+	"2VU8hJLi6t5w8+PhMpGpzZJXlhRYVUAjoCztEu4pUAZEXwLdWzWrubbKNDaumvqc0NfiChCsUmB+MwH5",
+	"5szbDWhXLUD35oSrWYXQrxhyJEaxFHlfypRNRTaJicxJDdjXrvKUSaxdN09lxDhDvFaRXgrp1+NbRoDS",
+	"l4YBZdePp0IOgNcIwULJ2g5pHSruerDfeVE1K0jMmXGZj5RuG7vkeHjz9CXTdrPACK4mir/HglLBZxjQ",
+	"OVx6Xwp2M83EVZzO8nPqeuC8I9If3oasHpZ/iQg5pfJw5JKhx9Q6NZrsg0VyG85T3Xd4B5RWxe4YDGdp",
+	"TBrZ6QPNe0yrKpYXSbfM6upAXEEXYEVMRDdk9tflFdFR1dKC7JYh7+U3xwW9xGZFAPsQQBDhsyY7TK+g",
+	"DKJaSqWSGbR/4ML8KV6VZjZc5YH91YylmY/4xyNeMaJ7bQx9iLG4LVuxM8zoHMTbbbir5lONbCCKayEk",
+	"qw44Ge1PvYM6hWvfZHtVoSuWCXXrglcQMiTc0gZgjkNViJwagfmnhACTJOBnBuSiYMVYSUOlkOe7LJzw",
+	"7PJc3dJ6QWHVSppskbIWnOsDFHNKLJi6DCYzQB1X7pSznNhKGDCfIIio1Ki6XQSl3xAdXF8O0wnWJtql",
+	"cMGUz5OURznhZQaiYoGp9KYg25dEqTI1jFTl+rjlmOhLm8Xui0FajAPrhtN0UGfqNCGGlfIzSH9ZRNBi",
+	"GLYvTYZT/WHINl8xM4kMcKFDKkO31bUg2tvQ2wq2K8a+wBlOM7f8vkYm05Fusm6n05cVyFwqVDrhySjN",
+	"JiJigzSCtA4Q9jr7YzKIpXXwldnAAMJtLoG+9PHsVRdhPTwDTsIEWUJm5GeteMZGYJoEjeZ96Yo3/2WV",
+	"Aq38utzAVCqfi3PYnvTOKugy+qR8RfOubOp3URVOcSEbr+GRxJApop6fcoAiap+IrjBiGbue5up+V+nl",
+	"Bq4leov/Y0cLIBPzEURoYI/iUVT/shrpHupzsJEdN4Im40XGCmZAPRDahRYMkKnXXTBQKCTQ29xWqioI",
+	"Bv+tJMoXFsl7g22zi6xpPPJbOYnxKlLSVklzsuxNC0YKG4PNMd/AUnmMnUOMdN+4Wsv/Wvv/PNY+PfSH",
+	"mPtbalfiaevd6Nx9yx+TZgWgHPwDRxYk/n4jqF3GMrIBDCvLPr07ARHyIA/CZq9t1xFCYKXdlMSTqs20",
+	"ue2txPt4wsEa9sIfVjwbor5HswKWUPZ3lA+tUnawD4GjexiA/dOcFa3uY3lxvTkCH2c6k0hneL9pWcGE",
+	"e/YkRcfxwjzgDoIMLV+MH6Vk71IVESO/UXMCrgu47D7X9kqgYxt8LsdoHZztIjLVQXUa/72OL5BrPc2Y",
+	"uT68K/hXbwsv6VDA3P7otATvC52p4Bg/2JcAgyEBu6snakFHaSbiC/mRjmX5XhdYE99fueopNpf259oj",
+	"NMbStDymhQdcyNalp6khFva2Tp+L5XRW9Fbp3dangg4MP+XcM/D9Hxi7Q2lOerrv1sjBCrBa8IL9EOKa",
+	"hGycJkQpboIhU0Hdbv4jvZi4twLjSgpYls6U3ARND/YxbmK9d8vZkbCV64Y6urHaCVpBMb3ASorzuZ/K",
+	"URIrfccByA+5JKAa5SBEuI4LYkEtltOChqTc9TxInNt7eGtFFBdWtb9ZXlEDChgbXgDkY3YZ9ZuUioq/",
+	"iWmBbYXIiNVVjyGCSToLi3Vdsr50KqQpG57oo8f8CgwSr0wHGE2jGI/N3GuxASVIB4JhsbAmI3Y7cNX2",
+	"ZYmIlRGesvQRqO8afYmfal/2LhvFalR8OBTTgsuhYJGYQum6lKoxm8HVMzF05geDi+RqUN1DVpR0yi/A",
+	"z0AF70wZA1bPx+k1FLfBwTR08kpfUq1NuuGgpiUqKlh9hBwZY56zEJ+l0kl9iXVEPecywKoTyJhWPwZ/",
+	"5CSVF1hTK85ZvwZy44rHCFbV4d4S01u/1jOCxpuJF+p6GM1ynqjFVstZfhRFEU8S9SxVPbFTotvZtZ4Q",
+	"/VFfQsuCKj5ZDw7UHlAHIi7ABMvJQag9ruSBhRlBiljjb+lZyna100MG7nZ5wer9kuXbrwWsj4l63qcN",
+	"QzBrlaPAbHETwKAtDWm5eiKMsqONXFoS8JLTLJY3fZWL4iCKi0NT6uLRNOXAJ9nqKqttZSU8Vi8yPrxU",
+	"s/TqtN3Z6G5ube+8bDxAI3Q6/C1pyats0u1gAVVlLUNddRCF/GLVmv3uRnu/s7XXftneerO5Z0g4cdIW",
+	"S5E+diJXmEPEbN7En//ysDkX0QpdXJdKJWn6r0a7+QALgM74GayNq7Ie0uEHBcfz41i9siQAQDGRqSkj",
+	"FZUti4LNBURcqy+x6rccLpUemM9pFALasaoTusVTEJJR2d010tUZlr09EgWPkXkMZShJFigL6N1tWrn0",
+	"LwmbkVFb0MTNPZlRPwq6Fx+ic9OkLFW49eoppYt0b1KwFwQ0gFAJbOeJ5hWCt6SCqqnRWhEoSYvFhkzF",
+	"1PvQs2KkeblWdkfkXLO75sN0KnTYuh4Os0lTsww1v1PGBEm/ZjxRV05zSGUgo7DBxnw6FbIvY0mka1Oe",
+	"FQb9Pk14oewXzLDZPz0MvJAVticyUHrSHK0NXEGWQY02LGILpFNQgARLFcEI2IjK102gboepB6xj5tdi",
+	"ME7TS5bPBmZOcpbElwKA1dhbGDSrY7AnYJkoshiKtiEXckOzmgmpNm3kNWZIe9JLgcRLaCqBjkM/HFgt",
+	"BV/lVGYP+tKkxAD2YPHuycMm00ULsPYcrtI5xatCJ9qP/GURL7hRsuHHL3KkxaMAmgm1qTtFdzLLdcdY",
+	"XOxSPSbafCLCmGJeUNEU3apuEM+aDv3t5XM59PTHerjO1Yd8GjfnfJJQnMaUQdMJQ0R5BqhSTMYCXbgv",
+	"hbwSidqidRy+2pL09BzL8pmpw7/SIYTWochAgMwhtGZhA5iwQHGnw0rbabcvved0xmeu189F4pK+BFNO",
+	"rrvyKTLh5e9C5JmbZmk0G+r32pOo1l4kIwzOTmN5ESLKkLpXiFzNOYFZesiKZtl0oAudVodNhDoOaHeI",
+	"qEdJqzBJscAw7V9mYmZjtDDZbqAWKuyAuYA/GPDh5UUGjrsKBfIEdyBEgZ+iQZrogRYqRn/ZXGttrLW7",
+	"4M5tuW55LKR4TlIkx6AByhLUu1rtP5282v5l68eXP238v/Zh92jntHO2+Wn7z+DUR6HjPd9+uRPU8kvQ",
+	"sJzPuy1wu8GvB/NzJ0JEuDOvD5ut26AG62+92Asi8/7KlzvBD9J4Ow8stHhXj92LGXpjdhkEh/VJfLwP",
+	"3B3pHjW9zPOLUvSa260O+1bJT2e3405/ovd74+7n3qTZII4iIR/nVh7w6DVtf6skqE+MSclteZoFBdN6",
+	"QQlwq5VU8BqIrJizF+ZUvKjwdcK1YAxKJMhwrueFnUCSvgcP9tjKt0EIFSXjByUYS35erfa5UrN6bLQ9",
+	"P9PWK+XAeroKxfWAOsv52BZu8j7OC2V4EZKt/OU1RHW9jxKlYpU+49lwHF/h48uOjz/v9x5FwKoGUfrU",
+	"G0Ppu2vg1yqPoPSRHkDAlgusb+nhpgvd7KU0Ix90hW6qbnLQbso/lkRqEyBPGPzG7GgNttNai9FPfPVl",
+	"FwlzrRub57A6QhbZHD3YPE5gu/NiDFni+KK6koF0qPGzpjkGYcPRbeA1L3JjEv1DneEnGnJWNdFLnNwI",
+	"+Frq3b7Dj7y6NMNS7uoz/euFhFrtEausClEHYKGpC1GuY9HAyhK8L3VvXuS6zoQDxNJfYhjFqRJBtRM1",
+	"ng3yr3OzGSucl31pXY+dVotiMvqXVBEV4UuamzWJScH8xLNYWR85iyVUYzXLDUYkQfDSPMZyX6we3ty0",
+	"b2+V5ntz04F/jGIAHQ7mLLyi1s5RxYZSXn0p+QSKeN3cAODtXP1dfhJ+c77wPLqUlZWHrt1R/EUXU0P9",
+	"FecQmC5JtjXZHnt7sPf64NQZC0wJNfPucO+Hg4B9evf64Bj48I73Px4eHJ2xAnCEUEGDMiLHgqulgo/O",
+	"Z1lCeDlEy/VYt9Wq3iGO07Yild531zqShpBPu6zb2sCFhWhZwoeXZKEt7J78/CoW166ptgsQPnf3rIph",
+	"q73jR9uWsGWe0JvNmXmTZo9An/mTcedJcvFo7c4D2A+eE552PzaEJXC11ev/DBlS+pzrkZqdgVlSvBAX",
+	"KYjlj2fv3r87+7kW1MY8Px/MiiKVuX4KYDLtoJZweTHDnk+L81enLtfMVRoPBQTd52559L2Tk9PjTwev",
+	"XRXLXhrQCzx5Sv+ks1Yzc49HFZLjyDd9nPztrwykTMA4G/FililNkk1FFEcpA7HDRF787a9KO5QFb9rW",
+	"Xh2//tlt6336G2cHX9SUpPZXb46Pz+idZho+m2c+iYzeZZ/4ePq+FtRmWVLr1cZFMc176+v5OJ02HZDP",
+	"OvjT83XoOiys7tTHs7Pjow+UbXS/+b29fQBzIK24OqaVpk35mjPHDy+D6vsCsbn2mrFBfP3LBtlArccj",
+	"eVafjWcA9KwUzwuS94826p4CgvKnzniSnw8GdY/boxIB9Q/NJINA7FRdkyIy6gEySy4qT47+ac7I8iyz",
+	"VmuVvrlQhGtVzW5MNuBKARJqGgcCa1Xz3Ko0qHuQOsKBIBzThDn8Js24sh2Uqj1kH0/fq2amPM+xmNmC",
+	"4lLSMKsrjcVlLcOtT+ZPYV8aIbJKEfb9y/fQXjChTXtflADNeyyMJ/xCrP82FRdQJQP+mkrnj2sxmIas",
+	"DqodzVweWDJRdviqEbBQvTxdn0y7UNIC/9q4mKonURtceLK9RY+6B3MajUJWN2rj4kOtlnqKHMzINJaD",
+	"diltehksPZ18cIo7RKLqe1p+0ll1NMDou4UuIkzJRPXhWAwvXcezjEyWIuE+1C6p5yK7wp/BusEOWb+B",
+	"MMPt+o3qFajnAZNqW/JMZJS/J4WIRNToyzi3G7BnxxKDk0xop1lBL9R11rvtFotH1HElTmDDxxJDVuin",
+	"jyXb7rBxOsvyvqyHFkOMVW40WSKPkliKxi5L5VCU2zH9oVCl/rmjuKtHNJFhCX4RYAxnYQbRqY5nEVEi",
+	"GHXyYhFAK7jZetmX6nsAZFk5QkkvLJUm+qcbzxvW31V9MKGOSpyIMGAzmWtUEe6tAIebEvkZS+JJXGj6",
+	"WeBBMwaBiXpS2/eS7TYfhXXbG9b2Iqc8YgfjHDuAW786bUUJvQ9CRocgHVd59SezpIinPCuUFT9Z0158",
+	"5yJUQ671avVBLJUYPHn9Rp+lRkU1NMqYuO/FWOrqH1Govhouv2ngFb/Ugpo+m1ZXXOvudNobzWk0WlBO",
+	"L3ghrvnc00/xrF/+ZeOqNX+7OdzJf5p0Jj+0+C+D7p+vXv6pPds+25q+zzqjH8VOdDT8OV9ffM/tA2dR",
+	"0HJXKBlQyY9AY0pS6Kggm8kiTph3/IlA0z/r/zra2kn54D2/uvaos+0j19v3mJETdGyepel7ngEl0j87",
+	"uGbAo7N5OUbw0UpRRvSaFaiXN0qwGnf6iEhDjS4SMKOJ6H8qPSRgRs/Q/1RKBqCcfS0Ckz9Q8r+JE1GR",
+	"BJCs6loZ9lPoVfHaOV56M1Q3/W4CoJpldJZKmfoWKBmCxsxKK4Ow9NUXXMkQQMnjaMmuKv0gnd/Fw2Ti",
+	"Kr30IdbL4MqYqW7gSYO5RSTHEZHibrZaLI5yP/t3MTAwzdKhyIGbl7Jn+zK8QZbngB1avYXi6qaQYAgA",
+	"D6X0fGXofv+qrsgIHLnsK8sgG4h97cuva2tr5v/q5+FEuLz3XwHS8pUY8dh0PM/jIU+SudH3dNCfwA5W",
+	"Fqn9o36qxbzFF+dFnCQsF8KD8zN8P0+SkH31UFJzUTBcgWjXdYs7oGpIHiijqb/qp5R27ulA9VKHVFe4",
+	"HtKa8+54qHRN/cGEZ6o13ao/9Or+azy5fsZ+Uz2BqpW+DJHxAG247x0SapeDgbDYqJjiMRm5E9pkECCl",
+	"LsF82eM1SrO+RLZeZuh5kclgnBbpGn61RsS+fk3tKM4RtAQRKg+urr4epIVt0tiKwC6S5ri/ATiC2z7E",
+	"/aw9TyashbC/ZbjtwIwKFO5q2HaFmo5oc1iMEty8MgRkyRTS0QiYMCzMnC2izBu7EFdHyF6soWZo2y8b",
+	"p22lLwkuHmtuA1zHFznKBFtDwqQ25ECcwgxvylJUeV7l+AKGvYCFICJCAq6BnAcpoAwPNckBVfYzcmzE",
+	"42SWib68Hqtdp2ezSvM/hW1vsIdPAoQruY3oZvXfDXCe21Ni8lJzRAXUeJLcX8Hy+/nttP7PNxqI6QBr",
+	"tWyA43Qlsnkq1fX8gS4ifG3Vg1aTtL+GWbh9eMEDnAGdJ3p3oYNjaW6uyrvq3xmzPeDRuyj3NS2ouoBH",
+	"bIlqFeWu0oap+jaUpCc6UK1XIFs+ykuZXku8z6vfgOJet4lVmOAUPJ/C5qEsENzsCwVWkgkl9Qx3GUN0",
+	"lyhsLt+jkMou+HN5oH8s2JjLaO06i4tCSAvU2Gi2XKYrQKwqCYnIXA3zJYiIUjiNt08DRwMD9gCMY3wh",
+	"eTHLxC4znrZCrI3SbE39Q90CP+8dvkeEdj0Sw4SrjRCin6/H0KGBDLy+GP1BFLrXr6nDtQcJIj1DRhDV",
+	"9OT11DQ0W30Zy1Ha60vGirhIRI/tqysI10JNyg/oVPCnBQqTXoksj1PZY21syGOTNNE/HFxtgVu/2qJd",
+	"APvSRhLDWRYX81rv86/utqp8RKtDfo+djXas5ziv/Qobaix4Uox/X7qV9sifCUAL2Od0gyvRB4d7JiX4",
+	"2F9rAxxcs5SqJ+RQKT4AL1gHtfD36rV+S/14qofJhGnTy/tfhfjyFa4GPVieQAm3VevyPr4SUuQrJ32Z",
+	"F3rpKnxQZ8tEUGbkakKN6uT4AwUk7hOm0XYBhFBQfYUL7YJfiWZfHvle8J71ViGwGvif5MVMnRGopaF+",
+	"1dDqobrU0iz+nZgA85JualIqjRnyIrdpDUMu2UgUwzGLiybbw6He7TkvO+KV0Pp4+l6DhMATX+06j4sF",
+	"pzm4jkeo+83o9oEhVil6P4jCd/ot4EKs6HmAF7JWSUIEvVgN9LD1PNqdHagvYP5eFEGB27sq/2pFH4xH",
+	"9p7dgKqFq7vxMDiI6pkn0Zc4xB8ii4Oa9XBVN/6nk4Mfntr6VC5p/OToyW1fi8G0uvGfDl6dPL5168ur",
+	"bn3jh5Mntz6ZdqsbPzzpPrbtSiGu9m5gs5TB1eaEKNVn9LrmE53fIAue2eP90ZNF6L1+NAzlzMb2MOaA",
+	"gvOaG0H6bF56vH7Ma2YSw/7+2x6NolilHT3dGdptAenYejoV8uEa9/FUSFczC56kH+NVqq7uNE1yBD5A",
+	"WtG8AM9Yls4uxiyWeSE4oA+nPMsJrT2pVriog8+lW9MsoWq9cW/Veu/k3bfSp8srcJc6HecLj6zS4Yyy",
+	"Rbp2vn4DLGLnWKPrnHiYK3fLPtdAYE8/MrFmrb4DOY4cxRezzHpNtcL0Ime5KIpYXuQ9pcsonQawMLNB",
+	"c5JG4nuTkRhipuiVyOLRnOANQh0lTATGfFAEvyWJAEZRYOX4MhW6VJL5CjLZAHQzTbjqkfhSoE/fax7R",
+	"Mzo2B+QbymxWY+7LkKK1jEcTIuiVItGjXlNbh62taXhNHLG/////Ymtr1Bp9EDZZhbIa5xbDACDpypkO",
+	"MNID248NE6WJIjtFt+VE/NUkavRGaCcTKJR1qmop5We3SoGEbcFwW7C4MgHwE8ydDpv+hBOxSp803VlS",
+	"6UBvggdUfPNVwq1Re9jhL8XGYDvqDjc3X/KW6EQ7o/Zge9gV7daK9+JGONca6xLVcOuODrTbmzudVrvb",
+	"7a54ldmWD3rP3Uqn2tXrsMF9Ked1aqF+xGp55JwuMRynJqXuCfe4RaXEuc65fx5iuD0Gs83MBlRvMARa",
+	"TQdR8Niee+LCP0XPM4SfslRe4CFOM+91T9Xw9ssg1Ofp8FG6GI3BYi5KfpaEyDfQmQxqQ18/MGc0I6Dd",
+	"5GN+6RIs6CdWgkjvyJY488NKcbQsOelFaRLqi7jN0gUc+gkVtXbr5c721mZ3owP/qjZyS23c19ZVAvVO",
+	"U7c6gO7BWU6OP5yps+wVc8upcgakR7sJ/3OkGpgW4GJTWqZhAgiAYy1gmODdYOkIGR9orl7keh6VAgDx",
+	"dGUD7SfpLFpT16LeBKh9BYw4vBE8/+e1t7PB2gft/F3rbG71+jIf887m1vdj8aX+9nBvf+3D273O5lad",
+	"T6csF8NMFAHL+DUg6BqNELUG40AGZYdAnQb7APwKqOWC10jEVyLaZTNJvUkzdq2OeTLX/XPT9Cmxv9VG",
+	"0haIF1rC/ypXV1/a/rgRmrzMAdWXe7K8SgwzsnKPlkPHL31m8zEATK9dagOfOR9zu8JGAPhTCnvj3Gua",
+	"ozydZUNMp+sgVSSUQINsQmIN9Otk+qT9fWnfreNXeobDJtvTO8upaaDHSVhSCkIjw0L9QF7FPOLs7//x",
+	"n+xAFpm4mAn1R1++jyMOAdU3PBnzcri7sbSWgO5VDlmt5jE1b045hGZfnoopTJe7+OXVVntNQzeBFcMa",
+	"Wzz38c7fhdpz6W7OvlzYnWh9ccP3ETWabFNrkFxvgRfa2B6msyTSGCPwdIrIAqQty1q98Bl7EDvgcFDM",
+	"G9VxZ+jEnUpkKWGEDm3I/i+738H1ZSo9vs3bg6i1tT3aGYmtId8U3a3uoLvdHQz4Tns4etneHO4Mh93u",
+	"qD3a3NlubUTR9ssd3o3arW5XbLe5lsVorVtpXCFolql67VZriap3n/D7d2UmB1moS5EKb11QehnyBvRq",
+	"TgjPyQHT9BWfb2rTLB0Rwo1GcsizWLNR3wa1a470GiVC7V8D2za8MEsnFbzU8Og1n8RR8+2ri6Ojs49f",
+	"Ds8uN45+H24c/fZz52j8cX/v1buf3/x29ObH3/a+r2kiNM2jC0ln/wdi3vFE5AWfTNX9uL3V3d5utYAY",
+	"hGYSnrPdiuXFOZKvKIP8esyLHDnJJ6LgGt0bxfk04fNz9yrVg1D/a7Vabc0p7ty0ixf0LSwgfdV5ubHT",
+	"3d7cgn9BlzBT3enHuc7F1xqBr5fxKKK83hOkWYiFSQjUROvY5LfAPscXMoXWWu4at1WzeIXDN49k/fAP",
+	"/XLq6xODWagD1dYwvZAxpeJwlpUE6bzxHDaK1iS0+FUSEEPqShA/H5G12z43b6VotYvNeOpAPJ3FwRiB",
+	"KvJ847n7Nf8GNswfjcJ+ks1qLmXvKs8EV1f5M9ndj9Madj39gOVjeAo6Byxsq52fpDqUIX56v9cXzBHM",
+	"z0Ox1XioQXgb1AgKsNRBimgD4cNEh1yiE117Pah6m7p2BjwXJveqrrp3KqI4D7CV8PTg9bsP5x9P34eY",
+	"Rwalu0BV8+jS8jGfCgQFXse52GUh6Hx5yHI+z6nYtgE2zBFgamgYm+x9yiM24AmXQ9UPXAVgEJ4CQTZ4",
+	"5FMUtGrXuRH4XKmOS8LMpzhbT+ZjhcHoPBw1ZRYn8RjYhOoWXLdVOxn63HzUoavspzPRXofLnz+950dp",
+	"AbbzvFSSD3EtaE/fdZ5088sCCP7DNzW0RPdmSpH9/CtgGdVOX+ox0R505EdEdAjIWMs0XbDQi12Fi9jg",
+	"FzkLb9T8ns+y5DZsNNlekjAk9CnGyu7kGZGJhOt8GodNk3i1jhn/uuxIOVzpIdPXlCExTKUUQyq6OOVx",
+	"BoXd5uzHUzZMIxGQ9RyYEhwYHQxYkl6ks8KQKuUBlplGIUSXCe4YVjcphlgm/aX2JbmDbjSZD+kDADcp",
+	"jjptkXwHiCsmnayHVX4Nnelt2GQ/qbnJxZXIeGIWhU53ztTF4Az8Rc6UfGa5wJKScc7GIoHoBJFXFWMx",
+	"2VWmI08SvFewYiHilLXUKPN2xwVgbbg0rzYyBUMRc6cTTXZ0H4JxJTnTXN/WyItDjawMRTWt7bZvV7yi",
+	"GLQu3kjvdxIb6iGVOiJyS+cLpw5S2DAI/cByqcvI4jArljmbJaJyie2S2v4bUOZi570aBQt1xfLGQtlN",
+	"JOSB4tS4cdMpMQzp8jJI0Gnq7J3sne2/RYJNycQy5ll/tp2yCYtdXspe21tJNqvrKWLhwGqW2/3TQ3OA",
+	"RB6UKGnzhg1QFwGl/4+wBCWRzVbSyz6ArdXOAvFqLQ5/774kCeixq4QPwGkyOekQbzWdvH/Gv+2sxSBU",
+	"7DCdfVIur1fuL24nt9iCPXamikGs9G3vbNLDFW8+nhWo7VWuSkDNGVUzSS8CIFYlztNhJgqWpQU6Mv3p",
+	"0aQkOmSOkxNUfIGXQeVXeEIwV2PhS7w03PkGbt4CrNqpyJjRrXYNSbUWDwQX7HSChetgs/XSmTyyslef",
+	"snroMLupgXxZy+PJLOFFmoWNHhySLE1A1LtMNXhbmp+yKFPzHJDyOU2UIgonFIwpx72MwQF1DzhbQJfo",
+	"UBcuxgRQ09eavHeZmliCpuZWiipP8FVNtufcGbq8aOHoItlMV/AP94+Pjg72z45Pz1+fvvt0cPq9HTpq",
+	"ITrbbhcfsCTSOFzCo5vFcnTkNuV4RSWWao9BGmkNsBHUXGCe/QNQmumq1TTqhHdFWjNQrV3Pg2xUx8wM",
+	"MnUxSpGOWKV5tRDhabI9r+h1CdPwIrcOA4Nv4F6Iwxm+MdQWB41gaAwf4SEwOVigj4g19Q3sA61S5RBN",
+	"cXkznFc5iu/tr7f/HQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -230,6 +230,54 @@ func (e ContactChannelRelation) Valid() bool {
 	}
 }
 
+// Defines values for ContactChannelResultSuccess.
+const (
+	ContactChannelResultSuccessTrue ContactChannelResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the ContactChannelResultSuccess enum.
+func (e ContactChannelResultSuccess) Valid() bool {
+	switch e {
+	case ContactChannelResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ContactChannelUpdateStatus.
+const (
+	ContactChannelUpdateStatusN1 ContactChannelUpdateStatus = 1
+	ContactChannelUpdateStatusN2 ContactChannelUpdateStatus = 2
+	ContactChannelUpdateStatusN3 ContactChannelUpdateStatus = 3
+	ContactChannelUpdateStatusN4 ContactChannelUpdateStatus = 4
+	ContactChannelUpdateStatusN5 ContactChannelUpdateStatus = 5
+	ContactChannelUpdateStatusN6 ContactChannelUpdateStatus = 6
+	ContactChannelUpdateStatusN7 ContactChannelUpdateStatus = 7
+)
+
+// Valid indicates whether the value is a known member of the ContactChannelUpdateStatus enum.
+func (e ContactChannelUpdateStatus) Valid() bool {
+	switch e {
+	case ContactChannelUpdateStatusN1:
+		return true
+	case ContactChannelUpdateStatusN2:
+		return true
+	case ContactChannelUpdateStatusN3:
+		return true
+	case ContactChannelUpdateStatusN4:
+		return true
+	case ContactChannelUpdateStatusN5:
+		return true
+	case ContactChannelUpdateStatusN6:
+		return true
+	case ContactChannelUpdateStatusN7:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConversationStatusId.
 const (
 	ConversationStatusIdBanned     ConversationStatusId = 7
@@ -413,6 +461,69 @@ func (e OriginId) Valid() bool {
 	}
 }
 
+// Defines values for ProviderWebhookResultSuccess.
+const (
+	ProviderWebhookResultSuccessTrue ProviderWebhookResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the ProviderWebhookResultSuccess enum.
+func (e ProviderWebhookResultSuccess) Valid() bool {
+	switch e {
+	case ProviderWebhookResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PublishEventAcceptedSuccess.
+const (
+	PublishEventAcceptedSuccessTrue PublishEventAcceptedSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the PublishEventAcceptedSuccess enum.
+func (e PublishEventAcceptedSuccess) Valid() bool {
+	switch e {
+	case PublishEventAcceptedSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PublishEventRequestEvent.
+const (
+	PublishEventRequestEventContactImportCompleted  PublishEventRequestEvent = "contact.import.completed"
+	PublishEventRequestEventCrmBusinessArchived     PublishEventRequestEvent = "crm.business.archived"
+	PublishEventRequestEventCrmBusinessCreated      PublishEventRequestEvent = "crm.business.created"
+	PublishEventRequestEventCrmBusinessLost         PublishEventRequestEvent = "crm.business.lost"
+	PublishEventRequestEventCrmBusinessStageChanged PublishEventRequestEvent = "crm.business.stage_changed"
+	PublishEventRequestEventCrmBusinessUpdated      PublishEventRequestEvent = "crm.business.updated"
+	PublishEventRequestEventCrmBusinessWon          PublishEventRequestEvent = "crm.business.won"
+)
+
+// Valid indicates whether the value is a known member of the PublishEventRequestEvent enum.
+func (e PublishEventRequestEvent) Valid() bool {
+	switch e {
+	case PublishEventRequestEventContactImportCompleted:
+		return true
+	case PublishEventRequestEventCrmBusinessArchived:
+		return true
+	case PublishEventRequestEventCrmBusinessCreated:
+		return true
+	case PublishEventRequestEventCrmBusinessLost:
+		return true
+	case PublishEventRequestEventCrmBusinessStageChanged:
+		return true
+	case PublishEventRequestEventCrmBusinessUpdated:
+		return true
+	case PublishEventRequestEventCrmBusinessWon:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadinessStatus.
 const (
 	ReadinessStatusOk          ReadinessStatus = "ok"
@@ -461,6 +572,72 @@ func (e SendPlatform) Valid() bool {
 	case SendPlatformChatapp:
 		return true
 	case SendPlatformOfcChatapp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SimulatorGroupResultSuccess.
+const (
+	SimulatorGroupResultSuccessTrue SimulatorGroupResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the SimulatorGroupResultSuccess enum.
+func (e SimulatorGroupResultSuccess) Valid() bool {
+	switch e {
+	case SimulatorGroupResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SimulatorInboundResultSuccess.
+const (
+	SimulatorInboundResultSuccessTrue SimulatorInboundResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the SimulatorInboundResultSuccess enum.
+func (e SimulatorInboundResultSuccess) Valid() bool {
+	switch e {
+	case SimulatorInboundResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SimulatorMessagesResultSuccess.
+const (
+	SimulatorMessagesResultSuccessTrue SimulatorMessagesResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the SimulatorMessagesResultSuccess enum.
+func (e SimulatorMessagesResultSuccess) Valid() bool {
+	switch e {
+	case SimulatorMessagesResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SimulatorReceiptRequestStatus.
+const (
+	SimulatorReceiptRequestStatusDelivered SimulatorReceiptRequestStatus = "delivered"
+	SimulatorReceiptRequestStatusFailed    SimulatorReceiptRequestStatus = "failed"
+	SimulatorReceiptRequestStatusRead      SimulatorReceiptRequestStatus = "read"
+)
+
+// Valid indicates whether the value is a known member of the SimulatorReceiptRequestStatus enum.
+func (e SimulatorReceiptRequestStatus) Valid() bool {
+	switch e {
+	case SimulatorReceiptRequestStatusDelivered:
+		return true
+	case SimulatorReceiptRequestStatusFailed:
+		return true
+	case SimulatorReceiptRequestStatusRead:
 		return true
 	default:
 		return false
@@ -1144,7 +1321,7 @@ type ContactChannel struct {
 	ChannelTypeId    ChannelTypeId `json:"channel_type_id"`
 	CompanyChannelId int           `json:"company_channel_id"`
 
-	// Contact Contact of a conversation (with `with` containing `contact`); null for groups.
+	// Contact Contact of a conversation (with `with` containing `contact`). For a group conversation it is the group's own contact record (the group name, no phone).
 	Contact *ContactSummary `json:"contact,omitempty"`
 
 	// CreatedAt ISO 8601 with offset.
@@ -1210,7 +1387,47 @@ type ContactChannelPage struct {
 // ContactChannelRelation defines model for ContactChannelRelation.
 type ContactChannelRelation string
 
-// ContactSummary Contact of a conversation (with `with` containing `contact`); null for groups.
+// ContactChannelResult defines model for ContactChannelResult.
+type ContactChannelResult struct {
+	// Data A conversation. Timestamps are ISO 8601 with offset, as in the webhook payloads. `contact`, `tags`, `sector`, `user` and `provider_opened_window` are present only when asked for in `with`.
+	Data    ContactChannel              `json:"data"`
+	Message string                      `json:"message"`
+	Success ContactChannelResultSuccess `json:"success"`
+}
+
+// ContactChannelResultSuccess defines model for ContactChannelResult.Success.
+type ContactChannelResultSuccess bool
+
+// ContactChannelUpdate Changes to a conversation; fields not sent are left unchanged, at least one is required. See PATCH /api/contact-channels/{id}.
+type ContactChannelUpdate struct {
+	// MarkRead `true` sets `unread_count` to 0.
+	MarkRead *bool `json:"mark_read,omitempty"`
+	Muted    *bool `json:"muted,omitempty"`
+
+	// Opened An attendant has the conversation open.
+	Opened *bool `json:"opened,omitempty"`
+	Pinned *bool `json:"pinned,omitempty"`
+
+	// SectorId Move to this sector of the company.
+	SectorId *int `json:"sector_id,omitempty"`
+
+	// StatusId New status (see `ConversationStatusId`); 4 (Resolved) or 5 (Cancelled) closes the conversation.
+	StatusId *ContactChannelUpdateStatus `json:"status_id,omitempty"`
+
+	// UserId Assign or transfer to this user of the company.
+	UserId *int `json:"user_id,omitempty"`
+
+	// WithoutSector `true` removes the sector.
+	WithoutSector *bool `json:"without_sector,omitempty"`
+
+	// WithoutUser `true` removes the assigned user.
+	WithoutUser *bool `json:"without_user,omitempty"`
+}
+
+// ContactChannelUpdateStatus New status (see `ConversationStatusId`); 4 (Resolved) or 5 (Cancelled) closes the conversation.
+type ContactChannelUpdateStatus int
+
+// ContactSummary Contact of a conversation (with `with` containing `contact`). For a group conversation it is the group's own contact record (the group name, no phone).
 type ContactSummary struct {
 	Email *string `json:"email"`
 	Id    int     `json:"id"`
@@ -1357,6 +1574,48 @@ type ProviderOpenedWindow struct {
 	// RemainingMinutes Whole minutes left; 0 when closed.
 	RemainingMinutes int `json:"remaining_minutes"`
 }
+
+// ProviderWebhookResult What a provider webhook delivery carried.
+type ProviderWebhookResult struct {
+	// Ignored Entries ignored (other fields, other numbers, stale or unknown receipts).
+	Ignored int `json:"ignored"`
+
+	// Messages Inbound messages processed (repeated ones included).
+	Messages int `json:"messages"`
+
+	// Receipts Receipts that changed a message status.
+	Receipts int                          `json:"receipts"`
+	Success  ProviderWebhookResultSuccess `json:"success"`
+}
+
+// ProviderWebhookResultSuccess defines model for ProviderWebhookResult.Success.
+type ProviderWebhookResultSuccess bool
+
+// PublishEventAccepted defines model for PublishEventAccepted.
+type PublishEventAccepted struct {
+	// Event The accepted event's name.
+	Event   string                      `json:"event"`
+	Message string                      `json:"message"`
+	Success PublishEventAcceptedSuccess `json:"success"`
+}
+
+// PublishEventAcceptedSuccess defines model for PublishEventAccepted.Success.
+type PublishEventAcceptedSuccess bool
+
+// PublishEventRequest A company-scope event reported by a platform component. See POST /api/events.
+type PublishEventRequest struct {
+	// Data The event's data payload, as in the AsyncAPI document; validated against it.
+	Data map[string]interface{} `json:"data"`
+
+	// Event A company-scope event of the catalog.
+	Event PublishEventRequestEvent `json:"event"`
+
+	// OccurredAt When the event happened (ISO 8601 with offset); default now.
+	OccurredAt *time.Time `json:"occurred_at,omitempty"`
+}
+
+// PublishEventRequestEvent A company-scope event of the catalog.
+type PublishEventRequestEvent string
 
 // Readiness defines model for Readiness.
 type Readiness struct {
@@ -1576,6 +1835,137 @@ type SendText = string
 // Example: ["Ana","#48213"]
 type SendVariableValues = []string
 
+// SimulatorContactsRequest defines model for SimulatorContactsRequest.
+type SimulatorContactsRequest struct {
+	Contacts []struct {
+		Key    string  `json:"key"`
+		Name   string  `json:"name"`
+		Notify *string `json:"notify,omitempty"`
+
+		// OnChatapp false = the number has no chat-app account.
+		OnChatapp *bool `json:"on_chatapp,omitempty"`
+	} `json:"contacts"`
+}
+
+// SimulatorGroup defines model for SimulatorGroup.
+type SimulatorGroup struct {
+	Announce          bool   `json:"announce"`
+	IsAdmin           bool   `json:"is_admin"`
+	IsMember          bool   `json:"is_member"`
+	Key               string `json:"key"`
+	Name              string `json:"name"`
+	ParticipantsCount int    `json:"participants_count"`
+}
+
+// SimulatorGroupRequest defines model for SimulatorGroupRequest.
+type SimulatorGroupRequest struct {
+	Announce *bool `json:"announce,omitempty"`
+	IsAdmin  *bool `json:"is_admin,omitempty"`
+	IsMember *bool `json:"is_member,omitempty"`
+
+	// Key Group key (`number-digits` or a plain group number); generated when omitted.
+	Key               *string `json:"key,omitempty"`
+	Name              string  `json:"name"`
+	ParticipantsCount *int    `json:"participants_count,omitempty"`
+}
+
+// SimulatorGroupResult defines model for SimulatorGroupResult.
+type SimulatorGroupResult struct {
+	Data    SimulatorGroup              `json:"data"`
+	Message string                      `json:"message"`
+	Success SimulatorGroupResultSuccess `json:"success"`
+}
+
+// SimulatorGroupResultSuccess defines model for SimulatorGroupResult.Success.
+type SimulatorGroupResultSuccess bool
+
+// SimulatorInboundRequest defines model for SimulatorInboundRequest.
+type SimulatorInboundRequest struct {
+	File *struct {
+		ContentType string `json:"content_type"`
+
+		// Data The file, base64.
+		Data []byte `json:"data"`
+		Name string `json:"name"`
+	} `json:"file,omitempty"`
+
+	// From Number of the contact who writes.
+	From string `json:"from"`
+
+	// GroupKey When set, the message is written in this group of the connection.
+	GroupKey *string `json:"group_key,omitempty"`
+
+	// Name Name the contact shows (push name).
+	Name  *string `json:"name,omitempty"`
+	Text  *string `json:"text,omitempty"`
+	union json.RawMessage
+}
+
+// SimulatorInboundRequest0 defines model for SimulatorInboundRequest.0.
+type SimulatorInboundRequest0 = interface{}
+
+// SimulatorInboundRequest1 defines model for SimulatorInboundRequest.1.
+type SimulatorInboundRequest1 = interface{}
+
+// SimulatorInboundResult defines model for SimulatorInboundResult.
+type SimulatorInboundResult struct {
+	Data struct {
+		ChatKey    string `json:"chat_key"`
+		ExternalId string `json:"external_id"`
+		IsGroup    bool   `json:"is_group"`
+
+		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location.
+		//
+		// Example: 1
+		MessageTypeId MessageTypeId `json:"message_type_id"`
+	} `json:"data"`
+	Message string                        `json:"message"`
+	Success SimulatorInboundResultSuccess `json:"success"`
+}
+
+// SimulatorInboundResultSuccess defines model for SimulatorInboundResult.Success.
+type SimulatorInboundResultSuccess bool
+
+// SimulatorMessage defines model for SimulatorMessage.
+type SimulatorMessage struct {
+	ChatKey     string  `json:"chat_key"`
+	ContentType *string `json:"content_type,omitempty"`
+	Edited      bool    `json:"edited"`
+	ExternalId  string  `json:"external_id"`
+	FileName    *string `json:"file_name,omitempty"`
+	FileSize    *int    `json:"file_size,omitempty"`
+	IsGroup     bool    `json:"is_group"`
+	Revoked     bool    `json:"revoked"`
+
+	// SentAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
+	//
+	// Example: 2026-11-22 14:03:07
+	SentAt ManagementTimestamp `json:"sent_at"`
+	Text   string              `json:"text"`
+}
+
+// SimulatorMessagesResult defines model for SimulatorMessagesResult.
+type SimulatorMessagesResult struct {
+	Data    []SimulatorMessage             `json:"data"`
+	Message string                         `json:"message"`
+	Success SimulatorMessagesResultSuccess `json:"success"`
+}
+
+// SimulatorMessagesResultSuccess defines model for SimulatorMessagesResult.Success.
+type SimulatorMessagesResultSuccess bool
+
+// SimulatorReceiptRequest defines model for SimulatorReceiptRequest.
+type SimulatorReceiptRequest struct {
+	ExternalId string `json:"external_id"`
+
+	// Reason Failure reason (status failed).
+	Reason *string                       `json:"reason,omitempty"`
+	Status SimulatorReceiptRequestStatus `json:"status"`
+}
+
+// SimulatorReceiptRequestStatus defines model for SimulatorReceiptRequest.Status.
+type SimulatorReceiptRequestStatus string
+
 // SuccessMessage defines model for SuccessMessage.
 type SuccessMessage struct {
 	Message string                `json:"message"`
@@ -1597,7 +1987,7 @@ type Tag struct {
 // TagKind Tag kind, matching the `tags_ids` members contactTags, ticketTags and crmBusinessTags.
 type TagKind string
 
-// TagsFilter Tag ids per tag kind; kinds not given do not filter.
+// TagsFilter Tag ids per tag kind, at most 50 per kind; a kind absent or empty does not filter.
 type TagsFilter struct {
 	ContactTags     *[]int `json:"contactTags,omitempty"`
 	CrmBusinessTags *[]int `json:"crmBusinessTags,omitempty"`
@@ -1955,6 +2345,9 @@ type PerPageDefault20 = int
 // PerPageDefault50 defines model for PerPageDefault50.
 type PerPageDefault50 = int
 
+// SimulatorConnectionId defines model for SimulatorConnectionId.
+type SimulatorConnectionId = int
+
 // UpdatedAtRange `[start, end]`, inclusive. Each bound is a date `YYYY-MM-DD` (a date as end covers that whole day) or a date-time `YYYY-MM-DD HH:MM:SS` / ISO 8601.
 //
 // Example: ["2026-11-01","2026-11-22"]
@@ -2091,7 +2484,7 @@ type ListContactChannelsParams struct {
 	// With JSON array of relations to include: `contact`, `tags`, `sector`, `user`, `providerOpenedWindow` (the official 24-hour window of the conversation). By default only the conversation is returned.
 	With *[]ContactChannelRelation `form:"with,omitempty" json:"with,omitempty"`
 
-	// Filter Text search on the conversation name or key and on the contact name or email.
+	// Filter Text search on the conversation name or key and on the contact name or email; case- and accent-insensitive.
 	Filter *string `form:"filter,omitempty" json:"filter,omitempty"`
 
 	// TagsIds JSON object of tag ids per tag kind; see the operation description and `tags_operation`.
@@ -2103,7 +2496,7 @@ type ListContactChannelsParams struct {
 	// SectorId Only conversations of this sector.
 	SectorId *int `form:"sector_id,omitempty" json:"sector_id,omitempty"`
 
-	// WithoutSector `true` returns only conversations without a sector.
+	// WithoutSector `true` returns only conversations without a sector; `false` does not filter.
 	WithoutSector *bool `form:"without_sector,omitempty" json:"without_sector,omitempty"`
 
 	// StatusId Only conversations with this status (overrides the default exclusion).
@@ -2112,10 +2505,10 @@ type ListContactChannelsParams struct {
 	// StatusIds JSON array of statuses to include (overrides the default exclusion).
 	StatusIds *[]ConversationStatusId `form:"status_ids,omitempty" json:"status_ids,omitempty"`
 
-	// ShowAllStatuses `true` includes every status (Resolved, Cancelled, Spam and Banned too).
+	// ShowAllStatuses `true` includes every status (Resolved, Cancelled, Spam and Banned too), unless `status_id`/`status_ids` are given.
 	ShowAllStatuses *bool `form:"show_all_statuses,omitempty" json:"show_all_statuses,omitempty"`
 
-	// IncludeClosed `true` also includes closed conversations (Resolved and Cancelled).
+	// IncludeClosed `true` also includes closed conversations (Resolved and Cancelled), unless `status_id`/`status_ids` or `show_all_statuses` are given.
 	IncludeClosed *bool `form:"include_closed,omitempty" json:"include_closed,omitempty"`
 
 	// ChannelTypeId Only conversations of this channel type (1 to 6, see `ChannelTypeId`).
@@ -2124,25 +2517,25 @@ type ListContactChannelsParams struct {
 	// ChannelableType Only conversations of this channel type, by name (the values of `channel_type`).
 	ChannelableType *ChannelTypeName `form:"channelable_type,omitempty" json:"channelable_type,omitempty"`
 
-	// ChannelKey Only conversations of the company channel with this key (number).
+	// ChannelKey Only conversations of the company channels with this key (number), whatever their type.
 	ChannelKey *string `form:"channel_key,omitempty" json:"channel_key,omitempty"`
 
 	// CompanyChannelId Only conversations of this company channel.
 	CompanyChannelId *int `form:"company_channel_id,omitempty" json:"company_channel_id,omitempty"`
 
-	// OfcWindowMinMinutes With `channel_type_id=3`, minimum remaining minutes of the 24-hour window.
+	// OfcWindowMinMinutes Minimum remaining minutes of the official 24-hour window, inclusive; restricts the list to official conversations (`channel_type_id=3`).
 	OfcWindowMinMinutes *int `form:"ofc_window_min_minutes,omitempty" json:"ofc_window_min_minutes,omitempty"`
 
-	// OfcWindowMaxMinutes With `channel_type_id=3`, maximum remaining minutes of the 24-hour window.
+	// OfcWindowMaxMinutes Maximum remaining minutes of the official 24-hour window, inclusive (a closed window counts as 0); restricts the list to official conversations (`channel_type_id=3`).
 	OfcWindowMaxMinutes *int `form:"ofc_window_max_minutes,omitempty" json:"ofc_window_max_minutes,omitempty"`
 
 	// UserId Only conversations assigned to this attendant (user).
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// WithoutUser `true` returns only conversations not assigned to any attendant.
+	// WithoutUser `true` returns only conversations not assigned to any attendant; `false` does not filter.
 	WithoutUser *bool `form:"without_user,omitempty" json:"without_user,omitempty"`
 
-	// NeverRespondedAttendant `true` returns only conversations no attendant has answered yet.
+	// NeverRespondedAttendant `true` returns only conversations in which no outbound message (attendant, chatbot, API or workflow) has been recorded yet; `false` does not filter.
 	NeverRespondedAttendant *bool `form:"never_responded_attendant,omitempty" json:"never_responded_attendant,omitempty"`
 
 	// ContactChannelOriginId Only conversations of this origin (see `OriginId`).
@@ -2169,7 +2562,7 @@ type ListContactChannelsParams struct {
 	// Opened Filter on the opened flag (an attendant has the conversation open).
 	Opened *bool `form:"opened,omitempty" json:"opened,omitempty"`
 
-	// OnlyUnread `true` returns only conversations with unread messages.
+	// OnlyUnread `true` returns only conversations with unread messages (`unread_count` > 0); `false` does not filter.
 	OnlyUnread *bool `form:"only_unread,omitempty" json:"only_unread,omitempty"`
 }
 
@@ -2186,6 +2579,19 @@ type ListContactChannelsParamsTagsOperation string
 type ListProviderTemplatesForChannelParams struct {
 	// CompanyChannelId Id of the company channel (from GET /api/company-channels).
 	CompanyChannelId int `form:"company_channel_id" json:"company_channel_id"`
+}
+
+// VerifyProviderWebhookParams defines parameters for VerifyProviderWebhook.
+type VerifyProviderWebhookParams struct {
+	HubMode        *string `form:"hub.mode,omitempty" json:"hub.mode,omitempty"`
+	HubVerifyToken *string `form:"hub.verify_token,omitempty" json:"hub.verify_token,omitempty"`
+	HubChallenge   *string `form:"hub.challenge,omitempty" json:"hub.challenge,omitempty"`
+}
+
+// ReceiveProviderWebhookParams defines parameters for ReceiveProviderWebhook.
+type ReceiveProviderWebhookParams struct {
+	// XHubSignature256 `sha256=` + hex(HMAC-SHA256(app secret, raw body)).
+	XHubSignature256 *string `json:"X-Hub-Signature-256,omitempty"`
 }
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
@@ -2221,11 +2627,29 @@ type ChatappLogoutJSONRequestBody = ChatappSelector
 // ChatappQrcodeJSONRequestBody defines body for ChatappQrcode for application/json ContentType.
 type ChatappQrcodeJSONRequestBody = ChatappQrcodeRequest
 
+// SimulatorSeedContactsJSONRequestBody defines body for SimulatorSeedContacts for application/json ContentType.
+type SimulatorSeedContactsJSONRequestBody = SimulatorContactsRequest
+
+// SimulatorSeedGroupJSONRequestBody defines body for SimulatorSeedGroup for application/json ContentType.
+type SimulatorSeedGroupJSONRequestBody = SimulatorGroupRequest
+
+// SimulatorInboundJSONRequestBody defines body for SimulatorInbound for application/json ContentType.
+type SimulatorInboundJSONRequestBody = SimulatorInboundRequest
+
+// SimulatorReceiptJSONRequestBody defines body for SimulatorReceipt for application/json ContentType.
+type SimulatorReceiptJSONRequestBody = SimulatorReceiptRequest
+
 // ChatappUpdateJSONRequestBody defines body for ChatappUpdate for application/json ContentType.
 type ChatappUpdateJSONRequestBody = ChatappUpdateRequest
 
+// UpdateContactChannelJSONRequestBody defines body for UpdateContactChannel for application/json ContentType.
+type UpdateContactChannelJSONRequestBody = ContactChannelUpdate
+
 // EditMessageJSONRequestBody defines body for EditMessage for application/json ContentType.
 type EditMessageJSONRequestBody = EditMessageRequest
+
+// PublishEventJSONRequestBody defines body for PublishEvent for application/json ContentType.
+type PublishEventJSONRequestBody = PublishEventRequest
 
 // UploadSendMediaMultipartRequestBody defines body for UploadSendMedia for multipart/form-data ContentType.
 type UploadSendMediaMultipartRequestBody = UploadSendMediaRequest
@@ -2816,6 +3240,156 @@ func (t *SendMessageResult) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsSimulatorInboundRequest0 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest0
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest0() (SimulatorInboundRequest0, error) {
+	var body SimulatorInboundRequest0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest0 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest0
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest0(v SimulatorInboundRequest0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest0 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest0
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest0(v SimulatorInboundRequest0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest1 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest1
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest1() (SimulatorInboundRequest1, error) {
+	var body SimulatorInboundRequest1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest1 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest1
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest1(v SimulatorInboundRequest1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest1 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest1
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest1(v SimulatorInboundRequest1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.File != nil {
+		object["file"], err = json.Marshal(t.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	object["from"], err = json.Marshal(t.From)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'from': %w", err)
+	}
+
+	if t.GroupKey != nil {
+		object["group_key"], err = json.Marshal(t.GroupKey)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'group_key': %w", err)
+		}
+	}
+
+	if t.Name != nil {
+		object["name"], err = json.Marshal(t.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if t.Text != nil {
+		object["text"], err = json.Marshal(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &t.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+	}
+
+	if raw, found := object["from"]; found {
+		err = json.Unmarshal(raw, &t.From)
+		if err != nil {
+			return fmt.Errorf("error reading 'from': %w", err)
+		}
+	}
+
+	if raw, found := object["group_key"]; found {
+		err = json.Unmarshal(raw, &t.GroupKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'group_key': %w", err)
+		}
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &t.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+	}
+
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -3217,7 +3791,9 @@ type ClientInterface interface {
 	// ChatappDeleteWithBody Delete a connection
 	//
 	// Deletes a connection chosen by `id` or `key` (at least one is required; API document, endpoint 5).
-	// **Irreversible**: the session is closed and the associated conversations and messages may be lost.
+	// **Irreversible**: a logged-in session is logged out (the phone drops the linked device) and closed, and the
+	// connection's conversations and messages (with their stored files) are deleted in the same transaction as
+	// the connection.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3227,7 +3803,9 @@ type ClientInterface interface {
 	// ChatappDelete Delete a connection
 	//
 	// Deletes a connection chosen by `id` or `key` (at least one is required; API document, endpoint 5).
-	// **Irreversible**: the session is closed and the associated conversations and messages may be lost.
+	// **Irreversible**: a logged-in session is logged out (the phone drops the linked device) and closed, and the
+	// connection's conversations and messages (with their stored files) are deleted in the same transaction as
+	// the connection.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3310,12 +3888,132 @@ type ClientInterface interface {
 	// Corresponds with POST /api/chatapp-qrcode (the `ChatappQrcode` operationId).
 	ChatappQrcode(ctx context.Context, body ChatappQrcodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SimulatorSeedContactsWithBody Simulator: add contacts to the account
+	//
+	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
+	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
+	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/contacts (the `SimulatorSeedContacts` operationId).
+	SimulatorSeedContactsWithBody(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorSeedContacts Simulator: add contacts to the account
+	//
+	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
+	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
+	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/contacts (the `SimulatorSeedContacts` operationId).
+	SimulatorSeedContacts(ctx context.Context, id SimulatorConnectionId, body SimulatorSeedContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorSeedGroupWithBody Simulator: add a group the account can see
+	//
+	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
+	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
+	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
+	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/groups (the `SimulatorSeedGroup` operationId).
+	SimulatorSeedGroupWithBody(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorSeedGroup Simulator: add a group the account can see
+	//
+	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
+	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
+	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
+	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/groups (the `SimulatorSeedGroup` operationId).
+	SimulatorSeedGroup(ctx context.Context, id SimulatorConnectionId, body SimulatorSeedGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorInboundWithBody Simulator: a contact sends a message to the connection
+	//
+	// Makes the contact `from` (named `name`) write to the connection, or, with `group_key`, write in that group.
+	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
+	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
+	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
+	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/inbound (the `SimulatorInbound` operationId).
+	SimulatorInboundWithBody(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorInbound Simulator: a contact sends a message to the connection
+	//
+	// Makes the contact `from` (named `name`) write to the connection, or, with `group_key`, write in that group.
+	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
+	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
+	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
+	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/inbound (the `SimulatorInbound` operationId).
+	SimulatorInbound(ctx context.Context, id SimulatorConnectionId, body SimulatorInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorMessages Simulator: what the connection sent
+	//
+	// Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
+	// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Corresponds with GET /api/chatapp-simulator/{id}/messages (the `SimulatorMessages` operationId).
+	SimulatorMessages(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorPair Simulator: the phone scans the QR code
+	//
+	// Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
+	// before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
+	// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/pair (the `SimulatorPair` operationId).
+	SimulatorPair(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorReceiptWithBody Simulator: the recipient's device acknowledges a sent message
+	//
+	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
+	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
+	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/receipts (the `SimulatorReceipt` operationId).
+	SimulatorReceiptWithBody(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorReceipt Simulator: the recipient's device acknowledges a sent message
+	//
+	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
+	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
+	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/receipts (the `SimulatorReceipt` operationId).
+	SimulatorReceipt(ctx context.Context, id SimulatorConnectionId, body SimulatorReceiptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SimulatorUnlink Simulator: the phone removes the linked device
+	//
+	// Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
+	// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/unlink (the `SimulatorUnlink` operationId).
+	SimulatorUnlink(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ChatappUpdateWithBody Rename a connection or change its number
 	//
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509. Fields not sent are left unchanged.
+	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3327,7 +4025,8 @@ type ClientInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509. Fields not sent are left unchanged.
+	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3361,28 +4060,122 @@ type ClientInterface interface {
 	// ListContactChannels List conversations
 	//
 	// Paginated list of the company's conversations (contact channels). By default only the conversation
-	// fields are returned; `with` adds relations. By default conversations with status Resolved (4),
-	// Cancelled (5), Spam (6) and Banned (7) are excluded: `include_closed=true` adds Resolved and Cancelled,
-	// `show_all_statuses=true` removes the status exclusion, and `status_id`/`status_ids` select exactly the
-	// given statuses (overriding the default exclusion).
+	// fields are returned; `with` adds relations (each relation key is present only when asked for). Every
+	// filter given composes with AND; data of other companies is never listed.
 	//
-	// Tag filters: `tags_ids` is a JSON object with up to three tag kinds, each an array of tag ids:
+	// **Statuses.** Exactly one rule applies, in this order of precedence:
+	//
+	// 1. `status_id` and/or `status_ids` given (non-empty): only the union of the given statuses is listed;
+	//    `show_all_statuses` and `include_closed` are then ignored;
+	// 2. otherwise `show_all_statuses=true`: every status (1 to 7);
+	// 3. otherwise `include_closed=true`: every status but Spam (6) and Banned (7);
+	// 4. otherwise (the default): Open (1), Pending (2) and In progress (3) only — Resolved (4), Cancelled (5),
+	//    Spam (6) and Banned (7) are excluded.
+	//
+	// `false` for `show_all_statuses`, `include_closed`, `without_sector`, `without_user`,
+	// `never_responded_attendant` and `only_unread` is the same as not sending them; `is_group`, `muted`,
+	// `pinned` and `opened` filter on the value sent, `true` or `false`.
+	//
+	// **Text.** `filter` matches, anywhere in the text, the conversation name or key or the contact name or
+	// email, ignoring case and accents on both database engines (`joao` finds `João`, `ANA` finds `Ana`).
+	//
+	// **Tags.** `tags_ids` is a JSON object with up to three tag kinds, each an array of tag ids:
 	// `contactTags` (tags of the contact), `ticketTags` (tags of the conversation) and `crmBusinessTags`
-	// (tags of the contact's CRM businesses). `tags_operation` says how they combine:
+	// (tags of the CRM businesses of the conversation's contact). A kind that is absent or an empty array
+	// does not filter. `tags_operation` says how the listed ids combine:
 	//
 	// * `XAND` — the conversation has **every** listed tag, of all kinds;
 	// * `XOR` — the conversation has **at least one** of the listed tags, of any kind;
 	// * `AND` (default) — **each tag kind given** must match at least one of its listed tags, and the kinds
 	//   combine with AND (e.g. one of the contactTags AND one of the ticketTags).
 	//
-	// The official 24-hour window filters `ofc_window_min_minutes` and `ofc_window_max_minutes` apply with
-	// `channel_type_id=3` and keep conversations whose remaining window, in minutes, is within the bounds
-	// (a closed window counts as 0).
+	// An id that is not a tag of that kind of the company matches nothing.
+	//
+	// **Official window.** `ofc_window_min_minutes` and `ofc_window_max_minutes` bound the remaining minutes of
+	// the official 24-hour window, `floor((last inbound message + 24 h - now) / 1 min)`, a closed or never
+	// opened window counting as 0; bounds are inclusive. The window exists on official conversations only, so
+	// either bound restricts the list to `channel_type_id=3` (with another `channel_type_id` the list is
+	// empty).
+	//
+	// **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
+	// direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 	//
 	// Invalid query parameters answer 422 `{message, errors}`.
 	//
 	// Corresponds with GET /api/contact-channels (the `ListContactChannels` operationId).
 	ListContactChannels(ctx context.Context, params *ListContactChannelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateContactChannelWithBody Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+	//
+	// **Extension of this service**: the API document has no endpoint to assign or close a conversation, yet
+	// its `omnichat.conversation.assigned` and `omnichat.conversation.closed` events need one.
+	//
+	// Any authenticated user of the company may update the company's conversations: the API document defines
+	// no permission for conversations, so none beyond a valid token is required. Fields not sent are left
+	// unchanged; at least one field is required.
+	//
+	// * `user_id` assigns the conversation to that user of the company, or transfers it from the current
+	//   assignee, and publishes `omnichat.conversation.assigned` with `change_context {previous_user_id,
+	//   assigned_user_id}` (`previous_user_id` null on a first assignment). Sending the current assignee
+	//   again changes nothing and publishes nothing. `without_user: true` removes the assignee (no event).
+	// * `sector_id` moves the conversation to a sector of the company; `without_sector: true` removes it.
+	// * `status_id` sets the status. Moving from Open, Pending, In progress, Spam or Banned to Resolved (4)
+	//   or Cancelled (5) closes the conversation and publishes `omnichat.conversation.closed` with
+	//   `change_context {previous_status_id, status_id}`; moving between Resolved and Cancelled does not
+	//   publish again. A closed conversation reopens as Open when the contact writes again.
+	// * `pinned`, `muted` and `opened` set those flags; `mark_read: true` sets `unread_count` to 0.
+	//
+	// Events are published in the transaction that makes the change, so they exist exactly when it
+	// committed; their payloads describe the conversation after the whole update (an update that assigns
+	// and closes publishes both, assigned first). The answer is the updated conversation with every
+	// relation (`contact`, `tags`, `sector`, `user`, `provider_opened_window`).
+	//
+	// **Errors.** 404 `{message}` when the conversation does not exist or belongs to another company. 422
+	// `{message, errors}` for a malformed body or field, the combinations in `x-rule-messages`, a `user_id`
+	// that is not a user of the company (`The selected user id is not a user of this company.`) and a
+	// `sector_id` that is not a sector of the company (`The selected sector id is not a sector of this
+	// company.`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/contact-channels/{id} (the `UpdateContactChannel` operationId).
+	UpdateContactChannelWithBody(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateContactChannel Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+	//
+	// **Extension of this service**: the API document has no endpoint to assign or close a conversation, yet
+	// its `omnichat.conversation.assigned` and `omnichat.conversation.closed` events need one.
+	//
+	// Any authenticated user of the company may update the company's conversations: the API document defines
+	// no permission for conversations, so none beyond a valid token is required. Fields not sent are left
+	// unchanged; at least one field is required.
+	//
+	// * `user_id` assigns the conversation to that user of the company, or transfers it from the current
+	//   assignee, and publishes `omnichat.conversation.assigned` with `change_context {previous_user_id,
+	//   assigned_user_id}` (`previous_user_id` null on a first assignment). Sending the current assignee
+	//   again changes nothing and publishes nothing. `without_user: true` removes the assignee (no event).
+	// * `sector_id` moves the conversation to a sector of the company; `without_sector: true` removes it.
+	// * `status_id` sets the status. Moving from Open, Pending, In progress, Spam or Banned to Resolved (4)
+	//   or Cancelled (5) closes the conversation and publishes `omnichat.conversation.closed` with
+	//   `change_context {previous_status_id, status_id}`; moving between Resolved and Cancelled does not
+	//   publish again. A closed conversation reopens as Open when the contact writes again.
+	// * `pinned`, `muted` and `opened` set those flags; `mark_read: true` sets `unread_count` to 0.
+	//
+	// Events are published in the transaction that makes the change, so they exist exactly when it
+	// committed; their payloads describe the conversation after the whole update (an update that assigns
+	// and closes publishes both, assigned first). The answer is the updated conversation with every
+	// relation (`contact`, `tags`, `sector`, `user`, `provider_opened_window`).
+	//
+	// **Errors.** 404 `{message}` when the conversation does not exist or belongs to another company. 422
+	// `{message, errors}` for a malformed body or field, the combinations in `x-rule-messages`, a `user_id`
+	// that is not a user of the company (`The selected user id is not a user of this company.`) and a
+	// `sector_id` that is not a sector of the company (`The selected sector id is not a sector of this
+	// company.`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/contact-channels/{id} (the `UpdateContactChannel` operationId).
+	UpdateContactChannel(ctx context.Context, id int, body UpdateContactChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// EditMessageWithBody Edit a sent text message
 	//
@@ -3424,6 +4217,52 @@ type ClientInterface interface {
 	// Corresponds with POST /api/edit-message (the `EditMessage` operationId).
 	EditMessage(ctx context.Context, body EditMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PublishEventWithBody Publish a company-scope event (extension)
+	//
+	// **Extension of this service**: company-scope events (`crm.business.*`, `contact.import.completed`) happen
+	// in other parts of the platform (the CRM, the contact importer). Those components report them here and
+	// the service fans them out to the company's webhook subscriptions like any other event (signed, retried,
+	// logged): every enabled subscription of the token's company that subscribed to the event receives it,
+	// whatever its `company_channel_ids`. Requires the `events_publish` permission.
+	//
+	// `data` is the event's data payload exactly as subscribers receive it; it is validated against that
+	// event's payload schema in the AsyncAPI document (`/asyncapi.yaml`) and delivered with the same JSON values. The
+	// envelope (`event`, `delivery_id`, `company_id`, `occurred_at`, `description`) is added by the service;
+	// `occurred_at` defaults to the time of the request.
+	//
+	// Channel-scope events (`omnichat.*`) are produced by this service itself and `ping` only by the test
+	// endpoint: both answer 422.
+	//
+	// 202 means accepted: the deliveries are queued in the same transaction and sent in the background.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/events (the `PublishEvent` operationId).
+	PublishEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishEvent Publish a company-scope event (extension)
+	//
+	// **Extension of this service**: company-scope events (`crm.business.*`, `contact.import.completed`) happen
+	// in other parts of the platform (the CRM, the contact importer). Those components report them here and
+	// the service fans them out to the company's webhook subscriptions like any other event (signed, retried,
+	// logged): every enabled subscription of the token's company that subscribed to the event receives it,
+	// whatever its `company_channel_ids`. Requires the `events_publish` permission.
+	//
+	// `data` is the event's data payload exactly as subscribers receive it; it is validated against that
+	// event's payload schema in the AsyncAPI document (`/asyncapi.yaml`) and delivered with the same JSON values. The
+	// envelope (`event`, `delivery_id`, `company_id`, `occurred_at`, `description`) is added by the service;
+	// `occurred_at` defaults to the time of the request.
+	//
+	// Channel-scope events (`omnichat.*`) are produced by this service itself and `ping` only by the test
+	// endpoint: both answer 422.
+	//
+	// 202 means accepted: the deliveries are queued in the same transaction and sent in the background.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/events (the `PublishEvent` operationId).
+	PublishEvent(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	//
 	// Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -3450,9 +4289,9 @@ type ClientInterface interface {
 	// Accepted types: `image/jpeg`, `image/png`, `image/webp` (IMAGE headers, at most 5 MB), `video/mp4`,
 	// `video/3gpp` (VIDEO headers, at most 16 MB), `application/pdf` (DOCUMENT headers, at most 100 MB). The
 	// type is taken from the file content; it must match the header format of the template it is sent with
-	// (checked by the send endpoint). The URL is temporary: the file is deleted and the URL dies if it is not
-	// used in a send within 72 hours (`expires_at` gives the deadline); once used in a send the file has no
-	// deadline.
+	// (checked by the send endpoint). The URL (served by GET /media/{token}/{filename}, no bearer token needed)
+	// is temporary: the file is deleted and the URL answers 410 if it is not used in a send within 72 hours
+	// (`expires_at` gives the deadline); once used in a send the file has no deadline.
 	//
 	// Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 	// for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
@@ -3530,12 +4369,56 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `GetHealthz` operationId).
 	GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetUploadedMedia Temporary header media
+	//
+	// Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
+	// No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
+	// recipient's platform can fetch it. A file not used in a send within 72 hours is deleted and its URL
+	// answers 410; once used in a send it has no deadline. 404 for an unknown token.
+	//
+	// Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
+	GetUploadedMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPIDocument This OpenAPI document
 	//
 	// The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIDocument` operationId).
 	GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// VerifyProviderWebhook Provider webhook verification handshake
+	//
+	// Called by the provider when the webhook is configured in the platform's settings: it sends
+	// `hub.mode=subscribe`, the verify token entered there and a challenge, and expects the challenge back as
+	// plain text. The verify token of an account is printed by
+	// `gateway admin channel webhook-info --company-id … --account-id …`. No bearer token: this endpoint is
+	// called by the provider, not by API clients.
+	//
+	// 403 when the mode is not `subscribe` or the token does not match; 404 for an unknown phone number id.
+	//
+	// Corresponds with GET /provider-webhooks/{phone_number_id} (the `VerifyProviderWebhook` operationId).
+	VerifyProviderWebhook(ctx context.Context, phoneNumberId string, params *VerifyProviderWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveProviderWebhookWithBody Receive the provider's webhook (inbound messages and receipts)
+	//
+	// The provider POSTs inbound messages of contacts and delivery receipts (sent, delivered, read, failed) of
+	// the account's number here, in its Cloud-API webhook format, signed with `X-Hub-Signature-256:
+	// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
+	// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
+	// signature authenticates the provider.
+	//
+	// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
+	// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
+	// `omnichat.message.received`. A receipt moves the message status forward only (Enviada → Entregue →
+	// Lida, or Falha with the reason) and publishes `omnichat.message.sent` with the new `status_id`.
+	// Repeated deliveries change nothing. The body is JSON (declared as `application/*` so the signature is
+	// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
+	// (the provider retries the delivery).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /provider-webhooks/{phone_number_id} (the `ReceiveProviderWebhook` operationId).
+	ReceiveProviderWebhookWithBody(ctx context.Context, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReadyz Readiness
 	//
@@ -4054,7 +4937,9 @@ func (c *Client) ChatappCreate(ctx context.Context, body ChatappCreateJSONReques
 // ChatappDeleteWithBody Delete a connection
 //
 // Deletes a connection chosen by `id` or `key` (at least one is required; API document, endpoint 5).
-// **Irreversible**: the session is closed and the associated conversations and messages may be lost.
+// **Irreversible**: a logged-in session is logged out (the phone drops the linked device) and closed, and the
+// connection's conversations and messages (with their stored files) are deleted in the same transaction as
+// the connection.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4074,7 +4959,9 @@ func (c *Client) ChatappDeleteWithBody(ctx context.Context, contentType string, 
 // ChatappDelete Delete a connection
 //
 // Deletes a connection chosen by `id` or `key` (at least one is required; API document, endpoint 5).
-// **Irreversible**: the session is closed and the associated conversations and messages may be lost.
+// **Irreversible**: a logged-in session is logged out (the phone drops the linked device) and closed, and the
+// connection's conversations and messages (with their stored files) are deleted in the same transaction as
+// the connection.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4227,12 +5114,242 @@ func (c *Client) ChatappQrcode(ctx context.Context, body ChatappQrcodeJSONReques
 	return c.Client.Do(req)
 }
 
+// SimulatorSeedContactsWithBody Simulator: add contacts to the account
+//
+// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
+// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
+// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/contacts (the `SimulatorSeedContacts` operationId).
+func (c *Client) SimulatorSeedContactsWithBody(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorSeedContactsRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorSeedContacts Simulator: add contacts to the account
+//
+// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
+// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
+// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/contacts (the `SimulatorSeedContacts` operationId).
+func (c *Client) SimulatorSeedContacts(ctx context.Context, id SimulatorConnectionId, body SimulatorSeedContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorSeedContactsRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorSeedGroupWithBody Simulator: add a group the account can see
+//
+// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
+// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
+// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
+// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/groups (the `SimulatorSeedGroup` operationId).
+func (c *Client) SimulatorSeedGroupWithBody(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorSeedGroupRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorSeedGroup Simulator: add a group the account can see
+//
+// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
+// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
+// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
+// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/groups (the `SimulatorSeedGroup` operationId).
+func (c *Client) SimulatorSeedGroup(ctx context.Context, id SimulatorConnectionId, body SimulatorSeedGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorSeedGroupRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorInboundWithBody Simulator: a contact sends a message to the connection
+//
+// Makes the contact `from` (named `name`) write to the connection, or, with `group_key`, write in that group.
+// The gateway receives it as it would from the chat app: the contact and the conversation are created when
+// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
+// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
+// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/inbound (the `SimulatorInbound` operationId).
+func (c *Client) SimulatorInboundWithBody(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorInboundRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorInbound Simulator: a contact sends a message to the connection
+//
+// Makes the contact `from` (named `name`) write to the connection, or, with `group_key`, write in that group.
+// The gateway receives it as it would from the chat app: the contact and the conversation are created when
+// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
+// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
+// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/inbound (the `SimulatorInbound` operationId).
+func (c *Client) SimulatorInbound(ctx context.Context, id SimulatorConnectionId, body SimulatorInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorInboundRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorMessages Simulator: what the connection sent
+//
+// Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
+// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Corresponds with GET /api/chatapp-simulator/{id}/messages (the `SimulatorMessages` operationId).
+func (c *Client) SimulatorMessages(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorMessagesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorPair Simulator: the phone scans the QR code
+//
+// Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
+// before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
+// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/pair (the `SimulatorPair` operationId).
+func (c *Client) SimulatorPair(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorPairRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorReceiptWithBody Simulator: the recipient's device acknowledges a sent message
+//
+// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
+// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
+// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/receipts (the `SimulatorReceipt` operationId).
+func (c *Client) SimulatorReceiptWithBody(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorReceiptRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorReceipt Simulator: the recipient's device acknowledges a sent message
+//
+// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
+// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
+// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/receipts (the `SimulatorReceipt` operationId).
+func (c *Client) SimulatorReceipt(ctx context.Context, id SimulatorConnectionId, body SimulatorReceiptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorReceiptRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SimulatorUnlink Simulator: the phone removes the linked device
+//
+// Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
+// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/unlink (the `SimulatorUnlink` operationId).
+func (c *Client) SimulatorUnlink(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulatorUnlinkRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ChatappUpdateWithBody Rename a connection or change its number
 //
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509. Fields not sent are left unchanged.
+// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// number: log it out first). Fields not sent are left unchanged.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4254,7 +5371,8 @@ func (c *Client) ChatappUpdateWithBody(ctx context.Context, contentType string, 
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509. Fields not sent are left unchanged.
+// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// number: log it out first). Fields not sent are left unchanged.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4318,29 +5436,143 @@ func (c *Client) ListCompanyChannels(ctx context.Context, params *ListCompanyCha
 // ListContactChannels List conversations
 //
 // Paginated list of the company's conversations (contact channels). By default only the conversation
-// fields are returned; `with` adds relations. By default conversations with status Resolved (4),
-// Cancelled (5), Spam (6) and Banned (7) are excluded: `include_closed=true` adds Resolved and Cancelled,
-// `show_all_statuses=true` removes the status exclusion, and `status_id`/`status_ids` select exactly the
-// given statuses (overriding the default exclusion).
+// fields are returned; `with` adds relations (each relation key is present only when asked for). Every
+// filter given composes with AND; data of other companies is never listed.
 //
-// Tag filters: `tags_ids` is a JSON object with up to three tag kinds, each an array of tag ids:
+// **Statuses.** Exactly one rule applies, in this order of precedence:
+//
+//  1. `status_id` and/or `status_ids` given (non-empty): only the union of the given statuses is listed;
+//     `show_all_statuses` and `include_closed` are then ignored;
+//  2. otherwise `show_all_statuses=true`: every status (1 to 7);
+//  3. otherwise `include_closed=true`: every status but Spam (6) and Banned (7);
+//  4. otherwise (the default): Open (1), Pending (2) and In progress (3) only — Resolved (4), Cancelled (5),
+//     Spam (6) and Banned (7) are excluded.
+//
+// `false` for `show_all_statuses`, `include_closed`, `without_sector`, `without_user`,
+// `never_responded_attendant` and `only_unread` is the same as not sending them; `is_group`, `muted`,
+// `pinned` and `opened` filter on the value sent, `true` or `false`.
+//
+// **Text.** `filter` matches, anywhere in the text, the conversation name or key or the contact name or
+// email, ignoring case and accents on both database engines (`joao` finds `João`, `ANA` finds `Ana`).
+//
+// **Tags.** `tags_ids` is a JSON object with up to three tag kinds, each an array of tag ids:
 // `contactTags` (tags of the contact), `ticketTags` (tags of the conversation) and `crmBusinessTags`
-// (tags of the contact's CRM businesses). `tags_operation` says how they combine:
+// (tags of the CRM businesses of the conversation's contact). A kind that is absent or an empty array
+// does not filter. `tags_operation` says how the listed ids combine:
 //
 //   - `XAND` — the conversation has **every** listed tag, of all kinds;
 //   - `XOR` — the conversation has **at least one** of the listed tags, of any kind;
 //   - `AND` (default) — **each tag kind given** must match at least one of its listed tags, and the kinds
 //     combine with AND (e.g. one of the contactTags AND one of the ticketTags).
 //
-// The official 24-hour window filters `ofc_window_min_minutes` and `ofc_window_max_minutes` apply with
-// `channel_type_id=3` and keep conversations whose remaining window, in minutes, is within the bounds
-// (a closed window counts as 0).
+// An id that is not a tag of that kind of the company matches nothing.
+//
+// **Official window.** `ofc_window_min_minutes` and `ofc_window_max_minutes` bound the remaining minutes of
+// the official 24-hour window, `floor((last inbound message + 24 h - now) / 1 min)`, a closed or never
+// opened window counting as 0; bounds are inclusive. The window exists on official conversations only, so
+// either bound restricts the list to `channel_type_id=3` (with another `channel_type_id` the list is
+// empty).
+//
+// **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
+// direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 //
 // Invalid query parameters answer 422 `{message, errors}`.
 //
 // Corresponds with GET /api/contact-channels (the `ListContactChannels` operationId).
 func (c *Client) ListContactChannels(ctx context.Context, params *ListContactChannelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListContactChannelsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateContactChannelWithBody Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+//
+// **Extension of this service**: the API document has no endpoint to assign or close a conversation, yet
+// its `omnichat.conversation.assigned` and `omnichat.conversation.closed` events need one.
+//
+// Any authenticated user of the company may update the company's conversations: the API document defines
+// no permission for conversations, so none beyond a valid token is required. Fields not sent are left
+// unchanged; at least one field is required.
+//
+//   - `user_id` assigns the conversation to that user of the company, or transfers it from the current
+//     assignee, and publishes `omnichat.conversation.assigned` with `change_context {previous_user_id,
+//     assigned_user_id}` (`previous_user_id` null on a first assignment). Sending the current assignee
+//     again changes nothing and publishes nothing. `without_user: true` removes the assignee (no event).
+//   - `sector_id` moves the conversation to a sector of the company; `without_sector: true` removes it.
+//   - `status_id` sets the status. Moving from Open, Pending, In progress, Spam or Banned to Resolved (4)
+//     or Cancelled (5) closes the conversation and publishes `omnichat.conversation.closed` with
+//     `change_context {previous_status_id, status_id}`; moving between Resolved and Cancelled does not
+//     publish again. A closed conversation reopens as Open when the contact writes again.
+//   - `pinned`, `muted` and `opened` set those flags; `mark_read: true` sets `unread_count` to 0.
+//
+// Events are published in the transaction that makes the change, so they exist exactly when it
+// committed; their payloads describe the conversation after the whole update (an update that assigns
+// and closes publishes both, assigned first). The answer is the updated conversation with every
+// relation (`contact`, `tags`, `sector`, `user`, `provider_opened_window`).
+//
+// **Errors.** 404 `{message}` when the conversation does not exist or belongs to another company. 422
+// `{message, errors}` for a malformed body or field, the combinations in `x-rule-messages`, a `user_id`
+// that is not a user of the company (`The selected user id is not a user of this company.`) and a
+// `sector_id` that is not a sector of the company (`The selected sector id is not a sector of this
+// company.`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/contact-channels/{id} (the `UpdateContactChannel` operationId).
+func (c *Client) UpdateContactChannelWithBody(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateContactChannelRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateContactChannel Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+//
+// **Extension of this service**: the API document has no endpoint to assign or close a conversation, yet
+// its `omnichat.conversation.assigned` and `omnichat.conversation.closed` events need one.
+//
+// Any authenticated user of the company may update the company's conversations: the API document defines
+// no permission for conversations, so none beyond a valid token is required. Fields not sent are left
+// unchanged; at least one field is required.
+//
+//   - `user_id` assigns the conversation to that user of the company, or transfers it from the current
+//     assignee, and publishes `omnichat.conversation.assigned` with `change_context {previous_user_id,
+//     assigned_user_id}` (`previous_user_id` null on a first assignment). Sending the current assignee
+//     again changes nothing and publishes nothing. `without_user: true` removes the assignee (no event).
+//   - `sector_id` moves the conversation to a sector of the company; `without_sector: true` removes it.
+//   - `status_id` sets the status. Moving from Open, Pending, In progress, Spam or Banned to Resolved (4)
+//     or Cancelled (5) closes the conversation and publishes `omnichat.conversation.closed` with
+//     `change_context {previous_status_id, status_id}`; moving between Resolved and Cancelled does not
+//     publish again. A closed conversation reopens as Open when the contact writes again.
+//   - `pinned`, `muted` and `opened` set those flags; `mark_read: true` sets `unread_count` to 0.
+//
+// Events are published in the transaction that makes the change, so they exist exactly when it
+// committed; their payloads describe the conversation after the whole update (an update that assigns
+// and closes publishes both, assigned first). The answer is the updated conversation with every
+// relation (`contact`, `tags`, `sector`, `user`, `provider_opened_window`).
+//
+// **Errors.** 404 `{message}` when the conversation does not exist or belongs to another company. 422
+// `{message, errors}` for a malformed body or field, the combinations in `x-rule-messages`, a `user_id`
+// that is not a user of the company (`The selected user id is not a user of this company.`) and a
+// `sector_id` that is not a sector of the company (`The selected sector id is not a sector of this
+// company.`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/contact-channels/{id} (the `UpdateContactChannel` operationId).
+func (c *Client) UpdateContactChannel(ctx context.Context, id int, body UpdateContactChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateContactChannelRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4411,6 +5643,72 @@ func (c *Client) EditMessage(ctx context.Context, body EditMessageJSONRequestBod
 	return c.Client.Do(req)
 }
 
+// PublishEventWithBody Publish a company-scope event (extension)
+//
+// **Extension of this service**: company-scope events (`crm.business.*`, `contact.import.completed`) happen
+// in other parts of the platform (the CRM, the contact importer). Those components report them here and
+// the service fans them out to the company's webhook subscriptions like any other event (signed, retried,
+// logged): every enabled subscription of the token's company that subscribed to the event receives it,
+// whatever its `company_channel_ids`. Requires the `events_publish` permission.
+//
+// `data` is the event's data payload exactly as subscribers receive it; it is validated against that
+// event's payload schema in the AsyncAPI document (`/asyncapi.yaml`) and delivered with the same JSON values. The
+// envelope (`event`, `delivery_id`, `company_id`, `occurred_at`, `description`) is added by the service;
+// `occurred_at` defaults to the time of the request.
+//
+// Channel-scope events (`omnichat.*`) are produced by this service itself and `ping` only by the test
+// endpoint: both answer 422.
+//
+// 202 means accepted: the deliveries are queued in the same transaction and sent in the background.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/events (the `PublishEvent` operationId).
+func (c *Client) PublishEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishEvent Publish a company-scope event (extension)
+//
+// **Extension of this service**: company-scope events (`crm.business.*`, `contact.import.completed`) happen
+// in other parts of the platform (the CRM, the contact importer). Those components report them here and
+// the service fans them out to the company's webhook subscriptions like any other event (signed, retried,
+// logged): every enabled subscription of the token's company that subscribed to the event receives it,
+// whatever its `company_channel_ids`. Requires the `events_publish` permission.
+//
+// `data` is the event's data payload exactly as subscribers receive it; it is validated against that
+// event's payload schema in the AsyncAPI document (`/asyncapi.yaml`) and delivered with the same JSON values. The
+// envelope (`event`, `delivery_id`, `company_id`, `occurred_at`, `description`) is added by the service;
+// `occurred_at` defaults to the time of the request.
+//
+// Channel-scope events (`omnichat.*`) are produced by this service itself and `ping` only by the test
+// endpoint: both answer 422.
+//
+// 202 means accepted: the deliveries are queued in the same transaction and sent in the background.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/events (the `PublishEvent` operationId).
+func (c *Client) PublishEvent(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListProviderTemplatesForChannel List the approved templates of an official channel
 //
 // Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -4447,9 +5745,9 @@ func (c *Client) ListProviderTemplatesForChannel(ctx context.Context, params *Li
 // Accepted types: `image/jpeg`, `image/png`, `image/webp` (IMAGE headers, at most 5 MB), `video/mp4`,
 // `video/3gpp` (VIDEO headers, at most 16 MB), `application/pdf` (DOCUMENT headers, at most 100 MB). The
 // type is taken from the file content; it must match the header format of the template it is sent with
-// (checked by the send endpoint). The URL is temporary: the file is deleted and the URL dies if it is not
-// used in a send within 72 hours (`expires_at` gives the deadline); once used in a send the file has no
-// deadline.
+// (checked by the send endpoint). The URL (served by GET /media/{token}/{filename}, no bearer token needed)
+// is temporary: the file is deleted and the URL answers 410 if it is not used in a send within 72 hours
+// (`expires_at` gives the deadline); once used in a send the file has no deadline.
 //
 // Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 // for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
@@ -4577,6 +5875,26 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
+// GetUploadedMedia Temporary header media
+//
+// Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
+// No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
+// recipient's platform can fetch it. A file not used in a send within 72 hours is deleted and its URL
+// answers 410; once used in a send it has no deadline. 404 for an unknown token.
+//
+// Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
+func (c *Client) GetUploadedMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUploadedMediaRequest(c.Server, token, filename)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOpenAPIDocument This OpenAPI document
 //
 // The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
@@ -4584,6 +5902,60 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /openapi.yaml (the `GetOpenAPIDocument` operationId).
 func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIDocumentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// VerifyProviderWebhook Provider webhook verification handshake
+//
+// Called by the provider when the webhook is configured in the platform's settings: it sends
+// `hub.mode=subscribe`, the verify token entered there and a challenge, and expects the challenge back as
+// plain text. The verify token of an account is printed by
+// `gateway admin channel webhook-info --company-id … --account-id …`. No bearer token: this endpoint is
+// called by the provider, not by API clients.
+//
+// 403 when the mode is not `subscribe` or the token does not match; 404 for an unknown phone number id.
+//
+// Corresponds with GET /provider-webhooks/{phone_number_id} (the `VerifyProviderWebhook` operationId).
+func (c *Client) VerifyProviderWebhook(ctx context.Context, phoneNumberId string, params *VerifyProviderWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyProviderWebhookRequest(c.Server, phoneNumberId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveProviderWebhookWithBody Receive the provider's webhook (inbound messages and receipts)
+//
+// The provider POSTs inbound messages of contacts and delivery receipts (sent, delivered, read, failed) of
+// the account's number here, in its Cloud-API webhook format, signed with `X-Hub-Signature-256:
+// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
+// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
+// signature authenticates the provider.
+//
+// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
+// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
+// `omnichat.message.received`. A receipt moves the message status forward only (Enviada → Entregue →
+// Lida, or Falha with the reason) and publishes `omnichat.message.sent` with the new `status_id`.
+// Repeated deliveries change nothing. The body is JSON (declared as `application/*` so the signature is
+// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
+// (the provider retries the delivery).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /provider-webhooks/{phone_number_id} (the `ReceiveProviderWebhook` operationId).
+func (c *Client) ReceiveProviderWebhookWithBody(ctx context.Context, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveProviderWebhookRequestWithBody(c.Server, phoneNumberId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5372,6 +6744,296 @@ func NewChatappQrcodeRequestWithBody(server string, contentType string, body io.
 	return req, nil
 }
 
+// NewSimulatorSeedContactsRequest calls the generic SimulatorSeedContacts builder with application/json body
+func NewSimulatorSeedContactsRequest(server string, id SimulatorConnectionId, body SimulatorSeedContactsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSimulatorSeedContactsRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSimulatorSeedContactsRequestWithBody constructs an http.Request for the SimulatorSeedContacts method, with any body, and a specified content type
+func NewSimulatorSeedContactsRequestWithBody(server string, id SimulatorConnectionId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/chatapp-simulator/%s/contacts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSimulatorSeedGroupRequest calls the generic SimulatorSeedGroup builder with application/json body
+func NewSimulatorSeedGroupRequest(server string, id SimulatorConnectionId, body SimulatorSeedGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSimulatorSeedGroupRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSimulatorSeedGroupRequestWithBody constructs an http.Request for the SimulatorSeedGroup method, with any body, and a specified content type
+func NewSimulatorSeedGroupRequestWithBody(server string, id SimulatorConnectionId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/chatapp-simulator/%s/groups", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSimulatorInboundRequest calls the generic SimulatorInbound builder with application/json body
+func NewSimulatorInboundRequest(server string, id SimulatorConnectionId, body SimulatorInboundJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSimulatorInboundRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSimulatorInboundRequestWithBody constructs an http.Request for the SimulatorInbound method, with any body, and a specified content type
+func NewSimulatorInboundRequestWithBody(server string, id SimulatorConnectionId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/chatapp-simulator/%s/inbound", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSimulatorMessagesRequest constructs an http.Request for the SimulatorMessages method
+func NewSimulatorMessagesRequest(server string, id SimulatorConnectionId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/chatapp-simulator/%s/messages", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSimulatorPairRequest constructs an http.Request for the SimulatorPair method
+func NewSimulatorPairRequest(server string, id SimulatorConnectionId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/chatapp-simulator/%s/pair", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSimulatorReceiptRequest calls the generic SimulatorReceipt builder with application/json body
+func NewSimulatorReceiptRequest(server string, id SimulatorConnectionId, body SimulatorReceiptJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSimulatorReceiptRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSimulatorReceiptRequestWithBody constructs an http.Request for the SimulatorReceipt method, with any body, and a specified content type
+func NewSimulatorReceiptRequestWithBody(server string, id SimulatorConnectionId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/chatapp-simulator/%s/receipts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSimulatorUnlinkRequest constructs an http.Request for the SimulatorUnlink method
+func NewSimulatorUnlinkRequest(server string, id SimulatorConnectionId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/chatapp-simulator/%s/unlink", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewChatappUpdateRequest calls the generic ChatappUpdate builder with application/json body
 func NewChatappUpdateRequest(server string, body ChatappUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6038,6 +7700,53 @@ func NewListContactChannelsRequest(server string, params *ListContactChannelsPar
 	return req, nil
 }
 
+// NewUpdateContactChannelRequest calls the generic UpdateContactChannel builder with application/json body
+func NewUpdateContactChannelRequest(server string, id int, body UpdateContactChannelJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateContactChannelRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateContactChannelRequestWithBody constructs an http.Request for the UpdateContactChannel method, with any body, and a specified content type
+func NewUpdateContactChannelRequestWithBody(server string, id int, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/contact-channels/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewEditMessageRequest calls the generic EditMessage builder with application/json body
 func NewEditMessageRequest(server string, body EditMessageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6059,6 +7768,46 @@ func NewEditMessageRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	operationPath := fmt.Sprintf("/api/edit-message")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPublishEventRequest calls the generic PublishEvent builder with application/json body
+func NewPublishEventRequest(server string, body PublishEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPublishEventRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPublishEventRequestWithBody constructs an http.Request for the PublishEvent method, with any body, and a specified content type
+func NewPublishEventRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -6251,6 +8000,47 @@ func NewGetHealthzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetUploadedMediaRequest constructs an http.Request for the GetUploadedMedia method
+func NewGetUploadedMediaRequest(server string, token string, filename string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "filename", filename, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/media/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOpenAPIDocumentRequest constructs an http.Request for the GetOpenAPIDocument method
 func NewGetOpenAPIDocumentRequest(server string) (*http.Request, error) {
 	var err error
@@ -6273,6 +8063,142 @@ func NewGetOpenAPIDocumentRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewVerifyProviderWebhookRequest constructs an http.Request for the VerifyProviderWebhook method
+func NewVerifyProviderWebhookRequest(server string, phoneNumberId string, params *VerifyProviderWebhookParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "phone_number_id", phoneNumberId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/provider-webhooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.HubMode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hub.mode", *params.HubMode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HubVerifyToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hub.verify_token", *params.HubVerifyToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HubChallenge != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hub.challenge", *params.HubChallenge, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReceiveProviderWebhookRequestWithBody constructs an http.Request for the ReceiveProviderWebhook method, with any body, and a specified content type
+func NewReceiveProviderWebhookRequestWithBody(server string, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "phone_number_id", phoneNumberId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/provider-webhooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XHubSignature256 != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Hub-Signature-256", *params.XHubSignature256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Hub-Signature-256", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6688,7 +8614,9 @@ type ClientWithResponsesInterface interface {
 	// ChatappDeleteWithBodyWithResponse Delete a connection
 	//
 	// Deletes a connection chosen by `id` or `key` (at least one is required; API document, endpoint 5).
-	// **Irreversible**: the session is closed and the associated conversations and messages may be lost.
+	// **Irreversible**: a logged-in session is logged out (the phone drops the linked device) and closed, and the
+	// connection's conversations and messages (with their stored files) are deleted in the same transaction as
+	// the connection.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6698,7 +8626,9 @@ type ClientWithResponsesInterface interface {
 	// ChatappDeleteWithResponse Delete a connection
 	//
 	// Deletes a connection chosen by `id` or `key` (at least one is required; API document, endpoint 5).
-	// **Irreversible**: the session is closed and the associated conversations and messages may be lost.
+	// **Irreversible**: a logged-in session is logged out (the phone drops the linked device) and closed, and the
+	// connection's conversations and messages (with their stored files) are deleted in the same transaction as
+	// the connection.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6781,12 +8711,138 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/chatapp-qrcode (the `ChatappQrcode` operationId).
 	ChatappQrcodeWithResponse(ctx context.Context, body ChatappQrcodeJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappQrcodeHTTPResponse, error)
 
+	// SimulatorSeedContactsWithBodyWithResponse Simulator: add contacts to the account
+	//
+	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
+	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
+	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/contacts (the `SimulatorSeedContacts` operationId).
+	SimulatorSeedContactsWithBodyWithResponse(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatorSeedContactsHTTPResponse, error)
+
+	// SimulatorSeedContactsWithResponse Simulator: add contacts to the account
+	//
+	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
+	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
+	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/contacts (the `SimulatorSeedContacts` operationId).
+	SimulatorSeedContactsWithResponse(ctx context.Context, id SimulatorConnectionId, body SimulatorSeedContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatorSeedContactsHTTPResponse, error)
+
+	// SimulatorSeedGroupWithBodyWithResponse Simulator: add a group the account can see
+	//
+	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
+	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
+	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
+	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/groups (the `SimulatorSeedGroup` operationId).
+	SimulatorSeedGroupWithBodyWithResponse(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatorSeedGroupHTTPResponse, error)
+
+	// SimulatorSeedGroupWithResponse Simulator: add a group the account can see
+	//
+	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
+	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
+	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
+	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/groups (the `SimulatorSeedGroup` operationId).
+	SimulatorSeedGroupWithResponse(ctx context.Context, id SimulatorConnectionId, body SimulatorSeedGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatorSeedGroupHTTPResponse, error)
+
+	// SimulatorInboundWithBodyWithResponse Simulator: a contact sends a message to the connection
+	//
+	// Makes the contact `from` (named `name`) write to the connection, or, with `group_key`, write in that group.
+	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
+	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
+	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
+	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/inbound (the `SimulatorInbound` operationId).
+	SimulatorInboundWithBodyWithResponse(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatorInboundHTTPResponse, error)
+
+	// SimulatorInboundWithResponse Simulator: a contact sends a message to the connection
+	//
+	// Makes the contact `from` (named `name`) write to the connection, or, with `group_key`, write in that group.
+	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
+	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
+	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
+	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/inbound (the `SimulatorInbound` operationId).
+	SimulatorInboundWithResponse(ctx context.Context, id SimulatorConnectionId, body SimulatorInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatorInboundHTTPResponse, error)
+
+	// SimulatorMessagesWithResponse Simulator: what the connection sent
+	//
+	// Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
+	// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/chatapp-simulator/{id}/messages (the `SimulatorMessages` operationId).
+	SimulatorMessagesWithResponse(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*SimulatorMessagesHTTPResponse, error)
+
+	// SimulatorPairWithResponse Simulator: the phone scans the QR code
+	//
+	// Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
+	// before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
+	// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/pair (the `SimulatorPair` operationId).
+	SimulatorPairWithResponse(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*SimulatorPairHTTPResponse, error)
+
+	// SimulatorReceiptWithBodyWithResponse Simulator: the recipient's device acknowledges a sent message
+	//
+	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
+	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
+	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/receipts (the `SimulatorReceipt` operationId).
+	SimulatorReceiptWithBodyWithResponse(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatorReceiptHTTPResponse, error)
+
+	// SimulatorReceiptWithResponse Simulator: the recipient's device acknowledges a sent message
+	//
+	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
+	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
+	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/receipts (the `SimulatorReceipt` operationId).
+	SimulatorReceiptWithResponse(ctx context.Context, id SimulatorConnectionId, body SimulatorReceiptJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatorReceiptHTTPResponse, error)
+
+	// SimulatorUnlinkWithResponse Simulator: the phone removes the linked device
+	//
+	// Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
+	// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/chatapp-simulator/{id}/unlink (the `SimulatorUnlink` operationId).
+	SimulatorUnlinkWithResponse(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*SimulatorUnlinkHTTPResponse, error)
+
 	// ChatappUpdateWithBodyWithResponse Rename a connection or change its number
 	//
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509. Fields not sent are left unchanged.
+	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6798,7 +8854,8 @@ type ClientWithResponsesInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509. Fields not sent are left unchanged.
+	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6836,23 +8893,45 @@ type ClientWithResponsesInterface interface {
 	// ListContactChannelsWithResponse List conversations
 	//
 	// Paginated list of the company's conversations (contact channels). By default only the conversation
-	// fields are returned; `with` adds relations. By default conversations with status Resolved (4),
-	// Cancelled (5), Spam (6) and Banned (7) are excluded: `include_closed=true` adds Resolved and Cancelled,
-	// `show_all_statuses=true` removes the status exclusion, and `status_id`/`status_ids` select exactly the
-	// given statuses (overriding the default exclusion).
+	// fields are returned; `with` adds relations (each relation key is present only when asked for). Every
+	// filter given composes with AND; data of other companies is never listed.
 	//
-	// Tag filters: `tags_ids` is a JSON object with up to three tag kinds, each an array of tag ids:
+	// **Statuses.** Exactly one rule applies, in this order of precedence:
+	//
+	// 1. `status_id` and/or `status_ids` given (non-empty): only the union of the given statuses is listed;
+	//    `show_all_statuses` and `include_closed` are then ignored;
+	// 2. otherwise `show_all_statuses=true`: every status (1 to 7);
+	// 3. otherwise `include_closed=true`: every status but Spam (6) and Banned (7);
+	// 4. otherwise (the default): Open (1), Pending (2) and In progress (3) only — Resolved (4), Cancelled (5),
+	//    Spam (6) and Banned (7) are excluded.
+	//
+	// `false` for `show_all_statuses`, `include_closed`, `without_sector`, `without_user`,
+	// `never_responded_attendant` and `only_unread` is the same as not sending them; `is_group`, `muted`,
+	// `pinned` and `opened` filter on the value sent, `true` or `false`.
+	//
+	// **Text.** `filter` matches, anywhere in the text, the conversation name or key or the contact name or
+	// email, ignoring case and accents on both database engines (`joao` finds `João`, `ANA` finds `Ana`).
+	//
+	// **Tags.** `tags_ids` is a JSON object with up to three tag kinds, each an array of tag ids:
 	// `contactTags` (tags of the contact), `ticketTags` (tags of the conversation) and `crmBusinessTags`
-	// (tags of the contact's CRM businesses). `tags_operation` says how they combine:
+	// (tags of the CRM businesses of the conversation's contact). A kind that is absent or an empty array
+	// does not filter. `tags_operation` says how the listed ids combine:
 	//
 	// * `XAND` — the conversation has **every** listed tag, of all kinds;
 	// * `XOR` — the conversation has **at least one** of the listed tags, of any kind;
 	// * `AND` (default) — **each tag kind given** must match at least one of its listed tags, and the kinds
 	//   combine with AND (e.g. one of the contactTags AND one of the ticketTags).
 	//
-	// The official 24-hour window filters `ofc_window_min_minutes` and `ofc_window_max_minutes` apply with
-	// `channel_type_id=3` and keep conversations whose remaining window, in minutes, is within the bounds
-	// (a closed window counts as 0).
+	// An id that is not a tag of that kind of the company matches nothing.
+	//
+	// **Official window.** `ofc_window_min_minutes` and `ofc_window_max_minutes` bound the remaining minutes of
+	// the official 24-hour window, `floor((last inbound message + 24 h - now) / 1 min)`, a closed or never
+	// opened window counting as 0; bounds are inclusive. The window exists on official conversations only, so
+	// either bound restricts the list to `channel_type_id=3` (with another `channel_type_id` the list is
+	// empty).
+	//
+	// **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
+	// direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 	//
 	// Invalid query parameters answer 422 `{message, errors}`.
 	//
@@ -6860,6 +8939,78 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/contact-channels (the `ListContactChannels` operationId).
 	ListContactChannelsWithResponse(ctx context.Context, params *ListContactChannelsParams, reqEditors ...RequestEditorFn) (*ListContactChannelsHTTPResponse, error)
+
+	// UpdateContactChannelWithBodyWithResponse Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+	//
+	// **Extension of this service**: the API document has no endpoint to assign or close a conversation, yet
+	// its `omnichat.conversation.assigned` and `omnichat.conversation.closed` events need one.
+	//
+	// Any authenticated user of the company may update the company's conversations: the API document defines
+	// no permission for conversations, so none beyond a valid token is required. Fields not sent are left
+	// unchanged; at least one field is required.
+	//
+	// * `user_id` assigns the conversation to that user of the company, or transfers it from the current
+	//   assignee, and publishes `omnichat.conversation.assigned` with `change_context {previous_user_id,
+	//   assigned_user_id}` (`previous_user_id` null on a first assignment). Sending the current assignee
+	//   again changes nothing and publishes nothing. `without_user: true` removes the assignee (no event).
+	// * `sector_id` moves the conversation to a sector of the company; `without_sector: true` removes it.
+	// * `status_id` sets the status. Moving from Open, Pending, In progress, Spam or Banned to Resolved (4)
+	//   or Cancelled (5) closes the conversation and publishes `omnichat.conversation.closed` with
+	//   `change_context {previous_status_id, status_id}`; moving between Resolved and Cancelled does not
+	//   publish again. A closed conversation reopens as Open when the contact writes again.
+	// * `pinned`, `muted` and `opened` set those flags; `mark_read: true` sets `unread_count` to 0.
+	//
+	// Events are published in the transaction that makes the change, so they exist exactly when it
+	// committed; their payloads describe the conversation after the whole update (an update that assigns
+	// and closes publishes both, assigned first). The answer is the updated conversation with every
+	// relation (`contact`, `tags`, `sector`, `user`, `provider_opened_window`).
+	//
+	// **Errors.** 404 `{message}` when the conversation does not exist or belongs to another company. 422
+	// `{message, errors}` for a malformed body or field, the combinations in `x-rule-messages`, a `user_id`
+	// that is not a user of the company (`The selected user id is not a user of this company.`) and a
+	// `sector_id` that is not a sector of the company (`The selected sector id is not a sector of this
+	// company.`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/contact-channels/{id} (the `UpdateContactChannel` operationId).
+	UpdateContactChannelWithBodyWithResponse(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateContactChannelHTTPResponse, error)
+
+	// UpdateContactChannelWithResponse Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+	//
+	// **Extension of this service**: the API document has no endpoint to assign or close a conversation, yet
+	// its `omnichat.conversation.assigned` and `omnichat.conversation.closed` events need one.
+	//
+	// Any authenticated user of the company may update the company's conversations: the API document defines
+	// no permission for conversations, so none beyond a valid token is required. Fields not sent are left
+	// unchanged; at least one field is required.
+	//
+	// * `user_id` assigns the conversation to that user of the company, or transfers it from the current
+	//   assignee, and publishes `omnichat.conversation.assigned` with `change_context {previous_user_id,
+	//   assigned_user_id}` (`previous_user_id` null on a first assignment). Sending the current assignee
+	//   again changes nothing and publishes nothing. `without_user: true` removes the assignee (no event).
+	// * `sector_id` moves the conversation to a sector of the company; `without_sector: true` removes it.
+	// * `status_id` sets the status. Moving from Open, Pending, In progress, Spam or Banned to Resolved (4)
+	//   or Cancelled (5) closes the conversation and publishes `omnichat.conversation.closed` with
+	//   `change_context {previous_status_id, status_id}`; moving between Resolved and Cancelled does not
+	//   publish again. A closed conversation reopens as Open when the contact writes again.
+	// * `pinned`, `muted` and `opened` set those flags; `mark_read: true` sets `unread_count` to 0.
+	//
+	// Events are published in the transaction that makes the change, so they exist exactly when it
+	// committed; their payloads describe the conversation after the whole update (an update that assigns
+	// and closes publishes both, assigned first). The answer is the updated conversation with every
+	// relation (`contact`, `tags`, `sector`, `user`, `provider_opened_window`).
+	//
+	// **Errors.** 404 `{message}` when the conversation does not exist or belongs to another company. 422
+	// `{message, errors}` for a malformed body or field, the combinations in `x-rule-messages`, a `user_id`
+	// that is not a user of the company (`The selected user id is not a user of this company.`) and a
+	// `sector_id` that is not a sector of the company (`The selected sector id is not a sector of this
+	// company.`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/contact-channels/{id} (the `UpdateContactChannel` operationId).
+	UpdateContactChannelWithResponse(ctx context.Context, id int, body UpdateContactChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContactChannelHTTPResponse, error)
 
 	// EditMessageWithBodyWithResponse Edit a sent text message
 	//
@@ -6901,6 +9052,52 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/edit-message (the `EditMessage` operationId).
 	EditMessageWithResponse(ctx context.Context, body EditMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*EditMessageHTTPResponse, error)
 
+	// PublishEventWithBodyWithResponse Publish a company-scope event (extension)
+	//
+	// **Extension of this service**: company-scope events (`crm.business.*`, `contact.import.completed`) happen
+	// in other parts of the platform (the CRM, the contact importer). Those components report them here and
+	// the service fans them out to the company's webhook subscriptions like any other event (signed, retried,
+	// logged): every enabled subscription of the token's company that subscribed to the event receives it,
+	// whatever its `company_channel_ids`. Requires the `events_publish` permission.
+	//
+	// `data` is the event's data payload exactly as subscribers receive it; it is validated against that
+	// event's payload schema in the AsyncAPI document (`/asyncapi.yaml`) and delivered with the same JSON values. The
+	// envelope (`event`, `delivery_id`, `company_id`, `occurred_at`, `description`) is added by the service;
+	// `occurred_at` defaults to the time of the request.
+	//
+	// Channel-scope events (`omnichat.*`) are produced by this service itself and `ping` only by the test
+	// endpoint: both answer 422.
+	//
+	// 202 means accepted: the deliveries are queued in the same transaction and sent in the background.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/events (the `PublishEvent` operationId).
+	PublishEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
+
+	// PublishEventWithResponse Publish a company-scope event (extension)
+	//
+	// **Extension of this service**: company-scope events (`crm.business.*`, `contact.import.completed`) happen
+	// in other parts of the platform (the CRM, the contact importer). Those components report them here and
+	// the service fans them out to the company's webhook subscriptions like any other event (signed, retried,
+	// logged): every enabled subscription of the token's company that subscribed to the event receives it,
+	// whatever its `company_channel_ids`. Requires the `events_publish` permission.
+	//
+	// `data` is the event's data payload exactly as subscribers receive it; it is validated against that
+	// event's payload schema in the AsyncAPI document (`/asyncapi.yaml`) and delivered with the same JSON values. The
+	// envelope (`event`, `delivery_id`, `company_id`, `occurred_at`, `description`) is added by the service;
+	// `occurred_at` defaults to the time of the request.
+	//
+	// Channel-scope events (`omnichat.*`) are produced by this service itself and `ping` only by the test
+	// endpoint: both answer 422.
+	//
+	// 202 means accepted: the deliveries are queued in the same transaction and sent in the background.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/events (the `PublishEvent` operationId).
+	PublishEventWithResponse(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
+
 	// ListProviderTemplatesForChannelWithResponse List the approved templates of an official channel
 	//
 	// Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -6929,9 +9126,9 @@ type ClientWithResponsesInterface interface {
 	// Accepted types: `image/jpeg`, `image/png`, `image/webp` (IMAGE headers, at most 5 MB), `video/mp4`,
 	// `video/3gpp` (VIDEO headers, at most 16 MB), `application/pdf` (DOCUMENT headers, at most 100 MB). The
 	// type is taken from the file content; it must match the header format of the template it is sent with
-	// (checked by the send endpoint). The URL is temporary: the file is deleted and the URL dies if it is not
-	// used in a send within 72 hours (`expires_at` gives the deadline); once used in a send the file has no
-	// deadline.
+	// (checked by the send endpoint). The URL (served by GET /media/{token}/{filename}, no bearer token needed)
+	// is temporary: the file is deleted and the URL answers 410 if it is not used in a send within 72 hours
+	// (`expires_at` gives the deadline); once used in a send the file has no deadline.
 	//
 	// Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 	// for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
@@ -7013,6 +9210,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `GetHealthz` operationId).
 	GetHealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthzHTTPResponse, error)
 
+	// GetUploadedMediaWithResponse Temporary header media
+	//
+	// Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
+	// No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
+	// recipient's platform can fetch it. A file not used in a send within 72 hours is deleted and its URL
+	// answers 410; once used in a send it has no deadline. 404 for an unknown token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
+	GetUploadedMediaWithResponse(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*GetUploadedMediaHTTPResponse, error)
+
 	// GetOpenAPIDocumentWithResponse This OpenAPI document
 	//
 	// The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
@@ -7021,6 +9230,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIDocument` operationId).
 	GetOpenAPIDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentHTTPResponse, error)
+
+	// VerifyProviderWebhookWithResponse Provider webhook verification handshake
+	//
+	// Called by the provider when the webhook is configured in the platform's settings: it sends
+	// `hub.mode=subscribe`, the verify token entered there and a challenge, and expects the challenge back as
+	// plain text. The verify token of an account is printed by
+	// `gateway admin channel webhook-info --company-id … --account-id …`. No bearer token: this endpoint is
+	// called by the provider, not by API clients.
+	//
+	// 403 when the mode is not `subscribe` or the token does not match; 404 for an unknown phone number id.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /provider-webhooks/{phone_number_id} (the `VerifyProviderWebhook` operationId).
+	VerifyProviderWebhookWithResponse(ctx context.Context, phoneNumberId string, params *VerifyProviderWebhookParams, reqEditors ...RequestEditorFn) (*VerifyProviderWebhookHTTPResponse, error)
+
+	// ReceiveProviderWebhookWithBodyWithResponse Receive the provider's webhook (inbound messages and receipts)
+	//
+	// The provider POSTs inbound messages of contacts and delivery receipts (sent, delivered, read, failed) of
+	// the account's number here, in its Cloud-API webhook format, signed with `X-Hub-Signature-256:
+	// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
+	// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
+	// signature authenticates the provider.
+	//
+	// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
+	// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
+	// `omnichat.message.received`. A receipt moves the message status forward only (Enviada → Entregue →
+	// Lida, or Falha with the reason) and publishes `omnichat.message.sent` with the new `status_id`.
+	// Repeated deliveries change nothing. The body is JSON (declared as `application/*` so the signature is
+	// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
+	// (the provider retries the delivery).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /provider-webhooks/{phone_number_id} (the `ReceiveProviderWebhook` operationId).
+	ReceiveProviderWebhookWithBodyWithResponse(ctx context.Context, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveProviderWebhookHTTPResponse, error)
 
 	// GetReadyzWithResponse Readiness
 	//
@@ -8390,6 +10635,489 @@ func (r ChatappQrcodeHTTPResponse) ContentType() string {
 	return ""
 }
 
+type SimulatorSeedContactsHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChatappContactListResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *ConnectionBusinessError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON200() *ChatappContactListResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON509() *ConnectionBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r SimulatorSeedContactsHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SimulatorSeedContactsHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SimulatorSeedContactsHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SimulatorSeedContactsHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SimulatorSeedGroupHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SimulatorGroupResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *ConnectionBusinessError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON200() *SimulatorGroupResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON509() *ConnectionBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r SimulatorSeedGroupHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SimulatorSeedGroupHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SimulatorSeedGroupHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SimulatorSeedGroupHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SimulatorInboundHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SimulatorInboundResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *ConnectionBusinessError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON200() *SimulatorInboundResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON509() *ConnectionBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r SimulatorInboundHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SimulatorInboundHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SimulatorInboundHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SimulatorInboundHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SimulatorMessagesHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SimulatorMessagesResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *ConnectionBusinessError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON200() *SimulatorMessagesResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON509() *ConnectionBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r SimulatorMessagesHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SimulatorMessagesHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SimulatorMessagesHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SimulatorMessagesHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SimulatorPairHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChatappResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *ConnectionBusinessError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON200() *ChatappResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON509() *ConnectionBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r SimulatorPairHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SimulatorPairHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SimulatorPairHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SimulatorPairHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SimulatorReceiptHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SuccessMessage
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *ConnectionBusinessError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON200() *SuccessMessage {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON509() *ConnectionBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r SimulatorReceiptHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SimulatorReceiptHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SimulatorReceiptHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SimulatorReceiptHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SimulatorUnlinkHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SuccessMessage
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *ConnectionBusinessError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON200() *SuccessMessage {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON509() *ConnectionBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r SimulatorUnlinkHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SimulatorUnlinkHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SimulatorUnlinkHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SimulatorUnlinkHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ChatappUpdateHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8673,6 +11401,82 @@ func (r ListContactChannelsHTTPResponse) ContentType() string {
 	return ""
 }
 
+type UpdateContactChannelHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ContactChannelResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Message
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateContactChannelHTTPResponse) GetJSON200() *ContactChannelResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateContactChannelHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateContactChannelHTTPResponse) GetJSON404() *Message {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateContactChannelHTTPResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateContactChannelHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r UpdateContactChannelHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateContactChannelHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateContactChannelHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateContactChannelHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateContactChannelHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type EditMessageHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8736,6 +11540,82 @@ func (r EditMessageHTTPResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r EditMessageHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PublishEventHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *PublishEventAccepted
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ValidationError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r PublishEventHTTPResponse) GetJSON202() *PublishEventAccepted {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PublishEventHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PublishEventHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PublishEventHTTPResponse) GetJSON422() *ValidationError {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PublishEventHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r PublishEventHTTPResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetBody returns the raw response body bytes
+func (r PublishEventHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublishEventHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublishEventHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublishEventHTTPResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9066,6 +11946,61 @@ func (r GetHealthzHTTPResponse) ContentType() string {
 	return ""
 }
 
+type GetUploadedMediaHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Message
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Message
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetUploadedMediaHTTPResponse) GetJSON404() *Message {
+	return r.JSON404
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r GetUploadedMediaHTTPResponse) GetJSON410() *Message {
+	return r.JSON410
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetUploadedMediaHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUploadedMediaHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUploadedMediaHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUploadedMediaHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUploadedMediaHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetOpenAPIDocumentHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9101,6 +12036,151 @@ func (r GetOpenAPIDocumentHTTPResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIDocumentHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type VerifyProviderWebhookHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Message
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Message
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Message
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r VerifyProviderWebhookHTTPResponse) GetJSON400() *Message {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r VerifyProviderWebhookHTTPResponse) GetJSON403() *Message {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r VerifyProviderWebhookHTTPResponse) GetJSON404() *Message {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r VerifyProviderWebhookHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r VerifyProviderWebhookHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r VerifyProviderWebhookHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r VerifyProviderWebhookHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r VerifyProviderWebhookHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReceiveProviderWebhookHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderWebhookResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Message
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Message
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Message
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Message
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveProviderWebhookHTTPResponse) GetJSON200() *ProviderWebhookResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReceiveProviderWebhookHTTPResponse) GetJSON400() *Message {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReceiveProviderWebhookHTTPResponse) GetJSON401() *Message {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReceiveProviderWebhookHTTPResponse) GetJSON404() *Message {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReceiveProviderWebhookHTTPResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReceiveProviderWebhookHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReceiveProviderWebhookHTTPResponse) GetJSON503() *Message {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveProviderWebhookHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveProviderWebhookHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveProviderWebhookHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveProviderWebhookHTTPResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9602,7 +12682,9 @@ func (c *ClientWithResponses) ChatappCreateWithResponse(ctx context.Context, bod
 // ChatappDeleteWithBodyWithResponse Delete a connection
 //
 // Deletes a connection chosen by `id` or `key` (at least one is required; API document, endpoint 5).
-// **Irreversible**: the session is closed and the associated conversations and messages may be lost.
+// **Irreversible**: a logged-in session is logged out (the phone drops the linked device) and closed, and the
+// connection's conversations and messages (with their stored files) are deleted in the same transaction as
+// the connection.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9618,7 +12700,9 @@ func (c *ClientWithResponses) ChatappDeleteWithBodyWithResponse(ctx context.Cont
 // ChatappDeleteWithResponse Delete a connection
 //
 // Deletes a connection chosen by `id` or `key` (at least one is required; API document, endpoint 5).
-// **Irreversible**: the session is closed and the associated conversations and messages may be lost.
+// **Irreversible**: a logged-in session is logged out (the phone drops the linked device) and closed, and the
+// connection's conversations and messages (with their stored files) are deleted in the same transaction as
+// the connection.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9743,12 +12827,204 @@ func (c *ClientWithResponses) ChatappQrcodeWithResponse(ctx context.Context, bod
 	return ParseChatappQrcodeHTTPResponse(rsp)
 }
 
+// SimulatorSeedContactsWithBodyWithResponse Simulator: add contacts to the account
+//
+// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
+// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
+// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/contacts (the `SimulatorSeedContacts` operationId).
+func (c *ClientWithResponses) SimulatorSeedContactsWithBodyWithResponse(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatorSeedContactsHTTPResponse, error) {
+	rsp, err := c.SimulatorSeedContactsWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorSeedContactsHTTPResponse(rsp)
+}
+
+// SimulatorSeedContactsWithResponse Simulator: add contacts to the account
+//
+// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
+// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
+// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/contacts (the `SimulatorSeedContacts` operationId).
+func (c *ClientWithResponses) SimulatorSeedContactsWithResponse(ctx context.Context, id SimulatorConnectionId, body SimulatorSeedContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatorSeedContactsHTTPResponse, error) {
+	rsp, err := c.SimulatorSeedContacts(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorSeedContactsHTTPResponse(rsp)
+}
+
+// SimulatorSeedGroupWithBodyWithResponse Simulator: add a group the account can see
+//
+// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
+// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
+// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
+// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/groups (the `SimulatorSeedGroup` operationId).
+func (c *ClientWithResponses) SimulatorSeedGroupWithBodyWithResponse(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatorSeedGroupHTTPResponse, error) {
+	rsp, err := c.SimulatorSeedGroupWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorSeedGroupHTTPResponse(rsp)
+}
+
+// SimulatorSeedGroupWithResponse Simulator: add a group the account can see
+//
+// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
+// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
+// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
+// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/groups (the `SimulatorSeedGroup` operationId).
+func (c *ClientWithResponses) SimulatorSeedGroupWithResponse(ctx context.Context, id SimulatorConnectionId, body SimulatorSeedGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatorSeedGroupHTTPResponse, error) {
+	rsp, err := c.SimulatorSeedGroup(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorSeedGroupHTTPResponse(rsp)
+}
+
+// SimulatorInboundWithBodyWithResponse Simulator: a contact sends a message to the connection
+//
+// Makes the contact `from` (named `name`) write to the connection, or, with `group_key`, write in that group.
+// The gateway receives it as it would from the chat app: the contact and the conversation are created when
+// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
+// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
+// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/inbound (the `SimulatorInbound` operationId).
+func (c *ClientWithResponses) SimulatorInboundWithBodyWithResponse(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatorInboundHTTPResponse, error) {
+	rsp, err := c.SimulatorInboundWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorInboundHTTPResponse(rsp)
+}
+
+// SimulatorInboundWithResponse Simulator: a contact sends a message to the connection
+//
+// Makes the contact `from` (named `name`) write to the connection, or, with `group_key`, write in that group.
+// The gateway receives it as it would from the chat app: the contact and the conversation are created when
+// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
+// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
+// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/inbound (the `SimulatorInbound` operationId).
+func (c *ClientWithResponses) SimulatorInboundWithResponse(ctx context.Context, id SimulatorConnectionId, body SimulatorInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatorInboundHTTPResponse, error) {
+	rsp, err := c.SimulatorInbound(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorInboundHTTPResponse(rsp)
+}
+
+// SimulatorMessagesWithResponse Simulator: what the connection sent
+//
+// Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
+// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/chatapp-simulator/{id}/messages (the `SimulatorMessages` operationId).
+func (c *ClientWithResponses) SimulatorMessagesWithResponse(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*SimulatorMessagesHTTPResponse, error) {
+	rsp, err := c.SimulatorMessages(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorMessagesHTTPResponse(rsp)
+}
+
+// SimulatorPairWithResponse Simulator: the phone scans the QR code
+//
+// Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
+// before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
+// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/pair (the `SimulatorPair` operationId).
+func (c *ClientWithResponses) SimulatorPairWithResponse(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*SimulatorPairHTTPResponse, error) {
+	rsp, err := c.SimulatorPair(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorPairHTTPResponse(rsp)
+}
+
+// SimulatorReceiptWithBodyWithResponse Simulator: the recipient's device acknowledges a sent message
+//
+// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
+// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
+// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/receipts (the `SimulatorReceipt` operationId).
+func (c *ClientWithResponses) SimulatorReceiptWithBodyWithResponse(ctx context.Context, id SimulatorConnectionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulatorReceiptHTTPResponse, error) {
+	rsp, err := c.SimulatorReceiptWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorReceiptHTTPResponse(rsp)
+}
+
+// SimulatorReceiptWithResponse Simulator: the recipient's device acknowledges a sent message
+//
+// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
+// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
+// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/receipts (the `SimulatorReceipt` operationId).
+func (c *ClientWithResponses) SimulatorReceiptWithResponse(ctx context.Context, id SimulatorConnectionId, body SimulatorReceiptJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulatorReceiptHTTPResponse, error) {
+	rsp, err := c.SimulatorReceipt(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorReceiptHTTPResponse(rsp)
+}
+
+// SimulatorUnlinkWithResponse Simulator: the phone removes the linked device
+//
+// Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
+// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/chatapp-simulator/{id}/unlink (the `SimulatorUnlink` operationId).
+func (c *ClientWithResponses) SimulatorUnlinkWithResponse(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*SimulatorUnlinkHTTPResponse, error) {
+	rsp, err := c.SimulatorUnlink(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSimulatorUnlinkHTTPResponse(rsp)
+}
+
 // ChatappUpdateWithBodyWithResponse Rename a connection or change its number
 //
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509. Fields not sent are left unchanged.
+// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// number: log it out first). Fields not sent are left unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9766,7 +13042,8 @@ func (c *ClientWithResponses) ChatappUpdateWithBodyWithResponse(ctx context.Cont
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509. Fields not sent are left unchanged.
+// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// number: log it out first). Fields not sent are left unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9822,23 +13099,45 @@ func (c *ClientWithResponses) ListCompanyChannelsWithResponse(ctx context.Contex
 // ListContactChannelsWithResponse List conversations
 //
 // Paginated list of the company's conversations (contact channels). By default only the conversation
-// fields are returned; `with` adds relations. By default conversations with status Resolved (4),
-// Cancelled (5), Spam (6) and Banned (7) are excluded: `include_closed=true` adds Resolved and Cancelled,
-// `show_all_statuses=true` removes the status exclusion, and `status_id`/`status_ids` select exactly the
-// given statuses (overriding the default exclusion).
+// fields are returned; `with` adds relations (each relation key is present only when asked for). Every
+// filter given composes with AND; data of other companies is never listed.
 //
-// Tag filters: `tags_ids` is a JSON object with up to three tag kinds, each an array of tag ids:
+// **Statuses.** Exactly one rule applies, in this order of precedence:
+//
+//  1. `status_id` and/or `status_ids` given (non-empty): only the union of the given statuses is listed;
+//     `show_all_statuses` and `include_closed` are then ignored;
+//  2. otherwise `show_all_statuses=true`: every status (1 to 7);
+//  3. otherwise `include_closed=true`: every status but Spam (6) and Banned (7);
+//  4. otherwise (the default): Open (1), Pending (2) and In progress (3) only — Resolved (4), Cancelled (5),
+//     Spam (6) and Banned (7) are excluded.
+//
+// `false` for `show_all_statuses`, `include_closed`, `without_sector`, `without_user`,
+// `never_responded_attendant` and `only_unread` is the same as not sending them; `is_group`, `muted`,
+// `pinned` and `opened` filter on the value sent, `true` or `false`.
+//
+// **Text.** `filter` matches, anywhere in the text, the conversation name or key or the contact name or
+// email, ignoring case and accents on both database engines (`joao` finds `João`, `ANA` finds `Ana`).
+//
+// **Tags.** `tags_ids` is a JSON object with up to three tag kinds, each an array of tag ids:
 // `contactTags` (tags of the contact), `ticketTags` (tags of the conversation) and `crmBusinessTags`
-// (tags of the contact's CRM businesses). `tags_operation` says how they combine:
+// (tags of the CRM businesses of the conversation's contact). A kind that is absent or an empty array
+// does not filter. `tags_operation` says how the listed ids combine:
 //
 //   - `XAND` — the conversation has **every** listed tag, of all kinds;
 //   - `XOR` — the conversation has **at least one** of the listed tags, of any kind;
 //   - `AND` (default) — **each tag kind given** must match at least one of its listed tags, and the kinds
 //     combine with AND (e.g. one of the contactTags AND one of the ticketTags).
 //
-// The official 24-hour window filters `ofc_window_min_minutes` and `ofc_window_max_minutes` apply with
-// `channel_type_id=3` and keep conversations whose remaining window, in minutes, is within the bounds
-// (a closed window counts as 0).
+// An id that is not a tag of that kind of the company matches nothing.
+//
+// **Official window.** `ofc_window_min_minutes` and `ofc_window_max_minutes` bound the remaining minutes of
+// the official 24-hour window, `floor((last inbound message + 24 h - now) / 1 min)`, a closed or never
+// opened window counting as 0; bounds are inclusive. The window exists on official conversations only, so
+// either bound restricts the list to `channel_type_id=3` (with another `channel_type_id` the list is
+// empty).
+//
+// **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
+// direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 //
 // Invalid query parameters answer 422 `{message, errors}`.
 //
@@ -9851,6 +13150,90 @@ func (c *ClientWithResponses) ListContactChannelsWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseListContactChannelsHTTPResponse(rsp)
+}
+
+// UpdateContactChannelWithBodyWithResponse Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+//
+// **Extension of this service**: the API document has no endpoint to assign or close a conversation, yet
+// its `omnichat.conversation.assigned` and `omnichat.conversation.closed` events need one.
+//
+// Any authenticated user of the company may update the company's conversations: the API document defines
+// no permission for conversations, so none beyond a valid token is required. Fields not sent are left
+// unchanged; at least one field is required.
+//
+//   - `user_id` assigns the conversation to that user of the company, or transfers it from the current
+//     assignee, and publishes `omnichat.conversation.assigned` with `change_context {previous_user_id,
+//     assigned_user_id}` (`previous_user_id` null on a first assignment). Sending the current assignee
+//     again changes nothing and publishes nothing. `without_user: true` removes the assignee (no event).
+//   - `sector_id` moves the conversation to a sector of the company; `without_sector: true` removes it.
+//   - `status_id` sets the status. Moving from Open, Pending, In progress, Spam or Banned to Resolved (4)
+//     or Cancelled (5) closes the conversation and publishes `omnichat.conversation.closed` with
+//     `change_context {previous_status_id, status_id}`; moving between Resolved and Cancelled does not
+//     publish again. A closed conversation reopens as Open when the contact writes again.
+//   - `pinned`, `muted` and `opened` set those flags; `mark_read: true` sets `unread_count` to 0.
+//
+// Events are published in the transaction that makes the change, so they exist exactly when it
+// committed; their payloads describe the conversation after the whole update (an update that assigns
+// and closes publishes both, assigned first). The answer is the updated conversation with every
+// relation (`contact`, `tags`, `sector`, `user`, `provider_opened_window`).
+//
+// **Errors.** 404 `{message}` when the conversation does not exist or belongs to another company. 422
+// `{message, errors}` for a malformed body or field, the combinations in `x-rule-messages`, a `user_id`
+// that is not a user of the company (`The selected user id is not a user of this company.`) and a
+// `sector_id` that is not a sector of the company (`The selected sector id is not a sector of this
+// company.`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/contact-channels/{id} (the `UpdateContactChannel` operationId).
+func (c *ClientWithResponses) UpdateContactChannelWithBodyWithResponse(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateContactChannelHTTPResponse, error) {
+	rsp, err := c.UpdateContactChannelWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateContactChannelHTTPResponse(rsp)
+}
+
+// UpdateContactChannelWithResponse Assign, transfer, route, close, pin, mute or mark a conversation read (extension)
+//
+// **Extension of this service**: the API document has no endpoint to assign or close a conversation, yet
+// its `omnichat.conversation.assigned` and `omnichat.conversation.closed` events need one.
+//
+// Any authenticated user of the company may update the company's conversations: the API document defines
+// no permission for conversations, so none beyond a valid token is required. Fields not sent are left
+// unchanged; at least one field is required.
+//
+//   - `user_id` assigns the conversation to that user of the company, or transfers it from the current
+//     assignee, and publishes `omnichat.conversation.assigned` with `change_context {previous_user_id,
+//     assigned_user_id}` (`previous_user_id` null on a first assignment). Sending the current assignee
+//     again changes nothing and publishes nothing. `without_user: true` removes the assignee (no event).
+//   - `sector_id` moves the conversation to a sector of the company; `without_sector: true` removes it.
+//   - `status_id` sets the status. Moving from Open, Pending, In progress, Spam or Banned to Resolved (4)
+//     or Cancelled (5) closes the conversation and publishes `omnichat.conversation.closed` with
+//     `change_context {previous_status_id, status_id}`; moving between Resolved and Cancelled does not
+//     publish again. A closed conversation reopens as Open when the contact writes again.
+//   - `pinned`, `muted` and `opened` set those flags; `mark_read: true` sets `unread_count` to 0.
+//
+// Events are published in the transaction that makes the change, so they exist exactly when it
+// committed; their payloads describe the conversation after the whole update (an update that assigns
+// and closes publishes both, assigned first). The answer is the updated conversation with every
+// relation (`contact`, `tags`, `sector`, `user`, `provider_opened_window`).
+//
+// **Errors.** 404 `{message}` when the conversation does not exist or belongs to another company. 422
+// `{message, errors}` for a malformed body or field, the combinations in `x-rule-messages`, a `user_id`
+// that is not a user of the company (`The selected user id is not a user of this company.`) and a
+// `sector_id` that is not a sector of the company (`The selected sector id is not a sector of this
+// company.`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/contact-channels/{id} (the `UpdateContactChannel` operationId).
+func (c *ClientWithResponses) UpdateContactChannelWithResponse(ctx context.Context, id int, body UpdateContactChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContactChannelHTTPResponse, error) {
+	rsp, err := c.UpdateContactChannel(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateContactChannelHTTPResponse(rsp)
 }
 
 // EditMessageWithBodyWithResponse Edit a sent text message
@@ -9905,6 +13288,64 @@ func (c *ClientWithResponses) EditMessageWithResponse(ctx context.Context, body 
 	return ParseEditMessageHTTPResponse(rsp)
 }
 
+// PublishEventWithBodyWithResponse Publish a company-scope event (extension)
+//
+// **Extension of this service**: company-scope events (`crm.business.*`, `contact.import.completed`) happen
+// in other parts of the platform (the CRM, the contact importer). Those components report them here and
+// the service fans them out to the company's webhook subscriptions like any other event (signed, retried,
+// logged): every enabled subscription of the token's company that subscribed to the event receives it,
+// whatever its `company_channel_ids`. Requires the `events_publish` permission.
+//
+// `data` is the event's data payload exactly as subscribers receive it; it is validated against that
+// event's payload schema in the AsyncAPI document (`/asyncapi.yaml`) and delivered with the same JSON values. The
+// envelope (`event`, `delivery_id`, `company_id`, `occurred_at`, `description`) is added by the service;
+// `occurred_at` defaults to the time of the request.
+//
+// Channel-scope events (`omnichat.*`) are produced by this service itself and `ping` only by the test
+// endpoint: both answer 422.
+//
+// 202 means accepted: the deliveries are queued in the same transaction and sent in the background.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/events (the `PublishEvent` operationId).
+func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
+	rsp, err := c.PublishEventWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishEventHTTPResponse(rsp)
+}
+
+// PublishEventWithResponse Publish a company-scope event (extension)
+//
+// **Extension of this service**: company-scope events (`crm.business.*`, `contact.import.completed`) happen
+// in other parts of the platform (the CRM, the contact importer). Those components report them here and
+// the service fans them out to the company's webhook subscriptions like any other event (signed, retried,
+// logged): every enabled subscription of the token's company that subscribed to the event receives it,
+// whatever its `company_channel_ids`. Requires the `events_publish` permission.
+//
+// `data` is the event's data payload exactly as subscribers receive it; it is validated against that
+// event's payload schema in the AsyncAPI document (`/asyncapi.yaml`) and delivered with the same JSON values. The
+// envelope (`event`, `delivery_id`, `company_id`, `occurred_at`, `description`) is added by the service;
+// `occurred_at` defaults to the time of the request.
+//
+// Channel-scope events (`omnichat.*`) are produced by this service itself and `ping` only by the test
+// endpoint: both answer 422.
+//
+// 202 means accepted: the deliveries are queued in the same transaction and sent in the background.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/events (the `PublishEvent` operationId).
+func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
+	rsp, err := c.PublishEvent(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishEventHTTPResponse(rsp)
+}
+
 // ListProviderTemplatesForChannelWithResponse List the approved templates of an official channel
 //
 // Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -9939,9 +13380,9 @@ func (c *ClientWithResponses) ListProviderTemplatesForChannelWithResponse(ctx co
 // Accepted types: `image/jpeg`, `image/png`, `image/webp` (IMAGE headers, at most 5 MB), `video/mp4`,
 // `video/3gpp` (VIDEO headers, at most 16 MB), `application/pdf` (DOCUMENT headers, at most 100 MB). The
 // type is taken from the file content; it must match the header format of the template it is sent with
-// (checked by the send endpoint). The URL is temporary: the file is deleted and the URL dies if it is not
-// used in a send within 72 hours (`expires_at` gives the deadline); once used in a send the file has no
-// deadline.
+// (checked by the send endpoint). The URL (served by GET /media/{token}/{filename}, no bearer token needed)
+// is temporary: the file is deleted and the URL answers 410 if it is not used in a send within 72 hours
+// (`expires_at` gives the deadline); once used in a send the file has no deadline.
 //
 // Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 // for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
@@ -10053,6 +13494,24 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 	return ParseGetHealthzHTTPResponse(rsp)
 }
 
+// GetUploadedMediaWithResponse Temporary header media
+//
+// Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
+// No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
+// recipient's platform can fetch it. A file not used in a send within 72 hours is deleted and its URL
+// answers 410; once used in a send it has no deadline. 404 for an unknown token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
+func (c *ClientWithResponses) GetUploadedMediaWithResponse(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*GetUploadedMediaHTTPResponse, error) {
+	rsp, err := c.GetUploadedMedia(ctx, token, filename, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUploadedMediaHTTPResponse(rsp)
+}
+
 // GetOpenAPIDocumentWithResponse This OpenAPI document
 //
 // The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
@@ -10066,6 +13525,54 @@ func (c *ClientWithResponses) GetOpenAPIDocumentWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseGetOpenAPIDocumentHTTPResponse(rsp)
+}
+
+// VerifyProviderWebhookWithResponse Provider webhook verification handshake
+//
+// Called by the provider when the webhook is configured in the platform's settings: it sends
+// `hub.mode=subscribe`, the verify token entered there and a challenge, and expects the challenge back as
+// plain text. The verify token of an account is printed by
+// `gateway admin channel webhook-info --company-id … --account-id …`. No bearer token: this endpoint is
+// called by the provider, not by API clients.
+//
+// 403 when the mode is not `subscribe` or the token does not match; 404 for an unknown phone number id.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /provider-webhooks/{phone_number_id} (the `VerifyProviderWebhook` operationId).
+func (c *ClientWithResponses) VerifyProviderWebhookWithResponse(ctx context.Context, phoneNumberId string, params *VerifyProviderWebhookParams, reqEditors ...RequestEditorFn) (*VerifyProviderWebhookHTTPResponse, error) {
+	rsp, err := c.VerifyProviderWebhook(ctx, phoneNumberId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyProviderWebhookHTTPResponse(rsp)
+}
+
+// ReceiveProviderWebhookWithBodyWithResponse Receive the provider's webhook (inbound messages and receipts)
+//
+// The provider POSTs inbound messages of contacts and delivery receipts (sent, delivered, read, failed) of
+// the account's number here, in its Cloud-API webhook format, signed with `X-Hub-Signature-256:
+// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
+// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
+// signature authenticates the provider.
+//
+// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
+// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
+// `omnichat.message.received`. A receipt moves the message status forward only (Enviada → Entregue →
+// Lida, or Falha with the reason) and publishes `omnichat.message.sent` with the new `status_id`.
+// Repeated deliveries change nothing. The body is JSON (declared as `application/*` so the signature is
+// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
+// (the provider retries the delivery).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /provider-webhooks/{phone_number_id} (the `ReceiveProviderWebhook` operationId).
+func (c *ClientWithResponses) ReceiveProviderWebhookWithBodyWithResponse(ctx context.Context, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveProviderWebhookHTTPResponse, error) {
+	rsp, err := c.ReceiveProviderWebhookWithBody(ctx, phoneNumberId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveProviderWebhookHTTPResponse(rsp)
 }
 
 // GetReadyzWithResponse Readiness
@@ -11255,6 +14762,384 @@ func ParseChatappQrcodeHTTPResponse(rsp *http.Response) (*ChatappQrcodeHTTPRespo
 	return response, nil
 }
 
+// ParseSimulatorSeedContactsHTTPResponse parses an HTTP response from a SimulatorSeedContactsWithResponse call
+func ParseSimulatorSeedContactsHTTPResponse(rsp *http.Response) (*SimulatorSeedContactsHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SimulatorSeedContactsHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChatappContactListResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest ConnectionBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSimulatorSeedGroupHTTPResponse parses an HTTP response from a SimulatorSeedGroupWithResponse call
+func ParseSimulatorSeedGroupHTTPResponse(rsp *http.Response) (*SimulatorSeedGroupHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SimulatorSeedGroupHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SimulatorGroupResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest ConnectionBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSimulatorInboundHTTPResponse parses an HTTP response from a SimulatorInboundWithResponse call
+func ParseSimulatorInboundHTTPResponse(rsp *http.Response) (*SimulatorInboundHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SimulatorInboundHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SimulatorInboundResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest ConnectionBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSimulatorMessagesHTTPResponse parses an HTTP response from a SimulatorMessagesWithResponse call
+func ParseSimulatorMessagesHTTPResponse(rsp *http.Response) (*SimulatorMessagesHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SimulatorMessagesHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SimulatorMessagesResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest ConnectionBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSimulatorPairHTTPResponse parses an HTTP response from a SimulatorPairWithResponse call
+func ParseSimulatorPairHTTPResponse(rsp *http.Response) (*SimulatorPairHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SimulatorPairHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChatappResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest ConnectionBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSimulatorReceiptHTTPResponse parses an HTTP response from a SimulatorReceiptWithResponse call
+func ParseSimulatorReceiptHTTPResponse(rsp *http.Response) (*SimulatorReceiptHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SimulatorReceiptHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SuccessMessage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest ConnectionBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSimulatorUnlinkHTTPResponse parses an HTTP response from a SimulatorUnlinkWithResponse call
+func ParseSimulatorUnlinkHTTPResponse(rsp *http.Response) (*SimulatorUnlinkHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SimulatorUnlinkHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SuccessMessage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest ConnectionBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseChatappUpdateHTTPResponse parses an HTTP response from a ChatappUpdateWithResponse call
 func ParseChatappUpdateHTTPResponse(rsp *http.Response) (*ChatappUpdateHTTPResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11478,6 +15363,67 @@ func ParseListContactChannelsHTTPResponse(rsp *http.Response) (*ListContactChann
 	return response, nil
 }
 
+// ParseUpdateContactChannelHTTPResponse parses an HTTP response from a UpdateContactChannelWithResponse call
+func ParseUpdateContactChannelHTTPResponse(rsp *http.Response) (*UpdateContactChannelHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateContactChannelHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ContactChannelResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseEditMessageHTTPResponse parses an HTTP response from a EditMessageWithResponse call
 func ParseEditMessageHTTPResponse(rsp *http.Response) (*EditMessageHTTPResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11526,6 +15472,67 @@ func ParseEditMessageHTTPResponse(rsp *http.Response) (*EditMessageHTTPResponse,
 			return nil, err
 		}
 		response.JSON509 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePublishEventHTTPResponse parses an HTTP response from a PublishEventWithResponse call
+func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublishEventHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest PublishEventAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
 
 	}
 
@@ -11781,6 +15788,46 @@ func ParseGetHealthzHTTPResponse(rsp *http.Response) (*GetHealthzHTTPResponse, e
 	return response, nil
 }
 
+// ParseGetUploadedMediaHTTPResponse parses an HTTP response from a GetUploadedMediaWithResponse call
+func ParseGetUploadedMediaHTTPResponse(rsp *http.Response) (*GetUploadedMediaHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUploadedMediaHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetOpenAPIDocumentHTTPResponse parses an HTTP response from a GetOpenAPIDocumentWithResponse call
 func ParseGetOpenAPIDocumentHTTPResponse(rsp *http.Response) (*GetOpenAPIDocumentHTTPResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11801,6 +15848,121 @@ func ParseGetOpenAPIDocumentHTTPResponse(rsp *http.Response) (*GetOpenAPIDocumen
 			return nil, err
 		}
 		response.YAML200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseVerifyProviderWebhookHTTPResponse parses an HTTP response from a VerifyProviderWebhookWithResponse call
+func ParseVerifyProviderWebhookHTTPResponse(rsp *http.Response) (*VerifyProviderWebhookHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &VerifyProviderWebhookHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReceiveProviderWebhookHTTPResponse parses an HTTP response from a ReceiveProviderWebhookWithResponse call
+func ParseReceiveProviderWebhookHTTPResponse(rsp *http.Response) (*ReceiveProviderWebhookHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveProviderWebhookHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderWebhookResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 

@@ -22,14 +22,22 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
+	"github.com/chatmsg/gateway/internal/connections"
+	"github.com/chatmsg/gateway/internal/connector"
+	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/httpapi"
 	"github.com/chatmsg/gateway/internal/jobs"
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/official"
+	"github.com/chatmsg/gateway/internal/ratelimit"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/templates"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // Migrations lists every capability's migrations in application order.
 func Migrations() []store.Migration {
-	return slices.Concat(auth.Migrations, channels.Migrations)
+	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations)
 }
 
 // Options adjust how the app is built; zero values mean production defaults.
@@ -44,6 +52,12 @@ type Options struct {
 	// InsertOnlyJobs builds a River client that never works jobs (admin
 	// commands, and tests that drive workers by hand).
 	InsertOnlyJobs bool
+	// Connector replaces the configured connector driver (tests share one
+	// simulated chat app between in-process replicas).
+	Connector connector.Driver
+	// ConnectionOptions adjusts the connections service (replica id, lease
+	// timing) in tests.
+	ConnectionOptions func(*connections.Options)
 }
 
 // App is a wired gateway.
@@ -54,11 +68,27 @@ type App struct {
 	Jobs     *jobs.Runner
 	Auth     *auth.Service
 	Channels *channels.Service
+	// Connections owns unofficial chat-app connections and their sessions.
+	Connections *connections.Service
+	Webhooks    *webhooks.Service
+	// Conversations owns conversations, contacts, sectors and tags.
+	Conversations *conversations.Service
+	// Messaging owns messages: send, edit, revoke, inbound and receipts.
+	Messaging *messaging.Service
+	// Templates owns official templates and uploaded header media.
+	Templates *templates.Service
+	// Official is the provider's inbound webhooks; ProviderClient speaks
+	// the provider's HTTP interface.
+	Official       *official.Service
+	ProviderClient *official.Client
+	// Limiter is the shared rate limiter (Redis when REDIS_URL is set).
+	Limiter  ratelimit.Limiter
 	Registry *prometheus.Registry
 	Handler  http.Handler
 	Clock    clock.Clock
 
-	ownDB bool
+	ownDB        bool
+	closeLimiter func() error
 }
 
 // OpenDB opens the database the configuration names.
@@ -104,22 +134,62 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.Auth = auth.NewService(a.DB, a.Clock)
 	a.Channels = channels.NewService(a.DB, a.Clock)
 
-	// Capabilities add their workers here as they land; until one does the
-	// runner only inserts.
-	var workers *river.Workers
+	if cfg.RedisURL != "" {
+		r, err := ratelimit.OpenRedis(ctx, cfg.RedisURL)
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.Limiter, a.closeLimiter = r, r.Close
+	} else {
+		a.Limiter = ratelimit.NewMemory(a.Clock)
+	}
+	a.Webhooks = webhooks.NewService(a.DB, webhooks.Options{
+		Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone), Logger: a.Logger, Limiter: a.Limiter,
+		AllowCIDRs: cfg.OutboundAllowCIDRs, Registerer: a.Registry,
+	})
+	conns, err := a.newConnections(ctx, opts)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Connections = conns
+	a.Conversations = conversations.NewService(a.DB, a.Clock, clock.NewFormatter(cfg.TimeZone), a.Auth, a.Channels, a.Webhooks)
+	a.newMessaging()
+	a.wireConnections()
+
+	// Capabilities add their workers, periodic jobs and queues here.
+	workers := river.NewWorkers()
+	a.Webhooks.AddWorkers(workers)
+	a.addMessagingWorkers(workers)
 	runner, err := jobs.New(a.DB, jobs.Options{
 		Workers: workers, Logger: a.Logger, InsertOnly: opts.InsertOnlyJobs,
-		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
+		Periodic: slices.Concat(a.Webhooks.PeriodicJobs(), a.messagingPeriodicJobs()),
+		Queues: map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: cfg.Workers},
+			webhooks.QueueName: webhooks.Queue(),
+		},
+		// After a crash, jobs left running are retried after a minute
+		// instead of River's hour (each worker's own Timeout still applies).
+		RescueStuckJobsAfter: time.Minute,
 	})
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	a.Jobs = runner
+	a.Webhooks.UseJobs(runner)
+	a.Messaging.UseJobs(runner)
 
 	h, err := httpapi.NewHandler(ctx, httpapi.Deps{
 		Logger: a.Logger, Registry: a.Registry, Auth: a.Auth, Channels: a.Channels, DB: a.DB,
-		Times: clock.NewFormatter(cfg.TimeZone),
+		Times: clock.NewFormatter(cfg.TimeZone), Webhooks: a.Webhooks,
+		Conversations: a.Conversations,
+		Connections:   a.Connections,
+		Messaging:     a.Messaging,
+		Templates:     a.Templates,
+		Official:      a.Official,
+		Redis:         redisOf(a.Limiter),
 	})
 	if err != nil {
 		a.Close()
@@ -131,6 +201,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 
 // Close releases what the app opened.
 func (a *App) Close() {
+	if a.closeLimiter != nil {
+		_ = a.closeLimiter()
+	}
 	if a.ownDB && a.DB != nil {
 		if err := a.DB.Close(); err != nil {
 			a.Logger.Error("close database", "err", err)
@@ -154,6 +227,11 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return fmt.Errorf("start jobs: %w", err)
 	}
+	// This replica holds chat-app sessions while it serves; on the way out
+	// it releases them so another replica takes over at once.
+	connCtx, stopConns := context.WithCancel(ctx)
+	connsDone := make(chan struct{})
+	go func() { _ = a.Connections.Run(connCtx); close(connsDone) }()
 	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -169,6 +247,11 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		serveErr = errors.Join(serveErr, fmt.Errorf("http shutdown: %w", err))
 	}
+	stopConns()
+	select {
+	case <-connsDone:
+	case <-shutdownCtx.Done():
+	}
 	if err := a.Jobs.Stop(shutdownCtx); err != nil {
 		serveErr = errors.Join(serveErr, fmt.Errorf("jobs shutdown: %w", err))
 	}
@@ -176,4 +259,12 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		serveErr = nil
 	}
 	return serveErr
+}
+
+// redisOf returns the Redis limiter for readiness checks, nil in-process.
+func redisOf(l ratelimit.Limiter) interface{ Ping(context.Context) error } {
+	if r, ok := l.(*ratelimit.Redis); ok {
+		return r
+	}
+	return nil
 }

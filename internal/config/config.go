@@ -37,6 +37,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Workers is the number of concurrent River workers of the default queue.
 	Workers int
+	// ConnectorDriver is the chat-app connector of unofficial connections:
+	// "simulator" (default) or "whatsmeow".
+	ConnectorDriver string
 }
 
 // Env names, documented in README.md.
@@ -51,6 +54,13 @@ const (
 	EnvPublicBaseURL = "PUBLIC_BASE_URL"
 	EnvRedisURL      = "REDIS_URL"
 	EnvWorkers       = "WORKERS"
+	EnvConnector     = "CONNECTOR_DRIVER"
+)
+
+// Connector drivers (CONNECTOR_DRIVER).
+const (
+	ConnectorSimulator = "simulator"
+	ConnectorWhatsmeow = "whatsmeow"
 )
 
 // Parse reads flags from args (environment variables give the defaults) and
@@ -84,8 +94,9 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	redis := fs.String("redis-url", env(EnvRedisURL, ""), "redis:// URL for limits shared across replicas; empty = in-process ($"+EnvRedisURL+")")
 	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 50), "concurrent background workers ($"+EnvWorkers+")")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
+	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
 	return func() (Config, error) {
-		return validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown})
+		return validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
 	}
 }
 
@@ -93,6 +104,7 @@ type fields struct {
 	listen, dbURL, dataDir, allow, tz, level, format, public, redis *string
 	workers                                                         *int
 	shutdown                                                        *time.Duration
+	connector                                                       *string
 }
 
 func validate(f fields) (Config, error) {
@@ -158,6 +170,10 @@ func validate(f fields) (Config, error) {
 	}
 	if cfg.Workers < 1 || cfg.Workers > 10000 {
 		errs = append(errs, fmt.Errorf("%s: must be between 1 and 10000", EnvWorkers))
+	}
+	cfg.ConnectorDriver = strings.TrimSpace(*f.connector)
+	if cfg.ConnectorDriver != ConnectorSimulator && cfg.ConnectorDriver != ConnectorWhatsmeow {
+		errs = append(errs, fmt.Errorf("%s: %q is not %s or %s", EnvConnector, cfg.ConnectorDriver, ConnectorSimulator, ConnectorWhatsmeow))
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout: must be positive"))

@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -191,8 +194,44 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 			writeError(w, r, logger, op, validationFault(r, op, err))
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, withExplicitNulls(r))
 	})
+}
+
+type explicitNullsKey struct{}
+
+// withExplicitNulls records which top-level members of a JSON body were sent
+// as null. The generated body types read null and absent alike (nil), but a
+// partial update must tell "set to null" from "leave unchanged".
+func withExplicitNulls(r *http.Request) *http.Request {
+	if r.Body == nil || mediaType(r.Header.Get("Content-Type")) != "application/json" {
+		return r
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return r
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return r
+	}
+	nulls := map[string]bool{}
+	for k, v := range members {
+		if string(bytes.TrimSpace(v)) == "null" {
+			nulls[k] = true
+		}
+	}
+	if len(nulls) == 0 {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), explicitNullsKey{}, nulls))
+}
+
+// sentAsNull reports whether the request's JSON body had member: null.
+func sentAsNull(ctx context.Context, member string) bool {
+	m, _ := ctx.Value(explicitNullsKey{}).(map[string]bool)
+	return m[member]
 }
 
 // secured reports whether op requires a bearer token: its own security

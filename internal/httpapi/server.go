@@ -19,19 +19,34 @@ import (
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/connections"
+	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/templates"
+	"github.com/chatmsg/gateway/internal/webhooks"
 	"github.com/chatmsg/gateway/openapi"
 )
 
 // Deps are the services the adapter calls.
 type Deps struct {
-	Logger   *slog.Logger
-	Registry *prometheus.Registry
-	Auth     Authenticator
-	Channels *channels.Service
-	DB       *store.DB
-	Times    clock.Formatter
+	// Redis, when the deployment shares limits through Redis, is checked by
+	// /readyz.
+	Redis         interface{ Ping(context.Context) error }
+	Logger        *slog.Logger
+	Registry      *prometheus.Registry
+	Auth          Authenticator
+	Channels      *channels.Service
+	DB            *store.DB
+	Times         clock.Formatter
+	Webhooks      *webhooks.Service
+	Conversations *conversations.Service
+	Connections   *connections.Service
+	Messaging     *messaging.Service
+	Templates     *templates.Service
+	Official      *official.Service
 }
 
 // Server implements the generated strict server interface.
@@ -88,6 +103,16 @@ func (s *Server) GetReadyz(ctx context.Context, _ api.GetReadyzRequestObject) (a
 	if err := s.DB.Ping(ctx); err != nil {
 		s.Logger.WarnContext(ctx, "readiness: database", "err", err)
 		r.Status, r.Checks.Database = "unavailable", "unavailable"
+	}
+	if s.Redis != nil {
+		st := api.CheckStatus("ok")
+		if err := s.Redis.Ping(ctx); err != nil {
+			s.Logger.WarnContext(ctx, "readiness: redis", "err", err)
+			r.Status, st = "unavailable", "unavailable"
+		}
+		r.Checks.Redis = &st
+	}
+	if r.Status != "ok" {
 		return api.GetReadyz503JSONResponse(r), nil
 	}
 	return api.GetReadyz200JSONResponse(r), nil

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 	"github.com/chatmsg/gateway/openapi"
@@ -207,5 +209,22 @@ func TestReadinessReportsDatabase(t *testing.T) {
 	resp := h.Do(apitest.Request{Method: "GET", Path: "/readyz"})
 	if resp.Status != http.StatusServiceUnavailable || resp.Map(t)["status"] != "unavailable" {
 		t.Fatalf("readyz with a closed database: %d %s", resp.Status, resp.Body)
+	}
+}
+
+func TestReadinessChecksRedisWhenConfigured(t *testing.T) {
+	t.Parallel()
+	// The app refuses to start when REDIS_URL is unreachable, so only the
+	// reachable case can be served; it needs the machine's Redis.
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second); err != nil {
+		t.Skip("no Redis on 127.0.0.1:6379")
+	} else {
+		_ = c.Close()
+	}
+	h := apitest.Start(t, storetest.SQLite(t), apitest.Options{Configure: func(c *config.Config) { c.RedisURL = "redis://127.0.0.1:6379/0" }})
+	resp := h.Do(apitest.Request{Method: "GET", Path: "/readyz"})
+	checks, _ := resp.Map(t)["checks"].(map[string]any)
+	if resp.Status != 200 || checks["redis"] != "ok" || checks["database"] != "ok" {
+		t.Fatalf("readyz: %d %s", resp.Status, resp.Body)
 	}
 }
