@@ -5756,20 +5756,6 @@ func (response SendMessage500JSONResponse) VisitSendMessageResponse(w http.Respo
 	return err
 }
 
-type SendMessage501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SendMessage501JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type SendMessage509JSONResponse MessageError
 
 func (response SendMessage509JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
@@ -5875,20 +5861,6 @@ func (response ListChannelWebhooks500JSONResponse) VisitListChannelWebhooksRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListChannelWebhooks501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListChannelWebhooks501JSONResponse) VisitListChannelWebhooksResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6004,20 +5976,6 @@ func (response CreateChannelWebhook500JSONResponse) VisitCreateChannelWebhookRes
 	return err
 }
 
-type CreateChannelWebhook501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreateChannelWebhook501JSONResponse) VisitCreateChannelWebhookResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type CreateChannelWebhook509JSONResponse struct {
 	WebhookBusinessErrorJSONResponse
 }
@@ -6108,20 +6066,6 @@ func (response ListAvailableWebhookEvents500JSONResponse) VisitListAvailableWebh
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAvailableWebhookEvents501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListAvailableWebhookEvents501JSONResponse) VisitListAvailableWebhookEventsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6233,20 +6177,6 @@ func (response DeleteChannelWebhook500JSONResponse) VisitDeleteChannelWebhookRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type DeleteChannelWebhook501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteChannelWebhook501JSONResponse) VisitDeleteChannelWebhookResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6363,20 +6293,6 @@ func (response UpdateChannelWebhook500JSONResponse) VisitUpdateChannelWebhookRes
 	return err
 }
 
-type UpdateChannelWebhook501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdateChannelWebhook501JSONResponse) VisitUpdateChannelWebhookResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type UpdateChannelWebhook509JSONResponse struct {
 	WebhookBusinessErrorJSONResponse
 }
@@ -6485,20 +6401,6 @@ func (response ListChannelWebhookDeliveries500JSONResponse) VisitListChannelWebh
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListChannelWebhookDeliveries501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListChannelWebhookDeliveries501JSONResponse) VisitListChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6614,20 +6516,6 @@ func (response RotateChannelWebhookSecret500JSONResponse) VisitRotateChannelWebh
 	return err
 }
 
-type RotateChannelWebhookSecret501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RotateChannelWebhookSecret501JSONResponse) VisitRotateChannelWebhookSecretResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RotateChannelWebhookSecret509JSONResponse struct {
 	WebhookBusinessErrorJSONResponse
 }
@@ -6739,20 +6627,6 @@ func (response TestChannelWebhook500JSONResponse) VisitTestChannelWebhookRespons
 	return err
 }
 
-type TestChannelWebhook501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response TestChannelWebhook501JSONResponse) VisitTestChannelWebhookResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type TestChannelWebhook509JSONResponse struct {
 	WebhookBusinessErrorJSONResponse
 }
@@ -6815,20 +6689,6 @@ func (response ChatappCheckOnChatapp500JSONResponse) VisitChatappCheckOnChatappR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ChatappCheckOnChatapp501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ChatappCheckOnChatapp501JSONResponse) VisitChatappCheckOnChatappResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6899,20 +6759,6 @@ func (response ChatappContactList500JSONResponse) VisitChatappContactListRespons
 	return err
 }
 
-type ChatappContactList501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ChatappContactList501JSONResponse) VisitChatappContactListResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ChatappContactList509JSONResponse struct {
 	ConnectionBusinessErrorJSONResponse
 }
@@ -6975,20 +6821,6 @@ func (response ChatappCreate500JSONResponse) VisitChatappCreateResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ChatappCreate501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ChatappCreate501JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7059,20 +6891,6 @@ func (response ChatappDelete500JSONResponse) VisitChatappDeleteResponse(w http.R
 	return err
 }
 
-type ChatappDelete501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ChatappDelete501JSONResponse) VisitChatappDeleteResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ChatappDelete509JSONResponse struct {
 	ConnectionBusinessErrorJSONResponse
 }
@@ -7135,20 +6953,6 @@ func (response ChatappGroupList500JSONResponse) VisitChatappGroupListResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ChatappGroupList501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ChatappGroupList501JSONResponse) VisitChatappGroupListResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7219,20 +7023,6 @@ func (response ChatappLogout500JSONResponse) VisitChatappLogoutResponse(w http.R
 	return err
 }
 
-type ChatappLogout501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ChatappLogout501JSONResponse) VisitChatappLogoutResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ChatappLogout509JSONResponse struct {
 	ConnectionBusinessErrorJSONResponse
 }
@@ -7295,20 +7085,6 @@ func (response ChatappQrcode500JSONResponse) VisitChatappQrcodeResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ChatappQrcode501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ChatappQrcode501JSONResponse) VisitChatappQrcodeResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7943,20 +7719,6 @@ func (response ChatappUpdate500JSONResponse) VisitChatappUpdateResponse(w http.R
 	return err
 }
 
-type ChatappUpdate501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ChatappUpdate501JSONResponse) VisitChatappUpdateResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ChatappUpdate509JSONResponse struct {
 	ConnectionBusinessErrorJSONResponse
 }
@@ -8019,20 +7781,6 @@ func (response ListChatapps500JSONResponse) VisitListChatappsResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListChatapps501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListChatapps501JSONResponse) VisitListChatappsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8119,20 +7867,6 @@ func (response ListCompanyChannels500JSONResponse) VisitListCompanyChannelsRespo
 	return err
 }
 
-type ListCompanyChannels501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListCompanyChannels501JSONResponse) VisitListCompanyChannelsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListCompanyChannels509JSONResponse struct {
 	CompanyChannelBusinessErrorJSONResponse
 }
@@ -8211,20 +7945,6 @@ func (response ListContactChannels500JSONResponse) VisitListContactChannelsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListContactChannels501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListContactChannels501JSONResponse) VisitListContactChannelsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8308,20 +8028,6 @@ func (response UpdateContactChannel500JSONResponse) VisitUpdateContactChannelRes
 	return err
 }
 
-type UpdateContactChannel501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdateContactChannel501JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type EditMessageRequestObject struct {
 	Body *EditMessageJSONRequestBody
 }
@@ -8368,20 +8074,6 @@ func (response EditMessage500JSONResponse) VisitEditMessageResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type EditMessage501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response EditMessage501JSONResponse) VisitEditMessageResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8478,20 +8170,6 @@ func (response PublishEvent500JSONResponse) VisitPublishEventResponse(w http.Res
 	return err
 }
 
-type PublishEvent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response PublishEvent501JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListProviderTemplatesForChannelRequestObject struct {
 	Params ListProviderTemplatesForChannelParams
 }
@@ -8580,20 +8258,6 @@ func (response ListProviderTemplatesForChannel500JSONResponse) VisitListProvider
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListProviderTemplatesForChannel501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListProviderTemplatesForChannel501JSONResponse) VisitListProviderTemplatesForChannelResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8690,20 +8354,6 @@ func (response UploadSendMedia500JSONResponse) VisitUploadSendMediaResponse(w ht
 	return err
 }
 
-type UploadSendMedia501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UploadSendMedia501JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type UploadSendMedia509JSONResponse MessageError
 
 func (response UploadSendMedia509JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
@@ -8764,20 +8414,6 @@ func (response RevokeMessages500JSONResponse) VisitRevokeMessagesResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RevokeMessages501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RevokeMessages501JSONResponse) VisitRevokeMessagesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10591,563 +10227,563 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37chs5li8KvwqCMxNFulMUSUm+UOHoT5bkKnXZlkuXqq4peishJkhmKwmwE0nJbLci5q/vAU7sFzix",
-	"I/aLzJvMk5zAWgASmYnkRZKraqa7Irotkpm4LAAL6/pbXxpDMZ0JzngmG/0vjQmjEUvhzzOWpYuDUcZS",
-	"9SlicpjGsywWvNFvnLOh4JEkmSB3NM7INRuJlJFUvRLzcbsRNNhnOp0lrNHf6QSNlP11HqcsavSzdM6C",
-	"hhxO2JSqdqcxj6fzaaPfDRrZYsYa/UbMMzZmaeP+/j5ozGhKpyzTYzpMGc1YdJCdUT5m6puh4BnjmfqT",
-	"zmZJPKRqiNt/kWqcX/JR/NLodXrPt7rdrU63EdgPvV7jkzucf03ZqNFv/Mt2TpZt/FVuH9GMYb8wsiJF",
-	"/nR++oHQNKULEv4iM5pmAWE8+hQSMSIRzZgkzfDnn3/+eev9+62jo7BFRArfb2XxlMmAxHyYzGV8ywIi",
-	"OMkmjAzVZGP1IZ4y0qTwOLmLs4mYZ/jlUNyyVJJsQjNyNxEJIxFdtBT5YzWov85ZumgEDU6nirBDpN4V",
-	"zRpB4/NWzG9pEkdbUyYlVdQ05CU0I9O5VMtKKHFm5k7MzqtxHzRO04il70XEjtiIzpPsQA49m0akGYni",
-	"lA3VF3WDFKapxrrrYjtXI/FNyz5gZ3Vwfqjof3R8fqhe+khxMxXHq74lfD69ZmlARqmYkm7doGeqAXe8",
-	"EdIBtvWyLe4fMPRsV4AT/TgZw/qkar25Gj/765wm6hB2YRYsVS/qJeh2OtUpnWRsKsmMpUSNOCBd9fJe",
-	"p1M7L2yyZmqdTtCY0s84uT34tPlU9Vh800Wa6yFWZ9j72hPs/bbz2/va89v7ted3Hk/nCc1Eeig4RzZw",
-	"EnkmGSnmAizQPle4Ul7oyc5oNsnnGkeNh940/rmdRJ5ZAes0vRQfjiWx3d8HjctZ9NSXFent9Pde9fde",
-	"/X5vrYTKbGsOU3+yiwubW3JxaVJvfnH9xK4nQtws34V3+BCR82v7QGE/9rr/DTbkvRqLnAkuGcpSYjqj",
-	"fHE4oZyz5M1cxpxJeZymIt1kr35pOPIDNkm4yMhIzLmav5wPh0zKRn9EE8nu1922xfF4tq55gDD1BLmb",
-	"xAkjSSyzmI/JECcl24qSObN54CSBXHF0mn7PFupPOZ9Oabpo9BsfWJxNWEriiHCRkhumNu0tTeYlwqi9",
-	"BD8XlqRCnPugwUX2FihX6OeS33Bxxx1+6O8nn+qyNcBu3onxmJX6OWdSmpd1XzDO5V3FEl5IoEESc0+P",
-	"T7fuJ3gqSMxn80xR9bqwEfpkGkup9oBIyZQmI5FOWURGMUuiwKFfTh/SFKk66ZQLWMshbuJWoGU/QpOU",
-	"0WhBYk7mklUasdOGhszD9ttWoHZjtkVnMzKicTJPGezKtyK9jqOI8YcetotJLAm1KzDndJ5NRBr/jUXQ",
-	"wXr0fq/b81D6YsLUhFOS0OGNBE44YymQF3h9LImYsRR1FL2p8cSd8IylnCaPYiamESJZestSXN6nmdkl",
-	"Z59nsLfNkuyjuEHnkili4uoFhDPVs2Q8g44/iOxEDXTKeIZH58ELN6Qzeh0ncbYwx4dxep3gRgLaXs/j",
-	"ZJOVLA2uZkGdfksreM0Swceg068c0Ue6SASNLoR4R9PNZJsiJRhsHKbuNBEtyJTi5XHNirpOt9Mh7988",
-	"2a4u9KmWW01Cd6X2AePRTMQ8I3Q4ZLNMkiYOoLWvRjdR3OWOSiIzkTLg7HaH/KAElx8Vg4Lpv6VxsulG",
-	"gX0OV44R3vu/bCBmf7oPGg8Uz9ejbT67Wh59QECAI9Z4QyYUGchdKviYKGlHkQ2ulTYJccohmYgkwuf0",
-	"DIyqo5sBEl8I8Z7yxRmuoXzw3hOCqHbIQZax6SyTT8NazpSom8TTOCPs85CxiEX7aBcjdIT72RgV1KUj",
-	"tSEt5iQEg9sWWNxCJV6WbXFb1hjnG5t+etsx28HwLuFeYDxTVHk40yo1swGxygPwnUlxw7i5uJVSAVd8",
-	"QNjnWaxPWMpuxY3uVwvtj5HmolgCbyuKPxeKKQhOKDG/F2R+vyCkR6P4iHmr/QDRbv2OrOTS/qqC1rkz",
-	"IEda8gpLgfo6U9Qb4YLV0tBdwIfzSVjDaxpdpkmJmmmSS30uGXOuOlfv/IJPWl0RZcpJls3UTNS/klye",
-	"vStx0/XeUaTUe/kDKIIFjYFOmdnp/vGh8vgLPumqC8WxVH7eYO3XYOEFMbtPQjWq0JWtlbBgr+e9jhJy",
-	"UzrMWCoDEs7TpPCw2j6UA422LaFg09CykK6+LN0eq28IeLPdyCkAlDy4pXGituDxrZr+GZNg9vrSmKVK",
-	"7MlizQtoBhSLMzaVnp9dunwxmrrMUrWC90GD3er9Wvrl3tX9f9GPFcn8ySr+4vovbJip5vQXYLcAJmsO",
-	"+JcG4/Npo/9Lls5Z/ua1EAmjvNKfeS/A+fm6qjDQ4hbY67xCCUmMyJRyOgbR0gpHkjRzTUgGxkoiA8MU",
-	"rBbe6huWrrU298UW7oKiFqc4W3EV7Mb3rECVRMAMN6GRad5HJm0huVjMmM9OpH8GoaZPuuQ1YdNrFkUs",
-	"AsUvID3ymsy5GI3iYUwT+JIobbAZqj/pbBa2ArJDXhPfI2I0vHIe2yWvyWwiMrElhXp0i7PsTqQ39jgE",
-	"ZI+8JvgjfMnUMQ3Ic/KaXIss/woMWEitbtALdoLdYC94/sl13FXMUkHj85Z6Z+uWpoohSEXEYz3bwwmY",
-	"5y7tTA9x2I2gcVr55qOawzmM8gPOoBE08PN7M8JG0Hgjsvzjp+JaGN5aXA1gi8Z67KxMQKY0G4LoHhYW",
-	"NOzb9QJCk2ZXq+ywAL1WQJw1IM2dVoArcIVEvjIr0NxtBZrwV5bKpLnXChTh3a+etxziNwq9N4LG0BLJ",
-	"6VedB0+nSgAo9dgIGoXuGu6SlposnqR1Vtdd0+GTLCe0UFnGA14+MmBAKfoDihzC8W6uEt8tM7uIp0xm",
-	"dDpT5zyOVr2oh3sC5v0bNAau8fz3DDh5Yg1uxbkqfq7tl3rX4mSlNsbFMrfFtRtVpmbszR7O6BjOH0KT",
-	"ErsEezbaOKFHO6Wg6Fp2eq3hp4oqhxM2vNFaHIh7fHE6avR/+VLu89N9UPxODeHT/afyBqApuxqnYj6T",
-	"BS8X3AVl8SZURA/J3YRxEqI6JkNCU0agBXLDFtJDa79ZPu/YSoewpiIl0Pmvsbn0HDwMEX8gzSgex5kE",
-	"NwwZijlXKulQRExdwAF+HeYzeQ0EChxy7BedjUZYmtLP7xgfZ5NG//kueBDNx66PwVSpd0yHE6MR58I1",
-	"vqI4OfT6fNcRMNV8p/TzCQ7BOC71x25JhPJ3aqjimEXQU2Q63Ot09BhknYPFtFH1suRb1SxL5RyoNlf5",
-	"BypnZU35dY1dg2OHZn1C52bS1oME0pUyF8xb8IwOPXPW58O31R3fsXq3XbnnljFMLrJ4tKgRK5xWyXAi",
-	"JCMjkZI4kywZBchL5ISmBS5dow04XHT19N/FMnvKxTdU/T0vPNwnzu3gXf4N2KNXWHTdZXTK1LI57Ky3",
-	"t/cQfoYafh0j6+3tuZysjrVUlfsSX8H7F27Ceip+q5h3lXqUczHnQ1YrijBOBE8WhEbTmMcyS2kmFLOk",
-	"CyIZrxFCYnkFzy9rFdwIw4LnUHFetxtzfOHi8ffkPfzfmosqUGSeS0aoJKE+rlc3bBHqO858FUu86vCm",
-	"24xNzGiaxcN4Rnkmr+AyLTj0O55YxtrzH+Tr4RDR28eqpX5qRoH753fMJrz6uLO9onLY0JKYi68SA+Rw",
-	"oWp84URw6wuoiGUB0QKbOon9wk/kD0pSpeZvE6LY7UAo4J55sXnc7iq5ic6kfkYSmuUP7GOnIPqY1rgg",
-	"KaOJGVUsiZyI1PHDtQjlkXosYTRSjO1vLBWk6Q5PGrdpRtMM++jskygVMzjYWTrnN2SWslH8udUmx7g6",
-	"fbK31+2+evny5csXL168KKxbo/ATHI0sY6mi4f/6pbv16tMvna1Xn768Crq79//aWI9Lf88WdmEdQlfX",
-	"gTRLdG3Vrf73teKbK21VDib7HGs31pqc7tAoiEpe1NySDmHMSooEprZP+DxJtH6DPYRqcKCPKOKqn+m1",
-	"oi6GJVV5H4y52vsF+EfBnyW133OVsKObCsxUV95bJh6XJolWCZcxK/X0e5bRhtITH8/0qvyuNJ0ae6pj",
-	"z/ghVTunutTm23KccQwiAuy2TGjvKHqiZ8AjYi4zRiEeTQ4p5zrEvmqKBn+Z/P2aQP6a+kmgNtUPZ0gB",
-	"KgklHz98SxSdyeXZO9IM1Z/9eErHbHvGx/vXVLLnu8F//cf/DcGU5vAD/5Mrt6hj2hhi7LkeaoGoS7Ys",
-	"LvnjzBklE0Ucheo8hyC7NGmmWC74J1krIKGQIbDi8DoVd1K7jIvbTf9SJfcb/AGEXsXg73hxvym1BmI5",
-	"Y37DIhKx23jIAsLa4zYJDyepmKLA5AjLXa2Fbygsm5HUysvdTmcNedk0U2K/X3s7C4+95RQDavh4Sy5k",
-	"xqYPI/JPMY/EnXwiKp/KxxL4dLmZQ6gXzXZ7pK3DnKTlYuwai6S58O9IXH2CSf2epnPOEjbM0HX4aHZ3",
-	"OBFCMsX7Hf3wekEKbHCfuGzQCD/ZnXD3UpURfl0+cP+4/Y6x67/WzUGGms7F9Ip94+GHK4WzO9SYaWp9",
-	"EnzMZJv8pARK+KR4iBPLJBmPyLXIJvj8PE0Zz/QICm3+2qtTZ/v5wO5+K6OPGhNSo2ZYWqFbqpe0n0YP",
-	"Uv3dPEIXesTuZ8Ob84xmc88lGoob3MFzTk0QR7hPwpRFMSoys5Qp5UMPFNScs+Ojk/Ory7N38IBkmetl",
-	"FTeNoOG05vC1Ze7P0xtwaTuvQUKBmznhcV5az7M1RcMLHp8lPneFI1m5qQuu7/ug8PrVWsfICWS4D57K",
-	"ZVoKrramN5j0lRlkHLlGNifTZaktP3W1XN3UvjXvKa7DUm3dA/s741GddlRvzUvFbaza0Vr0KmJ81M8f",
-	"6Md/BUdreaWL3zQ8c9jQJ1vY0r+R/l08Vo9Rw9HEu+yACn7LUgkxcG1iV0LCjXdyfkpePu90kQGK0Uiy",
-	"LFD7LeaFfLAZRsHLtjUqhwEJMzqW6l8JspH6a67UM7wF7TKJGeMsuroDOR8v2ipLo1JpBuBk4iRUowl/",
-	"fzykcsydM+ac8mHuylu+CeCxcx0wWWFSpShFz0opCo1EOlXPN2yuoo8h1A3VeAY2sMn52ZX2FTatEx3W",
-	"Eh3sLS+PSqjE2B06ZmvPWBv7NAiD6nkUpzIzMWG1BFlpA5zOdcT4BiEnuLGXRrlQTpTgwiPKM5sZ4J5I",
-	"ohrx+35EGo9jvsZGPYUHcY+Cwr3CAF9cM03SfLng+JqARpvLOnNakGuZVWcx53U09TOHdW+jU3gJDQeg",
-	"CVrdbNnb5/CUc9wkiGTrcAJnwVCOQ2Ir/lel9U/gewMWhjSOOcTiAbcsBJQs6/OCjn3uqDlPGY3Wc8SV",
-	"7+qnZChzyVYS/FKynNy+e99x7Zqd67Akd4G8zHcNWSE/QyXSmRNvt6k9zlXOtKl84d7Iv5V8UZAKnky+",
-	"OGMJNdHhRt0wt50+DvY06j2Sn/XCqV1PJzm0bV9g2+em7Uts28sRfON+hDWqQsvf3ihVGBJaVfzR2mMG",
-	"WY60cOfsYxIBZj6CHKZksoSNMjLnaP+IgqL5ybU5kXPGyMeDi8PvyDadxdt6A2yZK2P7Sxzdg60h5h8d",
-	"cncrge40vblSZ9KjFWPQomSZVJpxfnBDNZ3O2vGK72l6Q9Tb9eGKdTd/TYPq6frG6kSCg4fKATVWbuim",
-	"fhi1V28Nsgk8Xt8cnugrnwr8XtyiJ28ChoihE9bimAI2jkXAc05ib0jChld35ahoU4y+xbzTOpAyHgPw",
-	"UJZSLkcstZOEPPEnmOKlZEsmqMWuq1y08R6QlE3FrTZx4qNr76GftGCnF6128c1I5l7/mmccFGjHIqDU",
-	"xsOZuz6y0mC8BrhqUwclw7le5YC4UwmI3dX5D/hVQOz2CggepYAAmwgIHnBEXNDcq2Luq99yXhsodkaa",
-	"kjES+kTNsLVPdknzjEmR3LII0oj2SPOQ8iFLEvXFMHEN3bm67018CV58WvcU4si8m9TJqX7hzNrIe75Y",
-	"JdAQxah0G5HmXY3AbCwNrTZ5C5lTqFwWXo4zRX4bRfeNJBo8BDpL2VCkEWna38EOHhAuUJ9p+RSZUszK",
-	"lMZgV1mp79Tp2PXGOKOrrWh6ieiMozNN1cgKVd3Ftzo5TXFDYoKXumkwr+sj2hsxf+uEk1kqximTEjO1",
-	"zObEpCy7NTEb63xGpwF5QV6TN+pMRG37OOia9mmQQwYN2M3RoLFk+9qAqe56mVtqGkpcxDk0gsaJEk1g",
-	"/I2gYUbTCBp2LErYnNFpI2jgmEGqzBGmqoywACrlwEW1CYT9X0NKcSyJxohysaYscBSV6vUayCjMHrRa",
-	"mdsC+e67/vv3/fPzkGxbm14hsGwpKGSeDpp7WQaD6Mvu/Zb6p2f+af5yQT7hn339jfl3MGirv7rB8/vW",
-	"H1t/bP7733/5w5Z59o/4r/rhX33KZJ7h0HPzG3pV9fc4ijMNSVAbMe27zy3CimZuiqc1lfgLQQpaiSBx",
-	"1HrQVf7IyMmMfc78V4P6peS1e763t/P8IX67C/bZhQzjgm+x6SxbEOctz3DhtWUBEcCOYAo+9qMWjEXv",
-	"c42pGg1lliQHjWBRnHmsv17zqz9DtSqf1Zppl7dXuk2rrTCYYI0REKdEuZ1R1RLGPuPO9HZ/EjGexaNY",
-	"NWKkqutFYdPuF43pgg9ZcVMPBR/FkHTu5JK3643Ejzg4VeoYK8qaJne9T3KTu/9oHGqfuzkeK5IBa+xe",
-	"lxeHgNAH7hC0gk3jYSo0UImJT8pZ5UV3t9/Z6XdetLu9nd295/8eljzTPp55UeCX+h/NLZ/f//u/rhev",
-	"B3Swm63OGlbd0NUVWGm/+o7RRLGVMluVVoR1HM2fVo1ev+XryOcerOqXeTZ+vlb+m0+7rCRLb+OhRmT8",
-	"m1IBmmqlrxdE50m2ihHXDuSkWd/Vq0p8q+q922pZH0AREHB4ockVooBEpIMRKJnMp5RvKQ1DyYbuyV0X",
-	"L6C0FstMSnqYa+AjOFzEBUiQjEcB8LlAI9gEZD5LBI1abRJGLKNxUoxn0GkyDhtJ2WgutVA4pGkaM0kg",
-	"RAOsuDQhKaNSaQyYNZDFWcIC/SV4LQutjektsMJpq0ozPR6wzEZRrKZJE9dYhYJ49bIyrX9TGRW6TTPs",
-	"tsDtcyo/5VKdi3k69MI0/DQRapzRfKhoaRYL5fkDY4VCod5oZc2UDVmslEuU7w8nNLsWGcr2B7MYxfqf",
-	"RHozSsSdTzB3hfLeekK5HUsjcCy9uutG0DiYxY2gYToFAdzMvVaR0Q8UdBgt9eO9tWAZmVAeqftQFDZM",
-	"C0lyrvZmc9A45rcxjeig0S9uKwRK09cpxIJpjDVNuiOWxLcsZRE2kqVsPGeqlZTR4US/l7JhPItVTxgM",
-	"2zJaFIXX3sV5x/mj2vZQ1vJbuDgILKTefkuTSXXc5nBFOL6Fvt8MXImJxLpOxPAmIGKWbYm5mpNS4C4d",
-	"xEXSHGFPI4F4iYopoHJtHsJhrYbdWHOf5FrbOQLLWBKD7kbVPxpWyYCA4VDdLVOHaWI2TI5poiRe3Aon",
-	"U0CeVqv6YxwxoY/DPIoF0vxIDOfqbkIqXbDpLKEZQ1X3PIuHN4qiL8lr8k4Ml1pkgpcPUGovUCiAUTaC",
-	"BgxRHRs1PkUlPbhG0DAjUyTEYTWChhkTUKmK91i+AbpwAxj0yDUhHb/KXfVBm0ueWIAAkCY+T5J15IOK",
-	"0eip5IUc4t9FdmgcnB86IX74CTD9P3nb0AEBFWp8J+7K5jcwW7AI9765D2IeZzEFiydeEwhz5HwNVqDp",
-	"TKT5JVHd3A/Y1HoEJ6anho3Ycr/CnvUd8UnXNQDPqa+2QcxxqtrtJUaEKQ4IGMqE8VuWiJlHsNKhvVcz",
-	"vWOXo1iD13jmFfWK2frqQUSqbHZzIQjGEksCOvkqM8R90JixNB/YBsj2mchosmyIYAwi4hbggBMYqCwM",
-	"Z3XKb4FwzlBN7y6xfAe8HHVYXVPnMsZkwJHSsl0UHYyehNAWwYmG8LNY2ausvgajy8QYerXzkjxocb3M",
-	"oOJobTXbRJKWYxuv4kiHe6IsrcQYhL8kUxbF1K91gzX4Cm/0dUYeR6Ww029kId6nvZ6S6iNadTDLFrzg",
-	"xveOurzE30jS292aiHlqQYQwlsiJclrD1eCLUQhb+f6x4VBgk6Upg0vPDKYNZnIQiHq7RA1GonvECbP6",
-	"RhJ1A+exavs6RAyt3Wi9yfQ9LcmQcnLNbNbpCh9FIRmypGZyu7iaQAFZElln+ZFxoWCC810qskdE1ynJ",
-	"1R8IlrIprsHVNObzjEmvOqPUX/wZwhT2SQcHirTTFlLN9HZ3OxsxK4GuAYeGvlEt27Ua4zMPMimPX22Z",
-	"XBA3MbVGENeqri+ZZ8xF6pPGlFoByjE+QJrI3/B+CzS307F64M1MwI061wCsoOzNMtlaxdetxip9lkF0",
-	"aeTolKkYMqn2cjNlMyyvJLgaJR8m84hFa3RnRlbt7kz/gidQR6nk2q1W+Fb38PgAHUsSZ7iBXSvvRplf",
-	"J7GcADbngVYfPdnxBl2zyvWszgnPfCNtOk/VlfJVY5MMsucy6dydrOOjqYalg1C3JYdixnBeJGVKqkMb",
-	"NyWKEyp2Q6yhWIcenZ5fYOQRvCU91h0d1rWZacfQFpKxdcC7Gwt/IBd8ePDxhERasdpHXFwsxzKmMVcS",
-	"nMfw4/fHHKluHLeR87DHDQNPl/xGNRvGT1tzHdKMJmLs5gsN02nbXN1tHekIMY/O19pmXP5aZnTMrvRh",
-	"LP94B+jOha8SIbPydzQdTuJb5hiw2zFI9201jYRlhUO1NFownRqc10M7DefLSzsJ58tzNYVDOwPnl59g",
-	"/M4X73D0zjcH+diN3gJDP3RH7kWCgzUxq6/jVHwLERDfOpS+LSxD6bc7deFXFqH0lVmDgNQuQc2+xImU",
-	"NqYYggbg97/8ZCQM3JcTOkOzVtMnlbT2jdWecLQ7rhGeXBMzpwdVqJzEc1kod6w7/ddjG9chDZ8BWIxm",
-	"s+X0FTa8kf4o1Gsq10hpyfMIYVhRLDd6xxP2C/365uF19zxRXqHfRxQYAvnJeitumDbWySW+f7mWD1MG",
-	"NRCPm7r+IbajNorvkdCNJ1EBiwD8ImUYx/owgzXeRQFc3LIr0CZXg4miVzuRohzxJ4ZgmkGtlIzihK0d",
-	"+XcGLek362NQ1V1WtInB0S9F4UxZSJrG0ddXMjbLWNk1qHStfRLSJAn72lkFyhtYhRQzpkX/tntbIoxZ",
-	"kqy5+9+rxw/wcW+IHVzRZtZTmLNqvapgLzsXdarHAZd3Si8QKdwxuYRe60x8v0R+zIMYVwiM5+ZAv18i",
-	"JxbTcXx1d3Us8brhgjoLseVqsjFGW3PhRMcu16U3jOKrjc3zT5lHRv4/X3Bf4dgFH05SwcVcEoqL1wwZ",
-	"/+uczdlrOAthq5+rA6VYECjLZRDVWwEx/q7I+Eva5C0UHoDtCWaMj1QOaXJI0f4E2C3VTXGk5enit8c6",
-	"cuXkaImBzoxoS43IYcABAWdUJshQpClLoJYMVEEyOpVXvUnp3WaC/VFMx1zILB6SoZhZB7Zj/EIy7xMx",
-	"z2Qc5dCnKR1mAQBBomClmALlC/AieJy7pY3gEGeJD/eJj1mAK1W39YyIKi1YZj14pet3hKBFBKkkZ+Y+",
-	"wVNodLTXBrh/n4gZrox+wkX1t5wZ2Xpr7SuiDGRZf0048/QiEZ7ZWaF5ZB+Yo55ekAcSI44DUgKUUA2d",
-	"vYVoEADZABspoTE3ZlLyQVi7mUmnJHI+GsWf0YZewvl78eLFi+fPnz8vRfg9CFvaeG5chIsV2NI1koPb",
-	"UkmwV9Q9Rm5Us31eE/gVxA193RgyXtPhjSIJj0hT87bwi+72XrFtWETyGp3qXNxBI/rJPDgQfs0bwEMQ",
-	"EH0GAqKOwH3YahNdW1jvEU5sDYpA96S+c7fn2ttRk2D5LvwOzPTvlVTzNk6YH5pF/eLCZumQBHv29tEu",
-	"jHv06PTw8v3xhwvjAVDkQbOxGDMw+eGRw59RpLuap0mowWzENM5AeQQwG427G7FUaX65vfry7F1xq8b8",
-	"VsRDtrX7stfdac+i0ZPAyHzneDFAXuQb4sqUaKzrI5Wuofl1Eg+rhYugzgv0nLJZQocG4cfY3ws+Fg1f",
-	"BvlNhuLNk/cH3x4H5MeTo+NTqK9eXJvWvsYWdkluehzHMoMAEX0wbK+YXVREcm3AoPvb24pGsq2/V4r5",
-	"tl4Yue2ujNWP52lcWqjO7ssikM53k0+/XGT4v4+zT7+cy09/7G9v//K/BgO5/cd/+fSHweD82brwOoUF",
-	"na9XPgpXUR/d9/Mki2c0rbca2icMBlO0wCAXqH+svbtUIsNWz0kyS+aShIp2YZu8wVMtLdhTxj5nkmAO",
-	"03aI8tU+CW9pGisJ8QpqVmHUGsjPqusZ09X8ArV+UMNfQ0pFV3Uvqn7w7YlIwImnazbjBQ1ol4jA7wt7",
-	"Lt59q9PcKze9E+y8BqRU6Qq9V7qPZfmrXjS3w33QUET3m7NHUABEwCr2SYxRNh+P3gbkFsNs6DyKBdRf",
-	"A7ZmDK4A8DUVMtNVMvfLshxUI8Q6WQAtSmcziImG58quw1bBnHQdcwqFuNfZ68C28/0NM703ZQw14x05",
-	"TH8V1Xx3Rbm9OTK4DZpSLFFrLpWtWV0Ydz/CfoXLRBEO3wA2CG3lDMs0aoOlvwwaAMhxpR4cNPqDxgGn",
-	"g8Z9SJpTe3iHlEPVZZqmi9zyTTjN4luWLFpt8j1bSAxMgQKkGrt5ziOWyqFIGRzglEG5XDRtaPeLP1li",
-	"XVizyE7IzLlUYr1yXMHbrmXgdVbno3nWxcAw5FwjQB7a0O+ZoC6MlM/xodZp4xye1sfbBNmvegnize6D",
-	"hmcrrXr1R/3Kj/hGWZOxJCzMo8i16rSaajqQZ1/b+6JNzuYJM15EMb2OOTM3RzODyD/gTlDkEem7n+/3",
-	"HCuuIDjuV6H2w9zyprH4TWUz2Lv65rclib+RJPy8lc4TZrakDP8HXQX/zRij37zgUdWLO+3Hdfjk9QJF",
-	"72aFVxLLLB/LAddxP67gd/yfvO73zOv85t5ep1NI0wCuZ3I0IN5oOCFyQmeMRGzGeCRBB9ZnGhiO4GwN",
-	"nJqKIfM+WP3CD6qTCGFlCvujmkubG4zc0ngWwhVSYUuWJfuYDcNzxTzr6/ZWHHxc3UBvocAac7+Zsz1o",
-	"ptgimLrdjr2mGfu6xy7jOSpV4dtqmlrh//ZYh1KYA7plQ9C2RyLdsoGUqCczpSyxz1nYJmb53TvRWgPL",
-	"VpW80Gb3Aem1PuZR43Bz9lll8vh91awO2l9r3yRKSm1ep3yIXiHHbqUtWmCY4MniK8W3F5nW6tpfWC+x",
-	"XIvWLT2LUH1pRQVS37c8hkn1X6cDmeKPNkziTJ7ALuk05Nn+F95MUZvdwT5npggMCHgBJJYN6cxmZVgK",
-	"/CzmKer14DuSk3g2e4xmUUq8dgz91cuiMgFHpgBdV0gtmXiECxJ++dK9vw8D9UcP/viv//i/1kpRwgM4",
-	"4LQRNP4FbEcFEIC1KxkWhQfvFHMHOOD5r+Hz/rFeIrFlCx2B5DyezhOaiVSLqfWhAfp+lUvqX2uBwo81",
-	"/WITrGm/NX6tAkius7FsZl1SxG/lo4Lb28X1ovucZsYQ74Ceay+qrdiqQ7x9Oe2b1f97ZIiEWfbl5S3t",
-	"2i93eSyv/GAb8fJssw/XKES3vKCc99cpMyWKalFafx8l3fRAH1LerUjC2nNcLOlXDFZZy3tzoBtYUsG2",
-	"UN/vAV2YBpZ2ka9p6TCu2wU2UN/H8uKBpOlxaVLt0NRgSfB7a5+MGWcpxPe4Xo16XH7glVv49/Og27v/",
-	"178XYft767PSfMBmooVh1416GRv9vVS6rDuKdj8sz2SokZYrTfrQu8SIdADFTKTMX3JznSP6cFTNEr/8",
-	"PaBq2iHpzIaVdUoQ9KZcqQScAZ6a3cYdUpVKGM8spPmyrXkfWNL6fSoBwSJgRcfGImPLagQs7dFfi7Uw",
-	"6LpY2HU8J9bKBCIRYrO5jYNhC+LxmzizFjiWUjFdsyQyuZsIcpfGGcZfPIFk91apzZuKdDUcAdoqcQTg",
-	"Yf6CKT9h2YcsKGBwxBImmDFuk6+RDxYVxCKA0YYc1xXpa2rMlKtGy4m4k6Q5m0tc2Jav+sz6rJcuIJrt",
-	"mpExBMbrKp3VsABj4HuMrlbTGbRT6K50PGBjrqgJBj2oW1odhLIeW+FAyxlspTqCNep76iUWYKaqSalL",
-	"CwE8DsapHELvDCXIR11A/i53+GkjMJVf+8Jwovk2WJIy66+umYUWWwkbVnlXba+rWg0AfpXx39hDqkJg",
-	"wHTNuKSa0YOL7JjDu/wWWmcDlQGzzKDzEa6zovJJSkxX9snvscy0HaROtKzVv0o7b3NZ2oTGFtIm1sYj",
-	"dN8usU/EYfIE2dE4mYO7DNGjNOAuwtg8+F46w9bWv5mqGTWRg2OTIo4NDsqfXFAL0Gsrmpn2AsQ8B2VQ",
-	"4+L4Taoa4HeJ1aN42JbAuZ3jbqvlhV93hy/b2hd0XIcS6inRFXOf44SOifolIFOaDScmXhBqelzFkQwJ",
-	"KuPSyD8XdCwDAlg78DdimuWZg+q7gmMqr6IA72CW5JVxZm1eL8G04mQrAlDKpnkMmiI1dJVv4yTz1s6m",
-	"YxJHOhTLEs+Eb+114Af15T6h8C+h14himSIECokEQ2ihEXRRGw1xoYuwlO3XNWlYVdZbWpVHtZUv+COa",
-	"uffR2iA4eUsLzGapuHUDDvx4KB4a0oyNhS//xmZwmEd0iNf7g7Pvjy9OPnwbkMuLk3cnFz8H5ODy4rvj",
-	"DxcnhwcXJ6cfvIkbEyqvrudZJnhN/fe1UFEcB2BtFbwCJA8fz72IPO/EkCZMa2oYujbLrt6chZuV05M1",
-	"sO5n7DbOkd1L2WQ6pvvg48ez0x+Pj+pBPyzak36yETQ+Hn84OvnwbSNonB3/6fjwAr88uDyHP45Ozg/e",
-	"vDs+WpNbHOhtUwDGPmN/AXei+pLOJfxxFEtA9wIGAn6ZldWL9JzAfbWUu9g1Ku6RIN+aQZ4gin1/WnI+",
-	"3sD7VXbvotB4l7JG9DRdVeqKQz8QZao30A+XJ4ffX50df3z3c0Auz94F5ON3px+Orz5cvn9zfBaQw9OP",
-	"P18dnh4d+xFrMYhpOVfW9pZasGVDhEOzID5wAAjBNOWE9Qtt8qN1IsZc+/ixUl/ucGxq9yJEX2CAk/oq",
-	"j2FSv3lKs+en3kdCiSl+by4vLk4/nDtYD2sXyiquvEe2NqawChgaRqzjz/ukENKvrutSTL8kGb1hOe6S",
-	"OZ4Xx3++aAQNeL0RNOB9dWj022qllgPkbALuZ0H9Pq2zZ80Qvzs+ODo+awSNN6dHPzeCxtvT0wv8jGRf",
-	"k2EgwdRrIlLn8q0QGX7Wa/zJu2OXbdV3sU/HMBdXdc3QNZmjFOk4Bo1C6LnzoPgDbGnNZcMiylr1JrJP",
-	"rq3g2ct5VaEtOy+3l2Xk+dEw2yoUOo5h4zHmvMFzUtwLc91b0G8idti6M1jfVBGwk/EsHlIv9ORuAXrS",
-	"MXvS5I4uJAlLLbTDpXE5eaBH+b2VKGfLlIxLwGfDIL0oprXqsz8rAnIgtv8yY+MA8yG2Z3wM4NDw4Y5d",
-	"z/Lkhz3y/k1L50psT2e76jn8sDOeOc91n+ODdDZLYsT63J5Fo3IWxRPnQdTZuj32Tg/anScYsPxUG2q+",
-	"j/yH3Qa0GQwcg9z2sMoOFaDBeJNSD763l+naPnroPJr6Lcdww61rJV6GFXfEaJTEHHJz5pKZdEAlElCC",
-	"AN8+kBbSfNHTqHeYpmlwv9euJumGhNeJRtVIRpHSdEFmmON3efZun8yoBAxupTRUsyCr2XHLj7vq2Blb",
-	"ASPu06oE8FqAGLcqZk3dMQCpMdXiNkBAgOrLBfyDOTd1IzaodPTYykYr6xX5yPIjQmnFgtdg0O/2ejrj",
-	"L9QnLDSln7AGMFPv7ZMQ/pUhmdKZJAzwWTTGNeR5KG45oymdsgyrusWZtCB21ZsDW1uWFVATOOe5Xh+P",
-	"Bx+Y8fhIqHEIi8XFT3yIOIe2uu9ESCtFuXhhmCNpDYoGCdMYZ14DNqzFUzUAwdUWcgNOKa/1l27v06OB",
-	"d8ohr7VxwTUC+PLIsnLb/iAz3Ys06NHOSmiccs85P+Usx39UZ30681S80T8UIX5XAfwWi4g/wAljF32N",
-	"JpZBcedNLVYVt9HqqKVIM/zz1vntcMsQMGwFJI5QUksIHaZCYmUITSFZ5O1zrJlSCZ6YY7LVVWnLeXEi",
-	"mZ8L/TRByBXdsbav50Cx2iK9VoFsi9+3PsNln7OrlGXp4vFro2scDi3UeEE1vrj4aMxXenF0hQgXMqVj",
-	"FbGUkTuMEMXf1sThZJHfj+i7Qdy9lCNRmiNSnI/bfHHdzcKWtnmZtIVjtITXmg3625R5LrOZR9R51k0B",
-	"nJ/nwjifX6uP1waCVCMIQc3KXOTW14gGuJVbFvNtC2+EVpuccFMuQ/ZNHCHeJvt5KQqLThTFckjTqHx1",
-	"NMSUx8MJzdoGx8qUL2kE1d8kw4DTzQPcWQGl0Q2CWeP+QFKuil/XdP/gDarRVIePOjrKqm57Hce9WExg",
-	"ODx7j7cSbvuif7O713lwAGQFT67G91kc3CbxkJoc7sR9NkwDoSyd59rkA0BVm8JBuiRuytYqJbfuWasK",
-	"V/d5Na46tv34K1kb4K/qXNzmWjIId+YF/NKhklUOlDqui3asd1nhs3UWOVT8ehBqL9lwnsW3Vg5knyd0",
-	"LgElN0nInr20ARwMbhA7XA1oNkxixrMa+xyzPGqN9dIM7R496/OUXdWUFDisjhtyxIuDN0Pfh9zbDIGK",
-	"9Z2vBMDrBUnZFtBKe6WW34J1OwbqI5gRP/qqh9b0KB/f2jq52y5bq9Tje8ABWCPHW3cJud0++cE5pIGX",
-	"AVglFfV+vc3ynV+lY3WdytusenQL3GBlMT4PP0RoY79N+Al5WuG8b56ecKzrAdUmJzzwFD9k8z1q7zh7",
-	"Ys0F+k1lwcLN+Xh50G3uMeH+NaP7zaPePONClHCfyp4stLUJ0EIgWkUJqRp3+6tLGbU3MJwtc+0wqDBt",
-	"7lP36sfCbZY36RssE6QTkBKXIsOE0ZRFrQ0g8f4bn/d1tsVPcTY5B3HSIzsASwaROBUZzdgWCp5WUQ7x",
-	"MxgsEegPQkCU3lxfveCpz1PN4M/jMViP9ZCb370/ONw6/+6gt/ec3LCFBmqlaG+5vHi79ZJcLzKmlLkz",
-	"ls1TbjAArhdkWEMILQgZnWOnF3zF864nutbBv2Ayq+Nry4j51xqMgTwJRZsXlCaCD/8apUn0sNaauhcw",
-	"8UwbeTCApYjY1/zu4uLjOUnZUEynjJuCLlWkQlD+C0iFkDY8phm7A3X5N8MovFwLlrBGX1Uvl9VVKBR1",
-	"CFWIfI7rV/VwLA5iib4fAlO5CqsatfaLjo6Yk48izebjOZMbVQH2RB4DV15jY5m4q/rthIxlnsbZ4lzx",
-	"Jh3zo26P9GCOdaRL/twDt0pon7yBZ8lg3unsDA8OD4/Pz68uTr8//gDfsLBNLsQN06CNWnY2emKo91RI",
-	"MN1Wzq/V5qQ8khAtsNAgc04teIIuCsWiICiPpdMYymJZQ+dcItLsglyzRPAxyUSbHBB4jI8DY6YKCLoD",
-	"waGk0wtIpoZKxvEtk2S30wVAPE08RHgqxxwMGvfgmATGDmsB5Mj3s9qWjXtF55iPhBP3qv7E2xEQaDQA",
-	"ruLk3yJRyJTG4BvU8edVC+82YKMdfDwxU/c3FBBKAL3PONPJcC4zMWXpVrGSJBof2uQkIwnLlCCCivyA",
-	"T0Gty+ED8qQ0SZozGoPm/MOZDsjEVQ4IKkeBRvEPSCLGRMyzAIslmnx8WEvI+5DBgEMNCVP7qhXgoXOA",
-	"3WDhTZisrV0lOMJrecCGSLOKcg0hcIIPuBuDUAYecl90AXFaWCYbb0ksPmDGkc/MUlXNCb4Er0M50FfW",
-	"BUKoxtEND8+iq9xFtQ10/whGO+A+k5pU0iGiRrnGpY+n5xeSaEc1bCFdiGnAB/yEkxnNJrgqit3oxHEN",
-	"55FDO8lMHVOLbGJg602kSqFHvRowHsqjAS+CP6k2INeybin2yaDhhuAOGsZ1jAh8wrqgKk0MuK1Ddc0m",
-	"MbANXYCMs6RNDpIEM1SVaKdYi60rbRiObrlw7pFRAMH+5V+IDhaS6uMzcgwusHCbzuLQGMutVXNT7gnL",
-	"ECJYU78QCfQXKXi4P+CEUNuLBsiBNYWbC0p92L4PMWNt6wJqJVcaW8UlVV8+Rvns2W6n++zZmsxSkSjc",
-	"njCaZJO/hQEJt1NGowX+KWaM01ncXtBpoue+TeWCD/MvOWMR4QJHsE84izXGrBpemANhGS/G9pdSBcv7",
-	"kDSHNEmq9ReC0iJfL2BbqpNCs3nKWrh5VTdwBre/wCDut7+YIBPVtv+8YvTbnKvrH3Q1jMyRdm85hbcV",
-	"iSzWccyVAJqavCo/+DGSCgGQ2+SjCY+QFnpX41jC4HXiomcHGExX3EEaJfny7N0W44qzRwGWWUHJENuy",
-	"xrDX/7b35t96PVNuudP9t17v33qHzlfqc+/f9o7wwIe/DBr5w4NGMHBKNQ8an3CnXOqSh/mWNjDRKbOQ",
-	"ifoYQuAJHEI8guApxJdiiS3oA5ILZk32WR2tvBbAFmDn7nZ6Xqmv1SY/IQqfTg0YcK2Um4r90oXmgzJZ",
-	"RmAc0WmcLNSBosMsWSiVDMrSORXpyCxl6KeTfTWPv5O38BL5OznRzrWYz+YZ+TsxKS8knSeMbGOgBoCc",
-	"/X3A/761tWX/p5o5dO/r0Hj7FPd9FrbI38le5xUJv2hFpI9af0AsuP86T6huziHGTN2OgbkazZvVtqYG",
-	"8T9iGY0T+UfTyoW9HOHi/DvZ7XRKLex2dovfqPe0YkSmecnwv5PdXs/tC8Nv+uQLbKM++cVc3Z/u15/m",
-	"oSs1QWJYMVgRxi3rOod+/us//rdqa8AvJqb2JSrqWCrAMHS4q2wmFeSuIUSA3TGxBC7MISHL4tGS68WA",
-	"h5+3bm1U1hZ2EhajcIdiynSt27CqNIWkSXOPodZXFsUArFgOuL40WoFqpKS1haSpeChCjE30nr9LQS7H",
-	"5As+nwY6iF81nYAqiRCRn92R8AEPAcgj3A4B5jLcDrnIQjwB5rSCgcXmhhbQghG2+ppZvAUqzfOKL4i5",
-	"rkuqswMHHEHkYq5lKCttInarrnWpPqj1zusBLEUFxv2ihFx7/wy4kZPSeDzJtC9OjyxfwcC0r3tDUDi1",
-	"hw64ro+N2/AbCUp+GpkIazRjAbS+ZRPtopyS75wpXRiMxWfP9tTFPuDuUctj9+mMXsdJnKlbUutaIOHp",
-	"YH5t77TlQ+ZxEpFrpqibzjnKr6qHDvZQkh1s0TeAyE3x7IAEYYV99nmGyImGBTdxWHMJfulEjKGcIlZA",
-	"luCQ1DfFu1hLa8d5HXlDJNhFdMpsYfk+Cb+4FdEDYgqiBwTqoQfElkMPQJbsk1/a7fan+zAgUQqHUx1H",
-	"1TDe5LP8fg5nuLtNYZ1uC6/yGUs/4i8GBG1fh1jhc6VLRs2gP+CuWtbtdIKiJkJ6naCkH8BDjqlrD94p",
-	"BM7BQy0lG0LN+xmVGc6F2eouaofpwMJQzT80dLY+QImsLmVMn3Q8RIrjBSbGEwLQPytGk9Ah66Mw7fDy",
-	"lEkxT9UN6yBjysAbTCCDPBgtEePqpAKlrYJou2j1QZL5+eeff956/37r6Ih8913//fv++XlYLjwH5SX/",
-	"JjgjzcuLQ3V8Tam6gmREwlySId3dfmen33mhZPVnKBFEcWYYgqZgPw/MVg2DmDKNh6mQbCh4JGubvzDN",
-	"t7u9nd295/+O3RQ1UKNJ4nxhgxmi6Tq5su+NDK/Ke27PXex5S/1/B+DHfAP79zA/ddPYKEnnrlTVJ887",
-	"HRtXBDcZ1u2GP/XSBUROaKqLCycJyE1zCYGbI1df2ydCnfc4U+MF4RqZWSzJbu+VRro9Y1m62DpQjDYk",
-	"TU1kFLw9UkQsSQoFztQEQPkRpOlvDNs4NVposaZ9f0V5eZmRuFiVG1pzK7PochuQQ6JTSDBPJMhFAkwL",
-	"aROTX6BrulyevZMkik2sh435n/ME9GSCAohNFjDLpgkijbRioyvKFoVMmDN4jRZoSZom9U4HhIJjSGl6",
-	"pfjQYMD1V5Zl5E+dG/0r/+oA4zjCfcul9+1W3s8VtgEP5YT29p6/DskfyIR9dr0jTXQ0BKTUMfkDGTTa",
-	"gwb5A0npHegPrVZLx1ObKDqtOZqa0gNuqW8g3bOK6toe8EbQSOIh41gsVpv/PqZilsYsozoEMM6SJVbB",
-	"g48njaChTjcaArvtTrtjivTTWdzoN3banfYOwmVNwJ4LAj+dxVtqXbccU/NM+EounHJXbQEdKpvkmMMx",
-	"V/yialWDXaM2Rirm40mtQU6ttdew5r5ZawpqE7UHjVIXVlTYAAwVoa1Wsq262YJbCUUXaqGbwAPcTBhq",
-	"fxAyi/ZOIvV3ec0TOJU0XeyTa6cIEV6EdYr4U1YiGvD1ShHt67pJKBBCNJ8jMjq6c8pG6ri32sZ6pWga",
-	"MzngwD6RhxjeudvdAW7w7BnUn5TtZ89ImKPf20QOvi60NXUNtKFqItAV+QYcPtbZRYuo59UksbyShzuu",
-	"tFw1cMCXlA1srlErsLUPcLq1xQIH3FNSxI2/dAvaIUweShLARmvq2+VQ/wPuPl6pkIdW8vp2DjKSMHXd",
-	"6MrlmDAe6EJbeIL8oA3OFPbrgB1ADA/VX2q1BnxNkPpWDlJvThUWxpB5wdSaAi56c6Ky13QtKq220i66",
-	"bYKgeFixyph1HPBVqgFgzN6FFdvPlR1cXnTjUQtAC96OvDV1hxYChqNpzGOZgYW6Td4oLooRJ1r9YyOR",
-	"MoOBsa8WyqgyRcHl2bNdpSYZrxf2kyfSykzYQjXaloCmV5HGf2MRaT4PtEYM3Dyhwxs1T5xTxfbYa+fy",
-	"i3VtjpTonjnYd/3yokBEqhp2b3dLCRbGG6r41ozxfWRJd7HE4aspvQKjMY7YY2tp5v5S1IqUmqs4nuHd",
-	"6maKk4RFSjtxq/CZoUFPMdf3F5VMmh0FejqMmy5AcMkUSy0m6rUHfKdNLgQZxTwiYp6p7aD5KitNz+f5",
-	"If48PxiUPTqnUD0fHdHhPtibwzxPMdQmdqNvWZskiJXtAd8tTN0iuht7BtWGl2uGlh6rp9nTVcrJllmc",
-	"JIhgguOs3GAj9YADK5HD1ze9+PWtdS43QrBdXqhqIz0AFaYAz75i1ZuV2MHdYG3Ge+2CZI2JmpaUmFk3",
-	"cSEmFH1q60bGkoxYNpzksqEWjnFyYGGrpLSS5qymwuV+mRnisL6RtTUtwRVUwHfeqGglnrAZlTL3gNn6",
-	"6eTEplFgL7E6iMXa1bp2X3Nd/aSlUxAy7Z0skDqAbizHIHudV+0S/YzLxckiXV6LNfDVYoV+Nq3HWiwO",
-	"SuKsthArOQA3D96DhICiVHsXopZuZHS1bLFabqqFcLXc7QF/3ibrVBkPSK/T6dcV2O2TL3mF60DpOff3",
-	"Sr7Iv8RDqUk7e3w58H0Sqo7bKb2DFYtsYW9cakV3imy2Usa7reYClJC1tdOxWrqT8JqnZ4KfnOLxN8Mh",
-	"zWN+G9OIkv/6//8/5JhnKRvPGXx4F0cUpNG3NJlQpfiphdXTMSoK3B/zDJV142psD/iLNllep8aui73n",
-	"FNPfrHiNpRgqQ66WZcMHSsbM7E5g5SipZSV0lilB/n2sK+KkZEoTdf6sphDYKyKdG2yhikG7acQZ4Ahg",
-	"xI9MxWdUkNCU3QpcuzLe/Y5Z2VSrdKW3byS5EyloOc2Bt3rSoBGQgS4tM+Cl2jL4Y009bPzxolAy0Fup",
-	"qPjOgA8adY/hJjYbFGZkgw8ccXXQaLXJQSKFYmt9Mtcuzhz8LSV0wItYcAUDf5A/C6g5JqqkciQKZZBB",
-	"r4PliP+mbVkg6WuZwvXJFHQ76MLV13yFiIo2ONw3FJVMpcRr83c+MrxeRRqPYyVEGGhPT4mSgFwnAvaX",
-	"bXxK0xsGtz7OImVUXbwtcEapPao9imFbiZk9tdU8Zj+gxxqGR9KsGB4H3Gd5bEF3nZ7pjroeZbBYWHVi",
-	"llBO/joXGHdic5TQQmR9MSeRLpv03sIH6LECgFMOPw/pCiVLiIOVU8BkcpEIpcGxaFQl/lwSUnPJRTK1",
-	"su6+ajiQcoXSlJUa+bb2pC7FUVNV0luwvFoxctPC2nnpw1KJOH9tw51usU5hpbBWpbJguSTT/X3gEB2R",
-	"vpYRPFexYm6vwKIytT6ta2e7dE4ISFZbQUvNKL9sbKWcfFKXXnsfTioTxt7im0UOWY1JSsXZdXudnec7",
-	"nd5eb/d5t7e3+7I0xWXTe/ny5UtFmHx67xkyjymG4gmyQ2bTNgZp4lW1TpnIUt1a9bLH6FhArPJNV5+F",
-	"5auJoFONJoI7kY9Hb02ZhdZjCPEdS0H+X6j11oem3XgIFSq13++LschqUeELORNcIkPqdTobsrA8aj/f",
-	"clraarpSVsvdYXkAuCkmh82AeKVNLxgHveDDYtuunN0syNeFHo70OufCc6PfuKPTOGp/92b84cPF5ef3",
-	"Fzc7H/423Pnwl597HyaXhwdvjn8+/ssP3R/+dtk7Oxrunl6+Pfyhc/b27C8Hnw8OXr9WnJ7eOcOXkIim",
-	"GNNjW77/ZOLBYz6+wqgltRnuJjSTau8oWryvEE0iXsO5DkWHBX3ggYF0DXi5lBeuJac2+Qlu66JGg6KL",
-	"T/MpVzMNg1otgWj9RclMqDEsmKM1tHSNwaLMTrTnviDV55Uqwxacmd1NtnNxY14sMzBaEVxbLHOoxIJ5",
-	"cf1ja1HsqyuARlLHWq46snbEvm8YPrupseU/elKo31QtndSgv1sw+OdmEbp107e8Z7uMWAjv9UqLp1jk",
-	"NshvRdDBnIko4U2MkHmCPFeQ5MjlbJzSiDm/Z4LcMDZzMY/zFSvjR1XW5mMuMjq9uM4w9E9grLyi5p/O",
-	"Tz9oqrx66NY8IH+hnCWUqDXL1MCVXibUR/Blp1QSJrP//H/JiA0nNKJtohRrRubTXIKc0ZSSmCvBIHVs",
-	"rO0cGhivwbW3cCFvx0OrNezXSw3WmMHTJh+0wfmOli3O+2h4cwyGMZcZoxESvLuzeht+RH/1hRDvaIpV",
-	"JXZ7r1a/dyHEe8oXJuhcvbeHvGf5eyaiCvHZ4K01DssHkZ2obYFBxPjaqw3vbR0f6BaMzi9ZY34Ai4P/",
-	"4vaXTXYAKM/QmVlsWH9ZvgLcLrSeiNOJWKPf3el2es/zUhTAmnN+WFNFs5E77Q17mHN9qQAoh5vaCU3a",
-	"+0i7YV0zPKa0ss/Z2zhhp6lfX/sgjAToJ9lmdo1NZF89Q72LqmfPMScVcPsCjNO8jUWiwxm14WN7zit5",
-	"MUHZZgGKfmCuC22SqLE9iNQxPFTsl0WLg2staKGG48h/5oi7tCwnH6nFh3oBv5jFl1g9vGAmc4T/E2kL",
-	"ZKJwXNEKCo7iohnJqWyux3HKk8WpxVt+rG2q4d96G+8nRYBK8HGjv9d5pUjshZtSJBr7Mpw/KlEVEjLA",
-	"x1Zc7m9kOfAP4z2tPVFnMBNNb0xhgnx+0/HVbczuwvaAh4h0GBLJaDqcaN8LuBSMvAKumbCKDBCSFJKp",
-	"ZQWxR0cfa4SrAdfhUzCLPBEpIDEfJvMIY4+FdF14NvYBC2l4bETvYplpsAETrYV1W3WYKSgPZQDWz5me",
-	"p3EJlScKEO7qWYhaNfgq/QaOoyC9rKxeXIM+nLF0/Qo8lUxUlM5f49424cal3aBjccxTFllBcEQL9U0w",
-	"R4ypyGcOjtFDYBSWIYRJvUfUFnA3SSxXb5LSFqmZV3XbFhdxKS7lehibfvzOyrRFmpGhSOZTXjdWMD+9",
-	"WRQGaIFsEBHIoOO7ALUa+8cuYB1YTxno59Oae/YUh2WnqQNo4ijQAG/zNAnMXjSZsKpHkw2Lfxc7VwTy",
-	"Xbn5Ad6Gft+LiB0hDQ7kcJ3XPmIYuX6p2+ms9RIIIZ8eY66BJ52YedhTaA/7pQZYhc+TpAjFtlNEXnOy",
-	"xUjnVb/T6Xc6HoCmvi134gc104pjBR7KWOIM0MlylMJhOm2b0MT2neBqA5UQynodxAfrdT14YA03Qnyn",
-	"v7uHk6kgfeXPdUi30+92+91efkiqSIEuUldNH0Xr+QqwB7UNbHYDrKJJfmj0u51O0IAMiEa/u77uVoO4",
-	"5FPjIFJyDCeswNYfqeuvoZy9Fel1HEWMo1rWW/2GnleOg/0WS7f9N1Pr1pqkST40SoArNCtZxJ+T4UjK",
-	"Vkr5VCMo7vZ6Sr/zhief6WAWSSCofcMk92WCILIbHU6I0UohpOoZwbYWwBOeh5Ce0uO8GtvjRWIhB1GU",
-	"MinRy54IMbumw5uAzNL4VilEA05IEvObrUQMaRKQw28/HFxgCA3LKGSwp5Tn2WmoViI6o87v4WMcJhIC",
-	"RypmGMa1b6NZmhYkHNmnxnCN+bilYcNNkD9EmhmqnpTBX9WALf7rpkiz+yScxXwcGsOg2yWmWHhk8Lop",
-	"BSvAz08gtyhL46Gu92xiLL246s3Q3gvPwpaJMtIB1qbRfZsSWnpX3RvPwsDmYdNh1o6nM5FmivfOEpax",
-	"KGzZxD0MPcmEaiBdFOHAQH2QObAvjmSq1xhvtSJFAps+puTStkno0DbtAvCqBpUywFdAJDqbMZrKHPtK",
-	"R0whVhTAGYB9lsRZmxzlSWWwGfRJfKp8DBj8bq+HOzy0gWDT3PqQCUESwcdgEMCzWXzARrv4VCrEBCsq",
-	"VQ/1v9eCySGIvpVA0PW5ngDih0l2vi9EsqJBE0pZ1UoOG4kFj7jtNQDmWh7C7mZENh7XJcReR8B0svZ8",
-	"AiZKqr/qqpVEy2WSJY6uIkji15vLjTkdNt0gudL0k0caMKpRDvjWb7wa9Ya77AXtXr+MdkbPO8M92mOv",
-	"rl9Eu6Nu5+UOfT7ssb3rV9GL0S7tDnfYy+vnUW/Uoa+GL9je9U634WCw6f304F3q4AV6JNNzz0xqYQK5",
-	"uPunwPr7FVgN+qNXaN1UZq0zblYknFprp02xNKJU6dhQjmbQmFtJLjDxZk5L7ZIEhQJKH4OVB1wueDZh",
-	"WTyEOxx9WxoEMo9RLk9i+0sc3W9nTK5nTvWaKQ8MHYpQoY81NljbQhlq3uZZgyilE28pyes16yoeS9h2",
-	"1X51UPBJK+JdL8B5bao+BWCovxZZQO5EejNKxJ3xiWP+Zm2vkmmDULlHzu6KZaRi6fDQSnvFi0Q/52u3",
-	"3KYpOAXjTSmXI5amKF66M1zZp2lnrU7xpiPNlEmR3GLnQ8qHLElY1Fo9P+0JDqo1Sk32aIVSBQtOPYF+",
-	"xARNcccxegRTSzRmcF1z+jZdNiAbfGZie2WmC0T5GoQfr0yvy5ql6Y3S+4BzeZu6A6jZVQ0kSvOuaQF+",
-	"W9IETYcTLe9437e/V9swsdqoEpFRzGM5KbZUozSBpepht79lSciL6gOUzj2K7699sf+jWZI8xoanupPh",
-	"OsMLWG0hn6FJnVLpKcJhk0tkJmZQIVzwISPNGYb2kJRlRvUlUSpmM5tpre7MAa9emjiGsA0IVDZOvHD1",
-	"Wxwo9hn8oKkLulNKEfBdv0fQhUelfczFu0LKx2lFD5bMz/GtJTFrBVE8hRWL/ilu/35PNe7CJxK3K07u",
-	"Fa4t3egJXhezeeavrYiQsp56AU1IpjIwCjzSeVHUCBj7xhSFebR+Y7GGQAWLlH6uDssaOQEAvHnDDmQf",
-	"bJthyabZagPADqSKGVOgjmVdXWegT8KCuUEn/ZtiA4hwUTKKhAOuSw4s1QxQLnowkxvwNbgc1n94OsNd",
-	"yc6ziRVk+7b3KEuZLmXx1LH0Ky1lT+aKfYSlbA0H6+/Kv/owO5neISsuUaNOPKF5a6WQW+j5n/fp7/c+",
-	"RSbxlc1XaPnJgQJrrVdHpaK4NkfSHVVAOLtjMsPCz/sQRMN4li4g7dKU0yUa5It0IYNgChGhGdsfcEq4",
-	"4Fu9z59tOoYDd0TJ7ufP6BzTpq/dzkt1j+z2XgGqqC1yamAMuh2iEeAgUznSkKFswDmgZOAwAjKfARRj",
-	"3xaP7WkXad5AQHbMdzqTNCC7+ps9/Y0MyJ55aG/A9ZdtEjoVUOHOzcuz2uKtZExvmVOmFTLXjaJxw2YZ",
-	"eUEiupD4puYWo3mibs6I7HScHzEOZg1D3iaX9YBvppJUAxdzv+GqCEYo6FTcZrF0TKfF4ibL7hpvDKAu",
-	"UOuNccTIl3XixY6xBGldoc1OZ5MQx3w9nUKGpQBHfQnWxja6hXU3jW48N+8uiW/cKCBt7/cRj2brdPdW",
-	"OQS7L8qVh1c8hOJTo3P9crQz7LGtvahLt3ZHL663Xg2fs60e3Y1esu5o53rvRanScb/7cteWsdaC1EpT",
-	"NUpEL1687FaKTWMTharRPbWNnULOKFQ49Oiu5yAt0AP7eYLpdzpqeJoAjSyeMjHP+svYd2MjEnUqJKpZ",
-	"ygLNihTDtKUlMXJ7eYhcb1N5rVCcekV4XKH8OiDeulfsP+W336/8dsZoVFm+X9MOslzmK9SBA8jQxxhc",
-	"vPF83zIORWYkoeDlksWKdojfg8kVcbavE3rYbSzm0jwDKaZoQ7G22FxaDQY8D5zXptkARCbt6rLJIqp7",
-	"JY2Cl5AL9aG1tkVjwL+O3fYMlqAoJp2bInlf0QywUcDMVzID/HYBM+XLoNPv/JqWgRqzAG53PJSF2Jnd",
-	"6xesG72iz4c7o87L3h57ed2lu9GLYWe08+p5j+3Rl1H3enf4YtRhO/R59Oq6N9wbvWTw0HVn+OvFznxQ",
-	"Rxx+3f9nlMx/n2sKtlwhONQW6nxCE0PG5Fe6ZQCsAcJpbOiLjpBBlbHpFjDQaMo2vNfl599IrK6p7w59",
-	"PaUxiwY8iW8YoXyBbe4T6gBW9F1QV9jyFvTtr3M2B5CzEGEmlDbHPaVIBwhLEbXa5BDq5KFtQM6TzCTx",
-	"uVLE5rb4AV9ycwVL7i1I95XWoeC7xi5YWdd/QuejalwvpC2iauBiuo9kbU6RWR8ug1o4UyL2n/zr98q/",
-	"bC63zMgMK8w+lG1ldDbbAtDDLcG3TOJ0LZo+nFTI6rieJzdBAULSQdUbToSESjEInS1SxEUnTeqCdRfw",
-	"t2PAkB+JdCoRXw+LZ0JSiDbQYBEcEvNWYNGLod6KGBENcy5DwDWgnNAhZMiV4Q0AUTuvcBDktQFetdpu",
-	"KyKJJDH1asCiC4I2wqijkA0NpgsoFIo4PwMe0pRh4rt0AHeYY9m02OzodA2BHcmQZCxJZAGVGZ/E3zXW",
-	"84DfxjK+Tlhe2NEQvU2UDq1Zcm6Bxhpr8Bmg+fGzwTB2geUNqRB60lSKNGSLoegUieLRiKU5MKzm7BJp",
-	"2R63nVzvqbgGGNuYZxMkXAvyF5SQqvULO/tYot0NcEqIDTA1NYHKGI3eLAfcvLBFT/mhxQB4sLc0X0qb",
-	"UAnmlqCht4k6cGV4M/jc0f81Pq3Nn93Rfy3gsUJwKVLeaDB+rDacZ+WH+yB/XRMG3tdx+YWXLClyrC51",
-	"x/VMWVwDIP9gmb1IuLqbTZ0NLVyoU4GdP+qO+/3dHHlhxKUh4sBXDZ8xqzChtwzhGSpoMPpmccou1l4u",
-	"JUgMvFwwyHEribU07L9YTAFljR8rCizJsiHANX/ARTPg+U3jgvI6/P9FCxGonNYrF09QgfHmIotHlocO",
-	"OOBOOLWQcISmKjBLRoFTdE6Dt2ExKEnibBlbw/bexTJ7DE8DBrbp2TpnCRtmBiLnazGkGhaENooDTsm5",
-	"mP+Nqq+A5vgl8CLzZq/7Sr21t7e3l7/5Jp1zQd7FU1phQaZq96N5T7429RzI7vBiRRl1c/8jsqF3po74",
-	"0KGLe7afgvVgdl4904HfZZGlNGv4ww7IhxAQB3Ib8BnMT7Y1ZFxxCio1D7gWkCoCoxUlQXtuuj+RP6h2",
-	"qflbF+lpkwMjbdEEykwTDQnmhpLZaRjUdGBTF9oc7PxuUmkMa+sTKH0fZ7q2ciFzBqj51xQE3SUsCsn9",
-	"CO7kR3jVB/mcQiwDo9PGxgcURvb1xaov67gYtQzpnyuuhxWrqlNfwzhbsLYeOpdlnqX4GG63lMWV+vrH",
-	"lLBMEp4VX56Uq+UR/n6uhkHJ8mGCElkpJ+0BZsGzkzRlULjvOmHPnvUJ1axkK+a2UqQtXAsFh5qWK0Ia",
-	"gdRYA/yGRSRit/FQV0ZCx0eQF4jKp/GNLFUlonl5SUmaxvUVpwZcFfDUTb1DiN63ZVBBUEspl1QzTGN3",
-	"yO/lelaHNP6fJYh5ecbXz3modvYPyTRsKsGT8gowX6xQvQDBUT5O33KM6Q9QvV4+SPVyhS2YJxquMqHk",
-	"IkJlqXwigmGX4Sm1kQ5DDE3tutDgO+tfsVqPEtQGvIDpLCEaTr2H7CqM5RU8UDXnxbIkfQm+TJaCRfkf",
-	"rOwZChv7kyFc0R7lrZVgvNZzmYmpEnG3yI8nHzHCMouH8YzyTBpn+e5LCAKzvRk7nu3OtV8VpbGt7vNX",
-	"+r+GXxLzdfi8rGRqC+IjhS67H+qlL32O/6leFtTLsaXKE7PWRIzFfJlFS4kxJbZqBKOHmrGK0pnXjfG8",
-	"yktTNhRpRGRGF1LDK4TIV1+b4r5G96NjGvNVGiB5J8ZQxllDuuY9uZHqlnMXVNF6jvcO6fnE2uPvX8LK",
-	"JeSvmViqN54Gg/+H5AhiXCr9NX8K8zaeiXo2cJ5BDWt1wLDAtTMCU1kLdCI3NJDa5384QzNQk5KPH75V",
-	"Ug0lAJB3efauFaB+pDbpLU0Yz+xrQ7cuxVRAqcpswhYEy7HWGrl6Ve4BkL2KPQ14mT/1CS0VX4ZqnHfC",
-	"ZVVtEgqpbWbXqbiTLEW7WaGyJdJgLlk64NTBqtZtFtTEAMzp+lyREAsomC4OJ6mYatjD86EuGW6pKFKo",
-	"CoddOrRqGUcjjkMXM3aL1+7rNBfF4gJC5Q0W3xxwHWbZJgfyBrD/BdaFiFiFzRv2aOx3m7LIH3CvPYJF",
-	"6gWAJhWdcnOUkI1+Q5NyY66JA/tV7Gtw2Bq9ty++33r1w5/fQ16MWaSqPWx3DZObOcHQRx9Kvm7P+Hj/",
-	"mkr2fDeIf3xzenbX+f7bsTg4ODj4cH45Ob4cqz+P1f+9OTz4Wf07ejs8/5P64+gyOf7hx7Pd3vTDzR/e",
-	"v/rh6O7gaDL+9uCnv5y9onfwyp/OLveO05s/jcfj16+L5jqzU8c6jvjR1jqzNLUhPy7HsL3+Q94QJna7",
-	"yn6f4J6Q8XSeKJ0RYwOt62nj+MBz01A+kqWxggdRJG0Aiua2FPFZybUQN1WF4RuZh31oLNAylFbFs9tq",
-	"D/gxHU6MiwIuAFunWTNXTQPEFkXX55wnaiCh4KZqg5ZJAyKFTwYtxypBQXPwnZLTvKD+4emHD8eHF6dn",
-	"V0dnJz8en7225A91gqU2JHRb3jqV5ulzxqLD3Ev4CMRMs9xP4uh04yrsmx+E47XP6WkTe9YXJ50dBqP+",
-	"VeJRHkiVgrbdzb2JNIqeIKhkHcfuhevEhG7/Ibmn3TV9RYScIoblVANKrFZs3kSGyj5njEugLdqCPufM",
-	"M//qYWzXhHP9Kky3CcV7sPJ9gA4HEJtbpngoqQ3my1mwY+i0t7P2YQy4jlfcQldyCAXnC/Xc22CSxLJ2",
-	"pvbglN6AdwiH4Ab5KXEZpO7ruVXjY06adMDxYagTlgmwFGiJdbfTaVUtpsiFjZXN3zNW8amYUwfc9NLc",
-	"7XSUxnPHkqT11dj7t7qM68PDBFeYMje2V27Kpm0Jpq8tfK+aqd1qnqjC3Kr6Qt9c3YfYch1mjwUeH8fn",
-	"yzRcxuNh1/6TtUe1rEMy9huz95hfizmPvj5/fw+czI3zC0epmIakqXZ0pAOFWuQujTMPew+ISI0lFmgJ",
-	"LqpAPx5rSwFuOMS115l0BjxDAguG/78T8yTKA7KNZN0vjM6YggpYpTRlJk4DLg20ZTg1AXy4qyFanTyF",
-	"TJuh/u5Kink6ZFBJrNfSCGG1iZFwtc3m1wmgY7bJAVZmU/ddfMs4iXkSc/DnoUJewvCohDQNeG5WKZdu",
-	"1VX6vspdcqL33iNuErWI68nApuh1HEAdgIWucK6IkElyRxd/bGzOA/UMfhUzzoTWVtbXlacRbWHnoOP/",
-	"T90elcrjZgNmixlWvu8WbgxT0NKCPDz+3rA0q7s5jkxfhgvok/wPf5FY3qTEPQnFl3F1KtzyN75U3LKX",
-	"XpwopR5KSK7REQR4Ggt8UpaZlUSTfJ4+VTWOBERbwm3RVqmEY7BeY0Z/k0XqvMOhY1FAUnYrbnRBQDJK",
-	"qOKDX0dytuVBn0z/X8YSojhzq5oVOcTxm7V4g6aN/awWYFmYpmaxP4t5qrnrhEoiJ/FsBhp+yfAwzQny",
-	"SJZiSFvPU8wTsIn+0RnJnTotnsP1tblG8EQi5gruM6Nx+vXl2UMNPS4LnjGZ0bTW+otuE+BR8cjxnU1o",
-	"ROSQcq4rQWuoKmNKH3CPc61fXsBrNhRTJm2cAlgVHMmPCztIrMg/S8U4ZVIGuiXVEXYQ2Qr+RVGx4oT7",
-	"Knzyo1q+XyO4XOOVrBVcXrBLPE1suVqNrxla/pFi2EtpHVEFAsH/7h+dEeZHUB0/6Tq+f2MJClS92a/h",
-	"7DpjM5FmBWnSI3Y1ldAUOmJEiGwjPNZfnRyFFusTcu3B2NlS283qDsGAKwaCiIFxYjanUdRRJjN6OiWa",
-	"BlVFnTSRkgameypuIV/wjqZKdjMsD4PTPR40i2uhVFtX5Pwq/OwMp/EoEOp1xDezuxqKxg/QZfU4v6Yu",
-	"m/NB3dlT6JUrI7lMX1rm/yfTc9Sjb6SOECJ0qE5DwqIxwuQAcKkm6m/LC+c8ifnN1+eEx0qpRgaGoX+W",
-	"8cAd8Y0kMoa4Mpnb0uaSpbrshC87p05KG/BiOKkjp8XVcNCvwpYukapPd6SPcB/han3VA32pu/jnSTbi",
-	"S+0O/LWPLkrD9bGdCFf+1TLtdtWeNzU4WGYgJdUX+yTk7A4TW9yfENaC/KTOHlTYUhpSjtMSkGuh0SFF",
-	"YnOYwT5vmzOZNygphZ+30nnCDHCybHN29z1bGCyu79kibO0T6gynlJxswLXcND433BETZ6RAOcYzZoyi",
-	"zJML3VRto6yySG8dSAeimUm77qv3FBMSc40e22qTt1jxBEoxqznSlJGEjTIy57oo2ZIQTF3G4uvnOJPm",
-	"+X/+H0E+0nkiWuoBpK/7qsZi2UzFwgn8ZqnQHUDX7O4t01a11W9VKnSZQg/WXR9bkmKTvOinKELx35XZ",
-	"nzEILikG4ae6/iA4rjR00JJoywIzUgOr8KNGv/E9W7gMVpuM8ACZKpeIC7/eRVBv+v9IxzEHfQzqmNpQ",
-	"SsAR/EaSOXeRq8rJ4LI2Dr/bapODJCEAeD/guRwI3MrUQG+TcBQnGUvVJUDT4YS5kfOpy0SbN2zR2jf2",
-	"tJDcMDazGYksGvAmwvNDVYkolvYX0tSg/C134PskzI+3jrzPzx/G9//p/PQDoWlKF0pC/AWMiTDFT6Bc",
-	"49XZBDBjGd+yfcxsYBZALIunipS3atbgD7+biISRiC6wYrqp0g80Ii6JEANNCaHhF32k+wgvFhgt4D5c",
-	"UsIB13xFyYYL9jnTZDc55c6+NktggKbc8g1SsbCakga4nnW1Gnp7e2vWangL7dQWa+jt7W1SrCHfDc4e",
-	"CMrlGgrbRvD6ug2as29etOEdKhH1FRtKuTcizchQJPMprxsKeHbeLApjibCgQ6Ov7qegwfh8qngRfIDX",
-	"8MYK8nk4V13hHvq05mqd4ijsxHQ2TRwFsJECcsMWgZaBApL3FhCnszWqT0A/70VkalYcyOHmhS66nQ0q",
-	"Xax+DtEyooPsTF0D67yBIkz+xlespvFgGebxFved/t7L/m4XCOIdRrdDus/7ux2s8qWG8SpwobDQgQpQ",
-	"WDWi1Hw2E2lWNwi3/WVlIbCAzKZ1ITSbXacehMNz/nFzmX3iw2PSUlBE2TJVFh8s4ZgG+hWMTkRncSUg",
-	"Zx3JpWSoIFMoIVvB7IdgZvLtsfY6zlJxG0cs3crYdJYo0WF7JFIz/MCospKEkvGIpRrzwYF1CLBuVGha",
-	"ujIB1jiI6g92ELnv0zOK+SwRNNpSnWxBVS+ls5ebwsr18ySB9ix9QKpRopK6og2Z1pJtdns9En7RF0hA",
-	"oLCMXCLTIHkPzWKvU43KjtJUo4LEySZA4j4PiGSMhLrBi8WMnURhq+6SNatqwrI24BF583V3p34Ihxfn",
-	"wgHlWNTAoNXiwL/ydfc1ryKHiEpwGQ1thk9QoXBNdYsOFLl8WfAWd3uFy0v9VwzOPjXnd4ucZyJV4k95",
-	"f0NqqeZgzvFp9BvdTu/VzsvdF3vP4S/d527QAHvNFYrH5tFXL18839vd6cFfar0991JxCnA5FgmzhCh1",
-	"JbE2uNC9MCAVaiAQ7uqr/elv1cJBX+9yRcx7c9wfh/u+Dor7D4o5+DDcf4/3s0vO1Xd0iZZFezV+tRYu",
-	"u06sfPzlXABLa+aYtLa08psF0epOXiTafWvATYFoQLrM5ikHpEulpIeERpEkKUtMB4DGbj4TbW2ZpQzs",
-	"rNA+3MhU3rBIXYWtNjm+BQsH6r065BvWQjINs37w4WgfMQ/EiLiFGsC9LglntywlmKgKl+ezZ+fao95+",
-	"9owcf6bDLFmATpXOE2Y88wFq7bE0sdMjNdIhixgfsr5qp5vXsQQZgUfbInW+kqEeb5MLvgUlN1r9nIxz",
-	"rqFeICwAHrSe/ljqAe8POCEklBNxd0WT5Mo8oW0qWOqJXSFuB9pVMnCsjblI4fVe20HGqjaEoVN9wnSJ",
-	"f/WtvsVftPYHfKfwerE/77vX84ycz+iUNJ8jXt8bjPVqQnO7bnNNLOIB26vVJ6czRatuKyAfdZxsE9MD",
-	"yEkewEWaOy2k4X/9x/8mZ0yK5Fa1vtsKyCHlQ5Yk6uNeKwDK1YwECMU+w2RwUxhbxQiWsELuoELrADe5",
-	"mGdXEiBh3G/mkqVhAG6TW5ZeIceIgNdnjEeUG6OYmsnVHCJFLFgZZAJS64GItL9jug8ZcxC1qvqazjM1",
-	"DCVOxmpepsUZgw/6xOjU6luazJmG4de2GzVR7ZDFU3HBPmfqRFij4ZRmwwmUD+OLuwlLmTFkZexzFlQT",
-	"RoxRC+oDpIUEE/3TgLMpjZMA9yfgClCJSCR0OFTcVQ0YnFDqRF+rHxkfK7ZKmuFfBBWhTugO/yT+8/8I",
-	"RYeDDwf2ywNOw5aZDh3DAQ8Vj8XjGEtC0e6INW+QgWCt22ySMkYyOiY3MVS3BWZFOZoo4ZzSMYkj2Qd9",
-	"BKalughJU3XgpMmrX1qKzPHwhtU8Y4mGOzMcplNzfcALA1544/DsPTECFPO2g9wcum6TA5hDjidyjQw2",
-	"VdPB0j8wqQG3wUG45G1NLKshhETShSQTHTmks/3jSHU2vY45MsJnJPzzwYejEI5kZVdMqCTPngGPePbM",
-	"NJHRcQCeuyRBeu9jM6dnS1txfaTPnuXoL6ZNiY3yBTSKbcLImobNQOvPnsHimsVG7vvsGeoGsOsryDVx",
-	"Jov9mJQpGL3iNZoi9lIiTah34SDfOLsGHnBBcexewe17wJWu4uJlURguPE4zHHbxPjfHVT09iflYHwMr",
-	"nt8BeAucCKUc4MeracyvdFlmw0CcH+nn/EdIZNEBNVMaQ1ks/SMRI4w/s7p8b3drIuap7jQg4SgRIm02",
-	"lThLdBqejcH7A+ntkgnZIlzctcg21pNuhQGhGpAKLOVqBw04sjfdLiJmA26SJJ19HCLKItZvgIBF+nld",
-	"LAXu3dzq4MhAih8jtASLQZTAkaZMZmkM6ep6vymWEZY0iNc7oQaZNYDb5SfC/P1YKmaoZAKzUErMwOVB",
-	"c2++a8ESojmFMDZa5+ej4/PD1j7JlMRznTJ6o2YI1hMHzXbAozhF+8o+Otny02V8KjlWbgiKh0mYolkI",
-	"9okWkRg/KU2QAJPZ17FIwFGpt0hspKP3NrNI/8pegiKhl7gLggZKClcGKsGKmk/tSSgOqc6lEBB3PAHJ",
-	"h1NDRbsBA7j3t2IuGZcxVGJqhgfnh+o+V5tZ/UvlEIUU1VDYapMjZ7cvXYn3GNLsWwv1rrMaB/BJf0nl",
-	"sIGqcJWcEDvE59OtW5qqrmTl7XfijqUH0AT8eQTtLFsGNUy7EAfnh2qy0BhYLdY0Cf1isGMcQ8Mp8EgE",
-	"61JTyQkRZ2wqVxsJ3LN3ptU1taM0TUB4gN0Y/3XOTrBNCImo2hJyL6/aZ7kumAmiBeq+Rd1Vq64uV/Vv",
-	"LlOjLJ3bX93ZhahD1Fw7XnlrtU6LsQGoytbtM8UwG/61/UldANbKSIoE0DMNtBCBswwgsjIg3vWrHiXX",
-	"syz4cjFcXRn5M64oTkAS38eD6Ejg7qFs/+680BtDKl2ggWUneKnOtJWysOLv2nYz9QoOtlG3x7VGkesJ",
-	"UEjKiJj7RCdmEnvXEacRvNpLsncd9Y0+U7P/QLxU/Zf2oKvyOMQJHNkT8fWLqogO0QC5OiNTITOy1zGm",
-	"c19owHfiztW5jKJgdITXftkebQi5hL2vlYHXJM6wZp8jkO9XpPrXxCPRP1yerwjzS9fCLlnNpXPw4ci5",
-	"c/6MH/98etYI4Kd1725YjXz7mOVV7QXkz6dn6lCr9qpLcqqDNFxBV3ttkAPVTQ9/LftkpjGPp2oyXTty",
-	"vR/qhn4O7fjdL/XRJQbuVFSHn1cRxCHu22CTskq7hIHntpsHxJr8pEeADawdc3Lqn4teDG1+E7csTeNI",
-	"h2uZywrsVRLusLrlsgLY+g6BfCRoFa33pOHvK31oLzaTX7pBL9h5kJDiHXhBRFkpj1iDay6OPAH16ziz",
-	"JaCslQ8MX63Q03tA9JBlyXprrKKORTRAS6hjBc2EaAUWXzG3Y28XDNhQkVTx0tpJl02lDzhK5xNxB5Yg",
-	"uxzrniZNB5pIkRND2wxKzg1rKlY0sHRZgwR+g/BqyhTtxQ8gy4nekHo+j+AwhtkPXV/4/whX/YOmHpDr",
-	"BYrBTWsbhycL5pqVRKDXCULJPIQKH1RTy+kABW6BFiVtnU2vWRSxCBz8AdEe7YA4Pv+AzCYiE1dSKL3o",
-	"irPsTqQ3AdGfVV+Mj3XGR/5xA5qyijvTuciU6tHUhekCgGAAJxzWXlJTWrW/0DTiVS+e764pL5ntpAZT",
-	"p2I8310e57psRxWnXzujSujSI2Wpw2K/awtV77Enr/WWLDXeOjHYfkNojTG16TGQ1h4qv026vAk0rXZ3",
-	"O0FOus66pDsdDY1pYBpzO/86PtNRc1N9+aiJY3kMNUnT2rddczZYVzutX4vWuYn/69Gafn4UrT2HkEoZ",
-	"j7lBzYqVeqgdq6Q5lyytnbr68fFn8FKyp9RmwL/jzEgdbzuhB6s2aqqPUGwg23dDQWzJHGNO7ibxcEK4",
-	"IGKeFT1ATTtbvM6uRRZA2qNIibq4Rom4a4EZ4JoxU7GGRWTBNidPrUv+AbT6ANeabcvZhU8grYk0Hsec",
-	"NEE+O4UPS0UzXbrM8AF8fRMhzfRRf/MU4oPMAFdJaru/Tpj/RkZzG27XbQRO7F3RWr6MVkc0Y7rjpUpm",
-	"XWKTSOGPrSyeYqyRvhQCY66F9Cbj4KYyc87K+nlQdQk2FZeTN5vG7ZVmfp3VnZ6d3cqEIUTcLGz7SrqQ",
-	"4GwrE1uC1wqLFsPtAbqV1GNY95y+LYTTQOwNIOjVjQ2eeMDA3kPLDxsVxgEtHRY+8oBxfcS2HzYw7bRX",
-	"AyNNyh02OaGyag9Wj9fLLtDWA2aAXpUnvNEweAhRfhzHuesTDclg3unsMJDnNrynnNCwh8xWjdcMzj/l",
-	"31UwelVLgshz49xUHU9pnDT6DcppW4r53+j/Tw+lPRRTHZf98mXXi4cL0eT/H3tfttw2kqz9KvXzxmT/",
-	"EEVS1GIq+kKW5bbnt5aWZfd0mx1CkSiKaIEFDgBKZsuK+K/OA5w3mJvzIvMm8yQnKjNrA0Fqdc9yzkRM",
-	"h0UShVqzcvnyywXmyNslIPiN1lnrZa/d6bVaa60Ni/re3NzoVDBHVpNSlmWsC/E+a7d7rXav2zXNo7go",
-	"JWC5I6Btr39hL3eAhVcOL9CnndLLDA4d2yILANe0qkTSxmI31ZO6OWP5GPuh1+5uAD+9cUOrpfUwC73O",
-	"Utx7+W2r0O8dC35vPwD87sa175lZZs/7/wzkexVq3ZkEP6XM+fwxuHVgPEKqo2I4XoSvf/fdgaZrceJV",
-	"2VU8hJLi6t5w8+PhMpGpzZJXlhRYVUAjoCztEu4pUAZEXwLdWzWrubbKNDaumvqc0NfiChCsUmB+MwH5",
-	"5szbDWhXLUD35oSrWYXQrxhyJEaxFHlfypRNRTaJicxJDdjXrvKUSaxdN09lxDhDvFaRXgrp1+NbRoDS",
-	"l4YBZdePp0IOgNcIwULJ2g5pHSruerDfeVE1K0jMmXGZj5RuG7vkeHjz9CXTdrPACK4mir/HglLBZxjQ",
-	"OVx6Xwp2M83EVZzO8nPqeuC8I9If3oasHpZ/iQg5pfJw5JKhx9Q6NZrsg0VyG85T3Xd4B5RWxe4YDGdp",
-	"TBrZ6QPNe0yrKpYXSbfM6upAXEEXYEVMRDdk9tflFdFR1dKC7JYh7+U3xwW9xGZFAPsQQBDhsyY7TK+g",
-	"DKJaSqWSGbR/4ML8KV6VZjZc5YH91YylmY/4xyNeMaJ7bQx9iLG4LVuxM8zoHMTbbbir5lONbCCKayEk",
-	"qw44Ge1PvYM6hWvfZHtVoSuWCXXrglcQMiTc0gZgjkNViJwagfmnhACTJOBnBuSiYMVYSUOlkOe7LJzw",
-	"7PJc3dJ6QWHVSppskbIWnOsDFHNKLJi6DCYzQB1X7pSznNhKGDCfIIio1Ki6XQSl3xAdXF8O0wnWJtql",
-	"cMGUz5OURznhZQaiYoGp9KYg25dEqTI1jFTl+rjlmOhLm8Xui0FajAPrhtN0UGfqNCGGlfIzSH9ZRNBi",
-	"GLYvTYZT/WHINl8xM4kMcKFDKkO31bUg2tvQ2wq2K8a+wBlOM7f8vkYm05Fusm6n05cVyFwqVDrhySjN",
-	"JiJigzSCtA4Q9jr7YzKIpXXwldnAAMJtLoG+9PHsVRdhPTwDTsIEWUJm5GeteMZGYJoEjeZ96Yo3/2WV",
-	"Aq38utzAVCqfi3PYnvTOKugy+qR8RfOubOp3URVOcSEbr+GRxJApop6fcoAiap+IrjBiGbue5up+V+nl",
-	"Bq4leov/Y0cLIBPzEURoYI/iUVT/shrpHupzsJEdN4Im40XGCmZAPRDahRYMkKnXXTBQKCTQ29xWqioI",
-	"Bv+tJMoXFsl7g22zi6xpPPJbOYnxKlLSVklzsuxNC0YKG4PNMd/AUnmMnUOMdN+4Wsv/Wvv/PNY+PfSH",
-	"mPtbalfiaevd6Nx9yx+TZgWgHPwDRxYk/n4jqF3GMrIBDCvLPr07ARHyIA/CZq9t1xFCYKXdlMSTqs20",
-	"ue2txPt4wsEa9sIfVjwbor5HswKWUPZ3lA+tUnawD4GjexiA/dOcFa3uY3lxvTkCH2c6k0hneL9pWcGE",
-	"e/YkRcfxwjzgDoIMLV+MH6Vk71IVESO/UXMCrgu47D7X9kqgYxt8LsdoHZztIjLVQXUa/72OL5BrPc2Y",
-	"uT68K/hXbwsv6VDA3P7otATvC52p4Bg/2JcAgyEBu6snakFHaSbiC/mRjmX5XhdYE99fueopNpf259oj",
-	"NMbStDymhQdcyNalp6khFva2Tp+L5XRW9Fbp3dangg4MP+XcM/D9Hxi7Q2lOerrv1sjBCrBa8IL9EOKa",
-	"hGycJkQpboIhU0Hdbv4jvZi4twLjSgpYls6U3ARND/YxbmK9d8vZkbCV64Y6urHaCVpBMb3ASorzuZ/K",
-	"URIrfccByA+5JKAa5SBEuI4LYkEtltOChqTc9TxInNt7eGtFFBdWtb9ZXlEDChgbXgDkY3YZ9ZuUioq/",
-	"iWmBbYXIiNVVjyGCSToLi3Vdsr50KqQpG57oo8f8CgwSr0wHGE2jGI/N3GuxASVIB4JhsbAmI3Y7cNX2",
-	"ZYmIlRGesvQRqO8afYmfal/2LhvFalR8OBTTgsuhYJGYQum6lKoxm8HVMzF05geDi+RqUN1DVpR0yi/A",
-	"z0AF70wZA1bPx+k1FLfBwTR08kpfUq1NuuGgpiUqKlh9hBwZY56zEJ+l0kl9iXVEPecywKoTyJhWPwZ/",
-	"5CSVF1hTK85ZvwZy44rHCFbV4d4S01u/1jOCxpuJF+p6GM1ynqjFVstZfhRFEU8S9SxVPbFTotvZtZ4Q",
-	"/VFfQsuCKj5ZDw7UHlAHIi7ABMvJQag9ruSBhRlBiljjb+lZyna100MG7nZ5wer9kuXbrwWsj4l63qcN",
-	"QzBrlaPAbHETwKAtDWm5eiKMsqONXFoS8JLTLJY3fZWL4iCKi0NT6uLRNOXAJ9nqKqttZSU8Vi8yPrxU",
-	"s/TqtN3Z6G5ube+8bDxAI3Q6/C1pyats0u1gAVVlLUNddRCF/GLVmv3uRnu/s7XXftneerO5Z0g4cdIW",
-	"S5E+diJXmEPEbN7En//ysDkX0QpdXJdKJWn6r0a7+QALgM74GayNq7Ie0uEHBcfz41i9siQAQDGRqSkj",
-	"FZUti4LNBURcqy+x6rccLpUemM9pFALasaoTusVTEJJR2d010tUZlr09EgWPkXkMZShJFigL6N1tWrn0",
-	"LwmbkVFb0MTNPZlRPwq6Fx+ic9OkLFW49eoppYt0b1KwFwQ0gFAJbOeJ5hWCt6SCqqnRWhEoSYvFhkzF",
-	"1PvQs2KkeblWdkfkXLO75sN0KnTYuh4Os0lTsww1v1PGBEm/ZjxRV05zSGUgo7DBxnw6FbIvY0mka1Oe",
-	"FQb9Pk14oewXzLDZPz0MvJAVticyUHrSHK0NXEGWQY02LGILpFNQgARLFcEI2IjK102gboepB6xj5tdi",
-	"ME7TS5bPBmZOcpbElwKA1dhbGDSrY7AnYJkoshiKtiEXckOzmgmpNm3kNWZIe9JLgcRLaCqBjkM/HFgt",
-	"BV/lVGYP+tKkxAD2YPHuycMm00ULsPYcrtI5xatCJ9qP/GURL7hRsuHHL3KkxaMAmgm1qTtFdzLLdcdY",
-	"XOxSPSbafCLCmGJeUNEU3apuEM+aDv3t5XM59PTHerjO1Yd8GjfnfJJQnMaUQdMJQ0R5BqhSTMYCXbgv",
-	"hbwSidqidRy+2pL09BzL8pmpw7/SIYTWochAgMwhtGZhA5iwQHGnw0rbabcvved0xmeu189F4pK+BFNO",
-	"rrvyKTLh5e9C5JmbZmk0G+r32pOo1l4kIwzOTmN5ESLKkLpXiFzNOYFZesiKZtl0oAudVodNhDoOaHeI",
-	"qEdJqzBJscAw7V9mYmZjtDDZbqAWKuyAuYA/GPDh5UUGjrsKBfIEdyBEgZ+iQZrogRYqRn/ZXGttrLW7",
-	"4M5tuW55LKR4TlIkx6AByhLUu1rtP5282v5l68eXP238v/Zh92jntHO2+Wn7z+DUR6HjPd9+uRPU8kvQ",
-	"sJzPuy1wu8GvB/NzJ0JEuDOvD5ut26AG62+92Asi8/7KlzvBD9J4Ow8stHhXj92LGXpjdhkEh/VJfLwP",
-	"3B3pHjW9zPOLUvSa260O+1bJT2e3405/ovd74+7n3qTZII4iIR/nVh7w6DVtf6skqE+MSclteZoFBdN6",
-	"QQlwq5VU8BqIrJizF+ZUvKjwdcK1YAxKJMhwrueFnUCSvgcP9tjKt0EIFSXjByUYS35erfa5UrN6bLQ9",
-	"P9PWK+XAeroKxfWAOsv52BZu8j7OC2V4EZKt/OU1RHW9jxKlYpU+49lwHF/h48uOjz/v9x5FwKoGUfrU",
-	"G0Ppu2vg1yqPoPSRHkDAlgusb+nhpgvd7KU0Ix90hW6qbnLQbso/lkRqEyBPGPzG7GgNttNai9FPfPVl",
-	"FwlzrRub57A6QhbZHD3YPE5gu/NiDFni+KK6koF0qPGzpjkGYcPRbeA1L3JjEv1DneEnGnJWNdFLnNwI",
-	"+Frq3b7Dj7y6NMNS7uoz/euFhFrtEausClEHYKGpC1GuY9HAyhK8L3VvXuS6zoQDxNJfYhjFqRJBtRM1",
-	"ng3yr3OzGSucl31pXY+dVotiMvqXVBEV4UuamzWJScH8xLNYWR85iyVUYzXLDUYkQfDSPMZyX6we3ty0",
-	"b2+V5ntz04F/jGIAHQ7mLLyi1s5RxYZSXn0p+QSKeN3cAODtXP1dfhJ+c77wPLqUlZWHrt1R/EUXU0P9",
-	"FecQmC5JtjXZHnt7sPf64NQZC0wJNfPucO+Hg4B9evf64Bj48I73Px4eHJ2xAnCEUEGDMiLHgqulgo/O",
-	"Z1lCeDlEy/VYt9Wq3iGO07Yild531zqShpBPu6zb2sCFhWhZwoeXZKEt7J78/CoW166ptgsQPnf3rIph",
-	"q73jR9uWsGWe0JvNmXmTZo9An/mTcedJcvFo7c4D2A+eE552PzaEJXC11ev/DBlS+pzrkZqdgVlSvBAX",
-	"KYjlj2fv3r87+7kW1MY8Px/MiiKVuX4KYDLtoJZweTHDnk+L81enLtfMVRoPBQTd52559L2Tk9PjTwev",
-	"XRXLXhrQCzx5Sv+ks1Yzc49HFZLjyDd9nPztrwykTMA4G/FililNkk1FFEcpA7HDRF787a9KO5QFb9rW",
-	"Xh2//tlt6336G2cHX9SUpPZXb46Pz+idZho+m2c+iYzeZZ/4ePq+FtRmWVLr1cZFMc176+v5OJ02HZDP",
-	"OvjT83XoOiys7tTHs7Pjow+UbXS/+b29fQBzIK24OqaVpk35mjPHDy+D6vsCsbn2mrFBfP3LBtlArccj",
-	"eVafjWcA9KwUzwuS94826p4CgvKnzniSnw8GdY/boxIB9Q/NJINA7FRdkyIy6gEySy4qT47+ac7I8iyz",
-	"VmuVvrlQhGtVzW5MNuBKARJqGgcCa1Xz3Ko0qHuQOsKBIBzThDn8Js24sh2Uqj1kH0/fq2amPM+xmNmC",
-	"4lLSMKsrjcVlLcOtT+ZPYV8aIbJKEfb9y/fQXjChTXtflADNeyyMJ/xCrP82FRdQJQP+mkrnj2sxmIas",
-	"DqodzVweWDJRdviqEbBQvTxdn0y7UNIC/9q4mKonURtceLK9RY+6B3MajUJWN2rj4kOtlnqKHMzINJaD",
-	"diltehksPZ18cIo7RKLqe1p+0ll1NMDou4UuIkzJRPXhWAwvXcezjEyWIuE+1C6p5yK7wp/BusEOWb+B",
-	"MMPt+o3qFajnAZNqW/JMZJS/J4WIRNToyzi3G7BnxxKDk0xop1lBL9R11rvtFotH1HElTmDDxxJDVuin",
-	"jyXb7rBxOsvyvqyHFkOMVW40WSKPkliKxi5L5VCU2zH9oVCl/rmjuKtHNJFhCX4RYAxnYQbRqY5nEVEi",
-	"GHXyYhFAK7jZetmX6nsAZFk5QkkvLJUm+qcbzxvW31V9MKGOSpyIMGAzmWtUEe6tAIebEvkZS+JJXGj6",
-	"WeBBMwaBiXpS2/eS7TYfhXXbG9b2Iqc8YgfjHDuAW786bUUJvQ9CRocgHVd59SezpIinPCuUFT9Z0158",
-	"5yJUQ671avVBLJUYPHn9Rp+lRkU1NMqYuO/FWOrqH1Govhouv2ngFb/Ugpo+m1ZXXOvudNobzWk0WlBO",
-	"L3ghrvnc00/xrF/+ZeOqNX+7OdzJf5p0Jj+0+C+D7p+vXv6pPds+25q+zzqjH8VOdDT8OV9ffM/tA2dR",
-	"0HJXKBlQyY9AY0pS6Kggm8kiTph3/IlA0z/r/zra2kn54D2/uvaos+0j19v3mJETdGyepel7ngEl0j87",
-	"uGbAo7N5OUbw0UpRRvSaFaiXN0qwGnf6iEhDjS4SMKOJ6H8qPSRgRs/Q/1RKBqCcfS0Ckz9Q8r+JE1GR",
-	"BJCs6loZ9lPoVfHaOV56M1Q3/W4CoJpldJZKmfoWKBmCxsxKK4Ow9NUXXMkQQMnjaMmuKv0gnd/Fw2Ti",
-	"Kr30IdbL4MqYqW7gSYO5RSTHEZHibrZaLI5yP/t3MTAwzdKhyIGbl7Jn+zK8QZbngB1avYXi6qaQYAgA",
-	"D6X0fGXofv+qrsgIHLnsK8sgG4h97cuva2tr5v/q5+FEuLz3XwHS8pUY8dh0PM/jIU+SudH3dNCfwA5W",
-	"Fqn9o36qxbzFF+dFnCQsF8KD8zN8P0+SkH31UFJzUTBcgWjXdYs7oGpIHiijqb/qp5R27ulA9VKHVFe4",
-	"HtKa8+54qHRN/cGEZ6o13ao/9Or+azy5fsZ+Uz2BqpW+DJHxAG247x0SapeDgbDYqJjiMRm5E9pkECCl",
-	"LsF82eM1SrO+RLZeZuh5kclgnBbpGn61RsS+fk3tKM4RtAQRKg+urr4epIVt0tiKwC6S5ri/ATiC2z7E",
-	"/aw9TyashbC/ZbjtwIwKFO5q2HaFmo5oc1iMEty8MgRkyRTS0QiYMCzMnC2izBu7EFdHyF6soWZo2y8b",
-	"p22lLwkuHmtuA1zHFznKBFtDwqQ25ECcwgxvylJUeV7l+AKGvYCFICJCAq6BnAcpoAwPNckBVfYzcmzE",
-	"42SWib68Hqtdp2ezSvM/hW1vsIdPAoQruY3oZvXfDXCe21Ni8lJzRAXUeJLcX8Hy+/nttP7PNxqI6QBr",
-	"tWyA43Qlsnkq1fX8gS4ifG3Vg1aTtL+GWbh9eMEDnAGdJ3p3oYNjaW6uyrvq3xmzPeDRuyj3NS2ouoBH",
-	"bIlqFeWu0oap+jaUpCc6UK1XIFs+ykuZXku8z6vfgOJet4lVmOAUPJ/C5qEsENzsCwVWkgkl9Qx3GUN0",
-	"lyhsLt+jkMou+HN5oH8s2JjLaO06i4tCSAvU2Gi2XKYrQKwqCYnIXA3zJYiIUjiNt08DRwMD9gCMY3wh",
-	"eTHLxC4znrZCrI3SbE39Q90CP+8dvkeEdj0Sw4SrjRCin6/H0KGBDLy+GP1BFLrXr6nDtQcJIj1DRhDV",
-	"9OT11DQ0W30Zy1Ha60vGirhIRI/tqysI10JNyg/oVPCnBQqTXoksj1PZY21syGOTNNE/HFxtgVu/2qJd",
-	"APvSRhLDWRYX81rv86/utqp8RKtDfo+djXas5ziv/Qobaix4Uox/X7qV9sifCUAL2Od0gyvRB4d7JiX4",
-	"2F9rAxxcs5SqJ+RQKT4AL1gHtfD36rV+S/14qofJhGnTy/tfhfjyFa4GPVieQAm3VevyPr4SUuQrJ32Z",
-	"F3rpKnxQZ8tEUGbkakKN6uT4AwUk7hOm0XYBhFBQfYUL7YJfiWZfHvle8J71ViGwGvif5MVMnRGopaF+",
-	"1dDqobrU0iz+nZgA85JualIqjRnyIrdpDUMu2UgUwzGLiybbw6He7TkvO+KV0Pp4+l6DhMATX+06j4sF",
-	"pzm4jkeo+83o9oEhVil6P4jCd/ot4EKs6HmAF7JWSUIEvVgN9LD1PNqdHagvYP5eFEGB27sq/2pFH4xH",
-	"9p7dgKqFq7vxMDiI6pkn0Zc4xB8ii4Oa9XBVN/6nk4Mfntr6VC5p/OToyW1fi8G0uvGfDl6dPL5168ur",
-	"bn3jh5Mntz6ZdqsbPzzpPrbtSiGu9m5gs5TB1eaEKNVn9LrmE53fIAue2eP90ZNF6L1+NAzlzMb2MOaA",
-	"gvOaG0H6bF56vH7Ma2YSw/7+2x6NolilHT3dGdptAenYejoV8uEa9/FUSFczC56kH+NVqq7uNE1yBD5A",
-	"WtG8AM9Yls4uxiyWeSE4oA+nPMsJrT2pVriog8+lW9MsoWq9cW/Veu/k3bfSp8srcJc6HecLj6zS4Yyy",
-	"Rbp2vn4DLGLnWKPrnHiYK3fLPtdAYE8/MrFmrb4DOY4cxRezzHpNtcL0Ime5KIpYXuQ9pcsonQawMLNB",
-	"c5JG4nuTkRhipuiVyOLRnOANQh0lTATGfFAEvyWJAEZRYOX4MhW6VJL5CjLZAHQzTbjqkfhSoE/fax7R",
-	"Mzo2B+QbymxWY+7LkKK1jEcTIuiVItGjXlNbh62taXhNHLG/////Ymtr1Bp9EDZZhbIa5xbDACDpypkO",
-	"MNID248NE6WJIjtFt+VE/NUkavRGaCcTKJR1qmop5We3SoGEbcFwW7C4MgHwE8ydDpv+hBOxSp803VlS",
-	"6UBvggdUfPNVwq1Re9jhL8XGYDvqDjc3X/KW6EQ7o/Zge9gV7daK9+JGONca6xLVcOuODrTbmzudVrvb",
-	"7a54ldmWD3rP3Uqn2tXrsMF9Ked1aqF+xGp55JwuMRynJqXuCfe4RaXEuc65fx5iuD0Gs83MBlRvMARa",
-	"TQdR8Niee+LCP0XPM4SfslRe4CFOM+91T9Xw9ssg1Ofp8FG6GI3BYi5KfpaEyDfQmQxqQ18/MGc0I6Dd",
-	"5GN+6RIs6CdWgkjvyJY488NKcbQsOelFaRLqi7jN0gUc+gkVtXbr5c721mZ3owP/qjZyS23c19ZVAvVO",
-	"U7c6gO7BWU6OP5yps+wVc8upcgakR7sJ/3OkGpgW4GJTWqZhAgiAYy1gmODdYOkIGR9orl7keh6VAgDx",
-	"dGUD7SfpLFpT16LeBKh9BYw4vBE8/+e1t7PB2gft/F3rbG71+jIf887m1vdj8aX+9nBvf+3D273O5lad",
-	"T6csF8NMFAHL+DUg6BqNELUG40AGZYdAnQb7APwKqOWC10jEVyLaZTNJvUkzdq2OeTLX/XPT9Cmxv9VG",
-	"0haIF1rC/ypXV1/a/rgRmrzMAdWXe7K8SgwzsnKPlkPHL31m8zEATK9dagOfOR9zu8JGAPhTCnvj3Gua",
-	"ozydZUNMp+sgVSSUQINsQmIN9Otk+qT9fWnfreNXeobDJtvTO8upaaDHSVhSCkIjw0L9QF7FPOLs7//x",
-	"n+xAFpm4mAn1R1++jyMOAdU3PBnzcri7sbSWgO5VDlmt5jE1b045hGZfnoopTJe7+OXVVntNQzeBFcMa",
-	"Wzz38c7fhdpz6W7OvlzYnWh9ccP3ETWabFNrkFxvgRfa2B6msyTSGCPwdIrIAqQty1q98Bl7EDvgcFDM",
-	"G9VxZ+jEnUpkKWGEDm3I/i+738H1ZSo9vs3bg6i1tT3aGYmtId8U3a3uoLvdHQz4Tns4etneHO4Mh93u",
-	"qD3a3NlubUTR9ssd3o3arW5XbLe5lsVorVtpXCFolql67VZriap3n/D7d2UmB1moS5EKb11QehnyBvRq",
-	"TgjPyQHT9BWfb2rTLB0Rwo1GcsizWLNR3wa1a470GiVC7V8D2za8MEsnFbzU8Og1n8RR8+2ri6Ojs49f",
-	"Ds8uN45+H24c/fZz52j8cX/v1buf3/x29ObH3/a+r2kiNM2jC0ln/wdi3vFE5AWfTNX9uL3V3d5utYAY",
-	"hGYSnrPdiuXFOZKvKIP8esyLHDnJJ6LgGt0bxfk04fNz9yrVg1D/a7Vabc0p7ty0ixf0LSwgfdV5ubHT",
-	"3d7cgn9BlzBT3enHuc7F1xqBr5fxKKK83hOkWYiFSQjUROvY5LfAPscXMoXWWu4at1WzeIXDN49k/fAP",
-	"/XLq6xODWagD1dYwvZAxpeJwlpUE6bzxHDaK1iS0+FUSEEPqShA/H5G12z43b6VotYvNeOpAPJ3FwRiB",
-	"KvJ847n7Nf8GNswfjcJ+ks1qLmXvKs8EV1f5M9ndj9Madj39gOVjeAo6Byxsq52fpDqUIX56v9cXzBHM",
-	"z0Ox1XioQXgb1AgKsNRBimgD4cNEh1yiE117Pah6m7p2BjwXJveqrrp3KqI4D7CV8PTg9bsP5x9P34eY",
-	"Rwalu0BV8+jS8jGfCgQFXse52GUh6Hx5yHI+z6nYtgE2zBFgamgYm+x9yiM24AmXQ9UPXAVgEJ4CQTZ4",
-	"5FMUtGrXuRH4XKmOS8LMpzhbT+ZjhcHoPBw1ZRYn8RjYhOoWXLdVOxn63HzUoavspzPRXofLnz+950dp",
-	"AbbzvFSSD3EtaE/fdZ5088sCCP7DNzW0RPdmSpH9/CtgGdVOX+ox0R505EdEdAjIWMs0XbDQi12Fi9jg",
-	"FzkLb9T8ns+y5DZsNNlekjAk9CnGyu7kGZGJhOt8GodNk3i1jhn/uuxIOVzpIdPXlCExTKUUQyq6OOVx",
-	"BoXd5uzHUzZMIxGQ9RyYEhwYHQxYkl6ks8KQKuUBlplGIUSXCe4YVjcphlgm/aX2JbmDbjSZD+kDADcp",
-	"jjptkXwHiCsmnayHVX4Nnelt2GQ/qbnJxZXIeGIWhU53ztTF4Az8Rc6UfGa5wJKScc7GIoHoBJFXFWMx",
-	"2VWmI08SvFewYiHilLXUKPN2xwVgbbg0rzYyBUMRc6cTTXZ0H4JxJTnTXN/WyItDjawMRTWt7bZvV7yi",
-	"GLQu3kjvdxIb6iGVOiJyS+cLpw5S2DAI/cByqcvI4jArljmbJaJyie2S2v4bUOZi570aBQt1xfLGQtlN",
-	"JOSB4tS4cdMpMQzp8jJI0Gnq7J3sne2/RYJNycQy5ll/tp2yCYtdXspe21tJNqvrKWLhwGqW2/3TQ3OA",
-	"RB6UKGnzhg1QFwGl/4+wBCWRzVbSyz6ArdXOAvFqLQ5/774kCeixq4QPwGkyOekQbzWdvH/Gv+2sxSBU",
-	"7DCdfVIur1fuL24nt9iCPXamikGs9G3vbNLDFW8+nhWo7VWuSkDNGVUzSS8CIFYlztNhJgqWpQU6Mv3p",
-	"0aQkOmSOkxNUfIGXQeVXeEIwV2PhS7w03PkGbt4CrNqpyJjRrXYNSbUWDwQX7HSChetgs/XSmTyyslef",
-	"snroMLupgXxZy+PJLOFFmoWNHhySLE1A1LtMNXhbmp+yKFPzHJDyOU2UIgonFIwpx72MwQF1DzhbQJfo",
-	"UBcuxgRQ09eavHeZmliCpuZWiipP8FVNtufcGbq8aOHoItlMV/AP94+Pjg72z45Pz1+fvvt0cPq9HTpq",
-	"ITrbbhcfsCTSOFzCo5vFcnTkNuV4RSWWao9BGmkNsBHUXGCe/QNQmumq1TTqhHdFWjNQrV3Pg2xUx8wM",
-	"MnUxSpGOWKV5tRDhabI9r+h1CdPwIrcOA4Nv4F6Iwxm+MdQWB41gaAwf4SEwOVigj4g19Q3sA61S5RBN",
-	"cXkznFc5iu/tr7f/HQAA//8=",
+	"7P39cts4ti8M3wpKe+9qKUPLkmznQ67UvI7tdHs6idO20z29oxwTFiGJYwrQEJQdTcZV+6/3Ap46N/DU",
+	"qTo3cu5kX8lTWAsAQRLUh+2ke+ZMV83Ekkh8LAAL6/O3vjSGYjoTnPFMNvpfGhNGI5bCn2csSxcHo4yl",
+	"6lPE5DCNZ1kseKPfOGdDwSNJMkFuaZyRKzYSKSOpeiXm43YjaLDPdDpLWKO/0wkaKfvrPE5Z1Ohn6ZwF",
+	"DTmcsClV7U5jHk/n00a/GzSyxYw1+o2YZ2zM0sbd3V3QmNGUTlmmx3SYMpqx6CA7o3zM1DdDwTPGM/Un",
+	"nc2SeEjVELf/ItU4v+Sj+NjodXpPt7rdrU63EdgPvV7jkzucf0/ZqNFv/Nt2TpZt/FVuH9GMYb8wsiJF",
+	"/nR++o7QNKULEn6UGU2zgDAefQqJGJGIZkySZvjrr7/+uvX27dbRUdgiIoXvt7J4ymRAYj5M5jK+YQER",
+	"nGQTRoZqsrH6EE8ZaVJ4nNzG2UTMM/xyKG5YKkk2oRm5nYiEkYguWor8sRrUX+csXTSCBqdTRdghUu+S",
+	"Zo2g8Xkr5jc0iaOtKZOSKmoa8hKakelcqmUllDgzcydm59W4CxqnacTStyJiR2xE50l2IIeeTSPSjERx",
+	"yobqi7pBCtNUY911sZ2rkfimZR+wszo4P1T0Pzo+P1Qvvae4mYrjVd8SPp9esTQgo1RMSbdu0DPVgDve",
+	"COkA23rZFvcPGHq2K8CJfpyMYX1Std5cjZ/9dU4TdQi7MAuWqhf1EnQ7neqUTjI2lWTGUqJGHJCuenmv",
+	"06mdFzZZM7VOJ2hM6Wec3B582nyqeiy+6SLN9RCrM+x97Qn2ftv57X3t+e196/mdx9N5QjORHgrOkQ2c",
+	"RJ5JRoq5AAu0zxWulGd6sjOaTfK5xlHjvjeNf24nkWdWwDpNL8WHY0ls93dB48MseuzLivR2+nsv+nsv",
+	"fr+3VkJltjWHqT/axYXNLbm4NKk3v7h+YVcTIa6X78JbfIjI+ZV9oLAfe91/gA15p8YiZ4JLhrKUmM4o",
+	"XxxOKOcseTWXMWdSHqepSDfZq18ajvyATRIuMjISc67mL+fDIZOy0R/RRLK7dbdtcTyerWseIEw9QW4n",
+	"ccJIEsss5mMyxEnJtqJkzmzuOUkgVxydpj+yhfpTzqdTmi4a/cY7FmcTlpI4Ilyk5JqpTXtDk3mJMGov",
+	"wc+FJakQ5y5ocJG9BsoV+vnAr7m45Q4/9PeTT3XZGmA3b8R4zEr9nDMpzcu6Lxjn8q5iCS8k0CCJuafH",
+	"x1v3EzwVJOazeaaoelXYCH0yjaVUe0CkZEqTkUinLCKjmCVR4NAvpw9pilSddMoFrOUQN3Er0LIfoUnK",
+	"aLQgMSdzySqN2GlDQ+Zh+20rULsx26KzGRnROJmnDHbla5FexVHE+H0P28UkloTaFZhzOs8mIo3/xiLo",
+	"YD16v9XteSh9MWFqwilJ6PBaAiecsRTIC7w+lkTMWIo6it7UeOJOeMZSTpMHMRPTCJEsvWEpLu/jzOwD",
+	"Z59nsLfNkuyjuEHnkili4uoFhDPVs2Q8g47fiexEDXTKeIZH534Lx/ItIY1IZE4R4/QqYVGfwJUFwxrT",
+	"jN3SBdyg5PD03bvjw4vTs8ujs5Ofj89e2hbWJ01pHjVrny+uHhq9oXGiRocjgR0QsVkiFqqh76Q6GaN4",
+	"PNdvNfO5KTKlIlG7NAL9hZGU0cQcJZG22qiHLRJBowsh3tB0M5GpTGC1H5m6KkW0IFOKd9IVK6pQ3U6H",
+	"vH31aIel0KfaRWoSuis1ZcajmYh5RuhwyGaZJE0cQGtfjW6imNYtlURmImVwYdiN95OSh35WfA+m/5rG",
+	"yab7D44P3GRGJ+h/3EB6/3QXNO4p9a9H23x2taz/gIBcSKxNiEwo8qXbVPAxUUKUIhvcVm0S4pRDMhFJ",
+	"hM/pGRgNSjcDJL4Q4i3lizNcQ3nvvScEUe2Qgyxj01kmH4djnSkJOomncUbY5yFjEYv20dxG6CjTR0rf",
+	"V2JEpLbPxZyEYMfbAkNeqKTWsolvy9r4fGPTT2871kAY3ge4bhjPFFXuzwtLzWxArPIAfGdSXDNu5AGl",
+	"q4DkEBD2eRbrE5ayG3Gt+9W6wEOExCiWwL2LUtWFYgqCE0rM7wVVwi9f6dEoPmLeat9DYly/IysQtb+q",
+	"/HbuDMgRwrwyWKC+zhT1RrhgtTR0F/D+fBLW8IpGH9KkRM00yYVJl4w5V52rdz7ik1YFRVF1kmUzNRP1",
+	"ryQfzt6UuOl67yhS6r38DvTLgiJCp8zsdP/4UCf9iE+6WkhxLJWfN1j7NVh4QXrvk1CNKnRF9kRwe2d2",
+	"9zpKUErpMGOpDEg4T5PCwyCUcKDRtiUUbBpalv3Vl6XbY/UNAW+2GzkFgJIHRgw6vlHTP2MSrGlfGrNU",
+	"iUxZrHkBzYBiccam0vOzS5cvxgAgs1St4F3QYDd6v5Z+uXNNCh/1Y0Uyf7L2BHH1FzbMVHP6CzCHAJM1",
+	"B/xLg/H5tNH/mKVzlr95JUTCKK/0Z94LcH6+rioMtLgF9jovUEISIzKlnI5BDLXCkSTNXMGSgTG+yMAw",
+	"Bavct/qGpWtl0H2xhbugqBwqzlZcBbvxPStQJREww01oZJr3kUkbXi4WM+YzP+mfQajpky55Sdj0ikUR",
+	"i0B5CEiPvCRzLkajeBgrUXpCM6I0imao/qSzWdgKyA55SXyPiNHw0nlsl7wks4nIxJYU6tEtzrJbkV7b",
+	"4xCQPfKS4I/wJVPHNCBPyUtyJbL8K7CLIbW6QS/YCXaDveDpJ9cfWLF2BY3PW+qdrRuaKoYgFRGP9WwP",
+	"J2D1+2BneojDbgSN08o379UczmGU73AGjaCBn9+aETaCxiuR5R8/FdfC8NbiagBbNEZpZ2UCMqXZEET3",
+	"sLCgYd+uFxCaNLvaEgAL0GsFxFkD0txpBbgCl0jkS7MCzd1WoAl/aalMmnutQBHe/eppyyF+o9B7I2gM",
+	"LZGcftV58HSqBIBSj42gUeiu4S5pqcniSVpndd01HT7KckILlWU84OUjA0p40c1Q5BCO03SV+G6Z2UU8",
+	"ZTKj05k653G06kU93BPwGlyjjXGN539kwMkTa8crzlXxc20WzQoWB23ji2Vu4ms3qkzNmLE9nNGxx9+H",
+	"JiV2CWZyNJ1Cj3ZKQdFj7fRaw08VVQ4nbHittTgQ9/jidNTof/xS7vPTXVD8Tg3h092n8gagKbscp2I+",
+	"kwXnGdwFZfEmVEQPye2EcRKiOiZDQlNGoAVyzRbSQ2u/tT/v2EqHsKYiJdD5t9hceg4ehog/kGYUj+NM",
+	"okVoKOZcqaRDETF1AQf4dZjP5CUQKHDIsV/0YRphaUo/v2F8nE0a/ae74Jg0H7s+BlOl3jEdToxGnAvX",
+	"+Iri5NDr011HwFTzndLPJzgE4w/VH7slEcrfqaGKYxZBB5TpcK/T0WOQdX4b00bVeZNvVbMslXOg2lzl",
+	"dqiclTXl1zV2DY4dmvUJnZtJW/cSSFfKXDBvwTM69MxZnw/fVndc0urdduWeW8Ywucji0aJGrHBaJcOJ",
+	"kIyMREriTLJkFCAvkROaFrh0jTbgcNHV038Ty+wxF99Q9fe88HCfOLeDd/k3YI9eYdH1wtEpU8vmsLPe",
+	"3t59+Blq+HWMrLe353KyOtZSVe5LfAXvX7gJ66n4vWLeVepRzsWcD1mtKMI4ETxZEBpNYx7LLKWZUMyS",
+	"LohkvEYIieUlPL+sVfBEDAsOScV53W7M8YWLx9+T9/B/by6qQJF5LhmhkoT6uF5es0Wo7zjzVSzxqsOb",
+	"bjM2MaNpFg/jGeWZvITLtBAn0PGESNae/yBfD4eI3j5WLfVjMwrcP79jNuHVx53tFZWjkZaEcnyV0CKH",
+	"C1XDFieCW19ARSwLiBbY1EnsF34if1CSKjV/m8jHbgciDPfMi83jdlfJTXQm9TOS0Cx/YB87BdHHtMYF",
+	"+vv0qGJJ5ESkjh+uRSiP1GMJo5FibH9jqSBNd3jSeGPBLwp9dPZJlIoZHOwsnfNrMkvZKP7capNjXJ0+",
+	"2dvrdl88f/78+bNnz54V1q1R+AmORpaxVNHwf3zsbr349LGz9eLTlxdBd/fu3xvrcekf2cIurEPo6jqQ",
+	"ZomurbrV/7FWfHOlrcrBZJ9j7cZak9MdGgVRyYuaW9IhjFlJkcDU9gmfJ4nWb7CHUA0O9BFFXPUzvVLU",
+	"xWinKu+DMVd7vwD/KPizpPZ7rhJ2dFOBmerKe8uE+dIk0SrhMmalnn7LMtpQeuLDmV6V35WmU2NPdewZ",
+	"P6Vq51SX2nxbDl+OQUSA3ZYJ7R1FT/QMeETMZcYohLnJIeVcR+5XTdHgL5O/XxPIX1M/CdSm+ukMKUAl",
+	"oeT9u++JojP5cPaGNEP1Zz+e0jHbnvHx/hWV7Olu8N//9b9DMKU5/MD/5Mot6pg2hhjSrodaIOqSLYtL",
+	"/jBzRslEEUehOs8hyC5NmimWC/5J1gpIKGQIrDi8SsWt1C7j4nbTv1TJ/Qp/AKFXMfhbXtxvSq2BENGY",
+	"X7OIROwmHrKAsPa4TcLDSSqmKDA5wnJXa+EbCstmJLXycrfTWUNeNs2U2O/X3s7CY285xWAcPt6SC5mx",
+	"6f2I/EvMI3ErH4nKp/KhBD5dbuYQ6kWz3R5o6zAnabkYu8YiaS78OxJXH2FSv6fpnLMEYsIehd0dToSQ",
+	"TPF+Rz+8WpACG9wnLhs0wk92K9y9VGWEX5cP3D1sv2NI/Le6OchQ07mYtbFvPPxwpXB2ixozTa1Pgo+Z",
+	"bJNflEAJnxQPcWKZJOMRuRIQbcjIcJ6mjGd6BIU2v/Xq1Nl+3rHb38roo8aE1KgZllboluol7cfRg1R/",
+	"1w/QhR6w+9nw+jyj2dxziYbiGnfwnNtY1nCfhCmLYlRkZilTyoceKKg5Z8dHJ+eXH87ewAOSZa6XVVw3",
+	"gobTmsPXlrk/T6/Bpe28BnkKbkKGx3lpPc/WFA0veHyW+NwljmTlpi64vu+CwuuXax0jJ5DhLngsl2kp",
+	"Ztua3mDSl2aQceQa2ZwEmqW2/NTVcnVT+9a8p7gOS7V1D+zvjEd12lG9NS8VN7FqR2vRq4jxXj9/oB//",
+	"Bo7W8koXv2l45rChT7awpX8j/bt4rB6ihqOJd9kBFfyGpRJi4NrEroSEG+/k/JQ8f9rpIgMUo5FkWaD2",
+	"W8wLaWYzjIKXbWtUDgMSZnQs1b8SZCP111ypZ3gL2mUSM8ZZdHkLcj5etFWWRqXSDMDJxEmoRhP+/nhI",
+	"5Zg7Z8w55cPclbd8E8Bj5zpgssKkSlGKnpVSFBqJdKqeb9gUSB9DqBuq8QxsYJPzsyvtK2xaJzqsJTrY",
+	"W14elVCJsTt0zNaesTb2aWwH1fMoTmVmYsJqCbLSBjid64jxDUJOcGMvjXKhnCjBhUeUZzYzwD2RRDXi",
+	"9/2INB7HfI2NegoP4h4FhXuFAb64Zpqk+XLB8TUBjTZFdua0INcyq85izuto6mcO695Gp/ASGg5AE7S6",
+	"2bK3z+Ep57hJEMnW4QTOgqEch8RW/K9K61/A9wYsDGkcc4jFA25ZCChZ1ucFHfvcUXOeMhqt54gr39WP",
+	"yVDmkq0k+AfJcnL77n3HtWt2rsOS3AXyMt81ZIX8DJVIZ0683ab2OFc506byhXsj/1byRUEqeDT54owl",
+	"1ESHG3XD3Hb6ONjTqPdIftYLp3Y9neTQtn2BbZ+btj9g216O4Bv3A6xRFVr+9kapwpDQquKP1h4zAESi",
+	"hTtnH5MIMIES5DAlkyVslJE5R/tHFBTNT67NiZwzRt4fXBz+QLbpLN7WG2DLXBnbX+LoDmwNMX/vkLtb",
+	"CXSn6fWlOpMerRiDFiXLpNKM84Mbqul01o5XfEvTa6Lerg9XrLv5axpUT9c3VicSHNxXDqixckM39cOo",
+	"vXprAFPg8frm8ERf+lTgt+IGPXkTMEQMnbAWxxSwcSwCnnMSe0MSNry6K0dFm2L0Lead1oGU8RjwjLKU",
+	"cjliqZ0kpJ8/whQ/SLZkglrsusxFG+8BSdlU3GgTJz669h76RQt2etFqF9+MZO71r3nGQYF2LAJKbTyc",
+	"uesjKw3Ga4CrNnVQMpzrVQ6IO5WA2F2d/4BfBcRur4DgUQoIsImA4AFHIAfNvSrmvvot57WBYmekKRkj",
+	"oU/UDFv7ZJc0z5gUyQ2LII1ojzQPKR+yJFFfDBPX0J2r+97El+DZp3VPIY7Mu0mdnOpnzqyNvOeLVQIN",
+	"UYxKtxFp3tYIzMbS0GqT15A5hcpl4eU4U+S3UXTfSaIxSaCzlA1FGpGm/R3s4AHhAvWZlk+RKcWsTGkM",
+	"dpWV+k6djl1vjDO62oqml4jOODrTVI2sUNVdfKuT0xQ3JCZ4qZsG87reo70R87dOOJmlYpwyKTFTy2xO",
+	"TMqyWxOzsc5ndBqQZ+QleaXORNS2j4OuaZ8GOWTQgN0cDRpLtq8NmOqul7mlpqHERZxDI2icKNEExt8I",
+	"GmY0jaBhx6KEzRmdNoIGjhmkyhy4qsoIC1hVDgpVm0DY/xWkFMeSaOgpF8LK4lFRqV6vQaLC7EGrlbkt",
+	"kB9+6L992z8/D8m2tekVAsuWYk3m6aC5l2UwiL7s3m2pf3rmn+bHC/IJ/+zrb8y/g0Fb/dUNnt61/tj6",
+	"Y/M///7xD1vm2T/iv+qHf/cpk3mGQ8/Nb+hV1d/jKM40JEFtxLTvPrfALZq5KZ7WVOIvBCloJYLEUete",
+	"V/kDIycz9jnzXw3ql5LX7une3s7T+/jtLthnF4mMC77FprNsQZy3PMOF15YFRAA7gin42I9aMBa9zTWm",
+	"ajSUWZIcNIJFceax/nrNr/4M1ap8VmumXd5e6TattsJggjVGQJwS5XZGVUsY+4w709v9ScR4Fo9i1YiR",
+	"qq4WhU27XzSmCz5kxU0NADiQdO7kkrfrjcQPODhV6hgrypomd71PcpO7/2gcap+7OR4rkgFr7F4fLg4B",
+	"+A/cIWgFm8bDVGigEhOflLPKi+5uv7PT7zxrd3s7u3tP/zMseaZ9PPOiwC/1P5pbPr37z39fL14P6GA3",
+	"W501rLqhqyuw0n71A6OJYitltiqtCOs4mj+tGr1+y9eRzz1Y1S/zbPx8rfw3n3ZZSZbexEMN9Pg3pQI0",
+	"1UpfLYjOk2wVI64dJEuzvqtXlfhW1Xu31bI+gCIg4PBCkytEAYlIByNQMplPKd9SGgbgWzknd128gNJa",
+	"LDMp6WGugY/gcBEXIEEyHgXA5wKNYBOQ+SwRNGq1SRixjMZJMZ5Bp8k4bCRlo7nUQuGQpmnMJIEQDbDi",
+	"0oSkjEqlMWDWQBZnCQv0l+C1LLQ2pjfACqetKs30eMAyG0WxmiZNXGMVCuLVy8q0/l1lVOg2zbDbArfP",
+	"qfyYS3Uu5unQC9Pwy0SocUbzoaKlWSyU5w+MFQqFeqOVNVM2ZLFSLlG+P5zQ7EpkKNsfzGIU638R6fUo",
+	"Ebc+wdwVynvrCeV2LI3AsfTqrhtB42AWN4KG6RQEcDP3WkVGP1DQYbTUj/fWgmVkQnmk7kNR2DAtJMm5",
+	"2pvNQeOY38Q0ooNGv7itEChNX6cQC6Yx1jTpjlgS37CURdhIlrLxnKlWUkaHE/1eyobxLFY9YTBsy2hR",
+	"FF57E+cd549q20NZy2/h4iCwkHr7NU0m1XGbwxXh+Bb6fjNwJSYS6yoRw+uAiFm2JeZqTkqB++AAOZLm",
+	"CHsaCYRhVEwBlWvzEA5rNezGmvsk19rOEVjGkhh0N6r+0bBKBgQMh+pumTpME7NhckwTJfHiVjiZAqC1",
+	"WtWf44gJfRzmUSyQ5kdiOFd3E1Lpgk1nCc0YqrrnWTy8VhR9Tl6SN2K41CITPL+HUnuBQgGMshE0YIjq",
+	"2KjxKSrpwTWChhmZIiEOqxE0zJiASlUYyfIN0IUbwIBSzuhVnMTZogQRiZdwLMnVPE6ir3RXvdPmkkcW",
+	"IACkic+TZB35oGI0eix5Ia8c4CI7NA7OD50QP/wEpQI+edvQAQEVavwgbsvmNzBbsAj3vrkPYh5nMQWL",
+	"J14TCHPkfA1WoOlMpPklUd3c99jUegQnpqeGjdhyv8Ke9R3xSZdLAM+pr2RCzHGq2u0lRoQpDgjQzITx",
+	"G5aImUew0qG9lzO9Y5eDY4PXeOYV9YrZ+upBRKpsdnMhCMYSSwI6+SozxF3QmLE0H9gGgPmZyGiybIhg",
+	"DCLiBlCGExioLAxndcpvgXDOUE3vLrF8B7wcdVhdU+cyxmTAkdKyXRQdjJ6E0BbBiYbwsxDcq6y+BqPL",
+	"xBh6tfOSPGhxvcyg4mhtNdtEkpZjGy/jSId7oiytxBiEvyRTFsXUr3WDNfgSb/R1Rh5HpbDT72Qh3qe9",
+	"npLqI1p1MMsWvODG9466vMTfSdLb3ZqIeWpBhDCWyIlyWsPV4ItRCFv5/rHhUGCTpSmDS88Mpg1mchCI",
+	"ertEDUaie8QJs/pOEnUD57Fq+zpEDK3daL3J9D0tyZBycsVs1ukKH0UhGbKkZnK7uJpAAVkSWWf5kXGh",
+	"YILzbSqyB0TXKcnVHwiWsimuweU05vOMSa86o9Rf/BnCFPZJBweKtNMWUs30dnc7GzErga4Bh4a+US3b",
+	"tRrjMw8yKY9fbZlcEDcxtUYQ16quL5lnzEXqk8aUWgHKMT5Amsjf8H4LNLfTsXrgzUzAjTrXAKyg7M0y",
+	"2VrF163GKn2WQXRp5OiUqRgyqfZyM2UzrNokuBolHybziEVrdGdGVu3uTP+CJ1BHqeTarVb4Vvfw8AAd",
+	"SxJnuIFdK+9GmV8lsZwANueBVh892fEGXbPK9azOCc98J206T9WV8lVjkwyy5zLp3J2s46OphqWDULcl",
+	"h2LGcF4kZUqqQxs3JYoTKnZDrKFYhx6dnl9g5BG8JT3WHR3WtZlpx9AWkrF1wLsbC38gF3x48P6ERFqx",
+	"2kdcXKzyMqYxVxKcx/Dj98ccqW4ct5HzsMcNA0+X/EY1G8ZPW3Md0owmYuzmCw3Tadtc3W0d6Qgxj87X",
+	"2mZc/lpmdMwu9WEs/3gL6M6FrxIhs/J3NB1O4hvmGLDbMUj3bTWNhGWFQ7U0WjCdGpzXQzsN58sPdhLO",
+	"l+dqCod2Bs4vv8D4nS/e4Oidbw7ysRu9BYZ+6I7ciwQHa2JWX8ep+BYiIL51KH1bWIbSb7fqwq8sQukr",
+	"swYBqV2Cmn2JEyltTDEEDcDvf/nFSBi4Lyd0hmatpk8qae0bqz3haHdcIzy5JmZOD6pQkInnslDuWHf6",
+	"r8c2rkMaPgOwGM1my+krbHgt/VGoV1SukdKS5xHCsKJYbvSOJ+wX+vXNw+vueaS8Qr+PKDAE8pP1Rlwz",
+	"bayTS3z/ci0fpgxqIB43df1DbEdtFN8DoRtPogIWAfhFyjCO9WEGa7yLAri4YZegTa4GE0WvdiJFOeJP",
+	"DME0g1opGcUJWzvy7wxa0m/Wx6Cqu6xoE4OjX4rCmbKQNI2jr69kbJaxsmtQ6Vr7JKRJEva1swqUN7AK",
+	"KWZMi/5t97ZEGLMkWXP3v1WPH+Dj3hA7uKLNrKcwZ9V6VcFedi7qVI8DLm+VXiBSuGNyCb3Wmfh2ifyY",
+	"BzGuEBjPzYF+u0ROLKbj+Mr56ljidcMFdRZiy9VkY4y25sKJjl2uS28YxVcbm+efMo+M/H++4L56tAs+",
+	"nKSCi7kkFBevGTL+1zmbs5dwFsJWP1cHSrEgUO3LIKq3AmL8XZHxl7TJayg8ANsTzBjvqRzS5JCi/Qmw",
+	"W6qb4kjL08Vvj3XkysnREgOdGdGWGpHDgAMCzqhMkKFIU5ZALRmogmR0Kq96k9LbzQT7o5iOuZBZPCRD",
+	"MbMObMf4hWTeJ2KeyTjKoU9TOswCAIJEwUoxBcoX4EXwOHdLG8EhzhIf7iMfswBXqm7rGRFVWrDMevBK",
+	"1+8IQYsIUknOzH2Cp9DoaC8NcP8+ETNcGf2Ei+pvOTOy9dbaV0QZyLL+mnDm6UUiPLOzQvPIPjBHPb0g",
+	"DyRGHAekBCihGjp7C9EgALIBNlJCY27MpOSdsHYzk05J5Hw0ij+jDb2E8/fs2bNnT58+fVqK8LsXtrTx",
+	"3LgIFyuwpWskB7elkmCvqHuM3Khm+7wk8CuIG/q6MWS8osNrRRIekabmbeEX3e2dYtuwiOQlOtW5uIVG",
+	"9JN5cCD8mjeAhyAg+gwERB2Bu7DVJrpksd4jnNgaFIHuSX3nbs+1t6MmwfJd+AOY6d8qqeZ1nDA/NIv6",
+	"xYXN0iEJ9uzto10Y9+jR6eGHt8fvLowHQJEHzcZizMDkh0cOf0aR7nKeJqEGsxHTOAPlEcBsNO5uxFKl",
+	"+eX26g9nb4pbNeY3Ih6yrd3nve5OexaNHgVG5gfHiwHyIt8QV6ZEY10fqXQNza+SeFgtXAR1XqDnlM0S",
+	"OjQIP8b+XvCxaPgyyG8yFG+evD34/jggP58cHZ9C2fbi2rT2NbawS3LT4ziWGQSI6INhe8XsoiKSawMG",
+	"3d/eVjSSbf29Usy39cLIbXdlrH48T+PSQnV2nxeBdH6YfPp4keH/3s8+fTyXn/7Y397++D8GA7n9x3/7",
+	"9IfB4PzJuvA6hQWdr1c+CldRH9238ySLZzSttxraJwwGU7TAIBcoq6y9u1Qiw1bPSTJL5pKEinZhm7zC",
+	"Uy0t2FPGPmeSYA7Tdojy1T4Jb2gaKwnxEmpWYdQayM+q6xnT1fwCtX4ihRhcgJSKLuteVP3g2xORgBNP",
+	"l4LGCxrQLhGB3xf2XLz7Vqe5V256J9h5DUip0hV6p3Qfy/JXvWhuh7ugoYjuN2ePoACIgFXskxijbN4f",
+	"vQ7IDYbZ0HkUC6i/BmzNGFwB4GsqZKarZO6XZTmoRoh1sgBalM5mEBMNz5Vdh62COekq5hTqe6+z14Ft",
+	"5/sbZnpnyhhqxjtymP4qqvnuinJ7c2RwGzSlWKLWXCpbs7ow7n6E/aoLqjLc7XCq4NaIcoZlGrXB0l8G",
+	"DQDkuFQPDhr9QeOA00HjLiTNqT28Q8qhmDNN00Vu+SacZvENSxatNvmRLSQGpkABUo3dDIVa5VCkDA5w",
+	"yqAKL5o2tPvFnyyxLqxZZCdk5lyq3F45ruBt1zLwOqvz3jzrYmAYcq4RIA9t6PdMUBdGyuf4UOu0cQ5P",
+	"6+NtguxXvQTxZndBw7OVVr36s37lZ3yjrMlYEhbmUeRadVpNNR3Is6/tfdEmZ/OEGS+imF7FnJmbo5lB",
+	"5B9wJyjyiPTdz/d7jhVXEBz3q1D7YW5501j8prIZ7F1989tyxt9JEn7eSucJM1tShv9EV8E/GGP0mxc8",
+	"qnpxp/28Dp+8WqDo3azwSmKZ5UM54DruxxX8jv+L1/2eeZ3f3NvrdAppGsD1TI4GxBsNJ0RO6IyRiM0Y",
+	"jyTowPpMA8MRnK2BU1MxZN4Fq1/4SXUSIaxMYX9Uc2lzg5FbGs9CuEIqbMmyZB+zYXiumGd93d6Kgw+r",
+	"G+gtFFhj7jdztgfNFFsEU7fbsdc0Y1/32GU8R6UqfFtNUyv83x/rUApzQLdsCNr2SKRbNpAS9WSmlCX2",
+	"OQvbxCy/eydaa2DZqpIX2uzeI73WxzxqHG7OPqtMHr+vmtVB+2vtm0RJqc3rlA/RK+TYrbRFCwwTPFl8",
+	"pfj2ItNaXfsL6yWWa9G6pWcRqi+tqEDq+5bHMKn+63QgU/zBhkmcySPYJZ2GPNv/wpsparM72OfMFIEB",
+	"AS+AxLIhndmsDEuBX8U8Rb0efEdyEs9mD9EsSonXjqG/ellUJuDIFKDrCqklE49wQcIvX7p3d2Gg/ujB",
+	"H//9X//bWilKeAAHnDaCxr+B7agAArB2JcOi8OCdYu4ABzz/NXzeP9dLJLZsoSOQnMfTeUIzkWoxtT40",
+	"QN+vckn9ay1Q+LGmn22CNe23xq9VAMl1NpbNrEuK+K18VHB7u7hedJ/TzBjiHdBz7UW1FVt1iLcvp32z",
+	"+n8PDJEwy768vKVd++Uuj+WVH2wjXp5t9uEaheiWF5Tz/jplpkRRLUrr76Okmx7ofcq7FUlYe46LJf2K",
+	"wSpreW8OdANLKtgW6vvdowvTwNIu8jUtHcZ1u8AG6vtYXjyQND0uTaodmhosCX5v7ZMx4yyF+B7Xq1GP",
+	"yw+8cgv/fhp0e3f//vcibH9vfVaaD9hMtDDsulEvY6O/l0qXdUfR7oflmQw10nKlSR96lxiRDqCYiZT5",
+	"S26uc0Tvj6pZ4pe/B1RNOySd2bCyTgmC3pQrlYAzwFOz27hDqlIJ45mFNF+2Ne8CS1q/TyUgWASs6NhY",
+	"ZGxZjYClPfprsRYGXRcLu47nxFqZQCRCbDa3cTBsQTx+E2fWAsdSKqZrlkQmtxNBbtM4w/iLR5DsXiu1",
+	"eVORroYjQFsljgA8zF8w5Rcs+5AFBQyOWMIEM8Zt8jXywaKCWAQw2pDjuiJ9TY2ZctVoORG3kjRnc4kL",
+	"2/JVn1mf9dIFRLNdMTKGwHhdpbMaFmAMfA/R1Wo6g3YK3ZWOB2zMFTXBoAd1S6uDUNZjKxxoOYOtVEew",
+	"Rn1PvcQCzFQ1KXVpIYCHwTiVQ+idoQT5qAvI3+UOP20EpvKtLwwnmm+DJSmz/uqaWWixlbBhlXfV9rqs",
+	"1QDgVxn/jd2nKgQGTNeMS6oZ3bvIjjm8y2+hdTZQGTDLDDof4TorKh+lxHRln/wey0zbQepEy1r9q7Tz",
+	"NpelTWhsIW1ibTxC9+0S+0QcJk+QHY2TObjLED1KA+4ijM2976UzbG39m6maURM5ODYp4tjgoPzJBbUA",
+	"vbaimWkvQMxzUAY1Lo7fpKoBfpdYPYqHbQmc2znutlpe+HV3+LKtfUHHdSihnhJdMfc5TuiYqF8CMqXZ",
+	"cGLiBaGmx2UcyZCgMi6N/HNBxzIggLUDfyOmWZ45qL4rOKbyKgrwDmZJXhpn1ub1EkwrTrYiAKVsmseg",
+	"KVJDV/k6TjJv7Ww6JnGkQ7Es8Uz41l4HflBf7hMK/xJ6hSiWKUKgkEgwhBYaQRe10RAXughL2X5dk4ZV",
+	"Zb2lVXlQW/mCP6CZOx+tDYKTt7TAbJaKGzfgwI+H4qEhzdhY+PJvbAaHeUSHeL09OPvx+OLk3fcB+XBx",
+	"8ubk4teAHHy4+OH43cXJ4cHFyek7b+LGhMrLq3mWCV5T/30tVBTHAVhbBa8AycPHcy8izxsxpAnTmhqG",
+	"rs2yy1dn4Wbl9GQNrPsZu4lzZPdSNpmO6T54//7s9Ofjo3rQD4v2pJ9sBI33x++OTt593wgaZ8d/Oj68",
+	"wC8PPpzDH0cn5wev3hwfrcktDvS2KQBjn7G/gDtRfUnnEv44iiWgewEDAb/MyupFek7gvlrKXewaFfdI",
+	"kG/NIE8Qxb4/LTkfr+D9Krt3UWi8S1kjepquKnXFoR+IMtUb6KcPJ4c/Xp4dv3/za0A+nL0JyPsfTt8d",
+	"X7778PbV8VlADk/f/3p5eHp07EesxSCm5VxZ21tqwZYNEQ7NgvjAASAE05QT1i+0yc/WiRhz7ePHSn25",
+	"w7Gp3YsQfYEBTuqrPIZJ/eYpzZ6feh8JJab4vfpwcXH67tzBeli7UFZx5T2ytTGFVcDQMGIdf94nhZB+",
+	"dV2XYvolyeg1y3GXzPG8OP7zRSNowOuNoAHvq0Oj31YrtRwgZxNwPwvq92mdPWuG+MPxwdHxWSNovDo9",
+	"+rURNF6fnl7gZyT7mgwDCaZeE5E6l6+FyPCzXuNP3h27bKu+iX06hrm4qmuGrskcpUjHMWgUQs+dB8Uf",
+	"YEtrLhsWUdaqN5F9cm0Fz17Oqwpt2Xm5vSwjz8+G2Vah0HEMG48x5w2ek+JemOvegn4TscPWncH6poqA",
+	"nYxn8ZB6oSd3C9CTjtmTJrd0IUlYaqEdLo3LyQM9yu+tRDlbpmR8AHw2DNKLYlqrPvuzIiAHYvsvMzYO",
+	"MB9ie8bHAA4NH27Z1SxPftgjb1+1dK7E9nS2q57DDzvjmfNc9yk+SGezJEasz+1ZNCpnUTxyHkSdrdtj",
+	"7/Sg3XmCActPtaHm+8h/2G1Am8HAMcht96vsUAEajDcp9eB7e5mu7aOHzqOp33IMN9y6VuJlWHFHjEZJ",
+	"zCE3Zy6ZSQdUIgElCPDtA2khzWc9jXqHaZoG93vtapJuSHidaFSNZBQpTRdkhjl+H87e7JMZlYDBrZSG",
+	"ahZkNTtu+XFXHTtjK2DEfVqVAF4LEONWxaypOwYgNaZa3AYICFB9uYB/MOembsQGlY4eWtloZb0iH1l+",
+	"RiitWPAaDPrdXk9n/IX6hIWm9BPWAGbqvX0Swr8yJFM6k4QBPovGuIY8D8UtZzSlU5ZhVbc4kxbErnpz",
+	"YGvLsgJqAuc81+vD8eADMx4fCTUOYbG4+IkPEefQVvedCGmlKBcvDHMkrUHRIGEa48xLwIa1eKoGILja",
+	"Qm7AKeW1fuz2Pj0YeKcc8lobF1wjgC+PLCu37Q8y071Igx7trITGKfec81POcvxHddanM0/FG/1DEeJ3",
+	"FcBvsYj4PZwwdtHXaGIZFHfe1GJVcRutjlqKNMM/b53fDLcMAcNWQOIIJbWE0GEqJFaG0BSSRd4+x5op",
+	"leCJOSZbXZa2nBcnkvm50C8ThFzRHWv7eg4Uqy3SaxXItvh96zNc9jm7TFmWLh6+NrrG4dBCjRdU44uL",
+	"98Z8pRdHV4hwIVM6VhFLGbnFCFH8bU0cThb5/Yi+G8TdSzkSpTkixfm4zRfX3SxsaZuXSVs4Rkt4rdmg",
+	"v02Z5zKbeUCdZ90UwPl5Lozz+ZX6eGUgSDWCENSszEVufY1ogFu5ZTHftvBGaLXJCTflMmTfxBHibbKf",
+	"l6Kw6ERRLIc0jcpXR0NMeTyc0KxtcKxM+ZJGUP1NMgw43TzAnRVQGt0gmDXuDyTlqvh1Tfd33qAaTXX4",
+	"qKOjrOq213Hci8UEhsOzt3gr4bYv+je7e517B0BW8ORqfJ/FwW0SD6nJ4U7cZ8M0EMrSea5N3gFUtSkc",
+	"pEvipmytUnLrnrWqcHWXV+OqY9sPv5K1Af6yzsVtriWDcGdewC8dKlnlQKnjumjHepcVPltnkUPFrweh",
+	"9pIN51l8Y+VA9nlC5xJQcpOE7NlLG8DB4Aaxw9WAZsMkZjyrsc8xy6PWWC/N0O7Qsz5P2WVNSYHD6rgh",
+	"R7w4eDP0fci9zRCoWN/5SgC8WpCUbQGttFdq+S1Yt2OgPoIZ8YOvemhNj/Lhra2Tu+2ytUo9vnscgDVy",
+	"vHWXkNvtkx+cQxp4GYBVUlHv19ss3/lVOlbXqbzNqke3wA1WFuPz8EOENvbbhB+RpxXO++bpCce6HlBt",
+	"csI9T/F9Nt+D9o6zJ9ZcoN9UFizcnA+XB93mHhLuXzO63zzqzTMuRAn3qezJQlubAC0EolWUkKpxt7+6",
+	"lFF7A8PZMtcOgwrT5j51r34s3GZ5k77BMkE6ASlxKTJMGE1Z1NoAEu8f+Lyvsy1+ibPJOYiTHtkBWDKI",
+	"xKnIaMa2UPC0inKIn8FgiUB/EAKi9Ob66gWPfZ5qBn8ej8F6rIfc/OHtweHW+Q8Hvb2n5JotNFArRXvL",
+	"h4vXW8/J1SJjSpk7Y9k85QYD4GpBhjWE0IKQ0Tl2esFXPO96omsd/Asmszq+toyYf63BGMiTULR5QWki",
+	"+PC3KE2ih7XW1L2AiWfayIMBLEXEvuYPFxfvz0nKhmI6ZdwUdKkiFYLyX0AqhLThMc3YLajLvxlG4Ye1",
+	"YAlr9FX1clldhUJRh1CFyOe4flEPx+Igluj7ITCVq7CqUWu/6OiIOXkv0mw+njO5URVgT+QxcOU1NpaJ",
+	"u6rfTshY5mmcLc4Vb9IxP+r2SA/mWEe65M89cKuE9skreJYM5p3OzvDg8PD4/Pzy4vTH43fwDQvb5EJc",
+	"Mw3aqGVnoyeGek+FBNNt5fxKbU7KIwnRAgsNMufUgifoolAsCoLyWDqNoSyWNXTOJSLNLsgVSwQfk0y0",
+	"yQGBx/g4MGaqgKA7EBxKOr2AZGqoZBzfMEl2O10AxNPEQ4SncszBoHEHjklg7LAWQI58P6tt2bhTdI75",
+	"SDhxr+pPvB0BgUYD4CpO/j0ShUxpDL5BHX9etfBuAzbawfsTM3V/QwGhBND7jDOdDOcyE1OWbhUrSaLx",
+	"oU1OMpKwTAkiqMgP+BTUuhw+IE9Kk6Q5ozFozj+d6YBMXOWAoHIUaBT/gCRiTMQ8C7BYosnHh7WEvA8Z",
+	"DDjUkDC1r1oBHjoH2A0W3oTJ2tpVgiO8lgdsiDSrKNcQAif4gLsxCGXgIfdFFxCnhWWy8ZbE4gNmHPnM",
+	"LFXVnOBL8DqUA31lXSCEahzd8PAsuspdVNtA949gtAPuM6lJJR0iapRrXHp/en4hiXZUwxbShZgGfMBP",
+	"OJnRbIKrotiNThzXcB45tJPM1DG1yCYGtt5EqhR61KsB46E8GvAi+JNqA3It65ZinwwabgjuoGFcx4jA",
+	"J6wLqtLEgNs6VFdsEgPb0AXIOEva5CBJMENViXaKtdi60obh6JYL5x4ZBRDs3/6N6GAhqT4+IcfgAgu3",
+	"6SwOjbHcWjU35Z6wDCGCNfULkUB/kYKH+wNOCLW9aIAcWFO4uaDUh+37EDPWti6gVnKlsVVcUvXlY5RP",
+	"nux2uk+erMksFYnC7QmjSTb5WxiQcDtlNFrgn2LGOJ3F7QWdJnru21Qu+DD/kjMWES5wBPuEs1hjzKrh",
+	"hTkQlvFibH8pVbC8C0lzSJOkWn8hKC3y1QK2pTopNJunrIWbV3UDZ3D7CwzibvuLCTJRbfvPK0a/zbm6",
+	"/kFXw8gcafeWU3hbkchiHcdcCaCpyavygx8jqRAAuU3em/AIaaF3NY4lDF4nLnp2gMF0xR2kUZI/nL3Z",
+	"Ylxx9ijAMisoGWJb1hj28j/2Xv1Hr2fKLXe6/9Hr/Ufv0PlKfe79x94RHvjw46CRPzxoBAOnVPOg8Ql3",
+	"ygdd8jDf0gYmOmUWMlEfQwg8gUOIRxA8hfhSLLEFfUBywazJPqujldcC2ALs3N1Ozyv1tdrkF0Th06kB",
+	"A66VclOxX7rQfFAmywiMIzqNk4U6UHSYJQulkkFZOqciHZmlDP10sq/m8XfyGl4ifycn2rkW89k8I38n",
+	"JuWFpPOEkW0M1ACQs78P+N+3trbs/1Qzh+59HRpvn+K+T8IW+TvZ67wg4RetiPRR6w+IBfdf5wnVzTnE",
+	"mKnbMTBXo3mz2tbUIP5HLKNxIv9oWrmwlyNcnH8nu51OqYXdzm7xG/WeVozINC8Z/ney2+u5fWH4TZ98",
+	"gW3UJx/N1f3pbv1pHrpSEySGFYMVYdyyrnPo57//63+qtgb8YmJqX6KijqUCDEOHu8pmUkHuGkIE2B0T",
+	"S+DCHBKyLB4tuVoMePh568ZGZW1hJ2ExCncopkzXug2rSlNImjT3GGp9ZVEMwIrlgOtLoxWoRkpaW0ia",
+	"iocixNhE7/nbFORyTL7g82mgg/hV0wmokggR+dkdCR/wEIA8wu0QYC7D7ZCLLMQTYE4rGFhsbmgBLRhh",
+	"q6+YxVug0jyv+IKY67qkOjtwwBFELuZahrLSJmK36lqX6oNa77wewFJUYNwvSsi198+AGzkpjceTTPvi",
+	"9MjyFQxM+7o3BIVTe+iA6/rYuA2/k6Dkp5GJsEYzFkDrWzbRLsop+c6Z0oXBWHzyZK/TefJkwCs3uy3J",
+	"BgC2Ke5suN+tKM4+zxDX0DDIJtavnEvwGidiDMUOsT6xBHchuVDEsEqGNCnNWM9HJNIdGEoc+cm0OQUR",
+	"myViAYcjnXOpg19ynUCk5sJ4E2uh7TgvJ29oBZuJTpmtL98n4Re3MHpATF30gEBZ9IDYqugBiJR98rHd",
+	"bn+6CwMSpXBG1alUDeOFPsuv6XCGm9zU1+m28EafsfQ9/mKw0Pb1HPG50l2jZtAfcFc763Y6QVEhIb1O",
+	"UFIT4CHH4rUH7xTi5+ChlhIRofT9jMoM58JskRe1PDq+MFTzDw2drStQIsdLGdMHHs+SYnyBCfWEOPTP",
+	"it8kdMj6KFM7LD1lUsxTddE6AJky8MYUyCCPSUvEuDqpQCmtIOEuWn0QaH799ddft96+3To6Ij/80H/7",
+	"tn9+Hpbrz0GVyb8Jzkjzw8WhOsWmYl1BQCJhLtCQ7m6/s9PvPFMi+xMUDKI4M3xBU7Cfx2erhkFamcbD",
+	"VEg2FDyStc1fmObb3d7O7t7T/8RuioqoUShxvrDBDNF0uVzZ9waIV8U+t+cu9ryl/r8DKGS+gf1nmJ+6",
+	"aWx0pXNXuOqTp52ODS+CCw3Ld8OfeukCIic01TWGkwTEp7mE+M2Rq7btE6EYS5yp8YKMjawjlmS390ID",
+	"3p6xLF1sHSh+G5KmJjLK3x5hIpYkhTpnagKgAwnS9DeGbZwaZbRY2r6/osq8zEhcLM4NrbkFWnTVDUgl",
+	"0ZkkmC4S5JIBZoe0iUkz0KVdPpy9kSSKTciHDf2f8wTUZYJyiM0ZMMumCSKN0GKDLMqGhUyYM3iFhmhJ",
+	"miYDT8eFgn9IKXylMNFgwPVXlmXkT50bNSz/6gDDOcJ9y6X37Vbez/W2AQ/lhPb2nr4MyR/IhH12nSRN",
+	"9DcEpNQx+QMZNNqDBvkDSektqBGtVkuHVZtgOq1AmtLSA26pb5Dds4oG2x7wRtBI4iHjWDNWWwHfp2KW",
+	"xiyjOhIwzpIlxsGD9yeNoKFON9oDu+1Ou2Nq9dNZ3Og3dtqd9g6iZk3ArAtyP53FW2pdtxyL80z4Ki+c",
+	"cld7AVUqm+TQwzFX/KJqXINdozZGKubjSa1dTq21177mvllrEQJZwep2YUWTDcBeEdqiJduqmy24lVBS",
+	"oBbBCRzBzYShEgiRs2j2JFJ/l5c+gVNJ08U+uXJqEeFFWKePP2ZBogFfryLRvi6fhHIhBPU5kqOjQqds",
+	"pI57q22MWIqmMZMDDuwTeYjhnbvdHeAGT55AGUrZViJYDoJv8zn4ugjX1LXThqqJQBfmG3D4WGceLYKf",
+	"V3PF8oIe7rjScvHAAV9SPbC5RsnA1j6g6tbWDBxwT2URNwzTrWuHaHkoSQAbrSlzlyP+D7j7eKVQHhrL",
+	"69s5yEjC1HWjC5hj3nig623hCfJjNzhT2K/DdwB5P1R/qdUa8DWx6ls5Vr05VVgfQ+Z1U2vquOjNiTpf",
+	"0zWstNpKjem2CWLjYeEqY91xMFipxoExexdWbD/XLXB50ZtHLQ4tOD3y1tQdWogbjqYxj2UGhuo2eaW4",
+	"KAaeaC2QjUTKDBTGvlooozMVBZcnT3aVPmacX9hPnk8rM2Hr1WiTAlpgRRr/jUWk+TTQijFw84QOr9U8",
+	"cU4VE2Svncsv1sM5UqJ75kDg9cuLAoGpati93S0lWBinqOJbM8b3kSXdxhKHr6b0AjQ5HLHH5NLM3aao",
+	"FSltV3E8w7vVzRQnCYuUduIW4zNDg55iru8vKpk0OwrUdRg3XYDgkimWWszXaw/4TptcCDKKeUTEPFPb",
+	"QfNVVpqezwFE/Ol+MCh7dE6hiD76o8N9MDuHebpiqC3tRt+ypkkQK9sDvluYugV2N2YNqu0vVwwNPlZP",
+	"s6erlJotszhJEMgEx1m5wUbqAQddIkexb3ph7FvrXG6EYLu8UNxGenAqTB2efcWqN6u0g7vBmo732gXJ",
+	"GvM1LSkxwW7iIk0o+tSWj4wlGbFsOMllQy0c4+TA0FbJbCXNWU2hy/0yM8RhfSdrS1uCR6gA87xR7Uo8",
+	"YTMqZe4Is2XUyYnNpsBeYnUQiyWsdQm/5rr6SUtnImTaSVkgdQDdWI5B9jov2iX6Gc+Lk0y6vCRr4CvJ",
+	"Cv1sWpa1WCOUxFltPVZyAN4evAcJAUWp9i5ELd3I6GrZYrXcVAvharnbA/60TdYpNh6QXqfTr6uz2ydf",
+	"8kLXgdJz7u6UfJF/iYdSk3b28Krg+yRUHbdTegsrFtn63rjUiu4U2WylmndbzQUoIWtLqGPRdCfvNc/S",
+	"BHc5xeNvhkOax/wmphEl//3//3/IMc9SNp4z+PAmjihIo69pMqFK8VMLq6djVBS4P+YZKuvG49ge8Gdt",
+	"srxcjV0Xe88ppr9ZDRtLMVSGXC3LRhGUjJnZrcACUlLLSugzU4L821gXxknJlCbq/FlNIbBXRDo3EEMV",
+	"u3bTiDPAEcCWH5nCz6ggoUW7FbhW3BdlK64pWulKb99JcitS0HKaA28RpUEjIANdYWbASyVm8Meastj4",
+	"40WhcqC3YFHxnQEfNOoew01sNijMyMYgOOLqoNFqk4NECsXW+mSuPZ05BlxK6IAXIeEKdv4gfxbAc0xw",
+	"SeVIFKohg14HyxH/TduyQNLXMoXrminodtCFq6/56hEVbXC4bygqmUqJ1+bvfGR4vYo0HsdKiDAIn55K",
+	"JQG5SgTsL9v4lKbXDG59nEXKqLp4W+CTUntUOxbDthIze2qrecx+QI81DI+kWTE8DrjP8tiC7jo90x11",
+	"HctgsbDqxCyhnPx1LjD8xKYqoYXIumROIl096a1FEdBjBRynHIUeshZKlhAHMqcAzeQCEkoDZ9GoSvy5",
+	"JKTmkotkamXdfdVwkOUKFSorpfJtCUpdkaOmuKS3bnm1cOSm9bXzCoilSnH+Eoc73WK5wkp9rUqBwXJl",
+	"pru7wCE6An4tI3iuYsXcXoFFZWp9WtfOdumcEJestpCWmlF+2diCOfmkPnjtfTipTBh7i28WOXI15ioV",
+	"Z9ftdXae7nR6e73dp93e3u7z0hSXTe/58+fPFWHy6b1lyDymGJEnyA6ZTdsYq4lX1TrVIkvla9XLHqNj",
+	"AbjKN119FpavJmJPNZqI8UTeH7021RZaDyHEDywF+X+h1lsfmnbjPlSolIC/K4Ykq0WFL+RMcIkMqdfp",
+	"bMjC8uD9fMtpaavpSlktd4flceCmphw2A+KVNr1gOPSCD4ttu3J2syBfF3o40uucC8+NfuOWTuOo/cOr",
+	"8bt3Fx8+v7243nn3t+HOu7/82ns3+XB48Or41+O//NT96W8femdHw93TD68Pf+qcvT77y8Hng4OXLxWn",
+	"p7fO8CXkoynG9NCW7z6ZsPCYjy8xeElthtsJzaTaO4oWbytEkwjbcK4j0mFB73lgIGsDXi6lh2vJqU1+",
+	"gdu6qNGg6OLTfMpFTcOgVksgWn9RMhNqDAvmaA0tXWqwKLMT7bkvSPV5wcqwBWdmd5PtXNyYF8sMjFYE",
+	"1xbLHDGxYF5c/9haMPvqCqCR1LGWq46sHbHvG4bPbmps+Q+eFOo3VUsnNSDwFhP+qVmEbt30Le/ZLgMX",
+	"wnu90uIpFrkN8lsRezBnIkp4EyNkniDPFSQ58mE2TmnEnN8zQa4Zm7nQx/mKlWGkKmvzPhcZnV5cZxj6",
+	"JzBkXlHzT+en7zRVXtx3ax6Qv1DOEkrUmmVq4EovE+oj+LJTKgmT2f/5f8mIDSc0om2iFGtG5tNcgpzR",
+	"lJKYK8EgdWys7RwhGK/BtbdwIX3HQ6s17NdLDdaYyNMm77TB+ZaWLc77aHhzDIYxlxmjERK8u7N6G75H",
+	"f/WFEG9oisUldnsvVr93IcRbyhcm9ly9t4e8Z/l7JnQLYdrgrRcbXsA63s8tAJ3flsaOAKYD/w3sL4Ps",
+	"AEqeoVey2LD+sszL3S60wofTiVij393pdnpP89ISwGNzxlZTFbORe9/NOZ9zfTsAyIabqglN2otF+1Nd",
+	"ezqmqLLP2es4YaepX/F6J4wo5yfZZgaKTYRYPUO9HaqHyLELFXD4Aoy7vIlFosMTtQVje84reS5B2fgA",
+	"Gntg+L62LdQYEUTqWBAqhsii6cBV+1uoqjiCnDmrLi3LyURq8QH//6NZfInVwAv2LkeKP5G24CVKuRXx",
+	"vuDxLdqDnErlehynPFmcWvzkhxqZGv6tt/F+UgSoBBM3+nudF4rEXvgoRaKxL2P5vZI5IcECnGXF5f5O",
+	"liP4MELUGgZ1RjLR9MaUJMjPNx1f3sTsNmwPeIjIhSGRjKbDiXaigG/ACB7gYwmrmf4hSSE5WlYQeHQ0",
+	"sUasGnAdBwWzyBOLAhLzYTKPMJZYSNcXZ4MYsDCGx9jzJpaZBg8wYVdYh1XHi4IWUAZU/ZzpeRrfTnmi",
+	"AMmunoXwU4OX0m/gOApiyMpqxDVowhlL16+oU8ksRTH7Je5tDZdQ3g06qMY8ZZESBEf0T98EcwSYiqDl",
+	"4BLdBxZhGeKX1HtEbQF3k8Ry9SYpbZGaeVW3bXERl+JMroeZ6cfjrExbpBkZimQ+5XVjBTvSq0VhgBaY",
+	"BhF+DNq9CzirsXzsAtaB75SBez6tuWdPcVh2mjoSJo4CDdg2T5PA7EWT2ap6NNmt+Hexc0Ug35WbH+Bt",
+	"6PetiNgR0uBADtd57T3Gg+uXup3OWi+BEPLpIXYXeNIJfoc9hYatjzVAKXyeJEVotZ0ikpqT/UU6L/qd",
+	"Tr/T8QAu9W35Ej9ImdYAK3BPxqRmgEuWow4O02nbxBi2bwVXG6iEONbrIN5Xr+vB92q4od47/d09nEwF",
+	"uSt/rkO6nX632+/28kNSRf5zkbdq+iiawVeAN6htYNMUYBVNFoMp8S8yJXd011fCahCUfPoYhDyO4YQV",
+	"2PoDlfY1tKzXIr2Ko4hx1K96q9/Q88pxrV9jKbbfSj9ba7QmK9BI8670q4QKf5aEI/JaceNTjcS32+sp",
+	"Rc0bMHymw0skgTDzDbPPl0l0yDd0gB/GD4WQQ2ck1FpkTXgegmxKj/NqtI0XIoUcRFHKpES/dyLE7IoO",
+	"rwMyS+MbpdkMOCFJzK+3EjGkSUAOv393cIFBLSyjkFqeUp6njaF+iLCJOuOGj3GYSAgcqZhhYNW+jS9p",
+	"WvRu5IMaXDXm45bG8zZh9xD7Zah6UkZlVQO2wKybQsDuk3AW83FoTHVul5j04BGm66YUrEAlP4FsnyyN",
+	"h7oQs4l69AKeN0PL4J+ELRP3o0OeTaP7Nlez9K66AJ6EgU2QpsOsHU9nIs0UE50lLGNR2LIZdRgMkgnV",
+	"QLoo4nSBHiBzxF0cyVSvMV5PRYoENqFLCZhtk2KhrcwFRFSN9mQQqYBIdDZjNJU5KJWOYUIQJ8AZAIsp",
+	"ibM2OcrTvGAz6JP4WBkSMPjdXg93eGhDs6a5GSETgiSCj0Gzx7NZfMDGn/h0IwTrKmpH9/WI16K8Ibq9",
+	"FSXQGbmeJOHHL3a+L8SWookRakzVigAb3e8PuLY1MuVaPrvuZkQ2PtAlxF5HUnTy6HySIoqc33TVSjLi",
+	"MhERR1eRCPHrzQXAnA6bbpBc+/nFIw0YHSdHYus3Xox6w132jHavnkc7o6ed4R7tsRdXz6LdUbfzfIc+",
+	"HfbY3tWL6Nlol3aHO+z51dOoN+rQF8NnbO9qp9twwNH0frr3LnWA/Dwi5rlnJrX4fVzc/kvy/AaSp8FX",
+	"9EqfmwqfdebGiqhSa3+02YtGJirtf8rRMBlzK5IFJpTLaaldEoVQ0uhjHPCAywXPJiyLh3AZo9tIwyzm",
+	"4b/lSWx/iaO77YzJ9QycXsPhgaFDEYzzoeq/1fbLYO42hRlkIp3TSkleEVnXyVjCf6sWpYOCu1cR72oB",
+	"fmFTVykA0/mVyAJyK9LrUSJujbsZUyNre5VMm2jKPXJ2WyzUFEuHGVbaK94I+jlfu+U2TUknGG9KuRyx",
+	"NEU50Z3hyj5NO2t1ilcWaaZMiuQGOx9SPmRJwqLW6vlpJ2tQrQJqEjMrlCrYVOoJ9DPmPopbjoEZmLWh",
+	"UXnrmtPX4rIB2bguEzYrM12Cydcg/Hhpel3WLE2vlQIHnMvb1C2Aua5qIFEqdE0L8NuSJmg6nGjBxfu+",
+	"/b3ahgmDRt2GjGIey0mxpRrtB2xH97vGLUtCXlQf+3Pu0WC/9Q39D2vb8aj/j3W5wr2EN6naCz7Tjzpu",
+	"0lOvwiZgyEzMoJi24ENGmjMMfyEpy4wySqJUzGY2G1ldfgNevf1wDGEbwJpsLHXhDreQSewzuBhTjQUq",
+	"XX6gNQ7fPXoEXXiUzIfcoCvkbpxWdG9Z+RzfWhLXVRCOU1ix6F8C8Dc4nridHkkArjiCV7h/dKMnyMBn",
+	"88xfTxBhVD0Y+U3IHDKYATzSSUDUXPn7xsqDSaN+O6yG/QRjj36uDr8ZjzSAmnld87IPZsOwZC5stQFN",
+	"BvKijJVNB26uxtbvk7CgyesMdwOwj3AOJXtDOOAaZn+prI6Syr251YCvwa6w5sHj2cRKJpRNDAzbN70H",
+	"GaF0+YbHDhxfaYR6NHflA4xQazghf1c+yPuZoPQOWXEbGgH/ES1HK8XOQs//uhi/wcWIp/0rW4bQqJLD",
+	"29Uaho5KFV1tZp87qoBwdstkhlWL9yFihPEsXUCyoKkFSzQ0FelC3PsUwh8ztj/glHDBt3qfP9skAgek",
+	"h5Ldz5/RgaStSrud5+pC2O29AEhMW6HTJN93O0TjlkF+baTxLtmAc8B2wGEEZD4DAMG+rXza027EvIGA",
+	"7JjvdP5jQHb1N3v6GxmQPfPQ3oDrL9skdMp3wuWZ1xa1lUfJmN4wp8Yo5Fsb0f+azTLyjER0IfFNfexH",
+	"80RdgRHZ6Tg/YtDHGjayTW7dAd9MSahG6eW+tVXhelCNqLjNYulYJYuVOZZdGt6AN11d1RvQh2Ee6wRH",
+	"HWP9zLoqkZ3OJvF8+Xo6VfhK0Xz6NqsN5HOrwm4ayndu3l0SzLdR9NXe7yP4yhaZ7q1ymnWflcvmrngI",
+	"5aBG5+r5aGfYY1t7UZdu7Y6eXW29GD5lWz26Gz1n3dHO1d6zUpnefvf5rq3BrCWilVZgFG2ePXverVRK",
+	"xiYKJY97ahs7VYhROnDo0V3PiVigB/bzCNPvdNTwNAEaWTxlYp71l7HvxkYk6lRIVLOUBZoVKYbJNksC",
+	"wvbyeLDepoJXobLyiliwQu1wwGl1r9h/CWLfQBA7YzSqrMO3tEwsF94K1cgAsfIhJhBv8Nr3jEOpE0ko",
+	"eIJksa4awsdgSkCc7es0FHYTi7k0z0CGI1o1rJkzFzuDAc/DvbXVMwDZR7uDbIqD6l6JleBJ40J9aK1t",
+	"Yxjwr2MSPYMlKMo756ZU21dUzDeKDvlKivlvFx1S5uqdfudb6uo1ijpudzyUhUCR3atnrBu9oE+HO6PO",
+	"894ee37VpbvRs2FntPPiaY/t0edR92p3+GzUYTv0afTiqjfcGz1n8NBVZ/jtAkXeqSMOv+7/KyTkN7hv",
+	"YO8UQhpt3cdHVPozJr/SdQFJ/xA7YuM8dDgIKnFNFwhfo/LaoFSXMX8nsVijvgT0PZPGLBrwJL5mhPIF",
+	"trlPqAN80HfBQWHvWvCwv87ZHMCyQoQrUPoV91S2HCC8QdRqk0Mou4baupwnmckhc8WBzc3cA77kCgqW",
+	"XECQbSqtrd53H12wsvb9iA461bheSFuT08COdB/Io5yapb78frVwpuLovxjRV2dENidYZmSGlUfvy38y",
+	"OpttAQreluBbJgG3Fl4djhwkFVzNk+uggCnowKwNJ0JC6RDEUhYpAmWTJnXRmwuAzDGAio9EOpUIuIZF",
+	"FSEnQds+sPwKiXkrsHC2UIBDjIjGvZYh5MdTTugQMq3KafIAsZxD3gc5WPyLVtttRSSRJKaACRhLQfRF",
+	"XG0Ue6HBdAEFJBH4ZcBDmjJMoJYOAgtzjIYWrBsdkyHwFRmSjCWJLMD04pP4uwb/HfCbWMZXCcsL/hmi",
+	"t4lSTzVvzY27WHsLPgNWO342oLYu0rghFWIRmgqChmwxFCMiUTwasTRHCtUsWiIt2+O2kzM8FVeAaxrz",
+	"bIKEa0H4vBIbtcRvZx9LNGkBcAWxYZGmSEwZtM8bZI+bF7boKT+0ueT39ijmS2kT88CSETT0NlEHrox3",
+	"BZ87+r/Gp7UZrTv6r4VEVQiJRMobncIP3oXzrPxwF+Sva8LA+zosvPCSJUUO3qQuq54pl2oQxe8tRRcJ",
+	"V3dFqbOhpQR1KrDzB11WX/EKyCvfLY1QBgZpGIYh54TeMMzXr8CD6CvCqatXe0uUMBLwlsAYu60k1vKp",
+	"/4YwFXI1Mqgo8BbLTwCx+h43xoDnV4YLt+ow8mdYlMttvXKDBBWAZi6yeGSZ4YADEIFT5QZHaMq+smQU",
+	"5C4aA8uFZX4kibNl/AnbexPL7CHMCTjRpofknCVQTOzrcpYaXoLq/wGn5FzM/0bVV0Bz/BKYinmz132h",
+	"3trb29vL33yVzrkgb+IprfASU5b5wUwkX5t6VmJ3eLFWiLqC/6H5yRtT8XnoTNA9pI/BQzBdq557wO+y",
+	"yBuaNQd9ByQ2COMCSQoYBias2jIfroADNXUHXIssFRHOCnegmDbdn8gfVLvU/K3rqLTJgZF/aAIFgYkG",
+	"e3IDoOw0DLA18JsLbTJ1fjcpGYZH9QkUKY8zXQW3kIEB1PxrCqLnEl6D5H4Am/GDcOoTeU7Bcc/otLHx",
+	"SYORfX1B58s6/jQt1fnniuthBZ3q1NcwYBYskofOrZenrT2EbS3lVaW+/sFlHpOV5anq/wjsKY8U97Mn",
+	"jImV9xNdyErJZQ+y0Z+cpCmDImlXCXvypE+o5glbMbdV+Ww1Uiju0rTsDcLRpc4i59csIhG7iYe6Cg1a",
+	"+YO8GE8+je9kqQIMzUv5SdI0fp44NUCWgF1tastBFLgtOQmiU0q5pJrzGZU+vynreRbS+J9LNPIe/q8f",
+	"O1/t7B/79NuQ9Ec99KDir9BqAC1PPkyVcSzH99Bqnt9Lq3HFH5gnGncyoSQVQmWp5hwiCJehALUhCyPc",
+	"TMGv0IDi6l+xxIkSnQa8AIQrIRhLQpV1ENNieQkPVE1esSzJQ4Ivk25gUf6J9ShDYWOjMYQr2my8APPG",
+	"1zqXmZgqoXOL/HzyHgP8sngYzyjPpHHx7j6HGCTbm7F12e5cG09RPtrqPn2h/2v4ZSNfh0/L+pu2sj1Q",
+	"DLL7oV4e0uf4n1VzG9vpPTKPTMRYzJdZfZRgUeKPRlS5r6mnKC95bfZPq0xRV5GXGV1InQEfIoN8aUqb",
+	"GrWKjmnMVylX5I0YQxFbjYOZ9+RGPFsWXNDy6lnXG6TnIytmv3+ZJ5dZv2bKoN54Ggr7H/toi3GpgtH8",
+	"MWy5uLnrz/N5BqV41UnBOr3OCEyBIFA33BAzap//6QxNJU1K3r/7XskZlACq2IezN60AVQ+1225ownhm",
+	"Xxu68PpTARX3sglbYPV3VmsI6lXZAACWKj4z4GVG0ye0VEMWigreCpfntEkopLYrXaXiVrIUbUuFAn1I",
+	"g7lk6YBTB6lXt1nQwEp18BEH3nRxOEnFVGPFnQ915WNLRZFCcSvs0qFVy7jHcBy6Jqtbg3Nf5z0oXhUQ",
+	"Kq+xhuCA63C9NjmQ14B8LhDePmIVfm34nLFxbcrrfsK99gBepxcAmlR0yk02Qjb6DU3KjdkfDuyb2KDg",
+	"sDV6r5/9uPXipz+/hUQJs0hVm9HuGmYpc4Khjz5Urtye8fH+FZXs6W4Q//zq9Oy28+P3Y3FwcHDw7vzD",
+	"5PjDWP15rP7v1eHBr+rf0evh+Z/UH0cfkuOffj7b7U3fXf/h7Yufjm4Pjibj7w9++cvZC3oLr/zp7MPe",
+	"cXr9p/F4/PJl0aRldupYx6M+2KJllqY24sTlGLbXf2xWb4J5q3z0ERi+jKfzRKljGGNmHSYbx5mdm4by",
+	"kSyNOTuIImnjHzTbpIhOSa6EuK7K4t/JPOpAIyGW8Ycq/shWe8CP6XBi7PHAyW3dWM0lNQ0QWREddnOe",
+	"qIGEghvweS0lBkQKn1RYDpWBAsvg8SOneYHvw9N3744PL07PLo/OTn4+PntpyR/q1Dmto3db3rp55ulz",
+	"xqLD3Lf1ALxAs9yP4p5z3fr2zXfC8TXn9LQpG+sLeM4Og1F/k3CIe1KloMh2c9cZjaJHiGlYxx154Xrs",
+	"oNvfhA2u0ds7kZ0ouivpzXT2aNzT7pq+IkJOEcNyqmEQVk81byJDZZ8zxiXQFs0sn3PmmX91P7Zroom+",
+	"CdNtQg0SrMQdoFEe5N+WKWZIamPJchbs2BDtNavt/AOuw+W20G8aQgHsQn3pNlj7sMyWqYU2pdfgQcEh",
+	"uDFmSu4F8flqbhXrmJMmHXB8GOoWZQJ0dy167nY6raoxErmwMWD5e8ZiJBVL5YCbXpq7nY5SXW5ZkrS+",
+	"Gnv/XpeVvH+U2gor4camwE3ZtK0k87Wl6FUztVvNE9SWGyyf6Zurex8zqcPsseDcw/h8mYbLeDzs2n+x",
+	"9qiWdUjGfmP2HnMoqv71+ftb4GRudFo4SsU0JE21oyMdFdMit2mcedh7QERqbKNAS/D+BPpxUwsdNxyi",
+	"euvUKgOLIIEFw//finkS5fHARrLuF0ZnbDoFgEeaMhOUAJcGGiUcRHQfWGWI5iNPYcVmqL+7lGKeDhkU",
+	"ROq1NIhTbaYcXG2z+VUCkIJtcoAFptR9F98wTmKexBxcZahZl9AZKvE7A57bR8qlJHWxsa9yl5zovfeA",
+	"m0Qt4noysCnCGweAgr7QFZcVETJJbunij43NeaCewTexx0xobaVvXQkX8+h3Djr+/9TtUamEbDZgtphh",
+	"Je5u4cYwdfls+v7D7w1Ls7qb48j0ZbiAPsn/118kljcpcU9CMVhcnQq3/I0vFbd6nxcBSKmHEnI7tHMe",
+	"T2OBT8oys5JoW8+zd6rGkYBok7atPSmVcAxmaEzxbrJInXc4dCwKSMpuxLWua0ZGCVV88OtIzrbK4aPp",
+	"/8tYQhRnbnGmIoc4frUWb9C0sZ/VAiyLSVxVz75keJjmBHkgSzGkrecp5gnYRP+3M5JbdVo8h+trc43g",
+	"kUTMFdxnRuP068uzhxqvWRZcXDKjaa31F/0fwKPikeMEm9CIyCHlXBe01SBExpQ+4B4vWb+8gFdsKKZM",
+	"2sgBsCo4kh8XdpBYIXyWinHKpAx0S6oj7CCyFcWLomLFm/ZV+OR7tXzfIpJaA1isFUldsEs8TiC1Wo2v",
+	"GUf9nmIgSmkdUQUCwf/2/3ZGmB9Bdfyk68H+jSUoUPVm38LZdcZmIs0K0qRH7GoqoSl0xIgQ2UZ4rL86",
+	"OQotiiOkeoOxs6W2m9UdggFXDASx4OLEbE6jqKNMZvR0SjQNqoo6aSIlDZLyVNxAltstTZXsZlgeBnB7",
+	"PGgWH0Gptq7I+VX42RlO40E4weuIb2Z3NRSN76HL6nF+TV0254O6s8fQK1fGVpm+tMz/L6bnqEffSR3q",
+	"Q+hQnYaERWOEWwFIykqp9t+CF855EvPrr88Jj5VSjQwMg/Es44E74jtJZAwBYjK3pc0lSzXEvy+DpU5K",
+	"G/BigKcjp8XVAM2vwpY+IFUf70gf4T7C1fqqB/qD7uJfJ9mIL7U78FsfXZSG64M0EYj6q2Wj7ao9b8ok",
+	"sMxgDKov9knI2S3mjLg/IaoC+UWdPShLhFXiDUxIQK6EhgsUiU3YBfu8bc4ktaCkFH7eSucJM5C4ss3Z",
+	"7Y9sYTCdfmSLsLVPqDOcUiauAWlyU93cuEXMSZEC5RjPmDEcMk/Ac/OSjbLKIr11INOGZibHuK/eU0xI",
+	"zDUuaKtNXmNRCihEq+ZIU0YSNsrInOtKTktiKXWlga+f0Eua5//nfwnyns4T0VIPIH3dVzUUyGYqFk7g",
+	"N8v77QDcYndvmbaqrX6r8n7LFLq37vrQqgGbJAE/Rp2A3zxQ8oxBlEgxLD7V1dfAA6UhaJaETRa4ihpY",
+	"hbE0+o0f2cLllNr2gyfB1PhD6O71OHq9Df89HcccFCuo4mhjIgFY7jtJ5txFQCpnPsvayPhuq00OkoQA",
+	"JvmA5wIdsB1TyrlNwlGcZCxV3JymwwlzY9lTlxs2r9mitW8MYyG5Zmxms/ZYNOBNRFAH4P8olvYX0tS4",
+	"6S134PskzM+pjoXPDxJG3EO9dZqmdKFEvY9gFYQpfgItGe/AJsDUyviG7WOuAbNAVFk8VaS8UbMGx/bt",
+	"RCSMRHSBhZ9NsXGgEXFJhFhaSpoMv+iz2UeYqsCI83fhEpR9XPMVqPoX7HOmyW4SqJ19bZbAABa5CPtS",
+	"8aIa1Hlczzo4/d7e3ppw+q+hnVo8/d7e3iZ4+vlucPZAUEbUL2wbweuh9TWL3hxX/w1qA/Wg+qVsGJFm",
+	"ZCiS+ZTXDQVcNK8WhbHo+uiNvrpoggbj86niRfABXsOrJ8jn4dxZhQvl05qrdYqjsBPT+S1xFMBGCsg1",
+	"WwRamAlI3ltAnM7WKBAA/bwVkSkrcCCHm9ci6HY2KEaw+jmEhogOsjN1DazzBsoi+RtfseDBvYWRh5vO",
+	"d/p7z/u7XSCIdxjdDuk+7e92sKKSGsaLwEViQk8oIDHVyETz2UykWd0g3PaXIfdjjY9Nofs1m10Hst/h",
+	"Of8E+b4+OeAhiSIoa2yZ0nT3FlVMA/0KaCNiiriijLMg5INkqLJSKKBZgVWH8GLy/bH2A85ScRNHLN3K",
+	"2HSWKBlgeyRSM/zAKJeShJLxiKUa4MDBMAiwRk9oWro0Ic84iOoPdhC5N9IzivksETTaUp1sQQUlpUWX",
+	"m8IC3PMkgfYsfUA8UTKPumsNmdYSUnZ7PRJ+0TdBQKCIh1winCB5D81ir1P5x47SVP6BnMQmYKQ+DYhk",
+	"jIS6wYvFjJ1EYavutjSragKlNjjsefN1l6B+CIcX57c85Yg7b+BLceBf+d76mneKQ0QlgYyGNucmqFC4",
+	"pgBBByoDPi/4b7u9wi2k/iuGS5+a87tFzjORKjmmvL8ha1NzMOf4NPqNbqf3Yuf57rO9p/CX7nM3aIAF",
+	"5RLlXPPoi+fPnu7t7vTgL7XengumOAW45YqEWUKUuvJDG9zMXsyLCjUQGXX1Hf3412PhoK93SyKauTnu",
+	"D0P0Xgef+yfFHHzo3F/1onXpsvqyLRGlaArGr9ZC3NY5iw+/ZQtYXc0cpNQWln21IFoByUvkum8NuCmP",
+	"C4iJ2TzlgJio1OaQ0CiSJGWJ6QBwts1nou0fs5SBCRPah6uVymsWqTut1SbHN2BzQE1UR1PDWkimAbQP",
+	"3h3tIy6AGBEXSx8815JwdsNSgjmgcAs+eXKundXtJ0/I8Wc6zJIFaDnpPGHG6R2gHh1LE5Y8UiMdsojx",
+	"Ieurdrp58T+47Hm0LVLnKxnq8Ta54FtQFaHVz8k45xrXBDzu8KB1osdSD3h/wAkhoZyI20uaJJfmCW3l",
+	"wLI67BJBKtDSkYHPasxFCq/32g6eU7UhjErqE6Yrlatv9XX8rLU/4DuF14v9ed+9mmfkfEanpPkU4eJe",
+	"YRhVE5rbdZtrYp0F2F6tPjmdKVp1WwF5r0NQmxh5T07y2CjS3GkhDf/7v/4nOWNSJDeq9d1WQA4pH7Ik",
+	"UR/3WgFQrmYkQCj2GSaDm8JYD0awhBVyBxVaB7jJxTy7lIB/4n4zlywNA/BI3LD0EjlGBEw7Yzyi3Jip",
+	"1Ewu5xCEYSG2IMmOWuN+pF0J031IRoOAUNXXdJ6pYSi5MFbzMi3OGHzQJ0ZnLd/QZM40wLq2pqiJal8n",
+	"nooL9jlTJ8Ka8aY0G06gVBNf3E5YyoxpKWOfs6Cai2HMTID8nhZyN/RPA86mNE4C3J+Qe08lonXQ4VBx",
+	"VzVg8O+oE32lfmR8rNgqaYZ/EVSEOlc6/JP4P/9LKDocvDuwXx5wGrbMdOgYDnioeCwex1gSipZALEuC",
+	"DAQLhGaTlDGS0TG5jqEkKDArytFoCOeUjkkcyT4oFjAt1UVImqoDJwNd/dJSZI6H16zmGUs03JnhMJ2a",
+	"6wNeGPDCG4dnb4mRhJi3HeTm0HWbHMAccsyNK2SwqZoOVmeBSQ24jbvBJW9rYllRPySSLiSZ6KAcnUgf",
+	"R6qz6VXMkRE+IeGfD94dhXAkK7tiQiV58gR4xJMnpomMjgNwiiUJ0nsfmzk9W9qK63588iRHSDFtSmyU",
+	"L6BRbBNG1jRsBlp/8gQW1yw2ct8nT1DIh11fQXeJM1nsx2QjwegVr9EUsZcSaUIlAwcdxtk18IALHGP3",
+	"Cm7fA66UDhccisJw4XGa4bCL97k5rurpSczH+hhYOfsWAE7gRCgpHz9eTmN+qWvZGgbi/Eg/5z9CjoiO",
+	"VZnSGCoX6R+JGGFol1XKe7tbEzFPdacBCUeJEGmzqeRSojPcbHjbH0hvl0zIFuHitkW2sQhvKwwI1ehL",
+	"YLtWO2jAkb3pdhF5GbCFJOns4xBRFrGWfAT10c/rMhhw7+bmA0cGUvwYURtYDKIEjjRlMktjyATX+02x",
+	"jLCkCrzcCTXGqQFuLj8R5u/HUjFDJROYhVJiBi4PGmDzXQsmDc0phLGaOj8fHZ8ftvZJpiSeq5TRazVD",
+	"MIM4YKoDHsUpGkr20e2Vny7j5cihWkPQIEwuEs1CMDS0iMTQRGn870xmX8e0AEel3rSwkbLd28xG/I3t",
+	"9kVCLzHgBw2UFC4NCoEVNR/btl8cUp2RPyDueAKSD6eGinYDBnDvb8VcMi5jqLHTDA/OD9V9rjaz+pfK",
+	"IQopqqGw1SZHzm5fuhJvMVrYtxbqXWc1DuCT/pLKYQN12io5ISyHz6dbNzRVXcnK22/ELUsPoAn48wja",
+	"WbYMaph2IQ7OD9VkoTEwP6xp2/loYFkci8Ep8EgEtFJTyQkRZ2wqV2v77tk70+qa2lGaJiA8wG6M/zpn",
+	"J9gmRBtUjQK531Xts1wXzATRAnXfYsWqVVeXq/o3l6lRls4Nqe7sQtQhaq4dr7y1WqdFbz2qsnX7TDHM",
+	"hn9tf1EXgDUXkiIB9EwDLUTgLAMIWgyId/2qR8n19Qq+XAxXV0b+jCuKE5DE9/EgOhK4eyjbvzu/8MZo",
+	"RRdoYNkJnqszbaUsrK66tgFMvYKDbdTtca1R5HoClAgyIuY+0TmPxN51xGkEr/aS7F1HfaPP1Ow/EC9V",
+	"/6U96Ko8DnECR/ZEePeiKqKDJkCuzshUyIzsdYwN3Oes/0HcujqXURSMjvDSL9ujDSGXsPe1MvCSxBlW",
+	"Y3ME8v2KVP+SeCT6+8vzFWF+6VrYJau5dA7eHTl3zp/x459PzxoB/LTu3Q2rkW8fs7yqvYD8+fRMHWrV",
+	"XnVJTnXYhCvoavcLcqC66eGvZefKNObxVE2ma0eu90Pd0M+hHb8fpT7ew0CCiurw8/pwOMR9G/5RVmmX",
+	"MPDcdnOP6I9f9AiwgbWjQE79c9GLoc1v4oalaRzpACpzWYG9SsIdVrdcVgBb37KfjwStovUuMfx9pTPs",
+	"2WbySzfoBTv3ElK8Ay+IKCvlEWtwzcWRR6B+HWe2BJS18oHhqxV6eg+IHrIsWW+NVdSxiAZoCXWsoJkQ",
+	"rcBCF+Z27O2CARtqTSpeWjvpsqn0HkfpfCJuwRJkl2Pd06TpQBMpcmJom0HJuWFNxYoGli5rkMBvEF5N",
+	"maK9+B5kOdEbUs/nARzGMPuh69T+p/C532vqAblaoBjctLZxeLJgrllJBHqVIErLfajwTjW1nA5QuhRo",
+	"UdLW2fSKRRGLwFMfEO2aDojjvA/IbCIycSmF0osuOctuRXodEP1Z9cX4WCdT5B83oCmruDOdi0ypHk1d",
+	"4CwAdANwwmHpHzWlVfsLTSNe9eLp7pryktlOajB1KsbT3eWRp8t2VHH6tTOqxCA9UJY6LPa7tlD1Fnvy",
+	"Wm/JUuOtExXtN4TWGFObHgNp7aHy26TLm0DTane3E+Sk66xLutPR0JgGpjG386/jMx01N9WXj5o4lodQ",
+	"kzStfds1Z4N1tdP6VrTOTfxfj9b084No7TmEVMp4zA0gVazUQ+1YJc25ZGnt1NWPDz+DHyR7TG0G/DvO",
+	"jNTxthO6t2qjpvoAxQYSaTcUxJbMMebkdhIPJ4QLIuZZ0QPUtLPF6+xKZAFkFIqUqItrlIjbFpgBrhgz",
+	"5VlYRBZsc/LUuuTvQat3cK3Ztpxd+AjSmkjjccxJE+SzU/iwVDTTBbcMH8DXNxHSTB/1N08hPsgMcJWk",
+	"tvttAu83MprbuLluI3CC6IrW8mW0OqIZ0x0vVTLrUo1ECn9sZfEUY430pRAYcy0kHBkHN5WZc1bWz0yq",
+	"S3mpuJy8+S1urzTz66zu9OzsVqbwIJhlYdtXEngEZ1uZ2BK8Vli08Gj30K2kHsO65/R1IZwGYm8AnK5u",
+	"bPDEPQb2Flq+36gwDmjpsPCRe4zrPbZ9v4Fpp70aGGlS7rDJCZVVe7B6vF52gbbuMQP0qjzijYbBQwig",
+	"4zjOXZ9oSAbzTmeHgTy34T3lhIbdZ7ZqvGZw/in/rqLKq1oShJAb56bqeErjpNFvUE7bUsz/Rv9/eijt",
+	"/4+9b1tuG0mi/JVavpjshSiSom5U9IMsy23PWpeWZfd0mx1CkSiKaIEFDgBKZsuK2Kf9gP2DedkfmT+Z",
+	"L9mozKwbCFJX9+5s7ERMh0USQKEuWacyT54cphMiWO/stCulZoEWviDKeLeEzb7ROm/t9tqdXqu11tqw",
+	"9O3NzY1OhShjtd5j2ca6XO3zdrvXave6XXN7NBellCj3DWja61/YzR343ZWvF+jVTglfhlCO96ITAI5p",
+	"VRmhjcVmqiv17czJx5wfeu3uBki/Gze0GlqPs9DrLCWwl5+2isbesSz29iNY7G5c+4G5Xna9/4dR2Kvo",
+	"587b+ElezudPIaCDKhDKARXD8SIP/YcfDrWkiRN4yq7jIZSmVhuAm3oOu4JMbQK6OhLB8Qgy9NWRuURg",
+	"CtRJoC9BEq1a+VsfrzTJrVoenGjU4hqoqFJg6jAx8ubMG1Y8IC1w8OZEkFlFta945UiMYinyvpQpm4ps",
+	"EpPgUZqVYVKeMomF2uapjBhnSLwq0ish/eJzy0RC+tKohOz5gVEg83s3IX4nHZtDGoeKTRsO4ryo6hUU",
+	"r8y4zEcKpMaugBxuIX3J9AFYYChWi6k/YECp3jC80AXsXl8LdjvNxHWczvILanrgPCPSH96FrB6Wf4lU",
+	"N4VdOOqt0GVqnBpN9tFSso0uqG47PAMKgmJzDBmz9E6aoukzxntMYw6rHaTvzOpqQVxDE2BETGg2ZPbX",
+	"5RHR4dHSgOyVuevlJ8cFPcSmN4BCD3AJ4bMmO0qvoeafGkqFrQxtP3D5+hR4SjMbd/JY+6rH0syn7uMS",
+	"r3ijB00MvYixJCtbMTPM2znUtbtwT/WnerOBKG6EkKw6cmRgnHoGNQrHvsn2q2JQLBNq+wT3HqQ6uPL/",
+	"cK6Gygk53QT6n5j9hu3vU/xzUbBirKyhQtb5HgsnPLu6UNutHlAYtRIkLVLWgnV9iGZOmQVTu8BQ/J3K",
+	"+7CuJ7ZaBPQnGCKqq6l2F0F5NCSZ1pfDdIL1e/bI7z/l8yTlUU7El4GoGGCqMynoEEumVJ0ZjFXlernl",
+	"mHpLk8XOi0FajAPrT9OSSedqNSEZlRItCIgsUmExntqXJlWp/jiKmo+wTEYC7MyQk9BtdS0b9i70poJt",
+	"ijkoYA+nmVv9XVOMaUk3WbfT6csKii1V5ZzwZJRmExGxQRpBfgYYe53GMRnE0nrqyopZwMU2m0Bf+sT0",
+	"qo2wHp6Dbl+CAhwzcphWXGNDKU3iOPO+dM2b/7BKg1Z+XG74JpXXxTlMT3pmFQcZnUs+Yrwvv/l9VEU4",
+	"XEira3j6K3SmUNdPOXAKtXNDV+GwqlbP81m/r3RXg4wRPcX/sYMC6Kz4BLEwOFjiUlT/soh0H/EcTGTH",
+	"H6AFa1EMghl2DsRo4Q6GkdTrLpw0yLff29xWUBUMg/9UMuULg+Q9wd6zi8piPPLvchrjVqSsrbLmdEQ3",
+	"dzBW2Jy8nHMYHDmecmAh1bbvXNHk/x/b/+85ttNFf8m5fUvNSlxtvVudTW+lWdKsALqCv+DoBIm/3whq",
+	"V7GMbCTC2rLP70/BhDzKFbDZa9txhFhWaTYl8aRqMm1ueyPxIZ5wOA17cQxrno2Y3ZOV80p0+XtKbFaB",
+	"HWxD4GAPw5R/nteh1X1GuX2HUZ4WbJTOJEr+PaxbVqjFnj8L6DjulEfsQZBq5Zvx45TOu1Rpw9hvRE6g",
+	"PgGb3Zfafok9bKPI5WCrQ5hdpJg69EzjiNeBAvKRpxkz24e3Bf/uTeElDQqY2x6dX+B9oVMOnMMPtiXA",
+	"qEbA7muJGtBRmon4Un6iZVne1wUWgPdHrrqLzab9pfYExFjqlqfc4REbsvXNaSfbwtzWeXCxnM6K3irc",
+	"bX0q6MDwc8e9A77/A3PuUMhJd/f9iBxOARYFL5wfQhyTkI3ThGS3TVRjKqjZzRdxR+IkCYxPKGBZOlMG",
+	"ECAbTEicjXoSlvMVYU7WjU5yY7U3s0JPeUG5EzvmIJWjJFbAxaGsD7kk6hhlBUQ4IAvrW/W6cwdNErnv",
+	"ejAddw9wu4ooLixGv11ePgKq9ZpMfRQfduXjm5Qcir+JaaRsOcSI1VWLIaZI4IPFughXXzrlwNRhnLSS",
+	"x/waThZeTQo4/YxinP9z744NqLc5EAwrYzUZKcCBz7UvS2KljBiOpY8Ah2s+JH6qndJ7bBSrt+LDoZgW",
+	"XA4Fi8QU6rSlVHrYvFw9E0OnfzDcRz4D1TzUKUmn/BIcBlTdzWj2s3o+Tm+gkgu+TEOnk/QlFZakrQoK",
+	"OCLiwFIb5JEY85yFeC3VCepLLJrpeYmB6JxADrP6MTgWJ6m8xAJScc76NTAA1zxG+qgOwJZE1Pq1nrEY",
+	"Xk+8UnZ+NMt5ogZbDWf5UrQpPEnUtVTiw3aJvs+edWnoj/oS7iyovJF1xYDQvloQcQFnqZw8fdp1Sq5U",
+	"6BGUUTWOk57VJ1czPWTgN5eXrN4vHWH7tYD1MXXO+7RhRFgtygnMFDeRCJrSkCirO8KgFn1apSEBdzf1",
+	"YnnSV/kaDqO4ODJ1HZ6syQ2ai62uOn6tLPvG6kXGh1eql16ftTsb3c2t7Z3dxiOgndPg76nBXXW43A4W",
+	"eE72iKdL7KGRXyzRctDdaB90tvbbu+2tt5v7RqgSO22x7uZTO3LFuYZkvJv4898e1+ciWgGqdV1Qsqb/",
+	"x6QpH4HJabGeQye7IPKIVjFADs+zYpFeaSUDwpCpKX4UlbF+weYCYqDVu1H1U46WmgFMlTQ7O0091Qh9",
+	"xzOwdlHZATXSNQWWPT0SBY9R1AuNIZkIKGbnbVIa7vnW3iY71BawsdnwMmpHQRvcY1AwdcpSCKxHT6En",
+	"QsMEeRcsLfA7icfm2dgVFrSEJVXXaHgDaGexRI6p8/kQCVOM/S6HV/fEsrUCaj5Mp0IHkuvhMJs0tYBP",
+	"8wcF78mMNeOJ2juaQypeGIUNNubTqZB9GUvSM5vyrDDE8mnCC3WiwOSVg7OjwAsi4f1EBuglzRH/4wiy",
+	"DCqLYelV0HOCshlYYAfegI2o6NoEqk2YKrY6in0jBuM0vWL5bGD6JGdJfCWAs4ythZdmdQy/BCwTRRZD",
+	"qTEU/m1owTAh1aSNvJsZPZz0SqCmER5eAKzQDwcWbuCjnHriQV+abBNgAyxuInnYZFqhHyum4ShdUAQp",
+	"dOLvKA0W8YIbtAw/fpWj4hyFtEzwS20OupFZrhvG4mKPqgjR5BMRRvnygkp96LvqG+Ja08G4/Xwuhx4Q",
+	"rIfrXH3Ip3FzzicJRU5M8S6di0NqYkDYxDwnALV9KeS1SNQUrePrqylJV8+xmJzpOvwrHUKwGxT1AxTl",
+	"oDELGyAyBQicFitNp72+9K7TyZS5Hj+X5ErAB7qcnGnlVWQCvj+EKOE2zdJoNtTPtStRjb1IRhguncby",
+	"MkQCHzWvELnqc6KX9FBwzArVQBM6rQ6bCLUc8AAhoh7lg0InxQIDp/+YiZmNmkJnu6FTqAsDuB9/MODD",
+	"q8sMXGkVSPAUZyDEZZ8DBY0/XxsVA0Q211oba+0uOFhbrqMcy/9dkBXJ0Y2PtgQBVKv9t9PX279t/bz7",
+	"y8Z/ax91j3fOOuebn7f/Dm52NDre9e3dnaCWXwFUcj7vtsARBr8ezC+cmA1Rurw2bLbughqMv/UrL5jM",
+	"h6Mot4MfBV07jywPeF+L3Y0ZWmNmGYRr9Up8ulfafdN9uvUyXyxa0RtupzrMW2U/ndmOM/2Z/uiN+697",
+	"m2aDOIqEfJqjd8CjNzT9LUhQn5izIbe1WBYApvVLEpdVg1Q4/ousmLNXZlW8qvA+wrZgToaoPeFszwsz",
+	"gSx9Dy7ssZVPg6AmWsaPyjCWPK8a9rlWs/rdaHp+oalXSi/1sApF2kCVyvnYlhvyPs4LdYIibln5yxuI",
+	"s3ofJQpilT7j2XAcX+Ply5aP3+8PfouAVb1E6VPvHUrf3YB0VfkNSh/pFwjYcoP1PX3OtKGbuZRm5BWu",
+	"wKZqJwd0U/6xJL2YACW44DdmRmv6m0YtBp/48GUPtWitY5nnMDpCFtkcfco8TmC682IMCdj4oLqygbSo",
+	"8bOmWQZhw8E28JhXuTkSvYx7+lSzuap6bInbGblUS/3N93h2V9chWKrvfK5/vZB0qn1UlSUQ6sDZM0UQ",
+	"ykUbGlhGgfelbs2rXBdVcDhO+kuMUDglEah0n6aKQY5ybmZVhTuxL60zsNNqUbhD/5IKciIzSOuXJjEh",
+	"xc88i9UxImexhGKgZrThNEjstjSPsUgVq4e3t+27OwVhb2878I9RDHy+wZyF13S3C8TKUICqLyWfQOmp",
+	"21vgkl2ov8tXwm8uFq5HJ686rqGzdRR/1SXAEIhiH4IaJBmpJttn7w733xyeOe8CXUK3eX+0/9NhwD6/",
+	"f3N4AppxJwefjg6Pz1kBFD0oF0FZg2PB1VDBRxezLCEqGhLReqzbalXPEMeNWpFu7jtQHZNBpKI91m1t",
+	"4MBCICrhwys6ai3MnvziOhY37plrD9hx7uxZFR5Wc8cPZC1RlDylJ5s18zbNnkDs8jvj3pXkUr3anUco",
+	"BLwk8+thigFLmGCrx/8Fsoj0OtdvamYGZhLxQlymYJY/nb//8P7811pQG/P8YjArilTm+ipgoLSDWsLl",
+	"5QxbPi0uXp+5eizXaTwUEM+eu9W5909Pz04+H75xsZLdM6AVuPIUkKS1VjN9j0sVEsjIW3yS/OufDKxM",
+	"wDgb8WKWKUjIpiKKo5SB2WEiL/71TwXzZMGb9m6vT9786t7rQ/oHZ4dfVZek9ldvT07O6ZmmG76Yaz6L",
+	"jJ5lr/h09qEW1GZZUuvVxkUxzXvr6/k4nTYd/sw6eLjzdWg6DKxu1Kfz85Pjj5SR87D+vbt7hLoejbha",
+	"ppVnlPI2Z5YfbgbV+wXSXu02Y+Pj+pcNOsy0nk6SWb02XoArs9I8L1jev/p09hx+kd91xiX8cgyjB+we",
+	"leSil8m2ghjnVO13IjL7PMooLqIgB0iayb48E6vVWgUcF0pHrar9jIR8rpCMUP0xEFjzmOcWmyCIIFzB",
+	"QQ0bc2I5/CbNuELzCjMP2aezD+o2U57nWIJrAYGUoGJ1fay4DBfcqlp+F/alsQarEK3v8X0ADMGkL+0P",
+	"UZYw77EwnvBLsf7HVFxCSQj4ayqdP27EYBqyOmA06rk8sMqZ7Oh1I2Cheni6Ppl2oX4D/rVxOVVXIqxb",
+	"uLK9RZe6K2wajUJWN/hv8aJWS11FLl+U1coBJjql9GHoaQmDm9pRzVTf0/AT+NT+eQNcC13DlhJu6sOx",
+	"GF65rmAZmUw+olSoWVLPRXaNP4NxgxmyfguO/7v1W9UqwNkBk2pa8kxklOMmhYhE1OjLOLcTsGffJQa3",
+	"ldBurIIeqOt1d9stFo+cqv4w4WOJQST0nMeSbXfYOJ1leV/WQ8uzxZIuWhmQR0ksRWOPpXIoyvcx7aHg",
+	"of65g8DVJVq1r8RsCDCqstCD6ObGtYgEDIwDedEB0NDbbO32pfoeuE7WjlBiCEulicfpm+cN64GqXphQ",
+	"NCRORBiwmcw1YQfnVoCvm5LSF0viSVxorVUQ/TLI3sQh6d4PMtI2Z4N12xv2EEVucuTXxTk2AKd+dWqH",
+	"MnofhYyOwDqu8rNPZkkRT3lWqOP4ZE371Z0dTb1yrVerD2KpzODpm7d6LTUqanhRVsFDd7hSU/+KgufV",
+	"lPJNw1z4rRbU9Nq0oG+tu9NpbzSn0WgBZV7yQtzwuQc0ca1f/WPjujV/tzncyX+ZdCY/tfhvg+7fr3f/",
+	"1p5tn29NP2Sd0c9iJzoe/pqvLz7n7pG9KGi4K9AC1J8jPpayFDpOx2ayiBPmLX9Si/TX+n8O7DotL7yX",
+	"x11PWts+u7v9gB45RVfjeZp+4Bno//xlvJUBj87nZff7J2sOGYlCVhBK3ioLaTzVI5K6NKAiYAZS6H8q",
+	"QBEwAxj0PxVaAEqvDwcw0wFN+Ns4ERWM92RV08qMmkJ3r3efk6UmvvrW7yfAV1kmwqhQ0fcgoBDrZFYa",
+	"GeRgr96pSogeTYgDd11M/Cjw7lJNMnGdXvk05GWUXkzLNsyfwdyyduOIpFw3Wy0WR7mf6rroc59m6VDk",
+	"oChLqaJ9Gd6iNnHAjiwAoZC1KX8XAndCoZdvDB3i39ReF4FrlX1jGaS+sG99+W1tbc38X/08nAhXrf0b",
+	"sEW+kY4bm47neTzkSTI3wE3H04lHYI2Kmj/qp9peWw5uXsRJwnIhPO46w+fzJAnZN4+ANBcFwxGI9lxH",
+	"tUM8BqZ8mXH8TV+lYLYHZuqlBqmmcP1Ka86z46ECjfqDCc/U3fRd/Vevbr/mXOtr7DfVHaju0pchpvfj",
+	"YexHRzrZFRwgvjIiTFwmI7dDmwxij9Qk6C+7vEZp1peoMcuMqCym7Y/TIl3Dr9ZIjtYv6RzFOfKBIPjj",
+	"UbrV14O0sLc0hz6Q0khznN/AycBpH+J81r4gEzFCRt0ybnNg3gqQczW1uQJvIyMbBqNEya4MyljlgHQ0",
+	"AtkHS8Vmi0zsxh6ErJENF2sWFx7Sl72nvUtfEqU61on8OI6vcrQJtvKBof/noBLCjEjIUuZ1XuWKAl24",
+	"gIVgIkLihIGdByugThCqkwOqR2fs2IjHySwTfXkzVrNO92YVhD+DaW9ofc8iTSu7jQxg9d8NcGfbVWKS",
+	"MHMMuNd4kjwcKfnt/H7w/cut5jg6nFVtG2A5XYtsnkq1PX+kjQgfW3WhhYT219ALd4+X6cce0EmR98vz",
+	"n0izc1XuVf8RvOYBj95HuQ+ZQPQf18oSjBTlLvrCBHMbpdE9Fqi7V7A/Pskrmd5I3Jirn4B2W98TiwDB",
+	"dH455OUxEZAA7K9uVlrcJZyF04UhA0oUNgPtSWxelyC5PIY+FmzMZbR2k8VFIaQlM2w0W64+E7A6lalD",
+	"9qqmwhKNQiFH43/T5MrAECKABxhfSl7MMrHHjO+rEGujNFtT/1Dm/Nf9ow/IYq5HYphwNRFC9Lz1GLoY",
+	"UADWt4c/iUK3+g01uPYoi6J7yFiUmu68nuqGZqsvYzlKe33JWBEXieixA7WX4FioTvkJj/l+t0BdzGuR",
+	"5XEqe6yNN/LEDE1gDV+utiDtXn3GXCDE0kQSw1kWF/Na78vv7rSqvETjGr/FzkQ70X2c136HCTUWPCnG",
+	"fy6dSvvkYQQOA8xz2oqVDYPFPZMSvN5v9JEYnKWUlybkUCEYiNyvA777s3qs31E7nuvzMRHQ9Orhexo+",
+	"fMXhX78sT6CC2Kpx+RBfCynylZ2+zC+8dBQ+qrVlYhozcv4gNDo9+UghgocETjTAh6AG4lDYmS75tWj2",
+	"5bHvl+5Z/xGSj0G1SF7O1BqBUg7qVw2N89TulGbxn6Rfl5dApskfNOeJV7ml/g+5ZCNRDMcsLppsH1/1",
+	"fl922TWujNansw+afwO+8WpndlwsuLHBmTtCEDej3QdesQqx/SQK3w23QLmwpucRfsFapXQOtGI1h8KW",
+	"k2h3dkDe3vy9aIICt3VVHs+KNhgf6QObAUXzVjfjcUwL1TLPoi9xUT/GFgc166qqvvnfTg9/eu7dp3LJ",
+	"zU+Pn33vGzGYVt/8l8PXp0+/u3XKVd9946fTZ999Mu1W3/zotPvUe1cacTV3A5uSCz4zJ2ioPqPHNZ/p",
+	"jgZb8MI+6E+eLUJ/8pMZHuc22oZRADScN9wY0hfzm+P2Yx4zkxiI95/2LILCMnT0fK9mtwVSWevpVMjH",
+	"I+6TqZAuMguehY9xK1Vbd5omOVIRIPVmXoCLK0tnl2MWy7wQHIh9U57lxGieVAMuauBLYWvqJYTWGw+G",
+	"1vun778Xni6PwH1wOs4XLlmF4QzYIqydr9+C9tUFloi6IPXgytlywDXH1sNHJvqr4TtIushRfDnLrPtT",
+	"A6ZXOctFUcTyMu8pLKMwDbBTZoPmJI3EjyZrL8RsymuRxaM5EQ6EWkqYLIs5k8grSxIBOpggQfF1KnSl",
+	"HvMVZHsBDWaacNUi8bVA57x3e+Sz6GgZKE2oY7N6574MKX7KeDQhWVkpEv3Wa2rqsLU1TXiJI/bv//6/",
+	"2Noa3Y0+CJusAqzGuWUVAP+4sqcDDNnA9GPDRCFRlGLotpwYvOpEzacIbWeC8K9O5yylxexVAUiYFgyn",
+	"BYsrk+Q+Q9/pQOYv2BGr8KRpzhKhfT0JHlFwzIeEW6P2sMN3xcZgO+oONzd3eUt0op1Re7A97Ip2a8Vz",
+	"cSJcaMS6BBpu3dOAdntzp9Nqd7vdFY8y0/JRz7kfdKpZvQ4T3LdyXqMWyhestkfO6hLDcWrSzp6xj1ue",
+	"SJzrvPSXkTPbZ9DbzExA9QQj+9R0YvxPbblnLvxV9DKv8EuWyktcxGnmPe65CO+gzO98mQYfp4thFawl",
+	"ouxnyYh8B8xkeBR6+4E+ox4BdJOP+ZUrQqCvWEnrvCcR4dyPD8XRsryfV6VOqC8yKUsbcOjnKtTard2d",
+	"7a3N7kYH/lV9yC3d46FnXWVQ7z3qVkfCPYLJ6cnHc7WWvVpiuVNmP3eT4ueYjj8twMWmUKbJlg9AUCxg",
+	"mATdYOkIVRGor17luh8VAIDAuDoDHSTpLFpT26KeBIi+AkbK08hL//vau9lg7aN2/q51Nrd6fZmPeWdz",
+	"68ex+Fp/d7R/sPbx3X5nc6vOp1OWi2EmioBl/AY4bY1GiKjBOJAB7BDN0pAYQIMAUS54jUR8LaI9NpPU",
+	"mjRjN2qZJ3PdPjeVnZLfW20UNoHAn5Wpr3J19aVtjxtqycuCR325L8ujxDDZKfekK3Qg0tfjHgPl88ZN",
+	"//f13jFtKmwEwAil+DX2vdb0ydNZNsRMtQ4KHEIFLkjUI607v0yjLzXfl/bZOhClezhssn09sxwlfv2e",
+	"xO6kaDKqENQP5XXMI87+/T/+JzuURSYuZ0L90Zcf4ohDZPQtT8a8HLduLFXA163KIfPTXKb6zRHxb/bl",
+	"mZhCd7mDXx5tNdc0mRKUI+xhi+c+A/mHUHsu3cnZlwuzE09f3GhiRI0m29QIkusp8EoftofpLIk0WQg8",
+	"nSKylGUrKVYvfFUbJAE4Og3zRnUAGRpxL4gs5WLQog3Zf2UPW7i+TaXLt3l7ELW2tkc7I7E15Juiu9Ud",
+	"dLe7gwHfaQ9Hu+3N4c5w2O2O2qPNne3WRhRt7+7wbtRudbtiu821LcbTurXGFYZmGdRrt1pLoN5D4ug/",
+	"lNUOZKE2Rar7dEmZW5hb36s5ITwnvUpLPHy5rU2zdERUNXqTI57FWkP5LqjdcJSgKMlA/x7Ye8MDs3RS",
+	"oaYMl97wSRw1372+PD4+//T16Pxq4/jP4cbxH792jsefDvZfv//17R/Hb3/+Y//Hmlb90uqvkM/1XyB4",
+	"HU9EXvDJVO2P21vd7e1WC8QzqCfhOtusWF5eoECJOpDfjHmRo5L2RBRc822jOJ8mfH7hbqX6JdT/Wq1W",
+	"WythOzvt4gZ9BwNIX3V2N3a625tb8C9oEmZzO+240PnqGhH4uIxHEaXMnqIUQSxMrp2WB8dbfg82cnwp",
+	"U7hbyx3jtrotbuHwzROVMfxFv1yw+dSQD+ogRzVML2VMyTGcZSVDOm+8xBlFIwltfpUFxJC6MsQvJ7/s",
+	"3p+bp1K02iVZPPdFPMzikIUAirzc+9z/mP8HzjB/NS/6WWdWsyl7W3kmuNrKX+jc/TTUsOfhA5aP4Spo",
+	"HCiVrXZ+EnQoc/X0fK8vHEcwYw7NVuOxB8K7oEZUgKUOUmQbCJ/vOeQSneja60E1x9S2M+C5MNlQddW8",
+	"MxHFeYB3Cc8O37z/ePHp7EOImV1QcAqgmicplo/5VCC77ybOxR4LAfPlIcv5PKdaz4bYMEemqJEqbLIP",
+	"KY/YgCdcDlU7cBRALncKatDgkU/R0KpZ50bgcwUdl4SZz7C3ni0+Ci+jM2NUl1mexFNoE6pZsN1WzWRo",
+	"c/NJi66ynU5Hew0uf/78lh+nBZyd56VCcshrwfP0fetJ335ZAMG/+LaGJ9H9mQKyX34HUqKa6Us9JtqD",
+	"jhqCyA4BG2tllQsWerGrcJHk+ypn4a3q34tZltyFjSbbTxKGojfFWJ07eUY6HeE6n8Zh06RCrWMyvS6W",
+	"UQ5XehTzNXWQGKZSiiGVCpzyOINyZHP28xkbppEI6PQcmMIRGB0MWJJeprPCCA/lAVY5RiNEmwnOGFY3",
+	"SX9YpXtX+5Lcl240mU/pAyY2AUedSEi+AyQIEybrYZFZI/l5FzbZL6pvcnEtMp6YQaHVnTO1MTgv/ipn",
+	"yj6zXGAhxDhnY5FAdIIEnoqxmOypoyNPEtxXsM4eEo611SiLVMcFcG24NI82NgVDEXOnEU12/BA1bWU5",
+	"01zv1ig5QzdZGYpq2rPbgR3xilrEuuQgPd/JUKiHVKCHBCCdL5zqPWHDUO0DKxwuI8vDrBjmbJaIyiG2",
+	"Q2rbb0iZi433BPkXqmHljYVikah1A7WRceKmUxLv0UVRUMTSVIc73T8/eIcilJKJZeqsfm87NQIWm7xU",
+	"4bW3UpBVVwHEcnfVSrAHZ0dmAYk8KMm25g0boC4CSsgfYeFEEmStlGB9hKKp7QWSrFp8/f2Hyhagx66S",
+	"PgCryWSJQ7zVNPLhOfi2sZaDUDHDdBpJuShcub04ndzKAnbZGcn+WOFtb23SxRVPPpkViPYqRyWg2xmo",
+	"maSXAYiPki7oMBMFy9ICHZl+92i9Dx0yx84JKr7AzaDyK1whmHSx8CVuGm5/g35tAafaqciYwVZ7RshZ",
+	"mweiC3Y6wcJ2sNnadTqPTtmrV1k9dETT1It8XcvjySzhRZqFjR4skixNwNS7IjC4W5qfsihT/RwQ+Jwm",
+	"CojCCoXDlONexuCA2gecKaDrUagNF2MCiPQ1kvc2UxNL0PLVCqjyBB/VZPvOnqGLYhYOFslmuoB8eHBy",
+	"fHx4cH5ydvHm7P3nw7Mf7asjCtFpc3t4gRVaxtclProZLAcjtylZKyopOXsqyyg0gDdB5AL97C+AUk9X",
+	"jaaBE94WaY+Baux6HmWjOmZmmKmLUYp0xCqPVwsRnibb90o1lzgNr3LrMDD8Bu6FOJzXNwe1xZdGMjSG",
+	"j3ARmGQqwCNiTX0D80BDqhyiKa6ShfMoB/je/X73vwMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

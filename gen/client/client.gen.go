@@ -9301,8 +9301,6 @@ type SendMessageHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9342,11 +9340,6 @@ func (r SendMessageHTTPResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SendMessageHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SendMessageHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -9403,8 +9396,6 @@ type ListChannelWebhooksHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9439,11 +9430,6 @@ func (r ListChannelWebhooksHTTPResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListChannelWebhooksHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListChannelWebhooksHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -9500,8 +9486,6 @@ type CreateChannelWebhookHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9536,11 +9520,6 @@ func (r CreateChannelWebhookHTTPResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r CreateChannelWebhookHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r CreateChannelWebhookHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -9595,8 +9574,6 @@ type ListAvailableWebhookEventsHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9626,11 +9603,6 @@ func (r ListAvailableWebhookEventsHTTPResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListAvailableWebhookEventsHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListAvailableWebhookEventsHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -9687,8 +9659,6 @@ type DeleteChannelWebhookHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9723,11 +9693,6 @@ func (r DeleteChannelWebhookHTTPResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r DeleteChannelWebhookHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r DeleteChannelWebhookHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -9784,8 +9749,6 @@ type UpdateChannelWebhookHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9820,11 +9783,6 @@ func (r UpdateChannelWebhookHTTPResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r UpdateChannelWebhookHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r UpdateChannelWebhookHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -9881,8 +9839,6 @@ type ListChannelWebhookDeliveriesHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9917,11 +9873,6 @@ func (r ListChannelWebhookDeliveriesHTTPResponse) GetJSON429() *TooManyRequests 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListChannelWebhookDeliveriesHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListChannelWebhookDeliveriesHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -9978,8 +9929,6 @@ type RotateChannelWebhookSecretHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10014,11 +9963,6 @@ func (r RotateChannelWebhookSecretHTTPResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r RotateChannelWebhookSecretHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r RotateChannelWebhookSecretHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -10075,8 +10019,6 @@ type TestChannelWebhookHTTPResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10111,11 +10053,6 @@ func (r TestChannelWebhookHTTPResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r TestChannelWebhookHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r TestChannelWebhookHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -10161,8 +10098,6 @@ type ChatappCheckOnChatappHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -10180,11 +10115,6 @@ func (r ChatappCheckOnChatappHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ChatappCheckOnChatappHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ChatappCheckOnChatappHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -10230,8 +10160,6 @@ type ChatappContactListHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -10249,11 +10177,6 @@ func (r ChatappContactListHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ChatappContactListHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ChatappContactListHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -10299,8 +10222,6 @@ type ChatappCreateHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -10318,11 +10239,6 @@ func (r ChatappCreateHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ChatappCreateHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ChatappCreateHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -10368,8 +10284,6 @@ type ChatappDeleteHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -10387,11 +10301,6 @@ func (r ChatappDeleteHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ChatappDeleteHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ChatappDeleteHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -10437,8 +10346,6 @@ type ChatappGroupListHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -10456,11 +10363,6 @@ func (r ChatappGroupListHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ChatappGroupListHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ChatappGroupListHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -10506,8 +10408,6 @@ type ChatappLogoutHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -10525,11 +10425,6 @@ func (r ChatappLogoutHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ChatappLogoutHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ChatappLogoutHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -10575,8 +10470,6 @@ type ChatappQrcodeHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -10594,11 +10487,6 @@ func (r ChatappQrcodeHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ChatappQrcodeHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ChatappQrcodeHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -11127,8 +11015,6 @@ type ChatappUpdateHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -11146,11 +11032,6 @@ func (r ChatappUpdateHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ChatappUpdateHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ChatappUpdateHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -11196,8 +11077,6 @@ type ListChatappsHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 }
@@ -11215,11 +11094,6 @@ func (r ListChatappsHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListChatappsHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListChatappsHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -11267,8 +11141,6 @@ type ListCompanyChannelsHTTPResponse struct {
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *CompanyChannelBusinessError
 }
@@ -11291,11 +11163,6 @@ func (r ListCompanyChannelsHTTPResponse) GetJSON422() *QueryValidationFailed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListCompanyChannelsHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListCompanyChannelsHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -11343,8 +11210,6 @@ type ListContactChannelsHTTPResponse struct {
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11365,11 +11230,6 @@ func (r ListContactChannelsHTTPResponse) GetJSON422() *QueryValidationFailed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListContactChannelsHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListContactChannelsHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetBody returns the raw response body bytes
@@ -11414,8 +11274,6 @@ type UpdateContactChannelHTTPResponse struct {
 	JSON422 *ValidationError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11441,11 +11299,6 @@ func (r UpdateContactChannelHTTPResponse) GetJSON422() *ValidationError {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r UpdateContactChannelHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r UpdateContactChannelHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetBody returns the raw response body bytes
@@ -11486,8 +11339,6 @@ type EditMessageHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
 }
@@ -11505,11 +11356,6 @@ func (r EditMessageHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r EditMessageHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r EditMessageHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -11559,8 +11405,6 @@ type PublishEventHTTPResponse struct {
 	JSON422 *ValidationError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -11586,11 +11430,6 @@ func (r PublishEventHTTPResponse) GetJSON422() *ValidationError {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PublishEventHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r PublishEventHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetBody returns the raw response body bytes
@@ -11637,8 +11476,6 @@ type ListProviderTemplatesForChannelHTTPResponse struct {
 	JSON404 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11669,11 +11506,6 @@ func (r ListProviderTemplatesForChannelHTTPResponse) GetJSON404() *Message {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListProviderTemplatesForChannelHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListProviderTemplatesForChannelHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetBody returns the raw response body bytes
@@ -11720,8 +11552,6 @@ type UploadSendMediaHTTPResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
 }
@@ -11754,11 +11584,6 @@ func (r UploadSendMediaHTTPResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r UploadSendMediaHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r UploadSendMediaHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -11804,8 +11629,6 @@ type RevokeMessagesHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
 }
@@ -11823,11 +11646,6 @@ func (r RevokeMessagesHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r RevokeMessagesHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r RevokeMessagesHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13655,13 +13473,6 @@ func ParseSendMessageHTTPResponse(rsp *http.Response) (*SendMessageHTTPResponse,
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest MessageError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13742,13 +13553,6 @@ func ParseListChannelWebhooksHTTPResponse(rsp *http.Response) (*ListChannelWebho
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest WebhookBusinessError
@@ -13831,13 +13635,6 @@ func ParseCreateChannelWebhookHTTPResponse(rsp *http.Response) (*CreateChannelWe
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest WebhookBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13911,13 +13708,6 @@ func ParseListAvailableWebhookEventsHTTPResponse(rsp *http.Response) (*ListAvail
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest WebhookBusinessError
@@ -14000,13 +13790,6 @@ func ParseDeleteChannelWebhookHTTPResponse(rsp *http.Response) (*DeleteChannelWe
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest WebhookBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14087,13 +13870,6 @@ func ParseUpdateChannelWebhookHTTPResponse(rsp *http.Response) (*UpdateChannelWe
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest WebhookBusinessError
@@ -14176,13 +13952,6 @@ func ParseListChannelWebhookDeliveriesHTTPResponse(rsp *http.Response) (*ListCha
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest WebhookBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14263,13 +14032,6 @@ func ParseRotateChannelWebhookSecretHTTPResponse(rsp *http.Response) (*RotateCha
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest WebhookBusinessError
@@ -14352,13 +14114,6 @@ func ParseTestChannelWebhookHTTPResponse(rsp *http.Response) (*TestChannelWebhoo
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest WebhookBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14419,13 +14174,6 @@ func ParseChatappCheckOnChatappHTTPResponse(rsp *http.Response) (*ChatappCheckOn
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14472,13 +14220,6 @@ func ParseChatappContactListHTTPResponse(rsp *http.Response) (*ChatappContactLis
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -14527,13 +14268,6 @@ func ParseChatappCreateHTTPResponse(rsp *http.Response) (*ChatappCreateHTTPRespo
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14580,13 +14314,6 @@ func ParseChatappDeleteHTTPResponse(rsp *http.Response) (*ChatappDeleteHTTPRespo
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -14635,13 +14362,6 @@ func ParseChatappGroupListHTTPResponse(rsp *http.Response) (*ChatappGroupListHTT
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14689,13 +14409,6 @@ func ParseChatappLogoutHTTPResponse(rsp *http.Response) (*ChatappLogoutHTTPRespo
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14742,13 +14455,6 @@ func ParseChatappQrcodeHTTPResponse(rsp *http.Response) (*ChatappQrcodeHTTPRespo
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -15175,13 +14881,6 @@ func ParseChatappUpdateHTTPResponse(rsp *http.Response) (*ChatappUpdateHTTPRespo
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15228,13 +14927,6 @@ func ParseListChatappsHTTPResponse(rsp *http.Response) (*ListChatappsHTTPRespons
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -15290,13 +14982,6 @@ func ParseListCompanyChannelsHTTPResponse(rsp *http.Response) (*ListCompanyChann
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest CompanyChannelBusinessError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15350,13 +15035,6 @@ func ParseListContactChannelsHTTPResponse(rsp *http.Response) (*ListContactChann
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	}
 
@@ -15412,13 +15090,6 @@ func ParseUpdateContactChannelHTTPResponse(rsp *http.Response) (*UpdateContactCh
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	}
 
 	return response, nil
@@ -15458,13 +15129,6 @@ func ParseEditMessageHTTPResponse(rsp *http.Response) (*EditMessageHTTPResponse,
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest MessageError
@@ -15527,13 +15191,6 @@ func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPRespons
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	}
 
 	return response, nil
@@ -15594,13 +15251,6 @@ func ParseListProviderTemplatesForChannelHTTPResponse(rsp *http.Response) (*List
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	}
 
@@ -15663,13 +15313,6 @@ func ParseUploadSendMediaHTTPResponse(rsp *http.Response) (*UploadSendMediaHTTPR
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest MessageError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15716,13 +15359,6 @@ func ParseRevokeMessagesHTTPResponse(rsp *http.Response) (*RevokeMessagesHTTPRes
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest MessageError
