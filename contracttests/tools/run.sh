@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Runs the Pact contract tests in the only safe way: library present, stale
-# pact files removed, consumer-before-provider (each package orders its own
-# steps), no test cache. Extra arguments go to `go test` (e.g. -v, -run).
+# pact files removed, consumer before provider (each suite package runs its
+# consumer step, then its provider step, in one ordered test), packages one
+# at a time (-p 1), no test cache (-count=1). Extra arguments go to
+# `go test` (e.g. -v, -run).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 contracttests/tools/fetch-pact-ffi.sh
+# Pact files merge with what is on disk: start from nothing, so a removed
+# interaction cannot survive. The consumer steps write them again (they are
+# committed; a run leaves them unchanged unless a contract changed).
 rm -rf contracttests/pacts
+mkdir -p contracttests/pacts
 # shellcheck source=env.sh
 . contracttests/tools/env.sh
-go test -tags contract -count=1 "$@" ./contracttests/...
+go test -tags contract -count=1 -p 1 "$@" ./contracttests/...

@@ -1,0 +1,157 @@
+//go:build contract
+
+package webhookevents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	msgv4 "github.com/pact-foundation/pact-go/v2/message/v4"
+	"github.com/pact-foundation/pact-go/v2/models"
+
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
+	"github.com/chatmsg/gateway/contracttests/pactffi"
+	"github.com/chatmsg/gateway/contracttests/pactrun"
+	"github.com/chatmsg/gateway/gen/events"
+)
+
+// Every interaction is given this provider state: the subscription the
+// delivery goes to signs with testSecret. The consumer signs its examples
+// with it; the provider signs what it produces with it.
+const (
+	stateSubscription = "a subscription with a known signing secret"
+	testSecret        = "whsec_c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00"
+	userAgent         = "Svc-Webhooks/1.0"
+)
+
+func testConsumer(t *testing.T) {
+	pactrun.Remove(t, consumerName, providerName)
+	examples, err := documentExamples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One interaction per event. Each gets its own pact object whose Verify
+	// merges that one interaction into the file: one pact object verified
+	// repeatedly rewrites all its interactions each time, and the FFI's
+	// merge then duplicates those that carry provider-state parameters.
+	for _, ex := range examples {
+		t.Run(ex.Event, func(t *testing.T) {
+			pact, err := msgv4.NewAsynchronousPact(msgv4.Config{Consumer: consumerName, Provider: providerName, PactDir: pactrun.Dir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			declare(t, pact, ex)
+		})
+	}
+}
+
+// declare adds the interaction of one event and runs the subscriber
+// library on its example.
+func declare(t *testing.T, pact *msgv4.AsynchronousPact, ex example) {
+	raw, err := body(ex.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := envelopeMatchers(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example's headers, but signed for real: the document's signatures
+	// are illustrative, this one is HMAC(testSecret, timestamp + "." + raw).
+	headers := http.Header{}
+	for k, v := range ex.Headers {
+		headers.Set(k, v)
+	}
+	ts := headers.Get(subscriber.HeaderTimestamp)
+	headers.Set(subscriber.HeaderSignature, subscriber.Sign(testSecret, ts, raw))
+	if headers.Get(subscriber.HeaderEvent) != ex.Event || headers.Get("User-Agent") != userAgent {
+		t.Fatalf("example headers %v disagree with the event or the user agent", headers)
+	}
+
+	b := pact.AddAsynchronousMessage()
+	b.GivenWithParameter(models.ProviderState{Name: stateSubscription, Parameters: map[string]any{"secret": testSecret}})
+	u := b.ExpectsToReceive(description(ex.Event)).
+		// Exact values: pact-go's own WithMetadata stores literals.
+		WithMetadata(map[string]string{subscriber.HeaderEvent: ex.Event, "User-Agent": userAgent})
+	// Headers that change on every delivery need regex rules, which only
+	// the FFI call can attach (pact-go issue #217; see pactffi).
+	interaction, err := pactffi.InteractionOf(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []struct{ key, re string }{
+		{subscriber.HeaderDelivery, uuidRE},
+		{subscriber.HeaderTimestamp, timestampRE},
+		{subscriber.HeaderSignature, signatureRE},
+		{subscriber.HeaderAttempt, attemptRE},
+	} {
+		m, err := pactffi.Regex(h.re, headers.Get(h.key))
+		if err != nil {
+			t.Fatalf("%s: %v", h.key, err)
+		}
+		if err := pactffi.WithMetadataMatcher(interaction, h.key, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// WithJSONContent also sets the metadata contentType application/json.
+	err = u.WithJSONContent(content).
+		ConsumedBy(func(m msgv4.AsynchronousMessage) error {
+			// The handler gets the body, not the metadata: the subscriber
+			// sees the example headers declared above.
+			return receive(ex, headers, raw, m.Contents)
+		}).
+		Verify(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// receive is the consumer: the subscriber library's Handler, on a clock
+// set to the example's timestamp, must verify the signature, decode the
+// data into its generated type without losing a field, and answer 204.
+func receive(ex example, headers http.Header, signed, got []byte) error {
+	if !bytes.Equal(signed, got) {
+		return fmt.Errorf("the FFI handed over other bytes than the ones signed:\n signed %s\n    got %s", signed, got)
+	}
+	unix, err := strconv.ParseInt(headers.Get(subscriber.HeaderTimestamp), 10, 64)
+	if err != nil {
+		return err
+	}
+	h := subscriber.NewHandler(testSecret, subscriber.WithClock(func() time.Time { return time.Unix(unix, 0) }))
+	var received *subscriber.Delivery
+	h.On(ex.Event, func(_ context.Context, d *subscriber.Delivery) error { received = d; return nil })
+	req := httptest.NewRequest(http.MethodPost, "/hooks/gateway", bytes.NewReader(got))
+	req.Header = headers.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent || received == nil {
+		return fmt.Errorf("subscriber answered %d %q to the example", rec.Code, rec.Body)
+	}
+	if want := reflect.TypeOf(events.NewData(ex.Event)); reflect.TypeOf(received.Data) != want {
+		return fmt.Errorf("decoded data is %T, want %s", received.Data, want)
+	}
+	typed, err := json.Marshal(received.Data)
+	if err != nil {
+		return err
+	}
+	var fromType, fromWire any
+	if err := json.Unmarshal(typed, &fromType); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(received.RawData, &fromWire); err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(fromType, fromWire) {
+		return fmt.Errorf("the generated type loses or changes fields of the example:\n typed %s\n  wire %s", typed, received.RawData)
+	}
+	return nil
+}

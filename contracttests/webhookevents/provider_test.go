@@ -1,0 +1,209 @@
+//go:build contract
+
+package webhookevents
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/pact-foundation/pact-go/v2/message"
+	"github.com/pact-foundation/pact-go/v2/models"
+	"github.com/pact-foundation/pact-go/v2/provider"
+
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
+	"github.com/chatmsg/gateway/contracttests/pactrun"
+	"github.com/chatmsg/gateway/gen/events"
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/webhooks"
+)
+
+// Breakages: each stands for a regression of the dispatcher, applied to
+// what the real code path produced. TestWebhookEventsContract expects each
+// to fail verification, naming what broke.
+const (
+	// breakHeaderName sends the delivery id as X-Svc-Delivery-Id.
+	breakHeaderName = "header-name"
+	// breakSignatureMaterial signs the body without "timestamp." in front:
+	// the signature keeps its format, so only the subscriber's check sees it.
+	breakSignatureMaterial = "signature-material"
+	// breakEnvelopeField renames occurred_at (and signs the result, so the
+	// envelope is the only thing wrong).
+	breakEnvelopeField = "envelope-field"
+)
+
+// producerCompany is the company of every produced delivery.
+const producerCompany = 1042
+
+func verifyProvider(t *testing.T, breakage string) {
+	examples, err := documentExamples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlers := message.Handlers{}
+	for _, ex := range examples {
+		handlers[description(ex.Event)] = producer(t, ex, breakage)
+	}
+	req := provider.VerifyRequest{
+		Provider:  providerName,
+		PactFiles: []string{pactrun.File(consumerName, providerName)},
+		StateHandlers: models.StateHandlers{
+			// Nothing to seed: the secret travels to the producer with the
+			// state. Refuse a pact that lost it.
+			stateSubscription: func(setup bool, s models.ProviderState) (models.ProviderStateResponse, error) {
+				if _, err := stateSecret([]models.ProviderState{s}); err != nil {
+					t.Error(err)
+					return nil, err
+				}
+				return nil, nil
+			},
+		},
+		MessageHandlers:      handlers,
+		DisableColoredOutput: true,
+	}
+	if breakage != "" {
+		// One interaction is enough to show the failure, and keeps its
+		// report short.
+		req.FilterDescription = "^" + regexp.QuoteMeta(description(events.OmnichatMessageReceived)) + "$"
+	}
+	if err := provider.NewVerifier().VerifyProvider(t, req); err != nil {
+		t.Logf("verification error: %v", err)
+	}
+}
+
+func stateSecret(states []models.ProviderState) (string, error) {
+	for _, s := range states {
+		if s.Name == stateSubscription {
+			if secret, ok := pactrun.Params(s)["secret"].(string); ok && secret != "" {
+				return secret, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("provider state %q with a secret parameter is missing", stateSubscription)
+}
+
+// producer returns the message handler of one event: the delivery the
+// dispatcher would send now, as headers (metadata) and raw body.
+func producer(t *testing.T, ex example, breakage string) message.Handler {
+	return func(states []models.ProviderState) (message.Body, message.Metadata, error) {
+		secret, err := stateSecret(states)
+		if err != nil {
+			t.Error(err)
+			return nil, nil, err
+		}
+		now := time.Now()
+		ev, err := event(ex, now.Add(-time.Second))
+		if err != nil {
+			t.Errorf("%s: %v", ex.Event, err)
+			return nil, nil, err
+		}
+		// The real code path: the envelope exactly as Publish builds it, and
+		// the request the delivery worker sends (first attempt, fresh id).
+		d, err := webhooks.NewDelivery(ev, uuid.NewString(), clock.NewFormatter(nil))
+		if err != nil {
+			t.Errorf("%s: NewDelivery: %v", ex.Event, err)
+			return nil, nil, err
+		}
+		req, err := webhooks.NewDeliveryRequest(context.Background(), "https://receiver.example/hooks", secret, d, 1, now)
+		if err != nil {
+			t.Errorf("%s: NewDeliveryRequest: %v", ex.Event, err)
+			return nil, nil, err
+		}
+		raw, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, nil, err
+		}
+		header := req.Header
+		if breakage != "" {
+			if raw, err = breakDelivery(breakage, secret, header, raw); err != nil {
+				t.Error(err)
+				return nil, nil, err
+			}
+		}
+		// Pact checks the signature's format; the subscriber library checks
+		// that it is the HMAC of these very bytes under the state's secret.
+		if err := subscriber.Verify(secret, header, raw, now, 0); err != nil {
+			err = fmt.Errorf("%s: the dispatcher's delivery fails the subscriber library's check: %w", ex.Event, err)
+			t.Error(err)
+			return nil, nil, err
+		}
+		md := message.Metadata{"contentType": header.Get("Content-Type")}
+		for k := range header {
+			md[k] = header.Get(k)
+		}
+		// []byte, so the verifier compares exactly the signed bytes.
+		return raw, md, nil
+	}
+}
+
+// event is what a capability publishes: data from the real payload
+// builder where one is exported (messaging's, for the two message events),
+// otherwise the document's example data (conversations builds its payload
+// in unexported code; CRM and contact imports have no producer in the
+// gateway yet).
+func event(ex example, at time.Time) (webhooks.Event, error) {
+	ev := webhooks.Event{Name: ex.Event, CompanyID: producerCompany, OccurredAt: at}
+	info, _ := events.Lookup(ex.Event)
+	if info.Scope == events.ScopeChannel {
+		ch := int64(12)
+		ev.CompanyChannelID = &ch
+	}
+	switch ex.Event {
+	case events.OmnichatMessageReceived, events.OmnichatMessageSent:
+		svc := messaging.NewService(messaging.Deps{Times: clock.NewFormatter(nil)}, messaging.Options{})
+		ch := channels.Channel{ID: 12, CompanyID: producerCompany, Key: "5511987650000", Name: "Atendimento", TypeID: channels.OfficialChatapp}
+		m := messaging.Message{ID: 884213, UUID: uuid.NewString(), ExternalID: "wamid.HBgNNTUxMTkxMjM0NTY3OBUCABIYIDNB",
+			CompanyID: producerCompany, CompanyChannelID: ch.ID, ContactChannelID: 3471, ContactKey: "5511912345678",
+			ConversationName: "Maria Souza", Text: "Olá! Gostaria de saber o status do meu pedido.", TypeID: messaging.TypeText,
+			SourceID: messaging.SourceContact, StatusID: messaging.StatusDelivered,
+			PlatformAt: at.Add(-time.Second), ReceivedAt: at, CreatedAt: at, UpdatedAt: at}
+		if ex.Event == events.OmnichatMessageReceived {
+			ev.Data = events.MessageReceivedPayload(svc.Payload(ch, m))
+			return ev, nil
+		}
+		// An attendant's reply to that message.
+		user, replied := int64(57), m.ID
+		m.ID, m.UUID, m.Text = 884219, uuid.NewString(), "Oi, Maria! O pedido saiu para entrega."
+		m.SourceID, m.StatusID, m.UserID, m.RepliedMessageID = messaging.SourceAttendant, messaging.StatusSent, &user, &replied
+		ev.Data = events.MessageSentPayload(svc.Payload(ch, m))
+		return ev, nil
+	}
+	data, err := json.Marshal(ex.Payload["data"])
+	if err != nil {
+		return ev, err
+	}
+	ev.Data = json.RawMessage(data)
+	return ev, nil
+}
+
+// breakDelivery applies a breakage to a produced delivery.
+func breakDelivery(breakage, secret string, header http.Header, raw []byte) ([]byte, error) {
+	switch breakage {
+	case breakHeaderName:
+		header.Set(subscriber.HeaderDelivery+"-Id", header.Get(subscriber.HeaderDelivery))
+		header.Del(subscriber.HeaderDelivery)
+	case breakSignatureMaterial:
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(raw)
+		header.Set(subscriber.HeaderSignature, "sha256="+hex.EncodeToString(m.Sum(nil)))
+	case breakEnvelopeField:
+		raw = bytes.Replace(raw, []byte(`"occurred_at":`), []byte(`"occurredAt":`), 1)
+		header.Set(subscriber.HeaderSignature, subscriber.Sign(secret, header.Get(subscriber.HeaderTimestamp), raw))
+	default:
+		return nil, errors.New("unknown breakage " + breakage)
+	}
+	return raw, nil
+}
