@@ -6,96 +6,96 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/chatmsg/gateway/internal/app"
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
-	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/official"
 )
 
-// adminCommand is one `gateway admin …` command: its flags and its action.
+// adminAction runs a command against the wired app; runAdmin prints what
+// it returns as JSON.
+type adminAction func(ctx context.Context, a *app.App) (any, error)
+
+// adminCommand is one `gateway admin …` command: flags declares its flags
+// on fs and returns the action that reads them once they are parsed.
 type adminCommand struct {
-	flags func(fs *flag.FlagSet) func(ctx context.Context, a *app.App, out io.Writer) error
+	flags func(fs *flag.FlagSet) adminAction
+}
+
+// companyIDFlag, permissionsFlag and expiresInFlag declare the flags
+// several commands share, so they read the same everywhere.
+func companyIDFlag(fs *flag.FlagSet) *int64 {
+	return fs.Int64("company-id", 0, "company id (required)")
+}
+
+func permissionsFlag(fs *flag.FlagSet) *string {
+	return fs.String("permissions", "all", `"all" or comma-separated permission names`)
+}
+
+func expiresInFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("expires-in", 0, "token lifetime (0 = no expiry)")
 }
 
 var adminCommands = map[string]adminCommand{
-	"bootstrap": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
+	"bootstrap": {func(fs *flag.FlagSet) adminAction {
 		company := fs.String("company", "", "company name (required)")
 		email := fs.String("email", "", "first user's email (required)")
-		perms := fs.String("permissions", "all", `"all" or comma-separated permission names`)
-		ttl := fs.Duration("expires-in", 0, "token lifetime (0 = no expiry)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
+		perms, ttl := permissionsFlag(fs), expiresInFlag(fs)
+		return func(ctx context.Context, a *app.App) (any, error) {
 			p, err := auth.ParsePermissions(*perms)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			res, err := a.Auth.Bootstrap(ctx, *company, *email, p, *ttl)
-			if err != nil {
-				return err
-			}
-			return printJSON(out, res)
+			return a.Auth.Bootstrap(ctx, *company, *email, p, *ttl)
 		}
 	}},
-	"company create": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
+	"company create": {func(fs *flag.FlagSet) adminAction {
 		name := fs.String("name", "", "company name (required)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
+		return func(ctx context.Context, a *app.App) (any, error) {
 			id, err := a.Auth.CreateCompany(ctx, *name)
-			if err != nil {
-				return err
-			}
-			return printJSON(out, map[string]any{"company_id": id})
+			return map[string]any{"company_id": id}, err
 		}
 	}},
-	"user create": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
-		company := fs.Int64("company-id", 0, "company id (required)")
+	"user create": {func(fs *flag.FlagSet) adminAction {
+		company := companyIDFlag(fs)
 		email := fs.String("email", "", "email (required)")
 		name := fs.String("name", "", "display name (default: the email's local part)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
+		return func(ctx context.Context, a *app.App) (any, error) {
 			id, err := a.Auth.CreateUser(ctx, *company, *name, *email)
-			if err != nil {
-				return err
-			}
-			return printJSON(out, map[string]any{"user_id": id})
+			return map[string]any{"user_id": id}, err
 		}
 	}},
-	"token create": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
+	"token create": {func(fs *flag.FlagSet) adminAction {
 		user := fs.Int64("user-id", 0, "user id (required)")
 		name := fs.String("name", "api", "token label")
-		perms := fs.String("permissions", "all", `"all" or comma-separated permission names`)
-		ttl := fs.Duration("expires-in", 0, "token lifetime (0 = no expiry)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
+		perms, ttl := permissionsFlag(fs), expiresInFlag(fs)
+		return func(ctx context.Context, a *app.App) (any, error) {
 			p, err := auth.ParsePermissions(*perms)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			raw, tok, err := a.Auth.CreateToken(ctx, *user, *name, p, *ttl)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return printJSON(out, map[string]any{"token_id": tok.ID, "token": raw, "expires_at": tok.ExpiresAt, "permissions": tok.Permissions})
+			return map[string]any{"token_id": tok.ID, "token": raw, "expires_at": tok.ExpiresAt, "permissions": tok.Permissions}, nil
 		}
 	}},
-	"token list": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
-		company := fs.Int64("company-id", 0, "company id (required)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
-			toks, err := a.Auth.ListTokens(ctx, *company)
-			if err != nil {
-				return err
-			}
-			return printJSON(out, toks)
+	"token list": {func(fs *flag.FlagSet) adminAction {
+		company := companyIDFlag(fs)
+		return func(ctx context.Context, a *app.App) (any, error) {
+			return a.Auth.ListTokens(ctx, *company)
 		}
 	}},
-	"token revoke": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
+	"token revoke": {func(fs *flag.FlagSet) adminAction {
 		id := fs.Int64("id", 0, "token id (required)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
-			if err := a.Auth.RevokeToken(ctx, *id); err != nil {
-				return err
-			}
-			return printJSON(out, map[string]any{"revoked": *id})
+		return func(ctx context.Context, a *app.App) (any, error) {
+			return map[string]any{"revoked": *id}, a.Auth.RevokeToken(ctx, *id)
 		}
 	}},
-	"channel register-official": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
+	"channel register-official": {func(fs *flag.FlagSet) adminAction {
 		var in channels.OfficialInput
 		fs.Int64Var(&in.CompanyID, "company-id", 0, "company id (required)")
 		fs.StringVar(&in.Name, "name", "", "channel name (required)")
@@ -105,59 +105,51 @@ var adminCommands = map[string]adminCommand{
 		fs.StringVar(&in.AccessToken, "access-token", "", "provider access token (required)")
 		fs.StringVar(&in.AppSecret, "app-secret", "", "provider app secret, verifies inbound webhook signatures (required)")
 		fs.StringVar(&in.BaseURL, "base-url", "", "provider API base URL, e.g. http://127.0.0.1:9090 for providersim (required)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
+		return func(ctx context.Context, a *app.App) (any, error) {
 			ch, err := a.Channels.RegisterOfficial(ctx, in)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return printJSON(out, map[string]any{"company_channel_id": ch.ID, "provider_account_id": ch.ProviderAccount.ID, "key": ch.Key})
+			return map[string]any{"company_channel_id": ch.ID, "provider_account_id": ch.ProviderAccount.ID, "key": ch.Key}, nil
 		}
 	}},
-	"company set-quota": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
-		company := fs.Int64("company-id", 0, "company id (required)")
+	"company set-quota": {func(fs *flag.FlagSet) adminAction {
+		company := companyIDFlag(fs)
 		monthly := fs.Int64("monthly-messages", -1, "messages the company may send per calendar month (UTC); -1 = unlimited (the default)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
+		return func(ctx context.Context, a *app.App) (any, error) {
 			if *company <= 0 {
-				return fmt.Errorf("--company-id is required: %w", errUsage)
+				return nil, fmt.Errorf("--company-id is required: %w", errUsage)
 			}
 			var limit *int64
 			if *monthly >= 0 {
 				limit = monthly
 			}
-			q, err := a.Messaging.SetQuota(ctx, *company, limit)
-			if err != nil {
-				return err
-			}
-			return printJSON(out, q)
+			return a.Messaging.SetQuota(ctx, *company, limit)
 		}
 	}},
-	"template sync": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
-		company := fs.Int64("company-id", 0, "company id (required)")
+	"template sync": {func(fs *flag.FlagSet) adminAction {
+		company := companyIDFlag(fs)
 		account := fs.Int64("account-id", 0, "provider account id (required; provider_account.id in GET /api/company-channels)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
+		return func(ctx context.Context, a *app.App) (any, error) {
 			ch, err := a.Templates.AccountChannel(ctx, *company, *account)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			res, err := a.Templates.Sync(ctx, ch)
-			if err != nil {
-				return err
-			}
-			return printJSON(out, res)
+			return a.Templates.Sync(ctx, ch)
 		}
 	}},
-	"channel webhook-info": {func(fs *flag.FlagSet) func(context.Context, *app.App, io.Writer) error {
-		company := fs.Int64("company-id", 0, "company id (required)")
+	"channel webhook-info": {func(fs *flag.FlagSet) adminAction {
+		company := companyIDFlag(fs)
 		account := fs.Int64("account-id", 0, "provider account id (required)")
-		return func(ctx context.Context, a *app.App, out io.Writer) error {
+		return func(ctx context.Context, a *app.App) (any, error) {
 			ch, err := a.Templates.AccountChannel(ctx, *company, *account)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return printJSON(out, map[string]any{
+			return map[string]any{
 				"callback_url": a.Config.PublicBaseURL + "/provider-webhooks/" + ch.ProviderAccount.PhoneNumberID,
 				"verify_token": official.VerifyToken(ch.ProviderAccount),
-			})
+			}, nil
 		}
 	}},
 }
@@ -169,13 +161,8 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer, getenv func(
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown admin command %q: %w", name, errUsage)
 	}
-	fs := flag.NewFlagSet("admin "+name, flag.ContinueOnError)
-	finish := config.Bind(fs, getenv)
-	action := cmd.flags(fs)
-	if err := fs.Parse(rest); err != nil {
-		return err
-	}
-	cfg, err := finish()
+	var action adminAction
+	cfg, err := parseConfig("admin "+name, rest, getenv, func(fs *flag.FlagSet) { action = cmd.flags(fs) })
 	if err != nil {
 		return err
 	}
@@ -185,7 +172,11 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer, getenv func(
 		return err
 	}
 	defer a.Close()
-	return action(ctx, a, stdout)
+	res, err := action(ctx, a)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, res)
 }
 
 // adminName splits "token create --flags" into the command name and flags.

@@ -29,7 +29,7 @@ commands:
   admin company set-quota    set a company's monthly message quota (-1 = unlimited)
   admin user create          add a user to a company
   admin token create|list|revoke
-  admin channel register-official|list|webhook-info
+  admin channel register-official|webhook-info
   admin template sync        sync an official account's templates from the provider
 
 Every command accepts the configuration flags (see "gateway serve -h");
@@ -63,12 +63,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 	}
 	switch args[0] {
 	case "serve":
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		finish := config.Bind(fs, getenv)
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		cfg, err := finish()
+		cfg, err := parseConfig("serve", args[1:], getenv, nil)
 		if err != nil {
 			return err
 		}
@@ -79,12 +74,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 		defer a.Close()
 		return a.Serve(ctx)
 	case "migrate":
-		fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-		finish := config.Bind(fs, getenv)
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		cfg, err := finish()
+		cfg, err := parseConfig("migrate", args[1:], getenv, nil)
 		if err != nil {
 			return err
 		}
@@ -108,7 +98,19 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 	return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	return enc.Encode(v)
+// parseConfig parses a command's flags: the configuration flags every
+// command accepts (defaults from the environment), plus the command's own
+// when commandFlags is not nil.
+func parseConfig(name string, args []string, getenv func(string) string, commandFlags func(*flag.FlagSet)) (config.Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	finish := config.Bind(fs, getenv)
+	if commandFlags != nil {
+		commandFlags(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return config.Config{}, err
+	}
+	return finish()
 }
+
+func printJSON(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }

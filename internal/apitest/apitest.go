@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -110,7 +111,9 @@ func Start(t testing.TB, db *store.DB, opts Options) *Harness {
 		stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 		defer stop()
 		if opts.WorkJobs {
-			_ = a.Jobs.Stop(stopCtx)
+			if err := a.Jobs.Stop(stopCtx); err != nil {
+				t.Logf("stop jobs: %v", err)
+			}
 		}
 		cancel()
 		a.Close()
@@ -187,17 +190,23 @@ func (h *Harness) Do(req Request) *Response {
 	case req.Form != nil || req.FileName != "":
 		var buf bytes.Buffer
 		mw := multipart.NewWriter(&buf)
+		var errs []error
 		for k, v := range req.Form {
-			_ = mw.WriteField(k, v)
+			errs = append(errs, mw.WriteField(k, v))
 		}
 		if req.FileName != "" {
 			hdr := make(map[string][]string)
 			hdr["Content-Disposition"] = []string{`form-data; name="` + req.FileField + `"; filename="` + req.FileName + `"`}
 			hdr["Content-Type"] = []string{req.FileType}
-			w, _ := mw.CreatePart(hdr)
-			_, _ = w.Write(req.FileContent)
+			w, err := mw.CreatePart(hdr)
+			if err == nil {
+				_, err = w.Write(req.FileContent)
+			}
+			errs = append(errs, err)
 		}
-		_ = mw.Close()
+		if err := errors.Join(append(errs, mw.Close())...); err != nil {
+			h.T.Fatalf("multipart body: %v", err)
+		}
 		body, ctype = &buf, mw.FormDataContentType()
 	case req.JSON != nil:
 		switch v := req.JSON.(type) {
@@ -285,27 +294,4 @@ func (w testWriter) Write(p []byte) (int, error) {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
-}
-
-// Clock is a settable clock for tests of expiries, windows and schedules.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a clock stopped at start.
-func NewClock(start time.Time) *Clock { return &Clock{now: start.UTC()} }
-
-// Now returns the clock's time; pass c.Now as a clock.Clock.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }

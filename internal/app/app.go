@@ -202,7 +202,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 // Close releases what the app opened.
 func (a *App) Close() {
 	if a.closeLimiter != nil {
-		_ = a.closeLimiter()
+		if err := a.closeLimiter(); err != nil {
+			a.Logger.Error("close rate limiter", "err", err)
+		}
 	}
 	if a.ownDB && a.DB != nil {
 		if err := a.DB.Close(); err != nil {
@@ -231,7 +233,7 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	// it releases them so another replica takes over at once.
 	connCtx, stopConns := context.WithCancel(ctx)
 	connsDone := make(chan struct{})
-	go func() { _ = a.Connections.Run(connCtx); close(connsDone) }()
+	go func() { a.Connections.Run(connCtx); close(connsDone) }()
 	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

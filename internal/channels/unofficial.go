@@ -3,7 +3,6 @@ package channels
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -189,15 +188,12 @@ type UnofficialFilter struct {
 var unofficialOrder = map[string]string{"id": "cc.id", "name": "cc.name", "key": "cc.key", "logged": "cc.logged",
 	"created_at": "cc.created_at", "updated_at": "cc.updated_at"}
 
-// likeEscaper makes user text literal inside a LIKE pattern.
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-
 // ListUnofficial lists a company's connections.
 func (s *Service) ListUnofficial(ctx context.Context, companyID int64, f UnofficialFilter) ([]Unofficial, int, error) {
 	var rows []unofficialRow
 	q := s.db.Bun.NewSelect().Model(&rows).Where("cc.company_id = ?", companyID).Where("cc.channel_type_id = ?", int(UnofficialChatapp))
 	if f.Text != "" {
-		pattern := "%" + likeEscaper.Replace(f.Text) + "%"
+		pattern := store.LikeContains(f.Text)
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("cc.name "+s.db.ILike()+` ? ESCAPE '\'`, pattern).WhereOr(`cc.key LIKE ? ESCAPE '\'`, pattern)
 		})

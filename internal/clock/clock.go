@@ -3,13 +3,48 @@
 // "now" so windows, expiries and retry schedules are testable without waiting.
 package clock
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
-// Clock returns the current time. Tests substitute a fixed or stepping clock.
+// Clock returns the current time. Tests substitute a Manual clock's Now.
 type Clock func() time.Time
 
 // System is the real clock, in UTC.
 func System() time.Time { return time.Now().UTC() }
+
+// Manual is a clock that moves only when told to: tests pass m.Now as the
+// Clock of the code under test and step it across windows, expiries and
+// retry schedules instead of waiting. It is safe for concurrent use.
+type Manual struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewManual returns a clock stopped at start (in UTC).
+func NewManual(start time.Time) *Manual { return &Manual{now: start.UTC()} }
+
+// Now returns the clock's time.
+func (m *Manual) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
+// Set moves the clock to t (in UTC), backwards too.
+func (m *Manual) Set(t time.Time) {
+	m.mu.Lock()
+	m.now = t.UTC()
+	m.mu.Unlock()
+}
+
+// Advance moves the clock forward by d.
+func (m *Manual) Advance(d time.Duration) {
+	m.mu.Lock()
+	m.now = m.now.Add(d)
+	m.mu.Unlock()
+}
 
 // Formatter renders times in the service time zone.
 type Formatter struct{ Location *time.Location }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/connector/sim"
@@ -19,18 +20,6 @@ import (
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
-
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // receiver records what connections hands to messaging.
 type receiver struct {
@@ -60,7 +49,7 @@ const leaseTTL = 30 * time.Second
 // app's servers.
 type world struct {
 	db        *store.DB
-	clock     *testClock
+	clock     *clock.Manual
 	chat      *sim.Driver
 	channels  *channels.Service
 	companyID int64
@@ -73,7 +62,7 @@ func newWorld(t testing.TB, db *store.DB) *world {
 	if err := db.Migrate(ctx, migrations); err != nil {
 		t.Fatal(err)
 	}
-	clk := &testClock{now: time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)}
+	clk := clock.NewManual(time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC))
 	company, err := auth.NewService(db, clk.Now).CreateCompany(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)

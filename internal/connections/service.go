@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -146,9 +147,6 @@ func New(o Options) *Service {
 
 // ReplicaID is this replica's name in leases.
 func (s *Service) ReplicaID() string { return s.id }
-
-// DriverName is the configured connector driver.
-func (s *Service) DriverName() string { return s.driver.Name() }
 
 // SetReceiver connects the messaging capability (built after this one,
 // because it needs this service's Transport).
@@ -375,7 +373,7 @@ func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) err
 	}
 	r := s.receiverOrNil()
 	if r == nil {
-		return fault.New(fault.NotImplemented, "The messaging capability is not enabled in this build.")
+		return errNoReceiver
 	}
 	return r.ReceiveInbound(ctx, in)
 }
@@ -387,10 +385,14 @@ func (s *Service) receipt(ctx context.Context, channelID int64, rc connector.Rec
 	}
 	r := s.receiverOrNil()
 	if r == nil {
-		return fault.New(fault.NotImplemented, "The messaging capability is not enabled in this build.")
+		return errNoReceiver
 	}
 	return r.ApplyReceipt(ctx, messaging.Receipt{Channel: ch.Channel, ExternalID: rc.ExternalID, StatusID: rc.StatusID, Reason: rc.Reason, At: rc.At})
 }
+
+// errNoReceiver is a wiring fault: the app always plugs messaging in
+// (SetReceiver) before sessions run.
+var errNoReceiver = fault.Internalf(errors.New("no receiver attached"), "hand over a chat-app event")
 
 func (s *Service) receiverOrNil() Receiver {
 	s.receiverMu.RLock()

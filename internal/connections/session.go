@@ -216,12 +216,7 @@ func (s *Service) forgetDevice(ctx context.Context, l *live, reason string) erro
 // over paired connections whose holder died, and sweep abandoned calls.
 // Run calls it every heartbeat; tests call it to step time by hand.
 func (s *Service) Tick(ctx context.Context) {
-	s.mu.Lock()
-	held := make([]*live, 0, len(s.live))
-	for _, l := range s.live {
-		held = append(held, l)
-	}
-	s.mu.Unlock()
+	held := s.held()
 	now := s.now()
 	for _, l := range held {
 		ok, err := s.renew(ctx, l)
@@ -266,7 +261,7 @@ func (s *Service) Tick(ctx context.Context) {
 // Run holds sessions until ctx ends: a heartbeat (Tick) and the loop that
 // serves calls forwarded by other replicas. On the way out it closes every
 // session and releases the leases so other replicas take over at once.
-func (s *Service) Run(ctx context.Context) error {
+func (s *Service) Run(ctx context.Context) {
 	s.Tick(ctx)
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
@@ -276,7 +271,7 @@ func (s *Service) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			s.Shutdown(context.WithoutCancel(ctx))
-			return nil
+			return
 		case <-beat.C:
 			s.Tick(ctx)
 		case <-poll.C:
@@ -285,14 +280,20 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
+// held is a snapshot of the sessions this replica holds.
+func (s *Service) held() []*live {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*live, 0, len(s.live))
+	for _, l := range s.live {
+		out = append(out, l)
+	}
+	return out
+}
+
 // Shutdown closes every session held here and releases their leases.
 func (s *Service) Shutdown(ctx context.Context) {
-	s.mu.Lock()
-	held := make([]*live, 0, len(s.live))
-	for _, l := range s.live {
-		held = append(held, l)
-	}
-	s.mu.Unlock()
+	held := s.held()
 	for _, l := range held {
 		s.drop(l)
 		s.release(ctx, l.channelID, l.fence)

@@ -161,25 +161,27 @@ func (s *Service) owned(ctx context.Context, table string, companyID, id int64, 
 }
 
 // attach links tags of kind to an owner row with insert (one row per tag,
-// args giving its values); the tags must be the company's and of that
-// kind, so a tag filter can never reach across companies or kinds.
+// args giving its values), all or none; the tags must be the company's and
+// of that kind, so a tag filter can never reach across companies or kinds.
 func (s *Service) attach(ctx context.Context, companyID int64, kind TagKind, tagIDs []int64, insert string, args func(tagID int64) []any) error {
 	tagIDs = uniq(tagIDs)
 	if len(tagIDs) == 0 {
 		return nil
 	}
-	n, err := s.db.Bun.NewSelect().Model((*tagRow)(nil)).Where("t.company_id = ?", companyID).Where("t.kind = ?", string(kind)).
-		Where("t.id IN (?)", bun.In(tagIDs)).Count(ctx)
-	if err != nil {
-		return fault.Internalf(err, "look up tags")
-	}
-	if int(n) != len(tagIDs) {
-		return fault.New(fault.NotFound, fmt.Sprintf("Some tags are not %s tags of this company.", kind))
-	}
-	for _, id := range tagIDs {
-		if _, err := s.db.Bun.NewRaw(insert, args(id)...).Exec(ctx); err != nil {
-			return fault.Internalf(err, "attach tag")
+	return s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		n, err := tx.NewSelect().Model((*tagRow)(nil)).Where("t.company_id = ?", companyID).Where("t.kind = ?", string(kind)).
+			Where("t.id IN (?)", bun.In(tagIDs)).Count(ctx)
+		if err != nil {
+			return fault.Internalf(err, "look up tags")
 		}
-	}
-	return nil
+		if int(n) != len(tagIDs) {
+			return fault.New(fault.NotFound, fmt.Sprintf("Some tags are not %s tags of this company.", kind))
+		}
+		for _, id := range tagIDs {
+			if _, err := tx.NewRaw(insert, args(id)...).Exec(ctx); err != nil {
+				return fault.Internalf(err, "attach tag")
+			}
+		}
+		return nil
+	})
 }

@@ -60,20 +60,12 @@ func (r *recorder) take() []recorded {
 	return out
 }
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
 type bundle struct {
 	db        *store.DB
 	svc       *conversations.Service
 	auth      *auth.Service
 	pub       *recorder
-	clk       *fakeClock
+	clk       *clock.Manual
 	companyID int64
 	otherID   int64
 	official  int64 // channel ids
@@ -89,7 +81,7 @@ func setup(t *testing.T, db *store.DB) *bundle {
 	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	clk := &fakeClock{now: t0}
+	clk := clock.NewManual(t0)
 	a := auth.NewService(db, clk.Now)
 	ch := channels.NewService(db, clk.Now)
 	pub := &recorder{}

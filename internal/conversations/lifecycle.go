@@ -219,7 +219,7 @@ func (s *Service) WindowFor(ctx context.Context, companyChannelID int64, contact
 	if err != nil {
 		return Window{}, fault.Internalf(err, "read conversation window")
 	}
-	return WindowAt(utcPtr(row.LastInboundAt), now), nil
+	return WindowAt(store.UTC(row.LastInboundAt), now), nil
 }
 
 // channelTypeNames are the display names of the channel types carried by

@@ -208,7 +208,7 @@ func (s *Service) applyFilter(q *bun.SelectQuery, f ListFilter, channelIDs []int
 	}
 
 	if f.Text != "" {
-		q = q.Where(`cc.search_text LIKE ? ESCAPE '\'`, likeContains(normalise(f.Text)))
+		q = q.Where(`cc.search_text LIKE ? ESCAPE '\'`, store.LikeContains(normalise(f.Text)))
 	}
 	if !f.Tags.empty() {
 		q = q.Where("?", tagPredicate(f.Tags))

@@ -215,8 +215,8 @@ func (r conversationRow) toDomain() Conversation {
 	return Conversation{ID: r.ID, CompanyID: r.CompanyID, ContactID: r.ContactID, CompanyChannelID: r.CompanyChannelID,
 		ChannelTypeID: channels.TypeID(r.ChannelTypeID), Key: r.Key, Name: r.Name, IsGroup: r.IsGroup,
 		StatusID: StatusID(r.StatusID), OriginID: OriginID(r.OriginID), SectorID: r.SectorID, UserID: r.UserID,
-		UnreadCount: r.UnreadCount, LastMessageAt: utcPtr(r.LastMessageAt), LastInboundAt: utcPtr(r.LastInboundAt),
-		FirstResponseAt: utcPtr(r.FirstResponseAt), Muted: r.Muted, Pinned: r.Pinned, Opened: r.Opened,
+		UnreadCount: r.UnreadCount, LastMessageAt: store.UTC(r.LastMessageAt), LastInboundAt: store.UTC(r.LastInboundAt),
+		FirstResponseAt: store.UTC(r.FirstResponseAt), Muted: r.Muted, Pinned: r.Pinned, Opened: r.Opened,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
@@ -263,14 +263,6 @@ type businessRow struct {
 	CreatedAt        time.Time `bun:"created_at"`
 }
 
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 // stamp is a time as stored: UTC, microseconds (PostgreSQL's precision), so
 // a value reads back equal on both engines.
 func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
@@ -301,11 +293,4 @@ func searchText(name, key string, c contactRow) string {
 		parts = append(parts, *c.Email)
 	}
 	return normalise(strings.Join(parts, "\x1f"))
-}
-
-// likeContains returns a LIKE pattern matching s anywhere, with LIKE's
-// wildcards in s escaped (the query says ESCAPE '\').
-func likeContains(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(s) + "%"
 }

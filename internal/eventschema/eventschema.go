@@ -75,11 +75,7 @@ func (e *Error) Error() string {
 // schema of the message named event. It returns an *Error listing the failing instance paths,
 // or an error wrapping ErrUnknownEvent.
 func ValidatePayload(event string, body []byte) error {
-	v, err := load()
-	if err != nil {
-		return err
-	}
-	m, err := v.message(event)
+	v, m, err := messageOf(event)
 	if err != nil {
 		return err
 	}
@@ -90,11 +86,7 @@ func ValidatePayload(event string, body []byte) error {
 // against the data part of that message's payload schema. It returns an *Error (paths relative
 // to data), or an error wrapping ErrUnknownEvent.
 func ValidateData(event string, data []byte) error {
-	v, err := load()
-	if err != nil {
-		return err
-	}
-	m, err := v.message(event)
+	v, m, err := messageOf(event)
 	if err != nil {
 		return err
 	}
@@ -106,11 +98,7 @@ func ValidateData(event string, data []byte) error {
 // A header sent several times is checked as its values joined by ", ". It returns an *Error, or
 // an error wrapping ErrUnknownEvent.
 func ValidateHeaders(event string, h http.Header) error {
-	v, err := load()
-	if err != nil {
-		return err
-	}
-	m, err := v.message(event)
+	v, m, err := messageOf(event)
 	if err != nil {
 		return err
 	}
@@ -133,6 +121,19 @@ func ValidateHeaders(event string, h http.Header) error {
 		return err
 	}
 	return v.validate(event, PartHeaders, []string{m.headersPtr}, body)
+}
+
+// messageOf returns the loaded document and the message named event.
+func messageOf(event string) (*validator, *messageInfo, error) {
+	v, err := load()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := v.message(event)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, m, nil
 }
 
 // resourceURL names the document inside the compiler; nothing is ever fetched from it.
@@ -204,11 +205,11 @@ func newValidator(src []byte) (*validator, error) {
 			payloadPtr: base + "/payload",
 			headersPtr: base + "/headers",
 		}
-		v.collectData(info.payloadPtr, &info.dataPtrs, 0)
+		v.collectData(info.payloadPtr, &info.dataPtrs)
 		if len(info.dataPtrs) == 0 {
 			return nil, fmt.Errorf("eventschema: message %s: payload has no data property", component)
 		}
-		v.collectHeaderNames(info.headersPtr, &info.headerNames, 0)
+		v.collectHeaderNames(info.headersPtr, &info.headerNames)
 		v.messages[name] = info
 	}
 	return v, nil
@@ -305,51 +306,46 @@ func (v *validator) notMessage(schemaURL string) string {
 
 // collectData appends the pointers of the schemas that the schema at ptr applies to its `data`
 // property, following $ref and allOf.
-func (v *validator) collectData(ptr string, out *[]string, depth int) {
-	node, ok := lookup(v.doc, ptr).(map[string]any)
-	if !ok || depth > 16 {
-		return
-	}
-	if ref, ok := node["$ref"].(string); ok && strings.HasPrefix(ref, "#") {
-		v.collectData(ref[1:], out, depth+1)
-		return // draft 7: keywords beside $ref are ignored
-	}
-	if props, ok := node["properties"].(map[string]any); ok {
+func (v *validator) collectData(ptr string, out *[]string) {
+	v.walk(ptr, 0, func(ptr string, props map[string]any) {
 		if _, ok := props["data"]; ok {
 			*out = append(*out, ptr+"/properties/data")
 		}
-	}
-	if all, ok := node["allOf"].([]any); ok {
-		for i := range all {
-			v.collectData(ptr+"/allOf/"+strconv.Itoa(i), out, depth+1)
-		}
-	}
+	})
 }
 
 // collectHeaderNames appends the property names of the headers schema at ptr, following $ref
 // and allOf.
-func (v *validator) collectHeaderNames(ptr string, out *[]string, depth int) {
-	node, ok := lookup(v.doc, ptr).(map[string]any)
-	if !ok || depth > 16 {
-		return
-	}
-	if ref, ok := node["$ref"].(string); ok && strings.HasPrefix(ref, "#") {
-		v.collectHeaderNames(ref[1:], out, depth+1)
-		return
-	}
-	if props, ok := node["properties"].(map[string]any); ok {
+func (v *validator) collectHeaderNames(ptr string, out *[]string) {
+	v.walk(ptr, 0, func(_ string, props map[string]any) {
 		for name := range props {
 			if !slices.Contains(*out, name) {
 				*out = append(*out, name)
 			}
 		}
+	})
+	slices.Sort(*out)
+}
+
+// walk calls visit with the properties of the schema at ptr and of every schema it applies
+// through $ref and allOf (ptr is where those properties are).
+func (v *validator) walk(ptr string, depth int, visit func(ptr string, props map[string]any)) {
+	node, ok := lookup(v.doc, ptr).(map[string]any)
+	if !ok || depth > 16 {
+		return
+	}
+	if ref, ok := node["$ref"].(string); ok && strings.HasPrefix(ref, "#") {
+		v.walk(ref[1:], depth+1, visit)
+		return // draft 7: keywords beside $ref are ignored
+	}
+	if props, ok := node["properties"].(map[string]any); ok {
+		visit(ptr, props)
 	}
 	if all, ok := node["allOf"].([]any); ok {
 		for i := range all {
-			v.collectHeaderNames(ptr+"/allOf/"+strconv.Itoa(i), out, depth+1)
+			v.walk(ptr+"/allOf/"+strconv.Itoa(i), depth+1, visit)
 		}
 	}
-	slices.Sort(*out)
 }
 
 // lookup returns the value at a JSON pointer, or nil.

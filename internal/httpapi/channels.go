@@ -19,12 +19,8 @@ func (s *Server) ListCompanyChannels(ctx context.Context, req api.ListCompanyCha
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListCompanyChannels200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
-		LastPage: f.Page.LastPage(total), Data: make([]api.CompanyChannel, len(list))}
-	for i, ch := range list {
-		out.Data[i] = s.toAPIChannel(ch)
-	}
-	return out, nil
+	return api.ListCompanyChannels200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
+		LastPage: f.Page.LastPage(total), Data: convert(list, s.toAPIChannel)}, nil
 }
 
 func (s *Server) toAPIChannel(ch channels.Channel) api.CompanyChannel {

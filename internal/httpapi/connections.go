@@ -17,13 +17,6 @@ import (
 // the simulator driver. Every error answers 509 {success:false, message}
 // (the operations document no other business status).
 
-func (s *Server) connections() (*connections.Service, error) {
-	if s.Connections == nil {
-		return nil, notImplemented("chat-app connections")
-	}
-	return s.Connections, nil
-}
-
 func companyOf(ctx context.Context) int64 {
 	p, _ := auth.FromContext(ctx)
 	return p.CompanyID
@@ -39,15 +32,8 @@ func (s *Server) toAPIChatapp(c channels.Unofficial) api.Chatapp {
 }
 
 func (s *Server) ListChatapps(ctx context.Context, req api.ListChatappsRequestObject) (api.ListChatappsResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
 	q := req.Params
-	f := channels.UnofficialFilter{Logged: q.Logged, Page: page(q.Page, q.PerPage, 100), OrderBy: "id"}
-	if q.Filter != nil {
-		f.Text = *q.Filter
-	}
+	f := channels.UnofficialFilter{Logged: q.Logged, Page: page(q.Page, q.PerPage, 100), OrderBy: "id", Text: deref(q.Filter)}
 	if q.OrderBy != nil {
 		f.OrderBy = string(*q.OrderBy)
 	}
@@ -67,25 +53,17 @@ func (s *Server) ListChatapps(ctx context.Context, req api.ListChatappsRequestOb
 	if updated != nil {
 		f.UpdatedFrom, f.UpdatedTo = &updated.From, &updated.To
 	}
-	list, total, err := svc.ListChatapps(ctx, companyOf(ctx), f)
+	list, total, err := s.Connections.ListChatapps(ctx, companyOf(ctx), f)
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListChatapps200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
-		LastPage: f.Page.LastPage(total), Data: make([]api.Chatapp, len(list))}
-	for i, c := range list {
-		out.Data[i] = s.toAPIChatapp(c)
-	}
-	return out, nil
+	return api.ListChatapps200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
+		LastPage: f.Page.LastPage(total), Data: convert(list, s.toAPIChatapp)}, nil
 }
 
 func (s *Server) ChatappQrcode(ctx context.Context, req api.ChatappQrcodeRequestObject) (api.ChatappQrcodeResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
 	b := req.Body
-	qr, err := svc.ChatappQrcode(ctx, companyOf(ctx), selector(b.Id, b.Key), connector.PairingOptions{OS: b.Os, Browser: b.Browser})
+	qr, err := s.Connections.ChatappQrcode(ctx, companyOf(ctx), selector(b.Id, b.Key), connector.PairingOptions{OS: b.Os, Browser: b.Browser})
 	if err != nil {
 		return nil, err
 	}
@@ -95,11 +73,7 @@ func (s *Server) ChatappQrcode(ctx context.Context, req api.ChatappQrcodeRequest
 }
 
 func (s *Server) ChatappCreate(ctx context.Context, req api.ChatappCreateRequestObject) (api.ChatappCreateResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
-	c, err := svc.ChatappCreate(ctx, companyOf(ctx), req.Body.Name, req.Body.Key)
+	c, err := s.Connections.ChatappCreate(ctx, companyOf(ctx), req.Body.Name, req.Body.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -107,15 +81,11 @@ func (s *Server) ChatappCreate(ctx context.Context, req api.ChatappCreateRequest
 }
 
 func (s *Server) ChatappUpdate(ctx context.Context, req api.ChatappUpdateRequestObject) (api.ChatappUpdateResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
 	b := req.Body
 	if b.NewKey != nil && b.Key == nil {
 		return nil, fault.New(fault.Invalid, ruleMessage(operationFrom(ctx), "newKeyRequiresKey"))
 	}
-	c, err := svc.ChatappUpdate(ctx, companyOf(ctx), selector(b.Id, b.Key), channels.UnofficialChange{Name: b.Name, NewKey: b.NewKey})
+	c, err := s.Connections.ChatappUpdate(ctx, companyOf(ctx), selector(b.Id, b.Key), channels.UnofficialChange{Name: b.Name, NewKey: b.NewKey})
 	if err != nil {
 		return nil, err
 	}
@@ -123,22 +93,14 @@ func (s *Server) ChatappUpdate(ctx context.Context, req api.ChatappUpdateRequest
 }
 
 func (s *Server) ChatappDelete(ctx context.Context, req api.ChatappDeleteRequestObject) (api.ChatappDeleteResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
-	if err := svc.ChatappDelete(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key)); err != nil {
+	if err := s.Connections.ChatappDelete(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key)); err != nil {
 		return nil, err
 	}
 	return api.ChatappDelete200JSONResponse{Success: true, Message: "Connection deleted"}, nil
 }
 
 func (s *Server) ChatappLogout(ctx context.Context, req api.ChatappLogoutRequestObject) (api.ChatappLogoutResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
-	if err := svc.ChatappLogout(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key)); err != nil {
+	if err := s.Connections.ChatappLogout(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key)); err != nil {
 		return nil, err
 	}
 	return api.ChatappLogout200JSONResponse{Success: true, Message: "Connection logged out"}, nil
@@ -157,11 +119,7 @@ func toAPIContacts(list []connector.Contact) []api.ChatappContact {
 }
 
 func (s *Server) ChatappContactList(ctx context.Context, req api.ChatappContactListRequestObject) (api.ChatappContactListResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
-	list, err := svc.ChatappContactList(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key))
+	list, err := s.Connections.ChatappContactList(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key))
 	if err != nil {
 		return nil, err
 	}
@@ -169,29 +127,20 @@ func (s *Server) ChatappContactList(ctx context.Context, req api.ChatappContactL
 }
 
 func (s *Server) ChatappGroupList(ctx context.Context, req api.ChatappGroupListRequestObject) (api.ChatappGroupListResponseObject, error) {
-	svc, err := s.connections()
+	list, err := s.Connections.ChatappGroupList(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key))
 	if err != nil {
 		return nil, err
 	}
-	list, err := svc.ChatappGroupList(ctx, companyOf(ctx), selector(req.Body.Id, req.Body.Key))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]api.ChatappGroup, len(list))
-	for i, g := range list {
-		out[i] = api.ChatappGroup{Key: g.Key, Name: g.Name, Announce: g.Announce, IsAdmin: g.IsAdmin, ParticipantsCount: g.Participants}
-	}
+	out := convert(list, func(g connector.Group) api.ChatappGroup {
+		return api.ChatappGroup{Key: g.Key, Name: g.Name, Announce: g.Announce, IsAdmin: g.IsAdmin, ParticipantsCount: g.Participants}
+	})
 	return api.ChatappGroupList200JSONResponse{Success: true, Message: fmt.Sprintf("%d groups", len(list)), Data: out}, nil
 }
 
 func (s *Server) ChatappCheckOnChatapp(ctx context.Context, req api.ChatappCheckOnChatappRequestObject) (api.ChatappCheckOnChatappResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
 	b := req.Body
 	groups := b.AreGroups != nil && *b.AreGroups
-	list, err := svc.ChatappCheckOnChatapp(ctx, companyOf(ctx), selector(b.Id, b.Key), b.Numbers, groups)
+	list, err := s.Connections.ChatappCheckOnChatapp(ctx, companyOf(ctx), selector(b.Id, b.Key), b.Numbers, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -209,11 +158,7 @@ func (s *Server) ChatappCheckOnChatapp(ctx context.Context, req api.ChatappCheck
 // Simulator controls.
 
 func (s *Server) SimulatorPair(ctx context.Context, req api.SimulatorPairRequestObject) (api.SimulatorPairResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
-	c, err := svc.SimulatorPair(ctx, companyOf(ctx), int64(req.Id))
+	c, err := s.Connections.SimulatorPair(ctx, companyOf(ctx), int64(req.Id))
 	if err != nil {
 		return nil, err
 	}
@@ -221,29 +166,18 @@ func (s *Server) SimulatorPair(ctx context.Context, req api.SimulatorPairRequest
 }
 
 func (s *Server) SimulatorUnlink(ctx context.Context, req api.SimulatorUnlinkRequestObject) (api.SimulatorUnlinkResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
-	if err := svc.SimulatorUnlink(ctx, companyOf(ctx), int64(req.Id)); err != nil {
+	if err := s.Connections.SimulatorUnlink(ctx, companyOf(ctx), int64(req.Id)); err != nil {
 		return nil, err
 	}
 	return api.SimulatorUnlink200JSONResponse{Success: true, Message: "Device unlinked"}, nil
 }
 
 func (s *Server) SimulatorSeedContacts(ctx context.Context, req api.SimulatorSeedContactsRequestObject) (api.SimulatorSeedContactsResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
 	specs := make([]sim.ContactSpec, len(req.Body.Contacts))
 	for i, c := range req.Body.Contacts {
-		specs[i] = sim.ContactSpec{Key: c.Key, Name: c.Name, OnChatapp: c.OnChatapp}
-		if c.Notify != nil {
-			specs[i].Notify = *c.Notify
-		}
+		specs[i] = sim.ContactSpec{Key: c.Key, Name: c.Name, OnChatapp: c.OnChatapp, Notify: deref(c.Notify)}
 	}
-	list, err := svc.SimulatorSeedContacts(ctx, companyOf(ctx), int64(req.Id), specs)
+	list, err := s.Connections.SimulatorSeedContacts(ctx, companyOf(ctx), int64(req.Id), specs)
 	if err != nil {
 		return nil, err
 	}
@@ -251,25 +185,10 @@ func (s *Server) SimulatorSeedContacts(ctx context.Context, req api.SimulatorSee
 }
 
 func (s *Server) SimulatorSeedGroup(ctx context.Context, req api.SimulatorSeedGroupRequestObject) (api.SimulatorSeedGroupResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
 	b := req.Body
-	spec := sim.GroupSpec{Name: b.Name, IsMember: b.IsMember}
-	if b.Key != nil {
-		spec.Key = *b.Key
-	}
-	if b.Announce != nil {
-		spec.Announce = *b.Announce
-	}
-	if b.IsAdmin != nil {
-		spec.IsAdmin = *b.IsAdmin
-	}
-	if b.ParticipantsCount != nil {
-		spec.Participants = *b.ParticipantsCount
-	}
-	g, err := svc.SimulatorSeedGroup(ctx, companyOf(ctx), int64(req.Id), spec)
+	spec := sim.GroupSpec{Name: b.Name, IsMember: b.IsMember, Key: deref(b.Key), Announce: deref(b.Announce),
+		IsAdmin: deref(b.IsAdmin), Participants: deref(b.ParticipantsCount)}
+	g, err := s.Connections.SimulatorSeedGroup(ctx, companyOf(ctx), int64(req.Id), spec)
 	if err != nil {
 		return nil, err
 	}
@@ -278,25 +197,12 @@ func (s *Server) SimulatorSeedGroup(ctx context.Context, req api.SimulatorSeedGr
 }
 
 func (s *Server) SimulatorInbound(ctx context.Context, req api.SimulatorInboundRequestObject) (api.SimulatorInboundResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
 	b := req.Body
-	spec := sim.InboundSpec{From: b.From}
-	if b.Name != nil {
-		spec.Name = *b.Name
-	}
-	if b.GroupKey != nil {
-		spec.GroupKey = *b.GroupKey
-	}
-	if b.Text != nil {
-		spec.Text = *b.Text
-	}
+	spec := sim.InboundSpec{From: b.From, Name: deref(b.Name), GroupKey: deref(b.GroupKey), Text: deref(b.Text)}
 	if b.File != nil {
 		spec.File = &connector.File{Name: b.File.Name, ContentType: b.File.ContentType, Data: b.File.Data}
 	}
-	in, err := svc.SimulatorInbound(ctx, companyOf(ctx), int64(req.Id), spec)
+	in, err := s.Connections.SimulatorInbound(ctx, companyOf(ctx), int64(req.Id), spec)
 	if err != nil {
 		return nil, err
 	}
@@ -311,27 +217,15 @@ var receiptStatus = map[api.SimulatorReceiptRequestStatus]int{
 }
 
 func (s *Server) SimulatorReceipt(ctx context.Context, req api.SimulatorReceiptRequestObject) (api.SimulatorReceiptResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
 	b := req.Body
-	reason := ""
-	if b.Reason != nil {
-		reason = *b.Reason
-	}
-	if _, err := svc.SimulatorReceipt(ctx, companyOf(ctx), int64(req.Id), b.ExternalId, receiptStatus[b.Status], reason); err != nil {
+	if _, err := s.Connections.SimulatorReceipt(ctx, companyOf(ctx), int64(req.Id), b.ExternalId, receiptStatus[b.Status], deref(b.Reason)); err != nil {
 		return nil, err
 	}
 	return api.SimulatorReceipt200JSONResponse{Success: true, Message: "Receipt delivered"}, nil
 }
 
 func (s *Server) SimulatorMessages(ctx context.Context, req api.SimulatorMessagesRequestObject) (api.SimulatorMessagesResponseObject, error) {
-	svc, err := s.connections()
-	if err != nil {
-		return nil, err
-	}
-	list, err := svc.SimulatorMessages(ctx, companyOf(ctx), int64(req.Id))
+	list, err := s.Connections.SimulatorMessages(ctx, companyOf(ctx), int64(req.Id))
 	if err != nil {
 		return nil, err
 	}

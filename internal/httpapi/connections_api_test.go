@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
@@ -108,7 +109,7 @@ func startConnections(t *testing.T, db *store.DB, opts apitest.Options) (*apites
 func TestConnectionCreateUpdateDelete(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := apitest.NewClock(time.Date(2026, 11, 22, 14, 3, 7, 0, time.UTC))
+		clk := clock.NewManual(time.Date(2026, 11, 22, 14, 3, 7, 0, time.UTC))
 		h, c := startConnections(t, db, apitest.Options{Now: clk.Now})
 
 		sales := c.create("Sales team", "5511988887777")
@@ -184,7 +185,7 @@ func TestConnectionCreateUpdateDelete(t *testing.T) {
 func TestConnectionList(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := apitest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+		clk := clock.NewManual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 		_, c := startConnections(t, db, apitest.Options{Now: clk.Now})
 		alpha := c.create("Alpha sales", "5511900000001")
 		clk.Advance(24 * time.Hour)
@@ -259,7 +260,7 @@ func TestConnectionList(t *testing.T) {
 func TestConnectionPairingAndLogout(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := apitest.NewClock(time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC))
+		clk := clock.NewManual(time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC))
 		_, c := startConnections(t, db, apitest.Options{Now: clk.Now})
 		conn := c.create("Sales", "5511988887777")
 

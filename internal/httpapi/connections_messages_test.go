@@ -1,103 +1,24 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"image"
-	"image/png"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/connector/sim"
-	"github.com/chatmsg/gateway/internal/eventschema"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
-
-// chatappEventSink is a webhook subscriber on 127.0.0.1 that keeps every body.
-type chatappEventSink struct {
-	mu     sync.Mutex
-	bodies map[string][][]byte
-}
-
-func newChatappEventSink(t *testing.T, h *apitest.Harness, token string) *chatappEventSink {
-	t.Helper()
-	s := &chatappEventSink{bodies: map[string][][]byte{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.bodies[r.Header.Get("X-Svc-Event")] = append(s.bodies[r.Header.Get("X-Svc-Event")], b)
-		s.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	createWebhook(t, h, token, map[string]any{"name": "sink", "url": srv.URL + "/events",
-		"events": []string{events.OmnichatMessageReceived, events.OmnichatMessageSent, events.OmnichatConversationCreated}})
-	return s
-}
-
-// wait returns the data payloads of event once n arrived, each validated
-// against the AsyncAPI document.
-func (s *chatappEventSink) wait(t *testing.T, event string, n int) []map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s.mu.Lock()
-		bodies := append([][]byte(nil), s.bodies[event]...)
-		s.mu.Unlock()
-		if len(bodies) >= n {
-			out := make([]map[string]any, len(bodies))
-			for i, b := range bodies {
-				if err := eventschema.ValidatePayload(event, b); err != nil {
-					t.Errorf("%s payload does not match the AsyncAPI document: %v\n%s", event, err, b)
-				}
-				var env struct {
-					Data map[string]any `json:"data"`
-				}
-				_ = json.Unmarshal(b, &env)
-				out[i] = env.Data
-			}
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d %s events after 20 s, want %d", len(bodies), event, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// waitFor waits for an event whose data satisfies match.
-func (s *chatappEventSink) waitFor(t *testing.T, event string, match func(map[string]any) bool) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s.mu.Lock()
-		n := len(s.bodies[event])
-		s.mu.Unlock()
-		for _, d := range s.wait(t, event, n) {
-			if match(d) {
-				return d
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no matching %s event after 20 s", event)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 type simMessage struct {
 	ExternalID  string  `json:"external_id"`
@@ -152,6 +73,25 @@ func (c connAPI) sendSync(body map[string]any) syncAnswer {
 	return a
 }
 
+// sendPhoto sends a PNG synchronously from conn to contactKey (multipart)
+// and returns the stored message and the path of its stored file.
+func (c connAPI) sendPhoto(conn chatappRecord, contactKey string) (messaging.Message, string) {
+	c.t.Helper()
+	resp := c.h.Do(apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: c.token,
+		Form:      map[string]string{"platform": "chatapp", "sender_key": conn.Key, "contact_key": contactKey, "contact_is_group": "false", "enqueue": "false"},
+		FileField: "file", FileName: "photo.png", FileType: "image/png", FileContent: pngImage(c.t, 4, 4)})
+	if resp.Status != http.StatusOK {
+		c.t.Fatalf("file send: %d %s", resp.Status, resp.Body)
+	}
+	var a syncAnswer
+	resp.JSON(c.t, &a)
+	m, err := c.h.App.Messaging.FindByExternalID(context.Background(), int64(conn.ID), a.Data.ExternalID)
+	if err != nil || m.MediaPath == "" {
+		c.t.Fatalf("file message %+v %v", m, err)
+	}
+	return m, filepath.Join(c.h.App.Config.DataDir, "media", "messages", filepath.FromSlash(m.MediaPath))
+}
+
 func countMessages(t *testing.T, db *store.DB, channelID int, where string) int {
 	t.Helper()
 	var n int
@@ -166,7 +106,9 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h, c := startConnections(t, db, apitest.Options{WorkJobs: true})
 		ctx := context.Background()
-		sink := newChatappEventSink(t, h, c.token)
+		sink := newEventSink(t, http.StatusNoContent)
+		sink.subscribe(h, c.token, map[string]any{"name": "sink",
+			"events": []string{events.OmnichatMessageReceived, events.OmnichatMessageSent, events.OmnichatConversationCreated}})
 		conn := c.pair(c.create("Sales", "5511988887777").ID)
 		idle := c.create("Idle", "5511988886666")
 		seed := func(body map[string]any) string {
@@ -189,28 +131,15 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 		if resp.Status != http.StatusOK || resp.Map(t)["message"] == nil {
 			t.Fatalf("queued send: %d %s", resp.Status, resp.Body)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for len(c.outbox(conn.ID)) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the queued message never reached the chat app")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		eventually(t, "the queued message to reach the chat app", func() bool { return len(c.outbox(conn.ID)) > 0 })
 		queued := c.outbox(conn.ID)[0]
 		if queued.Text != "queued hello" || queued.ChatKey != "5511977776666" || queued.IsGroup {
 			t.Fatalf("queued message at the chat app: %+v", queued)
 		}
-		deadline = time.Now().Add(10 * time.Second)
-		for {
+		eventually(t, "the queued message to be marked sent", func() bool {
 			m, err := h.App.Messaging.FindByExternalID(ctx, int64(conn.ID), queued.ExternalID)
-			if err == nil && m.StatusID == messaging.StatusSent {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("queued message not marked sent: %+v %v", m, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return err == nil && m.StatusID == messaging.StatusSent
+		})
 
 		// enqueue=false answers after the send, with the official shape.
 		sync := c.sendSync(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": "5511977776666",
@@ -292,7 +221,7 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 		}
 		c.ok(fmt.Sprintf("/api/chatapp-simulator/%d/inbound", conn.ID), map[string]any{"from": "5521955554444", "name": "Carla", "text": "hello?"}, &in)
 		c.ok(fmt.Sprintf("/api/chatapp-simulator/%d/inbound", conn.ID), map[string]any{"from": "5521955554444", "group_key": lounge, "text": "in the group"}, nil)
-		received := sink.wait(t, events.OmnichatMessageReceived, 2)
+		received := sink.data(events.OmnichatMessageReceived, 2)
 		byKey := map[string]map[string]any{}
 		for _, d := range received {
 			byKey[d["contact_channel_key"].(string)] = d
@@ -305,10 +234,12 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 		if d := byKey[lounge]; d == nil || d["conversation"].(map[string]any)["is_group"] != true || d["conversation"].(map[string]any)["name"] != "Lounge" {
 			t.Errorf("group message received %+v", byKey[lounge])
 		}
-		sink.waitFor(t, events.OmnichatConversationCreated, func(d map[string]any) bool {
-			return d["key"] == "5521955554444" && d["is_group"] == false && d["origin_id"] == float64(1) && d["channel_type_id"] == float64(2)
+		sink.first(events.OmnichatConversationCreated, func(ev delivery) bool {
+			d := ev.Data
+			return ev.Name == events.OmnichatConversationCreated &&
+				d["key"] == "5521955554444" && d["is_group"] == false && d["origin_id"] == float64(1) && d["channel_type_id"] == float64(2)
 		})
-		sent := sink.wait(t, events.OmnichatMessageSent, 5)
+		sent := sink.data(events.OmnichatMessageSent, 5)
 		for _, d := range sent {
 			if d["message_source_id"] == float64(2) {
 				t.Errorf("a sent event with the contact's source: %+v", d)
@@ -320,7 +251,7 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 func TestChatappEditAndRevoke(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := apitest.NewClock(time.Now())
+		clk := clock.NewManual(time.Now())
 		h, c := startConnections(t, db, apitest.Options{Now: clk.Now})
 		ctx := context.Background()
 		conn := c.pair(c.create("Sales", "5511988887777").ID)
@@ -408,19 +339,7 @@ func TestChatappEditAndRevoke(t *testing.T) {
 		}
 
 		// remove_media removes the stored file.
-		fresp := c.h.Do(apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: c.token,
-			Form:      map[string]string{"platform": "chatapp", "sender_key": conn.Key, "contact_key": "5511977776666", "contact_is_group": "false", "enqueue": "false"},
-			FileField: "file", FileName: "photo.png", FileType: "image/png", FileContent: tinyPNG(t)})
-		if fresp.Status != http.StatusOK {
-			t.Fatalf("file send: %d %s", fresp.Status, fresp.Body)
-		}
-		var fa syncAnswer
-		fresp.JSON(t, &fa)
-		fm, err := h.App.Messaging.FindByExternalID(ctx, int64(conn.ID), fa.Data.ExternalID)
-		if err != nil || fm.MediaPath == "" {
-			t.Fatalf("file message %+v %v", fm, err)
-		}
-		file := filepath.Join(h.App.Config.DataDir, "media", "messages", filepath.FromSlash(fm.MediaPath))
+		fm, file := c.sendPhoto(conn, "5511977776666")
 		if _, err := os.Stat(file); err != nil {
 			t.Fatalf("stored file: %v", err)
 		}
@@ -433,39 +352,17 @@ func TestChatappEditAndRevoke(t *testing.T) {
 	})
 }
 
-func tinyPNG(t *testing.T) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
 func TestChatappDeleteTakesItsConversationsAndMessages(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		h, c := startConnections(t, db, apitest.Options{})
+		_, c := startConnections(t, db, apitest.Options{})
 		ctx := context.Background()
 		conn := c.pair(c.create("Sales", "5511988887777").ID)
 		keep := c.pair(c.create("Support", "5511988886666").ID)
 		for _, id := range []int{conn.ID, keep.ID} {
 			c.ok(fmt.Sprintf("/api/chatapp-simulator/%d/inbound", id), map[string]any{"from": "5521955554444", "text": "hi"}, nil)
 		}
-		fresp := c.h.Do(apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: c.token,
-			Form:      map[string]string{"platform": "chatapp", "sender_key": conn.Key, "contact_key": "5521955554444", "contact_is_group": "false", "enqueue": "false"},
-			FileField: "file", FileName: "photo.png", FileType: "image/png", FileContent: tinyPNG(t)})
-		if fresp.Status != http.StatusOK {
-			t.Fatalf("file send: %d %s", fresp.Status, fresp.Body)
-		}
-		var fa syncAnswer
-		fresp.JSON(t, &fa)
-		fm, err := h.App.Messaging.FindByExternalID(ctx, int64(conn.ID), fa.Data.ExternalID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := filepath.Join(h.App.Config.DataDir, "media", "messages", filepath.FromSlash(fm.MediaPath))
+		_, file := c.sendPhoto(conn, "5521955554444")
 		conversations := func(channelID int) int {
 			var n int
 			if err := db.Bun.NewRaw("SELECT COUNT(*) FROM contact_channels WHERE company_channel_id = ?", channelID).Scan(ctx, &n); err != nil {

@@ -27,12 +27,8 @@ func (s *Server) ListContactChannels(ctx context.Context, req api.ListContactCha
 	if err != nil {
 		return nil, err
 	}
-	out := contactChannelPage{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
-		LastPage: f.Page.LastPage(total), Data: make([]contactChannelJSON, len(list))}
-	for i, c := range list {
-		out.Data[i] = s.toAPIContactChannel(c, f.With)
-	}
-	return out, nil
+	return contactChannelPage{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total, LastPage: f.Page.LastPage(total),
+		Data: convert(list, func(c conversations.Conversation) contactChannelJSON { return s.toAPIContactChannel(c, f.With) })}, nil
 }
 
 func (s *Server) UpdateContactChannel(ctx context.Context, req api.UpdateContactChannelRequestObject) (api.UpdateContactChannelResponseObject, error) {
@@ -51,7 +47,7 @@ func (s *Server) UpdateContactChannel(ctx context.Context, req api.UpdateContact
 		return nil, &fault.Error{Kind: fault.Invalid, Message: msg, Fields: map[string][]string{"sector_id": {msg}}}
 	}
 	u := conversations.Update{Pinned: b.Pinned, Muted: b.Muted, Opened: b.Opened,
-		Unassign: isTrue(b.WithoutUser), ClearSector: isTrue(b.WithoutSector), MarkRead: isTrue(b.MarkRead)}
+		Unassign: deref(b.WithoutUser), ClearSector: deref(b.WithoutSector), MarkRead: deref(b.MarkRead)}
 	if b.UserId != nil {
 		id := int64(*b.UserId)
 		u.UserID = &id
@@ -95,8 +91,6 @@ func (s *Server) PublishEvent(ctx context.Context, req api.PublishEventRequestOb
 	return api.PublishEvent202JSONResponse{Success: true, Event: string(b.Event), Message: "Event accepted for delivery."}, nil
 }
 
-func isTrue(b *bool) bool { return b != nil && *b }
-
 // toListFilter converts the listing's query into the domain filter. The
 // validator has already checked types, enums and bounds; what is left is
 // turning date ranges into instants in the service time zone.
@@ -104,8 +98,8 @@ func (s *Server) toListFilter(op *openapi3.Operation, q api.ListContactChannelsP
 	f := conversations.ListFilter{Page: page(q.Page, q.PerPage, 20), OrderBy: "id",
 		SectorID: int64Ptr(q.SectorId), CompanyChannelID: int64Ptr(q.CompanyChannelId), UserID: int64Ptr(q.UserId),
 		ChannelKey: q.ChannelKey, WindowMinMinutes: q.OfcWindowMinMinutes, WindowMaxMinutes: q.OfcWindowMaxMinutes,
-		WithoutSector: isTrue(q.WithoutSector), WithoutUser: isTrue(q.WithoutUser), NeverResponded: isTrue(q.NeverRespondedAttendant),
-		ShowAllStatuses: isTrue(q.ShowAllStatuses), IncludeClosed: isTrue(q.IncludeClosed), OnlyUnread: isTrue(q.OnlyUnread),
+		WithoutSector: deref(q.WithoutSector), WithoutUser: deref(q.WithoutUser), NeverResponded: deref(q.NeverRespondedAttendant),
+		ShowAllStatuses: deref(q.ShowAllStatuses), IncludeClosed: deref(q.IncludeClosed), OnlyUnread: deref(q.OnlyUnread),
 		IsGroup: q.IsGroup, Muted: q.Muted, Pinned: q.Pinned, Opened: q.Opened}
 	if q.OrderBy != nil {
 		f.OrderBy = string(*q.OrderBy)
@@ -252,25 +246,6 @@ func parameterMessage(op *openapi3.Operation, name string) string {
 	return "The " + humanize(name) + " field is invalid."
 }
 
-func int64Ptr(v *int) *int64 {
-	if v == nil {
-		return nil
-	}
-	x := int64(*v)
-	return &x
-}
-
-func int64s(v *[]int) []int64 {
-	if v == nil {
-		return nil
-	}
-	out := make([]int64, len(*v))
-	for i, x := range *v {
-		out[i] = int64(x)
-	}
-	return out
-}
-
 // contactChannelJSON is a ContactChannel of the document. The generated
 // model cannot tell "relation not asked for" (key absent) from "asked for
 // and empty" (null): relations are raw JSON pointers here, nil = absent.
@@ -347,11 +322,9 @@ func (s *Server) toAPIContactChannel(c conversations.Conversation, with conversa
 		out.Contact = relation(v)
 	}
 	if with.Tags {
-		tags := make([]api.Tag, len(c.Tags))
-		for i, t := range c.Tags {
-			tags[i] = api.Tag{Id: int(t.ID), Name: t.Name, Kind: api.TagKind(t.Kind)}
-		}
-		out.Tags = relation(tags)
+		out.Tags = relation(convert(c.Tags, func(t conversations.Tag) api.Tag {
+			return api.Tag{Id: int(t.ID), Name: t.Name, Kind: api.TagKind(t.Kind)}
+		}))
 	}
 	if with.Sector {
 		var v *api.SectorSummary

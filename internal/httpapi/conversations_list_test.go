@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/store"
@@ -54,7 +55,7 @@ func insertConvChannel(t *testing.T, db *store.DB, companyID int64, typ channels
 func newConvWorld(t *testing.T, db *store.DB) *convWorld {
 	t.Helper()
 	ctx := context.Background()
-	clk := apitest.NewClock(convBase)
+	clk := clock.NewManual(convBase)
 	h := apitest.Start(t, db, apitest.Options{Now: clk.Now})
 	w := &convWorld{h: h, a: h.Tenant("Company A"), b: h.Tenant("Company B"), ids: map[string]int64{}, names: map[int64]string{}, tags: map[string]int64{}}
 	svc := h.App.Conversations
@@ -526,10 +527,7 @@ func TestListContactChannelsIsolationAndValidation(t *testing.T) {
 				t.Errorf("%s: %d %s", tc.query, resp.Status, resp.Body)
 				continue
 			}
-			var body struct {
-				Message string              `json:"message"`
-				Errors  map[string][]string `json:"errors"`
-			}
+			var body validationAnswer
 			resp.JSON(t, &body)
 			if len(body.Errors[tc.field]) == 0 || (tc.message != "" && body.Message != tc.message) {
 				t.Errorf("%s: %s", tc.query, resp.Body)
@@ -551,7 +549,7 @@ func TestListContactChannelsTimeZone(t *testing.T) {
 			t.Skip("no tz data")
 		}
 		// 2026-11-21 02:00 UTC is still 2026-11-20 (23:00) in São Paulo.
-		clk := apitest.NewClock(time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC))
+		clk := clock.NewManual(time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC))
 		h := apitest.Start(t, db, apitest.Options{Now: clk.Now, Configure: func(c *config.Config) { c.TimeZone = sp }})
 		ten := h.Tenant("Acme")
 		ch := insertConvChannel(t, db, ten.CompanyID, channels.UnofficialChatapp, "5511900000002")

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +17,6 @@ import (
 	"github.com/chatmsg/gateway/internal/eventschema"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
-	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // convEnsure creates a conversation the way the channel capabilities do.
@@ -103,10 +100,7 @@ func TestUpdateContactChannel(t *testing.T) {
 				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
 				continue
 			}
-			var body struct {
-				Message string              `json:"message"`
-				Errors  map[string][]string `json:"errors"`
-			}
+			var body validationAnswer
 			resp.JSON(t, &body)
 			if body.Message != tc.message || (tc.field != "" && len(body.Errors[tc.field]) == 0) {
 				t.Errorf("%s: %s", tc.name, resp.Body)
@@ -164,10 +158,7 @@ func TestPublishEventEndpoint(t *testing.T) {
 				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
 				continue
 			}
-			var body struct {
-				Message string              `json:"message"`
-				Errors  map[string][]string `json:"errors"`
-			}
+			var body validationAnswer
 			resp.JSON(t, &body)
 			if body.Message == "" || (tc.message != "" && body.Message != tc.message) || (tc.field != "" && len(body.Errors[tc.field]) == 0) {
 				t.Errorf("%s: %s", tc.name, resp.Body)
@@ -183,23 +174,7 @@ func TestPublishEventEndpoint(t *testing.T) {
 func TestConversationEventsEndToEnd(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		type hit struct {
-			header http.Header
-			body   []byte
-		}
-		var mu sync.Mutex
-		var hits []hit
-		got := make(chan struct{}, 20)
-		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			mu.Lock()
-			hits = append(hits, hit{r.Header.Clone(), b})
-			mu.Unlock()
-			w.WriteHeader(http.StatusNoContent)
-			got <- struct{}{}
-		}))
-		t.Cleanup(rcv.Close)
-
+		sink := newEventSink(t, http.StatusNoContent)
 		h := apitest.Start(t, db, apitest.Options{WorkJobs: true})
 		ctx := context.Background()
 		ten := h.Tenant("Acme")
@@ -209,17 +184,10 @@ func TestConversationEventsEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := insertConvChannel(t, db, ten.CompanyID, channels.UnofficialChatapp, "5511900000002")
-		resp := h.Do(apitest.Request{Method: "POST", Path: "/api/channel-webhooks", Token: ten.Token, JSON: map[string]any{
-			"name": "crm", "url": rcv.URL + "/hook", "company_channel_ids": []int64{off.ID},
+		sub := sink.subscribe(h, ten.Token, map[string]any{
+			"name": "crm", "company_channel_ids": []int64{off.ID},
 			"events": []string{events.OmnichatConversationCreated, events.OmnichatConversationAssigned, events.OmnichatConversationClosed, events.ContactImportCompleted},
-		}})
-		if resp.Status != http.StatusCreated {
-			t.Fatalf("subscribe: %d %s", resp.Status, resp.Body)
-		}
-		var sub struct {
-			Secret string `json:"secret"`
-		}
-		resp.JSON(t, &sub)
+		})
 
 		// Not delivered: another channel than the subscription's.
 		convEnsure(t, h, conversations.EnsureInput{CompanyID: ten.CompanyID, CompanyChannelID: other,
@@ -242,34 +210,26 @@ func TestConversationEventsEndToEnd(t *testing.T) {
 
 		want := map[string]bool{events.OmnichatConversationCreated: true, events.OmnichatConversationAssigned: true,
 			events.OmnichatConversationClosed: true, events.ContactImportCompleted: true}
-		for range want {
-			select {
-			case <-got:
-			case <-time.After(20 * time.Second):
-				mu.Lock()
-				t.Fatalf("only %d deliveries within 20 s", len(hits))
-			}
-		}
+		sink.wait("conversation", len(want), anyDelivery)
 		time.Sleep(300 * time.Millisecond) // a stray delivery (the other channel's conversation) would arrive by now
-		mu.Lock()
-		defer mu.Unlock()
+		hits := sink.all()
 		if len(hits) != len(want) {
 			t.Fatalf("%d deliveries, want %d", len(hits), len(want))
 		}
 		for _, hd := range hits {
-			name := hd.header.Get("X-Svc-Event")
+			name := hd.Header.Get("X-Svc-Event")
 			if !want[name] {
 				t.Errorf("unexpected delivery %s", name)
 				continue
 			}
 			delete(want, name)
-			if err := webhooks.VerifySignature(sub.Secret, hd.header, hd.body, time.Now(), 5*time.Minute); err != nil {
+			if err := subscriber.Verify(sub.Secret, hd.Header, hd.Body, time.Now(), 5*time.Minute); err != nil {
 				t.Errorf("%s signature: %v", name, err)
 			}
-			if err := eventschema.ValidatePayload(name, hd.body); err != nil {
+			if err := eventschema.ValidatePayload(name, hd.Body); err != nil {
 				t.Errorf("%s payload: %v", name, err)
 			}
-			if err := eventschema.ValidateHeaders(name, hd.header); err != nil {
+			if err := eventschema.ValidateHeaders(name, hd.Header); err != nil {
 				t.Errorf("%s headers: %v", name, err)
 			}
 			var env struct {
@@ -277,7 +237,7 @@ func TestConversationEventsEndToEnd(t *testing.T) {
 				OccurredAt string          `json:"occurred_at"`
 				Data       json.RawMessage `json:"data"`
 			}
-			_ = json.Unmarshal(hd.body, &env)
+			_ = json.Unmarshal(hd.Body, &env)
 			var data map[string]any
 			_ = json.Unmarshal(env.Data, &data)
 			if env.CompanyID != ten.CompanyID {

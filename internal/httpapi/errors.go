@@ -63,9 +63,9 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, op 
 	fe := fault.As(err)
 	status := statusFor(op, fe.Kind)
 	if fe.Kind == fault.Internal {
-		logger.ErrorContext(r.Context(), "request failed", "err", err, "status", status)
+		logger.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()), "err", err, "status", status)
 	} else if fe.Err != nil {
-		logger.WarnContext(r.Context(), "request refused", "kind", fe.Kind.String(), "err", err, "status", status)
+		logger.WarnContext(r.Context(), "request refused", "request_id", requestID(r.Context()), "kind", fe.Kind.String(), "err", err, "status", status)
 	}
 	msg := fe.Message
 	if msg == "" {

@@ -102,7 +102,8 @@ func (s *Server) SendMessage(ctx context.Context, req api.SendMessageRequestObje
 
 // toSendInput converts the API send to the messaging service's input.
 func toSendInput(companyID int64, f sendForm) (messaging.SendInput, error) {
-	in := messaging.SendInput{CompanyID: companyID, SenderKey: f.SenderKey, ContactKey: f.ContactKey, Enqueue: f.Enqueue}
+	in := messaging.SendInput{CompanyID: companyID, SenderKey: f.SenderKey, ContactKey: f.ContactKey, Enqueue: f.Enqueue,
+		IsGroup: deref(f.ContactIsGroup), Text: deref(f.Text)}
 	switch f.Platform {
 	case api.SendPlatformChatapp:
 		in.Platform = channels.UnofficialChatapp
@@ -110,12 +111,6 @@ func toSendInput(companyID int64, f sendForm) (messaging.SendInput, error) {
 		in.Platform = channels.OfficialChatapp
 	default:
 		return in, fault.New(fault.Invalid, "Platform must be chatapp or ofc_chatapp")
-	}
-	if f.ContactIsGroup != nil {
-		in.IsGroup = *f.ContactIsGroup
-	}
-	if f.Text != nil {
-		in.Text = *f.Text
 	}
 	if f.File != nil {
 		data, err := f.File.Bytes()
@@ -125,20 +120,8 @@ func toSendInput(companyID int64, f sendForm) (messaging.SendInput, error) {
 		in.File = &messaging.Media{FileName: f.File.Filename(), Data: data}
 	}
 	if f.ProviderTemplateId != nil {
-		t := &messaging.TemplateRequest{TemplateID: int64(*f.ProviderTemplateId)}
-		if f.VariableValues != nil {
-			t.Positional = *f.VariableValues
-		}
-		if f.NamedVariableValues != nil {
-			t.Named = *f.NamedVariableValues
-		}
-		if f.HeaderMediaUrl != nil {
-			t.HeaderMediaURL = *f.HeaderMediaUrl
-		}
-		if f.HeaderMediaFilename != nil {
-			t.HeaderMediaFilename = *f.HeaderMediaFilename
-		}
-		in.Template = t
+		in.Template = &messaging.TemplateRequest{TemplateID: int64(*f.ProviderTemplateId), Positional: deref(f.VariableValues),
+			Named: deref(f.NamedVariableValues), HeaderMediaURL: deref(f.HeaderMediaUrl), HeaderMediaFilename: deref(f.HeaderMediaFilename)}
 	} else if f.HeaderMediaUrl != nil || f.HeaderMediaFilename != nil {
 		return in, fault.New(fault.Rule, "header_media_url and header_media_filename are only accepted with provider_template_id")
 	}
@@ -168,23 +151,15 @@ func (s *Server) RevokeMessages(ctx context.Context, req api.RevokeMessagesReque
 		return nil, fault.New(fault.Invalid, "Ids is required and must be an array")
 	}
 	p, _ := auth.FromContext(ctx)
-	in := messaging.RevokeInput{CompanyID: p.CompanyID, Scope: messaging.ScopeMe}
-	for _, id := range req.Body.Ids {
-		in.IDs = append(in.IDs, int64(id))
-	}
+	in := messaging.RevokeInput{CompanyID: p.CompanyID, Scope: messaging.ScopeMe, IDs: int64s(&req.Body.Ids), RemoveMedia: deref(req.Body.RemoveMedia)}
 	if req.Body.Scope != nil {
 		in.Scope = string(*req.Body.Scope)
-	}
-	if req.Body.RemoveMedia != nil {
-		in.RemoveMedia = *req.Body.RemoveMedia
 	}
 	results, err := s.Messaging.RevokeMessages(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	out := make(api.RevokeMessages200JSONResponse, len(results))
-	for i, r := range results {
-		out[i] = api.RevokeResult{Status: r.Status, Message: r.Message}
-	}
-	return out, nil
+	return api.RevokeMessages200JSONResponse(convert(results, func(r messaging.RevokeResult) api.RevokeResult {
+		return api.RevokeResult{Status: r.Status, Message: r.Message}
+	})), nil
 }

@@ -179,7 +179,7 @@ func TestRevokeMessages(t *testing.T) {
 		first, second := sendText("one"), sendText("two")
 		withFile := e.h.Do(apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: e.ten.Token,
 			Form:      map[string]string{"platform": "ofc_chatapp", "sender_key": ofcSenderKey, "contact_key": ofcContactKey},
-			FileField: "file", FileName: "p.png", FileType: "image/png", FileContent: ofcPNG(t, 8, 8)})
+			FileField: "file", FileName: "p.png", FileType: "image/png", FileContent: pngImage(t, 8, 8)})
 		var fa struct{ Data struct{ ExternalID string } }
 		withFile.JSON(t, &fa)
 		fileMsg, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, fa.Data.ExternalID)

@@ -115,7 +115,7 @@ func TestOfficialSendErrors(t *testing.T) {
 				if resp.Status != 509 || body["message"] != "The provider refused the message" || details["reason"] != r.text || details["code"] != r.code {
 					t.Fatalf("got %d %s", resp.Status, resp.Body)
 				}
-				ev := e.sink.wait("failed", func(ev ofcEvent) bool {
+				ev := e.sink.first("failed", func(ev delivery) bool {
 					return ev.Name == events.OmnichatMessageSent && ev.Data["text"] == "refused "+r.reason && ev.Data["status_id"] == float64(messaging.StatusFailed)
 				})
 				m, err := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, int64(ev.Data["id"].(float64)))

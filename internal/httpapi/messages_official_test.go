@@ -1,11 +1,7 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
-	"image"
-	"image/color"
-	"image/png"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,19 +16,6 @@ import (
 )
 
 const ofcWindowClosed = "A janela de atendimento de 24 horas está fechada. Envie um template para iniciar a conversa."
-
-func ofcPNG(t testing.TB, w, h int) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for x := range w {
-		img.Set(x, 0, color.RGBA{R: uint8(x), A: 255})
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // TestOfficialWindow walks the 24-hour window with the injectable clock:
 // closed before the contact ever wrote, open after an inbound message,
@@ -145,7 +128,7 @@ func TestOfficialSendSync(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newOfficialEnv(t, db, ofcEnvOptions{})
 		e.contactWrites(ofcContactKey, "Oi")
-		e.sink.wait("conversation created", func(ev ofcEvent) bool { return ev.Name == events.OmnichatConversationCreated })
+		e.sink.first("conversation created", func(ev delivery) bool { return ev.Name == events.OmnichatConversationCreated })
 
 		resp := e.send(map[string]any{"text": "Seu pedido saiu.", "contact_key": "+" + ofcContactKey})
 		if resp.Status != http.StatusOK {
@@ -174,8 +157,8 @@ func TestOfficialSendSync(t *testing.T) {
 		if m.StatusID != messaging.StatusSent || m.SourceID != messaging.SourceAPI || m.TypeID != messaging.TypeText || m.ContactKey != ofcContactKey {
 			t.Fatalf("stored %+v", m)
 		}
-		pending := e.sink.wait("sent (pending)", ofcMessageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
-		sent := e.sink.wait("sent (Enviada)", ofcMessageEvent(events.OmnichatMessageSent, sync.Data.ExternalID, messaging.StatusSent))
+		pending := e.sink.first("sent (pending)", messageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
+		sent := e.sink.first("sent (Enviada)", messageEvent(events.OmnichatMessageSent, sync.Data.ExternalID, messaging.StatusSent))
 		if pending.Data["id"] != sent.Data["id"] || pending.Data["external_id"] != "" || sent.Data["message_source_id"] != float64(4) ||
 			sent.Data["company_channel_key"] != ofcSenderKey || sent.Data["contact_channel_key"] != ofcContactKey || sent.Data["user_id"] != nil {
 			t.Fatalf("events: pending %+v sent %+v", pending.Data, sent.Data)
@@ -183,7 +166,7 @@ func TestOfficialSendSync(t *testing.T) {
 
 		// A file (multipart, booleans as texts): uploaded to the provider
 		// first, then sent by media id with its caption.
-		img := ofcPNG(t, 20, 10)
+		img := pngImage(t, 20, 10)
 		resp = e.h.Do(apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: e.ten.Token,
 			Form: map[string]string{"platform": "ofc_chatapp", "sender_key": ofcSenderKey, "contact_key": ofcContactKey,
 				"contact_is_group": "false", "enqueue": "false", "text": "a foto"},

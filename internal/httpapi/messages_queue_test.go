@@ -34,9 +34,9 @@ func TestOfficialSendQueued(t *testing.T) {
 		if resp.Status != http.StatusOK || resp.Map(t)["message"] != "Message queued for sending" {
 			t.Fatalf("queued answer: %d %s", resp.Status, resp.Body)
 		}
-		pending := e.sink.wait("pending", ofcMessageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
+		pending := e.sink.first("pending", messageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
 		// The first attempt meets the outage; River retries (1 s later).
-		sent := e.sink.wait("sent after retry", ofcMessageEvent(events.OmnichatMessageSent, "", messaging.StatusSent))
+		sent := e.sink.first("sent after retry", messageEvent(events.OmnichatMessageSent, "", messaging.StatusSent))
 		if sent.Data["id"] != pending.Data["id"] || sent.Data["external_id"] == "" {
 			t.Fatalf("pending %+v, sent %+v", pending.Data, sent.Data)
 		}

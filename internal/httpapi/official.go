@@ -12,13 +12,7 @@ import (
 )
 
 func (s *Server) VerifyProviderWebhook(ctx context.Context, req api.VerifyProviderWebhookRequestObject) (api.VerifyProviderWebhookResponseObject, error) {
-	str := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	challenge, err := s.Official.VerifyProviderWebhook(ctx, req.PhoneNumberId, str(req.Params.HubMode), str(req.Params.HubVerifyToken), str(req.Params.HubChallenge))
+	challenge, err := s.Official.VerifyProviderWebhook(ctx, req.PhoneNumberId, deref(req.Params.HubMode), deref(req.Params.HubVerifyToken), deref(req.Params.HubChallenge))
 	if err != nil {
 		return nil, err
 	}
@@ -32,11 +26,7 @@ func (s *Server) ReceiveProviderWebhook(ctx context.Context, req api.ReceiveProv
 	if err != nil {
 		return nil, fault.Wrap(fault.Invalid, "The webhook body could not be read.", err)
 	}
-	sig := ""
-	if req.Params.XHubSignature256 != nil {
-		sig = *req.Params.XHubSignature256
-	}
-	sum, err := s.Official.ReceiveProviderWebhook(ctx, req.PhoneNumberId, sig, body)
+	sum, err := s.Official.ReceiveProviderWebhook(ctx, req.PhoneNumberId, deref(req.Params.XHubSignature256), body)
 	if err != nil {
 		return nil, err
 	}

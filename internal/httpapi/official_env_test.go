@@ -2,23 +2,16 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/channels"
-	"github.com/chatmsg/gateway/internal/eventschema"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/providersim"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -30,13 +23,13 @@ import (
 type officialEnv struct {
 	t    testing.TB
 	h    *apitest.Harness
-	clk  *apitest.Clock
+	clk  *clock.Manual
 	sim  *providersim.Server
 	ctl  providersim.Control
 	ten  apitest.Tenant
 	ch   channels.Channel
 	pnid string
-	sink *ofcSink
+	sink *eventSink
 }
 
 const (
@@ -54,7 +47,7 @@ type ofcEnvOptions struct {
 func newOfficialEnv(t testing.TB, db *store.DB, o ofcEnvOptions) *officialEnv {
 	t.Helper()
 	ctx := context.Background()
-	clk := apitest.NewClock(time.Now().UTC().Truncate(time.Second))
+	clk := clock.NewManual(time.Now().UTC().Truncate(time.Second))
 	h := apitest.Start(t, db, apitest.Options{Now: clk.Now, WorkJobs: !o.noWorkers})
 	sim := providersim.New(providersim.Options{Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
 	simSrv := httptest.NewServer(sim.Handler())
@@ -75,13 +68,8 @@ func newOfficialEnv(t testing.TB, db *store.DB, o ofcEnvOptions) *officialEnv {
 		WebhookURL: h.Server.URL + "/provider-webhooks/" + e.pnid}); err != nil {
 		t.Fatal(err)
 	}
-	e.sink = newOfcSink(t)
-	resp := h.Do(apitest.Request{Method: "POST", Path: "/api/channel-webhooks", Token: e.ten.Token,
-		JSON: map[string]any{"name": "all events", "url": e.sink.srv.URL}})
-	if resp.Status != http.StatusCreated {
-		t.Fatalf("subscribe: %d %s", resp.Status, resp.Body)
-	}
-	e.sink.secret = resp.Map(t)["secret"].(string)
+	e.sink = newEventSink(t, http.StatusNoContent)
+	e.sink.subscribe(h, e.ten.Token, map[string]any{"name": "all events"})
 	return e
 }
 
@@ -127,139 +115,4 @@ func (e *officialEnv) sent() []providersim.SentMessage {
 		e.t.Fatal(err)
 	}
 	return list
-}
-
-// ofcEvent is one delivery the receiver accepted.
-type ofcEvent struct {
-	Name string
-	Data map[string]any
-}
-
-// ofcSink is a subscriber: it verifies the signature and validates each
-// delivery's headers and body against the AsyncAPI document.
-type ofcSink struct {
-	t      testing.TB
-	srv    *httptest.Server
-	secret string
-
-	mu     sync.Mutex
-	events []ofcEvent
-	seen   map[string]bool
-	errs   []string
-	notify chan struct{}
-}
-
-func newOfcSink(t testing.TB) *ofcSink {
-	s := &ofcSink{t: t, seen: map[string]bool{}, notify: make(chan struct{}, 1)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(func() {
-		s.srv.Close()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, e := range s.errs {
-			t.Errorf("webhook delivery: %s", e)
-		}
-	})
-	return s
-}
-
-func (s *ofcSink) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	event := r.Header.Get("X-Svc-Event")
-	var problems []string
-	if err := eventschema.ValidateHeaders(event, r.Header); err != nil {
-		problems = append(problems, err.Error())
-	}
-	if err := eventschema.ValidatePayload(event, body); err != nil {
-		problems = append(problems, err.Error())
-	}
-	s.mu.Lock()
-	secret := s.secret
-	s.mu.Unlock()
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(r.Header.Get("X-Svc-Timestamp") + "."))
-	m.Write(body)
-	if want := "sha256=" + hex.EncodeToString(m.Sum(nil)); secret != "" && !hmac.Equal([]byte(want), []byte(r.Header.Get("X-Svc-Signature"))) {
-		problems = append(problems, "bad signature on "+event)
-	}
-	var env struct {
-		Event string         `json:"event"`
-		Data  map[string]any `json:"data"`
-	}
-	_ = json.Unmarshal(body, &env)
-	s.mu.Lock()
-	s.errs = append(s.errs, problems...)
-	if id := r.Header.Get("X-Svc-Delivery"); !s.seen[id] {
-		s.seen[id] = true
-		s.events = append(s.events, ofcEvent{Name: env.Event, Data: env.Data})
-	}
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// wait returns the first event matching match, failing after a timeout.
-func (s *ofcSink) wait(what string, match func(ofcEvent) bool) ofcEvent {
-	s.t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		s.mu.Lock()
-		for _, ev := range s.events {
-			if match(ev) {
-				s.mu.Unlock()
-				return ev
-			}
-		}
-		s.mu.Unlock()
-		select {
-		case <-s.notify:
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.t.Fatalf("no %s event arrived; got %d events: %+v", what, len(s.events), s.events)
-		}
-	}
-}
-
-// count reports the events matching match received so far.
-func (s *ofcSink) count(match func(ofcEvent) bool) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, ev := range s.events {
-		if match(ev) {
-			n++
-		}
-	}
-	return n
-}
-
-// ofcMessageEvent matches an event of name about the message with that
-// external id (or internal id) and status.
-func ofcMessageEvent(name string, key string, status int) func(ofcEvent) bool {
-	return func(ev ofcEvent) bool {
-		if ev.Name != name {
-			return false
-		}
-		if key != "" && ev.Data["external_id"] != key && fmt.Sprint(ev.Data["id"]) != key {
-			return false
-		}
-		return status == 0 || ev.Data["status_id"] == float64(status)
-	}
-}
-
-// ofcEventually polls cond until it holds.
-func ofcEventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

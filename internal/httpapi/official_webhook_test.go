@@ -105,8 +105,8 @@ func TestInboundMessages(t *testing.T) {
 		e := newOfficialEnv(t, db, ofcEnvOptions{})
 		ctx := context.Background()
 		first := e.contactWrites(ofcContactKey, "Olá! Quero saber do pedido 4471.")
-		created := e.sink.wait("conversation created", func(ev ofcEvent) bool { return ev.Name == events.OmnichatConversationCreated })
-		received := e.sink.wait("message received", ofcMessageEvent(events.OmnichatMessageReceived, first, 0))
+		created := e.sink.first("conversation created", func(ev delivery) bool { return ev.Name == events.OmnichatConversationCreated })
+		received := e.sink.first("message received", messageEvent(events.OmnichatMessageReceived, first, 0))
 		conv := received.Data["conversation"].(map[string]any)
 		if received.Data["message_source_id"] != float64(2) || received.Data["text"] != "Olá! Quero saber do pedido 4471." ||
 			conv["id"] != created.Data["id"] || conv["name"] != "Maria Souza" || conv["key"] != ofcContactKey || received.Data["company_channel_key"] != ofcSenderKey {
@@ -122,7 +122,7 @@ func TestInboundMessages(t *testing.T) {
 			t.Fatalf("after a repeated delivery: %+v %v", m, err)
 		}
 
-		img := ofcPNG(t, 12, 12)
+		img := pngImage(t, 12, 12)
 		res, err = e.ctl.Inbound(ctx, providersim.InboundRequest{PhoneNumberID: e.pnid, From: ofcContactKey, Type: "image", ReplyTo: first,
 			Media: &providersim.InboundMedia{MimeType: "image/png", Caption: "a foto do pedido", DataBase64: base64.StdEncoding.EncodeToString(img)}})
 		if err != nil || res.WebhookStatus != 200 {
@@ -137,14 +137,14 @@ func TestInboundMessages(t *testing.T) {
 		if err != nil || string(stored) != string(img) {
 			t.Fatalf("stored media: %d bytes, %v", len(stored), err)
 		}
-		ev := e.sink.wait("image received", ofcMessageEvent(events.OmnichatMessageReceived, res.MessageID, 0))
+		ev := e.sink.first("image received", messageEvent(events.OmnichatMessageReceived, res.MessageID, 0))
 		if ev.Data["message_type_id"] != float64(messaging.TypeImage) || ev.Data["replied_message_id"] != float64(m.ID) {
 			t.Fatalf("image event %+v", ev.Data)
 		}
-		if n := e.sink.count(func(ev ofcEvent) bool { return ev.Name == events.OmnichatConversationCreated }); n != 1 {
+		if n := e.sink.count(func(ev delivery) bool { return ev.Name == events.OmnichatConversationCreated }); n != 1 {
 			t.Fatalf("%d conversation.created events, want 1", n)
 		}
-		if n := e.sink.count(func(ev ofcEvent) bool { return ev.Name == events.OmnichatMessageReceived }); n != 2 {
+		if n := e.sink.count(func(ev delivery) bool { return ev.Name == events.OmnichatMessageReceived }); n != 2 {
 			t.Fatalf("%d message.received events, want 2", n)
 		}
 	})
@@ -203,14 +203,14 @@ func TestReceiptsOrdering(t *testing.T) {
 				t.Fatalf("step %d (%s): status %d, want %d", i, s.receipt, m.StatusID, s.want)
 			}
 		}
-		e.sink.wait("delivered", ofcMessageEvent(events.OmnichatMessageSent, a, messaging.StatusDelivered))
-		e.sink.wait("read", ofcMessageEvent(events.OmnichatMessageSent, a, messaging.StatusRead))
+		e.sink.first("delivered", messageEvent(events.OmnichatMessageSent, a, messaging.StatusDelivered))
+		e.sink.first("read", messageEvent(events.OmnichatMessageSent, a, messaging.StatusRead))
 		// pending (no external id yet), sent, delivered, read: stale
 		// receipts publish nothing.
-		ofcEventually(t, "the status events", func() bool {
-			return e.sink.count(ofcMessageEvent(events.OmnichatMessageSent, a, 0)) == 3
+		eventually(t, "the status events", func() bool {
+			return e.sink.count(messageEvent(events.OmnichatMessageSent, a, 0)) == 3
 		})
-		if n := e.sink.count(ofcMessageEvent(events.OmnichatMessageSent, a, 0)); n != 3 {
+		if n := e.sink.count(messageEvent(events.OmnichatMessageSent, a, 0)); n != 3 {
 			t.Fatalf("%d status events for the message after it got its id, want 3", n)
 		}
 
@@ -224,6 +224,6 @@ func TestReceiptsOrdering(t *testing.T) {
 		if m := statusOf(b); m.StatusID != messaging.StatusFailed {
 			t.Fatalf("Falha is final, got %d", m.StatusID)
 		}
-		e.sink.wait("failed", ofcMessageEvent(events.OmnichatMessageSent, b, messaging.StatusFailed))
+		e.sink.first("failed", messageEvent(events.OmnichatMessageSent, b, messaging.StatusFailed))
 	})
 }

@@ -42,9 +42,9 @@ func operationFrom(ctx context.Context) *openapi3.Operation {
 	return op
 }
 
-// RequestID returns the request id the pipeline assigned (or received in
-// X-Request-Id).
-func RequestID(ctx context.Context) string {
+// requestID returns the request id the pipeline assigned (or received in
+// X-Request-Id), so an error's log line joins its request's.
+func requestID(ctx context.Context) string {
 	s, _ := ctx.Value(requestIDKey).(string)
 	return s
 }

@@ -7,7 +7,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -124,10 +123,4 @@ func (s *Server) GetOpenAPIDocument(ctx context.Context, _ api.GetOpenAPIDocumen
 
 func (s *Server) GetAsyncAPIDocument(ctx context.Context, _ api.GetAsyncAPIDocumentRequestObject) (api.GetAsyncAPIDocumentResponseObject, error) {
 	return api.GetAsyncAPIDocument200ApplicationyamlResponse{Body: bytes.NewReader(asyncapi.Document), ContentLength: int64(len(asyncapi.Document))}, nil
-}
-
-// notImplemented answers operations whose capability has not landed yet:
-// a documented 501 with a JSON message, never a fake success.
-func notImplemented(capability string) error {
-	return fault.New(fault.NotImplemented, fmt.Sprintf("The %s capability is not enabled in this build.", capability))
 }

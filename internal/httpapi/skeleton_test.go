@@ -12,6 +12,7 @@ import (
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
@@ -21,7 +22,7 @@ import (
 func TestAuthentication(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := apitest.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+		clk := clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 		h := apitest.Start(t, db, apitest.Options{Now: clk.Now})
 		ten := h.Tenant("Acme")
 		ctx := context.Background()

@@ -22,11 +22,7 @@ func (s *Server) ListProviderTemplatesForChannel(ctx context.Context, req api.Li
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListProviderTemplatesForChannel200JSONResponse{Official: isOfficial, Templates: make([]api.Template, 0, len(list))}
-	for _, t := range list {
-		out.Templates = append(out.Templates, toAPITemplate(t))
-	}
-	return out, nil
+	return api.ListProviderTemplatesForChannel200JSONResponse{Official: isOfficial, Templates: convert(list, toAPITemplate)}, nil
 }
 
 // componentTypes and headerFormats are the values the document lists;

@@ -155,7 +155,7 @@ func TestTemplateHeaderMedia(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
 		ofcSeedTemplates(t, e)
-		img := ofcPNG(t, 40, 40)
+		img := pngImage(t, 40, 40)
 		bigImg := append(append([]byte{}, img...), make([]byte, messaging.ImageLimit+1-len(img))...)
 		srv := mediaServer(t, map[string][]byte{
 			"/img.png":  img,

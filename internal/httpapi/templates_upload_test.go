@@ -40,7 +40,7 @@ func TestUploadSendMedia(t *testing.T) {
 			return e.h.Do(apitest.Request{Method: "POST", Path: "/api/provider-templates/upload-send-media", Token: token,
 				Form: map[string]string{"provider_account_id": account}, FileField: "file", FileName: name, FileType: declared, FileContent: content})
 		}
-		img := ofcPNG(t, 30, 30)
+		img := pngImage(t, 30, 30)
 		other := e.h.Tenant("Other")
 		noPerm := e.h.Tenant("No perm", auth.PermWebhooksView)
 		errorsCases := []struct {

@@ -24,9 +24,7 @@ func (s *Server) CreateChannelWebhook(ctx context.Context, req api.CreateChannel
 			in.Events = []string{}
 		}
 	}
-	if b.CompanyChannelIds != nil {
-		in.CompanyChannelIDs = toInt64s(*b.CompanyChannelIds)
-	}
+	in.CompanyChannelIDs = int64s(b.CompanyChannelIds)
 	sub, secret, err := s.Webhooks.CreateChannelWebhook(ctx, p, in)
 	if err != nil {
 		return nil, err
@@ -38,14 +36,8 @@ func (s *Server) CreateChannelWebhook(ctx context.Context, req api.CreateChannel
 func (s *Server) ListChannelWebhooks(ctx context.Context, req api.ListChannelWebhooksRequestObject) (api.ListChannelWebhooksResponseObject, error) {
 	p, _ := auth.FromContext(ctx)
 	prm := req.Params
-	f := webhooks.ListFilter{Enabled: prm.Enabled, Page: page(prm.Page, prm.PerPage, 100)}
-	if prm.Filter != nil {
-		f.Filter = *prm.Filter
-	}
-	if prm.CompanyChannelId != nil {
-		id := int64(*prm.CompanyChannelId)
-		f.CompanyChannelID = &id
-	}
+	f := webhooks.ListFilter{Enabled: prm.Enabled, Page: page(prm.Page, prm.PerPage, 100), Filter: deref(prm.Filter),
+		CompanyChannelID: int64Ptr(prm.CompanyChannelId)}
 	if prm.OrderBy != nil {
 		f.OrderBy = string(*prm.OrderBy)
 	}
@@ -56,12 +48,8 @@ func (s *Server) ListChannelWebhooks(ctx context.Context, req api.ListChannelWeb
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListChannelWebhooks200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
-		LastPage: f.Page.LastPage(total), Data: make([]api.WebhookSubscription, len(list))}
-	for i, sub := range list {
-		out.Data[i] = s.toAPIWebhook(sub)
-	}
-	return out, nil
+	return api.ListChannelWebhooks200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
+		LastPage: f.Page.LastPage(total), Data: convert(list, s.toAPIWebhook)}, nil
 }
 
 func (s *Server) ListAvailableWebhookEvents(ctx context.Context, _ api.ListAvailableWebhookEventsRequestObject) (api.ListAvailableWebhookEventsResponseObject, error) {
@@ -87,7 +75,7 @@ func (s *Server) UpdateChannelWebhook(ctx context.Context, req api.UpdateChannel
 	in := webhooks.UpdateInput{Name: b.Name, URL: b.Url, Events: b.Events, Enabled: b.Enabled}
 	// Absent leaves the filter unchanged; null or [] means all channels.
 	if b.CompanyChannelIds != nil {
-		ids := toInt64s(*b.CompanyChannelIds)
+		ids := int64s(b.CompanyChannelIds)
 		in.CompanyChannelIDs = &ids
 	} else if sentAsNull(ctx, "company_channel_ids") {
 		in.CompanyChannelIDs = &[]int64{}
@@ -120,20 +108,13 @@ func (s *Server) TestChannelWebhook(ctx context.Context, req api.TestChannelWebh
 func (s *Server) ListChannelWebhookDeliveries(ctx context.Context, req api.ListChannelWebhookDeliveriesRequestObject) (api.ListChannelWebhookDeliveriesResponseObject, error) {
 	p, _ := auth.FromContext(ctx)
 	prm := req.Params
-	f := webhooks.DeliveryFilter{Succeeded: prm.Succeeded, Page: page(prm.Page, prm.PerPage, 50)}
-	if prm.Event != nil {
-		f.Event = *prm.Event
-	}
+	f := webhooks.DeliveryFilter{Succeeded: prm.Succeeded, Page: page(prm.Page, prm.PerPage, 50), Event: deref(prm.Event)}
 	list, total, err := s.Webhooks.ListChannelWebhookDeliveries(ctx, p, int64(req.Id), f)
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListChannelWebhookDeliveries200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
-		LastPage: f.Page.LastPage(total), Data: make([]api.WebhookDelivery, len(list))}
-	for i, e := range list {
-		out.Data[i] = s.toAPIDelivery(e)
-	}
-	return out, nil
+	return api.ListChannelWebhookDeliveries200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
+		LastPage: f.Page.LastPage(total), Data: convert(list, s.toAPIDelivery)}, nil
 }
 
 func (s *Server) RotateChannelWebhookSecret(ctx context.Context, req api.RotateChannelWebhookSecretRequestObject) (api.RotateChannelWebhookSecretResponseObject, error) {
@@ -157,10 +138,7 @@ func (s *Server) toAPIWebhook(sub webhooks.Subscription) api.WebhookSubscription
 		out.Events = []string{}
 	}
 	if sub.CompanyChannelIDs != nil {
-		ids := make([]int, len(sub.CompanyChannelIDs))
-		for i, id := range sub.CompanyChannelIDs {
-			ids[i] = int(id)
-		}
+		ids := convert(sub.CompanyChannelIDs, func(id int64) int { return int(id) })
 		out.CompanyChannelIds = &ids
 	}
 	return out
@@ -173,14 +151,6 @@ func (s *Server) toAPIDelivery(e webhooks.LogEntry) api.WebhookDelivery {
 		DeliveredAt: s.Times.ManagementPtr(e.DeliveredAt), NextRetryAt: s.Times.ManagementPtr(e.NextRetryAt),
 		CreatedAt: s.Times.Management(e.CreatedAt),
 	}
-}
-
-func toInt64s(in []int) []int64 {
-	out := make([]int64, len(in))
-	for i, v := range in {
-		out[i] = int64(v)
-	}
-	return out
 }
 
 // parseUUID reads a delivery id the service generated (always valid).

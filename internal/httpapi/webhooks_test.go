@@ -4,19 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/eventschema"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
@@ -55,7 +54,7 @@ type webhookPage struct {
 	Data        []webhookJSON `json:"data"`
 }
 
-func createWebhook(t *testing.T, h *apitest.Harness, token string, body map[string]any) webhookEnvelope {
+func createWebhook(t testing.TB, h *apitest.Harness, token string, body map[string]any) webhookEnvelope {
 	t.Helper()
 	resp := h.Do(apitest.Request{Method: "POST", Path: "/api/channel-webhooks", Token: token, JSON: body})
 	if resp.Status != http.StatusCreated {
@@ -77,7 +76,7 @@ func subscribable() []string {
 func TestWebhookLifecycle(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := apitest.NewClock(time.Date(2026, 11, 22, 14, 3, 7, 0, time.UTC))
+		clk := clock.NewManual(time.Date(2026, 11, 22, 14, 3, 7, 0, time.UTC))
 		h := apitest.Start(t, db, apitest.Options{Now: clk.Now})
 		ten := h.Tenant("Acme")
 
@@ -230,7 +229,7 @@ func idOperations(id int) []apitest.Request {
 func TestWebhookList(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := apitest.NewClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+		clk := clock.NewManual(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 		h := apitest.Start(t, db, apitest.Options{Now: clk.Now})
 		ten := h.Tenant("Acme")
 		other := h.Tenant("Other")
@@ -318,10 +317,7 @@ func TestWebhookValidation(t *testing.T) {
 				path = fmt.Sprintf("/api/channel-webhooks/%d", id)
 			}
 			resp := h.Do(apitest.Request{Method: tc.method, Path: path, Token: ten.Token, JSON: tc.body})
-			var body struct {
-				Message string              `json:"message"`
-				Errors  map[string][]string `json:"errors"`
-			}
+			var body validationAnswer
 			resp.JSON(t, &body)
 			if resp.Status != http.StatusUnprocessableEntity || len(body.Errors[tc.field]) == 0 || body.Message == "" {
 				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
@@ -416,7 +412,7 @@ func TestWebhookCompanyIsolation(t *testing.T) {
 func TestWebhookRateLimit(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		clk := apitest.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+		clk := clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 		h := apitest.Start(t, db, apitest.Options{Now: clk.Now})
 		ten := h.Tenant("Acme")
 		other, _, err := h.App.Auth.CreateToken(context.Background(), ten.UserID, "second", auth.AllPermissions, 0)
@@ -455,50 +451,28 @@ func TestWebhookRateLimit(t *testing.T) {
 func TestWebhookDeliveryEndToEnd(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		type hit struct {
-			header http.Header
-			body   []byte
-		}
-		var mu sync.Mutex
-		var hits []hit
-		got := make(chan struct{}, 10)
-		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			mu.Lock()
-			hits = append(hits, hit{r.Header.Clone(), b})
-			mu.Unlock()
-			w.WriteHeader(http.StatusAccepted)
-			got <- struct{}{}
-		}))
-		t.Cleanup(rcv.Close)
+		sink := newEventSink(t, http.StatusAccepted)
 		h := apitest.Start(t, db, apitest.Options{WorkJobs: true})
 		ten := h.Tenant("Acme")
-		created := createWebhook(t, h, ten.Token, map[string]any{"name": "rcv", "url": rcv.URL + "/hook", "events": []string{"crm.business.won"}})
+		created := sink.subscribe(h, ten.Token, map[string]any{"name": "rcv", "events": []string{"crm.business.won"}})
 		resp := h.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/test", created.Data.ID), Token: ten.Token})
 		if resp.Status != http.StatusOK {
 			t.Fatalf("test: %d %s", resp.Status, resp.Body)
 		}
-		select {
-		case <-got:
-		case <-time.After(15 * time.Second):
-			t.Fatal("no delivery within 15 s")
-		}
-		mu.Lock()
-		hd := hits[0]
-		mu.Unlock()
-		if err := webhooks.VerifySignature(created.Secret, hd.header, hd.body, time.Now(), 5*time.Minute); err != nil {
+		hd := sink.first("ping", anyDelivery)
+		if err := subscriber.Verify(created.Secret, hd.Header, hd.Body, time.Now(), 5*time.Minute); err != nil {
 			t.Errorf("signature: %v", err)
 		}
-		if err := eventschema.ValidatePayload(events.Ping, hd.body); err != nil {
+		if err := eventschema.ValidatePayload(events.Ping, hd.Body); err != nil {
 			t.Errorf("payload: %v", err)
 		}
-		if err := eventschema.ValidateHeaders(events.Ping, hd.header); err != nil {
+		if err := eventschema.ValidateHeaders(events.Ping, hd.Header); err != nil {
 			t.Errorf("headers: %v", err)
 		}
 		var env map[string]any
-		_ = json.Unmarshal(hd.body, &env)
-		if env["event"] != "ping" || hd.header.Get("X-Svc-Attempt") != "1" || env["delivery_id"] != hd.header.Get("X-Svc-Delivery") {
-			t.Errorf("delivery: %v %s", hd.header, hd.body)
+		_ = json.Unmarshal(hd.Body, &env)
+		if env["event"] != "ping" || hd.Header.Get("X-Svc-Attempt") != "1" || env["delivery_id"] != hd.Header.Get("X-Svc-Delivery") {
+			t.Errorf("delivery: %v %s", hd.Header, hd.Body)
 		}
 
 		// The log entry appears once the worker recorded it.
@@ -521,7 +495,7 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 			resp.JSON(t, &page)
 			if page.Total == 1 {
 				e := page.Data[0]
-				if e.DeliveryID != hd.header.Get("X-Svc-Delivery") || e.Event != "ping" || e.Attempt != 1 || e.StatusCode != 202 ||
+				if e.DeliveryID != hd.Header.Get("X-Svc-Delivery") || e.Event != "ping" || e.Attempt != 1 || e.StatusCode != 202 ||
 					!e.Succeeded || e.Error != nil || e.DeliveredAt == nil || e.NextRetryAt != nil {
 					t.Errorf("log entry: %+v", e)
 				}

@@ -163,7 +163,7 @@ type TemplatePreparer interface {
 	// be fetched.
 	PrepareTemplate(ctx context.Context, ch channels.Channel, req TemplateRequest) (PreparedTemplate, error)
 	// MarkMediaUsed records, inside the send's transaction, that the
-	// gateway-hosted upload behind url (if url is one) was used in a send:
-	// it then has no deadline any more.
-	MarkMediaUsed(ctx context.Context, tx *store.Tx, url string) error
+	// company's gateway-hosted upload behind url (if url is one) was used in
+	// a send: it then has no deadline any more. Errors: Internal.
+	MarkMediaUsed(ctx context.Context, tx *store.Tx, companyID int64, url string) error
 }

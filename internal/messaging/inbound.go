@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -150,7 +151,7 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) error {
 		}
 		now := s.deps.Now()
 		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("status_id = ?", r.StatusID).Set("updated_at = ?", now).
-			Where("id = ?", row.ID).Where("status_id IN (?)", bunIn(from))
+			Where("id = ?", row.ID).Where("status_id IN (?)", bun.In(from))
 		if r.StatusID == StatusFailed {
 			reason := r.Reason
 			if reason == "" {

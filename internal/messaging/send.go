@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
+	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/conversations"
@@ -108,7 +109,7 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 	}
 	tr := s.transport(ch.TypeID)
 	if tr == nil {
-		return SendOutput{}, fault.New(fault.Unavailable, fmt.Sprintf("Sending on %s channels is not available in this deployment", ch.TypeID.Name()))
+		return SendOutput{}, noTransport(ch.TypeID)
 	}
 	enqueue := ch.TypeID != channels.OfficialChatapp
 	if in.Enqueue != nil {
@@ -161,6 +162,11 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 		return SendOutput{MessageID: row.ID}, err
 	}
 	return SendOutput{MessageID: row.ID, ExternalID: res.ExternalID, Raw: res.Raw}, nil
+}
+
+// noTransport is the answer for a channel type no Transport serves.
+func noTransport(t channels.TypeID) error {
+	return fault.New(fault.Unavailable, fmt.Sprintf("Sending on %s channels is not available in this deployment", t.Name()))
 }
 
 // NormalizeContactKey trims what clients commonly put around a number (a
@@ -279,7 +285,7 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, in SendInput, 
 			return err
 		}
 		if d.mediaURL != "" && s.deps.Templates != nil {
-			if err := s.deps.Templates.MarkMediaUsed(ctx, tx, d.mediaURL); err != nil {
+			if err := s.deps.Templates.MarkMediaUsed(ctx, tx, ch.CompanyID, d.mediaURL); err != nil {
 				return err
 			}
 		}
@@ -360,7 +366,7 @@ func (s *Service) outbound(row *messageRow) (Outbound, error) {
 func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *messageRow, final bool) (SendResult, error) {
 	tr := s.transport(ch.TypeID)
 	if tr == nil {
-		err := fault.New(fault.Unavailable, fmt.Sprintf("Sending on %s channels is not available in this deployment", ch.TypeID.Name()))
+		err := noTransport(ch.TypeID)
 		if final {
 			return SendResult{}, s.fail(ctx, ch, row, err)
 		}
@@ -383,19 +389,31 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 	if res.ExternalID == "" {
 		return SendResult{}, s.fail(ctx, ch, row, fault.New(fault.Unavailable, "The far side accepted the message without an id"))
 	}
-	err = s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	err = s.leavePending(ctx, ch, row, "sent", func(q *bun.UpdateQuery, now time.Time) *bun.UpdateQuery {
+		return q.Set("status_id = ?", StatusSent).Set("external_id = ?", res.ExternalID).Set("received_at = ?", now)
+	})
+	if err != nil {
+		return SendResult{}, err
+	}
+	return res, nil
+}
+
+// leavePending moves a message out of Pending with the changes set adds
+// (what names the new state in errors), reloads row and publishes the
+// change, in one transaction. A message no longer Pending is left as it
+// is: a receipt (which carried the external id) or another attempt got
+// there first.
+func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *messageRow, what string, set func(q *bun.UpdateQuery, now time.Time) *bun.UpdateQuery) error {
+	return s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		now := s.deps.Now()
-		r, err := tx.NewUpdate().Model((*messageRow)(nil)).
-			Set("status_id = ?", StatusSent).Set("external_id = ?", res.ExternalID).
-			Set("received_at = ?", now).Set("updated_at = ?", now).
-			Where("id = ?", row.ID).Where("status_id = ?", StatusPending).Exec(ctx)
+		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("updated_at = ?", now).
+			Where("id = ?", row.ID).Where("status_id = ?", StatusPending)
+		r, err := set(q, now).Exec(ctx)
 		if err != nil {
-			return fault.Internalf(err, "mark message %d sent", row.ID)
+			return fault.Internalf(err, "mark message %d %s", row.ID, what)
 		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			// A receipt (which carried the external id) or another attempt
-			// got there first.
-			return nil
+		if n, err := r.RowsAffected(); err != nil || n == 0 {
+			return err
 		}
 		cur, err := loadMessageByID(ctx, tx, row.ID)
 		if err != nil {
@@ -404,10 +422,6 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 		*row = *cur
 		return s.publish(ctx, tx, ch, cur.toDomain())
 	})
-	if err != nil {
-		return SendResult{}, err
-	}
-	return res, nil
 }
 
 // fail marks a Pending message Failed (Unauthorized for a group refusal)
@@ -428,23 +442,8 @@ func (s *Service) fail(ctx context.Context, ch channels.Channel, row *messageRow
 	if fe.Kind == fault.GroupNotAuthorized {
 		status = StatusUnauthorized
 	}
-	err := s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-		now := s.deps.Now()
-		r, err := tx.NewUpdate().Model((*messageRow)(nil)).
-			Set("status_id = ?", status).Set("failure_reason = ?", reason).Set("updated_at = ?", now).
-			Where("id = ?", row.ID).Where("status_id = ?", StatusPending).Exec(ctx)
-		if err != nil {
-			return fault.Internalf(err, "mark message %d failed", row.ID)
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			return nil
-		}
-		cur, err := loadMessageByID(ctx, tx, row.ID)
-		if err != nil {
-			return err
-		}
-		*row = *cur
-		return s.publish(ctx, tx, ch, cur.toDomain())
+	err := s.leavePending(ctx, ch, row, "failed", func(q *bun.UpdateQuery, _ time.Time) *bun.UpdateQuery {
+		return q.Set("status_id = ?", status).Set("failure_reason = ?", reason)
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -144,7 +145,7 @@ func (r *messageRow) toDomain() Message {
 		CompanyChannelID: r.CompanyChannelID, ContactChannelID: r.ContactChannelID, ContactKey: r.ContactKey,
 		ConversationName: r.ConversationName, IsGroup: r.IsGroup, Text: r.Text, TypeID: r.MessageTypeID,
 		SourceID: r.MessageSourceID, StatusID: r.StatusID, FailureReason: deref(r.FailureReason), Edited: r.Edited,
-		IsForwarded: r.IsForwarded, RevokedAt: utcPtr(r.RevokedAt), RepliedMessageID: r.RepliedMessageID, UserID: r.UserID,
+		IsForwarded: r.IsForwarded, RevokedAt: store.UTC(r.RevokedAt), RepliedMessageID: r.RepliedMessageID, UserID: r.UserID,
 		MediaPath: deref(r.MediaPath), MediaName: deref(r.MediaName), MediaContentType: deref(r.MediaContentType),
 		PlatformAt: r.PlatformAt.UTC(), ReceivedAt: r.ReceivedAt.UTC(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
@@ -164,53 +165,38 @@ func nullable(s string) *string {
 	return &s
 }
 
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 // loadMessage reads a company's message by id; another company's message is
 // NotFound like a missing one.
 func loadMessage(ctx context.Context, db bun.IDB, companyID, id int64) (*messageRow, error) {
-	var row messageRow
-	err := db.NewSelect().Model(&row).Where("m.company_id = ?", companyID).Where("m.id = ?", id).Scan(ctx)
-	if store.IsNoRows(err) {
-		return nil, fault.New(fault.NotFound, "Message not found")
-	}
-	if err != nil {
-		return nil, fault.Internalf(err, "load message %d", id)
-	}
-	return &row, nil
+	return loadOne(ctx, db, fmt.Sprintf("load message %d", id), func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("m.company_id = ?", companyID).Where("m.id = ?", id)
+	})
 }
 
 // loadMessageByID reads a message by id whatever its company (workers).
 func loadMessageByID(ctx context.Context, db bun.IDB, id int64) (*messageRow, error) {
-	var row messageRow
-	err := db.NewSelect().Model(&row).Where("m.id = ?", id).Scan(ctx)
-	if store.IsNoRows(err) {
-		return nil, fault.New(fault.NotFound, "Message not found")
-	}
-	if err != nil {
-		return nil, fault.Internalf(err, "load message %d", id)
-	}
-	return &row, nil
+	return loadOne(ctx, db, fmt.Sprintf("load message %d", id), func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("m.id = ?", id)
+	})
 }
 
 // loadByExternalID reads the message a channel's far side knows as externalID.
 func loadByExternalID(ctx context.Context, db bun.IDB, channelID int64, externalID string) (*messageRow, error) {
+	return loadOne(ctx, db, "load message by external id", func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("m.company_channel_id = ?", channelID).Where("m.external_id = ?", externalID)
+	})
+}
+
+// loadOne reads the message where selects: NotFound when there is none,
+// Internal (described by what) when the query fails.
+func loadOne(ctx context.Context, db bun.IDB, what string, where func(*bun.SelectQuery) *bun.SelectQuery) (*messageRow, error) {
 	var row messageRow
-	err := db.NewSelect().Model(&row).Where("m.company_channel_id = ?", channelID).Where("m.external_id = ?", externalID).Scan(ctx)
+	err := where(db.NewSelect().Model(&row)).Scan(ctx)
 	if store.IsNoRows(err) {
 		return nil, fault.New(fault.NotFound, "Message not found")
 	}
 	if err != nil {
-		return nil, fault.Internalf(err, "load message by external id")
+		return nil, fault.Internalf(err, "%s", what)
 	}
 	return &row, nil
 }
-
-// bunIn wraps a slice for an IN (?) placeholder.
-func bunIn(v []int) any { return bun.In(v) }

@@ -262,6 +262,8 @@ func (c *Client) SendMessage(ctx context.Context, acc *channels.ProviderAccount,
 	if err := c.do(ctx, acc, req, &out, &raw, answerLimit); err != nil {
 		return SendResponse{}, nil, classify(err, refused)
 	}
+	// The answer already decoded into out; the raw map is what clients see
+	// of it, and stays nil for an answer that is not an object.
 	var rawMap map[string]any
 	_ = json.Unmarshal(raw, &rawMap)
 	return out, rawMap, nil
@@ -272,17 +274,17 @@ func (c *Client) SendMessage(ctx context.Context, acc *channels.ProviderAccount,
 func (c *Client) UploadMedia(ctx context.Context, acc *channels.ProviderAccount, fileName, contentType string, data []byte) (string, error) {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
-	_ = mw.WriteField("messaging_product", "whatsapp")
-	_ = mw.WriteField("type", contentType)
 	h := textproto.MIMEHeader{}
 	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, fileName))
 	h.Set("Content-Type", contentType)
-	part, err := mw.CreatePart(h)
-	if err != nil {
-		return "", fault.Internalf(err, "build upload")
+	err := errors.Join(mw.WriteField("messaging_product", "whatsapp"), mw.WriteField("type", contentType))
+	if err == nil {
+		var part io.Writer
+		if part, err = mw.CreatePart(h); err == nil {
+			_, err = part.Write(data)
+		}
 	}
-	_, _ = part.Write(data)
-	if err := mw.Close(); err != nil {
+	if err = errors.Join(err, mw.Close()); err != nil {
 		return "", fault.Internalf(err, "build upload")
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.SendTimeout+time.Duration(len(data)/(256<<10))*time.Second)

@@ -155,12 +155,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// controlError answers a control API call the simulator cannot do.
+func controlError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
 func writeAPIError(w http.ResponseWriter, status int, e official.ErrorObject) {
 	if e.FBTraceID == "" {
 		e.FBTraceID = "SIM" + randomHex(6)
 	}
 	writeJSON(w, status, official.ErrorBody{Error: e})
 }
+
+// outage is the platform's answer while the simulator plays an outage.
+var outage = apiError(131000, "(#131000) Something went wrong", "Simulated outage")
 
 func invalidParam(details string) official.ErrorObject {
 	return apiError(100, "(#100) Invalid parameter", details)
@@ -183,19 +191,29 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, pnid string) 
 	return acc
 }
 
-// takeFault pops a queued outage or refusal for the account.
-func (s *Server) takeFault(pnid string) (outage bool, refusal string) {
+// takeOutage consumes a queued outage of the number (uploads and sends
+// share them).
+func (s *Server) takeOutage(pnid string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.outages[pnid] > 0 {
 		s.outages[pnid]--
-		return true, ""
+		return true
 	}
-	if q := s.refuse[pnid]; len(q) > 0 {
-		s.refuse[pnid] = q[1:]
-		return false, q[0]
+	return false
+}
+
+// takeRefusal pops the next queued refusal reason of the number ("" when
+// none is queued).
+func (s *Server) takeRefusal(pnid string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.refuse[pnid]
+	if len(q) == 0 {
+		return ""
 	}
-	return false, ""
+	s.refuse[pnid] = q[1:]
+	return q[0]
 }
 
 var phoneNumber = regexp.MustCompile(`^[0-9]{8,15}$`)
@@ -220,10 +238,11 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.editOrRevoke(w, acc, req)
 		return
 	}
-	if outage, reason := s.takeFault(pnid); outage {
-		writeAPIError(w, http.StatusInternalServerError, apiError(131000, "(#131000) Something went wrong", "Simulated outage"))
+	if s.takeOutage(pnid) {
+		writeAPIError(w, http.StatusInternalServerError, outage)
 		return
-	} else if reason != "" {
+	}
+	if reason := s.takeRefusal(pnid); reason != "" {
 		writeAPIError(w, http.StatusBadRequest, refusals[reason])
 		return
 	}
@@ -421,8 +440,8 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request) {
 	if acc == nil {
 		return
 	}
-	if outage, _ := s.peekOutage(pnid); outage {
-		writeAPIError(w, http.StatusInternalServerError, apiError(131000, "(#131000) Something went wrong", "Simulated outage"))
+	if s.takeOutage(pnid) {
+		writeAPIError(w, http.StatusInternalServerError, outage)
 		return
 	}
 	if err := r.ParseMultipartForm(32 << 20); err != nil {
@@ -439,45 +458,54 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
-	data, _ := io.ReadAll(f)
+	data, err := io.ReadAll(f)
+	if err != nil {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("The file could not be read"))
+		return
+	}
 	ct := r.FormValue("type")
 	if ct == "" {
 		ct = hdr.Header.Get("Content-Type")
 	}
-	s.mu.Lock()
-	s.nextID++
-	id := strconv.Itoa(s.nextID)
-	s.media[id] = &media{id: id, phoneNumberID: pnid, mimeType: ct, fileName: hdr.Filename, data: data}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, official.MediaUploadResponse{ID: id})
+	writeJSON(w, http.StatusOK, official.MediaUploadResponse{ID: s.storeMedia(pnid, ct, hdr.Filename, data)})
 }
 
-// peekOutage consumes a queued outage (uploads and sends share them).
-func (s *Server) peekOutage(pnid string) (bool, string) {
+// storeMedia keeps a file of a number and returns its media id.
+func (s *Server) storeMedia(pnid, mimeType, fileName string, data []byte) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.outages[pnid] > 0 {
-		s.outages[pnid]--
-		return true, ""
-	}
-	return false, ""
+	s.nextID++
+	id := strconv.Itoa(s.nextID)
+	s.media[id] = &media{id: id, phoneNumberID: pnid, mimeType: mimeType, fileName: fileName, data: data}
+	return id
 }
 
-func (s *Server) mediaInfo(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+// authorizedMedia finds the media of the {id} path value and checks the
+// bearer token of its number; it answers the error itself (notFound when
+// there is no such media) and returns nil when it fails.
+func (s *Server) authorizedMedia(w http.ResponseWriter, r *http.Request, notFound official.ErrorObject) *media {
 	s.mu.Lock()
-	m := s.media[id]
+	m := s.media[r.PathValue("id")]
 	var acc *Account
 	if m != nil {
 		acc = s.accounts[m.phoneNumberID]
 	}
 	s.mu.Unlock()
 	if m == nil || acc == nil {
-		writeAPIError(w, http.StatusNotFound, apiError(100, "(#100) Unsupported get request", fmt.Sprintf("Object with ID '%s' does not exist", id)))
-		return
+		writeAPIError(w, http.StatusNotFound, notFound)
+		return nil
 	}
 	if r.Header.Get("Authorization") != "Bearer "+acc.AccessToken {
 		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token", "The access token is not valid for this media"))
+		return nil
+	}
+	return m
+}
+
+func (s *Server) mediaInfo(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	m := s.authorizedMedia(w, r, apiError(100, "(#100) Unsupported get request", fmt.Sprintf("Object with ID '%s' does not exist", id)))
+	if m == nil {
 		return
 	}
 	writeJSON(w, http.StatusOK, official.MediaInfo{MessagingProduct: "whatsapp", URL: "http://" + r.Host + "/media-download/" + id + "/file",
@@ -485,20 +513,8 @@ func (s *Server) mediaInfo(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) mediaDownload(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	s.mu.Lock()
-	m := s.media[id]
-	var acc *Account
-	if m != nil {
-		acc = s.accounts[m.phoneNumberID]
-	}
-	s.mu.Unlock()
-	if m == nil || acc == nil {
-		writeAPIError(w, http.StatusNotFound, apiError(100, "(#100) Media not found", "The media does not exist"))
-		return
-	}
-	if r.Header.Get("Authorization") != "Bearer "+acc.AccessToken {
-		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token", "The access token is not valid for this media"))
+	m := s.authorizedMedia(w, r, apiError(100, "(#100) Media not found", "The media does not exist"))
+	if m == nil {
 		return
 	}
 	w.Header().Set("Content-Type", m.mimeType)
@@ -552,7 +568,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 
 func decodeControl(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := json.NewDecoder(io.LimitReader(r.Body, 200<<20)).Decode(v); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid JSON: " + err.Error()})
+		controlError(w, http.StatusBadRequest, "invalid JSON: "+err.Error())
 		return false
 	}
 	return true
@@ -563,7 +579,7 @@ func (s *Server) account(w http.ResponseWriter, pnid string) *Account {
 	defer s.mu.Unlock()
 	acc := s.accounts[pnid]
 	if acc == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown phone_number_id " + pnid})
+		controlError(w, http.StatusNotFound, "unknown phone_number_id "+pnid)
 	}
 	return acc
 }
@@ -582,7 +598,7 @@ func (s *Server) controlAccounts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.PhoneNumberID == "" || a.BusinessAccountID == "" || a.AccessToken == "" || a.AppSecret == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "phone_number_id, business_account_id, access_token and app_secret are required"})
+		controlError(w, http.StatusBadRequest, "phone_number_id, business_account_id, access_token and app_secret are required")
 		return
 	}
 	s.AddAccount(a)
@@ -633,7 +649,7 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.From == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "from is required"})
+		controlError(w, http.StatusBadRequest, "from is required")
 		return
 	}
 	if in.ID == "" {
@@ -659,19 +675,15 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 		msg.Text = &official.TextBody{Body: in.Text}
 	case "image", "video", "audio", "document", "sticker":
 		if in.Media == nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "media is required for a " + msg.Type + " message"})
+			controlError(w, http.StatusBadRequest, "media is required for a "+msg.Type+" message")
 			return
 		}
 		data, err := base64.StdEncoding.DecodeString(in.Media.DataBase64)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "media.data_base64 is not base64"})
+			controlError(w, http.StatusBadRequest, "media.data_base64 is not base64")
 			return
 		}
-		s.mu.Lock()
-		s.nextID++
-		id := strconv.Itoa(s.nextID)
-		s.media[id] = &media{id: id, phoneNumberID: acc.PhoneNumberID, mimeType: in.Media.MimeType, fileName: in.Media.Filename, data: data}
-		s.mu.Unlock()
+		id := s.storeMedia(acc.PhoneNumberID, in.Media.MimeType, in.Media.Filename, data)
 		im := &official.InboundMedia{ID: id, MimeType: in.Media.MimeType, Caption: in.Media.Caption, Filename: in.Media.Filename}
 		switch msg.Type {
 		case "image":
@@ -686,11 +698,11 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 			msg.Sticker = im
 		}
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported type " + msg.Type})
+		controlError(w, http.StatusBadRequest, "unsupported type "+msg.Type)
 		return
 	}
-	v := official.WebhookValue{MessagingProduct: "whatsapp", Messages: []official.InboundMessage{msg}}
-	v.Metadata.DisplayPhoneNumber, v.Metadata.PhoneNumberID = acc.DisplayPhoneNumber, acc.PhoneNumberID
+	v := webhookValue(acc)
+	v.Messages = []official.InboundMessage{msg}
 	c := official.WebhookContact{WaID: in.From}
 	c.Profile.Name = in.Name
 	v.Contacts = []official.WebhookContact{c}
@@ -727,13 +739,13 @@ func (s *Server) controlReceipts(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if msg == nil || acc == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown message_id " + in.MessageID})
+		controlError(w, http.StatusNotFound, "unknown message_id "+in.MessageID)
 		return
 	}
 	switch in.Status {
 	case "sent", "delivered", "read", "failed":
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "status must be sent, delivered, read or failed"})
+		controlError(w, http.StatusBadRequest, "status must be sent, delivered, read or failed")
 		return
 	}
 	st := official.StatusUpdate{ID: msg.ID, Status: in.Status, Timestamp: strconv.FormatInt(s.opts.Now().Unix(), 10),
@@ -754,15 +766,22 @@ func (s *Server) controlReceipts(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	msg.Status = in.Status
 	s.mu.Unlock()
-	v := official.WebhookValue{MessagingProduct: "whatsapp", Statuses: []official.StatusUpdate{st}}
-	v.Metadata.DisplayPhoneNumber, v.Metadata.PhoneNumberID = acc.DisplayPhoneNumber, acc.PhoneNumberID
+	v := webhookValue(acc)
+	v.Statuses = []official.StatusUpdate{st}
 	res, err := s.post(r, acc, v)
 	if err != nil {
-		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
+		controlError(w, http.StatusBadGateway, err.Error())
 		return
 	}
 	res.MessageID = msg.ID
 	writeJSON(w, http.StatusOK, res)
+}
+
+// webhookValue is the change value of a webhook about the account's number.
+func webhookValue(acc *Account) official.WebhookValue {
+	v := official.WebhookValue{MessagingProduct: "whatsapp"}
+	v.Metadata.DisplayPhoneNumber, v.Metadata.PhoneNumberID = acc.DisplayPhoneNumber, acc.PhoneNumberID
+	return v
 }
 
 // post delivers a signed webhook to the account's webhook URL.
@@ -839,12 +858,12 @@ func (s *Server) controlTemplates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.BusinessAccountID == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "business_account_id is required"})
+		controlError(w, http.StatusBadRequest, "business_account_id is required")
 		return
 	}
 	for _, t := range in.Templates {
 		if t.Name == "" || t.Language == "" {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "every template needs a name and a language"})
+			controlError(w, http.StatusBadRequest, "every template needs a name and a language")
 			return
 		}
 	}
@@ -876,14 +895,11 @@ type FaultRequest struct {
 
 func (s *Server) controlRefusals(w http.ResponseWriter, r *http.Request) {
 	var in FaultRequest
-	if !decodeControl(w, r, &in) {
-		return
-	}
-	if s.account(w, in.PhoneNumberID) == nil {
+	if !decodeControl(w, r, &in) || s.account(w, in.PhoneNumberID) == nil {
 		return
 	}
 	if _, ok := refusals[in.Reason]; !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reason must be no_account, blocked or marketing_limit"})
+		controlError(w, http.StatusBadRequest, "reason must be no_account, blocked or marketing_limit")
 		return
 	}
 	s.mu.Lock()
@@ -896,10 +912,7 @@ func (s *Server) controlRefusals(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) controlOutages(w http.ResponseWriter, r *http.Request) {
 	var in FaultRequest
-	if !decodeControl(w, r, &in) {
-		return
-	}
-	if s.account(w, in.PhoneNumberID) == nil {
+	if !decodeControl(w, r, &in) || s.account(w, in.PhoneNumberID) == nil {
 		return
 	}
 	s.mu.Lock()
@@ -918,10 +931,7 @@ type CapabilitiesRequest struct {
 
 func (s *Server) controlCapabilities(w http.ResponseWriter, r *http.Request) {
 	var in CapabilitiesRequest
-	if !decodeControl(w, r, &in) {
-		return
-	}
-	if s.account(w, in.PhoneNumberID) == nil {
+	if !decodeControl(w, r, &in) || s.account(w, in.PhoneNumberID) == nil {
 		return
 	}
 	s.mu.Lock()

@@ -10,24 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/ratelimit"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func TestMemorySchedule(t *testing.T) {
 	t.Parallel()
-	clk := &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	clk := clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	l := ratelimit.NewMemory(clk.Now)
 	ctx := context.Background()
 	type step struct {

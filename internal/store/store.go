@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -207,6 +209,22 @@ func IsUniqueViolation(err error) bool {
 
 // IsNoRows reports whether err means a query found nothing.
 func IsNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// LikeContains returns a LIKE pattern matching s anywhere, with LIKE's
+// wildcards in s made literal: use it with ESCAPE '\'.
+func LikeContains(s string) string { return "%" + likeEscaper.Replace(s) + "%" }
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// UTC returns a nullable time read from the database in UTC (drivers
+// return the session's zone).
+func UTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
 
 // ILike returns the case-insensitive pattern operator of the dialect. SQLite's
 // LIKE is already case-insensitive for ASCII.

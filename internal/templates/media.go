@@ -102,7 +102,9 @@ func (s *Service) UploadSendMedia(ctx context.Context, companyID, accountID int6
 	row := mediaRow{Token: token, CompanyID: companyID, ProviderAccountID: ch.ProviderAccount.ID, FileName: name, ContentType: ct,
 		SizeBytes: int64(len(data)), Path: filepath.ToSlash(rel), CreatedAt: now, ExpiresAt: now.Add(UploadLifetime)}
 	if _, err := s.deps.DB.Bun.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
-		_ = os.RemoveAll(filepath.Dir(abs))
+		if rmErr := os.RemoveAll(filepath.Dir(abs)); rmErr != nil {
+			s.deps.Logger.WarnContext(ctx, "remove unrecorded upload", "path", abs, "err", rmErr)
+		}
 		return Upload{}, fault.Internalf(err, "record upload")
 	}
 	return Upload{URL: s.mediaURL(token, name), FileName: name, ExpiresAt: row.ExpiresAt}, nil
@@ -130,15 +132,22 @@ func (s *Service) uploadToken(rawURL string) (string, bool) {
 	return token, token != ""
 }
 
-// OpenMedia returns the upload behind a URL token, to serve it.
+// OpenMedia returns the upload behind a URL token, to serve it: the URL is
+// public (the token is the secret), so it answers whatever the company.
 // Errors: NotFound for an unknown token; ErrGone once it expired unused.
 func (s *Service) OpenMedia(ctx context.Context, token string) (MediaFile, error) {
-	return s.openUpload(ctx, token)
+	return s.openUpload(ctx, token, func(q *bun.SelectQuery) *bun.SelectQuery { return q })
 }
 
-func (s *Service) openUpload(ctx context.Context, token string) (MediaFile, error) {
+// openCompanyUpload is OpenMedia for a send of the company: another
+// company's upload is NotFound like an unknown token.
+func (s *Service) openCompanyUpload(ctx context.Context, companyID int64, token string) (MediaFile, error) {
+	return s.openUpload(ctx, token, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("tm.company_id = ?", companyID) })
+}
+
+func (s *Service) openUpload(ctx context.Context, token string, scope func(*bun.SelectQuery) *bun.SelectQuery) (MediaFile, error) {
 	var row mediaRow
-	err := s.deps.DB.Bun.NewSelect().Model(&row).Where("tm.token = ?", token).Scan(ctx)
+	err := scope(s.deps.DB.Bun.NewSelect().Model(&row).Where("tm.token = ?", token)).Scan(ctx)
 	if store.IsNoRows(err) {
 		return MediaFile{}, fault.New(fault.NotFound, "Media not found")
 	}
@@ -152,16 +161,14 @@ func (s *Service) openUpload(ctx context.Context, token string) (MediaFile, erro
 		ContentType: row.ContentType, Size: row.SizeBytes}, nil
 }
 
-func readFile(p string) ([]byte, error) { return os.ReadFile(p) }
-
-// MarkMediaUsed lifts the deadline of the gateway upload behind url (a
-// no-op for any other URL), inside the send's transaction.
-func (s *Service) MarkMediaUsed(ctx context.Context, tx *store.Tx, rawURL string) error {
+// MarkMediaUsed lifts the deadline of the company's gateway upload behind
+// url (a no-op for any other URL), inside the send's transaction.
+func (s *Service) MarkMediaUsed(ctx context.Context, tx *store.Tx, companyID int64, rawURL string) error {
 	token, ok := s.uploadToken(rawURL)
 	if !ok {
 		return nil
 	}
-	if _, err := tx.NewUpdate().Model((*mediaRow)(nil)).Set("used_at = ?", s.deps.Now()).
+	if _, err := tx.NewUpdate().Model((*mediaRow)(nil)).Set("used_at = ?", s.deps.Now()).Where("company_id = ?", companyID).
 		Where("token = ?", token).Where("used_at IS NULL").Where("deleted_at IS NULL").Exec(ctx); err != nil {
 		return fault.Internalf(err, "mark upload used")
 	}

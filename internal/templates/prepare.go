@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -176,7 +177,7 @@ func (s *Service) PrepareTemplate(ctx context.Context, ch channels.Channel, req 
 		if req.HeaderMediaFilename != "" && t.HeaderFormat != "DOCUMENT" {
 			return out, fault.New(fault.Rule, "header_media_filename is only accepted for templates with a DOCUMENT header")
 		}
-		m, err := s.headerMedia(ctx, req.HeaderMediaURL, t.HeaderFormat)
+		m, err := s.headerMedia(ctx, ch.CompanyID, req.HeaderMediaURL, t.HeaderFormat)
 		if err != nil {
 			return out, err
 		}
@@ -193,12 +194,12 @@ func (s *Service) PrepareTemplate(ctx context.Context, ch channels.Channel, req 
 
 // headerMedia loads the media of header_media_url and checks it against
 // the header format: its type (from the bytes) and its size limit.
-func (s *Service) headerMedia(ctx context.Context, rawURL, format string) (*messaging.Media, error) {
+func (s *Service) headerMedia(ctx context.Context, companyID int64, rawURL, format string) (*messaging.Media, error) {
 	limit, limitMsg := headerLimit(format)
 	var data []byte
 	name := derivedName(rawURL)
 	if token, ok := s.uploadToken(rawURL); ok {
-		f, err := s.openUpload(ctx, token)
+		f, err := s.openCompanyUpload(ctx, companyID, token)
 		if err != nil {
 			if errors.Is(err, ErrGone) {
 				return nil, fault.New(fault.Rule, "header_media_url has expired: upload the file again")
@@ -208,7 +209,7 @@ func (s *Service) headerMedia(ctx context.Context, rawURL, format string) (*mess
 			}
 			return nil, err
 		}
-		b, err := readFile(f.Path)
+		b, err := os.ReadFile(f.Path)
 		if err != nil {
 			return nil, fault.Internalf(err, "read uploaded media")
 		}

@@ -90,10 +90,7 @@ func (s *Service) Sync(ctx context.Context, ch channels.Channel) (SyncResult, er
 		res.Total = len(list)
 		return upsertSyncState(ctx, tx, ch, &now, "")
 	})
-	if err != nil {
-		return res, err
-	}
-	return res, nil
+	return res, err
 }
 
 // rowFrom converts the provider's template to a row.

@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -68,7 +69,7 @@ func benchDelivery(b *testing.B, db *store.DB, eventsPerSecond int) {
 	secrets := map[string]string{}
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := webhooks.VerifySignature(secrets[r.URL.Path], r.Header, body, time.Now(), 5*time.Minute); err != nil {
+		if err := subscriber.Verify(secrets[r.URL.Path], r.Header, body, time.Now(), 5*time.Minute); err != nil {
 			b.Errorf("receiver: %v", err)
 		}
 		n := importSeq(body)

@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"context"
 	"fmt"
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -80,7 +81,7 @@ func crashRun(t *testing.T, bin string, db *store.DB, env []string, replicas int
 		time.Sleep(40 * time.Millisecond) // a slow receiver: the kill lands mid-run
 		mu.Lock()
 		defer mu.Unlock()
-		if err := webhooks.VerifySignature(secret, r.Header, body, time.Now(), 5*time.Minute); err != nil {
+		if err := subscriber.Verify(secret, r.Header, body, time.Now(), 5*time.Minute); err != nil {
 			t.Errorf("delivery %s: %v", r.Header.Get(webhooks.HeaderDelivery), err)
 		}
 		seen[r.Header.Get(webhooks.HeaderDelivery)]++

@@ -6,8 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -59,29 +57,4 @@ func Sign(secret, timestamp string, body []byte) string {
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// Errors of VerifySignature.
-var (
-	ErrSignatureMismatch = errors.New("webhook signature does not match")
-	ErrTimestampSkew     = errors.New("webhook timestamp too far from now")
-)
-
-// VerifySignature checks a received delivery the way a subscriber should:
-// the timestamp within tolerance of now, and the signature recomputed over
-// the raw body and compared in constant time. It is the reference for
-// subscribers (and what the tests and contract tests use).
-func VerifySignature(secret string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	tsText := h.Get(HeaderTimestamp)
-	ts, err := strconv.ParseInt(tsText, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: %q is not a Unix time", ErrTimestampSkew, tsText)
-	}
-	if skew := now.Sub(time.Unix(ts, 0)); skew > tolerance || skew < -tolerance {
-		return fmt.Errorf("%w: %s", ErrTimestampSkew, skew)
-	}
-	if !hmac.Equal([]byte(Sign(secret, tsText, body)), []byte(h.Get(HeaderSignature))) {
-		return ErrSignatureMismatch
-	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"io"
 	"net"
 	"net/http"
@@ -72,13 +73,13 @@ func TestNewDeliveryRequest(t *testing.T) {
 		want   error
 	}{
 		{"valid", "whsec_test", body, at.Add(4 * time.Minute), nil},
-		{"wrong secret", "whsec_other", body, at, webhooks.ErrSignatureMismatch},
-		{"re-serialised body", "whsec_test", append([]byte(" "), body...), at, webhooks.ErrSignatureMismatch},
-		{"stale timestamp", "whsec_test", body, at.Add(6 * time.Minute), webhooks.ErrTimestampSkew},
-		{"future timestamp", "whsec_test", body, at.Add(-6 * time.Minute), webhooks.ErrTimestampSkew},
+		{"wrong secret", "whsec_other", body, at, subscriber.ErrSignatureMismatch},
+		{"re-serialised body", "whsec_test", append([]byte(" "), body...), at, subscriber.ErrSignatureMismatch},
+		{"stale timestamp", "whsec_test", body, at.Add(6 * time.Minute), subscriber.ErrTimestampOutOfTolerance},
+		{"future timestamp", "whsec_test", body, at.Add(-6 * time.Minute), subscriber.ErrTimestampOutOfTolerance},
 	}
 	for _, tc := range cases {
-		err := webhooks.VerifySignature(tc.secret, req.Header, tc.body, tc.now, 5*time.Minute)
+		err := subscriber.Verify(tc.secret, req.Header, tc.body, tc.now, 5*time.Minute)
 		if !errors.Is(err, tc.want) && !(err == nil && tc.want == nil) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
@@ -516,11 +517,11 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 				t.Fatalf("attempt 2: %v", err)
 			}
 			got := rcv.received()[1]
-			if err := webhooks.VerifySignature(secret, got.Header, got.Body, b.clk.Now(), time.Minute); err != nil {
+			if err := subscriber.Verify(secret, got.Header, got.Body, b.clk.Now(), time.Minute); err != nil {
 				t.Errorf("retry not signed with the new secret: %v", err)
 			}
-			oldSecretCheck := webhooks.VerifySignature(secret, old.Header, old.Body, b.clk.Now(), time.Minute)
-			if !errors.Is(oldSecretCheck, webhooks.ErrSignatureMismatch) {
+			oldSecretCheck := subscriber.Verify(secret, old.Header, old.Body, b.clk.Now(), time.Minute)
+			if !errors.Is(oldSecretCheck, subscriber.ErrSignatureMismatch) {
 				t.Errorf("attempt 1 verifies with the new secret: %v", oldSecretCheck)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,25 +22,12 @@ import (
 	"github.com/chatmsg/gateway/asyncapi"
 	"github.com/chatmsg/gateway/internal/app"
 	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/eventschema"
 	"github.com/chatmsg/gateway/internal/jobs"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/webhooks"
 )
-
-// testClock is the service clock of a test.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t.UTC()
-	c.mu.Unlock()
-}
-func (c *testClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 
 var t0 = time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
 
@@ -49,7 +37,7 @@ var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 // clock, an insert-only River runner, and a company with a principal.
 type bundle struct {
 	db  *store.DB
-	clk *testClock
+	clk *clock.Manual
 	svc *webhooks.Service
 	p   auth.Principal
 	// other is a second company.
@@ -69,7 +57,7 @@ func setup(t testing.TB, db *store.DB, o setupOpts) *bundle {
 	if err := app.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{db: db, clk: &testClock{now: t0}}
+	b := &bundle{db: db, clk: clock.NewManual(t0)}
 	b.auth = auth.NewService(db, b.clk.Now)
 	opts := o.webhooks
 	if opts.Now == nil {
@@ -286,7 +274,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		r.t.Errorf("method %s", req.Method)
 	}
-	if err := webhooks.VerifySignature(secret, req.Header, body, r.now(), 5*time.Minute); err != nil {
+	if err := subscriber.Verify(secret, req.Header, body, r.now(), 5*time.Minute); err != nil {
 		r.t.Errorf("delivery %d: %v", n, err)
 	}
 	if err := eventschema.ValidatePayload(event, body); err != nil {

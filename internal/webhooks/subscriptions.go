@@ -121,8 +121,8 @@ func (r subscriptionRow) toDomain() Subscription {
 	return Subscription{
 		ID: r.ID, CompanyID: r.CompanyID, Name: r.Name, URL: r.URL,
 		Events: r.eventNames(), CompanyChannelIDs: decodeChannels(r.ChannelIDs),
-		Enabled: r.Enabled, FailureCount: r.FailureCount, LastSuccessAt: utcPtr(r.LastSuccessAt),
-		LastFailureAt: utcPtr(r.LastFailureAt), DisabledReason: r.DisabledReason,
+		Enabled: r.Enabled, FailureCount: r.FailureCount, LastSuccessAt: store.UTC(r.LastSuccessAt),
+		LastFailureAt: store.UTC(r.LastFailureAt), DisabledReason: r.DisabledReason,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
@@ -218,14 +218,6 @@ func decodeChannels(s *string) []int64 {
 	return out
 }
 
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 // newSecret returns a signing secret: 32 random bytes, hex, with a prefix
 // that makes leaked secrets easy to recognise. The whole string is the HMAC
 // key (its UTF-8 bytes).
@@ -309,7 +301,7 @@ func (s *Service) ListChannelWebhooks(ctx context.Context, p auth.Principal, f L
 	var rows []subscriptionRow
 	q := s.db.Bun.NewSelect().Model(&rows).Where("company_id = ?", p.CompanyID)
 	if f.Filter != "" {
-		pattern := "%" + escapeLike(f.Filter) + "%"
+		pattern := store.LikeContains(f.Filter)
 		op := s.db.ILike()
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("name "+op+" ? ESCAPE '\\'", pattern).WhereOr("url "+op+" ? ESCAPE '\\'", pattern)
@@ -345,11 +337,6 @@ func (s *Service) ListChannelWebhooks(ctx context.Context, p auth.Principal, f L
 		out[i] = r.toDomain()
 	}
 	return out, total, nil
-}
-
-// escapeLike makes a user's search text literal inside a LIKE pattern.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // ListAvailableWebhookEvents returns the subscribable events of the
@@ -559,8 +546,8 @@ func (s *Service) ListChannelWebhookDeliveries(ctx context.Context, p auth.Princ
 	out := make([]LogEntry, len(rows))
 	for i, r := range rows {
 		out[i] = LogEntry{ID: r.ID, DeliveryID: r.DeliveryID, Event: r.Event, Attempt: r.Attempt, StatusCode: r.StatusCode,
-			Succeeded: r.Succeeded, DurationMs: r.DurationMs, Error: r.Error, DeliveredAt: utcPtr(r.DeliveredAt),
-			NextRetryAt: utcPtr(r.NextRetryAt), CreatedAt: r.CreatedAt.UTC()}
+			Succeeded: r.Succeeded, DurationMs: r.DurationMs, Error: r.Error, DeliveredAt: store.UTC(r.DeliveredAt),
+			NextRetryAt: store.UTC(r.NextRetryAt), CreatedAt: r.CreatedAt.UTC()}
 	}
 	return out, total, nil
 }

@@ -6,22 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/connector/sim"
 	"github.com/chatmsg/gateway/internal/fault"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // recorder is a connector.Handler that keeps what it was told.
 type recorder struct {
@@ -58,7 +47,7 @@ func (r *recorder) Receipt(_ context.Context, rc connector.Receipt) error {
 }
 
 type bundle struct {
-	clock *fakeClock
+	clock *clock.Manual
 	drv   *sim.Driver
 	rec   *recorder
 	sess  *sim.Session
@@ -66,7 +55,7 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	clk := &fakeClock{now: time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)}
+	clk := clock.NewManual(time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC))
 	drv := sim.New(clk.Now)
 	rec := &recorder{}
 	s, err := drv.Open(context.Background(), connector.Account{ChannelID: 7, Key: "5511988887777"}, rec)

@@ -435,12 +435,18 @@ func (s *session) Check(ctx context.Context, entries []string, groups bool) ([]c
 	return out, nil
 }
 
-func (s *session) Send(ctx context.Context, m connector.Outgoing) (connector.Sent, error) {
+// chat is the connected client and the JID of chat, for a send.
+func (s *session) chat(chat connector.Chat) (*wa.Client, types.JID, error) {
 	cli, err := s.cli()
 	if err != nil {
-		return connector.Sent{}, err
+		return nil, types.JID{}, err
 	}
-	to, err := ChatJID(m.Chat)
+	to, err := ChatJID(chat)
+	return cli, to, err
+}
+
+func (s *session) Send(ctx context.Context, m connector.Outgoing) (connector.Sent, error) {
+	cli, to, err := s.chat(m.Chat)
 	if err != nil {
 		return connector.Sent{}, err
 	}
@@ -466,11 +472,7 @@ func (s *session) Send(ctx context.Context, m connector.Outgoing) (connector.Sen
 }
 
 func (s *session) Edit(ctx context.Context, chat connector.Chat, externalID, text string) error {
-	cli, err := s.cli()
-	if err != nil {
-		return err
-	}
-	to, err := ChatJID(chat)
+	cli, to, err := s.chat(chat)
 	if err != nil {
 		return err
 	}
@@ -479,11 +481,7 @@ func (s *session) Edit(ctx context.Context, chat connector.Chat, externalID, tex
 }
 
 func (s *session) Revoke(ctx context.Context, chat connector.Chat, externalID string) error {
-	cli, err := s.cli()
-	if err != nil {
-		return err
-	}
-	to, err := ChatJID(chat)
+	cli, to, err := s.chat(chat)
 	if err != nil {
 		return err
 	}
