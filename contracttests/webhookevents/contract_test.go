@@ -14,9 +14,12 @@
 // Provider: the real dispatcher code path, webhooks.NewDelivery (the
 // envelope exactly as Publish builds it) and webhooks.NewDeliveryRequest
 // (the request the delivery worker sends), signed with the provider state's
-// secret; message data from the real payload builder where one is exported
-// (messaging.Service.Payload for the two message events) and from the
-// document's examples otherwise. Each produced delivery is checked with the
+// secret; message data from the real payload builders where the gateway
+// produces the event (messaging.Service.Payload for the two message events;
+// the conversations service's CreatedPayload, AssignedPayload and
+// ClosedPayload for the three conversation events, over a conversation the
+// provider state seeds through Ensure and UpdateContactChannel) and from
+// the document's examples otherwise. Each produced delivery is checked with the
 // subscriber library before Pact compares it: Pact checks the signature's
 // format, the library checks its value.
 package webhookevents

@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,20 +55,30 @@ func verifyProvider(t *testing.T, breakage string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	world := &conversationWorld{dir: t.TempDir()}
+	t.Cleanup(world.close)
 	handlers := message.Handlers{}
 	for _, ex := range examples {
-		handlers[description(ex.Event)] = producer(t, ex, breakage)
+		handlers[description(ex.Event)] = producer(t, world, ex, breakage)
 	}
 	req := provider.VerifyRequest{
 		Provider:  providerName,
 		PactFiles: []string{pactrun.File(consumerName, providerName)},
 		StateHandlers: models.StateHandlers{
-			// Nothing to seed: the secret travels to the producer with the
-			// state. Refuse a pact that lost it.
+			// The secret travels to the producer with the state; refuse a
+			// pact that lost it. The state also holds the conversation the
+			// conversation events describe: seeded through the
+			// conversations service on the first setup.
 			stateSubscription: func(setup bool, s models.ProviderState) (models.ProviderStateResponse, error) {
 				if _, err := stateSecret([]models.ProviderState{s}); err != nil {
 					t.Error(err)
 					return nil, err
+				}
+				if setup {
+					if err := world.setUp(context.Background()); err != nil {
+						t.Error(err)
+						return nil, err
+					}
 				}
 				return nil, nil
 			},
@@ -97,7 +109,7 @@ func stateSecret(states []models.ProviderState) (string, error) {
 
 // producer returns the message handler of one event: the delivery the
 // dispatcher would send now, as headers (metadata) and raw body.
-func producer(t *testing.T, ex example, breakage string) message.Handler {
+func producer(t *testing.T, world *conversationWorld, ex example, breakage string) message.Handler {
 	return func(states []models.ProviderState) (message.Body, message.Metadata, error) {
 		secret, err := stateSecret(states)
 		if err != nil {
@@ -105,7 +117,7 @@ func producer(t *testing.T, ex example, breakage string) message.Handler {
 			return nil, nil, err
 		}
 		now := time.Now()
-		ev, err := event(ex, now.Add(-time.Second))
+		ev, err := event(world, ex, now.Add(-time.Second))
 		if err != nil {
 			t.Errorf("%s: %v", ex.Event, err)
 			return nil, nil, err
@@ -150,11 +162,14 @@ func producer(t *testing.T, ex example, breakage string) message.Handler {
 }
 
 // event is what a capability publishes: data from the real payload
-// builder where one is exported (messaging's, for the two message events),
-// otherwise the document's example data (conversations builds its payload
-// in unexported code; CRM and contact imports have no producer in the
-// gateway yet).
-func event(ex example, at time.Time) (webhooks.Event, error) {
+// builders (messaging's for the two message events; conversations' for the
+// three conversation events, over the conversation seeded in the provider
+// state), otherwise the document's example data (CRM and contact imports
+// have no producer in the gateway yet; ping is the engine's own).
+func event(world *conversationWorld, ex example, at time.Time) (webhooks.Event, error) {
+	if slices.Contains(conversationEvents, ex.Event) {
+		return world.event(ex.Event, at)
+	}
 	ev := webhooks.Event{Name: ex.Event, CompanyID: producerCompany, OccurredAt: at}
 	info, _ := events.Lookup(ex.Event)
 	if info.Scope == events.ScopeChannel {
@@ -167,7 +182,7 @@ func event(ex example, at time.Time) (webhooks.Event, error) {
 		ch := channels.Channel{ID: 12, CompanyID: producerCompany, Key: "5511987650000", Name: "Atendimento", TypeID: channels.OfficialChatapp}
 		m := messaging.Message{ID: 884213, UUID: uuid.NewString(), ExternalID: "wamid.HBgNNTUxMTkxMjM0NTY3OBUCABIYIDNB",
 			CompanyID: producerCompany, CompanyChannelID: ch.ID, ContactChannelID: 3471, ContactKey: "5511912345678",
-			ConversationName: "Maria Souza", Text: "Olá! Gostaria de saber o status do meu pedido.", TypeID: messaging.TypeText,
+			ConversationName: "Maria Souza", Text: "Olá! Gostaria de saber o status do meu pedido.", TypeID: msgtype.Text,
 			SourceID: messaging.SourceContact, StatusID: messaging.StatusDelivered,
 			PlatformAt: at.Add(-time.Second), ReceivedAt: at, CreatedAt: at, UpdatedAt: at}
 		if ex.Event == events.OmnichatMessageReceived {

@@ -505,3 +505,87 @@ func TestPublishEvent(t *testing.T) {
 		}
 	})
 }
+
+// TestEnsureAdoptsName: a conversation first created by an outbound send
+// knows only its key (the number, or the group's id); the first message
+// that carries a name names it, for groups as for contacts, and the group's
+// contact with it. A message without a name (its key again) leaves a
+// learnt name alone, and a named conversation is never renamed by Ensure.
+func TestEnsureAdoptsName(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		cases := []struct {
+			name    string
+			channel int64
+			typ     channels.TypeID
+			key     string
+			group   bool
+		}{
+			{"contact on the unofficial chat app", b.chatapp, channels.UnofficialChatapp, "5511933332222", false},
+			{"group on the unofficial chat app", b.chatapp, channels.UnofficialChatapp, "120363041234567890", true},
+			{"group on the social messenger", b.social, channels.SocialMessenger, "thread-77", true},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				in := conversations.EnsureInput{CompanyID: b.companyID, CompanyChannelID: tc.channel, ChannelTypeID: tc.typ,
+					ContactKey: tc.key, ContactName: tc.key, IsGroup: tc.group, OriginID: int(conversations.OriginAPI)}
+				sent := b.ensure(t, in)
+				if sent.Name != tc.key {
+					t.Fatalf("created by a send: name %q, want the key %q", sent.Name, tc.key)
+				}
+				// A message that still brings no name changes nothing.
+				if again := b.ensure(t, in); again != sent {
+					t.Fatalf("nameless message: %+v, want %+v", again, sent)
+				}
+				in.ContactName, in.OriginID = "  Família Souza ", int(conversations.OriginContactInitiated)
+				got := b.ensure(t, in)
+				if got.ID != sent.ID || got.ContactID != sent.ContactID || got.Name != "Família Souza" || got.IsGroup != tc.group {
+					t.Fatalf("named message: %+v (created %+v)", got, sent)
+				}
+				conv, err := b.svc.Get(ctx, b.companyID, sent.ID, conversations.Relations{Contact: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if conv.Name != "Família Souza" || conv.Contact == nil || conv.Contact.Name != "Família Souza" {
+					t.Fatalf("stored: conversation %q, contact %+v", conv.Name, conv.Contact)
+				}
+				// The learnt name is searchable, accents folded.
+				found, n, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{
+					Page: store.Page{Number: 1, PerPage: 20}, Text: "familia souza"})
+				if err != nil || n == 0 || !slices.ContainsFunc(found, func(c conversations.Conversation) bool { return c.ID == sent.ID }) {
+					t.Fatalf("text filter: %d found, %v", n, err)
+				}
+				// Later messages: the key again, or another name, keep it.
+				for _, name := range []string{tc.key, "Outro Nome"} {
+					in.ContactName = name
+					if later := b.ensure(t, in); later.Name != "Família Souza" {
+						t.Fatalf("message named %q renamed it to %q", name, later.Name)
+					}
+				}
+				b.pub.take()
+			})
+		}
+
+		// A group is one contact on both chat apps: sent to on the official
+		// channel first (named by its id), then named by a message on the
+		// unofficial one. The next send on the official channel brings only
+		// the id again, and the conversation adopts the group's name.
+		const group = "120363049999999999"
+		send := conversations.EnsureInput{CompanyID: b.companyID, CompanyChannelID: b.official, ChannelTypeID: channels.OfficialChatapp,
+			ContactKey: group, ContactName: group, IsGroup: true, OriginID: int(conversations.OriginAPI)}
+		first := b.ensure(t, send)
+		named := b.ensure(t, conversations.EnsureInput{CompanyID: b.companyID, CompanyChannelID: b.chatapp, ChannelTypeID: channels.UnofficialChatapp,
+			ContactKey: group, ContactName: "Equipe Vendas", IsGroup: true, OriginID: int(conversations.OriginContactInitiated)})
+		if named.ContactID != first.ContactID || named.Name != "Equipe Vendas" || first.Name != group {
+			t.Fatalf("group on two channels: %+v then %+v", first, named)
+		}
+		if again := b.ensure(t, send); again.ID != first.ID || again.Name != "Equipe Vendas" {
+			t.Fatalf("the official conversation did not adopt the group's name: %+v", again)
+		}
+		if evs := b.pub.take(); len(evs) != 2 {
+			t.Fatalf("%d events, want the two created (naming publishes none)", len(evs))
+		}
+	})
+}

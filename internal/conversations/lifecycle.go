@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/chatmsg/gateway/gen/events"
-	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
@@ -16,8 +15,9 @@ import (
 
 // Ensure finds or creates the contact and the conversation of a message
 // inside tx; a new conversation publishes omnichat.conversation.created in
-// the same tx. A conversation still named by its number takes the name the
-// message brings (see learnName). It never reads through another capability (SQLite has one
+// the same tx. A conversation still named by its key (number or group id)
+// takes the name the message brings, or else its contact's (see learnName).
+// It never reads through another capability (SQLite has one
 // connection, held by tx). Errors: Invalid for malformed input, Internal.
 //
 // Concurrent first messages of the same contact are safe: both inserts use
@@ -45,7 +45,7 @@ func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref
 		Where("cc.company_channel_id = ?", in.CompanyChannelID).Where("cc.is_group = ?", in.IsGroup).Where("cc.key = ?", key).
 		Scan(ctx)
 	if err == nil {
-		if existing.Name == existing.Key && name != key {
+		if existing.Name == existing.Key {
 			return s.learnName(ctx, tx, existing, name)
 		}
 		return refOf(existing), nil
@@ -59,8 +59,17 @@ func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref
 	if err != nil {
 		return Ref{}, err
 	}
-	if name == key && contact.Name != key {
+	switch {
+	case name == key && contact.Name != key:
 		name = contact.Name // the contact is known by name from another channel
+	case name != key && contact.Name == key:
+		// The contact was created nameless by a send on another channel;
+		// it learns the name here, so that channel's conversation can
+		// adopt it (learnName).
+		contact.Name, contact.UpdatedAt = name, now
+		if _, err := tx.NewUpdate().Model(&contact).Column("name", "updated_at").WherePK().Exec(ctx); err != nil {
+			return Ref{}, fault.Internalf(err, "name contact")
+		}
 	}
 	row := conversationRow{CompanyID: in.CompanyID, ContactID: contact.ID, CompanyChannelID: in.CompanyChannelID,
 		ChannelTypeID: int(in.ChannelTypeID), Key: key, Name: name, IsGroup: in.IsGroup, StatusID: int(StatusOpen),
@@ -79,6 +88,9 @@ func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref
 			Scan(ctx); err != nil {
 			return Ref{}, fault.Internalf(err, "read concurrently created conversation")
 		}
+		if existing.Name == existing.Key {
+			return s.learnName(ctx, tx, existing, name)
+		}
 		return refOf(existing), nil
 	}
 	if err != nil {
@@ -86,21 +98,34 @@ func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref
 	}
 	row.ID = id
 	conv := row.toDomain()
-	payload := s.payload(conv, contact.toDomain(), nil, nil)
-	if err := s.publish(ctx, tx, events.OmnichatConversationCreated, conv, events.ConversationCreatedPayload(payload)); err != nil {
+	ct := contact.toDomain()
+	conv.Contact = &ct
+	if err := s.publish(ctx, tx, events.OmnichatConversationCreated, conv, s.CreatedPayload(conv)); err != nil {
 		return Ref{}, err
 	}
 	return refOf(row), nil
 }
 
-// learnName names a conversation that was created without a name (a
-// company-initiated first message knows only the number) once a message
-// brings one, and its contact too when it is as nameless, so the listing
-// and its text filter show the person rather than the number.
+// learnName names a conversation that still carries its key as its name
+// (a company-initiated first message knows only the number or the group's
+// id), contact and group alike, so the listing and its text filter show the
+// person or the group rather than the key. The name is the one the message
+// brings; a message that brings none (name is the key again) adopts the
+// contact's, which a message on another channel of the same contact (a
+// group is one contact on both chat apps) may have taught since this
+// conversation was created. The contact takes a brought name too when it is
+// as nameless. Only key-named conversations pay the contact read; a real
+// name is never replaced here.
 func (s *Service) learnName(ctx context.Context, tx *store.Tx, c conversationRow, name string) (Ref, error) {
 	var contact contactRow
 	if err := tx.NewSelect().Model(&contact).Where("ct.id = ?", c.ContactID).Scan(ctx); err != nil {
 		return Ref{}, fault.Internalf(err, "read contact")
+	}
+	if name == c.Key {
+		name = contact.Name
+	}
+	if name == c.Key {
+		return refOf(c), nil // nobody knows a name yet
 	}
 	now := stamp(s.now())
 	if contact.Name == c.Key {
@@ -231,31 +256,66 @@ var channelTypeNames = map[channels.TypeID]string{
 	channels.SocialMessenger: "Social messenger", channels.BotMessenger: "Bot messenger",
 }
 
+// CreatedPayload is the data of omnichat.conversation.created for c.
+//
+// The three event builders are the ones Ensure and UpdateContactChannel
+// publish with; they are exported so that what is built outside a change
+// (the webhook contract's provider) comes from the same code. c must carry
+// its Contact, and its Sector and User when it has them: Get with
+// AllRelations (or UpdateContactChannel's result) returns such a snapshot.
+func (s *Service) CreatedPayload(c Conversation) events.ConversationCreatedPayload {
+	return events.ConversationCreatedPayload(s.payload(c))
+}
+
+// AssignedPayload is the data of omnichat.conversation.assigned for c, which
+// is assigned (c.UserID set), previously assigned to previousUserID (nil
+// when it had no assignee). See CreatedPayload for what c must carry.
+func (s *Service) AssignedPayload(c Conversation, previousUserID *int64) events.ConversationAssignedPayload {
+	var assigned int64
+	if c.UserID != nil {
+		assigned = *c.UserID
+	}
+	return events.ConversationAssignedPayload{ConversationPayload: s.payload(c),
+		ChangeContext: events.ConversationAssignedChange{PreviousUserID: previousUserID, AssignedUserID: assigned}}
+}
+
+// ClosedPayload is the data of omnichat.conversation.closed for c, which
+// arrived at a closed status from previous. See CreatedPayload for what c
+// must carry.
+func (s *Service) ClosedPayload(c Conversation, previous StatusID) events.ConversationClosedPayload {
+	return events.ConversationClosedPayload{ConversationPayload: s.payload(c),
+		ChangeContext: events.ConversationClosedChange{PreviousStatusID: events.ConversationStatus(previous),
+			StatusID: events.ConversationStatus(c.StatusID)}}
+}
+
 // payload is the document's conversation payload of c: every field, times
 // ISO 8601 with offset. A conversation is created by its first message, so
-// until RecordMessage ran last_message_at is the creation time.
-func (s *Service) payload(c Conversation, contact Contact, sector *Sector, user *auth.User) events.ConversationPayload {
+// until RecordMessage ran last_message_at is the creation time. The phone
+// is the contact's (groups have none).
+func (s *Service) payload(c Conversation) events.ConversationPayload {
 	p := events.ConversationPayload{
 		ID: c.ID, Name: c.Name, Key: c.Key, IsGroup: c.IsGroup, StatusID: events.ConversationStatus(c.StatusID),
 		CompanyChannelID: c.CompanyChannelID, ChannelTypeID: events.ChannelType(c.ChannelTypeID),
 		ChannelType: channelTypeNames[c.ChannelTypeID], OriginID: events.ConversationOrigin(c.OriginID),
-		Contact:     events.ConversationContact{ID: contact.ID, Name: contact.Name},
 		UnreadCount: int64(c.UnreadCount), CreatedAt: s.times.Offset(c.CreatedAt), LastMessageAt: s.times.Offset(c.CreatedAt),
 	}
-	if contact.Phone != nil {
-		p.Phone = *contact.Phone
-	}
-	if contact.Email != nil {
-		p.Contact.Email = *contact.Email
+	if ct := c.Contact; ct != nil {
+		p.Contact = events.ConversationContact{ID: ct.ID, Name: ct.Name}
+		if ct.Phone != nil {
+			p.Phone = *ct.Phone
+		}
+		if ct.Email != nil {
+			p.Contact.Email = *ct.Email
+		}
 	}
 	if c.LastMessageAt != nil {
 		p.LastMessageAt = s.times.Offset(*c.LastMessageAt)
 	}
-	if sector != nil {
-		p.Sector = &events.ConversationSector{ID: sector.ID, Name: sector.Name}
+	if c.Sector != nil {
+		p.Sector = &events.ConversationSector{ID: c.Sector.ID, Name: c.Sector.Name}
 	}
-	if user != nil {
-		p.AssignedUser = &events.ConversationUser{ID: user.ID, Name: user.Name, Email: user.Email}
+	if u := c.User; u != nil {
+		p.AssignedUser = &events.ConversationUser{ID: u.ID, Name: u.Name, Email: u.Email}
 	}
 	return p
 }

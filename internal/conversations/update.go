@@ -164,19 +164,15 @@ func (s *Service) updateOnce(ctx context.Context, companyID, id int64, u Update)
 			user = &uu
 		}
 		conv := next.toDomain()
-		base := s.payload(conv, contact.toDomain(), sector, user)
+		ct := contact.toDomain()
+		conv.Contact, conv.Sector, conv.User = &ct, sector, user
 		if assigned {
-			data := events.ConversationAssignedPayload{ConversationPayload: base,
-				ChangeContext: events.ConversationAssignedChange{PreviousUserID: cur.UserID, AssignedUserID: *next.UserID}}
-			if err := s.publish(ctx, tx, events.OmnichatConversationAssigned, conv, data); err != nil {
+			if err := s.publish(ctx, tx, events.OmnichatConversationAssigned, conv, s.AssignedPayload(conv, cur.UserID)); err != nil {
 				return err
 			}
 		}
 		if closed {
-			data := events.ConversationClosedPayload{ConversationPayload: base,
-				ChangeContext: events.ConversationClosedChange{PreviousStatusID: events.ConversationStatus(cur.StatusID),
-					StatusID: events.ConversationStatus(next.StatusID)}}
-			if err := s.publish(ctx, tx, events.OmnichatConversationClosed, conv, data); err != nil {
+			if err := s.publish(ctx, tx, events.OmnichatConversationClosed, conv, s.ClosedPayload(conv, StatusID(cur.StatusID))); err != nil {
 				return err
 			}
 		}
