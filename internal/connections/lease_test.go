@@ -230,14 +230,27 @@ func TestCallReachingAReplicaWhoseHolderDiedIsRerouted(t *testing.T) {
 			_, err := b.ChatappGroupList(ctx, w.companyID, connections.Selector{ID: &conn.ID})
 			done <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		// Advance the clock only once the call is waiting in the mailbox: a
+		// fixed sleep loses the race on a loaded machine.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			n, err := db.Bun.NewSelect().Table("chatapp_calls").Count(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the call never reached the mailbox")
+			}
+		}
 		w.clock.Advance(leaseTTL + time.Second)
 		select {
 		case err := <-done:
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("the call never came back")
 		}
 		if got := owner(t, b, conn.ID); got != "replica-b" {

@@ -29,6 +29,7 @@ import (
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
 )
 
@@ -357,7 +358,7 @@ func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) err
 	in := messaging.Inbound{Channel: ch.Channel, ExternalID: m.ExternalID, ContactKey: m.Chat.Key, ContactName: m.SenderName,
 		IsGroup: m.Chat.IsGroup, Text: m.Text, TypeID: m.TypeID, SentAt: m.SentAt}
 	if in.TypeID == 0 {
-		in.TypeID = connector.TypeText
+		in.TypeID = msgtype.Text
 	}
 	if m.Chat.IsGroup {
 		in.ContactName = m.Chat.Key

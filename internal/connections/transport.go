@@ -17,6 +17,7 @@ type Transport struct{ s *Service }
 var (
 	_ messaging.Transport       = (*Transport)(nil)
 	_ messaging.GroupAuthorizer = (*Transport)(nil)
+	_ messaging.KeyNormalizer   = (*Transport)(nil)
 )
 
 // Transport returns the messaging transport of unofficial channels.
@@ -67,29 +68,40 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 	}}, nil
 }
 
-// Edit implements messaging.Transport.
-func (t *Transport) Edit(ctx context.Context, ch channels.Channel, externalID, contactKey, text string) error {
-	chat, err := connector.GuessChat(contactKey)
+// NormalizeContactKey implements messaging.KeyNormalizer: a number or a
+// group key as the chat app addresses it, without the "+", suffixes
+// (@s.whatsapp.net, @c.us, @g.us) or device part clients may add, so that
+// every spelling of a recipient is one conversation. Errors: Invalid for a
+// malformed number or group key.
+func (t *Transport) NormalizeContactKey(key string, isGroup bool) (string, error) {
+	chat, err := connector.ParseChat(key, isGroup)
+	return chat.Key, err
+}
+
+// Edit implements messaging.Transport. Errors: as Send's, and Refused when
+// the chat app refuses the edit (too late, unknown message).
+func (t *Transport) Edit(ctx context.Context, ch channels.Channel, target messaging.Target, text string) error {
+	chat, err := connector.ParseChat(target.ContactKey, target.IsGroup)
 	if err != nil {
 		return err
 	}
 	if err := t.requireLogged(ctx, ch); err != nil {
 		return err
 	}
-	_, err = invoke[none](ctx, t.s, ch.ID, opEdit{Chat: chat, ExternalID: externalID, Text: text})
+	_, err = invoke[none](ctx, t.s, ch.ID, opEdit{Chat: chat, ExternalID: target.ExternalID, Text: text})
 	return err
 }
 
-// Revoke implements messaging.Transport.
-func (t *Transport) Revoke(ctx context.Context, ch channels.Channel, externalID, contactKey string) error {
-	chat, err := connector.GuessChat(contactKey)
+// Revoke implements messaging.Transport. Errors: as Edit's.
+func (t *Transport) Revoke(ctx context.Context, ch channels.Channel, target messaging.Target) error {
+	chat, err := connector.ParseChat(target.ContactKey, target.IsGroup)
 	if err != nil {
 		return err
 	}
 	if err := t.requireLogged(ctx, ch); err != nil {
 		return err
 	}
-	_, err = invoke[none](ctx, t.s, ch.ID, opRevoke{Chat: chat, ExternalID: externalID})
+	_, err = invoke[none](ctx, t.s, ch.ID, opRevoke{Chat: chat, ExternalID: target.ExternalID})
 	return err
 }
 

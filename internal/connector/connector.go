@@ -8,7 +8,6 @@ package connector
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -160,7 +159,7 @@ type Inbound struct {
 	SenderKey  string    `json:"sender_key"`
 	SenderName string    `json:"sender_name"`
 	Text       string    `json:"text"`
-	TypeID     int       `json:"type_id"`
+	TypeID     int       `json:"type_id"` // a msgtype id
 	File       *File     `json:"file,omitempty"`
 	SentAt     time.Time `json:"sent_at"`
 }
@@ -184,30 +183,4 @@ type Receipt struct {
 	StatusID   int       `json:"status_id"`
 	Reason     string    `json:"reason,omitempty"`
 	At         time.Time `json:"at"`
-}
-
-// Message type ids of the API (MessageTypeId).
-const (
-	TypeText     = 1
-	TypeImage    = 2
-	TypeVideo    = 3
-	TypeAudio    = 4
-	TypeDocument = 5
-	TypeSticker  = 7
-	TypeLocation = 8
-)
-
-// TypeForContentType is the message type of a file of contentType: images,
-// videos and audio are sent as such, anything else as a document.
-func TypeForContentType(contentType string) int {
-	switch {
-	case strings.HasPrefix(contentType, "image/"):
-		return TypeImage
-	case strings.HasPrefix(contentType, "video/"):
-		return TypeVideo
-	case strings.HasPrefix(contentType, "audio/"):
-		return TypeAudio
-	default:
-		return TypeDocument
-	}
 }

@@ -25,9 +25,6 @@ const (
 	MsgBadGroupKey = "Group key must be number-digits or a plain group number"
 )
 
-// maxPhoneDigits is E.164's limit: a longer run of digits is a group id.
-const maxPhoneDigits = 15
-
 // stripSuffix drops a known server suffix and a device part ("…:12@…").
 func stripSuffix(raw string) (key, server string) {
 	key = strings.TrimSpace(raw)
@@ -73,13 +70,4 @@ func ParseChat(raw string, isGroup bool) (Chat, error) {
 	}
 	k, err := NormalizeNumber(raw)
 	return Chat{Key: k}, err
-}
-
-// GuessChat normalises a stored conversation key whose kind is not given
-// (edit and revoke receive only the key): a group suffix, a hyphen or more
-// digits than a phone number can have mean a group.
-func GuessChat(raw string) (Chat, error) {
-	key, server := stripSuffix(raw)
-	isGroup := server == "g.us" || strings.Contains(key, "-") || len(key) > maxPhoneDigits
-	return ParseChat(raw, isGroup)
 }

@@ -45,29 +45,3 @@ func TestParseChat(t *testing.T) {
 		}
 	}
 }
-
-func TestGuessChat(t *testing.T) {
-	t.Parallel()
-	for raw, want := range map[string]connector.Chat{
-		"5511977776666":                {Key: "5511977776666"},
-		"5511988887777-1699999999":     {Key: "5511988887777-1699999999", IsGroup: true},
-		"120363025246125486":           {Key: "120363025246125486", IsGroup: true},
-		"123456789012345@g.us":         {Key: "123456789012345", IsGroup: true},
-		"5511977776666@s.whatsapp.net": {Key: "5511977776666"},
-	} {
-		got, err := connector.GuessChat(raw)
-		if err != nil || got != want {
-			t.Errorf("GuessChat(%q) = %+v, %v; want %+v", raw, got, err, want)
-		}
-	}
-}
-
-func TestTypeForContentType(t *testing.T) {
-	t.Parallel()
-	for ct, want := range map[string]int{"image/png": connector.TypeImage, "video/mp4": connector.TypeVideo,
-		"audio/ogg; codecs=opus": connector.TypeAudio, "application/pdf": connector.TypeDocument, "": connector.TypeDocument} {
-		if got := connector.TypeForContentType(ct); got != want {
-			t.Errorf("TypeForContentType(%q) = %d, want %d", ct, got, want)
-		}
-	}
-}

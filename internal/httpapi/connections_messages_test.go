@@ -268,6 +268,9 @@ func TestChatappEditAndRevoke(t *testing.T) {
 		}
 		toAna := c.sendSync(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": "5511977776666", "contact_is_group": false, "text": "typo"})
 		toTeam := c.sendSync(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": g.Key, "contact_is_group": true, "text": "team"})
+		const shortGroup = "1203630252461" // 13 digits: would pass for a phone number
+		c.ok(fmt.Sprintf("/api/chatapp-simulator/%d/groups", conn.ID), map[string]any{"key": shortGroup, "name": "Short"}, nil)
+		toShort := c.sendSync(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": shortGroup, "contact_is_group": true, "text": "short"})
 
 		resp := c.post("/api/edit-message", map[string]any{"id": msgID(toAna.Data.ExternalID), "text": "fixed"})
 		if resp.Status != http.StatusOK {
@@ -285,12 +288,17 @@ func TestChatappEditAndRevoke(t *testing.T) {
 		if edited.Text != "fixed" || !edited.Edited || edited.ExternalID != toAna.Data.ExternalID || edited.ChannelID != conn.ID || len(edited.UpdatedAt) != len("2026-11-22T14:03:07.123456Z") {
 			t.Fatalf("edit answer %s", resp.Body)
 		}
-		// In a group too (the stored key tells the connector it is a group).
+		// In groups too: the conversation's stored group flag tells the
+		// connector, even for a plain group key short enough to read as a
+		// phone number.
 		if resp := c.post("/api/edit-message", map[string]any{"id": msgID(toTeam.Data.ExternalID), "text": "team!"}); resp.Status != http.StatusOK {
 			t.Fatalf("group edit: %d %s", resp.Status, resp.Body)
 		}
+		if resp := c.post("/api/edit-message", map[string]any{"id": msgID(toShort.Data.ExternalID), "text": "short!"}); resp.Status != http.StatusOK {
+			t.Fatalf("short group key edit: %d %s", resp.Status, resp.Body)
+		}
 		out := c.outbox(conn.ID)
-		if out[0].Text != "fixed" || !out[0].Edited || out[1].Text != "team!" {
+		if out[0].Text != "fixed" || !out[0].Edited || out[1].Text != "team!" || out[2].Text != "short!" || !out[2].IsGroup {
 			t.Fatalf("chat app after edits: %+v", out)
 		}
 		// The chat app refuses late edits: 509 with its reason, nothing changes.
@@ -314,6 +322,12 @@ func TestChatappEditAndRevoke(t *testing.T) {
 			return res
 		}
 		anaID, teamID := msgID(toAna.Data.ExternalID), msgID(toTeam.Data.ExternalID)
+		if res := revoke(map[string]any{"ids": []int{msgID(toShort.Data.ExternalID)}, "scope": "all"}); res[0]["Status"] != true {
+			t.Fatalf("revoke in the short-key group: %+v", res)
+		}
+		if out := c.outbox(conn.ID); !out[2].Revoked {
+			t.Fatalf("not revoked in the short-key group: %+v", out[2])
+		}
 		if res := revoke(map[string]any{"ids": []int{anaID}, "scope": "all"}); res[0]["Status"] != true {
 			t.Fatalf("revoke all: %+v", res)
 		}

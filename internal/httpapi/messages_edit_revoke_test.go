@@ -24,11 +24,11 @@ type fakeTransport struct{ edits, revokes int }
 func (f *fakeTransport) Send(_ context.Context, _ channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
 	return messaging.SendResult{ExternalID: fmt.Sprintf("emb-%d", out.MessageID)}, nil
 }
-func (f *fakeTransport) Edit(context.Context, channels.Channel, string, string, string) error {
+func (f *fakeTransport) Edit(context.Context, channels.Channel, messaging.Target, string) error {
 	f.edits++
 	return nil
 }
-func (f *fakeTransport) Revoke(context.Context, channels.Channel, string, string) error {
+func (f *fakeTransport) Revoke(context.Context, channels.Channel, messaging.Target) error {
 	f.revokes++
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
@@ -154,7 +155,7 @@ func TestOfficialSendSync(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.StatusID != messaging.StatusSent || m.SourceID != messaging.SourceAPI || m.TypeID != messaging.TypeText || m.ContactKey != ofcContactKey {
+		if m.StatusID != messaging.StatusSent || m.SourceID != messaging.SourceAPI || m.TypeID != msgtype.Text || m.ContactKey != ofcContactKey {
 			t.Fatalf("stored %+v", m)
 		}
 		pending := e.sink.first("sent (pending)", messageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
@@ -180,7 +181,7 @@ func TestOfficialSendSync(t *testing.T) {
 			t.Fatalf("provider got %+v", last)
 		}
 		m, _ = e.h.App.Messaging.FindByExternalID(context.Background(), e.ch.ID, last.ID)
-		if m.TypeID != messaging.TypeImage || m.MediaContentType != "image/png" || m.MediaPath == "" {
+		if m.TypeID != msgtype.Image || m.MediaContentType != "image/png" || m.MediaPath == "" {
 			t.Fatalf("stored file message %+v (type taken from the bytes, not the declared type)", m)
 		}
 

@@ -14,6 +14,7 @@ import (
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/providersim"
 	"github.com/chatmsg/gateway/internal/store"
@@ -129,7 +130,7 @@ func TestInboundMessages(t *testing.T) {
 			t.Fatalf("image: %+v %v", res, err)
 		}
 		photo, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, res.MessageID)
-		if err != nil || photo.TypeID != messaging.TypeImage || photo.Text != "a foto do pedido" || photo.MediaPath == "" ||
+		if err != nil || photo.TypeID != msgtype.Image || photo.Text != "a foto do pedido" || photo.MediaPath == "" ||
 			photo.RepliedMessageID == nil || *photo.RepliedMessageID != m.ID {
 			t.Fatalf("image message %+v %v", photo, err)
 		}
@@ -138,7 +139,7 @@ func TestInboundMessages(t *testing.T) {
 			t.Fatalf("stored media: %d bytes, %v", len(stored), err)
 		}
 		ev := e.sink.first("image received", messageEvent(events.OmnichatMessageReceived, res.MessageID, 0))
-		if ev.Data["message_type_id"] != float64(messaging.TypeImage) || ev.Data["replied_message_id"] != float64(m.ID) {
+		if ev.Data["message_type_id"] != float64(msgtype.Image) || ev.Data["replied_message_id"] != float64(m.ID) {
 			t.Fatalf("image event %+v", ev.Data)
 		}
 		if n := e.sink.count(func(ev delivery) bool { return ev.Name == events.OmnichatConversationCreated }); n != 1 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
@@ -80,7 +81,7 @@ func TestTemplateVariables(t *testing.T) {
 					t.Fatalf("provider got header %q body %q", paramTexts(got.Request, "header"), paramTexts(got.Request, "body"))
 				}
 				m, err := e.h.App.Messaging.FindByExternalID(context.Background(), e.ch.ID, got.ID)
-				if err != nil || m.Text != tc.text || m.TypeID != messaging.TypeTemplate {
+				if err != nil || m.Text != tc.text || m.TypeID != msgtype.Template {
 					t.Fatalf("stored %+v %v", m, err)
 				}
 			})

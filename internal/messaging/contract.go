@@ -82,8 +82,26 @@ type SendResult struct {
 // fault.GroupNotAuthorized for a group send the sender may not make.
 type Transport interface {
 	Send(ctx context.Context, ch channels.Channel, out Outbound) (SendResult, error)
-	Edit(ctx context.Context, ch channels.Channel, externalID, contactKey, text string) error
-	Revoke(ctx context.Context, ch channels.Channel, externalID, contactKey string) error
+	Edit(ctx context.Context, ch channels.Channel, target Target, text string) error
+	Revoke(ctx context.Context, ch channels.Channel, target Target) error
+}
+
+// Target is a sent message to edit or revoke, with its conversation as
+// stored: the transport is told whether the chat is a group rather than
+// guessing it from the shape of the key.
+type Target struct {
+	ExternalID string
+	ContactKey string
+	IsGroup    bool
+}
+
+// KeyNormalizer is implemented by a Transport whose channel writes one
+// recipient in several ways (a leading +, the chat app's @ suffixes).
+// Messaging asks it for the canonical key before anything is stored, so
+// that every spelling lands in the same conversation. Errors: Invalid with
+// a client-safe message for a key the channel cannot address.
+type KeyNormalizer interface {
+	NormalizeContactKey(key string, isGroup bool) (string, error)
 }
 
 // GroupAuthorizer checks, before a group send, that the sender is a member

@@ -61,7 +61,7 @@ func (s *Service) EditMessage(ctx context.Context, in EditInput) (Message, error
 		if tr == nil {
 			return Message{}, fault.New(fault.Unavailable, "Editing on this channel is not available in this deployment")
 		}
-		if err := tr.Edit(ctx, ch, *row.ExternalID, row.ContactKey, in.Text); err != nil {
+		if err := tr.Edit(ctx, ch, row.target(), in.Text); err != nil {
 			return Message{}, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
 )
 
@@ -33,9 +34,9 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 	}
 	in.ContactKey = NormalizeContactKey(in.ContactKey)
 	if in.TypeID == 0 {
-		in.TypeID = TypeText
+		in.TypeID = msgtype.Text
 		if in.Media != nil {
-			in.TypeID = TypeForContent(in.Media.ContentType)
+			in.TypeID = msgtype.ForContentType(in.Media.ContentType)
 		}
 	}
 	if _, err := loadByExternalID(ctx, s.deps.DB.Bun, in.Channel.ID, in.ExternalID); err == nil {

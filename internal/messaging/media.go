@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+
+	"github.com/chatmsg/gateway/internal/msgtype"
 )
 
 // saveMedia stores m under the media directory and returns its path
@@ -87,31 +89,13 @@ func SafeFileName(name, contentType string) string {
 	}
 	out := strings.Trim(string(b), ".")
 	if out == "" {
-		out = "file" + extensionFor(contentType)
+		ext := msgtype.Extension(contentType)
+		if ext == "" {
+			ext = ".bin"
+		}
+		out = "file" + ext
 	}
 	return out
-}
-
-func extensionFor(contentType string) string {
-	switch contentType {
-	case "image/jpeg":
-		return ".jpg"
-	case "image/png":
-		return ".png"
-	case "image/webp":
-		return ".webp"
-	case "video/mp4":
-		return ".mp4"
-	case "video/3gpp":
-		return ".3gp"
-	case "application/pdf":
-		return ".pdf"
-	case "audio/mpeg":
-		return ".mp3"
-	case "audio/ogg":
-		return ".ogg"
-	}
-	return ".bin"
 }
 
 // SniffContentType returns the media type of data from its bytes (never
@@ -136,19 +120,6 @@ func SniffContentType(data []byte) string {
 	return ct
 }
 
-// TypeForContent is the message type of a file of that media type.
-func TypeForContent(contentType string) int {
-	switch {
-	case strings.HasPrefix(contentType, "image/"):
-		return TypeImage
-	case strings.HasPrefix(contentType, "video/"):
-		return TypeVideo
-	case strings.HasPrefix(contentType, "audio/"):
-		return TypeAudio
-	}
-	return TypeDocument
-}
-
 // Provider media limits (API document, Limits).
 const (
 	MB             = 1 << 20
@@ -166,11 +137,11 @@ const (
 // reports it exceeded.
 func LimitFor(typeID int) (int, string) {
 	switch typeID {
-	case TypeImage:
+	case msgtype.Image:
 		return ImageLimit, imageLimitText
-	case TypeVideo:
+	case msgtype.Video:
 		return VideoLimit, videoLimitText
-	case TypeAudio:
+	case msgtype.Audio:
 		return AudioLimit, audioLimitText
 	}
 	return DocumentLimit, docLimitText

@@ -12,18 +12,6 @@ const (
 	StatusUnauthorized = 6 // not sent: no group authorization
 )
 
-// Message type ids (MessageTypeId).
-const (
-	TypeText     = 1
-	TypeImage    = 2
-	TypeVideo    = 3
-	TypeAudio    = 4
-	TypeDocument = 5
-	TypeTemplate = 6
-	TypeSticker  = 7
-	TypeLocation = 8
-)
-
 // Message source ids (MessageSourceId).
 const (
 	SourceAttendant = 1

@@ -106,7 +106,7 @@ func (s *Service) revokeOne(ctx context.Context, in RevokeInput, id int64) (Revo
 	if tr == nil {
 		return RevokeResult{Status: false, Message: revokeChannelNotServed}, nil
 	}
-	if err := tr.Revoke(ctx, ch, *row.ExternalID, row.ContactKey); err != nil {
+	if err := tr.Revoke(ctx, ch, row.target()); err != nil {
 		switch fe := fault.As(err); fe.Kind {
 		case fault.Refused, fault.Unavailable, fault.Rule:
 			msg := fe.Message

@@ -14,6 +14,7 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/ratelimit"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -77,7 +78,8 @@ type storedOutbound struct {
 // queued send is a River job in that same transaction.
 //
 // Errors: RateLimited (with RetryAfterSeconds); Rule when sender_key is not
-// a channel of the company of that platform, for template problems (see
+// a channel of the company of that platform; Invalid when the channel's
+// transport cannot address contact_key (see KeyNormalizer); for template problems (see
 // TemplatePreparer), for media over its limit, and for a synchronous send
 // the far side refused (Refused, with Details) or could not take
 // (Unavailable) — the message is then stored as Failed; WindowClosed;
@@ -110,6 +112,9 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 	tr := s.transport(ch.TypeID)
 	if tr == nil {
 		return SendOutput{}, noTransport(ch.TypeID)
+	}
+	if in.ContactKey, err = canonicalKey(tr, in.ContactKey, in.IsGroup); err != nil {
+		return SendOutput{}, err
 	}
 	enqueue := ch.TypeID != channels.OfficialChatapp
 	if in.Enqueue != nil {
@@ -175,6 +180,16 @@ func NormalizeContactKey(key string) string {
 	return strings.TrimPrefix(strings.TrimSpace(key), "+")
 }
 
+// canonicalKey is the key the conversation and the message are stored
+// under: the transport's canonical form when it has one (KeyNormalizer),
+// else key as trimmed.
+func canonicalKey(tr Transport, key string, isGroup bool) (string, error) {
+	if kn, ok := tr.(KeyNormalizer); ok {
+		return kn.NormalizeContactKey(key, isGroup)
+	}
+	return key, nil
+}
+
 func (s *Service) allowSend(ctx context.Context, companyID int64) error {
 	if s.deps.Limiter == nil {
 		return nil
@@ -207,11 +222,11 @@ func (s *Service) draft(ctx context.Context, ch channels.Channel, in SendInput) 
 			return draft{}, err
 		}
 		t := p.Send
-		return draft{typeID: TypeTemplate, text: p.Text, media: t.HeaderMedia, template: &t, mediaURL: in.Template.HeaderMediaURL}, nil
+		return draft{typeID: msgtype.Template, text: p.Text, media: t.HeaderMedia, template: &t, mediaURL: in.Template.HeaderMediaURL}, nil
 	case in.File != nil:
 		m := *in.File
 		m.ContentType = SniffContentType(m.Data)
-		typeID := TypeForContent(m.ContentType)
+		typeID := msgtype.ForContentType(m.ContentType)
 		if ch.TypeID == channels.OfficialChatapp {
 			if limit, msg := LimitFor(typeID); len(m.Data) > limit {
 				return draft{}, fault.New(fault.Rule, msg)
@@ -219,7 +234,7 @@ func (s *Service) draft(ctx context.Context, ch channels.Channel, in SendInput) 
 		}
 		return draft{typeID: typeID, text: in.Text, media: &m}, nil
 	}
-	return draft{typeID: TypeText, text: in.Text}, nil
+	return draft{typeID: msgtype.Text, text: in.Text}, nil
 }
 
 // newRow builds the row of an outbound message.

@@ -139,6 +139,14 @@ type messageRow struct {
 	UpdatedAt  time.Time `bun:"updated_at"`
 }
 
+// target is the message as Transport.Edit and Revoke address it. The
+// group flag is the one stored with the message's conversation, so the
+// transport never has to guess it from the key. Only called once the
+// message is known to have an external id.
+func (r *messageRow) target() Target {
+	return Target{ExternalID: deref(r.ExternalID), ContactKey: r.ContactKey, IsGroup: r.IsGroup}
+}
+
 func (r *messageRow) toDomain() Message {
 	return Message{
 		ID: r.ID, UUID: r.UUID, ExternalID: deref(r.ExternalID), CompanyID: r.CompanyID,

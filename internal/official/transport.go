@@ -8,6 +8,7 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/msgtype"
 )
 
 // Transport sends official-channel messages through the provider: it is
@@ -16,7 +17,10 @@ type Transport struct {
 	client *Client
 }
 
-var _ messaging.Transport = (*Transport)(nil)
+var (
+	_ messaging.Transport     = (*Transport)(nil)
+	_ messaging.KeyNormalizer = (*Transport)(nil)
+)
 
 // NewTransport returns the official Transport over client.
 func NewTransport(client *Client) *Transport { return &Transport{client: client} }
@@ -35,10 +39,7 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 	if err != nil {
 		return messaging.SendResult{}, err
 	}
-	req := SendRequest{RecipientType: "individual", To: out.ContactKey, BizOpaqueCallbackData: fmt.Sprint(out.MessageID)}
-	if out.IsGroup {
-		req.RecipientType = "group"
-	}
+	req := SendRequest{RecipientType: recipientType(out.IsGroup), To: out.ContactKey, BizOpaqueCallbackData: fmt.Sprint(out.MessageID)}
 	switch {
 	case out.Template != nil:
 		tpl, err := t.template(ctx, acc, out.Template)
@@ -52,14 +53,14 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 			return messaging.SendResult{}, err
 		}
 		obj := &MediaObject{ID: id}
-		switch messaging.TypeForContent(out.Media.ContentType) {
-		case messaging.TypeImage:
+		switch msgtype.ForContentType(out.Media.ContentType) {
+		case msgtype.Image:
 			obj.Caption = out.Text
 			req.Type, req.Image = "image", obj
-		case messaging.TypeVideo:
+		case msgtype.Video:
 			obj.Caption = out.Text
 			req.Type, req.Video = "video", obj
-		case messaging.TypeAudio:
+		case msgtype.Audio:
 			req.Type, req.Audio = "audio", obj
 		default:
 			obj.Caption, obj.Filename = out.Text, out.Media.FileName
@@ -135,24 +136,33 @@ func (t *Transport) template(ctx context.Context, acc *channels.ProviderAccount,
 
 // Edit forwards an edit to the provider. The platform refuses it on this
 // channel: Refused with its reason. Errors: Refused, Unavailable.
-func (t *Transport) Edit(ctx context.Context, ch channels.Channel, externalID, contactKey, text string) error {
+func (t *Transport) Edit(ctx context.Context, ch channels.Channel, target messaging.Target, text string) error {
 	acc, err := account(ch)
 	if err != nil {
 		return err
 	}
-	_, _, err = t.client.SendMessage(ctx, acc, SendRequest{To: contactKey, Type: "edit",
-		Edit: &EditObject{MessageID: externalID, Text: TextBody{Body: text}}})
+	_, _, err = t.client.SendMessage(ctx, acc, SendRequest{RecipientType: recipientType(target.IsGroup), To: target.ContactKey, Type: "edit",
+		Edit: &EditObject{MessageID: target.ExternalID, Text: TextBody{Body: text}}})
 	return err
 }
 
 // Revoke forwards a revoke-for-everyone to the provider. The platform
 // refuses it on this channel: Refused with its reason. Errors: Refused,
 // Unavailable.
-func (t *Transport) Revoke(ctx context.Context, ch channels.Channel, externalID, contactKey string) error {
+func (t *Transport) Revoke(ctx context.Context, ch channels.Channel, target messaging.Target) error {
 	acc, err := account(ch)
 	if err != nil {
 		return err
 	}
-	_, _, err = t.client.SendMessage(ctx, acc, SendRequest{To: contactKey, Type: "revoke", Revoke: &RevokeObject{MessageID: externalID}})
+	_, _, err = t.client.SendMessage(ctx, acc, SendRequest{RecipientType: recipientType(target.IsGroup), To: target.ContactKey, Type: "revoke",
+		Revoke: &RevokeObject{MessageID: target.ExternalID}})
 	return err
+}
+
+// recipientType is the provider's name for a chat of that kind.
+func recipientType(isGroup bool) string {
+	if isGroup {
+		return "group"
+	}
+	return "individual"
 }

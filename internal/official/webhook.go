@@ -15,6 +15,7 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/msgtype"
 )
 
 // Receiver is what inbound provider webhooks are reported to
@@ -167,32 +168,32 @@ func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMes
 	var media *InboundMedia
 	switch m.Type {
 	case "text":
-		in.TypeID = messaging.TypeText
+		in.TypeID = msgtype.Text
 		if m.Text != nil {
 			in.Text = m.Text.Body
 		}
 	case "image":
-		in.TypeID, media = messaging.TypeImage, m.Image
+		in.TypeID, media = msgtype.Image, m.Image
 	case "video":
-		in.TypeID, media = messaging.TypeVideo, m.Video
+		in.TypeID, media = msgtype.Video, m.Video
 	case "audio":
-		in.TypeID, media = messaging.TypeAudio, m.Audio
+		in.TypeID, media = msgtype.Audio, m.Audio
 	case "document":
-		in.TypeID, media = messaging.TypeDocument, m.Document
+		in.TypeID, media = msgtype.Document, m.Document
 	case "sticker":
-		in.TypeID, media = messaging.TypeSticker, m.Sticker
+		in.TypeID, media = msgtype.Sticker, m.Sticker
 	case "location":
-		in.TypeID = messaging.TypeLocation
+		in.TypeID = msgtype.Location
 		if l := m.Location; l != nil {
 			in.Text = strings.TrimSpace(fmt.Sprintf("%s %s (%f, %f)", l.Name, l.Address, l.Latitude, l.Longitude))
 		}
 	case "button":
-		in.TypeID = messaging.TypeText
+		in.TypeID = msgtype.Text
 		if m.Button != nil {
 			in.Text = m.Button.Text
 		}
 	default:
-		in.TypeID = messaging.TypeText
+		in.TypeID = msgtype.Text
 		in.Text = fmt.Sprintf("[unsupported message type %q]", m.Type)
 	}
 	if media != nil {

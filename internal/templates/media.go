@@ -19,6 +19,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
 )
 
@@ -82,7 +83,7 @@ func (s *Service) UploadSendMedia(ctx context.Context, companyID, accountID int6
 	if !slices.Contains(uploadTypes, ct) {
 		return Upload{}, fault.New(fault.Rule, "File must be of type image/jpeg, image/png, image/webp, video/mp4, video/3gpp or application/pdf")
 	}
-	if limit, msg := messaging.LimitFor(messaging.TypeForContent(ct)); len(data) > limit {
+	if limit, msg := messaging.LimitFor(msgtype.ForContentType(ct)); len(data) > limit {
 		return Upload{}, fault.New(fault.Rule, msg)
 	}
 	token, err := newToken()

@@ -18,6 +18,7 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/netguard"
 )
 
@@ -41,11 +42,11 @@ var headerTypeNames = map[string]string{
 func headerLimit(format string) (int, string) {
 	switch format {
 	case "IMAGE":
-		return messaging.LimitFor(messaging.TypeImage)
+		return messaging.LimitFor(msgtype.Image)
 	case "VIDEO":
-		return messaging.LimitFor(messaging.TypeVideo)
+		return messaging.LimitFor(msgtype.Video)
 	}
-	return messaging.LimitFor(messaging.TypeDocument)
+	return messaging.LimitFor(msgtype.Document)
 }
 
 func isMediaHeader(format string) bool { _, ok := headerTypes[format]; return ok }

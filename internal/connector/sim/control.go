@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/msgtype"
 )
 
 // The control side of the simulator: what the phone and the contacts do.
@@ -157,9 +158,9 @@ func (s *Session) Deliver(ctx context.Context, spec InboundSpec) (connector.Inbo
 	}
 	s.d.registered[from] = true
 	in := connector.Inbound{ExternalID: fmt.Sprintf("3A%018X", s.d.next()), Chat: chat, SenderKey: from,
-		SenderName: spec.Name, Text: spec.Text, TypeID: connector.TypeText, File: spec.File, SentAt: s.d.now()}
+		SenderName: spec.Name, Text: spec.Text, TypeID: msgtype.Text, File: spec.File, SentAt: s.d.now()}
 	if spec.File != nil {
-		in.TypeID = connector.TypeForContentType(spec.File.ContentType)
+		in.TypeID = msgtype.ForContentType(spec.File.ContentType)
 	}
 	s.d.mu.Unlock()
 	return in, s.h.Inbound(ctx, in)

@@ -10,6 +10,7 @@ import (
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/connector/sim"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/msgtype"
 )
 
 // recorder is a connector.Handler that keeps what it was told.
@@ -267,7 +268,7 @@ func TestInboundAndUnlink(t *testing.T) {
 		t.Fatalf("inbound %+v", b.rec.inbound)
 	}
 	in := b.rec.inbound[1]
-	if in.Chat != (connector.Chat{Key: g.Key, IsGroup: true}) || in.SenderKey != "5511966665555" || in.TypeID != connector.TypeImage {
+	if in.Chat != (connector.Chat{Key: g.Key, IsGroup: true}) || in.SenderKey != "5511966665555" || in.TypeID != msgtype.Image {
 		t.Fatalf("group inbound %+v", in)
 	}
 	if err := b.sess.Unlink(ctx); err != nil {

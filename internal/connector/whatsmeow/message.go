@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chatmsg/gateway/internal/connector"
+	"github.com/chatmsg/gateway/internal/msgtype"
 )
 
 // TextMessage is a plain text message.
@@ -18,12 +19,12 @@ func TextMessage(text string) *waE2E.Message {
 
 // MediaType is the library's upload kind for a file.
 func MediaType(contentType string) wa.MediaType {
-	switch connector.TypeForContentType(contentType) {
-	case connector.TypeImage:
+	switch msgtype.ForContentType(contentType) {
+	case msgtype.Image:
 		return wa.MediaImage
-	case connector.TypeVideo:
+	case msgtype.Video:
 		return wa.MediaVideo
-	case connector.TypeAudio:
+	case msgtype.Audio:
 		return wa.MediaAudio
 	default:
 		return wa.MediaDocument
@@ -70,55 +71,36 @@ func MediaMessage(f *connector.File, up wa.UploadResponse, caption string) *waE2
 // (or caption), its message type and, for media, the part to download.
 func Incoming(m *waE2E.Message) (text string, typeID int, media wa.DownloadableMessage, fileName, mime string) {
 	if m == nil {
-		return "", connector.TypeText, nil, "", ""
+		return "", msgtype.Text, nil, "", ""
 	}
 	switch {
 	case m.GetConversation() != "":
-		return m.GetConversation(), connector.TypeText, nil, "", ""
+		return m.GetConversation(), msgtype.Text, nil, "", ""
 	case m.GetExtendedTextMessage() != nil:
-		return m.GetExtendedTextMessage().GetText(), connector.TypeText, nil, "", ""
+		return m.GetExtendedTextMessage().GetText(), msgtype.Text, nil, "", ""
 	case m.GetImageMessage() != nil:
 		im := m.GetImageMessage()
-		return im.GetCaption(), connector.TypeImage, im, "image" + ext(im.GetMimetype()), im.GetMimetype()
+		return im.GetCaption(), msgtype.Image, im, "image" + msgtype.Extension(im.GetMimetype()), im.GetMimetype()
 	case m.GetVideoMessage() != nil:
 		vm := m.GetVideoMessage()
-		return vm.GetCaption(), connector.TypeVideo, vm, "video" + ext(vm.GetMimetype()), vm.GetMimetype()
+		return vm.GetCaption(), msgtype.Video, vm, "video" + msgtype.Extension(vm.GetMimetype()), vm.GetMimetype()
 	case m.GetAudioMessage() != nil:
 		am := m.GetAudioMessage()
-		return "", connector.TypeAudio, am, "audio" + ext(am.GetMimetype()), am.GetMimetype()
+		return "", msgtype.Audio, am, "audio" + msgtype.Extension(am.GetMimetype()), am.GetMimetype()
 	case m.GetDocumentMessage() != nil:
 		dm := m.GetDocumentMessage()
-		return dm.GetCaption(), connector.TypeDocument, dm, dm.GetFileName(), dm.GetMimetype()
+		return dm.GetCaption(), msgtype.Document, dm, dm.GetFileName(), dm.GetMimetype()
 	case m.GetDocumentWithCaptionMessage().GetMessage().GetDocumentMessage() != nil:
 		dm := m.GetDocumentWithCaptionMessage().GetMessage().GetDocumentMessage()
-		return dm.GetCaption(), connector.TypeDocument, dm, dm.GetFileName(), dm.GetMimetype()
+		return dm.GetCaption(), msgtype.Document, dm, dm.GetFileName(), dm.GetMimetype()
 	case m.GetStickerMessage() != nil:
 		sm := m.GetStickerMessage()
-		return "", connector.TypeSticker, sm, "sticker.webp", sm.GetMimetype()
+		return "", msgtype.Sticker, sm, "sticker.webp", sm.GetMimetype()
 	case m.GetLocationMessage() != nil:
 		lm := m.GetLocationMessage()
-		return strings.TrimSpace(lm.GetName() + " " + lm.GetAddress()), connector.TypeLocation, nil, "", ""
+		return strings.TrimSpace(lm.GetName() + " " + lm.GetAddress()), msgtype.Location, nil, "", ""
 	}
-	return "", connector.TypeText, nil, "", ""
-}
-
-func ext(mime string) string {
-	mime, _, _ = strings.Cut(mime, ";")
-	switch mime {
-	case "image/jpeg":
-		return ".jpg"
-	case "image/png":
-		return ".png"
-	case "image/webp":
-		return ".webp"
-	case "video/mp4":
-		return ".mp4"
-	case "audio/ogg":
-		return ".ogg"
-	case "audio/mpeg":
-		return ".mp3"
-	}
-	return ""
+	return "", msgtype.Text, nil, "", ""
 }
 
 // PairClient maps the browser a client names (the QR request's `browser`)

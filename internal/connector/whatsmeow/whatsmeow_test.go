@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
@@ -138,15 +139,15 @@ func TestIncoming(t *testing.T) {
 		hasMedia bool
 		file     string
 	}{
-		{"plain", TextMessage("hello"), "hello", connector.TypeText, false, ""},
-		{"extended", &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{Text: proto.String("link https://x")}}, "link https://x", connector.TypeText, false, ""},
-		{"image", &waE2E.Message{ImageMessage: &waE2E.ImageMessage{Caption: proto.String("pic"), Mimetype: proto.String("image/jpeg")}}, "pic", connector.TypeImage, true, "image.jpg"},
+		{"plain", TextMessage("hello"), "hello", msgtype.Text, false, ""},
+		{"extended", &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{Text: proto.String("link https://x")}}, "link https://x", msgtype.Text, false, ""},
+		{"image", &waE2E.Message{ImageMessage: &waE2E.ImageMessage{Caption: proto.String("pic"), Mimetype: proto.String("image/jpeg")}}, "pic", msgtype.Image, true, "image.jpg"},
 		{"document with caption", &waE2E.Message{DocumentWithCaptionMessage: &waE2E.FutureProofMessage{Message: &waE2E.Message{
 			DocumentMessage: &waE2E.DocumentMessage{Caption: proto.String("see"), FileName: proto.String("a.pdf"), Mimetype: proto.String("application/pdf")}}}},
-			"see", connector.TypeDocument, true, "a.pdf"},
-		{"audio", &waE2E.Message{AudioMessage: &waE2E.AudioMessage{Mimetype: proto.String("audio/ogg; codecs=opus")}}, "", connector.TypeAudio, true, "audio.ogg"},
-		{"location", &waE2E.Message{LocationMessage: &waE2E.LocationMessage{Name: proto.String("Shop"), Address: proto.String("Main St")}}, "Shop Main St", connector.TypeLocation, false, ""},
-		{"nil", nil, "", connector.TypeText, false, ""},
+			"see", msgtype.Document, true, "a.pdf"},
+		{"audio", &waE2E.Message{AudioMessage: &waE2E.AudioMessage{Mimetype: proto.String("audio/ogg; codecs=opus")}}, "", msgtype.Audio, true, "audio.ogg"},
+		{"location", &waE2E.Message{LocationMessage: &waE2E.LocationMessage{Name: proto.String("Shop"), Address: proto.String("Main St")}}, "Shop Main St", msgtype.Location, false, ""},
+		{"nil", nil, "", msgtype.Text, false, ""},
 	} {
 		text, typeID, media, file, _ := Incoming(tc.msg)
 		if text != tc.text || typeID != tc.typeID || (media != nil) != tc.hasMedia || file != tc.file {
