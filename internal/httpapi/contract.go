@@ -120,3 +120,19 @@ func ruleMessage(op *openapi3.Operation, key string) string {
 	s, _ := m[key].(string)
 	return s
 }
+
+// multipartInvalidMessage is the x-invalid-message the document gives a
+// property of the operation's multipart/form-data body, for the checks the
+// schema cannot express on a text part (a JSON object carried as text).
+func multipartInvalidMessage(op *openapi3.Operation, prop string) string {
+	if op != nil && op.RequestBody != nil && op.RequestBody.Value != nil {
+		if mt := op.RequestBody.Value.Content.Get("multipart/form-data"); mt != nil && mt.Schema != nil && mt.Schema.Value != nil {
+			if p := mt.Schema.Value.Properties[prop]; p != nil && p.Value != nil {
+				if msg := stringExt(p.Value.Extensions, "x-invalid-message"); msg != "" {
+					return msg
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("The %s field is invalid.", humanize(prop))
+}

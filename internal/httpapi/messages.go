@@ -41,7 +41,7 @@ func readSend(ctx context.Context, req api.SendMessageRequestObject) (sendForm, 
 		if m.NamedVariableValues != nil && *m.NamedVariableValues != "" {
 			var named map[string]string
 			if err := json.Unmarshal([]byte(*m.NamedVariableValues), &named); err != nil {
-				return f, fault.New(fault.Invalid, "named_variable_values must be a JSON object of texts")
+				return f, fault.New(fault.Invalid, multipartInvalidMessage(operationFrom(ctx), "named_variable_values"))
 			}
 			f.NamedVariableValues = &named
 		}

@@ -72,6 +72,10 @@ func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]is
 		var schemaErrs []*openapi3.SchemaError
 		collectSchemaErrors(reqErr.Err, &schemaErrs)
 		if len(schemaErrs) == 0 {
+			if is, ok := partIssue(root, reqErr.Err); ok {
+				*out = append(*out, is)
+				return
+			}
 			msg := "The request body could not be read as JSON."
 			if ct := r.Header.Get("Content-Type"); ct != "" && !bodyAccepts(reqErr.RequestBody, ct) {
 				msg = fmt.Sprintf("The content type %s is not accepted here.", mediaType(ct))
@@ -87,6 +91,38 @@ func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]is
 	default:
 		*out = append(*out, issue{field: "request", message: "The request is invalid.", rank: 1})
 	}
+}
+
+// partIssue answers a form part whose text is not of its property's type
+// (a multipart boolean other than true or false, a non-integer id) with the
+// property's x-invalid-message, as the JSON body gets for the same field:
+// kin-openapi reports those as a ParseError naming the part, before any
+// schema validation.
+func partIssue(root *openapi3.Schema, err error) (issue, bool) {
+	var pe *openapi3filter.ParseError
+	if root == nil || !errors.As(err, &pe) {
+		return issue{}, false
+	}
+	path := pe.Path()
+	if len(path) == 0 {
+		return issue{}, false
+	}
+	name, ok := path[0].(string)
+	if !ok {
+		return issue{}, false
+	}
+	prop := root.Properties[name]
+	if prop == nil || prop.Value == nil {
+		return issue{}, false
+	}
+	msg := stringExt(prop.Value.Extensions, "x-invalid-message")
+	if msg == "" && prop.Value.Items != nil && prop.Value.Items.Value != nil {
+		msg = stringExt(prop.Value.Items.Value.Extensions, "x-invalid-message")
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("The %s field is invalid.", humanize(name))
+	}
+	return issue{field: name, message: msg, rank: 1}, true
 }
 
 // isSingle reports whether err is itself a RequestError (which wraps a
