@@ -307,6 +307,7 @@ func TestWebhookValidation(t *testing.T) {
 			{"url not http", "POST", map[string]any{"name": "n", "url": "ftp://example.com/x"}, "url", "Url must be a valid http or https URL"},
 			{"url not a url", "POST", map[string]any{"name": "n", "url": "hooks"}, "url", "Url must be a valid http or https URL"},
 			{"url bad port", "POST", map[string]any{"name": "n", "url": "https://example.com:99999/x"}, "url", "Url must be a valid http or https URL"},
+			{"url empty port", "POST", map[string]any{"name": "n", "url": "http://127.0.0.1:/e"}, "url", "Url must be a valid http or https URL"},
 			{"update name empty", "PUT", map[string]any{"name": ""}, "name", ""},
 			{"update url bad", "PUT", map[string]any{"url": "mailto:x@example.com"}, "url", "Url must be a valid http or https URL"},
 			{"update url host missing", "PUT", map[string]any{"url": "https://:443/x"}, "url", "Url must be a valid http or https URL"},

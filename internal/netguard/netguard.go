@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 
@@ -132,6 +133,11 @@ func ValidateURL(raw string) error {
 	}
 	if u.Hostname() == "" {
 		return errors.New("host is missing")
+	}
+	// "host:" with nothing after the colon parses with an empty port; it is
+	// a typo, not "the default port".
+	if strings.HasSuffix(u.Host, ":") {
+		return errors.New("port is not valid")
 	}
 	if p := u.Port(); p != "" {
 		var n int

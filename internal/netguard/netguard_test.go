@@ -68,6 +68,7 @@ func TestValidateURL(t *testing.T) {
 		"https:///path":                false,
 		"example.com/hook":             false,
 		"https://example.com:0/x":      false,
+		"http://127.0.0.1:/e":          false,
 		"https://example.com:99999/x":  false,
 		"https://exa mple.com/x":       false,
 		"javascript:alert(1)":          false,
