@@ -3602,7 +3602,9 @@ type ClientInterface interface {
 	//   discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
 	// * `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 	//   channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
-	//   `contact.import.completed`) always arrive to every subscription that subscribed to them.
+	//   `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
+	//   a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
+	//   with `errors.company_channel_ids` ("Company channel 999 does not exist").
 	// * `enabled` — optional, default true.
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -3626,7 +3628,9 @@ type ClientInterface interface {
 	//   discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
 	// * `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 	//   channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
-	//   `contact.import.completed`) always arrive to every subscription that subscribed to them.
+	//   `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
+	//   a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
+	//   with `errors.company_channel_ids` ("Company channel 999 does not exist").
 	// * `enabled` — optional, default true.
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -4598,7 +4602,9 @@ func (c *Client) ListChannelWebhooks(ctx context.Context, params *ListChannelWeb
 //     discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
 //   - `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 //     channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
-//     `contact.import.completed`) always arrive to every subscription that subscribed to them.
+//     `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
+//     a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
+//     with `errors.company_channel_ids` ("Company channel 999 does not exist").
 //   - `enabled` — optional, default true.
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -4632,7 +4638,9 @@ func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, contentType s
 //     discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
 //   - `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 //     channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
-//     `contact.import.completed`) always arrive to every subscription that subscribed to them.
+//     `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
+//     a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
+//     with `errors.company_channel_ids` ("Company channel 999 does not exist").
 //   - `enabled` — optional, default true.
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -8415,7 +8423,9 @@ type ClientWithResponsesInterface interface {
 	//   discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
 	// * `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 	//   channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
-	//   `contact.import.completed`) always arrive to every subscription that subscribed to them.
+	//   `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
+	//   a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
+	//   with `errors.company_channel_ids` ("Company channel 999 does not exist").
 	// * `enabled` — optional, default true.
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -8439,7 +8449,9 @@ type ClientWithResponsesInterface interface {
 	//   discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
 	// * `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 	//   channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
-	//   `contact.import.completed`) always arrive to every subscription that subscribed to them.
+	//   `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
+	//   a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
+	//   with `errors.company_channel_ids` ("Company channel 999 does not exist").
 	// * `enabled` — optional, default true.
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -12211,7 +12223,9 @@ func (c *ClientWithResponses) ListChannelWebhooksWithResponse(ctx context.Contex
 //     discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
 //   - `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 //     channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
-//     `contact.import.completed`) always arrive to every subscription that subscribed to them.
+//     `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
+//     a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
+//     with `errors.company_channel_ids` ("Company channel 999 does not exist").
 //   - `enabled` — optional, default true.
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -12241,7 +12255,9 @@ func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx conte
 //     discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
 //   - `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 //     channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
-//     `contact.import.completed`) always arrive to every subscription that subscribed to them.
+//     `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
+//     a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
+//     with `errors.company_channel_ids` ("Company channel 999 does not exist").
 //   - `enabled` — optional, default true.
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are

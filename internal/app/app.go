@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	a.Webhooks = webhooks.NewService(a.DB, webhooks.Options{
 		Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone), Logger: a.Logger, Limiter: a.Limiter,
-		AllowCIDRs: cfg.OutboundAllowCIDRs, Registerer: a.Registry,
+		AllowCIDRs: cfg.OutboundAllowCIDRs, Registerer: a.Registry, Channels: a.Channels,
 	})
 	conns, err := a.newConnections(ctx, opts)
 	if err != nil {

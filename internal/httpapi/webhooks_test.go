@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/chatmsg/gateway/asyncapi/subscriber"
+	"github.com/chatmsg/gateway/internal/channels"
 	"net/http"
 	"slices"
 	"strconv"
@@ -79,6 +80,7 @@ func TestWebhookLifecycle(t *testing.T) {
 		clk := clock.NewManual(time.Date(2026, 11, 22, 14, 3, 7, 0, time.UTC))
 		h := apitest.Start(t, db, apitest.Options{Now: clk.Now})
 		ten := h.Tenant("Acme")
+		seedChannels(t, h, ten.CompanyID, 15) // ids 1–15 on a fresh database
 
 		created := createWebhook(t, h, ten.Token, map[string]any{
 			"name": "CRM integration", "url": "https://hooks.example.com/chat-gateway",
@@ -226,6 +228,65 @@ func idOperations(id int) []apitest.Request {
 	}
 }
 
+// seedChannels registers n official channels for a company; on a fresh
+// database their ids are 1..n, which the filter tests name.
+func seedChannels(t *testing.T, h *apitest.Harness, companyID int64, n int) []int64 {
+	t.Helper()
+	var ids []int64
+	for i := 1; i <= n; i++ {
+		ch, err := h.App.Channels.RegisterOfficial(context.Background(), channels.OfficialInput{
+			CompanyID: companyID, Name: fmt.Sprintf("Channel %d", i), Key: fmt.Sprintf("551199%07d", 1000+i+int(companyID)*100),
+			BusinessAccountID: "waba", PhoneNumberID: fmt.Sprintf("pn-%d-%d", companyID, i), AccessToken: "t", AppSecret: "s",
+			BaseURL: "http://127.0.0.1:1",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ch.ID)
+	}
+	return ids
+}
+
+// A subscription's channel filter may only name the company's own channels:
+// a foreign or unknown id would silently never match.
+func TestWebhookChannelFilterNamesOwnChannels(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := apitest.Start(t, db, apitest.Options{})
+		ten, other := h.Tenant("Acme"), h.Tenant("Other")
+		own := seedChannels(t, h, ten.CompanyID, 1)[0]
+		foreign := seedChannels(t, h, other.CompanyID, 1)[0]
+		id := createWebhook(t, h, ten.Token, map[string]any{"name": "ok", "url": "https://example.com/h", "company_channel_ids": []int64{own}}).Data.ID
+		for _, tc := range []struct {
+			method, path string
+			ids          []int64
+		}{
+			{"POST", "/api/channel-webhooks", []int64{own, foreign}},
+			{"POST", "/api/channel-webhooks", []int64{999}},
+			{"PUT", fmt.Sprintf("/api/channel-webhooks/%d", id), []int64{foreign}},
+		} {
+			body := map[string]any{"company_channel_ids": tc.ids}
+			if tc.method == "POST" {
+				body["name"], body["url"] = "n", "https://example.com/x"
+			}
+			resp := h.Do(apitest.Request{Method: tc.method, Path: tc.path, Token: ten.Token, JSON: body})
+			var ans validationAnswer
+			resp.JSON(t, &ans)
+			bad := tc.ids[len(tc.ids)-1]
+			want := fmt.Sprintf("Company channel %d does not exist", bad)
+			if resp.Status != http.StatusUnprocessableEntity || len(ans.Errors["company_channel_ids"]) != 1 || ans.Errors["company_channel_ids"][0] != want {
+				t.Errorf("%s %v: %d %s", tc.method, tc.ids, resp.Status, resp.Body)
+			}
+		}
+		// Nothing changed: the subscription still filters on its own channel.
+		var page webhookPage
+		h.Do(apitest.Request{Method: "GET", Path: "/api/channel-webhooks", Token: ten.Token}).JSON(t, &page)
+		if len(page.Data) != 1 || page.Data[0].CompanyChannelIDs == nil || !slices.Equal(*page.Data[0].CompanyChannelIDs, []int{int(own)}) {
+			t.Errorf("after refused requests: %+v", page.Data)
+		}
+	})
+}
+
 func TestWebhookList(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -233,6 +294,7 @@ func TestWebhookList(t *testing.T) {
 		h := apitest.Start(t, db, apitest.Options{Now: clk.Now})
 		ten := h.Tenant("Acme")
 		other := h.Tenant("Other")
+		seedChannels(t, h, ten.CompanyID, 9) // ids 1–9 on a fresh database
 		mk := func(tok, name, url string, channels any, enabled bool) int {
 			clk.Advance(time.Second)
 			return createWebhook(t, h, tok, map[string]any{"name": name, "url": url, "company_channel_ids": channels, "enabled": enabled}).Data.ID

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"github.com/chatmsg/gateway/internal/channels"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -76,20 +77,31 @@ type Options struct {
 	PerSubscriptionConcurrency int
 	// Client replaces the guarded HTTP client (tests only).
 	Client *http.Client
+	// Channels resolves company channel ids, so a subscription's channel
+	// filter can only name channels of its own company (unchecked when nil).
+	Channels ChannelLookup
+}
+
+// ChannelLookup is what webhooks needs of the channels capability
+// (*channels.Service): Get answers fault.NotFound for a missing channel or
+// one of another company.
+type ChannelLookup interface {
+	Get(ctx context.Context, companyID, id int64) (channels.Channel, error)
 }
 
 // Service is the webhooks capability: subscriptions, publishing, delivery.
 type Service struct {
-	db      *store.DB
-	jobs    Inserter
-	now     clock.Clock
-	times   clock.Formatter
-	log     *slog.Logger
-	limiter ratelimit.Limiter
-	client  *http.Client
-	delays  []time.Duration
-	slots   *slots
-	metrics *metrics
+	db       *store.DB
+	jobs     Inserter
+	now      clock.Clock
+	times    clock.Formatter
+	log      *slog.Logger
+	limiter  ratelimit.Limiter
+	client   *http.Client
+	delays   []time.Duration
+	slots    *slots
+	metrics  *metrics
+	channels ChannelLookup
 }
 
 var _ Publisher = (*Service)(nil)
@@ -97,7 +109,7 @@ var _ Publisher = (*Service)(nil)
 // NewService returns the service over db. Call UseJobs before publishing.
 func NewService(db *store.DB, opts Options) *Service {
 	s := &Service{db: db, now: opts.Now, times: opts.Times, log: opts.Logger, limiter: opts.Limiter,
-		client: opts.Client, delays: opts.RetryDelays}
+		client: opts.Client, delays: opts.RetryDelays, channels: opts.Channels}
 	if s.now == nil {
 		s.now = clock.System
 	}

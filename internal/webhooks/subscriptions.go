@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,9 @@ const (
 	msgNameRequired = "Name is required"
 	msgNameInvalid  = "Name is required and may not be greater than 150 characters"
 	msgURLInvalid   = "Url must be a valid http or https URL"
-	maxNameLength   = 150
+	// msgChannelUnknown takes the id that is not a channel of the company.
+	msgChannelUnknown = "Company channel %d does not exist"
+	maxNameLength     = 150
 )
 
 // Subscription is a webhook subscription as clients see it (never the
@@ -246,13 +249,33 @@ func validateURL(raw string, fields map[string][]string) {
 	}
 }
 
+// validateChannels records a field error for every id that is not a
+// channel of the company: a filter naming a foreign or missing channel would
+// silently never match.
+func (s *Service) validateChannels(ctx context.Context, companyID int64, ids []int64, fields map[string][]string) error {
+	if s.channels == nil {
+		return nil
+	}
+	for _, id := range ids {
+		_, err := s.channels.Get(ctx, companyID, id)
+		if fault.KindOf(err) == fault.NotFound {
+			fields["company_channel_ids"] = append(fields["company_channel_ids"], fmt.Sprintf(msgChannelUnknown, id))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func invalid(fields map[string][]string) error {
 	if len(fields) == 0 {
 		return nil
 	}
 	// The message is the first error, in the document's field order.
 	msg := ""
-	for _, k := range []string{"name", "url"} {
+	for _, k := range []string{"name", "url", "company_channel_ids"} {
 		if len(fields[k]) > 0 {
 			msg = fields[k][0]
 			break
@@ -271,6 +294,9 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 	fields := map[string][]string{}
 	validateName(in.Name, fields)
 	validateURL(in.URL, fields)
+	if err := s.validateChannels(ctx, p.CompanyID, in.CompanyChannelIDs, fields); err != nil {
+		return Subscription{}, "", err
+	}
 	if err := invalid(fields); err != nil {
 		return Subscription{}, "", err
 	}
@@ -378,6 +404,11 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 	}
 	if in.URL != nil {
 		validateURL(*in.URL, fields)
+	}
+	if in.CompanyChannelIDs != nil {
+		if err := s.validateChannels(ctx, p.CompanyID, *in.CompanyChannelIDs, fields); err != nil {
+			return Subscription{}, err
+		}
 	}
 	if err := invalid(fields); err != nil {
 		return Subscription{}, err
