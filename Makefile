@@ -50,11 +50,11 @@ test: generate-check lint lint-specs test-go contract ## every test: generate ch
 
 .PHONY: test-go
 test-go: ## Go tests (PostgreSQL too when TEST_DATABASE_URL is set)
-	$(GO) test -count=1 ./...
+	$(GO) test -race -count=1 ./...
 
 .PHONY: test-pg
 test-pg: ## Go tests against the local PostgreSQL as well
-	TEST_DATABASE_URL="$(PG_URL)" $(GO) test -count=1 ./...
+	TEST_DATABASE_URL="$(PG_URL)" $(GO) test -race -count=1 ./...
 
 .PHONY: contract
 contract: ## Pact consumer then provider tests (fetches libpact_ffi into .tools/pact)

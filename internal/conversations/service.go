@@ -3,6 +3,7 @@ package conversations
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -267,9 +268,14 @@ type businessRow struct {
 // a value reads back equal on both engines.
 func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// foldAccents removes combining marks after canonical decomposition, so
-// "João" and "JOÃO" both become "joao" after lower-casing.
-var foldAccents = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+// foldAccents hands out transformers that remove combining marks after
+// canonical decomposition, so "João" and "JOÃO" both become "joao" after
+// lower-casing. A transform.Chain keeps internal buffers and must never be
+// used by two goroutines at once (sharing one garbled concurrent filters and
+// stored search text), so each call takes its own from the pool.
+var foldAccents = sync.Pool{New: func() any {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+}}
 
 // normalise is the one text normalisation of the search column and of the
 // filter value: Unicode lower case without accents. It runs in Go because
@@ -278,7 +284,9 @@ var foldAccents = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), 
 // normalised here a plain LIKE answers the same on both engines, and the
 // filter is accent-insensitive too ("joao" finds "João").
 func normalise(s string) string {
-	out, _, err := transform.String(foldAccents, s)
+	t := foldAccents.Get().(transform.Transformer)
+	defer foldAccents.Put(t)
+	out, _, err := transform.String(t, s)
 	if err != nil {
 		out = s
 	}
