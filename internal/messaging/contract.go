@@ -27,7 +27,11 @@ type Media struct {
 
 // Outbound is one message for a Transport to send.
 type Outbound struct {
-	MessageID  int64 // internal id, for logs and idempotency
+	MessageID int64 // internal id, for logs and idempotency
+	// ExternalID is the far side's id chosen before the first attempt by a
+	// Transport that is an IDAssigner (empty for the others): every attempt
+	// of the message carries the same id.
+	ExternalID string
 	ContactKey string
 	IsGroup    bool
 	Text       string
@@ -84,6 +88,16 @@ type Transport interface {
 	Send(ctx context.Context, ch channels.Channel, out Outbound) (SendResult, error)
 	Edit(ctx context.Context, ch channels.Channel, target Target, text string) error
 	Revoke(ctx context.Context, ch channels.Channel, target Target) error
+}
+
+// IDAssigner is implemented by a Transport whose far side takes the
+// message id from the sender (the chat app). Messaging asks for the id
+// before the first attempt and stores it with the message, so that a retry
+// or a restart hands the far side the same message again rather than a
+// second one, and a receipt that arrives before the send's answer finds its
+// message.
+type IDAssigner interface {
+	NewExternalID(ch channels.Channel) string
 }
 
 // Target is a sent message to edit or revoke, with its conversation as
