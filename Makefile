@@ -17,6 +17,10 @@ run: ## start the gateway on the embedded SQLite database (./data)
 	@echo "  go run ./cmd/gateway admin bootstrap --company Acme --email admin@acme.test --permissions all"
 	$(GO) run ./cmd/gateway serve
 
+.PHONY: demo
+demo: ## everything on one machine: gateway (SQLite, :8090), provider and chat-app simulators, an event printer; Ctrl-C stops
+	$(GO) run ./cmd/demo
+
 .PHONY: build
 build: ## build bin/gateway
 	$(GO) build -o bin/gateway ./cmd/gateway
