@@ -147,20 +147,46 @@ func setUp(ctx context.Context, a *app.App, sim *providersim.Server, out io.Writ
 		return fmt.Errorf("register the official channel: %w", err)
 	}
 
+	ch, err := a.Templates.AccountChannel(ctx, boot.CompanyID, official.ProviderAccount.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Templates.Sync(ctx, ch); err != nil {
+		return fmt.Errorf("sync the templates: %w", err)
+	}
+
 	api := client{base: base, token: boot.Token}
+	var tpl struct {
+		Templates []struct {
+			ID   int64  `json:"id"`
+			Name string `json:"name"`
+		} `json:"templates"`
+	}
+	if err := api.do(ctx, http.MethodGet, fmt.Sprintf("/api/provider-templates/for-channel?company_channel_id=%d", official.ID), nil, &tpl); err != nil {
+		return err
+	}
+	var promoImage int64
+	for _, t := range tpl.Templates {
+		if t.Name == "promo_image" {
+			promoImage = t.ID
+		}
+	}
+	if promoImage == 0 {
+		return errors.New("the synced templates lack promo_image")
+	}
 	var conn struct {
 		Data struct {
 			ID  int64  `json:"id"`
 			Key string `json:"key"`
 		} `json:"data"`
 	}
-	if err := api.post(ctx, "/api/chatapp-create", map[string]any{"name": "Sales", "key": chatappKey}, &conn); err != nil {
+	if err := api.do(ctx, http.MethodPost, "/api/chatapp-create", map[string]any{"name": "Sales", "key": chatappKey}, &conn); err != nil {
 		return err
 	}
-	if err := api.post(ctx, "/api/chatapp-qrcode", map[string]any{"id": conn.Data.ID, "os": "Linux", "browser": "Demo"}, nil); err != nil {
+	if err := api.do(ctx, http.MethodPost, "/api/chatapp-qrcode", map[string]any{"id": conn.Data.ID, "os": "Linux", "browser": "Demo"}, nil); err != nil {
 		return err
 	}
-	if err := api.post(ctx, fmt.Sprintf("/api/chatapp-simulator/%d/pair", conn.Data.ID), map[string]any{}, nil); err != nil {
+	if err := api.do(ctx, http.MethodPost, fmt.Sprintf("/api/chatapp-simulator/%d/pair", conn.Data.ID), map[string]any{}, nil); err != nil {
 		return err
 	}
 	var hook struct {
@@ -169,7 +195,7 @@ func setUp(ctx context.Context, a *app.App, sim *providersim.Server, out io.Writ
 		} `json:"data"`
 		Secret string `json:"secret"`
 	}
-	if err := api.post(ctx, "/api/channel-webhooks", map[string]any{"name": "demo printer", "url": printerURL}, &hook); err != nil {
+	if err := api.do(ctx, http.MethodPost, "/api/channel-webhooks", map[string]any{"name": "demo printer", "url": printerURL}, &hook); err != nil {
 		return err
 	}
 	p.setSecret(hook.Secret)
@@ -186,7 +212,10 @@ func setUp(ctx context.Context, a *app.App, sim *providersim.Server, out io.Writ
   chat-app connection  id %[10]d, key %[11]s (paired with the simulator)
   webhook              id %[12]d → the event printer, every event
 
-Paste any of these; each makes events appear below.
+In another shell, paste this first: the README's walk-throughs use these names, never fixed ids.
+  export GW=%[1]s TOKEN=%[4]s COMPANY_ID=%[5]d COMPANY_CHANNEL_ID=%[7]d PROVIDER_ACCOUNT_ID=%[9]d OFFICIAL_KEY=%[8]s CONNECTION_ID=%[10]d CHATAPP_KEY=%[11]s CONTACT_KEY=%[14]s WEBHOOK_ID=%[12]d PROMO_IMAGE_TEMPLATE_ID=%[15]d
+
+Or paste any of these as they are; each makes events appear below.
   # answer the contact on the official channel (omnichat.message.sent)
   curl -sS --fail-with-body -w '\n' %[13]s %[1]s/api/api-send-message -d '{"platform":"ofc_chatapp","sender_key":"%[8]s","contact_key":"%[14]s","text":"Oi Maria! How can we help?"}'
   # the contact writes to the chat-app connection (omnichat.conversation.created, omnichat.message.received)
@@ -196,7 +225,7 @@ Paste any of these; each makes events appear below.
 
 Events:
 `, base, simURL, printerURL, boot.Token, boot.CompanyID, boot.UserID, official.ID, officialKey,
-		official.ProviderAccount.ID, conn.Data.ID, conn.Data.Key, hook.Data.ID, auth, contactKey)
+		official.ProviderAccount.ID, conn.Data.ID, conn.Data.Key, hook.Data.ID, auth, contactKey, promoImage)
 
 	// The contact writes to the official number: the provider simulator POSTs its signed webhook to
 	// the gateway, which opens the 24-hour window and publishes the first events.
@@ -212,35 +241,42 @@ type client struct {
 	base, token string
 }
 
-func (c client) post(ctx context.Context, path string, in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
+// do sends in as JSON (none when nil) and decodes a 200 or 201 answer into out (when not nil).
+func (c client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, body)
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, answer)
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	return nil
 }

@@ -48,13 +48,8 @@ func TestDemoHeadless(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("the demo prints curl lines; this test runs them and needs curl")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out := &buffer{}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-data-dir", t.TempDir()}, out) }()
-
-	waitFor(t, out, "omnichat.message.received", 1)
+	out, stop := startDemo(t)
+	ctx := t.Context()
 	for _, want := range []string{"token                gw_", "company_id 1, user_id 1", "company_channel_id 1", "chat-app connection  id "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the summary lacks %q", want)
@@ -87,16 +82,35 @@ func TestDemoHeadless(t *testing.T) {
 		waitFor(t, out, step.event, step.n)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("demo stopped with %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the demo did not stop within 60 s of Ctrl-C")
-	}
+	stop()
 	if !strings.Contains(out.String(), "Stopping…") {
 		t.Errorf("no stop notice:\n%s", out.String())
 	}
+}
+
+// startDemo runs the demo on free ports until the first event has arrived. stop plays Ctrl-C and
+// fails the test unless the demo then stops cleanly; it also runs at cleanup.
+func startDemo(t *testing.T) (out *buffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out = &buffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-data-dir", t.TempDir()}, out) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("demo stopped with %v", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Error("the demo did not stop within 60 s of Ctrl-C")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	waitFor(t, out, "omnichat.message.received", 1)
+	return out, stop
 }
