@@ -10,27 +10,21 @@ import (
 	"time"
 )
 
-// buffer is the demo's stdout, read while the demo writes it.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// output is the demo's stdout, read while the demo writes it: run's own serialising writer over a
+// buffer.
+type output struct{ syncWriter }
 
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
+func newOutput() *output { return &output{syncWriter{w: &bytes.Buffer{}}} }
 
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.(*bytes.Buffer).String()
 }
 
 // waitFor polls the output until it holds n lines announcing event, or fails the test after a
 // bounded wait (a hung demo must not hang the suite).
-func waitFor(t *testing.T, out *buffer, event string, n int) {
+func waitFor(t *testing.T, out *output, event string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for strings.Count(out.String(), " "+event+" ") < n {
@@ -90,10 +84,10 @@ func TestDemoHeadless(t *testing.T) {
 
 // startDemo runs the demo on free ports until the first event has arrived. stop plays Ctrl-C and
 // fails the test unless the demo then stops cleanly; it also runs at cleanup.
-func startDemo(t *testing.T) (out *buffer, stop func()) {
+func startDemo(t *testing.T) (out *output, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out = &buffer{}
+	out = newOutput()
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-data-dir", t.TempDir()}, out) }()
 	var once sync.Once

@@ -13,6 +13,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
@@ -57,11 +58,14 @@ type Site struct {
 func New() (*Site, error) {
 	s := &Site{assets: map[string]asset{}}
 	var err error
-	if s.reference, err = pages.ReadFile("pages/reference.html"); err != nil {
-		return nil, fmt.Errorf("docs: %w", err)
+	if s.reference, err = render("reference.html", frame{Title: "API reference", Current: "/docs",
+		Scripts: []string{"/docs/assets/redoc.standalone.js", "/docs/assets/reference.js"}}); err != nil {
+		return nil, err
 	}
-	if s.events, err = pages.ReadFile("pages/events.html"); err != nil {
-		return nil, fmt.Errorf("docs: %w", err)
+	if s.events, err = render("events.html", frame{Title: "Webhook events", Current: "/docs/events",
+		Styles:  []string{"/docs/assets/asyncapi.min.css"},
+		Scripts: []string{"/docs/assets/asyncapi.standalone.js", "/docs/assets/events.js"}}); err != nil {
+		return nil, err
 	}
 	add := func(fsys fs.FS, dir string, names ...string) error {
 		for _, name := range names {
@@ -81,6 +85,39 @@ func New() (*Site, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// frame is what pages/layout.html needs around a page's content.
+type frame struct {
+	Title, Current  string
+	Styles, Scripts []string
+}
+
+type navLink struct {
+	Href, Label string
+	Current     bool
+}
+
+// Nav lists the pages, marking the current one.
+func (f frame) Nav() []navLink {
+	links := []navLink{{Href: "/docs", Label: "API reference"}, {Href: "/docs/events", Label: "Webhook events"}}
+	for i := range links {
+		links[i].Current = links[i].Href == f.Current
+	}
+	return links
+}
+
+// render executes the layout around one page's content once, at start: the pages are static.
+func render(page string, f frame) ([]byte, error) {
+	t, err := template.ParseFS(pages, "pages/layout.html", "pages/"+page)
+	if err != nil {
+		return nil, fmt.Errorf("docs: %s: %w", page, err)
+	}
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, "layout", f); err != nil {
+		return nil, fmt.Errorf("docs: %s: %w", page, err)
+	}
+	return b.Bytes(), nil
 }
 
 func contentType(name string) string {
