@@ -213,7 +213,7 @@ func setUp(ctx context.Context, a *app.App, sim *providersim.Server, out io.Writ
   webhook              id %[12]d → the event printer, every event
 
 In another shell, paste this first: the README's walk-throughs use these names, never fixed ids.
-  export GW=%[1]s TOKEN=%[4]s COMPANY_ID=%[5]d COMPANY_CHANNEL_ID=%[7]d PROVIDER_ACCOUNT_ID=%[9]d OFFICIAL_KEY=%[8]s CONNECTION_ID=%[10]d CHATAPP_KEY=%[11]s CONTACT_KEY=%[14]s WEBHOOK_ID=%[12]d PROMO_IMAGE_TEMPLATE_ID=%[15]d
+  export GW=%[1]s SIM=%[2]s TOKEN=%[4]s COMPANY_ID=%[5]d COMPANY_CHANNEL_ID=%[7]d PROVIDER_ACCOUNT_ID=%[9]d OFFICIAL_KEY=%[8]s CONNECTION_ID=%[10]d CHATAPP_KEY=%[11]s CONTACT_KEY=%[14]s WEBHOOK_ID=%[12]d PROMO_IMAGE_TEMPLATE_ID=%[15]d
 
 Or paste any of these as they are; each makes events appear below.
   # answer the contact on the official channel (omnichat.message.sent)

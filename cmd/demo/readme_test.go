@@ -75,6 +75,9 @@ func TestREADMEWalkthroughs(t *testing.T) {
 		}
 		t.Logf("README block %d:\n%s", i+1, got)
 	}
-	// The walk-through's template send reaches the printer like any other event.
-	waitFor(t, out, "omnichat.message.sent", 1)
+	// What the walk-throughs say the printer shows: the template send, the answer and its two
+	// receipts, and the chat-app send (omnichat.message.sent); the demo's first message and Ana's
+	// answer (omnichat.message.received).
+	waitFor(t, out, "omnichat.message.sent", 5)
+	waitFor(t, out, "omnichat.message.received", 2)
 }
