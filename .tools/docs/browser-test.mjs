@@ -59,7 +59,7 @@ const browser = await chromium.launch({
 });
 let exitCode = 0;
 try {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
   // Every request of every page and worker passes here: the gateway's go through, any other is
   // recorded and aborted, so the test never depends on the network it checks for.
   const foreign = new Set();

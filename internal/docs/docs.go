@@ -71,6 +71,7 @@ func New() (*Site, error) {
 	}
 	if s.events, err = render("events.html", frame{Title: "Webhook events", Current: "/docs/events",
 		Styles:  []string{"/docs/assets/asyncapi.min.css"},
+		Anchors: []navLink{{Href: "#verify-signature", Label: "Verifying a delivery"}},
 		Scripts: []string{"/docs/assets/asyncapi.standalone.js", "/docs/assets/events.js"}}); err != nil {
 		return nil, err
 	}
@@ -98,6 +99,8 @@ func New() (*Site, error) {
 type frame struct {
 	Title, Current  string
 	Styles, Scripts []string
+	// Anchors link to sections of the page itself.
+	Anchors []navLink
 }
 
 type navLink struct {

@@ -156,6 +156,12 @@ func TestPagesLoadNothingFromAnotherHost(t *testing.T) {
 		}
 		for _, m := range refs {
 			ref := string(m[1])
+			if strings.HasPrefix(ref, "#") {
+				if !bytes.Contains(got.body, []byte(`id="`+ref[1:]+`"`)) {
+					t.Errorf("%s links to %s, which is not on the page", page, ref)
+				}
+				continue
+			}
 			if !strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "//") {
 				t.Errorf("%s references %q, not a path on this host", page, ref)
 				continue
