@@ -17,13 +17,17 @@ run: ## start the gateway on the embedded SQLite database (./data)
 	@echo "  go run ./cmd/gateway admin bootstrap --company Acme --email admin@acme.test --permissions all"
 	$(GO) run ./cmd/gateway serve
 
+.PHONY: demo
+demo: ## everything on one machine: gateway (SQLite, :8090), provider and chat-app simulators, an event printer; Ctrl-C stops
+	$(GO) run ./cmd/demo
+
 .PHONY: build
 build: ## build bin/gateway
 	$(GO) build -o bin/gateway ./cmd/gateway
 
 .PHONY: generate
-generate: ## regenerate gen/ from openapi/openapi.yaml and asyncapi/asyncapi.yaml
-	$(GO) generate ./openapi/ ./asyncapi/
+generate: ## regenerate gen/ from openapi/openapi.yaml and asyncapi/asyncapi.yaml, and bundle the docs renderers (gen/docs)
+	$(GO) generate ./openapi/ ./asyncapi/ ./internal/docs/
 
 .PHONY: generate-check
 generate-check: generate ## fail when gen/ is not what a fresh generate produces
@@ -46,11 +50,15 @@ lint-specs: ## validate both documents with the pinned npm linters (Redocly, Spe
 	.tools/lint-specs.sh
 
 .PHONY: test
-test: generate-check lint lint-specs test-go contract ## every test: generate check, lint, specs, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts
+test: generate-check lint lint-specs test-go contract test-docs ## every test: generate check, lint, specs, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts, the docs page in a browser
 
 .PHONY: test-go
 test-go: ## Go tests (PostgreSQL too when TEST_DATABASE_URL is set)
 	$(GO) test -race -count=1 ./...
+
+.PHONY: test-docs
+test-docs: ## /docs in Debian's chromium (playwright-core): every operation and event, search, no request off the host; screenshots in .tools/docs/artifacts
+	$(GO) test -tags browser -count=1 -run TestDocsPageInChromium ./internal/docs/
 
 .PHONY: test-pg
 test-pg: ## Go tests against the local PostgreSQL as well

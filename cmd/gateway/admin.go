@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chatmsg/gateway/internal/app"
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/official"
 )
 
@@ -43,10 +46,16 @@ var adminCommands = map[string]adminCommand{
 		company := fs.String("company", "", "company name (required)")
 		email := fs.String("email", "", "first user's email (required)")
 		perms, ttl := permissionsFlag(fs), expiresInFlag(fs)
+		force := fs.Bool("force", false, "create the company even when one with this name, or a user with this email, already exists")
 		return func(ctx context.Context, a *app.App) (any, error) {
 			p, err := auth.ParsePermissions(*perms)
 			if err != nil {
 				return nil, err
+			}
+			if !*force {
+				if err := refuseDuplicateBootstrap(ctx, a.Auth, *company, *email); err != nil {
+					return nil, err
+				}
 			}
 			return a.Auth.Bootstrap(ctx, *company, *email, p, *ttl)
 		}
@@ -152,6 +161,33 @@ var adminCommands = map[string]adminCommand{
 			}, nil
 		}
 	}},
+}
+
+// refuseDuplicateBootstrap fails when a company with the name or a user with the email exists: a
+// repeated bootstrap (a re-run walk-through, a retried script) would otherwise create a second
+// company silently, and its ids would not be the ones the operator goes on to use.
+func refuseDuplicateBootstrap(ctx context.Context, svc *auth.Service, company, email string) error {
+	c, err := svc.FindBootstrapConflicts(ctx, company, email)
+	if err != nil || !c.Any() {
+		return err
+	}
+	var found []string
+	if len(c.CompanyIDs) > 0 {
+		found = append(found, fmt.Sprintf("a company named %q exists (company_id %s)", company, joinIDs(c.CompanyIDs)))
+	}
+	if len(c.UserCompanyIDs) > 0 {
+		found = append(found, fmt.Sprintf("a user with email %s exists (company_id %s)", email, joinIDs(c.UserCompanyIDs)))
+	}
+	return fault.New(fault.Rule, "not bootstrapping: "+strings.Join(found, " and ")+
+		`; use that company ("admin token create --user-id N" for a new token), or pass --force to create another company anyway`)
+}
+
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, ", ")
 }
 
 func runAdmin(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/conversations"
+	"github.com/chatmsg/gateway/internal/docs"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
@@ -88,7 +89,14 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 	root := chi.NewRouter()
 	root.Handle("/metrics", promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	m := newMetrics(deps.Registry)
-	root.Handle("/*", enforceContract(contract, deps.Auth, deps.Logger, apiRouter))
+	contractHandler := enforceContract(contract, deps.Auth, deps.Logger, apiRouter)
+	root.Handle("/*", contractHandler)
+	// The docs page, "/" → /docs, and CORS on the two documents; the rest falls through to the API.
+	site, err := docs.New()
+	if err != nil {
+		return nil, err
+	}
+	site.Routes(root, contractHandler)
 	return observe(deps.Logger, m, root), nil
 }
 
