@@ -91,7 +91,7 @@ const (
 
 // MessageType is the schema components/schemas/MessageType of the AsyncAPI document.
 //
-// Type of a message: 1 Text, 2 Image, 3 Video, 4 Audio, 5 Document, 6 Template, 7 Sticker, 8 Location.
+// Type of a message: 1 Text, 2 Image, 3 Video, 4 Audio, 5 Document, 6 Template, 7 Sticker, 8 Location, 9 Contacts, 10 Reaction, 11 Reply, 12 Order, 13 System, 14 Unsupported.
 type MessageType int
 
 // MessageType values.
@@ -112,6 +112,18 @@ const (
 	MessageTypeSticker MessageType = 7
 	// MessageTypeLocation: Location.
 	MessageTypeLocation MessageType = 8
+	// MessageTypeContacts: Contact cards, summarised in the text.
+	MessageTypeContacts MessageType = 9
+	// MessageTypeReaction: Emoji reaction to the message in replied_message_id.
+	MessageTypeReaction MessageType = 10
+	// MessageTypeReply: The contact chose a button or list row the company offered; the text is its title.
+	MessageTypeReply MessageType = 11
+	// MessageTypeOrder: Order from the company's catalog, summarised in the text.
+	MessageTypeOrder MessageType = 12
+	// MessageTypeSystem: Platform notice (a contact changed number, group notifications).
+	MessageTypeSystem MessageType = 13
+	// MessageTypeUnsupported: A kind the platform could not pass on; the text says what it was.
+	MessageTypeUnsupported MessageType = 14
 )
 
 // MessageSource is the schema components/schemas/MessageSource of the AsyncAPI document.

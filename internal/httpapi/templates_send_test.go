@@ -215,10 +215,10 @@ func TestTemplateHeaderMedia(t *testing.T) {
 			{"text for a video header", map[string]any{"provider_template_id": clip, "header_media_url": u("/text.txt")},
 				want{509, "Header media must be a video (MP4 or 3GPP) for the template's VIDEO header; header_media_url is text/plain", nil}},
 			{"document header with a file name", map[string]any{"provider_template_id": invoice, "header_media_url": u("/doc.pdf"),
-				"header_media_filename": "fatura-48213.pdf", "variable_values": []string{"Ana", "#48213"}},
+				"header_media_filename": "Fatura Abril.pdf", "variable_values": []string{"Ana", "#48213"}},
 				want{200, "", func(t *testing.T, req providersim.SendRequest) {
 					p := headerParam(req)
-					if p.Type != "document" || p.Document == nil || p.Document.Filename != "fatura-48213.pdf" || p.Document.ID == "" {
+					if p.Type != "document" || p.Document == nil || p.Document.Filename != "Fatura Abril.pdf" || p.Document.ID == "" {
 						t.Fatalf("header %+v", p)
 					}
 					if got := paramTexts(req, "button"); fmt.Sprint(got) != "[Ana]" {

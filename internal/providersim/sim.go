@@ -1097,3 +1097,12 @@ func (s *Server) controlMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": list})
 }
+
+// AddMedia stores a file under a given media id of a number, as if a
+// contact had sent it (for payloads written elsewhere, such as the
+// document's webhook examples).
+func (s *Server) AddMedia(pnid, id, mimeType string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.media[id] = &media{id: id, phoneNumberID: pnid, mimeType: mimeType, data: data}
+}
