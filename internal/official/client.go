@@ -335,3 +335,12 @@ func (c *Client) DownloadMedia(ctx context.Context, acc *channels.ProviderAccoun
 	}
 	return info, data, nil
 }
+
+// The provider's real API: the Graph host and the version of the published
+// document this client is written against (internal/providersim/testdata).
+// An account's base URL is GraphURL/GraphVersion unless an administrator
+// sets another (the simulator).
+const (
+	GraphURL     = "https://graph.facebook.com"
+	GraphVersion = "v23.0"
+)

@@ -165,11 +165,32 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /_control/messages", s.controlMessages)
 	mux.HandleFunc("GET /_control/deliveries", s.controlDeliveries)
 	mux.HandleFunc("GET /media-download/{id}/file", s.mediaDownload)
-	mux.HandleFunc("POST /{pnid}/messages", s.sendMessage)
-	mux.HandleFunc("POST /{pnid}/media", s.uploadMedia)
-	mux.HandleFunc("GET /{waba}/message_templates", s.listTemplates)
-	mux.HandleFunc("GET /{id}", s.mediaInfo)
-	return mux
+	// The document's paths start with the Graph API version; the simulator
+	// serves them with it (any version) and without it.
+	for _, prefix := range []string{"", "/{version}"} {
+		mux.HandleFunc("POST "+prefix+"/{pnid}/messages", s.sendMessage)
+		mux.HandleFunc("POST "+prefix+"/{pnid}/media", s.uploadMedia)
+		mux.HandleFunc("GET "+prefix+"/{waba}/message_templates", s.listTemplates)
+		mux.HandleFunc("GET "+prefix+"/{id}", s.mediaInfo)
+	}
+	return versionChecked(mux)
+}
+
+var graphVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+$`)
+
+// versionChecked refuses a versioned provider path whose version is not
+// one, as the platform answers an unknown version.
+func versionChecked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := next.(*http.ServeMux).Handler(r); strings.Contains(pattern, "{version}") {
+			first := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0]
+			if !graphVersion.MatchString(first) {
+				writeAPIError(w, http.StatusBadRequest, apiError(2500, "Unknown path components: /"+first, "The API version is not valid"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
