@@ -2,7 +2,6 @@ package official_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,16 +47,8 @@ func (p *documentProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.t.Errorf("upload: %v", err)
 			return
 		}
-		fields := map[string]any{}
-		for k, v := range r.MultipartForm.Value {
-			fields[k] = strings.Join(v, ",")
-		}
-		for k := range r.MultipartForm.File {
-			fields[k] = "(binary)"
-		}
-		b, _ := json.Marshal(fields)
-		if err := p.doc.ValidateRequest(providersim.OpUploadMedia, b); err != nil || fields["messaging_product"] != "whatsapp" || fields["file"] == nil {
-			p.t.Errorf("upload outside the document: %v %s", err, b)
+		if err := p.doc.ValidateUploadForm(r.MultipartForm); err != nil || r.FormValue("messaging_product") != "whatsapp" || r.MultipartForm.File["file"] == nil {
+			p.t.Errorf("upload outside the document: %v %v", err, r.MultipartForm.Value)
 		}
 		_, _ = io.WriteString(w, `{"id":"4490709327384033"}`)
 	default:

@@ -175,24 +175,10 @@ func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMes
 		in.ReplyToExternalID = m.Context.ID
 	}
 	in.TypeID, in.Text = describe(m)
-	var media *InboundMedia
-	switch m.Type {
-	case "image":
-		media = m.Image
-	case "video":
-		media = m.Video
-	case "audio":
-		media = m.Audio
-	case "document":
-		media = m.Document
-	case "sticker":
-		media = m.Sticker
-	case "reaction":
-		if m.Reaction != nil {
-			in.ReplyToExternalID = m.Reaction.MessageID
-		}
+	if m.Type == "reaction" && m.Reaction != nil {
+		in.ReplyToExternalID = m.Reaction.MessageID
 	}
-	if media != nil {
+	if media := m.media(); media != nil {
 		if _, err := s.receiver.FindByExternalID(ctx, ch.ID, m.ID); err == nil {
 			return nil // a repeated delivery: do not fetch the media again
 		}
@@ -223,6 +209,11 @@ func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMes
 	return s.receiver.ReceiveInbound(ctx, in)
 }
 
+// media is the file of a media message (nil for other kinds).
+func (m InboundMessage) media() *InboundMedia {
+	return map[string]*InboundMedia{"image": m.Image, "video": m.Video, "audio": m.Audio, "document": m.Document, "sticker": m.Sticker}[m.Type]
+}
+
 // describe maps a message kind of the provider's webhook onto a message
 // type and a readable text: nothing a contact sends is stored without
 // saying what it was.
@@ -243,19 +234,7 @@ func describe(m InboundMessage) (int, string) {
 	case "image", "video", "audio", "document", "sticker":
 		t := map[string]int{"image": msgtype.Image, "video": msgtype.Video, "audio": msgtype.Audio,
 			"document": msgtype.Document, "sticker": msgtype.Sticker}[m.Type]
-		var media *InboundMedia
-		switch m.Type {
-		case "image":
-			media = m.Image
-		case "video":
-			media = m.Video
-		case "audio":
-			media = m.Audio
-		case "document":
-			media = m.Document
-		case "sticker":
-			media = m.Sticker
-		}
+		media := m.media()
 		if media == nil {
 			return t, "[" + m.Type + " without its media]"
 		}

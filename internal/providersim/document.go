@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime/multipart"
 	"sort"
 	"strconv"
 	"strings"
@@ -268,6 +269,24 @@ func (d *Document) ValidateRequest(op string, body []byte) error {
 		return fmt.Errorf("no request schema for %s", op)
 	}
 	return d.validate(s, body, op == OpSendMessage)
+}
+
+// ValidateUploadForm checks a media upload: the document describes the
+// form as an object of string fields (file: binary), so its fields are
+// checked as such, and the platform needs messaging_product and a file.
+func (d *Document) ValidateUploadForm(form *multipart.Form) error {
+	fields := map[string]any{}
+	for k, v := range form.Value {
+		fields[k] = strings.Join(v, ",")
+	}
+	for k := range form.File {
+		fields[k] = "(binary)"
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	return d.ValidateRequest(OpUploadMedia, b)
 }
 
 // ValidateAuthorization checks an Authorization header against the

@@ -498,17 +498,7 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadRequest, invalidParam("The upload is not a valid multipart form"))
 		return
 	}
-	// The document describes the form as an object of string fields (file:
-	// binary): its fields are checked as such.
-	fields := map[string]any{}
-	for k, v := range r.MultipartForm.Value {
-		fields[k] = strings.Join(v, ",")
-	}
-	for k := range r.MultipartForm.File {
-		fields[k] = "(binary)"
-	}
-	b, _ := json.Marshal(fields)
-	if err := s.doc.ValidateRequest(OpUploadMedia, b); err != nil {
+	if err := s.doc.ValidateUploadForm(r.MultipartForm); err != nil {
 		writeAPIError(w, http.StatusBadRequest, invalidParam(err.Error()))
 		return
 	}
