@@ -212,11 +212,11 @@ type MessagePayload struct {
 	MessageTypeID   MessageType   `json:"message_type_id"`
 	MessageSourceID MessageSource `json:"message_source_id"`
 	StatusID        MessageStatus `json:"status_id"`
-	// True after the message was edited.
+	// True after the message was edited. Never on the official channel: the provider's API has no edit, so an edit there is refused before anything changes.
 	Edited bool `json:"edited"`
 	// True when the message was forwarded.
 	IsForwarded bool `json:"is_forwarded"`
-	// When the message was revoked for everyone; null when it was not.
+	// When the message was revoked for everyone; null when it was not. Always null on the official channel: the provider's API has no revoke, so revoking for everyone is refused there.
 	RevokedAt *string `json:"revoked_at"`
 	// Company channel the message went through.
 	CompanyChannelID int64 `json:"company_channel_id"`
