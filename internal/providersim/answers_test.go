@@ -114,6 +114,9 @@ func TestAnswersAndWebhooksFitTheDocument(t *testing.T) {
 		{Type: "image", Media: &providersim.InboundMedia{MimeType: "image/png", Caption: "foto", DataBase64: png}},
 		{Type: "document", Media: &providersim.InboundMedia{MimeType: "application/pdf", Filename: "Fatura Abril.pdf", DataBase64: png}},
 		{Type: "sticker", Media: &providersim.InboundMedia{MimeType: "image/webp", DataBase64: png}},
+		{Message: []byte(`{"type":"location","location":{"latitude":-23.55,"longitude":-46.63,"name":"Loja Centro"}}`)},
+		{Message: []byte(`{"type":"reaction","reaction":{"message_id":"wamid.earlier","emoji":"👍"}}`)},
+		{Message: []byte(`{"type":"interactive","context":{"from":"5511999990001","id":"wamid.earlier"},"interactive":{"type":"button_reply","button_reply":{"id":"yes","title":"Sim"}}}`)},
 	} {
 		in.PhoneNumberID, in.From, in.Name = "111", "5511977776666", "Maria"
 		if _, err := ctl.Inbound(ctx, in); err != nil {
@@ -132,10 +135,16 @@ func TestAnswersAndWebhooksFitTheDocument(t *testing.T) {
 	if _, err := ctl.Receipt(ctx, providersim.ReceiptRequest{MessageID: sent[1].ID, Status: "failed", Reason: providersim.ReasonNoAccount}); err != nil {
 		t.Fatal(err)
 	}
+	// A message outside the document is refused (400), not posted.
+	if _, err := ctl.Inbound(ctx, providersim.InboundRequest{PhoneNumberID: "111", From: "5511977776666",
+		Message: []byte(`{"type":"location","location":{"latitude":"x","colour":"red"}}`)}); err == nil ||
+		!strings.Contains(err.Error(), ": 400 ") || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("a message outside the document: %v", err)
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if len(rc.bodies) != 9 {
-		t.Fatalf("%d webhooks, want 9", len(rc.bodies))
+	if len(rc.bodies) != 12 {
+		t.Fatalf("%d webhooks, want 12", len(rc.bodies))
 	}
 	for i, b := range rc.bodies {
 		if err := doc.ValidateRequest(providersim.OpWebhook, b); err != nil {
@@ -145,8 +154,8 @@ func TestAnswersAndWebhooksFitTheDocument(t *testing.T) {
 			t.Errorf("webhook %d signed %q", i, rc.sigs[i])
 		}
 	}
-	if !strings.Contains(string(rc.bodies[5]), `"biz_opaque_callback_data":"42"`) || !strings.Contains(string(rc.bodies[5]), `"pricing"`) {
-		t.Errorf("the receipt does not echo the callback data with its pricing: %s", rc.bodies[5])
+	if !strings.Contains(string(rc.bodies[8]), `"biz_opaque_callback_data":"42"`) || !strings.Contains(string(rc.bodies[8]), `"pricing"`) {
+		t.Errorf("the receipt does not echo the callback data with its pricing: %s", rc.bodies[8])
 	}
 }
 

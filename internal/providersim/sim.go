@@ -21,6 +21,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -682,9 +683,15 @@ type InboundRequest struct {
 	PhoneNumberID string `json:"phone_number_id"`
 	From          string `json:"from"`
 	Name          string `json:"name,omitempty"`
-	// Type is text (default), image, video, audio, document or sticker.
+	// Type is text (default), image, video, audio, document or sticker;
+	// any other kind is given as Message.
 	Type string `json:"type,omitempty"`
-	Text string `json:"text,omitempty"`
+	// Message is a message object in the provider's webhook format, of any
+	// kind (location, contacts, reaction, button, interactive, order,
+	// system, unsupported); from, id and timestamp are filled in. It must
+	// fit the document's WebhookPayload.
+	Message json.RawMessage `json:"message,omitempty"`
+	Text    string          `json:"text,omitempty"`
 	// Media is the file of a media message (base64), with its caption.
 	Media *InboundMedia `json:"media,omitempty"`
 	// ID is the message id to use (default: a new one); reuse it to
@@ -738,10 +745,11 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 	if in.ReplyTo != "" {
 		msg.Context = &inboundCtx{From: acc.DisplayPhoneNumber, ID: in.ReplyTo}
 	}
-	switch msg.Type {
-	case "text":
+	switch {
+	case in.Message != nil:
+	case msg.Type == "text":
 		msg.Text = &TextBody{Body: in.Text}
-	case "image", "video", "audio", "document", "sticker":
+	case msg.Type == "image" || msg.Type == "video" || msg.Type == "audio" || msg.Type == "document" || msg.Type == "sticker":
 		if in.Media == nil {
 			controlError(w, http.StatusBadRequest, "media is required for a "+msg.Type+" message")
 			return
@@ -768,13 +776,19 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 			msg.Sticker = im
 		}
 	default:
-		controlError(w, http.StatusBadRequest, "unsupported type "+msg.Type)
+		controlError(w, http.StatusBadRequest, "unsupported type "+msg.Type+" (give other kinds as message)")
 		return
 	}
 	raw, err := json.Marshal(msg)
 	if err != nil {
 		controlError(w, http.StatusInternalServerError, err.Error())
 		return
+	}
+	if in.Message != nil {
+		if raw, err = withEnvelope(in.Message, msg); err != nil {
+			controlError(w, http.StatusBadRequest, "message: "+err.Error())
+			return
+		}
 	}
 	v := webhookValueOf(acc)
 	v.Messages = []json.RawMessage{raw}
@@ -783,11 +797,34 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 	v.Contacts = []webhookContact{c}
 	res, err := s.post(r, acc, v)
 	if err != nil {
-		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error(), "message_id": in.ID})
+		status := http.StatusBadGateway
+		if errors.Is(err, errOutsideDocument) {
+			status = http.StatusBadRequest
+		}
+		writeJSON(w, status, map[string]string{"error": err.Error(), "message_id": in.ID})
 		return
 	}
 	res.MessageID = in.ID
 	writeJSON(w, http.StatusOK, res)
+}
+
+// withEnvelope completes a message object given in the provider's format
+// with the sender, id, timestamp (and reply context) of env.
+func withEnvelope(message json.RawMessage, env inboundMessage) (json.RawMessage, error) {
+	var m map[string]any
+	if err := json.Unmarshal(message, &m); err != nil {
+		return nil, err
+	}
+	if t, _ := m["type"].(string); t == "" {
+		return nil, errors.New("type is required")
+	}
+	m["from"], m["id"], m["timestamp"] = env.From, env.ID, env.Timestamp
+	if env.Context != nil {
+		if _, ok := m["context"]; !ok {
+			m["context"] = env.Context
+		}
+	}
+	return json.Marshal(m)
 }
 
 // ReceiptRequest makes the platform report a status of a sent message.
@@ -876,6 +913,10 @@ func Sign(appSecret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// errOutsideDocument is a webhook the simulator would post that does not
+// fit the provider's document: never posted.
+var errOutsideDocument = errors.New("webhook outside the provider's document")
+
 // post delivers a signed webhook to the account's webhook URL; the body
 // must fit the document's WebhookPayload first.
 func (s *Server) post(r *http.Request, acc *Account, v webhookValue) (WebhookResult, error) {
@@ -890,7 +931,7 @@ func (s *Server) post(r *http.Request, acc *Account, v webhookValue) (WebhookRes
 		return WebhookResult{}, err
 	}
 	if err := s.doc.ValidateRequest(OpWebhook, body); err != nil {
-		return WebhookResult{}, fmt.Errorf("simulator webhook outside the provider's document: %w", err)
+		return WebhookResult{}, fmt.Errorf("%w: %w", errOutsideDocument, err)
 	}
 	return s.deliver(r.Context(), acc, body)
 }
