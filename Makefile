@@ -44,6 +44,8 @@ lint: ## gofmt, go vet, and the import arrows (capabilities never import the HTT
 		grep -vE '^github.com/chatmsg/gateway/internal/(app|httpapi|apitest)[ /]' | \
 		grep -E ' github.com/chatmsg/gateway/(gen/api|internal/httpapi|internal/app)( |$$)' || true); \
 		if [ -n "$$bad" ]; then echo "import arrows broken (capabilities must not import gen/api, httpapi or app):"; echo "$$bad"; exit 1; fi
+	@if $(GO) list -deps -test ./internal/providersim/... ./cmd/providersim/ | grep -qx 'github.com/chatmsg/gateway/internal/official'; then \
+		echo "internal/providersim must not import internal/official: the simulator is built from the provider's document, not from the client"; exit 1; fi
 
 .PHONY: lint-specs
 lint-specs: ## validate both documents with the pinned npm linters (Redocly, Spectral, AsyncAPI CLI)

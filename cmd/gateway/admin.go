@@ -113,13 +113,19 @@ var adminCommands = map[string]adminCommand{
 		fs.StringVar(&in.PhoneNumberID, "phone-number-id", "", "provider phone number id (required)")
 		fs.StringVar(&in.AccessToken, "access-token", "", "provider access token (required)")
 		fs.StringVar(&in.AppSecret, "app-secret", "", "provider app secret, verifies inbound webhook signatures (required)")
-		fs.StringVar(&in.BaseURL, "base-url", "", "provider API base URL, e.g. http://127.0.0.1:9090 for providersim (required)")
+		fs.StringVar(&in.BaseURL, "base-url", "", "provider API base URL with its version (default: the provider's Graph API, "+
+			official.GraphURL+"/<api-version>; e.g. http://127.0.0.1:9090/v23.0 for providersim)")
+		version := fs.String("api-version", official.GraphVersion, "Graph API version of the default base URL")
 		return func(ctx context.Context, a *app.App) (any, error) {
+			if in.BaseURL == "" {
+				in.BaseURL = official.GraphURL + "/" + *version
+			}
 			ch, err := a.Channels.RegisterOfficial(ctx, in)
 			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"company_channel_id": ch.ID, "provider_account_id": ch.ProviderAccount.ID, "key": ch.Key}, nil
+			return map[string]any{"company_channel_id": ch.ID, "provider_account_id": ch.ProviderAccount.ID, "key": ch.Key,
+				"base_url": ch.ProviderAccount.BaseURL}, nil
 		}
 	}},
 	"company set-quota": {func(fs *flag.FlagSet) adminAction {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
@@ -49,7 +50,23 @@ func TestAdminOfficialCommands(t *testing.T) {
 	admin("bootstrap", "--company", "Acme", "--email", "a@acme.test")
 	admin("channel", "register-official", "--company-id", "1", "--name", "Loja", "--key", "5511999990001",
 		"--business-account-id", "102938475610293", "--phone-number-id", "109876543210987", "--access-token", "tok",
-		"--app-secret", "sec", "--base-url", srv.URL)
+		"--app-secret", "sec", "--base-url", srv.URL+"/v23.0")
+	// Without --base-url: the provider's real Graph API, at the document's
+	// version or the one asked for.
+	for i, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "https://graph.facebook.com/v23.0"},
+		{[]string{"--api-version", "v24.0"}, "https://graph.facebook.com/v24.0"},
+	} {
+		n := fmt.Sprint(i + 2)
+		out := admin(append([]string{"channel", "register-official", "--company-id", "1", "--name", "Real " + n, "--key", "551199999000" + n,
+			"--business-account-id", "w" + n, "--phone-number-id", "p" + n, "--access-token", "tok", "--app-secret", "sec"}, tc.args...)...)
+		if out["base_url"] != tc.want {
+			t.Fatalf("register-official %v: %v, want base_url %s", tc.args, out, tc.want)
+		}
+	}
 
 	info := admin("channel", "webhook-info", "--company-id", "1", "--account-id", "1")
 	want := official.VerifyToken(&channels.ProviderAccount{AppSecret: "sec", PhoneNumberID: "109876543210987"})

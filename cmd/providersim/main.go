@@ -1,6 +1,7 @@
 // Command providersim runs the official provider simulator: the provider's
-// Cloud-API-style HTTP interface plus the control API documented in
-// internal/official/README.md. Optionally it registers one account and
+// HTTP interface as its published OpenAPI document describes it (every
+// request validated against that document) plus the control API documented
+// in internal/official/README.md. Optionally it registers one account and
 // demo templates at start, so a local gateway can use it right away.
 package main
 
@@ -38,7 +39,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&acc.AccessToken, "access-token", "", "access token the gateway must present")
 	fs.StringVar(&acc.AppSecret, "app-secret", "", "app secret that signs the webhooks")
 	fs.StringVar(&acc.DisplayPhoneNumber, "display-phone-number", "", "the number as contacts see it")
-	fs.StringVar(&acc.WebhookURL, "webhook-url", "", "where inbound webhooks go, e.g. http://127.0.0.1:8080/api/provider-webhooks/<phone-number-id>")
+	fs.StringVar(&acc.WebhookURL, "webhook-url", "", "where inbound webhooks go, e.g. http://127.0.0.1:8080/provider-webhooks/<phone-number-id>")
 	demo := fs.Bool("demo-templates", false, "seed demo templates (positional, named, IMAGE and DOCUMENT headers) for the registered account")
 	if err := fs.Parse(args); err != nil {
 		return err

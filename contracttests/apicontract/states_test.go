@@ -19,7 +19,6 @@ import (
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
-	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/providersim"
 )
 
@@ -241,9 +240,9 @@ func (o officialChannel) contactWrites() {
 // periodic sync and `gateway admin` do) and returns its id from the API.
 func (o officialChannel) template() int64 {
 	ctx := context.Background()
-	_, err := o.ctl.SeedTemplates(ctx, providersim.TemplatesRequest{BusinessAccountID: "waba-" + o.pnid, Templates: []official.Template{{
+	_, err := o.ctl.SeedTemplates(ctx, providersim.TemplatesRequest{BusinessAccountID: "waba-" + o.pnid, Templates: []providersim.Template{{
 		Name: templateName, Language: "pt_BR", Category: "UTILITY", ParameterFormat: "POSITIONAL",
-		Components: []official.TemplateDefComponent{
+		Components: []providersim.TemplateDefComponent{
 			{Type: "BODY", Text: "Olá {{1}}, o pedido {{2}} saiu para entrega."},
 			{Type: "FOOTER", Text: "Loja Exemplo"},
 		}}}})

@@ -385,14 +385,20 @@ func (e MessageStatusId) Valid() bool {
 
 // Defines values for MessageTypeId.
 const (
-	MessageTypeIdAudio    MessageTypeId = 4
-	MessageTypeIdDocument MessageTypeId = 5
-	MessageTypeIdImage    MessageTypeId = 2
-	MessageTypeIdLocation MessageTypeId = 8
-	MessageTypeIdSticker  MessageTypeId = 7
-	MessageTypeIdTemplate MessageTypeId = 6
-	MessageTypeIdText     MessageTypeId = 1
-	MessageTypeIdVideo    MessageTypeId = 3
+	MessageTypeIdAudio       MessageTypeId = 4
+	MessageTypeIdContacts    MessageTypeId = 9
+	MessageTypeIdDocument    MessageTypeId = 5
+	MessageTypeIdImage       MessageTypeId = 2
+	MessageTypeIdLocation    MessageTypeId = 8
+	MessageTypeIdOrder       MessageTypeId = 12
+	MessageTypeIdReaction    MessageTypeId = 10
+	MessageTypeIdReply       MessageTypeId = 11
+	MessageTypeIdSticker     MessageTypeId = 7
+	MessageTypeIdSystem      MessageTypeId = 13
+	MessageTypeIdTemplate    MessageTypeId = 6
+	MessageTypeIdText        MessageTypeId = 1
+	MessageTypeIdUnsupported MessageTypeId = 14
+	MessageTypeIdVideo       MessageTypeId = 3
 )
 
 // Valid indicates whether the value is a known member of the MessageTypeId enum.
@@ -400,17 +406,29 @@ func (e MessageTypeId) Valid() bool {
 	switch e {
 	case MessageTypeIdAudio:
 		return true
+	case MessageTypeIdContacts:
+		return true
 	case MessageTypeIdDocument:
 		return true
 	case MessageTypeIdImage:
 		return true
 	case MessageTypeIdLocation:
 		return true
+	case MessageTypeIdOrder:
+		return true
+	case MessageTypeIdReaction:
+		return true
+	case MessageTypeIdReply:
+		return true
 	case MessageTypeIdSticker:
+		return true
+	case MessageTypeIdSystem:
 		return true
 	case MessageTypeIdTemplate:
 		return true
 	case MessageTypeIdText:
+		return true
+	case MessageTypeIdUnsupported:
 		return true
 	case MessageTypeIdVideo:
 		return true
@@ -1471,7 +1489,7 @@ type EditedMessage struct {
 	// Id Internal message id (not the provider id).
 	Id int `json:"id"`
 
-	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location.
+	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
 	//
 	// Example: 1
 	MessageTypeId MessageTypeId `json:"message_type_id"`
@@ -1518,7 +1536,7 @@ type MessageSourceId int
 // Example: 2
 type MessageStatusId int
 
-// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location.
+// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
 //
 // Example: 1
 type MessageTypeId int
@@ -1914,7 +1932,7 @@ type SimulatorInboundResult struct {
 		ExternalId string `json:"external_id"`
 		IsGroup    bool   `json:"is_group"`
 
-		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location.
+		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
 		//
 		// Example: 1
 		MessageTypeId MessageTypeId `json:"message_type_id"`
@@ -4189,12 +4207,13 @@ type ClientInterface interface {
 	// provider (recent messages only). The edit is propagated to the recipient (shown as edited) and the
 	// stored content is updated; the answer has `edited=true`.
 	//
-	// The API document also lists editing among what is "not available on the official channel": that is the
-	// provider's refusal. On an official channel the call is forwarded to the provider; when the provider
-	// refuses, the answer is 509 with its reason and nothing changes.
+	// Not available on the official channel (the API document says so, and the provider's own published API
+	// has no edit operation): on an official channel the answer is 509 "Editing sent messages is not available
+	// on the official channel", without a provider call, and nothing changes.
 	//
 	// 509 `{message}`: `id` or `text` missing ("Id is required", "Text is required"), message not found,
-	// message has no external id, channel does not support editing, or refusal by the provider.
+	// message has no external id, channel does not support editing (the official channel among them), or refusal
+	// by the chat app.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4209,12 +4228,13 @@ type ClientInterface interface {
 	// provider (recent messages only). The edit is propagated to the recipient (shown as edited) and the
 	// stored content is updated; the answer has `edited=true`.
 	//
-	// The API document also lists editing among what is "not available on the official channel": that is the
-	// provider's refusal. On an official channel the call is forwarded to the provider; when the provider
-	// refuses, the answer is 509 with its reason and nothing changes.
+	// Not available on the official channel (the API document says so, and the provider's own published API
+	// has no edit operation): on an official channel the answer is 509 "Editing sent messages is not available
+	// on the official channel", without a provider call, and nothing changes.
 	//
 	// 509 `{message}`: `id` or `text` missing ("Id is required", "Text is required"), message not found,
-	// message has no external id, channel does not support editing, or refusal by the provider.
+	// message has no external id, channel does not support editing (the official channel among them), or refusal
+	// by the chat app.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4315,15 +4335,15 @@ type ClientInterface interface {
 	// | scope | condition | result |
 	// |---|---|---|
 	// | `me` (default) | any | record physically deleted in the service; provider not called; the recipient still sees the message |
-	// | `all` | message not yet revoked; channel is unofficial or official chat app | revoked at the provider (the recipient sees a deleted-message notice); message marked revoked in the service |
+	// | `all` | message not yet revoked; channel is the unofficial chat app | revoked at the chat app (the recipient sees a deleted-message notice); message marked revoked in the service |
 	// | `all` | message already revoked | message deleted in the service |
 	//
 	// `remove_media=true` also removes the stored media file of the message. Scope `all` is unsupported for
 	// social messenger and photo-social-network channels and disabled for embedded chat and bot messenger
-	// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is
-	// forwarded to the provider (the API document lists revoking among what the official channel does not
-	// offer: that is the provider's refusal); a refusal is reported as `Status=false` with the provider's
-	// reason in that message's entry, and the message is left unchanged.
+	// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is not
+	// available (the API document says so, and the provider's published API has no revoke operation): that
+	// entry answers `Status=false` with "Revoking sent messages is not available on the official channel",
+	// without a provider call, and the message is left unchanged.
 	//
 	// 509 `{message}`: `ids` missing or not an array, `scope` other than `me` or `all`, or an internal failure
 	// while revoking.
@@ -4341,15 +4361,15 @@ type ClientInterface interface {
 	// | scope | condition | result |
 	// |---|---|---|
 	// | `me` (default) | any | record physically deleted in the service; provider not called; the recipient still sees the message |
-	// | `all` | message not yet revoked; channel is unofficial or official chat app | revoked at the provider (the recipient sees a deleted-message notice); message marked revoked in the service |
+	// | `all` | message not yet revoked; channel is the unofficial chat app | revoked at the chat app (the recipient sees a deleted-message notice); message marked revoked in the service |
 	// | `all` | message already revoked | message deleted in the service |
 	//
 	// `remove_media=true` also removes the stored media file of the message. Scope `all` is unsupported for
 	// social messenger and photo-social-network channels and disabled for embedded chat and bot messenger
-	// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is
-	// forwarded to the provider (the API document lists revoking among what the official channel does not
-	// offer: that is the provider's refusal); a refusal is reported as `Status=false` with the provider's
-	// reason in that message's entry, and the message is left unchanged.
+	// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is not
+	// available (the API document says so, and the provider's published API has no revoke operation): that
+	// entry answers `Status=false` with "Revoking sent messages is not available on the official channel",
+	// without a provider call, and the message is left unchanged.
 	//
 	// 509 `{message}`: `ids` missing or not an array, `scope` other than `me` or `all`, or an internal failure
 	// while revoking.
@@ -4405,17 +4425,25 @@ type ClientInterface interface {
 
 	// ReceiveProviderWebhookWithBody Receive the provider's webhook (inbound messages and receipts)
 	//
-	// The provider POSTs inbound messages of contacts and delivery receipts (sent, delivered, read, failed) of
-	// the account's number here, in its Cloud-API webhook format, signed with `X-Hub-Signature-256:
+	// The provider POSTs inbound messages of contacts, delivery receipts (sent, delivered, read, failed) and
+	// group notifications of the account's number here, in the `WebhookPayload` format of its published
+	// OpenAPI document (Graph API v23.0), signed with `X-Hub-Signature-256:
 	// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
 	// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
 	// signature authenticates the provider.
 	//
 	// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
 	// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
-	// `omnichat.message.received`. A receipt moves the message status forward only (Enviada → Entregue →
-	// Lida, or Falha with the reason) and publishes `omnichat.message.sent` with the new `status_id`.
-	// Repeated deliveries change nothing. The body is JSON (declared as `application/*` so the signature is
+	// `omnichat.message.received`. Every kind the provider sends is stored with a type and a readable text:
+	// text (1), image (2), video (3), audio (4), document (5) and sticker (7) with the media fetched from the
+	// provider, location (8), contacts (9), reaction (10, `replied_message_id` is the reacted message),
+	// button and interactive button/list replies (11), order (12), system notices and group notifications
+	// (13, the group's conversation), unsupported kinds (14, with the provider's reason). A receipt moves the
+	// message status forward only (Enviada → Entregue → Lida, or Falha with the reason: each of the
+	// provider's `errors` with its code, plus the conversation and pricing category when given) and
+	// publishes `omnichat.message.sent` with the new `status_id`; a receipt that changes nothing (repeated
+	// or stale) counts as `ignored`. Repeated deliveries change nothing. Every delivery the provider makes
+	// of a valid payload answers 200 (a non-200 makes it retry). The body is JSON (declared as `application/*` so the signature is
 	// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
 	// (the provider retries the delivery).
 	//
@@ -5599,12 +5627,13 @@ func (c *Client) UpdateContactChannel(ctx context.Context, id int, body UpdateCo
 // provider (recent messages only). The edit is propagated to the recipient (shown as edited) and the
 // stored content is updated; the answer has `edited=true`.
 //
-// The API document also lists editing among what is "not available on the official channel": that is the
-// provider's refusal. On an official channel the call is forwarded to the provider; when the provider
-// refuses, the answer is 509 with its reason and nothing changes.
+// Not available on the official channel (the API document says so, and the provider's own published API
+// has no edit operation): on an official channel the answer is 509 "Editing sent messages is not available
+// on the official channel", without a provider call, and nothing changes.
 //
 // 509 `{message}`: `id` or `text` missing ("Id is required", "Text is required"), message not found,
-// message has no external id, channel does not support editing, or refusal by the provider.
+// message has no external id, channel does not support editing (the official channel among them), or refusal
+// by the chat app.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5629,12 +5658,13 @@ func (c *Client) EditMessageWithBody(ctx context.Context, contentType string, bo
 // provider (recent messages only). The edit is propagated to the recipient (shown as edited) and the
 // stored content is updated; the answer has `edited=true`.
 //
-// The API document also lists editing among what is "not available on the official channel": that is the
-// provider's refusal. On an official channel the call is forwarded to the provider; when the provider
-// refuses, the answer is 509 with its reason and nothing changes.
+// Not available on the official channel (the API document says so, and the provider's own published API
+// has no edit operation): on an official channel the answer is 509 "Editing sent messages is not available
+// on the official channel", without a provider call, and nothing changes.
 //
 // 509 `{message}`: `id` or `text` missing ("Id is required", "Text is required"), message not found,
-// message has no external id, channel does not support editing, or refusal by the provider.
+// message has no external id, channel does not support editing (the official channel among them), or refusal
+// by the chat app.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5785,15 +5815,15 @@ func (c *Client) UploadSendMediaWithBody(ctx context.Context, contentType string
 // | scope | condition | result |
 // |---|---|---|
 // | `me` (default) | any | record physically deleted in the service; provider not called; the recipient still sees the message |
-// | `all` | message not yet revoked; channel is unofficial or official chat app | revoked at the provider (the recipient sees a deleted-message notice); message marked revoked in the service |
+// | `all` | message not yet revoked; channel is the unofficial chat app | revoked at the chat app (the recipient sees a deleted-message notice); message marked revoked in the service |
 // | `all` | message already revoked | message deleted in the service |
 //
 // `remove_media=true` also removes the stored media file of the message. Scope `all` is unsupported for
 // social messenger and photo-social-network channels and disabled for embedded chat and bot messenger
-// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is
-// forwarded to the provider (the API document lists revoking among what the official channel does not
-// offer: that is the provider's refusal); a refusal is reported as `Status=false` with the provider's
-// reason in that message's entry, and the message is left unchanged.
+// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is not
+// available (the API document says so, and the provider's published API has no revoke operation): that
+// entry answers `Status=false` with "Revoking sent messages is not available on the official channel",
+// without a provider call, and the message is left unchanged.
 //
 // 509 `{message}`: `ids` missing or not an array, `scope` other than `me` or `all`, or an internal failure
 // while revoking.
@@ -5821,15 +5851,15 @@ func (c *Client) RevokeMessagesWithBody(ctx context.Context, contentType string,
 // | scope | condition | result |
 // |---|---|---|
 // | `me` (default) | any | record physically deleted in the service; provider not called; the recipient still sees the message |
-// | `all` | message not yet revoked; channel is unofficial or official chat app | revoked at the provider (the recipient sees a deleted-message notice); message marked revoked in the service |
+// | `all` | message not yet revoked; channel is the unofficial chat app | revoked at the chat app (the recipient sees a deleted-message notice); message marked revoked in the service |
 // | `all` | message already revoked | message deleted in the service |
 //
 // `remove_media=true` also removes the stored media file of the message. Scope `all` is unsupported for
 // social messenger and photo-social-network channels and disabled for embedded chat and bot messenger
-// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is
-// forwarded to the provider (the API document lists revoking among what the official channel does not
-// offer: that is the provider's refusal); a refusal is reported as `Status=false` with the provider's
-// reason in that message's entry, and the message is left unchanged.
+// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is not
+// available (the API document says so, and the provider's published API has no revoke operation): that
+// entry answers `Status=false` with "Revoking sent messages is not available on the official channel",
+// without a provider call, and the message is left unchanged.
 //
 // 509 `{message}`: `ids` missing or not an array, `scope` other than `me` or `all`, or an internal failure
 // while revoking.
@@ -5945,17 +5975,25 @@ func (c *Client) VerifyProviderWebhook(ctx context.Context, phoneNumberId string
 
 // ReceiveProviderWebhookWithBody Receive the provider's webhook (inbound messages and receipts)
 //
-// The provider POSTs inbound messages of contacts and delivery receipts (sent, delivered, read, failed) of
-// the account's number here, in its Cloud-API webhook format, signed with `X-Hub-Signature-256:
+// The provider POSTs inbound messages of contacts, delivery receipts (sent, delivered, read, failed) and
+// group notifications of the account's number here, in the `WebhookPayload` format of its published
+// OpenAPI document (Graph API v23.0), signed with `X-Hub-Signature-256:
 // sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
 // received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
 // signature authenticates the provider.
 //
 // An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
 // is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
-// `omnichat.message.received`. A receipt moves the message status forward only (Enviada → Entregue →
-// Lida, or Falha with the reason) and publishes `omnichat.message.sent` with the new `status_id`.
-// Repeated deliveries change nothing. The body is JSON (declared as `application/*` so the signature is
+// `omnichat.message.received`. Every kind the provider sends is stored with a type and a readable text:
+// text (1), image (2), video (3), audio (4), document (5) and sticker (7) with the media fetched from the
+// provider, location (8), contacts (9), reaction (10, `replied_message_id` is the reacted message),
+// button and interactive button/list replies (11), order (12), system notices and group notifications
+// (13, the group's conversation), unsupported kinds (14, with the provider's reason). A receipt moves the
+// message status forward only (Enviada → Entregue → Lida, or Falha with the reason: each of the
+// provider's `errors` with its code, plus the conversation and pricing category when given) and
+// publishes `omnichat.message.sent` with the new `status_id`; a receipt that changes nothing (repeated
+// or stale) counts as `ignored`. Repeated deliveries change nothing. Every delivery the provider makes
+// of a valid payload answers 200 (a non-200 makes it retry). The body is JSON (declared as `application/*` so the signature is
 // checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
 // (the provider retries the delivery).
 //
@@ -9032,12 +9070,13 @@ type ClientWithResponsesInterface interface {
 	// provider (recent messages only). The edit is propagated to the recipient (shown as edited) and the
 	// stored content is updated; the answer has `edited=true`.
 	//
-	// The API document also lists editing among what is "not available on the official channel": that is the
-	// provider's refusal. On an official channel the call is forwarded to the provider; when the provider
-	// refuses, the answer is 509 with its reason and nothing changes.
+	// Not available on the official channel (the API document says so, and the provider's own published API
+	// has no edit operation): on an official channel the answer is 509 "Editing sent messages is not available
+	// on the official channel", without a provider call, and nothing changes.
 	//
 	// 509 `{message}`: `id` or `text` missing ("Id is required", "Text is required"), message not found,
-	// message has no external id, channel does not support editing, or refusal by the provider.
+	// message has no external id, channel does not support editing (the official channel among them), or refusal
+	// by the chat app.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9052,12 +9091,13 @@ type ClientWithResponsesInterface interface {
 	// provider (recent messages only). The edit is propagated to the recipient (shown as edited) and the
 	// stored content is updated; the answer has `edited=true`.
 	//
-	// The API document also lists editing among what is "not available on the official channel": that is the
-	// provider's refusal. On an official channel the call is forwarded to the provider; when the provider
-	// refuses, the answer is 509 with its reason and nothing changes.
+	// Not available on the official channel (the API document says so, and the provider's own published API
+	// has no edit operation): on an official channel the answer is 509 "Editing sent messages is not available
+	// on the official channel", without a provider call, and nothing changes.
 	//
 	// 509 `{message}`: `id` or `text` missing ("Id is required", "Text is required"), message not found,
-	// message has no external id, channel does not support editing, or refusal by the provider.
+	// message has no external id, channel does not support editing (the official channel among them), or refusal
+	// by the chat app.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9160,15 +9200,15 @@ type ClientWithResponsesInterface interface {
 	// | scope | condition | result |
 	// |---|---|---|
 	// | `me` (default) | any | record physically deleted in the service; provider not called; the recipient still sees the message |
-	// | `all` | message not yet revoked; channel is unofficial or official chat app | revoked at the provider (the recipient sees a deleted-message notice); message marked revoked in the service |
+	// | `all` | message not yet revoked; channel is the unofficial chat app | revoked at the chat app (the recipient sees a deleted-message notice); message marked revoked in the service |
 	// | `all` | message already revoked | message deleted in the service |
 	//
 	// `remove_media=true` also removes the stored media file of the message. Scope `all` is unsupported for
 	// social messenger and photo-social-network channels and disabled for embedded chat and bot messenger
-	// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is
-	// forwarded to the provider (the API document lists revoking among what the official channel does not
-	// offer: that is the provider's refusal); a refusal is reported as `Status=false` with the provider's
-	// reason in that message's entry, and the message is left unchanged.
+	// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is not
+	// available (the API document says so, and the provider's published API has no revoke operation): that
+	// entry answers `Status=false` with "Revoking sent messages is not available on the official channel",
+	// without a provider call, and the message is left unchanged.
 	//
 	// 509 `{message}`: `ids` missing or not an array, `scope` other than `me` or `all`, or an internal failure
 	// while revoking.
@@ -9186,15 +9226,15 @@ type ClientWithResponsesInterface interface {
 	// | scope | condition | result |
 	// |---|---|---|
 	// | `me` (default) | any | record physically deleted in the service; provider not called; the recipient still sees the message |
-	// | `all` | message not yet revoked; channel is unofficial or official chat app | revoked at the provider (the recipient sees a deleted-message notice); message marked revoked in the service |
+	// | `all` | message not yet revoked; channel is the unofficial chat app | revoked at the chat app (the recipient sees a deleted-message notice); message marked revoked in the service |
 	// | `all` | message already revoked | message deleted in the service |
 	//
 	// `remove_media=true` also removes the stored media file of the message. Scope `all` is unsupported for
 	// social messenger and photo-social-network channels and disabled for embedded chat and bot messenger
-	// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is
-	// forwarded to the provider (the API document lists revoking among what the official channel does not
-	// offer: that is the provider's refusal); a refusal is reported as `Status=false` with the provider's
-	// reason in that message's entry, and the message is left unchanged.
+	// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is not
+	// available (the API document says so, and the provider's published API has no revoke operation): that
+	// entry answers `Status=false` with "Revoking sent messages is not available on the official channel",
+	// without a provider call, and the message is left unchanged.
 	//
 	// 509 `{message}`: `ids` missing or not an array, `scope` other than `me` or `all`, or an internal failure
 	// while revoking.
@@ -9260,17 +9300,25 @@ type ClientWithResponsesInterface interface {
 
 	// ReceiveProviderWebhookWithBodyWithResponse Receive the provider's webhook (inbound messages and receipts)
 	//
-	// The provider POSTs inbound messages of contacts and delivery receipts (sent, delivered, read, failed) of
-	// the account's number here, in its Cloud-API webhook format, signed with `X-Hub-Signature-256:
+	// The provider POSTs inbound messages of contacts, delivery receipts (sent, delivered, read, failed) and
+	// group notifications of the account's number here, in the `WebhookPayload` format of its published
+	// OpenAPI document (Graph API v23.0), signed with `X-Hub-Signature-256:
 	// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
 	// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
 	// signature authenticates the provider.
 	//
 	// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
 	// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
-	// `omnichat.message.received`. A receipt moves the message status forward only (Enviada → Entregue →
-	// Lida, or Falha with the reason) and publishes `omnichat.message.sent` with the new `status_id`.
-	// Repeated deliveries change nothing. The body is JSON (declared as `application/*` so the signature is
+	// `omnichat.message.received`. Every kind the provider sends is stored with a type and a readable text:
+	// text (1), image (2), video (3), audio (4), document (5) and sticker (7) with the media fetched from the
+	// provider, location (8), contacts (9), reaction (10, `replied_message_id` is the reacted message),
+	// button and interactive button/list replies (11), order (12), system notices and group notifications
+	// (13, the group's conversation), unsupported kinds (14, with the provider's reason). A receipt moves the
+	// message status forward only (Enviada → Entregue → Lida, or Falha with the reason: each of the
+	// provider's `errors` with its code, plus the conversation and pricing category when given) and
+	// publishes `omnichat.message.sent` with the new `status_id`; a receipt that changes nothing (repeated
+	// or stale) counts as `ignored`. Repeated deliveries change nothing. Every delivery the provider makes
+	// of a valid payload answers 200 (a non-200 makes it retry). The body is JSON (declared as `application/*` so the signature is
 	// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
 	// (the provider retries the delivery).
 	//
@@ -13078,12 +13126,13 @@ func (c *ClientWithResponses) UpdateContactChannelWithResponse(ctx context.Conte
 // provider (recent messages only). The edit is propagated to the recipient (shown as edited) and the
 // stored content is updated; the answer has `edited=true`.
 //
-// The API document also lists editing among what is "not available on the official channel": that is the
-// provider's refusal. On an official channel the call is forwarded to the provider; when the provider
-// refuses, the answer is 509 with its reason and nothing changes.
+// Not available on the official channel (the API document says so, and the provider's own published API
+// has no edit operation): on an official channel the answer is 509 "Editing sent messages is not available
+// on the official channel", without a provider call, and nothing changes.
 //
 // 509 `{message}`: `id` or `text` missing ("Id is required", "Text is required"), message not found,
-// message has no external id, channel does not support editing, or refusal by the provider.
+// message has no external id, channel does not support editing (the official channel among them), or refusal
+// by the chat app.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13104,12 +13153,13 @@ func (c *ClientWithResponses) EditMessageWithBodyWithResponse(ctx context.Contex
 // provider (recent messages only). The edit is propagated to the recipient (shown as edited) and the
 // stored content is updated; the answer has `edited=true`.
 //
-// The API document also lists editing among what is "not available on the official channel": that is the
-// provider's refusal. On an official channel the call is forwarded to the provider; when the provider
-// refuses, the answer is 509 with its reason and nothing changes.
+// Not available on the official channel (the API document says so, and the provider's own published API
+// has no edit operation): on an official channel the answer is 509 "Editing sent messages is not available
+// on the official channel", without a provider call, and nothing changes.
 //
 // 509 `{message}`: `id` or `text` missing ("Id is required", "Text is required"), message not found,
-// message has no external id, channel does not support editing, or refusal by the provider.
+// message has no external id, channel does not support editing (the official channel among them), or refusal
+// by the chat app.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13242,15 +13292,15 @@ func (c *ClientWithResponses) UploadSendMediaWithBodyWithResponse(ctx context.Co
 // | scope | condition | result |
 // |---|---|---|
 // | `me` (default) | any | record physically deleted in the service; provider not called; the recipient still sees the message |
-// | `all` | message not yet revoked; channel is unofficial or official chat app | revoked at the provider (the recipient sees a deleted-message notice); message marked revoked in the service |
+// | `all` | message not yet revoked; channel is the unofficial chat app | revoked at the chat app (the recipient sees a deleted-message notice); message marked revoked in the service |
 // | `all` | message already revoked | message deleted in the service |
 //
 // `remove_media=true` also removes the stored media file of the message. Scope `all` is unsupported for
 // social messenger and photo-social-network channels and disabled for embedded chat and bot messenger
-// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is
-// forwarded to the provider (the API document lists revoking among what the official channel does not
-// offer: that is the provider's refusal); a refusal is reported as `Status=false` with the provider's
-// reason in that message's entry, and the message is left unchanged.
+// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is not
+// available (the API document says so, and the provider's published API has no revoke operation): that
+// entry answers `Status=false` with "Revoking sent messages is not available on the official channel",
+// without a provider call, and the message is left unchanged.
 //
 // 509 `{message}`: `ids` missing or not an array, `scope` other than `me` or `all`, or an internal failure
 // while revoking.
@@ -13274,15 +13324,15 @@ func (c *ClientWithResponses) RevokeMessagesWithBodyWithResponse(ctx context.Con
 // | scope | condition | result |
 // |---|---|---|
 // | `me` (default) | any | record physically deleted in the service; provider not called; the recipient still sees the message |
-// | `all` | message not yet revoked; channel is unofficial or official chat app | revoked at the provider (the recipient sees a deleted-message notice); message marked revoked in the service |
+// | `all` | message not yet revoked; channel is the unofficial chat app | revoked at the chat app (the recipient sees a deleted-message notice); message marked revoked in the service |
 // | `all` | message already revoked | message deleted in the service |
 //
 // `remove_media=true` also removes the stored media file of the message. Scope `all` is unsupported for
 // social messenger and photo-social-network channels and disabled for embedded chat and bot messenger
-// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is
-// forwarded to the provider (the API document lists revoking among what the official channel does not
-// offer: that is the provider's refusal); a refusal is reported as `Status=false` with the provider's
-// reason in that message's entry, and the message is left unchanged.
+// channels: those entries answer `Status=false` with the reason. On an official channel, `all` is not
+// available (the API document says so, and the provider's published API has no revoke operation): that
+// entry answers `Status=false` with "Revoking sent messages is not available on the official channel",
+// without a provider call, and the message is left unchanged.
 //
 // 509 `{message}`: `ids` missing or not an array, `scope` other than `me` or `all`, or an internal failure
 // while revoking.
@@ -13384,17 +13434,25 @@ func (c *ClientWithResponses) VerifyProviderWebhookWithResponse(ctx context.Cont
 
 // ReceiveProviderWebhookWithBodyWithResponse Receive the provider's webhook (inbound messages and receipts)
 //
-// The provider POSTs inbound messages of contacts and delivery receipts (sent, delivered, read, failed) of
-// the account's number here, in its Cloud-API webhook format, signed with `X-Hub-Signature-256:
+// The provider POSTs inbound messages of contacts, delivery receipts (sent, delivered, read, failed) and
+// group notifications of the account's number here, in the `WebhookPayload` format of its published
+// OpenAPI document (Graph API v23.0), signed with `X-Hub-Signature-256:
 // sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
 // received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
 // signature authenticates the provider.
 //
 // An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
 // is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
-// `omnichat.message.received`. A receipt moves the message status forward only (Enviada → Entregue →
-// Lida, or Falha with the reason) and publishes `omnichat.message.sent` with the new `status_id`.
-// Repeated deliveries change nothing. The body is JSON (declared as `application/*` so the signature is
+// `omnichat.message.received`. Every kind the provider sends is stored with a type and a readable text:
+// text (1), image (2), video (3), audio (4), document (5) and sticker (7) with the media fetched from the
+// provider, location (8), contacts (9), reaction (10, `replied_message_id` is the reacted message),
+// button and interactive button/list replies (11), order (12), system notices and group notifications
+// (13, the group's conversation), unsupported kinds (14, with the provider's reason). A receipt moves the
+// message status forward only (Enviada → Entregue → Lida, or Falha with the reason: each of the
+// provider's `errors` with its code, plus the conversation and pricing category when given) and
+// publishes `omnichat.message.sent` with the new `status_id`; a receipt that changes nothing (repeated
+// or stale) counts as `ignored`. Repeated deliveries change nothing. Every delivery the provider makes
+// of a valid payload answers 200 (a non-200 makes it retry). The body is JSON (declared as `application/*` so the signature is
 // checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
 // (the provider retries the delivery).
 //

@@ -91,7 +91,7 @@ const (
 
 // MessageType is the schema components/schemas/MessageType of the AsyncAPI document.
 //
-// Type of a message: 1 Text, 2 Image, 3 Video, 4 Audio, 5 Document, 6 Template, 7 Sticker, 8 Location.
+// Type of a message: 1 Text, 2 Image, 3 Video, 4 Audio, 5 Document, 6 Template, 7 Sticker, 8 Location, 9 Contacts, 10 Reaction, 11 Reply, 12 Order, 13 System, 14 Unsupported.
 type MessageType int
 
 // MessageType values.
@@ -112,6 +112,18 @@ const (
 	MessageTypeSticker MessageType = 7
 	// MessageTypeLocation: Location.
 	MessageTypeLocation MessageType = 8
+	// MessageTypeContacts: Contact cards, summarised in the text.
+	MessageTypeContacts MessageType = 9
+	// MessageTypeReaction: Emoji reaction to the message in replied_message_id.
+	MessageTypeReaction MessageType = 10
+	// MessageTypeReply: The contact chose a button or list row the company offered; the text is its title.
+	MessageTypeReply MessageType = 11
+	// MessageTypeOrder: Order from the company's catalog, summarised in the text.
+	MessageTypeOrder MessageType = 12
+	// MessageTypeSystem: Platform notice (a contact changed number, group notifications).
+	MessageTypeSystem MessageType = 13
+	// MessageTypeUnsupported: A kind the platform could not pass on; the text says what it was.
+	MessageTypeUnsupported MessageType = 14
 )
 
 // MessageSource is the schema components/schemas/MessageSource of the AsyncAPI document.
@@ -200,11 +212,11 @@ type MessagePayload struct {
 	MessageTypeID   MessageType   `json:"message_type_id"`
 	MessageSourceID MessageSource `json:"message_source_id"`
 	StatusID        MessageStatus `json:"status_id"`
-	// True after the message was edited.
+	// True after the message was edited. Never on the official channel: the provider's API has no edit, so an edit there is refused before anything changes.
 	Edited bool `json:"edited"`
 	// True when the message was forwarded.
 	IsForwarded bool `json:"is_forwarded"`
-	// When the message was revoked for everyone; null when it was not.
+	// When the message was revoked for everyone; null when it was not. Always null on the official channel: the provider's API has no revoke, so revoking for everyone is refused there.
 	RevokedAt *string `json:"revoked_at"`
 	// Company channel the message went through.
 	CompanyChannelID int64 `json:"company_channel_id"`

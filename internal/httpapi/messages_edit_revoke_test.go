@@ -12,7 +12,6 @@ import (
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/messaging"
-	"github.com/chatmsg/gateway/internal/providersim"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
@@ -111,37 +110,18 @@ func TestEditMessage(t *testing.T) {
 			}
 		}
 
+		// The official channel has no edit (DESIGN §4): answered locally,
+		// without a provider call, nothing changes.
+		calls := len(e.sent())
 		r := edit(e.ten.Token, sent.ID, "edited text")
-		body := r.Map(t)
-		details, _ := body["details"].(map[string]any)
-		if r.Status != 509 || body["message"] != "The provider refused the edit" || details["reason"] != "Editing sent messages is not available on this channel" {
-			t.Fatalf("official edit refused: %d %s", r.Status, r.Body)
+		if r.Status != 509 || r.Map(t)["message"] != "Editing sent messages is not available on the official channel" {
+			t.Fatalf("official edit: %d %s", r.Status, r.Body)
 		}
 		if m, _ := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, sent.ID); m.Text != "original" || m.Edited {
 			t.Fatalf("a refused edit changed the message: %+v", m)
 		}
-
-		if err := e.ctl.Capabilities(ctx, providersim.CapabilitiesRequest{PhoneNumberID: e.pnid, Edit: true}); err != nil {
-			t.Fatal(err)
-		}
-		var edited struct {
-			ID               int64  `json:"id"`
-			Text             string `json:"text"`
-			Edited           bool   `json:"edited"`
-			ExternalID       string `json:"external_id"`
-			CompanyChannelID int64  `json:"company_channel_id"`
-			ContactChannelID int64  `json:"contact_channel_id"`
-			MessageTypeID    int    `json:"message_type_id"`
-			UpdatedAt        string `json:"updated_at"`
-		}
-		r = edit(e.ten.Token, sent.ID, "edited text")
-		r.JSON(t, &edited)
-		if r.Status != 200 || edited.ID != sent.ID || edited.Text != "edited text" || !edited.Edited || edited.ExternalID != a.Data.ExternalID ||
-			edited.CompanyChannelID != e.ch.ID || edited.ContactChannelID != sent.ContactChannelID || edited.MessageTypeID != 1 || !microUTC.MatchString(edited.UpdatedAt) {
-			t.Fatalf("official edit accepted: %d %s", r.Status, r.Body)
-		}
-		if got := e.sent()[0]; got.Status != "edited" || got.Request.Text.Body != "edited text" {
-			t.Fatalf("provider: %+v", got)
+		if len(e.sent()) != calls || e.sent()[0].Status != "accepted" {
+			t.Fatal("an official edit reached the provider")
 		}
 
 		r = edit(e.ten.Token, embMsg, "widget edit")
@@ -152,9 +132,8 @@ func TestEditMessage(t *testing.T) {
 }
 
 // TestRevokeMessages covers the removal table: scope me deletes without a
-// provider call; scope all revokes at the provider (refused by default on
-// the official channel, with its reason) and marks the message revoked,
-// and deletes it when already revoked; channel types without scope all;
+// provider call; scope all is answered locally on the official channel
+// (not available there, no provider call); channel types without scope all;
 // remove_media deletes the stored file; one answer per id, in order.
 func TestRevokeMessages(t *testing.T) {
 	t.Parallel()
@@ -224,7 +203,7 @@ func TestRevokeMessages(t *testing.T) {
 		// The official provider refuses revoking by default.
 		expect(revoke(map[string]any{"ids": []int64{first.ID, 999999, contactMsg.ID, byType[channels.EmbeddedChat], byType[channels.PhotoSocialNetwork],
 			byType[channels.SocialMessenger], byType[channels.BotMessenger]}, "scope": "all"}),
-			"-Revoking sent messages is not available on this channel",
+			"-Revoking sent messages is not available on the official channel",
 			"-Message not found",
 			"-Only messages sent by the company can be revoked for everyone",
 			"-Revoking for everyone is disabled on this channel",
@@ -235,18 +214,9 @@ func TestRevokeMessages(t *testing.T) {
 			t.Fatal("a refused revoke marked the message")
 		}
 
-		if err := e.ctl.Capabilities(ctx, providersim.CapabilitiesRequest{PhoneNumberID: e.pnid, Revoke: true}); err != nil {
-			t.Fatal(err)
+		if got := e.sent()[0]; got.Status != "accepted" {
+			t.Fatalf("an official revoke reached the provider: %+v", got)
 		}
-		expect(revoke(map[string]any{"ids": []int64{first.ID}, "scope": "all"}), "+Message revoked for everyone")
-		if m, err := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, first.ID); err != nil || m.RevokedAt == nil {
-			t.Fatalf("after revoke: %+v %v", m, err)
-		}
-		if got := e.sent()[0]; got.Status != "revoked" {
-			t.Fatalf("provider: %+v", got)
-		}
-		// Already revoked: scope all deletes it in the service.
-		expect(revoke(map[string]any{"ids": []int64{first.ID, first.ID}, "scope": "all"}), "+Message deleted", "-Message not found")
 
 		// Scope me (the default) deletes without calling the provider; the
 		// file stays unless remove_media.

@@ -218,7 +218,7 @@ func TestReceiptsOrdering(t *testing.T) {
 		b := sendOne("second")
 		receipt(b, "failed", "marketing_limit")
 		m := statusOf(b)
-		if m.StatusID != messaging.StatusFailed || m.FailureReason != "The marketing message limit for this recipient was reached" {
+		if m.StatusID != messaging.StatusFailed || m.FailureReason != "The marketing message limit for this recipient was reached (code 131049)" {
 			t.Fatalf("failed receipt: %+v", m)
 		}
 		receipt(b, "delivered", "")

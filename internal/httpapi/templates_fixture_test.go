@@ -7,35 +7,34 @@ import (
 	"testing"
 
 	"github.com/chatmsg/gateway/internal/apitest"
-	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/providersim"
 )
 
 // ofcTemplates cover both variable formats and every header format.
-func ofcTemplates() []official.Template {
-	return []official.Template{
-		{Name: "order_update", Language: "pt_BR", Category: "UTILITY", ParameterFormat: "POSITIONAL", Components: []official.TemplateDefComponent{
+func ofcTemplates() []providersim.Template {
+	return []providersim.Template{
+		{Name: "order_update", Language: "pt_BR", Category: "UTILITY", ParameterFormat: "POSITIONAL", Components: []providersim.TemplateDefComponent{
 			{Type: "BODY", Text: "Olá {{1}}, o pedido {{2}} saiu para entrega."},
 			{Type: "FOOTER", Text: "Loja"},
 		}},
-		{Name: "welcome_named", Language: "pt_BR", Category: "MARKETING", ParameterFormat: "NAMED", Components: []official.TemplateDefComponent{
+		{Name: "welcome_named", Language: "pt_BR", Category: "MARKETING", ParameterFormat: "NAMED", Components: []providersim.TemplateDefComponent{
 			{Type: "HEADER", Format: "TEXT", Text: "Bem-vindo, {{first_name}}"},
 			{Type: "BODY", Text: "Oi {{first_name}}, seu cupom é {{coupon}} ({{_internal}})."},
 		}},
-		{Name: "promo_image", Language: "pt_BR", Category: "MARKETING", Components: []official.TemplateDefComponent{
-			{Type: "HEADER", Format: "IMAGE", Example: &official.TemplateExample{HeaderHandle: []string{"https://cdn.example.com/promo.png"}}},
+		{Name: "promo_image", Language: "pt_BR", Category: "MARKETING", Components: []providersim.TemplateDefComponent{
+			{Type: "HEADER", Format: "IMAGE", Example: &providersim.TemplateExample{HeaderHandle: []string{"https://cdn.example.com/promo.png"}}},
 			{Type: "BODY", Text: "Promoção para {{1}}!"},
 		}},
-		{Name: "clip", Language: "pt_BR", Category: "MARKETING", Components: []official.TemplateDefComponent{
+		{Name: "clip", Language: "pt_BR", Category: "MARKETING", Components: []providersim.TemplateDefComponent{
 			{Type: "HEADER", Format: "VIDEO"},
 			{Type: "BODY", Text: "Veja o vídeo."},
 		}},
-		{Name: "invoice_ready", Language: "pt_BR", Category: "UTILITY", Components: []official.TemplateDefComponent{
+		{Name: "invoice_ready", Language: "pt_BR", Category: "UTILITY", Components: []providersim.TemplateDefComponent{
 			{Type: "HEADER", Format: "DOCUMENT"},
 			{Type: "BODY", Text: "Olá {{1}}, a fatura {{2}} está pronta."},
-			{Type: "BUTTONS", Buttons: []official.TemplateButton{{Type: "URL", Text: "Ver", URL: "https://shop.example.com/o/{{1}}"}, {Type: "QUICK_REPLY", Text: "Ok"}}},
+			{Type: "BUTTONS", Buttons: []providersim.TemplateButton{{Type: "URL", Text: "Ver", URL: "https://shop.example.com/o/{{1}}"}, {Type: "QUICK_REPLY", Text: "Ok"}}},
 		}},
-		{Name: "pending_review", Language: "pt_BR", Category: "MARKETING", Status: "PENDING", Components: []official.TemplateDefComponent{
+		{Name: "pending_review", Language: "pt_BR", Category: "MARKETING", Status: "PENDING", Components: []providersim.TemplateDefComponent{
 			{Type: "BODY", Text: "Ainda não aprovado."},
 		}},
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/auth"
-	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/providersim"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
@@ -102,12 +101,12 @@ func TestTemplateSync(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
 		ctx := context.Background()
-		var many []official.Template
+		var many []providersim.Template
 		for i := range 130 {
-			many = append(many, official.Template{Name: fmt.Sprintf("bulk_%03d", i), Language: "pt_BR", Category: "UTILITY",
-				Components: []official.TemplateDefComponent{{Type: "BODY", Text: fmt.Sprintf("Mensagem %d para {{1}}", i)}}})
+			many = append(many, providersim.Template{Name: fmt.Sprintf("bulk_%03d", i), Language: "pt_BR", Category: "UTILITY",
+				Components: []providersim.TemplateDefComponent{{Type: "BODY", Text: fmt.Sprintf("Mensagem %d para {{1}}", i)}}})
 		}
-		seed := func(list []official.Template, replace bool) {
+		seed := func(list []providersim.Template, replace bool) {
 			if _, err := e.ctl.SeedTemplates(ctx, providersim.TemplatesRequest{BusinessAccountID: "waba-" + e.pnid, Templates: list, Replace: replace}); err != nil {
 				t.Fatal(err)
 			}
@@ -120,8 +119,8 @@ func TestTemplateSync(t *testing.T) {
 		firstID := e.template("bulk_000")
 
 		changed := many[0]
-		changed.Components = []official.TemplateDefComponent{{Type: "BODY", Text: "Texto novo {{1}}"}}
-		seed([]official.Template{changed, many[1]}, true) // the other 128 are gone
+		changed.Components = []providersim.TemplateDefComponent{{Type: "BODY", Text: "Texto novo {{1}}"}}
+		seed([]providersim.Template{changed, many[1]}, true) // the other 128 are gone
 		res, err = e.h.App.Templates.Sync(ctx, e.ch)
 		if err != nil || res.Added != 0 || res.Updated != 2 || res.Disabled != 128 {
 			t.Fatalf("second sync: %+v %v", res, err)
@@ -140,7 +139,7 @@ func TestTemplateSync(t *testing.T) {
 			t.Fatalf("send of a disabled template: %d %s", resp.Status, resp.Body)
 		}
 		// The periodic job syncs every account in use.
-		seed([]official.Template{changed, many[1], many[2]}, true)
+		seed([]providersim.Template{changed, many[1], many[2]}, true)
 		n, err := e.h.App.Templates.SyncAll(ctx, 0)
 		if err != nil || n != 1 {
 			t.Fatalf("sync all: %d %v", n, err)

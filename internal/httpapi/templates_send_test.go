@@ -13,14 +13,14 @@ import (
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/msgtype"
-	"github.com/chatmsg/gateway/internal/official"
+	"github.com/chatmsg/gateway/internal/providersim"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
 
 // paramTexts flattens the text parameters of one component the provider
 // received ("name=value" for named ones).
-func paramTexts(req official.SendRequest, typ string) []string {
+func paramTexts(req providersim.SendRequest, typ string) []string {
 	var out []string
 	for _, c := range req.Template.Components {
 		if c.Type != typ {
@@ -173,15 +173,15 @@ func TestTemplateHeaderMedia(t *testing.T) {
 		type want struct {
 			status  int
 			message string
-			check   func(t *testing.T, req official.SendRequest)
+			check   func(t *testing.T, req providersim.SendRequest)
 		}
-		headerParam := func(req official.SendRequest) official.TemplateParameter {
+		headerParam := func(req providersim.SendRequest) providersim.TemplateParameter {
 			for _, c := range req.Template.Components {
 				if c.Type == "header" && len(c.Parameters) == 1 {
 					return c.Parameters[0]
 				}
 			}
-			return official.TemplateParameter{}
+			return providersim.TemplateParameter{}
 		}
 		cases := []struct {
 			name string
@@ -189,13 +189,13 @@ func TestTemplateHeaderMedia(t *testing.T) {
 			want want
 		}{
 			{"image header from URL", map[string]any{"provider_template_id": promo, "header_media_url": u("/img.png"), "variable_values": []string{"Ana"}},
-				want{200, "", func(t *testing.T, req official.SendRequest) {
+				want{200, "", func(t *testing.T, req providersim.SendRequest) {
 					if p := headerParam(req); p.Type != "image" || p.Image == nil || p.Image.ID == "" {
 						t.Fatalf("header %+v", p)
 					}
 				}}},
 			{"image header, the template's own media", map[string]any{"provider_template_id": promo},
-				want{200, "", func(t *testing.T, req official.SendRequest) {
+				want{200, "", func(t *testing.T, req providersim.SendRequest) {
 					if p := headerParam(req); p.Image == nil || p.Image.Link != "https://cdn.example.com/promo.png" {
 						t.Fatalf("header %+v", p)
 					}
@@ -205,7 +205,7 @@ func TestTemplateHeaderMedia(t *testing.T) {
 			{"pdf for an image header", map[string]any{"provider_template_id": promo, "header_media_url": u("/doc.pdf")},
 				want{509, "Header media must be an image (JPEG, PNG or WEBP) for the template's IMAGE header; header_media_url is application/pdf", nil}},
 			{"mp4 video header", map[string]any{"provider_template_id": clip, "header_media_url": u("/clip.mp4")},
-				want{200, "", func(t *testing.T, req official.SendRequest) {
+				want{200, "", func(t *testing.T, req providersim.SendRequest) {
 					if p := headerParam(req); p.Type != "video" || p.Video == nil || p.Video.ID == "" {
 						t.Fatalf("header %+v", p)
 					}
@@ -215,10 +215,10 @@ func TestTemplateHeaderMedia(t *testing.T) {
 			{"text for a video header", map[string]any{"provider_template_id": clip, "header_media_url": u("/text.txt")},
 				want{509, "Header media must be a video (MP4 or 3GPP) for the template's VIDEO header; header_media_url is text/plain", nil}},
 			{"document header with a file name", map[string]any{"provider_template_id": invoice, "header_media_url": u("/doc.pdf"),
-				"header_media_filename": "fatura-48213.pdf", "variable_values": []string{"Ana", "#48213"}},
-				want{200, "", func(t *testing.T, req official.SendRequest) {
+				"header_media_filename": "Fatura Abril.pdf", "variable_values": []string{"Ana", "#48213"}},
+				want{200, "", func(t *testing.T, req providersim.SendRequest) {
 					p := headerParam(req)
-					if p.Type != "document" || p.Document == nil || p.Document.Filename != "fatura-48213.pdf" || p.Document.ID == "" {
+					if p.Type != "document" || p.Document == nil || p.Document.Filename != "Fatura Abril.pdf" || p.Document.ID == "" {
 						t.Fatalf("header %+v", p)
 					}
 					if got := paramTexts(req, "button"); fmt.Sprint(got) != "[Ana]" {
@@ -226,7 +226,7 @@ func TestTemplateHeaderMedia(t *testing.T) {
 					}
 				}}},
 			{"document name derived from the URL", map[string]any{"provider_template_id": invoice, "header_media_url": u("/doc.pdf")},
-				want{200, "", func(t *testing.T, req official.SendRequest) {
+				want{200, "", func(t *testing.T, req providersim.SendRequest) {
 					if p := headerParam(req); p.Document == nil || p.Document.Filename != "doc.pdf" {
 						t.Fatalf("header %+v", p)
 					}

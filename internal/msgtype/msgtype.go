@@ -17,6 +17,21 @@ const (
 	Template = 6
 	Sticker  = 7
 	Location = 8
+	// Contacts is one or more contact cards, summarised in the text.
+	Contacts = 9
+	// Reaction is an emoji reaction to another message (replied_message_id).
+	Reaction = 10
+	// Reply is the contact's choice of a button or list row the company
+	// offered; the text is the choice's title.
+	Reply = 11
+	// Order is an order from the company's catalog, summarised in the text.
+	Order = 12
+	// System is a notice of the platform (a contact changed number, a group
+	// was created or changed), not something the contact wrote.
+	System = 13
+	// Unsupported is a message the platform could not pass on; the text
+	// says what it was.
+	Unsupported = 14
 )
 
 // ForContentType is the message type of a file of contentType (parameters

@@ -252,15 +252,8 @@ func (c *Client) SendMessage(ctx context.Context, acc *channels.ProviderAccount,
 	req.Header.Set("Content-Type", "application/json")
 	var out SendResponse
 	var raw []byte
-	refused := "The provider refused the message"
-	switch body.Type {
-	case "edit":
-		refused = "The provider refused the edit"
-	case "revoke":
-		refused = "The provider refused to revoke the message"
-	}
 	if err := c.do(ctx, acc, req, &out, &raw, answerLimit); err != nil {
-		return SendResponse{}, nil, classify(err, refused)
+		return SendResponse{}, nil, classify(err, "The provider refused the message")
 	}
 	// The answer already decoded into out; the raw map is what clients see
 	// of it, and stays nil for an answer that is not an object.
@@ -333,7 +326,7 @@ func (c *Client) DownloadMedia(ctx context.Context, acc *channels.ProviderAccoun
 	if info.URL == "" {
 		return info, nil, fault.New(fault.Refused, "The provider gave no media URL")
 	}
-	if info.FileSize > limit {
+	if int64(info.FileSize) > limit {
 		return info, nil, fault.New(fault.Refused, "The media is larger than the service accepts")
 	}
 	var data []byte
@@ -342,3 +335,12 @@ func (c *Client) DownloadMedia(ctx context.Context, acc *channels.ProviderAccoun
 	}
 	return info, data, nil
 }
+
+// The provider's real API: the Graph host and the version of the published
+// document this client is written against (internal/providersim/testdata).
+// An account's base URL is GraphURL/GraphVersion unless an administrator
+// sets another (the simulator).
+const (
+	GraphURL     = "https://graph.facebook.com"
+	GraphVersion = "v23.0"
+)

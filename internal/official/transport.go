@@ -3,7 +3,10 @@ package official
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -63,7 +66,7 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 		case msgtype.Audio:
 			req.Type, req.Audio = "audio", obj
 		default:
-			obj.Caption, obj.Filename = out.Text, out.Media.FileName
+			obj.Caption, obj.Filename = out.Text, DocumentFileName(out.Media.FileName)
 			req.Type, req.Document = "document", obj
 		}
 	default:
@@ -106,7 +109,7 @@ func (t *Transport) template(ctx context.Context, acc *channels.ProviderAccount,
 				p.Video = media
 			case "DOCUMENT":
 				if ts.HeaderMedia != nil {
-					media.Filename = ts.HeaderMedia.FileName
+					media.Filename = DocumentFileName(ts.HeaderMedia.FileName)
 				}
 				p.Document = media
 			}
@@ -134,29 +137,25 @@ func (t *Transport) template(ctx context.Context, acc *channels.ProviderAccount,
 	return obj, nil
 }
 
-// Edit forwards an edit to the provider. The platform refuses it on this
-// channel: Refused with its reason. Errors: Refused, Unavailable.
-func (t *Transport) Edit(ctx context.Context, ch channels.Channel, target messaging.Target, text string) error {
-	acc, err := account(ch)
-	if err != nil {
-		return err
-	}
-	_, _, err = t.client.SendMessage(ctx, acc, SendRequest{RecipientType: recipientType(target.IsGroup), To: target.ContactKey, Type: "edit",
-		Edit: &EditObject{MessageID: target.ExternalID, Text: TextBody{Body: text}}})
-	return err
+// Messages of the API document's "not available on the official channel":
+// the provider's API has no edit and no revoke operation (its document,
+// internal/providersim/testdata), so both are answered here, without a
+// provider call, and nothing changes.
+const (
+	editUnavailable   = "Editing sent messages is not available on the official channel"
+	revokeUnavailable = "Revoking sent messages is not available on the official channel"
+)
+
+// Edit answers locally: the provider has no edit. Errors: Rule, always
+// (answered 509 with the reason; messaging stores nothing).
+func (t *Transport) Edit(context.Context, channels.Channel, messaging.Target, string) error {
+	return fault.New(fault.Rule, editUnavailable)
 }
 
-// Revoke forwards a revoke-for-everyone to the provider. The platform
-// refuses it on this channel: Refused with its reason. Errors: Refused,
-// Unavailable.
-func (t *Transport) Revoke(ctx context.Context, ch channels.Channel, target messaging.Target) error {
-	acc, err := account(ch)
-	if err != nil {
-		return err
-	}
-	_, _, err = t.client.SendMessage(ctx, acc, SendRequest{RecipientType: recipientType(target.IsGroup), To: target.ContactKey, Type: "revoke",
-		Revoke: &RevokeObject{MessageID: target.ExternalID}})
-	return err
+// Revoke answers locally: the provider has no revoke for everyone.
+// Errors: Rule, always (that entry answers Status=false with the reason).
+func (t *Transport) Revoke(context.Context, channels.Channel, messaging.Target) error {
+	return fault.New(fault.Rule, revokeUnavailable)
 }
 
 // recipientType is the provider's name for a chat of that kind.
@@ -165,4 +164,42 @@ func recipientType(isGroup bool) string {
 		return "group"
 	}
 	return "individual"
+}
+
+// documentNameLimit caps a document's file name: the recipient sees it,
+// and file systems take 255 bytes.
+const documentNameLimit = 240
+
+// DocumentFileName is the name a document is shown to the recipient with:
+// the client's own name ("Fatura Abril.pdf" stays so), without what the
+// provider or a file system cannot take — path separators (only the last
+// element is kept) and control characters — and capped in length, keeping
+// the extension. "" when nothing is left.
+func DocumentFileName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	if name == "." || name == ".." {
+		return ""
+	}
+	if len(name) > documentNameLimit {
+		ext := path.Ext(name)
+		if len(ext) > 16 {
+			ext = ""
+		}
+		stem := name[:len(name)-len(ext)]
+		cut := documentNameLimit - len(ext)
+		for cut > 0 && !utf8.RuneStart(stem[cut]) {
+			cut--
+		}
+		name = strings.TrimSpace(stem[:cut]) + ext
+	}
+	return name
 }

@@ -111,14 +111,23 @@ func (s *Service) ReceiveProviderWebhook(ctx context.Context, phoneNumberID, sig
 	}
 	for _, e := range p.Entry {
 		for _, c := range e.Changes {
-			if c.Field != "messages" {
-				sum.Ignored++
-				continue
-			}
 			v := c.Value
 			if id := v.Metadata.PhoneNumberID; id != "" && id != phoneNumberID {
 				// Another number of the same app: its own endpoint gets it.
-				sum.Ignored += len(v.Messages) + len(v.Statuses)
+				sum.Ignored += len(v.Messages) + len(v.Statuses) + len(v.Groups)
+				continue
+			}
+			if len(v.Groups) > 0 {
+				for _, g := range v.Groups {
+					if err := s.group(ctx, ch, c.Field, g); err != nil {
+						return sum, err
+					}
+					sum.Messages++
+				}
+				continue
+			}
+			if c.Field != "messages" {
+				sum.Ignored++
 				continue
 			}
 			names := map[string]string{}
@@ -165,39 +174,11 @@ func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMes
 		in.IsForwarded = m.Context.Forwarded
 		in.ReplyToExternalID = m.Context.ID
 	}
-	var media *InboundMedia
-	switch m.Type {
-	case "text":
-		in.TypeID = msgtype.Text
-		if m.Text != nil {
-			in.Text = m.Text.Body
-		}
-	case "image":
-		in.TypeID, media = msgtype.Image, m.Image
-	case "video":
-		in.TypeID, media = msgtype.Video, m.Video
-	case "audio":
-		in.TypeID, media = msgtype.Audio, m.Audio
-	case "document":
-		in.TypeID, media = msgtype.Document, m.Document
-	case "sticker":
-		in.TypeID, media = msgtype.Sticker, m.Sticker
-	case "location":
-		in.TypeID = msgtype.Location
-		if l := m.Location; l != nil {
-			in.Text = strings.TrimSpace(fmt.Sprintf("%s %s (%f, %f)", l.Name, l.Address, l.Latitude, l.Longitude))
-		}
-	case "button":
-		in.TypeID = msgtype.Text
-		if m.Button != nil {
-			in.Text = m.Button.Text
-		}
-	default:
-		in.TypeID = msgtype.Text
-		in.Text = fmt.Sprintf("[unsupported message type %q]", m.Type)
+	in.TypeID, in.Text = describe(m)
+	if m.Type == "reaction" && m.Reaction != nil {
+		in.ReplyToExternalID = m.Reaction.MessageID
 	}
-	if media != nil {
-		in.Text = media.Caption
+	if media := m.media(); media != nil {
 		if _, err := s.receiver.FindByExternalID(ctx, ch.ID, m.ID); err == nil {
 			return nil // a repeated delivery: do not fetch the media again
 		}
@@ -206,8 +187,10 @@ func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMes
 		case fault.Unavailable:
 			return err
 		case fault.Refused:
-			// Gone or refused for good: keep the message, without its file.
+			// Gone or refused for good: keep the message, without its file,
+			// and say so in its text.
 			s.logger.WarnContext(ctx, "inbound media not available; storing the message without it", "message", m.ID, "err", err)
+			in.Text = strings.TrimSpace(in.Text + " [" + m.Type + " not available]")
 		default:
 			if err != nil {
 				return err
@@ -216,7 +199,7 @@ func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMes
 			if ct == "" {
 				ct = info.MimeType
 			}
-			fileName := media.Filename
+			fileName := DocumentFileName(media.Filename)
 			if fileName == "" {
 				fileName = messaging.SafeFileName("", messaging.SniffContentType(data))
 			}
@@ -226,10 +209,185 @@ func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMes
 	return s.receiver.ReceiveInbound(ctx, in)
 }
 
+// media is the file of a media message (nil for other kinds).
+func (m InboundMessage) media() *InboundMedia {
+	return map[string]*InboundMedia{"image": m.Image, "video": m.Video, "audio": m.Audio, "document": m.Document, "sticker": m.Sticker}[m.Type]
+}
+
+// describe maps a message kind of the provider's webhook onto a message
+// type and a readable text: nothing a contact sends is stored without
+// saying what it was.
+func describe(m InboundMessage) (int, string) {
+	switch m.Type {
+	case "text":
+		text := ""
+		if m.Text != nil {
+			text = m.Text.Body
+		}
+		if m.Context != nil && m.Context.ReferredProduct != nil {
+			text += fmt.Sprintf(" [about product %s of catalog %s]", m.Context.ReferredProduct.ProductRetailerID, m.Context.ReferredProduct.CatalogID)
+		}
+		if r := m.Referral; r != nil {
+			text += fmt.Sprintf(" [from %s %q %s]", r.SourceType, r.Headline, r.SourceURL)
+		}
+		return msgtype.Text, strings.TrimSpace(text)
+	case "image", "video", "audio", "document", "sticker":
+		t := map[string]int{"image": msgtype.Image, "video": msgtype.Video, "audio": msgtype.Audio,
+			"document": msgtype.Document, "sticker": msgtype.Sticker}[m.Type]
+		media := m.media()
+		if media == nil {
+			return t, "[" + m.Type + " without its media]"
+		}
+		return t, media.Caption
+	case "location":
+		l := m.Location
+		if l == nil {
+			return msgtype.Location, "[location]"
+		}
+		parts := []string{}
+		for _, p := range []string{l.Name, l.Address} {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("(%s, %s)", l.Latitude, l.Longitude))
+		if l.URL != "" {
+			parts = append(parts, l.URL)
+		}
+		return msgtype.Location, strings.Join(parts, " ")
+	case "contacts":
+		var cards []string
+		for _, c := range m.Contacts {
+			name := c.Name.FormattedName
+			if name == "" {
+				name = strings.TrimSpace(c.Name.FirstName + " " + c.Name.LastName)
+			}
+			var phones []string
+			for _, p := range c.Phones {
+				phones = append(phones, p.Phone)
+			}
+			card := name
+			if len(phones) > 0 {
+				card += " " + strings.Join(phones, ", ")
+			}
+			if c.Org.Company != "" {
+				card += " (" + c.Org.Company + ")"
+			}
+			cards = append(cards, strings.TrimSpace(card))
+		}
+		return msgtype.Contacts, "Contacts: " + strings.Join(cards, "; ")
+	case "reaction":
+		if m.Reaction == nil || m.Reaction.Emoji == "" {
+			return msgtype.Reaction, "[reaction removed]"
+		}
+		return msgtype.Reaction, m.Reaction.Emoji
+	case "button":
+		if m.Button == nil {
+			return msgtype.Reply, "[button]"
+		}
+		return msgtype.Reply, m.Button.Text
+	case "interactive":
+		if i := m.Interactive; i != nil {
+			switch {
+			case i.ButtonReply != nil:
+				return msgtype.Reply, i.ButtonReply.Title
+			case i.ListReply != nil:
+				text := i.ListReply.Title
+				if i.ListReply.Description != "" {
+					text += " — " + i.ListReply.Description
+				}
+				return msgtype.Reply, text
+			}
+		}
+		return msgtype.Reply, "[interactive reply]"
+	case "order":
+		o := m.Order
+		if o == nil {
+			return msgtype.Order, "[order]"
+		}
+		var items []string
+		for _, it := range o.ProductItems {
+			items = append(items, fmt.Sprintf("%s x%s at %s %s", it.ProductRetailerID, it.Quantity, it.ItemPrice, it.Currency))
+		}
+		text := fmt.Sprintf("Order of %d item(s) from catalog %s: %s", len(o.ProductItems), o.CatalogID, strings.Join(items, "; "))
+		if o.Text != "" {
+			text += ". " + o.Text
+		}
+		return msgtype.Order, text
+	case "system":
+		if m.System == nil {
+			return msgtype.System, "[system notice]"
+		}
+		return msgtype.System, m.System.Body
+	}
+	// unsupported, unknown, and any kind the platform adds later.
+	text := fmt.Sprintf("[unsupported message type %q", m.Type)
+	if len(m.Errors) > 0 {
+		e := m.Errors[0]
+		reason := e.ErrorData.Details
+		if reason == "" {
+			reason = e.Title
+		}
+		text += fmt.Sprintf(": %s (code %d)", reason, e.Code)
+	}
+	return msgtype.Unsupported, text + "]"
+}
+
+// group reports a group notification as a system message of the group's
+// conversation: the provider sends no message id, so the notification's
+// request id, field and type make one (a repeated delivery is ignored).
+func (s *Service) group(ctx context.Context, ch channels.Channel, field string, g GroupNotification) error {
+	participants := func(list []GroupParticipant) string {
+		var out []string
+		for _, p := range list {
+			id := string(p.WaID)
+			if id == "" {
+				id = string(p.Input)
+			}
+			out = append(out, id)
+		}
+		return strings.Join(out, ", ")
+	}
+	var parts []string
+	// A participants notification says so in its field; its type is not
+	// to be trusted (the document's own example says group_create).
+	if !strings.Contains(field, "participant") {
+		switch g.Type {
+		case "group_create":
+			parts = append(parts, "Group created")
+		case "group_delete":
+			parts = append(parts, "Group deleted")
+		case "group_settings_update":
+			parts = append(parts, "Group settings changed")
+		}
+		if len(parts) > 0 && g.Subject != "" {
+			parts[0] += ": " + g.Subject
+		}
+	}
+	if len(g.AddedParticipants) > 0 {
+		parts = append(parts, "participants added: "+participants(g.AddedParticipants))
+	}
+	if len(g.RemovedParticipants) > 0 {
+		parts = append(parts, "participants removed: "+participants(g.RemovedParticipants))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "Group notification "+g.Type)
+	}
+	text := strings.Join(parts, "; ")
+	text = strings.ToUpper(text[:1]) + text[1:]
+	in := messaging.Inbound{Channel: ch, ExternalID: "group." + field + "." + g.Type + "." + g.RequestID, ContactKey: g.GroupID,
+		IsGroup: true, TypeID: msgtype.System, Text: text, SentAt: unixTime(string(g.Timestamp))}
+	return s.receiver.ReceiveInbound(ctx, in)
+}
+
 var receiptStatus = map[string]int{
 	"sent": messaging.StatusSent, "delivered": messaging.StatusDelivered, "read": messaging.StatusRead, "failed": messaging.StatusFailed,
 }
 
+// receipt reports one status to messaging. It is applied when it moved the
+// stored status; a stale or repeated one (a status the message already
+// passed) changes nothing and counts as ignored, as the OpenAPI document's
+// ProviderWebhookResult says.
 func (s *Service) receipt(ctx context.Context, ch channels.Channel, st StatusUpdate) (bool, error) {
 	status, ok := receiptStatus[st.Status]
 	if !ok {
@@ -241,17 +399,73 @@ func (s *Service) receipt(ctx context.Context, ch channels.Channel, st StatusUpd
 	if id, err := strconv.ParseInt(st.BizOpaqueCallbackData, 10, 64); err == nil && id > 0 {
 		r.MessageID = id
 	}
-	if status == messaging.StatusFailed && len(st.Errors) > 0 {
-		e := st.Errors[0]
-		r.Reason = e.ErrorData.Details
-		if r.Reason == "" {
-			r.Reason = e.Title
-		}
+	if status == messaging.StatusFailed {
+		r.Reason = failureReason(st)
 	}
-	err := s.receiver.ApplyReceipt(ctx, r)
+	before, err := s.receiver.FindByExternalID(ctx, ch.ID, st.ID)
+	if err != nil && fault.KindOf(err) != fault.NotFound {
+		return false, err
+	}
+	// Not found: perhaps still waiting for its external id (before stays
+	// the zero message, so adopting it counts as applied).
+	err = s.receiver.ApplyReceipt(ctx, r)
 	if fault.KindOf(err) == fault.NotFound {
 		s.logger.InfoContext(ctx, "receipt for an unknown message ignored", "external_id", st.ID, "status", st.Status)
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	after, err := s.receiver.FindByExternalID(ctx, ch.ID, st.ID)
+	if fault.KindOf(err) == fault.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	applied := after.StatusID != before.StatusID || after.ID != before.ID
+	if applied && st.Pricing != nil {
+		s.logger.DebugContext(ctx, "receipt priced", "external_id", st.ID, "category", st.Pricing.Category,
+			"billable", st.Pricing.Billable, "pricing_model", st.Pricing.PricingModel)
+	}
+	return applied, nil
+}
+
+// failureReason is the stored reason of a failed status: every error the
+// provider gave (its details, else its title, with the code), and the
+// conversation and pricing category when the status carries them — the
+// one place the API document has for what the provider said.
+func failureReason(st StatusUpdate) string {
+	var parts []string
+	for _, e := range st.Errors {
+		reason := e.ErrorData.Details
+		if reason == "" {
+			reason = e.Title
+		}
+		if reason == "" {
+			reason = e.Message
+		}
+		if e.Code != 0 {
+			reason = fmt.Sprintf("%s (code %d)", reason, e.Code)
+		}
+		parts = append(parts, reason)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "Delivery failed")
+	}
+	var extra []string
+	if c := st.Conversation; c != nil && (c.ID != "" || c.Origin.Type != "") {
+		extra = append(extra, "conversation "+strings.TrimSpace(c.ID+" "+c.Origin.Type))
+	}
+	if p := st.Pricing; p != nil && p.Category != "" {
+		extra = append(extra, "pricing "+p.Category)
+	}
+	reason := strings.Join(parts, "; ")
+	if len(extra) > 0 {
+		reason += " [" + strings.Join(extra, ", ") + "]"
+	}
+	if r := []rune(reason); len(r) > 255 {
+		reason = string(r[:254]) + "…"
+	}
+	return reason
 }

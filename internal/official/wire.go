@@ -1,7 +1,16 @@
 package official
 
-// The provider's Cloud-API-style wire format: what the client sends and
-// reads, and what providersim serves. Field names are the platform's.
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The provider's wire format, as its published OpenAPI document (Graph API
+// v23.0) describes it: what the client sends and reads. Field names are the
+// platform's. internal/providersim validates these requests against the
+// document itself (client_contract_test.go), without sharing these types.
 
 // SendRequest is the body of POST /{phone-number-id}/messages.
 type SendRequest struct {
@@ -11,17 +20,20 @@ type SendRequest struct {
 	Type             string `json:"type"`
 	// BizOpaqueCallbackData is echoed in status webhooks; the gateway puts
 	// its message id there for diagnosis.
-	BizOpaqueCallbackData string       `json:"biz_opaque_callback_data,omitempty"`
-	Text                  *TextBody    `json:"text,omitempty"`
-	Image                 *MediaObject `json:"image,omitempty"`
-	Video                 *MediaObject `json:"video,omitempty"`
-	Audio                 *MediaObject `json:"audio,omitempty"`
-	Document              *MediaObject `json:"document,omitempty"`
-	Template              *TemplateObj `json:"template,omitempty"`
-	// Edit and Revoke are the forwarded edit and revoke-for-everyone
-	// requests; the platform refuses them on this channel.
-	Edit   *EditObject   `json:"edit,omitempty"`
-	Revoke *RevokeObject `json:"revoke,omitempty"`
+	BizOpaqueCallbackData string `json:"biz_opaque_callback_data,omitempty"`
+	// Context makes the message a reply to one of the conversation's.
+	Context  *MessageContext `json:"context,omitempty"`
+	Text     *TextBody       `json:"text,omitempty"`
+	Image    *MediaObject    `json:"image,omitempty"`
+	Video    *MediaObject    `json:"video,omitempty"`
+	Audio    *MediaObject    `json:"audio,omitempty"`
+	Document *MediaObject    `json:"document,omitempty"`
+	Template *TemplateObj    `json:"template,omitempty"`
+}
+
+// MessageContext is the message a send answers.
+type MessageContext struct {
+	MessageID string `json:"message_id"`
 }
 
 // TextBody is a text message.
@@ -69,17 +81,6 @@ type TemplateParameter struct {
 	Document      *MediaObject `json:"document,omitempty"`
 }
 
-// EditObject asks to replace the text of a sent message.
-type EditObject struct {
-	MessageID string   `json:"message_id"`
-	Text      TextBody `json:"text"`
-}
-
-// RevokeObject asks to revoke a sent message for everyone.
-type RevokeObject struct {
-	MessageID string `json:"message_id"`
-}
-
 // SendResponse is the provider's answer to an accepted send.
 type SendResponse struct {
 	MessagingProduct string `json:"messaging_product"`
@@ -100,12 +101,31 @@ type MediaUploadResponse struct {
 
 // MediaInfo is the answer of GET /{media-id}.
 type MediaInfo struct {
-	MessagingProduct string `json:"messaging_product"`
-	URL              string `json:"url"`
-	MimeType         string `json:"mime_type"`
-	SHA256           string `json:"sha256"`
-	FileSize         int64  `json:"file_size"`
-	ID               string `json:"id"`
+	MessagingProduct string   `json:"messaging_product"`
+	URL              string   `json:"url"`
+	MimeType         string   `json:"mime_type"`
+	SHA256           string   `json:"sha256"`
+	FileSize         flexSize `json:"file_size"`
+	ID               string   `json:"id"`
+}
+
+// flexSize is a byte count the provider's document types as a string
+// ("303833") while the platform has also been seen answering a number:
+// both decode.
+type flexSize int64
+
+func (f *flexSize) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || s == "null" {
+		*f = 0
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("file_size %s: %w", b, err)
+	}
+	*f = flexSize(n)
+	return nil
 }
 
 // ErrorBody is every error answer: {error:{message,type,code,error_data:{details}}}.
@@ -186,22 +206,61 @@ type WebhookEntry struct {
 	Changes []WebhookChange `json:"changes"`
 }
 
-// WebhookChange is one change notification.
+// WebhookChange is one change notification: field messages (messages and
+// statuses) or one of the group notifications.
 type WebhookChange struct {
 	Field string       `json:"field"`
 	Value WebhookValue `json:"value"`
 }
 
-// WebhookValue carries inbound messages and status receipts of one number.
+// WebhookValue carries inbound messages, status receipts and group
+// notifications of one number.
 type WebhookValue struct {
 	MessagingProduct string `json:"messaging_product"`
 	Metadata         struct {
 		DisplayPhoneNumber string `json:"display_phone_number"`
 		PhoneNumberID      string `json:"phone_number_id"`
 	} `json:"metadata"`
-	Contacts []WebhookContact `json:"contacts,omitempty"`
-	Messages []InboundMessage `json:"messages,omitempty"`
-	Statuses []StatusUpdate   `json:"statuses,omitempty"`
+	Contacts []WebhookContact    `json:"contacts,omitempty"`
+	Messages []InboundMessage    `json:"messages,omitempty"`
+	Statuses []StatusUpdate      `json:"statuses,omitempty"`
+	Groups   []GroupNotification `json:"groups,omitempty"`
+}
+
+// GroupNotification is a change of a group the business number is in.
+// The document's examples send timestamps as strings and participants as
+// numbers, its schema the other way round: both decode.
+type GroupNotification struct {
+	Timestamp           flexString         `json:"timestamp"`
+	GroupID             string             `json:"group_id"`
+	Type                string             `json:"type"`
+	RequestID           string             `json:"request_id"`
+	Subject             string             `json:"subject,omitempty"`
+	AddedParticipants   []GroupParticipant `json:"added_participants,omitempty"`
+	RemovedParticipants []GroupParticipant `json:"removed_participants,omitempty"`
+}
+
+// GroupParticipant is a member added to or removed from a group.
+type GroupParticipant struct {
+	Input flexString `json:"input"`
+	WaID  flexString `json:"wa_id"`
+}
+
+// flexString is a string or a number of the payload, as text.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*f = flexString(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*f = flexString(n.String())
+	return nil
 }
 
 // WebhookContact is the profile of a contact who wrote.
@@ -225,20 +284,85 @@ type InboundMessage struct {
 	Document  *InboundMedia `json:"document,omitempty"`
 	Sticker   *InboundMedia `json:"sticker,omitempty"`
 	Location  *struct {
-		Latitude  float64 `json:"latitude"`
-		Longitude float64 `json:"longitude"`
-		Name      string  `json:"name,omitempty"`
-		Address   string  `json:"address,omitempty"`
+		Latitude  json.Number `json:"latitude"`
+		Longitude json.Number `json:"longitude"`
+		Name      string      `json:"name,omitempty"`
+		Address   string      `json:"address,omitempty"`
+		URL       string      `json:"url,omitempty"`
 	} `json:"location,omitempty"`
 	Button *struct {
 		Text    string `json:"text"`
 		Payload string `json:"payload"`
 	} `json:"button,omitempty"`
+	Reaction *struct {
+		MessageID string `json:"message_id"`
+		Emoji     string `json:"emoji"`
+	} `json:"reaction,omitempty"`
+	Interactive *struct {
+		Type        string `json:"type"`
+		ButtonReply *struct {
+			ID    string `json:"id"`
+			Title string `json:"title"`
+		} `json:"button_reply,omitempty"`
+		ListReply *struct {
+			ID          string `json:"id"`
+			Title       string `json:"title"`
+			Description string `json:"description,omitempty"`
+		} `json:"list_reply,omitempty"`
+	} `json:"interactive,omitempty"`
+	Contacts []SharedContact `json:"contacts,omitempty"`
+	Order    *struct {
+		CatalogID    string `json:"catalog_id"`
+		Text         string `json:"text"`
+		ProductItems []struct {
+			ProductRetailerID string      `json:"product_retailer_id"`
+			Quantity          json.Number `json:"quantity"`
+			ItemPrice         json.Number `json:"item_price"`
+			Currency          string      `json:"currency"`
+		} `json:"product_items"`
+	} `json:"order,omitempty"`
+	System *struct {
+		Body    string `json:"body"`
+		Type    string `json:"type"`
+		WaID    string `json:"wa_id,omitempty"`
+		NewWaID string `json:"new_wa_id,omitempty"`
+	} `json:"system,omitempty"`
+	Errors   []StatusError `json:"errors,omitempty"`
+	Referral *struct {
+		SourceURL  string `json:"source_url"`
+		SourceType string `json:"source_type"`
+		Headline   string `json:"headline"`
+		Body       string `json:"body"`
+	} `json:"referral,omitempty"`
 	Context *struct {
-		From      string `json:"from"`
-		ID        string `json:"id"`
-		Forwarded bool   `json:"forwarded,omitempty"`
+		From            string `json:"from"`
+		ID              string `json:"id"`
+		Forwarded       bool   `json:"forwarded,omitempty"`
+		ReferredProduct *struct {
+			CatalogID         string `json:"catalog_id"`
+			ProductRetailerID string `json:"product_retailer_id"`
+		} `json:"referred_product,omitempty"`
 	} `json:"context,omitempty"`
+}
+
+// SharedContact is a contact card a contact sent.
+type SharedContact struct {
+	Name struct {
+		FormattedName string `json:"formatted_name"`
+		FirstName     string `json:"first_name"`
+		LastName      string `json:"last_name"`
+	} `json:"name"`
+	Org struct {
+		Company string `json:"company"`
+	} `json:"org"`
+	Phones []struct {
+		Phone string `json:"phone"`
+		WaID  string `json:"wa_id"`
+		Type  string `json:"type"`
+	} `json:"phones"`
+	Emails []struct {
+		Email string `json:"email"`
+	} `json:"emails"`
 }
 
 // InboundMedia references media a contact sent.
@@ -258,6 +382,17 @@ type StatusUpdate struct {
 	RecipientID           string        `json:"recipient_id"`
 	BizOpaqueCallbackData string        `json:"biz_opaque_callback_data,omitempty"`
 	Errors                []StatusError `json:"errors,omitempty"`
+	Conversation          *struct {
+		ID     string `json:"id"`
+		Origin struct {
+			Type string `json:"type"`
+		} `json:"origin"`
+	} `json:"conversation,omitempty"`
+	Pricing *struct {
+		Billable     bool   `json:"billable"`
+		PricingModel string `json:"pricing_model"`
+		Category     string `json:"category"`
+	} `json:"pricing,omitempty"`
 }
 
 // StatusError explains a failed status.
@@ -265,6 +400,7 @@ type StatusError struct {
 	Code      int    `json:"code"`
 	Title     string `json:"title"`
 	Message   string `json:"message,omitempty"`
+	Href      string `json:"href,omitempty"`
 	ErrorData struct {
 		Details string `json:"details"`
 	} `json:"error_data"`

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-
-	"github.com/chatmsg/gateway/internal/official"
 )
 
 // Control is a client of the simulator's control API (what tests and
@@ -73,9 +71,9 @@ func (c Control) Receipt(ctx context.Context, in ReceiptRequest) (WebhookResult,
 }
 
 // SeedTemplates adds or replaces templates of a business account.
-func (c Control) SeedTemplates(ctx context.Context, in TemplatesRequest) ([]official.Template, error) {
+func (c Control) SeedTemplates(ctx context.Context, in TemplatesRequest) ([]Template, error) {
 	var out struct {
-		Templates []official.Template `json:"templates"`
+		Templates []Template `json:"templates"`
 	}
 	err := c.call(ctx, http.MethodPost, "/_control/templates", in, &out)
 	return out.Templates, err
@@ -91,9 +89,14 @@ func (c Control) Outage(ctx context.Context, in FaultRequest) error {
 	return c.call(ctx, http.MethodPost, "/_control/outages", in, nil)
 }
 
-// Capabilities lets a number accept (or refuse) edits and revokes.
-func (c Control) Capabilities(ctx context.Context, in CapabilitiesRequest) error {
-	return c.call(ctx, http.MethodPost, "/_control/capabilities", in, nil)
+// Deliveries lists, per message, how many sends the simulator received
+// and accepted (all numbers when pnid is empty).
+func (c Control) Deliveries(ctx context.Context, pnid string) ([]Delivery, error) {
+	var out struct {
+		Deliveries []Delivery `json:"deliveries"`
+	}
+	err := c.call(ctx, http.MethodGet, "/_control/deliveries?phone_number_id="+url.QueryEscape(pnid), nil, &out)
+	return out.Deliveries, err
 }
 
 // Messages lists what a number sent.

@@ -1,19 +1,27 @@
-// Package providersim simulates the official provider's HTTP interface
-// (the Cloud-API-style wire format of package official) for local runs and
-// tests, plus a control API under /_control/ that drives it: register
-// accounts, make a contact send a message (the simulator then POSTs a
-// signed webhook to the gateway), emit receipts, seed templates, and make
-// the next sends fail (refusal with a reason, or an outage). Edit and
-// revoke-for-everyone are refused by default, as the platform does.
+// Package providersim simulates the official provider's HTTP interface for
+// local runs and tests, built from the provider's own published OpenAPI
+// document (testdata/, Graph API v23.0) and independent of the gateway's
+// client (it never imports internal/official; `make lint` checks it): every
+// request is validated against the document's operation and refused as the
+// provider refuses (HTTP 400 with its error object), with the document's
+// own defects relaxed in one list (Relaxations). A control API under
+// /_control/ drives it: register accounts, make a contact send a message
+// (the simulator then POSTs a signed webhook to the gateway), emit
+// receipts, seed templates, make the next sends fail (refusal with a
+// reason, or an outage), and count what it received per message.
 // cmd/providersim serves it; tests start it in-process on 127.0.0.1.
 package providersim
 
 import (
 	"bytes"
+	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,8 +32,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/chatmsg/gateway/internal/official"
 )
 
 // Account is a simulated business phone number.
@@ -42,13 +48,15 @@ type Account struct {
 
 // SentMessage is a message the business sent through the simulator.
 type SentMessage struct {
-	ID            string               `json:"id"`
-	PhoneNumberID string               `json:"phone_number_id"`
-	To            string               `json:"to"`
-	Type          string               `json:"type"`
-	Status        string               `json:"status"`
-	Request       official.SendRequest `json:"request"`
-	CreatedAt     time.Time            `json:"created_at"`
+	ID            string      `json:"id"`
+	PhoneNumberID string      `json:"phone_number_id"`
+	To            string      `json:"to"`
+	Type          string      `json:"type"`
+	Status        string      `json:"status"`
+	Request       SendRequest `json:"request"`
+	// Body is the request exactly as received.
+	Body      json.RawMessage `json:"body"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
 type media struct {
@@ -64,14 +72,14 @@ const (
 )
 
 // refusals are the platform errors behind each reason.
-var refusals = map[string]official.ErrorObject{
+var refusals = map[string]ErrorObject{
 	ReasonNoAccount:      apiError(131026, "(#131026) Message undeliverable", "The recipient has no chat-app account"),
 	ReasonBlocked:        apiError(131031, "(#131031) Business account has been locked", "The business account is blocked"),
 	ReasonMarketingLimit: apiError(131049, "(#131049) This message was not delivered to maintain healthy ecosystem engagement", "The marketing message limit for this recipient was reached"),
 }
 
-func apiError(code int, message, details string) official.ErrorObject {
-	e := official.ErrorObject{Message: message, Type: "OAuthException", Code: code}
+func apiError(code int, message, details string) ErrorObject {
+	e := ErrorObject{Message: message, Type: "OAuthException", Code: code}
 	e.ErrorData.MessagingProduct = "whatsapp"
 	e.ErrorData.Details = details
 	return e
@@ -92,15 +100,17 @@ type Server struct {
 
 	mu        sync.Mutex
 	accounts  map[string]*Account // by phone number id
-	templates map[string][]official.Template
+	templates map[string][]Template
 	media     map[string]*media
 	sent      map[string]*SentMessage
 	order     []string
 	refuse    map[string][]string // phone number id → queued refusal reasons
 	outages   map[string]int      // phone number id → sends to answer with 500
-	allowEdit map[string]bool
-	allowRev  map[string]bool
-	nextID    int
+	// received counts every send the simulator received for a message
+	// (accepted or not), by deliveryKey: what the fault suite reads to
+	// prove that nothing was sent twice.
+	received map[string]*Delivery
+	doc      *Document
 }
 
 // New returns an empty simulator.
@@ -114,9 +124,9 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{opts: opts, accounts: map[string]*Account{}, templates: map[string][]official.Template{},
+	return &Server{opts: opts, accounts: map[string]*Account{}, templates: map[string][]Template{},
 		media: map[string]*media{}, sent: map[string]*SentMessage{}, refuse: map[string][]string{},
-		outages: map[string]int{}, allowEdit: map[string]bool{}, allowRev: map[string]bool{}, nextID: 1000}
+		outages: map[string]int{}, received: map[string]*Delivery{}, doc: MustLoadDocument()}
 }
 
 func randomHex(n int) string {
@@ -125,9 +135,23 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// newMessageID returns a platform-looking message id.
+// newMessageID returns a platform-looking message id. Ids are random (96
+// bits), never a counter: a restarted simulator cannot hand out an id it
+// gave before, which would make two messages share an id at the gateway.
 func newMessageID() string {
 	return "wamid." + base64.RawURLEncoding.EncodeToString([]byte("SIM"+randomHex(12)))
+}
+
+// newObjectID returns a numeric Graph object id (media, templates), random
+// for the same reason.
+func newObjectID() string {
+	b := make([]byte, 7)
+	_, _ = rand.Read(b)
+	var n uint64
+	for _, c := range b {
+		n = n<<8 | uint64(c)
+	}
+	return strconv.FormatUint(1e15+n%9e15, 10)
 }
 
 // Handler serves the provider API and the control API.
@@ -139,14 +163,35 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /_control/templates", s.controlTemplates)
 	mux.HandleFunc("POST /_control/refusals", s.controlRefusals)
 	mux.HandleFunc("POST /_control/outages", s.controlOutages)
-	mux.HandleFunc("POST /_control/capabilities", s.controlCapabilities)
 	mux.HandleFunc("GET /_control/messages", s.controlMessages)
+	mux.HandleFunc("GET /_control/deliveries", s.controlDeliveries)
 	mux.HandleFunc("GET /media-download/{id}/file", s.mediaDownload)
-	mux.HandleFunc("POST /{pnid}/messages", s.sendMessage)
-	mux.HandleFunc("POST /{pnid}/media", s.uploadMedia)
-	mux.HandleFunc("GET /{waba}/message_templates", s.listTemplates)
-	mux.HandleFunc("GET /{id}", s.mediaInfo)
-	return mux
+	// The document's paths start with the Graph API version; the simulator
+	// serves them with it (any version) and without it.
+	for _, prefix := range []string{"", "/{version}"} {
+		mux.HandleFunc("POST "+prefix+"/{pnid}/messages", s.sendMessage)
+		mux.HandleFunc("POST "+prefix+"/{pnid}/media", s.uploadMedia)
+		mux.HandleFunc("GET "+prefix+"/{waba}/message_templates", s.listTemplates)
+		mux.HandleFunc("GET "+prefix+"/{id}", s.mediaInfo)
+	}
+	return versionChecked(mux)
+}
+
+var graphVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+$`)
+
+// versionChecked refuses a versioned provider path whose version is not
+// one, as the platform answers an unknown version.
+func versionChecked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := next.(*http.ServeMux).Handler(r); strings.Contains(pattern, "{version}") {
+			first := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0]
+			if !graphVersion.MatchString(first) {
+				writeAPIError(w, http.StatusBadRequest, apiError(2500, "Unknown path components: /"+first, "The API version is not valid"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -160,17 +205,17 @@ func controlError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
-func writeAPIError(w http.ResponseWriter, status int, e official.ErrorObject) {
+func writeAPIError(w http.ResponseWriter, status int, e ErrorObject) {
 	if e.FBTraceID == "" {
 		e.FBTraceID = "SIM" + randomHex(6)
 	}
-	writeJSON(w, status, official.ErrorBody{Error: e})
+	writeJSON(w, status, ErrorBody{Error: e})
 }
 
 // outage is the platform's answer while the simulator plays an outage.
 var outage = apiError(131000, "(#131000) Something went wrong", "Simulated outage")
 
-func invalidParam(details string) official.ErrorObject {
+func invalidParam(details string) ErrorObject {
 	return apiError(100, "(#100) Invalid parameter", details)
 }
 
@@ -184,11 +229,25 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, pnid string) 
 		writeAPIError(w, http.StatusBadRequest, apiError(100, "(#100) Unsupported post request", fmt.Sprintf("Object with ID '%s' does not exist", pnid)))
 		return nil
 	}
-	if r.Header.Get("Authorization") != "Bearer "+acc.AccessToken {
-		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token - Cannot parse access token", "The access token is not valid for this number"))
+	if !s.tokenOK(w, r, acc) {
 		return nil
 	}
 	return acc
+}
+
+// tokenOK checks the Authorization header: its form against the
+// document's Authorization parameter, its token against the account's.
+func (s *Server) tokenOK(w http.ResponseWriter, r *http.Request, acc *Account) bool {
+	h := r.Header.Get("Authorization")
+	if err := s.doc.ValidateAuthorization(h); err != nil {
+		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token - Cannot parse access token", "Authorization: "+err.Error()))
+		return false
+	}
+	if h != "Bearer "+acc.AccessToken {
+		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token - Cannot parse access token", "The access token is not valid for this number"))
+		return false
+	}
+	return true
 }
 
 // takeOutage consumes a queued outage of the number (uploads and sends
@@ -224,19 +283,31 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	if acc == nil {
 		return
 	}
-	var req official.SendRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-		writeAPIError(w, http.StatusBadRequest, invalidParam("The request body is not valid JSON"))
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("The request body could not be read"))
+		return
+	}
+	var req SendRequest
+	verr := s.doc.ValidateRequest(OpSendMessage, body)
+	if verr == nil {
+		verr = json.Unmarshal(body, &req)
+	}
+	s.count(pnid, req, body)
+	if verr != nil {
+		writeAPIError(w, http.StatusBadRequest, invalidParam(verr.Error()))
 		return
 	}
 	if req.MessagingProduct != "whatsapp" {
 		writeAPIError(w, http.StatusBadRequest, invalidParam("messaging_product must be whatsapp"))
 		return
 	}
-	switch req.Type {
-	case "edit", "revoke":
-		s.editOrRevoke(w, acc, req)
+	if req.Status == "read" {
+		s.writeResponse(w, OpSendMessage, map[string]any{"success": true})
 		return
+	}
+	if req.Type == "" {
+		req.Type = "text" // the platform's default
 	}
 	if s.takeOutage(pnid) {
 		writeAPIError(w, http.StatusInternalServerError, outage)
@@ -260,28 +331,43 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	id := newMessageID()
 	s.mu.Lock()
-	s.sent[id] = &SentMessage{ID: id, PhoneNumberID: pnid, To: req.To, Type: req.Type, Status: "accepted", Request: req, CreatedAt: s.opts.Now().UTC()}
+	s.sent[id] = &SentMessage{ID: id, PhoneNumberID: pnid, To: req.To, Type: req.Type, Status: "accepted", Request: req,
+		Body: json.RawMessage(body), CreatedAt: s.opts.Now().UTC()}
 	s.order = append(s.order, id)
+	if d := s.received[deliveryKey(pnid, req, body)]; d != nil {
+		d.Accepted++
+		d.MessageIDs = append(d.MessageIDs, id)
+	}
 	s.mu.Unlock()
-	resp := official.SendResponse{MessagingProduct: "whatsapp"}
-	resp.Contacts = append(resp.Contacts, struct {
-		Input string `json:"input"`
-		WaID  string `json:"wa_id"`
-	}{Input: req.To, WaID: req.To})
-	resp.Messages = append(resp.Messages, struct {
-		ID            string `json:"id"`
-		MessageStatus string `json:"message_status,omitempty"`
-	}{ID: id, MessageStatus: "accepted"})
-	writeJSON(w, http.StatusOK, resp)
+	s.writeResponse(w, OpSendMessage, SendResponse{MessagingProduct: "whatsapp",
+		Contacts: []SentTo{{Input: req.To, WaID: req.To}}, Messages: []SentStatus{{ID: id, MessageStatus: "accepted"}}})
+}
+
+// writeResponse answers 200 with v, which must fit the document's answer
+// of op: a simulator that answers outside the document fails loudly
+// rather than teaching the client a shape the platform never sends.
+func (s *Server) writeResponse(w http.ResponseWriter, op string, v any) {
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = s.doc.ValidateResponse(op, b)
+	}
+	if err != nil {
+		s.opts.Logger.Error("simulator answer outside the provider's document", "op", op, "err", err)
+		writeAPIError(w, http.StatusInternalServerError, apiError(1, "(#1) An unknown error occurred", "simulator answer outside the document"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
 }
 
 // checkContent validates a send the way the platform does: the content of
 // its type, known media, and for templates an approved template whose
 // parameters match its variables.
-func (s *Server) checkContent(acc *Account, req official.SendRequest) (official.ErrorObject, bool) {
+func (s *Server) checkContent(acc *Account, req SendRequest) (ErrorObject, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	mediaOK := func(m *official.MediaObject) bool {
+	mediaOK := func(m *MediaObject) bool {
 		if m == nil {
 			return false
 		}
@@ -296,8 +382,8 @@ func (s *Server) checkContent(acc *Account, req official.SendRequest) (official.
 		if req.Text == nil || strings.TrimSpace(req.Text.Body) == "" {
 			return invalidParam("Param text['body'] is required"), false
 		}
-	case "image", "video", "audio", "document":
-		m := map[string]*official.MediaObject{"image": req.Image, "video": req.Video, "audio": req.Audio, "document": req.Document}[req.Type]
+	case "image", "video", "audio", "document", "sticker":
+		m := map[string]*MediaObject{"image": req.Image, "video": req.Video, "audio": req.Audio, "document": req.Document, "sticker": req.Sticker}[req.Type]
 		if !mediaOK(m) {
 			return invalidParam("The media id or link is missing or unknown"), false
 		}
@@ -306,7 +392,7 @@ func (s *Server) checkContent(acc *Account, req official.SendRequest) (official.
 	default:
 		return invalidParam(fmt.Sprintf("Unsupported message type %q", req.Type)), false
 	}
-	return official.ErrorObject{}, true
+	return ErrorObject{}, true
 }
 
 var variable = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
@@ -323,11 +409,11 @@ func distinctVars(text string) []string {
 	return out
 }
 
-func (s *Server) checkTemplate(acc *Account, t *official.TemplateObj, mediaOK func(*official.MediaObject) bool) (official.ErrorObject, bool) {
+func (s *Server) checkTemplate(acc *Account, t *TemplateObj, mediaOK func(*MediaObject) bool) (ErrorObject, bool) {
 	if t == nil || t.Name == "" {
 		return invalidParam("Param template['name'] is required"), false
 	}
-	var def *official.Template
+	var def *Template
 	for i, d := range s.templates[acc.BusinessAccountID] {
 		if d.Name == t.Name && d.Language == t.Language.Code {
 			def = &s.templates[acc.BusinessAccountID][i]
@@ -339,11 +425,11 @@ func (s *Server) checkTemplate(acc *Account, t *official.TemplateObj, mediaOK fu
 	if def.Status != "APPROVED" {
 		return apiError(132015, "(#132015) Template is paused or not approved", "The template is not approved for sending"), false
 	}
-	sent := map[string]official.TemplateComponent{}
+	sent := map[string]TemplateComponent{}
 	for _, c := range t.Components {
 		key := c.Type
 		if c.Type == "button" {
-			key += c.Index
+			key += strings.Trim(string(c.Index), `"`)
 		}
 		sent[key] = c
 	}
@@ -354,7 +440,7 @@ func (s *Server) checkTemplate(acc *Account, t *official.TemplateObj, mediaOK fu
 			switch c.Format {
 			case "IMAGE", "VIDEO", "DOCUMENT":
 				h, ok := sent["header"]
-				has := ok && len(h.Parameters) == 1 && mediaOK(map[string]*official.MediaObject{
+				has := ok && len(h.Parameters) == 1 && mediaOK(map[string]*MediaObject{
 					"IMAGE": h.Parameters[0].Image, "VIDEO": h.Parameters[0].Video, "DOCUMENT": h.Parameters[0].Document}[c.Format])
 				if !has && (c.Example == nil || len(c.Example.HeaderHandle) == 0) {
 					return apiError(132012, "(#132012) Parameter format does not match format in the created template", "header: the "+strings.ToLower(c.Format)+" is missing"), false
@@ -379,12 +465,12 @@ func (s *Server) checkTemplate(acc *Account, t *official.TemplateObj, mediaOK fu
 			}
 		}
 	}
-	return official.ErrorObject{}, true
+	return ErrorObject{}, true
 }
 
 // countParams checks the number of text parameters against the variables
 // of a component's text (a variable without a value is an empty text).
-func countParams(where, text string, c official.TemplateComponent) (official.ErrorObject, bool) {
+func countParams(where, text string, c TemplateComponent) (ErrorObject, bool) {
 	want := len(distinctVars(text))
 	got := 0
 	for _, p := range c.Parameters {
@@ -396,42 +482,7 @@ func countParams(where, text string, c official.TemplateComponent) (official.Err
 		return apiError(132000, "(#132000) Number of parameters does not match the expected number of params",
 			fmt.Sprintf("%s: expected number of params (%d) does not match received number of params (%d)", where, want, got)), false
 	}
-	return official.ErrorObject{}, true
-}
-
-func (s *Server) editOrRevoke(w http.ResponseWriter, acc *Account, req official.SendRequest) {
-	var id string
-	var allowed bool
-	s.mu.Lock()
-	if req.Type == "edit" && req.Edit != nil {
-		id, allowed = req.Edit.MessageID, s.allowEdit[acc.PhoneNumberID]
-	}
-	if req.Type == "revoke" && req.Revoke != nil {
-		id, allowed = req.Revoke.MessageID, s.allowRev[acc.PhoneNumberID]
-	}
-	msg := s.sent[id]
-	s.mu.Unlock()
-	if !allowed {
-		what := "Editing"
-		if req.Type == "revoke" {
-			what = "Revoking"
-		}
-		writeAPIError(w, http.StatusBadRequest, apiError(131009, "(#131009) Parameter value is not valid", what+" sent messages is not available on this channel"))
-		return
-	}
-	if msg == nil || msg.PhoneNumberID != acc.PhoneNumberID {
-		writeAPIError(w, http.StatusBadRequest, apiError(131009, "(#131009) Parameter value is not valid", "The message to "+req.Type+" was not found"))
-		return
-	}
-	s.mu.Lock()
-	if req.Type == "edit" {
-		msg.Request.Text = &req.Edit.Text
-		msg.Status = "edited"
-	} else {
-		msg.Status = "revoked"
-	}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"messaging_product": "whatsapp", "success": true, "messages": []map[string]string{{"id": id}}})
+	return ErrorObject{}, true
 }
 
 func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request) {
@@ -446,6 +497,10 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := r.ParseMultipartForm(32 << 20); err != nil {
 		writeAPIError(w, http.StatusBadRequest, invalidParam("The upload is not a valid multipart form"))
+		return
+	}
+	if err := s.doc.ValidateUploadForm(r.MultipartForm); err != nil {
+		writeAPIError(w, http.StatusBadRequest, invalidParam(err.Error()))
 		return
 	}
 	if r.FormValue("messaging_product") != "whatsapp" {
@@ -467,15 +522,14 @@ func (s *Server) uploadMedia(w http.ResponseWriter, r *http.Request) {
 	if ct == "" {
 		ct = hdr.Header.Get("Content-Type")
 	}
-	writeJSON(w, http.StatusOK, official.MediaUploadResponse{ID: s.storeMedia(pnid, ct, hdr.Filename, data)})
+	s.writeResponse(w, OpUploadMedia, MediaUploadResponse{ID: s.storeMedia(pnid, ct, hdr.Filename, data)})
 }
 
 // storeMedia keeps a file of a number and returns its media id.
 func (s *Server) storeMedia(pnid, mimeType, fileName string, data []byte) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nextID++
-	id := strconv.Itoa(s.nextID)
+	id := newObjectID()
 	s.media[id] = &media{id: id, phoneNumberID: pnid, mimeType: mimeType, fileName: fileName, data: data}
 	return id
 }
@@ -483,7 +537,7 @@ func (s *Server) storeMedia(pnid, mimeType, fileName string, data []byte) string
 // authorizedMedia finds the media of the {id} path value and checks the
 // bearer token of its number; it answers the error itself (notFound when
 // there is no such media) and returns nil when it fails.
-func (s *Server) authorizedMedia(w http.ResponseWriter, r *http.Request, notFound official.ErrorObject) *media {
+func (s *Server) authorizedMedia(w http.ResponseWriter, r *http.Request, notFound ErrorObject) *media {
 	s.mu.Lock()
 	m := s.media[r.PathValue("id")]
 	var acc *Account
@@ -495,8 +549,7 @@ func (s *Server) authorizedMedia(w http.ResponseWriter, r *http.Request, notFoun
 		writeAPIError(w, http.StatusNotFound, notFound)
 		return nil
 	}
-	if r.Header.Get("Authorization") != "Bearer "+acc.AccessToken {
-		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token", "The access token is not valid for this media"))
+	if !s.tokenOK(w, r, acc) {
 		return nil
 	}
 	return m
@@ -508,8 +561,14 @@ func (s *Server) mediaInfo(w http.ResponseWriter, r *http.Request) {
 	if m == nil {
 		return
 	}
-	writeJSON(w, http.StatusOK, official.MediaInfo{MessagingProduct: "whatsapp", URL: "http://" + r.Host + "/media-download/" + id + "/file",
-		MimeType: m.mimeType, FileSize: int64(len(m.data)), ID: id})
+	// The document's optional phone_number_id: the media must belong to it.
+	if pn := r.URL.Query().Get("phone_number_id"); pn != "" && pn != m.phoneNumberID {
+		writeAPIError(w, http.StatusBadRequest, invalidParam("The media does not belong to phone number "+pn))
+		return
+	}
+	sum := sha256.Sum256(m.data)
+	s.writeResponse(w, OpRetrieveMedia, MediaInfo{MessagingProduct: "whatsapp", URL: "http://" + r.Host + "/media-download/" + id + "/file",
+		MimeType: m.mimeType, SHA256: base64.StdEncoding.EncodeToString(sum[:]), FileSize: strconv.Itoa(len(m.data)), ID: id})
 }
 
 func (s *Server) mediaDownload(w http.ResponseWriter, r *http.Request) {
@@ -523,6 +582,10 @@ func (s *Server) mediaDownload(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 	waba := r.PathValue("waba")
+	if err := s.doc.ValidateAuthorization(r.Header.Get("Authorization")); err != nil {
+		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token - Cannot parse access token", "Authorization: "+err.Error()))
+		return
+	}
 	s.mu.Lock()
 	var token string
 	for _, a := range s.accounts {
@@ -530,8 +593,18 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 			token = a.AccessToken
 		}
 	}
-	all := append([]official.Template(nil), s.templates[waba]...)
+	all := append([]Template(nil), s.templates[waba]...)
 	s.mu.Unlock()
+	// The document's name filter.
+	if name := r.URL.Query().Get("name"); name != "" {
+		kept := all[:0]
+		for _, t := range all {
+			if t.Name == name {
+				kept = append(kept, t)
+			}
+		}
+		all = kept
+	}
 	if token == "" {
 		writeAPIError(w, http.StatusUnauthorized, apiError(190, "Invalid OAuth access token", "The access token is not valid for this business account"))
 		return
@@ -551,17 +624,17 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 		start = n
 	}
 	end := min(start+limit, len(all))
-	var page official.TemplatePage
+	var page TemplatePage
 	page.Data = all[start:end]
 	if page.Data == nil {
-		page.Data = []official.Template{}
+		page.Data = []Template{}
 	}
 	page.Paging.Cursors.Before = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(start)))
 	page.Paging.Cursors.After = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
 	if end < len(all) {
 		page.Paging.Next = "http://" + r.Host + "/" + waba + "/message_templates?limit=" + strconv.Itoa(limit) + "&after=" + page.Paging.Cursors.After
 	}
-	writeJSON(w, http.StatusOK, page)
+	s.writeResponse(w, OpListTemplates, page)
 }
 
 // ---------------------------------------------------------------- control API
@@ -610,9 +683,15 @@ type InboundRequest struct {
 	PhoneNumberID string `json:"phone_number_id"`
 	From          string `json:"from"`
 	Name          string `json:"name,omitempty"`
-	// Type is text (default), image, video, audio, document or sticker.
+	// Type is text (default), image, video, audio, document or sticker;
+	// any other kind is given as Message.
 	Type string `json:"type,omitempty"`
-	Text string `json:"text,omitempty"`
+	// Message is a message object in the provider's webhook format, of any
+	// kind (location, contacts, reaction, button, interactive, order,
+	// system, unsupported); from, id and timestamp are filled in. It must
+	// fit the document's WebhookPayload.
+	Message json.RawMessage `json:"message,omitempty"`
+	Text    string          `json:"text,omitempty"`
 	// Media is the file of a media message (base64), with its caption.
 	Media *InboundMedia `json:"media,omitempty"`
 	// ID is the message id to use (default: a new one); reuse it to
@@ -659,21 +738,18 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 	if ts == 0 {
 		ts = s.opts.Now().Unix()
 	}
-	msg := official.InboundMessage{From: in.From, ID: in.ID, Timestamp: strconv.FormatInt(ts, 10), Type: in.Type}
+	msg := inboundMessage{From: in.From, ID: in.ID, Timestamp: strconv.FormatInt(ts, 10), Type: in.Type}
 	if msg.Type == "" {
 		msg.Type = "text"
 	}
 	if in.ReplyTo != "" {
-		msg.Context = &struct {
-			From      string `json:"from"`
-			ID        string `json:"id"`
-			Forwarded bool   `json:"forwarded,omitempty"`
-		}{From: acc.DisplayPhoneNumber, ID: in.ReplyTo}
+		msg.Context = &inboundCtx{From: acc.DisplayPhoneNumber, ID: in.ReplyTo}
 	}
-	switch msg.Type {
-	case "text":
-		msg.Text = &official.TextBody{Body: in.Text}
-	case "image", "video", "audio", "document", "sticker":
+	switch {
+	case in.Message != nil:
+	case msg.Type == "text":
+		msg.Text = &TextBody{Body: in.Text}
+	case msg.Type == "image" || msg.Type == "video" || msg.Type == "audio" || msg.Type == "document" || msg.Type == "sticker":
 		if in.Media == nil {
 			controlError(w, http.StatusBadRequest, "media is required for a "+msg.Type+" message")
 			return
@@ -684,7 +760,9 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		id := s.storeMedia(acc.PhoneNumberID, in.Media.MimeType, in.Media.Filename, data)
-		im := &official.InboundMedia{ID: id, MimeType: in.Media.MimeType, Caption: in.Media.Caption, Filename: in.Media.Filename}
+		sum := sha256.Sum256(data)
+		im := &inboundMedia{ID: id, MimeType: in.Media.MimeType, SHA256: base64.StdEncoding.EncodeToString(sum[:]),
+			Caption: in.Media.Caption, Filename: in.Media.Filename}
 		switch msg.Type {
 		case "image":
 			msg.Image = im
@@ -698,21 +776,55 @@ func (s *Server) controlInbound(w http.ResponseWriter, r *http.Request) {
 			msg.Sticker = im
 		}
 	default:
-		controlError(w, http.StatusBadRequest, "unsupported type "+msg.Type)
+		controlError(w, http.StatusBadRequest, "unsupported type "+msg.Type+" (give other kinds as message)")
 		return
 	}
-	v := webhookValue(acc)
-	v.Messages = []official.InboundMessage{msg}
-	c := official.WebhookContact{WaID: in.From}
+	raw, err := json.Marshal(msg)
+	if err != nil {
+		controlError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if in.Message != nil {
+		if raw, err = withEnvelope(in.Message, msg); err != nil {
+			controlError(w, http.StatusBadRequest, "message: "+err.Error())
+			return
+		}
+	}
+	v := webhookValueOf(acc)
+	v.Messages = []json.RawMessage{raw}
+	c := webhookContact{WaID: in.From}
 	c.Profile.Name = in.Name
-	v.Contacts = []official.WebhookContact{c}
+	v.Contacts = []webhookContact{c}
 	res, err := s.post(r, acc, v)
 	if err != nil {
-		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error(), "message_id": in.ID})
+		status := http.StatusBadGateway
+		if errors.Is(err, errOutsideDocument) {
+			status = http.StatusBadRequest
+		}
+		writeJSON(w, status, map[string]string{"error": err.Error(), "message_id": in.ID})
 		return
 	}
 	res.MessageID = in.ID
 	writeJSON(w, http.StatusOK, res)
+}
+
+// withEnvelope completes a message object given in the provider's format
+// with the sender, id, timestamp (and reply context) of env.
+func withEnvelope(message json.RawMessage, env inboundMessage) (json.RawMessage, error) {
+	var m map[string]any
+	if err := json.Unmarshal(message, &m); err != nil {
+		return nil, err
+	}
+	if t, _ := m["type"].(string); t == "" {
+		return nil, errors.New("type is required")
+	}
+	m["from"], m["id"], m["timestamp"] = env.From, env.ID, env.Timestamp
+	if env.Context != nil {
+		if _, ok := m["context"]; !ok {
+			m["context"] = env.Context
+		}
+	}
+	return json.Marshal(m)
 }
 
 // ReceiptRequest makes the platform report a status of a sent message.
@@ -748,7 +860,8 @@ func (s *Server) controlReceipts(w http.ResponseWriter, r *http.Request) {
 		controlError(w, http.StatusBadRequest, "status must be sent, delivered, read or failed")
 		return
 	}
-	st := official.StatusUpdate{ID: msg.ID, Status: in.Status, Timestamp: strconv.FormatInt(s.opts.Now().Unix(), 10),
+	now := s.opts.Now()
+	st := statusUpdate{ID: msg.ID, Status: in.Status, Timestamp: strconv.FormatInt(now.Unix(), 10),
 		RecipientID: msg.To, BizOpaqueCallbackData: msg.Request.BizOpaqueCallbackData}
 	if in.Status == "failed" {
 		e, ok := refusals[in.Reason]
@@ -759,15 +872,23 @@ func (s *Server) controlReceipts(w http.ResponseWriter, r *http.Request) {
 			}
 			e = apiError(131000, "(#131000) Something went wrong", reason)
 		}
-		se := official.StatusError{Code: e.Code, Title: e.Message, Message: e.Message}
-		se.ErrorData.Details = e.ErrorData.Details
-		st.Errors = []official.StatusError{se}
+		st.Errors = []statusError{{Code: e.Code, Title: e.Message, Message: e.Message, ErrorData: ErrorData{Details: e.ErrorData.Details}}}
+	} else {
+		// As the platform does: the conversation the message opened or
+		// used, and how it is priced.
+		category := "service"
+		if msg.Type == "template" {
+			category = "utility"
+		}
+		st.Conversation = &conversation{ID: "CONV" + randomHex(8), ExpirationTimestamp: strconv.FormatInt(now.Add(24*time.Hour).Unix(), 10)}
+		st.Conversation.Origin.Type = category
+		st.Pricing = &pricing{Billable: category != "service", PricingModel: "PMP", Category: category}
 	}
 	s.mu.Lock()
 	msg.Status = in.Status
 	s.mu.Unlock()
-	v := webhookValue(acc)
-	v.Statuses = []official.StatusUpdate{st}
+	v := webhookValueOf(acc)
+	v.Statuses = []statusUpdate{st}
 	res, err := s.post(r, acc, v)
 	if err != nil {
 		controlError(w, http.StatusBadGateway, err.Error())
@@ -777,31 +898,52 @@ func (s *Server) controlReceipts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// webhookValue is the change value of a webhook about the account's number.
-func webhookValue(acc *Account) official.WebhookValue {
-	v := official.WebhookValue{MessagingProduct: "whatsapp"}
-	v.Metadata.DisplayPhoneNumber, v.Metadata.PhoneNumberID = acc.DisplayPhoneNumber, acc.PhoneNumberID
-	return v
+// webhookValueOf is the change value of a webhook about the account's
+// number.
+func webhookValueOf(acc *Account) webhookValue {
+	return webhookValue{MessagingProduct: "whatsapp",
+		Metadata: webhookMetadata{DisplayPhoneNumber: acc.DisplayPhoneNumber, PhoneNumberID: acc.PhoneNumberID}}
 }
 
-// post delivers a signed webhook to the account's webhook URL.
-func (s *Server) post(r *http.Request, acc *Account, v official.WebhookValue) (WebhookResult, error) {
+// Sign returns the X-Hub-Signature-256 value of body for appSecret:
+// sha256= and the hex HMAC-SHA256 of the raw body with the app secret.
+func Sign(appSecret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(appSecret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// errOutsideDocument is a webhook the simulator would post that does not
+// fit the provider's document: never posted.
+var errOutsideDocument = errors.New("webhook outside the provider's document")
+
+// post delivers a signed webhook to the account's webhook URL; the body
+// must fit the document's WebhookPayload first.
+func (s *Server) post(r *http.Request, acc *Account, v webhookValue) (WebhookResult, error) {
 	if acc.WebhookURL == "" {
 		return WebhookResult{}, fmt.Errorf("account %s has no webhook_url", acc.PhoneNumberID)
 	}
-	payload := official.WebhookPayload{Object: "whatsapp_business_account", Entry: []official.WebhookEntry{{
-		ID: acc.BusinessAccountID, Changes: []official.WebhookChange{{Field: "messages", Value: v}},
+	payload := webhookPayload{Object: "whatsapp_business_account", Entry: []webhookEntry{{
+		ID: acc.BusinessAccountID, Changes: []webhookChange{{Field: "messages", Value: v}},
 	}}}
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return WebhookResult{}, err
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, acc.WebhookURL, bytes.NewReader(body))
+	if err := s.doc.ValidateRequest(OpWebhook, body); err != nil {
+		return WebhookResult{}, fmt.Errorf("%w: %w", errOutsideDocument, err)
+	}
+	return s.deliver(r.Context(), acc, body)
+}
+
+// deliver POSTs a signed webhook body.
+func (s *Server) deliver(ctx context.Context, acc *Account, body []byte) (WebhookResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, acc.WebhookURL, bytes.NewReader(body))
 	if err != nil {
 		return WebhookResult{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hub-Signature-256", official.Sign(acc.AppSecret, body))
+	req.Header.Set("X-Hub-Signature-256", Sign(acc.AppSecret, body))
 	resp, err := s.opts.Webhooks.Do(req)
 	if err != nil {
 		return WebhookResult{}, err
@@ -812,21 +954,86 @@ func (s *Server) post(r *http.Request, acc *Account, v official.WebhookValue) (W
 	return WebhookResult{WebhookStatus: resp.StatusCode, WebhookBody: string(b)}, nil
 }
 
+// Delivery counts the sends the simulator received for one message of the
+// business: the same biz_opaque_callback_data (the gateway's message id),
+// or without it the same recipient and body.
+type Delivery struct {
+	Key                   string   `json:"key"`
+	PhoneNumberID         string   `json:"phone_number_id"`
+	BizOpaqueCallbackData string   `json:"biz_opaque_callback_data,omitempty"`
+	To                    string   `json:"to"`
+	Received              int      `json:"received"`
+	Accepted              int      `json:"accepted"`
+	MessageIDs            []string `json:"message_ids"`
+}
+
+// deliveryKey identifies the message a send carries.
+func deliveryKey(pnid string, req SendRequest, body []byte) string {
+	if req.BizOpaqueCallbackData != "" {
+		return pnid + "/cb/" + req.BizOpaqueCallbackData
+	}
+	sum := sha256.Sum256(body)
+	return pnid + "/to/" + req.To + "/" + hex.EncodeToString(sum[:8])
+}
+
+// count records one received send (before validation and faults, so a
+// refused or failed attempt counts too).
+func (s *Server) count(pnid string, req SendRequest, body []byte) {
+	if req.Status == "read" {
+		return
+	}
+	key := deliveryKey(pnid, req, body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.received[key]
+	if d == nil {
+		d = &Delivery{Key: key, PhoneNumberID: pnid, BizOpaqueCallbackData: req.BizOpaqueCallbackData, To: req.To, MessageIDs: []string{}}
+		s.received[key] = d
+	}
+	d.Received++
+}
+
+// Deliveries lists the received sends per message (all numbers when pnid
+// is empty), most received first.
+func (s *Server) Deliveries(pnid string) []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []Delivery{}
+	for _, d := range s.received {
+		if pnid == "" || d.PhoneNumberID == pnid {
+			cp := *d
+			cp.MessageIDs = append([]string{}, d.MessageIDs...)
+			out = append(out, cp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Accepted != out[j].Accepted {
+			return out[i].Accepted > out[j].Accepted
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}
+
+func (s *Server) controlDeliveries(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"deliveries": s.Deliveries(r.URL.Query().Get("phone_number_id"))})
+}
+
 // TemplatesRequest seeds templates of a business account; a template with
 // the name and language of an existing one replaces it.
 type TemplatesRequest struct {
-	BusinessAccountID string              `json:"business_account_id"`
-	Templates         []official.Template `json:"templates"`
+	BusinessAccountID string     `json:"business_account_id"`
+	Templates         []Template `json:"templates"`
 	// Replace drops the account's other templates (as if deleted at the
 	// provider).
 	Replace bool `json:"replace,omitempty"`
 }
 
 // SeedTemplates adds or replaces templates and returns them with their ids.
-func (s *Server) SeedTemplates(waba string, list []official.Template) []official.Template {
+func (s *Server) SeedTemplates(waba string, list []Template) []Template {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]official.Template, 0, len(list))
+	out := make([]Template, 0, len(list))
 	for _, t := range list {
 		if t.Status == "" {
 			t.Status = "APPROVED"
@@ -843,8 +1050,7 @@ func (s *Server) SeedTemplates(waba string, list []official.Template) []official
 			}
 		}
 		if !replaced {
-			s.nextID++
-			t.ID = strconv.Itoa(s.nextID)
+			t.ID = newObjectID()
 			s.templates[waba] = append(s.templates[waba], t)
 		}
 		out = append(out, t)
@@ -921,25 +1127,6 @@ func (s *Server) controlOutages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"queued": max(in.Count, 1)})
 }
 
-// CapabilitiesRequest lets a number accept edits and revokes (refused by
-// default, as on the platform).
-type CapabilitiesRequest struct {
-	PhoneNumberID string `json:"phone_number_id"`
-	Edit          bool   `json:"edit"`
-	Revoke        bool   `json:"revoke"`
-}
-
-func (s *Server) controlCapabilities(w http.ResponseWriter, r *http.Request) {
-	var in CapabilitiesRequest
-	if !decodeControl(w, r, &in) || s.account(w, in.PhoneNumberID) == nil {
-		return
-	}
-	s.mu.Lock()
-	s.allowEdit[in.PhoneNumberID], s.allowRev[in.PhoneNumberID] = in.Edit, in.Revoke
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, in)
-}
-
 // Sent lists what the business sent, oldest first (all numbers when pnid
 // is empty).
 func (s *Server) Sent(pnid string) []SentMessage {
@@ -961,4 +1148,13 @@ func (s *Server) controlMessages(w http.ResponseWriter, r *http.Request) {
 		list = []SentMessage{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": list})
+}
+
+// AddMedia stores a file under a given media id of a number, as if a
+// contact had sent it (for payloads written elsewhere, such as the
+// document's webhook examples).
+func (s *Server) AddMedia(pnid, id, mimeType string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.media[id] = &media{id: id, phoneNumberID: pnid, mimeType: mimeType, data: data}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/providersim"
 )
 
@@ -26,7 +25,7 @@ func start(t *testing.T) (*httptest.Server, providersim.Control) {
 	return srv, ctl
 }
 
-func post(t *testing.T, srv *httptest.Server, path, token, body string) (int, official.ErrorBody) {
+func post(t *testing.T, srv *httptest.Server, path, token, body string) (int, providersim.ErrorBody) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -37,7 +36,7 @@ func post(t *testing.T, srv *httptest.Server, path, token, body string) (int, of
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var eb official.ErrorBody
+	var eb providersim.ErrorBody
 	_ = json.Unmarshal(b, &eb)
 	return resp.StatusCode, eb
 }
@@ -48,8 +47,8 @@ func TestSendValidation(t *testing.T) {
 	t.Parallel()
 	srv, ctl := start(t)
 	ctx := context.Background()
-	if _, err := ctl.SeedTemplates(ctx, providersim.TemplatesRequest{BusinessAccountID: "222", Templates: []official.Template{
-		{Name: "t", Language: "pt_BR", Components: []official.TemplateDefComponent{{Type: "BODY", Text: "{{1}} {{2}}"}}},
+	if _, err := ctl.SeedTemplates(ctx, providersim.TemplatesRequest{BusinessAccountID: "222", Templates: []providersim.Template{
+		{Name: "t", Language: "pt_BR", Components: []providersim.TemplateDefComponent{{Type: "BODY", Text: "{{1}} {{2}}"}}},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,11 @@ func TestSendValidation(t *testing.T) {
 		{"template with its parameters", "tok", `{"messaging_product":"whatsapp","to":"5511977776666","type":"template","template":{"name":"t","language":{"code":"pt_BR"},"components":[{"type":"body","parameters":[{"type":"text","text":"a"},{"type":"text","text":""}]}]}}`, 200, 0},
 		{"template missing a parameter", "tok", `{"messaging_product":"whatsapp","to":"5511977776666","type":"template","template":{"name":"t","language":{"code":"pt_BR"},"components":[{"type":"body","parameters":[{"type":"text","text":"a"}]}]}}`, 400, 132000},
 		{"unknown template", "tok", `{"messaging_product":"whatsapp","to":"5511977776666","type":"template","template":{"name":"x","language":{"code":"pt_BR"}}}`, 400, 132001},
-		{"edit refused by default", "tok", `{"messaging_product":"whatsapp","to":"5511977776666","type":"edit","edit":{"message_id":"m","text":{"body":"x"}}}`, 400, 131009},
+		{"edit is no message type", "tok", `{"messaging_product":"whatsapp","to":"5511977776666","type":"edit","edit":{"message_id":"m","text":{"body":"x"}}}`, 400, 100},
+		{"revoke is no message type", "tok", `{"messaging_product":"whatsapp","to":"5511977776666","type":"revoke","revoke":{"message_id":"m"}}`, 400, 100},
+		{"unknown field", "tok", `{"messaging_product":"whatsapp","to":"5511977776666","type":"text","text":{"body":"hi"},"edit":{}}`, 400, 100},
+		{"malformed authorization", "", `{"messaging_product":"whatsapp","to":"5511977776666","type":"text","text":{"body":"hi"}}`, 401, 190},
+		{"mark as read", "tok", `{"messaging_product":"whatsapp","status":"read","message_id":"wamid.x"}`, 200, 0},
 	}
 	for _, tc := range cases {
 		status, eb := post(t, srv, "/111/messages", tc.token, tc.body)

@@ -20,6 +20,7 @@ import (
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/netguard"
+	"github.com/chatmsg/gateway/internal/official"
 )
 
 var variable = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
@@ -182,8 +183,8 @@ func (s *Service) PrepareTemplate(ctx context.Context, ch channels.Channel, req 
 		if err != nil {
 			return out, err
 		}
-		if req.HeaderMediaFilename != "" {
-			m.FileName = messaging.SafeFileName(req.HeaderMediaFilename, m.ContentType)
+		if name := official.DocumentFileName(req.HeaderMediaFilename); name != "" {
+			m.FileName = name // the recipient sees the client's own name
 		}
 		send.HeaderMedia = m
 	} else if isMediaHeader(t.HeaderFormat) {
