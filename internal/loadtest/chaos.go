@@ -1,0 +1,385 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/providersim"
+)
+
+// ChaosOptions configure the fault suite.
+type ChaosOptions struct {
+	Engine    Engine
+	AdminURL  string
+	BinDir    string
+	Companies int     // send companies, each subscribed to its omnichat.message.sent
+	SendRate  float64 // queued sends per second
+	SyncRate  float64 // synchronous sends per second
+	EventRate float64 // POST /api/events per second
+	Kills     int     // SIGKILLs of the gateway (each followed by a restart)
+	// Terminations of the gateway's PostgreSQL backends (PostgreSQL only).
+	Terminations int
+	Interval     time.Duration // load time between two faults
+	// Settle bounds the wait, after the load, for every check to hold:
+	// River rescues the jobs a killed process held after a minute.
+	Settle time.Duration
+	Log    func(format string, args ...any)
+}
+
+// ChaosReport is what the fault suite found.
+type ChaosReport struct {
+	Engine          Engine         `json:"engine"`
+	Kills           int            `json:"kills"`
+	Terminations    int            `json:"terminations"`
+	BackendsEnded   int            `json:"backends_ended"`
+	Answers         map[string]int `json:"answers"` // every request's outcome, "2xx" included
+	Sends           SendVerdict    `json:"sends"`
+	Events          EventTally     `json:"events"`
+	EventsAccepted  int            `json:"events_accepted"`
+	Deliveries      int            `json:"deliveries_acknowledged"` // distinct delivery ids the receiver acknowledged
+	MissingLogRows  int            `json:"deliveries_without_log_row"`
+	MissingExamples []string       `json:"missing_log_row_examples,omitempty"`
+	SettledIn       float64        `json:"settled_in_s"`
+	Settled         bool           `json:"settled"`
+	Seconds         float64        `json:"seconds"`
+}
+
+// Violations lists every broken guarantee (empty: the suite passed).
+func (r ChaosReport) Violations() []string {
+	var out []string
+	add := func(n int, what string) {
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(r.Sends.Lost, "accepted sends never handed to the provider")
+	add(r.Sends.Duplicates, "sends handed to the provider more than once")
+	add(r.Sends.SyncIDBad, "synchronous sends answered with an ExternalID the provider did not issue for them")
+	add(r.Sends.NotStored, "sends handed over whose stored message does not carry the provider's id")
+	add(r.Sends.Overwritten, "sends whose provider id was overwritten")
+	add(r.Sends.ErrorButDelivered, "sends answered with an error although the provider received them")
+	add(r.Events.Lost, "accepted events that never reached their endpoint")
+	add(r.Events.Rejected, "deliveries the receiver refused (signature or format)")
+	add(r.MissingLogRows, "acknowledged deliveries without a successful row in the delivery log")
+	return out
+}
+
+// WriteText prints the report.
+func (r ChaosReport) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "fault suite on %s: %d SIGKILL+restart, %d backend terminations (%d backends ended), %.0f s\n",
+		r.Engine, r.Kills, r.Terminations, r.BackendsEnded, r.Seconds)
+	fmt.Fprintf(w, "  answers: %s\n", errorText(r.Answers))
+	s := r.Sends
+	fmt.Fprintf(w, "  sends: %d accepted, %d unanswered/5xx; %d reached the provider, %d lost, %d duplicates, %d sync id mismatches, %d not stored with the provider id, %d overwritten, %d error answers delivered anyway\n",
+		s.Accepted, s.Unanswered, s.Reached, s.Lost, s.Duplicates, s.SyncIDBad, s.NotStored, s.Overwritten, s.ErrorButDelivered)
+	fmt.Fprintf(w, "  events: %d accepted, %d expected receipts, %d received, %d lost, %d duplicate deliveries (at least once: not a failure), %d refused by the receiver\n",
+		r.EventsAccepted, r.Events.Expected, r.Events.Received, r.Events.Lost, r.Events.Duplicates, r.Events.Rejected)
+	fmt.Fprintf(w, "  delivery log: %d acknowledged deliveries, %d without a successful log row\n", r.Deliveries, r.MissingLogRows)
+	if r.Settled {
+		fmt.Fprintf(w, "  every check held %.0f s after the load\n", r.SettledIn)
+	} else {
+		fmt.Fprintf(w, "  checks still failing %.0f s after the load (the bound)\n", r.SettledIn)
+	}
+	for _, p := range s.Problems {
+		fmt.Fprintf(w, "    send: %s\n", p)
+	}
+	for _, id := range r.MissingExamples {
+		fmt.Fprintf(w, "    delivery %s acknowledged, not in the log\n", id)
+	}
+	if v := r.Violations(); len(v) > 0 {
+		fmt.Fprintf(w, "FAIL (%s): %s\n", r.Engine, strings.Join(v, "; "))
+	} else {
+		fmt.Fprintf(w, "PASS (%s)\n", r.Engine)
+	}
+}
+
+// chaos is one fault-suite run.
+type chaos struct {
+	o      ChaosOptions
+	stack  *Stack
+	setup  *Setup
+	recv   *Receiver
+	sender []*Company
+	events *Company
+	subs   map[string]subRef // endpoint name → subscription
+
+	mu       sync.Mutex
+	sends    []SendOutcome
+	accepted []string // import ids
+	answers  map[string]int
+}
+
+type subRef struct {
+	company *Company
+	id      int64
+}
+
+// Chaos runs the fault suite: the gateway under queued sends, synchronous
+// sends and published events, SIGKILLed and restarted, and (on
+// PostgreSQL) its database backends terminated, between periods of load.
+// Then it waits, up to Settle, until every accepted send reached the
+// provider exactly once and is stored with the provider's id, every
+// accepted event reached its endpoint, and every delivery the receiver
+// acknowledged has its successful log row.
+func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
+	begin := time.Now()
+	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	defer stack.Close()
+	c := &chaos{o: o, stack: stack, setup: NewSetup(stack), subs: map[string]subRef{}, answers: map[string]int{}}
+	if c.recv, err = StartReceiver(); err != nil {
+		return nil, err
+	}
+	defer c.recv.Close()
+	if err := c.prepare(ctx); err != nil {
+		return nil, err
+	}
+	rep := &ChaosReport{Engine: o.Engine}
+	faults := c.plan()
+	load, cancel := context.WithCancel(ctx)
+	defer cancel()
+	total := time.Duration(len(faults)+1) * o.Interval
+	var wg sync.WaitGroup
+	for _, l := range []struct {
+		rate float64
+		call Call
+	}{{o.SendRate, c.sendCall(false)}, {o.SyncRate, c.sendCall(true)}, {o.EventRate, c.publishCall()}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Drive(load, Shape{Mode: Open, Rate: l.rate, Duration: total, MaxInFlight: 256}, NewRecorder(), l.call)
+		}()
+	}
+	for _, f := range faults {
+		time.Sleep(o.Interval)
+		if err := f(ctx, rep); err != nil {
+			cancel()
+			wg.Wait()
+			return nil, err
+		}
+	}
+	wg.Wait()
+	o.Log("load done; waiting up to %s for every check to hold", o.Settle)
+	loadEnd := time.Now()
+	c.settle(ctx, rep)
+	rep.SettledIn = time.Since(loadEnd).Seconds()
+	rep.Answers = c.answers
+	rep.Seconds = time.Since(begin).Seconds()
+	return rep, nil
+}
+
+func (c *chaos) prepare(ctx context.Context) error {
+	var err error
+	if c.sender, err = c.setup.Companies(ctx, "chaos-send", 1, c.o.Companies, 2); err != nil {
+		return err
+	}
+	for i, co := range c.sender {
+		name := fmt.Sprintf("msg-%d", i)
+		sub, err := c.setup.Subscribe(ctx, co, name, c.recv.HookURL(name), []string{"omnichat.message.sent"})
+		if err != nil {
+			return err
+		}
+		c.recv.Register(name, sub.Secret)
+		c.subs[name] = subRef{co, sub.ID}
+	}
+	evs, err := c.setup.Companies(ctx, "chaos-events", 100, 1, 0)
+	if err != nil {
+		return err
+	}
+	c.events = evs[0]
+	for i := range 2 {
+		name := fmt.Sprintf("ev-%d", i)
+		sub, err := c.setup.Subscribe(ctx, c.events, name, c.recv.HookURL(name), []string{"contact.import.completed"})
+		if err != nil {
+			return err
+		}
+		c.recv.Register(name, sub.Secret)
+		c.subs[name] = subRef{c.events, sub.ID}
+	}
+	return nil
+}
+
+// plan alternates kills and (on PostgreSQL) backend terminations.
+func (c *chaos) plan() []func(context.Context, *ChaosReport) error {
+	kill := func(ctx context.Context, rep *ChaosReport) error {
+		c.o.Log("SIGKILL gateway (pid %d)", c.stack.Gateway.PID())
+		c.stack.Gateway.Kill()
+		rep.Kills++
+		time.Sleep(500 * time.Millisecond)
+		return c.stack.StartGateway(ctx)
+	}
+	terminate := func(ctx context.Context, rep *ChaosReport) error {
+		n, err := c.stack.TerminateBackends(ctx)
+		c.o.Log("terminated %d PostgreSQL backends of the gateway", n)
+		rep.Terminations++
+		rep.BackendsEnded += n
+		return err
+	}
+	var out []func(context.Context, *ChaosReport) error
+	terms := c.o.Terminations
+	if c.stack.Engine() != Postgres {
+		terms = 0
+	}
+	for i := 0; i < max(c.o.Kills, terms); i++ {
+		if i < c.o.Kills {
+			out = append(out, kill)
+		}
+		if i < terms {
+			out = append(out, terminate)
+		}
+	}
+	return out
+}
+
+func (c *chaos) answer(out string) {
+	if out == "" {
+		out = "2xx"
+	}
+	c.answers[out]++
+}
+
+func (c *chaos) sendCall(sync bool) Call {
+	kind := "queued"
+	if sync {
+		kind = "sync"
+	}
+	return func(ctx context.Context, seq int, _ time.Time) string {
+		co := c.sender[seq%len(c.sender)]
+		text := fmt.Sprintf("chaos %s %d", kind, seq)
+		body, _ := json.Marshal(map[string]any{"platform": "ofc_chatapp", "sender_key": co.ChannelKey,
+			"contact_key": co.Contacts[seq%len(co.Contacts)], "text": text, "enqueue": !sync})
+		status, b, err := c.setup.API.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+		out := SendOutcome{Text: text, Answer: outcome(status, err), Sync: sync}
+		if sync && out.Answer == "" {
+			var res struct {
+				Data struct {
+					ExternalID string `json:"ExternalID"`
+				} `json:"Data"`
+			}
+			_ = json.Unmarshal(b, &res)
+			out.ExternalID = res.Data.ExternalID
+		}
+		c.mu.Lock()
+		c.sends = append(c.sends, out)
+		c.answer(out.Answer)
+		c.mu.Unlock()
+		return out.Answer
+	}
+}
+
+func (c *chaos) publishCall() Call {
+	return func(ctx context.Context, seq int, due time.Time) string {
+		id := fmt.Sprintf("chaos-%d", seq)
+		c.recv.Due(id, due)
+		status, _, err := c.setup.API.Do(ctx, "POST", "/api/events", c.events.Token, importEvent(id))
+		out := outcome(status, err)
+		c.mu.Lock()
+		if out == "" {
+			c.accepted = append(c.accepted, id)
+		}
+		c.answer(out)
+		c.mu.Unlock()
+		return out
+	}
+}
+
+// settle re-runs the checks until they all hold or Settle passes; the
+// report holds the last figures.
+func (c *chaos) settle(ctx context.Context, rep *ChaosReport) {
+	deadline := time.Now().Add(c.o.Settle)
+	for {
+		err := c.check(ctx, rep)
+		if err == nil && len(rep.Violations()) == 0 {
+			rep.Settled = true
+			return
+		}
+		if err != nil {
+			c.o.Log("check: %v", err)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(5 * time.Second)
+	}
+}
+
+func (c *chaos) check(ctx context.Context, rep *ChaosReport) error {
+	var handed []HandedOver
+	ctl := c.setup.Provider
+	for _, co := range c.sender {
+		msgs, err := ctl.Messages(ctx, co.PhoneNumberID)
+		if err != nil {
+			return err
+		}
+		handed = append(handed, handedOver(msgs)...)
+	}
+	c.mu.Lock()
+	sends := append([]SendOutcome(nil), c.sends...)
+	accepted := append([]string(nil), c.accepted...)
+	c.mu.Unlock()
+	rep.Sends = CheckSends(sends, handed, c.recv.Sent)
+	rep.EventsAccepted = len(accepted)
+	rep.Events = c.recv.Tally([]string{"ev-0", "ev-1"}, accepted)
+	rep.Deliveries, rep.MissingLogRows, rep.MissingExamples = 0, 0, nil
+	for name, ref := range c.subs {
+		acked := c.recv.DeliveryIDs(name)
+		logged, err := c.loggedDeliveries(ctx, ref)
+		if err != nil {
+			return err
+		}
+		missing := MissingLogRows(acked, logged)
+		rep.Deliveries += len(acked)
+		rep.MissingLogRows += len(missing)
+		for _, id := range missing {
+			if len(rep.MissingExamples) < maxProblems {
+				rep.MissingExamples = append(rep.MissingExamples, name+" "+id)
+			}
+		}
+	}
+	return nil
+}
+
+func handedOver(msgs []providersim.SentMessage) []HandedOver {
+	out := make([]HandedOver, 0, len(msgs))
+	for _, m := range msgs {
+		h := HandedOver{ProviderID: m.ID, MessageID: m.Request.BizOpaqueCallbackData}
+		if m.Request.Text != nil {
+			h.Text = m.Request.Text.Body
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// loggedDeliveries reads the successful attempts of a subscription's
+// delivery log through the API, every page.
+func (c *chaos) loggedDeliveries(ctx context.Context, ref subRef) (map[string]bool, error) {
+	out := map[string]bool{}
+	for page := 1; ; page++ {
+		var res struct {
+			LastPage int `json:"last_page"`
+			Data     []struct {
+				DeliveryID string `json:"delivery_id"`
+			} `json:"data"`
+		}
+		q := url.Values{"succeeded": {"true"}, "perPage": {"500"}, "page": {fmt.Sprint(page)}}
+		if err := c.setup.API.JSON(ctx, "GET", fmt.Sprintf("/api/channel-webhooks/%d/deliveries?%s", ref.id, q.Encode()),
+			ref.company.Token, nil, &res); err != nil {
+			return nil, err
+		}
+		for _, d := range res.Data {
+			out[d.DeliveryID] = true
+		}
+		if page >= res.LastPage {
+			return out, nil
+		}
+	}
+}
