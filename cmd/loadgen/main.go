@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "baseline":
 		fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
 		listen := fs.String("listen", "127.0.0.1:8090", "listen address")
-		dbURL := fs.String("database-url", env("DATABASE_URL", loadtest.DefaultPostgresURL), "PostgreSQL URL")
+		dbURL := fs.String("database-url", pgURL(), "PostgreSQL URL")
 		conns := fs.Int("conns", 8, "pgx pool size")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -84,7 +84,7 @@ type common struct {
 func commonFlags(fs *flag.FlagSet) common {
 	return common{
 		engines:  fs.String("db", env("LOADGEN_DB", "postgres"), "database engine of the gateway: postgres, sqlite, or both ($LOADGEN_DB)"),
-		adminURL: fs.String("database-url", env("DATABASE_URL", loadtest.DefaultPostgresURL), "PostgreSQL server where a fresh database is created and dropped ($DATABASE_URL)"),
+		adminURL: fs.String("database-url", pgURL(), "PostgreSQL server where a fresh database is created and dropped ($LOADGEN_DATABASE_URL, else $TEST_DATABASE_URL)"),
 		binDir:   fs.String("bin-dir", env("LOADGEN_BIN_DIR", ""), "prebuilt gateway and providersim binaries; empty = go build them ($LOADGEN_BIN_DIR)"),
 		out:      fs.String("out", env("LOADGEN_OUT", "load-results"), "folder of the JSON reports (git-ignored) ($LOADGEN_OUT)"),
 	}
@@ -155,6 +155,12 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s loadgen: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// pgURL is the PostgreSQL server to use. Not DATABASE_URL: that may be a
+// real deployment's, and the tools create and drop databases.
+func pgURL() string {
+	return env("LOADGEN_DATABASE_URL", env("TEST_DATABASE_URL", loadtest.DefaultPostgresURL))
 }
 
 func env(k, def string) string {

@@ -66,8 +66,13 @@ func (r ChaosReport) Violations() []string {
 	add(r.Sends.ErrorButDelivered, "sends answered with an error although the provider received them")
 	add(r.Events.Lost, "accepted events that never reached their endpoint")
 	add(r.Events.Rejected, "deliveries the receiver refused (signature or format)")
-	add(r.MissingLogRows, "acknowledged deliveries without a successful row in the delivery log")
+	add(r.MissingLogRows, "deliveries the receiver acknowledged without a successful row in the delivery log")
 	return out
+}
+
+// pending counts what may still change by waiting.
+func (r ChaosReport) pending() int {
+	return r.Sends.Lost + r.Sends.NotStored + r.Events.Lost + r.MissingLogRows
 }
 
 // WriteText prints the report.
@@ -82,15 +87,15 @@ func (r ChaosReport) WriteText(w io.Writer) {
 		r.EventsAccepted, r.Events.Expected, r.Events.Received, r.Events.Lost, r.Events.Duplicates, r.Events.Rejected)
 	fmt.Fprintf(w, "  delivery log: %d acknowledged deliveries, %d without a successful log row\n", r.Deliveries, r.MissingLogRows)
 	if r.Settled {
-		fmt.Fprintf(w, "  every check held %.0f s after the load\n", r.SettledIn)
+		fmt.Fprintf(w, "  nothing pending %.0f s after the load\n", r.SettledIn)
 	} else {
-		fmt.Fprintf(w, "  checks still failing %.0f s after the load (the bound)\n", r.SettledIn)
+		fmt.Fprintf(w, "  still missing %.0f s after the load (the bound)\n", r.SettledIn)
 	}
 	for _, p := range s.Problems {
 		fmt.Fprintf(w, "    send: %s\n", p)
 	}
 	for _, id := range r.MissingExamples {
-		fmt.Fprintf(w, "    delivery %s acknowledged, not in the log\n", id)
+		fmt.Fprintf(w, "    delivery %s\n", id)
 	}
 	if v := r.Violations(); len(v) > 0 {
 		fmt.Fprintf(w, "FAIL (%s): %s\n", r.Engine, strings.Join(v, "; "))
@@ -239,11 +244,12 @@ func (c *chaos) plan() []func(context.Context, *ChaosReport) error {
 	return out
 }
 
-func (c *chaos) answer(out string) {
+// answer counts an outcome per kind of request ("sync 500").
+func (c *chaos) answer(kind, out string) {
 	if out == "" {
 		out = "2xx"
 	}
-	c.answers[out]++
+	c.answers[kind+" "+out]++
 }
 
 func (c *chaos) sendCall(sync bool) Call {
@@ -269,7 +275,7 @@ func (c *chaos) sendCall(sync bool) Call {
 		}
 		c.mu.Lock()
 		c.sends = append(c.sends, out)
-		c.answer(out.Answer)
+		c.answer(kind, out.Answer)
 		c.mu.Unlock()
 		return out.Answer
 	}
@@ -285,19 +291,22 @@ func (c *chaos) publishCall() Call {
 		if out == "" {
 			c.accepted = append(c.accepted, id)
 		}
-		c.answer(out)
+		c.answer("event", out)
 		c.mu.Unlock()
 		return out
 	}
 }
 
-// settle re-runs the checks until they all hold or Settle passes; the
-// report holds the last figures.
+// settle re-runs the checks until nothing is pending any more (what is
+// still missing may yet arrive: a rescued job, a retried delivery) or
+// Settle passes; the report holds the last figures. A duplicate or an
+// error answer cannot be undone by waiting, so they do not keep it
+// waiting.
 func (c *chaos) settle(ctx context.Context, rep *ChaosReport) {
 	deadline := time.Now().Add(c.o.Settle)
 	for {
 		err := c.check(ctx, rep)
-		if err == nil && len(rep.Violations()) == 0 {
+		if err == nil && rep.pending() == 0 {
 			rep.Settled = true
 			return
 		}
@@ -331,7 +340,7 @@ func (c *chaos) check(ctx context.Context, rep *ChaosReport) error {
 	rep.Deliveries, rep.MissingLogRows, rep.MissingExamples = 0, 0, nil
 	for name, ref := range c.subs {
 		acked := c.recv.DeliveryIDs(name)
-		logged, err := c.loggedDeliveries(ctx, ref)
+		logged, attempts, err := c.loggedDeliveries(ctx, ref)
 		if err != nil {
 			return err
 		}
@@ -340,7 +349,11 @@ func (c *chaos) check(ctx context.Context, rep *ChaosReport) error {
 		rep.MissingLogRows += len(missing)
 		for _, id := range missing {
 			if len(rep.MissingExamples) < maxProblems {
-				rep.MissingExamples = append(rep.MissingExamples, name+" "+id)
+				logged := attempts[id]
+				if logged == "" {
+					logged = "no attempt logged"
+				}
+				rep.MissingExamples = append(rep.MissingExamples, fmt.Sprintf("%s %s (received %d×; log: %s)", name, id, acked[id], logged))
 			}
 		}
 	}
@@ -359,27 +372,41 @@ func handedOver(msgs []providersim.SentMessage) []HandedOver {
 	return out
 }
 
-// loggedDeliveries reads the successful attempts of a subscription's
-// delivery log through the API, every page.
-func (c *chaos) loggedDeliveries(ctx context.Context, ref subRef) (map[string]bool, error) {
-	out := map[string]bool{}
+// loggedDeliveries reads a subscription's whole delivery log through the
+// API: for each delivery id, whether an attempt succeeded, and a short
+// account of its attempts for the report.
+func (c *chaos) loggedDeliveries(ctx context.Context, ref subRef) (map[string]bool, map[string]string, error) {
+	ok, attempts := map[string]bool{}, map[string]string{}
 	for page := 1; ; page++ {
 		var res struct {
 			LastPage int `json:"last_page"`
 			Data     []struct {
-				DeliveryID string `json:"delivery_id"`
+				DeliveryID  string  `json:"delivery_id"`
+				Attempt     int     `json:"attempt"`
+				StatusCode  int     `json:"status_code"`
+				Succeeded   bool    `json:"succeeded"`
+				Error       *string `json:"error"`
+				NextRetryAt *string `json:"next_retry_at"`
 			} `json:"data"`
 		}
-		q := url.Values{"succeeded": {"true"}, "perPage": {"500"}, "page": {fmt.Sprint(page)}}
+		q := url.Values{"perPage": {"500"}, "page": {fmt.Sprint(page)}}
 		if err := c.setup.API.JSON(ctx, "GET", fmt.Sprintf("/api/channel-webhooks/%d/deliveries?%s", ref.id, q.Encode()),
 			ref.company.Token, nil, &res); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, d := range res.Data {
-			out[d.DeliveryID] = true
+			ok[d.DeliveryID] = ok[d.DeliveryID] || d.Succeeded
+			a := fmt.Sprintf("#%d %d", d.Attempt, d.StatusCode)
+			if d.Error != nil {
+				a += " " + *d.Error
+			}
+			if d.NextRetryAt != nil {
+				a += " retry at " + *d.NextRetryAt
+			}
+			attempts[d.DeliveryID] = strings.TrimPrefix(attempts[d.DeliveryID]+"; "+a, "; ")
 		}
 		if page >= res.LastPage {
-			return out, nil
+			return ok, attempts, nil
 		}
 	}
 }

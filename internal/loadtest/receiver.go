@@ -151,6 +151,15 @@ func (r *Receiver) Tally(endpoints []string, accepted []string) EventTally {
 	return t
 }
 
+// Reset forgets the publish times and latencies recorded so far, so that
+// deliveries left over from an earlier scenario are not measured as part
+// of the next one.
+func (r *Receiver) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.due, r.lat = map[string]time.Time{}, nil
+}
+
 // Latencies returns and forgets the publish→receipt latencies recorded
 // so far (first receipt of each event at each endpoint).
 func (r *Receiver) Latencies() []time.Duration {

@@ -133,7 +133,7 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 			"conns": o.Conns, "contacts": o.Contacts, "list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns,
 			"scenarios": o.Scenarios}}
 	for run := 1; run <= o.Runs; run++ {
-		base := map[Mode]float64{}
+		base := map[string]float64{} // baseline throughput by load shape
 		for _, sc := range o.Scenarios {
 			name, mode, err := ParseScenario(sc)
 			if err != nil {
@@ -144,10 +144,12 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("run %d %s: %w", run, sc, err)
 			}
+			// A ratio compares the same load: the same connections, or the
+			// same pace.
 			if name == ScenarioBaseline {
-				base[mode] = res.Throughput
+				base[res.Load] = res.Throughput
 			}
-			if b := base[mode]; b > 0 {
+			if b := base[res.Load]; b > 0 {
 				res.Ratio = res.Throughput / b
 			}
 			rep.Results = append(rep.Results, res)
@@ -272,7 +274,7 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 			acceptedMu.Unlock()
 		})
 	}
-	_ = r.recv.Latencies() // forget receipts left over from an earlier scenario
+	r.recv.Reset()
 	sampler := StartSampler(pid, 100*time.Millisecond)
 	rec := NewRecorder()
 	begin := time.Now()

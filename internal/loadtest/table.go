@@ -14,7 +14,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "engine %s, %d send companies (%d sends/min each at most), gateway RSS %.0f MB at start, %.0f MB idle after set-up\n%v\n\n",
 		rep.Engine, rep.Companies, SendRatePerCompany*98/100, rep.StartRSSMB, rep.IdleRSSMB, rep.Options)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tscenario\tload\tok\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\terrors\tdeliv/s\te2e p50\te2e p99\tlost\tdup\tRSS idle/peak/after MB\tCPU ms/req\t")
+	fmt.Fprintln(tw, "run\tscenario\tload\tok\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\terrors\tdeliv/s\te2e p50\te2e p99\tundelivered\tdup\tRSS idle/peak/after MB\tCPU ms/req\t")
 	for _, r := range rep.Results {
 		ev := "\t\t\t\t"
 		if e := r.Events; e != nil {
@@ -27,7 +27,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nmedian [min–max] over %d run(s)\n", rep.Options["runs"])
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\tdeliv/s\te2e p99 ms\tlost\tpeak RSS MB\t")
+	fmt.Fprintln(tw, "scenario\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\tdeliv/s\te2e p99 ms\tundelivered\tpeak RSS MB\t")
 	names := make([]string, 0, len(rep.Summary))
 	for n := range rep.Summary {
 		names = append(names, n)

@@ -87,3 +87,32 @@ func TestMissingLogRows(t *testing.T) {
 		})
 	}
 }
+
+// TestChaosReportVerdict: every broken guarantee fails the suite; at-least-
+// once webhook duplicates and unanswered requests do not.
+func TestChaosReportVerdict(t *testing.T) {
+	tests := []struct {
+		name       string
+		rep        ChaosReport
+		violations int
+		pending    bool
+	}{
+		{"clean, with tolerated duplicates and unanswered sends",
+			ChaosReport{Sends: SendVerdict{Accepted: 5, Reached: 5, Unanswered: 3}, Events: EventTally{Expected: 4, Received: 4, Duplicates: 2}}, 0, false},
+		{"a lost send", ChaosReport{Sends: SendVerdict{Lost: 1}}, 1, true},
+		{"a duplicate send", ChaosReport{Sends: SendVerdict{Duplicates: 1, Overwritten: 1}}, 2, false},
+		{"a lost event", ChaosReport{Events: EventTally{Lost: 2}}, 1, true},
+		{"a refused delivery", ChaosReport{Events: EventTally{Rejected: 1}}, 1, false},
+		{"a delivery without its log row", ChaosReport{MissingLogRows: 3}, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.rep.Violations(); len(got) != tt.violations {
+				t.Errorf("violations %q, want %d", got, tt.violations)
+			}
+			if got := tt.rep.pending() > 0; got != tt.pending {
+				t.Errorf("pending %v, want %v", got, tt.pending)
+			}
+		})
+	}
+}
