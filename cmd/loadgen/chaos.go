@@ -25,6 +25,7 @@ func runChaos(ctx context.Context, args []string, stdout io.Writer) error {
 	sendRate := fs.Float64("send-rate", 30, "queued sends per second")
 	syncRate := fs.Float64("sync-rate", 10, "synchronous sends per second")
 	eventRate := fs.Float64("event-rate", 30, "published events per second (each to two endpoints)")
+	chatappRate := fs.Float64("chatapp-rate", 10, "chat-app sends per second (half synchronous, half queued)")
 	kills := fs.Int("kills", 3, "SIGKILL + restart of the gateway")
 	terms := fs.Int("terminations", 3, "terminations of the gateway's PostgreSQL backends (PostgreSQL only)")
 	interval := fs.Duration("interval", 3*time.Second, "load time between faults")
@@ -41,7 +42,7 @@ func runChaos(ctx context.Context, args []string, stdout io.Writer) error {
 	var reports []*loadtest.ChaosReport
 	for _, engine := range engines {
 		rep, err := loadtest.Chaos(ctx, loadtest.ChaosOptions{Engine: engine, AdminURL: *c.adminURL, BinDir: *c.binDir,
-			Companies: *companies, SendRate: *sendRate, SyncRate: *syncRate, EventRate: *eventRate, Kills: *kills,
+			Companies: *companies, SendRate: *sendRate, SyncRate: *syncRate, EventRate: *eventRate, ChatappRate: *chatappRate, Kills: *kills,
 			Terminations: *terms, Interval: *interval, Settle: *settle, Log: logf})
 		if err != nil {
 			return fmt.Errorf("%s: %w", engine, err)

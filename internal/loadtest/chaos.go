@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatmsg/gateway/internal/providersim"
@@ -22,7 +23,10 @@ type ChaosOptions struct {
 	SendRate  float64 // queued sends per second
 	SyncRate  float64 // synchronous sends per second
 	EventRate float64 // POST /api/events per second
-	Kills     int     // SIGKILLs of the gateway (each followed by a restart)
+	// ChatappRate is chat-app sends per second (half synchronous, half
+	// queued) on a paired simulator connection of each send company.
+	ChatappRate float64
+	Kills       int // SIGKILLs of the gateway (each followed by a restart)
 	// Terminations of the gateway's PostgreSQL backends (PostgreSQL only).
 	Terminations int
 	Interval     time.Duration // load time between two faults
@@ -39,7 +43,8 @@ type ChaosReport struct {
 	Terminations    int            `json:"terminations"`
 	BackendsEnded   int            `json:"backends_ended"`
 	Answers         map[string]int `json:"answers"` // every request's outcome, "2xx" included
-	Sends           SendVerdict    `json:"sends"`
+	Sends           SendVerdict    `json:"sends"`   // official channel, checked at providersim
+	Chatapp         SendVerdict    `json:"chatapp"` // chat-app channel, checked at the in-process simulator
 	Events          EventTally     `json:"events"`
 	EventsAccepted  int            `json:"events_accepted"`
 	Deliveries      int            `json:"deliveries_acknowledged"` // distinct delivery ids the receiver acknowledged
@@ -64,6 +69,12 @@ func (r ChaosReport) Violations() []string {
 	add(r.Sends.NotStored, "sends handed over whose stored message does not carry the provider's id")
 	add(r.Sends.Overwritten, "sends whose provider id was overwritten")
 	add(r.Sends.ErrorButDelivered, "sends answered with an error although the provider received them")
+	add(r.Chatapp.Lost, "accepted chat-app sends never handed to the chat app")
+	add(r.Chatapp.Duplicates, "chat-app sends handed to the chat app more than once")
+	add(r.Chatapp.SyncIDBad, "synchronous chat-app sends answered with an ExternalID the chat app did not issue for them")
+	add(r.Chatapp.NotStored, "chat-app sends handed over whose stored message does not carry the chat app's id")
+	add(r.Chatapp.Overwritten, "chat-app sends whose chat-app id was overwritten")
+	add(r.Chatapp.ErrorButDelivered, "chat-app sends answered with an error although the chat app received them")
 	add(r.Events.Lost, "accepted events that never reached their endpoint")
 	add(r.Events.Rejected, "deliveries the receiver refused (signature or format)")
 	add(r.MissingLogRows, "deliveries the receiver acknowledged without a successful row in the delivery log")
@@ -72,7 +83,7 @@ func (r ChaosReport) Violations() []string {
 
 // pending counts what may still change by waiting.
 func (r ChaosReport) pending() int {
-	return r.Sends.Lost + r.Sends.NotStored + r.Events.Lost + r.MissingLogRows
+	return r.Sends.Lost + r.Sends.NotStored + r.Chatapp.Lost + r.Chatapp.NotStored + r.Events.Lost + r.MissingLogRows
 }
 
 // WriteText prints the report.
@@ -83,6 +94,9 @@ func (r ChaosReport) WriteText(w io.Writer) {
 	s := r.Sends
 	fmt.Fprintf(w, "  sends: %d accepted, %d unanswered/5xx; %d reached the provider, %d lost, %d duplicates, %d sync id mismatches, %d not stored with the provider id, %d overwritten, %d error answers delivered anyway\n",
 		s.Accepted, s.Unanswered, s.Reached, s.Lost, s.Duplicates, s.SyncIDBad, s.NotStored, s.Overwritten, s.ErrorButDelivered)
+	s = r.Chatapp
+	fmt.Fprintf(w, "  chat-app sends: %d accepted (%d before the last restart, which the simulator forgot), %d unanswered/5xx; %d reached the chat app, %d lost, %d duplicates, %d sync id mismatches, %d not stored with the chat app's id, %d overwritten, %d error answers delivered anyway\n",
+		s.Accepted, s.Partial, s.Unanswered, s.Reached, s.Lost, s.Duplicates, s.SyncIDBad, s.NotStored, s.Overwritten, s.ErrorButDelivered)
 	fmt.Fprintf(w, "  events: %d accepted, %d expected receipts, %d received, %d lost, %d duplicate deliveries (at least once: not a failure), %d refused by the receiver\n",
 		r.EventsAccepted, r.Events.Expected, r.Events.Received, r.Events.Lost, r.Events.Duplicates, r.Events.Rejected)
 	fmt.Fprintf(w, "  delivery log: %d acknowledged deliveries, %d without a successful log row\n", r.Deliveries, r.MissingLogRows)
@@ -91,8 +105,11 @@ func (r ChaosReport) WriteText(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "  still missing %.0f s after the load (the bound)\n", r.SettledIn)
 	}
-	for _, p := range s.Problems {
+	for _, p := range r.Sends.Problems {
 		fmt.Fprintf(w, "    send: %s\n", p)
+	}
+	for _, p := range r.Chatapp.Problems {
+		fmt.Fprintf(w, "    chat-app send: %s\n", p)
 	}
 	for _, id := range r.MissingExamples {
 		fmt.Fprintf(w, "    delivery %s\n", id)
@@ -111,13 +128,24 @@ type chaos struct {
 	setup  *Setup
 	recv   *Receiver
 	sender []*Company
+	conns  []*Connection // chat-app connection of each send company
 	events *Company
 	subs   map[string]subRef // endpoint name → subscription
+	// gen counts the gateway's restarts: the chat-app simulator remembers
+	// only what it received since the last one.
+	gen atomic.Int64
 
 	mu       sync.Mutex
 	sends    []SendOutcome
+	chat     []chatSend
 	accepted []string // import ids
 	answers  map[string]int
+}
+
+// chatSend is a chat-app send and the gateway generation it began in.
+type chatSend struct {
+	SendOutcome
+	gen int64
 }
 
 type subRef struct {
@@ -156,7 +184,10 @@ func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	for _, l := range []struct {
 		rate float64
 		call Call
-	}{{o.SendRate, c.sendCall(false)}, {o.SyncRate, c.sendCall(true)}, {o.EventRate, c.publishCall()}} {
+	}{{o.SendRate, c.sendCall(false)}, {o.SyncRate, c.sendCall(true)}, {o.EventRate, c.publishCall()}, {o.ChatappRate, c.chatappCall()}} {
+		if l.rate <= 0 {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -187,6 +218,12 @@ func (c *chaos) prepare(ctx context.Context) error {
 		return err
 	}
 	for i, co := range c.sender {
+		conn, err := c.setup.Connect(ctx, co, fmt.Sprintf("5541%09d", i+1),
+			[]string{fmt.Sprintf("5551%04d00001", i+1), fmt.Sprintf("5551%04d00002", i+1)})
+		if err != nil {
+			return err
+		}
+		c.conns = append(c.conns, conn)
 		name := fmt.Sprintf("msg-%d", i)
 		sub, err := c.setup.Subscribe(ctx, co, name, c.recv.HookURL(name), []string{"omnichat.message.sent"})
 		if err != nil {
@@ -219,7 +256,9 @@ func (c *chaos) plan() []func(context.Context, *ChaosReport) error {
 		c.stack.Gateway.Kill()
 		rep.Kills++
 		time.Sleep(500 * time.Millisecond)
-		return c.stack.StartGateway(ctx)
+		err := c.stack.StartGateway(ctx)
+		c.gen.Add(1)
+		return err
 	}
 	terminate := func(ctx context.Context, rep *ChaosReport) error {
 		n, err := c.stack.TerminateBackends(ctx)
@@ -265,13 +304,7 @@ func (c *chaos) sendCall(sync bool) Call {
 		status, b, err := c.setup.API.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
 		out := SendOutcome{Text: text, Answer: outcome(status, err), Sync: sync}
 		if sync && out.Answer == "" {
-			var res struct {
-				Data struct {
-					ExternalID string `json:"ExternalID"`
-				} `json:"Data"`
-			}
-			_ = json.Unmarshal(b, &res)
-			out.ExternalID = res.Data.ExternalID
+			out.ExternalID = externalID(b)
 		}
 		c.mu.Lock()
 		c.sends = append(c.sends, out)
@@ -279,6 +312,44 @@ func (c *chaos) sendCall(sync bool) Call {
 		c.mu.Unlock()
 		return out.Answer
 	}
+}
+
+// chatappCall sends on the chat-app connections, alternately synchronous
+// and queued.
+func (c *chaos) chatappCall() Call {
+	return func(ctx context.Context, seq int, _ time.Time) string {
+		i := seq % len(c.sender)
+		co, conn := c.sender[i], c.conns[i]
+		sync := seq%2 == 0
+		kind := "chatapp-queued"
+		if sync {
+			kind = "chatapp-sync"
+		}
+		text := fmt.Sprintf("chaos %s %d", kind, seq)
+		gen := c.gen.Load()
+		body, _ := json.Marshal(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_is_group": false,
+			"contact_key": conn.Contacts[seq/2%len(conn.Contacts)], "text": text, "enqueue": !sync})
+		status, b, err := c.setup.API.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+		out := SendOutcome{Text: text, Answer: outcome(status, err), Sync: sync}
+		if sync && out.Answer == "" {
+			out.ExternalID = externalID(b)
+		}
+		c.mu.Lock()
+		c.chat = append(c.chat, chatSend{out, gen})
+		c.answer(kind, out.Answer)
+		c.mu.Unlock()
+		return out.Answer
+	}
+}
+
+func externalID(syncAnswer []byte) string {
+	var res struct {
+		Data struct {
+			ExternalID string `json:"ExternalID"`
+		} `json:"Data"`
+	}
+	_ = json.Unmarshal(syncAnswer, &res)
+	return res.Data.ExternalID
 }
 
 func (c *chaos) publishCall() Call {
@@ -330,11 +401,26 @@ func (c *chaos) check(ctx context.Context, rep *ChaosReport) error {
 		}
 		handed = append(handed, handedOver(msgs)...)
 	}
+	var chatHanded []HandedOver
+	for i, co := range c.sender {
+		msgs, err := c.setup.SimulatorMessages(ctx, co, c.conns[i])
+		if err != nil {
+			return err
+		}
+		chatHanded = append(chatHanded, msgs...)
+	}
+	gen := c.gen.Load()
 	c.mu.Lock()
 	sends := append([]SendOutcome(nil), c.sends...)
 	accepted := append([]string(nil), c.accepted...)
+	chat := make([]SendOutcome, len(c.chat))
+	for i, s := range c.chat {
+		chat[i] = s.SendOutcome
+		chat[i].Partial = s.gen != gen
+	}
 	c.mu.Unlock()
 	rep.Sends = CheckSends(sends, handed, c.recv.Sent)
+	rep.Chatapp = CheckSends(chat, chatHanded, c.recv.Sent)
 	rep.EventsAccepted = len(accepted)
 	rep.Events = c.recv.Tally([]string{"ev-0", "ev-1"}, accepted)
 	rep.Deliveries, rep.MissingLogRows, rep.MissingExamples = 0, 0, nil

@@ -115,6 +115,62 @@ func (st *Setup) company(ctx context.Context, prefix string, num, contacts int) 
 	return c, nil
 }
 
+// Connection is an unofficial chat-app connection of a company on the
+// in-process simulator driver, paired, with contacts on the chat app.
+type Connection struct {
+	ID       int64
+	Key      string
+	Contacts []string
+}
+
+// Connect creates a chat-app connection for c and pairs it through the
+// simulator's control endpoints, as the connections README shows.
+func (st *Setup) Connect(ctx context.Context, c *Company, key string, contacts []string) (*Connection, error) {
+	var created struct {
+		Data struct {
+			ID int64 `json:"id"`
+		} `json:"data"`
+	}
+	if err := st.API.JSON(ctx, "POST", "/api/chatapp-create", c.Token, map[string]any{"name": "chaos", "key": key}, &created); err != nil {
+		return nil, err
+	}
+	conn := &Connection{ID: created.Data.ID, Key: key, Contacts: contacts}
+	if err := st.API.JSON(ctx, "POST", "/api/chatapp-qrcode", c.Token, map[string]any{"id": conn.ID, "os": "Linux", "browser": "loadgen"}, nil); err != nil {
+		return nil, err
+	}
+	if err := st.API.JSON(ctx, "POST", fmt.Sprintf("/api/chatapp-simulator/%d/pair", conn.ID), c.Token, map[string]any{}, nil); err != nil {
+		return nil, err
+	}
+	var list []map[string]any
+	for _, k := range contacts {
+		list = append(list, map[string]any{"key": k, "name": "Contato " + k})
+	}
+	if err := st.API.JSON(ctx, "POST", fmt.Sprintf("/api/chatapp-simulator/%d/contacts", conn.ID), c.Token, map[string]any{"contacts": list}, nil); err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// SimulatorMessages is what a connection handed to the simulated chat app
+// (GET /api/chatapp-simulator/{id}/messages). The simulator lives in the
+// gateway's process: it forgets everything when the process ends.
+func (st *Setup) SimulatorMessages(ctx context.Context, c *Company, conn *Connection) ([]HandedOver, error) {
+	var res struct {
+		Data []struct {
+			ExternalID string `json:"external_id"`
+			Text       string `json:"text"`
+		} `json:"data"`
+	}
+	if err := st.API.JSON(ctx, "GET", fmt.Sprintf("/api/chatapp-simulator/%d/messages", conn.ID), c.Token, nil, &res); err != nil {
+		return nil, err
+	}
+	out := make([]HandedOver, len(res.Data))
+	for i, m := range res.Data {
+		out[i] = HandedOver{ProviderID: m.ExternalID, Text: m.Text}
+	}
+	return out, nil
+}
+
 // Subscription is a webhook subscription and the secret that signs its
 // deliveries.
 type Subscription struct {
