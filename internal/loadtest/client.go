@@ -8,22 +8,32 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
 // Client speaks the gateway's public API as a client program would: JSON
-// over HTTP/1.1 with keep-alive and a bearer token.
+// over HTTP/1.1 with keep-alive and a bearer token. With several base URLs
+// (replicas) it takes them in turn, as a round-robin load balancer would.
 type Client struct {
-	Base string
-	HTTP *http.Client
+	bases []string
+	next  atomic.Uint64
+	HTTP  *http.Client
 }
 
-// NewClient returns a client of base whose connection pool does not limit
-// the load it is asked to offer.
-func NewClient(base string) *Client {
+// NewClient returns a client of bases whose connection pool does not
+// limit the load it is asked to offer.
+func NewClient(bases ...string) *Client {
 	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: 90 * time.Second,
 		DisableCompression: true}
-	return &Client{Base: base, HTTP: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &Client{bases: bases, HTTP: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+func (c *Client) base() string {
+	if len(c.bases) == 1 {
+		return c.bases[0]
+	}
+	return c.bases[(c.next.Add(1)-1)%uint64(len(c.bases))]
 }
 
 // Do sends one request and returns the status and the body.
@@ -32,7 +42,7 @@ func (c *Client) Do(ctx context.Context, method, path, token string, body []byte
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.base()+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -71,9 +71,10 @@ type Footprint struct {
 	CPUSeconds float64 `json:"cpu_s"`        // user + system during the load
 }
 
-// Sampler samples a process's RSS every interval until Stop.
+// Sampler samples the summed RSS of processes (a gateway's replicas)
+// every interval until Stop.
 type Sampler struct {
-	pid      int
+	pids     []int
 	stop     chan struct{}
 	done     chan struct{}
 	mu       sync.Mutex
@@ -83,12 +84,12 @@ type Sampler struct {
 	err      error
 }
 
-// StartSampler takes the idle figures of pid and starts sampling it.
-func StartSampler(pid int, every time.Duration) *Sampler {
-	s := &Sampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
-	s.idle, s.err = RSS(pid)
+// StartSampler takes the idle figures of pids and starts sampling them.
+func StartSampler(pids []int, every time.Duration) *Sampler {
+	s := &Sampler{pids: pids, stop: make(chan struct{}), done: make(chan struct{})}
+	s.idle, s.err = sumRSS(pids)
 	s.peak = s.idle
-	s.cpuStart, _ = CPUTime(pid)
+	s.cpuStart, _ = sumCPU(pids)
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
@@ -98,7 +99,7 @@ func StartSampler(pid int, every time.Duration) *Sampler {
 			case <-s.stop:
 				return
 			case <-t.C:
-				if v, err := RSS(pid); err == nil {
+				if v, err := sumRSS(pids); err == nil {
 					s.mu.Lock()
 					s.peak = max(s.peak, v)
 					s.mu.Unlock()
@@ -113,11 +114,11 @@ func StartSampler(pid int, every time.Duration) *Sampler {
 // returns the footprint (CPU is counted up to the end of the load, not
 // the settle time).
 func (s *Sampler) Stop(settle time.Duration) (Footprint, error) {
-	cpuEnd, cerr := CPUTime(s.pid)
+	cpuEnd, cerr := sumCPU(s.pids)
 	close(s.stop)
 	<-s.done
 	time.Sleep(settle)
-	after, aerr := RSS(s.pid)
+	after, aerr := sumRSS(s.pids)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := Footprint{IdleRSSMB: mb(s.idle), PeakRSSMB: mb(max(s.peak, after)), AfterRSSMB: mb(after),
@@ -128,6 +129,30 @@ func (s *Sampler) Stop(settle time.Duration) (Footprint, error) {
 		}
 	}
 	return f, nil
+}
+
+func sumRSS(pids []int) (int64, error) {
+	var sum int64
+	for _, p := range pids {
+		v, err := RSS(p)
+		if err != nil {
+			return sum, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+func sumCPU(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, p := range pids {
+		v, err := CPUTime(p)
+		if err != nil {
+			return sum, err
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 func mb(b int64) float64 { return float64(b*10/(1<<20)) / 10 }

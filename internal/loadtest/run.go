@@ -47,6 +47,7 @@ type Options struct {
 	Contacts      int           // open conversations per send company
 	ListContacts  int           // conversations of the listing company
 	Drain         time.Duration // how long to wait for deliveries after an events scenario
+	Replicas      int           // gateway processes on the one database, requests spread round-robin
 	BaselineConns int32
 	Log           func(format string, args ...any)
 }
@@ -116,12 +117,12 @@ type eventTarget struct {
 // Load runs the scenarios o.Runs times against a fresh stack and returns
 // every result with the median and spread of each figure.
 func Load(ctx context.Context, o Options) (*Report, error) {
-	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log})
+	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Replicas: o.Replicas})
 	if err != nil {
 		return nil, err
 	}
 	defer stack.Close()
-	r := &runner{o: o, stack: stack, setup: NewSetup(stack), api: NewClient(stack.GatewayURL), ev: map[int]*eventTarget{}}
+	r := &runner{o: o, stack: stack, setup: NewSetup(stack), api: NewClient(stack.ReplicaURLs...), ev: map[int]*eventTarget{}}
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Started: time.Now().UTC(), Engine: o.Engine, Companies: len(r.senders), StartRSSMB: r.startRSS,
 		IdleRSSMB: r.idleRSS, Options: map[string]any{
 			"runs": o.Runs, "duration_s": o.Duration.Seconds(), "rate": o.Rate, "event_rate": o.EventRate,
-			"conns": o.Conns, "contacts": o.Contacts, "list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns,
+			"conns": o.Conns, "replicas": max(1, o.Replicas), "contacts": o.Contacts, "list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns,
 			"scenarios": o.Scenarios}}
 	for run := 1; run <= o.Runs; run++ {
 		base := map[string]float64{} // baseline throughput by load shape
@@ -177,7 +178,7 @@ func ParseScenario(s string) (string, Mode, error) {
 
 func (r *runner) prepare(ctx context.Context) error {
 	o := r.o
-	if rss, err := RSS(r.stack.Gateway.PID()); err == nil {
+	if rss, err := sumRSS(r.stack.PIDs()); err == nil {
 		r.startRSS = mb(rss)
 	}
 	o.Log("setting up %d send companies with %d conversations each", o.Companies, o.Contacts)
@@ -228,7 +229,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		return err
 	}
 	time.Sleep(3 * time.Second) // let the set-up's background work finish before "idle"
-	rss, err := RSS(r.stack.Gateway.PID())
+	rss, err := sumRSS(r.stack.PIDs())
 	r.idleRSS = mb(rss)
 	return err
 }
@@ -244,9 +245,9 @@ func (r *runner) shape(name string, mode Mode) Shape {
 func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) (Result, error) {
 	shape := r.shape(name, mode)
 	res := Result{Scenario: name + ":" + string(mode), Load: shape.String(), Run: run}
-	pid := r.stack.Gateway.PID()
+	pids := r.stack.PIDs()
 	if name == ScenarioBaseline {
-		pid = r.baseline.PID()
+		pids = []int{r.baseline.PID()}
 	}
 	var call Call
 	var target *eventTarget
@@ -275,7 +276,7 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 		})
 	}
 	r.recv.Reset()
-	sampler := StartSampler(pid, 100*time.Millisecond)
+	sampler := StartSampler(pids, 100*time.Millisecond)
 	rec := NewRecorder()
 	begin := time.Now()
 	drove := Drive(ctx, shape, rec, call)

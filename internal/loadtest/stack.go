@@ -43,7 +43,10 @@ type StackOptions struct {
 	BinDir string
 	// Env is added to the gateway's environment (after the stack's own).
 	Env []string
-	Log func(format string, args ...any)
+	// Replicas is the number of `gateway serve` processes on the one
+	// database (PostgreSQL only when more than one; default 1).
+	Replicas int
+	Log      func(format string, args ...any)
 }
 
 // Stack is a running gateway and provider simulator on loopback, on a
@@ -54,10 +57,14 @@ type Stack struct {
 	DBName      string // PostgreSQL database created for this stack
 	DatabaseURL string // the gateway's DATABASE_URL ("" for SQLite)
 	BaselineURL string // PostgreSQL URL for the baseline server
-	GatewayURL  string
+	GatewayURL  string // the first replica's
 	ProviderURL string
-	Gateway     *Proc
+	Gateway     *Proc // the first replica
 	Provider    *Proc
+	// Replicas are every gateway process and its URL (Gateway and
+	// GatewayURL are the first).
+	Replicas    []*Proc
+	ReplicaURLs []string
 	bins        string
 }
 
@@ -104,16 +111,26 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 	if err := waitHTTP(ctx, s.ProviderURL+"/_control/messages?phone_number_id=none", s.Provider); err != nil {
 		return nil, err
 	}
-	gatewayAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
+	replicas := max(1, opts.Replicas)
+	if replicas > 1 && opts.Engine != Postgres {
+		return nil, fmt.Errorf("%d replicas: several replicas need PostgreSQL", replicas)
 	}
-	s.GatewayURL = "http://" + gatewayAddr
-	s.Gateway = &Proc{Name: "gateway", Path: filepath.Join(s.bins, "gateway"), Args: []string{"serve"},
-		Env: append(s.gatewayEnv(gatewayAddr), opts.Env...), LogPath: filepath.Join(dir, "gateway.log")}
-	if err := s.StartGateway(ctx); err != nil {
-		return nil, err
+	for i := range replicas {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		p := &Proc{Name: fmt.Sprintf("gateway-%d", i+1), Path: filepath.Join(s.bins, "gateway"), Args: []string{"serve"},
+			Env: append(s.gatewayEnv(addr), opts.Env...), LogPath: filepath.Join(dir, fmt.Sprintf("gateway-%d.log", i+1))}
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+		s.Replicas, s.ReplicaURLs = append(s.Replicas, p), append(s.ReplicaURLs, "http://"+addr)
+		if err := waitHTTP(ctx, "http://"+addr+"/readyz", p); err != nil {
+			return nil, err
+		}
 	}
+	s.Gateway, s.GatewayURL = s.Replicas[0], s.ReplicaURLs[0]
 	return s, nil
 }
 
@@ -134,12 +151,21 @@ func (s *Stack) gatewayEnv(listen string) []string {
 	return env
 }
 
-// StartGateway (re)starts the gateway process and waits for /readyz.
+// StartGateway restarts the first gateway replica and waits for /readyz.
 func (s *Stack) StartGateway(ctx context.Context) error {
 	if err := s.Gateway.Start(); err != nil {
 		return err
 	}
 	return waitHTTP(ctx, s.GatewayURL+"/readyz", s.Gateway)
+}
+
+// PIDs are the process ids of the running gateway replicas.
+func (s *Stack) PIDs() []int {
+	out := make([]int, len(s.Replicas))
+	for i, p := range s.Replicas {
+		out[i] = p.PID()
+	}
+	return out
 }
 
 // Engine is the stack's database engine.
@@ -211,7 +237,7 @@ func (s *Stack) createDatabase(ctx context.Context) error {
 // Close stops the processes, drops the database and removes the
 // temporary directory (unless keepDir, to read the logs).
 func (s *Stack) Close() {
-	for _, p := range []*Proc{s.Gateway, s.Provider} {
+	for _, p := range append(s.Replicas, s.Provider) {
 		if p != nil {
 			p.Stop(10 * time.Second)
 		}
