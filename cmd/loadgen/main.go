@@ -108,14 +108,14 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	scenarios := fs.String("scenarios", env("LOADGEN_SCENARIOS", strings.Join(loadtest.DefaultScenarios, ",")),
 		"comma-separated name:mode; names: baseline, send-queued, send-sync, events-1, events-4, list-default, list-filter; modes: open, closed ($LOADGEN_SCENARIOS)")
 	runs := fs.Int("runs", envInt("LOADGEN_RUNS", 3), "repetitions; the table gives the median and the spread ($LOADGEN_RUNS)")
-	duration := fs.Duration("duration", envDuration("LOADGEN_DURATION", 8*time.Second), "load time per scenario ($LOADGEN_DURATION)")
+	duration := fs.Duration("duration", envDuration("LOADGEN_DURATION", 6*time.Second), "load time per scenario ($LOADGEN_DURATION)")
 	rate := fs.Float64("rate", envFloat("LOADGEN_RATE", 200), "open loop: requests per second ($LOADGEN_RATE)")
 	eventRate := fs.Float64("event-rate", envFloat("LOADGEN_EVENT_RATE", 500), "open loop for events: events per second ($LOADGEN_EVENT_RATE)")
 	conns := fs.Int("conns", envInt("LOADGEN_CONNS", 16), "closed loop: connections ($LOADGEN_CONNS)")
 	companies := fs.Int("companies", envInt("LOADGEN_COMPANIES", 80), "send companies; each sends at most 588 per minute so the 600/min limit never applies ($LOADGEN_COMPANIES)")
 	contacts := fs.Int("contacts", 4, "open conversations per send company")
 	listContacts := fs.Int("list-contacts", 200, "conversations of the listing company")
-	drain := fs.Duration("drain", envDuration("LOADGEN_DRAIN", 30*time.Second), "events: how long to wait for the last deliveries ($LOADGEN_DRAIN)")
+	drain := fs.Duration("drain", envDuration("LOADGEN_DRAIN", 20*time.Second), "events: how long to wait for the last deliveries ($LOADGEN_DRAIN)")
 	baselineConns := fs.Int("baseline-conns", 8, "pgx pool size of the baseline server")
 	replicas := fs.Int("replicas", envInt("LOADGEN_REPLICAS", 1), "gateway processes on the one PostgreSQL database; requests go round-robin, RSS and CPU are summed ($LOADGEN_REPLICAS)")
 	if err := fs.Parse(args); err != nil {

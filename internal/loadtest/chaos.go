@@ -63,19 +63,19 @@ func (r ChaosReport) Violations() []string {
 			out = append(out, fmt.Sprintf("%d %s", n, what))
 		}
 	}
-	add(r.Sends.Lost, "accepted sends never handed to the provider")
+	add(r.Sends.Lost, "accepted sends not handed to the provider within the bound")
 	add(r.Sends.Duplicates, "sends handed to the provider more than once")
 	add(r.Sends.SyncIDBad, "synchronous sends answered with an ExternalID the provider did not issue for them")
 	add(r.Sends.NotStored, "sends handed over whose stored message does not carry the provider's id")
 	add(r.Sends.Overwritten, "sends whose provider id was overwritten")
 	add(r.Sends.ErrorButDelivered, "sends answered with an error although the provider received them")
-	add(r.Chatapp.Lost, "accepted chat-app sends never handed to the chat app")
+	add(r.Chatapp.Lost, "accepted chat-app sends not handed to the chat app within the bound")
 	add(r.Chatapp.Duplicates, "chat-app sends handed to the chat app more than once")
 	add(r.Chatapp.SyncIDBad, "synchronous chat-app sends answered with an ExternalID the chat app did not issue for them")
 	add(r.Chatapp.NotStored, "chat-app sends handed over whose stored message does not carry the chat app's id")
 	add(r.Chatapp.Overwritten, "chat-app sends whose chat-app id was overwritten")
 	add(r.Chatapp.ErrorButDelivered, "chat-app sends answered with an error although the chat app received them")
-	add(r.Events.Lost, "accepted events that never reached their endpoint")
+	add(r.Events.Lost, "accepted events that did not reach their endpoint within the bound")
 	add(r.Events.Rejected, "deliveries the receiver refused (signature or format)")
 	add(r.MissingLogRows, "deliveries the receiver acknowledged without a successful row in the delivery log")
 	return out

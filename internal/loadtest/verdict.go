@@ -107,7 +107,7 @@ func CheckSends(sends []SendOutcome, handed []HandedOver, events func(text strin
 		}
 		if len(got) == 0 {
 			v.Lost++
-			v.problem("%q accepted but never handed to the transport", s.Text)
+			v.problem("%q accepted but not handed to the transport (within the bound)", s.Text)
 			continue
 		}
 		v.Reached++
