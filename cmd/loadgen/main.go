@@ -79,6 +79,20 @@ type common struct {
 	adminURL *string
 	binDir   *string
 	out      *string
+	env      *envList
+}
+
+// envList is a repeatable -env KEY=VALUE flag.
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+
+func (e *envList) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	*e = append(*e, v)
+	return nil
 }
 
 func commonFlags(fs *flag.FlagSet) common {
@@ -87,7 +101,14 @@ func commonFlags(fs *flag.FlagSet) common {
 		adminURL: fs.String("database-url", pgURL(), "PostgreSQL server where a fresh database is created and dropped ($LOADGEN_DATABASE_URL, else $TEST_DATABASE_URL)"),
 		binDir:   fs.String("bin-dir", env("LOADGEN_BIN_DIR", ""), "prebuilt gateway and providersim binaries; empty = go build them ($LOADGEN_BIN_DIR)"),
 		out:      fs.String("out", env("LOADGEN_OUT", "load-results"), "folder of the JSON reports (git-ignored) ($LOADGEN_OUT)"),
+		env:      envFlag(fs),
 	}
+}
+
+func envFlag(fs *flag.FlagSet) *envList {
+	e := &envList{}
+	fs.Var(e, "env", "KEY=VALUE added to the gateway's environment, e.g. -env WORKERS=100 (repeatable; production defaults otherwise)")
+	return e
 }
 
 func (c common) engineList() ([]loadtest.Engine, error) {
@@ -139,7 +160,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		rep, err := loadtest.Load(ctx, loadtest.Options{Engine: engine, AdminURL: *c.adminURL, BinDir: *c.binDir, Self: self,
 			Scenarios: list, Runs: *runs, Duration: *duration, Rate: *rate, EventRate: *eventRate, Conns: *conns,
 			Companies: *companies, Contacts: *contacts, ListContacts: *listContacts, Drain: *drain,
-			BaselineConns: int32(*baselineConns), Replicas: *replicas, Log: logf})
+			BaselineConns: int32(*baselineConns), Replicas: *replicas, GatewayEnv: *c.env, Log: logf})
 		if err != nil {
 			return err
 		}

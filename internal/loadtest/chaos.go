@@ -32,8 +32,9 @@ type ChaosOptions struct {
 	Interval     time.Duration // load time between two faults
 	// Settle bounds the wait, after the load, for every check to hold:
 	// River rescues the jobs a killed process held after a minute.
-	Settle time.Duration
-	Log    func(format string, args ...any)
+	Settle     time.Duration
+	GatewayEnv []string // added to the gateway's environment
+	Log        func(format string, args ...any)
 }
 
 // ChaosReport is what the fault suite found.
@@ -162,7 +163,7 @@ type subRef struct {
 // acknowledged has its successful log row.
 func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	begin := time.Now()
-	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log})
+	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Env: o.GatewayEnv})
 	if err != nil {
 		return nil, err
 	}

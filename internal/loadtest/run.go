@@ -48,6 +48,7 @@ type Options struct {
 	ListContacts  int           // conversations of the listing company
 	Drain         time.Duration // how long to wait for deliveries after an events scenario
 	Replicas      int           // gateway processes on the one database, requests spread round-robin
+	GatewayEnv    []string      // added to the gateway's environment
 	BaselineConns int32
 	Log           func(format string, args ...any)
 }
@@ -117,7 +118,7 @@ type eventTarget struct {
 // Load runs the scenarios o.Runs times against a fresh stack and returns
 // every result with the median and spread of each figure.
 func Load(ctx context.Context, o Options) (*Report, error) {
-	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Replicas: o.Replicas})
+	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Replicas: o.Replicas, Env: o.GatewayEnv})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Started: time.Now().UTC(), Engine: o.Engine, Companies: len(r.senders), StartRSSMB: r.startRSS,
 		IdleRSSMB: r.idleRSS, Options: map[string]any{
 			"runs": o.Runs, "duration_s": o.Duration.Seconds(), "rate": o.Rate, "event_rate": o.EventRate,
-			"conns": o.Conns, "replicas": max(1, o.Replicas), "contacts": o.Contacts, "list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns,
+			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "contacts": o.Contacts, "list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns,
 			"scenarios": o.Scenarios}}
 	for run := 1; run <= o.Runs; run++ {
 		base := map[string]float64{} // baseline throughput by load shape
