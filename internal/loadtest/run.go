@@ -397,7 +397,9 @@ func summarise(results []Result) map[string]map[string]Spread {
 	}
 	for _, r := range results {
 		add(r.Scenario, "rps", r.Throughput)
-		add(r.Scenario, "ratio", r.Ratio)
+		if r.Ratio > 0 { // no baseline ran under the same load
+			add(r.Scenario, "ratio", r.Ratio)
+		}
 		add(r.Scenario, "p50_ms", r.Latency.P50)
 		add(r.Scenario, "p99_ms", r.Latency.P99)
 		add(r.Scenario, "p999_ms", r.Latency.P999)
