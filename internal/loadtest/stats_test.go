@@ -93,3 +93,30 @@ func TestDriveClosedCountsOutcomes(t *testing.T) {
 		t.Fatalf("started %d, ok %d, errors %v", d.Started, rec.Count(), rec.Errors())
 	}
 }
+
+// TestSummariseRuns: figures are grouped per scenario over runs, and a
+// scenario that had no baseline under the same load gets no ratio.
+func TestSummariseRuns(t *testing.T) {
+	results := []Result{
+		{Scenario: "send-queued:closed", Run: 1, Throughput: 100, Ratio: 0.1},
+		{Scenario: "send-queued:closed", Run: 2, Throughput: 300, Ratio: 0.3},
+		{Scenario: "send-queued:closed", Run: 3, Throughput: 200, Ratio: 0.2},
+		{Scenario: "events-1:open", Run: 1, Throughput: 500, Events: &EventResult{DeliveriesPerSec: 480, EventTally: EventTally{Lost: 2}}},
+	}
+	sum := summarise(results)
+	if got := sum["send-queued:closed"]["rps"]; got.Median != 200 || got.Min != 100 || got.Max != 300 {
+		t.Errorf("send-queued rps %+v", got)
+	}
+	if got := sum["send-queued:closed"]["ratio"]; got.Median != 0.2 {
+		t.Errorf("send-queued ratio %+v", got)
+	}
+	if _, ok := sum["events-1:open"]["ratio"]; ok {
+		t.Error("events-1:open has a ratio without a baseline under its load")
+	}
+	if got := sum["events-1:open"]["deliveries_per_s"]; got.Median != 480 {
+		t.Errorf("deliveries/s %+v", got)
+	}
+	if got := sum["events-1:open"]["lost"]; got.Median != 2 {
+		t.Errorf("lost %+v", got)
+	}
+}
