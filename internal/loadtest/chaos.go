@@ -180,7 +180,9 @@ func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	faults := c.plan()
 	load, cancel := context.WithCancel(ctx)
 	defer cancel()
-	total := time.Duration(len(faults)+1) * o.Interval
+	// The load lasts until an interval after the last fault, however long
+	// the restarts take.
+	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, l := range []struct {
 		rate float64
@@ -192,17 +194,20 @@ func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			Drive(load, Shape{Mode: Open, Rate: l.rate, Duration: total, MaxInFlight: 256}, NewRecorder(), l.call)
+			Drive(load, Shape{Mode: Open, Rate: l.rate, Stop: stop, MaxInFlight: 256}, NewRecorder(), l.call)
 		}()
 	}
 	for _, f := range faults {
 		time.Sleep(o.Interval)
 		if err := f(ctx, rep); err != nil {
+			close(stop)
 			cancel()
 			wg.Wait()
 			return nil, err
 		}
 	}
+	time.Sleep(o.Interval)
+	close(stop)
 	wg.Wait()
 	o.Log("load done; waiting up to %s for every check to hold", o.Settle)
 	loadEnd := time.Now()

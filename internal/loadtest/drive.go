@@ -25,7 +25,10 @@ type Shape struct {
 	Mode     Mode
 	Rate     float64       // open loop: requests per second
 	Conns    int           // closed loop: concurrent connections
-	Duration time.Duration // how long requests are started
+	Duration time.Duration // how long requests are started (0: until Stop)
+	// Stop, when closed, ends the load early: no request starts after it,
+	// those in flight finish.
+	Stop <-chan struct{}
 	// MaxInFlight bounds the open loop's outstanding requests; a request
 	// due while that many are outstanding is not sent and counts as
 	// "overload" (the client, not the server, gave up on the pace).
@@ -65,6 +68,17 @@ func Drive(ctx context.Context, s Shape, rec *Recorder, call Call) Drove {
 	}
 	begin := time.Now()
 	end := begin.Add(s.Duration)
+	if s.Duration <= 0 {
+		end = begin.Add(100 * 365 * 24 * time.Hour)
+	}
+	stopped := func() bool {
+		select {
+		case <-s.Stop:
+			return true
+		default:
+			return ctx.Err() != nil
+		}
+	}
 	var wg sync.WaitGroup
 	switch s.Mode {
 	case Open:
@@ -76,11 +90,18 @@ func Drive(ctx context.Context, s Shape, rec *Recorder, call Call) Drove {
 		slots := make(chan struct{}, limit)
 		for i := 0; ; i++ {
 			due := begin.Add(time.Duration(i) * interval)
-			if !due.Before(end) || ctx.Err() != nil {
+			if !due.Before(end) || stopped() {
 				break
 			}
 			if d := time.Until(due); d > 0 {
-				time.Sleep(d)
+				select {
+				case <-time.After(d):
+				case <-s.Stop:
+				case <-ctx.Done():
+				}
+				if stopped() {
+					break
+				}
 			}
 			select {
 			case slots <- struct{}{}:
@@ -101,7 +122,7 @@ func Drive(ctx context.Context, s Shape, rec *Recorder, call Call) Drove {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for time.Now().Before(end) && ctx.Err() == nil {
+				for time.Now().Before(end) && !stopped() {
 					one(int(seq.Add(1)-1), time.Now())
 				}
 			}()

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -118,5 +119,30 @@ func TestSummariseRuns(t *testing.T) {
 	}
 	if got := sum["events-1:open"]["lost"]; got.Median != 2 {
 		t.Errorf("lost %+v", got)
+	}
+}
+
+// TestDriveStops: a load without a duration ends when Stop is closed, in
+// both modes, and every request it started is recorded.
+func TestDriveStops(t *testing.T) {
+	for _, mode := range []Mode{Open, Closed} {
+		t.Run(string(mode), func(t *testing.T) {
+			stop := make(chan struct{})
+			rec := NewRecorder()
+			var calls atomic.Int64
+			go func() {
+				for calls.Load() < 5 {
+					time.Sleep(time.Millisecond)
+				}
+				close(stop)
+			}()
+			d := Drive(t.Context(), Shape{Mode: mode, Rate: 1000, Conns: 2, Stop: stop}, rec, func(context.Context, int, time.Time) string {
+				calls.Add(1)
+				return ""
+			})
+			if d.Started < 5 || rec.Count() != d.Started || int64(d.Started) != calls.Load() {
+				t.Fatalf("started %d, recorded %d, calls %d", d.Started, rec.Count(), calls.Load())
+			}
+		})
 	}
 }
