@@ -154,13 +154,15 @@ type subRef struct {
 	id      int64
 }
 
-// Chaos runs the fault suite: the gateway under queued sends, synchronous
-// sends and published events, SIGKILLed and restarted, and (on
-// PostgreSQL) its database backends terminated, between periods of load.
-// Then it waits, up to Settle, until every accepted send reached the
-// provider exactly once and is stored with the provider's id, every
-// accepted event reached its endpoint, and every delivery the receiver
-// acknowledged has its successful log row.
+// Chaos runs the fault suite: the gateway under queued and synchronous
+// sends on an official channel (providersim) and on a chat-app connection
+// (the in-process simulator), and published events, is SIGKILLed and
+// restarted, and (on PostgreSQL) its database backends are terminated,
+// between periods of load. Then it waits, up to Settle, until every
+// accepted send reached its transport exactly once and is stored with the
+// transport's id, every accepted event reached its endpoints, and every
+// delivery the receiver acknowledged has its successful log row; the
+// report says what still does not hold.
 func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	begin := time.Now()
 	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Env: o.GatewayEnv})
