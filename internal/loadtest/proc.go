@@ -131,22 +131,14 @@ func (s *Sampler) Stop(settle time.Duration) (Footprint, error) {
 	return f, nil
 }
 
-func sumRSS(pids []int) (int64, error) {
-	var sum int64
-	for _, p := range pids {
-		v, err := RSS(p)
-		if err != nil {
-			return sum, err
-		}
-		sum += v
-	}
-	return sum, nil
-}
+func sumRSS(pids []int) (int64, error)         { return sumOver(pids, RSS) }
+func sumCPU(pids []int) (time.Duration, error) { return sumOver(pids, CPUTime) }
 
-func sumCPU(pids []int) (time.Duration, error) {
-	var sum time.Duration
+// sumOver adds up a figure of every process.
+func sumOver[T int64 | time.Duration](pids []int, read func(int) (T, error)) (T, error) {
+	var sum T
 	for _, p := range pids {
-		v, err := CPUTime(p)
+		v, err := read(p)
 		if err != nil {
 			return sum, err
 		}
