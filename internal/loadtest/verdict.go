@@ -79,7 +79,7 @@ func CheckSends(sends []SendOutcome, handed []HandedOver, events func(text strin
 		got := byText[s.Text]
 		if n := len(got); n > 1 {
 			v.Duplicates += n - 1
-			v.problem("%q handed to the transport %d times (ids %v)", s.Text, n, providerIDs(got))
+			v.problem("%q handed to the transport %d times (transport ids %v, gateway message ids %v)", s.Text, n, providerIDs(got), messageIDs(got))
 		}
 		switch {
 		case s.Answer == "":
@@ -142,6 +142,20 @@ func providerIDs(hs []HandedOver) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
 		out[i] = h.ProviderID
+	}
+	return out
+}
+
+// messageIDs are the gateway's message ids of hand-overs, where the
+// transport echoes them (providersim: biz_opaque_callback_data; the
+// chat-app simulator does not show them).
+func messageIDs(hs []HandedOver) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.MessageID
+		if out[i] == "" {
+			out[i] = "?"
+		}
 	}
 	return out
 }
