@@ -84,7 +84,7 @@ func (r ChaosReport) Violations() []string {
 
 // pending counts what may still change by waiting.
 func (r ChaosReport) pending() int {
-	return r.Sends.Lost + r.Sends.NotStored + r.Chatapp.Lost + r.Chatapp.NotStored + r.Events.Lost + r.MissingLogRows
+	return r.Sends.Lost + r.Sends.Awaiting + r.Chatapp.Lost + r.Chatapp.Awaiting + r.Events.Lost + r.MissingLogRows
 }
 
 // WriteText prints the report.

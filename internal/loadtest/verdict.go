@@ -42,6 +42,9 @@ type SendVerdict struct {
 	// the provider's id for it: the stored message does not record the
 	// hand-over (or its event was lost).
 	NotStored int `json:"not_stored"`
+	// Awaiting: the part of NotStored for which no event carries any
+	// other id either; its event may still be on its way.
+	Awaiting int `json:"awaiting_event"`
 	// Overwritten: an event carries another provider id than the first
 	// one the provider issued (a second hand-over replaced it).
 	Overwritten int `json:"overwritten"`
@@ -132,6 +135,9 @@ func CheckSends(sends []SendOutcome, handed []HandedOver, events func(text strin
 		}
 		if !stored {
 			v.NotStored++
+			if other == "" {
+				v.Awaiting++
+			}
 			v.problem("%q: no omnichat.message.sent carries the transport's id %q", s.Text, first)
 		}
 	}
