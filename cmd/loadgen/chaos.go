@@ -26,6 +26,7 @@ func runChaos(ctx context.Context, args []string, stdout io.Writer) error {
 	syncRate := fs.Float64("sync-rate", 10, "synchronous sends per second")
 	eventRate := fs.Float64("event-rate", 30, "published events per second (each to two endpoints)")
 	chatappRate := fs.Float64("chatapp-rate", 10, "chat-app sends per second (half synchronous, half queued)")
+	replicas := fs.Int("replicas", 1, "gateway processes on one PostgreSQL database; only the first is killed (chat-app sends are left out with more than one)")
 	kills := fs.Int("kills", 3, "SIGKILL + restart of the gateway")
 	terms := fs.Int("terminations", 3, "terminations of the gateway's PostgreSQL backends (PostgreSQL only)")
 	interval := fs.Duration("interval", 3*time.Second, "load time between faults")
@@ -42,7 +43,7 @@ func runChaos(ctx context.Context, args []string, stdout io.Writer) error {
 	var reports []*loadtest.ChaosReport
 	for _, engine := range engines {
 		rep, err := loadtest.Chaos(ctx, loadtest.ChaosOptions{Engine: engine, AdminURL: *c.adminURL, BinDir: *c.binDir,
-			Companies: *companies, SendRate: *sendRate, SyncRate: *syncRate, EventRate: *eventRate, ChatappRate: *chatappRate, Kills: *kills,
+			Companies: *companies, SendRate: *sendRate, SyncRate: *syncRate, EventRate: *eventRate, ChatappRate: *chatappRate, Replicas: *replicas, Kills: *kills,
 			Terminations: *terms, Interval: *interval, Settle: *settle, GatewayEnv: *c.env, Log: logf})
 		if err != nil {
 			return fmt.Errorf("%s: %w", engine, err)

@@ -26,7 +26,12 @@ type ChaosOptions struct {
 	// ChatappRate is chat-app sends per second (half synchronous, half
 	// queued) on a paired simulator connection of each send company.
 	ChatappRate float64
-	Kills       int // SIGKILLs of the gateway (each followed by a restart)
+	// Replicas > 1 runs that many gateway processes on one PostgreSQL
+	// database behind a round-robin client and kills only the first: the
+	// others carry on and take over its jobs. The chat-app simulator lives
+	// in each process, so chat-app sends are left out then.
+	Replicas int
+	Kills    int // SIGKILLs of the gateway (each followed by a restart)
 	// Terminations of the gateway's PostgreSQL backends (PostgreSQL only).
 	Terminations int
 	Interval     time.Duration // load time between two faults
@@ -40,6 +45,7 @@ type ChaosOptions struct {
 // ChaosReport is what the fault suite found.
 type ChaosReport struct {
 	Engine          Engine         `json:"engine"`
+	Replicas        int            `json:"replicas"`
 	Kills           int            `json:"kills"`
 	Terminations    int            `json:"terminations"`
 	BackendsEnded   int            `json:"backends_ended"`
@@ -89,15 +95,16 @@ func (r ChaosReport) pending() int {
 
 // WriteText prints the report.
 func (r ChaosReport) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "fault suite on %s: %d SIGKILL+restart, %d backend terminations (%d backends ended), %.0f s\n",
-		r.Engine, r.Kills, r.Terminations, r.BackendsEnded, r.Seconds)
+	fmt.Fprintf(w, "fault suite on %s, %d replica(s): %d SIGKILL+restart, %d backend terminations (%d backends ended), %.0f s\n",
+		r.Engine, r.Replicas, r.Kills, r.Terminations, r.BackendsEnded, r.Seconds)
 	fmt.Fprintf(w, "  answers: %s\n", errorText(r.Answers))
 	s := r.Sends
 	fmt.Fprintf(w, "  sends: %d accepted, %d unanswered/5xx; %d reached the provider, %d lost, %d duplicates, %d sync id mismatches, %d not stored with the provider id, %d overwritten, %d error answers delivered anyway\n",
 		s.Accepted, s.Unanswered, s.Reached, s.Lost, s.Duplicates, s.SyncIDBad, s.NotStored, s.Overwritten, s.ErrorButDelivered)
-	s = r.Chatapp
-	fmt.Fprintf(w, "  chat-app sends: %d accepted (%d before the last restart, which the simulator forgot), %d unanswered/5xx; %d reached the chat app, %d lost, %d duplicates, %d sync id mismatches, %d not stored with the chat app's id, %d overwritten, %d error answers delivered anyway\n",
-		s.Accepted, s.Partial, s.Unanswered, s.Reached, s.Lost, s.Duplicates, s.SyncIDBad, s.NotStored, s.Overwritten, s.ErrorButDelivered)
+	if s = r.Chatapp; s.Accepted+s.Unanswered > 0 {
+		fmt.Fprintf(w, "  chat-app sends: %d accepted (%d before the last restart, which the simulator forgot), %d unanswered/5xx; %d reached the chat app, %d lost, %d duplicates, %d sync id mismatches, %d not stored with the chat app's id, %d overwritten, %d error answers delivered anyway\n",
+			s.Accepted, s.Partial, s.Unanswered, s.Reached, s.Lost, s.Duplicates, s.SyncIDBad, s.NotStored, s.Overwritten, s.ErrorButDelivered)
+	}
 	fmt.Fprintf(w, "  events: %d accepted, %d expected receipts, %d received, %d lost, %d duplicate deliveries (at least once: not a failure), %d refused by the receiver\n",
 		r.EventsAccepted, r.Events.Expected, r.Events.Received, r.Events.Lost, r.Events.Duplicates, r.Events.Rejected)
 	fmt.Fprintf(w, "  delivery log: %d acknowledged deliveries, %d without a successful log row\n", r.Deliveries, r.MissingLogRows)
@@ -128,6 +135,7 @@ type chaos struct {
 	stack  *Stack
 	setup  *Setup
 	recv   *Receiver
+	load   *Client // every replica, round-robin
 	sender []*Company
 	conns  []*Connection // chat-app connection of each send company
 	events *Company
@@ -165,12 +173,18 @@ type subRef struct {
 // report says what still does not hold.
 func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	begin := time.Now()
-	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Env: o.GatewayEnv})
+	if o.Replicas > 1 {
+		o.ChatappRate = 0
+	}
+	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log,
+		Env: o.GatewayEnv, Replicas: o.Replicas})
 	if err != nil {
 		return nil, err
 	}
 	defer stack.Close()
 	c := &chaos{o: o, stack: stack, setup: NewSetup(stack), subs: map[string]subRef{}, answers: map[string]int{}}
+	// Set-up talks to the first replica; the load goes to all of them.
+	c.load = NewClient(stack.ReplicaURLs...)
 	if c.recv, err = StartReceiver(); err != nil {
 		return nil, err
 	}
@@ -178,7 +192,7 @@ func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	if err := c.prepare(ctx); err != nil {
 		return nil, err
 	}
-	rep := &ChaosReport{Engine: o.Engine}
+	rep := &ChaosReport{Engine: o.Engine, Replicas: len(stack.Replicas)}
 	faults := c.plan()
 	load, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -226,12 +240,14 @@ func (c *chaos) prepare(ctx context.Context) error {
 		return err
 	}
 	for i, co := range c.sender {
-		conn, err := c.setup.Connect(ctx, co, fmt.Sprintf("5541%09d", i+1),
-			[]string{fmt.Sprintf("5551%04d00001", i+1), fmt.Sprintf("5551%04d00002", i+1)})
-		if err != nil {
-			return err
+		if c.o.ChatappRate > 0 {
+			conn, err := c.setup.Connect(ctx, co, fmt.Sprintf("5541%09d", i+1),
+				[]string{fmt.Sprintf("5551%04d00001", i+1), fmt.Sprintf("5551%04d00002", i+1)})
+			if err != nil {
+				return err
+			}
+			c.conns = append(c.conns, conn)
 		}
-		c.conns = append(c.conns, conn)
 		name := fmt.Sprintf("msg-%d", i)
 		sub, err := c.setup.Subscribe(ctx, co, name, c.recv.HookURL(name), []string{"omnichat.message.sent"})
 		if err != nil {
@@ -309,7 +325,7 @@ func (c *chaos) sendCall(sync bool) Call {
 		text := fmt.Sprintf("chaos %s %d", kind, seq)
 		body, _ := json.Marshal(map[string]any{"platform": "ofc_chatapp", "sender_key": co.ChannelKey,
 			"contact_key": co.Contacts[seq%len(co.Contacts)], "text": text, "enqueue": !sync})
-		status, b, err := c.setup.API.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+		status, b, err := c.load.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
 		out := SendOutcome{Text: text, Answer: outcome(status, err), Sync: sync}
 		if sync && out.Answer == "" {
 			out.ExternalID = externalID(b)
@@ -337,7 +353,7 @@ func (c *chaos) chatappCall() Call {
 		gen := c.gen.Load()
 		body, _ := json.Marshal(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_is_group": false,
 			"contact_key": conn.Contacts[seq/2%len(conn.Contacts)], "text": text, "enqueue": !sync})
-		status, b, err := c.setup.API.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+		status, b, err := c.load.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
 		out := SendOutcome{Text: text, Answer: outcome(status, err), Sync: sync}
 		if sync && out.Answer == "" {
 			out.ExternalID = externalID(b)
@@ -364,7 +380,7 @@ func (c *chaos) publishCall() Call {
 	return func(ctx context.Context, seq int, due time.Time) string {
 		id := fmt.Sprintf("chaos-%d", seq)
 		c.recv.Due(id, due)
-		status, _, err := c.setup.API.Do(ctx, "POST", "/api/events", c.events.Token, importEvent(id))
+		status, _, err := c.load.Do(ctx, "POST", "/api/events", c.events.Token, importEvent(id))
 		out := outcome(status, err)
 		c.mu.Lock()
 		if out == "" {
@@ -410,8 +426,8 @@ func (c *chaos) check(ctx context.Context, rep *ChaosReport) error {
 		handed = append(handed, handedOver(msgs)...)
 	}
 	var chatHanded []HandedOver
-	for i, co := range c.sender {
-		msgs, err := c.setup.SimulatorMessages(ctx, co, c.conns[i])
+	for i, conn := range c.conns {
+		msgs, err := c.setup.SimulatorMessages(ctx, c.sender[i], conn)
 		if err != nil {
 			return err
 		}
