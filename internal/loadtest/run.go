@@ -124,16 +124,15 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer stack.Close()
 	r := &runner{o: o, stack: stack, setup: NewSetup(stack), api: NewClient(stack.ReplicaURLs...), ev: map[int]*eventTarget{}}
+	defer r.close()
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
-	defer r.baseline.Stop(5 * time.Second)
-	defer r.recv.Close()
 	rep := &Report{Started: time.Now().UTC(), Engine: o.Engine, Companies: len(r.senders), StartRSSMB: r.startRSS,
 		IdleRSSMB: r.idleRSS, Options: map[string]any{
 			"runs": o.Runs, "duration_s": o.Duration.Seconds(), "rate": o.Rate, "event_rate": o.EventRate,
-			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "contacts": o.Contacts, "list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns,
-			"scenarios": o.Scenarios}}
+			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "contacts": o.Contacts,
+			"list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns, "scenarios": o.Scenarios}}
 	for run := 1; run <= o.Runs; run++ {
 		base := map[string]float64{} // baseline throughput by load shape
 		for _, sc := range o.Scenarios {
@@ -233,6 +232,16 @@ func (r *runner) prepare(ctx context.Context) error {
 	rss, err := sumRSS(r.stack.PIDs())
 	r.idleRSS = mb(rss)
 	return err
+}
+
+// close stops what prepare started, however far it got.
+func (r *runner) close() {
+	if r.baseline != nil && r.baseline.cmd != nil {
+		r.baseline.Stop(5 * time.Second)
+	}
+	if r.recv != nil {
+		r.recv.Close()
+	}
 }
 
 func (r *runner) shape(name string, mode Mode) Shape {
