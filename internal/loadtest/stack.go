@@ -135,18 +135,17 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 }
 
 // gatewayEnv is the configuration the stack sets; everything else keeps
-// its production default. Loopback is let through the SSRF guard because
-// the webhook receivers and the provider simulator live there.
+// its production default, whatever the caller's shell exports (only
+// PATH, HOME and TMPDIR are passed on; -env adds settings on purpose).
+// Loopback is let through the SSRF guard because the webhook receivers
+// and the provider simulator live there.
 func (s *Stack) gatewayEnv(listen string) []string {
 	env := []string{"LISTEN_ADDR=" + listen, "DATA_DIR=" + filepath.Join(s.Dir, "data"),
 		"OUTBOUND_ALLOW_CIDRS=127.0.0.0/8", "DATABASE_URL=" + s.DatabaseURL}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "LISTEN_ADDR", "DATA_DIR", "OUTBOUND_ALLOW_CIDRS", "DATABASE_URL", "PUBLIC_BASE_URL", "REDIS_URL":
-			continue
+	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
 		}
-		env = append(env, kv)
 	}
 	return env
 }
