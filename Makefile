@@ -70,6 +70,16 @@ test-pg: ## Go tests against the local PostgreSQL as well
 contract: ## Pact consumer then provider tests (fetches libpact_ffi into .tools/pact)
 	contracttests/tools/run.sh
 
+.PHONY: load
+load: ## load scenarios through the public API of the real binaries, 3 runs, median and spread (LOADGEN_DB=postgres|sqlite|both, LOADGEN_SCENARIOS, LOADGEN_DURATION, LOADGEN_RATE, LOADGEN_CONNS, ARGS=…)
+	$(GO) build -o bin/ ./cmd/gateway ./cmd/providersim ./cmd/loadgen
+	bin/loadgen run -bin-dir bin $(ARGS)
+
+.PHONY: chaos
+chaos: ## fault suite: SIGKILL the gateway and terminate its PostgreSQL backends under load, on both databases; fails on any lost or duplicate send or event
+	$(GO) build -o bin/ ./cmd/gateway ./cmd/providersim ./cmd/loadgen
+	bin/loadgen chaos -bin-dir bin -db $${LOADGEN_DB:-both} $(ARGS)
+
 .PHONY: bench
 bench: ## benchmarks (PostgreSQL ones when TEST_DATABASE_URL is set)
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./...

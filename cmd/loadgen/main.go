@@ -1,0 +1,214 @@
+// Command loadgen drives the real gateway binary through its public API:
+// `loadgen run` measures it (make load), `loadgen chaos` kills it and its
+// database connections under load and checks that nothing accepted was
+// lost or sent twice (make chaos), and `loadgen baseline` is the bare
+// baseline server the measurements are compared with. See the README,
+// "Load and benchmarks" and "Fault suite".
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/loadtest"
+)
+
+const usage = `usage: loadgen <command> [flags]
+
+commands:
+  run        start the gateway, providersim and the baseline server, run the load scenarios, print a table
+             and write a JSON report (make load)
+  chaos      the fault suite: SIGKILL the gateway and terminate its PostgreSQL backends under load, then
+             check that no accepted send or event was lost, none sent twice, no delivery without its log row
+             (make chaos)
+  baseline   the bare baseline server (net/http + pgx, one INSERT per request); run by "run" itself
+
+"loadgen <command> -h" lists the command's flags; environment variables give their defaults.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "run":
+		return runLoad(ctx, args[1:], stdout)
+	case "chaos":
+		return runChaos(ctx, args[1:], stdout)
+	case "baseline":
+		fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
+		listen := fs.String("listen", "127.0.0.1:8090", "listen address")
+		dbURL := fs.String("database-url", pgURL(), "PostgreSQL URL")
+		conns := fs.Int("conns", 8, "pgx pool size")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return loadtest.ServeBaseline(ctx, *listen, *dbURL, int32(*conns))
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// common are the flags run and chaos share.
+type common struct {
+	engines  *string
+	adminURL *string
+	binDir   *string
+	out      *string
+	env      *envList
+}
+
+// envList is a repeatable -env KEY=VALUE flag.
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+
+func (e *envList) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+func commonFlags(fs *flag.FlagSet) common {
+	return common{
+		engines:  fs.String("db", env("LOADGEN_DB", "postgres"), "database engine of the gateway: postgres, sqlite, or both ($LOADGEN_DB)"),
+		adminURL: fs.String("database-url", pgURL(), "PostgreSQL server where a fresh database is created and dropped ($LOADGEN_DATABASE_URL, else $TEST_DATABASE_URL)"),
+		binDir:   fs.String("bin-dir", env("LOADGEN_BIN_DIR", ""), "prebuilt gateway and providersim binaries; empty = go build them ($LOADGEN_BIN_DIR)"),
+		out:      fs.String("out", env("LOADGEN_OUT", "load-results"), "folder of the JSON reports (git-ignored) ($LOADGEN_OUT)"),
+		env:      envFlag(fs),
+	}
+}
+
+func envFlag(fs *flag.FlagSet) *envList {
+	e := &envList{}
+	fs.Var(e, "env", "KEY=VALUE added to the gateway's environment, e.g. -env WORKERS=100 (repeatable; production defaults otherwise)")
+	return e
+}
+
+func (c common) engineList() ([]loadtest.Engine, error) {
+	switch *c.engines {
+	case "postgres":
+		return []loadtest.Engine{loadtest.Postgres}, nil
+	case "sqlite":
+		return []loadtest.Engine{loadtest.SQLite}, nil
+	case "both":
+		return []loadtest.Engine{loadtest.Postgres, loadtest.SQLite}, nil
+	}
+	return nil, fmt.Errorf("-db %q: want postgres, sqlite or both", *c.engines)
+}
+
+func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	c := commonFlags(fs)
+	scenarios := fs.String("scenarios", env("LOADGEN_SCENARIOS", strings.Join(loadtest.DefaultScenarios, ",")),
+		"comma-separated name:mode; names: baseline, send-queued, send-sync, events-1, events-4, list-default, list-filter; modes: open, closed ($LOADGEN_SCENARIOS)")
+	runs := fs.Int("runs", envInt("LOADGEN_RUNS", 3), "repetitions; the table gives the median and the spread ($LOADGEN_RUNS)")
+	duration := fs.Duration("duration", envDuration("LOADGEN_DURATION", 6*time.Second), "load time per scenario ($LOADGEN_DURATION)")
+	rate := fs.Float64("rate", envFloat("LOADGEN_RATE", 200), "open loop: requests per second ($LOADGEN_RATE)")
+	eventRate := fs.Float64("event-rate", envFloat("LOADGEN_EVENT_RATE", 500), "open loop for events: events per second ($LOADGEN_EVENT_RATE)")
+	conns := fs.Int("conns", envInt("LOADGEN_CONNS", 16), "closed loop: connections ($LOADGEN_CONNS)")
+	companies := fs.Int("companies", envInt("LOADGEN_COMPANIES", 80), "send companies; each sends at most 588 per minute so the 600/min limit never applies ($LOADGEN_COMPANIES)")
+	contacts := fs.Int("contacts", 4, "open conversations per send company")
+	listContacts := fs.Int("list-contacts", 200, "conversations of the listing company")
+	drain := fs.Duration("drain", envDuration("LOADGEN_DRAIN", 20*time.Second), "events: how long to wait for the last deliveries ($LOADGEN_DRAIN)")
+	baselineConns := fs.Int("baseline-conns", 8, "pgx pool size of the baseline server")
+	replicas := fs.Int("replicas", envInt("LOADGEN_REPLICAS", 1), "gateway processes on the one PostgreSQL database; requests go round-robin, RSS and CPU are summed ($LOADGEN_REPLICAS)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	engines, err := c.engineList()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	list := strings.Split(*scenarios, ",")
+	for _, sc := range list {
+		if _, _, err := loadtest.ParseScenario(sc); err != nil {
+			return err
+		}
+	}
+	for _, engine := range engines {
+		rep, err := loadtest.Load(ctx, loadtest.Options{Engine: engine, AdminURL: *c.adminURL, BinDir: *c.binDir, Self: self,
+			Scenarios: list, Runs: *runs, Duration: *duration, Rate: *rate, EventRate: *eventRate, Conns: *conns,
+			Companies: *companies, Contacts: *contacts, ListContacts: *listContacts, Drain: *drain,
+			BaselineConns: int32(*baselineConns), Replicas: *replicas, GatewayEnv: *c.env, Log: logf})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+		rep.WriteTable(stdout)
+		p, err := rep.WriteJSON(*c.out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nJSON report: %s\n", p)
+	}
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s loadgen: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// pgURL is the PostgreSQL server to use. Not DATABASE_URL: that may be a
+// real deployment's, and the tools create and drop databases.
+func pgURL() string {
+	return env("LOADGEN_DATABASE_URL", env("TEST_DATABASE_URL", loadtest.DefaultPostgresURL))
+}
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envFloat(k string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(k), 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(k string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(k)); err == nil {
+		return v
+	}
+	return def
+}

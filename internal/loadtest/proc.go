@@ -1,0 +1,150 @@
+package loadtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat;
+// it is 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// RSS reads VmRSS of a process in bytes from /proc/PID/status.
+func RSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest) // "12345 kB"
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("unexpected VmRSS line %q", sc.Text())
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		return kb * 1024, err
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// CPUTime reads the user + system CPU a process has used so far from
+// /proc/PID/stat.
+func CPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count fields after its closing parenthesis. utime and stime are
+	// fields 14 and 15, i.e. the 12th and 13th after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("malformed utime/stime in /proc/%d/stat", pid)
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// Footprint is a process's memory and CPU over one scenario.
+type Footprint struct {
+	IdleRSSMB  float64 `json:"idle_rss_mb"`  // before the load
+	PeakRSSMB  float64 `json:"peak_rss_mb"`  // highest sample during the load
+	AfterRSSMB float64 `json:"after_rss_mb"` // a few seconds after the load
+	CPUSeconds float64 `json:"cpu_s"`        // user + system during the load
+}
+
+// Sampler samples the summed RSS of processes (a gateway's replicas)
+// every interval until Stop.
+type Sampler struct {
+	pids     []int
+	stop     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	peak     int64
+	idle     int64
+	cpuStart time.Duration
+	err      error
+}
+
+// StartSampler takes the idle figures of pids and starts sampling them.
+func StartSampler(pids []int, every time.Duration) *Sampler {
+	s := &Sampler{pids: pids, stop: make(chan struct{}), done: make(chan struct{})}
+	s.idle, s.err = sumRSS(pids)
+	s.peak = s.idle
+	s.cpuStart, _ = sumCPU(pids)
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				if v, err := sumRSS(pids); err == nil {
+					s.mu.Lock()
+					s.peak = max(s.peak, v)
+					s.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends the sampling, waits settle for the process to calm down and
+// returns the footprint (CPU is counted up to the end of the load, not
+// the settle time).
+func (s *Sampler) Stop(settle time.Duration) (Footprint, error) {
+	cpuEnd, cerr := sumCPU(s.pids)
+	close(s.stop)
+	<-s.done
+	time.Sleep(settle)
+	after, aerr := sumRSS(s.pids)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := Footprint{IdleRSSMB: mb(s.idle), PeakRSSMB: mb(max(s.peak, after)), AfterRSSMB: mb(after),
+		CPUSeconds: (cpuEnd - s.cpuStart).Seconds()}
+	for _, err := range []error{s.err, cerr, aerr} {
+		if err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+func sumRSS(pids []int) (int64, error)         { return sumOver(pids, RSS) }
+func sumCPU(pids []int) (time.Duration, error) { return sumOver(pids, CPUTime) }
+
+// sumOver adds up a figure of every process.
+func sumOver[T int64 | time.Duration](pids []int, read func(int) (T, error)) (T, error) {
+	var sum T
+	for _, p := range pids {
+		v, err := read(p)
+		if err != nil {
+			return sum, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+func mb(b int64) float64 { return float64(b*10/(1<<20)) / 10 }

@@ -1,0 +1,446 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Scenario names (each runs open or closed loop: "send-queued:closed").
+const (
+	ScenarioBaseline    = "baseline"     // the bare baseline server, same requests as send-queued
+	ScenarioSendQueued  = "send-queued"  // POST /api/api-send-message, enqueue=true, official channel
+	ScenarioSendSync    = "send-sync"    // the same, enqueue=false: answered after providersim accepted it
+	ScenarioEvents1     = "events-1"     // POST /api/events fanned out to one endpoint
+	ScenarioEvents4     = "events-4"     // … to four endpoints
+	ScenarioListDefault = "list-default" // GET /api/contact-channels
+	ScenarioListFilter  = "list-filter"  // GET /api/contact-channels?filter=joao (accent-folded search)
+)
+
+// DefaultScenarios is what `make load` runs: the issue's scenarios, the
+// baseline in each loop mode it is compared with. Events come last so
+// that a delivery backlog they leave cannot slow down the sends.
+var DefaultScenarios = []string{
+	"baseline:closed", "send-queued:closed", "baseline:open", "send-queued:open", "send-sync:closed",
+	"list-default:closed", "list-filter:closed", "events-1:open", "events-4:open", "events-1:closed",
+}
+
+// Options of a load run.
+type Options struct {
+	Engine        Engine
+	AdminURL      string
+	BinDir        string
+	Self          string // this program, started again as the baseline server
+	Scenarios     []string
+	Runs          int
+	Duration      time.Duration // per scenario
+	Rate          float64       // open loop: requests per second
+	EventRate     float64       // open loop for events: events per second
+	Conns         int           // closed loop: connections
+	Companies     int           // send companies (rate limit budget)
+	Contacts      int           // open conversations per send company
+	ListContacts  int           // conversations of the listing company
+	Drain         time.Duration // how long to wait for deliveries after an events scenario
+	Replicas      int           // gateway processes on the one database, requests spread round-robin
+	GatewayEnv    []string      // added to the gateway's environment
+	BaselineConns int32
+	Log           func(format string, args ...any)
+}
+
+// Result is one scenario of one run.
+type Result struct {
+	Scenario   string         `json:"scenario"`
+	Load       string         `json:"load"`
+	Run        int            `json:"run"`
+	Started    int            `json:"started"`
+	OK         int            `json:"ok"`
+	Errors     map[string]int `json:"errors"`
+	Throughput float64        `json:"throughput_rps"`
+	Ratio      float64        `json:"ratio_to_baseline"`
+	Latency    Latency        `json:"latency"`
+	Events     *EventResult   `json:"events,omitempty"`
+	Footprint  Footprint      `json:"footprint"`
+	CPUPerReq  float64        `json:"cpu_ms_per_request"`
+}
+
+// EventResult is the delivery side of an events scenario.
+type EventResult struct {
+	EventTally
+	DeliveriesPerSec float64 `json:"deliveries_per_s"`
+	EndToEnd         Latency `json:"publish_to_receipt"`
+	DrainedIn        float64 `json:"drained_in_s"` // after the last publish; the drain bound when not drained
+	Drained          bool    `json:"drained"`
+}
+
+// Report is the output of a load run.
+type Report struct {
+	Started    time.Time                    `json:"started"`
+	Engine     Engine                       `json:"engine"`
+	Options    map[string]any               `json:"options"`
+	Companies  int                          `json:"send_companies"`
+	StartRSSMB float64                      `json:"gateway_start_rss_mb"` // just after /readyz answered
+	IdleRSSMB  float64                      `json:"gateway_idle_rss_mb"`  // after the set-up, before any load
+	Results    []Result                     `json:"results"`
+	Summary    map[string]map[string]Spread `json:"summary"` // scenario → figure → median/min/max over runs
+}
+
+// runner holds what the scenarios share.
+type runner struct {
+	o        Options
+	stack    *Stack
+	baseline *Proc
+	baseURL  string
+	setup    *Setup
+	api      *Client
+	base     *Client
+	recv     *Receiver
+	senders  []*Company
+	budget   *Budget
+	lister   *Company
+	ev       map[int]*eventTarget
+	seq      atomic.Int64
+	startRSS float64
+	idleRSS  float64
+}
+
+type eventTarget struct {
+	company   *Company
+	endpoints []string
+	subs      []Subscription
+}
+
+// Load runs the scenarios o.Runs times against a fresh stack and returns
+// every result with the median and spread of each figure.
+func Load(ctx context.Context, o Options) (*Report, error) {
+	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Replicas: o.Replicas, Env: o.GatewayEnv})
+	if err != nil {
+		return nil, err
+	}
+	defer stack.Close()
+	r := &runner{o: o, stack: stack, setup: NewSetup(stack), api: NewClient(stack.ReplicaURLs...), ev: map[int]*eventTarget{}}
+	defer r.close()
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
+	}
+	rep := &Report{Started: time.Now().UTC(), Engine: o.Engine, Companies: len(r.senders), StartRSSMB: r.startRSS,
+		IdleRSSMB: r.idleRSS, Options: map[string]any{
+			"runs": o.Runs, "duration_s": o.Duration.Seconds(), "rate": o.Rate, "event_rate": o.EventRate,
+			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "contacts": o.Contacts,
+			"list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns, "scenarios": o.Scenarios}}
+	for run := 1; run <= o.Runs; run++ {
+		base := map[string]float64{} // baseline throughput by load shape
+		for _, sc := range o.Scenarios {
+			name, mode, err := ParseScenario(sc)
+			if err != nil {
+				return nil, err
+			}
+			o.Log("run %d/%d: %s", run, o.Runs, sc)
+			res, err := r.scenario(ctx, run, name, mode)
+			if err != nil {
+				return nil, fmt.Errorf("run %d %s: %w", run, sc, err)
+			}
+			// A ratio compares the same load: the same connections, or the
+			// same pace.
+			if name == ScenarioBaseline {
+				base[res.Load] = res.Throughput
+			}
+			if b := base[res.Load]; b > 0 {
+				res.Ratio = res.Throughput / b
+			}
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	rep.Summary = summarise(rep.Results)
+	return rep, nil
+}
+
+// ParseScenario splits "name:mode".
+func ParseScenario(s string) (string, Mode, error) {
+	name, mode, _ := strings.Cut(s, ":")
+	switch Mode(mode) {
+	case Open, Closed:
+	default:
+		return "", "", fmt.Errorf("scenario %q: mode must be open or closed (e.g. send-queued:closed)", s)
+	}
+	switch name {
+	case ScenarioBaseline, ScenarioSendQueued, ScenarioSendSync, ScenarioEvents1, ScenarioEvents4,
+		ScenarioListDefault, ScenarioListFilter:
+		return name, Mode(mode), nil
+	}
+	return "", "", fmt.Errorf("unknown scenario %q", name)
+}
+
+func (r *runner) prepare(ctx context.Context) error {
+	o := r.o
+	if rss, err := sumRSS(r.stack.PIDs()); err == nil {
+		r.startRSS = mb(rss)
+	}
+	o.Log("setting up %d send companies with %d conversations each", o.Companies, o.Contacts)
+	var err error
+	if r.senders, err = r.setup.Companies(ctx, "load-send", 1, o.Companies, o.Contacts); err != nil {
+		return err
+	}
+	// Each company keeps 2% under the limit, so clock differences between
+	// this client and the gateway never make a send answer 429.
+	r.budget = NewBudget(len(r.senders), SendRatePerCompany*98/100, time.Minute)
+	listers, err := r.setup.Companies(ctx, "load-list", 1000, 1, o.ListContacts)
+	if err != nil {
+		return err
+	}
+	r.lister = listers[0]
+	if r.recv, err = StartReceiver(); err != nil {
+		return err
+	}
+	for i, n := range []int{1, 4} {
+		cs, err := r.setup.Companies(ctx, "load-events", 2000+i, 1, 0)
+		if err != nil {
+			return err
+		}
+		t := &eventTarget{company: cs[0]}
+		for e := range n {
+			name := fmt.Sprintf("ev%d-%d", n, e)
+			sub, err := r.setup.Subscribe(ctx, t.company, name, r.recv.HookURL(name), []string{"contact.import.completed"})
+			if err != nil {
+				return err
+			}
+			r.recv.Register(name, sub.Secret)
+			t.endpoints, t.subs = append(t.endpoints, name), append(t.subs, sub)
+		}
+		r.ev[n] = t
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	r.baseURL = "http://" + addr
+	r.base = NewClient(r.baseURL)
+	r.baseline = &Proc{Name: "baseline", Path: o.Self, LogPath: filepath.Join(r.stack.Dir, "baseline.log"),
+		Args: []string{"baseline", "-listen", addr, "-database-url", r.stack.BaselineURL, "-conns", fmt.Sprint(o.BaselineConns)}}
+	if err := r.baseline.Start(); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, r.baseURL+"/readyz", r.baseline); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second) // let the set-up's background work finish before "idle"
+	rss, err := sumRSS(r.stack.PIDs())
+	r.idleRSS = mb(rss)
+	return err
+}
+
+// close stops what prepare started, however far it got.
+func (r *runner) close() {
+	if r.baseline != nil && r.baseline.cmd != nil {
+		r.baseline.Stop(5 * time.Second)
+	}
+	if r.recv != nil {
+		r.recv.Close()
+	}
+}
+
+func (r *runner) shape(name string, mode Mode) Shape {
+	rate := r.o.Rate
+	if name == ScenarioEvents1 || name == ScenarioEvents4 {
+		rate = r.o.EventRate
+	}
+	return Shape{Mode: mode, Rate: rate, Conns: r.o.Conns, Duration: r.o.Duration, MaxInFlight: 1024}
+}
+
+func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) (Result, error) {
+	shape := r.shape(name, mode)
+	res := Result{Scenario: name + ":" + string(mode), Load: shape.String(), Run: run}
+	pids := r.stack.PIDs()
+	if name == ScenarioBaseline {
+		pids = []int{r.baseline.PID()}
+	}
+	var call Call
+	var target *eventTarget
+	var accepted []string
+	var acceptedMu sync.Mutex
+	switch name {
+	case ScenarioBaseline:
+		call = r.sendCall(r.base, nil, run, true)
+	case ScenarioSendQueued:
+		call = r.sendCall(r.api, r.budget, run, true)
+	case ScenarioSendSync:
+		call = r.sendCall(r.api, r.budget, run, false)
+	case ScenarioListDefault:
+		call = r.listCall("/api/contact-channels")
+	case ScenarioListFilter:
+		call = r.listCall("/api/contact-channels?filter=joao")
+	case ScenarioEvents1, ScenarioEvents4:
+		target = r.ev[map[string]int{ScenarioEvents1: 1, ScenarioEvents4: 4}[name]]
+		if err := r.enable(ctx, target, true); err != nil {
+			return res, err
+		}
+		call = r.publishCall(target.company, run, func(id string) {
+			acceptedMu.Lock()
+			accepted = append(accepted, id)
+			acceptedMu.Unlock()
+		})
+	}
+	r.recv.Reset()
+	sampler := StartSampler(pids, 100*time.Millisecond)
+	rec := NewRecorder()
+	begin := time.Now()
+	drove := Drive(ctx, shape, rec, call)
+	if target != nil {
+		res.Events = r.drain(ctx, target, accepted, begin)
+		// Left-over deliveries of a scenario that did not drain must not
+		// load the next one.
+		if err := r.enable(ctx, target, false); err != nil {
+			return res, err
+		}
+	}
+	fp, err := sampler.Stop(3 * time.Second)
+	if err != nil {
+		return res, err
+	}
+	res.Started, res.OK, res.Errors = drove.Started, rec.Count(), rec.Errors()
+	res.Latency = rec.Latencies()
+	res.Throughput = float64(res.OK) / drove.Elapsed.Seconds()
+	res.Footprint = fp
+	if res.OK > 0 {
+		res.CPUPerReq = fp.CPUSeconds * 1000 / float64(res.OK)
+	}
+	return res, nil
+}
+
+func (r *runner) drain(ctx context.Context, t *eventTarget, accepted []string, begin time.Time) *EventResult {
+	lastPublish := time.Now()
+	drained := WaitFor(ctx, r.o.Drain, func() bool { return r.recv.Tally(t.endpoints, accepted).Lost == 0 })
+	tally := r.recv.Tally(t.endpoints, accepted)
+	lats := r.recv.Latencies()
+	end := r.recv.LastReceipt()
+	er := &EventResult{EventTally: tally, EndToEnd: Summarise(lats), Drained: drained,
+		DrainedIn: time.Since(lastPublish).Seconds()}
+	if span := end.Sub(begin); tally.Received > 0 && span > 0 {
+		er.DeliveriesPerSec = float64(tally.Received) / span.Seconds()
+	}
+	return er
+}
+
+func (r *runner) enable(ctx context.Context, t *eventTarget, on bool) error {
+	for _, s := range t.subs {
+		if err := r.api.JSON(ctx, "PUT", fmt.Sprintf("/api/channel-webhooks/%d", s.ID), t.company.Token,
+			map[string]any{"enabled": on}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendCall sends a text on an official channel, spread over the send
+// companies and their open conversations; each text is unique. The
+// baseline server has no limit to keep under (budget nil), and must not
+// spend the gateway's.
+func (r *runner) sendCall(c *Client, budget *Budget, run int, enqueue bool) Call {
+	return func(ctx context.Context, seq int, _ time.Time) string {
+		i := seq % len(r.senders)
+		if budget != nil {
+			if i = budget.Pick(); i < 0 {
+				// Every company used its share of the limit: the run
+				// needs more -companies. Not sent; the pause keeps a
+				// closed loop from spinning.
+				time.Sleep(5 * time.Millisecond)
+				return "budget"
+			}
+		}
+		co := r.senders[i]
+		body, _ := json.Marshal(map[string]any{"platform": "ofc_chatapp", "sender_key": co.ChannelKey,
+			"contact_key": co.Contacts[seq%len(co.Contacts)], "text": fmt.Sprintf("load %d-%d", run, r.seq.Add(1)),
+			"enqueue": enqueue})
+		status, _, err := c.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+		return outcome(status, err)
+	}
+}
+
+func (r *runner) listCall(path string) Call {
+	return func(ctx context.Context, _ int, _ time.Time) string {
+		status, _, err := r.api.Do(ctx, "GET", path, r.lister.Token, nil)
+		return outcome(status, err)
+	}
+}
+
+// publishCall publishes contact.import.completed with a unique import id,
+// tells the receiver when it was due, and reports accepted ids.
+func (r *runner) publishCall(co *Company, run int, accepted func(string)) Call {
+	return func(ctx context.Context, _ int, due time.Time) string {
+		id := fmt.Sprintf("load-%d-%d", run, r.seq.Add(1))
+		r.recv.Due(id, due)
+		status, _, err := r.api.Do(ctx, "POST", "/api/events", co.Token, importEvent(id))
+		out := outcome(status, err)
+		if out == "" {
+			accepted(id)
+		}
+		return out
+	}
+}
+
+// importEvent is the POST /api/events body of a contact.import.completed
+// whose import_id is id.
+func importEvent(id string) []byte {
+	b, _ := json.Marshal(map[string]any{"event": "contact.import.completed", "data": importData(id)})
+	return b
+}
+
+func importData(id string) map[string]any {
+	return map[string]any{"import_id": id, "total_contacts": 3, "imported_contacts": 2, "skipped_contacts": 1,
+		"failed_contacts": 0, "started_by_user_id": 1, "completed_at": time.Now().Format(time.RFC3339)}
+}
+
+// summarise computes each scenario's figures over the runs.
+func summarise(results []Result) map[string]map[string]Spread {
+	figures := map[string]map[string][]float64{}
+	add := func(sc, fig string, v float64) {
+		if figures[sc] == nil {
+			figures[sc] = map[string][]float64{}
+		}
+		figures[sc][fig] = append(figures[sc][fig], v)
+	}
+	for _, r := range results {
+		add(r.Scenario, "rps", r.Throughput)
+		if r.Ratio > 0 { // no baseline ran under the same load
+			add(r.Scenario, "ratio", r.Ratio)
+		}
+		add(r.Scenario, "p50_ms", r.Latency.P50)
+		add(r.Scenario, "p99_ms", r.Latency.P99)
+		add(r.Scenario, "p999_ms", r.Latency.P999)
+		add(r.Scenario, "peak_rss_mb", r.Footprint.PeakRSSMB)
+		add(r.Scenario, "cpu_ms_per_req", r.CPUPerReq)
+		if e := r.Events; e != nil {
+			add(r.Scenario, "deliveries_per_s", e.DeliveriesPerSec)
+			add(r.Scenario, "e2e_p50_ms", e.EndToEnd.P50)
+			add(r.Scenario, "e2e_p99_ms", e.EndToEnd.P99)
+			add(r.Scenario, "lost", float64(e.Lost))
+			add(r.Scenario, "duplicates", float64(e.Duplicates))
+		}
+	}
+	out := map[string]map[string]Spread{}
+	for sc, figs := range figures {
+		out[sc] = map[string]Spread{}
+		for f, vs := range figs {
+			out[sc][f] = SpreadOf(vs)
+		}
+	}
+	return out
+}
+
+// WriteJSON writes the report to dir/load-<time>-<engine>.json.
+func (rep *Report) WriteJSON(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, fmt.Sprintf("load-%s-%s.json", rep.Started.Format("20060102T150405Z"), rep.Engine))
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return p, os.WriteFile(p, b, 0o644)
+}

@@ -1,0 +1,83 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints every run's results, then the median [min–max] of
+// each scenario's main figures over the runs.
+func (rep *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "engine %s, %d send companies (%d sends/min each at most), gateway RSS %.0f MB at start, %.0f MB idle after set-up\n%v\n\n",
+		rep.Engine, rep.Companies, SendRatePerCompany*98/100, rep.StartRSSMB, rep.IdleRSSMB, rep.Options)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tscenario\tload\tok\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\terrors\tdeliv/s\te2e p50\te2e p99\tundelivered\tdup\tRSS idle/peak/after MB\tCPU ms/req\t")
+	for _, r := range rep.Results {
+		ev := "\t\t\t\t"
+		if e := r.Events; e != nil {
+			ev = fmt.Sprintf("%.0f\t%.1f\t%.1f\t%d\t%d", e.DeliveriesPerSec, e.EndToEnd.P50, e.EndToEnd.P99, e.Lost, e.Duplicates)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.0f/%.0f/%.0f\t%.2f\t\n", r.Run, r.Scenario, r.Load,
+			r.OK, r.Throughput, ratio(r.Ratio), r.Latency.P50, r.Latency.P99, r.Latency.P999, errorText(r.Errors), ev,
+			r.Footprint.IdleRSSMB, r.Footprint.PeakRSSMB, r.Footprint.AfterRSSMB, r.CPUPerReq)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nmedian [min–max] over %d run(s)\n", rep.Options["runs"])
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\tdeliv/s\te2e p99 ms\tundelivered\tpeak RSS MB\t")
+	names := make([]string, 0, len(rep.Summary))
+	for n := range rep.Summary {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return order(names[i]) < order(names[j]) })
+	for _, n := range names {
+		f := rep.Summary[n]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, spread(f["rps"], "%.0f"), spread(f["ratio"], "%.2f"),
+			spread(f["p50_ms"], "%.1f"), spread(f["p99_ms"], "%.1f"), spread(f["p999_ms"], "%.1f"),
+			spread(f["deliveries_per_s"], "%.0f"), spread(f["e2e_p99_ms"], "%.0f"), spread(f["lost"], "%.0f"),
+			spread(f["peak_rss_mb"], "%.0f"))
+	}
+	tw.Flush()
+}
+
+// order keeps the summary in the order of DefaultScenarios.
+func order(sc string) int {
+	for i, s := range DefaultScenarios {
+		if s == sc {
+			return i
+		}
+	}
+	return len(DefaultScenarios)
+}
+
+func spread(s Spread, format string) string {
+	if len(s.Runs) == 0 {
+		return "-"
+	}
+	if len(s.Runs) == 1 {
+		return fmt.Sprintf(format, s.Median)
+	}
+	return fmt.Sprintf(format+" ["+format+"–"+format+"]", s.Median, s.Min, s.Max)
+}
+
+func ratio(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func errorText(errs map[string]int) string {
+	if len(errs) == 0 {
+		return "0"
+	}
+	var parts []string
+	for k, v := range errs {
+		parts = append(parts, fmt.Sprintf("%s×%d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
