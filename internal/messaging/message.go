@@ -51,7 +51,7 @@ type Message struct {
 	// OutcomeUnknown: handed to the official provider, whose answer was
 	// lost (StatusID stays Pending, FailureReason says so); a receipt
 	// settles it. The message is not sent again.
-	OutcomeUnknown bool
+	OutcomeUnknown   bool
 	Edited           bool
 	IsForwarded      bool
 	RevokedAt        *time.Time
