@@ -146,6 +146,16 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 	var out Channel
 	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		now := s.now()
+		// The clear answer for a number that is a chat-app connection's;
+		// the unique index (company_channels_chatapp_number) settles races.
+		var taken int
+		if err := tx.NewSelect().Table("company_channels").ColumnExpr("COUNT(*)").
+			Where("key = ?", in.Key).Where("channel_type_id = ?", int(UnofficialChatapp)).Scan(ctx, &taken); err != nil {
+			return fault.Internalf(err, "check number")
+		}
+		if taken > 0 {
+			return fault.New(fault.Rule, fmt.Sprintf(MsgNumberIsConnection, in.Key))
+		}
 		acc := accountRow{CompanyID: in.CompanyID, BusinessAccountID: in.BusinessAccountID, PhoneNumberID: in.PhoneNumberID,
 			AccessToken: in.AccessToken, AppSecret: in.AppSecret, BaseURL: strings.TrimRight(in.BaseURL, "/"), CreatedAt: now}
 		if _, err := tx.NewInsert().Model(&acc).Returning("id").Exec(ctx); err != nil {
@@ -158,7 +168,7 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 			ProviderAccountID: &acc.ID, CreatedAt: now, UpdatedAt: now}
 		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 			if store.IsUniqueViolation(err) {
-				return fault.New(fault.Rule, fmt.Sprintf("an official channel with key %s already exists", in.Key))
+				return fault.New(fault.Rule, fmt.Sprintf("an official channel with key %s already exists, or the number is a chat-app connection's", in.Key))
 			}
 			return fault.Internalf(err, "insert channel")
 		}
