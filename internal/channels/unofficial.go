@@ -167,6 +167,7 @@ func (s *Service) UpdateUnofficial(ctx context.Context, companyID, id int64, ch 
 		q = q.Set("key = ?", *ch.NewKey)
 	}
 	res, err := q.Exec(ctx)
+	s.cache.clear()
 	if err != nil {
 		if store.IsUniqueViolation(err) && ch.NewKey != nil {
 			return Unofficial{}, s.numberTaken(ctx, *ch.NewKey, err)
@@ -184,6 +185,9 @@ func (s *Service) UpdateUnofficial(ctx context.Context, companyID, id int64, ch 
 func (s *Service) DeleteUnofficial(ctx context.Context, tx *store.Tx, companyID, id int64) error {
 	res, err := tx.NewDelete().Model((*unofficialRow)(nil)).
 		Where("company_id = ?", companyID).Where("id = ?", id).Where("channel_type_id = ?", int(UnofficialChatapp)).Exec(ctx)
+	// Before the caller's commit: a lookup in between may cache the row
+	// again, for at most CacheTTL (see CacheTTL).
+	s.cache.clear()
 	if err != nil {
 		return fault.Internalf(err, "delete connection")
 	}
@@ -203,6 +207,9 @@ func (s *Service) SetUnofficialLogged(ctx context.Context, id int64, logged bool
 		return false, fault.Internalf(err, "set connection logged")
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		s.cache.clear() // updated_at moved
+	}
 	return n > 0, nil
 }
 

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -52,6 +53,74 @@ func TestOneNumberOneChannel(t *testing.T) {
 		}
 		if err := register("5511988880000"); err != nil {
 			t.Fatalf("a free number: %v", err)
+		}
+	})
+}
+
+// TestChannelLookupCache: lookups by key and by id are served from memory
+// for channels.CacheTTL (on the injected clock): a change made elsewhere
+// (another replica: here a direct UPDATE) shows once the TTL has passed;
+// changes made through this process show at once; a cached channel is
+// still only its own company's.
+func TestChannelLookupCache(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+		svc := e.h.App.Channels
+		name := func(t channels.TypeID, key string) string {
+			ch, err := svc.FindByKey(ctx, e.ten.CompanyID, t, key)
+			if fault.KindOf(err) == fault.NotFound {
+				return "not found"
+			}
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			return ch.Name
+		}
+		if got := name(channels.OfficialChatapp, ofcSenderKey); got != "Official" {
+			t.Fatalf("first lookup: %q", got)
+		}
+		if _, err := db.Bun.ExecContext(ctx, "UPDATE company_channels SET name = 'Renamed elsewhere' WHERE id = ?", e.ch.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.clk.Advance(channels.CacheTTL - time.Millisecond)
+		if got := name(channels.OfficialChatapp, ofcSenderKey); got != "Official" {
+			t.Fatalf("within the TTL: %q", got)
+		}
+		if ch, err := svc.Get(ctx, e.ten.CompanyID, e.ch.ID); err != nil || ch.Name != "Official" {
+			t.Fatalf("by id within the TTL: %+v %v", ch, err)
+		}
+		other := e.h.Tenant("Other")
+		if _, err := svc.Get(ctx, other.CompanyID, e.ch.ID); fault.KindOf(err) != fault.NotFound {
+			t.Fatalf("another company's cached channel: %v", err)
+		}
+		e.clk.Advance(time.Millisecond)
+		if got := name(channels.OfficialChatapp, ofcSenderKey); got != "Renamed elsewhere" {
+			t.Fatalf("after the TTL: %q", got)
+		}
+
+		conn, err := svc.CreateUnofficial(ctx, e.ten.CompanyID, "Sales", "5511988887777")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := name(channels.UnofficialChatapp, conn.Key); got != "Sales" {
+			t.Fatalf("new connection: %q", got)
+		}
+		renamed := "Sales (SP)"
+		if _, err := svc.UpdateUnofficial(ctx, e.ten.CompanyID, conn.ID, channels.UnofficialChange{Name: &renamed}); err != nil {
+			t.Fatal(err)
+		}
+		if got := name(channels.UnofficialChatapp, conn.Key); got != renamed {
+			t.Fatalf("after an update in this process: %q", got)
+		}
+		if err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+			return svc.DeleteUnofficial(ctx, tx, e.ten.CompanyID, conn.ID)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := name(channels.UnofficialChatapp, conn.Key); got != "not found" {
+			t.Fatalf("after a delete in this process: %q", got)
 		}
 	})
 }
