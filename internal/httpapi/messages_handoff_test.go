@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/providersim"
@@ -28,12 +29,15 @@ type recordingTransport struct {
 	mu          sync.Mutex
 	calls       []messaging.Outbound
 	afterAccept func()
+	// err, when set, is answered after afterAccept ran (the far side took
+	// the message but its answer did not arrive).
+	err error
 }
 
 func (r *recordingTransport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
 	r.mu.Lock()
 	r.calls = append(r.calls, out)
-	n, fault := len(r.calls), r.afterAccept
+	n, inject := len(r.calls), r.afterAccept
 	r.afterAccept = nil
 	r.mu.Unlock()
 	res := messaging.SendResult{ExternalID: r.id}
@@ -46,8 +50,11 @@ func (r *recordingTransport) Send(ctx context.Context, ch channels.Channel, out 
 	case res.ExternalID == "":
 		res.ExternalID = fmt.Sprintf("far-%d", n)
 	}
-	if fault != nil {
-		fault()
+	if inject != nil {
+		inject()
+	}
+	if r.err != nil {
+		return messaging.SendResult{}, r.err
 	}
 	return res, nil
 }
@@ -210,6 +217,36 @@ func TestProviderAcceptedButNotRecorded(t *testing.T) {
 					t.Fatalf("after the receipt: %+v", m)
 				}
 			})
+		}
+	})
+}
+
+// TestInterruptedCallNotResent: a queued attempt cancelled (River's
+// timeout, a shutdown) while the provider call was in flight may have
+// delivered the message: the hand-off stays open, and the next attempt
+// does not call the provider again.
+func TestInterruptedCallNotResent(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+		e.contactWrites(ofcContactKey, "Oi")
+		ctx, cancel := context.WithCancel(context.Background())
+		tr := &recordingTransport{afterAccept: cancel, err: fault.New(fault.Unavailable, "context canceled")}
+		e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
+		id := e.queue("interrupted")
+		err := messaging.NewSendWorker(e.h.App.Messaging).Work(ctx,
+			&river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 8}, Args: messaging.SendArgs{MessageID: id}})
+		if err == nil {
+			t.Fatal("an interrupted attempt must be retried")
+		}
+		if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 2); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(tr.handed()); n != 1 {
+			t.Fatalf("the transport was called %d times", n)
+		}
+		if m := e.message(id); m.StatusID != messaging.StatusPending || !m.OutcomeUnknown {
+			t.Fatalf("after the retry: %+v", m)
 		}
 	})
 }

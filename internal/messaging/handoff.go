@@ -30,7 +30,8 @@ import (
 const OutcomeUnknownReason = "Outcome unknown: the provider may have accepted the message, but its answer was lost; waiting for its receipt"
 
 // errUnrecorded marks a send the far side accepted whose record could not
-// be written.
+// be written, or one interrupted during the transport call: either way
+// the far side may have the message and the hand-off stays open.
 var errUnrecorded = errors.New("accepted by the far side but not recorded")
 
 // Record retries: a lost connection or a restarting database should not

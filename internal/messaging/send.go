@@ -169,7 +169,7 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 		return SendOutput{}, fault.Wrap(fault.Unavailable, "The message could not be sent", err)
 	}
 	res, err := s.deliver(ctx, ch, row, true)
-	if errors.Is(err, errUnrecorded) {
+	if errors.Is(err, errUnrecorded) && res.ExternalID != "" {
 		// The far side has the message: the client is told so, never a
 		// 500 that invites a second send. The safety net or a receipt
 		// reconciles the record.
@@ -415,6 +415,11 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 		out.ExternalID = deref(row.ExternalID)
 	}
 	res, err := tr.Send(ctx, ch, out)
+	if err != nil && ctx.Err() != nil {
+		// The attempt was cancelled or timed out during the call: the far
+		// side may have taken the message, so the hand-off stays open.
+		return SendResult{}, fmt.Errorf("%w: interrupted during the call: %w", errUnrecorded, err)
+	}
 	if err != nil {
 		if fault.KindOf(err) == fault.Unavailable && !final {
 			s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "retry").Inc()
