@@ -288,6 +288,29 @@ func TestAssignedIDResent(t *testing.T) {
 		if m := e.message(first); m.StatusID != messaging.StatusSent || m.ExternalID != "chat-1" {
 			t.Fatalf("first: %+v", m)
 		}
+
+		// Synchronous: answered 200 with the assigned id although the
+		// record failed; the safety net hands the same id again.
+		tr.ids = []string{"chat-3"}
+		tr.afterAccept = breakNow
+		resp := e.send(map[string]any{"text": "sync"})
+		var ok struct{ Data struct{ ExternalID string } }
+		if resp.Status != http.StatusOK {
+			t.Fatalf("sync send: %d %s", resp.Status, resp.Body)
+		}
+		resp.JSON(t, &ok)
+		mend()
+		sync := e.lastMessageID()
+		if err := runSendJob(e, messaging.SendArgs{MessageID: sync, Recover: true}, 1); err != nil {
+			t.Fatal(err)
+		}
+		calls = tr.handed()
+		if ok.Data.ExternalID != "chat-3" || len(calls) != 5 || calls[3].ExternalID != "chat-3" || calls[4].ExternalID != "chat-3" {
+			t.Fatalf("answered %q, handed %+v", ok.Data.ExternalID, calls)
+		}
+		if m := e.message(sync); m.StatusID != messaging.StatusSent || m.ExternalID != "chat-3" {
+			t.Fatalf("sync after the safety net: %+v", m)
+		}
 	})
 }
 
