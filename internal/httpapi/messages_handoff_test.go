@@ -106,9 +106,25 @@ func messagesOutage(t *testing.T, db *store.DB) (breakNow func(), mend func()) {
 	return func() { alter(true, "messages", "messages_away") }, func() { alter(false, "messages_away", "messages") }
 }
 
+// eachQuietOfficial runs fn on both engines with an official channel whose
+// River workers are stopped (attempts are worked by hand with runSendJob)
+// and whose contact has written (the 24-hour window is open).
+func eachQuietOfficial(t *testing.T, fn func(t *testing.T, db *store.DB, e *officialEnv)) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+		e.contactWrites(ofcContactKey, "Oi")
+		fn(t, db, e)
+	})
+}
+
 // runSendJob works one attempt of a send job by hand.
 func runSendJob(e *officialEnv, args messaging.SendArgs, attempt int) error {
-	return messaging.NewSendWorker(e.h.App.Messaging).Work(context.Background(),
+	return runSendJobCtx(context.Background(), e, args, attempt)
+}
+
+func runSendJobCtx(ctx context.Context, e *officialEnv, args messaging.SendArgs, attempt int) error {
+	return messaging.NewSendWorker(e.h.App.Messaging).Work(ctx,
 		&river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 8}, Args: args})
 }
 
@@ -226,17 +242,12 @@ func TestProviderAcceptedButNotRecorded(t *testing.T) {
 // delivered the message: the hand-off stays open, and the next attempt
 // does not call the provider again.
 func TestInterruptedCallNotResent(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
-		e.contactWrites(ofcContactKey, "Oi")
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		ctx, cancel := context.WithCancel(context.Background())
 		tr := &recordingTransport{afterAccept: cancel, err: fault.New(fault.Unavailable, "context canceled")}
 		e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
 		id := e.queue("interrupted")
-		err := messaging.NewSendWorker(e.h.App.Messaging).Work(ctx,
-			&river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 8}, Args: messaging.SendArgs{MessageID: id}})
-		if err == nil {
+		if err := runSendJobCtx(ctx, e, messaging.SendArgs{MessageID: id}, 1); err == nil {
 			t.Fatal("an interrupted attempt must be retried")
 		}
 		if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 2); err != nil {
@@ -257,10 +268,7 @@ func TestInterruptedCallNotResent(t *testing.T) {
 // id already held by another message of the channel is drawn again before
 // anything is sent.
 func TestAssignedIDResent(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
-		e.contactWrites(ofcContactKey, "Oi")
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		tr := &assigningTransport{ids: []string{"chat-1", "chat-1", "chat-2"}}
 		e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
 		breakNow, mend := messagesOutage(t, db)
@@ -318,10 +326,7 @@ func TestAssignedIDResent(t *testing.T) {
 // message already holds (its ids restarted) is answered 200, not 500; the
 // id then names the new message.
 func TestReusedExternalIDAnswers200(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
-		e.contactWrites(ofcContactKey, "Oi")
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, &recordingTransport{id: "restarted-1"})
 		var ids []int64
 		for i := range 2 {

@@ -48,10 +48,7 @@ func TestOfficialSendQueued(t *testing.T) {
 // Pending); on the last attempt the message is marked Falha; a refusal is
 // final at once.
 func TestOfficialQueuedFinalFailure(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
-		e.contactWrites(ofcContactKey, "Oi")
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		ctx := context.Background()
 		queue, status := e.queue, e.message
 		work := func(id int64, attempt int) error { return runSendJob(e, messaging.SendArgs{MessageID: id}, attempt) }
@@ -105,11 +102,8 @@ func TestOfficialQueuedFinalFailure(t *testing.T) {
 // leaves finished ones alone; a receipt that overtakes the send's answer
 // finds its message through the id echoed in biz_opaque_callback_data.
 func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		ctx := context.Background()
-		e.contactWrites(ofcContactKey, "Oi")
 		safetyNet := func(id int64) {
 			t.Helper()
 			if err := runSendJob(e, messaging.SendArgs{MessageID: id, Recover: true}, 1); err != nil {
