@@ -1531,7 +1531,7 @@ type MessageError struct {
 // Example: 2
 type MessageSourceId int
 
-// MessageStatusId Message status: 1 = Pending (not yet handed to the provider), 2 = Sent ("Enviada": the provider accepted the send request), 3 = Delivered ("Entregue": reached the recipient device), 4 = Read ("Lida": the recipient opened the conversation), 5 = Failed ("Falha": the provider refused delivery, e.g. invalid number, block, opt-out), 6 = Unauthorized (failed for lack of group authorization).
+// MessageStatusId Message status: 1 = Pending (not yet confirmed by the provider: queued, or handed to it without an answer yet; a send whose answer was lost stays Pending, is never sent again, and moves on with the provider's receipt), 2 = Sent ("Enviada": the provider accepted the send request), 3 = Delivered ("Entregue": reached the recipient device), 4 = Read ("Lida": the recipient opened the conversation), 5 = Failed ("Falha": the provider refused delivery, e.g. invalid number, block, opt-out), 6 = Unauthorized (failed for lack of group authorization).
 //
 // Example: 2
 type MessageStatusId int

@@ -154,7 +154,7 @@ type MessageStatus int
 
 // MessageStatus values.
 const (
-	// MessageStatusPending: Queued, not yet accepted by the provider.
+	// MessageStatusPending: Queued, or handed to the provider without its answer yet; a send whose answer was lost stays Pending, is never sent again, and moves on with the provider's receipt.
 	MessageStatusPending MessageStatus = 1
 	// MessageStatusSent: Enviada - accepted by the provider.
 	MessageStatusSent MessageStatus = 2

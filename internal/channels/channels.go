@@ -106,12 +106,18 @@ func (r channelRow) toDomain() Channel {
 
 // Service is the channels capability.
 type Service struct {
-	db  *store.DB
-	now clock.Clock
+	db    *store.DB
+	now   clock.Clock
+	cache *lookupCache
 }
 
 // NewService returns the channels service.
-func NewService(db *store.DB, now clock.Clock) *Service { return &Service{db: db, now: now} }
+func NewService(db *store.DB, now clock.Clock) *Service {
+	if now == nil {
+		now = clock.System
+	}
+	return &Service{db: db, now: now, cache: newLookupCache()}
+}
 
 // OfficialInput registers an official channel and its provider account.
 type OfficialInput struct {
@@ -146,6 +152,16 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 	var out Channel
 	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		now := s.now()
+		// The clear answer for a number that is a chat-app connection's;
+		// the unique index (company_channels_chatapp_number) settles races.
+		var taken int
+		if err := tx.NewSelect().Table("company_channels").ColumnExpr("COUNT(*)").
+			Where("key = ?", in.Key).Where("channel_type_id = ?", int(UnofficialChatapp)).Scan(ctx, &taken); err != nil {
+			return fault.Internalf(err, "check number")
+		}
+		if taken > 0 {
+			return fault.New(fault.Rule, fmt.Sprintf(MsgNumberIsConnection, in.Key))
+		}
 		acc := accountRow{CompanyID: in.CompanyID, BusinessAccountID: in.BusinessAccountID, PhoneNumberID: in.PhoneNumberID,
 			AccessToken: in.AccessToken, AppSecret: in.AppSecret, BaseURL: strings.TrimRight(in.BaseURL, "/"), CreatedAt: now}
 		if _, err := tx.NewInsert().Model(&acc).Returning("id").Exec(ctx); err != nil {
@@ -158,7 +174,7 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 			ProviderAccountID: &acc.ID, CreatedAt: now, UpdatedAt: now}
 		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 			if store.IsUniqueViolation(err) {
-				return fault.New(fault.Rule, fmt.Sprintf("an official channel with key %s already exists", in.Key))
+				return fault.New(fault.Rule, fmt.Sprintf("an official channel with key %s already exists, or the number is a chat-app connection's", in.Key))
 			}
 			return fault.Internalf(err, "insert channel")
 		}
@@ -166,6 +182,7 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 		out = row.toDomain()
 		return nil
 	})
+	s.cache.clear()
 	return out, err
 }
 
@@ -194,8 +211,13 @@ func (s *Service) ListCompanyChannels(ctx context.Context, companyID int64, f Li
 }
 
 // Get returns a company's channel by id. Another company's channel is
-// NotFound, as is a missing one.
+// NotFound, as is a missing one. Found channels are cached (CacheTTL).
 func (s *Service) Get(ctx context.Context, companyID, id int64) (Channel, error) {
+	now := s.now()
+	if ch, ok := s.cache.getID(companyID, id, now); ok {
+		return ch, nil
+	}
+	gen := s.cache.generation()
 	var row channelRow
 	err := s.db.Bun.NewSelect().Model(&row).Relation("Account").Where("cc.company_id = ?", companyID).Where("cc.id = ?", id).Scan(ctx)
 	if store.IsNoRows(err) {
@@ -204,5 +226,7 @@ func (s *Service) Get(ctx context.Context, companyID, id int64) (Channel, error)
 	if err != nil {
 		return Channel{}, fault.Internalf(err, "get channel")
 	}
-	return row.toDomain(), nil
+	ch := row.toDomain()
+	s.cache.put(gen, ch, now)
+	return ch, nil
 }

@@ -8,8 +8,15 @@ import (
 )
 
 // FindByKey returns the company's channel of type t with key (a number).
-// A missing channel, or one of another company, is NotFound.
+// A missing channel, or one of another company, is NotFound. Found
+// channels are cached (CacheTTL).
 func (s *Service) FindByKey(ctx context.Context, companyID int64, t TypeID, key string) (Channel, error) {
+	now := s.now()
+	k := lookupKey{companyID, t, key}
+	if ch, ok := s.cache.getKey(k, now); ok {
+		return ch, nil
+	}
+	gen := s.cache.generation()
 	var row channelRow
 	err := s.db.Bun.NewSelect().Model(&row).Relation("Account").
 		Where("cc.company_id = ?", companyID).Where("cc.channel_type_id = ?", int(t)).Where("cc.key = ?", key).Scan(ctx)
@@ -19,7 +26,9 @@ func (s *Service) FindByKey(ctx context.Context, companyID int64, t TypeID, key 
 	if err != nil {
 		return Channel{}, fault.Internalf(err, "find channel by key")
 	}
-	return row.toDomain(), nil
+	ch := row.toDomain()
+	s.cache.put(gen, ch, now)
+	return ch, nil
 }
 
 // FindByPhoneNumberID returns the official channel of a provider phone

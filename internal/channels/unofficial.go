@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,13 +27,46 @@ CREATE INDEX company_channels_logged ON company_channels (channel_type_id, logge
 	Postgres: `
 ALTER TABLE company_channels ADD COLUMN logged BOOLEAN NOT NULL DEFAULT FALSE;
 CREATE INDEX company_channels_logged ON company_channels (channel_type_id, logged);
+`}, {
+	// One number, one channel: a number lives on the chat app or on its
+	// official channel, never both, whatever the companies (keys of both
+	// types are the canonical digits-only number).
+	ID: "0071_channels_one_number",
+	SQLite: `
+CREATE UNIQUE INDEX company_channels_chatapp_number ON company_channels (key) WHERE channel_type_id IN (2, 3);
+`,
+	Postgres: `
+CREATE UNIQUE INDEX company_channels_chatapp_number ON company_channels (key) WHERE channel_type_id IN (2, 3);
 `}}
 
 // Messages of the unofficial-channel faults.
 const (
 	MsgConnectionNotFound = "Connection not found"
 	MsgKeyInUse           = "The number %s is already used by another connection"
+	// MsgKeyIsOfficial: the number is an official channel's (of any
+	// company); it cannot be a chat-app connection at the same time.
+	MsgKeyIsOfficial = "The number %s is already used by an official channel"
+	// MsgNumberIsConnection: registering an official channel whose number
+	// is a chat-app connection's.
+	MsgNumberIsConnection = "The number %s is already used by a chat-app connection; delete the connection first"
 )
+
+// numberTaken is the Rule fault of a number another chat-app channel holds
+// (unique index company_channels_chatapp_number), worded for the type that
+// holds it. Called after a unique violation, outside the failed
+// transaction.
+func (s *Service) numberTaken(ctx context.Context, key string, cause error) error {
+	var holder int
+	err := s.db.Bun.NewSelect().Table("company_channels").Column("channel_type_id").
+		Where("key = ?", key).Where("channel_type_id IN (?, ?)", int(UnofficialChatapp), int(OfficialChatapp)).Limit(1).Scan(ctx, &holder)
+	if err != nil && !store.IsNoRows(err) {
+		return fault.Internalf(errors.Join(cause, err), "find the holder of a number")
+	}
+	if TypeID(holder) == OfficialChatapp {
+		return fault.New(fault.Rule, fmt.Sprintf(MsgKeyIsOfficial, key))
+	}
+	return fault.New(fault.Rule, fmt.Sprintf(MsgKeyInUse, key))
+}
 
 // Unofficial is a chat-app connection.
 type Unofficial struct {
@@ -64,7 +98,7 @@ func (s *Service) CreateUnofficial(ctx context.Context, companyID int64, name, k
 	row := unofficialRow{CompanyID: companyID, Key: key, Name: name, ChannelTypeID: int(UnofficialChatapp), CreatedAt: now, UpdatedAt: now}
 	if _, err := s.db.Bun.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 		if store.IsUniqueViolation(err) {
-			return Unofficial{}, fault.New(fault.Rule, fmt.Sprintf(MsgKeyInUse, key))
+			return Unofficial{}, s.numberTaken(ctx, key, err)
 		}
 		return Unofficial{}, fault.Internalf(err, "insert connection")
 	}
@@ -133,9 +167,10 @@ func (s *Service) UpdateUnofficial(ctx context.Context, companyID, id int64, ch 
 		q = q.Set("key = ?", *ch.NewKey)
 	}
 	res, err := q.Exec(ctx)
+	s.cache.clear()
 	if err != nil {
 		if store.IsUniqueViolation(err) && ch.NewKey != nil {
-			return Unofficial{}, fault.New(fault.Rule, fmt.Sprintf(MsgKeyInUse, *ch.NewKey))
+			return Unofficial{}, s.numberTaken(ctx, *ch.NewKey, err)
 		}
 		return Unofficial{}, fault.Internalf(err, "update connection")
 	}
@@ -150,6 +185,9 @@ func (s *Service) UpdateUnofficial(ctx context.Context, companyID, id int64, ch 
 func (s *Service) DeleteUnofficial(ctx context.Context, tx *store.Tx, companyID, id int64) error {
 	res, err := tx.NewDelete().Model((*unofficialRow)(nil)).
 		Where("company_id = ?", companyID).Where("id = ?", id).Where("channel_type_id = ?", int(UnofficialChatapp)).Exec(ctx)
+	// Before the caller's commit: a lookup in between may cache the row
+	// again, for at most CacheTTL (see CacheTTL).
+	s.cache.clear()
 	if err != nil {
 		return fault.Internalf(err, "delete connection")
 	}
@@ -169,6 +207,9 @@ func (s *Service) SetUnofficialLogged(ctx context.Context, id int64, logged bool
 		return false, fault.Internalf(err, "set connection logged")
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		s.cache.clear() // updated_at moved
+	}
 	return n > 0, nil
 }
 

@@ -51,6 +51,10 @@ type ForMessaging interface {
 	// RecordMessage updates last_message_at (and, for an inbound message,
 	// unread_count and the time that opens the 24-hour window).
 	RecordMessage(ctx context.Context, tx *store.Tx, conversationID int64, at time.Time, inbound bool) error
+	// RecordOutbound is Ensure followed by RecordMessage(at, outbound) for
+	// a message the company sends, in one statement when the conversation
+	// exists (the send path's common case).
+	RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInput, at time.Time) (Ref, error)
 	// WindowFor reports the window of the conversation of contactKey on a
 	// company channel at now; a conversation that does not exist is closed.
 	WindowFor(ctx context.Context, companyChannelID int64, contactKey string, now time.Time) (Window, error)

@@ -589,3 +589,69 @@ func TestEnsureAdoptsName(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordOutbound: the send path's one-statement Ensure + RecordMessage
+// behaves as the two: a new conversation is created (and published), an
+// existing one has its times moved (never back) and its first response set
+// once, and a key-named one adopts a name learnt on another channel.
+func TestRecordOutbound(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		record := func(in conversations.EnsureInput, at time.Time) conversations.Ref {
+			t.Helper()
+			var ref conversations.Ref
+			if err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+				var err error
+				ref, err = b.svc.RecordOutbound(ctx, tx, in, at)
+				return err
+			}); err != nil {
+				t.Fatalf("record outbound %+v: %v", in, err)
+			}
+			return ref
+		}
+		get := func(id int64) conversations.Conversation {
+			t.Helper()
+			c, err := b.svc.Get(ctx, b.companyID, id, conversations.Relations{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		send := conversations.EnsureInput{CompanyID: b.companyID, CompanyChannelID: b.official, ChannelTypeID: channels.OfficialChatapp,
+			ContactKey: "5511977776666", ContactName: "5511977776666", OriginID: int(conversations.OriginAPI)}
+		first := record(send, t0)
+		if evs := b.pub.take(); len(evs) != 1 || first.Name != send.ContactKey {
+			t.Fatalf("new conversation: %+v, %d events", first, len(evs))
+		}
+		steps := []struct {
+			at                    time.Time
+			wantLast, wantFirstAt time.Time
+		}{
+			{t0.Add(time.Minute), t0.Add(time.Minute), t0},
+			{t0.Add(-time.Hour), t0.Add(time.Minute), t0}, // an older message moves nothing back
+			{t0.Add(time.Hour), t0.Add(time.Hour), t0},
+		}
+		for i, s := range steps {
+			if ref := record(send, s.at); ref != first {
+				t.Fatalf("step %d: %+v, want %+v", i, ref, first)
+			}
+			c := get(first.ID)
+			if !c.LastMessageAt.Equal(s.wantLast) || c.FirstResponseAt == nil || !c.FirstResponseAt.Equal(s.wantFirstAt) || c.UnreadCount != 0 {
+				t.Fatalf("step %d: last %v first %v unread %d", i, c.LastMessageAt, c.FirstResponseAt, c.UnreadCount)
+			}
+		}
+		// The contact writes on the unofficial channel with a name: the
+		// official conversation, still named by its key, adopts it on the
+		// next send.
+		b.ensure(t, conversations.EnsureInput{CompanyID: b.companyID, CompanyChannelID: b.chatapp, ChannelTypeID: channels.UnofficialChatapp,
+			ContactKey: send.ContactKey, ContactName: "Maria Souza", OriginID: int(conversations.OriginContactInitiated)})
+		if got := record(send, t0.Add(2*time.Hour)); got.ID != first.ID || got.Name != "Maria Souza" {
+			t.Fatalf("after the contact was named elsewhere: %+v", got)
+		}
+		if evs := b.pub.take(); len(evs) != 1 {
+			t.Fatalf("%d events, want the unofficial conversation's creation only (naming publishes none)", len(evs))
+		}
+	})
+}

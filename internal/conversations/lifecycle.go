@@ -230,6 +230,47 @@ func (s *Service) RecordMessage(ctx context.Context, tx *store.Tx, conversationI
 	return nil
 }
 
+// RecordOutbound ensures the conversation of an outbound message and
+// records the message on it (see Ensure and RecordMessage). An existing
+// conversation costs one UPDATE … RETURNING, which also brings its
+// contact's name so that a key-named conversation is named (learnName)
+// only when a name is known; a new one takes Ensure's path and then
+// RecordMessage's. Errors: those of Ensure and RecordMessage.
+func (s *Service) RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInput, at time.Time) (Ref, error) {
+	key := strings.TrimSpace(in.ContactKey)
+	at = stamp(at)
+	var c conversationRow
+	var contactName string
+	err := tx.NewRaw(`UPDATE contact_channels SET
+		last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END,
+		first_response_at = COALESCE(first_response_at, ?), updated_at = ?
+		WHERE company_channel_id = ? AND is_group = ? AND key = ?
+		RETURNING id, contact_id, key, name, is_group,
+			(SELECT ct.name FROM contacts AS ct WHERE ct.id = contact_channels.contact_id) AS contact_name`,
+		at, at, at, stamp(s.now()), in.CompanyChannelID, in.IsGroup, key).Scan(ctx, &c.ID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &contactName)
+	if store.IsNoRows(err) {
+		ref, err := s.Ensure(ctx, tx, in)
+		if err != nil {
+			return Ref{}, err
+		}
+		return ref, s.RecordMessage(ctx, tx, ref.ID, at, false)
+	}
+	if err != nil {
+		return Ref{}, fault.Internalf(err, "record outbound message")
+	}
+	if c.Name != c.Key {
+		return refOf(c), nil
+	}
+	name := strings.TrimSpace(in.ContactName)
+	if name == "" || name == key {
+		name = contactName
+	}
+	if name == "" || name == c.Key {
+		return refOf(c), nil // nobody knows a name yet
+	}
+	return s.learnName(ctx, tx, c, name)
+}
+
 // WindowFor reports the official 24-hour window of the one-to-one
 // conversation of contactKey on a company channel at now; a conversation
 // that does not exist is closed (the contact never wrote).

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
@@ -42,11 +44,14 @@ func BenchmarkOfficialSendSync(b *testing.B) {
 }
 
 // BenchmarkOfficialSendQueued measures accepting a queued send (stored,
-// event and job inserted; the worker is not running).
+// event and job inserted; the worker is not running). With PG_STATS=1 on
+// PostgreSQL it also reports what one send costs the database (see
+// pgCounters).
 func BenchmarkOfficialSendQueued(b *testing.B) {
 	benchDBs(b, func(b *testing.B, db *store.DB) {
 		e := newOfficialEnv(b, db, ofcEnvOptions{noWorkers: true})
 		e.contactWrites(ofcContactKey, "Oi")
+		before := readPGCounters(b, db)
 		b.ResetTimer()
 		for i := 0; b.Loop(); i++ {
 			e.clk.Advance(100 * time.Millisecond)
@@ -54,7 +59,68 @@ func BenchmarkOfficialSendQueued(b *testing.B) {
 				b.Fatalf("%d %s", r.Status, r.Body)
 			}
 		}
+		before.report(b, db)
 	})
+}
+
+// BenchmarkOfficialSendWorked measures one attempt of the queued-send
+// worker (claim, provider call to providersim, outcome with its event);
+// PG_STATS=1 as for BenchmarkOfficialSendQueued.
+func BenchmarkOfficialSendWorked(b *testing.B) {
+	benchDBs(b, func(b *testing.B, db *store.DB) {
+		e := newOfficialEnv(b, db, ofcEnvOptions{noWorkers: true})
+		e.contactWrites(ofcContactKey, "Oi")
+		ids := make([]int64, b.N)
+		for i := range ids {
+			e.clk.Advance(100 * time.Millisecond)
+			ids[i] = e.queue(fmt.Sprint("w", i))
+		}
+		before := readPGCounters(b, db)
+		b.ResetTimer()
+		for _, id := range ids {
+			if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		before.report(b, db)
+	})
+}
+
+// pgCounters are the database-wide counters of pg_stat_database: run it on
+// a database no one else uses (TEST_DATABASE_URL=…/send_stats) for exact
+// figures. PostgreSQL flushes a backend's counters when it has been idle
+// for up to 10 s, hence the waits.
+type pgCounters struct{ xacts, returned, fetched, inserted, updated int64 }
+
+const pgStatsFlush = 11 * time.Second
+
+func readPGCounters(b *testing.B, db *store.DB) *pgCounters {
+	if db.Dialect != store.Postgres || os.Getenv("PG_STATS") == "" {
+		return nil
+	}
+	time.Sleep(pgStatsFlush)
+	var c pgCounters
+	if err := db.Bun.NewRaw(`SELECT xact_commit + xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated
+		FROM pg_stat_database WHERE datname = current_database()`).Scan(context.Background(), &c.xacts, &c.returned, &c.fetched, &c.inserted, &c.updated); err != nil {
+		b.Fatal(err)
+	}
+	return &c
+}
+
+// report puts the counters' growth since c per operation in the results
+// (the read itself counts one transaction).
+func (c *pgCounters) report(b *testing.B, db *store.DB) {
+	if c == nil {
+		return
+	}
+	d := readPGCounters(b, db)
+	n := float64(b.N)
+	b.ReportMetric(float64(d.xacts-c.xacts-1)/n, "xact/op")
+	b.ReportMetric(float64(d.returned-c.returned)/n, "tup_returned/op")
+	b.ReportMetric(float64(d.fetched-c.fetched)/n, "tup_fetched/op")
+	b.ReportMetric(float64(d.inserted-c.inserted)/n, "tup_inserted/op")
+	b.ReportMetric(float64(d.updated-c.updated)/n, "tup_updated/op")
 }
 
 // BenchmarkProviderWebhookInbound measures a signed inbound webhook with

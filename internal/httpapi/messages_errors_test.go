@@ -140,8 +140,9 @@ func (e *officialEnv) templateAny(name string) int64 {
 }
 
 // TestSendRateLimit: 600 sends per minute per company, shared by all its
-// tokens; the 601st answers 429 with Retry-After; another company is not
-// affected; the budget comes back with time.
+// tokens; the 601st answers 429 with Retry-After, the exact seconds until
+// the burst leaves the 60-second window; another company is not affected;
+// no send fits before then (no refill), all of them after.
 func TestSendRateLimit(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -165,20 +166,27 @@ func TestSendRateLimit(t *testing.T) {
 				t.Fatalf("send %d: %d %s", i+1, resp.Status, resp.Body)
 			}
 		}
-		for _, token := range []string{e.ten.Token, raw} {
+		refused := func(token string, wantRetry int) {
+			t.Helper()
 			resp := send(token)
-			retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-			if resp.Status != http.StatusTooManyRequests || retry < 1 || retry > 60 {
-				t.Fatalf("over the limit: %d Retry-After %q %s", resp.Status, resp.Header.Get("Retry-After"), resp.Body)
+			if retry, _ := strconv.Atoi(resp.Header.Get("Retry-After")); resp.Status != http.StatusTooManyRequests || retry != wantRetry {
+				t.Fatalf("over the limit: %d Retry-After %q (want %d) %s", resp.Status, resp.Header.Get("Retry-After"), wantRetry, resp.Body)
 			}
 		}
+		refused(e.ten.Token, 60)
+		refused(raw, 60)
 		if resp := send(other.Token); resp.Status != 509 {
 			t.Fatalf("another company is limited too: %d", resp.Status)
 		}
 		e.clk.Advance(time.Second)
-		if resp := send(e.ten.Token); resp.Status != 509 {
-			t.Fatalf("a second later one send fits again (600/min = one per 100 ms): %d", resp.Status)
+		refused(e.ten.Token, 59)
+		e.clk.Advance(59 * time.Second)
+		for i := range 600 {
+			if resp := send(raw); resp.Status != 509 {
+				t.Fatalf("a minute after the burst, send %d: %d", i+1, resp.Status)
+			}
 		}
+		refused(raw, 60)
 	})
 }
 

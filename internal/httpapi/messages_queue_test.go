@@ -6,12 +6,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
-
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
-	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/providersim"
@@ -52,31 +48,10 @@ func TestOfficialSendQueued(t *testing.T) {
 // Pending); on the last attempt the message is marked Falha; a refusal is
 // final at once.
 func TestOfficialQueuedFinalFailure(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
-		e.contactWrites(ofcContactKey, "Oi")
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		ctx := context.Background()
-		queue := func(text string) int64 {
-			enqueue := true
-			out, err := e.h.App.Messaging.SendMessage(ctx, messaging.SendInput{CompanyID: e.ten.CompanyID, Platform: channels.OfficialChatapp,
-				SenderKey: ofcSenderKey, ContactKey: ofcContactKey, Text: text, Enqueue: &enqueue})
-			if err != nil || !out.Queued {
-				t.Fatalf("queue: %+v %v", out, err)
-			}
-			return out.MessageID
-		}
-		worker := messaging.NewSendWorker(e.h.App.Messaging)
-		work := func(id int64, attempt int) error {
-			return worker.Work(ctx, &river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 8}, Args: messaging.SendArgs{MessageID: id}})
-		}
-		status := func(id int64) messaging.Message {
-			m, err := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
+		queue, status := e.queue, e.message
+		work := func(id int64, attempt int) error { return runSendJob(e, messaging.SendArgs{MessageID: id}, attempt) }
 
 		id := queue("outage")
 		if err := e.ctl.Outage(ctx, providersim.FaultRequest{PhoneNumberID: e.pnid, Count: 2}); err != nil {
@@ -127,32 +102,22 @@ func TestOfficialQueuedFinalFailure(t *testing.T) {
 // leaves finished ones alone; a receipt that overtakes the send's answer
 // finds its message through the id echoed in biz_opaque_callback_data.
 func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		ctx := context.Background()
-		e.contactWrites(ofcContactKey, "Oi")
-		worker := messaging.NewSendWorker(e.h.App.Messaging)
 		safetyNet := func(id int64) {
 			t.Helper()
-			if err := worker.Work(ctx, &river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 3},
-				Args: messaging.SendArgs{MessageID: id, Recover: true}}); err != nil {
+			if err := runSendJob(e, messaging.SendArgs{MessageID: id, Recover: true}, 1); err != nil {
 				t.Fatal(err)
 			}
 		}
-		enqueue := true
-		stuck, err := e.h.App.Messaging.SendMessage(ctx, messaging.SendInput{CompanyID: e.ten.CompanyID, Platform: channels.OfficialChatapp,
-			SenderKey: ofcSenderKey, ContactKey: ofcContactKey, Text: "stuck", Enqueue: &enqueue})
-		if err != nil {
-			t.Fatal(err)
-		}
+		stuck := e.queue("stuck")
 		var sync struct{ Data struct{ ExternalID string } }
 		e.send(map[string]any{"text": "done"}).JSON(t, &sync)
 		done, _ := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, sync.Data.ExternalID)
 
-		safetyNet(stuck.MessageID)
+		safetyNet(stuck)
 		safetyNet(done.ID)
-		if m, _ := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, stuck.MessageID); m.StatusID != messaging.StatusFailed ||
+		if m, _ := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, stuck); m.StatusID != messaging.StatusFailed ||
 			m.FailureReason != "The send was interrupted before the provider answered" {
 			t.Fatalf("pending message after the safety net: %+v", m)
 		}
@@ -165,24 +130,20 @@ func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
 
 		// A message still waiting for the provider's answer gets a
 		// receipt first.
-		early, err := e.h.App.Messaging.SendMessage(ctx, messaging.SendInput{CompanyID: e.ten.CompanyID, Platform: channels.OfficialChatapp,
-			SenderKey: ofcSenderKey, ContactKey: ofcContactKey, Text: "early", Enqueue: &enqueue})
-		if err != nil {
-			t.Fatal(err)
-		}
+		early := e.queue("early")
 		body := []byte(fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"w","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":%q},"statuses":[{"id":"wamid.early","status":"delivered","timestamp":"1764770000","recipient_id":%q,"biz_opaque_callback_data":"%d"}]}}]}]}`,
-			e.pnid, ofcContactKey, early.MessageID))
+			e.pnid, ofcContactKey, early))
 		r := e.h.Do(apitest.Request{Method: "POST", Path: "/provider-webhooks/" + e.pnid, JSON: body,
 			Header: http.Header{"X-Hub-Signature-256": {official.Sign(ofcAppSecret, body)}}})
 		if r.Status != 200 || r.Map(t)["receipts"] != float64(1) {
 			t.Fatalf("early receipt: %d %s", r.Status, r.Body)
 		}
 		m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, "wamid.early")
-		if err != nil || m.ID != early.MessageID || m.StatusID != messaging.StatusDelivered {
+		if err != nil || m.ID != early || m.StatusID != messaging.StatusDelivered {
 			t.Fatalf("after the early receipt: %+v %v", m, err)
 		}
 		// Its job then finds it already delivered and does not send again.
-		if err := worker.Work(ctx, &river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 8}, Args: messaging.SendArgs{MessageID: early.MessageID}}); err != nil || len(e.sent()) != 1 {
+		if err := runSendJob(e, messaging.SendArgs{MessageID: early}, 1); err != nil || len(e.sent()) != 1 {
 			t.Fatalf("job after the early receipt: %v, provider has %d", err, len(e.sent()))
 		}
 		// A receipt naming a message of another channel, or a contact's

@@ -151,7 +151,10 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) error {
 			}
 		}
 		now := s.deps.Now()
+		// A receipt is the outcome of any hand-off still open, and settles
+		// a message marked outcome unknown.
 		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("status_id = ?", r.StatusID).Set("updated_at = ?", now).
+			Set("handoffs = 0").Set("outcome_unknown = ?", false).
 			Where("id = ?", row.ID).Where("status_id IN (?)", bun.In(from))
 		if r.StatusID == StatusFailed {
 			reason := r.Reason
@@ -159,6 +162,8 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) error {
 				reason = "Delivery failed"
 			}
 			q = q.Set("failure_reason = ?", reason)
+		} else if row.OutcomeUnknown {
+			q = q.Set("failure_reason = NULL")
 		}
 		res, err := q.Exec(ctx)
 		if err != nil {

@@ -48,6 +48,10 @@ type Message struct {
 	SourceID         int
 	StatusID         int
 	FailureReason    string
+	// OutcomeUnknown: handed to the official provider, whose answer was
+	// lost (StatusID stays Pending, FailureReason says so); a receipt
+	// settles it. The message is not sent again.
+	OutcomeUnknown   bool
 	Edited           bool
 	IsForwarded      bool
 	RevokedAt        *time.Time

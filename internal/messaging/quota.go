@@ -61,29 +61,24 @@ func (s *Service) QuotaOf(ctx context.Context, companyID int64) (Quota, error) {
 }
 
 // consumeQuota counts one send against the company's month inside tx, or
-// fails with Quota when the month's quota is used up. The conditional
-// update makes concurrent sends race for the last units exactly: the row
-// lock serialises them and the condition is re-checked after the wait.
+// fails with Quota when the month's quota is used up. It is one upsert:
+// the first send of a month inserts the counter at 1 (unless the limit is
+// 0), later ones add 1 while the counter is under the limit. On
+// PostgreSQL the conflicting row is locked and the condition evaluated on
+// its latest version, so concurrent sends race for the last units
+// exactly; SQLite has one writer at a time.
 func consumeQuota(ctx context.Context, tx *store.Tx, companyID int64, now time.Time) error {
-	var limit sql.NullInt64
-	err := tx.NewSelect().Table("message_quotas").Column("monthly_limit").Where("company_id = ?", companyID).Scan(ctx, &limit)
-	if err != nil && !store.IsNoRows(err) {
-		return fault.Internalf(err, "read quota")
+	var used int64
+	err := tx.NewRaw(`INSERT INTO message_usage (company_id, period, used)
+		SELECT ?, ?, 1 WHERE COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), 1) > 0
+		ON CONFLICT (company_id, period) DO UPDATE SET used = message_usage.used + 1
+		WHERE message_usage.used < COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), message_usage.used + 1)
+		RETURNING used`, companyID, period(now), companyID, companyID).Scan(ctx, &used)
+	if store.IsNoRows(err) {
+		return fault.New(fault.Quota, QuotaExhaustedMessage)
 	}
-	p := period(now)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO message_usage (company_id, period, used) VALUES (?, ?, 0) ON CONFLICT (company_id, period) DO NOTHING`, companyID, p); err != nil {
-		return fault.Internalf(err, "open usage period")
-	}
-	q := tx.NewUpdate().Table("message_usage").Set("used = used + 1").Where("company_id = ?", companyID).Where("period = ?", p)
-	if limit.Valid {
-		q = q.Where("used < ?", limit.Int64)
-	}
-	res, err := q.Exec(ctx)
 	if err != nil {
 		return fault.Internalf(err, "count usage")
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(fault.Quota, QuotaExhaustedMessage)
 	}
 	return nil
 }

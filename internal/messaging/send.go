@@ -3,6 +3,7 @@ package messaging
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -150,7 +151,7 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 		}
 	}
 
-	row, err := s.store(ctx, ch, in, d, enqueue)
+	row, err := s.store(ctx, ch, tr, in, d, enqueue)
 	if err != nil {
 		return SendOutput{}, err
 	}
@@ -162,7 +163,19 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 	// The client hanging up must not leave the message half-done: the
 	// provider call (bounded by the client's own timeouts) and the record
 	// of its outcome run to the end.
-	res, err := s.deliver(context.WithoutCancel(ctx), ch, row, true)
+	ctx = context.WithoutCancel(ctx)
+	if row, err = s.handOff(ctx, row.ID); err != nil || row == nil {
+		// Nothing was handed to the transport: the safety net fails it.
+		return SendOutput{}, fault.Wrap(fault.Unavailable, "The message could not be sent", err)
+	}
+	res, err := s.deliver(ctx, ch, row, true)
+	if errors.Is(err, errUnrecorded) && res.ExternalID != "" {
+		// The far side has the message: the client is told so, never a
+		// 500 that invites a second send. The safety net or a receipt
+		// reconciles the record.
+		s.deps.Logger.ErrorContext(ctx, "sent message not recorded; left to reconcile", "message_id", row.ID, "external_id", res.ExternalID, "err", err)
+		return SendOutput{MessageID: row.ID, ExternalID: res.ExternalID, Raw: res.Raw}, nil
+	}
 	if err != nil {
 		return SendOutput{MessageID: row.ID}, err
 	}
@@ -259,7 +272,11 @@ func (s *Service) ensureInput(ch channels.Channel, in SendInput) conversations.E
 // store writes the message (Pending), counts it against the quota, keeps
 // the conversation current, publishes omnichat.message.sent and, for a
 // queued send, inserts its job — all in one transaction.
-func (s *Service) store(ctx context.Context, ch channels.Channel, in SendInput, d draft, enqueue bool) (*messageRow, error) {
+//
+// The statements are as few as the work allows: the quota is one upsert,
+// an existing conversation one UPDATE … RETURNING (RecordOutbound), the
+// message one INSERT … RETURNING, and the job one River insert.
+func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, in SendInput, d draft, enqueue bool) (*messageRow, error) {
 	var mediaPath string
 	if d.media != nil {
 		p, err := s.saveMedia(ch.CompanyID, d.media)
@@ -284,7 +301,7 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, in SendInput, 
 		if err := consumeQuota(ctx, tx, ch.CompanyID, now); err != nil {
 			return err
 		}
-		ref, err := s.deps.Conversations.Ensure(ctx, tx, s.ensureInput(ch, in))
+		ref, err := s.deps.Conversations.RecordOutbound(ctx, tx, s.ensureInput(ch, in), now)
 		if err != nil {
 			return err
 		}
@@ -293,10 +310,7 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, in SendInput, 
 		if d.media != nil {
 			row.MediaPath, row.MediaName, row.MediaContentType = nullable(mediaPath), nullable(d.media.FileName), nullable(d.media.ContentType)
 		}
-		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
-			return fault.Internalf(err, "insert message")
-		}
-		if err := s.deps.Conversations.RecordMessage(ctx, tx, ref.ID, now, false); err != nil {
+		if err := insertOutbound(ctx, tx, ch, tr, &row); err != nil {
 			return err
 		}
 		if d.mediaURL != "" && s.deps.Templates != nil {
@@ -374,13 +388,18 @@ func (s *Service) outbound(row *messageRow) (Outbound, error) {
 	return out, nil
 }
 
-// deliver hands a Pending message to its channel's Transport and records
-// the outcome: Sent with the external id, or Failed with the reason. When
-// final is false an Unavailable error is returned without marking the
-// message, so the queued send is retried.
+// deliver hands a message claimed by handOff to its channel's Transport
+// and records the outcome: Sent with the external id, or Failed with the
+// reason. When final is false an Unavailable error from the transport
+// clears the hand-off without marking the message, so the queued send is
+// retried. A transport error means the far side did not take the message;
+// an accepted message whose record could not be written returns
+// errUnrecorded (with the far side's answer): it stays handed, and is
+// never sent blindly again (see the worker).
 func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *messageRow, final bool) (SendResult, error) {
 	tr := s.transport(ch.TypeID)
 	if tr == nil {
+		s.release(ctx, row)
 		err := noTransport(ch.TypeID)
 		if final {
 			return SendResult{}, s.fail(ctx, ch, row, err)
@@ -389,12 +408,22 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 	}
 	out, err := s.outbound(row)
 	if err != nil {
+		s.release(ctx, row)
 		return SendResult{}, err
 	}
+	if _, ok := tr.(IDAssigner); ok {
+		out.ExternalID = deref(row.ExternalID)
+	}
 	res, err := tr.Send(ctx, ch, out)
+	if err != nil && ctx.Err() != nil {
+		// The attempt was cancelled or timed out during the call: the far
+		// side may have taken the message, so the hand-off stays open.
+		return SendResult{}, fmt.Errorf("%w: interrupted during the call: %w", errUnrecorded, err)
+	}
 	if err != nil {
 		if fault.KindOf(err) == fault.Unavailable && !final {
 			s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "retry").Inc()
+			s.release(ctx, row)
 			return SendResult{}, err
 		}
 		s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "failed").Inc()
@@ -402,39 +431,43 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 	}
 	s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "sent").Inc()
 	if res.ExternalID == "" {
+		res.ExternalID = out.ExternalID
+	}
+	if res.ExternalID == "" {
 		return SendResult{}, s.fail(ctx, ch, row, fault.New(fault.Unavailable, "The far side accepted the message without an id"))
 	}
-	err = s.leavePending(ctx, ch, row, "sent", func(q *bun.UpdateQuery, now time.Time) *bun.UpdateQuery {
-		return q.Set("status_id = ?", StatusSent).Set("external_id = ?", res.ExternalID).Set("received_at = ?", now)
-	})
-	if err != nil {
-		return SendResult{}, err
+	if err := s.recordSent(ctx, ch, row, res.ExternalID); err != nil {
+		return res, fmt.Errorf("%w: %w", errUnrecorded, err)
 	}
 	return res, nil
 }
 
 // leavePending moves a message out of Pending with the changes set adds
-// (what names the new state in errors), reloads row and publishes the
-// change, in one transaction. A message no longer Pending is left as it
-// is: a receipt (which carried the external id) or another attempt got
-// there first.
-func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *messageRow, what string, set func(q *bun.UpdateQuery, now time.Time) *bun.UpdateQuery) error {
+// (what names the new state in errors), clearing its hand-off, and
+// publishes the change, in one transaction: one UPDATE … RETURNING (which
+// refreshes row) and the event. prep, when not nil, runs first in the same
+// transaction. A message no longer Pending is left as it is: a receipt
+// (which carried the external id) or another attempt got there first.
+func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *messageRow, what string,
+	prep func(ctx context.Context, tx *store.Tx, now time.Time) error, set func(q *bun.UpdateQuery, now time.Time) *bun.UpdateQuery) error {
 	return s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		now := s.deps.Now()
-		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("updated_at = ?", now).
+		if prep != nil {
+			if err := prep(ctx, tx, now); err != nil {
+				return err
+			}
+		}
+		var cur messageRow
+		q := tx.NewUpdate().Model(&cur).Set("updated_at = ?", now).Set("handoffs = 0").Set("outcome_unknown = ?", false).
 			Where("id = ?", row.ID).Where("status_id = ?", StatusPending)
-		r, err := set(q, now).Exec(ctx)
+		_, err := set(q, now).Returning("*").Exec(ctx)
+		if store.IsNoRows(err) || (err == nil && cur.ID == 0) {
+			return nil
+		}
 		if err != nil {
 			return fault.Internalf(err, "mark message %d %s", row.ID, what)
 		}
-		if n, err := r.RowsAffected(); err != nil || n == 0 {
-			return err
-		}
-		cur, err := loadMessageByID(ctx, tx, row.ID)
-		if err != nil {
-			return err
-		}
-		*row = *cur
+		*row = cur
 		return s.publish(ctx, tx, ch, cur.toDomain())
 	})
 }
@@ -457,8 +490,10 @@ func (s *Service) fail(ctx context.Context, ch channels.Channel, row *messageRow
 	if fe.Kind == fault.GroupNotAuthorized {
 		status = StatusUnauthorized
 	}
-	err := s.leavePending(ctx, ch, row, "failed", func(q *bun.UpdateQuery, _ time.Time) *bun.UpdateQuery {
-		return q.Set("status_id = ?", status).Set("failure_reason = ?", reason)
+	err := retryRecord(ctx, func() error {
+		return s.leavePending(ctx, ch, row, "failed", nil, func(q *bun.UpdateQuery, _ time.Time) *bun.UpdateQuery {
+			return q.Set("status_id = ?", status).Set("failure_reason = ?", reason)
+		})
 	})
 	if err != nil {
 		return err

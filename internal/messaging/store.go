@@ -104,6 +104,20 @@ CREATE TABLE message_usage (
 	used BIGINT NOT NULL DEFAULT 0,
 	PRIMARY KEY (company_id, period)
 );
+`}, {
+	// A message handed to its transport carries the hand-off until its
+	// outcome is recorded: a later attempt that still finds it knows the
+	// far side may have the message, and must not blindly send it again.
+	ID: "0041_messages_handoff",
+	SQLite: `
+ALTER TABLE messages ADD COLUMN handoffs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN handed_at TIMESTAMP;
+ALTER TABLE messages ADD COLUMN outcome_unknown INTEGER NOT NULL DEFAULT 0;
+`,
+	Postgres: `
+ALTER TABLE messages ADD COLUMN handoffs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN handed_at TIMESTAMPTZ;
+ALTER TABLE messages ADD COLUMN outcome_unknown BOOLEAN NOT NULL DEFAULT FALSE;
 `}}
 
 type messageRow struct {
@@ -132,11 +146,20 @@ type messageRow struct {
 	MediaContentType *string    `bun:"media_content_type"`
 	// Outbound is the JSON of what the Transport is to send (template
 	// parameters, group flag) so a queued send is rebuilt exactly.
-	Outbound   *string   `bun:"outbound"`
-	PlatformAt time.Time `bun:"platform_at"`
-	ReceivedAt time.Time `bun:"received_at"`
-	CreatedAt  time.Time `bun:"created_at"`
-	UpdatedAt  time.Time `bun:"updated_at"`
+	Outbound *string `bun:"outbound"`
+	// Handoffs counts hand-offs to the transport whose outcome is not
+	// recorded yet (0 once Sent, Failed, or refused by the transport);
+	// HandedAt is the last one.
+	Handoffs int        `bun:"handoffs"`
+	HandedAt *time.Time `bun:"handed_at"`
+	// OutcomeUnknown marks a message handed to a transport that assigns its
+	// own ids (the official provider) whose answer was lost: it is not sent
+	// again, and stays Pending until a receipt tells what became of it.
+	OutcomeUnknown bool      `bun:"outcome_unknown"`
+	PlatformAt     time.Time `bun:"platform_at"`
+	ReceivedAt     time.Time `bun:"received_at"`
+	CreatedAt      time.Time `bun:"created_at"`
+	UpdatedAt      time.Time `bun:"updated_at"`
 }
 
 // target is the message as Transport.Edit and Revoke address it. The
@@ -148,8 +171,14 @@ func (r *messageRow) target() Target {
 }
 
 func (r *messageRow) toDomain() Message {
+	// An id chosen by the sender (IDAssigner) is stored before the far side
+	// confirmed it; the message shows it only once it did.
+	ext := deref(r.ExternalID)
+	if r.StatusID == StatusPending {
+		ext = ""
+	}
 	return Message{
-		ID: r.ID, UUID: r.UUID, ExternalID: deref(r.ExternalID), CompanyID: r.CompanyID,
+		ID: r.ID, UUID: r.UUID, ExternalID: ext, OutcomeUnknown: r.OutcomeUnknown, CompanyID: r.CompanyID,
 		CompanyChannelID: r.CompanyChannelID, ContactChannelID: r.ContactChannelID, ContactKey: r.ContactKey,
 		ConversationName: r.ConversationName, IsGroup: r.IsGroup, Text: r.Text, TypeID: r.MessageTypeID,
 		SourceID: r.MessageSourceID, StatusID: r.StatusID, FailureReason: deref(r.FailureReason), Edited: r.Edited,

@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -12,11 +13,13 @@ import (
 // SendArgs is the River job of a queued send.
 type SendArgs struct {
 	MessageID int64 `json:"message_id"`
-	// Recover marks the safety net of a synchronous send: it never sends;
-	// if the message is still Pending when it runs (the process died
-	// between storing the message and recording the provider's answer), it
-	// is marked Falha rather than left pending for ever. Resending could
-	// duplicate a message the provider accepted.
+	// Recover marks the safety net of a synchronous send (recoverSync): if
+	// the message is still Pending when it runs (the process died between
+	// storing the message and recording the far side's answer), it is
+	// marked Falha when it was never handed to the transport; a hand-off
+	// with no outcome is resent only with its own id (IDAssigner), else
+	// marked outcome unknown. A blind resend could duplicate a message the
+	// provider accepted.
 	Recover bool `json:"recover,omitempty"`
 }
 
@@ -45,36 +48,44 @@ func NewSendWorker(svc *Service) *SendWorker { return &SendWorker{svc: svc} }
 // Timeout bounds one attempt: a provider call with its media upload.
 func (w *SendWorker) Timeout(*river.Job[SendArgs]) time.Duration { return 2 * time.Minute }
 
-// Work implements river.Worker.
+// Work implements river.Worker. An attempt is one read and one write:
+// handOff claims the message (the read), the outcome is recorded with its
+// event (the write); the channel comes from the channels cache.
 func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 	s := w.svc
-	row, err := loadMessageByID(ctx, s.deps.DB.Bun, job.Args.MessageID)
-	if fault.KindOf(err) == fault.NotFound {
-		return nil // deleted (revoked for "me") before it was sent
+	if job.Args.Recover {
+		return s.recoverSync(ctx, job.Args.MessageID)
 	}
-	if err != nil {
+	row, err := s.handOff(ctx, job.Args.MessageID)
+	if err != nil || row == nil {
+		// nil: deleted (revoked for "me"), already sent or failed
+		// (at-least-once delivery of the job), or outcome unknown.
 		return err
-	}
-	if row.StatusID != StatusPending {
-		return nil // already sent or failed: at-least-once delivery of the job
 	}
 	ch, err := s.deps.Channels.Get(ctx, row.CompanyID, row.CompanyChannelID)
 	if fault.KindOf(err) == fault.NotFound {
 		return nil // the channel is gone, and its messages with it
 	}
 	if err != nil {
+		s.release(ctx, row)
 		return err
 	}
-	if job.Args.Recover {
-		if err := s.fail(ctx, ch, row, fault.New(fault.Unavailable, interruptedReason)); fault.KindOf(err) == fault.Internal {
-			return err
-		}
-		return nil
-	}
 	final := job.Attempt >= job.MaxAttempts
+	if row.Handoffs > 1 && !mayResend(s.transport(ch.TypeID)) {
+		s.deps.Logger.WarnContext(ctx, "queued send handed before with no outcome; not sent again", "message_id", row.ID)
+		return s.markOutcomeUnknown(ctx, ch, row)
+	}
 	_, err = s.deliver(ctx, ch, row, final)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, errUnrecorded) {
+		// The next attempt settles it without sending blindly; after the
+		// last one, only a receipt can.
+		if final {
+			err = errors.Join(err, s.markOutcomeUnknown(ctx, ch, row))
+		}
+		return err
 	}
 	switch fault.KindOf(err) {
 	case fault.Unavailable:
@@ -93,4 +104,44 @@ func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 	}
 	// A refusal (or group authorization) is final and already recorded.
 	return nil
+}
+
+// recoverSync is the safety net of a synchronous send still Pending long
+// after it began. Never handed: it failed before the transport call, and
+// is marked Failed. Handed with no outcome: resent with its own id when
+// the transport allows (IDAssigner), else marked outcome unknown.
+func (s *Service) recoverSync(ctx context.Context, id int64) error {
+	row, err := loadMessageByID(ctx, s.deps.DB.Bun, id)
+	if fault.KindOf(err) == fault.NotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if row.StatusID != StatusPending || row.OutcomeUnknown {
+		return nil
+	}
+	ch, err := s.deps.Channels.Get(ctx, row.CompanyID, row.CompanyChannelID)
+	if fault.KindOf(err) == fault.NotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case row.Handoffs == 0:
+		if err := s.fail(ctx, ch, row, fault.New(fault.Unavailable, interruptedReason)); fault.KindOf(err) == fault.Internal {
+			return err
+		}
+		return nil
+	case mayResend(s.transport(ch.TypeID)):
+		if row, err = s.handOff(ctx, id); err != nil || row == nil {
+			return err
+		}
+		if _, err := s.deliver(ctx, ch, row, true); errors.Is(err, errUnrecorded) || fault.KindOf(err) == fault.Internal {
+			return err
+		}
+		return nil
+	}
+	return s.markOutcomeUnknown(ctx, ch, row)
 }

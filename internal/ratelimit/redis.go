@@ -2,41 +2,61 @@ package ratelimit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/chatmsg/gateway/internal/clock"
 )
 
-// gcraScript is gcra() run atomically inside Redis, on Redis' own clock so
-// replicas with skewed clocks share one budget. Times are milliseconds
-// (exact in Lua's doubles); the key expires when its budget is full again.
-var gcraScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local interval = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local new_tat = tat + interval
-local allow_at = new_tat - window
-if now < allow_at then
-  return {0, allow_at - now}
+// windowScript is the sliding window run atomically inside Redis: a sorted
+// set per key of the admitted events (score: microseconds), trimmed to the
+// window, admitting while it holds fewer than the limit. Time is Redis' own
+// clock, so replicas with skewed clocks share one window (ARGV[4], when not
+// empty, replaces it: tests drive a manual clock). Microseconds since 1970
+// stay exact in Lua's doubles. The key expires when its newest event leaves
+// the window.
+var windowScript = redis.NewScript(`
+local now = tonumber(ARGV[4])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', new_tat - now + 1)
-return {1, 0}
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], now, string.format('%.0f', now) .. ':' .. ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1)
+  return {1, 0}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {0, tonumber(oldest[2]) + window - now}
 `)
 
 // Redis is a limiter shared by every replica through one Redis.
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
+	// now, when set, replaces Redis' clock (tests).
+	now clock.Clock
 }
 
 // NewRedis returns a limiter on client; keys are stored under prefix.
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 	return &Redis{client: client, prefix: prefix}
+}
+
+// WithClock returns a copy of r that reads time from now instead of Redis'
+// clock: for tests on a manual clock, never for replicas.
+func (r *Redis) WithClock(now clock.Clock) *Redis {
+	c := *r
+	c.now = now
+	return &c
 }
 
 // OpenRedis connects to the redis:// URL and checks it answers.
@@ -64,9 +84,15 @@ func (r *Redis) Allow(ctx context.Context, key string, limit int, window time.Du
 	if limit <= 0 {
 		return false, window, nil
 	}
-	interval := max(window.Milliseconds()/int64(limit), 1)
-	res, err := gcraScript.Run(ctx, r.client, []string{r.prefix + key},
-		strconv.FormatInt(interval, 10), strconv.FormatInt(window.Milliseconds(), 10)).Int64Slice()
+	// Two events in the same microsecond are two members.
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	now := ""
+	if r.now != nil {
+		now = strconv.FormatInt(r.now().UnixMicro(), 10)
+	}
+	res, err := windowScript.Run(ctx, r.client, []string{r.prefix + key},
+		strconv.FormatInt(window.Microseconds(), 10), strconv.Itoa(limit), hex.EncodeToString(nonce[:]), now).Int64Slice()
 	if err != nil {
 		return false, 0, fmt.Errorf("ratelimit: %w", err)
 	}
@@ -76,5 +102,5 @@ func (r *Redis) Allow(ctx context.Context, key string, limit int, window time.Du
 	if res[0] == 1 {
 		return true, 0, nil
 	}
-	return false, max(time.Duration(res[1])*time.Millisecond, time.Millisecond), nil
+	return false, max(time.Duration(res[1])*time.Microsecond, time.Microsecond), nil
 }
