@@ -5699,6 +5699,20 @@ func (response SendMessage402TextResponse) VisitSendMessageResponse(w http.Respo
 	return err
 }
 
+type SendMessage403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SendMessage403JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendMessage409JSONResponse WindowClosed
 
 func (response SendMessage409JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
@@ -6679,6 +6693,20 @@ func (response ChatappCheckOnChatapp401JSONResponse) VisitChatappCheckOnChatappR
 	return err
 }
 
+type ChatappCheckOnChatapp403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappCheckOnChatapp403JSONResponse) VisitChatappCheckOnChatappResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappCheckOnChatapp500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappCheckOnChatapp500JSONResponse) VisitChatappCheckOnChatappResponse(w http.ResponseWriter) error {
@@ -6741,6 +6769,20 @@ func (response ChatappContactList401JSONResponse) VisitChatappContactListRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappContactList403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappContactList403JSONResponse) VisitChatappContactListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6811,6 +6853,20 @@ func (response ChatappCreate401JSONResponse) VisitChatappCreateResponse(w http.R
 	return err
 }
 
+type ChatappCreate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappCreate403JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappCreate500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappCreate500JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
@@ -6873,6 +6929,20 @@ func (response ChatappDelete401JSONResponse) VisitChatappDeleteResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappDelete403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappDelete403JSONResponse) VisitChatappDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6943,6 +7013,20 @@ func (response ChatappGroupList401JSONResponse) VisitChatappGroupListResponse(w 
 	return err
 }
 
+type ChatappGroupList403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappGroupList403JSONResponse) VisitChatappGroupListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappGroupList500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappGroupList500JSONResponse) VisitChatappGroupListResponse(w http.ResponseWriter) error {
@@ -7005,6 +7089,20 @@ func (response ChatappLogout401JSONResponse) VisitChatappLogoutResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappLogout403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappLogout403JSONResponse) VisitChatappLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7075,6 +7173,20 @@ func (response ChatappQrcode401JSONResponse) VisitChatappQrcodeResponse(w http.R
 	return err
 }
 
+type ChatappQrcode403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappQrcode403JSONResponse) VisitChatappQrcodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappQrcode500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappQrcode500JSONResponse) VisitChatappQrcodeResponse(w http.ResponseWriter) error {
@@ -7138,6 +7250,20 @@ func (response SimulatorSeedContacts401JSONResponse) VisitSimulatorSeedContactsR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedContacts403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorSeedContacts403JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7223,6 +7349,20 @@ func (response SimulatorSeedGroup401JSONResponse) VisitSimulatorSeedGroupRespons
 	return err
 }
 
+type SimulatorSeedGroup403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorSeedGroup403JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorSeedGroup500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorSeedGroup500JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
@@ -7300,6 +7440,20 @@ func (response SimulatorInbound401JSONResponse) VisitSimulatorInboundResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorInbound403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorInbound403JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7384,6 +7538,20 @@ func (response SimulatorMessages401JSONResponse) VisitSimulatorMessagesResponse(
 	return err
 }
 
+type SimulatorMessages403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorMessages403JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorMessages500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorMessages500JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
@@ -7460,6 +7628,20 @@ func (response SimulatorPair401JSONResponse) VisitSimulatorPairResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorPair403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorPair403JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7545,6 +7727,20 @@ func (response SimulatorReceipt401JSONResponse) VisitSimulatorReceiptResponse(w 
 	return err
 }
 
+type SimulatorReceipt403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorReceipt403JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorReceipt500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorReceipt500JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
@@ -7621,6 +7817,20 @@ func (response SimulatorUnlink401JSONResponse) VisitSimulatorUnlinkResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorUnlink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorUnlink403JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7705,6 +7915,20 @@ func (response ChatappUpdate401JSONResponse) VisitChatappUpdateResponse(w http.R
 	return err
 }
 
+type ChatappUpdate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappUpdate403JSONResponse) VisitChatappUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappUpdate500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappUpdate500JSONResponse) VisitChatappUpdateResponse(w http.ResponseWriter) error {
@@ -7771,6 +7995,20 @@ func (response ListChatapps401JSONResponse) VisitListChatappsResponse(w http.Res
 	return err
 }
 
+type ListChatapps403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListChatapps403JSONResponse) VisitListChatappsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListChatapps500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ListChatapps500JSONResponse) VisitListChatappsResponse(w http.ResponseWriter) error {
@@ -7833,6 +8071,20 @@ func (response ListCompanyChannels401JSONResponse) VisitListCompanyChannelsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCompanyChannels403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListCompanyChannels403JSONResponse) VisitListCompanyChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7919,6 +8171,20 @@ func (response ListContactChannels401JSONResponse) VisitListContactChannelsRespo
 	return err
 }
 
+type ListContactChannels403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListContactChannels403JSONResponse) VisitListContactChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListContactChannels422JSONResponse struct {
 	QueryValidationFailedJSONResponse
 }
@@ -7982,6 +8248,20 @@ func (response UpdateContactChannel401JSONResponse) VisitUpdateContactChannelRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContactChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateContactChannel403JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8060,6 +8340,20 @@ func (response EditMessage401JSONResponse) VisitEditMessageResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EditMessage403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response EditMessage403JSONResponse) VisitEditMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8400,6 +8694,20 @@ func (response RevokeMessages401JSONResponse) VisitRevokeMessagesResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMessages403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeMessages403JSONResponse) VisitRevokeMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10227,564 +10535,580 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cts4ti/8KijtvaulDC1Lsp2LXKkpx3a6PZ3Eadvpnt5RjgmLkMQxBWgIyo4m46r91/cAX50X+OpU",
-	"nRc5b7Kf5CusBYAgCepiO+meOdNVM7EkEpcFYGFdf+tLYyimM8EZz2Sj/6UxYTRiKfx5xrJ0cTDKWKo+",
-	"RUwO03iWxYI3+o1zNhQ8kiQT5JbGGbliI5EykqpXYj5uN4IG+0yns4Q1+judoJGyv87jlEWNfpbOWdCQ",
-	"wwmbUtXuNObxdD5t9LtBI1vMWKPfiHnGxixt3N3dBY0ZTemUZXpMhymjGYsOsjPKx0x9MxQ8YzxTf9LZ",
-	"LImHVA1x+y9SjfNLPoqPjV6n93Sr293qdBuB/dDrNT65w/n3lI0a/ca/bedk2cZf5fYRzRj2CyMrUuRP",
-	"56fvCE1TuiDhR5nRNAsI49GnkIgRiWjGJGmGv/76669bb99uHR2FLSJS+H4ri6dMBiTmw2Qu4xsWEMFJ",
-	"NmFkqCYbqw/xlJEmhcfJbZxNxDzDL4fihqWSZBOakduJSBiJ6KKlyB+rQf11ztJFI2hwOlWEHSL1LmnW",
-	"CBqft2J+Q5M42poyKamipiEvoRmZzqVaVkKJMzN3YnZejbugcZpGLH0rInbERnSeZAdy6Nk0Is1IFKds",
-	"qL6oG6QwTTXWXRfbuRqJb1r2ATurg/NDRf+j4/ND9dJ7ipupOF71LeHz6RVLAzJKxZR06wY9Uw24442Q",
-	"DrCtl21x/4ChZ7sCnOjHyRjWJ1XrzdX42V/nNFGHsAuzYKl6US9Bt9OpTukkY1NJZiwlasQB6aqX9zqd",
-	"2nlhkzVT63SCxpR+xsntwafNp6rH4psu0lwPsTrD3teeYO+3nd/e157f3ree33k8nSc0E+mh4BzZwEnk",
-	"mWSkmAuwQPtc4Up5pic7o9kkn2scNe570/jndhJ5ZgWs0/RSfDiWxHZ/FzQ+zKLHvqxIb6e/96K/9+L3",
-	"e2slVGZbc5j6o11c2NySi0uTevOL6xd2NRHievkuvMWHiJxf2QcK+7HX/QfYkHdqLHImuGQoS4npjPLF",
-	"4YRyzpJXcxlzJuVxmop0k736peHID9gk4SIjIzHnav5yPhwyKRv9EU0ku1t32xbH49m65gHC1BPkdhIn",
-	"jCSxzGI+JkOclGwrSubM5p6TBHLF0Wn6I1uoP+V8OqXpotFvvGNxNmEpiSPCRUqumdq0NzSZlwij9hL8",
-	"XFiSCnHuggYX2WugXKGfD/yai1vu8EN/P/lUl60BdvNGjMes1M85k9K8rPuCcS7vKpbwQgINkph7eny8",
-	"dT/BU0FiPptniqpXhY3QJ9NYSrUHREqmNBmJdMoiMopZEgUO/XL6kKZI1UmnXMBaDnETtwIt+xGapIxG",
-	"CxJzMpes0oidNjRkHrbftgK1G7MtOpuREY2TecpgV74W6VUcRYzf97BdTGJJqF2BOafzbCLS+G8sgg7W",
-	"o/db3Z6H0hcTpiackoQOryVwwhlLgbzA62NJxIylqKPoTY0n7oRnLOU0eRAzMY0QydIbluLyPs7MPnD2",
-	"eQZ72yzJPoobdC6ZIiauXkA4Uz1LxjPo+J3ITtRAp4xneHTut3As3xLSiETmFDFOrxIW9QlcWTCsMc3Y",
-	"LV3ADUoOT9+9Oz68OD27PDo7+fn47KVtYX3SlOZRs/b54uqh0RsaJ2p0OBLYARGbJWKhGvpOqpMxisdz",
-	"/VYzn5siUyoStUsj0F8YSRlNzFESaauNetgiETS6EOINTTcTmcoEVvuRqatSRAsypXgnXbGiCtXtdMjb",
-	"V492WAp9ql2kJqG7UlNmPJqJmGeEDodslknSxAG09tXoJopp3VJJZCZSBheG3Xg/KXnoZ8X3YPqvaZxs",
-	"uv/g+MBNZnSC/scNpPdPd0HjnlL/erTNZ1fL+g8IyIXE2oTIhCJfuk0FHxMlRCmywW3VJiFOOSQTkUT4",
-	"nJ6B0aB0M0DiCyHeUr44wzWU9957QhDVDjnIMjadZfJxONaZkqCTeBpnhH0eMhaxaB/NbYSOMn2k9H0l",
-	"RkRq+1zMSQh2vC0w5IVKai2b+Lasjc83Nv30tmMNhOF9gOuG8UxR5f68sNTMBsQqD8B3JsU140YeULoK",
-	"SA4BYZ9nsT5hKbsR17pfrQs8REiMYgncuyhVXSimIDihxPxeUCX88pUejeIj5q32PSTG9TuyAlH7q8pv",
-	"586AHCHMK4MF6utMUW+EC1ZLQ3cB788nYQ2vaPQhTUrUTJNcmHTJmHPVuXrnIz5pVVAUVSdZNlMzUf9K",
-	"8uHsTYmbrveOIqXey+9AvywoInTKzE73jw910o/4pKuFFMdS+XmDtV+DhRek9z4J1ahCV2RPBLd3Znev",
-	"owSllA4zlsqAhPM0KTwMQgkHGm1bQsGmoWXZX31Zuj1W3xDwZruRUwAoeWDEoOMbNf0zJsGa9qUxS5XI",
-	"lMWaF9AMKBZnbCo9P7t0+WIMADJL1QreBQ12o/dr6Zc716TwUT9WJPMna08QV39hw0w1p78AcwgwWXPA",
-	"vzQYn08b/Y9ZOmf5m1dCJIzySn/mvQDn5+uqwkCLW2Cv8wIlJDEiU8rpGMRQKxxJ0swVLBkY44sMDFOw",
-	"yn2rb1i6VgbdF1u4C4rKoeJsxVWwG9+zAlUSATPchEameR+ZtOHlYjFjPvOT/hmEmj7pkpeETa9YFLEI",
-	"lIeA9MhLMudiNIqHsRKlJzQjSqNohupPOpuFrYDskJfE94gYDS+dx3bJSzKbiExsSaEe3eIsuxXptT0O",
-	"AdkjLwn+CF8ydUwD8pS8JFciy78CuxhSqxv0gp1gN9gLnn5y/YEVa1fQ+Lyl3tm6oaliCFIR8VjP9nAC",
-	"Vr8PdqaHOOxG0DitfPNezeEcRvkOZ9AIGvj5rRlhI2i8Eln+8VNxLQxvLa4GsEVjlHZWJiBTmg1BdA8L",
-	"Cxr27XoBoUmzqy0BsAC9VkCcNSDNnVaAK3CJRL40K9DcbQWa8JeWyqS51woU4d2vnrYc4jcKvTeCxtAS",
-	"yelXnQdPp0oAKPXYCBqF7hrukpaaLJ6kdVbXXdPhoywntFBZxgNePjKghBfdDEUO4ThNV4nvlpldxFMm",
-	"MzqdqXMeR6te1MM9Aa/BNdoY13j+RwacPLF2vOJcFT/XZtGsYHHQNr5Y5ia+dqPK1IwZ28MZHXv8fWhS",
-	"YpdgJkfTKfRopxQUPdZOrzX8VFHlcMKG11qLA3GPL05Hjf7HL+U+P90Fxe/UED7dfSpvAJqyy3Eq5jNZ",
-	"cJ7BXVAWb0JF9JDcThgnIapjMiQ0ZQRaINdsIT209lv7846tdAhrKlICnX+LzaXn4GGI+ANpRvE4ziRa",
-	"hIZizpVKOhQRUxdwgF+H+UxeAoEChxz7RR+mEZam9PMbxsfZpNF/uguOSfOx62MwVeod0+HEaMS5cI2v",
-	"KE4OvT7ddQRMNd8p/XyCQzD+UP2xWxKh/J0aqjhmEXRAmQ73Oh09BlnntzFtVJ03+VY1y1I5B6rNVW6H",
-	"yllZU35dY9fg2KFZn9C5mbR1L4F0pcwF8xY8o0PPnPX58G11xyWt3m1X7rllDJOLLB4tasQKp1UynAjJ",
-	"yEikJM4kS0YB8hI5oWmBS9doAw4XXT39N7HMHnPxDVV/zwsP94lzO3iXfwP26BUWXS8cnTK1bA476+3t",
-	"3YefoYZfx8h6e3suJ6tjLVXlvsRX8P6Fm7Ceit8r5l2lHuVczPmQ1YoijBPBkwWh0TTmscxSmgnFLOmC",
-	"SMZrhJBYXsLzy1oFT8Sw4JBUnNftxhxfuHj8PXkP//fmogoUmeeSESpJqI/r5TVbhPqOM1/FEq86vOk2",
-	"YxMzmmbxMJ5RnslLuEwLcQIdT4hk7fkP8vVwiOjtY9VSPzajwP3zO2YTXn3c2V5RORppSSjHVwktcrhQ",
-	"NWxxIrj1BVTEsoBogU2dxH7hJ/IHJalS87eJfOx2IMJwz7zYPG53ldxEZ1I/IwnN8gf2sVMQfUxrXKC/",
-	"T48qlkROROr44VqE8kg9ljAaKcb2N5YK0nSHJ403Fvyi0Ednn0SpmMHBztI5vyazlI3iz602OcbV6ZO9",
-	"vW73xfPnz58/e/bsWWHdGoWf4GhkGUsVDf/Hx+7Wi08fO1svPn15EXR37/69sR6X/pEt7MI6hK6uA2mW",
-	"6NqqW/0fa8U3V9qqHEz2OdZurDU53aFREJW8qLklHcKYlRQJTG2f8HmSaP0GewjV4EAfUcRVP9MrRV2M",
-	"dqryPhhztfcL8I+CP0tqv+cqYUc3FZiprry3TJgvTRKtEi5jVurptyyjDaUnPpzpVfldaTo19lTHnvFT",
-	"qnZOdanNt+Xw5RhEBNhtmdDeUfREz4BHxFxmjEKYmxxSznXkftUUDf4y+fs1gfw19ZNAbaqfzpACVBJK",
-	"3r/7nig6kw9nb0gzVH/24ykds+0ZH+9fUcme7gb//V//OwRTmsMP/E+u3KKOaWOIIe16qAWiLtmyuOQP",
-	"M2eUTBRxFKrzHILs0qSZYrngn2StgIRChsCKw6tU3ErtMi5uN/1Lldyv8AcQehWDv+XF/abUGggRjfk1",
-	"i0jEbuIhCwhrj9skPJykYooCkyMsd7UWvqGwbEZSKy93O5015GXTTIn9fu3tLDz2llMMxuHjLbmQGZve",
-	"j8i/xDwSt/KRqHwqH0rg0+VmDqFeNNvtgbYOc5KWi7FrLJLmwr8jcfURJvV7ms45SyAm7FHY3eFECMkU",
-	"73f0w6sFKbDBfeKyQSP8ZLfC3UtVRvh1+cDdw/Y7hsR/q5uDDDWdi1kb+8bDD1cKZ7eoMdPU+iT4mMk2",
-	"+UUJlPBJ8RAnlkkyHpErAdGGjAznacp4pkdQaPNbr06d7ecdu/2tjD5qTEiNmmFphW6pXtJ+HD1I9Xf9",
-	"AF3oAbufDa/PM5rNPZdoKK5xB8+5jWUN90mYsihGRWaWMqV86IGCmnN2fHRyfvnh7A08IFnmelnFdSNo",
-	"OK05fG2Z+/P0GlzazmuQp+AmZHicl9bzbE3R8ILHZ4nPXeJIVm7qguv7Lii8frnWMXICGe6Cx3KZlmK2",
-	"rekNJn1pBhlHrpHNSaBZastPXS1XN7VvzXuK67BUW/fA/s54VKcd1VvzUnETq3a0Fr2KGO/18wf68W/g",
-	"aC2vdPGbhmcOG/pkC1v6N9K/i8fqIWo4mniXHVDBb1gqIQauTexKSLjxTs5PyfOnnS4yQDEaSZYFar/F",
-	"vJBmNsMoeNm2RuUwIGFGx1L9K0E2Un/NlXqGt6BdJjFjnEWXtyDn40VbZWlUKs0AnEychGo04e+Ph1SO",
-	"uXPGnFM+zF15yzcBPHauAyYrTKoUpehZKUWhkUin6vmGTYH0MYS6oRrPwAY2OT+70r7CpnWiw1qig73l",
-	"5VEJlRi7Q8ds7RlrY5/GdlA9j+JUZiYmrJYgK22A07mOGN8g5AQ39tIoF8qJElx4RHlmMwPcE0lUI37f",
-	"j0jjcczX2Kin8CDuUVC4Vxjgi2umSZovFxxfE9BoU2RnTgtyLbPqLOa8jqZ+5rDubXQKL6HhADRBq5st",
-	"e/scnnKOmwSRbB1O4CwYynFIbMX/qrT+BXxvwMKQxjGHWDzgloWAkmV9XtCxzx015ymj0XqOuPJd/ZgM",
-	"ZS7ZSoJ/kCwnt+/ed1y7Zuc6LMldIC/zXUNWyM9QiXTmxNttao9zlTNtKl+4N/JvJV8UpIJHky/OWEJN",
-	"dLhRN8xtp4+DPY16j+RnvXBq19NJDm3bF9j2uWn7A7bt5Qi+cT/AGlWh5W9vlCoMCa0q/mjtMQNAJFq4",
-	"c/YxiQATKEEOUzJZwkYZmXO0f0RB0fzk2pzIOWPk/cHF4Q9km87ibb0BtsyVsf0lju7A1hDz9w65u5VA",
-	"d5peX6oz6dGKMWhRskwqzTg/uKGaTmfteMW3NL0m6u36cMW6m7+mQfV0fWN1IsHBfeWAGis3dFM/jNqr",
-	"twYwBR6vbw5P9KVPBX4rbtCTNwFDxNAJa3FMARvHIuA5J7E3JGHDq7tyVLQpRt9i3mkdSBmPAc8oSymX",
-	"I5baSUL6+SNM8YNkSyaoxa7LXLTxHpCUTcWNNnHio2vvoV+0YKcXrXbxzUjmXv+aZxwUaMcioNTGw5m7",
-	"PrLSYLwGuGpTByXDuV7lgLhTCYjd1fkP+FVA7PYKCB6lgACbCAgecARy0NyrYu6r33JeGyh2RpqSMRL6",
-	"RM2wtU92SfOMSZHcsAjSiPZI85DyIUsS9cUwcQ3dubrvTXwJnn1a9xTiyLyb1MmpfubM2sh7vlgl0BDF",
-	"qHQbkeZtjcBsLA2tNnkNmVOoXBZejjNFfhtF950kGpMEOkvZUKQRadrfwQ4eEC5Qn2n5FJlSzMqUxmBX",
-	"Wanv1OnY9cY4o6utaHqJ6IyjM03VyApV3cW3OjlNcUNigpe6aTCv6z3aGzF/64STWSrGKZMSM7XM5sSk",
-	"LLs1MRvrfEanAXlGXpJX6kxEbfs46Jr2aZBDBg3YzdGgsWT72oCp7nqZW2oaSlzEOTSCxokSTWD8jaBh",
-	"RtMIGnYsStic0WkjaOCYQarMgauqjLCAVeWgULUJhP1fQUpxLImGnnIhrCweFZXq9RokKswetFqZ2wL5",
-	"4Yf+27f98/OQbFubXiGwbCnWZJ4OmntZBoPoy+7dlvqnZ/5pfrwgn/DPvv7G/DsYtNVf3eDpXeuPrT82",
-	"//PvH/+wZZ79I/6rfvh3nzKZZzj03PyGXlX9PY7iTEMS1EZM++5zC9yimZviaU0l/kKQglYiSBy17nWV",
-	"PzByMmOfM//VoH4pee2e7u3tPL2P3+6CfXaRyLjgW2w6yxbEecszXHhtWUAEsCOYgo/9qAVj0dtcY6pG",
-	"Q5klyUEjWBRnHuuv1/zqz1Ctyme1Ztrl7ZVu02orDCZYYwTEKVFuZ1S1hLHPuDO93Z9EjGfxKFaNGKnq",
-	"alHYtPtFY7rgQ1bc1ACAA0nnTi55u95I/ICDU6WOsaKsaXLX+yQ3ufuPxqH2uZvjsSIZsMbu9eHiEID/",
-	"wB2CVrBpPEyFBiox8Uk5q7zo7vY7O/3Os3a3t7O79/Q/w5Jn2sczLwr8Uv+jueXTu//89/Xi9YAOdrPV",
-	"WcOqG7q6AivtVz8wmii2Umar0oqwjqP506rR67d8Hfncg1X9Ms/Gz9fKf/Npl5Vk6U081ECPf1MqQFOt",
-	"9NWC6DzJVjHi2kGyNOu7elWJb1W9d1st6wMoAgIOLzS5QhSQiHQwAiWT+ZTyLaVhAL6Vc3LXxQsorcUy",
-	"k5Ie5hr4CA4XcQESJONRAHwu0Ag2AZnPEkGjVpuEEctonBTjGXSajMNGUjaaSy0UDmmaxkwSCNEAKy5N",
-	"SMqoVBoDZg1kcZawQH8JXstCa2N6A6xw2qrSTI8HLLNRFKtp0sQ1VqEgXr2sTOvfVUaFbtMMuy1w+5zK",
-	"j7lU52KeDr0wDb9MhBpnNB8qWprFQnn+wFihUKg3WlkzZUMWK+US5fvDCc2uRIay/cEsRrH+F5FejxJx",
-	"6xPMXaG8t55QbsfSCBxLr+66ETQOZnEjaJhOQQA3c69VZPQDBR1GS/14by1YRiaUR+o+FIUN00KSnKu9",
-	"2Rw0jvlNTCM6aPSL2wqB0vR1CrFgGmNNk+6IJfENS1mEjWQpG8+ZaiVldDjR76VsGM9i1RMGw7aMFkXh",
-	"tTdx3nH+qLY9lLX8Fi4OAgupt1/TZFIdtzlcEY5voe83A1diIrGuEjG8DoiYZVtiruakFLgPDpAjaY6w",
-	"p5FAGEbFFFC5Ng/hsFbDbqy5T3Kt7RyBZSyJQXej6h8Nq2RAwHCo7papwzQxGybHNFESL26FkykAWqtV",
-	"/TmOmNDHYR7FAml+JIZzdTchlS7YdJbQjKGqe57Fw2tF0efkJXkjhkstMsHzeyi1FygUwCgbQQOGqI6N",
-	"Gp+ikh5cI2iYkSkS4rAaQcOMCahUhZEs3wBduAEMKOWMXsVJnC1KEJF4CceSXM3jJPpKd9U7bS55ZAEC",
-	"QJr4PEnWkQ8qRqPHkhfyygEuskPj4PzQCfHDT1Aq4JO3DR0QUKHGD+K2bH4DswWLcO+b+yDmcRZTsHji",
-	"NYEwR87XYAWazkSaXxLVzX2PTa1HcGJ6atiILfcr7FnfEZ90uQTwnPpKJsQcp6rdXmJEmOKAAM1MGL9h",
-	"iZh5BCsd2ns50zt2OTg2eI1nXlGvmK2vHkSkymY3F4JgLLEkoJOvMkPcBY0ZS/OBbQCYn4mMJsuGCMYg",
-	"Im4AZTiBgcrCcFan/BYI5wzV9O4Sy3fAy1GH1TV1LmNMBhwpLdtF0cHoSQhtEZxoCD8Lwb3K6mswukyM",
-	"oVc7L8mDFtfLDCqO1lazTSRpObbxMo50uCfK0kqMQfhLMmVRTP1aN1iDL/FGX2fkcVQKO/1OFuJ92usp",
-	"qT6iVQezbMELbnzvqMtL/J0kvd2tiZinFkQIY4mcKKc1XA2+GIWwle8fGw4FNlmaMrj0zGDaYCYHgai3",
-	"S9RgJLpHnDCr7yRRN3Aeq7avQ8TQ2o3Wm0zf05IMKSdXzGadrvBRFJIhS2omt4urCRSQJZF1lh8ZFwom",
-	"ON+mIntAdJ2SXP2BYCmb4hpcTmM+z5j0qjNK/cWfIUxhn3RwoEg7bSHVTG93t7MRsxLoGnBo6BvVsl2r",
-	"MT7zIJPy+NWWyQVxE1NrBHGt6vqSecZcpD5pTKkVoBzjA6SJ/A3vt0BzOx2rB97MBNyocw3ACsreLJOt",
-	"VXzdaqzSZxlEl0aOTpmKIZNqLzdTNsOqTYKrUfJhMo9YtEZ3ZmTV7s70L3gCdZRKrt1qhW91Dw8P0LEk",
-	"cYYb2LXybpT5VRLLCWBzHmj10ZMdb9A1q1zP6pzwzHfSpvNUXSlfNTbJIHsuk87dyTo+mmpYOgh1W3Io",
-	"ZgznRVKmpDq0cVOiOKFiN8QainXo0en5BUYewVvSY93RYV2bmXYMbSEZWwe8u7HwB3LBhwfvT0ikFat9",
-	"xMXFKi9jGnMlwXkMP35/zJHqxnEbOQ973DDwdMlvVLNh/LQ11yHNaCLGbr7QMJ22zdXd1pGOEPPofK1t",
-	"xuWvZUbH7FIfxvKPt4DuXPgqETIrf0fT4SS+YY4Bux2DdN9W00hYVjhUS6MF06nBeT2003C+/GAn4Xx5",
-	"rqZwaGfg/PILjN/54g2O3vnmIB+70Vtg6IfuyL1IcLAmZvV1nIpvIQLiW4fSt4VlKP12qy78yiKUvjJr",
-	"EJDaJajZlziR0sYUQ9AA/P6XX4yEgftyQmdo1mr6pJLWvrHaE452xzXCk2ti5vSgCgWZeC4L5Y51p/96",
-	"bOM6pOEzAIvRbLacvsKG19IfhXpF5RopLXkeIQwriuVG73jCfqFf3zy87p5Hyiv0+4gCQyA/WW/ENdPG",
-	"OrnE9y/X8mHKoAbicVPXP8R21EbxPRC68SQqYBGAX6QM41gfZrDGuyiAixt2CdrkajBR9GonUpQj/sQQ",
-	"TDOolZJRnLC1I//OoCX9Zn0MqrrLijYxOPqlKJwpC0nTOPr6SsZmGSu7BpWutU9CmiRhXzurQHkDq5Bi",
-	"xrTo33ZvS4QxS5I1d/9b9fgBPu4NsYMr2sx6CnNWrVcV7GXnok71OODyVukFIoU7JpfQa52Jb5fIj3kQ",
-	"4wqB8dwc6LdL5MRiOo6vnK+OJV43XFBnIbZcTTbGaGsunOjY5br0hlF8tbF5/inzyMj/5wvuq0e74MNJ",
-	"KriYS0Jx8Zoh43+dszl7CWchbPVzdaAUCwLVvgyieisgxt8VGX9Jm7yGwgOwPcGM8Z7KIU0OKdqfALul",
-	"uimOtDxd/PZYR66cHC0x0JkRbakROQw4IOCMygQZijRlCdSSgSpIRqfyqjcpvd1MsD+K6ZgLmcVDMhQz",
-	"68B2jF9I5n0i5pmMoxz6NKXDLAAgSBSsFFOgfAFeBI9zt7QRHOIs8eE+8jELcKXqtp4RUaUFy6wHr3T9",
-	"jhC0iCCV5MzcJ3gKjY720gD37xMxw5XRT7io/pYzI1tvrX1FlIEs668JZ55eJMIzOys0j+wDc9TTC/JA",
-	"YsRxQEqAEqqhs7cQDQIgG2AjJTTmxkxK3glrNzPplETOR6P4M9rQSzh/z549e/b06dOnpQi/e2FLG8+N",
-	"i3CxAlu6RnJwWyoJ9oq6x8iNarbPSwK/grihrxtDxis6vFYk4RFpat4WftHd3im2DYtIXqJTnYtbaEQ/",
-	"mQcHwq95A3gIAqLPQEDUEbgLW22iSxbrPcKJrUER6J7Ud+72XHs7ahIs34U/gJn+rZJqXscJ80OzqF9c",
-	"2CwdkmDP3j7ahXGPHp0efnh7/O7CeAAUedBsLMYMTH545PBnFOku52kSajAbMY0zUB4BzEbj7kYsVZpf",
-	"bq/+cPamuFVjfiPiIdvafd7r7rRn0ehRYGR+cLwYIC/yDXFlSjTW9ZFK19D8KomH1cJFUOcFek7ZLKFD",
-	"g/Bj7O8FH4uGL4P8JkPx5snbg++PA/LzydHxKZRtL65Na19jC7skNz2OY5lBgIg+GLZXzC4qIrk2YND9",
-	"7W1FI9nW3yvFfFsvjNx2V8bqx/M0Li1UZ/d5EUjnh8mnjxcZ/u/97NPHc/npj/3t7Y//YzCQ23/8t09/",
-	"GAzOn6wLr1NY0Pl65aNwFfXRfTtPsnhG03qroX3CYDBFCwxygbLK2rtLJTJs9Zwks2QuSahoF7bJKzzV",
-	"0oI9ZexzJgnmMG2HKF/tk/CGprGSEC+hZhVGrYH8rLqeMV3NL1DrJ1KIwQVIqeiy7kXVD749EQk48XQp",
-	"aLygAe0SEfh9Yc/Fu291mnvlpneCndeAlCpdoXdK97Esf9WL5na4CxqK6H5z9ggKgAhYxT6JMcrm/dHr",
-	"gNxgmA2dR7GA+mvA1ozBFQC+pkJmukrmflmWg2qEWCcLoEXpbAYx0fBc2XXYKpiTrmJOob73Onsd2Ha+",
-	"v2Gmd6aMoWa8I4fpr6Ka764otzdHBrdBU4olas2lsjWrC+PuR9ivuqAqw90OpwpujShnWKZRGyz9ZdAA",
-	"QI5L9eCg0R80DjgdNO5C0pzawzukHIo50zRd5JZvwmkW37Bk0WqTH9lCYmAKFCDV2M1QqFUORcrgAKcM",
-	"qvCiaUO7X/zJEuvCmkV2QmbOpcrtleMK3nYtA6+zOu/Nsy4GhiHnGgHy0IZ+zwR1YaR8jg+1Thvn8LQ+",
-	"3ibIftVLEG92FzQ8W2nVqz/rV37GN8qajCVhYR5FrlWn1VTTgTz72t4XbXI2T5jxIorpVcyZuTmaGUT+",
-	"AXeCIo9I3/18v+dYcQXBcb8KtR/mljeNxW8qm8He1Te/LWf8nSTh5610njCzJWX4T3QV/IMxRr95waOq",
-	"F3faz+vwyasFit7NCq8kllk+lAOu435cwe/4v3jd75nX+c29vU6nkKYBXM/kaEC80XBC5ITOGInYjPFI",
-	"gg6szzQwHMHZGjg1FUPmXbD6hZ9UJxHCyhT2RzWXNjcYuaXxLIQrpMKWLEv2MRuG54p51tftrTj4sLqB",
-	"3kKBNeZ+M2d70EyxRTB1ux17TTP2dY9dxnNUqsK31TS1wv/9sQ6lMAd0y4agbY9EumUDKVFPZkpZYp+z",
-	"sE3M8rt3orUGlq0qeaHN7j3Sa33Mo8bh5uyzyuTx+6pZHbS/1r5JlJTavE75EL1Cjt1KW7TAMMGTxVeK",
-	"by8yrdW1v7BeYrkWrVt6FqH60ooKpL5veQyT6r9OBzLFH2yYxJk8gl3Saciz/S+8maI2u4N9zkwRGBDw",
-	"AkgsG9KZzcqwFPhVzFPU68F3JCfxbPYQzaKUeO0Y+quXRWUCjkwBuq6QWjLxCBck/PKle3cXBuqPHvzx",
-	"3//1v62VooQHcMBpI2j8G9iOCiAAa1cyLAoP3inmDnDA81/D5/1zvURiyxY6Asl5PJ0nNBOpFlPrQwP0",
-	"/SqX1L/WAoUfa/rZJljTfmv8WgWQXGdj2cy6pIjfykcFt7eL60X3Oc2MId4BPddeVFuxVYd4+3LaN6v/",
-	"98AQCbPsy8tb2rVf7vJYXvnBNuLl2WYfrlGIbnlBOe+vU2ZKFNWitP4+Srrpgd6nvFuRhLXnuFjSrxis",
-	"spb35kA3sKSCbaG+3z26MA0s7SJf09JhXLcLbKC+j+XFA0nT49Kk2qGpwZLg99Y+GTPOUojvcb0a9bj8",
-	"wCu38O+nQbd39+9/L8L299ZnpfmAzUQLw64b9TI2+nupdFl3FO1+WJ7JUCMtV5r0oXeJEekAiplImb/k",
-	"5jpH9P6omiV++XtA1bRD0pkNK+uUIOhNuVIJOAM8NbuNO6QqlTCeWUjzZVvzLrCk9ftUAoJFwIqOjUXG",
-	"ltUIWNqjvxZrYdB1sbDreE6slQlEIsRmcxsHwxbE4zdxZi1wLKViumZJZHI7EeQ2jTOMv3gEye61Ups3",
-	"FelqOAK0VeIIwMP8BVN+wbIPWVDA4IglTDBj3CZfIx8sKohFAKMNOa4r0tfUmClXjZYTcStJczaXuLAt",
-	"X/WZ9VkvXUA02xUjYwiM11U6q2EBxsD3EF2tpjNop9Bd6XjAxlxREwx6ULe0OghlPbbCgZYz2Ep1BGvU",
-	"99RLLMBMVZNSlxYCeBiMUzmE3hlKkI+6gPxd7vDTRmAq3/rCcKL5NliSMuuvrpmFFlsJG1Z5V22vy1oN",
-	"AH6V8d/YfapCYMB0zbikmtG9i+yYw7v8FlpnA5UBs8yg8xGus6LyUUpMV/bJ77HMtB2kTrSs1b9KO29z",
-	"WdqExhbSJtbGI3TfLrFPxGHyBNnROJmDuwzRozTgLsLY3PteOsPW1r+Zqhk1kYNjkyKODQ7Kn1xQC9Br",
-	"K5qZ9gLEPAdlUOPi+E2qGuB3idWjeNiWwLmd426r5YVfd4cv29oXdFyHEuop0RVzn+OEjon6JSBTmg0n",
-	"Jl4QanpcxpEMCSrj0sg/F3QsAwJYO/A3YprlmYPqu4JjKq+iAO9gluSlcWZtXi/BtOJkKwJQyqZ5DJoi",
-	"NXSVr+Mk89bOpmMSRzoUyxLPhG/tdeAH9eU+ofAvoVeIYpkiBAqJBENooRF0URsNcaGLsJTt1zVpWFXW",
-	"W1qVB7WVL/gDmrnz0dogOHlLC8xmqbhxAw78eCgeGtKMjYUv/8ZmcJhHdIjX24OzH48vTt59H5APFydv",
-	"Ti5+DcjBh4sfjt9dnBweXJycvvMmbkyovLyaZ5ngNfXf10JFcRyAtVXwCpA8fDz3IvK8EUOaMK2pYeja",
-	"LLt8dRZuVk5P1sC6n7GbOEd2L2WT6Zjug/fvz05/Pj6qB/2waE/6yUbQeH/87ujk3feNoHF2/Kfjwwv8",
-	"8uDDOfxxdHJ+8OrN8dGa3OJAb5sCMPYZ+wu4E9WXdC7hj6NYAroXMBDwy6ysXqTnBO6rpdzFrlFxjwT5",
-	"1gzyBFHs+9OS8/EK3q+yexeFxruUNaKn6apSVxz6gShTvYF++nBy+OPl2fH7N78G5MPZm4C8/+H03fHl",
-	"uw9vXx2fBeTw9P2vl4enR8d+xFoMYlrOlbW9pRZs2RDh0CyIDxwAQjBNOWH9Qpv8bJ2IMdc+fqzUlzsc",
-	"m9q9CNEXGOCkvspjmNRvntLs+an3kVBiit+rDxcXp+/OHayHtQtlFVfeI1sbU1gFDA0j1vHnfVII6VfX",
-	"dSmmX5KMXrMcd8kcz4vjP180gga83gga8L46NPpttVLLAXI2AfezoH6f1tmzZog/HB8cHZ81gsar06Nf",
-	"G0Hj9enpBX5Gsq/JMJBg6jURqXP5WogMP+s1/uTdscu26pvYp2OYi6u6ZuiazFGKdByDRiH03HlQ/AG2",
-	"tOayYRFlrXoT2SfXVvDs5byq0Jadl9vLMvL8bJhtFQodx7DxGHPe4Dkp7oW57i3oNxE7bN0ZrG+qCNjJ",
-	"eBYPqRd6crcAPemYPWlySxeShKUW2uHSuJw80KP83kqUs2VKxgfAZ8MgvSimteqzPysCciC2/zJj4wDz",
-	"IbZnfAzg0PDhll3N8uSHPfL2VUvnSmxPZ7vqOfywM545z3Wf4oN0NktixPrcnkWjchbFI+dB1Nm6PfZO",
-	"D9qdJxiw/FQbar6P/IfdBrQZDByD3Ha/yg4VoMF4k1IPvreX6do+eug8mvotx3DDrWslXoYVd8RolMQc",
-	"cnPmkpl0QCUSUIIA3z6QFtJ81tOod5imaXC/164m6YaE14lG1UhGkdJ0QWaY4/fh7M0+mVEJGNxKaahm",
-	"QVaz45Yfd9WxM7YCRtynVQngtQAxblXMmrpjAFJjqsVtgIAA1ZcL+AdzbupGbFDp6KGVjVbWK/KR5WeE",
-	"0ooFr8Gg3+31dMZfqE9YaEo/YQ1gpt7bJyH8K0MypTNJGOCzaIxryPNQ3HJGUzplGVZ1izNpQeyqNwe2",
-	"tiwroCZwznO9PhwPPjDj8ZFQ4xAWi4uf+BBxDm1134mQVopy8cIwR9IaFA0SpjHOvARsWIunagCCqy3k",
-	"BpxSXuvHbu/Tg4F3yiGvtXHBNQL48siyctv+IDPdizTo0c5KaJxyzzk/5SzHf1RnfTrzVLzRPxQhflcB",
-	"/BaLiN/DCWMXfY0mlkFx500tVhW30eqopUgz/PPW+c1wyxAwbAUkjlBSSwgdpkJiZQhNIVnk7XOsmVIJ",
-	"nphjstVlact5cSKZnwv9MkHIFd2xtq/nQLHaIr1WgWyL37c+w2Wfs8uUZeni4WujaxwOLdR4QTW+uHhv",
-	"zFd6cXSFCBcypWMVsZSRW4wQxd/WxOFkkd+P6LtB3L2UI1GaI1Kcj9t8cd3Nwpa2eZm0hWO0hNeaDfrb",
-	"lHkus5kH1HnWTQGcn+fCOJ9fqY9XBoJUIwhBzcpc5NbXiAa4lVsW820Lb4RWm5xwUy5D9k0cId4m+3kp",
-	"CotOFMVySNOofHU0xJTHwwnN2gbHypQvaQTV3yTDgNPNA9xZAaXRDYJZ4/5AUq6KX9d0f+cNqtFUh486",
-	"Osqqbnsdx71YTGA4PHuLtxJu+6J/s7vXuXcAZAVPrsb3WRzcJvGQmhzuxH02TAOhLJ3n2uQdQFWbwkG6",
-	"JG7K1iolt+5ZqwpXd3k1rjq2/fArWRvgL+tc3OZaMgh35gX80qGSVQ6UOq6Ldqx3WeGzdRY5VPx6EGov",
-	"2XCexTdWDmSfJ3QuASU3ScievbQBHAxuEDtcDWg2TGLGsxr7HLM8ao310gztDj3r85Rd1pQUOKyOG3LE",
-	"i4M3Q9+H3NsMgYr1na8EwKsFSdkW0Ep7pZbfgnU7BuojmBE/+KqH1vQoH97aOrnbLlur1OO7xwFYI8db",
-	"dwm53T75wTmkgZcBWCUV9X69zfKdX6VjdZ3K26x6dAvcYGUxPg8/RGhjv034EXla4bxvnp5wrOsB1SYn",
-	"3PMU32fzPWjvOHtizQX6TWXBws35cHnQbe4h4f41o/vNo94840KUcJ/Kniy0tQnQQiBaRQmpGnf7q0sZ",
-	"tTcwnC1z7TCoMG3uU/fqx8JtljfpGywTpBOQEpciw4TRlEWtDSDx/oHP+zrb4pc4m5yDOOmRHYAlg0ic",
-	"ioxmbAsFT6soh/gZDJYI9AchIEpvrq9e8NjnqWbw5/EYrMd6yM0f3h4cbp3/cNDbe0qu2UIDtVK0t3y4",
-	"eL31nFwtMqaUuTOWzVNuMACuFmRYQwgtCBmdY6cXfMXzrie61sG/YDKr42vLiPnXGoyBPAlFmxeUJoIP",
-	"f4vSJHpYa03dC5h4po08GMBSROxr/nBx8f6cpGwoplPGTUGXKlIhKP8FpEJIGx7TjN2CuvybYRR+WAuW",
-	"sEZfVS+X1VUoFHUIVYh8jusX9XAsDmKJvh8CU7kKqxq19ouOjpiT9yLN5uM5kxtVAfZEHgNXXmNjmbir",
-	"+u2EjGWextniXPEmHfOjbo/0YI51pEv+3AO3SmifvIJnyWDe6ewMDw4Pj8/PLy9Ofzx+B9+wsE0uxDXT",
-	"oI1adjZ6Yqj3VEgw3VbOr9TmpDySEC2w0CBzTi14gi4KxaIgKI+l0xjKYllD51wi0uyCXLFE8DHJRJsc",
-	"EHiMjwNjpgoIugPBoaTTC0imhkrG8Q2TZLfTBUA8TTxEeCrHHAwad+CYBMYOawHkyPez2paNO0XnmI+E",
-	"E/eq/sTbERBoNACu4uTfI1HIlMbgG9Tx51UL7zZgox28PzFT9zcUEEoAvc8408lwLjMxZelWsZIkGh/a",
-	"5CQjCcuUIIKK/IBPQa3L4QPypDRJmjMag+b805kOyMRVDggqR4FG8Q9IIsZEzLMAiyWafHxYS8j7kMGA",
-	"Qw0JU/uqFeChc4DdYOFNmKytXSU4wmt5wIZIs4pyDSFwgg+4G4NQBh5yX3QBcVpYJhtvSSw+YMaRz8xS",
-	"Vc0JvgSvQznQV9YFQqjG0Q0Pz6Kr3EW1DXT/CEY74D6TmlTSIaJGucal96fnF5JoRzVsIV2IacAH/IST",
-	"Gc0muCqK3ejEcQ3nkUM7yUwdU4tsYmDrTaRKoUe9GjAeyqMBL4I/qTYg17JuKfbJoOGG4A4axnWMCHzC",
-	"uqAqTQy4rUN1xSYxsA1dgIyzpE0OkgQzVJVop1iLrSttGI5uuXDukVEAwf7t34gOFpLq4xNyDC6wcJvO",
-	"4tAYy61Vc1PuCcsQIlhTvxAJ9BcpeLg/4IRQ24sGyIE1hZsLSn3Yvg8xY23rAmolVxpbxSVVXz5G+eTJ",
-	"bqf75MmazFKRKNyeMJpkk7+FAQm3U0ajBf4pZozTWdxe0Gmi575N5YIP8y85YxHhAkewTziLNcasGl6Y",
-	"A2EZL8b2l1IFy7uQNIc0Sar1F4LSIl8tYFuqk0KzecpauHlVN3AGt7/AIO62v5ggE9W2/7xi9Nucq+sf",
-	"dDWMzJF2bzmFtxWJLNZxzJUAmpq8Kj/4MZIKAZDb5L0Jj5AWelfjWMLgdeKiZwcYTFfcQRol+cPZmy3G",
-	"FWePAiyzgpIhtmWNYS//Y+/Vf/R6ptxyp/sfvd5/9A6dr9Tn3n/sHeGBDz8OGvnDg0YwcEo1DxqfcKd8",
-	"0CUP8y1tYKJTZiET9TGEwBM4hHgEwVOIL8USW9AHJBfMmuyzOlp5LYAtwM7d7fS8Ul+rTX5BFD6dGjDg",
-	"Wik3FfulC80HZbKMwDii0zhZqANFh1myUCoZlKVzKtKRWcrQTyf7ah5/J6/hJfJ3cqKdazGfzTPyd2JS",
-	"Xkg6TxjZxkANADn7+4D/fWtry/5PNXPo3teh8fYp7vskbJG/k73OCxJ+0YpIH7X+gFhw/3WeUN2cQ4yZ",
-	"uh0DczWaN6ttTQ3if8QyGifyj6aVC3s5wsX5d7Lb6ZRa2O3sFr9R72nFiEzzkuF/J7u9ntsXht/0yRfY",
-	"Rn3y0Vzdn+7Wn+ahKzVBYlgxWBHGLes6h37++7/+p2prwC8mpvYlKupYKsAwdLirbCYV5K4hRIDdMbEE",
-	"LswhIcvi0ZKrxYCHn7dubFTWFnYSFqNwh2LKdK3bsKo0haRJc4+h1lcWxQCsWA64vjRagWqkpLWFpKl4",
-	"KEKMTfSev01BLsfkCz6fBjqIXzWdgCqJEJGf3ZHwAQ8ByCPcDgHmMtwOuchCPAHmtIKBxeaGFtCCEbb6",
-	"ilm8BSrN84oviLmuS6qzAwccQeRirmUoK20idquudak+qPXO6wEsRQXG/aKEXHv/DLiRk9J4PMm0L06P",
-	"LF/BwLSve0NQOLWHDriuj43b8DsJSn4amQhrNGMBtL5lE+2inJLvnCldGIzFJ0/2Op0nTwa8crPbkmwA",
-	"YJvizob73Yri7PMMcQ0Ng2xi/cq5BK9xIsZQ7BDrE0twF5ILRQyrZEiT0oz1fEQi3YGhxJGfTJtTELFZ",
-	"IhZwONI5lzr4JdcJRGoujDexFtqO83LyhlawmeiU2fryfRJ+cQujB8TURQ8IlEUPiK2KHoBI2Scf2+32",
-	"p7swIFEKZ1SdStUwXuiz/JoOZ7jJTX2dbgtv9BlL3+MvBgttX88RnyvdNWoG/QF3tbNupxMUFRLS6wQl",
-	"NQEecixee/BOIX4OHmopERFK38+ozHAuzBZ5Ucuj4wtDNf/Q0Nm6AiVyvJQxfeDxLCnGF5hQT4hD/6z4",
-	"TUKHrI8ytcPSUybFPFUXrQOQKQNvTIEM8pi0RIyrkwqU0goS7qLVB4Hm119//XXr7dutoyPyww/9t2/7",
-	"5+dhuf4cVJn8m+CMND9cHKpTbCrWFQQkEuYCDenu9js7/c4zJbI/QcEgijPDFzQF+3l8tmoYpJVpPEyF",
-	"ZEPBI1nb/IVpvt3t7ezuPf1P7KaoiBqFEucLG8wQTZfLlX1vgHhV7HN77mLPW+r/O4BC5hvYf4b5qZvG",
-	"Rlc6d4WrPnna6djwIrjQsHw3/KmXLiByQlNdYzhJQHyaS4jfHLlq2z4RirHEmRovyNjIOmJJdnsvNODt",
-	"GcvSxdaB4rchaWoio/ztESZiSVKoc6YmADqQIE1/Y9jGqVFGi6Xt+yuqzMuMxMXi3NCaW6BFV92AVBKd",
-	"SYLpIkEuGWB2SJuYNANd2uXD2RtJotiEfNjQ/zlPQF0mKIfYnAGzbJog0ggtNsiibFjIhDmDV2iIlqRp",
-	"MvB0XCj4h5TCVwoTDQZcf2VZRv7UuVHD8q8OMJwj3Ldcet9u5f1cbxvwUE5ob+/py5D8gUzYZ9dJ0kR/",
-	"Q0BKHZM/kEGjPWiQP5CU3oIa0Wq1dFi1CabTCqQpLT3glvoG2T2raLDtAW8EjSQeMo41Y7UV8H0qZmnM",
-	"MqojAeMsWWIcPHh/0gga6nSjPbDb7rQ7plY/ncWNfmOn3WnvIGrWBMy6IPfTWbyl1nXLsTjPhK/ywil3",
-	"tRdQpbJJDj0cc8UvqsY12DVqY6RiPp7U2uXUWnvta+6btRYhkBWsbhdWNNkA7BWhLVqyrbrZglsJJQVq",
-	"EZzAEdxMGCqBEDmLZk8i9Xd56RM4lTRd7JMrpxYRXoR1+vhjFiQa8PUqEu3r8kkoF0JQnyM5Oip0ykbq",
-	"uLfaxoilaBozOeDAPpGHGN65290BbvDkCZShlG0lguUg+Dafg6+LcE1dO22omgh0Yb4Bh4915tEi+Hk1",
-	"Vywv6OGOKy0XDxzwJdUDm2uUDGztA6pubc3AAfdUFnHDMN26doiWh5IEsNGaMnc54v+Au49XCuWhsby+",
-	"nYOMJExdN7qAOeaNB7reFp4gP3aDM4X9OnwHkPdD9ZdarQFfE6u+lWPVm1OF9TFkXje1po6L3pyo8zVd",
-	"w0qrrdSYbpsgNh4WrjLWHQeDlWocGLN3YcX2c90Clxe9edTi0ILTI29N3aGFuOFoGvNYZmCobpNXioti",
-	"4InWAtlIpMxAYeyrhTI6U1FwefJkV+ljxvmF/eT5tDITtl6NNimgBVak8d9YRJpPA60YAzdP6PBazRPn",
-	"VDFB9tq5/GI9nCMlumcOBF6/vCgQmKqG3dvdUoKFcYoqvjVjfB9Z0m0scfhqSi9Ak8MRe0wuzdxtilqR",
-	"0nYVxzO8W91McZKwSGknbjE+MzToKeb6/qKSSbOjQF2HcdMFCC6ZYqnFfL32gO+0yYUgo5hHRMwztR00",
-	"X2Wl6fkcQMSf7geDskfnFIrooz863Aezc5inK4ba0m70LWuaBLGyPeC7halbYHdj1qDa/nLF0OBj9TR7",
-	"ukqp2TKLkwSBTHCclRtspB5w0CVyFPumF8a+tc7lRgi2ywvFbaQHp8LU4dlXrHqzSju4G6zpeK9dkKwx",
-	"X9OSEhPsJi7ShKJPbfnIWJIRy4aTXDbUwjFODgxtlcxW0pzVFLrcLzNDHNZ3sra0JXiECjDPG9WuxBM2",
-	"o1LmjjBbRp2c2GwK7CVWB7FYwlqX8Guuq5+0dCZCpp2UBVIH0I3lGGSv86Jdop/xvDjJpMtLsga+kqzQ",
-	"z6ZlWYs1Qkmc1dZjJQfg7cF7kBBQlGrvQtTSjYyuli1Wy021EK6Wuz3gT9tknWLjAel1Ov26Ort98iUv",
-	"dB0oPefuTskX+Zd4KDVpZw+vCr5PQtVxO6W3sGKRre+NS63oTpHNVqp5t9VcgBKytoQ6Fk138l7zLE1w",
-	"l1M8/mY4pHnMb2IaUfLf/8//S455lrLxnMGHN3FEQRp9TZMJVYqfWlg9HaOiwP0xz1BZNx7H9oA/a5Pl",
-	"5Wrsuth7TjH9zWrYWIqhMuRqWTaKoGTMzG4FFpCSWlZCn5kS5N/GujBOSqY0UefPagqBvSLSuYEYqti1",
-	"m0acAY4AtvzIFH5GBQkt2q3AteK+KFtxTdFKV3r7TpJbkYKW0xx4iygNGgEZ6AozA14qMYM/1pTFxh8v",
-	"CpUDvQWLiu8M+KBR9xhuYrNBYUY2BsERVweNVpscJFIottYnc+3pzDHgUkIHvAgJV7DzB/mzAJ5jgksq",
-	"R6JQDRn0OliO+G/algWSvpYpXNdMQbeDLlx9zVePqGiDw31DUclUSrw2f+cjw+tVpPE4VkKEQfj0VCoJ",
-	"yFUiYH/Zxqc0vWZw6+MsUkbVxdsCn5Tao9qxGLaVmNlTW81j9gN6rGF4JM2K4XHAfZbHFnTX6ZnuqOtY",
-	"BouFVSdmCeXkr3OB4Sc2VQktRNYlcxLp6klvLYqAHivgOOUo9JC1ULKEOJA5BWgmF5BQGjiLRlXizyUh",
-	"NZdcJFMr6+6rhoMsV6hQWSmVb0tQ6oocNcUlvXXLq4UjN62vnVdALFWK85c43OkWyxVW6mtVCgyWKzPd",
-	"3QUO0RHwaxnBcxUr5vYKLCpT69O6drZL54S4ZLWFtNSM8svGFszJJ/XBa+/DSWXC2Ft8s8iRqzFXqTi7",
-	"bq+z83Sn09vr7T7t9vZ2n5emuGx6z58/f64Ik0/vLUPmMcWIPEF2yGzaxlhNvKrWqRZZKl+rXvYYHQvA",
-	"Vb7p6rOwfDURe6rRRIwn8v7otam20HoIIX5gKcj/C7Xe+tC0G/ehQqUE/F0xJFktKnwhZ4JLZEi9TmdD",
-	"FpYH7+dbTktbTVfKark7LI8DNzXlsBkQr7TpBcOhF3xYbNuVs5sF+brQw5Fe51x4bvQbt3QaR+0fXo3f",
-	"vbv48PntxfXOu78Nd9795dfeu8mHw4NXx78e/+Wn7k9/+9A7Oxrunn54ffhT5+z12V8OPh8cvHypOD29",
-	"dYYvIR9NMaaHtnz3yYSFx3x8icFLajPcTmgm1d5RtHhbIZpE2IZzHZEOC3rPAwNZG/ByKT1cS05t8gvc",
-	"1kWNBkUXn+ZTLmoaBrVaAtH6i5KZUGNYMEdraOlSg0WZnWjPfUGqzwtWhi04M7ubbOfixrxYZmC0Iri2",
-	"WOaIiQXz4vrH1oLZV1cAjaSOtVx1ZO2Ifd8wfHZTY8t/8KRQv6laOqkBgbeY8E/NInTrpm95z3YZuBDe",
-	"65UWT7HIbZDfitiDORNRwpsYIfMEea4gyZEPs3FKI+b8nglyzdjMhT7OV6wMI1VZm/e5yOj04jrD0D+B",
-	"IfOKmn86P32nqfLivlvzgPyFcpZQotYsUwNXeplQH8GXnVJJmMz+z/9HRmw4oRFtE6VYMzKf5hLkjKaU",
-	"xFwJBqljY23nCMF4Da69hQvpOx5arWG/XmqwxkSeNnmnDc63tGxx3kfDm2MwjLnMGI2Q4N2d1dvwPfqr",
-	"L4R4Q1MsLrHbe7H6vQsh3lK+MLHn6r095D3L3zOhWwjTBm+92PAC1vF+bgHo/LY0dgQwHfhvYH8ZZAdQ",
-	"8gy9ksWG9ZdlXu52oRU+nE7EGv3uTrfTe5qXlgAemzO2mqqYjdz7bs75nOvbAUA23FRNaNJeLNqf6trT",
-	"MUWVfc5exwk7Tf2K1zthRDk/yTYzUGwixOoZ6u1QPUSOXaiAwxdg3OVNLBIdnqgtGNtzXslzCcrGB9DY",
-	"A8P3tW2hxoggUseCUDFEFk0HrtrfQlXFEeTMWXVpWU4mUosP+P8fzeJLrAZesHc5UvyJtAUvUcqtiPcF",
-	"j2/RHuRUKtfjOOXJ4tTiJz/UyNTwb72N95MiQCWYuNHf67xQJPbCRykSjX0Zy++VzAkJFuAsKy73d7Ic",
-	"wYcRotYwqDOSiaY3piRBfr7p+PImZrdhe8BDRC4MiWQ0HU60EwV8A0bwAB9LWM30D0kKydGygsCjo4k1",
-	"YtWA6zgomEWeWBSQmA+TeYSxxEK6vjgbxICFMTzGnjexzDR4gAm7wjqsOl4UtIAyoOrnTM/T+HbKEwVI",
-	"dvUshJ8avJR+A8dREENWViOuQRPOWLp+RZ1KZimK2S9xb2u4hPJu0EE15imLlCA4on/6JpgjwFQELQeX",
-	"6D6wCMsQv6TeI2oLuJsklqs3SWmL1Myrum2Li7gUZ3I9zEw/Hmdl2iLNyFAk8ymvGyvYkV4tCgO0wDSI",
-	"8GPQ7l3AWY3lYxewDnynDNzzac09e4rDstPUkTBxFGjAtnmaBGYvmsxW1aPJbsW/i50rAvmu3PwAb0O/",
-	"b0XEjpAGB3K4zmvvMR5cv9TtdNZ6CYSQTw+xu8CTTvA77Ck0bH2sAUrh8yQpQqvtFJHUnOwv0nnR73T6",
-	"nY4HcKlvy5f4Qcq0BliBezImNQNcshx1cJhO2ybGsH0ruNpAJcSxXgfxvnpdD75Xww313unv7uFkKshd",
-	"+XMd0u30u91+t5cfkiryn4u8VdNH0Qy+ArxBbQObpgCraLIYTIl/kSm5o7u+ElaDoOTTxyDkcQwnrMDW",
-	"H6i0r6FlvRbpVRxFjKN+1Vv9hp5Xjmv9Gkux/Vb62VqjNVmBRpp3pV8lVPizJByR14obn2okvt1eTylq",
-	"3oDhMx1eIgmEmW+Yfb5MokO+oQP8MH4ohBw6I6HWImvC8xBkU3qcV6NtvBAp5CCKUiYl+r0TIWZXdHgd",
-	"kFka3yjNZsAJSWJ+vZWIIU0Ccvj9u4MLDGphGYXU8pTyPG0M9UOETdQZN3yMw0RC4EjFDAOr9m18SdOi",
-	"dyMf1OCqMR+3NJ63CbuH2C9D1ZMyKqsasAVm3RQCdp+Es5iPQ2Oqc7vEpAePMF03pWAFKvkJZPtkaTzU",
-	"hZhN1KMX8LwZWgb/JGyZuB8d8mwa3be5mqV31QXwJAxsgjQdZu14OhNpppjoLGEZi8KWzajDYJBMqAbS",
-	"RRGnC/QAmSPu4kimJuMuF6owed+v9i4rhbFfjgT4DsvocxtEEOc5Wbu9nupHG7Qx3MO7RM1BRf578eJF",
-	"nn3KPscyGzT0KutrtriygU1MU4Jy26SKaGt5AdlVo1YZZC1YbDqbMZrKHFxLx2IhGBXgJYDll8RZmxzl",
-	"6WqwqTVHeaxMDxj8bq+HJzW0IWbT3BySCUESwcdgoUAeU3zAxtH4dDwEHStqeff17Nei1SFKvxWJ0Km6",
-	"nkTkx2F2vi/EyKKpFGpl1YoyG8kpDxA/NMLmWr7H7mZENr7cJcReR+J18gF9Ei+Kzt901Uqy7jJRF0dX",
-	"kWzx680F2ZwOm26QXIv7xSPVGF0tR5TrN16MesNd9ox2r55HO6OnneEe7bEXV8+i3VG383yHPh322N7V",
-	"i+jZaJd2hzvs+dXTqDfq0BfDZ2zvaqfbcEDe9H669y51AAk9ovK5Zya1OIRc3P5Lgv4GErTBifRK0ZsK",
-	"0XVm04rIVWtHtVmYRrYr7X/K0cAacytaBiYkzWmpXRLpUGLqYzzzgMsFzyYsi4dwGaP7S8NF5mHM5Uls",
-	"f4mju+2MyfUMtV4D6IGhQxFU9KFmDGu1KIPS21RskO10bi4leWVnXe9jCf+tWsYOCm5rRbyrBfi3TX2o",
-	"AFwAVyILyK1Ir0eJuDVuc0zxrO1VMm1qKvfI2W2x4FQsHWZYaa94I+jnfO2W2zSlqWC8KeVyxNIU5V13",
-	"hiv7NO2s1SleWaSZMimSG+x8SPmQJQmLWqvnp53FQbWaqUkwrVCqYBuqJ9DPmMMpbjkGmGD2iUYXrmtO",
-	"X4vLBmTj04zQLzNdSsrXIPx4aXpd1ixNr5UiCpzL29QtgNKuaiARMqtrAX5b0gRNhxMtuHjft79X2zDh",
-	"3KijkVHMYzkptlSjxYEN7H7XuGVJyIvqY5jOPZr4t76h/2FtVB4zxmNdrnAv4U2q9oLPhKWOm/TU3bCJ",
-	"JDITMygKLviQkeYMw3hIyjKjjJIoFbOZzapWl9+AV28/HEPYBtApGxNeuMOLyjfEnQCmqXT5gdY4fPfo",
-	"EXThUTIfcoOukLtxWtG9ZeVzfGtJfFpBOE5hxaJ/CcDf4HjidnokAbji0F7hxtKNniADn80zf11EhIP1",
-	"YP03IQPKYB/wSCczUXPl7xsrDya/+u3JGr4UjD36uTocajzSAM7mDTGQfTB/hiWzZ6sNqDiQ32WsbDoA",
-	"dXWNgD4JC5q8ztQ3hQIQlqJkbwgHXJcLWCqro6Ryb2414GuwK6zd8Hg2sZIJZRMDw/ZN70FGKF2G4rED",
-	"4FcaoR7N7foAI9QaztTflS/1fiYovUNW3IZGwH9Ey9FKsbPQ878uxm9wMeJp/8qWITSq5DB9tYaho1Jl",
-	"Wpuh6I4qIJzdMplh9eV9iHxhPEsXkPRoatoSDbFFuhC/P4UwzoztDzglXPCt3ufPNhnCARuiZPfzZ3SE",
-	"aavSbue5uhB2ey8A2tNWGjUgAt0O0fhrkCccadxONuAcMCpwGAGZzwAIsW8ruPa0OzRvICA75judxxmQ",
-	"Xf3Nnv5GBmTPPLQ34PrLNgmdMqRweeY1Um0FVTKmN8yplQp540b0v2azjDwjEV1IfFMf+9E8UVdgRHY6",
-	"zo8YvLKGjWyTW3fAN1MSqtGGuW9tVdghVFUqbrNYOlbJYoWRZZeGN3BPV4n1BiZiuMo6QV7HWAe0rtpl",
-	"p7NJXGK+nk41wVJUor7NagMS3eq2m4Yknpt3lwQlbhRFtvf7CCKzxbJ7q5xm3Wfl8r8rHkI5qNG5ej7a",
-	"GfbY1l7UpVu7o2dXWy+GT9lWj+5Gz1l3tHO196xUbrjffb5ra0lriWilFRhFm2fPnncrFZ+xiULp5p7a",
-	"xk41ZZQOHHp013MiFuiB/TzC9DsdNTxNgEYWT5mYZ/1l7LuxEYk6FRLVLGWBZkWKYdLQksC2vTyurbep",
-	"4FWoEL0ipq1QAx3wZt0r9l+C2DcQxM4YjSrr8C0tE8uFt0JVNUDefIgJxBuE9z3jULJFEgqeIFmsD4cw",
-	"OJjaEGf7Op2G3cRiLs0zkKmJVg1r5szFzmDA87B1bfUMQPbR7iCbqqG6V2IleNK4UB9aa9sYBvzrmETP",
-	"YAmK8s65KTn3FRXzjaJDvpJi/ttFh5S5eqff+Za6eo2ijtsdD2UhUGT36hnrRi/o0+HOqPO8t8eeX3Xp",
-	"bvRs2BntvHjaY3v0edS92h0+G3XYDn0avbjqDfdGzxk8dNUZfrtAkXfqiMOv+/8KCfkN7hvYO4WQRlu/",
-	"8hGV/ozJr3RdAHgBxI7YOA8dDoJKXNMF9Nfowja41mXM30ksOqkvAX3PpDGLBjyJrxmhfIFt7hPqADj0",
-	"XZBT2LsWBO2vczYH0K8QYReUfsU9FToHCNMQtdrkEMrHobYu50lmcuFccWBzM/eAL7mCgiUXEGTNSmur",
-	"991HF6ysfT+ig041rhfS1hY18CndB/Iop/aqD6dALZypnPovRvTVGZHNbZYZmWEF1fvyn4zOZluA5rcl",
-	"+JZJJK6FiYcjB8kRV/PkOihgIzpwccOJkFACBTGhRYqA36RJXRTqArB0DODoI5FOJQLHYXFIyK3Qtg8s",
-	"I0Ni3gosLC8UEhEjovG7ZQh5/pQTOoSMsXK6P0BF59D9QQ56/6LVdlsRSSSJKcQCxlIQfREfHMVeaDBd",
-	"QCFMBLAZ8JCmDBPBpYMkwxyjoQUdR8dkCHxFhiRjSSILcMP4JP6uQYwH/CaW8VXC8sKFhuhtotRTzVtz",
-	"4y7WEIPPgDmPnw04r4uYbkiFmIqmEqIhWwxFlUgUj0YszRFPNYuWSMv2uO3kPk/FFeCzxjybIOFaED6v",
-	"xEYt8dvZxxJNWgDAQWxYpCl2UwYf9AbZ4+aFLXrKD21O/L09ivlS2gRDsGQEDb1N1IEr43bB547+r/Fp",
-	"bUbrjv5rIWoVQiKR8kan8IOQ4TwrP9wF+euaMPC+DgsvvGRJkYNQqcuqZ8q+GmT0e0vRRcLVXVHqbGgp",
-	"QZ0K7PxBl9VXvALyCn5LI5SBQRqGYcg5oTcME40qMCf6inDqA9beEiWsB7wlMMZuK4m1fOq/IUylX41w",
-	"Kgq8xfITQN6+x40x4PmV4cLGOoz8GRYXc1uv3CBBBWiaiyweWWY44ACo4FTrwRGa8rUsGQW5i8bAi2G5",
-	"IknibBl/wvbexDJ7CHMCTrTpITlnCRRF+7qcpYaXoPp/wCk5F/O/UfUV0By/BKZi3ux1X6i39vb29vI3",
-	"X6VzLsibeEorvMSUl34wE8nXpp6V2B1erHmiruB/aH7yxlSuHjoTdA/pY/AQTNeq5x7wuyzyhmbNQd8B",
-	"iQ3CuECSAoaBibe2XIkr4EBt4AHXIktFhLPCHSimTfcn8gfVLjV/63owbXJg5B+aQGFjokGr3AAoOw2T",
-	"pAn85kKbTJ3fTUqG4VF9AsXW40xX8y1kYAA1/5qC6LmE1yC5H8Bm/GCi+kSeU3DcMzptbHzSYGRfX9D5",
-	"so4/TUt1/rnielhBpzr1NQyYBYvkoXPr5WlrD2FbS3lVqa9/cJnHZGVZgeJR2VMeKe5nTxgTK+8nupCV",
-	"ksse5Fs/OUlTBsXerhL25EmfUM0TtmJuqwvaqqpQpKZp2RuEo0udDc+vWUQidhMPdTUdtPIHeVGhfBrf",
-	"yVIlG5qXJJSkafw8cWoAOQGD29TIgyhwWzoTRKeUckk15zMqfX5T1vMspPE/l2jkPfxfP3a+2tk/9um3",
-	"IemPeuhBxV+h1QDqn3yYKuNYju+h1Ty/l1bjij8wTzTuZEJJKoTKUu08BI4oQxpqQxZGuJnCZaEB99W/",
-	"YqkWJToNeAHQV0IwloRq8SCmxfISHqiavGJZkocEXybdwKL8E+tRhsLGRmMIV7TZeIHyja91LjMxVULn",
-	"Fvn55D0G+GXxMJ5Rnknj4t19DjFItjdj67LduTaeony01X36Qv/X8MtGvg6flvU3bWV7oBhk90O9PKTP",
-	"8T+r5ja203tkHpmIsZgvs/oowaLEH42ocl9TT1Fe8trsn1aZoq6GLzO6kDoDPkQG+dKUaDVqFR3TmK9S",
-	"rsgbMYZivBrPM+/JjXi2LLig5dWzrjdIz0dWzH7/Mk8us37NlEG98TSk9z/20RbjUiWm+WPYcnFz15/n",
-	"8wxKCquTgvWGnRGYQkegbrghZtQ+/9MZmkqalLx/972SMygBdLQPZ29aAaoearfd0ITxzL42dMsETAVU",
-	"DswmbIFV7FmtIahXZQMAvKr4zICXGU2f0FItXCiOeCtcntMmoZDarnSVilvJUrQtFQoNIg3mkqUDTh3E",
-	"Yd1mQQMr1fNHPHvTxeEkFVONeXc+1BWcLRVFCkW6sEuHVi3jHsNx6Nqybi3RfZ33oHhVQKi8xlqIA67D",
-	"9drkQF4DgrtAmP6IVfi14XPGxrUpr/sJ99oDeJ1eAGhS0Sk32QjZ6Dc0KTdmfziwb2KDgsPW6L1+9uPW",
-	"i5/+/BYSJcwiVW1Gu2uYpcwJhj76UIFze8bH+1dUsqe7Qfzzq9Oz286P34/FwcHBwbvzD5PjD2P157H6",
-	"v1eHB7+qf0evh+d/Un8cfUiOf/r5bLc3fXf9h7cvfjq6PTiajL8/+OUvZy/oLbzyp7MPe8fp9Z/G4/HL",
-	"l0WTltmpYx2P+mCLllma2ogTl2PYXv+xWb0J5q3y0Udg+DKezhOljmGMmXWYbBxndm4aykeyNObsIIqk",
-	"jX/QbJMiyia5EuK6Kot/J/OoA43oWMYfqvgjW+0BP6bDibHHAye39W81l9Q0QIRIdNjNeaIGEgpuQPS1",
-	"lBgQKXxSYTlUBgpFg8ePnOaFyg9P3707Prw4Pbs8Ojv5+fjspSV/qFPntI7ebXnr/5mnzxmLDnPf1gPw",
-	"As1yP4p7znXr2zffCcfXnNPTpmysL+A5OwxG/U3CIe5JlYIi281dZzSKHiGmYR135IXrsYNufxM2uEZv",
-	"70R2ouiupDfT2aNxT7tr+ooIOUUMy6mGQVg91byJDJV9zhiXQFs0s3zOmWf+1f3Yrokm+iZMtwm1VLCi",
-	"eIBGeZB/W6YoI6mNJctZsGNDtNestvMPuA6X20K/aQiFvAt1sttg7cNyYaam25RegwcFh+DGmCm5F8Tn",
-	"q7lVrGNOmnTA8WGov5QJ0N0N4m2n06oaI5ELGwOWv2csqlKxVA646aW52+ko1eWWJUnrq7H373V5zPtH",
-	"qa2wEm5sCtyUTduKOF9bil41U7vVPEFtucHymb65uvcxkzrMHgvnPYzPl2m4jMfDrv0Xa49qWYdk7Ddm",
-	"7zGH4vBfn7+/BU7mRqeFo1RMQ9JUOzrSUTEtcpvGmYe9B0SkxjYKtATvT6AfNzXdccMhqrdOrTKwCBJY",
-	"MPz/rZgnUR4PbCTrfmF0xqZTAHikKTNBCXBpoFHCQXb3gVWGaD7yFIhshvq7Synm6ZBBYadeS4M41WbK",
-	"wdU2m18lACnYJgdYKEvdd/EN4yTmSczBVYaadQmdoRK/M+C5faRcElMjtn+Vu+RE770H3CRqEdeTgU0x",
-	"4TgAFPSFrhytiJBJcksXf2xszgP1DL6JPWZCayuW64q+mEe/c9Dx/6duj0pFZ7MBs8UMK4p3CzeGqS9o",
-	"0/cffm9YmtXdHEemL8MF9En+v/4isbxJiXsSitri6lS45W98qbhVCL0IQEo9lJDboZ3zeBoLfFKWmZVE",
-	"23qevVM1jgREm7RtDU2phGMwQ2OKd5NF6rzDoWNRQFJ2I651fTYySqjig19HcrbVGh9N/1/GEqI4c4tM",
-	"FTnE8au1eIOmjf2sFmBZTOKquvwlw8M0J8gDWYohbT1PMU/AJvq/nZHcqtPiOVxfm2sEjyRiruA+Mxqn",
-	"X1+ePdR4zbLg4pIZTWutv+j/AB4Vjxwn2IRGRA4p57owrwYhMqb0Afd4yfrlBbxiQzFl0kYOgFXBkfy4",
-	"sIPESuezVIxTJmWgW1IdYQeRrYxeFBUr3rSvwiffq+X7FpHUGsBirUjqgl3icQKp1Wp8zTjq9xQDUUrr",
-	"iCoQCP63/7czwvwIquMnXQ/2byxBgao3+xbOrjM2E2lWkCY9YldTCU2hI0aEyDbCY/3VyVFoURwh1RuM",
-	"nS213azuEAy4YiCIBRcnZnMaRR1lMqOnU6JpUFXUSRMpaZCUp+IGstxuaapkN8PyMIDb40Gz+AhKtXVF",
-	"zq/Cz85wGg/CCV5HfDO7q6FofA9dVo/za+qyOR/UnT2GXrkytsr0pWX+fzE9Rz36TupQH0KH6jQkLBoj",
-	"3ApAUlZKzv8WvHDOk5hff31OeKyUamRgGIxnGQ/cEd9JImMIEJO5LW0uWaoh/n0ZLHVS2oAXAzwdOS2u",
-	"Bmh+Fbb0Aan6eEf6CPcRrtZXPdAfdBf/OslGfKndgd/66KI0XB+kiUDUXy0bbVfteVMmgWUGY1B9sU9C",
-	"zm4xZ8T9CVEVyC/q7EFZIqx2b2BCAnIlNFygSGzCLtjnbXMmqQUlpfDzVjpPmIHElW3Obn9kC4Pp9CNb",
-	"hK19Qp3hlDJxDUiTm+rmxi1iTooUKMd4xozhkHkCnpuXbJRVFumtA5k2NDM5xn31nmJCYq5xQVtt8hqL",
-	"UkBBXTVHmjKSsFFG5lxXcloSS6krDXz9hF7SPP8//0uQ93SeiJZ6AOnrvqqhQDZTsXACv1nebwfgFrt7",
-	"y7RVbfVblfdbptC9ddeHVg3YJAn4MeoE/OaBkmcMokSKYfGprr4GHigNQbMkbLLAVdTAKoyl0W/8yBYu",
-	"p9S2HzwJpsYfQnevx9Hrbfjv6TjmoFhBFcdieejvJJlzFwGpnPksayPju602OUgSApjkA54LdMB2TCnn",
-	"NglHcZKxVHFzmg4nzI1lT11u2Lxmi9a+MYyF5Jqxmc3aY9GANxFBHYD/o1jaX0hT46a33IHvkzA/pzoW",
-	"Pj9IGHEPdeNpmtKFEvU+glUQpvgJtGS8A5sAUyvjG7aPuQbMAlFl8VSR8kbNGhzbtxORMBLRBRZ+NkXT",
-	"gUbEJRFiaSlpMvyiz2YfYaoCI87fhUtQ9nHNV6DqX7DPmSa7SaB29rVZAgNY5CLsS8WLalDncT3r4PR7",
-	"e3trwum/hnZq8fR7e3ub4Onnu8HZA0EZUb+wbQSvh9bXLHpzXP03qA3Ug+qXsmFEmpGhSOZTXjcUcNG8",
-	"WhTGouujN/rqogkajM+nihfBB3gNr54gn4dzZxUulE9rrtYpjsJOTOe3xFEAGykg12wRaGEmIHlvAXE6",
-	"W6NAAPTzVkSmrMCBHG5ei6Db2aAYwernEBoiOsjO1DWwzhsoi+RvfMWCB/cWRh5uOt/p7z3v73aBIN5h",
-	"dDuk+7S/28GKSmoYLwIXiQk9oYDEVCMTzWczkWZ1g3DbX4bcjzU+NoXu12x2Hch+h+f8E+T7+uSAhySK",
-	"oKyxZUrT3VtUMQ30K6CNiCniijLOgpAPkqHKSqGAZgVWHcKLyffH2g84S8VNHLF0K2PTWaJkgO2RSM3w",
-	"A6NcShJKxiOWaoADB8MgwBo9oWnp0oQ84yCqP9hB5N5Izyjms0TQaEt1sgUVlJQWXW4KC3DPkwTas/QB",
-	"8UTJPOquNWRaS0jZ7fVI+EXfBAGBIh5yiXCC5D00i71O5R87SlP5B3ISm4CR+jQgkjES6gYvFjN2EoWt",
-	"utvSrKoJlNrgsOfN112C+iEcXpzf8pQj7ryBL8WBf+V762veKQ4RlQQyGtqcm6BC4ZoCBB2oDPi84L/t",
-	"9gq3kPqvGC59as7vFjnPRKrkmPL+hqxNzcGc49PoN7qd3oud57vP9p7CX7rP3aABFpRLlHPNoy+eP3u6",
-	"t7vTg7/UensumOIU4JYrEmYJUerKD21wM3sxLyrUQGTU1Xf041+PhYO+3i2JaObmuD8M0XsdfO6fFHPw",
-	"oXN/1YvWpcvqy7ZElKIpGL9aC3Fb5yw+/JYtYHU1c5BSW1j21YJoBSQvkeu+NeCmPC4gJmbzlANiolKb",
-	"Q0KjSJKUJaYDwNk2n4m2f8xSBiZMaB+uViqvWaTutFabHN+AzQE1UR1NDWshmQbQPnh3tI+4AGJEXCx9",
-	"8FxLwtkNSwnmgMIt+OTJuXZWt588Icef6TBLFqDlpPOEGad3gHp0LE1Y8kiNdMgixoesr9rp5sX/4LLn",
-	"0bZIna9kqMfb5IJvQVWEVj8n45xrXBPwuMOD1okeSz3g/QEnhIRyIm4vaZJcmie0lQPL6rBLBKlAS0cG",
-	"PqsxFym83ms7eE7VhjAqqU+YrlSuvtXX8bPW/oDvFF4v9ud992qekfMZnZLmU4SLe4VhVE1obtdtrol1",
-	"FmB7tfrkdKZo1W0F5L0OQW1i5D05yWOjSHOnhTT87//6n+SMSZHcqNZ3WwE5pHzIkkR93GsFQLmakQCh",
-	"2GeYDG4KYz0YwRJWyB1UaB3gJhfz7FIC/on7zVyyNAzAI3HD0kvkGBEw7YzxiHJjplIzuZxDEIaF2IIk",
-	"O2qN+5F2JUz3IRkNAkJVX9N5poah5MJYzcu0OGPwQZ8YnbV8Q5M50wDr2pqiJqp9nXgqLtjnTJ0Ia8ab",
-	"0mw4gVJNfHE7YSkzpqWMfc6Cai6GMTMB8ntayN3QPw04m9I4CXB/Qu49lYjWQYdDxV3VgMG/o070lfqR",
-	"8bFiq6QZ/kVQEepc6fBP4v/8L6HocPDuwH55wGnYMtOhYzjgoeKxeBxjSShaArEsCTIQLBCaTVLGSEbH",
-	"5DqGkqDArChHoyGcUzomcST7oFjAtFQXIWmqDpwMdPVLS5E5Hl6zmmcs0XBnhsN0aq4PeGHAC28cnr0l",
-	"RhJi3naQm0PXbXIAc8gxN66QwaZqOlidBSY14DbuBpe8rYllRf2QSLqQZKKDcnQifRypzqZXMUdG+ISE",
-	"fz54dxTCkazsigmV5MkT4BFPnpgmMjoOwCmWJEjvfWzm9GxpK6778cmTHCHFtCmxUb6ARrFNGFnTsBlo",
-	"/ckTWFyz2Mh9nzxBIR92fQXdJc5ksR+TjQSjV7xGU8ReSqQJlQwcdBhn18ADLnCM3Su4fQ+4UjpccCgK",
-	"w4XHaYbDLt7n5riqpycxH+tjYOXsWwA4gROhpHz8eDmN+aWuZWsYiPMj/Zz/CDkiOlZlSmOoXKR/JGKE",
-	"oV1WKe/tbk3EPNWdBiQcJUKkzaaSS4nOcLPhbX8gvV0yIVuEi9sW2cYivK0wIFSjL4HtWu2gAUf2pttF",
-	"5GXAFpKks49DRFnEWvIR1Ec/r8tgwL2bmw8cGUjxY0RtYDGIEjjSlMksjSETXO83xTLCkirwcifUGKcG",
-	"uLn8RJi/H0vFDJVMYBZKiRm4PGiAzXctmDQ0pxDGaur8fHR8ftjaJ5mSeK5SRq/VDMEM4oCpDngUp2go",
-	"2Ue3V366jJcjh2oNQYMwuUg0C8HQ0CISQxOl8b8zmX0d0wIclXrTwkbKdm8zG/E3ttsXCb3EgB80UFK4",
-	"NCgEVtR8bNt+cUh1Rv6AuOMJSD6cGiraDRjAvb8Vc8m4jKHGTjM8OD9U97nazOpfKocopKiGwlabHDm7",
-	"felKvMVoYd9aqHed1TiAT/pLKocN1Gmr5ISwHD6fbt3QVHUlK2+/EbcsPYAm4M8jaGfZMqhh2oU4OD9U",
-	"k4XGwPywpm3no4FlcSwGp8AjEdBKTSUnRJyxqVyt7btn70yra2pHaZqA8AC7Mf7rnJ1gmxBtUDUK5H5X",
-	"tc9yXTATRAvUfYsVq1ZdXa7q31ymRlk6N6S6swtRh6i5drzy1mqdFr31qMrW7TPFMBv+tf1FXQDWXEiK",
-	"BNAzDbQQgbMMIGgxIN71qx4l19cr+HIxXF0Z+TOuKE5AEt/Hg+hI4O6hbP/u/MIboxVdoIFlJ3iuzrSV",
-	"srC66toGMPUKDrZRt8e1RpHrCVAiyIiY+0TnPBJ71xGnEbzaS7J3HfWNPlOz/0C8VP2X9qCr8jjECRzZ",
-	"E+Hdi6qIDpoAuTojUyEzstcxNnCfs/4HcevqXEZRMDrCS79sjzaEXMLe18rASxJnWI3NEcj3K1L9S+KR",
-	"6O8vz1eE+aVrYZes5tI5eHfk3Dl/xo9/Pj1rBPDTunc3rEa+fczyqvYC8ufTM3WoVXvVJTnVYROuoKvd",
-	"L8iB6qaHv5adK9OYx1M1ma4dud4PdUM/h3b8fpT6eA8DCSqqw8/rw+EQ9234R1mlXcLAc9vNPaI/ftEj",
-	"wAbWjgI59c9FL4Y2v4kblqZxpAOozGUF9ioJd1jdclkBbH3Lfj4StIrWu8Tw95XOsGebyS/doBfs3EtI",
-	"8Q68IKKslEeswTUXRx6B+nWc2RJQ1soHhq9W6Ok9IHrIsmS9NVZRxyIaoCXUsYJmQrQCC12Y27G3CwZs",
-	"qDWpeGntpMum0nscpfOJuAVLkF2OdU+TpgNNpMiJoW0GJeeGNRUrGli6rEECv0F4NWWK9uJ7kOVEb0g9",
-	"nwdwGMPsh65T+5/C536vqQfkaoFicNPaxuHJgrlmJRHoVYIoLfehwjvV1HI6QOlSoEVJW2fTKxZFLAJP",
-	"fUC0azogjvM+ILOJyMSlFEovuuQsuxXpdUD0Z9UX42OdTJF/3ICmrOLOdC4ypXo0dYGzANANwAmHpX/U",
-	"lFbtLzSNeNWLp7tryktmO6nB1KkYT3eXR54u21HF6dfOqBKD9EBZ6rDY79pC1VvsyWu9JUuNt05UtN8Q",
-	"WmNMbXoMpLWHym+TLm8CTavd3U6Qk66zLulOR0NjGpjG3M6/js901NxUXz5q4lgeQk3StPZt15wN1tVO",
-	"61vROjfxfz1a088PorXnEFIp4zE3gFSxUg+1Y5U055KltVNXPz78DH6Q7DG1GfDvODNSx9tO6N6qjZrq",
-	"AxQbSKTdUBBbMseYk9tJPJwQLoiYZ0UPUNPOFq+zK5EFkFEoUqIurlEibltgBrhizJRnYRFZsM3JU+uS",
-	"vwet3sG1ZttyduEjSGsijccxJ02Qz07hw1LRTBfcMnwAX99ESDN91N88hfggM8BVktrutwm838hobuPm",
-	"uo3ACaIrWsuX0eqIZkx3vFTJrEs1Ein8sZXFU4w10pdCYMy1kHBkHNxUZs5ZWT8zqS7lpeJy8ua3uL3S",
-	"zK+zutOzs1uZwoNgloVtX0ngEZxtZWJL8Fph0cKj3UO3knoM657T14VwGoi9AXC6urHBE/cY2Fto+X6j",
-	"wjigpcPCR+4xrvfY9v0Gpp32amCkSbnDJidUVu3B6vF62QXauscM0KvyiDcaBg8hgI7jOHd9oiEZzDud",
-	"Hfb/s3etyW0jSfoqtfxjsheiSIp6mIqOWFmW2561Hi3L7uk2O4QiURTRAgscAJTMlhWxv/YAe4P5sxeZ",
-	"m8xJNioz6wWC1NO9Mxs7EdNhkQRQqEfWV5lffgl47oH7lEMNe8zbqvbqxlW/8j8Uq3zxlAQUch3cVA+e",
-	"8Dip9Wpc8maezn7n/0ZNaQ7TCRGsd3balVKzQAtfEGW8XcJm32idtV722p1eq7XW2rD07c3NjU6FKGO1",
-	"3mPZxrpc7bN2u9dq97pdc3s0F6WUKPcNaNrrX9jNHfjdla8X6NVOCV+GUI73ohMAjmlVGaGNxWaqK/Xt",
-	"zMnHnB967e4GSL8bN7QaWo+z0OssJbCXn7aKxt6xLPb2A1jsblz7nrledr3/k1HYq+jnztv4SV7O548h",
-	"oIMqEMoBFcPxIg/9u+8OtKSJE3jKruIhlKZWG4Cbeg67gkxtAro6EsHxCDL01ZG5RGAK1EmgL0ESrVr5",
-	"Wx+vNMmtWh6caNTiCqioUmDqMDHy5swbVjwgLXDw5kSQWUW1r3jlSIxiKfK+lCmbimwSk+BRmpVhUp4y",
-	"iYXa5qmMGGdIvCrSSyH94nPLREL60qiE7PqBUSDzezchficdm0Mah4pNGw7ivKjqFRSvzLjMRwqkxq6A",
-	"HG4hfcn0AVhgKFaLqd9jQKneMLzQOexeXwp2M83EVZzO8nNqeuA8I9If3oasHpZ/iVQ3hV046q3QZWqc",
-	"Gk32wVKyjS6objs8AwqCYnMMGbP0Tpqi6TPGe0xjDqsdpO/M6mpBXEETYERMaDZk9tflEdHh0dKA7Ja5",
-	"6+UnxwU9xKY3gEIPcAnhsyY7TK+g5p8aSoWtDG0/cPn6FHhKMxt38lj7qsfSzKfu4xKveKN7TQy9iLEk",
-	"K1sxM8zbOdS123BX9ad6s4EoroWQrDpyZGCcegY1Cse+yfaqYlAsE2r7BPcepDq48v9wrobKCTndBPqf",
-	"mP2G7e9T/HNRsGKsrKFC1vkuCyc8uzxX260eUBi1EiQtUtaCdX2AZk6ZBVO7wFD8ncr7sK4ntloE9CcY",
-	"IqqrqXYXQXk0JJnWl8N0gvV7dsnvP+XzJOVRTsSXgagYYKozKegQS6ZUnRmMVeV6ueWYekuTxc6LQVqM",
-	"A+tP05JJZ2o1IRmVEi0IiCxSYTGe2pcmVan+MIqaj7BMRgLszJCT0G11LRv2NvSmgm2KOShgD6eZW/1d",
-	"U4xpSTdZt9PpywqKLVXlnPBklGYTEbFBGkF+Bhh7ncYxGcTSeurKilnAxTabQF/6xPSqjbAenoFuX4IC",
-	"HDNymFZcY0MpTeI48750zZv/sEqDVn5cbvgmldfFOUxPemYVBxmdSz5ivCu/+V1URThcSKtrePordKZQ",
-	"1085cAq1c0NX4bCqVk/zWb+rdFeDjBE9xf+xgwLorPgIsTA4WOJSVP+yiHQP8RxMZMcfoAVrUQyCGXYO",
-	"xGjhDoaR1OsunDTIt9/b3FZQFQyD/1Qy5QuD5D3B3rOLymI88u9yEuNWpKytsuZ0RDd3MFbYnLyccxgc",
-	"OR5zYCHVtm9c0eT/j+3/OMd2uugPObdvqVmJq613o7PprTRLmhVAV/AXHJ0g8fcbQe0ylpGNRFhb9und",
-	"CZiQB7kCNnttO44QyyrNpiSeVE2mzW1vJN7HEw6nYS+OYc2zEbN7tHJeiS5/R4nNKrCDbQgc7GGY8k/z",
-	"OrS6Tyi37zDK04KN0plEyb/7dcsKtdizJwEdx53ygD0IUq18M36U0nmXKm0Y+43ICdQnYLP7XNsrsYdt",
-	"FLkcbHUIs4sUU4eeaRzxOlBAPvI0Y2b78LbgX70pvKRBAXPbo/MLvC90yoFz+MG2BBjVCNhdLVEDOkoz",
-	"EV/Ij7Qsy/u6wALw/shVd7HZtD/XHoEYS93ymDs8YEO2vjntZFuY2zoPLpbTWdFbhbutTwUdGH7uuHfA",
-	"939gzh0KOenuvhuRwynAouCF80OIYxKycZqQ7LaJakwFNbv5LO5InCSB8QkFLEtnygACZIMJibNRT8Jy",
-	"viLMybrRSW6s9mZW6CkvKHdix+yncpTECrg4lPUhl0Qdo6yACAdkYX2rXnfuoEkid10PpuP2Hm5XEcWF",
-	"xeg3y8tHQLVek6mP4sOufHyTkkPxNzGNlC2HGLG6ajHEFAl8sFgX4epLpxyYOoyTVvKYX8HJwqtJAaef",
-	"UYzzf+7dsQH1NgeCYWWsJiMFOPC59mVJrJQRw7H0EeBwzYfET7VTepeNYvVWfDgU04LLoWCRmEKdtpRK",
-	"D5uXq2di6PQPhvvIZ6Cahzol6ZRfgMOAqrsZzX5Wz8fpNVRywZdp6HSSvqTCkrRVQQFHRBxYaoM8EmOe",
-	"sxCvpTpBfYlFMz0vMRCdE8hhVj8Gx+IklRdYQCrOWb8GBuCKx0gf1QHYkohav9YzFsPriRfKzo9mOU/U",
-	"YKvhLF+KNoUnibqWSnzYLtH32bUuDf1RX8KdBZU3sq4YENpXCyIu4CyVk6dPu07JlQo9gjKqxnHSs/rk",
-	"aqaHDPzm8oLV+6UjbL8WsD6mznmfNowIq0U5gZniJhJBUxoSZXVHGNSiT6s0JODupl4sT/oqX8NBFBeH",
-	"pq7DozW5QXOx1VXHr5Vl31i9yPjwUvXSq9N2Z6O7ubW987LxAGjnNPhbanBXHS63gwWekz3i6RJ7aOQX",
-	"S7Tsdzfa+52tvfbL9tabzT0jVImdtlh387EdueJcQzLeTfz5Lw/rcxGtANW6LihZ0/81acoHYHJarGfQ",
-	"yS6IPKRVDJDD86xYpFdayYAwZGqKH0VlrF+wuYAYaPVuVP2Uw6VmAFMlzc5OU081Qt/xFKxdVHZAjXRN",
-	"gWVPj0TBYxT1QmNIJgKK2XmblIZ7vrW3yQ61BWxsNryM2lHQBvcQFEydshQC69FT6InQMEHeBUsL/E7i",
-	"sXk2doUFLWFJ1TUa3gDaWSyRY+p83kfCFGO/y+HVHbFsrYCaD9Op0IHkejjMJk0t4NP8TsF7MmPNeKL2",
-	"juaQihdGYYON+XQqZF/GkvTMpjwrDLF8mvBCnSgweWX/9DDwgkh4P5EBeklzxP84giyDymJYehX0nKBs",
-	"BhbYgTdgIyq6NoFqE6aKrY5iX4vBOE0vWT4bmD7JWRJfCuAsY2vhpVkdwy8By0SRxVBqDIV/G1owTEg1",
-	"aSPvZkYPJ70UqGmEhxcAK/TDgYUb+CinnnjQlybbBNgAi5tIHjaZVujHimk4SucUQQqd+DtKg0W84AYt",
-	"w49f5Kg4RyEtE/xSm4NuZJbrhrG42KUqQjT5RIRRvrygUh/6rvqGuNZ0MG4vn8uhBwTr4TpXH/Jp3Jzz",
-	"SUKRE1O8S+fikJoYEDYxzwlAbV8KeSUSNUXr+PpqStLVcywmZ7oO/0qHEOwGRf0ARTlozMIGiEwBAqfF",
-	"StNpty+963QyZa7HzyW5EvCBLidnWnkVmYDvdyFKuE2zNJoN9XPtSlRjL5IRhkunsbwIkcBHzStErvqc",
-	"6CU9FByzQjXQhE6rwyZCLQc8QIioR/mg0EmxwMDpX2ZiZqOm0Nlu6BTqwgDuxx8M+PDyIgNXWgUSPMEZ",
-	"CHHZp0BB48/XRsUAkc211sZauwsO1pbrKMfyf+dkRXJ046MtQQDVav/p5NX2L1s/vvxp49/bh92jndPO",
-	"2ean7T+Dmx2Njnd9++VOUMsvASo5n3db4AiDXw/m507MhihdXhs2W7dBDcbf+pUXTOb9UZTbwQ+Crp0H",
-	"lge8q8XuxgytMbMMwrV6JT7eK+2+6R7depkvFq3oNbdTHeatsp/ObMeZ/kR/9Mbd171Js0EcRUI+ztE7",
-	"4NFrmv4WJKhPzNmQ21osCwDT+iWJy6pBKhz/RVbM2QuzKl5UeB9hWzAnQ9SecLbnhZlAlr4HF/bYyqdB",
-	"UBMt4wdlGEueVw37XKtZ/W40PT/T1Cull3pYhSJtoErlfGzLDXkf54U6QRG3rPzlNcRZvY8SBbFKn/Fs",
-	"OI6v8PJly8fv93u/RcCqXqL0qfcOpe+uQbqq/Aalj/QLBGy5wfqWPmfa0M1cSjPyCldgU7WTA7op/1iS",
-	"XkyAElzwGzOjNf1NoxaDT3z4sotatNaxzHMYHSGLbI4+ZR4nMN15MYYEbHxQXdlAWtT4WdMsg7DhYBt4",
-	"zIvcHImexz19otlcVT22xO2MXKql/uY7PLur6xAs1Xc+079eSDrVPqrKEgh14OyZIgjlog0NLKPA+1K3",
-	"5kWuiyo4HCf9JUYonJIIVLpPU8UgRzk3s6rCndiX1hnYabUo3KF/SQU5kRmk9UuTmJDiJ57F6hiRs1hC",
-	"MVAz2nAaJHZbmsdYpIrVw5ub9u2tgrA3Nx34xygGPt9gzsIruts5YmUoQNWXkk+g9NTNDXDJztXf5Svh",
-	"N+cL16OTVx3X0Nk6ir/oEmAIRLEPQQ2SjFST7bG3B3uvD06dd4Euodu8O9z74SBgn969PjgGzbjj/Y+H",
-	"B0dnrACKHpSLoKzBseBqqOCj81mWEBUNiWg91m21qmeI40atSDf3HaiOySBS0S7rtjZwYCEQlfDhJR21",
-	"FmZPfn4Vi2v3zLUL7Dh39qwKD6u54weylihKntCTzZp5k2aPIHb5nXHnSnKpXu3OAxQCnpP5dT/FgCVM",
-	"sNXj/wxZRHqd6zc1MwMziXghLlIwyx/P3r1/d/ZzLaiNeX4+mBVFKnN9FTBQ2kEt4fJihi2fFuevTl09",
-	"lqs0HgqIZ8/d6tx7Jyenx58OXrtYye4Z0ApceQpI0lqrmb7HpQoJZOQtPk7+9lcGViZgnI14McsUJGRT",
-	"EcVRysDsMJEXf/urgnmy4E17t1fHr3927/U+/Y2zgy+qS1L7qzfHx2f0TNMNn801n0RGz7JXfDx9Xwtq",
-	"syyp9WrjopjmvfX1fJxOmw5/Zh083Pk6NB0GVjfq49nZ8dEHysi5X//e3j5AXY9GXC3TyjNKeZszyw83",
-	"g+r9Ammvdpux8XH9ywYdZlqPJ8msXhvPwJVZaZ4XLO8ffTp7Cr/I7zrjEn4+htE9do9KctHzZFtBjHOq",
-	"9jsRmX0eZRQXUZADJM1kX56J1WqtAo4LpaNW1X5GQj5XSEao/hgIrHnMc4tNEEQQruCgho05sRx+k2Zc",
-	"oXmFmYfs4+l7dZspz3MswbWAQEpQsbo+VlyGC25VLb8L+9JYg1WI1vf43gOGYNKX9ocoS5j3WBhP+IVY",
-	"/20qLqAkBPw1lc4f12IwDVkdMBr1XB5Y5Ux2+KoRsFA9PF2fTLtQvwH/2riYqisR1i1c2d6iS90VNo1G",
-	"Iasb/Ld4UaulriKXL8pq5QATnVL6MPS0hMFN7ahmqu9p+Al8av+8Aa6FrmFLCTf14VgML11XsIxMJh9R",
-	"KtQsqeciu8KfwbjBDFm/Acf/7fqNahXg7IBJNS15JjLKcZNCRCJq9GWc2wnYs+8Sg9tKaDdWQQ/U9bq7",
-	"7RaLR05Vf5jwscQgEnrOY8m2O2yczrK8L+uh5dliSRetDMijJJaisctSORTl+5j2UPBQ/9xB4OoSrdpX",
-	"YjYEGFVZ6EF0c+NaRAIGxoG86ABo6G22Xval+h64TtaOUGIIS6WJx+mb5w3rgapemFA0JE5EGLCZzDVh",
-	"B+dWgK+bktIXS+JJXGitVRD9MsjexCHp3vcy0jZng3XbG/YQRW5y5NfFOTYAp351aocyeh+EjA7BOq7y",
-	"s09mSRFPeVao4/hkTfvVnR1NvXKtV6sPYqnM4MnrN3otNSpqeFFWwX13uFJT/4iC59WU8k3DXPilFtT0",
-	"2rSgb62702lvNKfRaAFlXvBCXPO5BzRxrV/+ZeOqNX+7OdzJf5p0Jj+0+C+D7p+vXv6pPds+25q+zzqj",
-	"H8VOdDT8OV9ffM7tA3tR0HBXoAWoP0d8LGUpdJyOzWQRJ8xb/qQW6a/1fx7YdVJeeM+Pux61tn12d/se",
-	"PXKCrsazNH3PM9D/+cN4KwMenc3L7veP1hwyEoWsIJS8URbSeKpHJHVpQEXADKTQ/1SAImAGMOh/KrQA",
-	"lF4fDmCmA5rwN3EiKhjvyaqmlRk1he5e7z7HS0189a3fTYCvskyEUaGib0FAIdbJrDQyyMFevVOVED2a",
-	"EAfuupj4QeDdpZpk4iq99GnIyyi9mJZtmD+DuWXtxhFJuW62WiyOcj/VddHnPs3SochBUZZSRfsyvEFt",
-	"4oAdWgBCIWtT/i4E7oRCL18ZOsS/qr0uAtcq+8oySH1hX/vy69ramvm/+nk4Ea5a+1dgi3wlHTc2Hc/z",
-	"eMiTZG6Am46nE4/AGhU1f9RPtb22HNy8iJOE5UJ43HWGz+dJErKvHgFpLgqGIxDtuo5qh3gMTPky4/ir",
-	"vkrBbA/M1EsNUk3h+pXWnGfHQwUa9QcTnqm76bv6r17dfs251tfYb6o7UN2lL0NM78fD2PeOdLIrOEB8",
-	"ZUSYuExGboc2GcQeqUnQX3Z5jdKsL1FjlhlRWUzbH6dFuoZfrZEcrV/SOYpz5ANB8MejdKuvB2lhb2kO",
-	"fSClkeY4v4GTgdM+xPmsfUEmYoSMumXc5sC8FSDnampzBd5GRjYMRomSXRmUscoB6WgEsg+Wis0WmdiN",
-	"XQhZIxsu1iwuPKQve097l74kSnWsE/lxHF/kaBNs5QND/89BJYQZkZClzOu8yhUFunABC8FEhMQJAzsP",
-	"VkCdIFQnB1SPztixEY+TWSb68nqsZp3uzSoIfwrT3tD6nkSaVnYbGcDqvxvgzrarxCRh5hhwr/EkuT9S",
-	"8tv57eD75xvNcXQ4q9o2wHK6Etk8lWp7/kAbET626kILCe2voRduHy7Tjz2gkyLvluc/lmbnqtyr/il4",
-	"zQMevYtyHzKB6D+ulSUYKcpd9IUJ5jZKo3ssUHevYH98lJcyvZa4MVc/Ae22vicWAYLp/HzIy2MiIAHY",
-	"X92stLhLOAunC0MGlChsBtqj2LwuQXJ5DH0s2JjLaO06i4tCSEtm2Gi2XH0mYHUqU4fsVU2FJRqFQo7G",
-	"/6bJlYEhRAAPML6QvJhlYpcZ31ch1kZptqb+ocz5z3uH75HFXI/EMOFqIoToeesxdDGgAKxvD38QhW71",
-	"a2pw7UEWRfeQsSg13Xk91Q3NVl/GcpT2+pKxIi4S0WP7ai/BsVCd8gMe8/1ugbqYVyLL41T2WBtv5IkZ",
-	"msAavlxtQdq9+oy5QIiliSSGsywu5rXe51/daVV5icY1foudiXas+ziv/QoTaix4Uox/XzqV9sjDCBwG",
-	"mOe0FSsbBot7JiV4vV/rIzE4SykvTcihQjAQuV8HfPd79Vi/pXY81edjIqDp5f33NHz4isO/flmeQAWx",
-	"VePyPr4SUuQrO32ZX3jpKHxQa8vENGbk/EFodHL8gUIE9wmcaIAPQQ3EobAzXfAr0ezLI98v3bP+IyQf",
-	"g2qRvJipNQKlHNSvGhrnqd0pzeLfSb8uL4FMkz9ozhMvckv9H3LJRqIYjllcNNkevurdvuyya1wZrY+n",
-	"7zX/Bnzj1c7suFhwY4Mzd4Qgbka7D7xiFWL7QRS+G26BcmFNzwP8grVK6RxoxWoOhS0n0e7sgLy9+XvR",
-	"BAVu66o8nhVtMD7SezYDiuatbsbDmBaqZZ5FX+KifogtDmrWVVV98z+dHPzw1LtP5ZKbnxw9+d7XYjCt",
-	"vvlPB69OHn9365SrvvvGDydPvvtk2q2++eFJ97H3rjTiau4GNiUXfGZO0FB9Ro9rPtEdDbbgmX3QHz1b",
-	"hP7kRzM8zmy0DaMAaDivuTGkz+Y3x+3HPGYmMRDvP+1JBIVl6OjpXs1uC6Sy1tOpkA9H3MdTIV1kFjwJ",
-	"H+NWqrbuNE1ypCJA6s28ABdXls4uxiyWeSE4EPumPMuJ0TypBlzUwOfC1tRLCK037g2t907efSs8XR6B",
-	"u+B0nC9csgrDGbBFWDtfvwHtq3MsEXVO6sGVs2Wfa46th49M9FfDd5B0kaP4YpZZ96cGTC9ylouiiOVF",
-	"3lNYRmEaYKfMBs1JGonvTdZeiNmUVyKLR3MiHAi1lDBZFnMmkVeWJAJ0MEGC4stU6Eo95ivI9gIazDTh",
-	"qkXiS4HOee/2yGfR0TJQmlDHZvXOfRlS/JTxaEKyslIk+q3X1NRha2ua8BJH7O//8d9sbY3uRh+ETVYB",
-	"VuPcsgqAf1zZ0wGGbGD6sWGikChKMXRbTgxedaLmU4S2M0H4V6dzltJidqsAJEwLhtOCxZVJcp+g73Qg",
-	"8yfsiFV40jRnidC+ngQPKDjmQ8KtUXvY4S/FxmA76g43N1/yluhEO6P2YHvYFe3WiufiRDjXiHUJNNy6",
-	"owHt9uZOp9XudrsrHmWm5YOeczfoVLN6HSa4b+W8Ri2UL1htj5zVJYbj1KSdPWEftzyRONd56c8jZ7bH",
-	"oLeZmYDqCUb2qenE+B/bcs9c+KvoeV7hpyyVF7iI08x73FMR3n6Z3/k8DT5KF8MqWEtE2c+SEfkGmMnw",
-	"KPT2A31GPQLoJh/zS1eEQF+xktZ5RyLCmR8fiqNleT8vSp1QX2RSljbg0M9VqLVbL3e2tza7Gx34V/Uh",
-	"t3SP+551lUG986hbHQn3CCYnxx/O1Fr2aonlTpn93E2Kn2M6/rQAF5tCmSZbPgBBsYBhEnSDpSNURaC+",
-	"epHrflQAAALj6gy0n6SzaE1ti3oSIPoKGClPIy/9z2tvZ4O1D9r5u9bZ3Or1ZT7mnc2t78fiS/3t4d7+",
-	"2oe3e53NrTqfTlkuhpkoApbxa+C0NRohogbjQAawQzRLQ2IADQJEueA1EvGViHbZTFJr0oxdq2WezHX7",
-	"3FR2Sn5vtVHYBAJ/Vqa+ytXVl7Y9bqglLwse9eWeLI8Sw2Sn3JOu0IFIX497DJTPazf939d7x7SpsBEA",
-	"I5Ti19j3WtMnT2fZEDPVOihwCBW4IFGPtO78Mo2+1Hxf2mfrQJTu4bDJ9vTMcpT49XsSu5OiyahCUD+Q",
-	"VzGPOPv7f/4XO5BFJi5mQv3Rl+/jiENk9A1Pxrwct24sVcDXrcoh89NcpvrNEfFv9uWpmEJ3uYNfHm01",
-	"1zSZEpQj7GGL5z4D+btQey7dydmXC7MTT1/caGJEjSbb1AiS6ynwQh+2h+ksiTRZCDydIrKUZSspVi98",
-	"VRskATg6DfNGdQAZGnEniCzlYtCiDdm/svstXN+m0uXbvD2IWlvbo52R2BryTdHd6g66293BgO+0h6OX",
-	"7c3hznDY7Y7ao82d7dZGFG2/3OHdqN3qdsV2m2tbjKd1a40rDM0yqNdutZZAvfvE0b8rqx3IQm2KVPfp",
-	"gjK3MLe+V3NCeE56lZZ4+HxTm2bpiKhq9CaHPIu1hvJtULvmKEFRkoH+NbD3hgdm6aRCTRkuveaTOGq+",
-	"fXVxdHT28cvh2eXG0e/DjaPffu4cjT/u77169/Ob347e/Pjb3vc1rfql1V8hn+tfIHgdT0Re8MlU7Y/b",
-	"W93t7VYLxDOoJ+E626xYXpyjQIk6kF+PeZGjkvZEFFzzbaM4nyZ8fu5upfol1P9arVZbK2E7O+3iBn0L",
-	"A0hfdV5u7HS3N7fgX9AkzOZ22nGu89U1IvBxGY8iSpk9QSmCWJhcOy0Pjrf8Fmzk+EKmcLeWO8ZtdVvc",
-	"wuGbRypj+It+uWDziSEf1EGOapheyJiSYzjLSoZ03niOM4pGEtr8KguIIXVliJ9Pftm9PzdPpWi1S7J4",
-	"6ot4mMUhCwEUeb73ufsx/wfOMH80L/pJZ1azKXtbeSa42sqf6dz9ONSw6+EDlo/hKmgcKJWtdn4SdChz",
-	"9fR8ry8cRzBjDs1W46EHwtugRlSApQ5SZBsIn+855BKd6NrrQTXH1LYz4Lkw2VB11bxTEcV5gHcJTw9e",
-	"v/tw/vH0fYiZXVBwCqCaJymWj/lUILvvOs7FLgsB8+Uhy/k8p1rPhtgwR6aokSpssvcpj9iAJ1wOVTtw",
-	"FEAudwpq0OCRT9HQqlnnRuBzBR2XhJlPsbeeLD4KL6MzY1SXWZ7EY2gTqlmw3VbNZGhz81GLrrKdTkd7",
-	"DS5//vSWH6UFnJ3npUJyyGvB8/Rd60nfflkAwb/4poYn0b2ZArKffwVSoprpSz0m2oOOGoLIDgEba2WV",
-	"CxZ6satwkeT7Imfhjerf81mW3IaNJttLEoaiN8VYnTt5Rjod4TqfxmHTpEKtYzK9LpZRDld6FPM1dZAY",
-	"plKKIZUKnPI4g3Jkc/bjKRumkQjo9ByYwhEYHQxYkl6ks8IID+UBVjlGI0SbCc4YVjdJf1il+6X2Jbkv",
-	"3Wgyn9IHTGwCjjqRkHwHSBAmTNbDIrNG8vM2bLKfVN/k4kpkPDGDQqs7Z2pjcF78Rc6UfWa5wEKIcc7G",
-	"IoHoBAk8FWMx2VVHR54kuK9gnT0kHGurURapjgvg2nBpHm1sCoYi5k4jmuzoPmraynKmud6tUXKGbrIy",
-	"FNW0Z7d9O+IVtYh1yUF6vpOhUA+pQA8JQDpfONV7woah2gdWOFxGlodZMczZLBGVQ2yH1LbfkDIXG+8J",
-	"8i9Uw8obC8UiUesGaiPjxE2nJN6ji6KgiKWpDneyd7b/FkUoJRPL1Fn93nZqBCw2eanCa2+lIKuuAojl",
-	"7qqVYPdPD80CEnlQkm3NGzZAXQSUkD/CwokkyFopwfoARVPbCyRZtfj6e/eVLUCPXSV9AFaTyRKHeKtp",
-	"5P1z8G1jLQehYobpNJJyUbhye3E6uZUF7LIzkv2xwtve2qSLK558PCsQ7VWOSkC3M1AzSS8CEB8lXdBh",
-	"JgqWpQU6Mv3u0XofOmSOnRNUfIGbQeVXuEIw6WLhS9w03P4G/doCTrVTkTGDrXaNkLM2D0QX7HSChe1g",
-	"s/XS6Tw6Za9eZfXQEU1TL/JlLY8ns4QXaRY2erBIsjQBU++KwOBuaX7Kokz1c0Dgc5ooIAorFA5TjnsZ",
-	"gwNqH3CmgK5HoTZcjAkg0tdI3ttMTSxBy1croMoTfFST7Tl7hi6KWThYJJvpAvLh/vHR0cH+2fHp+evT",
-	"d58OTr+3r44oRKfN7eIFVmgZX5f46GawHIzcpmStqKTk7Kkso9AA3gSRC/SzvwBKPV01mgZOeFukPQaq",
-	"set5lI3qmJlhpi5GKdIRqzxeLUR4mmzPK9Vc4jS8yK3DwPAbuBficF7fHNQWXxrJ0Bg+wkVgkqkAj4g1",
-	"9Q3MAw2pcoimuEoWzqMc4Hv76+3/BAAA//8=",
+	"7L37bhs5ti/8KkTtvdFSpixL8iWJjGDg2E63p5M47Uv37h3luGgVJdW4RGqKVXY0GQP7r+8BPpwX+HCA",
+	"8yLnTfaTfOBaJIt1kyXbSfec3Q3MxJKqeFkkF9f1t754IzGbC854Kr3BF2/KaMgS+POUpclif5yyRH0K",
+	"mRwl0TyNBPcG3hkbCR5KkgpyS6OUXLGxSBhJ1CsRn3Q832Of6WweM2+w1fW9hP0tixIWeoM0yZjvydGU",
+	"zahqdxbxaJbNvEHP99LFnHkDL+Ipm7DEu7u78705TeiMpXpMBwmjKQv301PKJ0x9MxI8ZTxVf9L5PI5G",
+	"VA1x869SjfNLPoqPXr/b393o9Ta6Pc+3H/p975M7nH9N2NgbeP+ymZNlE3+Vm4c0ZdgvjKxIkb+cnbwn",
+	"NEnoggQfZUqT1CeMh58CIsYkpCmTpBX8+uuvv268e7dxeBi0iUjg+400mjHpk4iP4kxGN8wngpN0yshI",
+	"TTZSH6IZIy0Kj5PbKJ2KLMUvR+KGJZKkU5qS26mIGQnpoq3IH6lB/S1jycLzPU5nirAjpN4lTT3f+7wR",
+	"8RsaR+HGjElJFTUNeQlNySyTalkJJc7M3InZeXl3vneShCx5J0J2yMY0i9N9OarZNCJJSRglbKS+aBqk",
+	"ME15q66L7VyNpG5a9gE7q/2zA0X/w6OzA/XSB4qbqThe9S3h2eyKJT4ZJ2JGek2DnqsG3PGGSAfY1su2",
+	"eP2AoWe7Apzox8kE1idR683V+NnfMhqrQ9iDWbBEvaiXoNftVqd0nLKZJHOWEDVin/TUyzvdbuO8sMmG",
+	"qXW7vjejn3FyO/Bp/anqsdRNF2muh1idYf9rT7D/285v52vPb+dbz+8smmUxTUVyIDhHNnAc1kwyVMwF",
+	"WKB9rnClPNeTndN0ms81Cr2H3jT1czsOa2YFrNP0Unw4ksR2f+d7F/PwqS8r0t8a7Lwc7Lz8/d5aMZXp",
+	"RgZTf7KLC5tbcnFpUq9/cf3CrqZCXC/fhbf4EJHZlX2gsB/7vX+CDXmnxiLngkuGspSYzSlfHEwp5yx+",
+	"ncmIMymPkkQk6+zVL54jP2CThIuUjEXG1fxlNhoxKb3BmMaS3a26bYvjqdm65gHC1BPkdhrFjMSRTCM+",
+	"ISOclOwoSubM5oGTBHJF4UnyI1uoP2U2m9Fk4Q289yxKpywhUUi4SMg1U5v2hsZZiTBqL8HPhSWpEOfO",
+	"97hI3wDlCv1c8GsubrnDD+v7yae6bA2wm7diMmGlfs6YlOZl3ReMc3lXkYQXYmiQRLymx6db92M8FSTi",
+	"8yxVVL0qbIQBmUVSqj0gEjKj8VgkMxaSccTi0Hfol9OHtESiTjrlAtZyhJu47WvZj9A4YTRckIiTTLJK",
+	"I3ba0JB52H7b9tVuTDfofE7GNIqzhMGufCOSqygMGX/oYTufRpJQuwIZp1k6FUn0dxZCB6vR+51ur4bS",
+	"51NGUnHNOInp6FoCK5yzBOgLzD6SRMxZgkqK3tWStKJUkuDzRv5o0N5TlJqqVbmlEk7nRI/ymKcs4TR+",
+	"FN8xjRDJkhuW4E54GiJccPZ5DsfArN4eSiY0k0zRHRfaJ5ypniXjKXT8XqTHaqAzxlM8ZQ9bY5bvHmmk",
+	"J3PgGKdXMQsHBG43GNaEpuyWLuCyJQcn798fHZyfnF4enh7/fHT6yrawOmlK82jYJvk20EOjNzSK1ehw",
+	"JLBXQjaPxUI19J1Uh2gcTTL9ViufmyJTImK1oUNQdRhJGI3NqRNJu4Mq2yIWNDwX4i1N1pOuygRWO5ep",
+	"W1WECzKjeH1dsaK21et2ybvXT3auCn2qXaQmobtSU2Y8nIuIp4SORmyeStLCAZROkkxFwuBusRvvJyU6",
+	"/axYJEz/DY3idfcfHB+49Iz6MPi4hqD/6c73HqggrEbbfHaNt8Q+ARGSWPMRmVLkYLeJ4BOi5C1FNrjY",
+	"OiTAKQdkKuIQn9MzMMqWbgZIfC7EO8oXp7iG8sF7Twii2iH7acpm81Q+Dcc6VcJ2HM2ilLDPI8ZCFu6h",
+	"ZY7QcaqPlL7axJhIbcqLOAnA5LcBNr9ACbhla+CGNQfWjU0/vekYDmF4F3AzMZ4qqjycF5aaWYNY5QHU",
+	"nUm457TooNQaEDJ8wj7PI33CEnYjrnW/Wm14jDwZRhK4d1EAO1dMQXBCifm9oHXUi2J6NIqPmLc6DxAu",
+	"V+/Iyk6dryrqnTkDcuS1WnHNV1+ninpjXLBGGroL+HA+CWt4RcOLJC5RM4lzudMlY85VM/XOR3zSaqso",
+	"1U7TdK5mov6V5OL0bYmbrvaOIqXey+9BFS3oLHTGzE6vHx+qrx/xSVdhKY6l8vMaa78CCy8I+gMSqFEF",
+	"rnQfC27vzN5OVwlKCR2lLJE+CbIkLjwMQgkHGm1aQsGmoWU1QX1Zuj3uvyHgzY6XUwAouW/EoKMbNf1T",
+	"JsHw9sWbJ0pkSiPNC2gKFItSNpM1P7t0+WJsBTJN1Are+R670fu19Muda334qB8rkvmTNT2Iq7+yUaqa",
+	"01+A5QSYrDngXzzGs5k3+JgmGcvfvBIiZpRX+jPv+Ti/uq4qDLS4BXa6L1FCEmMyo5xOQAy1wpEkrVwX",
+	"k76x00jfMAVrB2gPDEvXeqP7Yht3QVGPVJytuAp249esQJVEwAzXoZFpvo5M2kZzvpizOkuV/hmEmgHp",
+	"kVeEza5YGLIQlAef9MkrknExHkejSInSU5oSpVG0AvUnnc+Dtk+2yCtS94gYjy6dx7bJKzKfilRsSKEe",
+	"3eAsvRXJtT0OPtkhrwj+CF8ydUx9sktekSuR5l+BCQ2p1fP7/pa/7e/4u59c12HFMOZ7nzfUOxs3NFEM",
+	"QSoiHunZHkzBQHhhZ3qAw/Z876TyzQc1hzMY5Xucged7+PmdGaHne69Fmn/8VFwLw1uLqwFs0divnZXx",
+	"yYymIxDdg8KCBgO7XkBo0uppowEsQL/tE2cNSGur7eMKXCKRL80KtLbbvib8paUyae20fUV496vdtkN8",
+	"r9C753sjSySnX3UeajpVAkCpR8/3Ct157pKWmiyepFVW113T0ZMsJ7RQWcZ9Xj4yoIQXPRJFDuH4V+8T",
+	"3y0zO49mTKZ0NlfnPArve1EP9xgcDNdojlzh+R8ZcPLYmvyKc1X8XFtQ04LFQZsDI5lbAztelakZi3cN",
+	"Z3RM9w+hSYldgkUdrazQo52SX3RuO7028FNFlYMpG11rLQ7EPb44GXuDj1/KfX6684vfqSF8uvtU3gA0",
+	"YZeTRGRzWfCzwV1QFm8CRfSA3E4ZJwGqYzIgNGEEWiDXbCFraF3vGMg7ttIhrKlICHT+LTaXnkMNQ8Qf",
+	"SCuMJlEq0SI0EhlXKulIhExdwD5+HeQzeQUE8h1y7BXdnUZYmtHPbxmfpFNvsLsNPkzzsVfHYKrUO6Kj",
+	"qdGIc+EaX1GcHHrd3XYETDXfGf18jEMwrlP9sVcSoeo7NVRxzCLoqzId7nS7egyyycVj2qj6efKtapal",
+	"cg5Um/d5KCpnZUX5dYVdg2OHZuuEzvWkrQcJpPfKXDBvwVM6qpmzPh91W93xXqt3O5V7bhnD5CKNxosG",
+	"scJplYymQjIyFgmJUsnisY+8RE5pUuDSDdqAw0Xvn/7bSKZPufiGqr/nhYf7xLkdapd/DfZYKyy6Djs6",
+	"Y2rZHHbW39l5CD9DDb+JkfV3dlxO1sRaqsp9ia/g/Qs3YTMVv1fMu0o9yrnI+Ig1iiKME8HjBaHhLOKR",
+	"TBOaCsUs6YJIxhuEkEhewvPLWgVPxKjgu1Sc1+3GHF+4eOp7qj3835uLyldkziQjVJJAH9fLa7YI9B1n",
+	"vookXnV4063HJuY0SaNRNKc8lZdwmRZCCro10ZSN59/P18MhYm0f9y31UzMK3D+/YzZRq4872yssBy4t",
+	"ifr4KlFIDheqRjhOBbe+gIpY5hMtsKmTOCj8RP6kJFVq/jZBkr0uBCPumBdbR52ekpvoXOpnJKFp/sAe",
+	"dgqij2mNC/T36VFFksipSBw/XJtQHqrHYkZDxdj+zhJBWu7wpPHGgl8U+ujukTARczjYaZLxazJP2Dj6",
+	"3O6QI1ydAdnZ6fVevnjx4sXz58+fF9bNK/wERyNNWaJo+D8+9jZefvrY3Xj56ctLv7d996/ealz6R7aw",
+	"C+sQuroOpFWia7tp9X9sFN9caatyMNnnSLuxVuR0B0ZBVPKi5pZ0BGNWUiQwtT3CszjW+g32EKjBgT6i",
+	"iKt+pleKuhgYVeV9MOZq7+fgHwV/ltR+z/uEHd2Ub6Z6771lIoJpHGuVcBmzUk+/Yyn1lJ74eKZX5Xel",
+	"6TTYUx17xk+J2jnVpTbfliOdIxARYLelQntH0RM9Bx4RcZkyChFxckQ510H+VVM0+Mvk79cE8rekngRq",
+	"U/10ihSgklDy4f33RNGZXJy+Ja1A/TmIZnTCNud8sndFJdvd9v/rP/93AKY0hx/UP3nvFnVMGyOMftdD",
+	"LRB1yZbFJX+cOaNkoojCQJ3nAGSXFk0VywX/JGv7JBAyAFYcXCXiVmqXcXG76V+q5H6NP4DQqxj8LS/u",
+	"N6XWQDRpxK9ZSEJ2E42YT1hn0iHBwTQRMxSYHGG5p7XwNYVlM5JGebnX7a4gL5tmSuz3a29nUWNvOcFg",
+	"HD7ZkAuZstnDiPxLxENxK5+IyifysQQ+WW7mEOpFs90eaeswJ2m5GLvCImku/DsSV59gUr+n6ZyxGGLC",
+	"noTdHUyFkEzxfkc/vFqQAhvcIy4bNMJPeivcvVRlhF+XD9w9br9j9Py3ujnISNO5mOCxZzz8cKVwdosa",
+	"M02sT4JPmOyQX5RACZ8UD3FimSTjIbkSEG3IyChLEsZTPYJCm996dZpsP+/Z7W9l9FFjQmo0DEsrdEv1",
+	"ks7T6EGqv+tH6EKP2P1sdH2W0jSruUQDcY07OOM2ljXYI0HCwggVmXnClPKhBwpqzunR4fHZ5cXpW3hA",
+	"stT1soprz/ec1hy+tsz9eXINLm3nNUhpcHM3apyX1vNsTdHwQo3PEp+7xJHcu6kLru87v/D65UrHyAlk",
+	"uPOfymVaitm2pjeY9KUZZBS6RjYn12apLT9xtVzd1J417ymuwxJt3QP7O+Nhk3bUbM1LxE2k2tFa9H3E",
+	"+KCf39ePfwNHa3mli994NXNY0ydb2NK/kf5dPFaPUcPRxLvsgAp+wxIJMXAdYldCwo13fHZCXux2e8gA",
+	"xXgsWeqr/RbxQkbaHKPgZccalQOfBCmdSPWvBNlI/ZUp9QxvQbtMYs44Cy9vQc7Hi7bK0qhUmgE4mTgJ",
+	"1GiC3x8PqRxz54w5p3yUu/KWbwJ47EwHTFaYVClKsWalFIXGIpmp5z2bLVnHEJqGajwDa9jk6tmV9hW2",
+	"rBMd1hId7O1aHhVTibE7dMJWnrE29mkYCNXzOEpkamLCGglyrw1wlumI8TVCTnBjL41yoZwowYWHlKc2",
+	"M8A9kUQ1Uu/7EUk0ifgKG/UEHsQ9Cgr3PQb44pppkubLBcfXBDTabNq504Jcyaw6jzhvomk9c1j1NjqB",
+	"l9BwAJqg1c2WvX0GTznHTYJItgoncBYM5TgktuJ/VVr/Ar43YGFI44hDLB5wy0JAybI+z+mkzh2V8YTR",
+	"cDVHXPmufkqGkkl2L8EvJMvJXXfvO65ds3MdluQuUC3zXUFWyM9QiXTmxNttao9zlTOtK1+4N/JvJV8U",
+	"pIInky9OWUxNdLhRN8xtp4+DPY16j+RnvXBqV9NJDmzb59j2mWn7Atuu5Qh1436ENapCy9/eKFUYElpV",
+	"6qO1Jwywk2jhztnDJAJMoAQ5TMlkMRunJOM6Z9Yvmp9cmxM5Y4x82D8/+IFs0nm0qTfAhrkyNr9E4R3Y",
+	"GiL+wSF3rxLoTpPrS3Uma7RiDFqULJVKM84PbqCm0105XvEdTa6Jers5XLHp5m9oUD3d3FiTSLD/UDmg",
+	"wcoN3TQPo/HqbcBWgcebm8MTfVmnAr8TN+jJm4IhYuSEtTimgLVjEfCck6g2JGHNq7tyVLQpRt9itdPa",
+	"lzKaAPRRmlAuxyyxk1TvPMUULyRbMkEtdl3mok3tAUnYTNxoEyc+uvIe+kULdnrRGhffjCSr9a/VjIMC",
+	"7VgIlFp7OJnrIysNptYAV21qv2Q416vsE3cqPrG7Ov8Bv/KJ3V4+waPkE2ATPsEDjpgPmntVzH3NW67W",
+	"BoqdkZZkjAR1ombQ3iPbpHXKpIhvWAhpRDukdUD5iMWx+mIUu4buXN2vTXzxn39a9RTiyGo3qZNT/dyZ",
+	"tZH36mKVQEMU49JtRFq3DQKzsTS0O+QNZE6hcll4OUoV+W0U3XeSaPgS6CxhI5GEpGV/Bzu4T7hAfaZd",
+	"p8iUYlZmNAK7yr36TpOO3WyMM7raPU0vEZ1xdKapBlmhqrvUrU5OU9yQmOClbhrM6/qA9kbM3zrmZJ6I",
+	"ScKkxEwtszkxKctuTczGOpvTmU+ek1fktToTYcc+DrqmfRrkkKEHuzkceku2rw2Y6q2WuaWmocRFnIPn",
+	"e8dKNIHxe75nRuP5nh2LEjbndOb5Ho4ZpMoc46rKCAuwVg5gVYdA2P8VpBRHkmiUKhftykJXUalebwCt",
+	"wuxBq5W5LZAffhi8ezc4OwvIprXpFQLLlsJS5umguZdlOAy/bN9tqH/65p/Wx3PyCf8c6G/Mv8NhR/3V",
+	"83fv2n9u/7n1H//4+KcN8+yf8V/1w7/WKZN5hkPfzW/oV9XfozBKNSRBY8R03X1ugVs0c1M8raXEXwhS",
+	"0EoEicL2g67yR0ZOpuxzWn81qF9KXrvdnZ2t3Yf47c7ZZxe0jAu+wWbzdEGct2qGC68tC4gAdgRTqGM/",
+	"asFY+C7XmKrRUGZJctAIFkZpjfW31vxan6Falc8azbTL2yvdptVWGEywwQiIU6LczqhqCWOfcWfWdn8c",
+	"Mp5G40g1YqSqq0Vh0+4VjemCj1hxUwMADiSdO7nknWYj8SMOTpU6xoqyosld75Pc5F5/NA60z90cj3uS",
+	"ARvsXhfnB4ARCO4QtILNolEiNFCJiU/KWeV5b3vQ3Rp0n3d6/a3tnd3/CEqe6TqeeV7gl/ofzS137/7j",
+	"X1eL1wM62M3WZA2rbujqCtxrv/qB0VixlTJblVaEdRzNn+4bvX6rrqM692BVv8yz8fO1qr/5tMtKsuQm",
+	"GmlMyL8rFaClVvpqQXSeZLsYce2AXpr1vX9VSd2q1t5tjawPoAgIOLzQ5ApRQCLUwQiUTLMZ5RtKwwB8",
+	"K+fkrooXUFqLZSYlPcwV8BEcLuICJEjGQx/4nK8RbHySzWNBw3aHBCFLaRQX4xl0mozDRhI2zqQWCkc0",
+	"SSImCYRogBWXxiRhVCqNAbMG0iiNma+/BK9lobUJvQFWOGtXaabHA5bZMIzUNGnsGqtQEK9eVqb17yqj",
+	"Qrdpit0WuH1O5adcqjORJaNamIZfpkKNM8xGipZmsVCe3zdWKBTqjVbWStiIRUq5RPn+YErTK5GibL8/",
+	"j1Cs/0Uk1+NY3NYJ5q5Q3l9NKLdj8XzH0qu79nxvfx55vmc6BQHczL1RkdEPFHQYLfXjvbVgKZlSHqr7",
+	"UBQ2TBtJcqb2ZmvoHfGbiIZ06A2K2wqB0vR1CrFgGmNNk+6QxdENS1iIjaQJm2RMtZIwOprq9xI2iuaR",
+	"6gmDYdtGi6Lw2tso7zh/VNseylp+GxcHgYXU229oPK2O2xyuEMe30PebgSsxkVhXsRhd+0TM0w2RqTkp",
+	"Be7CwXwkrTH2NBYJADYqpoDKtXkIh3U/7MaK+yTX2s4QWMaSGHQ3qv7RsEoGBAyH6m6ZJkwTs2FyTBMl",
+	"8eJWOJ4B9rVa1Z+jkAl9HLIwEkjzQzHK1N2EVDpns3lMU4aq7lkaja4VRV+QV+StGC21yPgvHqDUnqNQ",
+	"AKP0fA+GqI6NGp+ikh6c53tmZIqEOCzP98yYgEpVGMnyDdCDG8CAUs7pVRRH6aIEEYmXcCTJVRbF4Ve6",
+	"q95rc8kTCxAA0sSzOF5FPqgYjZ5KXsiLDLjIDt7+2YET4oefoKrAp9o2dEBAhRo/iNuy+Q3MFizEvW/u",
+	"g4hHaUTB4onXBMIcOV+DFWg2F0l+SVQ39wM2tR7BsenJsxFb7lfYs74jPunKCuA5rauuEHGcqnZ7iTFh",
+	"igMCijNh/IbFYl4jWOnQ3su53rHLcbTBazyvFfWK2frqQUSqbPVyIQjGEkkCOvl9Zog735uzJB/YGtj6",
+	"qUhpvGyIYAwi4gYAiWMYqCwM5/6U3wLhnKGa3l1i1R3wctRhdU2dyxiTAcdKy3ZRdDB6EkJbBCcaws+i",
+	"dd9n9TUYXSbGsFY7L8mDFtfLDCoKV1azTSRpObbxMgp1uCfK0kqMQfhLMmNhROu1brAGX+KNvsrIo7AU",
+	"dvqdLMT7dFZTUuuIVh3MsgUvuPFrR11e4u8k6W9vTEWWWBAhjCVyopxWcDXUxSgAmrTePzYcCmyyNGFw",
+	"6ZnBdMBMDgJRf5uowUh0jzhhVt9Jom7gPFZtT4eIobUbrTepvqclGVFOrpjNOr3HR1FIhiypmdwuriaQ",
+	"T5ZE1ll+ZFwomOB8m4j0EdF1SnKtDwRL2AzX4HIW8SxlsladUeov/gxhCnukiwNF2mkLqWZ629vdtZiV",
+	"QNeAQ8O6US3btRrjMw8yKY9fbZlcEDcxtUYQ16puXTLPhIukThpTagUox/gAaSF/w/vN19xOx+qBNzMG",
+	"N2qmAVhB2Zunsn0fX7caq6yzDKJLI0enTMSISbWXWwmbY4EnwdUo+SjOQhau0J0ZWbW7U/0LnkAdpZJr",
+	"t1rhu7+HxwfoWJI4w/XtWtVulOwqjuQUsDn3tfpYkx1v0DWrXM/qnPDMd9Km81RdKV81Nskgey6Tzt3J",
+	"Oj6aalg6CHUbciTmDOdFEqakOrRxU6I4oWI3xBqKdejRydk5Rh7BW7LGuqPDutYz7RjaQjK2Dnh3Y+H3",
+	"5YKP9j8ck1ArVnuIi4sFYSY04kqCqzH81PtjDlU3jtvIebjGDQNPl/xGDRumnrbmOqQpjcXEzRcaJbOO",
+	"ubo7OtIRYh6dr7XNuPy1TOmEXerDWP7xFtCdC1/FQqbl72gymkY3zDFgdyKQ7jtqGjFLC4dqabRgMjM4",
+	"rwd2Gs6XF3YSzpdnagoHdgbOL7/A+J0v3uLonW/287EbvQWGfuCOvBYJDtbErL6OU6lbCJ/UrUPp28Iy",
+	"lH67VRd+ZRFKX5k18EnjEjTsS5xIaWOKEWgA9f6XX4yEgftySudo1mrVSSXtPWO1JxztjiuEJzfEzOlB",
+	"FWo38VwWyh3rTv/N2MZNSMOnABaj2Ww5fYWNrmV9FOoVlSuktOR5hDCsMJJrvVMT9gv91s2j1t3zRHmF",
+	"9T4i3xConqw34pppY51c4vuXK/kwpd8A8biu6x9iOxqj+B4J3XgcFrAIwC9ShnFsDjNY4V0UwMUNuwRt",
+	"8n4wUfRqx1KUI/7ECEwzqJWScRSzlSP/TqEl/WZzDKq6y4o2MTj6pSicGQtIyzj6BkrGZikruwaVrrVH",
+	"AhrHwUA7q0B5A6uQYsa06N92b0uEMYvjFXf/O/X4Pj5eG2IHV7SZ9QzmrFqvKtjLzkWT6rHP5a3SC0QC",
+	"d0wuoTc6E98tkR/zIMZ7BMYzc6DfLZETi+k4dZV/dSzxquGCOgux7WqyEUZbc+FExy7XpdeM4muMzauf",
+	"Mg+N/H+24HWlaxd8NE0EF5kkFBevFTD+t4xl7BWchaA9yNWBUiwIFAYziOptnxh/V2j8JR3yBgoPwPYE",
+	"M8YHKkc0PqBofwLsluqmONTydPHbIx25cny4xEBnRrShRuQwYJ+AMyoVZCSShMVQSwaqIBmdqla9Sejt",
+	"eoL9YUQnXMg0GpGRmFsHtmP8QjLvEZGlMgpz6NOEjlIfgCBRsFJMgfIFeBFqnLuljeAQZ4kP94mPmY8r",
+	"1bT1jIgqLVhmM3il63eEoEUEqSSn5j7BU2h0tFcGuH+PiDmujH7CRfW3nBnZenvlK6IMZNl8TTjzrEUi",
+	"PLWzQvPIHjBHPT0/DyRGHAekBCihGjp7A9EgALIBNlJMI27MpOS9sHYzk05JZDYeR5/Rhl7C+Xv+/Pnz",
+	"3d3d3VKE34OwpY3nxkW4uAdbukFycFsqCfaKukfIjRq2zysCv4K4oa8bQ8YrOrpWJOEhaWneFnzR3d4p",
+	"tg2LSF6hU52LW2hEP5kHB8KveQN4CHyiz4BP1BG4C9odoqsb6z3Cia1B4eue1Hfu9lx5O2oSLN+FP4CZ",
+	"/p2Sat5EMauHZlG/uLBZOiTBnr09tAvjHj08Obh4d/T+3HgAFHnQbCwmDEx+eOTwZxTpLrMkDjSYjZhF",
+	"KSiPAGajcXdDlijNL7dXX5y+LW7ViN+IaMQ2tl/0e1udeTh+EhiZHxwvBsiLfE1cmRKNdX2k0jWUXcXR",
+	"qFq4COq8QM8Jm8d0ZBB+jP294GPR8GWQ32Qo3jp+t//9kU9+Pj48OoEK78W1ae9pbGGX5KbHSSRTCBDR",
+	"B8P2itlFRSRXDwY92NxUNJId/b1SzDf1wshNd2WsfpwlUWmhutsvikA6P0w/fTxP8X8f5p8+nslPfx5s",
+	"bn78H8Oh3Pzzv3z603B49mxVeJ3CgmarlY/CVdRH910Wp9GcJs1WQ/uEwWAKFxjkAhWYtXeXSmTY6jlJ",
+	"5nEmSaBoF3TIazzV0oI9pexzKgnmMG0GKF/tkeCGJpGSEC+hZhVGrYH8rLqeM13Nz1frJxKIwQVIqfCy",
+	"6UXVD749FTE48XTVaLygAe0SEfjrwp6Ld9/9ae6Vm94Jdl4BUqp0hd4p3cey/PteNLfDne8potebs8dQ",
+	"AETAKg5IhFE2Hw7f+OQGw2xoFkYC6q8BWzMGVwD4mgmZ6iqZe2VZDqoRYp0sgBal8znERMNzZddhu2BO",
+	"uoo4hVLgq+x1YNv5/oaZ3pkyhprxjh2mfx/V6u6KcnsZMrg1mlIsUWsula1ZXRh3P8J+1QVVGe52OFVw",
+	"a4Q5wzKN2mDpL0MPADku1YNDbzD09jkdencBac3s4R1RDnWfaZIscss34TSNbli8aHfIj2whMTAFCpBq",
+	"7GYo1CpHImFwgBMGVXjRtKHdL/XJEqvCmoV2QmbOpSLvleMK3nYtA6+yOh/Msy4GhiHnCgHy0IZ+zwR1",
+	"YaR8jg+1Shtn8LQ+3ibI/r6XIN7szvdqttJ9r/6sX/kZ3yhrMpaEhXkUuVaTVlNNB6rZ1/a+6JDTLGbG",
+	"iyhmVxFn5uZopRD5B9wJijwifffy/Z5jxRUEx70q1H6QW940Fr+pbAZ7V9/8tpzxd1DJOsliZrakDP4v",
+	"ugr+yRhjvXmhRlUv7rSfV+GTVwsUvVsVXkkss3wsB1zF/XgPv+N/8LrfM6+rN/f2u91CmgZwPZOjAfFG",
+	"oymRUzpnJGRzxkMJOrA+08BwBGcr4NRUDJl3/v0v/KQ6CRFWprA/qrm0ucHILY1nIVwhFbZkWbKP2TA8",
+	"V8yzvu7aioOPqxtYWyiwwdxv5mwPmim2CKZut+Na04x9vcYuU3NUqsK31TS1wv/9kQ6lMAd0w4agbY5F",
+	"smEDKVFPZkpZYp/ToEPM8rt3orUGlq0qeaHN3gPSa+uYR4PDzdlnlcnj91WzOmh/7T2TKCm1eZ3yEXqF",
+	"HLuVtmiBYYLHi68U315kWvfX/sJ6ieVatG7pWYTqSyoqkPq+XWOYVP91u5Ap/mjDJM7kCeySTkM12/+8",
+	"NlPUZnewz6kpAgMCng+JZSM6t1kZlgK/iixBvR58R3IazeeP0SxKideOob96WVQm4MgUoOsKqSWTGuGC",
+	"BF++9O7uAl/90Yc//us//7e1UpTwAPY59XzvX8B2VAABWLmSYVF4qJ1i7gAHPP8VfN4/N0sktmyhI5Cc",
+	"RbMspqlItJjaHBqg71e5pP61Fijqsaafr4M1XW+NX6kAkutsLJtZlxTxu/dRwe3t4nrR65xmxhDvgJ5r",
+	"L6qt2KpDvOty2ter//fIEAmz7MvLW9q1X+7yWF75wTZSy7PNPlyhEN3ygnK1v86YKVHUiNL6+yjppgf6",
+	"kPJuRRI2nuNiSb9isMpK3pt93cCSCraF+n4P6MI0sLSLfE1Lh3HVLrCB5j6WFw8krRqXJtUOTQ2WBL+3",
+	"98iEcZZAfI/r1WjG5QdeuYF/7/q9/t2//qMI299fnZXmAzYTLQy7adTL2OjvpdJl01G0+2F5JkODtFxp",
+	"sg69S4xJF1DMRMLqS26uckQfjqpZ4pe/B1RNOySd2XBvnRIEvSlXKgFnQE3NbuMOqUoljKcW0nzZ1rzz",
+	"LWnrfSo+wSJgRcfGImXLagQs7bG+Fmth0E2xsKt4TqyVCUQixGZzGwfDFsTjt3BmbXAsJWK2YklkcjsV",
+	"5DaJUoy/eALJ7o1Sm9cV6Ro4ArRV4gjAw+oLpvyCZR9Sv4DBEUmYYMq4Tb5GPlhUEIsARmtyXFekb6gx",
+	"U64aLafiVpLWPJO4sO266jOrs166gGi2K0YmEBivq3RWwwKMge8xulpDZ9BOobvS8YCNeU9NMOhB3dLq",
+	"IJT12AoHWs5gK9URrFG/pl5iAWaqmpS6tBDA42CcyiH0zlD8fNQF5O9yh5/WAlP51heGE823xpKUWX91",
+	"zSy02L2wYZV31fa6bNQA4FcZ/Z09pCoEBkw3jEuqGT24yI45vMtvoVU2UBkwyww6H+EqKyqfpMR0ZZ/8",
+	"HstM20HqRMtG/au089aXpU1obCFtYmU8QvftEvtEHKaaIDsaxRm4yxA9SgPuIozNg++lU2xt9ZupmlET",
+	"Ojg2CeLY4KDqkwsaAXptRTPTno+Y56AMalycepOqBvhdYvUoHrYlcG5nuNsaeeHX3eHLtvY5nTShhNaU",
+	"6Ip4neOEToj6xSczmo6mJl4QanpcRqEMCCrj0sg/53QifQJYO/A3YprlmYPqu4JjKq+iAO9gluSlcWat",
+	"Xy/BtOJkKwJQyrp5DJoiDXSVb6I4ra2dTSckCnUoliWeCd/a6cIP6ss9QuFfQq8QxTJBCBQSCobQQmPo",
+	"ojEa4lwXYSnbrxvSsKqst7Qqj2orX/BHNHNXR2uD4FRbWmA+T8SNG3BQj4dSQ0Oasomoy7+xGRzmER3i",
+	"9W7/9Mej8+P33/vk4vz47fH5rz7Zvzj/4ej9+fHB/vnxyfvaxI0plZdXWZoK3lD/fSVUFMcB2FgFrwDJ",
+	"wydZLSLPWzGiMdOaGoauzdPL16fBeuX0ZAOs+ym7iXJk91I2mY7p3v/w4fTk56PDZtAPi/akn/R878PR",
+	"+8Pj9997vnd69Jejg3P8cv/iDP44PD7bf/326HBFbrGvt00BGPuU/RXciepLmkn44zCSgO4FDAT8MvdW",
+	"L9JzAvfVUu5i16i4R/x8a/p5gij2/WnJ+XgN71fZvYtCU7uUDaKn6apSVxz6gShTvYF+ujg++PHy9OjD",
+	"2199cnH61icffjh5f3T5/uLd66NTnxycfPj18uDk8KgesRaDmJZzZW1vaQRbNkQ4MAtSBw4AIZimnLB+",
+	"oUN+tk7EiGsfP1bqyx2OLe1ehOgLDHBSX+UxTOq3mtLs+amvI6HEFL/XF+fnJ+/PHKyHlQtlFVe+RrY2",
+	"prAKGBpGrOPPe6QQ0q+u61JMvyQpvWY57pI5nudH/37u+R687vkevK8OjX5brdRygJx1wP0sqN+nVfas",
+	"GeIPR/uHR6ee770+OfzV8703Jyfn+BnJviLDQIKp10SozuUbIVL8rNf4U+2OXbZV30Z1Ooa5uKprhq7J",
+	"HKVIxzFoFMKaOw+KP8CW1lw2KKKsVW8i++TKCp69nO8rtGXn5fayjDw/G2ZbhULHMaw9xpw31JwU98Jc",
+	"9RasNxE7bN0ZbN1UEbCT8TQa0Vroye0C9KRj9qTxLV1IEpRa6ARL43LyQI/ye/einC1TMi4Anw2D9MKI",
+	"NqrP9VkRkAOx+dc5m/iYD7E55xMAh4YPt+xqnic/7JB3r9s6V2JzNt9Wz+GHrcncea63iw/S+TyOEOtz",
+	"cx6Oy1kUT5wH0WTrrrF31qDd1QQDlp/qQM33cf1htwFtBgPHILc9rLJDBWgwWqfUQ93by3TtOnroPJrm",
+	"Lcdww61qJV6GFXfIaBhHHHJzMslMOqASCShBgO86kBbSet7XqHeYpmlwv1euJumGhDeJRtVIRpHQZEHm",
+	"mON3cfp2j8ypBAxupTRUsyCr2XHLj7vq2BlbASPu030J4I0AMW5VzIa6YwBSY6rFrYGAANWXC/gHGTd1",
+	"I9aodPTYykb31iuqI8vPCKUVCd6AQb/d7+uMv0CfsMCUfsIawEy9t0cC+FcGZEbnkjDAZ9EY15Dnobjl",
+	"nCZ0xlKs6hal0oLYVW8ObG1ZVkBD4FzN9fp4PHjfjKeOhBqHsFhc/LgOEefAVvedCmmlKBcvDHMkrUHR",
+	"IGEa48wrwIa1eKoGILjaQm7AKeW1fuz1Pz0aeKcc8toYF9wggC+PLCu3XR9kpnuRBj3aWQmNU15zzk84",
+	"y/Ef1VmfzWsq3ugfihC/9wH8FouIP8AJYxd9hSaWQXHnTS3uK26j1VFLkVbw7xtnN6MNQ8Cg7ZMoREkt",
+	"JnSUCImVITSFZJG3Z1gzpRI8kWGy1WVpy9XiRLJ6LvTLFCFXdMfavp4DxWqL9EoFsi1+3+oMl31OLxOW",
+	"JovHr42ucTiyUOMF1fj8/IMxX+nF0RUiXMiUrlXEEkZuMUIUf1sRh5OF9X7EuhvE3Us5EqU5IsX5uM0X",
+	"190sbGmbl0lbOEZLeK3ZoL9Nmecym3lEnWfdFMD51VwYZ9mV+nhlIEg1ghDUrMxFbn2NaIBbuWEx3zbw",
+	"Rmh3yDE35TLkwMQR4m2yl5eisOhEYSRHNAnLV4cnZjwaTWnaMThWpnyJ51d/kwwDTtcPcGcFlEY3CGaF",
+	"+wNJeV/8uqb7+9qgGk11+Kijo6zqttN13IvFBIaD03d4K+G2L/o3ezvdBwdAVvDkGnyfxcGtEw+pyeFO",
+	"vM6GaSCUpfNch7wHqGpTOEiXxE3YSqXkVj1rVeHqLq/G1cS2H38lawP8ZZOL21xLBuHOvIBfOlSyyoFS",
+	"x3XRjtUuK3y2ySKHil8fQu0lG2VpdGPlQPZ5SjMJKLlxTHbspQ3gYHCD2OFqQLNRHDGeNtjnmOVRK6yX",
+	"Zmh36FnPEnbZUFLgoDpuyBEvDt4MfQ9yb1MEKtZ3vhIArxYkYRtAK+2VWn4LNu0YqI9gRvzoqx5a06N8",
+	"fGur5G67bK1Sj+8BB2CFHG/dJeR218kPziH1axmAVVJR79fbLN/5VTpW16m8zapHt8AN7i3GV8MPEdq4",
+	"3ib8hDytcN7XT0840vWAGpMTHniKH7L5HrV3nD2x4gL9prJg4eZ8vDzoNveYcP+G0f3mUW8140KU8DqV",
+	"PV5oaxOghUC0ihJSNe72V5cyGm9gOFvm2mFQYdrcp+7Vj4XbLG/SN1gqSNcnJS5FRjGjCQvba0Di/ROf",
+	"91W2xS9ROj0DcbJGdgCWDCJxIlKasg0UPK2iHOBnMFgi0B+EgCi9ubl6wVOfp4bBn0UTsB7rIbd+eLd/",
+	"sHH2w35/Z5dcs4UGaqVob7k4f7PxglwtUqaUuVOWZgk3GABXCzJqIIQWhIzOsdX3v+J51xNd6eCfM5k2",
+	"8bVlxPxbA8ZAnoSizQtKE8GHv0VpEj2slaZeC5h4qo08GMBSROxr/XB+/uGMJGwkZjPGTUGXKlIhKP8F",
+	"pEJIG57QlN2CuvybYRRerARL2KCvqpfL6ioUijqAKkR1juuXzXAsDmKJvh98U7kKqxq194qOjoiTDyJJ",
+	"s0nG5FpVgGsij4Err7CxTNxV83ZCxpIlUbo4U7xJx/yo2yPZz7COdMmfu+9WCR2Q1/AsGWbd7tZo/+Dg",
+	"6Ozs8vzkx6P38A0LOuRcXDMN2qhlZ6MnBnpPBQTTbWV2pTYn5aGEaIGFBplzasETdFEoFgVBeSyZRVAW",
+	"yxo6M4lIswtyxWLBJyQVHbJP4DE+8Y2ZyifoDgSHkk4vIKkaKplEN0yS7W4PAPE08RDhqRxzMPTuwDEJ",
+	"jB3WAsiR72e1Lb07ReeIj4UT96r+xNsREGg0AK7i5N8jUciMRuAb1PHnVQvvJmCj7X84NlOvb8gnlAB6",
+	"n3Gmk1EmUzFjyUaxkiQaHzrkOCUxS5Uggor8kM9ArcvhA/KkNElacxqB5vzTqQ7IxFX2CSpHvkbx90ks",
+	"JkRkqY/FEk0+Pqwl5H1If8ihhoSpfdX28dA5wG6w8CZM1tauEhzhtWrAhkirinINIXCCD7kbg1AGHnJf",
+	"dAFx2lgmG29JLD5gxpHPzFJVzQm+BK9DOdBXNgVCqMbRDQ/PoqvcRbX1df8IRjvkdSY1qaRDRI1yjUsf",
+	"Ts7OJdGOathCuhDTkA/5MSdzmk5xVRS70YnjGs4jh3aSqTqmFtnEwNabSJVCj3o1YDyUh0NeBH9SbUCu",
+	"ZdNS7JGh54bgDj3jOkYEPmFdUJUmhtzWobpi0wjYhi5AxlncIftxjBmqSrRTrMXWlTYMR7dcOPfIKIBg",
+	"//IvRAcLSfXxGTkCF1iwSedRYIzl1qq5LveEZQgQrGlQiAT6qxQ82BtyQqjtRQPkwJrCzQWlPmzfB5ix",
+	"tnEOtZIrjd3HJVVfdYzy2bPtbu/ZsxWZpSJRsDllNE6nfw98EmwmjIYL/FPMGafzqLOgs1jPfZPKBR/l",
+	"X3LGQsIFjmCPcBZpjFk1vCAHwjJejM0vpQqWdwFpjWgcV+sv+KVFvlrAtlQnhaZZwtq4eVU3cAY3v8Ag",
+	"7ja/mCAT1Xb9ecXot4yr6x90NYzMkXZvOYW3FYks1nHElQCamLyqevBjJBUCIHfIBxMeIS30rsaxhMHr",
+	"xMWaHWAwXXEHaZTki9O3G4wrzh76WGYFJUNsyxrDXv3bzut/6/dNueVu79/6/X/rHzhfqc/9f9s5xAMf",
+	"fBx6+cNDzx86pZqH3ifcKRe65GG+pQ1MdMIsZKI+hh9yWUB9UziHFqnTyH8aEdq+YkOq1Yr6Oj5a748S",
+	"zGf+UrBHKL4x5Iq8IktJlJKJujzVqdiqOxXn00gSindTJEnmFDyHEwJryUUKWUponJAdcl4Udoa8BWdb",
+	"XS1qXeDk34LBm46mhMaxuJWAcB0ouaPjjloG7YEi0D8cipF/kBMzS0n+MeT/2NjYgP+p5wLnvr+8idht",
+	"QP5hrzrzw5JrnRRudZ9Ik6xow0GVaFDtCsUO1dkqsgWIFnnTUARExFK3a+7oSyVRqCZBsij9lneornjf",
+	"3O92ZPm1XiFD/lPt4zhe9QL+VQ4Kw3fwIr6cYw1G9bT+Ex6vVgU0PRUMVZWxFQJhzPAqSTml13IRpQXV",
+	"E53Cid9J++sGJMrke6vd3DqKM0gBK9hU0fr1lLTNzXDx4tgKQo5PrJ9aCzJ+Honi7Ktyi7iTVJvG7FE0",
+	"tzW8Vl5In6RMqq0CBhPHbdnUAO5Y1YCublXtd8gdnSmSMjMwxBTnL8ZFxSfBYlikhXXRHa5Gr8QNa1sd",
+	"TLd1xcYiYUPuNjISEE2hS6vn/PKWJQwuel5RuECSumZsjpwHFTaRxSHcxq1lmwBRJyHwBF6bsjhs3pNt",
+	"w+IhttDh7hAMgvdCJPGS0HTKde8W+6ykp7zcywbAo293+7WKfbtDfkGgVZ39NeTa7qrkhDAbMemir0Il",
+	"RGMTGNNZFC+UzERHabwgFK939+yQecIwFENqJvwGXiL/IMc6fiLi8ywl/yAmq5EkWczIJsbiAY6ly58N",
+	"jz5wVbLABHQoAftZ0Cb/IDvdlyT4om1NAzTs+sTWb1nlCdXNGYQRF7mjfrPa1swUdQlZSqNY/tm0cm6Z",
+	"C+znf5DtbrfUwnZ3u/iNek/bvsjMuhnVk/2+2xdGWA7IF5AUBuSj4e6f7laf5oHLmyH3txiPDuOWTZ1D",
+	"P//1n/9Tn+WpKW+MtlisBmNkdjhENlkW0pMRBcbumEjq8zdniXMwrxZDHnzeuLGBtxvYSVBMtBiJGdPl",
+	"zIOqXSwgLZoHhWiT1KIYYxvJIdd6QdtXjZQMcwFpKTEZUSSnes/fJmB6wfw6ns18naelmo7BWogowJ/d",
+	"kfAhDwCrKdgMAMk42Ay4SAM8Aea0gg3dpv8XAOGxMsEVs5A6VJrnjXwGEpVOAB9yxAmNuFaTrUEB4bl1",
+	"OWP1AQWtlYDfcb8oiceKkENuVOEkmkxTHW6hR5avoG/a170h7qfaQ/scS2nobfidBDtuEpokGvRUQPUU",
+	"yyY6pEEEntGFgdF99myn2332bMgrYqqtugkY5QnubBRQjbWFfZ4jdK1hkC0sUZxJCAyKxQTq2WIJegkR",
+	"IUqOHXJrR6qR1pyBoVKZn0ybNhayeSwWcDiSjEsd35ibfURiLoy3kdbLkRTAbQytYDPRmeLfNywWSicO",
+	"vkCRWZ5ezuE4z1mi/0pFSmOfQMAAfhPSlA7Ix06n8+ku8EmYwBlVp1I1jDrbPNfEgjluclNCrddGpW3O",
+	"kg/4i4G73NNzxOdKd42awWDIXQNcr9v1SxJov+uXLEHwkOPU2IF3SpJhr9ttd8g+UUMlcypTnAuzdbzU",
+	"8ugQ8kDNPzB0ttEeEjlewpg+8HiWFOPzTTQ/pBp9VvwmpiM2QLOJw9ITJkWWqIu2VdAvam1cRWGvOilf",
+	"6Q5gxFgotYeQ4Ndff/114927jcND8sMPg3fvBmdnQbnEKBQS/rtSEVsX5wfqFJuipAUdmAS5zkp624Pu",
+	"1qD7PNhT8wHChVFq+IKm4CBPwVENg7Qyi0aJkGwkeCgbmz83zXd6/a3tnd3/wG6KtkYjWuN8YYMZoumK",
+	"6HJQmwNU1ezdnnvY84b6/y4ATdYN7D+C/NTNImMOO3OFqwHZ7XZtBClcaLOIZynIlWbpfCKnNNFl5OMY",
+	"xKdMQoj+2LXM7RElspIoVeMFMwqyjkiS7f5LjWl+ytJksbGv+G1AWprIaGKpESYiSRIoZakmAGYuQVr1",
+	"jWEbJ8beKBkK3OgDGpD+tk6psoXZtGL8nQQmQiLECLOlXFVrbg0uXVgJsgV1siBmBPq5ZIAJgB1iMsm0",
+	"CnVx+laSMDJRfTa7K+MxWEQJyiE2LcwsmyaINEKLjaMr245TYc7gFfoaJWmZJGsd+g8hAIFPypkA/pDr",
+	"ryzLyJ86M5a2/Kt9jNgL9iyX3rNbeS83zQ15IKe0v7P7KiB/IlP22fWDt1Ah80mpY/InMvQ6Q4/8iST0",
+	"FtSIdrutM2dMvLS2Ae3LBR/tfzgeckt9U7wjrRgpO0Pu+V4cjRjHsuDa0fMhEfMkYinVwd5RGi/x/+x/",
+	"OPZ8T51udPn0Ot1OF7ybjhKmYcrqVNs8sqGWcXYQfKtOOYVcQtBNV38z03E33oWjFjuhBK5mLMZrNKw0",
+	"QG/gqZu86QYoGwAQd9K5FrDlOjOJadnhK9/JPDMK0TJLBim1kjRKmoxR0Lv2ddX7pOQeigtIEyMDlTvT",
+	"wztlNGxoBpAko6TO5rZXtLnptisGKZ1MNqnYozTKlk90AiLzdQlmn6SAjTSO6QSzcqt2MUPUwi8dG5Rp",
+	"7FumwqOc1hm30Lc0pnxD0TEVzVumZL7zBt5Rg4Ou8LRifbouQcGTeCXSKTFeI5NSWG/IgO2+xEuH7jFj",
+	"51IdNrVX3osruwo74MTXjhNv4G11up0txEqdAncAUwCdRxuq+w0nzmAu6uptnXDXoAHWlXSaF5yIuBIh",
+	"qi5VnBxJp4nIJtNGb6xi/7VeVffNRj8gmsGNuSeo+C988FIFtlTdpupmAwRVVB6oxe2E8L9WzJDakC+F",
+	"zm4i9Xd5wTu4qGmy2CNXTgVKlI2bvDBPWYZyyFerQ7mni2aiqgipHI4y6ThOEjZWEkC7Y1yXiqYRk0MO",
+	"EhWKFUac2u5tgYDw7BkUH5cdpZXlpY9sFi9fta4Jdb3zgWrC1+WYhxw+NjnFiyVvqggBeRk3d1xJuWT0",
+	"kC+pGd1aoVB0ew9qKTRWih7ymnpybvKNW81Y31WgXIBk1VDcOK/zNOTu45XyyBgi0dzOfkpipiRQtaPE",
+	"WKMF+brKKp6gesQuZwp7TaheYAII1F9qtYZ8xQpF7bxCkTlVWBVN5tXyG6r36c2JZqCWa2ttd549G/Je",
+	"hyAiMpYrNQZfB3mfavQ/s3dhxfZycwMuL8ZwUVt9ANxReWtKrC5ki4WziEcyhfCEDnmtuCiGG2vDENjg",
+	"DQDanlooY0Yp6jLPnm13u8+emZAn7CdHUZGpsFUKtZXxwnEpktaur21lwM1jOrpW88Q5VRzP/U6u0ti4",
+	"trHS5lMH+HhQXhRIR1LD7m9vKF3DhMIpvjVnfA9Z0m0kcfhqSi/BuIMjrrHCtvJguXbBI2p4t7qZojhm",
+	"YYfsF0owm6FBT5G+zkdUMml2FFjwYNx0AbpMqlhqUQDqDPlWh5wLMo54CJLc7ZRpvspK06sL+yH1IA8w",
+	"KHt0TuaMsxCjEIM9CDYIcpCKQMdXGBOM9VaA5N8Z8u3C1G05H2PppNoke8XQBmxNN/Z0lQB5ZBrFMcLX",
+	"4TgrN9hYPeBgiuW1i1q1xYvaq1xuhGC7vFDSUNagk5nqi3uKVa9XXxF3gw0Y2OkUlG1E6bCkRFiFqYsv",
+	"pujTWDQ8kmTM0tE0Vxe1voyTA9t7Bc+EtOYN5c33yswQh/WdbCxoDnFAheIea1UsxxM2p1Lm4U9mj0I4",
+	"oOZr2EukDmLhGVO4ubWqyaKt809THZpWILUP3ViOQXa6Lzsl+pl4GwdCZHkhfr+uED/0s24x/mJleBLB",
+	"zgiZUufC3NhzcfpWHc6L07f6HiQEbCeNdyHqE0ZGV8sWqeWmWghXy90Z8t0OOVvw0TQRXGSyWgsPZc+2",
+	"T/rd7oAEX860EvfO+KcOwWj9xaAwHx/6JKG3d3dKvsi/xEOpSWsXuSUSGwHazvlGqFMMUiUSJQmDjRVD",
+	"NnGCWNRyjwSq405Cb2HFwohOuJBpNMKlVnSnyGZlFOaFCBI6SjtqLkAJRxSoBG5xkbpoJzk2B+iAFI+/",
+	"GQ5pHfGbiIaU/Nf/8/+SI54mbJIx+PA2CilIo29oPKVtQhPQ02OdHI0qCtwfWYr2O2On6Az58w5ZXqTQ",
+	"rou95xTTX69yoaUYKkOulmVjR0v+jfRWYNlQqWUldKMrQf5dpMshJmRGY3X+rKbg2ysiyQywZMXV1TLi",
+	"DHAEcO/BaRpDUGrurmv7rmPnZdmxY0qVl6JMbkUCWk5rWFs6c+j5ZKjrCg55qbAg/ugWcqv8eF6oF11b",
+	"prL4zpAPvabHcBObDQozspGnjrg69Nodsh9LodjagGQ6vi1H/k0IHfIiEHDB9efnzwJkorETVI5EwQ4B",
+	"eh1am/6uzdsg6WuZwvXWFnQ76MLV1+qqUBbN8rhvKCqZSonXHrF8ZHi9iiSaREqIMLjuNfXpfHIVC9hf",
+	"tvEZTa4Z3Po4i4RRdfG2wU2t9qiONQg6Sszsq61W4wkAeqzgiyCtii9iyOucEW3orts33VE31gQsFlad",
+	"mMeUk79lAoOObYI6Go2tl/bY2KbeWewoPVZA78xrD0GuaskS4gAlFgA5XRhqaUDMvKrEn0tCai65SKZW",
+	"1t1XnoMnXKhLjnVInz9//nx3d3fXcwqP6zpsDSXFvYjfiGjENqCuZWcejr26cuE2V0m9WcxV0g3ITbeF",
+	"vO51qT5wfWHrrV6xSHWlqmqlrHS5HifY5CzREeZ1GcFzFSvi9gosKlOr07pxtkvnhGi0jeVT1Yzyy8aW",
+	"ScwndVFr78NJpcLYW+pmkdcrwQz14ux6/e7W7la3v9Pf3u31d7ZflKa4bHovXrx4oQiTT+8dQ+YxQ+Oq",
+	"IFtkPutghg5eVavUCLeFvBElVL1cY3QswJXWTVefheWriYijXguRPcmHwzemxlb7MYT4gUFsIVmo9daH",
+	"puM9hArvzMxzchQS0dSiwhdyLrhEhtTvdtdkYXnKZr7ltLTVcqWstrvD8uw/U0kYmwHxSpteMAluwUfF",
+	"tl05u1WQrws9HOp1zoVnb+Dd0lkUdn54PXn//vzi87vz6633fx9tvf/rr/3304uD/ddHvx799afeT3+/",
+	"6J8ejrZPLt4c/NQ9fXP61/3P+/uvXilOT2+d4UtAIVCM6bEt330y/o+ITy4xnlFthtspTaXaO4oW7ypE",
+	"kwjWdabzEGFBH3hgIFcXXi6BAmnJqUN+gdu6qNGg6FKn+ZRL2Qd+o5ZAtP6iZCbUGBbM0RrausB0UWYn",
+	"OpinINXnZcqDNpyZ7XW2c3Fjni8zMFoRXFssc5zsgnlx9WNrSxhVVwCNpI61XHVk7YiDumHU2U2NLf/R",
+	"k0L9pmrppKb0j60EtGsWodc0fct7Nstw1fBev7R4ikVugvxWRJzOmYgS3sQYmSfIcwVJjlzMJwkNmfN7",
+	"KjBS2il4ka9YGTy0sjYfcpHR6cV1hqF/AhMlFTX/cnbyXlNl636qvBHJVRSGjOMbLx+6mffJXylnMSVq",
+	"lVM1VaXJCfURAmISKgmT6f/5/8iYjaY0pB2iVHFGslkuc85pQknElSiROFbZTl5JAi/OlTd9Ic27hror",
+	"WLyXmrgx4btD3msT9S0t26j30FTnmBgjLlNGQ1yi3gpL9AGDXs6FeEsTLEK23X95/3vnQryjfGFyFNV7",
+	"O8itlr9n4j8Rzhfeernmla2Dhj9YEcW9X43lAYwN9Xd2nc4PN5Th6Kfoxyw2rL8sc3+3C60i4nRC5g16",
+	"W71ufzcvQQZcOWeFDdXTvTyEx3CGjOv7BMDYXEgPaNJeRdoD61rgEcqEfU7fRDE7SepVtffCCH/1JFvP",
+	"pLGO2KtnqLdD9RA5lqQCXrOPwds3kYh1jLO2eWxmvBLk4JfNFaDj++am0NaIBrODSBybQ8V0WTQ2uIaC",
+	"Nio3juhnzqpLy3LSuVp8qBP10Sw+oDq7wVneoBRsAsgUrgHNUQuOpa2bjmJzRV8ouJCLBqZc9DfDPOHx",
+	"4sSW4Xis1cqr35lrbzdFgErCgjfY6b5UK1CLQqpINKkDvvmghFjI0zU5UcUYrlKMGEahW0ujBrYhpyYd",
+	"tCHlrDPkAQJgB0Qymoym2isDzgYjyYDTJqgCRgUkAYwdWQFy1BkLGvh0yHXIE8wiz0/3ScRHcRZivoKQ",
+	"rnPPRkVgfbUa69HbSKYag8qEdmI5fx2TDmpFGZf/c6rnaZxF5YlCZR/1LIS4G9i9gYfjKMg1y+sy3jUW",
+	"pUhZsnphxgpACcrtr3Bva9St8m7QUTrmKQu4JTgGidVNMAcSrEhuDrzlQ9C1lgHHSr1H1BZwN0kk798k",
+	"pS3SMK/qti0u4lK48tWg1+th3SvTFklKRiLOZrxprGCYer0oDNDiGyJQpCma5NYt0JCQdgGbMBzL+I+f",
+	"VtyzJzgsO00dWhOFvsb9zZLYN3vRxI2qHk3sKP5d7FwRqO5Gzg/wJvT7ToTsEGmwL0ervPYBc070S71u",
+	"d6WXQEb59BhDDjzpJNjAnkJL2ccGvD2exXERoXerCMjrgAiQ7stBtzvodmtwOwe2Cl491q1WKSuoocZG",
+	"Z/DvloNXj5JZxwQtdm4FVxuoBFzb7yJsbL9XAxPruekkW4PtHZxMBQA2f65Let1Brzfo9fNDUgWQdgFc",
+	"G/oo2tXvwQBT28CmQsEqmkwpb9Drdn0P0qW8QW91Ha0BiLNOXYMYygmcsFIs8KOsAGvryf3+/W/oeeXl",
+	"Ud5gRd/fSn1babQm89gI+65w3ByH70jEVtyoSsT18f0NguF2v6/UvdpA5VMd1iIJZLysiXW0TPDTyADo",
+	"LMe4pQDSeY0g24jjDs9DcE/pcV6N8qkF5CP7YZgwKdHfHgsxv6Kja5/Mk+hG6UdDTkgc8euNWIxo7JOD",
+	"79/vn2MwDUspABklgBjixvlqkG6d/McnOEwkBI5UzDGga8/GtbRsrRhklxrKP+KTtq4eYzKAnLyLjs1h",
+	"tzUA1IBtGYB1Cw7skWAe8UlgTIRul5h/VSNzN03Jv6cGzjEkHqZJNEq1XqSjLWvL67QCew88C9om3kiH",
+	"WptG9+rzGlqBuieeBb6F46GjtBPN5iJJFa+dxyxlYdC2yb0YhJIKDc5QgIsAdUHm9R1wJDOT/JvLXggV",
+	"Va88Lyu8tleOQPgOECcg3A6DF6I8PXS731f9aEM6hpnULlFrWBETX758mSfCs8+RTIeeXmV9GxdX1rc5",
+	"skqe7pisNW2lL9QR0BipBscVFpvO54wmMody1TFgmK8E6FxgcSZR2iGHeeYsbGrNUZ4q6QwGv93v40kN",
+	"bGjbLDeqpEKQWPAJ2DmQxxQfsPE7daogJoIVlcGHRhQ0YiNjTSgrOaEzdzXBqb7qh/N9ITYXDa5QmbVR",
+	"4llLnHmElKLx3FfyefbWI7LxIS8h9iqCsZOaXCcYo4T9TVetJBIvk4hxdBUBGL9eX97N6bDuBsmVvV9q",
+	"hB+j0uX4xQPv5bg/2mbPae/qRbg13u2Odmifvbx6Hm6Pe90XW3R31Gc7Vy/D5+Nt2httsRdXu2F/3KUv",
+	"R8/ZztVWz3MghfV+evAudeCvayTqs5qZNKJec3H7h6D9DQRtg0peK2w/UNbWicFLpO0mM2xFNmu0y9rM",
+	"cSMElg4K5WiwjbiVQX0TM+e01CnJfihaDTDgesjlgqdTlkYjuLXR26ZRzPM46/IkNr9E4d1myuRqht9a",
+	"g+q+oUMR6/6xZhFrBSnXSrLwESAEajwBarLPbCm1wRJGXbW07Rf86op4VwtwwJuypT64FK5E6pNbkVyP",
+	"Y3Fr/PqYlt7Yq2TadFXukbPbYopxJB2uWWmveHXo5+raLbdpKqbCeBPK5ZglCQrG7gzv7dO0s1KneLeR",
+	"VsKkiG+w8xHlIxbHLGzfPz/tm/arRfZNBmyFUgVbUzOBfsYkU3HLMQIG02N00Yum5vT9uWxANoDOaAcy",
+	"1RVO6xqEHy9Nr8uapcm10liBxdU2dQu1Eu5rIBYybWoBflvSBE1GUy3h1L5vf6+2YeLNUZkj44hHclps",
+	"qUHdA5vaw+57y5KQFzUHWZ3VqOzf+ir/p7V51dg7vpLFq+kOhusLL1xE6aiaxNSplDVV42xCjEzFXBKq",
+	"bssRI605hiORhKVGuSVhIuZzmx2u7sghb4Sx7ACeno1tL1z1RWUeomEAkV+6bENrMHXXLWKQ1Citj7lo",
+	"75HjcVrhg2XvM3xrSZxdQdhOYMXCPwTqb3CKDw3c6hMK1PokLjdfFx3u97jZdO/HeCHMs7S+/DdildSU",
+	"tGpBypcBe+Chzt6iRoTYM+YlzPatN2RrlH6wMunnmsqt4NkHgMraEAg5ALtrULK3tjuADAYJbca8pyNu",
+	"7y+FNSBBwYSgoQlMPSzE4SgZOoIh11Wxlsr+Gt73oWxtyFfga4iQ9HTGuJLtZh3LxuZN/1HWL11t7akj",
+	"/u+1fj2ZW/gR1q8VnL2/K1/vw2xfeofcc20aheEJTVb3irGFnv+4Qb/BDXphoOuf8AbVOGQPFYc3c0zT",
+	"RovUoc0GN5WLDZSGM3yfcHbLpNLZEpnuQQgP4ynCqZs3O0TjEZIeZDbMIFw1ZXtDTgkXfKP/+bNNE3Fg",
+	"mCjZ/vwZXXXanLXdfaFuju3+S8BBtpX3DbxCr0s0WCVkUIca5JgNOQf0DhyGT7I5oMYOzDekrx22eQM+",
+	"2TLf6QxXn2zrb3b0N9InO+ahnSHXX3ZI4JTlh1u2m1+KiSk2N6E3LJ9BBzLqjTJxzeYpeU5CupD4puYP",
+	"4yxWd2VItrrOjxiFs4Jxbp3recjXUzuqYZO59++++EmoMlrcZpF0zKHFinvLbpfaCMQb9K/URlhi3M0q",
+	"0WpHWBe/qfp7t7tOgGW+nk517VJ4pb72GiMroQ0WPii28sy8uyS6cq1wuJ3fRzScJqY36N/n1uuBW8+k",
+	"sa3wEApMXvfqxXhr1GcbO2GPbmyPn19tvBztso0+3Q5fsN5462oHXsrwbFzOpDfovdj2PfDrW9HpXvMz",
+	"ykDPn7/o+Z5iXpcJS5OF48ZzeIw36KttnG8ILUY49Oit5uYs0AP7eYLpd7tqeJoAXhrNmMjSwTL27a1F",
+	"om6FRA1LWaBZkWKYHLUkQm8nD9Drryuhmbt0leA8hDF3wbndK/YPie0bSGwAHlteh68XqPdgS8dyGa9Q",
+	"jBigSx9jUqmNJvyecah0KAkFT5UsllVGHCFM5YjSPZ1dxG4ikUnzDKS6opXE2ldz6dQf8jxMX5tbfRCR",
+	"tLvKpqao7pX0CZ4+LtSH9so2iyH/OrbYU1iColh0Zio1f0VFf60wl6+k6P92YS5l5t8ddL+l7t+g+ON2",
+	"x0NZiHjZvnrOeuFLujvaGndf9HfYi6se3Q6fj7rjrZe7fbZDX4S9q+3R83GXbdHd8OVVf7QzfsHgoavu",
+	"6NtFvLxXRxx+3fsjtuU3uJYcSPgCo/2NjAgpk1/pXgGYCAiCsQErOq4FlcKWW01F4zjbcGKXg38nsai7",
+	"vi30hZRELBzyOLpmhPIFtrlHqAOVMXDhZGGTW7i5v2UsA3i1AAEulL7GayrgDxEQI2x3yAGAyqP2L7M4",
+	"NUmCrnixvn19yJfcVf6SmwqyjaV1EtRdXOesrM0/oQtRNa4X0tbuN0A1vUcyM9V2sw30g1o47OoPjvUN",
+	"OJbNCZcpUef3WzCqlM7nGwCwuCH4hknFbkTuh7MJeSNXWXztF+AqHQS/0VRIKFSFMN0iQQx20qIuMHgB",
+	"6zsCvHooh4BYflhbAtJOtNEFi32RiLd9i5QM5Z7EmGhIdRkAkALlUP32hlXwFAC9Oy+w4ud1CF62O24r",
+	"Ig4lMeWywEoLwjRCtqMgDQ0mC6gai5hCQx7QhGEqvXTAfZhjrbQ48Og6DYAByYCkLI5lAQEan8TfNa70",
+	"kN9EMrqKWV5B3BC9Q5RerJlwblXGSo/wGcoA4GeDl+yC2BtSIcylKUluyBZB6TsSRuMxS3IQWs3LJdKy",
+	"M+k42eMzcQWQuRFPp0i4NmQWKEFU6xB29pFEWxognDjFVnRJskpFirr8A9y8sEVP+IFFFXiwzzNfSpui",
+	"CSYU39PbRJ3MMpQafO7q/7xPK3Nkd/RfC+SsEASKlDdaSj0uHM6z8sOdn7+uCQPv64j5wkuWFDkumLrV",
+	"+qZqjAGrf7BcXiRc012mzoYWJ9SpwM6/8a32FW+XvDLr0nBvYKmGxZgFmNIbhllbFeQZffs4dV/rLqBy",
+	"PaHVEDjw5sFIxY040sJx/a1jag9pIFtR4FeWRwHA+gNuoSHPryEXHdi5HJ5jWUm39cqt5FfwxLlIo7Fl",
+	"sEMOMBdOnTYcIQAFRqlk8djP/U0GRQ4L1UkSpct4Hrb3NpLpYxgecLd1D94Zi6Fo09flVg38CY0U+5yS",
+	"M5H9naqvgOb4JTAq82a/91K9tbOzs5O/+TrJuCBvoxmt8CdT8OrRjClfm2b2ZHd4sbSNutb/m/Eop1Ja",
+	"ThL3WH8bvqSr2zVyJPhdFvlNq4F5bIFkCQFxIPEBE8LcaVvpxhXE5lPBFbdA0aoialohFDTtlvsT+ZNq",
+	"l5q/dSmhDtk3chqNE0bDBdHoZW4omZ2GybMFHnaujcXO7yZZxvC9AZnTSHEwGOqQF3JjgJp/S0BEXsK/",
+	"TM7Qg1lXPQ6tPuVnFCIbGJ15a59eGNnXF8i+rOJw1NJn/VxxPaxAVp36Cqbbgi32wLlJ88zDx7DCpfyv",
+	"1Nd/O9nMpOJZseaRLE8XKlyD6eUh//VMD4Ob5cOELHKvjLUDifjPjpOEQUHSq5g9ezYgVHOajYjbCri2",
+	"8jdUTWpZpgl5BVLDJPBrFpKQ3UQjXd4JvSZ+XuUqn8Z3slRaiboFG1vGbxYlBiEWQOFNHVcI57flnUHI",
+	"SyiXVPNTY9DI7/RmTnhogr3/LxLialnK10+CqHb2342n2GyEb85KwGxyj1YHWJTycaqcY7Z/gFb34kFa",
+	"nSuqwTzRYJYKJVURKkslIhGnpAy0qY2DGK5o6vMFBsNa/4oViZSYN+QF3GoJkXXqPeRmQSQv4YGqGTGS",
+	"JdlN8GWSGCzK/8V6pKGwsXsZwhXtYLX1IIxHPJOpmCkBeYP8fPwBozXTaBTNKU+lccRvv4CAMtubsR/a",
+	"7ly7WVGW2+jtvtT/efVyXF2Hu2X9VVsuHymy2f3QLLvpc/yH5mo014klyDfXW2MxEdkyS5oSgUo81whV",
+	"DzWfFSW7Wt/KbpXRJmwkkpDIlC6kxmYIkOm+MtWNjVpJJzTi9ymX5K2YQGl7jVyb9+SGxFu2XtBym9nh",
+	"W6TnEyumv3/pLJeuv2aWqt54Gtv+vxu7EJNS2bMs/UbSGR6ZZi5xlkKNb3X+sAC4M0pTeQzULTdkkdrn",
+	"fzpFA1SLkg/vv1cSESUAG3hx+rbto+ql9vANjRlP7Wsjt27HTEApz3TKFgTL1Taa1/pV5gLAxYp7DXmZ",
+	"fQ0ILRWnhmqlt8LlZB0SCKmtdVeJuJUsQYtdofIn0iCTLBly6iB26zYLGqgPVn597EiA5SJMFwfTRMw0",
+	"GOTZSJdUt1QUCVTNwy4dWrWNcxTHoYs9u8V993S6jeKAPqHyGouTDrkO/+yQfXkNBRIEVsEIWeUWMNzT",
+	"WA7X5aA/4V57BAfVCwBNKjrlhjAhvYGnSbk2U8WBfRPLHhw2r//m+Y8bL3/693eQn2MWqWqJ217B2GdO",
+	"MPQxgJK4m3M+2buiku1u+9HPr09Ob7s/fj8R+/v7++/PLqZHFxP155H6v9cH+7+qf8dvRmd/UX8cXsRH",
+	"P/18ut2fvb/+07uXPx3e7h9OJ9/v//LX05f0Fl75y+nFzlFy/ZfJZPLqVdFQaHbqRMc3P9pOaJamMTDJ",
+	"5Ri21/9uF4gJJ69y3m90jcholsVKHcUAR+swWzvI8cw0lI92acDjfhhKG1OjmTFFUFtyJcR1VRf5TuaR",
+	"LBpAtYziVfFHtztDfkRHU+M7gfvBlrnWvFfTAAFZ0WGb8VgNJBDclLbQEq1PpKiTYMvhV1APHjy+BHL9",
+	"UDg+OHn//ujg/OT08vD0+Oej01eW/IHOA9U2il67tsynefqMsfAg920+Ap7TLPeTuGfdUBH75nvhRCPk",
+	"9LT5R6sLo84Og1F/kxCbB1KloMj3ckcoDcMniJNZxR197vpfodt/Eua6wvjei/RYrZSSInF4T8iT7T4b",
+	"KLLlNDRMqhpaY7Vw8yayafY5ZRy5NBqmVuPceSv2tYcxcxP39k1YeQvKKs1jOmLSRwcKyOptU9GVNEY9",
+	"5ozdscxakUD7ZIZcB3ZuoOc8IFB8yC2y3wEbKtYaNAUhZ/QavF04BDcaUsnoIOpfZda0EHHSokOOD0Mp",
+	"tlSA9cLAVne77aqJF3m7MQvW94wFlCr23yE3vbS2u12lZt2yOG5/tUvje11b9+HxlPfYXtc2sK7L/G31",
+	"q68t8d83U7vVasIvczPwc30f9h5ifHauEKy6+bjbo0zDZTcH7No/LoyHXBhNzEYy9k9waUT8SmQ8/Pq3",
+	"xjvgj24kZTBOxCwgLXVOQh1t1Sa3SZTWXBo+EYmxOQO9wVPn68cjbfTAbYyA/zpZ0eCRSGDs8P+3IovD",
+	"PB7eaAGDwuiMVasA6UoTZoJd4CpCs4xT9KEOnjZAA1pNzdpWoL+7lCJLRgxKw/XbGmatMfcULsx5dhUD",
+	"iGiH7GOpPXWLRjeMk4jHEQe3JtoWSrAolbiwIc8tROUqvbqYw1e5oY713nvE/aQWcTV53dQ3j3wokLDQ",
+	"xewVEVJJbuniz976nFXP4JtYpKa0qRQ800XGEcBia79b/5+6kypF5s0GTBdzBu/3CveQKWBqcTMefxtZ",
+	"mjXdR4emL8MF9En+43pa+3qy3EyJnRIqc+N6VvjrP8FV5VZHrQX0UgqyhIwpHZ6BZ7zAfWWZBUr0WeQ5",
+	"cVXzkE+0q8CW/pVKkAfzPkIxtFiouAgcZRb6JGE34lrXjSTjmCru+nWkfFtk9sksIMsYTRilbvG7It85",
+	"er0Sx9G0sZ/VAiyLoNWM+1eRJZpnT6kkchrN52DjKJleZjlBHsmoDGmbOZV5AjbRH+xpXfZ0q85XzXF8",
+	"Yl5kAzJW50T+EwnD93C0OY2Sry95H2gseVlwR8qUJo02dfRVAd+Lxo7DckpDIkeUc12jXOOUGSfGkNd4",
+	"NAflJb5iIzFj0saOgFXFkVG5sIME7BwyT8QkYVL6uiXVEXYQ+kZgLQq1Fc/nV+G9H9TyfYtcAg1es1Iu",
+	"QcEu8zSpBGo1vmYmwQeKoUildURlDVSU2z+Y67rMNT+06sBKNz7hn0DWA1V3/i0ck6dsLpK0IBvXCIgt",
+	"Jd4FjsATIDMKjvRXx4eBhY8FTAgwIbfVJra6kz/kii0hCGUUmy1vDBUoPRo7BSWaBlVDBWkhJQ3W+0zc",
+	"QEbqLU2UlGkYKaYw1Hg7LZCKUu1d4fircMlTnMajkMxXETTN7vIUjR+gy+txfk1dPueuurOn0Kvvjdkz",
+	"fWnt5A9W+hBWalW/76QODyN0pM5PzMIJIjkBeq5eht8/h814HPHrr89fj3ioK8/o0FHLzuB2+k4SGUHg",
+	"ocwtlJlkia6BUpcZ1iRRDnkxHNmRKaNqOPFXYXYXSNWnYxSHuNdwtb4qm7jQXfzBHx4uajXu2d8jQ9Cg",
+	"U40hxQjr/9VyR7fVSTJFZ1hqEFbVF3sk4OwWc7HcnxABhvyiTjQUjVM6Yg5p5JMrocFSRWyT9sGXYpsz",
+	"yWIo1QWfN5IsZgY3XHY4u/2RLQxQ3Y9sEbT3CHWGU8rGN8hzbmKqG2WLuV5SoMxVM2YM3s3TZV1sAqOu",
+	"s1BvL8hgo6nBGRio9xRrE5kGT253yBss8QN10dUcacJIzMYpybius7ck8vfC4JB97aR+0jr7P/9LkA80",
+	"i0VbPYD0dV/VsEXrKZk4gd8s978LYLO9nWX6ural3pf7X6bQg7X3x9ZgWQcI4LepuvKbh/WeMogsKqaG",
+	"JLqaJvgXNcDWI4N8C7xKDb7CrryB9yNbuPxX29TwfJm6rlg1YbV7otnf8oFOIg6qJVTutRG8gMH5nSQZ",
+	"dzHgyggJsjE7pNfukP04JlAOYshz4ROYmanz3yHBOIpTlqg7giajKXPzORKXx7au2aK9ZwyOAblmbG5z",
+	"bFk45C0sXgE1V8JI2l9IS5esaLsD3yNBfvp1Pkh+PDHr5C9nJ+8JTRK6UGLpR7C2whQ/gZ0Ab9YWQH/L",
+	"6IbtYb4Ns1B8aTRTpLxRs4bQhtupiBkJ6aINOSfHGlIcaERcEiGaoJJ8gy/6xA8QqM836sldsKTACa75",
+	"PQVNztnnVJPdgCg4e98sgYFsc4ubSMXhGgp+4Ho2VTLp7+ysWMnkDbTTWMqkv7OzTimTfDc4e8AvFzMp",
+	"bBvBm6uaaMa/fkmTt6i5NNczKWWEiSQlIxFnM940FHCnvV4UxhJiuRNvoK4v32M8myl+BR/gNbzQ/Hwe",
+	"zk1YuKY+rbhaJzgKOzGd4xWFPmwkn1yzha9FJJ/kvfnE6WyF2izQzzsRmoou+3K0fhmYXneNOjD3P4cQ",
+	"MuF+eqquilXeQAknf+Mr1pp5sIjzeJfE1mDnxWC7BwSpHUavS3q7g+0uVr1Tw3jpu7hx6LUG3LgGSSub",
+	"z0WSNg3CbX9Z0RQsr7Ru1RTNZlepluLwnP+W2fl1ksPXzctH+WXDlCR9sPhjGhhUoHARq8gVj5xFJheS",
+	"oXJNocJypfwFhMKT74+0z3aeiJsoZMlGymbzWMkVm2ORmOH7Rg2WJJCMhyzRECcOiomPJdcC09KlCc/H",
+	"QVR/sIPIPcc1o8jmsaDhhupkAwriKX2/3BTEMvIsjqE9Sx8QeZQcpe5vQ6aVBJ/tfp8EX/Tt4hOoySSX",
+	"CDxI3gOz2KsUcrOjNIXcINe3BcjTuz6RjJFAN3i+mLPjMGg33cBmVU343RoMJG++6WLVD+HwolxyoBzr",
+	"gxhQaBz4V74Lv+Y95RBRSTXjkc068ysUbigU04WKsC8KvvZev3Czqf+Kof0n5vxukLNUJEo2Ku9vyIbW",
+	"PM45Pt7A63X7L7debD/f2YW/dJ/bvge2nkuUnc2jL188393Z3urDX2q9ay6t4hTg5iwSZglRmqrJrXHb",
+	"16LeVKiBeNP33/tPf+UWDvpqNy8WkzDH/fdYUOEnxU7qyil81cvbpeT9F3iJjEVTOH5Vd3MXrr37y4zl",
+	"1zemAz/++i6AC7Zy/Gdbqfz1gmhtKa+57r415KbeOgDHplnCAThW6fgBoWEoScJi0wGURTCfiTbWzBMG",
+	"VlxoH+5sKq9ZqC7Ldocc3YCBBNVmHfwPSyaZrnew//5wD4E8xJi4NVIg0EASzm5YQjC9Gq7XZ8/OdGxB",
+	"59kzcvSZjtJ4ASpZksXMxCj4qPRH0kTRj9VIRyxkfMQGqp1eXiQWpAgeborE+UoGerwtLvgGVLtpD3Iy",
+	"ZlzDG0GABDxoYx4iqQe8N+SEkEBOxe0ljeNL84Q2yWBdNXaJWDVolknBGTjhIoHX+x0HKq7aEIamDQiD",
+	"Gjb4rb7nn7f3hnyr8Hqxv9p3r7KUnM3pjLR2Ed/yNcbStaC5bbe5FtbPge3VHpCTuaJVr+2TDzq2uYWJ",
+	"IuQ4D5Ajra020vC//vN/klMmRXyjWt9u++SA8hGLY/Vxp+0D5RpGAoRin2EyuCmMqWMMS1ght1+htY+b",
+	"XGTppQQYJPebTLIk8MEpc8OSS2QsIdwGKeMh5campmZymUHMjEXvg0xTav0bofamzPYgIxMijVVfsyxV",
+	"w1ACZ6TmZVqcM/igT4wGBLihccZ0PQxt+lET1U5kPBXn7HOqToS1Oc5oOppCrT6+uJ2yhBk7WMo+p341",
+	"dcjYxKBQR1JINdI/DTmb0Sj2cX8CWAaVCK9DRyPFhNWAwcWlTvSV+pHxieK+pBX8VVARaBiC4C/i//wv",
+	"oeiw/37ffrnPadA206ETOOCBYsV4HCNJKJotsdwUMhAsJJ1OE8ZISifkOoLS0cCsKEcLJ5xTOiFRKAeg",
+	"scC0VBcBaakOHHAH9UtbkTkaXbOGZyzRcGcGo2Rmbhl4YcgLbxycviNGxGK17SA3h647ZB/mkIPkXCGD",
+	"TdR0sOoWTGrIbZgULnlHE8vqEAGRdCHJVMdQaYyKKFSdza4ijozwGQn+ff/9YQBHsrIrplSSZ8+ARzx7",
+	"ZppI6cQHv2AcI733sJmT06WtuB7YZ89ySCPTpsRG+QIaxTZhZC3DZqD1Z89gcc1iI/d99gy1B9j1FTim",
+	"KJXFfkzyHIxe8RpNEXspkRYUnnHgnJxdAw+4SE92r+D23edKm3Ex4igMFx6nKQ67eJ+b46qenkZ8oo+B",
+	"FeBvAZEIToRSH/Dj5Szil7rmuWEgzo/0c/4jpDTpQKEZjaB0nf6RiDFG4lltv7+9MRVZojv1STCOhUha",
+	"LSXwEp2QaaMR/0T622RKNggXt22yicXa24FPqAZhA0O72kFDjuxNt4sA9AAGJkl3D4eIsoh1OyAKl35e",
+	"Vy2Ceze3SzgykOLHCIjCIhAlcKQJk2kSAWSC3m+KZQQlHePVVqBBmQ1+ffmJIH8/kooZKpnALJQSM3B5",
+	"0Fqc71qwlWhOIYyJ1/n58OjsoL1HUiXxXCWMXqsZgn3FQX8e8jBK0AKzh368/HQZl0yOLR2AamJS52ga",
+	"gAWjTSRGkkoTgsBk+nVsFnBUmm0Wa2nx/fUM2t/YyVAk9BJvg++hpHBp4DqsqPnUjojikJo8Ej5xx+OT",
+	"fDgNVLQb0Id7fyPiknEZQUm0VrB/dqDuc7WZ1b9UjlBIUQ0F7Q45dHb70pV4hwHgdWuh3nVWYx8+6S+p",
+	"HHmoLFfJCdFLPJtt3NBEdSUrb78VtyzZhybgz0NoZ9kyqGHahdg/O1CThcbArrGi0eijQTxyTBEnwCMR",
+	"gU5NJSdElLKZvN+M4J69U62uqR2laQLCA+zG6G8ZO8Y2IeCiam3IncRqn+W6YCqIFqgHFoZarbq6XNW/",
+	"uUyNsnRuof3/2fvS5DaSZM2rxOCPgJokBJDgItDKbFhaSuoRl6aoWrpQRgSQASKbiUi8zAQpFEWz+TUH",
+	"mBu8P3ORd5N3krFw99hyAUGQqulue23WZSKAjIzV43P3z93d0Q1Rh6i5dirx1sM6LVILUJWt22dKYDaq",
+	"1/ZndQEYOyTzJ4BGGhCIwFEGwAYNWOX6lY+S65hO5GoYrq4M+xsXijNA4od4EB0E7h7K9j+cE/vRicAu",
+	"0A6zExyoM21QFpbXXtuyph7Bzjbq9jhpFFZPgIpuGmIeMgqmZeauY04jeLUXsHfd7Gt9pmb/AbxU7y/s",
+	"QVflcSYncLAn1qPwVRFieACuztksyXK229HG9Spmwfvk1tW5tKKgdYTvq7E92hAswj4kZeB7FuVYPNMB",
+	"5IclVP89q0D0m+P5EphfuRZmyWounaOTN86d8wv++cvpeSOAr9a9u2E17PbRy6vaC9gvp+fqUKv2ykty",
+	"ShwPF+iSXwclUN3w8Nui12YWyWimBtM1Paf9UNf1T9BOtYOmnpyic/gm5e7bcp7YxUPDVSmqtCsEuLXd",
+	"bEBV+Zl6gA2sTVk5rR4LLQaZ35IbkaZRSGwvfVmBvSqDO6xuuQwAW99lYHuCVtF6Xxt+/6CXbf9x+KUb",
+	"bAc7G4GUyo57EOVBPGIMrhaOPMPs10lmM4FZLT7QcrU0n5UHhLqcFay32irqWEQDtIQ6VtA8SVqByQpq",
+	"7dgvPQM2lAZWsrR20EVT6QZH6dM0uQVLkFmOdU8TzQOPs8ROBtkMCs4NYypWc2DmZY0pqDYIPzwzvr14",
+	"g2n5QBuSxvMECaOF/dj1lv9LOPM3GnrARkuEwU1jG4dfeuaaByeBj2JMKrTJLJyoplbPA1SahrkoaOti",
+	"NhJhKEKgAASMfN4Bc1gBAZtPkzy5zBKlF11Kkd8m6XXA6G/1LiGvKJ7E/vmIORUlr6dzkSnVo0l1HgNI",
+	"ggFOOKxVpob00P5C00ilerHXWxMv6e2kOlOnYuz1VtNkV+0of/i1IyqRm56IpV77710bVB3jmyqtt2yl",
+	"8dahcFcbQmuMqc0KA2ntoaq2SRc3Ac1Vr9cJ7NR11p2608lYmwZmkTTjr5MzHTU29a6q2cS+PGU2WdPY",
+	"t11zNlhXO60/a66tif/bzTX/8qS5rjiEPMuiK6nzp0VKPSTHKmsuMpHWDl19+fQz+DkTz6nNgH/HGZE6",
+	"3mZAG6s2aqhPUGwgQvmRQGzFGCPJbqfReMpkwpJF7nuAmma0eJ2NkjyAoMokZerimsTJbQvMACMhdJUm",
+	"EbKlePz01LrkN5irE7jWTFvOLnwGtJak0VUkWRPw2Sn8sRKaUS0/LQfw8ceANP2O+pvH4wfpDj6E1Hp/",
+	"TpTAo4zmhpDXbQQOO8+3lq+aqzc8F/TilUpmXVxUksI/tvJohlwjuhQCba6F6Cjt4OZZ7pyV9cOo6uJz",
+	"Si6nymAc9608r9ZZ3eGZ0T0Yb4S5V71tX4o2SqTYypOtRNaCRZN3bwPdKqM+rHtO33l0GuDeQNbDur7B",
+	"Lzbo2DG0vFmvkAe0slv4kw36dYZtb9YxctqrjrEml46YnPKsbA9WP6/HLtDWBiNAr8oz3mhIHsJ8R47j",
+	"3PWJDtlg0ensCMBzj7ynHGrYJqNV/dWdqx7yPxRdvawlATddOzfVi2c8ihv9Bpe8nSWLP/j/oK60x8mM",
+	"mNsHB93KzMjANy9l+7yvocnvdC46r/rd7X6ns9XZsbzw3d2d7Ypsn9WJRIsy1iWBX3S7/U633+uZ5lFc",
+	"FOK33BHQtte/sJc7EMcrhxfo007RaYapjm2RBoBrWlX3a6fcTfWkbs5oPkZ/6Hd7O1D/wJih1dJ6nIX+",
+	"di0zvvi2Vfz4bUuP7z6CHu/6tdcMTLPn/V+eG1/Fa3fG70ekOZ9XxqTZ7zemtUMSJ8zelI+nZXb7d9+9",
+	"1flkHHdWehONoUK/ulbc6Hu4a2RiY/CVogVKFyQyUIp4gRYVKP1iICEvXnX6e620aepcdY58ImeLGyC4",
+	"SoHR08TzWzJvs6DaVWL2LYl2s4rAXzHkUEwiKbKBlAmzK4RxaD74yhImsV7jMpEh4wzpXHlyLaRfg7Iu",
+	"+8pAmvQrh767FUIEvEaINUrK+JDWoQIKgHrP86pZwbyoKZfZREHfyM0iiBfTQDKtVgt08OqKAmssKBVI",
+	"hwFdwp34JWd381TcRMkiu6SuB847Qv3h/ZA1h8VfIoFOISKOiWzoMbVOrTb7ZIneJuWs7ju8A6oNY3cM",
+	"xbMwJk389HnofaaRjE3cpFtmTXUgbqALsCLG4Ttk9tfFFdFO18KCHBYZ8cU3Rzm9xAZNQOojYCjCZ212",
+	"nNxA6U+1lAqxmWCAwI0CIHdWklpvlhcLoGYsSf2AADziFSNaa2PoQ4z1ntmKnWFG5xDi7oeHaj7VyEYi",
+	"vxVCsmp/lAGH6h3UKVz7Njuq8myxVKhLGYyGEEDh1sAAbR3Kh2TUCMw/xQuYGAI/cCATOcunShoqvJ4d",
+	"suGMp9eX6hLXCwqrVgC6ecI6cK7fophTYsEU8DCBA+q4cqeE68yWTIH5BEFE5XXVDSQoOocy3A3kOJlh",
+	"aaxD8ibM+TJOeJgRnWYkKhaYys0KUo1JlCpNxEhVro9bhpHCtFnsvhgl+TSwVjqdi+pCnSakuFL4BsGb",
+	"MsEWvbQDaQKgmo8jvvm4zcQ5wO0NkQ69Ts9ybO+H3lawXTHqB85wkrKRiBN5laHl0Y2gWrZZb3t7ICuI",
+	"u1Scd8bjSZLORMhGSQhRHyDsdXDIbBRJa/8rpiIDhre5BAbSp7tXXYTN4QWkWYwxB8mCzLAVz1gHTZuY",
+	"03wgXfHmv6xSoBVflxkWS+VzUQbbk95ZxWxGk5WPQx8Kx/4QVtEYS8F6LS8FDWkq6vk5B6aiNpnoUjQ2",
+	"XdjTLOEfKo3gkMmJ3uL/2EEBpIFukIUN1FU8iupfFrUeIZ6DjexYGXTWYsyHwQznBzy/0ILhOfV7Jf2F",
+	"PAb93X0FVUEw+G8lUV5aJO8Nts0epmzjod/KWYRXkZK2SpqT4m9aMFLY6HOOdgeKzCZqEKXD+8Zlff7L",
+	"GPCPYwygh/4Ua8Ce2pV42vp3OvjfZqdJ0hxIEP6BIy0Tf78TNK4jGVr/hpVlP304AxHyKAPDbr9r1xE8",
+	"ZIXdFEezqs20u++txMdoxkFj9rwjVjybLIEbpyQskPAfqIlbBXawD4GDPQz//s+2ZXR6myYH9mYVjKbJ",
+	"QmL2xfUmckU64IsnQSPHSPOIWwtCvnzBf5KQhkyFYYzER6wF6TXgevytcVRgMVtvdtHp6xB3y1RXhyZq",
+	"HALaYUG2+iRl5sLxLu3fvU1f06GAuf3RcQ7eFzr0wVGXsC8BelcC9lBP1IJOklREV/IzHeQiEhAC40G9",
+	"laueYnPN/9bYAGMWpmWTFh5xhVuLnzbdlfa2jseL5HyR91chdWuFQZOHH8PumQT8HxhNRWEtPd0PY3jQ",
+	"GyxuLmkcQ1yTIZsmMeVVN96VuaBut5/FyImbJDBWpIClyUKJTAB5sCFxN+pNWIybhD3ZNGmtW6ttpGuk",
+	"v3bMpgudqLgiKSpO3+tETuJIASKHYD/mkohuFMMQ4rKVpIBaG6cFTWl56HkQMPdrmHNFGOUW+9/V1yaB",
+	"AtsmrwBmi3YrDbQplBV/E9F62lqjIWuqHoMHlEANi3QtuoF0quIpJZ+SW0/5DWgsXsET0KomEZ6Spddi",
+	"CwrejgTDAnFtRsn1wJY7kIU8sIz4mIWPAN9r9iZ+qo3dh2wSqVHx8VjMcy7HgoViDiUNE6oWbgbXTMXY",
+	"mR90TpItQnUPs6okc34FhggqhGjKO7BmNk1uofgQDqalg18Gkqq20oUG1VERyWAdF7J0THnGhvgslbYa",
+	"SKxI61mfgZYdQ8S1+jEYLGeJvMKqaFHGBg0QEzc8QrKrdhcXcskNGn0jV7yZeKFug8ki47FabLWcxUdR",
+	"8vA4Vs9S/Rg7JbqdQ2sq0R8NJLQsqCKXNfFAvQV1IKIcdLSMLIjaJEsmWpgRzFBrDDJ9m1Be7fQhg6Mv",
+	"r1hzUFCNB42ADTDQz/u0ZfLbWiwUmC1uPBy0pSGsV0+EwTZaC6YlATM6zWJx01fZMN6GUX5sSoBsnEQd",
+	"0ll2ekqtW1n9kDXzlI+v1Sz9cN7d3unt7u0fvGo9AgA6Hf6WSdOrlNb9oMTKsqqjrjSJV0G5/s/r3k73",
+	"9fbeUfdVd+/d7pHJAYqTVi5qu+lErtCXKO96G3/+t8fNuQhXQG9ddJek6T9R1s9HYH063hewLC44PaZz",
+	"D1DGs/FYBFk4+4BcZGJqcYVFHSJnSwEe2+r7q/otx7WCA0NBDRagzao6oVs8B/kYFk1hE102ou7toch5",
+	"hEnLUHySUIGKjd61pmGkfz/YYI5GCXObKzKlfuR0JT4GXdOk1EJrvXoKbxHKJihdks3AXyWenieVV8jc",
+	"AkZVU6MBEeCjcv0lUyC37InXc+mm2H8gOSy6qesR2wNud51bNhsnc6F93s3hOJ21dQaj9ndKryDJ2I5m",
+	"6jpqj6mEZzhssSmfz4UcyEhSQrc5T3PDrJ/HPFeqDEbvvD4/Djx/F7YnUgBESYaKBy4xS6ESHhY1hoRW",
+	"UDoFSzfBCNiECgnOoOKIqSGtHe63YjRNkmuWLUZmTjIWR9cCSNvYWxg0a6KnKGCpyNMISuNhmuaWzpgm",
+	"pNrVodeYSQiUXAtM6oRaE+Af+uHIIhh8lVP/PxhIE24DxIXyvZQN20zXU8AKf7hKl+TsGjpUAcyNFvKc",
+	"GwAOP36RYco98r4ZP526b3Qn00x3jEX5IdWnos0nQnRIZjmVe9Gt6gbxMGq/4VG2lGMPWzaHL7n6kM+j",
+	"9pLPYnLymGJzOhiJ0qkBYxUDvQAnD6SQNyJWW7SJw1dbkp5eYvFDM3X4VzIGvzzUPwgwKwmt2bAFWbYA",
+	"1NNppu10OJDeczqaNNPr57J8CUvBlJPdr3iKjG/6uyHmsJunSbgY6/fak6jWXsQT9OzOI3k1RAYjdS8X",
+	"mZpzYsL0MeOazdQDXdjubLOZUMcBdRIR9ikgFiYpEujj/beFWFgHL0y26+WF2kCgSuAPRnx8fZWCDa8C",
+	"XJ7hDgQX8lPQpXE9aKFisM3uVmdnq9sDW3DHteljucpLkiIZehxQliAm63T/cvbD/t/2/vrq553/2T3u",
+	"nRycb1/s/rT/C3gEUOh4z3dfHQSN7BrQl/N5rwMWOPj1aHnpuJeI0+b1YbdzHzRg/a0JvCQy1wdm7gQ/",
+	"Cg1vP7Kc5UM9dm9u6I3ZZeBZ1idxcwO6O9IjarrOCIxS9JbbrQ77VslPZ7fjTv//QwN8BOoc8fANbX+L",
+	"ItQnRt3ktnJOCYFagyiReTWKBYuCSPMle2FOxYsKsydcC0bZxOQbzvVc2gkk6fvwYJ+tfBv4X1EyflKC",
+	"sWDy1bjQlZrVY6Pt+RttvUJ8rYdVyCkIabmcj23JKe/jLFdKGdHgil/egkvY+yhWEKvwGU/H0+gGH687",
+	"Pv68rz2KgFUNovCpN4bCd7eQu6s4gsJHegABqxdY39LYTRe62UtJSuboCmyqbnJAN8UfS0qYE2AOMviN",
+	"2dGaqadRi8EnPnw5xGS81qLNM1gdIfN0icZsHsWw3Xk+hQh0fFFTyUA61PhZ2xyDYcvBNvCaF5nRmZ7H",
+	"Ln6miWdVM1Zj70ba13qGbh9vrsMNXl0BojYB9oX+dSkqV5vFKotPNIF+aMpPFMtltLCABR9I3ZsXmS5n",
+	"4dC19JfoOnGKUVB5R816gyDuzOy6CgvmQFr743anQ34Y/UsqBYskJ53gNY4ISf7E00ipGRmLJJShNbsB",
+	"1Eki6iVZhCXHWHN4d9e9v1cQ9+5uG/4xiYCaOFqy4Q21dolYGsqJDaTkMygkdncHtLhL9XfxSfjNZel5",
+	"tCsrdQ7tu5Poiy7ohkAV5xDSZZIQa7Mj9v7t0Zu3585YYEqomQ/HRz++DdhPH968PYWkeqevPx+/Pblg",
+	"ObANoVAHhVVOBVdLBR9dLtKYWHXIqeuzXqdTvUMcy21FPL5vs3VECvGjDlmvs4MLCx6ymI+vSRUr7R7k",
+	"z7s62SEQ/dzds8pvrfaO72GrSbl5Rm82Z+Zdkm7AUfMn48GT5LLWutuPSKHwnCS29VIq1JDaVq//M4RZ",
+	"6XOuR2p2BoZa8VxcJSC2P198+Pjh4tdG0Jjy7HK0yPNEZvopINN0g0bM5dUCez7PL384dxPW3CTRWICj",
+	"felWmz86Ozs//entGxdL2TsFeoEnTwFNOmsNM/d4VCHCjgzUp/F//DsDKRMwziY8X6QKMrK5CKMwYSB2",
+	"mMjy//h3BQNlztu2tR9O3/zqtvUx+Ttnb7+oKUnsr96dnl7QO800/Gae+Umk9C77xOfzj42gsUjjRr8x",
+	"zfN51n/5Mpsm87ZDBXoJRvXsJXQdFlZ36vPFxenJJwpZWm9+7+8fkX6QVlwd00odpnjNmeOHl0H1fYEM",
+	"XnvNWMe9/mWLlJ3O5uyd1WfjGUg8K8VzSfL+MxGf/KkzNuXnoz6tcXtUsp6eJ7gM3Kpzdd+J0NzzmGey",
+	"jIIcoGk2e4W5u+b2rEWYnc4qhFmq7rWqkDgGIXAFeYSauJHAAto8syAG0QYBEA55xTG6mMNvkpQrtUCh",
+	"4jH7fP5RNTPnWYZV0kpQpYApq0uYRUVc4RY+8+d6II3YWAV9fdPxGngFA920YUWJzKzPhtGMX4mXf5+L",
+	"KyiuAX/NpfPHrRjNh6wJYI5mLgtsDlJ2/EMrYEP18uTlbN6DShj4187VXD2J+K/0ZHePHnWP4jycDFnT",
+	"AMXyQ52Oeopsx5igLAM8KW3YGSw9nXWwdzv5R9X3tPyEUrWh3yDcXJcupiCj5ngqxteuTVmGJnqR6B5q",
+	"lzQzkd7gz2DdYIe8vAMPwv3LO9UrAOQBk2pb8lSkFNcnhQhF2BrIKLMbsG/HEoH9S2h7WE4v1MXfe90O",
+	"iybUcSVAYMNHEt1VaIKPJNvfZtNkkWYD2RxabjEWx9E5FnkYR1K0Dlkix6LYjukPuSn1zx2orh7R+Q8L",
+	"rIsA3TOlGUR7OZ5FJIegQ8lzM0A2wt3Oq4FU3wMPy8oRCoZhiTSeP9141rKmrOqDCeVXolgMA7aQmSYT",
+	"4d4KcLgJ5UxjcTSLcp21FtKnGRXAeDyp7bWkuY1TYb3ujtW2yN6ODMEoww7g1q8OZ1FC75OQ4TFIx1UG",
+	"+9kizqM5T3Olt8+2tIHeufrUkBv9RnMUSSUGz96802epVVFmjSIp1r0KC139M6rnV9Podw2r4m+NoKHP",
+	"pkWHW72D7e5Oex5OSnD0iufili89RIpn/frfdm46y/e744Ps59n27McO/9uo98vNq790F/sXe/OP6fbk",
+	"r+IgPBn/mr0sv+f+kbMoaLkrYAWUCCSumJIU2uHHFjKPYuYdf8q76Z/1fx58dlY8eM8P0DY62z4/vbvG",
+	"jJyhzfIiST7yFDIp/WkMmREPL5ZFO/5nKw4ZpdesoK68UxLSmLwnlDTUgIqAGUih/6kARcAMYND/VGgB",
+	"SMk+HMDoDhTh76JYVHD241VdK3J3cj29XjuntSK+uukPM2DG1KWzVKjoW1BdiN+yKKwMsshX31QF6I8i",
+	"xIG7LibeHOUjVF+H3pKKm+TaZ1PXMZMxat3QkUZLSz6OQsqfu9vpsCjM/Ejgsp1/niZjkUEaX4qkHcjh",
+	"HSaEDtixxSrkJjc1B4fA11BA5ytDI/xXdS2GYK5lX1kKkUHs60B+3draMv9XPx/OhJsi/yswVL5S8jw2",
+	"ny6zaMzjeGkwnvbhE3fByh+11dRPtWi3VOIsj+KYZUJ4RH2G7+dxPGRfPVbUUuQMVyA8dI3fDn8awgKK",
+	"xOmv+imFyD3c0yx0SHWF6yFtOe+Oxgpf6g9mPFWt6Vb9oVf3X1PH9TP2m+oJVK0M5BCzH6De9r2Tr9rN",
+	"x0C0awSjeKIm7oS2Gfg7qUswX/YkTpJ0IDGxLzOZfDGrwTTJky38aotyAPsFusMoQw4SOJw8Zrr6epTk",
+	"tkmjH0KmkSTD/Q08ENz2Q9zP2r5kvFRI86ujaAdmVACyqxnaFdAcieWwGAVmeaWjxyZWSCYTyIphGeWs",
+	"TChvHYKbHCl6kWaOoT5fN07bykASMzzSeQ5wHV9kKBNsuQkTxZBBEhVmcqjUEsizKvMWJOML2BBExJB4",
+	"aHAlgBRQyoaa5ICKABo5NuFRvEjFQN5O1a7Ts1mF9s9h2xuu4ZO430rEI5FZ/XcHTOT2lJgY1Qyd/A0e",
+	"x+uDKr+f3w7p/3aniZcOkVbLBjhONyJdJlLd5J/oIsLXVj1o0aP9NczC/eNrI+AM6JjRh2sinEpzc1Xe",
+	"Vf+i9OwRDz+EmY/HoDYDnq4aABZmLrTDiH3rK9JzHKjWKzgqn+W1TG4lXuXVb0BJr9vEWk1wAJ4P1nl8",
+	"CeQx+/KAFcRBAcThBmPI0xK5DdD7NqRkl+dZ7+qfCjblMty6TaM8F9JyMnbaHTcjFpBTlfREEq5m9BIb",
+	"ROFWY/3THNHA8DqAzhhdSZ4vUnHIjOUtF1uTJN1S/1A3xK9Hxx+Rrd0MxTjmaqcM0e7XZ2jgwES+voj9",
+	"UeS612+ow41HCSk9Q0ZINfTk9dU0tDsDGclJ0h9IxvIoj0WfvVbXEy6WmpQf0cjgTwvUN70RqVq/Puti",
+	"Q15SSuP/w8E1Sin6qzXcEq+XdpoYL9IoXzb6v/3u7rvKRzRU8nvs7MRTPcdZ43fYUFPB43z6R+1WOiL7",
+	"JlAt4CDQ7a7EIpz+hZRgc3+jFXIw1VLEnpBjBYqAYPASIOMf1Wv9nvrxVIuTcdQm1+tfk/jyFaYHPVge",
+	"QyW4VevyMboRUmQrJ73OKl27Cp/U2TIelQWZnhBtnZ1+IgfFOm4brTOASwWhLVx2V/xGtAfyxLeK9631",
+	"CjnUkCdKXi3UGYGSHOpXLQ0d1YWXpNEflDEwK+BWE1lpVJQXmY1gGHPJJiIfT1mUt9kRDvVhS3rRMK+E",
+	"1ufzj5omBJb5alN6lJeM6GBKniAuXND1BEOsAoE/itw3ApaYIVb0PMIq2ahMVgS9WE31sGVButsHUKbA",
+	"/F0WQYHbuyp7a0UfjIV2zW5A8cPV3XgcIUT1zJPoNQbyx8jioGENZdWN/+Xs7Y9PbX0uaxo/O3ly27di",
+	"NK9u/Oe3P5xt3ro1CVa3vvPj2ZNbn8171Y0fn/U2bbtSiKu9G9hgZbDYOS5L9Rm9rv1EYzjIgme2gH/2",
+	"ZBFaszcmolxYXx/6IFBw3nIjSJ/Nao/Xj3nNQiINwH/bk3gUdejokTbVSkIEJCd7mcyFfDziPp0L6SKz",
+	"4En4GK9SdXUnSZwhEQIiiJY5WM3SZHE1ZZHMcsGBfzjnaUbE7Fk14KIOPhe2pllCaL2zNrQ+OvvwrfB0",
+	"cQUegtNRVnpkFYYzYIuwdvbyDrKNXWKpr0vK11y5W15zTQX28JHxPWv4Dilx5CS6WqTWoqoB04uMZSLP",
+	"I3mV9RWWUZgGuDGLUXuWhOJ7E3w4xKDQG5FGkyXRHYQ6ShgUjKGfSH+LYwGZRyE5x5e50BWXzFcQtAYk",
+	"nHnMVY/Elxzt/V7zyKbRvjrIwaH0ajXmgRyS95bxcEaJfKWI9ai31NZhW1uabhOF7D//1/9lW1vUGn0w",
+	"bLMKsBplltMANOnKmQ7QYQTbj41jhUQxSUWv4zAA1CRqNsfQTiakWtZRqYXonsMqAAnbguG2YFFlrN9P",
+	"MHfajfozTsQqPGm6U1MwQW+CRxSO8yHh3qQ73uavxM5oP+yNd3df8Y7YDg8m3dH+uCe6nRXvxY1wqRFr",
+	"DTTce6AD3e7uwXan2+v1VrzKbMtHvedh0Kl29UvY4L6U8zpVKkOxWh45p0uMp4mJnnvCPW5ZKlGm4++f",
+	"Jx3cEYPZZmYDqjeYtFltx5i5ac89ceGfoucZws9pIq/wECep97qnIrzXRRrq83T4JCl7arAmjJKfBSHy",
+	"DTCTYXHo6wfmjGYE0E025ddusgX9xAoM1bl/IF7iwnc5RWFdeNKLwiQ0yzzOwgU89EMqGt3Oq4P9vd3e",
+	"zjb8q1rJLbSxrq6rBOqDqm61c92jt5ydfrpQZ9mrCZdRAQ6IhHZj+5eYVWCeg4lNoUwT9B9AQraAYSx3",
+	"iyUTTO5Ac/Ui0/OoAAD42pUO9DpOFuGWuhb1JkD0FTDK9Y30+V+23i9GW5+08Xdre3evP5DZlG/v7n0/",
+	"FV+a74+PXm99en+0vbvX5PM5y8Q4FXnAUn4LjLpWa4iowRiQAewQydNQKCCVAqJcsBqJ6EaEh2whqTdJ",
+	"ym7VMY+Xun9uRD7F8He6mMAFfIm2MECVqWsgbX9c701WTAU1kEeyuEoMY7IyLwOH9m36GdCnQDi9dbMY",
+	"+Bn2Mbpr2AqAj0oucZx7ne0oSxbpGAPqtjFBJFRSg3hDyhXol9v0k/sPpH239m3pGR622ZHeWU7tAz1O",
+	"4paSgxqTKTTfypuIh5z95//+P+ytzFNxtRDqj4H8GIUcnK3veDzlRVd4q7bmgO5VBgGs5jE1b07ZhPZA",
+	"nos5TJe7+MXVVntNUzkhAYZVtnjm85+/G2rLpbs5B7K0O1H74ia1R9hqs12NILneAi+0sj1OFnGoqUpg",
+	"6RShJUzbZGvN3M/eg7wCJ93EslXtk4ZOPAgiCyEjdGiH7L+z9Q6uL1Pp8X3eHYWdvf3JwUTsjfmu6O31",
+	"Rr393mjED7rjyavu7vhgPO71Jt3J7sF+ZycM918d8F7Y7fR6Yr/LtSxGbd1K4wpBUwf1up1ODdRbxzX/",
+	"XTFpg8zVpUj1u64owAxTBFivnR8FpjNV/HbXmKfJhIhyNJJjnkY6a/V90LjlmEmjkHj798C2DS9Mk1lF",
+	"/mp49JbPorD9/oerk5OLz1+OL653Tv4Y75z8/dftk+nn10c/fPj13d9P3v3170ffN3Q+NJ09F8LO/hv4",
+	"w6OZyHI+m6v7cX+vt7/f6UAOEJpJeM52K5JXl5hnRSnkt1OeZ5i7fCZyrtm+YZTNY768dK9SPQj1v06n",
+	"09W5x52btnxB38MC0lfbr3YOevu7e/Av6BIGpTv9uNRh9xoR+LiMhyFF9p5hRoVImJBAnZAdm/wWXOjo",
+	"SibQWsdd465qFq9w+GbDBB/+oa9PkX1m+AxNSLs1Tq5kRKE5nKUFQbpsPYeOopGEFr9KAqLPXQni50tf",
+	"7bbPzVvJW+3yNp46EA+zOPwjgCLPN56HX/MvoMP82azsJ+ms5lL2rvJUcHWVP5PevRlqOPTwAcum8BR0",
+	"DhKurTZ+EnQo0v/0fm+W1BGM10Ox1XqsQngfNIgKUGsgRbaB8CmkYy7RiK6tHlTlTV07I54JE4vVVN07",
+	"F2GUBdjK8Pztmw+fLj+ffxxiXBmU+AKo5mVGy6Z8LpAweBtl4pANAfNlQ5bxZUY1uw2xYYnkU5OSsc0+",
+	"JjxkIx5zOVb9wFWARMJzyKYNFvkEBa3ada4HPlPQscbNfI6z9eS0rDAYHZejpszyJDahTahuwXVbtZOh",
+	"z+2NDl1lP52J9jpc/PzpPT9JctCdl4XSfchrQX36ofOkm69zIPgP3zVQEz1aKCD72+/Ac1Q7vdZioi3o",
+	"mAoR2SEgY23C6ZwNPd/VsMwbfpGx4Z2a38tFGt8PW212FMcMc/fkU6V38pTSiQxf8nk0bJtArJcY86/L",
+	"kxTdlR5rfUspEuNESjGm4oxzHqVQAG7J/nrOxkkoAtKeA1OqA72DAYuTq2SRm/xJWYDVqlEI0WWCO4Y1",
+	"TcghVlt/pW1J7qBbbeZz/oDcTcBRhzGS7QA5x4TJ+lgs2KQ2vR+22c9qbjJxI1Iem0Wh050xdTE4A3+R",
+	"MSWfWSaw9GSUsamIwTtBearyqZgdKtWRxzHeK1jZEDnMWmoU03dHOXBtuDSvNjIFXRFLpxNtdrJOnnEl",
+	"OZNM39aYGYcaWemKalvd7bVd8Yqa0rrII73fCXpoDqkkEuWxdL5w6iUNW4a9H9iU6jK0RM2KZU4Xsahc",
+	"Yruktv+GtVnuvFfQoFR/LGuVynNiSh6ocY0bN5lTjiFdhgZzcZp6fGdHF6/fYy5NyURdkll/tp0aC+Uu",
+	"1yaq7a/MK6vrLmKBweqEtq/Pj80BEllQyD6btayDOg8oHcAES1VSXtnKTLKPSMxqZ4Eyb5WHf7RudgW0",
+	"2FXSB+A0mRh18LeaTq6fAcB21nIQKnaYjkwpluEr9he3k1tzwR47U8wgUnjbO5v0cMWbTxc5or3KVQmo",
+	"OQM14+QqgByqlN50nIqcpUmOhkx/enRaEu0yx8kJKr7Ay6DyKzwhGMdR+hIvDXe+IQ1vDlrtXKTMYKtD",
+	"k7BaiweiC25vB6XrYLfzypk80rJXn7Lm0Mn9pgbyZSuLZouY50k6bPXhkKRJDKLezVWDt6X5KQtTNc8B",
+	"gc95rIAonFBQphzzMjoH1D3gbAFdqUNduOgTQKSvkbx3mRpfgk7TrYAqj/FVbXbk3Bm6DGnuYJF0ITMC",
+	"C69PT07evr44Pb98c/7hp7fn39uhIwrRkXiH+IDNF43DJT66WSwHI3cp/issJKT2kkVjmgNsBJELzLN/",
+	"AAozXbWaBk54V6RVA9Xa9T3KRrXPzDBTy16KZMIq1auSh6fNjrzi2AVOw4vMGgwMv4F7Lg5n+EZRKw8a",
+	"ydDoPsJDYOKzAI+ILfUN7AMNqTLwprh5NJxXOcD3/vf7/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

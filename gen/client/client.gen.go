@@ -9305,6 +9305,8 @@ type SendMessageHTTPResponse struct {
 	JSON400 *Message
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *WindowClosed
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -9332,6 +9334,11 @@ func (r SendMessageHTTPResponse) GetJSON400() *Message {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SendMessageHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SendMessageHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -10108,6 +10115,8 @@ type ChatappCheckOnChatappHTTPResponse struct {
 	JSON200 *ChatappCheckResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10122,6 +10131,11 @@ func (r ChatappCheckOnChatappHTTPResponse) GetJSON200() *ChatappCheckResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappCheckOnChatappHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappCheckOnChatappHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10170,6 +10184,8 @@ type ChatappContactListHTTPResponse struct {
 	JSON200 *ChatappContactListResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10184,6 +10200,11 @@ func (r ChatappContactListHTTPResponse) GetJSON200() *ChatappContactListResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappContactListHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappContactListHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10232,6 +10253,8 @@ type ChatappCreateHTTPResponse struct {
 	JSON200 *ChatappResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10246,6 +10269,11 @@ func (r ChatappCreateHTTPResponse) GetJSON200() *ChatappResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappCreateHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappCreateHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10294,6 +10322,8 @@ type ChatappDeleteHTTPResponse struct {
 	JSON200 *SuccessMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10308,6 +10338,11 @@ func (r ChatappDeleteHTTPResponse) GetJSON200() *SuccessMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappDeleteHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappDeleteHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10356,6 +10391,8 @@ type ChatappGroupListHTTPResponse struct {
 	JSON200 *ChatappGroupListResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10370,6 +10407,11 @@ func (r ChatappGroupListHTTPResponse) GetJSON200() *ChatappGroupListResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappGroupListHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappGroupListHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10418,6 +10460,8 @@ type ChatappLogoutHTTPResponse struct {
 	JSON200 *SuccessMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10432,6 +10476,11 @@ func (r ChatappLogoutHTTPResponse) GetJSON200() *SuccessMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappLogoutHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappLogoutHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10480,6 +10529,8 @@ type ChatappQrcodeHTTPResponse struct {
 	JSON200 *ChatappQrcodeResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10494,6 +10545,11 @@ func (r ChatappQrcodeHTTPResponse) GetJSON200() *ChatappQrcodeResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappQrcodeHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappQrcodeHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10542,6 +10598,8 @@ type SimulatorSeedContactsHTTPResponse struct {
 	JSON200 *ChatappContactListResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10558,6 +10616,11 @@ func (r SimulatorSeedContactsHTTPResponse) GetJSON200() *ChatappContactListResul
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorSeedContactsHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10611,6 +10674,8 @@ type SimulatorSeedGroupHTTPResponse struct {
 	JSON200 *SimulatorGroupResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10627,6 +10692,11 @@ func (r SimulatorSeedGroupHTTPResponse) GetJSON200() *SimulatorGroupResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorSeedGroupHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10680,6 +10750,8 @@ type SimulatorInboundHTTPResponse struct {
 	JSON200 *SimulatorInboundResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10696,6 +10768,11 @@ func (r SimulatorInboundHTTPResponse) GetJSON200() *SimulatorInboundResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorInboundHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10749,6 +10826,8 @@ type SimulatorMessagesHTTPResponse struct {
 	JSON200 *SimulatorMessagesResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10765,6 +10844,11 @@ func (r SimulatorMessagesHTTPResponse) GetJSON200() *SimulatorMessagesResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorMessagesHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10818,6 +10902,8 @@ type SimulatorPairHTTPResponse struct {
 	JSON200 *ChatappResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10834,6 +10920,11 @@ func (r SimulatorPairHTTPResponse) GetJSON200() *ChatappResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorPairHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10887,6 +10978,8 @@ type SimulatorReceiptHTTPResponse struct {
 	JSON200 *SuccessMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10903,6 +10996,11 @@ func (r SimulatorReceiptHTTPResponse) GetJSON200() *SuccessMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorReceiptHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10956,6 +11054,8 @@ type SimulatorUnlinkHTTPResponse struct {
 	JSON200 *SuccessMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10972,6 +11072,11 @@ func (r SimulatorUnlinkHTTPResponse) GetJSON200() *SuccessMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorUnlinkHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11025,6 +11130,8 @@ type ChatappUpdateHTTPResponse struct {
 	JSON200 *ChatappResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11039,6 +11146,11 @@ func (r ChatappUpdateHTTPResponse) GetJSON200() *ChatappResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappUpdateHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappUpdateHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11087,6 +11199,8 @@ type ListChatappsHTTPResponse struct {
 	JSON200 *ChatappPage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11101,6 +11215,11 @@ func (r ListChatappsHTTPResponse) GetJSON200() *ChatappPage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListChatappsHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListChatappsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11149,6 +11268,8 @@ type ListCompanyChannelsHTTPResponse struct {
 	JSON200 *CompanyChannelPage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -11165,6 +11286,11 @@ func (r ListCompanyChannelsHTTPResponse) GetJSON200() *CompanyChannelPage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListCompanyChannelsHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListCompanyChannelsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -11218,6 +11344,8 @@ type ListContactChannelsHTTPResponse struct {
 	JSON200 *ContactChannelPage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -11232,6 +11360,11 @@ func (r ListContactChannelsHTTPResponse) GetJSON200() *ContactChannelPage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListContactChannelsHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListContactChannelsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -11280,6 +11413,8 @@ type UpdateContactChannelHTTPResponse struct {
 	JSON200 *ContactChannelResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Message
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -11296,6 +11431,11 @@ func (r UpdateContactChannelHTTPResponse) GetJSON200() *ContactChannelResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdateContactChannelHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateContactChannelHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11349,6 +11489,8 @@ type EditMessageHTTPResponse struct {
 	JSON200 *EditedMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11363,6 +11505,11 @@ func (r EditMessageHTTPResponse) GetJSON200() *EditedMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r EditMessageHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EditMessageHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11639,6 +11786,8 @@ type RevokeMessagesHTTPResponse struct {
 	JSON200 *[]RevokeResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11653,6 +11802,11 @@ func (r RevokeMessagesHTTPResponse) GetJSON200() *[]RevokeResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RevokeMessagesHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeMessagesHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -13461,6 +13615,13 @@ func ParseSendMessageHTTPResponse(rsp *http.Response) (*SendMessageHTTPResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest WindowClosed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14183,6 +14344,13 @@ func ParseChatappCheckOnChatappHTTPResponse(rsp *http.Response) (*ChatappCheckOn
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14229,6 +14397,13 @@ func ParseChatappContactListHTTPResponse(rsp *http.Response) (*ChatappContactLis
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14277,6 +14452,13 @@ func ParseChatappCreateHTTPResponse(rsp *http.Response) (*ChatappCreateHTTPRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14323,6 +14505,13 @@ func ParseChatappDeleteHTTPResponse(rsp *http.Response) (*ChatappDeleteHTTPRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14371,6 +14560,13 @@ func ParseChatappGroupListHTTPResponse(rsp *http.Response) (*ChatappGroupListHTT
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14417,6 +14613,13 @@ func ParseChatappLogoutHTTPResponse(rsp *http.Response) (*ChatappLogoutHTTPRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14465,6 +14668,13 @@ func ParseChatappQrcodeHTTPResponse(rsp *http.Response) (*ChatappQrcodeHTTPRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14511,6 +14721,13 @@ func ParseSimulatorSeedContactsHTTPResponse(rsp *http.Response) (*SimulatorSeedC
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14566,6 +14783,13 @@ func ParseSimulatorSeedGroupHTTPResponse(rsp *http.Response) (*SimulatorSeedGrou
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14619,6 +14843,13 @@ func ParseSimulatorInboundHTTPResponse(rsp *http.Response) (*SimulatorInboundHTT
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14674,6 +14905,13 @@ func ParseSimulatorMessagesHTTPResponse(rsp *http.Response) (*SimulatorMessagesH
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14727,6 +14965,13 @@ func ParseSimulatorPairHTTPResponse(rsp *http.Response) (*SimulatorPairHTTPRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14782,6 +15027,13 @@ func ParseSimulatorReceiptHTTPResponse(rsp *http.Response) (*SimulatorReceiptHTT
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14835,6 +15087,13 @@ func ParseSimulatorUnlinkHTTPResponse(rsp *http.Response) (*SimulatorUnlinkHTTPR
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14890,6 +15149,13 @@ func ParseChatappUpdateHTTPResponse(rsp *http.Response) (*ChatappUpdateHTTPRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14937,6 +15203,13 @@ func ParseListChatappsHTTPResponse(rsp *http.Response) (*ListChatappsHTTPRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14983,6 +15256,13 @@ func ParseListCompanyChannelsHTTPResponse(rsp *http.Response) (*ListCompanyChann
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest QueryValidationFailed
@@ -15038,6 +15318,13 @@ func ParseListContactChannelsHTTPResponse(rsp *http.Response) (*ListContactChann
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest QueryValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15084,6 +15371,13 @@ func ParseUpdateContactChannelHTTPResponse(rsp *http.Response) (*UpdateContactCh
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Message
@@ -15138,6 +15432,13 @@ func ParseEditMessageHTTPResponse(rsp *http.Response) (*EditMessageHTTPResponse,
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -15368,6 +15669,13 @@ func ParseRevokeMessagesHTTPResponse(rsp *http.Response) (*RevokeMessagesHTTPRes
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

@@ -21,20 +21,37 @@ import (
 	"github.com/chatmsg/gateway/internal/store"
 )
 
-// Permission names, as the API document spells them.
+// Permission names. Every operation of openapi.yaml names the one it
+// requires in its x-permission, and info.x-permissions lists them all; a
+// test keeps this list and the document's equal. The webhook and template
+// names are the API document's own.
 const (
-	PermWebhooksView   = "channel_webhooks_view"
-	PermWebhooksCreate = "channel_webhooks_create"
-	PermWebhooksUpdate = "channel_webhooks_update"
-	PermWebhooksDelete = "channel_webhooks_delete"
-	PermTemplatesView  = "provider_templates_view"
+	PermConnectionsView   = "connections_view"
+	PermConnectionsManage = "connections_manage"
+	PermMessagesSend      = "messages_send"
+	PermMessagesManage    = "messages_manage"
+	PermConversationsView = "conversations_view"
+	// PermConversationsUpdate guards the conversation update extension.
+	PermConversationsUpdate = "conversations_update"
 	// PermEventsPublish lets a platform component publish company-scope
 	// events through the API (an extension of this service).
-	PermEventsPublish = "events_publish"
+	PermEventsPublish       = "events_publish"
+	PermCompanyChannelsView = "company_channels_view"
+	PermTemplatesView       = "provider_templates_view"
+	PermTemplatesUpload     = "provider_templates_upload"
+	PermWebhooksView        = "channel_webhooks_view"
+	PermWebhooksCreate      = "channel_webhooks_create"
+	PermWebhooksUpdate      = "channel_webhooks_update"
+	PermWebhooksDelete      = "channel_webhooks_delete"
 )
 
-// AllPermissions is what "--permissions all" grants.
-var AllPermissions = []string{PermWebhooksView, PermWebhooksCreate, PermWebhooksUpdate, PermWebhooksDelete, PermTemplatesView, PermEventsPublish}
+// AllPermissions is what "--permissions all" grants, in the document's order.
+var AllPermissions = []string{
+	PermConnectionsView, PermConnectionsManage, PermMessagesSend, PermMessagesManage,
+	PermConversationsView, PermConversationsUpdate, PermEventsPublish, PermCompanyChannelsView,
+	PermTemplatesView, PermTemplatesUpload,
+	PermWebhooksView, PermWebhooksCreate, PermWebhooksUpdate, PermWebhooksDelete,
+}
 
 // Principal is the authenticated caller of a request.
 type Principal struct {
