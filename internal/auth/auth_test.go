@@ -85,3 +85,72 @@ func TestParsePermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenCacheBoundsRevoke: a revoke made through the same service applies
+// at once; one made by another replica (another Service on the database)
+// applies no later than TokenCacheTTL, measured on the injected clock.
+func TestTokenCacheBoundsRevoke(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := db.Migrate(ctx, auth.Migrations); err != nil {
+			t.Fatal(err)
+		}
+		clk := clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+		replicaA, replicaB := auth.NewService(db, clk.Now), auth.NewService(db, clk.Now)
+		res, err := replicaA.Bootstrap(ctx, "Acme", "a@acme.test", auth.AllPermissions, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		authenticated := func(svc *auth.Service, raw string) bool {
+			t.Helper()
+			_, err := svc.Authenticate(ctx, raw)
+			if err != nil && fault.KindOf(err) != fault.Unauthenticated {
+				t.Fatal(err)
+			}
+			return err == nil
+		}
+		remote, remoteTok, err := replicaA.CreateToken(ctx, res.UserID, "remote", nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local, localTok, err := replicaA.CreateToken(ctx, res.UserID, "local", nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expiring, _, err := replicaA.CreateToken(ctx, res.UserID, "expiring", nil, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range []string{res.Token, remote, local, expiring} {
+			if !authenticated(replicaA, raw) {
+				t.Fatalf("fresh token refused")
+			}
+		}
+
+		if err := replicaA.RevokeToken(ctx, localTok.ID); err != nil {
+			t.Fatal(err)
+		}
+		if authenticated(replicaA, local) {
+			t.Error("in-process revoke did not apply at once")
+		}
+
+		if err := replicaB.RevokeToken(ctx, remoteTok.ID); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(auth.TokenCacheTTL - time.Millisecond)
+		if authenticated(replicaA, expiring) {
+			t.Error("a cached token outlived its expiry")
+		}
+		if !authenticated(replicaA, remote) {
+			t.Error("the cache was not used within its bound (replica A looked the revoked token up again)")
+		}
+		clk.Advance(time.Millisecond)
+		if authenticated(replicaA, remote) {
+			t.Errorf("a revoke on another replica still not applied after %s", auth.TokenCacheTTL)
+		}
+		if !authenticated(replicaA, res.Token) {
+			t.Error("a valid token is refused after its cache entry expired")
+		}
+	})
+}
