@@ -2335,6 +2335,9 @@ type WindowClosedStatus bool
 // Example: ["2026-11-01","2026-11-22"]
 type CreatedAtRange = DateRange
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // OrderModeDefaultAsc defines model for OrderModeDefaultAsc.
 type OrderModeDefaultAsc = OrderMode
 
@@ -2370,6 +2373,12 @@ type ConnectionBusinessError = BusinessError
 // Forbidden Error or information body with a human-readable message.
 type Forbidden = Message
 
+// IdempotencyKeyInProgress Error or information body with a human-readable message.
+type IdempotencyKeyInProgress = Message
+
+// IdempotencyKeyReused 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
+type IdempotencyKeyReused = ValidationError
+
 // InternalError Error or information body with a human-readable message.
 type InternalError = Message
 
@@ -2387,6 +2396,12 @@ type WebhookBusinessError = BusinessError
 
 // WebhookValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type WebhookValidationFailed = ValidationError
+
+// SendMessageParams defines parameters for SendMessage.
+type SendMessageParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // ListChannelWebhooksParams defines parameters for ListChannelWebhooks.
 type ListChannelWebhooksParams struct {
@@ -2415,6 +2430,12 @@ type ListChannelWebhooksParams struct {
 // ListChannelWebhooksParamsOrderBy defines parameters for ListChannelWebhooks.
 type ListChannelWebhooksParamsOrderBy string
 
+// CreateChannelWebhookParams defines parameters for CreateChannelWebhook.
+type CreateChannelWebhookParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListChannelWebhookDeliveriesParams defines parameters for ListChannelWebhookDeliveries.
 type ListChannelWebhookDeliveriesParams struct {
 	// Event Only attempts of this event name.
@@ -2428,6 +2449,18 @@ type ListChannelWebhookDeliveriesParams struct {
 
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+}
+
+// TestChannelWebhookParams defines parameters for TestChannelWebhook.
+type TestChannelWebhookParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ChatappCreateParams defines parameters for ChatappCreate.
+type ChatappCreateParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListChatappsParams defines parameters for ListChatapps.
@@ -2580,10 +2613,22 @@ type ListContactChannelsParamsOrderMode string
 // ListContactChannelsParamsTagsOperation defines parameters for ListContactChannels.
 type ListContactChannelsParamsTagsOperation string
 
+// PublishEventParams defines parameters for PublishEvent.
+type PublishEventParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListProviderTemplatesForChannelParams defines parameters for ListProviderTemplatesForChannel.
 type ListProviderTemplatesForChannelParams struct {
 	// CompanyChannelId Id of the company channel (from GET /api/company-channels).
 	CompanyChannelId int `form:"company_channel_id" json:"company_channel_id"`
+}
+
+// UploadSendMediaParams defines parameters for UploadSendMedia.
+type UploadSendMediaParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // VerifyProviderWebhookParams defines parameters for VerifyProviderWebhook.
@@ -3399,13 +3444,13 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 type ServerInterface interface {
 	// SendMessage Send a text, file or template message
 	// (POST /api/api-send-message)
-	SendMessage(w http.ResponseWriter, r *http.Request)
+	SendMessage(w http.ResponseWriter, r *http.Request, params SendMessageParams)
 	// ListChannelWebhooks List webhook subscriptions
 	// (GET /api/channel-webhooks)
 	ListChannelWebhooks(w http.ResponseWriter, r *http.Request, params ListChannelWebhooksParams)
 	// CreateChannelWebhook Create a webhook subscription
 	// (POST /api/channel-webhooks)
-	CreateChannelWebhook(w http.ResponseWriter, r *http.Request)
+	CreateChannelWebhook(w http.ResponseWriter, r *http.Request, params CreateChannelWebhookParams)
 	// ListAvailableWebhookEvents List subscribable events
 	// (GET /api/channel-webhooks-available-events)
 	ListAvailableWebhookEvents(w http.ResponseWriter, r *http.Request)
@@ -3423,7 +3468,7 @@ type ServerInterface interface {
 	RotateChannelWebhookSecret(w http.ResponseWriter, r *http.Request, id WebhookId)
 	// TestChannelWebhook Send a test ping
 	// (POST /api/channel-webhooks/{id}/test)
-	TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId)
+	TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId, params TestChannelWebhookParams)
 	// ChatappCheckOnChatapp Check whether numbers have a chat-app account
 	// (POST /api/chatapp-check-on-chatapp)
 	ChatappCheckOnChatapp(w http.ResponseWriter, r *http.Request)
@@ -3432,7 +3477,7 @@ type ServerInterface interface {
 	ChatappContactList(w http.ResponseWriter, r *http.Request)
 	// ChatappCreate Create a chat-app connection
 	// (POST /api/chatapp-create)
-	ChatappCreate(w http.ResponseWriter, r *http.Request)
+	ChatappCreate(w http.ResponseWriter, r *http.Request, params ChatappCreateParams)
 	// ChatappDelete Delete a connection
 	// (POST /api/chatapp-delete)
 	ChatappDelete(w http.ResponseWriter, r *http.Request)
@@ -3486,13 +3531,13 @@ type ServerInterface interface {
 	EditMessage(w http.ResponseWriter, r *http.Request)
 	// PublishEvent Publish a company-scope event (extension)
 	// (POST /api/events)
-	PublishEvent(w http.ResponseWriter, r *http.Request)
+	PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams)
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	// (GET /api/provider-templates/for-channel)
 	ListProviderTemplatesForChannel(w http.ResponseWriter, r *http.Request, params ListProviderTemplatesForChannelParams)
 	// UploadSendMedia Upload temporary header media
 	// (POST /api/provider-templates/upload-send-media)
-	UploadSendMedia(w http.ResponseWriter, r *http.Request)
+	UploadSendMedia(w http.ResponseWriter, r *http.Request, params UploadSendMediaParams)
 	// RevokeMessages Revoke or delete messages
 	// (POST /api/revoke-messages)
 	RevokeMessages(w http.ResponseWriter, r *http.Request)
@@ -3525,7 +3570,7 @@ type Unimplemented struct{}
 
 // SendMessage Send a text, file or template message
 // (POST /api/api-send-message)
-func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request, params SendMessageParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3537,7 +3582,7 @@ func (_ Unimplemented) ListChannelWebhooks(w http.ResponseWriter, r *http.Reques
 
 // CreateChannelWebhook Create a webhook subscription
 // (POST /api/channel-webhooks)
-func (_ Unimplemented) CreateChannelWebhook(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) CreateChannelWebhook(w http.ResponseWriter, r *http.Request, params CreateChannelWebhookParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3573,7 +3618,7 @@ func (_ Unimplemented) RotateChannelWebhookSecret(w http.ResponseWriter, r *http
 
 // TestChannelWebhook Send a test ping
 // (POST /api/channel-webhooks/{id}/test)
-func (_ Unimplemented) TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
+func (_ Unimplemented) TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId, params TestChannelWebhookParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3591,7 +3636,7 @@ func (_ Unimplemented) ChatappContactList(w http.ResponseWriter, r *http.Request
 
 // ChatappCreate Create a chat-app connection
 // (POST /api/chatapp-create)
-func (_ Unimplemented) ChatappCreate(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) ChatappCreate(w http.ResponseWriter, r *http.Request, params ChatappCreateParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3699,7 +3744,7 @@ func (_ Unimplemented) EditMessage(w http.ResponseWriter, r *http.Request) {
 
 // PublishEvent Publish a company-scope event (extension)
 // (POST /api/events)
-func (_ Unimplemented) PublishEvent(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3711,7 +3756,7 @@ func (_ Unimplemented) ListProviderTemplatesForChannel(w http.ResponseWriter, r 
 
 // UploadSendMedia Upload temporary header media
 // (POST /api/provider-templates/upload-send-media)
-func (_ Unimplemented) UploadSendMedia(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) UploadSendMedia(w http.ResponseWriter, r *http.Request, params UploadSendMediaParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3775,8 +3820,35 @@ type MiddlewareFunc func(http.Handler) http.Handler
 // SendMessage operation middleware
 func (siw *ServerInterfaceWrapper) SendMessage(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendMessageParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.SendMessage(w, r)
+		siw.Handler.SendMessage(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -3900,8 +3972,35 @@ func (siw *ServerInterfaceWrapper) ListChannelWebhooks(w http.ResponseWriter, r 
 // CreateChannelWebhook operation middleware
 func (siw *ServerInterfaceWrapper) CreateChannelWebhook(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateChannelWebhookParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CreateChannelWebhook(w, r)
+		siw.Handler.CreateChannelWebhook(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4099,8 +4198,32 @@ func (siw *ServerInterfaceWrapper) TestChannelWebhook(w http.ResponseWriter, r *
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params TestChannelWebhookParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.TestChannelWebhook(w, r, id)
+		siw.Handler.TestChannelWebhook(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4141,8 +4264,35 @@ func (siw *ServerInterfaceWrapper) ChatappContactList(w http.ResponseWriter, r *
 // ChatappCreate operation middleware
 func (siw *ServerInterfaceWrapper) ChatappCreate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ChatappCreateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ChatappCreate(w, r)
+		siw.Handler.ChatappCreate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5082,8 +5232,35 @@ func (siw *ServerInterfaceWrapper) EditMessage(w http.ResponseWriter, r *http.Re
 // PublishEvent operation middleware
 func (siw *ServerInterfaceWrapper) PublishEvent(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PublishEventParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.PublishEvent(w, r)
+		siw.Handler.PublishEvent(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5129,8 +5306,35 @@ func (siw *ServerInterfaceWrapper) ListProviderTemplatesForChannel(w http.Respon
 // UploadSendMedia operation middleware
 func (siw *ServerInterfaceWrapper) UploadSendMedia(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UploadSendMediaParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.UploadSendMedia(w, r)
+		siw.Handler.UploadSendMedia(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5606,6 +5810,10 @@ type ConnectionBusinessErrorJSONResponse BusinessError
 
 type ForbiddenJSONResponse Message
 
+type IdempotencyKeyInProgressJSONResponse Message
+
+type IdempotencyKeyReusedJSONResponse ValidationError
+
 type InternalErrorJSONResponse Message
 
 type NotImplementedJSONResponse NotImplemented
@@ -5630,6 +5838,7 @@ type WebhookBusinessErrorJSONResponse BusinessError
 type WebhookValidationFailedJSONResponse ValidationError
 
 type SendMessageRequestObject struct {
+	Params        SendMessageParams
 	JSONBody      *SendMessageJSONRequestBody
 	MultipartBody *multipart.Reader
 }
@@ -5737,6 +5946,22 @@ func (response SendMessage413JSONResponse) VisitSendMessageResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessage422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response SendMessage422JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5896,7 +6121,8 @@ func (response ListChannelWebhooks509JSONResponse) VisitListChannelWebhooksRespo
 }
 
 type CreateChannelWebhookRequestObject struct {
-	Body *CreateChannelWebhookJSONRequestBody
+	Params CreateChannelWebhookParams
+	Body   *CreateChannelWebhookJSONRequestBody
 }
 
 type CreateChannelWebhookResponseObject interface {
@@ -5941,6 +6167,22 @@ func (response CreateChannelWebhook403JSONResponse) VisitCreateChannelWebhookRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response CreateChannelWebhook409JSONResponse) VisitCreateChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6547,7 +6789,8 @@ func (response RotateChannelWebhookSecret509JSONResponse) VisitRotateChannelWebh
 }
 
 type TestChannelWebhookRequestObject struct {
-	Id WebhookId `json:"id"`
+	Id     WebhookId `json:"id"`
+	Params TestChannelWebhookParams
 }
 
 type TestChannelWebhookResponseObject interface {
@@ -6592,6 +6835,22 @@ func (response TestChannelWebhook403JSONResponse) VisitTestChannelWebhookRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestChannelWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response TestChannelWebhook409JSONResponse) VisitTestChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6818,7 +7077,8 @@ func (response ChatappContactList509JSONResponse) VisitChatappContactListRespons
 }
 
 type ChatappCreateRequestObject struct {
-	Body *ChatappCreateJSONRequestBody
+	Params ChatappCreateParams
+	Body   *ChatappCreateJSONRequestBody
 }
 
 type ChatappCreateResponseObject interface {
@@ -6863,6 +7123,38 @@ func (response ChatappCreate403JSONResponse) VisitChatappCreateResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappCreate409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response ChatappCreate409JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappCreate422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response ChatappCreate422JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8387,7 +8679,8 @@ func (response EditMessage509JSONResponse) VisitEditMessageResponse(w http.Respo
 }
 
 type PublishEventRequestObject struct {
-	Body *PublishEventJSONRequestBody
+	Params PublishEventParams
+	Body   *PublishEventJSONRequestBody
 }
 
 type PublishEventResponseObject interface {
@@ -8432,6 +8725,22 @@ func (response PublishEvent403JSONResponse) VisitPublishEventResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response PublishEvent409JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8557,7 +8866,8 @@ func (response ListProviderTemplatesForChannel500JSONResponse) VisitListProvider
 }
 
 type UploadSendMediaRequestObject struct {
-	Body *multipart.Reader
+	Params UploadSendMediaParams
+	Body   *multipart.Reader
 }
 
 type UploadSendMediaResponseObject interface {
@@ -8620,6 +8930,22 @@ func (response UploadSendMedia404JSONResponse) VisitUploadSendMediaResponse(w ht
 	return err
 }
 
+type UploadSendMedia409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response UploadSendMedia409JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadSendMedia413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UploadSendMedia413JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
@@ -8630,6 +8956,22 @@ func (response UploadSendMedia413JSONResponse) VisitUploadSendMediaResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadSendMedia422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response UploadSendMedia422JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9370,9 +9712,10 @@ type strictHandler struct {
 }
 
 // SendMessage operation middleware
-func (sh *strictHandler) SendMessage(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) SendMessage(w http.ResponseWriter, r *http.Request, params SendMessageParams) {
 	var request SendMessageRequestObject
 
+	request.Params = params
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 
 		var body SendMessageJSONRequestBody
@@ -9439,8 +9782,10 @@ func (sh *strictHandler) ListChannelWebhooks(w http.ResponseWriter, r *http.Requ
 }
 
 // CreateChannelWebhook operation middleware
-func (sh *strictHandler) CreateChannelWebhook(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CreateChannelWebhook(w http.ResponseWriter, r *http.Request, params CreateChannelWebhookParams) {
 	var request CreateChannelWebhookRequestObject
+
+	request.Params = params
 
 	var body CreateChannelWebhookJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -9606,10 +9951,11 @@ func (sh *strictHandler) RotateChannelWebhookSecret(w http.ResponseWriter, r *ht
 }
 
 // TestChannelWebhook operation middleware
-func (sh *strictHandler) TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
+func (sh *strictHandler) TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId, params TestChannelWebhookParams) {
 	var request TestChannelWebhookRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.TestChannelWebhook(ctx, request.(TestChannelWebhookRequestObject))
@@ -9694,8 +10040,10 @@ func (sh *strictHandler) ChatappContactList(w http.ResponseWriter, r *http.Reque
 }
 
 // ChatappCreate operation middleware
-func (sh *strictHandler) ChatappCreate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ChatappCreate(w http.ResponseWriter, r *http.Request, params ChatappCreateParams) {
 	var request ChatappCreateRequestObject
+
+	request.Params = params
 
 	var body ChatappCreateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10232,8 +10580,10 @@ func (sh *strictHandler) EditMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 // PublishEvent operation middleware
-func (sh *strictHandler) PublishEvent(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams) {
 	var request PublishEventRequestObject
+
+	request.Params = params
 
 	var body PublishEventJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10289,8 +10639,10 @@ func (sh *strictHandler) ListProviderTemplatesForChannel(w http.ResponseWriter, 
 }
 
 // UploadSendMedia operation middleware
-func (sh *strictHandler) UploadSendMedia(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) UploadSendMedia(w http.ResponseWriter, r *http.Request, params UploadSendMediaParams) {
 	var request UploadSendMediaRequestObject
+
+	request.Params = params
 
 	if reader, err := r.MultipartReader(); err != nil {
 		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode multipart body: %w", err))
@@ -10535,580 +10887,600 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37bhs5ti/8KkTtvdFSpixL8iWJjGDg2E63p5M47Uv37h3luGgVJdW4RGqKVXY0GQP7r+8BPpwX+HCA",
-	"8yLnTfaTfOBaJIt1kyXbSfec3Q3MxJKqeFkkF9f1t754IzGbC854Kr3BF2/KaMgS+POUpclif5yyRH0K",
-	"mRwl0TyNBPcG3hkbCR5KkgpyS6OUXLGxSBhJ1CsRn3Q832Of6WweM2+w1fW9hP0tixIWeoM0yZjvydGU",
-	"zahqdxbxaJbNvEHP99LFnHkDL+Ipm7DEu7u78705TeiMpXpMBwmjKQv301PKJ0x9MxI8ZTxVf9L5PI5G",
-	"VA1x869SjfNLPoqPXr/b393o9Ta6Pc+3H/p975M7nH9N2NgbeP+ymZNlE3+Vm4c0ZdgvjKxIkb+cnbwn",
-	"NEnoggQfZUqT1CeMh58CIsYkpCmTpBX8+uuvv268e7dxeBi0iUjg+400mjHpk4iP4kxGN8wngpN0yshI",
-	"TTZSH6IZIy0Kj5PbKJ2KLMUvR+KGJZKkU5qS26mIGQnpoq3IH6lB/S1jycLzPU5nirAjpN4lTT3f+7wR",
-	"8RsaR+HGjElJFTUNeQlNySyTalkJJc7M3InZeXl3vneShCx5J0J2yMY0i9N9OarZNCJJSRglbKS+aBqk",
-	"ME15q66L7VyNpG5a9gE7q/2zA0X/w6OzA/XSB4qbqThe9S3h2eyKJT4ZJ2JGek2DnqsG3PGGSAfY1su2",
-	"eP2AoWe7Apzox8kE1idR683V+NnfMhqrQ9iDWbBEvaiXoNftVqd0nLKZJHOWEDVin/TUyzvdbuO8sMmG",
-	"qXW7vjejn3FyO/Bp/anqsdRNF2muh1idYf9rT7D/285v52vPb+dbz+8smmUxTUVyIDhHNnAc1kwyVMwF",
-	"WKB9rnClPNeTndN0ms81Cr2H3jT1czsOa2YFrNP0Unw4ksR2f+d7F/PwqS8r0t8a7Lwc7Lz8/d5aMZXp",
-	"RgZTf7KLC5tbcnFpUq9/cf3CrqZCXC/fhbf4EJHZlX2gsB/7vX+CDXmnxiLngkuGspSYzSlfHEwp5yx+",
-	"ncmIMymPkkQk6+zVL54jP2CThIuUjEXG1fxlNhoxKb3BmMaS3a26bYvjqdm65gHC1BPkdhrFjMSRTCM+",
-	"ISOclOwoSubM5oGTBHJF4UnyI1uoP2U2m9Fk4Q289yxKpywhUUi4SMg1U5v2hsZZiTBqL8HPhSWpEOfO",
-	"97hI3wDlCv1c8GsubrnDD+v7yae6bA2wm7diMmGlfs6YlOZl3ReMc3lXkYQXYmiQRLymx6db92M8FSTi",
-	"8yxVVL0qbIQBmUVSqj0gEjKj8VgkMxaSccTi0Hfol9OHtESiTjrlAtZyhJu47WvZj9A4YTRckIiTTLJK",
-	"I3ba0JB52H7b9tVuTDfofE7GNIqzhMGufCOSqygMGX/oYTufRpJQuwIZp1k6FUn0dxZCB6vR+51ur4bS",
-	"51NGUnHNOInp6FoCK5yzBOgLzD6SRMxZgkqK3tWStKJUkuDzRv5o0N5TlJqqVbmlEk7nRI/ymKcs4TR+",
-	"FN8xjRDJkhuW4E54GiJccPZ5DsfArN4eSiY0k0zRHRfaJ5ypniXjKXT8XqTHaqAzxlM8ZQ9bY5bvHmmk",
-	"J3PgGKdXMQsHBG43GNaEpuyWLuCyJQcn798fHZyfnF4enh7/fHT6yrawOmlK82jYJvk20EOjNzSK1ehw",
-	"JLBXQjaPxUI19J1Uh2gcTTL9ViufmyJTImK1oUNQdRhJGI3NqRNJu4Mq2yIWNDwX4i1N1pOuygRWO5ep",
-	"W1WECzKjeH1dsaK21et2ybvXT3auCn2qXaQmobtSU2Y8nIuIp4SORmyeStLCAZROkkxFwuBusRvvJyU6",
-	"/axYJEz/DY3idfcfHB+49Iz6MPi4hqD/6c73HqggrEbbfHaNt8Q+ARGSWPMRmVLkYLeJ4BOi5C1FNrjY",
-	"OiTAKQdkKuIQn9MzMMqWbgZIfC7EO8oXp7iG8sF7Twii2iH7acpm81Q+Dcc6VcJ2HM2ilLDPI8ZCFu6h",
-	"ZY7QcaqPlL7axJhIbcqLOAnA5LcBNr9ACbhla+CGNQfWjU0/vekYDmF4F3AzMZ4qqjycF5aaWYNY5QHU",
-	"nUm457TooNQaEDJ8wj7PI33CEnYjrnW/Wm14jDwZRhK4d1EAO1dMQXBCifm9oHXUi2J6NIqPmLc6DxAu",
-	"V+/Iyk6dryrqnTkDcuS1WnHNV1+ninpjXLBGGroL+HA+CWt4RcOLJC5RM4lzudMlY85VM/XOR3zSaqso",
-	"1U7TdK5mov6V5OL0bYmbrvaOIqXey+9BFS3oLHTGzE6vHx+qrx/xSVdhKY6l8vMaa78CCy8I+gMSqFEF",
-	"rnQfC27vzN5OVwlKCR2lLJE+CbIkLjwMQgkHGm1aQsGmoWU1QX1Zuj3uvyHgzY6XUwAouW/EoKMbNf1T",
-	"JsHw9sWbJ0pkSiPNC2gKFItSNpM1P7t0+WJsBTJN1Are+R670fu19Muda334qB8rkvmTNT2Iq7+yUaqa",
-	"01+A5QSYrDngXzzGs5k3+JgmGcvfvBIiZpRX+jPv+Ti/uq4qDLS4BXa6L1FCEmMyo5xOQAy1wpEkrVwX",
-	"k76x00jfMAVrB2gPDEvXeqP7Yht3QVGPVJytuAp249esQJVEwAzXoZFpvo5M2kZzvpizOkuV/hmEmgHp",
-	"kVeEza5YGLIQlAef9MkrknExHkejSInSU5oSpVG0AvUnnc+Dtk+2yCtS94gYjy6dx7bJKzKfilRsSKEe",
-	"3eAsvRXJtT0OPtkhrwj+CF8ydUx9sktekSuR5l+BCQ2p1fP7/pa/7e/4u59c12HFMOZ7nzfUOxs3NFEM",
-	"QSoiHunZHkzBQHhhZ3qAw/Z876TyzQc1hzMY5Xucged7+PmdGaHne69Fmn/8VFwLw1uLqwFs0divnZXx",
-	"yYymIxDdg8KCBgO7XkBo0uppowEsQL/tE2cNSGur7eMKXCKRL80KtLbbvib8paUyae20fUV496vdtkN8",
-	"r9C753sjSySnX3UeajpVAkCpR8/3Ct157pKWmiyepFVW113T0ZMsJ7RQWcZ9Xj4yoIQXPRJFDuH4V+8T",
-	"3y0zO49mTKZ0NlfnPArve1EP9xgcDNdojlzh+R8ZcPLYmvyKc1X8XFtQ04LFQZsDI5lbAztelakZi3cN",
-	"Z3RM9w+hSYldgkUdrazQo52SX3RuO7028FNFlYMpG11rLQ7EPb44GXuDj1/KfX6684vfqSF8uvtU3gA0",
-	"YZeTRGRzWfCzwV1QFm8CRfSA3E4ZJwGqYzIgNGEEWiDXbCFraF3vGMg7ttIhrKlICHT+LTaXnkMNQ8Qf",
-	"SCuMJlEq0SI0EhlXKulIhExdwD5+HeQzeQUE8h1y7BXdnUZYmtHPbxmfpFNvsLsNPkzzsVfHYKrUO6Kj",
-	"qdGIc+EaX1GcHHrd3XYETDXfGf18jEMwrlP9sVcSoeo7NVRxzCLoqzId7nS7egyyycVj2qj6efKtapal",
-	"cg5Um/d5KCpnZUX5dYVdg2OHZuuEzvWkrQcJpPfKXDBvwVM6qpmzPh91W93xXqt3O5V7bhnD5CKNxosG",
-	"scJplYymQjIyFgmJUsnisY+8RE5pUuDSDdqAw0Xvn/7bSKZPufiGqr/nhYf7xLkdapd/DfZYKyy6Djs6",
-	"Y2rZHHbW39l5CD9DDb+JkfV3dlxO1sRaqsp9ia/g/Qs3YTMVv1fMu0o9yrnI+Ig1iiKME8HjBaHhLOKR",
-	"TBOaCsUs6YJIxhuEkEhewvPLWgVPxKjgu1Sc1+3GHF+4eOp7qj3835uLyldkziQjVJJAH9fLa7YI9B1n",
-	"vookXnV4063HJuY0SaNRNKc8lZdwmRZCCro10ZSN59/P18MhYm0f9y31UzMK3D+/YzZRq4872yssBy4t",
-	"ifr4KlFIDheqRjhOBbe+gIpY5hMtsKmTOCj8RP6kJFVq/jZBkr0uBCPumBdbR52ekpvoXOpnJKFp/sAe",
-	"dgqij2mNC/T36VFFksipSBw/XJtQHqrHYkZDxdj+zhJBWu7wpPHGgl8U+ujukTARczjYaZLxazJP2Dj6",
-	"3O6QI1ydAdnZ6fVevnjx4sXz58+fF9bNK/wERyNNWaJo+D8+9jZefvrY3Xj56ctLv7d996/ealz6R7aw",
-	"C+sQuroOpFWia7tp9X9sFN9caatyMNnnSLuxVuR0B0ZBVPKi5pZ0BGNWUiQwtT3CszjW+g32EKjBgT6i",
-	"iKt+pleKuhgYVeV9MOZq7+fgHwV/ltR+z/uEHd2Ub6Z6771lIoJpHGuVcBmzUk+/Yyn1lJ74eKZX5Xel",
-	"6TTYUx17xk+J2jnVpTbfliOdIxARYLelQntH0RM9Bx4RcZkyChFxckQ510H+VVM0+Mvk79cE8rekngRq",
-	"U/10ihSgklDy4f33RNGZXJy+Ja1A/TmIZnTCNud8sndFJdvd9v/rP/93AKY0hx/UP3nvFnVMGyOMftdD",
-	"LRB1yZbFJX+cOaNkoojCQJ3nAGSXFk0VywX/JGv7JBAyAFYcXCXiVmqXcXG76V+q5H6NP4DQqxj8LS/u",
-	"N6XWQDRpxK9ZSEJ2E42YT1hn0iHBwTQRMxSYHGG5p7XwNYVlM5JGebnX7a4gL5tmSuz3a29nUWNvOcFg",
-	"HD7ZkAuZstnDiPxLxENxK5+IyifysQQ+WW7mEOpFs90eaeswJ2m5GLvCImku/DsSV59gUr+n6ZyxGGLC",
-	"noTdHUyFkEzxfkc/vFqQAhvcIy4bNMJPeivcvVRlhF+XD9w9br9j9Py3ujnISNO5mOCxZzz8cKVwdosa",
-	"M02sT4JPmOyQX5RACZ8UD3FimSTjIbkSEG3IyChLEsZTPYJCm996dZpsP+/Z7W9l9FFjQmo0DEsrdEv1",
-	"ks7T6EGqv+tH6EKP2P1sdH2W0jSruUQDcY07OOM2ljXYI0HCwggVmXnClPKhBwpqzunR4fHZ5cXpW3hA",
-	"stT1soprz/ec1hy+tsz9eXINLm3nNUhpcHM3apyX1vNsTdHwQo3PEp+7xJHcu6kLru87v/D65UrHyAlk",
-	"uPOfymVaitm2pjeY9KUZZBS6RjYn12apLT9xtVzd1J417ymuwxJt3QP7O+Nhk3bUbM1LxE2k2tFa9H3E",
-	"+KCf39ePfwNHa3mli994NXNY0ydb2NK/kf5dPFaPUcPRxLvsgAp+wxIJMXAdYldCwo13fHZCXux2e8gA",
-	"xXgsWeqr/RbxQkbaHKPgZccalQOfBCmdSPWvBNlI/ZUp9QxvQbtMYs44Cy9vQc7Hi7bK0qhUmgE4mTgJ",
-	"1GiC3x8PqRxz54w5p3yUu/KWbwJ47EwHTFaYVClKsWalFIXGIpmp5z2bLVnHEJqGajwDa9jk6tmV9hW2",
-	"rBMd1hId7O1aHhVTibE7dMJWnrE29mkYCNXzOEpkamLCGglyrw1wlumI8TVCTnBjL41yoZwowYWHlKc2",
-	"M8A9kUQ1Uu/7EUk0ifgKG/UEHsQ9Cgr3PQb44pppkubLBcfXBDTabNq504Jcyaw6jzhvomk9c1j1NjqB",
-	"l9BwAJqg1c2WvX0GTznHTYJItgoncBYM5TgktuJ/VVr/Ar43YGFI44hDLB5wy0JAybI+z+mkzh2V8YTR",
-	"cDVHXPmufkqGkkl2L8EvJMvJXXfvO65ds3MdluQuUC3zXUFWyM9QiXTmxNttao9zlTOtK1+4N/JvJV8U",
-	"pIInky9OWUxNdLhRN8xtp4+DPY16j+RnvXBqV9NJDmzb59j2mWn7Atuu5Qh1436ENapCy9/eKFUYElpV",
-	"6qO1Jwywk2jhztnDJAJMoAQ5TMlkMRunJOM6Z9Yvmp9cmxM5Y4x82D8/+IFs0nm0qTfAhrkyNr9E4R3Y",
-	"GiL+wSF3rxLoTpPrS3Uma7RiDFqULJVKM84PbqCm0105XvEdTa6Jers5XLHp5m9oUD3d3FiTSLD/UDmg",
-	"wcoN3TQPo/HqbcBWgcebm8MTfVmnAr8TN+jJm4IhYuSEtTimgLVjEfCck6g2JGHNq7tyVLQpRt9itdPa",
-	"lzKaAPRRmlAuxyyxk1TvPMUULyRbMkEtdl3mok3tAUnYTNxoEyc+uvIe+kULdnrRGhffjCSr9a/VjIMC",
-	"7VgIlFp7OJnrIysNptYAV21qv2Q416vsE3cqPrG7Ov8Bv/KJ3V4+waPkE2ATPsEDjpgPmntVzH3NW67W",
-	"BoqdkZZkjAR1ombQ3iPbpHXKpIhvWAhpRDukdUD5iMWx+mIUu4buXN2vTXzxn39a9RTiyGo3qZNT/dyZ",
-	"tZH36mKVQEMU49JtRFq3DQKzsTS0O+QNZE6hcll4OUoV+W0U3XeSaPgS6CxhI5GEpGV/Bzu4T7hAfaZd",
-	"p8iUYlZmNAK7yr36TpOO3WyMM7raPU0vEZ1xdKapBlmhqrvUrU5OU9yQmOClbhrM6/qA9kbM3zrmZJ6I",
-	"ScKkxEwtszkxKctuTczGOpvTmU+ek1fktToTYcc+DrqmfRrkkKEHuzkceku2rw2Y6q2WuaWmocRFnIPn",
-	"e8dKNIHxe75nRuP5nh2LEjbndOb5Ho4ZpMoc46rKCAuwVg5gVYdA2P8VpBRHkmiUKhftykJXUalebwCt",
-	"wuxBq5W5LZAffhi8ezc4OwvIprXpFQLLlsJS5umguZdlOAy/bN9tqH/65p/Wx3PyCf8c6G/Mv8NhR/3V",
-	"83fv2n9u/7n1H//4+KcN8+yf8V/1w7/WKZN5hkPfzW/oV9XfozBKNSRBY8R03X1ugVs0c1M8raXEXwhS",
-	"0EoEicL2g67yR0ZOpuxzWn81qF9KXrvdnZ2t3Yf47c7ZZxe0jAu+wWbzdEGct2qGC68tC4gAdgRTqGM/",
-	"asFY+C7XmKrRUGZJctAIFkZpjfW31vxan6Falc8azbTL2yvdptVWGEywwQiIU6LczqhqCWOfcWfWdn8c",
-	"Mp5G40g1YqSqq0Vh0+4VjemCj1hxUwMADiSdO7nknWYj8SMOTpU6xoqyosld75Pc5F5/NA60z90cj3uS",
-	"ARvsXhfnB4ARCO4QtILNolEiNFCJiU/KWeV5b3vQ3Rp0n3d6/a3tnd3/CEqe6TqeeV7gl/ofzS137/7j",
-	"X1eL1wM62M3WZA2rbujqCtxrv/qB0VixlTJblVaEdRzNn+4bvX6rrqM692BVv8yz8fO1qr/5tMtKsuQm",
-	"GmlMyL8rFaClVvpqQXSeZLsYce2AXpr1vX9VSd2q1t5tjawPoAgIOLzQ5ApRQCLUwQiUTLMZ5RtKwwB8",
-	"K+fkrooXUFqLZSYlPcwV8BEcLuICJEjGQx/4nK8RbHySzWNBw3aHBCFLaRQX4xl0mozDRhI2zqQWCkc0",
-	"SSImCYRogBWXxiRhVCqNAbMG0iiNma+/BK9lobUJvQFWOGtXaabHA5bZMIzUNGnsGqtQEK9eVqb17yqj",
-	"Qrdpit0WuH1O5adcqjORJaNamIZfpkKNM8xGipZmsVCe3zdWKBTqjVbWStiIRUq5RPn+YErTK5GibL8/",
-	"j1Cs/0Uk1+NY3NYJ5q5Q3l9NKLdj8XzH0qu79nxvfx55vmc6BQHczL1RkdEPFHQYLfXjvbVgKZlSHqr7",
-	"UBQ2TBtJcqb2ZmvoHfGbiIZ06A2K2wqB0vR1CrFgGmNNk+6QxdENS1iIjaQJm2RMtZIwOprq9xI2iuaR",
-	"6gmDYdtGi6Lw2tso7zh/VNseylp+GxcHgYXU229oPK2O2xyuEMe30PebgSsxkVhXsRhd+0TM0w2RqTkp",
-	"Be7CwXwkrTH2NBYJADYqpoDKtXkIh3U/7MaK+yTX2s4QWMaSGHQ3qv7RsEoGBAyH6m6ZJkwTs2FyTBMl",
-	"8eJWOJ4B9rVa1Z+jkAl9HLIwEkjzQzHK1N2EVDpns3lMU4aq7lkaja4VRV+QV+StGC21yPgvHqDUnqNQ",
-	"AKP0fA+GqI6NGp+ikh6c53tmZIqEOCzP98yYgEpVGMnyDdCDG8CAUs7pVRRH6aIEEYmXcCTJVRbF4Ve6",
-	"q95rc8kTCxAA0sSzOF5FPqgYjZ5KXsiLDLjIDt7+2YET4oefoKrAp9o2dEBAhRo/iNuy+Q3MFizEvW/u",
-	"g4hHaUTB4onXBMIcOV+DFWg2F0l+SVQ39wM2tR7BsenJsxFb7lfYs74jPunKCuA5rauuEHGcqnZ7iTFh",
-	"igMCijNh/IbFYl4jWOnQ3su53rHLcbTBazyvFfWK2frqQUSqbPVyIQjGEkkCOvl9Zog735uzJB/YGtj6",
-	"qUhpvGyIYAwi4gYAiWMYqCwM5/6U3wLhnKGa3l1i1R3wctRhdU2dyxiTAcdKy3ZRdDB6EkJbBCcaws+i",
-	"dd9n9TUYXSbGsFY7L8mDFtfLDCoKV1azTSRpObbxMgp1uCfK0kqMQfhLMmNhROu1brAGX+KNvsrIo7AU",
-	"dvqdLMT7dFZTUuuIVh3MsgUvuPFrR11e4u8k6W9vTEWWWBAhjCVyopxWcDXUxSgAmrTePzYcCmyyNGFw",
-	"6ZnBdMBMDgJRf5uowUh0jzhhVt9Jom7gPFZtT4eIobUbrTepvqclGVFOrpjNOr3HR1FIhiypmdwuriaQ",
-	"T5ZE1ll+ZFwomOB8m4j0EdF1SnKtDwRL2AzX4HIW8SxlsladUeov/gxhCnukiwNF2mkLqWZ629vdtZiV",
-	"QNeAQ8O6US3btRrjMw8yKY9fbZlcEDcxtUYQ16puXTLPhIukThpTagUox/gAaSF/w/vN19xOx+qBNzMG",
-	"N2qmAVhB2Zunsn0fX7caq6yzDKJLI0enTMSISbWXWwmbY4EnwdUo+SjOQhau0J0ZWbW7U/0LnkAdpZJr",
-	"t1rhu7+HxwfoWJI4w/XtWtVulOwqjuQUsDn3tfpYkx1v0DWrXM/qnPDMd9Km81RdKV81Nskgey6Tzt3J",
-	"Oj6aalg6CHUbciTmDOdFEqakOrRxU6I4oWI3xBqKdejRydk5Rh7BW7LGuqPDutYz7RjaQjK2Dnh3Y+H3",
-	"5YKP9j8ck1ArVnuIi4sFYSY04kqCqzH81PtjDlU3jtvIebjGDQNPl/xGDRumnrbmOqQpjcXEzRcaJbOO",
-	"ubo7OtIRYh6dr7XNuPy1TOmEXerDWP7xFtCdC1/FQqbl72gymkY3zDFgdyKQ7jtqGjFLC4dqabRgMjM4",
-	"rwd2Gs6XF3YSzpdnagoHdgbOL7/A+J0v3uLonW/287EbvQWGfuCOvBYJDtbErL6OU6lbCJ/UrUPp28Iy",
-	"lH67VRd+ZRFKX5k18EnjEjTsS5xIaWOKEWgA9f6XX4yEgftySudo1mrVSSXtPWO1JxztjiuEJzfEzOlB",
-	"FWo38VwWyh3rTv/N2MZNSMOnABaj2Ww5fYWNrmV9FOoVlSuktOR5hDCsMJJrvVMT9gv91s2j1t3zRHmF",
-	"9T4i3xConqw34pppY51c4vuXK/kwpd8A8biu6x9iOxqj+B4J3XgcFrAIwC9ShnFsDjNY4V0UwMUNuwRt",
-	"8n4wUfRqx1KUI/7ECEwzqJWScRSzlSP/TqEl/WZzDKq6y4o2MTj6pSicGQtIyzj6BkrGZikruwaVrrVH",
-	"AhrHwUA7q0B5A6uQYsa06N92b0uEMYvjFXf/O/X4Pj5eG2IHV7SZ9QzmrFqvKtjLzkWT6rHP5a3SC0QC",
-	"d0wuoTc6E98tkR/zIMZ7BMYzc6DfLZETi+k4dZV/dSzxquGCOgux7WqyEUZbc+FExy7XpdeM4muMzauf",
-	"Mg+N/H+24HWlaxd8NE0EF5kkFBevFTD+t4xl7BWchaA9yNWBUiwIFAYziOptnxh/V2j8JR3yBgoPwPYE",
-	"M8YHKkc0PqBofwLsluqmONTydPHbIx25cny4xEBnRrShRuQwYJ+AMyoVZCSShMVQSwaqIBmdqla9Sejt",
-	"eoL9YUQnXMg0GpGRmFsHtmP8QjLvEZGlMgpz6NOEjlIfgCBRsFJMgfIFeBFqnLuljeAQZ4kP94mPmY8r",
-	"1bT1jIgqLVhmM3il63eEoEUEqSSn5j7BU2h0tFcGuH+PiDmujH7CRfW3nBnZenvlK6IMZNl8TTjzrEUi",
-	"PLWzQvPIHjBHPT0/DyRGHAekBCihGjp7A9EgALIBNlJMI27MpOS9sHYzk05JZDYeR5/Rhl7C+Xv+/Pnz",
-	"3d3d3VKE34OwpY3nxkW4uAdbukFycFsqCfaKukfIjRq2zysCv4K4oa8bQ8YrOrpWJOEhaWneFnzR3d4p",
-	"tg2LSF6hU52LW2hEP5kHB8KveQN4CHyiz4BP1BG4C9odoqsb6z3Cia1B4eue1Hfu9lx5O2oSLN+FP4CZ",
-	"/p2Sat5EMauHZlG/uLBZOiTBnr09tAvjHj08Obh4d/T+3HgAFHnQbCwmDEx+eOTwZxTpLrMkDjSYjZhF",
-	"KSiPAGajcXdDlijNL7dXX5y+LW7ViN+IaMQ2tl/0e1udeTh+EhiZHxwvBsiLfE1cmRKNdX2k0jWUXcXR",
-	"qFq4COq8QM8Jm8d0ZBB+jP294GPR8GWQ32Qo3jp+t//9kU9+Pj48OoEK78W1ae9pbGGX5KbHSSRTCBDR",
-	"B8P2itlFRSRXDwY92NxUNJId/b1SzDf1wshNd2WsfpwlUWmhutsvikA6P0w/fTxP8X8f5p8+nslPfx5s",
-	"bn78H8Oh3Pzzv3z603B49mxVeJ3CgmarlY/CVdRH910Wp9GcJs1WQ/uEwWAKFxjkAhWYtXeXSmTY6jlJ",
-	"5nEmSaBoF3TIazzV0oI9pexzKgnmMG0GKF/tkeCGJpGSEC+hZhVGrYH8rLqeM13Nz1frJxKIwQVIqfCy",
-	"6UXVD749FTE48XTVaLygAe0SEfjrwp6Ld9/9ae6Vm94Jdl4BUqp0hd4p3cey/PteNLfDne8potebs8dQ",
-	"AETAKg5IhFE2Hw7f+OQGw2xoFkYC6q8BWzMGVwD4mgmZ6iqZe2VZDqoRYp0sgBal8znERMNzZddhu2BO",
-	"uoo4hVLgq+x1YNv5/oaZ3pkyhprxjh2mfx/V6u6KcnsZMrg1mlIsUWsula1ZXRh3P8J+1QVVGe52OFVw",
-	"a4Q5wzKN2mDpL0MPADku1YNDbzD09jkdencBac3s4R1RDnWfaZIscss34TSNbli8aHfIj2whMTAFCpBq",
-	"7GYo1CpHImFwgBMGVXjRtKHdL/XJEqvCmoV2QmbOpSLvleMK3nYtA6+yOh/Msy4GhiHnCgHy0IZ+zwR1",
-	"YaR8jg+1Shtn8LQ+3ibI/r6XIN7szvdqttJ9r/6sX/kZ3yhrMpaEhXkUuVaTVlNNB6rZ1/a+6JDTLGbG",
-	"iyhmVxFn5uZopRD5B9wJijwifffy/Z5jxRUEx70q1H6QW940Fr+pbAZ7V9/8tpzxd1DJOsliZrakDP4v",
-	"ugr+yRhjvXmhRlUv7rSfV+GTVwsUvVsVXkkss3wsB1zF/XgPv+N/8LrfM6+rN/f2u91CmgZwPZOjAfFG",
-	"oymRUzpnJGRzxkMJOrA+08BwBGcr4NRUDJl3/v0v/KQ6CRFWprA/qrm0ucHILY1nIVwhFbZkWbKP2TA8",
-	"V8yzvu7aioOPqxtYWyiwwdxv5mwPmim2CKZut+Na04x9vcYuU3NUqsK31TS1wv/9kQ6lMAd0w4agbY5F",
-	"smEDKVFPZkpZYp/ToEPM8rt3orUGlq0qeaHN3gPSa+uYR4PDzdlnlcnj91WzOmh/7T2TKCm1eZ3yEXqF",
-	"HLuVtmiBYYLHi68U315kWvfX/sJ6ieVatG7pWYTqSyoqkPq+XWOYVP91u5Ap/mjDJM7kCeySTkM12/+8",
-	"NlPUZnewz6kpAgMCng+JZSM6t1kZlgK/iixBvR58R3IazeeP0SxKideOob96WVQm4MgUoOsKqSWTGuGC",
-	"BF++9O7uAl/90Yc//us//7e1UpTwAPY59XzvX8B2VAABWLmSYVF4qJ1i7gAHPP8VfN4/N0sktmyhI5Cc",
-	"RbMspqlItJjaHBqg71e5pP61Fijqsaafr4M1XW+NX6kAkutsLJtZlxTxu/dRwe3t4nrR65xmxhDvgJ5r",
-	"L6qt2KpDvOty2ter//fIEAmz7MvLW9q1X+7yWF75wTZSy7PNPlyhEN3ygnK1v86YKVHUiNL6+yjppgf6",
-	"kPJuRRI2nuNiSb9isMpK3pt93cCSCraF+n4P6MI0sLSLfE1Lh3HVLrCB5j6WFw8krRqXJtUOTQ2WBL+3",
-	"98iEcZZAfI/r1WjG5QdeuYF/7/q9/t2//qMI299fnZXmAzYTLQy7adTL2OjvpdJl01G0+2F5JkODtFxp",
-	"sg69S4xJF1DMRMLqS26uckQfjqpZ4pe/B1RNOySd2XBvnRIEvSlXKgFnQE3NbuMOqUoljKcW0nzZ1rzz",
-	"LWnrfSo+wSJgRcfGImXLagQs7bG+Fmth0E2xsKt4TqyVCUQixGZzGwfDFsTjt3BmbXAsJWK2YklkcjsV",
-	"5DaJUoy/eALJ7o1Sm9cV6Ro4ArRV4gjAw+oLpvyCZR9Sv4DBEUmYYMq4Tb5GPlhUEIsARmtyXFekb6gx",
-	"U64aLafiVpLWPJO4sO266jOrs166gGi2K0YmEBivq3RWwwKMge8xulpDZ9BOobvS8YCNeU9NMOhB3dLq",
-	"IJT12AoHWs5gK9URrFG/pl5iAWaqmpS6tBDA42CcyiH0zlD8fNQF5O9yh5/WAlP51heGE823xpKUWX91",
-	"zSy02L2wYZV31fa6bNQA4FcZ/Z09pCoEBkw3jEuqGT24yI45vMtvoVU2UBkwyww6H+EqKyqfpMR0ZZ/8",
-	"HstM20HqRMtG/au089aXpU1obCFtYmU8QvftEvtEHKaaIDsaxRm4yxA9SgPuIozNg++lU2xt9ZupmlET",
-	"Ojg2CeLY4KDqkwsaAXptRTPTno+Y56AMalycepOqBvhdYvUoHrYlcG5nuNsaeeHX3eHLtvY5nTShhNaU",
-	"6Ip4neOEToj6xSczmo6mJl4QanpcRqEMCCrj0sg/53QifQJYO/A3YprlmYPqu4JjKq+iAO9gluSlcWat",
-	"Xy/BtOJkKwJQyrp5DJoiDXSVb6I4ra2dTSckCnUoliWeCd/a6cIP6ss9QuFfQq8QxTJBCBQSCobQQmPo",
-	"ojEa4lwXYSnbrxvSsKqst7Qqj2orX/BHNHNXR2uD4FRbWmA+T8SNG3BQj4dSQ0Oasomoy7+xGRzmER3i",
-	"9W7/9Mej8+P33/vk4vz47fH5rz7Zvzj/4ej9+fHB/vnxyfvaxI0plZdXWZoK3lD/fSVUFMcB2FgFrwDJ",
-	"wydZLSLPWzGiMdOaGoauzdPL16fBeuX0ZAOs+ym7iXJk91I2mY7p3v/w4fTk56PDZtAPi/akn/R878PR",
-	"+8Pj9997vnd69Jejg3P8cv/iDP44PD7bf/326HBFbrGvt00BGPuU/RXciepLmkn44zCSgO4FDAT8MvdW",
-	"L9JzAvfVUu5i16i4R/x8a/p5gij2/WnJ+XgN71fZvYtCU7uUDaKn6apSVxz6gShTvYF+ujg++PHy9OjD",
-	"2199cnH61icffjh5f3T5/uLd66NTnxycfPj18uDk8KgesRaDmJZzZW1vaQRbNkQ4MAtSBw4AIZimnLB+",
-	"oUN+tk7EiGsfP1bqyx2OLe1ehOgLDHBSX+UxTOq3mtLs+amvI6HEFL/XF+fnJ+/PHKyHlQtlFVe+RrY2",
-	"prAKGBpGrOPPe6QQ0q+u61JMvyQpvWY57pI5nudH/37u+R687vkevK8OjX5brdRygJx1wP0sqN+nVfas",
-	"GeIPR/uHR6ee770+OfzV8703Jyfn+BnJviLDQIKp10SozuUbIVL8rNf4U+2OXbZV30Z1Ooa5uKprhq7J",
-	"HKVIxzFoFMKaOw+KP8CW1lw2KKKsVW8i++TKCp69nO8rtGXn5fayjDw/G2ZbhULHMaw9xpw31JwU98Jc",
-	"9RasNxE7bN0ZbN1UEbCT8TQa0Vroye0C9KRj9qTxLV1IEpRa6ARL43LyQI/ye/einC1TMi4Anw2D9MKI",
-	"NqrP9VkRkAOx+dc5m/iYD7E55xMAh4YPt+xqnic/7JB3r9s6V2JzNt9Wz+GHrcncea63iw/S+TyOEOtz",
-	"cx6Oy1kUT5wH0WTrrrF31qDd1QQDlp/qQM33cf1htwFtBgPHILc9rLJDBWgwWqfUQ93by3TtOnroPJrm",
-	"Lcdww61qJV6GFXfIaBhHHHJzMslMOqASCShBgO86kBbSet7XqHeYpmlwv1euJumGhDeJRtVIRpHQZEHm",
-	"mON3cfp2j8ypBAxupTRUsyCr2XHLj7vq2BlbASPu030J4I0AMW5VzIa6YwBSY6rFrYGAANWXC/gHGTd1",
-	"I9aodPTYykb31iuqI8vPCKUVCd6AQb/d7+uMv0CfsMCUfsIawEy9t0cC+FcGZEbnkjDAZ9EY15Dnobjl",
-	"nCZ0xlKs6hal0oLYVW8ObG1ZVkBD4FzN9fp4PHjfjKeOhBqHsFhc/LgOEefAVvedCmmlKBcvDHMkrUHR",
-	"IGEa48wrwIa1eKoGILjaQm7AKeW1fuz1Pz0aeKcc8toYF9wggC+PLCu3XR9kpnuRBj3aWQmNU15zzk84",
-	"y/Ef1VmfzWsq3ugfihC/9wH8FouIP8AJYxd9hSaWQXHnTS3uK26j1VFLkVbw7xtnN6MNQ8Cg7ZMoREkt",
-	"JnSUCImVITSFZJG3Z1gzpRI8kWGy1WVpy9XiRLJ6LvTLFCFXdMfavp4DxWqL9EoFsi1+3+oMl31OLxOW",
-	"JovHr42ucTiyUOMF1fj8/IMxX+nF0RUiXMiUrlXEEkZuMUIUf1sRh5OF9X7EuhvE3Us5EqU5IsX5uM0X",
-	"190sbGmbl0lbOEZLeK3ZoL9Nmecym3lEnWfdFMD51VwYZ9mV+nhlIEg1ghDUrMxFbn2NaIBbuWEx3zbw",
-	"Rmh3yDE35TLkwMQR4m2yl5eisOhEYSRHNAnLV4cnZjwaTWnaMThWpnyJ51d/kwwDTtcPcGcFlEY3CGaF",
-	"+wNJeV/8uqb7+9qgGk11+Kijo6zqttN13IvFBIaD03d4K+G2L/o3ezvdBwdAVvDkGnyfxcGtEw+pyeFO",
-	"vM6GaSCUpfNch7wHqGpTOEiXxE3YSqXkVj1rVeHqLq/G1cS2H38lawP8ZZOL21xLBuHOvIBfOlSyyoFS",
-	"x3XRjtUuK3y2ySKHil8fQu0lG2VpdGPlQPZ5SjMJKLlxTHbspQ3gYHCD2OFqQLNRHDGeNtjnmOVRK6yX",
-	"Zmh36FnPEnbZUFLgoDpuyBEvDt4MfQ9yb1MEKtZ3vhIArxYkYRtAK+2VWn4LNu0YqI9gRvzoqx5a06N8",
-	"fGur5G67bK1Sj+8BB2CFHG/dJeR218kPziH1axmAVVJR79fbLN/5VTpW16m8zapHt8AN7i3GV8MPEdq4",
-	"3ib8hDytcN7XT0840vWAGpMTHniKH7L5HrV3nD2x4gL9prJg4eZ8vDzoNveYcP+G0f3mUW8140KU8DqV",
-	"PV5oaxOghUC0ihJSNe72V5cyGm9gOFvm2mFQYdrcp+7Vj4XbLG/SN1gqSNcnJS5FRjGjCQvba0Di/ROf",
-	"91W2xS9ROj0DcbJGdgCWDCJxIlKasg0UPK2iHOBnMFgi0B+EgCi9ubl6wVOfp4bBn0UTsB7rIbd+eLd/",
-	"sHH2w35/Z5dcs4UGaqVob7k4f7PxglwtUqaUuVOWZgk3GABXCzJqIIQWhIzOsdX3v+J51xNd6eCfM5k2",
-	"8bVlxPxbA8ZAnoSizQtKE8GHv0VpEj2slaZeC5h4qo08GMBSROxr/XB+/uGMJGwkZjPGTUGXKlIhKP8F",
-	"pEJIG57QlN2CuvybYRRerARL2KCvqpfL6ioUijqAKkR1juuXzXAsDmKJvh98U7kKqxq194qOjoiTDyJJ",
-	"s0nG5FpVgGsij4Err7CxTNxV83ZCxpIlUbo4U7xJx/yo2yPZz7COdMmfu+9WCR2Q1/AsGWbd7tZo/+Dg",
-	"6Ozs8vzkx6P38A0LOuRcXDMN2qhlZ6MnBnpPBQTTbWV2pTYn5aGEaIGFBplzasETdFEoFgVBeSyZRVAW",
-	"yxo6M4lIswtyxWLBJyQVHbJP4DE+8Y2ZyifoDgSHkk4vIKkaKplEN0yS7W4PAPE08RDhqRxzMPTuwDEJ",
-	"jB3WAsiR72e1Lb07ReeIj4UT96r+xNsREGg0AK7i5N8jUciMRuAb1PHnVQvvJmCj7X84NlOvb8gnlAB6",
-	"n3Gmk1EmUzFjyUaxkiQaHzrkOCUxS5Uggor8kM9ArcvhA/KkNElacxqB5vzTqQ7IxFX2CSpHvkbx90ks",
-	"JkRkqY/FEk0+Pqwl5H1If8ihhoSpfdX28dA5wG6w8CZM1tauEhzhtWrAhkirinINIXCCD7kbg1AGHnJf",
-	"dAFx2lgmG29JLD5gxpHPzFJVzQm+BK9DOdBXNgVCqMbRDQ/PoqvcRbX1df8IRjvkdSY1qaRDRI1yjUsf",
-	"Ts7OJdGOathCuhDTkA/5MSdzmk5xVRS70YnjGs4jh3aSqTqmFtnEwNabSJVCj3o1YDyUh0NeBH9SbUCu",
-	"ZdNS7JGh54bgDj3jOkYEPmFdUJUmhtzWobpi0wjYhi5AxlncIftxjBmqSrRTrMXWlTYMR7dcOPfIKIBg",
-	"//IvRAcLSfXxGTkCF1iwSedRYIzl1qq5LveEZQgQrGlQiAT6qxQ82BtyQqjtRQPkwJrCzQWlPmzfB5ix",
-	"tnEOtZIrjd3HJVVfdYzy2bPtbu/ZsxWZpSJRsDllNE6nfw98EmwmjIYL/FPMGafzqLOgs1jPfZPKBR/l",
-	"X3LGQsIFjmCPcBZpjFk1vCAHwjJejM0vpQqWdwFpjWgcV+sv+KVFvlrAtlQnhaZZwtq4eVU3cAY3v8Ag",
-	"7ja/mCAT1Xb9ecXot4yr6x90NYzMkXZvOYW3FYks1nHElQCamLyqevBjJBUCIHfIBxMeIS30rsaxhMHr",
-	"xMWaHWAwXXEHaZTki9O3G4wrzh76WGYFJUNsyxrDXv3bzut/6/dNueVu79/6/X/rHzhfqc/9f9s5xAMf",
-	"fBx6+cNDzx86pZqH3ifcKRe65GG+pQ1MdMIsZKI+hh9yWUB9UziHFqnTyH8aEdq+YkOq1Yr6Oj5a748S",
-	"zGf+UrBHKL4x5Iq8IktJlJKJujzVqdiqOxXn00gSindTJEnmFDyHEwJryUUKWUponJAdcl4Udoa8BWdb",
-	"XS1qXeDk34LBm46mhMaxuJWAcB0ouaPjjloG7YEi0D8cipF/kBMzS0n+MeT/2NjYgP+p5wLnvr+8idht",
-	"QP5hrzrzw5JrnRRudZ9Ik6xow0GVaFDtCsUO1dkqsgWIFnnTUARExFK3a+7oSyVRqCZBsij9lneornjf",
-	"3O92ZPm1XiFD/lPt4zhe9QL+VQ4Kw3fwIr6cYw1G9bT+Ex6vVgU0PRUMVZWxFQJhzPAqSTml13IRpQXV",
-	"E53Cid9J++sGJMrke6vd3DqKM0gBK9hU0fr1lLTNzXDx4tgKQo5PrJ9aCzJ+Honi7Ktyi7iTVJvG7FE0",
-	"tzW8Vl5In6RMqq0CBhPHbdnUAO5Y1YCublXtd8gdnSmSMjMwxBTnL8ZFxSfBYlikhXXRHa5Gr8QNa1sd",
-	"TLd1xcYiYUPuNjISEE2hS6vn/PKWJQwuel5RuECSumZsjpwHFTaRxSHcxq1lmwBRJyHwBF6bsjhs3pNt",
-	"w+IhttDh7hAMgvdCJPGS0HTKde8W+6ykp7zcywbAo293+7WKfbtDfkGgVZ39NeTa7qrkhDAbMemir0Il",
-	"RGMTGNNZFC+UzERHabwgFK939+yQecIwFENqJvwGXiL/IMc6fiLi8ywl/yAmq5EkWczIJsbiAY6ly58N",
-	"jz5wVbLABHQoAftZ0Cb/IDvdlyT4om1NAzTs+sTWb1nlCdXNGYQRF7mjfrPa1swUdQlZSqNY/tm0cm6Z",
-	"C+znf5DtbrfUwnZ3u/iNek/bvsjMuhnVk/2+2xdGWA7IF5AUBuSj4e6f7laf5oHLmyH3txiPDuOWTZ1D",
-	"P//1n/9Tn+WpKW+MtlisBmNkdjhENlkW0pMRBcbumEjq8zdniXMwrxZDHnzeuLGBtxvYSVBMtBiJGdPl",
-	"zIOqXSwgLZoHhWiT1KIYYxvJIdd6QdtXjZQMcwFpKTEZUSSnes/fJmB6wfw6ns18naelmo7BWogowJ/d",
-	"kfAhDwCrKdgMAMk42Ay4SAM8Aea0gg3dpv8XAOGxMsEVs5A6VJrnjXwGEpVOAB9yxAmNuFaTrUEB4bl1",
-	"OWP1AQWtlYDfcb8oiceKkENuVOEkmkxTHW6hR5avoG/a170h7qfaQ/scS2nobfidBDtuEpokGvRUQPUU",
-	"yyY6pEEEntGFgdF99myn2332bMgrYqqtugkY5QnubBRQjbWFfZ4jdK1hkC0sUZxJCAyKxQTq2WIJegkR",
-	"IUqOHXJrR6qR1pyBoVKZn0ybNhayeSwWcDiSjEsd35ibfURiLoy3kdbLkRTAbQytYDPRmeLfNywWSicO",
-	"vkCRWZ5ezuE4z1mi/0pFSmOfQMAAfhPSlA7Ix06n8+ku8EmYwBlVp1I1jDrbPNfEgjluclNCrddGpW3O",
-	"kg/4i4G73NNzxOdKd42awWDIXQNcr9v1SxJov+uXLEHwkOPU2IF3SpJhr9ttd8g+UUMlcypTnAuzdbzU",
-	"8ugQ8kDNPzB0ttEeEjlewpg+8HiWFOPzTTQ/pBp9VvwmpiM2QLOJw9ITJkWWqIu2VdAvam1cRWGvOilf",
-	"6Q5gxFgotYeQ4Ndff/114927jcND8sMPg3fvBmdnQbnEKBQS/rtSEVsX5wfqFJuipAUdmAS5zkp624Pu",
-	"1qD7PNhT8wHChVFq+IKm4CBPwVENg7Qyi0aJkGwkeCgbmz83zXd6/a3tnd3/wG6KtkYjWuN8YYMZoumK",
-	"6HJQmwNU1ezdnnvY84b6/y4ATdYN7D+C/NTNImMOO3OFqwHZ7XZtBClcaLOIZynIlWbpfCKnNNFl5OMY",
-	"xKdMQoj+2LXM7RElspIoVeMFMwqyjkiS7f5LjWl+ytJksbGv+G1AWprIaGKpESYiSRIoZakmAGYuQVr1",
-	"jWEbJ8beKBkK3OgDGpD+tk6psoXZtGL8nQQmQiLECLOlXFVrbg0uXVgJsgV1siBmBPq5ZIAJgB1iMsm0",
-	"CnVx+laSMDJRfTa7K+MxWEQJyiE2LcwsmyaINEKLjaMr245TYc7gFfoaJWmZJGsd+g8hAIFPypkA/pDr",
-	"ryzLyJ86M5a2/Kt9jNgL9iyX3rNbeS83zQ15IKe0v7P7KiB/IlP22fWDt1Ah80mpY/InMvQ6Q4/8iST0",
-	"FtSIdrutM2dMvLS2Ae3LBR/tfzgeckt9U7wjrRgpO0Pu+V4cjRjHsuDa0fMhEfMkYinVwd5RGi/x/+x/",
-	"OPZ8T51udPn0Ot1OF7ybjhKmYcrqVNs8sqGWcXYQfKtOOYVcQtBNV38z03E33oWjFjuhBK5mLMZrNKw0",
-	"QG/gqZu86QYoGwAQd9K5FrDlOjOJadnhK9/JPDMK0TJLBim1kjRKmoxR0Lv2ddX7pOQeigtIEyMDlTvT",
-	"wztlNGxoBpAko6TO5rZXtLnptisGKZ1MNqnYozTKlk90AiLzdQlmn6SAjTSO6QSzcqt2MUPUwi8dG5Rp",
-	"7FumwqOc1hm30Lc0pnxD0TEVzVumZL7zBt5Rg4Ou8LRifbouQcGTeCXSKTFeI5NSWG/IgO2+xEuH7jFj",
-	"51IdNrVX3osruwo74MTXjhNv4G11up0txEqdAncAUwCdRxuq+w0nzmAu6uptnXDXoAHWlXSaF5yIuBIh",
-	"qi5VnBxJp4nIJtNGb6xi/7VeVffNRj8gmsGNuSeo+C988FIFtlTdpupmAwRVVB6oxe2E8L9WzJDakC+F",
-	"zm4i9Xd5wTu4qGmy2CNXTgVKlI2bvDBPWYZyyFerQ7mni2aiqgipHI4y6ThOEjZWEkC7Y1yXiqYRk0MO",
-	"EhWKFUac2u5tgYDw7BkUH5cdpZXlpY9sFi9fta4Jdb3zgWrC1+WYhxw+NjnFiyVvqggBeRk3d1xJuWT0",
-	"kC+pGd1aoVB0ew9qKTRWih7ymnpybvKNW81Y31WgXIBk1VDcOK/zNOTu45XyyBgi0dzOfkpipiRQtaPE",
-	"WKMF+brKKp6gesQuZwp7TaheYAII1F9qtYZ8xQpF7bxCkTlVWBVN5tXyG6r36c2JZqCWa2ttd549G/Je",
-	"hyAiMpYrNQZfB3mfavQ/s3dhxfZycwMuL8ZwUVt9ANxReWtKrC5ki4WziEcyhfCEDnmtuCiGG2vDENjg",
-	"DQDanlooY0Yp6jLPnm13u8+emZAn7CdHUZGpsFUKtZXxwnEpktaur21lwM1jOrpW88Q5VRzP/U6u0ti4",
-	"trHS5lMH+HhQXhRIR1LD7m9vKF3DhMIpvjVnfA9Z0m0kcfhqSi/BuIMjrrHCtvJguXbBI2p4t7qZojhm",
-	"YYfsF0owm6FBT5G+zkdUMml2FFjwYNx0AbpMqlhqUQDqDPlWh5wLMo54CJLc7ZRpvspK06sL+yH1IA8w",
-	"KHt0TuaMsxCjEIM9CDYIcpCKQMdXGBOM9VaA5N8Z8u3C1G05H2PppNoke8XQBmxNN/Z0lQB5ZBrFMcLX",
-	"4TgrN9hYPeBgiuW1i1q1xYvaq1xuhGC7vFDSUNagk5nqi3uKVa9XXxF3gw0Y2OkUlG1E6bCkRFiFqYsv",
-	"pujTWDQ8kmTM0tE0Vxe1voyTA9t7Bc+EtOYN5c33yswQh/WdbCxoDnFAheIea1UsxxM2p1Lm4U9mj0I4",
-	"oOZr2EukDmLhGVO4ubWqyaKt809THZpWILUP3ViOQXa6Lzsl+pl4GwdCZHkhfr+uED/0s24x/mJleBLB",
-	"zgiZUufC3NhzcfpWHc6L07f6HiQEbCeNdyHqE0ZGV8sWqeWmWghXy90Z8t0OOVvw0TQRXGSyWgsPZc+2",
-	"T/rd7oAEX860EvfO+KcOwWj9xaAwHx/6JKG3d3dKvsi/xEOpSWsXuSUSGwHazvlGqFMMUiUSJQmDjRVD",
-	"NnGCWNRyjwSq405Cb2HFwohOuJBpNMKlVnSnyGZlFOaFCBI6SjtqLkAJRxSoBG5xkbpoJzk2B+iAFI+/",
-	"GQ5pHfGbiIaU/Nf/8/+SI54mbJIx+PA2CilIo29oPKVtQhPQ02OdHI0qCtwfWYr2O2On6Az58w5ZXqTQ",
-	"rou95xTTX69yoaUYKkOulmVjR0v+jfRWYNlQqWUldKMrQf5dpMshJmRGY3X+rKbg2ysiyQywZMXV1TLi",
-	"DHAEcO/BaRpDUGrurmv7rmPnZdmxY0qVl6JMbkUCWk5rWFs6c+j5ZKjrCg55qbAg/ugWcqv8eF6oF11b",
-	"prL4zpAPvabHcBObDQozspGnjrg69Nodsh9LodjagGQ6vi1H/k0IHfIiEHDB9efnzwJkorETVI5EwQ4B",
-	"eh1am/6uzdsg6WuZwvXWFnQ76MLV1+qqUBbN8rhvKCqZSonXHrF8ZHi9iiSaREqIMLjuNfXpfHIVC9hf",
-	"tvEZTa4Z3Po4i4RRdfG2wU2t9qiONQg6Sszsq61W4wkAeqzgiyCtii9iyOucEW3orts33VE31gQsFlad",
-	"mMeUk79lAoOObYI6Go2tl/bY2KbeWewoPVZA78xrD0GuaskS4gAlFgA5XRhqaUDMvKrEn0tCai65SKZW",
-	"1t1XnoMnXKhLjnVInz9//nx3d3fXcwqP6zpsDSXFvYjfiGjENqCuZWcejr26cuE2V0m9WcxV0g3ITbeF",
-	"vO51qT5wfWHrrV6xSHWlqmqlrHS5HifY5CzREeZ1GcFzFSvi9gosKlOr07pxtkvnhGi0jeVT1Yzyy8aW",
-	"ScwndVFr78NJpcLYW+pmkdcrwQz14ux6/e7W7la3v9Pf3u31d7ZflKa4bHovXrx4oQiTT+8dQ+YxQ+Oq",
-	"IFtkPutghg5eVavUCLeFvBElVL1cY3QswJXWTVefheWriYijXguRPcmHwzemxlb7MYT4gUFsIVmo9daH",
-	"puM9hArvzMxzchQS0dSiwhdyLrhEhtTvdtdkYXnKZr7ltLTVcqWstrvD8uw/U0kYmwHxSpteMAluwUfF",
-	"tl05u1WQrws9HOp1zoVnb+Dd0lkUdn54PXn//vzi87vz6633fx9tvf/rr/3304uD/ddHvx799afeT3+/",
-	"6J8ejrZPLt4c/NQ9fXP61/3P+/uvXilOT2+d4UtAIVCM6bEt330y/o+ITy4xnlFthtspTaXaO4oW7ypE",
-	"kwjWdabzEGFBH3hgIFcXXi6BAmnJqUN+gdu6qNGg6FKn+ZRL2Qd+o5ZAtP6iZCbUGBbM0RrausB0UWYn",
-	"OpinINXnZcqDNpyZ7XW2c3Fjni8zMFoRXFssc5zsgnlx9WNrSxhVVwCNpI61XHVk7YiDumHU2U2NLf/R",
-	"k0L9pmrppKb0j60EtGsWodc0fct7Nstw1fBev7R4ikVugvxWRJzOmYgS3sQYmSfIcwVJjlzMJwkNmfN7",
-	"KjBS2il4ka9YGTy0sjYfcpHR6cV1hqF/AhMlFTX/cnbyXlNl636qvBHJVRSGjOMbLx+6mffJXylnMSVq",
-	"lVM1VaXJCfURAmISKgmT6f/5/8iYjaY0pB2iVHFGslkuc85pQknElSiROFbZTl5JAi/OlTd9Ic27hror",
-	"WLyXmrgx4btD3msT9S0t26j30FTnmBgjLlNGQ1yi3gpL9AGDXs6FeEsTLEK23X95/3vnQryjfGFyFNV7",
-	"O8itlr9n4j8Rzhfeernmla2Dhj9YEcW9X43lAYwN9Xd2nc4PN5Th6Kfoxyw2rL8sc3+3C60i4nRC5g16",
-	"W71ufzcvQQZcOWeFDdXTvTyEx3CGjOv7BMDYXEgPaNJeRdoD61rgEcqEfU7fRDE7SepVtffCCH/1JFvP",
-	"pLGO2KtnqLdD9RA5lqQCXrOPwds3kYh1jLO2eWxmvBLk4JfNFaDj++am0NaIBrODSBybQ8V0WTQ2uIaC",
-	"Nio3juhnzqpLy3LSuVp8qBP10Sw+oDq7wVneoBRsAsgUrgHNUQuOpa2bjmJzRV8ouJCLBqZc9DfDPOHx",
-	"4sSW4Xis1cqr35lrbzdFgErCgjfY6b5UK1CLQqpINKkDvvmghFjI0zU5UcUYrlKMGEahW0ujBrYhpyYd",
-	"tCHlrDPkAQJgB0Qymoym2isDzgYjyYDTJqgCRgUkAYwdWQFy1BkLGvh0yHXIE8wiz0/3ScRHcRZivoKQ",
-	"rnPPRkVgfbUa69HbSKYag8qEdmI5fx2TDmpFGZf/c6rnaZxF5YlCZR/1LIS4G9i9gYfjKMg1y+sy3jUW",
-	"pUhZsnphxgpACcrtr3Bva9St8m7QUTrmKQu4JTgGidVNMAcSrEhuDrzlQ9C1lgHHSr1H1BZwN0kk798k",
-	"pS3SMK/qti0u4lK48tWg1+th3SvTFklKRiLOZrxprGCYer0oDNDiGyJQpCma5NYt0JCQdgGbMBzL+I+f",
-	"VtyzJzgsO00dWhOFvsb9zZLYN3vRxI2qHk3sKP5d7FwRqO5Gzg/wJvT7ToTsEGmwL0ervPYBc070S71u",
-	"d6WXQEb59BhDDjzpJNjAnkJL2ccGvD2exXERoXerCMjrgAiQ7stBtzvodmtwOwe2Cl491q1WKSuoocZG",
-	"Z/DvloNXj5JZxwQtdm4FVxuoBFzb7yJsbL9XAxPruekkW4PtHZxMBQA2f65Let1Brzfo9fNDUgWQdgFc",
-	"G/oo2tXvwQBT28CmQsEqmkwpb9Drdn0P0qW8QW91Ha0BiLNOXYMYygmcsFIs8KOsAGvryf3+/W/oeeXl",
-	"Ud5gRd/fSn1babQm89gI+65w3ByH70jEVtyoSsT18f0NguF2v6/UvdpA5VMd1iIJZLysiXW0TPDTyADo",
-	"LMe4pQDSeY0g24jjDs9DcE/pcV6N8qkF5CP7YZgwKdHfHgsxv6Kja5/Mk+hG6UdDTkgc8euNWIxo7JOD",
-	"79/vn2MwDUspABklgBjixvlqkG6d/McnOEwkBI5UzDGga8/GtbRsrRhklxrKP+KTtq4eYzKAnLyLjs1h",
-	"tzUA1IBtGYB1Cw7skWAe8UlgTIRul5h/VSNzN03Jv6cGzjEkHqZJNEq1XqSjLWvL67QCew88C9om3kiH",
-	"WptG9+rzGlqBuieeBb6F46GjtBPN5iJJFa+dxyxlYdC2yb0YhJIKDc5QgIsAdUHm9R1wJDOT/JvLXggV",
-	"Va88Lyu8tleOQPgOECcg3A6DF6I8PXS731f9aEM6hpnULlFrWBETX758mSfCs8+RTIeeXmV9GxdX1rc5",
-	"skqe7pisNW2lL9QR0BipBscVFpvO54wmMody1TFgmK8E6FxgcSZR2iGHeeYsbGrNUZ4q6QwGv93v40kN",
-	"bGjbLDeqpEKQWPAJ2DmQxxQfsPE7daogJoIVlcGHRhQ0YiNjTSgrOaEzdzXBqb7qh/N9ITYXDa5QmbVR",
-	"4llLnHmElKLx3FfyefbWI7LxIS8h9iqCsZOaXCcYo4T9TVetJBIvk4hxdBUBGL9eX97N6bDuBsmVvV9q",
-	"hB+j0uX4xQPv5bg/2mbPae/qRbg13u2Odmifvbx6Hm6Pe90XW3R31Gc7Vy/D5+Nt2httsRdXu2F/3KUv",
-	"R8/ZztVWz3MghfV+evAudeCvayTqs5qZNKJec3H7h6D9DQRtg0peK2w/UNbWicFLpO0mM2xFNmu0y9rM",
-	"cSMElg4K5WiwjbiVQX0TM+e01CnJfihaDTDgesjlgqdTlkYjuLXR26ZRzPM46/IkNr9E4d1myuRqht9a",
-	"g+q+oUMR6/6xZhFrBSnXSrLwESAEajwBarLPbCm1wRJGXbW07Rf86op4VwtwwJuypT64FK5E6pNbkVyP",
-	"Y3Fr/PqYlt7Yq2TadFXukbPbYopxJB2uWWmveHXo5+raLbdpKqbCeBPK5ZglCQrG7gzv7dO0s1KneLeR",
-	"VsKkiG+w8xHlIxbHLGzfPz/tm/arRfZNBmyFUgVbUzOBfsYkU3HLMQIG02N00Yum5vT9uWxANoDOaAcy",
-	"1RVO6xqEHy9Nr8uapcm10liBxdU2dQu1Eu5rIBYybWoBflvSBE1GUy3h1L5vf6+2YeLNUZkj44hHclps",
-	"qUHdA5vaw+57y5KQFzUHWZ3VqOzf+ir/p7V51dg7vpLFq+kOhusLL1xE6aiaxNSplDVV42xCjEzFXBKq",
-	"bssRI605hiORhKVGuSVhIuZzmx2u7sghb4Sx7ACeno1tL1z1RWUeomEAkV+6bENrMHXXLWKQ1Citj7lo",
-	"75HjcVrhg2XvM3xrSZxdQdhOYMXCPwTqb3CKDw3c6hMK1PokLjdfFx3u97jZdO/HeCHMs7S+/DdildSU",
-	"tGpBypcBe+Chzt6iRoTYM+YlzPatN2RrlH6wMunnmsqt4NkHgMraEAg5ALtrULK3tjuADAYJbca8pyNu",
-	"7y+FNSBBwYSgoQlMPSzE4SgZOoIh11Wxlsr+Gt73oWxtyFfga4iQ9HTGuJLtZh3LxuZN/1HWL11t7akj",
-	"/u+1fj2ZW/gR1q8VnL2/K1/vw2xfeofcc20aheEJTVb3irGFnv+4Qb/BDXphoOuf8AbVOGQPFYc3c0zT",
-	"RovUoc0GN5WLDZSGM3yfcHbLpNLZEpnuQQgP4ynCqZs3O0TjEZIeZDbMIFw1ZXtDTgkXfKP/+bNNE3Fg",
-	"mCjZ/vwZXXXanLXdfaFuju3+S8BBtpX3DbxCr0s0WCVkUIca5JgNOQf0DhyGT7I5oMYOzDekrx22eQM+",
-	"2TLf6QxXn2zrb3b0N9InO+ahnSHXX3ZI4JTlh1u2m1+KiSk2N6E3LJ9BBzLqjTJxzeYpeU5CupD4puYP",
-	"4yxWd2VItrrOjxiFs4Jxbp3recjXUzuqYZO59++++EmoMlrcZpF0zKHFinvLbpfaCMQb9K/URlhi3M0q",
-	"0WpHWBe/qfp7t7tOgGW+nk517VJ4pb72GiMroQ0WPii28sy8uyS6cq1wuJ3fRzScJqY36N/n1uuBW8+k",
-	"sa3wEApMXvfqxXhr1GcbO2GPbmyPn19tvBztso0+3Q5fsN5462oHXsrwbFzOpDfovdj2PfDrW9HpXvMz",
-	"ykDPn7/o+Z5iXpcJS5OF48ZzeIw36KttnG8ILUY49Oit5uYs0AP7eYLpd7tqeJoAXhrNmMjSwTL27a1F",
-	"om6FRA1LWaBZkWKYHLUkQm8nD9Drryuhmbt0leA8hDF3wbndK/YPie0bSGwAHlteh68XqPdgS8dyGa9Q",
-	"jBigSx9jUqmNJvyecah0KAkFT5UsllVGHCFM5YjSPZ1dxG4ikUnzDKS6opXE2ldz6dQf8jxMX5tbfRCR",
-	"tLvKpqao7pX0CZ4+LtSH9so2iyH/OrbYU1iColh0Zio1f0VFf60wl6+k6P92YS5l5t8ddL+l7t+g+ON2",
-	"x0NZiHjZvnrOeuFLujvaGndf9HfYi6se3Q6fj7rjrZe7fbZDX4S9q+3R83GXbdHd8OVVf7QzfsHgoavu",
-	"6NtFvLxXRxx+3fsjtuU3uJYcSPgCo/2NjAgpk1/pXgGYCAiCsQErOq4FlcKWW01F4zjbcGKXg38nsai7",
-	"vi30hZRELBzyOLpmhPIFtrlHqAOVMXDhZGGTW7i5v2UsA3i1AAEulL7GayrgDxEQI2x3yAGAyqP2L7M4",
-	"NUmCrnixvn19yJfcVf6SmwqyjaV1EtRdXOesrM0/oQtRNa4X0tbuN0A1vUcyM9V2sw30g1o47OoPjvUN",
-	"OJbNCZcpUef3WzCqlM7nGwCwuCH4hknFbkTuh7MJeSNXWXztF+AqHQS/0VRIKFSFMN0iQQx20qIuMHgB",
-	"6zsCvHooh4BYflhbAtJOtNEFi32RiLd9i5QM5Z7EmGhIdRkAkALlUP32hlXwFAC9Oy+w4ud1CF62O24r",
-	"Ig4lMeWywEoLwjRCtqMgDQ0mC6gai5hCQx7QhGEqvXTAfZhjrbQ48Og6DYAByYCkLI5lAQEan8TfNa70",
-	"kN9EMrqKWV5B3BC9Q5RerJlwblXGSo/wGcoA4GeDl+yC2BtSIcylKUluyBZB6TsSRuMxS3IQWs3LJdKy",
-	"M+k42eMzcQWQuRFPp0i4NmQWKEFU6xB29pFEWxognDjFVnRJskpFirr8A9y8sEVP+IFFFXiwzzNfSpui",
-	"CSYU39PbRJ3MMpQafO7q/7xPK3Nkd/RfC+SsEASKlDdaSj0uHM6z8sOdn7+uCQPv64j5wkuWFDkumLrV",
-	"+qZqjAGrf7BcXiRc012mzoYWJ9SpwM6/8a32FW+XvDLr0nBvYKmGxZgFmNIbhllbFeQZffs4dV/rLqBy",
-	"PaHVEDjw5sFIxY040sJx/a1jag9pIFtR4FeWRwHA+gNuoSHPryEXHdi5HJ5jWUm39cqt5FfwxLlIo7Fl",
-	"sEMOMBdOnTYcIQAFRqlk8djP/U0GRQ4L1UkSpct4Hrb3NpLpYxgecLd1D94Zi6Fo09flVg38CY0U+5yS",
-	"M5H9naqvgOb4JTAq82a/91K9tbOzs5O/+TrJuCBvoxmt8CdT8OrRjClfm2b2ZHd4sbSNutb/m/Eop1Ja",
-	"ThL3WH8bvqSr2zVyJPhdFvlNq4F5bIFkCQFxIPEBE8LcaVvpxhXE5lPBFbdA0aoialohFDTtlvsT+ZNq",
-	"l5q/dSmhDtk3chqNE0bDBdHoZW4omZ2GybMFHnaujcXO7yZZxvC9AZnTSHEwGOqQF3JjgJp/S0BEXsK/",
-	"TM7Qg1lXPQ6tPuVnFCIbGJ15a59eGNnXF8i+rOJw1NJn/VxxPaxAVp36Cqbbgi32wLlJ88zDx7DCpfyv",
-	"1Nd/O9nMpOJZseaRLE8XKlyD6eUh//VMD4Ob5cOELHKvjLUDifjPjpOEQUHSq5g9ezYgVHOajYjbCri2",
-	"8jdUTWpZpgl5BVLDJPBrFpKQ3UQjXd4JvSZ+XuUqn8Z3slRaiboFG1vGbxYlBiEWQOFNHVcI57flnUHI",
-	"SyiXVPNTY9DI7/RmTnhogr3/LxLialnK10+CqHb2342n2GyEb85KwGxyj1YHWJTycaqcY7Z/gFb34kFa",
-	"nSuqwTzRYJYKJVURKkslIhGnpAy0qY2DGK5o6vMFBsNa/4oViZSYN+QF3GoJkXXqPeRmQSQv4YGqGTGS",
-	"JdlN8GWSGCzK/8V6pKGwsXsZwhXtYLX1IIxHPJOpmCkBeYP8fPwBozXTaBTNKU+lccRvv4CAMtubsR/a",
-	"7ly7WVGW2+jtvtT/efVyXF2Hu2X9VVsuHymy2f3QLLvpc/yH5mo014klyDfXW2MxEdkyS5oSgUo81whV",
-	"DzWfFSW7Wt/KbpXRJmwkkpDIlC6kxmYIkOm+MtWNjVpJJzTi9ymX5K2YQGl7jVyb9+SGxFu2XtBym9nh",
-	"W6TnEyumv3/pLJeuv2aWqt54Gtv+vxu7EJNS2bMs/UbSGR6ZZi5xlkKNb3X+sAC4M0pTeQzULTdkkdrn",
-	"fzpFA1SLkg/vv1cSESUAG3hx+rbto+ql9vANjRlP7Wsjt27HTEApz3TKFgTL1Taa1/pV5gLAxYp7DXmZ",
-	"fQ0ILRWnhmqlt8LlZB0SCKmtdVeJuJUsQYtdofIn0iCTLBly6iB26zYLGqgPVn597EiA5SJMFwfTRMw0",
-	"GOTZSJdUt1QUCVTNwy4dWrWNcxTHoYs9u8V993S6jeKAPqHyGouTDrkO/+yQfXkNBRIEVsEIWeUWMNzT",
-	"WA7X5aA/4V57BAfVCwBNKjrlhjAhvYGnSbk2U8WBfRPLHhw2r//m+Y8bL3/693eQn2MWqWqJ217B2GdO",
-	"MPQxgJK4m3M+2buiku1u+9HPr09Ob7s/fj8R+/v7++/PLqZHFxP155H6v9cH+7+qf8dvRmd/UX8cXsRH",
-	"P/18ut2fvb/+07uXPx3e7h9OJ9/v//LX05f0Fl75y+nFzlFy/ZfJZPLqVdFQaHbqRMc3P9pOaJamMTDJ",
-	"5Ri21/9uF4gJJ69y3m90jcholsVKHcUAR+swWzvI8cw0lI92acDjfhhKG1OjmTFFUFtyJcR1VRf5TuaR",
-	"LBpAtYziVfFHtztDfkRHU+M7gfvBlrnWvFfTAAFZ0WGb8VgNJBDclLbQEq1PpKiTYMvhV1APHjy+BHL9",
-	"UDg+OHn//ujg/OT08vD0+Oej01eW/IHOA9U2il67tsynefqMsfAg920+Ap7TLPeTuGfdUBH75nvhRCPk",
-	"9LT5R6sLo84Og1F/kxCbB1KloMj3ckcoDcMniJNZxR197vpfodt/Eua6wvjei/RYrZSSInF4T8iT7T4b",
-	"KLLlNDRMqhpaY7Vw8yayafY5ZRy5NBqmVuPceSv2tYcxcxP39k1YeQvKKs1jOmLSRwcKyOptU9GVNEY9",
-	"5ozdscxakUD7ZIZcB3ZuoOc8IFB8yC2y3wEbKtYaNAUhZ/QavF04BDcaUsnoIOpfZda0EHHSokOOD0Mp",
-	"tlSA9cLAVne77aqJF3m7MQvW94wFlCr23yE3vbS2u12lZt2yOG5/tUvje11b9+HxlPfYXtc2sK7L/G31",
-	"q68t8d83U7vVasIvczPwc30f9h5ifHauEKy6+bjbo0zDZTcH7No/LoyHXBhNzEYy9k9waUT8SmQ8/Pq3",
-	"xjvgj24kZTBOxCwgLXVOQh1t1Sa3SZTWXBo+EYmxOQO9wVPn68cjbfTAbYyA/zpZ0eCRSGDs8P+3IovD",
-	"PB7eaAGDwuiMVasA6UoTZoJd4CpCs4xT9KEOnjZAA1pNzdpWoL+7lCJLRgxKw/XbGmatMfcULsx5dhUD",
-	"iGiH7GOpPXWLRjeMk4jHEQe3JtoWSrAolbiwIc8tROUqvbqYw1e5oY713nvE/aQWcTV53dQ3j3wokLDQ",
-	"xewVEVJJbuniz976nFXP4JtYpKa0qRQ800XGEcBia79b/5+6kypF5s0GTBdzBu/3CveQKWBqcTMefxtZ",
-	"mjXdR4emL8MF9En+43pa+3qy3EyJnRIqc+N6VvjrP8FV5VZHrQX0UgqyhIwpHZ6BZ7zAfWWZBUr0WeQ5",
-	"cVXzkE+0q8CW/pVKkAfzPkIxtFiouAgcZRb6JGE34lrXjSTjmCru+nWkfFtk9sksIMsYTRilbvG7It85",
-	"er0Sx9G0sZ/VAiyLoNWM+1eRJZpnT6kkchrN52DjKJleZjlBHsmoDGmbOZV5AjbRH+xpXfZ0q85XzXF8",
-	"Yl5kAzJW50T+EwnD93C0OY2Sry95H2gseVlwR8qUJo02dfRVAd+Lxo7DckpDIkeUc12jXOOUGSfGkNd4",
-	"NAflJb5iIzFj0saOgFXFkVG5sIME7BwyT8QkYVL6uiXVEXYQ+kZgLQq1Fc/nV+G9H9TyfYtcAg1es1Iu",
-	"QcEu8zSpBGo1vmYmwQeKoUildURlDVSU2z+Y67rMNT+06sBKNz7hn0DWA1V3/i0ck6dsLpK0IBvXCIgt",
-	"Jd4FjsATIDMKjvRXx4eBhY8FTAgwIbfVJra6kz/kii0hCGUUmy1vDBUoPRo7BSWaBlVDBWkhJQ3W+0zc",
-	"QEbqLU2UlGkYKaYw1Hg7LZCKUu1d4fircMlTnMajkMxXETTN7vIUjR+gy+txfk1dPueuurOn0Kvvjdkz",
-	"fWnt5A9W+hBWalW/76QODyN0pM5PzMIJIjkBeq5eht8/h814HPHrr89fj3ioK8/o0FHLzuB2+k4SGUHg",
-	"ocwtlJlkia6BUpcZ1iRRDnkxHNmRKaNqOPFXYXYXSNWnYxSHuNdwtb4qm7jQXfzBHx4uajXu2d8jQ9Cg",
-	"U40hxQjr/9VyR7fVSTJFZ1hqEFbVF3sk4OwWc7HcnxABhvyiTjQUjVM6Yg5p5JMrocFSRWyT9sGXYpsz",
-	"yWIo1QWfN5IsZgY3XHY4u/2RLQxQ3Y9sEbT3CHWGU8rGN8hzbmKqG2WLuV5SoMxVM2YM3s3TZV1sAqOu",
-	"s1BvL8hgo6nBGRio9xRrE5kGT253yBss8QN10dUcacJIzMYpybius7ck8vfC4JB97aR+0jr7P/9LkA80",
-	"i0VbPYD0dV/VsEXrKZk4gd8s978LYLO9nWX6ural3pf7X6bQg7X3x9ZgWQcI4LepuvKbh/WeMogsKqaG",
-	"JLqaJvgXNcDWI4N8C7xKDb7CrryB9yNbuPxX29TwfJm6rlg1YbV7otnf8oFOIg6qJVTutRG8gMH5nSQZ",
-	"dzHgyggJsjE7pNfukP04JlAOYshz4ROYmanz3yHBOIpTlqg7giajKXPzORKXx7au2aK9ZwyOAblmbG5z",
-	"bFk45C0sXgE1V8JI2l9IS5esaLsD3yNBfvp1Pkh+PDHr5C9nJ+8JTRK6UGLpR7C2whQ/gZ0Ab9YWQH/L",
-	"6IbtYb4Ns1B8aTRTpLxRs4bQhtupiBkJ6aINOSfHGlIcaERcEiGaoJJ8gy/6xA8QqM836sldsKTACa75",
-	"PQVNztnnVJPdgCg4e98sgYFsc4ubSMXhGgp+4Ho2VTLp7+ysWMnkDbTTWMqkv7OzTimTfDc4e8AvFzMp",
-	"bBvBm6uaaMa/fkmTt6i5NNczKWWEiSQlIxFnM940FHCnvV4UxhJiuRNvoK4v32M8myl+BR/gNbzQ/Hwe",
-	"zk1YuKY+rbhaJzgKOzGd4xWFPmwkn1yzha9FJJ/kvfnE6WyF2izQzzsRmoou+3K0fhmYXneNOjD3P4cQ",
-	"MuF+eqquilXeQAknf+Mr1pp5sIjzeJfE1mDnxWC7BwSpHUavS3q7g+0uVr1Tw3jpu7hx6LUG3LgGSSub",
-	"z0WSNg3CbX9Z0RQsr7Ru1RTNZlepluLwnP+W2fl1ksPXzctH+WXDlCR9sPhjGhhUoHARq8gVj5xFJheS",
-	"oXJNocJypfwFhMKT74+0z3aeiJsoZMlGymbzWMkVm2ORmOH7Rg2WJJCMhyzRECcOiomPJdcC09KlCc/H",
-	"QVR/sIPIPcc1o8jmsaDhhupkAwriKX2/3BTEMvIsjqE9Sx8QeZQcpe5vQ6aVBJ/tfp8EX/Tt4hOoySSX",
-	"CDxI3gOz2KsUcrOjNIXcINe3BcjTuz6RjJFAN3i+mLPjMGg33cBmVU343RoMJG++6WLVD+HwolxyoBzr",
-	"gxhQaBz4V74Lv+Y95RBRSTXjkc068ysUbigU04WKsC8KvvZev3Czqf+Kof0n5vxukLNUJEo2Ku9vyIbW",
-	"PM45Pt7A63X7L7debD/f2YW/dJ/bvge2nkuUnc2jL188393Z3urDX2q9ay6t4hTg5iwSZglRmqrJrXHb",
-	"16LeVKiBeNP33/tPf+UWDvpqNy8WkzDH/fdYUOEnxU7qyil81cvbpeT9F3iJjEVTOH5Vd3MXrr37y4zl",
-	"1zemAz/++i6AC7Zy/Gdbqfz1gmhtKa+57r415KbeOgDHplnCAThW6fgBoWEoScJi0wGURTCfiTbWzBMG",
-	"VlxoH+5sKq9ZqC7Ldocc3YCBBNVmHfwPSyaZrnew//5wD4E8xJi4NVIg0EASzm5YQjC9Gq7XZ8/OdGxB",
-	"59kzcvSZjtJ4ASpZksXMxCj4qPRH0kTRj9VIRyxkfMQGqp1eXiQWpAgeborE+UoGerwtLvgGVLtpD3Iy",
-	"ZlzDG0GABDxoYx4iqQe8N+SEkEBOxe0ljeNL84Q2yWBdNXaJWDVolknBGTjhIoHX+x0HKq7aEIamDQiD",
-	"Gjb4rb7nn7f3hnyr8Hqxv9p3r7KUnM3pjLR2Ed/yNcbStaC5bbe5FtbPge3VHpCTuaJVr+2TDzq2uYWJ",
-	"IuQ4D5Ajra020vC//vN/klMmRXyjWt9u++SA8hGLY/Vxp+0D5RpGAoRin2EyuCmMqWMMS1ght1+htY+b",
-	"XGTppQQYJPebTLIk8MEpc8OSS2QsIdwGKeMh5campmZymUHMjEXvg0xTav0bofamzPYgIxMijVVfsyxV",
-	"w1ACZ6TmZVqcM/igT4wGBLihccZ0PQxt+lET1U5kPBXn7HOqToS1Oc5oOppCrT6+uJ2yhBk7WMo+p341",
-	"dcjYxKBQR1JINdI/DTmb0Sj2cX8CWAaVCK9DRyPFhNWAwcWlTvSV+pHxieK+pBX8VVARaBiC4C/i//wv",
-	"oeiw/37ffrnPadA206ETOOCBYsV4HCNJKJotsdwUMhAsJJ1OE8ZISifkOoLS0cCsKEcLJ5xTOiFRKAeg",
-	"scC0VBcBaakOHHAH9UtbkTkaXbOGZyzRcGcGo2Rmbhl4YcgLbxycviNGxGK17SA3h647ZB/mkIPkXCGD",
-	"TdR0sOoWTGrIbZgULnlHE8vqEAGRdCHJVMdQaYyKKFSdza4ijozwGQn+ff/9YQBHsrIrplSSZ8+ARzx7",
-	"ZppI6cQHv2AcI733sJmT06WtuB7YZ89ySCPTpsRG+QIaxTZhZC3DZqD1Z89gcc1iI/d99gy1B9j1FTim",
-	"KJXFfkzyHIxe8RpNEXspkRYUnnHgnJxdAw+4SE92r+D23edKm3Ex4igMFx6nKQ67eJ+b46qenkZ8oo+B",
-	"FeBvAZEIToRSH/Dj5Szil7rmuWEgzo/0c/4jpDTpQKEZjaB0nf6RiDFG4lltv7+9MRVZojv1STCOhUha",
-	"LSXwEp2QaaMR/0T622RKNggXt22yicXa24FPqAZhA0O72kFDjuxNt4sA9AAGJkl3D4eIsoh1OyAKl35e",
-	"Vy2Ceze3SzgykOLHCIjCIhAlcKQJk2kSAWSC3m+KZQQlHePVVqBBmQ1+ffmJIH8/kooZKpnALJQSM3B5",
-	"0Fqc71qwlWhOIYyJ1/n58OjsoL1HUiXxXCWMXqsZgn3FQX8e8jBK0AKzh368/HQZl0yOLR2AamJS52ga",
-	"gAWjTSRGkkoTgsBk+nVsFnBUmm0Wa2nx/fUM2t/YyVAk9BJvg++hpHBp4DqsqPnUjojikJo8Ej5xx+OT",
-	"fDgNVLQb0Id7fyPiknEZQUm0VrB/dqDuc7WZ1b9UjlBIUQ0F7Q45dHb70pV4hwHgdWuh3nVWYx8+6S+p",
-	"HHmoLFfJCdFLPJtt3NBEdSUrb78VtyzZhybgz0NoZ9kyqGHahdg/O1CThcbArrGi0eijQTxyTBEnwCMR",
-	"gU5NJSdElLKZvN+M4J69U62uqR2laQLCA+zG6G8ZO8Y2IeCiam3IncRqn+W6YCqIFqgHFoZarbq6XNW/",
-	"uUyNsnRuof3/2fvS5DaSZM2rxOCPgJokBJDgItDKbFhaSuoRl6aoWrpQRgSQASKbiUi8zAQpFEWz+TUH",
-	"mBu8P3ORd5N3krFw99hyAUGQqulue23WZSKAjIzV43P3z93d0Q1Rh6i5dirx1sM6LVILUJWt22dKYDaq",
-	"1/ZndQEYOyTzJ4BGGhCIwFEGwAYNWOX6lY+S65hO5GoYrq4M+xsXijNA4od4EB0E7h7K9j+cE/vRicAu",
-	"0A6zExyoM21QFpbXXtuyph7Bzjbq9jhpFFZPgIpuGmIeMgqmZeauY04jeLUXsHfd7Gt9pmb/AbxU7y/s",
-	"QVflcSYncLAn1qPwVRFieACuztksyXK229HG9Spmwfvk1tW5tKKgdYTvq7E92hAswj4kZeB7FuVYPNMB",
-	"5IclVP89q0D0m+P5EphfuRZmyWounaOTN86d8wv++cvpeSOAr9a9u2E17PbRy6vaC9gvp+fqUKv2ykty",
-	"ShwPF+iSXwclUN3w8Nui12YWyWimBtM1Paf9UNf1T9BOtYOmnpyic/gm5e7bcp7YxUPDVSmqtCsEuLXd",
-	"bEBV+Zl6gA2sTVk5rR4LLQaZ35IbkaZRSGwvfVmBvSqDO6xuuQwAW99lYHuCVtF6Xxt+/6CXbf9x+KUb",
-	"bAc7G4GUyo57EOVBPGIMrhaOPMPs10lmM4FZLT7QcrU0n5UHhLqcFay32irqWEQDtIQ6VtA8SVqByQpq",
-	"7dgvPQM2lAZWsrR20EVT6QZH6dM0uQVLkFmOdU8TzQOPs8ROBtkMCs4NYypWc2DmZY0pqDYIPzwzvr14",
-	"g2n5QBuSxvMECaOF/dj1lv9LOPM3GnrARkuEwU1jG4dfeuaaByeBj2JMKrTJLJyoplbPA1SahrkoaOti",
-	"NhJhKEKgAASMfN4Bc1gBAZtPkzy5zBKlF11Kkd8m6XXA6G/1LiGvKJ7E/vmIORUlr6dzkSnVo0l1HgNI",
-	"ggFOOKxVpob00P5C00ilerHXWxMv6e2kOlOnYuz1VtNkV+0of/i1IyqRm56IpV77710bVB3jmyqtt2yl",
-	"8dahcFcbQmuMqc0KA2ntoaq2SRc3Ac1Vr9cJ7NR11p2608lYmwZmkTTjr5MzHTU29a6q2cS+PGU2WdPY",
-	"t11zNlhXO60/a66tif/bzTX/8qS5rjiEPMuiK6nzp0VKPSTHKmsuMpHWDl19+fQz+DkTz6nNgH/HGZE6",
-	"3mZAG6s2aqhPUGwgQvmRQGzFGCPJbqfReMpkwpJF7nuAmma0eJ2NkjyAoMokZerimsTJbQvMACMhdJUm",
-	"EbKlePz01LrkN5irE7jWTFvOLnwGtJak0VUkWRPw2Sn8sRKaUS0/LQfw8ceANP2O+pvH4wfpDj6E1Hp/",
-	"TpTAo4zmhpDXbQQOO8+3lq+aqzc8F/TilUpmXVxUksI/tvJohlwjuhQCba6F6Cjt4OZZ7pyV9cOo6uJz",
-	"Si6nymAc9608r9ZZ3eGZ0T0Yb4S5V71tX4o2SqTYypOtRNaCRZN3bwPdKqM+rHtO33l0GuDeQNbDur7B",
-	"Lzbo2DG0vFmvkAe0slv4kw36dYZtb9YxctqrjrEml46YnPKsbA9WP6/HLtDWBiNAr8oz3mhIHsJ8R47j",
-	"3PWJDtlg0ensCMBzj7ynHGrYJqNV/dWdqx7yPxRdvawlATddOzfVi2c8ihv9Bpe8nSWLP/j/oK60x8mM",
-	"mNsHB93KzMjANy9l+7yvocnvdC46r/rd7X6ns9XZsbzw3d2d7Ypsn9WJRIsy1iWBX3S7/U633+uZ5lFc",
-	"FOK33BHQtte/sJc7EMcrhxfo007RaYapjm2RBoBrWlX3a6fcTfWkbs5oPkZ/6Hd7O1D/wJih1dJ6nIX+",
-	"di0zvvi2Vfz4bUuP7z6CHu/6tdcMTLPn/V+eG1/Fa3fG70ekOZ9XxqTZ7zemtUMSJ8zelI+nZXb7d9+9",
-	"1flkHHdWehONoUK/ulbc6Hu4a2RiY/CVogVKFyQyUIp4gRYVKP1iICEvXnX6e620aepcdY58ImeLGyC4",
-	"SoHR08TzWzJvs6DaVWL2LYl2s4rAXzHkUEwiKbKBlAmzK4RxaD74yhImsV7jMpEh4wzpXHlyLaRfg7Iu",
-	"+8pAmvQrh767FUIEvEaINUrK+JDWoQIKgHrP86pZwbyoKZfZREHfyM0iiBfTQDKtVgt08OqKAmssKBVI",
-	"hwFdwp34JWd381TcRMkiu6SuB847Qv3h/ZA1h8VfIoFOISKOiWzoMbVOrTb7ZIneJuWs7ju8A6oNY3cM",
-	"xbMwJk389HnofaaRjE3cpFtmTXUgbqALsCLG4Ttk9tfFFdFO18KCHBYZ8cU3Rzm9xAZNQOojYCjCZ212",
-	"nNxA6U+1lAqxmWCAwI0CIHdWklpvlhcLoGYsSf2AADziFSNaa2PoQ4z1ntmKnWFG5xDi7oeHaj7VyEYi",
-	"vxVCsmp/lAGH6h3UKVz7Njuq8myxVKhLGYyGEEDh1sAAbR3Kh2TUCMw/xQuYGAI/cCATOcunShoqvJ4d",
-	"suGMp9eX6hLXCwqrVgC6ecI6cK7fophTYsEU8DCBA+q4cqeE68yWTIH5BEFE5XXVDSQoOocy3A3kOJlh",
-	"aaxD8ibM+TJOeJgRnWYkKhaYys0KUo1JlCpNxEhVro9bhpHCtFnsvhgl+TSwVjqdi+pCnSakuFL4BsGb",
-	"MsEWvbQDaQKgmo8jvvm4zcQ5wO0NkQ69Ts9ybO+H3lawXTHqB85wkrKRiBN5laHl0Y2gWrZZb3t7ICuI",
-	"u1Scd8bjSZLORMhGSQhRHyDsdXDIbBRJa/8rpiIDhre5BAbSp7tXXYTN4QWkWYwxB8mCzLAVz1gHTZuY",
-	"03wgXfHmv6xSoBVflxkWS+VzUQbbk95ZxWxGk5WPQx8Kx/4QVtEYS8F6LS8FDWkq6vk5B6aiNpnoUjQ2",
-	"XdjTLOEfKo3gkMmJ3uL/2EEBpIFukIUN1FU8iupfFrUeIZ6DjexYGXTWYsyHwQznBzy/0ILhOfV7Jf2F",
-	"PAb93X0FVUEw+G8lUV5aJO8Nts0epmzjod/KWYRXkZK2SpqT4m9aMFLY6HOOdgeKzCZqEKXD+8Zlff7L",
-	"GPCPYwygh/4Ua8Ce2pV42vp3OvjfZqdJ0hxIEP6BIy0Tf78TNK4jGVr/hpVlP304AxHyKAPDbr9r1xE8",
-	"ZIXdFEezqs20u++txMdoxkFj9rwjVjybLIEbpyQskPAfqIlbBXawD4GDPQz//s+2ZXR6myYH9mYVjKbJ",
-	"QmL2xfUmckU64IsnQSPHSPOIWwtCvnzBf5KQhkyFYYzER6wF6TXgevytcVRgMVtvdtHp6xB3y1RXhyZq",
-	"HALaYUG2+iRl5sLxLu3fvU1f06GAuf3RcQ7eFzr0wVGXsC8BelcC9lBP1IJOklREV/IzHeQiEhAC40G9",
-	"laueYnPN/9bYAGMWpmWTFh5xhVuLnzbdlfa2jseL5HyR91chdWuFQZOHH8PumQT8HxhNRWEtPd0PY3jQ",
-	"GyxuLmkcQ1yTIZsmMeVVN96VuaBut5/FyImbJDBWpIClyUKJTAB5sCFxN+pNWIybhD3ZNGmtW6ttpGuk",
-	"v3bMpgudqLgiKSpO3+tETuJIASKHYD/mkohuFMMQ4rKVpIBaG6cFTWl56HkQMPdrmHNFGOUW+9/V1yaB",
-	"AtsmrwBmi3YrDbQplBV/E9F62lqjIWuqHoMHlEANi3QtuoF0quIpJZ+SW0/5DWgsXsET0KomEZ6Spddi",
-	"CwrejgTDAnFtRsn1wJY7kIU8sIz4mIWPAN9r9iZ+qo3dh2wSqVHx8VjMcy7HgoViDiUNE6oWbgbXTMXY",
-	"mR90TpItQnUPs6okc34FhggqhGjKO7BmNk1uofgQDqalg18Gkqq20oUG1VERyWAdF7J0THnGhvgslbYa",
-	"SKxI61mfgZYdQ8S1+jEYLGeJvMKqaFHGBg0QEzc8QrKrdhcXcskNGn0jV7yZeKFug8ki47FabLWcxUdR",
-	"8vA4Vs9S/Rg7JbqdQ2sq0R8NJLQsqCKXNfFAvQV1IKIcdLSMLIjaJEsmWpgRzFBrDDJ9m1Be7fQhg6Mv",
-	"r1hzUFCNB42ADTDQz/u0ZfLbWiwUmC1uPBy0pSGsV0+EwTZaC6YlATM6zWJx01fZMN6GUX5sSoBsnEQd",
-	"0ll2ekqtW1n9kDXzlI+v1Sz9cN7d3unt7u0fvGo9AgA6Hf6WSdOrlNb9oMTKsqqjrjSJV0G5/s/r3k73",
-	"9fbeUfdVd+/d7pHJAYqTVi5qu+lErtCXKO96G3/+t8fNuQhXQG9ddJek6T9R1s9HYH063hewLC44PaZz",
-	"D1DGs/FYBFk4+4BcZGJqcYVFHSJnSwEe2+r7q/otx7WCA0NBDRagzao6oVs8B/kYFk1hE102ou7toch5",
-	"hEnLUHySUIGKjd61pmGkfz/YYI5GCXObKzKlfuR0JT4GXdOk1EJrvXoKbxHKJihdks3AXyWenieVV8jc",
-	"AkZVU6MBEeCjcv0lUyC37InXc+mm2H8gOSy6qesR2wNud51bNhsnc6F93s3hOJ21dQaj9ndKryDJ2I5m",
-	"6jpqj6mEZzhssSmfz4UcyEhSQrc5T3PDrJ/HPFeqDEbvvD4/Djx/F7YnUgBESYaKBy4xS6ESHhY1hoRW",
-	"UDoFSzfBCNiECgnOoOKIqSGtHe63YjRNkmuWLUZmTjIWR9cCSNvYWxg0a6KnKGCpyNMISuNhmuaWzpgm",
-	"pNrVodeYSQiUXAtM6oRaE+Af+uHIIhh8lVP/PxhIE24DxIXyvZQN20zXU8AKf7hKl+TsGjpUAcyNFvKc",
-	"GwAOP36RYco98r4ZP526b3Qn00x3jEX5IdWnos0nQnRIZjmVe9Gt6gbxMGq/4VG2lGMPWzaHL7n6kM+j",
-	"9pLPYnLymGJzOhiJ0qkBYxUDvQAnD6SQNyJWW7SJw1dbkp5eYvFDM3X4VzIGvzzUPwgwKwmt2bAFWbYA",
-	"1NNppu10OJDeczqaNNPr57J8CUvBlJPdr3iKjG/6uyHmsJunSbgY6/fak6jWXsQT9OzOI3k1RAYjdS8X",
-	"mZpzYsL0MeOazdQDXdjubLOZUMcBdRIR9ikgFiYpEujj/beFWFgHL0y26+WF2kCgSuAPRnx8fZWCDa8C",
-	"XJ7hDgQX8lPQpXE9aKFisM3uVmdnq9sDW3DHteljucpLkiIZehxQliAm63T/cvbD/t/2/vrq553/2T3u",
-	"nRycb1/s/rT/C3gEUOh4z3dfHQSN7BrQl/N5rwMWOPj1aHnpuJeI0+b1YbdzHzRg/a0JvCQy1wdm7gQ/",
-	"Cg1vP7Kc5UM9dm9u6I3ZZeBZ1idxcwO6O9IjarrOCIxS9JbbrQ77VslPZ7fjTv//QwN8BOoc8fANbX+L",
-	"ItQnRt3ktnJOCYFagyiReTWKBYuCSPMle2FOxYsKsydcC0bZxOQbzvVc2gkk6fvwYJ+tfBv4X1EyflKC",
-	"sWDy1bjQlZrVY6Pt+RttvUJ8rYdVyCkIabmcj23JKe/jLFdKGdHgil/egkvY+yhWEKvwGU/H0+gGH687",
-	"Pv68rz2KgFUNovCpN4bCd7eQu6s4gsJHegABqxdY39LYTRe62UtJSuboCmyqbnJAN8UfS0qYE2AOMviN",
-	"2dGaqadRi8EnPnw5xGS81qLNM1gdIfN0icZsHsWw3Xk+hQh0fFFTyUA61PhZ2xyDYcvBNvCaF5nRmZ7H",
-	"Ln6miWdVM1Zj70ba13qGbh9vrsMNXl0BojYB9oX+dSkqV5vFKotPNIF+aMpPFMtltLCABR9I3ZsXmS5n",
-	"4dC19JfoOnGKUVB5R816gyDuzOy6CgvmQFr743anQ34Y/UsqBYskJ53gNY4ISf7E00ipGRmLJJShNbsB",
-	"1Eki6iVZhCXHWHN4d9e9v1cQ9+5uG/4xiYCaOFqy4Q21dolYGsqJDaTkMygkdncHtLhL9XfxSfjNZel5",
-	"tCsrdQ7tu5Poiy7ohkAV5xDSZZIQa7Mj9v7t0Zu3585YYEqomQ/HRz++DdhPH968PYWkeqevPx+/Pblg",
-	"ObANoVAHhVVOBVdLBR9dLtKYWHXIqeuzXqdTvUMcy21FPL5vs3VECvGjDlmvs4MLCx6ymI+vSRUr7R7k",
-	"z7s62SEQ/dzds8pvrfaO72GrSbl5Rm82Z+Zdkm7AUfMn48GT5LLWutuPSKHwnCS29VIq1JDaVq//M4RZ",
-	"6XOuR2p2BoZa8VxcJSC2P198+Pjh4tdG0Jjy7HK0yPNEZvopINN0g0bM5dUCez7PL384dxPW3CTRWICj",
-	"felWmz86Ozs//entGxdL2TsFeoEnTwFNOmsNM/d4VCHCjgzUp/F//DsDKRMwziY8X6QKMrK5CKMwYSB2",
-	"mMjy//h3BQNlztu2tR9O3/zqtvUx+Ttnb7+oKUnsr96dnl7QO800/Gae+Umk9C77xOfzj42gsUjjRr8x",
-	"zfN51n/5Mpsm87ZDBXoJRvXsJXQdFlZ36vPFxenJJwpZWm9+7+8fkX6QVlwd00odpnjNmeOHl0H1fYEM",
-	"XnvNWMe9/mWLlJ3O5uyd1WfjGUg8K8VzSfL+MxGf/KkzNuXnoz6tcXtUsp6eJ7gM3Kpzdd+J0NzzmGey",
-	"jIIcoGk2e4W5u+b2rEWYnc4qhFmq7rWqkDgGIXAFeYSauJHAAto8syAG0QYBEA55xTG6mMNvkpQrtUCh",
-	"4jH7fP5RNTPnWYZV0kpQpYApq0uYRUVc4RY+8+d6II3YWAV9fdPxGngFA920YUWJzKzPhtGMX4mXf5+L",
-	"KyiuAX/NpfPHrRjNh6wJYI5mLgtsDlJ2/EMrYEP18uTlbN6DShj4187VXD2J+K/0ZHePHnWP4jycDFnT",
-	"AMXyQ52Oeopsx5igLAM8KW3YGSw9nXWwdzv5R9X3tPyEUrWh3yDcXJcupiCj5ngqxteuTVmGJnqR6B5q",
-	"lzQzkd7gz2DdYIe8vAMPwv3LO9UrAOQBk2pb8lSkFNcnhQhF2BrIKLMbsG/HEoH9S2h7WE4v1MXfe90O",
-	"iybUcSVAYMNHEt1VaIKPJNvfZtNkkWYD2RxabjEWx9E5FnkYR1K0Dlkix6LYjukPuSn1zx2orh7R+Q8L",
-	"rIsA3TOlGUR7OZ5FJIegQ8lzM0A2wt3Oq4FU3wMPy8oRCoZhiTSeP9141rKmrOqDCeVXolgMA7aQmSYT",
-	"4d4KcLgJ5UxjcTSLcp21FtKnGRXAeDyp7bWkuY1TYb3ujtW2yN6ODMEoww7g1q8OZ1FC75OQ4TFIx1UG",
-	"+9kizqM5T3Olt8+2tIHeufrUkBv9RnMUSSUGz96802epVVFmjSIp1r0KC139M6rnV9Podw2r4m+NoKHP",
-	"pkWHW72D7e5Oex5OSnD0iufili89RIpn/frfdm46y/e744Ps59n27McO/9uo98vNq790F/sXe/OP6fbk",
-	"r+IgPBn/mr0sv+f+kbMoaLkrYAWUCCSumJIU2uHHFjKPYuYdf8q76Z/1fx58dlY8eM8P0DY62z4/vbvG",
-	"jJyhzfIiST7yFDIp/WkMmREPL5ZFO/5nKw4ZpdesoK68UxLSmLwnlDTUgIqAGUih/6kARcAMYND/VGgB",
-	"SMk+HMDoDhTh76JYVHD241VdK3J3cj29XjuntSK+uukPM2DG1KWzVKjoW1BdiN+yKKwMsshX31QF6I8i",
-	"xIG7LibeHOUjVF+H3pKKm+TaZ1PXMZMxat3QkUZLSz6OQsqfu9vpsCjM/Ejgsp1/niZjkUEaX4qkHcjh",
-	"HSaEDtixxSrkJjc1B4fA11BA5ytDI/xXdS2GYK5lX1kKkUHs60B+3draMv9XPx/OhJsi/yswVL5S8jw2",
-	"ny6zaMzjeGkwnvbhE3fByh+11dRPtWi3VOIsj+KYZUJ4RH2G7+dxPGRfPVbUUuQMVyA8dI3fDn8awgKK",
-	"xOmv+imFyD3c0yx0SHWF6yFtOe+Oxgpf6g9mPFWt6Vb9oVf3X1PH9TP2m+oJVK0M5BCzH6De9r2Tr9rN",
-	"x0C0awSjeKIm7oS2Gfg7qUswX/YkTpJ0IDGxLzOZfDGrwTTJky38aotyAPsFusMoQw4SOJw8Zrr6epTk",
-	"tkmjH0KmkSTD/Q08ENz2Q9zP2r5kvFRI86ujaAdmVACyqxnaFdAcieWwGAVmeaWjxyZWSCYTyIphGeWs",
-	"TChvHYKbHCl6kWaOoT5fN07bykASMzzSeQ5wHV9kKBNsuQkTxZBBEhVmcqjUEsizKvMWJOML2BBExJB4",
-	"aHAlgBRQyoaa5ICKABo5NuFRvEjFQN5O1a7Ts1mF9s9h2xuu4ZO430rEI5FZ/XcHTOT2lJgY1Qyd/A0e",
-	"x+uDKr+f3w7p/3aniZcOkVbLBjhONyJdJlLd5J/oIsLXVj1o0aP9NczC/eNrI+AM6JjRh2sinEpzc1Xe",
-	"Vf+i9OwRDz+EmY/HoDYDnq4aABZmLrTDiH3rK9JzHKjWKzgqn+W1TG4lXuXVb0BJr9vEWk1wAJ4P1nl8",
-	"CeQx+/KAFcRBAcThBmPI0xK5DdD7NqRkl+dZ7+qfCjblMty6TaM8F9JyMnbaHTcjFpBTlfREEq5m9BIb",
-	"ROFWY/3THNHA8DqAzhhdSZ4vUnHIjOUtF1uTJN1S/1A3xK9Hxx+Rrd0MxTjmaqcM0e7XZ2jgwES+voj9",
-	"UeS612+ow41HCSk9Q0ZINfTk9dU0tDsDGclJ0h9IxvIoj0WfvVbXEy6WmpQf0cjgTwvUN70RqVq/Puti",
-	"Q15SSuP/w8E1Sin6qzXcEq+XdpoYL9IoXzb6v/3u7rvKRzRU8nvs7MRTPcdZ43fYUFPB43z6R+1WOiL7",
-	"JlAt4CDQ7a7EIpz+hZRgc3+jFXIw1VLEnpBjBYqAYPASIOMf1Wv9nvrxVIuTcdQm1+tfk/jyFaYHPVge",
-	"QyW4VevyMboRUmQrJ73OKl27Cp/U2TIelQWZnhBtnZ1+IgfFOm4brTOASwWhLVx2V/xGtAfyxLeK9631",
-	"CjnUkCdKXi3UGYGSHOpXLQ0d1YWXpNEflDEwK+BWE1lpVJQXmY1gGHPJJiIfT1mUt9kRDvVhS3rRMK+E",
-	"1ufzj5omBJb5alN6lJeM6GBKniAuXND1BEOsAoE/itw3ApaYIVb0PMIq2ahMVgS9WE31sGVButsHUKbA",
-	"/F0WQYHbuyp7a0UfjIV2zW5A8cPV3XgcIUT1zJPoNQbyx8jioGENZdWN/+Xs7Y9PbX0uaxo/O3ly27di",
-	"NK9u/Oe3P5xt3ro1CVa3vvPj2ZNbn8171Y0fn/U2bbtSiKu9G9hgZbDYOS5L9Rm9rv1EYzjIgme2gH/2",
-	"ZBFaszcmolxYXx/6IFBw3nIjSJ/Nao/Xj3nNQiINwH/bk3gUdejokTbVSkIEJCd7mcyFfDziPp0L6SKz",
-	"4En4GK9SdXUnSZwhEQIiiJY5WM3SZHE1ZZHMcsGBfzjnaUbE7Fk14KIOPhe2pllCaL2zNrQ+OvvwrfB0",
-	"cQUegtNRVnpkFYYzYIuwdvbyDrKNXWKpr0vK11y5W15zTQX28JHxPWv4Dilx5CS6WqTWoqoB04uMZSLP",
-	"I3mV9RWWUZgGuDGLUXuWhOJ7E3w4xKDQG5FGkyXRHYQ6ShgUjKGfSH+LYwGZRyE5x5e50BWXzFcQtAYk",
-	"nHnMVY/Elxzt/V7zyKbRvjrIwaH0ajXmgRyS95bxcEaJfKWI9ai31NZhW1uabhOF7D//1/9lW1vUGn0w",
-	"bLMKsBplltMANOnKmQ7QYQTbj41jhUQxSUWv4zAA1CRqNsfQTiakWtZRqYXonsMqAAnbguG2YFFlrN9P",
-	"MHfajfozTsQqPGm6U1MwQW+CRxSO8yHh3qQ73uavxM5oP+yNd3df8Y7YDg8m3dH+uCe6nRXvxY1wqRFr",
-	"DTTce6AD3e7uwXan2+v1VrzKbMtHvedh0Kl29UvY4L6U8zpVKkOxWh45p0uMp4mJnnvCPW5ZKlGm4++f",
-	"Jx3cEYPZZmYDqjeYtFltx5i5ac89ceGfoucZws9pIq/wECep97qnIrzXRRrq83T4JCl7arAmjJKfBSHy",
-	"DTCTYXHo6wfmjGYE0E025ddusgX9xAoM1bl/IF7iwnc5RWFdeNKLwiQ0yzzOwgU89EMqGt3Oq4P9vd3e",
-	"zjb8q1rJLbSxrq6rBOqDqm61c92jt5ydfrpQZ9mrCZdRAQ6IhHZj+5eYVWCeg4lNoUwT9B9AQraAYSx3",
-	"iyUTTO5Ac/Ui0/OoAAD42pUO9DpOFuGWuhb1JkD0FTDK9Y30+V+23i9GW5+08Xdre3evP5DZlG/v7n0/",
-	"FV+a74+PXm99en+0vbvX5PM5y8Q4FXnAUn4LjLpWa4iowRiQAewQydNQKCCVAqJcsBqJ6EaEh2whqTdJ",
-	"ym7VMY+Xun9uRD7F8He6mMAFfIm2MECVqWsgbX9c701WTAU1kEeyuEoMY7IyLwOH9m36GdCnQDi9dbMY",
-	"+Bn2Mbpr2AqAj0oucZx7ne0oSxbpGAPqtjFBJFRSg3hDyhXol9v0k/sPpH239m3pGR622ZHeWU7tAz1O",
-	"4paSgxqTKTTfypuIh5z95//+P+ytzFNxtRDqj4H8GIUcnK3veDzlRVd4q7bmgO5VBgGs5jE1b07ZhPZA",
-	"nos5TJe7+MXVVntNUzkhAYZVtnjm85+/G2rLpbs5B7K0O1H74ia1R9hqs12NILneAi+0sj1OFnGoqUpg",
-	"6RShJUzbZGvN3M/eg7wCJ93EslXtk4ZOPAgiCyEjdGiH7L+z9Q6uL1Pp8X3eHYWdvf3JwUTsjfmu6O31",
-	"Rr393mjED7rjyavu7vhgPO71Jt3J7sF+ZycM918d8F7Y7fR6Yr/LtSxGbd1K4wpBUwf1up1ODdRbxzX/",
-	"XTFpg8zVpUj1u64owAxTBFivnR8FpjNV/HbXmKfJhIhyNJJjnkY6a/V90LjlmEmjkHj798C2DS9Mk1lF",
-	"/mp49JbPorD9/oerk5OLz1+OL653Tv4Y75z8/dftk+nn10c/fPj13d9P3v3170ffN3Q+NJ09F8LO/hv4",
-	"w6OZyHI+m6v7cX+vt7/f6UAOEJpJeM52K5JXl5hnRSnkt1OeZ5i7fCZyrtm+YZTNY768dK9SPQj1v06n",
-	"09W5x52btnxB38MC0lfbr3YOevu7e/Av6BIGpTv9uNRh9xoR+LiMhyFF9p5hRoVImJBAnZAdm/wWXOjo",
-	"SibQWsdd465qFq9w+GbDBB/+oa9PkX1m+AxNSLs1Tq5kRKE5nKUFQbpsPYeOopGEFr9KAqLPXQni50tf",
-	"7bbPzVvJW+3yNp46EA+zOPwjgCLPN56HX/MvoMP82azsJ+ms5lL2rvJUcHWVP5PevRlqOPTwAcum8BR0",
-	"DhKurTZ+EnQo0v/0fm+W1BGM10Ox1XqsQngfNIgKUGsgRbaB8CmkYy7RiK6tHlTlTV07I54JE4vVVN07",
-	"F2GUBdjK8Pztmw+fLj+ffxxiXBmU+AKo5mVGy6Z8LpAweBtl4pANAfNlQ5bxZUY1uw2xYYnkU5OSsc0+",
-	"JjxkIx5zOVb9wFWARMJzyKYNFvkEBa3ada4HPlPQscbNfI6z9eS0rDAYHZejpszyJDahTahuwXVbtZOh",
-	"z+2NDl1lP52J9jpc/PzpPT9JctCdl4XSfchrQX36ofOkm69zIPgP3zVQEz1aKCD72+/Ac1Q7vdZioi3o",
-	"mAoR2SEgY23C6ZwNPd/VsMwbfpGx4Z2a38tFGt8PW212FMcMc/fkU6V38pTSiQxf8nk0bJtArJcY86/L",
-	"kxTdlR5rfUspEuNESjGm4oxzHqVQAG7J/nrOxkkoAtKeA1OqA72DAYuTq2SRm/xJWYDVqlEI0WWCO4Y1",
-	"TcghVlt/pW1J7qBbbeZz/oDcTcBRhzGS7QA5x4TJ+lgs2KQ2vR+22c9qbjJxI1Iem0Wh050xdTE4A3+R",
-	"MSWfWSaw9GSUsamIwTtBearyqZgdKtWRxzHeK1jZEDnMWmoU03dHOXBtuDSvNjIFXRFLpxNtdrJOnnEl",
-	"OZNM39aYGYcaWemKalvd7bVd8Yqa0rrII73fCXpoDqkkEuWxdL5w6iUNW4a9H9iU6jK0RM2KZU4Xsahc",
-	"Yruktv+GtVnuvFfQoFR/LGuVynNiSh6ocY0bN5lTjiFdhgZzcZp6fGdHF6/fYy5NyURdkll/tp0aC+Uu",
-	"1yaq7a/MK6vrLmKBweqEtq/Pj80BEllQyD6btayDOg8oHcAES1VSXtnKTLKPSMxqZ4Eyb5WHf7RudgW0",
-	"2FXSB+A0mRh18LeaTq6fAcB21nIQKnaYjkwpluEr9he3k1tzwR47U8wgUnjbO5v0cMWbTxc5or3KVQmo",
-	"OQM14+QqgByqlN50nIqcpUmOhkx/enRaEu0yx8kJKr7Ay6DyKzwhGMdR+hIvDXe+IQ1vDlrtXKTMYKtD",
-	"k7BaiweiC25vB6XrYLfzypk80rJXn7Lm0Mn9pgbyZSuLZouY50k6bPXhkKRJDKLezVWDt6X5KQtTNc8B",
-	"gc95rIAonFBQphzzMjoH1D3gbAFdqUNduOgTQKSvkbx3mRpfgk7TrYAqj/FVbXbk3Bm6DGnuYJF0ITMC",
-	"C69PT07evr44Pb98c/7hp7fn39uhIwrRkXiH+IDNF43DJT66WSwHI3cp/issJKT2kkVjmgNsBJELzLN/",
-	"AAozXbWaBk54V6RVA9Xa9T3KRrXPzDBTy16KZMIq1auSh6fNjrzi2AVOw4vMGgwMv4F7Lg5n+EZRKw8a",
-	"ydDoPsJDYOKzAI+ILfUN7AMNqTLwprh5NJxXOcD3/vf7/xcAAP//",
+	"7L3rchs5li76Kjg5M1GkO0mR1MU2FY4OWZKr1GVbLl2qpsb0VoJMkMxWEmAnkpLZbp2YX+cBTuwXOHEi",
+	"9ovsN5kn2YG1ACTyRpGS7Kqe7orotkhm4o51X9/64o3EbC4446n0+l+8KaMhS+DPM5Ymy4NxyhL1KWRy",
+	"lETzNBLc63vnbCR4KEkqyC2NUjJkY5EwkqhXIj5pe77HPtPZPGZef7vjewn7yyJKWOj102TBfE+OpmxG",
+	"VbuziEezxczrd30vXc6Z1/cinrIJS7y7uzvfm9OEzliqx3SYMJqy8CA9o3zC1DcjwVPGU/Unnc/jaETV",
+	"ELf+LNU4v2Sj+Oj1Or29Vrfb6nQ9337o9bxP7nD+NWFjr+/9y1a2LFv4q9w6oinDfmFk+RX50/npe0KT",
+	"hC5J8FGmNEl9wnj4KSBiTEKaMkkawa+//vpr69271tFR0CQige9baTRj0icRH8ULGd0wnwhO0ikjIzXZ",
+	"SH2IZow0KDxObqN0KhYpfjkSNyyRJJ3SlNxORcxISJdNtfyRGtRfFixZer7H6Uwt7AhX74qmnu99bkX8",
+	"hsZR2JoxKalaTbO8hKZktpBqWwklzszcidl5eXe+dxKy2VykjI+WP7Jl+bwckFEcMZ62RlMhGSfXbEka",
+	"Y5EQvT+EksvLk6MmzmRGr5kkFI+T6iedRpKoM8RkSiQdsz4sQ8RJb4dMxQKWgBFJZwyaVj9m35gXEzaP",
+	"6RIfHUeJTAnl8pYlJOIyZTSEGYmIT+CJW5FcEzqhEW+TH9lSEpowMmcJUSeD8mWbnDNGnImTCLft4MMJ",
+	"cWafuwve7rgzej7aZq0XdK/b2hntbrdeDrus1Qufjzv0JdsZ9rpm9/AuZtvn9NVSq5y7RvTzW8Yn6dTr",
+	"93Z3fXWtzOeuukRpyhLV5v/4+H+1/u9Pf/hXz942mSYRn6hNrDoR7vzUyppj0VVXv7e7S24iGQ1jRg7O",
+	"D09OyGhKEzqC23rne6dJyJJ3ImRHbEwXcXogRxWkRCQpCaOEjcxqVR1dYZry1r2ttvO6qdkH7KQOzg/V",
+	"rTw6Pj9UL32gSGLy41XfEr6YDVnik3EiZqRbN+i5asAdb4jrAHuyivBVDxh6tveSE/04mcCtTdTd4Wr8",
+	"7C8LGqv96cIsWKJe1FvQ7XTKUzpJ2UzC2VYj9nFzdzud2nlhkzVT63R8dRxxcrvwafOp6rFUTRfXXA+x",
+	"PMPe155g77ed3+7Xnt/ut57feTRbxDQVyaHgHMnASVgxyRBZgeJ65rkccX2uJzun6TSbaxR6D5U/6khi",
+	"xayAoZpe8g9r1gXd3/ne5Tx8ahGG9Lb7uy/7uy9/v7JMTGXaWsDUn0ycweZWiDN6qTcXZ35hw6kQ16tP",
+	"4S0+RORiWM3se92/gwN5p8Yi54JLhhI2SjeHU8o5i18vZMSZlMdJIpJNzuoXz5EqsUnCRUrGYsHV/OVi",
+	"NGJSev0xjSW7W/fY5sdTcXTNA4SpJ8jtNIoZiSOZKrFuhJOSbbWSGbF54CRhuaLwNNESr1zMZjRZen3v",
+	"PYvSqZIrQ8JFouQmz/duaLwoLIw6S/BzbktKi3Pne1ykb2Dlcv1c8msubrlDD6v7yaa6ag+wm7diMmGF",
+	"fs6ZlOZl3ReMc3VXkYQXYmiQRLyix6fb9xO8FSTi80WqVnWYOwh9MoukVGdAJGRG47FIZiwk44jFoe+s",
+	"X7Y+pCESddMpF7CXWupv+lr2IzROGA1B6l9IVmrEThsaMg/bb5u+Oo1pi87nZEyjeJEwOJVvRDKMwpDx",
+	"h162C6UqUbsDC04X6VQk0V9ZCB2st97vdHsVK30xZSQV14yTmI6uUZuaswTWF4h9JImYswRVV32qJWlE",
+	"qSTB51b2aNDcVys1VbtySyXczokeZV6fPOEfEjFJ4OQ8bFUOrBKoVcNIkoI6pVZLplEckyFTQ5onQp1V",
+	"Fu5rPTRWQvbTrGFpOFpTDQpjCmoHRegYRX612pyBFUYdaJGQKG2T9866hur39DYasdxMlACWsBGLbpij",
+	"EetxfSe1blyxG2dsIZFCrL8TcAlh94pKbP8jHtnibqiRm1uj+oOpURJG4zFLGLcjbXuf7vzi+X94Y2vv",
+	"7s+K3MB8a2mSuinlHS2NpWjJqBkbaRhSZG+XT5Rk4ROQi4DoiXDZLO/+vuqIUMLZLXAb7EF9cud9wlOW",
+	"cBo/itebRohkyQ1LkPo+zaW55OzzHFiPoZj7qA1QNbtIauLqE85Uz5JxnNd7kZ6ogc4YTzc9t+65YhnF",
+	"lkZjMUyOcTqMWdgnIFHCsCY0ZbdU26IOT9+/Pz68OD27Ojo7+fn47JVtYf2lKcyj5sBlpFcPjd7QKFaj",
+	"c0hfyOaxWKqGvpOKcY2jyUK/1cjmppYpEbFiIiHQGkYSRmPD6UTSbKOZZBkLGl4I8ZYmm2k0xQU2R12d",
+	"YzKjKDIOWd7C0e10yLvXT8bLcn2qU6QmobtSU2Y8nIuIp4SORmyeStLAARS4l0xFwkCeswfvJ3UtMzrx",
+	"hkbxw+mmUdn7HzdQrvOkcSOl/Mmo4IEmT9aQT6YUpYbbRPAJUTqOWjYQJtskwCkHZCriEJ/TMzAGDt0M",
+	"LPGFEO8oX57hHj5YPLgQgqh2yEGastk8lU9Dsc6UghtHsygl7POIsTATJgz7NqZEJWpK7VSJOAnA+dIC",
+	"70uglMqiX6ZlHTNVY9NPbzkuHBjeJUiDjKdqVR5OCwvNbLBYxQFU3UmQLbW47hOt7vqEfZ5H+oYl7EZc",
+	"6361qv4YHS6MJFDvvNJzoYiC4MCK8fecpl+t/ujRKDpi3mo/QKFbvyOrr7S/qnp17gzI0ZEqVSRffZ2q",
+	"1RvjhtWuobuBD6eTsIdDGl4mcWE1kzjT9dxlzKjqQr3zEZ+0FiLUJKdpOlczUf9Kcnn2tkBN13tHLaU+",
+	"y+/B/JOzEyiZX/9aPT40GX3EJ10jQX4spZ832Ps1SHhOue6TQI0qcDXqWHDLM7u7HccN5JNgkcS5h0Eo",
+	"4bBGW3ah4NDQomquvixwj/s5BLzZ9rIVgJU8MGLQ8Y2a/hmTYOz+4s0TJTKlkaYFNIUVi1I2kxU/u+vy",
+	"pexCYzf6vBZ+uXMtfh/1Y/ll/mTNfWL4ZzZKVXP6C7BWApE1F/yLx/hi5vU/psmCZW8OhYgZ5aX+zHs+",
+	"zq+qqxIBzR+B3c5LlJDEmMwopxMQQ61wJEkjs39I39hGpW+IgrW9NfuGpGtbjftiE09B3najKFt+F+zB",
+	"r9iB8hIBMdxkjUzzVcuk7aIXyzmrsg7rn0Go6ZMueUXYbMjCkIWgPPikR16RBRfjcTSKlCg9pSlRGkUj",
+	"UH/S+Txo+mSbvCJVj4jx6Mp5bIe8IvOpSEVLCvVoi7MUvNbmOvhkl7wi+CN8ydQ19ckeeUWGIs2+ArM1",
+	"rlbX7/nb/o6/6+99coM4SsZo3/vcUu+0bmiiCIJUi3isZ3s4BaP8pZ3pIQ7b873T0jcf1BzOYZTvcQae",
+	"7+Hnd2aEnu+9Fmn28VN+Lwxtze8GkEXjM3J2xiczmo5AdA9yGxr07X7BQpNGVxvqYAN6TZ84e0Aa200f",
+	"d+AKF/nK7EBjp+nrhb+yq0wau01fLbz71V7TWXwv17vneyO7SE6/6j5UdKoEgEKPnu/luvPcLS00mb9J",
+	"6+yuu6ejJ9lOaKEcPMKLVwaU8LwXME8hnEiX+8R3S8wuohmTKZ3N1T2Pwvte1MM9AafeNboA1nj+RwaU",
+	"PLZm9vxcFT3XXos0Z3HQJvhIZhb4tlcmasbLVEEZHXfZQ9akQC7Bi4WeDejRTsnPhxk5vdbQU7Uqh1M2",
+	"utZaHIh7fHk69vofvxT7/HTn579TQ/h096l4AGjCriaJWMxlzrcNvKAo3gRq0QNyO2WcBKiOyQDCfaAF",
+	"cs2WsmKtq51xWcdWOoQ9FQmBzr/F4dJzqCCI+ANphNEkSiVahEZiwZVKOhIhUwzYx6+DbCavYIF8Zzn2",
+	"8yEGRlhyopD2dopBSGUCU169YzqaGo04E67xFUXJode9nUKc0Yx+PsEhmHAF/bFbEKGqOzWr4phF0D9s",
+	"OtztdPQYZJ1b1bRR9q1mR9VsS+keqDbv8wqW7sqa8usapwbHDs1WCZ2bSVsPEkjvlblg3oKndFQx5+uq",
+	"iMP31qyiI0bUu+2qsLdagslFGo2XNWKF0yqBoEbte5EsHvtIS+SUJjkqXaMNOFT0/um/jWT6lJtvVvX3",
+	"vPHATxzuULn9G5DHSmHRdZLTGVPbtjqoch16hhp+HSHr7e66lKyOtJSV+wJdQf4LnLB+Fb9XxLu8epRz",
+	"seAjViuKME4Ej5eEhrOIRzJNaCoUsaRLIhmvEUIieQXPr2oVPBGjXLyAorxuN+b6AuOp7qny8n9vGJWv",
+	"lhmcX5IE+rpeXYMbDnic+SqSyOqQ021GJuY0SaNRNKc8lVfATHNhPJ2KuPba++9n++EsYmUf9231UxMK",
+	"PD+/YzJRqY87xyssBguuiLT6KpF/DhUqRxVPBbe+gJJY5hMtsKmb2M/9RP6gJFVq/jaByd0OBADvmhcb",
+	"x+2ukpvoXOpnJKFp9sA+dgqij2mNC/T36VFFksipSBw/XJNQHqrHYkZDRdj+yhJBGu7wpPHGgl8U+ujs",
+	"kzARc7jYabLg12SesHH0udkmx7g7fbK72+2+fPHixYvnz58/L0TQuz95+dj2buvlp4+d1stPX1763Z27",
+	"f/XWo9I/OoHtzkKX94E0CuvarNv9H2vFN1faKl1M9jnSbqw1Kd2hURCVvKipJR3BmJUUCURtn/BFHGv9",
+	"BnuAwBLQR9Tiqp/pUK0uBiOWaR+Mudz7BfhHwZ8ltd/zPmFHN+Wbqd7Lt0wUPo1jrRKuIlbq6XcspZ7S",
+	"Ex9P9Mr0rjCdGnuqY8/4KVEnp7zV5ttidkEEIgKctlRo7yh6oudAI5xkFTminOt0q7IpGvxl8vdrAvlL",
+	"Ur0E6lD9dIYrQCWh5MP774laZ3J59pY0AvVnP5rRCdua88n+kEq2t+P/13/+rwBMaQ49qH7y3iPqmDZG",
+	"mHGih5pb1BVHFrf8ceaMgokiCgN1nwOQXRo0VSQX/JOs6ZNAyABIcTBMxK3ULuP8cdO/lJf7Nf4AQq8i",
+	"8Lc8f96UWgMR3BG/ZiEJ2U00Yj5h7UmbBIfTRMxQYHKE5a7WwjcUls1IauXlbqezhrxsmimQ3699nEWF",
+	"veUUg3H4pCWXMmWzhy3yLxEPxa18olU+lY9d4NPVZg6hXjTH7ZG2DnOTVouxa2ySpsK/I3H1CSb1e5rO",
+	"OYshJuxJyN3hVAgJKaCOfjhckhwZ3CcuGTTCT3or3LNUJoRflw7cPe68Y8bKt+IcZKTXOZ9UtW88/MBS",
+	"OLtFjZkm1ifBJ0y2yS9KoIRPJmdWawqS8ZAMhY5sHi0SiGPFEeTa/Na7U2f7ec9ufyujjxoTrkbNsLRC",
+	"t1IvaT+NHvRexwc/VBd6xOlno+vzlKaLCiYaiGs8wQtuY1mDfRIkLIxQkZknTCkfeqCg5pwdH52cX12e",
+	"vcUQepa6XlZx7fme05pD11a5P0+vwaXtvAZpRG6+VGXmu/Y8W1M0po+XfZb43BWO5N5DnXN93/m516/W",
+	"ukZOIMOd/1Qu00LMtjW9waSvzCCj0DWyOfltK235iavl6qb2rXlPUR2WaOse2N8ZD+u0o3prXiJuItWO",
+	"1qLvW4wP+vkD/fg3cLQWdzr/jVcxhw19srkj/Rvp3/lr9Rg1HE28qy6o4DcskRAD1yZ2JxDx4eT8lLzY",
+	"63SRAIrxWLLUV+dNoz2YLNA5RsHLtjUqBz4JUjqR6l8JspH6a6HUM+SCdpvEnHEWXt2CnI+MtkzSqLw2",
+	"CT6cBGo0we+PhpSuuXPHnFs+ylx5qw8BPHauAyZLRKoQpVixU2qFxiKZqec9m6FcRRDqhmo8AxvY5KrJ",
+	"lfYVNqwTHfYSHezNShoVU4mxO3TC1p6xNvZpQJ4ssUu3U7sg99oAZwsdMb5ByAke7JVRLpQTJbjwkPLU",
+	"Zga4N5KoRqp9PyKJJhFf46CewoN4RkHhvscAn98zvaTZdsH1NQGNNoN97rQg1zKrziPO69a0mjisy41O",
+	"4SU0HIAmaHWzVW+fw1POdZMgkq1DCZwNQzkOF1vRv/Ja/wK+NyBhuMYRh1g8oJa5gJJVfV7QSZU7asET",
+	"RsP1HHFFXv2UBGUh2b0LfilZttxVfN9x7ZqT65Akd4Mqie8askJ2hwpLZ268Pab2Opcp06byhcuRfyv5",
+	"IicVPJl8ccZiaqLDjbphuJ2+DvY26jOS3fXcrV1PJzm0bV9g2+em7Utsu5IiVI37Edao0lr+9kap3JDQ",
+	"qlIdrT1hgGJHczxnH5MIMIES5DAlk8VsnJIF13nqft785NqcABnsw8HF4Q9ki86jLX0AWoZlbH2Jwjuw",
+	"NUT8g7Pc3VKgO02ur9SdrNCKMWhRslQqzTi7uIGaTmfteMV3NLkm6u36cMU6zl/ToHq6vrE6keDgoXJA",
+	"jZUbuqkfRi3rrcEzgsfrm8MbfVWlAr8TN+jJm4IhYuSEtTimgI1jEfCek6gyJGFD1l26KtoUo7lY5bQO",
+	"pIwmADeWJpTLMQIKwCTVO08xxUvJVkxQi11XmWhTeUESNhM32sSJj659hn7Rgp3etNrNNyNZVPrXKsZB",
+	"Ye1YCCu18XAWro+sMJhKA1y5qYOC4Vzvsk/cqfjEnursB/zKJ/Z4+QSvkk+ATPgELzjirGjqVTL31R+5",
+	"ShsodkYakjESVImaQXOf7JDGGZMivmEhpBHtksYh5SMWx+qLUewaujN1vzLxxX/+ad1biCOrPKROTvVz",
+	"Z9ZG3quKVQINUYwL3Ig0bmsEZmNpaLbJG8icQuUy93KUquW3UXTfSaIhg6CzhI1EEpKG/R3s4D7hAvWZ",
+	"ZpUiU4hZmdEI7Cr36jt1Ona9Mc7oavc0vUJ0xtGZpmpkhbLuUrU72ZrigcQEL8VpMK/rA9obMX/rhJO5",
+	"Bq3BTC1zODEpyx5NzMY6n9OZT56TV+S1uhNh2z4OuqZ9GuSQgQenORx4K46vDZjqrpe5paahxEWcg+d7",
+	"DuiO75nReL5nx6KEzTmdeb6HYwapMsOVKxPCHJScAxLXJhD2P4SU4kgSjQznIsxZuDgq1es1QHGYPWi1",
+	"MrcF8sMP/Xfv+ufnAdmyNr1cYNlKgOAsHTTzsgwG4Zedu5b6p2f+aXy8IJ/wz77+xvw7GLTVX11/7675",
+	"x+YfG//xt49/aJln/4j/qh8qoVmzDIeem9/QK6u/x2GUakiC2ojpKn5ugVs0cVM0raHEXwhS0EoEicLm",
+	"g1j5IyMnU/Y5rWYN6peC125vd3d77yF+uwv22QUK5IK32GyeLonzVsVw4bVVARFAjmAKVeRHbRgL32Ua",
+	"UzkaymxJBhrBwiitsP5Wml+rM1TL8lmtmXZ1ewVuWm6FwQRrjIA4JcrtjMqWMPYZT2Zl9ych42k0jlQj",
+	"RqoaLnOHdj9vTBd8xPKHGgBwIOncySVv1xuJH3FxyqtjrChrmtz1OclM7tVX41D73M31uCcZsMbudXlx",
+	"CLic4A5BK9gsGiVCA5WY+KSMVF50d/qd7X7nebvb297Z3fuPoOCZrqKZFzl6qf/R1HLv7j/+db14PVgH",
+	"e9jqrGHlA13egXvtVz8wGiuyUiSr0oqwjqP5032j129VdVTlHizrl1k2frZX1ZxPu6wkS26ikcZh/atS",
+	"ARpqp4dLovMkm/mIawdo1uzv/btKqna1krfVkj6AIiDg8EKTK0QBiVAHI1AyXcwobykNA/CtnJu7Ll5A",
+	"YS9WmZT0MNfAR3CoiAuQIBkPfaBzvkaw8cliHgsaNtskCFlKozgfz6DTZBwykrAxYMaBA4ImScQkgRAN",
+	"sOLSmCSMSqUxYNZAGqUx8/WX4LXMtTahiP03a5bXTI8HLLNhGKlp0tg1VqEgXmZWpvXvSqNCt2mK3eao",
+	"fbbKT7lV52KRjCphGn6ZCjXOcDFSa2k2C+X5A2OFQqHeaGUNjZUYanyGwylNhyJF2f5gHqFY/4tIrsex",
+	"uK0SzF2hvLeeUG7H4vmOpVd37fnewTzyfM90CgK4mXutIqMfyOkwWupHvrVkKZlSHip+KHIHpolLcq7O",
+	"ZmPgHfObiIZ04PXzxwqB0jQ7hVgwjbGml+6IxdENS1iIjaQJmyyYaiVhdDTV7yVsFM0j1RMGwzaNFkXh",
+	"tbdR1nH2qLY9FLX8Jm4OAgupt9/QeFoet7lcIY5vqfmbgSsxkVjDWIyufSLmaUss1JyUAnfp4KySxhh7",
+	"GosEQFIVUUDl2jyEw7ofdmPNc5JpbecILGOXGHQ3qv7RsEoGBAyH6h6ZOkwTc2AyTBMl8eJROJkB3rza",
+	"1Z+jkAl9HRZhJHDNj8RooXgTrtIFm81jmjJUdc/TaHStVvQFeUXeitFKi4z/4gFK7QUKBTBKz/dgiOra",
+	"qPGpVdKD83zPjEwtIQ7L8z0zJlilMoxkkQN0gQMYUMo5HUZxlC4LEJHIhCNJhosoDr8Sr3qvzSVPLEAA",
+	"SBNfxPE68kHJaPRU8kJW2MNFdvAOzg+dED/8BJU8PlW2oQMCSqvxg7gtmt/AbMFCPPuGH0Q8SiMKFk9k",
+	"Ewhz5HwNVqDZXCQZkygf7gccaj2CE9OTZyO23K+wZ80jPulqJuA5rapoEnGcqnZ7iTFhigICcjph/IbF",
+	"Yl4hWOnQ3qu5PrGrsevBazyvFPXy2frqQUSqbHQzIQjGEkkCOvl9Zog735uzJBvYBvUsUpHSeNUQwRhE",
+	"xA2AgMcwUJkbzv0pv7mFc4ZqencXq+qCF6MOy3vqMGNMBhwrLdtF0cHoSQhtEZxoCD+LkH+f1ddgdJkY",
+	"w0rtvCAPWlwvM6goXFvNNpGkxdjGqyjU4Z4oSysxBuEvyYyFEa3WusEafIUcfZ2RR2Eh7PQ7mYv3aa+n",
+	"pFYtWnkwqzY858avHHVxi7+TpLfTmopFYkGEMJbIiXJaw9VQFaMACO76/NhwKLDJ0oQB0zODaYOZHASi",
+	"DOc6ETM3zOo7CcDkWazavg4RQ2s3Wm9SzaclGVFOhsxmnd7jo8glQxbUTG43Vy+QT1ZE1ll6ZFwomOB8",
+	"m4j0EdF1SnKtDgRL2Az34GoW8UXKZKU6o9Rf/BnCFPZJBweKa6ctpJro7ex0NiJWAl0DzhpWjWrVqdUY",
+	"n1mQSXH86shkgriJqTWCuFZ1q5J5JlwkVdKYUitAOcYHSAPpG/I3X1M7HasH3swY3KgLDcAKyt48lc37",
+	"6LrVWGWVZRBdGhk6pUXvbyRsjqX2BFej5KN4EbJwje7MyMrdnelf8AbqKJVMu9UK3/09PD5Axy6JM1zf",
+	"7lXlQVkM40hOAZvzQKuPFdnxBl2zTPWszgnPfCdtOk/ZlfJVY5MMsucq6dydrOOjKYelg1DXkiMxZzgv",
+	"kjAl1aGNmxJFCRW5IdZQrEOPTs8vMPII3pIV1h0d1rWZacesLSRj64B3Nxb+QC75CMofasVqH3FxsQjT",
+	"hEZcSXAVhp9qf8yR6sZxGzkPV7hh4OmC36jmwFSvrWGHNKWxmLj5QqNk1jasu60jHSHm0fla24yLX8uU",
+	"TtiVvozFH28B3Tn3VSxkWvyOJqNpdMMcA3Y7Aum+raYRszR3qVZGCyYzg/N6aKfhfHlpJ+F8ea6mcGhn",
+	"4PzyC4zf+eItjt755iAbu9FbYOiH7sgrkeBgT8zu6ziVqo3wSdU+FL7NbUPht1vF8EubUPjK7IFPareg",
+	"5lziRAoHU4xAA6j2v/xiJAw8l1M6R7NWo0oqae4bqz3haHdcIzy5JmZODypXL41nslDmWHf6r8c2rkMa",
+	"PgOwGE1mi+krbHQtq6NQh1SukdKS5RHCsMJIbvRORdgv9Fs1j0p3zxPlFVb7iHyzQNXLeiOumTbWyRW+",
+	"f7mWD1P6NRCPm7r+IbajNorvkdCNJ2EOiwD8IkUYx/owgzXeRQFc3LAr0CbvBxNFr3YsRTHiT4zANINa",
+	"KRlHMVs78u8MWtJv1segKl6Wt4nB1S9E4cxYQBrG0ddXMjZLWdE1qHStfRLQOA762lkFyhtYhRQxpnn/",
+	"tsstEcYsjtc8/e/U4wf4eGWIHbBoM+sZzFm1XlawV92LOtXjACtAq7mpaWUSeq0z8d0K+TELYrxHYDw3",
+	"F/rdCjkxn45TVYNdxxKvGy6osxCbriYbYbQ1F0507GpdesMovtrYvOop89DI/+dLXlUueslH00RwsTAl",
+	"ykgjYPwvC7Zgr+AuBM1+pg4UYkGgGJ9BVG/6xPi7QuMvaZM3UHgAjieYMT5QOaLxIUX7E2C3lA/FkZan",
+	"898e68iVk6MVBjozopYakUOAfawOlgoyEknCYqglA1WQjE5Vqd4k9HYzwf4oohMuZBqNyEjMrQPbMX7h",
+	"Mu8TsUhlFGbQpwkdpT4AQaJgpYgC5UvwIlQ4dwsHwVmcFT7cJ75mPu5U3dEzIqq0YJn14JWu3xGCFhGk",
+	"kpwZfoK30Ohorwxw/z4Rc9wZ/YSL6m8pM5L15tosoghkWc8mnHlWIhGe2VmheWRfl4uDZv0skBhxHHAl",
+	"QAnV0NktRIMAyAY4SDGNuDGTkvfC2s1MOiWRi/E4+ow29ALO3/Pnz5/v7e3tFSL8HoQtbTw3LsLFPdjS",
+	"NZKD21JBsFere4zUqOb4vCLwK4gbmt2YZRzS0bVaEh6ShqZtwRfd7Z0i27CJ5BU61bm4hUb0k1lwIPya",
+	"NYCXwCf6DvhEXYG7oNkmuqK4PiOc2BoUvu5Jfecez7WPo16C1afwBzDTv1NSzZsoZtXQLOoXFzZLhyTY",
+	"u7ePdmE8o0enh5fvjt9fGA+AWh40G4sJA5MfXjn8GUW6q0USBxrMRsyiFJRHALPRuLshS5Tml9mrL8/e",
+	"5o9qxG9ENGKtnRe97nZ7Ho6fBEbmB8eLAfIi3xBXprDGuj5SgQ0thnE0Khcugjov0HPC5jEdGYQfY3/P",
+	"+Vg0fBnkN5kVb5y8O/j+2Cc/nxwdn6qmC3vT3NfYwu6Smx4nkUwhQERfDNsrZhflkVw9GHR/a0utkWzr",
+	"75VivqU3Rm65O2P140USFTaqs/MiD6Tzw/TTx4sU//dh/unjufz0x/7W1sf/MRjIrT/+y6c/DAbnz9aF",
+	"18lt6GK98lG4i/rqvlvEaTSnSb3V0D5hMJjCJQa5QNVz7d2lEgm2ek6SebyQJFBrF7TJa7zV0oI9pexz",
+	"KgnmMG0FKF/tk+CGJpGSEK+gZhVGrYH8rLqeM13Nz1f7JxKIwQVIqfCq7kXVD749FTE48XSldmTQgHaJ",
+	"CPxVYc953nd/mnuJ0zvBzmtAShVY6J3SfSzJv+9Fwx3ufE8terU5ewwFQATsYp9EGGXz4eiNT24wzIYu",
+	"wkhA/TUga8bgCgBfMyFTXSVzvyjLQTVCrJMF0KJ0PoeYaHiu6Dps5sxJw4hTKL+/zlkHsp2db5jpnSlj",
+	"qAnv2CH6961aFa8otrdAArdBU4okas2ldDTLG+OeRzivtngzvgFkENrKCJZp1AZLfxl4AMhxpR4ceP2B",
+	"d8DpwLsLSGNmL++Icqi1TpNkmVm+CadpdMPiZbNNfmRLiYEpUIBUYzdDoVY5EgmDC5wwqMKLpg3tfqlO",
+	"llgX1iy0EzJzzva4+rqCt13LwOvszgfzrIuBYZZzjQB5aEO/Z4K6MFI+w4dap41zeFpfbxNkf99LEG92",
+	"53sVR+m+V3/Wr/yMbxQ1GbuEuXnkqVadVlNOB6o415ZftMnZImbGiyhmw4gzwzkaKUT+AXWCIo+4vvvZ",
+	"ec+w4nKC434Zaj/ILG8ai99UNoOzqzm/LWf8HVSPTxYxM0dSBv+NWMHfGWGsNi9UqOr5k/bzOnRyuETR",
+	"u1GilcQSy8dSwHXcj/fQO/5PWvd7pnXV5t5ep5NL0wCqZ3I0IN5oNCVySueMhGzOeChBB9Z3GgiO4GwN",
+	"nJqSIfPOv/+Fn1QnIcLK5M5HOZc2Mxi5pfEshCukwhYsS/YxG4bninnW111ZcfBxdQMrCwXWmPvNnO1F",
+	"M8UWwdTtdlxpmrGvV9hlKq5KWfi2mqZW+L8/1qEU5oK2bAja1lgkLRtIiXoyU8oS+5wGbWK23+WJ1hpY",
+	"tKpkhTa7D0ivrSIeNQ4355yVJo/fl83qoP01902ipNTmdcpH6BVy7FbaogWGCR4vv1J8e55o3V/7C+sl",
+	"FmvRuqVnEaovKalA6vtmhWFS/dfpQKb4ow2TOJMnsEs6DVUc/4vKTFGb3cE+p6YIDAh4PiSWjejcZmXY",
+	"FfhVLBLU68F3JKfRfP4YzaKQeO0Y+svMojQBR6YAXVdILZlUCBck+PKle3cX+OqPHvzxX//5v6yVooAH",
+	"cMCp53v/ArajHAjA2pUM88JD5RQzBzjg+a/h8/65XiKxZQsdgeQ8mi1imopEi6n1oQGav8oV9a+1QFGN",
+	"Nf18E6zpamv8WgWQXGdj0cy6oojfvY8KbrmL60WvcpoZQ7wDeq69qLZiqw7xrspp36z+3yNDJMy2ry5v",
+	"afd+tctjdeUH20glzTbncI1CdKsLylX+OmOmRFEtSuvvo6SbHuhDyrvll7D2HudL+uWDVdby3hzoBlZU",
+	"sM3V93tAF6aBlV1ke1q4jOt2gQ3U97G6eCBpVLg0qXZoarAk+L25TyaMswTie1yvRj0uP9DKFv6953d7",
+	"d//6tzxsf299UpoN2Ew0N+y6Ua8io7+XSpd1V9Geh9WZDDXScqnJKvQuMSYdQDETCasuubnOFX04qmaB",
+	"Xv4eUDXtkHRmw711ShD0plipBJwBFTW7jTukLJUwnlpI81VH8863S1vtU/EJFgHLOzaWKVtVI2Blj9W1",
+	"WHODrouFXcdzYq1MIBIhNpvbOBi2IB6/gTNrgmMpEbM1SyKT26kgt0mUYvzFE0h2b5TavKlIV0MRoK0C",
+	"RQAaVl0w5Rcs+5D6OQyOSMIEU8Zt8jXSwbyCmAcw2pDiuiJ9TY2ZYtVoORW3kjTmC4kb26yqPrM+6aVL",
+	"iGYbMjKBwHhdpbMcFmAMfI/R1Wo6g3Zy3RWuBxzMe2qCQQ+KS6uLUNRjSxRoNYEtVUewRv2Keok5mKly",
+	"UurKQgCPg3EqhtA7Q/GzUeeQv4sdftoITOVbMwwnmm+DLSmS/vKeWWixe2HDSu+q43VVqwHArzL6K3tI",
+	"VQgMmK4Zl1QzenCRHXN5V3OhdQ5QETDLDDob4To7Kp+kxHTpnPwey0zbQepEy1r9q3DyNpelTWhsLm1i",
+	"bTxC9+0C+UQcpoogOxrFC3CXIXqUBtxFGJsH86UzbG19zlTOqAkdHJsEcWxwUNXJBbUAvbaimWnPR8xz",
+	"UAY1Lk61SVUD/K6weuQv2wo4t3M8bbW08Oue8FVH+4JO6lBCK0p0RbzKcUInRP3ikxlNR1MTLwg1Pa6i",
+	"UAYElXFp5J8LOpE+Aawd+BsxzbLMQfVdzjGVVVGAdzBL8so4szavl2BacbIVAShl0zwGvSI16yrfRHFa",
+	"WTubTkgU6lAsu3gmfGu3Az+oL/cJhX8JHSKKZYIQKCQUDKGFxtBFbTTEhS7CUrRf16RhlUlvYVce1Va2",
+	"4Y9o5q5qrQ2CU2Vpgfk8ETduwEE1HkrFGtKUTURV/o3N4DCP6BCvdwdnPx5fnLz/3ieXFydvTy5+9cnB",
+	"5cUPx+8vTg4PLk5O31cmbkypvBou0lTwmvrva6GiOA7A2ip4OUgePllUIvK8FSMaM62pYejaPL16fRZs",
+	"Vk5P1sC6n7GbKEN2L2ST6Zjugw8fzk5/Pj6qB/2waE/6Sc/3Phy/Pzp5/73ne2fHfzo+vMAvDy7P4Y+j",
+	"k/OD12+Pj9akFgf62OSAsc/Yn8GdqL6kCwl/HEUS0L2AgIBf5t7qRXpO4L5aSV3sHuXPiJ8dTT9LEMW+",
+	"P624H6/h/TK5d1FoKreyRvQ0XZXqikM/EGWqD9BPlyeHP16dHX94+6tPLs/e+uTDD6fvj6/eX757fXzm",
+	"k8PTD79eHZ4eHVcj1mIQ02qqrO0ttWDLZhEOzYZUgQNACKYpJ6xfaJOfrRMx4trHj5X6ModjQ7sXIfoC",
+	"A5zUV1kMk/qtojR7duurllBiit/ry4uL0/fnDtbD2oWy8jtfIVsbU1gJDA0j1vHnfZIL6VfsuhDTL0lK",
+	"r1mGu2Su58Xxv194vgeve74H76tLo99WO7UaIGcTcD8L6vdpnTNrhvjD8cHR8Znne69Pj371fO/N6ekF",
+	"fsZlX5Ng4IKp10So7uUbIVL8rPf4U+WJXXVU30ZVOoZhXOU9Q9dkhlKk4xg0CmEFz4PiD3CkNZUN8ihr",
+	"ZU5kn1xbwbPM+b5CW3Zebi+rludnQ2zLUOg4ho3HmNGGipviMsx1uWC1idgh685gq6aKgJ2Mp9GIVkJP",
+	"7uSgJx2zJ41v6VKSoNBCO1gZl5MFehTfuxflbJWScQn4bBikF0a0Vn2uzoqAHIitP8/ZxMd8iK05nwA4",
+	"NHy4ZcN5lvywS969bupcia3ZfEc9hx+2J3Pnue4ePkjn8zhCrM+teTguZlE8cR5Ena27wt5ZgXZXEQxY",
+	"fKoNNd/H1ZfdBrQZDByD3Pawyg4loMFok1IPVW+v0rWr1kPn0dQfOYYHbl0r8SqsuCNGwzjikJuzkMyk",
+	"AyqRgBIE+K4CaSGN5z2Neodpmgb3e+1qkm5IeJ1oVI5kFAlNlmSOOX6XZ2/3yZxKwOBWSkM5C7KcHbf6",
+	"uquOnbHlMOI+3ZcAXgsQ41bFrKk7BiA1plrcBggIUH05h3+w4KZuxAaVjh5b2ejeekVVy/IzQmlFgtdg",
+	"0O/0ejrjL9A3LDCln7AGMFPv7ZMA/pUBmdG5JAzwWTTGNeR5KGo5pwmdsRSrukWptCB2Zc6Bra3KCqgJ",
+	"nKtgr4/Hg/fNeKqWUOMQ5ouLn1Qh4hza6r5TIa0U5eKFYY6kNSgaJExjnHkF2LAWT9UABJdbyAw4hbzW",
+	"j93ep0cD7xRDXmvjgmsE8NWRZcW2q4PMdC/SoEc7O6Fxyivu+SlnGf6juuuzeUXFG/1DHuL3PoDffBHx",
+	"Bzhh7Kav0cQqKO6sqeV9xW20OmpXpBH8e+v8ZtQyCxg0fRKFKKnFhI4SIbEyhF4hmaftC6yZUgqeWGCy",
+	"1VXhyFXiRLJqKvTLFCFXdMfavp4BxWqL9FoFsi1+3/oEl31OrxKWJsvH742ucTiyUOM51fji4oMxX+nN",
+	"0RUiXMiUjlXEEkZuMUIUf1sTh5OF1X7EKg7inqUMidJckfx83Obz+242tnDMi0ubu0YraK05oL9Nmeci",
+	"mXlEnWfdFMD5VTCM88VQfRwaCFKNIAQ1KzORW7MRDXArWxbzrYUcodkmJ9yUy5B9E0eI3GQ/K0Vh0YnC",
+	"SI5oEhZZhydmPBpNado2OFamfInnl3+TDANONw9wZzmURjcIZg3+gUt5X/y6Xvf3lUE1etXho46Osqrb",
+	"bsdxL+YTGA7P3iFXwmOf9292dzsPDoAs4cnV+D7zg9skHlIvhzvxKhumgVCWznNt8h6gqk3hIF0SN2Fr",
+	"lZJb966Vhau7rBpXHdl+PEvWBvirOhe3YUsG4c68gF86q2SVA6WO66Id6zErfLbOIoeKXw9C7SUbLdLo",
+	"xsqB7POULiSg5MYx2bVMG8DBgIPY4WpAs1EcMZ7W2OeYpVFr7JcmaHfoWV8k7KqmpMBhedyQI54fvBn6",
+	"PuTepghUrHm+EgCHS5KwFqyV9kqt5oJ1JwbqI5gRP5rVQ2t6lI9vbZ3cbZeslerxPeACrJHjrbuE3O4q",
+	"+cG5pH4lAbBKKur9+phlJ7+8juV9Kh6z8tXNUYN7i/FV0EOENq62CT8hTcvd983TE451PaDa5IQH3uKH",
+	"HL5HnR3nTKy5Qb+pLJjjnI+XB93mHhPuXzO63zzqrWJciBJepbLHS21tArQQiFZRQqrG3f7qUkYtB4a7",
+	"ZdgOgwrThp+6rB8Lt1napDlYKkjHJwUqRUYxowkLmxtA4v0d3/d1jsUvUTo9B3GyQnYAkgwicSJSmrIW",
+	"Cp5WUQ7wMxgsEegPQkCU3lxfveCp71PN4M+jCViP9ZAbP7w7OGyd/3DQ290j12ypgVop2lsuL960XpDh",
+	"MmVKmTtj6SLhBgNguCSjmoXQgpDRObZ7/le873qia138CybTOrq2ajH/UoMxkCWhaPOC0kTw4W9RmkQP",
+	"a62pVwImnmkjDwaw5BH7Gj9cXHw4JwkbidmMcVPQpYxUCMp/DqkQ0oYnNGW3oC7/ZhiFl2vBEtboq+rl",
+	"oroKhaIOoQpRleP6ZT0ci4NYovmDbypXYVWj5n7e0RFx8kEk6WKyYHKjKsAVkcdAldc4WCbuqv44IWFZ",
+	"JFG6PFe0Scf8KO6RHCywjnTBn3vgVgntk9fwLBksOp3t0cHh4fH5+dXF6Y/H7+EbFrTJhbhmGrRRy85G",
+	"Twz0mQoIptvKxVAdTspDCdECSw0y59SCJ+iiUCQKgvJYMougLJY1dC4kIs0uyZDFgk9IKtrkgMBjfOIb",
+	"M5VP0B0IDiWdXkBSNVQyiW6YJDudLgDi6cVDhKdizMHAuwPHJBB22AtYjuw8q2Pp3al1jvhYOHGv6k/k",
+	"joBAowFwFSX/HheFzGgEvkEdf1628G4BNtrBhxMz9eqGfEIJoPcZZzoZLWQqZixp5StJovGhTU5SErNU",
+	"CSKoyA/4DNS6DD4gS0qTpDGnEWjOP53pgEzcZZ+gcuRrFH+fxGJCxCL1sViiyceHvYS8D+kPONSQMLWv",
+	"mj5eOgfYDTbehMna2lWCI7xWBdgQaZRRriEETvABd2MQisBD7osuIE4Ty2Qjl8TiA2Yc2czsqqo5wZfg",
+	"dSgG+sq6QAjVOLrh4Vl0lbuotr7uH8FoB7zKpCaVdIioUa5x6cPp+YUk2lENR0gXYhrwAT/hZE7TKe6K",
+	"Ijc6cVzDeWTQTjJV19QimxjYehOpkutR7waMh/JwwPPgT6oNyLWs24p9MvDcENyBZ1zHiMAnrAuq1MSA",
+	"2zpUQzaNgGzoAmScxW1yEMeYoapEO0VabF1pQ3B0y7l7j4QCFuxf/oXoYCGpPj4jx+ACC7boPAqMsdxa",
+	"NTelnrANAYI19XORQH+Wggf7A04Itb1ogBzYU+BcUOrD9n2IGWutC6iVXGrsPiqp+qoilM+e7XS6z56t",
+	"SSzVEgVbU0bjdPrXwCfBVsJouMQ/xZxxOo/aSzqL9dy3qFzyUfYlZywkXOAI9glnkcaYVcMLMiAs48XY",
+	"+lKoYHkXkMaIxnG5/oJf2OThEo6luik0XSSsiYdXdQN3cOsLDOJu64sJMlFtV99XjH5bcMX+QVfDyBxp",
+	"z5ZTeFstkcU6jrgSQBOTV1UNfoxLhQDIbfLBhEdIC72rcSxh8DpxseIEGExXPEEaJfny7G2LcUXZQx/L",
+	"rKBkiG1ZY9irf9t9/W+9nim33On+W6/3b71D5yv1ufdvu0d44YOPAy97eOD5A6dU88D7hCflUpc8zI60",
+	"gYlOmIVM1NfwQyYLqG9y99AidRr5TyNC21dsSLXaUV/HR+vzUYD5zF4K9gnFNwZcLa9YpCRKyUQxT3Ur",
+	"tqtuxcU0koQib4okWTgFz+GGwF5ykUKWEhonZJtc5IWdAW/A3VasRe0L3PxbMHjT0ZTQOBa3EhCuAyV3",
+	"tN1Ry6DZVwv0N2fFyN/IqZmlJH8b8L+1Wi34n3oucPj91U3EbgPyN8vqzA8r2DrJcXWfSJOsaMNBlWhQ",
+	"7grFDtXZOrIFiBZZ01AERMRSt2t49JWSKFSTIFkUfss6VCzeN/zdjixj66VlyH6qfBzHq17Av4pBYfgO",
+	"MuKrOdZgVE/rP+HxclVA01POUFUaWy4QxgyvlJRTeC0TURpQPdEpnPidtL+2IFEmO1vN+tZRnMEVsIJN",
+	"Ga1fT0nb3AwVz48tJ+T4xPqptSDjZ5EozrkqtognSbVpzB55c1vNa8WN9EnKpDoqYDBx3JZ1DeCJVQ3o",
+	"6lblfgfc0ZkiKRcGhpji/MU4r/gkWAyLNLAuukPV6FDcsKbVwXRbQzYWCRtwt5GRgGgKXVo9o5e3LGHA",
+	"6HlJ4QJJ6pqxOVIeVNjEIg6BGzdWHQJEnYTAE3htyuKw/kw2DYk/CRVzTRkfLWGVXOIsyYwmSjYJPrci",
+	"81zaJ8ggGymEyqHwh/stEo1gD5TAlqL1s/OQ0SJ/wPWpzQvh9npyPHvOy1USuW/6gkrS84hPmhquklA+",
+	"4IEzv9aPbBno3pD8Y5hkQda7ZjrVUm3OrUiuEUw4tfWnIkmuVftudWsftt5Qhj5IkHNGHcx4SWcM2jaK",
+	"Nnxh+m7YRfdBW/C1iEI1Sve+5dcRkwMO/SRMsVMtU2Rg8viM5rRRgmUfmshCbb8mEU83j9Va/Wy0uEru",
+	"+qWtMzaP6ZKF+gD4ObYaKcmIM5LegsJ74c5YL2wYjccswbK2OGtcUODsvd6zZ+0BPzDrpsuKJyAPo3M+",
+	"C2xVmkUaxTFJFhxMtbdU7Q9qPaSxmCuNo9tRZEPwUDbNmnNEbV2C6Vbpqqp7HwCzspF0Xj57RqKxaqnY",
+	"T5sc6OfEmOz0XkK7u58/28BOdS58IgXsf5os7YIOuF2N3NnSuNZibArywwGKdLRPxBGVGCr9/qLFoWx7",
+	"SjKNusGO0JGVZlfCNo3jJcmuMSrs8RIT480E8ML3a4UBo6cPuGbkurK1zv+eASyiPWVsPGajtInwPFrg",
+	"IA2Qp5S+gHDeklDCFcujkRLHUayPKfDZkCkxkKPZAlgAMAUwQtgrJqPZXM0D2IU0R7lwaacCZFzTDCyN",
+	"nAJpxYCdAVebp8cKPAES1EHMUoOVfnZzSxKRoaYQqe3IyhBahzcskniF9WXILJkN9hnIlS2e1YJiEzud",
+	"XqWZtNkmvyBstb7CA669WErrChcjJl0sa6grayysYzqL4qXSQOkojZdE75UriZB5wjCwTWqR9g28RP5G",
+	"TnQ0WsTni5T8jZgccZIsYka2MLIZUIFdaddIvIeugSsw4XEpnc+fBU3yN7LbeUmCL9py30c3mU9sNax1",
+	"nlDdnENSRl7W1G+W27L8KWQpjWL5R9PKhRXV4CT8jex0OoUWdjo7+W/Ue9qTQGY2aEM92eu5fWG8ep98",
+	"Ab2rTz4aWfnT3frTPHQlXTio+eweGLes6xz6+a///J9aMppafgCeLaytZWg03BQLPQBgD4ipZU9MJLU0",
+	"ozhgJuYMlwMefG7d2DSGFnYS5NPWRmLGJGJvB2UvQ4D3XIfYaQP/Mp+xEMkB11aWpg+ySt7NEZCGIgSI",
+	"yWvo020ChmzMVuaLma+zXlXTMfheEFP9szsSJVAA8l2wFQAufLAVcJEGeAPMbQWPpAVTyZXXwDovQ2YB",
+	"yqg0zxttF2i5JqcDjqjLEddGR2uexWIHuji8+oBq61plNDLCZhXyATeGxSSaTFMdvKZHlu2gb9rXvSGK",
+	"sjpDB9zlX8vvJHjFktCkJBr+SmVGJtqkxqAwo0tDtp892+10nj0b8JLSb2sYQ8WHBE82qvvGds0+zxEI",
+	"3BDIBhZ8X0gIs4zFBKqDc4iSlBBfpwSXAbdW+Qrd1xkYmuiym2mTcEM2j8USLkey4FJHi2dGdJEYhvE2",
+	"0lZOXArNd3CtMjbKb1gs5qxPgi9QspunV3O4znOW6L9SkdLYB76pvwlpSvvkY7vd/nQX+CRM4I6qW6ka",
+	"RvFyntm1gjkeclOQsotSUzBnyQf8xYAH7+s54nMFXqNm0FcCakbtu52OX9Dnex2/YFeHhxwX8S68U9Cz",
+	"u51Os00OiBoqmVOZ4lyYrYooQW2AhJxAzT8w62xj5yRSvIQxfeHxLinC55vcKEjc/KzoTUxHrI9GaIek",
+	"J0yKRaIYbSNnran0GORV5/KkfCUYgUl42eyDBfDXX3/9tfXuXevoiPzwQ//du/75eVAs2Axl2f+qBO7G",
+	"5cWhusWmxHPOokiCzAJIujv9zna/8zzYV/OBhQuj1NAFvYL9LKFRNQzSyiwaJULL0rXNX5jm293e9s7u",
+	"3n9gN3nPjTFU4HzhgJlFm9Ol+kn2KzMqy3ZSt+cu9txS/98B2N6qgf1HkN26WWScC+eucNUne52OjccH",
+	"hjaL+CIFLd1snU/klCZIO5UUq8SnhdRagePn2CdCEZYoVeMFo7TVH5XugDmLZ0pNaB0oehuQhlFYwFJb",
+	"IUxEkiRQGFhNAJwGgjSqG8M2To33RjI0X6BHvW8V16zMpTYzfidR+I4QcdEWxlatuRUNdZk6yL3WqdeY",
+	"X+1nkgGmU7eJycvVBqnLs7eShJGJkba5sgseg3+JoBxik2zNtukFkUZosVHJRU9cKswdHGLkhiQNA1mh",
+	"E6kgoCrwSTGvyh9w/ZUlGdlT58ZvkX11gPHPwb6l0vv2KO9njo4BD+SU9nb3XgXkD2TKPrtRRQ1USnxS",
+	"6Jj8gQy89sAjfyAJvQU1otls6jxEk32iLeoHcslHBx9OBtyuvimFlJZcPu0B93wvjkaMS+a4zT8kYp5E",
+	"LKU6dSZK4xXe9IMPJ57vqduNDvRuu9PuQKyIY9LSoI9VhsIsTqyScLYRyrDK1AeZ2WDpW//NhY5i9C4d",
+	"I6MTmOXaGcV4g4ZvInbr9T3Fyes4QNGciii+DlvAlquMzqZlh658J7M8U8QeLpj31U7SKKkz7UPvOnKg",
+	"2sMv91FcyGu7xc708M4YDWua8bUJqsKDsZ/3YOi2S+Z9nZo7KVn3NWahT3Q6N/N1QXufpIA0N47pBDEO",
+	"yl4Gs6i5X9o2xN14C0y9XDmtchWgvWlMeQusMqL+yBScIV7fO64Jd8g9rUifrvKSi8sYinRKjA/eJGhX",
+	"m4XhuK+IecBgA+M1UB3WtVc8i2sHXrQhJEq7ob2+t93utLcReXoK1AFMAXQetVT3LSdqay6qqheecteg",
+	"AdaVdJqV74m4EiHKASo4OZJOE7GYTGtjWxT5r4xRcd+sjapAu6cx9wQlb7APPv/A2mq3VDctEFRReaAW",
+	"BRmCqRsxw9WG7FMMHSJSf+dafBc8pMlynwyder4oG9f5tJ+yqO+Ar1fVd1+XIEZVERLjHGXScUMnbKwk",
+	"gGbbBIJYwzdIVChWGHFqp7sNAsKzZ2+ghbbSyrJCchYTga9bJcr1UpBANeHr4vYDDh/rQozyBcTKeCtZ",
+	"UUx3XEmxAP+Ar6jA31ij7H5zHyrT1NbdH/CK6pxuKqNbG17zKlAuQLKqKRWfVc0bcPfxUrF5NKPWt3OQ",
+	"kpgpCVSdKDHW2Gu+rlmNN6ga/9CZwn4dRiKYAAL1l9qtAV+z3lszq/dmbhVamE1xtHzdt9yM8HCiGajh",
+	"2lqb7WfPBrzbJogvj64zY/B16phQjaVqzi7s2H5mbsDtxYhYamu5gHM/a02J1bnc23AW8UimEOzVJq8V",
+	"FcXkDW0YAo+mgZPcVxtlzCh5XebZs51O59kzYx3HfjJMKpkKW/NVWxkvnQAN0tjzta0MqHlMR9dqnjin",
+	"UhhPr52pNDZKeKy0+dSBke8XN8X6j3o7LaVrmMBiRbfmjO8jSbqNJA7feIGCLzjiCitsIws9bhYdYQa2",
+	"dRjFMQvb5CBX0N4MDXqKNDsfUcmkOVFgwYNx0yXoMqkiqXkBqD3g221yIcg44iFIcrdTpukqK0yvKoiS",
+	"VEPmwKDs1TmdM85CjOkO9sGdEmSQP4GOVjMmGOutAMm/PeA7uanb4mjG0km1SXbI0AZsTTf2dhXgzdAX",
+	"B2CgOM4SBxurBxyExqwSXKOyFFxzHeZGCLbLcwViZQXWo6llu69I9WbVavE02PCr3XZO2UbMI7uUCFIz",
+	"ddEa1frk8BpFksE1RpKMWTqaZuqi1pdxcmB7L6FDkYYGkirlA+wXiSEO6zvpCpVTvAh4AyGqMlcqSe+t",
+	"etyE3Gbma/e6gCAAp2FOpcyCSc0ZheBqTdewl0hdxNwzpgx+Y12TRVNn86cj1x2ul9qHbizFILudl+3C",
+	"+pnoRQeQKWZY5hiznfQkLO/38cIj4zf7Bv3orqleSZKKCd5zvMClbdvPLzN6sUOm1LkwM/Zcnr1Vl/Py",
+	"7K3mg4SA7aSWF6I+YWR0tW2R2m6qhXC13e0B32uT8yUfTRPBxUKWK4ui7Nn0Sa/T6ZPgy7lW4t4Z/9QR",
+	"GK2/GEz7kyOfJPT27k7JF9mXeCn10tpNbojExtM3M7oR6oStVIlEScLgYMWAzZAgsr/cJ4HquJ3QW9ix",
+	"MKITLmQajXCr1bpTJLMyCrOyLgkdpW01F1gJRxQohcFykbrYURnSEeiAFK+/GQ5pHPObiIaU/Nf/8/+S",
+	"Y54mbLJg8OFtFFKQRt/QeEqbOkJCT8eoKMA/Fina74ydoj3gz9tkdclXuy+Wzymiv1kdWLtiqAy5WpaN",
+	"xC/4N9JbgUWYpZaV0I2uBPl3kS4um5AZjdX9s5pC5o9PFgamt+TqahhxBigCuPfgNo0hxD9z1zV917Hz",
+	"sujYMWExhZi9W5GAltMYVBYiHng+GegqrQNeKNOKP7plMUs/XuSq71cW/c2/M+ADr+4xPMTmgMKMbBy/",
+	"I64OvGabHMRSKLLWJwsdLZzhqCeEDngeVj3n+vOzZwGA1tgJSlciZ4cAvQ6tTX/V5m2Q9LVM4Xprc7od",
+	"dOHqa1U1ffNmeTw3FJVMpcRrj1g2MmSvIokmkRIiTJWMimqfPhnGAs6XbRwiaIDr4ywSRhXjbYKbWp1R",
+	"HWsQtCHsSR21Ck8ArMcavgjSKPkiBrzKGdGE7jo90x11Y03AYmHViXlMOfnLQmAKh4X7QKOx9dKeGNvU",
+	"O4vEl3kTa5P8s0e2nMg8KEX/CVPtmEwBTDkrBQfQAQVTioNbm8NHdqsCSIMp6ZVVhkyUUouRyXTqaLgH",
+	"03Pg3d169Los9PPnz5/v7e3tASgGUFJbFrNSHoD01hsRjVgLygy35+HYKzwL2do2dVS9mU8d1Q3ILbcF",
+	"W0O/WK69ihxg1XGn1n65yHWpyn+xPDIY9eyiI+r2qgXPdLSIWx6a18bWX+va2a6cE4KD11azVjPKuJWt",
+	"WptN6rLSYIiTSoUx2FTNIisfhYAh+dl1e53tve1Ob7e3s9ft7e68KExx1fRevHjxQi1MNr13DKnPDK2z",
+	"gmyT+ayNCZPI6+6tzpRdagParF6usFrm0KOrpqvvwurdRABor4FAy+TD0RtT8rD5mIX4gUGoN1mq/daX",
+	"pu09ZBXemZlny5HLC1abCl/IueASCVKv09mQhGUZ9NmR0+JawxXTmu4Jy5KxTWF3bAbkM227wZzkJR/l",
+	"23YF9UZOQM/1cKT3OZO+vb53S2dR2P7h9eT9+4vLz+8urrff/3W0/f7Pv/beTy8PD14f/3r855+6P/31",
+	"snd2NNo5vXxz+FPn7M3Znw8+Hxy8euX5XkJvneEjv1CE6bEtKy4yM57KKwyIVIfhdkpTqc6OWot3pUWT",
+	"iJ14rtPCYUMfeGEAOgFeLmC0adELA3lJQSVC2adKdVKNm3fVlgV+rZpBtAKkhC5UOZbMUTuaut5/Xugn",
+	"OhoopxaoTvHsBU24MzubHOf8wbxYZaHMYmrR5JmVLcjZJ9e/traiXHkH0MrqmNtVR9YQ2a8aRpXh1TgD",
+	"Hj0pVJDKplJqKrHZwmx7ZhO6ddO3tGerWD0A3usVNk+RyC0QAPMFADIioqQ/MUbiCQJhThQkl/NJQkPm",
+	"/J4KTFxx6g9lO1bEci7tzYdM5nR6cb1p6ODAvHW1mn86P32vV2X7/lV5I5JhFIaM4xsvN6TNEf+QiEmi",
+	"sUgcGqrU10KKiTZTRlzdS3ynkmAf5BNPwGBWbMoaPYdM8XStZbNwX6cXgN7fzgoCIcNVy3tbAOLIxlww",
+	"gSO2Rt0Q/0w5iylRZzpVG6sUX6E+QvxQQiVhMv3f/x8Zs9GUhrRNjvlNxMhilknYSuQnEVeCU+IYsStG",
+	"vfYlz6GMVJymNVwEK30CuCZ9a9O/pUWj/n6WdmRMlVymjIZtcpoU88etoaOcjVS3wTo0CnRfGqWIK+u8",
+	"3ey7J0BdPg346uQ84O3ornE7PmDA0oUQb2mC5Th3er3738urcGcMqmPByy/vf/lCiHeUL02qv3pvF7nM",
+	"PZ3qwF9ExYe3Nr3OOlr8gxUt3fthTE5gZaq+F1XGHpAsDCc+Qwd2vmH9ZZFru11o2wBOJ2Rev7vd7fT2",
+	"skqewE0zFjZFiOmiWcLLYrcMRV9wLQcApqmLjAVNWhFCu95d1wsigrHP6ZsoZqdJtYr9XhihvXrJNrNl",
+	"baKu6Bnq41AmBo4JMVf2wMeo/ZtIxDq4XRu7tha8FN3iF+1UYNzxDYfXZqgae5NIHGNTyWadtzK5FqIm",
+	"KqUOuzE0x13LInaL2nwot/jRbD4UR3BTOI0e6kbqef1C5BGAPrnWVEfFO5EgTJ1ZFaik++XiCfLWxkyN",
+	"M0M/5fHy1Fa4eqwJ06s+rRsfQbUApewVr7/beal2pRLgWy3RpApT7oNSSAACw6Qb5wP6CgGDmJKQMQ/E",
+	"jCNnBmmhJpu7PeAB1pYIiGQ0GU21iw48T0YqBQ9eUMZiDBRLWSQ6X6EAe6PUCs1iBlzHv8EsMugXn0R8",
+	"FC9CTF4R0vX02hAZLF1aYUp8G8lUwzuaON+ySbFY8uZzqudpPIfFiULRPPUs5DsYRNu+h+PIyairSx7f",
+	"1dZ7Uvx37ZrHJewv1MFe4dnWgJbF06BDtsxTFstScIwYrJpghtFbksId5OiHAFeuwmSX+oyoI+Aekkje",
+	"f0gKR6RmXuVjm9/ElZVA1qtqUl0xpTRtkaRkJOLFjNeNFYyMr5e5AVroYMRgNvUI3ZJAGm3ZbmAdPHIR",
+	"WvnTmmf2FIdlp6njrKLQ15D6iyT2zVk0QcSqRxNIjH/nO1cLdI/BH/p9J0J2hGtwIEfrvPYBE5D0S91O",
+	"Z62XQG759BijHDzpZFvBmUKr58caKFu+iOM8+P12HuvewechnZf9Tqff6VRAYvdtgdlqGHltHigBcht7",
+	"q4GWXV0XYpTM2iaCtX0ruDpABUz4XgcR2XvdCgR2z80t2u7v7OJkStjq2XMd0u30u91+t5ddknJtBhcb",
+	"vaaPvI/kHnhNdQxsXhzsokmb8/rdTsf3IHfO63fX1z9rMK6rVFEIqJ3ADSsEhj/KorOxzWMdfU7PK6s8",
+	"9gaL5f9WKt1aozVp6EYBcAXm+qQMR0q24sankkRcnexRIxju9HpKBayMWj/TMU6SQPrThjCCqwQ/DbqD",
+	"kRMYxBZAbrcRZGtLpMDzEOlVeJyXQ74qsW7JQRgmTEoMvoiFmA/p6Non8yS6UTrTgBMSR/y6FYsRjX1y",
+	"+P37gwuMrGIpBYzABIAr3KBvXf9CZ4LyCQ4TFwJHKuYY3bdvg5watgwbkktdJQfAYLAwm0kHc5Jw2hbQ",
+	"wJbXUQO2FXY2reWzT4J5xCeBMfe6XWIyXoXMXTcl/57ycieQhZom0SjVepEOva2sXNcILB94FjRN8JmO",
+	"uzeN7lcnuTQCxSeeBb5FuqOjtB3N5iJJFa2dxyxlYdC0md4YkZQKjXuUQ2JC2I2sdBKOZGYywTPZC1EY",
+	"qxXqVTVN94vhKN9JhHexkSxRliu80+upfrRTBGOOKreoMSiJiS9fvsxQEdjnSKYDT++y5sb5nfVtwrSS",
+	"p9smhVF7XHIlejT8uIFIh82m8zmjicxQ0nVAoMVD6aP3gERpmxxladRwqDVFeaoMRBj8Tq+HNzWwcY6z",
+	"zNCSCkFiwSdg+0Aak3/ABnNVqYKYFZhXBn+z8JLaugVYr9GKXmhRWU/yqq7I5Xyfi/TWFvpPq0SmjeSh",
+	"R4g5utbKWg7w7maLbAIKViz2OpK1k+heJVmjiP5Nd60gU68SqXF0JQkav95cYM7WYdMDkmmLv1RIT0Yn",
+	"zGoL9L2X495ohz2n3eGLcHu81xnt0h57OXwe7oy7nRfbdG/UY7vDl+Hz8Q7tjrbZi+Fe2Bt36MvRc7Y7",
+	"3O56Dty/Pk8PPqVOaYoKkfy8Yia1FSm4uP3Wkvo6sm+eup1k7sl/WFH/cBVKYK20f69NvC53fYUOUGcc",
+	"LkmMtdZiC25gRNPC7aMczcgRt5Kxb1H2mFMAMC+RosDXx5yAAZdLnk5ZGo1AlkD/pi5bkqUCFCex9SUK",
+	"77ZSJtczR1eaeQ/MOuSL2zzWWGNtM8XiiBbhRMMJQhYENQmStnZqfwX1L9v/DnKRG2rxhksI8TB1yn1w",
+	"dAxF6gPS3zgWtyZyBJETansFvlLVI2e3+Sz4SDqkuNRenh/p56raLbZpSqTDeBPK5ZglCYrr7gzv7dO0",
+	"s1anyDBJI2FSxDfY+YjyEYtjFjbvn5+OBij1ZGHqyiuVs4DVL9DPmActbjnGWGEGl65yVdecZsqrBmRD",
+	"NI3OIlNd0ryqQfjxyvS6qlkEbb0FslfZ1C0UR7qvgVjItK4F+G1FEzQZTbXYVPm+/b3chkmJQBWTjCMe",
+	"yWm+pRolFIT8hwkRliQhLaoP4zuvMCR8a0ve360lrsIK85XscHU8GNgXMlwEkikb6tStlBVlYm3OlkzF",
+	"XBKquOWIkcYcA94gHscAt4aJmM8tgIHikQNei1vdBshHm36RY/V5EwPEH0EJHumSDa0WVbFbhMkpqdKP",
+	"Y7T3KAc4rfDBAv05vrUikjMnwSewY+E/7enf4BYfGXz1jYTs1VdZ38TVRvWNTD+69xNkCPNFVYFCREy2",
+	"ptNcDcsGBOsZPBIe6gRDakSIfWP0wtC9avO6LssDti/9XF19Nbz7gKFaGZgh+2ANDgpW4GYbwOsg59IY",
+	"HXVM9/21L/skyNklNHqGKYCJUDEF60kw4LoM5krZX+P5P5SsDfgadA1BvCro2gMtfAWD0Cbmkq2b3qNM",
+	"arq86lPnlNxrUnsyZ/UjTGpruKB/Vx7ohxnU9Am5h20aheEJ7WD3irG5nv/JQb8BB700tWqekINqqLyH",
+	"isNbGexurUXqyAIW6Hr/Fu0lV4uDs1smU6zSsA+BRYynWD/FvNkmGjKTdCF3ZgaBtSnbH3BKuOCt3ufP",
+	"NhHJQQqjZOfzZ3QganPWTueF4hw7vZcA1c2FeU0jgGQFICDJP9Q43GzAOQDM4DB8guUidvvmG9LTbuSs",
+	"AZ9sm+90ErZPdvQ3u/ob6ZNd89DugOsv2yTAjbgaiRD9ZJ2MKSamuuyE3rBsBm0AfTDKBBQbeU5CupT4",
+	"pqYP40WseGVItjvOjxgbtIZxbhP2POCbqR3lYM7MJ3lfVCeUFc8fs0g65tB8id1V3KUyLvIGnTaVcZ8Y",
+	"DbRODB2YCWrDPrudziZhn9l+2nnvF4M+NdurjfeENlj4oIjPc/PuipjPjYL0dn8fMXp6Mb1+7z5fYRd8",
+	"hSZRco2HUGDyOsMX4+1Rj7V2wy5t7YyfD1svR3us1aM74QvWHW8Pd+GlBd6Nq5n0+t0XO74H0QZWdLrX",
+	"/Iwy0PPnL7q+p4jXFST/OL5Bh8Z4/Z46xtmB0GKEsx7d9XynufXAfp5g+p2OGp5eAC+NZkws0v4q8u1t",
+	"tESd0hLVbGVuzfIrhglpK+IGd7Owwd6mEprhpeuEDCLSvosf77LYf0ps30BiA3zj4j58vfDBB1s6Vst4",
+	"CHLdMu76L48zqVTGOH7POJQ2NgWdTCCTBtVGqCtMMInSfZ0HxW4isZDmGUimRiuJta9m0qk/4FnygDa3",
+	"+iAiaXeVTZhR3SvpEzx9XKgPzbVtFgP+dWyxZ7AFebFIRyl8VUV/o9iZr6To/3axM0Xi3+l3vqXuX6P4",
+	"O8XM8mE0O8PnrBu+pHuj7XHnRW+XvRh26U74fNQZb7/c67Fd+iLsDndGz8cdtk33wpfD3mh3/ILBQ8PO",
+	"6NuF0bxXVxx+3f+NA2b+MdmSU7UgR2h/IyNCyuRX4isARAJBMDZgRce1oFLYcAv+aKhxG+TsUvDvwNru",
+	"G26hGVISsXDA4+iaEcqX2OY+oQ4YS99FPIZDbhER/7JgC0AADBBCRelrGdB4xroGCLkSNtvkEOoeoPYv",
+	"F3FqUhdd8WJz+/qAr+BV/gpOBXnR0joJqhjXBStq808Tjfs0Pkg1On0SNISSb7GUuo+khqrteiPqB7Xz",
+	"2NU/YwT/HmjmeaFU8BOGBW5EPlM6n7cAmbQleMukrdeWvACKATk2w0V87edwXh3oy9FUSKjwhvj2IsHi",
+	"BaRBXUT9HEh+BIUeoI4IgmBiURZI0dGmIKySRyLe9C3EONRJE2OiaxHIAIAoKIci/DeshEcBsPdZZSI/",
+	"K+Dxstl2W4EirabOHNiOQcTHWgco3kODyRKKwyKW1oAHNGEIOyAdUCvm2FBtAQV06AZAFmVAUhbHMged",
+	"jk/i7xqQfcBvIhkNY2aYSrbobaK0dc0aMls3lkiFz1A/Az8boHG3+oNZKsSH1Rq/XbYIakbqyskZerPm",
+	"MBLXsj1pO5n2MzEErOmIp1NcuCZkYSjxWGs2dvaRRAtfm7wXqVOlSNfyK5VyqcrVwMMLR/SUH1oEhgd7",
+	"YrOttOmsYNjxPX1M1G0tQgjC547+z/u0Npl3R/+1wP1yoam48oaoVOMh4jxLP9z52et6YeB9nRyQe8ku",
+	"RYaHp1hlz5RbMlUeHqwt5BeujkGqu6GFHHUrsPNvzCq/IsfJShqvDEwHkmpIjNmAKb1hmOFWQu7RHMkp",
+	"mFwlvxcLca2HVoKcB+MnW3GkRfZqrmOKdmkEaJGjV5ZGQWWCB3ChAc/YkAur7TCH51iP1W29xJX8EhA/",
+	"F2k0tgR2wAESxClwiCPUxeIli8d+5gUz6IlY4VGSKF1F87C9t5FMH0PwgLptevHOWQzVzr4utaqhT2g6",
+	"OeCUnIvFX6n6CtYcvwRCZd7sdV+qt3Z3d3ezN18nCy7I22hGS/TJVIp7NGHK9qaePNkTnq8Jpdj6PxiN",
+	"ckoMZkviXutvQ5d0WchaigS/yzy9adQQj22QLCFMDyQ+IEKYZ25LRLmC2HwquKIWKFqVRE0rhIL+33B/",
+	"In9Q7VLzt67B1SYHRk6jccJouCQa/c0NcLPTMDnJQMMutAnb+d2k8Bi61ydzGikKBkMd8FzGDqzmXxIQ",
+	"kVfQL5PJ9Nsl1lYDOGsycU4hYIPRmbfx9YepfX2J7ss6flQtvlbPFTfUSnTlqa9hkc6ZmA8dVpxlaT6G",
+	"lq4koIW+/lvaQepgLn970dLkPFqpbD2Kfb95o1xTdgM6nuVWVNNxjCKXD5Mbyb1i4y7gMDw7SRIGxYmH",
+	"MXv2rE+oJp6tiNtq2JE0FFUpzw3LByCBQ2qUDH7NQhKym2ikS72he8rPKt5l0/hOFsqsUbd4a8M4KKPE",
+	"gD1DfQdT0xnyJmypd5BbE8ol1SzC2GgyMaWeuB+ZqPr/RnJpJZH7+tkm5c7+0cRDm/bxSIFwc1IClqB7",
+	"FFWAIpWP004d/8gDFNUXD1JUXekT5ok2wFQoQZFQWSgXizA1RZxVbe/EuFBTqzMwcPT6V6xOpiTXAc9B",
+	"0EsIYVTvITULInkFD5Qto5EsiKOCrxIuYVP+G6vGZoUNAzULlzftVZZ2MaEHC5mKmZL5W+Tnkw8oh6fR",
+	"KJpTnkoT8bDzAiL3bG/GJGq7c02Beemy1d17qf/zqiXLqg73iiq5NsY+Uoi056FemtT3+J/KuFHGJ3ZB",
+	"vrkqHouJWKwyDioRqEBzjVD1UItgXrKrdBftlQltwkYiCYlM6VJqEIwAie4rU+ncaMp0QiN+n75M3orJ",
+	"BFCqFoXScm7ugSXrOcW9nhy+xfV8YlX59y+dZdL110wH1gcP5fJ/OHIhJoUSiIv0G0lneGXqqcR5CvX+",
+	"1f1TNyo3SlOFENQtNzaU2ud/OkObWoOSD++/VxIRJYAaeXn2tumj6qXO8A2NGU/tayO3BM9MQFnfdMqW",
+	"BEtX11oMe2XiArjVinoNeJF89QktFKqHysW3wqVkbRIIqQ2Qw0TcSpagETJXBRjXYCFZMuDUAWzXbeY0",
+	"UB8cF/rakQAroZguDqeJmGks0PMRRT3SrqJIoIImdumsVdP4e3EcuvC7W+h735YjoalPqLzGQsUDruNs",
+	"2+RAXkPNDIElXkJW4gKGehpj6KYU9Cc8a4+goHoDoEm1TplpTkiv7+ml3Jio4sC+ia0RLpvXe/P8x9bL",
+	"n/79HSRCmU0q2wZ31jA/mhsMffShPPbWnE/2h1SyvR0/+vn16dlt58fvJ+Lg4ODg/fnl9Phyov48Vv/3",
+	"+vDgV/Xv+M3o/E/qj6PL+Pinn892erP313949/Kno9uDo+nk+4Nf/nz2kt7CK386u9w9Tq7/NJlMXr3K",
+	"my7NSZ3oQPJHWy7N1tQGcLkUw/b6j8ZATNx+mfJ+IzYio9kiVuooRpJaH+DG0aTnpqFstCsjSw/CUNow",
+	"IU2MKWIak6EQ12Vd5DuZBedo/NwiXFrJxd5sD/gxHU2NOwj4gy15r2mvXgPE40Uf9ILHaiCB4KayiZZo",
+	"fSJFlQRbjCgj44iH4MQmkFSJwvHh6fv3x4cXp2dXR2cnPx+fvbLLH+iEW22j6DYrS/6ap88ZCw8zd+0j",
+	"wFXNdj+Jx9mNfrFvvhdOgEW2njbRa31h1DlhMOpvEjX0wFXJKfLdzLdLw/AJQn/W8bBfuC5l6PbvhLiu",
+	"Mb73Ij1RO6WkSOMPejKabM9ZXy1btoaGSJWjhawWbt5EMs0+p4wjld7E05O1Yl97GDE3oXzfhJQ3oNLW",
+	"PKYjJn1dck/J6k1TnJnUBnJmhN2xzFqRQPtkBlzHqrYwGCAgUHsKjK8auL0NNlQsG2pqu87oNXi7cAhu",
+	"gKeS0UHUHy6saSHipEEHHB+GKoOpAOuFQS3vdJplEy/SdmMWrO4Z62eV7L8Dbnpp7HQ6Ss26ZXHc/GpM",
+	"43tdJvvhIaL32F43NrBuSvxt8bOvLfHfN1N71CoiSjMz8HPND7sPMT47LAQL6D6OexTXcBXngFP7T4bx",
+	"EIZRR2wkY38HTCPiQ7Hg4dfnGu+APrrBocE4EbOANNQ9CXUAWZPcJlFawTR8IhJjc4b1Bk+drx+PtNED",
+	"jzHWe9BZoQb4RQJhh/+/FYs4zEL8jRbQz43OWLVy2Lk0YSb8BlgRmmWcmh9VOMABGtAqyk83Av3dlRSL",
+	"ZMSgMmCvqfHsapN8gWHOF8MY0Frb5AArLSouGt0wTiIeRxzcmmhbKODPlELdBjyzEBULbutaHl+FQ53o",
+	"s/cI/qQ2cT15PWWfU6/v/RD5UB9jiSkiSieEfBe6/KO3OWXVM/gmFqkpBe90xWwVDVE0EpFCtg861f8p",
+	"nmR82daZaQ5gupwzeL+b40Ompq0FKHk8N7JrVsePjkxfhgrom/xP9rQxe7LUTImdEors436W6OvfAaty",
+	"i+NWIqcpBVlCEpgOz8A7nqO+skgCJfossjS/snnIJ9pVYKtBSyXIg3kfMS8aLIRi4Ooqs9AnCbsR17ps",
+	"KBnHVFHXryPl27rDT2YBWUVowih1ax/m6c7x67Uojl4b+1ltwKqYXk24fxWLRNPsKZVETqP5HGwcBdPL",
+	"LFuQRxIqs7T1lMo8AYfon+RpU/J0q+5XxXV8YlpkAzLWp0T+EwnD91C0OY2Sry95H2rQfplzR8qUJrU2",
+	"dfRVAd2Lxo7DckpDIkeUc122XgPCGSfGgFd4NPvFLR6ykZgxaWNHwKriyKhc2EECSBGZ6yhyX7ekOsIO",
+	"Qt8IrHmhtuT5/Cq094Pavm+R3aBRgtbKbsjZZZ4muUHtxtfMbfhAMRSpsI+orIGKcvtP4ropcc0urbqw",
+	"0o1P+DuQ9UDVnX8Lx+QZm4skzcnGFQJiQ4l3gSPwBEiMgmP91clRYHF6AfoCTMhNdYit7uQPuCJLiPYZ",
+	"xebIG0MFSo/GTkGJXoOyoYI0cCUNqP5M3ECS7S1NlJRpCCmmMFR4Oy1ijVLtXeH4q1DJM5zGoyDj1xE0",
+	"zeny1Bo/QJfX4/yaunxGXXVnT6FX3xuzZ/rS2sk/SelDSKlV/b6TOjyM0JG6PzELJwiZBTDFeht+/xR2",
+	"weOIX399+nrMQ13iR4eOWnIG3Ok7SWQEgYcys1AuJEt0sZmqzLA6iXLA8+HIjkwZlcOJvwqxu8RVfTpC",
+	"cYRnDXfrq5KJS93FP+nDw0Wt2jP7eyQIGkerNqQY6yd8tdzRHXWTTHUflhooW/XFPgk4u8VcLPcnBLUh",
+	"v6gbDdX5lI6YoTT5ZCg0Kq2ILQ4B+FJscyZZDKW64HMrWcTMALTLNme3kHeMiIA/smXQ3CfUGU4BYMBA",
+	"/LmJqW6ULeZ6SYEyV8WYMXg3S5d14RaMus5Cfbwgg42mBjqhr95TpE0sNEp1s03eYC0lKIuv5kgTRmI2",
+	"TsmC64KGKyJ/Lw202teGGSCN8//9/wvygS5i0VQP4Pq6r2okps2UTJzAb4ZG0AFU3+7uKn1d21LvQyMo",
+	"rtCDtffHFrvZBJrgtylv85uH9Z4xiCzKp4Ykumwp+Bc1Ztgjg3xztEoNvkSuvL73I1u69Ffb1PB+mQK6",
+	"WJ5iPT5R72/5QCcRB9USSiTbCF4AO/1OkgV3Ye2KqAmyNjuk22yTgzgmUHdjwDPhE4iZgO5p3CbBOIpT",
+	"ligeQZPRlLn5HIlLYxvXbNncNwbHgFwzNrc5tiwc8AZWCYHiNmEk7S+koWuDNN2B75Mgu/06HyS7nph1",
+	"8qfz0/eEJgldKrH0I1hbYYqfwE6AnLUBGOsyumH7mG/DLLpgGs3UUt6oWUNow+1UxIyEdNmEnJMTjd0O",
+	"a0TcJUKARCX5Bl/0je8j9qBv1JO7YEUlGdzzeyrHXLDPqV52A6LgnH2zBQaFzq0iIxWFq6msgvtZVzKm",
+	"t7u7ZsmYN9BObc2Y3u7uJjVjstPgnAG/WDUmd2wEry8fown/5rVj3qLmUl84ppARJpKUjES8mPG6oYA7",
+	"7fUyN5YQ68p4fcW+fI/xxUzRK/gAryFD87N5OJwwx6Y+rblbpzgKOzGd4xWFPhwkn1yzpa9FJJ9kvfnE",
+	"6WyNIjjQzzsRmtI5B3K0eb2dbmeDgjv3P4ewMuFBeqZYxTpvoISTvfEVi/o8WMR5vEtiu7/7or/ThQWp",
+	"HEa3Q7p7/Z0OlhdUw3jpu1B46LUGKLwaSWsxn4skrRuE2/6q6jRYx2rT8jSazK5TlsahOf+Q2flVksPX",
+	"zctH+aVlar8+WPwxDfRL6L6IVeSKR84mk0vJULmmUMq6VGcEQuHJ98faZztPxE0UsqSVstk8VnLF1lgk",
+	"Zvi+UYMlCSTjIUs0xImDYuJjbbvAtHRlwvNxEOUf7CAyz3HFKBbzWNCwpTppQeVBpe8Xm4JYRr6IY2jP",
+	"rg+IPEqOUvzbLNNags9Or0eCL5q7+ASKX8kVAg8u76HZ7HUq5tlRmop5kOvbADDtPZ9IxkigG7xYztlJ",
+	"GDTrOLDZVRN+twEByZqvY6z6IRxelEkOlGMhFoNzjQP/yrzwa/IpZxGVVDMe2awzv7TCNRV5OlB690XO",
+	"197t5Tib+i8f2n9q7m+LnKciAYDHwvmGbGhN45zr4/W9bqf3cvvFzvPdPfhL97nje2DruULZ2Tz68sXz",
+	"vd2d7R78pfa7gmnlpwCcM78wKxalrmzfBty+EvWmtBoIoX0/3396lpu76OtxXqzaYa7777HWzk+KnFRV",
+	"jfiqzNtdyfsZeGEZ86Zw/KqKc+fY3v313DL2jenAj2ffOXDBRgZpbUvCv14SrS1lxe3dtwbcFLYHLNx0",
+	"kXDAwlU6fkBoGEqSsNh0AJUezGeijTXzhIEVF9oHnk3lNQsVs2y2yfENGEhQbdbB/7BlkukSDgfvj/YR",
+	"yEOMiVuMBgINJOHshiUE06uBvT57dq5jC9rPnpHjz3SUxktQyZJFzEyMgo9KfyRNFP1YjXTEQsZHrK/a",
+	"6WbVeEGK4OGWSJyvZKDH2+CCt6CsULOfLeOCa3gjCJCAB23MQyT1gPcHnBASyKm4vaJxfGWe0CYZLGDH",
+	"rhCrBs0yKTgDJ1wk8Hqv7UDFlRvC0LQ+YVAsCL/VfP55c3/At3Ov5/urfHe4SMn5nM5IYw/xLV9jLF0D",
+	"mttxm2tgoSI4Xs0+OZ2rteo2ffJBxzY3MFGEnGQBcqSx3cQ1/K///J/kjEkR36jWd5o+OaR8xOJYfdxt",
+	"+rByNSOBhWKfYTJ4KIypYwxbWFpuv7TWPh5ysUivJMAgud8sJEuC/8Pem+62kWR74q8Sf34x6ZuiSYla",
+	"TKGAP0u2q9zXWlqWa+liQRlkBsksJSPZGUnJLJeA+TQPMG9wMcC8SL/JfZJBnBNrLhRFyYXuxlzgdlkk",
+	"MzLWE2f5nd8JIChzy7JrFCwR3AY54xHl2qcmR3K9BMyMYe+DTFNq4huRiqbMjyEjE5DG8l3zZS67IRXO",
+	"WI5Lt7hg8Ic6MYoQ4JYmS6ZKfCjXjxyoCiLjqbhin3N5IozPcU7z8QyKIvLV3YxlTPvBcvY5D8qpQ9on",
+	"BrVHMi/VSH015GxO4yTA/QlkGVQgvQ4dj6UQlh2GEJc80SP5JeNTKX1JM/wtpWmoaAjCv6T/+N+pnIfB",
+	"2cB8OOA0bOnh0Ckc8FCKYjyOsSAU3ZZY1wsFCFbszmcZYySnU3ITQ41uEFaUo4cTzimdkjgSfbBYYFjy",
+	"FSFpyhc45A7ym5ac5nh8w2p+YyYNd2Y4zub6loEHhtx74uTylGgVi1W2g9IcXt0mAxiDJckZoYDN5HCw",
+	"vBkMasgNTAqXvK0my9gQIRF0JchMYagUR0UcyZfNRzFHQfiShD8Nzt6EcCRLu2JGBXn5EmTEy5e6iZxO",
+	"A4gLJgnO9zE2c365thU3AvvypaU00m0KbJSvoFFsE3rW1GIGWn/5EhZXLzZK35cv0XqAXV+iY4pz4b9H",
+	"J89B76WsUTNiLiXShFo6Dp2Ts2vgBy7Tk9kruH0HXFozLkcche7Cz2mO3fbvc31c5a9nMZ+qY2AU+Dtg",
+	"JIITIc0H/PN6HvNrVVxeCxDnS/rZfgkpTQooNKcx1AhUX5J0gkg8Y+3v9nZm6TJTLw1IOEnSNGs2pcJL",
+	"VEKmQSP+B9ntkRnZITy9a5FXWBW/FQaEKhI2cLTLHTTkKN5Uu8ipD2RggnSOsYuoi5iwA7Jwqd+rQkxw",
+	"71q/hKMDSXmMhCgsBlUCe5oxkWcxUCao/SZFRliwMb7ZCxUps6bkL/4itM/HQgpDqRPohZJqBi4Peovt",
+	"rgVfiZIUqXbxOl+/efvxpHVMcqnxjDJGb+QIwb/isD8PeRRn6IE5xjiePV06JGO5pUMwTXTqHM1D8GC0",
+	"iEAkqdAQBCbyr+OzgKNS77N4lBW/+ziH9p8cZPAnek20IWigpnCt6TqMqvncgQi/S3URiYC4/QmI7U7N",
+	"LJoNGMC9vxNzwbiIocpbMxx8PJH3udzM8r9UjFFJkQ2FrTZ54+z2tStxigDwqrWQzzqrMYC/1IdUjBto",
+	"LJenE9BLfDnfuaWZfJUoPf0hvWPZAJqAf76BdtYtg+ymWYjBxxM5WGgM/BobOo1+0YxHjiviHGQkMtDJ",
+	"odiJiHM2Fw+7Edyzd6nMNbmj1JyA8gC7Mf77kr3HNgFwUfY22CCx3GfWFsxTohTqvqGhlqsuL1f5X6tT",
+	"oy5tPbTu6EK0IWqunUp962GbFqEFaMrW7TMpMBvVa/ujvACMH5L4E6BGGiglAkcZABo0IJXrVz5KbmA6",
+	"5evVcHll2N+4qjgBTfwYD6KjgbuHsv1PF8R+NBHYFfph9oIjeaaNloV1zDf2rMlHsLONuj2uLAprJ0CR",
+	"Oq1iHhOVTEvMXUecRvBqL+jedbOv7Zma/QfqpXx/YQ+6Jo8zOYGje2I9Ct8UUQgP0KtzMk9FTvY72rle",
+	"hSz4Pr1zbS5tKGgb4Ztq3R59CFbDPlbGwDckzrEeqKOQH5e0+m9IhUa/vT5fUubXroVZsppLZ3D2xrlz",
+	"fsI/fzq/bATw1aZ3N6yG3T56eWV7Afnp/FIeatleeUnOFcbDVXRVXAclUN3w8Nti1GYe83guB9M1PVf7",
+	"oa7rH6Gd6gBNPThFc/im5e7bCqXYxWODVSmatGsEuPXdbAFV+VH1ABvYGLJyXj0WtRjK/ZbesiyLI4X2",
+	"0pcV+KsE3GF1y2UUsM1DBrYn6BWtj7Xh9w9G2Q4fp790g91gbyslpbLjnoryoD5iHK5WHXmG2a+TzGYC",
+	"Ra1+oOVqaT4rD4jqsih4b7VX1PGIBugJdbygeZq2AsMKav3YrzwHNlQ7lrK0dtBFV+kWR+njLL0DT5BZ",
+	"jk1Pk5oHmojUTobyGRSCG8ZVLOfAzMsGU1DtEH54Znx/8RbT8l5tSDWeJ0gYLezHbrT83yKYv9XQAzJa",
+	"oRrcNL5x+KXnrnlwEugoQVKhbWbhTDa1fh6geDbMRcFaZ/MRiyIWAQQgICrmHRAHFRCQxSzN02uRSrvo",
+	"mrP8Ls1uAqL+lu9ifKrySeyfj5hTVop6OheZND2aqnRlACQYEITDWmVySA/tL3SNVJoXB70N9SW9nWRn",
+	"6kyMg956mOy6HeUPv3ZEJXDTE3WpE/+9GytVp/imSu8tWeu8dSDc1Y7QGmdqs8JBWnuoqn3SxU2g5qrX",
+	"6wR26jqbTt35ZKxdA/OYm/HXyZmOHJt8V9VsYl+eMpukafzbrjsbvKud1p8119bF//Xmmn5+0lxXHEIq",
+	"RDzlmj8tluahCqyS5lKwrHbo8sunn8FPgj2nNQPxHWdE8nibAW1t2sihPsGwgQzlRypia8YYc3I3i8cz",
+	"wlOSLnM/AtQ0o8XrbJTmASRVphmRF9ckSe9a4AYYMaarNLGIrNjjp6c2JL/FXJ3BtWbacnbhM2hraRZP",
+	"Y06aoJ+dwx9rVTNVy0/LAXz8MUqafkf9zePhg3QHH9LUen9OlsCjnOYGkNdtBA46z/eWr5urNzRn6sVr",
+	"jcy6vKg0g3/s5PEcsUbqUgi0uxayo3SAm4rcOSubp1HV5eeUQk6VyTjuW2lebbO6wzOjezDfCLlXvW1f",
+	"yjZKOdvJ052U1yqLhndvC9tKqD5sek7feXAawN4A62Fd3+AXW3TsFFrerleIA1rbLfzJFv26wLa365gK",
+	"2suOkSbljpicUVH2B8uf1+su0NYWI8CoyjPeaAgeQr4jJ3DuxkRDMlx2OnsM9LlH3lMONGyb0cr+6s5V",
+	"D/mfCq5etpIAm66Dm/LFcxonjX6DctoW6fJ3+v+rrrTH6Vwht4+OupXMyIA3L7F93tfA5Pc6V53X/e5u",
+	"v9PZ6exZXPj+/t5uBdtnNZFoUca6IPCrbrff6fZ7PdM8iotC/pY7ArXt9S/s5Q7A8crhBfq0q+w0g1TH",
+	"tpQFgGtaVfdrr9xN+aRuzlg+xn7od3t7UP/AuKHl0nqYhf5uLTK++LZ1+PhdC4/vPgIe78a1N0xMs+f9",
+	"3x4bX4Vrd8bvZ6Q5n1fmpNnvt4a1A4kTsjfl41kZ3f7y5VvNJ+OEs7LbeAwV+uW14mbfw13DU5uDLw0t",
+	"MLqAyEAa4gVYVCDtiyEHXrxq+ntttGnoXDVHvgJns1sAuHKG2dMK57ci3mZBs6uE7Fsp2M06AH/FkCM2",
+	"iTkTQ85TYlcI89B85UukhGO9xlXKI0IJwrny9IZxvwZlHfvKkBv6lWM/3AopAl4jCjWqjPFQrUOFKgDm",
+	"Pc2rZgV5UTPKxUSqvrHLIogX05ATbVYzDPDqigIbLKgqkA4DuoY78XNOviwydhunS3Gtuh4474j0h/ch",
+	"aYbFXyKATmpEFIls1GNynVpt8tECvQ3lrO47vAOqDWN3DMSzMCYN/PRx6H2iNRlL3KRbJk15IG6hC7Ai",
+	"JuAbEvvr4orooGthQY6LiPjim+NcvcQmTQD1ESAU4bM2OU1vofSnXEqpsZlkgMDNAlDhrDSz0SwvF0DO",
+	"WJr5CQF4xCtGtNHG0IcY6z2TNTvDjM4BxN2Hx3I+5chGLL9jjJPqeJRRDuU7VKdw7dtkUBXZIhmTlzI4",
+	"DSGBwq2BAdY6lA8RqhGYf5UvYHII/MQBwXKSz6Q0lPq6OCbhnGY31/IS1wsKq1ZQdPOUdOBcv0UxJ8WC",
+	"KeBhEgfkcaVOCde5LZkC8wmCSJXXlTcQU9k5iuFuyMfpHEtjHatowoKukpRGQsFpRqxigVW5WaZMYyVK",
+	"pSVipCrVx01gprDaLHZfjNJ8FlgvneaiupKnCSGuKn1DqTdlgC1GaYfcJEA1Hwd88/U2k+cAtzdkOvQ6",
+	"PYuxvQ+9rWC7YswPnOE0IyOWpHwq0PPoZlCt2qS3uzvkFcBdVZx3TpNJms1ZREZpBFkfIOx1csh8FHPr",
+	"/ytSkQHC21wCQ+7D3asuwmZ4BTSLCXKQLJUbtuIZG6BpK+Q0HXJXvPkvqxRoxdcJg2KpfC4WsD3VO6uQ",
+	"zeiy8vXQh9Kx30dVMMZSsl7Lo6BRlop8fkEBqahdJroUjaULe5on/H2lExyYnNRb/B87WoCyQLdgYQNz",
+	"FY+i/JfVWgeoz8FGdrwMmrUY+TCIwfxA5BdaMDinfq9kv6iIQX//UKqqIBj8typRXlok7w22zR5SttHI",
+	"b+UixqtISlspzZXhb1owUtjYc451B4bMNmaQosP7ymV9/p8z4J/HGaAe+lO8AQdyV+Jp63/Ryf+WnSbN",
+	"cgBB+AdOWZn4+72gcRPzyMY3rCz74f0FiJBHORj2+127jhAhK+ymJJ5Xbab9Q28lPsRzChazFx2x4tmw",
+	"BG5NSVgA4T9QE7dK2cE+BI7uYfD3f7Yvo9PblhzYm1VwmqZLjuyLm03kGjrgqyepRo6T5hG3FqR8+YL/",
+	"LFUWsioMYyQ+6lpArwHX4y+NQQHFbKPZxaCvA9wtQ10dmKgJCOiAhfLVpxkxF453af/qbfqaDgXE7Y/O",
+	"c/C+0KkPjrmEfQkwuhKQh3oiF3SSZiye8k/qIBc1AcYwH9RbueopNtf8L40tdMzCtGzTwiOucOvx0667",
+	"0t7W+XgxXyzz/jpN3Xph0OXh57B7LgH/B8ZSkbqWnu6HdXiwG6zeXLI4QlyTkMzSRPGqm+jKgqlut5/F",
+	"yYmbJDBepIBk6VKKTFDyYEPibtSbsJg3CXuyaWitW+t9pBvQXztu06UmKq4gRcXpO0n5JImlQuQA7MeU",
+	"K6CbymGIcNlKUkCujdOChrQ89DwImPsN3LksinOr+3+pr00CBbYNrwCyRbuVBtoqlRV/E6v1tLVGI9KU",
+	"PYYIqFJqSKxr0Q25UxVPGvmK3HpGb8Fi8QqegFU1ifGUrLwWW1DwdsQIFohrE0WuB77cIS/wwBKFxyx8",
+	"BPq9Rm/ip9rZfUwmsRwVHY/ZIqd8zEjEFlDSMFXVws3gmhkbO/ODwUnli5DdQ1aVdEGn4IhQhRBNeQfS",
+	"FLP0DooP4WBaOvllyFXVVnWhQXVU1GSwjovydMyoICE+q0pbDTlWpPW8zwDLTiDjWv4YHJbzlE+xKlos",
+	"yLABYuKWxgh21eHiApfcsNE3csWbiRfyNpgsBU3kYsvlLD6KkocmiXxW1Y+xU6LbObauEv3RkEPLTFXk",
+	"si4eqLcgD0Scg40mlAdRu2SVixZmBBlqjUOmbwnl5U4PCRx9PiXNYcE0HjYCMsREP+/TluG3tbpQYLa4",
+	"iXCoLQ1pvXoijG6jrWC1JOBGV7NY3PRVPoy3UZyfmhIgW5OoA51lpyfNurXVD0kzz+j4Rs7St5fd3b3e",
+	"/sHh0evWIxRAp8NfkzS9ymg9DEqoLGs66kqTeBWU6/+c9Pa6J7sHg+7r7sG7/YHhAMVJKxe13XYi19hL",
+	"ine9jT//2+PmnEVrVG9ddFdJ038h1s9H6PrqeF/BsrjK6ak696DKeD4eq0EWzj5oLjw1tbiiog2RkxWD",
+	"iG31/VX9ltNawYGpoEYXUJtVdkK3eAnyMSq6wia6bETd2yOW0xhJy1B8KqECFRu9a02rkf79YJM5GiWd",
+	"21yRmepHrq7Ex2jXalJqVWu9elLfUlq2UqVLshnwqwqn50nlNTK3oKPKqdEKEehH5fpLpkBuORKv59Kl",
+	"2H+AHBbD1PUa2wNhd80tK8bpgumYdzMcZ/O2ZjBqv5R2hZKM7Xgur6P2WJXwjMIWmdHFgvEhj7kidFvQ",
+	"LDfI+kVCc2nKYPbOyeVp4MW7sD2WgUKUCjQ8cIlJBpXwsKgxEFpB6RQs3QQjIBNVSHAOFUdMDWkdcL9j",
+	"o1ma3hCxHJk5ESSJbxiAtrG3MGjSxEhRQDKWZzGUxkOa5pZmTGNc7urIa8wQAqU3DEmd0GoC/Uf9cGQ1",
+	"GHyVU/8/GHKTbgPAhfK9JMI20fUUsMIfrtK1CnaFDlQAudEimlOjgMOPXwik3FPRNxOnk/eN7mQmdMdI",
+	"nB+r+lRq87EIA5IiV+VedKu6QTyMOm44ECs+9nTLZviKyg/pIm6v6DxRQR5TbE4nIyk6NUCsYqIX6MlD",
+	"zvgtS+QWbeLw5ZZUT6+w+KGZOvwrHUNcHuofBMhKotYsbAHLFij16jSr7XQ85N5zOptU6PVzUb5Kl4Ip",
+	"V36/4ikysemXIXLYLbI0Wo71e+1JlGvPkglGdhcxn4aIYFTdy5mQc66QMH1kXLNMPdCF3c4umTN5HNAm",
+	"YVFfJcTCJMUMY7x/X7KlDfDCZLtRXqgNBKYE/mBExzfTDHx4FcrlBe5ACCE/mvPnfcTmizRnfLz6T7ba",
+	"PrrkxS60VDLK0f5OZ2+n2wNncscNCmC9y2slhgSGLFAYoVLX6f7l4tvDvx389fWPe//ZPe2dHV3uXu3/",
+	"cPgThBRQannPd18fBQ1xA+qb83mvAy48+PVode3EpxQozuvDfuc+aMAGsj70kszdXLNzV+hR6vTuI+th",
+	"PtRj9+qH3phtCqFpfZS398C7Ix2opuu8yCiG76g9K7DxpQB2jgselT/d974B361/dN7zC4Wz2c7HPaLR",
+	"G3V+rB4jPzEGL7W1e0o6sHXJKjix1qPBp8GyfEVemGP1osLxCheTMXeR/sNREEpbSd01fXiwT9a+DSLA",
+	"KJs/StFccDprzdSV29VjU/v7F7V3Cxm+nrakwpJADOZ8bIteeR+LXJqFCohX/PIOgtLeR4lU8gqf0Ww8",
+	"i2/x8brz58/7xqMISNUgCp96Yyh8dwfsYcURFD7SAwhIvcT7mu52pVKYvZRmyiFeoR1LXQL0q+KPuaLs",
+	"CZAFDX5jdrTGCmq9yWhIvgJ1jHTA1qdOBawO43m2Qnc6jRPY7jSfQQ48vqgphag61PhZ2xyDsOVoV/Ca",
+	"F8JYbc/jmb/Q0LeqGavxuCPwrNbVHmsZl9e4330teBPE8vq6FLW03Ff616VcYe2sqyyJ0QRQpCmKUSzi",
+	"0cKyGnTIdW9eCF1kwwGR6S8xoOOUyFBFJzUWD1LLhdmJFX7VIbde0d1OR0WH9C9VgVqEXmna2SRW+u0P",
+	"NIul8SNIzKE4rtkhYOQq+GAqYiyERprhly/d+3upeH/5sgv/mMQAmBytSHirWrtGDR+KnA05p3Mob/bl",
+	"C4D1ruXfxSfhN9el59HbLY1M9DpP4s+6zByqzziHQOKpBFubDMj3bwdv3l46Y4EpUc28Px189zYgP7x/",
+	"8/YcqP7OTz6dvj27IjlgIKF8iEr2nDEqlwo+ul5micL6IdKvT3qdTvUOcfzJFSwBvifZETMKtXVMep09",
+	"XFiI2yV0fKMMxNLuQVS/aykeA/zQ3T3rouly7/hxvxoi0Av1ZnNm3qXZFsg5fzIePEkulq67+whih+eE",
+	"1m1G9FADtVu//s+Q/KXPuR6p2RmYAEZzNk1BlH+6ev/h/dXPjaAxo+J6tMzzlAv9FEB8ukEjoXy6xJ4v",
+	"8utvL10ands0HjMI/6/cGviDi4vL8x/evnH1K3vPQC/w5EnlU521hpl7PKqQ96fc5ufJP/6LgJQJCCUT",
+	"mi8zqUaSBYviKCUgdggT+T/+S6qGPKdt29q3529+dtv6kP5GydvPckpS+6t35+dX6p1mGn4xz/zAMvUu",
+	"+8Snyw+NoLHMkka/Mcvzhei/eiVm6aLtAJRegatfvIKuw8LqTn26ujo/+6gSqTab3/v7R5AiqhWXx7TS",
+	"MCpec+b44WVQfV8grtheMxZOoH/ZUhZUZ3tM0fqz8QzQorXiuSR5/5XgWP7UGU/38wGyNrg9KrFYz5Py",
+	"BsHehbzvWGTueWS/LGtBjvJpNnuFE77m9qzVMDuddRpmqebYuvLmmBpBpcrD5MSNGJb1psIqMahtKAWE",
+	"Ats55jxT+E2aUWkqSK14TD5dfpDNLKgQWLutpKoUdMrqwmpxUa9wy7H5cz3kRmysU319h/YG+gqm32lv",
+	"jRSZok/CeE6n7NVvCzaFkh/w14I7f9yx0SIkTVDm1MyJwDKjktNvWwEJ5cvTV/NFD+pz4F9704V8EvW/",
+	"0pPdA/WoexQX0SQkTaMolh/qdORTyqONtGkC9Eluk+Fg6dVZBy+8w4oqv1fLr7RUHX4wGm6uCyqr1Kfm",
+	"eMbGN66nm0cmp1KBUOQuaQqW3eLPYN1gh7z6AnGN+1dfZK9AIQ8Il9uSZixT2YacsYhFrSGPhd2AfTuW",
+	"GJxqTDvZcvVCXZK+1+2QeKI6LgUIbPiYYxANAwMxJ4e7ZJYuMzHkzdAinrFkj2Z+pFESc9Y6Jikfs2I7",
+	"pj8qeKp/7qjq8hHNyljAggQYNCrNIHrx8SwiZAXDXF7wAzgS9zuvh1x+D+gwK0dUig5JuYlH6sZFy7q3",
+	"qg8mFIWJExYGZMmFhjjh3gpwuKliciNJPI9zzaULpG7GBDBxWNX2RtLcZs+QXnfPWlvKiY+4xVhgB3Dr",
+	"VyfZSKH3kfHoFKTjVw0jzJdJHi9olkvDf76jwwbO3SnnrNFvNEcxl3L04s07fRhbFdXjVILIpndpYaxf",
+	"E99ih1aVHbBvwCJ/awQNfbiternTO9rt7rUX0aSkz05pzu7oylNpUVjc/H3vtrP6fn98JH6c786/69C/",
+	"jXo/3b7+S3d5eHWw+JDtTv7KjqKz8c/iVfk994+cRab2S4VeApUPFQROihodxyRLnscJ8eSHohP1hcW/",
+	"joJ3UTy5z6/hbSUcfNj9k2Ma3Q2m9AI9qVdp+oFmwDC1GSmD/+JLBiiZPxF2NKLR1aoYmvhkpTlRnKUV",
+	"eKB3UsAbL/5EMbEanSggRiPS/5T6UECMvqP/KZUdQHr72gymzOAN9C5OWEUiRLKua0VAVK7XxmvnvPaG",
+	"qm76/RzgRnUcoVKp+xr4IQUaWhZWBqH56y/aguWCAszR1l2Vvt5IedAjXqFGo/WxCY4oY7fpjQ9br4OA",
+	"Iz2AwX2NVhblHUeKqHi/0yFxJPyU63I4Y5GlYyaAL1mlLA95+AWZtwNyatUvhUcwxR1DAMZI3e0PgrGG",
+	"P+RFHYEHmvxBMkjBIn8M+R87Ozvm/+XPwzlzaxH8AVCgPxRLIVnMViIe0yRZGbVVgyUUSMRKRLn95E/1",
+	"ZWMx2yKPk4QIxryMCILvp0kSkj88+NmK5QRXIDp2/fkOUB3yL4oI9T/0U9LI8FS5ZqFDsitUD2nHeXc8",
+	"liqz/mBOM9mabtUfenX/NUZfP2O/qZ5A2cqQh0gzgaboNw4xuEt8ofDtqF/jKZu4E9omENZVXYL5sqdz",
+	"kmZDjgzKxFAmI33ELM3THfxqR5Et+5XQo1gg2Avial4KgPx6lOa2SWPyAqVLKnB/A+AGt32I+1m7zEww",
+	"DvGUdVj4wIwK7IZqKHyFtYEIfliMAoS/MnZlGSzSyQToRyx0n5SR+61jQAMgFjLWED10UdSN07Yy5AqC",
+	"H2tCCVzHFwJlgq3rYdJFBLDVEENWU4vUF1UeO2A9DEgIIiJUgD+4JkAKSPtJTnKgqi0aOTahcbLM2JDf",
+	"zeSu07NZZcBcwrY3oM4ngeyl2EfEuPzfPbBl7CkxycACsQwNmiSbq3l+P7+e7fHLF41wdRDLWjbAcbpl",
+	"2Srl8nb/qC4ifG3Vg1aftb+GWbh/fBEKnAGdnPtw8Ylzbm6uyrvq3xQHP6LR+0j4OhoUwcDTVaOURcJV",
+	"95AawYa/9BwHsvUKKM4nfsPTO45XefUbUNLrNrEoFhyA51P1PFgIAsZ9eUAK4qCg2OEGI4hnY7nNhPw6",
+	"6G8XUFuPXpgxMqM82rnL4jxn3EJP9todl3oMUMBSeiLaWUOnFehF6rLGoanBuIGBrwBuNJ5ymi8zdkyM",
+	"MzFnO5M025H/kDfEz4PTDwiLb0ZsnFC5U0J0ZfYJulyQMdkXsd+xXPf6jepw41FCSs+QEVINPXl9OQ3t",
+	"zpDHfJL2h5yQPM4T1icn8nrCxZKT8h26PfxpgUKytyyT69cnXWzIY/80IU0cXKNUC6Ha5i4BqNVOY+Nl",
+	"FuerRv+XX919V/mIVpX8Hjs78VzPsWj8ChtqxmiSz36v3UoD5bIF9AgcBHW7S7EIp3/JOYQR3mgXAXif",
+	"VWok42OpFAFm4hWojL9Xr/X3qh9P9YGZ2HN6s/k1iS9f4wzRg6UJlNxbty4f4lvGmVg76XWO9tpV+CjP",
+	"lgkSLZUzDLWti/OPKuaySSRK2wwQJULVFi67Kb1l7SE/8x39fetPQ7A6EHLx6VKeEah9In/V0qqjvPDS",
+	"LP5dUTOKgt5qUliNifJC2FSRMeVkwvLxjMR5mwxwqA8HB4qxBim0Pl1+0MgnCDZURwfivBQXAO/4BPXC",
+	"pbqeYIhVSuB3LPfdkiU3thU9j/CTNipZoaAX69Ertv5Kd/cI6kGYv8siKHB7V+UBruiD8Rlv2A2oMrm+",
+	"G4/DuMieeRK9xmX/GFkcNKzzrLrxv1y8/e6prS94TeMXZ09u+46NFtWN//j224vtW7duwurW9767eHLr",
+	"80WvuvHTi962bVcKcbl3A5sVDl48JworP1Ovaz/RPQ+y4Jl98p88WYTu8a2xNVc2fIlRERScd9QI0meL",
+	"I+D1Y16z5Ihs8N/2JGhInXb0SD9rJcYDWOBepQvGH69xny8YdzWz4En6MV6l8upO00QgtgNStVY5eM2y",
+	"dDmdkZiLnFGAVC5oJhT+fF6tcKkOPpdurWYJVeu9jVXrwcX7r6VPF1fgIXU6FqVH1ulwRtlSurZ49QVo",
+	"3a6xptq1Isau3C0nVKObPf3IhNO1+g7cQ3wST5eZ9ahqhemFIILlecynoi91GanTANxnOWrP04h9Y7I8",
+	"Q8y+vWVZPFkpBAeTRwmzrzHHFhF9ScKA4hVYUD4vmC5tZb6C7EDAFS0SKnvEPufo7/eaR4CQjh4C2Ym0",
+	"q+WYhzxU8WRCo7liTOYs0aPekVuH7OxoBFEckf/+H/+H7Oyo1tQHYZtUKKuxsDANQH5XznSAQSTYfmSc",
+	"SE0U2UB6HQfUICdRA1RCO5nAaa3TfwtJTMdVCiRsC4LbgsSVSZU/wNzpwO6POBHr9EnTnZrKFHoTPKJC",
+	"n68SHky64136mu2NDqPeeH//Ne2w3eho0h0djnus21nzXtwI11pjrVENDx7oQLe7f7Tb6fZ6vTWvMtvy",
+	"Ue95WOmUu/oVbHBfynmdKtX7WC+PnNPFxrPUZBk+4R63wJtYaKKD5+HdGxCYbWI2oHyD4SdrO87MbXvu",
+	"iQv/FD3PEH7MUj7FQ5xm3uuequGdFJG1z9Phs7QcqcHiO1J+FoTIV9CZDK5EXz8wZ2pGQLsRM3rjslro",
+	"J9boUJ37B1JArvyQUxzVZVy9KExCswxNLVzAoZ8l0uh2Xh8dHuz39nbhX9VGbqGNTW1dKVAfNHWrg+se",
+	"4Obi/OOVPMte8T2hKp1AxrhLorBC+oZFDi42qWUadoUAmO8CgjnvLZJOkEVDzdULoedRKgAQa5c20EmS",
+	"LqMdeS3qTYDaV0AUqTpmBPy08/1ytPNRO393dvcP+kMuZnR3/+CbGfvc/P50cLLz8fvB7v5Bky4WRLBx",
+	"xvKAZPQOQIKtVohag3Egg7KjcKsGVgGcFajlgteIxbcsOiZLrnqTZuROHvNkpfvnUh8osoROF5lyIJZo",
+	"KzBUubqG3PbHjd6IIufWkA94cZUIppkJj+pExzZ9qvkZYGjvXLoIv5QBJqyFrQAgtiokjnOvaaVEuszG",
+	"mCO4i0ycULIO0ioVKaNf19SvojDk9t06tqVnOGyTgd5ZTpEJPU4Fl1UBamStaL7ltzGNKPnv//m/yFue",
+	"Z2y6ZPKPIf8QRxSCre9oMqPFUHirtriD7pWAPF3zmJw3pz5Fe8gv2QKmy1384mrLvabRqcA0Yo0tKnxI",
+	"98tQey7dzTnkpd2J1hc1HCpRq032tQZJ9RZ4oY3tcbpMIg1fAk8niywG3LLaNXOfJglxBQ6vx6pVHZOG",
+	"TjyoRBayYNShDcl/kM0Ori9T1eOHtDuKOgeHk6MJOxjTfdY76I16h73RiB51x5PX3f3x0Xjc6026k/2j",
+	"w85eFB2+PqK9qNvp9dhhl2pZjNa6lcYVgqZO1et2OjWq3iah+ZdFcguey0tRFUqbqpw5ZEKwUTs/sU0z",
+	"evzypbHI0okCz6mRnNIs1vTg90HjjiLjSIHh/NfAtg0vzNJ5BVE4PHpH53HU/v7b6dnZ1afPp1c3e2e/",
+	"j/fOfvt592z26WTw7fuf3/129u6vvw2+aWjiOU1TDJl0/x/Ew+M5EzmdL+T9eHjQOzzsdIArRc0kPGe7",
+	"FfPpNRLaSIP8bkZzgSTxc5ZTjT+OYrFI6OravUr1IOT/dTqdriZ5d27a8gV9Dwuovtp9vXfUO9w/gH9B",
+	"lzD33unHtWYX0BqBr5fRKFLJyhdIHBEzk+Wome+xya+Bzo6nPIXWOu4ad2WzeIXDN1sSofiHvp6L/MLg",
+	"GZrAbzZOpzxW2UaUZAVBumo9h42iNQktfqUExJi7FMTPxxPutk/NW1W02sVtPHUgns7i4I9AFXm+8Tz8",
+	"mn8DG2ZbmPe2wJgn2azmUvau8oxReZU/k929ndZw7OkHRMzgKegcMNutd34q1aEI/9P7vVkyRzAFEcVW",
+	"67EG4X3QUFCAWgcpog2YDyEdU45OdO31UOX05LUzooKZ9LKm7N4li2IRYCvh5ds37z9ef7r8EGKqHNRS",
+	"A1XNo6ATM7pgCBi8iwU7JiHofCIkgq6EKo5ugA0rBJ8a7ss2+ZDSiIxoQvlY9gNXARibF0BbDh75FAWt",
+	"3HVuBF5I1bEmzHyJs/Vk/lsYjM4UklNmcRLbwCZkt+C6rdrJ0Of2Voeusp/ORHsdLn7+9J6fpTnYzqtC",
+	"jUTEtaA9/dB50s3XBRD8h7800BIdLKUi+8uvgHOUO73WY6I96Mg5iegQkLGW2TsnoRe7Csu44ReChF/k",
+	"/F4vs+Q+bLXJIEkIUhTlM2l30kwxpISv6CIO2yY17BXSGOg6MMVwpYda35GGxDjlnI1VFcwFjTOotLci",
+	"f70k4zRigbKeA1MTBaODAUnSabrMDU2UCLAsOAohdZngjiFNk0WJZe1fa1+SO+hWm/iYPwB3K8VRZ2Yq",
+	"3wFijpVO1seqzIZD9j5skx/l3Ah2yzKamEVRp1sQeTE4A38hiJTPRDCs8RkLMmMJRCcUHVc+Y/NjaTrS",
+	"JMF7BUtIIoZZS40iT3qcA9aGcvNqI1MwFLFyOtEmZ5sQukvJmQp9WyPZj2pkbSiqbW23E7viFcW7dTVN",
+	"9X4n6aEZqtpTijDU+cIpTBW2DHo/sNz1PLJAzYplzpYJq1xiu6S2/wa1We68VzmiVOhNtEp1UJFlCIqJ",
+	"48ZNF4o2Sdf7QdJTU/jwYnB18j2SlnLC6th8/dl2ilmUu1zLCNxfS+CrC1xiJcdq5uCTy1NzgJgICjS/",
+	"omUD1HmgGA4mWBNUEfhWUvY+ggHXzoIiGCsPf7ApYQR67CrhA3CaTNo9xFtNJzcnNbCdtRiEih2mM1OK",
+	"9Q6L/cXt5Ba3sMfOVI2Ipb7tnU31cMWbz5c5anuVqxKo5oyqmaTTAMhqFY/sOGM5ydIcHZn+9GimFR0y",
+	"x8kJKr7Ay6DyKzwhmMdR+hIvDXe+ge84B6t2wTJidKtjwwyuxYOCC+7uBqXrYL/z2pk8ZWWvP2XN0KG4",
+	"kwP5vCPi+TKheZqFrT4ckixNQNS79Dt4W5qfkiiT8xwo5XORSEUUTigYU457GYMD8h5wtoAuiSIvXIwJ",
+	"oKavNXnvMjWxBM2HLhVVmuCr2mTg3Bm63mvu6CLZkgulLJycn529Pbk6v7x+c/n+h7eX39ihoxaiM/GO",
+	"8QFLzI3DVXh0s1iOjtxV+V9RgfnbY+VG5gZsBDUXmGf/ABRmumo1jTrhXZHWDJRr1/cgG9UxM4NMLUcp",
+	"0gmpNK9KEZ42GXhVyAuYhhfCOgwMvoF6IQ5n+MZQKw8awdAYPsJDYPKzQB9hO/Ib2AdapRIQTXGpQZxX",
+	"OYrv/a/3/zcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

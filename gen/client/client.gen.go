@@ -2330,6 +2330,9 @@ type WindowClosedStatus bool
 // Example: ["2026-11-01","2026-11-22"]
 type CreatedAtRange = DateRange
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // OrderModeDefaultAsc defines model for OrderModeDefaultAsc.
 type OrderModeDefaultAsc = OrderMode
 
@@ -2365,6 +2368,12 @@ type ConnectionBusinessError = BusinessError
 // Forbidden Error or information body with a human-readable message.
 type Forbidden = Message
 
+// IdempotencyKeyInProgress Error or information body with a human-readable message.
+type IdempotencyKeyInProgress = Message
+
+// IdempotencyKeyReused 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
+type IdempotencyKeyReused = ValidationError
+
 // InternalError Error or information body with a human-readable message.
 type InternalError = Message
 
@@ -2382,6 +2391,12 @@ type WebhookBusinessError = BusinessError
 
 // WebhookValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type WebhookValidationFailed = ValidationError
+
+// SendMessageParams defines parameters for SendMessage.
+type SendMessageParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // ListChannelWebhooksParams defines parameters for ListChannelWebhooks.
 type ListChannelWebhooksParams struct {
@@ -2410,6 +2425,12 @@ type ListChannelWebhooksParams struct {
 // ListChannelWebhooksParamsOrderBy defines parameters for ListChannelWebhooks.
 type ListChannelWebhooksParamsOrderBy string
 
+// CreateChannelWebhookParams defines parameters for CreateChannelWebhook.
+type CreateChannelWebhookParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListChannelWebhookDeliveriesParams defines parameters for ListChannelWebhookDeliveries.
 type ListChannelWebhookDeliveriesParams struct {
 	// Event Only attempts of this event name.
@@ -2423,6 +2444,18 @@ type ListChannelWebhookDeliveriesParams struct {
 
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+}
+
+// TestChannelWebhookParams defines parameters for TestChannelWebhook.
+type TestChannelWebhookParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ChatappCreateParams defines parameters for ChatappCreate.
+type ChatappCreateParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListChatappsParams defines parameters for ListChatapps.
@@ -2575,10 +2608,22 @@ type ListContactChannelsParamsOrderMode string
 // ListContactChannelsParamsTagsOperation defines parameters for ListContactChannels.
 type ListContactChannelsParamsTagsOperation string
 
+// PublishEventParams defines parameters for PublishEvent.
+type PublishEventParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListProviderTemplatesForChannelParams defines parameters for ListProviderTemplatesForChannel.
 type ListProviderTemplatesForChannelParams struct {
 	// CompanyChannelId Id of the company channel (from GET /api/company-channels).
 	CompanyChannelId int `form:"company_channel_id" json:"company_channel_id"`
+}
+
+// UploadSendMediaParams defines parameters for UploadSendMedia.
+type UploadSendMediaParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // VerifyProviderWebhookParams defines parameters for VerifyProviderWebhook.
@@ -3521,7 +3566,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-	SendMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendMessageWithBody(ctx context.Context, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendMessage Send a text, file or template message
 	//
@@ -3580,7 +3625,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-	SendMessage(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendMessage(ctx context.Context, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListChannelWebhooks List webhook subscriptions
 	//
@@ -3615,7 +3660,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-	CreateChannelWebhookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateChannelWebhookWithBody(ctx context.Context, params *CreateChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateChannelWebhook Create a webhook subscription
 	//
@@ -3641,7 +3686,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-	CreateChannelWebhook(ctx context.Context, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateChannelWebhook(ctx context.Context, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAvailableWebhookEvents List subscribable events
 	//
@@ -3714,7 +3759,7 @@ type ClientInterface interface {
 	// subscription does not exist, belongs to another company or is disabled.
 	//
 	// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-	TestChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TestChannelWebhook(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ChatappCheckOnChatappWithBody Check whether numbers have a chat-app account
 	//
@@ -3778,7 +3823,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-	ChatappCreateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ChatappCreateWithBody(ctx context.Context, params *ChatappCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ChatappCreate Create a chat-app connection
 	//
@@ -3790,7 +3835,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-	ChatappCreate(ctx context.Context, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ChatappCreate(ctx context.Context, params *ChatappCreateParams, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ChatappDeleteWithBody Delete a connection
 	//
@@ -4242,7 +4287,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
-	PublishEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PublishEventWithBody(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PublishEvent Publish a company-scope event (extension)
 	//
@@ -4265,7 +4310,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
-	PublishEvent(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	//
@@ -4305,7 +4350,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/provider-templates/upload-send-media (the `UploadSendMedia` operationId).
-	UploadSendMediaWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadSendMediaWithBody(ctx context.Context, params *UploadSendMediaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RevokeMessagesWithBody Revoke or delete messages
 	//
@@ -4491,8 +4536,8 @@ type ClientInterface interface {
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendMessageRequestWithBody(c.Server, contentType, body)
+func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4560,8 +4605,8 @@ func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-func (c *Client) SendMessage(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendMessageRequest(c.Server, body)
+func (c *Client) SendMessage(ctx context.Context, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4615,8 +4660,8 @@ func (c *Client) ListChannelWebhooks(ctx context.Context, params *ListChannelWeb
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateChannelWebhookRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, params *CreateChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateChannelWebhookRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4651,8 +4696,8 @@ func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, contentType s
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-func (c *Client) CreateChannelWebhook(ctx context.Context, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateChannelWebhookRequest(c.Server, body)
+func (c *Client) CreateChannelWebhook(ctx context.Context, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateChannelWebhookRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4794,8 +4839,8 @@ func (c *Client) RotateChannelWebhookSecret(ctx context.Context, id WebhookId, r
 // subscription does not exist, belongs to another company or is disabled.
 //
 // Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-func (c *Client) TestChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTestChannelWebhookRequest(c.Server, id)
+func (c *Client) TestChannelWebhook(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestChannelWebhookRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4908,8 +4953,8 @@ func (c *Client) ChatappContactList(ctx context.Context, body ChatappContactList
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-func (c *Client) ChatappCreateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewChatappCreateRequestWithBody(c.Server, contentType, body)
+func (c *Client) ChatappCreateWithBody(ctx context.Context, params *ChatappCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChatappCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4930,8 +4975,8 @@ func (c *Client) ChatappCreateWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-func (c *Client) ChatappCreate(ctx context.Context, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewChatappCreateRequest(c.Server, body)
+func (c *Client) ChatappCreate(ctx context.Context, params *ChatappCreateParams, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChatappCreateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5672,8 +5717,8 @@ func (c *Client) EditMessage(ctx context.Context, body EditMessageJSONRequestBod
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
-func (c *Client) PublishEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPublishEventRequestWithBody(c.Server, contentType, body)
+func (c *Client) PublishEventWithBody(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5705,8 +5750,8 @@ func (c *Client) PublishEventWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
-func (c *Client) PublishEvent(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPublishEventRequest(c.Server, body)
+func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5765,8 +5810,8 @@ func (c *Client) ListProviderTemplatesForChannel(ctx context.Context, params *Li
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/provider-templates/upload-send-media (the `UploadSendMedia` operationId).
-func (c *Client) UploadSendMediaWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadSendMediaRequestWithBody(c.Server, contentType, body)
+func (c *Client) UploadSendMediaWithBody(ctx context.Context, params *UploadSendMediaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadSendMediaRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5994,18 +6039,18 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 }
 
 // NewSendMessageRequest calls the generic SendMessage builder with application/json body
-func NewSendMessageRequest(server string, body SendMessageJSONRequestBody) (*http.Request, error) {
+func NewSendMessageRequest(server string, params *SendMessageParams, body SendMessageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSendMessageRequestWithBody(server, "application/json", bodyReader)
+	return NewSendMessageRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewSendMessageRequestWithBody constructs an http.Request for the SendMessage method, with any body, and a specified content type
-func NewSendMessageRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewSendMessageRequestWithBody(server string, params *SendMessageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6029,6 +6074,21 @@ func NewSendMessageRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6160,18 +6220,18 @@ func NewListChannelWebhooksRequest(server string, params *ListChannelWebhooksPar
 }
 
 // NewCreateChannelWebhookRequest calls the generic CreateChannelWebhook builder with application/json body
-func NewCreateChannelWebhookRequest(server string, body CreateChannelWebhookJSONRequestBody) (*http.Request, error) {
+func NewCreateChannelWebhookRequest(server string, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateChannelWebhookRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateChannelWebhookRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateChannelWebhookRequestWithBody constructs an http.Request for the CreateChannelWebhook method, with any body, and a specified content type
-func NewCreateChannelWebhookRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateChannelWebhookRequestWithBody(server string, params *CreateChannelWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6195,6 +6255,21 @@ func NewCreateChannelWebhookRequestWithBody(server string, contentType string, b
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6439,7 +6514,7 @@ func NewRotateChannelWebhookSecretRequest(server string, id WebhookId) (*http.Re
 }
 
 // NewTestChannelWebhookRequest constructs an http.Request for the TestChannelWebhook method
-func NewTestChannelWebhookRequest(server string, id WebhookId) (*http.Request, error) {
+func NewTestChannelWebhookRequest(server string, id WebhookId, params *TestChannelWebhookParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6467,6 +6542,21 @@ func NewTestChannelWebhookRequest(server string, id WebhookId) (*http.Request, e
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6553,18 +6643,18 @@ func NewChatappContactListRequestWithBody(server string, contentType string, bod
 }
 
 // NewChatappCreateRequest calls the generic ChatappCreate builder with application/json body
-func NewChatappCreateRequest(server string, body ChatappCreateJSONRequestBody) (*http.Request, error) {
+func NewChatappCreateRequest(server string, params *ChatappCreateParams, body ChatappCreateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewChatappCreateRequestWithBody(server, "application/json", bodyReader)
+	return NewChatappCreateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewChatappCreateRequestWithBody constructs an http.Request for the ChatappCreate method, with any body, and a specified content type
-func NewChatappCreateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewChatappCreateRequestWithBody(server string, params *ChatappCreateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6588,6 +6678,21 @@ func NewChatappCreateRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7796,18 +7901,18 @@ func NewEditMessageRequestWithBody(server string, contentType string, body io.Re
 }
 
 // NewPublishEventRequest calls the generic PublishEvent builder with application/json body
-func NewPublishEventRequest(server string, body PublishEventJSONRequestBody) (*http.Request, error) {
+func NewPublishEventRequest(server string, params *PublishEventParams, body PublishEventJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPublishEventRequestWithBody(server, "application/json", bodyReader)
+	return NewPublishEventRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewPublishEventRequestWithBody constructs an http.Request for the PublishEvent method, with any body, and a specified content type
-func NewPublishEventRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPublishEventRequestWithBody(server string, params *PublishEventParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -7831,6 +7936,21 @@ func NewPublishEventRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7886,7 +8006,7 @@ func NewListProviderTemplatesForChannelRequest(server string, params *ListProvid
 }
 
 // NewUploadSendMediaRequestWithBody constructs an http.Request for the UploadSendMedia method, with any body, and a specified content type
-func NewUploadSendMediaRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadSendMediaRequestWithBody(server string, params *UploadSendMediaParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -7910,6 +8030,21 @@ func NewUploadSendMediaRequestWithBody(server string, contentType string, body i
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -8340,7 +8475,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-	SendMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error)
+	SendMessageWithBodyWithResponse(ctx context.Context, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error)
 
 	// SendMessageWithResponse Send a text, file or template message
 	//
@@ -8399,7 +8534,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-	SendMessageWithResponse(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error)
+	SendMessageWithResponse(ctx context.Context, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error)
 
 	// ListChannelWebhooksWithResponse List webhook subscriptions
 	//
@@ -8436,7 +8571,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-	CreateChannelWebhookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error)
+	CreateChannelWebhookWithBodyWithResponse(ctx context.Context, params *CreateChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error)
 
 	// CreateChannelWebhookWithResponse Create a webhook subscription
 	//
@@ -8462,7 +8597,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-	CreateChannelWebhookWithResponse(ctx context.Context, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error)
+	CreateChannelWebhookWithResponse(ctx context.Context, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error)
 
 	// ListAvailableWebhookEventsWithResponse List subscribable events
 	//
@@ -8545,7 +8680,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-	TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error)
+	TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error)
 
 	// ChatappCheckOnChatappWithBodyWithResponse Check whether numbers have a chat-app account
 	//
@@ -8609,7 +8744,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-	ChatappCreateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error)
+	ChatappCreateWithBodyWithResponse(ctx context.Context, params *ChatappCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error)
 
 	// ChatappCreateWithResponse Create a chat-app connection
 	//
@@ -8621,7 +8756,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-	ChatappCreateWithResponse(ctx context.Context, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error)
+	ChatappCreateWithResponse(ctx context.Context, params *ChatappCreateParams, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error)
 
 	// ChatappDeleteWithBodyWithResponse Delete a connection
 	//
@@ -9085,7 +9220,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
-	PublishEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
+	PublishEventWithBodyWithResponse(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
 
 	// PublishEventWithResponse Publish a company-scope event (extension)
 	//
@@ -9108,7 +9243,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
-	PublishEventWithResponse(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
+	PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
 
 	// ListProviderTemplatesForChannelWithResponse List the approved templates of an official channel
 	//
@@ -9150,7 +9285,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/provider-templates/upload-send-media (the `UploadSendMedia` operationId).
-	UploadSendMediaWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSendMediaHTTPResponse, error)
+	UploadSendMediaWithBodyWithResponse(ctx context.Context, params *UploadSendMediaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSendMediaHTTPResponse, error)
 
 	// RevokeMessagesWithBodyWithResponse Revoke or delete messages
 	//
@@ -9311,6 +9446,8 @@ type SendMessageHTTPResponse struct {
 	JSON409 *WindowClosed
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -9349,6 +9486,11 @@ func (r SendMessageHTTPResponse) GetJSON409() *WindowClosed {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r SendMessageHTTPResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SendMessageHTTPResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -9499,6 +9641,8 @@ type CreateChannelWebhookHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *WebhookValidationFailed
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -9524,6 +9668,11 @@ func (r CreateChannelWebhookHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateChannelWebhookHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateChannelWebhookHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -10032,6 +10181,8 @@ type TestChannelWebhookHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *WebhookValidationFailed
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -10057,6 +10208,11 @@ func (r TestChannelWebhookHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r TestChannelWebhookHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestChannelWebhookHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -10255,6 +10411,10 @@ type ChatappCreateHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10274,6 +10434,16 @@ func (r ChatappCreateHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ChatappCreateHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ChatappCreateHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ChatappCreateHTTPResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11560,6 +11730,8 @@ type PublishEventHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationError
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -11579,6 +11751,11 @@ func (r PublishEventHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r PublishEventHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PublishEventHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -11707,8 +11884,12 @@ type UploadSendMediaHTTPResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Message
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11735,9 +11916,19 @@ func (r UploadSendMediaHTTPResponse) GetJSON404() *Message {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UploadSendMediaHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UploadSendMediaHTTPResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UploadSendMediaHTTPResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -12276,8 +12467,8 @@ func (r GetReadyzHTTPResponse) ContentType() string {
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error) {
-	rsp, err := c.SendMessageWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Context, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error) {
+	rsp, err := c.SendMessageWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12341,8 +12532,8 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error) {
-	rsp, err := c.SendMessage(ctx, body, reqEditors...)
+func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error) {
+	rsp, err := c.SendMessage(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12390,8 +12581,8 @@ func (c *ClientWithResponses) ListChannelWebhooksWithResponse(ctx context.Contex
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error) {
-	rsp, err := c.CreateChannelWebhookWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx context.Context, params *CreateChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error) {
+	rsp, err := c.CreateChannelWebhookWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12422,8 +12613,8 @@ func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-func (c *ClientWithResponses) CreateChannelWebhookWithResponse(ctx context.Context, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error) {
-	rsp, err := c.CreateChannelWebhook(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateChannelWebhookWithResponse(ctx context.Context, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error) {
+	rsp, err := c.CreateChannelWebhook(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12547,8 +12738,8 @@ func (c *ClientWithResponses) RotateChannelWebhookSecretWithResponse(ctx context
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-func (c *ClientWithResponses) TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error) {
-	rsp, err := c.TestChannelWebhook(ctx, id, reqEditors...)
+func (c *ClientWithResponses) TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error) {
+	rsp, err := c.TestChannelWebhook(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12641,8 +12832,8 @@ func (c *ClientWithResponses) ChatappContactListWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-func (c *ClientWithResponses) ChatappCreateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error) {
-	rsp, err := c.ChatappCreateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ChatappCreateWithBodyWithResponse(ctx context.Context, params *ChatappCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error) {
+	rsp, err := c.ChatappCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12659,8 +12850,8 @@ func (c *ClientWithResponses) ChatappCreateWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-func (c *ClientWithResponses) ChatappCreateWithResponse(ctx context.Context, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error) {
-	rsp, err := c.ChatappCreate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) ChatappCreateWithResponse(ctx context.Context, params *ChatappCreateParams, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error) {
+	rsp, err := c.ChatappCreate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13297,8 +13488,8 @@ func (c *ClientWithResponses) EditMessageWithResponse(ctx context.Context, body 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
-func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
-	rsp, err := c.PublishEventWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
+	rsp, err := c.PublishEventWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13326,8 +13517,8 @@ func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
-func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
-	rsp, err := c.PublishEvent(ctx, body, reqEditors...)
+func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
+	rsp, err := c.PublishEvent(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13380,8 +13571,8 @@ func (c *ClientWithResponses) ListProviderTemplatesForChannelWithResponse(ctx co
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/provider-templates/upload-send-media (the `UploadSendMedia` operationId).
-func (c *ClientWithResponses) UploadSendMediaWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSendMediaHTTPResponse, error) {
-	rsp, err := c.UploadSendMediaWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadSendMediaWithBodyWithResponse(ctx context.Context, params *UploadSendMediaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSendMediaHTTPResponse, error) {
+	rsp, err := c.UploadSendMediaWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13636,6 +13827,13 @@ func ParseSendMessageHTTPResponse(rsp *http.Response) (*SendMessageHTTPResponse,
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13790,6 +13988,13 @@ func ParseCreateChannelWebhookHTTPResponse(rsp *http.Response) (*CreateChannelWe
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest WebhookValidationFailed
@@ -14270,6 +14475,13 @@ func ParseTestChannelWebhookHTTPResponse(rsp *http.Response) (*TestChannelWebhoo
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest WebhookValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14458,6 +14670,20 @@ func ParseChatappCreateHTTPResponse(rsp *http.Response) (*ChatappCreateHTTPRespo
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -15494,6 +15720,13 @@ func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPRespons
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15616,12 +15849,26 @@ func ParseUploadSendMediaHTTPResponse(rsp *http.Response) (*UploadSendMediaHTTPR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

@@ -26,6 +26,7 @@ import (
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/httpapi"
+	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/jobs"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
@@ -37,7 +38,7 @@ import (
 
 // Migrations lists every capability's migrations in application order.
 func Migrations() []store.Migration {
-	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations)
+	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations)
 }
 
 // Options adjust how the app is built; zero values mean production defaults.
@@ -86,6 +87,9 @@ type App struct {
 	Registry *prometheus.Registry
 	Handler  http.Handler
 	Clock    clock.Clock
+
+	// Idempotency keeps the answers of requests sent with Idempotency-Key.
+	Idempotency *idempotency.Service
 
 	ownDB        bool
 	closeLimiter func() error
@@ -161,10 +165,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	// Capabilities add their workers, periodic jobs and queues here.
 	workers := river.NewWorkers()
 	a.Webhooks.AddWorkers(workers)
+	a.Idempotency = idempotency.NewService(a.DB, idempotency.Options{Now: a.Clock, Logger: a.Logger})
+	a.Idempotency.AddWorkers(workers)
 	a.addMessagingWorkers(workers)
 	runner, err := jobs.New(a.DB, jobs.Options{
 		Workers: workers, Logger: a.Logger, InsertOnly: opts.InsertOnlyJobs,
-		Periodic: slices.Concat(a.Webhooks.PeriodicJobs(), a.messagingPeriodicJobs()),
+		Periodic: slices.Concat(a.Webhooks.PeriodicJobs(), a.messagingPeriodicJobs(), a.Idempotency.PeriodicJobs()),
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			webhooks.QueueName: webhooks.Queue(),
@@ -190,6 +196,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Templates:     a.Templates,
 		Official:      a.Official,
 		Redis:         redisOf(a.Limiter),
+		Idempotency:   a.Idempotency,
 	})
 	if err != nil {
 		a.Close()

@@ -21,6 +21,7 @@ import (
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/store"
@@ -46,6 +47,8 @@ type Deps struct {
 	Messaging     *messaging.Service
 	Templates     *templates.Service
 	Official      *official.Service
+	// Idempotency keeps Idempotency-Key answers; nil turns the header off.
+	Idempotency *idempotency.Service
 }
 
 // Server implements the generated strict server interface.
@@ -88,7 +91,7 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 	root := chi.NewRouter()
 	root.Handle("/metrics", promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	m := newMetrics(deps.Registry)
-	root.Handle("/*", enforceContract(contract, deps.Auth, deps.Logger, apiRouter))
+	root.Handle("/*", enforceContract(contract, deps.Auth, deps.Logger, idempotent(deps.Idempotency, deps.Logger, apiRouter)))
 	return observe(deps.Logger, m, root), nil
 }
 

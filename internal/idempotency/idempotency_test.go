@@ -1,0 +1,176 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/idempotency"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/store/storetest"
+)
+
+type bundle struct {
+	db      *store.DB
+	clk     *clock.Manual
+	company int64
+}
+
+func setup(t *testing.T, db *store.DB) bundle {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, idempotency.Migrations)); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	id, err := auth.NewService(db, clk.Now).CreateCompany(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bundle{db: db, clk: clk, company: id}
+}
+
+func (b bundle) service(o idempotency.Options) *idempotency.Service {
+	o.Now = b.clk.Now
+	return idempotency.NewService(b.db, o)
+}
+
+func TestClaimReplayRelease(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		svc := b.service(idempotency.Options{Wait: time.Millisecond})
+
+		claim, answer, err := svc.Begin(ctx, b.company, "k", "fp-1")
+		if err != nil || claim == nil || answer != nil {
+			t.Fatalf("first Begin: %v %v %v", claim, answer, err)
+		}
+		if _, _, err := svc.Begin(ctx, b.company, "k", "fp-1"); !errors.Is(err, idempotency.ErrInProgress) {
+			t.Fatalf("Begin while the first runs, past the wait: %v, want ErrInProgress", err)
+		}
+		if err := claim.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		claim, _, err = svc.Begin(ctx, b.company, "k", "fp-1")
+		if err != nil || claim == nil {
+			t.Fatalf("Begin after release: %v %v", claim, err)
+		}
+		want := idempotency.Answer{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":7}`)}
+		if err := claim.Complete(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		_, got, err := svc.Begin(ctx, b.company, "k", "fp-1")
+		if err != nil || got == nil || got.Status != want.Status || string(got.Body) != string(want.Body) || got.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("replay: %+v %v", got, err)
+		}
+		if _, _, err := svc.Begin(ctx, b.company, "k", "fp-2"); !errors.Is(err, idempotency.ErrReused) {
+			t.Fatalf("another fingerprint: %v, want ErrReused", err)
+		}
+	})
+}
+
+// TestConcurrentRepeatWaitsForTheFirst: a repeat that arrives while the
+// first request runs (here through a second service, as on another replica)
+// waits and then replays the first answer.
+func TestConcurrentRepeatWaitsForTheFirst(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		first, other := b.service(idempotency.Options{}), b.service(idempotency.Options{Poll: 5 * time.Millisecond})
+		claim, _, err := first.Begin(ctx, b.company, "k", "fp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			claim  *idempotency.Claim
+			answer *idempotency.Answer
+			err    error
+		}
+		done := make(chan result, 1)
+		go func() {
+			c, a, err := other.Begin(ctx, b.company, "k", "fp")
+			done <- result{c, a, err}
+		}()
+		if err := claim.Complete(ctx, idempotency.Answer{Status: 200, Body: []byte("first")}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil || r.claim != nil || r.answer == nil || string(r.answer.Body) != "first" {
+			t.Fatalf("waiter: %+v", r)
+		}
+	})
+}
+
+// TestStaleClaimIsTakenOver: a claim whose process died is taken over once
+// it is older than StaleAfter, and the dead owner can no longer complete it.
+func TestStaleClaimIsTakenOver(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		svc := b.service(idempotency.Options{Wait: time.Millisecond, StaleAfter: time.Minute})
+		dead, _, err := svc.Begin(ctx, b.company, "k", "fp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(time.Minute)
+		claim, _, err := svc.Begin(ctx, b.company, "k", "fp")
+		if err != nil || claim == nil {
+			t.Fatalf("take over: %v %v", claim, err)
+		}
+		if err := dead.Complete(ctx, idempotency.Answer{Status: 200, Body: []byte("dead")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := claim.Complete(ctx, idempotency.Answer{Status: 200, Body: []byte("live")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, a, err := svc.Begin(ctx, b.company, "k", "fp"); err != nil || string(a.Body) != "live" {
+			t.Fatalf("replay after take-over: %+v %v", a, err)
+		}
+	})
+}
+
+// TestPurgeDeletesExpiredKeys: the periodic purge removes keys older than
+// TTL and keeps the others; companies' keys are independent.
+func TestPurgeDeletesExpiredKeys(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		svc := b.service(idempotency.Options{})
+		other, err := auth.NewService(db, b.clk.Now).CreateCompany(ctx, "Other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		begin := func(company int64, key, fp string) *idempotency.Claim {
+			t.Helper()
+			c, _, err := svc.Begin(ctx, company, key, fp)
+			if err != nil || c == nil {
+				t.Fatalf("Begin %d %s: %v %v", company, key, c, err)
+			}
+			if err := c.Complete(ctx, idempotency.Answer{Status: 200}); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		begin(b.company, "old", "fp")
+		begin(other, "old", "another fingerprint") // same key, other company: its own
+		b.clk.Advance(time.Hour)
+		begin(b.company, "new", "fp")
+		b.clk.Advance(idempotency.TTL - time.Hour)
+		n, err := svc.Purge(ctx)
+		if err != nil || n != 2 {
+			t.Fatalf("purge: %d %v, want the 2 old keys", n, err)
+		}
+		if _, a, err := svc.Begin(ctx, b.company, "new", "fp"); err != nil || a == nil {
+			t.Fatalf("the fresh key was purged: %v %v", a, err)
+		}
+	})
+}
