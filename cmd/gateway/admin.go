@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/chatmsg/gateway/internal/app"
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/official"
+	"github.com/chatmsg/gateway/internal/secrets"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // adminAction runs a command against the wired app; runAdmin prints what
@@ -81,6 +84,12 @@ var adminCommands = map[string]adminCommand{
 				return nil, err
 			}
 			return map[string]any{"token_id": tok.ID, "token": raw, "expires_at": tok.ExpiresAt, "permissions": tok.Permissions}, nil
+		}
+	}},
+	"secrets rotate": {func(fs *flag.FlagSet) adminAction {
+		return func(ctx context.Context, a *app.App) (any, error) {
+			n, err := secrets.Rotate(ctx, a.DB, a.Secrets, slices.Concat(webhooks.SecretColumns, channels.SecretColumns))
+			return map[string]any{"resealed": n, "key_id": a.Secrets.CurrentKeyID()}, err
 		}
 	}},
 	"token list": {func(fs *flag.FlagSet) adminAction {

@@ -31,6 +31,7 @@ import (
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/ratelimit"
+	"github.com/chatmsg/gateway/internal/secrets"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/templates"
 	"github.com/chatmsg/gateway/internal/webhooks"
@@ -90,6 +91,8 @@ type App struct {
 
 	// Idempotency keeps the answers of requests sent with Idempotency-Key.
 	Idempotency *idempotency.Service
+	// Secrets seals secrets at rest (nil: SECRETS_KEY unset, kept clear).
+	Secrets *secrets.Keyring
 
 	ownDB        bool
 	closeLimiter func() error
@@ -136,7 +139,14 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.Registry = prometheus.NewRegistry()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.Auth = auth.NewService(a.DB, a.Clock)
+	keyring, err := secrets.Parse(cfg.SecretsKey)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Secrets = keyring
 	a.Channels = channels.NewService(a.DB, a.Clock)
+	a.Channels.UseSecrets(a.Secrets)
 
 	if cfg.RedisURL != "" {
 		r, err := ratelimit.OpenRedis(ctx, cfg.RedisURL)
@@ -150,7 +160,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	a.Webhooks = webhooks.NewService(a.DB, webhooks.Options{
 		Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone), Logger: a.Logger, Limiter: a.Limiter,
-		AllowCIDRs: cfg.OutboundAllowCIDRs, Registerer: a.Registry, Channels: a.Channels,
+		AllowCIDRs: cfg.OutboundAllowCIDRs, Registerer: a.Registry, Channels: a.Channels, Secrets: a.Secrets,
 	})
 	conns, err := a.newConnections(ctx, opts)
 	if err != nil {
@@ -245,6 +255,9 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.Logger.Info("gateway listening", "addr", ln.Addr().String(), "database", string(a.DB.Dialect))
+	if a.Secrets == nil {
+		a.Logger.Warn("SECRETS_KEY is not set: webhook secrets and provider credentials are stored in clear")
+	}
 
 	var serveErr error
 	select {

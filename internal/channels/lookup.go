@@ -19,7 +19,7 @@ func (s *Service) FindByKey(ctx context.Context, companyID int64, t TypeID, key 
 	if err != nil {
 		return Channel{}, fault.Internalf(err, "find channel by key")
 	}
-	return row.toDomain(), nil
+	return s.opened(row.toDomain())
 }
 
 // FindByPhoneNumberID returns the official channel of a provider phone
@@ -34,5 +34,5 @@ func (s *Service) FindByPhoneNumberID(ctx context.Context, phoneNumberID string)
 	if err != nil {
 		return Channel{}, fault.Internalf(err, "find channel by phone number id")
 	}
-	return row.toDomain(), nil
+	return s.opened(row.toDomain())
 }
