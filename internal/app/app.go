@@ -175,7 +175,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	// Capabilities add their workers, periodic jobs and queues here.
 	workers := river.NewWorkers()
 	a.Webhooks.AddWorkers(workers)
-	a.Idempotency = idempotency.NewService(a.DB, idempotency.Options{Now: a.Clock, Logger: a.Logger})
+	a.Idempotency = idempotency.NewService(a.DB, idempotency.Options{Now: a.Clock, Logger: a.Logger, Secrets: a.Secrets})
 	a.Idempotency.AddWorkers(workers)
 	a.addMessagingWorkers(workers)
 	runner, err := jobs.New(a.DB, jobs.Options{

@@ -20,6 +20,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/secrets"
 	"github.com/chatmsg/gateway/internal/store"
 )
 
@@ -53,6 +54,10 @@ type Options struct {
 	// takes it over (5 min): its request's process died. It is longer than
 	// any request may run, so a live request is never taken over.
 	StaleAfter time.Duration
+	// Secrets seals stored answer bodies, which may hold a secret (a new
+	// webhook subscription's); nil stores them in clear. They live 24 h, so
+	// a retired key stays in the ring that long after a rotation.
+	Secrets *secrets.Keyring
 }
 
 // Service keeps the records in the database, so the guarantee holds across
@@ -143,7 +148,7 @@ func (s *Service) Begin(ctx context.Context, companyID int64, key, fingerprint s
 		case cur.Fingerprint != fingerprint:
 			return nil, nil, ErrReused
 		case cur.Status != nil:
-			a, err := cur.answer()
+			a, err := cur.answer(s.opts.Secrets)
 			return nil, a, err
 		case now.Sub(cur.ClaimedAt) >= s.opts.StaleAfter:
 			res, err := s.db.Bun.NewUpdate().Model((*record)(nil)).Set("owner = ?", owner).Set("claimed_at = ?", now).
@@ -175,7 +180,11 @@ func (c *Claim) Complete(ctx context.Context, a Answer) error {
 		return fault.Internalf(err, "encode idempotent answer headers")
 	}
 	h := string(hdr)
-	res, err := c.s.db.Bun.NewUpdate().Model((*record)(nil)).Set("status = ?", a.Status).Set("header = ?", h).Set("body = ?", a.Body).
+	body, err := c.s.opts.Secrets.Seal(bodyPurpose, string(a.Body))
+	if err != nil {
+		return fault.Internalf(err, "seal idempotent answer")
+	}
+	res, err := c.s.db.Bun.NewUpdate().Model((*record)(nil)).Set("status = ?", a.Status).Set("header = ?", h).Set("body = ?", []byte(body)).
 		Where("company_id = ? AND idem_key = ? AND owner = ?", c.companyID, c.key, c.owner).Exec(ctx)
 	if err != nil {
 		return fault.Internalf(err, "store idempotent answer")
@@ -210,8 +219,15 @@ func (s *Service) Purge(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-func (r record) answer() (*Answer, error) {
-	a := &Answer{Status: *r.Status, Body: r.Body, Header: http.Header{}}
+// bodyPurpose binds sealed answer bodies to their column.
+const bodyPurpose = "idempotency_keys.body"
+
+func (r record) answer(k *secrets.Keyring) (*Answer, error) {
+	body, err := k.Open(bodyPurpose, string(r.Body))
+	if err != nil {
+		return nil, fault.Internalf(err, "open idempotent answer")
+	}
+	a := &Answer{Status: *r.Status, Body: []byte(body), Header: http.Header{}}
 	if r.Header != nil {
 		if err := json.Unmarshal([]byte(*r.Header), &a.Header); err != nil {
 			return nil, fault.Internalf(err, "decode idempotent answer headers")

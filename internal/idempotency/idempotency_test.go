@@ -1,7 +1,9 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/idempotency"
+	"github.com/chatmsg/gateway/internal/secrets"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
@@ -171,6 +174,39 @@ func TestPurgeDeletesExpiredKeys(t *testing.T) {
 		}
 		if _, a, err := svc.Begin(ctx, b.company, "new", "fp"); err != nil || a == nil {
 			t.Fatalf("the fresh key was purged: %v %v", a, err)
+		}
+	})
+}
+
+// TestAnswersAreSealed: with a key ring, a stored answer (which may hold a
+// new webhook secret) is not readable in the table, and replays in clear.
+func TestAnswersAreSealed(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		ring, err := secrets.Parse("k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := b.service(idempotency.Options{Secrets: ring})
+		claim, _, err := svc.Begin(ctx, b.company, "k", "fp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := []byte(`{"secret":"whsec_0123"}`)
+		if err := claim.Complete(ctx, idempotency.Answer{Status: 201, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		var raw []byte
+		if err := db.Bun.NewSelect().Table("idempotency_keys").Column("body").Scan(ctx, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(raw, []byte("whsec_0123")) || !bytes.HasPrefix(raw, []byte("enc:v1:k1:")) {
+			t.Fatalf("stored answer %q is not sealed", raw)
+		}
+		if _, a, err := svc.Begin(ctx, b.company, "k", "fp"); err != nil || !bytes.Equal(a.Body, body) {
+			t.Fatalf("replay: %+v %v", a, err)
 		}
 	})
 }
