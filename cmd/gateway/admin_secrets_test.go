@@ -23,19 +23,8 @@ func TestAdminSecretsRotate(t *testing.T) {
 	}
 	admin := func(ring string, args ...string) (map[string]any, error) {
 		t.Helper()
-		env := func(k string) string {
-			switch k {
-			case "DATA_DIR":
-				return dir
-			case "LOG_LEVEL":
-				return "error"
-			case "SECRETS_KEY":
-				return ring
-			}
-			return ""
-		}
 		var out bytes.Buffer
-		if err := run(context.Background(), append([]string{"admin"}, args...), &out, env); err != nil {
+		if err := run(context.Background(), append([]string{"admin"}, args...), &out, testEnv(dir, map[string]string{"SECRETS_KEY": ring})); err != nil {
 			return nil, err
 		}
 		var m map[string]any
@@ -114,6 +103,20 @@ func TestAdminSecretsRotate(t *testing.T) {
 	}
 	if got := must(info(k2))["verify_token"]; got != want {
 		t.Fatalf("after rotating to k2 (k1 retired) the credentials read as %v, want %v", got, want)
+	}
+}
+
+// testEnv is the environment of a command run by a test: its data dir,
+// quiet logs, and vars.
+func testEnv(dir string, vars map[string]string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "DATA_DIR":
+			return dir
+		case "LOG_LEVEL":
+			return "error"
+		}
+		return vars[k]
 	}
 }
 

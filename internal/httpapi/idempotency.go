@@ -75,7 +75,7 @@ func idempotent(keys *idempotency.Service, logger *slog.Logger, next http.Handle
 			return
 		}
 
-		rec := &answerRecorder{ResponseWriter: w}
+		rec := &answerRecorder{statusRecorder: statusRecorder{ResponseWriter: w}}
 		// The key must end claimed with an answer or released, whatever
 		// happens to the request: a client that hung up or a handler that
 		// panicked must not leave it blocked until it goes stale.
@@ -111,32 +111,19 @@ func idempotent(keys *idempotency.Service, logger *slog.Logger, next http.Handle
 
 // answerRecorder passes the response through and keeps a copy for replay.
 type answerRecorder struct {
-	http.ResponseWriter
-	status   int
+	statusRecorder
 	body     bytes.Buffer
 	overflow bool
 }
 
-func (a *answerRecorder) WriteHeader(code int) {
-	if a.status == 0 {
-		a.status = code
-	}
-	a.ResponseWriter.WriteHeader(code)
-}
-
 func (a *answerRecorder) Write(b []byte) (int, error) {
-	if a.status == 0 {
-		a.status = http.StatusOK
-	}
 	if a.body.Len()+len(b) <= storedAnswerLimit {
 		a.body.Write(b)
 	} else {
 		a.overflow = true
 	}
-	return a.ResponseWriter.Write(b)
+	return a.statusRecorder.Write(b)
 }
-
-func (a *answerRecorder) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // storable reports whether the answer is the request's outcome. A rate
 // limit or a server failure did nothing a retry must not repeat, so those

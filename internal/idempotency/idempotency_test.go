@@ -43,6 +43,16 @@ func (b bundle) service(o idempotency.Options) *idempotency.Service {
 	return idempotency.NewService(b.db, o)
 }
 
+// claim begins key as its first request, failing the test otherwise.
+func claim(t *testing.T, svc *idempotency.Service, company int64, key, fp string) *idempotency.Claim {
+	t.Helper()
+	c, a, err := svc.Begin(context.Background(), company, key, fp)
+	if err != nil || c == nil || a != nil {
+		t.Fatalf("Begin %d %s: claim %v, answer %v, err %v", company, key, c, a, err)
+	}
+	return c
+}
+
 func TestClaimReplayRelease(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -50,22 +60,16 @@ func TestClaimReplayRelease(t *testing.T) {
 		ctx := context.Background()
 		svc := b.service(idempotency.Options{Wait: time.Millisecond})
 
-		claim, answer, err := svc.Begin(ctx, b.company, "k", "fp-1")
-		if err != nil || claim == nil || answer != nil {
-			t.Fatalf("first Begin: %v %v %v", claim, answer, err)
-		}
+		first := claim(t, svc, b.company, "k", "fp-1")
 		if _, _, err := svc.Begin(ctx, b.company, "k", "fp-1"); !errors.Is(err, idempotency.ErrInProgress) {
 			t.Fatalf("Begin while the first runs, past the wait: %v, want ErrInProgress", err)
 		}
-		if err := claim.Release(ctx); err != nil {
+		if err := first.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		claim, _, err = svc.Begin(ctx, b.company, "k", "fp-1")
-		if err != nil || claim == nil {
-			t.Fatalf("Begin after release: %v %v", claim, err)
-		}
+		second := claim(t, svc, b.company, "k", "fp-1")
 		want := idempotency.Answer{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":7}`)}
-		if err := claim.Complete(ctx, want); err != nil {
+		if err := second.Complete(ctx, want); err != nil {
 			t.Fatal(err)
 		}
 		_, got, err := svc.Begin(ctx, b.company, "k", "fp-1")
@@ -87,10 +91,7 @@ func TestConcurrentRepeatWaitsForTheFirst(t *testing.T) {
 		b := setup(t, db)
 		ctx := context.Background()
 		first, other := b.service(idempotency.Options{}), b.service(idempotency.Options{Poll: 5 * time.Millisecond})
-		claim, _, err := first.Begin(ctx, b.company, "k", "fp")
-		if err != nil {
-			t.Fatal(err)
-		}
+		running := claim(t, first, b.company, "k", "fp")
 		type result struct {
 			claim  *idempotency.Claim
 			answer *idempotency.Answer
@@ -101,7 +102,7 @@ func TestConcurrentRepeatWaitsForTheFirst(t *testing.T) {
 			c, a, err := other.Begin(ctx, b.company, "k", "fp")
 			done <- result{c, a, err}
 		}()
-		if err := claim.Complete(ctx, idempotency.Answer{Status: 200, Body: []byte("first")}); err != nil {
+		if err := running.Complete(ctx, idempotency.Answer{Status: 200, Body: []byte("first")}); err != nil {
 			t.Fatal(err)
 		}
 		r := <-done
@@ -119,19 +120,13 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 		b := setup(t, db)
 		ctx := context.Background()
 		svc := b.service(idempotency.Options{Wait: time.Millisecond, StaleAfter: time.Minute})
-		dead, _, err := svc.Begin(ctx, b.company, "k", "fp")
-		if err != nil {
-			t.Fatal(err)
-		}
+		dead := claim(t, svc, b.company, "k", "fp")
 		b.clk.Advance(time.Minute)
-		claim, _, err := svc.Begin(ctx, b.company, "k", "fp")
-		if err != nil || claim == nil {
-			t.Fatalf("take over: %v %v", claim, err)
-		}
+		live := claim(t, svc, b.company, "k", "fp")
 		if err := dead.Complete(ctx, idempotency.Answer{Status: 200, Body: []byte("dead")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := claim.Complete(ctx, idempotency.Answer{Status: 200, Body: []byte("live")}); err != nil {
+		if err := live.Complete(ctx, idempotency.Answer{Status: 200, Body: []byte("live")}); err != nil {
 			t.Fatal(err)
 		}
 		if _, a, err := svc.Begin(ctx, b.company, "k", "fp"); err != nil || string(a.Body) != "live" {
@@ -152,16 +147,11 @@ func TestPurgeDeletesExpiredKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		begin := func(company int64, key, fp string) *idempotency.Claim {
+		begin := func(company int64, key, fp string) {
 			t.Helper()
-			c, _, err := svc.Begin(ctx, company, key, fp)
-			if err != nil || c == nil {
-				t.Fatalf("Begin %d %s: %v %v", company, key, c, err)
-			}
-			if err := c.Complete(ctx, idempotency.Answer{Status: 200}); err != nil {
+			if err := claim(t, svc, company, key, fp).Complete(ctx, idempotency.Answer{Status: 200}); err != nil {
 				t.Fatal(err)
 			}
-			return c
 		}
 		begin(b.company, "old", "fp")
 		begin(other, "old", "another fingerprint") // same key, other company: its own
@@ -190,12 +180,8 @@ func TestAnswersAreSealed(t *testing.T) {
 			t.Fatal(err)
 		}
 		svc := b.service(idempotency.Options{Secrets: ring})
-		claim, _, err := svc.Begin(ctx, b.company, "k", "fp")
-		if err != nil {
-			t.Fatal(err)
-		}
 		body := []byte(`{"secret":"whsec_0123"}`)
-		if err := claim.Complete(ctx, idempotency.Answer{Status: 201, Body: body}); err != nil {
+		if err := claim(t, svc, b.company, "k", "fp").Complete(ctx, idempotency.Answer{Status: 201, Body: body}); err != nil {
 			t.Fatal(err)
 		}
 		var raw []byte
