@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,6 +72,48 @@ func TestEveryOperationRequiresItsPermission(t *testing.T) {
 						t.Errorf("%s %s with %s: body %s", method, path, tc.name, resp.Body)
 					}
 				}
+			}
+		}
+	})
+}
+
+// TestOperationsNeedOnlyTheirPermission: a token holding nothing but an
+// operation's x-permission completes it, so no handler asks for a
+// permission of its own on top of the document's.
+func TestOperationsNeedOnlyTheirPermission(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+		ofcSeedTemplates(t, e)
+		only := func(perm string) string {
+			t.Helper()
+			raw, _, err := e.h.App.Auth.CreateToken(context.Background(), e.ten.UserID, "only "+perm, []string{perm}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw
+		}
+		cases := []struct {
+			perm   string
+			req    apitest.Request
+			status int
+		}{
+			{auth.PermTemplatesUpload, apitest.Request{Method: "POST", Path: "/api/provider-templates/upload-send-media",
+				Form:      map[string]string{"provider_account_id": strconv.FormatInt(e.ch.ProviderAccount.ID, 10)},
+				FileField: "file", FileName: "a.png", FileType: "image/png", FileContent: pngImage(t, 4, 4)}, http.StatusOK},
+			{auth.PermTemplatesView, apitest.Request{Method: "GET",
+				Path: "/api/provider-templates/for-channel?company_channel_id=" + strconv.FormatInt(e.ch.ID, 10)}, http.StatusOK},
+			{auth.PermEventsPublish, apitest.Request{Method: "POST", Path: "/api/events", JSON: map[string]any{"event": "contact.import.completed",
+				"data": map[string]any{"import_id": "imp-1", "total_contacts": 1, "imported_contacts": 1, "skipped_contacts": 0,
+					"failed_contacts": 0, "started_by_user_id": e.ten.UserID, "completed_at": "2026-11-22T09:00:00-03:00"}}}, http.StatusAccepted},
+			{auth.PermCompanyChannelsView, apitest.Request{Method: "GET", Path: "/api/company-channels"}, http.StatusOK},
+			{auth.PermConversationsView, apitest.Request{Method: "GET", Path: "/api/contact-channels"}, http.StatusOK},
+			{auth.PermConnectionsView, apitest.Request{Method: "GET", Path: "/api/chatapps"}, http.StatusOK},
+		}
+		for _, tc := range cases {
+			tc.req.Token = only(tc.perm)
+			if resp := e.h.Do(tc.req); resp.Status != tc.status {
+				t.Errorf("%s %s with only %s: %d %s, want %d", tc.req.Method, tc.req.Path, tc.perm, resp.Status, resp.Body, tc.status)
 			}
 		}
 	})
