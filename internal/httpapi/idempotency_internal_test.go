@@ -2,11 +2,24 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/idempotency"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/store/storetest"
+	"github.com/chatmsg/gateway/openapi"
 )
 
 // TestRequestFingerprint: what counts as "the same request" for a key.
@@ -65,4 +78,82 @@ func TestRequestFingerprint(t *testing.T) {
 	if fp(form("boundary-one", "PNG")) == fp(form("boundary-one", "GIF")) {
 		t.Error("another file is the same request")
 	}
+}
+
+// TestIdempotentMiddlewareOutcomes drives the middleware around a stub
+// handler: answers a retry must not see again (429, 5xx) release the key,
+// and a repeat that outlasts the wait gets the documented 409 of its
+// operation.
+func TestIdempotentMiddlewareOutcomes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	contract, err := LoadContract(ctx, openapi.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		if err := db.Migrate(ctx, slices.Concat(auth.Migrations, idempotency.Migrations)); err != nil {
+			t.Fatal(err)
+		}
+		company, err := auth.NewService(db, clock.System).CreateCompany(ctx, "Acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := idempotency.NewService(db, idempotency.Options{Wait: time.Millisecond})
+		request := func(path, key string) *http.Request {
+			r := httptest.NewRequest("POST", path, strings.NewReader(`{"name":"n","key":"5511988887777"}`))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Idempotency-Key", key)
+			route, _, err := contract.FindRoute(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := context.WithValue(r.Context(), operationKey, route.Operation)
+			return r.WithContext(auth.WithPrincipal(c, auth.Principal{CompanyID: company}))
+		}
+		calls := 0
+		answering := func(status int) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls++
+				writeJSON(w, status, map[string]any{"message": "stub"})
+			})
+		}
+		serve := func(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+			w := httptest.NewRecorder()
+			idempotent(keys, slog.New(slog.DiscardHandler), h).ServeHTTP(w, r)
+			return w
+		}
+
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable} {
+			calls = 0
+			key := "released-" + strconv.Itoa(status)
+			serve(answering(status), request("/api/chatapp-create", key))
+			if w := serve(answering(http.StatusOK), request("/api/chatapp-create", key)); w.Code != http.StatusOK || calls != 2 || w.Header().Get("Idempotent-Replayed") != "" {
+				t.Errorf("after a %d the retry answered %d with %d calls, want the work done again", status, w.Code, calls)
+			}
+		}
+
+		// A first request still running (claimed, not finished) on another replica.
+		blocked := func(path string) *httptest.ResponseRecorder {
+			r := request(path, "running-"+path)
+			fp, err := requestFingerprint(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := keys.Begin(ctx, company, "running-"+path, fp); err != nil {
+				t.Fatal(err)
+			}
+			return serve(answering(http.StatusOK), r)
+		}
+		for _, tc := range []struct{ path, body string }{
+			{"/api/chatapp-create", `{"message":"A request with this Idempotency-Key is still being processed; retry later."}`},
+			{"/api/api-send-message", `{"message":"A request with this Idempotency-Key is still being processed; retry later.","status":false}`},
+		} {
+			calls = 0
+			w := blocked(tc.path)
+			if w.Code != http.StatusConflict || strings.TrimSpace(w.Body.String()) != tc.body || calls != 0 {
+				t.Errorf("%s while the first runs: %d %s (%d calls)", tc.path, w.Code, w.Body, calls)
+			}
+		}
+	})
 }
