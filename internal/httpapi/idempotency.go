@@ -126,8 +126,9 @@ func (a *answerRecorder) Write(b []byte) (int, error) {
 }
 
 // storable reports whether the answer is the request's outcome. A rate
-// limit or a server failure did nothing a retry must not repeat, so those
-// release the key instead.
+// limit, a server failure and a 509 refusal (rules, connection or provider:
+// nothing was accepted) did nothing a retry must not repeat, so those
+// release the key and a retry after the cause is fixed does the work.
 func (a *answerRecorder) storable() bool {
 	return a.status != 0 && a.status < 500 && a.status != http.StatusTooManyRequests && !a.overflow
 }

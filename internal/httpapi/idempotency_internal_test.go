@@ -124,7 +124,7 @@ func TestIdempotentMiddlewareOutcomes(t *testing.T) {
 			return w
 		}
 
-		for _, status := range []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable} {
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable, 509} {
 			calls = 0
 			key := "released-" + strconv.Itoa(status)
 			serve(answering(status), request("/api/chatapp-create", key))
