@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/official"
+	"github.com/chatmsg/gateway/internal/secrets"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // adminAction runs a command against the wired app; runAdmin prints what
@@ -90,6 +93,12 @@ var adminCommands = map[string]adminCommand{
 				return nil, err
 			}
 			return map[string]any{"token_id": tok.ID, "token": raw, "expires_at": tok.ExpiresAt, "permissions": tok.Permissions}, nil
+		}
+	}},
+	"secrets rotate": {func(fs *flag.FlagSet) adminAction {
+		return func(ctx context.Context, a *app.App) (any, error) {
+			n, err := secrets.Rotate(ctx, a.DB, a.Secrets, slices.Concat(webhooks.SecretColumns, channels.SecretColumns))
+			return map[string]any{"resealed": n, "key_id": a.Secrets.CurrentKeyID()}, err
 		}
 	}},
 	"token list": {func(fs *flag.FlagSet) adminAction {

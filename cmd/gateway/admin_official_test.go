@@ -24,17 +24,7 @@ func TestAdminOfficialCommands(t *testing.T) {
 	defer srv.Close()
 	sim.AddAccount(providersim.Account{PhoneNumberID: "109876543210987", BusinessAccountID: "102938475610293", AccessToken: "tok", AppSecret: "sec"})
 	sim.SeedTemplates("102938475610293", providersim.DemoTemplates())
-	env := func(k string) string {
-		switch k {
-		case "DATA_DIR":
-			return dir
-		case "LOG_LEVEL":
-			return "error"
-		case "PUBLIC_BASE_URL":
-			return "https://gw.example.com"
-		}
-		return ""
-	}
+	env := testEnv(dir, map[string]string{"PUBLIC_BASE_URL": "https://gw.example.com"})
 	admin := func(args ...string) map[string]any {
 		t.Helper()
 		var out bytes.Buffer

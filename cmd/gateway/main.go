@@ -31,6 +31,7 @@ commands:
   admin token create|list|revoke
   admin channel register-official|webhook-info
   admin template sync        sync an official account's templates from the provider
+  admin secrets rotate       re-encrypt every secret at rest under the first key of SECRETS_KEY
 
 Every command accepts the configuration flags (see "gateway serve -h");
 environment variables give their defaults (DATABASE_URL, LISTEN_ADDR, …).

@@ -39,7 +39,7 @@ func TestAdminBootstrapPrintsTheDocumentedJSON(t *testing.T) {
 	if err := run(context.Background(), []string{"admin", "token", "list", "--company-id", "1"}, &out, env); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), `"permissions":["channel_webhooks_view"`) {
+	if !strings.Contains(out.String(), `"permissions":["connections_view"`) {
 		t.Fatalf("token list: %s", out.String())
 	}
 	if _, err := os.Stat(dir + "/gateway.db"); err != nil {

@@ -150,7 +150,7 @@ func webhookInteractions() []interaction {
 			method: http.MethodPost, path: matchers.String("/api/channel-webhooks"), body: jsonOf(create),
 			status: http.StatusCreated, resp: withSecret(),
 			call: func(ctx context.Context, c *client.ClientWithResponses) error {
-				r, err := c.CreateChannelWebhookWithResponse(ctx, create)
+				r, err := c.CreateChannelWebhookWithResponse(ctx, nil, create)
 				if err != nil {
 					return err
 				}
@@ -214,7 +214,7 @@ func webhookInteractions() []interaction {
 			status: http.StatusOK,
 			resp:   map[string]any{"success": true, "queued": matchers.Integer(1), "message": matchers.Like("Test event queued")},
 			call: func(ctx context.Context, c *client.ClientWithResponses) error {
-				r, err := c.TestChannelWebhookWithResponse(ctx, 21)
+				r, err := c.TestChannelWebhookWithResponse(ctx, 21, nil)
 				if err != nil {
 					return err
 				}
@@ -304,7 +304,7 @@ func errorInteractions() []interaction {
 			resp: map[string]any{"message": matchers.Like("Name is required"),
 				"errors": map[string]any{"name": matchers.EachLike(matchers.Like("Name is required"), 1)}},
 			call: func(ctx context.Context, c *client.ClientWithResponses) error {
-				r, err := c.CreateChannelWebhookWithResponse(ctx, noName)
+				r, err := c.CreateChannelWebhookWithResponse(ctx, nil, noName)
 				if err != nil {
 					return err
 				}
@@ -347,7 +347,7 @@ func connectionInteractions() []interaction {
 			status: http.StatusOK,
 			resp:   map[string]any{"success": true, "data": chatappShape(), "message": matchers.Like("Connection created")},
 			call: func(ctx context.Context, c *client.ClientWithResponses) error {
-				r, err := c.ChatappCreateWithResponse(ctx, create)
+				r, err := c.ChatappCreateWithResponse(ctx, nil, create)
 				if err != nil {
 					return err
 				}
@@ -459,7 +459,7 @@ func sendInteraction(desc, state string, req client.SendMessageRequest, body map
 		method: http.MethodPost, path: matchers.String("/api/api-send-message"), body: body,
 		status: status, resp: resp,
 		call: func(ctx context.Context, c *client.ClientWithResponses) error {
-			r, err := c.SendMessageWithResponse(ctx, req)
+			r, err := c.SendMessageWithResponse(ctx, nil, req)
 			if err != nil {
 				return err
 			}

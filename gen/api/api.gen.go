@@ -2353,6 +2353,9 @@ type WindowClosedStatus bool
 // Example: ["2026-11-01","2026-11-22"]
 type CreatedAtRange = DateRange
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // OrderModeDefaultAsc defines model for OrderModeDefaultAsc.
 type OrderModeDefaultAsc = OrderMode
 
@@ -2388,6 +2391,12 @@ type ConnectionBusinessError = BusinessError
 // Forbidden Error or information body with a human-readable message.
 type Forbidden = Message
 
+// IdempotencyKeyInProgress Error or information body with a human-readable message.
+type IdempotencyKeyInProgress = Message
+
+// IdempotencyKeyReused 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
+type IdempotencyKeyReused = ValidationError
+
 // InternalError Error or information body with a human-readable message.
 type InternalError = Message
 
@@ -2405,6 +2414,12 @@ type WebhookBusinessError = BusinessError
 
 // WebhookValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type WebhookValidationFailed = ValidationError
+
+// SendMessageParams defines parameters for SendMessage.
+type SendMessageParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // ListChannelWebhooksParams defines parameters for ListChannelWebhooks.
 type ListChannelWebhooksParams struct {
@@ -2433,6 +2448,12 @@ type ListChannelWebhooksParams struct {
 // ListChannelWebhooksParamsOrderBy defines parameters for ListChannelWebhooks.
 type ListChannelWebhooksParamsOrderBy string
 
+// CreateChannelWebhookParams defines parameters for CreateChannelWebhook.
+type CreateChannelWebhookParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListChannelWebhookDeliveriesParams defines parameters for ListChannelWebhookDeliveries.
 type ListChannelWebhookDeliveriesParams struct {
 	// Event Only attempts of this event name.
@@ -2446,6 +2467,18 @@ type ListChannelWebhookDeliveriesParams struct {
 
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+}
+
+// TestChannelWebhookParams defines parameters for TestChannelWebhook.
+type TestChannelWebhookParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ChatappCreateParams defines parameters for ChatappCreate.
+type ChatappCreateParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListChatappsParams defines parameters for ListChatapps.
@@ -2598,10 +2631,22 @@ type ListContactChannelsParamsOrderMode string
 // ListContactChannelsParamsTagsOperation defines parameters for ListContactChannels.
 type ListContactChannelsParamsTagsOperation string
 
+// PublishEventParams defines parameters for PublishEvent.
+type PublishEventParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListProviderTemplatesForChannelParams defines parameters for ListProviderTemplatesForChannel.
 type ListProviderTemplatesForChannelParams struct {
 	// CompanyChannelId Id of the company channel (from GET /api/company-channels).
 	CompanyChannelId int `form:"company_channel_id" json:"company_channel_id"`
+}
+
+// UploadSendMediaParams defines parameters for UploadSendMedia.
+type UploadSendMediaParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // VerifyProviderWebhookParams defines parameters for VerifyProviderWebhook.
@@ -3417,13 +3462,13 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 type ServerInterface interface {
 	// SendMessage Send a text, file or template message
 	// (POST /api/api-send-message)
-	SendMessage(w http.ResponseWriter, r *http.Request)
+	SendMessage(w http.ResponseWriter, r *http.Request, params SendMessageParams)
 	// ListChannelWebhooks List webhook subscriptions
 	// (GET /api/channel-webhooks)
 	ListChannelWebhooks(w http.ResponseWriter, r *http.Request, params ListChannelWebhooksParams)
 	// CreateChannelWebhook Create a webhook subscription
 	// (POST /api/channel-webhooks)
-	CreateChannelWebhook(w http.ResponseWriter, r *http.Request)
+	CreateChannelWebhook(w http.ResponseWriter, r *http.Request, params CreateChannelWebhookParams)
 	// ListAvailableWebhookEvents List subscribable events
 	// (GET /api/channel-webhooks-available-events)
 	ListAvailableWebhookEvents(w http.ResponseWriter, r *http.Request)
@@ -3441,7 +3486,7 @@ type ServerInterface interface {
 	RotateChannelWebhookSecret(w http.ResponseWriter, r *http.Request, id WebhookId)
 	// TestChannelWebhook Send a test ping
 	// (POST /api/channel-webhooks/{id}/test)
-	TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId)
+	TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId, params TestChannelWebhookParams)
 	// ChatappCheckOnChatapp Check whether numbers have a chat-app account
 	// (POST /api/chatapp-check-on-chatapp)
 	ChatappCheckOnChatapp(w http.ResponseWriter, r *http.Request)
@@ -3450,7 +3495,7 @@ type ServerInterface interface {
 	ChatappContactList(w http.ResponseWriter, r *http.Request)
 	// ChatappCreate Create a chat-app connection
 	// (POST /api/chatapp-create)
-	ChatappCreate(w http.ResponseWriter, r *http.Request)
+	ChatappCreate(w http.ResponseWriter, r *http.Request, params ChatappCreateParams)
 	// ChatappDelete Delete a connection
 	// (POST /api/chatapp-delete)
 	ChatappDelete(w http.ResponseWriter, r *http.Request)
@@ -3504,13 +3549,13 @@ type ServerInterface interface {
 	EditMessage(w http.ResponseWriter, r *http.Request)
 	// PublishEvent Publish a company-scope event (extension)
 	// (POST /api/events)
-	PublishEvent(w http.ResponseWriter, r *http.Request)
+	PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams)
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	// (GET /api/provider-templates/for-channel)
 	ListProviderTemplatesForChannel(w http.ResponseWriter, r *http.Request, params ListProviderTemplatesForChannelParams)
 	// UploadSendMedia Upload temporary header media
 	// (POST /api/provider-templates/upload-send-media)
-	UploadSendMedia(w http.ResponseWriter, r *http.Request)
+	UploadSendMedia(w http.ResponseWriter, r *http.Request, params UploadSendMediaParams)
 	// RevokeMessages Revoke or delete messages
 	// (POST /api/revoke-messages)
 	RevokeMessages(w http.ResponseWriter, r *http.Request)
@@ -3543,7 +3588,7 @@ type Unimplemented struct{}
 
 // SendMessage Send a text, file or template message
 // (POST /api/api-send-message)
-func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request, params SendMessageParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3555,7 +3600,7 @@ func (_ Unimplemented) ListChannelWebhooks(w http.ResponseWriter, r *http.Reques
 
 // CreateChannelWebhook Create a webhook subscription
 // (POST /api/channel-webhooks)
-func (_ Unimplemented) CreateChannelWebhook(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) CreateChannelWebhook(w http.ResponseWriter, r *http.Request, params CreateChannelWebhookParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3591,7 +3636,7 @@ func (_ Unimplemented) RotateChannelWebhookSecret(w http.ResponseWriter, r *http
 
 // TestChannelWebhook Send a test ping
 // (POST /api/channel-webhooks/{id}/test)
-func (_ Unimplemented) TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
+func (_ Unimplemented) TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId, params TestChannelWebhookParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3609,7 +3654,7 @@ func (_ Unimplemented) ChatappContactList(w http.ResponseWriter, r *http.Request
 
 // ChatappCreate Create a chat-app connection
 // (POST /api/chatapp-create)
-func (_ Unimplemented) ChatappCreate(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) ChatappCreate(w http.ResponseWriter, r *http.Request, params ChatappCreateParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3717,7 +3762,7 @@ func (_ Unimplemented) EditMessage(w http.ResponseWriter, r *http.Request) {
 
 // PublishEvent Publish a company-scope event (extension)
 // (POST /api/events)
-func (_ Unimplemented) PublishEvent(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3729,7 +3774,7 @@ func (_ Unimplemented) ListProviderTemplatesForChannel(w http.ResponseWriter, r 
 
 // UploadSendMedia Upload temporary header media
 // (POST /api/provider-templates/upload-send-media)
-func (_ Unimplemented) UploadSendMedia(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) UploadSendMedia(w http.ResponseWriter, r *http.Request, params UploadSendMediaParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -3793,8 +3838,35 @@ type MiddlewareFunc func(http.Handler) http.Handler
 // SendMessage operation middleware
 func (siw *ServerInterfaceWrapper) SendMessage(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendMessageParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.SendMessage(w, r)
+		siw.Handler.SendMessage(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -3918,8 +3990,35 @@ func (siw *ServerInterfaceWrapper) ListChannelWebhooks(w http.ResponseWriter, r 
 // CreateChannelWebhook operation middleware
 func (siw *ServerInterfaceWrapper) CreateChannelWebhook(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateChannelWebhookParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CreateChannelWebhook(w, r)
+		siw.Handler.CreateChannelWebhook(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4117,8 +4216,32 @@ func (siw *ServerInterfaceWrapper) TestChannelWebhook(w http.ResponseWriter, r *
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params TestChannelWebhookParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.TestChannelWebhook(w, r, id)
+		siw.Handler.TestChannelWebhook(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -4159,8 +4282,35 @@ func (siw *ServerInterfaceWrapper) ChatappContactList(w http.ResponseWriter, r *
 // ChatappCreate operation middleware
 func (siw *ServerInterfaceWrapper) ChatappCreate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ChatappCreateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ChatappCreate(w, r)
+		siw.Handler.ChatappCreate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5100,8 +5250,35 @@ func (siw *ServerInterfaceWrapper) EditMessage(w http.ResponseWriter, r *http.Re
 // PublishEvent operation middleware
 func (siw *ServerInterfaceWrapper) PublishEvent(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PublishEventParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.PublishEvent(w, r)
+		siw.Handler.PublishEvent(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5147,8 +5324,35 @@ func (siw *ServerInterfaceWrapper) ListProviderTemplatesForChannel(w http.Respon
 // UploadSendMedia operation middleware
 func (siw *ServerInterfaceWrapper) UploadSendMedia(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UploadSendMediaParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.UploadSendMedia(w, r)
+		siw.Handler.UploadSendMedia(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5624,6 +5828,10 @@ type ConnectionBusinessErrorJSONResponse BusinessError
 
 type ForbiddenJSONResponse Message
 
+type IdempotencyKeyInProgressJSONResponse Message
+
+type IdempotencyKeyReusedJSONResponse ValidationError
+
 type InternalErrorJSONResponse Message
 
 type NotImplementedJSONResponse NotImplemented
@@ -5648,6 +5856,7 @@ type WebhookBusinessErrorJSONResponse BusinessError
 type WebhookValidationFailedJSONResponse ValidationError
 
 type SendMessageRequestObject struct {
+	Params        SendMessageParams
 	JSONBody      *SendMessageJSONRequestBody
 	MultipartBody *multipart.Reader
 }
@@ -5717,6 +5926,20 @@ func (response SendMessage402TextResponse) VisitSendMessageResponse(w http.Respo
 	return err
 }
 
+type SendMessage403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SendMessage403JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendMessage409JSONResponse WindowClosed
 
 func (response SendMessage409JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
@@ -5741,6 +5964,22 @@ func (response SendMessage413JSONResponse) VisitSendMessageResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessage422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response SendMessage422JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5900,7 +6139,8 @@ func (response ListChannelWebhooks509JSONResponse) VisitListChannelWebhooksRespo
 }
 
 type CreateChannelWebhookRequestObject struct {
-	Body *CreateChannelWebhookJSONRequestBody
+	Params CreateChannelWebhookParams
+	Body   *CreateChannelWebhookJSONRequestBody
 }
 
 type CreateChannelWebhookResponseObject interface {
@@ -5945,6 +6185,22 @@ func (response CreateChannelWebhook403JSONResponse) VisitCreateChannelWebhookRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response CreateChannelWebhook409JSONResponse) VisitCreateChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6551,7 +6807,8 @@ func (response RotateChannelWebhookSecret509JSONResponse) VisitRotateChannelWebh
 }
 
 type TestChannelWebhookRequestObject struct {
-	Id WebhookId `json:"id"`
+	Id     WebhookId `json:"id"`
+	Params TestChannelWebhookParams
 }
 
 type TestChannelWebhookResponseObject interface {
@@ -6596,6 +6853,22 @@ func (response TestChannelWebhook403JSONResponse) VisitTestChannelWebhookRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestChannelWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response TestChannelWebhook409JSONResponse) VisitTestChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6697,6 +6970,20 @@ func (response ChatappCheckOnChatapp401JSONResponse) VisitChatappCheckOnChatappR
 	return err
 }
 
+type ChatappCheckOnChatapp403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappCheckOnChatapp403JSONResponse) VisitChatappCheckOnChatappResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappCheckOnChatapp500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappCheckOnChatapp500JSONResponse) VisitChatappCheckOnChatappResponse(w http.ResponseWriter) error {
@@ -6763,6 +7050,20 @@ func (response ChatappContactList401JSONResponse) VisitChatappContactListRespons
 	return err
 }
 
+type ChatappContactList403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappContactList403JSONResponse) VisitChatappContactListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappContactList500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappContactList500JSONResponse) VisitChatappContactListResponse(w http.ResponseWriter) error {
@@ -6794,7 +7095,8 @@ func (response ChatappContactList509JSONResponse) VisitChatappContactListRespons
 }
 
 type ChatappCreateRequestObject struct {
-	Body *ChatappCreateJSONRequestBody
+	Params ChatappCreateParams
+	Body   *ChatappCreateJSONRequestBody
 }
 
 type ChatappCreateResponseObject interface {
@@ -6825,6 +7127,52 @@ func (response ChatappCreate401JSONResponse) VisitChatappCreateResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappCreate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappCreate403JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappCreate409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response ChatappCreate409JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappCreate422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response ChatappCreate422JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6895,6 +7243,20 @@ func (response ChatappDelete401JSONResponse) VisitChatappDeleteResponse(w http.R
 	return err
 }
 
+type ChatappDelete403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappDelete403JSONResponse) VisitChatappDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappDelete500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappDelete500JSONResponse) VisitChatappDeleteResponse(w http.ResponseWriter) error {
@@ -6957,6 +7319,20 @@ func (response ChatappGroupList401JSONResponse) VisitChatappGroupListResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappGroupList403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappGroupList403JSONResponse) VisitChatappGroupListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7027,6 +7403,20 @@ func (response ChatappLogout401JSONResponse) VisitChatappLogoutResponse(w http.R
 	return err
 }
 
+type ChatappLogout403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappLogout403JSONResponse) VisitChatappLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappLogout500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappLogout500JSONResponse) VisitChatappLogoutResponse(w http.ResponseWriter) error {
@@ -7089,6 +7479,20 @@ func (response ChatappQrcode401JSONResponse) VisitChatappQrcodeResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChatappQrcode403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappQrcode403JSONResponse) VisitChatappQrcodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7156,6 +7560,20 @@ func (response SimulatorSeedContacts401JSONResponse) VisitSimulatorSeedContactsR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorSeedContacts403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorSeedContacts403JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7241,6 +7659,20 @@ func (response SimulatorSeedGroup401JSONResponse) VisitSimulatorSeedGroupRespons
 	return err
 }
 
+type SimulatorSeedGroup403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorSeedGroup403JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorSeedGroup500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorSeedGroup500JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
@@ -7318,6 +7750,20 @@ func (response SimulatorInbound401JSONResponse) VisitSimulatorInboundResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorInbound403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorInbound403JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7402,6 +7848,20 @@ func (response SimulatorMessages401JSONResponse) VisitSimulatorMessagesResponse(
 	return err
 }
 
+type SimulatorMessages403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorMessages403JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorMessages500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorMessages500JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
@@ -7478,6 +7938,20 @@ func (response SimulatorPair401JSONResponse) VisitSimulatorPairResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorPair403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorPair403JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7563,6 +8037,20 @@ func (response SimulatorReceipt401JSONResponse) VisitSimulatorReceiptResponse(w 
 	return err
 }
 
+type SimulatorReceipt403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorReceipt403JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorReceipt500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorReceipt500JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
@@ -7639,6 +8127,20 @@ func (response SimulatorUnlink401JSONResponse) VisitSimulatorUnlinkResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulatorUnlink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SimulatorUnlink403JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7723,6 +8225,20 @@ func (response ChatappUpdate401JSONResponse) VisitChatappUpdateResponse(w http.R
 	return err
 }
 
+type ChatappUpdate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChatappUpdate403JSONResponse) VisitChatappUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChatappUpdate500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ChatappUpdate500JSONResponse) VisitChatappUpdateResponse(w http.ResponseWriter) error {
@@ -7789,6 +8305,20 @@ func (response ListChatapps401JSONResponse) VisitListChatappsResponse(w http.Res
 	return err
 }
 
+type ListChatapps403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListChatapps403JSONResponse) VisitListChatappsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListChatapps500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ListChatapps500JSONResponse) VisitListChatappsResponse(w http.ResponseWriter) error {
@@ -7851,6 +8381,20 @@ func (response ListCompanyChannels401JSONResponse) VisitListCompanyChannelsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCompanyChannels403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListCompanyChannels403JSONResponse) VisitListCompanyChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7937,6 +8481,20 @@ func (response ListContactChannels401JSONResponse) VisitListContactChannelsRespo
 	return err
 }
 
+type ListContactChannels403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListContactChannels403JSONResponse) VisitListContactChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListContactChannels422JSONResponse struct {
 	QueryValidationFailedJSONResponse
 }
@@ -8000,6 +8558,20 @@ func (response UpdateContactChannel401JSONResponse) VisitUpdateContactChannelRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContactChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateContactChannel403JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8082,6 +8654,20 @@ func (response EditMessage401JSONResponse) VisitEditMessageResponse(w http.Respo
 	return err
 }
 
+type EditMessage403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response EditMessage403JSONResponse) VisitEditMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EditMessage500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response EditMessage500JSONResponse) VisitEditMessageResponse(w http.ResponseWriter) error {
@@ -8111,7 +8697,8 @@ func (response EditMessage509JSONResponse) VisitEditMessageResponse(w http.Respo
 }
 
 type PublishEventRequestObject struct {
-	Body *PublishEventJSONRequestBody
+	Params PublishEventParams
+	Body   *PublishEventJSONRequestBody
 }
 
 type PublishEventResponseObject interface {
@@ -8156,6 +8743,22 @@ func (response PublishEvent403JSONResponse) VisitPublishEventResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response PublishEvent409JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8281,7 +8884,8 @@ func (response ListProviderTemplatesForChannel500JSONResponse) VisitListProvider
 }
 
 type UploadSendMediaRequestObject struct {
-	Body *multipart.Reader
+	Params UploadSendMediaParams
+	Body   *multipart.Reader
 }
 
 type UploadSendMediaResponseObject interface {
@@ -8344,6 +8948,22 @@ func (response UploadSendMedia404JSONResponse) VisitUploadSendMediaResponse(w ht
 	return err
 }
 
+type UploadSendMedia409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response UploadSendMedia409JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadSendMedia413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UploadSendMedia413JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
@@ -8354,6 +8974,22 @@ func (response UploadSendMedia413JSONResponse) VisitUploadSendMediaResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadSendMedia422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response UploadSendMedia422JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8418,6 +9054,20 @@ func (response RevokeMessages401JSONResponse) VisitRevokeMessagesResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeMessages403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeMessages403JSONResponse) VisitRevokeMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9080,9 +9730,10 @@ type strictHandler struct {
 }
 
 // SendMessage operation middleware
-func (sh *strictHandler) SendMessage(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) SendMessage(w http.ResponseWriter, r *http.Request, params SendMessageParams) {
 	var request SendMessageRequestObject
 
+	request.Params = params
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 
 		var body SendMessageJSONRequestBody
@@ -9149,8 +9800,10 @@ func (sh *strictHandler) ListChannelWebhooks(w http.ResponseWriter, r *http.Requ
 }
 
 // CreateChannelWebhook operation middleware
-func (sh *strictHandler) CreateChannelWebhook(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CreateChannelWebhook(w http.ResponseWriter, r *http.Request, params CreateChannelWebhookParams) {
 	var request CreateChannelWebhookRequestObject
+
+	request.Params = params
 
 	var body CreateChannelWebhookJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -9316,10 +9969,11 @@ func (sh *strictHandler) RotateChannelWebhookSecret(w http.ResponseWriter, r *ht
 }
 
 // TestChannelWebhook operation middleware
-func (sh *strictHandler) TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
+func (sh *strictHandler) TestChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId, params TestChannelWebhookParams) {
 	var request TestChannelWebhookRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.TestChannelWebhook(ctx, request.(TestChannelWebhookRequestObject))
@@ -9404,8 +10058,10 @@ func (sh *strictHandler) ChatappContactList(w http.ResponseWriter, r *http.Reque
 }
 
 // ChatappCreate operation middleware
-func (sh *strictHandler) ChatappCreate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ChatappCreate(w http.ResponseWriter, r *http.Request, params ChatappCreateParams) {
 	var request ChatappCreateRequestObject
+
+	request.Params = params
 
 	var body ChatappCreateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -9942,8 +10598,10 @@ func (sh *strictHandler) EditMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 // PublishEvent operation middleware
-func (sh *strictHandler) PublishEvent(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams) {
 	var request PublishEventRequestObject
+
+	request.Params = params
 
 	var body PublishEventJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -9999,8 +10657,10 @@ func (sh *strictHandler) ListProviderTemplatesForChannel(w http.ResponseWriter, 
 }
 
 // UploadSendMedia operation middleware
-func (sh *strictHandler) UploadSendMedia(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) UploadSendMedia(w http.ResponseWriter, r *http.Request, params UploadSendMediaParams) {
 	var request UploadSendMediaRequestObject
+
+	request.Params = params
 
 	if reader, err := r.MultipartReader(); err != nil {
 		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode multipart body: %w", err))
@@ -10245,573 +10905,611 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cts4ti/8KijtvaulDC1Lsp2LXKkpx3a6PZ3Eadvpnt5RjgmLkMQxBWgIyo4m46r91/cAX50X+OpU",
-	"nRc5b7Kf5CusBYAgCepiO+meOdNVM7EkEpcFYGFdf+tLYyimM8EZz2Sj/6UxYTRiKfx5xrJ0cTDKWKo+",
-	"RUwO03iWxYI3+o1zNhQ8kiQT5JbGGbliI5EykqpXYj5uN4IG+0yns4Q1+judoJGyv87jlEWNfpbOWdCQ",
-	"wwmbUtXuNObxdD5t9LtBI1vMWKPfiHnGxixt3N3dBY0ZTemUZXpMhymjGYsOsjPKx0x9MxQ8YzxTf9LZ",
-	"LImHVA1x+y9SjfNLPoqPjV6n93Sr293qdBuB/dDrNT65w/n3lI0a/ca/bedk2cZf5fYRzRj2CyMrUuRP",
-	"56fvCE1TuiDhR5nRNAsI49GnkIgRiWjGJGmGv/76669bb99uHR2FLSJS+H4ri6dMBiTmw2Qu4xsWEMFJ",
-	"NmFkqCYbqw/xlJEmhcfJbZxNxDzDL4fihqWSZBOakduJSBiJ6KKlyB+rQf11ztJFI2hwOlWEHSL1LmnW",
-	"CBqft2J+Q5M42poyKamipiEvoRmZzqVaVkKJMzN3YnZejbugcZpGLH0rInbERnSeZAdy6Nk0Is1IFKds",
-	"qL6oG6QwTTXWXRfbuRqJb1r2ATurg/NDRf+j4/ND9dJ7ipupOF71LeHz6RVLAzJKxZR06wY9Uw24442Q",
-	"DrCtl21x/4ChZ7sCnOjHyRjWJ1XrzdX42V/nNFGHsAuzYKl6US9Bt9OpTukkY1NJZiwlasQB6aqX9zqd",
-	"2nlhkzVT63SCxpR+xsntwafNp6rH4psu0lwPsTrD3teeYO+3nd/e157f3ree33k8nSc0E+mh4BzZwEnk",
-	"mWSkmAuwQPtc4Up5pic7o9kkn2scNe570/jndhJ5ZgWs0/RSfDiWxHZ/FzQ+zKLHvqxIb6e/96K/9+L3",
-	"e2slVGZbc5j6o11c2NySi0uTevOL6xd2NRHievkuvMWHiJxf2QcK+7HX/QfYkHdqLHImuGQoS4npjPLF",
-	"4YRyzpJXcxlzJuVxmop0k736peHID9gk4SIjIzHnav5yPhwyKRv9EU0ku1t32xbH49m65gHC1BPkdhIn",
-	"jCSxzGI+JkOclGwrSubM5p6TBHLF0Wn6I1uoP+V8OqXpotFvvGNxNmEpiSPCRUqumdq0NzSZlwij9hL8",
-	"XFiSCnHuggYX2WugXKGfD/yai1vu8EN/P/lUl60BdvNGjMes1M85k9K8rPuCcS7vKpbwQgINkph7eny8",
-	"dT/BU0FiPptniqpXhY3QJ9NYSrUHREqmNBmJdMoiMopZEgUO/XL6kKZI1UmnXMBaDnETtwIt+xGapIxG",
-	"CxJzMpes0oidNjRkHrbftgK1G7MtOpuREY2TecpgV74W6VUcRYzf97BdTGJJqF2BOafzbCLS+G8sgg7W",
-	"o/db3Z6H0hcTpiackoQOryVwwhlLgbzA62NJxIylqKPoTY0n7oRnLOU0eRAzMY0QydIbluLyPs7MPnD2",
-	"eQZ72yzJPoobdC6ZIiauXkA4Uz1LxjPo+J3ITtRAp4xneHTut3As3xLSiETmFDFOrxIW9QlcWTCsMc3Y",
-	"LV3ADUoOT9+9Oz68OD27PDo7+fn47KVtYX3SlOZRs/b54uqh0RsaJ2p0OBLYARGbJWKhGvpOqpMxisdz",
-	"/VYzn5siUyoStUsj0F8YSRlNzFESaauNetgiETS6EOINTTcTmcoEVvuRqatSRAsypXgnXbGiCtXtdMjb",
-	"V492WAp9ql2kJqG7UlNmPJqJmGeEDodslknSxAG09tXoJopp3VJJZCZSBheG3Xg/KXnoZ8X3YPqvaZxs",
-	"uv/g+MBNZnSC/scNpPdPd0HjnlL/erTNZ1fL+g8IyIXE2oTIhCJfuk0FHxMlRCmywW3VJiFOOSQTkUT4",
-	"nJ6B0aB0M0DiCyHeUr44wzWU9957QhDVDjnIMjadZfJxONaZkqCTeBpnhH0eMhaxaB/NbYSOMn2k9H0l",
-	"RkRq+1zMSQh2vC0w5IVKai2b+Lasjc83Nv30tmMNhOF9gOuG8UxR5f68sNTMBsQqD8B3JsU140YeULoK",
-	"SA4BYZ9nsT5hKbsR17pfrQs8REiMYgncuyhVXSimIDihxPxeUCX88pUejeIj5q32PSTG9TuyAlH7q8pv",
-	"586AHCHMK4MF6utMUW+EC1ZLQ3cB788nYQ2vaPQhTUrUTJNcmHTJmHPVuXrnIz5pVVAUVSdZNlMzUf9K",
-	"8uHsTYmbrveOIqXey+9AvywoInTKzE73jw910o/4pKuFFMdS+XmDtV+DhRek9z4J1ahCV2RPBLd3Znev",
-	"owSllA4zlsqAhPM0KTwMQgkHGm1bQsGmoWXZX31Zuj1W3xDwZruRUwAoeWDEoOMbNf0zJsGa9qUxS5XI",
-	"lMWaF9AMKBZnbCo9P7t0+WIMADJL1QreBQ12o/dr6Zc716TwUT9WJPMna08QV39hw0w1p78AcwgwWXPA",
-	"vzQYn08b/Y9ZOmf5m1dCJIzySn/mvQDn5+uqwkCLW2Cv8wIlJDEiU8rpGMRQKxxJ0swVLBkY44sMDFOw",
-	"yn2rb1i6VgbdF1u4C4rKoeJsxVWwG9+zAlUSATPchEameR+ZtOHlYjFjPvOT/hmEmj7pkpeETa9YFLEI",
-	"lIeA9MhLMudiNIqHsRKlJzQjSqNohupPOpuFrYDskJfE94gYDS+dx3bJSzKbiExsSaEe3eIsuxXptT0O",
-	"AdkjLwn+CF8ydUwD8pS8JFciy78CuxhSqxv0gp1gN9gLnn5y/YEVa1fQ+Lyl3tm6oaliCFIR8VjP9nAC",
-	"Vr8PdqaHOOxG0DitfPNezeEcRvkOZ9AIGvj5rRlhI2i8Eln+8VNxLQxvLa4GsEVjlHZWJiBTmg1BdA8L",
-	"Cxr27XoBoUmzqy0BsAC9VkCcNSDNnVaAK3CJRL40K9DcbQWa8JeWyqS51woU4d2vnrYc4jcKvTeCxtAS",
-	"yelXnQdPp0oAKPXYCBqF7hrukpaaLJ6kdVbXXdPhoywntFBZxgNePjKghBfdDEUO4ThNV4nvlpldxFMm",
-	"MzqdqXMeR6te1MM9Aa/BNdoY13j+RwacPLF2vOJcFT/XZtGsYHHQNr5Y5ia+dqPK1IwZ28MZHXv8fWhS",
-	"YpdgJkfTKfRopxQUPdZOrzX8VFHlcMKG11qLA3GPL05Hjf7HL+U+P90Fxe/UED7dfSpvAJqyy3Eq5jNZ",
-	"cJ7BXVAWb0JF9JDcThgnIapjMiQ0ZQRaINdsIT209lv7846tdAhrKlICnX+LzaXn4GGI+ANpRvE4ziRa",
-	"hIZizpVKOhQRUxdwgF+H+UxeAoEChxz7RR+mEZam9PMbxsfZpNF/uguOSfOx62MwVeod0+HEaMS5cI2v",
-	"KE4OvT7ddQRMNd8p/XyCQzD+UP2xWxKh/J0aqjhmEXRAmQ73Oh09BlnntzFtVJ03+VY1y1I5B6rNVW6H",
-	"yllZU35dY9fg2KFZn9C5mbR1L4F0pcwF8xY8o0PPnPX58G11xyWt3m1X7rllDJOLLB4tasQKp1UynAjJ",
-	"yEikJM4kS0YB8hI5oWmBS9doAw4XXT39N7HMHnPxDVV/zwsP94lzO3iXfwP26BUWXS8cnTK1bA476+3t",
-	"3YefoYZfx8h6e3suJ6tjLVXlvsRX8P6Fm7Ceit8r5l2lHuVczPmQ1YoijBPBkwWh0TTmscxSmgnFLOmC",
-	"SMZrhJBYXsLzy1oFT8Sw4JBUnNftxhxfuHj8PXkP//fmogoUmeeSESpJqI/r5TVbhPqOM1/FEq86vOk2",
-	"YxMzmmbxMJ5RnslLuEwLcQIdT4hk7fkP8vVwiOjtY9VSPzajwP3zO2YTXn3c2V5RORppSSjHVwktcrhQ",
-	"NWxxIrj1BVTEsoBogU2dxH7hJ/IHJalS87eJfOx2IMJwz7zYPG53ldxEZ1I/IwnN8gf2sVMQfUxrXKC/",
-	"T48qlkROROr44VqE8kg9ljAaKcb2N5YK0nSHJ403Fvyi0Ednn0SpmMHBztI5vyazlI3iz602OcbV6ZO9",
-	"vW73xfPnz58/e/bsWWHdGoWf4GhkGUsVDf/Hx+7Wi08fO1svPn15EXR37/69sR6X/pEt7MI6hK6uA2mW",
-	"6NqqW/0fa8U3V9qqHEz2OdZurDU53aFREJW8qLklHcKYlRQJTG2f8HmSaP0GewjV4EAfUcRVP9MrRV2M",
-	"dqryPhhztfcL8I+CP0tqv+cqYUc3FZiprry3TJgvTRKtEi5jVurptyyjDaUnPpzpVfldaTo19lTHnvFT",
-	"qnZOdanNt+Xw5RhEBNhtmdDeUfREz4BHxFxmjEKYmxxSznXkftUUDf4y+fs1gfw19ZNAbaqfzpACVBJK",
-	"3r/7nig6kw9nb0gzVH/24ykds+0ZH+9fUcme7gb//V//OwRTmsMP/E+u3KKOaWOIIe16qAWiLtmyuOQP",
-	"M2eUTBRxFKrzHILs0qSZYrngn2StgIRChsCKw6tU3ErtMi5uN/1Lldyv8AcQehWDv+XF/abUGggRjfk1",
-	"i0jEbuIhCwhrj9skPJykYooCkyMsd7UWvqGwbEZSKy93O5015GXTTIn9fu3tLDz2llMMxuHjLbmQGZve",
-	"j8i/xDwSt/KRqHwqH0rg0+VmDqFeNNvtgbYOc5KWi7FrLJLmwr8jcfURJvV7ms45SyAm7FHY3eFECMkU",
-	"73f0w6sFKbDBfeKyQSP8ZLfC3UtVRvh1+cDdw/Y7hsR/q5uDDDWdi1kb+8bDD1cKZ7eoMdPU+iT4mMk2",
-	"+UUJlPBJ8RAnlkkyHpErAdGGjAznacp4pkdQaPNbr06d7ecdu/2tjD5qTEiNmmFphW6pXtJ+HD1I9Xf9",
-	"AF3oAbufDa/PM5rNPZdoKK5xB8+5jWUN90mYsihGRWaWMqV86IGCmnN2fHRyfvnh7A08IFnmelnFdSNo",
-	"OK05fG2Z+/P0GlzazmuQp+AmZHicl9bzbE3R8ILHZ4nPXeJIVm7qguv7Lii8frnWMXICGe6Cx3KZlmK2",
-	"rekNJn1pBhlHrpHNSaBZastPXS1XN7VvzXuK67BUW/fA/s54VKcd1VvzUnETq3a0Fr2KGO/18wf68W/g",
-	"aC2vdPGbhmcOG/pkC1v6N9K/i8fqIWo4mniXHVDBb1gqIQauTexKSLjxTs5PyfOnnS4yQDEaSZYFar/F",
-	"vJBmNsMoeNm2RuUwIGFGx1L9K0E2Un/NlXqGt6BdJjFjnEWXtyDn40VbZWlUKs0AnEychGo04e+Ph1SO",
-	"uXPGnFM+zF15yzcBPHauAyYrTKoUpehZKUWhkUin6vmGTYH0MYS6oRrPwAY2OT+70r7CpnWiw1qig73l",
-	"5VEJlRi7Q8ds7RlrY5/GdlA9j+JUZiYmrJYgK22A07mOGN8g5AQ39tIoF8qJElx4RHlmMwPcE0lUI37f",
-	"j0jjcczX2Kin8CDuUVC4Vxjgi2umSZovFxxfE9BoU2RnTgtyLbPqLOa8jqZ+5rDubXQKL6HhADRBq5st",
-	"e/scnnKOmwSRbB1O4CwYynFIbMX/qrT+BXxvwMKQxjGHWDzgloWAkmV9XtCxzx015ymj0XqOuPJd/ZgM",
-	"ZS7ZSoJ/kCwnt+/ed1y7Zuc6LMldIC/zXUNWyM9QiXTmxNttao9zlTNtKl+4N/JvJV8UpIJHky/OWEJN",
-	"dLhRN8xtp4+DPY16j+RnvXBq19NJDm3bF9j2uWn7A7bt5Qi+cT/AGlWh5W9vlCoMCa0q/mjtMQNAJFq4",
-	"c/YxiQATKEEOUzJZwkYZmXO0f0RB0fzk2pzIOWPk/cHF4Q9km87ibb0BtsyVsf0lju7A1hDz9w65u5VA",
-	"d5peX6oz6dGKMWhRskwqzTg/uKGaTmfteMW3NL0m6u36cMW6m7+mQfV0fWN1IsHBfeWAGis3dFM/jNqr",
-	"twYwBR6vbw5P9KVPBX4rbtCTNwFDxNAJa3FMARvHIuA5J7E3JGHDq7tyVLQpRt9i3mkdSBmPAc8oSymX",
-	"I5baSUL6+SNM8YNkSyaoxa7LXLTxHpCUTcWNNnHio2vvoV+0YKcXrXbxzUjmXv+aZxwUaMcioNTGw5m7",
-	"PrLSYLwGuGpTByXDuV7lgLhTCYjd1fkP+FVA7PYKCB6lgACbCAgecARy0NyrYu6r33JeGyh2RpqSMRL6",
-	"RM2wtU92SfOMSZHcsAjSiPZI85DyIUsS9cUwcQ3dubrvTXwJnn1a9xTiyLyb1MmpfubM2sh7vlgl0BDF",
-	"qHQbkeZtjcBsLA2tNnkNmVOoXBZejjNFfhtF950kGpMEOkvZUKQRadrfwQ4eEC5Qn2n5FJlSzMqUxmBX",
-	"Wanv1OnY9cY4o6utaHqJ6IyjM03VyApV3cW3OjlNcUNigpe6aTCv6z3aGzF/64STWSrGKZMSM7XM5sSk",
-	"LLs1MRvrfEanAXlGXpJX6kxEbfs46Jr2aZBDBg3YzdGgsWT72oCp7nqZW2oaSlzEOTSCxokSTWD8jaBh",
-	"RtMIGnYsStic0WkjaOCYQarMgauqjLCAVeWgULUJhP1fQUpxLImGnnIhrCweFZXq9RokKswetFqZ2wL5",
-	"4Yf+27f98/OQbFubXiGwbCnWZJ4OmntZBoPoy+7dlvqnZ/5pfrwgn/DPvv7G/DsYtNVf3eDpXeuPrT82",
-	"//PvH/+wZZ79I/6rfvh3nzKZZzj03PyGXlX9PY7iTEMS1EZM++5zC9yimZviaU0l/kKQglYiSBy17nWV",
-	"PzByMmOfM//VoH4pee2e7u3tPL2P3+6CfXaRyLjgW2w6yxbEecszXHhtWUAEsCOYgo/9qAVj0dtcY6pG",
-	"Q5klyUEjWBRnHuuv1/zqz1Ctyme1Ztrl7ZVu02orDCZYYwTEKVFuZ1S1hLHPuDO93Z9EjGfxKFaNGKnq",
-	"alHYtPtFY7rgQ1bc1ACAA0nnTi55u95I/ICDU6WOsaKsaXLX+yQ3ufuPxqH2uZvjsSIZsMbu9eHiEID/",
-	"wB2CVrBpPEyFBiox8Uk5q7zo7vY7O/3Os3a3t7O79/Q/w5Jn2sczLwr8Uv+jueXTu//89/Xi9YAOdrPV",
-	"WcOqG7q6AivtVz8wmii2Umar0oqwjqP506rR67d8Hfncg1X9Ms/Gz9fKf/Npl5Vk6U081ECPf1MqQFOt",
-	"9NWC6DzJVjHi2kGyNOu7elWJb1W9d1st6wMoAgIOLzS5QhSQiHQwAiWT+ZTyLaVhAL6Vc3LXxQsorcUy",
-	"k5Ie5hr4CA4XcQESJONRAHwu0Ag2AZnPEkGjVpuEEctonBTjGXSajMNGUjaaSy0UDmmaxkwSCNEAKy5N",
-	"SMqoVBoDZg1kcZawQH8JXstCa2N6A6xw2qrSTI8HLLNRFKtp0sQ1VqEgXr2sTOvfVUaFbtMMuy1w+5zK",
-	"j7lU52KeDr0wDb9MhBpnNB8qWprFQnn+wFihUKg3WlkzZUMWK+US5fvDCc2uRIay/cEsRrH+F5FejxJx",
-	"6xPMXaG8t55QbsfSCBxLr+66ETQOZnEjaJhOQQA3c69VZPQDBR1GS/14by1Y5lyJpcu0T/46Z3PQ81My",
-	"oTxSt6ZQq2rcYJQTyuUtS1VD+4RiNNgtpEjqH26pJImQmRrDQuZ6Uywd7D5CxzRWe4ZHBE0nghsIu8Iu",
-	"g4WZZS1cr3P1anPQOOY3MY3ooNEv7nlEcdN3PQxNA8DpdT1iSXzDUhZhI1nKxnOmWkkZHU70eykbxrNY",
-	"9YSRui2j4lF47U2cd5w/qg0jZRNEC3cOoh6pt1/TZFIdtzn5EY5voS9fg6ViwsSuEjG8DoiYZVtiruak",
-	"tMsPDsokaY6wp5FAjEjFsVDzNw/hsFZjgqy5iXOV8hxRbyyJQbGk6h+N+WQQynCo7n6uA1wxuzkHXFHi",
-	"OG6FkymgbatV/TmOmNBndR7FAml+JIZzdXEilS7YdJbQjKEefp7Fw2tF0efkJXkjEHoqIC9yloCYN5gA",
-	"TFMlDiGyUywRWBSiUdlntQjdDu4ODGRtKnF3Kv4Sw57CYgGicGvEnKRslsQssl62WDGebhfamSULtNgU",
-	"E5ApuZpnmQCjbBLLjKTiVr2kaAFo+qRZP0JFpXMMUm9Sogih7lzCRRYPWV8Hfeb7TNuKhJK9kTZStbIL",
-	"u03OZzORqkPWpOQ65rjpbZtDMU8icK3MqFTHet+OhEjFEG6VWq9YCpWtOhNH8Dx4EXQ7QbcbdHtBdyfo",
-	"7t7D6nGBUiPslEbQgG2i+KraI2qn6g3SCBpmd6htjFujETTMvsjZMxpLqEH7hbVq6FIL6lWgMOxzSyTY",
-	"5lWQ0rJ80QX5wkCezuhVnMTZogRAiqsaS3I1j5PoK0lC77Qx7pHFU7hS+DxJ1pE+KybJx5JG87oULm5I",
-	"4+D80AkgxU9QiOKTtw0dblKhxg/itmzcBaMYi5B5GWkj5nEWU7CnoxCCIFrO12BjnKodZEWQ6lG5x4nQ",
-	"IzgxPTVsPKD7FfasJZBPuhgH+OV9BTlijlPVTlUxIuqWXyCTYvyGJWLmEdt14PjlTO/Y5dDrEJMw8yoS",
-	"RSwI9SDioDa7uYgNY4klAYvPKiPXXdCYsTQf2AblGDKR0WTZEMHUSMQNYFgnMFBZGM7qhPIC4Zyhmt5d",
-	"YvkOeDmmtbqmjjSFqaYjJfe5GE0YmwuBU+pGQoBIC/C+yqdgEOBMBKvX9lPSNixqnBlUHK1txDFxyuXI",
-	"2cs40sHEqKkpIRnBVcmURTH123TA13CJV+U6I4+jUlDzd7IQTdZezwTiI1p1MMsWvBAk4h11eYm/k6S3",
-	"uzUR89RCVGGkmhNDt4YjyxcBE7by/WOD7cDiT1MGl54ZTBucMCDR9naJGoxE55sjI30nibq+80jIfR2A",
-	"iL4UtA1m+pKXZEg5uWI2p3mFB6yQalsyYnC7uJpAAVkSt2n5kRHtUCG6TUX2gNhNpXr4wwxTNsU1uJzG",
-	"fJ4x6VWWE0b0zxAEs086OFCknba/a6a3u9vZiFkJdDw5NPSNatmu1QiyeQhTefxqy+SalInYNpqUNqT4",
-	"UsXGXKQ+aUzphWB6wQdIE/kb3m+B5nY6EhR85Qk46eca3ldrrLK1iq9be4j02Z3RYZZjn6ZiyKTay82U",
-	"zbAmmOBqlHyYzCMWrdGdGVm1uzP9C55Aow5Y24k2J6zu4eHhX5YkznADu1bejTK/SmI5AeTXA63/e7AX",
-	"DHZrletZowE88520yWJVR91XjXwzuLHLpHN3so4HsJr0AELdlhyKGcN5KZ0T1barBaGuvqbdEDqw7fT8",
-	"AuPa4C3psR3qoMHNDIeGtpDqr9Mp3EyLA7ngw4P3JyTSWtk+oi5jDaExjbmS4DxmRb+370h14zglnYc9",
-	"Tj54uuSVrNkwftqa65BmNBFjNxttmE7b5upu6zhaiKh1vtYeifLXMqNjdqkPY/nHW9BAC18lQmbl72g6",
-	"nMQ3zHGPtGOQ7ttqGgnLCodqaSxqOjUowod2Gs6XH+wknC/P1RQO7QycX35BvTr/4g2O3vnmIB+70Vtg",
-	"6IfuyL04g7AmZvV1FJRvIQLiW4fSt4VlKP12qy78yiKUvjJrEJDaJajZlziR0sYUQ9AA/N69X4yEgfty",
-	"Qmdol2z6pJLWvvEJEY5W7TWC32siMvWgCuW+eC4L5WEbTv/1yNl1ONZnAEWk2Ww5OYoNr6U/xvmKyjUS",
-	"pvIsVRhWFMuN3vEElUO/vnl4nYmPlLXq90AGhkB+st6Ia6atrXJJZIlcy0MugxoA0U0DSyByqDZG9IHA",
-	"oCdRAekCXRElkND6IJY13kUBXNywS9AmV0PVYsxEIkU5nlQMwTSDWikZxQlbO670DFrSb9ZHOKu7rGgT",
-	"g6NfivGaspA0jRu5r2RslrGy41npWvskpEkS9rUrFJQ3sAopZkyL0RPubYkgeUmy5u5/qx4/wMe9AZxw",
-	"RZtZT2HOqvWqgr3sXNSpHgfo71JzU9PKJfRaV/XbJfJjHiK7QmA8Nwf67RI5sZjs5SsWrSPV1w1G1Tmu",
-	"LVeTjTGWnwsn9nq5Lr1hjGht5Kd/yjwy8v/5gvuqHS/4cJIKLubSOCubIePg83wJZyFs9XN1oOQchVpy",
-	"Bq+/FRDjTY2Mw6tNXkNZC9ieYMZ4T+WQJocU7U+ADFTdFEdani5+e6zjok6OlhjozIi21IgcBhwQ8CZm",
-	"ggxFmrIEKhVBjS2jU3nVm5TebibYH8V0zIXM4iEZipkNj3CMX0jmfSLmmYyjHFg3pcMsAJhRFKwUU6B8",
-	"AV4ET+hAaSM4xFkSIfDIxyzAlarbekZElRaKtR4a1XUcQ0gsQqCSM3Of4Ck0OtpLUxZin4gZrox+wq0Z",
-	"YTkzsvXW2ldEGSa1/ppw5unFuTyzs0LzyD4wRz29IA9TR5QQpAQooRqYfQuxRgAQRDsVY27MpOSdsHYz",
-	"k6xL5Hw0ij+jDb2EIvns2bNnT58+fVqKH70Xcrnx3Lj4KSuQy2skB7elkmCvqHuM3Khm+7zE+AwQN/R1",
-	"Y8h4RYfXiiQ8Ik3N28Ivuts7xbZhEclLjIrg4hYa0U/moafwa94AHoKA6DMQEHUE7sJWm+iC2HqPcGIr",
-	"nAS6J/Wduz3X3o6aBMt34Q9gpn+rpJrXccL8wD/qFxeUTfvh7dnbR7sw7tGj08MPb4/fXRgPgCIPmo3F",
-	"mIHJD48c/owi3eU8TUINlSSmcQbKI0AlaVTniKVK88vt1R/O3hS3asxvRDxkW7vPe92d9iwaPQpI0Q+O",
-	"FwPkRb4halGJxrr6Vukaml8l8bBaFguqCEHPKZsldGjwo4z9veBj0eB4kD1nKN48eXvw/XFAfj45Oj5V",
-	"TZfWprWvkatdkpsex7HMIMLHhkDoXjF3rYgT3IBB97e3FY1kW3+vFPNtvTBy210Zqx/P07i0UJ3d50WY",
-	"ph8mnz5eZPi/97NPH8/lpz/2t7c//o/BQG7/8d8+/WEwOH+yLnhTYUHn6xUnw1XUR/ftPMniGU3rrYb2",
-	"CYPwFS0wSgmKdmvvLpXIsNVzksySuSShol3YJq/wVEsLJZaxz5kkmCG3HaJ8tU/CG5rGSkK8hIpoGBMJ",
-	"8rPqesZ0rchArZ9IIcIbAMuiy7oXIbQE3p6IBJx4utA4XtCApYr1HXxB9cW7bzWIQuWmd0Lp1wAsK12h",
-	"d0r3sSx/1YvmdrgLGorofnP2CMrLCFjFPokxTOr90euA3GCcFJ1HsYDqfsDWjMEV4OOmQma6But+WZaD",
-	"WpdYhQ2Aa+lsBhH38FzZddgqmJOuYk6hevw6ex3Ydr6/YaZ3pkimZrwjh+mvoprvrii3N0cGt0FTiiVq",
-	"zaWyNasL4+5H2K821hHfADYIbeUMyzRqQ/G/DBoA93KpHhw0+oPGAaeDxl1ImlN7eIeUQ6lwmqaL3PJN",
-	"OM3iG5YsWm3yI1tIDEyB8rYaGRzKAMuhSBkc4JRBjWc0bWj3iz8VZ13QvMhOyMw5X2P/cQVvu5aB11md",
-	"9+ZZF2HFkHON9AtoQ79nIsIwDyNHH1unjXN4Wh9vk8Kx6iUIVrsLGp6ttOrVn/UrP+MbZU3GkrAwjyLX",
-	"qtNqqslmnn1t74s2OZsnzHgRxfQq5szcHM0MQjeBO0EJUaTvfr7fcyTCguC4Xy3kEOaWN13pwdTNg72r",
-	"b35bLPs7ScLPW+k8YWZLyvCf6Cr4B2OMfvOCR1Uv7rSf1+GTVwsUvZsVXkkss3woB1zH/biC3/F/8brf",
-	"M6/zm3t7nU4hCQi4nskAgnij4YTICZ0xErEZ4xHkNBj7IjAcwdkaKEgVQ+ZdsPqFnyBxA0GLCvujmqmd",
-	"G4zcwosWIBgSrUuWJfuYDcNzxTzr6/bWs3xYVUpvGcoac7+Zsz1oppQnmLrdjr2mGfu6xy7jOSpV4dtq",
-	"mlrh//5Yh1KYA7plQ9C2RyLdsoGUqCczpSyxz1nYJmb53TvRWgPLVpW8jGv3HsnbPuZR43Bz9lll8vh9",
-	"1awO2l9r3+QcSW1ep3yIXiHHbqUtWmCY4MniK8W3F5nW6spyWI2zXOnYLWyMQJBpRQVS37c8hkn1X6cD",
-	"OAQPNkziTB7BLuk05Nn+F948ZJuewz5npsQQCHgBpC0O6cyisFgK/CrmKer14DuSk3g2e4hmUUrrdwz9",
-	"1cuiMgFHpgBdV0gtmXiECxJ++dK9uwsD9UcP/vjv//rf1kpRQps44LQRNP4NbEcFiIm162QWhQfvFHMH",
-	"OFSLWMPn/XO9RGKLYjoCyXk8nSc0E6nJf6kNDRiaBJn66upaoPAjmT/bBMncb41fq7yW62wsm1mXlIhc",
-	"+ajg9nZxveg+p5kxxDuQ+tqLausB6xBvH2LCZtUlHxgiYXPhlhZPHebJUctcHsvrithGvDzb7MM1yhwu",
-	"L1fo/XXKTAGsWgzg30fBQD3Q+xQPLJKw9hwXC0YWg1XW8t4c6AaW1EcuVI+8RxemgaVd5GtaOozrdoEN",
-	"1PexvDQlaXpcmlQ7NHV6Jfze2idjxlkK8T2uV6O+6gPwyi38+2nQ7d39+9+LRSF667PSfMBmooVh1416",
-	"GRv9vdRRrTuKdj8sz2SokZYrTfqw4cSIdAAjT6TMX9B1nSN6f8zWEr/8PWC22iHpzIaVVXAQUqlcBwec",
-	"AZ6K8MYdUpVKGM8sYP6yrXkXWNL6fSoBwRJzRcfGImPLKlAs7dFf6bcw6LpY2HU8J9bKBCIRIv+5jYNh",
-	"C+LxmzizFjiWUjFds+A2uZ0IcpvGGcZfPIJk91qpzZuKdDUcAdoqcQTgYf5yPL9gUZEsKObqS5hgxrhN",
-	"vkY+WFQQi/BYG3JcV6SvqWBUrkkuJ+JWkuZsLnFhW77aRuuzXrqAaLYrRsYQGK9rwFbDAoyB7yG6Wk1n",
-	"0E6hu9LxgI25ouIc9KBuaXUQynpshQMtZ7CV2hvWqO+pxlkAMasmpS4tM/EwkLByCL0zlCAfdQFXvtzh",
-	"p42ger71heFE822wJGXWX10zC1y3EpSu8q7aXpe1GgD8KuO/sfvUHMGA6ZpxSTWje5dwMod3+S20zgYq",
-	"w7GZQecjXGdF5aMUMK/sk99jEXM7SJ1oWat/lXbe5rK0CY0tpE2sjXbpvl1in4jy5Qmyo3EyB3cZYpNp",
-	"OGfEIbr3vXSGra1/M1UzaiIHiChFICIclD+5oBb+2dbLM+0FiKgPyqAGNvKbVDV89BKrR/GwLQELPMfd",
-	"VssLv+4OX7a1L+i4DoPWUwAu5j7HCR0DkFBApjQbTky8IFSMuYwjGRJUxqWRfy7oWAYEgHrgb0TMyzMH",
-	"1XcFx1ReowPewSzJS+PM2rwah2nFyVYEoJRN8xg0RWroKl/HSeatzE7HJI50KJYlngnf2uvAD+rLfaIh",
-	"mugVYqSmCIFCIsEQWmgEXdRGQ1zoEj9l+3VNGlaV9ZZW5UFt5Qv+gGbufLQ28E/ewhWzWSpu3IADPx6K",
-	"h4Y0Y2Phy7+xGRzmER3i9fbg7Mfji5N33wfkw8XJm5OLXwNy8OHih+N3FyeHBxcnp++8iRsTKi8RHUzW",
-	"GDnXQUVxHIC1NRYLkDx8PPci8rwRQ5owralh6Nosu3x1Fm5WrFHWFA04YzdxXjeglE2mY7oP3r8/O/35",
-	"+Kge9MOiPeknG0Hj/fG7o5N33zeCxtnxn44PL/DLgw/n8MfRyfnBqzfHR2tyiwO9bQqw62fsL+BOVF/S",
-	"uYQ/jmIJ6F7AQMAvs7I2lp4TuK+Wche7RsU9EuRbM8gTRLHvT0vOxyt4v8ruXRQa71LWiJ6mq0rVekS6",
-	"Uz/qDfTTh5PDHy/Pjt+/+TUgH87eBOT9D6fvji/ffXj76vgsIIen73+9PDw9OvbjIWMQ03KurO0ttVDe",
-	"hgiHZkF84AAQgmmKVesX2uRn60SMufbxYx3I3OHY1O5FiL7AACf1VR7DpH7zFP7PT72PhBJT/F59uLg4",
-	"fXfuYD2sXYatuPIe2dqYwipgaBixjj/vk0JIv7quSzH9kmT0muW4S+Z4Xhz/+aIRNOD1RtCA99Wh0W+r",
-	"lVoOkLMJMqBFBPy0zp41Q/zh+ODo+KwRNF6dHv3aCBqvT08v8DOSfU2GgQRTr4lIncvXQmT4Wa/xJ++O",
-	"XbZV38Q+HcNcXNU1Q9dkjlKk4xg0CqHnzgOgStjSmsuGRZS16k1kn1xbwbOX86oybnZebi/LyPOzYbZV",
-	"oH0cw8ZjzHmD56S4F+a6t6DfROywdWewvqki4irjWTykXujJ3QL0pGP2pMktXUgSllpoh0vjcvJAj/J7",
-	"K1HOlikZHwCfDYP0opjWqs/+rAjIgdj+y4yNA8yH2J7xMUCPw4dbdjXLkx/2yNtXLZ0rsT2d7arn8MPO",
-	"eOY8132KD9LZLNEgqduzaFTOonjkPIg6W7fH3ulBu/MEA5afaivhzy/gkqYNaDMYOAa57X51QypAg/Em",
-	"hUR8by/TtX300Hk09VuO4YZb10q8DCvuiNEoiTnk5swlM+mASiRAGG0/dBxpPutp1DtM0zSo8mvXKnVD",
-	"wutEo2oko0hpuiAzzPH7cPZmH/F84wyUhmoWZDU7bvlxVx07YytgxH1alQBeCxDj1lytqWoHIDWmFuEG",
-	"CAhQ27uAfzDnpirJBnW0Hlo3a2U1LB9ZfkYorVjwmgoHu72ezvgL9QkLTWExrDDN1Hv7JIR/ZUimdCYJ",
-	"A3wWDVIOeR6KW85oSqcsw5qBcSYtiF315sDWlmUF1ATOea7Xh1cbCMx4fCTUOITF0vUnPkScQ1s7GoC7",
-	"NY908cIwR9IaFA0SpjHOvARsWIunagCCqy3kBpxSXuvHbu/Tg4F3yiGvtXHBNQL48siyctv+IDPdizTo",
-	"0c5KaKB5zzk/5SzHf1RnfTrz1FPSPxQhflcB/BZL1N/DCWMXfY0mlkFx500tVpVO0uqopUgz/PPW+c1w",
-	"yxAwbAUkjlBSSwgdpkJi3RFNIVnk7XOsyFMJnphjstVlact5cSKZnwv9MkHIFd2xtq/nQLHaIr1W+XWL",
-	"37c+w2Wfs8uUZeni4WujK2gOLdR4QTW+uHhvzFd6cXT9ERcypWMVsZRBUQ0u9G9r4nCyyO9H9N0g7l7K",
-	"kSjNESnOx22+uO5mYUvbvEzawjFawmvNBv1tioiX2cwDqojrpgDOz3NhnM+v1McrA0GqEYSgImoucutr",
-	"RAPcyi2L+baFN0KrTU64qXci+yaOEG+T/byWiEUnimI5pGlUvjoaYsrj4YRmbYNjZYrjNILqb5JhwOnm",
-	"Ae6sgNLoBsGscX8gKVfFr2u6v/MG1Wiqw0cdHWVVt72O414sJjAcnr3FWyk1xSEc/2Z3r3PvAMgKnlyN",
-	"77M4uE3iITU53In7bJgGQlk6z7XJO4CqNmWpdMHllK1VqHDds1YVru7yWm91bPvhV7I2wF/WubjNtWQQ",
-	"7swL+KVDJascKHVcF+1Y77LCZ+sscqj49SDUXrLhPItvrBzIPk/oXAJKbpKQPXtpAzgY3CB2uBrQbJjE",
-	"jGc19jlmedQa66UZ2h161ucpu6wpKXBYHTfkiBcHb4a+D7m3GQIV6ztfCYBXC5KyLaCV9kotvwXrdgzU",
-	"RzAjfvBVD63pUT68tXVyt122Vqn2eI8DsEaOt+4Scrt98oNzSAMvA7BKKur9epvlO79Kx+o6lbdZ9egW",
-	"uMHKUo8efojQxn6b8CPytMJ53zw94VjXA6pNTrjnKb7P5nvQ3nH2xJoL9JvKgoWb8+HyoNvcQ8L9a0b3",
-	"m0e9ecaFKOE+lT1ZaGsToIVgjcCUmVoEX13KqL2B4WyZa4dB/XJzn7pXP1bes7xJ32CZIJ2AlLgUGSaM",
-	"pixqbQCJ9w983tfZFr/E2eQcxEmP7AAsGUTiVGQ0Y1soeFpFOcTPYLBEoD8IAVF6c331gsc+TzWDP4/H",
-	"YD3WQ27+8PbgcOv8h4Pe3lNyzRYaqJWiveXDxeut5+RqkTGlzJ2xbJ5ygwFwtSDDGkJoQcjoHDu94Cue",
-	"dz3RtQ7+BZNZHV9bRsy/1mAM5Eko2rygNBF8+FuUJtHDWmvqXsDEM23kwQCWImJf84eLi/fnJGVDMZ0y",
-	"bgq6VJEKQfkvIBVC2vCYZuwW1OXfDKPww1qwhDX6qnq5rK5CoahDqELkc1y/qIdjcRBL9P0QmMpVWNWo",
-	"tV90dMScvBdpNh/PmdyoxrQn8hi48hoby8Rd1W8nZCzzNM4W54o36ZgfdXukB3OsUl7y5x64ZV775BU8",
-	"SwbzTmdneHB4eHx+fnlx+uPxO/iGhW1yIa6ZBm3UsrPRE0O9p0KC6bZyfqU2J+WRhGiBhQaZw8QktOej",
-	"i4KaoqAsncZQFssaOucSkWYX5Iolgo9JJtrkgMBjUCUYt1VA0B0IDiWdXkAyNVQyjm+YJLudLgDiaeIh",
-	"wlM55mDQuAPHJDB2WAsgR76f1bZs3Ck6x3wknLhX9SfejoBAowFwFSf/HolCpjQG36COP69aeLcBG+3g",
-	"/YmZur+hgFAC6H3GmU6Gc5mJKUu3ipUk0fjQJicZSVimBBFU5Ad8CmpdDh+QJ6VJ0pzRGDTnn850QCau",
-	"ckBQOQo0in9AEjEmYp4FWCzR5OPDWkLehwwGHGpImNpXrQAPnQPsBgtvwmRt7SrBEV7LAzZEmlWUawiB",
-	"E3zA3RiEMvCQ+6ILiNPCIux4S2LxATOOfGaWqmpO8CV4HcqBvrIuEEI1jm54eBZd5S6qbaD7RzDaAfeZ",
-	"1KSSDhE1yjUuvT89v5BEO6phC+lCTAM+4CeczGg2wVVR7EYnjms4jxzaSWbqmFpkEwNbbyJVCj3q1YDx",
-	"UB4NeBH8SbUBuZZ1S7FPBg03BHfQMK5jROAT1gVVaWLAbR2qKzbBWsK6ABlnSZscJAlmqCrRTrGWyIA4",
-	"G4ajWy6ce2QUQLB/+zeig4Wk+viEHIMLLNymszg0xnJr1dyUe8IyhAjW1C9EAv1FCh7uDzgh1PaiAXJg",
-	"TeHmglIftu9DzFjbuoBi15XGVnFJ1ZePUT55stvpPnmyJrNUJAq3J4wm2eRvYUDC7ZTRaIF/ihnjdBa3",
-	"F3Sa6LlvU7ngw/xLzlhEuMAR7BPOYo0xq4YX5kBYxoux/aVUwfIuJM0hTZJq/YWgtMhXC9iW6qTQbJ6y",
-	"Fm5e1Q2cwe0vMIi77S8myES17T+vGP025+r6B10NI3Ok3VtO5XRFIot1HHMlgKYmr8oPfoykQgDkNnlv",
-	"wiOkhd7VOJYweJ246NkBBtMVd5BGSf5w9maLccXZowDLrKBkiG1ZY9jL/9h79R+9nim33On+R6/3H71D",
-	"5yv1ufcfe0d44MOPg0b+8KARDJxSzYPGJ9wpH3TJw3xLG5jolFnIRH0MIfAEDiEeQfAU4kuxxBb0AckF",
-	"syb7rI5WXgtgC7Bzdzs9r9TXapNfEIVPpwYMuFbK1SaK5kMmXWg+KJNlBMYRncbJQh0oOsyShVLJoCyd",
-	"U5GOzFKGfjrZV/P4O3kNL5G/kxPtXIv5bJ6RvxOT8kLSecLINgZqAMjZ3wf871tbW/Z/qplD974OjbdP",
-	"cd8nYYv8nex1XpDwi1ZE+qj1B8SC+6/zhOrmHGLM1O0YmKvRvFlta2oQ/yOW0TiRfzStXNjLES7Ov5Pd",
-	"TqfUwm5nt/iNek8rRmSalwz/O9nt9dy+MPymT77ANuqTj+bq/nS3/jQPXakJEsOKwYowblnXOfTz3//1",
-	"P1VbA34xMbUvUVHHUgGGocNdZTOpIHcNIQLsjoklcGEOCVkWj5ZcLQY8/Lx1Y6OytrCTsBiFOxRTpmvd",
-	"hlWlKSRNmnsMtb6yKAZgxXLA9aXRClQjJa0tJE3FQxFibKL3/G0KcjkmX/D5NNBB/KrpBFRJhIj87I6E",
-	"D3gIQB7hdggwl+F2yEUW4gkwpxUMLDY3tIAWjLDVV8ziLVBpnld8Qcx1XVKdHTjgCCIXcy1DWWkTsVt1",
-	"rUv1Qa13Xg9gKSow7hcl5Nr7Z8CNnJTG40mmfXF6ZPkKBqZ93RuCwqk9dMB1fWzcht9JUPLTyERYoxkL",
-	"oPUtm2gX5ZR850zpwmAsPnmy1+k8eTLglZvdlmQDANsUdzbc71YUZ59niGtoGGQT61fOJXiNEzGGYodY",
-	"n1iCu5BcKGJYJUOalGas5yMS6Q4MJY78ZNqcgojNErGAw5HOudTBL7lOIFJzYbyJtdB2nJeTN7SCzUSn",
-	"zNaX75Pwi1sYPSCmLnpAoCx6QGxV9ABEyj752G63P92FAYlSOKPqVKqG8UKf5dd0OMNNburrdFt4o89Y",
-	"+h5/MVho+3qO+FzprlEz6A+4q511O52gqJCQXicoqQnwkGPx2oN3CvFz8FBLiYhQ+n5GZYZzYbbIi1oe",
-	"HV8YqvmHhs7WFSiR46WM6QOPZ0kxvsCEekIc+mfFbxI6ZH2UqR2WnjIp5qm6aB2ATBl4YwpkkMekJWJc",
-	"nVSglFaQcBetPgg0v/76669bb99uHR2RH37ov33bPz8Py/XnoMrk3wRnpPnh4lCdYlOxriAgkTAXaEh3",
-	"t9/Z6XeeKZH9CQoGUZwZvqAp2M/js1XDIK1M42EqJBsKHsna5i9M8+1ub2d37+l/YjdFRdQolDhf2GCG",
-	"aLpcrux7A8SrYp/bcxd73lL/3wEUMt/A/jPMT900NrrSuStc9cnTTseGF8GFhuW74U+9dAGRE5rqGsNJ",
-	"AuLTXEL85shV2/aJUIwlztR4QcZG1hFLstt7oQFvz1iWLrYOFL8NSVMTGeVvjzARS5JCnTM1AdCBBGn6",
-	"G8M2To0yWixt319RZV5mJC4W54bW3AItuuoGpJLoTBJMFwlyyQCzQ9rEpBno0i4fzt5IEsUm5MOG/s95",
-	"AuoyQTnE5gyYZdMEkUZosUEWZcNCJswZvEJDtCRNk4Gn40LBP6QUvlKYaDDg+ivLMvKnzo0aln91gOEc",
-	"4b7l0vt2K+/netuAh3JCe3tPX4bkD2TCPrtOkib6GwJS6pj8gQwa7UGD/IGk9BbUiFarpcOqTTCdViBN",
-	"aekBt9Q3yO5ZRYNtD3gjaCTxkHGsGautgO9TMUtjllEdCRhnyRLj4MH7k0bQUKcb7YHddqfdMbX66Sxu",
-	"9Bs77U57B1GzJmDWBbmfzuItta5bjsV5JnyVF065q72AKpVNcujhmCt+UTWuwa5RGyMV8/Gk1i6n1tpr",
-	"X3PfrLUIgaxgdbuwoskGYK8IbdGSbdXNFtxKKClQi+AEjuBmwlAJhMhZNHsSqb/LS5/AqaTpYp9cObWI",
-	"8CKs08cfsyDRgK9XkWhfl09CuRCC+hzJ0VGhUzZSx73VNkYsRdOYyQEH9ok8xPDO3e4OcIMnT6AMpWwr",
-	"ESwHwbf5HHxdhGvq2mlD1USgC/MNOHysM48Wwc+ruWJ5QQ93XGm5eOCAL6ke2FyjZGBrH1B1a2sGDrin",
-	"sogbhunWtUO0PJQkgI3WlLnLEf8H3H28UigPjeX17RxkJGHqutEFzDFvPND1tvAE+bEbnCns1+E7gLwf",
-	"qr/Uag34mlj1rRyr3pwqrI8h87qpNXVc9OZEna/pGlZabaXGdNsEsfGwcJWx7jgYrFTjwJi9Cyu2n+sW",
-	"uLzozaMWhxacHnlr6g4txA1H05jHMgNDdZu8UlwUA0+0FshGImUGCmNfLZTRmYqCy5Mnu0ofM84v7CfP",
-	"p5WZsPVqtEkBLbAijf/GItJ8GmjFGLh5QofXap44p4oJstfO5Rfr4Rwp0T1zIPD65UWBwFQ17N7ulhIs",
-	"jFNU8a0Z4/vIkm5jicNXU3oBmhyO2GNyaeZuU9SKlLarOJ7h3epmipOERUo7cYvxmaFBTzHX9xeVTJod",
-	"Beo6jJsuQHDJFEst5uu1B3ynTS4EGcU8ImKeqe2g+SorTc/nACL+dD8YlD06p1BEH/3R4T6YncM8XTHU",
-	"lnajb1nTJIiV7QHfLUzdArsbswbV9pcrhgYfq6fZ01VKzZZZnCQIZILjrNxgI/WAgy6Ro9g3vTD2rXUu",
-	"N0KwXV4obiM9OBWmDs++YtWbVdrB3WBNx3vtgmSN+ZqWlJhgN3GRJhR9astHxpKMWDac5LKhFo5xcmBo",
-	"q2S2kuasptDlfpkZ4rC+k7WlLcEjVIB53qh2JZ6wGZUyd4TZMurkxGZTYC+xOojFEta6hF9zXf2kpTMR",
-	"Mu2kLJA6gG4sxyB7nRftEv2M58VJJl1ekjXwlWSFfjYty1qsEUrirLYeKzkAbw/eg4SAolR7F6KWbmR0",
-	"tWyxWm6qhXC13O0Bf9om6xQbD0iv0+nX1dntky95oetA6Tl3d0q+yL/EQ6lJO3t4VfB9EqqO2ym9hRWL",
-	"bH1vXGpFd4pstlLNu63mApSQtSXUsWi6k/eaZ2mCu5zi8TfDIc1jfhPTiJL//n/+X3LMs5SN5ww+vIkj",
-	"CtLoa5pMqFL81MLq6RgVBe6PeYbKuvE4tgf8WZssL1dj18Xec4rpb1bDxlIMlSFXy7JRBCVjZnYrsICU",
-	"1LIS+syUIP821oVxUjKliTp/VlMI7BWRzg3EUMWu3TTiDHAEsOVHpvAzKkho0W4FrhX3RdmKa4pWutLb",
-	"d5LcihS0nObAW0Rp0AjIQFeYGfBSiRn8saYsNv54Uagc6C1YVHxnwAeNusdwE5sNCjOyMQiOuDpotNrk",
-	"IJFCsbU+mWtPZ44BlxI64EVIuIKdP8ifBfAcE1xSORKFasig18FyxH/TtiyQ9LVM4bpmCroddOHqa756",
-	"REUbHO4bikqmUuK1+TsfGV6vIo3HsRIiDMKnp1JJQK4SAfvLNj6l6TWDWx9nkTKqLt4W+KTUHtWOxbCt",
-	"xMye2moesx/QYw3DI2lWDI8D7rM8tqC7Ts90R13HMlgsrDoxSygnf50LDD+xqUpoIbIumZNIV096a1EE",
-	"9FgBxylHoYeshZIlxIHMKUAzuYCE0sBZNKoSfy4JqbnkIplaWXdfNRxkuUKFykqpfFuCUlfkqCku6a1b",
-	"Xi0cuWl97bwCYqlSnL/E4U63WK6wUl+rUmCwXJnp7i5wiI6AX8sInqtYMbdXYFGZWp/WtbNdOifEJast",
-	"pKVmlF82tmBOPqkPXnsfTioTxt7im0WOXI25SsXZdXudnac7nd5eb/dpt7e3+7w0xWXTe/78+XNFmHx6",
-	"bxkyjylG5AmyQ2bTNsZq4lW1TrXIUvla9bLH6FgArvJNV5+F5auJ2FONJmI8kfdHr021hdZDCPEDS0H+",
-	"X6j11oem3bgPFSol4O+KIclqUeELORNcIkPqdTobsrA8eD/fclraarpSVsvdYXkcuKkph82AeKVNLxgO",
-	"veDDYtuunN0syNeFHo70OufCc6PfuKXTOGr/8Gr87t3Fh89vL6533v1tuPPuL7/23k0+HB68Ov71+C8/",
-	"dX/624fe2dFw9/TD68OfOmevz/5y8Png4OVLxenprTN8CfloijE9tOW7TyYsPObjSwxeUpvhdkIzqfaO",
-	"osXbCtEkwjac64h0WNB7HhjI2oCXS+nhWnJqk1/gti5qNCi6+DSfclHTMKjVEojWX5TMhBrDgjlaQ0uX",
-	"GizK7ER77gtSfV6wMmzBmdndZDsXN+bFMgOjFcG1xTJHTCyYF9c/thbMvroCaCR1rOWqI2tH7PuG4bOb",
-	"Glv+gyeF+k3V0kkNCLzFhH9qFqFbN33Le7bLwIXwXq+0eIpFboP8VsQezJmIEt7ECJknyHMFSY58mI1T",
-	"GjHn90yQa8ZmLvRxvmJlGKnK2rzPRUanF9cZhv4JDJlX1PzT+ek7TZUX992aB+QvlLOEErVmmRq40suE",
-	"+gi+7JRKwmT2f/4/MmLDCY1omyjFmpH5NJcgZzSlJOZKMEgdG2s7RwjGa3DtLVxI3/HQag379VKDNSby",
-	"tMk7bXC+pWWL8z4a3hyDYcxlxmiEBO/urN6G79FffSHEG5picYnd3ovV710I8ZbyhYk9V+/tIe9Z/p4J",
-	"3UKYNnjrxYYXsI73cwtA57elsSOA6cB/A/vLIDuAkmfolSw2rL8s83K3C63w4XQi1uh3d7qd3tO8tATw",
-	"2Jyx1VTFbOTed3PO51zfDgCy4aZqQpP2YtH+VNeejimq7HP2Ok7YaepXvN4JI8r5SbaZgWITIVbPUG+H",
-	"6iFy7EIFHL4A4y5vYpHo8ERtwdie80qeS1A2PoDGHhi+r20LNUYEkToWhIohsmg6cNX+FqoqjiBnzqpL",
-	"y3IykVp8wP//aBZfYjXwgr3LkeJPpC14iVJuRbwveHyL9iCnUrkexylPFqcWP/mhRqaGf+ttvJ8UASrB",
-	"xI3+XueFIrEXPkqRaOzLWH6vZE5IsABnWXG5v5PlCD6MELWGQZ2RTDS9MSUJ8vNNx5c3MbsN2wMeInJh",
-	"SCSj6XCinSjgGzCCB/hYwmqmf0hSSI6WFQQeHU2sEasGXMdBwSzyxKKAxHyYzCOMJRbS9cXZIAYsjOEx",
-	"9ryJZabBA0zYFdZh1fGioAWUAVU/Z3qexrdTnihAsqtnIfzU4KX0GziOghiyshpxDZpwxtL1K+pUMktR",
-	"zH6Je1vDJZR3gw6qMU9ZpATBEf3TN8EcAaYiaDm4RPeBRViG+CX1HlFbwN0ksVy9SUpbpGZe1W1bXMSl",
-	"OJPrYWb68Tgr0xZpRoYimU953VjBjvRqURigBaZBhB+Ddu8CzmosH7uAdeA7ZeCeT2vu2VMclp2mjoSJ",
-	"o0ADts3TJDB70WS2qh5Ndiv+XexcEch35eYHeBv6fSsidoQ0OJDDdV57j/Hg+qVup7PWSyCEfHqI3QWe",
-	"dILfYU+hYetjDVAKnydJEVptp4ik5mR/kc6LfqfT73Q8gEt9W77ED1KmNcAK3JMxqRngkuWog8N02jYx",
-	"hu1bwdUGKiGO9TqI99XrevC9Gm6o905/dw8nU0Huyp/rkG6n3+32u738kFSR/1zkrZo+imbwFeANahvY",
-	"NAVYRZPFYEr8i0zJHd31lbAaBCWfPgYhj2M4YQW2/kClfQ0t67VIr+IoYhz1q97qN/S8clzr11iK7bfS",
-	"z9YarckKNNK8K/0qocKfJeGIvFbc+FQj8e32ekpR8wYMn+nwEkkgzHzD7PNlEh3yDR3gh/FDIeTQGQm1",
-	"FlkTnocgm9LjvBpt44VIIQdRlDIp0e+dCDG7osPrgMzS+EZpNgNOSBLz661EDGkSkMPv3x1cYFALyyik",
-	"lqeU52ljqB8ibKLOuOFjHCYSAkcqZhhYtW/jS5oWvRv5oAZXjfm4pfG8Tdg9xH4Zqp6UUVnVgC0w66YQ",
-	"sPsknMV8HBpTndslJj14hOm6KQUrUMlPINsnS+OhLsRsoh69gOfN0DL4J2HLxP3okGfT6L7N1Sy9qy6A",
-	"J2FgE6TpMGvH05lIM8VEZwnLWBS2bEYdBoNkQjWQLoo4XaAHyBxxF0cyNRl3uVCFyft+tXdZKYz9ciTA",
-	"d1hGn9sggjjPydrt9VQ/2qCN4R7eJWoOKvLfixcv8uxT9jmW2aChV1lfs8WVDWximhKU2yZVRFvLC8iu",
-	"GrXKIGvBYtPZjNFU5uBaOhYLwagALwEsvyTO2uQoT1eDTa05ymNlesDgd3s9PKmhDTGb5uaQTAiSCD4G",
-	"CwXymOIDNo7Gp+Mh6FhRy7uvZ78WrQ5R+q1IhE7V9SQiPw6z830hRhZNpVArq1aU2UhOeYD4oRE21/I9",
-	"djcjsvHlLiH2OhKvkw/ok3hRdP6mq1aSdZeJuji6imSLX28uyOZ02HSD5FrcLx6pxuhqOaJcv/Fi1Bvu",
-	"sme0e/U82hk97Qz3aI+9uHoW7Y66nec79Omwx/auXkTPRru0O9xhz6+eRr1Rh74YPmN7VzvdhgPypvfT",
-	"vXepA0joEZXPPTOpxSHk4vZfEvQ3kKANTqRXit5UiK4zm1ZErlo7qs3CNLJdaf9TjgbWmFvRMjAhaU5L",
-	"7ZJIhxJTH+OZB1wueDZhWTyEyxjdXxouMg9jLk9i+0sc3W1nTK5nqPUaQA8MHYqgog81Y1irRRmU3qZi",
-	"g2ync3MpySs763ofS/hv1TJ2UHBbK+JdLcC/bepDBeACuBJZQG5Fej1KxK1xm2OKZ22vkmlTU7lHzm6L",
-	"Badi6TDDSnvFG0E/52u33KYpTQXjTSmXI5amKO+6M1zZp2lnrU7xyiLNlEmR3GDnQ8qHLElY1Fo9P+0s",
-	"DqrVTE2CaYVSBdtQPYF+xhxOccsxwASzTzS6cF1z+lpcNiAbn2aEfpnpUlK+BuHHS9PrsmZpeq0UUeBc",
-	"3qZuAZR2VQOJkFldC/DbkiZoOpxowcX7vv292oYJ50YdjYxiHstJsaUaLQ5sYPe7xi1LQl5UH8N07tHE",
-	"v/UN/Q9ro/KYMR7rcoV7CW9StRd8Jix13KSn7oZNJJGZmEFRcMGHjDRnGMZDUpYZZZREqZjNbFa1uvwG",
-	"vHr74RjCNoBO2Zjwwh1eVL4h7gQwTaXLD7TG4btHj6ALj5L5kBt0hdyN04ruLSuf41tL4tMKwnEKKxb9",
-	"SwD+BscTt9MjCcAVh/YKN5Zu9AQZ+Gye+esiIhysB+u/CRlQBvuARzqZiZorf99YeTD51W9P1vClYOzR",
-	"z9XhUOORBnA2b4iB7IP5MyyZPVttQMWB/C5jZdMBqKtrBPRJWNDkdaa+KRSAsBQle0M44LpcwFJZHSWV",
-	"e3OrAV+DXWHthseziZVMKJsYGLZveg8yQukyFI8dAL/SCPVobtcHGKHWcKb+rnyp9zNB6R2y4jY0Av4j",
-	"Wo5Wip2Fnv91MX6DixFP+1e2DKFRJYfpqzUMHZUq09oMRXdUAeHslskMqy/vQ+QL41m6gKRHU9OWaIgt",
-	"0oX4/SmEcWZsf8Ap4YJv9T5/tskQDtgQJbufP6MjTFuVdjvP1YWw23sB0J620qgBEeh2iMZfgzzhSON2",
-	"sgHngFGBwwjIfAZAiH1bwbWn3aF5AwHZMd/pPM6A7Opv9vQ3MiB75qG9AddftknolCGFyzOvkWorqJIx",
-	"vWFOrVTIGzei/zWbZeQZiehC4pv62I/miboCI7LTcX7E4JU1bGSb3LoDvpmSUI02zH1rq8IOoapScZvF",
-	"0rFKFiuMLLs0vIF7ukqsNzARw1XWCfI6xjqgddUuO51N4hLz9XSqCZaiEvVtVhuQ6Fa33TQk8dy8uyQo",
-	"caMosr3fRxCZLZbdW+U06z4rl/9d8RDKQY3O1fPRzrDHtvaiLt3aHT272noxfMq2enQ3es66o52rvWel",
-	"csP97vNdW0taS0QrrcAo2jx79rxbqfiMTRRKN/fUNnaqKaN04NCju54TsUAP7OcRpt/pqOFpAjSyeMrE",
-	"POsvY9+NjUjUqZCoZikLNCtSDJOGlgS27eVxbb1NBa9ChegVMW2FGuiAN+tesf8SxL6BIHbGaFRZh29p",
-	"mVguvBWqqgHy5kNMIN4gvO8Zh5ItklDwBMlifTiEwcHUhjjb1+k07CYWc2megUxNtGpYM2cudgYDnoet",
-	"a6tnALKPdgfZVA3VvRIrwZPGhfrQWtvGMOBfxyR6BktQlHfOTcm5r6iYbxQd8pUU898uOqTM1Tv9zrfU",
-	"1WsUddzueCgLgSK7V89YN3pBnw53Rp3nvT32/KpLd6Nnw85o58XTHtujz6Pu1e7w2ajDdujT6MVVb7g3",
-	"es7goavO8NsFirxTRxx+3f9XSMhvcN/A3imENNr6lY+o9GdMfqXrAsALIHbExnnocBBU4pouoL9GF7bB",
-	"tS5j/k5i0Ul9Ceh7Jo1ZNOBJfM0I5Qtsc59QB8Ch74Kcwt61IGh/nbM5gH6FCLug9CvuqdA5QJiGqNUm",
-	"h1A+DrV1OU8ykwvnigObm7kHfMkVFCy5gCBrVlpbve8+umBl7fsRHXSqcb2QtraogU/pPpBHObVXfTgF",
-	"auFM5dR/MaKvzohsbrPMyAwrqN6X/2R0NtsCNL8twbdMInEtTDwcOUiOuJon10EBG9GBixtOhIQSKIgJ",
-	"LVIE/CZN6qJQF4ClYwBHH4l0KhE4DotDQm6Ftn1gGRkS81ZgYXmhkIgYEY3fLUPI86ec0CFkjJXT/QEq",
-	"OofuD3LQ+xetttuKSCJJTCEWMJaC6Iv44Cj2QoPpAgphIoDNgIc0ZZgILh0kGeYYDS3oODomQ+ArMiQZ",
-	"SxJZgBvGJ/F3DWI84DexjK8SlhcuNERvE6Weat6aG3exhhh8Bsx5/GzAeV3EdEMqxFQ0lRAN2WIoqkSi",
-	"eDRiaY54qlm0RFq2x20n93kqrgCfNebZBAnXgvB5JTZqid/OPpZo0gIADmLDIk2xmzL4oDfIHjcvbNFT",
-	"fmhz4u/tUcyX0iYYgiUjaOhtog5cGbcLPnf0f41PazNad/RfC1GrEBKJlDc6hR+EDOdZ+eEuyF/XhIH3",
-	"dVh44SVLihyESl1WPVP21SCj31uKLhKu7opSZ0NLCepUYOcPuqy+4hWQV/BbGqEMDNIwDEPOCb1hmGhU",
-	"gTnRV4RTH7D2lihhPeAtgTF2W0ms5VP/DWEq/WqEU1HgLZafAPL2PW6MAc+vDBc21mHkz7C4mNt65QYJ",
-	"KkDTXGTxyDLDAQdABadaD47QlK9lySjIXTQGXgzLFUkSZ8v4E7b3JpbZQ5gTcKJND8k5S6Ao2tflLDW8",
-	"BNX/A07JuZj/jaqvgOb4JTAV82av+0K9tbe3t5e/+Sqdc0HexFNa4SWmvPSDmUi+NvWsxO7wYs0TdQX/",
-	"Q/OTN6Zy9dCZoHtIH4OHYLpWPfeA32WRNzRrDvoOSGwQxgWSFDAMTLy15UpcAQdqAw+4FlkqIpwV7kAx",
-	"bbo/kT+odqn5W9eDaZMDI//QBAobEw1a5QZA2WmYJE3gNxfaZOr8blIyDI/qEyi2Hme6mm8hAwOo+dcU",
-	"RM8lvAbJ/QA24wcT1SfynILjntFpY+OTBiP7+oLOl3X8aVqq888V18MKOtWpr2HALFgkD51bL09bewjb",
-	"WsqrSn39g8s8JivLChSPyp7ySHE/e8KYWHk/0YWslFz2IN/6yUmaMij2dpWwJ0/6hGqesBVzW13QVlWF",
-	"IjVNy94gHF3qbHh+zSISsZt4qKvpoJU/yIsK5dP4TpYq2dC8JKEkTePniVMDyAkY3KZGHkSB29KZIDql",
-	"lEuqOZ9R6fObsp5nIY3/uUQj7+H/+rHz1c7+sU+/DUl/1EMPKv4KrQZQ/+TDVBnHcnwPreb5vbQaV/yB",
-	"eaJxJxNKUiFUlmrnIXBEGdJQG7Iwws0ULgsNuK/+FUu1KNFpwAuAvhKCsSRUiwcxLZaX8EDV5BXLkjwk",
-	"+DLpBhbln1iPMhQ2NhpDuKLNxguUb3ytc5mJqRI6t8jPJ+8xwC+Lh/GM8kwaF+/uc4hBsr0ZW5ftzrXx",
-	"FOWjre7TF/q/hl828nX4tKy/aSvbA8Ugux/q5SF9jv9ZNbexnd4j88hEjMV8mdVHCRYl/mhElfuaeory",
-	"ktdm/7TKFHU1fJnRhdQZ8CEyyJemRKtRq+iYxnyVckXeiDEU49V4nnlPbsSzZcEFLa+edb1Bej6yYvb7",
-	"l3lymfVrpgzqjachvf+xj7YYlyoxzR/Dloubu/48n2dQUlidFKw37IzAFDoCdcMNMaP2+Z/O0FTSpOT9",
-	"u++VnEEJoKN9OHvTClD1ULvthiaMZ/a1oVsmYCqgcmA2YQusYs9qDUG9KhsA4FXFZwa8zGj6hJZq4UJx",
-	"xFvh8pw2CYXUdqWrVNxKlqJtqVBoEGkwlywdcOogDus2CxpYqZ4/4tmbLg4nqZhqzLvzoa7gbKkoUijS",
-	"hV06tGoZ9xiOQ9eWdWuJ7uu8B8WrAkLlNdZCHHAdrtcmB/IaENwFwvRHrMKvDZ8zNq5Ned1PuNcewOv0",
-	"AkCTik65yUbIRr+hSbkx+8OBfRMbFBy2Ru/1sx+3Xvz057eQKGEWqWoz2l3DLGVOMPTRhwqc2zM+3r+i",
-	"kj3dDeKfX52e3XZ+/H4sDg4ODt6df5gcfxirP4/V/706PPhV/Tt6PTz/k/rj6ENy/NPPZ7u96bvrP7x9",
-	"8dPR7cHRZPz9wS9/OXtBb+GVP5192DtOr/80Ho9fviyatMxOHet41AdbtMzS1EacuBzD9vqPzepNMG+V",
-	"jz4Cw5fxdJ4odQxjzKzDZOM4s3PTUD6SpTFnB1EkbfyDZpsUUTbJlRDXVVn8O5lHHWhExzL+UMUf2WoP",
-	"+DEdTow9Hji5rX+ruaSmASJEosNuzhM1kFBwA6KvpcSASOGTCsuhMlAoGjx+5DQvVH54+u7d8eHF6dnl",
-	"0dnJz8dnLy35Q506p3X0bstb/888fc5YdJj7th6AF2iW+1Hcc65b3775Tji+5pyeNmVjfQHP2WEw6m8S",
-	"DnFPqhQU2W7uOqNR9AgxDeu4Iy9cjx10+5uwwTV6eyeyE0V3Jb2Zzh6Ne9pd01dEyCliWE41DMLqqeZN",
-	"ZKjsc8a4BNqimeVzzjzzr+7Hdk000Tdhuk2opYIVxQM0yoP82zJFGUltLFnOgh0bor1mtZ1/wHW43Bb6",
-	"TUMo5F2ok90Gax+WCzM13ab0GjwoOAQ3xkzJvSA+X82tYh1z0qQDjg9D/aVMgO5uEG87nVbVGIlc2Biw",
-	"/D1jUZWKpXLATS/N3U5HqS63LElaX429f6/LY94/Sm2FlXBjU+CmbNpWxPnaUvSqmdqt5glqyw2Wz/TN",
-	"1b2PmdRh9lg472F8vkzDZTwedu2/WHtUyzokY78xe485FIf/+vz9LXAyNzotHKViGpKm2tGRjoppkds0",
-	"zjzsPSAiNbZRoCV4fwL9uKnpjhsOUb11apWBRZDAguH/b8U8ifJ4YCNZ9wujMzadAsAjTZkJSoBLA40S",
-	"DrK7D6wyRPORp0BkM9TfXUoxT4cMCjv1WhrEqTZTDq622fwqAUjBNjnAQlnqvotvGCcxT2IOrjLUrEvo",
-	"DJX4nQHP7SPlkpgasf2r3CUneu894CZRi7ieDGyKCccBoKAvdOVoRYRMklu6+GNjcx6oZ/BN7DETWlux",
-	"XFf0xTz6nYOO/z91e1QqOpsNmC1mWFG8W7gxTH1Bm77/8HvD0qzu5jgyfRkuoE/y//UXieVNStyTUNQW",
-	"V6fCLX/jS8WtQuhFAFLqoYTcDu2cx9NY4JOyzKwk2tbz7J2qcSQg2qRta2hKJRyDGRpTvJssUucdDh2L",
-	"ApKyG3Gt67ORUUIVH/w6krOt1vho+v8ylhDFmVtkqsghjl+txRs0bexntQDLYhJX1eUvGR6mOUEeyFIM",
-	"aet5inkCNtH/7YzkVp0Wz+H62lwjeCQRcwX3mdE4/fry7KHGa5YFF5fMaFpr/UX/B/CoeOQ4wSY0InJI",
-	"OdeFeTUIkTGlD7jHS9YvL+AVG4opkzZyAKwKjuTHhR0kVjqfpWKcMikD3ZLqCDuIbGX0oqhY8aZ9FT75",
-	"Xi3ft4ik1gAWa0VSF+wSjxNIrVbja8ZRv6cYiFJaR1SBQPC//b+dEeZHUB0/6Xqwf2MJClS92bdwdp2x",
-	"mUizgjTpEbuaSmgKHTEiRLYRHuuvTo5Ci+IIqd5g7Gyp7WZ1h2DAFQNBLLg4MZvTKOookxk9nRJNg6qi",
-	"TppISYOkPBU3kOV2S1MluxmWhwHcHg+axUdQqq0rcn4VfnaG03gQTvA64pvZXQ1F43vosnqcX1OXzfmg",
-	"7uwx9MqVsVWmLy3z/4vpOerRd1KH+hA6VKchYdEY4VYAkrJScv634IVznsT8+utzwmOlVCMDw2A8y3jg",
-	"jvhOEhlDgJjMbWlzyVIN8e/LYKmT0ga8GODpyGlxNUDzq7ClD0jVxzvSR7iPcLW+6oH+oLv410k24kvt",
-	"DvzWRxel4fogTQSi/mrZaLtqz5syCSwzGIPqi30ScnaLOSPuT4iqQH5RZw/KEmG1ewMTEpAroeECRWIT",
-	"dsE+b5szSS0oKYWft9J5wgwkrmxzdvsjWxhMpx/ZImztE+oMp5SJa0Ca3FQ3N24Rc1KkQDnGM2YMh8wT",
-	"8Ny8ZKOsskhvHci0oZnJMe6r9xQTEnONC9pqk9dYlAIK6qo50pSRhI0yMue6ktOSWEpdaeDrJ/SS5vn/",
-	"+V+CvKfzRLTUA0hf91UNBbKZioUT+M3yfjsAt9jdW6ataqvfqrzfMoXurbs+tGrAJknAj1En4DcPlDxj",
-	"ECVSDItPdfU18EBpCJolYZMFrqIGVmEsjX7jR7ZwOaW2/eBJMDX+ELp7PY5eb8N/T8cxB8UKqjgWy0N/",
-	"J8mcuwhI5cxnWRsZ3221yUGSEMAkH/BcoAO2Y0o5t0k4ipOMpYqb03Q4YW4se+pyw+Y1W7T2jWEsJNeM",
-	"zWzWHosGvIkI6gD8H8XS/kKaGje95Q58n4T5OdWx8PlBwoh7qBtP05QulKj3EayCMMVPoCXjHdgEmFoZ",
-	"37B9zDVgFogqi6eKlDdq1uDYvp2IhJGILrDwsymaDjQiLokQS0tJk+EXfTb7CFMVGHH+LlyCso9rvgJV",
-	"/4J9zjTZTQK1s6/NEhjAIhdhXypeVIM6j+tZB6ff29tbE07/NbRTi6ff29vbBE8/3w3OHgjKiPqFbSN4",
-	"PbS+ZtGb4+q/QW2gHlS/lA0j0owMRTKf8rqhgIvm1aIwFl0fvdFXF03QYHw+VbwIPsBrePUE+TycO6tw",
-	"oXxac7VOcRR2Yjq/JY4C2EgBuWaLQAszAcl7C4jT2RoFAqCftyIyZQUO5HDzWgTdzgbFCFY/h9AQ0UF2",
-	"pq6Bdd5AWSR/4ysWPLi3MPJw0/lOf+95f7cLBPEOo9sh3af93Q5WVFLDeBG4SEzoCQUkphqZaD6biTSr",
-	"G4Tb/jLkfqzxsSl0v2az60D2OzznnyDf1ycHPCRRBGWNLVOa7t6iimmgXwFtREwRV5RxFoR8kAxVVgoF",
-	"NCuw6hBeTL4/1n7AWSpu4oilWxmbzhIlA2yPRGqGHxjlUpJQMh6xVAMcOBgGAdboCU1LlybkGQdR/cEO",
-	"IvdGekYxnyWCRluqky2ooKS06HJTWIB7niTQnqUPiCdK5lF3rSHTWkLKbq9Hwi/6JggIFPGQS4QTJO+h",
-	"Wex1Kv/YUZrKP5CT2ASM1KcBkYyRUDd4sZixkyhs1d2WZlVNoNQGhz1vvu4S1A/h8OL8lqcccecNfCkO",
-	"/CvfW1/zTnGIqCSQ0dDm3AQVCtcUIOhAZcDnBf9tt1e4hdR/xXDpU3N+t8h5JlIlx5T3N2Rtag7mHJ9G",
-	"v9Ht9F7sPN99tvcU/tJ97gYNsKBcopxrHn3x/NnTvd2dHvyl1ttzwRSnALdckTBLiFJXfmiDm9mLeVGh",
-	"BiKjrr6jH/96LBz09W5JRDM3x/1hiN7r4HP/pJiDD537q160Ll1WX7YlohRNwfjVWojbOmfx4bdsAaur",
-	"mYOU2sKyrxZEKyB5iVz3rQE35XEBMTGbpxwQE5XaHBIaRZKkLDEdAM62+Uy0/WOWMjBhQvtwtVJ5zSJ1",
-	"p7Xa5PgGbA6oiepoalgLyTSA9sG7o33EBRAj4mLpg+daEs5uWEowBxRuwSdPzrWzuv3kCTn+TIdZsgAt",
-	"J50nzDi9A9SjY2nCkkdqpEMWMT5kfdVONy/+B5c9j7ZF6nwlQz3eJhd8C6oitPo5Gedc45qAxx0etE70",
-	"WOoB7w84ISSUE3F7SZPk0jyhrRxYVoddIkgFWjoy8FmNuUjh9V7bwXOqNoRRSX3CdKVy9a2+jp+19gd8",
-	"p/B6sT/vu1fzjJzP6JQ0nyJc3CsMo2pCc7tuc02sswDbq9UnpzNFq24rIO91CGoTI+/JSR4bRZo7LaTh",
-	"f//X/yRnTIrkRrW+2wrIIeVDliTq414rAMrVjAQIxT7DZHBTGOvBCJawQu6gQusAN7mYZ5cS8E/cb+aS",
-	"pWEAHokbll4ix4iAaWeMR5QbM5WayeUcgjAsxBYk2VFr3I+0K2G6D8loEBCq+prOMzUMJRfGal6mxRmD",
-	"D/rE6KzlG5rMmQZY19YUNVHt68RTccE+Z+pEWDPelGbDCZRq4ovbCUuZMS1l7HMWVHMxjJkJkN/TQu6G",
-	"/mnA2ZTGSYD7E3LvqUS0DjocKu6qBgz+HXWir9SPjI8VWyXN8C+CilDnSod/Ev/nfwlFh4N3B/bLA07D",
-	"lpkOHcMBDxWPxeMYS0LREohlSZCBYIHQbJIyRjI6JtcxlAQFZkU5Gg3hnNIxiSPZB8UCpqW6CElTdeBk",
-	"oKtfWorM8fCa1TxjiYY7MxymU3N9wAsDXnjj8OwtMZIQ87aD3By6bpMDmEOOuXGFDDZV08HqLDCpAbdx",
-	"N7jkbU0sK+qHRNKFJBMdlKMT6eNIdTa9ijkywick/PPBu6MQjmRlV0yoJE+eAI948sQ0kdFxAE6xJEF6",
-	"72Mzp2dLW3Hdj0+e5Agppk2JjfIFNIptwsiahs1A60+ewOKaxUbu++QJCvmw6yvoLnEmi/2YbCQYveI1",
-	"miL2UiJNqGTgoMM4uwYecIFj7F7B7XvAldLhgkNRGC48TjMcdvE+N8dVPT2J+VgfAytn3wLACZwIJeXj",
-	"x8tpzC91LVvDQJwf6ef8R8gR0bEqUxpD5SL9IxEjDO2ySnlvd2si5qnuNCDhKBEibTaVXEp0hpsNb/sD",
-	"6e2SCdkiXNy2yDYW4W2FAaEafQls12oHDTiyN90uIi8DtpAknX0cIsoi1pKPoD76eV0GA+7d3HzgyECK",
-	"HyNqA4tBlMCRpkxmaQyZ4Hq/KZYRllSBlzuhxjg1wM3lJ8L8/VgqZqhkArNQSszA5UEDbL5rwaShOYUw",
-	"VlPn56Pj88PWPsmUxHOVMnqtZghmEAdMdcCjOEVDyT66vfLTZbwcOVRrCBqEyUWiWQiGhhaRGJoojf+d",
-	"yezrmBbgqNSbFjZStnub2Yi/sd2+SOglBvyggZLCpUEhsKLmY9v2i0OqM/IHxB1PQPLh1FDRbsAA7v2t",
-	"mEvGZQw1dprhwfmhus/VZlb/UjlEIUU1FLba5MjZ7UtX4i1GC/vWQr3rrMYBfNJfUjlsoE5bJSeE5fD5",
-	"dOuGpqorWXn7jbhl6QE0AX8eQTvLlkEN0y7Ewfmhmiw0BuaHNW07Hw0si2MxOAUeiYBWaio5IeKMTeVq",
-	"bd89e2daXVM7StMEhAfYjfFf5+wE24Rog6pRIPe7qn2W64KZIFqg7lusWLXq6nJV/+YyNcrSuSHVnV2I",
-	"OkTNteOVt1brtOitR1W2bp8phtnwr+0v6gKw5kJSJICeaaCFCJxlAEGLAfGuX/Uoub5ewZeL4erKyJ9x",
-	"RXECkvg+HkRHAncPZft35xfeGK3oAg0sO8FzdaatlIXVVdc2gKlXcLCNuj2uNYpcT4ASQUbE3Cc655HY",
-	"u444jeDVXpK966hv9Jma/Qfipeq/tAddlcchTuDIngjvXlRFdNAEyNUZmQqZkb2OsYH7nPU/iFtX5zKK",
-	"gtERXvple7Qh5BL2vlYGXpI4w2psjkC+X5HqXxKPRH9/eb4izC9dC7tkNZfOwbsj5875M3788+lZI4Cf",
-	"1r27YTXy7WOWV7UXkD+fnqlDrdqrLsmpDptwBV3tfkEOVDc9/LXsXJnGPJ6qyXTtyPV+qBv6ObTj96PU",
-	"x3sYSFBRHX5eHw6HuG/DP8oq7RIGnttu7hH98YseATawdhTIqX8uejG0+U3csDSNIx1AZS4rsFdJuMPq",
-	"lssKYOtb9vORoFW03iWGv690hj3bTH7pBr1g515CinfgBRFlpTxiDa65OPII1K/jzJaAslY+MHy1Qk/v",
-	"AdFDliXrrbGKOhbRAC2hjhU0E6IVWOjC3I69XTBgQ61JxUtrJ102ld7jKJ1PxC1YguxyrHuaNB1oIkVO",
-	"DG0zKDk3rKlY0cDSZQ0S+A3CqylTtBffgywnekPq+TyAwxhmP3Sd2v8UPvd7TT0gVwsUg5vWNg5PFsw1",
-	"K4lArxJEabkPFd6pppbTAUqXAi1K2jqbXrEoYhF46gOiXdMBcZz3AZlNRCYupVB60SVn2a1IrwOiP6u+",
-	"GB/rZIr84wY0ZRV3pnORKdWjqQucBYBuAE44LP2jprRqf6FpxKtePN1dU14y20kNpk7FeLq7PPJ02Y4q",
-	"Tr92RpUYpAfKUofFftcWqt5iT17rLVlqvHWiov2G0BpjatNjIK09VH6bdHkTaFrt7naCnHSddUl3Ohoa",
-	"08A05nb+dXymo+am+vJRE8fyEGqSprVvu+ZssK52Wt+K1rmJ/+vRmn5+EK09h5BKGY+5AaSKlXqoHauk",
-	"OZcsrZ26+vHhZ/CDZI+pzYB/5/9n71uXGzeSNV+lln+a9EIUSVE3Khyxcrfa7tnWZdRqe2zTIRSJoggL",
-	"LPCgQKlptSL21z7AvsH5sy9y3uQ8yUZlZhWqAJC62juzsRMxDjVJFOqalZcvv3RGpI+3HdCzTRs91BcY",
-	"NpBI+0RFbM0YY8lup/F4ymTK0kXuR4CadrR4nY3SPICMwjRj+uKaJOltC9wAIyFMeRYRsaV4+vSsDMk/",
-	"Y65O4FqzbTm78BW0tTSLr2LJmqCfncI/1qpmVHDLyAF8/ClKmnnH6pvHwweZDj6kqfX/GuD9k5zmFjfX",
-	"bQQOiM73lq+bq3c8F/TitUbmqlSjNIM/NvJ4hlgjuhQC466FhCMT4OYqd87K4zOTVqW8VEJOtfkt7lt5",
-	"Xm+zusOzo3swhQfJLL1tX0ngSaXYyNONVK5UFi092jNsK0V9eOw5fe/BaQB7A+R0q/oGv3hGx46h5ef1",
-	"CnFAa7uFP3lGv86w7ed1jIL2umOsyaUjJqdcVf3B+uerdRdo6xkjwKjKK95oCB5CAh0ncO7GREM2XHQ6",
-	"WwL0uSfeUw407Dmj1f01nasf8j8VqrxqJQGE3AQ39YtnPE4agwaXvK3SxR/8v1FX2uN0RgDrvb1uLdUs",
-	"wMIrpIz3K9DsW52Lzv6g2xt0OhudrQK+vb291ashZazneyzLWBerfdHtDjrdQb9vm0dxUUqJckdA2978",
-	"orjcAd9dO7zAnHZK+LKAcmyLLABc07oyQlvVbuonTXPW8rH2w6Db3wLqd+uG1kvrYRYGvZUA9vLb1sHY",
-	"ewWKvfsEFLsb135krldx3v/FIOx18HNnNH6Sl/P5cwDowAqEdED5eFrFoX/zzZGhNHECT9lNPIbS1PoC",
-	"cFPP4VaQaZGArk0iMI8gQ1+bzCUAU6AtgaEESrR65m9jXhmQWz09OMGoxQ1AUaXA1GFC5C2Zt6xoIFUw",
-	"eEsCyKyD2tcMORKTWAo1lDJlc5HNYiI8SrOymqRSJrFQ2zKVEeMMgVd5ei2kX3xuFUnIUFqWkAM/MApg",
-	"fq8RwneS2RzSOtRc2mCI87xuVpC8MuNSTbSSGrsEcniFDCUzBrDAUKwhU3/EglK9YRjQJdxeX3J2N8/E",
-	"TZwu1CV1PXDeEZkP70PWDMu/RKib1l048q3QY3qdWm32qYBkW15Q03d4BxQExe5YMGZpTAai6SPGB8zo",
-	"HAV3kGmZNfWBuIEuwIrY0GzIil+XV8SER0sLclDGrpffHOf0kiK9ARh6AEsIn7XZcXoDNf/0UmrdysL2",
-	"AxevT4GnNCviTh5qX89YmvnQfTziNSN61MYwhxhLsrI1O8OOzoGu3YcHej71yEYivxVCsvrIkVXj9Duo",
-	"U7j2bXZYF4NimdDXJ7j3INXBpf8HuxoqJyhqBOafkP0W7e9D/JXIWT7V0lBr1uqAhTOeXV/q69YsKKxa",
-	"SSXNU9aBc32EYk6LBVu7wEL8ncr7cK5nRbUImE8QRFRXU98ugvJoiDJtKMfpDOv3HJDff86XScojRcCX",
-	"kahZYKozKciIJVGqbQYrVbk5bgpTb2mzFPtilObToPCnGcqkC32aEIxKiRakiFShsBhPHUqbqtR8GkTN",
-	"17BsRgLczJCT0O/0CzTsfehthaIr1lDAGU4zt/q7gRjTkW6zfq83lDUQW6rKOePJJM1mImKjNIL8DBD2",
-	"Jo1jNopl4akrM2YBFtteAkPpA9PrLsJmeAG8fQkScCzIYVrzTBFKaRPGmQ+lK978l9UKtPLrlMWb1D4X",
-	"K9ie9M46DDI6l3yN8aH85g9RHeCwklbX8vhXyKbQz885YAqNc8NU4ShYrV7ms/5Q664GGiN6i/9jRwsg",
-	"W/EZZGFgWOJR1H8VGukh6nOwkR1/gCGsRTIIZtE5EKOFFiwiadCvWBrk2x9s72pVFQSD/1YS5ZVF8t5Q",
-	"tNlHZjEe+a2cxXgVaWmrpTmZ6LYFK4Wt5eXYYWByPMdgIda2P7miyf832/95zHZ66C+x23f0rsTTNrgz",
-	"2fQFNUua5QBX8A8cWZD4+62gcR3LqIhEFLLsxw9nIEKe5ArYHnSLdYRYVmk3JfGsbjNt73or8TGecbCG",
-	"vThGIZ4tmd2zmfNKcPkHSmzWKTvYh8DRPSxS/mVeh07/BeX2HUR5mrNJupBI+fe4aVnDFnvxIkXHcac8",
-	"4Q6CVCtfjJ+kZO9SpQ0rv1FzAvYJuOx+bRyW0MNFFLkcbHUAs1WIqQPPtI54EyggH3maMXt9eFfwb94W",
-	"XtGhgLn9MfkF3hcm5cAxfrAvAUY1AvZQT/SCTtJMxFfyMx3L8r0usAC8v3L1U2wv7V8bz9AYS9PynBae",
-	"cCEXvjnjZKvsbZMHF8v5Ih+s07sLnwo6MPzccc/A939g7Q6tOZnpflgjByug0IIr9kOIaxKyaZoQ7baN",
-	"aswFdbv9Ku5I3CSB9QkFLEsXWgCCygYbEnej2YTlfEXYk03Lk9xa782s4VOuMHfixLxN5SSJteLiQNbH",
-	"XBJ0jLICIlyQyvnWs+60YEAiDz0PouP+EW5XEcV5oaPfrS4fAdV6baY+kg+79PFtSg7F38S0UkU5xIg1",
-	"dY8hpkjKB4tNEa6hdMqBaWOcuJKn/AYsC68mBVg/kxj3/9JrsQX1NkeCYWWsNiMGOPC5DmWJrJQRwrH0",
-	"EejhBg+Jnxqn9AGbxHpUfDwW85zLsWCRmEOdtpRKD9vBNTMxduYHw33kM9DdQ56SdM6vwGFA1d0sZz9r",
-	"qml6C5VccDAtk04ylFRYkq4qKOCIGgeW2iCPxJQrFuKzVCdoKIfyRB/mGx4jFNQEU0uEaAhi9ZzJkLSv",
-	"0iKpxQz0jWK6n4W35/Dsw1Aad7seqDWDgapEr2flfbnnSNnu7LNh4yiKIQ9bebNo5JEZwlCuGMOwETgp",
-	"HXZZxjxJcBDGjUpuVZgdpFS1TpRBwVWud33IwIcur1hzWDJn9duGmEbnfdqyhKyFxhPY7W6jErS9IWnW",
-	"zInVYIzlKmhCmrVLxmcpkXq0wDmeiclC8WQo6YyY7V3nmtBTfWzLQDybwhsoGjt9ba2trRLHmnnGx9d6",
-	"LN+dd3tb/e2d3b391hM0QafDfyZld50tuhtUYFGFRWgq8uGdUK3o8ra/1X3b2zns7nd33m8fWl5LnLRq",
-	"mc7nTuQaM4hYv9v481+eNuciWqODmzKiJHz/rzFZPkGFp/N8AZPs6pzHdNBBQ/EcMYViWDrsoJDI1NZK",
-	"isqmQc6WAkKm9ZdX/VuOV0oKzKy0igBtPd0JIxuMk9Hrx2lF1hs5zf3ruVXfoceJ5VU3y1NUYxr6Sr3Y",
-	"rJFWqUhFJj24InIB9EmXgSdsC0FZXo52ScE8gimi+qR66at1c2zxz8fwmmJAeLXO9UCA29CiqnE6Fya6",
-	"3AzH2axtWH3a32idn4RVO57pS6Q9poqGUdhiUz6fCzmUsSSSsznPcos2nyc812YG3jdvz48DL7KE7YkM",
-	"VJpUoVGAK8gyKDeG9ViB5AlqaWDVHRgBm1AlthmUoLClbU1o+1aMpml6zdRiZOdEsSS+FgBkxt7CoFkT",
-	"YzIBy0SexVB/DNmAW4ZFTEi9IyOvMUuSk14LJDpCiwbUT/rhqFDL8FVOkfFgKG0KCkAEqleFCtvM0PZj",
-	"GTVcpUtSlUInKI98YRHPuVWh4cdvFNLQUZzLRsT0FWA6mSnTMRbnB1RaiDafiDD0p3Kq/2FaNQ3iWTMR",
-	"ukO1lGNP7WuGm1x/yOdxe8lnCYVTbEUvk6BDFGOA4sTkJ9B0h1LIG5HoLdrE4estSU8vscKcnTr8VzqG",
-	"CDjQ7AfI1EFrFraAeQrUcjqstJ0OhtJ7zmRYKrN+LvKV1BuYcpKQ5VNko8DfhMjrNs/SaDE27y1Ool57",
-	"kUwwhjqP5VWIqD7qXi6UnnPCnAyQhaxgr4Eu9Do9NhP6OKBVIaIBJYnCJMUCo6n/thCLIpQKk+3GU6FY",
-	"DBgD+IMRH19fZeBfq9H3znAHQrD2JQqfdfIboWLVje2NztZGtw9e147rPceagJckRRT69lGWoJrU6f7t",
-	"7LvdX3b+vv/T1n/vHvdP9s57F9s/7v4DfO8odLznu/t7QUNdg0LkfN7vgHcMfj1aXjqBHMJ5eX3Y7twH",
-	"DVj/wtlcEZmP15XcCX6Sgtp7Ys3Ah3rserKgN3aXQQzXnMTnu6rdkR5S06sctChFb3mx1WHfavnp7Hbc",
-	"6S90Um89/Nz7NBvFUSTk87y/Ix69o+1fKAn6E2sk8qJAS0WNLJyVBHA1qij4BESWL9kbeyre1Lgk4Vqw",
-	"JiISUjjXc2UnkKQfwIMDtvZtEOlEyfhJC8aSO9bocq7UrB8bbc9faeuVck49XYXCb0BV5Xxc1CDyPla5",
-	"tpMIcFb+8haCr95HiVaxSp/xbDyNb/DxVcfHn/dHjyJgdYMofeqNofTdLfBZlUdQ+sgMIGCrBdaf6Yim",
-	"C93upTQjV3GNbqpvctBuyj+WRCITIC8X/MbuaIOJM1qL1U989eUACWoLbzNXsDpC5tkSHc08TmC783wK",
-	"Wdn4oqaWgXSo8bO2PQZhy9Ft4DVvlLV3XsdnfWYgXnUztsIXjQCrlU7oB9y964sTrCR9vjC/rmSiGiOy",
-	"ti5CE4B8tjJCuZJDC2sr8KE0vXmjTKUFB/hkvsSwhVMnger5GfwYJC4ru6tqXIxDWfgYe50OxUDML6lK",
-	"J8KFDKlpEpOm+CPPYm1GKBZLqBBqVxusQYK8pSrGylWsGd7dde/vtQp7d9eDPyYxgPxGSxbeUGuXqCtD",
-	"VaqhlHwG9aju7gBgdqn/XX4SfnNZeR49v9pcw5jNJP5i6oKhIopzCBSRJKTa7JD9cHT47ujcGQtMCTXz",
-	"4fjw+6OA/fjh3dEpEMmdvv18fHRywXLA7UENCUolnAqulwo+ulxkCeHTEJ02YP1Op36HOP7Umhx035Pq",
-	"iAxCGh2wfmcLFxaiUwkfX5OpVdk96vImFreuzXUAkDl396yLGeu940e3VtBMntGb7Zl5n2bPQHv5k/Hg",
-	"SXLxX93eE2gDXhMO9jgagRXwsPXr/wqpReacm5HanYHpRTwXVymI5c8XHz5+uPi5ETSmXF2OFnmeSmWe",
-	"AlhKN2gkXF4tsOfz/PK7c5ek5SaNxwKC3Eu3ZPfh2dn56Y9H71xdqbgzoBd48rQiSWetYecejypklZFP",
-	"+DT5j39nIGUCxtmE54tMq4RsLqI4ShmIHSZU/h//rtU8mfN20dp3p+9+dtv6mP7O2dEXPSVp8av3p6cX",
-	"9E47Db/aZ34UGb2reOLz+cdG0FhkSWPQmOb5XA02N9U0nbcdUM0m+LHVJnQdFtZ06vPFxenJJ0rTedz8",
-	"3t8/gXKPVlwf01obpXzN2eOHl0H9fYFY2OKaKYLm5pctMmY6z0fOrD8brwCgWSueK5L3r7bOXgI68qfO",
-	"uoRfD3b0iNujFnH0OilYEDqd6/tORPaeR27FqhbkKJJ2s69Oz+p01imOlXpS6wpCI0qfa01G6PkYCSyE",
-	"zFWhm6ASQXoFB4psTJTl8Js041qb1zrzmH0+/6ibmXOlsC5XRQMpqYr1RbPisrrgltryp3AorTRYp9H6",
-	"Ht9HqCGYCWb8IVoSqgEL4xm/Epu/z8UV1ImAf82l849bMZqHrAk6Gs2cCgo6TXb8XStgoX55ujmb96Go",
-	"A/5r62qun0S1rvJkd4cedU/YPJqErGn1v+pDnY5+ily+yLWlQE106uvD0tMRBje1Q6Wpv6flJ+XT+Oet",
-	"4pqbwraUhdMcT8X42nUFy8im9xHOQu+SphLZDf4M1g12yOYdOP7vN+90r0DPDpjU25JnIqPENylEJKLW",
-	"UMaq2ICDYiwxuK2EcWPl9EJTxLvf7bB44pT6hw0fSwwioec8lmy3x6bpIlND2QwL8C3WeTF0gTxKYila",
-	"ByyVY1Fux/aHQoTm544Grh8xVH4liEOAUZXKDKKbG8+itifSrAYUAsR62539odTfAwCqkCOULcJSaeNx",
-	"pnHVKjxQ9QcTKonEiQgDtpDKoHhwbwU43JTov1gSz+LcELACE5jV7C3sg9p+lJAuEjlYv7tVGFHkJkfQ",
-	"XaywA7j16/M9tND7JGR0DNJxnZ99tkjyeM6zXJvjsw3jV3duND3kxqDRHMVSi8Gzd+/NWWrVFPaiVIPH",
-	"3nClrv4VVdDrcebbFp/wSyNomLNZKH0b/b1ed6s9jyYVLfOK5+KWLz1FE8/69b9t3XSWP2yP99RPs97s",
-	"+w7/ZdT/x83+37qL3Yud+cesN/m72ItOxj+rzep77p84i4KWu0ZbgKJ0BNLSksLE6dhC5nHCvONPFJL+",
-	"Wf/XUbvOygfv9fWuZ51tH/LdfcSMnKGr8SJNP/IMSIH+MnTKiEcXy7L7/XMhDhkxRdagNN5rCWk91RPi",
-	"v7RKRcCsSmH+1ApFwKzCYP7U2gLgfH11ANMfUIS/jxNRA4NP1nWtjJvJzfT6WJWVIr6+6Q8zAKOsYmbU",
-	"WtGfAUAh1MmitDIIzF5/U5U0ehQhjrrr6sRPUt5dqEkmbtJrH5u8CueLudoW1jNaFlDeOCJ+1+1Oh8WR",
-	"8vNfqz73eZaOhQKaWcofHcrwDgmLA3ZcKCAUsrY18ULATmjt5StDh/hXfddF4FplX1kG+TDs61B+3djY",
-	"sP/XPw9nwqVw/wpoka9E7sbm06WKxzxJllZxM/F0whEUQkXvH/1TI68LYK7K4yRhSggP0M7w/TxJQvbV",
-	"AyAtRc5wBaID11GNBfuq8OOv5tcGkGW/aZY6orvAzVA2nHfGY60smg9mPNOtmVb9Idf32wCwzTPFN/UT",
-	"p1sZyhBz/dEI+9bhUXbZBwi8jJolHo+JO5FtBjFH6lKsvGM1SbOhRMJZZhlmMYd/mubpBn61Qdy0fn3n",
-	"KFaIA4Kgj4fv1l+P0rxo0hp7wKuRKtzXgMXA7R7iPjY+IBspygRXqWyz01qcc1CMCrL8C7jc0wDXHtja",
-	"6P24Vh7amjA/cCSNWVLX82HjXD/8fFjfsBEM5Vq0tXtUYgWcIcxShqzEXqs6HxSwxAUsBNkQEhgMBDwc",
-	"f2066FkOqDqdFWATHieLTAzl7VRvu4yGXKe7w3QIi+d7ESZaC2wE+Or/boEfuzgmNiVTYaS9wZPk8SqS",
-	"388/T2//9c6AGx1IqhEOcJ5uRLZMpb6XP9ENhK+te7DQBYtfwyzcP520H2fApEg+TNZ/Ku2VVXtJ/UvA",
-	"lkc8+hApX1eCEgB4VlYoR5Fy1S5MNy/CM2bGAt16Dezjs7yW6a3EG7n+DSi4TZtYEgi28+upXB4EAZG/",
-	"/ulmpcNdUrDOSUhmdJFZUfcsGK+LjFwdPJ8KNuUy2rjN4jwXskAxbLU7LlsTwDm1qEPYqsHAEn5Cq4zW",
-	"8WZQlYFFQgAAML6SPF9k4oBZp1cuNiZptqH/YFyxnw+PPyJ8uRmJccL1RgjR5TZg6FtAOlhfHn4vctPr",
-	"d9ThxpMkipkhK1EaZvIGehranaGM5SQdDCVjeZwnYsDe6psZ10JPyvdo3/vTAlUyb0Sm4lQOWBcb8qgN",
-	"bUQNB9eoEL3XG5cVJCxtJDFeZHG+bAx+/c3dVrWPGMXG77Gz0U7NHKvGb7ChpoIn+fSPlVvpkO5wAC/A",
-	"PifFQMswONwLKcHd/c7YwuAlpSw1IcdahYGQ/SYoeH/Ur/UP1I+XOnts6DO9fvydhi9fY/WbwfIE6omt",
-	"W5eP8Y2QQq2d9FUO4ZWr8EmfLRvMWJDXBzWps9NPFBt4TMTEaPgQzUBFFG6mK34j2kN54jukB4XjCFHH",
-	"wGEkrxb6jEBhB/2rlrEt9O2UZvEfxGaH1EqO18RkE1qDQiuWBvM/5pJNRD6esjhvs0Mc6sNO7LJPXAut",
-	"z+cfDfAGnOL1Xuw4r/ivwYs7QSVuQbcPDLFOY/te5L7/rYK1KETPExyCjVoiHejFevBEUVyi29sDsnv7",
-	"76oICtze1bk6a/pgnaOP7AaU0FvfjadBLHTPPIm+wjf9FFkcNAofVX3jfzs7+v6lrc/lisbPTl7c9q0Y",
-	"zesb/+nou7Pnt1544+pb3/r+7MWtz+b9+saPz/rPbbtWiOu9S9QkxhPmRgv1Z/S69gv90CALXtn5/NmT",
-	"RehIfja046IIs6H7HwXnLbeC9NUc5nj92NcsJEbg/be9CJmwSjt6uTuz3wHirM10LuTTNe7TuZCuZha8",
-	"SD/Gq1Rf3WmaKMQgQM7NMgcfV5YurqYslioXHBB9c56p2CRn1ypc1MHX0q1pllC13nq0ag2Z+3+OPl1e",
-	"gYfU6VhVHlmnw1lli3RttXkHTFiXWDDqkriEa3fLW27AtZ5+ZMO+Rn0Hghc5ia8WWeH/NArTG8WUyPNY",
-	"XqmB1mW0TgOwlMWoPUsj8a1N1wsxjfJGZPFkSUgDoY+SAH0MkyURUJYkAlgxgZDiy1yYuj32K0jzAvzL",
-	"POG6R+JLjl55r3kEspgwGfBOaLNZj3koQwqcMh7NiGRWisSMekNvHbaxYZAuccT+83/8b7axQa3RB2Gb",
-	"1SirsSrgBAA8rp3pAGM1sP3YONGaKJIx9DtO8F1PonFHhsVkAg2wyeMs5cMc1CmQsC0YbgsW12bH/Qhz",
-	"ZyKYP+FErNMnbXdW0O6bTfCE8mO+Srgz6Y57fF9sjXaj/nh7e593RC/am3RHu+O+6HbWvBc3wqXRWFeo",
-	"hjsPdKDb3d7rdbr9fn/Nq+y2fNJ7HlY69a7ehA3uSzmvU5ViBuvlkXO6xHia2nyzF9zjBUAkViYh/XXI",
-	"zQ4ZzDazG1C/wZJAtZ3g/nN77okL/xS9zhB+ylJ5hYc4zbzXvVTDe1sGdr5Oh0/SagoJVhbR8rMkRP4E",
-	"nckCKMz1A3NGMwLajZrya5d9wDyxFs/5QAbChR9niqNVCT9vSpPQrEIoSxdw6CcpNLqd/b3dne3+Vg/+",
-	"qjdyS2081tbVAvVBU7c+BO4hS85OP13os+xVFlNO0X0V2BRaTMKf5+Bf0yqmzZEPgFssYJj63EIyBCwV",
-	"JNPcLqpFndMEvlFmcrVWYMPkIV1IhEsJHcCktptsaHAoywoUa36f8fkU7tmb3la70woYEVojsv0fGz8s",
-	"RhufjBd5o7e9MxhKNeW97Z1vp+JL84fjw7cbn3447G3vNPl8zpQYZyIPWMZvARXXaoWoflhPNGhNBNS0",
-	"MAhgMUB1GdxPIr4R0QFbSOpNmrFbLS+SpemfmwxP6fOdLhKgQASxYL+v85kNZdEfN2ajfMIPLMlQXm6G",
-	"6VLKI78wEU2f5nsKoNFbl0DAp5HHxKuwFQCmlCLhOPeG+0eli2yMuW495E2Ewl6Q6kcUen71R5/BfiiL",
-	"d5uIlpnhsM2OYKdCOXtP2QV1lZX6xNEwR3VUb2F0Moov+WCIvPfNbovgQ6zZaxFkiDW3WgHjiyhOWbPf",
-	"Cpz9t43sESqPx9daaOw6OZYECBD5eCoiixouCNUClqQk/Zp7LZvzqlhzvwUnDIkQmt1OwMJMzJNYRJZ1",
-	"18F6wy+LeJ9eC8xtQYelFtC6qRvB8ONNqJKJDSrW7HaBXgsY3rp6zGqpcjEj1AUiDWrO9lA2u1uo+cO3",
-	"pfIdLR89pBdIv6sfFPPjiGUEGbTa7NAInaJeQ8EtRnjfSZrd8ixCXormkbyJecTZf/7P/8WOZJ6Jq4WA",
-	"f3yMIw4R8/c8mfIyoGHABB9PSUAVa/JGFUm31pszTiMRsHmyWFVtIYvHwLtGGVd4bqDuNcnGunoMZjMr",
-	"SDm23dPHzSkpcQA7FackN8x9bs2MZibmcAiHMs30FCWi5dRIDeMrqQ8AULfgD13ZUxY2eJzsDeAdKShu",
-	"MJRAlIgxyyJUV0RxmpzJVG7oP7EaQpwDkY1hCjRYYyBWKVwSuquuhvRNaPz7ruQdyoroRR8Ft5QxUavN",
-	"to2dxc2hemNcUuN0kUQGS1c+m3asQ9n0ho5MPMqlMVm26mEW0IkHTa1SqhLdSCH7r+xxt5KvedDju7w7",
-	"ijo7u5O9idgZ823R3+mP+rv90YjvdceT/e72eG887vcn3cn23m5nK4p29/d4P+p2+n2x2+VGY0GfVqGz",
-	"1NyiqwyibqezwiB6DNrkmzIZiMy16ki10q4osRGpJwYNJ9DtZB8aBpRf7xrzLJ0QkpNGcsyz2PCO3weN",
-	"W44MLSXq9N+Com14YZbOahjI4dFbPouj9g/fXZ2cXHz+cnxxvXXyx3jr5PefeyfTz28Pv/vw8/vfT97/",
-	"/ffDbxuG+s4wJkO6438BiEc8Eyrns7nWInd3+ru7nQ5wy9BMwnNFt2J5dYn8PbnuwZTnCtnnZyLnBo4e",
-	"xWqe8OWlq3CaQej/dTqdrmGPd/TRqhp7DwtIX/X2t/b6u9s78Bd0CckOnH5cGjoHozf71guPIsooP0Om",
-	"jljYVFRDqY9N/hlgfZKGUKK5WOOubhZ1XfjmmcQx/qFfTXJ+ZiE6TWBrG6dXMqbcMS3tfTG9bL2GJW+M",
-	"LiN+tQREIa4F8etRlrvtc/tWuihcKNJLB+Ip5A6kDvTs1xvPw6/5f8DS/6vTBl7k2SmgmO5VrpXg6SuF",
-	"lg6fqTUcePoBU1N4CjoHRH7rQwSkOpRVY7PfmxWjHRNKUWy1nuo2uQ8aBJhZGUZATI7wYdFjLjHUZHyD",
-	"VKdPXzsjroTVBZu6e+ciilWArYTnR+8+fLr8fP4xxMRHKNIGqprHuKemfC4QA3sbK3HAQtD5VIgAYqyP",
-	"buE/SwRUWzxvm33UGumIJ1yOdT9wFYBieg4M6hC3SlHQ6l3n4lSUVh1XgDHOcbZezMALgzGJY3rKCjTR",
-	"c8BFultw3dbtZOhz+1mHrrafzkR7HS5//vKen6Q5WOjLUvFFRH+h4+mh82SaXxVm8x++a6Cb5XChFdlf",
-	"fwPort7pK/2KJs6EFJuIoQIZa/0DPGehF+ENq7h4bXLe6fm9XGTJfaiN4CRhyAmVTxUDyj/yqWzyeRy2",
-	"babgJnJNmAIz5aC+l4mxoQ2JcSqlGFN5zTmPMyjht2R/PycjFx06gS22gjH0gCXpVbrIA8dLCEY/CiG6",
-	"THDHsKbNicXK9vvGC+gOutVmPvAVEhZIcTR5tuQYQxg96WQDLMxsGXHvwzb7Sc+NEjci44ldFDrdCu38",
-	"YuBvFNPymSmBxUNjxaYigRge8Z/lUzHTZveYJwneK1ibEmH5RmrE1hGBpKpxDog0Lu2rrUzBgN3S6USb",
-	"PYq1XkvOVJnbGhmZqJG1Adt2Ybu9LVa8pn63KdNJ73eSd5ohFbUiflTnC6fiVdiyGSmBZXPHe4nQyjXL",
-	"nC0SUbvExZIW/bfQ5WrnvSIWlQpyqlUpsIpUUFBPHDduOiduK1NICDlebUXFs8OLtz8gR6tkYhV5sT/b",
-	"Tl2NapdXEiAP1vIVm8qZWCKynij57fmxPUBCBSVWY9UqYBx5QHwVEyw2SnzFtQzFTyD8LWaBGN2qwz98",
-	"LKsHuqNrQTZwmiyJArh5bScfT1FRdLZA6tTsMJNtVS6kWO4vbic39604drbMRaz1be9s0sM1bz5d5Kjt",
-	"1a5KQM1ZVTNJrwLg5iXa3HEmcpalOXrp/ekxdDgGWIKTE9R8gZdB7Vd4QjA1qfIlXhrufAO9cw5W7Vxk",
-	"RUbXgeU5N+KBQLW9XlC5DrY7+87kkZW9/pQ1Q4dTUA/ky4aKZ4uE52kWtgZwSLI0AVHvciThbWl/yqJM",
-	"z3NAyuc80YoonFAwppzYCTrw9T3gbAFTw0VfuBg8Q03faPLeZWqDbkXyWSZ4gq9qs0PnzjCFZHNHF8kW",
-	"UpGy8Pb05OTo7cXp+eW78w8/Hp1/WwwdtRCTVXpA0RHLQ47DpawNu1iOjtylnMaoRHTukZAjDwc2gpoL",
-	"zLN/AEozXbeaVp3wrkgvI4+MkPWRZYvfrobg0gmrNa8qodA2O/TKm5eQP29U4TCwKCDuxe+c4VtDrTpo",
-	"TBnAOCseAptyCPqI2LDhK6NSKQgVukQvzqscxff+t/v/EwAA//8=",
+	"7P17chs5ti+MTgU3995RpDtJkdTDNhWODlmSq9RlWy49qk5t00cJMkEyW0mAnUhKZrt14/x1B3Djm8AX",
+	"X8SZyJnJHskXWAtAIl8UKcmu6t1VEd0WyUy8sd7rt754IzGbC854Kr3+F2/KaMgS+POMpcnyYJyyRH0K",
+	"mRwl0TyNBPf63jkbCR5KkgpyS6OUDNlYJIwk6pWIT9qe77HPdDaPmdff7vhewv62iBIWev00WTDfk6Mp",
+	"m1HV7izi0Wwx8/pd30uXc+b1vYinbMIS7+7uzvfmNKEzluoxHSaMpiw8SM8onzD1zUjwlPFU/Unn8zga",
+	"UTXErb9KNc4v2Sg+er1Ob6/V7bY6Xc+3H3o975M7nH9P2Njre/+2lS3LFv4qt45oyrBfGFl+Rf5yfvqe",
+	"0CShSxJ8lClNUp8wHn4KiBiTkKZMkkbw66+//tp69651dBQ0iUjg+1YazZj0ScRH8UJGN8wngpN0yshI",
+	"TTZSH6IZIw0Kj5PbKJ2KRYpfjsQNSyRJpzQlt1MRMxLSZVMtf6QG9bcFS5ae73E6Uws7wtW7oqnne59b",
+	"Eb+hcRS2ZkxKqlbTLC+hKZktpNpWQokzM3didl7ene+dhGw2Fynjo+WPbFk+LwdkFEeMp63RVEjGyTVb",
+	"ksZYJETvD6Hk8vLkqIkzmdFrJgnF46T6SaeRJOoMMZkSScesD8sQcdLbIVOxgCVgRNIZg6bVj9k35sWE",
+	"zWO6xEfHUSJTQrm8ZQmJuEwZDWFGIuITeOJWJNeETmjE2+RHtpSEJozMWULUyaB82SbnjBFn4iTCbTv4",
+	"cEKc2efugrc77oyej7ZZ6wXd67Z2RrvbrZfDLmv1wufjDn3Jdoa9rtk9vIvZ9jl9tdQq564R/fyW8Uk6",
+	"9fq93V1fXSvzuasuUZqyRLX5Pz/+f1r/309/+nfP3jaZJhGfqE2sOhHu/NTKmmPRVVe/t7tLbiIZDWNG",
+	"Ds4PT07IaEoTOoLbeud7p0nIknciZEdsTBdxeiBHFaREJCkJo4SNzGpVHV1hmvLWva2287qp2QfspA7O",
+	"D9WtPDo+P1QvfaBIYvLjVd8SvpgNWeKTcSJmpFs36LlqwB1viOsAe7KK8FUPGHq295IT/TiZwK1N1N3h",
+	"avzsbwsaq/3pwixYol7UW9DtdMpTOknZTMLZViP2cXN3O53aeWGTNVPrdHx1HHFyu/Bp86nqsVRNF9dc",
+	"D7E8w97XnmDvt53f7tee3+63nt95NFvENBXJoeAcycBJWDHJEFmB4nrmuRxxfa4nO6fpNJtrFHoPlT/q",
+	"SGLFrIChml7yD2vWBd3f+d7lPHxqEYb0tvu7L/u7L3+/skxMZdpawNSfTJzB5laIM3qpNxdnfmHDqRDX",
+	"q0/hLT5E5GJYzex73X+CA3mnxiLngkuGEjZKN4dTyjmLXy9kxJmUx0kikk3O6hfPkSqxScJFSsZiwdX8",
+	"5WI0YlJ6/TGNJbtb99jmx1NxdM0DhKknyO00ihmJI5kqsW6Ek5JttZIZsXngJGG5ovA00RKvXMxmNFl6",
+	"fe89i9KpkitDwkWi5CbP925ovCgsjDpL8HNuS0qLc+d7XKRvYOVy/Vzyay5uuUMPq/vJprpqD7Cbt2Iy",
+	"YYV+zpmU5mXdF4xzdVeRhBdiaJBEvKLHp9v3E7wVJOLzRapWdZg7CH0yi6RUZ0AkZEbjsUhmLCTjiMWh",
+	"76xftj6kIRJ10ykXsJda6m/6WvYjNE4YDUHqX0hWasROGxoyD9tvm746jWmLzudkTKN4kTA4lW9EMozC",
+	"kPGHXrYLpSpRuwMLThfpVCTR31kIHay33u90exUrfTFlJBXXjJOYjq5Rm5qzBNYXiH0kiZizBFVXfaol",
+	"aUSpJMHnVvZo0NxXKzVVu3JLJdzOiR5lXp884R8SMUng5DxsVQ6sEqhVw0iSgjqlVkumURyTIVNDmidC",
+	"nVUW7ms9NFZC9tOsYWk4WlMNCmMKagdF6BhFfrXanIEVRh1okZAobZP3zrqG6vf0Nhqx3EyUAJawEYtu",
+	"mKMR63F9J7VuXLEbZ2whkUKsvxNwCWH3ikps/yMe2eJuqJGbW6P6g6lREkbjMUsYtyNte5/u/OL5f3hj",
+	"a+/uz4rcwHxraZK6KeUdLY2laMmoGRtpGFJkb5dPlGThE5CLgOiJcNks7/6+6ohQwtktcBvsQX1y533C",
+	"U5ZwGj+K15tGiGTJDUuQ+j7Npbnk7PMcWI+hmPuoDVA1u0hq4uoTzlTPknGc13uRnqiBzhhPNz237rli",
+	"GcWWRmMxTI5xOoxZ2CcgUcKwJjRlt1Tbog5P378/Prw4Pbs6Ojv5+fjslW1h/aUpzKPmwGWkVw+N3tAo",
+	"VqNzSF/I5rFYqoa+k4pxjaPJQr/VyOamlikRsWIiIdAaRhJGY8PpRNJso5lkGQsaXgjxliabaTTFBTZH",
+	"XZ1jMqMoMg5Z3sLR7XTIu9dPxstyfapTpCahu1JTZjyci4inhI5GbJ5K0sABFLiXTEXCQJ6zB+8ndS0z",
+	"OvGGRvHD6aZR2fsfN1Cu86RxI6X8yajggSZP1pBPphSlhttE8AlROo5aNhAm2yTAKQdkKuIQn9MzMAYO",
+	"3Qws8YUQ7yhfnuEePlg8uBCCqHbIQZqy2TyVT0OxzpSCG0ezKCXs84ixMBMmDPs2pkQlakrtVIk4CcD5",
+	"0gLvS6CUyqJfpmUdM1Vj009vOS4cGN4lSIOMp2pVHk4LC81ssFjFAVTdSZAttbjuE63u+oR9nkf6hiXs",
+	"RlzrfrWq/hgdLowkUO+80nOhiILgwIrx95ymX63+6NEoOmLeaj9AoVu/I6uvtL+qenXuDMjRkSpVJF99",
+	"narVG+OG1a6hu4EPp5Owh0MaXiZxYTWTONP13GXMqOpCvfMRn7QWItQkp2k6VzNR/0pyefa2QE3Xe0ct",
+	"pT7L78H8k7MTKJlf/1o9PjQZfcQnXSNBfiylnzfY+zVIeE657pNAjSpwNepYcMszu7sdxw3kk2CRxLmH",
+	"QSjhsEZbdqHg0NCiaq6+LHCP+zkEvNkmp8i+rTykzYopva6Qyn1CYykIBfF4HU2BNOww1GrIcpNKOLKb",
+	"AJt5YCSx4xu1A2dMgr39izdP1CjTSJMjmsKmRSmbyYqf3a35UvbisRt9ZQq/3LlGx4/6sfxOf7IWRzH8",
+	"Kxulqjn9BRhMgc4bGvPFY3wx8/of02TBsjeHQsSM8lJ/5j0f51fVVYmG50/hbuclCmliTGaU0wlIwlY+",
+	"k6SRmWCkb8yz0jd0yZr/mn3DVbS5yH2xiQcxbz5SxDW/C/buVexAeYmAHm+yRqb5qmXSptmL5ZxVGaj1",
+	"zyBX9UmXvCJsNmRhyELQX3zSI6/IgovxOBpFSppXt0IpNY1A/Unn86Dpk23yilQ9IsajK+exHfKKzKci",
+	"FS0p1KMtzlJwnJsb6ZNd8orgj/AlU5TCJ3vkFRmKNPsKLOe4Wl2/52/7O/6uv/fJjSMp2cN973NLvdO6",
+	"oQncQrWIx3q2h1PwC1zamR7isD3fOy1980HN4RxG+R5n4Pkefn5nRuj53muRZh8/5ffCkPf8bgBlNm4r",
+	"Z2d8MqPpCLSHILehQd/uFyw0aXS1rRA2oNf0ibMHpLHd9HEHrnCRr8wONHaavl74K7vKpLHb9NXCu1/t",
+	"NZ3F93K9e743sovk9KvuQ0WnSgYp9Oj5Xq47z93SQpP5m7TO7rp7OnqS7YQWyvErvHhlwA6Qd0TmKYQT",
+	"bHOfBmGJ2UU0YzKls7m651F434t6uCfgV7xGL8Qaz//IgJLH1tKfn6ui59pxkuaMHtoLEMnMCdD2ykTN",
+	"OLoqKKPjsXvImhTIJTjS0LkCPdop+flIJ6fXGnqqVuVwykbXWpEEiZMvT8de/+OXYp+f7vz8d2oIn+4+",
+	"FQ8ATdjVJBGLucy514EXFCWsQC16QG6njJMANUIZQMQRtKDEElmx1tX+wKxjK6DCnoqEQOff4nDpOVQQ",
+	"RPyBNMJoEqUSjVIjseBKKx6JkCkG7OPXQTaTV7BAvrMc+/koByMsOYFQezvFOKgygSmv3jEdTY1Snsn3",
+	"+Iqi5NDr3k4h1GlGP5/gEEzEhP7YLYhQ1Z2aVXEsM+iiNh3udjp6DLLOs2vaKLt3s6NqtqV0D1Sb9zkm",
+	"S3dlTfl1jVODY4dmq4TOzaStBwmk98pcMG/BUzqqmPN1VdDje2vZ0UEr6t12VeRdLcHkIo3GyxqxwmmV",
+	"QFyldv9IFo99pCVySpMcla7RBhwqev/030YyfcrNN6v6e9544CcOd6jc/g3IY6Ww6Prp6YypbVsd17kO",
+	"PUMjQx0h6+3uupSsjrSU7QsFuoL8Fzhh/Sp+r4h3efUo52LBR6xWFGGcCB4vCQ1nEY9kmtBUKGJJl0Qy",
+	"XiOERPIKnl/VKjhDRrmQBUV53W7M9QXGU91T5eX/3jAqXy0z+N8kCfR1vboGTyDwOPNVJJHVIafbjEzM",
+	"aZJGo2hOeSqvgJnmIok6FaH1tfffz/bDWcTKPu7b6qcmFHh+fsdkolIfd45XWIxXXBHs9VWCDx0qVA5s",
+	"ngpu3RElscwnWmBTN7Gf+4n8SUmq1PxtYqO7HYhB3jUvNo7bXSU30bnUz0hC0+yBfewURB/TGhfoctSj",
+	"iiSRU5E4rsAmoTxUj8WMhoqw/Z0lgjTc4UnjEAbXLPTR2SdhIuZwsdNkwa/JPGHj6HOzTY5xd/pkd7fb",
+	"ffnixYsXz58/f14I4nd/8vLh9d3Wy08fO62Xn7689Ls7d//urUelf3Ri652FLu8DaRTWtVm3+z/Wim+u",
+	"tFW6mOxzpD1pa1K6Q6MgKnlRU0s6gjErKRKI2j7hizjW+g32ALEtoI+oxVU/06FaXYyHLNM+GHO59wtw",
+	"0YJLTWrX633Cjm7KN1O9l2+ZRAAax1olXEWs1NPvWEo9pSc+nuiV6V1hOjX2VMee8VOiTk55q823xQSH",
+	"CEQEOG2p0A5atKbPgUY4+TJyRDnXGV9lUzS47OTv1wTyt6R6CdSh+ukMV4BKQsmH998Ttc7k8uwtaQTq",
+	"z340oxO2NeeT/SGVbG/H/6//9b8DMKU59KD6yXuPqGPaGGHSix5qblFXHFnc8seZMwomiigM1H0OQHZp",
+	"0FSRXHCRsqZPAiEDIMXBMBG3Unut88dN/1Je7tf4Awi9isDf8vx5U2oNBJFH/JqFJGQ30Yj5hLUnbRIc",
+	"ThMxQ4HJEZa7WgvfUFg2I6mVl7udzhrysmmmQH6/9nEWFfaWU/R/8UlLLmXKZg9b5F8iHopb+USrfCof",
+	"u8Cnq80cQr1ojtsjbR3mJq0WY9fYJE2Ff0fi6hNM6vc0nXMWQ1jak5C7w6kQErJQHf1wuCQ5MrhPXDJo",
+	"hJ/0VrhnqUwIvy4duHvcecekmW/FOchIr3M+r2vfBBkAS+HsFjVmmlifBJ8w2Sa/KIESPpm0Xa0pSMZD",
+	"MhQ6uHq0SMB5jyPItfmtd6fO9vOe3f5WRh81JlyNmmFphW6lXtJ+Gj3ovQ5Rfqgu9IjTz0bX5ylNFxVM",
+	"NBDXeIIX3IbTBvskSFgYoSIzT5hSPvRAQc05Oz46Ob+6PHuLUfwsdb2s4trzPac1h66tcn+eXoNL23kN",
+	"MpnclK3K5HvtebamaMxgL/ss8bkrHMm9hzrn+r7zc69frXWNnECGO/+pXKaFsHFreoNJX5lBRqFrZHNS",
+	"7Fba8hNXy9VN7VvznqI6LNHWPbC/Mx7WaUf11rxE3ESqHa1F37cYH/TzB/rxb+BoLe50/huvYg4b+mRz",
+	"R/o30r/z1+oxajiaeFddUMFvWCIhUK1N7E4g6MTJ+Sl5sdfpIgEU47Fkqa/OmwacMImocwzEl21rVA58",
+	"EqR0ItW/EmQj9ddCqWfIBe02iTnjLLy6BTkfGW2ZpFF5bXKMOAnUaILfHw0pXXPnjjm3fJS58lYfAnjs",
+	"XMdslohUIVCyYqfUCo1FMlPPezZJuoog1A3VeAY2sMlVkyvtK2xYJzrsJTrYm5U0KqYSY3fohK09Y23s",
+	"05hAWW6Zbqd2Qe61Ac4WOmh9g5ATPNgro1woJ0pw4SHlqU1OcG8kUY1U+35EEk0ivsZBPYUH8YyCwn2P",
+	"AT6/Z3pJs+2C62sCGm0S/dxpQa5lVp1HnNetaTVxWJcbncJLaDgATdDqZqvePoennOsmQSRbhxI4G4Zy",
+	"HC62on/ltf4FfG9AwnCNIw6xeEAtcwElq/q8oJMqd9SCJ4yG6zniirz6KQnKQrJ7F/xSsmy5q/i+49o1",
+	"J9chSe4GVRLfNWSF7A4Vls7ceHtM7XUuU6ZN5QuXI/9W8kVOKngy+eKMxdREhxt1w3A7fR3sbdRnJLvr",
+	"uVu7nk5yaNu+wLbPTduX2HYlRaga9yOsUaW1/O2NUrkhoVWlOlp7wgBIj+Z4zj7mMWAOJ8hhSiaL2Tgl",
+	"C65T5f28+cm1OQE42YeDi8MfyBadR1v6ALQMy9j6EoV3YGuI+AdnubulQHeaXF+pO1mhFWPQomSpVJpx",
+	"dnEDNZ3O2vGK72hyTdTb9eGKdZy/pkH1dH1jdSLBwUPlgBorN3RTP4xa1lsDqQSP1zeHN/qqSgV+J27Q",
+	"kzcFQ8TICWtxTAEbxyLgPSdRZUjChqy7dFW0KUZzscppHUgZTQDxLE0ol2PENIBJqneeYoqXkq2YoBa7",
+	"rjLRpvKCJGwmbrSJEx9d+wz9ogU7vWm1m29Gsqj0r1WMg8LasRBWauPhLFwfWWEwlQa4clMHBcO53mWf",
+	"uFPxiT3V2Q/4lU/s8fIJXiWfAJnwCV5whHrR1Ktk7qs/cpU2UOyMNCRjJKgSNYPmPtkhjTMmRXzDQkgj",
+	"2iWNQ8pHLI7VF6PYNXRn6n5l4ov//NO6txBHVnlInbTu586sjbxXFasEGqIYF7gRadzWCMzG0tBskzeQ",
+	"OYXKZe7lKFXLb6PovpNEoxZBZwkbiSQkDfs72MF9wgXqM80qRaYQszKjEdhV7tV36nTsemOc0dXuaXqF",
+	"6IyjM03VyApl3aVqd7I1xQOJCV6K02Be1we0N2L+1gknc42bg5la5nBiUpY9mpiNdT6nM588J6/Ia3Un",
+	"wrZ9HHRN+zTIIQMPTnM48FYcXxsw1V0vc0tNQ4mLOAfP9xzcH98zo/F8z45FCZtzOvN8D8cMUmUGbVcm",
+	"hDk0Owenrk0g7H8IWc2RJBqczgW5s4h1VKrXa7DqMHvQamVuC+SHH/rv3vXPzwOyZW16ucCylRjFWTpo",
+	"5mUZDMIvO3ct9U/P/NP4eEE+4Z99/Y35dzBoq7+6/t5d88/NPzf+8x8f/9Qyz/4Z/1U/VKLDZhkOPTe/",
+	"oVdWf4/DKNWoCLUR01X83GLHaOKmaFpDib8QpKCVCBKFzQex8kdGTqbsc1rNGtQvBa/d3u7u9t5D/HYX",
+	"7LOLVcgFb7HZPF0S562K4cJrqwIigBzBFKrIj9owFr7LNKZyNJTZkgy3goVRWmH9rTS/VmeoluWzWjPt",
+	"6vYK3LTcCoMJ1hgBcUqU2xmVLWHsM57Myu5PQsbTaBypRoxUNVzmDu1+3pgu+IjlDzVg8EDeu5PO3q43",
+	"Ej/i4pRXx1hR1jS563OSmdyrr8ah9rmb63FPMmCN3evy4hCgQcEdglawWTRKhMZKMfFJGam86O70O9v9",
+	"zvN2t7e9s7v3n0HBM11FMy9y9FL/o6nl3t1//vt68XqwDvaw1VnDyge6vAP32q9+YDRWZKVIVqUVYR1H",
+	"86f7Rq/fquqoyj1Y1i+zbPxsr6o5n3ZZSZbcRCMNBft3pQI01E4Pl0TnSTbzEdcO1q3Z3/t3lVTtaiVv",
+	"qyV9AEVAwOGFJleIAhKhDkagZLqYUd5SGgZAbDk3d128gMJerDIp6WGugY/gUBEXIEEyHvpA53wNouOT",
+	"xTwWNGy2SRCylEZxPp5Bp8k4ZCRhYwDGAAcETZKISQIhGmDFpTFJGJVKY8CsgTRKY+brL8FrmWttQhF+",
+	"cNYsr5keD1hmwzBS06Sxa6xCQbzMrEzr35VGhW7TFLvNUftslZ9yq87FIhlVwjT8MhVqnOFipNbSbBbK",
+	"8wfGCoVCvdHKGhquMdT4DIdTmg5FirL9wTxCsf4XkVyPY3FbJZi7QnlvPaHcjsXzHUuv7trzvYN55Pme",
+	"6RQEcDP3WkVGP5DTYbTUj3xryVKHJRaYaZ/8bcEWoOcnZEp5qLimULtq3GCUm8oOS5buE4rRYLeQIql/",
+	"uKWSxEKmagxLmelNkXTgA7H8gw9HHU0ngmeInc4pg42Zp03cr3P1amPgHfObiIZ04PXzZx6B5DSvh6Fp",
+	"UBm9r0csjm5YwkJsJE3YZMFUKwmjo6l+L2GjaB6pnjBSt2lUPAqvvY2yjrNHtWGkaIJo4slB4CX19hsa",
+	"T8vjNjc/xPEtNfM1WComTGwYi9G1T8Q8bYmFmpPSLi8dHFrSGGNPY5EAiKyiWKj5m4dwWPdjgqx5iDOV",
+	"8hxRb+wSg2JJ1T8adsqApOFQ3fNcB7hiTnMGuKLEcTwKJzPA41e7+nMUMqHv6iKMBK75kRgtFOPEVbpg",
+	"s3lMU4Z6+Hkaja7Vir4gr8hbMdKYny8zkoCYN5gATBMlDiG4VCQRehiiUdlntQndDp4ODGRtKHF3Jv4a",
+	"wZnCIjMixzUiDvVSIhZaL1ukCE+3C+3M4yVabPIJyJQMF2kqwCgbRzIlibhVL6m1gHobpFE/QrVK5xik",
+	"3qBELYTiuYSLNBqxvsEHtudM24qEkr1xbaRqZQdOm1zM5yJRl6xByXXE8dDbNkdiEYfgWplTqa71vh0J",
+	"kYog3Cq1XpEUKpt1Jg7/hf/S73b8btfv9vzutt/deYDV4wKlRjgpnu/BMVF0VZ0RdVL1AfF8z5wOdYzx",
+	"aHi+Z85FRp7RWEINHjjslaeLsahXYYXhnNtFgmNexkktyhddkC8M6uqcDqM4SpcFDFTc1UiS4SKKw68k",
+	"Cb3XxrgnFk+BpfBFHK8jfZZMkk8ljWaVa1zcEO/g/NAJIMVPUKrmU2UbOtyktBo/iNuicReMYixE4mWk",
+	"jYhHaUTBno5CCIJoOV+DjXGmTpAVQcpX5QE3Qo/gxPTk2XhA9yvsWUsgn3S5HvDLV5XsiThOVTtVxZgo",
+	"Lr9EIsX4DYvFvEJs14HjV3N9YlcXZ4CYhHmlIpHHglAPIhRro5uJ2DCWSBKw+Nxn5LrzvTlLsoFtULAl",
+	"FSmNVw0RTI1E3ADKfQwDlbnh3J9Qnls4Z6imd3exqi54Maa1vKeONIWppmMl97kYTRibC4FTiiMhRqUt",
+	"AXGfT8EgwJkI1krbT0HbsKhxZlBRuLYRx8QpFyNnr6JQBxOjpqaEZMR3JTMWRrTapgO+hitkleuMPAoL",
+	"Qc3fyVw0WXs9E0jVopUHs2rDc0EilaMubvF3kvR2WlOxSCxEFUaqOTF0aziyqiJgoESBPj822A4s/jRh",
+	"wPTMYNrghAGJNgNyT8TMDeL7TgLyfhYJua8DENGXgrbBVDN5SUaUkyGzOc33eMByqbYFIwa3m6sXyCcr",
+	"4jYtPTKiHSpEt4lIHxG7qVSP6jDDhM1wD65mEV+kTFYqyzEj+mcIgtknHRworp22v2uit7PT2YhYCXQ8",
+	"OWtYNapVp1aD2GYhTMXxqyOTaVImYttoUtqQUpUqNuEiqZLGlF4Iphd8gDSQviF/8zW105Gg4CuPwUm/",
+	"0AjDWmOVzfvourWHyCq7MzrMMvhVW56ikbA51pIUXI2Sj+JFyMI1ujMjK3d3pn/BG2jUAWs70eaE+3t4",
+	"fPiXXRJnuL7dq8qDshjGkZwC8uuB1v8rsBcMdmuZ6lmjATzznbTJYmVH3VeNfDO4saukc3eyjgewnPQA",
+	"Ql1LjsSc4byUzolq23BJqKuvaTeEDmw7Pb/AuDZ4S1bYDnXQ4GaGQ7O2kOqv0yncTIsDueQjqO+ptbJ9",
+	"BH7GKmMTGnElwVWYFau9fUeqG8cp6Txc4eSDpwteyZoDU722hh3SlMZi4majjZJZ27Duto6jhYha52vt",
+	"kSh+LVM6YVf6MhZ/vAUNNPdVLGRa/I4mo2l0wxz3SDsC6b6tphGzNHepVsaiJjODInxop+F8eWkn4Xx5",
+	"rqZwaGfg/PIL6tXZF29x9M43B9nYjd4CQz90R16JMwh7YnZfR0FVbYRPqvah8G1uGwq/3SqGX9qEwldm",
+	"D3xSuwU15xInUjiYYgQaQLV37xcjYeC5nNI52iUbVVJJc9/4hAhHq/Yawe81EZl6ULmCgDyThbKwDaf/",
+	"euTsOhzrM4Ai0mS2mBzFRteyOsZ5SOUaCVNZlioMK4zkRu9UBJVDv1XzqHQmPlHWarUH0jcLVL2sN+Ka",
+	"aWurXBFZItfykEu/BkB008ASiByqjRF9JDDoSZhDukBXRAEktD6IZY13UQAXN+wKtMn7oWoxZiKWohhP",
+	"KkZgmkGtlIyjmK0dV3oGLek36yOcFS/L28Tg6hdivGYsIA3jRu4rGZulrOh4VrrWPgloHAd97QoF5Q2s",
+	"QooY03z0hMstESQvjtc8/e/U4wf4eGUAJ7BoM+sZzFm1XlawV92LOtXjAP1dam5qWpmEXuuqfrdCfsxC",
+	"ZO8RGM/NhX63Qk7MJ3uVK4PbSPV1g1F1jmvT1WQjjOXnwom9Xq1LbxgjWhv5WT1lHhr5/3zJq+qhL/lo",
+	"mgguFqYGH2kEjIPP8xXchaDZz9SBgnMUqk0avP6mT4w3NTQOrzZ5A5U1sGoFTRj5QOWIxocU7U+ADFQ+",
+	"FEdans5/e6zjok6OVhjozIhaakQOAfaxwEYqyEgkCYuhWBKU+TI6VaV6k9DbzQT7o4hOuJBpNCIjMbfh",
+	"EY7xC5d5n4hFKqMwA9ZN6Cj1AWYUBStFFChfghehInSgcBCcxVkRIfDE18zHnao7ekZElRaKtR4a1XUc",
+	"Q0gsQqCSM8NP8BYaHe2VKQuxT8Qcd0Y/4daMsJQZyXpzbRZRhEmtZxPOPCtxLs/srNA8sq9rvECzfham",
+	"jighuBKghGpg9hZijQAgiHYqRtyYScl7Ye1mJlmXyMV4HH1GG3oBRfL58+fP9/b29grxow9CLjeeGxc/",
+	"5R7k8hrJwW2pINir1T1GalRzfF5hfAaIG5rdmGUc0tG1WhIekoambcEX3e2dItuwieQVRkVwcQuN6Cez",
+	"0FP4NWsAL4FP9B3wiboCd0GzTXTJfH1GOLEVTnzdk/rOPZ5rH0e9BKtP4Q9gpn+npJo3UcyqgX/ULy4o",
+	"m/bD27u3j3ZhPKNHp4eX747fXxgPgFoeNBuLCQOTH145/BlFuqtFEgcaKknMohSUR4BK0qjOIUuU5pfZ",
+	"qy/P3uaPasRvRDRirZ0Xve52ex6OnwSk6AfHiwHyIt8QtaiwxroAWIENLYZxNCpX5oIqQtBzwuYxHRn8",
+	"KGN/z/lYNDgeZM+ZFW+cvDv4/tgnP58cHZ+qpgt709zXyNXukpseJ5FMIcLHhkDoXjF3LY8T7MGg+1tb",
+	"ao1kW3+vFPMtvTFyy90Zqx8vkqiwUZ2dF3mYph+mnz5epPi/D/NPH8/lpz/3t7Y+/s/BQG79+d8+/Wkw",
+	"OH+2LnhTbkMX69VHw13UV/fdIk6jOU3qrYb2CYPwFS4xSgnK+mvvLpVIsNVzkszjhSSBWrugTV7jrZYW",
+	"Sixln1NJMENuK0D5ap8ENzSJlIR4BUXZMCYS5GfV9ZzpcpW+2j+RQIQ3AJaFV3UvQmgJvD0VMTjxKI4Z",
+	"GTRgqWJ9h6qg+jzvux9EocTpnVD6NQDLCiz0Tuk+luTf96LhDne+pxa92pw9hvIyAnaxTyIMk/pw9MYn",
+	"NxgnRRdhJKDAIJA1Y3AF+LiZkKkuA7tflOWg3CYWggPgWjqfQ8Q9FoMruA6bOXPSMOJKD1nvrAPZzs43",
+	"zPTO1OnUhHfsEP37Vq2KVxTbWyCB26ApRRK15lI6muWNcc8jnFcb64hvABmEtjKCZRq1ofhfBh7AvVyp",
+	"Bwdef+AdcDrw7gLSmNnLO6JcaSYjmiTLzPJNOE2jGxYvm23yI1tKDEyBCrsaGRwqEcuRSBhc4IRBmWk0",
+	"bWj3S3UqzrqgeaGdkJlztsfV1xW87VoGXmd3PphnXYQVs5xrpF9AG/o9ExGGeRgZ+tg6bZzD0/p6mxSO",
+	"+16CYLU736s4Sve9+rN+5Wd8o6jJ2CXMzSNPteq0mnKyWcW5tvyiTc4WMTNeRDEbRpwZztFIIXQTqBNU",
+	"McX13c/Oe4ZEmBMc98uFHILM8qYrPZi6eXB2o0J9yu8kCT63kkXMzJGUwX8jVvBPRhirzQsVqnr+pP28",
+	"Dp0cLlH0bpRoJbHE8rEUcB334z30jv9B637PtK7a3NvrdHJJQED1TAYQxBuNpkRO6ZyRkM0ZDyGnwdgX",
+	"geAIztZAQSoZMu/8+1/4CRI3ELQodz7KmdqZwcgtvGgBgiHRumBZso/ZMDxXzLO+7sp6lo+rSllZhrLG",
+	"3G/mbC+aKeUJpm6340rTjH29wi5TcVXKwrfVNLXC//2xDqUwF7RlQ9C2xiJp2UBK1JOZUpbY5zRoE7P9",
+	"Lk+01sCiVSUr49p9QPJ2FfGocbg556w0efy+bFYH7a+5b3KOpDavUz5Cr5Bjt9IWLTBM8Hj5leLb80Tr",
+	"/spyWI2zWOnYLWyMQJBJSQVS3zcrDJPqv04HcAgebZjEmTyBXdJpqOL4X1TmIdv0HPY5NSWGQMDzIW1x",
+	"ROcWhcWuwK9ikaBeD74jOY3m88doFoW0fsfQX2YWpQk4MgXoukJqyaRCuCDBly/du7vAV3/04I//+l//",
+	"21opCmgTB5x6vvdvYDvKQUysXSczLzxUTjFzgEO1iDV83j/XSyS2KKYjkJxHs0VMU5GY/Jfa0ICRSZCp",
+	"r66uBYpqJPPnmyCZV1vj1yqv5Tobi2bWFSUi731UcMtdXC96ldPMGOIdSH3tRbX1gHWIdxViwmbVJR8Z",
+	"ImFz4VYWTx1lyVGrXB6r64rYRipptjmHa5Q5XF2usPLXGTMFsGoxgH8fBQP1QB9SPDC/hLX3OF8wMh+s",
+	"spb35kA3sKI+cq565AO6MA2s7CLb08JlXLcLbKC+j9WlKUmjwqVJtUNTp1fC7819MmGcJRDf43o16qs+",
+	"AK1s4d97frd39+//yBeF6K1PSrMBm4nmhl036lVk9PdSR7XuKtrzsDqToUZaLjVZhQ0nxqQDGHkiYdUF",
+	"Xde5og/HbC3Qy98DZqsdks5suLcKDkIqFevggDOgoiK8cYeUpRLGUwuYv+po3vl2aat9Kj7BEnN5x8Yy",
+	"ZasqUKzssbrSb27QdbGw63hOrJUJRCJE/nMbB8MWxOM3cGZNcCwlYrZmwW1yOxXkNolSjL94AsnujVKb",
+	"NxXpaigCtFWgCEDDqsvx/IJFRVI/n6svYYIp4zb5GulgXkHMw2NtSHFdkb6mglGxJrmciltJGvOFxI1t",
+	"VtU2Wp/00iVEsw0ZmUBgvK4BWw4LMAa+x+hqNZ1BO7nuCtcDDuY9FeegB8Wl1UUo6rElCrSawJZqb1ij",
+	"fkU1zhyIWTkpdWWZiceBhBVD6J2h+Nmoc7jyxQ4/bQTV860ZhhPNt8GWFEl/ec8scN29oHSld9XxuqrV",
+	"AOBXGf2dPaTmCAZM14xLqhk9uISTubyrudA6B6gIx2YGnY1wnR2VT1LAvHROfo9FzO0gdaJlrf5VOHmb",
+	"y9ImNDaXNrE22qX7doF8IspXRZAdjeIFuMsQm0zDOSMO0YP50hm2tj5nKmfUhA4QUYJARDio6uSCWvhn",
+	"Wy/PtOcjoj4ogxrYqNqkquGjV1g98pdtBVjgOZ62Wlr4dU/4qqN9QSd1GLQVBeAiXuU4oRMAEvLJjKaj",
+	"qYkXhIoxV1EoA4LKuDTyzwWdSJ8AUA/8jYh5Weag+i7nmMpqdMA7mCV5ZZxZm1fjMK042YoAlLJpHoNe",
+	"kZp1lW+iOK2szE4nJAp1KJZdPBO+tduBH9SX+0RDNNEhYqQmCIFCQsEQWmgMXdRGQ1zoEj9F+3VNGlaZ",
+	"9BZ25VFtZRv+iGbuqtbawD9VFq6YzxNx4wYcVOOhVKwhTdlEVOXf2AwO84gO8Xp3cPbj8cXJ++99cnlx",
+	"8vbk4lefHFxe/HD8/uLk8ODi5PR9ZeLGlMorRAeTNUbOdVBRHAdgbY3FHCQPnywqEXneihGNmdbUMHRt",
+	"nl69Pgs2K9Yoa4oGnLGbKKsbUMgm0zHdBx8+nJ3+fHxUD/ph0Z70k57vfTh+f3Ty/nvP986O/3J8eIFf",
+	"Hlyewx9HJ+cHr98eH61JLQ70scnBrp+xv4I7UX1JFxL+OIokoHsBAQG/zL21sfScwH21krrYPcqfET87",
+	"mn6WIIp9f1pxP17D+2Vy76LQVG5ljehpuipVrUekO/WjPkA/XZ4c/nh1dvzh7a8+uTx765MPP5y+P756",
+	"f/nu9fGZTw5PP/x6dXh6dFyNh4xBTKupsra31EJ5m0U4NBtSBQ4AIZimWLV+oU1+tk7EiGsfP9aBzByO",
+	"De1ehOgLDHBSX2UxTOq3isL/2a2vWkKJKX6vLy8uTt+fO1gPa5dhy+98hWxtTGElMDSMWMef90kupF+x",
+	"60JMvyQpvWYZ7pK5nhfH/+PC8z143fM9eF9dGv222qnVADmbIANaRMBP65xZM8Qfjg+Ojs8833t9evSr",
+	"53tvTk8v8DMu+5oEAxdMvSZCdS/fCJHiZ73HnypP7Kqj+jaq0jEM4yrvGbomM5QiHcegUQgreB4AVcKR",
+	"1lQ2yKOslTmRfXJtBc8y5/vKuNl5ub2sWp6fDbEtA+3jGDYeY0YbKm6KyzDX5YLVJmKHrDuDrZoqIq4y",
+	"nkYjWgk9uZODnnTMnjS+pUtJgkIL7WBlXE4W6FF8716Us1VKxiXgs2GQXhjRWvW5OisCciC2/jpnEx/z",
+	"IbbmfALQ4/Dhlg3nWfLDLnn3uqlzJbZm8x31HH7Ynsyd57p7+CCdz2MNkro1D8fFLIonzoOos3VX2Dsr",
+	"0O4qggGLT7WV8Fct4JKGDWgzGDgGue1hdUNKQIPRJoVEqt5epWtXrYfOo6k/cgwP3LpW4lVYcUeMhnHE",
+	"ITdnIZlJB1QiAcJoV0PHkcbznka9wzRNgyq/dq1SNyS8TjQqRzKKhCZLMsccv8uzt/uI5xuloDSUsyDL",
+	"2XGrr7vq2BlbDiPu030J4LUAMW7N1ZqqdgBSY2oRboCAALW9c/gHC26qkmxQR+uxdbPurYZVtSw/I5RW",
+	"JHhNhYOdXk9n/AX6hgWmsBhWmGbqvX0SwL8yIDM6l4QBPosGKYc8D0Ut5zShM5ZizcAolRbErsw5sLVV",
+	"WQE1gXMV7PXx1QZ8M56qJdQ4hPnS9SdViDiHtnY0AHdrGunihWGOpDUoGiRMY5x5BdiwFk/VAASXW8gM",
+	"OIW81o/d3qdHA+8UQ15r44JrBPDVkWXFtquDzHQv0qBHOzuhgeYr7vkpZxn+o7rrs3lFPSX9Qx7i9z6A",
+	"33yJ+gc4Yeymr9HEKijurKnlfaWTtDpqV6QR/I/W+c2oZRYwaPokClFSiwkdJUJi3RG9QjJP2xdYkacU",
+	"PLHAZKurwpGrxIlk1VTolylCruiOtX09A4rVFum1yq9b/L71CS77nF4lLE2Wj98bXUFzZKHGc6rxxcUH",
+	"Y77Sm6Prj7iQKR2riCUMimpwoX9bE4eThdV+xCoO4p6lDInSXJH8fNzm8/tuNrZwzItLm7tGK2itOaC/",
+	"TRHxIpl5RBVx3RTA+VUwjPPFUH0cGghSjSAEFVEzkVuzEQ1wK1sW862FHKHZJifc1DuRfRNHiNxkP6sl",
+	"YtGJwkiOaBIWWYcnZjwaTWnaNjhWpjiO55d/kwwDTjcPcGc5lEY3CGYN/oFLeV/8ul7395VBNXrV4aOO",
+	"jrKq227HcS/mExgOz94hV0pMcQjHv9nd7Tw4ALKEJ1fj+8wPbpN4SL0c7sSrbJgGQlk6z7XJe4CqNmWp",
+	"dMHlhK1VqHDdu1YWru6yWm91ZPvxLFkb4K/qXNyGLRmEO/MCfumsklUOlDqui3asx6zw2TqLHCp+PQi1",
+	"l2y0SKMbKweyz1O6kICSG8dk1zJtAAcDDmKHqwHNRnHEeFpjn2OWRq2xX5qg3aFnfZGwq5qSAoflcUOO",
+	"eH7wZuj7kHubIlCx5vlKABwuScJasFbaK7WaC9adGKiPYEb8aFYPrelRPr61dXK3XbJWqvb4gAuwRo63",
+	"7hJyu6vkB+eS+pUEwCqpqPfrY5ad/PI6lvepeMzKVzdHDe4t9VhBDxHauNom/IQ0LXffN09PONb1gGqT",
+	"Ex54ix9y+B51dpwzseYG/aayYI5zPl4edJt7TLh/zeh+86i3inEhSniVyh4vtbUJ0EKwRmDCTC2Cry5l",
+	"1HJguFuG7TCoX274qcv6sfKepU2ag6WCdHxSoFJkFDOasLC5ASTeP/F9X+dY/BKl03MQJytkByDJIBIn",
+	"IqUpa6HgaRXlAD+DwRKB/iAEROnN9dULnvo+1Qz+PJqA9VgPufHDu4PD1vkPB73dPXLNlhqolaK95fLi",
+	"TesFGS5TppS5M5YuEm4wAIZLMqpZCC0IGZ1ju+d/xfuuJ7rWxb9gMq2ja6sW8281GANZEoo2LyhNBB/+",
+	"FqVJ9LDWmnolYOKZNvJgAEsesa/xw8XFh3OSsJGYzRg3BV3KSIWg/OeQCiFteEJTdgvq8m+GUXi5Fixh",
+	"jb6qXi6qq1Ao6hCqEFU5rl/Ww7E4iCWaP/imchVWNWru5x0dEScfRJIuJgsmN6oxXRF5DFR5jYNl4q7q",
+	"jxMSlkUSpctzRZt0zI/iHsnBAquUF/y5B26Z1z55Dc+SwaLT2R4dHB4en59fXZz+ePwevmFBm1yIa6ZB",
+	"G7XsbPTEQJ+pgGC6rVwM1eGkPJQQLbDUIHOYmIT2fHRRUFMUlCWzCMpiWUPnQiLS7JIMWSz4hKSiTQ4I",
+	"PAZVgvFY+QTdgeBQ0ukFJFVDJZPohkmy0+kCIJ5ePER4KsYcDLw7cEwCYYe9gOXIzrM6lt6dWueIj4UT",
+	"96r+RO4ICDQaAFdR8u9xUciMRuAb1PHnZQvvFmCjHXw4MVOvbsgnlAB6n3Gmk9FCpmLGkla+kiQaH9rk",
+	"JCUxS5Uggor8gM9ArcvgA7KkNEkacxqB5vzTmQ7IxF32CSpHvkbx90ksJkQsUh+LJZp8fNhLyPuQ/oBD",
+	"DQlT+6rp46VzgN1g402YrK1dJTjCa1WADZFGGeUaQuAEH3A3BqEIPOS+6ALiNLEIO3JJLD5gxpHNzK6q",
+	"mhN8CV6HYqCvrAuEUI2jGx6eRVe5i2rr6/4RjHbAq0xqUkmHiBrlGpc+nJ5fSKId1XCEdCGmAR/wE07m",
+	"NJ3irihyoxPHNZxHBu0kU3VNLbKJga03kSq5HvVuwHgoDwc8D/6k2oBcy7qt2CcDzw3BHXjGdYwIfMK6",
+	"oEpNDLitQzVkU6wlrAuQcRa3yUEcY4aqEu0UaQkNiLMhOLrl3L1HQgEL9m//RnSwkFQfn5FjcIEFW3Qe",
+	"BcZYbq2am1JP2IYAwZr6uUigv0rBg/0BJ4TaXjRADuwpcC4o9WH7PsSMtdYFFLsuNXYflVR9VRHKZ892",
+	"Ot1nz9YklmqJgq0po3E6/Xvgk2ArYTRc4p9izjidR+0lncV67ltULvko+5IzFhIucAT7hLNIY8yq4QUZ",
+	"EJbxYmx9KVSwvAtIY0TjuFx/wS9s8nAJx1LdFJouEtbEw6u6gTu49QUGcbf1xQSZqLar7ytGvy24Yv+g",
+	"q2FkjrRny6mcrpbIYh1HXAmgicmrqgY/xqVCAOQ2+WDCI6SF3tU4ljB4nbhYcQIMpiueII2SfHn2tsW4",
+	"ouyhj2VWUDLEtqwx7NV/7L7+j17PlFvudP+j1/uP3qHzlfrc+4/dI7zwwceBlz088PyBU6p54H3Ck3Kp",
+	"Sx5mR9rARCfMQibqa/ghkwXUN7l7aJE6jfynEaHtKzakWu2or+Oj9fkowHxmLwX7hOIbA66WVyyg7vhE",
+	"MU91K7arbsXFNJJE122PJFk4FevhhsBecpFClhIaJ2SbXOSFnQFvwN1WrEXtC9x8qHsOETM0jsWtBITr",
+	"QMkdbXfUMmj21QL9w1kx8g9yamYpyT8G/B+tVgv+p54LHH5/dROx24D8w7I688MKtk5yXN0n0iQr2nBQ",
+	"JRqUu0KxQ3W2jmwBokXWNBQBEbHU7RoefaUkCtUkSBaF37IOFYv3DX+3I8vYemkZsp8qH8fxqhfwr2JQ",
+	"GL6DjPhqjjUY1dP6T3i8XBXQ9JQzVJXGlguEMcMrJeUUXstElAZUT3QKJ34n7a8tSJTJzlazvnUUZ3AF",
+	"rGBTRuvXU9I2N0PF82PLCTk+sX5qLcj4WSSKc66KLeJJUm0as0fe3FbzWnEjfZIyqY4KGEwct2VdA3hi",
+	"VQO6ulW53wF3dKZIyoWBIaY4fzHOKz4JFsMiDayL7lA1OhQ3rGl1MN3WkI1FwgbcbWQkIJpCl1bP6OUt",
+	"Sxgwel5SuECSumZsjpQHFTaxiEPgxo1VhwBRJyHwBF6bsjisP5NNQ+JPQsVcU8ZHS1gllzhLMqOJkk2C",
+	"z63IPJf2CTLIRgqhcij84X6LRCPYAyWwpWj97DxktMgfcH1q80K4vZ4cz57zcpVE7pu+oJL0POKTpoar",
+	"JJQPeODMr/UjWwa6NyT/GCZZkPWumU61VJtzK5JrBBNObf2pSJJr1b5b3dqHrTeUoQ8S5JxRBzNe0hmD",
+	"to2iDV+Yvht20X3QFnwtolCN0r1v+XXE5IBDPwlT7FTLFBmYPD6jOW2UYNmHJrJQ269JxNPNY7VWPxst",
+	"rpK7fmnrjM1jumShPgB+jq1GSjLijKS3oPBeuDPWCxtG4zFLsKwtzhoXFDh7r/fsWXvAD8y66bLiCcjD",
+	"6JzPAluVZpFGcUySBQdT7S1V+4NaD2ks5krj6HYU2RA8lE2z5hxRW5dgulW6qureB8CsbCSdl8+ekWis",
+	"Wir20yYH+jkxJju9l9Du7ufPNrBTnQufSAH7nyZLu6ADblcjd7bgpECpr2gWpQjdpZ0SuL67nZc+tDZe",
+	"SKWEofyULAA6O49moyswDXgmfaOqaqujmc1qwAjRFIErPY4+69iIEV1IhJfJz8Bup8HiFuMBx2oUeOoj",
+	"HaIUcYRShvLEv2gZLjtTJUFMkR1HUsrqySsNgcbxkmS0B60M8RKz+c2qI5Xq10owxrgw4Fr60OW4ddL6",
+	"DLAc7RTZeMxGaRNXV0tJpAFCoFJyEINcEkq44tM0UjoE6iIxBeEgZEp25WhrAb4FnAwsJ5YuyGg2V/MA",
+	"HifN/StQmqkAwdw0A0sjp8APMMpowNWJ02MFRgZZ9SAbqsFKPyM3JTHOsAAIL3cEfIgHRLIQSaQ7+gZn",
+	"5tcG+ww01lb8akGFjJ1Or9K222yTXxBrW9OdAdenXKmK4WLEpAvADcVwjVl4TGdRvFRqMx2l8ZLovXLF",
+	"JzJPGEbjSS2Hv4GXyD/IiQ6hi/h8kZJ/EJPYDleIbGE4NkAZuyK6EdMPXatcYGL6UjqfPwua5B/qdpLg",
+	"i3Y39NG35xNbwmudJ1Q355BJkheQ9ZvltixTDVlKo1j+2bRyYeVLOAn/IDudTqGFnc5O/hv1nnZ/kJmN",
+	"NFFP9npuXxhk3ydfQFnsk49GwP90t/40D13xHA5qPiUJxi3rOod+/ut//V9anJtaJgbuOCwIZhgL3BSL",
+	"lwAIFQgEZk9MJLUIpth2JpsNlwMefG7d2NyLFnYS5HPtRmLGJAKGB2XXSID3XMcFaq/EMp9mEckB16ah",
+	"pg8CVt43E5CGIgQIJGzo020C1ndMseaLma9TdVXTMTiMEAj+szsSJQUBXF+wFQCYfbAVcJEGeAPMbQU3",
+	"qkWAydUEweI0Q2ZR1ag0zxsVHWi5JqcDjlDREdfsx9qUsUKDrmivPqCuvVbtj4ywWSvCgBtraBJNpqmO",
+	"uNMjy3bQN+3r3hD6WZ2hgxz/Wn4nwZWXhCaP0ggFVGZkok1qrCCKY2qy/ezZbqfz7NmAlywVtvAylKlI",
+	"8GSjjcIY3NnnOaKXGwLZyLhyJBVPg5LmHEI7JQQFKmlrwK0roUJhdwaGdsXsZtrM4ZDNY7GEy5EsuNQh",
+	"7pnlXySGYbyNtGkWl0LzHVyrjI3yGxaLOeuT4AvUGefp1Ryu85wl+q9UpDT2gW/qb0Ka0j752G63P90F",
+	"PgkTuKPqVqqGUSaeZ8a4YI6H3FTR7KKoF8xZ8gF/MYjH+3qO+FyB16gZ9JVUnVH7bqfjF4wQvY5fcAbA",
+	"Q45fexfeKRgHup1Os00OiBoqmVOZ4lyYLeUoQdeBLKJAzT8w62wD/iRSvIQxfeHxLinC55uELsg2VUIc",
+	"lCXoo+XcIekJk2KRKEbbyJmYKt0ceX2/PClfCUZgx142+2C2/PXXX39tvXvXOjoiP/zQf/euf34eFKtM",
+	"Qy35vystoXF5cahusalLnTODkiAzW5LuTr+z3e88D/bVfGDhwig1dEGvYD/LwlQNg7Qyi0aJ0ApAbfMX",
+	"pvl2t7e9s7v3n9hN3t1krCs4XzhgZtHmdKl+kv3KNNCycdftuYs9t9T/dwBruGpg/xlkt24WGY/IuStc",
+	"9clep2OTCIChzSK+SMG0YLbOJ3JKE6SdSopV4tNCalXGcc7sE6EIS5Sq8YIl3Sq9SuHBRMszpRm0DhS9",
+	"DUjDaFlgXq4QJiLpqDjg6RCkUd0YtnFqXE6Soc0FwwD6VtvOanNq2+h3EoXvCGEibTVv1ZpbhlHX1oOE",
+	"cZ0vjknhfiYZYA54m5hkYm1Fuzx7K0kYmcBum+C74DE4xQjKITYz2GybXhBphBYbSl10H6bC3MEhhptI",
+	"0jA4Gzr7C6LAAp8Uk8H8AddfWZKRPXVunC3ZVwcYtB3sWyq9b4/yfuadGfBATmlvd+9VQP5EpuyzGwrV",
+	"QKXEJ4WOyZ/IwGsPPPInktBbUCOazaZOnjQpM1qNPZBLPjr4cDLgdvVN/aa05KdqD7jne3E0Ylwyx9f/",
+	"IRHzJGIp1fk+URqvCAE4+HDi+Z663ej177Y77Q4EuDh2OI1UWWXdzILbKglnG/EXq+yTkE4O5sn131zo",
+	"0Evv0rGMOtFkrnFUjDdo+CZit17fU5y8jgMUbcAIPeywBWy5ylJuWnboyncyS45FwOSCT0LtJI2SOn8E",
+	"9K7DHarDEuQ+igt5bbfYmR7eGaNhTTO+tptVuF32824X3XbJJ6HziScll4QGWvSJzkFnvq7C75MU4PHG",
+	"MZ0gMEPZNWIWNfdL28blGxeHKfIrp1X+DTSSjSlvgVVG1B+ZggfH63vHNTEauacV6dOlaXLBJEORTokJ",
+	"HDBZ5dW2bDjuKwI1MELCuDpUh3XtFc/i2tEibYjj0r5zr+9ttzvtbYTLngJ1AFMAnUct1X3LCTWbi6qS",
+	"i6fcNWiAdSWdZjWHIq5EiHJUDU6OpNNELCbT2oAcRf4rA2vcN2tDQdBYa8w9QcmF7UOgQmANzFuqmxYI",
+	"qqg8UAvdDBHgjZjhakPKrDYySv2da6Ze8JAmy30ydIoQo2xc54h/ykrEA75eKeJ9XTcZVUXI5nOUScd3",
+	"DiZaVJ61FcJY60GiQrHCiFM73W0QEJ49ewMttJVWllW/s0AOfN3SVq5rhQSqCd/ag+FjXVxUvupZGSQm",
+	"q+TpjsvWY9cj3B9wtMAAoUR75GRlYQ1rOcyKanBhwdJFol+Xi7FSa2R7wCtKirr5l25Be82rQLkAyaqm",
+	"vn1W6m/A3cdLFfLRjFrfzkFKYqYkUHWixFgDxvm60DbeoGrQRmcK+3XAjmACCNRfarcGfM0idc2sSJ25",
+	"VWhhlplLoKaAqz6caAZquLbWZvvZswHvtgmC4qO/zxh8neIrVAPAmrMLO7afmRtwezGMl9oCNBCRkLWm",
+	"xOpcwnA4i3gkU4hQa5PXiopixok2DIEb1mBg7quNMmaUvC7z7NlOp/PsmbGOYz8ZkJZMhS1Uq62Ml05U",
+	"CWns+dpWBtQ8pqNrNU+cUyn2qNfOVBob2jxW2nzqYN/3i5tinV69nZbSNUw0tKJbc8b3kSTdRhKHb1xX",
+	"wRcccYUVtpHFSzeL3juDNTuM4piFbXKQq8JvhgY9RZqdj6hk0pwosODBuOkSdJlUkdS8ANQe8O02uRBk",
+	"HPEQJLnbKdN0lRWmVxX5SapxfmBQ9uqczhlnIQaiB/vgTgkynKJAh9gZE4z1VoDk3x7wndzUbUU3Y+mk",
+	"2iQ7ZGgDtqYbe7sKmGzoQAQEUxxniYON1QMOrGRWvq5RWb+uuQ5zIwTb5bmqtrICoNIU4N1XpHqzErt4",
+	"GmzM2G47p2wjUJNdSkTWmboQk2p9ciCTIskwJiNJxiwdTTN1UevLODmwvZcgrUhDo1+Vkhj2i8QQh/Wd",
+	"dIXKKV4EvIEQCpqr76T3Vj1u4oQz87V7XUAQgNMwp1JmEbDmjEJEuKZr2EukLmLuGVO7v7GuyaKpIQjS",
+	"kevD10vtQzeWYpDdzst2Yf1MyKWDIhUzrM2MKVp6Epb3+3jhkfGbfYN+dNdUryRJxQTvOV7g0rbt55cZ",
+	"Xe8hU+pcmBl7Ls/eqst5efZW80FCwHZSywtRnzAyutq2SG031UK42u72gO+1yfmSj6aJ4GIhy+VQUfZs",
+	"+qTX6fRJ8OVcK3HvjH/qCIzWXwwQ/8mRTxJ6e3en5IvsS7yUemntJjdEYpMAmhndCHWWWapEoiRhcLBi",
+	"AJRIsByB3CeB6rid0FvYsTCiEy5kGo1wq9W6UySzMgqzWjQJHaVtNRdYCUcUKMXucpG6gFcZPBPogBSv",
+	"vxkOaRzzm4iGlPzX/+//T455mrDJgsGHt1FIQRp9Q+MpbeqwDj0do6IA/1ikaL8zdor2gD9vk9V1au2+",
+	"WD6niP5mxWvtiqEy5GpZNn2g4N9IbwVWjpZaVkI3uhLk30W6Im5CZjRW989qCpk/HkI4IJy05OpqGHEG",
+	"KAK49+A2jSEvIXPXNX3XsfOy6NgxgRuFQMNbkYCW0xhUVk8eeD4Z6NKyA16oLYs/urU8Sz9eZJklIiGV",
+	"lYrz7wz4wKt7DA+xOaAwI5t84IirA6/ZJgexFIqs9clChzhn4O8JoQOex4LPuf787FlAzTV2gtKVyNkh",
+	"QK9Da9PfswieAdcyheutzel20EUhcKd04PJmeTw3bhwQHgQ31EexV5FEk0gJEaa0R0WJUp8MYwHnyzYO",
+	"ETTA9XEWCaOK8TbBTa3OqI41CNoQq6WOWoUnANZjDV8EaZR8EQNe5YxoQnednumOurEmYLGw6sQ8ppz8",
+	"bSEw78RilKDR2HppT4xt6p2FD8y8ibXIBNkjW044IdTP/4T5gUymgACd1a8DvIOCKcUB282BOrulDKQB",
+	"wvTKKkMmSqnFyGQ6dTTcg+k5mPRuEX1dy/r58+fP9/b29gDJAyipreVZKQ9ATu6NiEasBbWR2/Nw7BWe",
+	"hRRzm++q3sznu+oG5Jbbgi38X6wxX0UOsFR6do0qKnMXpOByTWcw6tlFR6jwVQue6WgRtzw0r42tv9a1",
+	"s105J0Q0ry3BrWaUcStbajeb1GWlwRAnlQpjsKmaRVbzClFO8rPr9jrbe9ud3m5vZ6/b2915UZjiqum9",
+	"ePHihVqYbHrvGFKfGVpnBdkm81kbszyR191bUiq71AZpWr1cYbXMQV5XTVffhdW7iajVXgPRocmHozem",
+	"TmPzMQvxA4P4dLJU+60vTdt7yCq8MzPPliOXzKw2Fb6Qc8ElEqRep7MhCcvS/rMjp8W1hiumNd0TlmWQ",
+	"m2r02AzIZ9p2g4nUSz7Kt+0K6o2cgJ7r4UjvcyZ9e33vls6isP3D68n79xeXn99dXG+///to+/1ff+29",
+	"n14eHrw+/vX4rz91f/r7Ze/saLRzevnm8KfO2Zuzvx58Pjh49crzvYTeOsNHfqEI02NbVlxkZjyVVxgQ",
+	"qQ7D7ZSmUp0dtRbvSosmEfDxXOeyw4Y+8MIA3gO8XACW06IXBvKSgkqEsk+V6qQaN++qLQv8WjWDaAVI",
+	"CV2ociyZo3Y097WkkRP6iY4GyqkFqlM8e0ET7szOJsc5fzAvVlkos5haNHlmtRZy9sn1r60tg1feAbSy",
+	"OuZ21ZE1RParhlFleDXOgEdPChWksqmUmvJxtprcntmEbt30Le3ZKpY8gPd6hc1TJHILBMB81YKMiCjp",
+	"T4yReIJAmBMFyeV8ktCQOb+nArNtnKJJ2Y4VAahLe/MhkzmdXlxvGjo4MNlereZfzk/f61XZvn9V3ohk",
+	"GIUh4/jGyw1pc8Q/JGKSaAAVh4Yq9bWQF6PNlBFX9xLfqSTYB/lsGTCYFZuyRs8hUzxda9ks3NcZBaD3",
+	"t7MqRshw1fLeFtBDsjEXTOAICFI3xL9SzmJK1JlO1cYqxVeojxA/lFBJmEz/z/9Nxmw0pSFtk2N+EzGy",
+	"mGUSthL5ScSV4JQ4RuyKUa99yXPQKBWnaQ0XwUqfAK5J39r0b2nRqL+f5UoZUyWXKaNhm5wmxaR3a+go",
+	"p1DVbbAOjQLdl0YpguE6bzf77glQl0+j1Do5D3g7umvcjg8YsHQhxFuaYA3RnV7v/vfyKtwZg5Je8PLL",
+	"+1++EOId5UuDT6De20Uuc0+nOvAXofzhrU2vs44W/2BFS/d+GJMTWJmq70WVsQckC8OJz9CBnW9Yf1nk",
+	"2m4X2jaA0wmZ1+9udzu9vaz8KHDTjIVNERe7aJbwstgtQ9EXXMsBAMTqwnlBk1aE0K531/WCMGbsc/om",
+	"itlpUq1ivxdGaK9ess1sWZuoK3qG+jiUiYFjQszVavAxav8mErEObtfGrq0FL0W3+EU7FRh3fMPhtRmq",
+	"xt4kkmLSmWuzzluZXAtRE5VSh90YmuOuZRFwRm0+1Ij8aDYfKjq4eadGD3Uj9bx+IfIIkKpca6qj4p1I",
+	"EKbOrApU0v1y8QR5a2Omxpmhn/J4eWrLcj3WhOlVn9aNj6BagFL2itff7bxUu1KJSq6WaFIFhPdBKSSA",
+	"22FypPMBfYWAQUxJyJgHAt2RMwMPUZOC3h7wAAtiBEQymoym2kUHnicjlYIHLygDSAaKpSwSna9QwOpR",
+	"aoVmMQOu499gFhlejU8iPooXISavCOl6em2IDNZbrTAlvo1kqjEpTZxv2aRYrNPzOdXzNJ7D4kSh0p96",
+	"FvIdDAxv38Nx5GTU1XWa72qLVCn+u3ah5hJgGepgr/BsaxTO4mnQIVvmKQvAKThGDFZNMAMWLknhDtz1",
+	"Q9A2VwHJS31G1BFwD0kk7z8khSNSM6/ysc1v4sryJeuVYqku81KatkhSMhLxYsbrxgpGxtfL3AAt3jEC",
+	"R5siim4dIw0RbTewDtO5iAf9ac0ze4rDstPUcVZR6Os6AIsk9s1ZNEHEqkcTSIx/5ztXC3SPwR/6fSdC",
+	"doRrcCBH67z2AROQ9EvdTmetl0Bu+fQYoxw86WRbwZlCq+fHGvxdvojjPGL/dh6g3wEVIp2X/U6n3+lU",
+	"4Hj3bVXcaux7bR4ooYgbe6vBw11dzGKUzNomgrV9K7g6QAUg+14HYeR73QrYeM/NLdru7+ziZEqA8Nlz",
+	"HdLt9LvdfreXXZJyQQkX0L2mj7yP5B5MUHUMbF4c7KJJm/P63U7H9yB3zut319c/a4C5q1RRCKidwA0r",
+	"BIY/yqKzsc1jHX1Ozysrl/YGK/z/VirdWqM1aehGAXAF5vqkDEdKtuLGp5JEXJ3sUSMY7vR6SgWsjFo/",
+	"0zFOkkD604bYh6sEP40UhJETGMQWQG63EWRr67rA8xDpVXicl0O+KgF6yUEYJkxKDL6IhZgP6ejaJ/Mk",
+	"ulE604ATEkf8uhWLEY19cvj9+4MLjKxiKQVgwwSAK9ygb120Q2eC8gkOExcCRyrmGN23b4OcGrZ2HJJL",
+	"XdoHEGywmpxJB3OScNoW0MDWBFIDtmWBNi1AtE+CecQngTH3ul1iMl6FzF03Jf+emngnkIWaJtEo1XqR",
+	"Dr2tLLfXCCwfeBY0TfCZjrs3je5XJ7k0AsUnngW+heejo7QdzeYiSRWtnccsZWHQtJneGJGUCg3WlIOP",
+	"QtiNrN4TjmRmMsEz2QuhI6sV6lWFWPeL4SjfScSksZEsUZYrvNPrqX60UwRjjiq3qDEoiYkvX77MUBHY",
+	"50imA0/vsubG+Z31bcK0kqfbJoVRe1xydYU0ZrrBdYfNpvM5o4nMoN11QKDFQ+mj94BEaZscZWnUcKg1",
+	"RXmqDEQY/E6vhzc1sHGOs8zQkgpBYsEnYPtAGpN/wAZzVamCmBWYVwZ/s/CS2mILWGTSil5oUVlP8qou",
+	"I+Z8n4v01hb6T6tEpo3koUeIObpAzFoO8O5mi2wCClYs9jqStZPoXiVZo4j+TXetIFOvEqlxdCUJGr/e",
+	"XGDO1mHTA5Jpi79USE9GJ8wKIvS9l+PeaIc9p93hi3B7vNcZ7dIeezl8Hu6Mu50X23Rv1GO7w5fh8/EO",
+	"7Y622YvhXtgbd+jL0XO2O9zuek6NAn2eHnxKnXoaFSL5ecVMastocHH7rSX1dWTfPHU7ydyT/7Ki/uEq",
+	"aMNaaf9em3hd7voKHaDOOFySGGutxRbcwIimhdtHOZqRI24lY99CAzKnamFeIkWBr485AQMulzydsjQa",
+	"gSyB/k1dayVLBShOYutLFN5tpUyuZ46uNPMemHXIV+R5rLHG2maKFR0twonGQIQsCGoSJG3B1/4K6l+2",
+	"/x3kIjfU4g2XEOJhiqv74OgYitQHeMJxLG5N5AgiJ9T2CnylqkfObvNZ8JF0SHGpvTw/0s9VtVts09R1",
+	"h/EmlMsxSxIU190Z3tunaWetTpFhkkbCpIhvsPMR5SMWxyxs3j8/HQ1Q6snC1JVXKmcBq1+gnzEPWtxy",
+	"jLHCDC5dmquuOc2UVw3IhmganUWmug57VYPw45XpdVWziDR7C2SvsqlbqOh0XwOxkGldC/DbiiZoMppq",
+	"sanyfft7uQ2TEoEqJhlHPJLTfEs1SigI+Q8TIixJQlpUH8Z3XmFI+NaWvH9aS1yFFeYr2eHqeDCwL2S4",
+	"CCRTNtSpWykratvanC2ZirkkVHHLESONOQa8QTyOAW4NEzGfWwADxSMHvBZsuw2Qjzb9Isfq8yYGiD+C",
+	"ukHSJRtaLapitwiTU1KlH8do71EOcFrhgwX6c3xrRSRnToJPYMfCP+zp3+AWHxlQ+I2E7NVXWd/E1Ub1",
+	"jUw/uvcTZAjzRVVVRURMtqbTXOHNBgTrGTwSHuoEQ2pEiH1j9MLQvWrzuq4lBLYv/VxdUTi8+4ChWhmY",
+	"IftgDQ4KVuBmG8DrIOfSGB11TPf9BTv7JMjZJTR6hqnaiVAxBetJMOC6dudK2V8XIXgoWRvwNegagnhV",
+	"0LUHWvgKBqFNzCVbN71HmdR0Tdinzim516T2ZM7qR5jU1nBB/6480A8zqOkTcg/bNArDE9rB7hVjcz3/",
+	"wUG/AQe9NAV2npCDaqi8h4rDWxnsbq1F6sgCFiDepU0vzhcQ4eyWyRRLS+xDYBHjKRZ9MW+2iYbMJF3I",
+	"nZlBYG3K9gecEi54q/f5s01EcpDCKNn5/BkdiNqctdN5oTjHTu8lQHVzYV7TCCBZ1QpI8g81DjcbcA4A",
+	"MzgMn2CNi92++Yb0tBs5a8An2+Y7nYTtkx39za7+Rvpk1zy0O+D6yzYJcCOuRiJEP1knY4qJKYk7oTcs",
+	"m0EbQB+MMgEVUp6TkC4lvqnpw3gRK14Zku2O8yPGBq1hnNuEPQ/4ZmpHOZgz80neF9UJtdDzxyySjjk0",
+	"Xxd4FXepjIu8QadNZdwnRgOtE0MHZoLasM9up7NJ2Ge2n3be+8WgT832auM9oQ0WPiji89y8uyLmc6Mg",
+	"vd3fR4yeXkyv37vPV9gFX6FJlFzjIRSYvM7wxXh71GOt3bBLWzvj58PWy9Eea/XoTviCdcfbw114aYF3",
+	"42omvX73xY7vQbSBFZ3uNT+jDPT8+Yuu7ynidQXJP45v0KExXr+njnF2ILQY4axHdz3faW49sJ8nmH6n",
+	"o4anF8BLoxkTi7S/inx7Gy1Rp7RENVuZW7P8imFC2oq4wd0sbLC3qYRmeOk6IYOItO/ix7ss9g+J7RtI",
+	"bIBvXNyHrxc++GBLx2oZD0GuW8Zd/+VxJpXKGMfvGYd6zKagkwlk0qDaCHWFCSZRuq/zoNhNJBbSPAPJ",
+	"1GglsfbVTDr1BzxLHtDmVh9EJO2usgkzqnslfYKnjwv1obm2zWLAv44t9gy2IC8W6SiFr6robxQ785UU",
+	"/d8udqZI/Dv9zrfU/WsUf6eYWT6MZmf4nHXDl3RvtD3uvOjtshfDLt0Jn4864+2Xez22S1+E3eHO6Pm4",
+	"w7bpXvhy2Bvtjl8weGjYGX27MJr36orDr/u/ccDMvyZbcqoW5Ajtb2RESJn8SnwFgEggCMYGrOi4FlQK",
+	"G27BHw01boOcXQr+HVjbfcMtNENKIhYOeBxdM0L5EtvcJ9QBY+m7iMdwyC0i4t8WbAEIgAFCqCh9LQMa",
+	"z1jXACFXwmabHELdA9T+5SJOTeqiK15sbl8f8BW8yl/BqSAvWlonQRXjumBFbf5ponGfxgepRqdPgoZQ",
+	"8i2WUveR1FC1XW9E/aB2Hrv6I0bwn4FmnhfqGz9hWOBG5DOl83kLkElbgrdM2nptyQugGJBjM1zE134O",
+	"59WBvhxNhYQKb4hvLxIsXkAa1EXUz4HkR1DoAeqIIAgmFmWBFB1tCsIqeSTiTd9CjEOdNDEmuhaBDACI",
+	"gnJCR5CfWMSjANj7rDKRnxXweNlsu61AkVZTZw5sxyDiY60DFO+hwWQJxWERS2vAA5owhB2QDqgVc2yo",
+	"toACOnQDIIsyICmLY5mDTscn8XcNyD7gN5GMhjEzTCVb9DZR2rpmDZmtG0ukwmeon4GfDdC4W/3BLBXi",
+	"w2qN3y5bBDUjdbnnDL1ZcxiJa9metJ1M+5kYAtZ0xNMpLlwTsjCUeKw1Gzv7SKKFr03ei9SpUqRr+ZVK",
+	"uVTlauDhhSN6yg8tAsODPbHZVtp0VjDs+J4+Juq2FiEE4XNH/+d9WpvMu6P/WuB+udBUXHlDVKrxEHGe",
+	"pR/u/Ox1vTDwvk4OyL1klyLDw1OssmfKLZkqDw/WFvILV8cg1d3QQo66Fdj5N2aVX5HjZCWNVwamA0k1",
+	"JMZswJTeMMxwKyH3aI7kFEyukt+LhbjWQytBzoPxk6040iJ7NdcxRbs0ArTI0StLo6AywQO40IBnbMiF",
+	"1XaYw3Osx+q2XuJKfgmIn4s0GlsCO+AACeIUOMQR6gr3ksVjP/OCGfRErPAoSZSuonnY3ttIpo8heEDd",
+	"Nr145yyGamdfl1rV0Cc0nRxwSs7F4u9UfQVrjl8CoTJv9rov1Vu7u7u72ZuvkwUX5G00oyX6ZCrFPZow",
+	"ZXtTT57sCc/XhFJs/V+MRjklBrMlca/1t6FLuixkLUWC32We3jRqiMc2SJYQpgcSHxAhzDO3JaJcQWw+",
+	"FVxRCxStSqKmFUJB/2+4P5E/qXap+VvX4GqTAyOn0ThhNFwSjf7mBrjZaZicZKBhF9qE7fxuUngM3euT",
+	"OY0UBYOhDnguYwdW828JiMgr6JfJZPrtEmurAZw1mTinELDB6Mzb+PrD1L6+RPdlHT+qFl+r54obaiW6",
+	"8tTXsEjnTMyHDivOsjQfQ0tXEtBCX/8t7SB1MJe/vWhpch6tVLYexb7fvFGuKbsBHc9yK6rpOEaRy4fJ",
+	"jeResXEXcBienSQJg+LEw5g9e9YnVBPPVsRtNexIGoqqlOeG5QOQwCE1Sga/ZiEJ2U000qXe0D3lZxXv",
+	"sml8Jwtl1qhbvLVhHJRRYsCeob6DqekMeRO21DvIrQnlkmoWYWw0mZhST9yPTFT9fyO5tJLIff1sk3Jn",
+	"/2rioU37eKRAuDkpAUvQPYoqQJHKx2mnjn/kAYrqiwcpqq70CfNEG2AqlKBIqCyUi0WYmiLOqrZ3Ylyo",
+	"qdUZGDh6/StWJ1OS64DnIOglhDCq95CaBZG8ggfKltFIFsRRwVcJl7Ap/41VY7PChoGahcub9ipLu5jQ",
+	"g4VMxUzJ/C3y88kHlMPTaBTNKU+liXjYeQGRe7Y3YxK13bmmwLx02eruvdT/edWSZVWHe0WVXBtjHylE",
+	"2vNQL03qe/yHMm6U8YldkG+uisdiIharjINKBCrQXCNUPdQimJfsKt1Fe2VCm7CRSEIiU7qUGgQjQKL7",
+	"ylQ6N5oyndCI36cvk7diMgGUqkWhtJybe2DJek5xryeHb3E9n1hV/v1LZ5l0/TXTgfXBQ7n8X45ciEmh",
+	"BOIi/UbSGV6ZeipxnkK9f3X/1I3KjdJUIQR1y40Npfb5n87Qptag5MP775VERAmgRl6evW36qHqpM3xD",
+	"Y8ZT+9rILcEzE1DWN52yJcHS1bUWw16ZuAButaJeA14kX31CC4XqoXLxrXApWZsEQmoD5DARt5IlaITM",
+	"VQHGNVhIlgw4dQDbdZs5DdQHx4W+diTASiimi8NpImYaC/R8RFGPtKsoEqigiV06a9U0/l4chy787hb6",
+	"3rflSGjqEyqvsVDxgOs42zY5kNdQM0NgiZeQlbiAoZ7GGLopBf0Jz9ojKKjeAGhSrVNmmhPS63t6KTcm",
+	"qjiwb2JrhMvm9d48/7H18qf/8Q4SocwmlW2DO2uYH80Nhj76UB57a84n+0Mq2d6OH/38+vTstvPj9xNx",
+	"cHBw8P78cnp8OVF/Hqv/e3148Kv6d/xmdP4X9cfRZXz8089nO73Z++s/vXv509HtwdF08v3BL389e0lv",
+	"4ZW/nF3uHifXf5lMJq9e5U2X5qROdCD5oy2XZmtqA7hcimF7/VdjICZuv0x5vxEbkdFsESt1FCNJrQ9w",
+	"42jSc9NQNtqVkaUHYShtmJAmxhQxjclQiOuyLvKdzIJzNH5uES6t5GJvtgf8mI6mxh0E/MGWvNe0V68B",
+	"4vGiD3rBYzWQQHBT2URLtD6RokqCLUaUkXHEQ3BiE0iqROH48PT9++PDi9Ozq6Ozk5+Pz17Z5Q90wq22",
+	"UXSblSV/zdPnjIWHmbv2EeCqZrufxOPsRr/YN98LJ8AiW0+b6LW+MOqcMBj1N4kaeuCq5BT5bubbpWH4",
+	"BKE/63jYL1yXMnT7T0Jc1xjfe5GeqJ1SUqTxBz0ZTbbnrK+WLVtDQ6TK0UJWCzdvIplmn1PGkUpv4unJ",
+	"WrGvPYyYm1C+b0LKG1Bpax7TEZO+LrmnZPWmKc5MagM5M8LuWGatSKB9MgOuY1VbGAwQEKg9BcZXDdze",
+	"Bhsqlg01tV1n9Bq8XTgEN8BTyegg6g8X1rQQcdKgA44PQ5XBVID1wqCWdzrNsokXabsxC1b3jPWzSvbf",
+	"ATe9NHY6HaVm3bI4bn41pvG9LpP98BDRe2yvGxtYNyX+tvjZ15b475upPWoVEaWZGfi55ofdhxifHRaC",
+	"BXQfxz2Ka7iKc8Cp/YNhPIRh1BEbydg/AdOI+FAsePj1ucY7oI9ucGgwTsQsIA11T0IdQNYkt0mUVjAN",
+	"n4jE2JxhvcFT5+vHI230wGOM9R50VqgBfpFA2OH/b8UiDrMQf6MF9HOjM1atHHYuTZgJvwFWhGYZp+ZH",
+	"FQ5wgAa0ivLTjUB/dyXFIhkxqAzYa2o8u9okX2CY88UwBrTWNjnASouKi0Y3jJOIxxEHtybaFgr4M6VQ",
+	"twHPLETFgtu6lsdX4VAn+uw9gj+pTVxPXk/Z59Trez9EPtTHWGKKiNIJId+FLv/sbU5Z9Qy+iUVqSsE7",
+	"XTFbRUMUjUSkkO2DTvV/iicZX7Z1ZpoDmC7nDN7v5viQqWlrAUoez43smtXxoyPTl6EC+ib/wZ42Zk+W",
+	"mimxU0KRfdzPEn39J2BVbnHcSuQ0pSBLSALT4Rl4x3PUVxZJoESfRZbmVzYP+US7Cmw1aKkEeTDvI+ZF",
+	"g4VQDFxdZRb6JGE34lqXDSXjmCrq+nWkfFt3+MksIKsITRilbu3DPN05fr0WxdFrYz+rDVgV06sJ969i",
+	"kWiaPaWSyGk0n4ONo2B6mWUL8khCZZa2nlKZJ+AQ/UGeNiVPt+p+VVzHJ6ZFNiBjfUrkP5EwfA9Fm9Mo",
+	"+fqS96EG7Zc5d6RMaVJrU0dfFdC9aOw4LKc0JHJEOddl6zUgnHFiDHiFR7Nf3OIhG4kZkzZ2BKwqjozK",
+	"hR0kgBSRuY4i93VLqiPsIPSNwJoXakuez69Cez+o7fsW2Q0aJWit7IacXeZpkhvUbnzN3IYPFEORCvuI",
+	"yhqoKLd/ENdNiWt2adWFlW58wj+BrAeq7vxbOCbP2FwkaU42rhAQG0q8CxyBJ0BiFBzrr06OAovTC9AX",
+	"YEJuqkNsdSd/wBVZQrTPKDZH3hgqUHo0dgpK9BqUDRWkgStpQPVn4gaSbG9poqRMQ0gxhaHC22kRa5Rq",
+	"7wrHX4VKnuE0HgUZv46gaU6Xp9b4Abq8HufX1OUz6qo7ewq9+t6YPdOX1k7+IKUPIaVW9ftO6vAwQkfq",
+	"/sQsnCBkFsAU6234/VPYBY8jfv316esxD3WJHx06askZcKfvJJERBB7KzEK5kCzRxWaqMsPqJMoBz4cj",
+	"OzJlVA4n/irE7hJX9ekIxRGeNdytr0omLnUXf9CHh4tatWf290gQNI5WbUgx1k/4armjO+ommeo+LDVQ",
+	"tuqLfRJwdou5WO5PCGpDflE3GqrzKR0xQ2nyyVBoVFoRWxwC8KXY5kyyGEp1wedWsoiZAWiXbc5uIe8Y",
+	"EQF/ZMuguU+oM5wCwICB+HMTU90oW8z1kgJlrooxY/Buli7rwi0YdZ2F+nhBBhtNDXRCX72nSJtYaJTq",
+	"Zpu8wVpKUBZfzZEmjMRsnJIF1wUNV0T+Xhpota8NM0Aa5//n/xHkA13EoqkewPV1X9VITJspmTiB3wyN",
+	"oAOovt3dVfq6tqXeh0ZQXKEHa++PLXazCTTBb1Pe5jcP6z1jEFmUTw1JdNlS8C9qzLBHBvnmaJUafIlc",
+	"eX3vR7Z06a+2qeH9MgV0sTzFenyi3t/ygU4iDqollEi2EbwAdvqdJAvuwtoVURNkbXZIt9kmB3FMoO7G",
+	"gGfCJxAzAd3TuE2CcRSnLFE8giajKXPzORKXxjau2bK5bwyOAblmbG5zbFk44A2sEgLFbcJI2l9IQ9cG",
+	"aboD3ydBdvt1Pkh2PTHr5C/np+8JTRK6VGLpR7C2whQ/gZ0AOWsDMNZldMP2Md+GWXTBNJqppbxRs4bQ",
+	"htupiBkJ6bIJOScnGrsd1oi4S4QAiUryDb7oG99H7EHfqCd3wYpKMrjn91SOuWCfU73sBkTBOftmCwwK",
+	"nVtFRioKV1NZBfezrmRMb3d3zZIxb6Cd2poxvd3dTWrGZKfBOQN+sWpM7tgIXl8+RhP+zWvHvEXNpb5w",
+	"TCEjTCQpGYl4MeN1QwF32utlbiwh1pXx+op9+R7ji5miV/ABXkOG5mfzcDhhjk19WnO3TnEUdmI6xysK",
+	"fThIPrlmS1+LSD7JevOJ09kaRXCgn3ciNKVzDuRo83o73c4GBXfufw5hZcKD9EyxinXeQAkne+MrFvV5",
+	"sIjzeJfEdn/3RX+nCwtSOYxuh3T3+jsdLC+ohvHSd6Hw0GsNUHg1ktZiPhdJWjcIt/1V1WmwjtWm5Wk0",
+	"mV2nLI1Dc/4ls/OrJIevm5eP8kvL1H59sPhjGuiX0H0Rq8gVj5xNJpeSoXJNoZR1qc4IhMKT74+1z3ae",
+	"iJsoZEkrZbN5rOSKrbFIzPB9owZLEkjGQ5ZoiBMHxcTH2naBaenKhOfjIMo/2EFknuOKUSzmsaBhS3XS",
+	"gsqDSt8vNgWxjHwRx9CeXR8QeZQcpfi3Waa1BJ+dXo8EXzR38QkUv5IrBB5c3kOz2etUzLOjNBXzINe3",
+	"AWDaez6RjJFAN3ixnLOTMGjWcWCzqyb8bgMCkjVfx1j1Qzi8KJMcKMdCLAbnGgf+lXnh1+RTziIqqWY8",
+	"sllnfmmFayrydKD07oucr73by3E29V8+tP/U3N8WOU9FAgCPhfMN2dCaxjnXx+t73U7v5faLnee7e/CX",
+	"7nPH98DWc4Wys3n05Yvne7s72z34S+13BdPKTwE4Z35hVixKXdm+Dbh9JepNaTUQQvt+vv/0LDd30dfj",
+	"vFi1w1z332OtnZ8UOamqGvFVmbe7kvcz8MIy5k3h+FUV586xvfvruWXsG9OBH8++c+CCjQzS2paEf70k",
+	"WlvKitu7bw24KWwPWLjpIuGAhat0/IDQMJQkYbHpACo9mM9EG2vmCQMrLrQPPJvKaxYqZtlsk+MbMJCg",
+	"2qyD/2HLJNMlHA7+X/a+dbeNJFnzVXL5x6RPiSYlSrIpNLBqWd3tGesystyXaTZUSVZSrFYxi1NZlMx2",
+	"Czi/9gEW+wIHC+yLzJvMkywyIjIrs6pIUZTcmBmcA5xpi2Rl5TUyLl98cfr2AIk80jFzi9EA0EAxKW5F",
+	"xjC9Gq7Xly8/ELag/fIlO/7ER3myAJMsmyfCYBQCNPpjZVD0Y93TkYiEHIm+bqdbVOMFLUJGr9LM+UiF",
+	"1N+mTOUWlBVq9YtpnEuiNwKABPzQYh5iRR0+GEjGWKgm6d0VT5Ir8wtyyWABO3GFXDXolskhGHgt0wwe",
+	"3247VHHVhhCa1mcCigXhp3TP77cOBnLHe9x/X+2zw3nOPsz4lDX3kN/ya8TSNaG5nttcEwsVwfZq9dnZ",
+	"TM9VtxWwc8I2NzFRhL0rAHKsudPCOfzHf/4fdiFUmtzq1nutgB1xORJJov/cbQUwc0t6AhMlPsFgcFMY",
+	"V8cYlrAy3UFlrgPc5Ok8v1JAg+R+MlciCwMIytyK7AoFSwS3QS5kxKXxqemRXM0BM2PZ+yDTlNv4RkTR",
+	"lOkBZGQC0li/azrPdTe0whnrcZkWZwL+oBNDhAC3PJkLKvFBrh89UAoi46m4FJ9yfSKsz3HK89EEiiLK",
+	"xd1EZML4wXLxKQ+qqUPGJwa1RzIv1Yi+Gkgx5XES4P4EsgyukF6Hj0ZaCOsOQ4hLn+ih/lLIay19WTP8",
+	"NeVpSDQE4Z/Sv//fVM/D4emh/fBQ8rBlhsOv4YCHWhTjcYwV4+i2xLpeKECwYnc+yYRgOb9mNzHU6AZh",
+	"xSV6OOGc8msWR6oPFgsMS78iZE39AofcQX/T0tMcj27Ekt/YScOdGY6yqbll4IGB9J44ujhhRsUSte2g",
+	"NIdXt9khjKEgyRmigM30cLC8GQxqIC1MCpe8TZNlbYiQKb5QbEIYKuKoiCP9sukwligIX7Lwx8PTtyEc",
+	"ycqumHDFXr4EGfHypWki59cBxAWTBOf7AJs5u1jZihuBffmyoDQybSpsVC6gUWwTetY0YgZaf/kSFtcs",
+	"Nkrfly/ReoBdX6FjinPlv8ckz0HvtayhGbGXEmtCLR2HzsnZNfADl+nJ7hXcvodSWzMuRxyH7sLPeY7d",
+	"9u9zc1z1ryexvKZjYBX4O2AkghOhzQf882oayysqLm8EiPMl/1R8CSlNBBSa8hhqBNKXLB0jEs9a+9u9",
+	"rUk6z+ilAQvHSZpmzaZWeBklZFo04n+w7R6bsC0m07sWe4VV8VthwDiRsIGjXe+ggUTxRu0ipz6QgSnW",
+	"OcAuoi5iww7IwkW/p0JMcO8WfglHB9LyGAlRRAyqBPY0EyrPYqBMoP2mRUZYsjG+2gmJlNlQ8pd/ERbP",
+	"x0oLQ60TmIXSagYuD3qLi10LvhKSFKlx8Tpfvz3+cNQ6YLnWeIaZ4Dd6hOBfcdifBzKKM/TAHGAcrzhd",
+	"JiRTcEuHYJqY1Dmeh+DBaDGFSFJlIAhC5V/GZwFHZbnP4lFW/PbjHNp/cJDBn+gV0YaggZrClaHrsKrm",
+	"cwci/C4ti0gEzO1PwIruLJlFuwEDuPe3YqmEVDFUeWuGhx+O9H2uN7P+L1cjVFJ0Q2Grzd46u33lSpwg",
+	"ALxuLfSzzmocwl/0IVejBhrL1ekE9JKcT7dueaZfpSpPv0/vRHYITcA/30I7q5ZBd9MuxOGHIz1YaAz8",
+	"Gms6jX42jEeOK+IMZCQy0OmhFBMR52KqHnYjuGfvgsw1vaNoTkB5gN0Y/20u3mGbALioehuKILHeZ4Ut",
+	"mKeMFOq+paHWq64vV/3fQqdGXbrw0LqjC9GGWHLt1OpbD9u0CC1AU3bZPtMCs1G/tj/oC8D6IZk/ATTS",
+	"gJQIHGUAaNCA1a5f9Si5gelUrlbD9ZVR/MZVxRlo4gd4EB0N3D2U7X+6IPajicAu0Q+zE7zWZ9pqWVjH",
+	"fG3Pmn4EO9tYtsfJoijsBChSZ1TMA0bJtMzedcxpBK/2ku69bPaNPbNk/4F6qd9f2oOuyeNMTuDonliP",
+	"wjdFCOEBenXOpqnK2W7HONfrkAXfpXeuzWUMBWMjfFWv26MPodCwD8gY+IrFOdYDdRTyg4pW/xWr0eg3",
+	"1+cryvzKtbBLtuTSOTx969w5P+KfP55dNAL4at27G1aj2D5meXV7Afvx7EIfat1edUnOCOPhKroU10EJ",
+	"tGx4+G05ajONZTzVg+nantN+WNb1D9BOfYBmOTjFcPim1e4XFUqxiwcWq1I2aVcI8MJ3swFU5QfqATaw",
+	"NmTlrH4stBjkfktvRZbFEaG9zGUF/ioFd9iy5bIK2Pohg6In6BVdHmvD7x+Msu0/Tn/pBtvBzkZKSm3H",
+	"PRXlQX3EOlwLdeQZZn+ZZLYTqJbqB0auVuaz9oBQl1XJe2u8oo5HNEBPqOMFzdO0FVhW0MKP/cpzYEO1",
+	"Yy1Llw667Crd4Ch9mKR34Amyy7HuaaJ54IlKi8kgn0EpuGFdxXoO7LysMQX1DuGHZ8b3F28wLe9oQ9J4",
+	"niBhjLAfudHyf4tg/kZDD9hwgWpw0/rG4Zeeu+bBSeDDBEmFNpmFU93U6nmA4tkwFyVrXUyHIopEBBCA",
+	"gFHMO2AOKiBgs0map1cq1XbRlRT5XZrdBIz+1u8S8prySYo/HzGnohL1dC4ybXo0qXRlACQYEITDWmV6",
+	"SA/tL3SN1JoXe7019SWznXRnlpkYe73VMNlVO8of/tIRVcBNT9Sljvz3rq1UneCbar23bKXz1oFw1ztC",
+	"lzhTmzUO0qWHqt4nXd4ENFe9Xicopq6z7tSdjUfGNTCNpR3/MjnT0WPT76qbTezLU2aTNa1/23Vng3e1",
+	"0/qj5rpw8X+5ueafnjTXNYeQKxVfS8OfFmvzkAKrrDlXIls6dP3l08/gRyWe05qB+I4zIn287YA2Nm30",
+	"UJ9g2ECG8iMVsRVjjCW7m8SjCZMpS+e5HwFq2tHidTZM8wCSKtOM6YtrnKR3LXADDIUwVZpExBbi8dOz",
+	"NCS/wVydwrVm23J24TNoa2kWX8eSNUE/O4M/VqpmVMvPyAF8/DFKmnnH8pvHwweZDj6kqfX+mCyBRznN",
+	"LSCv2wgcdJ7vLV81V295LujFK43MZXlRaQb/2MrjKWKN6FIIjLsWsqNMgJur3Dkr66dRLcvPqYScapNx",
+	"3LfyvN5mdYdnR/dgvhFyr3rbvpJtlEqxladbqVyqLFrevQ1sK0V9WPecfuPBaQB7A6yHy/oGv9igYyfQ",
+	"8ma9QhzQym7hTzbo1zm2vVnHKGivO8aaXDpicsJV1R+sf75cd4G2NhgBRlWe8UZD8BDyHTmBczcmGrLB",
+	"vNPZEaDPPfKecqBhm4xW99d0rn7I/1Rw9aqVBNh0E9zUL57yOGn0G1zytkrnv/H/SV1pj9IpIbdfv+7W",
+	"MiMD3rzC9nm/BCa/07nsvOl3t/udzlZnp8CF7+7ubNewfdYTiZZlrAsCv+x2+51uv9ezzaO4KOVvuSOg",
+	"bW9+UVzuAByvHV5gTjtlp1mkOrZFFgCuaV3dr51qN/WTpjlr+Vj7od/t7UD9A+uG1kvrYRb620uR8eW3",
+	"rcLHbxfw+O4j4PFuXHvNxLTivP/bY+PrcO3O+P2MNOfz2py04vuNYe1A4oTsTfloUkW3v3x5bPhknHBW",
+	"dhuPoEK/vlbc7Hu4a2Ra5OBrQwuMLiAy0IZ4CRYVaPtiIIEXr57+3hhtBjpXz5FP4GxxCwBXKTB7mnB+",
+	"C+ZtFjS7Ksi+BcFuVgH4a4YciXEshRpImbJihTAPzVe+VMok1mtcpDJinCGcK09vhPRrUC5jXxlIS79y",
+	"4IdbIUXAa4RQo2SMh7QONaoAmPc8r5sV5EXNuFRjrfrGLosgXkwDyYxZLTDAayoKrLGgVCAdBnQFd+Kn",
+	"nH2eZeI2TufqiroeOO+IzIf3IWuG5V8igE5rRByJbOgxvU6tNvtQAL0t5azpO7wDqg1jdyzEszQmA/z0",
+	"ceh9ZjSZgrjJtMya+kDcQhdgRWzAN2TFr8srYoKupQU5KCPiy2+Oc3pJkTQB1EeAUITP2uwkvYXSn3op",
+	"tcZmkwECNwuAwllpVkSzvFwAPWNp5icE4BGvGdFaG8McYqz3zFbsDDs6BxB3Hx7o+dQjG4r8TgjJ6uNR",
+	"VjnU76BO4dq32WFdZItlQl/K4DSEBAq3BgZY61A+RFEjMP+UL2BzCPzEASVylk+0NNT6ujpg4ZRnN1f6",
+	"EjcLCqtWUnTzlHXgXB+jmNNiwRbwsIkD+rhyp4TrtCiZAvMJgojK6+obSFB2DjHcDeQonWJprAOKJsz4",
+	"Ikl5pAhOMxQ1C0zlZgWZxiRKtSVipSo3x01hpjBtlmJfDNN8EhReOsNFdalPE0JcKX2D1JsqwBajtANp",
+	"E6CajwO++XqbzXOA2xsyHXqdXoGxvQ+9rVB0xZofOMNpxoYiSeW1Qs+jm0G1aLPe9vZA1gB3qTjvlCfj",
+	"NJuKiA3TCLI+QNib5JDpMJaF/69MRQYIb3sJDKQPd6+7CJvhJdAsJshBMic3bM0zRYCmTchpPpCuePNf",
+	"VivQyq9TFsVS+1ysYHvSO+uQzeiy8vXQh9Kx30V1MMZKsl7Lo6AhS0U/P+OAVDQuE1OKpqALe5on/F2t",
+	"ExyYnOgt/o8dLYAs0A1Y2MBcxaOo/1VorYeoz8FGdrwMhrUY+TCYxfxA5BdasDinfq9iv1DEoL+7r1VV",
+	"EAz+W0mUVxbJe0PRZg8p23jkt3Ie41Wkpa2W5mT42xasFLb2nGPdgSGziRlEdHhfuKzPfzsD/nmcAfTQ",
+	"H+IN2NO7Ek9b/7NJ/i/YadIsBxCEf+DIysTf7wSNm1hGRXyjkGXfvzsHEfIoB8Nuv1usI0TISrspiad1",
+	"m2l331uJ9/GUg8XsRUcK8WxZAjemJCyB8B+oiVun7GAfAkf3sPj7P9qX0eltSg7szSo4TdO5RPbF9SZy",
+	"BR3w5ZNUI8dJ84hbC1K+fMF/mpKFTIVhrMRHXQvoNeB6/LlxWEIxF9HsctDXAe5Woa4OTNQGBEzAgnz1",
+	"acbsheNd2r94m35JhwLm9sfkOXhfmNQHx1zCvgQYXQnYQz3RCzpOMxFfy490kMuagBCYD+qtXP0U22v+",
+	"58YGOmZpWjZp4RFXeOHxM667yt42+XixnM3z/ipNvfDCoMvDz2H3XAL+D6ylonUtM90P6/BgNxR6c8Xi",
+	"CHFNQjZJE+JVt9GVmaBut5/FyYmbJLBepIBl6VyLTFDyYEPibjSbsJw3CXuyaWmtW6t9pGvQXztu07kh",
+	"Kq4hRcXpO0rlOIm1QuQA7EdcEtCNchgiXLaKFNBr47RgIC0PPQ8C5n4Nd66I4rzQ/T8vr00CBbYtrwCy",
+	"RbuVBtqUyoq/iWk9i1qjEWvqHkMElJQaFptadAPpVMXTRj6RW0/4LVgsXsETsKrGMZ6ShddiCwreDgXD",
+	"AnFtRuR64MsdyBIPLCM8Zukj0O8NehM/Nc7uAzaO9aj4aCRmOZcjwSIxg5KGKVULt4NrZmLkzA8GJ8kX",
+	"obuHrCrpjF+DI4IKIdryDqypJukdFB/CwbRM8stAUtVWutCgOipqMljHhTwdE65YiM9SaauBHMhTfeRv",
+	"eYzAVRP6LfHCIeTWc1IDxYBKixQcM9AXiul+Fl6kw/N3A2nc+Hqg1rwGYhW9npX35Z6DZrfzhg0ax1EM",
+	"WePKm0UjtcwQBnLJGAaNwElAscsy4kmCgzDuWXLXwuwgW611zvQLcnm960MGYkBes+agZCbrtw0w6c/7",
+	"tGW5bgu9KLDb3UY7aHtDiq+ZE6vnGItY0IQ0a5eMT1OiIGmB0z0T47niyUDSGTHbu87loaf6xFYM2Zhz",
+	"HdgvOz1tBa4slsiaecZHN3osX190t3d6u3v7r9+0HqEvOh3+khzrdTbuflABcRWWpilMiTdHtVzQUW+n",
+	"e7S9d9h90937ZvfQUobipFVr4G46kSvMK6Jpb+PP//q4ORfRCk3d1Ogl4fsvRBL6CNOAJMAlLIury56Q",
+	"aADNx3MJFQpnSTyAoiNTW7orKpscOVsICPDWX3f1bzlZKlswc9SqDrRZdSeMNDHuTq8fZ5XbwUh27l/o",
+	"rfoOrSfIl91Fj1G5aehL9W2zRloJI9Wb9OuKkAZQK10fnnguRGt5OdolxfUYpogK++qlrxZlslVzq+F5",
+	"M1Eu7/4DjLEYu16uxj0QizeEs2qUzoQJhDfDUTZtG1qj9kttbJD8a8dTfS+1R1TXMwpbbMJnMyEHMpbE",
+	"8jbjWW7h9rOE59q+wSvs6OIk8IJg2J7IQEtKFVojuMQsg/J4WOkYWK6gngrWc4IRsDFVF5xCGRJbWNpE",
+	"4e/EcJKmN0zNh3ZOFEviGwFIbuwtDJo1MXwUsEzkWQz18pC7uWVo1ITUWzbyGrMsQemNQKYnNKVAo6Uf",
+	"DgtND19FpfQVi/NgIG0ODqAZqrePCtvMFFnAsn+4SlekfYUOfgAJ0yKec6uVw49fKOTho5CcDd7pW8V0",
+	"MlOmYyzOD6hoFW0+EWGUUuVUA8a0ahrEw2iCiYdqIUeeJtkMX3H9IZ/F7QWfJhT5sRXoTIYScawBjBWz",
+	"v0B5Hkghb0Wit2gTh6+3JD29wIqIdurwr3QEwXooihAgVQmtWdgC6i3Q9Ok003Y6GEjvOZNiqsz6udBf",
+	"0phgykmElk+RDVi/DJHYbpal0Xxk3lucRL32IhljuHcWy+sQYY3UvVwoPecEj+kjDVtB3wNd2O5ss6nQ",
+	"xwENFRH1KUsWJikWGPj921zMi6gvTLYb+oWCQWBf4A+GfHRznYFjr0aFPMcdCHHlRxMBvYvEdJbmQo4W",
+	"fxaLzUNOXkDDSCWrAu1udXa2uj3wMHfcSAEWwbwiMaQwjoHCCFW3TvdP51/v/3XvL29+2Plz96R3+vpi",
+	"+3L3+/0fIc6AUst7vvvmddBQN6CkOZ/3OuDXg18PF1dO0IqQcl4fdjv3QQM2UOFYr8jc9fU3d4UepTRv",
+	"P7JI5kM9dn1w0Bu7TSFebY7y5m55d6SH1PQy1zKK4TtenBXY+FoAO8cFj8of7pBfgwTXPzrv5DmBbzZz",
+	"fA959JbOT6HH6E+s5cuLgj4VTbfw0xLG2GjL4OgQWb5gL+yxelHjjYWLydq9yAniKAiVrUR3TR8e7LOV",
+	"b4OwMMrmD1o0lzzRRt105Xb92Gh//0x7t5T262lLFKsEtjDn46ISlvexyrXxR+i88pd3EKn2Pkq0klf6",
+	"jGejSXyLjy87f/68rz2KgNUNovSpN4bSd3dAKVYeQekjM4CALZd4X9IHTyqF3UtpRl7yGu1Y6xKgX5V/",
+	"LInHJ0BqNPiN3dEGQGj0Jqsh+QrUAXIEF452rmB1hMyzBfrYeZzAduf5BBLj8UVNLUTpUONnbXsMwpaj",
+	"XcFrXihrkrXZYaIAlBE6UmXrz5Vyg4gqiuLxWGSoxMJtovUx6iywr1WbaT1PRODcQO7qFmWJpx8Bb0td",
+	"/LHpab7E7e8r2usgpVfXw1hKB35pfl3JUTbmd20pjiaAMW0xjnLxkBaW8+ADaXrzQpniHg54zXyJgSSn",
+	"NAcVuzQYQEhpV3az17hzB7Lw5253OhSVMr+kwrgI+TJ0t0lMKvT3PIu1faVYLKEor90hYEcTbDFVMRZg",
+	"Y83w8+fu/b3W7T9/3oZ/jGMAag4XLLyl1q7QiIDiagOpd2gETwJI8Er/XX4SfnNVeR697NqOxSjaOP5k",
+	"ytuhho5zCOShJDvb7JB9d3z49vjCGQtMCTXz7uTw2+OAff/u7fEZUAyeHX08OT69ZDlgL6FsCSWZTgTX",
+	"SwUfXc2zhDCGiDDss16nU79DHN91DTuB77V2JBmhxQ5Yr7ODCwvxwoSPbsgGrewezCZwjdEDgD26u2dV",
+	"FF/vHT/euISA9JzebM/MN2m2AWLPn4wHT5KL4etuP4JQ4jkhfesRTCyB+K1e/2dIOjPn3IzU7gxMPOO5",
+	"uE5BlH+8fPf+3eVPjaAx4epqOM/zVCrzFECLukEj4fJ6jj2f5VdfX7j0PbdpPBIAO1i4tfcPz88vzr4/",
+	"fuuqcMU9A73Ak6f1WzprDTv3eFQh35D872fJ3/+LgZQJGGdjns8zramymYjiKGUgdphQ+d//S2ufMuft",
+	"orWvz97+5Lb1Pv2Vs+NPekrS4lffnJ1d0jvtNPxsn/leZPSu4omPF+8bQWOeJY1+Y5LnM9V/9UpN0lnb",
+	"AUa9gpiBegVdh4U1nfp4eXl2+oESuNab3/v7R5Ax0orrY1pre5WvOXv88DKovy9Q8yiumQLGYH7ZIiOt",
+	"szmWafXZeAZI00rxXJG8/0owMH/qrDP9+YBga9wetRiw50m1gzD1TN93IrL3PLJuVrUgR/m0m73Gz7/k",
+	"9lyqYXY6qzTMSq2zVWXVMSWDa5VH6IkbCtTvuSqUGNQ2SAHhwLKOudYcfpNmXFsjWisesY8X73UzM64U",
+	"1oyrqColnbK+oFtc1ivcMnD+XA+kFRurVF/fZ76GvoJpf8YhpEWm6rMwnvJr8erXmbiGUiPw10w6f9yJ",
+	"4SxkTVDmaOZUUDCyspOvWwEL9cvTV9NZD+qC4F871zP9JOp/lSe7e/SoexRn0ThkTasoVh/qdPRT5DRH",
+	"ujYF+qQskvBg6emsg6PfYWPV39Pyk5ZqIhxWw81NIWdKuWqOJmJ04zrTZWRzOQn8ondJU4nsFn8G6wY7",
+	"5NVnCJ3cv/qsewUKecCk3pY8ExllOUohIhG1BjJWxQbsF2OJwW8njB8vpxeaUvi9bofFY+q4FiCw4WOJ",
+	"cTqMPcSS7W+zSTrP1EA2wwJpjaWCDOMkj5JYitYBS+VIlNux/aEorPm5o6rrRwwbZAl3EmBcqjKDGCjA",
+	"s6gNjzSrQeoAN+Nu581A6u8BlVbIEUoNYqm0IU/TuGoVHrT6gwnFaOJEhAGbS2WgVbi3AhxuSgxyLImn",
+	"cW44fIFMzpoAFotDba8lzYusHdbr7hTWlvE9AF4yVtgB3Pr1yT1a6H0QMjoB6fhFIxXTeZLHM57l2vCf",
+	"bpnIhHN36jlr9BvNYSy1HD1/+405jK2aqnWUmLLuXVoa65cEyhRDq8tK2LWok782goY53IV6udV7vd3d",
+	"ac+icUWfvea5uOMLT6VFYXHzt53bzuK73dFr9cN0e/pth/912Pvx9s2fuvP9y73Z+2x7/BfxOjod/aRe",
+	"Vd9z/8hZFLRfavQSqLhI0DstakyolM1lHifMkx9EY+oLi38dBe+8fHKfX8PbSDj4cP8nh026a0zpOTpr",
+	"L9P0Pc+A2Wo9Mgj/xRdCb4U/Er805NHlohz9+FhIc0ZcqTU4nm+0gLeBgjExwFqdKGBWIzL/1PpQwKy+",
+	"Y/6plR1AmPvaDKbq4A30TZyImgSMZFXXysiq3KyNj2ZaekPVN/1uCnClZdykWqn7EhAlwiXNSyuDKQGr",
+	"L9qS5YICzNHWXZV+uZHyoEe8Ro1G62MdqFImbtMbHy6/DHqOtAQWNzZcFOjyOCKC5N1Oh8WR8lO9qxGT",
+	"WZaOhAKeZkqVHsjwMzJ+B+ykUL8I8mCLSoaAvdG62+8MYw2/64s6Ag80+51lkPrFfh/I37e2tuz/65+H",
+	"U+HWQPgd0Ea/Ezsim00WKh7xJFlYtdXgMQiHUkhEvf30T81lU2DFVR4nCVNCeJkYDN/PkyRkv3sIt4XI",
+	"Ga5AdOD687HiZRUR/7v5tUH82W+apY7oLnAzlC3nnfFIq8rmgynPdGumVX/I9f02ESjzTPFN/cTpVgYy",
+	"RFoLNEG/cojIXaINwtOjXo2na+xOZJtBxJi6FCvvVI7TbCCRsZlZimakq5ikebqFX20RubNfeT2KFeLI",
+	"IGTnpRzor4dpXjRpTV2gkEkV7mvA8uB2D3EfG1eZjfNlgqtUttlZLfQ+KEYFhBYFHvNxOQAe/t9YPbhW",
+	"XgIAYcbgSBqjrK7ng8aFfnhz3OigEQzkygQA96jECuhxmGXHWZoOoOpcdUCzGLAQZENIYEK4H+D4a8NJ",
+	"z3JA5R2tABvzOJlnYiDvJnrbZTTkOssFpkNYwOiTYPpa3iPmXP/vDhgxxTGx2ccKcRINniTr63d+P7+c",
+	"0fHzZ4OedTDPRjjAeboV2SKV+lr/QDcQvrbuwUKRLX4Ns3D/+KoXOAMmG/jhahdn0l5ZtZfUvymSfsij",
+	"d5HylTOouoGna4k2FilXz0MuhiLuZeY40K3XwHw+yhuZ3km8w+vfgKLetIlVuOAAPJ+O50FOEIzuywNW",
+	"Egclje6CxGpGV58Vjl8GWe6CdZfDFiaCTbiMtu6yOM+FLGAtO+2Oy3UGCGMtPRFJbWDZBKjRSqz1ZBqg",
+	"b2ChMYBJja8lz+eZOGDWi5iLrXGabel/MK7YT4cn7xFy34zEKOF6p4Tow+wz9LUgRbMvYr8Vuen1W+pw",
+	"41FCysyQFVINM3l9PQ3tzkDGcpz2B5KxPM4T0WdH+rLHxdKT8i36O/xpgcq1tyLT69dnXWzIoxu1sUwc",
+	"XKNSfKHe2K6As2mnidE8i/NFo//zL+6+q33E6Ep+j52deGbmWDV+gQ01ETzJJ78t3UqHpBYAbAQOAuka",
+	"WizC6Z9LCfGDt8Y3AG5nysUUcqS1IgBLvAKd8bf6tf6O+vFU55cNOqc361+T+PIVXhAzWJ5Ajb9V6/I+",
+	"vhVSqJWTvszDvnQVPuizZaNDc/KCoXJ2fvaBgi3rhKCM0QDhIdRt4bK75reiPZCnvoe/XzjSEAgPDGDy",
+	"eq7PCBRb0b9qGXNFX3hpFv9GXJBITOZ4kUzOrLVRtK5q0lBGXLKxyEcTFudtdohDfTgqUA4yaKH18eK9",
+	"gTxBlKE+LBDnlYAAuMXHqBfO6XqCIdYpgd+K3PdHVvzXheh5hIO0UUtDBb1YDVspCr50t19DAQr7d1UE",
+	"BW7v6ly/NX2wzuI1uwFlLVd343HgFt0zT6Iv8dU/RhYHjcJrVt/4n86Pv31q6zO5pPHz0ye3fSeGs/rG",
+	"fzj++nzz1gv/YH3rO9+eP7n16axX3/jJeW/TtmuFuN67ROxjfHNu+FV/Rq9rP9EvD7LgmZ3xHz1ZhH7x",
+	"jUE1l0XcEsMhKDjvuBWkzxZAwOvHvmYuEdLgv+1JmJBl2tEjHay14A6gnXuVzoR8vMZ9NhPS1cyCJ+nH",
+	"eJXqqztNE4WgDkgDW+TgNsvS+fWExVLlggOWcsYzFRsKglqFizr4XLo1zRKq1jtrq9bAT/Fl9OnyCjyk",
+	"Tseq8sgqHc4qW6Rrq1efgUfuCou4XRETd+1uOeIG1uzpRzaObtR3IDuS4/h6nhUuVaMwvVBMiTyP5bXq",
+	"a11G6zSA85kP29M0El/ZDNIQM3tvRRaPFwTdEPooCdDHMH8XoXxJIoBTFmhXPs2EqaVlv4LMQwAUzRKu",
+	"eyQ+5ejo95pHZJAJGwK7irar9ZgHMqRAMuPRlCiapUjMqLf01mFbWwY6FEfsH//5/9jWFrVGH4RtVqOs",
+	"xqrAZwDku3amA4wewfZjo0Rrokg50us4aAY9icbDGRaTCSTaJrW4lCB1UKdAwrZguC1YXJuw+T3MnYno",
+	"/oATsUqftN1ZUgrDbIJHlAT0VcK9cXe0zd+IneF+1Bvt7r7hHbEdvR53h/ujnuh2VrwXN8KV0ViXqIZ7",
+	"D3Sg2919vd3p9nq9Fa+y2/JR73lY6dS7+hVscF/KeZ2qFBhZLY+c0yVGk9RmMD7hHi8QN7EyJArPQ/R3",
+	"yGC2md2A+g2WEK3tODM37bknLvxT9DxD+CFL5TUe4jTzXvdUDe+oDKl9ng6fptXkHaz2o+VnSYh8AZ3J",
+	"AkrM9QNzRjMC2o2a8BuXMcM8sUKH6tw/kPtx6Yeu4mhZqtWL0iQ0q5jU0gUc+ukhjW7nzev9vd3ezjb8",
+	"q97ILbWxrq2rBeqDpm59VN1D2pyffbjUZ9mr9qeotApkowc2KRt5IWY5+Ne0imlpGwLg2QsYJtO3kJ8D",
+	"y3fJNLeLavH+NIEvlJlcrRXYyHtIFxLBbEIHgartJhttHMiyAsWa32Z8NoF79nZ7p91pBYzo4DGn4Met",
+	"7+bDrQ/Gi7y1vbvXH0g14du7e19NxKfmdyeHR1sfvjvc3t1r8tmMKTHKRB6wjN8BzLDVClH9sJ5o0JoI",
+	"+WqBGUCsgeoyuJ9EfCuiAzaX1Js0Y3daXiQL0z+Xn4EYHTpdJO2BoGRRO6LOZzaQRX/cMJDySWqwoEl5",
+	"uRkmqimPj8UESX2S/AmgcO9cTgu/CAOmvIWtAEC6FFzHuTcMVyqdZyPMMtxGDlEotgeJmUQn6Vdk9es/",
+	"DGTxbhMkMzMcttkx7NSbuBSlRnWVlfrE0TBHdVRvYXQyik95f4BVI5rdFgGaWHO7RSAm1txpBYzPozhl",
+	"zV4rcPbfLhKaqDwe3Wihse8k3RLGQOSjiYgsDLugDQxYkpL0a75u2SRoxZpvWnDCkJuj2e0ELMzELIlF",
+	"ZDmrHfA8/LIIIeq1wKwidFhqAa2buhUMP34FlWuxQcWa3S6QyAGPYVePWS1ULqYE5EDwQs3ZHshmdwc1",
+	"f/i2VPym5eOZ9ALpd/WCYn4csYy4hVabHRqhU1Q7KRj0CEA9TrM7nkVIldI8lrcxjzj7x//63+xY5pm4",
+	"ngv4430ccQjCf8OTCS9jJPpM8NGEBFSxJi9UkYVtvTmjNBIBmyXzZbVKsngE7IKU64bnBmrRk2ysq2Zi",
+	"NrOCHHTbPX3cnIIsB7BTcUpyw0/pVpxpZmIGh3Ag00xPUSJaTt3iML6W+gAAmxD+0JU9ZWGDx8neAN6R",
+	"gtIgAwl0oBjULEJ1RRSnyZlM5Zb+J9YSiXPgVjJ8mAa8DVw/hUtCd9XVkF6Gxr/vSt6BrIhe9FFwy2IU",
+	"tdps19hZ3ByqF8YlNUrnSWTQfeWzacc6kE1v6EgOpVxmnUWrHrkBnXjQ1ColidGNFLL/YOvdSr7mQY/v",
+	"8+4w6uztj1+Pxd6I74reXm/Y2+8Nh/x1dzR+090dvR6Ner1xd7z7er+zE0X7b17zXtTt9Hpiv8uNxoI+",
+	"rUJnqblFlxlE3U5niUG0DoDlZZleRuZadaT6hdeUUopcJEVs28/7NJw6P39uzLJ0TNhSGskJz2LD2n8f",
+	"NO44cv6UCg/8EhRtwwuzdFrD3w+P3vFpHLW/+/r69PTy46eTy5ud099GO6e//rR9Ovl4dPj1u5+++fX0",
+	"m7/8evhVwxA8GvZwSDT9H4AaiadC5Xw601rk/l5vf7/TAbYimkl4ruhWLK+vkFIq1z2Y8Fxh7YapyLmB",
+	"50exmiV8ceUqnGYQ+v86nU7X1F5w9NGqGnsPC0hfbb/Zed3b392Df0GXkP3C6ceV4fcwerNvvfAoolz+",
+	"c6RuiYVNAjYFKbDJL5G8QNIQyqYXa9zVzaKuC99sSEXkH/rlJQLOLeqnCQyDo/RaxpSMp6W9L6YXreew",
+	"5I3RZcSvloAoxLUgfj76frd9bt9KF4WLbnrqQDyF3EHpgZ79fON5+DX/Bpb+plkQm8LHnuTZKdCd7lWu",
+	"leDJM4WWDjfUGg48/YCpCTwFnQNuydUhAlIdyqqx2e/NitGOGbootlqPdZvcBw0CzCwNIyAmR/hI6xGX",
+	"GGoyvkGqcqmvnSFXwuqCTd29CxHFKsBWwovjt+8+XH28eB9iJimUOARVzSOBVBM+EwirvYuVOGAh6Hwq",
+	"REzy3SQeTQr4zwIx2hYi3GbvtUY65AmXI90PXAUgUp9BNQGIW6UoaPWuc3EqSquOS8AYFzhbT+aZhsGY",
+	"RDo9ZQWaaBNwke4WXLd1Oxn63N7o0NX205lor8Plz5/e89M0Bwt9USpdiugvdDw9dJ5M88vCbP7Dnxvo",
+	"Zjmca0X2518ADax3+lK/ookzIesrYqhAxlr/AM9Z6EV4wyrUXpucn/X8Xs2z5D7URnCSMCQJyyeKAYkk",
+	"+VRe8Vkctm3m5Ctk+TDlmcpBfS+5Y0sbEqNUSjGi4rQzHmdQAHPB/nJBRi46dAJbqghj6AFL0ut0ngeO",
+	"lxCMfhRCdJngjmFNm2TMIF/njfECuoNutZmPjIUcCFIcTeIyOcYQmU86WR+LpVsW5/uwzX7Qc6PErch4",
+	"YheFTrdCO78Y+AvFtHxmSmDp3VixiUgghkeEePlETLXZPeJJgvcKVnZFpL+RGrF1RCDPb5wDIo1L+2or",
+	"UzBgt3A60WZr1WbQkjNV5rZGLixqZGXAtl3YbkfFitfU1DdFbun9Tj5QM6SScETZ63zh1IsLWzbJJbA1",
+	"C/BeIjhzzTJn80TULnGxpEX/Lba52nmvoEul/qJqVcoTIwkX1PjHjZvOiFXMlOFC2mFbj/T88PLoO6QN",
+	"lkws49P2Z9upMVPt8lJO7v5KCm1TdxYLrNZzdx9dnNgDJFRQItpWrQLGkQdEADLGUr1EoV1Lmv0IDupi",
+	"Foh/rzr8w3X5VNAdXQuygdNkWSnAzWs7uT7nR9HZAqlTs8NMAle5DGm5v7id3HS64tjZYi6x1re9s0kP",
+	"17z5bJ6jtle7KgE1Z1XNJL0OgC6amJxHmchZlubopfenxxARGWAJTk5Q8wVeBrVf4QnBbKfKl3hpuPMN",
+	"jOM5WLUzkRVJYgeWm9+IBwLVbm8Hletgt/PGmTyyslefsmboMEDqgXzaUvF0nvA8zcJWHw5JliYg6l12",
+	"Krwt7U9ZlOl5Dkj5nCVaEYUTCsaUEztBB76+B5wtYCoV6QsXg2eo6RtN3rtMbdCtyGfLBE/wVW126NwZ",
+	"pgxz7ugi2VwqUhaOzk5Pj48uzy6u3l68+/744qti6KiFmETVA4qOWGp8HC5lbdjFcnTkLqVJRiXufY8X",
+	"H4lNsBHUXGCe/QNQmum61bTqhHdFekl+ZISsjixb/HY1BJeOWa15VQmFttmhm3VVRv68UIXDwKKAuBe/",
+	"c4ZvDbXqoDFlAOOseAhsFiPoI2LLhq+MSqUgVOgy5zivchTf+1/u/38AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

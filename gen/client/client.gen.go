@@ -2348,6 +2348,9 @@ type WindowClosedStatus bool
 // Example: ["2026-11-01","2026-11-22"]
 type CreatedAtRange = DateRange
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // OrderModeDefaultAsc defines model for OrderModeDefaultAsc.
 type OrderModeDefaultAsc = OrderMode
 
@@ -2383,6 +2386,12 @@ type ConnectionBusinessError = BusinessError
 // Forbidden Error or information body with a human-readable message.
 type Forbidden = Message
 
+// IdempotencyKeyInProgress Error or information body with a human-readable message.
+type IdempotencyKeyInProgress = Message
+
+// IdempotencyKeyReused 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
+type IdempotencyKeyReused = ValidationError
+
 // InternalError Error or information body with a human-readable message.
 type InternalError = Message
 
@@ -2400,6 +2409,12 @@ type WebhookBusinessError = BusinessError
 
 // WebhookValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type WebhookValidationFailed = ValidationError
+
+// SendMessageParams defines parameters for SendMessage.
+type SendMessageParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // ListChannelWebhooksParams defines parameters for ListChannelWebhooks.
 type ListChannelWebhooksParams struct {
@@ -2428,6 +2443,12 @@ type ListChannelWebhooksParams struct {
 // ListChannelWebhooksParamsOrderBy defines parameters for ListChannelWebhooks.
 type ListChannelWebhooksParamsOrderBy string
 
+// CreateChannelWebhookParams defines parameters for CreateChannelWebhook.
+type CreateChannelWebhookParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListChannelWebhookDeliveriesParams defines parameters for ListChannelWebhookDeliveries.
 type ListChannelWebhookDeliveriesParams struct {
 	// Event Only attempts of this event name.
@@ -2441,6 +2462,18 @@ type ListChannelWebhookDeliveriesParams struct {
 
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+}
+
+// TestChannelWebhookParams defines parameters for TestChannelWebhook.
+type TestChannelWebhookParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ChatappCreateParams defines parameters for ChatappCreate.
+type ChatappCreateParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListChatappsParams defines parameters for ListChatapps.
@@ -2593,10 +2626,22 @@ type ListContactChannelsParamsOrderMode string
 // ListContactChannelsParamsTagsOperation defines parameters for ListContactChannels.
 type ListContactChannelsParamsTagsOperation string
 
+// PublishEventParams defines parameters for PublishEvent.
+type PublishEventParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListProviderTemplatesForChannelParams defines parameters for ListProviderTemplatesForChannel.
 type ListProviderTemplatesForChannelParams struct {
 	// CompanyChannelId Id of the company channel (from GET /api/company-channels).
 	CompanyChannelId int `form:"company_channel_id" json:"company_channel_id"`
+}
+
+// UploadSendMediaParams defines parameters for UploadSendMedia.
+type UploadSendMediaParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // VerifyProviderWebhookParams defines parameters for VerifyProviderWebhook.
@@ -3539,7 +3584,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-	SendMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendMessageWithBody(ctx context.Context, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendMessage Send a text, file or template message
 	//
@@ -3598,7 +3643,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-	SendMessage(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendMessage(ctx context.Context, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListChannelWebhooks List webhook subscriptions
 	//
@@ -3633,7 +3678,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-	CreateChannelWebhookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateChannelWebhookWithBody(ctx context.Context, params *CreateChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateChannelWebhook Create a webhook subscription
 	//
@@ -3659,7 +3704,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-	CreateChannelWebhook(ctx context.Context, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateChannelWebhook(ctx context.Context, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAvailableWebhookEvents List subscribable events
 	//
@@ -3732,7 +3777,7 @@ type ClientInterface interface {
 	// subscription does not exist, belongs to another company or is disabled.
 	//
 	// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-	TestChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TestChannelWebhook(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ChatappCheckOnChatappWithBody Check whether numbers have a chat-app account
 	//
@@ -3796,7 +3841,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-	ChatappCreateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ChatappCreateWithBody(ctx context.Context, params *ChatappCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ChatappCreate Create a chat-app connection
 	//
@@ -3808,7 +3853,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-	ChatappCreate(ctx context.Context, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ChatappCreate(ctx context.Context, params *ChatappCreateParams, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ChatappDeleteWithBody Delete a connection
 	//
@@ -4262,7 +4307,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
-	PublishEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PublishEventWithBody(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PublishEvent Publish a company-scope event (extension)
 	//
@@ -4285,7 +4330,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
-	PublishEvent(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	//
@@ -4325,7 +4370,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/provider-templates/upload-send-media (the `UploadSendMedia` operationId).
-	UploadSendMediaWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadSendMediaWithBody(ctx context.Context, params *UploadSendMediaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RevokeMessagesWithBody Revoke or delete messages
 	//
@@ -4519,8 +4564,8 @@ type ClientInterface interface {
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendMessageRequestWithBody(c.Server, contentType, body)
+func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4588,8 +4633,8 @@ func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-func (c *Client) SendMessage(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendMessageRequest(c.Server, body)
+func (c *Client) SendMessage(ctx context.Context, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4643,8 +4688,8 @@ func (c *Client) ListChannelWebhooks(ctx context.Context, params *ListChannelWeb
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateChannelWebhookRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, params *CreateChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateChannelWebhookRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4679,8 +4724,8 @@ func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, contentType s
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-func (c *Client) CreateChannelWebhook(ctx context.Context, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateChannelWebhookRequest(c.Server, body)
+func (c *Client) CreateChannelWebhook(ctx context.Context, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateChannelWebhookRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4822,8 +4867,8 @@ func (c *Client) RotateChannelWebhookSecret(ctx context.Context, id WebhookId, r
 // subscription does not exist, belongs to another company or is disabled.
 //
 // Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-func (c *Client) TestChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTestChannelWebhookRequest(c.Server, id)
+func (c *Client) TestChannelWebhook(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestChannelWebhookRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4936,8 +4981,8 @@ func (c *Client) ChatappContactList(ctx context.Context, body ChatappContactList
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-func (c *Client) ChatappCreateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewChatappCreateRequestWithBody(c.Server, contentType, body)
+func (c *Client) ChatappCreateWithBody(ctx context.Context, params *ChatappCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChatappCreateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4958,8 +5003,8 @@ func (c *Client) ChatappCreateWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-func (c *Client) ChatappCreate(ctx context.Context, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewChatappCreateRequest(c.Server, body)
+func (c *Client) ChatappCreate(ctx context.Context, params *ChatappCreateParams, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChatappCreateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5702,8 +5747,8 @@ func (c *Client) EditMessage(ctx context.Context, body EditMessageJSONRequestBod
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
-func (c *Client) PublishEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPublishEventRequestWithBody(c.Server, contentType, body)
+func (c *Client) PublishEventWithBody(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5735,8 +5780,8 @@ func (c *Client) PublishEventWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
-func (c *Client) PublishEvent(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPublishEventRequest(c.Server, body)
+func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5795,8 +5840,8 @@ func (c *Client) ListProviderTemplatesForChannel(ctx context.Context, params *Li
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/provider-templates/upload-send-media (the `UploadSendMedia` operationId).
-func (c *Client) UploadSendMediaWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadSendMediaRequestWithBody(c.Server, contentType, body)
+func (c *Client) UploadSendMediaWithBody(ctx context.Context, params *UploadSendMediaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadSendMediaRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6032,18 +6077,18 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 }
 
 // NewSendMessageRequest calls the generic SendMessage builder with application/json body
-func NewSendMessageRequest(server string, body SendMessageJSONRequestBody) (*http.Request, error) {
+func NewSendMessageRequest(server string, params *SendMessageParams, body SendMessageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSendMessageRequestWithBody(server, "application/json", bodyReader)
+	return NewSendMessageRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewSendMessageRequestWithBody constructs an http.Request for the SendMessage method, with any body, and a specified content type
-func NewSendMessageRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewSendMessageRequestWithBody(server string, params *SendMessageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6067,6 +6112,21 @@ func NewSendMessageRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6198,18 +6258,18 @@ func NewListChannelWebhooksRequest(server string, params *ListChannelWebhooksPar
 }
 
 // NewCreateChannelWebhookRequest calls the generic CreateChannelWebhook builder with application/json body
-func NewCreateChannelWebhookRequest(server string, body CreateChannelWebhookJSONRequestBody) (*http.Request, error) {
+func NewCreateChannelWebhookRequest(server string, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateChannelWebhookRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateChannelWebhookRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateChannelWebhookRequestWithBody constructs an http.Request for the CreateChannelWebhook method, with any body, and a specified content type
-func NewCreateChannelWebhookRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateChannelWebhookRequestWithBody(server string, params *CreateChannelWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6233,6 +6293,21 @@ func NewCreateChannelWebhookRequestWithBody(server string, contentType string, b
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6477,7 +6552,7 @@ func NewRotateChannelWebhookSecretRequest(server string, id WebhookId) (*http.Re
 }
 
 // NewTestChannelWebhookRequest constructs an http.Request for the TestChannelWebhook method
-func NewTestChannelWebhookRequest(server string, id WebhookId) (*http.Request, error) {
+func NewTestChannelWebhookRequest(server string, id WebhookId, params *TestChannelWebhookParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6505,6 +6580,21 @@ func NewTestChannelWebhookRequest(server string, id WebhookId) (*http.Request, e
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6591,18 +6681,18 @@ func NewChatappContactListRequestWithBody(server string, contentType string, bod
 }
 
 // NewChatappCreateRequest calls the generic ChatappCreate builder with application/json body
-func NewChatappCreateRequest(server string, body ChatappCreateJSONRequestBody) (*http.Request, error) {
+func NewChatappCreateRequest(server string, params *ChatappCreateParams, body ChatappCreateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewChatappCreateRequestWithBody(server, "application/json", bodyReader)
+	return NewChatappCreateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewChatappCreateRequestWithBody constructs an http.Request for the ChatappCreate method, with any body, and a specified content type
-func NewChatappCreateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewChatappCreateRequestWithBody(server string, params *ChatappCreateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6626,6 +6716,21 @@ func NewChatappCreateRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7834,18 +7939,18 @@ func NewEditMessageRequestWithBody(server string, contentType string, body io.Re
 }
 
 // NewPublishEventRequest calls the generic PublishEvent builder with application/json body
-func NewPublishEventRequest(server string, body PublishEventJSONRequestBody) (*http.Request, error) {
+func NewPublishEventRequest(server string, params *PublishEventParams, body PublishEventJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPublishEventRequestWithBody(server, "application/json", bodyReader)
+	return NewPublishEventRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewPublishEventRequestWithBody constructs an http.Request for the PublishEvent method, with any body, and a specified content type
-func NewPublishEventRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPublishEventRequestWithBody(server string, params *PublishEventParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -7869,6 +7974,21 @@ func NewPublishEventRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7924,7 +8044,7 @@ func NewListProviderTemplatesForChannelRequest(server string, params *ListProvid
 }
 
 // NewUploadSendMediaRequestWithBody constructs an http.Request for the UploadSendMedia method, with any body, and a specified content type
-func NewUploadSendMediaRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadSendMediaRequestWithBody(server string, params *UploadSendMediaParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -7948,6 +8068,21 @@ func NewUploadSendMediaRequestWithBody(server string, contentType string, body i
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -8378,7 +8513,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-	SendMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error)
+	SendMessageWithBodyWithResponse(ctx context.Context, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error)
 
 	// SendMessageWithResponse Send a text, file or template message
 	//
@@ -8437,7 +8572,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-	SendMessageWithResponse(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error)
+	SendMessageWithResponse(ctx context.Context, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error)
 
 	// ListChannelWebhooksWithResponse List webhook subscriptions
 	//
@@ -8474,7 +8609,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-	CreateChannelWebhookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error)
+	CreateChannelWebhookWithBodyWithResponse(ctx context.Context, params *CreateChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error)
 
 	// CreateChannelWebhookWithResponse Create a webhook subscription
 	//
@@ -8500,7 +8635,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-	CreateChannelWebhookWithResponse(ctx context.Context, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error)
+	CreateChannelWebhookWithResponse(ctx context.Context, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error)
 
 	// ListAvailableWebhookEventsWithResponse List subscribable events
 	//
@@ -8583,7 +8718,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-	TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error)
+	TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error)
 
 	// ChatappCheckOnChatappWithBodyWithResponse Check whether numbers have a chat-app account
 	//
@@ -8647,7 +8782,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-	ChatappCreateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error)
+	ChatappCreateWithBodyWithResponse(ctx context.Context, params *ChatappCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error)
 
 	// ChatappCreateWithResponse Create a chat-app connection
 	//
@@ -8659,7 +8794,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-	ChatappCreateWithResponse(ctx context.Context, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error)
+	ChatappCreateWithResponse(ctx context.Context, params *ChatappCreateParams, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error)
 
 	// ChatappDeleteWithBodyWithResponse Delete a connection
 	//
@@ -9125,7 +9260,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
-	PublishEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
+	PublishEventWithBodyWithResponse(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
 
 	// PublishEventWithResponse Publish a company-scope event (extension)
 	//
@@ -9148,7 +9283,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
-	PublishEventWithResponse(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
+	PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
 
 	// ListProviderTemplatesForChannelWithResponse List the approved templates of an official channel
 	//
@@ -9190,7 +9325,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/provider-templates/upload-send-media (the `UploadSendMedia` operationId).
-	UploadSendMediaWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSendMediaHTTPResponse, error)
+	UploadSendMediaWithBodyWithResponse(ctx context.Context, params *UploadSendMediaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSendMediaHTTPResponse, error)
 
 	// RevokeMessagesWithBodyWithResponse Revoke or delete messages
 	//
@@ -9353,10 +9488,14 @@ type SendMessageHTTPResponse struct {
 	JSON400 *Message
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *WindowClosed
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -9382,6 +9521,11 @@ func (r SendMessageHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SendMessageHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r SendMessageHTTPResponse) GetJSON409() *WindowClosed {
 	return r.JSON409
@@ -9390,6 +9534,11 @@ func (r SendMessageHTTPResponse) GetJSON409() *WindowClosed {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r SendMessageHTTPResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SendMessageHTTPResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -9540,6 +9689,8 @@ type CreateChannelWebhookHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *WebhookValidationFailed
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -9565,6 +9716,11 @@ func (r CreateChannelWebhookHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateChannelWebhookHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateChannelWebhookHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -10073,6 +10229,8 @@ type TestChannelWebhookHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *WebhookValidationFailed
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -10098,6 +10256,11 @@ func (r TestChannelWebhookHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r TestChannelWebhookHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestChannelWebhookHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -10156,6 +10319,8 @@ type ChatappCheckOnChatappHTTPResponse struct {
 	JSON200 *ChatappCheckResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10170,6 +10335,11 @@ func (r ChatappCheckOnChatappHTTPResponse) GetJSON200() *ChatappCheckResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappCheckOnChatappHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappCheckOnChatappHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10218,6 +10388,8 @@ type ChatappContactListHTTPResponse struct {
 	JSON200 *ChatappContactListResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10232,6 +10404,11 @@ func (r ChatappContactListHTTPResponse) GetJSON200() *ChatappContactListResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappContactListHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappContactListHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10280,6 +10457,12 @@ type ChatappCreateHTTPResponse struct {
 	JSON200 *ChatappResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10294,6 +10477,21 @@ func (r ChatappCreateHTTPResponse) GetJSON200() *ChatappResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappCreateHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappCreateHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ChatappCreateHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ChatappCreateHTTPResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10342,6 +10540,8 @@ type ChatappDeleteHTTPResponse struct {
 	JSON200 *SuccessMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10356,6 +10556,11 @@ func (r ChatappDeleteHTTPResponse) GetJSON200() *SuccessMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappDeleteHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappDeleteHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10404,6 +10609,8 @@ type ChatappGroupListHTTPResponse struct {
 	JSON200 *ChatappGroupListResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10418,6 +10625,11 @@ func (r ChatappGroupListHTTPResponse) GetJSON200() *ChatappGroupListResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappGroupListHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappGroupListHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10466,6 +10678,8 @@ type ChatappLogoutHTTPResponse struct {
 	JSON200 *SuccessMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10480,6 +10694,11 @@ func (r ChatappLogoutHTTPResponse) GetJSON200() *SuccessMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappLogoutHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappLogoutHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10528,6 +10747,8 @@ type ChatappQrcodeHTTPResponse struct {
 	JSON200 *ChatappQrcodeResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -10542,6 +10763,11 @@ func (r ChatappQrcodeHTTPResponse) GetJSON200() *ChatappQrcodeResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappQrcodeHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappQrcodeHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10590,6 +10816,8 @@ type SimulatorSeedContactsHTTPResponse struct {
 	JSON200 *ChatappContactListResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10606,6 +10834,11 @@ func (r SimulatorSeedContactsHTTPResponse) GetJSON200() *ChatappContactListResul
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorSeedContactsHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10659,6 +10892,8 @@ type SimulatorSeedGroupHTTPResponse struct {
 	JSON200 *SimulatorGroupResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10675,6 +10910,11 @@ func (r SimulatorSeedGroupHTTPResponse) GetJSON200() *SimulatorGroupResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorSeedGroupHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10728,6 +10968,8 @@ type SimulatorInboundHTTPResponse struct {
 	JSON200 *SimulatorInboundResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10744,6 +10986,11 @@ func (r SimulatorInboundHTTPResponse) GetJSON200() *SimulatorInboundResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorInboundHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10797,6 +11044,8 @@ type SimulatorMessagesHTTPResponse struct {
 	JSON200 *SimulatorMessagesResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10813,6 +11062,11 @@ func (r SimulatorMessagesHTTPResponse) GetJSON200() *SimulatorMessagesResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorMessagesHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10866,6 +11120,8 @@ type SimulatorPairHTTPResponse struct {
 	JSON200 *ChatappResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10882,6 +11138,11 @@ func (r SimulatorPairHTTPResponse) GetJSON200() *ChatappResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorPairHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10935,6 +11196,8 @@ type SimulatorReceiptHTTPResponse struct {
 	JSON200 *SuccessMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -10951,6 +11214,11 @@ func (r SimulatorReceiptHTTPResponse) GetJSON200() *SuccessMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorReceiptHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11004,6 +11272,8 @@ type SimulatorUnlinkHTTPResponse struct {
 	JSON200 *SuccessMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON501 the response for an HTTP 501 `application/json` response
@@ -11020,6 +11290,11 @@ func (r SimulatorUnlinkHTTPResponse) GetJSON200() *SuccessMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SimulatorUnlinkHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11073,6 +11348,8 @@ type ChatappUpdateHTTPResponse struct {
 	JSON200 *ChatappResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11087,6 +11364,11 @@ func (r ChatappUpdateHTTPResponse) GetJSON200() *ChatappResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ChatappUpdateHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ChatappUpdateHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11135,6 +11417,8 @@ type ListChatappsHTTPResponse struct {
 	JSON200 *ChatappPage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11149,6 +11433,11 @@ func (r ListChatappsHTTPResponse) GetJSON200() *ChatappPage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListChatappsHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListChatappsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11197,6 +11486,8 @@ type ListCompanyChannelsHTTPResponse struct {
 	JSON200 *CompanyChannelPage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -11213,6 +11504,11 @@ func (r ListCompanyChannelsHTTPResponse) GetJSON200() *CompanyChannelPage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListCompanyChannelsHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListCompanyChannelsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -11266,6 +11562,8 @@ type ListContactChannelsHTTPResponse struct {
 	JSON200 *ContactChannelPage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -11280,6 +11578,11 @@ func (r ListContactChannelsHTTPResponse) GetJSON200() *ContactChannelPage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListContactChannelsHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListContactChannelsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -11328,6 +11631,8 @@ type UpdateContactChannelHTTPResponse struct {
 	JSON200 *ContactChannelResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Message
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -11344,6 +11649,11 @@ func (r UpdateContactChannelHTTPResponse) GetJSON200() *ContactChannelResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdateContactChannelHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateContactChannelHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11397,6 +11707,8 @@ type EditMessageHTTPResponse struct {
 	JSON200 *EditedMessage
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11411,6 +11723,11 @@ func (r EditMessageHTTPResponse) GetJSON200() *EditedMessage {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r EditMessageHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EditMessageHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11461,6 +11778,8 @@ type PublishEventHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ValidationError
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -11480,6 +11799,11 @@ func (r PublishEventHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r PublishEventHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PublishEventHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -11608,8 +11932,12 @@ type UploadSendMediaHTTPResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Message
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11636,9 +11964,19 @@ func (r UploadSendMediaHTTPResponse) GetJSON404() *Message {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UploadSendMediaHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UploadSendMediaHTTPResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UploadSendMediaHTTPResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11687,6 +12025,8 @@ type RevokeMessagesHTTPResponse struct {
 	JSON200 *[]RevokeResult
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
@@ -11701,6 +12041,11 @@ func (r RevokeMessagesHTTPResponse) GetJSON200() *[]RevokeResult {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RevokeMessagesHTTPResponse) GetJSON401() *Unauthenticated {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeMessagesHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -12170,8 +12515,8 @@ func (r GetReadyzHTTPResponse) ContentType() string {
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error) {
-	rsp, err := c.SendMessageWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Context, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error) {
+	rsp, err := c.SendMessageWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12235,8 +12580,8 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/api-send-message (the `SendMessage` operationId).
-func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error) {
-	rsp, err := c.SendMessage(ctx, body, reqEditors...)
+func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageHTTPResponse, error) {
+	rsp, err := c.SendMessage(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12284,8 +12629,8 @@ func (c *ClientWithResponses) ListChannelWebhooksWithResponse(ctx context.Contex
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error) {
-	rsp, err := c.CreateChannelWebhookWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx context.Context, params *CreateChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error) {
+	rsp, err := c.CreateChannelWebhookWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12316,8 +12661,8 @@ func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/channel-webhooks (the `CreateChannelWebhook` operationId).
-func (c *ClientWithResponses) CreateChannelWebhookWithResponse(ctx context.Context, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error) {
-	rsp, err := c.CreateChannelWebhook(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateChannelWebhookWithResponse(ctx context.Context, params *CreateChannelWebhookParams, body CreateChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChannelWebhookHTTPResponse, error) {
+	rsp, err := c.CreateChannelWebhook(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12441,8 +12786,8 @@ func (c *ClientWithResponses) RotateChannelWebhookSecretWithResponse(ctx context
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-func (c *ClientWithResponses) TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error) {
-	rsp, err := c.TestChannelWebhook(ctx, id, reqEditors...)
+func (c *ClientWithResponses) TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error) {
+	rsp, err := c.TestChannelWebhook(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12535,8 +12880,8 @@ func (c *ClientWithResponses) ChatappContactListWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-func (c *ClientWithResponses) ChatappCreateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error) {
-	rsp, err := c.ChatappCreateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ChatappCreateWithBodyWithResponse(ctx context.Context, params *ChatappCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error) {
+	rsp, err := c.ChatappCreateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12553,8 +12898,8 @@ func (c *ClientWithResponses) ChatappCreateWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/chatapp-create (the `ChatappCreate` operationId).
-func (c *ClientWithResponses) ChatappCreateWithResponse(ctx context.Context, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error) {
-	rsp, err := c.ChatappCreate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) ChatappCreateWithResponse(ctx context.Context, params *ChatappCreateParams, body ChatappCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*ChatappCreateHTTPResponse, error) {
+	rsp, err := c.ChatappCreate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13193,8 +13538,8 @@ func (c *ClientWithResponses) EditMessageWithResponse(ctx context.Context, body 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
-func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
-	rsp, err := c.PublishEventWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
+	rsp, err := c.PublishEventWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13222,8 +13567,8 @@ func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
-func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
-	rsp, err := c.PublishEvent(ctx, body, reqEditors...)
+func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error) {
+	rsp, err := c.PublishEvent(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13276,8 +13621,8 @@ func (c *ClientWithResponses) ListProviderTemplatesForChannelWithResponse(ctx co
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/provider-templates/upload-send-media (the `UploadSendMedia` operationId).
-func (c *ClientWithResponses) UploadSendMediaWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSendMediaHTTPResponse, error) {
-	rsp, err := c.UploadSendMediaWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadSendMediaWithBodyWithResponse(ctx context.Context, params *UploadSendMediaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSendMediaHTTPResponse, error) {
+	rsp, err := c.UploadSendMediaWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13519,6 +13864,13 @@ func ParseSendMessageHTTPResponse(rsp *http.Response) (*SendMessageHTTPResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest WindowClosed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13532,6 +13884,13 @@ func ParseSendMessageHTTPResponse(rsp *http.Response) (*SendMessageHTTPResponse,
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -13687,6 +14046,13 @@ func ParseCreateChannelWebhookHTTPResponse(rsp *http.Response) (*CreateChannelWe
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest WebhookValidationFailed
@@ -14167,6 +14533,13 @@ func ParseTestChannelWebhookHTTPResponse(rsp *http.Response) (*TestChannelWebhoo
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest WebhookValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14241,6 +14614,13 @@ func ParseChatappCheckOnChatappHTTPResponse(rsp *http.Response) (*ChatappCheckOn
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14287,6 +14667,13 @@ func ParseChatappContactListHTTPResponse(rsp *http.Response) (*ChatappContactLis
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14335,6 +14722,27 @@ func ParseChatappCreateHTTPResponse(rsp *http.Response) (*ChatappCreateHTTPRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14381,6 +14789,13 @@ func ParseChatappDeleteHTTPResponse(rsp *http.Response) (*ChatappDeleteHTTPRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14429,6 +14844,13 @@ func ParseChatappGroupListHTTPResponse(rsp *http.Response) (*ChatappGroupListHTT
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14475,6 +14897,13 @@ func ParseChatappLogoutHTTPResponse(rsp *http.Response) (*ChatappLogoutHTTPRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14523,6 +14952,13 @@ func ParseChatappQrcodeHTTPResponse(rsp *http.Response) (*ChatappQrcodeHTTPRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14569,6 +15005,13 @@ func ParseSimulatorSeedContactsHTTPResponse(rsp *http.Response) (*SimulatorSeedC
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14624,6 +15067,13 @@ func ParseSimulatorSeedGroupHTTPResponse(rsp *http.Response) (*SimulatorSeedGrou
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14677,6 +15127,13 @@ func ParseSimulatorInboundHTTPResponse(rsp *http.Response) (*SimulatorInboundHTT
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14732,6 +15189,13 @@ func ParseSimulatorMessagesHTTPResponse(rsp *http.Response) (*SimulatorMessagesH
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14785,6 +15249,13 @@ func ParseSimulatorPairHTTPResponse(rsp *http.Response) (*SimulatorPairHTTPRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14840,6 +15311,13 @@ func ParseSimulatorReceiptHTTPResponse(rsp *http.Response) (*SimulatorReceiptHTT
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14893,6 +15371,13 @@ func ParseSimulatorUnlinkHTTPResponse(rsp *http.Response) (*SimulatorUnlinkHTTPR
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -14948,6 +15433,13 @@ func ParseChatappUpdateHTTPResponse(rsp *http.Response) (*ChatappUpdateHTTPRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14995,6 +15487,13 @@ func ParseListChatappsHTTPResponse(rsp *http.Response) (*ListChatappsHTTPRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15041,6 +15540,13 @@ func ParseListCompanyChannelsHTTPResponse(rsp *http.Response) (*ListCompanyChann
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest QueryValidationFailed
@@ -15096,6 +15602,13 @@ func ParseListContactChannelsHTTPResponse(rsp *http.Response) (*ListContactChann
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest QueryValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15142,6 +15655,13 @@ func ParseUpdateContactChannelHTTPResponse(rsp *http.Response) (*UpdateContactCh
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Message
@@ -15197,6 +15717,13 @@ func ParseEditMessageHTTPResponse(rsp *http.Response) (*EditMessageHTTPResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15250,6 +15777,13 @@ func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPRespons
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationError
@@ -15373,12 +15907,26 @@ func ParseUploadSendMediaHTTPResponse(rsp *http.Response) (*UploadSendMediaHTTPR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -15426,6 +15974,13 @@ func ParseRevokeMessagesHTTPResponse(rsp *http.Response) (*RevokeMessagesHTTPRes
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

@@ -26,10 +26,12 @@ import (
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/httpapi"
+	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/jobs"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/ratelimit"
+	"github.com/chatmsg/gateway/internal/secrets"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/templates"
 	"github.com/chatmsg/gateway/internal/webhooks"
@@ -37,7 +39,7 @@ import (
 
 // Migrations lists every capability's migrations in application order.
 func Migrations() []store.Migration {
-	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations)
+	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations)
 }
 
 // Options adjust how the app is built; zero values mean production defaults.
@@ -87,6 +89,11 @@ type App struct {
 	Handler  http.Handler
 	Clock    clock.Clock
 
+	// Idempotency keeps the answers of requests sent with Idempotency-Key.
+	Idempotency *idempotency.Service
+	// Secrets seals secrets at rest (nil: SECRETS_KEY unset, kept clear).
+	Secrets *secrets.Keyring
+
 	ownDB        bool
 	closeLimiter func() error
 }
@@ -132,7 +139,14 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.Registry = prometheus.NewRegistry()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.Auth = auth.NewService(a.DB, a.Clock)
+	keyring, err := secrets.Parse(cfg.SecretsKey)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Secrets = keyring
 	a.Channels = channels.NewService(a.DB, a.Clock)
+	a.Channels.UseSecrets(a.Secrets)
 
 	if cfg.RedisURL != "" {
 		r, err := ratelimit.OpenRedis(ctx, cfg.RedisURL)
@@ -146,7 +160,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	a.Webhooks = webhooks.NewService(a.DB, webhooks.Options{
 		Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone), Logger: a.Logger, Limiter: a.Limiter,
-		AllowCIDRs: cfg.OutboundAllowCIDRs, Registerer: a.Registry, Channels: a.Channels,
+		AllowCIDRs: cfg.OutboundAllowCIDRs, Registerer: a.Registry, Channels: a.Channels, Secrets: a.Secrets,
 	})
 	conns, err := a.newConnections(ctx, opts)
 	if err != nil {
@@ -161,10 +175,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	// Capabilities add their workers, periodic jobs and queues here.
 	workers := river.NewWorkers()
 	a.Webhooks.AddWorkers(workers)
+	a.Idempotency = idempotency.NewService(a.DB, idempotency.Options{Now: a.Clock, Logger: a.Logger, Secrets: a.Secrets})
+	a.Idempotency.AddWorkers(workers)
 	a.addMessagingWorkers(workers)
 	runner, err := jobs.New(a.DB, jobs.Options{
 		Workers: workers, Logger: a.Logger, InsertOnly: opts.InsertOnlyJobs,
-		Periodic: slices.Concat(a.Webhooks.PeriodicJobs(), a.messagingPeriodicJobs()),
+		Periodic: slices.Concat(a.Webhooks.PeriodicJobs(), a.messagingPeriodicJobs(), a.Idempotency.PeriodicJobs()),
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			webhooks.QueueName: webhooks.Queue(),
@@ -190,6 +206,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Templates:     a.Templates,
 		Official:      a.Official,
 		Redis:         redisOf(a.Limiter),
+		Idempotency:   a.Idempotency,
 	})
 	if err != nil {
 		a.Close()
@@ -238,6 +255,9 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.Logger.Info("gateway listening", "addr", ln.Addr().String(), "database", string(a.DB.Dialect))
+	if a.Secrets == nil {
+		a.Logger.Warn("SECRETS_KEY is not set: webhook secrets and provider credentials are stored in clear")
+	}
 
 	var serveErr error
 	select {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -21,20 +22,37 @@ import (
 	"github.com/chatmsg/gateway/internal/store"
 )
 
-// Permission names, as the API document spells them.
+// Permission names. Every operation of openapi.yaml names the one it
+// requires in its x-permission, and info.x-permissions lists them all; a
+// test keeps this list and the document's equal. The webhook and template
+// names are the API document's own.
 const (
-	PermWebhooksView   = "channel_webhooks_view"
-	PermWebhooksCreate = "channel_webhooks_create"
-	PermWebhooksUpdate = "channel_webhooks_update"
-	PermWebhooksDelete = "channel_webhooks_delete"
-	PermTemplatesView  = "provider_templates_view"
+	PermConnectionsView   = "connections_view"
+	PermConnectionsManage = "connections_manage"
+	PermMessagesSend      = "messages_send"
+	PermMessagesManage    = "messages_manage"
+	PermConversationsView = "conversations_view"
+	// PermConversationsUpdate guards the conversation update extension.
+	PermConversationsUpdate = "conversations_update"
 	// PermEventsPublish lets a platform component publish company-scope
 	// events through the API (an extension of this service).
-	PermEventsPublish = "events_publish"
+	PermEventsPublish       = "events_publish"
+	PermCompanyChannelsView = "company_channels_view"
+	PermTemplatesView       = "provider_templates_view"
+	PermTemplatesUpload     = "provider_templates_upload"
+	PermWebhooksView        = "channel_webhooks_view"
+	PermWebhooksCreate      = "channel_webhooks_create"
+	PermWebhooksUpdate      = "channel_webhooks_update"
+	PermWebhooksDelete      = "channel_webhooks_delete"
 )
 
-// AllPermissions is what "--permissions all" grants.
-var AllPermissions = []string{PermWebhooksView, PermWebhooksCreate, PermWebhooksUpdate, PermWebhooksDelete, PermTemplatesView, PermEventsPublish}
+// AllPermissions is what "--permissions all" grants, in the document's order.
+var AllPermissions = []string{
+	PermConnectionsView, PermConnectionsManage, PermMessagesSend, PermMessagesManage,
+	PermConversationsView, PermConversationsUpdate, PermEventsPublish, PermCompanyChannelsView,
+	PermTemplatesView, PermTemplatesUpload,
+	PermWebhooksView, PermWebhooksCreate, PermWebhooksUpdate, PermWebhooksDelete,
+}
 
 // Principal is the authenticated caller of a request.
 type Principal struct {
@@ -117,33 +135,111 @@ func (r tokenRow) toDomain() Token {
 
 // Service is the auth capability.
 type Service struct {
-	db  *store.DB
-	now clock.Clock
+	db     *store.DB
+	now    clock.Clock
+	tokens tokenCache
 }
 
 // NewService returns the auth service over db.
-func NewService(db *store.DB, now clock.Clock) *Service { return &Service{db: db, now: now} }
+func NewService(db *store.DB, now clock.Clock) *Service {
+	return &Service{db: db, now: now, tokens: tokenCache{entries: map[string]cachedToken{}}}
+}
 
 // Authenticate resolves a raw bearer token. Missing, unknown, revoked and
 // expired tokens are all Unauthenticated with the document's message.
+//
+// A valid token is remembered for TokenCacheTTL, so a burst of requests
+// costs one lookup. A revoke made through this Service applies at once; one
+// made by another process (another replica, the admin command) applies
+// within TokenCacheTTL. Expiry is checked on every call.
 func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, error) {
 	unauth := fault.New(fault.Unauthenticated, "Unauthenticated.")
 	if raw == "" {
 		return Principal{}, unauth
 	}
+	hash := hashToken(raw)
+	now := s.now()
+	if c, ok := s.tokens.get(hash, now); ok {
+		if c.expiresAt != nil && !now.Before(*c.expiresAt) {
+			return Principal{}, unauth
+		}
+		return c.principal, nil
+	}
 	var row tokenRow
-	err := s.db.Bun.NewSelect().Model(&row).Where("token_hash = ?", hashToken(raw)).Limit(1).Scan(ctx)
+	err := s.db.Bun.NewSelect().Model(&row).Where("token_hash = ?", hash).Limit(1).Scan(ctx)
 	if store.IsNoRows(err) {
 		return Principal{}, unauth
 	}
 	if err != nil {
 		return Principal{}, fault.Internalf(err, "look up token")
 	}
-	now := s.now()
 	if row.RevokedAt != nil || (row.ExpiresAt != nil && !now.Before(*row.ExpiresAt)) {
 		return Principal{}, unauth
 	}
-	return Principal{CompanyID: row.CompanyID, UserID: row.UserID, TokenID: row.ID, Permissions: splitPerms(row.Permissions)}, nil
+	p := Principal{CompanyID: row.CompanyID, UserID: row.UserID, TokenID: row.ID, Permissions: splitPerms(row.Permissions)}
+	s.tokens.put(hash, cachedToken{principal: p, expiresAt: row.ExpiresAt, until: now.Add(TokenCacheTTL)}, now)
+	return p, nil
+}
+
+// TokenCacheTTL is how long a successful token lookup is reused: the bound
+// on how late a revoke made elsewhere (another replica, the admin command)
+// takes effect on this process.
+const TokenCacheTTL = 5 * time.Second
+
+// tokenCacheSize bounds the remembered tokens, so a flood of distinct valid
+// tokens cannot grow memory without limit.
+const tokenCacheSize = 10_000
+
+type cachedToken struct {
+	principal Principal
+	expiresAt *time.Time
+	until     time.Time
+}
+
+// tokenCache maps token hashes to principals. Only valid tokens enter it:
+// unknown ones always reach the database, so a guessed token is never
+// cached and a newly created one works at once.
+type tokenCache struct {
+	mu      sync.Mutex
+	entries map[string]cachedToken
+}
+
+func (c *tokenCache) get(hash string, now time.Time) (cachedToken, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[hash]
+	if !ok || !now.Before(e.until) {
+		return cachedToken{}, false
+	}
+	return e, true
+}
+
+func (c *tokenCache) put(hash string, e cachedToken, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= tokenCacheSize {
+		for h, old := range c.entries {
+			if !now.Before(old.until) {
+				delete(c.entries, h)
+			}
+		}
+		if len(c.entries) >= tokenCacheSize {
+			clear(c.entries) // all still fresh: start over rather than grow
+		}
+	}
+	c.entries[hash] = e
+}
+
+// forget drops the token's entry, so its revoke applies to this process at
+// once.
+func (c *tokenCache) forget(tokenID int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for h, e := range c.entries {
+		if e.principal.TokenID == tokenID {
+			delete(c.entries, h)
+		}
+	}
 }
 
 // BootstrapResult is printed by `gateway admin bootstrap`; scripts depend on
@@ -227,6 +323,7 @@ func (s *Service) RevokeToken(ctx context.Context, tokenID int64) error {
 	if err != nil {
 		return fault.Internalf(err, "revoke token")
 	}
+	s.tokens.forget(tokenID)
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fault.New(fault.NotFound, fmt.Sprintf("token %d not found or already revoked", tokenID))
 	}

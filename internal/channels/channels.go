@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/secrets"
 	"github.com/chatmsg/gateway/internal/store"
 )
 
@@ -106,9 +107,10 @@ func (r channelRow) toDomain() Channel {
 
 // Service is the channels capability.
 type Service struct {
-	db    *store.DB
-	now   clock.Clock
-	cache *lookupCache
+	db      *store.DB
+	now     clock.Clock
+	cache   *lookupCache
+	keyring *secrets.Keyring
 }
 
 // NewService returns the channels service.
@@ -164,6 +166,9 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 		}
 		acc := accountRow{CompanyID: in.CompanyID, BusinessAccountID: in.BusinessAccountID, PhoneNumberID: in.PhoneNumberID,
 			AccessToken: in.AccessToken, AppSecret: in.AppSecret, BaseURL: strings.TrimRight(in.BaseURL, "/"), CreatedAt: now}
+		if err := s.sealAccount(&acc); err != nil {
+			return err
+		}
 		if _, err := tx.NewInsert().Model(&acc).Returning("id").Exec(ctx); err != nil {
 			if store.IsUniqueViolation(err) {
 				return fault.New(fault.Rule, "phone number id is already registered")
@@ -179,8 +184,9 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 			return fault.Internalf(err, "insert channel")
 		}
 		row.Account = &acc
-		out = row.toDomain()
-		return nil
+		var err error
+		out, err = s.opened(row.toDomain())
+		return err
 	})
 	s.cache.clear()
 	return out, err
@@ -205,7 +211,9 @@ func (s *Service) ListCompanyChannels(ctx context.Context, companyID int64, f Li
 	}
 	out := make([]Channel, len(rows))
 	for i, r := range rows {
-		out[i] = r.toDomain()
+		if out[i], err = s.opened(r.toDomain()); err != nil {
+			return nil, 0, err
+		}
 	}
 	return out, total, nil
 }
@@ -226,7 +234,10 @@ func (s *Service) Get(ctx context.Context, companyID, id int64) (Channel, error)
 	if err != nil {
 		return Channel{}, fault.Internalf(err, "get channel")
 	}
-	ch := row.toDomain()
+	ch, err := s.opened(row.toDomain())
+	if err != nil {
+		return Channel{}, err
+	}
 	s.cache.put(gen, ch, now)
 	return ch, nil
 }

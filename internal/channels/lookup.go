@@ -26,7 +26,10 @@ func (s *Service) FindByKey(ctx context.Context, companyID int64, t TypeID, key 
 	if err != nil {
 		return Channel{}, fault.Internalf(err, "find channel by key")
 	}
-	ch := row.toDomain()
+	ch, err := s.opened(row.toDomain())
+	if err != nil {
+		return Channel{}, err
+	}
 	s.cache.put(gen, ch, now)
 	return ch, nil
 }
@@ -43,5 +46,5 @@ func (s *Service) FindByPhoneNumberID(ctx context.Context, phoneNumberID string)
 	if err != nil {
 		return Channel{}, fault.Internalf(err, "find channel by phone number id")
 	}
-	return row.toDomain(), nil
+	return s.opened(row.toDomain())
 }

@@ -40,6 +40,10 @@ type Config struct {
 	// ConnectorDriver is the chat-app connector of unofficial connections:
 	// "simulator" (default) or "whatsmeow".
 	ConnectorDriver string
+	// SecretsKey is the key ring secrets at rest are sealed with
+	// ("id:base64key,…", the first seals; see internal/secrets); empty
+	// keeps them in clear.
+	SecretsKey string
 }
 
 // Env names, documented in README.md.
@@ -55,6 +59,7 @@ const (
 	EnvRedisURL      = "REDIS_URL"
 	EnvWorkers       = "WORKERS"
 	EnvConnector     = "CONNECTOR_DRIVER"
+	EnvSecretsKey    = "SECRETS_KEY"
 )
 
 // Connector drivers (CONNECTOR_DRIVER).
@@ -95,8 +100,11 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 50), "concurrent background workers ($"+EnvWorkers+")")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
+	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
 	return func() (Config, error) {
-		return validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
+		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
+		cfg.SecretsKey = *secretsKey
+		return cfg, err
 	}
 }
 

@@ -39,8 +39,8 @@ func TestUpdateContactChannel(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := apitest.Start(t, db, apitest.Options{})
 		ctx := context.Background()
-		// No permission at all: updating conversations needs only a token.
-		a, b := h.Tenant("Company A", auth.PermEventsPublish), h.Tenant("Company B")
+		// Only the permission the update needs.
+		a, b := h.Tenant("Company A", auth.PermConversationsUpdate), h.Tenant("Company B")
 		off, err := h.App.Channels.RegisterOfficial(ctx, channels.OfficialInput{CompanyID: a.CompanyID, Name: "Official", Key: "5511900000001",
 			BusinessAccountID: "waba", PhoneNumberID: "pn-1", AccessToken: "tok", AppSecret: "sec", BaseURL: "http://127.0.0.1:1"})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/providersim"
@@ -147,7 +148,7 @@ func TestSendRateLimit(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
-		raw, _, err := e.h.App.Auth.CreateToken(context.Background(), e.ten.UserID, "second", nil, 0)
+		raw, _, err := e.h.App.Auth.CreateToken(context.Background(), e.ten.UserID, "second", []string{auth.PermMessagesSend}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

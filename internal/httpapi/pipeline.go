@@ -171,6 +171,10 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 				writeError(w, r, logger, op, err)
 				return
 			}
+			if err := authorize(op, p); err != nil {
+				writeError(w, r, logger, op, err)
+				return
+			}
 			ctx = auth.WithPrincipal(ctx, p)
 			r = r.WithContext(ctx)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/docs"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/store"
@@ -47,6 +48,8 @@ type Deps struct {
 	Messaging     *messaging.Service
 	Templates     *templates.Service
 	Official      *official.Service
+	// Idempotency keeps Idempotency-Key answers; nil turns the header off.
+	Idempotency *idempotency.Service
 }
 
 // Server implements the generated strict server interface.
@@ -89,7 +92,7 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 	root := chi.NewRouter()
 	root.Handle("/metrics", promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	m := newMetrics(deps.Registry)
-	contractHandler := enforceContract(contract, deps.Auth, deps.Logger, apiRouter)
+	contractHandler := enforceContract(contract, deps.Auth, deps.Logger, idempotent(deps.Idempotency, deps.Logger, apiRouter))
 	root.Handle("/*", contractHandler)
 	// The docs page, "/" → /docs, and CORS on the two documents; the rest falls through to the API.
 	site, err := docs.New()

@@ -16,6 +16,7 @@ import (
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/netguard"
 	"github.com/chatmsg/gateway/internal/ratelimit"
+	"github.com/chatmsg/gateway/internal/secrets"
 	"github.com/chatmsg/gateway/internal/store"
 )
 
@@ -80,6 +81,8 @@ type Options struct {
 	// Channels resolves company channel ids, so a subscription's channel
 	// filter can only name channels of its own company (unchecked when nil).
 	Channels ChannelLookup
+	// Secrets seals subscription secrets at rest (clear when nil).
+	Secrets *secrets.Keyring
 }
 
 // ChannelLookup is what webhooks needs of the channels capability
@@ -102,6 +105,7 @@ type Service struct {
 	slots    *slots
 	metrics  *metrics
 	channels ChannelLookup
+	keyring  *secrets.Keyring
 }
 
 var _ Publisher = (*Service)(nil)
@@ -109,7 +113,7 @@ var _ Publisher = (*Service)(nil)
 // NewService returns the service over db. Call UseJobs before publishing.
 func NewService(db *store.DB, opts Options) *Service {
 	s := &Service{db: db, now: opts.Now, times: opts.Times, log: opts.Logger, limiter: opts.Limiter,
-		client: opts.Client, delays: opts.RetryDelays, channels: opts.Channels}
+		client: opts.Client, delays: opts.RetryDelays, channels: opts.Channels, keyring: opts.Secrets}
 	if s.now == nil {
 		s.now = clock.System
 	}

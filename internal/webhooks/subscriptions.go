@@ -300,13 +300,13 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 	if err := invalid(fields); err != nil {
 		return Subscription{}, "", err
 	}
-	secret, err := newSecret()
+	secret, stored, err := s.newSealedSecret()
 	if err != nil {
 		return Subscription{}, "", fault.Internalf(err, "generate secret")
 	}
 	now := s.now().UTC()
 	row := subscriptionRow{CompanyID: p.CompanyID, Name: in.Name, URL: in.URL, ChannelIDs: encodeChannels(in.CompanyChannelIDs),
-		Enabled: in.Enabled == nil || *in.Enabled, Secret: secret, CreatedAt: now, UpdatedAt: now}
+		Enabled: in.Enabled == nil || *in.Enabled, Secret: stored, CreatedAt: now, UpdatedAt: now}
 	if in.Events == nil {
 		row.Events, row.AllEvents = "[]", true
 	} else {
@@ -484,7 +484,7 @@ func (s *Service) RotateChannelWebhookSecret(ctx context.Context, p auth.Princip
 	if err := s.authorize(ctx, p, auth.PermWebhooksUpdate); err != nil {
 		return Subscription{}, "", err
 	}
-	secret, err := newSecret()
+	secret, stored, err := s.newSealedSecret()
 	if err != nil {
 		return Subscription{}, "", fault.Internalf(err, "generate secret")
 	}
@@ -494,7 +494,7 @@ func (s *Service) RotateChannelWebhookSecret(ctx context.Context, p auth.Princip
 		if err != nil {
 			return err
 		}
-		row.Secret, row.UpdatedAt = secret, s.now().UTC()
+		row.Secret, row.UpdatedAt = stored, s.now().UTC()
 		if _, err := tx.NewUpdate().Model(&row).Column("secret", "updated_at").WherePK().Exec(ctx); err != nil {
 			return fault.Internalf(err, "rotate secret of %d", id)
 		}

@@ -136,7 +136,12 @@ func (o outcome) ok() bool { return o.success }
 func (s *Service) send(ctx context.Context, t subscriptionRow, a DeliveryArgs, attempt int) outcome {
 	reqCtx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 	defer cancel()
-	req, err := NewDeliveryRequest(reqCtx, t.URL, t.Secret, a.Delivery(), attempt, s.now())
+	secret, err := s.signingSecret(t.Secret)
+	if err != nil {
+		s.log.ErrorContext(ctx, "webhooks: subscription secret unreadable", "subscription_id", t.ID, "err", err)
+		return outcome{message: "signing secret unavailable", retryable: true}
+	}
+	req, err := NewDeliveryRequest(reqCtx, t.URL, secret, a.Delivery(), attempt, s.now())
 	if err != nil {
 		return outcome{message: "invalid url: " + err.Error()}
 	}

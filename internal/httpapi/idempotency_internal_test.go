@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/idempotency"
+	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/store/storetest"
+	"github.com/chatmsg/gateway/openapi"
+)
+
+// TestRequestFingerprint: what counts as "the same request" for a key.
+func TestRequestFingerprint(t *testing.T) {
+	t.Parallel()
+	jsonReq := func(path, body string) *http.Request {
+		r, _ := http.NewRequest("POST", path, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	}
+	form := func(boundary, file string) *http.Request {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		if err := mw.SetBoundary(boundary); err != nil {
+			t.Fatal(err)
+		}
+		_ = mw.WriteField("platform", "chatapp")
+		w, _ := mw.CreateFormFile("file", "a.png")
+		_, _ = w.Write([]byte(file))
+		_ = mw.Close()
+		r, _ := http.NewRequest("POST", "/api/api-send-message", &buf)
+		r.Header.Set("Content-Type", mw.FormDataContentType())
+		return r
+	}
+	fp := func(r *http.Request) string {
+		t.Helper()
+		s, err := requestFingerprint(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := io.ReadAll(r.Body); len(b) == 0 && r.ContentLength != 0 {
+			t.Fatal("the body was consumed")
+		}
+		return s
+	}
+	base := fp(jsonReq("/api/x", `{"a":1,"b":[1,2]}`))
+	cases := []struct {
+		name string
+		req  *http.Request
+		same bool
+	}{
+		{"members reordered, spaced", jsonReq("/api/x", ` { "b": [1, 2], "a": 1 } `), true},
+		{"another value", jsonReq("/api/x", `{"a":2,"b":[1,2]}`), false},
+		{"array reordered", jsonReq("/api/x", `{"a":1,"b":[2,1]}`), false},
+		{"another path", jsonReq("/api/y", `{"a":1,"b":[1,2]}`), false},
+		{"another query", jsonReq("/api/x?z=1", `{"a":1,"b":[1,2]}`), false},
+	}
+	for _, tc := range cases {
+		if got := fp(tc.req) == base; got != tc.same {
+			t.Errorf("%s: same = %v, want %v", tc.name, got, tc.same)
+		}
+	}
+	if fp(form("boundary-one", "PNG")) != fp(form("boundary-two", "PNG")) {
+		t.Error("the same parts under another multipart boundary are another request")
+	}
+	if fp(form("boundary-one", "PNG")) == fp(form("boundary-one", "GIF")) {
+		t.Error("another file is the same request")
+	}
+}
+
+// TestIdempotentMiddlewareOutcomes drives the middleware around a stub
+// handler: answers a retry must not see again (429, 5xx) release the key,
+// and a repeat that outlasts the wait gets the documented 409 of its
+// operation.
+func TestIdempotentMiddlewareOutcomes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	contract, err := LoadContract(ctx, openapi.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		if err := db.Migrate(ctx, slices.Concat(auth.Migrations, idempotency.Migrations)); err != nil {
+			t.Fatal(err)
+		}
+		company, err := auth.NewService(db, clock.System).CreateCompany(ctx, "Acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := idempotency.NewService(db, idempotency.Options{Wait: time.Millisecond})
+		request := func(path, key string) *http.Request {
+			r := httptest.NewRequest("POST", path, strings.NewReader(`{"name":"n","key":"5511988887777"}`))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Idempotency-Key", key)
+			route, _, err := contract.FindRoute(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := context.WithValue(r.Context(), operationKey, route.Operation)
+			return r.WithContext(auth.WithPrincipal(c, auth.Principal{CompanyID: company}))
+		}
+		calls := 0
+		answering := func(status int) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls++
+				writeJSON(w, status, map[string]any{"message": "stub"})
+			})
+		}
+		serve := func(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+			w := httptest.NewRecorder()
+			idempotent(keys, slog.New(slog.DiscardHandler), h).ServeHTTP(w, r)
+			return w
+		}
+
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable, 509} {
+			calls = 0
+			key := "released-" + strconv.Itoa(status)
+			serve(answering(status), request("/api/chatapp-create", key))
+			if w := serve(answering(http.StatusOK), request("/api/chatapp-create", key)); w.Code != http.StatusOK || calls != 2 || w.Header().Get("Idempotent-Replayed") != "" {
+				t.Errorf("after a %d the retry answered %d with %d calls, want the work done again", status, w.Code, calls)
+			}
+		}
+
+		// A first request still running (claimed, not finished) on another replica.
+		blocked := func(path string) *httptest.ResponseRecorder {
+			r := request(path, "running-"+path)
+			fp, err := requestFingerprint(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := keys.Begin(ctx, company, "running-"+path, fp); err != nil {
+				t.Fatal(err)
+			}
+			return serve(answering(http.StatusOK), r)
+		}
+		for _, tc := range []struct{ path, body string }{
+			{"/api/chatapp-create", `{"message":"A request with this Idempotency-Key is still being processed; retry later."}`},
+			{"/api/api-send-message", `{"message":"A request with this Idempotency-Key is still being processed; retry later.","status":false}`},
+		} {
+			calls = 0
+			w := blocked(tc.path)
+			if w.Code != http.StatusConflict || strings.TrimSpace(w.Body.String()) != tc.body || calls != 0 {
+				t.Errorf("%s while the first runs: %d %s (%d calls)", tc.path, w.Code, w.Body, calls)
+			}
+		}
+	})
+}
