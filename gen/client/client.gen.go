@@ -185,6 +185,39 @@ func (e ChatappResultSuccess) Valid() bool {
 	}
 }
 
+// Defines values for ChatappState.
+const (
+	ChatappStateBanned       ChatappState = "banned"
+	ChatappStateConnected    ChatappState = "connected"
+	ChatappStateDisconnected ChatappState = "disconnected"
+	ChatappStateFailed       ChatappState = "failed"
+	ChatappStateLoggedOut    ChatappState = "logged_out"
+	ChatappStateOutdated     ChatappState = "outdated"
+	ChatappStateReplaced     ChatappState = "replaced"
+)
+
+// Valid indicates whether the value is a known member of the ChatappState enum.
+func (e ChatappState) Valid() bool {
+	switch e {
+	case ChatappStateBanned:
+		return true
+	case ChatappStateConnected:
+		return true
+	case ChatappStateDisconnected:
+		return true
+	case ChatappStateFailed:
+		return true
+	case ChatappStateLoggedOut:
+		return true
+	case ChatappStateOutdated:
+		return true
+	case ChatappStateReplaced:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CheckStatus.
 const (
 	CheckStatusOk          CheckStatus = "ok"
@@ -386,9 +419,12 @@ func (e MessageStatusId) Valid() bool {
 // Defines values for MessageTypeId.
 const (
 	MessageTypeIdAudio    MessageTypeId = 4
+	MessageTypeIdContact  MessageTypeId = 9
 	MessageTypeIdDocument MessageTypeId = 5
 	MessageTypeIdImage    MessageTypeId = 2
 	MessageTypeIdLocation MessageTypeId = 8
+	MessageTypeIdPoll     MessageTypeId = 11
+	MessageTypeIdReaction MessageTypeId = 10
 	MessageTypeIdSticker  MessageTypeId = 7
 	MessageTypeIdTemplate MessageTypeId = 6
 	MessageTypeIdText     MessageTypeId = 1
@@ -400,11 +436,17 @@ func (e MessageTypeId) Valid() bool {
 	switch e {
 	case MessageTypeIdAudio:
 		return true
+	case MessageTypeIdContact:
+		return true
 	case MessageTypeIdDocument:
 		return true
 	case MessageTypeIdImage:
 		return true
 	case MessageTypeIdLocation:
+		return true
+	case MessageTypeIdPoll:
+		return true
+	case MessageTypeIdReaction:
 		return true
 	case MessageTypeIdSticker:
 		return true
@@ -1011,6 +1053,12 @@ type Chatapp struct {
 	Logged bool   `json:"logged"`
 	Name   string `json:"name"`
 
+	// State Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
+	State *ChatappState `json:"state,omitempty"`
+
+	// StateReason Extension. Why the session is in its state, as the chat app said (empty when nothing to say).
+	StateReason *string `json:"state_reason,omitempty"`
+
 	// UpdatedAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
 	// Example: 2026-11-22 14:03:07
@@ -1144,7 +1192,7 @@ type ChatappPage struct {
 
 // ChatappQrcode defines model for ChatappQrcode.
 type ChatappQrcode struct {
-	// Code Pairing code to type on the phone instead of scanning.
+	// Code Pairing code to type on the phone instead of scanning; empty unless the request set `phone_code`.
 	Code string `json:"code"`
 
 	// ExpiresAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
@@ -1182,8 +1230,11 @@ type ChatappQrcodeRequest struct {
 	Key *ChatappKey `json:"key,omitempty"`
 
 	// Os Operating-system name shown on the phone for the linked device, e.g. `Windows`.
-	Os    string `json:"os"`
-	union json.RawMessage
+	Os string `json:"os"`
+
+	// PhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
+	PhoneCode *bool `json:"phone_code,omitempty"`
+	union     json.RawMessage
 }
 
 // ChatappQrcodeRequest0 defines model for ChatappQrcodeRequest.0.
@@ -1232,6 +1283,9 @@ type ChatappSelector0 = interface{}
 
 // ChatappSelector1 defines model for ChatappSelector.1.
 type ChatappSelector1 = interface{}
+
+// ChatappState Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
+type ChatappState string
 
 // ChatappUpdateRequest `id` or `key` (at least one) chooses the connection; `name` and `new_key` are the changes. When changing the number send both the current `key` and `new_key`.
 type ChatappUpdateRequest struct {
@@ -1471,7 +1525,7 @@ type EditedMessage struct {
 	// Id Internal message id (not the provider id).
 	Id int `json:"id"`
 
-	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location.
+	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contact (shared contact card), 10 = Reaction, 11 = Poll.
 	//
 	// Example: 1
 	MessageTypeId MessageTypeId `json:"message_type_id"`
@@ -1518,7 +1572,7 @@ type MessageSourceId int
 // Example: 2
 type MessageStatusId int
 
-// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location.
+// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contact (shared contact card), 10 = Reaction, 11 = Poll.
 //
 // Example: 1
 type MessageTypeId int
@@ -1914,7 +1968,7 @@ type SimulatorInboundResult struct {
 		ExternalId string `json:"external_id"`
 		IsGroup    bool   `json:"is_group"`
 
-		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location.
+		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contact (shared contact card), 10 = Reaction, 11 = Poll.
 		//
 		// Example: 1
 		MessageTypeId MessageTypeId `json:"message_type_id"`
@@ -1936,6 +1990,9 @@ type SimulatorMessage struct {
 	FileSize    *int    `json:"file_size,omitempty"`
 	IsGroup     bool    `json:"is_group"`
 	Revoked     bool    `json:"revoked"`
+
+	// SendCount How many times the gateway handed this message (by its id) to the chat app; the chat app keeps one message per id. More than 1 means a send was repeated.
+	SendCount *int `json:"send_count,omitempty"`
 
 	// SentAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
@@ -2884,6 +2941,12 @@ func (t ChatappQrcodeRequest) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'os': %w", err)
 	}
 
+	if t.PhoneCode != nil {
+		object["phone_code"], err = json.Marshal(t.PhoneCode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'phone_code': %w", err)
+		}
+	}
 	b, err = json.Marshal(object)
 	return b, err
 }
@@ -2924,6 +2987,13 @@ func (t *ChatappQrcodeRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Os)
 		if err != nil {
 			return fmt.Errorf("error reading 'os': %w", err)
+		}
+	}
+
+	if raw, found := object["phone_code"]; found {
+		err = json.Unmarshal(raw, &t.PhoneCode)
+		if err != nil {
+			return fmt.Errorf("error reading 'phone_code': %w", err)
 		}
 	}
 

@@ -91,7 +91,7 @@ const (
 
 // MessageType is the schema components/schemas/MessageType of the AsyncAPI document.
 //
-// Type of a message: 1 Text, 2 Image, 3 Video, 4 Audio, 5 Document, 6 Template, 7 Sticker, 8 Location.
+// Type of a message: 1 Text, 2 Image, 3 Video, 4 Audio, 5 Document, 6 Template, 7 Sticker, 8 Location, 9 Contact, 10 Reaction, 11 Poll.
 type MessageType int
 
 // MessageType values.
@@ -110,8 +110,14 @@ const (
 	MessageTypeTemplate MessageType = 6
 	// MessageTypeSticker: Sticker.
 	MessageTypeSticker MessageType = 7
-	// MessageTypeLocation: Location.
+	// MessageTypeLocation: Location pin, its name, address and coordinates in text.
 	MessageTypeLocation MessageType = 8
+	// MessageTypeContact: Shared contact card, name and numbers in text.
+	MessageTypeContact MessageType = 9
+	// MessageTypeReaction: Reaction to an earlier message (replied_message_id), the emoji in text.
+	MessageTypeReaction MessageType = 10
+	// MessageTypePoll: Poll, its question and options in text.
+	MessageTypePoll MessageType = 11
 )
 
 // MessageSource is the schema components/schemas/MessageSource of the AsyncAPI document.

@@ -35,6 +35,8 @@ func (r *receiver) ReceiveInbound(_ context.Context, in messaging.Inbound) error
 	return nil
 }
 
+func (r *receiver) ApplyInboundChange(context.Context, messaging.InboundChange) error { return nil }
+
 func (r *receiver) ApplyReceipt(_ context.Context, rc messaging.Receipt) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

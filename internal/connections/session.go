@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
@@ -21,6 +23,9 @@ import (
 // the row's fence, and every write a holder makes about its session carries
 // (owner, fence) in its WHERE clause, so a holder that lost its lease while
 // paused cannot overwrite the new holder's state.
+
+// stoppedStates are the terminal states a heartbeat leaves alone.
+var stoppedStates = []string{connector.StateReplaced, connector.StateBanned, connector.StateOutdated}
 
 // live is a session this replica holds.
 type live struct {
@@ -197,8 +202,9 @@ func (s *Service) drop(l *live) {
 // forgetDevice records that the session of l is no longer paired, closes it
 // and gives its lease up.
 func (s *Service) forgetDevice(ctx context.Context, l *live, reason string) error {
-	_, err := s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET device_ref = NULL, paired_at = NULL WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
-		l.channelID, s.id, l.fence).Exec(ctx)
+	_, err := s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET device_ref = NULL, paired_at = NULL, state = ?, state_reason = ?, state_ms = ?
+	WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
+		connector.StateLoggedOut, reason, s.nowMS(), l.channelID, s.id, l.fence).Exec(ctx)
 	if err != nil {
 		return fault.Internalf(err, "forget connection device")
 	}
@@ -237,8 +243,9 @@ func (s *Service) Tick(ctx context.Context) {
 	}
 
 	var orphans []int64
-	err := s.db.Bun.NewRaw(`SELECT company_channel_id FROM chatapp_sessions WHERE device_ref IS NOT NULL AND (owner_id = '' OR lease_expires_ms < ?) ORDER BY company_channel_id`,
-		s.nowMS()).Scan(ctx, &orphans)
+	err := s.db.Bun.NewRaw(`SELECT company_channel_id FROM chatapp_sessions WHERE device_ref IS NOT NULL AND (owner_id = '' OR lease_expires_ms < ?)
+	AND state NOT IN (?) ORDER BY company_channel_id`,
+		s.nowMS(), bun.In(stoppedStates)).Scan(ctx, &orphans)
 	if err != nil {
 		s.log.WarnContext(ctx, "list orphaned connections", "err", err)
 	}
@@ -341,8 +348,9 @@ func (h *handler) current() *live {
 
 // Paired implements connector.Handler.
 func (h *handler) Paired(ctx context.Context, deviceRef string) error {
-	res, err := h.s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET device_ref = ?, paired_at = ? WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
-		deviceRef, h.s.now().UTC(), h.channelID, h.s.id, h.fence).Exec(ctx)
+	res, err := h.s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET device_ref = ?, paired_at = ?, state = ?, state_reason = '', state_ms = ?
+	WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
+		deviceRef, h.s.now().UTC(), connector.StateConnected, h.s.nowMS(), h.channelID, h.s.id, h.fence).Exec(ctx)
 	if err != nil {
 		return fault.Internalf(err, "store paired device")
 	}
@@ -372,6 +380,40 @@ func (h *handler) Inbound(ctx context.Context, m connector.Inbound) error {
 		return fault.New(fault.Unavailable, MsgLeaseLost)
 	}
 	return h.s.inbound(ctx, l, m)
+}
+
+// Changed implements connector.Handler.
+func (h *handler) Changed(ctx context.Context, c connector.Change) error {
+	if h.current() == nil {
+		return fault.New(fault.Unavailable, MsgLeaseLost)
+	}
+	return h.s.changed(ctx, h.channelID, c)
+}
+
+// State implements connector.Handler: the state is stored under the
+// session's fence (a replica that lost the lease writes nothing), and a
+// terminal state closes the session here and gives the lease up; the
+// heartbeat does not take such a connection over (it would only be
+// replaced, banned or refused again) until a call asks for it.
+func (h *handler) State(ctx context.Context, st connector.SessionState) error {
+	l := h.current()
+	if l == nil {
+		return fault.New(fault.Unavailable, MsgLeaseLost)
+	}
+	res, err := h.s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET state = ?, state_reason = ?, state_ms = ? WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
+		st.State, st.Reason, h.s.nowMS(), h.channelID, h.s.id, h.fence).Exec(ctx)
+	if err != nil {
+		return fault.Internalf(err, "store connection state")
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fault.New(fault.Unavailable, MsgLeaseLost)
+	}
+	h.s.log.InfoContext(ctx, "connection state", "channel_id", h.channelID, "state", st.State, "reason", st.Reason)
+	if st.Terminal {
+		h.s.drop(l)
+		h.s.release(ctx, h.channelID, h.fence)
+	}
+	return nil
 }
 
 // Receipt implements connector.Handler.

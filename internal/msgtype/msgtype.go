@@ -17,6 +17,11 @@ const (
 	Template = 6
 	Sticker  = 7
 	Location = 8
+	// Contact is a shared contact card, Reaction an emoji on an earlier
+	// message, Poll a poll: each received with a readable text.
+	Contact  = 9
+	Reaction = 10
+	Poll     = 11
 )
 
 // ForContentType is the message type of a file of contentType (parameters

@@ -1,10 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -144,6 +144,7 @@ func (s *Session) Deliver(ctx context.Context, spec InboundSpec) (connector.Inbo
 		return connector.Inbound{}, err
 	}
 	chat := connector.Chat{Key: from}
+	chatName := ""
 	if spec.GroupKey != "" {
 		key, err := connector.NormalizeGroupKey(spec.GroupKey)
 		if err != nil {
@@ -155,10 +156,11 @@ func (s *Session) Deliver(ctx context.Context, spec InboundSpec) (connector.Inbo
 			return connector.Inbound{}, fault.New(fault.NotFound, MsgGroupNotFound)
 		}
 		chat = connector.Chat{Key: key, IsGroup: true}
+		chatName = s.d.bookOf(s.acct.Key).groups[key].Name
 	}
 	s.d.registered[from] = true
-	in := connector.Inbound{ExternalID: fmt.Sprintf("3A%018X", s.d.next()), Chat: chat, SenderKey: from,
-		SenderName: spec.Name, Text: spec.Text, TypeID: msgtype.Text, File: spec.File, SentAt: s.d.now()}
+	in := connector.Inbound{ExternalID: randomID("3A", 10), Chat: chat, SenderKey: from,
+		SenderName: spec.Name, Text: spec.Text, TypeID: msgtype.Text, File: spec.File, SentAt: s.d.now(), ChatName: chatName}
 	if spec.File != nil {
 		in.TypeID = msgtype.ForContentType(spec.File.ContentType)
 	}
@@ -198,7 +200,6 @@ func (s *Session) Outbox() []Message {
 			out = append(out, *m)
 		}
 	}
-	// Ids are a fixed-width counter: their order is the sending order.
-	slices.SortFunc(out, func(a, b Message) int { return strings.Compare(a.ExternalID, b.ExternalID) })
+	slices.SortFunc(out, func(a, b Message) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }

@@ -10,13 +10,11 @@ import (
 
 	wa "go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waCompanionReg"
-	"go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
-	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
@@ -126,33 +124,6 @@ func TestMediaMessage(t *testing.T) {
 	}
 	if MediaType("image/webp") != wa.MediaImage || MediaType("application/zip") != wa.MediaDocument || MediaType("audio/mpeg") != wa.MediaAudio {
 		t.Error("media types")
-	}
-}
-
-func TestIncoming(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		msg      *waE2E.Message
-		text     string
-		typeID   int
-		hasMedia bool
-		file     string
-	}{
-		{"plain", TextMessage("hello"), "hello", msgtype.Text, false, ""},
-		{"extended", &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{Text: proto.String("link https://x")}}, "link https://x", msgtype.Text, false, ""},
-		{"image", &waE2E.Message{ImageMessage: &waE2E.ImageMessage{Caption: proto.String("pic"), Mimetype: proto.String("image/jpeg")}}, "pic", msgtype.Image, true, "image.jpg"},
-		{"document with caption", &waE2E.Message{DocumentWithCaptionMessage: &waE2E.FutureProofMessage{Message: &waE2E.Message{
-			DocumentMessage: &waE2E.DocumentMessage{Caption: proto.String("see"), FileName: proto.String("a.pdf"), Mimetype: proto.String("application/pdf")}}}},
-			"see", msgtype.Document, true, "a.pdf"},
-		{"audio", &waE2E.Message{AudioMessage: &waE2E.AudioMessage{Mimetype: proto.String("audio/ogg; codecs=opus")}}, "", msgtype.Audio, true, "audio.ogg"},
-		{"location", &waE2E.Message{LocationMessage: &waE2E.LocationMessage{Name: proto.String("Shop"), Address: proto.String("Main St")}}, "Shop Main St", msgtype.Location, false, ""},
-		{"nil", nil, "", msgtype.Text, false, ""},
-	} {
-		text, typeID, media, file, _ := Incoming(tc.msg)
-		if text != tc.text || typeID != tc.typeID || (media != nil) != tc.hasMedia || file != tc.file {
-			t.Errorf("%s: %q %d media=%v %q", tc.name, text, typeID, media != nil, file)
-		}
 	}
 }
 
