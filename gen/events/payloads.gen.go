@@ -494,6 +494,40 @@ type BusinessArchivedPayload struct {
 	ChangeContext BusinessArchivedChange `json:"change_context"`
 }
 
+// ConnectionState is the schema components/schemas/ConnectionState of the AsyncAPI document.
+//
+// Live state of a chat-app session: connected, disconnected (reconnecting), logged_out (pair again), replaced (another client took the session over), banned (for a while, see reason), outdated (the chat app rejected the gateway's client version), failed (connection refused; retried with backoff).
+type ConnectionState string
+
+// ConnectionState values.
+const (
+	ConnectionStateConnected    ConnectionState = "connected"
+	ConnectionStateDisconnected ConnectionState = "disconnected"
+	ConnectionStateLoggedOut    ConnectionState = "logged_out"
+	ConnectionStateReplaced     ConnectionState = "replaced"
+	ConnectionStateBanned       ConnectionState = "banned"
+	ConnectionStateOutdated     ConnectionState = "outdated"
+	ConnectionStateFailed       ConnectionState = "failed"
+)
+
+// ConnectionStatePayload is the schema components/schemas/ConnectionStatePayload of the AsyncAPI document.
+//
+// Data of chatapp.connection.state_changed (extension).
+type ConnectionStatePayload struct {
+	// The connection (company channel) id.
+	ID int64 `json:"id"`
+	// The connection's number.
+	Key  string `json:"key"`
+	Name string `json:"name"`
+	// Whether the connection is paired (its `logged` flag after the change).
+	Logged bool            `json:"logged"`
+	State  ConnectionState `json:"state"`
+	// Why, as the chat app said; empty when there is nothing to say.
+	Reason string `json:"reason"`
+	// When the state changed, ISO 8601 with offset.
+	ChangedAt string `json:"changed_at"`
+}
+
 // ContactImportCompletedPayload is the schema components/schemas/ContactImportCompletedPayload of the AsyncAPI document.
 //
 // Data of contact.import.completed.
@@ -547,6 +581,8 @@ func NewData(event string) any {
 		return new(BusinessArchivedPayload)
 	case ContactImportCompleted:
 		return new(ContactImportCompletedPayload)
+	case ChatappConnectionStateChanged:
+		return new(ConnectionStatePayload)
 	case Ping:
 		return new(PingPayload)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // Receiver takes what sessions report: the messaging capability.
@@ -73,6 +74,10 @@ type Options struct {
 	PairingIdle time.Duration
 	// DeleteByChannel run inside the delete transaction of a connection.
 	DeleteByChannel []DeleteByChannelFunc
+	// Events publishes chatapp.connection.state_changed (nil: not
+	// published); Times formats its times.
+	Events webhooks.Publisher
+	Times  clock.Formatter
 }
 
 // Service is the connections capability.
@@ -89,6 +94,8 @@ type Service struct {
 	callTimeout time.Duration
 	pairingIdle time.Duration
 	deleters    []DeleteByChannelFunc
+	events      webhooks.Publisher
+	times       clock.Formatter
 	metrics     metrics
 
 	receiverMu sync.RWMutex
@@ -113,7 +120,7 @@ type metrics struct {
 func New(o Options) *Service {
 	s := &Service{db: o.DB, channels: o.Channels, driver: o.Driver, now: o.Now, log: o.Logger, id: o.ReplicaID,
 		ttl: o.LeaseTTL, heartbeat: o.Heartbeat, callPoll: o.CallPoll, callTimeout: o.CallTimeout, pairingIdle: o.PairingIdle,
-		deleters: o.DeleteByChannel, live: map[int64]*live{}, opening: map[int64]*sync.Mutex{},
+		deleters: o.DeleteByChannel, events: o.Events, times: o.Times, live: map[int64]*live{}, opening: map[int64]*sync.Mutex{},
 		callSlots: make(chan struct{}, maxConcurrentCalls)}
 	if s.now == nil {
 		s.now = clock.System

@@ -9,9 +9,11 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // Leases. Each connection's live session is held by exactly one replica: the
@@ -202,18 +204,60 @@ func (s *Service) drop(l *live) {
 // forgetDevice records that the session of l is no longer paired, closes it
 // and gives its lease up.
 func (s *Service) forgetDevice(ctx context.Context, l *live, reason string) error {
-	_, err := s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET device_ref = NULL, paired_at = NULL, state = ?, state_reason = ?, state_ms = ?
-	WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
-		connector.StateLoggedOut, reason, s.nowMS(), l.channelID, s.id, l.fence).Exec(ctx)
-	if err != nil {
-		return fault.Internalf(err, "forget connection device")
-	}
-	if _, err := s.channels.SetUnofficialLogged(ctx, l.channelID, false); err != nil && fault.KindOf(err) != fault.NotFound {
+	err := s.setState(ctx, l.channelID, l.fence, connector.SessionState{State: connector.StateLoggedOut, Reason: reason}, new(false),
+		"device_ref = NULL, paired_at = NULL")
+	if err != nil && fault.KindOf(err) != fault.NotFound {
 		return err
 	}
 	s.drop(l)
 	s.release(ctx, l.channelID, l.fence)
 	s.log.InfoContext(ctx, "connection logged out", "channel_id", l.channelID, "reason", reason)
+	return nil
+}
+
+// setState stores a session's state (with extra assignments of the same
+// row) under (owner, fence) and publishes chatapp.connection.state_changed
+// in one transaction, then sets the connection's logged flag when setLogged
+// says (a paired session that dropped or was banned is still paired); Unavailable
+// with MsgLeaseLost when the lease is no longer this replica's.
+func (s *Service) setState(ctx context.Context, channelID, fence int64, st connector.SessionState, setLogged *bool, extra string, args ...any) error {
+	ch, err := s.channels.UnofficialByID(ctx, channelID)
+	if err != nil {
+		return err
+	}
+	logged := ch.Logged
+	if setLogged != nil {
+		logged = *setLogged
+	}
+	set := "state = ?, state_reason = ?, state_ms = ?"
+	if extra != "" {
+		set = extra + ", " + set
+	}
+	now := s.now()
+	args = append(args, st.State, st.Reason, now.UnixMilli(), channelID, s.id, fence)
+	err = s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		res, err := tx.NewRaw(`UPDATE chatapp_sessions SET `+set+` WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`, args...).Exec(ctx)
+		if err != nil {
+			return fault.Internalf(err, "store connection state")
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fault.New(fault.Unavailable, MsgLeaseLost)
+		}
+		if s.events == nil {
+			return nil
+		}
+		return s.events.Publish(ctx, tx, webhooks.Event{Name: events.ChatappConnectionStateChanged, CompanyID: ch.CompanyID,
+			CompanyChannelID: &ch.ID, OccurredAt: now, Data: events.ConnectionStatePayload{ID: ch.ID, Key: ch.Key, Name: ch.Name,
+				Logged: logged, State: events.ConnectionState(st.State), Reason: st.Reason, ChangedAt: s.times.Offset(now)}})
+	})
+	if err != nil {
+		return err
+	}
+	if ch.Logged != logged {
+		if _, err := s.channels.SetUnofficialLogged(ctx, channelID, logged); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -348,16 +392,9 @@ func (h *handler) current() *live {
 
 // Paired implements connector.Handler.
 func (h *handler) Paired(ctx context.Context, deviceRef string) error {
-	res, err := h.s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET device_ref = ?, paired_at = ?, state = ?, state_reason = '', state_ms = ?
-	WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
-		deviceRef, h.s.now().UTC(), connector.StateConnected, h.s.nowMS(), h.channelID, h.s.id, h.fence).Exec(ctx)
+	err := h.s.setState(ctx, h.channelID, h.fence, connector.SessionState{State: connector.StateConnected}, new(true),
+		"device_ref = ?, paired_at = ?", deviceRef, h.s.now().UTC())
 	if err != nil {
-		return fault.Internalf(err, "store paired device")
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(fault.Unavailable, MsgLeaseLost)
-	}
-	if _, err := h.s.channels.SetUnofficialLogged(ctx, h.channelID, true); err != nil {
 		return err
 	}
 	h.s.log.InfoContext(ctx, "connection paired", "channel_id", h.channelID)
@@ -400,13 +437,8 @@ func (h *handler) State(ctx context.Context, st connector.SessionState) error {
 	if l == nil {
 		return fault.New(fault.Unavailable, MsgLeaseLost)
 	}
-	res, err := h.s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET state = ?, state_reason = ?, state_ms = ? WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
-		st.State, st.Reason, h.s.nowMS(), h.channelID, h.s.id, h.fence).Exec(ctx)
-	if err != nil {
-		return fault.Internalf(err, "store connection state")
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(fault.Unavailable, MsgLeaseLost)
+	if err := h.s.setState(ctx, h.channelID, h.fence, st, nil, ""); err != nil {
+		return err
 	}
 	h.s.log.InfoContext(ctx, "connection state", "channel_id", h.channelID, "state", st.State, "reason", st.Reason)
 	if st.Terminal {

@@ -203,3 +203,28 @@ func (s *Session) Outbox() []Message {
 	slices.SortFunc(out, func(a, b Message) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
+
+// Report is the chat app ending or changing the connection the way the
+// real one does (connected, dropped, replaced by another client, banned,
+// outdated, refused): the handler learns the state, and a terminal state
+// stops the session, which then answers as closed.
+func (s *Session) Report(ctx context.Context, st connector.SessionState) error {
+	s.d.mu.Lock()
+	if s.closed {
+		s.d.mu.Unlock()
+		return fault.New(fault.Unavailable, "The session was replaced by another login")
+	}
+	if st.Terminal {
+		s.closed = true
+	}
+	s.d.mu.Unlock()
+	return s.h.State(ctx, st)
+}
+
+// Session is the live session of a connection on the simulated chat app
+// (nil when none is open): what the control calls act on.
+func (d *Driver) Session(channelID int64) *Session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sessions[channelID]
+}
