@@ -50,8 +50,12 @@ const versionWait = 10 * time.Second
 // Driver opens whatsmeow sessions over one session store.
 type Driver struct {
 	container *sqlstore.Container
+	db        *gwstore.DB
 	log       *slog.Logger
 	now       clock.Clock
+
+	// DownloadFunc replaces the client's media download (tests).
+	DownloadFunc func(ctx context.Context, media wa.DownloadableMessage) ([]byte, error)
 
 	// LookupVersionFunc asks the chat app's web client for its current
 	// version (the library's GetLatestVersion); tests replace it.
@@ -96,10 +100,13 @@ func New(ctx context.Context, db *gwstore.DB, logger *slog.Logger, now clock.Clo
 	if err := c.Upgrade(ctx); err != nil {
 		return nil, fmt.Errorf("whatsmeow session store: %w", err)
 	}
+	if err := createInbox(ctx, db); err != nil {
+		return nil, fmt.Errorf("whatsmeow media inbox: %w", err)
+	}
 	lookup := func(ctx context.Context) (*store.WAVersionContainer, error) {
 		return wa.GetLatestVersion(ctx, &http.Client{Timeout: versionWait})
 	}
-	return &Driver{container: c, log: logger, now: now, LookupVersionFunc: lookup}, nil
+	return &Driver{container: c, db: db, log: logger, now: now, LookupVersionFunc: lookup}, nil
 }
 
 // Name implements connector.Driver.
@@ -135,7 +142,9 @@ func (d *Driver) refreshVersion(ctx context.Context) {
 // background (the library retries on its own); a device the store no longer
 // has opens as not logged, which the caller records.
 func (d *Driver) Open(ctx context.Context, acct connector.Account, h connector.Handler) (connector.Session, error) {
-	s := &session{d: d, acct: acct, h: h, groupNames: map[string]string{}}
+	s := d.newSession(acct, h)
+	// Media messages parked by an earlier holder are finished here.
+	go s.runInbox()
 	if acct.DeviceRef == "" {
 		return s, nil
 	}
@@ -159,10 +168,17 @@ func (d *Driver) Open(ctx context.Context, acct connector.Account, h connector.H
 	return s, nil
 }
 
+func (d *Driver) newSession(acct connector.Account, h connector.Handler) *session {
+	return &session{d: d, acct: acct, h: h, groupNames: map[string]string{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
 type session struct {
 	d    *Driver
 	acct connector.Account
 	h    connector.Handler
+	// kick wakes the media-inbox worker; done ends it (Close).
+	kick chan struct{}
+	done chan struct{}
 
 	mu       sync.Mutex
 	device   *store.Device
@@ -430,6 +446,9 @@ func (s *session) Logout(ctx context.Context) error {
 func (s *session) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.closed {
+		close(s.done)
+	}
 	s.closed = true
 	if s.client != nil {
 		s.client.Disconnect()
@@ -819,18 +838,8 @@ func (s *session) onMessage(ctx context.Context, e *events.Message) error {
 		in.ChatName = s.groupName(cli, in.Chat)
 	}
 	if p.Media != nil {
-		data, err := cli.Download(ctx, p.Media)
-		if err != nil {
-			// The message is kept with its text; the file is lost, which
-			// the log says (a media URL can expire before redelivery).
-			s.d.log.Warn("download inbound media", "channel_id", s.acct.ChannelID, "id", in.ExternalID, "err", err)
-			in.File = nil
-		} else if in.File != nil {
-			in.File.Data = data
-		}
-	}
-	if in.File != nil && in.File.Data == nil {
-		in.File = nil
+		// Downloaded by the session's inbox worker, off this goroutine.
+		return s.park(ctx, in, e.Message)
 	}
 	return s.h.Inbound(ctx, in)
 }

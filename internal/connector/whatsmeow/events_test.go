@@ -51,7 +51,8 @@ func setupEvents(t *testing.T, db *store.DB) eventBundle {
 		t.Fatal(err)
 	}
 	rec := &connectortest.Recorder{}
-	s := &session{d: d, acct: connector.Account{ChannelID: 1, Key: ownPN.User}, h: rec, groupNames: map[string]string{groupJID.User: "Team"}}
+	s := d.newSession(connector.Account{ChannelID: 1, Key: ownPN.User}, rec)
+	s.groupNames[groupJID.User] = "Team"
 	s.attach(d.container.NewDevice(), nil)
 	if err := d.container.LIDMap.PutLIDMapping(ctx, memberLID, memberPN); err != nil {
 		t.Fatal(err)
@@ -296,7 +297,7 @@ func TestPairingFaults(t *testing.T) {
 // request answers the code, then the fault of the event that ended it.
 func TestPairingEndsWithItsReason(t *testing.T) {
 	t.Parallel()
-	s := &session{d: &Driver{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}, groupNames: map[string]string{}}
+	s := (&Driver{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}).newSession(connector.Account{}, nil)
 	ctx := context.Background()
 
 	codes := make(chan wa.QRChannelItem, 2)
@@ -311,7 +312,8 @@ func TestPairingEndsWithItsReason(t *testing.T) {
 	close(codes)
 
 	outdated := make(chan wa.QRChannelItem, 1)
-	s2 := &session{d: s.d, pairing: true, qrReady: make(chan struct{}), groupNames: map[string]string{}}
+	s2 := s.d.newSession(connector.Account{}, nil)
+	s2.pairing, s2.qrReady = true, make(chan struct{})
 	outdated <- wa.QRChannelClientOutdated
 	close(outdated)
 	go s2.followCodes(outdated, func() string { t.Error("phone code asked for after the pairing ended"); return "" })
@@ -321,7 +323,8 @@ func TestPairingEndsWithItsReason(t *testing.T) {
 	}
 
 	asked := make(chan wa.QRChannelItem, 1)
-	s3 := &session{d: s.d, pairing: true, qrReady: make(chan struct{}), groupNames: map[string]string{}}
+	s3 := s.d.newSession(connector.Account{}, nil)
+	s3.pairing, s3.qrReady = true, make(chan struct{})
 	asked <- wa.QRChannelItem{Event: wa.QRChannelEventCode, Code: "2@def", Timeout: time.Minute}
 	go s3.followCodes(asked, func() string { return "ABCD-EFGH" })
 	qr, err = s3.awaitCode(ctx, s3.qrReady, time.Minute)
@@ -329,4 +332,80 @@ func TestPairingEndsWithItsReason(t *testing.T) {
 		t.Fatalf("phone code when asked: %+v %v", qr, err)
 	}
 	close(asked)
+}
+
+func parked(t *testing.T, db *store.DB) int {
+	t.Helper()
+	var n int
+	if err := db.Bun.NewRaw(`SELECT COUNT(*) FROM whatsmeow_gateway_inbox`).Scan(context.Background(), &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestMediaIsDownloadedOffTheEventGoroutine: a media message (here a
+// view-once image) is parked in the inbox and acknowledged without
+// downloading; the session's worker downloads it and hands it over,
+// keeping it while the handover fails, and hands it over with its text only
+// once the download failed too often.
+func TestMediaIsDownloadedOffTheEventGoroutine(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		b := setupEvents(t, db)
+		downloads := 0
+		fail := true
+		b.s.d.DownloadFunc = func(_ context.Context, media wa.DownloadableMessage) ([]byte, error) {
+			downloads++
+			if _, ok := media.(*waE2E.ImageMessage); !ok {
+				t.Errorf("downloaded %T", media)
+			}
+			if fail {
+				return nil, errors.New("media host unreachable")
+			}
+			return []byte("jpeg bytes"), nil
+		}
+		img := func(id string) *events.Message {
+			return direct(id, &waE2E.Message{ViewOnceMessageV2: &waE2E.FutureProofMessage{Message: &waE2E.Message{
+				ImageMessage: &waE2E.ImageMessage{Caption: proto.String("see"), Mimetype: proto.String("image/jpeg"), DirectPath: proto.String("/v/1")}}}})
+		}
+		if !b.s.onEvent(img("M1")) || !b.s.onEvent(img("M2")) {
+			t.Fatal("parking failed")
+		}
+		if downloads != 0 || len(b.rec.Messages) != 0 || parked(t, db) != 2 {
+			t.Fatalf("the event goroutine downloaded (%d) or handed over (%d); parked %d", downloads, len(b.rec.Messages), parked(t, db))
+		}
+		if !b.s.onEvent(img("M1")) || parked(t, db) != 2 {
+			t.Fatal("a redelivered media message is parked once")
+		}
+
+		// The store refuses (lease lost): nothing is lost.
+		fail = false
+		b.rec.Fail = fault.New(fault.Unavailable, "lease lost")
+		b.s.drainInbox(ctx)
+		if parked(t, db) != 2 {
+			t.Fatal("a message the store refused left the inbox")
+		}
+		b.rec.Fail = nil
+		b.s.drainInbox(ctx)
+		if parked(t, db) != 0 || len(b.rec.Messages) != 2 {
+			t.Fatalf("after drain: parked %d, stored %+v", parked(t, db), b.rec.Messages)
+		}
+		for i, m := range b.rec.Messages {
+			assertInbound(t, m, connector.Inbound{ExternalID: []string{"M1", "M2"}[i], Text: "see", TypeID: msgtype.Image,
+				File: &connector.File{Name: "image.jpg", ContentType: "image/jpeg", Data: []byte("jpeg bytes")}})
+		}
+
+		// A file that never downloads: the message comes with its text.
+		fail = true
+		if !b.s.onEvent(img("M3")) {
+			t.Fatal("parking failed")
+		}
+		for range maxDownloadAttempts {
+			b.s.drainInbox(ctx)
+		}
+		if parked(t, db) != 0 || len(b.rec.Messages) != 3 || b.rec.Messages[2].File != nil || b.rec.Messages[2].Text != "see" {
+			t.Fatalf("undownloadable: parked %d, %+v", parked(t, db), b.rec.Messages)
+		}
+	})
 }
