@@ -1940,24 +1940,57 @@ type SimulatorGroupResultSuccess bool
 
 // SimulatorInboundRequest defines model for SimulatorInboundRequest.
 type SimulatorInboundRequest struct {
-	File *struct {
+	Contact *struct {
+		Name  string `json:"name"`
+		Vcard string `json:"vcard"`
+	} `json:"contact,omitempty"`
+
+	// EditOf External id of a message `from` wrote earlier, edited to `text` (the chat app accepts edits for 15 minutes).
+	EditOf *string `json:"edit_of,omitempty"`
+	File   *struct {
 		ContentType string `json:"content_type"`
 
 		// Data The file, base64.
 		Data []byte `json:"data"`
 		Name string `json:"name"`
 	} `json:"file,omitempty"`
+	Forwarded *bool `json:"forwarded,omitempty"`
 
 	// From Number of the contact who writes.
 	From string `json:"from"`
 
+	// FromMe The connection's own account wrote it on the phone, to `from` (stored as sent).
+	FromMe *bool `json:"from_me,omitempty"`
+
 	// GroupKey When set, the message is written in this group of the connection.
 	GroupKey *string `json:"group_key,omitempty"`
+	Location *struct {
+		Address   *string `json:"address,omitempty"`
+		Latitude  float64 `json:"latitude"`
+		Longitude float64 `json:"longitude"`
+		Name      *string `json:"name,omitempty"`
+	} `json:"location,omitempty"`
 
 	// Name Name the contact shows (push name).
-	Name  *string `json:"name,omitempty"`
-	Text  *string `json:"text,omitempty"`
-	union json.RawMessage
+	Name *string `json:"name,omitempty"`
+	Poll *struct {
+		Options  []string `json:"options"`
+		Question string   `json:"question"`
+	} `json:"poll,omitempty"`
+
+	// Reaction An emoji on the message `reply_to`.
+	Reaction *string `json:"reaction,omitempty"`
+
+	// ReactionRemoved Takes the contact's reaction on `reply_to` back.
+	ReactionRemoved *bool `json:"reaction_removed,omitempty"`
+
+	// ReplyTo External id of the message this one answers (or reacts to, with `reaction`).
+	ReplyTo *string `json:"reply_to,omitempty"`
+
+	// RevokeOf External id of a message `from` wrote earlier, revoked for everyone (within 48 hours).
+	RevokeOf *string `json:"revoke_of,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	union    json.RawMessage
 }
 
 // SimulatorInboundRequest0 defines model for SimulatorInboundRequest.0.
@@ -1965,6 +1998,24 @@ type SimulatorInboundRequest0 = interface{}
 
 // SimulatorInboundRequest1 defines model for SimulatorInboundRequest.1.
 type SimulatorInboundRequest1 = interface{}
+
+// SimulatorInboundRequest2 defines model for SimulatorInboundRequest.2.
+type SimulatorInboundRequest2 = interface{}
+
+// SimulatorInboundRequest3 defines model for SimulatorInboundRequest.3.
+type SimulatorInboundRequest3 = interface{}
+
+// SimulatorInboundRequest4 defines model for SimulatorInboundRequest.4.
+type SimulatorInboundRequest4 = interface{}
+
+// SimulatorInboundRequest5 defines model for SimulatorInboundRequest.5.
+type SimulatorInboundRequest5 = interface{}
+
+// SimulatorInboundRequest6 defines model for SimulatorInboundRequest.6.
+type SimulatorInboundRequest6 = interface{}
+
+// SimulatorInboundRequest7 defines model for SimulatorInboundRequest.7.
+type SimulatorInboundRequest7 = interface{}
 
 // SimulatorInboundResult defines model for SimulatorInboundResult.
 type SimulatorInboundResult struct {
@@ -3367,6 +3418,162 @@ func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest1(v SimulatorInbou
 	return err
 }
 
+// AsSimulatorInboundRequest2 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest2
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest2() (SimulatorInboundRequest2, error) {
+	var body SimulatorInboundRequest2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest2 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest2
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest2(v SimulatorInboundRequest2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest2 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest2
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest2(v SimulatorInboundRequest2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest3 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest3
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest3() (SimulatorInboundRequest3, error) {
+	var body SimulatorInboundRequest3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest3 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest3
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest3(v SimulatorInboundRequest3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest3 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest3
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest3(v SimulatorInboundRequest3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest4 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest4
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest4() (SimulatorInboundRequest4, error) {
+	var body SimulatorInboundRequest4
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest4 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest4
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest4(v SimulatorInboundRequest4) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest4 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest4
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest4(v SimulatorInboundRequest4) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest5 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest5
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest5() (SimulatorInboundRequest5, error) {
+	var body SimulatorInboundRequest5
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest5 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest5
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest5(v SimulatorInboundRequest5) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest5 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest5
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest5(v SimulatorInboundRequest5) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest6 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest6
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest6() (SimulatorInboundRequest6, error) {
+	var body SimulatorInboundRequest6
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest6 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest6
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest6(v SimulatorInboundRequest6) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest6 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest6
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest6(v SimulatorInboundRequest6) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest7 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest7
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest7() (SimulatorInboundRequest7, error) {
+	var body SimulatorInboundRequest7
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest7 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest7
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest7(v SimulatorInboundRequest7) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest7 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest7
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest7(v SimulatorInboundRequest7) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	if err != nil {
@@ -3380,6 +3587,20 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Contact != nil {
+		object["contact"], err = json.Marshal(t.Contact)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact': %w", err)
+		}
+	}
+
+	if t.EditOf != nil {
+		object["edit_of"], err = json.Marshal(t.EditOf)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'edit_of': %w", err)
+		}
+	}
+
 	if t.File != nil {
 		object["file"], err = json.Marshal(t.File)
 		if err != nil {
@@ -3387,9 +3608,23 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Forwarded != nil {
+		object["forwarded"], err = json.Marshal(t.Forwarded)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'forwarded': %w", err)
+		}
+	}
+
 	object["from"], err = json.Marshal(t.From)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'from': %w", err)
+	}
+
+	if t.FromMe != nil {
+		object["from_me"], err = json.Marshal(t.FromMe)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'from_me': %w", err)
+		}
 	}
 
 	if t.GroupKey != nil {
@@ -3399,10 +3634,52 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Location != nil {
+		object["location"], err = json.Marshal(t.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
 	if t.Name != nil {
 		object["name"], err = json.Marshal(t.Name)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if t.Poll != nil {
+		object["poll"], err = json.Marshal(t.Poll)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'poll': %w", err)
+		}
+	}
+
+	if t.Reaction != nil {
+		object["reaction"], err = json.Marshal(t.Reaction)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reaction': %w", err)
+		}
+	}
+
+	if t.ReactionRemoved != nil {
+		object["reaction_removed"], err = json.Marshal(t.ReactionRemoved)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reaction_removed': %w", err)
+		}
+	}
+
+	if t.ReplyTo != nil {
+		object["reply_to"], err = json.Marshal(t.ReplyTo)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reply_to': %w", err)
+		}
+	}
+
+	if t.RevokeOf != nil {
+		object["revoke_of"], err = json.Marshal(t.RevokeOf)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'revoke_of': %w", err)
 		}
 	}
 
@@ -3427,10 +3704,31 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		return err
 	}
 
+	if raw, found := object["contact"]; found {
+		err = json.Unmarshal(raw, &t.Contact)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact': %w", err)
+		}
+	}
+
+	if raw, found := object["edit_of"]; found {
+		err = json.Unmarshal(raw, &t.EditOf)
+		if err != nil {
+			return fmt.Errorf("error reading 'edit_of': %w", err)
+		}
+	}
+
 	if raw, found := object["file"]; found {
 		err = json.Unmarshal(raw, &t.File)
 		if err != nil {
 			return fmt.Errorf("error reading 'file': %w", err)
+		}
+	}
+
+	if raw, found := object["forwarded"]; found {
+		err = json.Unmarshal(raw, &t.Forwarded)
+		if err != nil {
+			return fmt.Errorf("error reading 'forwarded': %w", err)
 		}
 	}
 
@@ -3441,6 +3739,13 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	if raw, found := object["from_me"]; found {
+		err = json.Unmarshal(raw, &t.FromMe)
+		if err != nil {
+			return fmt.Errorf("error reading 'from_me': %w", err)
+		}
+	}
+
 	if raw, found := object["group_key"]; found {
 		err = json.Unmarshal(raw, &t.GroupKey)
 		if err != nil {
@@ -3448,10 +3753,52 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &t.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+	}
+
 	if raw, found := object["name"]; found {
 		err = json.Unmarshal(raw, &t.Name)
 		if err != nil {
 			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["poll"]; found {
+		err = json.Unmarshal(raw, &t.Poll)
+		if err != nil {
+			return fmt.Errorf("error reading 'poll': %w", err)
+		}
+	}
+
+	if raw, found := object["reaction"]; found {
+		err = json.Unmarshal(raw, &t.Reaction)
+		if err != nil {
+			return fmt.Errorf("error reading 'reaction': %w", err)
+		}
+	}
+
+	if raw, found := object["reaction_removed"]; found {
+		err = json.Unmarshal(raw, &t.ReactionRemoved)
+		if err != nil {
+			return fmt.Errorf("error reading 'reaction_removed': %w", err)
+		}
+	}
+
+	if raw, found := object["reply_to"]; found {
+		err = json.Unmarshal(raw, &t.ReplyTo)
+		if err != nil {
+			return fmt.Errorf("error reading 'reply_to': %w", err)
+		}
+	}
+
+	if raw, found := object["revoke_of"]; found {
+		err = json.Unmarshal(raw, &t.RevokeOf)
+		if err != nil {
+			return fmt.Errorf("error reading 'revoke_of': %w", err)
 		}
 	}
 
@@ -10297,573 +10644,583 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cts4ti/8KijtvaulDC1L8iWJXKkpx3a6PZ3Eadvpnt6tHBMWIYljCtAQlB1NxlX7r+8Bvjov8NWp",
-	"Oi9y3mQ/yVdYCwBBEtTFdrp75kxXzcSSSFwWgIV1/a0vjaGYzgRnPJON/pfGhNGIpfDnOcvSxeEoY6n6",
-	"FDE5TONZFgve6Dcu2FDwSJJMkDsaZ+SajUTKSKpeifm43Qga7DOdzhLW6O90gkbK/jqPUxY1+lk6Z0FD",
-	"DidsSlW705jH0/m00e8GjWwxY41+I+YZG7O0cX9/HzRmNKVTlukxHaWMZiw6zM4pHzP1zVDwjPFM/Uln",
-	"syQeUjXE7b9INc4v+Sh+afQ6vf2tbner020E9kOv1/jkDuffUzZq9Bv/tp2TZRt/ldvHNGPYL4ysSJE/",
-	"XZy9JzRN6YKEv8iMpllAGI8+hUSMSEQzJkkz/Pnnn3/eevdu6/g4bBGRwvdbWTxlMiAxHyZzGd+ygAhO",
-	"sgkjQzXZWH2Ip4w0KTxO7uJsIuYZfjkUtyyVJJvQjNxNRMJIRBctRf5YDeqvc5YuGkGD06ki7BCpd0Wz",
-	"RtD4vBXzW5rE0daUSUkVNQ15Cc3IdC7VshJKnJm5E7PzatwHjbM0Yuk7EbFjNqLzJDuUQ8+mEWlGojhl",
-	"Q/VF3SCFaaqx7rrYztVIfNOyD9hZHV4cKfofn1wcqZc+UNxMxfGqbwmfT69ZGpBRKqakWzfomWrAHW+E",
-	"dIBtvWyL+wcMPdsV4EQ/TsawPqlab67Gz/46p4k6hF2YBUvVi3oJup1OdUqnGZtKMmMpUSMOSFe9vNfp",
-	"1M4Lm6yZWqcTNKb0M05uDz5tPlU9Ft90keZ6iNUZ9r72BHu/7fz2vvb89n7t+V3E03lCM5EeCc6RDZxG",
-	"nklGirkAC7TPFa6U53qyM5pN8rnGUeOhN41/bqeRZ1bAOk0vxYdjSWz390Hj4yx66suK9Hb6ey/7ey9/",
-	"v7dWQmW2NYepP9nFhc0tubg0qTe/uH5i1xMhbpbvwjt8iMj5tX2gsB973X+ADXmvxiJngkuGspSYzihf",
-	"HE0o5yx5PZcxZ1KepKlIN9mrXxqO/IBNEi4yMhJzruYv58Mhk7LRH9FEsvt1t21xPJ6tax4gTD1B7iZx",
-	"wkgSyyzmYzLEScm2omTObB44SSBXHJ2l37OF+lPOp1OaLhr9xnsWZxOWkjgiXKTkhqlNe0uTeYkwai/B",
-	"z4UlqRDnPmhwkb0ByhX6+chvuLjjDj/095NPddkaYDdvxXjMSv1cMCnNy7ovGOfyrmIJLyTQIIm5p8en",
-	"W/dTPBUk5rN5pqh6XdgIfTKNpVR7QKRkSpORSKcsIqOYJVHg0C+nD2mKVJ10ygWs5RA3cSvQsh+hScpo",
-	"tCAxJ3PJKo3YaUND5mH7bStQuzHborMZGdE4macMduUbkV7HUcT4Qw/b5SSWhNoVmHM6zyYijf/GIuhg",
-	"PXq/0+15KH05YWrCKUno8EYCJ5yxFMgLvD6WRMxYijqK3tR44k55xlJOk0cxE9MIkSy9ZSku79PM7CNn",
-	"n2ewt82SHKC4QeeSKWLi6gWEM9WzZDyDjt+L7FQNdMp4hkfnYQvH8i0hjUhkThHj9DphUZ/AlQXDGtOM",
-	"3dEF3KDk6Oz9+5Ojy7Pzq+Pz0x9Pzl/ZFtYnTWkeNWufL64eGr2lcaJGhyOBHRCxWSIWqqFvpDoZo3g8",
-	"128187kpMqUiUbs0Av2FkZTRxBwlkbbaqIctEkGjSyHe0nQzkalMYLUfmboqRbQgU4p30jUrqlDdToe8",
-	"e/1kh6XQp9pFahK6KzVlxqOZiHlG6HDIZpkkTRxA60CNbqKY1h2VRGYiZXBh2I33g5KHflR8D6b/hsbJ",
-	"pvsPjg/cZEYn6P+ygfT+6T5oPFDqX4+2+exqWf8hAbmQWJsQmVDkS3ep4GOihChFNrit2iTEKYdkIpII",
-	"n9MzMBqUbgZIfCnEO8oX57iG8sF7Twii2iGHWcams0w+Dcc6VxJ0Ek/jjLDPQ8YiFh2guY3QUaaPlL6v",
-	"xIhIbZ+LOQnBjrcFhrxQSa1lE9+WtfH5xqaf3nasgTC8j3DdMJ4pqjycF5aa2YBY5QH4zqS4YdzIA0pX",
-	"AckhIOzzLNYnLGW34kb3q3WBxwiJUSyBexelqkvFFAQnlJjfC6qEX77So1F8xLzVfoDEuH5HViBqf1X5",
-	"7cIZkCOEeWWwQH2dKeqNcMFqaegu4MP5JKzhNY0+pkmJmmmSC5MuGXOuOlfv/IJPWhUURdVJls3UTNS/",
-	"knw8f1vipuu9o0ip9/J70C8LigidMrPT/eNDnfQXfNLVQopjqfy8wdqvwcIL0nufhGpUoSuyJ4LbO7O7",
-	"11GCUkqHGUtlQMJ5mhQeBqGEA422LaFg09Cy7K++LN0eq28IeLPdyCkAlDw0YtDJrZr+OZNgTfvSmKVK",
-	"ZMpizQtoBhSLMzaVnp9dunwxBgCZpWoF74MGu9X7tfTLvWtS+EU/ViTzJ2tPENd/YcNMNae/AHMIMFlz",
-	"wL80GJ9PG/1fsnTO8jevhUgY5ZX+zHsBzs/XVYWBFrfAXuclSkhiRKaU0zGIoVY4kqSZK1gyMMYXGRim",
-	"YJX7Vt+wdK0Mui+2cBcUlUPF2YqrYDe+ZwWqJAJmuAmNTPM+MmnDy+VixnzmJ/0zCDV90iWvCJtesyhi",
-	"ESgPAemRV2TOxWgUD2MlSk9oRpRG0QzVn3Q2C1sB2SGviO8RMRpeOY/tkldkNhGZ2JJCPbrFWXYn0ht7",
-	"HAKyR14R/BG+ZOqYBmSfvCLXIsu/ArsYUqsb9IKdYDfYC/Y/uf7AirUraHzeUu9s3dJUMQSpiHiiZ3s0",
-	"AavfRzvTIxx2I2icVb75oOZwAaN8jzNoBA38/M6MsBE0Xoss//ipuBaGtxZXA9iiMUo7KxOQKc2GILqH",
-	"hQUN+3a9gNCk2dWWAFiAXisgzhqQ5k4rwBW4QiJfmRVo7rYCTfgrS2XS3GsFivDuV/sth/iNQu+NoDG0",
-	"RHL6VefB06kSAEo9NoJGobuGu6SlJosnaZ3Vddd0+CTLCS1UlvGQl48MKOFFN0ORQzhO01Xiu2Vml/GU",
-	"yYxOZ+qcx9GqF/VwT8FrcIM2xjWe/54BJ0+sHa84V8XPtVk0K1gctI0vlrmJr92oMjVjxvZxxoxmbM1R",
-	"XsCz5qWrlFEtcxVHe/I5Y1yNq01+mixgxM5AY07iTGnGNGMB0UqfZWeSxhFpKm1rQe4mjFttOhNEareC",
-	"Z0+aHtEyfx+4boaHLHXpFgDrP1qEgZB2pYKiI97pteaaUGQ8mrDhjVZOQYrli7NRo//Ll3Kfn+6D4ndq",
-	"CJ/uP5X3NU3Z1TgV85ks+AThiitLbaEiUIi0DVHLlCGhKSPQArlhC+nZQn4nRt6xFXphq4qUQOe/xpnR",
-	"c/DwefyBNKN4rHYcGLqGYs6Vpj0UEVNyRYBfh/lMXgGBAoccB0XXrJEBp/TzW8bH2aTR398Ff6v52PXt",
-	"0Sr1TuhwYhT9XGfAV9QFBb3u7zpys5rvlH4+xSEYN6/+2C1Jhv5ODVUcaw/61UyHe52OHoOsc0eZNqo+",
-	"qXyrmmWpnAPV5ipvSuWsrCmWr7FrcOzQrE+W3kyIfJCcvVKUhHkLntGhZ876fPi2uuNpV+9WWeWye4CL",
-	"LB4taqQlp1UynAjJyEikio2zZBQgL5ETmhYunxolx+Giq6f/NpbZUy6+oerveeHhPnFuB+/yb8AevTKw",
-	"61ykU6aWzWFnvb29h/AzNFzUMbLe3p7LyepYS9VmUeIreP/CTVhPxW8V865Sj3Iu5nzIaiUsxongyYLQ",
-	"aBrzWGYpzYRilnRBJOM1slUsr+D5Za2Cg2VY8LMqzut2Y44vXDz+nryH/1tzUQWKzHPJlFAV6uN6dcMW",
-	"ob7jzFexxKsOb7rN2MSMplk8jGeUZ/IKLtNC+EPHE/lZe/6DfD0cInr7WLXUT80ocP/8jtmE18zgbK+o",
-	"HGS1JELlq0RMOVyoGo05Edy6OCpiWUC0wKZOYr/wE/mDklSp+dsEdHY7EDi5Z15snrS7Sm6iM6mfkYRm",
-	"+QMH2CmIPqY1LtCNqUcVSyInInXciy1CeaQeSxiNFGP7G0sFabrDk8bJDO5e6KNzQKJUzOBgZ+mc35BZ",
-	"ykbx51abnODq9MneXrf78sWLFy+eP3/+vLBujcJPcDSyjKWKhv/jl+7Wy0+/dLZefvryMuju3v97Yz0u",
-	"/T1b2IV1CF1dB9Is0bVVt/rf14pvrrRVOZjsc6y9c2tyuiOj9yp5UXNLOoQxKykSmNoB4fMk0foN9hCq",
-	"wYE+ooirfqbXiroYxFXlfTDmau+X4PYFN53U7txVwo5uKjBTXXlvmehlmiRaJVzGrNTT71hGG0pPfDzT",
-	"q/K70nRqzMSOmeaHVO2c6lKbb8tR2TGICLDbMqGdvuhgnwGPiLnMGIXoPTmknMd8fEDQOjDnCZNSxx+g",
-	"s16yjITw4pVq0n+1ocdQ/n6NQH9N/dRS+++HcyQWlYSSD++/JWpJyMfzt6QZqj/78ZSO2faMjw+uqWT7",
-	"u8F//9f/DsFq4rAO/5Mrd7NjBRliUL8eaoGoS3Y37o7HWT5K1ow4CtXRD0HMadJMcWfw0LJWQEIhQ+Da",
-	"4XUq7qR2mhd3pv6lSu7X+APIx+ouuOPFrak0IAiSjfkNi0jEbuMhCwhrj9skPJqkYoob0JGru1ph31Cu",
-	"NiOpFa27nc4aorVppsSpv/Z2Fh7TzBmGI/HxllzIjE0fRuSfYh6JO/lEVD6TjyXwmSzTNudFqw1zjtX0",
-	"MJGCUHlTNI2OwAtWzyubikhq1NcL/Q1eP602ORuN1Ld6AH3VtnpwNpcTpjgJKP/akQ6Nm0ZrLIEle2tN",
-	"OgGMYejm6lBSJwMLRVVzFh9pMzJsZrk6sMYO1rfZ70jsf4JJ/Z6mc8ESCBl8krvgaCKEhO3s6NnXC1K4",
-	"Iw6Ie0cYITK7E+5eqt4SX5dJ3j9uv18YF04tQ7kEFnrL0OviOD8LbqQ+mAjQixSS5oxCoI66P+3X6lKN",
-	"Yll9rBBKrTSemfouZeZbPlavotfkSsyzkDS5yAi+DAxJ8zct4ainUzZL6BA6scFEScx4RjIhbgp+JXHL",
-	"0gMSZya8NWVyPmURmfMsTtSOoElCOGORJHGm2r6mnEPLBRaL37oBeDgocL0FRDJGQtf3FYKQMc/A61Nu",
-	"LGV/wbhkJ+73G2mmcMtSpLkbFWz45Hw2TmmE5B5B4FO18dFc6rZzymMcYcwi1Oau6fBGjEYFX7KbCuCu",
-	"pPVpqdWBXBckvmLLQJVG0DAzbQQNHJVztpd5iI+cTo6LfWLmwhl0eZ53+dp0eZZ3+cZ26XP46bOA2UO/",
-	"lohJhprnlJdBB0OB7MnZHVrhaGrdt3zMZJv8pJRU+AQeznzXScYjci0gMJuR4TxN1ZbBERTa/LU5VZ09",
-	"+T27+60MyWpMSI2aYWkj0VJbR/tpbCuqv5tH2FcecROw4Y26B+YeaTsUN7iD59yG/YcHir9GMRpHZimT",
-	"aofhQMF0cn5yfHpx9fH8LTwgWeYyEXHTCBpOa2vygbMbiP5xXoOULjd3zRPnYYN0rHsLXvCEd+BzVziS",
-	"lZu6ECV0HxRev1rrGDkxX/fBU0WXlNJbrDkfJn1lBhlHrnXDyTVc6h9MXcuZburAugwU12Gp9hiAT4/x",
-	"SENAbOAhSMVtrNrRlrlVxPignz/Uj/8KwRvllS5+0/DMYcM4j8KW/o1sesVj9RjTHrqNlh1QwZU4A+pj",
-	"m9iVkHDjnV6ckRf7nS4yQDEaSZZB3E/MCxm5M0wYkm3rqAoDEmZ0LNW/EvQE9ddcslTfgnaZxIxxFl3d",
-	"gUEAL9oqS6PyhkXouOYkVKMJf388pHLMnTPmnPJhHh6wfBPAYxc6trzCpEoB3Z6VUhQaiXSqnm/YbHEf",
-	"Q6gbqvE2bmDn97MrHX/QtIE5sJYYtNPy8qiESgxzpGO29oy1A0HD4KieR3EqMxM+W0uQlX6F6Vwn12wQ",
-	"nYcbe2lAIOVECS48ojyzSVTuiSSqEb8/WaTxOOZrbNQzePA0N2qtcOoV10yTNF8uVCp17LdFE3CNVnIt",
-	"V80s5ryOpn7msO5tdAYvoYURrCLWTrHs7Qt4yjluEkSydTiBs2AoxyGxFf+r0von8OcDC0MaxxzCloFb",
-	"FoLUlvV5Scc+F/ecp4xG6zn3y3f1UzKUuWQrCf5RspzcvnvfCRcxO9dhSe4CeZnvGrJCfoZKpDMn3m5T",
-	"e5yrnGlT+cK9kX8r+aIgFTyZfHHOEmoSaRybBdx2+jjY06j3SH7WC6d2bduEbvsS274wbX/Etr0cwTfu",
-	"R1hmK7T87Q20hSGhVcWf2DJmgB1HC3fOAeZboTEO5DAlkyVslJE5R/tHFBRNsa79lVwwRj4cXh59R7bp",
-	"LN7WG2DLXBnbX+LoHmwNMf/gkLtbyQmi6c2VOpMerRgDoSXLpNKM84Mbqul01o6BfkfTG6Lerg+Brrv5",
-	"axpUT9c3VicSHD5UDqhxh0E39cOovXprnEHweH1zeKKvfCrwO3GLHq8JGCKGTqicYwrYOL4JzzmJvWFO",
-	"G17dlaOiTTH6FvNO61DKeAzQb1lKuRyx1E4SkDqeYIofJVsyQS12XeWijfeApGwqbrWJEx9dew/9pAU7",
-	"vWi1i29GMvc64j3joEA7FgGlNh7O3HWmlwbjNcBVmzosOZH0KgfEnUpA7K7Of8CvAmK3V0DwKAUE2ERA",
-	"8IAj5o3mXhVzX/2W89pAsTPSBAeGT9QMWwdklzTPmRTJLYsg43KPNI8oH7IkUV8ME9fQnav73hzB4Pmn",
-	"dU8hjsy7SR34iefOrI2854t/BA1RjEq3EWne1QjMxtLQapM34OlB5bLwMnqVbGTuN5Jo+CboLGVDkUbo",
-	"ncGXlWgREC5Qn2n5FJlSHNyUxmBXWanv1OnY9cY4o6utaHqJ6IyjM03VyApV3cW3OjlNcUNiLqy6aTAF",
-	"9gPaGzHV9ZSTWSrGKZMSk1rN5sT8Vbs1MXH1YkanAXlOXhF0HbXt46Br2qdBDhk0YDdHg8aS7WuDMLvr",
-	"JbmqaShxEefQCBqnSjSB8YNvC0fTCBp2LErYnNFp7u5SUmWO8VdlhAVYPwewr00glega0BdiSTRKn4v2",
-	"Z6H7qFSv14D2YaK11crcFsh33/XfvetfXIRk29r0CsGqS2F588z53MsyGERfdu+31D8980/zl0vyCf/s",
-	"62/Mv4NBW/3VDfbvW39s/bH5n3//5Q9b5tk/4r/qh3/3KZN51lTPzZnqVdXfkyjONHpLbRaG7z63GFea",
-	"uSmeBj5uCKbRSgSJo9aDrvJHRmNn7HPmvxrULyWv3f7e3s7+Q/x2l+yzC9rIBd/CWE3nLc9w4bVlOR/A",
-	"jmAKPvajFoxF73KNqRo2aZYkx9dhUZx5rL9e86s/mb8qn9WaaZe3V7pNq60wmGCNERCnRLmdUdUSxj7j",
-	"zvR2fxoxnsWjWDVipKrrRWHTHhSN6YIPWXFTA1YY4HM4sBvteiPxIw5OlTrGirKmyV3vk9zk7j8aR9rn",
-	"bo5H1Tq1jt3r4+URYKSCOwStYNN4mAqN6WQCGXNWednd7Xd2+p3n7W5vZ3dv/z/DkmfaxzMvC/xS/6O5",
-	"5f79f/77eoG9QAe72eqsYdUNXV2Blfar7xhNFFsps1VpRVjH0fxp1ej1W76OfO7Bqn6ZA5fka+W/+bTL",
-	"SrL0Nh5qTNy/QeylWuk8wrJVzOJwQH/N+q5eVeJbVe/dVsv6ALWFgMMLTa4QESciHYxAyWQ+pXxLaRgA",
-	"Beic3HWhVUprscykpIe5BpSMw0VcLBnJeBQAnws02FdA5rNE0KjVJmHEMhonxXgGnXrnsBETNwUOCJqm",
-	"MZMAR4BWXJoQDOwiTcxEyuIsYYH+0qIV2NbG9BZY4bRVpZkeD1hmoyhW06SJa6xCQbx6WZnWv6mMCt2m",
-	"GXZb4PY5lZ9yqS7EPB16EW1+mgg1zmg+VLQ0i4Xy/KGxQqFQb7SyZsqGLL6FoDYl3x9NaHYtMpTtD2cx",
-	"ivU/ifRmlIg7n2DuCuW99YRyO5ZG4Fh6ddeNoHE4ixtBw3QKAriZe60iox8o6DBa6sd7a8EyMqE8Uveh",
-	"KGyYFpLkQu3N5qBxwm9jGtFBo1/cVogpqa9TiAXTGS6adMcsiW9ZyiJsJEvZeM5UKymjw4l+L2XDeAah",
-	"hhg13zJaFIXX3sZ5x/mj2vZQ1vJbuDgYgafefkOTSXXc5nBFOL6Fvt8MspOJxLpOxPAmIGKWbYm5mpNS",
-	"4D46mLekieGF4DFM6PBGMQVUrs1DOKzVCEVr7pNca7tADC5LYtDdqBN/aPAScajulqmDfzIbJod/UhIv",
-	"boXTKWD/q1X9MY6Y0MdhHsUCaX4shnN1NyGVLtl0lgBwilJ1L7J4eKMo+oK8Im8Fxu8H5KV76jAvP8/e",
-	"p6k6gN0OboUhvtGFPSySpE4fDl4EL4NuJ+h2H6AZX6JkAVNtBA2Ypzp7apKK1HqGjaBhpqfWAecGIaI4",
-	"scIRNmNXGrdIEliGKqRv+YrpwhVjAIJn9DpO4mxRguvFWz6W5HoeJ9FXugzfa3vME0soAJjH53ohVwgg",
-	"FavUUwkkeRUXN+ulcXhx5MQQ4ico2/LJ24aOOKhQ4ztxV7bvgV2ERXi4zNaPeZzFFEyqeA8h5JzzNZiZ",
-	"pjOR5rdQ9QA8YMPrEZyanho2JMz9CnvWl9AnXboGXLO+8jUxx6lqv5oYEaZYLMDkE8ZvWSJmHslNxw5f",
-	"zfSOXV6oANzSM68sWYQYUQ8ianCzm0tZMJZYYoLmKjvHfdCYsTQf2AbFSzKR0WTZEMHaBEkBhCYJDFQW",
-	"hrMap6BAOGeopneXWL4DXg5rrK6pc9tjBvNIqfEuohmGZ0LsjOBEZ0DYcgirzMoGL9EEMXrV/5LAaTEW",
-	"zaDiaG093oSqloMnr+JIx5OisK7kJIQiJlMWxdSv1mPqHIoM64w8jkpxrd/IQkBRez0t2Ee06mCWLXgh",
-	"TsA76vISfyNJb3drIuapzWfBYCUnjGoNX4YvCCJs5fvHxluB0ZemDC49M5g22OFB4urtEjUYif4XJ47r",
-	"G0nU7ZwHwx3oGDQ0p6N5KNN3uCRDysk1s6nyK5wghbTskh7L7eJqAgVkSeie5UdG6EFUhrtUZI8I31Oi",
-	"sT/SLGVTXIOracznGZNefUnp1/gzxEEckA4OFGmnTbCa6e3udjZiVgJ9Dw4NfaNatms13nIexVIev9oy",
-	"uaRvgnaNpK91aV/m3JiL1CeNKb0FtG98gDSRv+H9Fmhup4MBwV2agJ92rsGwQZucZbK1iq9blVj6TI/o",
-	"M8mRglMxZFLt5WbKZlhBT3A1Sj5M5hGL1ujOjKza3bn+BU+gDoPJ1WetUa7u4fERQJYkznADu1bejTK/",
-	"TmI5AZzkQ62feiA9DNJxletZpRae+UbafKGqr+arBj8ZlOVl0rk7WccJVI17B6FuSw7FjOG8SMqUVIdG",
-	"dEoUJ1TshlhLtI5tOru4xNAmeEt6zEc6bmwz25GhLcBC6Ih6N9j+UC748PDDKYm00nWAGOVYcWtMY64k",
-	"OI9lye/wOVbdOH4p52GPnweeLjmmajaMn7bmOqQZTcS4kNWYTtvm6m7rUEoIqnS+1kbp8tcyo2N2pQ9j",
-	"+cc70DALXyVCZuXvaDqcxLfMsZC3Y5Du22oaCcvWT5VMpwZz+8hOw/nyo52E8+WFmsKRnYHzy0+oNudf",
-	"vMXRO98c5mM3egsM/cgduRe+EtbErL4OhPEtREB861D6trAMpd/u1IVfWYTSV2YNAlK7BDX7EidS2phi",
-	"CBqA38Hzk5EwcF9O6AztZk2fVNI6MG4BwtGwuUb8c01Qnh5UoTgez2Wh3HPv9F+PM1+H+n4OCFeazZbz",
-	"Y9jwRvrDXK+pXCNnJk9UhGFFsdzoHU9cMfTrm4fXn/REiYt+J1RgCOQn6624YdoaKJcEF8i1nKQyqMGl",
-	"3TS2AIJHasMEH4k3exoVUFHA8VLGnq2PY1jjXRTAxS27Am1yNdAKus0TKcohhWIIphnUSskoTtjaoYXn",
-	"0JJ+sz7IVd1lRZsYHP1SmM+UhaRpPIl9JWOzjJV9j0rXOiAhTZKwr71hoLyBVUgxY1p0oLu3JWIvJsma",
-	"u/+devwQH/fG8MEVbWY9hTmr1qsK9rJzUad6HHJ5p4EY1LRyCb3WW/luifyYR0muEBgvzIF+t0ROLOb7",
-	"+Eqr62DldeMRdZpjy9VkYwzn5sIJv12uS28YJlgb/OefMo+M/H+x4L7a4As+nKSCi7kkFBevGTL+1zmb",
-	"s1dwFsJWP1cHSsEmUHnRwFy0AmIcapFxyLTJGygCA9sTzBgfqBzS5Iii/QlQpKqb4ljL08VvT3RozOnx",
-	"EgOdGdGWGpHDgAOCEByCDEWasgTqekFFOqNTedWblN5tJtgfx3TMhcziIRmKmfWQO8YvJPMBEfNMxlGO",
-	"15zSYRYAei0KVoopUL4AL4LHe1zaCA5xljiJn/iYBbhSdVvPiKjSIvzWI+66jk2IikRkXXJu7hM8hUZH",
-	"e2WKqBwQMcOV0U+4FVYsZ0a23lr7iiij79ZfE848vfCp53ZWaB450Cg10GyQRyojUARSApRQjfe/hXAT",
-	"gAkBGymhMTdmUvJeWLuZydckcj4axZ/Rhl4CJ33+/Pnz/f39/VII4YMA8Y3nxoXQWAGIXyM5uC2VBHtF",
-	"3RPkRjXb5xWBX0Hc0NeNIeM1Hd4okvCINDVvC7/obu8V24ZFJK/Qa8/FHTSin8yjD+HXvAE8BAHRZyAg",
-	"6gjch6020eXj9R7hxNYDCnRP6jt3e669HTUJlu/C78BM/05JNW/ihPmxX9QvLoCfjnmwZ+8A7cK4R4/P",
-	"jj6+O3l/aTwAijxoNhZjBiY/PHL4M4p0V/M0CTVajpjGGSiPgJajwcIjlirNL7dXfzx/W9yqMb8V8ZBt",
-	"7b7odXfas2j0JDg13zleDJAX+YbANSUa61p1pWtofp3Ew2oROai5BT0jVJOBEDL294KPRQMpQgKVoXjz",
-	"9N3htycB+fH0+ORMNV1am9aBBkR3SW56HMcygwgUfTBsr5i+VISfbsCg+9vbikayrb9Xivm2Xhi57a6M",
-	"1Y/naVxaqM7uiyJSz3eTT79cZvi/D7NPv1zIT3/sb2//8j8GA7n9x3/79IfB4OLZuvg9hQWdr1fKD1dR",
-	"H9138ySLZzSttxraJwzIU7TAKBooca+9u1Qiw1bPSTJL5pKEinZhm7zGUy0tmlTGPmeSYJLUdojy1QEJ",
-	"b2kaKwnxCuoHYlgcyM+q6xnTlVUDtX4ihSBfwKyKrupeVP3g2xORgBNPl+XHCxogerFsiC+uunj3rc6j",
-	"r9z0TjT1GphVpSv0Xuk+luWvetHcDvdBQxHdb84eQTEmAavYJzGG8Xw4fhOQW4zjofMoFlALE9iaMbgC",
-	"gthUyExXLD4oy3JQGRZrFgLGJ53NIOganiu7DlsFc9J1zJUest5eB7ad72+Y6b0pKasZ78hh+quo5rsr",
-	"yu3NkcFt0JRiiVpzqWzN6sK4+xH2qy5uzXC3w6mCWyPKGZZp1EZjfxk0APHjSj04aPQHjUNOB437kDSn",
-	"9vAOKYfC+jRNF7nlm3CaxbcsWbTa5Hu2kBiYAsWgNeA8FM2WQ5EyOMApg4roaNrQ7hd/Nsa6uGmRnZCZ",
-	"c77G/uMK3nYtA6+zOh/Msy7IhiHnGhH40IZ+zwR8YSh+DkC1ThsX8LQ+3iaKf9VLEIt2HzQ8W2nVqz/q",
-	"V37EN8qajCVhYR5FrlWn1VTzjTz72t4XbXI+T5jxIorpdcyZuTmaGYQWAneCgrtI34N8v+dgdAXB8aBa",
-	"HyTMLW+6gIipMgl7V9/8trT8N5KEn7fSecLMlpThP9FV8A/GGP3mBY+qXtxpP67DJ68XKHo3K7ySWGb5",
-	"WA64jvtxBb/j/+J1v2de5zf39jqdQh4IcD2TBALxRsMJkRM6YyRiM8YjCTqwPtPAcARnawDhVAyZ98Hq",
-	"F35QnUSIW1PYH9Vk3dxg5JYptRixkGtbsizZx2wYnivmWV+3t/rr42q4eou21pj7zZztQTOFb8HU7Xbs",
-	"Nc3Y1z12Gc9RqQrfVtPUCv+3JzqUwhzQLRuCtj0S6ZYNpNSQxkpZYp+zsE3M8rt3orUGlq0qedHj7gPy",
-	"d33Mo8bh5uyzyuTx+6pZHbS/1oHJxJTavE75EL1Cjt1KW7TAMMGTxVeKby8yrdUFCxEQulwX3C0DjliA",
-	"aUUFUt+3PIZJ9V+nA6nojzZM4kyewC7pNOTZ/pfeVFSbPsI+Z6ZyFQh4AWSuDenMAnFYCvws5inq9eA7",
-	"kpN4NnuMZlHK7HYM/dXLojIBR6YAXVdILZl4hAsSfvnSvb8PA/VHD/747//639ZKUQIcOOS0ETT+DWxH",
-	"BZSBtcuvFoUH7xRzBzhUFlnD5/1jvURia606AslFPJ0nNBOpFlPrQwP0/SoLKG3eApF+MOvnm4BZ+63x",
-	"a1Vtc52NZTPrksqjKx8V3N4urhfd5zQzhngHVV17UW3ZAx3i7Uua36xo6SNDJMyyL6/Ja9d+uctjeVVe",
-	"24iXZ5t9uEb1zOVVML2/Tpmpq1YLA/v7qEOpB/qQmpRFEtae42Id0mKwylrem0PdwJKy24WipA/owjSw",
-	"tIt8TUuHcd0usIH6PpZXPCVNj0uTaoemRmPCGkgHZMw4SyG+x/Vq1AP/A6/cwr/3g27v/t//XqwL0Fuf",
-	"leYDNhMtDLtu1MvY6O+lPG/dUbT7YXkmQ420XGnSBw8mRqQDMGkiZf46wesc0YfDdpb45e8BttMOSWc2",
-	"rCyEgqg65VIo4AyAWihFqhh3SFUqYTyzmOnLtuZ9YEnr96kEBMsRFh0bi4wtK0KwtEd/AenCoOtiYdfx",
-	"nFgrE4hECP7mNg6GLYjHb+LMWuBYSsV0zTru5G4iyF0aZxh/8QSS3RulNm8q0tVwBGirxBGAh/krsvyE",
-	"dSWyoADyEUuYYMa4Tb5GPlhUEIsISRtyXFekryliUy51LyfiTpLmbC5xYVu+8jbrs166gGi2a0bGEBiv",
-	"SwtXwwKMge8xulpNZ9BOobvS8YCNuaIAH/Sgbml1EMp6bIUDLWewlfIL1qjvqdxawLGqJqUurTTwOJyo",
-	"cgi9M5QgH3UBWrzc4aeN0Fp+7QvDiebbYEnKrL+6Zha7bCUuWeVdtb2uajUA+FXGf2MPKTuBAdM145KM",
-	"R1c1WdvfiTsyNSGUslC8zUC+KO5lGFvzegFGmjhqmbgoE9t6UKzuecPYDAMtzLszQD1rk3dYh4Jy0iVT",
-	"DP1Aq/gdVUcPsxRXJ9tLtU4Prk1kWNLyu3WdY1HGGTNLkY9wnX0qn6Taf2X3/x4r/ttB6vTRWq2ydJ42",
-	"1xBMwG8hGWRtGEf37dKlgPBVntBBGidzcAIi6JbGKUb0nwfftufY2vr3bTVPKHLgf1KE/1lW8bAW19gW",
-	"gjPtBQgVDyquhhPyG4o1LvISW07xsC1BwbvA3VbL4b/uDl+2tS/puA5c1VPZLOY+dxAdE/VLQKY0G05M",
-	"FCSUQrmKIxkSNDFII9Vd0rEMCKALwd8IBZfnQ6rvSgUzTfEJeAdzP6+Mi27zMhOmFScHE+BfNs3O0BSp",
-	"oat8EyeZD05dESyOdICZJZ4JStvrwA/qywNC4V9CrxH8M9WV9yPBEDBpBF3Uxnhc6to1Zat8TXJZlfWW",
-	"VuVRbeUL/ohm7n20NphV3ooMs1kqbt0wCj/Ki4eGNGNj4csqsnkp5hEduPbu8Pz7k8vT998G5OPl6dvT",
-	"y58Dcvjx8ruT95enR4eXp2fvvekoEyqvrudZJrisMd2ug/XiuDVriwcWgIb4eO7FGXorhjRhWv/EgLxZ",
-	"dvX6PNysCqGsQcM/Z7dxDohfypHTkeqHHz6cn/14clwPZWIxrPSTjaDx4eT98en7bxtB4/zkTydHl/jl",
-	"4ccL+OP49OLw9duT4zW5xaHeNgU88XNdT1h9SefSVNMFzDJgIOBtWln0Sc8JnHJLuYtdo+IeCfKtGeRp",
-	"r9j3pyXn4zW8X2X3LraOdylrRE/TVXmFsR+IndUb6IePp0ffX52ffHj7c0A+nr8NyIfvzt6fXL3/+O71",
-	"yXlAjs4+/Hx1dHZ84gf6xdCs5VxZW5FqMaoNEY7MgvggDyCw1FQk1y+0yY/WNRpzHbmABQ5zN2pTO00h",
-	"pgTDttRXeWSW+q3KYpxT7yOhxMTF1x8vL8/eXzgIFmvXFyuuvEe2Nga+ipaFcfj48wEpJCqo67qUqSBJ",
-	"Rm9YjiZljuflyZ8vG0EDXm8EDXhfHRr9tlqp5bA/m8AZWhjDT+vsWTPE704Oj0/OG0Hj9dnxz42g8ebs",
-	"7BI/I9nXZBhIMPWaiNS5fCNEhp/1Gn/y7thlW/Vt7NMxzMVVXTN0uObYSzo6Q2Mreu48qJkBW1pz2bCI",
-	"HVe9ieyTayt49nJeVZ/MzsvtZRl5fjTMtoogj2PYeIw5b/CcFPfCXPcW9Bu+HbbuDNY3VcQ5ZTyLh9QL",
-	"qLlbANR0jLk0uaMLScJSC+1wabRRHr5Sfm8ldtsyJeMjoM5h6GEU01r12Z/rAZkd23+ZsXGAWR7bMz4G",
-	"TG34cMeuZ3lKxx5597qlM0C2p7Nd9Rx+2BnPnOe6+/ggnc2SGNFNt2fRqJwb8sTZHXUWfI8V14Ph5wlx",
-	"LD/VhlL5I/9ht2F6BtnH4NE9rCBGBT4x3qRChu/tZbq2jx46O6h+yzHccOvavpch4B0zGiUxh4yjuWQm",
-	"yVGJBGgM9APikebznsbyw+RTA5e+dhFON9C9TjSqxmeKlKYLMsPMxY/nbw/IjEqALldKQzW3s5rzt/y4",
-	"q46dsRWQ7z6tSmuvhb1xi4nWlGsD6B1TZG8DXAcoWl1AdZhzU25jgwJRjy0ItbLMk48sPyJAWCx4DXT/",
-	"bq+n8xhDfcJCUzELSycz9d4BCeFfGZIpnUnCAHVGQ4ND9oriljOa0inLsBhenFlLuiepEFtblutQEw7o",
-	"uV4fD6MfmPH4SKjRFYs12U99OD9HtijyREgrRbkoaJj5aQ2KBt/TGGdeAeKtRYk1sMfVFnIDTilb95du",
-	"79Oj4YTKgby10c41AvjyeLly2/7QOd2LNJjYzkpoeHfPOT/jLEe1VGd9OvMUCtI/FIGLV3lgirXXH+CE",
-	"sYu+RhPLAMbzpharagJpddRSpBn+eevidrhlCBi2AhJHKKklhA5TIbGghqaQLPL2OZaaqYSEzDGF7Kq0",
-	"5bzol8zPhX6aIJCM7ljb13P4W22RXquuuEUlXJ/hss/ZVcqydPH4tdGlIYcWQL2gGl9efjDmK704urCG",
-	"CwTTsYpYysBPyIX+bU10URb5vaO+G8TdSzm+pjkixfm4zRfX3SxsaZuXSVs4Rkt4rdmgv0117DKbeUR5",
-	"bN0UgBR6LoyL+bX6eG2AVTUuEpT6zEVufY1o2F65ZZHstvBGaLXJKTdVRmTfREfibXKQV/CwmEtRLIc0",
-	"jcpXR0NMeTyc0Kxt0LlM1ZdGUP1NMgyj3TxsnxWwJ93QnjXuDyTlqqh8Tff33lAhTXX4qGO+rOq213Hc",
-	"i8W0jKPzd3grpaaihePf7O51HhzWWUHJq/F9Fge3SZSnJoc7cZ8N0wBDS+e5NnkPANym3pKuJJyytSrw",
-	"rXvWqsLVfV7ErI5tP/5K1gb4qzoXt7mWDG6feQG/dKhklQOljutSJOtdVvhsnUUOFb8eJBBINpxn8a2V",
-	"A9nnCZ1LwP5NErJnL22APIMbxA5Xw7QNk5jxrMY+xyyPWmO9NEO7R8/6PGV1ITdH1XFD5ntx8GboB5BR",
-	"nCH8sr7zlQB4vSAp2wJaaa/U8luwbsdA1Qcz4kdf9dCaHuXjW1snI91la5Uyhg84AGtkrusuIWPdJz84",
-	"hzTwMgCrpKLer7dZvvOrdKyuU3mbVY9ugRusrGHo4YcI2Oy3CT8hTyuc982TLk50laPalIsHnuKHbL5H",
-	"7R1nT6y5QL+pLFi4OR8vD7rNPSaJoWZ0v3nUm2dciH3uU9mThbY2AQYKRKsoIVWjiX91KaP2BoazZa4d",
-	"BoW5zX3qXv1Y787yJn2DZYJ0AlLiUmSYMJqyqLUB0N8/8HlfZ1v8FGeTCxAnPbIDsGQQiVOR0YxtoeBp",
-	"FeUQP4PBEuELIQRE6c31NRme+jzVDP4iHoP1WA+5+d27w6Oti+8Oe3v75IYtNPwsRXvLx8s3Wy/I9SJj",
-	"Spk7Z9k85QbZ4HpBhjWE0IKQ0Tl2esFXPO96omsd/Esmszq+toyYf61BTshTa7R5QWki+PCvUXBFD2ut",
-	"qXthIM+1kQcDWIo4hM3vLi8/XJCUDcV0yrgpU1PFXwTlv4C/CMnQOoL9t0Re/LgW2GKNvqpeLqurUP7q",
-	"CGor+RzXL+tBZhwcFn0/BKYeF9Zqah0UHR0xJx9Ems3HcyY3Kp7siTwGrrzGxjJxV/XbCRnLPI2zxYXi",
-	"TTrmR90e6eEcy2+X/LmHbnHVPnkNz5LBvNPZGR4eHZ1cXFxdnn1/8h6+YWGbXIobpqEotexs9MRQ76mQ",
-	"YBKxnF+rzUl5JCFaYKGh85wS+gRdFIpFQVAeS6cxFPuyhs65RPzcBblmieBjkok2OSTwGB8HxkwVEHQH",
-	"gkNJpxeQTA2VjONbJslupwswf5p4iFtVjjkYNO7BMQmMHdYCyJHvZ7UtG/eKzjEfCSfuVf2JtyPg6mhY",
-	"X8XJv9WpIlMag29Qx59XLbzbgPh2+OHUTN3fUEAoAUxC40wnw7nMxJSlW8X6mGh8aJPTjCQsU4IIKvID",
-	"PgW1LgdFyFPtJGnOaAya8w/nOiATVzkgqBwFujZBQBIxJmKeBVgC0qAMwFpC3ocMBhwqY5iKXq0AD50D",
-	"VwcLb8JkbUUuwRE0zAOhRJpV7G4IgRN8wN0YhDKckvuiC/PTwurieEtiSQUzjnxmlqpqTvAleB3Kgb6y",
-	"LhBCNY5ueHgWXeUuVm+g+0eI3QH3mdSkkg4RC8s1Ln04u7iURDuqYQvp8lIDPuCnnMxoNsFVUexGp8Nr",
-	"kJIcsEpm6phavBaTomQiVQo96tWA8VAeDXgR0kq1ARmkdUtxQAYNNwR30DCuY8QVFNYFVWliwG11rWs2",
-	"iYFt6LJqnCVtcpgkmHerRDvFWmw5bsNwdMuFc4+MAgj2b/9GdLCQVB+fkRNwgYXbdBaHxlhurZqbck9Y",
-	"hhAhqPqFSKC/SMHDgwEnhNpeNOwPrCncXFDAxPZ9hHl4W5dQYrrS2CouqfryMcpnz3Y73WfP1mSWikTh",
-	"9oTRJJv8LQxIuJ0yGi3wTzFjnM7i9oJOEz33bSoXfJh/yRmLCBc4ggPCWayRc9Xwwhzey3gxtr+U6nLe",
-	"h6Q5pElSrSoRlBZZp+Wpk0KzecpauHlVN3AGt7/AIO63v5ggE9W2/7xi9Nucq+sfdDWMzJF2bzn1yhWJ",
-	"LIJzzJUAmpq8Kj+kM5IKYZ3b5IMJj5AWUFijc8LgdTqmZwcYpFrcQRr7+eP52y3GFWePAiweg5IhtmWN",
-	"Ya/+Y+/1f/R6poh0p/sfvd5/9I6cr9Tn3n/sHeOBD38ZNPKHB41g4BSgHjQ+4U75qAs55lvagF+nzAJB",
-	"6mMIgSdwCPEIgqcQX4oltqAPSC6YNdlndbTyCgdbgAi82+l5pb5Wm/yE2II6NWDAtVKuNlE0HzLpAg5C",
-	"8S8jMI7oNE4W6kDRYZYslEoGxfacOntkljL008m+msffyRt4ifydnGrnWsxn84z8nZiUF5LOE0a2MVAD",
-	"oNv+PuB/39rasv9TzRy593VovH2K+z4LW+TvZK/zkoRftCLSR60/ILZkwTpPqG4uIMZM3Y6BuRrNm9W2",
-	"pqaOQcQyGifyj6aVS3s5wsX5d7Lb6ZRa2O3sFr9R72nFiEzzQuh/J7u9ntsXht/0yRfYRn3yi7m6P92v",
-	"P80jV2qCxLBisCKMW9Z1Dv3893/9T9XWgF9OTEVPVNSxAIJh6HBX2UwqyF3D1GG7Y2IJXJhDQpZF2SXX",
-	"iwEPP2/d2qisLewkLEbhDsWU6Qq+YVVpCkmT5h5Dra8sigFYsRxwfWm0AtVISWsLSVPxUAROm+g9f5eC",
-	"XI7JF3w+DXQQv2o6AVUSgS8/uyPhAx4CPEm4HQJ4Z7gdcpGFeALMaQUDi80NLWAgIxj3NbMoElSa5xVf",
-	"EHNdbVVnBw44QuPFXMtQVtpERFpdwVN9UOudVzlYinWM+0UJufb+GXAjJ6XxeJJpX5weWb6CgWlf94ZQ",
-	"d2oPHXJd9Ru34TcSlPw0MhHWaMaCggGWTbSLckq+c6Z0YZAjnz3b63SePRvwys1uC80BLG+KOxvudyuK",
-	"s88zRGs0DLKJVTnnErzGiRhDCUesuizBXUguFTGskiFNSjNWKRKJdAeGEkd+Mm1OQcRmiVjA4UjnXOrg",
-	"l1wnEKm5MN7GWmg7yYvkG1rBZqJTZqvm90n4xS33HhBT7T0gUOw9ILbWewAiZZ/80m63P92HAYlSOKPq",
-	"VKqG8UKf5dd0OMNNbqoGdVt4o89Y+gF/MQhvB3qO+FzprlEz6A+4q511O52gqJCQXicoqQnwkGPx2oN3",
-	"CvFz8FBLiYhQ0H9GZYZzYbZ0jVoeHV8YqvmHhs7WFSiR46WM6QOPZ0kxvsCEekIc+mfFbxI6ZH2UqR2W",
-	"njIp5qm6aB3YTxl4YwpkkMekJWJcnVSglFaQcBetPgg0P//8889b795tHR+T777rv3vXv7gIy1X1oHbm",
-	"3wRnpPnx8kidYlOHryAgkTAXaEh3t9/Z6XeeK5H9GQoGUZwZvqAp2M/js1XDIK1M42EqJBsKHsna5i9N",
-	"8+1ub2d3b/8/sZuiImoUSpwvbDBDNF0EWPa9AeJVsc/tuYs9b6n/7wC2mm9g/xnmp24aG13pwhWu+mS/",
-	"07HhRXChYVFy+FMvXUDkhKa6cnKSgPg0lxC/OXLVtgMiFGOJMzVekLGRdcSS7PZeahjfc5ali61DxW9D",
-	"0tRERvnbI0zEkqRQvU1NAHQgQZr+xrCNM6OMFgv291fUzpcZiYslx6E1t+yMriUCqSQ6kwTTRYJcMsDs",
-	"kDYxaQa6YM3H87eSRLEJ+bCh/3OegLpMUA6xOQNm2TRBpBFabJBF2bCQCXMGr9EQLUnTZODpuFDwDymF",
-	"rxQmGgy4/sqyjPypC6OG5V8dYjhHeGC59IHdyge53jbgoZzQ3t7+q5D8gUzYZ9dJ0kR/Q0BKHZM/kEGj",
-	"PWiQP5CU3oEa0Wq1dFi1CabTCqQpmD3glvoGrz6raLDtAW8EjSQeMo6VcLUV8EMqZmnMMqojAeMsWWIc",
-	"PPxw2gga6nSjPbDb7rQ7gH6KKnSj39hpd9o7iAU2AbMuyP10Fm+pdd1yLM4z4asnccZd7QVUqWySAyrH",
-	"XPGLqnENdo3aGKmYjye1djm11l77mvtmrUUIZAWr24UVTTYAe0VoS7Fsq2624FZCSYFaXCpwBDcThkog",
-	"RM6i2ZNI/V1e0AVOJU0XB+TaqbCEF2GdPv6UZZYGfL06Swe6KBTKhRDU50iOjgqdspE67q22MWIpmsZM",
-	"DjiwT+QhhnfudneAGzx7BsU1ZVuJYDm0v83n4OvidlPXThuqJgJdbnDA4WOdebQI6V7NFcvLlLjjSssl",
-	"EQd8SU3E5hqFEFsHgBVcWwlxwD31UtwwTLdaH2IAoiQBbLSmeF9ex2DA3ccr5f/QWF7fzmFGEqauG12W",
-	"HfPGA11FDE+QH7vBmcJBHb4DyPuh+kut1oCvicDfyhH4zanCqh8yrwZbU51Gb07U+ZquYaXVVmpMt00Q",
-	"8Q/LcRnrjoMsSzUOjNm7sGIHuW6By4vePGrRdcHpkbem7tBC3HA0jXksMzBUt8lrxUUx8ERrgWwkUmag",
-	"MA7UQhmdqSi4PHu2q/Qx4/zCfvJ8WpkJW4VHmxTQAivS+G8sIs39QCvGwM0TOrxR88Q5VUyQvXYuv1gP",
-	"50iJ7pkD7NcvLwoEpqph93a3lGBhnKKKb80YP0CWdBdLHL6a0kvQ5HDEHpNLM3ebolaktF3F8QzvVjdT",
-	"nCQsUtqJW2LQDA16irm+v6hk0uwoUNdh3HQBgkumWGoxX6894DttcinIKOYREfNMbQfNV1lpej4HEPGn",
-	"+8Gg7NE5mzHOIvRHhwdgdg7zdMVQW9qNvmVNkyBWtgd8tzB1C1dvzBpU21+uGRp8rJ5mT1cpNVtmcZIg",
-	"kAmOs3KDjdQDDrpEjs3f9ILzt9a53AjBdnmhZI/04FSY6kIHilVvVj8Id4M1He+1C5I15mtaUmKC3cRF",
-	"mlD0qS2KGUsyYtlwksuGWjjGyYGhrZLZSpqzmvKdB2VmiMP6RtYW7ASPUAG8eqOKnHjCZlTK3BFmi8OT",
-	"U5tNgb3E6iAWC3PrwoTNdfWTls5EyLSTskDqALqxHIPsdV62S/QznhcnmXR5odnAV2gW+tm02Gyx8imJ",
-	"s9oqs+QQvD14DxICilLtXYhaupHR1bIBVCTVQrha7vaA77fJOiXUA9LrdPp11YP75EtevjtQes79vZIv",
-	"8i/xUGrSzh5f6/yAhKrjdkrvYMUiW7Ucl1rRnSKbrdQob6u5GHDLmsLwWAreyXvNszTBXU7x+JvhkOYJ",
-	"v41pRMl//z//LznhWcrGcwYf3sYRBWn0DU0mVCl+amH1dIyKAvfHPENl3Xgc2wP+vE2WF+Gx62LvOcX0",
-	"N6vMYymGypCrZdkogpIxM7sTWBZLalkJfWZKkH8X63I/KZnSRJ0/qykE9opI5wZiqGLXbhpxBjgC2PIj",
-	"U84aFSS0aLcC14r7smzFNaU4XentG0nuRApaTnPgLQ01aARkoOvmDHipcA7+WFPsG3+8LNRD9JZhKr4z",
-	"4ING3WO4ic0GhRnZGARHXB00Wm1ymEih2FqfzLWnM8eASwkd8CIkXMHOH+TPAniOCS6pHIlCjWfQ62A5",
-	"4r9pWxZI+lqmcF0zBd0OunD1NV+VpaINDvcNRSVTKfHa/J2PDK9XkcbjWAkRBuHTU38lINeJgP1lG5/S",
-	"9IbBrY+zSBlVF28LfFJqj2rHYthWYmZPbTWP2Q/osYbhkTQrhscB91keW9Bdp2e6o65jGSwWVp2YJZST",
-	"v84Fhp/YVCW0EFmXzGmka0K9sygCeqyA45Rj60PWQskS4kDmFKCZXEBCaeAsGlWJP5eE1FxykUytrLuv",
-	"Gg6yXKHuJtbZev78+fP9/f39hlNYU9cZqSmZ6a3GXi2HuWnV8LyuY6n+nb9w4063WISxUjWsUjaxXG/q",
-	"/j5wiI6AX8sInqtYMbdXYFGZWp/WtbNdOifEJastD6ZmlF82tgxQPqmPXnsfTioTxt7im0WOx425SsXZ",
-	"dXudnf2dTm+vt7vf7e3tvihNcdn0Xrx48UIRJp/eO4bMY4oReYLskNm0jbGaeFWtUwOzVJRXvewxOhaA",
-	"q3zT1Wdh+Woi9lSjiRhP5MPxG1NDovUYQnzHUpD/F2q99aFpNx5ChUph+/tiSLJaVPhCzgSXyJB6nc6G",
-	"LCwP3s+3nJa2mq6U1XJ3WB4HbirlYTMgXmnTC4ZDL/iw2LYrZzcL8nWhh2O9zrnw3Og37ug0jtrfvR6/",
-	"f3/58fO7y5ud938b7rz/y8+995OPR4evT34++csP3R/+9rF3fjzcPfv45uiHzvmb878cfj48fPVKcXp6",
-	"5wxfQj6aYkyPbfn+kwkLj/n4CoOX1Ga4m9BMqr2jaPGuQjSJsA0XOiIdFvSBBwayNuDlUnq4lpza5Ce4",
-	"rYsaDYouPs2nXKo1DGq1BKL1FyUzocawYI7W0NIFFIsyO9Ge+4JUn5fhDFtwZnY32c7FjXm5zMBoRXBt",
-	"scwREwvmxfWPrQWzr64AGkkda7nqyNoR+75h+Oymxpb/6EmhflO1dFIDAm8x4ffNInTrpm95z3YZuBDe",
-	"65UWT7HIbZDfitiDORNRwpsYIfMEea4gyZGPs3FKI+b8ngko4+BCH+crVoaRqqzNh1xkdHpxnWHon8CQ",
-	"eUXNP12cvddUefnQrXlI/kI5SyhRa5apgSu9TKiP4MtOqSRMZv/n/yMjNpzQiLaJUqwZmU9zCXJGU0pi",
-	"rgSD1LGxtnOEYLwG197ChfQdD63WsF8vNVhjIk+bvNcG5ztatjgfoOHNMRjGXGaMRkjw7s7qbfgB/dWX",
-	"QrylKRaX2O29XP3epRDvKF+Y2HP13h7ynuXvmdAthGmDt15ueAHreD+3rHV+Wxo7ApgO/Dewv7izAyh5",
-	"jl7JYsP6yzIvd7vQCh9OJ2KNfnen2+nt56UlgMfmjK2m1mcj976bcz7n+nYAkA03VROatBeL9qe69nRM",
-	"UWWfszdxws5Sv+L1XhhRzk+yzQwUmwixeoZ6O1QPkWMXKuDwBRh3eRuLRIcnagvG9pxX8lyCsvEBNPbA",
-	"8H1tW6gxIojUsSBUDJFF04Gr9rdQVXEEOXNWXVqWk4nU4gP+/y9m8SXWOC/Yuxwp/lTaMp4o5VbE+4LH",
-	"t2gPcuqv63Gc8WRxZvGTH2tkavi33sb7SRGgEkzc6O91XioSe+GjFInGvozlD0rmhAQLcJYVl/sbWY7g",
-	"wwhRaxjUGclE0xtTkiA/33R8dRuzu7A94CEiF4ZEMpoOJ9qJAr4BI3iAjyWsZvqHJIXkaFlB4NHRxBqx",
-	"asB1HBTMIk8sCkjMh8k8wlhiIV1fnA1iwMIYHmPP21hmGjzAhF1hdVkdLwpaQBlQ9XOm52l8O+WJAiS7",
-	"ehbCTw1eSr+B4yiIIStrLNegCWcsXb+iTiWzFMXsV7i3NVxCeTfooBrzlEVKEBzRP30TzBFgKoKWg0v0",
-	"EFiEZYhfUu8RtQXcTRLL1ZuktEVq5lXdtsVFXIozuR5mph+PszJtkWZkKJL5lNeNFexIrxeFAVpgGkT4",
-	"MWj3LuCsxvKxC1gHvlMG7vm05p49w2HZaepImDgKNGDbPE0CsxdNZqvq0WS34t/FzhWBfFdufoC3od93",
-	"ImLHSINDOVzntQ8YD65f6nY6a70EQsinx9hd4Ekn+B32FBq2fqkBSuHzJClCq+0UkdSc7C/SednvdPqd",
-	"jgdwqW/Ll/hByrQGWIF7MiY1A1yyHHVwmE7bJsawfSe42kAlxLFeB/G+el0PvlfDDfXe6e/u4WQqyF35",
-	"cx3S7fS73X63lx+SKvKfi7xV00fRDL4CvEFtA5umAKtoshga/W6nEzQglaHR766vhNUgKPn0MQh5HMMJ",
-	"K7D1Ryrta2hZb0R6HUcR46hf9Va/oeeV41q/wVJsv5V+ttZoTVagkeZd6VcJFf4sCUfkteLGpxqJb7fX",
-	"U4qaN2D4XIeXSAJh5htmny+T6JBv6AA/jB8KIYfOSKi1yJrwPATZlB7n1WgbL0QKOYyilEmJfu9EiNk1",
-	"Hd4EZJbGt0qzGXBCkpjfbCViSJOAHH37/vASg1pYRiG1PKU8TxtD/RBhE3XGDR/jMJEQOFIxw8CqAxtf",
-	"0rTo3cgHNbhqzMctjedtwu4h9stQ9bSMyqoGbIFZN4WAPSDhLObj0Jjq3C4x6cEjTNdNKViBSn4K2T5Z",
-	"Gg91eWkT9egFPG+GlsE/C20hVR3ybBo9sLmapXfVBfAsDGyCNB1m7Xg6E2mmmOgsYRmLwpbNqMNgkEyo",
-	"BtJFEacL9ACZI+7iSKYm4y4XqjB536/2LiuFcVCOBPgGwCsh7A2DCOI8J2u311P9aIM2hnt4l6g5qMh/",
-	"L1++zLNP2edYZoOGXmV9zRZXNrCJaUpQbptUEW0tLyC7atQqg6wFi01nM0ZTmYNr6VgsBKMCvASw/JI4",
-	"a5PjPF0NNrXmKE+V6QGD3+318KSGNsRsmptDMiFIIvgYLBTIY4oP2Dgan46HoGNFLe+hnv1atDpE6bci",
-	"ETpV15OI/DjMzveFGFk0lUKtrFpRZiM55RHih0bYXMv32N2MyMaXu4TY60i8Tj6gT+JF0flXXbWSrLtM",
-	"1MXRVSRb/HpzQTanw6YbJNfifvJINUZXyxHl+o2Xo95wlz2n3esX0c5ovzPcoz328vp5tDvqdl7s0P1h",
-	"j+1dv4yej3Zpd7jDXlzvR71Rh74cPmd71zvdhgPypvfTg3epA0joEZUvPDOpxSHk4u5fEvSvIEEbnEiv",
-	"FL2pEF1nNq2IXLV2VJuFaWS70v6nHA2sMbeiZWBC0pyW2iWRDiWmPsYzD7hc8GzCsngIlzG6vzRcZB7G",
-	"XJ7E9pc4ut/OmFzPUOs1gB4aOhRBRR9rxrBWizIovU3FBtlO5+ZSkld21vU+lvDfqmXssOC2VsS7XoB/",
-	"29SHCsAFcC2ygNyJ9GaUiDvjNscUz9peJdOmpnKPnN0VC07F0mGGlfaKN4J+ztduuU1TmgrGm1IuRyxN",
-	"Ud51Z7iyT9POWp3ilUWaKZMiucXOh5QPWZKwqLV6ftpZHFSrmZoE0wqlCrahegL9iDmc4o5jgAlmn2h0",
-	"4brm9LW4bEA2Ps0I/TLTpaR8DcKPV6bXZc3S9EYposC5vE3dASjtqgYSIbO6FuC3JU3QdDjRgov3fft7",
-	"tQ0Tzo06GhnFPJaTYks1WhzYwB52jVuWhLyoPobpwqOJ/9o39D+sjcpjxniqyxXuJbxJ1V7wmbDUcZOe",
-	"uhs2kURmYgZFwQUfMtKcYRgPSVlmlFESpWI2s1nV6vIb8Orth2MI2wA6ZWPCC3d4UfmGuBPANJUuP9Aa",
-	"h+8ePYYuPErmY27QFXI3Tit6sKx8gW8tiU8rCMcprFj0LwH4VzieuJ2eSACuOLRXuLF0o6fIwGfzzF8X",
-	"EeFgPVj/TciAMtgHPNLJTNRc+QfGyoPJr357soYvBWOPfq4OhxqPNICzeUMMZB/Mn2HJ7NlqAyoO5HcZ",
-	"K5sOQF1dI6BPwoImrzP1TaEAhKUo2RvCAdflApbK6iipPJhbDfga7AprNzydTaxkQtnEwLB923uUEUqX",
-	"oXjqAPiVRqgnc7s+wgi1hjP1d+VLfZgJSu+QFbehEfCf0HK0Uuws9Pyvi/FXuBjxtH9lyxAaVXKYvlrD",
-	"0HGpMq3NUHRHFRDO7pjMsPryAUS+MJ6lC0h6NDVtiYbYIl2I359CGGfGDgacEi74Vu/zZ5sM4YANUbL7",
-	"+TM6wrRVabfzQl0Iu72XAO1pK40aEIFuh2j8NcgTjjRuJxtwDhgVOIyAzGcAhNi3FVx72h2aNxCQHfOd",
-	"zuMMyK7+Zk9/IwOyZx7aG3D9ZZuEThlSuDzzGqm2gioZ01vm1EqFvHEj+t+wWUaek4guJL6pj/1onqgr",
-	"MCI7HedHDF5Zw0a2ya074JspCdVow9y3tirsEKoqFbdZLB2rZLHCyLJLwxu4p6vEegMTMVxlnSCvE6wD",
-	"WlftstPZJC4xX0+nmmApKlHfZrUBiW51201DEi/Mu0uCEjeKItv7fQSR2WLZvVVOs+7zcvnfFQ+hHNTo",
-	"XL8Y7Qx7bGsv6tKt3dHz662Xw3221aO70QvWHe1c7z0vlRvud1/s2lrSWiJaaQVG0eb58xfdSsVnbKJQ",
-	"urmntrFTTRmlA4ce3fWciAV6YD9PMP1ORw1PE6CRxVMm5ll/GftubESiToVENUtZoFmRYpg0tCSwbS+P",
-	"a+ttKngVKkSviGkr1EAHvFn3iv2XIPYrCGLnjEaVdfg1LRPLhbdCVTVA3nyMCcQbhPct41CyRRIKniBZ",
-	"rA+HMDiY2hBnBzqdht3GYi7NM5CpiVYNa+bMxc5gwPOwdW31DED20e4gm6qhuldiJXjSuFAfWmvbGAb8",
-	"65hEz2EJivLOhSk59xUV842iQ76SYv7bRYeUuXqn3/k1dfUaRR23Ox7KQqDI7vVz1o1e0v3hzqjzorfH",
-	"Xlx36W70fNgZ7bzc77E9+iLqXu8On486bIfuRy+ve8O90QsGD113hr9eoMh7dcTh14N/hYT8BvcN7J1C",
-	"SKOtX/mESn/G5Fe6LgC8AGJHbJyHDgdBJa7pAvprdGEbXOsy5m8kFp3Ul4C+Z9KYRQOexDeMUL7ANg8I",
-	"dQAc+i7IKexdC4L21zmbA+hXiLALSr/ingqdA4RpiFptcgTl41Bbl/MkM7lwrjiwuZl7wJdcQcGSCwiy",
-	"ZqW11fvuo0tW1r6f0EGnGtcLaWuLGviU7iN5lFN71YdToBbOVE79FyP66ozI5jbLjMywgupD+U9GZ7Mt",
-	"QPPbEnzLJBLXwsTDkYPkiOt5chMUsBEduLjhREgogYKY0CJFwG/SpC4KdQFYOgZw9JFIpxKB47A4JORW",
-	"aNsHlpEhMW8FFpYXComIEdH43TKEPH/KCR1Cxlg53R+gonPo/iAHvX/ZarutiCSSxBRiAWMpiL6ID45i",
-	"LzSYLqAQJgLYDHhIU4aJ4NJBkmGO0dCCjqNjMgS+IkOSsSSRBbhhfBJ/1yDGA34by/g6YXnhQkP0NlHq",
-	"qeatuXEXa4jBZ8Ccx88GnNdFTDekQkxFUwnRkC2GokokikcjluaIp5pFS6Rle9x2cp+n4hrwWWOeTZBw",
-	"LQifV2Kjlvjt7GOJJi0A4CA2LNIUuymDD3qD7HHzwhY940c2J/7BHsV8KW2CIVgygobeJurAlXG74HNH",
-	"/9f4tDajdUf/tRC1CiGRSHmjU/hByHCelR/ug/x1TRh4X4eFF16ypMhBqNRl1TNlXw0y+oOl6CLh6q4o",
-	"dTa0lKBOBXb+qMvqK14BeQW/pRHKwCANwzDknNBbholGFZgTfUU49QFrb4kS1gPeEhhjt5XEWj713xCm",
-	"0q9GOBUF3mL5CSBvP+DGGPD8ynBhYx1G/hyLi7mtV26QoAI0zUUWjywzHHAAVHCq9eAITflaloyC3EVj",
-	"4MWwXJEkcbaMP2F7b2OZPYY5ASfa9JBcsASKon1dzlLDS1D9P+SUXIj536j6CmiOXwJTMW/2ui/VW3t7",
-	"e3v5m6/TORfkbTylFV5iyks/monka1PPSuwOL9Y8UVfwPzQ/eWsqVw+dCbqH9Cl4CKZr1XMP+F0WeUOz",
-	"5qDvgMQGYVwgSQHDwMRbW67EFXCgNvCAa5GlIsJZ4Q4U06b7E/mDapeav3U9mDY5NPIPTaCwMdGgVW4A",
-	"lJ2GSdIEfnOpTabO7yYlw/CoPoFi63Gmq/kWMjCAmn9NQfRcwmuQ3I9gM34wUX0iLyg47hmdNjY+aTCy",
-	"ry/ofFnHn6alOv9ccT2soFOd+hoGzIJF8si59fK0tcewraW8qtTXP7jMY7KyrEDxpOwpjxT3syeMiZUP",
-	"E13ISsllD/Ktn52mKYNib9cJe/asT6jmCVsxt9UFbVVVKFLTtOwNwtGlzobnNywiEbuNh7qaDlr5g7yo",
-	"UD6Nb2Spkg3NSxJK0jR+njg1gJyAwW1q5EEUuC2dCaJTSrmkmvMZlT6/Ket5FtL4n0s08h7+rx87X+3s",
-	"H/v025D0Jz30oOKv0GoA9U8+TpVxLMcP0GpePEirccUfmCcadzKhJBVCZal2HgJHlCENtSELI9xM4bLQ",
-	"gPvqX7FUixKdBrwA6CshGEtCtXgQ02J5BQ9UTV6xLMlDgi+TbmBR/on1KENhY6MxhCvabLxA+cbXOpeZ",
-	"mCqhc4v8ePoBA/yyeBjPKM+kcfHuvoAYJNubsXXZ7lwbT1E+2uruv9T/Nfyyka/D/bL+pq1sjxSD7H6o",
-	"l4f0Of5n1dzGdnpPzCMTMRbzZVYfJViU+KMRVR5q6inKS16b/X6VKepq+DKjC6kz4ENkkK9MiVajVtEx",
-	"jfkq5Yq8FWMoxqvxPPOe3Ihny4ILWl4963qL9Hxixez3L/PkMuvXTBnUG09Dev9jH20xLlVimj+FLRc3",
-	"d/15vsigpLA6KVhv2BmBKXQE6oYbYkbt8z+co6mkScmH998qOYMSQEf7eP62FaDqoXbbLU0Yz+xrQ7dM",
-	"wFRA5cBswhZYxZ7VGoJ6VTYAwKuKzwx4mdH0CS3VwoXiiHfC5TltEgqp7UrXqbiTLEXbUqHQINJgLlk6",
-	"4NRBHNZtFjSwUj1/xLM3XRxNUjHVmHcXQ13B2VJRpFCkC7t0aNUy7jEch64t69YSPdB5D4pXBYTKG6yF",
-	"OOA6XK9NDuUNILgLhOmPWIVfGz5nbFyb8rofcK89gtfpBYAmFZ1yk42QjX5Dk3Jj9ocD+1VsUHDYGr03",
-	"z7/fevnDn99BooRZpKrNaHcNs5Q5wdBHHypwbs/4+OCaSra/G8Q/vj47v+t8/+1YHB4eHr6/+Dg5+ThW",
-	"f56o/3t9dPiz+nf0ZnjxJ/XH8cfk5Icfz3d70/c3f3j38ofju8Pjyfjbw5/+cv6S3sErfzr/uHeS3vxp",
-	"PB6/elU0aZmdOtbxqI+2aJmlqY04cTmG7fUfm9WbYN4qH30Chi/j6TxR6hjGmFmHycZxZhemoXwkS2PO",
-	"DqNI2vgHzTYpomySayFuqrL4NzKPOtCIjmX8oYo/stUe8BM6nBh7PHByW/9Wc0lNA0SIRIfdnCdqIKHg",
-	"BkRfS4kBkcInFZZDZaBQNHj8yFleqPzo7P37k6PLs/Or4/PTH0/OX1nyhzp1Tuvo3Za3/p95+oKx6Cj3",
-	"bT0CL9As95O451y3vn3zvXB8zTk9bcrG+gKes8Ng1L9KOMQDqVJQZLu564xG0RPENKzjjrx0PXbQ7W/C",
-	"Btfo7b3IThXdlfRmOnsy7ml3TV8RIaeIYTnVMAirp5o3kaGyzxnjEmiLZpbPOfPMv3oY2zXRRL8K021C",
-	"LRWsKB6gUR7k35YpykhqY8lyFuzYEO01q+38A67D5bbQbxpCIe9Cnew2WPuwXJip6TalN+BBwSG4MWZK",
-	"7gXx+XpuFeuYkyYdcHwY6i9lAnR3g3jb6bSqxkjkwsaA5e8Zi6pULJUDbnpp7nY6SnW5Y0nS+mrs/Vtd",
-	"HvPhUWorrIQbmwI3ZdO2Is7XlqJXzdRuNU9QW26wfK5vru5DzKQOs8fCeY/j82UaLuPxsGv/xdqjWtYh",
-	"GfuN2XvMoTj81+fv74CTudFp4SgV05A01Y6OdFRMi9ylceZh7wERqbGNAi3B+xPox01Nd9xwiOqtU6sM",
-	"LIIEFgz/fyfmSZTHAxvJul8YnbHpFAAeacpMUAJcGmiUcJDdfWCVIZqPPAUim6H+7kqKeTpkUNip19Ig",
-	"TrWZcnC1zebXCUAKtskhFspS9118yziJeRJzcJWhZl1CZ6jE7wx4bh8pl8TUiO1f5S451XvvETeJWsT1",
-	"ZGBTTDgOAAV9oStHKyJkktzRxR8bm/NAPYNfxR4zobUVy3VFX8yj3zns+P9Tt0elorPZgNlihhXFu4Ub",
-	"w9QXtOn7j783LM3qbo5j05fhAvok/19/kVjepMQ9CUVtcXUq3PI3vlTcKoReBCClHkrI7dDOeTyNBT4p",
-	"y8xKom09z96pGkcCok3atoamVMIxmKExxbvJInXe4dCxKCApuxU3uj4bGSVU8cGvIznbao1Ppv8vYwlR",
-	"nLlFpooc4uT1WrxB08Z+VguwLCZxVV3+kuFhmhPkkSzFkLaep5gnYBP9385I7tRp8Ryur801gicSMVdw",
-	"nxmN068vzx5pvGZZcHHJjKa11l/0fwCPikeOE2xCIyKHlHNdmFeDEBlT+oB7vGT98gJes6GYMmkjB8Cq",
-	"4Eh+XNhBYqXzWSrGKZMy0C2pjrCDyFZGL4qKFW/aV+GTH9Ty/RqR1BrAYq1I6oJd4mkCqdVqfM046g8U",
-	"A1FK64gqEAj+d/+3M8L8CKrjJ10P9m8sQYGqN/s1nF3nbCbSrCBNesSuphKaQkeMCJFthCf6q9Pj0KI4",
-	"Qqo3GDtbartZ3SEYcMVAEAsuTszmNIo6ymRGT6dE06CqqJMmUtIgKU/FLWS53dFUyW6G5WEAt8eDZvER",
-	"lGrripxfhZ+d4zQehRO8jvhmdldD0fgBuqwe59fUZXM+qDt7Cr1yZWyV6UvL/P9ieo569I3UoT6EDtVp",
-	"SFg0RrgVgKSslJz/LXjhnCcxv/n6nPBEKdXIwDAYzzIeuCO+kUTGECAmc1vaXLJUQ/z7MljqpLQBLwZ4",
-	"OnJaXA3Q/Cps6SNS9emO9DHuI1ytr3qgP+ou/nWSjfhSuwN/7aOL0nB9kCYCUX+1bLRdtedNmQSWGYxB",
-	"9cUBCTm7w5wR9ydEVSA/qbMHZYmw2r2BCQnItdBwgSKxCbtgn7fNmaQWlJTCz1vpPGEGEle2Obv7ni0M",
-	"ptP3bBG2Dgh1hlPKxDUgTW6qmxu3iDkpUqAc4xkzhkPmCXhuXrJRVlmktw5k2tDM5Bj31XuKCYm5xgVt",
-	"tckbLEoBBXXVHGnKSMJGGZlzXclpSSylrjTw9RN6SfPi//wvQT7QeSJa6gGkr/uqhgLZTMXCCfxmeb8d",
-	"gFvs7i3TVrXVb1Xeb5lCD9ZdH1s1YJMk4KeoE/CbB0qeM4gSKYbFp7r6GnigNATNkrDJAldRA6swlka/",
-	"8T1buJxS237wJJgafwjdvR5Hr7fhf6DjmINiBVUci+Whv5Fkzl0EpHLms6yNjO+22uQwSQhgkg94LtAB",
-	"2zGlnNskHMVJxlLFzWk6nDA3lj11uWHzhi1aB8YwFpIbxmY2a49FA95EBHUA/o9iaX8hTY2b3nIHfkDC",
-	"/JzqWPj8IGHEPdSNp2lKF0rU+wWsgjDFT6Al4x3YBJhaGd+yA8w1YBaIKounipS3atbg2L6biISRiC6w",
-	"8LMpmg40Ii6JEEtLSZPhF302+whTFRhx/j5cgrKPa74CVf+Sfc402U0CtbOvzRIYwCIXYV8qXlSDOo/r",
-	"WQen39vbWxNO/w20U4un39vb2wRPP98Nzh4Iyoj6hW0jeD20vmbRm+Pqv0VtoB5Uv5QNI9KMDEUyn/K6",
-	"oYCL5vWiMBZdH73RVxdN0GB8PlW8CD7Aa3j1BPk8nDurcKF8WnO1znAUdmI6vyWOAthIAblhi0ALMwHJ",
-	"ewuI09kaBQKgn3ciMmUFDuVw81oE3c4GxQhWP4fQENFhdq6ugXXeQFkkf+MrFjx4sDDyeNP5Tn/vRX+3",
-	"CwTxDqPbId39/m4HKyqpYbwMXCQm9IQCElONTDSfzUSa1Q3CbX8Zcj/W+NgUul+z2XUg+x2e80+Q7+uT",
-	"Ax6TKIKyxpYpTfdgUcU00K+ANiKmiCvKOAtCPkqGKiuFApoVWHUILybfnmg/4CwVt3HE0q2MTWeJkgG2",
-	"RyI1ww+McilJKBmPWKoBDhwMgwBr9ISmpSsT8oyDqP5gB5F7Iz2jmM8SQaMt1ckWVFBSWnS5KSzAPU8S",
-	"aM/SB8QTJfOou9aQaS0hZbfXI+EXfRMEBIp4yCXCCZL3yCz2OpV/7ChN5R/ISWwCRup+QCRjJNQNXi5m",
-	"7DQKW3W3pVlVEyi1wWHPm6+7BPVDOLw4v+UpR9x5A1+KA//K99bXvFMcIioJZDS0OTdBhcI1BQg6UBnw",
-	"RcF/2+0VbiH1XzFc+syc3y1ykYlUyTHl/Q1Zm5qDOcen0W90O72XOy92n+/tw1+6z92gARaUK5RzzaMv",
-	"Xzzf39vd6cFfar09F0xxCnDLFQmzhCh15Yc2uJm9mBcVaiAy6uo7+umvx8JBX++WRDRzc9wfh+i9Dj73",
-	"D4o5+NC5v+pF69Jl9WVbIkrRFIxfrYW4rXMWH3/LFrC6mjlIqS0s+3pBtAKSl8h13xpwUx4XEBOzecoB",
-	"MVGpzSGhUSRJyhLTAeBsm89E2z9mKQMTJrQPVyuVNyxSd1qrTU5uweaAmqiOpoa1kEwDaB++Pz5AXAAx",
-	"Ii6WPniuJeHslqUEc0DhFnz27EI7q9vPnpGTz3SYJQvQctJ5wozTO0A9OpYmLHmkRjpkEeND1lftdPPi",
-	"f3DZ82hbpM5XMtTjbXLBt6AqQqufk3HONa4JeNzhQetEj6Ue8MGAE0JCORF3VzRJrswT2sqBZXXYFYJU",
-	"oKUjA5/VmIsUXu+1HTynakMYldQnTFcqV9/q6/h562DAdwqvF/vzvns9z8jFjE5Jcx/h4l5jGFUTmtt1",
-	"m2tinQXYXq0+OZspWnVbAfmgQ1CbGHlPTvPYKNLcaSEN//u//ic5Z1Ikt6r13VZAjigfsiRRH/daAVCu",
-	"ZiRAKPYZJoObwlgPRrCEFXIHFVoHuMnFPLuSgH/ifjOXLA0D8EjcsvQKOUYETDtjPKLcmKnUTK7mEIRh",
-	"IbYgyY5a436kXQnTA0hGg4BQ1dd0nqlhKLkwVvMyLc4YfNAnRmct39JkzjTAuramqIlqXyeeikv2OVMn",
-	"wprxpjQbTqBUE1/cTVjKjGkpY5+zoJqLYcxMgPyeFnI39E8DzqY0TgLcn5B7TyWiddDhUHFXNWDw76gT",
-	"fa1+ZHys2Cpphn8RVIQ6Vzr8k/g//0soOhy+P7RfHnIatsx06BgOeKh4LB7HWBKKlkAsS4IMBAuEZpOU",
-	"MZLRMbmJoSQoMCvK0WgI55SOSRzJPigWMC3VRUiaqgMnA1390lJkjoc3rOYZSzTcmeEwnZrrA14Y8MIb",
-	"R+fviJGEmLcd5ObQdZscwhxyzI1rZLCpmg5WZ4FJDbiNu8Elb2tiWVE/JJIuJJnooBydSB9HqrPpdcyR",
-	"ET4j4Z8P3x+HcCQru2JCJXn2DHjEs2emiYyOA3CKJQnS+wCbOTtf2orrfnz2LEdIMW1KbJQvoFFsE0bW",
-	"NGwGWn/2DBbXLDZy32fPUMiHXV9Bd4kzWezHZCPB6BWv0RSxlxJpQiUDBx3G2TXwgAscY/cKbt9DrpQO",
-	"FxyKwnDhcZrhsIv3uTmu6ulJzMf6GFg5+w4ATuBEKCkfP15NY36la9kaBuL8SD/nP0KOiI5VmdIYKhfp",
-	"H4kYYWiXVcp7u1sTMU91pwEJR4kQabOp5FKiM9xseNsfSG+XTMgW4eKuRbaxCG8rDAjV6Etgu1Y7aMCR",
-	"vel2EXkZsIUk6RzgEFEWsZZ8BPXRz+syGHDv5uYDRwZS/BhRG1gMogSONGUyS2PIBNf7TbGMsKQKvNoJ",
-	"NcapAW4uPxHm78dSMUMlE5iFUmIGLg8aYPNdCyYNzSmEsZo6Px+fXBy1DkimJJ7rlNEbNUMwgzhgqgMe",
-	"xSkaSg7Q7ZWfLuPlyKFaQ9AgTC4SzUIwNLSIxNBEafzvTGZfx7QAR6XetLCRst3bzEb8K9vti4ReYsAP",
-	"GigpXBkUAitqPrVtvzikOiN/QNzxBCQfTg0V7QYM4N7firlkXMZQY6cZHl4cqftcbWb1L5VDFFJUQ2Gr",
-	"TY6d3b50Jd5htLBvLdS7zmocwif9JZXDBuq0VXJCWA6fT7duaaq6kpW334o7lh5CE/DnMbSzbBnUMO1C",
-	"HF4cqclCY2B+WNO284uBZXEsBmfAIxHQSk0lJ0Scsalcre27Z+9cq2tqR2magPAAuzH+65ydYpsQbVA1",
-	"CuR+V7XPcl0wE0QL1H2LFatWXV2u6t9cpkZZOjekurMLUYeouXa88tZqnRa99ajK1u0zxTAb/rX9SV0A",
-	"1lxIigTQMw20EIGzDCBoMSDe9aseJdfXK/hyMVxdGfkzrihOQBI/wIPoSODuoWz/7vzCG6MVXaKBZSd4",
-	"oc60lbKwuuraBjD1Cg62UbfHtUaR6wlQIsiImAdE5zwSe9cRpxG82kuydx31jT5Ts/9AvFT9l/agq/I4",
-	"xAkc2RPh3YuqiA6aALk6I1MhM7LXMTZwn7P+O3Hn6lxGUTA6wiu/bI82hFzCPtDKwCsSZ1iNzRHIDypS",
-	"/SvikegfLs9XhPmla2GXrObSOXx/7Nw5f8aPfz47bwTw07p3N6xGvn3M8qr2AvLns3N1qFV71SU502ET",
-	"rqCr3S/Igeqmh7+WnSvTmMdTNZmuHbneD3VDv4B2/H6U+ngPAwkqqsPP68PhEA9s+EdZpV3CwHPbzQOi",
-	"P37SI8AG1o4COfPPRS+GNr+JW5amcaQDqMxlBfYqCXdY3XJZAWx9y34+ErSK1rvE8PeVzrDnm8kv3aAX",
-	"7DxISPEOvCCirJRHrME1F0eegPp1nNkSUNbKB4avVujpPSB6yLJkvTVWUcciGqAl1LGCZkK0AgtdmNux",
-	"twsGbKg1qXhp7aTLptIHHKWLibgDS5BdjnVPk6YDTaTIiaFtBiXnhjUVKxpYuqxBAr9BeDVlivbiB5Dl",
-	"VG9IPZ9HcBjD7IeuU/ufwuf+oKkH5HqBYnDT2sbhyYK55v9n72uX2zayNm+ll39MZiGalKgPU5WqVWQ5",
-	"8az1MbKcTGKmhCbRFBGBDb5oUDIjq2p/7QXsHbx/9kbeO3mvZKvPOd3oBkBKouTszNZO1aQskmj0dz99",
-	"znOe82An8GGCKi3r9MKJLmp1P0DqUuiL0m1dTIciikQEnvqAkWs6YI7zPmCzSZqnlyrV96JLKfLbNLsO",
-	"GP2t3yXkFQVTFH8+oU9FxZ3pHGT66tGkBGcBqBuAEw5T/+gmPTS/0DRSe73Y6T0SL5nppCuz7Iqx01vN",
-	"PF01o/zmL21RhYP0TCx16L/30aDqGN9Ua71lK423Diu63hC6xJjarDGQLl1U9Tbp8iSgvur1OkHRdZ3H",
-	"dt3peGRMA9NY2vYv22c6um36XXW9iXV5Tm+yprVvu+ZssK52Wn9VXxcm/m/X1/zLs/q6ZhFypeIraQSp",
-	"Yn09JMcqa86VyJY2XX/5/DX4SYmXvM2Af8dpkV7etkFrX210U59xsYFA2icCsRVtjCW7ncSjCZMpS+e5",
-	"7wFq2tbicTZM8wAiCtOM6YNrnKS3LTADDIUw6VlExBbi6d2z1CW/Rl+dwLFmy3Jm4QugtTSLr2LJmoDP",
-	"TuGPldCMEm6ZfQAffwpIM+9YfvJ4/CBTwYeQWu+vId4/yWhueXPdRuCQ6Hxr+aq+estzQS9eeclcFmqU",
-	"ZvCPjTyeIteIDoXAmGsh4Mg4uLnKnbXy+MikZSEvFZdTbXyL+1ae199Z3ebZ1j0YwoNilt60rwTwpFJs",
-	"5OlGKpeCRSuPtsbdSlEdHrtO33l0GuDegDjdsrrBL9ao2DGUvF6tkAe0slr4kzXqdYZlr1cxctrrirEm",
-	"l842OeGqag/WP1+OXaCsNVqAXpUXPNGQPIQCOo7j3PWJhmww73S2BOC5J55TDjVsndbq+prK1Tf5n4pV",
-	"Xr0lAYXcODf1i6c8Thr9Bpe8rdL5n/y/UVXao3RKBOu9vW6t1CzQwiuijPdL2OxbnYvOm353s9/pbHS2",
-	"Cvr29vbWZo0oY73eY3mPdbnaF91uv9Pt93q2eNwuSiFRbgto2ptfFIc78LtrmxeY1U4BX5ZQjmXRDQDH",
-	"tC6N0Fa1mvpJU5y9+dj7Q7/b2wLpd2uG1kPrcRb6m0sJ7OW3raKxbxYs9u4TWOyuX/uRsV7Fev8Xo7DX",
-	"0c+d1vhBXs7n6xDQQRUI5YDy0aTKQ//uuyMjaeI4nrKbeASpqfUB4Iaew6kg0yIAXV+J4HoEEfr6ylwi",
-	"MAX6JjCQIIlWr/xtrleG5FYvD040anEDVFQpMHSYGHkL5g0rXpAqHLwFEWRWUe1rmhyJcSyFGkiZspnI",
-	"pjEJHqVZGSaplElM1LZIZcQ4Q+JVnl4L6SefWyYSMpBWJWTfd4wCmd8rhPiddG0OaRxqDm24iPO8rldQ",
-	"vDLjUo01SI1dATk8QgaSmQuwQFesEVN/xIBSvmFo0CWcXl9ydjfLxE2cztUlVT1w3hGZD+9D1gzLv0Sq",
-	"m8YuHPVW6DE9Tq02+1hQsq0uqKk7vAMSgmJ1LBmz1CZD0fQZ431mMEehHWRKZk29IG6gCjAi1jUbsuLX",
-	"5REx7tHSgOyXuevlN8c5vaQIbwCFHuASwmdtdpzeQM4/PZQaW1nafuDy9cnxlGaF38lj7eseSzOfuo9L",
-	"vKZFj5oYZhFjSla2YmbY1jnUtftwX/enbtlQ5LdCSFbvObIwTr+DKoVj32YHdT4olgl9fIJ5D0IdXPl/",
-	"uFdD5gRFhUD/E7Pfsv19ir8SOcsnejfUyFrts3DKs+tLfdyaAYVRK0HSPGUdWNdHuM3pbcHmLrAUfyfz",
-	"PqzraZEtAvoTNiLKq6lPF0FxNCSZNpCjdIr5e/bJ7j/jiyTlkSLiy1DUDDDlmRR0iaWtVN8Z7K7KzXJT",
-	"GHpLk6WYF8M0nwSFPc1IJl3o1YRkVAq0ICBSpcKiP3UgbahS82kUNR9h2YgEOJkhJqHX6RVs2PvQmwpF",
-	"VexFAXs4zdzs74ZiTEu6zXqbmwNZQ7GlrJxTnozTbCoiNkwjiM+Azd6EcUyHsSwsdWXFLOBi20NgIH1i",
-	"et1B2AwvQLcvQQGOORlMa54pXClt4jjzgXS3N/9ltRta+XXK8k1qn4sVTE96Zx0HGY1LPmJ8KL75fVRH",
-	"OKyE1bU8/RW6U+jnZxw4hca4YbJwFKpWz7NZv681V4OMEb3F/7GDAuiuuIZYGFwscSnqfxWI9ADxHExk",
-	"xx5gBGtRDIJZdg74aKEEy0jq9yo3DbLt97d3NVSFjcF/K23llUHy3lCU2UNlMR75pZzFeBTp3Vbv5nRF",
-	"tyXYXdjevJx7GFw51rmwkGrbN85o8v+v7f8813Z66C+5t+/oWYmrrX9noukLaZY0y4Gu4C84ukHi77eC",
-	"xnUso8ITUexlP78/gy3kSaaA7X63GEfwZZVmUxJP6ybT9q43Eh/iKYfbsOfHKLZnK2a3tnJeiS7/QIrN",
-	"OrCDdQgc7GGZ8s+zOnR6z0i37zDK05yN07lEyb/HdcsKtdiLZwEdx5zyhDMIQq38bfwkpfsuZdqw+zci",
-	"J1CfgMPuc+OgxB4uvMhlZ6tDmK1STB16pjXEG0cB2cjTjNnjwzuCf/em8JIKBcytj4kv8L4wIQfO5Qfr",
-	"EqBXI2AP1UQP6DjNRHwlP9GyLJ/rAhPA+yNX38X20P7cWAMxlrplnRKecCAXtjljZKvMbRMHF8vZPO+v",
-	"wt2FTQUNGH7suHfB939g7x0aOZnufhiRwy2gQMGV+0OIYxKySZqQ7Lb1aswEVbv9IuZInCSBtQkFLEvn",
-	"egMEyAYTEmejmYTleEWYk02rk9xabc2s0VOuKHdixxymcpzEGrg4lPURl0Qdo6iACAeksr51rzslGJLI",
-	"Q8/D1nH/CLOriOK8wOh3y9NHQLZeG6mP4sOufHybgkPxNzGNVJEOMWJNXWPwKRL4YLFJwjWQTjowfRkn",
-	"reQJv4GbhZeTAm4/4xjn/8IrsQX5NoeCYWasNiMFOLC5DmRJrJQRw7H0EeBww4fET41Rep+NY90qPhqJ",
-	"Wc7lSLBIzCBPW0qph23jmpkYOf2D7j6yGejqoU5JOuNXYDCg7G5Ws5811SS9hUwu2JiWCScZSEosSUcV",
-	"JHBExIGpNsgiMeGKhfgs5QkaSEya6VmJgeicQAyz/jEYFqepvMIEUrFigwZsADc8RvqoccCWRNQGjb7d",
-	"MbyeeKX3+fFc8UQPth7O8qO4p/Ak0c9Sio+iS0w5+4VJw3w0kFCyoPRGhSkGhPb1gohzuEspsvQZ0ymZ",
-	"UqFHUEbVGk76hT65nukhA7u5vGLNQekKO2gEbIChc96nLSvCWqCcwE5x64mgKQ2BsqYjLGoxt1UaEjB3",
-	"Uy+WJ32dreEoivNjm9dhbU1u0Fzs9PT1a2XaN9bMMz661r30w3l3c6u3vbO796b1BGjnVPhbanDXXS53",
-	"gwrPqbjimRR7uMlXU7Qc9ra6h5s7B9033Z132wdWqBI7rZp3c92OXHGvIRnvNv78t6f1uYhWgGqTF5R2",
-	"0/9r0pRPwOS0WC+gk10QeUyrGCCHZ1kpkF5pJQPCkKlNfhSVsX7OFgJ8oPWnUf1bjpduAxgqaU92mnq6",
-	"EqbEc9jtorIBamxyCix7eyRyHqOoF26GtEVAMjvvkDJwz9/ti2CHRgUb2wMvo3rkdMA9BQVTpyyFwGb0",
-	"NHoiNEyQt7LTAr+TeGzeHrtiBy1hSd01Bt4A2qmmyLF5Ph8jYYq+3+Xw6gFftlFAVaN0JowjuRmOsmnb",
-	"CPi0v9PwnraxdjzVZ0d7RMkLo7DFJnw2E3IgY0l6ZjOe5ZZYPkt4rm8UGLxyeH4ceE4kLE9kgF5Shfgf",
-	"R5BlkFkMU6+CnhOkzcAEO9ACNqaka1PINmGz2Bov9q0YTtL0mqn50PaJYkl8LYCzjLWFRrMmul8Clok8",
-	"iyHVGAr/toxgmJB60kZeYVYPJ70WqGmElxcAK/TDYQE38FVOPvFgIG20CbABqoeICtvMKPRjxjQcpUvy",
-	"IIWO/x2lwSKec4uW4cevFCrOkUvLOr/04WAqmSlTMRbn+5RFiCafiNDLp3JK9WFKNQXiWjPOuAO1kCMP",
-	"CDbD11x/yGdxe8GnCXlObPIuE4tDamJA2MQ4JwC1AynkjUj0FG1i8/WUpKcXmEzOdh3+lY7A2Q2K+gGK",
-	"ctCYhS0QmQIETouVptP+QHrPmWBKZcbPJbkS8IEuJ2NaeRVZh+93IUq4zbI0mo/Me4uVqMdeJGN0l85i",
-	"eRUigY+qlwul+5zoJX0UHCuEaqAKm51NNhV6OeAFQkR9igeFTooFOk7/bS7mhdcUOtt1nUJeGMD9+IMh",
-	"H11fZWBKq0GCZzgDwS/7HCho7flmU7FAZHujs7XR7YGBteMayjH93yXtIgrN+LiXIIDqdP929sPubzt/",
-	"f/PL1n/vHvdO9s43L7Z/3v0HmNlx0/Ge777ZCxrqGqCS83mvA4Yw+PVwcen4bIjS5dVhu3MfNGD8C7ty",
-	"Zct8PIpyO/hJ0HXziekBH6qxezBDbewsA3etWYnrW6Xdlh5Q0ctssbiL3vJiqsO81funM9txpj/THr31",
-	"8HPv0mwYR5GQ6xl6hzx6S9O/AAn6E3s35EUulgrALOySxGU1IBWu/yLLF+yVXRWvaqyPcCzYmyFqTzjH",
-	"c2Um0E7fhwf7bOXbwKmJO+NHvTGWLK8G9rm7Zn3baHp+pqlXCi/1sAp52kCVyvm4SDfkfaxyfYMibln5",
-	"y1vws3ofJRpilT7j2WgS3+Djy5aP3++PbkXA6hpR+tRrQ+m7W5CuKreg9JFpQMCWb1jf0uZMB7qdS2lG",
-	"VuEabKpPckA35R9L0osJUIILfmNntKG/GdRi8YkPX/ZRi7YwLHMFoyNkni3QpszjBKY7zycQgI0vauo9",
-	"kBY1fta2yyBsOdgGXvNK2SvRy5inzwybq67HlpidkUu11N78gGV3dR6CpfrOF+bXlaBTY6OqTYHQBM6e",
-	"TYJQTtrQwjQKfCBNbV4pk1TB4TiZL9FD4aREoNR9hioGMcrKzqoac+JAFsbAzU6H3B3ml5SQE5lBRr80",
-	"iQkp/syzWF8jFIslJAO1ow23QWK3pSrGJFWsGd7dde/vNYS9u9uEf4xj4PMNFyy8odIuEStDAqqBlHwK",
-	"qafu7oBLdqn/Lj8Jv7msPI9GXn1dQ2PrOP5iUoAhEMU+BDVI2qTa7ID9dHTw9ujcaQt0CRXz/vjgx6OA",
-	"/fz+7dEpaMadHn46Pjq5YDlQ9CBdBEUNTgTXQwUfXc6zhKhoSETrs16nUz9DHDNqTbi5b0B1tgwiFe2z",
-	"XmcLBxYcUQkfXdNVqzJ71OVNLG7dO9c+sOPc2bPKPaznju/IWqIoeUZvtmvmXZqtQezyO+PBleRSvbqb",
-	"T1AIeEnm1+MUA5YwwVaP/wtEEZl1blpqZwZGEvFcXKWwLX+6eP/h/cWvjaAx4epyOM/zVCrzFDBQukEj",
-	"4fJqjjWf5Zc/nLt6LDdpPBLgz1642bkPzs7OT38+eutipeLMgFrgytNAktZaw/Y9LlUIICNr8WnyH//O",
-	"YJcJGGdjns8zDQnZTERxlDLYdphQ+X/8u4Z5MuftorQfTt/+6pb1If2Ds6MvukvS4lfvTk8v6J22Gz7b",
-	"Z34WGb2reOLT+YdG0JhnSaPfmOT5TPVfv1aTdNZ2+DOvwcKtXkPVYWBNpT5dXJyefKSInMf17/39E9T1",
-	"aMT1Mq29o5SPObv88DCoPy+Q9locM4V/3PyyRZeZzvokmdVr4wW4Miu358rO+1ffzp7DL/K7zpqEX45h",
-	"9IjTo5Zc9DLRVuDjnOnzTkT2nEcZxSoKcoCknezLI7E6nVXAsZI6alXuZyTkc41khO6PocCcx1wV2ARB",
-	"BOEKDmrYGBPL4TdpxjWa15h5xD6df9DFzLhSmIKrgkBKULE+P1ZchgtuVi2/CwfS7garEK1v8X0EDMGg",
-	"L2MP0Tuh6rMwnvIr8fqPmbiClBDw10w6f9yK4SxkTcBo1HMqKJQz2fEPrYCF+uXp6+msB/kb8K+tq5l+",
-	"EmFd5cnuDj3qrrBZNA5Z0+K/6kOdjn6KTL4oq6UAJjqp9GHoaQmDmdpRzdTf0/AT+DT2eQtcc5PDlgJu",
-	"mqOJGF27pmAZ2Ug+olToWdJUIrvBn8G4wQx5fQeG//vXd7pWgLMDJvW05JnIKMZNChGJqDWQsSomYL9o",
-	"SwxmK2HMWDm90OTr7nU7LB47Wf1hwscSnUhoOY8l291kk3SeqYFshgXPFlO6GGVAHiWxFK19lsqRKJdj",
-	"60POQ/NzB4HrR4xqX4nZEKBXpdKDaObGtYgEDPQDed4B0NDb7rwZSP09cJ2KfYQCQ1gqrT/OFK5ahQWq",
-	"fmFC0pA4EWHA5lIZwg7OrQCbm5LSF0viaZwbrVUQ/bLI3vohqexHbdJFzAbrdbeKSxSZyZFfFyusAE79",
-	"+tAOvel9FDI6ht1xlZ19Ok/yeMazXF/HpxvGru6caLrJjX6jOYyl3gbP3r4za6lVk8OLogoee8KVqvpX",
-	"JDyvp5RvW+bCb42gYdZmAfo2enub3a32LBpXUOYVz8UtX3hAE9f69b9t3XQWP22P9tQv083pjx3+27D3",
-	"j5s3f+vOdy92Zh+yzfHfxV50MvpVva6+5/6JvShouGvQAuSfIz6W3imMn47NZR4nzFv+pBbpr/V/Hdh1",
-	"Vl54L4+71lrbPru7+4geOUNT40WafuAZ6P/8ZbyVIY8uFmXz+6diO2QkCllDKHmnd0hrqR6T1KUFFQGz",
-	"kML8UwOKgFnAYP6p0QJQen04gJEOuIW/ixNRw3hPVlWtzKjJTfd65Zwu3eLri34/Bb7KMhFGjYq+BQGF",
-	"WCfz0sggB3v1SVVC9LiFOHDXxcRPAu8u1SQTN+m1T0NeRunFsGzL/BkuCtZuHJGU63anw+JI+aGuVZv7",
-	"LEtHQoGiLIWKDmR4h9rEATsuAAi5rG36uxC4Exq9fGVoEP+qz7oITKvsK8sg9IV9HcivGxsb9v/65+FU",
-	"uGrtX4Et8pV03NhsslDxiCfJwgI3408nHkGxqej5o39q9uuCg6vyOEmYEsLjrjN8P0+SkH31CEgLkTMc",
-	"gWjfNVQ7xGNgypcZx1/NUxpme2CmWaqQrgo3Tdpw3h2PNGg0H0x5pkszpfpNr6+/4VybZ4pv6jtQlzKQ",
-	"IYb342Xse0c62RUcIL4yIkxcJmO3Q9sMfI9UJeivYnmN02wgUWOWWVFZDNufpHm6gV9tkBytn9I5ihXy",
-	"gcD541G69dfDNC+KtJc+kNJIFc5v4GTgtA9xPhtbkPUYIaNuGbc5sK0C5FxPba7B28jIhsEoUbJrnTKF",
-	"ckA6HoPsQ0HFZlUmdmsfXNbIhosNiwsv6cvaWZQykESpjk0gP47jK4V7QpH5wNL/FaiEMCsSspR5repM",
-	"UaALF7AQtoiQOGGwz8MuoG8QupMDykdn97Exj5N5JgbydqJnnenNOgh/DtPe0vqeRZrW+zYygPV/t8Cc",
-	"XawSG4Sp0OHe4EnyeKTk1/PbwffPd4bj6HBWzd4Ay+lGZItU6uP5Ix1E+Nq6BwtIWPwaeuH+6TL92AMm",
-	"KPJhef5TaU+u2rPqX4LXPOTR+0j5kAlE/3GtLMFIkXLRFwaYF14a02OBLr2G/fFJXsv0VuLBXP8G3LdN",
-	"mZgECKbzyyEvj4mABGB/dbPS4i7hLJwuDBlQIi8i0NZi87oEyeU+9IlgEy6jjdssznMhCzLDVrvj6jMB",
-	"q1NvdcheNVRYolFo5Gjtb4ZcGVhCBPAA4yvJ83km9pm1feViY5xmG/ofejv/9eD4A7KYm5EYJVxPhBAt",
-	"b32GJgYUgPX3wx9Fbmr9lirceNKOYnrI7igN03l93Q3tzkDGcpz2B5KxPM4T0WeH+izBsdCd8iNe8/1u",
-	"gbyYNyJTcSr7rIsFeWKG1rGGjWtUpN3r75gVQixNJDGaZ3G+aPQ//+5Oq9pHDK7xa+xMtFPTx6rxO0yo",
-	"ieBJPvlz6VQ6IAsjcBhgntNRrPcwWNxzKcHq/dZcicFYSnFpQo40ggHP/WvAd3/Wj/VPVI/n2nysBzS9",
-	"fvyZhi9fcfk3jeUJZBBbNS4f4hshhVrZ6cvswktH4aNeW9anMSfjD0Kjs9OP5CJ4jOPEAHxwaiAOhZPp",
-	"it+I9kCe+HbpfmE/QvIxqBbJq7leI5DKQf+qZXCePp3SLP6T9OtUCWTa+EF7n3ilCur/iEs2FvlowuK8",
-	"zQ6wqQ/bssumcb1pfTr/YPg3YBuvN2bHecWMDcbcMYK4OZ0+0MQ6xPajyH0zXIVyUWw9T7ALNmqlc6AW",
-	"qzkURTqJ7uYeyNvbv6tbUODWrs7iWVMHayN9ZDUgad7qajyNaaFr5u3oS0zUT9mLg0Zhqqov/G9nRz8+",
-	"t/SZXFL42cmzy74Vw1l94b8c/XC2fumFUa6+9K0fz55d+nTWqy/8+Ky3btm1m7ieu0ERkgs2M8dpqD+j",
-	"17WfaY6GveCFbdCfvL0I7clrMzwuCm8begFw47zldiN9Mbs5Hj/2NXOJjnj/bc8iKCxDR8+3avY6IJX1",
-	"Op0J+XTEfToT0kVmwbPwMR6l+uhO00QhFQFCbxY5mLiydH41YbFUueBA7JvxTBGjeVoPuKiCL4WtqZcQ",
-	"Wm89GlofnL3/Vni6PAIPwelYVR5ZheEs2CKsrV7fgfbVJaaIuiT14NrZcsgNx9bDR9b7a+A7SLrIcXw1",
-	"zwrzpwFMrxRTIs9jeaX6GstoTAPslPmwPU0j8b2N2gsxmvJGZPF4QYQDoZcSBstizCTyypJEgA4mSFB8",
-	"mQmTqcd+BdFeQIOZJVzXSHzJ0TjvFY98FuMtA6UJfW3WbR7IkPynjEdTkpWVIjGt3tBTh21sGMJLHLH/",
-	"/B//m21sUGn0QdhmNWA1VgWrAPjHtT0doMsGph8bJRqJohRDr+P44HUnGj5FWHQmCP+acM5SWMx+HYCE",
-	"acFwWrC4NkjuZ+g748j8BTtiFZ601VkitG8mwRMSjvmQcGfcHW3yN2JruBv1Rtvbb3hHbEZ74+5wd9QT",
-	"3c6K9+JEuDSIdQk03HmgAt3u9t5mp9vr9Va8yk7LJ73nYdCpZ/VrmOD+LudVqpK+YPV+5KwuMZqkNuzs",
-	"Ged4wROJlYlLfxk5swMGvc3sBNRvsLJPbcfHv27Nve3CX0Uv04RfslRe4SJOM+91z0V4h2V+58tU+CSt",
-	"ulUwl4jeP0ubyDfATJZHYY4f6DPqEUA3asKvXREC88RKWucDgQgXvn8ojpbF/bwqdUKzyqQsHcChH6vQ",
-	"6Hbe7O3ubPe2NuFf9ZfcUhmPvevqDfXBq269J9wjmJydfrzQa9nLJaacNPvKDYpfYDj+LAcTm0aZNlo+",
-	"AEGxgGEQdIulY1RFoL56pUw/agAAjnF9BzpM0nm0oY9FMwkQfQWMlKeRl/6PjZ/mw42Pxvi7sbm90x9I",
-	"NeGb2zvfT8SX5k/HB4cbH3862NzeafLZjCkxykQesIzfAqet1QoRNVgDMoAdollaEgNoECDKBauRiG9E",
-	"tM/mkmqTZuxWL/NkYernhrJT8Huni8Im4PgrZOrrTF0DWdTHdbWosuDRQB7I8igxDHZSnnSFcUT6etwT",
-	"oHzeuuH/vt47hk2FrQAYoeS/xr43mj4qnWcjjFTbRIFDyMAFgXqkdeenafSl5geyeLdxRJkeDtvswMws",
-	"R4nftJPYneRNRhWC5pG8iXnE2X/+z//FjmSeiau50H8M5Ic44uAZfceTCS/7rVtLFfBNrRREftrHdL85",
-	"Iv7tgTwXM+gud/DLo63nmiFTgnJEcdniymcgfxcay6U7OQeyMjvx9sWtJkbUarNtgyC5mQKvzGV7lM6T",
-	"yJCFwNIpooKyXEiKNXNf1QZJAI5Ow6JV70CGSjwIIkuxGLRoQ/Zf2eMWrr+n0uO7vDuMOju7472x2Bnx",
-	"bdHb6Q17u73hkO91R+M33e3R3mjU64274+293c5WFO2+2eO9qNvp9cRul5u9GG/rxW5cs9Esg3rdTmcJ",
-	"1HuMH/27stqBzPWhSHmfrihyC2Pr+w3HheeEVxmJh893jVmWjomqRi055llsNJTvg8YtRwmKkgz070FR",
-	"NrwwS6c1asrw6C2fxlH7px+uTk4uPn05vrjeOvlztHXyx6+bJ5NPhwc/vP/13R8n7/7+x8H3DaP6ZdRf",
-	"IZ7rv4DzOp4KlfPpTJ+Puzu93d1OB8QzqCfhuaJasby6RIESfSG/nfBcoZL2VOTc8G2jWM0Svrh0j1LT",
-	"CP2/TqfTNUrYzklbPaDvYQDpq803W3u93e0d+BdUCaO5nXpcmnh1gwh8XMajiEJmz1CKIBY21s7Ig2OR",
-	"34KNHF/JFErruGPc1cXiEQ7frKmM4S/65YLNZ5Z80AQ5qlF6JWMKjuEsK22ki9ZL3FEMkjDbr94B0aWu",
-	"N+KXk192y+f2reStdkkWz22Ih1kcshBAkZdrz8Ov+X/gDvNX86KfdWe1h7J3lGeC66P8he7d66GGfQ8f",
-	"MDWBp6ByoFS22vhJ0KHM1TPzvVm5jmDEHG5bradeCO+DBlEBlhpIkW0gfL7niEs0ohurB+Uc08fOkCth",
-	"o6GaunrnIopVgKWE50dv33+8/HT+IcTILkg4BVDNkxRTEz4TyO67jZXYZyFgPhUyxReKcj1bYsMCmaJW",
-	"qrDNPqQ8YkOecDnS9cBRALncGahBg0U+xY1WzzrXA680dFziZj7H3nq2+Cg0xkTG6C4reBLr0CZ0teC4",
-	"rZvJUOf2Wouutp5OR3sVLn/+/JqfpDncnRelRHLIa8H79EPryRS/zIHgP3zXwJvowVwD2c+/AylRz/Sl",
-	"FhNjQUcNQWSHwB5byCrnLPR8V2GV5PtKsfBO9+/lPEvuw1abHSQJQ9GbfKLvnTwjnY7wNZ/FYduGQr3G",
-	"YHqTLKPsrvQo5hv6IjFKpRQjShU443EG6cgW7O/nbJRGIqDbc2ATR6B3MGBJepXOcys8pALMcoybEB0m",
-	"OGNY0wb9YZbuN8aW5Da61WY+pQ+Y2AQcTSAh2Q6QIEyYrI9JZq3k533YZr/ovlHiRmQ8sYNCq1sxfTA4",
-	"DX+lmN6fmRKYCDFWbCIS8E6QwFM+EdN9fXXkSYLnCubZQ8Kx2TXKItVxDlwbLu2r7Z6CroiFU4k2O3mM",
-	"mrbeOVNlTmuUnKFCVrqi2sXd7bAY8ZpcxCblIL3fiVBohpSghwQgnS+c7D1hy1Ltg0I4XEYFD7NmmLN5",
-	"ImqHuBjSov6WlFmtvCfIX8mGpVqVZJGodQO5kXHipjMS7zFJUVDE0maHOzu4OPwJRSglE8vUWf3ednIE",
-	"VKu8VOG1v1KQ1WQBxHR39Uqwh+fHdgEJFZRkW1WrcFDnAQXkjzFxIgmy1kqwPkHRtOgFkqyqNv/gsbIF",
-	"aLGrpQ/AarJR4uBvtZV8fAx+UdmCg1Azw0wYSTkpXLm+OJ3czALFsrOS/bHG297apIdr3nw6zxHt1Y5K",
-	"QMVZqJmkVwGIj5Iu6CgTOcvSHA2ZfvcYvQ/jMsfOCWq+wMOg9itcIRh0UfkSDw23v0G/Nodb7UxkzGKr",
-	"fSvkbLYHogtubgaV42C788bpPLplr15lzdARTdMN+bKh4uk84Xmaha0+LJIsTWCrd0Vg8LS0P2VRpvs5",
-	"IPA5SzQQhRUKlynHvIzOAX0OOFPA5KPQBy76BBDpGyTvHabWl2DkqzVQ5Qm+qs0OnDPDJMXMHSySzU0C",
-	"+fDw9OTk6PDi9Pzy7fn7n4/Ovy+ajijEhM3t4wOF0DI2l/jodrAcjNylYK2opOTsqSyj0AAWgsgF+tlf",
-	"AKWerhtNCye8I7K4Buqx63uUjXqfmWWmVr0U6ZjVXq8qHp42O/BSNZc4Da9UYTCw/AbuuTic5tuLWrXR",
-	"SIZG9xEuAhtMBXhEbOhvYB4YSKXAm+IqWTivcoDv/e/3/ycAAP//",
+	"7L35chs5ljf6KgjOTBTpTlEktdimwtEhS3KVumzLpaVqaor+lBATJLOUBNiJTEkstyLmr/sAN74XuPFF",
+	"fC8ybzJPcgPnAEjkxkWLq7qnO2KmrGQmlgPg4Ky/86UxFNOZ4IwnstH/0pgwGrAY/nnKkni+P0pYrP4K",
+	"mBzG4SwJBW/0G2dsKHggSSLILQ0TcsVGImYkVp+EfNxueA12R6eziDX6Wx2vEbO/pmHMgkY/iVPmNeRw",
+	"wqZUtTsNeThNp41+12sk8xlr9BshT9iYxY37+3uvMaMxnbJEj+kgZjRhwX5ySvmYqSdDwRPGE/VPOptF",
+	"4ZCqIW7+KtU4v2Sj+KXR6/R2N7rdjU634dk/er3GZ3c4/xqzUaPf+JfNjCyb+KvcPKQJw35hZHmK/OXs",
+	"5COhcUznxP9FJjROPMJ48NknYkQCmjBJmv7PP//888aHDxuHh36LiBiebyThlEmPhHwYpTK8YR4RnCQT",
+	"RoZqsqH6I5wy0qTwOrkNk4lIE3w4FDcsliSZ0ITcTkTESEDnLUX+UA3qrymL5w2vwelUEXaI1LukScNr",
+	"3G2E/IZGYbAxZVJSRU1DXkITMk2lWlZCiTMzd2J2Xo17r3ESByz+IAJ2yEY0jZJ9OazYNCJOSBDGbKge",
+	"1A1SmKYaq66L7VyNpGpa9gU7q/2zA0X/w6OzA/XRJ4qbKT9e9ZTwdHrFYo+MYjEl3bpBz1QD7ngDpANs",
+	"60VbvHrA0LNdAU7062QM6xOr9eZq/OyvKY3UIezCLFisPtRL0O10ylM6TthUkhmLiRqxR7rq451Op3Ze",
+	"2GTN1DodrzGldzi5Hfhr/anqsVRNF2muh1ieYe+5J9j7fee389zz2/na8zsLp2lEExEfCM6RDRwHFZMM",
+	"FHMBFmjfy10pL/VkZzSZZHMNg8ZDb5rquR0HFbMC1ml6yb8cSmK7v/caF7PgqS8r0tvq77zu77z+495a",
+	"EZXJRgpTf7KLC5tbcHFpUq9/cf3EriZCXC/ehbf4EpHplX0htx973b+DDXmvxiJngkuGspSYziifH0wo",
+	"5yx6m8qQMymP4ljE6+zVLw1HfsAmCRcJGYmUq/nLdDhkUjb6IxpJdr/qts2Pp2LrmhcIU2+Q20kYMRKF",
+	"Mgn5mAxxUrKtKJkxmwdOEsgVBifx92yu/inT6ZTG80a/8ZGFyYTFJAwIFzG5ZmrT3tAoLRBG7SX4Obck",
+	"JeLcew0ukndAuVw/F/yai1vu8MPqfrKpLloD7Oa9GI9ZoZ8zJqX5WPcF41zcVSjhgwgaJCGv6PHp1v0Y",
+	"TwUJ+SxNFFWvchuhT6ahlGoPiJhMaTQS8ZQFZBSyKPAc+mX0IU0Rq5NOuYC1HOImbnla9iM0ihkN5iTk",
+	"JJWs1IidNjRkXrZPW57ajckGnc3IiIZRGjPYle9EfBUGAeMPPWznk1ASalcg5TRNJiIOf2MBdLAavT/o",
+	"9ioofT5hasIxiejwWgInnLEYyAu8PpREzFiMOore1HjijnnCYk6jRzET0wiRLL5hMS7v08zsgrO7Gext",
+	"syR7KG7QVDJFTFw9j3CmepaMJ9DxR5Ecq4FOGU/w6Dxs4Vi2JaQRicwpYpxeRSzoE7iyYFhjmrBbOocb",
+	"lBycfPx4dHB+cnp5eHr849HpG9vC6qQpzKNm7bPF1UOjNzSM1OhwJLADAjaLxFw19I1UJ2MUjlP9VTOb",
+	"myJTLCK1SwPQXxiJGY3MURJxq4162DwSNDgX4j2N1xOZigRW+5Gpq1IEczKleCddsbwK1e10yIe3T3ZY",
+	"cn2qXaQmobtSU2Y8mImQJ4QOh2yWSNLEAbT21OgmimndUklkImIGF4bdeD8oeehHxfdg+u9oGK27/+D4",
+	"wE1mdIL+L2tI75/vvcYDpf7VaJvNrpb17xOQC4m1CZEJRb50Gws+JkqIUmSD26pNfJyyTyYiCvA9PQOj",
+	"QelmgMTnQnygfH6KaygfvPeEIKodsp8kbDpL5NNwrFMlQUfhNEwIuxsyFrBgD81thI4SfaT0fSVGRGr7",
+	"XMiJD3a8DTDk+UpqLZr4NqyNr2ps+u1NxxoIw7uA64bxRFHl4byw0MwaxCoOoOpMimvGjTygdBWQHDzC",
+	"7mahPmExuxHXul+tCzxGSAxCCdw7L1WdK6YgOKHE/J5TJarlKz0axUfMV+0HSIyrd2QFovazym9nzoAc",
+	"IaxSBvPU40RRb4QLVktDdwEfzidhDa9ocBFHBWrGUSZMumTMuGqqvvkF37QqKIqqkySZqZmo/0pycfq+",
+	"wE1X+0aRUu/lj6Bf5hQROmVmp1ePD3XSX/BNVwvJj6X08xprvwILz0nvfeKrUfmuyB4Jbu/M7k5HCUox",
+	"HSYslh7x0zjKvQxCCQcabVpCwaahRdlfPSzcHstvCPiy3cgoAJTcN2LQ0Y2a/imTYE370pjFSmRKQs0L",
+	"aAIUCxM2lRU/u3T5YgwAMonVCt57DXaj92vhl3vXpPCLfi1P5s/WniCufmXDRDWnH4A5BJisOeBfGoyn",
+	"00b/lyROWfbllRARo7zUn/nOw/lVdVVioPktsNN5jRKSGJEp5XQMYqgVjiRpZgqW9IzxRXqGKVjlvtU3",
+	"LF0rg+6HLdwFeeVQcbb8KtiNX7ECZRIBM1yHRqb5KjJpw8v5fMaqzE/6ZxBq+qRL3hA2vWJBwAJQHjzS",
+	"I29IysVoFA5DJUpPaEKURtH01T/pbOa3PLJF3pCqV8RoeOm8tk3ekNlEJGJDCvXqBmfJrYiv7XHwyA55",
+	"Q/BHeMjUMfXILnlDrkSSPQK7GFKr6/W8LW/b2/F2P7v+wJK1y2vcbahvNm5orBiCVEQ80rM9mIDV78LO",
+	"9ACH3fAaJ6Unn9QczmCUH3EGDa+Bf38wI2x4jbciyf78nF8Lw1vzqwFs0RilnZXxyJQmQxDd/dyC+n27",
+	"XkBo0uxqSwAsQK/lEWcNSHOr5eEKXCKRL80KNLdbnib8paUyae60PEV499FuyyF+I9d7w2sMLZGcftV5",
+	"qOhUCQCFHhteI9ddw13SQpP5k7TK6rprOnyS5YQWSsu4z4tHBpTwvJshzyEcp+ky8d0ys/NwymRCpzN1",
+	"zsNg2Yd6uMfgNbhGG+MK73/PgJNH1o6Xn6vi59osmuQsDtrGF8rMxNdulJmaMWNXccaEJmzFUZ7Bu+aj",
+	"y5hRLXPlR3t0lzCuxtUmP03mMGJnoCEnYaI0Y5owj2ilz7IzScOANJW2NSe3E8atNp0IIrVboWJPmh7R",
+	"Mn/vuW6Ghyx14RYA6z9ahIGQdqW8vCPe6bXmmlBkPJiw4bVWTkGK5fOTUaP/y5din5/vvfwzNYTP95+L",
+	"+5rG7HIci3Qmcz5BuOKKUpuvCOQjbX3UMqVPaMwItECu2VxWbKFqJ0bWsRV6YauKmEDnX+PM6DlU8Hn8",
+	"gTSDcKx2HBi6hiLlStMeioApucLDx342kzdAIM8hx17eNWtkwCm9e8/4OJk0+rvb4G81f3ar9miZekd0",
+	"ODGKfqYz4CfqgoJed7cduVnNd0rvjnEIxs2r/+wWJMPqTg1VHGsP+tVMhzudjh6DrHNHmTbKPqlsq5pl",
+	"KZ0D1eYyb0rprKwolq+wa3Ds0GyVLL2eEPkgOXupKAnzFjyhw4o56/NRtdUdT7v6tswqF90DXCThaF4j",
+	"LTmtkuFESEZGIlZsnEUjD3mJnNA4d/nUKDkOF10+/fehTJ5y8Q1V/8gLD/eJcztULv8a7LFSBnadi3TK",
+	"1LI57Ky3s/MQfoaGizpG1tvZcTlZHWsp2ywKfAXvX7gJ66n4rWLeZepRzkXKh6xWwmKcCB7NCQ2mIQ9l",
+	"EtNEKGZJ50QyXiNbhfIS3l/UKjhYhjk/q+K8bjfm+MLFU91T5eH/1lxUniJzKpkSqnx9XC+v2dzXd5x5",
+	"FEq86vCmW49NzGichMNwRnkiL+EyzYU/dCoiP2vPv5eth0PEyj6WLfVTMwrcP39gNlFpZnC2V1AMsloQ",
+	"ofIsEVMOFypHY04Ety6OkljmES2wqZPYz/1E/qQkVWr+bQI6ux0InNwxHzaP2l0lN9GZ1O9IQpPshT3s",
+	"FEQf0xoX6MbUowolkRMRO+7FFqE8UK9FjAaKsf3GYkGa7vCkcTKDuxf66OyRIBYzONhJnPJrMovZKLxr",
+	"tckRrk6f7Ox0u69fvXr16uXLly9z69bI/QRHI0lYrGj4v37pbrz+/Etn4/XnL6+97vb9vzZW49Lfs7ld",
+	"WIfQ5XUgzQJdW3Wr/32t+OZKW6WDye5C7Z1bkdMdGL1XyYuaW9IhjFlJkcDU9ghPo0jrN9iDrwYH+ogi",
+	"rvqZXinqYhBXmffBmMu9n4PbF9x0Urtzlwk7uinPTHXpvWWil2kUaZVwEbNSb39gCW0oPfHxTK/M7wrT",
+	"qTETO2aaH2K1c8pLbZ4Wo7JDEBFgtyVCO33RwT4DHhFymTAK0XtySDkP+XiPoHUg5RGTUscfoLNesoT4",
+	"8OGlarL6akOPofzjGoH+GldTS+2/H06RWFQSSj59/JaoJSEXp+9J01f/7IdTOmabMz7eu6KS7W57//2f",
+	"/9cHq4nDOqrfXLqbHSvIEIP69VBzRF2wu3F3PM7yUbBmhIGvjr4PYk6TJoo7g4eWtTziC+kD1/avYnEr",
+	"tdM8vzP1L2Vyv8UfQD5Wd8Etz29NpQFBkGzIr1lAAnYTDplHWHvcJv7BJBZT3ICOXN3VCvuacrUZSa1o",
+	"3e10VhCtTTMFTv3c21lUmGZOMByJjzfkXCZs+jAi/xTyQNzKJ6LyiXwsgU9kkbYZL1pumHOspvuRFITK",
+	"67xpdAResHpe2VREUqO+musneP202uRkNFJP9QD6qm314iyVE6Y4CSj/2pEOjZtGayyBBXtrTToBjGHo",
+	"5upQUicDC0VVcxYfaTMybGaxOrDCDta32R9I7H+CSf2RpnPGIggZfJK74GAihITt7OjZV3OSuyP2iHtH",
+	"GCEyuRXuXirfEs/LJO8ft9/PjAunlqGcAwu9Yeh1cZyfOTdSH0wE6EXySXNGIVBH3Z/2sbpUg1CWX8uF",
+	"UiuNZ6aexcw85WP1KXpNLkWa+KTJRULwY2BImr9pCUe9HbNZRIfQiQ0mikLGE5IIcZ3zK4kbFu+RMDHh",
+	"rTGT6ZQFJOVJGKkdQaOIcMYCScJEtX1FOYeWcywWn7oBeDgocL15RDJGfNf35YOQkSbg9Sk2FrNfMS7Z",
+	"ifv9Rpop3LAYae5GBRs+mc7GMQ2Q3CMIfCo3PkqlbjujPMYRhixAbe6KDq/FaJTzJbupAO5KWp+WWh3I",
+	"dUHiK7YMVGl4DTPThtfAUTlne5GH+MDp5DDfJ2YunECXp1mXb02XJ1mX72yXVQ4/fRYwe+hriZhkqHlO",
+	"cRl0MBTInpzdohWOxtZ9y8dMtslPSkmFv8DDme06yXhArgQEZjMyTONYbRkcQa7Nr82p6uzJH9nt72VI",
+	"VmNCatQMSxuJFto62k9jW1H9XT/CvvKIm4ANr9U9kFZI2764xh2cchv27+8p/hqEaByZxUyqHYYDBdPJ",
+	"6dHh8dnlxel7eEGyxGUi4rrhNZzWVuQDJ9cQ/eN8Bildbu5aRZyHDdKx7i34oCK8A9+7xJEs3dS5KKF7",
+	"L/f55UrHyIn5uveeKrqkkN5izfkw6UszyDBwrRtOruFC/2DsWs50U3vWZaC4Dou1xwB8eowHGgJiDQ9B",
+	"LG5C1Y62zC0jxif9/r5+/SsEbxRXOv+kUTGHNeM8clv6d7Lp5Y/VY0x76DZadEAFV+IMqI9tYldCwo13",
+	"fHZCXu12usgAxWgkWQJxPyHPZeTOMGFItq2jyveIn9CxVP+VoCeof6WSxfoWtMskZoyz4PIWDAJ40ZZZ",
+	"GpXXLEDHNSe+Go3/x+MhpWPunDHnlA+z8IDFmwBeO9Ox5SUmVQjorlgpRaGRiKfq/YbNFq9iCHVDNd7G",
+	"Nez81exKxx80bWAOrCUG7bQqeVREJYY50jFbecbagaBhcFTPozCWiQmfrSXIUr/CNNXJNWtE5+HGXhgQ",
+	"SDlRggsPKE9sEpV7IolqpNqfLOJwHPIVNuoJvHicGbWWOPXya6ZJmi0XKpU69tuiCbhGK7mSq2YWcl5H",
+	"02rmsOptdAIfoYURrCLWTrHo6zN4yzluEkSyVTiBs2AoxyGxFf8r0/on8OcDC0MahxzCloFb5oLUFvV5",
+	"TsdVLu6Ux4wGqzn3i3f1UzKUVLKlBL+QLCN31b3vhIuYneuwJHeBKpnvCrJCdoYKpDMn3m5Te5zLnGld",
+	"+cK9kX8v+SInFTyZfHHKImoSaRybBdx2+jjY06j3SHbWc6d2ZduEbvsc2z4zbV9g25UcoWrcj7DMlmj5",
+	"+xtoc0NCq0p1YsuYAXYczd05e5hvhcY4kMOUTBaxUUJSjvaPwMubYl37KzljjHzaPz/4jmzSWbipN8CG",
+	"uTI2v4TBPdgaQv7JIXe3lBNE4+tLdSYrtGIMhJYskUozzg6ur6bTWTkG+gONr4n6uj4Euu7mr2lQvV3f",
+	"WJ1IsP9QOaDGHQbd1A+j9uqtcQbB6/XN4Ym+rFKBP4gb9HhNwBAxdELlHFPA2vFNeM5JWBnmtObVXToq",
+	"2hSjb7HKae1LGY4B+i2JKZcjFttJAlLHE0zxQrIFE9Ri12Um2lQekJhNxY02ceKrK++hn7RgpxetdvHN",
+	"SNJKR3zFOCjQjgVAqbWHk7rO9MJgKg1w5ab2C04kvcoecafiEbursx/wkUfs9vIIHiWPAJvwCB5wxLzR",
+	"3Ktk7qvfcpU2UOyMNMGBUSVq+q09sk2ap0yK6IYFkHG5Q5oHlA9ZFKkHw8g1dGfqfmWOoPfy86qnEEdW",
+	"uUkd+ImXzqyNvFcV/wgaohgVbiPSvK0RmI2lodUm78DTg8pl7mP0KtnI3G8k0fBN0FnMhiIO0DuDHyvR",
+	"wiNcoD7TqlJkCnFwUxqCXWWpvlOnY9cb44yutqTpBaIzjs40VSMrlHWXqtXJaIobEnNh1U2DKbCf0N6I",
+	"qa7HnMxiMY6ZlJjUajYn5q/arYmJq2czOvXIS/KGoOuobV8HXdO+DXLIoAG7ORg0FmxfG4TZXS3JVU1D",
+	"iYs4h4bXOFaiCYwffFs4mobXsGNRwuaMTjN3l5IqM4y/MiPMwfo5gH1tAqlEV4C+EEqiUfpctD8L3Uel",
+	"+rwGtA8Tra1W5rZAvvuu/+FD/+zMJ5vWppcLVl0Iy5tlzmdelsEg+LJ9v6H+0zP/af5yTj7jP/v6ifnv",
+	"YNBW/+p6u/etP7f+3PyPv/3ypw3z7p/xv+qHf61SJrOsqZ6bM9Urq79HQZho9JbaLIyq+9xiXGnmpnga",
+	"+LghmEYrESQMWg+6yh8ZjZ2wu6T6alC/FLx2uzs7W7sP8dudszsXtJELvoGxms5XFcOFzxblfAA7gilU",
+	"sR+1YCz4kGlM5bBJsyQZvg4LwqTC+ltpfq1O5i/LZ7Vm2sXtFW7TcisMJlhjBMQpUW5nVLaEsTvcmZXd",
+	"HweMJ+EoVI0Yqepqntu0e3ljuuBDlt/UgBUG+BwO7Ea73kj8iINTpo6xoqxoctf7JDO5Vx+NA+1zN8ej",
+	"bJ1axe51cX4AGKngDkEr2DQcxkJjOplAxoxVnne3+52tfudlu9vb2t7Z/Q+/4Jmu4pnnOX6p/6O55e79",
+	"f/zraoG9QAe72eqsYeUNXV6Bpfar7xiNFFspslVpRVjH0fx52ej1V1UdVbkHy/plBlySrVX1zaddVpLF",
+	"N+FQY+L+BrGXaqWzCMtWPovDAf0167t8VUnVqlbebbWsD1BbCDi80OQKEXEi0MEIlEzSKeUbSsMAKEDn",
+	"5K4KrVJYi0UmJT3MFaBkHC7iYslIxgMP+Jynwb48ks4iQYNWm/gBS2gY5eMZdOqdw0ZM3BQ4IGgch0wC",
+	"HAFacWlEMLCLNDETKQmTiHn6oUUrsK2N6Q2wwmmrTDM9HrDMBkGopkkj11iFgnj5sjKtf1MaFbpNE+w2",
+	"x+0zKj/lUp2JNB5WItr8NBFqnEE6VLQ0i4Xy/L6xQqFQb7SyZsyGLLyBoDYl3x9MaHIlEpTt92chivU/",
+	"ifh6FInbKsHcFcp7qwnldiwNz7H06q4bXmN/Fja8hukUBHAz91pFRr+Q02G01I/31pwlZEJ5oO5Dkdsw",
+	"LSTJmdqbzUHjiN+ENKCDRj+/rRBTUl+nEAumM1w06Q5ZFN6wmAXYSBKzccpUKzGjw4n+LmbDcAahhhg1",
+	"3zJaFIXP3odZx9mr2vZQ1PJbuDgYgae+fkejSXnc5nAFOL65vt8MspOJxLqKxPDaI2KWbIhUzUkpcBcO",
+	"5i1pYngheAwjOrxWTAGVa/MSDms5QtGK+yTT2s4Qg8uSGHQ36sQfGrxEHKq7Zergn8yGyeCflMSLW+F4",
+	"Ctj/alV/DAMm9HFIg1AgzQ/FMFV3E1LpnE1nEQCnKFX3LAmH14qir8gb8l5g/L5HXrunDvPys+x9GqsD",
+	"2O3gVhjiF13YwyKK6vRh75X32ut2vG73AZrxOUoWMNWG14B5qrOnJqlIrWfY8BpmemodcG4QIooTyx1h",
+	"M3alcYsogmUoQ/oWr5guXDEGIHhGr8IoTOYFuF685UNJrtIwCp7pMvyo7TFPLKEAYB5P9UIuEUBKVqmn",
+	"EkiyKi5u1ktj/+zAiSHEv6Bsy+fKNnTEQYka34nbon0P7CIswMNltn7IwySkYFLFewgh55zHYGaazkSc",
+	"3ULlA/CADa9HcGx6atiQMPcR9qwvoc+6dA24ZqvK14Qcp6r9amJEmGKxAJNPGL9hkZhVSG46dvhypnfs",
+	"4kIF4JaeVcqSeYgR9SKiBje7mZQFYwklJmgus3Pce40Zi7OBrVG8JBEJjRYNEaxNkBRAaBTBQGVuOMtx",
+	"CnKEc4ZqeneJVXXAi2GN5TV1bnvMYB4pNd5FNMPwTIidEZzoDAhbDmGZWdngJZogxkr1vyBwWoxFM6gw",
+	"WFmPN6GqxeDJyzDQ8aQorCs5CaGIyZQFIa1W6zF1DkWGVUYeBoW41m9kLqCovZoWXEW08mAWLXguTqBy",
+	"1MUl/kaS3vbGRKSxzWfBYCUnjGoFX0ZVEITfyvaPjbcCoy+NGVx6ZjBtsMODxNXbJmowEv0vThzXN5Ko",
+	"2zkLhtvTMWhoTkfzUKLvcEmGlJMrZlPllzhBcmnZBT2W28XVBPLIgtA9y4+M0IOoDLexSB4RvqdE4+pI",
+	"s5hNcQ0upyFPEyYr9SWlX+PPEAexRzo4UKSdNsFqpre93VmLWQn0PTg0rBrVol2r8ZazKJbi+NWWySR9",
+	"E7RrJH2tS1dlzo25iKukMaW3gPaNL5Am8je83zzN7XQwILhLI/DTphoMG7TJWSJby/i6VYlllekRfSYZ",
+	"UnAshkyqvdyM2Qwr6AmuRsmHURqwYIXuzMjK3Z3qX/AE6jCYTH3WGuXyHh4fAWRJ4gzXs2tVuVHSqyiU",
+	"E8BJ3tf6aQWkh0E6LnM9q9TCO99Imy9U9tU8a/CTQVleJJ27k3WcQOW4dxDqNuRQzBjOi8RMSXVoRKdE",
+	"cULFboi1ROvYppOzcwxtgq9khflIx42tZzsytAVYCB1R7wbb78s5H+5/OiaBVrr2EKMcK26NaciVBFdh",
+	"Wap2+Byqbhy/lPNyhZ8H3i44pmo2TDVtzXVIExqJcS6rMZ62zdXd1qGUEFTpPNZG6eJjmdAxu9SHsfjj",
+	"LWiYuUeRkEnxGY2Hk/CGORbydgjSfVtNI2LJ6qmS8dRgbh/YaTgPL+wknIdnagoHdgbOLz+h2pw9eI+j",
+	"d57sZ2M3egsM/cAdeSV8JayJWX0dCFO1EB6pWofC09wyFH67VRd+aREKj8waeKR2CWr2JU6ksDHFEDSA",
+	"agfPT0bCwH05oTO0mzWrpJLWnnELEI6GzRXin2uC8vSgcsXxeCYLZZ57p/96nPk61PdTQLjSbLaYH8OG",
+	"17I6zPWKyhVyZrJERRhWEMq1vqmIK4Z+q+ZR6U96osTFaieUZwhUTdYbcc20NVAuCC6QKzlJpVeDS7tu",
+	"bAEEj9SGCT4Sb/Y4yKGigOOliD1bH8ewwrcogIsbdgna5HKgFXSbR1IUQwrFEEwzqJWSURixlUMLT6El",
+	"/WV9kKu6y/I2MTj6hTCfKfNJ03gS+0rGZgkr+h6VrrVHfBpFfl97w0B5A6uQYsY070B3b0vEXoyiFXf/",
+	"B/X6Pr5eGcMHV7SZ9RTmrFovK9iLzkWd6rHP5a0GYlDTyiT0Wm/lhwXyYxYluURgPDMH+sMCOTGf71NV",
+	"Wl0HK68aj6jTHFuuJhtiODcXTvjtYl16zTDB2uC/6inzwMj/Z3NeVRt8zoeTWHCRSkJx8Zo+439NWcre",
+	"wFnwW/1MHSgEm0DlRQNz0fKIcagFxiHTJu+gCAxsTzBjfKJySKMDivYnQJEqb4pDLU/nnx7p0JjjwwUG",
+	"OjOiDTUihwF7BCE4BBmKOGYR1PWCinRGp6pUb2J6u55gfxjSMRcyCYdkKGbWQ+4Yv5DMe0SkiQyDDK85",
+	"psPEA/RaFKwUU6B8Dl6ECu9xYSM4xFngJH7iY+bhStVtPSOiSovwW4+46zo2ISoSkXXJqblP8BQaHe2N",
+	"KaKyR8QMV0a/4VZYsZwZ2Xpr5SuiiL5bf00486yETz21s0LzyJ5GqYFmvSxSGYEikBKghGq8/w2EmwBM",
+	"CNhIEQ25MZOSj8LazUy+JpHpaBTeoQ29AE768uXLl7u7u7uFEMIHAeIbz40LobEEEL9GcnBbKgj2irpH",
+	"yI1qts8bAr+CuKGvG0PGKzq8ViThAWlq3uZ/0d3eK7YNi0jeoNeei1toRL+ZRR/Cr1kDeAg8os+AR9QR",
+	"uPdbbaLLx+s9womtB+TpntQzd3uuvB01CRbvwu/ATP9BSTXvwohVY7+oX1wAPx3zYM/eHtqFcY8enhxc",
+	"fDj6eG48AIo8aDYWYwYmPzxy+DOKdJdpHPkaLUdMwwSUR0DL0WDhAYuV5pfZqy9O3+e3ashvRDhkG9uv",
+	"et2t9iwYPQlOzXeOFwPkRb4mcE2BxrpWXeEaSq+icFguIgc1t6BnhGoyEELG/p7zsWggRUigMhRvHn/Y",
+	"//bIIz8eHx6dqKYLa9Pa04DoLslNj+NQJhCBog+G7RXTl/Lw0w0YdH9zU9FItvVzpZhv6oWRm+7KWP04",
+	"jcPCQnW2X+WRer6bfP7lPMH/+zT7/MuZ/Pzn/ubmL/9rMJCbf/6Xz38aDM5erIrfk1vQdLVSfriK+uh+",
+	"SKMknNG43mpo3zAgT8Eco2igxL327lKJDFu9J8ksSiXxFe38NnmLp1paNKmE3SWSYJLUpo/y1R7xb2gc",
+	"KgnxEuoHYlgcyM+q6xnTlVU9tX4ihiBfwKwKLus+VP3g1xMRgRNPl+XHCxogerFsSFVcdf7uW55HX7rp",
+	"nWjqFTCrClfovdJ9LMtf9qG5He69hiJ6tTl7BMWYBKxin4QYxvPp8J1HbjCOh6ZBKKAWJrA1Y3AFBLGp",
+	"kImuWLxXlOWgMizWLASMTzqbQdA1vFd0HbZy5qSrkCs9ZLW9Dmw7298w03tTUlYz3pHD9JdRrequKLaX",
+	"IoNboynFErXmUtqa5YVx9yPsV13cmuFuh1MFt0aQMSzTqI3G/jJoAOLHpXpx0OgPGvucDhr3PmlO7eEd",
+	"Ug6F9WkczzPLN+E0CW9YNG+1yfdsLjEwBYpBa8B5KJothyJmcIBjBhXR0bSh3S/V2Rir4qYFdkJmztka",
+	"Vx9X8LZrGXiV1flk3nVBNgw5V4jAhzb0dybgC0PxMwCqVdo4g7f18TZR/Ms+gli0e69RsZWWffqj/uRH",
+	"/KKoyVgS5uaR51p1Wk0536hiX9v7ok1O04gZL6KYXoWcmZujmUBoIXAnKLiL9N3L9nsGRpcTHPfK9UH8",
+	"zPKmC4iYKpOwd/XNb0vLfyOJf7cRpxEzW1L6/0BXwd8ZY6w2L1So6vmd9uMqfPJqjqJ3s8QriWWWj+WA",
+	"q7gfl/A7/k9e90fmddXm3l6nk8sDAa5nkkAg3mg4IXJCZ4wEbMZ4IEEH1mcaGI7gbAUgnJIh895b/sEP",
+	"qpMAcWty+6OcrJsZjNwypRYjFnJtC5Yl+5oNw3PFPOvrrqz++rgarpVFW2vM/WbO9qCZwrdg6nY7rjTN",
+	"2M8r7DIVR6UsfFtNUyv83x7pUApzQDdsCNrmSMQbNpBSQxorZYndJX6bmOV370RrDSxaVbKix90H5O9W",
+	"MY8ah5uzz0qTx+dlszpof609k4kptXmd8iF6hRy7lbZogWGCR/Nnim/PM63lBQsRELpYF9wtA45YgHFJ",
+	"BVLPWxWGSfW/TgdS0R9tmMSZPIFd0mmoYvufV6ai2vQRdpeYylUg4HmQuTakMwvEYSnws0hj1OvBdyQn",
+	"4Wz2GM2ikNntGPrLl0VpAo5MAbqukFoyqRAuiP/lS/f+3vfUP3rwj//+z/9rrRQFwIF9Thte41/AdpRD",
+	"GVi5/GpeeKicYuYAh8oiK/i8f6yXSGytVUcgOQunaUQTEWsxtT40QN+vMofSVlkgshrM+uU6YNbV1viV",
+	"qra5zsaimXVB5dGlrwpubxfXi17lNDOGeAdVXXtRbdkDHeJdlTS/XtHSR4ZImGVfXJPXrv1il8fiqry2",
+	"kUqebfbhCtUzF1fBrPx1ykxdtVoY2D9GHUo90IfUpMyTsPYc5+uQ5oNVVvLe7OsGFpTdzhUlfUAXpoGF",
+	"XWRrWjiMq3aBDdT3sbjiKWlWuDSpdmhqNCasgbRHxoyzGOJ7XK9GPfA/8MoN/Peu1+3d/+vf8nUBequz",
+	"0mzAZqK5YdeNehEb/aOU5607inY/LM5kqJGWS01WwYOJEekATJqIWXWd4FWO6MNhOwv88o8A22mHpDMb",
+	"lhZCQVSdYikUcAaUnsYm57b2l0uMqAuq3rgR1+xSjMo/RSa/t/SLwX0t/TDDlN/PNcbF8nI+5BTde42b",
+	"IY2DYq3/5ehINTWrsbXPq9m2jPRVtmaB6AX2N8oDgo1qlCBF38o6UBA6iilyWbqJr9RnH/OiCKNxFLIY",
+	"8TUwqgnV5ELhIVQsJbyGMn13xyQ2tYqV+HqvVmNNR0EIVroq7mTdZb1XBe+5cc6V9wDjiUXwX7LE5qBX",
+	"e/g8gsUx8262ecIWlcR4wNbIDbouMnsVP155l2A8vGkc9gxkhzRxZi2gpIhvaRysgef6znxRVdvPa6id",
+	"tYLWDzv8diLIbRwmGF70BIrLu1hM19ZYai48aKtw4anJXU5r/MKZwUIDRZpMWjxmap87RRuhZLs+h02Z",
+	"QCKcri68emQZzpdVrwTIE9XVkX7CGi+JlwPcCSWsRsK4BUJAmSRvrMmjla0p/bjqtWX/ZSk5CGJ9Yy7V",
+	"DCOahEmKiANZeoVIryLmZla+dqWRjdeZPJIJXJHg41Wa6r7KtQV/lhpbUQkuMAU7GXc0K7IDg5ZRxxJM",
+	"28AIstbrK3upi8Y9rnIibiVpzlKJ/KVVVfNrdXmUziHE94qRMWQL6Xrr5VgpuPNLewQjNfMGkXVqwebt",
+	"O8uwIUGY0nt1LVGisMC2Hc9OYMXl/SSiqG5pTasYVKfbhZ613FaFGc6m4tfQ8CQrGcRsFs0vE1GsrbvV",
+	"W21tDTzLwht9q1dY4pIYWeaw9DoDIdYp6eYr8APZgYPJe438Dd2G7rmal5rGl8pYLi2Bg0JCBhjtJYST",
+	"w5glSYSn3Q5mEv6DZahTNTh1nawnRGWC+WMFR2wpyGehQKZDyMn2K8QUeMT0IMVlbSHROEsfY/eu4VHQ",
+	"Tq67wjEHKWhJMeNzG6/h2Z1saHkpRh6JLK6TE5atmGHJg1DS/RartqXCVzacoqJmfg5BtAwHsrDG0+MQ",
+	"OovJi85QvGzUuaIuxQ4/r4WT97VVdSePYo0lKao55TWzqLFLEWFL36rteFlre4VfZfgbe0jBL80lqn+U",
+	"jAeXNXg534lbMjXJKzJXNteA7SlOa3hU82oO7rEwaJmIdKPD7uXrql8zNkMObb6dAd5sm3zACmCUky6Z",
+	"YtAtxiPcUnX0EB9iOcyRkuYfXhXSMLDFEsUqx6KI8GqWIhvhKvtULuMrK5UPKu3+ikJUf5wjqoE7au35",
+	"hfO0vm3WvWrXB9B2vy5cCggcWpG0QcMohfArhDvVFSIQd/HBIv0ptra6UF/O0A4c4MUYgRcX1ZqurShh",
+	"S/Ca9jws0gPOBQ3kWO2i1xUpFnjR8odtAf7wGe62Wg7/vDt80dY+p+M6WPuKmrIhr5TFx0T94pEpTYYT",
+	"k38CReguw0D6BJ070ggu53QsPQK4jvBvBOHNkCjUs0KpclP2C75B1I1LExy1foEv04qDfgHAe+vmxWqK",
+	"1NBVvgujpKqQjSJYGOjQfks8I7rudOAH9XCPUPgvoVcIux4jpB4JBEOoyhF0URtde66rBhbjIWrS+sus",
+	"t7Aqj2orW/BHNHNfRWuDFlpZC2s2i0GTywKfK/H1KmhIEzYWVfncNiPYvKJTBj7sn35/dH788VuPXJwf",
+	"vz8+/9kj+xfn3x19PD8+2D8/PvlYmQg8ofLyKk0Sbb+ocJqvgrLnBJTVlm3OQTzycVqJ8PheDGnEtGkU",
+	"UyFmyeXbU3+9+s+ypg7RKbsJs1JEBXQCnSO4/+nT6cmPR4f1IHIWPVS/2fAan44+Hh5//LbhNU6P/nJ0",
+	"cI4P9y/O4B+Hx2f7b98fHa7ILfb1tslVcjllv0J4mnpIUwn/OAwloMUCA4E4n6XlNvWcIBxqIXexa5Tf",
+	"I162Nb0McAT7/rzgfLyF78vs3kU1rFzKGtHTdFVcYewHspb0Bvrh4vjg+8vTo0/vf/bIxel7j3z67uTj",
+	"0eXHiw9vj049cnDy6efLg5PDo+oSCxgUv5gra49JbXUQQ4QDsyBVYFOQ0qPtNmbrtcmPNigt5MYZBqWl",
+	"swC2pg5Xg2heDJhXj7KYePVbmcU4p76KhBLNLW8vzs9PPp452GErV3bNr3yFbG0M2yUtCzMg8ec9kksR",
+	"Vdd1IUdUkoReswzH0xzP86N/P294Dfi84TXge3Vo9NdqpRYDLq4DJG0BpD+vsmfNEL872j88Om14jbcn",
+	"hz83vMa7k5Nz/BvJviLDQIKpz0SgzuU7IRL8W6/x58odu2irvg+rdAxzcZXXDEPdMtRLHRerUa0r7jxw",
+	"6cKW1lzWz6P2lm8i++bKCp69nJdVhrXzcntZRJ4fDbMt1+7BMaw9xow3VJwU98Jc9RasdvI6bN0ZbNVU",
+	"EWGe8SQc0koo8+0clLnjuqPRLZ1L4hdaaPsL47yzwOHid0tRcxcpGReA94tJH0FIa9Xn6ixbyKnd/HXG",
+	"xh7m127O+BiqmcAft+xqliXT7pAPb1s693ZzOttW7+EfW+OZ8153F1+ks1kUomF1cxaMilm5T5xXW+dc",
+	"Vq8Wo6nK6MkVySXFt9pK+KsWcEnTJkgYTEWDBPywUmQl4OpwndpkVV8v0rWr6KFDP+q3HMMNt6rtexH2",
+	"8CGjQRRyyPVOJTPwEkokQGNgNRQxab7saRRlhP0whWpWLn/uphjWiUblzBgR03hOZogZcXH6fo/MqISi",
+	"MUppKKNqlNEWFh931bEzthzm8OdlgEK1gINuGfeaQrkAemjKG6+BqJVKVsDTSrkpdLZGac7HluJcWmCz",
+	"iiw/IjRrKHhN0aTtXk8jSPj6hPmmVimIoISp7/aID/+VPpnSmSQM8P50URbIGwaXEo3plCVYhjhMrCW9",
+	"As4BW1uUZVqTiFFxvT6+gJFnxlNFQo1rrcsv6Np9x1UIiwcGHv12IqSVolz8WcTcsAZFg6xujDNvoNaA",
+	"xec3BSfKLWQGnAJOyi/d3udHAzkWU6hq88xqBPDFmQrFtquTFnQv0lQjcVZCF9apOOcnnGV44uqsT2cV",
+	"JRr1D/mSEcs8MBqI9uFOGLvoKzSxqLRL1tR8WTVGrY5aijT9f984uxluGAL6LY+EAUpqEaHDWEgsZaYp",
+	"JPO8PcUif6XwxxST9y8LW64Sd5xVc6GfJgjhpzvW9vWs8IC2SLdXQdm3eNCrM1x2l1zGLInnj18bXZR7",
+	"aEvX5FTj8/NPxnylF0eXNHMh+DpWEYsZ+Am50L+tiOvOqsMwK28Qdy9lyObmiOTn4zafX3ezsIVtXiRt",
+	"7hgt4LVmg37SXJxG0Qrp2Lb4zb33KMdikc0sUz9rZJLP2XwAHrriwjhLr9SfVwbSXiNSQpH1TOTW14gu",
+	"mCA3LIbwBt4IrTY55qa+m+ybvBS8Tfay2mkW7TII5RAibwu5kGLKw+GEJm2Di2rq7TW88m+SYQLT+gmT",
+	"LIf67QZyrnB/ICmX5UNqun+sjEfUVIc/dXyzVd12Oo57MZ8Qe3D6AW+l2NQSc4OQdjoPTqgp4RPX+D7z",
+	"g1snv0aTw514lQ3TlOSQzntt8hFKn5hKlwioMIzZSrWPVz1rZeHqPisfW8e2H38lawP8ZZ2L21xLBjHZ",
+	"fIAPHSpZ5UCp47oI3GqXFb5bZ5FDxa8HqZuSDdMkvLFyILub0FRC1YUoIjv20oboQLhB7HA1QO4wCmui",
+	"ws21uep6aYZ2j571NGZ1ITcH5XED5lB+8Gboe4DlkmDhC33nKwHwak5itgG00l6pxbdg3Y6BeltmxI++",
+	"6qE1PcrHt7YKFpDL1koFpB9wAFbADNJdAlZQlfzgHFKvkgFYJRX1fr3Nsp1fpmN5nYrbrHx0c9xgafXo",
+	"Cn6IpTKqbcJPyNNy5339dNcjXV+yNtn1gaf4IZvvUXvH2RMrLtDvKgvmbs7Hy4Nuc49JH60Z3e8e9VYx",
+	"Lqw6U6WyR3NtbQL0OYhWUUKqruPy7FJG7Q0MZ8tcO0pyzu5T9+rHSsOWN+kbLBGk45EClyLDiNFYB8f9",
+	"45/3VbbFT2EyOQNxskJ2AJYMInEsEpqwDRQ8raLs499gsETgaAgBUXpzfTWspz5PNYM/C8dgPdZDbn73",
+	"Yf9g4+y7/d7OLrlmcw38T9HecnH+buMVuZpDAiw5ZUkac4MpdTUnwxpCaEGoPrPmKc+7nuhKB/+cyaSO",
+	"ry0i5l9rMKuyrE9tXlCaCL78NUrd6WGtNPVKAO5TbeTBAJY8AnTzu/PzT2ckZkMxnTJuCgSWka9B+c8h",
+	"XwMMjY5g/z0xry9Wgrmu0VfVx0V1FQqPHkBVyyrH9et6eD8HAU/fD56phIpVMlt7eUdHyMknESfpOGWS",
+	"rYNkVhF5DFx5hY1l4q7qtxMyljQOk/mZ4k065kfdHvF+qpa05M/dd8va98lbeJcM0k5na7h/cHB0dnZ5",
+	"fvL90Ud4wvw2ORfXTIOAa9nZ6Im+3lM+QfgWmV6pzUl5ICFaYK5BizGJDu356KJQLAqC8lg8DaHMqjV0",
+	"phIrF8zJFYsEH5NEtMk+gdf42DNmKo+gOxAcSiYfLFFDJePwhkmy3ekCwLImHiKGFmMOBo17cEwCY4e1",
+	"AHJk+1lty8a9onPIR6IA/IC3IyAa6oIKipN/q1NFpjQE36COPy9beDcBa3f/07GZenVDHqEE0KCNM50M",
+	"U5mIKYs38pXJ0fjQJscJiViiBBFU5Ad8CmpdBkeVJVZL0pzREDTnH051QCauskdQOfJ0VSiPRGJMRJp4",
+	"WHzb4DvBWkLeh/QGHGqSmVqqLQ8PnQMUDAtvwmRtLVRIJCWV4JWkWa6aAiFwgg+4G4NQBLJ0P3QBFluI",
+	"O4G3JGb6mXFkM7NUVXOCh+B1KAb6yrpACNU4uuHhXXSVu1USPN0/FjcY8CqTmlTSIaKQusalTydn55Jo",
+	"RzVsIV3Yc8AH/JiTGU0muCqK3WggIg0Pl0GFykQdU4uUZ1KUTKRKrke9GjAeyoMBz4OJqjYA3KBuKfbI",
+	"oOGG4A4axnWMiM7CuqBKTQy4rWt6xSYhsA1d0JazqE32owgxJpRop1hLYFOwNMPRLefOPTIKINi//AvR",
+	"wUJS/fmCHIELzN+ks9A3xnJr1VyXe8Iy+Aj+2c9FAv0qBff3BpwQanvRgIuwpnBzQek42/cB5uFtnM9n",
+	"rKKxZVxS9VXFKF+82O50X7xYkVkqEvmbE0ajZPKb7xF/M2Y0mOM/xYxxOgvbczqN9Nw3qZzzYfaQMxYQ",
+	"LnAEe4SzUNcsUMPzM2BV48XY/FKoiH7vk+aQRlG5npdXWGSdlqdOCk3SmLVw86pu4AxufoFB3G9+MUEm",
+	"qu3q84rRbylX1z/oahiZI+3espuiBSSytTNCrgTQ2ORVVRfTQFJhQY02+WTCI6Qt5aBx0WHwOh2zYgeY",
+	"GgG4g3TVjYvT9xuMK84eeJgwjZIhtmWNYW/+beftv/V6vU5vd6Pb3eh0/63X+7fegfNI/d37t51DPPD+",
+	"L4NG9vKg4WV/9nqDxmfcKRe6hHa2pU3ZkZhZCG59DCHwBA4hHkHwFOJHocQW9AHJBLMmu1NHK6sttQG1",
+	"GLY7vUqpr9UmPyGqs04NGHCtlKtNFKRDJl2oZyi7agTGEZ2G0VwdKDpMorlSyaDMsVPhmMxihn462Vfz",
+	"+Bt5Bx+Rv5Fj7VwL+SxNyN+ISXkhcRoxsomBGgCa+7cB/9vGxob9P9XMgXtf+8bbp7jvC79F/kZ2Oq+J",
+	"/0UrIn3U+j1ii0Wt8obq5gxizNTtaNLC7ZfltqamglTAEhpG8s+mlXN7OcLF+Tey3ekUWtjubOefqO+0",
+	"YkSm1gat3uz13L4w/KZPvsA26pNfzNX9+X71aR64UhMkhuWDFWHcsq5z6Oe///N/q7YG/Hxiaqmjoo6l",
+	"pwxDh7vKZlJB7hqmDtsdE0rgwhwSsmx9A3I1H3D/buPGRmVtYCd+Pgp3KKZMIjS1X1aafNKkmcdQ6yvz",
+	"fABWKAdcXxotTzVS0Np80lQ8FCFrJ3rP38Ygl2PyBU+nng7iV01HoEoi5PidOxI+4D4Aw/mbPsCm+5s+",
+	"F4mPJ8CcVjCw2NzQXPUJLINyxSxmEJXmfcUXRKrr3OvswAFHUOKQaxnKSptYC0DXTld/qPXO6kstrDKB",
+	"+0UJufb+GXAjJ8XheJJoX5weWbaCnmlf94Ygw2oP7XOs26O3IeCMDEUcmAhrg+ZBZcYm2nk5Jds5Uzo3",
+	"mN0vXux0Oi9eDHjpZrclfqEgQow7G+53K4qzuxniZBsGidhsNJXgNY7EGIpnc3D6IogUOVfEsEqGNCnN",
+	"WB9SRNIdGEoc2cm0OQUBm0ViDocjTrnUwS+ZTiBic2G8D7XQhqQAbmNoBZuJThX/vmGRUAKT/wUqWvPk",
+	"cgbHecZi/a9EJDTyCHiT8IkSKfvkl3a7/fne90gQwxlVp1I1jBf6LLum/RluclOvsdvCG33G4k/4i8HW",
+	"3dNzxPcKd42aQX/AXe2s2+l4eYWE9DpeQU2AlxyL1w58k4ufg5daSkScAewAlQnOhdmigWp5dHyhr+bv",
+	"GzpbV6BEjhczpg88niXF+DwT6glx6HeK30R0yPooUzssPWZSpLG6aB3AdelVxhRIL4tJi8S4PClPKa0g",
+	"4c5bfRBofv755583PnzYODwk333X//Chf3bmF+sZQ9Xy3wAy5uL8QJ1iUwE5JyARPxNoSHe739nqd14q",
+	"kf0FCgZBmBi+oCnYz+KzVcMgrUzDYSwkGwoeyNrmz03z7W5va3tn9z+wm7wiahRKnC9sMEO0GZ2rn2S/",
+	"MkC8LPa5PXex5w31/zuAals1sP/ws1M3DY2udOYKV32y2+nY8CK40BCsEf6pl84jckJj5J00ikB8SiXE",
+	"b45ctW2PCMVYwkSNF2RsZB2hJNu91xrJ6JQl8XxjX/FbnzQ1kVH+rhAmQkliqJurJgA6kCDN6sawjROj",
+	"jEoGJiptIOyT3raOt7dVIDOIKMVESIiwOLZutGrNLfinq7hBKonOJMF0ES+TDDA7pE1MmoEuFXhx+l6S",
+	"IDQhHzb0P+URqMsE5RCbM2CWTRNEGqHFBlkUDQuJMGfwCg3RkjRNBp6OCwX/kFL4CmGi3oDrR5ZlZG+d",
+	"GTUse7SP4Rz+nuXSe3Yr72V624D7ckJ7O7tvfPInMmF3rpOkif4GjxQ6Jn8ig0Z70CB/IjG9BTWi1Wrp",
+	"sGoTTKcVyH2lou5/Oh5wS31TKSgpabDtAW94jSgcMi6ZYwX8FItZHLKE6kjAMIkWGAf3Px03vIY63WgP",
+	"7LY77Q7gzqMK3eg3ttqd9hbCVE7ArAtyP52FG2pdNxyL80xUVfI64a72AqpUMslKWYRc8YuycQ12jdoY",
+	"sUjHk1q7nFrrSvua+2WtRQhkBavb+SVN1gN7hW+L4G2qbjbgVkJJAbOdSKgdwc2IoRIIkbNo9iRSP8tK",
+	"6cGppPF8z0CtwQWGF2GdPv6UBS4HfLUKl3u6HCfKhRDU50iOjgods5E67q22MWIpmoZMDjiwT+Qhhndu",
+	"d7eAG7x4AWXNZVuJYFlRJZvPwVetmEJdO62vmvB0oecBhz/rzKP5YjrlXLGsQJw7rrhYjHrAF1Sjbq5Q",
+	"grq1B1UaamtQD3hFpTo3DNOtk4x4tyhJAButKZucVZAacPf1UuFlNJbXt7OfkIip60btKDHSeeOert+K",
+	"J6gau8GZwl4dvgPI+776l1qtAV+x9lErq31kThXWW5NZHf6auoB6c6LO13QNK622UmO6bYL4rlgI1Vh3",
+	"HEx/qnFgzN6FFdvLdAtcXvTmUVvXAJweWWvqDs3FDQfTkIcyAUN1m7xVXBQDT7QWyEYiZgYKY08tlNGZ",
+	"8oLLixfbSh8zzi/sJ8un1Zi8QBdtUkALrIjD31hAmrueVoyBm0d0eK3miXMqmSB77Ux+sR7OkRLdYUlE",
+	"DAy0X1wUCExVw+5tbyjBwjhFFd+aMb6HLOk2lDh8NaXXoMnhiCtMLs3MbYpakdJ2FcczvFvdTGEUsUBp",
+	"J25xZzM06Cnk+v6ikkmzo0Bdh3FTwKOECoCFfL32gG+1ybkgo5AHRKSJ2g6ar7LC9KocQKQ63Q8GZY/O",
+	"yYxxFqA/2t8Ds7OfpSv62tJu9C1rmgSxsj3g27mp20JBxqxBtf3liqHBx+pp9nQVUrNlEkYRApngOEs3",
+	"2Ei94KBLZFWRmpVlkVqrXG6EYLs8VyxRVuBUmLqOe4pVr1e5EXeDNR3vtHOSNeZrWlJigt3ERZpQ9Kkt",
+	"Rx5KMmLJcJLJhlo4xsmBoa2U2Uqas5rC6XtFZojD+kbWlkoHj1CubMhatdDxhM2olJkjzOxRcAxrvoa9",
+	"IF6q+44pCd1cVT9p6UyERDspc6T2oBvLMchO53W7QD/jeXGSSReX+PeqSvxDP+uW+c/XnCdhUlvfn+yD",
+	"twfvQUJAUaq9C1FLNzK6WjaAiqRaCFfL3R7w3TY5m/PhJBZcpLJcZQ9lz5ZHep1On/hfECrO05oE88gh",
+	"WKi+GDy+40NP6Tn390q+yB7iodSktYvcFLGNBWhlfCPQwWaJEonimMHGiiCvJEZUQrlHfNVxO6a3sGJB",
+	"SMdcyCQc4lIrulNkszIMMjTvmA6TtpqLAbc0t07JhcdF4ua9Zlma4C6nePzNcEjziN+ENKDkv/+f/5cc",
+	"8SRm45TBH+/DgII0+o5GE6oUP7WwejpGRYH7I01QWTcex/aAv2yTxeUP7brYe04x/fVqIlqKoTLkalk2",
+	"iqBgzExuBRYklVpWQp+ZEuQ/hLrQYkymNFLnz2oKnr0i4tRADJXs2k0jzgBHAFs+nKYRhCdktvmW51px",
+	"XxetuKYIuiu9fSPJrYhBy2kOKotyDhoeGeiKhQNeKFmIP7ol4ko/nucqUVcWwMx/M+CDRt1ruInNBoUZ",
+	"2RgER1wdNFptsh9Jodhan6Ta05lhwMWEDngeEi5n5/eydwE8xwSXlI7EJHe/3WjJRYa/aVsWSPpapnBd",
+	"MzndDrpw9bWq+pZ5GxzuG4pKplLitfk7GxleryIOx6ESIgzCZ0XlO49cRQL2l218SuNrBrc+ziJmVF28",
+	"LfBJqT2qHYt+W4mZPbXVKsx+QI8VDI+kWTI8DniV5bEF3XV6pjvqOpbBYmHViVlEOflrKjD8xKYqoYXI",
+	"umSOA12N84NFEdBjBRynrI4MZC0ULCEOZE4OmskFJJQGzqJRlvgzSUjNJRPJ1Mq6+6rhIMvlKp5jhdOX",
+	"L1++3N3d3W04Jc11hbeaYuWNkN+IcMg2oGJmexaMGlWFyG3UqvoyH7WqG5CbbgtZRe1C5eHqktlb3Xz5",
+	"61K91lLB6mKlz/t7zyE6An4tInimYoXcXoF5ZWp1WtfOduGcEJestjCrmlF22dgCjNmkLirtfTipRBh7",
+	"S9UsMjxuzFXKz67b62ztbnV6O73t3W5vZ/tVYYqLpvfq1atXijDZ9D4wZB5YRCERZIvMpm2M1cSrapXq",
+	"47ZEOOJFqY8rjI454Kqq6eqzsHg1EXuq0USMJ/Lp8J2pl9R6DCG+YzHI/3O13vrQtBsPocIHM/OMHLmQ",
+	"ZLWo8EDOBJfIkHqdzposLAvez7aclraarpTVcndYFgduahRjMyBeadMLhkPP+TDftitnN3Pyda6HQ73O",
+	"mfDc6Ddu6TQM2t+9HX/8eH5x9+H8euvjb8Otj7/+3Ps4uTjYf3v089GvP3R/+O2id3o43D65eHfwQ+f0",
+	"3emv+3f7+2/eKE5Pb53hS8hHU4zpsS3ffzZh4SEfX2LwktoMtxOaSLV3FC0+lIgmEbbhTEekw4I+8MBA",
+	"1gZ8XEgP15JTm/wEt3Veo0HRpUrzKRbJ971aLYFo/UXJTKgxzJmjNbR06eq8zE605z4n1WcF0P0WnJnt",
+	"dbZzfmOeLzIwWhFcWywzxMSceXH1Y2vB7MsrgEZSx1quOrJ2xH7VMKrspsaW/+hJoX5TtnRSAwJvMeF3",
+	"zSJ066Zvec9mEbgQvusVFk+xyE2Q3/LYgxkTUcKbGCHzBHkuJ8mRi9k4pgFzfk8ElHFwoY+zFSvCSJXW",
+	"5lMmMjq9uM4w9E9gyLyi5l/OTj5qqrx+6NbcJ79SziJK1JolauBKLxPqT/Blx1QSJpP/+v/IiA0nNKBt",
+	"ohRrRtJpJkHOaExJyJVgEDs21naGEIzX4MpbOJe+U0GrFezXCw3WmMjTJh+1wfmWFi3Oe2h4cwyGIZcJ",
+	"owESvLu1fBt+Qn/1uRDvaYzFJbZ7r5d/dy7EB8rnJvZcfbeDvGfxdyZ0C2Ha4KvXa17AOt7vkxU43NvS",
+	"2BHAdFB9A1dp8HDfGP58il7JfMP6YZGXu11ohQ+nE7BGv7vV7fR2s9ISwGMzxlZTZb2Red/NOU+5vh0A",
+	"ZMNN1YQm7cWi/amuPR1TVNld8i6M2ElcrXh9FEaUqybZegaKdYRYPUO9HcqHyLEL5XD4PIy7vAlFpMMT",
+	"tQVjM+WlPBevaHwAjd0zfF/bFmqMCCJ2LAglQ2TedOCq/S1UVRxBzpxVl5bFZCK1+ID//4tZfEDrK9i7",
+	"HCn+WNoC6ijllsT7nMc3bw/KJHUzjhMezU8sfvJjjUyN6q239n5SBCgFEzf6O53XisSV8FGKROOqjOVP",
+	"SuaEBAtwluWX+xtZjODDCFFrGNQZyUTTG1OSID/fdHx5E7Jbvz3gPiIX+kQyGg8n2oliyxFr6/we8cuZ",
+	"/j6JITlalhB4dDSxRqwacB0HBbPIEos8EvJhlAYYSyyk64uzQQxYGKPC2PM+lIkGDzBhV1jXX8eLghZQ",
+	"BFS9S/Q8jW+nOFGAZFfvQvipwUvpN3AcOTFkaQ3TGjThhMWrV9QpZZaimP0G97aGSyjuBh1UY96ySAmC",
+	"I/pn1QQzBJiSoOXgEj0EFmER4pfUe0RtAXeThHL5JilskZp5lbdtfhEX4kyuhplZjcdZmraIEzIUUTrl",
+	"dWMFO9LbeW6AFpgGEX4M2r0LOKuxfOwC1oHvFIF7Pq+4Z09wWHaaOhImDDwN2JbGkWf2oslsVT2a7Fb8",
+	"d75zRaCqKzc7wJvQ7wcRsEOkwb4crvLZJ4wH1x91O52VPgIh5PNj7C7wphP8DnsKDVu/1ACl8DSK8tBq",
+	"W3kkNSf7i3Re9zudfqdTAbjUt+VLqkHKtAZYgnsyJjUDXLIYdXAYT9smxrB9K7jaQAXEsV4H8b563Qp8",
+	"r4Yb6r3V397ByZSQu7L3OqTb6Xe7/W4vOyRl5D8Xeaumj7wZfAl4g9oGNk0BVtFkMegCxJDK0Oh3V1fC",
+	"ahCUqvQxCHkcwwnLsfVHKu0raFnvRHwVBgHjqF/1ln+h55XhWr/DUmy/l3620mhNVqCR5l3pVwkV1VkS",
+	"jshrxY3PNRLfdq8HBa6rAoZPdXiJJBBmvmb2+SKJDvmGDvDD+CEfcuiMhFqLrAnvQ5BN4XVejraphEgh",
+	"+1jaHf3ekRCzKzq89sgsDm+UZjPghEQhv96IxJBGHjn49uP+OQa1sIRCanlMeZY2hvohwibqjBs+xmEi",
+	"IXCkWBObRns2vqRp0buRD2pw1ZCPWxrP24TdQ+yXoepxEZVVDdgCs64LAbtH/FnIx74x1bldYtJDhTBd",
+	"NyVvCSr5MWT7JHE4TLTCo6MeKwHPm75l8C98W0hVhzybRvdsrmbhW3UBvPA9myBNh0k7nM5EnCgmOotY",
+	"wgK/ZTPqMBgkEVg9Oo/TBXqAzBB3cSRTk3GXCVWYvF+t9i4qhbFXjAT4BsArIewNgwjCLCdru9dT/WiD",
+	"NoZ7VC5Rc1CS/16/fp1ln7K7UCaDhl5lfc3mV9aziWlKUG6bVBFtLc8hu2rUKoOsBYtNZzNGY5mBa+lY",
+	"LASjArwEsPySMGmTwyxdDTa15ihPlekBg9/u9fCk+jbEbJqZQxIhSCT4GCwUyGPyL9g4miodD0HH8lre",
+	"Qz37tWh1iNJvRSJ0qq4mEVXjMDvPczGyaCqFWlm1osxacsojxA+NsLmS77G7HpGNL3cBsVeReJ18wCqJ",
+	"F0Xnr7pqBVl3kaiLoytJtvh4fUE2o8O6GyTT4n6qkGqMrpYhyvUbr0e94TZ7SbtXr4Kt0W5nuEN77PXV",
+	"y2B71O282qK7wx7buXodvBxt0+5wi7262g16ow59PXzJdq62ug0H5E3vpwfvUgeQsEJUPquYSS0OIRe3",
+	"/5Sgv4IEbXAiK6XodYXoOrNpSeSqtaPaLEwj2xX2P+VoYA25FS09E5LmtNQuiHQoMfUxnnnA5ZwnE5aE",
+	"Q7iM0f2l4SKzMObiJDa/hMH9ZsLkaobaSgPovqFDHlT0sWYMa7UogtLbVGyQ7XRuLiVZZWdd72MB/y1b",
+	"xvZzbmtFvKs5+LdNfSgPXABXIvHIrYivR5G4NW5zTPGs7VUybWoq9sjZbb7gVCgdZlhqL38j6Peq2i22",
+	"aUpTwXhjyuWIxTHKu+4Ml/Zp2lmpU7yySDNmUkQ32PmQ8iGLIha0ls9PO4u9cjVTk2BaolTONlRPoB8x",
+	"h1PccgwwwewTjS5c15y+FhcNyManGaFfJrqUVFWD8OOl6XVRszS+VooocK7Kpm4BlHZZA5GQSV0L8NuC",
+	"Jmg8nGjBpfJ7+3u5DRPOjToaGYU8lJN8SzVaHNjAHnaNW5aEvKg+humsQhP/2jf0362NqsKM8VSXK9xL",
+	"eJOqvVBlwlLHTVbU3bCJJDIRMygKLviQkeYMw3hIzBKjjJIgFrOZzapWl9+Al28/HIPfBtApGxOeu8Pz",
+	"yjfEnQCmqXT5gdY4qu7RQ+iiQsl8zA26RO7GaQUPlpXP8KsF8Wk54TiGFQv+KQB/heOJ2+mJBOCSQ3uJ",
+	"G0s3eowMfJYm1XUREQ62Auu/CRlQBvuABzqZiZorf89YeTD5tdqerOFLwdij36vDocYjDeBslSEGsg/m",
+	"T79g9my1ARUH8ruMlU0HoC6vEdAnfk6T15n6plAAwlIU7A3+gOtyAQtldZRUHsytBnwFdoW1G57OJlYw",
+	"oaxjYNi86T3KCKXLUDx1APxSI9STuV0fYYRawZn6h/KlPswEpXfIktvQCPhPaDlaKnbmev7nxfgVLkY8",
+	"7c9sGUKjSgbTV2sYOixUprUZiu6oPMLZLZMJVl/eg8gXxpN4DkmPpqYt0RBbpAvx+1MI40zY3oBTwgXf",
+	"6N3d2WQIB2yIku27O3SEaavSdueVuhC2e68B2tNWGjUgAt0O0fhrkCccaNxONuAcMCpwGB5JZwCE2LcV",
+	"XHvaHZo14JEt80zncXpkWz/Z0U+kR3bMSzsDrh+2ie+UIYXLM6uRaiuokjG9YU6tVMgbN6L/NZsl5CUJ",
+	"6Fzil/rYj9JIXYEB2eo4P2Lwygo2snVu3QFfT0koRxtmvrVlYYdQVSm/zULpWCXzFUYWXRqVgXu6Smxl",
+	"YCKGq6wS5HWEdUDrql12OuvEJWbr6VQTLEQl6tusNiDRrW67bkjimfl2QVDiWlFkO3+MIDJbLLu3zGnW",
+	"fVks/7vkJZSDGp2rV6OtYY9t7ARdurE9enm18Xq4yzZ6dDt4xbqjraudl4Vyw/3uq21bS1pLREutwCja",
+	"vHz5qluq+IxN5Eo399Q2dqopo3Tg0KO7mhMxRw/s5wmm3+mo4WkCNJJwykSa9Bex78ZaJOqUSFSzlDma",
+	"5SmGSUMLAtt2sri23rqCV65C9JKYtlwNdMCbda/YfwpiX0EQO2U0KK3D17RMLBbeclXVAHnzMSaQyiC8",
+	"bxmHki2SUPAEyXx9OITBwdSGMNnT6TTsJhSpNO9ApiZaNayZMxM7vQHPwta11dMD2Ue7g2yqhupeiZXg",
+	"SeNC/dFa2cYw4M9jEj2FJcjLO2em5NwzKuZrRYc8k2L++0WHFLl6p9/5mrp6jaKO2x0PZS5QZPvqJesG",
+	"r+nucGvUedXbYa+uunQ7eDnsjLZe7/bYDn0VdK+2hy9HHbZFd4PXV73hzugVg5euOsOvFyjyUR1x+HXv",
+	"nyEhv8N9A3snF9Jo61c+odKfMPlM1wWAF0DsiI3z0OEgqMQ1XUB/jS5sg2tdxvyNxKKT+hLQ90wcsmDA",
+	"o/CaEcrn2OYeoQ6AQ98FOYW9a0HQ/pqyFEC/fIRdUPoVr6jQOUCYhqDVJgdQPg61dZlGicmFc8WB9c3c",
+	"A77gCvIWXECQNSutrb7qPjpnRe37CR10qnG9kLa2qIFP6T6SRzm1V6twCtTCmcqp/2REz86IbG6zTMgM",
+	"K6g+lP8kdDbbADS/DcE3TCJxLUw8HDlIjrhKo2svh43owMUNJ0JCCRTEhBYxAn6TJnVRqHPA0iGAo49E",
+	"PJUIHIfFISG3Qts+sIwMCXnLs7C8UEhEjIjG75Y+5PlTTugQMsaK6f4AFZ1B93sZ6P3rVtttRUSBJKYQ",
+	"CxhLQfRFfHAUe6HBeA6FMBHAZsB9GjNMBJcOkgxzjIYWdBwdkz7wFemThEWRzMEN45v4uwYxHvCbUIZX",
+	"EcsKFxqit4lSTzVvzYy7WEMM/gbMefzbgPO6iOmGVIipaCohGrKFUFSJBOFoxOIM8VSzaIm0bI/bTu7z",
+	"VFwBPmvIkwkSrgXh80ps1BK/nX0o0aQFABzEhkWaYjdF8MHKIHvcvLBFT/iBzYl/sEcxW0qbYAiWDK+h",
+	"t4k6cEXcLvi7o//X+Lwyo3VH/1yIWrmQSKS80SmqQchwnqUf7r3sc00Y+F6Hhec+sqTIQKjUZdUzZV8N",
+	"MvqDpeg84equKHU2tJSgTgV2/qjL6hmvgKyC38IIZWCQhmEYck7oDcNEoxLMib4inPqAtbdEAesBbwmM",
+	"sduIQi2fVt8QptKvRjgVOd5i+Qkgbz/gxhjw7MpwYWMdRv4Si4u5rZduEK8ENM1FEo4sMxxwAFRwqvXg",
+	"CE35WhaNvMxFY+DFsFyRJGGyiD9he+9DmTyGOQEnWveQnLEIiqI9L2ep4SWo/u9zSs5E+htVj4Dm+BCY",
+	"ivmy132tvtrZ2dnJvnwbp1yQ9+GUlniJKS/9aCaSrU09K7E7PF/zRF3Bf9f85L2pXD10Juge0qfgIZiu",
+	"Vc894HeZ5w3NmoO+BRIbhHGBJAUMAxNvbbkSV8CB2sADrkWWkghnhTtQTJvuT+RPql1q/q3rwbTJvpF/",
+	"aASFjYkGrXIDoOw0TJIm8JtzbTJ1fjcpGYZH9QkUWw8TXc03l4EB1PxrDKLnAl6D5H4Em6kGE9Un8oyC",
+	"457RaWPtkwYje35B58sq/jQt1VXPFdfDCjrlqa9gwMxZJA+cWy9LW3sM21rIqwp9/Z3LPCYrywoUT8qe",
+	"skjxavaEMbHyYaILWSq57EC+9YvjOGZQ7O0qYi9e9AnVPGEj5La6oK2qCkVqmpa9QTi61Nnw/JoFJGA3",
+	"4VBX00Erv5cVFcqm8Y0sVLKhWUlCSZrGzxPGBpATMLhNjTyIArelM0F0iimXVHM+o9JnN2U9z0Ia/2OJ",
+	"RpWH//lj58ud/X2ffhuS/qSHHlT8JVoNoP7Jx6kyjuX4AVrNqwdpNa74A/NE404ilKRCqCzUzkPgiCKk",
+	"oTZkYYSbKVzmG3Bf/SuWalGi04DnAH0lBGNJqBYPYlooL+GFsskrlAV5SPBF0g0syj+wHmUobGw0hnB5",
+	"m00lUL7xtaYyEVMldG6QH48/YYBfEg7DGeWJNC7e7VcQg2R7M7Yu251r48nLRxvd3df6f41q2aiqw92i",
+	"/qatbI8Ug+x+qJeH9Dn+R9XcxnZ6T8wjIzEW6SKrjxIsCvzRiCoPNfXk5aVKm/1umSnqavgyoXOpM+B9",
+	"ZJBvTIlWo1bRMQ35MuWKvBdjKMar8TyzntyIZ8uCc1pePet6j/R8YsXsjy/zZDLrc6YM6o2nIb3/vo+2",
+	"GBcqMaVPYcvFzV1/ns8SKCmsTgrWG3ZGYAodgbrhhphR+/4Pp2gqaVLy6eO3Ss6gBNDRLk7ftzxUPdRu",
+	"u6ER44n9bOiWCZgKqByYTNgcq9izWkNQr8wGAHhV8ZkBLzKaPqGFWrhQHPFWuDynTXwhtV3pKha3ksVo",
+	"W8oVGkQapJLFA04dxGHdZk4DK9TzRzx708XBJBZTjXl3NtQVnC0VRQxFurBLh1Yt4x7Dcejasm4t0T2d",
+	"96B4lUeovMZaiAOuw/XaZF9eA4K7QJj+gJX4teFzxsa1Lq/7AffaI3idXgBoUtEpM9kI2eg3NCnXZn84",
+	"sK9ig4LD1ui9e/n9xusf/v0DJEqYRSrbjLZXMEuZEwx99KEC5+aMj/euqGS7217449uT09vO99+Oxf7+",
+	"/v7Hs4vJ0cVY/fNI/b+3B/s/q/+O3g3P/qL+cXgRHf3w4+l2b/rx+k8fXv9weLt/OBl/u//Tr6ev6S18",
+	"8pfTi52j+Pov4/H4zZu8Scvs1LGOR320RcssTW3EicsxbK9/36zeBPOW+egTMHwZTtNIqWMYY2YdJmvH",
+	"mZ2ZhrKRLIw52w8CaeMfNNukiLJJroS4Lsvi38gs6kAjOhbxh0r+yFZ7wI/ocGLs8cDJbf1bzSU1DRAh",
+	"Eh12KY/UQHzBDYi+lhI9IkWVVFgMlYFC0eDxIydZofKDk48fjw7OT04vD0+Pfzw6fWPJ7+vUOa2jd1uV",
+	"9f/M22eMBQeZb+sReIFmuZ/EPee69e2XH4Xja87oaVM2VhfwnB0Go/4q4RAPpEpOke1mrjMaBE8Q07CK",
+	"O/Lc9dhBt78LG1yht48iOVZ0V9Kb6ezJuKfdNX1FhIwihuWUwyCsnmq+RIbK7hLGJdAWzSx3GfPMHj2M",
+	"7Zpooq/CdJtQSwUrintolAf5t2WKMpLaWLKMBTs2RHvNajv/gOtwuQ30m/pQyDtXJ7sN1j4sF2Zquk3p",
+	"NXhQcAhujJmSe0F8vkqtYh1y0qQDji9D/aVEgO5uEG87nVbZGIlc2BiwqnvGoiolS+WAm16a252OUl1u",
+	"WRS1no29f6vLYz48Sm2JlXBtU+C6bNpWxHluKXrZTO1WqwhqywyWL/XN1X2ImdRh9lg473F8vkjDRTwe",
+	"du0/WXtQyzokY78zew85FId/fv7+ATiZG53mj2Ix9UlT7ehAR8W0yG0cJhXs3SMiNrZRoCV4fzz9uqnp",
+	"jhsOUb11apWBRZDAguH/34o0CrJ4YCNZ93OjMzadHMAjjZkJSoBLA40SDrJ7FVilj+ajigKRTV8/u5Qi",
+	"jYcMCjv1WhrEqTZTDq62WXoVAaRgm+xjoSx134U3jJOQRyEHVxlq1gV0hlL8zoBn9pFiSUyN2P4sd8mx",
+	"3nuPuEnUIq4mA5tiwqEHKOhzXTlaESGR5JbO/9xYnwfqGXwVe8yE1lYs1xV9MY9+a79T/T91e5QqOpsN",
+	"mMxnWFG8m7sxTH1Bm77/+HvD0qzu5jg0fRkuoE/y//iLxPImJe5JKGqLq1Pilr/zpeJWIaxEAFLqoYTc",
+	"Du2cx9OY45OyyKwk2taz7J2yccQj2qRta2hKJRyDGRpTvJssUOcdDh0LPBKzG3Gt67ORUUQVH3weydlW",
+	"a3wy/X8RSwjCxC0ylecQR29X4g2aNvZvtQCLYhKX1eUvGB6mGUEeyVIMaet5inkDNtH/dEZyq05LxeF6",
+	"bq7hPZGIuYT7zGgYP788e6DxmmXOxSUTGtdaf9H/ATwqHDlOsAkNiBxSznVhXg1CZEzpA17hJesXF/CK",
+	"DcWUSRs5AFYFR/Ljwg4SK53PYjGOmZSebkl1hB0EtjJ6XlQsedOehU9+Usv3NSKpNYDFSpHUObvE0wRS",
+	"q9V4zjjqTxQDUQrriCoQCP63/9MZYXYE1fGTrgf7d5agQNWbfQ1n1ymbiTjJSZMVYldTCU2+I0b4yDb8",
+	"I/3o+NC3KI6Q6g3GzpbablZ38AZcMRDEggsjszmNoo4ymdHTKdE0KCvqpImUNEjKU3EDWW63NFaym2F5",
+	"GMBd4UGz+AhKtXVFzmfhZ6c4jUfhBK8ivpnd1VA0foAuq8f5nLpsxgd1Z0+hVy6NrTJ9aZn/n0zPUY++",
+	"kTrUh9ChOg0RC8YItwKQlKWS878HL0x5FPLr5+eER0qpRgaGwXiW8cAd8Y0kMoQAMZnZ0lLJYg3xX5XB",
+	"UielDXg+wNOR08JygOazsKULpOrTHelD3Ee4Ws96oC90F/88yUZ8qd2BX/voojRcH6SJQNTPlo22rfa8",
+	"KZPAEoMxqB7sEZ+zW8wZcX9CVAXykzp7UJYIq90bmBCPXAkNFygim7AL9nnbnElqQUnJv9uI04gZSFzZ",
+	"5uz2ezY3mE7fs7nf2iPUGU4hE9eANLmpbm7cIuakSIFyTMWYMRwyS8Bz85KNssoCvXUg04YmJse4r75T",
+	"TEikGhe01SbvsCgFFNRVc6QxIxEbJSTlupLTglhKXWng+RN6SfPsv/6PIJ9oGomWegHp636qoUDWU7Fw",
+	"Ar9b3m8H4Ba7O4u0VW31W5b3W6TQg3XXx1YNWCcJ+CnqBPzugZKnDKJE8mHxsa6+Bh4oDUGzIGwyx1XU",
+	"wEqMpdFvfM/mLqfUth88CabGH0J3r8bR6234n+g45KBYQRXHfHnobyRJuYuAVMx8lrWR8d1Wm+xHEQFM",
+	"8gHPBDpgO6aUc5v4ozBKWKy4OY2HE+bGsscuN2xes3lrzxjGfHLN2Mxm7bFgwJuIoA7A/0Eo7S+kqXHT",
+	"W+7A94ifnVMdC58dJIy4h7rxNI7pXIl6v4BVEKb4GbRkvAObAFMrwxu2h7kGzAJRJeFUkfJGzRoc27cT",
+	"ETES0DkWfjZF04FGxCURYmkpadL/os9mH2GqPCPO3/sLUPZxzZeg6p+zu0ST3SRQO/vaLIEBLHIR9qXi",
+	"RTWo87iedXD6vZ2dFeH030E7tXj6vZ2ddfD0s93g7AGviKif2zaC10Praxa9Pq7+e9QG6kH1C9kwIk7I",
+	"UETplNcNBVw0b+e5sej66I2+umi8BuPpVPEi+AM+w6vHy+bh3Fm5C+Xziqt1gqOwE9P5LWHgwUbyyDWb",
+	"e1qY8UjWm0eczlYoEAD9fBCBKSuwL4fr1yLodtYoRrD8PYSGCPaTU3UNrPIFyiLZF89Y8ODBwsjjTedb",
+	"/Z1X/e0uEKRyGN0O6e72tztYUUkN47XnIjGhJxSQmGpkonQ2E3FSNwi3/UXI/VjjY13ofs1mV4Hsd3jO",
+	"P0C+b5Uc8JhEEZQ1NkxpugeLKqaBfgm0ETFFXFHGWRByIRmqrBQKaJZg1SG8mHx7pP2As1jchAGLNxI2",
+	"nUVKBtgcidgM3zPKpSS+ZDxgsQY4cDAMPKzR45uWLk3IMw6i/IMdROaNrBhFOosEDTZUJxtQQUlp0cWm",
+	"sAB3GkXQnqUPiCdK5lF3rSHTSkLKdq9H/C/6JvAIFPGQC4QTJO+BWexVKv/YUZrKP5CT2ASM1F2PSMaI",
+	"rxs8n8/YceC36m5Ls6omUGqNw541X3cJ6pdweGF2y1OOuPMGvhQH/sz31nPeKQ4RlQQyGtqcG69E4ZoC",
+	"BB2oDPgq57/t9nK3kPpfPlz6xJzfDXKWiFjJMcX9DVmbmoM5x6fRb3Q7vddbr7Zf7uzCv3Sf214DLCiX",
+	"KOeaV1+/erm7s73Vg3+p9a64YPJTgFsuT5gFRKkrP7TGzVyJeVGiBiKjLr+jn/56zB301W5JRDM3x/1x",
+	"iN6r4HP/oJhDFTr3s160Ll2WX7YFouRNwfhoJcRtnbP4+Fs2h9XVzEBKbWHZt3OiFZCsRK771YCb8riA",
+	"mJikMQfERKU2+4QGgSQxi0wHgLNt/iba/jGLGZgwoX24Wqm8ZoG601ptcnQDNgfURHU0NayFZBpAe//j",
+	"4R7iAogRcbH0wXMtCWc3LCaYAwq34IsXZ9pZ3X7xghzd0WESzUHLidOIGae3h3p0KE1Y8kiNdMgCxoes",
+	"r9rpZsX/4LLnwaaInUfS1+NtcsE3oCpCq5+RMeUa1wQ87vCidaKHUg94b8AJIb6ciNtLGkWX5g1t5cCy",
+	"OuwSQSrQ0pGAz2rMRQyf99oOnlO5IYxK6hOmK5Wrp/o6ftnaG/Ct3Of5/iq/vUoTcjajU9LcRbi4txhG",
+	"1YTmtt3mmlhnAbZXq09OZopW3ZZHPukQ1CZG3pPjLDaKNLdaSMP//s//TU6ZFNGNan275ZEDyocsitSf",
+	"Oy0PKFczEiAUu4PJ4KYw1oMRLGGJ3F6J1h5ucpEmlxLwT9wnqWSx74FH4obFl8gxAmDaCeMB5cZMpWZy",
+	"mUIQhoXYgiQ7ao37gXYlTPcgGQ0CQlVf0zRRw1ByYajmZVqcMfhDnxidtXxDo5RpgHVtTVET1b5OPBXn",
+	"7C5RJ8Ka8aY0GU6gVBOf305YzIxpKWF3iVfOxTBmJkB+j3O5G/qnAWdTGkYe7k/IvacS0TrocKi4qxow",
+	"+HfUib5SPzI+VmyVNP1fBRW+zpX2/yL+6/8IRYf9j/v24T6nfstMh47hgPuKx+JxDCWhaAnEsiTIQLBA",
+	"aDKJGSMJHZPrEEqCArOiHI2GcE7pmISB7INiAdNSXfikqTpwMtDVLy1F5nB4zWresUTDnekP46m5PuCD",
+	"Ac99cXD6gRhJiFW2g9wcum6TfZhDhrlxhQw2VtPB6iwwqQG3cTe45G1NLCvq+0TSuSQTHZSjE+nDQHU2",
+	"vQo5MsIXxP/3/Y+HPhzJ0q6YUElevAAe8eKFaSKhYw+cYlGE9N7DZk5OF7biuh9fvMgQUkybEhvlc2gU",
+	"24SRNQ2bgdZfvIDFNYuN3PfFCxTyYdeX0F3CROb7MdlIMHrFazRF7KVEmlDJwEGHcXYNvOACx9i9gtt3",
+	"nyulwwWHojBceJ0mOOz8fW6Oq3p7EvKxPgZWzr4FgBM4EUrKxz8vpyG/1LVsDQNxfqR32Y+QI6JjVaY0",
+	"hMpF+kciRhjaZZXy3vbGRKSx7tQj/igSIm42lVxKdIabDW/7E+ltkwnZIFzctsgmFuFt+R6hGn0JbNdq",
+	"Bw04sjfdLiIvA7aQJJ09HCLKItaSj6A++n1dBgPu3cx84MhAih8jagMLQZTAkcZMJnEImeB6vymW4RdU",
+	"gTdbvsY4NcDNxTf87PtQKmaoZAKzUErMwOVBA2y2a8GkoTmFMFZT5+fDo7OD1h5JlMRzFTN6rWYIZhAH",
+	"THXAgzBGQ8keur2y02W8HBlUqw8ahMlFookPhoYWkRiaKI3/ncnkeUwLcFTqTQtrKdu99WzEX9lunyf0",
+	"AgO+10BJ4dKgEFhR86lt+/kh1Rn5PeKOxyPZcGqoaDegB/f+Rsgl4zKEGjtNf//sQN3najOr/1I5RCFF",
+	"NeS3/n/2vjS5jSRZ8yox+COgJgkBJLgItDIbFiVVqUdcmqJqaaGMCCADRDYTkejMBCmURLP5NQeYG7w/",
+	"c5F3k3eSsXD32HIBQZCq6X722qy7RQAZGavH5+6fu7fZa2e3r1yJE2QLV62FetZZjSP4iz7k2biBOm15",
+	"OoGWIxezrVueqldlpaffJ3ciPYIm4J+voZ1Vy6C6aRbi6MOxGiw0BuaHNW07n3RaFsdicAYyEhNaqaHY",
+	"iYhyMcse1vbds3dB6praUTQnAB5gN0b/WIh32CawDcpGAet3VfvM6oJ5wghQ902uWLXq6nJV/28xNWJp",
+	"a0h1RzdEHaLm2qnEWw/rtOitR1W2bp8pgdmoXttf1AVgzIXMnwAaaUAgAkcZAGkxYJXrVz5Krq83kath",
+	"uLoy7G9cKM4AiR/iQXQQuHso2/90fuFHZyu6RAPLTnCgzrRBWVhddW0DmHoEO9uo2+OkUVg9AUoEaYh5",
+	"yCjmkZm7jjmN4NVewN51s6/1mZr9B/BSvb+wB12Vx5mcwMGemN7dV0WINAG4OmezJMvZbkfbwKuc9T8l",
+	"d67OpRUFrSN8X43t0YZgEfYhKQPfsyjHamwOID8sofrvWQWi3xzPl8D8yrUwS1Zz6RydvnbunF/xz1/P",
+	"LhoBfLXu3Q2rYbePXl7VXsB+PbtQh1q1V16SM6JNuECX3C8ogeqGh98WnSuzSEYzNZiu6Tnth7quf4B2",
+	"qv0o9XwPnRI0KXff1ofDLh4a+kdRpV0hwK3tZgP2xy/UA2xgbRbIWfVYaDHI/JbcijSNQiJQ6csK7FUZ",
+	"3GF1y2UA2PqWfdsTtIrWu8Tw+wedYfuPwy/dYDvY2QikVHbcgygP4hFjcLVw5Blmv04ymwnMavGBlqul",
+	"+aw8INTlrGC91VZRxyIaoCXUsYLmSdIKTOpCa8d+6RmwodakkqW1gy6aSjc4Sh+myR1YgsxyrHuaaB54",
+	"nCV2MshmUHBuGFOxmgMzL2tMQbVB+OGZ8e3FG0zLO9qQNJ4nSBgt7MeuU/s/hc99o6EHbLREGNw0tnH4",
+	"pWeueXAS+CjGLC2bzMKpamr1PEDpUpiLgrYuZiMRhiIET33AyDUdMMd5H7D5NMmTqyxRetGVFPldkt4E",
+	"jP5W7xLymoIp7J+PmFNRcmc6F5lSPZpU4CyA7AbghMPSP2pID+0vNI1Uqhd7vTXxkt5OqjN1KsZebzXz",
+	"dNWO8odfO6ISB+mJWOrYf+/aoOoE31RpvWUrjbcOK7raEFpjTG1WGEhrD1W1Tbq4CWiuer1OYKeus+7U",
+	"nU3G2jQwi6QZf52c6aixqXdVzSb25SmzyZrGvu2as8G62mn9WXNtTfzfbq755yfNdcUh5FkWXUudkCpS",
+	"6iE5VllzkYm0dujqy6efwY+ZeE5tBvw7zojU8TYD2li1UUN9gmIDgbSPBGIrxhhJdjeNxlMmE5Ysct8D",
+	"1DSjxetslOQBRBQmKVMX1yRO7lpgBhgJocuziJAtxeOnp9Ylv8FcncK1ZtpyduEzoLUkja4jyZqAz87g",
+	"j5XQjApuaTmAjz8GpOl31N88Hj9Id/AhpNb7c4j3jzKaG95ctxE4JDrfWr5qrl7zXNCLVyqZdaFGSQr/",
+	"2MqjGXKN6FIItLkWAo60g5tnuXNW1o9Mqgt5KbmcKuNb3LfyvFpndYdnRvdgCA8ms/S2fSmAJ5FiK0+2",
+	"ElkLFk16tA10q4z6sO45fevRaYB7A8np6voGv9igYyfQ8ma9Qh7Qym7hTzbo1zm2vVnHyGmvOsaaXDpi",
+	"csqzsj1Y/bweu0BbG4wAvSrPeKMheQgT6DiOc9cnOmSDRaezIwDPPfKecqhhm4xW9Vd3rnrI/1Ss8rKW",
+	"BBRy7dxUL57xKG70G1zydpYs/uD/g7rSHiczIlgfHHQrU80CLbyUlPG+hs2+07nsvOp3t/udzlZnx9K3",
+	"d3d3tiuSMlbneyzKWJerfdnt9jvdfq9nmkdxUQiJckdA217/wl7uwO+uHF6gTzsFfBlCObZFGgCuaVUZ",
+	"oZ1yN9WTujmj+Rj9od/t7UDqd2OGVkvrcRb627UE9uLbVtHYty2LvfsIFrvr114z1sue938xCnsV/dwZ",
+	"jR/k5Xy+CQEdsgJhOqB8PC3z0L/77o1OaeI4ntLbaAylqdUF4Iaew60gExuArlQiUI8gQl+pzAUCU6A0",
+	"gYGElGjVmb+1eqVJbtXpwYlGLW6BiioFhg4TI2/JvGVFBanEwVsSQWYV1b5iyKGYRFJkAykTNhfpLKKE",
+	"R0lahElZwiQWalsmMmScIfEqT26E9IvP1SUJGUiTJeTQd4wCmd9rhPidpDYPaR0qLm1QxHleNSuYvDLl",
+	"MpsokBq5CeTwChlIphVgga5YnUx9jQWlesMwoCu4vT7n7Ms8FbdRssiuqOuB845Qf3g/ZM1h8ZdIdVPY",
+	"hWO+FXpMrVOrzT5YSrbJC6r7Du+AgqDYHUPGLIxJUzR9xnifacxhcwfplllTHYhb6AKsiHHNDpn9dXFF",
+	"tHu0sCCHRe568c1RTi+x4Q2QoQe4hPBZm50kt1DzTy2lwlaGth+4fH1yPCWp9Tt5rH01Y0nqU/fxiFeM",
+	"aK2NoQ8xlmRlK3aGGZ1DXbsfHqr5VCMbifxOCMmqPUcGxql3UKdw7dvsqMoHxVKhrk8w70Gog5v+H/Rq",
+	"qJyQUSMw/8TsN2x/n+KfiZzlUyUNFbLODtlwxtObK3Xd6gWFVStA0jxhHTjXb1DMKbFgahcYir9TeR/O",
+	"9cxWi4D5BEFEdTXV7SIojoZSpg3kOJlh/Z5DsvvP+TJOeJgR8WUkKhaY6kwKUmJJlCqdwUhVro9bhqG3",
+	"tFnsvhgl+TSw9jSdMulSnSYko1KgBQGRMhUW/akDaUKVmo+jqPkIy0QkwM0MMQm9Ts+yYe+H3lawXTGK",
+	"As5wkrrV3zXFmI50m/W2tweygmJLVTlnPJ4k6UyEbJSEEJ8Bwl6HccxGkbSWumLGLOBim0tgIH1ietVF",
+	"2BxeQt6+GBNwLMhgWvGMdaW0iePMB9IVb/7LKgVa8XWZ4ZtUPhdlsD3pnVUcZDQu+Yjxofjmd2EV4bAU",
+	"Vtfy8q+QTqGen3PgFGrjhq7CYbNaPc1m/a7SXA1pjOgt/o8dFEC64gbJwkCxxKOo/mUR6RHiOdjIjj1A",
+	"J6zFZBDMsHPARwstGEZSv1fSNMi239/dV1AVBIP/VhLlpUXy3mDb7GFmMR76rZxHeBUpaaukOanopgUj",
+	"hY3m5ehhoHJsorBQ1rZvXNHkv9T2fx61nR76U/T2PbUr8bT1v+hoepuaJUlzoCv4B440SPz9TtC4iWRo",
+	"PRFWlv387hxEyKNMAbv9rl1H8GUVdlMczao20+6+txLvoxkHbdjzY1jxbJLZbZw5r0CXf6DEZhXYwT4E",
+	"DvYwTPmnWR06vSeU23cY5UnOJslCYsq/9aZlRbbYyycBHcec8og7CEKtfDF+mpC+S5U2jPxG5ATZJ+Cy",
+	"+9Q4KrCHrRe56Gx1CLNliqlDzzSGeO0oIBt5kjJzfXhX8O/eFq7pUMDc/uj4Au8LHXLgKD/YlwC9GgF7",
+	"qCdqQSdJKqJr+ZGOZfFeF1gA3l+56ik2l/anxgaIsTAtm7TwiAvZ2ua0ka20t3UcXCTni7y/Cndbmwoa",
+	"MPzYcU/B939g9A6FnPR0P4zIQQuwKLikPwxxTYZsmsSUdtt4NeaCut1+FnMkbpLA2IQCliYLJQABssGG",
+	"xN2oN2ExXhH2ZNPkSW6ttmZW5FMuZe7EiTlO5CSOFHBxKOtjLok6RlEBIS5I6XyrWXda0CSRh54H0XG/",
+	"htlVhFFuMfqX+vIRUK3XROpj8mE3fXybgkPxNxGtlC2HGLKm6jH4FAl8sEgX4RpIpxyYUsYpV/KU34Jm",
+	"4dWkAO1nEuH+X3ottqDe5kgwrIzVZpQBDmyuA1lIVsqI4Vj4CHC45kPip9oofcgmkRoVH4/FPOdyLFgo",
+	"5lCnLaHSw2ZwzVSMnflBdx/ZDFT3ME9JMufXYDCg6m4mZz9rZtPkDiq54GBaOpxkIKmwJF1VUMAREQeW",
+	"2iCLxJRnbIjPUp2ggcSimZ6VGIjOMcQwqx+DYXGWyGssIBVlbNAAAXDLI6SPagdsIYnaoNE3EsObiRdK",
+	"zk8WGY/VYqvlLD6KMoXHsXqWSnzYKdHtHFqThv5oIKFlQeWNrCkGEu2rAxHloEtlZOnTplMypcKMYBpV",
+	"Yzjp2/zkaqcPGdjN5TVrDgoq7KARsAGGznmftkwSVotyArPFjSeCtjQEyuqJMKhFa6u0JGDuplksbvoq",
+	"W8ObMMpPTF2HjXNyQ87FTk+pXyvLvrFmnvLxjZqlHy662zu93b39g1etR0A7p8PfMgd3lXK5H5R4TlbF",
+	"0yX2UMiXS7Qc93a6x9t7R91X3b23u0cmUSVOWrnu5qYTuUKvoTTebfz53x435yJcAap1XVCSpv/fUlM+",
+	"ApPTYb2ESXZB5AmdYoAcnmXFIr3CSQaEIRNT/CgsYv2cLQX4QKtvo+q3nNSKAQyVNDc7bT3VCd3iBUi7",
+	"sGiAmuiaAnVvD0XOI0zqhcKQRAQUs/MuKQ33fGlvgx0aJWxsLryU+pHTBfcYFEyTUguB9eop9ERomCBv",
+	"SdICv5N4bJ6MXSFBC1hSTY2GN4B2yiVyTJ3PdVKYou+3Hl494MvWGVCzcTIX2pHcHI7TWVsn8Gl/p+A9",
+	"ibF2NFN3R3tMxQvDYYtN+Xwu5EBGkvKZzXmaG2L5POa50igweOX44iTwnEjYnkgBvSQZ4n9cQZZCZTEs",
+	"vQr5nKBsBhbYgRGwCRVdm0G1CVPFVnux78RomiQ3LFuMzJxkLI5uBHCWsbcwaNZE90vAUpGnEZQaw8S/",
+	"LZ0wTEi1aUOvMZMPJ7kRmNMIlRcAK/TDkYUb+CqnnngwkCbaBNgA5UskG7aZztCPFdNwla7IgzR0/O+Y",
+	"GizkOTdoGX78IsOMc+TSMs4vdTnoTqaZ7hiL8kOqIkSbT4To5ctyKvWhW9UN4lnTzrijbCnHHhBsDl9y",
+	"9SGfR+0ln8XkOTHFu3QsDmUTA8ImxjkBqB1IIW9FrLZoE4evtiQ9vcRicmbq8K9kDM5uyKgfYFIOWrNh",
+	"C5JMAQKnw0rb6XAgved0MGWm188luRLwgSknY1rxFBmH73dDTOE2T5NwMdbvtSdRrb2IJ+gunUfyeogE",
+	"PupeLjI150Qv6WPCMZuoBrqw3dlmM6GOAyoQIuxTPChMUiTQcfqPhVhYrylMtus6hbowgPvxByM+vrlO",
+	"wZRWgQTPcQeCX/YpUNDY87VQMUBkd6uzs9XtgYG14xrKsfzfFUmRDM34KEsQQHW6fzn/Yf9ve3999cvO",
+	"/+ye9E4PLrYvd3/e/xXM7Ch0vOe7rw6CRnYDUMn5vNcBQxj8erS8cnw2ROny+rDbuQ8asP7WrlwSmeuj",
+	"KHeCHwVdtx9ZHvChHrsXM/TG7DJw1+qTuLlV2h3pETVdZ4tFKXrH7VaHfavkp7Pbcac/0R698/Bzb5N0",
+	"FIWhkJsZekc8fE3b34IE9YnRDbmtxVICmNYuSVxWDVJB/RdpvmQvzKl4UWF9hGvBaIaYe8K5nks7gSR9",
+	"Hx7ss5VvA6cmSsYPSjAWLK8a9rlSs3pstD0/0dYrhJd6WIU8bZCVyvnYlhvyPs5ypUERt6z45R34Wb2P",
+	"YgWxCp/xdDyNbvHxuuPjz/vaowhY1SAKn3pjKHx3B6mriiMofKQHELB6gfUtbc50oZu9lKRkFa7Apuom",
+	"B3RT/LGkfDEBpuCC35gdrelvGrUYfOLDl0PMRWsNyzyD1REyT5doU+ZRDNud51MIwMYXNZUMpEONn7XN",
+	"MRi2HGwDr3mRGZXoeczT55rNVTVjNWZn5FLV2psfsOyurkNQm9/5Uv+6FHSqbVSVJRCawNkzRRCKRRta",
+	"WEaBD6TuzYtMF1VwOE76S/RQOCURqHSfpopBjHJmdlWFOXEgrTFwu9Mhd4f+JRXkRGaQzl8aR4QUf+Zp",
+	"pNSIjEUSioGa1QZtkNhtSRZhkSrWHH750r2/VxD2y5dt+MckAj7faMmGt9TaFWJlKEA1kJLPoPTUly/A",
+	"JbtSfxefhN9clZ5HI69S19DYOok+6xJgCERxDiEbJAmpNjtiP705ev3mwhkLTAk18+7k6Mc3Afv53es3",
+	"Z5Az7uz448mb00uWA0UPykVQ1OBUcLVU8NHVIo2JioZEtD7rdTrVO8Qxo1aEm/sGVEdkEKnokPU6O7iw",
+	"4IiK+fiGVK3S7smubiNx5+pch8COc3fPKvew2ju+I6smo+Q5vdmcmbdJugGxy5+MB0+SS/Xqbj8iQ8Bz",
+	"Mr/WyxhQwwRbvf7PEEWkz7keqdkZGEnEc3GdgFj+ePnu/bvL3xpBY8qzq9EizxOZ6aeAgdINGjGX1wvs",
+	"+Ty/+uHCzcdym0RjAf7spVud++j8/OLs5zevXaxk7wzoBZ48BSTprDXM3ONRhQAyshafxf/+bwykTMA4",
+	"m/B8kSpIyOYijMKEgdhhIsv//d8UzJM5b9vWfjh7/Zvb1vvk75y9+aymJLG/ent2dknvNNPwyTzzs0jp",
+	"XfaJjxfvG0FjkcaNfmOa5/Os//JlNk3mbYc/8xIs3NlL6DosrO7Ux8vLs9MPFJGz3vze3z8iux6tuDqm",
+	"lTpK8Zozxw8vg+r7Ammv9pqx/nH9yxYpM53NSTKrz8YzcGVWiueS5P2ztbOn8Iv8qTMm4edjGK1xe1SS",
+	"i54n2gp8nHN134nQ3POYRrGMghwgaTZ7fSRWp7MKOJZKR62q/YyEfK6QjFDzMRJY85hnFpsgiCBcwSEb",
+	"NsbEcvhNknKF5hVmHrOPF+9VM3OeZViCq4RAClCxuj5WVIQLblUtfwoH0kiDVYjWt/iuAUMw6EvbQ5Qk",
+	"zPpsGM34tXj597m4hpIQ8NdcOn/cidF8yJqA0WjmssBmzmQnP7QCNlQvT17O5j2o34B/7VzP1ZMI60pP",
+	"dvfoUfeEzcPJkDUN/is/1Omop8jki2m1MoCJTil9WHo6wmCmdrJmqu9p+Ql8avu8Aa65rmFLATfN8VSM",
+	"b1xTsAxNJB9RKtQuaWYivcWfwbrBDnn5BQz/9y+/qF4Bzg6YVNuSpyKlGDcpRCjC1kBGmd2AfTuWCMxW",
+	"Qpuxcnqhrtfd63ZYNHGq+sOGjyQ6kdByHkm2v82mySLNBrI5tDxbLOmiMwPyMI6kaB2yRI5FsR3TH3Ie",
+	"6p87CFw9orP2FZgNAXpVSjOIZm48i0jAQD+Q5x2AHHq7nVcDqb4HrpOVIxQYwhJp/HG68axlLVDVBxOK",
+	"hkSxGAZsITNN2MG9FeBwE8r0xeJoFuU61yok/TLI3vghqe21hLSN2WC97o5VoshMjvy6KMMO4NavDu1Q",
+	"Qu+DkOEJSMdVdvbZIs6jOU9zpY7PtrRd3bnR1JAb/UZzFEklBs9fv9VnqVVRw4uiCta94Qpd/TMKnldT",
+	"yncNc+FvjaChz6YFfVu9g+3uTnseTkoo85rn4o4vPaCJZ/3mHzu3neVPu+OD7JfZ9uzHDv/bqPfr7au/",
+	"dBf7l3vz9+n25K/iIDwd/5a9LL/n/pGzKGi5K9AC1J8jPpaSFNpPxxYyj2LmHX/KFumf9X8d2HVePHjP",
+	"j7s2Ots+u7u7xoyco6nxMkne8xTy//xpvJURDy+XRfP7RysOGSWFrCCUvFUS0liqJ5Tq0oCKgBlIof+p",
+	"AEXADGDQ/1RoASi9PhzASAcU4W+jWFQw3uNVXSsyanI9vV47Z7UivrrpdzPgq9QlYVSo6FsQUIh1siis",
+	"DHKwV99UBUSPIsSBuy4mfhR4d6kmqbhNbnwach2lF8OyDfNntLSs3SikVK67nQ6LwswPdS3b3OdpMhYZ",
+	"ZJSlUNGBHH7B3MQBO7EAhFzWpvzdELgTCr18ZWgQ/6ruuhBMq+wrSyH0hX0dyK9bW1vmv+rnw5lws7V/",
+	"BbbIV8rjxubTZRaNeRwvDXDT/nTiEVihovaP+qmW15aDm+VRHLNMCI+7zvD9PI6H7KtHQFqKnOEKhIeu",
+	"odohHgNTvsg4/qqfUjDbAzPNQodUV7ge0pbz7misQKP+YMZT1Zpu1R96df8151o/Y7+pnkDVykAOMbwf",
+	"lbHvndTJbsIB4isjwsRjMnEntM3A90hdgvmyx2uSpAOJOWaZSSqLYfvTJE+28KstSkfrl3QOowz5QOD8",
+	"8Sjd6utRktsmjdIHqTSSDPc3cDJw2w9xP2tbkPEYIaOujtscmFEBcq6mNlfgbWRkw2IUKNmVThmbOSCZ",
+	"TCDtg6ViszITu3UILmtkw0WaxYVKet04bSsDSZTqSAfy4zq+yFAm2MoHhv6fQZYQZpKE1DKvsypTFOSF",
+	"C9gQRMSQOGEg50EKKA1CTXJA9eiMHJvwKF6kYiDvpmrX6dmsgvAXsO0Nre9JpGklt5EBrP53B8zZ9pSY",
+	"IMwMHe4NHsfrIyW/n98Ovn/6ojmODmdVywY4TrciXSZSXc8f6CLC11Y9aCGh/TXMwv3j0/TjDOigyIfT",
+	"859Jc3NV3lX/ErzmEQ/fhZkPmSDpP56VGowUZi76wgBz66XRMxao1ivYHx/ljUzuJF7M1W9Aua3bxCJA",
+	"sJ2fD3l5TAQkAPunmxUOdwFn4XZhyIASuY1A24jN6xIk633oU8GmXIZbd2mU50JaMsNOu+PmZwJWpxJ1",
+	"yF7VVFiiUSjkaOxvmlwZGEIE8ACja8nzRSoOmbF95WJrkqRb6h9KnP92dPIeWczNUIxjrjbCEC1vfYYm",
+	"BkwA68vDH0Wue/2aOtx4lETRM2QkSkNPXl9NQ7szkJGcJP2BZCyP8lj02bG6S3At1KT8iGq+Py1QF/NW",
+	"pFmUyD7rYkNeMkPjWMPBNUqp3at1zBIhljaSGC/SKF82+p9+d7dV5SMa1/g9djbamZ7jrPE7bKip4HE+",
+	"/aN2Kx2RhRE4DLDP6SpWMgwO90JKsHq/1ioxGEspLk3IsUIw4Ll/Cfjuj+q1/on68VSbj/GAJjfr32n4",
+	"8hXKvx4sj6GC2Kp1eR/dCimylZNeZxeuXYUP6mwZn8aCjD8Ijc7PPpCLYB3HiQb44NRAHAo30zW/Fe2B",
+	"PPXt0n1rP0LyMWQtktcLdUaglIP6VUvjPHU7JWn0B+Wvywog08QPGn3iRWap/2Mu2UTk4ymL8jY7wqE+",
+	"bMsumsaV0Pp48V7zb8A2Xm3MjvKSGRuMuRMEcQu6fWCIVYjtR5H7ZrgS5cKKnkfYBRuVqXOgF6s5FLac",
+	"RHf7ANLbm7/LIihwe1dl8azog7GRrtkNKJq3uhuPY1qonnkSvcZE/RhZHDSsqaq68b+cv/nxqa3PZU3j",
+	"56dPbvtOjObVjf/y5ofzzVu3Rrnq1nd+PH9y67N5r7rxk/Pepm1XCnG1dwMbkgs2M8dpqD6j17WfaI4G",
+	"WfDMNuiPnixCe/LGDI9L621DLwAKzjtuBOmz2c3x+jGvWUh0xPtvexJBoQ4dPd2q2etAqqyXyVzIxyPu",
+	"s7mQLjILnoSP8SpVV3eSxBlSESD0ZpmDiStNFtdTFsksFxyIfXOeZsRonlUDLurgc2FrmiWE1jtrQ+uj",
+	"83ffCk8XV+AhOB1lpUdWYTgDtghrZy+/QO6rKywRdUXZgyt3yzHXHFsPHxnvr4bvkNJFTqLrRWrNnxow",
+	"vchYJvI8ktdZX2EZhWmAnbIYtWdJKL43UXtDjKa8FWk0WRLhQKijhMGyGDOJvLI4FpAHE1JQfJ4LXanH",
+	"fAXRXkCDmcdc9Uh8ztE47zWPfBbtLYNME0ptVmMeyCH5TxkPZ5RWVopYj3pLbR22taUJL1HI/uN//V+2",
+	"tUWt0QfDNqsAq1FmWQXAP66c6QBdNrD92DhWSBRTMfQ6jg9eTaLmUwztZELiXx3OWQiLOawCkLAtGG4L",
+	"FlUGyf0Mc6cdmb/gRKzCk6Y7NYn29SZ4RMExHxLuTbrjbf5K7Iz2w954d/cV74jt8GDSHe2Pe6LbWfFe",
+	"3AhXGrHWQMO9BzrQ7e4ebHe6vV5vxavMtnzUex4GnWpXv4QN7ks5r1Ol8gWr5ZFzusR4mpiwsyfc45Yn",
+	"EmU6Lv150pkdMZhtZjageoNJ+9R2fPyb9twTF/4pep4h/JIm8hoPcZJ6r3sqwjsu8jufp8OnSdmtgrVE",
+	"lPwsCJFvgJkMj0JfPzBnNCOAbrIpv3GTEOgnVtI6HwhEuPT9Q1FYF/fzojAJzTKTsnABD/1YhUa38+pg",
+	"f2+3t7MN/6pWcgttrKvrKoH6oKpb7Qn3CCbnZx8u1Vn2aollTpn9zA2KX2I4/jwHE5tCmSZaPoCEYgHD",
+	"IOgWSyaYFYHm6kWm51EBAHCMKx3oOE4W4Za6FvUmQPQVMMo8jbz0X7d+Woy2Pmjj79b27l5/ILMp397d",
+	"+34qPjd/Ojk63vrw09H27l6Tz+csE+NU5AFL+R1w2lqtIaIGY0AGsEM0S0NigBwEiHLBaiSiWxEesoWk",
+	"3iQpu1PHPF7q/rmh7BT83uliYhNw/Nk09VWmroG0/XFdLVkx4dFAHsniKjEMdsq81BXaEenn454C5fPO",
+	"Df/3871j2NSwFQAjlPzXOPc6p0+WLNIxRqptY4JDqMAFgXqU684v0+inmh9I+27tiNIzPGyzI72znEz8",
+	"epzE7iRvMmYhaL6RtxEPOfuP//1/2BuZp+J6IdQfA/k+Cjl4Rt/yeMqLfutWbQZ83asMIj/NY2renCT+",
+	"7YG8EHOYLnfxi6ut9pomU0LmCKts8cxnIH831JZLd3MOZGl3ovbFTU6MsNVmuxpBcr0FXmhle5ws4lCT",
+	"hcDSKUJLWbYpxZq5n9UGSQBOnoZlq9qBDJ14EEQWYjHo0A7Zf2frHVxfptLj+7w7Cjt7+5ODidgb813R",
+	"2+uNevu90YgfdMeTV93d8cF43OtNupPdg/3OThjuvzrgvbDb6fXEfpdrWYzaupXGFYKmDup1O50aqLeO",
+	"H/27YrYDmatLkeo+XVPkFsbW9xuOC88Jr9IpHj59aczTZEJUNRrJCU8jnUP5PmjccUxBUUgD/Xtg24YX",
+	"psmsIpsyPHrHZ1HY/umH69PTy4+fTy5vdk7/GO+c/v237dPpx+OjH9799vbvp2//+vej7xs665fO/grx",
+	"XP8NnNfRTGQ5n83V/bi/19vf73QgeQbNJDxnuxXJ6ytMUKIU8rspzzPMpD0TOdd82zDK5jFfXrlXqR6E",
+	"+k+n0+nqTNjOTVu+oO9hAemr7Vc7B7393T34F3QJo7mdflzpeHWNCHxcxsOQQmbPMRVBJEysnU4Pjk1+",
+	"CzZydC0TaK3jrnFXNYtXOHyzYWYM/9DXJ2w+N+SDJqSjGifXMqLgGM7SgiBdtp5DR9FIQotfJQHRpa4E",
+	"8fOlX3bb5+at5K12SRZPHYiHWRyyEECR5xvPw6/5T6DD/Nm86CfprOZS9q7yVHB1lT+T3r0Zajj08AHL",
+	"pvAUdA4yla02fhJ0KHL19H5vltQRjJhDsdV6rEJ4HzSIClBrIEW2gfD5nmMu0YiurR5Uc0xdOyOeCRMN",
+	"1VTduxBhlAXYyvDizet3H64+XrwfYmQXFJwCqOalFMumfC6Q3XcXZeKQDQHzZUOW8WVGtZ4NsWGJTFGT",
+	"qrDN3ic8ZCMeczlW/cBVgHS5c8gGDRb5BAWt2nWuBz5T0LHGzXyBs/Xk5KMwGB0Zo6bM8iQ2oU2obsF1",
+	"W7WToc/tjQ5dZT+difY6XPz86T0/TXLQnZeFQnLIa0F9+qHzpJuvcyD4D39poCZ6tFBA9tPvQEpUO73W",
+	"YqIt6JhDENkhIGNtWuWcDT3f1bBM8n2RseEXNb9XizS+H7ba7CiOGSa9yadK7+Qp5ekYvuTzaNg2oVAv",
+	"MZheF8souis9ivmWUiTGiZRiTKUC5zxKoRzZkv31go2TUASkPQemcAR6BwMWJ9fJIjeJh7IAqxyjEKLL",
+	"BHcMa5qgP6zS/UrbktxBt9rMp/QBE5uAow4kJNsBEoQJk/WxyKxJ+Xk/bLNf1Nxk4lakPDaLQqc7Y+pi",
+	"cAb+ImNKPrNMYCHEKGNTEYN3ghI85VMxO1SqI49jvFewzh4SjrXUKCapjnLg2nBpXm1kCroilk4n2ux0",
+	"nWzaSnImmb6tMeUMNbLSFdW2utuxXfGKWsS65CC934lQaA6pQA8lgHS+cKr3DFuGah/YxOEytDzMimVO",
+	"F7GoXGK7pLb/hpRZ7ryXkL9UDStrlYpFYq4bqI2MGzeZU/IeXRQFk1ia6nDnR5fHP2ESSslEXXZWf7ad",
+	"GgHlLtdmeO2vTMiqqwBiubvqTLDHFyfmAIksKKRtzVrWQZ0HFJA/wcKJlJC1MgXrIzKa2lmglFXl4R+t",
+	"m7YALXaV9AE4TSZKHPytppPrx+DbzloOQsUO02EkxaJwxf7idnIrC9hjZ1L2Rwpve2eTHq5489kiR7RX",
+	"uSoBNWegZpxcB5B8lPKCjlORszTJ0ZDpT4/O96Fd5jg5QcUXeBlUfoUnBIMuSl/ipeHON+SvzUGrnYuU",
+	"GWx1aBI5a/FAdMHt7aB0Hex2XjmTR1r26lPWHDpJ09RAPm9l0WwR8zxJh60+HJI0iUHUu0lg8LY0P2Vh",
+	"quY5IPA5jxUQhRMKypRjXkbngLoHnC2g61GoCxd9Aoj0NZL3LlPjS9DpqxVQ5TG+qs2OnDtDF8XMHSyS",
+	"LnQB+eHx2enpm+PLs4ur1xfvfn5z8b0dOqIQHTZ3iA/YRMs4XOKjm8VyMHKXgrXCQiZnL8syJhrARhC5",
+	"wDz7B6Aw01WraeCEd0VaNVCtXd+jbFT7zAwzteylSCasUr0qeXja7Mgr1VzgNLzIrMHA8Bu45+Jwhm8U",
+	"tfKgkQyN7iM8BCaYCvCI2FLfwD7QkCoDb4qbycJ5lQN873+//38BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

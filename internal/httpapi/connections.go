@@ -233,9 +233,20 @@ func (s *Server) SimulatorSeedGroup(ctx context.Context, req api.SimulatorSeedGr
 
 func (s *Server) SimulatorInbound(ctx context.Context, req api.SimulatorInboundRequestObject) (api.SimulatorInboundResponseObject, error) {
 	b := req.Body
-	spec := sim.InboundSpec{From: b.From, Name: deref(b.Name), GroupKey: deref(b.GroupKey), Text: deref(b.Text)}
+	spec := sim.InboundSpec{From: b.From, Name: deref(b.Name), GroupKey: deref(b.GroupKey), Text: deref(b.Text),
+		FromMe: b.FromMe != nil && *b.FromMe, ReplyTo: deref(b.ReplyTo), Forwarded: b.Forwarded != nil && *b.Forwarded,
+		Reaction: deref(b.Reaction), ReactionRemoved: b.ReactionRemoved != nil && *b.ReactionRemoved, EditOf: deref(b.EditOf), RevokeOf: deref(b.RevokeOf)}
 	if b.File != nil {
 		spec.File = &connector.File{Name: b.File.Name, ContentType: b.File.ContentType, Data: b.File.Data}
+	}
+	if l := b.Location; l != nil {
+		spec.Location = &sim.LocationSpec{Latitude: l.Latitude, Longitude: l.Longitude, Name: deref(l.Name), Address: deref(l.Address)}
+	}
+	if c := b.Contact; c != nil {
+		spec.Contact = &sim.CardSpec{Name: c.Name, VCard: c.Vcard}
+	}
+	if p := b.Poll; p != nil {
+		spec.Poll = &sim.PollSpec{Question: p.Question, Options: p.Options}
 	}
 	in, err := s.Connections.SimulatorInbound(ctx, companyOf(ctx), int64(req.Id), spec)
 	if err != nil {

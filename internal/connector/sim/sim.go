@@ -63,6 +63,7 @@ type Driver struct {
 	books      map[string]*book    // per account number
 	sessions   map[int64]*Session  // live linked devices by connection
 	messages   map[string]*Message // every message sent through the network
+	inbound    map[string]*sentInbound
 }
 
 type book struct {
@@ -76,7 +77,7 @@ func New(now clock.Clock) *Driver {
 		now = clock.System
 	}
 	return &Driver{now: now, registered: map[string]bool{}, books: map[string]*book{},
-		sessions: map[int64]*Session{}, messages: map[string]*Message{}}
+		sessions: map[int64]*Session{}, messages: map[string]*Message{}, inbound: map[string]*sentInbound{}}
 }
 
 // Name implements connector.Driver.

@@ -1,8 +1,6 @@
 package whatsmeow
 
 import (
-	"fmt"
-	"regexp"
 	"strings"
 
 	wa "go.mau.fi/whatsmeow"
@@ -159,36 +157,32 @@ func content(m *waE2E.Message) (text string, typeID int, media wa.DownloadableMe
 		return "", msgtype.Sticker, sm, &connector.File{Name: "sticker.webp", ContentType: sm.GetMimetype()}, true
 	case m.GetLocationMessage() != nil:
 		lm := m.GetLocationMessage()
-		return LocationText(lm.GetName(), lm.GetAddress(), lm.GetDegreesLatitude(), lm.GetDegreesLongitude()), msgtype.Location, nil, nil, true
+		return connector.LocationText(lm.GetName(), lm.GetAddress(), lm.GetDegreesLatitude(), lm.GetDegreesLongitude()), msgtype.Location, nil, nil, true
 	case m.GetLiveLocationMessage() != nil:
 		lm := m.GetLiveLocationMessage()
-		return LocationText("Live location", lm.GetCaption(), lm.GetDegreesLatitude(), lm.GetDegreesLongitude()), msgtype.Location, nil, nil, true
+		return connector.LocationText("Live location", lm.GetCaption(), lm.GetDegreesLatitude(), lm.GetDegreesLongitude()), msgtype.Location, nil, nil, true
 	case m.GetContactMessage() != nil:
 		cm := m.GetContactMessage()
-		return "Contact: " + ContactText(cm.GetDisplayName(), cm.GetVcard()), msgtype.Contact, nil, vcardFile(cm.GetDisplayName(), cm.GetVcard()), true
+		return connector.ContactCardText(cm.GetDisplayName(), cm.GetVcard()), msgtype.Contact, nil, vcardFile(cm.GetDisplayName(), cm.GetVcard()), true
 	case m.GetContactsArrayMessage() != nil:
 		ca := m.GetContactsArrayMessage()
 		var parts []string
 		var all strings.Builder
 		for _, c := range ca.GetContacts() {
-			parts = append(parts, ContactText(c.GetDisplayName(), c.GetVcard()))
+			parts = append(parts, connector.ContactText(c.GetDisplayName(), c.GetVcard()))
 			all.WriteString(c.GetVcard())
 			all.WriteString("\n")
 		}
-		return "Contacts: " + strings.Join(parts, "; "), msgtype.Contact, nil, vcardFile(ca.GetDisplayName(), all.String()), true
+		return connector.ContactsText(parts), msgtype.Contact, nil, vcardFile(ca.GetDisplayName(), all.String()), true
 	case m.GetReactionMessage() != nil:
-		r := m.GetReactionMessage().GetText()
-		if r == "" {
-			return "Removed a reaction", msgtype.Reaction, nil, nil, true
-		}
-		return "Reacted " + r, msgtype.Reaction, nil, nil, true
+		return connector.ReactionText(m.GetReactionMessage().GetText()), msgtype.Reaction, nil, nil, true
 	case pollOf(m) != nil:
 		p := pollOf(m)
 		var opts []string
 		for _, o := range p.GetOptions() {
 			opts = append(opts, o.GetOptionName())
 		}
-		return "Poll: " + p.GetName() + " (" + strings.Join(opts, " / ") + ")", msgtype.Poll, nil, nil, true
+		return connector.PollText(p.GetName(), opts), msgtype.Poll, nil, nil, true
 	}
 	return "", 0, nil, nil, false
 }
@@ -234,42 +228,4 @@ func contextInfo(m *waE2E.Message) *waE2E.ContextInfo {
 		return p.GetContextInfo()
 	}
 	return nil
-}
-
-// LocationText is a pin as text: its name and address, and the
-// coordinates that make it a place.
-func LocationText(name, address string, lat, lng float64) string {
-	label := strings.TrimSpace(strings.Join(nonEmpty(name, address), ", "))
-	coords := fmt.Sprintf("%.6f,%.6f", lat, lng)
-	if label == "" {
-		return "Location: " + coords
-	}
-	return "Location: " + label + " (" + coords + ")"
-}
-
-var vcardTel = regexp.MustCompile(`(?m)^TEL[^:\r\n]*:([^\r\n]+)`)
-
-// ContactText is a shared contact card as text: the name and its numbers.
-func ContactText(name, vcard string) string {
-	var tels []string
-	for _, m := range vcardTel.FindAllStringSubmatch(vcard, -1) {
-		tels = append(tels, strings.TrimSpace(m[1]))
-	}
-	if name == "" {
-		name = "unnamed"
-	}
-	if len(tels) == 0 {
-		return name
-	}
-	return name + " (" + strings.Join(tels, ", ") + ")"
-}
-
-func nonEmpty(v ...string) []string {
-	var out []string
-	for _, s := range v {
-		if strings.TrimSpace(s) != "" {
-			out = append(out, strings.TrimSpace(s))
-		}
-	}
-	return out
 }
