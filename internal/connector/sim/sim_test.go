@@ -268,3 +268,49 @@ func TestReopenRestoresAndReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMessageIDs: ids are random (a restarted simulator never hands out an
+// id it used before), a send repeated with its id is one message whose
+// send count says it was repeated, and sends apply the ninth-digit
+// correction as the number check does.
+func TestMessageIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	pair(t, b)
+	restarted := setup(t)
+	first, again := b.drv.NewMessageID(connector.Account{}), restarted.drv.NewMessageID(connector.Account{})
+	if first == again || len(first) != len("3EB0")+18 {
+		t.Fatalf("ids %q and %q", first, again)
+	}
+	ana := connector.Chat{Key: "5511977776666"}
+	out := connector.Outgoing{ExternalID: first, Chat: ana, Text: "once"}
+	s1, err := b.sess.Send(ctx, out)
+	if err != nil || s1.ExternalID != first {
+		t.Fatalf("send: %+v %v", s1, err)
+	}
+	b.clock.Advance(time.Minute)
+	s2, err := b.sess.Send(ctx, out)
+	if err != nil || s2 != s1 {
+		t.Fatalf("repeated send: %+v %v (first %+v)", s2, err, s1)
+	}
+	box := b.sess.Outbox()
+	if len(box) != 1 || box[0].SendCount != 2 || box[0].ExternalID != first {
+		t.Fatalf("outbox %+v", box)
+	}
+	// Without an id the simulator picks one, as the library would.
+	if s, err := b.sess.Send(ctx, connector.Outgoing{Chat: ana, Text: "other"}); err != nil || s.ExternalID == "" || s.ExternalID == first {
+		t.Fatalf("send without id: %+v %v", s, err)
+	}
+
+	// Registered without the ninth digit: the message reaches that account.
+	if _, err := b.sess.SeedContacts([]sim.ContactSpec{{Key: "551187654321", Name: "Old number"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.sess.Send(ctx, connector.Outgoing{Chat: connector.Chat{Key: "5511987654321"}, Text: "ninth"}); err != nil {
+		t.Fatal(err)
+	}
+	if box := b.sess.Outbox(); box[len(box)-1].Chat.Key != "551187654321" {
+		t.Fatalf("ninth digit not corrected: %+v", box[len(box)-1])
+	}
+}

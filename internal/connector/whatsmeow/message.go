@@ -162,6 +162,9 @@ func DeviceOS(os string) string {
 		if b.Len() >= maxOSName {
 			break
 		}
+		if r == ' ' && strings.HasSuffix(b.String(), " ") {
+			continue // runs of spaces (left by dropped characters) count once
+		}
 		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(" .-_", r)) {
 			b.WriteRune(r)
 		}
