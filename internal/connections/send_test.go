@@ -17,9 +17,8 @@ func TestSendIDSurvivesARetry(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		w := newWorld(t, db)
-		a, b := w.replica(t, "a"), w.replica(t, "b")
-		conn := w.pairedConnection(t, a)
+		w, a, conn := pairedWorld(t, db)
+		b := w.replica(t, "b")
 		var _ messaging.IDAssigner = a.Transport()
 		id := a.Transport().NewExternalID(conn.Channel)
 		if id == "" || id == b.Transport().NewExternalID(conn.Channel) {

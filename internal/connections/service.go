@@ -396,27 +396,32 @@ func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) err
 }
 
 func (s *Service) changed(ctx context.Context, channelID int64, c connector.Change) error {
-	ch, err := s.channels.UnofficialByID(ctx, channelID)
+	ch, r, err := s.receiverFor(ctx, channelID)
 	if err != nil {
 		return err
-	}
-	r := s.receiverOrNil()
-	if r == nil {
-		return errNoReceiver
 	}
 	return r.ApplyInboundChange(ctx, messaging.InboundChange{Channel: ch.Channel, ExternalID: c.ExternalID, Revoked: c.Revoked, Text: c.Text, At: c.At})
 }
 
 func (s *Service) receipt(ctx context.Context, channelID int64, rc connector.Receipt) error {
-	ch, err := s.channels.UnofficialByID(ctx, channelID)
+	ch, r, err := s.receiverFor(ctx, channelID)
 	if err != nil {
 		return err
 	}
+	return r.ApplyReceipt(ctx, messaging.Receipt{Channel: ch.Channel, ExternalID: rc.ExternalID, StatusID: rc.StatusID, Reason: rc.Reason, At: rc.At})
+}
+
+// receiverFor is the connection an event concerns and who takes it.
+func (s *Service) receiverFor(ctx context.Context, channelID int64) (channels.Unofficial, Receiver, error) {
+	ch, err := s.channels.UnofficialByID(ctx, channelID)
+	if err != nil {
+		return ch, nil, err
+	}
 	r := s.receiverOrNil()
 	if r == nil {
-		return errNoReceiver
+		return ch, nil, errNoReceiver
 	}
-	return r.ApplyReceipt(ctx, messaging.Receipt{Channel: ch.Channel, ExternalID: rc.ExternalID, StatusID: rc.StatusID, Reason: rc.Reason, At: rc.At})
+	return ch, r, nil
 }
 
 // errNoReceiver is a wiring fault: the app always plugs messaging in

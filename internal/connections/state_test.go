@@ -14,6 +14,14 @@ import (
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
 
+// pairedWorld is a world with replica a holding a paired connection.
+func pairedWorld(t *testing.T, db *store.DB) (*world, *replica, channels.Unofficial) {
+	t.Helper()
+	w := newWorld(t, db)
+	a := w.replica(t, "a")
+	return w, a, w.pairedConnection(t, a)
+}
+
 func stateOf(t *testing.T, r *replica, conn channels.Unofficial) connections.State {
 	t.Helper()
 	states, err := r.States(context.Background(), []channels.Unofficial{conn})
@@ -32,9 +40,7 @@ func TestSessionStatesAreStoredAndPublished(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		w := newWorld(t, db)
-		a := w.replica(t, "a")
-		conn := w.pairedConnection(t, a)
+		w, a, conn := pairedWorld(t, db)
 		if st := stateOf(t, a, conn); st.State != connector.StateConnected {
 			t.Fatalf("after pairing: %+v", st)
 		}
@@ -102,9 +108,7 @@ func TestStaleHolderReportsNothing(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		w := newWorld(t, db)
-		a := w.replica(t, "a")
-		conn := w.pairedConnection(t, a)
+		w, _, conn := pairedWorld(t, db)
 		stale := w.chat.Session(conn.ID)
 		w.clock.Advance(leaseTTL + time.Second)
 		b := w.replica(t, "b")

@@ -24,50 +24,35 @@ type Recorder struct {
 
 var _ connector.Handler = (*Recorder)(nil)
 
-func (r *Recorder) Paired(_ context.Context, ref string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.Refs = append(r.Refs, ref)
-	return nil
-}
+func (r *Recorder) Paired(_ context.Context, ref string) error { return record(r, &r.Refs, ref, false) }
 
 func (r *Recorder) LoggedOut(_ context.Context, reason string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.Out = append(r.Out, reason)
-	return nil
+	return record(r, &r.Out, reason, false)
 }
 
 func (r *Recorder) Inbound(_ context.Context, m connector.Inbound) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.Fail != nil {
-		return r.Fail
-	}
-	r.Messages = append(r.Messages, m)
-	return nil
+	return record(r, &r.Messages, m, true)
 }
 
 func (r *Recorder) Receipt(_ context.Context, rc connector.Receipt) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.Receipts = append(r.Receipts, rc)
-	return nil
+	return record(r, &r.Receipts, rc, false)
 }
 
 func (r *Recorder) Changed(_ context.Context, c connector.Change) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.Fail != nil {
-		return r.Fail
-	}
-	r.Changes = append(r.Changes, c)
-	return nil
+	return record(r, &r.Changes, c, true)
 }
 
 func (r *Recorder) State(_ context.Context, st connector.SessionState) error {
+	return record(r, &r.States, st, false)
+}
+
+// record appends v to list, or answers Fail for what can fail to store.
+func record[T any](r *Recorder, list *[]T, v T, canFail bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.States = append(r.States, st)
+	if canFail && r.Fail != nil {
+		return r.Fail
+	}
+	*list = append(*list, v)
 	return nil
 }
