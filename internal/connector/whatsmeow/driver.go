@@ -138,9 +138,10 @@ func (d *Driver) refreshVersion(ctx context.Context) {
 	})
 }
 
-// Open implements connector.Driver: a stored device reconnects in the
-// background (the library retries on its own); a device the store no longer
-// has opens as not logged, which the caller records.
+// Open implements connector.Driver: a stored device connects (and
+// reconnects in the background, by the library's own retries or, when the
+// first connect fails, by the driver's backoff); a device the store no
+// longer has opens as not logged, which the caller records.
 func (d *Driver) Open(ctx context.Context, acct connector.Account, h connector.Handler) (connector.Session, error) {
 	s := d.newSession(acct, h)
 	// Media messages parked by an earlier holder are finished here.
@@ -162,8 +163,12 @@ func (d *Driver) Open(ctx context.Context, acct connector.Account, h connector.H
 	s.attach(dev, nil)
 	d.refreshVersion(ctx)
 	if err := s.client.Connect(); err != nil {
-		s.client.Disconnect()
-		return nil, MapError(err)
+		// The library reconnects by itself only after a connection it
+		// made; a first connect that failed is retried here, and the
+		// session is open meanwhile (calls answer "unreachable", and a
+		// logout still forgets the device locally).
+		d.log.Warn("connect failed; retrying with backoff", "channel_id", acct.ChannelID, "err", err)
+		go s.reconnect(s.client)
 	}
 	return s, nil
 }
