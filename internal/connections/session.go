@@ -380,6 +380,20 @@ type handler struct {
 	s         *Service
 	channelID int64
 	fence     int64
+
+	// last is the state this session last stored: the chat app repeats
+	// itself (pairing, then connected), and subscribers want changes.
+	mu   sync.Mutex
+	last connector.SessionState
+}
+
+// changedState records st as the last state; false when it is the same.
+func (h *handler) changedState(st connector.SessionState) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	same := h.last.State == st.State && h.last.Reason == st.Reason
+	h.last = st
+	return !same
 }
 
 func (h *handler) current() *live {
@@ -397,6 +411,7 @@ func (h *handler) Paired(ctx context.Context, deviceRef string) error {
 	if err != nil {
 		return err
 	}
+	h.changedState(connector.SessionState{State: connector.StateConnected})
 	h.s.log.InfoContext(ctx, "connection paired", "channel_id", h.channelID)
 	return nil
 }
@@ -437,7 +452,11 @@ func (h *handler) State(ctx context.Context, st connector.SessionState) error {
 	if l == nil {
 		return fault.New(fault.Unavailable, MsgLeaseLost)
 	}
+	if !h.changedState(st) && !st.Terminal {
+		return nil
+	}
 	if err := h.s.setState(ctx, h.channelID, h.fence, st, nil, ""); err != nil {
+		h.changedState(connector.SessionState{}) // not stored: the next report stores it
 		return err
 	}
 	h.s.log.InfoContext(ctx, "connection state", "channel_id", h.channelID, "state", st.State, "reason", st.Reason)

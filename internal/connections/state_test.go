@@ -45,6 +45,10 @@ func TestSessionStatesAreStoredAndPublished(t *testing.T) {
 			t.Fatalf("after pairing: %+v", st)
 		}
 
+		// The chat app confirms what pairing said: nothing new to publish.
+		if err := w.chat.Session(conn.ID).Report(ctx, connector.SessionState{State: connector.StateConnected}); err != nil {
+			t.Fatal(err)
+		}
 		if err := w.chat.Session(conn.ID).Report(ctx, connector.SessionState{State: connector.StateDisconnected, Reason: "dropped"}); err != nil {
 			t.Fatal(err)
 		}

@@ -455,8 +455,11 @@ func (s *session) Close() {
 		close(s.done)
 	}
 	s.closed = true
-	if s.client != nil {
-		s.client.Disconnect()
+	if cli := s.client; cli != nil {
+		// Close also runs from the library's event goroutine (a logout or
+		// a terminal state closes the session); the disconnect must not
+		// wait there for locks the library holds around that goroutine.
+		go cli.Disconnect()
 	}
 }
 
