@@ -467,6 +467,21 @@ func (h *handler) State(ctx context.Context, st connector.SessionState) error {
 	return nil
 }
 
+// Holds implements connector.Handler: the session's lease, as written
+// under its fence, is still this replica's and not expired.
+func (h *handler) Holds(ctx context.Context) error {
+	var n int
+	err := h.s.db.Bun.NewRaw(`SELECT COUNT(*) FROM chatapp_sessions WHERE company_channel_id = ? AND owner_id = ? AND fence = ? AND lease_expires_ms >= ?`,
+		h.channelID, h.s.id, h.fence, h.s.nowMS()).Scan(ctx, &n)
+	if err != nil {
+		return fault.Internalf(err, "read connection lease")
+	}
+	if n == 0 || h.current() == nil {
+		return fault.New(fault.Unavailable, MsgLeaseLost)
+	}
+	return nil
+}
+
 // Receipt implements connector.Handler.
 func (h *handler) Receipt(ctx context.Context, r connector.Receipt) error {
 	if h.current() == nil {

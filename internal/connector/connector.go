@@ -53,7 +53,17 @@ type Handler interface {
 	// State reports a change of the session's state (connected, logged
 	// out, replaced, banned, …) with the chat app's reason.
 	State(ctx context.Context, st SessionState) error
+	// Holds confirms, before a driver reconnects on its own, that this
+	// session still holds the connection: nil when it does, Unavailable
+	// with MsgLeaseLost when another session took over (the driver then
+	// stops for good, so it never connects over the new holder), another
+	// error when that cannot be told now (the driver waits and asks again).
+	Holds(ctx context.Context) error
 }
+
+// MsgLeaseLost is the message of the Unavailable fault a Handler answers
+// once its session no longer holds the connection.
+const MsgLeaseLost = "The connection is held by another replica"
 
 // Connection states a session reports (the connection record's `state`).
 const (

@@ -12,8 +12,12 @@ import (
 // Recorder is a connector.Handler that keeps what it was told. Fail, when
 // set, is returned by Inbound and Changed (a store that failed).
 type Recorder struct {
-	mu       sync.Mutex
-	Fail     error
+	mu   sync.Mutex
+	Fail error
+	// Lost is what Holds answers (nil: still held); Checks counts the
+	// calls.
+	Lost     error
+	Checks   int
 	Refs     []string
 	Out      []string
 	Messages []connector.Inbound
@@ -55,4 +59,11 @@ func record[T any](r *Recorder, list *[]T, v T, canFail bool) error {
 	}
 	*list = append(*list, v)
 	return nil
+}
+
+func (r *Recorder) Holds(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Checks++
+	return r.Lost
 }

@@ -57,6 +57,9 @@ type Driver struct {
 	// DownloadFunc replaces the client's media download (tests).
 	DownloadFunc func(ctx context.Context, media wa.DownloadableMessage) ([]byte, error)
 
+	// sleep waits between reconnect attempts (tests make it instant).
+	sleep func(time.Duration)
+
 	// LookupVersionFunc asks the chat app's web client for its current
 	// version (the library's GetLatestVersion); tests replace it.
 	LookupVersionFunc func(ctx context.Context) (*store.WAVersionContainer, error)
@@ -106,7 +109,7 @@ func New(ctx context.Context, db *gwstore.DB, logger *slog.Logger, now clock.Clo
 	lookup := func(ctx context.Context) (*store.WAVersionContainer, error) {
 		return wa.GetLatestVersion(ctx, &http.Client{Timeout: versionWait})
 	}
-	return &Driver{container: c, db: db, log: logger, now: now, LookupVersionFunc: lookup}, nil
+	return &Driver{container: c, db: db, log: logger, now: now, LookupVersionFunc: lookup, sleep: time.Sleep}, nil
 }
 
 // Name implements connector.Driver.
@@ -204,7 +207,11 @@ var _ connector.Session = (*session)(nil)
 
 func (s *session) attach(dev *store.Device, props *pairingProps) {
 	cli := wa.NewClient(dev, waLogger(s.d.log, s.acct.ChannelID))
-	cli.EnableAutoReconnect = true
+	// The driver reconnects, not the library: before each attempt it
+	// confirms that this replica still holds the connection, so a replica
+	// that lost its lease never connects over the new holder (which the
+	// chat app would answer by ending the new holder's stream).
+	cli.EnableAutoReconnect = false
 	// A message is acknowledged only after every handler returned, and not
 	// at all when the handler reports failure (it could not be stored, or
 	// the lease is gone): the chat app then delivers it again. The
@@ -777,8 +784,18 @@ func (s *session) onState(ctx context.Context, evt any, st connector.SessionStat
 		// Disconnect from the event goroutine would wait for itself.
 		go cli.Disconnect()
 	}
-	if _, ok := evt.(*events.ConnectFailure); ok {
+	switch e := evt.(type) {
+	case *events.ConnectFailure, *events.Disconnected:
 		go s.reconnect(cli)
+	case *events.KeepAliveTimeout:
+		if time.Since(e.LastSuccess) > wa.KeepAliveMaxFailTime && cli != nil {
+			// A connection that stopped answering is dropped and made again
+			// (what the library does when it reconnects by itself).
+			go func() {
+				cli.Disconnect()
+				s.reconnect(cli)
+			}()
+		}
 	}
 	return s.h.State(ctx, st)
 }
@@ -786,8 +803,10 @@ func (s *session) onState(ctx context.Context, evt any, st connector.SessionStat
 // Reconnect backoff after a refused connection.
 var reconnectBackoff = []time.Duration{2 * time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute}
 
-// reconnect retries a refused connection with growing pauses until it is
-// up, the session is closed or stopped, or another retry is running.
+// reconnect retries a dropped or refused connection with growing pauses
+// until it is up, the session is closed or stopped, or another retry is
+// running. Before each attempt the handler confirms the lease: lost, the
+// session stops for good; unknown (database unreachable), it waits.
 func (s *session) reconnect(cli *wa.Client) {
 	s.mu.Lock()
 	if s.retrying || cli == nil {
@@ -802,12 +821,26 @@ func (s *session) reconnect(cli *wa.Client) {
 		s.mu.Unlock()
 	}()
 	for i := 0; ; i++ {
-		time.Sleep(reconnectBackoff[min(i, len(reconnectBackoff)-1)])
+		s.d.sleep(reconnectBackoff[min(i, len(reconnectBackoff)-1)])
 		s.mu.Lock()
 		stop := s.closed || s.stopped || s.client != cli
 		s.mu.Unlock()
 		if stop || cli.IsConnected() {
 			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.h.Holds(ctx)
+		cancel()
+		if fe := fault.As(err); fe != nil && fe.Kind == fault.Unavailable && fe.Message == connector.MsgLeaseLost {
+			s.d.log.Warn("lease lost: not reconnecting", "channel_id", s.acct.ChannelID)
+			s.mu.Lock()
+			s.stopped = true
+			s.mu.Unlock()
+			return
+		}
+		if err != nil {
+			s.d.log.Warn("reconnect: lease unknown; waiting", "channel_id", s.acct.ChannelID, "err", err)
+			continue
 		}
 		if err := cli.Connect(); err == nil || errors.Is(err, wa.ErrAlreadyConnected) {
 			return

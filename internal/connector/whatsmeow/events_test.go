@@ -409,3 +409,40 @@ func TestMediaIsDownloadedOffTheEventGoroutine(t *testing.T) {
 		}
 	})
 }
+
+// TestNoReconnectOverTheNewHolder: before each reconnect the session asks
+// whether it still holds the connection; lost, it stops for good without
+// connecting; unknown, it waits and asks again.
+func TestNoReconnectOverTheNewHolder(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setupEvents(t, db)
+		if b.s.client.EnableAutoReconnect {
+			t.Fatal("the library must not reconnect by itself")
+		}
+		b.s.d.sleep = func(time.Duration) {}
+		b.rec.Lost = fault.New(fault.Unavailable, connector.MsgLeaseLost)
+		b.s.reconnect(b.s.client)
+		b.s.mu.Lock()
+		stopped := b.s.stopped
+		b.s.mu.Unlock()
+		if !stopped || b.rec.Checks != 1 || b.s.client.IsConnected() {
+			t.Fatalf("lease lost: stopped=%v checks=%d", stopped, b.rec.Checks)
+		}
+
+		// Unknown (database down): wait and ask again; here the session is
+		// closed while waiting, which ends the retries.
+		u := setupEvents(t, db)
+		waits := 0
+		u.s.d.sleep = func(time.Duration) {
+			if waits++; waits == 3 {
+				u.s.Close()
+			}
+		}
+		u.rec.Lost = errors.New("database unreachable")
+		u.s.reconnect(u.s.client)
+		if u.rec.Checks != 2 || u.s.stopped {
+			t.Fatalf("lease unknown: %d checks, stopped=%v", u.rec.Checks, u.s.stopped)
+		}
+	})
+}
