@@ -177,7 +177,8 @@ func (d *Driver) Open(ctx context.Context, acct connector.Account, h connector.H
 }
 
 func (d *Driver) newSession(acct connector.Account, h connector.Handler) *session {
-	return &session{d: d, acct: acct, h: h, groupNames: map[string]string{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	return &session{d: d, acct: acct, h: h, groupNames: map[string]string{}, registered: map[string]types.JID{},
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 type session struct {
@@ -201,6 +202,9 @@ type session struct {
 	// groupNames caches group subjects so that naming a group's
 	// conversation never waits for the chat app on the event goroutine.
 	groupNames map[string]string
+	// registered caches the account the chat app has for a number written
+	// with the ninth digit.
+	registered map[string]types.JID
 }
 
 var _ connector.Session = (*session)(nil)
@@ -630,6 +634,12 @@ func (s *session) recipient(ctx context.Context, cli *wa.Client, to types.JID) t
 	if to.Server != types.DefaultUserServer || !connector.BrazilianMobile(to.User) {
 		return to
 	}
+	s.mu.Lock()
+	known, ok := s.registered[to.User]
+	s.mu.Unlock()
+	if ok {
+		return known
+	}
 	answers, err := cli.IsOnWhatsApp(ctx, []string{phoneQuery(to.User)})
 	if err != nil {
 		s.d.log.Warn("ninth-digit check before send", "channel_id", s.acct.ChannelID, "err", err)
@@ -637,6 +647,11 @@ func (s *session) recipient(ctx context.Context, cli *wa.Client, to types.JID) t
 	}
 	for _, a := range answers {
 		if a.IsIn && !a.JID.IsEmpty() {
+			// A number's registration does not change between sends: one
+			// lookup per number and session.
+			s.mu.Lock()
+			s.registered[to.User] = a.JID
+			s.mu.Unlock()
 			return a.JID
 		}
 	}

@@ -95,3 +95,23 @@ func TestReplyContextAndCompanionIDs(t *testing.T) {
 		t.Fatal("companion ids must be stable per send and distinct")
 	}
 }
+
+// TestNinthDigitRecipient: only a Brazilian mobile with the ninth digit is
+// looked up (a nil client proves the others are not), once per session.
+func TestNinthDigitRecipient(t *testing.T) {
+	t.Parallel()
+	s := (&Driver{}).newSession(connector.Account{}, nil)
+	for _, to := range []types.JID{
+		types.NewJID("14155550100", types.DefaultUserServer), types.NewJID("551187654321", types.DefaultUserServer),
+		types.NewJID("120363025246125486", types.GroupServer), types.NewJID("123456789012345", types.HiddenUserServer),
+	} {
+		if got := s.recipient(t.Context(), nil, to); got != to {
+			t.Errorf("%s became %s", to, got)
+		}
+	}
+	registered := types.NewJID("551187654321", types.DefaultUserServer)
+	s.registered["5511987654321"] = registered
+	if got := s.recipient(t.Context(), nil, types.NewJID("5511987654321", types.DefaultUserServer)); got != registered {
+		t.Fatalf("cached registration not used: %s", got)
+	}
+}
