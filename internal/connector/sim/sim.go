@@ -4,8 +4,10 @@
 // connection's Session is a linked device on it. Pairing completes only
 // through a control call (Session.Scan, exposed over HTTP by the
 // connections capability), so tests and local users drive every state
-// change themselves. Times come from the injected clock and ids from
-// counters: the same calls give the same answers.
+// change themselves. Times come from the injected clock; message ids are
+// random in the chat app's own form, so a restarted simulator never hands
+// out an id it used before (a counter would, and a new message would take
+// an old one's id).
 package sim
 
 import (

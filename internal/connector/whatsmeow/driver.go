@@ -5,9 +5,11 @@
 // start, next to the service's tables, on SQLite as on PostgreSQL.
 //
 // It needs the chat app's servers, which the build and test machines cannot
-// reach: what runs offline (identifier mapping, message building, error
-// mapping, the store on both engines) is unit-tested, the rest is built
-// against the library's API and exercised only with a real phone.
+// reach: everything that runs offline — the event handling fed with
+// library-built events, pairing outcomes, message building, error mapping,
+// the store and the media inbox on both engines — is tested; connecting,
+// pairing, sending and downloading are exercised only with a real phone
+// (internal/connections/README.md lists the manual steps).
 package whatsmeow
 
 import (
