@@ -190,6 +190,39 @@ func (e ChatappResultSuccess) Valid() bool {
 	}
 }
 
+// Defines values for ChatappState.
+const (
+	ChatappStateBanned       ChatappState = "banned"
+	ChatappStateConnected    ChatappState = "connected"
+	ChatappStateDisconnected ChatappState = "disconnected"
+	ChatappStateFailed       ChatappState = "failed"
+	ChatappStateLoggedOut    ChatappState = "logged_out"
+	ChatappStateOutdated     ChatappState = "outdated"
+	ChatappStateReplaced     ChatappState = "replaced"
+)
+
+// Valid indicates whether the value is a known member of the ChatappState enum.
+func (e ChatappState) Valid() bool {
+	switch e {
+	case ChatappStateBanned:
+		return true
+	case ChatappStateConnected:
+		return true
+	case ChatappStateDisconnected:
+		return true
+	case ChatappStateFailed:
+		return true
+	case ChatappStateLoggedOut:
+		return true
+	case ChatappStateOutdated:
+		return true
+	case ChatappStateReplaced:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CheckStatus.
 const (
 	CheckStatusOk          CheckStatus = "ok"
@@ -396,6 +429,7 @@ const (
 	MessageTypeIdImage       MessageTypeId = 2
 	MessageTypeIdLocation    MessageTypeId = 8
 	MessageTypeIdOrder       MessageTypeId = 12
+	MessageTypeIdPoll        MessageTypeId = 15
 	MessageTypeIdReaction    MessageTypeId = 10
 	MessageTypeIdReply       MessageTypeId = 11
 	MessageTypeIdSticker     MessageTypeId = 7
@@ -420,6 +454,8 @@ func (e MessageTypeId) Valid() bool {
 	case MessageTypeIdLocation:
 		return true
 	case MessageTypeIdOrder:
+		return true
+	case MessageTypeIdPoll:
 		return true
 	case MessageTypeIdReaction:
 		return true
@@ -1034,6 +1070,12 @@ type Chatapp struct {
 	Logged bool   `json:"logged"`
 	Name   string `json:"name"`
 
+	// State Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
+	State *ChatappState `json:"state,omitempty"`
+
+	// StateReason Extension. Why the session is in its state, as the chat app said (empty when nothing to say).
+	StateReason *string `json:"state_reason,omitempty"`
+
 	// UpdatedAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
 	// Example: 2026-11-22 14:03:07
@@ -1167,7 +1209,7 @@ type ChatappPage struct {
 
 // ChatappQrcode defines model for ChatappQrcode.
 type ChatappQrcode struct {
-	// Code Pairing code to type on the phone instead of scanning.
+	// Code Pairing code to type on the phone instead of scanning; empty unless the request set `phone_code`.
 	Code string `json:"code"`
 
 	// ExpiresAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
@@ -1205,8 +1247,11 @@ type ChatappQrcodeRequest struct {
 	Key *ChatappKey `json:"key,omitempty"`
 
 	// Os Operating-system name shown on the phone for the linked device, e.g. `Windows`.
-	Os    string `json:"os"`
-	union json.RawMessage
+	Os string `json:"os"`
+
+	// PhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
+	PhoneCode *bool `json:"phone_code,omitempty"`
+	union     json.RawMessage
 }
 
 // ChatappQrcodeRequest0 defines model for ChatappQrcodeRequest.0.
@@ -1255,6 +1300,9 @@ type ChatappSelector0 = interface{}
 
 // ChatappSelector1 defines model for ChatappSelector.1.
 type ChatappSelector1 = interface{}
+
+// ChatappState Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
+type ChatappState string
 
 // ChatappUpdateRequest `id` or `key` (at least one) chooses the connection; `name` and `new_key` are the changes. When changing the number send both the current `key` and `new_key`.
 type ChatappUpdateRequest struct {
@@ -1494,7 +1542,7 @@ type EditedMessage struct {
 	// Id Internal message id (not the provider id).
 	Id int `json:"id"`
 
-	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
+	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 	//
 	// Example: 1
 	MessageTypeId MessageTypeId `json:"message_type_id"`
@@ -1541,7 +1589,7 @@ type MessageSourceId int
 // Example: 2
 type MessageStatusId int
 
-// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
+// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 //
 // Example: 1
 type MessageTypeId int
@@ -1904,24 +1952,57 @@ type SimulatorGroupResultSuccess bool
 
 // SimulatorInboundRequest defines model for SimulatorInboundRequest.
 type SimulatorInboundRequest struct {
-	File *struct {
+	Contact *struct {
+		Name  string `json:"name"`
+		Vcard string `json:"vcard"`
+	} `json:"contact,omitempty"`
+
+	// EditOf External id of a message `from` wrote earlier, edited to `text` (the chat app accepts edits for 15 minutes).
+	EditOf *string `json:"edit_of,omitempty"`
+	File   *struct {
 		ContentType string `json:"content_type"`
 
 		// Data The file, base64.
 		Data []byte `json:"data"`
 		Name string `json:"name"`
 	} `json:"file,omitempty"`
+	Forwarded *bool `json:"forwarded,omitempty"`
 
 	// From Number of the contact who writes.
 	From string `json:"from"`
 
+	// FromMe The connection's own account wrote it on the phone, to `from` (stored as sent).
+	FromMe *bool `json:"from_me,omitempty"`
+
 	// GroupKey When set, the message is written in this group of the connection.
 	GroupKey *string `json:"group_key,omitempty"`
+	Location *struct {
+		Address   *string `json:"address,omitempty"`
+		Latitude  float64 `json:"latitude"`
+		Longitude float64 `json:"longitude"`
+		Name      *string `json:"name,omitempty"`
+	} `json:"location,omitempty"`
 
 	// Name Name the contact shows (push name).
-	Name  *string `json:"name,omitempty"`
-	Text  *string `json:"text,omitempty"`
-	union json.RawMessage
+	Name *string `json:"name,omitempty"`
+	Poll *struct {
+		Options  []string `json:"options"`
+		Question string   `json:"question"`
+	} `json:"poll,omitempty"`
+
+	// Reaction An emoji on the message `reply_to`.
+	Reaction *string `json:"reaction,omitempty"`
+
+	// ReactionRemoved Takes the contact's reaction on `reply_to` back.
+	ReactionRemoved *bool `json:"reaction_removed,omitempty"`
+
+	// ReplyTo External id of the message this one answers (or reacts to, with `reaction`).
+	ReplyTo *string `json:"reply_to,omitempty"`
+
+	// RevokeOf External id of a message `from` wrote earlier, revoked for everyone (within 48 hours).
+	RevokeOf *string `json:"revoke_of,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	union    json.RawMessage
 }
 
 // SimulatorInboundRequest0 defines model for SimulatorInboundRequest.0.
@@ -1930,6 +2011,24 @@ type SimulatorInboundRequest0 = interface{}
 // SimulatorInboundRequest1 defines model for SimulatorInboundRequest.1.
 type SimulatorInboundRequest1 = interface{}
 
+// SimulatorInboundRequest2 defines model for SimulatorInboundRequest.2.
+type SimulatorInboundRequest2 = interface{}
+
+// SimulatorInboundRequest3 defines model for SimulatorInboundRequest.3.
+type SimulatorInboundRequest3 = interface{}
+
+// SimulatorInboundRequest4 defines model for SimulatorInboundRequest.4.
+type SimulatorInboundRequest4 = interface{}
+
+// SimulatorInboundRequest5 defines model for SimulatorInboundRequest.5.
+type SimulatorInboundRequest5 = interface{}
+
+// SimulatorInboundRequest6 defines model for SimulatorInboundRequest.6.
+type SimulatorInboundRequest6 = interface{}
+
+// SimulatorInboundRequest7 defines model for SimulatorInboundRequest.7.
+type SimulatorInboundRequest7 = interface{}
+
 // SimulatorInboundResult defines model for SimulatorInboundResult.
 type SimulatorInboundResult struct {
 	Data struct {
@@ -1937,7 +2036,7 @@ type SimulatorInboundResult struct {
 		ExternalId string `json:"external_id"`
 		IsGroup    bool   `json:"is_group"`
 
-		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
+		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 		//
 		// Example: 1
 		MessageTypeId MessageTypeId `json:"message_type_id"`
@@ -1959,6 +2058,9 @@ type SimulatorMessage struct {
 	FileSize    *int    `json:"file_size,omitempty"`
 	IsGroup     bool    `json:"is_group"`
 	Revoked     bool    `json:"revoked"`
+
+	// SendCount How many times the gateway handed this message (by its id) to the chat app; the chat app keeps one message per id. More than 1 means a send was repeated.
+	SendCount *int `json:"send_count,omitempty"`
 
 	// SentAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
@@ -2952,6 +3054,12 @@ func (t ChatappQrcodeRequest) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'os': %w", err)
 	}
 
+	if t.PhoneCode != nil {
+		object["phone_code"], err = json.Marshal(t.PhoneCode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'phone_code': %w", err)
+		}
+	}
 	b, err = json.Marshal(object)
 	return b, err
 }
@@ -2992,6 +3100,13 @@ func (t *ChatappQrcodeRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Os)
 		if err != nil {
 			return fmt.Errorf("error reading 'os': %w", err)
+		}
+	}
+
+	if raw, found := object["phone_code"]; found {
+		err = json.Unmarshal(raw, &t.PhoneCode)
+		if err != nil {
+			return fmt.Errorf("error reading 'phone_code': %w", err)
 		}
 	}
 
@@ -3360,6 +3475,162 @@ func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest1(v SimulatorInbou
 	return err
 }
 
+// AsSimulatorInboundRequest2 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest2
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest2() (SimulatorInboundRequest2, error) {
+	var body SimulatorInboundRequest2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest2 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest2
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest2(v SimulatorInboundRequest2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest2 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest2
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest2(v SimulatorInboundRequest2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest3 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest3
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest3() (SimulatorInboundRequest3, error) {
+	var body SimulatorInboundRequest3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest3 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest3
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest3(v SimulatorInboundRequest3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest3 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest3
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest3(v SimulatorInboundRequest3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest4 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest4
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest4() (SimulatorInboundRequest4, error) {
+	var body SimulatorInboundRequest4
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest4 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest4
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest4(v SimulatorInboundRequest4) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest4 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest4
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest4(v SimulatorInboundRequest4) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest5 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest5
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest5() (SimulatorInboundRequest5, error) {
+	var body SimulatorInboundRequest5
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest5 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest5
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest5(v SimulatorInboundRequest5) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest5 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest5
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest5(v SimulatorInboundRequest5) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest6 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest6
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest6() (SimulatorInboundRequest6, error) {
+	var body SimulatorInboundRequest6
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest6 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest6
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest6(v SimulatorInboundRequest6) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest6 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest6
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest6(v SimulatorInboundRequest6) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest7 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest7
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest7() (SimulatorInboundRequest7, error) {
+	var body SimulatorInboundRequest7
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest7 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest7
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest7(v SimulatorInboundRequest7) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest7 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest7
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest7(v SimulatorInboundRequest7) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	if err != nil {
@@ -3373,6 +3644,20 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Contact != nil {
+		object["contact"], err = json.Marshal(t.Contact)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact': %w", err)
+		}
+	}
+
+	if t.EditOf != nil {
+		object["edit_of"], err = json.Marshal(t.EditOf)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'edit_of': %w", err)
+		}
+	}
+
 	if t.File != nil {
 		object["file"], err = json.Marshal(t.File)
 		if err != nil {
@@ -3380,9 +3665,23 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Forwarded != nil {
+		object["forwarded"], err = json.Marshal(t.Forwarded)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'forwarded': %w", err)
+		}
+	}
+
 	object["from"], err = json.Marshal(t.From)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'from': %w", err)
+	}
+
+	if t.FromMe != nil {
+		object["from_me"], err = json.Marshal(t.FromMe)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'from_me': %w", err)
+		}
 	}
 
 	if t.GroupKey != nil {
@@ -3392,10 +3691,52 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Location != nil {
+		object["location"], err = json.Marshal(t.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
 	if t.Name != nil {
 		object["name"], err = json.Marshal(t.Name)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if t.Poll != nil {
+		object["poll"], err = json.Marshal(t.Poll)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'poll': %w", err)
+		}
+	}
+
+	if t.Reaction != nil {
+		object["reaction"], err = json.Marshal(t.Reaction)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reaction': %w", err)
+		}
+	}
+
+	if t.ReactionRemoved != nil {
+		object["reaction_removed"], err = json.Marshal(t.ReactionRemoved)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reaction_removed': %w", err)
+		}
+	}
+
+	if t.ReplyTo != nil {
+		object["reply_to"], err = json.Marshal(t.ReplyTo)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reply_to': %w", err)
+		}
+	}
+
+	if t.RevokeOf != nil {
+		object["revoke_of"], err = json.Marshal(t.RevokeOf)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'revoke_of': %w", err)
 		}
 	}
 
@@ -3420,10 +3761,31 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		return err
 	}
 
+	if raw, found := object["contact"]; found {
+		err = json.Unmarshal(raw, &t.Contact)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact': %w", err)
+		}
+	}
+
+	if raw, found := object["edit_of"]; found {
+		err = json.Unmarshal(raw, &t.EditOf)
+		if err != nil {
+			return fmt.Errorf("error reading 'edit_of': %w", err)
+		}
+	}
+
 	if raw, found := object["file"]; found {
 		err = json.Unmarshal(raw, &t.File)
 		if err != nil {
 			return fmt.Errorf("error reading 'file': %w", err)
+		}
+	}
+
+	if raw, found := object["forwarded"]; found {
+		err = json.Unmarshal(raw, &t.Forwarded)
+		if err != nil {
+			return fmt.Errorf("error reading 'forwarded': %w", err)
 		}
 	}
 
@@ -3434,6 +3796,13 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	if raw, found := object["from_me"]; found {
+		err = json.Unmarshal(raw, &t.FromMe)
+		if err != nil {
+			return fmt.Errorf("error reading 'from_me': %w", err)
+		}
+	}
+
 	if raw, found := object["group_key"]; found {
 		err = json.Unmarshal(raw, &t.GroupKey)
 		if err != nil {
@@ -3441,10 +3810,52 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &t.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+	}
+
 	if raw, found := object["name"]; found {
 		err = json.Unmarshal(raw, &t.Name)
 		if err != nil {
 			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["poll"]; found {
+		err = json.Unmarshal(raw, &t.Poll)
+		if err != nil {
+			return fmt.Errorf("error reading 'poll': %w", err)
+		}
+	}
+
+	if raw, found := object["reaction"]; found {
+		err = json.Unmarshal(raw, &t.Reaction)
+		if err != nil {
+			return fmt.Errorf("error reading 'reaction': %w", err)
+		}
+	}
+
+	if raw, found := object["reaction_removed"]; found {
+		err = json.Unmarshal(raw, &t.ReactionRemoved)
+		if err != nil {
+			return fmt.Errorf("error reading 'reaction_removed': %w", err)
+		}
+	}
+
+	if raw, found := object["reply_to"]; found {
+		err = json.Unmarshal(raw, &t.ReplyTo)
+		if err != nil {
+			return fmt.Errorf("error reading 'reply_to': %w", err)
+		}
+	}
+
+	if raw, found := object["revoke_of"]; found {
+		err = json.Unmarshal(raw, &t.RevokeOf)
+		if err != nil {
+			return fmt.Errorf("error reading 'revoke_of': %w", err)
 		}
 	}
 
@@ -10905,611 +11316,630 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P17chs5ti+MTgU3995RpDtJkdTDNhWODlmSq9RlWy49qk5t00cJMkEyW0mAnUhKZrt14/x1B3Djm8AX",
-	"X8SZyJnJHskXWAtAIl8UKcmu6t1VEd0WyUy8sd7rt754IzGbC854Kr3+F2/KaMgS+POMpcnyYJyyRH0K",
-	"mRwl0TyNBPf63jkbCR5KkgpyS6OUDNlYJIwk6pWIT9qe77HPdDaPmdff7vhewv62iBIWev00WTDfk6Mp",
-	"m1HV7izi0Wwx8/pd30uXc+b1vYinbMIS7+7uzvfmNKEzluoxHSaMpiw8SM8onzD1zUjwlPFU/Unn8zga",
-	"UTXErb9KNc4v2Sg+er1Ob6/V7bY6Xc+3H3o975M7nH9P2Njre/+2lS3LFv4qt45oyrBfGFl+Rf5yfvqe",
-	"0CShSxJ8lClNUp8wHn4KiBiTkKZMkkbw66+//tp69651dBQ0iUjg+1YazZj0ScRH8UJGN8wngpN0yshI",
-	"TTZSH6IZIw0Kj5PbKJ2KRYpfjsQNSyRJpzQlt1MRMxLSZVMtf6QG9bcFS5ae73E6Uws7wtW7oqnne59b",
-	"Eb+hcRS2ZkxKqlbTLC+hKZktpNpWQokzM3didl7ene+dhGw2Fynjo+WPbFk+LwdkFEeMp63RVEjGyTVb",
-	"ksZYJETvD6Hk8vLkqIkzmdFrJgnF46T6SaeRJOoMMZkSScesD8sQcdLbIVOxgCVgRNIZg6bVj9k35sWE",
-	"zWO6xEfHUSJTQrm8ZQmJuEwZDWFGIuITeOJWJNeETmjE2+RHtpSEJozMWULUyaB82SbnjBFn4iTCbTv4",
-	"cEKc2efugrc77oyej7ZZ6wXd67Z2RrvbrZfDLmv1wufjDn3Jdoa9rtk9vIvZ9jl9tdQq564R/fyW8Uk6",
-	"9fq93V1fXSvzuasuUZqyRLX5Pz/+f1r/309/+nfP3jaZJhGfqE2sOhHu/NTKmmPRVVe/t7tLbiIZDWNG",
-	"Ds4PT07IaEoTOoLbeud7p0nIknciZEdsTBdxeiBHFaREJCkJo4SNzGpVHV1hmvLWva2287qp2QfspA7O",
-	"D9WtPDo+P1QvfaBIYvLjVd8SvpgNWeKTcSJmpFs36LlqwB1viOsAe7KK8FUPGHq295IT/TiZwK1N1N3h",
-	"avzsbwsaq/3pwixYol7UW9DtdMpTOknZTMLZViP2cXN3O53aeWGTNVPrdHx1HHFyu/Bp86nqsVRNF9dc",
-	"D7E8w97XnmDvt53f7tee3+63nt95NFvENBXJoeAcycBJWDHJEFmB4nrmuRxxfa4nO6fpNJtrFHoPlT/q",
-	"SGLFrIChml7yD2vWBd3f+d7lPHxqEYb0tvu7L/u7L3+/skxMZdpawNSfTJzB5laIM3qpNxdnfmHDqRDX",
-	"q0/hLT5E5GJYzex73X+CA3mnxiLngkuGEjZKN4dTyjmLXy9kxJmUx0kikk3O6hfPkSqxScJFSsZiwdX8",
-	"5WI0YlJ6/TGNJbtb99jmx1NxdM0DhKknyO00ihmJI5kqsW6Ek5JttZIZsXngJGG5ovA00RKvXMxmNFl6",
-	"fe89i9KpkitDwkWi5CbP925ovCgsjDpL8HNuS0qLc+d7XKRvYOVy/Vzyay5uuUMPq/vJprpqD7Cbt2Iy",
-	"YYV+zpmU5mXdF4xzdVeRhBdiaJBEvKLHp9v3E7wVJOLzRapWdZg7CH0yi6RUZ0AkZEbjsUhmLCTjiMWh",
-	"76xftj6kIRJ10ykXsJda6m/6WvYjNE4YDUHqX0hWasROGxoyD9tvm746jWmLzudkTKN4kTA4lW9EMozC",
-	"kPGHXrYLpSpRuwMLThfpVCTR31kIHay33u90exUrfTFlJBXXjJOYjq5Rm5qzBNYXiH0kiZizBFVXfaol",
-	"aUSpJMHnVvZo0NxXKzVVu3JLJdzOiR5lXp884R8SMUng5DxsVQ6sEqhVw0iSgjqlVkumURyTIVNDmidC",
-	"nVUW7ms9NFZC9tOsYWk4WlMNCmMKagdF6BhFfrXanIEVRh1okZAobZP3zrqG6vf0Nhqx3EyUAJawEYtu",
-	"mKMR63F9J7VuXLEbZ2whkUKsvxNwCWH3ikps/yMe2eJuqJGbW6P6g6lREkbjMUsYtyNte5/u/OL5f3hj",
-	"a+/uz4rcwHxraZK6KeUdLY2laMmoGRtpGFJkb5dPlGThE5CLgOiJcNks7/6+6ohQwtktcBvsQX1y533C",
-	"U5ZwGj+K15tGiGTJDUuQ+j7Npbnk7PMcWI+hmPuoDVA1u0hq4uoTzlTPknGc13uRnqiBzhhPNz237rli",
-	"GcWWRmMxTI5xOoxZ2CcgUcKwJjRlt1Tbog5P378/Prw4Pbs6Ojv5+fjslW1h/aUpzKPmwGWkVw+N3tAo",
-	"VqNzSF/I5rFYqoa+k4pxjaPJQr/VyOamlikRsWIiIdAaRhJGY8PpRNJso5lkGQsaXgjxliabaTTFBTZH",
-	"XZ1jMqMoMg5Z3sLR7XTIu9dPxstyfapTpCahu1JTZjyci4inhI5GbJ5K0sABFLiXTEXCQJ6zB+8ndS0z",
-	"OvGGRvHD6aZR2fsfN1Cu86RxI6X8yajggSZP1pBPphSlhttE8AlROo5aNhAm2yTAKQdkKuIQn9MzMAYO",
-	"3Qws8YUQ7yhfnuEePlg8uBCCqHbIQZqy2TyVT0OxzpSCG0ezKCXs84ixMBMmDPs2pkQlakrtVIk4CcD5",
-	"0gLvS6CUyqJfpmUdM1Vj009vOS4cGN4lSIOMp2pVHk4LC81ssFjFAVTdSZAttbjuE63u+oR9nkf6hiXs",
-	"RlzrfrWq/hgdLowkUO+80nOhiILgwIrx95ymX63+6NEoOmLeaj9AoVu/I6uvtL+qenXuDMjRkSpVJF99",
-	"narVG+OG1a6hu4EPp5Owh0MaXiZxYTWTONP13GXMqOpCvfMRn7QWItQkp2k6VzNR/0pyefa2QE3Xe0ct",
-	"pT7L78H8k7MTKJlf/1o9PjQZfcQnXSNBfiylnzfY+zVIeE657pNAjSpwNepYcMszu7sdxw3kk2CRxLmH",
-	"QSjhsEZbdqHg0NCiaq6+LHCP+zkEvNkmp8i+rTykzYopva6Qyn1CYykIBfF4HU2BNOww1GrIcpNKOLKb",
-	"AJt5YCSx4xu1A2dMgr39izdP1CjTSJMjmsKmRSmbyYqf3a35UvbisRt9ZQq/3LlGx4/6sfxOf7IWRzH8",
-	"Kxulqjn9BRhMgc4bGvPFY3wx8/of02TBsjeHQsSM8lJ/5j0f51fVVYmG50/hbuclCmliTGaU0wlIwlY+",
-	"k6SRmWCkb8yz0jd0yZr/mn3DVbS5yH2xiQcxbz5SxDW/C/buVexAeYmAHm+yRqb5qmXSptmL5ZxVGaj1",
-	"zyBX9UmXvCJsNmRhyELQX3zSI6/IgovxOBpFSppXt0IpNY1A/Unn86Dpk23yilQ9IsajK+exHfKKzKci",
-	"FS0p1KMtzlJwnJsb6ZNd8orgj/AlU5TCJ3vkFRmKNPsKLOe4Wl2/52/7O/6uv/fJjSMp2cN973NLvdO6",
-	"oQncQrWIx3q2h1PwC1zamR7isD3fOy1980HN4RxG+R5n4Pkefn5nRuj53muRZh8/5ffCkPf8bgBlNm4r",
-	"Z2d8MqPpCLSHILehQd/uFyw0aXS1rRA2oNf0ibMHpLHd9HEHrnCRr8wONHaavl74K7vKpLHb9NXCu1/t",
-	"NZ3F93K9e743sovk9KvuQ0WnSgYp9Oj5Xq47z93SQpP5m7TO7rp7OnqS7YQWyvErvHhlwA6Qd0TmKYQT",
-	"bHOfBmGJ2UU0YzKls7m651F434t6uCfgV7xGL8Qaz//IgJLH1tKfn6ui59pxkuaMHtoLEMnMCdD2ykTN",
-	"OLoqKKPjsXvImhTIJTjS0LkCPdop+flIJ6fXGnqqVuVwykbXWpEEiZMvT8de/+OXYp+f7vz8d2oIn+4+",
-	"FQ8ATdjVJBGLucy514EXFCWsQC16QG6njJMANUIZQMQRtKDEElmx1tX+wKxjK6DCnoqEQOff4nDpOVQQ",
-	"RPyBNMJoEqUSjVIjseBKKx6JkCkG7OPXQTaTV7BAvrMc+/koByMsOYFQezvFOKgygSmv3jEdTY1Snsn3",
-	"+Iqi5NDr3k4h1GlGP5/gEEzEhP7YLYhQ1Z2aVXEsM+iiNh3udjp6DLLOs2vaKLt3s6NqtqV0D1Sb9zkm",
-	"S3dlTfl1jVODY4dmq4TOzaStBwmk98pcMG/BUzqqmPN1VdDje2vZ0UEr6t12VeRdLcHkIo3GyxqxwmmV",
-	"QFyldv9IFo99pCVySpMcla7RBhwqev/030YyfcrNN6v6e9544CcOd6jc/g3IY6Ww6Prp6YypbVsd17kO",
-	"PUMjQx0h6+3uupSsjrSU7QsFuoL8Fzhh/Sp+r4h3efUo52LBR6xWFGGcCB4vCQ1nEY9kmtBUKGJJl0Qy",
-	"XiOERPIKnl/VKjhDRrmQBUV53W7M9QXGU91T5eX/3jAqXy0z+N8kCfR1vboGTyDwOPNVJJHVIafbjEzM",
-	"aZJGo2hOeSqvgJnmIok6FaH1tfffz/bDWcTKPu7b6qcmFHh+fsdkolIfd45XWIxXXBHs9VWCDx0qVA5s",
-	"ngpu3RElscwnWmBTN7Gf+4n8SUmq1PxtYqO7HYhB3jUvNo7bXSU30bnUz0hC0+yBfewURB/TGhfoctSj",
-	"iiSRU5E4rsAmoTxUj8WMhoqw/Z0lgjTc4UnjEAbXLPTR2SdhIuZwsdNkwa/JPGHj6HOzTY5xd/pkd7fb",
-	"ffnixYsXz58/f14I4nd/8vLh9d3Wy08fO62Xn7689Ls7d//urUelf3Ri652FLu8DaRTWtVm3+z/Wim+u",
-	"tFW6mOxzpD1pa1K6Q6MgKnlRU0s6gjErKRKI2j7hizjW+g32ALEtoI+oxVU/06FaXYyHLNM+GHO59wtw",
-	"0YJLTWrX633Cjm7KN1O9l2+ZRAAax1olXEWs1NPvWEo9pSc+nuiV6V1hOjX2VMee8VOiTk55q823xQSH",
-	"CEQEOG2p0A5atKbPgUY4+TJyRDnXGV9lUzS47OTv1wTyt6R6CdSh+ukMV4BKQsmH998Ttc7k8uwtaQTq",
-	"z340oxO2NeeT/SGVbG/H/6//9b8DMKU59KD6yXuPqGPaGGHSix5qblFXHFnc8seZMwomiigM1H0OQHZp",
-	"0FSRXHCRsqZPAiEDIMXBMBG3Unut88dN/1Je7tf4Awi9isDf8vx5U2oNBJFH/JqFJGQ30Yj5hLUnbRIc",
-	"ThMxQ4HJEZa7WgvfUFg2I6mVl7udzhrysmmmQH6/9nEWFfaWU/R/8UlLLmXKZg9b5F8iHopb+USrfCof",
-	"u8Cnq80cQr1ojtsjbR3mJq0WY9fYJE2Ff0fi6hNM6vc0nXMWQ1jak5C7w6kQErJQHf1wuCQ5MrhPXDJo",
-	"hJ/0VrhnqUwIvy4duHvcecekmW/FOchIr3M+r2vfBBkAS+HsFjVmmlifBJ8w2Sa/KIESPpm0Xa0pSMZD",
-	"MhQ6uHq0SMB5jyPItfmtd6fO9vOe3f5WRh81JlyNmmFphW6lXtJ+Gj3ovQ5Rfqgu9IjTz0bX5ylNFxVM",
-	"NBDXeIIX3IbTBvskSFgYoSIzT5hSPvRAQc05Oz46Ob+6PHuLUfwsdb2s4trzPac1h66tcn+eXoNL23kN",
-	"MpnclK3K5HvtebamaMxgL/ss8bkrHMm9hzrn+r7zc69frXWNnECGO/+pXKaFsHFreoNJX5lBRqFrZHNS",
-	"7Fba8hNXy9VN7VvznqI6LNHWPbC/Mx7WaUf11rxE3ESqHa1F37cYH/TzB/rxb+BoLe50/huvYg4b+mRz",
-	"R/o30r/z1+oxajiaeFddUMFvWCIhUK1N7E4g6MTJ+Sl5sdfpIgEU47Fkqa/OmwacMImocwzEl21rVA58",
-	"EqR0ItW/EmQj9ddCqWfIBe02iTnjLLy6BTkfGW2ZpFF5bXKMOAnUaILfHw0pXXPnjjm3fJS58lYfAnjs",
-	"XMdslohUIVCyYqfUCo1FMlPPezZJuoog1A3VeAY2sMlVkyvtK2xYJzrsJTrYm5U0KqYSY3fohK09Y23s",
-	"05hAWW6Zbqd2Qe61Ac4WOmh9g5ATPNgro1woJ0pw4SHlqU1OcG8kUY1U+35EEk0ivsZBPYUH8YyCwn2P",
-	"AT6/Z3pJs+2C62sCGm0S/dxpQa5lVp1HnNetaTVxWJcbncJLaDgATdDqZqvePoennOsmQSRbhxI4G4Zy",
-	"HC62on/ltf4FfG9AwnCNIw6xeEAtcwElq/q8oJMqd9SCJ4yG6zniirz6KQnKQrJ7F/xSsmy5q/i+49o1",
-	"J9chSe4GVRLfNWSF7A4Vls7ceHtM7XUuU6ZN5QuXI/9W8kVOKngy+eKMxdREhxt1w3A7fR3sbdRnJLvr",
-	"uVu7nk5yaNu+wLbPTduX2HYlRaga9yOsUaW1/O2NUrkhoVWlOlp7wgBIj+Z4zj7mMWAOJ8hhSiaL2Tgl",
-	"C65T5f28+cm1OQE42YeDi8MfyBadR1v6ALQMy9j6EoV3YGuI+AdnubulQHeaXF+pO1mhFWPQomSpVJpx",
-	"dnEDNZ3O2vGK72hyTdTb9eGKdZy/pkH1dH1jdSLBwUPlgBorN3RTP4xa1lsDqQSP1zeHN/qqSgV+J27Q",
-	"kzcFQ8TICWtxTAEbxyLgPSdRZUjChqy7dFW0KUZzscppHUgZTQDxLE0ol2PENIBJqneeYoqXkq2YoBa7",
-	"rjLRpvKCJGwmbrSJEx9d+wz9ogU7vWm1m29Gsqj0r1WMg8LasRBWauPhLFwfWWEwlQa4clMHBcO53mWf",
-	"uFPxiT3V2Q/4lU/s8fIJXiWfAJnwCV5whHrR1Ktk7qs/cpU2UOyMNCRjJKgSNYPmPtkhjTMmRXzDQkgj",
-	"2iWNQ8pHLI7VF6PYNXRn6n5l4ov//NO6txBHVnlInbTu586sjbxXFasEGqIYF7gRadzWCMzG0tBskzeQ",
-	"OYXKZe7lKFXLb6PovpNEoxZBZwkbiSQkDfs72MF9wgXqM80qRaYQszKjEdhV7tV36nTsemOc0dXuaXqF",
-	"6IyjM03VyApl3aVqd7I1xQOJCV6K02Be1we0N2L+1gknc42bg5la5nBiUpY9mpiNdT6nM588J6/Ia3Un",
-	"wrZ9HHRN+zTIIQMPTnM48FYcXxsw1V0vc0tNQ4mLOAfP9xzcH98zo/F8z45FCZtzOvN8D8cMUmUGbVcm",
-	"hDk0Owenrk0g7H8IWc2RJBqczgW5s4h1VKrXa7DqMHvQamVuC+SHH/rv3vXPzwOyZW16ucCylRjFWTpo",
-	"5mUZDMIvO3ct9U/P/NP4eEE+4Z99/Y35dzBoq7+6/t5d88/NPzf+8x8f/9Qyz/4Z/1U/VKLDZhkOPTe/",
-	"oVdWf4/DKNWoCLUR01X83GLHaOKmaFpDib8QpKCVCBKFzQex8kdGTqbsc1rNGtQvBa/d3u7u9t5D/HYX",
-	"7LOLVcgFb7HZPF0S562K4cJrqwIigBzBFKrIj9owFr7LNKZyNJTZkgy3goVRWmH9rTS/VmeoluWzWjPt",
-	"6vYK3LTcCoMJ1hgBcUqU2xmVLWHsM57Myu5PQsbTaBypRoxUNVzmDu1+3pgu+IjlDzVg8EDeu5PO3q43",
-	"Ej/i4pRXx1hR1jS563OSmdyrr8ah9rmb63FPMmCN3evy4hCgQcEdglawWTRKhMZKMfFJGam86O70O9v9",
-	"zvN2t7e9s7v3n0HBM11FMy9y9FL/o6nl3t1//vt68XqwDvaw1VnDyge6vAP32q9+YDRWZKVIVqUVYR1H",
-	"86f7Rq/fquqoyj1Y1i+zbPxsr6o5n3ZZSZbcRCMNBft3pQI01E4Pl0TnSTbzEdcO1q3Z3/t3lVTtaiVv",
-	"qyV9AEVAwOGFJleIAhKhDkagZLqYUd5SGgZAbDk3d128gMJerDIp6WGugY/gUBEXIEEyHvpA53wNouOT",
-	"xTwWNGy2SRCylEZxPp5Bp8k4ZCRhYwDGAAcETZKISQIhGmDFpTFJGJVKY8CsgTRKY+brL8FrmWttQhF+",
-	"cNYsr5keD1hmwzBS06Sxa6xCQbzMrEzr35VGhW7TFLvNUftslZ9yq87FIhlVwjT8MhVqnOFipNbSbBbK",
-	"8wfGCoVCvdHKGhquMdT4DIdTmg5FirL9wTxCsf4XkVyPY3FbJZi7QnlvPaHcjsXzHUuv7trzvYN55Pme",
-	"6RQEcDP3WkVGP5DTYbTUj3xryVKHJRaYaZ/8bcEWoOcnZEp5qLimULtq3GCUm8oOS5buE4rRYLeQIql/",
-	"uKWSxEKmagxLmelNkXTgA7H8gw9HHU0ngmeInc4pg42Zp03cr3P1amPgHfObiIZ04PXzZx6B5DSvh6Fp",
-	"UBm9r0csjm5YwkJsJE3YZMFUKwmjo6l+L2GjaB6pnjBSt2lUPAqvvY2yjrNHtWGkaIJo4slB4CX19hsa",
-	"T8vjNjc/xPEtNfM1WComTGwYi9G1T8Q8bYmFmpPSLi8dHFrSGGNPY5EAiKyiWKj5m4dwWPdjgqx5iDOV",
-	"8hxRb+wSg2JJ1T8adsqApOFQ3fNcB7hiTnMGuKLEcTwKJzPA41e7+nMUMqHv6iKMBK75kRgtFOPEVbpg",
-	"s3lMU4Z6+Hkaja7Vir4gr8hbMdKYny8zkoCYN5gATBMlDiG4VCQRehiiUdlntQndDp4ODGRtKHF3Jv4a",
-	"wZnCIjMixzUiDvVSIhZaL1ukCE+3C+3M4yVabPIJyJQMF2kqwCgbRzIlibhVL6m1gHobpFE/QrVK5xik",
-	"3qBELYTiuYSLNBqxvsEHtudM24qEkr1xbaRqZQdOm1zM5yJRl6xByXXE8dDbNkdiEYfgWplTqa71vh0J",
-	"kYog3Cq1XpEUKpt1Jg7/hf/S73b8btfv9vzutt/deYDV4wKlRjgpnu/BMVF0VZ0RdVL1AfF8z5wOdYzx",
-	"aHi+Z85FRp7RWEINHjjslaeLsahXYYXhnNtFgmNexkktyhddkC8M6uqcDqM4SpcFDFTc1UiS4SKKw68k",
-	"Cb3XxrgnFk+BpfBFHK8jfZZMkk8ljWaVa1zcEO/g/NAJIMVPUKrmU2UbOtyktBo/iNuicReMYixE4mWk",
-	"jYhHaUTBno5CCIJoOV+DjXGmTpAVQcpX5QE3Qo/gxPTk2XhA9yvsWUsgn3S5HvDLV5XsiThOVTtVxZgo",
-	"Lr9EIsX4DYvFvEJs14HjV3N9YlcXZ4CYhHmlIpHHglAPIhRro5uJ2DCWSBKw+Nxn5LrzvTlLsoFtULAl",
-	"FSmNVw0RTI1E3ADKfQwDlbnh3J9Qnls4Z6imd3exqi54Maa1vKeONIWppmMl97kYTRibC4FTiiMhRqUt",
-	"AXGfT8EgwJkI1krbT0HbsKhxZlBRuLYRx8QpFyNnr6JQBxOjpqaEZMR3JTMWRrTapgO+hitkleuMPAoL",
-	"Qc3fyVw0WXs9E0jVopUHs2rDc0EilaMubvF3kvR2WlOxSCxEFUaqOTF0aziyqiJgoESBPj822A4s/jRh",
-	"wPTMYNrghAGJNgNyT8TMDeL7TgLyfhYJua8DENGXgrbBVDN5SUaUkyGzOc33eMByqbYFIwa3m6sXyCcr",
-	"4jYtPTKiHSpEt4lIHxG7qVSP6jDDhM1wD65mEV+kTFYqyzEj+mcIgtknHRworp22v2uit7PT2YhYCXQ8",
-	"OWtYNapVp1aD2GYhTMXxqyOTaVImYttoUtqQUpUqNuEiqZLGlF4Iphd8gDSQviF/8zW105Gg4CuPwUm/",
-	"0AjDWmOVzfvourWHyCq7MzrMMvhVW56ikbA51pIUXI2Sj+JFyMI1ujMjK3d3pn/BG2jUAWs70eaE+3t4",
-	"fPiXXRJnuL7dq8qDshjGkZwC8uuB1v8rsBcMdmuZ6lmjATzznbTJYmVH3VeNfDO4saukc3eyjgewnPQA",
-	"Ql1LjsSc4byUzolq23BJqKuvaTeEDmw7Pb/AuDZ4S1bYDnXQ4GaGQ7O2kOqv0yncTIsDueQjqO+ptbJ9",
-	"BH7GKmMTGnElwVWYFau9fUeqG8cp6Txc4eSDpwteyZoDU722hh3SlMZi4majjZJZ27Duto6jhYha52vt",
-	"kSh+LVM6YVf6MhZ/vAUNNPdVLGRa/I4mo2l0wxz3SDsC6b6tphGzNHepVsaiJjODInxop+F8eWkn4Xx5",
-	"rqZwaGfg/PIL6tXZF29x9M43B9nYjd4CQz90R16JMwh7YnZfR0FVbYRPqvah8G1uGwq/3SqGX9qEwldm",
-	"D3xSuwU15xInUjiYYgQaQLV37xcjYeC5nNI52iUbVVJJc9/4hAhHq/Yawe81EZl6ULmCgDyThbKwDaf/",
-	"euTsOhzrM4Ai0mS2mBzFRteyOsZ5SOUaCVNZlioMK4zkRu9UBJVDv1XzqHQmPlHWarUH0jcLVL2sN+Ka",
-	"aWurXBFZItfykEu/BkB008ASiByqjRF9JDDoSZhDukBXRAEktD6IZY13UQAXN+wKtMn7oWoxZiKWohhP",
-	"KkZgmkGtlIyjmK0dV3oGLek36yOcFS/L28Tg6hdivGYsIA3jRu4rGZulrOh4VrrWPgloHAd97QoF5Q2s",
-	"QooY03z0hMstESQvjtc8/e/U4wf4eGUAJ7BoM+sZzFm1XlawV92LOtXjAP1dam5qWpmEXuuqfrdCfsxC",
-	"ZO8RGM/NhX63Qk7MJ3uVK4PbSPV1g1F1jmvT1WQjjOXnwom9Xq1LbxgjWhv5WT1lHhr5/3zJq+qhL/lo",
-	"mgguFqYGH2kEjIPP8xXchaDZz9SBgnMUqk0avP6mT4w3NTQOrzZ5A5U1sGoFTRj5QOWIxocU7U+ADFQ+",
-	"FEdans5/e6zjok6OVhjozIhaakQOAfaxwEYqyEgkCYuhWBKU+TI6VaV6k9DbzQT7o4hOuJBpNCIjMbfh",
-	"EY7xC5d5n4hFKqMwA9ZN6Cj1AWYUBStFFChfghehInSgcBCcxVkRIfDE18zHnao7ekZElRaKtR4a1XUc",
-	"Q0gsQqCSM8NP8BYaHe2VKQuxT8Qcd0Y/4daMsJQZyXpzbRZRhEmtZxPOPCtxLs/srNA8sq9rvECzfham",
-	"jighuBKghGpg9hZijQAgiHYqRtyYScl7Ye1mJlmXyMV4HH1GG3oBRfL58+fP9/b29grxow9CLjeeGxc/",
-	"5R7k8hrJwW2pINir1T1GalRzfF5hfAaIG5rdmGUc0tG1WhIekoambcEX3e2dItuwieQVRkVwcQuN6Cez",
-	"0FP4NWsAL4FP9B3wiboCd0GzTXTJfH1GOLEVTnzdk/rOPZ5rH0e9BKtP4Q9gpn+npJo3UcyqgX/ULy4o",
-	"m/bD27u3j3ZhPKNHp4eX747fXxgPgFoeNBuLCQOTH145/BlFuqtFEgcaKknMohSUR4BK0qjOIUuU5pfZ",
-	"qy/P3uaPasRvRDRirZ0Xve52ex6OnwSk6AfHiwHyIt8QtaiwxroAWIENLYZxNCpX5oIqQtBzwuYxHRn8",
-	"KGN/z/lYNDgeZM+ZFW+cvDv4/tgnP58cHZ+qpgt709zXyNXukpseJ5FMIcLHhkDoXjF3LY8T7MGg+1tb",
-	"ao1kW3+vFPMtvTFyy90Zqx8vkqiwUZ2dF3mYph+mnz5epPi/D/NPH8/lpz/3t7Y+/s/BQG79+d8+/Wkw",
-	"OH+2LnhTbkMX69VHw13UV/fdIk6jOU3qrYb2CYPwFS4xSgnK+mvvLpVIsNVzkszjhSSBWrugTV7jrZYW",
-	"Sixln1NJMENuK0D5ap8ENzSJlIR4BUXZMCYS5GfV9ZzpcpW+2j+RQIQ3AJaFV3UvQmgJvD0VMTjxKI4Z",
-	"GTRgqWJ9h6qg+jzvux9EocTpnVD6NQDLCiz0Tuk+luTf96LhDne+pxa92pw9hvIyAnaxTyIMk/pw9MYn",
-	"NxgnRRdhJKDAIJA1Y3AF+LiZkKkuA7tflOWg3CYWggPgWjqfQ8Q9FoMruA6bOXPSMOJKD1nvrAPZzs43",
-	"zPTO1OnUhHfsEP37Vq2KVxTbWyCB26ApRRK15lI6muWNcc8jnFcb64hvABmEtjKCZRq1ofhfBh7AvVyp",
-	"Bwdef+AdcDrw7gLSmNnLO6JcaSYjmiTLzPJNOE2jGxYvm23yI1tKDEyBCrsaGRwqEcuRSBhc4IRBmWk0",
-	"bWj3S3UqzrqgeaGdkJlztsfV1xW87VoGXmd3PphnXYQVs5xrpF9AG/o9ExGGeRgZ+tg6bZzD0/p6mxSO",
-	"+16CYLU736s4Sve9+rN+5Wd8o6jJ2CXMzSNPteq0mnKyWcW5tvyiTc4WMTNeRDEbRpwZztFIIXQTqBNU",
-	"McX13c/Oe4ZEmBMc98uFHILM8qYrPZi6eXB2o0J9yu8kCT63kkXMzJGUwX8jVvBPRhirzQsVqnr+pP28",
-	"Dp0cLlH0bpRoJbHE8rEUcB334z30jv9B637PtK7a3NvrdHJJQED1TAYQxBuNpkRO6ZyRkM0ZDyGnwdgX",
-	"geAIztZAQSoZMu/8+1/4CRI3ELQodz7KmdqZwcgtvGgBgiHRumBZso/ZMDxXzLO+7sp6lo+rSllZhrLG",
-	"3G/mbC+aKeUJpm6340rTjH29wi5TcVXKwrfVNLXC//2xDqUwF7RlQ9C2xiJp2UBK1JOZUpbY5zRoE7P9",
-	"Lk+01sCiVSUr49p9QPJ2FfGocbg556w0efy+bFYH7a+5b3KOpDavUz5Cr5Bjt9IWLTBM8Hj5leLb80Tr",
-	"/spyWI2zWOnYLWyMQJBJSQVS3zcrDJPqv04HcAgebZjEmTyBXdJpqOL4X1TmIdv0HPY5NSWGQMDzIW1x",
-	"ROcWhcWuwK9ikaBeD74jOY3m88doFoW0fsfQX2YWpQk4MgXoukJqyaRCuCDBly/du7vAV3/04I//+l//",
-	"21opCmgTB5x6vvdvYDvKQUysXSczLzxUTjFzgEO1iDV83j/XSyS2KKYjkJxHs0VMU5GY/Jfa0ICRSZCp",
-	"r66uBYpqJPPnmyCZV1vj1yqv5Tobi2bWFSUi731UcMtdXC96ldPMGOIdSH3tRbX1gHWIdxViwmbVJR8Z",
-	"ImFz4VYWTx1lyVGrXB6r64rYRipptjmHa5Q5XF2usPLXGTMFsGoxgH8fBQP1QB9SPDC/hLX3OF8wMh+s",
-	"spb35kA3sKI+cq565AO6MA2s7CLb08JlXLcLbKC+j9WlKUmjwqVJtUNTp1fC7819MmGcJRDf43o16qs+",
-	"AK1s4d97frd39+//yBeF6K1PSrMBm4nmhl036lVk9PdSR7XuKtrzsDqToUZaLjVZhQ0nxqQDGHkiYdUF",
-	"Xde5og/HbC3Qy98DZqsdks5suLcKDkIqFevggDOgoiK8cYeUpRLGUwuYv+po3vl2aat9Kj7BEnN5x8Yy",
-	"ZasqUKzssbrSb27QdbGw63hOrJUJRCJE/nMbB8MWxOM3cGZNcCwlYrZmwW1yOxXkNolSjL94AsnujVKb",
-	"NxXpaigCtFWgCEDDqsvx/IJFRVI/n6svYYIp4zb5GulgXkHMw2NtSHFdkb6mglGxJrmciltJGvOFxI1t",
-	"VtU2Wp/00iVEsw0ZmUBgvK4BWw4LMAa+x+hqNZ1BO7nuCtcDDuY9FeegB8Wl1UUo6rElCrSawJZqb1ij",
-	"fkU1zhyIWTkpdWWZiceBhBVD6J2h+Nmoc7jyxQ4/bQTV860ZhhPNt8GWFEl/ec8scN29oHSld9XxuqrV",
-	"AOBXGf2dPaTmCAZM14xLqhk9uISTubyrudA6B6gIx2YGnY1wnR2VT1LAvHROfo9FzO0gdaJlrf5VOHmb",
-	"y9ImNDaXNrE22qX7doF8IspXRZAdjeIFuMsQm0zDOSMO0YP50hm2tj5nKmfUhA4QUYJARDio6uSCWvhn",
-	"Wy/PtOcjoj4ogxrYqNqkquGjV1g98pdtBVjgOZ62Wlr4dU/4qqN9QSd1GLQVBeAiXuU4oRMAEvLJjKaj",
-	"qYkXhIoxV1EoA4LKuDTyzwWdSJ8AUA/8jYh5Weag+i7nmMpqdMA7mCV5ZZxZm1fjMK042YoAlLJpHoNe",
-	"kZp1lW+iOK2szE4nJAp1KJZdPBO+tduBH9SX+0RDNNEhYqQmCIFCQsEQWmgMXdRGQ1zoEj9F+3VNGlaZ",
-	"9BZ25VFtZRv+iGbuqtbawD9VFq6YzxNx4wYcVOOhVKwhTdlEVOXf2AwO84gO8Xp3cPbj8cXJ++99cnlx",
-	"8vbk4lefHFxe/HD8/uLk8ODi5PR9ZeLGlMorRAeTNUbOdVBRHAdgbY3FHCQPnywqEXneihGNmdbUMHRt",
-	"nl69Pgs2K9Yoa4oGnLGbKKsbUMgm0zHdBx8+nJ3+fHxUD/ph0Z70k57vfTh+f3Ty/nvP986O/3J8eIFf",
-	"Hlyewx9HJ+cHr98eH61JLQ70scnBrp+xv4I7UX1JFxL+OIokoHsBAQG/zL21sfScwH21krrYPcqfET87",
-	"mn6WIIp9f1pxP17D+2Vy76LQVG5ljehpuipVrUekO/WjPkA/XZ4c/nh1dvzh7a8+uTx765MPP5y+P756",
-	"f/nu9fGZTw5PP/x6dXh6dFyNh4xBTKupsra31EJ5m0U4NBtSBQ4AIZimWLV+oU1+tk7EiGsfP9aBzByO",
-	"De1ehOgLDHBSX2UxTOq3isL/2a2vWkKJKX6vLy8uTt+fO1gPa5dhy+98hWxtTGElMDSMWMef90kupF+x",
-	"60JMvyQpvWYZ7pK5nhfH/+PC8z143fM9eF9dGv222qnVADmbIANaRMBP65xZM8Qfjg+Ojs8833t9evSr",
-	"53tvTk8v8DMu+5oEAxdMvSZCdS/fCJHiZ73HnypP7Kqj+jaq0jEM4yrvGbomM5QiHcegUQgreB4AVcKR",
-	"1lQ2yKOslTmRfXJtBc8y5/vKuNl5ub2sWp6fDbEtA+3jGDYeY0YbKm6KyzDX5YLVJmKHrDuDrZoqIq4y",
-	"nkYjWgk9uZODnnTMnjS+pUtJgkIL7WBlXE4W6FF8716Us1VKxiXgs2GQXhjRWvW5OisCciC2/jpnEx/z",
-	"IbbmfALQ4/Dhlg3nWfLDLnn3uqlzJbZm8x31HH7Ynsyd57p7+CCdz2MNkro1D8fFLIonzoOos3VX2Dsr",
-	"0O4qggGLT7WV8Fct4JKGDWgzGDgGue1hdUNKQIPRJoVEqt5epWtXrYfOo6k/cgwP3LpW4lVYcUeMhnHE",
-	"ITdnIZlJB1QiAcJoV0PHkcbznka9wzRNgyq/dq1SNyS8TjQqRzKKhCZLMsccv8uzt/uI5xuloDSUsyDL",
-	"2XGrr7vq2BlbDiPu030J4LUAMW7N1ZqqdgBSY2oRboCAALW9c/gHC26qkmxQR+uxdbPurYZVtSw/I5RW",
-	"JHhNhYOdXk9n/AX6hgWmsBhWmGbqvX0SwL8yIDM6l4QBPosGKYc8D0Ut5zShM5ZizcAolRbErsw5sLVV",
-	"WQE1gXMV7PXx1QZ8M56qJdQ4hPnS9SdViDiHtnY0AHdrGunihWGOpDUoGiRMY5x5BdiwFk/VAASXW8gM",
-	"OIW81o/d3qdHA+8UQ15r44JrBPDVkWXFtquDzHQv0qBHOzuhgeYr7vkpZxn+o7rrs3lFPSX9Qx7i9z6A",
-	"33yJ+gc4Yeymr9HEKijurKnlfaWTtDpqV6QR/I/W+c2oZRYwaPokClFSiwkdJUJi3RG9QjJP2xdYkacU",
-	"PLHAZKurwpGrxIlk1VTolylCruiOtX09A4rVFum1yq9b/L71CS77nF4lLE2Wj98bXUFzZKHGc6rxxcUH",
-	"Y77Sm6Prj7iQKR2riCUMimpwoX9bE4eThdV+xCoO4p6lDInSXJH8fNzm8/tuNrZwzItLm7tGK2itOaC/",
-	"TRHxIpl5RBVx3RTA+VUwjPPFUH0cGghSjSAEFVEzkVuzEQ1wK1sW862FHKHZJifc1DuRfRNHiNxkP6sl",
-	"YtGJwkiOaBIWWYcnZjwaTWnaNjhWpjiO55d/kwwDTjcPcGc5lEY3CGYN/oFLeV/8ul7395VBNXrV4aOO",
-	"jrKq227HcS/mExgOz94hV0pMcQjHv9nd7Tw4ALKEJ1fj+8wPbpN4SL0c7sSrbJgGQlk6z7XJe4CqNmWp",
-	"dMHlhK1VqHDdu1YWru6yWm91ZPvxLFkb4K/qXNyGLRmEO/MCfumsklUOlDqui3asx6zw2TqLHCp+PQi1",
-	"l2y0SKMbKweyz1O6kICSG8dk1zJtAAcDDmKHqwHNRnHEeFpjn2OWRq2xX5qg3aFnfZGwq5qSAoflcUOO",
-	"eH7wZuj7kHubIlCx5vlKABwuScJasFbaK7WaC9adGKiPYEb8aFYPrelRPr61dXK3XbJWqvb4gAuwRo63",
-	"7hJyu6vkB+eS+pUEwCqpqPfrY5ad/PI6lvepeMzKVzdHDe4t9VhBDxHauNom/IQ0LXffN09PONb1gGqT",
-	"Ex54ix9y+B51dpwzseYG/aayYI5zPl4edJt7TLh/zeh+86i3inEhSniVyh4vtbUJ0EKwRmDCTC2Cry5l",
-	"1HJguFuG7TCoX274qcv6sfKepU2ag6WCdHxSoFJkFDOasLC5ASTeP/F9X+dY/BKl03MQJytkByDJIBIn",
-	"IqUpa6HgaRXlAD+DwRKB/iAEROnN9dULnvo+1Qz+PJqA9VgPufHDu4PD1vkPB73dPXLNlhqolaK95fLi",
-	"TesFGS5TppS5M5YuEm4wAIZLMqpZCC0IGZ1ju+d/xfuuJ7rWxb9gMq2ja6sW8281GANZEoo2LyhNBB/+",
-	"FqVJ9LDWmnolYOKZNvJgAEsesa/xw8XFh3OSsJGYzRg3BV3KSIWg/OeQCiFteEJTdgvq8m+GUXi5Fixh",
-	"jb6qXi6qq1Ao6hCqEFU5rl/Ww7E4iCWaP/imchVWNWru5x0dEScfRJIuJgsmN6oxXRF5DFR5jYNl4q7q",
-	"jxMSlkUSpctzRZt0zI/iHsnBAquUF/y5B26Z1z55Dc+SwaLT2R4dHB4en59fXZz+ePwevmFBm1yIa6ZB",
-	"G7XsbPTEQJ+pgGC6rVwM1eGkPJQQLbDUIHOYmIT2fHRRUFMUlCWzCMpiWUPnQiLS7JIMWSz4hKSiTQ4I",
-	"PAZVgvFY+QTdgeBQ0ukFJFVDJZPohkmy0+kCIJ5ePER4KsYcDLw7cEwCYYe9gOXIzrM6lt6dWueIj4UT",
-	"96r+RO4ICDQaAFdR8u9xUciMRuAb1PHnZQvvFmCjHXw4MVOvbsgnlAB6n3Gmk9FCpmLGkla+kiQaH9rk",
-	"JCUxS5Uggor8gM9ArcvgA7KkNEkacxqB5vzTmQ7IxF32CSpHvkbx90ksJkQsUh+LJZp8fNhLyPuQ/oBD",
-	"DQlT+6rp46VzgN1g402YrK1dJTjCa1WADZFGGeUaQuAEH3A3BqEIPOS+6ALiNLEIO3JJLD5gxpHNzK6q",
-	"mhN8CV6HYqCvrAuEUI2jGx6eRVe5i2rr6/4RjHbAq0xqUkmHiBrlGpc+nJ5fSKId1XCEdCGmAR/wE07m",
-	"NJ3irihyoxPHNZxHBu0kU3VNLbKJga03kSq5HvVuwHgoDwc8D/6k2oBcy7qt2CcDzw3BHXjGdYwIfMK6",
-	"oEpNDLitQzVkU6wlrAuQcRa3yUEcY4aqEu0UaQkNiLMhOLrl3L1HQgEL9m//RnSwkFQfn5FjcIEFW3Qe",
-	"BcZYbq2am1JP2IYAwZr6uUigv0rBg/0BJ4TaXjRADuwpcC4o9WH7PsSMtdYFFLsuNXYflVR9VRHKZ892",
-	"Ot1nz9YklmqJgq0po3E6/Xvgk2ArYTRc4p9izjidR+0lncV67ltULvko+5IzFhIucAT7hLNIY8yq4QUZ",
-	"EJbxYmx9KVSwvAtIY0TjuFx/wS9s8nAJx1LdFJouEtbEw6u6gTu49QUGcbf1xQSZqLar7ytGvy24Yv+g",
-	"q2FkjrRny6mcrpbIYh1HXAmgicmrqgY/xqVCAOQ2+WDCI6SF3tU4ljB4nbhYcQIMpiueII2SfHn2tsW4",
-	"ouyhj2VWUDLEtqwx7NV/7L7+j17PlFvudP+j1/uP3qHzlfrc+4/dI7zwwceBlz088PyBU6p54H3Ck3Kp",
-	"Sx5mR9rARCfMQibqa/ghkwXUN7l7aJE6jfynEaHtKzakWu2or+Oj9fkowHxmLwX7hOIbA66WVyyg7vhE",
-	"MU91K7arbsXFNJJE122PJFk4FevhhsBecpFClhIaJ2SbXOSFnQFvwN1WrEXtC9x8qHsOETM0jsWtBITr",
-	"QMkdbXfUMmj21QL9w1kx8g9yamYpyT8G/B+tVgv+p54LHH5/dROx24D8w7I688MKtk5yXN0n0iQr2nBQ",
-	"JRqUu0KxQ3W2jmwBokXWNBQBEbHU7RoefaUkCtUkSBaF37IOFYv3DX+3I8vYemkZsp8qH8fxqhfwr2JQ",
-	"GL6DjPhqjjUY1dP6T3i8XBXQ9JQzVJXGlguEMcMrJeUUXstElAZUT3QKJ34n7a8tSJTJzlazvnUUZ3AF",
-	"rGBTRuvXU9I2N0PF82PLCTk+sX5qLcj4WSSKc66KLeJJUm0as0fe3FbzWnEjfZIyqY4KGEwct2VdA3hi",
-	"VQO6ulW53wF3dKZIyoWBIaY4fzHOKz4JFsMiDayL7lA1OhQ3rGl1MN3WkI1FwgbcbWQkIJpCl1bP6OUt",
-	"Sxgwel5SuECSumZsjpQHFTaxiEPgxo1VhwBRJyHwBF6bsjisP5NNQ+JPQsVcU8ZHS1gllzhLMqOJkk2C",
-	"z63IPJf2CTLIRgqhcij84X6LRCPYAyWwpWj97DxktMgfcH1q80K4vZ4cz57zcpVE7pu+oJL0POKTpoar",
-	"JJQPeODMr/UjWwa6NyT/GCZZkPWumU61VJtzK5JrBBNObf2pSJJr1b5b3dqHrTeUoQ8S5JxRBzNe0hmD",
-	"to2iDV+Yvht20X3QFnwtolCN0r1v+XXE5IBDPwlT7FTLFBmYPD6jOW2UYNmHJrJQ269JxNPNY7VWPxst",
-	"rpK7fmnrjM1jumShPgB+jq1GSjLijKS3oPBeuDPWCxtG4zFLsKwtzhoXFDh7r/fsWXvAD8y66bLiCcjD",
-	"6JzPAluVZpFGcUySBQdT7S1V+4NaD2ks5krj6HYU2RA8lE2z5hxRW5dgulW6qureB8CsbCSdl8+ekWis",
-	"Wir20yYH+jkxJju9l9Du7ufPNrBTnQufSAH7nyZLu6ADblcjd7bgpECpr2gWpQjdpZ0SuL67nZc+tDZe",
-	"SKWEofyULAA6O49moyswDXgmfaOqaqujmc1qwAjRFIErPY4+69iIEV1IhJfJz8Bup8HiFuMBx2oUeOoj",
-	"HaIUcYRShvLEv2gZLjtTJUFMkR1HUsrqySsNgcbxkmS0B60M8RKz+c2qI5Xq10owxrgw4Fr60OW4ddL6",
-	"DLAc7RTZeMxGaRNXV0tJpAFCoFJyEINcEkq44tM0UjoE6iIxBeEgZEp25WhrAb4FnAwsJ5YuyGg2V/MA",
-	"HifN/StQmqkAwdw0A0sjp8APMMpowNWJ02MFRgZZ9SAbqsFKPyM3JTHOsAAIL3cEfIgHRLIQSaQ7+gZn",
-	"5tcG+ww01lb8akGFjJ1Or9K222yTXxBrW9OdAdenXKmK4WLEpAvADcVwjVl4TGdRvFRqMx2l8ZLovXLF",
-	"JzJPGEbjSS2Hv4GXyD/IiQ6hi/h8kZJ/EJPYDleIbGE4NkAZuyK6EdMPXatcYGL6UjqfPwua5B/qdpLg",
-	"i3Y39NG35xNbwmudJ1Q355BJkheQ9ZvltixTDVlKo1j+2bRyYeVLOAn/IDudTqGFnc5O/hv1nnZ/kJmN",
-	"NFFP9npuXxhk3ydfQFnsk49GwP90t/40D13xHA5qPiUJxi3rOod+/ut//V9anJtaJgbuOCwIZhgL3BSL",
-	"lwAIFQgEZk9MJLUIpth2JpsNlwMefG7d2NyLFnYS5HPtRmLGJAKGB2XXSID3XMcFaq/EMp9mEckB16ah",
-	"pg8CVt43E5CGIgQIJGzo020C1ndMseaLma9TdVXTMTiMEAj+szsSJQUBXF+wFQCYfbAVcJEGeAPMbQU3",
-	"qkWAydUEweI0Q2ZR1ag0zxsVHWi5JqcDjlDREdfsx9qUsUKDrmivPqCuvVbtj4ywWSvCgBtraBJNpqmO",
-	"uNMjy3bQN+3r3hD6WZ2hgxz/Wn4nwZWXhCaP0ggFVGZkok1qrCCKY2qy/ezZbqfz7NmAlywVtvAylKlI",
-	"8GSjjcIY3NnnOaKXGwLZyLhyJBVPg5LmHEI7JQQFKmlrwK0roUJhdwaGdsXsZtrM4ZDNY7GEy5EsuNQh",
-	"7pnlXySGYbyNtGkWl0LzHVyrjI3yGxaLOeuT4AvUGefp1Ryu85wl+q9UpDT2gW/qb0Ka0j752G63P90F",
-	"PgkTuKPqVqqGUSaeZ8a4YI6H3FTR7KKoF8xZ8gF/MYjH+3qO+FyB16gZ9JVUnVH7bqfjF4wQvY5fcAbA",
-	"Q45fexfeKRgHup1Os00OiBoqmVOZ4lyYLeUoQdeBLKJAzT8w62wD/iRSvIQxfeHxLinC55uELsg2VUIc",
-	"lCXoo+XcIekJk2KRKEbbyJmYKt0ceX2/PClfCUZgx142+2C2/PXXX39tvXvXOjoiP/zQf/euf34eFKtM",
-	"Qy35vystoXF5cahusalLnTODkiAzW5LuTr+z3e88D/bVfGDhwig1dEGvYD/LwlQNg7Qyi0aJ0ApAbfMX",
-	"pvl2t7e9s7v3n9hN3t1krCs4XzhgZtHmdKl+kv3KNNCycdftuYs9t9T/dwBruGpg/xlkt24WGY/IuStc",
-	"9clep2OTCIChzSK+SMG0YLbOJ3JKE6SdSopV4tNCalXGcc7sE6EIS5Sq8YIl3Sq9SuHBRMszpRm0DhS9",
-	"DUjDaFlgXq4QJiLpqDjg6RCkUd0YtnFqXE6Soc0FwwD6VtvOanNq2+h3EoXvCGEibTVv1ZpbhlHX1oOE",
-	"cZ0vjknhfiYZYA54m5hkYm1Fuzx7K0kYmcBum+C74DE4xQjKITYz2GybXhBphBYbSl10H6bC3MEhhptI",
-	"0jA4Gzr7C6LAAp8Uk8H8AddfWZKRPXVunC3ZVwcYtB3sWyq9b4/yfuadGfBATmlvd+9VQP5EpuyzGwrV",
-	"QKXEJ4WOyZ/IwGsPPPInktBbUCOazaZOnjQpM1qNPZBLPjr4cDLgdvVN/aa05KdqD7jne3E0Ylwyx9f/",
-	"IRHzJGIp1fk+URqvCAE4+HDi+Z663ej177Y77Q4EuDh2OI1UWWXdzILbKglnG/EXq+yTkE4O5sn131zo",
-	"0Evv0rGMOtFkrnFUjDdo+CZit17fU5y8jgMUbcAIPeywBWy5ylJuWnboyncyS45FwOSCT0LtJI2SOn8E",
-	"9K7DHarDEuQ+igt5bbfYmR7eGaNhTTO+tptVuF32824X3XbJJ6HziScll4QGWvSJzkFnvq7C75MU4PHG",
-	"MZ0gMEPZNWIWNfdL28blGxeHKfIrp1X+DTSSjSlvgVVG1B+ZggfH63vHNTEauacV6dOlaXLBJEORTokJ",
-	"HDBZ5dW2bDjuKwI1MELCuDpUh3XtFc/i2tEibYjj0r5zr+9ttzvtbYTLngJ1AFMAnUct1X3LCTWbi6qS",
-	"i6fcNWiAdSWdZjWHIq5EiHJUDU6OpNNELCbT2oAcRf4rA2vcN2tDQdBYa8w9QcmF7UOgQmANzFuqmxYI",
-	"qqg8UAvdDBHgjZjhakPKrDYySv2da6Ze8JAmy30ydIoQo2xc54h/ykrEA75eKeJ9XTcZVUXI5nOUScd3",
-	"DiZaVJ61FcJY60GiQrHCiFM73W0QEJ49ewMttJVWllW/s0AOfN3SVq5rhQSqCd/ag+FjXVxUvupZGSQm",
-	"q+TpjsvWY9cj3B9wtMAAoUR75GRlYQ1rOcyKanBhwdJFol+Xi7FSa2R7wCtKirr5l25Be82rQLkAyaqm",
-	"vn1W6m/A3cdLFfLRjFrfzkFKYqYkUHWixFgDxvm60DbeoGrQRmcK+3XAjmACCNRfarcGfM0idc2sSJ25",
-	"VWhhlplLoKaAqz6caAZquLbWZvvZswHvtgmC4qO/zxh8neIrVAPAmrMLO7afmRtwezGMl9oCNBCRkLWm",
-	"xOpcwnA4i3gkU4hQa5PXiopixok2DIEb1mBg7quNMmaUvC7z7NlOp/PsmbGOYz8ZkJZMhS1Uq62Ml05U",
-	"CWns+dpWBtQ8pqNrNU+cUyn2qNfOVBob2jxW2nzqYN/3i5tinV69nZbSNUw0tKJbc8b3kSTdRhKHb1xX",
-	"wRcccYUVtpHFSzeL3juDNTuM4piFbXKQq8JvhgY9RZqdj6hk0pwosODBuOkSdJlUkdS8ANQe8O02uRBk",
-	"HPEQJLnbKdN0lRWmVxX5SapxfmBQ9uqczhlnIQaiB/vgTgkynKJAh9gZE4z1VoDk3x7wndzUbUU3Y+mk",
-	"2iQ7ZGgDtqYbe7sKmGzoQAQEUxxniYON1QMOrGRWvq5RWb+uuQ5zIwTb5bmqtrICoNIU4N1XpHqzErt4",
-	"GmzM2G47p2wjUJNdSkTWmboQk2p9ciCTIskwJiNJxiwdTTN1UevLODmwvZcgrUhDo1+Vkhj2i8QQh/Wd",
-	"dIXKKV4EvIEQCpqr76T3Vj1u4oQz87V7XUAQgNMwp1JmEbDmjEJEuKZr2EukLmLuGVO7v7GuyaKpIQjS",
-	"kevD10vtQzeWYpDdzst2Yf1MyKWDIhUzrM2MKVp6Epb3+3jhkfGbfYN+dNdUryRJxQTvOV7g0rbt55cZ",
-	"Xe8hU+pcmBl7Ls/eqst5efZW80FCwHZSywtRnzAyutq2SG031UK42u72gO+1yfmSj6aJ4GIhy+VQUfZs",
-	"+qTX6fRJ8OVcK3HvjH/qCIzWXwwQ/8mRTxJ6e3en5IvsS7yUemntJjdEYpMAmhndCHWWWapEoiRhcLBi",
-	"AJRIsByB3CeB6rid0FvYsTCiEy5kGo1wq9W6UySzMgqzWjQJHaVtNRdYCUcUKMXucpG6gFcZPBPogBSv",
-	"vxkOaRzzm4iGlPzX/+//T455mrDJgsGHt1FIQRp9Q+MpbeqwDj0do6IA/1ikaL8zdor2gD9vk9V1au2+",
-	"WD6niP5mxWvtiqEy5GpZNn2g4N9IbwVWjpZaVkI3uhLk30W6Im5CZjRW989qCpk/HkI4IJy05OpqGHEG",
-	"KAK49+A2jSEvIXPXNX3XsfOy6NgxgRuFQMNbkYCW0xhUVk8eeD4Z6NKyA16oLYs/urU8Sz9eZJklIiGV",
-	"lYrz7wz4wKt7DA+xOaAwI5t84IirA6/ZJgexFIqs9clChzhn4O8JoQOex4LPuf787FlAzTV2gtKVyNkh",
-	"QK9Da9PfswieAdcyheutzel20EUhcKd04PJmeTw3bhwQHgQ31EexV5FEk0gJEaa0R0WJUp8MYwHnyzYO",
-	"ETTA9XEWCaOK8TbBTa3OqI41CNoQq6WOWoUnANZjDV8EaZR8EQNe5YxoQnednumOurEmYLGw6sQ8ppz8",
-	"bSEw78RilKDR2HppT4xt6p2FD8y8ibXIBNkjW044IdTP/4T5gUymgACd1a8DvIOCKcUB282BOrulDKQB",
-	"wvTKKkMmSqnFyGQ6dTTcg+k5mPRuEX1dy/r58+fP9/b29gDJAyipreVZKQ9ATu6NiEasBbWR2/Nw7BWe",
-	"hRRzm++q3sznu+oG5Jbbgi38X6wxX0UOsFR6do0qKnMXpOByTWcw6tlFR6jwVQue6WgRtzw0r42tv9a1",
-	"s105J0Q0ry3BrWaUcStbajeb1GWlwRAnlQpjsKmaRVbzClFO8rPr9jrbe9ud3m5vZ6/b2915UZjiqum9",
-	"ePHihVqYbHrvGFKfGVpnBdkm81kbszyR191bUiq71AZpWr1cYbXMQV5XTVffhdW7iajVXgPRocmHozem",
-	"TmPzMQvxA4P4dLJU+60vTdt7yCq8MzPPliOXzKw2Fb6Qc8ElEqRep7MhCcvS/rMjp8W1hiumNd0TlmWQ",
-	"m2r02AzIZ9p2g4nUSz7Kt+0K6o2cgJ7r4UjvcyZ9e33vls6isP3D68n79xeXn99dXG+///to+/1ff+29",
-	"n14eHrw+/vX4rz91f/r7Ze/saLRzevnm8KfO2Zuzvx58Pjh49crzvYTeOsNHfqEI02NbVlxkZjyVVxgQ",
-	"qQ7D7ZSmUp0dtRbvSosmEfDxXOeyw4Y+8MIA3gO8XACW06IXBvKSgkqEsk+V6qQaN++qLQv8WjWDaAVI",
-	"CV2ociyZo3Y097WkkRP6iY4GyqkFqlM8e0ET7szOJsc5fzAvVlkos5haNHlmtRZy9sn1r60tg1feAbSy",
-	"OuZ21ZE1RParhlFleDXOgEdPChWksqmUmvJxtprcntmEbt30Le3ZKpY8gPd6hc1TJHILBMB81YKMiCjp",
-	"T4yReIJAmBMFyeV8ktCQOb+nArNtnKJJ2Y4VAahLe/MhkzmdXlxvGjo4MNlereZfzk/f61XZvn9V3ohk",
-	"GIUh4/jGyw1pc8Q/JGKSaAAVh4Yq9bWQF6PNlBFX9xLfqSTYB/lsGTCYFZuyRs8hUzxda9ks3NcZBaD3",
-	"t7MqRshw1fLeFtBDsjEXTOAICFI3xL9SzmJK1JlO1cYqxVeojxA/lFBJmEz/z/9Nxmw0pSFtk2N+EzGy",
-	"mGUSthL5ScSV4JQ4RuyKUa99yXPQKBWnaQ0XwUqfAK5J39r0b2nRqL+f5UoZUyWXKaNhm5wmxaR3a+go",
-	"p1DVbbAOjQLdl0YpguE6bzf77glQl0+j1Do5D3g7umvcjg8YsHQhxFuaYA3RnV7v/vfyKtwZg5Je8PLL",
-	"+1++EOId5UuDT6De20Uuc0+nOvAXofzhrU2vs44W/2BFS/d+GJMTWJmq70WVsQckC8OJz9CBnW9Yf1nk",
-	"2m4X2jaA0wmZ1+9udzu9vaz8KHDTjIVNERe7aJbwstgtQ9EXXMsBAMTqwnlBk1aE0K531/WCMGbsc/om",
-	"itlpUq1ivxdGaK9ess1sWZuoK3qG+jiUiYFjQszVavAxav8mErEObtfGrq0FL0W3+EU7FRh3fMPhtRmq",
-	"xt4kkmLSmWuzzluZXAtRE5VSh90YmuOuZRFwRm0+1Ij8aDYfKjq4eadGD3Uj9bx+IfIIkKpca6qj4p1I",
-	"EKbOrApU0v1y8QR5a2Omxpmhn/J4eWrLcj3WhOlVn9aNj6BagFL2itff7bxUu1KJSq6WaFIFhPdBKSSA",
-	"22FypPMBfYWAQUxJyJgHAt2RMwMPUZOC3h7wAAtiBEQymoym2kUHnicjlYIHLygDSAaKpSwSna9QwOpR",
-	"aoVmMQOu499gFhlejU8iPooXISavCOl6em2IDNZbrTAlvo1kqjEpTZxv2aRYrNPzOdXzNJ7D4kSh0p96",
-	"FvIdDAxv38Nx5GTU1XWa72qLVCn+u3ah5hJgGepgr/BsaxTO4mnQIVvmKQvAKThGDFZNMAMWLknhDtz1",
-	"Q9A2VwHJS31G1BFwD0kk7z8khSNSM6/ysc1v4sryJeuVYqku81KatkhSMhLxYsbrxgpGxtfL3AAt3jEC",
-	"R5siim4dIw0RbTewDtO5iAf9ac0ze4rDstPUcVZR6Os6AIsk9s1ZNEHEqkcTSIx/5ztXC3SPwR/6fSdC",
-	"doRrcCBH67z2AROQ9EvdTmetl0Bu+fQYoxw86WRbwZlCq+fHGvxdvojjPGL/dh6g3wEVIp2X/U6n3+lU",
-	"4Hj3bVXcaux7bR4ooYgbe6vBw11dzGKUzNomgrV9K7g6QAUg+14HYeR73QrYeM/NLdru7+ziZEqA8Nlz",
-	"HdLt9LvdfreXXZJyQQkX0L2mj7yP5B5MUHUMbF4c7KJJm/P63U7H9yB3zut319c/a4C5q1RRCKidwA0r",
-	"BIY/yqKzsc1jHX1Ozysrl/YGK/z/VirdWqM1aehGAXAF5vqkDEdKtuLGp5JEXJ3sUSMY7vR6SgWsjFo/",
-	"0zFOkkD604bYh6sEP40UhJETGMQWQG63EWRr67rA8xDpVXicl0O+KgF6yUEYJkxKDL6IhZgP6ejaJ/Mk",
-	"ulE604ATEkf8uhWLEY19cvj9+4MLjKxiKQVgwwSAK9ygb120Q2eC8gkOExcCRyrmGN23b4OcGrZ2HJJL",
-	"XdoHEGywmpxJB3OScNoW0MDWBFIDtmWBNi1AtE+CecQngTH3ul1iMl6FzF03Jf+emngnkIWaJtEo1XqR",
-	"Dr2tLLfXCCwfeBY0TfCZjrs3je5XJ7k0AsUnngW+heejo7QdzeYiSRWtnccsZWHQtJneGJGUCg3WlIOP",
-	"QtiNrN4TjmRmMsEz2QuhI6sV6lWFWPeL4SjfScSksZEsUZYrvNPrqX60UwRjjiq3qDEoiYkvX77MUBHY",
-	"50imA0/vsubG+Z31bcK0kqfbJoVRe1xydYU0ZrrBdYfNpvM5o4nMoN11QKDFQ+mj94BEaZscZWnUcKg1",
-	"RXmqDEQY/E6vhzc1sHGOs8zQkgpBYsEnYPtAGpN/wAZzVamCmBWYVwZ/s/CS2mILWGTSil5oUVlP8qou",
-	"I+Z8n4v01hb6T6tEpo3koUeIObpAzFoO8O5mi2wCClYs9jqStZPoXiVZo4j+TXetIFOvEqlxdCUJGr/e",
-	"XGDO1mHTA5Jpi79USE9GJ8wKIvS9l+PeaIc9p93hi3B7vNcZ7dIeezl8Hu6Mu50X23Rv1GO7w5fh8/EO",
-	"7Y622YvhXtgbd+jL0XO2O9zuek6NAn2eHnxKnXoaFSL5ecVMastocHH7rSX1dWTfPHU7ydyT/7Ki/uEq",
-	"aMNaaf9em3hd7voKHaDOOFySGGutxRbcwIimhdtHOZqRI24lY99CAzKnamFeIkWBr485AQMulzydsjQa",
-	"gSyB/k1dayVLBShOYutLFN5tpUyuZ46uNPMemHXIV+R5rLHG2maKFR0twonGQIQsCGoSJG3B1/4K6l+2",
-	"/x3kIjfU4g2XEOJhiqv74OgYitQHeMJxLG5N5AgiJ9T2CnylqkfObvNZ8JF0SHGpvTw/0s9VtVts09R1",
-	"h/EmlMsxSxIU190Z3tunaWetTpFhkkbCpIhvsPMR5SMWxyxs3j8/HQ1Q6snC1JVXKmcBq1+gnzEPWtxy",
-	"jLHCDC5dmquuOc2UVw3IhmganUWmug57VYPw45XpdVWziDR7C2SvsqlbqOh0XwOxkGldC/DbiiZoMppq",
-	"sanyfft7uQ2TEoEqJhlHPJLTfEs1SigI+Q8TIixJQlpUH8Z3XmFI+NaWvH9aS1yFFeYr2eHqeDCwL2S4",
-	"CCRTNtSpWykratvanC2ZirkkVHHLESONOQa8QTyOAW4NEzGfWwADxSMHvBZsuw2Qjzb9Isfq8yYGiD+C",
-	"ukHSJRtaLapitwiTU1KlH8do71EOcFrhgwX6c3xrRSRnToJPYMfCP+zp3+AWHxlQ+I2E7NVXWd/E1Ub1",
-	"jUw/uvcTZAjzRVVVRURMtqbTXOHNBgTrGTwSHuoEQ2pEiH1j9MLQvWrzuq4lBLYv/VxdUTi8+4ChWhmY",
-	"IftgDQ4KVuBmG8DrIOfSGB11TPf9BTv7JMjZJTR6hqnaiVAxBetJMOC6dudK2V8XIXgoWRvwNegagnhV",
-	"0LUHWvgKBqFNzCVbN71HmdR0Tdinzim516T2ZM7qR5jU1nBB/6480A8zqOkTcg/bNArDE9rB7hVjcz3/",
-	"wUG/AQe9NAV2npCDaqi8h4rDWxnsbq1F6sgCFiDepU0vzhcQ4eyWyRRLS+xDYBHjKRZ9MW+2iYbMJF3I",
-	"nZlBYG3K9gecEi54q/f5s01EcpDCKNn5/BkdiNqctdN5oTjHTu8lQHVzYV7TCCBZ1QpI8g81DjcbcA4A",
-	"MzgMn2CNi92++Yb0tBs5a8An2+Y7nYTtkx39za7+Rvpk1zy0O+D6yzYJcCOuRiJEP1knY4qJKYk7oTcs",
-	"m0EbQB+MMgEVUp6TkC4lvqnpw3gRK14Zku2O8yPGBq1hnNuEPQ/4ZmpHOZgz80neF9UJtdDzxyySjjk0",
-	"Xxd4FXepjIu8QadNZdwnRgOtE0MHZoLasM9up7NJ2Ge2n3be+8WgT832auM9oQ0WPiji89y8uyLmc6Mg",
-	"vd3fR4yeXkyv37vPV9gFX6FJlFzjIRSYvM7wxXh71GOt3bBLWzvj58PWy9Eea/XoTviCdcfbw114aYF3",
-	"42omvX73xY7vQbSBFZ3uNT+jDPT8+Yuu7ynidQXJP45v0KExXr+njnF2ILQY4axHdz3faW49sJ8nmH6n",
-	"o4anF8BLoxkTi7S/inx7Gy1Rp7RENVuZW7P8imFC2oq4wd0sbLC3qYRmeOk6IYOItO/ix7ss9g+J7RtI",
-	"bIBvXNyHrxc++GBLx2oZD0GuW8Zd/+VxJpXKGMfvGYd6zKagkwlk0qDaCHWFCSZRuq/zoNhNJBbSPAPJ",
-	"1GglsfbVTDr1BzxLHtDmVh9EJO2usgkzqnslfYKnjwv1obm2zWLAv44t9gy2IC8W6SiFr6robxQ785UU",
-	"/d8udqZI/Dv9zrfU/WsUf6eYWT6MZmf4nHXDl3RvtD3uvOjtshfDLt0Jn4864+2Xez22S1+E3eHO6Pm4",
-	"w7bpXvhy2Bvtjl8weGjYGX27MJr36orDr/u/ccDMvyZbcqoW5Ajtb2RESJn8SnwFgEggCMYGrOi4FlQK",
-	"G27BHw01boOcXQr+HVjbfcMtNENKIhYOeBxdM0L5EtvcJ9QBY+m7iMdwyC0i4t8WbAEIgAFCqCh9LQMa",
-	"z1jXACFXwmabHELdA9T+5SJOTeqiK15sbl8f8BW8yl/BqSAvWlonQRXjumBFbf5ponGfxgepRqdPgoZQ",
-	"8i2WUveR1FC1XW9E/aB2Hrv6I0bwn4FmnhfqGz9hWOBG5DOl83kLkElbgrdM2nptyQugGJBjM1zE134O",
-	"59WBvhxNhYQKb4hvLxIsXkAa1EXUz4HkR1DoAeqIIAgmFmWBFB1tCsIqeSTiTd9CjEOdNDEmuhaBDACI",
-	"gnJCR5CfWMSjANj7rDKRnxXweNlsu61AkVZTZw5sxyDiY60DFO+hwWQJxWERS2vAA5owhB2QDqgVc2yo",
-	"toACOnQDIIsyICmLY5mDTscn8XcNyD7gN5GMhjEzTCVb9DZR2rpmDZmtG0ukwmeon4GfDdC4W/3BLBXi",
-	"w2qN3y5bBDUjdbnnDL1ZcxiJa9metJ1M+5kYAtZ0xNMpLlwTsjCUeKw1Gzv7SKKFr03ei9SpUqRr+ZVK",
-	"uVTlauDhhSN6yg8tAsODPbHZVtp0VjDs+J4+Juq2FiEE4XNH/+d9WpvMu6P/WuB+udBUXHlDVKrxEHGe",
-	"pR/u/Ox1vTDwvk4OyL1klyLDw1OssmfKLZkqDw/WFvILV8cg1d3QQo66Fdj5N2aVX5HjZCWNVwamA0k1",
-	"JMZswJTeMMxwKyH3aI7kFEyukt+LhbjWQytBzoPxk6040iJ7NdcxRbs0ArTI0StLo6AywQO40IBnbMiF",
-	"1XaYw3Osx+q2XuJKfgmIn4s0GlsCO+AACeIUOMQR6gr3ksVjP/OCGfRErPAoSZSuonnY3ttIpo8heEDd",
-	"Nr145yyGamdfl1rV0Cc0nRxwSs7F4u9UfQVrjl8CoTJv9rov1Vu7u7u72ZuvkwUX5G00oyX6ZCrFPZow",
-	"ZXtTT57sCc/XhFJs/V+MRjklBrMlca/1t6FLuixkLUWC32We3jRqiMc2SJYQpgcSHxAhzDO3JaJcQWw+",
-	"FVxRCxStSqKmFUJB/2+4P5E/qXap+VvX4GqTAyOn0ThhNFwSjf7mBrjZaZicZKBhF9qE7fxuUngM3euT",
-	"OY0UBYOhDnguYwdW828JiMgr6JfJZPrtEmurAZw1mTinELDB6Mzb+PrD1L6+RPdlHT+qFl+r54obaiW6",
-	"8tTXsEjnTMyHDivOsjQfQ0tXEtBCX/8t7SB1MJe/vWhpch6tVLYexb7fvFGuKbsBHc9yK6rpOEaRy4fJ",
-	"jeResXEXcBienSQJg+LEw5g9e9YnVBPPVsRtNexIGoqqlOeG5QOQwCE1Sga/ZiEJ2U000qXe0D3lZxXv",
-	"sml8Jwtl1qhbvLVhHJRRYsCeob6DqekMeRO21DvIrQnlkmoWYWw0mZhST9yPTFT9fyO5tJLIff1sk3Jn",
-	"/2rioU37eKRAuDkpAUvQPYoqQJHKx2mnjn/kAYrqiwcpqq70CfNEG2AqlKBIqCyUi0WYmiLOqrZ3Ylyo",
-	"qdUZGDh6/StWJ1OS64DnIOglhDCq95CaBZG8ggfKltFIFsRRwVcJl7Ap/41VY7PChoGahcub9ipLu5jQ",
-	"g4VMxUzJ/C3y88kHlMPTaBTNKU+liXjYeQGRe7Y3YxK13bmmwLx02eruvdT/edWSZVWHe0WVXBtjHylE",
-	"2vNQL03qe/yHMm6U8YldkG+uisdiIharjINKBCrQXCNUPdQimJfsKt1Fe2VCm7CRSEIiU7qUGgQjQKL7",
-	"ylQ6N5oyndCI36cvk7diMgGUqkWhtJybe2DJek5xryeHb3E9n1hV/v1LZ5l0/TXTgfXBQ7n8X45ciEmh",
-	"BOIi/UbSGV6ZeipxnkK9f3X/1I3KjdJUIQR1y40Npfb5n87Qptag5MP775VERAmgRl6evW36qHqpM3xD",
-	"Y8ZT+9rILcEzE1DWN52yJcHS1bUWw16ZuAButaJeA14kX31CC4XqoXLxrXApWZsEQmoD5DARt5IlaITM",
-	"VQHGNVhIlgw4dQDbdZs5DdQHx4W+diTASiimi8NpImYaC/R8RFGPtKsoEqigiV06a9U0/l4chy787hb6",
-	"3rflSGjqEyqvsVDxgOs42zY5kNdQM0NgiZeQlbiAoZ7GGLopBf0Jz9ojKKjeAGhSrVNmmhPS63t6KTcm",
-	"qjiwb2JrhMvm9d48/7H18qf/8Q4SocwmlW2DO2uYH80Nhj76UB57a84n+0Mq2d6OH/38+vTstvPj9xNx",
-	"cHBw8P78cnp8OVF/Hqv/e3148Kv6d/xmdP4X9cfRZXz8089nO73Z++s/vXv509HtwdF08v3BL389e0lv",
-	"4ZW/nF3uHifXf5lMJq9e5U2X5qROdCD5oy2XZmtqA7hcimF7/VdjICZuv0x5vxEbkdFsESt1FCNJrQ9w",
-	"42jSc9NQNtqVkaUHYShtmJAmxhQxjclQiOuyLvKdzIJzNH5uES6t5GJvtgf8mI6mxh0E/MGWvNe0V68B",
-	"4vGiD3rBYzWQQHBT2URLtD6RokqCLUaUkXHEQ3BiE0iqROH48PT9++PDi9Ozq6Ozk5+Pz17Z5Q90wq22",
-	"UXSblSV/zdPnjIWHmbv2EeCqZrufxOPsRr/YN98LJ8AiW0+b6LW+MOqcMBj1N4kaeuCq5BT5bubbpWH4",
-	"BKE/63jYL1yXMnT7T0Jc1xjfe5GeqJ1SUqTxBz0ZTbbnrK+WLVtDQ6TK0UJWCzdvIplmn1PGkUpv4unJ",
-	"WrGvPYyYm1C+b0LKG1Bpax7TEZO+LrmnZPWmKc5MagM5M8LuWGatSKB9MgOuY1VbGAwQEKg9BcZXDdze",
-	"Bhsqlg01tV1n9Bq8XTgEN8BTyegg6g8X1rQQcdKgA44PQ5XBVID1wqCWdzrNsokXabsxC1b3jPWzSvbf",
-	"ATe9NHY6HaVm3bI4bn41pvG9LpP98BDRe2yvGxtYNyX+tvjZ15b475upPWoVEaWZGfi55ofdhxifHRaC",
-	"BXQfxz2Ka7iKc8Cp/YNhPIRh1BEbydg/AdOI+FAsePj1ucY7oI9ucGgwTsQsIA11T0IdQNYkt0mUVjAN",
-	"n4jE2JxhvcFT5+vHI230wGOM9R50VqgBfpFA2OH/b8UiDrMQf6MF9HOjM1atHHYuTZgJvwFWhGYZp+ZH",
-	"FQ5wgAa0ivLTjUB/dyXFIhkxqAzYa2o8u9okX2CY88UwBrTWNjnASouKi0Y3jJOIxxEHtybaFgr4M6VQ",
-	"twHPLETFgtu6lsdX4VAn+uw9gj+pTVxPXk/Z59Trez9EPtTHWGKKiNIJId+FLv/sbU5Z9Qy+iUVqSsE7",
-	"XTFbRUMUjUSkkO2DTvV/iicZX7Z1ZpoDmC7nDN7v5viQqWlrAUoez43smtXxoyPTl6EC+ib/wZ42Zk+W",
-	"mimxU0KRfdzPEn39J2BVbnHcSuQ0pSBLSALT4Rl4x3PUVxZJoESfRZbmVzYP+US7Cmw1aKkEeTDvI+ZF",
-	"g4VQDFxdZRb6JGE34lqXDSXjmCrq+nWkfFt3+MksIKsITRilbu3DPN05fr0WxdFrYz+rDVgV06sJ969i",
-	"kWiaPaWSyGk0n4ONo2B6mWUL8khCZZa2nlKZJ+AQ/UGeNiVPt+p+VVzHJ6ZFNiBjfUrkP5EwfA9Fm9Mo",
-	"+fqS96EG7Zc5d6RMaVJrU0dfFdC9aOw4LKc0JHJEOddl6zUgnHFiDHiFR7Nf3OIhG4kZkzZ2BKwqjozK",
-	"hR0kgBSRuY4i93VLqiPsIPSNwJoXakuez69Cez+o7fsW2Q0aJWit7IacXeZpkhvUbnzN3IYPFEORCvuI",
-	"yhqoKLd/ENdNiWt2adWFlW58wj+BrAeq7vxbOCbP2FwkaU42rhAQG0q8CxyBJ0BiFBzrr06OAovTC9AX",
-	"YEJuqkNsdSd/wBVZQrTPKDZH3hgqUHo0dgpK9BqUDRWkgStpQPVn4gaSbG9poqRMQ0gxhaHC22kRa5Rq",
-	"7wrHX4VKnuE0HgUZv46gaU6Xp9b4Abq8HufX1OUz6qo7ewq9+t6YPdOX1k7+IKUPIaVW9ftO6vAwQkfq",
-	"/sQsnCBkFsAU6234/VPYBY8jfv316esxD3WJHx06askZcKfvJJERBB7KzEK5kCzRxWaqMsPqJMoBz4cj",
-	"OzJlVA4n/irE7hJX9ekIxRGeNdytr0omLnUXf9CHh4tatWf290gQNI5WbUgx1k/4armjO+ommeo+LDVQ",
-	"tuqLfRJwdou5WO5PCGpDflE3GqrzKR0xQ2nyyVBoVFoRWxwC8KXY5kyyGEp1wedWsoiZAWiXbc5uIe8Y",
-	"EQF/ZMuguU+oM5wCwICB+HMTU90oW8z1kgJlrooxY/Buli7rwi0YdZ2F+nhBBhtNDXRCX72nSJtYaJTq",
-	"Zpu8wVpKUBZfzZEmjMRsnJIF1wUNV0T+Xhpota8NM0Aa5//n/xHkA13EoqkewPV1X9VITJspmTiB3wyN",
-	"oAOovt3dVfq6tqXeh0ZQXKEHa++PLXazCTTBb1Pe5jcP6z1jEFmUTw1JdNlS8C9qzLBHBvnmaJUafIlc",
-	"eX3vR7Z06a+2qeH9MgV0sTzFenyi3t/ygU4iDqollEi2EbwAdvqdJAvuwtoVURNkbXZIt9kmB3FMoO7G",
-	"gGfCJxAzAd3TuE2CcRSnLFE8giajKXPzORKXxjau2bK5bwyOAblmbG5zbFk44A2sEgLFbcJI2l9IQ9cG",
-	"aboD3ydBdvt1Pkh2PTHr5C/np+8JTRK6VGLpR7C2whQ/gZ0AOWsDMNZldMP2Md+GWXTBNJqppbxRs4bQ",
-	"htupiBkJ6bIJOScnGrsd1oi4S4QAiUryDb7oG99H7EHfqCd3wYpKMrjn91SOuWCfU73sBkTBOftmCwwK",
-	"nVtFRioKV1NZBfezrmRMb3d3zZIxb6Cd2poxvd3dTWrGZKfBOQN+sWpM7tgIXl8+RhP+zWvHvEXNpb5w",
-	"TCEjTCQpGYl4MeN1QwF32utlbiwh1pXx+op9+R7ji5miV/ABXkOG5mfzcDhhjk19WnO3TnEUdmI6xysK",
-	"fThIPrlmS1+LSD7JevOJ09kaRXCgn3ciNKVzDuRo83o73c4GBXfufw5hZcKD9EyxinXeQAkne+MrFvV5",
-	"sIjzeJfEdn/3RX+nCwtSOYxuh3T3+jsdLC+ohvHSd6Hw0GsNUHg1ktZiPhdJWjcIt/1V1WmwjtWm5Wk0",
-	"mV2nLI1Dc/4ls/OrJIevm5eP8kvL1H59sPhjGuiX0H0Rq8gVj5xNJpeSoXJNoZR1qc4IhMKT74+1z3ae",
-	"iJsoZEkrZbN5rOSKrbFIzPB9owZLEkjGQ5ZoiBMHxcTH2naBaenKhOfjIMo/2EFknuOKUSzmsaBhS3XS",
-	"gsqDSt8vNgWxjHwRx9CeXR8QeZQcpfi3Waa1BJ+dXo8EXzR38QkUv5IrBB5c3kOz2etUzLOjNBXzINe3",
-	"AWDaez6RjJFAN3ixnLOTMGjWcWCzqyb8bgMCkjVfx1j1Qzi8KJMcKMdCLAbnGgf+lXnh1+RTziIqqWY8",
-	"sllnfmmFayrydKD07oucr73by3E29V8+tP/U3N8WOU9FAgCPhfMN2dCaxjnXx+t73U7v5faLnee7e/CX",
-	"7nPH98DWc4Wys3n05Yvne7s72z34S+13BdPKTwE4Z35hVixKXdm+Dbh9JepNaTUQQvt+vv/0LDd30dfj",
-	"vFi1w1z332OtnZ8UOamqGvFVmbe7kvcz8MIy5k3h+FUV586xvfvruWXsG9OBH8++c+CCjQzS2paEf70k",
-	"WlvKitu7bw24KWwPWLjpIuGAhat0/IDQMJQkYbHpACo9mM9EG2vmCQMrLrQPPJvKaxYqZtlsk+MbMJCg",
-	"2qyD/2HLJNMlHA7+X/a+dbeNJFnzVXL5x6RPiSYlSrIpNLBqWd3tGesystyXaTZUSVZSrFYxi1NZlMx2",
-	"Czi/9gEW+wIHC+yLzJvMkywyIjIrs6pIUZTcmBmcA5xpi2Rl5TUyLl98cfr2AIk80jFzi9EA0EAxKW5F",
-	"xjC9Gq7Xly8/ELag/fIlO/7ER3myAJMsmyfCYBQCNPpjZVD0Y93TkYiEHIm+bqdbVOMFLUJGr9LM+UiF",
-	"1N+mTOUWlBVq9YtpnEuiNwKABPzQYh5iRR0+GEjGWKgm6d0VT5Ir8wtyyWABO3GFXDXolskhGHgt0wwe",
-	"3247VHHVhhCa1mcCigXhp3TP77cOBnLHe9x/X+2zw3nOPsz4lDX3kN/ya8TSNaG5nttcEwsVwfZq9dnZ",
-	"TM9VtxWwc8I2NzFRhL0rAHKsudPCOfzHf/4fdiFUmtzq1nutgB1xORJJov/cbQUwc0t6AhMlPsFgcFMY",
-	"V8cYlrAy3UFlrgPc5Ok8v1JAg+R+MlciCwMIytyK7AoFSwS3QS5kxKXxqemRXM0BM2PZ+yDTlNv4RkTR",
-	"lOkBZGQC0li/azrPdTe0whnrcZkWZwL+oBNDhAC3PJkLKvFBrh89UAoi46m4FJ9yfSKsz3HK89EEiiLK",
-	"xd1EZML4wXLxKQ+qqUPGJwa1RzIv1Yi+Gkgx5XES4P4EsgyukF6Hj0ZaCOsOQ4hLn+ih/lLIay19WTP8",
-	"NeVpSDQE4Z/Sv//fVM/D4emh/fBQ8rBlhsOv4YCHWhTjcYwV4+i2xLpeKECwYnc+yYRgOb9mNzHU6AZh",
-	"xSV6OOGc8msWR6oPFgsMS78iZE39AofcQX/T0tMcj27Ekt/YScOdGY6yqbll4IGB9J44ujhhRsUSte2g",
-	"NIdXt9khjKEgyRmigM30cLC8GQxqIC1MCpe8TZNlbYiQKb5QbEIYKuKoiCP9sukwligIX7Lwx8PTtyEc",
-	"ycqumHDFXr4EGfHypWki59cBxAWTBOf7AJs5u1jZihuBffmyoDQybSpsVC6gUWwTetY0YgZaf/kSFtcs",
-	"Nkrfly/ReoBdX6FjinPlv8ckz0HvtayhGbGXEmtCLR2HzsnZNfADl+nJ7hXcvodSWzMuRxyH7sLPeY7d",
-	"9u9zc1z1ryexvKZjYBX4O2AkghOhzQf882oayysqLm8EiPMl/1R8CSlNBBSa8hhqBNKXLB0jEs9a+9u9",
-	"rUk6z+ilAQvHSZpmzaZWeBklZFo04n+w7R6bsC0m07sWe4VV8VthwDiRsIGjXe+ggUTxRu0ipz6QgSnW",
-	"OcAuoi5iww7IwkW/p0JMcO8WfglHB9LyGAlRRAyqBPY0EyrPYqBMoP2mRUZYsjG+2gmJlNlQ8pd/ERbP",
-	"x0oLQ60TmIXSagYuD3qLi10LvhKSFKlx8Tpfvz3+cNQ6YLnWeIaZ4Dd6hOBfcdifBzKKM/TAHGAcrzhd",
-	"JiRTcEuHYJqY1Dmeh+DBaDGFSFJlIAhC5V/GZwFHZbnP4lFW/PbjHNp/cJDBn+gV0YaggZrClaHrsKrm",
-	"cwci/C4ti0gEzO1PwIruLJlFuwEDuPe3YqmEVDFUeWuGhx+O9H2uN7P+L1cjVFJ0Q2Grzd46u33lSpwg",
-	"ALxuLfSzzmocwl/0IVejBhrL1ekE9JKcT7dueaZfpSpPv0/vRHYITcA/30I7q5ZBd9MuxOGHIz1YaAz8",
-	"Gms6jX42jEeOK+IMZCQy0OmhFBMR52KqHnYjuGfvgsw1vaNoTkB5gN0Y/20u3mGbALioehuKILHeZ4Ut",
-	"mKeMFOq+paHWq64vV/3fQqdGXbrw0LqjC9GGWHLt1OpbD9u0CC1AU3bZPtMCs1G/tj/oC8D6IZk/ATTS",
-	"gJQIHGUAaNCA1a5f9Si5gelUrlbD9ZVR/MZVxRlo4gd4EB0N3D2U7X+6IPajicAu0Q+zE7zWZ9pqWVjH",
-	"fG3Pmn4EO9tYtsfJoijsBChSZ1TMA0bJtMzedcxpBK/2ku69bPaNPbNk/4F6qd9f2oOuyeNMTuDonliP",
-	"wjdFCOEBenXOpqnK2W7HONfrkAXfpXeuzWUMBWMjfFWv26MPodCwD8gY+IrFOdYDdRTyg4pW/xWr0eg3",
-	"1+cryvzKtbBLtuTSOTx969w5P+KfP55dNAL4at27G1aj2D5meXV7Afvx7EIfat1edUnOCOPhKroU10EJ",
-	"tGx4+G05ajONZTzVg+nantN+WNb1D9BOfYBmOTjFcPim1e4XFUqxiwcWq1I2aVcI8MJ3swFU5QfqATaw",
-	"NmTlrH4stBjkfktvRZbFEaG9zGUF/ioFd9iy5bIK2Pohg6In6BVdHmvD7x+Msu0/Tn/pBtvBzkZKSm3H",
-	"PRXlQX3EOlwLdeQZZn+ZZLYTqJbqB0auVuaz9oBQl1XJe2u8oo5HNEBPqOMFzdO0FVhW0MKP/cpzYEO1",
-	"Yy1Llw667Crd4Ch9mKR34Amyy7HuaaJ54IlKi8kgn0EpuGFdxXoO7LysMQX1DuGHZ8b3F28wLe9oQ9J4",
-	"niBhjLAfudHyf4tg/kZDD9hwgWpw0/rG4Zeeu+bBSeDDBEmFNpmFU93U6nmA4tkwFyVrXUyHIopEBBCA",
-	"gFHMO2AOKiBgs0map1cq1XbRlRT5XZrdBIz+1u8S8prySYo/HzGnohL1dC4ybXo0qXRlACQYEITDWmV6",
-	"SA/tL3SN1JoXe7019SWznXRnlpkYe73VMNlVO8of/tIRVcBNT9Sljvz3rq1UneCbar23bKXz1oFw1ztC",
-	"lzhTmzUO0qWHqt4nXd4ENFe9Xicopq6z7tSdjUfGNTCNpR3/MjnT0WPT76qbTezLU2aTNa1/23Vng3e1",
-	"0/qj5rpw8X+5ueafnjTXNYeQKxVfS8OfFmvzkAKrrDlXIls6dP3l08/gRyWe05qB+I4zIn287YA2Nm30",
-	"UJ9g2ECG8iMVsRVjjCW7m8SjCZMpS+e5HwFq2tHidTZM8wCSKtOM6YtrnKR3LXADDIUwVZpExBbi8dOz",
-	"NCS/wVydwrVm23J24TNoa2kWX8eSNUE/O4M/VqpmVMvPyAF8/DFKmnnH8pvHwweZDj6kqfX+mCyBRznN",
-	"LSCv2wgcdJ7vLV81V295LujFK43MZXlRaQb/2MrjKWKN6FIIjLsWsqNMgJur3Dkr66dRLcvPqYScapNx",
-	"3LfyvN5mdYdnR/dgvhFyr3rbvpJtlEqxladbqVyqLFrevQ1sK0V9WPecfuPBaQB7A6yHy/oGv9igYyfQ",
-	"8ma9QhzQym7hTzbo1zm2vVnHKGivO8aaXDpicsJV1R+sf75cd4G2NhgBRlWe8UZD8BDyHTmBczcmGrLB",
-	"vNPZEaDPPfKecqBhm4xW99d0rn7I/1Rw9aqVBNh0E9zUL57yOGn0G1zytkrnv/H/SV1pj9IpIbdfv+7W",
-	"MiMD3rzC9nm/BCa/07nsvOl3t/udzlZnp8CF7+7ubNewfdYTiZZlrAsCv+x2+51uv9ezzaO4KOVvuSOg",
-	"bW9+UVzuAByvHV5gTjtlp1mkOrZFFgCuaV3dr51qN/WTpjlr+Vj7od/t7UD9A+uG1kvrYRb620uR8eW3",
-	"rcLHbxfw+O4j4PFuXHvNxLTivP/bY+PrcO3O+P2MNOfz2py04vuNYe1A4oTsTfloUkW3v3x5bPhknHBW",
-	"dhuPoEK/vlbc7Hu4a2Ra5OBrQwuMLiAy0IZ4CRYVaPtiIIEXr57+3hhtBjpXz5FP4GxxCwBXKTB7mnB+",
-	"C+ZtFjS7Ksi+BcFuVgH4a4YciXEshRpImbJihTAPzVe+VMok1mtcpDJinCGcK09vhPRrUC5jXxlIS79y",
-	"4IdbIUXAa4RQo2SMh7QONaoAmPc8r5sV5EXNuFRjrfrGLosgXkwDyYxZLTDAayoKrLGgVCAdBnQFd+Kn",
-	"nH2eZeI2TufqiroeOO+IzIf3IWuG5V8igE5rRByJbOgxvU6tNvtQAL0t5azpO7wDqg1jdyzEszQmA/z0",
-	"ceh9ZjSZgrjJtMya+kDcQhdgRWzAN2TFr8srYoKupQU5KCPiy2+Oc3pJkTQB1EeAUITP2uwkvYXSn3op",
-	"tcZmkwECNwuAwllpVkSzvFwAPWNp5icE4BGvGdFaG8McYqz3zFbsDDs6BxB3Hx7o+dQjG4r8TgjJ6uNR",
-	"VjnU76BO4dq32WFdZItlQl/K4DSEBAq3BgZY61A+RFEjMP+UL2BzCPzEASVylk+0NNT6ujpg4ZRnN1f6",
-	"EjcLCqtWUnTzlHXgXB+jmNNiwRbwsIkD+rhyp4TrtCiZAvMJgojK6+obSFB2DjHcDeQonWJprAOKJsz4",
-	"Ikl5pAhOMxQ1C0zlZgWZxiRKtSVipSo3x01hpjBtlmJfDNN8EhReOsNFdalPE0JcKX2D1JsqwBajtANp",
-	"E6CajwO++XqbzXOA2xsyHXqdXoGxvQ+9rVB0xZofOMNpxoYiSeW1Qs+jm0G1aLPe9vZA1gB3qTjvlCfj",
-	"NJuKiA3TCLI+QNib5JDpMJaF/69MRQYIb3sJDKQPd6+7CJvhJdAsJshBMic3bM0zRYCmTchpPpCuePNf",
-	"VivQyq9TFsVS+1ysYHvSO+uQzeiy8vXQh9Kx30V1MMZKsl7Lo6AhS0U/P+OAVDQuE1OKpqALe5on/F2t",
-	"ExyYnOgt/o8dLYAs0A1Y2MBcxaOo/1VorYeoz8FGdrwMhrUY+TCYxfxA5BdasDinfq9iv1DEoL+7r1VV",
-	"EAz+W0mUVxbJe0PRZg8p23jkt3Ie41Wkpa2W5mT42xasFLb2nGPdgSGziRlEdHhfuKzPfzsD/nmcAfTQ",
-	"H+IN2NO7Ek9b/7NJ/i/YadIsBxCEf+DIysTf7wSNm1hGRXyjkGXfvzsHEfIoB8Nuv1usI0TISrspiad1",
-	"m2l331uJ9/GUg8XsRUcK8WxZAjemJCyB8B+oiVun7GAfAkf3sPj7P9qX0eltSg7szSo4TdO5RPbF9SZy",
-	"BR3w5ZNUI8dJ84hbC1K+fMF/mpKFTIVhrMRHXQvoNeB6/LlxWEIxF9HsctDXAe5Woa4OTNQGBEzAgnz1",
-	"acbsheNd2r94m35JhwLm9sfkOXhfmNQHx1zCvgQYXQnYQz3RCzpOMxFfy490kMuagBCYD+qtXP0U22v+",
-	"58YGOmZpWjZp4RFXeOHxM667yt42+XixnM3z/ipNvfDCoMvDz2H3XAL+D6ylonUtM90P6/BgNxR6c8Xi",
-	"CHFNQjZJE+JVt9GVmaBut5/FyYmbJLBepIBl6VyLTFDyYEPibjSbsJw3CXuyaWmtW6t9pGvQXztu07kh",
-	"Kq4hRcXpO0rlOIm1QuQA7EdcEtCNchgiXLaKFNBr47RgIC0PPQ8C5n4Nd66I4rzQ/T8vr00CBbYtrwCy",
-	"RbuVBtqUyoq/iWk9i1qjEWvqHkMElJQaFptadAPpVMXTRj6RW0/4LVgsXsETsKrGMZ6ShddiCwreDgXD",
-	"AnFtRuR64MsdyBIPLCM8Zukj0O8NehM/Nc7uAzaO9aj4aCRmOZcjwSIxg5KGKVULt4NrZmLkzA8GJ8kX",
-	"obuHrCrpjF+DI4IKIdryDqypJukdFB/CwbRM8stAUtVWutCgOipqMljHhTwdE65YiM9SaauBHMhTfeRv",
-	"eYzAVRP6LfHCIeTWc1IDxYBKixQcM9AXiul+Fl6kw/N3A2nc+Hqg1rwGYhW9npX35Z6DZrfzhg0ax1EM",
-	"WePKm0UjtcwQBnLJGAaNwElAscsy4kmCgzDuWXLXwuwgW611zvQLcnm960MGYkBes+agZCbrtw0w6c/7",
-	"tGW5bgu9KLDb3UY7aHtDiq+ZE6vnGItY0IQ0a5eMT1OiIGmB0z0T47niyUDSGTHbu87loaf6xFYM2Zhz",
-	"HdgvOz1tBa4slsiaecZHN3osX190t3d6u3v7r9+0HqEvOh3+khzrdTbuflABcRWWpilMiTdHtVzQUW+n",
-	"e7S9d9h90937ZvfQUobipFVr4G46kSvMK6Jpb+PP//q4ORfRCk3d1Ogl4fsvRBL6CNOAJMAlLIury56Q",
-	"aADNx3MJFQpnSTyAoiNTW7orKpscOVsICPDWX3f1bzlZKlswc9SqDrRZdSeMNDHuTq8fZ5XbwUh27l/o",
-	"rfoOrSfIl91Fj1G5aehL9W2zRloJI9Wb9OuKkAZQK10fnnguRGt5OdolxfUYpogK++qlrxZlslVzq+F5",
-	"M1Eu7/4DjLEYu16uxj0QizeEs2qUzoQJhDfDUTZtG1qj9kttbJD8a8dTfS+1R1TXMwpbbMJnMyEHMpbE",
-	"8jbjWW7h9rOE59q+wSvs6OIk8IJg2J7IQEtKFVojuMQsg/J4WOkYWK6gngrWc4IRsDFVF5xCGRJbWNpE",
-	"4e/EcJKmN0zNh3ZOFEviGwFIbuwtDJo1MXwUsEzkWQz18pC7uWVo1ITUWzbyGrMsQemNQKYnNKVAo6Uf",
-	"DgtND19FpfQVi/NgIG0ODqAZqrePCtvMFFnAsn+4SlekfYUOfgAJ0yKec6uVw49fKOTho5CcDd7pW8V0",
-	"MlOmYyzOD6hoFW0+EWGUUuVUA8a0ahrEw2iCiYdqIUeeJtkMX3H9IZ/F7QWfJhT5sRXoTIYScawBjBWz",
-	"v0B5Hkghb0Wit2gTh6+3JD29wIqIdurwr3QEwXooihAgVQmtWdgC6i3Q9Ok003Y6GEjvOZNiqsz6udBf",
-	"0phgykmElk+RDVi/DJHYbpal0Xxk3lucRL32IhljuHcWy+sQYY3UvVwoPecEj+kjDVtB3wNd2O5ss6nQ",
-	"xwENFRH1KUsWJikWGPj921zMi6gvTLYb+oWCQWBf4A+GfHRznYFjr0aFPMcdCHHlRxMBvYvEdJbmQo4W",
-	"fxaLzUNOXkDDSCWrAu1udXa2uj3wMHfcSAEWwbwiMaQwjoHCCFW3TvdP51/v/3XvL29+2Plz96R3+vpi",
-	"+3L3+/0fIc6AUst7vvvmddBQN6CkOZ/3OuDXg18PF1dO0IqQcl4fdjv3QQM2UOFYr8jc9fU3d4UepTRv",
-	"P7JI5kM9dn1w0Bu7TSFebY7y5m55d6SH1PQy1zKK4TtenBXY+FoAO8cFj8of7pBfgwTXPzrv5DmBbzZz",
-	"fA959JbOT6HH6E+s5cuLgj4VTbfw0xLG2GjL4OgQWb5gL+yxelHjjYWLydq9yAniKAiVrUR3TR8e7LOV",
-	"b4OwMMrmD1o0lzzRRt105Xb92Gh//0x7t5T262lLFKsEtjDn46ISlvexyrXxR+i88pd3EKn2Pkq0klf6",
-	"jGejSXyLjy87f/68rz2KgNUNovSpN4bSd3dAKVYeQekjM4CALZd4X9IHTyqF3UtpRl7yGu1Y6xKgX5V/",
-	"LInHJ0BqNPiN3dEGQGj0Jqsh+QrUAXIEF452rmB1hMyzBfrYeZzAduf5BBLj8UVNLUTpUONnbXsMwpaj",
-	"XcFrXihrkrXZYaIAlBE6UmXrz5Vyg4gqiuLxWGSoxMJtovUx6iywr1WbaT1PRODcQO7qFmWJpx8Bb0td",
-	"/LHpab7E7e8r2usgpVfXw1hKB35pfl3JUTbmd20pjiaAMW0xjnLxkBaW8+ADaXrzQpniHg54zXyJgSSn",
-	"NAcVuzQYQEhpV3az17hzB7Lw5253OhSVMr+kwrgI+TJ0t0lMKvT3PIu1faVYLKEor90hYEcTbDFVMRZg",
-	"Y83w8+fu/b3W7T9/3oZ/jGMAag4XLLyl1q7QiIDiagOpd2gETwJI8Er/XX4SfnNVeR697NqOxSjaOP5k",
-	"ytuhho5zCOShJDvb7JB9d3z49vjCGQtMCTXz7uTw2+OAff/u7fEZUAyeHX08OT69ZDlgL6FsCSWZTgTX",
-	"SwUfXc2zhDCGiDDss16nU79DHN91DTuB77V2JBmhxQ5Yr7ODCwvxwoSPbsgGrewezCZwjdEDgD26u2dV",
-	"FF/vHT/euISA9JzebM/MN2m2AWLPn4wHT5KL4etuP4JQ4jkhfesRTCyB+K1e/2dIOjPn3IzU7gxMPOO5",
-	"uE5BlH+8fPf+3eVPjaAx4epqOM/zVCrzFECLukEj4fJ6jj2f5VdfX7j0PbdpPBIAO1i4tfcPz88vzr4/",
-	"fuuqcMU9A73Ak6f1WzprDTv3eFQh35D872fJ3/+LgZQJGGdjns8zramymYjiKGUgdphQ+d//S2ufMuft",
-	"orWvz97+5Lb1Pv2Vs+NPekrS4lffnJ1d0jvtNPxsn/leZPSu4omPF+8bQWOeJY1+Y5LnM9V/9UpN0lnb",
-	"AUa9gpiBegVdh4U1nfp4eXl2+oESuNab3/v7R5Ax0orrY1pre5WvOXv88DKovy9Q8yiumQLGYH7ZIiOt",
-	"szmWafXZeAZI00rxXJG8/0owMH/qrDP9+YBga9wetRiw50m1gzD1TN93IrL3PLJuVrUgR/m0m73Gz7/k",
-	"9lyqYXY6qzTMSq2zVWXVMSWDa5VH6IkbCtTvuSqUGNQ2SAHhwLKOudYcfpNmXFsjWisesY8X73UzM64U",
-	"1oyrqColnbK+oFtc1ivcMnD+XA+kFRurVF/fZ76GvoJpf8YhpEWm6rMwnvJr8erXmbiGUiPw10w6f9yJ",
-	"4SxkTVDmaOZUUDCyspOvWwEL9cvTV9NZD+qC4F871zP9JOp/lSe7e/SoexRn0ThkTasoVh/qdPRT5DRH",
-	"ujYF+qQskvBg6emsg6PfYWPV39Pyk5ZqIhxWw81NIWdKuWqOJmJ04zrTZWRzOQn8ondJU4nsFn8G6wY7",
-	"5NVnCJ3cv/qsewUKecCk3pY8ExllOUohIhG1BjJWxQbsF2OJwW8njB8vpxeaUvi9bofFY+q4FiCw4WOJ",
-	"cTqMPcSS7W+zSTrP1EA2wwJpjaWCDOMkj5JYitYBS+VIlNux/aEorPm5o6rrRwwbZAl3EmBcqjKDGCjA",
-	"s6gNjzSrQeoAN+Nu581A6u8BlVbIEUoNYqm0IU/TuGoVHrT6gwnFaOJEhAGbS2WgVbi3AhxuSgxyLImn",
-	"cW44fIFMzpoAFotDba8lzYusHdbr7hTWlvE9AF4yVtgB3Pr1yT1a6H0QMjoB6fhFIxXTeZLHM57l2vCf",
-	"bpnIhHN36jlr9BvNYSy1HD1/+405jK2aqnWUmLLuXVoa65cEyhRDq8tK2LWok782goY53IV6udV7vd3d",
-	"ac+icUWfvea5uOMLT6VFYXHzt53bzuK73dFr9cN0e/pth/912Pvx9s2fuvP9y73Z+2x7/BfxOjod/aRe",
-	"Vd9z/8hZFLRfavQSqLhI0DstakyolM1lHifMkx9EY+oLi38dBe+8fHKfX8PbSDj4cP8nh026a0zpOTpr",
-	"L9P0Pc+A2Wo9Mgj/xRdCb4U/Er805NHlohz9+FhIc0ZcqTU4nm+0gLeBgjExwFqdKGBWIzL/1PpQwKy+",
-	"Y/6plR1AmPvaDKbq4A30TZyImgSMZFXXysiq3KyNj2ZaekPVN/1uCnClZdykWqn7EhAlwiXNSyuDKQGr",
-	"L9qS5YICzNHWXZV+uZHyoEe8Ro1G62MdqFImbtMbHy6/DHqOtAQWNzZcFOjyOCKC5N1Oh8WR8lO9qxGT",
-	"WZaOhAKeZkqVHsjwMzJ+B+ykUL8I8mCLSoaAvdG62+8MYw2/64s6Ag80+51lkPrFfh/I37e2tuz/65+H",
-	"U+HWQPgd0Ea/Ezsim00WKh7xJFlYtdXgMQiHUkhEvf30T81lU2DFVR4nCVNCeJkYDN/PkyRkv3sIt4XI",
-	"Ga5AdOD687HiZRUR/7v5tUH82W+apY7oLnAzlC3nnfFIq8rmgynPdGumVX/I9f02ESjzTPFN/cTpVgYy",
-	"RFoLNEG/cojIXaINwtOjXo2na+xOZJtBxJi6FCvvVI7TbCCRsZlZimakq5ikebqFX20RubNfeT2KFeLI",
-	"IGTnpRzor4dpXjRpTV2gkEkV7mvA8uB2D3EfG1eZjfNlgqtUttlZLfQ+KEYFhBYFHvNxOQAe/t9YPbhW",
-	"XgIAYcbgSBqjrK7ng8aFfnhz3OigEQzkygQA96jECuhxmGXHWZoOoOpcdUCzGLAQZENIYEK4H+D4a8NJ",
-	"z3JA5R2tABvzOJlnYiDvJnrbZTTkOssFpkNYwOiTYPpa3iPmXP/vDhgxxTGx2ccKcRINniTr63d+P7+c",
-	"0fHzZ4OedTDPRjjAeboV2SKV+lr/QDcQvrbuwUKRLX4Ns3D/+KoXOAMmG/jhahdn0l5ZtZfUvymSfsij",
-	"d5HylTOouoGna4k2FilXz0MuhiLuZeY40K3XwHw+yhuZ3km8w+vfgKLetIlVuOAAPJ+O50FOEIzuywNW",
-	"Egclje6CxGpGV58Vjl8GWe6CdZfDFiaCTbiMtu6yOM+FLGAtO+2Oy3UGCGMtPRFJbWDZBKjRSqz1ZBqg",
-	"b2ChMYBJja8lz+eZOGDWi5iLrXGabel/MK7YT4cn7xFy34zEKOF6p4Tow+wz9LUgRbMvYr8Vuen1W+pw",
-	"41FCysyQFVINM3l9PQ3tzkDGcpz2B5KxPM4T0WdH+rLHxdKT8i36O/xpgcq1tyLT69dnXWzIoxu1sUwc",
-	"XKNSfKHe2K6As2mnidE8i/NFo//zL+6+q33E6Ep+j52deGbmWDV+gQ01ETzJJ78t3UqHpBYAbAQOAuka",
-	"WizC6Z9LCfGDt8Y3AG5nysUUcqS1IgBLvAKd8bf6tf6O+vFU55cNOqc361+T+PIVXhAzWJ5Ajb9V6/I+",
-	"vhVSqJWTvszDvnQVPuizZaNDc/KCoXJ2fvaBgi3rhKCM0QDhIdRt4bK75reiPZCnvoe/XzjSEAgPDGDy",
-	"eq7PCBRb0b9qGXNFX3hpFv9GXJBITOZ4kUzOrLVRtK5q0lBGXLKxyEcTFudtdohDfTgqUA4yaKH18eK9",
-	"gTxBlKE+LBDnlYAAuMXHqBfO6XqCIdYpgd+K3PdHVvzXheh5hIO0UUtDBb1YDVspCr50t19DAQr7d1UE",
-	"BW7v6ly/NX2wzuI1uwFlLVd343HgFt0zT6Iv8dU/RhYHjcJrVt/4n86Pv31q6zO5pPHz0ye3fSeGs/rG",
-	"fzj++nzz1gv/YH3rO9+eP7n16axX3/jJeW/TtmuFuN67ROxjfHNu+FV/Rq9rP9EvD7LgmZ3xHz1ZhH7x",
-	"jUE1l0XcEsMhKDjvuBWkzxZAwOvHvmYuEdLgv+1JmJBl2tEjHay14A6gnXuVzoR8vMZ9NhPS1cyCJ+nH",
-	"eJXqqztNE4WgDkgDW+TgNsvS+fWExVLlggOWcsYzFRsKglqFizr4XLo1zRKq1jtrq9bAT/Fl9OnyCjyk",
-	"Tseq8sgqHc4qW6Rrq1efgUfuCou4XRETd+1uOeIG1uzpRzaObtR3IDuS4/h6nhUuVaMwvVBMiTyP5bXq",
-	"a11G6zSA85kP29M0El/ZDNIQM3tvRRaPFwTdEPooCdDHMH8XoXxJIoBTFmhXPs2EqaVlv4LMQwAUzRKu",
-	"eyQ+5ejo95pHZJAJGwK7irar9ZgHMqRAMuPRlCiapUjMqLf01mFbWwY6FEfsH//5/9jWFrVGH4RtVqOs",
-	"xqrAZwDku3amA4wewfZjo0Rrokg50us4aAY9icbDGRaTCSTaJrW4lCB1UKdAwrZguC1YXJuw+T3MnYno",
-	"/oATsUqftN1ZUgrDbIJHlAT0VcK9cXe0zd+IneF+1Bvt7r7hHbEdvR53h/ujnuh2VrwXN8KV0ViXqIZ7",
-	"D3Sg2919vd3p9nq9Fa+y2/JR73lY6dS7+hVscF/KeZ2qFBhZLY+c0yVGk9RmMD7hHi8QN7EyJArPQ/R3",
-	"yGC2md2A+g2WEK3tODM37bknLvxT9DxD+CFL5TUe4jTzXvdUDe+oDKl9ng6fptXkHaz2o+VnSYh8AZ3J",
-	"AkrM9QNzRjMC2o2a8BuXMcM8sUKH6tw/kPtx6Yeu4mhZqtWL0iQ0q5jU0gUc+ukhjW7nzev9vd3ezjb8",
-	"q97ILbWxrq2rBeqDpm59VN1D2pyffbjUZ9mr9qeotApkowc2KRt5IWY5+Ne0imlpGwLg2QsYJtO3kJ8D",
-	"y3fJNLeLavH+NIEvlJlcrRXYyHtIFxLBbEIHgartJhttHMiyAsWa32Z8NoF79nZ7p91pBYzo4DGn4Met",
-	"7+bDrQ/Gi7y1vbvXH0g14du7e19NxKfmdyeHR1sfvjvc3t1r8tmMKTHKRB6wjN8BzLDVClH9sJ5o0JoI",
-	"+WqBGUCsgeoyuJ9EfCuiAzaX1Js0Y3daXiQL0z+Xn4EYHTpdJO2BoGRRO6LOZzaQRX/cMJDySWqwoEl5",
-	"uRkmqimPj8UESX2S/AmgcO9cTgu/CAOmvIWtAEC6FFzHuTcMVyqdZyPMMtxGDlEotgeJmUQn6Vdk9es/",
-	"DGTxbhMkMzMcttkx7NSbuBSlRnWVlfrE0TBHdVRvYXQyik95f4BVI5rdFgGaWHO7RSAm1txpBYzPozhl",
-	"zV4rcPbfLhKaqDwe3Wihse8k3RLGQOSjiYgsDLugDQxYkpL0a75u2SRoxZpvWnDCkJuj2e0ELMzELIlF",
-	"ZDmrHfA8/LIIIeq1wKwidFhqAa2buhUMP34FlWuxQcWa3S6QyAGPYVePWS1ULqYE5EDwQs3ZHshmdwc1",
-	"f/i2VPym5eOZ9ALpd/WCYn4csYy4hVabHRqhU1Q7KRj0CEA9TrM7nkVIldI8lrcxjzj7x//63+xY5pm4",
-	"ngv4430ccQjCf8OTCS9jJPpM8NGEBFSxJi9UkYVtvTmjNBIBmyXzZbVKsngE7IKU64bnBmrRk2ysq2Zi",
-	"NrOCHHTbPX3cnIIsB7BTcUpyw0/pVpxpZmIGh3Ag00xPUSJaTt3iML6W+gAAmxD+0JU9ZWGDx8neAN6R",
-	"gtIgAwl0oBjULEJ1RRSnyZlM5Zb+J9YSiXPgVjJ8mAa8DVw/hUtCd9XVkF6Gxr/vSt6BrIhe9FFwy2IU",
-	"tdps19hZ3ByqF8YlNUrnSWTQfeWzacc6kE1v6EgOpVxmnUWrHrkBnXjQ1ColidGNFLL/YOvdSr7mQY/v",
-	"8+4w6uztj1+Pxd6I74reXm/Y2+8Nh/x1dzR+090dvR6Ner1xd7z7er+zE0X7b17zXtTt9Hpiv8uNxoI+",
-	"rUJnqblFlxlE3U5niUG0DoDlZZleRuZadaT6hdeUUopcJEVs28/7NJw6P39uzLJ0TNhSGskJz2LD2n8f",
-	"NO44cv6UCg/8EhRtwwuzdFrD3w+P3vFpHLW/+/r69PTy46eTy5ud099GO6e//rR9Ovl4dPj1u5+++fX0",
-	"m7/8evhVwxA8GvZwSDT9H4AaiadC5Xw601rk/l5vf7/TAbYimkl4ruhWLK+vkFIq1z2Y8Fxh7YapyLmB",
-	"50exmiV8ceUqnGYQ+v86nU7X1F5w9NGqGnsPC0hfbb/Zed3b392Df0GXkP3C6ceV4fcwerNvvfAoolz+",
-	"c6RuiYVNAjYFKbDJL5G8QNIQyqYXa9zVzaKuC99sSEXkH/rlJQLOLeqnCQyDo/RaxpSMp6W9L6YXreew",
-	"5I3RZcSvloAoxLUgfj76frd9bt9KF4WLbnrqQDyF3EHpgZ79fON5+DX/Bpb+plkQm8LHnuTZKdCd7lWu",
-	"leDJM4WWDjfUGg48/YCpCTwFnQNuydUhAlIdyqqx2e/NitGOGbootlqPdZvcBw0CzCwNIyAmR/hI6xGX",
-	"GGoyvkGqcqmvnSFXwuqCTd29CxHFKsBWwovjt+8+XH28eB9iJimUOARVzSOBVBM+EwirvYuVOGAh6Hwq",
-	"REzy3SQeTQr4zwIx2hYi3GbvtUY65AmXI90PXAUgUp9BNQGIW6UoaPWuc3EqSquOS8AYFzhbT+aZhsGY",
-	"RDo9ZQWaaBNwke4WXLd1Oxn63N7o0NX205lor8Plz5/e89M0Bwt9USpdiugvdDw9dJ5M88vCbP7Dnxvo",
-	"Zjmca0X2518ADax3+lK/ookzIesrYqhAxlr/AM9Z6EV4wyrUXpucn/X8Xs2z5D7URnCSMCQJyyeKAYkk",
-	"+VRe8Vkctm3m5Ctk+TDlmcpBfS+5Y0sbEqNUSjGi4rQzHmdQAHPB/nJBRi46dAJbqghj6AFL0ut0ngeO",
-	"lxCMfhRCdJngjmFNm2TMIF/njfECuoNutZmPjIUcCFIcTeIyOcYQmU86WR+LpVsW5/uwzX7Qc6PErch4",
-	"YheFTrdCO78Y+AvFtHxmSmDp3VixiUgghkeEePlETLXZPeJJgvcKVnZFpL+RGrF1RCDPb5wDIo1L+2or",
-	"UzBgt3A60WZr1WbQkjNV5rZGLixqZGXAtl3YbkfFitfU1DdFbun9Tj5QM6SScETZ63zh1IsLWzbJJbA1",
-	"C/BeIjhzzTJn80TULnGxpEX/Lba52nmvoEul/qJqVcoTIwkX1PjHjZvOiFXMlOFC2mFbj/T88PLoO6QN",
-	"lkws49P2Z9upMVPt8lJO7v5KCm1TdxYLrNZzdx9dnNgDJFRQItpWrQLGkQdEADLGUr1EoV1Lmv0IDupi",
-	"Foh/rzr8w3X5VNAdXQuygdNkWSnAzWs7uT7nR9HZAqlTs8NMAle5DGm5v7id3HS64tjZYi6x1re9s0kP",
-	"17z5bJ6jtle7KgE1Z1XNJL0OgC6amJxHmchZlubopfenxxARGWAJTk5Q8wVeBrVf4QnBbKfKl3hpuPMN",
-	"jOM5WLUzkRVJYgeWm9+IBwLVbm8Hletgt/PGmTyyslefsmboMEDqgXzaUvF0nvA8zcJWHw5JliYg6l12",
-	"Krwt7U9ZlOl5Dkj5nCVaEYUTCsaUEztBB76+B5wtYCoV6QsXg2eo6RtN3rtMbdCtyGfLBE/wVW126NwZ",
-	"pgxz7ugi2VwqUhaOzk5Pj48uzy6u3l68+/744qti6KiFmETVA4qOWGp8HC5lbdjFcnTkLqVJRiXufY8X",
-	"H4lNsBHUXGCe/QNQmum61bTqhHdFekl+ZISsjixb/HY1BJeOWa15VQmFttmhm3VVRv68UIXDwKKAuBe/",
-	"c4ZvDbXqoDFlAOOseAhsFiPoI2LLhq+MSqUgVOgy5zivchTf+1/u/38AAAD//w==",
+	"7L3rchtHlj/4KrnVM2FAXYQAkNQFDEUHRVI225Io82KPx9CflahKAGUWMtGVBVJoNTfm0z7Axr7Afvm/",
+	"yL7JPMlGnpOZlXUDAZKS3dPuiBmLhaq857mf3/nshWI2F5zxTHqDz96U0Yil8M9TlqXL/XHGUvVXxGSY",
+	"xvMsFtwbeGcsFDySJBPkhsYZGbGxSBlJ1Scxn3Q832Of6GyeMG+w3fW9lP1tEacs8gZZumC+J8Mpm1HV",
+	"7izm8Wwx8wY938uWc+YNvJhnbMJS7/b21vfmNKUzlukxHaSMZizaz04pnzD1JBQ8YzxT/6TzeRKHVA3x",
+	"6a9SjfNzPopfvH63/2yr19vq9jzf/tHvex/d4fxbysbewPvT03xZnuKv8ukhzRj2CyMrrshfz07eE5qm",
+	"dEmCX2RG08wnjEcfAyLGJKIZk6QV/Pzzzz9vvXu3dXgYtIlI4flWFs+Y9EnMw2Qh42vmE8FJNmUkVJON",
+	"1R/xjJEWhdfJTZxNxSLDh6G4Zqkk2ZRm5GYqEkYiumyr5Y/VoP62YOnS8z1OZ2phQ1y9S5p5vvdpK+bX",
+	"NImjrRmTkqrVNMtLaEZmC6m2lVDizMydmJ2Xd+t7xxGbzUXGeLj8ni2r52WfhEnMeLYVToVknFyxJWmN",
+	"RUr0/hBKLi6OD9s4kxm9YpJQPE6qn2waS6LOEJMZkXTMBrAMMSf9HTIVC1gCRiSdMWha/Zg/MR+mbJ7Q",
+	"Jb46jlOZEcrlDUtJzGXGaAQzEjGfwBs3Ir0idEJj3iHfs6UkNGVkzlKiTgblyw45Y4w4Eycxbtv+h2Pi",
+	"zL5wF7zdcTd8Hm6zrRf0WW9rJ9zd3no56rGtfvR83KUv2c6o3zO7h3cx3z6nry21yoVrRD+9ZXySTb1B",
+	"f3fXV9fK/N1TlyjLWKra/F+//B9b/+fHP/+bZ2+bzNKYT9Qm1p0Id35qZc2x6Kmr39/dJdexjEcJI/tn",
+	"B8fHJJzSlIZwW2997ySNWPpOROyQjekiyfZlWENKRJqRKE5ZaFar7ugK05S37m21nTdNzb5gJ7V/dqBu",
+	"5eHR2YH66ANFElMcr3pK+GI2YqlPxqmYkV7ToOeqAXe8Ea4D7Mkqwlc/YOjZ3ktO9OtkArc2VXeHq/Gz",
+	"vy1oovanB7NgqfpQb0Gv261O6ThjMwlnW43Yx83d7XYb54VNNkyt2/XVccTJ7cJfm09Vj6VuurjmeojV",
+	"Gfa/9AT7v+38dr/0/Ha/9vzO4tkioZlIDwTnSAaOo5pJRsgKFNcz7xWI63M92TnNpvlc48i7r/zRRBJr",
+	"ZgUM1fRSfFmzLuj+1vcu5tFjizCkvz3YfTnYffn7lWUSKrOtBUz90cQZbG6FOKOXenNx5ic2mgpxtfoU",
+	"3uBLRC5G9cy+3/snOJC3aixyLrhkKGGjdHMwpZyz5PVCxpxJeZSmIt3krH72HKkSmyRcZGQsFlzNXy7C",
+	"kEnpDcY0kex23WNbHE/N0TUvEKbeIDfTOGEkiWWmxLoQJyU7aiVzYnPPScJyxdFJqiVeuZjNaLr0Bt57",
+	"FmdTJVdGhItUyU2e713TZFFaGHWW4OfCllQW59b3uMjewMoV+rngV1zccIce1veTT3XVHmA3b8Vkwkr9",
+	"nDEpzce6Lxjn6q5iCR8k0CCJeU2Pj7fvx3grSMzni0yt6qhwEAZkFkupzoBIyYwmY5HOWETGMUsi31m/",
+	"fH1IS6TqplMuYC+11N/2texHaJIyGoHUv5Cs0oidNjRkXrZP2746jdkWnc/JmMbJImVwKt+IdBRHEeP3",
+	"vWznSlWidgcWnC6yqUjjv7MIOlhvvd/p9mpW+nzKSCauGCcJDa9Qm5qzFNYXiH0siZizFFVXfaolacWZ",
+	"JMGnrfzVoL2nVmqqduWGSridEz3Koj55zD+kYpLCybnfquxbJVCrhrEkJXVKrZbM4iQhI6aGNE+FOqss",
+	"2tN6aKKE7MdZw8pwtKYalMYUNA6K0DGK/Gq1OQMrjDrQIiVx1iHvnXWN1O/ZTRyywkyUAJaykMXXzNGI",
+	"9bi+kVo3rtmNU7aQSCHW3wm4hLB7ZSV28Ase2fJuqJGbW6P6g6lREsXjMUsZtyPteB9v/fL5v39ja+/u",
+	"j4rcwHwbaZK6KdUdrYylbMloGBtpGVJkb5dPlGThE5CLgOiJaNmu7v6e6ohQwtkNcBvsQf3lzvuYZyzl",
+	"NHkQrzeNEMnSa5Yi9X2cS3PB2ac5sB5DMfdQG6BqdrHUxNUnnKmeJeM4r/ciO1YDnTGebXpu3XPFcoot",
+	"jcZimBzjdJSwaEBAooRhTWjGbqi2RR2cvH9/dHB+cnp5eHr849HpK9vC+ktTmkfDgctJrx4avaZxokbn",
+	"kL6IzROxVA19IxXjGseThf6qlc9NLVMqEsVEIqA1jKSMJobTibTdQTPJMhE0OhfiLU0302jKC2yOujrH",
+	"ZEZRZByxooWj1+2Sd68fjZcV+lSnSE1Cd6WmzHg0FzHPCA1DNs8kaeEAStxLZiJlIM/Zg/eDupY5nXhD",
+	"4+T+dNOo7INfNlCui6RxI6X80ajgviZP1pBPphSlhptU8AlROo5aNhAmOyTAKQdkKpII39MzMAYO3Qws",
+	"8bkQ7yhfnuIe3ls8OBeCqHbIfpax2TyTj0OxTpWCm8SzOCPsU8hYlAsThn0bU6ISNaV2qsScBOB82QLv",
+	"S6CUyrJfZss6ZurGpt9+6rhwYHgXIA0ynqlVuT8tLDWzwWKVB1B3J0G21OK6T7S66xP2aR7rG5aya3Gl",
+	"+9Wq+kN0uCiWQL2LSs+5IgqCAyvG3wuafr36o0ej6Ij5qnMPhW79jqy+0vmi6tWZMyBHR6pVkXz1OFOr",
+	"N8YNa1xDdwPvTydhD0c0ukiT0mqmSa7rucuYU9WF+uYXfNNaiFCTnGbZXM1E/VeSi9O3JWq63jdqKfVZ",
+	"fg/mn4KdQMn8+tf68aHJ6Bd80zUSFMdS+XmDvV+DhBeU6wEJ1KgCV6NOBLc8s7fbddxAPgkWaVJ4GYQS",
+	"Dmv01C4UHBpaVs3VwxL3uJtDwJcdcoLs28pD2qyY0asaqdwnNJGCUBCP19EUSMsOQ62GrDaphCO7CbCZ",
+	"+0YSO7pWO3DKJNjbP3vzVI0yizU5ohlsWpyxmaz52d2az1UvHrvWV6b0y61rdPxFv1bc6Y/W4ihGv7Iw",
+	"U83pB2AwBTpvaMxnj/HFzBv8kqULln85EiJhlFf6M9/5OL+6rio0vHgKd7svUUgTYzKjnE5AErbymSSt",
+	"3AQjfWOelb6hS9b81x4YrqLNRe6HbTyIRfORIq7FXbB3r2YHqksE9HiTNTLN1y2TNs2eL+eszkCtfwa5",
+	"akB65BVhsxGLIhaB/uKTPnlFFlyMx3EYK2le3Qql1LQC9U86nwdtn2yTV6TuFTEOL53XdsgrMp+KTGxJ",
+	"oV7d4iwDx7m5kT7ZJa8I/ggPmaIUPnlGXpGRyPJHYDnH1er5fX/b3/F3/Wcf3TiSij3c9z5tqW+2rmkK",
+	"t1At4pGe7cEU/AIXdqYHOGzP904qTz6oOZzBKN/jDDzfw7/fmRF6vvdaZPmfH4t7Ych7cTeAMhu3lbMz",
+	"PpnRLATtIShsaDCw+wULTVo9bSuEDei3feLsAWltt33cgUtc5EuzA62dtq8X/tKuMmnttn218O6jZ21n",
+	"8b1C757vhXaRnH7VfajpVMkgpR493yt057lbWmqyeJPW2V13T8NH2U5ooRq/wstXBuwARUdkkUI4wTZ3",
+	"aRCWmJ3HMyYzOpurex5Hd32oh3sMfsUr9EKs8f73DCh5Yi39xbkqeq4dJ1nB6KG9ALHMnQAdr0rUjKOr",
+	"jjJmNGNrjvIM3jUfXaaMarGvONqjTxnjalwd8tN0iabUfKAxJ3GmlHOaMZ9ovdOSM0njiLSUwrckN1PG",
+	"rUKfCSK147HmTJoe0Xd367uOyPtsdYkLgH8QfUawkHan/GIAl9NrA5tQy3gwZeGV1o9BkObLk7E3+OVz",
+	"uc+Pt37xmRrCx9uP5XNNU3Y5ScViLgtRA8DiyoJjoBYowLUNUNGVAQRSQQtK2pI1R6jezZl3bOVuOKoi",
+	"JdD517gzeg41dB5/IK0onqgTB7a2UCy4UvZDETElV/j4OMhn8goWyHeWY68YvGFkQCe+69lOObyrekar",
+	"q3dEw6mxNeRqC36iGBT0+mynFME1o5+OcQgmEET/2StJhvWdmlVxDE7oeTcd7na7egyyyWFt2qh6rfOj",
+	"aralcg9Um3f5Wyt3ZU2xfI1Tg2OHZutk6c2EyHvJ2XeKkjBvwTMa1sz5qi6W8701WOlYHPVtpy6gsJEP",
+	"cJHF42WDtOS0SiBcVHu1JEvGPtISOaVpgfk0KDkOFb17+m9jmT3m5ptV/T1vPPAThzvUbv8G5LFWBnbD",
+	"D+iMqW1bHa66Dj1D20kTIevv7rqUrIm0VM0mJbqC/Bc4YfMqfquId3X1KOdiwUPWKGExTgRPloRGs5jH",
+	"MktpJhSxpEsiGW+QrWJ5Ce+vahV8PGEhEkNRXrcbc32B8dT3VHv5vzWMylfLDG5FSQJ9XS+vwMEJPM48",
+	"iiWyOuR0m5GJOU2zOIznlGfyEphpIUCqW5Mx0Hj//Xw/nEWs7eOurX5sQoHn53dMJmrNDM7xisphmCti",
+	"2L5ITKVDharx2lPBrZelIpb5RAts6iYOCj+RPytJlZp/m5DvXhdCq3fNh62jTk/JTXQu9TuS0Cx/YQ87",
+	"BdHHtMYFelL1qGJJ5FSkjoezTSiP1GsJo5EibH9nqSAtd3jS+LnB4wx9dPdIlIo5XOwsXfArMk/ZOP7U",
+	"7pAj3J0B2d3t9V6+ePHixfPnz5+XchPcn7xi1kBv6+XHX7pbLz9+fun3dm7/zVuPSn/vpAw4C13dB9Iq",
+	"rWu7afe/bxTfXGmrcjHZp1g7CNekdAdG71XyoqaWNIQxKykSiNoe4Ysk0foN9gAhO6CPqMVVP9ORWl0M",
+	"86zSPhhztfdz8DyDp1Bqj/Jdwo5uyjdTvZNvmfwGmiRaJVxFrNTb71hGPaUnPpzoVeldaToNZmLHTPND",
+	"qk5OdavN03LeRgwiApy2TGi/MzoJ5kAjnDQgGVLOYz7ZI2gdWPCESalDIHQaEstIAB9eqibrWRs6LeXv",
+	"1wj0t7R+tdT5++EUF4tKQsmH998StSXk4vQtaQXqn4N4Rifs6ZxP9kZUsmc7/n//1/8OwGrikI76N+88",
+	"zY4VJMS0Hz3UwqKuON14Oh5m+ShZM+IoUFc/ADGnRTNFncFJzNo+CYQMgGoHo1TcSO23L55M/Ut1uV/j",
+	"DyAfK15ww4tHU2lAEEYf8ysWkYhdxyHzCetMOiQ4mKZihgfQkat7WmHfUK42I2kUrXvd7hqitWmmRKm/",
+	"9HEWNaaZE/QA8smWXMqMze63yD/FPBI38pFW+UQ+dIFPZHltc1p0t2HOsZrug+NTXhVNo+j2bKaVLbVI",
+	"atSjpX6C7KfdISfjsXqqBzBQbUPo6kJOIasTlH/ty4fGTaMNlsCSvbUh4QjGELrZfJQ0ycBCraq5iw+0",
+	"GRkys1odWOMEa272OxL7H2FSv6fpnLEEohYfhRccTIWQcJwdPXu0JAUesUdcHmGEyOxGuGepyiW+LJG8",
+	"fdh5PzMunEaCcg4k9Jqh18VxfhbcSAMwEaAXKSCtOYVYIcU/7WPFVKNYVl8rJFsojWeunqXMPOUT9Sl6",
+	"TS7FIgtIi4uM4MdAkDR90xKOehuSw0PoxMYzQco6yYS4KviVxDVL90icmQjblMnFjEVkwbM4USeCJgnh",
+	"jEWSxJlqe0Q5h5YLJBafujGAOChwvflEMkYC1/cVgJCxyMDrU24sZb9iaLQTevyNNFO4ZimuuRuYbOjk",
+	"Yj5JaYTLPYbYq2rjY4iFKeZeYihjrCPYyYiGV2I8LviS3WQhdyetT0vtDmTD4eIrsgyr4vmemannezgq",
+	"526v8hAfOJ0cFvvE3KYT6PI07/K16fIk7/KN7bLO4afvAuYXfi0Rk4Sa5pS3QcdjgezJ2Q1a4Whq3bd8",
+	"wmSH/KSUVPjLIBzoUycZj8hI6DyUcJFCnBOOoNDm16ZUTfbk9+zmtzIkqzHhajQMSxuJVto6Oo9jW3mv",
+	"sznua195ACdg4ZXiA4saaTsQV3iCF9xmHgR7ir5GMRpH5imT6oThQMF0cnp0eHx2eXH6FhOeWOYSEXHl",
+	"+Z7T2pp04OQKon+czyDp081urcUp0UE61r2FYB/V8A587xJHcuehLkQJ3fqFzy/XukZOzNet/1jRJaUM",
+	"G2vOh0lfmkHGkWvdcLKRV/oHU9dyppvasy4DRXVYqj0G4NNjPNLQQRt4CFJxHat2tGXursX4oN/f169/",
+	"heCN8k4Xn3g1c9gwzqNwpH8jm17xWj3EtIduo1UXVHAlzoD62CF2JxCf5/jshLx41u0hARTjsWQZxP1o",
+	"bB6Tsz/HnCXZsY6qwCdBRidS/VeCnqD+tZAs1VzQbpOYM86iyxswCCCjrZI0Kq9MOiYngRpN8PujIZVr",
+	"7twx55aHeXjA6kMAr53p8PYKkSrFlNfslFqhsUhn6n3P4knUEYSmoRpv4wZ2/npypeMPWjYwB/YSg3ba",
+	"tTQqoRLDHOmErT1j7UDQ8Gl5Gq5up3FB7vQrzBY6v2eD6Dw82CsDAiknSnDhEeWZzeNybyRRjdT7k0Ua",
+	"T2K+xkE9gRePc6PWHU694p7pJc23C5VKHftt8UZco5Vcy1UzjzlvWtN64rAuNzqBj9DCCFYRa6dY9fUZ",
+	"vOVcNwki2TqUwNkwlONwsRX9q671T+DPBxKGaxxzCFsGalkIUlvV5zmd1Lm4FzxlNFrPuV/m1Y9JUBaS",
+	"3bngF5Lly13H951wEXNyHZLkblAt8V1DVsjvUGnpzI23x9Re5ypl2lS+cDnybyVfFKSCR5MvTllCTSKN",
+	"Y7MAbqevg72N+ozkd71wa9e2Tei2z7HtM9P2BbZdSxHqxv0Ay2xlLX97A21hSGhVqU9smTDAHKUFnrOH",
+	"KV9ojAM5TMlkCRtnZME1qohfNMW69lfAcfywf37wHXlK5/FTfQC2DMt4+jmObsHWEPMPznL3KjlBNL26",
+	"VHeyRivGQGjJMqk04/ziBmo63bVjoN/R9Iqor5tDoJs4f0OD6u3mxppEgv37ygEN7jDopnkYjay3wRkE",
+	"rzc3hzf6sk4Ffieu0eM1BUNE6ITKOaaAjeOb8J6TuDbMaUPWXbkq2hSjuVjttPaljCcADpmllMsxwr/A",
+	"JNU3jzHFC8lWTFCLXZe5aFN7QVI2E9faxImvrn2GftKCnd60xs03I1nUOuJrxkFh7VgEK7XxcBauM700",
+	"mFoDXLWp/ZITSe+yT9yp+MSe6vwHfOQTe7x8glfJJ0AmfIIXHFGxNPWqmPuaj1ytDRQ7Iy1wYNSJmkF7",
+	"j+yQ1imTIrlmEWRc7pLWAeUhSxL1IExcQ3eu7tfmCPrPP657C3FktYfUQcB47szayHt18Y+gIYpxiRuR",
+	"1k2DwGwsDe0OeQOeHlQuCx+jV8lG5n4jiQZ4g85SFoo0Qu8MfqxEC59wgfpMu06RKcXBzWgMdpU79Z0m",
+	"HbvZGGd0tTuaXiE64+hMUw2yQlV3qdudfE3xQGIurOI0mAL7Ae2NmOp6zMlcQ4xhUqs5nJi/ao8mJq6e",
+	"zenMJ8/JK4Kuo459HXRN+zbIIUMPTnM09FYcXxuE2VsvyVVNQ4mLOAfP9xyINN8zo/F8z45FCZtzOsvd",
+	"XUqqzFFAq4SwAPzpQHp2CKQSjQAAIpZE43i6eKAW3JNK9XkDrCcmWlutzG2BfPfd4N27wdlZQJ5am14h",
+	"WHUlnHueOZ97WYbD6PPO7Zb6T9/8p/XLOfmI/xzoJ+a/w2FH/avnP7tt/6X9l9Z//uOXP2+Zd/+C/1U/",
+	"1AJp51lTfTdnql9Vf4+iONMAMo1ZGHX83MJsaeKmaBr4uCGYRisRJI7a92LlD4zGztinrJ41qF9KXrtn",
+	"u7vbz+7jtztnn1xYVy74FsZqOl/VDBc+W5XzAeQIplBHftSGsehdrjFVwybNluQQPyyKsxrrb635tT6Z",
+	"vyqfNZppV7dX4qbVVhhMsMEIiFOi3M6oagljn/Bk1nZ/HDGexeNYNWKkqtGycGj3isZ0wUNWPNQAVwYQ",
+	"IQ7yR6fZSPyAi1NdHWNFWdPkrs9JbnKvvxoH2udurkfVOrWO3evi/ABQlMEdglawWRymQsNKmUDGnFSe",
+	"93YG3e1B93mn19/e2X32n0HJM11HM88L9FL/R1PLZ7f/+W/rBfbCOtjD1mQNqx7o6g7cab/6jtFEkZUy",
+	"WZVWhHUczR/vGr3+qq6jOvdgVb/MgUvyvarnfNplJVl6HYcaNfvvEHupdjqPsGwXszgcWHCzv3fvKqnb",
+	"1Vre1kj6ALWFgMMLTa4QESciHYxAyXQxo3xLaRiARujc3HWhVUp7scqkpIe5BpSMQ0VcLBnJeOQDnfM1",
+	"3phPFvNE0KjdIUHEMhonxXgGnXrnkBETNwUOCJqmMZMAR4BWXJoQDOwiLcxEyuIsYb5+aNEKbGsTikit",
+	"s3Z1zfR4wDIbRbGaJk1cYxUK4lVmZVr/pjIqdJtm2G2B2uer/JhbdSYWaViLaPPTVKhxRotQraXZLJTn",
+	"940VCoV6o5W1NLJtpKFsDqY0G4kMZfv9eYxi/U8ivRon4qZOMHeF8v56Qrkdi+c7ll7dted7+/PY8z3T",
+	"KQjgZu6Niox+oaDDaKkf+daSZQ5LLDHTAfnbgi1Az0/JlPJIcU2hdtW4wSg3RXCWLNsjFKPBbiDtWv9w",
+	"QyVJhMzUGJYy15ti6SCtYqUcH446mk4Ez8GNnVMGGzPP2rhfZ+rT1tA74tcxjejQGxTPPGJual4PQ9Pp",
+	"N3pfD1kSX7OURdhIlrLJgqlWUkbDqf4uZWE8hzhIDOlvGxWPwmdv47zj/FVtGCmbINp4cjA8UH39hibT",
+	"6rjNzY9wfEvNfA3slAkTGyUivPKJmGdbYqHmpLTLCweym7Qw9hHcmQkNrxTFQs3fvITDuhs+ac1DnKuU",
+	"ZwgQZpcYFEvqBEcaPEkcqnuem7CpzGnOsamUOI5H4XgGpUvUrv4YR0zou7qIYoFrfijChWKcuErnbDZP",
+	"ANVF6eFnWRxeqRV9QV6RtyLU8Mgvc5KA8GAIKkBTJQ4hDl8sEaUdIrPZJ7UJvS6eDowvbilxdyZ+jeFM",
+	"uUkLVoTkUFoqZpH1ssWK8PR60M48Wep42gKoASWjRZYJMMomscxIKm7UR2otoDQRaTWPUK3SGWaztChR",
+	"C6F4LqRWhGxgoNTtOdO2IifxQqpWduC0ycV8LlJ1yVqUXMUcD71tMxSLJCIYPy3Vtd6zIyFSEYQbpdYr",
+	"kkKhUbVVH0SSIOI7XFa1ZoowiDkC8bmTaTKK+C/8l36v6/d6fq/v97b93o7f272HqeQcRU04Xp7vwdlS",
+	"xFgdLHW89anyfM8cKXX28TxBzDAuWE7T0cJCTb0F2GBPF7tSn8K2wOWwK+v5nloSuCJVOOqybNID2cSA",
+	"W8/pKE7ibFmCmsZFjCUZLeIk+kJS1HttyHtk0RbYEV8kyTqSa8Wc+ViSbF4gzE2X8vbPDpzgU/wLKoJ9",
+	"rG1Dh6pUVuM7cVM2DINBjUVI+IykEvM4iynY4lGAQaxC5zHYJ2fqIFnxpXpp7nEx9AiOTU+ejSV0H2HP",
+	"Wnr5qKuigU+/rjJazHGq2iErxkRJCEskcIxfs0TMa0R+HXR+OdcndnUNHIhnmNcqIUVsGvUiIl63erl4",
+	"DmOJJWb23mUgu/W9OUvzgW1QFysTGU1WDRHMlJBNQmiSwEBlYTh3A1wUFs4ZqundXay6C16Oh63uqSOJ",
+	"Yer7WMmMLhQexvVC0JXiZpg6Yyvt3OWPMECbJvq11m5U0lQsOKcZVBytbQAyMc7lqNvLONKByKjlKQEb",
+	"YbTJjEUxrbcHYc4lstl1Rh5HpYDob2QhEq2znvmkbtGqg1m14YUAk9pRl7f4G0n6O1tTsUhtIhRGuTnx",
+	"d2s4weqiZ6ASjD4/NlAPvAU0ZcD0zGA64MABaTivl5GKmRsA+I2EAid5FOWeDl5EPwzaFTPN6yUJKScj",
+	"ZjEW7vCeFfL5SwYQbjdXL5BPVsR8WnpkxEJUpm5SkT0g7lOpLfUhiimb4R5czmK+yJisVbQTRvTPEECz",
+	"R7o4UFw7bbvXRG9np7sRsRLotHLWsG5Uq06txgrPw5/K41dHJtfCTLS30cK0EaYu5XLCRVonjSmdEsw2",
+	"+AJpIX1D/uZraqejSMHPnoCDf6GB3LW2K9t30XVrS5F1Nmt0tuUo17YKUCtlcyzZK7gaJQ+TRcSiNboz",
+	"I6t2d6p/wRtoVAlrd9GmiLt7eHjomF0SZ7i+3avag7IYJbGcAsD2vrYd1GDBGIjsKtWzBgd45xtpE82q",
+	"Tr4vGjVn4LlXSefuZB3vYTVhAoS6LRmKOcN5KX0VVb7RklBX19MuDB0Ud3J2jjFx8JWssTvqgMPNjI5m",
+	"bQFPRKdiuFka+3LJQyijrJWzPcTXx2KOExpzJcHVmCTrPYWHqhvHoem8XOMghLdLHs2GA1O/toYd0owm",
+	"YlJIh01nHcO6OzoGF6Jxncfam1F+LDM6YZf6MpZ/vAFFtPAoETIrP6NpOI2vmeNa6cQg3XfUNBKWrZ9j",
+	"m84MWPuBnYbz8MJOwnl4pqZwYGfg/PITqtf5g7c4eufJfj52o7fA0A/ckdfinsKemN3XEVR1G+GTun0o",
+	"PS1sQ+m3G8XwK5tQemT2wCeNW9BwLnEipYMpQtAA6j2DPxkJA8/llM7Rptmqk0rae8afRDhaxNcInG+I",
+	"5tSDKtRd5bkslId8OP03FyhoKhdwCtBomsyWE6tYeCXr46NHVK6RbJVnuMKwolhu9E1NQDr0WzePWkfk",
+	"I2W81nsvfbNA9ct6La6YttTKFVEpci3vuvQbAI03DUqBqKPG+NIHAhUfRwU4HXRjlECLmwNg1vgWBXBx",
+	"zS5Bm7wboQfjLRIpyrGoIgTTDGqlZBwnbO2Y1FNoSX/ZHB2teFnRJgZXvxQfNmMBaRkX9EDJ2CxjZae1",
+	"0rX2SECTJBhoNyoob2AVUsSYFiMvXG6JoJ1Jsubpf6de38fXa4M/gUWbWc9gzqr1qoK96l40qR776CtT",
+	"c1PTyiX0Rjf3uxXyYx5ee4fAeGYu9LsVcmIxUawy9DMb5b5uIKvOj227mmyMeQBcOHHbq3XpDeNLG6NG",
+	"66fMIyP/ny15WDPrJQ+nqeBiYUqdklbAOPhLX8FdCNqDXB0oOVahqK/BR2n7xHhiI+Ms65A3UMAIiwPR",
+	"lJEPVIY0OaBofwL4seqhONTydPHpkY6pOj5cYaAzI9pSI3IIsI91jDJBQpGmLIGadFBN0ehUtepNSm82",
+	"E+wPYzrhQmZxSEIxt6EVjvELl3mPiEUm4ygH+k5pmPkAe4yClSIKlC/Bi1ATdlA6CM7irIgueORr5uNO",
+	"NR09I6JKCw3dDNXsOp0hnBYhmcmp4Sd4C42O9spU39nT7jSa6Dfc0jyWMiNZb6/NIsqwzc1swplnLe7u",
+	"qZ0Vmkf2NLwRNOvnIe6IMIIrAUqoLhSxhTglACaiHZIxN2ZS8l5Yu5lJ9CVyMR7Hn9CGXkK1ff78+fNn",
+	"z549K8We3quSgvHcuNgrd1RSaJAc3JZKgr1a3SOkRg3H5xXGdoC4odmNWcYRDa/UkvCItDRtCz7rbm8V",
+	"2YZNJK8wooKLG2hEv5mHrcKveQN4CXyi74BP1BW4DdodcqjPGp4RTmwhKV/3pJ65x3Pt46iXYPUp/A7M",
+	"9O+UVPMmTlg9aJD6xUV+1D58e/f20C6MZ/Tw5ODi3dH7c+MBAOc1mI3FhIHJD68c/owi3eUiTQINsyRm",
+	"cQbKI8AsaZT5iKVK88vt1Renb4tHNebXIg7Z1s6Lfm+7M4/GjwJw9J3jxQB5kW+IeFRaY11nscSGFqMk",
+	"DqsFEKFYG/SMGF8Ge8rY3ws+Fo3ACZl3ZsVbx+/2vz3yyY/Hh0cnqunS3rT3NJK+u+Smx0ksM4gOshEH",
+	"ulfMeyvilnsw6MHTp2qNZEc/V4r5U70x8qm7M1Y/XqRxaaO6Oy+KEE/fTT/+cp7h/32Yf/zlTH78y+Dp",
+	"01/+13Aon/7lTx//PByePVkX+KmwoYv1ylDiLuqr+26RZPGcps1WQ/uGQQeLlhjh9Nezk/fGu0slEmz1",
+	"niTzZCFJoNYu6JDXeKulhSHL2KdMEsyuexqgfLVHgmuaxkpCvITalxhPCfKz6nrOdFVgX+2fSCE6HMDO",
+	"osumDyEsBb6eigSceBTHjAwasJ2x3kxdQH6R990NwFDh9E4Y/hpgZyUWeqt0H0vy7/rQcIdb31OLXm/O",
+	"HkMVLwG7OCAxhlh9OHzjk2uMsaKLKBZQxxXImjG4AvTcTMhMV9veK8tyUNUY620COCydzyFaH2tullyH",
+	"7YI5aRRzpYesd9aBbOfnG2Z6a8oha8I7doj+XatWxyvK7S2QwG3QlCKJWnOpHM3qxrjnEc6rjZPEL4AM",
+	"Qls5wTKN2jD+z0MPoGIu1YtDbzD09jkdercBac3s5Q0pV5pJSNN0mVu+CadZfM2SZbtDvmdLiYEpUMhc",
+	"VyqAgu8yFCmDC5wyqOaPpg3tfqlP41kXcC+yEzJzzve4/rqCt13LwOvszgfzrovOYpZzjdQNaEN/ZwLD",
+	"MIcjRy5bp40zeFtfb5P+cddHELN263s1R+muT3/Un/yIX5Q1GbuEhXkUqVaTVlNNVKs515ZfdMjpImHG",
+	"iyhmo5gzwzlaGYR9AnWCYtG4vnv5ec9RDAuC4161sEyQW9505RlTnhTOblwqA/yNJMGnrXSRMHMkZfA/",
+	"iBX8kxHGevNCjapePGk/rkMnR0sUvVsVWkkssXwoBVzH/XgHveN/0LrfM62rN/f2u91CAhFQPZM9BPFG",
+	"4ZTIKZ0zErE54xHkQxj7IhAcwdkaCEoVQ+atf/cHP0DSBwIeFc5HNcs7Nxi59W0tuDAkaZcsS/Y1G4bn",
+	"innW111bNvhhxX9rq/02mPvNnO1FMxWTwdTtdlxrmrGf19hlaq5KVfi2mqZW+L890qEU5oJu2RC0p2OR",
+	"btlASo2FrZQl9ikLOsRsv8sTrTWwbFXJq2X37pH4XUc8GhxuzjmrTB6fV83qoP2190y+ktTmdcpD9Ao5",
+	"ditt0QLDBE+WXyi+vUi07q50iUji5YLybv14BJFMKyqQet6uMUyq/3W7gGHwYMMkzuQR7JJOQzXH/7w2",
+	"h9mm9rBPmSl5BgKeDymPIZ1bBBe7Aj+LRYp6PfiO5DSezx+iWZQgARxDf5VZVCbgyBSg6wqpJZMa4YIE",
+	"nz/3bm8DX/2jD//47//639ZKUUKq2OfU870/ge2oAE+xdt3eovBQO8XcAQ4ladbwef/YLJHYIr2OQHIW",
+	"zxYJzURq0mAaQwNCkyfjwvvVVhatR0F/vgkKer01fq1yf66zsWxmXVGy9s5XBbfcxfWi1znNjCHegePX",
+	"XlRbL0OHeNehLWxW7faBIRI2j25lMecwz5Fa5fJYXc7ZNlJLs805XKPs6uryqbW/zpgpyNeIH/z7KGCq",
+	"B3qfYqbFJWy8x8UCtsVglbW8N/u6gRX12gvVbO/RhWlgZRf5npYu47pdYAPNfawulUtaNS5Nqh2aOjUT",
+	"i2ftkQnjLIX4Hter0VwxAmjlFv77md/r3/7bP4oFJfrrk9J8wGaihWE3jXoVGf291HVuuor2PKzOZGiQ",
+	"litN1uHKiTHpAr6eSFl9gel1ruj98V5L9PL3gPdqh6QzG+6soINwTOUaOuAMqDw1WdrNv1xiRF1U98a1",
+	"uGKXYlz9KTF5wJVfDGBw5Yc5pvx+bDAuVrfzPrfo1veuQ5pGpe/WgNVqKHaOrX1cz7ZlpK+qNQtEL7C/",
+	"UR4RbFTDS6n1rS0gBqGjmCKXp5sESn0OMC+KMJomMUsRmAWjmlBNLlWsQsVSwmso0/d2TWJTu1zCsf9i",
+	"PdJ0FMVgpaujTtZd1n9R8p4b51z1DDCe2dIPd2yxuej1Hj6fYFXVopttmbFVtVTucTQKg26KzF7Hj1c9",
+	"JRgPbxqHMwPZIS2cWRtWUqQ3NI02AAJ+Y76oKwrpe+pkraH1wwm/mQpyk8YZhhc9guLyJhWzjTWWBoYH",
+	"bZUYnprc5azBL5wbLDTCqMmkxWumzrlT7RNq/et72JIZJMLpstTrR5bhfFn9ToA8UV9W6ycsDpT5RcwN",
+	"CbuRMW6BEFAmKRprijB3G0o/rnptyX9VSo6iVHPMOzXDhGZxtkDEgTy9QixGCXMzK1+60sjWy1weyQWu",
+	"RPDJOk31XhTagj8rja2pBJeIgp2MO5o1yYFB1WgiCaZtIAR5680l4RSjca+rnIobSVrzhUT60q4rFre+",
+	"PEqXEOI7YmQC2UK6UH81Vgp4fuWMaOCTgkFkkyLCRfvOXaCiBnNlY1GitMG2Hd9OYM3tBfyXhq2tQ4TB",
+	"9Agtt9WBzSMAj6ZJVjJI2TxZXmaiXJR5u7/e3lqMn1Ucfbtf2uKKGFmlsPQqR6/WKekWPEhwZ+Bg8t4g",
+	"f0O3oXuup6Wm8TtlLHctgYJCQgYY7SWEk8OYJcmEr90OZhLBvWUohEPKxIZCVC6YP1RwxJaiYhYKZDrE",
+	"nOy8QEyBB0wPUlw2FhKNs/Qhdu8GGgXtFLorXXOQgu6ogn1u4zV8e5LNWl6KsU8Si7nlhGUrYljxIFR0",
+	"v9WqbaVimg2nqJDIEvRsFQ5kZXGwh0G7lpMXnaH4+agL1YDKHX7cCGDxa6vqTh7FBltSVnOqe2bhhu+E",
+	"Eq58q47jZaPtFX6V8d/ZfSrFaSpR/6NkPLpswMv5TtyQmUlekYV6ywZ/UVFaQ6NaoyW4x+KobSLSjQ67",
+	"VyzIf8XYHCm0+XYOQMUd8g5Lx1FOemSGQbcaxZGqq4f4EHfDHClp/v7lRA0BWy1RrHMtytDAZivyEa5z",
+	"TuVddGWtulOV019Twez3c0U1cEejPb90nza3zbqsdnPkdffrElNAxNmapA0aJwsIv0KcXF1aBDEx7y3S",
+	"n2Jr6wv11QztyAHFTBEUc1WR8sZSJLZ2s2nPx+pO4FzQIJv1LnpdymSFF6142VYAV5/haWuk8F/2hK86",
+	"2ud00lQPoaYYccxrZfEJgFr6ZEazcGryT6B64WUcyYCgc0caweWcTqRPAP8R/o3ozTkShXpWqnFv6sXB",
+	"N4i6cWmCozavDGdacdAvAHhv07xYvSIN6yrfxElWVwFJLVgc6dB+u3hGdN3twg/q4R7RcKF0hHj9KULq",
+	"kUgwhKocQxeN0bXnutxkOR6iIa2/SnpLu/KgtvINf0Azt3VrbVBFa4uozecpaHJ54HMtvl7NGtKMTURd",
+	"PrfNCDav6JSBd/un3x+dH7//1icX58dvj89/9sn+xfl3R+/Pjw/2z49P3tcmAk+pvESkWtngNF8HZc8J",
+	"KGus912AeOSTRS3C41sR0oRp0yimQsyzy9enwWaFw2VDAatTdh3nNaxK6AQ6R3D/w4fTkx+PDptB5Cx6",
+	"qH7T870PR+8Pj99/6/ne6dFfjw7O8eH+xRn84/D4bP/126PDNanFvj42hRJAp+xXCE9TD+lCwj8OYwlo",
+	"sUBAIM7nzjqtek4QDrWSutg9Kp4RPz+afg44gn1/XHE/XsP3VXLvohrWbmWD6Gm6Ku8w9gNZS/oA/XBx",
+	"fPD95enRh7c/++Ti9K1PPnx38v7o8v3Fu9dHpz45OPnw8+XByeFRfW0ODIpfTZW1x6SxrIxZhAOzIXVg",
+	"U5DSo+025uh1yI82KC3mxhkGNcnzALaWDleDaF4MmFeP8ph49VuVxDi3vm4JJZpbXl+cn5+8P3Oww9Yu",
+	"CVzc+RrZ2hi2K1oWZkDiz3ukkCKq2HUpR1SSjF6xHMfTXM/zo/8493wPPvd8D75Xl0Z/rXZqNeDiJoDT",
+	"Fmj64zpn1gzxu6P9w6NTz/denxz+7Pnem5OTc/wbl31NgoELpj4TkbqXb4TI8G+9xx9rT+yqo/o2rtMx",
+	"DOOq7hmGuuWolzouVqNa1/A8cOnCkdZUNiii9lY5kX1zbQXPMue7Sgrbebm9rFqeHw2xrRZ9wjFsPMac",
+	"NtTcFJdhrssF6528Dll3Bls3VUT/ZzyLQ1oLZb5TgDJ3XHc0uaFLSYJSC51gZZx3Hjhc/u5O1NxVSsYF",
+	"4P1i0kcU00b1uT7LFnJqn/46ZxMf82ufzvkEyuDAHzdsNM+TaXfJu9dtnXv7dDbfUe/hH9uTufNe7xm+",
+	"SOfzRAP2P51H43JW7iPn1TY5l9Wr5WiqKnpyTXJJ+a2OEv7qBVzSsgkSBlPRIAHfr4ZdBbg63qSoXd3X",
+	"q3TtuvXQoR/NR47hgVvX9r0Ke/iQ0SiJOeR6LyQz8BJKJEBjYD0UMWk972sUZYT9MBWO1q6b76YYNolG",
+	"1cwYkdJ0SeaIGXFx+nYPa0vEGSgNVVSNKtrC6uuuOnbGVsAc/ngXoFAj4KBb/7+hwjKAHpq62Bsgai0k",
+	"K+FpLbipkLdBTdeH1nC9szJr3bL8iNCsseAN1bZ2+n2NIBHoGxaYIrcgghKmvtsjAfxXBmRG55IwwPvT",
+	"BXMgbxhcSjSlM5Zh/eo4s5b0GjgHbG1VlmlDIkYNe3145SvfjKduCTWutS6/oIs+HtchLB4YeHQs0aRp",
+	"pIs/i5gb1qBokNWNceYV1Bqw+Pym4ES1hdyAU8JJ+aXX//hgIMdyClVjnlmDAL46U6Hcdn3Sgu5Fmmok",
+	"zk7ookc19/yEsxxPXN312bymtqf+oVgy4i4PjAaivb8Txm76Gk2sKu2SN7W8q4ynVkftirSC/9g6uw63",
+	"zAIGbZ/EEUpqCaFhKiTWwNMrJIu0fYHVISvhjwtM3r8sHbla3HFWT4V+miKEn+5Y29fzwgPaIt1ZB2Xf",
+	"4kGvT3DZp+wyZVm6fPje6GruoS1dU1CNz88/GPOV3hxdC8+F4OtaRSxl4CfkQv+2Jq47qw/DrOUg7lnK",
+	"kc3NFSnOx22+uO9mY0vHvLy0hWu0gtaaA/pBU3GaJGukY9viN7f+gxyLZTJzl/rZIJN8zOcD8NA1DONs",
+	"MVJ/jgykvUakhOr8ucit2YgumCC3LIbwFnKEdoccc1N7Tw5MXgpyk728rp1Fu4xiGULkbSkXUsx4HE5p",
+	"1jG4qKZQo+dXf5MME5g2T5hkBdRvN5BzDf6BS3lXPqRe9/e18Yh61eFPHd9sVbfdruNeLCbEHpy+Q66U",
+	"mppjbhDSbvfeCTUVfOIG32dxcJvk1+jlcCdeZ8M0JTmk816HvIfSJ6ZEKgIqhClbq2j2unetKlzd5nWH",
+	"m8j2w1myNsBfNrm4DVsyiMnmA3zorJJVDpQ6rovArces8N0mixwqfn1I3ZQsXGTxtZUD2acpXUioupAk",
+	"ZNcybYgOBA5ih6sBcsMkbogKN2xz3f3SBO0WPeuLlDWF3BxUxw2YQ8XBm6HvAZZLhoUvNM9XAuBoSVK2",
+	"BWulvVKruWDTiYF6W2bED2b10Joe5cNbWwcLyCVrlcrj97gAa2AG6S4BK6hOfnAuqV9LAKySinq/Pmb5",
+	"ya+uY3WfysesenUL1ODOsuM19BBLZdTbhB+RphXu++bprke6vmRjsus9b/F9Dt+Dzo5zJtbcoN9UFixw",
+	"zofLg25zD0kfbRjdbx71VjMurDpTp7InS21tAvQ5rFedMlPb6otLGY0cGO6WYTtKcs75qcv6sQq0pU2a",
+	"g2WCdH1SolIkTBhNdXDc//z7vs6x+CnOpmcgTtbIDkCSQSRORUYztoWCp1WUA/wbDJYIHA0hIEpvbq6G",
+	"9dj3qWHwZ/EErMd6yK3v3u0fbJ19t9/ffUau2FID/1O0t1ycv9l6QUZLSIAlpyxbpNxgSo2WJGxYCC0I",
+	"NWfWPOZ91xNd6+KfM5k10bVVi/m3BsyqPOtTmxeUJoIvf41Sd3pYa029FoD7VBt5MICliADd+u78/MMZ",
+	"SVkoZjPGTYHAKvI1KP8F5GuAodER7L8l5vXFWjDXDfqq+risrkLh0QOoalnnuH7ZDO/nIOBp/uCbSqhY",
+	"JbO9V3R0xJx8EGm2mCyYZJsgmdVEHgNVXuNgmbir5uOEhGWRxtnyTNEmHfOjuEe6v1BbWvHn7uti/2Cc",
+	"GJDX8C4ZLrrd7XD/4ODo7Ozy/OT7o/fwhAUdci6umAYB17Kz0RMDfaYCgvAtcjFSh5PySEK0wFKDFmMS",
+	"Hdrz0UVBTYF6ls5iKLNqDZ0LiZULlmTEEsEnJBMdsk/gNT7xjZnKJ+gOBIeSyQfL1FDJJL5mkux0ewCw",
+	"rBcPEUPLMQdD7xYck0DYYS9gOfLzrI6ld6vWOeZjUQJ+QO4IiIa6oIKi5N/qVJEZjcE3qOPPqxbep4C1",
+	"u//h2Ey9viGfUAJo0MaZTsKFzMSMpVvFyuRofOiQ44wkLFOCCCryQz4DtS6Ho8oTqyVpzWkMmvMPpzog",
+	"E3fZJ6gc+boqlE8SMSFikflYfNvgO8FeQt6H9IccapKZWqptHy+dAxQMG2/CZG0tVEgkJbXglaRVrZoC",
+	"IXCCD7kbg1AGsnQ/dAEW24g7gVwSM/3MOPKZ2VVVc4KH4HUoB/rKpkAI1Ti64eFddJW7VRJ83T8WNxjy",
+	"OpOaVNIhopC6xqUPJ2fnkmhHNRwhXdhzyIf8mJM5zaa4K4rcaCAiDQ+XQ4XKTF1Ti5RnUpRMpEqhR70b",
+	"MB7KoyEvgomqNgDcoGkr9sjQc0Nwh55xHSOis7AuqEoTQ27rmo7YNAayoQvacpZ0yH6SIMaEEu0UaYls",
+	"CpYmOLrlwr1HQgEL9qc/ER0sJNWfT8gRuMCCp3QeB8ZYbq2am1JP2IYAwT8HhUigX6Xgwd6QE0JtLxpw",
+	"EfYUOBeUjrN9H2Ae3tb5cs5qGruLSqq+6gjlkyc73d6TJ2sSS7VEwdMpo0k2/Xvgk+Bpymi0xH+KOeN0",
+	"HneWdJbouT+lcsnD/CFnLCJc4Aj2CGexrlmghhfkwKrGi/H0c6ki+m1AWiFNkmo9L7+0yTotT90Umi1S",
+	"1sbDq7qBO/j0Mwzi9ulnE2Si2q6/rxj9tuCK/YOuhpE50p4teyjasES2dkbMlQCamryq+mIauFRYUKND",
+	"PpjwCGlLOWhcdBi8TsesOQGmRgCeIF114+L07RbjirJHPiZMo2SIbVlj2Kt/33397/1+v9t/ttXrbXV7",
+	"/97v/3v/wHmk/u7/++4hXvjgl6GXvzz0/PzPfn/ofcSTcqFLaOdH2pQdSZmF4NbX8EMuC6gnhXtokd+N",
+	"/KcrjNhPbEi12lFfx0fr81GCjc8/CvYIxS+GXC2vWGQkzshEMU91K7brbsX5NJZEp/DHkiy42X19Q2Av",
+	"ucggSwmNE7JDzovCzpC34G4r1qL2BW7+DRi8aTglNEnEjYSKKYGSOzruqGXQHqgF+oezYuQf5MTMUpJ/",
+	"DPk/tra24P/Ue4HD7y+vY3YTkH9YVmd+WMHWSYGr+0SaZEUbDqpEg2pXKHaoztaRLUC0yJuGonIikbpd",
+	"w6MvlUShmgTJovRb3qFi8Sa3PR9ZztYry5D/VPs6jld9gP8qB4XhN8iIL+dY01u9rf8Jr1erTJueCoaq",
+	"ytgKgTBmeJWknNJnuYgCoFpuIe5vpP11CxJl8rPVbm4dxRlcASvYVKs/6Slpm5uh4sWxFYQcn1g/tRZk",
+	"/DwSxTlX5RbxJKk2jdmjaG5r+Ky8kT7JmFRHBQwmjtuyqQE8saoBXS212u+QOzpTLOXClLWgOH8xLio+",
+	"KRZXJS3AsnCpGh2Ja9a2Ophua8TGImVD7jYSCoimQDgMh17esJQBo+cVhQskqSvG5kh5UGETiyQCbtxa",
+	"dQgQxRwCT+CzKUui5jPZNiT+OFLMNWM8XMIqucRZkhlNlWwSfNqKzXvZgCCDbGUQKofCH+63SHVFJKAE",
+	"FjLEz89DTov8IdentiiE2+vJ8ew5H9dJ5L7pS50ZMo/5pK1R6gjlQx4489v6ni0D3RuSfwyTLMl6V0yn",
+	"WqrNuRHpFRanyGw901iSK9W+4rn9HYzz9WHrDWUYgAQ5Z9SpQSTpjEHbRtGGB6bvll10H7QFX4soVFd9",
+	"2bP8OmZyyKGflCl2qmWKvDgRvqM5bZxiGbE2slDbr0nE081j9X8/Hy2ukrt+2dYpmyd0ySJ9APwCW42V",
+	"ZMQZyW5A4T13Z6wXNorHY5Yynq+4AcV58mSn33/ypDPk+2bd4FgpMVvJw+iczwNblWaRxUlC0gUHU+0N",
+	"NXiEcUZai7nSOHpdRTYEj2TbrDnHKgBLMN0qXVV17wMAaz6S7ssnT0g8Vi2V++mQff2eGJOd/ktod/fT",
+	"JxvYqc6FT6SA/c/SpV3QIberUThbcFKgdGw8izOEgtVOCVzf3e5LH1obL6RSwlB+ShdQiqWIyKYreg55",
+	"Ln2jqmqr7ZrNasEI0RSBKz2OP+nYiJAuJCJzFWdgt9PUdhHjIcfqZnjqYx2iFHMszcF41iE/aRkuP1MV",
+	"QUyRHUdS0hvPCGgINEmWJKc9aGVIlpjNb1YdqdSgUYIxxoUh19JHCw+ZTlqfATa4nSIbj1mYtXF1tZRE",
+	"WiAEKiUHa9pIQglXfJrGSodAXSShIBxETMmuHG0twLeAk4HlxNIFGc/mah7A46S5fyVKMxUgmJtmYGnk",
+	"FPgBRhkNuTpxeqzAyCCrHmRDNVjp5+SmIsYZFgDh5Y6AD/GASBZiiXRH3+Dc/Npin4DG2gqyW1Bxbafb",
+	"r7XttjvkJ6zdounOkOtTrlTFaBEy6RZ0Ud9bs/CYzuJkqdRmGmbJkui9csUnMk8ZRuNJLYe/gY/IP8ix",
+	"DqGL+XyRkX8Qk9gOV4g8xXBsKI3hiuhGTD9wrXKBienL6Hz+JGiTf6jbSYLP2t0wQN+eT2xJ2HXeUN2c",
+	"QSZJUUDWX1bbskw1YhmNE/kX08q5lS/hJPyD7HS7pRZ2ujvFJ+o77f4gMxtpot7s992+MMh+QD6Dsjgg",
+	"vxgB/+Pt+tM8cMVzOKjFlCQYt2zqHPr57//6f7Q4N7VMDNxxWGDWMBa4KRYvARAqECDInphYahFMse1c",
+	"Nhsthzz4tHVtcy+2sJOgmGsXihmTWIAmqLpGArznOi5QeyWWxTSLWA65Ng21fRCwir6ZgLQUIcDCFIY+",
+	"3aRgfccUa76Y+TpVVzWdgMMICwt9ckeipCCAfw6eBlAcKXgacJEFeAPMbQU3qkWAKdSYw2KHI2aRQak0",
+	"7xsVHWi5JqdDjqVHYq7Zj7UpY8WvuUgheCxlWtdeq5ZcTtisFWHIjTU0jSfTTEfc6ZHlO+ib9nVvWEpE",
+	"naH9Av9aAppgKNLI5FEaoYDKnEx0SIMVRHFMTbafPNntdp88GfKKpeKYa6weKHuW4slGG4UxuLNPc6yG",
+	"YwhkK+fKsVQ8bcIin3AI7USoWCVtDbl1JdQo7M7A0K6Y30ybORyxeSKWcDnSBZc6xD23/IvUMIy3sTbN",
+	"4lJovoNrlbNRfs0SMWcDEnwOF6mS+y7ncJ3nLNX/ykRGEx/4pn4S0YwOyC+dTufjbeCTKIU7qm6lahhl",
+	"4nlujAvmeMhNVfYeinrBnKUf8BdTQWNPzxHfK/EaNYOBkqpzat/rdv2SEaLf9UvOAHjJ8Wvvwjcl40Cv",
+	"2213yD6ZA7gYlRnOhdnS4BJ0HcgiCtT8A7PONuBPIsVLGdMXHu+SIny+SeiCbFMlxEGZqwFazh2SnjIp",
+	"FqlitK2CianWzVHU96uT8pVgBHbsZXsAZsuff/75561377YOD8l33w3evRucnQXm4plrmsUzRv4OwJAX",
+	"5wfqFuv9aBfMoCTIzZaktzPobg+6z4M9NR9YuCjODF3QKzjIszBVwyCtzOIwFVoBaGz+3DTf6fW3d3af",
+	"/Sd2U3Q3GesKzhcOmFm0OV2qn+SgNg20atx1e+5hz1vq/3ehdkXdwP4zyG/dLDYekTNXuBqQZ92uTSIA",
+	"hoaQ7MRRSX0ipzRF2qmkWCU+LaRWZRznzB4RirDEmRovWNKt0qsUHky0PFWawda+orcBaRktC8zLNcJE",
+	"LB0VBzwdgrTqG8M2TozLSTK0uWAYwMBq23mt9xwIFoTvGMEvDcuB1tyy3rpWMySM63xxTAr3c8kAc8A7",
+	"xCQTayvaxelbSaLYBHbbBN8FT8ApRlAOsZnBZtv0gkgjtNhQ6rL7MBPmDo4w3ESSlsHZ0NlfEAUW+KSc",
+	"DOYPuX5kSUb+1plxtuSP9jFoO9izVHrPHuW93Dsz5IGc0v7us1cB+TOZsk9uKFQLlRKflDomfyZDrzP0",
+	"yJ9JSm9AjWi32zp50qTMaDV2Xy55uP/heMjt6pt6oFnFT9UZcs/3kjhkXDLH1/8hFfM0ZhnV+T5xlqwI",
+	"Adj/cOz5nrrd6PXvdbqdLgS4OHY4jb9ZZ93Mg9tqCWcH8Rfr7JOQTg7myfW/XOjQS+/CsYw60WSucVSM",
+	"N2j4OmY33sBTnLyJA5RtwFg8wGEL2HKdpdy07NCVb2SeHIslD0o+CbWTNE6b/BEasRzCHerDEuQeigtF",
+	"bbfcmR7eKaNRQzO+tpvVuF32im4X3XbFJ6HziScVl4QGWvSJzkFnYCHIROqTDODxxgmdIDBD1TViFrXw",
+	"S8fG5RsXh1pHbUIN63KQxxCDyrfAKiOaj0zJg2PqdNTEaBTeVqRPlzosBJOMRDYlJnDAZJXX27LhuK8I",
+	"1MAICePqUB02tVc+i2tHi3Qgjkv7zr2Bt93pdraxPsUUqAOYAug83lLdbzmhZnNRV8L7hLsGDbCuZNO8",
+	"hmXMlQhRjarByZFsmorFZNoYkKPIf21gjftlYygIGmuNuSeouLB9CFQIrIH5qepmCwRVVB4Q5gSMpYqC",
+	"txKGqw0ps9rIKPUz10y94BFNl3sGYx1kWpSNmxzxeyQolTOGQEDwO6s2lbyj7eGmZuQeCWqrZAdDrr8E",
+	"wxV8PhVJpHhFoVb+HhrQCaqKkM3nKJOO7xxMtKg8ayuEsdaDRIVihRGndnrbICA8efIGWugorSyvpmyB",
+	"HPi6pVJd1woJVBO+tQfDn01xUcUqulWQmLwyvDuulIXxHHYWR7g35GiBAUKJ9sjJykJt1nKYF2njwkU5",
+	"x8/lYqzUGtkZ8poS9W7+pZq3PfjIq0C5AMkKc/LUK4XKvnnp6CF3X8dg/XKDK9rZz0jClASqTpQYa8A4",
+	"nwTqagR4g+pBG50p7DUBO4IJIFD/Urs15GsWPW7nRY/NrUILs8xdAk7x48KM8HCiGajl2lrbnSdPhrzX",
+	"IVjYBf19xuDrFPOjGgDWnF3Ysb3c3IDbi2G81BY0hIiEvDUlVhcShqNZzGOZQYRah7xWVBQzTrRhCNyw",
+	"BgNzT22UMaMUdZknT3a63SdPjHUc+8mBtHQxHlgXbWW8cKJKSOuZr21lQM0TGl6peeKcKrFH/U6u0tjQ",
+	"5rHS5mFLFEOOEzYob4p1evV3tpSuYaKhFd2aM76HJOkmljh847oKPuOIa6ywrTxeul323hms2VGcJCzq",
+	"kP2cxTrnBXqKNTsPqWTSnCiw4MG4KRSiADdJSQDqDPl2h5wLMo55BJLczZRpuspK06uL/CT1OD8wKHt1",
+	"TuaMswgD0YM9cKcEOU5RoEPsjAnGeitA8u8M+U5h6rZCsLF0Um2SHTG0AVvTjb1dJUw2dCACgimOs8LB",
+	"xuoFB1YyL4fcqq2H3F6HuRGC7WLYVbHJIkClUsbUv/cUqZa4b+BTBZ+PEjmUChqqe4VszqhoXJ8GGzO2",
+	"2yko2wjUZJcSkXWmLsSkWp8CyKRIc4zJWJIxy8Jpri5qfRknB7b3CqQVaWn0q0oSw16ZGOKwvpGuUDnF",
+	"i4A3EEJBC/VC9d6q102ccG6+dq8LCAJwGuZUyjwC1pxRiAjXdA17wUIp7jtoL5Gkta7Joq0hCLLQ9eHr",
+	"pfahG0sxyG73Zae0fibk0kGRShjWGsQULT0Jy/t9vPDI+M2+QT+6a6pXkmRigvccL3Bl2/aKy4yu94gp",
+	"dS7KjT0Xp2/V5bw4fav5ICFgO2nkhahPGBldbRvUiKBaCFfb3RnyZx1ytuThNBVcLGS1vD7Knm2f9Lvd",
+	"AQk+n2kl7p3xTx2C0fqzAeI/PvRJSm9ub5V8kT/ES6mX1m5yS6Q2CaCd041IZ5llSiRKUwYHKwFAiRTL",
+	"Ecg9EqiOOym9gR2LYjrhQmZxiFut1p0imZVxlJfxSmmYddRcTFULw3UqsbtcZC7gVQ7PBDogxetvhkNa",
+	"R/w6phEl//1//d/kiGcpmywY/PE2jihIo29oMqVtHdahp2NUFOAfiwztd8ZO0Rny5x3yAyRxVTcG9IN8",
+	"XyyfU0RfTXUcpzMzP6rEC9C8aHil+DQHz1zIwAVnVwyVIVfLsukDJf9GdiOInNK5jmB48gTd6EqQf4d+",
+	"PahOSxN1/6ymkPvjIYQDwkkrrq6WEWeAIoB7D27TGPIScndd23cdOy/Ljh0TuFEKNLwRKWg5raH3wQTy",
+	"O0Lo0PPJEPR31ZmS3is/urXhKz/mJY3A4Vkjz5a+GfKh1/QaHmJzQGFGNvnAEVeHXrtD9hMpFFkbkIUO",
+	"cc7B31NCh7yIBV9w/fn5u4Caa+wElStRsEOAXofWpr/nETxDrmUK11tb0O2gi1LgTuXAFc3yeG7cOCA8",
+	"CG6oj2KvIo0nsRIiTGmPmpL3PhklAs6XbRwiaIDr4yxSRhXjbYObWp1RHWsQdCBWSx21Gk8ArMcavgjS",
+	"qvgihrzOGdGG7rp90x11Y03AYmHViXlCOfnbQmDeicUoQaOx9dIeG9vUOwsfmHsTG5EJ8leeOuGE37Ol",
+	"d/sR8wOZzAABOq9AC3gHJVOKA7ZbAHV2SxlIA4TpVVWGXJRSi5HLdOpouAfTczDpHeXdG3i7u73ey+fP",
+	"nz9/9uzZM0DyAEpqa8PXygOQk3st4pBt7bzo97Y782jsld6FFHOb76q+LOa76gbkU7cFc5W9gedc5jpT",
+	"HgAJbfewRhReIzMb9b9ut9uDSRekYED052o1/gS9Ihh3vugIFb5qwXMdLeaWhxa1sfXXunG2K+eEiObe",
+	"z6pHZANTKomcxvM5i9BMmXOrb03lrXxSF7UGQ5xUJozBpm4WeSUvRDkpzq7X724/2+72d/s7z3r93Z0X",
+	"pSmumt6LFy9eqIXJp/eOIfXB8ouZINtkPutglifyujtLSuWX2iBNq49rrJYFyOu66eq7sHo3EbXaayE6",
+	"NPlw+MZUWm4/ZCG+YxCfTpZqv/Wl6Xj3WYV3Zub5chSSmdWmwgM5F1wiQep3uxuSsDztPz9yWlxruWJa",
+	"2z1heQa5HqsGBAD5TNtuMJF6ycNi266g3ioI6IUeDvU+59K3N/Bu6CyOOt+9nrx/f37x6d351fb7v4fb",
+	"73/9uf9+enGw//ro56Nff+j98PeL/ulhuHNy8ebgh+7pm9Nf9z/t77965fleSm+c4SO/UITpoS0rLjIz",
+	"nspLDIhUh+FmSjOpzo5ai3eVRZMI+Himc9lhQ+95YQDvAT4uActp0QsDeUlJJULZp051Uo2bb9WWBX6j",
+	"mkG0AqSELlQ5lsxRO9p7WtIoCP1ERwMV1ALVKZ69oA13ZmeT41w8mOerLJR5TC2aPPNaCwX75PrX1pbB",
+	"q+4AWlkdc7vqyBoiB3XDqDO8GmfAgyeFClLVVEpN+ThbTe6Z2YRe0/Qt7XlaLnkA3/VLm6dI5FMQAItV",
+	"C3IioqQ/MUbiCQJhQRQkF/NJSiPm/J4JzLZxiiblO1YGoK7szYdc5nR6cb1p6ODAZHu1mn89O3mvV2X7",
+	"7lV5I9JRHEWM4xcvN6TNMf+Qiokpou7QUKW+lvJitJky5upe4je1BHu/mC0DBrNyU9boOWKKp2stm0V7",
+	"OqMA9P5OXsUIGa5a3psSekg+5pIJHAFBmob4K+UsoUSd6UxtrFJ8hfoT4odSKgmT2f/3/5IxC6c0oh1y",
+	"xK9jRhazXMJWIj+JuRKcUseIXTPqtS95ARql5jSt4SJY6RPANRlYm/4NLRv19/JcKWOq5DJjNOqQk7Sc",
+	"9G4NHdUUqqYN1qFRoPvSOEMwXOfr9sA9AeryaZRaJ+cBb0dvjdvxAQOWzoV4S1OsIbrT79/9XVGFO2VQ",
+	"0gs+fnn3x+dCvKN8afAJ1He7yGXu6FQH/iKUP3y16XXW0eIfrGjp3g9jcgIrU/29qDP2gGRhOPEpOrCL",
+	"DeuHZa7tdqFtAzidiHmD3nav23+Wlx8FbpqzsCniYpfNEl4eu2Uo+oJrOQCAWF04L2jSihDa9e66XhDG",
+	"jH3K3sQJO0nrVez3wgjt9Uu2mS1rE3VFz1AfhyoxcEyIhVoNPkbtX8ci0cHt2tj1dMEr0S1+2U4Fxh3f",
+	"cHhthmqwN4m0nHTm2qyLVibXQtRGpdRhN4bmuGtZBpxRmw81In8xmw8VHdy8U6OHupF63qAUeQRIVa41",
+	"1VHxjiUIU6dWBarofoV4gqK1MVfjzNBPeLI8sWW5HmrC9OpP68ZHUC1AJXvFG+x2X6pdqUUlV0s0qQPC",
+	"+6AUEsDtMDnSxYC+UsAgpiTkzAOB7sipgYdoSEHvDHmABTECIhlNw6l20YHnyUil4MELqgCSgWIpi1Tn",
+	"K5SwepRaoVnMkOv4N5hFjlfjk5iHySLC5BUhXU+vDZHBeqs1psS3scw0JqWJ862aFMt1ej5lep7Gc1ie",
+	"KFT6U+9CvoOB4R14OI6CjLq6TvNtY5EqxX/XLtRcASxDHewVnm2Nwlk+DTpky7xlATgFx4jBugnmwMIV",
+	"KdyBu74P2uYqIHmpz4g6Au4hieXdh6R0RBrmVT22xU1cWb5kvVIs9WVeKtMWaUZCkSxmvGmsYGR8vSwM",
+	"0OIdI3C0KaLo1jHSENF2A5swnct40B/XPLMnOCw7TR1nFUe+rgOwSBPfnEUTRKx6NIHE+O9i52qB7jD4",
+	"Q7/vRMQOcQ32ZbjOZx8wAUl/1Ot21/oI5JaPDzHKwZtOthWcKbR6/tKAv8sXSVJE7N8uAvQ7oEKk+3LQ",
+	"7Q663Roc74GtiluPfa/NAxUUcWNvNXi4q4tZhOmsYyJYOzeCqwNUArLvdxFGvt+rgY333Nyi7cHOLk6m",
+	"Agifv9clve6g1xv0+vklqRaUcAHdG/oo+kjuwARVx8DmxcEumrQ5b9Drdn0Pcue8QW99/bMBmLtOFYWA",
+	"2gncsFJg+IMsOhvbPNbR5/S88nJpb7DC/2+l0q01WpOGbhQAV2BuTspwpGQrbnysSMT1yR4NguFOv69U",
+	"wNqo9VMd4yQJpD9tiH24SvDTSEEYOYFBbAHkdhtBtrGuC7wPkV6l13k15KsWoJfsR1HKpMTgi0SI+YiG",
+	"Vz6Zp/G10pmGnJAk5ldbiQhp4pODb9/vn2NkFcsoABumAFzhBn3roh06E5RPcJi4EDhSMcfovj0b5NSy",
+	"teOQXOrSPoBgg9XkTDqYk4TTsYAGtiaQGrAtC7RpAaI9EsxjPgmMudftEpPxamTupin5d9TEO4Ys1CyN",
+	"w0zrRTr0trbcXiuwfOBJ0DbBZzru3jS6V5/k0goUn3gS+Baej4ZZJ57NRZopWjtPWMaioG0zvTEiKRMa",
+	"rKkAH4WwG3m9JxzJzGSC57IXQkfWK9SrCrHulcNRvpGISWMjWeI8V3in31f9aKcIxhzVblFrWBETX758",
+	"maMisE+xzIae3mXNjYs769uEaSVPd0wKo/a4FOoKacx0g+sOm03nc0ZTmUO764BAi4cyQO8BibMOOczT",
+	"qOFQa4ryWBmIMPidfh9vamDjHGe5oSUTgiSCT8D2gTSm+IIN5qpTBTErsKgM/mbhJY3FFrDIpBW90KKy",
+	"nuRVX0bMeV6I9NYW+o+rRKaN5KEHiDm6QMxaDvDeZotsAgpWLPY6krWT6F4nWaOI/lV3rSRTrxKpcXQV",
+	"CRofby4w5+uw6QHJtcWfaqQnoxPmBREG3stxP9xhz2lv9CLaHj/rhru0z16Onkc74173xTZ9FvbZ7uhl",
+	"9Hy8Q3vhNnsxehb1x136MnzOdkfbPc+pUaDP071PqVNPo0YkP6uZSWMZDS5uvrakvo7sW6Rux7l78l9W",
+	"1D9YBW3YKO3faRNvyl1foQM0GYcrEmOjtdiCGxjRtHT7KEczcsytZOxbaEDmVC0sSqQo8A0wJ2DI5ZJn",
+	"U5bFIcgS6N/UtVbyVIDyJJ5+jqPbpxmT65mja828+2YdihV5HmqssbaZckVHi3CiMRAhC4KaBElb8HWw",
+	"gvpX7X/7hcgNtXijJYR4mOLqPjg6RiLzAZ5wnIgbEzmCyAmNvQJfqeuRs5tiFnwsHVJcaa/Ij/R7de2W",
+	"2zR13WG8KeVyzNIUxXV3hnf2adpZq1NkmKSVMimSa+w8pDxkScKi9t3z09EAlZ4sTF11pQoWsOYF+hHz",
+	"oMUNxxgrzODSpbmamtNMedWAbIim0Vlkpuuw1zUIP16aXlc1i0izN0D2apu6gYpOdzWQCJk1tQC/rWiC",
+	"puFUi02139vfq22YlAhUMck45rGcFltqUEJByL+fEGFJEtKi5jC+sxpDwte25P3TWuJqrDBfyA7XxIOB",
+	"fSHDRSCZqqFO3UpZU9vW5mzJTMwloYpbhoy05hjwBvE4Brg1SsV8bgEMFI8c8kaw7Q5APtr0iwKrL5oY",
+	"IP4I6gZJl2xotaiO3SJMTkWVfhijvUM5wGlF9xboz/CrFZGcBQk+hR2L/rCnf4VbfGhA4TcSsldfZX0T",
+	"VxvVNzL96N6PkSHMF3VVFREx2ZpOC4U3WxCsZ/BIeKQTDKkRIfaM0QtD9+rN67qWENi+9HtNReHw7gOG",
+	"am1ghhyANTgoWYHbHQCvg5xLY3TUMd13F+wckKBgl9DoGaZqJ0LFlKwnwZDr2p0rZX9dhOC+ZG3I16Br",
+	"COJVQ9fuaeErGYQ2MZc8ve4/yKSma8I+dk7JnSa1R3NWP8CktoYL+nflgb6fQU2fkDvYplEYHtEOdqcY",
+	"W+j5Dw76FTjohSmw84gcVEPl3VccfprD7jZapA4tYAHiXdr04mIBEc5umMywtMQeBBYxnmHRF/Nlh2jI",
+	"TNKD3JkZBNZmbG/IKeGCb/U/fbKJSA5SGCU7nz6hA1Gbs3a6LxTn2Om/BKhuLsxnGgEkr1oBSf6RxuFm",
+	"Q84BYAaH4ROscbE7ME9IX7uR8wZ8sm2e6SRsn+zoJ7v6ifTJrnlpd8j1ww4JcCMuQxGhn6ybM8XUlMSd",
+	"0GuWz6ADoA9GmYAKKc9JRJcSv9T0YbxIFK+MyHbX+RFjg9Ywzm3Cnod8M7WjGsyZ+yTviuqEWujFYxZL",
+	"xxxarAu8irvUxkVeo9OmNu4To4HWiaEDM0Fj2Gev290k7DPfTzvvvXLQp2Z7jfGe0AaL7hXxeWa+XRHz",
+	"uVGQ3u7vI0ZPL6Y36N/lK+yBr9AkSq7xEgpMXnf0Yrwd9tnWbtSjWzvj56Otl+EzttWnO9EL1htvj3bh",
+	"owXejcuZ9Aa9Fzu+B9EGVnS60/yMMtDz5y96vqeI1yUk/zi+QYfGeIO+Osb5gdBihLMevfV8p4X1wH4e",
+	"YfrdrhqeXgAvi2dMLLLBKvLtbbRE3coSNWxlYc2KK4YJaSviBnfzsMH+phKa4aXrhAwi0r6LH++y2D8k",
+	"tq8gsQG+cXkfvlz44L0tHatlPAS53jLu+s8PM6nUxjh+yzjUYzYFnUwgkwbVRqgrTDCJsz2dB8WuY7GQ",
+	"5h1IpkYribWv5tKpP+R58oA2t/ogIml3lU2YUd0r6RM8fVyoP9pr2yyG/MvYYk9hC4pikY5S+KKK/kax",
+	"M19I0f/tYmfKxL876H5N3b9B8XeKmRXDaHZGz1kvekmfhdvj7ov+Lnsx6tGd6HnYHW+/fNZnu/RF1Bvt",
+	"hM/HXbZNn0UvR/1wd/yCwUujbvj1wmjeqysOv+79xgEz/5psyalaUCC0v5ERIWPyC/EVACKBIBgbsKLj",
+	"WlApbLkFfzTUuA1ydin4N2Bt9w230AwpjVk05El8xQjlS2xzj1AHjGXgIh7DIbeIiH9bsAUgAAYIoaL0",
+	"tRxoPGddQ4RcidodcgB1D1D7l4skM6mLrnixuX19yFfwKn8Fp4K8aGmdBHWM65yVtfnHicZ9HB+kGp0+",
+	"CRpCybdYSr0HUkPVdrMR9YPaeezqjxjBfwaaeVaqb/yIYYEbkc+MzudbgEy6JfiWSVtvLHkBFANybEaL",
+	"5Mov4Lw60JfhVEio8Ib49iLF4gWkRV1E/QJIfgyFHqCOCIJgYlEWSNHRpiCskkdi3vYtxDjUSRNjomsR",
+	"yACAKCgnNIT8xDIeBcDe55WJ/LyAx8t2x20FirSaOnNgOwYRH2sdoHgPDaZLKA6LWFpDHtCUIeyAdECt",
+	"mGNDtQUU0KEbAFmUAclYksgCdDq+ib9rQPYhv45lPEqYYSr5oneI0tY1a8ht3VgiFf6G+hn4twEad6s/",
+	"mKVCfFit8dtli6FmpC73nKM3aw4jcS07k46TaT8TI8Cajnk2xYVrQxaGEo+1ZmNnH0u08HXIe5E5VYp0",
+	"Lb9KKZe6XA08vHBET/iBRWC4tyc230qbzgqGHd/Tx0Td1jKEIPzd1f/zPq5N5t3Rfylwv0JoKq68ISr1",
+	"eIg4z8oPt37+uV4Y+F4nBxQ+skuR4+EpVtk35ZZMlYd7awvFhWtikOpuaCFH3Qrs/Cuzyi/IcfKSxisD",
+	"04GkGhJjNmBKrxlmuFWQezRHcgom18nv5UJc66GVIOfB+MmtJNYiez3XMUW7NAK0KNArS6OgMsE9uNCQ",
+	"52zIhdV2mMNzrMfqtl7hSn4FiJ+LLB5bAjvkAAniFDjEEeoK95IlYz/3ghn0RKzwKEmcraJ52N7bWGYP",
+	"IXhA3Ta9eGcsgWpnX5ZaNdAnNJ3sc0rOxOLvVD2CNceHQKjMl/3eS/XV7u7ubv7l63TBBXkbz2iFPplK",
+	"cQ8mTPneNJMne8KLNaEUW/8Xo1FOicF8Sdxr/XXoki4L2UiR4HdZpDetBuKxDZIlhOmBxAdECPPMbYko",
+	"VxCbTwVX1AJFq4qoaYVQ0P9b7k/kz6pdav6ta3B1yL6R02iSMhotiUZ/cwPc7DRMTjLQsHNtwnZ+Nyk8",
+	"hu4NyJzGioLBUIe8kLEDq/m3FETkFfTLZDL9dom19QDOmkycUQjYYHTmbXz9YWpfXqL7vI4fVYuv9XPF",
+	"DbUSXXXqa1ikCybmA4cV51maD6GlKwloqa//kXaQJpjL3160NDmPVipbj2Lfbd6o1pTdgI7nuRX1dByj",
+	"yOX95EZyp9i4CzgMT47TlEFx4lHCnjwZEKqJ51bMbTXsWBqKqpTnluUDkMAhNUoGv2IRidh1HOpSb+ie",
+	"8vOKd/k0vpGlMmvULd7aMg7KODVgz1DfwdR0hrwJW+od5NaUckk1izA2mlxMaSbuhyaq/n+QXFpL5L58",
+	"tkm1s3818dCmfTxQINyclIAl6A5FFaBI5cO0U8c/cg9F9cW9FFVX+oR5og0wE0pQJFSWysUiTE0ZZ1Xb",
+	"OzEu1NTqDAwcvf4Vq5MpyXXICxD0EkIY1XdIzYJYXsILVctoLEviqOCrhEvYlP/BqrFZYcNAzcIVTXu1",
+	"pV1M6MFCZmKmZP4t8uPxB5TDsziM55Rn0kQ87LyAyD3bmzGJ2u5cU2BRutzqPXup/+fVS5Z1HT4rq+Ta",
+	"GPtAIdKeh2ZpUt/jP5Rxo4xP7IJ8dVU8EROxWGUcVCJQieYaoeq+FsGiZFfrLnpWJbQpC0UaEZnRpdQg",
+	"GAES3Vem0rnRlOmExvwufZm8FZMJoFQtSqXl3NwDS9YLinszOXyL6/nIqvLvXzrLpesvmQ6sDx7K5f9y",
+	"5EJMSiUQF9lXks7wyjRTibMM6v2r+6duVGGUpgohqFtubCi17/9wija1FiUf3n+rJCJKADXy4vRt20fV",
+	"S53ha5owntnPQrcEz0xAWd9sypYES1c3Wgz7VeICuNWKeg15mXwNCC0VqofKxTfCpWQdEgipDZCjVNxI",
+	"lqIRslAFGNdgIVk65NQBbNdtFjRQHxwX+tqRACuhmC4OpqmYaSzQs5CiHmlXUaRQQRO7dNaqbfy9OA5d",
+	"+N0t9L1ny5HQzCdUXmGh4iHXcbYdsi+voGaGwBIvEatwAUM9jTF0Uwr6A561B1BQvQHQpFqn3DQnpDfw",
+	"9FJuTFRxYF/F1giXzeu/ef791ssf/uMdJEKZTaraBnfWMD+aGwx9DKA89tM5n+yNqGTPdvz4x9cnpzfd",
+	"77+diP39/f33ZxfTo4uJ+ueR+n+vD/Z/Vv8dvwnP/qr+cXiRHP3w4+lOf/b+6s/vXv5weLN/OJ18u//T",
+	"r6cv6Q188tfTi92j9Oqvk8nk1aui6dKc1IkOJH+w5dJsTWMAl0sxbK//agzExO1XKe9XYiMyni0SpY5i",
+	"JKn1AW4cTXpmGspHuzKydD+KpA0T0sSYIqYxGQlxVdVFvpF5cI7Gzy3DpVVc7O3OkB/RcGrcQcAfbMl7",
+	"TXv1GiAeL/qgFzxRAwkEN5VNtETrEynqJNhyRBkZxzwCJzaBpEoUjg9O3r8/Ojg/Ob08PD3+8ej0lV3+",
+	"QCfcahtFr11b8te8fcZYdJC7ax8Armq2+1E8zm70i/3yvXACLPL1tIle6wujzgmDUX+VqKF7rkpBke/l",
+	"vl0aRY8Q+rOOh/3cdSlDt/8kxHWN8b0X2bHaKSVFGn/Qo9Fke84GatnyNTREqhotZLVw8yWSafYpYxyp",
+	"9CaenrwV+9n9iLkJ5fsqpLwFlbbmCQ2Z9HXJPSWrt01xZtIYyJkTdscya0UC7ZMZch2ruoXBAAGB2lNg",
+	"fNXA7R2woWLZUFPbdUavwNuFQ3ADPJWMDqL+aGFNCzEnLTrk+DJUGcwEWC8Manm3266aeJG2G7Ngfc9Y",
+	"P6ti/x1y00trp9tVatYNS5L2F2Ma3+oy2fcPEb3D9rqxgXVT4m+Ln31pif+umdqjVhNRmpuBn2t+2LuP",
+	"8dlhIVhA92Hco7yGqzgHnNo/GMZ9GEYTsZGM/RMwjZiPxIJHX55rvAP66AaHBuNUzALSUvck0gFkbXKT",
+	"xlkN0/CJSI3NGdYbPHW+fj3WRg88xljvQWeFGuAXCYQd/v+NWCRRHuJvtIBBYXTGqlXAzqUpM+E3wIrQ",
+	"LOPU/KjDAQ7QgFZTfroV6GeXUizSkEFlwH5b49k1JvkCw5wvRgmgtXbIPlZaVFw0vmacxDyJObg10bZQ",
+	"wp+phLoNeW4hKhfc1rU8vgiHOtZn7wH8SW3ievJ6xj5l3sD7LvahPsYSU0SUTgj5LnT5F29zyqpn8FUs",
+	"UlMK3uma2SoaomgkIoVs73fr/6d4kvFlW2emOYDZcs7g+16BD5mathag5OHcyK5ZEz86NH0ZKqBv8h/s",
+	"aWP2ZKmZEjslFNnH/azQ138CVuUWx61FTlMKsoQkMB2egXe8QH1lmQRK9FnkaX5V85BPtKvAVoOWSpAH",
+	"8z5iXrRYBMXA1VVmkU9Sdi2udNlQMk6ooq5fRsq3dYcfzQKyitBEcebWPizSnaPXa1EcvTb2b7UBq2J6",
+	"NeH+WSxSTbOnVBI5jedzsHGUTC+zfEEeSKjM0jZTKvMGHKI/yNOm5OlG3a+a6/jItMgGZKxPifxHEobv",
+	"oGhzGqdfXvI+0KD9suCOlBlNG23q6KsCuhePHYfllEZEhpRzXbZeA8IZJ8aQ13g0B+UtHrFQzJi0sSNg",
+	"VXFkVC7sIAGkiMx1FLmvW1IdYQeRbwTWolBb8Xx+Edr7QW3f18hu0ChBa2U3FOwyj5PcoHbjS+Y2fKAY",
+	"ilTaR1TWQEW5+YO4bkpc80urLqx04xP+CWQ9UHXnX8MxecrmIs0KsnGNgNhS4l3gCDwBEqPgSD86Pgws",
+	"Ti9AX4AJua0OsdWd/CFXZAnRPuPEHHljqEDp0dgpKNFrUDVUkBaupAHVn4lrSLK9oamSMg0hxRSGGm+n",
+	"RaxRqr0rHH8RKnmK03gQZPw6gqY5XZ5a43vo8nqcX1KXz6mr7uwx9Oo7Y/ZMX1o7+YOU3oeUWtXvG6nD",
+	"wwgN1f1JWDRByCyAKdbb8PunsAuexPzqy9PXIx7pEj86dNSSM+BO30giYwg8lLmFciFZqovN1GWGNUmU",
+	"Q14MR3ZkyrgaTvxFiN0FrurjEYpDPGu4W1+UTFzoLv6gD/cXtRrP7O+RIGgcrcaQYqyf8MVyR3fUTTLV",
+	"fVhmoGzVgz0ScHaDuVjuTwhqQ35SNxqq8ykdMUdp8slIaFRakVgcAvCl2OZMshhKdcGnrXSRMAPQLjuc",
+	"3UDeMSIC/v/svetuG0myJ/4q+ecXkz4lmqSoiyk08JdtudsztqSR5b5Ms6FKspJitYpZnMqiZI5bwPm0",
+	"D7DYFzg4wL7IvMk8ySIjIrOybhRJyT2X3QHOaYtkZeU1Mi6/+MUfxdJvHTHudKdAMGAo/tzEVBdli7le",
+	"Kkadq6LPCN7N0mVdugVjrouAthdksPHUUCcM9HNatMULYqlutdlbrKUEZfH1GHkiWCQmKVtIKmi4Avn7",
+	"yVCrfW2aAdb8+Lf/jtk5X0RxS/8A59d9lJiYNjMycQD/MDaCDrD6dvdW2evkS32IjaA4Q1tb748tdrMJ",
+	"NcE/przNPxzWeyEAWZRPDUmobCnEF4kz7JEg35ys0p0viavGoPFHsXTlL/nU8HyZArpYnmK9e6I+3nLO",
+	"r0MJpiWUSLYIXiA7fabYQrq0dkXWBFWbHdJttdlxFDGouzGUmfIJwiyG1/OozfxJGKUi0XcET8ZT4eZz",
+	"JK6Mbd6IZevIOBx9diPE3ObYimAom1glBIrbBKGy37Am1QZpuR0/Yn52+ikfJDuemHXyh49np4wnCV9q",
+	"tfRn8LbCEH8BPwHerE3gWFfhrTjCfBth2QXTcKan8laPGqANd9M4EizgyxbknLwj7naYI+ZOERIkas3X",
+	"/0InfoDcg54xT+79FZVkcM0fqBxzKT6nNO2GRMHZ+2YJDAudW0VGaQlXU1kF17OuZExvb2/NkjFvoZ3a",
+	"mjG9vb1NasZku8HZA16xakxu28SyvnwMCf7Na8e8R8ulvnBMISMsTlI2jqPFTNZ1BcJpr5a5vgRYV6Yx",
+	"0NeX1xByMdPyCv6Ax/BC87JxODdh7pr6Zc3VOsNe2IFRjlcYeLCRPHYjlh6pSB7L3uYx52VrFMGB93yI",
+	"A1M651iNN6+30+1sUHDn4d8hrUxwnF7oq2KdJ1DDyZ74ikV9tlZxHh+S2B3sHQ76XZiQym50O6y7P+h3",
+	"sLyg7sZLz6XCw6g1UOHVaFqL+TxO0rpOuO2vqk6Ddaw2LU9DYnadsjSOzPm/Mju/SnP4unn5qL/smNqv",
+	"W6s/poFBid0XuYpc9chZZPZJCTSuOZSyLtUZASg8+/aEYrbzJL4NA5HspGI2j7Re8WISJ6b7njGDFfOV",
+	"kIFIiOLEYTHxsLadb1q6MvB87ET5C9uJLHJc0YvFPIp5sKNfsgOVB7W9X2wKsIxyEUXQnp0fUHm0HqXv",
+	"bzNNayk+/V6P+V/odvEYFL9SKxQenN7XZrHXqZhne2kq5kGubxPItPc9poRgPjV4uZyLd4HfqruBzaoa",
+	"+N0GAiRrvu5ipR9h98JMc+ASC7EYnmvs+Fe+C7/mPeVMotZqJmObdeaVZrimIk8HSu8e5mLt3V7uZtP/",
+	"y0P7z8z53WEf0zgBgsfC/oZsaJJxzvFpDBrdTu/l7mH/YG8f/kXv7HsN8PVcoe5sfvry8GB/r7/bg3/p",
+	"9a64tPJDgJszPzErJqWubN8Gt30l601pNpBC++F7/+mv3NxBX+/mxaod5rj/M9ba+ZMWJ1VVI77q5e3O",
+	"5MMXeGEa865w/Kjq5s5dew/Xc8uub0wHfvz1nSMXbGaU1rYk/KslI2spK27vPjWUprA9cOGmi0QCF662",
+	"8X3Gg0CxRETmBVDpwfzNyFkzTwR4caF9uLO5uhGBvixbbXZyCw4SNJsJ/A9LpgSVcDg+fXOERB7xhLnF",
+	"aABooJgUtyJhmF4N1+vz5x8JW9B+/pydfObjNFqCSZYsImEwCh4a/aEyKPqJ7ulYBEKOxUC3082q8YIW",
+	"IYMXceJ8pHzqb1PGcgfKCrUG2TQuJNEbAUACfmgxD6GiDh8NJWPMV9P47opH0ZX5BblksICduEKuGnTL",
+	"pBAMvJZxAo/32g5VXLkhhKYNmIBiQfgp3fMHraOh3M09nn9f5bOjRco+zvmMNfeR3/IVYuma0Fzfba6J",
+	"hYpge7UG7Gyu56rb8tg5YZubmCjC3mUAOdbcbeEc/v0//xe7ECqObnXr/ZbHXnM5FlGk/9xreTBzNT2B",
+	"iRKfYTC4KYyrYwJLWJpurzTXHm7yeJFeKaBBcj9ZKJH4HgRlbkVyhYIlgNsgFTLg0vjU9EiuFoCZsex9",
+	"kGnKbXwjoGjK7AgyMgFprN81W6S6G1rhDPW4TItzAX/QiSFCgFseLQSV+CDXjx4oBZHxVFyKz6k+Edbn",
+	"OOPpeApFEeXybioSYfxgqficeuXUIeMTg9ojSS7ViL4aSjHjYeTh/gSyDK6QXoePx1oI6w5DiEuf6JH+",
+	"UshrLX1Z0/815rFPNAT+H+K//Xes5+H49Nh+eCy53zLD4ddwwH0tivE4hopxdFtiXS8UIFixO50mQrCU",
+	"X7ObEGp0g7DiEj2ccE75NQsDNQCLBYalX+Gzpn6BQ+6gv2npaQ7HN6LmN3bScGf642Rmbhl4YChzT7y+",
+	"+MCMiiUq20FpDq9us2MYQ0aSM0IBm+jhYHkzGNRQWpgULnmbJsvaED5TfKnYlDBUxFERBvpls1EoURA+",
+	"Z/6Px6dvfDiSpV0x5Yo9fw4y4vlz00TKrz2IC0YRzvcRNnN2sbIVNwL7/HlGaWTaVNioXEKj2Cb0rGnE",
+	"DLT+/DksrllslL7Pn6P1ALu+RMcUpir/HpM8B73XsoZmxF5KrAm1dBw6J2fXwA9cpie7V3D7Hkttzbgc",
+	"cRy6Cz/nKXY7f5+b46p/PQ3lNR0Dq8DfASMRnAhtPuCfV7NQXlFxeSNAnC/55+xLSGkioNCMh1AjkL5k",
+	"8QSReNba7/V3pvEioZd6zJ9EcZw0m1rhZZSQadGI/8F6fTZlO0zGdy32Aqvit3yPcSJhA0e73kFDieKN",
+	"2kVOfSADU6xzhF1EXcSGHZCFi35PhZjg3s38Eo4OpOUxEqKIEFQJ7GkiVJqEQJlA+02LDL9gY3yz6xMp",
+	"s6HkL/7Cz54PlRaGWicwC6XVDFwe9BZnuxZ8JSQpYuPidb5+c/LxdeuIpVrjGSWC3+gRgn/FYX8eyiBM",
+	"0ANzhHG87HSZkEzGLe2DaWJS53jqgwejxRQiSZWBIAiVfh2fBRyVep/FRlZ8bzOH9u8cZMhP9Ipog9dA",
+	"TeHK0HVYVfOpAxH5LtVFJDzm9sdjWXdqZtFuQA/u/Z1QKiFVCFXemv7xx9f6PtebWf+XqzEqKbohv9Vm",
+	"b5zdvnIlPiAAvGot9LPOahzDX/QhV+MGGsvl6QT0klzMdm55ol+lSk+/j+9EcgxNwD/fQDurlkF30y7E",
+	"8cfXerDQGPg11nQa/WwYjxxXxBnISGSg00PJJiJMxUw97EZwz94FmWt6R9GcgPIAuzH8y0K8wzYBcFH2",
+	"NmRBYr3PMlswjRkp1ANLQ61XXV+u+r+ZTo26dOahdUfnow1Rc+1U6lsP27QILUBTtm6faYHZqF7bH/QF",
+	"YP2QLD8BNFKPlAgcpQdoUI9Vrl/5KLmB6ViuVsP1lZH9xlXFGWjiR3gQHQ3cPZTtf7og9sZEYJfoh9n1",
+	"DvWZtloW1jFf27OmH8HONur2OFkUmZ0AReqMinnEKJmW2buOOY3g1V7Qvetm39gzNfsP1Ev9/sIedE0e",
+	"Z3I8R/fEehR5U4QQHqBXp2wWq5TtdYxzvQpZ8F1859pcxlAwNsI31bo9+hAyDfuIjIFvWJhiPVBHIT8q",
+	"afXfsAqNfnt9vqTMr1wLu2Q1l87x6RvnzvkR//zx7KLhwVfr3t2wGtn2Mcur2/PYj2cX+lDr9spLckYY",
+	"D1fRpbgOSqC64eG3xajNLJThTA+ma3tO+6Gu6x+hneoATT04xXD4xuXuZxVKsYtHFqtSNGlXCPDMd7MF",
+	"VOUH6gE2sDZk5ax6LLQY5H6Lb0WShAGhvcxlBf4qBXdY3XJZBWz9kEHWE/SK1sfa8PsHo2wHm+kvXa/n",
+	"7W6lpFR2PKeiPKiPWIdrpo48wezXSWY7gapWPzBytTSflQeEuqwK3lvjFXU8oh56Qh0vaBrHLc+ygmZ+",
+	"7Bc5BzZUO9aytHbQRVfpFkfp4zS+A0+QXY51TxPNA49UnE0G+QwKwQ3rKtZzYOdljSmodgg/PDN5f/EW",
+	"0/KONiSN5xESxgj7sRst/7cI5m81dI+NlqgGN61vHH6Zc9c8OAl8FCGp0DazcKqbWj0PUDwb5qJgrYvZ",
+	"SASBCAAC4DGKeXvMQQV4bD6N0/hKxdouupIivYuTG4/R3/pdQl5TPkn25wZzKkpRT+ci06ZHk0pXekCC",
+	"AUE4rFWmh/TQ/kLXSKV5sd9fU18y20l3ps7E2O+vhsmu2lH54deOqARueqQu9Tr/3rWVqg/4pkrvLVvp",
+	"vHUg3NWO0BpnarPCQVp7qKp90sVNQHPV73e8bOo6607d2WRsXAOzUNrx18mZjh6bflfVbGJfHjObrGn9",
+	"2647G7yrndbvNdeZi//rzTX//Ki5rjiEXKnwWhr+tFCbhxRYZc2FEknt0PWXjz+Dn5R4SmsG4jvOiPTx",
+	"tgPa2rTRQ32EYQMZyhsqYivGGEp2Nw3HUyZjFi/SfASoaUeL19koTj1IqowTpi+uSRTftcANMBLCVGkS",
+	"AVuKzaenNiS/xVydwrVm23J24RNoa3ESXoeSNUE/O4M/VqpmVMvPyAF8fBMlzbyj/ubJ4YNMBx/S1Pq/",
+	"T5bARk5zC8jrNjwHnZf3lq+aqzc8FfTilUZmXV5UnMA/dtJwhlgjuhQ8466F7CgT4OYqdc7K+mlUdfk5",
+	"pZBTZTKO+1aeVtus7vDs6B7MN0Lu1dy2L2UbxVLspPFOLGuVRcu7t4VtpagP657Ttzk4DWBvgPWwrm/w",
+	"iy069gFa3q5XiANa2S38yRb9Ose2t+sYBe11x1iTS0dMTrkq+4P1z+t1F2hrixFgVOUJbzQEDyHfkRM4",
+	"d2OiPhsuOp1dAfrchveUAw3bZrS6v6Zz1UP+p4Krl60kwKab4KZ+8YyHUWPQ4JK3Vbz4K///qSvtcTwj",
+	"5PbhYbeSGRnw5iW2z/samPxu57LzctDtDTqdnc5uhgvf29vtVbB9VhOJFmWsCwK/7HYHne6g37fNo7go",
+	"5G+5I6Btb36RXe4AHK8cnmdOO2WnWaQ6tkUWAK5pVd2v3XI39ZOmOWv5WPth0O3vQv0D64bWS5vDLAx6",
+	"tcj44ttW4eN7GTy+uwE83o1rr5mYlp33f3tsfBWu3Rl/PiPN+bwyJy37fmtYO5A4IXtTOp6W0e3Pn58Y",
+	"PhknnJXchmOo0K+vFTf7Hu4aGWc5+NrQAqMLiAy0IV6ARXnavhhK4MWrpr83RpuBzlVz5BM4W9wCwFUK",
+	"zJ4mnN+S5TYLml0lZN+SYDerAPwVQw7EJJRCDaWMWbZCmIeWV75UzCTWa1zGMmCcIZwrjW+EzNegrGNf",
+	"GUpLv3KUD7dCikCuEUKNkjHu0zpUqAJg3vO0alaQFzXhUk206hu6LIJ4MQ0lM2a1wACvqSiwxoJSgXQY",
+	"0BXciZ9T9mWeiNswXqgr6rrnvCMwH977rOkXf4kAOq0RcSSyocf0OrXa7GMG9LaUs6bv8A6oNozdsRDP",
+	"wpgM8DOPQx8wo8lkxE2mZdbUB+IWugArYgO+Pst+XVwRE3QtLMhRERFffHOY0kuypAmgPgKEInzWZh/i",
+	"Wyj9qZdSa2w2GcBzswAonBUnWTQrlwugZyxO8gkBeMQrRrTWxjCHGOs9sxU7w47OAcTd+0d6PvXIRiK9",
+	"E0Ky6niUVQ71O6hTuPZtdlwV2WKJ0JcyOA0hgcKtgQHWOpQPUdQIzD/lC9gcgnzigBIpS6daGmp9XR0x",
+	"f8aTmyt9iZsFhVUrKLppzDpwrk9QzGmxYAt42MQBfVy5U8J1lpVMgfkEQUTldfUNJCg7hxjuhnIcz7A0",
+	"1hFFE+Z8GcU8UASnGYmKBaZys4JMYxKl2hKxUpWb46YwU5g2S7YvRnE69TIvneGiutSnCSGulL5B6k0Z",
+	"YItR2qG0CVDNzYBveb3N5jnA7Q2ZDv1OP8PY3vu5rZB1xZofOMNxwkYiiuW1Qs+jm0G1bLN+rzeUFcBd",
+	"Ks4749EkTmYiYKM4gKwPEPYmOWQ2CmXm/ytSkQHC214CQ5mHu1ddhE3/EmgWI+QgWZAbtuKZLEDTJuQ0",
+	"H0pXvOVfVinQiq9TFsVS+VyoYHvSO6uQzeiyyuuhD6VjvwuqYIylZL1WjoKGLBX9/JwDUtG4TEwpmowu",
+	"7HGe8HeVTnBgcqK35H/saAFkgW7BwgbmKh5F/a9Maz1GfQ42suNlMKzFyIfBLOYHIr/QgsU5Dfol+4Ui",
+	"BoO9A62qgmDIv5VEeWmRcm/I2uwjZRsP8q2ch3gVaWmrpTkZ/rYFK4WtPedYd2DIbGMGER3eVy7r8/+c",
+	"Af88zgB66HfxBuzrXYmnbfDFJP9n7DRxkgIIIn/gyMrE3+96jZtQBll8I5Nl3787BxGykYNhb9DN1hEi",
+	"ZIXdFIWzqs20d5BbiffhjIPFnIuOZOLZsgRuTUlYAOE/UBO3StnBPniO7mHx97+3L6PT35YcODer4DSN",
+	"FxLZF9ebyBV0wJePUo0cJ80GtxakfOUF/2lMFjIVhrESH3UtoNeA6/HnxnEBxZxFs4tBXwe4W4a6OjBR",
+	"GxAwAQvy1ccJsxdO7tL+JbfpazrkMbc/Js8h94VJfXDMJeyLh9EVjz3UE72gkzgR4bX8RAe5qAkIgfmg",
+	"uZWrnmJ7zf/c2ELHLEzLNi1scIVnHj/juivtbZOPF8r5Ih2s0tQzLwy6PPI57DmXQP4H1lLRupaZ7od1",
+	"eLAbMr25ZHH4uCY+m8YR8arb6MpcULfbT+LkxE3iWS+Sx5J4oUUmKHmwIXE3mk1YzJuEPdm0tNat1T7S",
+	"NeivHbfpwhAVV5Ci4vS9juUkCrVC5ADsx1wS0I1yGAJctpIU0GvjtGAgLQ89DwLmfg13rgjCNNP9v9TX",
+	"JoEC25ZXANmi3UoDbUplxd+EtJ5ZrdGANXWPIQJKSg0LTS26oXSq4mkjn8itp/wWLJZcwROwqiYhnpJl",
+	"rsUWFLwdCYYF4tqMyPXAlzuUBR5YRnjMwkeg3xv0Jn5qnN1HbBLqUfHxWMxTLseCBWIOJQ1jqhZuB9dM",
+	"xNiZHwxOki9Cdw9ZVeI5vwZHBBVCtOUdWFNN4zsoPoSDaZnkl6Gkqq10oUF1VNRksI4LeTqmXDEfn6XS",
+	"VkM5lKf6yN/yEIGrJvRb4IVDyG3OSQ0UAyrOUnDMQJ8ppvuZeZGOz98NpXHj64Fa8xqIVfR6lt6X5hw0",
+	"e52XbNg4CULIGle5WTRSywxhKGvGMGx4TgKKXZYxjyIchHHPkrsWZgfZaq1zZpCRy+td7zMQA/KaNYcF",
+	"M1m/bYhJf7lPW5brNtOLPLvdbbSDtjek+Jo5sXqOsYgFTUizcsn4LCYKkhY43RMxWSgeDSWdEbO9q1we",
+	"eqo/2IohW3OuA/tlp6+twJXFElkzTfj4Ro/l1UW3t9vf2z84fNnaQF90Ovw1OdarbNwDrwTiyixNU5gS",
+	"b45yuaDX/d3u697+cfdld//t3rGlDMVJK9fA3XYiV5hXRNPexp//ebM5F8EKTd3U6CXh+y9EErqBaUAS",
+	"4BKWxdVlP5BoAM0n5xLKFM6CeABFR8a2dFdQNDlSthQQ4K2+7qrf8qFWtmDmqFUdaLPqThhpYtyduX6c",
+	"lW4HI9l5/kJvVXdoPUFedxdtonLT0Gv1bbNGWgkj1Zv065KQBlArXR858ZyJ1uJytAuK6wlMERX21Utf",
+	"Lspkq+aWw/Nmolze/QcYYzF2Xa/GPRCLN4SzahzPhQmEN/1xMmsbWqP2c21skPxrhzN9L7XHVNcz8Fts",
+	"yudzIYcylMTyNudJauH284in2r7BK+z1xQcvFwTD9kQCWlKs0BrBJWYJlMfDSsfAcgX1VLCeE4yATai6",
+	"4AzKkNjC0iYKfydG0zi+YWoxsnOiWBTeCEByY29h0KyJ4SOPJSJNQqiXh9zNLUOjJqTeskGuMcsSFN8I",
+	"ZHpCUwo0WvrhKNP08FVUSl+xMPWG0ubgAJqhfPsov81MkQUs+4erdEXal+/gB5AwLeApt1o5/PiZQh4+",
+	"CsnZ4J2+VUwnE2U6xsL0iIpW0eYTAUYpVUo1YEyrpkE8jCaYeKyWcpzTJJv+C64/5POwveSziCI/tgKd",
+	"yVAijjWAsWL2FyjPQynkrYj0Fm3i8PWWpKeXWBHRTh3+FY8hWA9FETykKqE181tAvQWaPp1m2k5HQ5l7",
+	"zqSYKrN+LvSXNCaYchKhxVNkA9bPfSS2mydxsBib92YnUa+9iCYY7p2H8tpHWCN1LxVKzznBYwZIw5bR",
+	"90AXep0emwl9HNBQEcGAsmRhkkKBgd+/LMQii/rCZLuhXygYBPYF/mDExzfXCTj2KlTIc9yBEFfemAjo",
+	"XSBm8zgVcrz8o1huH3LKBTSMVLIq0N5OZ3en2wcPc8eNFGARzCsSQwrjGCiMUHXrdP9w/urgz/t/evnD",
+	"7h+7H/qnhxe9y73vD36EOANKrdzz3ZeHXkPdgJLmfN7vgF8Pfj1aXjlBK0LK5fqw17n3GrCBMsd6Seau",
+	"r7+5K7SR0tzbsEjmQz12fXDQG7tNIV5tjvL2bnl3pMfUdJ1rGcXwHc/OCmx8LYCd44JH5Xd3yK9Bgps/",
+	"Ou/kOYFvtnN8j3jwhs5PpsfoT6zly7OCPiVNN/PTEsbYaMvg6BBJumTP7LF6VuGNhYvJ2r3ICeIoCKWt",
+	"RHfNAB4csJVvg7AwyuaPWjQXPNFG3XTldvXYaH//THu3kPab05YoVglsYc7HWSWs3Mcq1cYfofOKX95B",
+	"pDr3UaSVvMJnPBlPw1t8vO785ed97VF4rGoQhU9zYyh8dweUYsURFD4yA/BYvcT7mj54UinsXooT8pJX",
+	"aMdalwD9qvhjSTw+HlKjwW/sjjYAQqM3WQ0pr0AdIUdw5mjnClZHyDRZoo+dhxFsd55OITEeX9TUQpQO",
+	"NX7WtsfAbznaFbzmmbImWZsdRwpAGb4jVXb+WCo3iKiiIJxMRIJKLNwmWh+jzgL7WrmZ1tNEBM4N5K5q",
+	"UWo8/Qh4q3Xxh6anaY3bP69or4OUXl0Po5YO/NL8upSjbMzvylIcTQBj2mIcxeIhLSznwYfS9OaZMsU9",
+	"HPCa+RIDSU5pDip2aTCAkNKu7GavcOcOZebP7XU6FJUyv6TCuAj5MnS3UUgq9Pc8CbV9pVgooSiv3SFg",
+	"RxNsMVYhFmBjTf/Ll+79vdbtv3zpwT8mIQA1R0vm31JrV2hEQHG1odQ7NIAnASR4pf8uPgm/uSo9j152",
+	"bcdiFG0Sfjbl7VBDxzkE8lCSnW12zL47OX5zcuGMBaaEmnn34fjbE499/+7NyRlQDJ69/vTh5PSSpYC9",
+	"hLIllGQ6FVwvFXx0tUgiwhgiwnDA+p1O9Q5xfNcV7AR5r7UjyQgtdsT6nV1cWIgXRnx8QzZoafdgNoFr",
+	"jB4B7NHdPaui+Hrv5OONNQSk5/Rme2bexskWiL38ZDx4klwMX7e3AaHEU0L61iOYqIH4rV7/J0g6M+fc",
+	"jNTuDEw846m4jkGUf7p89/7d5U8NrzHl6mq0SNNYKvMUQIu6XiPi8nqBPZ+nV68uXPqe2zgcC4AdLN3a",
+	"+8fn5xdn35+8cVW47J6BXuDJ0/otnbWGnXs8qpBvSP73s+hv/8VAyniMswlPF4nWVNlcBGEQMxA7TKj0",
+	"b/+ltU+Z8nbW2quzNz+5bb2Pf+Xs5LOekjj71duzs0t6p52Gn+0z34uE3pU98enifcNrLJKoMWhM03Su",
+	"Bi9eqGk8bzvAqBcQM1AvoOuwsKZTny4vz04/UgLXevN7f78BGSOtuD6mlbZX8Zqzxw8vg+r7AjWP7JrJ",
+	"YAzmly0y0jrbY5lWn40ngDStFM8lyfuvBAPLT511pj8dEGyN26MSA/Y0qXYQpp7r+04E9p5H1s2yFuQo",
+	"n3azV/j5a27PWg2z01mlYZZqna0qq44pGVyrPEJP3Eigfs9VpsSgtkEKCAeWdcy15vCbOOHaGtFa8Zh9",
+	"univm5lzpbBmXElVKeiU1QXdwqJe4ZaBy8/1UFqxsUr1zfvM19BXMO3POIS0yFQD5oczfi1e/DoX11Bq",
+	"BP6aS+ePOzGa+6wJyhzNnPIyRlb24VXLY75+efxiNu9DXRD8a/d6rp9E/a/0ZHefHnWP4jyY+KxpFcXy",
+	"Q52Ofoqc5kjXpkCflFkSHiw9nXVw9DtsrPp7Wn7SUk2Ew2q4qSnkTClXzfFUjG9cZ7oMbC4ngV/0Lmkq",
+	"kdziz2DdYIe8+AKhk/sXX3SvQCH3mNTbkicioSxHKUQggtZQhirbgINsLCH47YTx46X0QlMKv9/tsHBC",
+	"HdcCBDZ8KDFOh7GHULKDHpvGi0QNZdPPkNZYKsgwTvIgCqVoHbFYjkWxHdsfisKanzuqun7EsEEWcCce",
+	"xqVKM4iBAjyL2vCIkwqkDnAz7nVeDqX+HlBpmRyh1CAWSxvyNI2rVuZBqz6YUIwmjITvsYVUBlqFe8vD",
+	"4cbEIMeicBamhsMXyOSsCWCxONT2WtI8y9ph/e5uZm0Z3wPgJUOFHcCtX53co4XeRyGDDyAdv2qkYraI",
+	"0nDOk1Qb/rMdE5lw7k49Z41BozkKpZaj52/emsPYqqhaR4kp696lhbF+TaBMNrSqrIQ9izr5c8NrmMOd",
+	"qZc7/cNed7c9DyYlffaap+KOL3MqLQqLm7/s3naW3+2ND9UPs97s2w7/86j/4+3LP3QXB5f78/dJb/In",
+	"cRicjn9SL8rvud9wFgXtlwq9BCouEvROixoTKmULmYYRy8kPojHNC4t/HQXvvHhyn17D20o45OH+jw6b",
+	"dNeY0nN01l7G8XueALPVemQQ+RdfCL0Vfk/80ogHl8ti9ONTJs0ZcaVW4HjeagFvAwUTYoC1OpHHrEZk",
+	"/qn1IY9Zfcf8Uys7gDDPazOYqoM30NswEhUJGNGqrhWRValZmzyaqfaGqm763QzgSnXcpFqp+xoQJcIl",
+	"LQorgykBqy/aguWCAszR1l2Vvt5IedAjXqFGo/WxDlQpEbfxTR4uXwc9R1oCixsbLTN0eRgQQfJep8PC",
+	"QOVTvcsRk3kSj4UCnmZKlR5K/wsyfnvsQ6Z+EeTBFpX0AXujdbffGMYaftMXdQAeaPYbSyD1i/02lL/t",
+	"7OzY/9M/92fCrYHwG6CNfiN2RDafLlU45lG0tGqrwWMQDiWTiHr76Z+ayybDiqs0jCKmhMhlYjB8P48i",
+	"n/2WQ7gtRcpwBYIj15+PFS/LiPjfzK8N4s9+0yx0RHeBm6HsOO8Mx1pVNh/MeKJbM63mh1zdbxOBMs9k",
+	"31RPnG5lKH2ktUAT9BuHiNwl2iA8PerVeLom7kS2GUSMqUuhyp3KSZwMJTI2M0vRjHQV0ziNd/CrHSJ3",
+	"zldeD0KFODII2eVSDvTXozjNmrSmLlDIxAr3NWB5cLv7uI+Nq8zG+RLBVSzb7KwSeu9lowJCiwyPuVkO",
+	"QA7/b6weXKtcAgBhxuBIGqOsqufDxoV+eHvc6LDhDeXKBAD3qIQK6HGYZcepTQdQVa46oFn0mA+ywScw",
+	"IdwPcPy14aRn2aPyjlaATXgYLRIxlHdTve0SGnKV5QLTISxg9FEwfS3vEXOu//8uGDHZMbHZxwpxEg0e",
+	"Revrd/l+fj2j4+cvBj3rYJ6NcIDzdCuSZSz1tf6RbiB8bdWDmSKb/Rpm4X7zqhc4AyYb+OFqF2fSXlmV",
+	"l9S/KZJ+xIN3gcorZ1B1A09XjTYWKFfPQy6GLO5l5tjTrVfAfD7JGxnfSbzDq9+Aot60iVW44AA8nY6X",
+	"g5wgGD0vD1hBHBQ0ugsSqwldfVY4fh1kuQvWrYctTAWbchns3CVhmgqZwVp22x2X6wwQxlp6IpLawLIJ",
+	"UKOVWOvJNEBfz0JjAJMaXkueLhJxxKwXMRU7kzjZ0f9gXLGfjj+8R8h9MxDjiOud4qMPc8DQ14IUzXkR",
+	"+61ITa/fUIcbGwkpM0NWSDXM5A30NLQ7QxnKSTwYSsbSMI3EgL3Wlz0ulp6Ub9HfkZ8WqFx7KxK9fgPW",
+	"xYZydKM2lomDa5SKL1Qb2yVwNu00MV4kYbpsDH7+xd13lY8YXSnfY2cnnpk5Vo1fYENNBY/S6V9rt9Ix",
+	"qQUAG4GDQLqGFotw+hdSQvzgjfENgNuZcjGFHGutCMASL0Bn/Gv1Wn9H/Xis88sGneOb9a9JfPkKL4gZ",
+	"LI+gxt+qdXkf3gop1MpJr/Ow167CR322bHRoQV4wVM7Ozz5SsGWdEJQxGiA8hLotXHbX/Fa0h/I07+Ef",
+	"ZI40BMIDA5i8XugzAsVW9K9axlzRF16chH8lLkgkJnO8SCZn1tooWlc1aShjLtlEpOMpC9M2O8ahPhwV",
+	"KAYZtND6dPHeQJ4gylAdFgjTUkAA3OIT1AsXdD3BEKuUwG9FmvdHlvzXmejZwEHaqKShgl6shq1kBV+6",
+	"vUMoQGH/Losgz+1dleu3og/WWbxmN6Cs5epubAZu0T3LSfQaX/0msthrZF6z6sb/cH7y7WNbn8uaxs9P",
+	"H932nRjNqxv/4eTV+fatZ/7B6tZ3vz1/dOuzeb+68Q/n/W3brhTieu8SsY/xzbnhV/0Zva79SL88yIIn",
+	"dsZ/yski9ItvDaq5zOKWGA5BwXnHrSB9sgACXj/2NQuJkIb82x6FCanTjjZ0sFaCO4B27kU8F3Jzjfts",
+	"LqSrmXmP0o/xKtVXdxxHCkEdkAa2TMFtlsSL6ykLpUoFByzlnCcqNBQElQoXdfCpdGuaJVStd9dWrYGf",
+	"4uvo08UVeEidDlXpkVU6nFW2SNdWL74Aj9wVFnG7Iibuyt3ymhtYc04/snF0o74D2ZGchNeLJHOpGoXp",
+	"mWJKpGkor9VA6zJapwGcz2LUnsWB+MZmkPqY2XsrknCyJOiG0EdJgD6G+bsI5YsiAZyyQLvyeS5MLS37",
+	"FWQeAqBoHnHdI/E5RUd/rnlEBpmwIbCraLtaj3kofQokMx7MiKJZisiMekdvHbazY6BDYcD+/p//m+3s",
+	"UGv0gd9mFcpqqDJ8BkC+K2faw+gRbD82jrQmipQj/Y6DZtCTaDycfjaZQKJtUosLCVJHVQokbAuG24KF",
+	"lQmb38PcmYjuDzgRq/RJ252aUhhmE2xQEjCvEu5PuuMefyl2RwdBf7y395J3RC84nHRHB+O+6HZWvBc3",
+	"wpXRWGtUw/0HOtDt7h32Ot1+v7/iVXZbbvSeh5VOvatfwAbPS7lcp0oFRlbLI+d0ifE0thmMj7jHM8RN",
+	"qAyJwtMQ/R0zmG1mN6B+gyVEazvOzG17nhMX+VP0NEP4IYnlNR7iOMm97rEa3usipPZpOnwal5N3sNqP",
+	"lp8FIfIVdCYLKDHXD8wZzQhoN2rKb1zGDPPECh2qc/9A7sdlPnQVBnWpVs8Kk9AsY1ILF7CfTw9pdDsv",
+	"Dw/29/q7PfhXtZFbaGNdW1cL1AdN3eqoeg5pc3728VKf5Vy1P0WlVSAb3bNJ2cgLMU/Bv6ZVTEvb4AHP",
+	"nscwmb6F/BxYvkvGqV1Ui/enCXymzORqrcBG3n26kAhm4zsIVG032WjjUBYVKNb8NuHzKdyzt73ddqfl",
+	"MaKDx5yCH3e+W4x2Phov8k5vb38wlGrKe3v730zF5+Z3H45f73z87ri3t9/k8zlTYpyI1GMJvwOYYavl",
+	"o/phPdGgNRHy1QIzgFgD1WVwP4nwVgRHbCGpN3HC7rS8iJamfy4/AzE6dLpI2gNByax2RJXPbCiz/rhh",
+	"IJUnqcGCJsXlZpiopnJ8LCZImifJnwIK987ltMgXYcCUN7/lAUiXgus494bhSsWLZIxZhj3kEIVie5CY",
+	"SXSS+Yqs+foPQ5m92wTJzAz7bXYCO/UmLESpUV1lhT5xNMxRHdVbGJ2M4nM6GGLViGa3RYAm1uy1CMTE",
+	"mrstj/FFEMas2W95zv7bQ0ITlYbjGy00DpykW8IYiHQ8FYGFYWe0gR6LYpJ+zcOWTYJWrPmyBScMuTma",
+	"3Y7H/ETMo1AElrPaAc/DL7MQol4LzCpCh6UW0LqpW8Hw4xdQuRYbVKzZ7QKJHPAYdvWY1VKlYkZADgQv",
+	"VJztoWx2d1Hzh28LxW9aeTyTXiD9rr6XzY8jlhG30GqzYyN0smonGYMeAagncXLHkwCpUpon8jbkAWd/",
+	"/x//k53INBHXCwF/vA8DDkH4tzya8iJGYsAEH09JQGVr8kxlWdjWmzOOA+GxebSoq1WShGNgF6RcNzw3",
+	"UIueZGNVNROzmRXkoNvu6ePmFGQ5gp2KU5Iafkq34kwzEXM4hEMZJ3qKItFy6hb74bXUBwDYhPCHruwp",
+	"Chs8TvYGyB0pKA0ylEAHikHNLFSXRXGanMlY7uh/Yi2RMAVuJcOHacDbwPWTuSR0V10N6blv/Puu5B3K",
+	"kuhFHwW3LEZBq832jJ3FzaF6ZlxS43gRBQbdVzybdqxD2cwNHcmhlMuss2xVIzegEw+aWoUkMbqRfPYf",
+	"bL1bKa950OMHvDsKOvsHk8OJ2B/zPdHf74/6B/3RiB92x5OX3b3x4Xjc70+6k73Dg85uEBy8POT9oNvp",
+	"98VBlxuNBX1amc5ScYvWGUTdTqfGIFoHwPK8SC8jU606Uv3Ca0opRS6SLLadz/s0nDo/f2nMk3hC2FIa",
+	"yQeehIa1/95r3HHk/CkUHvjFy9qGFybxrIK/Hx6947MwaH/36vr09PLT5w+XN7unfx3vnv76U+90+un1",
+	"8at3P7399fTtn349/qZhCB4Nezgkmv5/gBoJZ0KlfDbXWuTBfv/goNMBtiKaSXgu61Yor6+QUirVPZjy",
+	"VGHthplIuYHnB6GaR3x55SqcZhD6f51Op2tqLzj6aFmNvYcFpK96L3cP+wd7+/Av6BKyXzj9uDL8HkZv",
+	"zlsvPAgol/8cqVtCYZOATUEKbPJrJC+QNISy6dkad3WzqOvCN1tSEeUPfX2JgHOL+mkCw+A4vpYhJeNp",
+	"aZ8X08vWU1jyxugy4ldLQBTiWhA/HX2/2z63b6WLwkU3PXYgOYXcQemBnv1043n4Nf8Glv62WRDbwsce",
+	"5dnJ0J3uVa6V4OkThZaOt9QajnL6AVNTeAo6B9ySq0MEpDoUVWOz35slox0zdFFstTZ1m9x7DQLM1IYR",
+	"EJMj8kjrMZcYajK+Qapyqa+dEVfC6oJN3b0LEYTKw1b8i5M37z5efbp472MmKZQ4BFUtRwKppnwuEFZ7",
+	"FypxxHzQ+ZSPmOS7aTieZvCfJWK0LUS4zd5rjXTEIy7Huh+4CkCkPodqAhC3ilHQ6l3n4lSUVh1rwBgX",
+	"OFuP5pmGwZhEOj1lGZpoG3CR7hZct1U7Gfrc3urQVfbTmehch4ufP77np3EKFvqyULoU0V/oeHroPJnm",
+	"68Js+Ye/NNDNcrzQiuzPvwAaWO/0Wr+iiTMh6ytiqEDGWv8AT5mfi/D6Zai9Njm/6Pm9WiTRva+N4Chi",
+	"SBKWThUDEknyqbzg89Bv28zJF8jyYcozFYP6ueSOHW1IjGMpxZiK0855mEABzCX70wUZuejQ8WypIoyh",
+	"eyyKr+NF6jleQjD6UQjRZYI7hjVtkjGDfJ2XxgvoDrrVZnlkLORAkOJoEpfJMYbIfNLJBlgs3bI43/tt",
+	"9oOeGyVuRcIjuyh0uhXa+dnAnymm5TNTAkvvhopNRQQxPCLES6dips3uMY8ivFewsisi/Y3UCK0jAnl+",
+	"wxQQaVzaV1uZggG7pdOJNlurNoOWnLEytzVyYVEjKwO27cx2e52teEVNfVPklt7v5AM1fSoJR5S9zhdO",
+	"vTi/ZZNcPFuzAO8lgjNXLHOyiETlEmdLmvXfYpvLnc8VdCnVX1StUnliJOGCGv+4ceM5sYqZMlxIO2zr",
+	"kZ4fX77+DmmDJRN1fNr52XZqzJS7XMvJPVhJoW3qzmKB1Wru7tcXH+wBEsorEG2rVgbjSD0iAJlgqV6i",
+	"0K4kzd6AgzqbBeLfKw//eF0+FXRHV4Js4DRZVgpw89pOrs/5kXU2Q+pU7DCTwFUsQ1rsL24nN50uO3a2",
+	"mEuo9e3c2aSHK958tkhR26tcFY+as6pmFF97QBdNTM7jRKQsiVP00uenxxARGWAJTo5X8QVeBpVf4QnB",
+	"bKfSl3hpuPMNjOMpWLVzkWRJYkeWm9+IBwLV9npe6TrY67x0Jo+s7NWnrOk7DJB6IJ93VDhbRDyNE781",
+	"gEOSxBGIepedCm9L+1MWJHqePVI+55FWROGEgjHlxE7Qga/vAWcLmEpF+sLF4Blq+kaTz12mNuiW5bMl",
+	"gkf4qjY7du4MU4Y5dXSRZCEVKQuvz05PT15fnl1cvbl49/3JxTfZ0FELMYmqRxQdsdT4OFzK2rCL5ejI",
+	"XUqTDArc+zlefCQ2wUZQc4F5zh+AwkxXraZVJ3JXZC7Jj4yQ1ZFli98uh+DiCas0r0qh0DY7drOuisif",
+	"ZypzGFgUEM/F75zhW0OtPGhMGcA4Kx4Cm8UI+ojYseEro1IpCBW6zDnOqxzF9/6X+/8TAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -185,6 +185,39 @@ func (e ChatappResultSuccess) Valid() bool {
 	}
 }
 
+// Defines values for ChatappState.
+const (
+	ChatappStateBanned       ChatappState = "banned"
+	ChatappStateConnected    ChatappState = "connected"
+	ChatappStateDisconnected ChatappState = "disconnected"
+	ChatappStateFailed       ChatappState = "failed"
+	ChatappStateLoggedOut    ChatappState = "logged_out"
+	ChatappStateOutdated     ChatappState = "outdated"
+	ChatappStateReplaced     ChatappState = "replaced"
+)
+
+// Valid indicates whether the value is a known member of the ChatappState enum.
+func (e ChatappState) Valid() bool {
+	switch e {
+	case ChatappStateBanned:
+		return true
+	case ChatappStateConnected:
+		return true
+	case ChatappStateDisconnected:
+		return true
+	case ChatappStateFailed:
+		return true
+	case ChatappStateLoggedOut:
+		return true
+	case ChatappStateOutdated:
+		return true
+	case ChatappStateReplaced:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CheckStatus.
 const (
 	CheckStatusOk          CheckStatus = "ok"
@@ -391,6 +424,7 @@ const (
 	MessageTypeIdImage       MessageTypeId = 2
 	MessageTypeIdLocation    MessageTypeId = 8
 	MessageTypeIdOrder       MessageTypeId = 12
+	MessageTypeIdPoll        MessageTypeId = 15
 	MessageTypeIdReaction    MessageTypeId = 10
 	MessageTypeIdReply       MessageTypeId = 11
 	MessageTypeIdSticker     MessageTypeId = 7
@@ -415,6 +449,8 @@ func (e MessageTypeId) Valid() bool {
 	case MessageTypeIdLocation:
 		return true
 	case MessageTypeIdOrder:
+		return true
+	case MessageTypeIdPoll:
 		return true
 	case MessageTypeIdReaction:
 		return true
@@ -1029,6 +1065,12 @@ type Chatapp struct {
 	Logged bool   `json:"logged"`
 	Name   string `json:"name"`
 
+	// State Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
+	State *ChatappState `json:"state,omitempty"`
+
+	// StateReason Extension. Why the session is in its state, as the chat app said (empty when nothing to say).
+	StateReason *string `json:"state_reason,omitempty"`
+
 	// UpdatedAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
 	// Example: 2026-11-22 14:03:07
@@ -1162,7 +1204,7 @@ type ChatappPage struct {
 
 // ChatappQrcode defines model for ChatappQrcode.
 type ChatappQrcode struct {
-	// Code Pairing code to type on the phone instead of scanning.
+	// Code Pairing code to type on the phone instead of scanning; empty unless the request set `phone_code`.
 	Code string `json:"code"`
 
 	// ExpiresAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
@@ -1200,8 +1242,11 @@ type ChatappQrcodeRequest struct {
 	Key *ChatappKey `json:"key,omitempty"`
 
 	// Os Operating-system name shown on the phone for the linked device, e.g. `Windows`.
-	Os    string `json:"os"`
-	union json.RawMessage
+	Os string `json:"os"`
+
+	// PhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
+	PhoneCode *bool `json:"phone_code,omitempty"`
+	union     json.RawMessage
 }
 
 // ChatappQrcodeRequest0 defines model for ChatappQrcodeRequest.0.
@@ -1250,6 +1295,9 @@ type ChatappSelector0 = interface{}
 
 // ChatappSelector1 defines model for ChatappSelector.1.
 type ChatappSelector1 = interface{}
+
+// ChatappState Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
+type ChatappState string
 
 // ChatappUpdateRequest `id` or `key` (at least one) chooses the connection; `name` and `new_key` are the changes. When changing the number send both the current `key` and `new_key`.
 type ChatappUpdateRequest struct {
@@ -1489,7 +1537,7 @@ type EditedMessage struct {
 	// Id Internal message id (not the provider id).
 	Id int `json:"id"`
 
-	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
+	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 	//
 	// Example: 1
 	MessageTypeId MessageTypeId `json:"message_type_id"`
@@ -1536,7 +1584,7 @@ type MessageSourceId int
 // Example: 2
 type MessageStatusId int
 
-// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
+// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 //
 // Example: 1
 type MessageTypeId int
@@ -1899,24 +1947,57 @@ type SimulatorGroupResultSuccess bool
 
 // SimulatorInboundRequest defines model for SimulatorInboundRequest.
 type SimulatorInboundRequest struct {
-	File *struct {
+	Contact *struct {
+		Name  string `json:"name"`
+		Vcard string `json:"vcard"`
+	} `json:"contact,omitempty"`
+
+	// EditOf External id of a message `from` wrote earlier, edited to `text` (the chat app accepts edits for 15 minutes).
+	EditOf *string `json:"edit_of,omitempty"`
+	File   *struct {
 		ContentType string `json:"content_type"`
 
 		// Data The file, base64.
 		Data []byte `json:"data"`
 		Name string `json:"name"`
 	} `json:"file,omitempty"`
+	Forwarded *bool `json:"forwarded,omitempty"`
 
 	// From Number of the contact who writes.
 	From string `json:"from"`
 
+	// FromMe The connection's own account wrote it on the phone, to `from` (stored as sent).
+	FromMe *bool `json:"from_me,omitempty"`
+
 	// GroupKey When set, the message is written in this group of the connection.
 	GroupKey *string `json:"group_key,omitempty"`
+	Location *struct {
+		Address   *string `json:"address,omitempty"`
+		Latitude  float64 `json:"latitude"`
+		Longitude float64 `json:"longitude"`
+		Name      *string `json:"name,omitempty"`
+	} `json:"location,omitempty"`
 
 	// Name Name the contact shows (push name).
-	Name  *string `json:"name,omitempty"`
-	Text  *string `json:"text,omitempty"`
-	union json.RawMessage
+	Name *string `json:"name,omitempty"`
+	Poll *struct {
+		Options  []string `json:"options"`
+		Question string   `json:"question"`
+	} `json:"poll,omitempty"`
+
+	// Reaction An emoji on the message `reply_to`.
+	Reaction *string `json:"reaction,omitempty"`
+
+	// ReactionRemoved Takes the contact's reaction on `reply_to` back.
+	ReactionRemoved *bool `json:"reaction_removed,omitempty"`
+
+	// ReplyTo External id of the message this one answers (or reacts to, with `reaction`).
+	ReplyTo *string `json:"reply_to,omitempty"`
+
+	// RevokeOf External id of a message `from` wrote earlier, revoked for everyone (within 48 hours).
+	RevokeOf *string `json:"revoke_of,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	union    json.RawMessage
 }
 
 // SimulatorInboundRequest0 defines model for SimulatorInboundRequest.0.
@@ -1925,6 +2006,24 @@ type SimulatorInboundRequest0 = interface{}
 // SimulatorInboundRequest1 defines model for SimulatorInboundRequest.1.
 type SimulatorInboundRequest1 = interface{}
 
+// SimulatorInboundRequest2 defines model for SimulatorInboundRequest.2.
+type SimulatorInboundRequest2 = interface{}
+
+// SimulatorInboundRequest3 defines model for SimulatorInboundRequest.3.
+type SimulatorInboundRequest3 = interface{}
+
+// SimulatorInboundRequest4 defines model for SimulatorInboundRequest.4.
+type SimulatorInboundRequest4 = interface{}
+
+// SimulatorInboundRequest5 defines model for SimulatorInboundRequest.5.
+type SimulatorInboundRequest5 = interface{}
+
+// SimulatorInboundRequest6 defines model for SimulatorInboundRequest.6.
+type SimulatorInboundRequest6 = interface{}
+
+// SimulatorInboundRequest7 defines model for SimulatorInboundRequest.7.
+type SimulatorInboundRequest7 = interface{}
+
 // SimulatorInboundResult defines model for SimulatorInboundResult.
 type SimulatorInboundResult struct {
 	Data struct {
@@ -1932,7 +2031,7 @@ type SimulatorInboundResult struct {
 		ExternalId string `json:"external_id"`
 		IsGroup    bool   `json:"is_group"`
 
-		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was).
+		// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 		//
 		// Example: 1
 		MessageTypeId MessageTypeId `json:"message_type_id"`
@@ -1954,6 +2053,9 @@ type SimulatorMessage struct {
 	FileSize    *int    `json:"file_size,omitempty"`
 	IsGroup     bool    `json:"is_group"`
 	Revoked     bool    `json:"revoked"`
+
+	// SendCount How many times the gateway handed this message (by its id) to the chat app; the chat app keeps one message per id. More than 1 means a send was repeated.
+	SendCount *int `json:"send_count,omitempty"`
 
 	// SentAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
@@ -2947,6 +3049,12 @@ func (t ChatappQrcodeRequest) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'os': %w", err)
 	}
 
+	if t.PhoneCode != nil {
+		object["phone_code"], err = json.Marshal(t.PhoneCode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'phone_code': %w", err)
+		}
+	}
 	b, err = json.Marshal(object)
 	return b, err
 }
@@ -2987,6 +3095,13 @@ func (t *ChatappQrcodeRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Os)
 		if err != nil {
 			return fmt.Errorf("error reading 'os': %w", err)
+		}
+	}
+
+	if raw, found := object["phone_code"]; found {
+		err = json.Unmarshal(raw, &t.PhoneCode)
+		if err != nil {
+			return fmt.Errorf("error reading 'phone_code': %w", err)
 		}
 	}
 
@@ -3355,6 +3470,162 @@ func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest1(v SimulatorInbou
 	return err
 }
 
+// AsSimulatorInboundRequest2 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest2
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest2() (SimulatorInboundRequest2, error) {
+	var body SimulatorInboundRequest2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest2 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest2
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest2(v SimulatorInboundRequest2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest2 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest2
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest2(v SimulatorInboundRequest2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest3 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest3
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest3() (SimulatorInboundRequest3, error) {
+	var body SimulatorInboundRequest3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest3 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest3
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest3(v SimulatorInboundRequest3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest3 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest3
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest3(v SimulatorInboundRequest3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest4 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest4
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest4() (SimulatorInboundRequest4, error) {
+	var body SimulatorInboundRequest4
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest4 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest4
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest4(v SimulatorInboundRequest4) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest4 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest4
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest4(v SimulatorInboundRequest4) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest5 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest5
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest5() (SimulatorInboundRequest5, error) {
+	var body SimulatorInboundRequest5
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest5 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest5
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest5(v SimulatorInboundRequest5) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest5 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest5
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest5(v SimulatorInboundRequest5) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest6 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest6
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest6() (SimulatorInboundRequest6, error) {
+	var body SimulatorInboundRequest6
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest6 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest6
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest6(v SimulatorInboundRequest6) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest6 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest6
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest6(v SimulatorInboundRequest6) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSimulatorInboundRequest7 returns the union data inside the SimulatorInboundRequest as a SimulatorInboundRequest7
+func (t SimulatorInboundRequest) AsSimulatorInboundRequest7() (SimulatorInboundRequest7, error) {
+	var body SimulatorInboundRequest7
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSimulatorInboundRequest7 overwrites any union data inside the SimulatorInboundRequest as the provided SimulatorInboundRequest7
+func (t *SimulatorInboundRequest) FromSimulatorInboundRequest7(v SimulatorInboundRequest7) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSimulatorInboundRequest7 performs a merge with any union data inside the SimulatorInboundRequest, using the provided SimulatorInboundRequest7
+func (t *SimulatorInboundRequest) MergeSimulatorInboundRequest7(v SimulatorInboundRequest7) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	if err != nil {
@@ -3368,6 +3639,20 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Contact != nil {
+		object["contact"], err = json.Marshal(t.Contact)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact': %w", err)
+		}
+	}
+
+	if t.EditOf != nil {
+		object["edit_of"], err = json.Marshal(t.EditOf)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'edit_of': %w", err)
+		}
+	}
+
 	if t.File != nil {
 		object["file"], err = json.Marshal(t.File)
 		if err != nil {
@@ -3375,9 +3660,23 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Forwarded != nil {
+		object["forwarded"], err = json.Marshal(t.Forwarded)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'forwarded': %w", err)
+		}
+	}
+
 	object["from"], err = json.Marshal(t.From)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'from': %w", err)
+	}
+
+	if t.FromMe != nil {
+		object["from_me"], err = json.Marshal(t.FromMe)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'from_me': %w", err)
+		}
 	}
 
 	if t.GroupKey != nil {
@@ -3387,10 +3686,52 @@ func (t SimulatorInboundRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Location != nil {
+		object["location"], err = json.Marshal(t.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
 	if t.Name != nil {
 		object["name"], err = json.Marshal(t.Name)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if t.Poll != nil {
+		object["poll"], err = json.Marshal(t.Poll)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'poll': %w", err)
+		}
+	}
+
+	if t.Reaction != nil {
+		object["reaction"], err = json.Marshal(t.Reaction)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reaction': %w", err)
+		}
+	}
+
+	if t.ReactionRemoved != nil {
+		object["reaction_removed"], err = json.Marshal(t.ReactionRemoved)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reaction_removed': %w", err)
+		}
+	}
+
+	if t.ReplyTo != nil {
+		object["reply_to"], err = json.Marshal(t.ReplyTo)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reply_to': %w", err)
+		}
+	}
+
+	if t.RevokeOf != nil {
+		object["revoke_of"], err = json.Marshal(t.RevokeOf)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'revoke_of': %w", err)
 		}
 	}
 
@@ -3415,10 +3756,31 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		return err
 	}
 
+	if raw, found := object["contact"]; found {
+		err = json.Unmarshal(raw, &t.Contact)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact': %w", err)
+		}
+	}
+
+	if raw, found := object["edit_of"]; found {
+		err = json.Unmarshal(raw, &t.EditOf)
+		if err != nil {
+			return fmt.Errorf("error reading 'edit_of': %w", err)
+		}
+	}
+
 	if raw, found := object["file"]; found {
 		err = json.Unmarshal(raw, &t.File)
 		if err != nil {
 			return fmt.Errorf("error reading 'file': %w", err)
+		}
+	}
+
+	if raw, found := object["forwarded"]; found {
+		err = json.Unmarshal(raw, &t.Forwarded)
+		if err != nil {
+			return fmt.Errorf("error reading 'forwarded': %w", err)
 		}
 	}
 
@@ -3429,6 +3791,13 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	if raw, found := object["from_me"]; found {
+		err = json.Unmarshal(raw, &t.FromMe)
+		if err != nil {
+			return fmt.Errorf("error reading 'from_me': %w", err)
+		}
+	}
+
 	if raw, found := object["group_key"]; found {
 		err = json.Unmarshal(raw, &t.GroupKey)
 		if err != nil {
@@ -3436,10 +3805,52 @@ func (t *SimulatorInboundRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &t.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+	}
+
 	if raw, found := object["name"]; found {
 		err = json.Unmarshal(raw, &t.Name)
 		if err != nil {
 			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["poll"]; found {
+		err = json.Unmarshal(raw, &t.Poll)
+		if err != nil {
+			return fmt.Errorf("error reading 'poll': %w", err)
+		}
+	}
+
+	if raw, found := object["reaction"]; found {
+		err = json.Unmarshal(raw, &t.Reaction)
+		if err != nil {
+			return fmt.Errorf("error reading 'reaction': %w", err)
+		}
+	}
+
+	if raw, found := object["reaction_removed"]; found {
+		err = json.Unmarshal(raw, &t.ReactionRemoved)
+		if err != nil {
+			return fmt.Errorf("error reading 'reaction_removed': %w", err)
+		}
+	}
+
+	if raw, found := object["reply_to"]; found {
+		err = json.Unmarshal(raw, &t.ReplyTo)
+		if err != nil {
+			return fmt.Errorf("error reading 'reply_to': %w", err)
+		}
+	}
+
+	if raw, found := object["revoke_of"]; found {
+		err = json.Unmarshal(raw, &t.RevokeOf)
+		if err != nil {
+			return fmt.Errorf("error reading 'revoke_of': %w", err)
 		}
 	}
 

@@ -30,6 +30,8 @@ const (
 	CrmBusinessArchived = "crm.business.archived"
 	// ContactImportCompleted: A contact import finishes.
 	ContactImportCompleted = "contact.import.completed"
+	// ChatappConnectionStateChanged: The live state of a chat-app connection changes.
+	ChatappConnectionStateChanged = "chatapp.connection.state_changed"
 	// Ping: Synthetic test event; not subscribable; sent only by POST /api/channel-webhooks/{id}/test.
 	Ping = "ping"
 )
@@ -75,6 +77,7 @@ var Catalog = []Info{
 	{Name: CrmBusinessLost, Description: "A business is marked lost.", Scope: ScopeCompany, Subscribable: true},
 	{Name: CrmBusinessArchived, Description: "A business is archived.", Scope: ScopeCompany, Subscribable: true},
 	{Name: ContactImportCompleted, Description: "A contact import finishes.", Scope: ScopeCompany, Subscribable: true},
+	{Name: ChatappConnectionStateChanged, Description: "The live state of a chat-app connection changes.", Scope: ScopeChannel, Subscribable: true},
 	{Name: Ping, Description: "Synthetic test event; not subscribable; sent only by POST /api/channel-webhooks/{id}/test.", Scope: ScopeNone, Subscribable: false},
 }
 

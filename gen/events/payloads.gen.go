@@ -91,7 +91,7 @@ const (
 
 // MessageType is the schema components/schemas/MessageType of the AsyncAPI document.
 //
-// Type of a message: 1 Text, 2 Image, 3 Video, 4 Audio, 5 Document, 6 Template, 7 Sticker, 8 Location, 9 Contacts, 10 Reaction, 11 Reply, 12 Order, 13 System, 14 Unsupported.
+// Type of a message: 1 Text, 2 Image, 3 Video, 4 Audio, 5 Document, 6 Template, 7 Sticker, 8 Location, 9 Contacts, 10 Reaction, 11 Reply, 12 Order, 13 System, 14 Unsupported, 15 Poll.
 type MessageType int
 
 // MessageType values.
@@ -110,11 +110,11 @@ const (
 	MessageTypeTemplate MessageType = 6
 	// MessageTypeSticker: Sticker.
 	MessageTypeSticker MessageType = 7
-	// MessageTypeLocation: Location.
+	// MessageTypeLocation: Location pin, its name, address and coordinates in text.
 	MessageTypeLocation MessageType = 8
-	// MessageTypeContacts: Contact cards, summarised in the text.
+	// MessageTypeContacts: Contact cards, names and numbers in text.
 	MessageTypeContacts MessageType = 9
-	// MessageTypeReaction: Emoji reaction to the message in replied_message_id.
+	// MessageTypeReaction: Emoji reaction to the message in replied_message_id, the emoji in text.
 	MessageTypeReaction MessageType = 10
 	// MessageTypeReply: The contact chose a button or list row the company offered; the text is its title.
 	MessageTypeReply MessageType = 11
@@ -124,6 +124,8 @@ const (
 	MessageTypeSystem MessageType = 13
 	// MessageTypeUnsupported: A kind the platform could not pass on; the text says what it was.
 	MessageTypeUnsupported MessageType = 14
+	// MessageTypePoll: Poll, its question and options in text.
+	MessageTypePoll MessageType = 15
 )
 
 // MessageSource is the schema components/schemas/MessageSource of the AsyncAPI document.
@@ -500,6 +502,40 @@ type BusinessArchivedPayload struct {
 	ChangeContext BusinessArchivedChange `json:"change_context"`
 }
 
+// ConnectionState is the schema components/schemas/ConnectionState of the AsyncAPI document.
+//
+// Live state of a chat-app session: connected, disconnected (reconnecting), logged_out (pair again), replaced (another client took the session over), banned (for a while, see reason), outdated (the chat app rejected the gateway's client version), failed (connection refused; retried with backoff).
+type ConnectionState string
+
+// ConnectionState values.
+const (
+	ConnectionStateConnected    ConnectionState = "connected"
+	ConnectionStateDisconnected ConnectionState = "disconnected"
+	ConnectionStateLoggedOut    ConnectionState = "logged_out"
+	ConnectionStateReplaced     ConnectionState = "replaced"
+	ConnectionStateBanned       ConnectionState = "banned"
+	ConnectionStateOutdated     ConnectionState = "outdated"
+	ConnectionStateFailed       ConnectionState = "failed"
+)
+
+// ConnectionStatePayload is the schema components/schemas/ConnectionStatePayload of the AsyncAPI document.
+//
+// Data of chatapp.connection.state_changed (extension).
+type ConnectionStatePayload struct {
+	// The connection (company channel) id.
+	ID int64 `json:"id"`
+	// The connection's number.
+	Key  string `json:"key"`
+	Name string `json:"name"`
+	// Whether the connection is paired (its `logged` flag after the change).
+	Logged bool            `json:"logged"`
+	State  ConnectionState `json:"state"`
+	// Why, as the chat app said; empty when there is nothing to say.
+	Reason string `json:"reason"`
+	// When the state changed, ISO 8601 with offset.
+	ChangedAt string `json:"changed_at"`
+}
+
 // ContactImportCompletedPayload is the schema components/schemas/ContactImportCompletedPayload of the AsyncAPI document.
 //
 // Data of contact.import.completed.
@@ -553,6 +589,8 @@ func NewData(event string) any {
 		return new(BusinessArchivedPayload)
 	case ContactImportCompleted:
 		return new(ContactImportCompletedPayload)
+	case ChatappConnectionStateChanged:
+		return new(ConnectionStatePayload)
 	case Ping:
 		return new(PingPayload)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/connector/sim"
@@ -31,7 +32,7 @@ func (a *App) newConnections(ctx context.Context, opts Options) (*connections.Se
 		}
 	}
 	o := connections.Options{DB: a.DB, Channels: a.Channels, Driver: driver, Now: a.Clock, Logger: a.Logger.With("component", "connections"),
-		Registry: a.Registry}
+		Registry: a.Registry, Events: a.Webhooks, Times: clock.NewFormatter(a.Config.TimeZone)}
 	if opts.ConnectionOptions != nil {
 		opts.ConnectionOptions(&o)
 	}

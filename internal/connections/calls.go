@@ -11,6 +11,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
 )
 
@@ -36,7 +37,7 @@ const (
 
 // MsgLeaseLost is the Unavailable message of an event or call that reached
 // a replica that no longer holds the connection.
-const MsgLeaseLost = "The connection is held by another replica"
+const MsgLeaseLost = connector.MsgLeaseLost
 
 // errReroute makes invoke look up the holder again.
 var errReroute = errors.New("connection holder changed")

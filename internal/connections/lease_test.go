@@ -2,6 +2,7 @@ package connections_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"slices"
@@ -9,16 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/connector/sim"
+	"github.com/chatmsg/gateway/internal/eventschema"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // receiver records what connections hands to messaging.
@@ -34,6 +38,8 @@ func (r *receiver) ReceiveInbound(_ context.Context, in messaging.Inbound) error
 	r.inbound = append(r.inbound, in)
 	return nil
 }
+
+func (r *receiver) ApplyInboundChange(context.Context, messaging.InboundChange) error { return nil }
 
 func (r *receiver) ApplyReceipt(_ context.Context, rc messaging.Receipt) error {
 	r.mu.Lock()
@@ -53,6 +59,41 @@ type world struct {
 	chat      *sim.Driver
 	channels  *channels.Service
 	companyID int64
+	events    *publisher
+}
+
+// publisher records the events connections publishes, each checked
+// against the AsyncAPI document.
+type publisher struct {
+	mu     sync.Mutex
+	t      testing.TB
+	events []webhooks.Event
+}
+
+func (p *publisher) Publish(_ context.Context, _ *store.Tx, ev webhooks.Event) error {
+	raw, err := json.Marshal(ev.Data)
+	if err != nil {
+		return err
+	}
+	if err := eventschema.ValidateData(ev.Name, raw); err != nil {
+		p.t.Errorf("%s data does not match the AsyncAPI document: %v", ev.Name, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, ev)
+	return nil
+}
+
+func (p *publisher) states() []events.ConnectionStatePayload {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []events.ConnectionStatePayload
+	for _, ev := range p.events {
+		if d, ok := ev.Data.(events.ConnectionStatePayload); ok && ev.Name == events.ChatappConnectionStateChanged {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func newWorld(t testing.TB, db *store.DB) *world {
@@ -67,7 +108,8 @@ func newWorld(t testing.TB, db *store.DB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{db: db, clock: clk, chat: sim.New(clk.Now), channels: channels.NewService(db, clk.Now), companyID: company}
+	return &world{db: db, clock: clk, chat: sim.New(clk.Now), channels: channels.NewService(db, clk.Now), companyID: company,
+		events: &publisher{t: t}}
 }
 
 // replica is one gateway process's connections service. Its call loop runs
@@ -81,7 +123,8 @@ type replica struct {
 func (w *world) replica(t testing.TB, name string) *replica {
 	t.Helper()
 	svc := connections.New(connections.Options{DB: w.db, Channels: w.channels, Driver: w.chat, Now: w.clock.Now,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReplicaID: name, LeaseTTL: leaseTTL, Heartbeat: time.Hour, CallPoll: 5 * time.Millisecond, CallTimeout: 10 * time.Second})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReplicaID: name, LeaseTTL: leaseTTL, Heartbeat: time.Hour, CallPoll: 5 * time.Millisecond, CallTimeout: 10 * time.Second,
+		Events: w.events, Times: clock.NewFormatter(time.UTC)})
 	svc.SetReceiver(&receiver{})
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{Service: svc, stop: cancel, done: make(chan struct{})}

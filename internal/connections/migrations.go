@@ -52,4 +52,16 @@ CREATE TABLE chatapp_calls (
 	created_ms BIGINT NOT NULL
 );
 CREATE INDEX chatapp_calls_owner ON chatapp_calls (owner_id, state);
+`}, {
+	// The session's state as the chat app last reported it.
+	ID: "0072_connections_state",
+	SQLite: `
+ALTER TABLE chatapp_sessions ADD COLUMN state TEXT NOT NULL DEFAULT '';
+ALTER TABLE chatapp_sessions ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE chatapp_sessions ADD COLUMN state_ms BIGINT NOT NULL DEFAULT 0;
+`,
+	Postgres: `
+ALTER TABLE chatapp_sessions ADD COLUMN state TEXT NOT NULL DEFAULT '';
+ALTER TABLE chatapp_sessions ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE chatapp_sessions ADD COLUMN state_ms BIGINT NOT NULL DEFAULT 0;
 `}}

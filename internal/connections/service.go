@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/skip2/go-qrcode"
+	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
@@ -31,12 +32,14 @@ import (
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // Receiver takes what sessions report: the messaging capability.
 type Receiver interface {
 	ReceiveInbound(ctx context.Context, in messaging.Inbound) error
 	ApplyReceipt(ctx context.Context, r messaging.Receipt) error
+	ApplyInboundChange(ctx context.Context, c messaging.InboundChange) error
 }
 
 // DeleteByChannelFunc deletes, inside tx, what another capability keeps for
@@ -71,6 +74,10 @@ type Options struct {
 	PairingIdle time.Duration
 	// DeleteByChannel run inside the delete transaction of a connection.
 	DeleteByChannel []DeleteByChannelFunc
+	// Events publishes chatapp.connection.state_changed (nil: not
+	// published); Times formats its times.
+	Events webhooks.Publisher
+	Times  clock.Formatter
 }
 
 // Service is the connections capability.
@@ -87,6 +94,8 @@ type Service struct {
 	callTimeout time.Duration
 	pairingIdle time.Duration
 	deleters    []DeleteByChannelFunc
+	events      webhooks.Publisher
+	times       clock.Formatter
 	metrics     metrics
 
 	receiverMu sync.RWMutex
@@ -111,7 +120,7 @@ type metrics struct {
 func New(o Options) *Service {
 	s := &Service{db: o.DB, channels: o.Channels, driver: o.Driver, now: o.Now, log: o.Logger, id: o.ReplicaID,
 		ttl: o.LeaseTTL, heartbeat: o.Heartbeat, callPoll: o.CallPoll, callTimeout: o.CallTimeout, pairingIdle: o.PairingIdle,
-		deleters: o.DeleteByChannel, live: map[int64]*live{}, opening: map[int64]*sync.Mutex{},
+		deleters: o.DeleteByChannel, events: o.Events, times: o.Times, live: map[int64]*live{}, opening: map[int64]*sync.Mutex{},
 		callSlots: make(chan struct{}, maxConcurrentCalls)}
 	if s.now == nil {
 		s.now = clock.System
@@ -356,14 +365,21 @@ func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) err
 		return err
 	}
 	in := messaging.Inbound{Channel: ch.Channel, ExternalID: m.ExternalID, ContactKey: m.Chat.Key, ContactName: m.SenderName,
-		IsGroup: m.Chat.IsGroup, Text: m.Text, TypeID: m.TypeID, SentAt: m.SentAt}
+		IsGroup: m.Chat.IsGroup, Text: m.Text, TypeID: m.TypeID, SentAt: m.SentAt, FromMe: m.FromMe,
+		IsForwarded: m.IsForwarded, ReplyToExternalID: m.ReplyTo}
 	if in.TypeID == 0 {
 		in.TypeID = msgtype.Text
 	}
+	if m.FromMe && !m.Chat.IsGroup {
+		// The account's own push name is not the contact's.
+		in.ContactName = ""
+	}
 	if m.Chat.IsGroup {
+		// The driver names the group from what it knows; asking the chat
+		// app here would hold up the session's event delivery.
 		in.ContactName = m.Chat.Key
-		if g, err := l.sess.GroupInfo(ctx, m.Chat.Key); err == nil && g.Name != "" {
-			in.ContactName = g.Name
+		if m.ChatName != "" {
+			in.ContactName = m.ChatName
 		}
 	}
 	if in.ContactName == "" {
@@ -379,16 +395,33 @@ func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) err
 	return r.ReceiveInbound(ctx, in)
 }
 
-func (s *Service) receipt(ctx context.Context, channelID int64, rc connector.Receipt) error {
-	ch, err := s.channels.UnofficialByID(ctx, channelID)
+func (s *Service) changed(ctx context.Context, channelID int64, c connector.Change) error {
+	ch, r, err := s.receiverFor(ctx, channelID)
 	if err != nil {
 		return err
 	}
-	r := s.receiverOrNil()
-	if r == nil {
-		return errNoReceiver
+	return r.ApplyInboundChange(ctx, messaging.InboundChange{Channel: ch.Channel, ExternalID: c.ExternalID, Revoked: c.Revoked, Text: c.Text, At: c.At})
+}
+
+func (s *Service) receipt(ctx context.Context, channelID int64, rc connector.Receipt) error {
+	ch, r, err := s.receiverFor(ctx, channelID)
+	if err != nil {
+		return err
 	}
 	return r.ApplyReceipt(ctx, messaging.Receipt{Channel: ch.Channel, ExternalID: rc.ExternalID, StatusID: rc.StatusID, Reason: rc.Reason, At: rc.At})
+}
+
+// receiverFor is the connection an event concerns and who takes it.
+func (s *Service) receiverFor(ctx context.Context, channelID int64) (channels.Unofficial, Receiver, error) {
+	ch, err := s.channels.UnofficialByID(ctx, channelID)
+	if err != nil {
+		return ch, nil, err
+	}
+	r := s.receiverOrNil()
+	if r == nil {
+		return ch, nil, errNoReceiver
+	}
+	return ch, r, nil
 }
 
 // errNoReceiver is a wiring fault: the app always plugs messaging in
@@ -404,4 +437,43 @@ func (s *Service) receiverOrNil() Receiver {
 // DataURL renders a PNG as the data URL the QR answer carries.
 func DataURL(png []byte) string {
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+}
+
+// State is a connection's live state for its record (the `state`
+// extension).
+type State struct {
+	State  string
+	Reason string
+}
+
+// States answers the state of each connection in conns: what its session
+// last reported, or, for one that never reported anything, what its logged
+// flag says.
+func (s *Service) States(ctx context.Context, conns []channels.Unofficial) (map[int64]State, error) {
+	out := make(map[int64]State, len(conns))
+	if len(conns) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(conns))
+	for i, c := range conns {
+		ids[i] = c.ID
+		out[c.ID] = State{State: connector.StateLoggedOut}
+		if c.Logged {
+			out[c.ID] = State{State: connector.StateConnected}
+		}
+	}
+	var rows []struct {
+		ID     int64  `bun:"company_channel_id"`
+		State  string `bun:"state"`
+		Reason string `bun:"state_reason"`
+	}
+	err := s.db.Bun.NewRaw(`SELECT company_channel_id, state, state_reason FROM chatapp_sessions WHERE company_channel_id IN (?) AND state <> ''`,
+		bun.In(ids)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fault.Internalf(err, "read connection states")
+	}
+	for _, r := range rows {
+		out[r.ID] = State{State: r.State, Reason: r.Reason}
+	}
+	return out, nil
 }

@@ -7,9 +7,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uptrace/bun"
+
+	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // Leases. Each connection's live session is held by exactly one replica: the
@@ -21,6 +25,9 @@ import (
 // the row's fence, and every write a holder makes about its session carries
 // (owner, fence) in its WHERE clause, so a holder that lost its lease while
 // paused cannot overwrite the new holder's state.
+
+// stoppedStates are the terminal states a heartbeat leaves alone.
+var stoppedStates = []string{connector.StateReplaced, connector.StateBanned, connector.StateOutdated}
 
 // live is a session this replica holds.
 type live struct {
@@ -197,17 +204,60 @@ func (s *Service) drop(l *live) {
 // forgetDevice records that the session of l is no longer paired, closes it
 // and gives its lease up.
 func (s *Service) forgetDevice(ctx context.Context, l *live, reason string) error {
-	_, err := s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET device_ref = NULL, paired_at = NULL WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
-		l.channelID, s.id, l.fence).Exec(ctx)
-	if err != nil {
-		return fault.Internalf(err, "forget connection device")
-	}
-	if _, err := s.channels.SetUnofficialLogged(ctx, l.channelID, false); err != nil && fault.KindOf(err) != fault.NotFound {
+	err := s.setState(ctx, l.channelID, l.fence, connector.SessionState{State: connector.StateLoggedOut, Reason: reason}, new(false),
+		"device_ref = NULL, paired_at = NULL")
+	if err != nil && fault.KindOf(err) != fault.NotFound {
 		return err
 	}
 	s.drop(l)
 	s.release(ctx, l.channelID, l.fence)
 	s.log.InfoContext(ctx, "connection logged out", "channel_id", l.channelID, "reason", reason)
+	return nil
+}
+
+// setState stores a session's state (with extra assignments of the same
+// row) under (owner, fence) and publishes chatapp.connection.state_changed
+// in one transaction, then sets the connection's logged flag when setLogged
+// says (a paired session that dropped or was banned is still paired); Unavailable
+// with MsgLeaseLost when the lease is no longer this replica's.
+func (s *Service) setState(ctx context.Context, channelID, fence int64, st connector.SessionState, setLogged *bool, extra string, args ...any) error {
+	ch, err := s.channels.UnofficialByID(ctx, channelID)
+	if err != nil {
+		return err
+	}
+	logged := ch.Logged
+	if setLogged != nil {
+		logged = *setLogged
+	}
+	set := "state = ?, state_reason = ?, state_ms = ?"
+	if extra != "" {
+		set = extra + ", " + set
+	}
+	now := s.now()
+	args = append(args, st.State, st.Reason, now.UnixMilli(), channelID, s.id, fence)
+	err = s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		res, err := tx.NewRaw(`UPDATE chatapp_sessions SET `+set+` WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`, args...).Exec(ctx)
+		if err != nil {
+			return fault.Internalf(err, "store connection state")
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fault.New(fault.Unavailable, MsgLeaseLost)
+		}
+		if s.events == nil {
+			return nil
+		}
+		return s.events.Publish(ctx, tx, webhooks.Event{Name: events.ChatappConnectionStateChanged, CompanyID: ch.CompanyID,
+			CompanyChannelID: &ch.ID, OccurredAt: now, Data: events.ConnectionStatePayload{ID: ch.ID, Key: ch.Key, Name: ch.Name,
+				Logged: logged, State: events.ConnectionState(st.State), Reason: st.Reason, ChangedAt: s.times.Offset(now)}})
+	})
+	if err != nil {
+		return err
+	}
+	if ch.Logged != logged {
+		if _, err := s.channels.SetUnofficialLogged(ctx, channelID, logged); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -237,8 +287,9 @@ func (s *Service) Tick(ctx context.Context) {
 	}
 
 	var orphans []int64
-	err := s.db.Bun.NewRaw(`SELECT company_channel_id FROM chatapp_sessions WHERE device_ref IS NOT NULL AND (owner_id = '' OR lease_expires_ms < ?) ORDER BY company_channel_id`,
-		s.nowMS()).Scan(ctx, &orphans)
+	err := s.db.Bun.NewRaw(`SELECT company_channel_id FROM chatapp_sessions WHERE device_ref IS NOT NULL AND (owner_id = '' OR lease_expires_ms < ?)
+	AND state NOT IN (?) ORDER BY company_channel_id`,
+		s.nowMS(), bun.In(stoppedStates)).Scan(ctx, &orphans)
 	if err != nil {
 		s.log.WarnContext(ctx, "list orphaned connections", "err", err)
 	}
@@ -329,6 +380,20 @@ type handler struct {
 	s         *Service
 	channelID int64
 	fence     int64
+
+	// last is the state this session last stored: the chat app repeats
+	// itself (pairing, then connected), and subscribers want changes.
+	mu   sync.Mutex
+	last connector.SessionState
+}
+
+// changedState records st as the last state; false when it is the same.
+func (h *handler) changedState(st connector.SessionState) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	same := h.last.State == st.State && h.last.Reason == st.Reason
+	h.last = st
+	return !same
 }
 
 func (h *handler) current() *live {
@@ -341,17 +406,12 @@ func (h *handler) current() *live {
 
 // Paired implements connector.Handler.
 func (h *handler) Paired(ctx context.Context, deviceRef string) error {
-	res, err := h.s.db.Bun.NewRaw(`UPDATE chatapp_sessions SET device_ref = ?, paired_at = ? WHERE company_channel_id = ? AND owner_id = ? AND fence = ?`,
-		deviceRef, h.s.now().UTC(), h.channelID, h.s.id, h.fence).Exec(ctx)
+	err := h.s.setState(ctx, h.channelID, h.fence, connector.SessionState{State: connector.StateConnected}, new(true),
+		"device_ref = ?, paired_at = ?", deviceRef, h.s.now().UTC())
 	if err != nil {
-		return fault.Internalf(err, "store paired device")
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(fault.Unavailable, MsgLeaseLost)
-	}
-	if _, err := h.s.channels.SetUnofficialLogged(ctx, h.channelID, true); err != nil {
 		return err
 	}
+	h.changedState(connector.SessionState{State: connector.StateConnected})
 	h.s.log.InfoContext(ctx, "connection paired", "channel_id", h.channelID)
 	return nil
 }
@@ -372,6 +432,54 @@ func (h *handler) Inbound(ctx context.Context, m connector.Inbound) error {
 		return fault.New(fault.Unavailable, MsgLeaseLost)
 	}
 	return h.s.inbound(ctx, l, m)
+}
+
+// Changed implements connector.Handler.
+func (h *handler) Changed(ctx context.Context, c connector.Change) error {
+	if h.current() == nil {
+		return fault.New(fault.Unavailable, MsgLeaseLost)
+	}
+	return h.s.changed(ctx, h.channelID, c)
+}
+
+// State implements connector.Handler: the state is stored under the
+// session's fence (a replica that lost the lease writes nothing), and a
+// terminal state closes the session here and gives the lease up; the
+// heartbeat does not take such a connection over (it would only be
+// replaced, banned or refused again) until a call asks for it.
+func (h *handler) State(ctx context.Context, st connector.SessionState) error {
+	l := h.current()
+	if l == nil {
+		return fault.New(fault.Unavailable, MsgLeaseLost)
+	}
+	if !h.changedState(st) && !st.Terminal {
+		return nil
+	}
+	if err := h.s.setState(ctx, h.channelID, h.fence, st, nil, ""); err != nil {
+		h.changedState(connector.SessionState{}) // not stored: the next report stores it
+		return err
+	}
+	h.s.log.InfoContext(ctx, "connection state", "channel_id", h.channelID, "state", st.State, "reason", st.Reason)
+	if st.Terminal {
+		h.s.drop(l)
+		h.s.release(ctx, h.channelID, h.fence)
+	}
+	return nil
+}
+
+// Holds implements connector.Handler: the session's lease, as written
+// under its fence, is still this replica's and not expired.
+func (h *handler) Holds(ctx context.Context) error {
+	var n int
+	err := h.s.db.Bun.NewRaw(`SELECT COUNT(*) FROM chatapp_sessions WHERE company_channel_id = ? AND owner_id = ? AND fence = ? AND lease_expires_ms >= ?`,
+		h.channelID, h.s.id, h.fence, h.s.nowMS()).Scan(ctx, &n)
+	if err != nil {
+		return fault.Internalf(err, "read connection lease")
+	}
+	if n == 0 || h.current() == nil {
+		return fault.New(fault.Unavailable, MsgLeaseLost)
+	}
+	return nil
 }
 
 // Receipt implements connector.Handler.

@@ -18,7 +18,19 @@ var (
 	_ messaging.Transport       = (*Transport)(nil)
 	_ messaging.GroupAuthorizer = (*Transport)(nil)
 	_ messaging.KeyNormalizer   = (*Transport)(nil)
+	_ messaging.IDAssigner      = (*Transport)(nil)
 )
+
+// NewExternalID implements messaging.IDAssigner with the driver's own id
+// scheme (the chat app takes the id from the sender). It needs no live
+// session, so messaging can store it before the first attempt on any
+// replica.
+func (t *Transport) NewExternalID(ch channels.Channel) string {
+	if g, ok := t.s.driver.(connector.IDGenerator); ok {
+		return g.NewMessageID(connector.Account{ChannelID: ch.ID, Key: ch.Key})
+	}
+	return ""
+}
 
 // Transport returns the messaging transport of unofficial channels.
 func (s *Service) Transport() *Transport { return &Transport{s: s} }
@@ -55,7 +67,7 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 	if err := t.requireLogged(ctx, ch); err != nil {
 		return messaging.SendResult{}, err
 	}
-	msg := connector.Outgoing{Chat: chat, Text: out.Text}
+	msg := connector.Outgoing{ExternalID: out.ExternalID, Chat: chat, Text: out.Text}
 	if m := out.Media; m != nil {
 		msg.File = &connector.File{Name: m.FileName, ContentType: m.ContentType, Data: m.Data}
 	}

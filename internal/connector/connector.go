@@ -47,12 +47,90 @@ type Handler interface {
 	Inbound(ctx context.Context, m Inbound) error
 	// Receipt reports a delivery or read receipt of a message sent earlier.
 	Receipt(ctx context.Context, r Receipt) error
+	// Changed reports that a message stored earlier was edited or revoked
+	// by whoever wrote it.
+	Changed(ctx context.Context, c Change) error
+	// State reports a change of the session's state (connected, logged
+	// out, replaced, banned, …) with the chat app's reason.
+	State(ctx context.Context, st SessionState) error
+	// Holds confirms, before a driver reconnects on its own, that this
+	// session still holds the connection: nil when it does, Unavailable
+	// with MsgLeaseLost when another session took over (the driver then
+	// stops for good, so it never connects over the new holder), another
+	// error when that cannot be told now (the driver waits and asks again).
+	Holds(ctx context.Context) error
+}
+
+// MsgLeaseLost is the message of the Unavailable fault a Handler answers
+// once its session no longer holds the connection.
+const MsgLeaseLost = "The connection is held by another replica"
+
+// Connection states a session reports (the connection record's `state`).
+const (
+	// StateDisconnected: paired, not connected right now (reconnecting).
+	StateDisconnected = "disconnected"
+	// StateConnected: paired, connected and logged in.
+	StateConnected = "connected"
+	// StateLoggedOut: the chat app ended the pairing; pair again.
+	StateLoggedOut = "logged_out"
+	// StateReplaced: another client took the session over (stream
+	// replaced); this replica stopped using it.
+	StateReplaced = "replaced"
+	// StateBanned: the chat app banned the number for a while.
+	StateBanned = "banned"
+	// StateOutdated: the chat app rejected the client version.
+	StateOutdated = "outdated"
+	// StateFailed: the chat app refused the connection for another reason.
+	StateFailed = "failed"
+)
+
+// SessionState is a state change with the chat app's reason.
+type SessionState struct {
+	State  string
+	Reason string
+	// Terminal means the session stopped and will not reconnect by itself:
+	// the holder closes it and gives the lease up.
+	Terminal bool
+}
+
+// Change is an edit or a revoke of a message stored earlier.
+type Change struct {
+	// ExternalID is the changed message's id.
+	ExternalID string
+	Chat       Chat
+	// Revoked marks a revoke; otherwise Text is the new text.
+	Revoked bool
+	Text    string
+	At      time.Time
+}
+
+// Edit and revoke time limits of the chat app: after them it refuses the
+// change, so the gateway refuses it before calling the driver.
+const (
+	EditWindow   = 15 * time.Minute
+	RevokeWindow = 48 * time.Hour
+)
+
+// Messages of the refusals past the time limits.
+const (
+	MsgEditTooLate   = "The chat app accepts edits only within 15 minutes of sending"
+	MsgRevokeTooLate = "The chat app accepts revokes only within 48 hours of sending"
+)
+
+// IDGenerator is implemented by a driver whose chat app takes the message
+// id from the sender: the id is chosen (and stored) before the first
+// attempt, so a retry is the same message rather than a second one.
+type IDGenerator interface {
+	NewMessageID(acct Account) string
 }
 
 // PairingOptions name the linked device on the phone.
 type PairingOptions struct {
 	OS      string
 	Browser string
+	// PhoneCode asks the chat app for a code to type on the phone as well
+	// (it pushes a notification to the phone, so only on request).
+	PhoneCode bool `json:"phone_code,omitempty"`
 }
 
 // QRCode is the current pairing code of a session. It refreshes until the
@@ -138,9 +216,14 @@ type File struct {
 
 // Outgoing is a message to send.
 type Outgoing struct {
-	Chat Chat   `json:"chat"`
-	Text string `json:"text"`
-	File *File  `json:"file,omitempty"`
+	// ExternalID is the id chosen before the first attempt (IDGenerator);
+	// every attempt sends it, so the chat app sees one message.
+	ExternalID string `json:"external_id,omitempty"`
+	Chat       Chat   `json:"chat"`
+	Text       string `json:"text"`
+	File       *File  `json:"file,omitempty"`
+	// ReplyTo is the id of the message this one answers (quoted).
+	ReplyTo string `json:"reply_to,omitempty"`
 }
 
 // Sent is the chat app's acceptance of a message.
@@ -154,6 +237,9 @@ type Inbound struct {
 	ExternalID string `json:"external_id"`
 	// Chat is where it was written: the contact, or the group.
 	Chat Chat `json:"chat"`
+	// ChatName is the group's subject when the driver knows it without
+	// asking the chat app ("" otherwise).
+	ChatName string `json:"chat_name,omitempty"`
 	// SenderKey and SenderName are the contact who wrote it (in a group, the
 	// member).
 	SenderKey  string    `json:"sender_key"`
@@ -162,6 +248,11 @@ type Inbound struct {
 	TypeID     int       `json:"type_id"` // a msgtype id
 	File       *File     `json:"file,omitempty"`
 	SentAt     time.Time `json:"sent_at"`
+	// FromMe marks a message the account itself wrote on the phone: stored
+	// as sent, in the conversation with Chat.
+	FromMe      bool   `json:"from_me,omitempty"`
+	IsForwarded bool   `json:"is_forwarded,omitempty"`
+	ReplyTo     string `json:"reply_to,omitempty"`
 }
 
 // MsgNotLogged is the message of the Rule fault every session operation

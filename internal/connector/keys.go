@@ -17,6 +17,7 @@ var (
 	numberKey     = regexp.MustCompile(`^[1-9][0-9]{7,14}$`)
 	groupKeyPair  = regexp.MustCompile(`^[1-9][0-9]{7,14}-[0-9]{6,12}$`)
 	groupKeyPlain = regexp.MustCompile(`^[1-9][0-9]{9,24}$`)
+	lidKey        = regexp.MustCompile(`^[1-9][0-9]{5,24}$`)
 )
 
 // Messages of the Invalid faults key normalisation returns.
@@ -37,10 +38,21 @@ func stripSuffix(raw string) (key, server string) {
 	return strings.TrimPrefix(key, "+"), server
 }
 
-// NormalizeNumber returns the digits of a contact number, or an Invalid
-// fault.
+// LIDServer is the suffix of a contact known only by its LID (the chat
+// app's hidden user id): such a key keeps its suffix, because its digits
+// are not a phone number.
+const LIDServer = "lid"
+
+// NormalizeNumber returns the digits of a contact number (or "<lid>@lid"
+// for a contact known only by its LID), or an Invalid fault.
 func NormalizeNumber(raw string) (string, error) {
 	key, server := stripSuffix(raw)
+	if server == LIDServer {
+		if !lidKey.MatchString(key) {
+			return "", fault.New(fault.Invalid, MsgBadNumber)
+		}
+		return key + "@" + LIDServer, nil
+	}
 	if server != "" && server != "s.whatsapp.net" && server != "c.us" {
 		return "", fault.New(fault.Invalid, MsgBadNumber)
 	}
@@ -70,4 +82,19 @@ func ParseChat(raw string, isGroup bool) (Chat, error) {
 	}
 	k, err := NormalizeNumber(raw)
 	return Chat{Key: k}, err
+}
+
+// BrazilianMobile reports a Brazilian mobile number written with the ninth
+// digit (55, a two-digit area code, 9 and eight digits): the chat app may
+// know it registered without that digit.
+func BrazilianMobile(num string) bool {
+	return len(num) == 13 && strings.HasPrefix(num, "55") && num[4] == '9' && numberKey.MatchString(num)
+}
+
+// WithoutNinthDigit is num without its ninth digit (BrazilianMobile).
+func WithoutNinthDigit(num string) string {
+	if !BrazilianMobile(num) {
+		return num
+	}
+	return num[:4] + num[5:]
 }

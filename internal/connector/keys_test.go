@@ -32,6 +32,12 @@ func TestParseChat(t *testing.T) {
 		{raw: "120363025246125486@s.whatsapp.net", isGroup: true, bad: true},
 		{raw: "5511988887777-abc", isGroup: true, bad: true},
 		{raw: "123", isGroup: true, bad: true},
+		// A contact known only by its LID keeps the suffix: its digits are
+		// no phone number.
+		{raw: "123456789012345@lid", want: connector.Chat{Key: "123456789012345@lid"}},
+		{raw: "123456789012345:3@lid", want: connector.Chat{Key: "123456789012345@lid"}},
+		{raw: "12a@lid", bad: true},
+		{raw: "123456789012345@lid", isGroup: true, bad: true},
 	} {
 		got, err := connector.ParseChat(tc.raw, tc.isGroup)
 		if tc.bad {
@@ -42,6 +48,24 @@ func TestParseChat(t *testing.T) {
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("ParseChat(%q, %v) = %+v, %v; want %+v", tc.raw, tc.isGroup, got, err, tc.want)
+		}
+	}
+}
+
+func TestNinthDigit(t *testing.T) {
+	t.Parallel()
+	for num, want := range map[string]string{
+		"5511987654321":  "551187654321", // São Paulo mobile with the ninth digit
+		"551187654321":   "551187654321", // already without it
+		"5511387654321":  "5511387654321",
+		"1415987654321":  "1415987654321", // not Brazil
+		"55119876543210": "55119876543210",
+	} {
+		if got := connector.WithoutNinthDigit(num); got != want {
+			t.Errorf("WithoutNinthDigit(%s) = %s, want %s", num, got, want)
+		}
+		if connector.BrazilianMobile(num) != (want != num) {
+			t.Errorf("BrazilianMobile(%s) = %v", num, connector.BrazilianMobile(num))
 		}
 	}
 }

@@ -208,6 +208,8 @@ func TestCatalogMatchesDocument(t *testing.T) {
 		events.CrmBusinessLost:              events.ScopeCompany,
 		events.CrmBusinessArchived:          events.ScopeCompany,
 		events.ContactImportCompleted:       events.ScopeCompany,
+		// Extension: the chat-app connection state.
+		events.ChatappConnectionStateChanged: events.ScopeChannel,
 	}
 	sub := events.Subscribable()
 	if len(sub) != len(want) {

@@ -31,6 +31,24 @@ func (s *Server) toAPIChatapp(c channels.Unofficial) api.Chatapp {
 		CreatedAt: s.Times.Management(c.CreatedAt), UpdatedAt: s.Times.Management(c.UpdatedAt)}
 }
 
+// chatapps are the connection records with their live state (extension).
+func (s *Server) chatapps(ctx context.Context, list ...channels.Unofficial) ([]api.Chatapp, error) {
+	states, err := s.Connections.States(ctx, list)
+	if err != nil {
+		return nil, err
+	}
+	out := convert(list, s.toAPIChatapp)
+	for i := range out {
+		st := states[list[i].ID]
+		state := api.ChatappState(st.State)
+		out[i].State = &state
+		if st.Reason != "" {
+			out[i].StateReason = &st.Reason
+		}
+	}
+	return out, nil
+}
+
 func (s *Server) ListChatapps(ctx context.Context, req api.ListChatappsRequestObject) (api.ListChatappsResponseObject, error) {
 	q := req.Params
 	f := channels.UnofficialFilter{Logged: q.Logged, Page: page(q.Page, q.PerPage, 100), OrderBy: "id", Text: deref(q.Filter)}
@@ -57,13 +75,18 @@ func (s *Server) ListChatapps(ctx context.Context, req api.ListChatappsRequestOb
 	if err != nil {
 		return nil, err
 	}
+	data, err := s.chatapps(ctx, list...)
+	if err != nil {
+		return nil, err
+	}
 	return api.ListChatapps200JSONResponse{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total,
-		LastPage: f.Page.LastPage(total), Data: convert(list, s.toAPIChatapp)}, nil
+		LastPage: f.Page.LastPage(total), Data: data}, nil
 }
 
 func (s *Server) ChatappQrcode(ctx context.Context, req api.ChatappQrcodeRequestObject) (api.ChatappQrcodeResponseObject, error) {
 	b := req.Body
-	qr, err := s.Connections.ChatappQrcode(ctx, companyOf(ctx), selector(b.Id, b.Key), connector.PairingOptions{OS: b.Os, Browser: b.Browser})
+	qr, err := s.Connections.ChatappQrcode(ctx, companyOf(ctx), selector(b.Id, b.Key), connector.PairingOptions{OS: b.Os, Browser: b.Browser,
+		PhoneCode: b.PhoneCode != nil && *b.PhoneCode})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +100,11 @@ func (s *Server) ChatappCreate(ctx context.Context, req api.ChatappCreateRequest
 	if err != nil {
 		return nil, err
 	}
-	return api.ChatappCreate200JSONResponse{Success: true, Message: "Connection created", Data: s.toAPIChatapp(c)}, nil
+	data, err := s.chatapps(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return api.ChatappCreate200JSONResponse{Success: true, Message: "Connection created", Data: data[0]}, nil
 }
 
 func (s *Server) ChatappUpdate(ctx context.Context, req api.ChatappUpdateRequestObject) (api.ChatappUpdateResponseObject, error) {
@@ -89,7 +116,11 @@ func (s *Server) ChatappUpdate(ctx context.Context, req api.ChatappUpdateRequest
 	if err != nil {
 		return nil, err
 	}
-	return api.ChatappUpdate200JSONResponse{Success: true, Message: "Connection updated", Data: s.toAPIChatapp(c)}, nil
+	data, err := s.chatapps(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return api.ChatappUpdate200JSONResponse{Success: true, Message: "Connection updated", Data: data[0]}, nil
 }
 
 func (s *Server) ChatappDelete(ctx context.Context, req api.ChatappDeleteRequestObject) (api.ChatappDeleteResponseObject, error) {
@@ -162,7 +193,11 @@ func (s *Server) SimulatorPair(ctx context.Context, req api.SimulatorPairRequest
 	if err != nil {
 		return nil, err
 	}
-	return api.SimulatorPair200JSONResponse{Success: true, Message: "Connection paired", Data: s.toAPIChatapp(c)}, nil
+	data, err := s.chatapps(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return api.SimulatorPair200JSONResponse{Success: true, Message: "Connection paired", Data: data[0]}, nil
 }
 
 func (s *Server) SimulatorUnlink(ctx context.Context, req api.SimulatorUnlinkRequestObject) (api.SimulatorUnlinkResponseObject, error) {
@@ -198,9 +233,20 @@ func (s *Server) SimulatorSeedGroup(ctx context.Context, req api.SimulatorSeedGr
 
 func (s *Server) SimulatorInbound(ctx context.Context, req api.SimulatorInboundRequestObject) (api.SimulatorInboundResponseObject, error) {
 	b := req.Body
-	spec := sim.InboundSpec{From: b.From, Name: deref(b.Name), GroupKey: deref(b.GroupKey), Text: deref(b.Text)}
+	spec := sim.InboundSpec{From: b.From, Name: deref(b.Name), GroupKey: deref(b.GroupKey), Text: deref(b.Text),
+		FromMe: b.FromMe != nil && *b.FromMe, ReplyTo: deref(b.ReplyTo), Forwarded: b.Forwarded != nil && *b.Forwarded,
+		Reaction: deref(b.Reaction), ReactionRemoved: b.ReactionRemoved != nil && *b.ReactionRemoved, EditOf: deref(b.EditOf), RevokeOf: deref(b.RevokeOf)}
 	if b.File != nil {
 		spec.File = &connector.File{Name: b.File.Name, ContentType: b.File.ContentType, Data: b.File.Data}
+	}
+	if l := b.Location; l != nil {
+		spec.Location = &sim.LocationSpec{Latitude: l.Latitude, Longitude: l.Longitude, Name: deref(l.Name), Address: deref(l.Address)}
+	}
+	if c := b.Contact; c != nil {
+		spec.Contact = &sim.CardSpec{Name: c.Name, VCard: c.Vcard}
+	}
+	if p := b.Poll; p != nil {
+		spec.Poll = &sim.PollSpec{Question: p.Question, Options: p.Options}
 	}
 	in, err := s.Connections.SimulatorInbound(ctx, companyOf(ctx), int64(req.Id), spec)
 	if err != nil {
@@ -232,7 +278,7 @@ func (s *Server) SimulatorMessages(ctx context.Context, req api.SimulatorMessage
 	out := make([]api.SimulatorMessage, len(list))
 	for i, m := range list {
 		out[i] = api.SimulatorMessage{ExternalId: m.ExternalID, ChatKey: m.Chat.Key, IsGroup: m.Chat.IsGroup, Text: m.Text,
-			Edited: m.Edited, Revoked: m.Revoked, SentAt: s.Times.Management(m.SentAt)}
+			Edited: m.Edited, Revoked: m.Revoked, SentAt: s.Times.Management(m.SentAt), SendCount: &m.SendCount}
 		if m.FileName != "" {
 			name, ctype, size := m.FileName, m.ContentType, m.FileSize
 			out[i].FileName, out[i].ContentType, out[i].FileSize = &name, &ctype, &size

@@ -276,7 +276,7 @@ func TestConnectionPairingAndLogout(t *testing.T) {
 			QRCode    string `json:"qrcode"`
 			ExpiresAt string `json:"expires_at"`
 		}
-		c.ok("/api/chatapp-qrcode", map[string]any{"key": conn.Key, "os": "Windows", "browser": "Chrome"}, &qr)
+		c.ok("/api/chatapp-qrcode", map[string]any{"key": conn.Key, "os": "Windows", "browser": "Chrome", "phone_code": true}, &qr)
 		if qr.ID != conn.ID || qr.Key != conn.Key || qr.Code == "" || qr.ExpiresAt != "2026-11-22 14:01:00" {
 			t.Fatalf("qr %+v", qr)
 		}

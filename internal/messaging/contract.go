@@ -143,6 +143,21 @@ type Inbound struct {
 	// ReplyToExternalID is the far side's id of the message this one
 	// answers, if any (stored as replied_message_id when known).
 	ReplyToExternalID string
+	// FromMe marks a message the channel's own account wrote outside the
+	// gateway (typed on the phone): stored as sent by an attendant, in the
+	// conversation with ContactKey.
+	FromMe bool
+}
+
+// InboundChange is an edit or a revoke, by its author, of a message stored
+// earlier (ApplyInboundChange).
+type InboundChange struct {
+	Channel    channels.Channel
+	ExternalID string
+	// Revoked marks a revoke; otherwise Text is the new text.
+	Revoked bool
+	Text    string
+	At      time.Time
 }
 
 // Receipt is a delivery status reported by the far side for a message it

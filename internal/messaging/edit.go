@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -55,6 +56,11 @@ func (s *Service) EditMessage(ctx context.Context, in EditInput) (Message, error
 	}
 	if !editable[ch.TypeID] {
 		return Message{}, fault.New(fault.Rule, "Editing messages is not supported on this channel")
+	}
+	// The chat app refuses late edits; refusing here spares the call and
+	// answers the same on every driver.
+	if ch.TypeID == channels.UnofficialChatapp && s.deps.Now().Sub(row.PlatformAt) > connector.EditWindow {
+		return Message{}, fault.New(fault.Rule, connector.MsgEditTooLate)
 	}
 	if ch.TypeID != channels.EmbeddedChat {
 		tr := s.transport(ch.TypeID)

@@ -15,6 +15,10 @@ import (
 	"github.com/chatmsg/gateway/internal/store"
 )
 
+// originCompanyInitiated is the origin of a conversation the channel's own
+// account opened from outside the gateway (typed on the phone).
+const originCompanyInitiated = 2
+
 // errDuplicate rolls back a transaction that lost the race to store the
 // same inbound message.
 var errDuplicate = errors.New("duplicate inbound message")
@@ -65,9 +69,13 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		if name == "" {
 			name = in.ContactKey
 		}
+		origin, source, status := originContactInitiated, SourceContact, StatusDelivered
+		if in.FromMe {
+			origin, source, status = originCompanyInitiated, SourceAttendant, StatusSent
+		}
 		ref, err := s.deps.Conversations.Ensure(ctx, tx, conversations.EnsureInput{
 			CompanyID: in.Channel.CompanyID, CompanyChannelID: in.Channel.ID, ChannelTypeID: in.Channel.TypeID,
-			ContactKey: in.ContactKey, ContactName: name, IsGroup: in.IsGroup, OriginID: originContactInitiated,
+			ContactKey: in.ContactKey, ContactName: name, IsGroup: in.IsGroup, OriginID: origin,
 		})
 		if err != nil {
 			return err
@@ -80,7 +88,7 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		row := messageRow{
 			UUID: uuid.NewString(), ExternalID: &ext, CompanyID: in.Channel.CompanyID, CompanyChannelID: in.Channel.ID,
 			ContactChannelID: ref.ID, ContactKey: in.ContactKey, ConversationName: convName, IsGroup: in.IsGroup,
-			Text: in.Text, MessageTypeID: in.TypeID, MessageSourceID: SourceContact, StatusID: StatusDelivered,
+			Text: in.Text, MessageTypeID: in.TypeID, MessageSourceID: source, StatusID: status,
 			PlatformAt: sentAt, ReceivedAt: now, CreatedAt: now, UpdatedAt: now,
 		}
 		row.IsForwarded = in.IsForwarded
@@ -99,7 +107,7 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		if n, _ := res.RowsAffected(); n == 0 || row.ID == 0 {
 			return errDuplicate
 		}
-		if err := s.deps.Conversations.RecordMessage(ctx, tx, ref.ID, sentAt, true); err != nil {
+		if err := s.deps.Conversations.RecordMessage(ctx, tx, ref.ID, sentAt, !in.FromMe); err != nil {
 			return err
 		}
 		return s.publish(ctx, tx, in.Channel, row.toDomain())
@@ -114,6 +122,53 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 	}
 	s.metrics.inbound.WithLabelValues(in.Channel.TypeID.Name()).Inc()
 	return nil
+}
+
+// ApplyInboundChange applies an edit or a revoke the author of a stored
+// message made on the far side: an edit replaces the text (edited=true), a
+// revoke sets revoked_at; either publishes the message again. A change of
+// a message the service never stored, or repeated, changes nothing.
+//
+// Errors: Invalid when ExternalID is empty; Internal.
+func (s *Service) ApplyInboundChange(ctx context.Context, c InboundChange) error {
+	if strings.TrimSpace(c.ExternalID) == "" {
+		return fault.New(fault.Invalid, "a message change needs the changed message's external id")
+	}
+	return s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		row, err := loadByExternalID(ctx, tx, c.Channel.ID, c.ExternalID)
+		if fault.KindOf(err) == fault.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := s.deps.Now()
+		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("updated_at = ?", now).Where("id = ?", row.ID).Where("revoked_at IS NULL")
+		if c.Revoked {
+			at := c.At.UTC()
+			if at.IsZero() || at.After(now) {
+				at = now
+			}
+			q = q.Set("revoked_at = ?", at)
+		} else {
+			if row.Edited && row.Text == c.Text {
+				return nil
+			}
+			q = q.Set("text = ?", c.Text).Set("edited = ?", true)
+		}
+		res, err := q.Exec(ctx)
+		if err != nil {
+			return fault.Internalf(err, "apply inbound change of message %d", row.ID)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // already revoked
+		}
+		cur, err := loadMessageByID(ctx, tx, row.ID)
+		if err != nil {
+			return err
+		}
+		return s.publish(ctx, tx, c.Channel, cur.toDomain())
+	})
 }
 
 // ApplyReceipt records a delivery status the far side reported for a

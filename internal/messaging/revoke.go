@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -101,6 +102,9 @@ func (s *Service) revokeOne(ctx context.Context, in RevokeInput, id int64) (Revo
 	}
 	if row.ExternalID == nil {
 		return RevokeResult{Status: false, Message: revokeNoExternalID}, nil
+	}
+	if ch.TypeID == channels.UnofficialChatapp && s.deps.Now().Sub(row.PlatformAt) > connector.RevokeWindow {
+		return RevokeResult{Status: false, Message: connector.MsgRevokeTooLate}, nil
 	}
 	tr := s.transport(ch.TypeID)
 	if tr == nil {

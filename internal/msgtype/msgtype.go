@@ -32,6 +32,9 @@ const (
 	// Unsupported is a message the platform could not pass on; the text
 	// says what it was.
 	Unsupported = 14
+	// Poll is a poll a contact sent; the text has its question and
+	// options.
+	Poll = 15
 )
 
 // ForContentType is the message type of a file of contentType (parameters

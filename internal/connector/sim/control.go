@@ -1,10 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
+	"time"
 
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -37,7 +38,8 @@ type GroupSpec struct {
 	Participants int   `json:"participants"`
 }
 
-// InboundSpec is a message a contact sends to the connection.
+// InboundSpec is a message a contact sends to the connection, in any of
+// the kinds the real chat app delivers.
 type InboundSpec struct {
 	From string `json:"from"`
 	Name string `json:"name"`
@@ -45,6 +47,50 @@ type InboundSpec struct {
 	GroupKey string          `json:"group_key,omitempty"`
 	Text     string          `json:"text"`
 	File     *connector.File `json:"file,omitempty"`
+	// FromMe: the connection's own account wrote it on the phone, to From.
+	FromMe    bool   `json:"from_me,omitempty"`
+	ReplyTo   string `json:"reply_to,omitempty"`
+	Forwarded bool   `json:"forwarded,omitempty"`
+	// Reaction is an emoji on the message ReplyTo ("" with ReactionRemoved
+	// takes one back).
+	Reaction        string `json:"reaction,omitempty"`
+	ReactionRemoved bool   `json:"reaction_removed,omitempty"`
+	// EditOf and RevokeOf change a message From sent earlier (Text is the
+	// new text of an edit), within the chat app's time limits.
+	EditOf   string        `json:"edit_of,omitempty"`
+	RevokeOf string        `json:"revoke_of,omitempty"`
+	Location *LocationSpec `json:"location,omitempty"`
+	Contact  *CardSpec     `json:"contact,omitempty"`
+	Poll     *PollSpec     `json:"poll,omitempty"`
+}
+
+// LocationSpec is a shared pin.
+type LocationSpec struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+	Name      string  `json:"name,omitempty"`
+	Address   string  `json:"address,omitempty"`
+}
+
+// CardSpec is a shared contact card.
+type CardSpec struct {
+	Name  string `json:"name"`
+	VCard string `json:"vcard"`
+}
+
+// PollSpec is a poll.
+type PollSpec struct {
+	Question string   `json:"question"`
+	Options  []string `json:"options"`
+}
+
+// sentInbound is what the simulated chat app remembers of a message a
+// contact wrote, to enforce who may change it and until when.
+type sentInbound struct {
+	channelID int64
+	from      string
+	at        time.Time
+	revoked   bool
 }
 
 // Scan is the phone scanning the current QR code: the session becomes
@@ -144,6 +190,7 @@ func (s *Session) Deliver(ctx context.Context, spec InboundSpec) (connector.Inbo
 		return connector.Inbound{}, err
 	}
 	chat := connector.Chat{Key: from}
+	chatName := ""
 	if spec.GroupKey != "" {
 		key, err := connector.NormalizeGroupKey(spec.GroupKey)
 		if err != nil {
@@ -155,15 +202,71 @@ func (s *Session) Deliver(ctx context.Context, spec InboundSpec) (connector.Inbo
 			return connector.Inbound{}, fault.New(fault.NotFound, MsgGroupNotFound)
 		}
 		chat = connector.Chat{Key: key, IsGroup: true}
+		chatName = s.d.bookOf(s.acct.Key).groups[key].Name
 	}
 	s.d.registered[from] = true
-	in := connector.Inbound{ExternalID: fmt.Sprintf("3A%018X", s.d.next()), Chat: chat, SenderKey: from,
-		SenderName: spec.Name, Text: spec.Text, TypeID: msgtype.Text, File: spec.File, SentAt: s.d.now()}
-	if spec.File != nil {
-		in.TypeID = msgtype.ForContentType(spec.File.ContentType)
+	if spec.EditOf != "" || spec.RevokeOf != "" {
+		c, err := s.change(from, chat, spec)
+		s.d.mu.Unlock()
+		if err != nil {
+			return connector.Inbound{}, err
+		}
+		return connector.Inbound{ExternalID: c.ExternalID, Chat: chat, SenderKey: from, Text: c.Text, TypeID: msgtype.Text, SentAt: c.At},
+			s.h.Changed(ctx, c)
 	}
+	in := connector.Inbound{ExternalID: randomID("3A", 10), Chat: chat, ChatName: chatName, SenderKey: from, SenderName: spec.Name,
+		Text: spec.Text, TypeID: msgtype.Text, File: spec.File, SentAt: s.d.now(), FromMe: spec.FromMe, ReplyTo: spec.ReplyTo,
+		IsForwarded: spec.Forwarded}
+	switch {
+	case spec.File != nil:
+		in.TypeID = msgtype.ForContentType(spec.File.ContentType)
+	case spec.Reaction != "" || spec.ReactionRemoved:
+		in.Text, in.TypeID = connector.ReactionText(spec.Reaction), msgtype.Reaction
+	case spec.Location != nil:
+		l := spec.Location
+		in.Text, in.TypeID = connector.LocationText(l.Name, l.Address, l.Latitude, l.Longitude), msgtype.Location
+	case spec.Contact != nil:
+		in.Text, in.TypeID = connector.ContactCardText(spec.Contact.Name, spec.Contact.VCard), msgtype.Contacts
+		in.File = &connector.File{Name: spec.Contact.Name + ".vcf", ContentType: "text/vcard", Data: []byte(spec.Contact.VCard)}
+	case spec.Poll != nil:
+		in.Text, in.TypeID = connector.PollText(spec.Poll.Question, spec.Poll.Options), msgtype.Poll
+	}
+	if spec.FromMe {
+		in.SenderKey, in.SenderName = s.acct.Key, ""
+	}
+	s.d.inbound[in.ExternalID] = &sentInbound{channelID: s.acct.ChannelID, from: in.SenderKey, at: in.SentAt}
 	s.d.mu.Unlock()
 	return in, s.h.Inbound(ctx, in)
+}
+
+// change is an edit or a revoke by its author, within the chat app's
+// limits; it runs with the driver's lock held.
+func (s *Session) change(from string, chat connector.Chat, spec InboundSpec) (connector.Change, error) {
+	id := spec.EditOf
+	if spec.RevokeOf != "" {
+		id = spec.RevokeOf
+	}
+	m := s.d.inbound[id]
+	if spec.FromMe {
+		from = s.acct.Key
+	}
+	if m == nil || m.channelID != s.acct.ChannelID || m.from != from {
+		return connector.Change{}, fault.New(fault.NotFound, MsgMessageUnknown)
+	}
+	now := s.d.now()
+	switch {
+	case m.revoked:
+		return connector.Change{}, fault.New(fault.Rule, MsgRevoked)
+	case spec.RevokeOf != "" && now.Sub(m.at) > RevokeWindow:
+		return connector.Change{}, fault.New(fault.Rule, MsgRevokeTooLate)
+	case spec.RevokeOf == "" && now.Sub(m.at) > EditWindow:
+		return connector.Change{}, fault.New(fault.Rule, MsgEditTooLate)
+	}
+	if spec.RevokeOf != "" {
+		m.revoked = true
+		return connector.Change{ExternalID: id, Chat: chat, Revoked: true, At: now}, nil
+	}
+	return connector.Change{ExternalID: id, Chat: chat, Text: spec.Text, At: now}, nil
 }
 
 // Ack is the recipient's device reporting a sent message delivered, read or
@@ -198,7 +301,31 @@ func (s *Session) Outbox() []Message {
 			out = append(out, *m)
 		}
 	}
-	// Ids are a fixed-width counter: their order is the sending order.
-	slices.SortFunc(out, func(a, b Message) int { return strings.Compare(a.ExternalID, b.ExternalID) })
+	slices.SortFunc(out, func(a, b Message) int { return cmp.Compare(a.seq, b.seq) })
 	return out
+}
+
+// Report is the chat app ending or changing the connection the way the
+// real one does (connected, dropped, replaced by another client, banned,
+// outdated, refused): the handler learns the state, and a terminal state
+// stops the session, which then answers as closed.
+func (s *Session) Report(ctx context.Context, st connector.SessionState) error {
+	s.d.mu.Lock()
+	if s.closed {
+		s.d.mu.Unlock()
+		return fault.New(fault.Unavailable, "The session was replaced by another login")
+	}
+	if st.Terminal {
+		s.closed = true
+	}
+	s.d.mu.Unlock()
+	return s.h.State(ctx, st)
+}
+
+// Session is the live session of a connection on the simulated chat app
+// (nil when none is open): what the control calls act on.
+func (d *Driver) Session(channelID int64) *Session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sessions[channelID]
 }

@@ -4,14 +4,18 @@
 // connection's Session is a linked device on it. Pairing completes only
 // through a control call (Session.Scan, exposed over HTTP by the
 // connections capability), so tests and local users drive every state
-// change themselves. Times come from the injected clock and ids from
-// counters: the same calls give the same answers.
+// change themselves. Times come from the injected clock; message ids are
+// random in the chat app's own form, so a restarted simulator never hands
+// out an id it used before (a counter would, and a new message would take
+// an old one's id).
 package sim
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,8 +36,8 @@ const (
 	Refreshes    = 5
 	// EditWindow and RevokeWindow are how long after sending the chat app
 	// still accepts an edit or a revoke for everyone.
-	EditWindow   = 15 * time.Minute
-	RevokeWindow = 48 * time.Hour
+	EditWindow   = connector.EditWindow
+	RevokeWindow = connector.RevokeWindow
 )
 
 // Messages of the faults the simulator returns.
@@ -43,11 +47,12 @@ const (
 	MsgPairingExpired = "The QR code expired: ask for a new one"
 	MsgGroupNotFound  = "Group not found"
 	MsgMessageUnknown = "The chat app does not know this message"
-	MsgEditTooLate    = "The chat app accepts edits only within 15 minutes of sending"
-	MsgRevokeTooLate  = "The chat app accepts revokes only within 48 hours of sending"
+	MsgEditTooLate    = connector.MsgEditTooLate
+	MsgRevokeTooLate  = connector.MsgRevokeTooLate
 	MsgRevoked        = "The message was revoked"
 	MsgNotMember      = "The account is not a member of the group"
 	MsgAnnounceOnly   = "Only administrators can send to this group"
+	MsgIDTaken        = "The message id belongs to another account's message"
 )
 
 // Driver is the simulated chat app.
@@ -60,6 +65,7 @@ type Driver struct {
 	books      map[string]*book    // per account number
 	sessions   map[int64]*Session  // live linked devices by connection
 	messages   map[string]*Message // every message sent through the network
+	inbound    map[string]*sentInbound
 }
 
 type book struct {
@@ -73,7 +79,7 @@ func New(now clock.Clock) *Driver {
 		now = clock.System
 	}
 	return &Driver{now: now, registered: map[string]bool{}, books: map[string]*book{},
-		sessions: map[int64]*Session{}, messages: map[string]*Message{}}
+		sessions: map[int64]*Session{}, messages: map[string]*Message{}, inbound: map[string]*sentInbound{}}
 }
 
 // Name implements connector.Driver.
@@ -120,6 +126,12 @@ type Message struct {
 	Edited      bool           `json:"edited"`
 	Revoked     bool           `json:"revoked"`
 	SentAt      time.Time      `json:"sent_at"`
+	// SendCount is how many times the connection handed this message (by
+	// its id) to the chat app: more than 1 means the gateway sent it again
+	// (the chat app shows it once, like the real one, which keys messages
+	// by id).
+	SendCount int `json:"send_count"`
+	seq       uint64
 }
 
 type pairing struct {
@@ -141,7 +153,24 @@ type Session struct {
 	pairing   *pairing
 }
 
-var _ connector.Session = (*Session)(nil)
+var (
+	_ connector.Session     = (*Session)(nil)
+	_ connector.IDGenerator = (*Driver)(nil)
+)
+
+// NewMessageID implements connector.IDGenerator: random, in the real
+// chat app's web form, so ids never repeat after a restart (a counter
+// would, and a new message would then take an old one's id).
+func (d *Driver) NewMessageID(connector.Account) string {
+	return randomID("3EB0", 9)
+}
+
+// randomID is prefix followed by n random bytes in upper-case hex.
+func randomID(prefix string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return prefix + strings.ToUpper(hex.EncodeToString(b))
+}
 
 // codeIndex is which of the refreshing codes is current at now, and false
 // when pairing has timed out.
@@ -194,6 +223,10 @@ func (s *Session) Pairing(_ context.Context, opts connector.PairingOptions) (con
 	}
 	idx, exp, _ := codeIndex(s.pairing.started, now)
 	payload, code := qrFor(s.acct.Key, s.pairing.nonce, idx)
+	if !opts.PhoneCode {
+		// As on the chat app: a code to type is issued only on request.
+		code = ""
+	}
 	return connector.QRCode{Payload: payload, Code: code, ExpiresAt: exp}, nil
 }
 
@@ -334,8 +367,24 @@ func (s *Session) Send(_ context.Context, m connector.Outgoing) (connector.Sent,
 			return connector.Sent{}, &fault.Error{Kind: fault.Refused, Message: MsgAnnounceOnly, Details: map[string]any{"reason": MsgAnnounceOnly}}
 		}
 	}
+	if !chat.IsGroup && !s.d.registered[chat.Key] && s.d.registered[connector.WithoutNinthDigit(chat.Key)] {
+		// As the number check: the account registered without the digit.
+		chat.Key = connector.WithoutNinthDigit(chat.Key)
+	}
 	now := s.d.now()
-	msg := &Message{ExternalID: fmt.Sprintf("3EB0%016X", s.d.next()), ChannelID: s.acct.ChannelID, Chat: chat, Text: m.Text, SentAt: now}
+	id := m.ExternalID
+	if id == "" {
+		id = s.d.NewMessageID(s.acct)
+	}
+	if prev := s.d.messages[id]; prev != nil {
+		if prev.ChannelID != s.acct.ChannelID {
+			return connector.Sent{}, &fault.Error{Kind: fault.Refused, Message: MsgIDTaken, Details: map[string]any{"reason": MsgIDTaken}}
+		}
+		// The same message again: the chat app keeps one.
+		prev.SendCount++
+		return connector.Sent{ExternalID: id, At: prev.SentAt}, nil
+	}
+	msg := &Message{ExternalID: id, ChannelID: s.acct.ChannelID, Chat: chat, Text: m.Text, SentAt: now, SendCount: 1, seq: s.d.next()}
 	if m.File != nil {
 		msg.FileName, msg.ContentType, msg.FileSize = m.File.Name, m.File.ContentType, len(m.File.Data)
 	}

@@ -2,55 +2,21 @@ package sim_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/connector"
+	"github.com/chatmsg/gateway/internal/connector/connectortest"
 	"github.com/chatmsg/gateway/internal/connector/sim"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/msgtype"
 )
 
-// recorder is a connector.Handler that keeps what it was told.
-type recorder struct {
-	mu       sync.Mutex
-	paired   []string
-	out      []string
-	inbound  []connector.Inbound
-	receipts []connector.Receipt
-}
-
-func (r *recorder) Paired(_ context.Context, ref string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.paired = append(r.paired, ref)
-	return nil
-}
-func (r *recorder) LoggedOut(_ context.Context, reason string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.out = append(r.out, reason)
-	return nil
-}
-func (r *recorder) Inbound(_ context.Context, m connector.Inbound) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.inbound = append(r.inbound, m)
-	return nil
-}
-func (r *recorder) Receipt(_ context.Context, rc connector.Receipt) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.receipts = append(r.receipts, rc)
-	return nil
-}
-
 type bundle struct {
 	clock *clock.Manual
 	drv   *sim.Driver
-	rec   *recorder
+	rec   *connectortest.Recorder
 	sess  *sim.Session
 }
 
@@ -58,7 +24,7 @@ func setup(t *testing.T) bundle {
 	t.Helper()
 	clk := clock.NewManual(time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC))
 	drv := sim.New(clk.Now)
-	rec := &recorder{}
+	rec := &connectortest.Recorder{}
 	s, err := drv.Open(context.Background(), connector.Account{ChannelID: 7, Key: "5511988887777"}, rec)
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +54,12 @@ func TestPairingRefreshesUntilScannedOrTimedOut(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	opts := connector.PairingOptions{OS: "Windows", Browser: "Chrome"}
+	opts := connector.PairingOptions{OS: "Windows", Browser: "Chrome", PhoneCode: true}
 	start := b.clock.Now()
+	// A code to type comes only when asked for (it notifies the phone).
+	if qr, err := setup(t).sess.Pairing(ctx, connector.PairingOptions{OS: "Windows", Browser: "Chrome"}); err != nil || qr.Code != "" || qr.Payload == "" {
+		t.Fatalf("QR without phone code: %+v %v", qr, err)
+	}
 
 	wantKind(t, "scan before any code", b.sess.Scan(ctx), fault.Rule, sim.MsgNoPairing)
 
@@ -120,8 +90,8 @@ func TestPairingRefreshesUntilScannedOrTimedOut(t *testing.T) {
 	if err := b.sess.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !b.sess.Logged() || len(b.rec.paired) != 1 || b.rec.paired[0] == "" {
-		t.Fatalf("after scan logged=%v paired=%v", b.sess.Logged(), b.rec.paired)
+	if !b.sess.Logged() || len(b.rec.Refs) != 1 || b.rec.Refs[0] == "" {
+		t.Fatalf("after scan logged=%v paired=%v", b.sess.Logged(), b.rec.Refs)
 	}
 	_, err = b.sess.Pairing(ctx, opts)
 	wantKind(t, "QR when logged", err, fault.Rule, sim.MsgAlreadyLogged)
@@ -242,8 +212,8 @@ func TestSendEditRevokeRules(t *testing.T) {
 	}
 	_, err = b.sess.Ack(ctx, "nope", connector.StatusRead, "")
 	wantKind(t, "ack of unknown message", err, fault.NotFound, "")
-	if len(b.rec.receipts) != 1 || b.rec.receipts[0].StatusID != connector.StatusRead || b.rec.receipts[0].Chat != ana {
-		t.Fatalf("receipts %+v", b.rec.receipts)
+	if len(b.rec.Receipts) != 1 || b.rec.Receipts[0].StatusID != connector.StatusRead || b.rec.Receipts[0].Chat != ana {
+		t.Fatalf("receipts %+v", b.rec.Receipts)
 	}
 }
 
@@ -264,18 +234,18 @@ func TestInboundAndUnlink(t *testing.T) {
 	}
 	_, err = b.sess.Deliver(ctx, sim.InboundSpec{From: "5511966665555", GroupKey: "120363000000000000", Text: "?"})
 	wantKind(t, "unknown group", err, fault.NotFound, sim.MsgGroupNotFound)
-	if len(b.rec.inbound) != 2 {
-		t.Fatalf("inbound %+v", b.rec.inbound)
+	if len(b.rec.Messages) != 2 {
+		t.Fatalf("inbound %+v", b.rec.Messages)
 	}
-	in := b.rec.inbound[1]
+	in := b.rec.Messages[1]
 	if in.Chat != (connector.Chat{Key: g.Key, IsGroup: true}) || in.SenderKey != "5511966665555" || in.TypeID != msgtype.Image {
 		t.Fatalf("group inbound %+v", in)
 	}
 	if err := b.sess.Unlink(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if b.sess.Logged() || len(b.rec.out) != 1 {
-		t.Fatalf("after unlink logged=%v out=%v", b.sess.Logged(), b.rec.out)
+	if b.sess.Logged() || len(b.rec.Out) != 1 {
+		t.Fatalf("after unlink logged=%v out=%v", b.sess.Logged(), b.rec.Out)
 	}
 }
 
@@ -284,8 +254,8 @@ func TestReopenRestoresAndReplaces(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	pair(t, b)
-	ref := b.rec.paired[0]
-	again, err := b.drv.Open(ctx, connector.Account{ChannelID: 7, Key: "5511988887777", DeviceRef: ref}, &recorder{})
+	ref := b.rec.Refs[0]
+	again, err := b.drv.Open(ctx, connector.Account{ChannelID: 7, Key: "5511988887777", DeviceRef: ref}, &connectortest.Recorder{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,5 +266,51 @@ func TestReopenRestoresAndReplaces(t *testing.T) {
 	wantKind(t, "the replaced session", err, fault.Unavailable, "")
 	if _, err := again.Contacts(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMessageIDs: ids are random (a restarted simulator never hands out an
+// id it used before), a send repeated with its id is one message whose
+// send count says it was repeated, and sends apply the ninth-digit
+// correction as the number check does.
+func TestMessageIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	pair(t, b)
+	restarted := setup(t)
+	first, again := b.drv.NewMessageID(connector.Account{}), restarted.drv.NewMessageID(connector.Account{})
+	if first == again || len(first) != len("3EB0")+18 {
+		t.Fatalf("ids %q and %q", first, again)
+	}
+	ana := connector.Chat{Key: "5511977776666"}
+	out := connector.Outgoing{ExternalID: first, Chat: ana, Text: "once"}
+	s1, err := b.sess.Send(ctx, out)
+	if err != nil || s1.ExternalID != first {
+		t.Fatalf("send: %+v %v", s1, err)
+	}
+	b.clock.Advance(time.Minute)
+	s2, err := b.sess.Send(ctx, out)
+	if err != nil || s2 != s1 {
+		t.Fatalf("repeated send: %+v %v (first %+v)", s2, err, s1)
+	}
+	box := b.sess.Outbox()
+	if len(box) != 1 || box[0].SendCount != 2 || box[0].ExternalID != first {
+		t.Fatalf("outbox %+v", box)
+	}
+	// Without an id the simulator picks one, as the library would.
+	if s, err := b.sess.Send(ctx, connector.Outgoing{Chat: ana, Text: "other"}); err != nil || s.ExternalID == "" || s.ExternalID == first {
+		t.Fatalf("send without id: %+v %v", s, err)
+	}
+
+	// Registered without the ninth digit: the message reaches that account.
+	if _, err := b.sess.SeedContacts([]sim.ContactSpec{{Key: "551187654321", Name: "Old number"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.sess.Send(ctx, connector.Outgoing{Chat: connector.Chat{Key: "5511987654321"}, Text: "ninth"}); err != nil {
+		t.Fatal(err)
+	}
+	if box := b.sess.Outbox(); box[len(box)-1].Chat.Key != "551187654321" {
+		t.Fatalf("ninth digit not corrected: %+v", box[len(box)-1])
 	}
 }

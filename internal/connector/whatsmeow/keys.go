@@ -22,6 +22,9 @@ func ChatJID(chat connector.Chat) (types.JID, error) {
 	if c.IsGroup {
 		return types.NewJID(c.Key, types.GroupServer), nil
 	}
+	if lid, ok := strings.CutSuffix(c.Key, "@"+connector.LIDServer); ok {
+		return types.NewJID(lid, types.HiddenUserServer), nil
+	}
 	return types.NewJID(c.Key, types.DefaultUserServer), nil
 }
 

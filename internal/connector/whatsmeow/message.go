@@ -1,11 +1,15 @@
 package whatsmeow
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
+	"unicode"
 
 	wa "go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waCompanionReg"
 	"go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/types"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chatmsg/gateway/internal/connector"
@@ -33,30 +37,44 @@ func MediaType(contentType string) wa.MediaType {
 
 // MediaMessage is the message that carries an uploaded file; the text of
 // the send becomes its caption (audio has none on the chat app, so the text
-// is dropped there and sent by the caller as its own message).
+// is dropped there and sent by the caller as its own message). Images and
+// videos carry their dimensions and images a thumbnail, which the phone
+// shows before downloading; ogg/opus audio goes as a voice note.
 func MediaMessage(f *connector.File, up wa.UploadResponse, caption string) *waE2E.Message {
 	ct := f.ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	common := func() (url, direct *string, key, enc, sha []byte, length *uint64) {
-		return proto.String(up.URL), proto.String(up.DirectPath), up.MediaKey, up.FileEncSHA256, up.FileSHA256, proto.Uint64(up.FileLength)
-	}
 	var capt *string
 	if caption != "" {
 		capt = proto.String(caption)
 	}
-	url, direct, key, enc, sha, length := common()
+	url, direct, length := proto.String(up.URL), proto.String(up.DirectPath), proto.Uint64(up.FileLength)
+	key, enc, sha := up.MediaKey, up.FileEncSHA256, up.FileSHA256
 	switch MediaType(ct) {
 	case wa.MediaImage:
-		return &waE2E.Message{ImageMessage: &waE2E.ImageMessage{URL: url, DirectPath: direct, MediaKey: key, FileEncSHA256: enc,
-			FileSHA256: sha, FileLength: length, Mimetype: proto.String(ct), Caption: capt}}
+		im := &waE2E.ImageMessage{URL: url, DirectPath: direct, MediaKey: key, FileEncSHA256: enc,
+			FileSHA256: sha, FileLength: length, Mimetype: proto.String(ct), Caption: capt}
+		if w, h, thumb, ok := ImageThumbnail(f.Data); ok {
+			im.Width, im.Height, im.JPEGThumbnail = proto.Uint32(w), proto.Uint32(h), thumb
+		}
+		return &waE2E.Message{ImageMessage: im}
 	case wa.MediaVideo:
-		return &waE2E.Message{VideoMessage: &waE2E.VideoMessage{URL: url, DirectPath: direct, MediaKey: key, FileEncSHA256: enc,
-			FileSHA256: sha, FileLength: length, Mimetype: proto.String(ct), Caption: capt}}
+		vm := &waE2E.VideoMessage{URL: url, DirectPath: direct, MediaKey: key, FileEncSHA256: enc,
+			FileSHA256: sha, FileLength: length, Mimetype: proto.String(ct), Caption: capt}
+		if w, h, ok := VideoDimensions(f.Data); ok {
+			vm.Width, vm.Height = proto.Uint32(w), proto.Uint32(h)
+		}
+		return &waE2E.Message{VideoMessage: vm}
 	case wa.MediaAudio:
-		return &waE2E.Message{AudioMessage: &waE2E.AudioMessage{URL: url, DirectPath: direct, MediaKey: key, FileEncSHA256: enc,
-			FileSHA256: sha, FileLength: length, Mimetype: proto.String(ct)}}
+		am := &waE2E.AudioMessage{URL: url, DirectPath: direct, MediaKey: key, FileEncSHA256: enc,
+			FileSHA256: sha, FileLength: length, Mimetype: proto.String(ct)}
+		if VoiceNote(ct) {
+			// The phone plays only opus in ogg as a voice note, and wants
+			// exactly this mimetype for it.
+			am.PTT, am.Mimetype = proto.Bool(true), proto.String("audio/ogg; codecs=opus")
+		}
+		return &waE2E.Message{AudioMessage: am}
 	default:
 		name := f.Name
 		if name == "" {
@@ -67,40 +85,46 @@ func MediaMessage(f *connector.File, up wa.UploadResponse, caption string) *waE2
 	}
 }
 
-// Incoming is what an inbound message carries for the gateway: its text
-// (or caption), its message type and, for media, the part to download.
-func Incoming(m *waE2E.Message) (text string, typeID int, media wa.DownloadableMessage, fileName, mime string) {
-	if m == nil {
-		return "", msgtype.Text, nil, "", ""
+// VoiceNote reports audio the chat app plays as a voice note: ogg with
+// opus (or ogg without codec parameters, which is opus in practice).
+func VoiceNote(contentType string) bool {
+	mt, params, _ := strings.Cut(strings.ToLower(contentType), ";")
+	if strings.TrimSpace(mt) != "audio/ogg" {
+		return false
+	}
+	return strings.TrimSpace(params) == "" || strings.Contains(params, "opus")
+}
+
+// WithReply quotes the message replyTo in msg (nothing when empty): the
+// text goes as an extended text, media keep their kind.
+func WithReply(msg *waE2E.Message, replyTo string, chat types.JID) *waE2E.Message {
+	if replyTo == "" {
+		return msg
+	}
+	ci := &waE2E.ContextInfo{StanzaID: proto.String(replyTo)}
+	if chat.Server != types.GroupServer {
+		ci.RemoteJID = proto.String(chat.String())
 	}
 	switch {
-	case m.GetConversation() != "":
-		return m.GetConversation(), msgtype.Text, nil, "", ""
-	case m.GetExtendedTextMessage() != nil:
-		return m.GetExtendedTextMessage().GetText(), msgtype.Text, nil, "", ""
-	case m.GetImageMessage() != nil:
-		im := m.GetImageMessage()
-		return im.GetCaption(), msgtype.Image, im, "image" + msgtype.Extension(im.GetMimetype()), im.GetMimetype()
-	case m.GetVideoMessage() != nil:
-		vm := m.GetVideoMessage()
-		return vm.GetCaption(), msgtype.Video, vm, "video" + msgtype.Extension(vm.GetMimetype()), vm.GetMimetype()
-	case m.GetAudioMessage() != nil:
-		am := m.GetAudioMessage()
-		return "", msgtype.Audio, am, "audio" + msgtype.Extension(am.GetMimetype()), am.GetMimetype()
-	case m.GetDocumentMessage() != nil:
-		dm := m.GetDocumentMessage()
-		return dm.GetCaption(), msgtype.Document, dm, dm.GetFileName(), dm.GetMimetype()
-	case m.GetDocumentWithCaptionMessage().GetMessage().GetDocumentMessage() != nil:
-		dm := m.GetDocumentWithCaptionMessage().GetMessage().GetDocumentMessage()
-		return dm.GetCaption(), msgtype.Document, dm, dm.GetFileName(), dm.GetMimetype()
-	case m.GetStickerMessage() != nil:
-		sm := m.GetStickerMessage()
-		return "", msgtype.Sticker, sm, "sticker.webp", sm.GetMimetype()
-	case m.GetLocationMessage() != nil:
-		lm := m.GetLocationMessage()
-		return strings.TrimSpace(lm.GetName() + " " + lm.GetAddress()), msgtype.Location, nil, "", ""
+	case msg.Conversation != nil:
+		return &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{Text: msg.Conversation, ContextInfo: ci}}
+	case msg.ImageMessage != nil:
+		msg.ImageMessage.ContextInfo = ci
+	case msg.VideoMessage != nil:
+		msg.VideoMessage.ContextInfo = ci
+	case msg.AudioMessage != nil:
+		msg.AudioMessage.ContextInfo = ci
+	case msg.DocumentMessage != nil:
+		msg.DocumentMessage.ContextInfo = ci
 	}
-	return "", msgtype.Text, nil, "", ""
+	return msg
+}
+
+// CompanionID derives the id of a second message a send needs (the text
+// before an audio) from the send's own id, so a retry repeats both ids.
+func CompanionID(id, part string) string {
+	sum := sha256.Sum256([]byte(id + "/" + part))
+	return wa.WebMessageIDPrefix + strings.ToUpper(hex.EncodeToString(sum[:9]))
 }
 
 // PairClient maps the browser a client names (the QR request's `browser`)
@@ -124,8 +148,47 @@ func PairClient(browser string) (wa.PairClientType, waCompanionReg.DeviceProps_P
 	return wa.PairClientOtherWebClient, waCompanionReg.DeviceProps_UNKNOWN
 }
 
+// Linked-device names: the chat app answers 400 to a pairing-code request
+// whose display name is not "Browser (OS)" with a known browser and a short
+// plain OS name, and the code then comes back empty.
+const maxOSName = 20
+
+// DeviceOS is the OS name shown for the linked device: letters, digits,
+// spaces, dots, dashes and underscores, at most 20 of them; "Linux" when
+// nothing usable is left.
+func DeviceOS(os string) string {
+	var b strings.Builder
+	for _, r := range strings.TrimSpace(os) {
+		if b.Len() >= maxOSName {
+			break
+		}
+		if r == ' ' && strings.HasSuffix(b.String(), " ") {
+			continue // runs of spaces (left by dropped characters) count once
+		}
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(" .-_", r)) {
+			b.WriteRune(r)
+		}
+	}
+	if out := strings.TrimSpace(b.String()); out != "" {
+		return out
+	}
+	return "Linux"
+}
+
+// browserNames are the names the chat app accepts, by pairing client type.
+var browserNames = map[wa.PairClientType]string{
+	wa.PairClientChrome: "Chrome", wa.PairClientFirefox: "Firefox", wa.PairClientSafari: "Safari",
+	wa.PairClientEdge: "Edge", wa.PairClientOpera: "Opera", wa.PairClientIE: "IE",
+}
+
 // DisplayName is the linked-device name in the form the chat app accepts
-// for phone-number pairing: "Browser (OS)".
+// for phone-number pairing: "Browser (OS)", with a browser it knows
+// (Chrome for any other) and DeviceOS.
 func DisplayName(opts connector.PairingOptions) string {
-	return strings.TrimSpace(opts.Browser) + " (" + strings.TrimSpace(opts.OS) + ")"
+	typ, _ := PairClient(opts.Browser)
+	browser, ok := browserNames[typ]
+	if !ok {
+		browser = "Chrome"
+	}
+	return browser + " (" + DeviceOS(opts.OS) + ")"
 }

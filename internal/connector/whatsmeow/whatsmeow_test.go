@@ -6,17 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	wa "go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waCompanionReg"
-	"go.mau.fi/whatsmeow/proto/waE2E"
+	wastore "go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
-	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
@@ -101,6 +101,9 @@ func TestMediaMessage(t *testing.T) {
 	t.Parallel()
 	up := wa.UploadResponse{URL: "https://mmg.example/x", DirectPath: "/v/x", MediaKey: []byte{1}, FileEncSHA256: []byte{2}, FileSHA256: []byte{3}, FileLength: 42}
 	img := MediaMessage(&connector.File{Name: "p.jpg", ContentType: "image/jpeg"}, up, "look")
+	if im := img.GetImageMessage(); im.Width != nil || im.JPEGThumbnail != nil {
+		t.Errorf("an undecodable image gets no made-up dimensions: %v", im)
+	}
 	if im := img.GetImageMessage(); im == nil || im.GetCaption() != "look" || im.GetMimetype() != "image/jpeg" || im.GetFileLength() != 42 ||
 		im.GetDirectPath() != "/v/x" || string(im.GetMediaKey()) != "\x01" {
 		t.Errorf("image: %v", img)
@@ -114,8 +117,14 @@ func TestMediaMessage(t *testing.T) {
 		t.Errorf("video: %v", vid)
 	}
 	aud := MediaMessage(&connector.File{Name: "a.ogg", ContentType: "audio/ogg; codecs=opus"}, up, "dropped")
-	if aud.GetAudioMessage() == nil {
-		t.Errorf("audio: %v", aud)
+	if am := aud.GetAudioMessage(); am == nil || !am.GetPTT() || am.GetMimetype() != "audio/ogg; codecs=opus" {
+		t.Errorf("ogg/opus goes as a voice note: %v", aud)
+	}
+	if am := MediaMessage(&connector.File{Name: "a.ogg", ContentType: "audio/ogg"}, up, "").GetAudioMessage(); !am.GetPTT() {
+		t.Errorf("plain ogg is opus in practice: %v", am)
+	}
+	if am := MediaMessage(&connector.File{Name: "a.mp3", ContentType: "audio/mpeg"}, up, "").GetAudioMessage(); am.GetPTT() || am.GetMimetype() != "audio/mpeg" {
+		t.Errorf("mp3 is no voice note: %v", am)
 	}
 	unnamed := MediaMessage(&connector.File{ContentType: ""}, up, "")
 	if dm := unnamed.GetDocumentMessage(); dm.GetFileName() != "file" || dm.GetMimetype() != "application/octet-stream" {
@@ -126,33 +135,6 @@ func TestMediaMessage(t *testing.T) {
 	}
 	if MediaType("image/webp") != wa.MediaImage || MediaType("application/zip") != wa.MediaDocument || MediaType("audio/mpeg") != wa.MediaAudio {
 		t.Error("media types")
-	}
-}
-
-func TestIncoming(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		msg      *waE2E.Message
-		text     string
-		typeID   int
-		hasMedia bool
-		file     string
-	}{
-		{"plain", TextMessage("hello"), "hello", msgtype.Text, false, ""},
-		{"extended", &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{Text: proto.String("link https://x")}}, "link https://x", msgtype.Text, false, ""},
-		{"image", &waE2E.Message{ImageMessage: &waE2E.ImageMessage{Caption: proto.String("pic"), Mimetype: proto.String("image/jpeg")}}, "pic", msgtype.Image, true, "image.jpg"},
-		{"document with caption", &waE2E.Message{DocumentWithCaptionMessage: &waE2E.FutureProofMessage{Message: &waE2E.Message{
-			DocumentMessage: &waE2E.DocumentMessage{Caption: proto.String("see"), FileName: proto.String("a.pdf"), Mimetype: proto.String("application/pdf")}}}},
-			"see", msgtype.Document, true, "a.pdf"},
-		{"audio", &waE2E.Message{AudioMessage: &waE2E.AudioMessage{Mimetype: proto.String("audio/ogg; codecs=opus")}}, "", msgtype.Audio, true, "audio.ogg"},
-		{"location", &waE2E.Message{LocationMessage: &waE2E.LocationMessage{Name: proto.String("Shop"), Address: proto.String("Main St")}}, "Shop Main St", msgtype.Location, false, ""},
-		{"nil", nil, "", msgtype.Text, false, ""},
-	} {
-		text, typeID, media, file, _ := Incoming(tc.msg)
-		if text != tc.text || typeID != tc.typeID || (media != nil) != tc.hasMedia || file != tc.file {
-			t.Errorf("%s: %q %d media=%v %q", tc.name, text, typeID, media != nil, file)
-		}
 	}
 }
 
@@ -173,6 +155,8 @@ func TestMapError(t *testing.T) {
 		{wa.ErrNotInGroup, fault.Refused, MsgNotInGroup},
 		{&wa.IQError{Code: 403, Text: "forbidden"}, fault.Refused, MsgRefused},
 		{wa.ErrServerReturnedError, fault.Refused, MsgRefused},
+		{fmt.Errorf("%w %d", wa.ErrServerReturnedError, 479), fault.Refused, MsgRefused},
+		{fmt.Errorf("send: %w", fmt.Errorf("%w %d", wa.ErrServerReturnedError, 463)), fault.Refused, MsgNotOpened},
 		{errors.New("something odd"), fault.Unavailable, MsgUnreachable},
 		{fault.New(fault.Invalid, "kept"), fault.Invalid, "kept"},
 	} {
@@ -202,8 +186,18 @@ func TestPairClientAndDisplayName(t *testing.T) {
 	if c, _ := PairClient("Lynx"); c != wa.PairClientOtherWebClient {
 		t.Errorf("unknown browser client %v", c)
 	}
-	if got := DisplayName(connector.PairingOptions{OS: "Windows", Browser: "Chrome"}); got != "Chrome (Windows)" {
-		t.Errorf("display name %q", got)
+	// The chat app answers 400 to names it does not accept: a known
+	// browser and a short plain OS name.
+	for _, tc := range []struct{ os, browser, want string }{
+		{"Windows", "Chrome", "Chrome (Windows)"},
+		{" Mac OS ", "safari", "Safari (Mac OS)"},
+		{"Ubuntu 24.04 — Büro (my laptop) with a long description", "Firefox", "Firefox (Ubuntu 24.04 Bro my)"},
+		{"😀😀", "Lynx", "Chrome (Linux)"},
+		{"", "Microsoft Edge", "Edge (Linux)"},
+	} {
+		if got := DisplayName(connector.PairingOptions{OS: tc.os, Browser: tc.browser}); got != tc.want {
+			t.Errorf("DisplayName(%q, %q) = %q, want %q", tc.os, tc.browser, got, tc.want)
+		}
 	}
 	for typ, want := range map[types.ReceiptType]int{types.ReceiptTypeDelivered: connector.StatusDelivered, types.ReceiptTypeRead: connector.StatusRead,
 		types.ReceiptTypePlayed: connector.StatusRead, types.ReceiptTypeServerError: connector.StatusFailed} {
@@ -258,4 +252,33 @@ func TestSessionStoreInTheServiceDatabase(t *testing.T) {
 			t.Fatalf("a device the store forgot must open as not logged: %v", err)
 		}
 	})
+}
+
+// TestClientVersionRefresh: the first connect uses the chat app's latest
+// published version when it can be read, else keeps the built-in one, and
+// says which. Not parallel: the version is process-wide.
+func TestClientVersionRefresh(t *testing.T) {
+	builtIn := wastore.GetWAVersion()
+	t.Cleanup(func() { wastore.SetWAVersion(builtIn) })
+	ctx := context.Background()
+	var logs strings.Builder
+	offline := &Driver{log: slog.New(slog.NewTextHandler(&logs, nil)),
+		LookupVersionFunc: func(context.Context) (*wastore.WAVersionContainer, error) {
+			return nil, errors.New("no route to web.whatsapp.com")
+		}}
+	offline.refreshVersion(ctx)
+	if wastore.GetWAVersion() != builtIn || !strings.Contains(logs.String(), "built-in") || !strings.Contains(logs.String(), builtIn.String()) {
+		t.Fatalf("offline: version %s, log %s", wastore.GetWAVersion(), logs.String())
+	}
+
+	logs.Reset()
+	latest := wastore.WAVersionContainer{2, 3000, builtIn[2] + 1}
+	lookups := 0
+	online := &Driver{log: slog.New(slog.NewTextHandler(&logs, nil)),
+		LookupVersionFunc: func(context.Context) (*wastore.WAVersionContainer, error) { lookups++; return &latest, nil }}
+	online.refreshVersion(ctx)
+	online.refreshVersion(ctx)
+	if wastore.GetWAVersion() != latest || lookups != 1 || !strings.Contains(logs.String(), latest.String()) {
+		t.Fatalf("online: version %s after %d lookups, log %s", wastore.GetWAVersion(), lookups, logs.String())
+	}
 }
