@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
@@ -274,6 +275,19 @@ func TestAssignedIDResent(t *testing.T) {
 		breakNow, mend := messagesOutage(t, db)
 
 		first := e.queue("first")
+		// Stored with its assigned id but not yet accepted: it has no
+		// external id in the document's sense, so neither edit nor revoke
+		// can reach the transport with it.
+		if r := e.h.Do(apitest.Request{Method: "POST", Path: "/api/edit-message", Token: e.ten.Token,
+			JSON: map[string]any{"id": first, "text": "new"}}); r.Status != 509 || r.Map(t)["message"] != "Message has no external id and cannot be edited" {
+			t.Fatalf("edit of a pending message: %d %s", r.Status, r.Body)
+		}
+		var revoked []map[string]any
+		e.h.Do(apitest.Request{Method: "POST", Path: "/api/revoke-messages", Token: e.ten.Token,
+			JSON: map[string]any{"ids": []int64{first}, "scope": "all"}}).JSON(t, &revoked)
+		if len(revoked) != 1 || revoked[0]["Status"] != false || revoked[0]["Message"] == "Revoking sent messages is not available on the official channel" {
+			t.Fatalf("revoke of a pending message: %+v", revoked)
+		}
 		if err := runSendJob(e, messaging.SendArgs{MessageID: first}, 1); err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func (s *Service) EditMessage(ctx context.Context, in EditInput) (Message, error
 	if err != nil {
 		return Message{}, err
 	}
-	if row.ExternalID == nil {
+	if row.confirmedExternalID() == "" {
 		return Message{}, fault.New(fault.Rule, "Message has no external id and cannot be edited")
 	}
 	if row.MessageSourceID == SourceContact {

@@ -100,7 +100,7 @@ func (s *Service) revokeOne(ctx context.Context, in RevokeInput, id int64) (Revo
 	if row.MessageSourceID == SourceContact {
 		return RevokeResult{Status: false, Message: revokeOnlyCompanySent}, nil
 	}
-	if row.ExternalID == nil {
+	if row.confirmedExternalID() == "" {
 		return RevokeResult{Status: false, Message: revokeNoExternalID}, nil
 	}
 	if ch.TypeID == channels.UnofficialChatapp && s.deps.Now().Sub(row.PlatformAt) > connector.RevokeWindow {

@@ -170,13 +170,20 @@ func (r *messageRow) target() Target {
 	return Target{ExternalID: deref(r.ExternalID), ContactKey: r.ContactKey, IsGroup: r.IsGroup}
 }
 
-func (r *messageRow) toDomain() Message {
-	// An id chosen by the sender (IDAssigner) is stored before the far side
-	// confirmed it; the message shows it only once it did.
-	ext := deref(r.ExternalID)
+// confirmedExternalID is the far side's id once it confirmed the message.
+// An id chosen by the sender (IDAssigner) is stored before that, but until
+// the far side accepted the message it is no external id in the document's
+// sense ("present only once the provider confirmed the message"): it is not
+// shown, and the message cannot be edited or revoked through it.
+func (r *messageRow) confirmedExternalID() string {
 	if r.StatusID == StatusPending {
-		ext = ""
+		return ""
 	}
+	return deref(r.ExternalID)
+}
+
+func (r *messageRow) toDomain() Message {
+	ext := r.confirmedExternalID()
 	return Message{
 		ID: r.ID, UUID: r.UUID, ExternalID: ext, OutcomeUnknown: r.OutcomeUnknown, CompanyID: r.CompanyID,
 		CompanyChannelID: r.CompanyChannelID, ContactChannelID: r.ContactChannelID, ContactKey: r.ContactKey,
