@@ -233,7 +233,7 @@ func TestAttemptOutcomes(t *testing.T) {
 		type want struct {
 			status int
 			ok     bool
-			retry  bool // a plain error: River runs attempt 2 at NextRetry
+			retry  bool // attempt 2 is scheduled
 			cancel bool
 		}
 		cases := []struct {
@@ -255,6 +255,7 @@ func TestAttemptOutcomes(t *testing.T) {
 			{"404 is not retried", 404, 0, "", want{404, false, false, true}},
 			{"410 is not retried", 410, 0, "", want{410, false, false, true}},
 			{"timeout is retried", 200, time.Second, "", want{0, false, true, false}},
+			{"refused destination is not retried", 0, 0, "http://10.0.0.1:9/hook", want{0, false, false, true}},
 			{"connection refused is retried", 0, 0, deadURL, want{0, false, true, false}},
 		}
 		for _, tc := range cases {
@@ -271,25 +272,24 @@ func TestAttemptOutcomes(t *testing.T) {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}); err != nil {
 				t.Fatal(err)
 			}
-			var mine webhooks.DeliveryArgs
-			for _, d := range b.takeDeliveries(t) {
-				if d.SubscriptionID == sub.ID {
-					mine = d
-				}
-			}
-			err := b.work(t, mine, 1)
-			got := want{ok: err == nil, cancel: isCancel(err), retry: err != nil && !isCancel(err) && !isSnooze(err)}
+			queued, _ := b.pendingOf(t, sub.ID)
+			b.deliver(t, sub.ID)
+			mine, retried := b.pendingOf(t, sub.ID)
 			log := b.log(t, sub.ID)
 			if len(log) != 1 {
 				t.Fatalf("%s: %d log entries", tc.name, len(log))
 			}
+			got := want{ok: log[0].Succeeded, retry: retried, cancel: !log[0].Succeeded && !retried}
+			if retried && (mine.Attempts != 1 || !mine.NextAttemptAt.Equal(b.clk.Now().Add(10*time.Second))) {
+				t.Errorf("%s: retry scheduled as %+v", tc.name, mine)
+			}
 			got.status = log[0].StatusCode
 			if got != tc.want {
-				t.Errorf("%s: got %+v (err %v), want %+v", tc.name, got, err, tc.want)
+				t.Errorf("%s: got %+v (error %s), want %+v", tc.name, got, deref(log[0].Error), tc.want)
 			}
 			e := log[0]
 			if e.Succeeded != tc.want.ok || (e.Error == nil) != tc.want.ok || (e.DeliveredAt != nil) != tc.want.ok ||
-				(e.NextRetryAt != nil) != tc.want.retry || e.Attempt != 1 || e.DeliveryID != mine.DeliveryID || e.Event != events.CrmBusinessWon {
+				(e.NextRetryAt != nil) != tc.want.retry || e.Attempt != 1 || e.DeliveryID != queued.DeliveryID || e.Event != events.CrmBusinessWon {
 				t.Errorf("%s: log entry %+v (error %v)", tc.name, e, deref(e.Error))
 			}
 			s := b.subscription(t, b.p, sub.ID)
@@ -326,21 +326,24 @@ func TestRetrySchedule(t *testing.T) {
 		if err := b.publish(t, webhooks.Event{Name: events.ContactImportCompleted, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.ContactImportCompleted]}); err != nil {
 			t.Fatal(err)
 		}
-		d := b.takeDeliveries(t)[0]
+		d, _ := b.pendingOf(t, sub.ID)
 		delays := []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute}
 		for attempt := 1; attempt <= 5; attempt++ {
-			err := b.work(t, d, attempt)
+			b.deliver(t, sub.ID)
+			p, queued := b.pendingOf(t, sub.ID)
 			if attempt < 5 {
-				if err == nil || isCancel(err) || isSnooze(err) {
-					t.Fatalf("attempt %d: %v, want a retryable error", attempt, err)
+				if want := b.clk.Now().Add(delays[attempt-1]); !queued || p.Attempts != attempt || !p.NextAttemptAt.Equal(want) {
+					t.Fatalf("attempt %d: queued %v as %+v, want attempt %d due %v", attempt, queued, p, attempt, want)
 				}
-				next := b.nextRetry(attempt)
-				if want := b.clk.Now().Add(delays[attempt-1]); !next.Equal(want) {
-					t.Errorf("attempt %d: next retry %v, want %v", attempt, next, want)
+				// Not due yet: nothing is sent.
+				b.clk.Advance(delays[attempt-1] - time.Second)
+				b.deliver(t, sub.ID)
+				if n := len(rcv.received()); n != attempt {
+					t.Fatalf("attempt %d: %d requests before the retry was due", attempt, n)
 				}
-				b.clk.Advance(delays[attempt-1])
-			} else if !isCancel(err) {
-				t.Fatalf("attempt 5: %v, want cancel (no attempt 6)", err)
+				b.clk.Advance(time.Second)
+			} else if queued {
+				t.Fatalf("attempt 5: still queued %+v (no attempt 6)", p)
 			}
 		}
 		hits := rcv.received()
@@ -400,13 +403,15 @@ func TestAutoDisable(t *testing.T) {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessLost, CompanyID: b.p.CompanyID, Data: data}); err != nil {
 				t.Fatal(err)
 			}
-			ds := b.takeDeliveries(t)
-			if len(ds) != 1 {
-				t.Fatalf("%d deliveries", len(ds))
+			// The event's last attempt: it fails, and the event with it.
+			if _, err := b.db.Bun.NewUpdate().Table("webhook_deliveries").Set("attempts = ?", webhooks.MaxAttempts-1).
+				Where("subscription_id = ?", sub.ID).Exec(context.Background()); err != nil {
+				t.Fatal(err)
 			}
 			b.clk.Advance(time.Minute)
-			if err := b.work(t, ds[0], webhooks.MaxAttempts); !isCancel(err) {
-				t.Fatalf("last attempt: %v", err)
+			b.deliver(t, sub.ID)
+			if p, queued := b.pendingOf(t, sub.ID); queued {
+				t.Fatalf("after the last attempt: still queued %+v", p)
 			}
 		}
 		for range 19 {
@@ -420,9 +425,7 @@ func TestAutoDisable(t *testing.T) {
 		if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessLost, CompanyID: b.p.CompanyID, Data: data}); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.work(t, b.takeDeliveries(t)[0], 1); err != nil {
-			t.Fatal(err)
-		}
+		b.deliver(t, sub.ID)
 		if s := b.subscription(t, b.p, sub.ID); s.FailureCount != 0 || s.LastSuccessAt == nil {
 			t.Fatalf("after a success: %+v", s)
 		}
@@ -448,12 +451,17 @@ func TestAutoDisable(t *testing.T) {
 			t.Errorf("%d deliveries queued to a disabled subscription", n)
 		}
 		before := len(rcv.received())
-		if err := b.work(t, webhooks.DeliveryArgs{SubscriptionID: sub.ID, DeliveryID: "00000000-0000-4000-8000-000000000000",
-			Event: events.CrmBusinessLost, Body: "{}"}, 2); !isCancel(err) {
-			t.Errorf("attempt on a disabled subscription: %v", err)
+		if _, err := b.db.Bun.NewRaw(`INSERT INTO webhook_deliveries (subscription_id, delivery_id, event, body, attempts, next_attempt_at, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, sub.ID, "00000000-0000-4000-8000-000000000000", events.CrmBusinessLost, "{}", 1, b.clk.Now(), b.clk.Now()).
+			Exec(context.Background()); err != nil {
+			t.Fatal(err)
 		}
+		b.deliver(t, sub.ID)
 		if len(rcv.received()) != before {
 			t.Error("a disabled subscription was called")
+		}
+		if p, queued := b.pendingOf(t, sub.ID); queued {
+			t.Errorf("a disabled subscription's retry stays queued: %+v", p)
 		}
 		// Re-enabling resets the count and the reason.
 		on := true
@@ -479,7 +487,7 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 		b := setup(t, db, setupOpts{})
 		ctx := context.Background()
 		data := exampleData(t)[events.CrmBusinessArchived]
-		start := func() (*receiver, webhooks.Subscription, webhooks.DeliveryArgs) {
+		start := func() (*receiver, webhooks.Subscription) {
 			rcv := newReceiver(t, "", b.clk.Now)
 			rcv.setAnswer(func(n int) int {
 				if n == 0 {
@@ -492,20 +500,15 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessArchived, CompanyID: b.p.CompanyID, Data: data}); err != nil {
 				t.Fatal(err)
 			}
-			var d webhooks.DeliveryArgs
-			for _, x := range b.takeDeliveries(t) {
-				if x.SubscriptionID == sub.ID {
-					d = x
-				}
+			b.deliver(t, sub.ID)
+			if p, queued := b.pendingOf(t, sub.ID); !queued || p.Attempts != 1 {
+				t.Fatalf("attempt 1 not scheduled for a retry: %+v", p)
 			}
-			if err := b.work(t, d, 1); err == nil || isCancel(err) {
-				t.Fatalf("attempt 1: %v", err)
-			}
-			return rcv, sub, d
+			return rcv, sub
 		}
 
 		t.Run("rotation", func(t *testing.T) {
-			rcv, sub, d := start()
+			rcv, sub := start()
 			old := rcv.received()[0]
 			_, secret, err := b.svc.RotateChannelWebhookSecret(ctx, b.p, sub.ID)
 			if err != nil {
@@ -513,8 +516,9 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 			}
 			rcv.setSecret(secret) // the subscriber now trusts only the new secret
 			b.clk.Advance(10 * time.Second)
-			if err := b.work(t, d, 2); err != nil {
-				t.Fatalf("attempt 2: %v", err)
+			b.deliver(t, sub.ID)
+			if len(rcv.received()) != 2 {
+				t.Fatalf("%d requests", len(rcv.received()))
 			}
 			got := rcv.received()[1]
 			if err := subscriber.Verify(secret, got.Header, got.Body, b.clk.Now(), time.Minute); err != nil {
@@ -526,13 +530,15 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 			}
 		})
 		t.Run("deletion", func(t *testing.T) {
-			rcv, sub, d := start()
+			rcv, sub := start()
 			if err := b.svc.DeleteChannelWebhook(ctx, b.p, sub.ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.work(t, d, 2); !isCancel(err) {
-				t.Errorf("attempt after delete: %v", err)
+			b.clk.Advance(10 * time.Second)
+			if p, queued := b.pendingOf(t, sub.ID); queued {
+				t.Errorf("retry of a deleted subscription still queued: %+v", p)
 			}
+			b.deliver(t, sub.ID)
 			if n := len(rcv.received()); n != 1 {
 				t.Errorf("receiver called %d times", n)
 			}
@@ -542,13 +548,15 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 			}
 		})
 		t.Run("disabling", func(t *testing.T) {
-			rcv, sub, d := start()
+			rcv, sub := start()
 			off := false
 			if _, err := b.svc.UpdateChannelWebhook(ctx, b.p, sub.ID, webhooks.UpdateInput{Enabled: &off}); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.work(t, d, 2); !isCancel(err) {
-				t.Errorf("attempt after disabling: %v", err)
+			b.clk.Advance(10 * time.Second)
+			b.deliver(t, sub.ID)
+			if p, queued := b.pendingOf(t, sub.ID); queued {
+				t.Errorf("retry of a disabled subscription still queued: %+v", p)
 			}
 			if n := len(rcv.received()); n != 1 {
 				t.Errorf("receiver called %d times", n)
@@ -557,57 +565,62 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 	})
 }
 
-// TestPerSubscriptionConcurrency: a slow receiver holds at most its share
-// of workers; extra attempts are snoozed (not counted as attempts) and
-// other subscriptions are served meanwhile.
-func TestPerSubscriptionConcurrency(t *testing.T) {
+// TestLaneFairnessAndBound runs the real River workers (two replicas on
+// PostgreSQL): a subscription whose receiver hangs holds at most its bound
+// of attempts in flight, across replicas, and a healthy subscription's
+// deliveries all arrive meanwhile, not queued behind the hung ones. Every
+// delivery ends with its log entry.
+func TestLaneFairnessAndBound(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		b := setup(t, db, setupOpts{webhooks: webhooks.Options{PerSubscriptionConcurrency: 2}})
+		const bound, total = 2, 20
+		opts := webhooks.Options{Now: time.Now, PerSubscriptionConcurrency: bound}
+		b := setup(t, db, setupOpts{work: true, webhooks: opts})
+		if db.Dialect == store.Postgres {
+			b.replica(t, opts)
+		}
 		release := make(chan struct{})
-		entered := make(chan struct{}, 10)
-		slow := newReceiver(t, "", b.clk.Now)
-		slow.setAnswer(func(int) int { entered <- struct{}{}; <-release; return 200 })
-		fast := newReceiver(t, "", b.clk.Now)
+		var mu sync.Mutex
+		inFlight, maxInFlight := 0, 0
+		slow := newReceiver(t, "", time.Now)
+		slow.setAnswer(func(int) int {
+			mu.Lock()
+			inFlight++
+			maxInFlight = max(maxInFlight, inFlight)
+			mu.Unlock()
+			<-release
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return 200
+		})
+		fast := newReceiver(t, "", time.Now)
 		slowSub, s1 := b.subscribe(t, b.p, webhooks.CreateInput{URL: slow.URL()})
 		fastSub, s2 := b.subscribe(t, b.p, webhooks.CreateInput{URL: fast.URL()})
 		slow.setSecret(s1)
 		fast.setSecret(s2)
-		for range 3 {
+		for range total {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessCreated, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessCreated]}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		var slowJobs, fastJobs []webhooks.DeliveryArgs
-		for _, d := range b.takeDeliveries(t) {
-			if d.SubscriptionID == slowSub.ID {
-				slowJobs = append(slowJobs, d)
-			} else if d.SubscriptionID == fastSub.ID {
-				fastJobs = append(fastJobs, d)
-			}
-		}
-		errs := make(chan error, 2)
-		for _, d := range slowJobs[:2] {
-			go func() { errs <- b.work(t, d, 1) }()
-		}
-		<-entered
-		<-entered
-		if err := b.work(t, slowJobs[2], 1); !isSnooze(err) {
-			t.Errorf("third concurrent attempt to the slow receiver: %v, want snooze", err)
-		}
-		for _, d := range fastJobs {
-			if err := b.work(t, d, 1); err != nil {
-				t.Errorf("fast receiver blocked: %v", err)
-			}
+		waitUntil(t, "the healthy receiver got every delivery", func() bool { return len(fast.received()) == total })
+		waitUntil(t, "the hung receiver holds its bound", func() bool { return len(slow.received()) >= bound })
+		mu.Lock()
+		held := maxInFlight
+		mu.Unlock()
+		if n := len(slow.received()); n != bound || held != bound {
+			t.Errorf("hung receiver: %d requests, %d at once; want %d", n, held, bound)
 		}
 		close(release)
-		for range 2 {
-			if err := <-errs; err != nil {
-				t.Error(err)
-			}
+		waitUntil(t, "the hung receiver got every delivery", func() bool { return len(slow.received()) == total })
+		for _, id := range []int64{slowSub.ID, fastSub.ID} {
+			waitUntil(t, "every delivery logged", func() bool { return len(b.log(t, id)) == total })
 		}
-		if err := b.work(t, slowJobs[2], 1); err != nil {
-			t.Errorf("after the slot freed: %v", err)
+		mu.Lock()
+		defer mu.Unlock()
+		if maxInFlight > bound {
+			t.Errorf("%d attempts in flight to one subscription, bound %d", maxInFlight, bound)
 		}
 	})
 }
@@ -646,7 +659,8 @@ func TestRetention(t *testing.T) {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}); err != nil {
 				t.Fatal(err)
 			}
-			_ = b.work(t, b.takeDeliveries(t)[0], 1)
+			b.deliver(t, sub.ID)
+			b.takeDeliveries(t) // retries are not part of this test
 		}
 		b.clk.Set(pruneAt)
 		n, err := b.svc.PruneDeliveryLog(context.Background())
