@@ -9,11 +9,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/clock"
@@ -766,4 +769,119 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestNeutralDestinationErrors: the delivery log never shows our resolver
+// or an internal address, and a refused destination reads exactly like a
+// name that does not resolve (issue 10.10).
+func TestNeutralDestinationErrors(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		guarded := netguard.New(nil).NewClient(netguard.ClientOptions{Timeout: 2 * time.Second})
+		b := setup(t, db, setupOpts{webhooks: webhooks.Options{Client: guarded}})
+		cases := []struct {
+			name  string
+			url   string
+			exact bool // the refusal text, not merely a neutral one
+		}{
+			{"private address", "http://10.0.0.1:9/hook", true},
+			{"metadata address", "http://169.254.169.254/latest", true},
+			{"name resolving inside", "http://localhost:9/hook", true},
+			{"name that does not resolve", "http://no-such-host.invalid/hook", false},
+		}
+		leaks := regexp.MustCompile(`lookup|:53\b|\d+\.\d+\.\d+\.\d+|localhost|no-such-host|dial`)
+		for _, tc := range cases {
+			sub, _ := b.subscribe(t, b.p, webhooks.CreateInput{URL: tc.url, Events: []string{events.CrmBusinessWon}})
+			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}); err != nil {
+				t.Fatal(err)
+			}
+			b.deliver(t, sub.ID)
+			log := b.log(t, sub.ID)
+			if len(log) != 1 || log[0].Error == nil {
+				t.Fatalf("%s: log %+v", tc.name, log)
+			}
+			msg := *log[0].Error
+			if leaks.MatchString(msg) || (tc.exact && msg != webhooks.MsgDestinationRefused) {
+				t.Errorf("%s: error %q, want %q", tc.name, msg, webhooks.MsgDestinationRefused)
+			}
+			if _, retried := b.pendingOf(t, sub.ID); tc.exact && retried {
+				t.Errorf("%s: a refused destination is retried", tc.name)
+			}
+		}
+	})
+}
+
+// statements counts the bun statements run on a database, by kind.
+type statements struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (s *statements) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (s *statements) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if op := e.Operation(); op == "BEGIN" || op == "COMMIT" || op == "ROLLBACK" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, e.Operation())
+}
+
+func (s *statements) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.seen
+	s.seen = nil
+	return out
+}
+
+// TestPublishCost: publishing on the send hot path costs one multi-row
+// INSERT in the caller's transaction once the company's subscriptions are
+// cached (plus one River insert, not a bun statement, when no lane is known
+// to run), and a subscription change made here applies to the very next
+// publish.
+func TestPublishCost(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db, setupOpts{})
+		for range 3 {
+			b.subscribe(t, b.p, webhooks.CreateInput{URL: "https://example.com/hook"})
+		}
+		hook := &statements{}
+		db.Bun.AddQueryHook(hook)
+		ev := webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}
+		publish := func() []string {
+			t.Helper()
+			hook.take()
+			if err := b.publish(t, ev); err != nil {
+				t.Fatal(err)
+			}
+			return hook.take()
+		}
+		if got := publish(); !slices.Equal(got, []string{"SELECT", "INSERT"}) {
+			t.Errorf("first publish ran %v, want the subscriptions read and one INSERT", got)
+		}
+		if got := publish(); !slices.Equal(got, []string{"INSERT"}) {
+			t.Errorf("cached publish ran %v, want one INSERT", got)
+		}
+		if n := len(b.takeDeliveries(t)); n != 6 {
+			t.Errorf("%d deliveries queued, want 6", n)
+		}
+		// A change through this process drops the cache at once.
+		added, _ := b.subscribe(t, b.p, webhooks.CreateInput{URL: "https://example.com/new"})
+		publish()
+		if _, ok := b.pendingOf(t, added.ID); !ok {
+			t.Error("a new subscription missed the next event")
+		}
+		off := false
+		if _, err := b.svc.UpdateChannelWebhook(context.Background(), b.p, added.ID, webhooks.UpdateInput{Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+		b.takeDeliveries(t)
+		publish()
+		if _, ok := b.pendingOf(t, added.ID); ok {
+			t.Error("a disabled subscription got the next event")
+		}
+	})
 }
