@@ -40,6 +40,7 @@ type bundle struct {
 	// other is a second company.
 	other auth.Principal
 	auth  *auth.Service
+	jobs  *jobs.Runner
 }
 
 type setupOpts struct {
@@ -60,35 +61,7 @@ func setup(t testing.TB, db *store.DB, o setupOpts) *bundle {
 	if opts.Now == nil {
 		opts.Now = b.clk.Now
 	}
-	if opts.Limiter == nil {
-		opts.Limiter = unlimited{} // tests poll the log; the limit has its own test
-	}
-	if opts.AllowCIDRs == nil {
-		opts.AllowCIDRs = loopback
-	}
-	b.svc = webhooks.NewService(db, opts)
-	workers := river.NewWorkers()
-	b.svc.AddWorkers(workers)
-	runner, err := jobs.New(db, jobs.Options{
-		Workers: workers, InsertOnly: !o.work, Logger: slog.New(slog.DiscardHandler), Periodic: b.svc.PeriodicJobs(),
-		Queues: map[string]river.QueueConfig{webhooks.QueueName: webhooks.Queue()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.svc.UseJobs(runner)
-	if o.work {
-		runCtx, cancel := context.WithCancel(ctx)
-		if err := runner.Start(runCtx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-			defer stop()
-			_ = runner.Stop(stopCtx)
-			cancel()
-		})
-	}
+	b.svc, b.jobs = newService(t, db, opts, o.work)
 	for i, name := range []string{"Acme", "Other"} {
 		res, err := b.auth.Bootstrap(ctx, name, name+"@example.test", auth.AllPermissions, 0)
 		if err != nil {
@@ -216,8 +189,19 @@ type receiver struct {
 	// answer decides the status of request n (0-based); 200 when nil.
 	answer func(n int) int
 	delay  time.Duration
+	// hold, when set, keeps every request open until it closes or the
+	// sender gives up; inFlight/maxInFlight count requests held at once.
+	hold                  chan struct{}
+	inFlight, maxInFlight int
 	// now is the receiver's clock for the timestamp check.
 	now func() time.Time
+}
+
+// held returns how many requests are held now and the most held at once.
+func (r *receiver) held() (now, most int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inFlight, r.maxInFlight
 }
 
 func newReceiver(t testing.TB, secret string, now func() time.Time) *receiver {
@@ -241,10 +225,23 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	n := len(r.hits)
 	r.hits = append(r.hits, hit{req.Header.Clone(), body})
-	secret, answer, delay := r.secret, r.answer, r.delay
+	secret, answer, delay, hold := r.secret, r.answer, r.delay, r.hold
+	if hold != nil {
+		r.inFlight++
+		r.maxInFlight = max(r.maxInFlight, r.inFlight)
+	}
 	r.mu.Unlock()
 	if delay > 0 {
 		time.Sleep(delay)
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-req.Context().Done(): // the attempt timed out
+		}
+		r.mu.Lock()
+		r.inFlight--
+		r.mu.Unlock()
 	}
 	event := req.Header.Get(webhooks.HeaderEvent)
 	if req.Method != http.MethodPost {
@@ -309,32 +306,44 @@ func exampleData(t testing.TB) map[string]json.RawMessage {
 // the same database, as a second gateway replica would.
 func (b *bundle) replica(t testing.TB, opts webhooks.Options) *webhooks.Service {
 	t.Helper()
+	svc, _ := newService(t, b.db, opts, true)
+	return svc
+}
+
+// newService builds the service and its River runner over db, and starts
+// the runner when work is set (stopped at cleanup).
+func newService(t testing.TB, db *store.DB, opts webhooks.Options, work bool) (*webhooks.Service, *jobs.Runner) {
+	t.Helper()
 	if opts.Limiter == nil {
-		opts.Limiter = unlimited{}
+		opts.Limiter = unlimited{} // tests poll the log; the limit has its own test
 	}
 	if opts.AllowCIDRs == nil {
 		opts.AllowCIDRs = loopback
 	}
-	svc := webhooks.NewService(b.db, opts)
+	svc := webhooks.NewService(db, opts)
 	workers := river.NewWorkers()
 	svc.AddWorkers(workers)
-	runner, err := jobs.New(b.db, jobs.Options{Workers: workers, Logger: slog.New(slog.DiscardHandler),
-		Queues: map[string]river.QueueConfig{webhooks.QueueName: webhooks.Queue()}})
+	runner, err := jobs.New(db, jobs.Options{
+		Workers: workers, InsertOnly: !work, Logger: slog.New(slog.DiscardHandler), Periodic: svc.PeriodicJobs(),
+		Queues: map[string]river.QueueConfig{webhooks.QueueName: webhooks.Queue()},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc.UseJobs(runner)
-	runCtx, cancel := context.WithCancel(context.Background())
-	if err := runner.Start(runCtx); err != nil {
-		t.Fatal(err)
+	if work {
+		runCtx, cancel := context.WithCancel(context.Background())
+		if err := runner.Start(runCtx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+			defer stop()
+			_ = runner.Stop(stopCtx)
+			cancel()
+		})
 	}
-	t.Cleanup(func() {
-		stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-		defer stop()
-		_ = runner.Stop(stopCtx)
-		cancel()
-	})
-	return svc
+	return svc, runner
 }
 
 // waitUntil polls cond until it holds, failing the test after a generous
