@@ -143,7 +143,10 @@ type result struct {
 func (s *Service) runLane(ctx context.Context, id int64, run laneRun) {
 	window := s.perSubscription * laneWindow
 	sem := make(chan struct{}, s.perSubscription)
+	// quit tells attempts still waiting for a slot not to start: once the
+	// lane is ending, only those already sending are waited for.
 	quit := make(chan struct{})
+	endNow := sync.OnceFunc(func() { close(quit) })
 	results := make(chan result, window)
 	held := map[int64]bool{} // fetched, outcome not yet written
 	var done []result
@@ -168,10 +171,21 @@ func (s *Service) runLane(ctx context.Context, id int64, run laneRun) {
 			done = done[:0]
 		}
 	}
+	end := func() {
+		ending = true
+		endNow()
+	}
+	stop, ctxDone := run.stop, ctx.Done()
+	var deadline <-chan time.Time
+	if !run.until.IsZero() {
+		t := time.NewTimer(time.Until(run.until))
+		defer t.Stop()
+		deadline = t.C
+	}
 	defer func() {
 		// Attempts not started are left due for the next lane; started ones
 		// finish (bounded by the attempt timeout) and are written.
-		close(quit)
+		endNow()
 		for len(held) > len(done) {
 			r := <-results
 			if r.skipped {
@@ -184,7 +198,7 @@ func (s *Service) runLane(ctx context.Context, id int64, run laneRun) {
 	}()
 	for {
 		if !ending && stopped() {
-			ending = true
+			end()
 		}
 		inFlight := len(held) - len(done)
 		if !ending && inFlight <= window/2 {
@@ -240,6 +254,15 @@ func (s *Service) runLane(ctx context.Context, id int64, run laneRun) {
 		case <-poll:
 		case <-due:
 			flush()
+		case <-deadline:
+			deadline = nil
+			end()
+		case <-stop:
+			stop = nil
+			end()
+		case <-ctxDone:
+			ctxDone = nil
+			end()
 		}
 	}
 }
