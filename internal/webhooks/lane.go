@@ -20,11 +20,18 @@ const (
 	// then hands over to a successor job, so the bound on a job's run
 	// (and on River's rescue after a crash) stays short.
 	laneRunFor = 20 * time.Second
-	// laneLinger is how long an idle lane keeps polling before it ends, so
-	// a steady stream of events does not pay a job start per event.
-	laneLinger = time.Second
-	// lanePoll is how often a lane looks for new due deliveries.
-	lanePoll = 10 * time.Millisecond
+	// laneLinger is the longest an idle lane keeps polling before it ends,
+	// so a steady stream of events does not pay a job start per event. A
+	// lane lingers a quarter of the time it has run (at least
+	// laneLingerMin): one started for a single event gives its River worker
+	// back almost at once, so many quiet subscriptions do not hold the
+	// queue's workers.
+	laneLinger    = time.Second
+	laneLingerMin = 20 * time.Millisecond
+	// lanePoll is how often a busy lane looks for new due deliveries; an
+	// idle one backs off, doubling up to lanePollIdle.
+	lanePoll     = 10 * time.Millisecond
+	lanePollIdle = 100 * time.Millisecond
 	// laneWindow × the per-subscription bound is how many deliveries a lane
 	// holds (sending or waiting for a sender) at a time.
 	laneWindow = 4
@@ -152,7 +159,8 @@ func (s *Service) runLane(ctx context.Context, id int64, run laneRun) {
 	var done []result
 	var firstDone time.Time
 	var target subscriptionRow
-	idleSince := time.Now()
+	started, idleSince := time.Now(), time.Now()
+	idlePoll := lanePoll
 	ending := false
 	stopped := func() bool {
 		select {
@@ -218,17 +226,19 @@ func (s *Service) runLane(ctx context.Context, id int64, run laneRun) {
 					go s.attempt(ctx, t, row, sem, quit, results)
 				}
 				if len(rows) > 0 {
-					idleSince = time.Now()
+					idleSince, idlePoll = time.Now(), lanePoll
 				}
 			}
 			inFlight = len(held) - len(done)
 		}
 		if inFlight == 0 {
 			flush()
-			if ending || time.Since(idleSince) >= run.linger {
+			linger := min(run.linger, max(laneLingerMin, time.Since(started)/4))
+			if ending || time.Since(idleSince) >= linger {
 				return
 			}
-			sleep(ctx, run.stop, lanePoll)
+			sleep(ctx, run.stop, idlePoll)
+			idlePoll = min(idlePoll*2, lanePollIdle)
 			continue
 		}
 		var poll, due <-chan time.Time
