@@ -96,12 +96,13 @@ func (w *laneWorker) Timeout(*river.Job[LaneArgs]) time.Duration {
 
 func (w *laneWorker) Work(ctx context.Context, job *river.Job[LaneArgs]) error {
 	s, id := w.s, job.Args.SubscriptionID
-	if !s.lanes.enter(id) {
+	st := s.lanes.enter(id)
+	if st == nil {
 		return nil // this process already runs it
 	}
-	defer s.lanes.leave(id)
+	defer s.lanes.leave(id, st)
 	s.runLane(ctx, id, laneRun{until: time.Now().Add(laneRunFor), linger: laneLinger, stop: s.stopping})
-	s.lanes.closing(id)
+	s.lanes.closing(st)
 	// Completing the job and checking for due work in one transaction: a
 	// publisher that requested this lane before the completion waits on its
 	// row and its deliveries are seen here; one after it inserts a new lane.
@@ -477,42 +478,47 @@ func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) {
 // one process.
 type lanes struct {
 	mu sync.Mutex
-	// running lanes accept new deliveries; closing ones are ending.
-	running map[int64]bool
+	// running maps a subscription to its lane here; a closing lane has
+	// finished its attempts and is handing over, so a successor may start.
+	running map[int64]*laneState
 	// requested: a lane was asked for (by this process) at that time.
 	requested map[int64]time.Time
 }
+
+type laneState struct{ closing bool }
 
 // requestHint is how long after asking for a lane this process assumes it
 // exists; the sweep covers the rare lane that ended meanwhile.
 const requestHint = 200 * time.Millisecond
 
 func newLanes() *lanes {
-	return &lanes{running: map[int64]bool{}, requested: map[int64]time.Time{}}
+	return &lanes{running: map[int64]*laneState{}, requested: map[int64]time.Time{}}
 }
 
-func (l *lanes) enter(id int64) bool {
+// enter registers a lane of id; nil when one is already running here.
+func (l *lanes) enter(id int64) *laneState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.running[id]; ok {
-		return false
+	if st, ok := l.running[id]; ok && !st.closing {
+		return nil
 	}
-	l.running[id] = true
-	return true
+	st := &laneState{}
+	l.running[id] = st
+	return st
 }
 
-func (l *lanes) closing(id int64) {
+func (l *lanes) closing(st *laneState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.running[id]; ok {
-		l.running[id] = false
+	st.closing = true
+}
+
+func (l *lanes) leave(id int64, st *laneState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running[id] == st {
+		delete(l.running, id)
 	}
-}
-
-func (l *lanes) leave(id int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.running, id)
 }
 
 // need returns the ids among ids that need a lane requested, and notes the
@@ -523,7 +529,7 @@ func (l *lanes) need(ids []int64) []int64 {
 	now := time.Now()
 	var out []int64
 	for _, id := range ids {
-		if l.running[id] {
+		if st, ok := l.running[id]; ok && !st.closing {
 			continue
 		}
 		if at, ok := l.requested[id]; ok && now.Sub(at) < requestHint {
