@@ -590,8 +590,9 @@ func TestLaneFairnessAndBound(t *testing.T) {
 		fastSub, s2 := b.subscribe(t, b.p, webhooks.CreateInput{URL: fast.URL()})
 		slow.setSecret(s1)
 		fast.setSecret(s2)
+		data := exampleData(t)[events.CrmBusinessCreated]
 		for range total {
-			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessCreated, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessCreated]}); err != nil {
+			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessCreated, CompanyID: b.p.CompanyID, Data: data}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -905,6 +906,44 @@ func TestLegacyDeliveryJobs(t *testing.T) {
 		if len(h) != 1 || h[0].Header.Get(webhooks.HeaderDelivery) != d.ID || h[0].Header.Get(webhooks.HeaderAttempt) != "1" ||
 			!bytes.Equal(h[0].Body, d.Body) {
 			t.Errorf("received %+v", h)
+		}
+	})
+}
+
+// TestLaneHandover: a lane that reaches the end of its run hands over to a
+// successor job; across the handovers every event arrives exactly once (no
+// two lanes of one subscription ever ran together) and is logged.
+func TestLaneHandover(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const total = 200
+		b := setup(t, db, setupOpts{work: true, webhooks: webhooks.Options{Now: time.Now, LaneRunFor: 50 * time.Millisecond}})
+		rcv := newReceiver(t, "", time.Now)
+		rcv.delay = 2 * time.Millisecond
+		sub, secret := b.subscribe(t, b.p, webhooks.CreateInput{URL: rcv.URL()})
+		rcv.setSecret(secret)
+		data := exampleData(t)[events.CrmBusinessWon]
+		for range total {
+			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: data}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitUntil(t, "every delivery logged", func() bool { return countSucceeded(b.log(t, sub.ID)) == total })
+		seen := map[string]int{}
+		for _, h := range rcv.received() {
+			seen[h.Header.Get(webhooks.HeaderDelivery)]++
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("delivery %s sent %d times", id, n)
+			}
+		}
+		lanes, err := db.Bun.NewSelect().Table("river_job").Where("kind = ?", webhooks.LaneArgs{}.Kind()).Count(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != total || lanes < 2 {
+			t.Errorf("%d deliveries by %d lane jobs, want %d by several", len(seen), lanes, total)
 		}
 	})
 }

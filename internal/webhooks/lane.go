@@ -101,8 +101,8 @@ func (w *laneWorker) Work(ctx context.Context, job *river.Job[LaneArgs]) error {
 		return nil // this process already runs it
 	}
 	defer s.lanes.leave(id, st)
-	s.runLane(ctx, id, laneRun{until: time.Now().Add(laneRunFor), linger: laneLinger, stop: s.stopping})
-	s.lanes.closing(st)
+	s.runLane(ctx, id, laneRun{until: time.Now().Add(s.laneRunFor), linger: laneLinger, stop: s.stopping})
+	s.lanes.closing(id, st)
 	// Completing the job and checking for due work in one transaction: a
 	// publisher that requested this lane before the completion waits on its
 	// row and its deliveries are seen here; one after it inserts a new lane.
@@ -504,13 +504,18 @@ func (l *lanes) enter(id int64) *laneState {
 	}
 	st := &laneState{}
 	l.running[id] = st
+	delete(l.requested, id) // the lane asked for is this one
 	return st
 }
 
-func (l *lanes) closing(st *laneState) {
+// closing marks the lane as handing over: from now on publishing asks for
+// a lane again, even if one was asked for a moment ago (it may have been
+// this one).
+func (l *lanes) closing(id int64, st *laneState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st.closing = true
+	delete(l.requested, id)
 }
 
 func (l *lanes) leave(id int64, st *laneState) {

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"github.com/chatmsg/gateway/internal/channels"
 	"log/slog"
@@ -79,6 +80,9 @@ type Options struct {
 	// (default 8). A subscription has one lane in the whole cluster, so the
 	// bound holds across replicas.
 	PerSubscriptionConcurrency int
+	// LaneRunFor replaces how long a lane works before it hands over to a
+	// successor (tests; default 20 s).
+	LaneRunFor time.Duration
 	// Client replaces the guarded HTTP client (tests only).
 	Client *http.Client
 	// Channels resolves company channel ids, so a subscription's channel
@@ -107,6 +111,7 @@ type Service struct {
 	channels ChannelLookup
 	// perSubscription is the in-flight bound of one subscription's lane.
 	perSubscription int
+	laneRunFor      time.Duration
 	subs            *subscriptionCache
 	lanes           *lanes
 	// stopping closes when the job runner stops: lanes wind down.
@@ -143,6 +148,7 @@ func NewService(db *store.DB, opts Options) *Service {
 	if s.perSubscription <= 0 {
 		s.perSubscription = DefaultPerSubscriptionConcurrency
 	}
+	s.laneRunFor = cmp.Or(opts.LaneRunFor, laneRunFor)
 	s.subs = newSubscriptionCache()
 	s.lanes = newLanes()
 	s.metrics = newMetrics(opts.Registerer)
