@@ -2239,7 +2239,7 @@ type WebhookDelivery struct {
 	DeliveryId openapi_types.UUID `json:"delivery_id"`
 	DurationMs int                `json:"duration_ms"`
 
-	// Error Why the attempt failed; null on success.
+	// Error Why the attempt failed; null on success. After an answer: `HTTP <status>`. Without one, a fixed text that names no address: `destination refused: the host is not allowed or could not be resolved` (the URL resolves to a non-public address, or does not resolve), `timeout: no answer within 10 seconds`, `connection refused`, `connection closed before an answer`, `TLS handshake failed`, `request failed` or `invalid url`.
 	Error *string `json:"error"`
 	Event string  `json:"event"`
 	Id    int     `json:"id"`

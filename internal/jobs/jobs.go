@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,6 +50,11 @@ type Runner struct {
 	working bool
 	pg      *river.Client[pgx.Tx]
 	lite    *river.Client[*sql.Tx]
+	// stopping closes when Stop begins, so long-running workers (webhook
+	// lanes) can wind down instead of holding the soft stop for their
+	// whole run.
+	stopping  chan struct{}
+	closeOnce sync.Once
 }
 
 // Migrate applies River's own migrations to db.
@@ -86,7 +92,7 @@ func New(db *store.DB, opts Options) (*Runner, error) {
 		FetchPollInterval:           opts.FetchPollInterval,
 		RescueStuckJobsAfter:        opts.RescueStuckJobsAfter,
 	}
-	r := &Runner{working: !opts.InsertOnly && opts.Workers != nil}
+	r := &Runner{working: !opts.InsertOnly && opts.Workers != nil, stopping: make(chan struct{})}
 	if r.working {
 		cfg.Workers = opts.Workers
 		cfg.Queues = opts.Queues
@@ -145,6 +151,25 @@ func (r *Runner) InsertMany(ctx context.Context, tx *store.Tx, params []river.In
 	return nil
 }
 
+// CompleteTx marks a running job completed inside tx, so the job's outcome
+// commits (or rolls back) together with what the worker wrote. Call it from
+// the job's Work: River finds its client in the worker's context.
+func CompleteTx[T river.JobArgs](ctx context.Context, tx *store.Tx, job *river.Job[T]) error {
+	var err error
+	switch dtx := tx.DriverTx.(type) {
+	case pgx.Tx:
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, dtx, job)
+	case *sql.Tx:
+		_, err = river.JobCompleteTx[*riversqlite.Driver](ctx, dtx, job)
+	default:
+		return fmt.Errorf("jobs: unsupported transaction %T", tx.DriverTx)
+	}
+	if err != nil {
+		return fmt.Errorf("complete job %d: %w", job.ID, err)
+	}
+	return nil
+}
+
 // Start begins working jobs until ctx ends or Stop is called.
 func (r *Runner) Start(ctx context.Context) error {
 	if !r.working {
@@ -156,8 +181,12 @@ func (r *Runner) Start(ctx context.Context) error {
 	return r.lite.Start(ctx)
 }
 
+// Stopping is closed when Stop begins.
+func (r *Runner) Stopping() <-chan struct{} { return r.stopping }
+
 // Stop waits for running jobs to finish (bounded by ctx), then returns.
 func (r *Runner) Stop(ctx context.Context) error {
+	r.closeOnce.Do(func() { close(r.stopping) })
 	if !r.working {
 		return nil
 	}

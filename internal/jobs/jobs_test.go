@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -58,6 +59,73 @@ func TestInsertFollowsTheTransaction(t *testing.T) {
 		}
 		if n != 2 {
 			t.Fatalf("river_job has %d probe jobs, want 2 (the rolled-back one must not exist)", n)
+		}
+	})
+}
+
+// selfCompleting completes its job inside a transaction of its own and then
+// fails: the job ends completed, because the completion committed with the
+// worker's transaction, not with River's bookkeeping of the error.
+type selfCompleting struct {
+	river.WorkerDefaults[probeArgs]
+	db  *store.DB
+	ran chan struct{}
+}
+
+func (w *selfCompleting) Work(ctx context.Context, job *river.Job[probeArgs]) error {
+	defer close(w.ran)
+	if err := w.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error { return jobs.CompleteTx(ctx, tx, job) }); err != nil {
+		return err
+	}
+	return errors.New("after the completion")
+}
+
+func TestCompleteTxAndStopping(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := jobs.Migrate(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		w := &selfCompleting{db: db, ran: make(chan struct{})}
+		workers := river.NewWorkers()
+		river.AddWorker(workers, w)
+		r, err := jobs.New(db, jobs.Options{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error { return r.Insert(ctx, tx, probeArgs{N: 1}, nil) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-w.ran:
+		case <-time.After(time.Minute):
+			t.Fatal("the job did not run")
+		}
+		select {
+		case <-r.Stopping():
+			t.Fatal("Stopping closed before Stop")
+		default:
+		}
+		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := r.Stop(stopCtx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-r.Stopping():
+		default:
+			t.Fatal("Stopping still open after Stop")
+		}
+		var state string
+		if err := db.Bun.NewSelect().Table("river_job").Column("state").Where("kind = ?", "probe").Scan(ctx, &state); err != nil {
+			t.Fatal(err)
+		}
+		if state != "completed" {
+			t.Errorf("job %s, want completed", state)
 		}
 	})
 }

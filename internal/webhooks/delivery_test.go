@@ -9,11 +9,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/clock"
@@ -233,7 +237,7 @@ func TestAttemptOutcomes(t *testing.T) {
 		type want struct {
 			status int
 			ok     bool
-			retry  bool // a plain error: River runs attempt 2 at NextRetry
+			retry  bool // attempt 2 is scheduled
 			cancel bool
 		}
 		cases := []struct {
@@ -255,6 +259,7 @@ func TestAttemptOutcomes(t *testing.T) {
 			{"404 is not retried", 404, 0, "", want{404, false, false, true}},
 			{"410 is not retried", 410, 0, "", want{410, false, false, true}},
 			{"timeout is retried", 200, time.Second, "", want{0, false, true, false}},
+			{"refused destination is not retried", 0, 0, "http://10.0.0.1:9/hook", want{0, false, false, true}},
 			{"connection refused is retried", 0, 0, deadURL, want{0, false, true, false}},
 		}
 		for _, tc := range cases {
@@ -271,25 +276,24 @@ func TestAttemptOutcomes(t *testing.T) {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}); err != nil {
 				t.Fatal(err)
 			}
-			var mine webhooks.DeliveryArgs
-			for _, d := range b.takeDeliveries(t) {
-				if d.SubscriptionID == sub.ID {
-					mine = d
-				}
-			}
-			err := b.work(t, mine, 1)
-			got := want{ok: err == nil, cancel: isCancel(err), retry: err != nil && !isCancel(err) && !isSnooze(err)}
+			queued, _ := b.pendingOf(t, sub.ID)
+			b.deliver(t, sub.ID)
+			mine, retried := b.pendingOf(t, sub.ID)
 			log := b.log(t, sub.ID)
 			if len(log) != 1 {
 				t.Fatalf("%s: %d log entries", tc.name, len(log))
 			}
+			got := want{ok: log[0].Succeeded, retry: retried, cancel: !log[0].Succeeded && !retried}
+			if retried && (mine.Attempts != 1 || !mine.NextAttemptAt.Equal(b.clk.Now().Add(10*time.Second))) {
+				t.Errorf("%s: retry scheduled as %+v", tc.name, mine)
+			}
 			got.status = log[0].StatusCode
 			if got != tc.want {
-				t.Errorf("%s: got %+v (err %v), want %+v", tc.name, got, err, tc.want)
+				t.Errorf("%s: got %+v (error %s), want %+v", tc.name, got, deref(log[0].Error), tc.want)
 			}
 			e := log[0]
 			if e.Succeeded != tc.want.ok || (e.Error == nil) != tc.want.ok || (e.DeliveredAt != nil) != tc.want.ok ||
-				(e.NextRetryAt != nil) != tc.want.retry || e.Attempt != 1 || e.DeliveryID != mine.DeliveryID || e.Event != events.CrmBusinessWon {
+				(e.NextRetryAt != nil) != tc.want.retry || e.Attempt != 1 || e.DeliveryID != queued.DeliveryID || e.Event != events.CrmBusinessWon {
 				t.Errorf("%s: log entry %+v (error %v)", tc.name, e, deref(e.Error))
 			}
 			s := b.subscription(t, b.p, sub.ID)
@@ -326,21 +330,24 @@ func TestRetrySchedule(t *testing.T) {
 		if err := b.publish(t, webhooks.Event{Name: events.ContactImportCompleted, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.ContactImportCompleted]}); err != nil {
 			t.Fatal(err)
 		}
-		d := b.takeDeliveries(t)[0]
+		d, _ := b.pendingOf(t, sub.ID)
 		delays := []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute}
 		for attempt := 1; attempt <= 5; attempt++ {
-			err := b.work(t, d, attempt)
+			b.deliver(t, sub.ID)
+			p, queued := b.pendingOf(t, sub.ID)
 			if attempt < 5 {
-				if err == nil || isCancel(err) || isSnooze(err) {
-					t.Fatalf("attempt %d: %v, want a retryable error", attempt, err)
+				if want := b.clk.Now().Add(delays[attempt-1]); !queued || p.Attempts != attempt || !p.NextAttemptAt.Equal(want) {
+					t.Fatalf("attempt %d: queued %v as %+v, want attempt %d due %v", attempt, queued, p, attempt, want)
 				}
-				next := b.nextRetry(attempt)
-				if want := b.clk.Now().Add(delays[attempt-1]); !next.Equal(want) {
-					t.Errorf("attempt %d: next retry %v, want %v", attempt, next, want)
+				// Not due yet: nothing is sent.
+				b.clk.Advance(delays[attempt-1] - time.Second)
+				b.deliver(t, sub.ID)
+				if n := len(rcv.received()); n != attempt {
+					t.Fatalf("attempt %d: %d requests before the retry was due", attempt, n)
 				}
-				b.clk.Advance(delays[attempt-1])
-			} else if !isCancel(err) {
-				t.Fatalf("attempt 5: %v, want cancel (no attempt 6)", err)
+				b.clk.Advance(time.Second)
+			} else if queued {
+				t.Fatalf("attempt 5: still queued %+v (no attempt 6)", p)
 			}
 		}
 		hits := rcv.received()
@@ -400,13 +407,15 @@ func TestAutoDisable(t *testing.T) {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessLost, CompanyID: b.p.CompanyID, Data: data}); err != nil {
 				t.Fatal(err)
 			}
-			ds := b.takeDeliveries(t)
-			if len(ds) != 1 {
-				t.Fatalf("%d deliveries", len(ds))
+			// The event's last attempt: it fails, and the event with it.
+			if _, err := b.db.Bun.NewUpdate().Table("webhook_deliveries").Set("attempts = ?", webhooks.MaxAttempts-1).
+				Where("subscription_id = ?", sub.ID).Exec(context.Background()); err != nil {
+				t.Fatal(err)
 			}
 			b.clk.Advance(time.Minute)
-			if err := b.work(t, ds[0], webhooks.MaxAttempts); !isCancel(err) {
-				t.Fatalf("last attempt: %v", err)
+			b.deliver(t, sub.ID)
+			if p, queued := b.pendingOf(t, sub.ID); queued {
+				t.Fatalf("after the last attempt: still queued %+v", p)
 			}
 		}
 		for range 19 {
@@ -420,9 +429,7 @@ func TestAutoDisable(t *testing.T) {
 		if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessLost, CompanyID: b.p.CompanyID, Data: data}); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.work(t, b.takeDeliveries(t)[0], 1); err != nil {
-			t.Fatal(err)
-		}
+		b.deliver(t, sub.ID)
 		if s := b.subscription(t, b.p, sub.ID); s.FailureCount != 0 || s.LastSuccessAt == nil {
 			t.Fatalf("after a success: %+v", s)
 		}
@@ -448,12 +455,17 @@ func TestAutoDisable(t *testing.T) {
 			t.Errorf("%d deliveries queued to a disabled subscription", n)
 		}
 		before := len(rcv.received())
-		if err := b.work(t, webhooks.DeliveryArgs{SubscriptionID: sub.ID, DeliveryID: "00000000-0000-4000-8000-000000000000",
-			Event: events.CrmBusinessLost, Body: "{}"}, 2); !isCancel(err) {
-			t.Errorf("attempt on a disabled subscription: %v", err)
+		if _, err := b.db.Bun.NewRaw(`INSERT INTO webhook_deliveries (subscription_id, delivery_id, event, body, attempts, next_attempt_at, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, sub.ID, "00000000-0000-4000-8000-000000000000", events.CrmBusinessLost, "{}", 1, b.clk.Now(), b.clk.Now()).
+			Exec(context.Background()); err != nil {
+			t.Fatal(err)
 		}
+		b.deliver(t, sub.ID)
 		if len(rcv.received()) != before {
 			t.Error("a disabled subscription was called")
+		}
+		if p, queued := b.pendingOf(t, sub.ID); queued {
+			t.Errorf("a disabled subscription's retry stays queued: %+v", p)
 		}
 		// Re-enabling resets the count and the reason.
 		on := true
@@ -479,7 +491,7 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 		b := setup(t, db, setupOpts{})
 		ctx := context.Background()
 		data := exampleData(t)[events.CrmBusinessArchived]
-		start := func() (*receiver, webhooks.Subscription, webhooks.DeliveryArgs) {
+		start := func() (*receiver, webhooks.Subscription) {
 			rcv := newReceiver(t, "", b.clk.Now)
 			rcv.setAnswer(func(n int) int {
 				if n == 0 {
@@ -492,20 +504,15 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessArchived, CompanyID: b.p.CompanyID, Data: data}); err != nil {
 				t.Fatal(err)
 			}
-			var d webhooks.DeliveryArgs
-			for _, x := range b.takeDeliveries(t) {
-				if x.SubscriptionID == sub.ID {
-					d = x
-				}
+			b.deliver(t, sub.ID)
+			if p, queued := b.pendingOf(t, sub.ID); !queued || p.Attempts != 1 {
+				t.Fatalf("attempt 1 not scheduled for a retry: %+v", p)
 			}
-			if err := b.work(t, d, 1); err == nil || isCancel(err) {
-				t.Fatalf("attempt 1: %v", err)
-			}
-			return rcv, sub, d
+			return rcv, sub
 		}
 
 		t.Run("rotation", func(t *testing.T) {
-			rcv, sub, d := start()
+			rcv, sub := start()
 			old := rcv.received()[0]
 			_, secret, err := b.svc.RotateChannelWebhookSecret(ctx, b.p, sub.ID)
 			if err != nil {
@@ -513,8 +520,9 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 			}
 			rcv.setSecret(secret) // the subscriber now trusts only the new secret
 			b.clk.Advance(10 * time.Second)
-			if err := b.work(t, d, 2); err != nil {
-				t.Fatalf("attempt 2: %v", err)
+			b.deliver(t, sub.ID)
+			if len(rcv.received()) != 2 {
+				t.Fatalf("%d requests", len(rcv.received()))
 			}
 			got := rcv.received()[1]
 			if err := subscriber.Verify(secret, got.Header, got.Body, b.clk.Now(), time.Minute); err != nil {
@@ -526,13 +534,15 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 			}
 		})
 		t.Run("deletion", func(t *testing.T) {
-			rcv, sub, d := start()
+			rcv, sub := start()
 			if err := b.svc.DeleteChannelWebhook(ctx, b.p, sub.ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.work(t, d, 2); !isCancel(err) {
-				t.Errorf("attempt after delete: %v", err)
+			b.clk.Advance(10 * time.Second)
+			if p, queued := b.pendingOf(t, sub.ID); queued {
+				t.Errorf("retry of a deleted subscription still queued: %+v", p)
 			}
+			b.deliver(t, sub.ID)
 			if n := len(rcv.received()); n != 1 {
 				t.Errorf("receiver called %d times", n)
 			}
@@ -542,13 +552,15 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 			}
 		})
 		t.Run("disabling", func(t *testing.T) {
-			rcv, sub, d := start()
+			rcv, sub := start()
 			off := false
 			if _, err := b.svc.UpdateChannelWebhook(ctx, b.p, sub.ID, webhooks.UpdateInput{Enabled: &off}); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.work(t, d, 2); !isCancel(err) {
-				t.Errorf("attempt after disabling: %v", err)
+			b.clk.Advance(10 * time.Second)
+			b.deliver(t, sub.ID)
+			if p, queued := b.pendingOf(t, sub.ID); queued {
+				t.Errorf("retry of a disabled subscription still queued: %+v", p)
 			}
 			if n := len(rcv.received()); n != 1 {
 				t.Errorf("receiver called %d times", n)
@@ -557,59 +569,58 @@ func TestPendingRetriesFollowChanges(t *testing.T) {
 	})
 }
 
-// TestPerSubscriptionConcurrency: a slow receiver holds at most its share
-// of workers; extra attempts are snoozed (not counted as attempts) and
-// other subscriptions are served meanwhile.
-func TestPerSubscriptionConcurrency(t *testing.T) {
+// TestLaneFairnessAndBound runs the real River workers (two replicas on
+// PostgreSQL): a subscription whose receiver hangs holds at most its bound
+// of attempts in flight, across replicas, and a healthy subscription's
+// deliveries all arrive meanwhile, not queued behind the hung ones. Every
+// delivery ends with a successful log entry once the receiver recovers.
+func TestLaneFairnessAndBound(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		b := setup(t, db, setupOpts{webhooks: webhooks.Options{PerSubscriptionConcurrency: 2}})
-		release := make(chan struct{})
-		entered := make(chan struct{}, 10)
-		slow := newReceiver(t, "", b.clk.Now)
-		slow.setAnswer(func(int) int { entered <- struct{}{}; <-release; return 200 })
-		fast := newReceiver(t, "", b.clk.Now)
+		const bound, total = 2, 20
+		opts := webhooks.Options{Now: time.Now, PerSubscriptionConcurrency: bound}
+		b := setup(t, db, setupOpts{work: true, webhooks: opts})
+		if db.Dialect == store.Postgres {
+			b.replica(t, opts)
+		}
+		slow := newReceiver(t, "", time.Now)
+		slow.hold = make(chan struct{})
+		fast := newReceiver(t, "", time.Now)
 		slowSub, s1 := b.subscribe(t, b.p, webhooks.CreateInput{URL: slow.URL()})
 		fastSub, s2 := b.subscribe(t, b.p, webhooks.CreateInput{URL: fast.URL()})
 		slow.setSecret(s1)
 		fast.setSecret(s2)
-		for range 3 {
-			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessCreated, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessCreated]}); err != nil {
+		data := exampleData(t)[events.CrmBusinessCreated]
+		for range total {
+			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessCreated, CompanyID: b.p.CompanyID, Data: data}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		var slowJobs, fastJobs []webhooks.DeliveryArgs
-		for _, d := range b.takeDeliveries(t) {
-			if d.SubscriptionID == slowSub.ID {
-				slowJobs = append(slowJobs, d)
-			} else if d.SubscriptionID == fastSub.ID {
-				fastJobs = append(fastJobs, d)
-			}
+		waitUntil(t, "the healthy receiver got every delivery", func() bool { return len(fast.received()) == total })
+		waitUntil(t, "the hung receiver holds its bound", func() bool { now, _ := slow.held(); return now == bound })
+		// Nothing reached the hung receiver's answer yet: the healthy
+		// deliveries were not queued behind it.
+		if n := countSucceeded(b.log(t, slowSub.ID)); n != 0 {
+			t.Errorf("%d hung deliveries succeeded before the healthy ones were all in", n)
 		}
-		errs := make(chan error, 2)
-		for _, d := range slowJobs[:2] {
-			go func() { errs <- b.work(t, d, 1) }()
+		close(slow.hold)
+		for _, id := range []int64{slowSub.ID, fastSub.ID} {
+			waitUntil(t, "every delivery logged as delivered", func() bool { return countSucceeded(b.log(t, id)) == total })
 		}
-		<-entered
-		<-entered
-		if err := b.work(t, slowJobs[2], 1); !isSnooze(err) {
-			t.Errorf("third concurrent attempt to the slow receiver: %v, want snooze", err)
-		}
-		for _, d := range fastJobs {
-			if err := b.work(t, d, 1); err != nil {
-				t.Errorf("fast receiver blocked: %v", err)
-			}
-		}
-		close(release)
-		for range 2 {
-			if err := <-errs; err != nil {
-				t.Error(err)
-			}
-		}
-		if err := b.work(t, slowJobs[2], 1); err != nil {
-			t.Errorf("after the slot freed: %v", err)
+		if _, most := slow.held(); most != bound {
+			t.Errorf("%d attempts in flight to one subscription at most, want its bound %d", most, bound)
 		}
 	})
+}
+
+func countSucceeded(log []webhooks.LogEntry) int {
+	n := 0
+	for _, e := range log {
+		if e.Succeeded {
+			n++
+		}
+	}
+	return n
 }
 
 func TestRetention(t *testing.T) {
@@ -646,7 +657,8 @@ func TestRetention(t *testing.T) {
 			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}); err != nil {
 				t.Fatal(err)
 			}
-			_ = b.work(t, b.takeDeliveries(t)[0], 1)
+			b.deliver(t, sub.ID)
+			b.takeDeliveries(t) // retries are not part of this test
 		}
 		b.clk.Set(pruneAt)
 		n, err := b.svc.PruneDeliveryLog(context.Background())
@@ -752,4 +764,186 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestNeutralDestinationErrors: the delivery log never shows our resolver
+// or an internal address, and a refused destination reads exactly like a
+// name that does not resolve (issue 10.10).
+func TestNeutralDestinationErrors(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		guarded := netguard.New(nil).NewClient(netguard.ClientOptions{Timeout: 2 * time.Second})
+		b := setup(t, db, setupOpts{webhooks: webhooks.Options{Client: guarded}})
+		cases := []struct {
+			name  string
+			url   string
+			exact bool // the refusal text, not merely a neutral one
+		}{
+			{"private address", "http://10.0.0.1:9/hook", true},
+			{"metadata address", "http://169.254.169.254/latest", true},
+			{"name resolving inside", "http://localhost:9/hook", true},
+			{"name that does not resolve", "http://no-such-host.invalid/hook", false},
+		}
+		leaks := regexp.MustCompile(`lookup|:53\b|\d+\.\d+\.\d+\.\d+|localhost|no-such-host|dial`)
+		for _, tc := range cases {
+			sub, _ := b.subscribe(t, b.p, webhooks.CreateInput{URL: tc.url, Events: []string{events.CrmBusinessWon}})
+			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}); err != nil {
+				t.Fatal(err)
+			}
+			b.deliver(t, sub.ID)
+			log := b.log(t, sub.ID)
+			if len(log) != 1 || log[0].Error == nil {
+				t.Fatalf("%s: log %+v", tc.name, log)
+			}
+			msg := *log[0].Error
+			if leaks.MatchString(msg) || (tc.exact && msg != webhooks.MsgDestinationRefused) {
+				t.Errorf("%s: error %q, want %q", tc.name, msg, webhooks.MsgDestinationRefused)
+			}
+			if _, retried := b.pendingOf(t, sub.ID); tc.exact && retried {
+				t.Errorf("%s: a refused destination is retried", tc.name)
+			}
+		}
+	})
+}
+
+// statements counts the bun statements run on a database, by kind.
+type statements struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (s *statements) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (s *statements) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if op := e.Operation(); op == "BEGIN" || op == "COMMIT" || op == "ROLLBACK" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, e.Operation())
+}
+
+func (s *statements) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.seen
+	s.seen = nil
+	return out
+}
+
+// TestPublishCost: publishing on the send hot path costs one multi-row
+// INSERT in the caller's transaction once the company's subscriptions are
+// cached (plus one River insert, not a bun statement, when no lane is known
+// to run), and a subscription change made here applies to the very next
+// publish.
+func TestPublishCost(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db, setupOpts{})
+		for range 3 {
+			b.subscribe(t, b.p, webhooks.CreateInput{URL: "https://example.com/hook"})
+		}
+		hook := &statements{}
+		db.Bun.AddQueryHook(hook)
+		ev := webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}
+		publish := func() []string {
+			t.Helper()
+			hook.take()
+			if err := b.publish(t, ev); err != nil {
+				t.Fatal(err)
+			}
+			return hook.take()
+		}
+		if got := publish(); !slices.Equal(got, []string{"SELECT", "INSERT"}) {
+			t.Errorf("first publish ran %v, want the subscriptions read and one INSERT", got)
+		}
+		if got := publish(); !slices.Equal(got, []string{"INSERT"}) {
+			t.Errorf("cached publish ran %v, want one INSERT", got)
+		}
+		if n := len(b.takeDeliveries(t)); n != 6 {
+			t.Errorf("%d deliveries queued, want 6", n)
+		}
+		// A change through this process drops the cache at once.
+		added, _ := b.subscribe(t, b.p, webhooks.CreateInput{URL: "https://example.com/new"})
+		publish()
+		if _, ok := b.pendingOf(t, added.ID); !ok {
+			t.Error("a new subscription missed the next event")
+		}
+		off := false
+		if _, err := b.svc.UpdateChannelWebhook(context.Background(), b.p, added.ID, webhooks.UpdateInput{Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+		b.takeDeliveries(t)
+		publish()
+		if _, ok := b.pendingOf(t, added.ID); ok {
+			t.Error("a disabled subscription got the next event")
+		}
+	})
+}
+
+// TestLegacyDeliveryJobs: a delivery job of the previous design, still
+// queued at the upgrade, is delivered with its attempt count and logged.
+func TestLegacyDeliveryJobs(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db, setupOpts{work: true, webhooks: webhooks.Options{Now: time.Now}})
+		rcv := newReceiver(t, "", time.Now)
+		sub, secret := b.subscribe(t, b.p, webhooks.CreateInput{URL: rcv.URL()})
+		rcv.setSecret(secret)
+		d, err := webhooks.NewDelivery(webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID,
+			Data: exampleData(t)[events.CrmBusinessWon]}, "3b0c8a52-1d1e-4c39-9a51-2f1f7d6f0b11", clock.Formatter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.InTx(context.Background(), func(ctx context.Context, tx *store.Tx) error {
+			return b.jobs.Insert(ctx, tx, webhooks.DeliveryArgs{SubscriptionID: sub.ID, DeliveryID: d.ID, Event: d.Event, Body: string(d.Body)},
+				&river.InsertOpts{Queue: webhooks.QueueName, MaxAttempts: webhooks.MaxAttempts})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the queued job delivered and logged", func() bool { return len(b.log(t, sub.ID)) == 1 })
+		h := rcv.received()
+		if len(h) != 1 || h[0].Header.Get(webhooks.HeaderDelivery) != d.ID || h[0].Header.Get(webhooks.HeaderAttempt) != "1" ||
+			!bytes.Equal(h[0].Body, d.Body) {
+			t.Errorf("received %+v", h)
+		}
+	})
+}
+
+// TestLaneHandover: a lane that reaches the end of its run hands over to a
+// successor job; across the handovers every event arrives exactly once (no
+// two lanes of one subscription ever ran together) and is logged.
+func TestLaneHandover(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const total = 200
+		b := setup(t, db, setupOpts{work: true, webhooks: webhooks.Options{Now: time.Now, LaneRunFor: 50 * time.Millisecond}})
+		rcv := newReceiver(t, "", time.Now)
+		rcv.delay = 2 * time.Millisecond
+		sub, secret := b.subscribe(t, b.p, webhooks.CreateInput{URL: rcv.URL()})
+		rcv.setSecret(secret)
+		data := exampleData(t)[events.CrmBusinessWon]
+		for range total {
+			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: data}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitUntil(t, "every delivery logged", func() bool { return countSucceeded(b.log(t, sub.ID)) == total })
+		seen := map[string]int{}
+		for _, h := range rcv.received() {
+			seen[h.Header.Get(webhooks.HeaderDelivery)]++
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("delivery %s sent %d times", id, n)
+			}
+		}
+		lanes, err := db.Bun.NewSelect().Table("river_job").Where("kind = ?", webhooks.LaneArgs{}.Kind()).Count(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != total || lanes < 2 {
+			t.Errorf("%d deliveries by %d lane jobs, want %d by several", len(seen), lanes, total)
+		}
+	})
 }

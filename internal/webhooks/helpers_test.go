@@ -3,7 +3,6 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"io"
 	"log/slog"
@@ -15,8 +14,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
-	"github.com/uptrace/bun"
 	"gopkg.in/yaml.v3"
 
 	"github.com/chatmsg/gateway/asyncapi"
@@ -43,6 +40,7 @@ type bundle struct {
 	// other is a second company.
 	other auth.Principal
 	auth  *auth.Service
+	jobs  *jobs.Runner
 }
 
 type setupOpts struct {
@@ -63,35 +61,7 @@ func setup(t testing.TB, db *store.DB, o setupOpts) *bundle {
 	if opts.Now == nil {
 		opts.Now = b.clk.Now
 	}
-	if opts.Limiter == nil {
-		opts.Limiter = unlimited{} // tests poll the log; the limit has its own test
-	}
-	if opts.AllowCIDRs == nil {
-		opts.AllowCIDRs = loopback
-	}
-	b.svc = webhooks.NewService(db, opts)
-	workers := river.NewWorkers()
-	b.svc.AddWorkers(workers)
-	runner, err := jobs.New(db, jobs.Options{
-		Workers: workers, InsertOnly: !o.work, Logger: slog.New(slog.DiscardHandler), Periodic: b.svc.PeriodicJobs(),
-		Queues: map[string]river.QueueConfig{webhooks.QueueName: webhooks.Queue()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.svc.UseJobs(runner)
-	if o.work {
-		runCtx, cancel := context.WithCancel(ctx)
-		if err := runner.Start(runCtx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-			defer stop()
-			_ = runner.Stop(stopCtx)
-			cancel()
-		})
-	}
+	b.svc, b.jobs = newService(t, db, opts, o.work)
 	for i, name := range []string{"Acme", "Other"} {
 		res, err := b.auth.Bootstrap(ctx, name, name+"@example.test", auth.AllPermissions, 0)
 		if err != nil {
@@ -131,54 +101,43 @@ func (b *bundle) publish(t testing.TB, ev webhooks.Event) error {
 	})
 }
 
-// takeDeliveries returns the delivery jobs queued since the last call (and
-// removes them, so tests drive the worker by hand).
-func (b *bundle) takeDeliveries(t testing.TB) []webhooks.DeliveryArgs {
+// pending returns the queued deliveries.
+func (b *bundle) pending(t testing.TB) []webhooks.Pending {
 	t.Helper()
-	ctx := context.Background()
-	var rows []struct {
-		ID   int64  `bun:"id"`
-		Args []byte `bun:"args"`
-	}
-	args := "args"
-	if b.db.Dialect == store.SQLite {
-		args = "json(args) AS args" // River keeps SQLite JSON in binary form
-	}
-	if err := b.db.Bun.NewSelect().Table("river_job").Column("id").ColumnExpr(args).Where("kind = ?", webhooks.DeliveryArgs{}.Kind()).
-		Order("id").Scan(ctx, &rows); err != nil {
+	rows, err := b.svc.PendingDeliveries(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]webhooks.DeliveryArgs, len(rows))
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		if err := json.Unmarshal(r.Args, &out[i]); err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = r.ID
-	}
-	if len(ids) > 0 {
-		if _, err := b.db.Bun.NewDelete().Table("river_job").Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return rows
 }
 
-// work runs attempt n of a delivery through the worker, as River would.
-func (b *bundle) work(t testing.TB, a webhooks.DeliveryArgs, attempt int) error {
+// takeDeliveries returns the deliveries queued since the last call and
+// removes them (tests that only check what publishing queued).
+func (b *bundle) takeDeliveries(t testing.TB) []webhooks.Pending {
 	t.Helper()
-	now := b.clk.Now()
-	job := &river.Job[webhooks.DeliveryArgs]{
-		JobRow: &rivertype.JobRow{ID: 1, Attempt: attempt, MaxAttempts: webhooks.MaxAttempts, AttemptedAt: &now,
-			Kind: a.Kind(), Queue: webhooks.QueueName, Metadata: []byte("{}")},
-		Args: a,
+	rows := b.pending(t)
+	if _, err := b.db.Bun.NewDelete().Table("webhook_deliveries").Where("TRUE").Exec(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	return b.svc.DeliveryWorker().Work(context.Background(), job)
+	return rows
 }
 
-func (b *bundle) nextRetry(attempt int) time.Time {
-	job := &river.Job[webhooks.DeliveryArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: webhooks.MaxAttempts}}
-	return b.svc.DeliveryWorker().NextRetry(job)
+// pendingOf returns the one queued delivery of subscription id, if any.
+func (b *bundle) pendingOf(t testing.TB, id int64) (webhooks.Pending, bool) {
+	t.Helper()
+	for _, p := range b.pending(t) {
+		if p.SubscriptionID == id {
+			return p, true
+		}
+	}
+	return webhooks.Pending{}, false
+}
+
+// deliver runs subscription id's lane by hand: one attempt of every due
+// delivery, outcomes written.
+func (b *bundle) deliver(t testing.TB, id int64) {
+	t.Helper()
+	b.svc.DeliverDue(context.Background(), id)
 }
 
 // subscription reads a subscription back through the service.
@@ -206,16 +165,6 @@ func (b *bundle) log(t testing.TB, id int64) []webhooks.LogEntry {
 	return list
 }
 
-func isCancel(err error) bool {
-	var ce *river.JobCancelError
-	return errors.As(err, &ce)
-}
-
-func isSnooze(err error) bool {
-	var se *river.JobSnoozeError
-	return errors.As(err, &se)
-}
-
 type unlimited struct{}
 
 func (unlimited) Allow(context.Context, string, int, time.Duration) (bool, time.Duration, error) {
@@ -240,8 +189,19 @@ type receiver struct {
 	// answer decides the status of request n (0-based); 200 when nil.
 	answer func(n int) int
 	delay  time.Duration
+	// hold, when set, keeps every request open until it closes or the
+	// sender gives up; inFlight/maxInFlight count requests held at once.
+	hold                  chan struct{}
+	inFlight, maxInFlight int
 	// now is the receiver's clock for the timestamp check.
 	now func() time.Time
+}
+
+// held returns how many requests are held now and the most held at once.
+func (r *receiver) held() (now, most int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inFlight, r.maxInFlight
 }
 
 func newReceiver(t testing.TB, secret string, now func() time.Time) *receiver {
@@ -265,10 +225,23 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	n := len(r.hits)
 	r.hits = append(r.hits, hit{req.Header.Clone(), body})
-	secret, answer, delay := r.secret, r.answer, r.delay
+	secret, answer, delay, hold := r.secret, r.answer, r.delay, r.hold
+	if hold != nil {
+		r.inFlight++
+		r.maxInFlight = max(r.maxInFlight, r.inFlight)
+	}
 	r.mu.Unlock()
 	if delay > 0 {
 		time.Sleep(delay)
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-req.Context().Done(): // the attempt timed out
+		}
+		r.mu.Lock()
+		r.inFlight--
+		r.mu.Unlock()
 	}
 	event := req.Header.Get(webhooks.HeaderEvent)
 	if req.Method != http.MethodPost {
@@ -327,4 +300,61 @@ func exampleData(t testing.TB) map[string]json.RawMessage {
 		out[m.Name] = b
 	}
 	return out
+}
+
+// replica starts a second service with its own working River client on
+// the same database, as a second gateway replica would.
+func (b *bundle) replica(t testing.TB, opts webhooks.Options) *webhooks.Service {
+	t.Helper()
+	svc, _ := newService(t, b.db, opts, true)
+	return svc
+}
+
+// newService builds the service and its River runner over db, and starts
+// the runner when work is set (stopped at cleanup).
+func newService(t testing.TB, db *store.DB, opts webhooks.Options, work bool) (*webhooks.Service, *jobs.Runner) {
+	t.Helper()
+	if opts.Limiter == nil {
+		opts.Limiter = unlimited{} // tests poll the log; the limit has its own test
+	}
+	if opts.AllowCIDRs == nil {
+		opts.AllowCIDRs = loopback
+	}
+	svc := webhooks.NewService(db, opts)
+	workers := river.NewWorkers()
+	svc.AddWorkers(workers)
+	runner, err := jobs.New(db, jobs.Options{
+		Workers: workers, InsertOnly: !work, Logger: slog.New(slog.DiscardHandler), Periodic: svc.PeriodicJobs(),
+		Queues: map[string]river.QueueConfig{webhooks.QueueName: webhooks.Queue()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.UseJobs(runner)
+	if work {
+		runCtx, cancel := context.WithCancel(context.Background())
+		if err := runner.Start(runCtx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+			defer stop()
+			_ = runner.Stop(stopCtx)
+			cancel()
+		})
+	}
+	return svc, runner
+}
+
+// waitUntil polls cond until it holds, failing the test after a generous
+// bound (a hang, not a speed check).
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

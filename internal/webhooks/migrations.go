@@ -89,4 +89,40 @@ CREATE TABLE webhook_delivery_log (
 );
 CREATE INDEX webhook_delivery_log_subscription ON webhook_delivery_log (subscription_id, id);
 CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, created_at);
-`}}
+`}, laneMigration}
+
+// laneMigration adds the pending deliveries a subscription's lane drains
+// (see README, "How it runs"). A row lives from publish until its outcome is
+// final (delivered, refused, or out of attempts) and is deleted in the same
+// transaction that writes that attempt's log entry. attempts counts the
+// attempts made; next_attempt_at is when the next one is due.
+var laneMigration = store.Migration{
+	ID: "0051_webhook_deliveries",
+	SQLite: `
+CREATE TABLE webhook_deliveries (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	subscription_id INTEGER NOT NULL,
+	delivery_id TEXT NOT NULL,
+	event TEXT NOT NULL,
+	body TEXT NOT NULL,
+	attempts INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at TIMESTAMP NOT NULL,
+	created_at TIMESTAMP NOT NULL
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at, id);
+CREATE INDEX webhook_deliveries_next ON webhook_deliveries (next_attempt_at);
+`,
+	Postgres: `
+CREATE TABLE webhook_deliveries (
+	id BIGSERIAL PRIMARY KEY,
+	subscription_id BIGINT NOT NULL,
+	delivery_id UUID NOT NULL,
+	event TEXT NOT NULL,
+	body TEXT NOT NULL,
+	attempts INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at TIMESTAMPTZ NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at, id);
+CREATE INDEX webhook_deliveries_next ON webhook_deliveries (next_attempt_at);
+`}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/clock"
@@ -16,30 +15,6 @@ import (
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 )
-
-// DeliveryArgs is one delivery: one event to one subscription. The body
-// (the envelope with its delivery_id) is built once, at publish time, and
-// every attempt sends exactly these bytes. It is a JSON string in the job
-// args so PostgreSQL's JSONB keeps it byte for byte.
-type DeliveryArgs struct {
-	SubscriptionID int64  `json:"subscription_id"`
-	DeliveryID     string `json:"delivery_id"`
-	Event          string `json:"event"`
-	Body           string `json:"body"`
-}
-
-// Kind implements river.JobArgs.
-func (DeliveryArgs) Kind() string { return "webhook_delivery" }
-
-// InsertOpts puts deliveries on their queue with the document's attempts.
-func (DeliveryArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueName, MaxAttempts: MaxAttempts}
-}
-
-// Delivery returns the signed-request input of the args.
-func (a DeliveryArgs) Delivery() Delivery {
-	return Delivery{ID: a.DeliveryID, Event: a.Event, Body: []byte(a.Body)}
-}
 
 // Publish fans ev out to the company's enabled subscriptions that want it,
 // inside tx: the deliveries exist exactly when the caller's change commits.
@@ -54,13 +29,11 @@ func (s *Service) Publish(ctx context.Context, tx *store.Tx, ev Event) error {
 	if !ok || !info.Subscribable {
 		return fault.New(fault.Invalid, fmt.Sprintf("unknown event %q", ev.Name))
 	}
-	var rows []subscriptionRow
-	err := tx.NewSelect().Model(&rows).Column("id", "events", "all_events", "company_channel_ids").
-		Where("company_id = ?", ev.CompanyID).Where("enabled = ?", true).Order("id").Scan(ctx)
+	rows, err := s.subs.enabled(ctx, tx, ev.CompanyID)
 	if err != nil {
 		return fault.Internalf(err, "match subscriptions")
 	}
-	matched := rows[:0]
+	var matched []subscriptionRow
 	for _, r := range rows {
 		if r.subscribes(ev.Name) && (info.Scope != events.ScopeChannel || r.acceptsChannel(ev.CompanyChannelID)) {
 			matched = append(matched, r)
@@ -70,7 +43,8 @@ func (s *Service) Publish(ctx context.Context, tx *store.Tx, ev Event) error {
 }
 
 // enqueue builds one body per subscription (each has its own delivery_id)
-// and inserts their jobs in tx.
+// and queues them in tx: one multi-row INSERT, plus one River insert for
+// the subscriptions whose lane is not known to be running here.
 func (s *Service) enqueue(ctx context.Context, tx *store.Tx, ev Event, subs []subscriptionRow) error {
 	if len(subs) == 0 {
 		return nil
@@ -85,19 +59,25 @@ func (s *Service) enqueue(ctx context.Context, tx *store.Tx, ev Event, subs []su
 	if err != nil {
 		return err
 	}
-	params := make([]river.InsertManyParams, len(subs))
+	now := s.now().UTC()
+	rows := make([]deliveryRow, len(subs))
+	ids := make([]int64, len(subs))
 	for i, sub := range subs {
 		d, err := env.delivery(uuid.NewString())
 		if err != nil {
 			return err
 		}
-		params[i] = river.InsertManyParams{Args: DeliveryArgs{
-			SubscriptionID: sub.ID, DeliveryID: d.ID, Event: d.Event, Body: string(d.Body)}}
+		rows[i] = deliveryRow{SubscriptionID: sub.ID, DeliveryID: d.ID, Event: d.Event, Body: string(d.Body),
+			NextAttemptAt: now, CreatedAt: now}
+		ids[i] = sub.ID
 	}
-	if err := s.jobs.InsertMany(ctx, tx, params); err != nil {
+	if _, err := tx.NewInsert().Model(&rows).Returning("NULL").Exec(ctx); err != nil {
 		return fault.Internalf(err, "queue deliveries")
 	}
-	s.metrics.queued.Add(float64(len(params)))
+	if err := s.requestLanes(ctx, tx, ids); err != nil {
+		return fault.Internalf(err, "queue deliveries")
+	}
+	s.metrics.queued.Add(float64(len(rows)))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"github.com/chatmsg/gateway/internal/channels"
 	"log/slog"
@@ -41,6 +42,10 @@ const (
 	ManagementLimit  = 120
 	ManagementWindow = time.Minute
 
+	// DefaultPerSubscriptionConcurrency is the production bound on one
+	// subscription's attempts in flight.
+	DefaultPerSubscriptionConcurrency = 8
+
 	// QueueName is the River queue of deliveries: their own workers, so a
 	// burst of events never delays other capabilities' jobs.
 	QueueName = "webhooks"
@@ -73,9 +78,12 @@ type Options struct {
 	// must have MaxAttempts-1 entries.
 	RetryDelays []time.Duration
 	// PerSubscriptionConcurrency bounds in-flight attempts per subscription
-	// in this process (default 8), so a slow receiver holds at most that
-	// many workers.
+	// (default 8). A subscription has one lane in the whole cluster, so the
+	// bound holds across replicas.
 	PerSubscriptionConcurrency int
+	// LaneRunFor replaces how long a lane works before it hands over to a
+	// successor (tests; default 20 s).
+	LaneRunFor time.Duration
 	// Client replaces the guarded HTTP client (tests only).
 	Client *http.Client
 	// Channels resolves company channel ids, so a subscription's channel
@@ -102,9 +110,15 @@ type Service struct {
 	limiter  ratelimit.Limiter
 	client   *http.Client
 	delays   []time.Duration
-	slots    *slots
 	metrics  *metrics
 	channels ChannelLookup
+	// perSubscription is the in-flight bound of one subscription's lane.
+	perSubscription int
+	laneRunFor      time.Duration
+	subs            *subscriptionCache
+	lanes           *lanes
+	// stopping closes when the job runner stops: lanes wind down.
+	stopping <-chan struct{}
 	keyring  *secrets.Keyring
 }
 
@@ -134,37 +148,52 @@ func NewService(db *store.DB, opts Options) *Service {
 	if len(s.delays) != MaxAttempts-1 {
 		s.delays = DefaultRetryDelays
 	}
-	n := opts.PerSubscriptionConcurrency
-	if n <= 0 {
-		n = 8
+	s.perSubscription = opts.PerSubscriptionConcurrency
+	if s.perSubscription <= 0 {
+		s.perSubscription = DefaultPerSubscriptionConcurrency
 	}
-	s.slots = newSlots(n)
+	s.laneRunFor = cmp.Or(opts.LaneRunFor, laneRunFor)
+	s.subs = newSubscriptionCache()
+	s.lanes = newLanes()
 	s.metrics = newMetrics(opts.Registerer)
 	return s
 }
 
 // UseJobs sets the job inserter. The River runner needs the workers before
-// it exists and the service needs the runner, hence a setter.
-func (s *Service) UseJobs(j Inserter) { s.jobs = j }
+// it exists and the service needs the runner, hence a setter. A runner that
+// says when it stops (*jobs.Runner) lets lanes wind down at shutdown.
+func (s *Service) UseJobs(j Inserter) {
+	s.jobs = j
+	if st, ok := j.(interface{ Stopping() <-chan struct{} }); ok {
+		s.stopping = st.Stopping()
+	}
+}
 
-// AddWorkers registers the delivery and retention workers.
+// AddWorkers registers the lane, sweep and retention workers (and the
+// converter of jobs queued by the previous design).
 func (s *Service) AddWorkers(w *river.Workers) {
-	river.AddWorker(w, &DeliveryWorker{s: s})
+	river.AddWorker(w, &laneWorker{s: s})
+	river.AddWorker(w, &sweepWorker{s: s})
 	river.AddWorker(w, &retentionWorker{s: s})
+	river.AddWorker(w, &legacyDeliveryWorker{s: s})
 }
 
-// PeriodicJobs are the jobs the River leader schedules (log retention,
-// hourly, and once at start).
+// PeriodicJobs are the jobs the River leader schedules: log retention
+// (hourly, and once at start) and the lane sweep (every second).
 func (s *Service) PeriodicJobs() []*river.PeriodicJob {
-	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
-		func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
-		&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_log_retention"})}
+	return []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_log_retention"}),
+		river.NewPeriodicJob(river.PeriodicInterval(sweepEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_lane_sweep"}),
+	}
 }
 
-// Queue is the River queue configuration of deliveries: many workers
-// (each mostly waits on a receiver) and a short fetch cooldown, since at
-// River's default of 100 ms one client could fetch at most
-// 10 × MaxWorkers jobs per second.
+// Queue is the River queue configuration of deliveries: one worker per
+// busy subscription (a lane), and a short fetch cooldown so a lane starts
+// soon after its first event.
 func Queue() river.QueueConfig {
 	return river.QueueConfig{MaxWorkers: 200, FetchCooldown: 20 * time.Millisecond}
 }

@@ -315,6 +315,7 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 	if _, err := s.db.Bun.NewInsert().Model(&row).Exec(ctx); err != nil {
 		return Subscription{}, "", fault.Internalf(err, "insert subscription")
 	}
+	s.subs.invalidate()
 	return row.toDomain(), secret, nil
 }
 
@@ -451,18 +452,19 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 		out = row.toDomain()
 		return nil
 	})
+	s.subs.invalidate()
 	return out, err
 }
 
-// DeleteChannelWebhook removes a subscription and its delivery log.
-// Deliveries stop at once: a queued or scheduled attempt finds the
-// subscription gone and is cancelled. Errors: Forbidden, RateLimited,
+// DeleteChannelWebhook removes a subscription, its delivery log and its
+// pending deliveries. Deliveries stop at once: a lane running meanwhile
+// finds the subscription gone at its next read. Errors: Forbidden, RateLimited,
 // NotFound.
 func (s *Service) DeleteChannelWebhook(ctx context.Context, p auth.Principal, id int64) error {
 	if err := s.authorize(ctx, p, auth.PermWebhooksDelete); err != nil {
 		return err
 	}
-	return s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		res, err := tx.NewDelete().Model((*subscriptionRow)(nil)).Where("id = ?", id).Where("company_id = ?", p.CompanyID).Exec(ctx)
 		if err != nil {
 			return fault.Internalf(err, "delete subscription %d", id)
@@ -473,8 +475,13 @@ func (s *Service) DeleteChannelWebhook(ctx context.Context, p auth.Principal, id
 		if _, err := tx.NewDelete().Model((*logRow)(nil)).Where("subscription_id = ?", id).Exec(ctx); err != nil {
 			return fault.Internalf(err, "delete delivery log of %d", id)
 		}
+		if _, err := tx.NewDelete().Model((*deliveryRow)(nil)).Where("subscription_id = ?", id).Exec(ctx); err != nil {
+			return fault.Internalf(err, "delete pending deliveries of %d", id)
+		}
 		return nil
 	})
+	s.subs.invalidate()
+	return err
 }
 
 // RotateChannelWebhookSecret replaces the secret; the old one is invalid

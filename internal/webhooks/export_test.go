@@ -1,0 +1,35 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+)
+
+// DeliverDue runs subscription id's lane by hand until nothing is due:
+// every due delivery gets one attempt and its outcome is written.
+func (s *Service) DeliverDue(ctx context.Context, id int64) { s.runLane(ctx, id, laneRun{}) }
+
+// Pending is a queued delivery as tests see it.
+type Pending struct {
+	ID             int64
+	SubscriptionID int64
+	DeliveryID     string
+	Event          string
+	Body           string
+	Attempts       int
+	NextAttemptAt  time.Time
+}
+
+// PendingDeliveries lists the queued deliveries in publish order.
+func (s *Service) PendingDeliveries(ctx context.Context) ([]Pending, error) {
+	var rows []deliveryRow
+	if err := s.db.Bun.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Pending, len(rows))
+	for i, r := range rows {
+		out[i] = Pending{ID: r.ID, SubscriptionID: r.SubscriptionID, DeliveryID: r.DeliveryID, Event: r.Event,
+			Body: r.Body, Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC()}
+	}
+	return out, nil
+}
