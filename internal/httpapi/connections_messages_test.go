@@ -403,3 +403,40 @@ func TestChatappDeleteTakesItsConversationsAndMessages(t *testing.T) {
 		c.create("Sales again", conn.Key)
 	})
 }
+
+// TestSendFromAChannelDeletedElsewhere: another replica deleted the
+// connection while this one still holds it in its channel cache (bounded
+// by channels.CacheTTL); the send is answered as for an unknown sender,
+// never 500, and stores nothing.
+func TestSendFromAChannelDeletedElsewhere(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := clock.NewManual(time.Date(2026, 11, 22, 14, 3, 7, 0, time.UTC))
+		_, c := startConnections(t, db, apitest.Options{Now: clk.Now})
+		ctx := context.Background()
+		conn := c.pair(c.create("Sales", "5511988887777").ID)
+		body := map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": "5511977776666",
+			"contact_is_group": false, "text": "hello"}
+		if resp := c.send(body); resp.Status != http.StatusOK {
+			t.Fatalf("first send: %d %s", resp.Status, resp.Body)
+		}
+		// What the other replica's delete leaves behind, written past this
+		// process's cache.
+		for _, q := range []string{"DELETE FROM messages WHERE company_channel_id = ?",
+			"DELETE FROM contact_channels WHERE company_channel_id = ?"} {
+			if _, err := db.Bun.NewRaw(q, conn.ID).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.Bun.NewRaw("DELETE FROM company_channels WHERE id = ?", conn.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		resp := c.send(body)
+		if resp.Status != 509 || resp.Map(t)["message"] != "sender_key is not a connection of the company" {
+			t.Fatalf("send from a deleted channel: %d %s", resp.Status, resp.Body)
+		}
+		if n := countMessages(t, db, conn.ID, "1 = 1"); n != 0 {
+			t.Fatalf("%d messages stored for a deleted channel", n)
+		}
+	})
+}

@@ -101,11 +101,7 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 	}
 	ch, err := s.deps.Channels.FindByKey(ctx, in.CompanyID, in.Platform, strings.TrimSpace(in.SenderKey))
 	if fault.KindOf(err) == fault.NotFound {
-		what := "a connection"
-		if in.Platform == channels.OfficialChatapp {
-			what = "an official channel"
-		}
-		return SendOutput{}, fault.New(fault.Rule, fmt.Sprintf("sender_key is not %s of the company", what))
+		return SendOutput{}, senderNotFound(in.Platform)
 	}
 	if err != nil {
 		return SendOutput{}, err
@@ -337,9 +333,25 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 	})
 	if err != nil {
 		s.removeMedia(mediaPath)
+		if store.IsForeignKeyViolation(err) {
+			// The channel was deleted (by another replica, whose change this
+			// one's channel cache sees only within its bound) between the
+			// lookup and the insert: the sender is no channel any more.
+			return nil, senderNotFound(in.Platform)
+		}
 		return nil, err
 	}
 	return &row, nil
+}
+
+// senderNotFound is the answer to a sender_key that names no channel of
+// the company on the requested platform.
+func senderNotFound(platform channels.TypeID) error {
+	what := "a connection"
+	if platform == channels.OfficialChatapp {
+		what = "an official channel"
+	}
+	return fault.New(fault.Rule, fmt.Sprintf("sender_key is not %s of the company", what))
 }
 
 // storeUnauthorized records a group send refused for lack of group

@@ -207,6 +207,20 @@ func IsUniqueViolation(err error) bool {
 	return false
 }
 
+// IsForeignKeyViolation reports whether err is a foreign-key violation
+// (the row referred to is gone), by driver error code.
+func IsForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23503"
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		return liteErr.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	}
+	return false
+}
+
 // IsNoRows reports whether err means a query found nothing.
 func IsNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 

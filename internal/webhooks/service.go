@@ -198,13 +198,11 @@ func Queue() river.QueueConfig {
 	return river.QueueConfig{MaxWorkers: 200, FetchCooldown: 20 * time.Millisecond}
 }
 
-// authorize checks the permission of a management operation and the
-// per-token rate limit, in that order: a forbidden call is refused before
-// it can spend anyone's budget.
-func (s *Service) authorize(ctx context.Context, p auth.Principal, perm string) error {
-	if err := p.Require(perm); err != nil {
-		return err
-	}
+// throttle applies the per-token rate limit of the management operations.
+// Their permissions are checked before this, in the one place that checks
+// every operation's (the HTTP pipeline, from the OpenAPI document's
+// x-permission), so a forbidden call never spends anyone's budget.
+func (s *Service) throttle(ctx context.Context, p auth.Principal) error {
 	ok, wait, err := s.limiter.Allow(ctx, ratelimit.Key("webhooks:token", p.TokenID), ManagementLimit, ManagementWindow)
 	if err != nil {
 		// A limiter outage must not take the API down with it: fail open,

@@ -288,7 +288,7 @@ func invalid(fields map[string][]string) error {
 // secret (shown only here and on rotation). Errors: Forbidden,
 // RateLimited, Invalid.
 func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in CreateInput) (Subscription, string, error) {
-	if err := s.authorize(ctx, p, auth.PermWebhooksCreate); err != nil {
+	if err := s.throttle(ctx, p); err != nil {
 		return Subscription{}, "", err
 	}
 	fields := map[string][]string{}
@@ -322,7 +322,7 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 // ListChannelWebhooks lists the company's subscriptions. Errors: Forbidden,
 // RateLimited.
 func (s *Service) ListChannelWebhooks(ctx context.Context, p auth.Principal, f ListFilter) ([]Subscription, int, error) {
-	if err := s.authorize(ctx, p, auth.PermWebhooksView); err != nil {
+	if err := s.throttle(ctx, p); err != nil {
 		return nil, 0, err
 	}
 	var rows []subscriptionRow
@@ -369,7 +369,7 @@ func (s *Service) ListChannelWebhooks(ctx context.Context, p auth.Principal, f L
 // ListAvailableWebhookEvents returns the subscribable events of the
 // catalog (never ping). Errors: Forbidden, RateLimited.
 func (s *Service) ListAvailableWebhookEvents(ctx context.Context, p auth.Principal) ([]AvailableEvent, error) {
-	if err := s.authorize(ctx, p, auth.PermWebhooksView); err != nil {
+	if err := s.throttle(ctx, p); err != nil {
 		return nil, err
 	}
 	var out []AvailableEvent
@@ -396,7 +396,7 @@ func (s *Service) get(ctx context.Context, db bun.IDB, companyID, id int64) (sub
 // UpdateChannelWebhook changes only the given fields. Errors: Forbidden,
 // RateLimited, Invalid, NotFound.
 func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id int64, in UpdateInput) (Subscription, error) {
-	if err := s.authorize(ctx, p, auth.PermWebhooksUpdate); err != nil {
+	if err := s.throttle(ctx, p); err != nil {
 		return Subscription{}, err
 	}
 	fields := map[string][]string{}
@@ -461,7 +461,7 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 // finds the subscription gone at its next read. Errors: Forbidden, RateLimited,
 // NotFound.
 func (s *Service) DeleteChannelWebhook(ctx context.Context, p auth.Principal, id int64) error {
-	if err := s.authorize(ctx, p, auth.PermWebhooksDelete); err != nil {
+	if err := s.throttle(ctx, p); err != nil {
 		return err
 	}
 	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
@@ -488,7 +488,7 @@ func (s *Service) DeleteChannelWebhook(ctx context.Context, p auth.Principal, id
 // at once, also for attempts already scheduled (every attempt reads the
 // current secret). Errors: Forbidden, RateLimited, NotFound.
 func (s *Service) RotateChannelWebhookSecret(ctx context.Context, p auth.Principal, id int64) (Subscription, string, error) {
-	if err := s.authorize(ctx, p, auth.PermWebhooksUpdate); err != nil {
+	if err := s.throttle(ctx, p); err != nil {
 		return Subscription{}, "", err
 	}
 	secret, stored, err := s.newSealedSecret()
@@ -518,7 +518,7 @@ func (s *Service) RotateChannelWebhookSecret(ctx context.Context, p auth.Princip
 // whatever its events list, and returns how many deliveries were queued.
 // Errors: Forbidden, RateLimited, NotFound, Rule (disabled).
 func (s *Service) TestChannelWebhook(ctx context.Context, p auth.Principal, id int64) (int, error) {
-	if err := s.authorize(ctx, p, auth.PermWebhooksUpdate); err != nil {
+	if err := s.throttle(ctx, p); err != nil {
 		return 0, err
 	}
 	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
@@ -563,7 +563,7 @@ type DeliveryFilter struct {
 // ListChannelWebhookDeliveries lists a subscription's attempts, newest
 // first. Errors: Forbidden, RateLimited, NotFound.
 func (s *Service) ListChannelWebhookDeliveries(ctx context.Context, p auth.Principal, id int64, f DeliveryFilter) ([]LogEntry, int, error) {
-	if err := s.authorize(ctx, p, auth.PermWebhooksView); err != nil {
+	if err := s.throttle(ctx, p); err != nil {
 		return nil, 0, err
 	}
 	if _, err := s.get(ctx, s.db.Bun, p.CompanyID, id); err != nil {
