@@ -41,6 +41,9 @@ type Options struct {
 	WorkJobs bool
 	// Configure edits the configuration before the app is built.
 	Configure func(*config.Config)
+	// Logs, when set, receives the app's log as JSON lines from level info
+	// up (tests that bound what a request may write to the log).
+	Logs io.Writer
 }
 
 // Harness is a running gateway.
@@ -94,6 +97,9 @@ func Start(t testing.TB, db *store.DB, opts Options) *Harness {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if opts.Logs != nil {
+		logger = slog.New(slog.NewJSONHandler(opts.Logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	a, err := app.New(ctx, cfg, app.Options{DB: db, Now: opts.Now, Logger: logger, InsertOnlyJobs: !opts.WorkJobs})
 	if err != nil {
 		cancel()
@@ -170,7 +176,8 @@ type Request struct {
 	Path   string // with query string
 	Token  string
 	// JSON is marshalled as the body unless it is a string or []byte,
-	// which are sent as they are (malformed bodies).
+	// which are sent as they are (malformed bodies), or an io.Reader, which
+	// is sent chunked.
 	JSON any
 	// Multipart fields; a File part is sent when FileName is set.
 	Form        map[string]string
@@ -214,6 +221,8 @@ func (h *Harness) Do(req Request) *Response {
 			body = strings.NewReader(v)
 		case []byte:
 			body = bytes.NewReader(v)
+		case io.Reader:
+			body = v // no length known: sent chunked
 		default:
 			b, err := json.Marshal(v)
 			if err != nil {
