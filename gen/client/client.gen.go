@@ -3470,8 +3470,8 @@ type ClientInterface interface {
 	// `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-	// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-	// over 100 MB answer 413.
+	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+	// over 1 MB and multipart bodies over 100 MB answer 413.
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -3529,8 +3529,8 @@ type ClientInterface interface {
 	// `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-	// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-	// over 100 MB answer 413.
+	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+	// over 1 MB and multipart bodies over 100 MB answer 413.
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -4440,8 +4440,8 @@ type ClientInterface interface {
 // `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-// over 100 MB answer 413.
+// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+// over 1 MB and multipart bodies over 100 MB answer 413.
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -4509,8 +4509,8 @@ func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, bo
 // `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-// over 100 MB answer 413.
+// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+// over 1 MB and multipart bodies over 100 MB answer 413.
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -8289,8 +8289,8 @@ type ClientWithResponsesInterface interface {
 	// `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-	// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-	// over 100 MB answer 413.
+	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+	// over 1 MB and multipart bodies over 100 MB answer 413.
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -8348,8 +8348,8 @@ type ClientWithResponsesInterface interface {
 	// `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-	// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-	// over 100 MB answer 413.
+	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+	// over 1 MB and multipart bodies over 100 MB answer 413.
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -12071,8 +12071,8 @@ func (r GetReadyzHTTPResponse) ContentType() string {
 // `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-// over 100 MB answer 413.
+// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+// over 1 MB and multipart bodies over 100 MB answer 413.
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -12136,8 +12136,8 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-// over 100 MB answer 413.
+// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+// over 1 MB and multipart bodies over 100 MB answer 413.
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;

@@ -113,6 +113,10 @@ func checkParameters(r *http.Request, route *routers.Route, pathParams map[strin
 	}
 
 	for name, v := range pathParams {
+		// The router hands path parameters over still escaped.
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
 		if why := badText(v); why != "" {
 			return edgeFault(paramIssue(name, openapi3.ParameterInPath), "path parameter "+why)
 		}
