@@ -94,7 +94,7 @@ type App struct {
 // OpenDB opens the database the configuration names.
 func OpenDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
 	if cfg.IsPostgres() {
-		return store.OpenPostgres(ctx, cfg.DatabaseURL, store.Options{})
+		return store.OpenPostgres(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.DBMaxConns)})
 	}
 	return store.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "gateway.db"))
 }
