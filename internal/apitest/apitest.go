@@ -29,6 +29,7 @@ import (
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
+	"github.com/chatmsg/gateway/internal/httpapi"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/openapi"
 )
@@ -74,9 +75,12 @@ func loadRouter() (routers.Router, error) {
 }
 
 // Config is the configuration tests run with: loopback allowed for outbound
-// calls, data in a temp dir.
+// calls, data in a temp dir, and in-flight bounds out of the way (tests
+// that fire many requests at once from one address are not floods; the
+// edge tests set the bounds they exercise).
 func Config(t testing.TB) config.Config {
-	cfg, err := config.Parse("test", []string{"-data-dir", t.TempDir(), "-log-level", "warn"}, func(string) string { return "" })
+	cfg, err := config.Parse("test", []string{"-data-dir", t.TempDir(), "-log-level", "warn",
+		"-http-max-inflight-per-ip", "100000", "-http-max-inflight-per-token", "100000"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -111,7 +115,11 @@ func Start(t testing.TB, db *store.DB, opts Options) *Harness {
 			t.Fatalf("start jobs: %v", err)
 		}
 	}
-	srv := httptest.NewServer(a.Handler)
+	// The production server settings (timeouts, header limit) on a loopback
+	// port.
+	srv := httptest.NewUnstartedServer(a.Handler)
+	srv.Config = httpapi.NewHTTPServer(a.Handler, cfg.HTTP)
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)

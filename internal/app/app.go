@@ -185,6 +185,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Logger: a.Logger, Registry: a.Registry, Auth: a.Auth, Channels: a.Channels, DB: a.DB,
 		Times: clock.NewFormatter(cfg.TimeZone), Webhooks: a.Webhooks,
 		Conversations: a.Conversations,
+		HTTP:          cfg.HTTP,
 		Connections:   a.Connections,
 		Messaging:     a.Messaging,
 		Templates:     a.Templates,
@@ -234,7 +235,7 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	connCtx, stopConns := context.WithCancel(ctx)
 	connsDone := make(chan struct{})
 	go func() { a.Connections.Run(connCtx); close(connsDone) }()
-	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpapi.NewHTTPServer(a.Handler, a.Config.HTTP)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.Logger.Info("gateway listening", "addr", ln.Addr().String(), "database", string(a.DB.Dialect))

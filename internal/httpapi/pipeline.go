@@ -169,6 +169,7 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 
 		// Limits: every check here costs a scan over the request's bytes at
 		// most, and runs before the validator decodes anything.
+		extendDeadlines(w, r, op)
 		if ferr := checkParameters(r, route, params); ferr != nil {
 			writeError(w, r, logger, op, ferr)
 			return
