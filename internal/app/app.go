@@ -226,6 +226,14 @@ func (a *App) Serve(ctx context.Context) error {
 
 // ServeListener is Serve on an existing listener (tests use port 0).
 func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
+	if a.Config.DebugListen != "" {
+		stopDebug, err := a.serveDebug()
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stopDebug()
+	}
 	if err := a.Jobs.Start(ctx); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("start jobs: %w", err)
@@ -262,6 +270,20 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		serveErr = nil
 	}
 	return serveErr
+}
+
+// serveDebug starts the pprof listener on its own address (DEBUG_LISTEN).
+// It has no write timeout: a CPU profile or trace streams for as long as
+// asked.
+func (a *App) serveDebug() (stop func(), err error) {
+	ln, err := net.Listen("tcp", a.Config.DebugListen)
+	if err != nil {
+		return nil, fmt.Errorf("debug listen %s: %w", a.Config.DebugListen, err)
+	}
+	srv := &http.Server{Handler: httpapi.DebugHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	a.Logger.Info("pprof listening", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }
 
 // redisOf returns the Redis limiter for readiness checks, nil in-process.
