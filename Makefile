@@ -60,6 +60,16 @@ test-pg: ## Go tests against the local PostgreSQL as well
 contract: ## Pact consumer then provider tests (fetches libpact_ffi into .tools/pact)
 	contracttests/tools/run.sh
 
+FUZZTIME ?= 30s
+FUZZ_TARGETS := FuzzRequestBody FuzzProviderWebhook FuzzMultipartSend FuzzContactChannelQuery
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target of the HTTP edge for FUZZTIME (default 30s; its seeds run in make test)
+	@for target in $(FUZZ_TARGETS); do \
+		echo "==> $$target ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./internal/httpapi/ || exit 1; \
+	done
+
 .PHONY: bench
 bench: ## benchmarks (PostgreSQL ones when TEST_DATABASE_URL is set)
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./...
