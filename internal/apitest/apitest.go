@@ -284,7 +284,7 @@ func (h *Harness) validate(hr *http.Request, resp *Response) {
 	}
 	in.SetBodyBytes(resp.Body)
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		h.T.Errorf("%s %s answered %d with a response the OpenAPI document does not describe: %v\nbody: %s",
+		h.T.Errorf("%s %.300s answered %d with a response the OpenAPI document does not describe: %.2000v\nbody: %.2000s",
 			hr.Method, hr.URL.RequestURI(), resp.Status, err, resp.Body)
 	}
 }

@@ -296,7 +296,7 @@ func scanJSON(data []byte) (scanResult, error) {
 		depth     int
 		topObject bool   // the text is an object
 		wantKey   bool   // at depth 1 of the top object, the next string is a member name
-		member    string // the current top-level member
+		member    []byte // the current top-level member's name, still quoted; decoded only when needed
 		afterKey  bool   // at depth 1, between a member name's ':' and its value
 	)
 	for i := 0; i < len(data); i++ {
@@ -330,15 +330,15 @@ func scanJSON(data []byte) (scanResult, error) {
 				if res.nulls == nil {
 					res.nulls = map[string]bool{}
 				}
-				res.nulls[member] = true
+				res.nulls[unquoteKey(member)] = true
 			}
 			afterKey = false
 		case '"':
 			end, why := scanString(data, i+1)
 			if why != "" {
-				at := member
-				if depth == 1 && wantKey {
-					at = ""
+				at := ""
+				if member != nil && !(depth == 1 && wantKey) {
+					at = unquoteKey(member)
 				}
 				return res, &badStringError{member: at, why: why}
 			}
@@ -346,7 +346,7 @@ func scanJSON(data []byte) (scanResult, error) {
 				return res, nil
 			}
 			if topObject && depth == 1 && wantKey {
-				member = unquoteKey(data[i : end+1])
+				member = data[i : end+1]
 				wantKey = false
 			}
 			afterKey = false

@@ -128,8 +128,10 @@ func TestInFlightBound(t *testing.T) {
 			c.HTTP.MaxPerToken, c.HTTP.MaxPerIP = 1, 2
 		}})
 		a, b := h.Tenant("Acme"), h.Tenant("Beta")
-		list := func(token string) *apitest.Response {
-			return h.Do(apitest.Request{Method: "GET", Path: "/api/channel-webhooks", Token: token})
+		// The probe is a send the validator refuses (509): it documents 429
+		// and spends no rate limit, so the only 429 it can get is the bound's.
+		probe := func(token string) *apitest.Response {
+			return h.Do(apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: token, JSON: map[string]any{}})
 		}
 		hold := func(token string) *slowClient {
 			// A body that never completes keeps the request in progress.
@@ -139,7 +141,7 @@ func TestInFlightBound(t *testing.T) {
 		refused := func(what string, token string) {
 			t.Helper()
 			var resp *apitest.Response
-			eventually(t, what+" refused", func() bool { resp = list(token); return resp.Status == 429 })
+			eventually(t, what+" refused", func() bool { resp = probe(token); return resp.Status == 429 })
 			if resp.Header.Get("Retry-After") != "1" || resp.Map(t)["message"] != "Too many requests in progress; retry shortly." {
 				t.Fatalf("%s: Retry-After %q, body %s", what, resp.Header.Get("Retry-After"), resp.Body)
 			}
@@ -147,13 +149,13 @@ func TestInFlightBound(t *testing.T) {
 
 		heldA := hold(a.Token)
 		refused("a second request of token A", a.Token)
-		if resp := list(b.Token); resp.Status != 200 {
+		if resp := probe(b.Token); resp.Status != 509 {
 			t.Fatalf("token B with one request of the address in progress: status %d", resp.Status)
 		}
 		heldB := hold(b.Token)
 		refused("a third request from the address", "")
 		_ = heldA.conn.Close()
 		_ = heldB.conn.Close()
-		eventually(t, "token A served again", func() bool { return list(a.Token).Status == 200 })
+		eventually(t, "token A served again", func() bool { return probe(a.Token).Status == 509 })
 	})
 }

@@ -25,9 +25,10 @@ func NewHTTPServer(h http.Handler, l config.HTTPLimits) *http.Server {
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
-		// A request line and headers within 64 KB: the query string itself
-		// is capped far lower, at the edge.
-		MaxHeaderBytes: 64 << 10,
+		// Beyond this Go answers 431 in plain text, outside the document;
+		// below it the edge answers an over-long query string (capped far
+		// lower) with the operation's JSON error.
+		MaxHeaderBytes: 256 << 10,
 	}
 }
 

@@ -218,7 +218,9 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 	})
 }
 
-// validationOptions are the same for every request: built once.
+// validationOptions are the same for every request: built once. The
+// pipeline has authenticated the request already, so the validator's
+// security check is a no-op.
 var validationOptions = &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
 
 // bodyReadFault answers a body that could not be read: over its limit, or
