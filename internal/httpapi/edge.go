@@ -326,7 +326,7 @@ func scanJSON(data []byte) (scanResult, error) {
 				afterKey = true
 			}
 		case 'n':
-			if afterKey && depth == 1 && bytes.HasPrefix(data[i:], []byte("null")) {
+			if afterKey && depth == 1 && member != nil && bytes.HasPrefix(data[i:], []byte("null")) {
 				if res.nulls == nil {
 					res.nulls = map[string]bool{}
 				}
@@ -389,6 +389,9 @@ func scanString(data []byte, start int) (end int, why string) {
 
 // unquoteKey decodes a member name, escapes included.
 func unquoteKey(quoted []byte) string {
+	if len(quoted) < 2 {
+		return ""
+	}
 	if bytes.IndexByte(quoted, '\\') < 0 {
 		return string(quoted[1 : len(quoted)-1])
 	}
