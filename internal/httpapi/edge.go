@@ -125,27 +125,32 @@ func checkParameters(r *http.Request, route *routers.Route, pathParams map[strin
 		msg := fmt.Sprintf("The query string may not be longer than %d bytes.", maxQueryBytes)
 		return edgeFault(issue{field: "query", message: msg}, "query string too long")
 	}
-	// ParseQuery keeps the pairs it could decode; the validator reads the
-	// same ones through URL.Query.
-	query, _ := url.ParseQuery(r.URL.RawQuery)
-	for name, values := range query {
+	// Pairs are walked in place rather than parsed into a map: unescaping
+	// allocates only for escaped text, and pairs that cannot be unescaped
+	// are skipped, as URL.Query (which the validator reads) skips them.
+	for rest := r.URL.RawQuery; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, err1 := url.QueryUnescape(rawName)
+		v, err2 := url.QueryUnescape(rawValue)
+		if err1 != nil || err2 != nil {
+			continue
+		}
 		if why := badText(name); why != "" {
 			return edgeFault(issue{field: "query", message: "The query string is invalid."}, "query name "+why)
 		}
-		p := declared(name, openapi3.ParameterInQuery)
-		for _, v := range values {
-			if len(v) > maxParamBytes {
-				is := paramIssue(name, openapi3.ParameterInQuery)
-				is.message = fmt.Sprintf("The %s field may not be longer than %d bytes.", humanize(is.field), maxParamBytes)
-				return edgeFault(is, "query parameter too long")
-			}
-			if why := badText(v); why != "" {
-				return edgeFault(paramIssue(name, openapi3.ParameterInQuery), "query parameter "+why)
-			}
-			if p != nil && p.Content.Get("application/json") != nil {
-				if _, err := scanJSON([]byte(v)); err != nil {
-					return edgeFault(paramIssue(name, openapi3.ParameterInQuery), "query parameter "+err.Error())
-				}
+		if len(v) > maxParamBytes {
+			is := paramIssue(name, openapi3.ParameterInQuery)
+			is.message = fmt.Sprintf("The %s field may not be longer than %d bytes.", humanize(is.field), maxParamBytes)
+			return edgeFault(is, "query parameter too long")
+		}
+		if why := badText(v); why != "" {
+			return edgeFault(paramIssue(name, openapi3.ParameterInQuery), "query parameter "+why)
+		}
+		if p := declared(name, openapi3.ParameterInQuery); p != nil && p.Content.Get("application/json") != nil {
+			if _, err := scanJSON([]byte(v)); err != nil {
+				return edgeFault(paramIssue(name, openapi3.ParameterInQuery), "query parameter "+err.Error())
 			}
 		}
 	}
