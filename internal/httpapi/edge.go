@@ -39,6 +39,11 @@ const (
 	// a JSON body or a JSON query parameter; the document's deepest shape
 	// nests 5.
 	maxJSONDepth = 64
+	// maxJSONValues bounds the array items and object members of one JSON
+	// text: decoding and validating each costs far more than its bytes
+	// (800 KB of {"a":1} items took 40 MB), and the document's longest
+	// array holds 500 items.
+	maxJSONValues = 20000
 	// maxQueryBytes bounds the raw query string, maxParamBytes each of its
 	// decoded values (the longest documented query value is a filter text
 	// or a JSON date range, well under a kilobyte).
@@ -196,6 +201,9 @@ func readJSONBody(r *http.Request, op *openapi3.Operation) (nulls map[string]boo
 		return nil, edgeFault(invalidFieldIssue(bodySchema(r, op.RequestBody.Value), field), "body "+bad.why), nil
 	}
 	msg := fmt.Sprintf("The request body may not nest arrays and objects deeper than %d levels.", maxJSONDepth)
+	if errors.Is(scanErr, errTooLarge) {
+		msg = fmt.Sprintf("The request body may not hold more than %d values.", maxJSONValues)
+	}
 	return nil, edgeFault(issue{field: "body", message: msg}, scanErr.Error()), nil
 }
 
@@ -288,7 +296,10 @@ type badStringError struct {
 
 func (e *badStringError) Error() string { return "string " + e.why }
 
-var errTooDeep = fmt.Errorf("nested deeper than %d", maxJSONDepth)
+var (
+	errTooDeep  = fmt.Errorf("nested deeper than %d", maxJSONDepth)
+	errTooLarge = fmt.Errorf("more than %d values", maxJSONValues)
+)
 
 // scanJSON walks a JSON text once, without decoding it: it refuses nesting
 // deeper than maxJSONDepth and strings with a NUL (raw or \u0000) or invalid
@@ -303,6 +314,7 @@ func scanJSON(data []byte) (scanResult, error) {
 		wantKey   bool   // at depth 1 of the top object, the next string is a member name
 		member    []byte // the current top-level member's name, still quoted; decoded only when needed
 		afterKey  bool   // at depth 1, between a member name's ':' and its value
+		values    int    // containers and separators seen: a bound on the values
 	)
 	for i := 0; i < len(data); i++ {
 		c := data[i]
@@ -316,6 +328,9 @@ func scanJSON(data []byte) (scanResult, error) {
 			if depth > maxJSONDepth {
 				return res, errTooDeep
 			}
+			if values++; values > maxJSONValues {
+				return res, errTooLarge
+			}
 			wantKey = topObject && depth == 1 && c == '{'
 		case '}', ']':
 			depth--
@@ -323,6 +338,9 @@ func scanJSON(data []byte) (scanResult, error) {
 				return res, nil
 			}
 		case ',':
+			if values++; values > maxJSONValues {
+				return res, errTooLarge
+			}
 			if topObject && depth == 1 {
 				wantKey, afterKey = true, false
 			}

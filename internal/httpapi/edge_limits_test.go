@@ -90,8 +90,11 @@ func TestHostileInputCostsLittle(t *testing.T) {
 			{"nested JSON body just past the depth limit",
 				apitest.Request{Method: "POST", Path: "/api/channel-webhooks", Token: ten.Token, JSON: `{"name":` + nested(64) + `}`},
 				422, "The request body may not nest arrays and objects deeper than 64 levels."},
-			{"a body that fails validation 80,000 times",
+			{"a body that would fail validation 80,000 times",
 				apitest.Request{Method: "POST", Path: "/api/channel-webhooks", Token: ten.Token, JSON: manyErrors},
+				422, "The request body may not hold more than 20000 values."},
+			{"a body that fails validation 15,000 times",
+				apitest.Request{Method: "POST", Path: "/api/channel-webhooks", Token: ten.Token, JSON: `{"name":[` + strings.Repeat(`1,`, 15000) + `1]}`},
 				422, ""},
 			{"JSON send over 1 MB answers the documented 413",
 				apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: ten.Token, JSON: overJSON},
@@ -127,5 +130,6 @@ func TestHostileInputCostsLittle(t *testing.T) {
 			t.Errorf("2 MB multipart send: status %d, want 509 for its fields: %.300s", resp.Status, resp.Body)
 		}
 		logs.check(t, "multipart send")
+		t.Logf("longest log line %d bytes; %d bytes logged for %d hostile requests", logs.longest, logs.total, len(cases)+1)
 	})
 }

@@ -17,7 +17,7 @@ func TestScanJSON(t *testing.T) {
 		name    string
 		in      string
 		nulls   []string
-		deep    bool
+		deep    bool   // refused for its shape: too deep or too many values
 		badAt   string // member of a bad string; "-" = none
 		badWhy  string
 		noPanic bool // only that it returns
@@ -27,6 +27,8 @@ func TestScanJSON(t *testing.T) {
 		{name: "escaped member name", in: `{"a\u0062":null}`, nulls: []string{"ab"}, badAt: "-"},
 		{name: "64 levels", in: strings.Repeat("[", 64) + strings.Repeat("]", 64), badAt: "-"},
 		{name: "65 levels", in: strings.Repeat("[", 65) + strings.Repeat("]", 65), deep: true, badAt: "-"},
+		{name: "20,000 values", in: "[" + strings.Repeat("1,", 19998) + "1]", badAt: "-"},
+		{name: "20,001 values", in: "[" + strings.Repeat("1,", 20000) + "1]", deep: true, badAt: "-"},
 		{name: "brackets inside strings do not count", in: `{"a":"` + strings.Repeat("[", 100) + `"}`, badAt: "-"},
 		{name: "escaped NUL in a value", in: `{"a":{"b":"x\u0000"}}`, badAt: "a", badWhy: "has a NUL byte"},
 		{name: "escaped backslash before u0000 is text", in: `{"a":"\\u0000"}`, badAt: "-"},
@@ -49,8 +51,8 @@ func TestScanJSON(t *testing.T) {
 			var bad *badStringError
 			switch {
 			case tc.deep:
-				if !errors.Is(err, errTooDeep) {
-					t.Fatalf("err %v, want too deep", err)
+				if !errors.Is(err, errTooDeep) && !errors.Is(err, errTooLarge) {
+					t.Fatalf("err %v, want too deep or too large", err)
 				}
 			case tc.badAt != "-":
 				if !errors.As(err, &bad) || bad.member != tc.badAt || bad.why != tc.badWhy {
