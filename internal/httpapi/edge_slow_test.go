@@ -33,7 +33,8 @@ func dialSlow(t *testing.T, h *apitest.Harness, method, path string, header http
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = conn.Close() })
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); _ = conn.Close() })
 	var head strings.Builder
 	fmt.Fprintf(&head, "%s %s HTTP/1.1\r\nHost: gateway.test\r\nContent-Length: %d\r\n", method, path, len(body))
 	for k, vs := range header {
@@ -52,7 +53,11 @@ func dialSlow(t *testing.T, h *apitest.Harness, method, path string, header http
 				return // the server gave up on us
 			}
 			c.sent.Store(int64(min(i+step, len(body))))
-			time.Sleep(pause)
+			select {
+			case <-time.After(pause):
+			case <-stop:
+				return
+			}
 		}
 	}()
 	return c
