@@ -19,9 +19,13 @@ import (
 // is cut off instead of holding a connection. Multipart requests get
 // UploadTimeout instead (see extendDeadlines).
 func NewHTTPServer(h http.Handler, l config.HTTPLimits) *http.Server {
+	headerTimeout := 10 * time.Second
+	if l.ReadTimeout > 0 && l.ReadTimeout < headerTimeout {
+		headerTimeout = l.ReadTimeout
+	}
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: min(10*time.Second, l.ReadTimeout),
+		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
