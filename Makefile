@@ -56,7 +56,7 @@ test: generate-check lint lint-specs test-go contract test-docs ## every test: g
 
 .PHONY: test-go
 test-go: ## Go tests (PostgreSQL too when TEST_DATABASE_URL is set)
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: test-docs
 test-docs: ## /docs in Debian's chromium (playwright-core): every operation and event, search, no request off the host; screenshots in .tools/docs/artifacts
@@ -64,7 +64,7 @@ test-docs: ## /docs in Debian's chromium (playwright-core): every operation and 
 
 .PHONY: test-pg
 test-pg: ## Go tests against the local PostgreSQL as well
-	TEST_DATABASE_URL="$(PG_URL)" $(GO) test -race -count=1 ./...
+	TEST_DATABASE_URL="$(PG_URL)" $(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: contract
 contract: ## Pact consumer then provider tests (fetches libpact_ffi into .tools/pact)
@@ -79,6 +79,16 @@ load: ## load scenarios through the public API of the real binaries, 3 runs, med
 chaos: ## fault suite: SIGKILL the gateway and terminate its PostgreSQL backends under load, on both databases; fails on any lost or duplicate send or event
 	$(GO) build -o bin/ ./cmd/gateway ./cmd/providersim ./cmd/loadgen
 	bin/loadgen chaos -bin-dir bin -db $${LOADGEN_DB:-both} $(ARGS)
+
+FUZZTIME ?= 30s
+FUZZ_TARGETS := FuzzRequestBody FuzzProviderWebhook FuzzMultipartSend FuzzContactChannelQuery
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target of the HTTP edge for FUZZTIME (default 30s; its seeds run in make test)
+	@for target in $(FUZZ_TARGETS); do \
+		echo "==> $$target ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./internal/httpapi/ || exit 1; \
+	done
 
 .PHONY: bench
 bench: ## benchmarks (PostgreSQL ones when TEST_DATABASE_URL is set)

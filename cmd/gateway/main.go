@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/chatmsg/gateway/internal/app"
@@ -73,6 +74,12 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 			return err
 		}
 		defer a.Close()
+		// Starting up allocates several times what the running service
+		// keeps (the OpenAPI document is parsed through intermediate JSON
+		// forms, migrations are read): hand that garbage back to the OS now
+		// rather than when the scavenger gets to it, so an idle replica's
+		// RSS is what it actually uses.
+		debug.FreeOSMemory()
 		return a.Serve(ctx)
 	case "migrate":
 		cfg, err := parseConfig("migrate", args[1:], getenv, nil)

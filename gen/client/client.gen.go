@@ -3944,8 +3944,8 @@ type ClientInterface interface {
 	// `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-	// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-	// over 100 MB answer 413.
+	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+	// over 1 MB and multipart bodies over 100 MB answer 413.
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -4003,8 +4003,8 @@ type ClientInterface interface {
 	// `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-	// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-	// over 100 MB answer 413.
+	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+	// over 1 MB and multipart bodies over 100 MB answer 413.
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -4924,8 +4924,8 @@ type ClientInterface interface {
 // `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-// over 100 MB answer 413.
+// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+// over 1 MB and multipart bodies over 100 MB answer 413.
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -4993,8 +4993,8 @@ func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessagePar
 // `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-// over 100 MB answer 413.
+// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+// over 1 MB and multipart bodies over 100 MB answer 413.
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -8873,8 +8873,8 @@ type ClientWithResponsesInterface interface {
 	// `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-	// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-	// over 100 MB answer 413.
+	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+	// over 1 MB and multipart bodies over 100 MB answer 413.
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -8932,8 +8932,8 @@ type ClientWithResponsesInterface interface {
 	// `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-	// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-	// over 100 MB answer 413.
+	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+	// over 1 MB and multipart bodies over 100 MB answer 413.
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -12875,8 +12875,8 @@ func (r GetReadyzHTTPResponse) ContentType() string {
 // `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-// over 100 MB answer 413.
+// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+// over 1 MB and multipart bodies over 100 MB answer 413.
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -12940,8 +12940,8 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // `platform=ofc_chatapp` through an official business channel. The body is `application/json`, or
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
-// is one text part holding a JSON object; parts other than the listed fields are refused). Request bodies
-// over 100 MB answer 413.
+// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
+// over 1 MB and multipart bodies over 100 MB answer 413.
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;

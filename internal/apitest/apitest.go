@@ -29,6 +29,7 @@ import (
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
+	"github.com/chatmsg/gateway/internal/httpapi"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/openapi"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	WorkJobs bool
 	// Configure edits the configuration before the app is built.
 	Configure func(*config.Config)
+	// Logs, when set, receives the app's log as JSON lines from level info
+	// up (tests that bound what a request may write to the log).
+	Logs io.Writer
 }
 
 // Harness is a running gateway.
@@ -71,9 +75,12 @@ func loadRouter() (routers.Router, error) {
 }
 
 // Config is the configuration tests run with: loopback allowed for outbound
-// calls, data in a temp dir.
+// calls, data in a temp dir, and in-flight bounds out of the way (tests
+// that fire many requests at once from one address are not floods; the
+// edge tests set the bounds they exercise).
 func Config(t testing.TB) config.Config {
-	cfg, err := config.Parse("test", []string{"-data-dir", t.TempDir(), "-log-level", "warn"}, func(string) string { return "" })
+	cfg, err := config.Parse("test", []string{"-data-dir", t.TempDir(), "-log-level", "warn",
+		"-http-max-inflight-per-ip", "100000", "-http-max-inflight-per-token", "100000"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -94,6 +101,9 @@ func Start(t testing.TB, db *store.DB, opts Options) *Harness {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if opts.Logs != nil {
+		logger = slog.New(slog.NewJSONHandler(opts.Logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	a, err := app.New(ctx, cfg, app.Options{DB: db, Now: opts.Now, Logger: logger, InsertOnlyJobs: !opts.WorkJobs})
 	if err != nil {
 		cancel()
@@ -105,7 +115,11 @@ func Start(t testing.TB, db *store.DB, opts Options) *Harness {
 			t.Fatalf("start jobs: %v", err)
 		}
 	}
-	srv := httptest.NewServer(a.Handler)
+	// The production server settings (timeouts, header limit) on a loopback
+	// port.
+	srv := httptest.NewUnstartedServer(a.Handler)
+	srv.Config = httpapi.NewHTTPServer(a.Handler, cfg.HTTP)
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
@@ -170,7 +184,8 @@ type Request struct {
 	Path   string // with query string
 	Token  string
 	// JSON is marshalled as the body unless it is a string or []byte,
-	// which are sent as they are (malformed bodies).
+	// which are sent as they are (malformed bodies), or an io.Reader, which
+	// is sent chunked.
 	JSON any
 	// Multipart fields; a File part is sent when FileName is set.
 	Form        map[string]string
@@ -214,6 +229,8 @@ func (h *Harness) Do(req Request) *Response {
 			body = strings.NewReader(v)
 		case []byte:
 			body = bytes.NewReader(v)
+		case io.Reader:
+			body = v // no length known: sent chunked
 		default:
 			b, err := json.Marshal(v)
 			if err != nil {
@@ -267,7 +284,7 @@ func (h *Harness) validate(hr *http.Request, resp *Response) {
 	}
 	in.SetBodyBytes(resp.Body)
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		h.T.Errorf("%s %s answered %d with a response the OpenAPI document does not describe: %v\nbody: %s",
+		h.T.Errorf("%s %.300s answered %d with a response the OpenAPI document does not describe: %.2000v\nbody: %.2000s",
 			hr.Method, hr.URL.RequestURI(), resp.Status, err, resp.Body)
 	}
 }

@@ -101,7 +101,7 @@ type App struct {
 // OpenDB opens the database the configuration names.
 func OpenDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
 	if cfg.IsPostgres() {
-		return store.OpenPostgres(ctx, cfg.DatabaseURL, store.Options{})
+		return store.OpenPostgres(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.DBMaxConns)})
 	}
 	return store.OpenSQLite(ctx, filepath.Join(cfg.DataDir, "gateway.db"))
 }
@@ -201,6 +201,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Logger: a.Logger, Registry: a.Registry, Auth: a.Auth, Channels: a.Channels, DB: a.DB,
 		Times: clock.NewFormatter(cfg.TimeZone), Webhooks: a.Webhooks,
 		Conversations: a.Conversations,
+		HTTP:          cfg.HTTP,
 		Connections:   a.Connections,
 		Messaging:     a.Messaging,
 		Templates:     a.Templates,
@@ -242,6 +243,14 @@ func (a *App) Serve(ctx context.Context) error {
 
 // ServeListener is Serve on an existing listener (tests use port 0).
 func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
+	if a.Config.DebugListen != "" {
+		stopDebug, err := a.serveDebug()
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stopDebug()
+	}
 	if err := a.Jobs.Start(ctx); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("start jobs: %w", err)
@@ -251,7 +260,7 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	connCtx, stopConns := context.WithCancel(ctx)
 	connsDone := make(chan struct{})
 	go func() { a.Connections.Run(connCtx); close(connsDone) }()
-	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpapi.NewHTTPServer(a.Handler, a.Config.HTTP)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.Logger.Info("gateway listening", "addr", ln.Addr().String(), "database", string(a.DB.Dialect))
@@ -281,6 +290,20 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		serveErr = nil
 	}
 	return serveErr
+}
+
+// serveDebug starts the pprof listener on its own address (DEBUG_LISTEN).
+// It has no write timeout: a CPU profile or trace streams for as long as
+// asked.
+func (a *App) serveDebug() (stop func(), err error) {
+	ln, err := net.Listen("tcp", a.Config.DebugListen)
+	if err != nil {
+		return nil, fmt.Errorf("debug listen %s: %w", a.Config.DebugListen, err)
+	}
+	srv := &http.Server{Handler: httpapi.DebugHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	a.Logger.Info("pprof listening", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }
 
 // redisOf returns the Redis limiter for readiness checks, nil in-process.

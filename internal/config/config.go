@@ -44,6 +44,27 @@ type Config struct {
 	// ("id:base64key,…", the first seals; see internal/secrets); empty
 	// keeps them in clear.
 	SecretsKey string
+	// HTTP bounds what one client can hold of the public listener.
+	HTTP HTTPLimits
+	// DBMaxConns bounds the PostgreSQL connection pool of this process.
+	DBMaxConns int
+	// DebugListen, when set, serves pprof on this address (never on the
+	// public listener); empty = off.
+	DebugListen string
+}
+
+// HTTPLimits are the public listener's timeouts and in-flight bounds.
+type HTTPLimits struct {
+	// ReadTimeout bounds reading a whole request, body included, and
+	// WriteTimeout writing its answer; UploadTimeout replaces both for
+	// multipart requests (file sends and uploads). A body dripped slowly is
+	// cut off when its deadline passes.
+	ReadTimeout, WriteTimeout, UploadTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sends nothing.
+	IdleTimeout time.Duration
+	// MaxPerIP and MaxPerToken bound the requests in progress per client
+	// address and per bearer token; one more answers 429.
+	MaxPerIP, MaxPerToken int
 }
 
 // Env names, documented in README.md.
@@ -60,6 +81,14 @@ const (
 	EnvWorkers       = "WORKERS"
 	EnvConnector     = "CONNECTOR_DRIVER"
 	EnvSecretsKey    = "SECRETS_KEY"
+	EnvReadTimeout   = "HTTP_READ_TIMEOUT"
+	EnvWriteTimeout  = "HTTP_WRITE_TIMEOUT"
+	EnvUploadTimeout = "HTTP_UPLOAD_TIMEOUT"
+	EnvIdleTimeout   = "HTTP_IDLE_TIMEOUT"
+	EnvMaxPerIP      = "HTTP_MAX_INFLIGHT_PER_IP"
+	EnvMaxPerToken   = "HTTP_MAX_INFLIGHT_PER_TOKEN"
+	EnvDBMaxConns    = "DB_MAX_CONNS"
+	EnvDebugListen   = "DEBUG_LISTEN"
 )
 
 // Connector drivers (CONNECTOR_DRIVER).
@@ -101,11 +130,87 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
 	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
+	edge := edgeFields{
+		read:        fs.Duration("http-read-timeout", durationEnv(getenv(EnvReadTimeout), 30*time.Second), "time to read a whole request, body included ($"+EnvReadTimeout+")"),
+		write:       fs.Duration("http-write-timeout", durationEnv(getenv(EnvWriteTimeout), time.Minute), "time to answer a request ($"+EnvWriteTimeout+")"),
+		upload:      fs.Duration("http-upload-timeout", durationEnv(getenv(EnvUploadTimeout), 10*time.Minute), "read and write time of a multipart request (file sends, uploads) ($"+EnvUploadTimeout+")"),
+		idle:        fs.Duration("http-idle-timeout", durationEnv(getenv(EnvIdleTimeout), 2*time.Minute), "keep-alive connection idle limit ($"+EnvIdleTimeout+")"),
+		perIP:       fs.Int("http-max-inflight-per-ip", intEnv(getenv(EnvMaxPerIP), 64), "requests in progress per client address; more answer 429 ($"+EnvMaxPerIP+")"),
+		perToken:    fs.Int("http-max-inflight-per-token", intEnv(getenv(EnvMaxPerToken), 32), "requests in progress per bearer token; more answer 429 ($"+EnvMaxPerToken+")"),
+		dbMaxConns:  fs.Int("db-max-conns", intEnv(getenv(EnvDBMaxConns), 20), "PostgreSQL connections of this process ($"+EnvDBMaxConns+")"),
+		debugListen: fs.String("debug-listen", env(EnvDebugListen, ""), "address of the pprof listener; empty = off ($"+EnvDebugListen+")"),
+	}
 	return func() (Config, error) {
 		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
+		if errs := edge.apply(&cfg); len(errs) > 0 {
+			err = errors.Join(append([]error{err}, errs...)...)
+		}
+		if err != nil {
+			return Config{}, fmt.Errorf("invalid configuration: %w", err)
+		}
 		cfg.SecretsKey = *secretsKey
-		return cfg, err
+		return cfg, nil
 	}
+}
+
+// edgeFields are the flags of the HTTP edge, the pool size and the debug
+// listener.
+type edgeFields struct {
+	read, write, upload, idle *time.Duration
+	perIP, perToken           *int
+	dbMaxConns                *int
+	debugListen               *string
+}
+
+func (f edgeFields) apply(cfg *Config) []error {
+	var errs []error
+	cfg.HTTP = HTTPLimits{
+		ReadTimeout: *f.read, WriteTimeout: *f.write, UploadTimeout: *f.upload, IdleTimeout: *f.idle,
+		MaxPerIP: *f.perIP, MaxPerToken: *f.perToken,
+	}
+	for _, d := range []struct {
+		env string
+		v   time.Duration
+	}{{EnvReadTimeout, cfg.HTTP.ReadTimeout}, {EnvWriteTimeout, cfg.HTTP.WriteTimeout}, {EnvUploadTimeout, cfg.HTTP.UploadTimeout}, {EnvIdleTimeout, cfg.HTTP.IdleTimeout}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be a positive duration such as 30s", d.env))
+		}
+	}
+	if cfg.HTTP.UploadTimeout < cfg.HTTP.ReadTimeout {
+		errs = append(errs, fmt.Errorf("%s: may not be shorter than %s", EnvUploadTimeout, EnvReadTimeout))
+	}
+	if cfg.HTTP.MaxPerIP < 1 || cfg.HTTP.MaxPerIP > 100000 {
+		errs = append(errs, fmt.Errorf("%s: must be between 1 and 100000", EnvMaxPerIP))
+	}
+	if cfg.HTTP.MaxPerToken < 1 || cfg.HTTP.MaxPerToken > 100000 {
+		errs = append(errs, fmt.Errorf("%s: must be between 1 and 100000", EnvMaxPerToken))
+	}
+	cfg.DBMaxConns = *f.dbMaxConns
+	if cfg.DBMaxConns < 1 || cfg.DBMaxConns > 1000 {
+		errs = append(errs, fmt.Errorf("%s: must be between 1 and 1000", EnvDBMaxConns))
+	}
+	cfg.DebugListen = strings.TrimSpace(*f.debugListen)
+	if cfg.DebugListen != "" {
+		if _, _, err := splitHostPort(cfg.DebugListen); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvDebugListen, err))
+		} else if cfg.DebugListen == cfg.ListenAddr {
+			errs = append(errs, fmt.Errorf("%s: must differ from %s: pprof is never served on the public listener", EnvDebugListen, EnvListenAddr))
+		}
+	}
+	return errs
+}
+
+// durationEnv reads a duration variable; a malformed one becomes -1, which
+// validation rejects with the variable's name.
+func durationEnv(v string, def time.Duration) time.Duration {
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return -1
+	}
+	return d
 }
 
 type fields struct {
@@ -186,10 +291,7 @@ func validate(f fields) (Config, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown-timeout: must be positive"))
 	}
-	if len(errs) > 0 {
-		return Config{}, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
-	}
-	return cfg, nil
+	return cfg, errors.Join(errs...)
 }
 
 // IsPostgres reports whether the configuration selects PostgreSQL.

@@ -3,6 +3,7 @@ package config_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chatmsg/gateway/internal/config"
 )
@@ -41,6 +42,35 @@ func TestParse(t *testing.T) {
 		{name: "bad redis url", env: map[string]string{"REDIS_URL": "http://x"}, wantErr: "REDIS_URL"},
 		{name: "bad workers", env: map[string]string{"WORKERS": "many"}, wantErr: "WORKERS"},
 		{name: "listen without port", args: []string{"-listen", "localhost"}, wantErr: "LISTEN_ADDR"},
+		{name: "edge defaults", check: func(t *testing.T, c config.Config) {
+			want := config.HTTPLimits{ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, UploadTimeout: 10 * time.Minute,
+				IdleTimeout: 2 * time.Minute, MaxPerIP: 64, MaxPerToken: 32}
+			if c.HTTP != want || c.DBMaxConns != 20 || c.DebugListen != "" {
+				t.Errorf("edge defaults: %+v, db %d, debug %q", c.HTTP, c.DBMaxConns, c.DebugListen)
+			}
+		}},
+		{name: "edge settings from the environment", env: map[string]string{"HTTP_READ_TIMEOUT": "5s", "HTTP_UPLOAD_TIMEOUT": "1m",
+			"HTTP_MAX_INFLIGHT_PER_TOKEN": "4", "DB_MAX_CONNS": "3", "DEBUG_LISTEN": "127.0.0.1:6060"},
+			check: func(t *testing.T, c config.Config) {
+				if c.HTTP.ReadTimeout != 5*time.Second || c.HTTP.UploadTimeout != time.Minute || c.HTTP.MaxPerToken != 4 || c.DBMaxConns != 3 || c.DebugListen != "127.0.0.1:6060" {
+					t.Errorf("environment not applied: %+v", c)
+				}
+			}},
+		{name: "db max conns flag", args: []string{"-db-max-conns", "7"}, check: func(t *testing.T, c config.Config) {
+			if c.DBMaxConns != 7 {
+				t.Errorf("db max conns = %d", c.DBMaxConns)
+			}
+		}},
+		{name: "bad read timeout", env: map[string]string{"HTTP_READ_TIMEOUT": "soon"}, wantErr: "HTTP_READ_TIMEOUT"},
+		{name: "zero write timeout", args: []string{"-http-write-timeout", "0s"}, wantErr: "HTTP_WRITE_TIMEOUT"},
+		{name: "upload shorter than read", env: map[string]string{"HTTP_READ_TIMEOUT": "1m", "HTTP_UPLOAD_TIMEOUT": "10s"}, wantErr: "HTTP_UPLOAD_TIMEOUT"},
+		{name: "no in-flight requests per ip", env: map[string]string{"HTTP_MAX_INFLIGHT_PER_IP": "0"}, wantErr: "HTTP_MAX_INFLIGHT_PER_IP"},
+		{name: "bad in-flight per token", env: map[string]string{"HTTP_MAX_INFLIGHT_PER_TOKEN": "x"}, wantErr: "HTTP_MAX_INFLIGHT_PER_TOKEN"},
+		{name: "db max conns zero", env: map[string]string{"DB_MAX_CONNS": "0"}, wantErr: "DB_MAX_CONNS"},
+		{name: "db max conns too many", env: map[string]string{"DB_MAX_CONNS": "5000"}, wantErr: "DB_MAX_CONNS"},
+		{name: "debug listen without port", env: map[string]string{"DEBUG_LISTEN": "localhost"}, wantErr: "DEBUG_LISTEN"},
+		{name: "debug listen on the public address", args: []string{"-listen", "127.0.0.1:8080", "-debug-listen", "127.0.0.1:8080"}, wantErr: "DEBUG_LISTEN"},
+		{name: "edge and base errors together", env: map[string]string{"TIME_ZONE": "x", "DB_MAX_CONNS": "0"}, wantErr: "TIME_ZONE"},
 		{name: "all errors at once", env: map[string]string{"TIME_ZONE": "x", "LOG_LEVEL": "y"}, wantErr: "LOG_LEVEL"},
 	}
 	for _, tc := range cases {

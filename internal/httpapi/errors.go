@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -62,10 +63,18 @@ func statusFor(op *openapi3.Operation, kind fault.Kind) int {
 func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, op *openapi3.Operation, err error) {
 	fe := fault.As(err)
 	status := statusFor(op, fe.Kind)
+	if errors.Is(fe, errBodyTooLarge) && documented(op, http.StatusRequestEntityTooLarge) {
+		status = http.StatusRequestEntityTooLarge
+	}
+	// The logged cause is clipped: causes can quote client input (a value,
+	// a driver's echo of it), and one request must not buy a log line that
+	// grows with what it sent.
 	if fe.Kind == fault.Internal {
-		logger.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()), "err", err, "status", status)
+		logger.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()), "operation", operationID(op),
+			"err", clip(causeText(err), maxLogCause), "status", status)
 	} else if fe.Err != nil {
-		logger.WarnContext(r.Context(), "request refused", "request_id", requestID(r.Context()), "kind", fe.Kind.String(), "err", err, "status", status)
+		logger.WarnContext(r.Context(), "request refused", "request_id", requestID(r.Context()), "operation", operationID(op),
+			"kind", fe.Kind.String(), "err", clip(causeText(fe.Err), maxLogCause), "status", status)
 	}
 	msg := fe.Message
 	if msg == "" {
@@ -103,6 +112,27 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, op 
 		body["details"] = fe.Details
 	}
 	writeJSON(w, status, body)
+}
+
+// maxLogCause bounds the logged text of an error's cause.
+const maxLogCause = 400
+
+// errBodyTooLarge marks a body over its operation's limit, answered 413
+// where the operation documents it.
+var errBodyTooLarge = errors.New("request body too large")
+
+func causeText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func operationID(op *openapi3.Operation) string {
+	if op == nil {
+		return "unmatched"
+	}
+	return op.OperationID
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {

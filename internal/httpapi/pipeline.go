@@ -1,13 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -113,7 +111,7 @@ func observe(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				logger.ErrorContext(ctx, "panic", "panic", p, "stack", string(debug.Stack()), "request_id", id)
+				logger.ErrorContext(ctx, "panic", "panic", clip(fmt.Sprint(p), maxLogCause), "stack", string(debug.Stack()), "request_id", id)
 				if rec.status == 0 {
 					writeJSON(rec, http.StatusInternalServerError, map[string]any{"message": "Internal server error."})
 				}
@@ -125,7 +123,7 @@ func observe(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
 			status := strconv.Itoa(rec.status)
 			m.requests.WithLabelValues(opName, status).Inc()
 			m.duration.WithLabelValues(opName).Observe(time.Since(start).Seconds())
-			logger.InfoContext(ctx, "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+			logger.InfoContext(ctx, "request", "request_id", id, "method", clip(r.Method, 16), "path", clip(r.URL.Path, maxLogValue),
 				"operation", opName, "status", rec.status, "bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds())
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
@@ -137,16 +135,10 @@ func observe(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
 type opHolder struct{ op *openapi3.Operation }
 type opHolderKey struct{}
 
-// Body limits: JSON bodies are small; multipart bodies carry files up to the
-// document limit (100 MB) plus form overhead.
-const (
-	jsonBodyLimit      = 1 << 20
-	multipartBodyLimit = 101 << 20
-)
-
 // enforceContract routes a request to its OpenAPI operation, authenticates
-// it when the operation is secured, and validates it against the document.
-// Nothing reaches a handler that the document does not allow.
+// it when the operation is secured, applies the edge limits, and validates
+// it against the document. Nothing reaches a handler that the document does
+// not allow.
 func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route, params, err := c.FindRoute(r)
@@ -179,60 +171,78 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 			r = r.WithContext(ctx)
 		}
 
-		limit := int64(jsonBodyLimit)
-		if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {
-			limit = multipartBodyLimit
+		// Limits: every check here costs a scan over the request's bytes at
+		// most, and runs before the validator decodes anything.
+		extendDeadlines(w, r, op)
+		if ferr := checkParameters(r, route, params); ferr != nil {
+			writeError(w, r, logger, op, ferr)
+			return
+		}
+		limit, human := bodyLimit(op, r)
+		if r.ContentLength > limit {
+			writeError(w, r, logger, op, tooLarge(human))
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		multipartBody := strings.HasPrefix(mediaType(r.Header.Get("Content-Type")), "multipart/")
+		if op.RequestBody != nil && op.RequestBody.Value != nil && !multipartBody && r.Body != http.NoBody {
+			nulls, ferr, err := readJSONBody(r, op)
+			if err != nil {
+				writeError(w, r, logger, op, bodyReadFault(err, human))
+				return
+			}
+			if ferr != nil {
+				writeError(w, r, logger, op, ferr)
+				return
+			}
+			if len(nulls) > 0 && mediaType(r.Header.Get("Content-Type")) == "application/json" {
+				r = r.WithContext(context.WithValue(r.Context(), explicitNullsKey{}, nulls))
+			}
+		}
 
 		input := &openapi3filter.RequestValidationInput{
-			Request: r, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+			Request: r, PathParams: params, Route: route, Options: validationOptions,
 		}
-		if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				writeError(w, r, logger, op, fault.New(fault.Invalid, "The request body is too large."))
+		if err := openapi3filter.ValidateRequest(r.Context(), input); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeError(w, r, logger, op, tooLarge(human))
 				return
 			}
 			writeError(w, r, logger, op, validationFault(r, op, err))
 			return
 		}
-		next.ServeHTTP(w, withExplicitNulls(r))
+		if multipartBody {
+			if ferr := checkMultipartText(r, op); ferr != nil {
+				writeError(w, r, logger, op, ferr)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
 	})
+}
+
+// validationOptions are the same for every request: built once. The
+// pipeline has authenticated the request already, so the validator's
+// security check is a no-op.
+var validationOptions = &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+
+// bodyReadFault answers a body that could not be read: over its limit, or
+// cut off (a client that stopped sending, or a read deadline).
+func bodyReadFault(err error, human string) *fault.Error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return tooLarge(human)
+	}
+	return fault.Wrap(fault.Invalid, "The request body could not be read.", err)
 }
 
 type explicitNullsKey struct{}
 
-// withExplicitNulls records which top-level members of a JSON body were sent
-// as null. The generated body types read null and absent alike (nil), but a
-// partial update must tell "set to null" from "leave unchanged".
-func withExplicitNulls(r *http.Request) *http.Request {
-	if r.Body == nil || mediaType(r.Header.Get("Content-Type")) != "application/json" {
-		return r
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return r
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var members map[string]json.RawMessage
-	if json.Unmarshal(body, &members) != nil {
-		return r
-	}
-	nulls := map[string]bool{}
-	for k, v := range members {
-		if string(bytes.TrimSpace(v)) == "null" {
-			nulls[k] = true
-		}
-	}
-	if len(nulls) == 0 {
-		return r
-	}
-	return r.WithContext(context.WithValue(r.Context(), explicitNullsKey{}, nulls))
-}
-
-// sentAsNull reports whether the request's JSON body had member: null.
+// sentAsNull reports whether the request's JSON body had member: null. The
+// generated body types read null and absent alike (nil), but a partial
+// update must tell "set to null" from "leave unchanged"; the edge scan of
+// the body records them.
 func sentAsNull(ctx context.Context, member string) bool {
 	m, _ := ctx.Value(explicitNullsKey{}).(map[string]bool)
 	return m[member]

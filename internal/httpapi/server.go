@@ -18,6 +18,7 @@ import (
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/docs"
@@ -38,6 +39,7 @@ type Deps struct {
 	Redis         interface{ Ping(context.Context) error }
 	Logger        *slog.Logger
 	Registry      *prometheus.Registry
+	HTTP          config.HTTPLimits // in-flight bounds per client, multipart deadlines; zero = none
 	Auth          Authenticator
 	Channels      *channels.Service
 	DB            *store.DB
@@ -90,6 +92,7 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 	api.HandlerWithOptions(strict, api.ChiServerOptions{BaseRouter: apiRouter, ErrorHandlerFunc: onBindError})
 
 	root := chi.NewRouter()
+	root.Use(newInFlight(deps.HTTP, deps.Logger).middleware)
 	root.Handle("/metrics", promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	m := newMetrics(deps.Registry)
 	contractHandler := enforceContract(contract, deps.Auth, deps.Logger, idempotent(deps.Idempotency, deps.Logger, apiRouter))

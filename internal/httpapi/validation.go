@@ -20,6 +20,8 @@ type issue struct {
 	field   string
 	message string
 	rank    int // required < invalid value < combinator: the first issue is the answer's message
+	// rule names the check that failed, for the log (never the value).
+	rule string
 }
 
 // validationFault turns kin-openapi's validation error into an Invalid
@@ -38,7 +40,30 @@ func validationFault(r *http.Request, op *openapi3.Operation, err error) *fault.
 			fields[is.field] = append(fields[is.field], is.message)
 		}
 	}
-	return &fault.Error{Kind: fault.Invalid, Message: issues[0].message, Fields: fields, Err: err}
+	// The cause logged is a summary of the issues: kin-openapi's own error
+	// text quotes the schema and the submitted value, which a hostile request
+	// makes as large as it likes.
+	return &fault.Error{Kind: fault.Invalid, Message: issues[0].message, Fields: fields, Err: issueSummary(issues)}
+}
+
+// issueSummary is the bounded log form of validation issues: the first few
+// fields and the rules they broke.
+func issueSummary(issues []issue) error {
+	var b strings.Builder
+	for i, is := range issues {
+		if i == 4 {
+			fmt.Fprintf(&b, "; and %d more", len(issues)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(clip(is.field, 64))
+		if is.rule != "" {
+			b.WriteString(": " + is.rule)
+		}
+	}
+	return errors.New("request validation: " + b.String())
 }
 
 func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]issue) {
@@ -51,28 +76,33 @@ func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]is
 	}
 	var reqErr *openapi3filter.RequestError
 	if !errors.As(err, &reqErr) {
-		*out = append(*out, issue{field: "request", message: "The request is invalid.", rank: 1})
+		*out = append(*out, issue{field: "request", message: "The request is invalid.", rank: 1, rule: "unknown"})
 		return
 	}
 	switch {
 	case reqErr.Parameter != nil:
-		*out = append(*out, parameterIssue(reqErr))
+		is := parameterIssue(reqErr)
+		is.rule = "parameter in " + reqErr.Parameter.In + ": " + errorRule(reqErr.Err)
+		*out = append(*out, is)
 	case reqErr.RequestBody != nil:
 		root := bodySchema(r, reqErr.RequestBody)
 		if errors.Is(reqErr.Err, openapi3filter.ErrInvalidRequired) {
 			// No body at all reads like an empty object: answer with the
 			// first required field's message, as an empty JSON object would.
 			if root != nil && len(root.Required) > 0 {
-				*out = append(*out, requiredIssue(root, nil, root.Required[0]))
+				is := requiredIssue(root, nil, root.Required[0])
+				is.rule = "body required"
+				*out = append(*out, is)
 				return
 			}
-			*out = append(*out, issue{field: "body", message: "The request body is required."})
+			*out = append(*out, issue{field: "body", message: "The request body is required.", rule: "body required"})
 			return
 		}
 		var schemaErrs []*openapi3.SchemaError
 		collectSchemaErrors(reqErr.Err, &schemaErrs)
 		if len(schemaErrs) == 0 {
 			if is, ok := partIssue(root, reqErr.Err); ok {
+				is.rule = "multipart part type"
 				*out = append(*out, is)
 				return
 			}
@@ -82,14 +112,16 @@ func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]is
 			} else if strings.HasPrefix(mediaType(ct), "multipart/") {
 				msg = "The multipart body could not be read."
 			}
-			*out = append(*out, issue{field: "body", message: msg, rank: 1})
+			*out = append(*out, issue{field: "body", message: msg, rank: 1, rule: "decode"})
 			return
 		}
 		for _, se := range schemaErrs {
-			*out = append(*out, schemaIssue(root, se))
+			is := schemaIssue(root, se)
+			is.rule = clip(strings.Join(se.JSONPointer(), "."), 96) + " " + se.SchemaField
+			*out = append(*out, is)
 		}
 	default:
-		*out = append(*out, issue{field: "request", message: "The request is invalid.", rank: 1})
+		*out = append(*out, issue{field: "request", message: "The request is invalid.", rank: 1, rule: "unknown"})
 	}
 }
 
@@ -153,6 +185,24 @@ func collectSchemaErrors(err error, out *[]*openapi3.SchemaError) {
 	if errors.As(err, &multi) {
 		collectSchemaErrors(multi, out)
 	}
+}
+
+// errorRule names the kind of a parameter failure without its text, which
+// quotes the value.
+func errorRule(err error) string {
+	var se *openapi3.SchemaError
+	var pe *openapi3filter.ParseError
+	switch {
+	case errors.Is(err, openapi3filter.ErrInvalidRequired):
+		return "required"
+	case errors.Is(err, openapi3filter.ErrInvalidEmptyValue):
+		return "empty"
+	case errors.As(err, &se):
+		return "schema " + se.SchemaField
+	case errors.As(err, &pe):
+		return "parse"
+	}
+	return "invalid"
 }
 
 func parameterIssue(e *openapi3filter.RequestError) issue {

@@ -47,7 +47,8 @@ type Options struct {
 	// SearchPath, on PostgreSQL, pins every connection to one schema (tests
 	// use a schema per test).
 	SearchPath string
-	// MaxConns bounds the PostgreSQL pool (default 20).
+	// MaxConns bounds the PostgreSQL pool (default 20; DB_MAX_CONNS in
+	// production, a handful in tests).
 	MaxConns int32
 }
 
@@ -219,6 +220,14 @@ func IsForeignKeyViolation(err error) bool {
 		return liteErr.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 	}
 	return false
+}
+
+// IsTooManyClients reports whether err is PostgreSQL refusing a connection
+// because the server has no slot left (SQLSTATE 53300): worth retrying
+// after a pause, unlike any other connect error.
+func IsTooManyClients(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "53300"
 }
 
 // IsNoRows reports whether err means a query found nothing.

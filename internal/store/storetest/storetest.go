@@ -7,9 +7,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,6 +42,12 @@ func SQLite(t testing.TB) *store.DB {
 	return db
 }
 
+// poolSize is the PostgreSQL pool of one test database. Tests run in
+// parallel across packages (go test -p) and within them (t.Parallel), and
+// the suite must pass on a stock server (max_connections 100): a test's
+// requests and its River client share these few connections.
+const poolSize = 4
+
 // Postgres opens the database at TEST_DATABASE_URL pinned to a new schema
 // that is dropped when the test ends. It skips the test when the variable
 // is unset.
@@ -53,23 +61,58 @@ func Postgres(t testing.TB) *store.DB {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "t_" + hex.EncodeToString(b[:])
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("connect postgres: %v", err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	// The schema is made and dropped on short-lived connections, so a test
+	// holds no connection beyond its pool.
+	if err := adminExec(ctx, url, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("create schema: %v", err)
 	}
-	db, err := store.OpenPostgres(ctx, url, store.Options{SearchPath: schema, MaxConns: 10})
+	var db *store.DB
+	err := retryTooManyClients(ctx, func() (err error) {
+		db, err = store.OpenPostgres(ctx, url, store.Options{SearchPath: schema, MaxConns: poolSize})
+		return err
+	})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
 	t.Cleanup(func() {
 		_ = db.Close()
-		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if err := adminExec(context.Background(), url, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			t.Logf("drop schema %s: %v", schema, err)
 		}
-		_ = admin.Close(context.Background())
 	})
 	return db
+}
+
+// adminExec runs one statement on a connection of its own.
+func adminExec(ctx context.Context, url, sql string) error {
+	return retryTooManyClients(ctx, func() error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		_, err = conn.Exec(ctx, sql)
+		return err
+	})
+}
+
+// retryTooManyClients runs connect again while the server answers "too many
+// clients" (SQLSTATE 53300), backing off from 50 ms to 2 s, for at most
+// connectPatience: a busy CI server makes a test wait, not fail.
+func retryTooManyClients(ctx context.Context, connect func() error) error {
+	const connectPatience = time.Minute
+	deadline := time.Now().Add(connectPatience)
+	pause := 50 * time.Millisecond
+	for {
+		err := connect()
+		if err == nil || !store.IsTooManyClients(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
 }
