@@ -181,20 +181,20 @@ func (s *Service) UpdateUnofficial(ctx context.Context, companyID, id int64, ch 
 }
 
 // DeleteUnofficial deletes a connection inside tx (the caller deletes what
-// hangs on it in the same transaction). Errors: NotFound.
-func (s *Service) DeleteUnofficial(ctx context.Context, tx *store.Tx, companyID, id int64) error {
+// hangs on it in the same transaction). The caller runs afterCommit once tx
+// committed: it clears the lookup cache then, so a lookup between the
+// delete and the commit, which still reads the row, cannot keep the deleted
+// channel cached. Errors: NotFound.
+func (s *Service) DeleteUnofficial(ctx context.Context, tx *store.Tx, companyID, id int64) (afterCommit func(), err error) {
 	res, err := tx.NewDelete().Model((*unofficialRow)(nil)).
 		Where("company_id = ?", companyID).Where("id = ?", id).Where("channel_type_id = ?", int(UnofficialChatapp)).Exec(ctx)
-	// Before the caller's commit: a lookup in between may cache the row
-	// again, for at most CacheTTL (see CacheTTL).
-	s.cache.clear()
 	if err != nil {
-		return fault.Internalf(err, "delete connection")
+		return nil, fault.Internalf(err, "delete connection")
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(fault.NotFound, MsgConnectionNotFound)
+		return nil, fault.New(fault.NotFound, MsgConnectionNotFound)
 	}
-	return nil
+	return s.cache.clear, nil
 }
 
 // SetUnofficialLogged records the session state of a connection; it

@@ -7,10 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
 )
@@ -253,17 +249,4 @@ func (s *Service) runForwarded(ctx context.Context, c takenCall) wireAnswer {
 		return wireAnswer{Error: &wireError{Kind: fault.Internal, Message: "Internal server error."}}
 	}
 	return wireAnswer{Result: raw}
-}
-
-// isForeignKeyViolation reports a foreign-key failure by driver error code.
-func isForeignKeyViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23503"
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		return liteErr.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
-	}
-	return false
 }

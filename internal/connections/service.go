@@ -294,7 +294,12 @@ func (s *Service) ChatappDelete(ctx context.Context, companyID int64, sel Select
 		}
 		// Conversations (and anything else referencing the channel) go
 		// with it through their ON DELETE CASCADE foreign keys.
-		return s.channels.DeleteUnofficial(ctx, tx, companyID, conn.ID)
+		forget, err := s.channels.DeleteUnofficial(ctx, tx, companyID, conn.ID)
+		if err != nil {
+			return err
+		}
+		after = append(after, forget)
+		return nil
 	})
 	if err != nil {
 		return err

@@ -89,7 +89,7 @@ ON CONFLICT (company_channel_id) DO UPDATE SET owner_id = excluded.owner_id, fen
 WHERE chatapp_sessions.owner_id = '' OR chatapp_sessions.lease_expires_ms < ?
 RETURNING fence, device_ref`, channelID, s.id, now+s.ttl.Milliseconds(), now).Scan(ctx, &rows)
 	if err != nil {
-		if isForeignKeyViolation(err) {
+		if store.IsForeignKeyViolation(err) {
 			return 0, "", "", fault.New(fault.NotFound, "Connection not found")
 		}
 		return 0, "", "", fault.Internalf(err, "claim connection lease")

@@ -114,11 +114,15 @@ func TestChannelLookupCache(t *testing.T) {
 		if got := name(channels.UnofficialChatapp, conn.Key); got != renamed {
 			t.Fatalf("after an update in this process: %q", got)
 		}
+		var forget func()
 		if err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-			return svc.DeleteUnofficial(ctx, tx, e.ten.CompanyID, conn.ID)
+			var err error
+			forget, err = svc.DeleteUnofficial(ctx, tx, e.ten.CompanyID, conn.ID)
+			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
+		forget()
 		if got := name(channels.UnofficialChatapp, conn.Key); got != "not found" {
 			t.Fatalf("after a delete in this process: %q", got)
 		}
