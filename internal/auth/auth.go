@@ -165,6 +165,7 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 		}
 		return c.principal, nil
 	}
+	gen := s.tokens.generation()
 	var row tokenRow
 	err := s.db.Bun.NewSelect().Model(&row).Where("token_hash = ?", hash).Limit(1).Scan(ctx)
 	if store.IsNoRows(err) {
@@ -177,7 +178,7 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 		return Principal{}, unauth
 	}
 	p := Principal{CompanyID: row.CompanyID, UserID: row.UserID, TokenID: row.ID, Permissions: splitPerms(row.Permissions)}
-	s.tokens.put(hash, cachedToken{principal: p, expiresAt: row.ExpiresAt, until: now.Add(TokenCacheTTL)}, now)
+	s.tokens.put(gen, hash, cachedToken{principal: p, expiresAt: row.ExpiresAt, until: now.Add(TokenCacheTTL)}, now)
 	return p, nil
 }
 
@@ -198,10 +199,19 @@ type cachedToken struct {
 
 // tokenCache maps token hashes to principals. Only valid tokens enter it:
 // unknown ones always reach the database, so a guessed token is never
-// cached and a newly created one works at once.
+// cached and a newly created one works at once. gen guards against a lookup
+// that read the token before a revoke in this process storing what it read
+// after the revoke's forget.
 type tokenCache struct {
 	mu      sync.Mutex
+	gen     uint64
 	entries map[string]cachedToken
+}
+
+func (c *tokenCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
 }
 
 func (c *tokenCache) get(hash string, now time.Time) (cachedToken, bool) {
@@ -214,9 +224,12 @@ func (c *tokenCache) get(hash string, now time.Time) (cachedToken, bool) {
 	return e, true
 }
 
-func (c *tokenCache) put(hash string, e cachedToken, now time.Time) {
+func (c *tokenCache) put(gen uint64, hash string, e cachedToken, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen != c.gen {
+		return // a revoke happened since the lookup read the row
+	}
 	if len(c.entries) >= tokenCacheSize {
 		for h, old := range c.entries {
 			if !now.Before(old.until) {
@@ -235,6 +248,7 @@ func (c *tokenCache) put(hash string, e cachedToken, now time.Time) {
 func (c *tokenCache) forget(tokenID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	for h, e := range c.entries {
 		if e.principal.TokenID == tokenID {
 			delete(c.entries, h)
