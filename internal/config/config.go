@@ -36,6 +36,10 @@ type Config struct {
 	// ShutdownTimeout bounds graceful shutdown of HTTP and jobs.
 	ShutdownTimeout time.Duration
 	// Workers is the number of concurrent River workers of the default queue.
+	// Each job holds a database connection while it claims and records its
+	// work, so the default (16) leaves most of the DB_MAX_CONNS pool (20) to
+	// the API: with 50 the workers starved the requests of connections and
+	// halved the accepted sends per second (measured with make load).
 	Workers int
 	// ConnectorDriver is the chat-app connector of unofficial connections:
 	// "simulator" (default) or "whatsmeow".
@@ -126,7 +130,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	format := fs.String("log-format", env(EnvLogFormat, "json"), "json or text ($"+EnvLogFormat+")")
 	public := fs.String("public-base-url", env(EnvPublicBaseURL, ""), "external base URL of this service; default http://LISTEN_ADDR ($"+EnvPublicBaseURL+")")
 	redis := fs.String("redis-url", env(EnvRedisURL, ""), "redis:// URL for limits shared across replicas; empty = in-process ($"+EnvRedisURL+")")
-	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 50), "concurrent background workers ($"+EnvWorkers+")")
+	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 16), "concurrent background workers ($"+EnvWorkers+")")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
 	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
