@@ -1725,7 +1725,7 @@ type SectorSummary struct {
 	Name string `json:"name"`
 }
 
-// SendAcceptedSync Synchronous answer (`enqueue=false`): accepted by the provider (or chat app), not yet delivered. Field names are PascalCase as shown.
+// SendAcceptedSync Synchronous answer (`enqueue=false`): accepted by the provider (or chat app), not yet delivered. Field names are PascalCase as shown. `Status: false` with an empty `ExternalID`: the outcome is unknown (the provider's answer was lost); the message stays Pending until its receipt.
 type SendAcceptedSync struct {
 	Data struct {
 		// ExternalID Provider (or chat-app) message id, used to correlate later receipts.
@@ -3979,6 +3979,11 @@ type ClientInterface interface {
 	//    is the provider (or chat-app) message id, used to correlate later receipts; `Data.raw` is diagnostic
 	//    only and outside the contract. 200 means accepted by the provider, not delivered; delivery and read
 	//    receipts (Enviada → Entregue → Lida, or Falha) arrive later through the outbound webhooks.
+	//    When the provider may have taken the message but its answer was lost (no answer in time, a cut-off
+	//    connection, a gateway error from something in front of it), the answer is still 200, with
+	//    `Status: false`, a `Message` saying the outcome is unknown and `ExternalID` empty: the message stays
+	//    Pending, is not sent again, and its receipt settles it. Do not resend it; a retry with the same
+	//    `Idempotency-Key` replays this answer.
 	// 7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 	//    only. The unofficial channel answers the same two shapes.
 	//
@@ -4038,6 +4043,11 @@ type ClientInterface interface {
 	//    is the provider (or chat-app) message id, used to correlate later receipts; `Data.raw` is diagnostic
 	//    only and outside the contract. 200 means accepted by the provider, not delivered; delivery and read
 	//    receipts (Enviada → Entregue → Lida, or Falha) arrive later through the outbound webhooks.
+	//    When the provider may have taken the message but its answer was lost (no answer in time, a cut-off
+	//    connection, a gateway error from something in front of it), the answer is still 200, with
+	//    `Status: false`, a `Message` saying the outcome is unknown and `ExternalID` empty: the message stays
+	//    Pending, is not sent again, and its receipt settles it. Do not resend it; a retry with the same
+	//    `Idempotency-Key` replays this answer.
 	// 7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 	//    only. The unofficial channel answers the same two shapes.
 	//
@@ -4959,6 +4969,11 @@ type ClientInterface interface {
 //     is the provider (or chat-app) message id, used to correlate later receipts; `Data.raw` is diagnostic
 //     only and outside the contract. 200 means accepted by the provider, not delivered; delivery and read
 //     receipts (Enviada → Entregue → Lida, or Falha) arrive later through the outbound webhooks.
+//     When the provider may have taken the message but its answer was lost (no answer in time, a cut-off
+//     connection, a gateway error from something in front of it), the answer is still 200, with
+//     `Status: false`, a `Message` saying the outcome is unknown and `ExternalID` empty: the message stays
+//     Pending, is not sent again, and its receipt settles it. Do not resend it; a retry with the same
+//     `Idempotency-Key` replays this answer.
 //  7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 //     only. The unofficial channel answers the same two shapes.
 //
@@ -5028,6 +5043,11 @@ func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessagePar
 //     is the provider (or chat-app) message id, used to correlate later receipts; `Data.raw` is diagnostic
 //     only and outside the contract. 200 means accepted by the provider, not delivered; delivery and read
 //     receipts (Enviada → Entregue → Lida, or Falha) arrive later through the outbound webhooks.
+//     When the provider may have taken the message but its answer was lost (no answer in time, a cut-off
+//     connection, a gateway error from something in front of it), the answer is still 200, with
+//     `Status: false`, a `Message` saying the outcome is unknown and `ExternalID` empty: the message stays
+//     Pending, is not sent again, and its receipt settles it. Do not resend it; a retry with the same
+//     `Idempotency-Key` replays this answer.
 //  7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 //     only. The unofficial channel answers the same two shapes.
 //
@@ -8908,6 +8928,11 @@ type ClientWithResponsesInterface interface {
 	//    is the provider (or chat-app) message id, used to correlate later receipts; `Data.raw` is diagnostic
 	//    only and outside the contract. 200 means accepted by the provider, not delivered; delivery and read
 	//    receipts (Enviada → Entregue → Lida, or Falha) arrive later through the outbound webhooks.
+	//    When the provider may have taken the message but its answer was lost (no answer in time, a cut-off
+	//    connection, a gateway error from something in front of it), the answer is still 200, with
+	//    `Status: false`, a `Message` saying the outcome is unknown and `ExternalID` empty: the message stays
+	//    Pending, is not sent again, and its receipt settles it. Do not resend it; a retry with the same
+	//    `Idempotency-Key` replays this answer.
 	// 7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 	//    only. The unofficial channel answers the same two shapes.
 	//
@@ -8967,6 +8992,11 @@ type ClientWithResponsesInterface interface {
 	//    is the provider (or chat-app) message id, used to correlate later receipts; `Data.raw` is diagnostic
 	//    only and outside the contract. 200 means accepted by the provider, not delivered; delivery and read
 	//    receipts (Enviada → Entregue → Lida, or Falha) arrive later through the outbound webhooks.
+	//    When the provider may have taken the message but its answer was lost (no answer in time, a cut-off
+	//    connection, a gateway error from something in front of it), the answer is still 200, with
+	//    `Status: false`, a `Message` saying the outcome is unknown and `ExternalID` empty: the message stays
+	//    Pending, is not sent again, and its receipt settles it. Do not resend it; a retry with the same
+	//    `Idempotency-Key` replays this answer.
 	// 7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 	//    only. The unofficial channel answers the same two shapes.
 	//
@@ -12910,6 +12940,11 @@ func (r GetReadyzHTTPResponse) ContentType() string {
 //     is the provider (or chat-app) message id, used to correlate later receipts; `Data.raw` is diagnostic
 //     only and outside the contract. 200 means accepted by the provider, not delivered; delivery and read
 //     receipts (Enviada → Entregue → Lida, or Falha) arrive later through the outbound webhooks.
+//     When the provider may have taken the message but its answer was lost (no answer in time, a cut-off
+//     connection, a gateway error from something in front of it), the answer is still 200, with
+//     `Status: false`, a `Message` saying the outcome is unknown and `ExternalID` empty: the message stays
+//     Pending, is not sent again, and its receipt settles it. Do not resend it; a retry with the same
+//     `Idempotency-Key` replays this answer.
 //  7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 //     only. The unofficial channel answers the same two shapes.
 //
@@ -12975,6 +13010,11 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 //     is the provider (or chat-app) message id, used to correlate later receipts; `Data.raw` is diagnostic
 //     only and outside the contract. 200 means accepted by the provider, not delivered; delivery and read
 //     receipts (Enviada → Entregue → Lida, or Falha) arrive later through the outbound webhooks.
+//     When the provider may have taken the message but its answer was lost (no answer in time, a cut-off
+//     connection, a gateway error from something in front of it), the answer is still 200, with
+//     `Status: false`, a `Message` saying the outcome is unknown and `ExternalID` empty: the message stays
+//     Pending, is not sent again, and its receipt settles it. Do not resend it; a retry with the same
+//     `Idempotency-Key` replays this answer.
 //  7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 //     only. The unofficial channel answers the same two shapes.
 //

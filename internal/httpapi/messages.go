@@ -88,6 +88,12 @@ func (s *Server) SendMessage(ctx context.Context, req api.SendMessageRequestObje
 		err = res.FromSendQueued(api.SendQueued{Message: queuedMessage})
 	} else {
 		sync := api.SendAcceptedSync{Status: true, Message: sentMessage}
+		if out.OutcomeUnknown {
+			// 200, not 509: the message may be on its way, and an answer
+			// the idempotency layer keeps makes a retry replay this one
+			// instead of sending again.
+			sync = api.SendAcceptedSync{Status: false, Message: messaging.OutcomeUnknownReason}
+		}
 		sync.Data.ExternalID = out.ExternalID
 		if out.Raw != nil {
 			sync.Data.Raw = &out.Raw

@@ -1,11 +1,19 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -367,4 +375,198 @@ func (e *officialEnv) lastMessageID() int64 {
 		e.t.Fatal(err)
 	}
 	return id
+}
+
+// What lossyProvider does to the calls it relays.
+const (
+	lossPass        int32 = iota // relayed both ways
+	lossHangUp                   // a send reaches the provider; the connection is closed unanswered
+	lossSilent                   // a send reaches the provider; no answer before the client gives up
+	lossUnreachable              // nothing connects: the provider never hears of the call
+)
+
+// lossyProvider stands between the gateway and the simulator on loopback
+// and loses the provider's answers the way a network does. It returns the
+// client to register; its mode says what happens to the next calls.
+type lossyProvider struct {
+	mode   atomic.Int32
+	client *official.Client
+}
+
+func newLossyProvider(t *testing.T, e *officialEnv, sendTimeout time.Duration) *lossyProvider {
+	t.Helper()
+	lp := &lossyProvider{}
+	simURL := e.ctl.URL
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, simURL+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			t.Errorf("relay: %v", err)
+			return
+		}
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("relay: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages") {
+			switch lp.mode.Load() {
+			case lossHangUp:
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					t.Errorf("hijack: %v", err)
+					return
+				}
+				_ = conn.Close()
+				return
+			case lossSilent:
+				<-r.Context().Done()
+				return
+			}
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(answer)
+	}))
+	t.Cleanup(front.Close)
+	// A port nothing listens on: its listener is closed at once.
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.Addr().String()
+	_ = closed.Close()
+	// The channel's base URL stays the simulator's: every connection is
+	// dialled to the front instead (or to the closed port).
+	var dialer net.Dialer
+	transport := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		addr := front.Listener.Addr().String()
+		if lp.mode.Load() == lossUnreachable {
+			addr = refused
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(transport.CloseIdleConnections)
+	lp.client = official.NewClient(official.ClientOptions{HTTP: &http.Client{Transport: transport}, SendTimeout: sendTimeout})
+	e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, official.NewTransport(lp.client))
+	return lp
+}
+
+// TestLostAnswerNotResent: the provider takes a send but its answer is
+// lost (the connection closed after the request, or no answer within the
+// client's timeout). Queued: no attempt calls the provider again.
+// Synchronous: the client is answered the documented 200 with Status false
+// (not 509), and a retry with the same Idempotency-Key replays it. Either
+// way the message is Pending, outcome unknown, until the provider's
+// receipt settles it to whatever the receipt says.
+func TestLostAnswerNotResent(t *testing.T) {
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
+		// Short, so that the silent provider is given up on soon.
+		lp := newLossyProvider(t, e, 500*time.Millisecond)
+		for _, tc := range []struct {
+			name    string
+			mode    int32
+			sync    bool
+			receipt string
+			want    int
+		}{
+			{"closed after the request, queued", lossHangUp, false, "sent", messaging.StatusSent},
+			{"closed after the request, sync", lossHangUp, true, "delivered", messaging.StatusDelivered},
+			{"no answer in time, queued", lossSilent, false, "failed", messaging.StatusFailed},
+			{"no answer in time, sync", lossSilent, true, "read", messaging.StatusRead},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				lp.mode.Store(tc.mode)
+				before := len(e.sent())
+				var id int64
+				if tc.sync {
+					req := withKey(e.sendRequest(map[string]any{"text": tc.name}), strings.ReplaceAll(tc.name, " ", "_"))
+					resp := e.h.Do(req)
+					var got struct {
+						Status  bool
+						Message string
+						Data    map[string]any
+					}
+					if resp.Status != http.StatusOK {
+						t.Fatalf("answered %d %s", resp.Status, resp.Body)
+					}
+					resp.JSON(t, &got)
+					if got.Status || got.Message != messaging.OutcomeUnknownReason || len(got.Data) != 1 || got.Data["ExternalID"] != "" {
+						t.Fatalf("answered %s", resp.Body)
+					}
+					if again := e.h.Do(req); again.Status != resp.Status || !bytes.Equal(again.Body, resp.Body) {
+						t.Fatalf("the retry with the same key answered %d %s", again.Status, again.Body)
+					}
+					id = e.lastMessageID()
+					if err := runSendJob(e, messaging.SendArgs{MessageID: id, Recover: true}, 1); err != nil {
+						t.Fatalf("safety net: %v", err)
+					}
+				} else {
+					id = e.queue(tc.name)
+					for attempt := 1; attempt <= 3; attempt++ {
+						if err := runSendJob(e, messaging.SendArgs{MessageID: id}, attempt); err != nil {
+							t.Fatalf("attempt %d: %v", attempt, err)
+						}
+					}
+				}
+				sent := e.sent()
+				if len(sent) != before+1 {
+					t.Fatalf("the provider got %d sends, want 1", len(sent)-before)
+				}
+				m := e.message(id)
+				if m.StatusID != messaging.StatusPending || !m.OutcomeUnknown || m.FailureReason != messaging.OutcomeUnknownReason || m.ExternalID != "" {
+					t.Fatalf("before the receipt: %+v", m)
+				}
+				wamid := sent[len(sent)-1].ID
+				if _, err := e.ctl.Receipt(context.Background(), providersim.ReceiptRequest{PhoneNumberID: e.pnid, MessageID: wamid, Status: tc.receipt}); err != nil {
+					t.Fatal(err)
+				}
+				m = e.message(id)
+				if m.StatusID != tc.want || m.ExternalID != wamid || m.OutcomeUnknown || (m.FailureReason == "") != (tc.want != messaging.StatusFailed) {
+					t.Fatalf("after the %s receipt: %+v", tc.receipt, m)
+				}
+			})
+		}
+	})
+}
+
+// TestUnreachedProviderRetried: a provider nobody could connect to never
+// heard of the send: the queued send gives its hand-off back and is sent
+// by the next attempt once the provider is reachable; a synchronous one
+// fails with the documented 509.
+func TestUnreachedProviderRetried(t *testing.T) {
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
+		lp := newLossyProvider(t, e, 0)
+		lp.mode.Store(lossUnreachable)
+		id := e.queue("unreached")
+		if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 1); fault.KindOf(err) != fault.Unavailable || errors.Is(err, messaging.ErrOutcomeUnknown) {
+			t.Fatalf("attempt 1: %v", err)
+		}
+		if m := e.message(id); m.StatusID != messaging.StatusPending || m.OutcomeUnknown {
+			t.Fatalf("after attempt 1: %+v", m)
+		}
+		if resp := e.send(map[string]any{"text": "sync"}); resp.Status != 509 || resp.Map(t)["message"] != "The provider could not be reached" {
+			t.Fatalf("sync send: %d %s", resp.Status, resp.Body)
+		}
+		if m := e.message(e.lastMessageID()); m.StatusID != messaging.StatusFailed {
+			t.Fatalf("sync message: %+v", m)
+		}
+		if n := len(e.sent()); n != 0 {
+			t.Fatalf("the provider got %d sends", n)
+		}
+
+		lp.mode.Store(lossPass)
+		if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 2); err != nil {
+			t.Fatalf("attempt 2: %v", err)
+		}
+		sent := e.sent()
+		if m := e.message(id); len(sent) != 1 || m.StatusID != messaging.StatusSent || m.ExternalID != sent[0].ID {
+			t.Fatalf("after attempt 2: %+v, provider got %d", m, len(sent))
+		}
+	})
 }

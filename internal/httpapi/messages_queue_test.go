@@ -118,7 +118,7 @@ func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
 		safetyNet(stuck)
 		safetyNet(done.ID)
 		if m, _ := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, stuck); m.StatusID != messaging.StatusFailed ||
-			m.FailureReason != "The send was interrupted before the provider answered" {
+			m.FailureReason != "The send was interrupted before it reached the provider" {
 			t.Fatalf("pending message after the safety net: %+v", m)
 		}
 		if m, _ := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, done.ID); m.StatusID != messaging.StatusSent {

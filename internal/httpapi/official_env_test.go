@@ -100,11 +100,17 @@ func (e *officialEnv) contactWrites(from, text string) string {
 // send posts a JSON send with the tenant's token.
 func (e *officialEnv) send(body map[string]any) *apitest.Response {
 	e.t.Helper()
+	return e.h.Do(e.sendRequest(body))
+}
+
+// sendRequest is the request e.send makes: body over the official
+// sender and contact.
+func (e *officialEnv) sendRequest(body map[string]any) apitest.Request {
 	b := map[string]any{"platform": "ofc_chatapp", "sender_key": ofcSenderKey, "contact_key": ofcContactKey}
 	for k, v := range body {
 		b[k] = v
 	}
-	return e.h.Do(apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: e.ten.Token, JSON: b})
+	return apitest.Request{Method: "POST", Path: "/api/api-send-message", Token: e.ten.Token, JSON: b}
 }
 
 // sent lists what the simulator received from the gateway.

@@ -7,6 +7,7 @@ package messaging
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/chatmsg/gateway/internal/channels"
@@ -83,12 +84,24 @@ type SendResult struct {
 // Transport sends through one kind of channel. Errors: fault.Refused with
 // Details for a refusal by the far side (answered 509 with details),
 // fault.Unavailable when it could not be reached (retried when queued),
-// fault.GroupNotAuthorized for a group send the sender may not make.
+// fault.GroupNotAuthorized for a group send the sender may not make. A
+// Send error that wraps ErrOutcomeUnknown is neither: see there.
 type Transport interface {
 	Send(ctx context.Context, ch channels.Channel, out Outbound) (SendResult, error)
 	Edit(ctx context.Context, ch channels.Channel, target Target, text string) error
 	Revoke(ctx context.Context, ch channels.Channel, target Target) error
 }
+
+// ErrOutcomeUnknown is wrapped by a Transport's Send error when the
+// message may have reached the far side but no answer said whether it was
+// accepted: the whole request was written and the answer never came, came
+// cut off or unreadable, or came from something in between (a proxy's 5xx)
+// rather than from the far side. Messaging then neither retries the message
+// blindly nor marks it Failed: it stays Pending, its hand-off open, until a
+// receipt settles it (or, for an IDAssigner, a resend with the same id).
+// An error that does not wrap it means the far side did not take the
+// message.
+var ErrOutcomeUnknown = errors.New("the far side may have taken the message; its answer was lost")
 
 // IDAssigner is implemented by a Transport whose far side takes the
 // message id from the sender (the chat app). Messaging asks for the id

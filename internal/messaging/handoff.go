@@ -32,7 +32,7 @@ const OutcomeUnknownReason = "Outcome unknown: the provider may have accepted th
 // errUnrecorded marks a send the far side accepted whose record could not
 // be written, or one interrupted during the transport call: either way
 // the far side may have the message and the hand-off stays open.
-var errUnrecorded = errors.New("accepted by the far side but not recorded")
+var errUnrecorded = errors.New("the far side may have the message; no outcome recorded")
 
 // Record retries: a lost connection or a restarting database should not
 // leave an accepted send unrecorded when a moment later would do.

@@ -52,6 +52,10 @@ type SendOutput struct {
 	// ExternalID and Raw are the far side's answer to a synchronous send.
 	ExternalID string
 	Raw        map[string]any
+	// OutcomeUnknown is true for a synchronous send the far side may have
+	// taken without saying so (ErrOutcomeUnknown): the message stays
+	// Pending until a receipt settles it, and must not be sent again.
+	OutcomeUnknown bool
 }
 
 // draft is a send resolved and checked, ready to store.
@@ -83,7 +87,9 @@ type storedOutbound struct {
 // transport cannot address contact_key (see KeyNormalizer); for template problems (see
 // TemplatePreparer), for media over its limit, and for a synchronous send
 // the far side refused (Refused, with Details) or could not take
-// (Unavailable) — the message is then stored as Failed; WindowClosed;
+// (Unavailable) — the message is then stored as Failed; a synchronous send
+// whose outcome is unknown is no error but SendOutput.OutcomeUnknown;
+// WindowClosed;
 // GroupNotAuthorized (the message is stored as Unauthorized); Quota;
 // Unavailable when no transport serves the platform.
 func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput, err error) {
@@ -171,6 +177,19 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 		// reconciles the record.
 		s.deps.Logger.ErrorContext(ctx, "sent message not recorded; left to reconcile", "message_id", row.ID, "external_id", res.ExternalID, "err", err)
 		return SendOutput{MessageID: row.ID, ExternalID: res.ExternalID, Raw: res.Raw}, nil
+	}
+	if errors.Is(err, ErrOutcomeUnknown) {
+		// Not an error for the client: a 5xx-like answer would release
+		// the idempotency key and invite the resend that could duplicate
+		// the message. It is marked now, so that it reads as waiting for
+		// its receipt; should the mark fail, the safety net makes it.
+		if !mayResend(tr) {
+			if merr := s.markOutcomeUnknown(ctx, ch, row); merr != nil {
+				s.deps.Logger.ErrorContext(ctx, "could not mark a send outcome unknown; left to the safety net", "message_id", row.ID, "err", merr)
+			}
+		}
+		s.deps.Logger.WarnContext(ctx, "synchronous send has an unknown outcome", "message_id", row.ID, "err", err)
+		return SendOutput{MessageID: row.ID, ExternalID: deref(row.ExternalID), OutcomeUnknown: true}, nil
 	}
 	if err != nil {
 		return SendOutput{MessageID: row.ID}, err
@@ -404,10 +423,11 @@ func (s *Service) outbound(row *messageRow) (Outbound, error) {
 // and records the outcome: Sent with the external id, or Failed with the
 // reason. When final is false an Unavailable error from the transport
 // clears the hand-off without marking the message, so the queued send is
-// retried. A transport error means the far side did not take the message;
-// an accepted message whose record could not be written returns
-// errUnrecorded (with the far side's answer): it stays handed, and is
-// never sent blindly again (see the worker).
+// retried. A transport error means the far side did not take the message,
+// unless it wraps ErrOutcomeUnknown or the attempt's ctx ended during the
+// call; those, and an accepted message whose record could not be written,
+// return errUnrecorded (with the far side's answer, if any): the message
+// stays handed, and is never sent blindly again (see the worker).
 func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *messageRow, final bool) (SendResult, error) {
 	tr := s.transport(ch.TypeID)
 	if tr == nil {
@@ -427,10 +447,11 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 		out.ExternalID = deref(row.ExternalID)
 	}
 	res, err := tr.Send(ctx, ch, out)
-	if err != nil && ctx.Err() != nil {
-		// The attempt was cancelled or timed out during the call: the far
-		// side may have taken the message, so the hand-off stays open.
-		return SendResult{}, fmt.Errorf("%w: interrupted during the call: %w", errUnrecorded, err)
+	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrOutcomeUnknown)) {
+		// The attempt was cancelled or timed out during the call, or the
+		// transport's own call went unanswered: the far side may have
+		// taken the message, so the hand-off stays open.
+		return SendResult{}, fmt.Errorf("%w: no outcome from the call: %w", errUnrecorded, err)
 	}
 	if err != nil {
 		if fault.KindOf(err) == fault.Unavailable && !final {

@@ -27,8 +27,9 @@ type SendArgs struct {
 // media upload included) before its safety net considers it interrupted.
 const recoverAfter = 15 * time.Minute
 
-// interruptedReason is the failure reason of an interrupted sync send.
-const interruptedReason = "The send was interrupted before the provider answered"
+// interruptedReason is the failure reason of a sync send the safety net
+// finds never handed to its transport (a handed one is outcome unknown).
+const interruptedReason = "The send was interrupted before it reached the provider"
 
 // Kind implements river.JobArgs.
 func (SendArgs) Kind() string { return "messaging.send" }
@@ -80,8 +81,15 @@ func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 		return nil
 	}
 	if errors.Is(err, errUnrecorded) {
-		// The next attempt settles it without sending blindly; after the
-		// last one, only a receipt can.
+		// The far side did not say whether it took the message: one that
+		// would not recognise it again (no IDAssigner) is marked now, and
+		// only a receipt settles it; a retry would add nothing but noise.
+		if errors.Is(err, ErrOutcomeUnknown) && !mayResend(s.transport(ch.TypeID)) {
+			s.deps.Logger.WarnContext(ctx, "queued send has an unknown outcome; not sent again", "message_id", row.ID, "err", err)
+			return s.markOutcomeUnknown(ctx, ch, row)
+		}
+		// Otherwise the next attempt settles it without sending blindly;
+		// after the last one, only a receipt can.
 		if final {
 			err = errors.Join(err, s.markOutcomeUnknown(ctx, ch, row))
 		}

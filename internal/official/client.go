@@ -10,15 +10,18 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/messaging"
 )
 
 // ClientOptions tune the provider client; zero values are the defaults.
@@ -102,6 +105,53 @@ func callName(req *http.Request) string {
 // errTooLarge is an answer longer than the caller accepts; never retried.
 var errTooLarge = errors.New("provider answer too large")
 
+// errNoAnswer marks a failure after the whole request was written (or
+// while it was being written, when the call was abandoned): the provider
+// may have acted on it. It covers no answer at all, an answer cut off or
+// unreadable, and a 5xx without the provider's error object, which comes
+// from something in front of the provider rather than from the provider.
+// The provider's own 5xx (its error object, code 2 "Please retry your
+// request", is_transient) says the request was not processed and is not
+// marked.
+var errNoAnswer = errors.New("no usable answer to a request the provider may have received")
+
+// callTrace follows one call through the transport: whether the request
+// was (or may be being) written on a connection. Its hooks run on the
+// transport's goroutines.
+type callTrace struct {
+	mu       sync.Mutex
+	onConn   bool // a connection was obtained for the request
+	writeErr bool // writing the request on it failed: it never arrived whole
+}
+
+func (ct *callTrace) hooks() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			// The transport may take another connection after one that
+			// failed before anything was written: it starts over.
+			ct.mu.Lock()
+			ct.onConn, ct.writeErr = true, false
+			ct.mu.Unlock()
+		},
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			ct.mu.Lock()
+			ct.writeErr = i.Err != nil
+			ct.mu.Unlock()
+		},
+	}
+}
+
+// mayHaveArrived reports whether the provider may have the whole request:
+// written, or still being written when the call ended (the write's own
+// report can come after the transport gave up). A request that never got a
+// connection (DNS, dial, TLS, pool) or whose write failed did not arrive:
+// the provider, which reads the declared length, cannot act on part of it.
+func (ct *callTrace) mayHaveArrived() bool {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	return ct.onConn && !ct.writeErr
+}
+
 // answerLimit bounds a JSON answer of the provider.
 const answerLimit = 8 << 20
 
@@ -154,6 +204,13 @@ func classify(err error, refusedMsg string) error {
 	return fault.Wrap(fault.Unavailable, "The provider could not be reached", err)
 }
 
+// outcomeUnknown is the error of a send the provider may have taken
+// without saying so.
+func outcomeUnknown(err error) error {
+	return fault.Wrap(fault.Unavailable, "The provider did not answer whether it accepted the message",
+		fmt.Errorf("%w: %w", messaging.ErrOutcomeUnknown, err))
+}
+
 func accountURL(acc *channels.ProviderAccount, parts ...string) string {
 	u := strings.TrimRight(acc.BaseURL, "/")
 	for _, p := range parts {
@@ -163,24 +220,35 @@ func accountURL(acc *channels.ProviderAccount, parts ...string) string {
 }
 
 // do sends one request and decodes a 2xx JSON answer into out (raw keeps
-// the undecoded body). Non-2xx answers are *APIError.
+// the undecoded body). Non-2xx answers are *APIError. A failure after the
+// provider may have received the request wraps errNoAnswer.
 func (c *Client) do(ctx context.Context, acc *channels.ProviderAccount, req *http.Request, out any, raw *[]byte, maxBody int64) error {
 	req.Header.Set("Authorization", "Bearer "+acc.AccessToken)
 	req.Header.Set("Accept", "application/json")
+	var trace callTrace
 	start := time.Now()
-	resp, err := c.http.Do(req.WithContext(ctx))
+	resp, err := c.http.Do(req.WithContext(httptrace.WithClientTrace(ctx, trace.hooks())))
 	if err != nil {
 		c.duration.WithLabelValues(callName(req), "error").Observe(time.Since(start).Seconds())
+		if trace.mayHaveArrived() {
+			return fmt.Errorf("%w: %w", errNoAnswer, err)
+		}
 		return err
 	}
 	c.duration.WithLabelValues(callName(req), fmt.Sprintf("%dxx", resp.StatusCode/100)).Observe(time.Since(start).Seconds())
 	defer resp.Body.Close()
+	// A refusal (4xx) is one whatever its body; an acceptance or a server
+	// error that cannot be read says nothing.
+	refusal := resp.StatusCode >= 400 && resp.StatusCode <= 499
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return err
+	if err == nil && int64(len(body)) > maxBody {
+		err = fmt.Errorf("%w (%d bytes)", errTooLarge, maxBody)
 	}
-	if int64(len(body)) > maxBody {
-		return fmt.Errorf("%w (%d bytes)", errTooLarge, maxBody)
+	if err != nil {
+		if !refusal {
+			return fmt.Errorf("%w: answer %d: %w", errNoAnswer, resp.StatusCode, err)
+		}
+		return err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		apiErr := &APIError{Status: resp.StatusCode}
@@ -189,6 +257,9 @@ func (c *Client) do(ctx context.Context, acc *channels.ProviderAccount, req *htt
 			apiErr.Body = eb.Error
 		} else {
 			apiErr.Body.Message = http.StatusText(resp.StatusCode)
+			if !refusal {
+				return fmt.Errorf("%w: %w", errNoAnswer, apiErr)
+			}
 		}
 		return apiErr
 	}
@@ -197,7 +268,7 @@ func (c *Client) do(ctx context.Context, acc *channels.ProviderAccount, req *htt
 	}
 	if out != nil {
 		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("decode provider answer: %w", err)
+			return fmt.Errorf("%w: decode provider answer: %w", errNoAnswer, err)
 		}
 	}
 	return nil
@@ -236,7 +307,10 @@ func (c *Client) read(ctx context.Context, acc *channels.ProviderAccount, u stri
 
 // SendMessage posts one message. It returns the provider's answer and its
 // raw JSON (Data.raw). Errors: Refused with the provider's details,
-// Unavailable for 5xx, throttling and network failures.
+// Unavailable for the provider's 5xx, throttling and network failures
+// before the request arrived; Unavailable wrapping
+// messaging.ErrOutcomeUnknown when the provider may have the message but
+// its answer was lost (see errNoAnswer).
 func (c *Client) SendMessage(ctx context.Context, acc *channels.ProviderAccount, body SendRequest) (SendResponse, map[string]any, error) {
 	body.MessagingProduct = "whatsapp"
 	b, err := json.Marshal(body)
@@ -253,6 +327,9 @@ func (c *Client) SendMessage(ctx context.Context, acc *channels.ProviderAccount,
 	var out SendResponse
 	var raw []byte
 	if err := c.do(ctx, acc, req, &out, &raw, answerLimit); err != nil {
+		if errors.Is(err, errNoAnswer) {
+			return SendResponse{}, nil, outcomeUnknown(err)
+		}
 		return SendResponse{}, nil, classify(err, "The provider refused the message")
 	}
 	// The answer already decoded into out; the raw map is what clients see

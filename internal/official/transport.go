@@ -36,7 +36,10 @@ func account(ch channels.Channel) (*channels.ProviderAccount, error) {
 }
 
 // Send sends text, a file (uploaded first) or a template. Errors: Refused
-// with the provider's details, Unavailable.
+// with the provider's details, Unavailable (wrapping
+// messaging.ErrOutcomeUnknown when the provider may have the message). An
+// upload whose answer was lost is plain Unavailable: uploading again
+// costs an unused media object, not a second message.
 func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
 	acc, err := account(ch)
 	if err != nil {
@@ -77,7 +80,9 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 		return messaging.SendResult{}, err
 	}
 	if len(resp.Messages) == 0 || resp.Messages[0].ID == "" {
-		return messaging.SendResult{}, fault.New(fault.Unavailable, "The provider accepted the message without an id")
+		// Accepted, but with nothing to know it by: its receipt, which
+		// echoes our id (biz_opaque_callback_data), settles it.
+		return messaging.SendResult{}, outcomeUnknown(fault.New(fault.Unavailable, "The provider accepted the message without an id"))
 	}
 	return messaging.SendResult{ExternalID: resp.Messages[0].ID, Raw: raw}, nil
 }
