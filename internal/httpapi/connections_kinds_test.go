@@ -101,8 +101,9 @@ func TestChatappInboundKinds(t *testing.T) {
 		sink.first("revoke", func(d delivery) bool {
 			return messageEvent(events.OmnichatMessageReceived, question, 0)(d) && d.Data["revoked_at"] != nil
 		})
-		// Someone else's message, or one too old, cannot be changed.
-		c.refused(fmt.Sprintf("/api/chatapp-simulator/%d/inbound", conn.ID), map[string]any{"from": "5511966665555", "edit_of": question, "text": "x"}, "The chat app does not know this message")
+		// A message the chat app never carried cannot be changed (someone
+		// else's: TestChatappInboundChangeOnlyByAuthor).
+		c.refused(fmt.Sprintf("/api/chatapp-simulator/%d/inbound", conn.ID), map[string]any{"from": "5511966665555", "edit_of": "3A0000000000", "text": "x"}, "The chat app does not know this message")
 
 		// Typed on the phone: stored as sent by an attendant, published as sent.
 		own := c.inbound(conn.ID, map[string]any{"from": ana, "from_me": true, "text": "On my way"})
