@@ -142,7 +142,7 @@ func TestEveryInboundKind(t *testing.T) {
 		{"typed on the phone", []*events.Message{fromPhone},
 			[]connector.Inbound{{ExternalID: "OWN1", Chat: connector.Chat{Key: contactPN.User}, SenderKey: ownPN.User, Text: "typed on the phone", TypeID: msgtype.Text, FromMe: true}}, nil},
 		{"unknown content is kept with a text that says so", []*events.Message{direct("U1", &waE2E.Message{ButtonsMessage: &waE2E.ButtonsMessage{ContentText: proto.String("?")}})},
-			[]connector.Inbound{{ExternalID: "U1", Text: "Unsupported message", TypeID: msgtype.Text}}, nil},
+			[]connector.Inbound{{ExternalID: "U1", Text: "Unsupported message", TypeID: msgtype.Unsupported}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

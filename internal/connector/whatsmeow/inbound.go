@@ -80,7 +80,7 @@ func ParseMessage(e *events.Message, resolve func(types.JID) (types.JID, bool)) 
 		}
 		// Something a contact wrote that the gateway does not model: kept,
 		// so it is not lost, with a text that says so.
-		text, typeID = "Unsupported message", msgtype.Text
+		text, typeID = "Unsupported message", msgtype.Unsupported
 	}
 	in := connector.Inbound{ExternalID: info.ID, Chat: chat, SenderKey: sender,
 		SenderName: info.PushName, Text: text, TypeID: typeID, SentAt: info.Timestamp, FromMe: info.IsFromMe, File: file}
