@@ -15,6 +15,16 @@ import (
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
 
+// stored is the message connection id's far side knows as ext.
+func (c connAPI) stored(id int, ext string) messaging.Message {
+	c.t.Helper()
+	m, err := c.h.App.Messaging.FindByExternalID(context.Background(), int64(id), ext)
+	if err != nil {
+		c.t.Fatalf("message %s: %v", ext, err)
+	}
+	return m
+}
+
 // TestChatappInboundChangeOnlyByAuthor: the chat app relays an edit or a
 // revoke from any client (the simulator does so for a message someone else
 // wrote, as a modified client would send it). Only the author's change of a
@@ -34,14 +44,7 @@ func TestChatappInboundChangeOnlyByAuthor(t *testing.T) {
 			Key string `json:"key"`
 		}
 		c.ok(fmt.Sprintf("/api/chatapp-simulator/%d/groups", conn.ID), map[string]any{"name": "Team"}, &team)
-		stored := func(ext string) messaging.Message {
-			t.Helper()
-			m, err := h.App.Messaging.FindByExternalID(ctx, int64(conn.ID), ext)
-			if err != nil {
-				t.Fatalf("message %s: %v", ext, err)
-			}
-			return m
-		}
+		stored := func(ext string) messaging.Message { return c.stored(conn.ID, ext) }
 
 		toAna := c.sendSync(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": ana, "contact_is_group": false, "text": "Our hours are 9 to 5"}).Data.ExternalID
 		toTeam := c.sendSync(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": team.Key, "contact_is_group": true, "text": "Meeting at 3"}).Data.ExternalID

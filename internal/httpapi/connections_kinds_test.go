@@ -37,19 +37,11 @@ func TestChatappInboundKinds(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clk := clock.NewManual(time.Now())
 		h, c := startConnections(t, db, apitest.Options{Now: clk.Now, WorkJobs: true})
-		ctx := context.Background()
 		sink := newEventSink(t, http.StatusNoContent)
 		sink.subscribe(h, c.token, map[string]any{"name": "sink", "events": []string{events.OmnichatMessageReceived, events.OmnichatMessageSent}})
 		conn := c.pair(c.create("Sales", "5511988887777").ID)
 		const ana = "5511977776666"
-		stored := func(ext string) messaging.Message {
-			t.Helper()
-			m, err := h.App.Messaging.FindByExternalID(ctx, int64(conn.ID), ext)
-			if err != nil {
-				t.Fatalf("message %s: %v", ext, err)
-			}
-			return m
-		}
+		stored := func(ext string) messaging.Message { return c.stored(conn.ID, ext) }
 		sent := c.sendSync(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": ana, "contact_is_group": false, "text": "Our hours?"})
 		question := c.inbound(conn.ID, map[string]any{"from": ana, "name": "Ana", "text": "9 to 5?"})
 
