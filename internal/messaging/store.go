@@ -121,12 +121,12 @@ ALTER TABLE messages ADD COLUMN outcome_unknown BOOLEAN NOT NULL DEFAULT FALSE;
 `}, {
 	// The member who wrote a group message: only that member's edits and
 	// revokes apply to it (the chat app relays any client's).
-	ID: "0042_messages_sender_key",
+	ID: "0042_messages_member_key",
 	SQLite: `
-ALTER TABLE messages ADD COLUMN sender_key TEXT;
+ALTER TABLE messages ADD COLUMN member_key TEXT;
 `,
 	Postgres: `
-ALTER TABLE messages ADD COLUMN sender_key TEXT;
+ALTER TABLE messages ADD COLUMN member_key TEXT;
 `}}
 
 type messageRow struct {
@@ -165,9 +165,9 @@ type messageRow struct {
 	// own ids (the official provider) whose answer was lost: it is not sent
 	// again, and stays Pending until a receipt tells what became of it.
 	OutcomeUnknown bool `bun:"outcome_unknown"`
-	// SenderKey is the member who wrote a group message a contact sent
+	// MemberKey is the member who wrote a group message a contact sent
 	// (NULL otherwise, and for messages stored before it was recorded).
-	SenderKey  *string   `bun:"sender_key"`
+	MemberKey  *string   `bun:"member_key"`
 	PlatformAt time.Time `bun:"platform_at"`
 	ReceivedAt time.Time `bun:"received_at"`
 	CreatedAt  time.Time `bun:"created_at"`
