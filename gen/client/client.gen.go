@@ -1952,7 +1952,7 @@ type SimulatorInboundRequest struct {
 		Vcard string `json:"vcard"`
 	} `json:"contact,omitempty"`
 
-	// EditOf External id of a message `from` wrote earlier, edited to `text` (the chat app accepts edits for 15 minutes).
+	// EditOf External id of a message `from` wrote earlier (with `from_me`, one the account sent), edited to `text` (the chat app accepts edits for 15 minutes). Naming a message someone else wrote, the simulator relays the edit unchecked, as the chat app relays a modified client's, and the gateway ignores it.
 	EditOf *string `json:"edit_of,omitempty"`
 	File   *struct {
 		ContentType string `json:"content_type"`
@@ -1994,7 +1994,7 @@ type SimulatorInboundRequest struct {
 	// ReplyTo External id of the message this one answers (or reacts to, with `reaction`).
 	ReplyTo *string `json:"reply_to,omitempty"`
 
-	// RevokeOf External id of a message `from` wrote earlier, revoked for everyone (within 48 hours).
+	// RevokeOf External id of a message `from` wrote earlier (with `from_me`, one the account sent), revoked for everyone (within 48 hours). Naming a message someone else wrote, the simulator relays the revoke unchecked, as the chat app relays a modified client's, and the gateway ignores it.
 	RevokeOf *string `json:"revoke_of,omitempty"`
 	Text     *string `json:"text,omitempty"`
 	union    json.RawMessage

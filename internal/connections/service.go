@@ -371,7 +371,7 @@ func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) err
 	}
 	in := messaging.Inbound{Channel: ch.Channel, ExternalID: m.ExternalID, ContactKey: m.Chat.Key, ContactName: m.SenderName,
 		IsGroup: m.Chat.IsGroup, Text: m.Text, TypeID: m.TypeID, SentAt: m.SentAt, FromMe: m.FromMe,
-		IsForwarded: m.IsForwarded, ReplyToExternalID: m.ReplyTo}
+		IsForwarded: m.IsForwarded, ReplyToExternalID: m.ReplyTo, SenderKey: m.SenderKey}
 	if in.TypeID == 0 {
 		in.TypeID = msgtype.Text
 	}
@@ -405,7 +405,8 @@ func (s *Service) changed(ctx context.Context, channelID int64, c connector.Chan
 	if err != nil {
 		return err
 	}
-	return r.ApplyInboundChange(ctx, messaging.InboundChange{Channel: ch.Channel, ExternalID: c.ExternalID, Revoked: c.Revoked, Text: c.Text, At: c.At})
+	return r.ApplyInboundChange(ctx, messaging.InboundChange{Channel: ch.Channel, ExternalID: c.ExternalID, ContactKey: c.Chat.Key,
+		IsGroup: c.Chat.IsGroup, FromMe: c.FromMe, SenderKey: c.SenderKey, Revoked: c.Revoked, Text: c.Text, At: c.At})
 }
 
 func (s *Service) receipt(ctx context.Context, channelID int64, rc connector.Receipt) error {

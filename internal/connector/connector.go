@@ -93,11 +93,19 @@ type SessionState struct {
 	Terminal bool
 }
 
-// Change is an edit or a revoke of a message stored earlier.
+// Change is an edit or a revoke of a message stored earlier, with who
+// made it: the chat app relays whatever a (possibly modified) client sends,
+// so the receiver checks that the author of the change wrote the message.
 type Change struct {
 	// ExternalID is the changed message's id.
 	ExternalID string
-	Chat       Chat
+	// Chat is the conversation the change was written in.
+	Chat Chat
+	// FromMe marks a change made by the connection's own account (on the
+	// phone); otherwise SenderKey is the contact who made it (in a group,
+	// the member).
+	FromMe    bool
+	SenderKey string
 	// Revoked marks a revoke; otherwise Text is the new text.
 	Revoked bool
 	Text    string

@@ -37,19 +37,11 @@ func TestChatappInboundKinds(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clk := clock.NewManual(time.Now())
 		h, c := startConnections(t, db, apitest.Options{Now: clk.Now, WorkJobs: true})
-		ctx := context.Background()
 		sink := newEventSink(t, http.StatusNoContent)
 		sink.subscribe(h, c.token, map[string]any{"name": "sink", "events": []string{events.OmnichatMessageReceived, events.OmnichatMessageSent}})
 		conn := c.pair(c.create("Sales", "5511988887777").ID)
 		const ana = "5511977776666"
-		stored := func(ext string) messaging.Message {
-			t.Helper()
-			m, err := h.App.Messaging.FindByExternalID(ctx, int64(conn.ID), ext)
-			if err != nil {
-				t.Fatalf("message %s: %v", ext, err)
-			}
-			return m
-		}
+		stored := func(ext string) messaging.Message { return c.stored(conn.ID, ext) }
 		sent := c.sendSync(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": ana, "contact_is_group": false, "text": "Our hours?"})
 		question := c.inbound(conn.ID, map[string]any{"from": ana, "name": "Ana", "text": "9 to 5?"})
 
@@ -101,8 +93,9 @@ func TestChatappInboundKinds(t *testing.T) {
 		sink.first("revoke", func(d delivery) bool {
 			return messageEvent(events.OmnichatMessageReceived, question, 0)(d) && d.Data["revoked_at"] != nil
 		})
-		// Someone else's message, or one too old, cannot be changed.
-		c.refused(fmt.Sprintf("/api/chatapp-simulator/%d/inbound", conn.ID), map[string]any{"from": "5511966665555", "edit_of": question, "text": "x"}, "The chat app does not know this message")
+		// A message the chat app never carried cannot be changed (someone
+		// else's: TestChatappInboundChangeOnlyByAuthor).
+		c.refused(fmt.Sprintf("/api/chatapp-simulator/%d/inbound", conn.ID), map[string]any{"from": "5511966665555", "edit_of": "3A0000000000", "text": "x"}, "The chat app does not know this message")
 
 		// Typed on the phone: stored as sent by an attendant, published as sent.
 		own := c.inbound(conn.ID, map[string]any{"from": ana, "from_me": true, "text": "On my way"})

@@ -160,13 +160,25 @@ type Inbound struct {
 	// gateway (typed on the phone): stored as sent by an attendant, in the
 	// conversation with ContactKey.
 	FromMe bool
+	// SenderKey is, in a group, the member who wrote it: stored so that
+	// only that member's edits and revokes apply to it.
+	SenderKey string
 }
 
-// InboundChange is an edit or a revoke, by its author, of a message stored
-// earlier (ApplyInboundChange).
+// InboundChange is an edit or a revoke of a message stored earlier
+// (ApplyInboundChange), as the far side reported it: it applies only when
+// the one who made it wrote the message.
 type InboundChange struct {
 	Channel    channels.Channel
 	ExternalID string
+	// ContactKey and IsGroup are the conversation the change was made in.
+	ContactKey string
+	IsGroup    bool
+	// FromMe marks a change made by the channel's own account (on the
+	// phone); otherwise SenderKey is the contact (in a group, the member)
+	// who made it.
+	FromMe    bool
+	SenderKey string
 	// Revoked marks a revoke; otherwise Text is the new text.
 	Revoked bool
 	Text    string

@@ -92,6 +92,9 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 			PlatformAt: sentAt, ReceivedAt: now, CreatedAt: now, UpdatedAt: now,
 		}
 		row.IsForwarded = in.IsForwarded
+		if in.IsGroup && !in.FromMe {
+			row.MemberKey = nullable(NormalizeContactKey(in.SenderKey))
+		}
 		if in.ReplyToExternalID != "" {
 			if replied, err := loadByExternalID(ctx, tx, in.Channel.ID, in.ReplyToExternalID); err == nil {
 				row.RepliedMessageID = &replied.ID
@@ -129,6 +132,10 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 // revoke sets revoked_at; either publishes the message again. A change of
 // a message the service never stored, or repeated, changes nothing.
 //
+// The chat app relays a change from any client, so one that is not the
+// author's (see author) is ignored: logged at debug level and answered nil,
+// since an error would make the far side deliver it again forever.
+//
 // Errors: Invalid when ExternalID is empty; Internal.
 func (s *Service) ApplyInboundChange(ctx context.Context, c InboundChange) error {
 	if strings.TrimSpace(c.ExternalID) == "" {
@@ -141,6 +148,11 @@ func (s *Service) ApplyInboundChange(ctx context.Context, c InboundChange) error
 		}
 		if err != nil {
 			return err
+		}
+		if why := notAuthor(row, c); why != "" {
+			s.deps.Logger.DebugContext(ctx, "inbound change ignored", "channel_id", c.Channel.ID, "message_id", row.ID,
+				"revoke", c.Revoked, "reason", why)
+			return nil
 		}
 		now := s.deps.Now()
 		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("updated_at = ?", now).Where("id = ?", row.ID).Where("revoked_at IS NULL")
@@ -260,4 +272,29 @@ func (s *Service) FindByExternalID(ctx context.Context, companyChannelID int64, 
 		return Message{}, err
 	}
 	return row.toDomain(), nil
+}
+
+// notAuthor says why the change c may not apply to row ("" when it may).
+// The change must come from the message's conversation and its author: the
+// channel's own account (a change from the phone) for a message the company
+// sent, the contact for one it wrote. A stored group message records the
+// member who wrote it, and only that member's change applies; one stored
+// before that was recorded takes no member's change. A group
+// administrator may revoke another member's message on the chat app, but
+// telling an administrator apart would mean asking the chat app while its
+// events wait, so such a revoke is ignored too.
+func notAuthor(row *messageRow, c InboundChange) string {
+	switch {
+	case row.ContactKey != NormalizeContactKey(c.ContactKey) || row.IsGroup != c.IsGroup:
+		return "the message belongs to another conversation"
+	case c.FromMe:
+		if row.MessageSourceID == SourceContact {
+			return "the account changed a message a contact wrote"
+		}
+	case row.MessageSourceID != SourceContact:
+		return "a contact changed a message the company sent"
+	case row.IsGroup && (row.MemberKey == nil || *row.MemberKey != NormalizeContactKey(c.SenderKey)):
+		return "a group member changed a message another member wrote"
+	}
+	return ""
 }

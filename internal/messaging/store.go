@@ -118,6 +118,15 @@ ALTER TABLE messages ADD COLUMN outcome_unknown INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN handoffs INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN handed_at TIMESTAMPTZ;
 ALTER TABLE messages ADD COLUMN outcome_unknown BOOLEAN NOT NULL DEFAULT FALSE;
+`}, {
+	// The member who wrote a group message: only that member's edits and
+	// revokes apply to it (the chat app relays any client's).
+	ID: "0042_messages_member_key",
+	SQLite: `
+ALTER TABLE messages ADD COLUMN member_key TEXT;
+`,
+	Postgres: `
+ALTER TABLE messages ADD COLUMN member_key TEXT;
 `}}
 
 type messageRow struct {
@@ -155,11 +164,14 @@ type messageRow struct {
 	// OutcomeUnknown marks a message handed to a transport that assigns its
 	// own ids (the official provider) whose answer was lost: it is not sent
 	// again, and stays Pending until a receipt tells what became of it.
-	OutcomeUnknown bool      `bun:"outcome_unknown"`
-	PlatformAt     time.Time `bun:"platform_at"`
-	ReceivedAt     time.Time `bun:"received_at"`
-	CreatedAt      time.Time `bun:"created_at"`
-	UpdatedAt      time.Time `bun:"updated_at"`
+	OutcomeUnknown bool `bun:"outcome_unknown"`
+	// MemberKey is the member who wrote a group message a contact sent
+	// (NULL otherwise, and for messages stored before it was recorded).
+	MemberKey  *string   `bun:"member_key"`
+	PlatformAt time.Time `bun:"platform_at"`
+	ReceivedAt time.Time `bun:"received_at"`
+	CreatedAt  time.Time `bun:"created_at"`
+	UpdatedAt  time.Time `bun:"updated_at"`
 }
 
 // target is the message as Transport.Edit and Revoke address it. The

@@ -239,34 +239,57 @@ func (s *Session) Deliver(ctx context.Context, spec InboundSpec) (connector.Inbo
 	return in, s.h.Inbound(ctx, in)
 }
 
-// change is an edit or a revoke by its author, within the chat app's
-// limits; it runs with the driver's lock held.
+// change is an edit or a revoke of a message the chat app carried on this
+// connection. The author's own client keeps to the chat app's time limits;
+// the chat app itself relays a change of anyone's message, as a modified
+// client sends it, so a change by someone else is passed on unchecked for
+// the gateway to ignore. It runs with the driver's lock held.
 func (s *Session) change(from string, chat connector.Chat, spec InboundSpec) (connector.Change, error) {
 	id := spec.EditOf
 	if spec.RevokeOf != "" {
 		id = spec.RevokeOf
 	}
-	m := s.d.inbound[id]
 	if spec.FromMe {
 		from = s.acct.Key
 	}
-	if m == nil || m.channelID != s.acct.ChannelID || m.from != from {
+	now := s.d.now()
+	c := connector.Change{ExternalID: id, Chat: chat, FromMe: spec.FromMe, SenderKey: from, Revoked: spec.RevokeOf != "", At: now}
+	if !c.Revoked {
+		c.Text = spec.Text
+	}
+	var (
+		author  string
+		at      time.Time
+		revoked *bool
+		edited  *bool
+		text    *string
+	)
+	if m := s.d.inbound[id]; m != nil && m.channelID == s.acct.ChannelID {
+		author, at, revoked = m.from, m.at, &m.revoked
+	} else if m := s.d.messages[id]; m != nil && m.ChannelID == s.acct.ChannelID {
+		// Sent through the gateway: the account's own, which the phone may
+		// change too.
+		author, at, revoked, edited, text = s.acct.Key, m.SentAt, &m.Revoked, &m.Edited, &m.Text
+	} else {
 		return connector.Change{}, fault.New(fault.NotFound, MsgMessageUnknown)
 	}
-	now := s.d.now()
+	if author != from {
+		return c, nil
+	}
 	switch {
-	case m.revoked:
+	case *revoked:
 		return connector.Change{}, fault.New(fault.Rule, MsgRevoked)
-	case spec.RevokeOf != "" && now.Sub(m.at) > RevokeWindow:
+	case c.Revoked && now.Sub(at) > RevokeWindow:
 		return connector.Change{}, fault.New(fault.Rule, MsgRevokeTooLate)
-	case spec.RevokeOf == "" && now.Sub(m.at) > EditWindow:
+	case !c.Revoked && now.Sub(at) > EditWindow:
 		return connector.Change{}, fault.New(fault.Rule, MsgEditTooLate)
 	}
-	if spec.RevokeOf != "" {
-		m.revoked = true
-		return connector.Change{ExternalID: id, Chat: chat, Revoked: true, At: now}, nil
+	if c.Revoked {
+		*revoked = true
+	} else if text != nil {
+		*text, *edited = c.Text, true
 	}
-	return connector.Change{ExternalID: id, Chat: chat, Text: spec.Text, At: now}, nil
+	return c, nil
 }
 
 // Ack is the recipient's device reporting a sent message delivered, read or

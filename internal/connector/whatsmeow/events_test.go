@@ -81,6 +81,13 @@ func TestEveryInboundKind(t *testing.T) {
 	fromPhone := message("OWN1", contactPN, ownPN, &waE2E.Message{Conversation: proto.String("typed on the phone")})
 	fromPhone.Info.IsFromMe = true
 	unresolved := message("LID2", strangeLID, strangeLID, &waE2E.Message{Conversation: proto.String("who am I")})
+	// Changes carry who made them (the event's sender), whatever the
+	// changed message's key claims: a member revoking "as" the phone.
+	editFromPhone := message("E2", contactPN, ownPN, cli.BuildEdit(contactPN, "SENT3", &waE2E.Message{Conversation: proto.String("fixed by me")}))
+	editFromPhone.Info.IsFromMe = true
+	groupRevoke := message("V2", groupJID, memberLID, cli.BuildRevoke(groupJID, types.EmptyJID, "SENT4"))
+	groupEdit := message("E3", groupJID, memberPN, cli.BuildEdit(groupJID, "G2", &waE2E.Message{Conversation: proto.String("fixed")}))
+	team := connector.Chat{Key: groupJID.User, IsGroup: true}
 
 	for _, tc := range []struct {
 		name string
@@ -102,6 +109,12 @@ func TestEveryInboundKind(t *testing.T) {
 			nil, &connector.Change{ExternalID: "IN1", Text: "fixed text"}},
 		{"revoke", []*events.Message{direct("V1", cli.BuildRevoke(contactPN, contactPN, "IN2"))},
 			nil, &connector.Change{ExternalID: "IN2", Revoked: true}},
+		{"edit typed on the phone", []*events.Message{editFromPhone},
+			nil, &connector.Change{ExternalID: "SENT3", Text: "fixed by me", FromMe: true, SenderKey: ownPN.User}},
+		{"group edit by a member", []*events.Message{groupEdit},
+			nil, &connector.Change{ExternalID: "G2", Chat: team, Text: "fixed", SenderKey: memberPN.User}},
+		{"group revoke by a LID member claiming the phone's message", []*events.Message{groupRevoke},
+			nil, &connector.Change{ExternalID: "SENT4", Chat: team, Revoked: true, SenderKey: memberPN.User}},
 		{"vCard", []*events.Message{direct("C1", &waE2E.Message{ContactMessage: &waE2E.ContactMessage{DisplayName: proto.String("Bruno Lima"), Vcard: proto.String(vcard)}})},
 			[]connector.Inbound{{ExternalID: "C1", Text: "Contact: Bruno Lima (+55 11 95555-4444)", TypeID: msgtype.Contacts,
 				File: &connector.File{Name: "Bruno Lima.vcf", ContentType: "text/vcard", Data: []byte(vcard)}}}, nil},
@@ -129,7 +142,7 @@ func TestEveryInboundKind(t *testing.T) {
 		{"typed on the phone", []*events.Message{fromPhone},
 			[]connector.Inbound{{ExternalID: "OWN1", Chat: connector.Chat{Key: contactPN.User}, SenderKey: ownPN.User, Text: "typed on the phone", TypeID: msgtype.Text, FromMe: true}}, nil},
 		{"unknown content is kept with a text that says so", []*events.Message{direct("U1", &waE2E.Message{ButtonsMessage: &waE2E.ButtonsMessage{ContentText: proto.String("?")}})},
-			[]connector.Inbound{{ExternalID: "U1", Text: "Unsupported message", TypeID: msgtype.Text}}, nil},
+			[]connector.Inbound{{ExternalID: "U1", Text: "Unsupported message", TypeID: msgtype.Unsupported}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -153,9 +166,16 @@ func TestEveryInboundKind(t *testing.T) {
 					if len(b.rec.Changes) != 1 {
 						t.Fatalf("changes %+v", b.rec.Changes)
 					}
-					got := b.rec.Changes[0]
-					if got.ExternalID != tc.chg.ExternalID || got.Revoked != tc.chg.Revoked || got.Text != tc.chg.Text || got.Chat.Key != contactPN.User {
-						t.Fatalf("change %+v, want %+v", got, *tc.chg)
+					got, want := b.rec.Changes[0], *tc.chg
+					if want.Chat == (connector.Chat{}) {
+						want.Chat = connector.Chat{Key: contactPN.User}
+					}
+					if want.SenderKey == "" {
+						want.SenderKey = contactPN.User
+					}
+					if got.ExternalID != want.ExternalID || got.Revoked != want.Revoked || got.Text != want.Text || got.Chat != want.Chat ||
+						got.FromMe != want.FromMe || got.SenderKey != want.SenderKey || !got.At.Equal(sentAt) {
+						t.Fatalf("change\n got %+v\nwant %+v", got, want)
 					}
 				}
 			})

@@ -58,13 +58,19 @@ func ParseMessage(e *events.Message, resolve func(types.JID) (types.JID, bool)) 
 		return Parsed{Skip: SkipChat}
 	}
 	m := e.Message
+	sender := userKey(info.Sender, info.SenderAlt, resolve)
 	if pm := m.GetProtocolMessage(); pm != nil {
+		// Who made the change is the event's (authenticated) sender, never
+		// what the changed message's key claims: messaging checks it wrote
+		// the message.
+		chg := &connector.Change{ExternalID: pm.GetKey().GetID(), Chat: chat, FromMe: info.IsFromMe, SenderKey: sender, At: info.Timestamp}
 		switch pm.GetType() {
 		case waE2E.ProtocolMessage_REVOKE:
-			return Parsed{Change: &connector.Change{ExternalID: pm.GetKey().GetID(), Chat: chat, Revoked: true, At: info.Timestamp}}
+			chg.Revoked = true
+			return Parsed{Change: chg}
 		case waE2E.ProtocolMessage_MESSAGE_EDIT:
-			text, _, _, _, _ := content(pm.GetEditedMessage())
-			return Parsed{Change: &connector.Change{ExternalID: pm.GetKey().GetID(), Chat: chat, Text: text, At: info.Timestamp}}
+			chg.Text, _, _, _, _ = content(pm.GetEditedMessage())
+			return Parsed{Change: chg}
 		}
 	}
 	text, typeID, media, file, ok := content(m)
@@ -74,9 +80,9 @@ func ParseMessage(e *events.Message, resolve func(types.JID) (types.JID, bool)) 
 		}
 		// Something a contact wrote that the gateway does not model: kept,
 		// so it is not lost, with a text that says so.
-		text, typeID = "Unsupported message", msgtype.Text
+		text, typeID = "Unsupported message", msgtype.Unsupported
 	}
-	in := connector.Inbound{ExternalID: info.ID, Chat: chat, SenderKey: userKey(info.Sender, info.SenderAlt, resolve),
+	in := connector.Inbound{ExternalID: info.ID, Chat: chat, SenderKey: sender,
 		SenderName: info.PushName, Text: text, TypeID: typeID, SentAt: info.Timestamp, FromMe: info.IsFromMe, File: file}
 	if ci := contextInfo(m); ci != nil {
 		in.IsForwarded = ci.GetIsForwarded() || ci.GetForwardingScore() > 0
