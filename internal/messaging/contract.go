@@ -147,6 +147,11 @@ type Inbound struct {
 	// gateway (typed on the phone): stored as sent by an attendant, in the
 	// conversation with ContactKey.
 	FromMe bool
+	// SenderKey and SenderName are the group member who wrote a group
+	// message (ContactKey is then the group): stored and published only for
+	// a group message a member wrote, ignored otherwise.
+	SenderKey  string
+	SenderName string
 }
 
 // InboundChange is an edit or a revoke, by its author, of a message stored

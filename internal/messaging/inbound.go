@@ -92,6 +92,11 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 			PlatformAt: sentAt, ReceivedAt: now, CreatedAt: now, UpdatedAt: now,
 		}
 		row.IsForwarded = in.IsForwarded
+		if in.IsGroup && !in.FromMe {
+			if key := NormalizeContactKey(in.SenderKey); key != "" {
+				row.SenderKey, row.SenderName = &key, nullable(strings.TrimSpace(in.SenderName))
+			}
+		}
 		if in.ReplyToExternalID != "" {
 			if replied, err := loadByExternalID(ctx, tx, in.Channel.ID, in.ReplyToExternalID); err == nil {
 				row.RepliedMessageID = &replied.ID

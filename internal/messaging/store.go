@@ -118,6 +118,17 @@ ALTER TABLE messages ADD COLUMN outcome_unknown INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN handoffs INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN handed_at TIMESTAMPTZ;
 ALTER TABLE messages ADD COLUMN outcome_unknown BOOLEAN NOT NULL DEFAULT FALSE;
+`}, {
+	// In a group the conversation is the group: the member who wrote a
+	// message is kept with it, so its events can say who that was.
+	ID: "0042_messages_sender",
+	SQLite: `
+ALTER TABLE messages ADD COLUMN sender_key TEXT;
+ALTER TABLE messages ADD COLUMN sender_name TEXT;
+`,
+	Postgres: `
+ALTER TABLE messages ADD COLUMN sender_key TEXT;
+ALTER TABLE messages ADD COLUMN sender_name TEXT;
 `}}
 
 type messageRow struct {
@@ -147,6 +158,10 @@ type messageRow struct {
 	// Outbound is the JSON of what the Transport is to send (template
 	// parameters, group flag) so a queued send is rebuilt exactly.
 	Outbound *string `bun:"outbound"`
+	// SenderKey and SenderName are the member who wrote a group message
+	// (NULL for any other message).
+	SenderKey  *string `bun:"sender_key"`
+	SenderName *string `bun:"sender_name"`
 	// Handoffs counts hand-offs to the transport whose outcome is not
 	// recorded yet (0 once Sent, Failed, or refused by the transport);
 	// HandedAt is the last one.
@@ -190,6 +205,7 @@ func (r *messageRow) toDomain() Message {
 		ConversationName: r.ConversationName, IsGroup: r.IsGroup, Text: r.Text, TypeID: r.MessageTypeID,
 		SourceID: r.MessageSourceID, StatusID: r.StatusID, FailureReason: deref(r.FailureReason), Edited: r.Edited,
 		IsForwarded: r.IsForwarded, RevokedAt: store.UTC(r.RevokedAt), RepliedMessageID: r.RepliedMessageID, UserID: r.UserID,
+		SenderKey: deref(r.SenderKey), SenderName: deref(r.SenderName),
 		MediaPath: deref(r.MediaPath), MediaName: deref(r.MediaName), MediaContentType: deref(r.MediaContentType),
 		PlatformAt: r.PlatformAt.UTC(), ReceivedAt: r.ReceivedAt.UTC(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
