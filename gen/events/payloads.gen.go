@@ -239,6 +239,17 @@ type MessagePayload struct {
 	// When the message record was created, ISO 8601 with offset.
 	CreatedAt    string              `json:"created_at"`
 	Conversation MessageConversation `json:"conversation"`
+	Sender       *MessageSender      `json:"sender,omitempty"`
+}
+
+// MessageSender is the schema components/schemas/MessageSender of the AsyncAPI document.
+//
+// Extension (`x-extension`): not in the API document's field list. The group member who wrote the message, as the payload's optional `sender`: present only on a group message a member wrote on an unofficial chat-app connection (omnichat.message.received with `conversation.is_group` true), where `contact_channel_key` is the group; absent on every other message.
+type MessageSender struct {
+	// Number of the member, digits with country code; `<lid>@lid` when the chat app identifies the member only by a hidden id that no number is known for.
+	Key string `json:"key"`
+	// Name the member shows on the chat app; empty when the chat app did not say.
+	Name string `json:"name"`
 }
 
 // MessageReceivedPayload is the schema components/schemas/MessageReceivedPayload of the AsyncAPI document.

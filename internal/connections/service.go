@@ -363,7 +363,8 @@ func (s *Service) ChatappCheckOnChatapp(ctx context.Context, companyID int64, se
 }
 
 // inbound hands a contact's message to messaging. In a group the
-// conversation is the group, named after it when the session knows it.
+// conversation is the group, named after it when the session knows it, and
+// the member who wrote goes along as the message's sender.
 func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) error {
 	ch, err := s.channels.UnofficialByID(ctx, l.channelID)
 	if err != nil {
@@ -386,6 +387,7 @@ func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) err
 		if m.ChatName != "" {
 			in.ContactName = m.ChatName
 		}
+		in.SenderKey, in.SenderName = m.SenderKey, m.SenderName
 	}
 	if in.ContactName == "" {
 		in.ContactName = in.ContactKey

@@ -160,9 +160,12 @@ type Inbound struct {
 	// gateway (typed on the phone): stored as sent by an attendant, in the
 	// conversation with ContactKey.
 	FromMe bool
-	// SenderKey is, in a group, the member who wrote it: stored so that
-	// only that member's edits and revokes apply to it.
-	SenderKey string
+	// SenderKey and SenderName are the group member who wrote a group
+	// message (ContactKey is then the group): stored and published only for
+	// a group message a member wrote, ignored otherwise; only that member's
+	// edits and revokes apply to it.
+	SenderKey  string
+	SenderName string
 }
 
 // InboundChange is an edit or a revoke of a message stored earlier

@@ -22,7 +22,17 @@ func (s *Service) Payload(ch channels.Channel, m Message) events.MessagePayload 
 		ContactChannelID: m.ContactChannelID, ContactChannelKey: m.ContactKey, RepliedMessageID: m.RepliedMessageID,
 		UserID: m.UserID, PlatformAt: f.Offset(m.PlatformAt), ReceivedAt: f.Offset(m.ReceivedAt), CreatedAt: f.Offset(m.CreatedAt),
 		Conversation: events.MessageConversation{ID: m.ContactChannelID, Name: m.ConversationName, Key: m.ContactKey, IsGroup: m.IsGroup},
+		Sender:       sender(m),
 	}
+}
+
+// sender is the payload's `sender` extension: the member who wrote a group
+// message, nil (absent) for any other message.
+func sender(m Message) *events.MessageSender {
+	if m.SenderKey == "" {
+		return nil
+	}
+	return &events.MessageSender{Key: m.SenderKey, Name: m.SenderName}
 }
 
 // publish emits the message's event inside tx: omnichat.message.received

@@ -93,7 +93,9 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		}
 		row.IsForwarded = in.IsForwarded
 		if in.IsGroup && !in.FromMe {
-			row.MemberKey = nullable(NormalizeContactKey(in.SenderKey))
+			if key := NormalizeContactKey(in.SenderKey); key != "" {
+				row.SenderKey, row.SenderName = &key, nullable(strings.TrimSpace(in.SenderName))
+			}
 		}
 		if in.ReplyToExternalID != "" {
 			if replied, err := loadByExternalID(ctx, tx, in.Channel.ID, in.ReplyToExternalID); err == nil {
@@ -293,7 +295,7 @@ func notAuthor(row *messageRow, c InboundChange) string {
 		}
 	case row.MessageSourceID != SourceContact:
 		return "a contact changed a message the company sent"
-	case row.IsGroup && (row.MemberKey == nil || *row.MemberKey != NormalizeContactKey(c.SenderKey)):
+	case row.IsGroup && (row.SenderKey == nil || *row.SenderKey != NormalizeContactKey(c.SenderKey)):
 		return "a group member changed a message another member wrote"
 	}
 	return ""

@@ -14,7 +14,7 @@ func TestNotAuthor(t *testing.T) {
 		return &messageRow{ContactKey: ana, MessageSourceID: source}
 	}
 	inGroup := func(source int, sender *string) *messageRow {
-		return &messageRow{ContactKey: team, IsGroup: true, MessageSourceID: source, MemberKey: sender}
+		return &messageRow{ContactKey: team, IsGroup: true, MessageSourceID: source, SenderKey: sender}
 	}
 	for _, tc := range []struct {
 		name    string

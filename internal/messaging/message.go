@@ -57,6 +57,10 @@ type Message struct {
 	RevokedAt        *time.Time
 	RepliedMessageID *int64
 	UserID           *int64
+	// SenderKey and SenderName are the member who wrote a group message
+	// (the event payload's `sender`); "" for every other message.
+	SenderKey  string
+	SenderName string
 	// MediaPath is the stored file, relative to the media directory; "" when
 	// the message has none.
 	MediaPath        string

@@ -119,14 +119,17 @@ ALTER TABLE messages ADD COLUMN handoffs INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN handed_at TIMESTAMPTZ;
 ALTER TABLE messages ADD COLUMN outcome_unknown BOOLEAN NOT NULL DEFAULT FALSE;
 `}, {
-	// The member who wrote a group message: only that member's edits and
-	// revokes apply to it (the chat app relays any client's).
-	ID: "0042_messages_member_key",
+	// The member who wrote a group message (ContactKey is the group): its
+	// events say who that was, and only that member's edits and revokes
+	// apply to it (the chat app relays any client's).
+	ID: "0042_messages_sender",
 	SQLite: `
-ALTER TABLE messages ADD COLUMN member_key TEXT;
+ALTER TABLE messages ADD COLUMN sender_key TEXT;
+ALTER TABLE messages ADD COLUMN sender_name TEXT;
 `,
 	Postgres: `
-ALTER TABLE messages ADD COLUMN member_key TEXT;
+ALTER TABLE messages ADD COLUMN sender_key TEXT;
+ALTER TABLE messages ADD COLUMN sender_name TEXT;
 `}}
 
 type messageRow struct {
@@ -156,6 +159,10 @@ type messageRow struct {
 	// Outbound is the JSON of what the Transport is to send (template
 	// parameters, group flag) so a queued send is rebuilt exactly.
 	Outbound *string `bun:"outbound"`
+	// SenderKey and SenderName are the member who wrote a group message
+	// (NULL for any other message).
+	SenderKey  *string `bun:"sender_key"`
+	SenderName *string `bun:"sender_name"`
 	// Handoffs counts hand-offs to the transport whose outcome is not
 	// recorded yet (0 once Sent, Failed, or refused by the transport);
 	// HandedAt is the last one.
@@ -164,14 +171,11 @@ type messageRow struct {
 	// OutcomeUnknown marks a message handed to a transport that assigns its
 	// own ids (the official provider) whose answer was lost: it is not sent
 	// again, and stays Pending until a receipt tells what became of it.
-	OutcomeUnknown bool `bun:"outcome_unknown"`
-	// MemberKey is the member who wrote a group message a contact sent
-	// (NULL otherwise, and for messages stored before it was recorded).
-	MemberKey  *string   `bun:"member_key"`
-	PlatformAt time.Time `bun:"platform_at"`
-	ReceivedAt time.Time `bun:"received_at"`
-	CreatedAt  time.Time `bun:"created_at"`
-	UpdatedAt  time.Time `bun:"updated_at"`
+	OutcomeUnknown bool      `bun:"outcome_unknown"`
+	PlatformAt     time.Time `bun:"platform_at"`
+	ReceivedAt     time.Time `bun:"received_at"`
+	CreatedAt      time.Time `bun:"created_at"`
+	UpdatedAt      time.Time `bun:"updated_at"`
 }
 
 // target is the message as Transport.Edit and Revoke address it. The
@@ -202,6 +206,7 @@ func (r *messageRow) toDomain() Message {
 		ConversationName: r.ConversationName, IsGroup: r.IsGroup, Text: r.Text, TypeID: r.MessageTypeID,
 		SourceID: r.MessageSourceID, StatusID: r.StatusID, FailureReason: deref(r.FailureReason), Edited: r.Edited,
 		IsForwarded: r.IsForwarded, RevokedAt: store.UTC(r.RevokedAt), RepliedMessageID: r.RepliedMessageID, UserID: r.UserID,
+		SenderKey: deref(r.SenderKey), SenderName: deref(r.SenderName),
 		MediaPath: deref(r.MediaPath), MediaName: deref(r.MediaName), MediaContentType: deref(r.MediaContentType),
 		PlatformAt: r.PlatformAt.UTC(), ReceivedAt: r.ReceivedAt.UTC(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}

@@ -102,7 +102,10 @@ func TestEveryInboundKind(t *testing.T) {
 				message("G1", groupJID, memberPN, &waE2E.Message{Conversation: proto.String("first words in the group")}),
 			},
 			[]connector.Inbound{{ExternalID: "G1", Chat: connector.Chat{Key: groupJID.User, IsGroup: true}, ChatName: "Team",
-				SenderKey: memberPN.User, Text: "first words in the group", TypeID: msgtype.Text}}, nil},
+				SenderKey: memberPN.User, SenderName: "Ana", Text: "first words in the group", TypeID: msgtype.Text}}, nil},
+		{"group member known only by a LID", []*events.Message{message("G2", groupJID, memberLID, &waE2E.Message{Conversation: proto.String("hello team")})},
+			[]connector.Inbound{{ExternalID: "G2", Chat: connector.Chat{Key: groupJID.User, IsGroup: true}, ChatName: "Team",
+				SenderKey: memberPN.User, SenderName: "Ana", Text: "hello team", TypeID: msgtype.Text}}, nil},
 		{"reaction", []*events.Message{direct("R1", cli.BuildReaction(contactPN, ownPN, "SENT1", "👍"))},
 			[]connector.Inbound{{ExternalID: "R1", Text: "Reacted 👍", TypeID: msgtype.Reaction, ReplyTo: "SENT1"}}, nil},
 		{"edit", []*events.Message{direct("E1", cli.BuildEdit(contactPN, "IN1", &waE2E.Message{Conversation: proto.String("fixed text")}))},
@@ -184,7 +187,8 @@ func TestEveryInboundKind(t *testing.T) {
 }
 
 // assertInbound compares the fields want sets (a zero chat means the
-// direct contact, a zero sender the contact too).
+// direct contact, a zero sender the contact too; the sender's name only
+// when want has one).
 func assertInbound(t *testing.T, got, want connector.Inbound) {
 	t.Helper()
 	if want.Chat == (connector.Chat{}) {
@@ -197,6 +201,9 @@ func assertInbound(t *testing.T, got, want connector.Inbound) {
 		got.TypeID != want.TypeID || got.ReplyTo != want.ReplyTo || got.IsForwarded != want.IsForwarded || got.FromMe != want.FromMe ||
 		got.ChatName != want.ChatName || !got.SentAt.Equal(sentAt) {
 		t.Fatalf("inbound\n got %+v\nwant %+v", got, want)
+	}
+	if want.SenderName != "" && got.SenderName != want.SenderName {
+		t.Fatalf("sender name %q, want %q", got.SenderName, want.SenderName)
 	}
 	if (got.File == nil) != (want.File == nil) {
 		t.Fatalf("file %+v, want %+v", got.File, want.File)
