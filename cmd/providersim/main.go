@@ -40,12 +40,13 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&acc.AppSecret, "app-secret", "", "app secret that signs the webhooks")
 	fs.StringVar(&acc.DisplayPhoneNumber, "display-phone-number", "", "the number as contacts see it")
 	fs.StringVar(&acc.WebhookURL, "webhook-url", "", "where inbound webhooks go, e.g. http://127.0.0.1:8080/provider-webhooks/<phone-number-id>")
+	sentReceipts := fs.Bool("sent-receipts", false, "after accepting a message, POST its `sent` status webhook as the platform does (retried while the gateway does not answer 2xx)")
 	demo := fs.Bool("demo-templates", false, "seed demo templates (positional, named, IMAGE and DOCUMENT headers) for the registered account")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	sim := providersim.New(providersim.Options{Logger: logger})
+	sim := providersim.New(providersim.Options{Logger: logger, SentReceipts: *sentReceipts})
 	if acc.PhoneNumberID != "" {
 		if acc.BusinessAccountID == "" || acc.AccessToken == "" || acc.AppSecret == "" {
 			return errors.New("-phone-number-id needs -business-account-id, -access-token and -app-secret")

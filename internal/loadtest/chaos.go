@@ -176,8 +176,10 @@ func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	if o.Replicas > 1 {
 		o.ChatappRate = 0
 	}
+	// The provider posts every accepted message's `sent` status, as the
+	// platform does: a send whose answer a kill lost is settled by it.
 	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log,
-		Env: o.GatewayEnv, Replicas: o.Replicas})
+		Env: o.GatewayEnv, Replicas: o.Replicas, SentReceipts: true})
 	if err != nil {
 		return nil, err
 	}

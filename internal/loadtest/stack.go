@@ -46,7 +46,10 @@ type StackOptions struct {
 	// Replicas is the number of `gateway serve` processes on the one
 	// database (PostgreSQL only when more than one; default 1).
 	Replicas int
-	Log      func(format string, args ...any)
+	// SentReceipts starts providersim with -sent-receipts: every accepted
+	// message's `sent` status is posted back, as the platform does.
+	SentReceipts bool
+	Log          func(format string, args ...any)
 }
 
 // Stack is a running gateway and provider simulator on loopback, on a
@@ -103,8 +106,12 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.ProviderURL = "http://" + providerAddr
+	providerArgs := []string{"-listen", providerAddr}
+	if opts.SentReceipts {
+		providerArgs = append(providerArgs, "-sent-receipts")
+	}
 	s.Provider = &Proc{Name: "providersim", Path: filepath.Join(s.bins, "providersim"),
-		Args: []string{"-listen", providerAddr}, LogPath: filepath.Join(dir, "providersim.log")}
+		Args: providerArgs, LogPath: filepath.Join(dir, "providersim.log")}
 	if err := s.Provider.Start(); err != nil {
 		return nil, err
 	}

@@ -92,6 +92,14 @@ type Options struct {
 	Webhooks *http.Client
 	// Now is the clock of timestamps (default time.Now).
 	Now func() time.Time
+	// SentReceipts makes the simulator do what the platform does after
+	// accepting a message: POST a `sent` status webhook for it (carrying
+	// biz_opaque_callback_data), retried while the gateway does not answer
+	// 2xx, for up to ReceiptRetryFor (default 5 minutes). Off by default so
+	// tests drive receipts through the control API; the fault suite turns it
+	// on, since a send whose answer was lost is settled by that receipt.
+	SentReceipts    bool
+	ReceiptRetryFor time.Duration
 }
 
 // Server is a simulated provider.
@@ -341,6 +349,40 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	s.writeResponse(w, OpSendMessage, SendResponse{MessagingProduct: "whatsapp",
 		Contacts: []SentTo{{Input: req.To, WaID: req.To}}, Messages: []SentStatus{{ID: id, MessageStatus: "accepted"}}})
+	if s.opts.SentReceipts {
+		go s.sendSentReceipt(acc, id)
+	}
+}
+
+// sendSentReceipt posts the `sent` status of an accepted message the way
+// the platform does: after the answer, and again with backoff while the
+// gateway does not take it (the platform retries webhooks for days).
+func (s *Server) sendSentReceipt(acc *Account, id string) {
+	retryFor := s.opts.ReceiptRetryFor
+	if retryFor <= 0 {
+		retryFor = 5 * time.Minute
+	}
+	deadline := time.Now().Add(retryFor)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	s.mu.Lock()
+	msg := s.sent[id]
+	s.mu.Unlock()
+	v := webhookValueOf(acc)
+	v.Statuses = []statusUpdate{{ID: id, Status: "sent", Timestamp: strconv.FormatInt(s.opts.Now().Unix(), 10),
+		RecipientID: msg.To, BizOpaqueCallbackData: msg.Request.BizOpaqueCallbackData}}
+	r := (&http.Request{}).WithContext(ctx)
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
+		res, err := s.post(r, acc, v)
+		if err == nil && res.WebhookStatus >= 200 && res.WebhookStatus < 300 {
+			return
+		}
+		if errors.Is(err, errOutsideDocument) || time.Now().Add(wait).After(deadline) {
+			s.opts.Logger.Warn("sent receipt not delivered", "message_id", id, "status", res.WebhookStatus, "err", err)
+			return
+		}
+		time.Sleep(wait)
+	}
 }
 
 // writeResponse answers 200 with v, which must fit the document's answer
