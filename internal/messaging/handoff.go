@@ -48,7 +48,7 @@ var recordBackoff = 100 * time.Millisecond
 func (s *Service) handOff(ctx context.Context, id int64) (*messageRow, error) {
 	var row messageRow
 	_, err := s.deps.DB.Bun.NewUpdate().Model(&row).
-		Set("handoffs = handoffs + 1").Set("handed_at = ?", s.deps.Now()).
+		Set("handoffs = handoffs + 1").
 		Where("id = ?", id).Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).
 		Returning("*").Exec(ctx)
 	if store.IsNoRows(err) || (err == nil && row.ID == 0) {

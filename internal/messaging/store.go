@@ -111,12 +111,10 @@ CREATE TABLE message_usage (
 	ID: "0041_messages_handoff",
 	SQLite: `
 ALTER TABLE messages ADD COLUMN handoffs INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE messages ADD COLUMN handed_at TIMESTAMP;
 ALTER TABLE messages ADD COLUMN outcome_unknown INTEGER NOT NULL DEFAULT 0;
 `,
 	Postgres: `
 ALTER TABLE messages ADD COLUMN handoffs INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE messages ADD COLUMN handed_at TIMESTAMPTZ;
 ALTER TABLE messages ADD COLUMN outcome_unknown BOOLEAN NOT NULL DEFAULT FALSE;
 `}, {
 	// The member who wrote a group message (ContactKey is the group): its
@@ -164,10 +162,8 @@ type messageRow struct {
 	SenderKey  *string `bun:"sender_key"`
 	SenderName *string `bun:"sender_name"`
 	// Handoffs counts hand-offs to the transport whose outcome is not
-	// recorded yet (0 once Sent, Failed, or refused by the transport);
-	// HandedAt is the last one.
-	Handoffs int        `bun:"handoffs"`
-	HandedAt *time.Time `bun:"handed_at"`
+	// recorded yet (0 once Sent, Failed, or refused by the transport).
+	Handoffs int `bun:"handoffs"`
 	// OutcomeUnknown marks a message handed to a transport that assigns its
 	// own ids (the official provider) whose answer was lost: it is not sent
 	// again, and stays Pending until a receipt tells what became of it.
