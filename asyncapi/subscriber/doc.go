@@ -26,6 +26,10 @@
 //		})
 //	http.Handle("POST /hooks/gateway", h)
 //
+// Events about one message or conversation can arrive out of order; each
+// carries the record's version (an extension of the API document), and
+// Versions keeps, per record, the state with the greatest version seen.
+//
 // The gateway's contract tests (contracttests/, Pact) use this package as
 // the consumer of every event, so what it accepts is what the gateway is
 // verified to send.

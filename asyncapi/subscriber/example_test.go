@@ -61,3 +61,43 @@ func ExampleVerify() {
 	// subscriber: signature does not match
 	// subscriber: timestamp outside the tolerance: 1741962000 is 11m0s away from now (tolerance 5m0s)
 }
+
+// A receiver that keeps the latest state of each message: the events of
+// one message arrive out of order (Lida before Entregue, as under load),
+// and the one with the greater version wins.
+func ExampleVersions() {
+	const secret = "whsec_example"
+	messages := subscriber.NewVersions[events.MessagePayload]()
+	h := subscriber.NewHandler(secret)
+	subscriber.Handle(h, events.OmnichatMessageSent,
+		func(ctx context.Context, d *subscriber.Delivery, m *events.MessageSentPayload) error {
+			applied := messages.Apply(m.ID, m.Version, events.MessagePayload(*m))
+			fmt.Printf("version %d status %d: applied %v\n", m.Version, m.StatusID, applied)
+			return nil
+		})
+
+	deliver := func(delivery string, version, status int) {
+		body := fmt.Sprintf(`{"event":"omnichat.message.sent","delivery_id":%q,"company_id":1042,`+
+			`"occurred_at":"2025-03-14T10:24:18-03:00","description":"A message is sent.",`+
+			`"data":{"id":884219,"text":"Oi, Maria!","message_source_id":4,"status_id":%d,"version":%d}}`, delivery, status, version)
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req := httptest.NewRequest(http.MethodPost, "/hooks/gateway", strings.NewReader(body))
+		req.Header.Set(subscriber.HeaderEvent, events.OmnichatMessageSent)
+		req.Header.Set(subscriber.HeaderDelivery, delivery)
+		req.Header.Set(subscriber.HeaderTimestamp, ts)
+		req.Header.Set(subscriber.HeaderSignature, subscriber.Sign(secret, ts, []byte(body)))
+		req.Header.Set(subscriber.HeaderAttempt, "1")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	deliver("0b7f7a52-0001-4000-8000-000000000001", 2, 2) // Enviada
+	deliver("0b7f7a52-0001-4000-8000-000000000003", 4, 4) // Lida
+	deliver("0b7f7a52-0001-4000-8000-000000000002", 3, 3) // Entregue, late
+
+	m, _ := messages.Get(884219)
+	fmt.Printf("held: version %d status %d\n", m.Version, m.Value.StatusID)
+	// Output:
+	// version 2 status 2: applied true
+	// version 4 status 4: applied true
+	// version 3 status 3: applied false
+	// held: version 4 status 4
+}

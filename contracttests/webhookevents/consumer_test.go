@@ -38,12 +38,17 @@ func testConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	variants, err := messageVariants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples = append(examples, variants...)
 	// One interaction per event. Each gets its own pact object whose Verify
 	// merges that one interaction into the file: one pact object verified
 	// repeatedly rewrites all its interactions each time, and the FFI's
 	// merge then duplicates those that carry provider-state parameters.
 	for _, ex := range examples {
-		t.Run(ex.Event, func(t *testing.T) {
+		t.Run(ex.description(), func(t *testing.T) {
 			pact, err := msgv4.NewAsynchronousPact(msgv4.Config{Consumer: consumerName, Provider: providerName, PactDir: pactrun.Dir()})
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +83,7 @@ func declare(t *testing.T, pact *msgv4.AsynchronousPact, ex example) {
 
 	b := pact.AddAsynchronousMessage()
 	b.GivenWithParameter(models.ProviderState{Name: stateSubscription, Parameters: map[string]any{"secret": testSecret}})
-	u := b.ExpectsToReceive(description(ex.Event)).
+	u := b.ExpectsToReceive(ex.description()).
 		// Exact values: pact-go's own WithMetadata stores literals.
 		WithMetadata(map[string]string{subscriber.HeaderEvent: ex.Event, "User-Agent": userAgent})
 	// Headers that change on every delivery need regex rules, which only

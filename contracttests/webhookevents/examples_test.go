@@ -36,7 +36,10 @@ var (
 
 // example is the first example of one message of the AsyncAPI document.
 type example struct {
-	Event   string
+	Event string
+	// Variant names a further example of a message event (its name in the
+	// document); "" for an event's first example.
+	Variant string
 	Headers map[string]string
 	// Payload is the envelope with numbers as json.Number, so that
 	// re-encoding it gives the literal the document wrote.
@@ -47,11 +50,34 @@ type example struct {
 // catalog order; an event without an example is an error (the pact takes
 // its data from there, so that the pact and the catalog agree).
 func documentExamples() ([]example, error) {
+	firsts, _, err := readExamples()
+	return firsts, err
+}
+
+// messageVariants are the further examples of the two message events, in
+// document order: the shapes a message takes as it changes (a group
+// member's message, revoked, edited, refused with status 6). Each is an
+// interaction of its own, so the pact covers those shapes too.
+func messageVariants() ([]example, error) {
+	_, rest, err := readExamples()
+	var out []example
+	for _, ex := range rest {
+		if ex.Event == events.OmnichatMessageReceived || ex.Event == events.OmnichatMessageSent {
+			out = append(out, ex)
+		}
+	}
+	return out, err
+}
+
+// readExamples returns the first example of every event of the catalog in
+// catalog order, and the further examples of each.
+func readExamples() (firsts, rest []example, err error) {
 	var doc struct {
 		Components struct {
 			Messages map[string]struct {
 				Name     string `yaml:"name"`
 				Examples []struct {
+					Name    string            `yaml:"name"`
 					Headers map[string]string `yaml:"headers"`
 					Payload map[string]any    `yaml:"payload"`
 				} `yaml:"examples"`
@@ -59,38 +85,51 @@ func documentExamples() ([]example, error) {
 		} `yaml:"components"`
 	}
 	if err := yaml.Unmarshal(asyncapi.Document, &doc); err != nil {
-		return nil, fmt.Errorf("asyncapi.yaml: %w", err)
+		return nil, nil, fmt.Errorf("asyncapi.yaml: %w", err)
 	}
-	byName := map[string]example{}
+	byName := map[string][]example{}
 	for _, m := range doc.Components.Messages {
-		if len(m.Examples) == 0 {
-			continue
+		for i, e := range m.Examples {
+			raw, err := json.Marshal(e.Payload)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s example: %w", m.Name, err)
+			}
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			var payload map[string]any
+			if err := dec.Decode(&payload); err != nil {
+				return nil, nil, fmt.Errorf("%s example: %w", m.Name, err)
+			}
+			ex := example{Event: m.Name, Headers: e.Headers, Payload: payload}
+			if i > 0 {
+				ex.Variant = e.Name
+			}
+			byName[m.Name] = append(byName[m.Name], ex)
 		}
-		raw, err := json.Marshal(m.Examples[0].Payload)
-		if err != nil {
-			return nil, fmt.Errorf("%s example: %w", m.Name, err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var payload map[string]any
-		if err := dec.Decode(&payload); err != nil {
-			return nil, fmt.Errorf("%s example: %w", m.Name, err)
-		}
-		byName[m.Name] = example{Event: m.Name, Headers: m.Examples[0].Headers, Payload: payload}
 	}
-	out := make([]example, 0, len(events.Catalog))
+	firsts = make([]example, 0, len(events.Catalog))
 	for _, info := range events.Catalog {
-		ex, ok := byName[info.Name]
-		if !ok {
-			return nil, fmt.Errorf("the AsyncAPI document has no example for %s", info.Name)
+		exs := byName[info.Name]
+		if len(exs) == 0 {
+			return nil, nil, fmt.Errorf("the AsyncAPI document has no example for %s", info.Name)
 		}
-		out = append(out, ex)
+		firsts = append(firsts, exs[0])
+		rest = append(rest, exs[1:]...)
 	}
-	return out, nil
+	return firsts, rest, nil
 }
 
 // description is the interaction name of an event in the pact.
 func description(event string) string { return "a delivery of " + event }
+
+// description is the interaction name of the example in the pact: the
+// event's, with the variant's name for a further example.
+func (ex example) description() string {
+	if ex.Variant == "" {
+		return description(ex.Event)
+	}
+	return description(ex.Event) + " (" + ex.Variant + ")"
+}
 
 // body encodes v the way the FFI hands the example to the consumer:
 // compact, object keys sorted, no HTML escaping. The consumer signs these

@@ -29,6 +29,7 @@ import (
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/eventschema"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/webhooks"
 )
@@ -55,11 +56,15 @@ func verifyProvider(t *testing.T, breakage string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	variants, err := messageVariants()
+	if err != nil {
+		t.Fatal(err)
+	}
 	world := &conversationWorld{dir: t.TempDir()}
 	t.Cleanup(world.close)
 	handlers := message.Handlers{}
-	for _, ex := range examples {
-		handlers[description(ex.Event)] = producer(t, world, ex, breakage)
+	for _, ex := range append(examples, variants...) {
+		handlers[ex.description()] = producer(t, world, ex, breakage)
 	}
 	req := provider.VerifyRequest{
 		Provider:  providerName,
@@ -179,22 +184,22 @@ func event(world *conversationWorld, ex example, at time.Time) (webhooks.Event, 
 	switch ex.Event {
 	case events.OmnichatMessageReceived, events.OmnichatMessageSent:
 		svc := messaging.NewService(messaging.Deps{Times: clock.NewFormatter(nil)}, messaging.Options{})
-		ch := channels.Channel{ID: 12, CompanyID: producerCompany, Key: "5511987650000", Name: "Atendimento", TypeID: channels.OfficialChatapp}
-		m := messaging.Message{ID: 884213, UUID: uuid.NewString(), ExternalID: "wamid.HBgNNTUxMTkxMjM0NTY3OBUCABIYIDNB",
-			CompanyID: producerCompany, CompanyChannelID: ch.ID, ContactChannelID: 3471, ContactKey: "5511912345678",
-			ConversationName: "Maria Souza", Text: "Olá! Gostaria de saber o status do meu pedido.", TypeID: msgtype.Text,
-			SourceID: messaging.SourceContact, StatusID: messaging.StatusDelivered,
-			PlatformAt: at.Add(-time.Second), ReceivedAt: at, CreatedAt: at, UpdatedAt: at}
+		ch, m, err := messageOf(ex, at)
+		if err != nil {
+			return ev, err
+		}
 		if ex.Event == events.OmnichatMessageReceived {
 			ev.Data = events.MessageReceivedPayload(svc.Payload(ch, m))
-			return ev, nil
+		} else {
+			ev.Data = events.MessageSentPayload(svc.Payload(ch, m))
 		}
-		// An attendant's reply to that message.
-		user, replied := int64(57), m.ID
-		m.ID, m.UUID, m.Text = 884219, uuid.NewString(), "Oi, Maria! O pedido saiu para entrega."
-		m.SourceID, m.StatusID, m.UserID, m.RepliedMessageID = messaging.SourceAttendant, messaging.StatusSent, &user, &replied
-		ev.Data = events.MessageSentPayload(svc.Payload(ch, m))
-		return ev, nil
+		// Pact checks types (an integer version); the schema checks values
+		// too (a version is at least 1), as the service's own tests do.
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			return ev, err
+		}
+		return ev, eventschema.ValidateData(ex.Event, data)
 	}
 	data, err := json.Marshal(ex.Payload["data"])
 	if err != nil {
@@ -202,6 +207,55 @@ func event(world *conversationWorld, ex example, at time.Time) (webhooks.Event, 
 	}
 	ev.Data = json.RawMessage(data)
 	return ev, nil
+}
+
+// messageOf is the message, in the state each example of a message event
+// shows, whose payload the producer builds with messaging's builder (the
+// one every publish uses): a contact's message (version 1), an attendant's
+// reply once the provider took it (version 2), a group member's message, a
+// message its author revoked, one edited after it was read (version 5),
+// and a group send refused for lack of authorization (status 6, version 1).
+func messageOf(ex example, at time.Time) (channels.Channel, messaging.Message, error) {
+	official := channels.Channel{ID: 12, CompanyID: producerCompany, Key: "5511987650000", Name: "Atendimento", TypeID: channels.OfficialChatapp}
+	chatapp := channels.Channel{ID: 14, CompanyID: producerCompany, Key: "5511988887777", Name: "Vendas", TypeID: channels.UnofficialChatapp}
+	m := messaging.Message{ID: 884213, UUID: uuid.NewString(), ExternalID: "wamid.HBgNNTUxMTkxMjM0NTY3OBUCABIYIDNB",
+		CompanyID: producerCompany, CompanyChannelID: official.ID, ContactChannelID: 3471, ContactKey: "5511912345678",
+		ConversationName: "Maria Souza", Text: "Olá! Gostaria de saber o status do meu pedido.", TypeID: msgtype.Text,
+		SourceID: messaging.SourceContact, StatusID: messaging.StatusDelivered,
+		PlatformAt: at.Add(-time.Second), ReceivedAt: at, CreatedAt: at, UpdatedAt: at, Version: 1}
+	onChatapp := func(conversation int64, key, name string, group bool) {
+		m.CompanyChannelID, m.ContactChannelID, m.ContactKey, m.ConversationName, m.IsGroup = chatapp.ID, conversation, key, name, group
+		m.ExternalID = "3A5F0C8E2B7D4A1F9E6C"
+	}
+	switch ex.Event + "/" + ex.Variant {
+	case events.OmnichatMessageReceived + "/":
+		return official, m, nil
+	case events.OmnichatMessageSent + "/":
+		// An attendant's reply to that message.
+		user, replied := int64(57), m.ID
+		m.ID, m.UUID, m.Text = 884219, uuid.NewString(), "Oi, Maria! O pedido saiu para entrega."
+		m.SourceID, m.StatusID, m.UserID, m.RepliedMessageID = messaging.SourceAttendant, messaging.StatusSent, &user, &replied
+		m.Version = 2
+		return official, m, nil
+	case events.OmnichatMessageReceived + "/textFromGroupMember":
+		onChatapp(3480, "120363025246125486", "Equipe de vendas", true)
+		m.SenderKey, m.SenderName, m.Text = "5511912345678", "Maria Souza", "Bom dia a todos!"
+		return chatapp, m, nil
+	case events.OmnichatMessageReceived + "/revokedByContact":
+		onChatapp(3481, "5511912345678", "Maria Souza", false)
+		revoked := at.Add(-2 * time.Second)
+		m.RevokedAt, m.Version = &revoked, 2
+		return chatapp, m, nil
+	case events.OmnichatMessageSent + "/editedByAttendant":
+		onChatapp(3482, "5511912345678", "Maria Souza", false)
+		m.SourceID, m.StatusID, m.Edited, m.Text, m.Version = messaging.SourceAPI, messaging.StatusRead, true, "O pedido sai amanhã.", 5
+		return chatapp, m, nil
+	case events.OmnichatMessageSent + "/groupSendRefused":
+		onChatapp(3480, "120363025246125486", "Equipe de vendas", true)
+		m.SourceID, m.StatusID, m.ExternalID, m.Text = messaging.SourceAPI, messaging.StatusUnauthorized, "", "Reunião às 15h."
+		return chatapp, m, nil
+	}
+	return channels.Channel{}, messaging.Message{}, fmt.Errorf("no producer for the %s example %q", ex.Event, ex.Variant)
 }
 
 // breakDelivery applies a breakage to a produced delivery.

@@ -1435,6 +1435,9 @@ type ContactChannel struct {
 
 	// User Assigned attendant of a conversation (with `with` containing `user`); null when unassigned.
 	User *UserSummary `json:"user,omitempty"`
+
+	// Version Extension. Version of the conversation: 1 when created, one more with each change of its record, the same number the omnichat.conversation.* events carry (see the AsyncAPI document, "Ordering").
+	Version int64 `json:"version"`
 }
 
 // ContactChannelPage defines model for ContactChannelPage.
@@ -1547,6 +1550,9 @@ type EditedMessage struct {
 
 	// UpdatedAt ISO 8601 UTC timestamp with microseconds, e.g. `2026-11-22T14:03:07.123456Z`.
 	UpdatedAt string `json:"updated_at"`
+
+	// Version Extension. Version of the message after the edit, the same number the omnichat.message.sent event of this edit carries (see the AsyncAPI document, "Ordering").
+	Version int64 `json:"version"`
 }
 
 // Health defines model for Health.

@@ -240,6 +240,8 @@ type MessagePayload struct {
 	CreatedAt    string              `json:"created_at"`
 	Conversation MessageConversation `json:"conversation"`
 	Sender       *MessageSender      `json:"sender,omitempty"`
+	// Extension (`x-extension`): not in the API document's field list. Version of the message: 1 when it was stored, one more with each later change (status, edit, revocation), bumped in the transaction of the change. Apply an event only if its version is greater than the one you hold for that message (see "Ordering" in the document's description).
+	Version int64 `json:"version"`
 }
 
 // MessageSender is the schema components/schemas/MessageSender of the AsyncAPI document.
@@ -320,6 +322,8 @@ type ConversationPayload struct {
 	LastMessageAt string `json:"last_message_at"`
 	// Creation time, ISO 8601 with offset.
 	CreatedAt string `json:"created_at"`
+	// Extension (`x-extension`): not in the API document's field list. Version of the conversation: 1 when it was created, one more with each later change of its record (assignment, status, sector, a new message), bumped in the transaction of the change. Apply an event only if its version is greater than the one you hold for that conversation (see "Ordering" in the document's description).
+	Version int64 `json:"version"`
 }
 
 // ConversationCreatedPayload is the schema components/schemas/ConversationCreatedPayload of the AsyncAPI document.

@@ -183,7 +183,7 @@ func TestEnsure(t *testing.T) {
 		want := events.ConversationPayload{ID: ref.ID, Name: "Ana Souza", Key: "5511977776666", Phone: "5511977776666",
 			StatusID: 1, CompanyChannelID: b.official, ChannelTypeID: 3, ChannelType: "Official chat app", OriginID: 1,
 			Contact:   events.ConversationContact{ID: ref.ContactID, Name: "Ana Souza", Email: ""},
-			CreatedAt: "2026-11-22T12:00:00+00:00", LastMessageAt: "2026-11-22T12:00:00+00:00"}
+			CreatedAt: "2026-11-22T12:00:00+00:00", LastMessageAt: "2026-11-22T12:00:00+00:00", Version: 1}
 		if fmt.Sprintf("%+v", p) != fmt.Sprintf("%+v", want) {
 			t.Fatalf("payload\n got %+v\nwant %+v", p, want)
 		}
@@ -404,10 +404,13 @@ func TestUpdateLifecycle(t *testing.T) {
 			kind   fault.Kind // expected error kind, Internal = none
 			field  string
 			events []want
+			// unchanged: the update changes nothing, so the version stays
+			// (a refused update changes nothing either).
+			unchanged bool
 		}{
 			{name: "first assignment", update: conversations.Update{UserID: ptr(ana)},
 				events: []want{{event: events.OmnichatConversationAssigned, change: fmt.Sprintf(`{"previous_user_id":null,"assigned_user_id":%d}`, ana), statusID: 1, userID: ana}}},
-			{name: "same assignee again", update: conversations.Update{UserID: ptr(ana)}},
+			{name: "same assignee again", update: conversations.Update{UserID: ptr(ana)}, unchanged: true},
 			{name: "transfer with sector and status", update: conversations.Update{UserID: ptr(bia), SectorID: ptr(support.ID), StatusID: status(conversations.StatusInProgress)},
 				events: []want{{event: events.OmnichatConversationAssigned, change: fmt.Sprintf(`{"previous_user_id":%d,"assigned_user_id":%d}`, ana, bia), statusID: 3, userID: bia, sector: true}}},
 			{name: "user of another company", update: conversations.Update{UserID: ptr(stranger)}, kind: fault.Invalid, field: "user_id"},
@@ -424,8 +427,10 @@ func TestUpdateLifecycle(t *testing.T) {
 					{event: events.OmnichatConversationClosed, change: `{"previous_status_id":1,"status_id":5}`, statusID: 5, userID: ana},
 				}},
 		}
+		// Ensure created it (version 1) and RecordMessage changed it (2).
+		version := int64(2)
 		for _, st := range steps {
-			_, err := b.svc.UpdateContactChannel(ctx, b.companyID, ref.ID, st.update)
+			conv, err := b.svc.UpdateContactChannel(ctx, b.companyID, ref.ID, st.update)
 			if st.kind != fault.Internal {
 				var fe *fault.Error
 				if !errors.As(err, &fe) || fe.Kind != st.kind || len(fe.Fields[st.field]) == 0 {
@@ -433,6 +438,13 @@ func TestUpdateLifecycle(t *testing.T) {
 				}
 			} else if err != nil {
 				t.Fatalf("%s: %v", st.name, err)
+			} else {
+				if !st.unchanged {
+					version++
+				}
+				if conv.Version != version {
+					t.Fatalf("%s: version %d, want %d", st.name, conv.Version, version)
+				}
 			}
 			got := b.pub.take()
 			if len(got) != len(st.events) {
@@ -449,7 +461,7 @@ func TestUpdateLifecycle(t *testing.T) {
 				}
 				if ev.Name != w.event || string(data.ChangeContext) != w.change || int(data.StatusID) != w.statusID ||
 					data.AssignedUser == nil || data.AssignedUser.ID != w.userID || (data.Sector != nil) != w.sector ||
-					*ev.CompanyChannelID != b.official || data.Contact.Name != "Maria" {
+					*ev.CompanyChannelID != b.official || data.Contact.Name != "Maria" || data.Version != version {
 					t.Fatalf("%s: event %d %s %s", st.name, i, ev.Name, ev.JSON)
 				}
 			}

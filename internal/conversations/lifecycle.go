@@ -73,7 +73,7 @@ func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref
 	}
 	row := conversationRow{CompanyID: in.CompanyID, ContactID: contact.ID, CompanyChannelID: in.CompanyChannelID,
 		ChannelTypeID: int(in.ChannelTypeID), Key: key, Name: name, IsGroup: in.IsGroup, StatusID: int(StatusOpen),
-		OriginID: in.OriginID, SearchText: searchText(name, key, contact), CreatedAt: now, UpdatedAt: now}
+		OriginID: in.OriginID, SearchText: searchText(name, key, contact), Version: 1, CreatedAt: now, UpdatedAt: now}
 	var id int64
 	err = tx.NewRaw(`INSERT INTO contact_channels (company_id, contact_id, company_channel_id, channel_type_id, key, name, is_group,
 			status_id, origin_id, unread_count, muted, pinned, opened, search_text, created_at, updated_at)
@@ -135,7 +135,7 @@ func (s *Service) learnName(ctx context.Context, tx *store.Tx, c conversationRow
 		}
 	}
 	c.Name, c.SearchText, c.UpdatedAt = name, searchText(name, c.Key, contact), now
-	if _, err := tx.NewUpdate().Model(&c).Column("name", "search_text", "updated_at").WherePK().Exec(ctx); err != nil {
+	if _, err := tx.NewUpdate().Model(&c).Column("name", "search_text", "updated_at").Set(bumpVersion).WherePK().Exec(ctx); err != nil {
 		return Ref{}, fault.Internalf(err, "name conversation")
 	}
 	return refOf(c), nil
@@ -211,7 +211,7 @@ func (s *Service) RecordMessage(ctx context.Context, tx *store.Tx, conversationI
 	at = stamp(at)
 	q := tx.NewUpdate().Table("contact_channels").
 		Set("last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END", at, at).
-		Set("updated_at = ?", stamp(s.now())).
+		Set("updated_at = ?", stamp(s.now())).Set(bumpVersion).
 		Where("id = ?", conversationID)
 	if inbound {
 		q = q.Set("unread_count = unread_count + 1").
@@ -243,7 +243,7 @@ func (s *Service) RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInp
 	var contactName string
 	err := tx.NewRaw(`UPDATE contact_channels SET
 		last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END,
-		first_response_at = COALESCE(first_response_at, ?), updated_at = ?
+		first_response_at = COALESCE(first_response_at, ?), updated_at = ?, `+bumpVersion+`
 		WHERE company_channel_id = ? AND is_group = ? AND key = ?
 		RETURNING id, contact_id, key, name, is_group,
 			(SELECT ct.name FROM contacts AS ct WHERE ct.id = contact_channels.contact_id) AS contact_name`,
@@ -339,6 +339,7 @@ func (s *Service) payload(c Conversation) events.ConversationPayload {
 		CompanyChannelID: c.CompanyChannelID, ChannelTypeID: events.ChannelType(c.ChannelTypeID),
 		ChannelType: channelTypeNames[c.ChannelTypeID], OriginID: events.ConversationOrigin(c.OriginID),
 		UnreadCount: int64(c.UnreadCount), CreatedAt: s.times.Offset(c.CreatedAt), LastMessageAt: s.times.Offset(c.CreatedAt),
+		Version: c.Version,
 	}
 	if ct := c.Contact; ct != nil {
 		p.Contact = events.ConversationContact{ID: ct.ID, Name: ct.Name}

@@ -210,4 +210,11 @@ DO $$ DECLARE s text; BEGIN
   ; SELECT n.nspname INTO s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'
   ; IF s IS NOT NULL THEN EXECUTE format('CREATE INDEX contact_channels_search_trgm ON contact_channels USING gin (search_text %I.gin_trgm_ops)', s); END IF
   ; END $$;
-`}}
+`}, {
+	// A conversation's version: bumped by every UPDATE of its row, sent in
+	// its events and REST representation, so a subscriber orders what it
+	// receives (an event older than the state it holds is skipped).
+	ID:       "0031_conversations_version",
+	SQLite:   `ALTER TABLE contact_channels ADD COLUMN version INTEGER NOT NULL DEFAULT 1;`,
+	Postgres: `ALTER TABLE contact_channels ADD COLUMN version BIGINT NOT NULL DEFAULT 1;`,
+}}

@@ -148,8 +148,11 @@ type Conversation struct {
 	Muted            bool
 	Pinned           bool
 	Opened           bool
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// Version orders the conversation's states: 1 when created, one more
+	// with every change of its record (events and the listing carry it).
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 
 	// Phone is the contact's phone (always loaded; nil for groups and
 	// channels without phone numbers).
@@ -208,8 +211,11 @@ type conversationRow struct {
 	Pinned           bool       `bun:"pinned"`
 	Opened           bool       `bun:"opened"`
 	SearchText       string     `bun:"search_text"`
-	CreatedAt        time.Time  `bun:"created_at"`
-	UpdatedAt        time.Time  `bun:"updated_at"`
+	// Version is 1 on insert and grows by one with every UPDATE of the
+	// row, in that statement (bumpVersion).
+	Version   int64     `bun:"version"`
+	CreatedAt time.Time `bun:"created_at"`
+	UpdatedAt time.Time `bun:"updated_at"`
 }
 
 func (r conversationRow) toDomain() Conversation {
@@ -218,7 +224,7 @@ func (r conversationRow) toDomain() Conversation {
 		StatusID: StatusID(r.StatusID), OriginID: OriginID(r.OriginID), SectorID: r.SectorID, UserID: r.UserID,
 		UnreadCount: r.UnreadCount, LastMessageAt: store.UTC(r.LastMessageAt), LastInboundAt: store.UTC(r.LastInboundAt),
 		FirstResponseAt: store.UTC(r.FirstResponseAt), Muted: r.Muted, Pinned: r.Pinned, Opened: r.Opened,
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+		Version: r.Version, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 type contactRow struct {
@@ -263,6 +269,12 @@ type businessRow struct {
 	Title            string    `bun:"title"`
 	CreatedAt        time.Time `bun:"created_at"`
 }
+
+// bumpVersion is the SET clause of every UPDATE of a conversation: the
+// version grows in the statement that changes the row, so concurrent
+// changes (serialised by the row lock) never share a version, and the event
+// published in that transaction carries the new one.
+const bumpVersion = "version = version + 1"
 
 // stamp is a time as stored: UTC, microseconds (PostgreSQL's precision), so
 // a value reads back equal on both engines.

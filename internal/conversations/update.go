@@ -136,9 +136,10 @@ func (s *Service) updateOnce(ctx context.Context, companyID, id int64, u Update)
 			return nil
 		}
 		next.UpdatedAt = stamp(s.now())
+		// The new version comes back into next, so the events below carry it.
 		if _, err := tx.NewUpdate().Model(&next).
 			Column("sector_id", "user_id", "status_id", "pinned", "muted", "opened", "unread_count", "updated_at").
-			WherePK().Exec(ctx); err != nil {
+			Set(bumpVersion).WherePK().Returning("version").Exec(ctx); err != nil {
 			return fault.Internalf(err, "update conversation")
 		}
 

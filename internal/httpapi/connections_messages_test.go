@@ -185,6 +185,13 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 		if got := countMessages(t, db, conn.ID, fmt.Sprintf("status_id = %d", messaging.StatusUnauthorized)); got != 3 {
 			t.Errorf("%d messages stored as Unauthorized, want 3", got)
 		}
+		// Each refusal is published once, as the message "marked failed for
+		// lack of authorization": status 6, its first version.
+		for _, d := range sink.wait("refused group sends", 3, messageEvent(events.OmnichatMessageSent, "", messaging.StatusUnauthorized)) {
+			if d.Data["version"] != float64(1) || d.Data["external_id"] != "" || d.Data["text"] != "not allowed" {
+				t.Errorf("refused group send event %s", d.Body)
+			}
+		}
 		if after := len(c.outbox(conn.ID)); after != before {
 			t.Errorf("unauthorized group sends reached the chat app: %d → %d", before, after)
 		}

@@ -265,6 +265,7 @@ type contactChannelJSON struct {
 	LastMessageAt        *string          `json:"last_message_at"`
 	CreatedAt            string           `json:"created_at"`
 	UpdatedAt            string           `json:"updated_at"`
+	Version              int64            `json:"version"`
 	Contact              *json.RawMessage `json:"contact,omitempty"`
 	Tags                 *json.RawMessage `json:"tags,omitempty"`
 	Sector               *json.RawMessage `json:"sector,omitempty"`
@@ -310,7 +311,8 @@ func (s *Server) toAPIContactChannel(c conversations.Conversation, with conversa
 	out := contactChannelJSON{ID: c.ID, Name: c.Name, Key: c.Key, Phone: c.Phone, IsGroup: c.IsGroup, StatusID: int(c.StatusID),
 		CompanyChannelID: c.CompanyChannelID, ChannelTypeID: int(c.ChannelTypeID), ChannelType: c.ChannelTypeID.Name(),
 		OriginID: int(c.OriginID), UnreadCount: c.UnreadCount, Muted: c.Muted, Pinned: c.Pinned, Opened: c.Opened,
-		LastMessageAt: s.Times.OffsetPtr(c.LastMessageAt), CreatedAt: s.Times.Offset(c.CreatedAt), UpdatedAt: s.Times.Offset(c.UpdatedAt)}
+		LastMessageAt: s.Times.OffsetPtr(c.LastMessageAt), CreatedAt: s.Times.Offset(c.CreatedAt), UpdatedAt: s.Times.Offset(c.UpdatedAt),
+		Version: c.Version}
 	if with.Contact {
 		var v *api.ContactSummary
 		if ct := c.Contact; ct != nil {

@@ -144,7 +144,8 @@ func (s *Server) EditMessage(ctx context.Context, req api.EditMessageRequestObje
 		return nil, err
 	}
 	out := api.EditMessage200JSONResponse{Id: int(m.ID), Text: m.Text, Edited: m.Edited, CompanyChannelId: int(m.CompanyChannelID),
-		ContactChannelId: int(m.ContactChannelID), MessageTypeId: api.MessageTypeId(m.TypeID), UpdatedAt: s.Times.MicroUTC(m.UpdatedAt)}
+		ContactChannelId: int(m.ContactChannelID), MessageTypeId: api.MessageTypeId(m.TypeID), UpdatedAt: s.Times.MicroUTC(m.UpdatedAt),
+		Version: m.Version}
 	if m.ExternalID != "" {
 		ext := m.ExternalID
 		out.ExternalId = &ext

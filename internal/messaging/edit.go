@@ -26,7 +26,9 @@ var editable = map[channels.TypeID]bool{
 // EditMessage replaces the text of a sent message. The edit is forwarded
 // to the channel's Transport first (embedded chat has none: the edit is
 // stored only); the stored text changes, with edited=true, only once the
-// far side accepted it.
+// far side accepted it; that change publishes the message's event again
+// (omnichat.message.sent with edited=true, the new text and the next
+// version) in the same transaction.
 //
 // Errors (all answered 509): Invalid for an empty text; NotFound for a
 // missing message or one of another company; Rule when it has no external
@@ -71,18 +73,20 @@ func (s *Service) EditMessage(ctx context.Context, in EditInput) (Message, error
 			return Message{}, err
 		}
 	}
+	// The stored text changes and the message's event is published again
+	// (edited, new text, next version) in one transaction.
 	err = s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-		now := s.deps.Now()
-		if _, err := tx.NewUpdate().Model((*messageRow)(nil)).Set("text = ?", in.Text).Set("edited = ?", true).
-			Set("updated_at = ?", now).Where("id = ?", row.ID).Exec(ctx); err != nil {
+		var cur messageRow
+		_, err := tx.NewUpdate().Model(&cur).Set("text = ?", in.Text).Set("edited = ?", true).Set(bumpVersion).
+			Set("updated_at = ?", s.deps.Now()).Where("id = ?", row.ID).Returning("*").Exec(ctx)
+		if store.IsNoRows(err) || (err == nil && cur.ID == 0) {
+			return fault.New(fault.NotFound, "Message not found") // deleted meanwhile
+		}
+		if err != nil {
 			return fault.Internalf(err, "store edit of message %d", row.ID)
 		}
-		cur, err := loadMessageByID(ctx, tx, row.ID)
-		if err != nil {
-			return err
-		}
-		row = cur
-		return nil
+		row = &cur
+		return s.publish(ctx, tx, ch, cur.toDomain())
 	})
 	if err != nil {
 		return Message{}, err

@@ -23,6 +23,7 @@ func (s *Service) Payload(ch channels.Channel, m Message) events.MessagePayload 
 		UserID: m.UserID, PlatformAt: f.Offset(m.PlatformAt), ReceivedAt: f.Offset(m.ReceivedAt), CreatedAt: f.Offset(m.CreatedAt),
 		Conversation: events.MessageConversation{ID: m.ContactChannelID, Name: m.ConversationName, Key: m.ContactKey, IsGroup: m.IsGroup},
 		Sender:       sender(m),
+		Version:      m.Version,
 	}
 }
 

@@ -110,7 +110,7 @@ func (s *Service) recordSent(ctx context.Context, ch channels.Channel, row *mess
 		err := s.leavePending(ctx, ch, row, "sent", takeOver, set)
 		if store.IsUniqueViolation(err) && takeOver == nil {
 			takeOver = func(ctx context.Context, tx *store.Tx, now time.Time) error {
-				res, err := tx.NewUpdate().Model((*messageRow)(nil)).Set("external_id = NULL").Set("updated_at = ?", now).
+				res, err := tx.NewUpdate().Model((*messageRow)(nil)).Set("external_id = NULL").Set("updated_at = ?", now).Set(bumpVersion).
 					Where("company_channel_id = ?", ch.ID).Where("external_id = ?", ext).Where("id <> ?", row.ID).Exec(ctx)
 				if err != nil {
 					return fault.Internalf(err, "release external id %s", ext)

@@ -89,7 +89,7 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 			UUID: uuid.NewString(), ExternalID: &ext, CompanyID: in.Channel.CompanyID, CompanyChannelID: in.Channel.ID,
 			ContactChannelID: ref.ID, ContactKey: in.ContactKey, ConversationName: convName, IsGroup: in.IsGroup,
 			Text: in.Text, MessageTypeID: in.TypeID, MessageSourceID: source, StatusID: status,
-			PlatformAt: sentAt, ReceivedAt: now, CreatedAt: now, UpdatedAt: now,
+			PlatformAt: sentAt, ReceivedAt: now, CreatedAt: now, UpdatedAt: now, Version: 1,
 		}
 		row.IsForwarded = in.IsForwarded
 		if in.IsGroup && !in.FromMe {
@@ -131,7 +131,8 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 
 // ApplyInboundChange applies an edit or a revoke the author of a stored
 // message made on the far side: an edit replaces the text (edited=true), a
-// revoke sets revoked_at; either publishes the message again. A change of
+// revoke sets revoked_at; either publishes the message again, with the next
+// version, in the same transaction. A change of
 // a message the service never stored, or repeated, changes nothing.
 //
 // The chat app relays a change from any client, so one that is not the
@@ -157,7 +158,8 @@ func (s *Service) ApplyInboundChange(ctx context.Context, c InboundChange) error
 			return nil
 		}
 		now := s.deps.Now()
-		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("updated_at = ?", now).Where("id = ?", row.ID).Where("revoked_at IS NULL")
+		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("updated_at = ?", now).Set(bumpVersion).
+			Where("id = ?", row.ID).Where("revoked_at IS NULL")
 		if c.Revoked {
 			at := c.At.UTC()
 			if at.IsZero() || at.After(now) {
@@ -188,9 +190,10 @@ func (s *Service) ApplyInboundChange(ctx context.Context, c InboundChange) error
 // ApplyReceipt records a delivery status the far side reported for a
 // message it accepted. Statuses only move forward (Sent → Delivered →
 // Read); Failed (with its reason) applies to a message not yet delivered;
-// anything else is ignored as stale. Each change publishes another
-// omnichat.message.sent with the new status_id. Repeated receipts change
-// nothing.
+// anything else is ignored as stale. Each change bumps the message's
+// version and publishes another omnichat.message.sent with the new
+// status_id and version, in the same transaction. Repeated receipts change
+// nothing and publish nothing.
 //
 // Errors: Invalid for a status that is not 2–5; NotFound when no message
 // of the channel has that external id; Internal.
@@ -223,7 +226,7 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) error {
 		// A receipt is the outcome of any hand-off still open, and settles
 		// a message marked outcome unknown.
 		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("status_id = ?", r.StatusID).Set("updated_at = ?", now).
-			Set("handoffs = 0").Set("outcome_unknown = ?", false).
+			Set(bumpVersion).Set("handoffs = 0").Set("outcome_unknown = ?", false).
 			Where("id = ?", row.ID).Where("status_id IN (?)", bun.In(from))
 		if r.StatusID == StatusFailed {
 			reason := r.Reason

@@ -70,6 +70,9 @@ type Message struct {
 	ReceivedAt       time.Time
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	// Version orders the message's states: 1 when stored, one more with
+	// each change its events show (status, text, revocation, external id).
+	Version int64
 }
 
 // statusRank orders the delivery statuses so receipts only move forward.

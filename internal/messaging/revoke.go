@@ -51,7 +51,8 @@ var revokeAllBlocked = map[channels.TypeID]string{
 
 // RevokeMessages removes messages, one answer per id in order. Scope me
 // deletes the record without calling the far side; scope all revokes at
-// the far side (Transport.Revoke) and marks the message revoked, and on a
+// the far side (Transport.Revoke) and marks the message revoked, publishing
+// its event again (revoked_at set, next version), and on a
 // message already revoked deletes it. RemoveMedia also deletes the stored
 // file. A refusal by the far side is that message's answer (Status false,
 // with the reason) and leaves it unchanged.
@@ -122,15 +123,25 @@ func (s *Service) revokeOne(ctx context.Context, in RevokeInput, id int64) (Revo
 		return RevokeResult{}, err
 	}
 	var media string
+	// revoked_at is set and the message's event published again (with
+	// revoked_at and the next version) in one transaction.
 	err = s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		now := s.deps.Now()
-		q := tx.NewUpdate().Model((*messageRow)(nil)).Set("revoked_at = ?", now).Set("updated_at = ?", now).Where("id = ?", row.ID)
+		var cur messageRow
+		q := tx.NewUpdate().Model(&cur).Set("revoked_at = ?", now).Set("updated_at = ?", now).Set(bumpVersion).
+			Where("id = ?", row.ID).Where("revoked_at IS NULL")
 		if in.RemoveMedia && row.MediaPath != nil {
 			media = *row.MediaPath
 			q = q.Set("media_path = NULL")
 		}
-		_, err := q.Exec(ctx)
-		return err
+		_, err := q.Returning("*").Exec(ctx)
+		if store.IsNoRows(err) || (err == nil && cur.ID == 0) {
+			return nil // deleted or revoked meanwhile: nothing changed here
+		}
+		if err != nil {
+			return err
+		}
+		return s.publish(ctx, tx, ch, cur.toDomain())
 	})
 	if err != nil {
 		return RevokeResult{}, err

@@ -275,7 +275,7 @@ func (s *Service) newRow(ch channels.Channel, in SendInput, d draft, ref convers
 		UUID: uuid.NewString(), CompanyID: ch.CompanyID, CompanyChannelID: ch.ID, ContactChannelID: ref.ID,
 		ContactKey: in.ContactKey, ConversationName: name, IsGroup: in.IsGroup, Text: d.text,
 		MessageTypeID: d.typeID, MessageSourceID: in.SourceID, StatusID: status, UserID: in.UserID,
-		PlatformAt: now, ReceivedAt: now, CreatedAt: now, UpdatedAt: now,
+		PlatformAt: now, ReceivedAt: now, CreatedAt: now, UpdatedAt: now, Version: 1,
 	}
 }
 
@@ -375,7 +375,9 @@ func senderNotFound(platform channels.TypeID) error {
 
 // storeUnauthorized records a group send refused for lack of group
 // authorization (status Unauthorized). It is not counted against the
-// quota and publishes nothing: it was never sent.
+// quota (it was never sent), but it publishes omnichat.message.sent with
+// status 6 in the same transaction: the API document says such a message
+// "is marked failed for lack of authorization", and subscribers see it.
 func (s *Service) storeUnauthorized(ctx context.Context, ch channels.Channel, in SendInput, d draft, cause error) error {
 	return s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		now := s.deps.Now()
@@ -388,7 +390,7 @@ func (s *Service) storeUnauthorized(ctx context.Context, ch channels.Channel, in
 		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 			return fault.Internalf(err, "insert message")
 		}
-		return nil
+		return s.publish(ctx, tx, ch, row.toDomain())
 	})
 }
 
@@ -491,7 +493,7 @@ func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *me
 			}
 		}
 		var cur messageRow
-		q := tx.NewUpdate().Model(&cur).Set("updated_at = ?", now).Set("handoffs = 0").Set("outcome_unknown = ?", false).
+		q := tx.NewUpdate().Model(&cur).Set("updated_at = ?", now).Set(bumpVersion).Set("handoffs = 0").Set("outcome_unknown = ?", false).
 			Where("id = ?", row.ID).Where("status_id = ?", StatusPending)
 		_, err := set(q, now).Returning("*").Exec(ctx)
 		if store.IsNoRows(err) || (err == nil && cur.ID == 0) {

@@ -128,7 +128,14 @@ ALTER TABLE messages ADD COLUMN sender_name TEXT;
 	Postgres: `
 ALTER TABLE messages ADD COLUMN sender_key TEXT;
 ALTER TABLE messages ADD COLUMN sender_name TEXT;
-`}}
+`}, {
+	// A message's version: bumped by every UPDATE that changes what its
+	// event or REST representation shows, in the same statement, and sent
+	// with it, so a subscriber can tell the newer state from the older.
+	ID:       "0043_messages_version",
+	SQLite:   `ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 1;`,
+	Postgres: `ALTER TABLE messages ADD COLUMN version BIGINT NOT NULL DEFAULT 1;`,
+}}
 
 type messageRow struct {
 	bun.BaseModel    `bun:"table:messages,alias:m"`
@@ -167,11 +174,14 @@ type messageRow struct {
 	// OutcomeUnknown marks a message handed to a transport that assigns its
 	// own ids (the official provider) whose answer was lost: it is not sent
 	// again, and stays Pending until a receipt tells what became of it.
-	OutcomeUnknown bool      `bun:"outcome_unknown"`
-	PlatformAt     time.Time `bun:"platform_at"`
-	ReceivedAt     time.Time `bun:"received_at"`
-	CreatedAt      time.Time `bun:"created_at"`
-	UpdatedAt      time.Time `bun:"updated_at"`
+	OutcomeUnknown bool `bun:"outcome_unknown"`
+	// Version is 1 on insert and grows by one with every change a
+	// subscriber can see (bumpVersion), in the statement that makes it.
+	Version    int64     `bun:"version"`
+	PlatformAt time.Time `bun:"platform_at"`
+	ReceivedAt time.Time `bun:"received_at"`
+	CreatedAt  time.Time `bun:"created_at"`
+	UpdatedAt  time.Time `bun:"updated_at"`
 }
 
 // target is the message as Transport.Edit and Revoke address it. The
@@ -202,7 +212,7 @@ func (r *messageRow) toDomain() Message {
 		ConversationName: r.ConversationName, IsGroup: r.IsGroup, Text: r.Text, TypeID: r.MessageTypeID,
 		SourceID: r.MessageSourceID, StatusID: r.StatusID, FailureReason: deref(r.FailureReason), Edited: r.Edited,
 		IsForwarded: r.IsForwarded, RevokedAt: store.UTC(r.RevokedAt), RepliedMessageID: r.RepliedMessageID, UserID: r.UserID,
-		SenderKey: deref(r.SenderKey), SenderName: deref(r.SenderName),
+		SenderKey: deref(r.SenderKey), SenderName: deref(r.SenderName), Version: r.Version,
 		MediaPath: deref(r.MediaPath), MediaName: deref(r.MediaName), MediaContentType: deref(r.MediaContentType),
 		PlatformAt: r.PlatformAt.UTC(), ReceivedAt: r.ReceivedAt.UTC(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
