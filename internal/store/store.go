@@ -133,6 +133,10 @@ func (c unpreparedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // takes the simple protocol in pgx.
 type unpreparedConn struct{ *stdlib.Conn }
 
+// PgxConn is the pgx connection underneath (a unit of work begins its
+// transaction on it, for River).
+func (c *unpreparedConn) PgxConn() *pgx.Conn { return c.Conn.Conn() }
+
 var execMode = []driver.NamedValue{{Ordinal: 1, Value: pgx.QueryExecModeExec}}
 
 func (c *unpreparedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -207,7 +211,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) err
 		if !ok {
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
-		pc = c.Conn.Conn()
+		pc = c.PgxConn()
 		return nil
 	}); err != nil {
 		return err
