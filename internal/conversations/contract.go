@@ -35,6 +35,10 @@ type Ref struct {
 	Name      string
 	Key       string
 	IsGroup   bool
+	// LastInboundAt is when the contact last wrote (nil: never), as read
+	// in the same statement: the official 24-hour window of a send is
+	// checked on it inside the send's transaction (WindowAt).
+	LastInboundAt *time.Time
 }
 
 // Window is the official channel's 24-hour session window of a conversation.

@@ -196,7 +196,7 @@ func isDigits(s string) bool {
 }
 
 func refOf(r conversationRow) Ref {
-	return Ref{ID: r.ID, ContactID: r.ContactID, Name: r.Name, Key: r.Key, IsGroup: r.IsGroup}
+	return Ref{ID: r.ID, ContactID: r.ContactID, Name: r.Name, Key: r.Key, IsGroup: r.IsGroup, LastInboundAt: store.UTC(r.LastInboundAt)}
 }
 
 // RecordMessage updates the conversation for a message at `at`:
@@ -232,7 +232,8 @@ func (s *Service) RecordMessage(ctx context.Context, tx *store.Tx, conversationI
 
 // RecordOutbound ensures the conversation of an outbound message and
 // records the message on it (see Ensure and RecordMessage). An existing
-// conversation costs one UPDATE … RETURNING, which also brings its
+// conversation costs one UPDATE … RETURNING, which also brings when the
+// contact last wrote (Ref.LastInboundAt, for the official window) and its
 // contact's name so that a key-named conversation is named (learnName)
 // only when a name is known; a new one takes Ensure's path and then
 // RecordMessage's. Errors: those of Ensure and RecordMessage.
@@ -245,9 +246,9 @@ func (s *Service) RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInp
 		last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END,
 		first_response_at = COALESCE(first_response_at, ?), updated_at = ?, `+bumpVersion+`
 		WHERE company_channel_id = ? AND is_group = ? AND key = ?
-		RETURNING id, contact_id, key, name, is_group,
+		RETURNING id, contact_id, key, name, is_group, last_inbound_at,
 			(SELECT ct.name FROM contacts AS ct WHERE ct.id = contact_channels.contact_id) AS contact_name`,
-		at, at, at, stamp(s.now()), in.CompanyChannelID, in.IsGroup, key).Scan(ctx, &c.ID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &contactName)
+		at, at, at, stamp(s.now()), in.CompanyChannelID, in.IsGroup, key).Scan(ctx, &c.ID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &c.LastInboundAt, &contactName)
 	if store.IsNoRows(err) {
 		ref, err := s.Ensure(ctx, tx, in)
 		if err != nil {

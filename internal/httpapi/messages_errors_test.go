@@ -224,6 +224,11 @@ func TestSendQuota(t *testing.T) {
 			string(resp.Body) != messaging.QuotaExhaustedMessage {
 			t.Fatalf("over the quota: %d %q %s", resp.Status, resp.Header.Get("Content-Type"), resp.Body)
 		}
+		// The window is checked before the quota (both in the send's
+		// transaction): closed and exhausted answers 409, not 402.
+		if resp := e.send(map[string]any{"text": "window closed, quota used"}); resp.Status != http.StatusConflict {
+			t.Fatalf("window closed over the quota: %d %s", resp.Status, resp.Body)
+		}
 		if n := len(e.sent()); n != 5 {
 			t.Fatalf("provider received %d, want 5", n)
 		}

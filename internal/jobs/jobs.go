@@ -5,6 +5,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -35,6 +36,9 @@ type Options struct {
 	// FetchPollInterval bounds how long a new job can wait to be picked up
 	// when notifications are not available (SQLite, or PollOnly).
 	FetchPollInterval time.Duration
+	// FetchCooldown is the least time between two fetches of a queue that
+	// does not set its own (default FetchCooldown below).
+	FetchCooldown time.Duration
 	// InsertOnly builds a client that inserts jobs but never works them
 	// (admin commands).
 	InsertOnly bool
@@ -44,6 +48,15 @@ type Options struct {
 	// worker Timeout, so a short value never cuts off a long-running job.
 	RescueStuckJobsAfter time.Duration
 }
+
+// FetchCooldown is the default least time between two fetches of a queue.
+// A queue works at most MaxWorkers jobs per fetch, so River's 100 ms caps
+// it at 10 × MaxWorkers jobs a second whatever the jobs cost: 160 queued
+// sends a second with the default 16 workers, measured as the drain rate
+// under the queued-send load while 550 a second were accepted. A busy
+// queue now fetches up to 50 times a second (one statement each); an idle
+// one waits for an insert's notification or the poll as before.
+const FetchCooldown = 20 * time.Millisecond
 
 // Runner is the River client of whichever driver the database uses.
 type Runner struct {
@@ -90,7 +103,11 @@ func New(db *store.DB, opts Options) (*Runner, error) {
 		// tables hold what users read.
 		CompletedJobRetentionPeriod: time.Hour,
 		FetchPollInterval:           opts.FetchPollInterval,
+		FetchCooldown:               cmp.Or(opts.FetchCooldown, FetchCooldown),
 		RescueStuckJobsAfter:        opts.RescueStuckJobsAfter,
+	}
+	if cfg.FetchPollInterval > 0 && cfg.FetchPollInterval < cfg.FetchCooldown {
+		cfg.FetchCooldown = cfg.FetchPollInterval // River wants the poll no shorter
 	}
 	r := &Runner{working: !opts.InsertOnly && opts.Workers != nil, stopping: make(chan struct{})}
 	if r.working {

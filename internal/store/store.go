@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -98,8 +99,51 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
-	sqldb := stdlib.OpenDBFromPool(pool)
+	sqldb := sql.OpenDB(unpreparedConnector{stdlib.GetPoolConnector(pool)})
 	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres, Pool: pool}, nil
+}
+
+// unpreparedConnector hands database/sql (bun) connections that run
+// argument-less statements unprepared. bun inlines every value into the
+// SQL text, so nearly every statement it sends is new: in pgx's default
+// mode (QueryExecModeCacheStatement) each one would first be prepared
+// (a Parse/Describe round trip, then the execution: two round trips
+// instead of one), kept in a per-connection cache of 512 on both sides
+// and later deallocated. River, which sends a fixed set of statements with
+// real parameters on the same pool, keeps the default: its statements
+// are worth preparing, and its JSON arguments need their described types.
+type unpreparedConnector struct{ driver.Connector }
+
+func (c unpreparedConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := dc.(*stdlib.Conn)
+	if !ok {
+		_ = dc.Close()
+		return nil, fmt.Errorf("unexpected driver connection %T", dc)
+	}
+	return &unpreparedConn{Conn: sc}, nil
+}
+
+// unpreparedConn is a pgx database/sql connection whose queries without
+// arguments use pgx.QueryExecModeExec: one round trip (Parse, Bind,
+// Execute, Sync) with no statement kept. Exec without arguments already
+// takes the simple protocol in pgx.
+type unpreparedConn struct{ *stdlib.Conn }
+
+// PgxConn is the pgx connection underneath (a unit of work begins its
+// transaction on it, for River).
+func (c *unpreparedConn) PgxConn() *pgx.Conn { return c.Conn.Conn() }
+
+var execMode = []driver.NamedValue{{Ordinal: 1, Value: pgx.QueryExecModeExec}}
+
+func (c *unpreparedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if len(args) == 0 {
+		args = execMode
+	}
+	return c.Conn.QueryContext(ctx, query, args)
 }
 
 // Close releases the database.
@@ -163,11 +207,11 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) err
 	defer conn.Close()
 	var pc *pgx.Conn
 	if err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
+		c, ok := dc.(*unpreparedConn)
 		if !ok {
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
-		pc = c.Conn()
+		pc = c.PgxConn()
 		return nil
 	}); err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
@@ -90,5 +92,50 @@ func TestPageLastPage(t *testing.T) {
 		if got := (store.Page{Number: 1, PerPage: tc.per}).LastPage(tc.total); got != tc.want {
 			t.Errorf("LastPage(total=%d, per=%d) = %d, want %d", tc.total, tc.per, got, tc.want)
 		}
+	}
+}
+
+// TestBunStatementsAreNotPrepared: on PostgreSQL, bun's statements (every
+// value inlined, so nearly every one is new text) run unprepared, while
+// pgx statements with parameters (River's) are still prepared and cached
+// on the same connection.
+func TestBunStatementsAreNotPrepared(t *testing.T) {
+	t.Parallel()
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	conn, err := db.Bun.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	prepared := func() int {
+		t.Helper()
+		var n int
+		if err := conn.NewRaw("SELECT count(*) FROM pg_prepared_statements").Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, v := range []string{"a", "b"} {
+		var got string
+		if err := conn.NewRaw("SELECT ?::text", v).Scan(ctx, &got); err != nil || got != v {
+			t.Fatalf("select %q: %q %v", v, got, err)
+		}
+	}
+	if n := prepared(); n != 0 {
+		t.Fatalf("%d statements prepared by bun's queries, want 0", n)
+	}
+	if err := conn.Raw(func(dc any) error {
+		pc, ok := dc.(interface{ PgxConn() *pgx.Conn })
+		if !ok {
+			t.Fatalf("driver connection %T", dc)
+		}
+		var n int
+		return pc.PgxConn().QueryRow(ctx, "SELECT $1::int", 7).Scan(&n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := prepared(); n != 1 {
+		t.Fatalf("%d statements prepared after a parameterised pgx query, want 1", n)
 	}
 }
