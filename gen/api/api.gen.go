@@ -480,8 +480,10 @@ func (e MessageTypeId) Valid() bool {
 
 // Defines values for OrderMode.
 const (
-	OrderModeASC  OrderMode = "ASC"
-	OrderModeDESC OrderMode = "DESC"
+	OrderModeASC       OrderMode = "ASC"
+	OrderModeDESC      OrderMode = "DESC"
+	OrderModeLowerAsc  OrderMode = "asc"
+	OrderModeLowerDesc OrderMode = "desc"
 )
 
 // Valid indicates whether the value is a known member of the OrderMode enum.
@@ -490,6 +492,10 @@ func (e OrderMode) Valid() bool {
 	case OrderModeASC:
 		return true
 	case OrderModeDESC:
+		return true
+	case OrderModeLowerAsc:
+		return true
+	case OrderModeLowerDesc:
 		return true
 	default:
 		return false
@@ -613,6 +619,36 @@ func (e RevokeMessagesRequestScope) Valid() bool {
 	case RevokeMessagesRequestScopeAll:
 		return true
 	case RevokeMessagesRequestScopeMe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SendChatappRulesPlatform.
+const (
+	SendChatappRulesPlatformChatapp SendChatappRulesPlatform = "chatapp"
+)
+
+// Valid indicates whether the value is a known member of the SendChatappRulesPlatform enum.
+func (e SendChatappRulesPlatform) Valid() bool {
+	switch e {
+	case SendChatappRulesPlatformChatapp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SendOfcChatappRulesPlatform.
+const (
+	SendOfcChatappRulesPlatformOfcChatapp SendOfcChatappRulesPlatform = "ofc_chatapp"
+)
+
+// Valid indicates whether the value is a known member of the SendOfcChatappRulesPlatform enum.
+func (e SendOfcChatappRulesPlatform) Valid() bool {
+	switch e {
+	case SendOfcChatappRulesPlatformOfcChatapp:
 		return true
 	default:
 		return false
@@ -1085,7 +1121,7 @@ type Chatapp struct {
 // ChatappCheckRequest defines model for ChatappCheckRequest.
 type ChatappCheckRequest struct {
 	// AreGroups `true` when `numbers` are group keys.
-	AreGroups *bool `json:"are_groups,omitempty"`
+	AreGroups *ChatappCheckRequestAreGroups `json:"are_groups,omitempty"`
 
 	// Id Connection id.
 	//
@@ -1107,6 +1143,9 @@ type ChatappCheckRequest0 = interface{}
 
 // ChatappCheckRequest1 defines model for ChatappCheckRequest.1.
 type ChatappCheckRequest1 = interface{}
+
+// ChatappCheckRequestAreGroups `true` when `numbers` are group keys.
+type ChatappCheckRequestAreGroups = bool
 
 // ChatappCheckResult defines model for ChatappCheckResult.
 type ChatappCheckResult struct {
@@ -1250,7 +1289,7 @@ type ChatappQrcodeRequest struct {
 	Os string `json:"os"`
 
 	// PhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
-	PhoneCode *bool `json:"phone_code,omitempty"`
+	PhoneCode *ChatappQrcodeRequestPhoneCode `json:"phone_code,omitempty"`
 	union     json.RawMessage
 }
 
@@ -1259,6 +1298,9 @@ type ChatappQrcodeRequest0 = interface{}
 
 // ChatappQrcodeRequest1 defines model for ChatappQrcodeRequest.1.
 type ChatappQrcodeRequest1 = interface{}
+
+// ChatappQrcodeRequestPhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
+type ChatappQrcodeRequestPhoneCode = bool
 
 // ChatappQrcodeResult defines model for ChatappQrcodeResult.
 type ChatappQrcodeResult struct {
@@ -1604,7 +1646,7 @@ type NotImplemented struct {
 // Example: 2026-11-22 14:03:07
 type NullableManagementTimestamp = string
 
-// OrderMode defines model for OrderMode.
+// OrderMode Sort direction, case-insensitive: `ASC`, `DESC`, `asc` or `desc` (one vocabulary on every list that sorts; listed as an enum so generated clients offer exactly these values). Default ASC.
 type OrderMode string
 
 // OriginId How a conversation started: 1 = Contact initiated, 2 = Company initiated, 3 = Import, 4 = Api.
@@ -1709,11 +1751,14 @@ type RevokeMessagesRequest struct {
 	Ids []int `json:"ids"`
 
 	// RemoveMedia true also removes the associated media file.
-	RemoveMedia *bool `json:"remove_media,omitempty"`
+	RemoveMedia *RevokeMessagesRequestRemoveMedia `json:"remove_media,omitempty"`
 
 	// Scope `me` (default): delete in the service only; `all`: revoke for everyone at the provider.
 	Scope *RevokeMessagesRequestScope `json:"scope,omitempty"`
 }
+
+// RevokeMessagesRequestRemoveMedia true also removes the associated media file.
+type RevokeMessagesRequestRemoveMedia = bool
 
 // RevokeMessagesRequestScope `me` (default): delete in the service only; `all`: revoke for everyone at the provider.
 type RevokeMessagesRequestScope string
@@ -1743,6 +1788,16 @@ type SendAcceptedSync struct {
 	Status  bool   `json:"Status"`
 }
 
+// SendChatappRules Rules of `platform=chatapp` (unofficial connection), applied on top of the send body's fields: `contact_is_group` is required and `provider_template_id` is not accepted (templates belong to the official channel).
+type SendChatappRules struct {
+	// ContactIsGroup true when the recipient is a group; required with `platform=chatapp`.
+	ContactIsGroup bool                     `json:"contact_is_group"`
+	Platform       SendChatappRulesPlatform `json:"platform"`
+}
+
+// SendChatappRulesPlatform defines model for SendChatappRules.Platform.
+type SendChatappRulesPlatform string
+
 // SendContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 type SendContactIsGroup = bool
 
@@ -1764,7 +1819,7 @@ type SendHeaderMediaFilename = string
 // Example: https://files.example.com/invoices/48213.pdf
 type SendHeaderMediaUrl = string
 
-// SendMessageMultipartRequest Multipart send body: the JSON fields as form parts plus `file`. Booleans are the texts `true`/`false`; `variable_values` is one part per value, in order; `named_variable_values` is one text part holding a JSON object of strings.
+// SendMessageMultipartRequest Multipart send body: the JSON fields as form parts plus `file`. Booleans are the texts `true`/`false`; `variable_values` is one part per value, in order; `named_variable_values` is one text part holding a JSON object of strings. The rules of each platform are the same `oneOf` on `platform` as the JSON body.
 type SendMessageMultipartRequest struct {
 	// ContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 	ContactIsGroup *SendContactIsGroup `json:"contact_is_group,omitempty"`
@@ -1817,9 +1872,10 @@ type SendMessageMultipartRequest struct {
 	//
 	// Example: ["Ana","#48213"]
 	VariableValues *SendVariableValues `json:"variable_values,omitempty"`
+	union          json.RawMessage
 }
 
-// SendMessageRequest JSON send body. Rules that combine fields (text, file or template; template only with `ofc_chatapp`; `contact_is_group` required with `chatapp`) are in the operation's `x-rule-messages`.
+// SendMessageRequest JSON send body. The rules of each platform are schema: `oneOf` with a `discriminator` on `platform` picks `SendChatappRules` (`contact_is_group` required, no `provider_template_id`) or `SendOfcChatappRules`. The rule that combines fields across both (text, file or template) is in the operation's `x-rule-messages`.
 type SendMessageRequest struct {
 	// ContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 	ContactIsGroup *SendContactIsGroup `json:"contact_is_group,omitempty"`
@@ -1869,12 +1925,21 @@ type SendMessageRequest struct {
 	//
 	// Example: ["Ana","#48213"]
 	VariableValues *SendVariableValues `json:"variable_values,omitempty"`
+	union          json.RawMessage
 }
 
 // SendMessageResult 200 body of the send endpoint; which shape depends on `enqueue`.
 type SendMessageResult struct {
 	union json.RawMessage
 }
+
+// SendOfcChatappRules Rules of `platform=ofc_chatapp` (official business channel), applied on top of the send body's fields: `contact_is_group` is optional (false when omitted) and `provider_template_id` is accepted.
+type SendOfcChatappRules struct {
+	Platform SendOfcChatappRulesPlatform `json:"platform"`
+}
+
+// SendOfcChatappRulesPlatform defines model for SendOfcChatappRules.Platform.
+type SendOfcChatappRulesPlatform string
 
 // SendPlatform `chatapp` (unofficial connection) or `ofc_chatapp` (official business channel).
 //
@@ -1930,15 +1995,34 @@ type SimulatorGroup struct {
 
 // SimulatorGroupRequest defines model for SimulatorGroupRequest.
 type SimulatorGroupRequest struct {
-	Announce *bool `json:"announce,omitempty"`
-	IsAdmin  *bool `json:"is_admin,omitempty"`
-	IsMember *bool `json:"is_member,omitempty"`
+	// Announce Optional: true puts the group in announce mode (only administrators write). Default false.
+	Announce *SimulatorGroupRequestAnnounce `json:"announce,omitempty"`
+
+	// IsAdmin Optional: whether the connection is an administrator of the group. Default false.
+	IsAdmin *SimulatorGroupRequestIsAdmin `json:"is_admin,omitempty"`
+
+	// IsMember Optional: whether the connection is a member of the group. Default true.
+	IsMember *SimulatorGroupRequestIsMember `json:"is_member,omitempty"`
 
 	// Key Group key (`number-digits` or a plain group number); generated when omitted.
-	Key               *string `json:"key,omitempty"`
-	Name              string  `json:"name"`
-	ParticipantsCount *int    `json:"participants_count,omitempty"`
+	Key  *string `json:"key,omitempty"`
+	Name string  `json:"name"`
+
+	// ParticipantsCount Optional: the number of participants the group reports. Default 0.
+	ParticipantsCount *SimulatorGroupRequestParticipantsCount `json:"participants_count,omitempty"`
 }
+
+// SimulatorGroupRequestAnnounce Optional: true puts the group in announce mode (only administrators write). Default false.
+type SimulatorGroupRequestAnnounce = bool
+
+// SimulatorGroupRequestIsAdmin Optional: whether the connection is an administrator of the group. Default false.
+type SimulatorGroupRequestIsAdmin = bool
+
+// SimulatorGroupRequestIsMember Optional: whether the connection is a member of the group. Default true.
+type SimulatorGroupRequestIsMember = bool
+
+// SimulatorGroupRequestParticipantsCount Optional: the number of participants the group reports. Default 0.
+type SimulatorGroupRequestParticipantsCount = int
 
 // SimulatorGroupResult defines model for SimulatorGroupResult.
 type SimulatorGroupResult struct {
@@ -2342,7 +2426,9 @@ type WebhookSubscriptionCreate struct {
 	//
 	// Example: [12]
 	CompanyChannelIds *WebhookCompanyChannelIds `json:"company_channel_ids,omitempty"`
-	Enabled           *bool                     `json:"enabled,omitempty"`
+
+	// Enabled Optional: false creates the subscription disabled. Default true.
+	Enabled *WebhookSubscriptionCreateEnabled `json:"enabled,omitempty"`
 
 	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
 	//
@@ -2359,6 +2445,9 @@ type WebhookSubscriptionCreate struct {
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
 }
+
+// WebhookSubscriptionCreateEnabled Optional: false creates the subscription disabled. Default true.
+type WebhookSubscriptionCreateEnabled = bool
 
 // WebhookSubscriptionPage defines model for WebhookSubscriptionPage.
 type WebhookSubscriptionPage struct {
@@ -2458,7 +2547,7 @@ type CreatedAtRange = DateRange
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
-// OrderModeDefaultAsc defines model for OrderModeDefaultAsc.
+// OrderModeDefaultAsc Sort direction, case-insensitive: `ASC`, `DESC`, `asc` or `desc` (one vocabulary on every list that sorts; listed as an enum so generated clients offer exactly these values). Default ASC.
 type OrderModeDefaultAsc = OrderMode
 
 // Page defines model for Page.
@@ -2537,7 +2626,7 @@ type ListChannelWebhooksParams struct {
 	// OrderBy Sort column.
 	OrderBy *ListChannelWebhooksParamsOrderBy `form:"orderBy,omitempty" json:"orderBy,omitempty"`
 
-	// OrderMode Sort direction.
+	// OrderMode Sort direction, case-insensitive (`ASC`, `DESC`, `asc` or `desc`). Default ASC.
 	OrderMode *OrderModeDefaultAsc `form:"orderMode,omitempty" json:"orderMode,omitempty"`
 
 	// PerPage Items per page, 1 to 500.
@@ -2594,7 +2683,7 @@ type ListChatappsParams struct {
 	// OrderBy Sort column.
 	OrderBy *ListChatappsParamsOrderBy `form:"orderBy,omitempty" json:"orderBy,omitempty"`
 
-	// OrderMode Sort direction.
+	// OrderMode Sort direction, case-insensitive (`ASC`, `DESC`, `asc` or `desc`). Default ASC.
 	OrderMode *OrderModeDefaultAsc `form:"orderMode,omitempty" json:"orderMode,omitempty"`
 
 	// PerPage Items per page, 1 to 500.
@@ -3355,6 +3444,566 @@ func (t *ChatappUpdateRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.NewKey)
 		if err != nil {
 			return fmt.Errorf("error reading 'new_key': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsSendChatappRules returns the union data inside the SendMessageMultipartRequest as a SendChatappRules
+func (t SendMessageMultipartRequest) AsSendChatappRules() (SendChatappRules, error) {
+	var body SendChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendChatappRules overwrites any union data inside the SendMessageMultipartRequest as the provided SendChatappRules
+func (t *SendMessageMultipartRequest) FromSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendChatappRules performs a merge with any union data inside the SendMessageMultipartRequest, using the provided SendChatappRules
+func (t *SendMessageMultipartRequest) MergeSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSendOfcChatappRules returns the union data inside the SendMessageMultipartRequest as a SendOfcChatappRules
+func (t SendMessageMultipartRequest) AsSendOfcChatappRules() (SendOfcChatappRules, error) {
+	var body SendOfcChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendOfcChatappRules overwrites any union data inside the SendMessageMultipartRequest as the provided SendOfcChatappRules
+func (t *SendMessageMultipartRequest) FromSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendOfcChatappRules performs a merge with any union data inside the SendMessageMultipartRequest, using the provided SendOfcChatappRules
+func (t *SendMessageMultipartRequest) MergeSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SendMessageMultipartRequest) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"platform"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t SendMessageMultipartRequest) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "chatapp":
+		return t.AsSendChatappRules()
+	case "ofc_chatapp":
+		return t.AsSendOfcChatappRules()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t SendMessageMultipartRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.ContactIsGroup != nil {
+		object["contact_is_group"], err = json.Marshal(t.ContactIsGroup)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+		}
+	}
+
+	object["contact_key"], err = json.Marshal(t.ContactKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_key': %w", err)
+	}
+
+	if t.Enqueue != nil {
+		object["enqueue"], err = json.Marshal(t.Enqueue)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enqueue': %w", err)
+		}
+	}
+
+	if t.File != nil {
+		object["file"], err = json.Marshal(t.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	if t.HeaderMediaFilename != nil {
+		object["header_media_filename"], err = json.Marshal(t.HeaderMediaFilename)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_filename': %w", err)
+		}
+	}
+
+	if t.HeaderMediaUrl != nil {
+		object["header_media_url"], err = json.Marshal(t.HeaderMediaUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_url': %w", err)
+		}
+	}
+
+	if t.NamedVariableValues != nil {
+		object["named_variable_values"], err = json.Marshal(t.NamedVariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'named_variable_values': %w", err)
+		}
+	}
+
+	object["platform"], err = json.Marshal(t.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	if t.ProviderTemplateId != nil {
+		object["provider_template_id"], err = json.Marshal(t.ProviderTemplateId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider_template_id': %w", err)
+		}
+	}
+
+	object["sender_key"], err = json.Marshal(t.SenderKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'sender_key': %w", err)
+	}
+
+	if t.Text != nil {
+		object["text"], err = json.Marshal(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+
+	if t.VariableValues != nil {
+		object["variable_values"], err = json.Marshal(t.VariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'variable_values': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *SendMessageMultipartRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &t.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+	}
+
+	if raw, found := object["contact_key"]; found {
+		err = json.Unmarshal(raw, &t.ContactKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_key': %w", err)
+		}
+	}
+
+	if raw, found := object["enqueue"]; found {
+		err = json.Unmarshal(raw, &t.Enqueue)
+		if err != nil {
+			return fmt.Errorf("error reading 'enqueue': %w", err)
+		}
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &t.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_filename"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaFilename)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_filename': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_url"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_url': %w", err)
+		}
+	}
+
+	if raw, found := object["named_variable_values"]; found {
+		err = json.Unmarshal(raw, &t.NamedVariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'named_variable_values': %w", err)
+		}
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &t.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+	}
+
+	if raw, found := object["provider_template_id"]; found {
+		err = json.Unmarshal(raw, &t.ProviderTemplateId)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider_template_id': %w", err)
+		}
+	}
+
+	if raw, found := object["sender_key"]; found {
+		err = json.Unmarshal(raw, &t.SenderKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'sender_key': %w", err)
+		}
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &t.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+	}
+
+	if raw, found := object["variable_values"]; found {
+		err = json.Unmarshal(raw, &t.VariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'variable_values': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsSendChatappRules returns the union data inside the SendMessageRequest as a SendChatappRules
+func (t SendMessageRequest) AsSendChatappRules() (SendChatappRules, error) {
+	var body SendChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendChatappRules overwrites any union data inside the SendMessageRequest as the provided SendChatappRules
+func (t *SendMessageRequest) FromSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendChatappRules performs a merge with any union data inside the SendMessageRequest, using the provided SendChatappRules
+func (t *SendMessageRequest) MergeSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSendOfcChatappRules returns the union data inside the SendMessageRequest as a SendOfcChatappRules
+func (t SendMessageRequest) AsSendOfcChatappRules() (SendOfcChatappRules, error) {
+	var body SendOfcChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendOfcChatappRules overwrites any union data inside the SendMessageRequest as the provided SendOfcChatappRules
+func (t *SendMessageRequest) FromSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendOfcChatappRules performs a merge with any union data inside the SendMessageRequest, using the provided SendOfcChatappRules
+func (t *SendMessageRequest) MergeSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SendMessageRequest) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"platform"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t SendMessageRequest) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "chatapp":
+		return t.AsSendChatappRules()
+	case "ofc_chatapp":
+		return t.AsSendOfcChatappRules()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t SendMessageRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.ContactIsGroup != nil {
+		object["contact_is_group"], err = json.Marshal(t.ContactIsGroup)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+		}
+	}
+
+	object["contact_key"], err = json.Marshal(t.ContactKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_key': %w", err)
+	}
+
+	if t.Enqueue != nil {
+		object["enqueue"], err = json.Marshal(t.Enqueue)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enqueue': %w", err)
+		}
+	}
+
+	if t.HeaderMediaFilename != nil {
+		object["header_media_filename"], err = json.Marshal(t.HeaderMediaFilename)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_filename': %w", err)
+		}
+	}
+
+	if t.HeaderMediaUrl != nil {
+		object["header_media_url"], err = json.Marshal(t.HeaderMediaUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_url': %w", err)
+		}
+	}
+
+	if t.NamedVariableValues != nil {
+		object["named_variable_values"], err = json.Marshal(t.NamedVariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'named_variable_values': %w", err)
+		}
+	}
+
+	object["platform"], err = json.Marshal(t.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	if t.ProviderTemplateId != nil {
+		object["provider_template_id"], err = json.Marshal(t.ProviderTemplateId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider_template_id': %w", err)
+		}
+	}
+
+	object["sender_key"], err = json.Marshal(t.SenderKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'sender_key': %w", err)
+	}
+
+	if t.Text != nil {
+		object["text"], err = json.Marshal(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+
+	if t.VariableValues != nil {
+		object["variable_values"], err = json.Marshal(t.VariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'variable_values': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *SendMessageRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &t.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+	}
+
+	if raw, found := object["contact_key"]; found {
+		err = json.Unmarshal(raw, &t.ContactKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_key': %w", err)
+		}
+	}
+
+	if raw, found := object["enqueue"]; found {
+		err = json.Unmarshal(raw, &t.Enqueue)
+		if err != nil {
+			return fmt.Errorf("error reading 'enqueue': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_filename"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaFilename)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_filename': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_url"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_url': %w", err)
+		}
+	}
+
+	if raw, found := object["named_variable_values"]; found {
+		err = json.Unmarshal(raw, &t.NamedVariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'named_variable_values': %w", err)
+		}
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &t.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+	}
+
+	if raw, found := object["provider_template_id"]; found {
+		err = json.Unmarshal(raw, &t.ProviderTemplateId)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider_template_id': %w", err)
+		}
+	}
+
+	if raw, found := object["sender_key"]; found {
+		err = json.Unmarshal(raw, &t.SenderKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'sender_key': %w", err)
+		}
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &t.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+	}
+
+	if raw, found := object["variable_values"]; found {
+		err = json.Unmarshal(raw, &t.VariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'variable_values': %w", err)
 		}
 	}
 
@@ -11316,646 +11965,663 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchtHlj/4KrnVM2FAXQQB8CIJDEUHRVE225Io82KPx9CflahKAGUWMtGVBVJomRvzaR9gY19gv/xf",
-	"ZN9knmQjz8nMyrqBACnJ7unuiBmLhaq857mf3/nkhWI2F5zxTHqDT96U0Yil8M8zlqXLw3HGUvVXxGSY",
-	"xvMsFtwbeOcsFDySJBPklsYZGbGxSBlJ1Scxn3Q832Mf6WyeMG+w0/W9lP1tEacs8gZZumC+J8Mpm1HV",
-	"7izm8Wwx8wY938uWc+YNvJhnbMJS7+7uzvfmNKUzlukxHaWMZiw6zM4onzD1JBQ8YzxT/6TzeRKHVA1x",
-	"+1epxvkpH8UvXr/b39/q9ba6Pc+3f/T73gd3OP+WsrE38P60nS/LNv4qt1/RjGG/MLLiivz1/PQdoWlK",
-	"lyT4RWY0zXzCePQhIGJMIpoxSVrBzz///PPW27dbr14FbSJSeL6VxTMmfRLzMFnI+Ib5RHCSTRkJ1WRj",
-	"9Uc8Y6RF4XVyG2dTscjwYShuWCpJNqUZuZ2KhJGILttq+WM1qL8tWLr0fI/TmVrYEFfvimae733civkN",
-	"TeJoa8akpGo1zfISmpHZQqptJZQ4M3MnZufl3fneScRmc5ExHi6/Z8vqeTkkYRIznm2FUyEZJ9dsSVpj",
-	"kRK9P4SSy8uTV22cyYxeM0koHifVTzaNJVFniMmMSDpmA1iGmJP+LpmKBSwBI5LOGDStfsyfmA9TNk/o",
-	"El8dx6nMCOXylqUk5jJjNIIZiZhP4I1bkV4TOqEx75Dv2VISmjIyZylRJ4PyZYecM0aciZMYt+3w/Qlx",
-	"Zl+4C97euBs+DXfY1jO639vaDfd2tp6PemyrHz0dd+lztjvq98zu4V3Mt8/pa0utcuEa0Y9vGJ9kU2/Q",
-	"39vz1bUyf/fUJcoylqo2/9cv/8fW//nhz//m2dsmszTmE7WJdSfCnZ9aWXMseurq9/f2yE0s41HCyOH5",
-	"0ckJCac0pSHc1jvfO00jlr4VEXvFxnSRZIcyrCElIs1IFKcsNKtVd3SFacpb97bazpumZl+wkzo8P1K3",
-	"8tXx+ZH66D1FElMcr3pK+GI2YqlPxqmYkV7ToOeqAXe8Ea4D7Mkqwlc/YOjZ3ktO9OtkArc2VXeHq/Gz",
-	"vy1oovanB7NgqfpQb0Gv261O6SRjMwlnW43Yx83d63Yb54VNNkyt2/XVccTJ7cFfm09Vj6VuurjmeojV",
-	"Gfa/9AT7v+/89r70/Pa+9vzO49kioZlIjwTnSAZOoppJRsgKFNcz7xWI61M92TnNpvlc48h7qPzRRBJr",
-	"ZgUM1fRSfFmzLuj+zvcu59HnFmFIf2ew93yw9/yPK8skVGZbC5j6ZxNnsLkV4oxe6s3FmZ/YaCrE9epT",
-	"eIsvEbkY1TP7fu8f4EDeqbHIueCSoYSN0s3RlHLOkpcLGXMm5XGainSTs/rJc6RKbJJwkZGxWHA1f7kI",
-	"QyalNxjTRLK7dY9tcTw1R9e8QJh6g9xO44SRJJaZEutCnJTsqJXMic0DJwnLFUenqZZ45WI2o+nSG3jv",
-	"WJxNlVwZES5SJTd5vndDk0VpYdRZgp8LW1JZnDvf4yJ7DStX6OeSX3Nxyx16WN9PPtVVe4DdvBGTCSv1",
-	"c86kNB/rvmCcq7uKJXyQQIMk5jU9fr59P8FbQWI+X2RqVUeFgzAgs1hKdQZESmY0GYt0xiIyjlkS+c76",
-	"5etDWiJVN51yAXuppf62r2U/QpOU0Qik/oVklUbstKEh87J92vbVacy26HxOxjROFimDU/lapKM4ihh/",
-	"6GW7UKoStTuw4HSRTUUa/51F0MF66/1Wt1ez0hdTRjJxzThJaHiN2tScpbC+QOxjScScpai66lMtSSvO",
-	"JAk+buWvBu0DtVJTtSu3VMLtnOhRFvXJE/4+FZMUTs7DVuXQKoFaNYwlKalTarVkFicJGTE1pHkq1Fll",
-	"0YHWQxMlZH+eNawMR2uqQWlMQeOgCB2jyK9WmzOwwqgDLVISZx3yzlnXSP2e3cYhK8xECWApC1l8wxyN",
-	"WI/rG6l145rdOGMLiRRi/Z2ASwi7V1ZiB7/gkS3vhhq5uTWqP5gaJVE8HrOUcTvSjvfhzi+f/4c3tvbu",
-	"/qjIDcy3kSapm1Ld0cpYypaMhrGRliFF9nb5REkWPgG5CIieiJbt6u4fqI4IJZzdArfBHtRf7rxPeMZS",
-	"TpNH8XrTCJEsvWEpUt/Pc2kuOfs4B9ZjKOYBagNUzS6Wmrj6hDPVs2Qc5/VOZCdqoDPGs03PrXuuWE6x",
-	"pdFYDJNjnI4SFg0ISJQwrAnN2C3Vtqij03fvjo8uTs+uXp2d/Hh89sK2sP7SlObRcOBy0quHRm9onKjR",
-	"OaQvYvNELFVD30jFuMbxZKG/auVzU8uUikQxkQhoDSMpo4nhdCJtd9BMskwEjS6EeEPTzTSa8gKbo67O",
-	"MZlRFBlHrGjh6HW75O3Lz8bLCn2qU6QmobtSU2Y8mouYZ4SGIZtnUtNYWDc1SaKEdNICtaJH3r70yWyR",
-	"ZPFcnQMcqq/I9k2s1lDrDJLskLcvS/xPZiJlIBHao/uDutg5pXlN4+ThlNco/YNfNlDPi8R1I7X+s9HR",
-	"Q03grCuATCnKHbep4BPcAJESEEc7JMApB2Qqkgjf0zMwJhLdDCzxhRBvKV+e4Sl4sIBxIQRR7ZDDLGOz",
-	"eSY/D807UypyEs/ijLCPIWNRLo4YAcAYI5WwKrVbJuYkAPfNFvhvAqWWlj07W9a1Uzc2/fa24wSC4V2C",
-	"PMl4plbl4dS01MwGi1UeQN2tBulUC/w+0QqzT9jHeaxvWMpuxLXuVyv7j9ECo1gC/S+qTReKrAgOzBx/",
-	"L9gK6hUoPRpFicxXnQeohOt3ZDWezhdV0M6dATlaVq2S5avHmVq9MW5Y4xq6G/hwOgl7OKLRZZqUVjNN",
-	"cm3RXcacqi7UN7/gm9bGhLroNMvmaibqv5Jcnr0pUdP1vlFLqc/yOzAgFSwNSmvQv9aPD41Ov+Cbrpmh",
-	"OJbKzxvs/RokvKCeD0igRhW4OnkiuOW6vb2u40jySbBIk8LLINZwWKNtu1BwaGhZuVcPS9zjfg4BX3bI",
-	"KQoAVqLShsmMXtfI9T6hiRSEgoC9jq5BWnYYajVktUklXtlNgM08NLLc8Y3agTMmwWL/yZunapRZrMkR",
-	"zWDT4ozNZM3P7tZ8qvoB2Y2+MqVf7lyz5S/6teJOf7A2SzH6lYWZak4/AJMr0HlDYz55jC9m3uCXLF2w",
-	"/MuREAmjvNKf+c7H+dV1VaHhxVO4132OYp4YkxnldAKytJXwJGnlRhzpW2HNN3TJGhDbA8NVtMHJ/bCN",
-	"B7FogFLEtbgL9u7V7EB1iYAeb7JGpvm6ZdLG3YvlnNWZuPXPIFcNSI+8IGw2YlHEItCAfNInL8iCi/E4",
-	"DmOlD6hbodSiVqD+SefzoO2THfKC1L0ixuGV89oueUHmU5GJLSnUq1ucZeB6NzfSJ3vkBcEf4SFTlMIn",
-	"++QFGYksfwS2d1ytnt/3d/xdf8/f/+BGolQs6r73cUt9s3VDU7iFahGP9WyPpuBZuLQzPcJhe753Wnny",
-	"Xs3hHEb5Dmfg+R7+/daM0PO9lyLL//xQ3AtD3ou7AZTZOL6cnfHJjGYhaA9BYUODgd0vWGjS6mlrI2xA",
-	"v+0TZw9Ia6ft4w5c4SJfmR1o7bZ9vfBXdpVJa6/tq4V3H+23ncX3Cr17vhfaRXL6VfehplMlg5R69Hyv",
-	"0J3nbmmpyeJNWmd33T0NP8t2QgvVCBhevjJgSSi6MosUwgnXuU+DsMTsIp4xmdHZXN3zOLrvQz3cE/BM",
-	"XqMfY433v2dAyRPrKyjOVdFz7XrJCmYT7UeIZe5G6HhVomZcZXWUMaMZW3OU5/Cu+egqZVSLfcXRHn/M",
-	"GFfj6pCfpks0xuYDjTko+9CET7TeacmZpHFEWkrhW5LbKeNWoc8Ekdp1WXMmTY/o/bvzXVfmQ7a6xAXA",
-	"w4heJ1hIu1N+MQTM6bWBTahlPJqy8FrrxyBI8+Xp2Bv88qnc54c7v/hMDeHD3YfyuaYpu5qkYjGXhbgD",
-	"YHFlwTFQCxTg2gao6MoAQrGgBSVtyZojVO8ozTu2cjccVZES6Pxr3Bk9hxo6jz+QVhRP1IkDa10oFlwp",
-	"+6GImJIrfHwc5DN5AQvkO8txUAz/MDKgEyG2v1sOEKue0erqHdNwamwNudqCnygGBb3u75ZiwGb04wkO",
-	"wYSS6D97JcmwvlOzKo7BCX33psO9blePQTa5vE0bVb93flTNtlTugWrzPo9t5a6sKZavcWpw7NBsnSy9",
-	"mRD5IDn7XlES5i14RsOaOV/XRYO+swYrHc2jvu3UhSQ28gEusni8bJCWnFYJBJwamy1Lxj7SEjmlaYH5",
-	"NCg5DhW9f/pvYpl9zs03q/pH3njgJw53qN3+DchjrQzsBjDQGVPbtjrgdR16hraTJkLW39tzKVkTaama",
-	"TUp0BfkvcMLmVfxWEe/q6lHOxYKHrFHCYpwIniwJjWYxj2WW0kwoYkmXRDLeIFvF8greX9UqeInCQiyH",
-	"orxuN+b6AuOp76n28n9rGJWvlhkck5IE+rpeXYOLFHiceRRLZHXI6TYjE3OaZnEYzynP5BUw00KIVbcm",
-	"56Dx/vv5fjiLWNvHfVv9uQkFnp8/MJmoNTM4xysqB3KuiIL7IlGZDhWqRnxPBbdelopY5hMtsKmbOCj8",
-	"RP6sJFVq/m2CxntdCM7eMx+2jjs9JTfRudTvSEKz/IUD7BREH9MaF+iL1aOKJZFTkTo+0jahPFKvJYxG",
-	"irD9naWCtNzhSeMpB5819NE9IFEq5nCxs3TBr8k8ZeP4Y7tDjnF3BmRvr9d7/uzZs2dPnz59WspucH/y",
-	"inkHva3nH37pbj3/8Om539u9+zdvPSr9vZN04Cx0dR9Iq7Su7abd/75RfHOlrcrFZB9j7SBck9IdGb1X",
-	"yYuaWtIQxqykSCBqB4QvkkTrN9gDBP2APqIWV/1MR2p1MVC0SvtgzNXeL8B3DZ5CqT3K9wk7uinfTPVe",
-	"vmUyJGiSaJVwFbFSb79lGfWUnvh4oleld6XpNJiJHTPND6k6OdWtNk/LmR8xiAhw2jKh/c7oJJgDjXAS",
-	"iWRIOY/55ICgdWDBEyalDqLQiUwsIwF8eKWarGdt6LSUf1wj0N/S+tVS5++HM1wsKgkl7999S9SWkMuz",
-	"N6QVqH8O4hmdsO05nxyMqGT7u/5//9f/DsBq4pCO+jfvPc2OFSTExCE91MKirjjdeDoeZ/koWTPiKFBX",
-	"PwAxp0UzRZ3BSczaPgmEDIBqB6NU3Ertty+eTP1Ldblf4g8gHytecMuLR1NpQBCIH/NrFpGI3cQh8wnr",
-	"TDokOJqmYoYH0JGre1ph31CuNiNpFK173e4aorVppkSpv/RxFjWmmVP0APLJllzKjM0etsg/xTwSt/Iz",
-	"rfKpfOwCn8ry2ua06H7DnGM1PQTHp7wumkbR7dlMK1tqkdSoR0v9BNlPu0NOx2P1VA9goNqG4NeFnEJe",
-	"KCj/2pcPjZtGGyyBJXtrQ8oSjCF08wEpaZKBhVpVcxcfaTMyZGa1OrDGCdbc7A8k9n+GSf2RpnPOEoh7",
-	"/Cy84GgqhITj7OjZoyUp8IgD4vIII0Rmt8I9S1Uu8WWJ5N3jzvu5ceE0EpQLIKE3DL0ujvOz4EYagIkA",
-	"vUgBac0pxAop/mkfK6YaxbL6WiFdQ2k8c/UsZeYpn6hP0WtyJRZZQFpcZAQ/BoKk6ZuWcNTbkF4eQic2",
-	"ngmS3kkmxHXBryRuWHpA4szE6KZMLmYsIguexYk6ETRJCGcskiTOVNsjyjm0XCCx+NSNAcRBgevNJ5Ix",
-	"Eri+rwCEjEUGXp9yYyn7FYOrneDlb6SZwg1Lcc3d0GZDJxfzSUojXO4xxF5VGx9DLEwxexNDGWMdA09G",
-	"NLwW43HBl+ymG7k7aX1aancgnw4XX5FlWBXP98xMPd/DUTl3e5WH+Mjp5FWxT8yOOoUuz/IuX5ouT/Mu",
-	"X9su6xx++i5ghuLXEjFJqGlOeRt0PBbInpzdohWOptZ9yydMdshPSkmFvwxGgj51kvGIjITOZAkXKcQ5",
-	"4QgKbX5tStVkT37Hbn8vQ7IaE65Gw7C0kWilraPzeWwr73Q+yEPtK4/gBCy8VnxgUSNtB+IaT/CC29yF",
-	"4EDR1yhG48g8ZVKdMBwomE7Ojl+dnF9dnr3BlCmWuUREXHu+57S2Jh04vYboH+czSBt182NrkU50kI51",
-	"byFcSDW8A9+7wpHce6gLUUJ3fuHzq7WukRPzded/ruiSUo6ONefDpK/MIOPItW44+cwr/YOpaznTTR1Y",
-	"l4GiOizVHgPw6TEeafChDTwEOjXjSlvm7luM9/r9Q/36VwjeKO908YlXM4cN4zwKR/p3sukVr9VjTHvo",
-	"Nlp1QQVX4gyojx1idwIRfk7OT8mz/W4PCaAYjyXLIO5Ho/uYrP85Zj3JjnVUBT4JMjqR6r8S9AT1r4Vk",
-	"qeaCdpvEnHEWXd2CQQAZbZWkUXltEjo5CdRogj8eDalcc+eOObc8zMMDVh8CeO1ch7dXiFQpprxmp9QK",
-	"jUU6U+97FpGijiA0DdV4Gzew89eTKx1/0LKBObCXGLTTrqVRCZUY5kgnbO0ZaweCBmDLE3l1O40Lcq9f",
-	"YbbQ+T0bROfhwV4ZEEg5UYILjyjPbB6XeyOJaqTenyzSeBLzNQ7qKbx4khu17nHqFfdML2m+XahU6thv",
-	"i1jiGq3kWq6aecx505rWE4d1udEpfIQWRrCKWDvFqq/P4S3nukkQydahBM6GoRyHi63oX3WtfwJ/PpAw",
-	"XOOYQ9gyUMtCkNqqPi/opM7FveApo9F6zv0yr/6cBGUh2b0LfilZvtx1fN8JFzEn1yFJ7gbVEt81ZIX8",
-	"DpWWztx4e0ztda5Spk3lC5cj/17yRUEq+GzyxRlLqEmkcWwWwO30dbC3UZ+R/K4Xbu3atgnd9gW2fW7a",
-	"vsS2aylC3bgfYZmtrOXvb6AtDAmtKvWJLRMGqKW0wHMOMOULjXEghymZLGHjjCy4xiXxi6ZY1/4KSJDv",
-	"Dy+OviPbdB5v6wOwZVjG9qc4ugNbQ8zfO8vdq+QE0fT6St3JGq0YA6Ely6TSjPOLG6jpdNeOgX5L02ui",
-	"vm4OgW7i/A0NqrebG2sSCQ4fKgc0uMOgm+ZhNLLeBmcQvN7cHN7oqzoV+K24QY/XFAwRoRMq55gCNo5v",
-	"wntO4towpw1Zd+WqaFOM5mK10zqUMp4AvGSWUi7HCCADk1TffI4pXkq2YoJa7LrKRZvaC5KymbjRJk58",
-	"de0z9JMW7PSmNW6+Gcmi1hFfMw4Ka8ciWKmNh7NwnemlwdQa4KpNHZacSHqXfeJOxSf2VOc/4COf2OPl",
-	"E7xKPgEy4RO84IirpalXxdzXfORqbaDYGWmBA6NO1AzaB2SXtM6YFMkNiyDjco+0jigPWZKoB2HiGrpz",
-	"db82R9B/+mHdW4gjqz2kDgLGU2fWRt6ri38EDVGMS9yItG4bBGZjaWh3yGvw9KByWfgYvUo2MvcbSTRE",
-	"HHSWslCkEXpn8GMlWviEC9Rn2nWKTCkObkZjsKvcq+806djNxjijq93T9ArRGUdnmmqQFaq6S93u5GuK",
-	"BxJzYRWnwRTY92hvxFTXE07mGqQMk1rN4cT8VXs0MXH1fE5nPnlKXhB0HXXs66Br2rdBDhl6cJqjobfi",
-	"+NogzN56Sa5qGkpcxDl4vueArPmeGY3ne3YsStic01nu7lJSZY4jWiWEBehQBxS0QyCVaAQAELEkGgnU",
-	"RRS18KBUqs8bgEEx0dpqZW4L5LvvBm/fDs7PA7JtbXqFYNWVgPB55nzuZRkOo0+7d1vqP33zn9YvF+QD",
-	"/nOgn5j/Docd9a+ev3/X/kv7L63//O2XP2+Zd/+C/1U/1EJx51lTfTdnql9Vf4+jONMAMo1ZGHX83AJ1",
-	"aeKmaBr4uCGYxuAVxVH7Qaz8kdHYGfuY1bMG9UvJa7e/t7ez/xC/3QX76ALDcsG3MFbT+apmuPDZqpwP",
-	"IEcwhTryozaMRW9zjakaNmm2JIf4YVGc1Vh/a82v9cn8Vfms0Uy7ur0SN622wmCCDUZAnBLldkZVSxj7",
-	"iCeztvuTiPEsHseqESNVjZaFQ3tQNKYLHrLioQbAM4AIcZA/Os1G4kdcnOrqGCvKmiZ3fU5yk3v91TjS",
-	"PndzParWqXXsXpcXR4DDDO4QtILN4jAVGlbKBDLmpPKitzvo7gy6Tzu9/s7u3v5/BiXPdB3NvCjQS/0f",
-	"TS337/7z39YL7IV1sIetyRpWPdDVHbjXfvUdo4kiK2WyKq0I6ziaP9w3ev1VXUd17sGqfpkDl+R7Vc/5",
-	"tMtKsvQmDjXu9t8h9lLtdB5h2S5mcTjA4mZ/799VUrertbytkfQBagsBhxeaXCEiTkQ6GIGS6WJG+ZbS",
-	"MADP0Lm560KrlPZilUlJD3MNKBmHirhYMpLxyAc652u8MZ8s5omgUbtDgohlNE6K8Qw69c4hIyZuChwQ",
-	"NE1jJgGOAK24NCEY2EVamImUxVnCfP3QohXY1iYUsV5n7eqa6fGAZTaKYjVNmrjGKhTEq8zKtP5NZVTo",
-	"Ns2w2wK1z1f5c27VuVikYS2izU9TocYZLUK1lmazUJ4/NFYoFOqNVtbS2LiRhrI5mtJsJDKU7Q/nMYr1",
-	"P4n0epyI2zrB3BXK++sJ5XYsnu9YenXXnu8dzmPP90ynIICbuTcqMvqFgg6jpX7kW0uWOSyxxEwH5G8L",
-	"tgA9PyVTyiPFNYXaVeMGo9yU0Vmy7IBQjAa7hbRr/cMtlSQRMlNjWMpcb4qlg9WKtXZ8OOpoOhE8h0d2",
-	"ThlszDxr436dq09bQ++Y38Q0okNvUDzziNqpeT0MTaff6H19xZL4hqUswkaylE0WTLWSMhpO9XcpC+M5",
-	"xEFiSH/bqHgUPnsT5x3nr2rDSNkE0caTg+GB6uvXNJlWx21ufoTjW2rma2CnTJjYKBHhtU/EPNsSCzUn",
-	"pV1eOqDfpIWxj+DOTGh4rSgWav7mJRzW/fBJax7iXKU8R4Awu8SgWFInONLgSeJQ3fPchE1lTnOOTaXE",
-	"cTwKJzMofqJ29cc4YkLf1UUUC1zzVyJcKMaJq3TBZvMEUF2UHn6exeG1WtFn5AV5I0INsPw8JwkID4ag",
-	"AjRV4hDi8MUScd4hMpt9VJvQ6+LpwPjilhJ3Z+LXGM6Um7RgRUgOxaliFlkvW6wIT68H7cyTpY6nLYAa",
-	"UDJaZJkAo2wSy4yk4lZ9pNYCihuRVvMI1SqdYzZLixK1EIrnQmpFyAYGjN2eM20rchIvpGplF06bXMzn",
-	"IlWXrEXJdczx0Ns2Q7FIIoLx01Jd6wM7EiIVQbhVar0iKRQaVVv1XiQJYsbDZVVrpgiDmCMQnzuZJqOI",
-	"/8x/7ve6fq/n9/p+b8fv7fq9vQeYSi5Q1ITj5fkenC1FjNXBUsdbnyrP98yRUmcfzxPEDOOC5TQdLSzU",
-	"VGyADfZ0uSz1KWwLXA67sp7vqSWBK1IFtC7LJj2QTQw89pyO4iTOliWwalzEWJLRIk6iLyRFvdOGvM8s",
-	"2gI74oskWUdyrZgzP5ckm5cYc9OlvMPzIyf4FP+CmmIfatvQoSqV1fhO3JYNw2BQYxESPiOpxDzOYgq2",
-	"eBRgEKvQeQz2yZk6SFZ8qV6aB1wMPYIT05NnYwndR9izll4+6Lpq4NOvq60Wc5yqdsiKMVESwhIJHOM3",
-	"LBHzGpFfB51fzfWJXV1FB+IZ5rVKSBGbRr2IiNetXi6ew1hiiZm99xnI7nxvztJ8YBtU1spERpNVQwQz",
-	"JWSTEJokMFBZGM79ABeFhXOGanp3F6vugpfjYat76khimPo+VjKjC4WHcb0QdKW4GabO2Fo99/kjDNCm",
-	"iX6ttRuVNBULzmkGFUdrG4BMjHM56vYqjnQgMmp5SsBGGG0yY1FM6+1BmHOJbHadkcdRKSD6G1mIROus",
-	"Zz6pW7TqYFZteCHApHbU5S3+RpL+7tZULFKbCIVRbk783RpOsLroGaglo8+PDdQDbwFNGTA9M5gOOHBA",
-	"Gs4rbqRi5gYAfiOhREoeRXmggxfRD4N2xUzzeklCysmIWYyFe7xnhXz+kgGE283VC+STFTGflh4ZsRCV",
-	"qdtUZI+I+1RqS32IYspmuAdXs5gvMiZrFe2EEf0zBNAckC4OFNdO2+410dvd7W5ErAQ6rZw1rBvVqlOr",
-	"scLz8Kfy+NWRqdRrsFqYNsLUpVxOuEjrpDGlU4LZBl8gLaRvyN98Te10FCn42RNw8C80kLvWdmX7Prpu",
-	"bSmyzmaNzrYc5drWEWqlbI5FfwVXo+RhsohYtEZ3ZmTV7s70L3gDjSph7S7aFHF/D48PHbNL4gzXt3tV",
-	"e1AWoySWUwDYPtS2gxosGAORXaV61uAA73wjbaJZ1cn3RaPmDDz3KuncnazjPawmTIBQtyVDMWc4L6Wv",
-	"oso3WhLq6nrahaGD4k7PLzAmDr6SNXZHHXC4mdHRrC3giehUDDdL41AueQiFmLVydoD4+lgOckJjriS4",
-	"GpNkvafwlerGcWg6L9c4COHtkkez4cDUr61hhzSjiZgU0mHTWcew7o6OwYVoXOex9maUH8uMTtiVvozl",
-	"H29BES08SoTMys9oGk7jG+a4VjoxSPcdNY2EZevn2KYzA9Z+ZKfhPLy0k3AenqspHNkZOL/8hOp1/uAN",
-	"jt55cpiP3egtMPQjd+S1uKewJ2b3dQRV3Ub4pG4fSk8L21D67VYx/MomlB6ZPfBJ4xY0nEucSOlgihA0",
-	"gHrP4E9GwsBzOaVztGm26qSS9oHxJxGOFvE1Aucbojn1oAqVW3kuC+UhH07/zQUKmsoFnAE0miaz5cQq",
-	"Fl7L+vjoEZVrJFvlGa4wrCiWG31TE5AO/dbNo9YR+ZkyXuu9l75ZoPplvRHXTFtq5YqoFLmWd136DYDG",
-	"mwalQNRRY3zpI4GKT6ICnA66MUqgxc0BMGt8iwK4uGFXoE3ej9CD8RaJFOVYVBGCaQa1UjKOE7Z2TOoZ",
-	"tKS/bI6OVrysaBODq1+KD5uxgLSMC3qgZGyWsbLTWulaBySgSRIMtBsVlDewCiliTIuRFy63RNDOJFnz",
-	"9L9Vrx/i67XBn8CizaxnMGfVelXBXnUvmlSPQ/SVqbmpaeUSeqOb++0K+TEPr71HYDw3F/rtCjmxmChW",
-	"Gfq5jXJfN5BV58e2XU02xjwALpy47dW69IbxpY1Ro/VT5pGR/8+XPKyZ9ZKH01RwsTDFUkkrYBz8pS/g",
-	"LgTtQa4OlByrUBbY4KO0fWI8sZFxlnXIayhghMWBaMrIeypDmhxRtD8B/FiHBOfar4s9WqhQjGQLjnUw",
-	"1cmrAB2MYpGFAkGLjYrZKjlYS17b9kHBV1Xw4WrEmjizbtnqMX2lJfzi03xgK0yGZo221Bo5LMHHykqZ",
-	"IKFIU5ZAlTyoEGm0vFqFK6W3m6kar2I64UJmcUhCMbfBHpW1OlDLKuMohx5PaZj5AMSMop4iU5Qvwa9R",
-	"EwhROprO4qyId/jMF9/HnWq6DEZolhasuhk82nWDQ4AvgkSTM8PhkC4YrfGFqQd0oB18NNFvuMWCLK/A",
-	"o95em2mVgaSbGZczz1ok4DM7KzTYHGjAJWjWz4PuEfMEVwLUYl26YguRUwDeRLtIY24Mt+SdsJY8k3pM",
-	"5GI8jj+iVb+Es/v06dOn+/v7+6Vo2AfVdjC+JBcN5p7aDg2yjNtSSdVQq3uM9LHh+LzAaBMQgDQDNMs4",
-	"ouG1WhIekZYmUMEn3e2dYiSwieQFxnhwcQuN6DfzQFr4NW8AL4FP9B3wiboCd0G7Q17ps4ZnhBNb2srX",
-	"Paln7vFc+zjqJVh9Cr8Dx8FbJWe9jhNWD2OkfnGxKHVUgb17B2ipxjP66vTo8u3xuwvjkwB3OhiyxYSB",
-	"ERKvHP6MQubVIk0CDfwkZnEG6iwAP2nc+4ilShfNLeiXZ2+KRzXmNyIO2dbus35vpzOPxp8Fcuk7x68C",
-	"EizfEIOptMa68mOJDS1GSRxWSzJC+TjoGVHHDBqW8QgUvD4aExRyAc2Kt07eHn577JMfT14dn6qmS3vT",
-	"PtDY/u6Smx4nscwgXsnGQOheMROviKTuwaAH29tqjWRHP++EYratN0ZuuztjNfZFGpc2qrv7rAg69d30",
-	"wy8XGf7f+/mHX87lh78Mtrd/+V/Dodz+y58+/Hk4PH+yLhRVYUMX6xXGxF3UV/etKbrcaMe0bxi8smiJ",
-	"IhGUbtb+ZiqRYKv3JJknC0kCtXZBh7zEWy0tMFrGPmaSYL7fdoDy1wEJbmgaK5n1CqpxYoQnSPSq6znT",
-	"dYp9tX8ihXh1gF+Lrpo+hEAZ+HoqEpC6KI4ZGTSgTWMFnLoUgSLvux8SosLpncSANeDXSiz0TmljluTf",
-	"96HhDne+pxa93sA+hrpiAnZxQGIM+nr/6rVPbjDqiy6iWEBlWSBrxgQMYHgzIU1Z7oOyLAd1lrECKMDV",
-	"0vkc8gdQbi45M9sFA9co5kozWu+sA9nOzzfM9M4UaNaEd+wQ/ftWrY5XlNtbIIHboClFErUuVTma1Y1x",
-	"zyOcVxu5iV8AGYS2coJlGrWJBZ+GHoDXXKkXh95g6B1yOvTuAtLKa6qHlCtdKaRpusxt8YTTLL5hybLd",
-	"Id+zpcRQGSitrhUiKGIvQ5EyuMApkyw1+XbaIVSfWLQuBGBkJ2TmnO9x/XUF/7+WgdfZnffmXRcvxizn",
-	"Gskk0Ib+zoSqYVZJjqW2Thvn8La+3iYh5b6PIIruzvdqjtJ9n/6oP/kRvyhrMnYJC/MoUq0mraaaOldz",
-	"ri2/6JCzRcKMX1PMRjFnhnO0MghEBeoE5atxfQ/y857jKhYEx4NqqZsgtwXqWjimYCqc3bhUmPgbSYKP",
-	"W+kiYeZIyuB/ECv4ByOM9eaFGlW9eNJ+XIdOjpYoercqtJJYYvlYCriOQ/Qeesf/Rev+yLSu3gDd73YL",
-	"KU1A9Uw+E0RAhVMip3TOSMTmjEeQoWEsnkBwBGdrYDpVTKt3/v0f/ABpKAjBVDgf1bzz3GDkVty1cMeQ",
-	"Nl6yLNnXbGCgK+ZZ73ttIePHlSOurT/c4IAwc7YXzdRwBuO723GtacZ+XmOXqbkqVeHbappa4f/2WAd3",
-	"mAu6ZYPitsci3bKhnRqdWylL7GMWdIjZfpcnWmtg2aqS1+/uPSAVvY54NLgAnXNWmTw+rxr6QftrH5gM",
-	"KqkN/pSH6Kdy7FbaogWGCZ4sv1DEfZFo3V97E7HNyyXu3Yr2CGuZVlQg9bxdY5hU/+t2AVXh0YZJnMln",
-	"sEs6DdUc/4varGqbbMQ+ZqYIGwh4Png8Qjq3mDJ2BX4WixT1evBmyWk8nz9GsyiBFDiG/iqzqEzAkSlA",
-	"1xVSSyY1wgUJPn3q3d0FvvpHH/7x3//1v62VooSdccip53t/AttRATBj7UrCReGhdoq5Sx6K5Kzhhf+x",
-	"WSKxZYMdgeQ8ni0SmonUJOY0BiuEJnPHBRysrXVaj8v+dBNc9npr/FoFCF33Z9nMuqKI7r2vCm65i+vX",
-	"r3OaGUO8UyBA+3VtBQ8ddF6H/7BZ/d1HBm3YzL6V5aXDPGtrlctjdYFp20gtzTbncI1CsKsLutb+OmOm",
-	"RGAjovEfo6SqHuhDyqsWl7DxHhdL6hbDZ9by3hzqBlZUkC/U131AF6aBlV3ke1q6jOt2gQ0097G6eC9p",
-	"1bg0qXZo6mRRLOd1QCaMsxQijlyvRnMNC6CVW/jvfb/Xv/u334olLvrrk9J8wGaihWE3jXoVGf2jVJpu",
-	"uor2PKzOrWiQlitN1iHdiTHpAuKfSFl9yet1rujDEWhL9PKPgEBrh6RzLe6t6YMAUeWqPuAMqDw1eePN",
-	"v1xhjF9U98aNuGZXYlz9KTGZyZVfDIRx5Yc5JiF/aDAuVrfzIbfozvduQppGpe/WAPpqKL+OrX1Yz7Zl",
-	"pK+qNQtEL7C/UR4RbFQDXqn1rS1pBsGsmLSXJ8AESn0OMFOLMJomsdIpUQ1WP13NWOCj78+pGSwZz9qI",
-	"KIPBT6hNl0ptof4p4TUU/Xt7JiOr3SHv6Aw9iDaeS8yY6okpqQ1GhP5maQ40SVlCl9LikAEkMguvWWQR",
-	"Zpw6X/AqJTMRxeNY6ZVQP+wbicAebvUwNDlKnYbhVsTsP1uPrh6r0YhxLWm1vr7+s5Lr33gWqweY8cxW",
-	"0rjnfBoqVe+e9AkWqS36CJcZW1Wa5gHnujDopkD3dZyQ1SOO6QWmcdg8SLZp4czasJIivaVptAGu8mvz",
-	"RV2NTd9TZ38NkwVcz9upILdpnGFs1GfQul6nYraxutXAraGtErfWF7v+1OTWFg3Yai490gh1zp3iqT7c",
-	"fiQiLZlBXqGu8r1+WBzOl9XvBAhD9VXKfsJaS5lfhDCRsBsZ4xZXAgWqoqWpiBq4oejm2gYs76qK+FGU",
-	"anZ/r1qb0CzOFgjgkGeriMUoYW6i6nNXlNp6ngtTubSYCD5Zp6nes0Jb8GelsTU1+BJRsJNxR7MmOTAg",
-	"JU0kwbQNhCBvvbnCnuKS7nWVU3ErSWu+kEhf2nW199YXpukSIqZHjEwg+Sol2ZTymkAvEFgqZ0TjyBSs",
-	"OZvUZC4ap+7DaDUQNhvLQaUNtu34dgJrbi/A6TRsbR3ADmabaKGzDrsf8Yw0TbJiTcrmyfIqE+Ua1zv9",
-	"9fbWQiat4ug7/dIWV2TgKoWl1zkYuM7wt1hMgjsDB3v9Bukwug3dcz0tNY3fKyC6awkUFPJbwOMgIRYe",
-	"xixJJnztMzGTCNoPlaEQXSoTGwpRuVbxlaRe7DAq5v7AxzEnu88QyeHR8q1OMPrDSLiYMrS5jGsc1Y/x",
-	"OTSQWGin0F2JSoEQd09N9AsbK+Pbi2j2+EqMfZJYBDYnJF7R8or3pqJ3rzYrVOrn2VCWCoUvARFXwWFW",
-	"lop7HNBvOZXVGYqfj7pQG6rc4YeN4Da/tpnEyWHZYEvKWlp1zyz49L3A0pVv1XG8arR7w68y/jt7SN1A",
-	"Tb3qf5SMR1cN6EnfiVsyM4lDskBdDBqnYhSG2LVGS3BNxlHbZAMYynVQpGPXjM2RwZhv5wBb3SFvsZAg",
-	"5aRHZhjwrDE9qbp6iBZyP+iVotsPLy5rCNhqgWida1EGijZbkY9wnXMq76Mra1Uhq5z+mnp2f5wrqmFc",
-	"Gn0ppfu0uV3clRQ2x+F3vy4xBcQfrkmYoXGygNA3RE3WhWYQIfXBGskZtra+TlLN148ciNQUIVJXlaxv",
-	"LExjK3mb9nys9QWOHQ25Wh8eoQvbrPBgFi/bChjzczxtjRT+y57wVUf7gk6aqmPUlKaOea0qMQGIU5/M",
-	"aBZOTe4P1LK8iiMZEHSsSSO4XNCJ9AmggcK/Ecs7xyVRzwpBZnn1QPgGMViuTGDa5nUCTSsOFgrAMG6a",
-	"Ja1XpGFd5es4yerqYakFiyOdVmEXz4iue134QT08IBo8lo6wekOqk5gjwRC4dAxdNEY2X+jio+VYlAaQ",
-	"hyrpLe3Ko9rKN/wRzdzVrbXBmK0tqTefp6CI5kHntWiLNWtIMzYRddn9NhvbvKLTNd4enn1/fHHy7luf",
-	"XF6cvDm5+Nknh5cX3x2/uzg5Orw4OX1Xm4Q9pfIKcYtlQ8DCOpiLTjBfY/X3AuAnnyxq8T7fiJAmTFt2",
-	"MQ1lnl29PAs2KyMvG8qZnbGbOK9oVsKq0PmZh+/fn53+ePyqGVLQYsnqNz3fe3/87tXJu2893zs7/uvx",
-	"0QU+PLw8h3+8Ojk/fPnm+NWa1OJQH5tCQagz9iuEBqqHdCHhH69iCdjBQEAgxureqr16ThCKtpK62D0q",
-	"nhE/P5p+Dj+DfX9YcT9ewvdVcu9iXNZuZYPoaboq7zD2Axlj+gD9cHly9P3V2fH7Nz/75PLsjU/ef3f6",
-	"7vjq3eXbl8dnPjk6ff/z1dHpq+P6Si2YkLCaKmuHT2ORIbMIR2ZD6qDHIJ1Km53M0euQH21AYMyNhxEq",
-	"1OfBgy0dKgiR1JisoB7l+QjqtyqJcW593RJKtBa9vLy4OH137iDJrV0gurjzNbK1sctXtCzMPsWfD0gh",
-	"PVex61J+riQZvWY5qqu5nhfH/3Hh+R587vkefK8ujf5a7dRq+M1N4Mct7PiHdc6sGeJ3x4evjs8833t5",
-	"+upnz/den55e4N+47GsSDFww9ZmI1L18LUSGf+s9/lB7Ylcd1TdxnY5hGFd1zzDMMMdA1THJGuO8hueB",
-	"nxyOtKayQRHDucqJ7JtrK3iWOd9XYNrOy+1l1fL8aIhttQQYjmHjMea0oeamuAxzXS5Y76N2yLoz2Lqp",
-	"Yi0IxrM4pLXA9rsFYHvH80iTW7qUJCi10AlWxtjnQdvl7+7FUF6lZFwC+jMm3EQxbVSf6zOcIZ95+9c5",
-	"m/iY27w95xMoigR/3LLRPE9k3iNvX7Z13vP2bL6r3sM/diZz573ePr5I5/NEl2/Ynkfjckb0Z85pbvKN",
-	"q1fLkWxVLO2axJ7yWx0l/NULuKRlk1MMwqbBhX5YRcMKjHm8SYnDuq9X6dp166EjV5qPHMMDt67texUS",
-	"9StGoyTmkGe/kMxAeyiRAI2B9cDUpPW0rzG1EXLF1LtaDwxSW1kbhexFHUqHImcipemSzBGv4/LszQFW",
-	"GokzUBqqiCZVpIvV11117IytgED94T4wp0b4yUvJmjHVDk11w7xK+gb4agvJSuhqC27qJW5Q4fexFX3v",
-	"rdNbtyw/IlBvLHhD7bXdfl+jdwT6hgWm5DGIoISp7w5IAP+VAZnRuSQM0B91+STI2QaXEk3pjGVYzTzO",
-	"rCW9BkoDW1uV4duQBFPDXh9fB80346lbQo1yrotx6BKgJ3V4m0cGLB8Ldmka6aIRI96JNSganH1jnHkB",
-	"lSdstQZTfqTaQm7AKWHU/NLrf3g0rGc5fa0xx69BAF+dJVJuuz5hRPciTW0aZyd0Cayae37KWY4ur+76",
-	"rA5DT/9QLCBynwdGwxI/3AljN32NJlYV+smbWt5X1FWro3ZFWsF/bJ3fhFtmAYO2T+IIJbWE0DAVEisi",
-	"6hWSRdq+wFqhlejNBQInXJWOXC0KPaunQj9NEdBRd6zt63kZCm2R7pBDU/IWIzkGJPju4uI9GS663Z0Q",
-	"DRrwbxZ0iKn5DzF+Soz6CLa8jxlCTiAWJBdEx7gNSBAxmZmaObpmHKIaTQUWqQFtKEnELRbpz4txjQAC",
-	"AMp86xhixeH1I6noIfpiNFvVXULlJWuR1W+3fRIoji4W2QCGpxEkMTqj1yW6gmzgA9aFySvV4y091UU2",
-	"RmwMSAVm3dRbF2/Owe0pp0r/xhVXz3VJP/MEErwNqTcM/97CFxaifX2uxz5mVynL0uXjLwgehKvQVpMq",
-	"2CfUgdE2RH1DdHlKF4Oya7XhlIGz1u7EmqUWWH0oby0bdy90XmzA0KnifNzmi5fP3K4SrSkvbYGWrWB4",
-	"hkq816yUJskaeAS2HtWd/yjvbpnW32cDaBAMP+TzAcT2Gq59vhipP0emyoQmDC3JWJ6Ub3i5rmEityys",
-	"9xay5XaHnHBTDlMOTGIWsvSDvNSkBaCNYhlC9HYpGVjMeBxOadYxUMWmdqrnV3+TDDP4Ns8YZgUgfjcY",
-	"eA0mjkt5X0KwXvd3tTGtetXhTx0jb/Xnva7j4y1mhB+dvUXRIDVlAN1IsL3ugzPKKpDhDQ7o4uA2STDT",
-	"y+FOvM6QbKrkSOe9DnkH1YhM1WJEFAlTtlYd+3XvWlXCvctLgTeR7cfLRdoLctUUZ2BkAwNibj7Ah84q",
-	"WQ0tTpipy7ges8J3m8yiqH33IXdZsnCRxTdWGGcfp3QhoRBKkpA9KzlBhClwEDtcjVmNEY4NRlJmadQa",
-	"+6UJ2h2GNyxS1hT3dFQdN0hAxcGboR8AmFGGtWi04KWEgNGSpGwL1kq7BldzwaYTAyXwzIgfzeqhNT3K",
-	"x7e2DhiWS9buCvXuH3YB1gDN0l0CWFad/OBcUr+WAFhLARpf9DHLT351Hav7VD5m1atboAaFlVkhZrj0",
-	"EKvX1BvmPyNNK9z3zfO9j3XJ18Zs7wfe4occvkedHedMrLlBv6ssWOCcj5cH3eYekz/dMLrfPfSwZlxY",
-	"CKrObpIstckP4BexhHzKTLm5Ly5lNHJguFuG7SjJOeenLuvHwuyWNmkOlgnS9UmJSpEwYTTVEYr/8+/7",
-	"OsfipzibnoM4WSM7AEkGkTgVGc3YFgqeVlEO8G+wGiNyOsThKL25uUDd575PDYM/jydgwtdDbn339vBo",
-	"6/y7w/7ePrlmS135gqLR6/Li9dYzMlpiavcZyxYpN6BqoyUJGxZCC0LN2Vmf877ria518S+YzJro2qrF",
-	"/FsDaFueOazNC0oTwZe/RvVJPay1pl6LQH+mjTwYRVSEQG99d3Hx/pykLBSzGeOmZmcV+h2U/wL0O+Aw",
-	"6TSC3xP0/XItnPcGfVV9XFZXoRbwEdgP66IHnjfjWzoQkJo/+KY4Mdoj2wdFb1PMyXuRZovJgkm2CZRf",
-	"Tfg3UOU1DpYJfms+TkhYFmmcLc8VbdKBV4p7pIcLtaUVp7p6LNL472CcGJCX8K62Th8eHR2fn19dnH5/",
-	"/M7aqC/ENdMo+Fp2NnpioM9UQBC/SC5G6nBSHkkI2Vhq1G5MxESnCvqJTObcnKWzGCofW0PnQmLpjiUZ",
-	"sUTwCclEhxwSeI1PfGOm8gn6ZMHIbZIFMzVUMolvmCS73R4gjOvFQ8jccuDH0LsDYzEQdtgLWI78PKtj",
-	"6d2pdY75WJSQT5A7AqSnriiiKPm3Ol9nRmNw0OokgKqFdxvApg/fn5ip1zfkE0oADt1ENJBwITMxY+lW",
-	"wTmsjQ8dcpKRhGVKEEFFfshnoNbleGy59V2S1pzGoDn/cKajYnGXfYLKka8LtfkkERMiFpmP9fANwBns",
-	"JSTfSH+IeZSmvHHbx0vnIGXDxptYZVueGJKRSS16K2lVywZBHKLgQ+4GgpSRXN0PXYRRjaiCXBLTLc04",
-	"8pnZVVVzgofg+ilHW8umaBTVOMZCwLsYr+CWCfF1/1jdY8jrTGrgk0EYXte49P70/EISHS0AR0jX2h3y",
-	"IT/hZE6zKe6KIjcaiUvjI+ZYuTJT19RCRZo8MRMuVOhR7wb6iHg05EU0XdUGAGQ0bcUBGXpuHPTQM/57",
-	"hDQX1g9YaWLIbanhEZvGQDZ0jWnOkg45TBLEKVGinSItkc2D0wRHt1y490goYMH+9CeiI7ak+vMJOQY/",
-	"ZLBN53FgjOXWqrkp9YRtCBD9dlAIx/pVCh4cDDkh1PaiEUdhT4FzQTVH2/cRJkNuXSznrKax+6ik6quO",
-	"UD55stvtPXmyJrFUSxRsTxlNsunfA58E2ymj0RL/KeaM03ncWdJZoue+TeWSh/lDzlhEuMARHBDOYl20",
-	"Qw0vyJGFjRdj+5MbwH0VR3cBaYU0Saol9vzSJuvcSHVTaLZIWRsPr+oG7uD2JxjE3fYnE+mj2q6/rxiC",
-	"uOCK/YOuhuFR0p4teyjasES2eEzMlQCamuS2+moyuFRYUaZD3psYFWlrmejCADB4nRNbcwJMkQw8Qbrs",
-	"zOXZmy3GFWWPfMymR8kQ27LGsBf/vvfy3/v9fre/v9XrbXV7/97v/3v/yHmk/u7/+94rvPDBL0Mvf3no",
-	"+fmf/f7Q+4An5VKXHMyPtKm7kzKLQa+v4ftcFlBPCvfQlj4w8p8usWM/sXHtakd9HaSuz0epbkL+UXBA",
-	"KH4x5LfaEx9nZKKYp7oVO3W34mIaS6JhIKCootl9fUNgL7nIIFUMjROyQy6Kws6Qt+BuK9ai9gVu/i0Y",
-	"vGk4Rf+9hJJBgZI7Ou6oZdAeqAX6zVkx8hs5NbOU5Lch/21rawv+T73neNvl1U3MbgPym2V15ocVbJ0U",
-	"uLrvQCmYmFwlGlS7QrFDdbaObAGiRd40VFUUidTtGh59pSQK1SRIFqXf8g4VizcAA/nIcrZeWYb8p9rX",
-	"cbzqA/xXOTIPv0FGfDXHMvvqbf1PeL1a+N30VDBUVcZWiEYyw6tkRpU+y0UUCPVwa+N/I+2vW5CtlJ+t",
-	"dnPrKM7gCljBplr+TE9J29wMFS+OrSDk+MT6qbUg4+fhQM65KreIJ0m1acweRXNbw2fljfRJxqQ6KmAw",
-	"cdyWTQ3giVUN6ALG1X6H3NGZYikXpq4LxfmLcVHxSbHeMWkB0IlL1ehI3LC21cF0WxgqM+RuI6GAaArE",
-	"SnHo5S1LGTB6XlG4QJK6ZmyOlAcVNggXUty4teoQIIw/BJ7AZ1OWRM1nsm1I/EmkmGvGeLiEVXKJsyQz",
-	"mirZJPi4FZv3sgFBBtnKIF4RhT/cb5HqkmBACSwAjJ+fh5wW+UOuT21RCLfXk+PZcz6uk8h905c6M2Qe",
-	"80lb4y8Syoc8cOa39T1bBro3JP8Yq1qS9a6ZzndVm3Mr0muszpLZqryxJNeqfcVz+7sYbO3D1hvKMAAJ",
-	"cs6oU4RL0hmDto2iDQ9M3y276D5oC74WUague3Rg+XXM5JBDPylT7FTLFHl1LnxHc9o4xTp6bWShtl+T",
-	"DambJ3RCY+7no8VVctcv2zpj84QuIbhNHQC/wFZjJRlxRrJbUHgv3BnrhY3i8ZiljOcrboCVnjzZ7fef",
-	"POkM+aFZNzhWSsxW8jA65/PoYqVZZHGSkHTBwVR7Sw3SZpyR1mKuNI485q1t1pxjGYwlmG6Vrqq6h3A6",
-	"ZyTd50+ekHisWir30yGH+j0xJrv959Du3sePNrpWnQufSAH7n6VLu6BDblejcLbgpEDt5HgWZ4iFrJ0S",
-	"uL573ec+tDZeSKWEofyULqAWURHVT5e0HfJc+kZV1RbANpvVghGiKQJXWoc5qvboQiK6W3EGdjtNcSMx",
-	"HnIs74enPtYhSjHH2jSMZ3k0ZX6mKoKYIjuOpKQ3nhHQEGiSLElOe9DKkCwRUsGsOlKpQaMEY4wLQ66l",
-	"jxYeMo0cMANwfDtFNh6zMGvj6mopibRACFRKDhZ1koQSrvg0jZUOgbpIQkE4iJiSXTnaWoBvAScDy4ml",
-	"CzKezdU8gMdJc/9KlGYqQDA3zcDSyKkTPjrk6sTpsQIjA2gDkA3VYB1ErKoYZ1gAxPg7Aj7EAyJZiCXS",
-	"HX2Dc/Nri30EGmtLKG9BiOxut19r2213yE9YvEjTnSHXp1ypitEiZNKtaAQ4t8YsPKazOFkqtZmGWbI0",
-	"cGCu+ETmKcNoPKnl8NfwEfmNnOgQupjPFxn5jRh0AbhCZBtj4qE2jCuiGzH9yLXKBSamL6Pz+ZOgTX5T",
-	"t5MEn7S7QReA94mtibzOG6qbc0jnKQrI+stqW5apRiyjcSL/Ylq5sPIlnITfyG63W2pht7tbfKK+0+4P",
-	"MrORJurNft/tCzMdBuQTKIsD8osR8D/crT/NI1c8h4NazAuDccumzqGf//6v/0eLc1PLxMAdhxWWDWOB",
-	"m2JDpAEmBFGa7ImJpRbBFNvOZbPRcsiDj1s3NgFmCzsJigmPoZgxiRWYgqprJMB7ruMCtVdiWcx1ieWQ",
-	"a9NQ2wcBq+ibCUhLEQKszGLo020K1nfMc+eLma/zpVXTCTiMsLLWR3ckSgoC/PNgO4DqYMF2wEUW4A0w",
-	"txXcqBaGp1BkEat9jphFl6XSvG9UdKDlmpwOOdbeiblmP9amjCXv5iKF4LGUaV17rWKKOWGzVoQhN9bQ",
-	"NJ5MMx1xp0eW76Bv2te9YS0ddYYOC/xrCYiUoUgjk8xqhAIqczLRIQ1WEMUxNdl+8mSv233yZMgrlooT",
-	"rgGToO5fiicbbRTG4M4+zrEclCGQrZwrx1LxtAmLfMIhtBPhhpW0NeTWlVCjsDsDQ7tifjNt+nbE5olY",
-	"wuVIF9yAMeaWf5EahvEm1qZZXArNd3CtcjbKb1gi5mxAgk/hIlVy39UcrvOcpfpfmcho4gPf1E8imtEB",
-	"+aXT6Xy4C3wSpXBH1a1UDaNMPM+NccEcD7kOyCI9FPWCOUvf4y+mhMyBniO+V+I1agYDJVXn1L7X7fol",
-	"I0S/65ecAfCS49feg29KxoFet9vukEMyB4Q3KjOcC7O18SXoOpDKFaj5B2adbcCfRIqXMqYvPN4lRfh8",
-	"k1Vnc1WgztsALecOSU+ZFItUMdpWwcRU6+Yo6vvVSflKMAI79rI9ALPlzz///PPW27dbr16R774bvH07",
-	"OD8PzMUz1zSLZ4z8HVBDLy+O1C3W+9EumEFJkJstSW930N0ZdJ8GB2o+BgDf0AWb0GNTYVXDIK3M4jAV",
-	"WgFobP7CNN/p9Xd29/b/E7spupuMdQXnCwfMLNqcLtVPclCbi1s17ro997DnLfX/u5gwUzOw/wzyWzeL",
-	"jUfk3BWuBmS/27VJBMDQsNgAcVRSn8gpTZF2KilWiU8LqVUZxzlzQIQiLHGmxguWdKv0KoUHs13PlGaw",
-	"BVlVAWkZLQvMyzXCRCwdFQc8HYK06hvDNk6Ny0kytLlgGMDAatvIeYtgwiB8x4hAalgOtObWtdfFyiFr",
-	"XyftY2a+n0sGmIjfISajW1vRLs/eSBLFJrDbZlkveAJOMYJyiE3Phr61H4vI+O/oaIXinX7OyEyG1RJ1",
-	"IkDIhZAKGg1clT9Pc4DBlrV91X2raAFyWFNmsJdnbT07LKsPPjy13Uoz863TxpxuSXagRjslCU0nDFUC",
-	"cI9psrXb26ntzyylUrN9PSf1h5ZwUBRHuapDDtMUeW2kIbElZlEwCUfQzHt/lyTshiX4plKMFD3udrvG",
-	"j6oWPkl83AAMMknxD1jGEutAduC6gQDEQnf2zO8972NQl3FQAZUVY2KFsvztvt/dfdYhANlL+RJXBHq2",
-	"1h3HpOMbPThnYz4MUfWiPVLuBoNeNUeVk0fosod8oLYN3EENByPRjET27vKNmw6jRATJjBnBHNeK2FW3",
-	"RZjY4lyoI8E1Q3cyl1A/RouCzlNEh7d6jr5NJcWqrVkAaCq3gWGWcsVcncFJqu9Ta38Xmtjpu6ziANxM",
-	"QKTU6PG+u4ak52UXkRJyypRmQHoAdK02TPVlF8FQW03HpNE1bAZE2eufCcM6RxglJknLYBTpzFkI3gx8",
-	"Uk6k9YdcP7KcPn/r3PhI80eHmGsRHFjh6sByoIPcqTrkgZzS/t7+i4D8mUzZRzeCsYW2BJ+UOiZ/JkOv",
-	"M/TIn0lKb+ECtdttnXhuMt209elQLnl4+P5kyC3RNHWss4p7uTPknu8lcci4ZE6IzvtUzNOYZVSn6cVZ",
-	"siJy5/D9ied7iiljsE6v0+10IS7NMZ9r7OI6p0Qek1or73QQu7bOrQBQHOBVWP/LhY6Y9i4dh4YTBOr6",
-	"NMR4g4ZvYnbrDTwlgDcJbmXXDdaNcaQ5bLnOwWVadsSBb2QOLIDVbkquRLWTNE6b3Ii6WAVEKdVHE8kD",
-	"lPKLRqpyZ3p4Z4xGDc342txd4y09KHpLddsVV6LGYphUPIkapNYnGr+DgWEvE6lPMoAWHSd0gqA2VY+m",
-	"WdTCLx2bTmM8k2odtecjrMNvGEPoON8CY6poPjIlx6sp0VQTWlV4W0ksukRvIQZsJLIpMfE+BpGj3gUF",
-	"x31FfBUGNhkPpeqwqb3yWVw7yKsD4Zc65MUbeDudbmcHSxNNgTqABY/O4y3V/ZYTIToXMqtHhsjtkGAU",
-	"zaZ57eWYK8m/GgyHkyPZNBWLybQxjk6R/9p4OPfLxggu9LEYK21QiTzxIb4osILEtupmC/RL1PkRIgp8",
-	"HIqCtxKGqw2Z7pqTS/3MlTcXPKLp8sCU1wBVFFXapviZAxKUyvBD/C6Ei6g2lZqi3Vim1vEBCSBg5Kr8",
-	"4ZDrL61cBMIgFpwASQ+lyAMtM6GFB5JwHRuQE/KiERDanaKHDQQMJWyj+FP2ruHPKEtrDWm3twPCw5Mn",
-	"r6H1jpJDJNS8vrpmSwuQw9ct/+16S0mgmvCtiwf+bAp1LFaGr4JvYcASDbPCuFIWxnPYdRzhwZCjURWI",
-	"KLoYJiuLj1pnQF54lAu3egR+LhfjcfwRPD92IAYtPiikVKt520uBfAyEQJC6MM1WvVKoVk9MXfhgyN3X",
-	"Mf+m3OCKdg4zkjClVIK8OdZAnD4J1LUJ8HbVg+E6UzhoAswFq16g/qV2a8jXLOTfzgv5mxuHTiOZe/mc",
-	"gv6FGeHhRMtuy3WftDtPngx5r0Ow3he68I0PxylQSzWwtjm7sGMHuQURtxcj86kt0gtBRnlrStouYABE",
-	"s5jHMoOg0w55qSgsJpEVVGSNLaykf2sZLZonnjzZ7XafPDEOL+wnByjUNdpgXbRic+kEipHWvq/N30Dp",
-	"Expeq3ninCrhhP1ObqWw2QrjlOktUcw6TtigvCnWj93f3ZqKRWoSHBRNmzN+gOTqNpY4fOONDj7hiGsc",
-	"K608BaJddsgbDO9RnCQs6pDDnP065wV6ijWrD6lEndeGA8O4KdQnAs9nSTjqDPlOh1wIMo6VBr/I1HHQ",
-	"NJeVplcXzE3q8dNgUPbqnM4ZZxHmlgQHoIMHOf5boKNmjVXVOiBBK+gM+W5h6rbqvVGVqfayjBi6daw1",
-	"1t6uEtYlxgQAMjSOs8LdxuoFB643L/Hfqq3x316H8RGC7WIkZbHJIvCvUtTUvw8UqZa4bxAmAW5cJY4o",
-	"9TQE0xOwQKO+cX0abBjoXqdgP0MAPLuUiFg2daF71foUwHtFmmP3xpKMWRZOc1VS69I4OXCnVaACSUvD",
-	"H1Xykg7KxBCH9Y10Bc4pXgS8gRDdXaiBrfdWvW5C/3OPlHtdQEiA0zCnUuZB7eaMQpKHpmvYC0Ivue+g",
-	"CVSS1rpWyLZGFclCNyxHL7UP3ViKQfa6zzul9TNR1A46nzYf6axLPQnL+3288Mj4zb5BP7prqleSZGKC",
-	"9xwvcGXbDorLjNE0EVOqXpTbby/P3qjLeXn2RvNBQsCu0sgLUdcw8rvaNqi9Q7WArra7M+T7HXK+5OE0",
-	"FVwsrPurZUSDFyiXtn3S73YHJPh0rhW8t8bl/Ar8UJ9MgZOTVz5J6e3dnZIv8od4KfXS2k1uidTm9bRz",
-	"uhHpxNFMiURpyuBgJYARk2KZF3lAAtVxJ6W3sGNRTCdcyCwOcavVulMkszKO8uqOKQ2zjpqLqRZkuE4l",
-	"HJ+LzAUSzGHvQD+keP3NcEjrmN/ENKLkv/+v/5sc8yxlkwWDP97EEQVp9DVNprStI7X0dIz6AvxjkaGJ",
-	"ztgwkGT+ZGQGu2ozqKd0w8BaXSxqOIIgcLuNt1SSRMiMtHKcM3XRYoADIuEi2xLjMXTjKFtKkNXGJAxw",
-	"gTMoxYxpfsnVE8T4jE1ITS5dIM3vd7u+DfsnwbnLlQPVRfDWON4lXZrKJGKRKc6CsekYfQ/akXOQkOMM",
-	"CtOWGV1KvBEo/PgGTA4z7YshQ3rTlMqWJVjxjrwSBiKOwVsHlbg08NXiZCqRkiZWDkioRjEb8qcd8gMk",
-	"1VZvFSh++aWyQori2GorxnE6M4eTKtkQVGoaXishi0OkRMggJMIed9RyXfXZpnOV/M3ZrUDvitSCLoY1",
-	"KS3sLcZZQLl8mijiaVXAPD4KQuogvL8SetAysiiQcwi3AFI4hjyxPHyi7buO9udlR7tZ8lLg961IQX1t",
-	"Db33JrHK0SCGnk+GYJhRnSnVq/KjKZde+2Ne5w8CUGqUkdI3Qz70ml5DCmSoC8zIJoM5usbQa3fIYSKF",
-	"4kkDe+jziigpoUNeLJBSCMXw83cBPNEYgCr0rGBgsk4BcLeZiMoh1wKhGz1TUMyhi1IgZeXAFd2keG7c",
-	"uEw8CG7opZKNRBpPYiUBmnpXSiE2gRoaWdono0TA+bKNQ0QjiGw4i5RRJTW1IWxInVEd+xV0rMujxjML",
-	"67GGb5i0Kr7hIa9zDrehu27fdEfd2D8wRVldcJ5QTv62EJgHaDGj0BtgvS0nxuj41mLq5m6xRqSY/JVt",
-	"h2h9z5be3QfM12Yyg7IIeVV5wJ8p2cgcBPpCpQO3vo806NBeVd/L5WC1GLlADh5K52B6TqEWx/LiDby9",
-	"vV7v+dOnT5/u7+/vA7ISUFJvgHqeVyvMAUbCjYhDtrX7rN/b6cyjsVd6FyA/LP6A+rKIP6AbkNtuC+Yq",
-	"ewPPucx1NloAdtvpYeFEvEZmNup/3W63B5MuqDBQ5oar1fgT9IoVKvJFx/oZqxY8V7BjbgWgoiq9/lo3",
-	"znblnLDMh/ez6hHZwJRKIqfxfM4itD/n3OpbU44yn9RlrSVYA8wKY22rm0Ve3hJRp4qz6/W7O/s73f5e",
-	"f3e/19/bfVaa4qrpPXv27JlamHx6bxlSHyypnAmyQ+azDmbdI6+7t85ifqlN+QX1cY05ulAHom66+i6s",
-	"3k0s5eC1sGQCef/qNdE3v/2YhfgOfPmSLNV+60vT8R6yCm/NzPPlKIBLqE2FB3IuuESC1O92NyVhKGrq",
-	"JM/i0XM0Ir/ARr+piNbu+Xul9yiXVr2Bp5bAVhf0TrWAqxn9oEGyt4KDI+X6TdL9ASR1qENoktm1hOv5",
-	"ulSiPhl3BfSZfLpaSm250mnbnVgOZKJnonFpoENtb0Q8jyUPG5cy7wBG07536W7pLI46372cvHt3cfnx",
-	"7cX1zru/hzvvfv25/256eXT48vjn419/6P3w98v+2atw9/Ty9dEP3bPXZ78efjw8fPHC872U3jrDRzap",
-	"6PFjW1bMc2Y871cYl6/uwO2UZlJdmbvCpptFk4g7bPYEzvED6QTADsHHJXxTfXAwn4SU1HgU+erUfdW4",
-	"+VZtmVLRGlRjopV2JWuimrxkjqrcPtACVkHXMUFEBW1IdYpnL2gDqdjd5BYXD+bFKqt6ntqBZvq87lLB",
-	"pr4+tbIlcas7gJ4Bx0WkOrLG80HdMOqcBcaB9ehJoV5YNe9TU0rWVpbdN5vQa5q+Jbnb5fJH8F2/tHmK",
-	"M2yD3FusYJQTESX0ijHyDJCDCxIwuZxPUhox5/dMYNKnU0Ax37FyMYrK3rzPRW2nF9c7jE45xHxRq/nX",
-	"89N3elV27l+V1yIdxVHEOH7xfEOWFPP3OqirREOV1l4yOmgzixMIVk+wD4tJm2ChKDdljTYjpriINi6w",
-	"6ECbQMBW1ckrGubc5LYEYpWPueS2QVyqpiH+SjlLKFFnOlMbq/R9of6EMNaUSsJk9v/9v2TMwimNaIcc",
-	"85uYkcUsVyyUpkNiruTF1HG81Ix67UteQOiqOU1ruLVW+rFwTQbWD6X4edERdZCn7BrzOpcZo1GHnKZl",
-	"7BVr36nap5o2WEfogspP4wwx2Z2v2wP3BKjLp8HSHTEEb0dvjdvxHgPwLoR4Q1OsJ77b79//XVFzPWNQ",
-	"3hM+fn7/xxdCvKV8aWBy1Hd7yGXu6VTnn2BZH/hq0+usk5beW4navR/G0gbGtfp7UWfjAsnCcOIzDMgo",
-	"Nqwflrm224U2ieB0IuYNeju9bn8/L0UO3DRnYVMsz1C2xnh5LKKh6Auu5QDAA3dRJaFJK0LoUBJXvEU0",
-	"TfYxex0n7DSttyy8E0ZXqV+yzUx4m2hpeob6OFSJgWM5LdRt8jF57CYWic6x0qL/9oJXorX8snkObFq+",
-	"4fDa+tZgZhNpOffZ9bMUjWuuYayNurjDbgzNcdeyjHumNh/qRf9iNh+qO7nwB0b9diNPvUEpkg4AE10j",
-	"sqPZnkgQps6s5ldReQsxMEUja669mqGf8mR5akt0PtZy69Wf1o2PoFqAShKlN9jrPle7UlscQy3RpA6P",
-	"9b1SSAA+ykB1FANUSwGwmBmXMw/EWyVnBqWoAQmlM+QBFscKiGQ0DafarQzeUiOVgtc5qOIYB4qlLFKd",
-	"NleCjFNqhWYxQ67jOWEWOWyaT2IeJosIXUZCutEJNqwLa6/XWFDfxDLT0Mgmbr1qSS3X7PuY6Xkab3d5",
-	"olD1V70LeQsGDX7g4TgKMqoLWLq3V4Nl21CwMtPmgbqaGf29Pbdmxp1fwc1EHewFnm0NBl0+DToE0bxl",
-	"caAFxwjYugnm+PYVKdypuvAQ0OdV9Uy0geMG8oCcQxLL+w9J6Yg0zKt6bIubuLKU2Xpl2epLvlWmLdKM",
-	"hCJZzHjTWMG2+nJZGKCF3cf6BaagslvTUFcqsBvYVFqgXJbgw5pn9hSHZaepYwPjyNflaBZp4puzaILi",
-	"VY8mMB7/XexcLdA9fg7o962I2Ctcg0MZrvPZe8yD1R/1ut21PgK55cNjbJHwppP0C2cKjb2/NMDA80WS",
-	"FAvH7BTrxDjYdqT7fNDtDrrdmnISA1shv74EizYPVIpZGDOzgWVfXVMpTGcdE5HduRVcHaBSPZV+F6uZ",
-	"9Hs11Us8N8V1Z7C7h5Op1CXJ3+uSXnfQ6w16/fySVOsauXVFGvoouobugaZWx8CmZ8Mumuxtb9Drdn0P",
-	"Uri9QW99/bOhPkSdKgoB4hO4YaVEh0dZdDa2eayjz+l55aVTX8NB+91UurVGa9BQjALgCszNSUaOlGzF",
-	"jQ8Vibg+ealBMNzt95UKWJuFcabj8iSBLNwNIXhXCX4asA4DRjDwMgCIESPINpYXg/chOrH0Oq+GKdbi",
-	"xJNDTJLEmJNEiPmIhtc+mafxjdKZhpyQJObXW4kIaeKTo2/fHV7oVMyMAr5uCvhJbhKDrh2lAQn4BIeJ",
-	"C4EjFXOMSD2wgXktW0cWyaWuMAdAalhZ1qQ3OkllHYurY0vTqQHb6nSb1sE7IME85pPABjg5XWJOeI3M",
-	"3TQl/576uCcQEZWlcZhpvUiHi9eW3m0Flg88CdomYFLnkZhGD+qTtlqB4hNPAt+ixNIw68SzuUgzRWvn",
-	"CctYFLQt4AhG0WVCYwYWUAwR/SkvO4gjmRlAklz2QgTjeoV6VVH2g3IUzjcSodFsAE+cZ9ru9vuqH+0U",
-	"wVCr2i1qDSti4vPnz3NwHvYxltnQ07usuXFxZ32L26Hk6Y5JydUel0J5O126w5QXgc2m8zmjqcwrjOgg",
-	"VgvLNUDvAYbM5WgecKg1RflcGbUw+N1+H29qYGNzZ7mhJROCJIJPwPaBNKb4go1hq1MFMcu1qAz+blE1",
-	"jTV/sOC0Fb3QorKe5FVfzdJ5XshO0Bb6D6tEpo3koUeIObpO2Vp+/95mi2ziKFYs9jqStYO3UidZo4j+",
-	"VXetJFOvEqlxdBUJGh9vLjDn67DpAcm1xZ9qpCejE+Z1eQbe83E/3GVPaW/0LNoZ73fDPdpnz0dPo91x",
-	"r/tsh+6HfbY3eh49He/SXrjDno32o/64S5+HT9neaKfnOaVy9Hl68Cl1yjrViOTnNTNprObExe3XltTX",
-	"kX2L1O0kd0/+04r6R6sQdhul/Xtt4k1YDCt0gCbjcEVibLQWW7AOI5qWbh/laEaOuZWMfYtQy5ziuUWJ",
-	"FAW+AeaxDLlc8mzKsjhEVB/wb+qSX3n6SnkS25/i6G47Y3I9c3StmffQrEOxMNxjjTXWNlMuLGyBtjQU",
-	"L2RNUJPUa+uOD1ZQ/6r977AQuaEWb7SEEI8sYzyiAPo8pdlIZD6g5I4TcWsiRxAJpLFX4Ct1PXJ2W0R1",
-	"iKVDiivtFfmRfq+u3XKbGiMCiiBlKeVyzNIUxXV3hvf2adpZq1NdsL+VMimSG+w8pDxkScKi9v3z09EA",
-	"lZ4sWmp1pQoWsOYF+hHz+sUtxxgrzDrUFSKbmtNMedWAbGSq0Vlkhv672gbhxyvT66pmEfD8FshebVO3",
-	"UFjwvgZ0EGVtC/DbiiZoGk612FT7vf292obJBEEVk4xjHstpsaUGJRSE/IcJEZYkIS1qDuM7rzEkfG1L",
-	"3j+sJa7GCvOF7HBNPBjYFzJcBEaqGurUrZQ1JdZtnqHMxByQ0wQPGWnNMeAN4nEMfniUivkcQWg1jxzy",
-	"xpoPHUAetlknBVZfNDFA/BGUr5Mu2dBqUR27Rdiniir9OEZ7j3KA04oeLNCf41crIjkLEnwKOxb9y57+",
-	"FW7xK1ObZCMhe/VV1jdxtVF9I9OP7v0EGcJ8UVfcF4H7rem0UP+5BcF6Bl+HRzqvkhoR4sAYvTB0r968",
-	"rkvage1Lv9dUmxTvPkB51wZmyAFYg4OSFbjdAQxVSDU1Rkcd031/3egBCQp2CY34YopHY3JvyXoSDLku",
-	"Ib1S9te1cB5K1oZ8DbqGoHQ1dO2BFr6SQWgTc8n2Tf9RJjVdmvxzp9Lca1L7bM7qR5jU1nBB/6E80A8z",
-	"qOkTcg/bNArDZ7SD3SvGFnr+Fwf9Chz00tR5+4wcVEM/PlQc3s7R3xstUq8syAbit9qs6mIdK85umcyw",
-	"whGC3DKeYe0x82WHaAhY0oPcmRkE1mbsYMgp4YJv9T9+tIlIDvIdJbsfP6IDUZuzdrvPFOfY7T+HihE5",
-	"kIZGrcmLJwG2QaTLQbAh5wCKhMPwCZZa2huYJ6Sv3ch5Az7ZMc907rlPdvWTPf1E+mTPvLQ35PphhwS4",
-	"EVehiNBP1s2ZYmoqs0/oDctn0AGgEqNMQKGupySiS4lfavowXiSKV0Zkp+v8iLFBaxjnNmHPQ76Z2lEN",
-	"5sx9kvdFdZ5ClG/hmMXSMYcWy9Ov4i61cZE36LSpjfvEaKB1YujATNAY9tnrdjcJ+8z30877oBz0qdle",
-	"Y7wntMGiB0V8nptvV8R8bhSkt/fHiNHTi+kN+vf5CnvgKzSJkmu8hAKT1x09G++Efba1F/Xo1u746Wjr",
-	"ebjPtvp0N3rGeuOd0R58tMC7cTWT3qD3bNf3INrAik73mp9RBnr69FnP9xTxuoLkH8c36NAYb9BXxzg/",
-	"EFqMcNajt57vtLAe2M9nmH63q4anF8DL4hkTi2ywinx7Gy1Rt7JEDVtZWLPiimFC2oq4wb08bLC/qYRm",
-	"eOk6IYNY8MUtY+Ky2H9JbF9BYgO87vI+fLnwwQdbOlbLeAjavmXc9Z8eZ1KpjXH8lnElAzBTV9AEMmmQ",
-	"eIRnwwSTODvQeVDsJhYLad6JbfmG3L6aS6f+kOfJA9rc6oOIpN1VNmFGda+kT/D0caH+aK9tsxjyL2OL",
-	"PYMtKIpFOkrhiyr6G8XOfCFF//eLnSkT/+6g+zV1/wbF36mpWQyj2R09Zb3oOd0Pd8bdZ/099mzUo7vR",
-	"07A73nm+32d79FnUG+2GT8ddtkP3o+ejfrg3fsbgpVE3/HphNO/UFYdfD37ngJl/TrbkVOEoENrfyYiQ",
-	"MfmF+AoAkUAQjA1Y0XEtqBS23LpzGjrfBjm7FPwbsLb7hltohpTGLBryJL6GGlbY5gGhDhjLwMXRhENu",
-	"gSD/tmALAD4MEEJF6Ws5OH7OuoYIuRK1O+QI6nig9i8XSWZSF13xYnP7+pCv4FX+Ck4FedHSOgnqGNcF",
-	"K2vznyca9/P4INXo9EnQEEo5llLvkdRQtd1sRH2vdh67+leM4D8CzTwvldn/jGGBG5HPjM7nWwDIuiX4",
-	"lklbbyzhAhQDcmxGi+TaL2ATO4if4VRIKDSKNRlEigU3SIu6VSAKhR1iKFwCdXEQ+xOLDGG5EDQFYbFW",
-	"EvO2b2HxTSE5XT9DBlgXjRMaQn5iGY8CSjXklbb8vCDN83bHbQVqhZtyp2A7BhEf63OgeA8NpkuoUY5Y",
-	"WkMe0JQh7IB0QK2YY0O1RT/QoRsAWZQByViSyALcP76Jv+siAkN+E8t4lDDDVPJF7xClrWvWkNu6sfYc",
-	"/A31YPBvA47vViwxS4WwuFrjt8sWQ+liEsXjMUtzxHHNYSSuZWfScTLtZ2IE+Ogxz6a4cG3IwlDisdZs",
-	"7OxjiRa+DnknMqfqli4pWylNVJergYcXjugpP7IIDA/2xOZbadNZwbDje/qYqNtaRk6Ev7v6f96Htcm8",
-	"O/ovhWlYCE3FlTdEpR4GEudZ+eHOzz/XCwPf6+SAwkd2KXI8PMUq+6Z8mKlM8mBtobhwTQxS3Q0t5Khb",
-	"gZ1/ZVb5BTlOXll/ZWA6kFRDYswGIJhkLXKP5khO3f46+b1cWG49tBLkPBg/uZXEWmSv5zqmCJ0GvhYF",
-	"emVpFFTTeAAXGvKcDblo4g5zeIplwd3WK1zJrxSP4CKLx5bADjlAgjh1dnGEBpGTJWM/94IZ9EQsNAwA",
-	"9CtoHrb3JpbZYwgeULdNL945S6B635elVg30CU0nh5ySc7H4O1WPYM3xIRAq82W/91x9tbe3t5d/+TJd",
-	"cEHexDNaoU+m8uGjCVO+N83kyZ7wYh0zxdb/yWiUUzIzXxL3Wn8duqTLnDZSJPhdFulNq4F47IBkCWF6",
-	"IPEBEcI8c1vWzBXE5lPBFbVA0aoialohFPT/lvsT+bNql5p/67pxHXJo5DSapIxGS6LR39wANzsNk5MM",
-	"NOxCm7Cd300Kj6F7AzKnsaJgupRHIWMHVvNvKYjIK+iXyWT6/RJr63GrNZk4pxCwwejM2/j6w9S+vET3",
-	"aR0/qhZf6+eKG2oluurU17BIF0zMRw4rzrM0H0NLVxLQUl//I+0gTTCXv79oaXIerVS2HsW+37xRrZG8",
-	"AR3Pcyvq6ThGkcuHyY3kXrFxD3AYnpykKYNi26OEPXkyIFQTz62Ym7p6qjlNUZXy3LJ8ABI4pEbJ4Ncs",
-	"IhG7iUNdnhDdU35epTGfxjeyVBqQusWIW8ZBGacG7BnKWpga5ZA3YezBWBEopVxSzSKMjSYXU5qJ+ysT",
-	"Vf8/SC6tJXJfPtuk2tk/m3ho0z4eKRBuTkrAEnSPogpQpPJx2qnjH3mAovrsQYqqK33CPNEGmAklKBIq",
-	"SyWOEaamjLOq7Z0YF2rqywYGjl7/ihX1lOQ65AUIegkhjOo7pGZBLK/ghaplNJYlcVTwVcIlbMr/YNXY",
-	"rLBhoGbhiqa92oo2JvRgITMxUzL/Fvnx5D3K4VkcxnPKM2kiHnafQeSe7c2YRG13rimwKF1u9faf6/95",
-	"9ZJlXYf7ZZVcG2MfKUTa89AsTep7/C9l3CjjE7sgX10VT8RELFYZB5UIVKK5Rqh6qEWwKNnVuov2q4Q2",
-	"ZaFIIyw0qUEwAiS6L0zlfqMpQ7XJ+/Rl8kZMJoBStShV1HNzDyxZLyjuzeTwDa7nZ1aV//jSWS5df8l0",
-	"YH3wUC7/pyMXYlKq/LjIvpJ0hlemmUqcZzTNJNw/daMKozTFF0HdcmNDqX3/hzO0qbUoef/uWyURUQKo",
-	"kZdnb7C47ZCrM3xDE8Yz+1noluCZCShFnU3ZkmC59UaLYb9KXAC3WlGvIS+TrwEpkC/NtbJb4VKyDgmE",
-	"1AbIUSpuJUvRCFmoXI1rsJAsHXLqALbrNgsaqA+OC33tSICVUEwXR9NUzDQW6HlIUY+0qyhSKByKXTpr",
-	"1Tb+XhzHiI1FygrF6Q9sORKa+YTKayyuPeQ6zrZDDuW1KXOmDaFlLmCopzGGbkpBf8Cz9ggKqjcAmlTr",
-	"lJvmhPQGnl7KjYkqDuyr2Brhsnn910+/33r+w3+8hUQos0lV2+DuGuZHc4OhjwGUdN+e88nBiEq2v+vH",
-	"P748Pbvtfv/tRBweHh6+O7+cHl9O1D+P1f97eXT4s/rv+HV4/lf1j1eXyfEPP57t9mfvrv/89vkPr24P",
-	"X00n3x7+9OvZc3oLn/z17HLvOL3+62QyefGiaLo0J3WiA8kfbbk0W9MYwOVSDNvrPxsDMXH7Vcr7ldiI",
-	"jGeLRKmjGElqfYAbR5Oem4by0a6MLD2MImnDhDQxpohpTEZCXFd1kW9kHpyj8XPLcGkVF3u7M+THNJwa",
-	"dxDwB4SDhiIOOoYXho54vOiDXvBEDSQQ3FQ2eWGKtEtRJ8GWI8rIOOYRVlGHpEoUjo9O3707Pro4Pbt6",
-	"dXby4/HZC7v8gU641TaKXru20rF5+5yx6Ch31z4CXNVs92fxOLvRL/bLd8IJsMjX0yZ6rS+MOicMRv1V",
-	"ooYeuCoFRb6X+3ZpFH2G0J91POwXrksZuv0HIa5rjO+dyE7UTikp0viDPhtNtudsoJYtX0NDpKrRQlYL",
-	"N18imWYfM8aRSm/i6clbsZ89jJibUL6vQspbUGlrntCQSV+X3FOyetvUpCaNgZw5YXcss1Yk0D6ZIdex",
-	"qlsYDBAQqD0FxlcN3N4BGyqWDTW1XWf0GrxdOAQ3wFPJ6CDqQwFhNC3EnLTokOPLUGUwE2C9MKjl3W67",
-	"auJF2m7MgvU9Y/2siv13yE0vrd1uV6lZtyxJ2l+MaXyrq4M/PET0HtvrxgbWTYm/LX72pSX++2Zqj1pN",
-	"RGluBn6q+WHvIcZnh4VgAd3HcY/yGq7iHHBq/8UwHsIwmoiNZOwfgGnEfCQWPPryXOMt0Ec3ODQYp2IW",
-	"kJa6J5EOIGuT2zTOapiGT0RqbM6w3uCp8/XrsTZ64DHGeg86K9QAv0gg7PD/b/9/9t41uY0kyRO/Svzx",
-	"RYAmCQEg+BBoZf+lJKpK3RLJpqh6dKGMGUAGiGwmIjEZCVJolczm0x5gbS8wNmZ7kb7JnGQt3D0iI18g",
-	"AJLVj60ym2kRQEbG08MfP/95vIiCDOJvrIBBrnfGq5XjzuWJMPAbuIrQLePU/KjiAfbRgVZRfrrp02dX",
-	"Kl4kYwGVAXst4rOrTfKFC3O+GEXA1tpmx1hpUd+i4a2QLJRRKCGsib6FAv9MCeo2lJmHqFhwm2p5PMkN",
-	"9Y723gPuJ72I6+nrqficNgaN70IP6mMsMUVE24SQ78KX/39jc8lKI/hNPFJTDtHpitFqGaJlJDKF7B53",
-	"qv/Td5KJZdtgptmA6XIu4Plu7h4yNW0tQcnDbyM7Z3X30RvzLiMF6CT/fj1tfD1ZaabVTgVF9nE9S/L1",
-	"n+CqcovjVjKnaQNZQRIYwTPwjOekryqKQIUxiyzNr+we8hiFCmw1aKUVeXDvI+dFUwRQDFwfZRF4LBG3",
-	"8Q2VDWWTiGvp+jRavq07/GgekFWCJghTt/ZhXu6cvFpL4tDc2L/1AqzC9JLg/ileJCSzp1wxNQ3nc/Bx",
-	"FFwvs2xCHiiozNTWSyrzC9hEv4unTcXTnT5fFcfxkWWRBWSsL4m8R1KG75Focx4mT695vybSfpULR6qU",
-	"J7U+dYxVgdwLJ07AcsoDpsZcSipbT4RwJogxlBURzUFxiUdiHM+EstgR8Ko4OqqMbSeBpIjNCUXuUUv6",
-	"RfiCwDMKa16pLUU+n0T2nuvl+y2yG4glaK3shpxf5nGSG/RqPGVuwzlHKFJhHdFYAxPl7nfhuqlwzQ6t",
-	"PrDKxSf8E+h6YOrOf4vA5IWYx0ma040rFMSmVu98R+HxURj5J/TRuze+5ekF6gtwIbf0Jra2kzeUWiwh",
-	"22cYmS1vHBWoPRo/BWc0B2VHBWviTBpS/Vl8C0m2dzzRWqYRpJjCUBHttIw12rR3leMnkZIXOIwHUcav",
-	"o2ia3dXQc7yFLU/9fEpbPpOu9LLHsKvvxeyZd5F18rso3UaUWtPvmSJ4GONjfX4iEVwjZRbQFNMy/ONL",
-	"2IWMQnnz9PL1RAZU4oego1acwe30TDEVAvBQZR7KhRIJFZupygyr0yiHMg9HdnTKsAwnfhJh9wln9fEE",
-	"xRvca7haTyomPtErfpcP26tatXv2H1EgEI9WLaQY6yc8We5oX58kU91HpIbKVn9wxHwp7jAXy/0KSW3Y",
-	"D/pEQ3U+bSNmLE0eG8XEShtHlocAYim2OZMshlqd/3knWUTCELSrthR3kHeMjIB/FEu/dcS4050CwYCh",
-	"+HMTU12ULeZ6qRh1roo+I3g3S5d16RaMuS4C2l6QwcZTQ50w0M9p0RYviKW61WZvsZYSlMXXY+SJYJGY",
-	"pGwhqaDhCuTvJ0Ot9tQ0A6z58W//FbNzvojilv4Bzq/7KDExbWZk4gD+bmwEHWD17e6tstfJl3ofG0Fx",
-	"hra23h9a7GYTaoK/T3mbvzus90IAsiifGpJQ2VKILxJn2ANBvjlZpTtfEleNQeOPYunKX/Kp4fkyBXSx",
-	"PMV690R9vOWcX4cSTEsokWwRvEB2+kyxhXRp7YqsCao2O6TbarPjKGJQd2MoM+UThFkMr+dRm/mTMEpF",
-	"ou8Inoynws3nSFwZ27wRy9aRcTj67EaIuc2xFcFQNrFKCBS3CUJlv2FNqg3Scjt+xPzs9FM+SHY8Mevk",
-	"Dx/PThlPEr7UaunP4G2FIf4CfgK8WZvAsa7CW3GE+TbCsgum4UxP5a0eNUAb7qZxJFjAly3IOXlH3O0w",
-	"R8ydIiRI1Jqv/4VO/AC5Bz1jnnz1V1SSwTW/p3LMpfic0rQbEgVn75slMCx0bhUZpSVcTWUVXM+6kjG9",
-	"vb01S8a8hXZqa8b09vY2qRmT7QZnD3jFqjG5bRPL+vIxJPg3rx3zHi2X+sIxhYywOEnZOI4WM1nXFQin",
-	"vVrm+hJgXZnGQF9fXkPIxUzLK/gDHsMLzcvG4dyEuWvqlzVX6wx7YQdGOV5h4MFG8tiNWHqkInkse5vH",
-	"nJetUQQH3vMhDkzpnGM13rzeTrezQcGd+3+HtDLBcXqhr4p1nkANJ3viCYv6bK3iPDwksTvYOxz0uzAh",
-	"ld3odlh3f9DvYHlB3Y2XnkuFh1FroMKr0bQW83mcpHWdcNtfVZ0G61htWp6GxOw6ZWkcmfP/ZHZ+lebw",
-	"tHn5qL/smNqvW6s/poFBid0XuYpc9chZZPZJCTSuOZSyLtUZASg8+/aEYrbzJL4NA5HspGI2j7Re8WIS",
-	"J6b7njGDFfOVkIFIiOLEYTHxsLadb1q6MvB87ET5C9uJLHJc0YvFPIp5sKNfsgOVB7W9X2wKsIxyEUXQ",
-	"np0fUHm0HqXvbzNNayk+/V6P+V/odvEYFL9SKxQenN7XZrHXqZhne2kq5kGubxPItPc9poRgPjV4uZyL",
-	"d4HfqruBzaoa+N0GAiRrvu5ipR9h98JMc+ASC7EYnmvs+BPfhU95TzmTqLWaydhmnXmlGa6pyNOB0ruH",
-	"uVh7t5e72fR/eWj/mTm/O+xjGidA8FjY35ANTTLOOT6NQaPb6b3cPewf7O3Dv+idfa8Bvp4r1J3NT18e",
-	"Huzv9Xd78C+93hWXVn4IcHPmJ2bFpNSV7dvgtq9kvSnNBlJo33/vP/6Vmzvo6928WLXDHPd/xFo7f9Li",
-	"pKpqxJNe3u5M3n+BF6Yx7wrHj6pu7ty1d389t+z6xnTgh1/fOXLBZkZpbUvCv1oyspay4vbuU0NpCtsD",
-	"F266SCRw4Wob32c8CBRLRGReAJUezN+MnDXzRIAXF9qHO5urGxHoy7LVZie34CBBs5nA/7BkSlAJh+PT",
-	"N0dI5BFPmFuMBoAGiklxKxKG6dVwvT5//pGwBe3nz9nJZz5OoyWYZMkiEgaj4KHRHyqDop/ono5FIORY",
-	"DHQ73awaL2gRMngRJ85Hyqf+NmUsd6CsUGuQTeNCEr0RACTghxbzECrq8NFQMsZ8NY3vrngUXZlfkEsG",
-	"C9iJK+SqQbdMCsHAaxkn8Hiv7VDFlRtCaNqACSgWhJ/SPX/QOhrK3dzj+fdVPjtapOzjnM9Ycx/5LV8h",
-	"lq4JzfXd5ppYqAi2V2vAzuZ6rrotj50TtrmJiSLsXQaQY83dFs7hf//H/2YXQsXRrW693/LYay7HIor0",
-	"n3stD2aupicwUeIzDAY3hXF1TGAJS9Ptlebaw00eL9IrBTRI7icLJRLfg6DMrUiuULAEcBukQgZcGp+a",
-	"HsnVAjAzlr0PMk25jW8EFE2ZHUFGJiCN9btmi1R3QyucoR6XaXEu4A86MUQIcMujhaASH+T60QOlIDKe",
-	"ikvxOdUnwvocZzwdT6EoolzeTUUijB8sFZ9Tr5w6ZHxiUHskyaUa0VdDKWY8jDzcn0CWwRXS6/DxWAth",
-	"3WEIcekTPdJfCnmtpS9r+n+JeewTDYH/h/hv/xXreTg+PbYfHkvut8xw+DUccF+LYjyOoWIc3ZZY1wsF",
-	"CFbsTqeJECzl1+wmhBrdIKy4RA8nnFN+zcJADcBigWHpV/isqV/gkDvob1p6msPxjaj5jZ003Jn+OJmZ",
-	"WwYeGMrcE68vPjCjYonKdlCaw6vb7BjGkJHkjFDAJno4WN4MBjWUFiaFS96mybI2hM8UXyo2JQwVcVSE",
-	"gX7ZbBRKFITPmf/j8ekbH45kaVdMuWLPn4OMeP7cNJHyaw/iglGE832EzZxdrGzFjcA+f55RGpk2FTYq",
-	"l9Aotgk9axoxA60/fw6LaxYbpe/z52g9wK4v0TGFqcq/xyTPQe+1rKEZsZcSa0ItHYfOydk18AOX6cnu",
-	"Fdy+x1JbMy5HHIfuws95it3O3+fmuOpfT0N5TcfAKvB3wEgEJ0KbD/jn1SyUV1Rc3ggQ50v+OfsSUpoI",
-	"KDTjIdQIpC9ZPEEknrX2e/2dabxI6KUe8ydRHCfNplZ4GSVkWjTiv7Fen03ZDpPxXYu9wKr4Ld9jnEjY",
-	"wNGud9BQonijdpFTH8jAFOscYRdRF7FhB2Thot9TISa4dzO/hKMDaXmMhCgiBFUCe5oIlSYhUCbQftMi",
-	"wy/YGN/s+kTKbCj5i7/ws+dDpYWh1gnMQmk1A5cHvcXZrgVfCUmK2Lh4na/fnHx83TpiqdZ4RongN3qE",
-	"4F9x2J+HMggT9MAcYRwvO10mJJNxS/tgmpjUOZ764MFoMYVIUmUgCEKlT+OzgKNS77PYyIrvbebQ/o2D",
-	"DPmJXhFt8BqoKVwZug6raj52ICLfpbqIhMfc/ngs607NLNoN6MG9vxNKJaQKocpb0z/++Frf53oz6//l",
-	"aoxKim7Ib7XZG2e3r1yJDwgAr1oL/ayzGsfwF33I1biBxnJ5OgG9JBeznVue6Fep0tPv4zuRHEMT8M83",
-	"0M6qZdDdtAtx/PG1Hiw0Bn6NNZ1GPxvGI8cVcQYyEhno9FCyiQhTMVP3uxHcs3dB5preUTQnoDzAbgz/",
-	"fSHeYZsAuCh7G7Igsd5nmS2YxowU6oGlodarri9X/b+ZTo26dOahdUfnow1Rc+1U6lv327QILUBTtm6f",
-	"aYHZqF7bH/QFYP2QLD8BNFKPlAgcpQdoUI9Vrl/5KLmB6ViuVsP1lZH9xlXFGWjiR3gQHQ3cPZTtf7gg",
-	"9sZEYJfoh9n1DvWZtloW1jFf27OmH8HONur2OFkUmZ0AReqMinnEKJmW2buOOY3g1V7Qvetm39gzNfsP",
-	"1Ev9/sIedE0eZ3I8R/fEehR5U4QQHqBXp2wWq5TtdYxzvQpZ8F1859pcxlAwNsI31bo9+hAyDfuIjIFv",
-	"WJhiPVBHIT8qafXfsAqNfnt9vqTMr1wLu2Q1l87x6RvnzvkR//zx7KLhwVfr3t2wGtn2Mcur2/PYj2cX",
-	"+lDr9spLckYYD1fRpbgOSqC64eG3xajNLJThTA+ma3tO+6Gu6x+hneoATT04xXD4xuXuZxVKsYtHFqtS",
-	"NGlXCPDMd7MFVOUH6gE2sDZk5ax6LLQY5H6Lb0WShAGhvcxlBf4qBXdY3XJZBWz9kEHWE/SK1sfa8Pt7",
-	"o2wHm+kvXa/n7W6lpFR2PKei3KuPWIdrpo48wuzXSWY7gapWPzBytTSflQeEuqwK3lvjFXU8oh56Qh0v",
-	"aBrHLc+ygmZ+7Bc5BzZUO9aytHbQRVfpFkfp4zS+A0+QXY51TxPNA49UnE0G+QwKwQ3rKtZzYOdljSmo",
-	"dgjfPzN5f/EW0/KONiSN5wESxgj7sRst/5cI5m81dI+NlqgGN61vHH6Zc9fcOwl8FCGp0DazcKqbWj0P",
-	"UDwb5qJgrYvZSASBCAAC4DGKeXvMQQV4bD6N0/hKxdouupIivYuTG4/R3/pdQl5TPkn25wZzKkpRT+ci",
-	"06ZHk0pXekCCAUE4rFWmh3Tf/kLXSKV5sd9fU18y20l3ps7E2O+vhsmu2lH54deOqARueqAu9Tr/3rWV",
-	"qg/4pkrvLVvpvHUg3NWO0BpnarPCQVp7qKp90sVNQHPV73e8bOo6607d2WRsXAOzUNrx18mZjh6bflfV",
-	"bGJfHjKbrGn92647G7yrndZvNdeZi//p5pp/ftBcVxxCrlR4LQ1/WqjNQwqssuZCiaR26PrLh5/BT0o8",
-	"pjUD8R1nRPp42wFtbdrooT7AsIEM5Q0VsRVjDCW7m4bjKZMxixdpPgLUtKPF62wUpx4kVcYJ0xfXJIrv",
-	"WuAGGAlhqjSJgC3F5tNTG5LfYq5O4VqzbTm78BG0tTgJr0PJmqCfncEfK1UzquVn5AA+vomSZt5Rf/Pk",
-	"8EGmg/dpav3fJktgI6e5BeR1G56Dzst7y1fN1RueCnrxSiOzLi8qTuAfO2k4Q6wRXQqecddCdpQJcHOV",
-	"Omdl/TSquvycUsipMhnHfStPq21Wd3h2dPfmGyH3am7bl7KNYil20ngnlrXKouXd28K2UtSHdc/p2xyc",
-	"BrA3wHpY1zf4xRYd+wAtb9crxAGt7Bb+ZIt+nWPb23WMgva6Y6zJpSMmp1yV/cH65/W6C7S1xQgwqvKI",
-	"NxqCh5DvyAmcuzFRnw0Xnc6uAH1uw3vKgYZtM1rdX9O56iH/Q8HVy1YSYNNNcFO/eMbDqDFocMnbKl78",
-	"lf8P6kp7HM8IuX142K1kRga8eYnt82sNTH63c9l5Oej2Bp3OTmc3w4Xv7e32Ktg+q4lEizLWBYFfdruD",
-	"TnfQ79vmUVwU8rfcEdC2N7/ILncAjlcOzzOnnbLTLFId2yILANe0qu7Xbrmb+knTnLV8rP0w6PZ3of6B",
-	"dUPrpc1hFga9WmR88W2r8PG9DB7f3QAe78a110xMy877vzw2vgrX7ow/n5HmfF6Zk5Z9vzWsHUickL0p",
-	"HU/L6Pbnz08Mn4wTzkpuwzFU6NfXipt9D3eNjLMcfG1ogdEFRAbaEC/AojxtXwwl8OJV098bo81A56o5",
-	"8gmcLW4B4CoFZk8Tzm/JcpsFza4Ssm9JsJtVAP6KIQdiEkqhhlLGLFshzEPLK18qZhLrNS5jGTDOEM6V",
-	"xjdC5mtQ1rGvDKWlXznKh1shRSDXCKFGyRj3aR0qVAEw73laNSvIi5pwqSZa9Q1dFkG8mIaSGbNaYIDX",
-	"VBRYY0GpQDoM6AruxM8p+zJPxG0YL9QVdd1z3hGYD7/6rOkXf4kAOq0RcSSyocf0OrXa7GMG9LaUs6bv",
-	"8A6oNozdsRDPwpgM8DOPQx8wo8lkxE2mZdbUB+IWugArYgO+Pst+XVwRE3QtLMhRERFffHOY0kuypAmg",
-	"PgKEInzWZh/iWyj9qZdSa2w2GcBzswAonBUnWTQrlwugZyxO8gkBeMQrRrTWxjCHGOs9sxU7w47OAcR9",
-	"9Y/0fOqRjUR6J4Rk1fEoqxzqd1CncO3b7LgqssUSoS9lcBpCAoVbAwOsdSgfoqgRmH/KF7A5BPnEASVS",
-	"lk61NNT6ujpi/ownN1f6EjcLCqtWUHTTmHXgXJ+gmNNiwRbwsIkD+rhyp4TrLCuZAvMJgojK6+obSFB2",
-	"DjHcDeU4nmFprCOKJsz5Mop5oAhOMxIVC0zlZgWZxiRKtSVipSo3x01hpjBtlmxfjOJ06mVeOsNFdalP",
-	"E0JcKX2D1JsywBajtENpE6CamwHf8nqbzXOA2xsyHfqdfoax/erntkLWFWt+4AzHCRuJKJbXCj2PbgbV",
-	"ss36vd5QVgB3qTjvjEeTOJmJgI3iALI+QNib5JDZKJSZ/69IRQYIb3sJDGUe7l51ETb9S6BZjJCDZEFu",
-	"2IpnsgBNm5DTfChd8ZZ/WaVAK75OWRRL5XOhgu1J76xCNqPLKq+H3peO/S6ogjGWkvVaOQoaslT083MO",
-	"SEXjMjGlaDK6sId5wt9VOsGByYnekv+xowWQBboFCxuYq3gU9b8yrfUY9TnYyI6XwbAWIx8Gs5gfiPxC",
-	"CxbnNOiX7BeKGAz2DrSqCoIh/1YS5aVFyr0ha7OPlG08yLdyHuJVpKWtluZk+NsWrBS29pxj3YEhs40Z",
-	"RHR4T1zW53dnwD+OM4Ae+k28Aft6V+JpG3wxyf8ZO02cpACCyB84sjLx97te4yaUQRbfyGTZ9+/OQYRs",
-	"5GDYG3SzdYQIWWE3ReGsajPtHeRW4n0442Ax56IjmXi2LIFbUxIWQPj31MStUnawD56je1j8/W/ty+j0",
-	"tyUHzs0qOE3jhUT2xfUmcgUd8OWDVCPHSbPBrQUpX3nBfxqThUyFYazER10L6DXgevy5cVxAMWfR7GLQ",
-	"1wHulqGuDkzUBgRMwIJ89XHC7IWTu7R/yW36mg55zO2PyXPIfWFSHxxzCfviYXTFY/f1RC/oJE5EeC0/",
-	"0UEuagJCYD5obuWqp9he8z83ttAxC9OyTQsbXOGZx8+47kp72+TjhXK+SAerNPXMC4Muj3wOe84lkP+B",
-	"tVS0rmWm+34dHuyGTG8uWRw+ronPpnFEvOo2ujIX1O32ozg5cZN41ovksSReaJEJSh5sSNyNZhMW8yZh",
-	"TzYtrXVrtY90Dfprx226METFFaSoOH2vYzmJQq0QOQD7MZcEdKMchgCXrSQF9No4LRhIy33Pg4D5uoY7",
-	"VwRhmun+X+prk0CBbcsrgGzRbqWBNqWy4m9CWs+s1mjAmrrHEAElpYaFphbdUDpV8bSRT+TWU34LFkuu",
-	"4AlYVZMQT8ky12ILCt6OBMMCcW1G5Hrgyx3KAg8sIzxm4SPQ7w16Ez81zu4jNgn1qPh4LOYpl2PBAjGH",
-	"koYxVQu3g2smYuzMDwYnyRehu4esKvGcX4Mjggoh2vIOrKmm8R0UH8LBtEzyy1BS1Va60KA6KmoyWMeF",
-	"PB1TrpiPz1Jpq6EcylN95G95iMBVE/ot8MIh5DbnpAaKARVnKThmoM8U0/3MvEjH5++G0rjx9UCteQ3E",
-	"Kno9S+9Lcw6avc5LNmycBCFkjavcLBqpZYYwlDVjGDY8JwHFLsuYRxEOwrhnyV0Ls4NstdY5M8jI5fWu",
-	"9xmIAXnNmsOCmazfNsSkv9ynLct1m+lFnt3uNtpB2xtSfM2cWD3HWMSCJqRZuWR8FhMFSQuc7omYLBSP",
-	"hpLOiNneVS4PPdUfbMWQrTnXgf2y09dW4MpiiayZJnx8o8fy6qLb2+3v7R8cvmxtoC86HX5KjvUqG/fA",
-	"K4G4MkvTFKbEm6NcLuh1f7f7urd/3H3Z3X+7d2wpQ3HSyjVwt53IFeYV0bS38ed/3mzORbBCUzc1ekn4",
-	"/hORhG5gGpAEuIRlcXXZDyQaQPPJuYQyhbMgHkDRkbEt3RUUTY6ULQUEeKuvu+q3fKiVLZg5alUH2qy6",
-	"E0aaGHdnrh9npdvBSHaev9Bb1R1aT5DX3UWbqNw09Fp926yRVsJI9Sb9uiSkAdRK10dOPGeitbgc7YLi",
-	"egJTRIV99dKXizLZqrnl8LyZKJd3/x7GWIxd16tx98TiDeGsGsdzYQLhTX+czNqG1qj9XBsbJP/a4Uzf",
-	"S+0x1fUM/Bab8vlcyKEMJbG8zXmSWrj9POKptm/wCnt98cHLBcGwPZGAlhQrtEZwiVkC5fGw0jGwXEE9",
-	"FaznBCNgE6ouOIMyJLawtInC34nRNI5vmFqM7JwoFoU3ApDc2FsYNGti+MhjiUiTEOrlIXdzy9CoCam3",
-	"bJBrzLIExTcCmZ7QlAKNln44yjQ9fBWV0lcsTL2htDk4gGYo3z7KbzNTZAHL/uEqXZH25Tv4ASRMC3jK",
-	"rVYOP36mkIePQnI2eKdvFdPJRJmOsTA9oqJVtPlEgFFKlVINGNOqaRAPowkmHqulHOc0yab/gusP+Txs",
-	"L/ksosiPrUBnMpSIYw1grJj9BcrzUAp5KyK9RZs4fL0l6eklVkS0U4d/xWMI1kNRBA+pSmjN/BZQb4Gm",
-	"T6eZttPRUOaeMymmyqyfC/0ljQmmnERo8RTZgPVzH4nt5kkcLMbmvdlJ1GsvogmGe+ehvPYR1kjdS4XS",
-	"c07wmAHSsGX0PdCFXqfHZkIfBzRURDCgLFmYpFBg4PffF2KRRX1hst3QLxQMAvsCfzDi45vrBBx7FSrk",
-	"Oe5AiCtvTAT0LhCzeZwKOV7+USy3DznlAhpGKlkVaG+ns7vT7YOHueNGCrAI5hWJIYVxDBRGqLp1un84",
-	"f3Xw5/0/vfxh94/dD/3Tw4ve5d73Bz9CnAGlVu757stDr6FuQElzPu93wK8Hvx4tr5ygFSHlcn3Y63z1",
-	"GrCBMsd6Seaur7+5K7SR0tzbsEjmfT12fXDQG7tNIV5tjvL2bnl3pMfUdJ1rGcXwHc/OCmx8LYCd44JH",
-	"5Td3yK9Bgps/Ou/kOYFvtnN8j3jwhs5PpsfoT6zly7OCPiVNN/PTEsbYaMvg6BBJumTP7LF6VuGNhYvJ",
-	"2r3ICeIoCKWtRHfNAB4csJVvg7AwyuaPWjQXPNFG3XTldvXYaH//THu3kPab05YoVglsYc7HWSWs3Mcq",
-	"1cYfofOKX95BpDr3UaSVvMJnPBlPw1t8vO785ed97VF4rGoQhU9zYyh8dweUYsURFD4yA/BYvcR7Sh88",
-	"qRR2L8UJeckrtGOtS4B+VfyxJB4fD6nR4Dd2RxsAodGbrIaUV6COkCM4c7RzBasjZJos0cfOwwi2O0+n",
-	"kBiPL2pqIUqHGj9r22PgtxztCl7zTFmTrM2OIwWgDN+RKjt/LJUbRFRREE4mIkElFm4TrY9RZ4F9rdxM",
-	"63EiAucGcle1KDWefgS81br4Q9PTtMbtn1e010FKr66HUUsHfml+XcpRNuZ3ZSmOJoAxbTGOYvGQFpbz",
-	"4ENpevNMmeIeDnjNfImBJKc0BxW7NBhASGlXdrNXuHOHMvPn9jodikqZX1JhXIR8GbrbKCQV+nuehNq+",
-	"UiyUUJTX7hCwowm2GKsQC7Cxpv/lS/frV63bf/nSg39MQgBqjpbMv6XWrtCIgOJqQ6l3aABPAkjwSv9d",
-	"fBJ+c1V6Hr3s2o7FKNok/GzK26GGjnMI5KEkO9vsmH13cvzm5MIZC0wJNfPuw/G3Jx77/t2bkzOgGDx7",
-	"/enDyeklSwF7CWVLKMl0KrheKvjoapFEhDFEhOGA9Tud6h3i+K4r2AnyXmtHkhFa7Ij1O7u4sBAvjPj4",
-	"hmzQ0u7BbALXGD0C2KO7e1ZF8fXeyccbawhIz+nN9sy8jZMtEHv5ybj3JLkYvm5vA0KJx4T0rUcwUQPx",
-	"W73+j5B0Zs65GandGZh4xlNxHYMo/3T57v27y58aXmPK1dVokaaxVOYpgBZ1vUbE5fUCez5Pr15duPQ9",
-	"t3E4FgA7WLq194/Pzy/Ovj9546pw2T0DvcCTp/VbOmsNO/d4VCHfkPzvZ9Hf/pOBlPEYZxOeLhKtqbK5",
-	"CMIgZiB2mFDp3/5Ta58y5e2stVdnb35y23of/4Wzk896SuLsV2/Pzi7pnXYafrbPfC8Self2xKeL9w2v",
-	"sUiixqAxTdO5Grx4oabxvO0Ao15AzEC9gK7DwppOfbq8PDv9SAlc683v168bkDHSiutjWml7Fa85e/zw",
-	"Mqi+L1DzyK6ZDMZgftkiI62zPZZp9dl4BEjTSvFckrz/TDCw/NRZZ/rjAcHWuD0qMWCPk2oHYeq5vu9E",
-	"YO95ZN0sa0GO8mk3e4Wfv+b2rNUwO51VGmap1tmqsuqYksG1yiP0xI0E6vdcZUoMahukgHBgWcdcaw6/",
-	"iROurRGtFY/Zp4v3upk5VwprxpVUlYJOWV3QLSzqFW4ZuPxcD6UVG6tU37zPfA19BdP+jENIi0w1YH44",
-	"49fixV/m4hpKjcBfc+n8cSdGc581QZmjmVNexsjKPrxqeczXL49fzOZ9qAuCf+1ez/WTqP+Vnuzu06Pu",
-	"UZwHE581raJYfqjT0U+R0xzp2hTokzJLwoOlp7MOjn6HjVV/T8tPWqqJcFgNNzWFnCnlqjmeivGN60yX",
-	"gc3lJPCL3iVNJZJb/BmsG+yQF18gdPL1xRfdK1DIPSb1tuSJSCjLUQoRiKA1lKHKNuAgG0sIfjth/Hgp",
-	"vdCUwu93OyycUMe1AIENH0qM02HsIZTsoMem8SJRQ9n0M6Q1lgoyjJM8iEIpWkcslmNRbMf2h6Kw5ueO",
-	"qq4fMWyQBdyJh3Gp0gxioADPojY84qQCqQPcjHudl0OpvwdUWiZHKDWIxdKGPE3jqpV50KoPJhSjCSPh",
-	"e2whlYFW4d7ycLgxMcixKJyFqeHwBTI5awJYLA61vZY0z7J2WL+7m1lbxvcAeMlQYQdw61cn92ih91HI",
-	"4ANIxyeNVMwWURrOeZJqw3+2YyITzt2p56wxaDRHodRy9PzNW3MYWxVV6ygxZd27tDDWpwTKZEOrykrY",
-	"s6iTPze8hjncmXq50z/sdXfb82BS0meveSru+DKn0qKwuPn33dvO8ru98aH6Ydabfdvhfx71f7x9+Yfu",
-	"4uByf/4+6U3+JA6D0/FP6kX5PV83nEVB+6VCL4GKiwS906LGhErZQqZhxHLyg2hM88Lin0fBOy+e3MfX",
-	"8LYSDnm4/4PDJt01pvQcnbWXcfyeJ8BstR4ZRP7FF0Jvhd8SvzTiweWyGP34lElzRlypFTiet1rA20DB",
-	"hBhgrU7kMasRmX9qfchjVt8x/9TKDiDM89oMpurgDfQ2jERFAka0qmtFZFVq1iaPZqq9oaqbfjcDuFId",
-	"N6lW6p4CokS4pEVhZTAlYPVFW7BcUIA52rqr0tcbKfd6xCvUaLQ+1oEqJeI2vsnD5eug50hLYHFjo2WG",
-	"Lg8DIkje63RYGKh8qnc5YjJP4rFQwNNMqdJD6X9Bxm+PfcjUL4I82KKSPmBvtO72K8NYw6/6og7AA81+",
-	"ZQmkfrFfh/LXnZ0d+3/65/5MuDUQfgW00a/Ejsjm06UKxzyKllZtNXgMwqFkElFvP/1Tc9lkWHGVhlHE",
-	"lBC5TAyG7+dR5LNfcwi3pUgZrkBw5PrzseJlGRH/q/m1QfzZb5qFjugucDOUHeed4ViryuaDGU90a6bV",
-	"/JCr+20iUOaZ7JvqidOtDKWPtBZogn7jEJG7RBuEp0e9Gk/XxJ3INoOIMXUpVLlTOYmToUTGZmYpmpGu",
-	"Yhqn8Q5+tUPkzvnK60GoEEcGIbtcyoH+ehSnWZPW1AUKmVjhvgYsD253H/excZXZOF8iuIplm51VQu+9",
-	"bFRAaJHhMTfLAcjh/43Vg2uVSwAgzBgcSWOUVfV82LjQD2+PGx02vKFcmQDgHpVQAT0Os+w4tekAqspV",
-	"BzSLHvNBNvgEJoT7AY6/Npz0LHtU3tEKsAkPo0UihvJuqrddQkOuslxgOoQFjD4Ipq/lPWLO9f/fBSMm",
-	"OyY2+1ghTqLBo2h9/S7fz6czOn7+YtCzDubZCAc4T7ciWcZSX+sf6QbC11Y9mCmy2a9hFr5uXvUCZ8Bk",
-	"A99f7eJM2iur8pL6F0XSj3jwLlB55QyqbuDpqtHGAuXqecjFkMW9zBx7uvUKmM8neSPjO4l3ePUbUNSb",
-	"NrEKFxyAx9PxcpATBKPn5QEriIOCRndBYjWhq88Kx6dBlrtg3XrYwlSwKZfBzl0SpqmQGaxlt91xuc4A",
-	"YaylJyKpDSybADVaibWeTAP09Sw0BjCp4bXk6SIRR8x6EVOxM4mTHf0PxhX76fjDe4TcNwMxjrjeKT76",
-	"MAcMfS1I0ZwXsd+K1PT6DXW4sZGQMjNkhVTDTN5AT0O7M5ShnMSDoWQsDdNIDNhrfdnjYulJ+Rb9Hflp",
-	"gcq1tyLR6zdgXWwoRzdqY5k4uEap+EK1sV0CZ9NOE+NFEqbLxuDnX9x9V/mI0ZXyPXZ24pmZY9X4BTbU",
-	"VPAonf61disdk1oAsBE4CKRraLEIp38hJcQP3hjfALidKRdTyLHWigAs8QJ0xr9Wr/V31I+HOr9s0Dm+",
-	"Wf+axJev8IKYwfIIavytWpf34a2QQq2c9DoPe+0qfNRny0aHFuQFQ+Xs/OwjBVvWCUEZowHCQ6jbwmV3",
-	"zW9FeyhP8x7+QeZIQyA8MIDJ64U+I1BsRf+qZcwVfeHFSfhX4oJEYjLHi2RyZq2NonVVk4Yy5pJNRDqe",
-	"sjBts2Mc6v1RgWKQQQutTxfvDeQJogzVYYEwLQUEwC0+Qb1wQdcTDLFKCfxWpHl/ZMl/nYmeDRykjUoa",
-	"KujFathKVvCl2zuEAhT277II8tzeVbl+K/pgncVrdgPKWq7uxmbgFt2znESv8dVvIou9RuY1q278D+cn",
-	"3z609bmsafz89MFt34nRvLrxH05enW/feuYfrG5999vzB7c+m/erG/9w3t+27UohrvcuEfsY35wbftWf",
-	"0evaD/TLgyx4ZGf8p5wsQr/41qCayyxuieEQFJx33ArSRwsg4PVjX7OQCGnIv+1BmJA67WhDB2sluANo",
-	"517EcyE317jP5kK6mpn3IP0Yr1J9dcdxpBDUAWlgyxTcZkm8uJ6yUKpUcMBSznmiQkNBUKlwUQcfS7em",
-	"WULVendt1Rr4KZ5Gny6uwH3qdKhKj6zS4ayyRbq2evEFeOSusIjbFTFxV+6W19zAmnP6kY2jG/UdyI7k",
-	"JLxeJJlL1ShMzxRTIk1Dea0GWpfROg3gfBaj9iwOxDc2g9THzN5bkYSTJUE3hD5KAvQxzN9FKF8UCeCU",
-	"BdqVz3NhamnZryDzEABF84jrHonPKTr6c80jMsiEDYFdRdvVesxD6VMgmfFgRhTNUkRm1Dt667CdHQMd",
-	"CgP23//xf9jODrVGH/htVqGshirDZwDku3KmPYwewfZj40hrokg50u84aAY9icbD6WeTCSTaJrW4kCB1",
-	"VKVAwrZguC1YWJmw+T3MnYno/oATsUqftN2pKYVhNsEGJQHzKuH+pDvu8Zdid3QQ9Md7ey95R/SCw0l3",
-	"dDDui25nxXtxI1wZjbVGNdy/pwPd7t5hr9Pt9/srXmW35UbvuV/p1Lv6BWzwvJTLdapUYGS1PHJOlxhP",
-	"Y5vB+IB7PEPchMqQKDwO0d8xg9lmdgPqN1hCtLbjzNy25zlxkT9FjzOEH5JYXuMhjpPc6x6q4b0uQmof",
-	"p8OncTl5B6v9aPlZECJPoDNZQIm5fmDOaEZAu1FTfuMyZpgnVuhQna/35H5c5kNXYVCXavWsMAnNMia1",
-	"cAH7+fSQRrfz8vBgf6+/24N/VRu5hTbWtXW1QL3X1K2OqueQNudnHy/1Wc5V+1NUWgWy0T2blI28EPMU",
-	"/GtaxbS0DR7w7HkMk+lbyM+B5btknNpFtXh/msBnykyu1gps5N2nC4lgNr6DQNV2k402DmVRgWLNbxM+",
-	"n8I9e9vbbXdaHiM6eMwp+HHnu8Vo56PxIu/09vYHQ6mmvLe3/81UfG5+9+H49c7H7457e/tNPp8zJcaJ",
-	"SD2W8DuAGbZaPqof1hMNWhMhXy0wA4g1UF0G95MIb0VwxBaSehMn7E7Li2hp+ufyMxCjQ6eLpD0QlMxq",
-	"R1T5zIYy648bBlJ5khosaFJcboaJairHx2KCpHmS/CmgcO9cTot8EQZMefNbHoB0KbiOc28YrlS8SMaY",
-	"ZdhDDlEotgeJmUQnma/Imq//MJTZu02QzMyw32YnsFNvwkKUGtVVVugTR8Mc1VG9hdHJKD6ngyFWjWh2",
-	"WwRoYs1ei0BMrLnb8hhfBGHMmv2W5+y/PSQ0UWk4vtFC48BJuiWMgUjHUxFYGHZGG+ixKCbp1zxs2SRo",
-	"xZovW3DCkJuj2e14zE/EPApFYDmrHfA8/DILIeq1wKwidFhqAa2buhUMP34BlWuxQcWa3S6QyAGPYVeP",
-	"WS1VKmYE5EDwQsXZHspmdxc1f/i2UPymlccz6QXS7+p72fw4YhlxC602OzZCJ6t2kjHoEYB6Eid3PAmQ",
-	"KqV5Im9DHnD23//zf7ETmSbieiHgj/dhwCEI/5ZHU17ESAyY4OMpCahsTZ6pLAvbenPGcSA8No8WdbVK",
-	"knAM7IKU64bnBmrRk2ysqmZiNrOCHHTbPX3cnIIsR7BTcUpSw0/pVpxpJmIOh3Ao40RPUSRaTt1iP7yW",
-	"+gAAmxD+0JU9RWGDx8neALkjBaVBhhLoQDGomYXqsihOkzMZyx39T6wlEqbArWT4MA14G7h+MpeE7qqr",
-	"IT33jX/flbxDWRK96KPglsUoaLXZnrGzuDlUz4xLahwvosCg+4pn0451KJu5oSM5lHKZdZatauQGdOJe",
-	"U6uQJEY3ks/+ja13K+U1D3r8gHdHQWf/YHI4Eftjvif6+/1R/6A/GvHD7njysrs3PhyP+/1Jd7J3eNDZ",
-	"DYKDl4e8H3Q7/b446HKjsaBPK9NZKm7ROoOo2+nUGETrAFieF+llZKpVR6pfeE0ppchFksW283mfhlPn",
-	"5y+NeRJPCFtKI/nAk9Cw9n/1GnccOX8KhQd+8bK24YVJPKvg74dH7/gsDNrfvbo+Pb389PnD5c3u6V/H",
-	"u6d/+al3Ov30+vjVu5/e/uX07Z/+cvxNwxA8GvZwSDT9/wA1Es6ESvlsrrXIg/3+wUGnA2xFNJPwXNat",
-	"UF5fIaVUqnsw5anC2g0zkXIDzw9CNY/48spVOM0g9H+dTqdrai84+mhZjf0KC0hf9V7uHvYP9vbhX9Al",
-	"ZL9w+nFl+D2M3py3XngQUC7/OVK3hMImAZuCFNjkUyQvkDSEsunZGnd1s6jrwjdbUhHlD319iYBzi/pp",
-	"AsPgOL6WISXjaWmfF9PL1mNY8sboMuJXS0AU4loQPx59v9s+t2+li8JFNz10IDmF3EHpgZ79eOO5/zX/",
-	"Apb+tlkQ28LHHuTZydCd7lWuleDpI4WWjrfUGo5y+gFTU3gKOgfckqtDBKQ6FFVjs9+bJaMdM3RRbLU2",
-	"dZt89RoEmKkNIyAmR+SR1mMuMdRkfINU5VJfOyOuhNUFm7p7FyIIlYet+Bcnb959vPp08d7HTFIocQiq",
-	"Wo4EUk35XCCs9i5U4oj5oPMpHzHJd9NwPM3gP0vEaFuIcJu91xrpiEdcjnU/cBWASH0O1QQgbhWjoNW7",
-	"zsWpKK061oAxLnC2HswzDYMxiXR6yjI00TbgIt0tuG6rdjL0ub3VoavspzPRuQ4XP394z0/jFCz0ZaF0",
-	"KaK/0PF033kyzdeF2fIPf2mgm+V4oRXZn38BNLDe6bV+RRNnQtZXxFCBjLX+AZ4yPxfh9ctQe21yftHz",
-	"e7VIoq++NoKjiCFJWDpVDEgkyafygs9Dv20zJ18gy4cpz1QM6ueSO3a0ITGOpRRjKk4752ECBTCX7E8X",
-	"ZOSiQ8ezpYowhu6xKL6OF6nneAnB6EchRJcJ7hjWtEnGDPJ1XhovoDvoVpvlkbGQA0GKo0lcJscYIvNJ",
-	"JxtgsXTL4vzVb7Mf9NwocSsSHtlFodOt0M7PBv5MMS2fmRJYejdUbCoiiOERIV46FTNtdo95FOG9gpVd",
-	"EelvpEZoHRHI8xumgEjj0r7ayhQM2C2dTrTZWrUZtOSMlbmtkQuLGlkZsG1nttvrbMUrauqbIrf0ficf",
-	"qOlTSTii7HW+cOrF+S2b5OLZmgV4LxGcuWKZk0UkKpc4W9Ks/xbbXO58rqBLqf6iapXKEyMJF9T4x40b",
-	"z4lVzJThQtphW4/0/Pjy9XdIGyyZqOPTzs+2U2Om3OVaTu7BSgptU3cWC6xWc3e/vvhgD5BQXoFoW7Uy",
-	"GEfqEQHIBEv1EoV2JWn2BhzU2SwQ/155+Mfr8qmgO7oSZAOnybJSgJvXdnJ9zo+ssxlSp2KHmQSuYhnS",
-	"Yn9xO7npdNmxs8VcQq1v584mPVzx5rNFitpe5ap41JxVNaP42gO6aGJyHiciZUmcopc+Pz2GiMgAS3By",
-	"vIov8DKo/ApPCGY7lb7ES8Odb2AcT8GqnYskSxI7stz8RjwQqLbX80rXwV7npTN5ZGWvPmVN32GA1AP5",
-	"vKPC2SLiaZz4rQEckiSOQNS77FR4W9qfsiDR8+yR8jmPtCIKJxSMKSd2gg58fQ84W8BUKtIXLgbPUNM3",
-	"mnzuMrVBtyyfLRE8wle12bFzZ5gyzKmjiyQLqUhZeH12enry+vLs4urNxbvvTy6+yYaOWohJVD2i6Iil",
-	"xsfhUtaGXSxHR+5SmmRQ4N7P8eIjsQk2gpoLzHP+ABRmumo1rTqRuyJzSX5khKyOLFv8djkEF09YpXlV",
-	"CoW22bGbdVVE/jxTmcPAooB4Ln7nDN8aauVBY8oAxlnxENgsRtBHxI4NXxmVSkGo0GXOcV7lKL5ff/n6",
-	"fwMAAP//",
+	"7L37cttIljf4KrmYnijSDdEkJflCRUWHLNtV+tq23LpUfTVFf0IKSIpogZlsJCiZ7dbG/LUPsLEvsP98",
+	"L7JvMk+ykedkJhJAghfJdZmZ7oiZskAg73nu5/y+BLGYzQVnvJDB6EswZTRhOfzzlBX58nBSsFz9lTAZ",
+	"5+m8SAUPRsEZiwVPJCkEuaNpQa7YROSM5OqTlF/3gjBgn+lsnrFgtNsPg5z9bZHmLAlGRb5gYSDjKZtR",
+	"1e4s5elsMQtGgzAolnMWjIKUF+ya5cH9/X0YzGlOZ6zQYzrKGS1YclicUn7N1JNY8ILxQv2TzudZGlM1",
+	"xKd/lWqcX8pR/BwM+8NnO4PBTn8QhPaP4TD45A7nDzmbBKPgX56Wy/IUf5VPX9OCYb8wsuqK/I+zkw+E",
+	"5jldkuhnWdC8CAnjyaeIiAlJaMEk6UQ//fTTTzvv3++8fh11icjh+U6RzpgMScrjbCHTWxYSwUkxZSRW",
+	"k03VH+mMkQ6F18ldWkzFosCHsbhluSTFlBbkbioyRhK67KrlT9Wg/rZg+TIIA05namFjXL1LWgRh8Hkn",
+	"5bc0S5OdGZOSqtU0y0toQWYLqbaVUOLMzJ2YnVdwHwbHCZvNRcF4vPwzWzbPyyGJs5TxYieeCsk4uWFL",
+	"0pmInOj9IZRcXBy/7uJMZvSGSULxOKl+imkqiTpDTBZE0gkbwTKknAz3yFQsYAkYkXTGoGn1Y/nEfJiz",
+	"eUaX+OokzWVBKJd3LCcplwWjCcxIpPwa3rgT+Q2h1zTlPfJntpSE5ozMWU7UyaB82SNnjBFn4iTFbTv8",
+	"eEyc2VfuQrA/6cfP412284I+G+zsxfu7Oy+vBmxnmDyf9OlLtnc1HJjdw7tYbp/T145a5co1op/fMX5d",
+	"TIPRcH8/VNfK/D1Ql6goWK7a/F8//x87/+enP/4hsLdNFnnKr9Um+k6EOz+1suZYDNTVH+7vk9tUplcZ",
+	"I4dnR8fHJJ7SnMZwW+/D4CRPWP5eJOw1m9BFVhzK2ENKRF6QJM1ZrB6EJKaS7aRcMi7TIr1lpBMdnh1F",
+	"IYlev8H/UhlH6vZEqqGo2yO6eTWGtqMvzFCCTW+7HXzb0tgX7KIcnh2pcalxqo8+UiRR1fmqp4QvZlcs",
+	"D8kkFzMyaBv0XDXgjjfBicKeriKc/gFDz/Zec6JfJ9dw63N197gaP/vbgmZqfwcwC5arD/UaD/r95pSO",
+	"CzaTcDfUiEM8HPv9fuu8sMmWqfX7oTrOOLl9+Gv7qeqx+KaLa66H2Jzh8Jee4PC3nd/+Lz2//V97fmfp",
+	"bJHRQuRHgnMkI8eJZ5IJshLFNc17FeL8XE92TotpOdc0CR4qv7SRVM+sgCGbXqova9YH3d+HwcU8+doi",
+	"EBnujvZfjvZf/n5loYzKYmcBU/9q4hA2t0Ic0ku9vTj0I7uaCnGz+hTe4UtELq78wsJw8J/gQN6rsci5",
+	"4JKhhI7S0dGUcs6yVwuZciblmzwX+TZn9UvgSKXYJOGiIBOx4Gr+chHHTMpgNKGZZPebHtvqeDxH17xA",
+	"mHqD3E3TjJEslYUSC2OclOyplSyJzQMnCcuVJie5lpjlYjaj+TIYBR9YWkyVXJoQLnIldwVhcEuzRW1h",
+	"1FmCnytb0lic+zDgongLK1fp54LfcHHHHXro76ec6qo9wG7eietrVuvnjElpPtZ9wThXd5VK+CCDBknK",
+	"PT1+vX0/xltBUj5fFGpVryoHYURmqZTqDIiczGg2EfmMJWSSsiwJnfUr14d0RK5uOuUC9lJrDd1Qy36E",
+	"ZjmjCWgNC8kajdhpQ0PmZfu0G6rTWOzQ+ZxMaJotcgan8q3Ir9IkYfyhl+1cqVrU7sCC00UxFXn6d5ZA",
+	"B5ut93vdnmelz6eMFOKGcZLR+Aa1sTnLYX2B2KeSiDnLUfXVp1qSTlpIEn3eKV+NugdqpaZqV+6ohNt5",
+	"rUdZ1UeP+cdcXOdwch62KodWidSqZSpJTR1TqyWLNMvIFVNDmudCnVWWHGg9NlNC9tdZw8ZwtKYb1cYU",
+	"tQ6K0AmK/Gq1OQMrjjrQIidp0SMfnHVN1O/FXRqzykyUAJazmCkVrdSo9bi+kVq39uzGKVtIpBCb7wRc",
+	"Qti9uhI8+hmPbH031MjNrVH9wdQoSdLJhOWM25H2gk/3Yf38P7yxjXf3B0VuYL6tNEndlOaONsZSt4S0",
+	"jI10DCmytyskSrIICchFQPREsuw2d/9AdUQo4ewOuA32oP5y533MC5Zzmj2K15tGiGT5LcuR+n6dS3PB",
+	"2ec5sB5DMQ9QG6BqdqnUxDUknKmeJeM4rw+iOFYDnTFebHtu3XPFSootjcZimBzj9CpjyYiARAnDuqYF",
+	"u6PalnV08uHDm6Pzk9PL16fHP7w5/da2sPnS1ObRcuBK0quHRm9pmqnROaQvYfNMLFVD30jFuCbp9UJ/",
+	"1SnnppYpF5liIgnQGkZyRjPD6UTe7aGZZJkJmpwL8Y7m22k09QU2R12dYzKjKDJesaqFY9Dvk/evvhov",
+	"q/SpTpGahO5KTZnxZC5SXhAax2xeSE1jYd3UJIkS0kkH1IoBef8qJLNFVqRzdQ5wqKEi27epWkOtM0iy",
+	"S96/qvE/WYicgURoj+5f1MUuKc1bmmYPp7xG6R/9vIV6XiWuW6n1X42OHmoCZ10JZEpR7rjLBb/GDRA5",
+	"AXG0RyKcckSmIkvwPT0DYyLRzcASnwvxnvLlKZ6CBwsY50IQ1Q45LAo2mxfy69C8U6UiZ+ksLQj7HDOW",
+	"lOKIEQCMMVIJq1K7dVJOInD/7ID/J1Jqad0ztGNdQ76x6befOk4kGN4FyJOMF2pVHk5Na81ssVj1Afhu",
+	"NUinWuAPiVaYQ8I+z1N9w3J2K250v1rZf4wWmKQS6H9VbTpXZEVwYOb4e8VW4Feg9GgUJTJf9R6gEm7e",
+	"kdV4er+ognbmDMjRsrxKVqgeF2r1JrhhrWvobuDD6STs4RVNLvKstpp5VmqL7jKWVHWhvvkZ37Q2JtRF",
+	"p0UxVzNR/5Xk4vRdjZpu9o1aSn2WP4ABqWJpUFqD/tU/PjQ6/YxvumaG6lgaP2+x9xuQ8Ip6PiKRGlXk",
+	"6uSZ4JbrDvb7jiMqJNEizyovg1jDYY2e2oWCQ0Pryr16WOMe6zkEfNkjJygAWIlKGyYLeuOR60NCMykI",
+	"BQF7E12DdOww1GrIZpNKvLKbAJt5aGS5N7dqB06ZBIv9l2Ceq1EWqSZHtIBNSws2k56f3a350vQjslt9",
+	"ZWq/3Ltmy5/1a9Wd/mRtluLqrywuVHP6AZhcgc4bGvMlYHwxC0Y/F/mClV9eCZExyhv9me9CnJ+vqwYN",
+	"r57C/f5LFPPEhMwop9cgS1sJT5JOacSRoRXWQkOXrAGxOzJcRRuc3A+7eBCrBihFXKu7YO+eZweaSwT0",
+	"eJs1Ms37lkkbd8+Xc+YzceufQa4akQH5lrDZFUsSloAGFJIh+ZYsuJhM0jhV+oC6FUot6kTqn3Q+j7oh",
+	"2SXfEt8rYhJfOq/tkW/JfCoKsSOFenWHswJc9+ZGhmSffEvwR3jIFKUIyTPyLbkSRfkIbO+4WoNwGO6G",
+	"e+F++OyTG8nSsKiHwecd9c3OLc3hFqpFfKNnezQFz8KFnekRDjsIg5PGk49qDmcwyg84gyAM8O/3ZoRB",
+	"GLwSRfnnp+peGPJe3Q2gzMbx5exMSGa0iEF7iCobGo3sfsFCk85AWxthA4bdkDh7QDq73RB34BIX+dLs",
+	"QGevG+qFv7SrTDr73VAtvPvoWddZ/KDSexAGsV0kp191HzydKhmk1mMQBpXuAndLa01Wb9Imu+vuafxV",
+	"thNaaEbQ8PqVAUtC1ZVZpRBOuM86DcISs/N0xmRBZ3N1z9Nk3Yd6uMfgmbxBP8YG7/+ZASXPrK+gOldF",
+	"z7XrpaiYTbQfIZWlG6EXNImacZX5KGNBC7bhKM/gXfPRZc6oFvuqo33zuWBcjatHfpwu0RhbDjTloOxD",
+	"EyHReqclZ5KmCekohW9J7qaMW4W+EERq16XnTJoe0ft3H7quzIdsdY0LgIcRvU6wkHanwmoImdNrC5tQ",
+	"y3g0ZfGN1o9BkObLk0kw+vlLvc9P92H1mRrCp/tP9XNNc3Z5nYvFXG64ke4IDnP2HX77Kxxw1Kylhyjj",
+	"D6STpNfqeIBpLRYLrjTzWCRMCQEhPo7K+X6rtjsKCfylJEV5UI3VMAKbEw72bK8eDdY8UE2f8BsaT41h",
+	"oNQx8BPFTaDXZ3u1gK8Z/XyMQzBxH/rPQU2M83dqVsWxDqGj3XS43+/rMcg2/7Rpo+mkLs+V2ZbGoVVt",
+	"rnOv+g92eazcUBiQuuq6TASbiNc90kOJILqw3FYPVfMvWXk27KoB9RQ5gc6bw91Q5N/gkONSQ7M+OX07",
+	"AfVBMvxaMRXmLXhBY8+cb3yRqh+sMUxHCqlve75wyVYew0WRTpYtkpjTKoFgWGMPZtkkxEMhpzSvMLYW",
+	"Bcqh0Oun/y6VxdfcfLOqv+eNB17lcB7v9m9Bzb3ytRscQWdMbdvqYNxNyC/aZdro7nB/3yW8bZSwaZKp",
+	"kUHk7cBl21cRyFpz9SjnYsFj1iq9MU4Ez5aEJrOUp7LIaSEUbadLIhlvkdtSeQnvr2oVPFBxJU5EMQq3",
+	"G3N9gTL6e/Je/u8MAQ7VMoPTU5JIX9fLG3C/Aks2j1KJ1BcZ83ZkYk7zIo3TOeWFvATeXwnf6nvyIVrv",
+	"f1juh7OI3j7WbfXXJhR4fn7HZMJrwnCOV1IPEl0RYfeLRHw6VKgZTT4V3HpwGlJkSLR8qW7iqPIT+aMS",
+	"Oaj5twlIH/Qh8HvffNh50xsoMY/OpX5HElqULxxgpyCpmda4QD+vHlUqiZyK3PG/dgnliXotYzRRhO3v",
+	"LBek4w5PGi88+MOhj/4BSXIxh4td5At+Q+Y5m6Sfuz3yBndnRPb3B4OXL168ePH8+fPntcwL96egmhMx",
+	"2Hn56ef+zstPX16Gg737PwSbUek/OwkRzkI394F0auvabdv9P7dKm6601biY7HOqnY8bUrojo1Mr8VZT",
+	"SxrDmJXsCETtgPBFlmlBFXuAgCIQLNXiqp/plVpdDEJt0j4Yc7P3c/CLgxdSam/1OmFHNxWaqa7lWyb7",
+	"gmaZVjdXESv19ntW0EDpoI8nek16V5tOiwnaMQH9JVcnp7nV5mk9qyQFEQFOWyG0TxsdEHOgEU6Sk4wp",
+	"5ym/PiBoeVjwjEmpAzR0khUrSAQfXqom/awNHaLy92tg+lvuXy11/v5yiotFJaHk44fviNoScnH6jnQi",
+	"9c9ROqPX7OmcXx9cUcme7YX/8e//OwKLjEM6/G+uPc2OhSXGpCQ91MqirjjdeDoeZ1WpqaVpgllVIOZ0",
+	"aKGoMzigWTckkVA6Kk9IdJWLO6ljAqonU//SXO5X+APIx4oX3PHq0VQaEAT5p/yGJSRht2nMQsJ61z0S",
+	"HU1zMcMD6MjVA21f2FKuNiNpFa0H/f4GorVppkapf+njLDyWpBP0LvLrHbmUBZs9bJF/THki7uRXWuUT",
+	"+dgFPpH1tS1p0YZrVrkhICYdQTJf7SYKNQZzch9pEGrpcq1FyLEgH4ITWN5UzcToAm6n7R21qWqVr5b6",
+	"CbLLbo+cTCbqqR7ASLUNgcALOYUcWzBW6LgGaNw02mKCqtmeW9K3YAyxmxtJiSOS1NZrtbKx8V7/npSK",
+	"rzCp39N0zlgGEZtfhdMcTYWQcPgcLf5qSSoc6IC4HMiIqMWdcO9ekwf9siT4/nH04cw4n1qv/zkQ6FuG",
+	"/iLHbVtxgI3AAIH+r4h05hSinBR3to8Vy05S2Xytkmii9Km5epYz85Rfq0/R33MpFkVEOlwUBD8G8qGp",
+	"kZaf1NuQWB9DJzYSC9L9SSHETcUjJm5ZfkDSwkQX50wuZiwhC16kmToRNMsIZyyRJC1U21eUc2i5QhDx",
+	"qRu9iIMCp2FIJGMkcr12EYgwiwL8VfXGcvZXDAt3wq6/kWYKtyzHNXeDsg1VW8yvc5rgck8gaqzZ+ASi",
+	"eKp5pxiEmerofXJF4xsxmVS84G6ilLuT1hundgcyAXHxFRuDVQnCwMw0CAMclXO3V/m2j5xOXlf7xLyu",
+	"E+jytOzylenypOzyre3S56rUdwFzK38tAZbEmubUt0FHkoFky9kd2vhobh3P/JrJHvlRqcDwl6kOoU+d",
+	"ZDwhV0Ln4MSLHCK0cASVNn9tStVmrf7A7n4rM7UaE65Gy7C0CWqlJaX3dSw3H3Qmy0OtN4/gBCy+UXxg",
+	"4ZHlI3GDJ3jBbdZFdKDoa5Ki6WWeM6lOGA4UDDOnb14fn11enL7DZC9WuERE3ARh4LS2IR04uYG4Jecz",
+	"SHh1M3u9NV50eJF1nmGhlGZgCr53iSNZe6gr8U33YeXzy42ukROtdh9+rbiYWnaRdRbApC/NINPEtZ04",
+	"mdgrvY+5a5fTTR1Yh4SiOizX/gjwGDKe6LJLW/gfdFLJpbb7rVuMj/r9Q/36rxB2Ut/p6pPAM4ctI1Qq",
+	"R/o3shhWr9VjDIfolFp1QQVX4gwoez1idwJrGx2fnZAXz/oDJIBiMpGsgIglXdfI1CuYY76W7Fk3WBSS",
+	"qKDXUv1Xgp6g/rWQLNdc0G6TmDPOkss7MDcgo22SNCpvTCoqJ5EaTfT7oyGNa+7cMeeWx2XwwepDAK+d",
+	"6cD8BpGqRcN7dkqt0ETkM/V+YGtp+AhC21CNL3MLL4KfXOnoho4NZ4G9xCiVrpdGZVRigCa9ZhvPWLsn",
+	"dOm5MgVZt9O6IGu9FrOFzkzaIq4QD/bKUEbKiRJceEJ5YTPQ3BtJVCN+b7XI0+uUb3BQT+DF49JktsZl",
+	"WN0zvaTldqFSqaPWba0V18QkN3IEzVPO29bUTxw25UYn8BHaL8EqYu0Uq74+g7ec6yZBJNuEEjgbhnIc",
+	"Lraif821/hGiBYCE4RqnHAKugVpWIvZW9XlOr30O9AXPGU02Cx2o8+qvSVAWkq1d8AvJyuX28X0nGMWc",
+	"XIckuRvkJb4byArlHaotnbnx9pja69ykTNvKFy5H/q3ki4pU8NXki1OWUZMC5NgsgNvp62Bvoz4j5V2v",
+	"3NqNbRO67XNs+8y0fYFteymCb9yPsMw21vK3N9BWhoRWFX9KzjWDeq20wnMOMFkNjXEghymZLGOTgiy4",
+	"rqgSVk2xrv0VamB+PDw/+p48pfP0qT4AO4ZlPP2SJvdga0j5R2e5B41sJprfXKo76dGKMV5WskIqzbi8",
+	"uJGaTn/jUNn3NL8h6uv2SNk2zt/SoHq7vbE2keDwoXJAi7MNumkfRivrbXHdwOvtzeGNvvSpwO/FLfqn",
+	"pmCIiJ1APMcUsHX0FN5zknqDqLZk3Y2rok0xmot5p3UoZXoNhTGLnHI5wdI3MEn1zdeY4oVkKyaoxa7L",
+	"UrTxXpCczcStNnHiqxufoR+1YKc3rXXzzUgWXje/ZxwU1o4lsFJbD2fhuuprg/Ea4JpNHdacSHqXQ+JO",
+	"JST2VJc/4KOQ2OMVErxKIQEyERK84FgRTFOvhrmv/ch5baDYGemAA8MnakbdA7JHOqdMiuyWJZAruk86",
+	"R5THLMvUgzhzDd2luu/Nbgyff9r0FuLIvIfUqd3x3Jm1kfd80ZWgIYpJjRuRzl2LwGwsDd0eeQueHlQu",
+	"Kx+jV8nG/X4jiS5uB53lLBZ5gt4Z/FiJFiHhAvWZrk+RqUXZzWgKdpW1+k6bjt1ujDO62pqmV4jOODrT",
+	"VIus0NRdfLtTrikeSMziVZwGk3c/or0Rk3SPOZnr8mqYjmsOJ2be2qOJKbdnczoLyXPyLUHXUc++Drqm",
+	"fRvkkHEApzkZByuOrw3xHGyWnqumocRFnEMQBk55uDAwownCwI5FCZtzOivdXUqqLCugNglhpeipU860",
+	"RyCv6gpKV6SS6Bqmbi1UW9iUSvV5S0lTTBG3WpnbAvn++9H796Ozs4g8tTa9SijsylL4Zc5/6WUZj5Mv",
+	"e/c76j9D85/Oz+fkE/5zpJ+Y/47HPfWvQfjsvvun7p86//aPn/+4Y979E/5X/eAtQl6mkA3dBLJhU/19",
+	"k6SFLn3TmuPh4+e2xJgmboqmgY8bQl9MpaU06T6IlT8y1rtgnws/a1C/1Lx2z/b3d589xG93zj67JW25",
+	"4DsYCep85RkufLYqowTIEUzBR37UhrHkfakxNYMyzZaUxYlYkhYe66/X/OovQ9CUz1rNtKvbq3HTZisM",
+	"JthiBMQpUW5n1LSEsc94Mr3dHyeMF+kkVY0YqepqWTm0B1VjuuAxqx5qKNUGxU2cmiW9diPxIy5Oc3WM",
+	"FWVDk7s+J6XJ3X81jrTP3VyPpnVqE7vXxfkRVJAGdwhawWZpnAtdEMuESZak8nywN+rvjvrPe4Ph7t7+",
+	"s3+Lap5pH808r9BL/R9NLZ/d/9sfNgsbhnWwh63NGtY80M0dWGu/+p7RTJGVOlmVVoR1HM2f1o1ef+Xr",
+	"yOcebOqXZcmVcq/8nE+7rCTLb9NYVwz/O0RKqp0u4yG71RwRpyS62d/1u0p8u+rlba2kD+rNEHB4ockV",
+	"IuJEooMRKJkuZpTvKA0DKjE6N3fTojC1vVhlUtLD3KAIjkNF3Co4kvEkBDoX6kppIVnMM0GTbo9ECSto",
+	"mlXjGXRin0NGTNwUOCBonqdMQiEFtOLSjGBgF+lgnlORFhkL9UNbZ8G2dk2xSu2s21wzPR6wzCZJqqZJ",
+	"M9dYhYJ4k1mZ1r9pjArdpgV2W6H25Sp/za06E4s89tbi+XEq1DiTRazW0mwWyvOHxgqFQr3Ryjq6qm+i",
+	"i/AcTWlxJQqU7Q/nKYr1P4r8ZpKJO59g7grlw82EcjuWIHQsvbrrIAwO52kQBqZTEMDN3FsVGf1CRYfR",
+	"Uj/yrSUrHJZYY6Yj8rcFW4Cen5Mp5YnimkLtqnGDUW4AhJasOCAUo8HuIKlb/3BHJcmELNQYlrLUm1Lp",
+	"VJlFlKEQjjqaTgQvCzs7pww2Zl50cb/O1KedcfCG36Y0oeNgVD3zWG9U83oYmk7u0fv6mmXpLctZgo0U",
+	"ObteMNVKzmg81d/lLE7nEAeJCQNdo+JR+OxdWnZcvqoNI3UTRBdPDoYHqq/f0mzaHLe5+QmOb6mZrymY",
+	"ZcLErjIR34REzIsdsVBzUtrlhVOunHQw9hHcmRmNbxTFQs3fvITDWl/4acNDXKqUZ1jazC4xKJbUCY40",
+	"lTBxqO55bquqZU5zWVVLieN4FI5nANuidvWHNGFC39VFkgpc89ciXijGiat0zmbzDOrRKD38rEjjG7Wi",
+	"L8i35J2IdWnolyVJwMJmWLKA5kocwgqCqcQK9RCZzT6rTRj08XRgfHFHibsz8dcUzpSbYmBFSA6wXClL",
+	"rJctVYRnMIB25tlSx9NWSiZQcrUoCgFG2SyVBcnFnfpIrQXAMpFO+wjVKp1hrkyHErUQiudCIkTMRqaM",
+	"vD1n2lbkpElI1coenDa5mM9Fri5Zh5KblOOht23GYpElBOOnpbrWB3YkRCqCcKfUekVSKDSqtuqjyDKs",
+	"dg+XVa2ZIgxijiUE3cm0GUXCF+HLcNAPB4NwMAwHu+FgLxzsP8BUco6iJhyvIAzgbClirA6WOt76VAVh",
+	"YI6UOvt4niBmGBespOloYaEGawI2ONBAYepT2Ba4HHZlgzBQSwJXpFmKuy6bDEA2MYW95/QqzdJiWSuz",
+	"jYuYSnK1SLPkF5KiPmhD3lcWbYEd8UWWbSK5NsyZX0uSLcHR3OSm4PDsKAi3xHcbkdX4bqSj5PZbEdOr",
+	"RUZzpdYSxTqXePPBMCZFXsgDeKDEHCgIoQ4zkYJcM85ygPHBgH5JxGTCAHkwLjLg+ZJh7WfZxJIz+g3O",
+	"DJDdwoDKWE9zQ9915et34o7lh9AE/PM1tAOLqmN3Gsfje3FXt5SDhZElyAmM6JbytEgpOCdQosOyk85j",
+	"MNjO1M2y8lyTijyAUugRHJueAhtc6T7CnrU490lD5EGQgw8mL+U4Ve2hFhN33xm/ZZmYe3QgHYV/OddX",
+	"eDUgEgR4zL1aWbUUkHoRi5d3BqW+AmNJJSZSr7MY3ofBnOXlwLYASStEQbNVQwS7LaTXEJplMFBZGc76",
+	"eiKVhXOGanp3F8tH8eoBws09dURTrDQwUTfVrWqIgc4QhabYO+YSWdildQ4aUzPVhAN7DWk11c3WWTWD",
+	"SpONLWIm6LsehnyZJjoyG9VepXFgRXQyY0lK/QYyTHFFuWOTkadJLUL8G1kJzettZk/yLVpzMKs2vBJx",
+	"4x11fYu/kWS4tzMVi9xmhmHYnxOQuIFX0BdOBLBA+vzYyEXgEjRnIAWYwfTAowXqQQmekouZGxH5jQS0",
+	"mzKs9EBHc6JjCg2thRZ+JIkpJ1fMlrRY406slE+oWYS43Vy9QCFZEQRr6ZGRk1G7vMtF8YhAWKXH+WM2",
+	"czbDPbicpXxRMOm1PGSM6J8houiA9HGguHbamaGJ3t5efytiJdCL56yhb1SrTq0u+17Gg9XHr45MA3rD",
+	"qqXaKuXLQb3mIveJp0rJBjsWvkA6SN+Qv4Wa2umwWgg8yCDiYaFr8mv1X3bX0XVrXJI+Iz56H8uC5RYS",
+	"qpOzOeI/C65GyeNskbBkg+7MyJrdnepf8AYa3coaorRtZn0Pj4+ls0viDDe0e+U9KIurLJVTqJV+qI0p",
+	"ntI7ptp5k+pZCwy88420mXdNr+cvGkZoKq2vUlfcyTru1GYGCQh1OzIWc4bzUgo86sBXS0Jd5Vf7dHSU",
+	"4MnZOQYJwlfSY4jVEZjbWWHN2kL5Fp2b4qatHMoljwGTW2urBwiVgMie1zTlSoLz2Gj9rtPXqhvHw+u8",
+	"7PGYwts1F2/LgfGvrWGHtKCZuK7kB+eznmHdPR2UDOHJzmPt3qk/lgW9Zpf6MtZ/vAPNvPIoE7KoP6N5",
+	"PE1vmeNr6qUg3ffUNDJWbJ50nM9M3f0jOw3n4YWdhPPwTE3hyM7A+eVHtDeUD97h6J0nh+XYjd4CQz9y",
+	"R+6tigt7YnZfh5T5NiIkvn2oPa1sQ+23O1CV65tQe2T2ICStW9ByLnEitYMpYtAA/K7SH42EgedySudo",
+	"5O34pJLugXGwEY4ugg0yCVrCW/WgKiC8vJSFyhgYp/92rIk25IdTqESnyWw904zFN9IfMH5F5QbZZ2XK",
+	"LwwrSeVW33gi9KFf3zy8ntmvlALsd+eGZoH8y3orbpg2XcsVYTpyo3ADGbaUu942SgfCsFoDbh9Zxvo4",
+	"qVQvQr9OraR1e0TQBt+iAC5u2SVok+sOk3cTTqGB9/A9gMSI9XmU3obO4MumZrnFgXDHsrZYEgbTZFLU",
+	"A41FDGYm1LDJJM3YxgHHOAD9ZWv084rpV6ygQNtqEYEzFpGOCToYKSWCFawepqCUyQMS0SyLRtpxDtop",
+	"mL0Ut6HVWBtXHMAisFm24fV+r14/xNe94b4gg5ilmMFCqNbtMrSpTYfo+FTDViMutYvWmIX3K2TfMlZ6",
+	"jbB7ZojR+xUybjXrrzH0M5uysGlUsk527rpaeIpJHVw4Qfir7QBbBgu3hgD7p8wTo7ucLXnsmfWSx9Nc",
+	"cLEwmL2kEzEOzu9v4exH3VGpytS85IBObYrddENi3OqJ8Xz2yFvA0UKMKpoz8pHKmGZHFG1nUKmuR6Iz",
+	"7aTHHm1VWQxLjN7oyLjj1xF6i8WiiAXWtzbqcafmLa+54LsHFcdjxSGvyw+lhfWxN4/pa62dVJ+WA1th",
+	"7jRrtKPWyGFnIQJ8FYLEIs9ZBmCNAFRqNFSvspjTu+3UpNcpveZCFmlMYjG3kTuNtTpQyyrTpKxSn9O4",
+	"CKFmN4qpigJRvgQnlSeqpXY0ncVZEbzylS9+iDvVdhlMfbZF5rOOwGO1PpFRY781WFOk4+Lv2BJC3ZAA",
+	"MiDCDBZiXprtoDRQsvxGagvPqFk3PGow+9KWbKyKYEw2YLzmGnZKm+MVywQixhQeSyumNQig1O66+boB",
+	"l0w90LY64NWF2d0gEAhv13WE7QyRkDbWdmNGXR9OC7NuEa4aX7uLD0MrjRdlDT7zrJLoqn9eG/NoPw6b",
+	"S7mm2qRvh0iqixTZg1AdtotmZQ681nDldw/dvx45XbN/Bzo8gWb6DRekzco9uDndr73Z1Xl6q6Sf2lmh",
+	"dfVAl4uDZsMyZQgrNuFKwHpqfJYdrPsEXmkd4JFy42UhH4Q1u5vCCUQuJpP0M7rgajXInz9//vzZs2fP",
+	"arH8D4LpMY5ft5bVGpielrvhtlSzC6jVfYMCQcvx+RZj5YCAaYnPLOMVjW/UkvCEdDRHjr7obu+V5ASb",
+	"SL5FesnFHTSi3yzTAODXsgGk+iHRRD8kiubfR47/Hs8IJxZSMNQ9qWfu8dz4OOolWH0KvwcvH6gyb9OM",
+	"+YuwqV/cOr2adNu7d4B3HM/o65Oji/dvPpwbByIEA4HXSVwz8BjglcOfUSO8XORZpMvWiVlagO0JytZp",
+	"TJCE5ektS0p318Xpu+pRTfmtSGO2s/diONjtzZPJVykY973jBAUVjW9ZQa62xhpxtyZ3La6yNG5C4QJs",
+	"J/SMNRNNLT9DXysuWl0vGTKZzYp3jt8ffvcmJD8cv35zopqu7U33QOOeuEtuerxOZQHRljaCS/eKecRV",
+	"lIkABj16+lStkezp571YzJ7qjZFP3Z2x5rVFntY2qr/3oloy7/vpp5/PC/y/j/NPP5/JT38aPX368/8a",
+	"j+XTP/3Lpz+Ox2dPNi2kV9nQxWaAxLiL+uq+N2D3rU4H+0YpUqEOAJD5OjiESiTY6j1J5tlCkkitXdQj",
+	"r/BWS1vWsWCfC0kwW/lphArHAYluaZ4qJe0SY4Ei5LUMmgRYX3geqv0TOWTbQPHI5LLtQwjzg6+nIgM1",
+	"g+KYkd1DJX4EM8PCr7kRPhmNHZ5uhi3VVYkEZyeTCKiYeSMy4e7QuFqfnq4ZmqezlFOdND6j87naSCye",
+	"hSiTbdVxanJyFXlzxVclBiZ+WMqTS0QnLQWi+zCAuawthNIYzX24/oPGQD5tItmuHUZVlnISxzYoz1kT",
+	"Uu7DgJVMdd2Hhv/eh4E61n5/4wQQMwXckxFJMSj44+u3IbnFqGC6SFIBmOnAOIxHDIqlzoQsoDr7+1cH",
+	"dfUwS2dKN1aXAIqPK41naUqQezUOS5CuUk7z5YbUBBhjSUFgpvdhUGFtE4etrls1Hzeut7dAFrJFU4rp",
+	"aPNM4/I3N8a98UARbGQ/fgGMBtoqWYJp1CaefRkHUNzsUr04Dkbj4JDTcXAfkc7MkseYcqUjxjTPl6Vr",
+	"knBapLcsW3Z75M9sKTFyUFEjY2NZ8ITlMhY5A1qTM8lyk4+t/eP+xNNNS8QmdkJmzuUe+wliXe9atzsf",
+	"Hari1Ww3aUN/Z0KZMeuwrLW5SRtn8La+3iZhcd1HEGV9Hwaeo7Tu0x/0Jz/gFyu0T2ceVarVZihpplZ7",
+	"zrXlyGs5GI56ZBmYTmyLKmyqztfmaXwjSVTnABHpeCwpZuJQ0sFvRoG8+cjDH6Jy/DpSRcyuUs6klS/i",
+	"XEiJpZ47BSReALVVQqLuoKvhfiuY/99IEn3eUe2aO4F13/7Jnf+Lcuf/ZLzKb0T2GGSrl/+HTVjX1RL1",
+	"zU6DfRHLvx7LlDYJ2VnDgvg/2c/vmf343YzDfr+ShQyMyKQgQ4xuPCVySueMJGzOeAJJlcavBSR4c/pW",
+	"caBtQt/+ApmjWDXRR+828TtUTahWyLbh6kbafrz/wdpuO2ghc20Y3TVOCWOHbvrLfGZzl09tbjpvOyIf",
+	"nR5q7vZ1ThuQAzZd4UrUnR59WJ9Labpxf9gsAM6+XJ6TNr+8mbMlX7onUOoqHXutvPZzj4nXQ4CaWqY1",
+	"Wmnb4XdvdFCnOSE71jH1dCLyHZvSoWFKJIkUXYp6xFwqB3TBf/grhrHdwQNq8ng9Kf7QH+f2NiaPz5tO",
+	"cjAkdQ9MKrm5FJTHGL7hmMC1cRxsnDxb/kKph1VWsB7iHEFeTPyphXHoOEhBUN87b+j66nnX4+NQ/+v3",
+	"obzUo30cOJOv4OJwGvIc/3NveRmbdc0+FwbrFiT/EKIFYjq3xfXsCvwkFjmaCCESRE7T+fwxKnStWpPj",
+	"JG+y4MYEHEkNjDpCannPI7KR6MuXwf19FKp/DOEf//Hv/9saPGtFxA45DcLgX8AMXakctsmcIACvKpJ5",
+	"p1iG4gEW4QbRdz+0y3nwWU3MO0tni0wpYSZDuTVIMTYpzG7lZS+kvB+g5vk2ADV+x95GOM9u6FDdY9NE",
+	"BxFFOllu9KrgpY7phLv5Ak6MT89BStIxURbKTCeb+QphtcOc+4jdI4M1bYkD3zkxwaYkLtPXV3lP5crq",
+	"aLYRL80253ADvP3VuPneX2fMIDG3Qjv8PpDr9UAfgmJfXcLWe+yu5EpB3tfcofm4tuhbN3QsD+Hb+vY8",
+	"oKH3+HEbSMd3NrKh4wlnoDqYQZe5QNjQAydr3tUG2tG3gLjt4L+fhYPh/R/+UQXnGm5O+8oBmztZGXbb",
+	"qFfRvV8Y2qyFKnzQ3vYKjq337my96x+dZo4QjqkOmN4aErryXK+Nvz7R2uIIAyDmi8KpuatkBXO/yAyw",
+	"0zBcSZ31VBa56leSuzwtmBOsYRHlNwrEOLQdtEZirLpxW8zwbooRFlXUQNB7eXVORprWAVMPm5ghKFtP",
+	"7D0rcfZXsOWNJkaQFrVMSDW7zXx0Y9tNqHm43Zn1V5zIqQts414154hiuqIs59Rfk37aolQ2LrKvMraY",
+	"kD5UCBe5d74Px6KoCQy/BywKOySdZLwW3RNLxdbxPcHt23hqKki1/3KJCSGJ741bccMuxaT5U2ZqFDV+",
+	"MWAmjR/mWI6ozWfR3M6HcKX7MLiNaZ7Uvtug5K+XEZjWPm1mMjfqR9NIDroHmPUpTwg2qkvfqvX1ghtD",
+	"FhdWqygzv6NJLmYRliggjOZZynKTaaF+upyxKMQ4GkylhismGS+6WFsSI+fRnFQD3UUDjITXUPcd7JtS",
+	"BN0e+UBnGI1jkwHEjKmeGJg/1YgwdkuaA01yltGltBWJARyFxTcssbUmHcRfeJUq/pdOUlt46BuJJf5c",
+	"HGH0ZEidf+wi7w9fbCanvFGjEROvqGKjOoYvamF0JoakeYAZLyym3przaaiUPxAlJFdUsmd71WiQZcFW",
+	"gVQ+4FxXBt2W4blJuEnziGNerWkcNg+yzDs4sy6spMjvaJ5sgbDy1nzhx8ZXZ38Dmx1cz7upQFlKrpHM",
+	"NxW93+ZitrW9oUX6hbZq0q++2P5TUwoiGrrBXHqkEeqc6yKxU8HVDRWGiHRkAQU1qEQCsbGEgvNl/p0A",
+	"ccGPV/wjoq4WYbWYIUq2BeO2whyKHFVTa7V++JaqkGscs7yrqeMmSa7Z/Vq7TkaLtFhgKbcyTVssrjLm",
+	"Vmh56dZn2XlZikml9pUJfr1JU4MXlbbgz0ZjG5qwakTBTsYdzYbkwJQrbCMJpm0gBGXr7Vjbiku611VO",
+	"xZ0knflCIn3p+lC4N1dO6RJygq6UYMsoRspT7gmaBoGlcUZ0RcmKOdPlQNqatooDONbZdWgNppjl1nJQ",
+	"bYNtO6GdwIbbC4U1W7bWV2oT06y10OlD8cLKppomWbEmZ/NseVmIqLa5u8PN9tYWT13F0XeHtS1uyMBN",
+	"CktvSlggXdrKVmUV3Bk4OKy2yJ3Wbeie/bTUNL5WQHTXEigo5D2Dy01CIiWMWZJChNppaCYRdR8qQ2Gd",
+	"2UJsKUSVWsWvJPVih0k1Jxw+TjnZe4ElzB4t3+rE89+NhIv55tvLuCb+5TFOtxYSC+1UuqtRKRDi1uT3",
+	"ndsowtBeRLPHl2ISkszWYnbSyxQtb7gvG3r3arNCA0nbRsg1KHwNkqRZFXElaPTjID/qNVycoYTlqCso",
+	"sfUOP21VeP/XNpM4CdBbbEldS2vumYWhWQsx0/hWHcfLVscP/CrTv7OHIIhr6uX/UTLuIBk3q9/OTNa5",
+	"rFAXU5dfMQpD7DpXS/DNp0nXZNYZynVQpWM3jM2RwZhv5wBg0yPvEVKccjIgM0we0tX9qbp6WCZvfbVX",
+	"Rbd1NaWV595TItohYKsFok2uRR0yxmxFOcJNzqlcR1c2wiNunH4PsvXv54rq+oWtzsTafdrez+RKCtsj",
+	"crlf15gCIpF4kk9pmi0gohbxUzTkJGIlPFgjOcXWNtdJmoWqEgcsIUewBByUv6RNK0SlWUXbXoiov+B2",
+	"0OAL/vggDXG5woVfvWwrAI3O8LS1Uvhf9oSvOtrn9LoNJ69JwG5S7lUlrgHsICQzWsRTk0cLqPaXaSIj",
+	"7UOSRnA5p9cyJIALAP9GVJ+yIJ96VomyLHHE4RssPnhpIjO3Rww3rThFAKHYxbYldvSKtKyrfJtmhQ8Z",
+	"Vy1YmugEOrt4RnTd78MP6uEB0TAS9Apx3HJdAScRDCuATKALHyKeXekKKfbUhnUCZpqkt7Yrj2qr3PBH",
+	"NHPvW2uDNuEF157Pc1BEbYCbv8y4Zw1pwa6FrzSULeVjXtGJee8PT//85vz4w3chuTg/fnd8/lNIDi/O",
+	"v3/z4fz46PD8+OSDt4LPlMpLRDCRLRE7mxQbr8Ri36FFEsoZ+cuLZ5RfL7yF7t+JmGZMW3Yx4XBeXL46",
+	"jXqrbPVNutUCbHzKbtMS27hWw0zXOjj8+PH05Ic3r9traVskBv1mEAYf33x4ffzhuyAMTt/8jzdH5/jw",
+	"8OIM/vH6+Ozw1bs3rzfFaNDHpgINe8r+CrGx6iFdSPjH61QCiggQEAgyXCfymOMKsZgrqYvdo+oZCcuj",
+	"GZZ1F7HvTyvuxyv4vknu3eLu3q1sET1NV/Udxn4gN1gfoL9cHB/9+fL0zcd3P4Xk4vRdSD5+f/LhzeWH",
+	"i/ev3pyG5Ojk40+XRyev3/gxGzHPaTVV1g6fVrhRswhHZkN8NXchcVabnczR65EfbERsyo2HkeaV6NmO",
+	"jpWFVALMgVKPyjQn9VuTxDi33reEEq1Fry7Oz08+nDkllN1ql5scNb3zHtna2OUbWhZWcsCfD0il1IVi",
+	"17VaF5IU9IaVcAbmep6/+Z/nQRjA50EYwPfq0uiv1U6trju/DRCRBSD6tMmZNUP8/s3h6zenQRi8Onn9",
+	"UxAGb09OzvFvXPYNCQYumPpMJOpevhWiwL/1Hn/ynthVR/Vd6tMxDONq7pmTr+PAQNhiYU2eB35yONKa",
+	"ykZV8JImJ7JvbqzgWeZ872HllRL+Zl5uL6uW5wdDbJtgwDiGrcdY0gbPTXEZ5qZc0O+jdsi6M1jfVBEV",
+	"jvEijakX4mqvAnHleB5pdkeXkkS1FnrRyiSTMmuh/t1a8JBVSsYFwJ5gHl+S0lb12V/LAipXPP3rnF2H",
+	"WMXi6ZxfAzwq/HHHruZlyYp98v5VV1e4eDqb76n38I/d67nz3uAZvgjZcmhYfTpPJvXaF1+5ekWbb1y9",
+	"Wo8MbYLIeDLb6m/1lPDnF3BJx2ZnmdLyBhDlYdjmDfyedBuwc9/Xq3Rt33royJX2I8cSW0Z4E9v3KgiW",
+	"14wmWcqhospCMlMmC0JcCULc+mqfk87zoQaTwfJlBvl2syro2sraKmQvfBWvFDkTOc2XZI61ry5O3x0g",
+	"5mBagNLQrA7WrBq1+rqrjp2xVaBXPq2rBNpad/1CsvaCvIcG55wadNhtivMuJKuV5l1wg5y+ATjPjKaZ",
+	"3+Xxlcr1hroP37L8gAgVqeAtKMx7w6GuhBXpGwacHAoXKhGUMPXdAYngvzIiMzqXWJbDAKlCUjC4lGhO",
+	"ZwxsdQIs56ZSRZNzYGurCge0ZIF52OvjEZFDMx7fEmp4H41Cd4SE79hXaP7IoEQhdK+mkS4MB9YOswZF",
+	"AzBljDPfAuSahSkzuHvNFkoDTq3e28+D4adH17Ov52+2Jrm2COCr06TqbfszpnQv0qBUOjuhwXA99/yE",
+	"sxJWSd31ma8As/6hipy3zgOj8Tge7oSxm75BE6sgP8umll7Gfpwo0WuSlkF+dkU60f/cObuNd8wCRt2Q",
+	"pAlKapmpTKPurV4hWaXtCyA5zejNBVaouawdOS/8EvNToR+nWA1cd6zt6yX+mrZI98ghcEILmD0i0ffn",
+	"5x/JeNHv78Zo0IB/s6hHftTw2hDjp8Soz2DL+6yxPrGQOBdEx7iNACe0MGCRGj0acwGmAtEZQRvKMnHH",
+	"gOCVsLxXUFlEZLcs0THEisPrR1LRQ/TFaLaquwQMVmuR1W93QxIpji4WxQiGp8uPY3TGoE8kiwVPZBRC",
+	"GQaTcqHHW3uq0eWu2AQKoJh1U2+dvzsDt6ecKv0bV1w91+De5glUODCk3jD8tYhvFptoc67HPheXOSvy",
+	"5eMvCB6Ey9jiylbsE+rAaBuiviEaqN4tYN632nDOwFlrd2JDjDHmD+X1snH3QpcoW4ZOVefjNl+9fOZ2",
+	"1WhNfWkrtGwFwzNU4qNmpTTLNihzYoFY78NHeXfrtH6dDaBFMPxUzgegijxc+2xxpf68MvBqmjB0JGNl",
+	"VQrDyzV4n9yxeDY7yJa7PXLMDTC+HJlER2TpByXovEUvSFIZQ/R2LRtezHgaT2nRMzgX+nCq3W78Jhmm",
+	"sG6fMs8qCFRuMPAGTByXcl1GvF73D96YVr3q8KeOkbf6837f8fFWSyIcnb5H0SA3gOBuJNh+/8EZmg2s",
+	"nBYHdHVw2yRs6uVwJ+4zJBt4SOm81yMfAIYTkSKlLssT56zw+e9AwLrUJ/ZSQyJtcNeaEu59aJtrI9uP",
+	"l4u0F+SyLc7AyAYG3MZ8gA+dVbIaWpoxg9C+GbPCd9vMoqh9DyF5X7J4UaS3Vhhnn6d0gWDhWUb2reQE",
+	"EabAQexwNeAJRji2GEmZpVEb7JcmaPcY3rDIWVvc01Fz3CABVQdvhn4ANdIKBGHUgpcSAq6WJGc7sFba",
+	"NbiaC7adGMB+NiN+NKuH1vQoH9/aJjX2XLJ2HwYaku/hF2CDWny6S6jB55MfnEsaegmAtRSg8UUfs/Lk",
+	"N9exuU/1Y9a8uhVqUFmZFWKGSw8RttFvmP+KNM257xs00RzgG/39wy/sQ87Zo46Js/1b7cUblzRulBGO",
+	"NBMPgmzQaEsOH5gJrsfTngfumclvKsBW2P3jhVi3ucckfbeM7jePl/SMC2FbfcaebKntlFBZF+KclGSt",
+	"gVB/cdGoVWyAQ2l4pRL3SyGgchc6FYKq2W4hSD8kNdJK4ozRXIdVfp2L8numXJscix/TYnoGMrBH4AHq",
+	"A3J8LgpasB2Ulq12H+HfYOpG6BQIHlLKfjuc9Ne+Ty2DP0uvwe+gh9z5/v3h0c7Z94fD/Wfkhi011htF",
+	"S93F+dudF+Rqifnop6xY5NyUQrxaajLcXAgtvbWnlH3N+64nutHFPwcUTz9dW7WYf2sptVimO2ubiFKf",
+	"8OVfAyteD2ujqXshaE61ZQpDn6oYKJ3vz88/npGcxWI2Y9wg7DexX8BiUcF+geppOvfht0R9udgI6KVF",
+	"yVYf13XslCfi7giMnr6Qh5fttX6dwq2aP4TkDprTRtTuQdVFlnLyUeTF4nrBJNumAKcnZh2o8gYHy0Ts",
+	"tR8nJCyLPC2WZ4o26WgxxT3yw4Xa0kYkgHos8vTvYFEZkVfwrjapHx4dvTk7uzw/+fObD9awfi5umIbB",
+	"0QK/UW4jfaYiLGqk2J06nJQnEuJMlhpUArNH0ROEzi2T7jdn+SyVMtUhbOrRQmKBoWWJUNgjhwRe49eh",
+	"sa2FBB3JYJk3GY6FGiq5Tm+ZJHv9AQBg6MXD8uH1aJVxcA8WbiDssBewHOV5VscyuFfrnPKJqJVrQe4I",
+	"hXg1pJii5N/pJKMZTcGrrDMXmmbpp4CFcPjx2Ezd31BIKAG0DhOGQeKFLMSM5TsVj7a2mPTIcUEyVihB",
+	"BK0PYz4DXbSsoli6DCTpzGkK6v5fTnUoL+5ySFCjCzXqcEgycU3EoghJlsrC1jaEvYSMIRmOMflTF4CQ",
+	"3RAvnQN8ABtvAqyNw5hABjXx1lwmnSZuIARPCj7mbvRKvf6y+6FbF1iXgUEuiTmiZhzlzOyqqjnBQ/BX",
+	"1UPEZVsIjWocAzjgXQyycHHCQt0/wnuNuc8OCI4kLEnuWsQ+npydS6JDHOAIoXDXG/MxP+ZkTosp7ooi",
+	"N7ocn65qWla4loW6prbAq0luMzFOlR71bqBjiydjXq2BrdqAqh5tW3FAxoEbvD0OTNABAl6UddAaTYy5",
+	"hQO5YtMUyAYtbCw+OcwyLK6iRDtFWhKbvKcJjm65cu+RUMCC/cu/EB1mJtWfT8gbcJ5GT+k8jYyF35pi",
+	"t6WeWAYda1aPKjFkf5WCRwdjTgi1veg6wRaPC/HKbd9HmMG5c76cM09j66ik6stHKJ882esPnjzZkFiq",
+	"JYqeThnNiunfo5BET3NGkyX+U8wZp/O0t6SzTM/9KZVLHpcPOWMJ4QJHcEA4SzWmlBpeVNYDN66Xp1/c",
+	"qPPLNLmPSCemWdYElQ5rm6wTOtVNocUiZ108vKobuINPv8Ag7p9+MeFJqm3/fcW4yQVX7B90NYzpkvZs",
+	"2UPRhSWy6HEpVwJobjLy/HByuFQIKdcjH01gjbRQWxpDFQavE3k9J8BgOOEJ0rhzF6fvdhhXlD0JsQQA",
+	"SobYlrXgffuv+6/+dTgc9ofPdgaDnf7gX4fDfx0eOY/U38N/3X+NFz76eRyUL4+DsPxzOBwHn/CkXGiQ",
+	"7fJIG2CcnFk8Dn0NP5aygHpSuYcWGMfIfxpjz35ig/HVjoY6sl6fjxqqTvlRdEAofjHmdzp8IC3ItWKe",
+	"6lbs+m7F+RTwC0zhwwU3u69vCOwlFwXkt6FxQgP1zd0JduBuK9ai9gVu/h1Y6Wk8xaADCZiBkZI7eu6o",
+	"ZdQdqQX6h7Ni5B/kxMxSkn+M+T92dnbg/9R7ToiAvLxN2V1E/mFZnflhBVsnFa4eOvUfTCCxEg2aXaHY",
+	"oTrbRLYA0aJsGnDERSZ1u4ZHXyqJQjUJkkXtt7JDxeJNVYRyZCVbbyxD+ZP3dRyv+gD/VQ8nxG+QEV9C",
+	"2Iecqrf1P+H1RnSX7aliqGqMrRJCZYbXSOeqfVaKKBCfoqRMQ0y+kfbXHUixKs9Wt711FGdwBaxg08Q/",
+	"1VPSNjdDxatjqwg5IbHOdS3IhGUMk3Ou6i3iSVJtGrNH1dzW8ll9I0NSMKmOChhMHF9rWwN4YlUD+C9P",
+	"v2Pu6EyplAsDgU1x/mJSVXxyEtEsi0gHqrO4VI1eiVvWtTqYbgvje8bcbSQWEAKCBV4cennHcgaMnjcU",
+	"LpCkbhibI+VBhQ1inBQ37qw6BAi+AdEy8NmUZUn7mewaEn+cKOZaMB4vYZVc4izJjOZKNok+76TmvQLL",
+	"BUOQlZAGZA33W+QasRIoga1aE5bnoaRF4ZjrU1sVwu315Hj2nI99Enlo+lJnhsxTft3VRSMJ5WMeOfPb",
+	"+TNbRro3JP8YYFuT9W6YTtJVm3Mn8htEqipMaJJiMTeqfcVzh3sYIR7C1hvKMAIJcs6ogxEJoK+qbaNo",
+	"wwPTd8cuegjaQqhFFKqhfw4sv06ZHHPoJ2eKnWqZogSPxHc0p01zBNLtIgu1/ZoUTt08odc05WE5Wlwl",
+	"d/2KnVM2z+gSIvLUAQgrbDVVkhFnpLgDhffcnbFe2CSdTFjOeLniphrUkyd7w+GTJ70xPzTrBsdKidlK",
+	"HsaIgjIkWmkWRZplJF9wMNXeUVMeNC1IZzFXGkcZqNc1a84RvGYJplulq6ruIQbQGUn/5ZMnJJ2olur9",
+	"9Mihfk9MyN7wJbS7//mzDQlW5yIkUsD+F/nSLuiY29WonC04Kep0AzArFkTXTglc3/3+yxBamyykUsJQ",
+	"fgJ4xrBe9BkVxzEvpW9UVQ20k92sDowQTRG40jo2U7VHFxJL0lVnYLfTAL2JyZgj+iye+lTHVaUccboY",
+	"L8oQ0PJMNQQxRXYcSUlvPCOgIdAsW5KS9qCVIVtiHQiz6kilRq0SjDEujLmWPjp4yHS5gxlAWtgpssmE",
+	"xUUXV1dLSaQDQqBSchDgThJKuOLTNFU6BOoiGQXhIGFKduVoawG+BZwMLCeWLsh0NlfzAB4nzf2rUZqp",
+	"AMHcNANLI6dOzOuYqxOnxwqMDOoxgGyoBuuU8WqKcYYFQGKCI+BDECOShVQi3TEYn9b82mGfgcYCA8to",
+	"yncgrnevP/Tadrs98iMCuWm6M+b6lCtVMVnETLroblCc15iFJ3SWZkulNtO4yJamhpkrPpF5zjCEUGo5",
+	"/C18RP5BjnXcX8rni4L8g5iSCIgQ+hQD+QHRyRXRjZh+5FrlIhOIWND5/EnUJf9Qt5NEX7S7QbveQ8P2",
+	"7qNN3lDdnEEOUlVA1l8227JMNWEFTTP5J9PKuZUv4ST8g+z1+7UW9vp71SfqO+3+IDMbHqPeHA7dvjA9",
+	"Y0S+gLI4Ij8bAf/T/ebTPHLFczio1WQ2GLds6xz6+Y9//3+0ODe1TAzccRMgnYaxwE2xcd1Q2wRLS9kT",
+	"k0otgim2XcpmV8sxjz7v3NqsnR3sJKpmacZixiTipkVN10iE91wHMxpg1mqCTirHXJuGuiEIWFXfTEQ6",
+	"ihAgnpKhT3c5WN8xOZ8vZqFO8lZNZ+AwQjy8z+5IlBQERdujpxqy92nERRHhDTC3FdyotnYQQRhDlO0Q",
+	"jPqK2ZK4VJr3jYoOtFyT0zFHxKyUa/ZjbcoI/zkXOUS85Uzr2htB7ZaEzVoRxtxYQ/P0elroMEE9snIH",
+	"Q9O+7g0RsNQZOqzwryWU0YxFnpgMXCMUUFmSiR5psYIojqnJ9pMn+/3+kydj3rBUHHNd5QkwUHM82Wij",
+	"MAZ39nmOIG6GQHZKrpxKxdOuARkZ4lGxRrKStsbcuhI8CrszMLQrljfT5pwnbJ6JJVyOfMFNBcnS8i9y",
+	"wzC+s5AyKEIA78ATQ836x5Qb25fFjAbJ6Lr+MWF8IvIY5LvZqIF4iUjU6pYas/OYqybpVgDUBySCfX8v",
+	"EnQeKlk1ppLtpFwyLlOMzeSLGelEh2dHUUii12/Uf9XtkbH6O2EyjrqqXdTo1Hk6cIiOvehG3tXxVanU",
+	"uxUZmhCVnN68JEEihYxUtJTpdcyV4IFHPvpDziaRu4gi13d0Rm+YaaokOSnQP75TwoJSOebaIryjyAiq",
+	"UUgpr5amha6WejNWlGKiUPJpqkQ6ENCcfS6h6i1sNvSyAjcbTaY5jQultsmn2EchI3s81FE6X87ZGY5Q",
+	"D6LjGfwfyylNWBFPu0iXq+QeXDvqVCtJUMlaSlQimdp07TE1h/tdqv0Ob+wmW0JQyoj8lmVizkYk+hIv",
+	"cqXUXM6BV81Zrv9ViIJmIQiF+klCCzoiP/d6vU/3UUiSHBiQYjmqYVT45qWlOZojBTdHZGAgXFn+EX8x",
+	"qGYH+gLjezVBSs1gpFTGUpQZ9PthzcI27Ic1Txe85ARt7MM3NcvXoN/v9sghmUPNRSoLnAuo5IZ6cp1c",
+	"Gan5R2adbQiuRHaeM6a5GTIKxdVDk+dqs8cAenSEbiFHXsmZFItcSZGdiv3U68OrGrOakwqV1A9OmmV3",
+	"BDb5n3766aed9+93Xr8m338/ev9+dHYWGa5ieFCRzhj5O9TxvTg/cm9TxcZPotImTwZ7o/7uqP88OlDz",
+	"MZAU5p7YFDubnK4aBuIyS+NcaO22tflz03xvMNzd23/2b9hN1ZdqTIc4XzhgZtHmdKl+kiNvdnzTc+H2",
+	"PMCed9T/72MKm2dg/xaVt26WGnffmas5jMizft+m9QAfQPgP4thbQiKnNEcqqVQ0pRsspNbTHc/jARGK",
+	"DqeFGi+4iaxFR2nzmH9+qtTeHchzjEjHmBDAd+KRlFPp6O/gxhOk428M2zgx/lTJ0KCIMS4ja0oy5Mst",
+	"7w2aZYo1gY08Ba1979jORlhVA+po6DIaWCsjLOkglsboEVNjQZuIL07fSZKkJtXC1j1Y8Aw8vgSFbFsw",
+	"AfrWTloi079jFAGgdIellGZyHpeo8EPNaogXosnItWeViUcw2LopS3XfqZo3HbmrMNXQZ109OzLPFmAM",
+	"msF2TxlNQuuRNKdbkl3y/pVi3xnNrxnqu+D71WRrb7Dr7c8spWIloZ6T+kOL76hnotLQI4d5joJkoovU",
+	"S8xrYhKOoJn3sz2SsVuW4ZtK61f0uN/vmyABtfBZFuIGYARVjn/AMtZYB7ID18cJZWV0Zy/CwcshRiwa",
+	"7ytQWTEhVuMo3x6G/b0XPQJFtClf4opAz9Z06dgrQ2PkKdlYCENUvWh3q7vBYDSYoz2FJxiPAhl6XRuV",
+	"huo7hlkadePDxTs3QU3Jv5IZG5k5rg2dwrdFmGrmXKgjwTVDd3IJ0fiDIojOHMZoDvUcHfdKRVNbs4Ay",
+	"xiV0maVcKVdn8DrX96nzbA+a2B26rOIA5FIgUmr0eN9dK+nLuv/zPmpSmhEZQOl5tWGqL7sIhtpqOiaN",
+	"Im1zkuohLYUwrPMKQyAl6ZiqYTqXHSKTlXhcS21XgjM+spy+fOvMBACUjw4x+yk6sMLVgeVAB2XEwJhH",
+	"ckqH+8++jcgfyZR9dsNzO2goC0mtY/JHMg5644D8keT0Di5Qt9vVpSBM7qk2rR7KJY8PPx6PuSWaoKwl",
+	"6krUYyd6Yx6EQZbGjEvmxJ99zMU8T1lBdeJsWmQrwtIOPx4HYaCYMkaiDXr9Xh+CLh3fkK4m7vO4lQHX",
+	"Xnmnh9WkfT4zKI4DLrPNv1zodIDgwvHWORHOrsNOTLZo+DZld8EoUAJ4m+BW90sikpMjzWHLPu+tadkR",
+	"B76RZakPxJ+q+cnVTtI0b/ORa/gYCMHzh8rJA5TyqxbYemd6eKeMJi3NhNqX4wkFOKiGAui2G35yXR3l",
+	"uuEm12WjQ6Ir6jCwWhciD0kBxX4nGb3GMlNNd71Z1MovPZvgZtzuah21Wy/2VVSZQF4E3wFPgWg/MrWo",
+	"AgOa5okbrLytJBaNGl8JcLwSxdRaFUyNHL9/FY77iuBBjNoz7nfVYVt79bO4cQRjD2KLtaobjILdXr+3",
+	"i2BhU6AOYJ5WarDqfscJf54LWfhrtZRGdrD4F1MbLnmTciX5NyM9cXKkmOZicT1tDRJV5N8b7Ol+2Rqe",
+	"iA5E44KIGmFVIQTPRVaQeKq62QH9Eg1aWLQNHHhgN8gYrjbUntCcXOpnrry54AnNlwcG8AZUUVRp24LD",
+	"Dkhk0O8vUXay9iVoU6kp2kdr4PcPSAQ2nsv6h2Ouv7RyEQiDCAEDkh5KkQdaZhIa+pVWDJxOPJeuSdLt",
+	"Vd3HIGAoYRvFn7rrGH9GWVprSHuDXRAenjx5C633lByiTgLLL2/Y0pas4nV0O47GzHpFo44bCkAi1URo",
+	"/ZfwZ1scL2hHK8rhoWmJxkVlXDmL0znsOo7wYMzRYwBENHRAZdvgta2nq4TW5sLFc8HP5WIyST+DW9MO",
+	"xOA3RJUiB2re9lIgHwMhEKQuTOJUr7h3p0cixiGlJRpz93VMLqs3uKKdw4JkTCmVIG9OdGnckETq2kR4",
+	"u/zlqZ0pHLSVsAaTdaT+pXZrzO122VhSS+zUzTW710X3fKz94wXqHFBb0LqwUQ8EibcyIzycaITuuL7B",
+	"bu/JkzEf9Agi8GF8ijEyO4DGXrjkg9I8rlGxZQMYO3RaU9J2pSqHiyzdI68UhcUMyYqKrKt9K+nfmv2r",
+	"5oknT/b6/SdPjDcX+ylLhmrURFgXrdhcOFGQpPMs1L4doPQZjW/UPHFOjVjZYa+0UthUnEnO9JYoZp1m",
+	"bFTfFBukMdzbmYpFbrJ3FE2bM36A5OoulTh8E2oRfcERe7yGnTK/p1uPNjFV9a/SDLKZD0v265wX6CnV",
+	"rD6mEnVeG+sO46aAGAZu/Zpw1Bvz3R45F2SSKg1+UVTgtqvT82UqEH9FQxiUvTonc8ZZgolT0QHo4FFZ",
+	"kTHSIeHGqmq966AV9MZ8rzJ1w1Gsqky1C/GKoc/SWmPt7apVn0XTP9Rqx3E2uNtEveAU0L61NbZNKe2Q",
+	"RF++DOEf//Hv/7u7CeMjBNtF50e1yWopbqWoqX8fKFItcd8gBgi8LkocUeppDKYnYIFGfeP6NNgY5/1e",
+	"xX6GJSntUmINwalbTFutT6WctsjLatqpJOB/KFVJrUvj5MBX3CjeSTq6IFkj6e6gTgxxWN9IV+Cc4kXA",
+	"GwipC0iwTPEj3Fv1uslrKd2t7nUBIQFOw5xKWWZsmDMKGUyarmEvWAzNfQdNoJJ0NrVCdnWdnyJ2Y870",
+	"UofQjaUYZL//sldbP5Mi4NTL1OYjnVKsJ2F5f4gXHhm/2TfoR3dN9UqSQlzjPccL3Ni2g+oyY6hYwpSq",
+	"l5T224vTd+pyXpy+03yQELCrtPJC1DWM/K62DdCwqBbQ1Xb3xvxZj5wteTzNBRcL69vtGNHgW5RLuyEZ",
+	"9vsjEn050wreexNP8Rr8UF8M5NDx65Dk9O7+XskX5UO8lHpp7SZ3RG6T1rol3Uh0VnShRKI8Z3CwMqja",
+	"lCPwkjwgkeq4l9M72LEkpddcyCKNcavVulMkszJNSrzVnMZFT83F4HcZrtPINeGicEt7loUoQT+keP3N",
+	"cEjnDb9NaULJf/xf/zd5w4ucXS8Y/PEuTShIo29pNqVdHYaop2PUF+AfiwJNdMaGgSTzRyMz2FWbAcLZ",
+	"LQNrdRVm9AoyHOw23lFJMiEL0ikrD6qLlkKBLhIvih0xmUA3jrKlBFltTMLoLTiDUsyY5pdcPcGqu6mJ",
+	"FyulC6T5w34/tDktJDpzuXKkuojem6gSSZcGK0gsCsVZMPECU0tAO3IOEnKcUWXasqBLiTcChZ/QlHfE",
+	"MhLVeDi9aUplKzLEoCSvhSnayOCtg0bQJfhqcTKNMGATCAokVNcVHPPnPfIXyBhv3ipQ/MpLZYUUxbHV",
+	"VkzSfGYOJ1WyIajUNL5RQhYHn3zMIN7HHnfUcl312eYq1vzNxZ1A74rUgi7G7Ckt7D0GEanjOqOZIp5W",
+	"BQzLWFG18WCttrl7nUJr2N9IG0lRCZkYeTUYq74gZTTyd9imCmgNFF9PCxuKi9FHKYdwq1qoT8eIx+iN",
+	"KuOTum4gy8t6IIvZ9VpixZ3IE1j1zjj4aGbvaDHjICRjMA6xHLS/xm8afsr/Ywn+CVqTbxWaH7W9hUTQ",
+	"EDiYkd0wR90ZBwdjri4Yl5DzOA7qG1XRNKvt2Da6Tnpi+TIWk4bPMVJrzI0jr2xDbVioo8eLqVFjQOtr",
+	"7Kb6s0cOMykUEx9ZKlGCOuWEjnkV46kSmBWW70L9V2MxazCAikXOelHAP2niq8dcS9BuLF3FkgFd1MKq",
+	"Gze06lfGpXCjtNFm5AZiK2FS5Ol1qkRmA9nHRZkBrovjh+QqE3D6beMQ3wwyLs5CxwR1IYgw5STSkaBR",
+	"z/qIPK5sWI8NnOmk03Cmj7nPm96F7vpD0x11I4HBdmeV53lGOfnbQmBWsC17h+4T6546Nlba97YseOlH",
+	"bK0bVb7y1KHyf2bL4P4TVm9gsgBkF10qQBfGrRsVHRCNCliLC1EmTYH7oKkgl4qDWoxSgwGXrnMwAwdr",
+	"yjFVBaNgf38wePn8+fPnz549ewbF4YD1BCNUjAOv9AsVU25FGrOdvRfDwW5vnkyC2rtQAMhWI1FfVquR",
+	"6AbkU7cFc9mDUeCQHp9RG2pT7g4Q+xWvkZmN+l+/3x/ApCs6HyB1cbUa/wK9IshOuegIAbRqwUuLRMqt",
+	"xFi1PWy+1q2zXTknRCoKflI9YtTrlEoip+l8zhI02Jfs/TuDqFtO6sJrOtc1soUxT/pmUSL0YjW46uwG",
+	"w/7us93+cH+492ww3N97UZviqum9ePHihVqYcnrvGVIfRIUvBNkl81kPa3AgY14LFVteaoMgoz722O8r",
+	"UDa+6eq7sHo3EY0m6CDqC/n4+i3RN7/7mIX4HoIfJFmq/daXphc8ZBXem5mXy1EpNaM2FR7IueASCdKw",
+	"39+WhKFsrlO+q0fPUSHDChv9pqGLuOfvtd6jUrwPRoFaAguQGpxojUAz+lGLKmTFHEctCNvUoQNI8VKH",
+	"0JS20CpBEGq0V30y7iu1qMrparG+44rzXXdiZVkjPRNdpQo61AZarO6z5HHrUpYdwGi6a5fujs7SpPf9",
+	"q+sPH84vPr8/v9n98Pd498Nffxp+mF4cHb5689Obv/5l8Je/XwxPX8d7Jxdvj/7SP317+tfDz4eH334b",
+	"hEFO75zhI5tU9PixLSvmOTOhCpeYpaPuwN2UFlJdmfvKpptFk1g63ewJnOMH0gkoQgYf10o064OD2WWk",
+	"ZvdAkc9nH1GNm2/VlimdtsWWQLSVQ8maaFdYMse20D3QAlZFOTRRVxX1UXWKZy/qAqnY2+YWVw/m+So3",
+	"RJnohZpMCR1XcUJsTq0sqndzB9CV4vjUVEfW2zDyDcPnXTEev0dPChXppj+EGjRsC479zGzCoG36luQ+",
+	"rSO4wXfD2uYpzvAU5N4qCFtJRJTQKybIM0AOrkjA5GJ+ndOEOb8XAlPAHQzYcsfqeDqNvflYitpOL647",
+	"Hb2YWAFKreb/ODv5oFdld/2qvBX5VZokjOMXL7dkSSn/qKPgajSUzhipWWm0XcqJnPMT7MNqCjeYdOpN",
+	"WSvXFVNcRFtjWHKgbUZg3OuVoKwlN7mrlbQrx1zzc2GVurYh/pVyllGiznShNnbGeCHUnxD3m1NJmCz+",
+	"v/+XTFg8pQntkTf8NmVkMSsVC6XpkJQreTF3PFWeUW98ySv1+jynaQM/4ErHH67JyDruFD+veu4OygR+",
+	"44/gsmA06ZGTvF6JyRrEmga9tg12jEhKhEBYCefr7sg9AeryabwHRwzB2zHY4HZ8xIjFcyHe0fwaqq/u",
+	"DYfrv6tqrqcMEIrh45frPz4X4j3lS1M0S323j1xmTac6Gw2RyeCrba+zNh99tBK1ez+MaRJMSv574TPI",
+	"gWRhOPEp2g+rDeuHda7tdqFNIjidhAWjwe6gP3ymRGpEOQBuWrKwKSLM1K0xQRm8aSj6gms5ACAN3Bqz",
+	"0KQVIYzl0xFvsbYu+1y8TTN2kvstCx+E0VX8S1YxOJJ19sZttDQ9Q30cmsTAMTVXoOdCNObepiLTGZda",
+	"9H+64I3wtrBungObVmg4vLa+tZjZRF6vhOA6pqrGNdcw1kVd3GE3hua4a1mvgqg2HyDvfzabDwB1bjEU",
+	"o367obrBqBZ6COVTXaOoERzqx2DrvVUtN3KVg9F+/6Warhc4R/V97St7/FFJ+pCYaSriVENla6G4mNJY",
+	"UmUsawxJIVAMrKXgUG/MIwTOi4hkNI+n2sENflsj7oH/O2qWC48UrV7kvFnXXidCato95jqyFGZRVicM",
+	"ScrjbJGg80pIN07CBpjB6HymyXepLHQFchNB3zRR1vE8Pxd6nsbvXp8oIIKrdyGDwiBFjAIcR0X4c+sC",
+	"7+97Ska3gNkWWu/24ekM9/ddPJ37sFGeFpWbb9E5oWuu10+DDoY0b9ly64JjLK5vgiX2RUO8dRBZHlJb",
+	"fRXWkbYc3EJGknNIUrn+kNSOSMu8mse2uokrYQ43g2z0w0E2pi3ygsQiW8x421jBaPlqWRmgxZlAbBMD",
+	"tu7inWoUE7uBbbAjdciSTxue2RMclp2mjlJMk1BDVS3yLDRn0YTnqx5NiD7+u9q5WqA1DoQTkyOusTEO",
+	"ZbzJZx8xI1d/NOj3N/oIBIJPjzHywZtO+jGcKbSi/tyCtsAXWVYFldqtYkg5JSRJ/+Wo3x/1+x6omVHw",
+	"2txxLzyT1rsbQDfGfmvQD1bjrcX5rGdiw3t3gqsDVMNaGvYR6Wg48CAbBW6y7e5obx8n08AsKt/rk0F/",
+	"NBiMBsPykjQxz1zMoZY+qj6XNRXg1TGwieKwiyaPPBgN+v0wgGTyYDTYXLFrgWHx6XgQqn4NN6yWcvEo",
+	"U8nWxoRNFCU9rxJW+S0ctN9MV9potKbokJGsXUm0Pd3JET+tuPGpIWr606haBMO94VDpVt58kFMdISgJ",
+	"5ANvWel6leCn60Ji6AqGgEZQyccIsq3Qg/A+xEnWXufNgEkvHAM5xHRNzKHNhJhf0fgmJPM8vVXKyJgT",
+	"kqX8ZicTMc1CcvTdh8NznRRaUChjnUOZMjedQuPK6dII/BqHiQuBIzUVNw5siGDHYkwjudTok1CvEFGn",
+	"TaKlk97Ws+WrLGylGrBFrtwWI/OARPOUX0c21MrpErPTPTJ325TCNdjZxxCbVeRpXOjAFh247oXl7kSW",
+	"DzyJuiZ0U2e0mEYP/OljnUjxiSdRaIsx07jopbO5yAtFa+cZK1gSdW1dH4znK4Qu5FIpFopF1kpIUhzJ",
+	"zNT9KWUvLBTu11RJpz1D5aAe3vKNxAqENjImLXN+94ZD1Y/2NmDQl3eLOuOGmPjy5cuyBhb7nMpiHOhd",
+	"1ty4urOhrSACiGAmOVi7MirQlxohx6D4wGbT+ZzRXJZAPjqc1la/G6FZHoP3yroicKg1Rflaub0w+L3h",
+	"EG9qZKOEZ6UFoxCCZIJfg1EBaUz1BRtN51MFMd+2qgz+ZuEqrdBaCEZvRS80VWwmefmRbp3nlTwJbfr+",
+	"tEpk2koeeoSYozEMN3KoD7ZbZBOgsGKxN5GsncovPskaRfRfdddqMvUqkRpH15Cg8fH2AnO5DtsekFJb",
+	"/NEjPRmdsIS/GgUvJ8N4jz2ng6sXye7kWT/ep0P28up5sjcZ9F/s0mfxkO1fvUyeT/boIN5lL66eJcNJ",
+	"n76Mn7P9q91B4CBS6fP04FPqoKd5RPIzz0xaQdO4uPu1JfVNZN8qdTsu/X7/bUX9o1WFrFul/bXG5raq",
+	"ECt0gDbjcENibLUW27IhRjSt3T7K0YyccisZh2VhPAdYuyqRosA3woyaMZdLXkxZkcZYXwgchxpZr0yk",
+	"qU/i6Zc0uX9aMLmZOdpr5j0061DFX3ysscbaZuqg47bkl654Dfkb1KQXm4IKwWgF9W/a/w4rIRFq8a6W",
+	"EDtRFIwnFGqrT2lxJYoQilFPMnFnQjKwJklrr8BXfD1ydletL5FKhxQ32qvyI/2er916m7paBWCNFTnl",
+	"csLyHMV1d4Zr+zTtbNQpMkzSyZkU2S12HlMesyxjSXf9/LSbvdGTLUrcXKmKBax9gX7ACgPijmPwEuY/",
+	"aiDWtuY0U141IBvyaXQWWaBjzNsg/Hhpel3VLOIK3AHZ8zZ1B/id6xrQ0YneFuC3FU3QPJ5qscn7vf29",
+	"2YZJCEEVk0xSnspptaUWJRSE/IcJEZYkIS1qj4878xgSfm1L3n9aS5zHCvML2eHaeDCwL2S4WKKpaahT",
+	"t7LpAnUyHmUh5lDDTfCYkc4cI8kg0MWU6U9yMZ9jrWfNI8e8FVqlBwW+bTpHFVC8YmKAwB5AiZQu2dBq",
+	"kY/dYgGqhir9OEa7RjnAaSUPFujP8KsVIZIVCT6HHUv+aU//FW7xawMBtJWQvfoq65u42qi+lelH936M",
+	"DGG+8GFoIz6GNZ1WYNY7EAVnKv1AcWPINTIixIExemFMnN+8rpEjwfal32uDAMa7DxXzvYEZcgTW4Khm",
+	"Be72oJorpF8ao6MOll4Pzz4iUcUuoWvPGIx2TDOuWU+iMddI7Stlfw059VCyNuYb0DUsj+ehaw+08NUM",
+	"QtuYS57eDh9lUsOpfPUclbUmta/mrH6ESW0DF/TvygP9MIOaPiFr2KZRGL6iHWytGFvp+Z8c9FfgoBcG",
+	"TvErclBdhPKh4vDTsg59q0XqtS33gZVkbbpyFS6OszsmCwQSw3K7jBcI8We+7BFdjJYMICllBhGrBTsY",
+	"cwqACsPPn22Gj1ODj5K9z5/RgajNWXv9F4pz7A1fAjBLWdJD188pMcqgwkGiUVfYmHMoz4TDCAkimu2P",
+	"zBMy1G7ksoGQ7JpnOqk7JHv6yb5+IkOyb17aH3P9sEci3IjL2KBj9EumqElhTq7pLStn0IOSKUaZADy8",
+	"5yShS4lfavowWWSKVyZkt+/8iLFBGxjntmHPY76d2tEM5ix9kuuiOk+gTEPlmKXSMYdCBVSbCrSKu3jj",
+	"Im/RaeON+8RooE1i6MBM0Br2Oej3twn7LPfTzvugHvSp2V5rvCe0wZIHRXyemW9XxHxuFaS3//uI0dOL",
+	"GYyG63yFA/AVmgzEDV5CgSnoX72Y7MZDtrOfDOjO3uT51c7L+BnbGdK95AUbTHav9uGjBd6Ny5kMRoMX",
+	"e2EA0QZWdFprfkYZ6PnzF4MwUMTrErJqHN+gQ2OC0VAd4/JAaDHCWY/BZr7TynpgP19h+v2+Gp5egKBI",
+	"Z0wsitEq8h1stUT9xhK1bGVlzaorhpleK+IG98uwweG2EprhpZuEDCL0jAuo4rLYf0psv4LEBpXD6/vw",
+	"y4UPPtjSsVrGw/LxO8Zd/+VxJhVvjON3DroUZ3c2kEmXq8dCcZhgkhYHOsGI3aZiIc07qQWSKO2rpXQa",
+	"jnmZPKDNrSFCoKG7yibMqO6V9AmePi7UH92NbRZj/svYYk9hC6pikY5S+EUV/a1iZ34hRf+3i52pE//+",
+	"qP9r6v4tir8DXVsNo9m7es4GyUv6LN6d9F8M99mLqwHdS57H/cnuy2dDtk9fJIOrvfj5pM926bPk5dUw",
+	"3p+8YPDSVT/+9cJoPqgrDr8e/MYBM/892ZKDB1IhtL+REaFg8hfiK1DhA4JgbMCKjmtBpbDjIuDpIv42",
+	"yNml4N+AtT003EIzpDxlyZhn6Q2gaWGbB4Q6VU5GbkVPOOS2JOXfFmwBoN8R1iZR+lpZpr9kXWOsZZJ0",
+	"e+QIEEVQ+5cAYckb4sX29vUxX8GrwhWcChKOpXUS+BjXOatr818nGvfr+CDV6PRJ0LWJyiJFg0dSQ9V2",
+	"uxH1o9p57OqfMYL/GWimTUyXBVEU5CuGBW5FPgs6n+9AHdYdwXdMmbRWMBmgGJBjc7XIbsJKlWSnlGY8",
+	"FRIgTxEdQuQI/UE61MWjqEBMpAChAgg9WFQT4Y4QuARNQYiJTFLeDW2BfgNpp5E8ZIQIbZzQGPIT64Ue",
+	"ADSixPwKS2icl92e2wpA8hvgVbAdg4iPSCEo3kODuSLBCcMiVWMe0ZxhCTvpVItijg3Vwo+gQzcCsigj",
+	"UrAskxXgAXwTf9dwBmN+m8r0KmOGqZSL3iNKW9esobR1Iwoe/A3INPi3KdPvYqeYpRrzG7Y0Gr9dthQQ",
+	"wkmSTiYsL2ufaw4jcS171z0n034mrqBSe8qLKS5cF7IwlHisNRs7+1Siha9HPojCwf/S4LYNkCRfrgYe",
+	"XjiiJ/zIVvx7sCe23EqbzgqGnTDQx0Td1npJQvi7r/8XfNqYzLuj/6WKBVZCU3HlDVHx11fEeTZ+uA/L",
+	"z/XCwPc6OaDykV2KstCcYpVDA2RmMFIerC1UF66NQaq7oYUcdSuw81+ZVf6CHOfIkoGVgelAUg2JMRuA",
+	"VRq9JXE0Rypb98rvdYi7zaqVIOfB+MmdLNUiu5/rGDg8XVFaVOiVpVGA6/EALjTmJRtyi4o7zOE5ou+7",
+	"rTe4UtiAseCiSCeWwI45lARxEH9xhKbUJcsmYekFM2UJEfIYSuGvoHnY3rtUFo8heEDdtr14ZywDHMFf",
+	"llq10Cc0nRxySs7E4u9UPYI1x4dAqMyXw8FL9dX+/v5++eWrfMEFeZfOaIM+GQzGRxOmcm/ayZM94VVE",
+	"NcXW/5vRKAe8s1wS91r/OnRJA662UiT4XVbpTaeFeOyCZAlheiDxARHCPHMLsOYKYvOp4IpaoGjVEDWt",
+	"EAr6f8f9ifxRtUvNvzWCXY8cGjmNZjmjyZLosmpugJudhslJBhp2rk3Yzu8mhcfQvRGZ01RRMA0qUsnY",
+	"gdX8Ww4i8gr6ZTKZfrvEWn9BaE0mzigEbDA6C7a+/jC1X16i+7KJH1WLr/654oZaia459Q0s0hUT85HD",
+	"issszcfQ0pUEtNbXf0k7SFv9yN9etDQ5j1Yq24xirzdvNNGat6DjZW6Fn45jFLl8mNxI1oqN+1CH4clx",
+	"njOA/b7K2JMnI0I18dxJuUH4U81piqqU547lA5DAIXWVDH7DEpKw2zTWQInongpLvMhyGt/IGkghdWGR",
+	"O8ZBmeamijLgRRi0dMibMPZgxCbKKZdUswhjoynFlHbi/tpE1f8Xkku9RO6XzzZpdvbfTTy0aR+PFAi3",
+	"JyVgCVqjqELBdPk47dTxjzxAUX3xIEXVlT5hnmgDLIQSFAmVNbBljQlWw+zQ9k6MCzVIt5Gp865/RWw/",
+	"JbmOeaW2u4QQRvUdUrMolZfwQtMymsqaOCr4KuESNuW/sGpsVtgwULNwVdOeFyrGhB4sZCFmSubfIT8c",
+	"f0Q5vEjjdE55IU3Ew94LiNyzvRmTqO3ONQVWpcudwbOX+n+BX7L0dfisrpJrY+wjhUh7HtqlSX2P/6mM",
+	"G2X82i7Ir66KZ/8/e9+63MaRpfkqufgjQFOEABIUJTAcuxBF2bIlkiYpX9pwsJKoBFFmIQtTWSCFlhUx",
+	"v/YBNvYFJiZiX6TfZJ5kI885mZV1AwGQ1Ng97ojuFgFUVl5Pnst3vhNfxfNlzkGtAhVkrlGqNvUI5jW7",
+	"ynDR87KgTcQoTgIseUkkGD4KXapZsm8tZah7eZe9zN7FV1fAUjUvlKpzcw+sWM8Z7vXi8B3O5wObyn98",
+	"7SzTrh8zHZg2Hurl/+3ERXxVKKk4T7+QdoZHpl5KnKU8SRWcP32icr00VQ3B3HKxodz+/vtT9Kk1OTs5",
+	"+lprRJwBa+SH03dYZnco9R6+4ZGQqX1s5Na2mcZQFDudiAXDwu+1HsPtsnAB3motvYayKL76LCe+6NZK",
+	"b2NXkrWZHytyQF4m8a0SCTohczW0cQ7mSiRDyR3CdmozZ4F6ELigY8d8LDFiXnEwSeIpcYGejTjakXYW",
+	"4wQqcuIrnblqmXgv9oPqjbpl8vdtnQ+eeoyrayzzPZSEs22zgbo29cPIEVq8BYz0NM7QdSXo97jX7iFB",
+	"aQGgST1PmWsuVo1+g6ZybaGKHfsivkY4bI3tN3vfbb38/qf3kAhlFqnsG+yt4H40Jxje0Yfi8s9m8mr/",
+	"kivxvOeFP7w6Pr3tfPf1VTwYDAZHZx8mhx+u9D8P9f+8Ohj8rP9//GZ09q3+x+sP0eH3P5z2tqdH1//y",
+	"/uX3r28HrydXXw9+/O30Jb+FR749/bB7mFx/e3V19dVXedel2alXBCS/t+fSLE0tgMuVGPat/90uEIPb",
+	"L0veL3SNqHA6j7Q5ikhSGwNcG016ZhrKersUWToIAmVhQiSMOXIas8s4vi7bIk9UBs4h/twiXVopxN5q",
+	"D+UhH01MOAjuB6SDhiIOhOGFriMfL8ag5zLSHfFjaSqmfmXKxau4SoMtIsrYOJQB1nOHpEpUjg+Oj44O",
+	"D86PTy9en7794fD0Kzv9PiXcko+i26osIWx+fSZEcJCFa+9BrmqW+0Eizi76xT55FDsAi2w+baLX6sqo",
+	"s8Og118ENbThrOQM+W4W2+VB8ADQn1Ui7OduSBle+ycRriv07yhO3+qV0lqkiQc9mEy2+6yvpy2bQyOk",
+	"ymgha4WbJ1FMC1PIfr1IT9aKfWwzYW6gfF9ElDehhNUs4iOhPKplp3X1lin2zGqBnJlgdzyzViWgmMxQ",
+	"ElZ1C8EAPoPyauB8JeL2NvhQsR6nKZo65dcQ7cIuuABPraODqg+VedG1EErW5EOJP4byfWkM3gvDWt7p",
+	"tMouXpTtxi1Y/WaALpT9v0Np3tLsdTrazLoVUdR6tEvjayq7vTlE9A7f69oO1nWFP4zgS2j8d43UbrUK",
+	"RGnmBt6j+7C7ifPZuUKwMu39bo/iHC67OWDX/nVhbHJh1AkbJcSf4NII5WU8l8Hj3xrvQT664FB/nMRT",
+	"nzX1OQkIQNZit0mYVlwaHosT43OG+YZInUc/D8npgdsY6z1QVqghflEg2OF/b+N5FGQQf2MF9HO9M16t",
+	"HHcuT4SB38BVhG4Zp+ZHFQ+wjw60irrOTZ8+u1DxPBkJqAy43SI+u9okX7gwZ/PLCNha22yAlRb1LRre",
+	"CMlCGYUSwproWyjwz5SgbkOZeYiKlayplsej3FBvae/d437Si7iavp6Kj2mj3/gm9KA+xgJTRLRNCPku",
+	"fPE/G+tLVhrBF/FITThEpytGK6gQPzKF7Aw61f/Rd5KJZdtgptmA6WIm4Plu7h4yxWItQcn9byM7Z3X3",
+	"0WvzLiMF6CT/dT2tfT1ZaabVTgXV63E9S/L1T3BVuVVnK5nTtIGsIAmM4Bl4xnPSVxVFoMKYRZbmV3YP",
+	"eYxCBbbMstKKPLj3kfOiKQKosq2Psgg8loib+JrKhrJxxLV0fRwt3xb0fTAPyDJBE4SpW/swL3cOX60k",
+	"cWhu7N96AZZheklw/xzPE5LZE66YmoSzGfg4Cq6XaTYh9xRUZmrrJZX5BWyiv8TTuuLpVp+viuP4wLLI",
+	"AjJWl0TeAynDd0i0GQ+Tx9e8D4i0X+XCkSrlSa1PHWNVIPfCsROwnPCAqRGXkurBEyGcCWIMZUVEs19c",
+	"4ksxiqdCWewIeFUcHVXGtpNAUsRmhCL3qCX9InxB4BmFNa/UliKfjyJ7T/TyfYnsBmIJWim7IeeXeZjk",
+	"Br0aj5nbcMIRilRYRzTWwES5/Uu4ritcs0OrD6xy8Ql/Al0PTN3ZlwhMnopZnKQ53bhCQWxq9c53FB4f",
+	"hZF/SB+9fe1bnl6gvgAXcktvYms7eUOpxRKyfYaR2fLGUYHao/FTcEZzUHZUsCbOpCHVn8Y3kGR7yxOt",
+	"ZRpBiikMFdFOy1ijTXtXOX4UKXmKw7gXZfwqiqbZXQ09xxvY8tTPx7TlM+lKL3sIu/pOzJ55F1knf4nS",
+	"TUSpNf2eKIKHMT7S5ycSwRVSZgFNMS3DH1/CzmUUyuvHl6+HMqASPwQdteIMbqcniqkQgIcq81DOlUio",
+	"2ExVZlidRjmUeTiyo1OGZTjxowi7DzirDycoXuNew9V6VDHxgV7xl3zYXNWq3bN/RIFAPFq1kGKsn/Bo",
+	"uaM9fZJMdR+RGipb/cE+86W4xVws9ysktWE/6hMN1fm0jZixNHnsMiZW2jiyPAQQS7HNmWQx1Or8j1vJ",
+	"PBKGoF21pbiFvGNkBPxOLPzWPuNOdwoEA4biz01MdVG2mOulYtS5KvqM4N0sXdalWzDmughoe0EGG08N",
+	"dUJfP6dFWzwnlupWm73BWkpQFl+PkSeCRWKcsrmkgoZLkL8fDLXaY9MMsObZP/4jZid8HsUt/QOcX/dR",
+	"YmJaz8jEAfyXsRF0gNW3u7vMXidf6l1sBMUZ2th6v2+xm3WoCf5rytv8l8N6TwUgi/KpIQmVLYX4InGG",
+	"3RPkm5NVuvMlcdXoN74TC1f+kk8Nz5cpoIvlKVa7J+rjLSf8KpRgWkKJZIvgBbLTJ4rNpUtrV2RNULXZ",
+	"Id1Wmw2iiEHdjaHMlE8QZjG8nkdt5o/DKBWJviN4MpoIN58jcWVs81osWvvG4eizayFmNsdWBEPZxCoh",
+	"UNwmCJX9hjWpNkjL7fg+87PTT/kg2fHErJNvz46PGE8SvtBq6S/gbYUh/gp+ArxZm8CxrsIbsY/5NsKy",
+	"C6bhVE/ljR41QBtuJ3EkWMAXLcg5eUvc7TBHzJ0iJEjUmq//iU58H7kHPWOefPaXVJLBNb+jcsy5+JjS",
+	"tBsSBWfvmyUwLHRuFRmlJVxNZRVcz7qSMdu7uyuWjHkD7dTWjNne3V2nZky2G5w94BWrxuS2TSzry8eQ",
+	"4F+/dsw7tFzqC8cUMsLiJGWjOJpPZV1XIJz2apHrS4B1ZRp9fX15DSHnUy2v4A94DC80LxuHcxPmrqlf",
+	"V1ytY+yFHRjleIWBBxvJY9di4ZGK5LHsbR5zXrZCERx4z/s4MKVzBmq0fr2dbmeNgjt3/w5pZYJBeqqv",
+	"ilWeQA0ne+IRi/psrOLcPySx09990e91YUIqu9HtsO7zfq+D5QV1N156LhUeRq2BCq9G05rPZnGS1nXC",
+	"bX9ZdRqsY7VueRoSs6uUpXFkzn/L7PwqzeFx8/JRf9kytV83Vn9MA/0Suy9yFbnqkbPI7IMSaFxzKGVd",
+	"qjMCUHj29SHFbGdJfBMGItlKxXQWab3i2ThOTPc9YwYr5ishA5EQxYnDYuJhbTvftHRh4PnYifIXthNZ",
+	"5LiiF/NZFPNgS79kCyoPanu/2BRgGeU8iqA9Oz+g8mg9St/fZppWUnx629vM/0S3i8eg+JVaovDg9B6Y",
+	"xV6lYp7tpamYB7m+TSDTfu4xJQTzqcHzxUy8DfxW3Q1sVtXA79YQIFnzdRcr/Qi7F2aaA5dYiMXwXGPH",
+	"H/kufMx7yplErdWMRzbrzCvNcE1Fng6U3n2Ri7V3t3M3m/5PHtp/bM7vFjtL4wQIHgv7G7KhScY5x6fR",
+	"b3Q72y93XvT2dp/Dv+idPa8Bvp4L1J3NT1++2Hu+29vZhn/p9a64tPJDgJszPzFLJqWubN8at30l601p",
+	"NpBC++57/+Gv3NxBX+3mxaod5rj/EWvtfK/FSVXViEe9vN2ZvPsCL0xj3hWOH1Xd3Llr7+56btn1jenA",
+	"97++c+SCzYzS2paEf7VgZC1lxe3dp4bSFLYHLtx0nkjgwtU2vs94ECiWiMi8ACo9mL8ZOWtmiQAvLrQP",
+	"dzZX1yLQl2WrzQ5vwEGCZjOB/2HJlKASDoOj1/tI5BGPmVuMBoAGiklxIxKG6dVwvT59ekbYgvbTp+zw",
+	"Ix+l0QJMsmQeCYNR8NDoD5VB0Y91T0ciEHIk+rqdblaNF7QIGTyLE+cj5VN/mzKWW1BWqNXPpnEuid4I",
+	"ABLwQ4t5CBV1eH8oGWO+msS3FzyKLswvyCWDBezEBXLVoFsmhWDglYwTeHy77VDFlRtCaFqfCSgWhJ/S",
+	"Pb/X2h/Kndzj+fdVPns5T9nZjE9Z8znyW75CLF0Tmuu5zTWxUBFsr1afHc/0XHVbHjshbHMTE0XY2wwg",
+	"x5o7LZzD//y3/8tOhYqjG916r+WxAy5HIor0n7stD2aupicwUeIjDAY3hXF1jGEJS9Ptlebaw00ez9ML",
+	"BTRI7idzJRLfg6DMjUguULAEcBukQgZcGp+aHsnFHDAzlr0PMk25jW8EFE2Z7kNGJiCN9bum81R3Qyuc",
+	"oR6XaXEm4A86MUQIcMOjuaASH+T60QOlIDKeinPxMdUnwvocpzwdTaAoolzcTkQijB8sFR9Tr5w6ZHxi",
+	"UHskyaUa0VdDKaY8jDzcn0CWwRXS6/DRSAth3WEIcekTfam/FPJKS1/W9H+LeewTDYH/bfyP/4j1PAyO",
+	"BvbDgeR+ywyHX8EB97UoxuMYKsbRbYl1vVCAYMXudJIIwVJ+xa5DqNENwopL9HDCOeVXLAxUHywWGJZ+",
+	"hc+a+gUOuYP+pqWnORxdi5rf2EnDnemPkqm5ZeCBocw9cXD6nhkVS1S2g9IcXt1mAxhDRpJziQI20cPB",
+	"8mYwqKG0MClc8jZNlrUhfKb4QrEJYaiIoyIM9Muml6FEQfiU+T8Njl77cCRLu2LCFXv6FGTE06emiZRf",
+	"eRAXjCKc731s5vh0aStuBPbp04zSyLSpsFG5gEaxTehZ04gZaP3pU1hcs9gofZ8+ResBdn2JjilMVf49",
+	"JnkOeq9lDc2IvZRYE2rpOHROzq6BH7hMT3av4PYdSG3NuBxxHLoLP+cpdjt/n5vjqn89CeUVHQOrwN8C",
+	"IxGcCG0+4J8X01BeUHF5I0CcL/nH7EtIaSKg0JSHUCOQvmTxGJF41trf7m1N4nlCL/WYP47iOGk2tcLL",
+	"KCHTohH/hW332IRtMRnfttgzrIrf8j3GiYQNHO16Bw0lijdqFzn1gQxMsc4+dhF1ERt2QBYu+j0VYoJ7",
+	"N/NLODqQlsdIiCJCUCWwp4lQaRICZQLtNy0y/IKN8dWOT6TMhpK/+As/ez5UWhhqncAslFYzcHnQW5zt",
+	"WvCVkKSIjYvX+fr14dlBa5+lWuO5TAS/1iME/4rD/jyUQZigB2Yf43jZ6TIhmYxb2gfTxKTO8dQHD0aL",
+	"KUSSKgNBECp9HJ8FHJV6n8VaVvz2eg7tLxxkyE/0kmiD10BN4cLQdVhV86EDEfku1UUkPOb2x2NZd2pm",
+	"0W5AD+79rVAqIVUIVd6a/uDsQN/nejPr/+dqhEqKbshvtdlrZ7cvXYn3CACvWgv9rLMaA/iLPuRq1EBj",
+	"uTydgF6S8+nWDU/0q1Tp6XfxrUgG0AT88zW0s2wZdDftQgzODvRgoTHwa6zoNPrFMB45rohjkJHIQKeH",
+	"kk1EmIqputuN4J69UzLX9I6iOQHlAXZj+K9z8RbbBMBF2duQBYn1PstswTRmpFD3LQ21XnV9uer/z3Rq",
+	"1KUzD607Oh9tiJprp1LfutumRWgBmrJ1+0wLzEb12v6oLwDrh2T5CaCReqRE4Cg9QIN6rHL9ykfJDUzH",
+	"crkarq+M7DeuKs5AE9/Hg+ho4O6hbP/hgthrE4Gdox9mx3uhz7TVsrCO+cqeNf0IdrZRt8fJosjsBChS",
+	"Z1TMfUbJtMzedcxpBK/2gu5dN/vGnqnZf6Be6vcX9qBr8jiT4zm6J9ajyJsihPAAvTpl01ilbLdjnOtV",
+	"yIJv4lvX5jKGgrERvqrW7dGHkGnY+2QMfMXCFOuBOgr5fkmr/4pVaPSb6/MlZX7pWtglq7l0BkevnTvn",
+	"J/zzp+PThgdfrXp3w2pk28csr27PYz8dn+pDrdsrL8kxYTxcRZfiOiiB6oaH3xajNtNQhlM9mK7tOe2H",
+	"uq6fQTvVAZp6cIrh8I3L3c8qlGIX9y1WpWjSLhHgme9mA6jKj9QDbGBlyMpx9VhoMcj9Ft+IJAkDQnuZ",
+	"ywr8VQrusLrlsgrY6iGDrCfoFa2PteH3d0bZ9tbTX7retrezkZJS2fGcinKnPmIdrpk68gCzXyeZ7QSq",
+	"Wv3AyNXSfFYeEOqyKnhvjVfU8Yh66Al1vKBpHLc8ywqa+bGf5RzYUO1Yy9LaQRddpRscpbNJfAueILsc",
+	"q54mmgceqTibDPIZFIIb1lWs58DOywpTUO0Qvntm8v7iDablLW1IGs89JIwR9iM3Wv5PEczfaOgeu1yg",
+	"Gty0vnH4Zc5dc+ck8MsISYU2mYUj3dTyeYDi2TAXBWtdTC9FEIgAIAAeo5i3xxxUgMdmkziNL1Ss7aIL",
+	"KdLbOLn2GP2t3yXkFeWTZH+uMaeiFPV0LjJtejSpdKUHJBgQhMNaZXpId+0vdI1UmhfPeyvqS2Y76c7U",
+	"mRjPe8thsst2VH74tSMqgZvuqUsd5N+7slL1Ht9U6b1lS523DoS72hFa40xtVjhIaw9VtU+6uAlornq9",
+	"jpdNXWfVqTsej4xrYBpKO/46OdPRY9PvqppN7Mt9ZpM1rX/bdWeDd7XT+lJznbn4H2+u+cd7zXXFIeRK",
+	"hVfS8KeF2jykwCprzpVIaoeuv7z/GfygxENaMxDfcUakj7cd0MamjR7qPQwbyFBeUxFbMsZQsttJOJow",
+	"GbN4nuYjQE07WrzOLuPUg6TKOGH64hpH8W0L3ACXQpgqTSJgC7H+9NSG5DeYqyO41mxbzi58AG0tTsKr",
+	"ULIm6GfH8MdS1Yxq+Rk5gI+vo6SZd9TfPDl8kOngXZpa78tkCazlNLeAvG7Dc9B5eW/5srl6zVNBL15q",
+	"ZNblRcUJ/GMrDaeINaJLwTPuWsiOMgFurlLnrKyeRlWXn1MKOVUm47hv5Wm1zeoOz47uznwj5F7NbftS",
+	"tlEsxVYab8WyVlm0vHsb2FaK+rDqOX2Tg9MA9gZYD+v6Br/YoGPvoeXNeoU4oKXdwp9s0K8TbHuzjlHQ",
+	"XneMNbl0xOSEq7I/WP+8XneBtjYYAUZVHvBGQ/AQ8h05gXM3Juqz4bzT2RGgz615TznQsE1Gq/trOlc9",
+	"5D8UXL1sJQE23QQ39YunPIwa/QaXvK3i+d/5/6KutEfxlJDbL150K5mRAW9eYvv8XAOT3+mcd172u9v9",
+	"Tmers5Phwnd3d7Yr2D6riUSLMtYFgZ93u/1Ot9/r2eZRXBTyt9wR0LY3v8gudwCOVw7PM6edstMsUh3b",
+	"IgsA17Sq7tdOuZv6SdOctXys/dDv9nag/oF1Q+ulzWEW+tu1yPji25bh47czeHx3DXi8G9deMTEtO+//",
+	"9Nj4Kly7M/58RprzeWVOWvb9xrB2IHFC9qZ0NCmj258+PTR8Mk44K7kJR1ChX18rbvY93DUyznLwtaEF",
+	"RhcQGWhDvACL8rR9MZTAi1dNf2+MNgOdq+bIJ3C2uAGAqxSYPU04vwXLbRY0u0rIvgXBbpYB+CuGHIhx",
+	"KIUaShmzbIUwDy2vfKmYSazXuIhlwDhDOFcaXwuZr0FZx74ylJZ+ZT8fboUUgVwjhBolY9yndahQBcC8",
+	"52nVrCAvasKlGmvVN3RZBPFiGkpmzGqBAV5TUWCFBaUC6TCgC7gTP6bs0ywRN2E8VxfUdc95R2A+/Oyz",
+	"pl/8JQLotEbEkciGHtPr1GqzswzobSlnTd/hHVBtGLtjIZ6FMRngZx6H3mdGk8mIm0zLrKkPxA10AVbE",
+	"Bnx9lv26uCIm6FpYkP0iIr745jCll2RJE0B9BAhF+KzN3sc3UPpTL6XW2GwygOdmAVA4K06yaFYuF0DP",
+	"WJzkEwLwiFeMaKWNYQ4x1ntmS3aGHZ0DiPvs7+v51CO7FOmtEJJVx6OscqjfQZ3CtW+zQVVkiyVCX8rg",
+	"NIQECrcGBljrUD5EUSMw/5QvYHMI8okDSqQsnWhpqPV1tc/8KU+uL/QlbhYUVq2g6KYx68C5PkQxp8WC",
+	"LeBhEwf0ceVOCddpVjIF5hMEEZXX1TeQoOwcYrgbylE8xdJY+xRNmPFFFPNAEZzmUlQsMJWbFWQakyjV",
+	"loiVqtwcN4WZwrRZsn1xGacTL/PSGS6qc32aEOJK6Ruk3pQBthilHUqbANVcD/iW19tsngPc3pDp0Ov0",
+	"MoztZz+3FbKuWPMDZzhO2KWIYnml0PPoZlAt2qy3vT2UFcBdKs475dE4TqYiYJdxAFkfIOxNcsj0MpSZ",
+	"/69IRQYIb3sJDGUe7l51ETb9c6BZjJCDZE5u2IpnsgBNm5DTfChd8ZZ/WaVAK75OWRRL5XOhgu1J76xC",
+	"NqPLKq+H3pWO/TaogjGWkvVaOQoaslT08zMOSEXjMjGlaDK6sPt5wt9WOsGByYnekv+xowWQBboBCxuY",
+	"q3gU9b8yrXWA+hxsZMfLYFiLkQ+DWcwPRH6hBYtz6vdK9gtFDPq7e1pVBcGQfyuJ8tIi5d6QtdlDyjYe",
+	"5Fs5CfEq0tJWS3My/G0LVgpbe86x7sCQ2cQMIjq8Ry7r85cz4I/jDKCHvog34LnelXja+p9M8n/GThMn",
+	"KYAg8geOrEz8/Y7XuA5lkMU3Mln2w9sTECFrORh2+91sHSFCVthNUTit2ky7e7mVeBdOOVjMuehIJp4t",
+	"S+DGlIQFEP4dNXGrlB3sg+foHhZ//6V9GZ3epuTAuVkFp2k8l8i+uNpELqEDPr+XauQ4ada4tSDlKy/4",
+	"j2KykKkwjJX4qGsBvQZcj780BgUUcxbNLgZ9HeBuGerqwERtQMAELMhXHyfMXji5S/vX3Kav6ZDH3P6Y",
+	"PIfcFyb1wTGXsC8eRlc8dldP9IKO40SEV/IDHeSiJiAE5oPmVq56iu01/0tjAx2zMC2btLDGFZ55/Izr",
+	"rrS3TT5eKGfztL9MU8+8MOjyyOew51wC+R9YS0XrWma679bhwW7I9OaSxeHjmvhsEkfEq26jKzNB3W4/",
+	"iJMTN4lnvUgeS+K5Fpmg5MGGxN1oNmExbxL2ZNPSWreW+0hXoL923KZzQ1RcQYqK03cQy3EUaoXIAdiP",
+	"uCSgG+UwBLhsJSmg18ZpwUBa7noeBMznFdy5IgjTTPf/VF+bBApsW14BZIt2Kw20KZUVfxPSema1RgPW",
+	"1D2GCCgpNSw0teiG0qmKp418Iree8BuwWHIFT8CqGod4Sha5FltQ8PZSMCwQ12ZErge+3KEs8MAywmMW",
+	"PgL93qA38VPj7N5n41CPio9GYpZyORIsEDMoaRhTtXA7uGYiRs78YHCSfBG6e8iqEs/4FTgiqBCiLe/A",
+	"mmoS30LxIRxMyyS/DCVVbaULDaqjoiaDdVzI0zHhivn4LJW2GsqhPNJH/oaHCFw1od8CLxxCbnNOaqAY",
+	"UHGWgmMG+kQx3c/MizQ4eTuUxo2vB2rNayBW0etZel+ac9Dsdl6yYeMwCCFrXOVm0UgtM4ShrBnDsOE5",
+	"CSh2WUY8inAQxj1L7lqYHWSrtc6ZfkYur3e9z0AMyCvWHBbMZP22ISb95T5tWa7bTC/y7Ha30Q7a3pDi",
+	"a+bE6jnGIhY0Ic3KJePTmChIWuB0T8R4rng0lHRGzPaucnnoqX5vK4ZszLkO7JednrYClxZLZM004aNr",
+	"PZZXp93tnd7u870XL1tr6ItOhx+TY73Kxt3zSiCuzNI0hSnx5iiXCzro7XQPtp8Pui+7z9/sDixlKE5a",
+	"uQbuphO5xLwimvY2/vxv6825CJZo6qZGLwnfPxFJ6BqmAUmAc1gWV5d9T6IBNJ+cSyhTOAviARQdGdvS",
+	"XUHR5EjZQkCAt/q6q37L+1rZgpmjVnWgzao7YaSJcXfm+nFcuh2MZOf5C71V3aHVBHndXbSOyk1Dr9W3",
+	"zRppJYxUb9KvS0IaQK10feTEcyZai8vRLiiuhzBFVNhXL325KJOtmlsOz5uJcnn372CMxdh1vRp3Ryze",
+	"EM6qUTwTJhDe9EfJtG1ojdpPtbFB8q8dTvW91B5RXc/Ab7EJn82EHMpQEsvbjCephdvPIp5q+wavsIPT",
+	"914uCIbtiQS0pFihNYJLzBIoj4eVjoHlCuqpYD0nGAEbU3XBKZQhsYWlTRT+VlxO4viaqfmlnRPFovBa",
+	"AJIbewuDZk0MH3ksEWkSQr085G5uGRo1IfWWDXKNWZag+Fog0xOaUqDR0g8vM00PX0Wl9BULU28obQ4O",
+	"oBnKt4/y28wUWcCyf7hKF6R9+Q5+AAnTAp5yq5XDj58o5OGjkJwN3ulbxXQyUaZjLEz3qWgVbT4RYJRS",
+	"pVQDxrRqGsTDaIKJA7WQo5wm2fSfcf0hn4XtBZ9GFPmxFehMhhJxrAGMFbO/QHkeSiFvRKS3aBOHr7ck",
+	"Pb3Aioh26vCveATBeiiK4CFVCa2Z3wLqLdD06TTTdtofytxzJsVUmfVzob+kMcGUkwgtniIbsH7qI7Hd",
+	"LImD+ci8NzuJeu1FNMZw7yyUVz7CGql7qVB6zgke00catoy+B7qw3dlmU6GPAxoqIuhTlixMUigw8Puv",
+	"czHPor4w2W7oFwoGgX2BP7jko+urBBx7FSrkCe5AiCuvTQT0NhDTWZwKOVp8Jxabh5xyAQ0jlawKtLvV",
+	"2dnq9sDD3HEjBVgE84LEkMI4BgojVN063W9PXu397fn3L3/c+a77vnf04nT7fPeHvZ8gzoBSK/d89+UL",
+	"r6GuQUlzPu91wK8Hv75cXDhBK0LK5fqw2/nsNWADZY71ksxdXX9zV2gtpXl7zSKZd/XY9cFBb+w2hXi1",
+	"Ocqbu+XdkQ6o6TrXMorhW56dFdj4WgA7xwWPyhd3yK9Agps/Om/lCYFvNnN8X/LgNZ2fTI/Rn1jLl2cF",
+	"fUqabuanJYyx0ZbB0SGSdMGe2GP1pMIbCxeTtXuRE8RREEpbie6aPjzYZ0vfBmFhlM1nWjQXPNFG3XTl",
+	"dvXYaH//Qnu3kPab05YoVglsYc7HWSWs3Mcq1cYfofOKX95CpDr3UaSVvMJnPBlNwht8vO785ed95VF4",
+	"rGoQhU9zYyh8dwuUYsURFD4yA/BYvcR7TB88qRR2L8UJeckrtGOtS4B+VfyxJB4fD6nR4Dd2RxsAodGb",
+	"rIaUV6D2kSM4c7RzBasjZJos0MfOwwi2O08nkBiPL2pqIUqHGj9r22PgtxztCl7zRFmTrM0GkQJQhu9I",
+	"la3vSuUGEVUUhOOxSFCJhdtE62PUWWBfKzfTepiIwImB3FUtSo2nHwFvtS7+0PQ0rXH75xXtVZDSy+th",
+	"1NKBn5tfl3KUjfldWYqjCWBMW4yjWDykheU8+FCa3jxRpriHA14zX2IgySnNQcUuDQYQUtqV3ewV7tyh",
+	"zPy5250ORaXML6kwLkK+DN1tFJIK/QNPQm1fKRZKKMprdwjY0QRbjFWIBdhY0//0qfv5s9btP33ahn+M",
+	"QwBqXi6Yf0OtXaARAcXVhlLv0ACeBJDghf67+CT85qL0PHrZtR2LUbRx+NGUt0MNHecQyENJdrbZgH1z",
+	"OHh9eOqMBaaEmnn7fvD1ocd+ePv68BgoBo8PPrw/PDpnKWAvoWwJJZlOBNdLBR9dzJOIMIaIMOyzXqdT",
+	"vUMc33UFO0Hea+1IMkKL7bNeZwcXFuKFER9dkw1a2j2YTeAao/sAe3R3z7Iovt47+XhjDQHpCb3Znpk3",
+	"cbIBYi8/GXeeJBfD191eg1DiISF9qxFM1ED8lq//AySdmXNuRmp3Biae8VRcxSDKP5y/fff2/OeG15hw",
+	"dXE5T9NYKvMUQIu6XiPi8mqOPZ+lF69OXfqemzgcCYAdLNza+4OTk9PjHw5fuypcds9AL/Dkaf2WzlrD",
+	"zj0eVcg3JP/7cfSPf2cgZTzG2Zin80RrqmwmgjCIGYgdJlT6j3/X2qdMeTtr7dXx65/dtt7Fv3F2+FFP",
+	"SZz96s3x8Tm9007DL/aZH0RC78qe+HD6ruE15knU6DcmaTpT/WfP1CSetR1g1DOIGahn0HVYWNOpD+fn",
+	"x0dnlMC12vx+/rwGGSOtuD6mlbZX8Zqzxw8vg+r7AjWP7JrJYAzmly0y0jqbY5mWn40HgDQtFc8lyftn",
+	"goHlp8460x8OCLbC7VGJAXuYVDsIU8/0fScCe88j62ZZC3KUT7vZK/z8NbdnrYbZ6SzTMEu1zpaVVceU",
+	"DK5VHqEn7lKgfs9VpsSgtkEKCAeWdcy15vCbOOHaGtFa8Yh9OH2nm5lxpbBmXElVKeiU1QXdwqJe4ZaB",
+	"y8/1UFqxsUz1zfvMV9BXMO3POIS0yFR95odTfiWe/TYTV1BqBP6aSeePW3E581kTlDmaOeVljKzs/auW",
+	"x3z98vjZdNaDuiD4187VTD+J+l/pye5zetQ9irNg7LOmVRTLD3U6+ilymiNdmwJ9UmZJeLD0dNbB0e+w",
+	"servaflJSzURDqvhpqaQM6VcNUcTMbp2nekysLmcBH7Ru6SpRHKDP4N1gx3y7BOETj4/+6R7BQq5x6Te",
+	"ljwRCWU5SiECEbSGMlTZBuxnYwnBbyeMHy+lF5pS+L1uh4Vj6rgWILDhQ4lxOow9hJLtbbNJPE/UUDb9",
+	"DGmNpYIM4yQPolCK1j6L5UgU27H9oSis+bmjqutHDBtkAXfiYVyqNIMYKMCzqA2POKlA6gA3427n5VDq",
+	"7wGVlskRSg1isbQhT9O4amUetOqDCcVowkj4HptLZaBVuLc8HG5MDHIsCqdhajh8gUzOmgAWi0NtryTN",
+	"s6wd1uvuZNaW8T0AXjJU2AHc+tXJPVronQkZvAfp+KiRiuk8SsMZT1Jt+E+3TGTCuTv1nDX6jeZlKLUc",
+	"PXn9xhzGVkXVOkpMWfUuLYz1MYEy2dCqshJ2Lerkbw2vYQ53pl5u9V5sd3fas2Bc0meveCpu+SKn0qKw",
+	"uP7XnZvO4pvd0Qv143R7+nWH/+2y99PNy2+7873z57N3yfb4e/EiOBr9rJ6V3/N5zVkUtF8q9BKouEjQ",
+	"Oy1qTKiUzWUaRiwnP4jGNC8s/jwK3knx5D68hreRcMjD/e8dNumuMKUn6Kw9j+N3PAFmq9XIIPIvPhV6",
+	"K3xJ/NIlD84XxejHh0yaM+JKrcDxvNEC3gYKxsQAa3Uij1mNyPxT60Mes/qO+adWdgBhntdmMFUHb6A3",
+	"YSQqEjCiZV0rIqtSszZ5NFPtDVXd9NspwJXquEm1UvcYECXCJc0LK4MpAcsv2oLlggLM0dZdlb7eSLnT",
+	"I16hRqP1sQpUKRE38XUeLl8HPUdaAosbu1xk6PIwIILk3U6HhYHKp3qXIyazJB4JBTzNlCo9lP4nZPz2",
+	"2PtM/SLIgy0q6QP2RutuvzOMNfyuL+oAPNDsd5ZA6hf7fSh/39rasv/VP/enwq2B8DugjX4ndkQ2myxU",
+	"OOJRtLBqq8FjEA4lk4h6++mfmssmw4qrNIwipoTIZWIwfD+PIp/9nkO4LUTKcAWCfdefjxUvy4j4382v",
+	"DeLPftMsdER3gZuhbDnvDEdaVTYfTHmiWzOt5odc3W8TgTLPZN9UT5xuZSh9pLVAE/Qrh4jcJdogPD3q",
+	"1Xi6xu5EthlEjKlLocqdynGcDCUyNjNL0Yx0FZM4jbfwqy0id85XXg9ChTgyCNnlUg7015dxmjVpTV2g",
+	"kIkV7mvA8uB293EfG1eZjfMlgqtYttlxJfTey0YFhBYZHnO9HIAc/t9YPbhWuQQAwozBkTRGWVXPh41T",
+	"/fDmuNFhwxvKpQkA7lEJFdDjMMuOU5sOoKpcdUCz6DEfZINPYEK4H+D4a8NJz7JH5R2tABvzMJonYihv",
+	"J3rbJTTkKssFpkNYwOi9YPpa3iPmXP/vDhgx2TGx2ccKcRINHkWr63f5fj6e0fHLJ4OedTDPRjjAeboR",
+	"ySKW+lo/oxsIX1v1YKbIZr+GWfi8ftULnAGTDXx3tYtjaa+sykvqnxRJf8mDt4HKK2dQdQNPV402FihX",
+	"z0MuhizuZebY061XwHw+yGsZ30q8w6vfgKLetIlVuOAAPJyOl4OcIBg9Lw9YQRwUNLpTEqsJXX1WOD4O",
+	"stwF69bDFiaCTbgMtm6TME2FzGAtO+2Oy3UGCGMtPRFJbWDZBKjRSqz1ZBqgr2ehMYBJDa8kT+eJ2GfW",
+	"i5iKrXGcbOl/MK7Yz4P37xBy3wzEKOJ6p/jow+wz9LUgRXNexH4tUtPr19ThxlpCysyQFVINM3l9PQ3t",
+	"zlCGchz3h5KxNEwj0WcH+rLHxdKT8jX6O/LTApVrb0Si16/PuthQjm7UxjJxcI1S8YVqY7sEzqadJkbz",
+	"JEwXjf4vv7r7rvIRoyvle+zsxGMzx6rxK2yoieBROvl77VYakFoAsBE4CKRraLEIp38uJcQPXhvfALid",
+	"KRdTyJHWigAs8Qx0xr9Xr/U31I/7Or9s0Dm+Xv2axJcv8YKYwfIIavwtW5d34Y2QQi2d9DoPe+0qnOmz",
+	"ZaNDc/KCoXJ2cnxGwZZVQlDGaIDwEOq2cNld8RvRHsqjvIe/nznSEAgPDGDyaq7PCBRb0b9qGXNFX3hx",
+	"Ev6duCCRmMzxIpmcWWujaF3VpKGMuGRjkY4mLEzbbIBDvTsqUAwyaKH14fSdgTxBlKE6LBCmpYAAuMXH",
+	"qBfO6XqCIVYpgV+LNO+PLPmvM9GzhoO0UUlDBb1YDlvJCr50t19AAQr7d1kEeW7vqly/FX2wzuIVuwFl",
+	"LZd3Yz1wi+5ZTqLX+OrXkcVeI/OaVTf+7cnh1/dtfSZrGj85unfbt+JyVt34j4evTjZvPfMPVre+8/XJ",
+	"vVufznrVjb8/6W3adqUQ13uXiH2Mb84Nv+rP6HXte/rlQRY8sDP+Q04WoV98Y1DNeRa3xHAICs5bbgXp",
+	"gwUQ8Pqxr5lLhDTk33YvTEiddrSmg7US3AG0c8/imZDra9zHMyFdzcy7l36MV6m+uuM4UgjqgDSwRQpu",
+	"sySeX01YKFUqOGApZzxRoaEgqFS4qIMPpVvTLKFqvbOyag38FI+jTxdX4C51OlSlR5bpcFbZIl1bPfsE",
+	"PHIXWMTtgpi4K3fLATew5px+ZOPoRn0HsiM5Dq/mSeZSNQrTE8WUSNNQXqm+1mW0TgM4n/llexoH4iub",
+	"QepjZu+NSMLxgqAbQh8lAfoY5u8ilC+KBHDKAu3Kx5kwtbTsV5B5CICiWcR1j8THFB39ueYRGWTChsCu",
+	"ou1qPeah9CmQzHgwJYpmKSIz6i29ddjWloEOhQH7z3/7f2xri1qjD/w2q1BWQ5XhMwDyXTnTHkaPYPux",
+	"UaQ1UaQc6XUcNIOeROPh9LPJBBJtk1pcSJDar1IgYVsw3BYsrEzY/AHmzkR0f8SJWKZP2u7UlMIwm2CN",
+	"koB5lfD5uDva5i/FzuVe0Bvt7r7kHbEdvBh3L/dGPdHtLHkvboQLo7HWqIbP7+hAt7v7YrvT7fV6S15l",
+	"t+Va77lb6dS7+hls8LyUy3WqVGBkuTxyTpcYTWKbwXiPezxD3ITKkCg8DNHfgMFsM7sB9RssIVrbcWZu",
+	"2vOcuMifoocZwo9JLK/wEMdJ7nX31fAOipDah+nwUVxO3sFqP1p+FoTII+hMFlBirh+YM5oR0G7UhF+7",
+	"jBnmiSU6VOfzHbkf5/nQVRjUpVo9KUxCs4xJLVzAfj49pNHtvHyx93y3t7MN/6o2cgttrGrraoF6p6lb",
+	"HVXPIW1Ojs/O9VnOVftTVFoFstE9m5SNvBCzFPxrWsW0tA0e8Ox5DJPpW8jPgeW7ZJzaRbV4f5rAJ8pM",
+	"rtYKbOTdpwuJYDa+g0DVdpONNg5lUYFiza8TPpvAPXuzvdPutDxGdPCYU/DT1jfzy60z40Xe2t593h9K",
+	"NeHbu8+/moiPzW/eDw62zr4ZbO8+b/LZjCkxSkTqsYTfAsyw1fJR/bCeaNCaCPlqgRlArIHqMrifRHgj",
+	"gn02l9SbOGG3Wl5EC9M/l5+BGB06XSTtgaBkVjuiymc2lFl/3DCQypPUYEGT4nIzTFRTOT4WEyTNk+RP",
+	"AIV763Ja5IswYMqb3/IApEvBdZx7w3Cl4nkywizDbeQQhWJ7kJhJdJL5iqz5+g9Dmb3bBMnMDPttdgg7",
+	"9TosRKlRXWWFPnE0zFEd1VsYnYziY9ofYtWIZrdFgCbW3G4RiIk1d1oe4/MgjFmz1/Kc/beLhCYqDUfX",
+	"WmjsOUm3hDEQ6WgiAgvDzmgDPRbFJP2aL1o2CVqx5ssWnDDk5mh2Ox7zEzGLQhFYzmoHPA+/zEKIei0w",
+	"qwgdllpA66ZuBMOPn0HlWmxQsWa3CyRywGPY1WNWC5WKKQE5ELxQcbaHstndQc0fvi0Uv2nl8Ux6gfS7",
+	"el42P45YRtxCq80GRuhk1U4yBj0CUI/j5JYnAVKlNA/lTcgDzv7zf/8fdijTRFzNBfzxLgw4BOHf8GjC",
+	"ixiJPhN8NCEBla3JE5VlYVtvzigOhMdm0byuVkkSjoBdkHLd8NxALXqSjVXVTMxmVpCDbrunj5tTkGUf",
+	"dipOSWr4Kd2KM81EzOAQDmWc6CmKRMupW+yHV1IfAGATwh+6sqcobPA42Rsgd6SgNMhQAh0oBjWzUF0W",
+	"xWlyJmO5pf+JtUTCFLiVDB+mAW8D10/mktBddTWkp77x77uSdyhLohd9FNyyGAWtNts1dhY3h+qJcUmN",
+	"4nkUGHRf8WzasQ5lMzd0JIdSLrPOolWN3IBO3GlqFZLE6Eby2b+w1W6lvOZBj+/x7mXQeb43fjEWz0d8",
+	"V/Se9y57e73LS/6iOxq/7O6OXoxGvd64O959sdfZCYK9ly94L+h2ej2x1+VGY0GfVqazVNyidQZRt9Op",
+	"MYhWAbA8LdLLyFSrjlS/8IpSSpGLJItt5/M+DafOL58asyQeE7aURvKeJ6Fh7f/sNW45cv4UCg/86mVt",
+	"wwuTeFrB3w+P3vJpGLS/eXV1dHT+4eP78+udo7+Pdo5++3n7aPLhYPDq7c9vfjt68/1vg68ahuDRsIdD",
+	"oun/ANRIOBUq5dOZ1iL3nvf29jodYCuimYTnsm6F8uoCKaVS3YMJTxXWbpiKlBt4fhCqWcQXF67CaQah",
+	"/9PpdLqm9oKjj5bV2M+wgPTV9sudF7293efwL+gSsl84/bgw/B5Gb85bLzwIKJf/BKlbQmGTgE1BCmzy",
+	"MZIXSBpC2fRsjbu6WdR14ZsNqYjyh76+RMCJRf00gWFwFF/JkJLxtLTPi+lF6yEseWN0GfGrJSAKcS2I",
+	"H46+322f27fSReGim+47kJxC7qD0QM9+uPHc/Zp/Akt/0yyITeFj9/LsZOhO9yrXSvDkgUJLgw21hv2c",
+	"fsDUBJ6CzgG35PIQAakORdXY7PdmyWjHDF0UW6113SafvQYBZmrDCIjJEXmk9YhLDDUZ3yBVudTXziVX",
+	"wuqCTd29UxGEysNW/NPD12/PLj6cvvMxkxRKHIKqliOBVBM+EwirvQ2V2Gc+6HzKR0zy7SQcTTL4zwIx",
+	"2hYi3GbvtEZ6ySMuR7ofuApApD6DagIQt4pR0Opd5+JUlFYda8AYpzhb9+aZhsGYRDo9ZRmaaBNwke4W",
+	"XLdVOxn63N7o0FX205noXIeLn9+/50dxChb6olC6FNFf6Hi66zyZ5uvCbPmHPzXQzTKYa0X2l18BDax3",
+	"eq1f0cSZkPUVMVQgY61/gKfMz0V4/TLUXpucn/T8XsyT6LOvjeAoYkgSlk4UAxJJ8qk847PQb9vMyWfI",
+	"8mHKMxWD+rnkji1tSIxiKcWIitPOeJhAAcwF+/6UjFx06Hi2VBHG0D0WxVfxPPUcLyEY/SiE6DLBHcOa",
+	"NsmYQb7OS+MFdAfdarM8MhZyIEhxNInL5BhDZD7pZH0slm5ZnD/7bfajnhslbkTCI7sodLoV2vnZwJ8o",
+	"puUzUwJL74aKTUQEMTwixEsnYqrN7hGPIrxXsLIrIv2N1AitIwJ5fsMUEGlc2ldbmYIBu4XTiTZbqTaD",
+	"lpyxMrc1cmFRI0sDtu3MdjvIVryipr4pckvvd/KBmj6VhCPKXucLp16c37JJLp6tWYD3EsGZK5Y5mUei",
+	"comzJc36b7HN5c7nCrqU6i+qVqk8MZJwQY1/3LjxjFjFTBkupB229UhPBucH3yBtsGSijk87P9tOjZly",
+	"l2s5uftLKbRN3VkssFrN3X1w+t4eIKG8AtG2amUwjtQjApAxluolCu1K0uw1OKizWSD+vfLwB6vyqaA7",
+	"uhJkA6fJslKAm9d2cnXOj6yzGVKnYoeZBK5iGdJif3E7uel02bGzxVxCrW/nziY9XPHm43mK2l7lqnjU",
+	"nFU1o/jKA7poYnIeJSJlSZyilz4/PYaIyABLcHK8ii/wMqj8Ck8IZjuVvsRLw51vYBxPwaqdiSRLEtu3",
+	"3PxGPBCodnvbK10Hu52XzuSRlb38lDV9hwFSD+Tjlgqn84inceK3+nBIkjgCUe+yU+FtaX/KgkTPs0fK",
+	"5yzSiiicUDCmnNgJOvD1PeBsAVOpSF+4GDxDTd9o8rnL1Abdsny2RPAIX9VmA+fOMGWYU0cXSeZSkbJw",
+	"cHx0dHhwfnx68fr07Q+Hp19lQ0ctxCSq7lN0xFLj43Apa8MulqMjdylNMihw7+d48ZHYBBtBzQXmOX8A",
+	"CjNdtZpWnchdkbkkPzJClkeWLX67HIKLx6zSvCqFQtts4GZdFZE/T1TmMLAoIJ6L3znDt4ZaedCYMoBx",
+	"VjwENosR9BGxZcNXRqVSECp0mXOcVzmK7+dfP///AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
