@@ -1135,10 +1135,14 @@ type ChatappCheckRequest struct {
 }
 
 // ChatappCheckRequest0 defines model for ChatappCheckRequest.0.
-type ChatappCheckRequest0 = interface{}
+type ChatappCheckRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappCheckRequest1 defines model for ChatappCheckRequest.1.
-type ChatappCheckRequest1 = interface{}
+type ChatappCheckRequest1 struct {
+	Key interface{} `json:"key"`
+}
 
 // ChatappCheckRequestAreGroups `true` when `numbers` are group keys.
 type ChatappCheckRequestAreGroups = bool
@@ -1212,6 +1216,21 @@ type ChatappGroupListResultSuccess bool
 //
 // Example: 7
 type ChatappId = int
+
+// ChatappIdOrKey At least one of `id` and `key` (both may be sent). An `anyOf` inside `allOf`, so generated clients type it as the rule it is: the body's own properties and (`id` or `key`). The members only require presence; the values are checked by the body's own properties, with their own messages.
+type ChatappIdOrKey struct {
+	union json.RawMessage
+}
+
+// ChatappIdOrKey0 defines model for ChatappIdOrKey.0.
+type ChatappIdOrKey0 struct {
+	Id interface{} `json:"id"`
+}
+
+// ChatappIdOrKey1 defines model for ChatappIdOrKey.1.
+type ChatappIdOrKey1 struct {
+	Key interface{} `json:"key"`
+}
 
 // ChatappKey Phone number with country code, digits only: country code + area code + number, 10 to 15 digits (E.164 caps numbers at 15 digits; with an area code no real number is shorter than 10) and no leading zero (country codes never start with 0; drop the trunk prefix). Example: 5511988887777.
 //
@@ -1290,10 +1309,14 @@ type ChatappQrcodeRequest struct {
 }
 
 // ChatappQrcodeRequest0 defines model for ChatappQrcodeRequest.0.
-type ChatappQrcodeRequest0 = interface{}
+type ChatappQrcodeRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappQrcodeRequest1 defines model for ChatappQrcodeRequest.1.
-type ChatappQrcodeRequest1 = interface{}
+type ChatappQrcodeRequest1 struct {
+	Key interface{} `json:"key"`
+}
 
 // ChatappQrcodeRequestPhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
 type ChatappQrcodeRequestPhoneCode = bool
@@ -1334,10 +1357,14 @@ type ChatappSelector struct {
 }
 
 // ChatappSelector0 defines model for ChatappSelector.0.
-type ChatappSelector0 = interface{}
+type ChatappSelector0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappSelector1 defines model for ChatappSelector.1.
-type ChatappSelector1 = interface{}
+type ChatappSelector1 struct {
+	Key interface{} `json:"key"`
+}
 
 // ChatappState Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
 type ChatappState string
@@ -1363,10 +1390,14 @@ type ChatappUpdateRequest struct {
 }
 
 // ChatappUpdateRequest0 defines model for ChatappUpdateRequest.0.
-type ChatappUpdateRequest0 = interface{}
+type ChatappUpdateRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappUpdateRequest1 defines model for ChatappUpdateRequest.1.
-type ChatappUpdateRequest1 = interface{}
+type ChatappUpdateRequest1 struct {
+	Key interface{} `json:"key"`
+}
 
 // CheckStatus `ok` or `unavailable`; `redis` is present only when `REDIS_URL` is set.
 type CheckStatus string
@@ -3047,6 +3078,68 @@ func (t *ChatappCheckRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	return err
+}
+
+// AsChatappIdOrKey0 returns the union data inside the ChatappIdOrKey as a ChatappIdOrKey0
+func (t ChatappIdOrKey) AsChatappIdOrKey0() (ChatappIdOrKey0, error) {
+	var body ChatappIdOrKey0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatappIdOrKey0 overwrites any union data inside the ChatappIdOrKey as the provided ChatappIdOrKey0
+func (t *ChatappIdOrKey) FromChatappIdOrKey0(v ChatappIdOrKey0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatappIdOrKey0 performs a merge with any union data inside the ChatappIdOrKey, using the provided ChatappIdOrKey0
+func (t *ChatappIdOrKey) MergeChatappIdOrKey0(v ChatappIdOrKey0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsChatappIdOrKey1 returns the union data inside the ChatappIdOrKey as a ChatappIdOrKey1
+func (t ChatappIdOrKey) AsChatappIdOrKey1() (ChatappIdOrKey1, error) {
+	var body ChatappIdOrKey1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatappIdOrKey1 overwrites any union data inside the ChatappIdOrKey as the provided ChatappIdOrKey1
+func (t *ChatappIdOrKey) FromChatappIdOrKey1(v ChatappIdOrKey1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatappIdOrKey1 performs a merge with any union data inside the ChatappIdOrKey, using the provided ChatappIdOrKey1
+func (t *ChatappIdOrKey) MergeChatappIdOrKey1(v ChatappIdOrKey1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ChatappIdOrKey) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ChatappIdOrKey) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
 	return err
 }
 

@@ -120,6 +120,17 @@ func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]is
 				*out = append(*out, discriminatedIssues(root, se, decodedBody(r, reqErr.RequestBody))...)
 				continue
 			}
+			if inner := originErrors(se); se.SchemaField == "allOf" && len(se.JSONPointer()) == 0 && len(inner) > 0 {
+				// A body-level allOf (the connection bodies' "id or key")
+				// answers with what failed inside it, which carries its
+				// own message.
+				for _, e := range inner {
+					is := schemaIssue(e.Schema, e)
+					is.rule = "allOf: " + clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
+					*out = append(*out, is)
+				}
+				continue
+			}
 			is := schemaIssue(root, se)
 			is.rule = clip(strings.Join(se.JSONPointer(), "."), 96) + " " + se.SchemaField
 			*out = append(*out, is)
@@ -379,19 +390,7 @@ func discriminatedIssues(root *openapi3.Schema, se *openapi3.SchemaError, body a
 	if se.SchemaField == "oneOf" {
 		// The origin wraps the errors of the one branch the discriminator
 		// picked.
-		var errs []*openapi3.SchemaError
-		for err := errors.Unwrap(se.Origin); err != nil; {
-			if multi, ok := err.(openapi3.MultiError); ok {
-				collectSchemaErrors(multi, &errs)
-				break
-			}
-			u, ok := err.(interface{ Unwrap() error })
-			if !ok {
-				break
-			}
-			err = u.Unwrap()
-		}
-		for _, e := range errs {
+		for _, e := range originErrors(se) {
 			is := schemaIssue(e.Schema, e)
 			is.rule = "platform rule: " + clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
 			out = append(out, is)
@@ -430,4 +429,23 @@ func decodedBody(r *http.Request, rb *openapi3.RequestBody) any {
 		return nil
 	}
 	return v
+}
+
+// originErrors returns the schema errors a combinator's failure wraps (the
+// members of an allOf, the branch a discriminator picked), nil when there
+// are none.
+func originErrors(se *openapi3.SchemaError) []*openapi3.SchemaError {
+	var errs []*openapi3.SchemaError
+	for err := se.Origin; err != nil; {
+		if multi, ok := err.(openapi3.MultiError); ok {
+			collectSchemaErrors(multi, &errs)
+			break
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		err = u.Unwrap()
+	}
+	return errs
 }

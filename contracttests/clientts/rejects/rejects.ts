@@ -30,6 +30,11 @@ export async function lists(): Promise<void> {
   // enabled has a default: omitting it is fine; a wrong type is not.
   await api.POST("/api/channel-webhooks", { body: { name: "n", url: "https://example.com/hook" } });
   await api.POST("/api/channel-webhooks", { body: { name: "n", url: "https://example.com/hook", enabled: "yes" } }); // rejects
+  // A connection is chosen by id or key: at least one of the two.
+  await api.POST("/api/chatapp-logout", { body: { key: "5511988887777" } });
+  await api.POST("/api/chatapp-logout", { body: {} }); // rejects
+  await api.POST("/api/chatapp-qrcode", { body: { os: "Linux", browser: "Firefox" } }); // rejects
+  await api.POST("/api/chatapp-logout", { body: { id: "7" } }); // rejects
   // The revoke scope is me or all, and may be omitted.
   await api.POST("/api/revoke-messages", { body: { ids: [1] } });
   await api.POST("/api/revoke-messages", { body: { ids: [1], scope: "everyone" } }); // rejects
