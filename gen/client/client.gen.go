@@ -1818,8 +1818,9 @@ type SendAcceptedSync struct {
 // SendChatappRules Rules of `platform=chatapp` (unofficial connection), applied on top of the send body's fields: `contact_is_group` is required and `provider_template_id` is not accepted (templates belong to the official channel).
 type SendChatappRules struct {
 	// ContactIsGroup true when the recipient is a group; required with `platform=chatapp`.
-	ContactIsGroup bool                     `json:"contact_is_group"`
-	Platform       SendChatappRulesPlatform `json:"platform"`
+	ContactIsGroup       bool                     `json:"contact_is_group"`
+	Platform             SendChatappRulesPlatform `json:"platform"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
 }
 
 // SendChatappRulesPlatform defines model for SendChatappRules.Platform.
@@ -1962,7 +1963,8 @@ type SendMessageResult struct {
 
 // SendOfcChatappRules Rules of `platform=ofc_chatapp` (official business channel), applied on top of the send body's fields: `contact_is_group` is optional (false when omitted) and `provider_template_id` is accepted.
 type SendOfcChatappRules struct {
-	Platform SendOfcChatappRulesPlatform `json:"platform"`
+	Platform             SendOfcChatappRulesPlatform `json:"platform"`
+	AdditionalProperties map[string]interface{}      `json:"-"`
 }
 
 // SendOfcChatappRulesPlatform defines model for SendOfcChatappRules.Platform.
@@ -2942,6 +2944,151 @@ type UploadSendMediaMultipartRequestBody = UploadSendMediaRequest
 
 // RevokeMessagesJSONRequestBody defines body for RevokeMessages for application/json ContentType.
 type RevokeMessagesJSONRequestBody = RevokeMessagesRequest
+
+// Getter for additional properties for SendChatappRules. Returns the specified
+// element and whether it was found
+func (a SendChatappRules) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SendChatappRules
+func (a *SendChatappRules) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SendChatappRules to handle AdditionalProperties
+func (a *SendChatappRules) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &a.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+		delete(object, "contact_is_group")
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &a.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+		delete(object, "platform")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SendChatappRules to handle AdditionalProperties
+func (a SendChatappRules) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["contact_is_group"], err = json.Marshal(a.ContactIsGroup)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+	}
+
+	object["platform"], err = json.Marshal(a.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SendOfcChatappRules. Returns the specified
+// element and whether it was found
+func (a SendOfcChatappRules) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SendOfcChatappRules
+func (a *SendOfcChatappRules) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SendOfcChatappRules to handle AdditionalProperties
+func (a *SendOfcChatappRules) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &a.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+		delete(object, "platform")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SendOfcChatappRules to handle AdditionalProperties
+func (a SendOfcChatappRules) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["platform"], err = json.Marshal(a.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // AsChatappCheckRequest0 returns the union data inside the ChatappCheckRequest as a ChatappCheckRequest0
 func (t ChatappCheckRequest) AsChatappCheckRequest0() (ChatappCheckRequest0, error) {
