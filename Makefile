@@ -52,7 +52,7 @@ lint-specs: ## validate both documents with the pinned npm linters (Redocly, Spe
 	.tools/lint-specs.sh
 
 .PHONY: test
-test: generate-check lint lint-specs test-go contract test-docs ## every test: generate check, lint, specs, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts, the docs page in a browser
+test: generate-check lint lint-specs test-go contract test-docs test-clients ## every test: generate check, lint, specs, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts, the docs page in a browser, the generated TypeScript client
 
 .PHONY: test-go
 test-go: ## Go tests (PostgreSQL too when TEST_DATABASE_URL is set)
@@ -61,6 +61,10 @@ test-go: ## Go tests (PostgreSQL too when TEST_DATABASE_URL is set)
 .PHONY: test-docs
 test-docs: ## /docs in Debian's chromium (playwright-core): every operation and event, search, no request off the host; screenshots in .tools/docs/artifacts
 	$(GO) test -tags browser -count=1 -run TestDocsPageInChromium ./internal/docs/
+
+.PHONY: test-clients
+test-clients: ## generated-client suite: a TypeScript client from openapi.yaml (openapi-typescript + openapi-fetch), tsc --noEmit, run against a live gateway and the simulators, every answer validated
+	$(GO) test -tags clientts -count=1 -run TestTypeScriptClient ./contracttests/clientts/
 
 .PHONY: test-pg
 test-pg: ## Go tests against the local PostgreSQL as well

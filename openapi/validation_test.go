@@ -39,6 +39,32 @@ func documentedMessage(err error, contentType string) string {
 			}
 			schemaErr = inner
 		}
+		// A oneOf picked by a discriminator (the send body's rules per
+		// platform): a missing or unknown discriminator is the property's
+		// own required or invalid message; otherwise the body's own fields
+		// answer before the picked branch's rules.
+		if d := schemaErr.Schema.Discriminator; d != nil {
+			switch schemaErr.SchemaField {
+			case "discriminator":
+				prop := schemaErr.Schema.Properties[d.PropertyName]
+				if prop == nil || prop.Value == nil {
+					return ""
+				}
+				if schemaErr.Value == nil {
+					return extString(prop.Value.Extensions, "x-required-message")
+				}
+				return extString(prop.Value.Extensions, "x-invalid-message")
+			case "oneOf":
+				plain := *schemaErr.Schema
+				plain.OneOf, plain.Discriminator = nil, nil
+				var inner *openapi3.SchemaError
+				if err := plain.VisitJSON(schemaErr.Value, openapi3.VisitAsRequest()); err != nil && errors.As(err, &inner) {
+					schemaErr = inner
+				} else if errors.As(schemaErr.Origin, &inner) {
+					schemaErr = inner
+				}
+			}
+		}
 		switch schemaErr.SchemaField {
 		case "required":
 			path := schemaErr.JSONPointer()

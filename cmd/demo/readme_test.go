@@ -11,10 +11,15 @@ import (
 // readmeMarker precedes each README shell block that runs against the demo.
 const readmeMarker = "<!-- readme-test: runs against make demo -->"
 
-// readmeBlocks returns the fenced blocks that follow readmeMarker in the repository's README.
-func readmeBlocks(t *testing.T) []string {
+// readmes are the walk-throughs that build on the demo: the repository's README, then the
+// packages' (paths from the repository root).
+var readmes = []string{"README.md", "internal/official/README.md", "internal/connections/README.md"}
+
+// readmeBlocks returns the fenced blocks that follow readmeMarker in one README (a path from the
+// repository root).
+func readmeBlocks(t *testing.T, readme string) []string {
 	t.Helper()
-	f, err := os.Open("../../README.md")
+	f, err := os.Open("../../" + readme)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,25 +60,29 @@ func exports(t *testing.T, out string) []string {
 	return nil
 }
 
-// TestREADMEWalkthroughs runs the README's marked shell blocks in bash (-e, -u, pipefail), from
-// the repository root, with the variables the demo exports: a walk-through that stops working
-// fails here.
+// TestREADMEWalkthroughs runs the marked shell blocks of every README in readmes in bash (-e, -u,
+// pipefail), from the repository root, with the variables the demo exports: a walk-through that
+// stops working fails here.
 func TestREADMEWalkthroughs(t *testing.T) {
-	blocks := readmeBlocks(t)
-	if len(blocks) == 0 {
-		t.Fatalf("README.md has no block after %q", readmeMarker)
+	all := map[string][]string{}
+	for _, readme := range readmes {
+		if all[readme] = readmeBlocks(t, readme); len(all[readme]) == 0 {
+			t.Fatalf("%s has no block after %q", readme, readmeMarker)
+		}
 	}
 	out, _ := startDemo(t)
 	env := append(os.Environ(), exports(t, out.String())...)
-	for i, block := range blocks {
-		cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", block)
-		cmd.Dir = "../.."
-		cmd.Env = env
-		got, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("README block %d failed: %v\n--- block\n%s--- output\n%s", i+1, err, block, got)
+	for _, readme := range readmes {
+		for i, block := range all[readme] {
+			cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", block)
+			cmd.Dir = "../.."
+			cmd.Env = env
+			got, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s block %d failed: %v\n--- block\n%s--- output\n%s", readme, i+1, err, block, got)
+			}
+			t.Logf("%s block %d:\n%s", readme, i+1, got)
 		}
-		t.Logf("README block %d:\n%s", i+1, got)
 	}
 	// What the walk-throughs say the printer shows: the template send, the answer and its two
 	// receipts, and the chat-app send (omnichat.message.sent); the demo's first message and Ana's

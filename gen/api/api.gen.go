@@ -480,8 +480,10 @@ func (e MessageTypeId) Valid() bool {
 
 // Defines values for OrderMode.
 const (
-	OrderModeASC  OrderMode = "ASC"
-	OrderModeDESC OrderMode = "DESC"
+	OrderModeASC       OrderMode = "ASC"
+	OrderModeDESC      OrderMode = "DESC"
+	OrderModeLowerAsc  OrderMode = "asc"
+	OrderModeLowerDesc OrderMode = "desc"
 )
 
 // Valid indicates whether the value is a known member of the OrderMode enum.
@@ -490,6 +492,10 @@ func (e OrderMode) Valid() bool {
 	case OrderModeASC:
 		return true
 	case OrderModeDESC:
+		return true
+	case OrderModeLowerAsc:
+		return true
+	case OrderModeLowerDesc:
 		return true
 	default:
 		return false
@@ -613,6 +619,36 @@ func (e RevokeMessagesRequestScope) Valid() bool {
 	case RevokeMessagesRequestScopeAll:
 		return true
 	case RevokeMessagesRequestScopeMe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SendChatappRulesPlatform.
+const (
+	SendChatappRulesPlatformChatapp SendChatappRulesPlatform = "chatapp"
+)
+
+// Valid indicates whether the value is a known member of the SendChatappRulesPlatform enum.
+func (e SendChatappRulesPlatform) Valid() bool {
+	switch e {
+	case SendChatappRulesPlatformChatapp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SendOfcChatappRulesPlatform.
+const (
+	SendOfcChatappRulesPlatformOfcChatapp SendOfcChatappRulesPlatform = "ofc_chatapp"
+)
+
+// Valid indicates whether the value is a known member of the SendOfcChatappRulesPlatform enum.
+func (e SendOfcChatappRulesPlatform) Valid() bool {
+	switch e {
+	case SendOfcChatappRulesPlatformOfcChatapp:
 		return true
 	default:
 		return false
@@ -1085,7 +1121,7 @@ type Chatapp struct {
 // ChatappCheckRequest defines model for ChatappCheckRequest.
 type ChatappCheckRequest struct {
 	// AreGroups `true` when `numbers` are group keys.
-	AreGroups *bool `json:"are_groups,omitempty"`
+	AreGroups *ChatappCheckRequestAreGroups `json:"are_groups,omitempty"`
 
 	// Id Connection id.
 	//
@@ -1103,10 +1139,17 @@ type ChatappCheckRequest struct {
 }
 
 // ChatappCheckRequest0 defines model for ChatappCheckRequest.0.
-type ChatappCheckRequest0 = interface{}
+type ChatappCheckRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappCheckRequest1 defines model for ChatappCheckRequest.1.
-type ChatappCheckRequest1 = interface{}
+type ChatappCheckRequest1 struct {
+	Key interface{} `json:"key"`
+}
+
+// ChatappCheckRequestAreGroups `true` when `numbers` are group keys.
+type ChatappCheckRequestAreGroups = bool
 
 // ChatappCheckResult defines model for ChatappCheckResult.
 type ChatappCheckResult struct {
@@ -1177,6 +1220,21 @@ type ChatappGroupListResultSuccess bool
 //
 // Example: 7
 type ChatappId = int
+
+// ChatappIdOrKey At least one of `id` and `key` (both may be sent). An `anyOf` inside `allOf`, so generated clients type it as the rule it is: the body's own properties and (`id` or `key`). The members only require presence; the values are checked by the body's own properties, with their own messages.
+type ChatappIdOrKey struct {
+	union json.RawMessage
+}
+
+// ChatappIdOrKey0 defines model for ChatappIdOrKey.0.
+type ChatappIdOrKey0 struct {
+	Id interface{} `json:"id"`
+}
+
+// ChatappIdOrKey1 defines model for ChatappIdOrKey.1.
+type ChatappIdOrKey1 struct {
+	Key interface{} `json:"key"`
+}
 
 // ChatappKey Phone number with country code, digits only: country code + area code + number, 10 to 15 digits (E.164 caps numbers at 15 digits; with an area code no real number is shorter than 10) and no leading zero (country codes never start with 0; drop the trunk prefix). Example: 5511988887777.
 //
@@ -1250,15 +1308,22 @@ type ChatappQrcodeRequest struct {
 	Os string `json:"os"`
 
 	// PhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
-	PhoneCode *bool `json:"phone_code,omitempty"`
+	PhoneCode *ChatappQrcodeRequestPhoneCode `json:"phone_code,omitempty"`
 	union     json.RawMessage
 }
 
 // ChatappQrcodeRequest0 defines model for ChatappQrcodeRequest.0.
-type ChatappQrcodeRequest0 = interface{}
+type ChatappQrcodeRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappQrcodeRequest1 defines model for ChatappQrcodeRequest.1.
-type ChatappQrcodeRequest1 = interface{}
+type ChatappQrcodeRequest1 struct {
+	Key interface{} `json:"key"`
+}
+
+// ChatappQrcodeRequestPhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
+type ChatappQrcodeRequestPhoneCode = bool
 
 // ChatappQrcodeResult defines model for ChatappQrcodeResult.
 type ChatappQrcodeResult struct {
@@ -1296,10 +1361,14 @@ type ChatappSelector struct {
 }
 
 // ChatappSelector0 defines model for ChatappSelector.0.
-type ChatappSelector0 = interface{}
+type ChatappSelector0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappSelector1 defines model for ChatappSelector.1.
-type ChatappSelector1 = interface{}
+type ChatappSelector1 struct {
+	Key interface{} `json:"key"`
+}
 
 // ChatappState Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
 type ChatappState string
@@ -1325,10 +1394,14 @@ type ChatappUpdateRequest struct {
 }
 
 // ChatappUpdateRequest0 defines model for ChatappUpdateRequest.0.
-type ChatappUpdateRequest0 = interface{}
+type ChatappUpdateRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappUpdateRequest1 defines model for ChatappUpdateRequest.1.
-type ChatappUpdateRequest1 = interface{}
+type ChatappUpdateRequest1 struct {
+	Key interface{} `json:"key"`
+}
 
 // CheckStatus `ok` or `unavailable`; `redis` is present only when `REDIS_URL` is set.
 type CheckStatus string
@@ -1610,7 +1683,7 @@ type NotImplemented struct {
 // Example: 2026-11-22 14:03:07
 type NullableManagementTimestamp = string
 
-// OrderMode defines model for OrderMode.
+// OrderMode Sort direction, case-insensitive: `ASC`, `DESC`, `asc` or `desc` (one vocabulary on every list that sorts; listed as an enum so generated clients offer exactly these values). Default ASC.
 type OrderMode string
 
 // OriginId How a conversation started: 1 = Contact initiated, 2 = Company initiated, 3 = Import, 4 = Api.
@@ -1715,11 +1788,14 @@ type RevokeMessagesRequest struct {
 	Ids []int `json:"ids"`
 
 	// RemoveMedia true also removes the associated media file.
-	RemoveMedia *bool `json:"remove_media,omitempty"`
+	RemoveMedia *RevokeMessagesRequestRemoveMedia `json:"remove_media,omitempty"`
 
 	// Scope `me` (default): delete in the service only; `all`: revoke for everyone at the provider.
 	Scope *RevokeMessagesRequestScope `json:"scope,omitempty"`
 }
+
+// RevokeMessagesRequestRemoveMedia true also removes the associated media file.
+type RevokeMessagesRequestRemoveMedia = bool
 
 // RevokeMessagesRequestScope `me` (default): delete in the service only; `all`: revoke for everyone at the provider.
 type RevokeMessagesRequestScope string
@@ -1749,6 +1825,17 @@ type SendAcceptedSync struct {
 	Status  bool   `json:"Status"`
 }
 
+// SendChatappRules Rules of `platform=chatapp` (unofficial connection), applied on top of the send body's fields: `contact_is_group` is required and `provider_template_id` is not accepted (templates belong to the official channel).
+type SendChatappRules struct {
+	// ContactIsGroup true when the recipient is a group; required with `platform=chatapp`.
+	ContactIsGroup       bool                     `json:"contact_is_group"`
+	Platform             SendChatappRulesPlatform `json:"platform"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// SendChatappRulesPlatform defines model for SendChatappRules.Platform.
+type SendChatappRulesPlatform string
+
 // SendContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 type SendContactIsGroup = bool
 
@@ -1770,7 +1857,7 @@ type SendHeaderMediaFilename = string
 // Example: https://files.example.com/invoices/48213.pdf
 type SendHeaderMediaUrl = string
 
-// SendMessageMultipartRequest Multipart send body: the JSON fields as form parts plus `file`. Booleans are the texts `true`/`false`; `variable_values` is one part per value, in order; `named_variable_values` is one text part holding a JSON object of strings.
+// SendMessageMultipartRequest Multipart send body: the JSON fields as form parts plus `file`. Booleans are the texts `true`/`false`; `variable_values` is one part per value, in order; `named_variable_values` is one text part holding a JSON object of strings. The rules of each platform are the same `oneOf` on `platform` as the JSON body.
 type SendMessageMultipartRequest struct {
 	// ContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 	ContactIsGroup *SendContactIsGroup `json:"contact_is_group,omitempty"`
@@ -1823,9 +1910,10 @@ type SendMessageMultipartRequest struct {
 	//
 	// Example: ["Ana","#48213"]
 	VariableValues *SendVariableValues `json:"variable_values,omitempty"`
+	union          json.RawMessage
 }
 
-// SendMessageRequest JSON send body. Rules that combine fields (text, file or template; template only with `ofc_chatapp`; `contact_is_group` required with `chatapp`) are in the operation's `x-rule-messages`.
+// SendMessageRequest JSON send body. The rules of each platform are schema: `oneOf` with a `discriminator` on `platform` picks `SendChatappRules` (`contact_is_group` required, no `provider_template_id`) or `SendOfcChatappRules`. The rule that combines fields across both (text, file or template) is in the operation's `x-rule-messages`.
 type SendMessageRequest struct {
 	// ContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 	ContactIsGroup *SendContactIsGroup `json:"contact_is_group,omitempty"`
@@ -1875,12 +1963,22 @@ type SendMessageRequest struct {
 	//
 	// Example: ["Ana","#48213"]
 	VariableValues *SendVariableValues `json:"variable_values,omitempty"`
+	union          json.RawMessage
 }
 
 // SendMessageResult 200 body of the send endpoint; which shape depends on `enqueue`.
 type SendMessageResult struct {
 	union json.RawMessage
 }
+
+// SendOfcChatappRules Rules of `platform=ofc_chatapp` (official business channel), applied on top of the send body's fields: `contact_is_group` is optional (false when omitted) and `provider_template_id` is accepted.
+type SendOfcChatappRules struct {
+	Platform             SendOfcChatappRulesPlatform `json:"platform"`
+	AdditionalProperties map[string]interface{}      `json:"-"`
+}
+
+// SendOfcChatappRulesPlatform defines model for SendOfcChatappRules.Platform.
+type SendOfcChatappRulesPlatform string
 
 // SendPlatform `chatapp` (unofficial connection) or `ofc_chatapp` (official business channel).
 //
@@ -1936,15 +2034,34 @@ type SimulatorGroup struct {
 
 // SimulatorGroupRequest defines model for SimulatorGroupRequest.
 type SimulatorGroupRequest struct {
-	Announce *bool `json:"announce,omitempty"`
-	IsAdmin  *bool `json:"is_admin,omitempty"`
-	IsMember *bool `json:"is_member,omitempty"`
+	// Announce Optional: true puts the group in announce mode (only administrators write). Default false.
+	Announce *SimulatorGroupRequestAnnounce `json:"announce,omitempty"`
+
+	// IsAdmin Optional: whether the connection is an administrator of the group. Default false.
+	IsAdmin *SimulatorGroupRequestIsAdmin `json:"is_admin,omitempty"`
+
+	// IsMember Optional: whether the connection is a member of the group. Default true.
+	IsMember *SimulatorGroupRequestIsMember `json:"is_member,omitempty"`
 
 	// Key Group key (`number-digits` or a plain group number); generated when omitted.
-	Key               *string `json:"key,omitempty"`
-	Name              string  `json:"name"`
-	ParticipantsCount *int    `json:"participants_count,omitempty"`
+	Key  *string `json:"key,omitempty"`
+	Name string  `json:"name"`
+
+	// ParticipantsCount Optional: the number of participants the group reports. Default 0.
+	ParticipantsCount *SimulatorGroupRequestParticipantsCount `json:"participants_count,omitempty"`
 }
+
+// SimulatorGroupRequestAnnounce Optional: true puts the group in announce mode (only administrators write). Default false.
+type SimulatorGroupRequestAnnounce = bool
+
+// SimulatorGroupRequestIsAdmin Optional: whether the connection is an administrator of the group. Default false.
+type SimulatorGroupRequestIsAdmin = bool
+
+// SimulatorGroupRequestIsMember Optional: whether the connection is a member of the group. Default true.
+type SimulatorGroupRequestIsMember = bool
+
+// SimulatorGroupRequestParticipantsCount Optional: the number of participants the group reports. Default 0.
+type SimulatorGroupRequestParticipantsCount = int
 
 // SimulatorGroupResult defines model for SimulatorGroupResult.
 type SimulatorGroupResult struct {
@@ -2348,7 +2465,9 @@ type WebhookSubscriptionCreate struct {
 	//
 	// Example: [12]
 	CompanyChannelIds *WebhookCompanyChannelIds `json:"company_channel_ids,omitempty"`
-	Enabled           *bool                     `json:"enabled,omitempty"`
+
+	// Enabled Optional: false creates the subscription disabled. Default true.
+	Enabled *WebhookSubscriptionCreateEnabled `json:"enabled,omitempty"`
 
 	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
 	//
@@ -2365,6 +2484,9 @@ type WebhookSubscriptionCreate struct {
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
 }
+
+// WebhookSubscriptionCreateEnabled Optional: false creates the subscription disabled. Default true.
+type WebhookSubscriptionCreateEnabled = bool
 
 // WebhookSubscriptionPage defines model for WebhookSubscriptionPage.
 type WebhookSubscriptionPage struct {
@@ -2464,7 +2586,7 @@ type CreatedAtRange = DateRange
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
-// OrderModeDefaultAsc defines model for OrderModeDefaultAsc.
+// OrderModeDefaultAsc Sort direction, case-insensitive: `ASC`, `DESC`, `asc` or `desc` (one vocabulary on every list that sorts; listed as an enum so generated clients offer exactly these values). Default ASC.
 type OrderModeDefaultAsc = OrderMode
 
 // Page defines model for Page.
@@ -2543,7 +2665,7 @@ type ListChannelWebhooksParams struct {
 	// OrderBy Sort column.
 	OrderBy *ListChannelWebhooksParamsOrderBy `form:"orderBy,omitempty" json:"orderBy,omitempty"`
 
-	// OrderMode Sort direction.
+	// OrderMode Sort direction, case-insensitive (`ASC`, `DESC`, `asc` or `desc`). Default ASC.
 	OrderMode *OrderModeDefaultAsc `form:"orderMode,omitempty" json:"orderMode,omitempty"`
 
 	// PerPage Items per page, 1 to 500.
@@ -2600,7 +2722,7 @@ type ListChatappsParams struct {
 	// OrderBy Sort column.
 	OrderBy *ListChatappsParamsOrderBy `form:"orderBy,omitempty" json:"orderBy,omitempty"`
 
-	// OrderMode Sort direction.
+	// OrderMode Sort direction, case-insensitive (`ASC`, `DESC`, `asc` or `desc`). Default ASC.
 	OrderMode *OrderModeDefaultAsc `form:"orderMode,omitempty" json:"orderMode,omitempty"`
 
 	// PerPage Items per page, 1 to 500.
@@ -2833,6 +2955,151 @@ type UploadSendMediaMultipartRequestBody = UploadSendMediaRequest
 // RevokeMessagesJSONRequestBody defines body for RevokeMessages for application/json ContentType.
 type RevokeMessagesJSONRequestBody = RevokeMessagesRequest
 
+// Getter for additional properties for SendChatappRules. Returns the specified
+// element and whether it was found
+func (a SendChatappRules) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SendChatappRules
+func (a *SendChatappRules) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SendChatappRules to handle AdditionalProperties
+func (a *SendChatappRules) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &a.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+		delete(object, "contact_is_group")
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &a.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+		delete(object, "platform")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SendChatappRules to handle AdditionalProperties
+func (a SendChatappRules) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["contact_is_group"], err = json.Marshal(a.ContactIsGroup)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+	}
+
+	object["platform"], err = json.Marshal(a.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SendOfcChatappRules. Returns the specified
+// element and whether it was found
+func (a SendOfcChatappRules) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SendOfcChatappRules
+func (a *SendOfcChatappRules) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SendOfcChatappRules to handle AdditionalProperties
+func (a *SendOfcChatappRules) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &a.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+		delete(object, "platform")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SendOfcChatappRules to handle AdditionalProperties
+func (a SendOfcChatappRules) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["platform"], err = json.Marshal(a.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // AsChatappCheckRequest0 returns the union data inside the ChatappCheckRequest as a ChatappCheckRequest0
 func (t ChatappCheckRequest) AsChatappCheckRequest0() (ChatappCheckRequest0, error) {
 	var body ChatappCheckRequest0
@@ -2968,6 +3235,68 @@ func (t *ChatappCheckRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	return err
+}
+
+// AsChatappIdOrKey0 returns the union data inside the ChatappIdOrKey as a ChatappIdOrKey0
+func (t ChatappIdOrKey) AsChatappIdOrKey0() (ChatappIdOrKey0, error) {
+	var body ChatappIdOrKey0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatappIdOrKey0 overwrites any union data inside the ChatappIdOrKey as the provided ChatappIdOrKey0
+func (t *ChatappIdOrKey) FromChatappIdOrKey0(v ChatappIdOrKey0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatappIdOrKey0 performs a merge with any union data inside the ChatappIdOrKey, using the provided ChatappIdOrKey0
+func (t *ChatappIdOrKey) MergeChatappIdOrKey0(v ChatappIdOrKey0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsChatappIdOrKey1 returns the union data inside the ChatappIdOrKey as a ChatappIdOrKey1
+func (t ChatappIdOrKey) AsChatappIdOrKey1() (ChatappIdOrKey1, error) {
+	var body ChatappIdOrKey1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatappIdOrKey1 overwrites any union data inside the ChatappIdOrKey as the provided ChatappIdOrKey1
+func (t *ChatappIdOrKey) FromChatappIdOrKey1(v ChatappIdOrKey1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatappIdOrKey1 performs a merge with any union data inside the ChatappIdOrKey, using the provided ChatappIdOrKey1
+func (t *ChatappIdOrKey) MergeChatappIdOrKey1(v ChatappIdOrKey1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ChatappIdOrKey) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ChatappIdOrKey) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
 	return err
 }
 
@@ -3361,6 +3690,566 @@ func (t *ChatappUpdateRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.NewKey)
 		if err != nil {
 			return fmt.Errorf("error reading 'new_key': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsSendChatappRules returns the union data inside the SendMessageMultipartRequest as a SendChatappRules
+func (t SendMessageMultipartRequest) AsSendChatappRules() (SendChatappRules, error) {
+	var body SendChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendChatappRules overwrites any union data inside the SendMessageMultipartRequest as the provided SendChatappRules
+func (t *SendMessageMultipartRequest) FromSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendChatappRules performs a merge with any union data inside the SendMessageMultipartRequest, using the provided SendChatappRules
+func (t *SendMessageMultipartRequest) MergeSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSendOfcChatappRules returns the union data inside the SendMessageMultipartRequest as a SendOfcChatappRules
+func (t SendMessageMultipartRequest) AsSendOfcChatappRules() (SendOfcChatappRules, error) {
+	var body SendOfcChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendOfcChatappRules overwrites any union data inside the SendMessageMultipartRequest as the provided SendOfcChatappRules
+func (t *SendMessageMultipartRequest) FromSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendOfcChatappRules performs a merge with any union data inside the SendMessageMultipartRequest, using the provided SendOfcChatappRules
+func (t *SendMessageMultipartRequest) MergeSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SendMessageMultipartRequest) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"platform"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t SendMessageMultipartRequest) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "chatapp":
+		return t.AsSendChatappRules()
+	case "ofc_chatapp":
+		return t.AsSendOfcChatappRules()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t SendMessageMultipartRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.ContactIsGroup != nil {
+		object["contact_is_group"], err = json.Marshal(t.ContactIsGroup)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+		}
+	}
+
+	object["contact_key"], err = json.Marshal(t.ContactKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_key': %w", err)
+	}
+
+	if t.Enqueue != nil {
+		object["enqueue"], err = json.Marshal(t.Enqueue)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enqueue': %w", err)
+		}
+	}
+
+	if t.File != nil {
+		object["file"], err = json.Marshal(t.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	if t.HeaderMediaFilename != nil {
+		object["header_media_filename"], err = json.Marshal(t.HeaderMediaFilename)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_filename': %w", err)
+		}
+	}
+
+	if t.HeaderMediaUrl != nil {
+		object["header_media_url"], err = json.Marshal(t.HeaderMediaUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_url': %w", err)
+		}
+	}
+
+	if t.NamedVariableValues != nil {
+		object["named_variable_values"], err = json.Marshal(t.NamedVariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'named_variable_values': %w", err)
+		}
+	}
+
+	object["platform"], err = json.Marshal(t.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	if t.ProviderTemplateId != nil {
+		object["provider_template_id"], err = json.Marshal(t.ProviderTemplateId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider_template_id': %w", err)
+		}
+	}
+
+	object["sender_key"], err = json.Marshal(t.SenderKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'sender_key': %w", err)
+	}
+
+	if t.Text != nil {
+		object["text"], err = json.Marshal(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+
+	if t.VariableValues != nil {
+		object["variable_values"], err = json.Marshal(t.VariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'variable_values': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *SendMessageMultipartRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &t.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+	}
+
+	if raw, found := object["contact_key"]; found {
+		err = json.Unmarshal(raw, &t.ContactKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_key': %w", err)
+		}
+	}
+
+	if raw, found := object["enqueue"]; found {
+		err = json.Unmarshal(raw, &t.Enqueue)
+		if err != nil {
+			return fmt.Errorf("error reading 'enqueue': %w", err)
+		}
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &t.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_filename"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaFilename)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_filename': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_url"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_url': %w", err)
+		}
+	}
+
+	if raw, found := object["named_variable_values"]; found {
+		err = json.Unmarshal(raw, &t.NamedVariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'named_variable_values': %w", err)
+		}
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &t.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+	}
+
+	if raw, found := object["provider_template_id"]; found {
+		err = json.Unmarshal(raw, &t.ProviderTemplateId)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider_template_id': %w", err)
+		}
+	}
+
+	if raw, found := object["sender_key"]; found {
+		err = json.Unmarshal(raw, &t.SenderKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'sender_key': %w", err)
+		}
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &t.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+	}
+
+	if raw, found := object["variable_values"]; found {
+		err = json.Unmarshal(raw, &t.VariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'variable_values': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsSendChatappRules returns the union data inside the SendMessageRequest as a SendChatappRules
+func (t SendMessageRequest) AsSendChatappRules() (SendChatappRules, error) {
+	var body SendChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendChatappRules overwrites any union data inside the SendMessageRequest as the provided SendChatappRules
+func (t *SendMessageRequest) FromSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendChatappRules performs a merge with any union data inside the SendMessageRequest, using the provided SendChatappRules
+func (t *SendMessageRequest) MergeSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSendOfcChatappRules returns the union data inside the SendMessageRequest as a SendOfcChatappRules
+func (t SendMessageRequest) AsSendOfcChatappRules() (SendOfcChatappRules, error) {
+	var body SendOfcChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendOfcChatappRules overwrites any union data inside the SendMessageRequest as the provided SendOfcChatappRules
+func (t *SendMessageRequest) FromSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendOfcChatappRules performs a merge with any union data inside the SendMessageRequest, using the provided SendOfcChatappRules
+func (t *SendMessageRequest) MergeSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SendMessageRequest) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"platform"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t SendMessageRequest) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "chatapp":
+		return t.AsSendChatappRules()
+	case "ofc_chatapp":
+		return t.AsSendOfcChatappRules()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t SendMessageRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.ContactIsGroup != nil {
+		object["contact_is_group"], err = json.Marshal(t.ContactIsGroup)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+		}
+	}
+
+	object["contact_key"], err = json.Marshal(t.ContactKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_key': %w", err)
+	}
+
+	if t.Enqueue != nil {
+		object["enqueue"], err = json.Marshal(t.Enqueue)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enqueue': %w", err)
+		}
+	}
+
+	if t.HeaderMediaFilename != nil {
+		object["header_media_filename"], err = json.Marshal(t.HeaderMediaFilename)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_filename': %w", err)
+		}
+	}
+
+	if t.HeaderMediaUrl != nil {
+		object["header_media_url"], err = json.Marshal(t.HeaderMediaUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_url': %w", err)
+		}
+	}
+
+	if t.NamedVariableValues != nil {
+		object["named_variable_values"], err = json.Marshal(t.NamedVariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'named_variable_values': %w", err)
+		}
+	}
+
+	object["platform"], err = json.Marshal(t.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	if t.ProviderTemplateId != nil {
+		object["provider_template_id"], err = json.Marshal(t.ProviderTemplateId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider_template_id': %w", err)
+		}
+	}
+
+	object["sender_key"], err = json.Marshal(t.SenderKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'sender_key': %w", err)
+	}
+
+	if t.Text != nil {
+		object["text"], err = json.Marshal(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+
+	if t.VariableValues != nil {
+		object["variable_values"], err = json.Marshal(t.VariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'variable_values': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *SendMessageRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &t.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+	}
+
+	if raw, found := object["contact_key"]; found {
+		err = json.Unmarshal(raw, &t.ContactKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_key': %w", err)
+		}
+	}
+
+	if raw, found := object["enqueue"]; found {
+		err = json.Unmarshal(raw, &t.Enqueue)
+		if err != nil {
+			return fmt.Errorf("error reading 'enqueue': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_filename"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaFilename)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_filename': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_url"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_url': %w", err)
+		}
+	}
+
+	if raw, found := object["named_variable_values"]; found {
+		err = json.Unmarshal(raw, &t.NamedVariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'named_variable_values': %w", err)
+		}
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &t.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+	}
+
+	if raw, found := object["provider_template_id"]; found {
+		err = json.Unmarshal(raw, &t.ProviderTemplateId)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider_template_id': %w", err)
+		}
+	}
+
+	if raw, found := object["sender_key"]; found {
+		err = json.Unmarshal(raw, &t.SenderKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'sender_key': %w", err)
+		}
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &t.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+	}
+
+	if raw, found := object["variable_values"]; found {
+		err = json.Unmarshal(raw, &t.VariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'variable_values': %w", err)
 		}
 	}
 
@@ -11322,648 +12211,668 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cttIljf4KrnomSjSDVIkdbFNhaNDluUqddmWS5eqr8b0J6SAJIkSmMlGgpLZbm18f+0DbOwL7D/f",
-	"i+ybzJNs5DmZicSNIiXbVTPdHTFTFgjk9eTJc/2dz14oZnPBGc+kN/zsTRmNWAr/PGVZujwYZyxVf0VM",
-	"hmk8z2LBvaF3xkLBI0kyQW5pnJErNhYpI6n6JOaTrud77BOdzRPmDbd7vpeyvy3ilEXeMEsXzPdkOGUz",
-	"qtqdxTyeLWbesO972XLOvKEX84xNWOrd3d353pymdMYyPabDlNGMRQfZKeUTpp6EgmeMZ+qfdD5P4pCq",
-	"IW79JtU4P+ej+OANeoO9Tr/f6fU93/4xGHgf3eH8W8rG3tD701a+LFv4q9x6RTOG/cLIiivy17OTd4Sm",
-	"KV2S4IPMaJr5hPHoY0DEmEQ0Y5K0gl9//fXXztu3nVevgjYRKTzvZPGMSZ/EPEwWMr5hPhGcZFNGQjXZ",
-	"WP0RzxhpUXid3MbZVCwyfBiKG5ZKkk1pRm6nImEkosu2Wv5YDepvC5YuPd/jdKYWNsTVu6SZ53ufOjG/",
-	"oUkcdWZMSqpW0ywvoRmZLaTaVkKJMzN3YnZe3p3vHUdsNhcZ4+HyR7as0ssBCZOY8awTToVknFyzJWmN",
-	"RUr0/hBKLi6OX7VxJjN6zSShSE6qn2waS6JoiMmMSDpmQ1iGmJPBDpmKBSwBI5LOGDStfsyfmA9TNk/o",
-	"El8dx6nMCOXylqUk5jJjNIIZiZhP4I1bkV4TOqEx75If2VISmjIyZylRlEH5skvOGCPOxEmM23bw/pg4",
-	"sy+cBW933Aufhtus84zu9Ts74e525/lVn3UG0dNxjz5nO1eDvtk9PIv59jl9ddQqF44R/fSG8Uk29YaD",
-	"3V1fHSvzd18doixjqWrzf374Pzr/58c//5tnT5vM0phP1CbWUYQ7P7Wyhiz66ugPdnfJTSzjq4SRg7PD",
-	"42MSTmlKQzitd753kkYsfSsi9oqN6SLJDmRYw0pEmpEoTlloVquOdIVpylv3tNrOm6ZmX7CTOjg7VKfy",
-	"1dHZofroPUUWUxyvekr4YnbFUp+MUzEj/aZBz1UD7ngjXAfYk1WMr37A0LM9l5zo18kETm2qzg5X42d/",
-	"W9BE7U8fZsFS9aHegn6vV53SccZmEmhbjdjHzd3t9RrnhU02TK3X8xU54uR24a/Np6rHUjddXHM9xOoM",
-	"B197goPfd367X3t+u996fmfxbJHQTKSHgnNkA8dRzSQjvArUrWfeKzDXp3qyc5pN87nGkfdQ+aOJJdbM",
-	"Ci5U00vxZX11Qfd3vncxj760CEMG28Pd58Pd539cWSahMussYOpfTJzB5laIM3qpNxdnfmFXUyGuV1Ph",
-	"Lb5E5OKq/rIf9P8LEOSdGoucCy4ZStgo3RxOKecsebmQMWdSHqWpSDeh1c+eI1Vik4SLjIzFgqv5y0UY",
-	"Mim94Zgmkt2tS7bF8dSQrnmBMPUGuZ3GCSNJLDMl1oU4KdlVK5kzmwdOEpYrjk5SLfHKxWxG06U39N6x",
-	"OJsquTIiXKRKbvJ874Ymi9LCKFqCnwtbUlmcO9/jInsNK1fo54Jfc3HLHX5Y308+1VV7gN28EZMJK/Vz",
-	"xqQ0H+u+YJyru4olfJBAgyTmNT1+uX0/xlNBYj5fZGpVrwqEMCSzWEpFAyIlM5qMRTpjERnHLIl8Z/3y",
-	"9SEtkaqTTrmAvdRSf9vXsh+hScpoBFL/QrJKI3ba0JB52T5t+4oasw6dz8mYxskiZUCVr0V6FUcR4w89",
-	"bOdKVaJ2BxacLrKpSOO/swg6WG+93+r2alb6fMpIJq4ZJwkNr1GbmrMU1heYfSyJmLMUVVdN1ZK04kyS",
-	"4FMnfzVo76uVmqpduaUSTudEj7KoTx7z96mYpEA5D1uVA6sEatUwlqSkTqnVklmcJOSKqSHNU6FolUX7",
-	"Wg9NlJD9ZdawMhytqQalMQWNgyJ0jCK/Wm3OwAqjCFqkJM665J2zrpH6PbuNQ1aYiRLAUhay+IY5GrEe",
-	"13dS68Y1u3HKFhI5xPo7AYcQdq+sxA4/IMmWd0ON3Jwa1R9MjZIoHo9Zyrgdadf7eOeX6f/hja29uz8r",
-	"dgPzbeRJ6qRUd7QylrIlo2FspGVYkT1dPlGShU9ALgKmJ6Jlu7r7+6ojQglnt3DbYA/qL3fexzxjKafJ",
-	"o+560wiRLL1hKXLfL3NoLjj7NIerx3DMfdQGqJpdLDVz9QlnqmfJOM7rnciO1UBnjGeb0q1LVyzn2NJo",
-	"LOaSY5xeJSwaEpAoYVgTmrFbqm1Rhyfv3h0dnp+cXr46Pf756PSFbWH9pSnNo4Hgctarh0ZvaJyo0Tms",
-	"L2LzRCxVQ99JdXGN48lCf9XK56aWKRWJukQi4DWMpIwm5qYTabuLZpJlImh0LsQbmm6m0ZQX2JC6omMy",
-	"oygyXrGihaPf65G3L7/YXVboU1GRmoTuSk2Z8WguYp4RGoZsnknNY2Hd1CSJEtJJC9SKPnn70iezRZLF",
-	"c0UHOFRfse2bWK2h1hkk2SZvX5buP5mJlIFEaEn3J3Wwc07zmsbJwzmvUfqHHzZQz4vMdSO1/ovx0QPN",
-	"4KwrgEwpyh23qeAT3ACREhBHuyTAKQdkKpII39MzMCYS3Qws8bkQbylfniIVPFjAOBeCqHbIQZax2TyT",
-	"X4bnnSoVOYlncUbYp5CxKBdHjABgjJFKWJXaLRNzEoD7pgP+m0CppWXPTse6durGpt/ecpxAMLwLkCcZ",
-	"z9SqPJyblprZYLHKA6g71SCdaoHfJ1ph9gn7NI/1CUvZjbjW/Wpl/zFaYBRL4P9FtelcsRXB4TLH3wu2",
-	"gnoFSo9GcSLzVfcBKuH6HVmNp/tVFbQzZ0COllWrZPnqcaZWb4wb1riG7gY+nE/CHl7R6CJNSquZJrm2",
-	"6C5jzlUX6psP+Ka1MaEuOs2yuZqJ+q8kF6dvStx0vW/UUmpafgcGpIKlQWkN+tf68aHR6QO+6ZoZimOp",
-	"/LzB3q/Bwgvq+ZAEalSBq5Mngttbt7/bcxxJPgkWaVJ4GcQaDmu0ZRcKiIaWlXv1sHR73H9DwJddcoIC",
-	"gJWotGEyo9c1cr1PaCIFoSBgr6NrkJYdhloNWW1SiVd2E2AzD4wsd3SjduCUSbDYf/bmqRplFmt2RDPY",
-	"tDhjM1nzs7s1n6t+QHajj0zplzvXbPlBv1bc6Y/WZimufmNhpprTD8DkCnze8JjPHuOLmTf8kKULln95",
-	"JUTCKK/0Z77zcX51XVV4eJEKd3vPUcwTYzKjnE5AlrYSniSt3IgjfSus+YYvWQNie2huFW1wcj9sIyEW",
-	"DVCKuRZ3wZ69mh2oLhHw403WyDRft0zauHu+nLM6E7f+GeSqIemTF4TNrlgUsQg0IJ8MyAuy4GI8jsNY",
-	"6QPqVCi1qBWof9L5PGj7ZJu8IHWviHF46by2Q16Q+VRkoiOFerXDWQaud3MifbJLXhD8ER4yxSl8skde",
-	"kCuR5Y/A9o6r1fcH/ra/4+/6ex/dSJSKRd33PnXUN50bmsIpVIt4pGd7OAXPwoWd6SEO2/O9k8qT92oO",
-	"ZzDKdzgDz/fw77dmhJ7vvRRZ/ufH4l4Y9l7cDeDMxvHl7IxPZjQLQXsIChsaDO1+wUKTVl9bG2EDBm2f",
-	"OHtAWtttH3fgEhf50uxAa6ft64W/tKtMWrttXy28+2iv7Sy+V+jd873QLpLTrzoPNZ0qGaTUo+d7he48",
-	"d0tLTRZP0jq76+5p+EW2E1qoRsDw8pEBS0LRlVnkEE64zn0ahGVm5/GMyYzO5uqcx9F9H+rhHoNn8hr9",
-	"GGu8/yMDTp5YX0Fxroqfa9dLVjCbaD9CLHM3QterMjXjKqvjjBnN2JqjPIN3zUeXKaNa7CuO9uhTxrga",
-	"V5f8Ml2iMTYfaMxB2YcmfKL1TsvOJI0j0lIK35LcThm3Cn0miNSuyxqaND2i9+/Od12ZD9nq0i0AHkb0",
-	"OsFC2p3yiyFgTq8N14RaxsMpC6+1fgyCNF+ejL3hh8/lPj/e+cVnaggf7z6W6Zqm7HKSisVcFuIO4Ior",
-	"C46BWqAA1zZARVcGEIoFLShpS9aQUL2jNO/Yyt1AqiIl0Pm3ODN6DjV8Hn8grSieKIoDa10oFlwp+6GI",
-	"mJIrfHwc5DN5AQvkO8uxXwz/MDKgEyG2t1MOEKvSaHX1jmg4NbaGXG3BT9QFBb3u7ZRiwGb00zEOwYSS",
-	"6D/7JcmwvlOzKo7BCX33psPdXk+PQTa5vE0bVb93TqpmWyrnQLV5n8e2clbWFMvXoBocOzRbJ0tvJkQ+",
-	"SM6+V5SEeQue0bBmztd10aDvrMFKR/Oob7t1IYmN9wAXWTxeNkhLTqsEAk6NzZYlYx95iZzStHD5NCg5",
-	"Dhe9f/pvYpl9yc03q/pH3ni4T5zboXb7N2CPtTKwG8BAZ0xt2+qA13X4GdpOmhjZYHfX5WRNrKVqNinx",
-	"Fbx/4SZsXsXvFfOurh7lXCx4yBolLMaJ4MmS0GgW81hmKc2EYpZ0SSTjDbJVLC/h/VWtgpcoLMRyKM7r",
-	"dmOOL1w89T3VHv7vzUXlq2UGx6QkgT6ul9fgIoU7zjyKJV51eNNtxibmNM3iMJ5TnslLuEwLIVa9mpyD",
-	"xvPv5/vhLGJtH/dt9ZdmFEg/f2A2UWtmcMgrKgdyroiC+ypRmQ4XqkZ8TwW3XpaKWOYTLbCpkzgs/ET+",
-	"rCRVav5tgsb7PQjO3jUfto66fSU30bnU70hCs/yFfewURB/TGhfoi9WjiiWRU5E6PtI2oTxSryWMRoqx",
-	"/Z2lgrTc4UnjKQefNfTR2ydRKuZwsLN0wa/JPGXj+FO7S45wd4Zkd7fff/7s2bNnT58+fVrKbnB/8op5",
-	"B/3O848fep3nHz8/9/s7d//mrcelf3SSDpyFru4DaZXWtd20+z82im+utFU5mOxTrB2Ea3K6Q6P3KnlR",
-	"c0sawpiVFAlMbZ/wRZJo/QZ7gKAf0EfU4qqf6ZVaXQwUrfI+GHO193PwXYOnUGqP8n3Cjm7KN1O9994y",
-	"GRI0SbRKuIpZqbffsox6Sk98PNOr8rvSdBrMxI6Z5qdUUU51q83TcuZHDCICUFsmtN8ZnQRz4BFOIpEM",
-	"Kecxn+wTtA4seMKk1EEUOpGJZSSADy9Vk/VXGzot5R/XCPS3tH61FP39dIqLRSWh5P2774naEnJx+oa0",
-	"AvXPYTyjE7Y155P9KyrZ3o7/n//rfwdgNXFYR/2b91KzYwUJMXFID7WwqCuoG6njcZaPkjUjjgJ19AMQ",
-	"c1o0U9wZnMSs7ZNAyAC4dnCVilup/fZFytS/VJf7Jf4A8rG6C255kTSVBgSB+DG/ZhGJ2E0cMp+w7qRL",
-	"gsNpKmZIgI5c3dcK+4ZytRlJo2jd7/XWEK1NMyVO/bXJWdSYZk7QA8gnHbmUGZs9bJF/iXkkbuUXWuUT",
-	"+dgFPpHltc150f2GOcdqegCOT3ldNI2i27OZV7bUIqlRXy31E7x+2l1yMh6rp3oAQ9U2BL8u5BTyQkH5",
-	"1758aNw02mAJLNlbG1KWYAyhmw9ISZMMLNSqmrP4SJuRYTOr1YE1KFjfZn8gsf8LTOqPNJ0zlkDc4xe5",
-	"Cw6nQkggZ0fPvlqSwh2xT9w7wgiR2a1waal6S3xdJnn3OHo/My6cRoZyDiz0hqHXxXF+FtxIQzARoBcp",
-	"IK05hVghdX/ax+pSjWJZfa2QrqE0nrl6ljLzlE/Up+g1uRSLLCAtLjKCHwND0vxNSzjqbUgvD6ETG88E",
-	"Se8kE+K64FcSNyzdJ3FmYnRTJhczFpEFz+JEUQRNEsIZiySJM9X2FeUcWi6wWHzqxgDioMD15hPJGAlc",
-	"31cAQsYiA69PubGU/YbB1U7w8nfSTOGGpbjmbmiz4ZOL+SSlES73GGKvqo2PIRammL2JoYyxjoEnVzS8",
-	"FuNxwZfsphu5O2l9Wmp3IJ8OF1+xZVgVz/fMTD3fw1E5Z3uVh/jQ6eRVsU/MjjqBLk/zLl+aLk/yLl/b",
-	"LuscfvosYIbitxIxSah5TnkbdDwWyJ6c3aIVjqbWfcsnTHbJL0pJhb8MRoKmOsl4RK6EzmQJFynEOeEI",
-	"Cm1+a07VZE9+x25/L0OyGhOuRsOwtJFopa2j+2VsK+90PshD7SuPuAlYeK3ugUWNtB2Ia6TgBbe5C8G+",
-	"4q9RjMaRecqkojAcKJhOTo9eHZ9dXpy+wZQplrlMRFx7vue0tiYfOLmG6B/nM0gbdfNja5FOdJCOdW8h",
-	"XEg1vAPfu8SR3EvUhSihO7/w+eVax8iJ+brzv1R0SSlHx5rzYdKXZpBx5Fo3nHzmlf7B1LWc6ab2rctA",
-	"cR2Wao8B+PQYjzT40AYeAp2acaktc/ctxnv9/oF+/RsEb5R3uvjEq5nDhnEeBZL+nWx6xWP1GNMeuo1W",
-	"HVDBlTgD6mOX2J1AhJ/jsxPybK/XRwYoxmPJMoj70eg+Jut/jllPsmsdVYFPgoxOpPqvBD1B/WshWapv",
-	"QbtNYs44iy5vwSCAF22VpVF5bRI6OQnUaII/Hg+pHHPnjDmnPMzDA1YTAbx2psPbK0yqFFNes1NqhcYi",
-	"nan3PYtIUccQmoZqvI0b2Pnr2ZWOP2jZwBzYSwzaadfyqIRKDHOkE7b2jLUDQQOw5Ym8up3GBbnXrzBb",
-	"6PyeDaLzkLBXBgRSTpTgwiPKM5vH5Z5Iohqp9yeLNJ7EfA1CPYEXj3Oj1j1OveKe6SXNtwuVSh37bRFL",
-	"XKOVXMtVM485b1rTeuaw7m10Ah+hhRGsItZOserrM3jLOW4SRLJ1OIGzYSjH4WIr/ldd61/Anw8sDNc4",
-	"5hC2DNyyEKS2qs9zOqlzcS94ymi0nnO/fFd/SYaykOzeBb+QzF1urVSvtIX8jO84JGoXfkj6eFVoLumD",
-	"jWim+ADMgNFwqrU39bkS7VMWijTyc8QBfQAgz2XGY6Wwdwv34xMCeR6ShDRNl6QlGXKZA7nkIUDdiXCh",
-	"JBqfjBBSLeaTkdcuLFzMs70d716vfllNrpOMnIAac7Ydpu2ScO31tIY0lXOZEnEZnmgPsmV4Vd7dLIHl",
-	"214vi7nSy+8lixUkqC8mi52yhJqkI8e+A5KBZh2Wc+nzlPPFAodb246j2z7Hts9M2xfYdi33rBv3I6zY",
-	"lbX8/Y3ZhSGhBao+CWjCAOGVFrjOPqbHoeESZFYlvyZsnJEF1xguftFs7dqqATXz/cH54Q9ki87jLU0A",
-	"HXO9bn2Oo7su8or3znL3K/lTNL2+VKezxoKAQeOSZZIE7hEO1HR6a8eLv6XpNVFfN4eLN0lJDQ2qt5sb",
-	"axKfDh4qMzW4DqGb5mE0iikNjjN4vbk5PNGXdeaCt+IGvYNTMNqETlihYzbZOBYMzzmJa0PCNhRzKkdF",
-	"m630jV87rQMp4wlAcWYp5XKMYDswSfXNl5jihWQrJqhF1MtcDKw9ICmbiRttDsZX16ahX7QQrDetcfPN",
-	"SBa1QQs146CwdiyCldp4OAs38KA0mFpjZbWpg5LDTe+yT9yp+MRSdf4DPvKJJS+f4FHyCbAJn+ABRwwy",
-	"zb0qptFmkqu1F2NnKJcFdWJ50N4nO6R1yqRIblgE2am7pHVIeciSRD0IE9cpkIt+tfmU/tOP655CHFkt",
-	"kTpoIU+dWRvZuC5WFLRpMS7dRqR126BcGKtMu0teg1cMFfHCx+iBs1HM30mi4fSgMxSW0ZOFHyvRwidc",
-	"oO7XrlP6SjGDMxqDDepe3bDJHtFsuDR67T1NrxCicXSmqQZZoarn1e1OvqZIkJg3rG4aTBd+j7ZZTAs+",
-	"5mSuAd0wAdgQJ+b6WtLEJN+zOZ355Cl5QdDN1rWvg15u3wY5ZOQBNUcjbwX52oDV/noJwWoaSlzEOXi+",
-	"5wDS+Z4Zjed7dixK2JzTWe4aVFJljrlaZYQFmFUHQLVLIO3qCsAyYkk0aqqLvmqhVKlUnzeAqGJSutVg",
-	"3RbIDz8M374dnp0FZMvaPwuBvSvB83OUgdwjNRpFn3fuOuo/A/Of1odz8hH/OdRPzH9Ho676V9/fu2v/",
-	"pf2X1n/848OfO+bdv+B/1Q+1sOV5htnAzS8bVE0FR1GcabCdxoyVuvvcgppp5qZ4GsQDQOCRwXaKo/aD",
-	"rvJHRq5n7FNWfzWoX0oezr3d3e29h/g4z9knF0SXC97BuFbnq5rhwmer8mOAHcEU6tiP2jAWvc01pmqI",
-	"qdmSHA6JRXFWYymvNVXXAx9U5bNGk/bq9kq3abUVBhNsMJjilCi3M6paDdknpMza7o8jxrN4HKtGjFR1",
-	"tSwQ7X7R8SB4yIpEDeBwAKfioKR0mw3qjzg41dUx9pQ13ROaTnL3RP3RONTxCeZ4VC1569gIL84PAbMa",
-	"XEdob5vFYSo0BJcJ+sxZ5Xl/Z9jbHvaedvuD7Z3dvf8ISl78Op55XuCX+j+aW+7d/UctP3yAVbH+EN1j",
-	"JjTEAOQDRkJbqkN9DQbDmMnf32QIZGDPWpNZsHqeqwS4gSHvB0YTxV/L94u0srwTnfDxPqlNf1XXUZ1P",
-	"uapo52g3OdHWiwDazylZehOHGqz97xCwq0g+D8ttF1N/HDR6Q+j3kzepI+9aom68AwDqh4CXFGkHwihF",
-	"pCNYKJkuZpR3lKoFIJgOC1sXj6e0F6tsa3qYa+APucfOASCSjEe+Pn0IUueTxTwRNGp3SRCxjMZJMQhG",
-	"52s6/NQE24HXSh9CiOsBwzZNCEYDkhamr2VxljBfP7QQF7a1CUWA4Fm7umZ6PGCijqJYTZMmrtUONZLq",
-	"rW1a/64yKvS1Z9ht4drLV/lLbtWZWKRhLQzSL1OhxhktQrWWZrNQsTkw5jjUbox62tKAypHGPzqc0uxK",
-	"ZKjkHMxj1G9+Een1OBG3dRqKq50M1tNO7Fg83zF566493zuYx57vmU5BEzFzb9To9AsFZU6rP3iBL1nm",
-	"yAYlqWJI/rZgCzB4pGRKeaTEB6F21fhOKTe1l5Ys2ycUQwhvIVdf/3BLJUmEzNQYljJXIGPpAPxigSYf",
-	"SB1tSILnmNoOlcHGzLM27teZ+rQ18o74TUwjOvKGRZpHqFct9MDQdM6W3tdXLIlvWMoibCRL2WTBVCsp",
-	"o+FUf5eyMJ5D8CzmgbSNrkvhszdx3nH+qrYQlW0xbaQcjClVX7+mybQ6bnPyIxzfUkshBqvMxBZeJSK8",
-	"9omYZx2xUHNSavaFgxRPWhgwCz7whIbXimOhCcS8hMO6H3NrTSLOdeszRJWzSwwaNnUiag0IKQ7Vpecm",
-	"QDNDzTmgmdJLkBSOZ1AxR+3qz3HEhD6riygWuOavrLCyBx/O5glAAT1VdJTF4bVa0WfkBXkjQo3K/Txn",
-	"CYgph0gUNFVyIYI3xhKLA0A4P/ukNqHfQ+rAoPSWkvtn4rcYaMrNdLGyNIeKZjGLrOMxVoyn34d25slS",
-	"B2EXkDAouVpkmQDrdBLLjKTiVn2k1gJkMdJqHqFapTNMgWpRohZC3bmQjxOyoUHwt3SmjWZOto5UrewA",
-	"tcnFfC5SdchalFzHHInethmKRRIRDLqX6ljv25EQqRjC7ZRmwFIoNKq26r1IEiw0AIdVrZliDGKO6I3u",
-	"ZJqsQ/4z/7nf7/n9vt8f+P1tv7/j93cfYDM6R6ETyMvzPaAtxYwVYSny1lTl+Z4hKUX7SE8QaI4LlvN0",
-	"NDVRU+YDNtjTNdbUp7AtcDjsynq+p5YEjkgVBb0sm/RBNjGY6nN6FSdxtiwhnOMixpJcLeIk+kpS1Dtt",
-	"0fzCoi1cR3yRJOtIrhW77peSZPO6dG6OnXdwduhELONfUIjuY20bOr6psho/iNuyhRwsiyxCxmcklZjH",
-	"WYxBIyjAIMCl8xgMtTNFSFZ8qR6aBxwMPYJj05NnA1DdR9izll4+6mJ8ENxQV5Av5jhV7ZkWY6WPpktk",
-	"cIzfsETMa0R+nalwOdcUu7r0EoR4zGuVkCKgkXoRYdJb/Vw8h7Eo3Xg2z5b3WQrvfG/O0nxgG5Rjy0RG",
-	"k1VDBHstpCARmiQwUFkYzv2oKIWFc4ZqencXq+6Al4Ooq3vqSGKIlzBWMqOLn4jB4BCpp24zzLeyBZ7u",
-	"c8wYdFYTMl1rQCtpKhbR1Qwqjta2hJnA+HKo9mUc6eh11PKUgI3Y62TGopjWG8YwURev2XVGHkelKPrv",
-	"ZCF8sbteMn3dolUHs2rDC5E2taMub/F3kgx2OlOxSG32HIZG1kXENXsD68KIoACRph8b3QluE5oyuPTM",
-	"YLrgyQJpOC/TkoqZGzX6nYS6Onno7b6OeEWHFBpYM33XSxJSTq6YBea4x41YAIEoGUC43Vy9QD5ZEShs",
-	"+ZERC1GZuk1F9ohgYaW21Me1pmyGe3A5i/kiY7JW0U4Y0T9DJNE+6enIRlg77cTQTG9np7cRsxLovXPW",
-	"sG5Uq6hWA8zncWDl8SuSqRT5sFqYNsLU5elOuEjrpDGlU4LZBl8gLeRveL/5mtvp0GMIOEgg0mGh0f+1",
-	"tivb9/F1a0uRdcZ79Drm0Oi2+FQrZXOsFC24GiUPk0XEojW6MyOrdneqf8ETaFQJa3fRpoj7e3h8DJ1d",
-	"Eme4vt2rWkJZXCWxnAIq+4G2HdQACBlc9SrXswYHeOc7abMTq97Orxo+aDDdV0nn7mQdN2o1ywaEuo4M",
-	"xZxp/0DKtMp3tSTU1fW0L0dHB56cnWNwIIYe19gddeTlZkZHs7YAQqPzd9zUnop/Yh+LMmAN0QmNuZLg",
-	"akyS9S7TV6obx7PrvFzjKYW3S67dBoKpX1tzHdKMJmJSyKFOZ11zdXd1WDIEKDuPtV+j/FhmdMIu9WEs",
-	"/3gLimjhUSJkVn5G03Aa3zDHydKNQbrvqmkkLFs/MTudGYT/QzsN5+GFnYTz8ExN4dDOwPnlF1Sv8wdv",
-	"cPTOk4N87EZvgaEfuiOvBcuFPTG7r0PJ6jbCJ3X7UHpa2IbSb7fqwq9sQumR2QOfNG5BA13iREqEKULQ",
-	"AOpdpL8YCQPpckrnaNNs1Ukl7X3jTyIcLeJrZFs0hLXqQRXK/fJcFspjX5z+m6taNNWYOAU8Pc1my9l4",
-	"LLyW9YHiV1SukaGXp0XDsKJYbvRNTWQ+9Fs3j1pH5BdKk673XvpmgeqX9UZcM22plSvCc+RaYQbSb0DB",
-	"3jQ6B8KvGgNtH4lufRwVMJjQjVFCum6OBFrjWxTAxQ27BG3yflgnDDxJpCgH5YoQTDOolZJxnLC1g3NP",
-	"oSX9ZXOYuLrLijYxOPqlQLkZC0jLuKCHSsZmGSs7rZWutU8CmiTBULtRQXkDq5BixrQYguLeloj0miRr",
-	"Uv9b9foBvl4bBQtXtJn1DOasWq8q2KvORZPqcYC+MjU3Na1cQm90c79dIT/mccb3CIxn5kC/XSEnFrML",
-	"K0M/s+H+60b06qTqtqvJxpgQwYUTwL5al94w0LYxfLZ+yjwy8v/Zkoc1s17ycJoKLhamwi5pBYyDv/QF",
-	"nIWgPczVgZJjFWpJG1Cdtk+MJzYyzrIueQ1Vr7CiFE0ZeU9lSJNDivYnwKzrkuBM+3WxR4sviyF9wZGO",
-	"Kjt+FaCDUSyyUCDStVExWyUHa8lr294v+KoKPlwNc6TzEZV+VSXTV1rCLz7NB7bCZGjWqKPWyLkSfCzH",
-	"lQkSijRlCZRWhLKiRsurVbhSeruZqvEqphMuZBaHJBRzG+xRWat9tawyjnK8+pSGmQ/o3TprU200X4Jf",
-	"oyYQokSazuKsiHf4wgffx51qOgxGaJYW4bwZcdx1g0OkMyKLk1NzwyFfMFrjC1NEal87+Gii33ArTNm7",
-	"Akm9vfalVUYfb764nHnWwkef2lmhwWZfo3RBs36efYBAObgSoBbreicdhNsBTBztIo25MdySd8Ja8ky+",
-	"OpGL8Tj+hFb9Ejjz06dPn+7t7e2VwoIfVBDE+JJcCKF7CoI0yDJuSyVVQ63uEfLHBvJ5gdEmIADpC9As",
-	"4xUNr9WS8Ii0NIMKPutu79RFAptIXmCMBxe30Ih+Mw+GhF/zBvAQ+ESfAZ+oI3AXtLvklaY1pBFObD00",
-	"X/eknrnkuTY56iVYTYU/gOPgrZKzXscJq8e+Ur+4AKY6qsCevX20VCONvjo5vHh79O7c+CTAnQ6GbDFh",
-	"YITEI4c/o5B5uUiTQKOFiVmcgToLaGG6WELEUqWL5hb0i9M3RVKN+Y2IQ9bZeTbob3fn0fiL4HT94PhV",
-	"QILlGwJ3ldZYlwstXUOLqyQOq3U8oeYg9IxQdQZCzXgECl4fDSQLSZFmxVvHbw++P/LJz8evjk5U06W9",
-	"ae/rghDukpseJ7HMIF7JxkDoXjElsQi/78Ggh1tbao1kVz/vhmK2pTdGbrk7YzX2RRqXNqq386yIVPbD",
-	"9OOH8wz/7/3844cz+fEvw62tD/9zNJJbf/nTxz+PRmdP1sUvK2zoYr1qqriL+ui+NZW6G+2Y9g0Dchct",
-	"USSCet/a30wlMmz1niTzZCFJoNYu6JKXeKqlRdPL2KdMEkx83ApQ/tonwQ1NYyWzXkIJV4zwBIledT1n",
-	"uri1r/ZPpBC4D5h90WXThxAoA19PRQJSF8Ux4wUNEOVYNqkuV6J4992PI1K56Z0MiTUw+0pX6J3SxizL",
-	"v+9Dczvc+Z5a9HoD+xiK0QnYxSGJMejr/avXPrnBqC+6iGIB5YiBrRkTMCAozoQ0tdz3y7IcFOfGsrGA",
-	"cUznc0ikQLm55MwshrhfxVxpRuvROrDtnL5hpnemqrdmvGOH6d+3anV3Rbm9BTK4DZpSLFHrUhXSrG6M",
-	"S49ArzZyE78ANght5QzLNGozLD6PPEA8ulQvjrzhyDvgdOTdBaSVF+IPKVe6EmKYWFs84TSLb1iybHfJ",
-	"j2wpMVQG6vFrhWjBI5bKUKQMDnDKJEtN4qF2CNVnWK2LGxnZCZk553tcf1zB/69l4HV257151wUZMsu5",
-	"RlYNtKG/M6FqmF6TA/Ct08YZvK2Pt8nMue8jiKK7870aUrrv05/1Jz/jF2VNxi5hYR5FrtWk1VRzCGvo",
-	"2t4XXXK6SJjxa4rZVcyZuTlaGQSiAneCmue4vvs5vedgnAXBcb9aHynIbYG6gJKpsgu0G5eqWX8nSfCp",
-	"ky4SZkhSBv+NroL/Yoyx3rxQo6oXKe3ndfjk1RJF71aFVxLLLB/LAddxiN7D7/i/eN0fmdfVG6AHvV4h",
-	"pQm4nslnggiocErklM4Zidic8QgyNIzFExiO4GwNcKuKafXOv/+DnyANBbGoCvRRTcDPDUZumWaLkQ35",
-	"8yXLkn3NBga6Yp71vtdWv35cDevaotUNDggzZ3vQTOFvML67HdeaZuznNXaZmqNSFb6tpqkV/u+PdHCH",
-	"OaAdGxS3NRZpx4Z2akh3pSyxT1nQJWb73TvRWgPLVpW86Hv/ATn5dcyjwQXo0Fll8vi8augH7a+9bzKo",
-	"pDb4Ux6in8qxW2mLFhgmeLL8ShH3RaZ1f8FWBMQ3cSgW8rrlVFUALNS0ogKp5+0aw6T6X68H8BKPNkzi",
-	"TL6AXdJpqIb8z2vTy22yEfuUmcp9IOD54PEI6dyC69gV+FUsUtTrwZslp/F8/hjNooTW4Bj6q5dFZQKO",
-	"TAG6rpBaMqkRLkjw+XP/7i7w1T8G8I///F//21opSiAiB5x6vvcnsB0VkEPWLj9dFB5qp5i75KGy0hpe",
-	"+J+bJRJba9oRSM7i2SKhmUhNYk5jsEJoMndc5MXaArn1YP5PNwHzr7fGr1W10nV/ls2sKyov3/uq4PZ2",
-	"cf36dU4zY4h3qkpov64t+6KDzuuAMDYr2vzIoA2b2beyJnmYZ22tcnmsrkpuG6nl2YYO16gevLoKcO2v",
-	"M2bqSjbCYP8x6vDqgT6kJm9xCRvPcbEOczF8Zi3vzYFuoNl9UyzK/IAuTAMru8j3tHQY1+0CG2juY3XF",
-	"Z9KqcWlS7dDUyaJYA26fTBhnKUQcuV6N5sInwCs7+O89vz+4+7d/FOuiDNZnpfmAzUQLw24a9So2+kcp",
-	"T950FC09rM6taJCWK03WQf6JMekB9KFIWX2d9HWO6MOheEv88o8AxWuHpHMt7i0EhUhZ5VJQ4AyoPDV5",
-	"482/XGKMX1T3xo24ZpdiXP0pMZnJlV8MlnPlhzkmIX9sMC5Wt/Mhp+jO925Cmkal79ZAPGuo2Y+tfVzP",
-	"tmWkr6o1C0QvsL9RHhFsVCN/qfWtRWmCYFZM2ssTYAKlPgeYqUUYTZNY6ZSoBqufLmcsQAh4t9C0ZDxr",
-	"I6IMBj+hNl2qz4b6JwI3oejf3zUZWe0ueUdn6EG08VxixlRPTEltMCINFmUImqQsoUtpsaQAG5qF1yyy",
-	"CDNOcTh4lZKZiOJxrPRKKDr3nURgD7fkHJocpU7DcMuoDp6tx1eP1GjEuJa1Wl/f4FnJ9W88i1UCZjyz",
-	"5VfuoU/Dperdkz7BysZFH+EyY6vqGT2ArguDbgp0X8cJWSVxTC8wjcPmQbJNC2fWhpUU6S1Now0Apl+b",
-	"L+oKs/qeov01TBZwPG+ngtymcYaxUV9A63qditnG6lbDbQ1tlW5rfbDrqSa3tmjkWnPokUcoOncq7vpw",
-	"+pGJtGQGeYW6NPz6YXE4X1a/EyAM1Ze2+wULdGV+EcJEwm5kjFtcCRSoipamInzihqKbaxuwd1dVxI+i",
-	"VF/396q1Cc3ibIEADnm2ilhcJcxNVH3uilKd57kwlUuLieCTdZrqPyu0BX9WGltTgy8xBTsZdzRrsgMD",
-	"UtLEEkzbwAjy1pvLMqpb0j2ucipuJWnNFxL5S7uuYOP6wjRdQsT0FSMTSL5KSTalvCbQCwSWCo1oHJmC",
-	"NWeTQt5F49R9YLUGwmZjOai0wbYd305gze0FOJ2Gra0D2MFsEy101hUxQDwjzZOsWJOyebK8zES5MPr2",
-	"YL29tZBJq2707UFpiysycJXD0uscFV1n+FssJsGdgYO9foN0GN2G7rmel5rG7xUQ3bUEDgr5LeBxkBAL",
-	"D2OWJBO+9pmYSQTth8pQiC6ViQ2FqFyr+EZSL3YYFXN/4OOYk51niOTwaPlWJxj9YSRcTBnaXMY1jurH",
-	"+BwaWCy0U+iuxKVAiLunkP65jZXx7UE0e3wpxj5JLAKbExKveHnFe1PRu1ebFSpFF20oS4XDlxCZq+Aw",
-	"K+sLPg7xuJzK6gzFz0ddKJdV7vDjRnCb39pM4uSwbLAlZS2tumcWhftehO3Kt4ocLxvt3vCrjP/OHlJs",
-	"UnOv+h8l49FlA3rSD+KWzEzikCxwF4PGqS4Kw+xaV0twTcZR22QDGM61X+Rj14zN8YIx384Bv7tL3mL1",
-	"ScpJn8ww4FljelJ19BAt5H7QK8W3H16R2DCw1QLROseiDBlttiIf4Tp0Ku/jK2uVY6tQf00RxD/OEdUw",
-	"Lo2+lNJ52twu7koKmxckcL8uXQqIP1yTMEPjZAGhb4iarCvuIELqgzWSU2xtfZ2kmq8fORCpKUKk4qDq",
-	"U5cbK/TY8u+mPR+LnoFjR0Ou1odH6Ao/KzyYxcO2Asb8DKmtkcN/XQpfRdrndNJUJqSmnnnMa1WJCUCc",
-	"+mRGs3Bqcn+gAOplHMmAoGNNGsHlnE6kTwANFP6NWN45Lol6Vggyy8sowjeIwXJpAtM2L5hoWnGwUACG",
-	"cdMsab0iDesqX8dJVlcYTC1YHOm0Crt4RnTd7cEP6uE+0eCx9ArLWKQ6iTkSDIFLx9BFY2Tzua5YW45F",
-	"aQB5qLLe0q48qq18wx/RzF3dWhuM2dragvN5CopoHnRei7ZYs4Y0YxNRl91vs7HNKzpd4+3B6Y9H58fv",
-	"vvfJxfnxm+PzX31ycHH+w9G78+PDg/Pjk3e1SdhTKi8Rt1g2BCysg7noBPNp0EWJGen1KIsJ5ZNFLd7n",
-	"GxHShGnLLqahzLPLl6dBd5Wtvsq3Guq6nbKbOC/tVsKq0PmZB+/fn578fPSqGVLQYsnqNz3fe3/07tXx",
-	"u+893zs9+uvR4Tk+PLg4g3+8Oj47ePnm6NWa3OJAk02hMtYp+w1CA9VDupDwj1exBOxgYCAQY3VvqWc9",
-	"JwhFW8ld7B4VacTPSdPP4Wew748rzsdL+L7K7l2My9qtbBA9TVflHcZ+IGNME9BPF8eHP16eHr1/86tP",
-	"Lk7f+OT9Dyfvji7fXbx9eXTqk8OT979eHp68OqovWYMJCau5snb4NFZbMotwaDakDnoM0qm02cmQXpf8",
-	"bAMCY248jDQtBA+2dKggRFJjsoJ6lOcjqN+qLMY59XVLKNFa9PLi/Pzk3ZmDJLd2VfHiztfI1sYuX9Gy",
-	"MPsUf94nhfRcdV2X8nMlyeg1y1FdzfE8P/of557vweee78H36tDor9VOrYbf3AR+3MKOf1yHZs0Qfzg6",
-	"eHV06vney5NXv3q+9/rk5Bz/xmVfk2HggqnPRKTO5WshMvxb7/HHWopdRapv4jodw1xc1T3DMMMcA1XH",
-	"JGuM85o7D/zkQNKaywZFDOfqTWTfXFvBs5fzfZW27bzcXlYtz8+G2VZroeEYNh5jzhtqTop7Ya57C9b7",
-	"qB227gy2bqpYC4LxLA5pLbD9TgHY3vE80uSWLiUJSi10g5Ux9nnQdvm7ezGUVykZF4D+jAk3UUwb1ef6",
-	"DGfIZ976bc4mPuY2b835BIoiwR+37GqeJzLvkrcv2zrveWs231Hv4R/bk7nzXn8PX6TzeaLLN2zNo3E5",
-	"I/oL5zQ3+cbVq+VItiqWdk1iT/mtrhL+6gVc0rLJKQZh0+BCP6y0YwXGPN6k1mPd16t07br10JErzSTH",
-	"kODWtX2vQqJ+xWiUxBzy7BeSGWgPJRKgMbAemJq0ng40pjZCrph6V+uBQWora6OQvahD6VDsTKQ0XZI5",
-	"4nVcnL7Zx0ojcQZKQxXRpIp0sfq4q46dsRUQqD/eB+bUCD95IVkzptqBKfOYl4vfAF9tIVkJXW3BTeHI",
-	"DUodP7a08b0Fi+uW5WcE6o0Fb6i9tjMYaPSOQJ+wwNR+BhGUMPXdPgngvzIgMzqXhAH6oy6fBDnb4FKi",
-	"KZ2xDMu6x5m1pNdAaWBrqzJ8G5Jgaq7Xx9dB88146pZQo5zrYhy6FupxHd7moQHLx4Jdmke6aMSId2IN",
-	"igZn3xhnXkDlCVutwZQfqbaQG3BKGDUf+oOPj4b1LKevNeb4NQjgq7NEym3XJ4zoXqSpTePshC6BVXPO",
-	"TzjL0eXVWZ/VYejpH4oFRO7zwGhY4oc7Yeymr9HEqkI/eVPL+6rbanXUrkgr+B+ds5uwYxYwaPskjlBS",
-	"SwgNUyGxIqJeIVnk7QusGlqJ3lwgcMJlieRqUehZPRf6ZYqAjrpjbV/Py1Boi3SXHJjavxjJMSTBD+fn",
-	"78lo0etth2jQgH+zoEt+0UX1IMZPiVGfwJb3KUPICcSC5ILoGLchCSImM1MzR9eMQ1SjqcAiNaANJYm4",
-	"ZcDw8mJcVwABAPXOdQyxuuH1I6n4Ifpi9LWqu4TKS9Yiq99u+yRQN7pYZEMYnkaQxOiMfo/oUrqBD1gX",
-	"Jq9Uj7f0VBfZuGJjQCow66beOn9zBm5POVX6N664eq5L+pknkOBtWL258O8tfGEh2te/9din7DJlWbp8",
-	"/AFBQrgMbTWpgn1CEYy2IeoTostTuhiUPasNpwyctXYn1iy1wOpDeWuvcfdA58UGDJ8qzsdtvnj4zOkq",
-	"8Zry0hZ42YoLz3CJ9/oqpUmyBh6BrUd15z/Ku1vm9ffZABoEw4/5fACxvebWPltcqT+vTJUJzRigPHOu",
-	"9+i7XNcwkR0L693Ba7ndJcfclMOUQ5OYhVf6fl5q0gLQRrEMIXq7lAxcqSNtaqd6vldbY/phGcOsAMTv",
-	"BgOvcYnjUt6XEKzX/V1tTKtedfhTx8hb/Xm35/h4ixnhh6dvUTRITRlANxJst/fgjLIKZHiDA7o4uE0S",
-	"zPRyuBOvMySbKjnSea9L3kE1IlO1GBFFwpStVdB/3bNWlXDv8qLgTWz78XKR9oJcNsUZGNnAgJibD/Ch",
-	"s0pWQ4sTZuoyrndZ4btNZlHUvgeQuyxZuMjiGyuMs09TupBQCCVJyK6VnCDCFG4QO1yNWY0Rjg1GUmZ5",
-	"1Br7pRnaHYY3LFLWFPd0WB03SEDFwZuh7wOYUYa1aLTgpYSAqyVJWQfWSrsGV9+CTRQDJfDMiB991UNr",
-	"epSPb20dMCyXrd0VKt8/7ACsAZqluwSwrDr5wTmkfi0DsJYCNL5oMsspv7qO1X0qk1n16Ba4QWFlVogZ",
-	"Lj/E6jX1hvkvyNMK533zfO8jXfK1Mdv7gaf4IcT3KNpxaGLNDfpdZcHCzfl4edBt7jH50w2j+91DD2vG",
-	"hYWg6uwmyVKb/AB+EUvIp8yUm/vqUkbjDQxny1w7SnLO71P36sfC7JY36RssE6TnkxKXImHCaKojFP/7",
-	"n/d1yOKXOJuegThZIzsASwaROBUZzVgHBU+rKAf4N1iNETkd4nCU3txcoO5Ln6eGwZ/FEzDh6yG3fnh7",
-	"cNg5++FgsLtHrtlSV76gaPS6OH/deUaulpjafcqyRcoNqNrVkoQNC6EFoebsrC953vVE1zr450xmTXxt",
-	"1WL+rQG0Lc8c1uYFpYngy9+i+qQe1lpTr0WgP9VGHowiKkKgt344P39/RlIWitmMcVOzswr9Dsp/Afod",
-	"cJh0GsHvCfp+sRbOe4O+qj4uq6tQC/gQ7Id10QPPm/EtHQhIfT/4pjgx2iPb+0VvU8zJe5Fmi8mCSbYJ",
-	"lF9N+Ddw5TUIywS/NZMTMpZFGmfLM8WbdOCVuj3Sg4Xa0opTXT0Wafx3ME4MyUt4V1unDw4Pj87OLs9P",
-	"fjx6Z23U5+KaaRR8LTsbPTHQNBUQxC+SiytFnJRHEkI2lhq1GxMx0amCfiKTOTdn6SyGysfW0LmQWLpj",
-	"Sa5YIviEZKJLDgi8xie+MVP5BH2yYOQ2yYKZGiqZxDdMkp1eHxDG9eIhZG458GPk3YGxGBg77AUsR07P",
-	"iiy9O7XOMR+LEvIJ3o4A6akriihO/r3O15nRGBy0OgmgauHdArDpg/fHZur1DfmEEoBDNxENJFzITMxY",
-	"2ik4h7XxoUuOM5KwTAkiqMiP+AzUuhyPLbe+S9Ka0xg0559OdVQs7rJPUDnydaE2nyRiQsQi87EevgE4",
-	"g72E5BvpjzCP0pQ3bvt46BykbNh4E6tsyxNDMjKpRW8lrWrZIIhDFHzE3UCQMpKr+6GLMKoRVfCWxHRL",
-	"M458ZnZV1ZzgIbh+ytHWsikaRTWOsRDwLsYruGVCfN0/VvcY8TqTGvhkEIbXNS69Pzk7l0RHCwAJ6Vq7",
-	"Iz7ix5zMaTbFXVHsRiNxaXzEHCtXZuqYWqhIkydmwoUKPerdQB8Rj0a8iKar2gCAjKat2Ccjz42DHnnG",
-	"f4+Q5sL6AStNjLgtNXzFpjGwDV1jmrOkSw6SBHFKlGinWEtk8+A0w9EtF849MgpYsD/9ieiILan+fEKO",
-	"wA8ZbNF5HBhjubVqbso9YRsCRL8dFsKxfpOCB/sjTgi1vWjEUdhTuLmgmqPt+xCTITvnyzmraew+Lqn6",
-	"qmOUT57s9PpPnqzJLNUSBVtTRpNs+vfAJ8FWymi0xH+KOeN0HneXdJbouW9RueRh/pAzFhEucAT7hLNY",
-	"F+1QwwtyZGHjxdj67AZwX8bRXUBaIU2Saok9v7TJOjdSnRSaLVLWRuJV3cAZ3PoMg7jb+mwifVTb9ecV",
-	"QxAXXF3/oKtheJS0tGWJog1LZIvHxFwJoKlJbquvJoNLhRVluuS9iVGRtpaJLgwAg9c5sTUUYIpkIAXp",
-	"sjMXp286jCvOHvmYTY+SIbZljWEv/n335b8PBoPeYK/T73d6/X8fDP59cOg8Un8P/n33FR744MPIy18e",
-	"eX7+52Aw8j4ipVzokoM5SZu6OymzGPT6GL7PZQH1pHAObekDI//pEjv2ExvXrnbU10Hqmj5KdRPyj4J9",
-	"QvGLEb/Vnvg4IxN1eapTsV13Ks6nsSQaBgKKKprd1ycE9pKLDFLF0Dghu+S8KOyMeAvOtrpa1L7Ayb8F",
-	"gzcNp+i/l1AyKFByR9cdtQzaQ7VA/3BWjPyDnJhZSvKPEf9Hp9OB/1PvOd52eXkTs9uA/MNedeaHFdc6",
-	"KdzqvgOlYGJylWhQ7QrFDtXZOrIFiBZ501BVUSRSt2vu6EslUagmQbIo/ZZ3qK54AzCQjyy/1ivLkP9U",
-	"+zqOV32A/ypH5uE3eBFfzrHMvnpb/xNerxZ+Nz0VDFWVsRWikczwKplRpc9yEQVCPdza+N9J+2sHspVy",
-	"2mo3t47iDK6AFWyq5c/0lLTNzXDx4tgKQo5PrJ9aCzJ+Hg7k0FW5RaQk1aYxexTNbQ2flTfSJxmTilTA",
-	"YOK4LZsaQIpVDegCxtV+R9zRmWIpF6auC8X5i3FR8Umx3jFpAdCJy9XolbhhbauD6bYwVGbE3UZCAdEU",
-	"iJXi8MtbljK46HlF4QJJ6pqxOXIeVNggXEjdxq1VRIAw/hB4Ap9NWRI102TbsPjjSF2uGePhElbJZc6S",
-	"zGiqZJPgUyc272VDghdkK4N4RRT+cL9FqkuCASewADB+Tg85L/JHXFNtUQi3x5Mj7Tkf10nkvulL0QyZ",
-	"x3zS1viLhPIRD5z5dX5ky0D3huwfY1VLst410/muanNuRXqN1VkyW5U3luRata/u3MEOBlv7sPWGMwxB",
-	"gpwz6hThknTGoG2jaMMD03fLLroP2oKvRRSqyx7t2/s6ZnLEoZ+UqetUyxR5dS58R9+0cYp19Np4hdp+",
-	"TTakbp7QCY25n48WV8ldv6xzyuYJXUJwmyIAv3Ctxkoy4oxkt6Dwnrsz1gsbxeMxSxnPV9wAKz15sjMY",
-	"PHnSHfEDs25AVkrMVvIwOufz6GKlWWRxkpB0wcFUe0sN0mackdZirjSOPOatbdacYxmMJZhula6quodw",
-	"OmckvedPnpB4rFoq99MlB/o9MSY7g+fQ7u6nTza6VtGFT6SA/c/SpV3QEberUaAtoBSonRzP4gyxkLVT",
-	"Atd3t/fch9bGC6mUMJSf0gXUIiqi+umStiOeS9+oqtoC2GazWjBCNEXgSuswR9UeXUhEdyvOwG6nKW4k",
-	"xiOO5f2Q6mMdohRzrE3DeJZHU+Y0VRHEFNtxJCW98YyAhkCTZEly3oNWhmSJkApm1ZFLDRslGGNcGHEt",
-	"fbSQyDRywAzA8e0U2XjMwqyNq6ulJNICIVApOVjUSRJKuLqnaax0CNRFEgrCQcSU7MrR1gL3FtxkYDmx",
-	"fEHGs7maB9xx0py/EqeZChDMTTOwNHLqhI+OuKI4PVa4yADaAGRDNVgHEasqxpkrAGL8HQEf4gGRLcQS",
-	"+Y4+wbn5tcU+AY+1JZQ7ECK70xvU2nbbXfILFi/SfGfENZUrVTFahEy6FY0A59aYhcd0FidLpTbTMEuW",
-	"Bg7MFZ/IPGUYjSe1HP4aPiL/IMc6hC7m80VG/kEMugAcIbKFMfFQG8YV0Y2Yfuha5QIT05fR+fxJ0Cb/",
-	"UKeTBJ+1u0EXgPeJrYm8zhuqmzNI5ykKyPrLalv2Uo1YRuNE/sW0cm7lS6CEf5CdXq/Uwk5vp/hEfafd",
-	"H2RmI03Um4OB2xdmOgzJZ1AWh+SDEfA/3q0/zUNXPAdCLeaFwbhlU+fQz3/+r/9Hi3NTe4mBOw4rLJuL",
-	"BU6KDZEGmBBEabIUE0stgqlrO5fNrpYjHnzq3NgEmA52EhQTHkMxYxIrMAVV10iA51zHBWqvxLKY6xLL",
-	"EdemobYPAlbRNxOQlmIEWJnF8KfbFKzvmOfOFzNf50urphNwGGFlrU/uSJQUBPjnwVYA1cGCrYCLLMAT",
-	"YE4ruFEtDE+hyCJW+7xiFl2WSvO+UdGBl2t2OuJYeyfm+vqxNmUseTcXKQSPpUzr2msVU8wZm7UijLix",
-	"hqbxZJrpiDs9snwHfdO+7g1r6SgaOijcX0tApAxFGplkViMUUJmziS5psIKoG1Oz7SdPdnu9J09GvGKp",
-	"OOYaMAnq/qVI2WijMAZ39mmO5aAMg2zlt3Is1Z02YZFPOIR2ItywkrZG3LoSahR2Z2BoV8xPpk3fjtg8",
-	"EUs4HOmCGzDG3PIvUnNhvIm1aRaXQt87uFb5NcpvWCLmbEiCz+EiVXLf5RyO85yl+l+ZyGjiw72pn0Q0",
-	"o0PyodvtfrwLfBKlcEbVqVQNo0w8z41xwRyJXAdkkT6KesGcpe/xF1NCZl/PEd8r3TVqBkMlVefcvt/r",
-	"+SUjxKDnl5wB8JLj196Fb0rGgX6v1+6SAzIHhDcqM5wLs7XxJeg6kMoVqPkHZp1twJ9Ejpcypg88niXF",
-	"+HyTVWdzVaDO2xAt5w5LT5kUi1RdtK2CianWzVHU96uT8pVgBHbsZXsIZstff/31187bt51Xr8gPPwzf",
-	"vh2enQXm4JljmsUzRv4OqKEX54fqFOv9aBfMoCTIzZakvzPsbQ97T4N9NR8DgG/4gk3osamwqmGQVmZx",
-	"mAqtADQ2f26a7/YH2zu7e/+B3RTdTca6gvMFAjOLNqdL9ZMc1ubiVo27bs997Lmj/n8PE2ZqBvYfQX7q",
-	"ZrHxiJy5wtWQ7PV6NokALjQsNkAcldQnckpT5J1KilXi00JqVcZxzuwToRhLnKnxgiXdKr1K4cFs11Ol",
-	"GXQgqyogLaNlgXm5RpiIpaPigKdDkFZ9Y9jGiXE5SYY2FwwDGFptG2/eIpgwCN8xIpCaKwdac+va62Ll",
-	"kLWvk/YxM9/PJQNMxO8Sk9GtrWgXp28kiWIT2G2zrBc8AacYQTnEpmdD39qPRWT8d3S0QvFOP7/ITIbV",
-	"EnUiQMiFkAoaDV2VP09zgMGWtX3VfatoAXKupsxgL8/aenZYVh98eGq7lWbmW6eNoW5JtqFGOyUJTScM",
-	"VQJwj2m2tdPfru3PLKVSs309J/WHlnBQFEe5qksO0hTv2khDYkvMomASSNDMe2+HJOyGJfimUowUP+71",
-	"esaPqhY+SXzcAAwySfEPWMbS1YHXgesGAhAL3dkzv/98gEFdxkEFXFaMiRXK8rcHfm/nWZcAZC/lS1wR",
-	"6NladxyTjm/04Pwa82GIqhftkXI3GPSqOaqcPEKXPeQDtW3gDmo4GIlmJLJ3F2/cdBglIkhmzAiGXCti",
-	"V90WYWKLc6AOBdcXupO5hPoxWhR0niI6vNVz9G0qKVZtzQJAU7kNDLOcK+aKBiepPk+tvR1oYnvgXhX7",
-	"4GYCJqVGj+fdNSQ9L7uIlJBT5jRD0gega7Vhqi+7CIbbaj4mja5hMyDKXv9MmKvzCqPEJGkZjCKdOQvB",
-	"m4FPyom0/ojrR/amz986Mz7S/NEB5loE+1a42rc30H7uVB3xQE7pYHfvRUD+TKbskxvB2EJbgk9KHZM/",
-	"k5HXHXnkzySlt3CA2u22Tjw3mW7a+nQglzw8eH884pZpmjrWWcW93B1xz/eSOGRcMidE530q5mnMMqrT",
-	"9OIsWRG5c/D+2PM9dSljsE6/2+v2IC7NMZ9r7OI6p0Qek1or73QRu7bOrQBQHOBVWP/LhY6Y9i4ch4YT",
-	"BOr6NMR4g4ZvYnbrDT0lgDcJbmXXDdaNcaQ5bLnOwWVadsSB72QOLIDVbkquRLWTNE6b3Ii6WAVEKdVH",
-	"E8l9lPKLRqpyZ3p4p4xGDc342txd4y3dL3pLddsVV6LGYphUPIkapNYnGr+DgWEvE6lPMoAWHSd0gqA2",
-	"VY+mWdTCL12bTmM8k2odtecjrMNvGEPoOO+AMVU0k0zJ8WpKNNWEVhXeVhKLLtFbiAG7EtmUmHgfg8hR",
-	"74ICcl8RX4WBTcZDqTpsaq9Mi2sHeXUh/FKHvHhDb7vb625jaaIpcAew4NF53FHdd5wI0bmQWT0yRG6H",
-	"BKNoNs1rL8dcSf7VYDicHMmmqVhMpo1xdIr918bDuV82RnChj8VYaYNK5IkP8UWBFSS2VDcd0C9R50eI",
-	"KPBxKA7eShiuNmS665tc6meuvLngEU2X+6a8BqiiqNI2xc/sk6BUhh/idyFcRLWp1BTtxjK1jvdJAAEj",
-	"l+UPR1x/aeUiEAax4ARIeihF7muZCS08kITr2ICckBeNgNDuFj1sIGAoYRvFn7J3DX9GWVprSDv9bRAe",
-	"njx5Da13lRwioeb15TVbWoAcvm75b9dbSgLVhG9dPPBnU6hjsTJ8FXwLA5ZomBXGlbIwnsOu4wj3RxyN",
-	"qsBE0cUwWVl81DoD8sKjXLjVI/BzuRiP40/g+bEDMWjxQSGlWs3bHgq8x0AIBKkL02zVK4Vq9cTUhQ9G",
-	"3H0d82/KDa5o5yAjCVNKJcibYw3E6ZNAHZsAT1c9GK4zhf0mwFyw6gXqX2q3RnzNQv7tvJC/OXHoNJK5",
-	"l88p6F+YERInWnZbrvuk3X3yZMT7XYL1vtCFb3w4ToFaqoG1De3Cju3nFkTcXozMp7ZILwQZ5a0pabuA",
-	"ARDNYh7LDIJOu+Sl4rCYRFZQkTW2sJL+rWW0aJ548mSn13vyxDi8sJ8coFDXaIN10YrNhRMoRlp7vjZ/",
-	"A6dPaHit5olzqoQTDrq5lcJmK4xTprdEXdZxwoblTbF+7MFOZyoWqUlwUDxtzvg+sqvbWOLwjTc6+Iwj",
-	"rnGstPIUiHbZIW8wvK/iJGFRlxzk169DL9BTrK/6kErUeW04MIybQn0i8HyWhKPuiG93ybkg41hp8ItM",
-	"kYPmuaw0vbpgblKPnwaDskfnZM44izC3JNgHHTzI8d8CHTVrrKrWAQlaQXfEdwpTt1XvjapMtZfliqFb",
-	"x1pj7ekqYV1iTAAgQ+M4K7fbWL3gwPXmJf5btTX+2+tcfIRguxhJWWyyCPyrFDX1733FqiXuG4RJgBtX",
-	"iSNKPQ3B9ARXoFHfuKYGGwa62y3YzxAAzy4lIpZNXehetT4F8F6R5ti9sSRjloXTXJXUujRODtxpFahA",
-	"0tLwR5W8pP0yM8RhfSddgXOKBwFPIER3F2pg671Vr5vQ/9wj5R4XEBKAGuZUyjyo3dAoJHlovoa9IPSS",
-	"+w6aQCVprWuFbGtUkSx0w3L0UvvQjeUYZLf3vFtaPxNF7aDzafORzrrUk7B3v48HHi9+s2/Qj+6a6pUk",
-	"mZjgOccDXNm2/eIyYzRNxJSqF+X224vTN+pwXpy+0fcgIWBXabwLUdcw8rvaNqi9Q7WArra7O+J7XXK2",
-	"5OE0FVwsrPurZUSDFyiXtn0y6PWGJPh8phW8t8bl/Ar8UJ9NgZPjVz5J6e3dnZIv8od4KPXS2k1uidTm",
-	"9bRzvhHpxNFMiURpyoCwEsCISbHMi9wngeq4m9Jb2LEophMuZBaHuNVq3SmyWRlHeXXHlIZZV83FVAsy",
-	"t04lHJ+LzAUSzGHvQD+kePzNcEjriN/ENKLkP/+v/5sc8SxlkwWDP97EEQVp9DVNprStI7X0dIz6AvfH",
-	"IkMTnbFhIMv8xcgMdtVmUE/phoG1uljU8AqCwO023lJJEiEz0spxztRBiwEOiISLrCPGY+jGUbaUIKuN",
-	"SRjgAjQoxYzp+5KrJ4jxGZuQmly6QJ4/6PV8G/ZPgjP3Vg5UF8Fb43iXdGkqk4hFpm4WjE3H6HvQjhxC",
-	"whtnWJi2zOhS4olA4cc3YHKYaV8MGdKbplS2LMGKd+SVMBBxDN7ar8Slga8WJ1OJlDSxcsBCNYrZiD/t",
-	"kp8gqbZ6qkDxyw+VFVLUja22YhynM0OcVMmGoFLT8FoJWRwiJUIGIRGW3FHLddVnm85V8jdntwK9K1IL",
-	"uhjWpLSwtxhnAeXyaaKYp1UB8/goCKmD8P5K6EHLyKLAziHcAljhGPLE8vCJtu862p+XHe1myUuB37ci",
-	"BfW1NfLem8QqR4MYeT4ZgWFGdaZUr8qPplx67Y95nT8IQKlRRkrfjPjIa3oNOZDhLjAjmwzm6Bojr90l",
-	"B4kU6k4aWqLPK6KkhI54sUBKIRTDz98F8ERjAKrws4KByToFwN1mIipHXAuEbvRMQTGHLkqBlBWCK7pJ",
-	"kW7cuEwkBDf0UslGIo0nsZIATb0rpRCbQA2NLO2Tq0QAfdnGIaIRRDacRcqokpraEDakaFTHfgVd6/Ko",
-	"8czCeqzhGyatim94xOucw23orjcw3VE39g9MUVYXnCeUk78tBOYBWswo9AZYb8uxMTq+tZi6uVusESkm",
-	"f2XLYVo/sqV39xHztZnMoCxCXlUe8GdKNjIHgb5Q6cCt7yMNOrRX1fdyOVgtRi6Qg4fSIUzPKdTiWF68",
-	"obe72+8/f/r06dO9vb09QFYCTuoNUc/zaoU5wEi4EXHIOjvPBv3t7jwae6V3AfLD4g+oL4v4A7oBueW2",
-	"YI6yN/Scw1xnowVgt+0+Fk7EY2Rmo/7X6/X6MOmCCgNlbrhajT9Br1ihIl90rJ+xasFzBTvmVgAqqtLr",
-	"r3XjbFfOCct8eL+qHvEamFJJ5DSez1mE9uf8tvrelKPMJ3VRawnWALPCWNvqZpGXt0TUqeLs+oPe9t52",
-	"b7A72NnrD3Z3npWmuGp6z549e6YWJp/eW4bcB0sqZ4Jsk/msi1n3eNfdW2cxP9Sm/IL6uMYcXagDUTdd",
-	"fRZW7yaWcvBaWDKBvH/1muiT337MQvwAvnxJlmq/9aHpeg9Zhbdm5vlyFMAl1KbCAzkXXCJDGvR6m7Iw",
-	"FDV1kmeR9ByNyC9co99VRGuX/l7pPcqlVW/oqSWw1QW9Ey3g6ot+2CDZW8HBkXL9Jul+H5I6FBGaZHYt",
-	"4Xq+LpWoKeOugD6TT1dLqS1XOm27E8uBTPRMNC4NdKjtjYjnseRh41LmHcBo2vcu3S2dxVH3h5eTd+/O",
-	"Lz69Pb/efvf3cPvdb78O3k0vDg9eHv169NtP/Z/+fjE4fRXunFy8Pvypd/r69LeDTwcHL154vpfSW2f4",
-	"eE0qfvzYltXlOTOe90uMy1dn4HZKM6mOzF1h082iScQdNnsCdPxAPgGwQ/BxCd9UEw7mk5CSGo8iX526",
-	"rxo336otUypag2pMtNKuZE1Uk5fMUZXb+1rAKug6JoiooA2pTpH2gjawip1NTnGRMM9XWdXz1A400+d1",
-	"lwo29fW5lS2JW90B9Aw4LiLVkTWeD+uGUecsMA6sR08K9cKqeZ+aUrK2suye2YR+0/Qty90qlz+C7wal",
-	"zVM3wxbIvcUKRjkTUUKvGOOdAXJwQQImF/NJSiPm/J4JTPp0CijmO1YuRlHZm/e5qO304nqH0SmHmC9q",
-	"Nf96dvJOr8r2/avyWqRXcRQxjl883/BKivl7HdRV4qFKay8ZHbSZxQkEq2fYB8WkTbBQlJuyRpsrpm4R",
-	"bVxg0b42gYCtqptXNMxvk9sSiFU+5pLbBnGpmob4G+UsoUTRdKY2Vun7Qv0JYawplYTJ7P/7f8mYhVMa",
-	"0S454jcxI4tZrlgoTYfEXMmLqeN4qRn12oe8gNBVQ01ruLVW+rFwTYbWD6Xu86Ijaj9P2TXmdS4zRqMu",
-	"OUnL2CvWvlO1TzVtsI7QBZWfxhlisjtft4cuBajDp8HSHTEET0d/jdPxHgPwzoV4Q1OsJ74zGNz/XVFz",
-	"PWVQ3hM+fn7/x+dCvKV8aWBy1He7eMvc06nOP8GyPvDVpsdZJy29txK1ez6MpQ2Ma/Xnos7GBZKFuYlP",
-	"MSCj2LB+WL613S60SQSnEzFv2N/u9wZ7eSlyuE3zK2yK5RnK1hgvj0U0HH3BtRwAeOAuqiQ0aUUIHUri",
-	"ireIpsk+Za/jhJ2k9ZaFd8LoKvVLtpkJbxMtTc9Qk0OVGTiW00LdJh+Tx25ikegcKy36by14JVrLL5vn",
-	"wKblmxteW98azGwiLec+u36WonHNNYy1URd3rhvDc9y1LOOeqc2HetEfzOZDdScX/sCo327kqTcsRdIB",
-	"YKJrRHY022MJwtSp1fwqKm8hBqZoZM21VzP0E54sT2yJzsdabr16at2YBNUCVJIoveFu77naldriGGqJ",
-	"JnV4rO+VQgLwUQaqoxigWgqAxcy4/PJAvFVyalCKGpBQuiMeYHGsgEhG03Cq3crgLTVSKXidgyqOcaCu",
-	"lEWq0+ZKkHFKrdBXzIjreE6YRQ6b5pOYh8kiQpeRkG50gg3rwtrrNRbUN7HMNDSyiVuvWlLLNfs+ZXqe",
-	"xttdnihU/VXvQt6CQYMfejiOgozqApbu7tZg2TYUrMy0eaCuZsZgd9etmXHnV3AzUQd7gbStwaDL1KBD",
-	"EM1bFgdacIyArZtgjm9fkcKdqgsPAX1eVc9EGzhuIA/IIZJY3k8kJRJpmFeVbIubuLKU2Xpl2epLvlWm",
-	"LdKMhCJZzHjTWMG2+nJZGKCF3cf6BaagslvTUFcqsBvYVFqgXJbg45o0e4LDstPUsYFx5OtyNIs08Q0t",
-	"mqB41aMJjMd/FztXC3SPnwP6fSsi9grX4ECG63z2HvNg9Uf9Xm+tj0Bu+fgYWyS86ST9Ak2hsfdDAww8",
-	"XyRJsXDMdrFOjINtR3rPh73esNerKScxtBXy60uwaPNApZiFMTMbWPbVNZXCdNY1EdndW8EVAZXqqQx6",
-	"WM1k0K+pXuK5Ka7bw51dnEylLkn+Xo/0e8N+f9gf5IekWtfIrSvS0EfRNXQPNLUiA5ueDbtosre9Yb/X",
-	"8z1I4faG/fX1z4b6EHWqKASIT+CElRIdHmXR2djmsY4+p+eVl059DYT2u6l0a43WoKEYBcAVmJuTjBwp",
-	"2YobHysScX3yUoNguDMYKBWwNgvjVMflSQJZuBtC8K4S/DRgHQaMYOBlABAjRpBtLC8G70N0Yul1Xg1T",
-	"rMWJJweYJIkxJ4kQ8ysaXvtknsY3SmcacUKSmF93EhHSxCeH3787ONepmBkFfN0U8JPcJAZdO0oDEvAJ",
-	"DhMXAkcq5hiRum8D81q2jiyyS11hDoDUsLKsSW90ksq6FlfHlqZTA7bV6Tatg7dPgnnMJ4ENcHK6xJzw",
-	"Gpm7aUr+PfVxjyEiKkvjMNN6kQ4Xry292wrsPfAkaJuASZ1HYhrdr0/aagXqnngS+BYlloZZN57NRZop",
-	"XjtPWMaioG0BRzCKLhMaM7CAYojoT3nZQRzJzACS5LIXIhjXK9SrirLvl6NwvpMIjWYDeOI803ZnMFD9",
-	"aKcIhlrVblFrVBETnz9/noPzsE+xzEae3mV9Gxd31re4HUqe7pqUXO1xKZS306U7THkR2Gw6nzOayrzC",
-	"iA5itbBcQ/QeYMhcjuYBRK05ypfKqIXB7wwGeFIDG5s7yw0tmRAkEXwCtg/kMcUXbAxbnSqIWa5FZfB3",
-	"i6pprPmDBaet6IUWlfUkr/pqls7zQnaCttB/XCUybSQPPULM0XXK1vL79zdbZBNHsWKx15GsHbyVOska",
-	"RfRvumslmXqVSI2jq0jQ+HhzgTlfh00JJNcWf6mRnoxOmNflGXrPx4Nwhz2l/atn0fZ4rxfu0gF7fvU0",
-	"2hn3e8+26V44YLtXz6On4x3aD7fZs6u9aDDu0efhU7Z7td33nFI5mp4eTKVOWacakfysZiaN1Zy4uP3W",
-	"kvo6sm+Rux3n7sl/WlH/cBXCbqO0f69NvAmLYYUO0GQcrkiMjdZiC9ZhRNPS6aMczcgxt5KxbxFqmVM8",
-	"tyiRosA3xDyWEZdLnk1ZFoeI6gP+TV3yK09fKU9i63Mc3W1lTK5njq418x6YdSgWhnusscbaZsqFhS3Q",
-	"lobihawJapJ6bd3x4QruX7X/HRQiN9TiXS0hxCPLGI8ogD5PaXYlMh9QcseJuDWRI4gE0tgr3Ct1PXJ2",
-	"W0R1iKXDiivtFe8j/V5du+U2NUYEFEHKUsrlmKUpiuvuDO/t07SzVqe6YH8rZVIkN9h5SHnIkoRF7fvn",
-	"p6MBKj1ZtNTqShUsYM0L9DPm9YtbjjFWmHWoK0Q2Nacv5VUDspGpRmeRGfrvahuEHy9Nr6uaRcDzW2B7",
-	"tU3dQmHB+xrQQZS1LcBvK5qgaTjVYlPt9/b3ahsmEwRVTDKOeSynxZYalFAQ8h8mRFiWhLyoOYzvrMaQ",
-	"8K0tef9lLXE1VpivZIdruoPh+sILF4GRqoY6dSplTYl1m2coMzEH5DTBQ0Zacwx4g3gcgx8epWI+RxBa",
-	"fUeOeGPNhy4gD9usk8JVXzQxQPwRlK+TLtvQalHddYuwTxVV+nEX7T3KAU4rerBAf4ZfrYjkLEjwKexY",
-	"9C97+jc4xa9MbZKNhOzVR1mfxNVG9Y1MP7r3Y7wQ5ou64r4I3G9Np4X6zy0I1jP4OjzSeZXUiBD7xuiF",
-	"oXv15nVd0g5sX/q9ptqkePYByrs2MEMOwRoclKzA7S5gqEKqqTE66pju++tGD0lQsEtoxBdTPBqTe0vW",
-	"k2DEdQnplbK/roXzULY24mvwNQSlq+FrD7TwlQxCm5hLtm4GjzKp6dLkXzqV5l6T2hdzVj/CpLaGC/oP",
-	"5YF+mEFNU8g916ZRGL6gHexeMbbQ879u0G9wg16YOm9f8AbV0I8PFYe3cvT3RovUKwuygfitNqu6WMeK",
-	"s1smM6xwhCC3jGdYe8x82SUaApb0IXdmBoG1GdsfcUq44J3Bp082EclBvqNk59MndCBqc9ZO75m6OXYG",
-	"z6FiRA6koVFr8uJJgG0Q6XIQbMQ5gCLhMHyCpZZ2h+YJGWg3ct6AT7bNM5177pMd/WRXP5E+2TUv7Y64",
-	"ftglAW7EZSgi9JP18ksxNZXZJ/SG5TPoAlCJUSagUNdTEtGlxC81fxgvEnVXRmS75/yIsUFrGOc2uZ5H",
-	"fDO1oxrMmfsk74vqPIEo3wKZxdIxhxbL06+6XWrjIm/QaVMb94nRQOvE0IGZoDHss9/rbRL2me+nnfd+",
-	"OehTX3uN8Z7QBoseFPF5Zr5dEfO5UZDe7h8jRk8vpjcc3Ocr7IOv0CRKrvESCkxe7+rZeDscsM5u1Ked",
-	"nfHTq87zcI91BnQnesb64+2rXfhogWfjcia9Yf/Zju9BtIEVne41P6MM9PTps77vKeZ1Cck/jm/Q4THe",
-	"cKDIOCcILUY469Ffz3daWA/s5wtMv9dTw9ML4GXxjIlFNlzFvr2NlqhXWaKGrSysWXHFMCFtRdzgbh42",
-	"ONhUQjN36Tohg1jwxS1j4l6x/5LYvoHEBnjd5X34euGDD7Z0rJbxELS9Y9z1nx9nUqmNcfyecSUDMFNX",
-	"0AQyaZB4hGfDBJM429d5UOwmFgtp3olt+YbcvppLp/6I58kD2tzqg4ik3VU2YUZ1r6RP8PRxof5or22z",
-	"GPGvY4s9hS0oikU6SuGrKvobxc58JUX/94udKTP/3rD3LXX/BsXfqalZDKPZuXrK+tFzuhduj3vPBrvs",
-	"2VWf7kRPw954+/negO3SZ1H/aid8Ou6xbboXPb8ahLvjZwxeuuqF3y6M5p064vDr/u8cMPPPeS05VTgK",
-	"jPZ3MiJkTH6lewWASCAIxgas6LgWVApbbt05DZ1vg5xdDv4dWNt9c1voCymNWTTiSXwNNaywzX1CHTCW",
-	"oYujCURugSD/tmALAD4MEEJF6Ws5OH5+dY0QciVqd8kh1PFA7V8uksykLrrixeb29RFfcVf5K24qyIuW",
-	"1klQd3Gds7I2/2Wicb+MD1KNTlOChlDKsZT6j+SGqu1mI+p7tfPY1b9iBP8r8MyzUpn9LxgWuBH7zOh8",
-	"3gFA1o7gHZO23ljCBTgG5NhcLZJrv4BN7CB+hlMhodAo1mQQKRbcIC3qVoEoFHaIoXAJ1MVB7E8sMoTl",
-	"QtAUhMVaSczbvoXFN4XkdP0MGWBdNE5oCPmJZTwKKNWQV9ry84I0z9tdtxWoFW7KnYLtGER8rM+B4j00",
-	"mC6hRjliaY14QFOGsAPSAbVijg3VFv1Ah24AbFEGJGNJIgtw//gm/q6LCIz4TSzjq4SZSyVf9C5R2rq+",
-	"GnJbN9aeg7+hHgz+bcDx3YolZqkQFldr/HbZYihdTKJ4PGZpjjiubxiJa9mddJ1M+5m4Anz0mGdTXLg2",
-	"ZGEo8VhrNnb2sUQLX5e8E5lTdUuXlK2UJqrL1UDiBRI94YcWgeHBnth8K206Kxh2fE+TiTqtZeRE+Lun",
-	"/+d9XJvNu6P/WpiGhdBUXHnDVOphIHGelR/u/PxzvTDwvU4OKHxklyLHw1NX5cCUDzOVSR6sLRQXrumC",
-	"VGdDCznqVGDn3/iq/Io3Tl5Zf2VgOrBUw2LMBiCYZC1yj76RnLr9dfJ7ubDcemglePNg/GQnibXIXn/r",
-	"mCJ0GvhaFPiV5VFQTeMBt9CI59eQiybuXA5PsSy423rlVvIrxSO4yOKxZbAjDpAgTp1dHKFB5GTJ2M+9",
-	"YAY9EQsNAwD9Cp6H7b2JZfYYhgfcbdODd8YSqN73dblVA39C08kBp+RMLP5O1SNYc3wIjMp8Oeg/V1/t",
-	"7u7u5l++TBdckDfxjFb4k6l8+GjGlO9NM3uyFF6sY6au9X8yHuWUzMyXxD3W34Yv6TKnjRwJfpdFftNq",
-	"YB7bIFlCmB5IfMCEMM/cljVzBbH5VHDFLVC0qoiaVggF/b/l/kT+rNql5t+6blyXHBg5jSYpo9GSaPQ3",
-	"N8DNTsPkJAMPO9cmbOd3k8Jj+N6QzGmsOJgu5VHI2IHV/FsKIvIK/mUymX6/xNp63GrNJs4oBGwwOvM2",
-	"Pv4wta8v0X1ex4+qxdf6ueKGWomuOvU1LNIFE/OhcxXnWZqP4aUrGWipr/+WdpAmmMvfX7Q0OY9WKluP",
-	"Y99v3qjWSN6Aj+e5FfV8HKPI5cPkRnKv2LgLOAxPjtOUQbHtq4Q9eTIkVDPPTsxNXT3VnOaoSnlu2XsA",
-	"EjikRsng1ywiEbuJQ12eEN1Tfl6lMZ/Gd7JUGpC6xYhbxkEZpwbsGcpamBrlkDdh7MFYESilXFJ9RRgb",
-	"TS6mNDP3Vyaq/r+RXFrL5L5+tkm1s3828dCmfTxSINyclYAl6B5FFaBI5eO0U8c/8gBF9dmDFFVX+oR5",
-	"og0wE0pQJFSWShwjTE0ZZ1XbOzEu1NSXDQwcvf4VK+opyXXECxD0EkIY1XfIzYJYXsILVctoLEviqOCr",
-	"hEvYlP/GqrFZYXOBmoUrmvZqK9qY0IOFzMRMyfwd8vPxe5TDsziM55Rn0kQ87DyDyD3bmzGJ2u5cU2BR",
-	"uuz0957r/3n1kmVdh3tllVwbYx8pRFp6aJYm9Tn+lzJulPGJXZBvroonYiIWq4yDSgQq8VwjVD3UIliU",
-	"7GrdRXtVRpuyUKQRFprUIBgBMt0XpnK/0ZSh2uR9+jJ5IyYTQKlalCrqubkHlq0XFPdmdvgG1/MLq8p/",
-	"fOksl66/ZjqwJjyUy//p2IWYlCo/LrJvJJ3hkWnmEmcZTTMJ50+dqMIoTfFFULfc2FBq3//pFG1qLUre",
-	"v/teSUSUAGrkxekbLG474oqGb2jCeGY/C90SPDMBpaizKVsSLLfeaDEcVJkL4FYr7jXiZfY1JAX2pW+t",
-	"7Fa4nKxLAiG1AfIqFbeSpWiELFSuxjVYSJaOOHUA23WbBQ3UB8eFPnYkwEoopovDaSpmGgv0LKSoR9pV",
-	"FCkUDsUunbVqG38vjuOKjUXKCsXp9205Epr5hMprLK494jrOtksO5LUpc6YNoeVbwHBPYwzdlIP+hLT2",
-	"CA6qNwCaVOuUm+aE9IaeXsqNmSoO7JvYGuGweYPXT3/sPP/pf7yFRCizSVXb4M4a5kdzgqGPIZR035rz",
-	"yf4VlWxvx49/fnlyetv78fuJODg4OHh3djE9upiofx6p//fy8OBX9d/x6/Dsr+ofry6So59+Pt0ZzN5d",
-	"//nt859e3R68mk6+P/jlt9Pn9BY++evpxe5Rev3XyWTy4kXRdGkodaIDyR9tuTRb0xjA5XIM2+s/2wVi",
-	"4varnPcbXSMyni0SpY5iJKn1AW4cTXpmGspHuzKy9CCKpA0T0syYIqYxuRLiuqqLfCfz4ByNn1uGS6u4",
-	"2NvdET+i4dS4g+B+QDhoKOKgY3hh6IjHiz7oBU/UQALBTWWTF6ZIuxR1Emw5ooyMYx5hFXVIqkTh+PDk",
-	"3bujw/OT08tXp8c/H52+sMsf6IRbbaPot2srHZu3zxiLDnN37SPAVc12fxGPsxv9Yr98J5wAi3w9baLX",
-	"+sKoQ2Ew6m8SNfTAVSko8v3ct0uj6AuE/qzjYT93XcrQ7X8R5rrG+N6J7FjtlJIijT/oi/FkS2dDtWz5",
-	"GhomVY0Wslq4+RLZNPuUMY5cehNPT96K/exhzNyE8n0TVt6CSlvzhIZM+rrknpLV26YmNWkM5MwZu2OZ",
-	"tSKB9smMuI5V7WAwQECg9hQYXzVwexdsqFg21NR2ndFr8HbhENwATyWjg6gPBYTRtBBz0qIjji9DlcFM",
-	"gPXCoJb3eu2qiRd5uzEL1veM9bMq9t8RN720dno9pWbdsiRpf7VL43tdHfzhIaL32F43NrBuyvxt8bOv",
-	"LfH//+y9a3IbSZInfpX444sATRICQPAh0Mr+S0lUlbolkk1R9ehCGTOADBDZTERiMhKk0CqZzac9wNpe",
-	"YGzM9iJ9kznJWrh7REa+QAAkqx9bZTbTIoCMjKeHP37+8/tGardaBaI0cwMf0H3Y3cb57FwhWED3YbdH",
-	"cQ5X3Rywa3+/MLa5MOqEjRLin+DSCOUoXsjg6W+NDyAfXXCoP0nimc+a+pwEBCBrsbskTCsuDY/FifE5",
-	"w3xDpM6jn4fk9MBtjPUeKCvUEL8oEOzw/+/iRRRkEH9jBQxyvTNerRx3Lk+Egd/AVYRuGafmRxUPsI8O",
-	"tIry002fPrtS8SIZC6gM2GsRn11tki9cmPPFKAK21jY7xkqL+hYNb4VkoYxCCWFN9C0U+GdKULehzDxE",
-	"xYLbVMvjSW6od7T3HnA/6UVcT19Pxee0MWh8F3pQH2OJKSLaJoR8F778/xubS1YawW/ikZpyiE5XjFbL",
-	"EC0jkSlk97hT/Z++k0ws2wYzzQZMl3MBz3dz95CpaWsJSh5+G9k5q7uP3ph3GSlAJ/n362nj68lKM612",
-	"Kiiyj+tZkq//BFeVWxy3kjlNG8gKksAInoFnPCd9VVEEKoxZZGl+ZfeQxyhUYKtBK63Ig3sfOS+aIoBi",
-	"4Pooi8BjibiNb6hsKJtEXEvXp9Hybd3hR/OArBI0QZi6tQ/zcufk1VoSh+bG/q0XYBWmlwT3T/EiIZk9",
-	"5YqpaTifg4+j4HqZZRPyQEFlprZeUplfwCb6XTxtKp7u9PmqOI6PLIssIGN9SeQ9kjJ8j0Sb8zB5es37",
-	"NZH2q1w4UqU8qfWpY6wK5F44cQKWUx4wNeZSUtl6IoQzQYyhrIhoDopLPBLjeCaUxY6AV8XRUWVsOwkk",
-	"RWxOKHKPWtIvwhcEnlFY80ptKfL5JLL3XC/fb5HdQCxBa2U35Pwyj5PcoFfjKXMbzjlCkQrriMYamCh3",
-	"vwvXTYVrdmj1gVUuPuGfQNcDU3f+WwQmL8Q8TtKcblyhIDa1euc7Co+Pwsg/oY/evfEtTy9QX4ALuaU3",
-	"sbWdvKHUYgnZPsPIbHnjqEDt0fgpOKM5KDsqWBNn0pDqz+JbSLK944nWMo0gxRSGiminZazRpr2rHD+J",
-	"lLzAYTyIMn4dRdPsroae4y1seernU9rymXSllz2GXX0vZs+8i6yT30XpNqLUmn7PFMHDGB/r8xOJ4Bop",
-	"s4CmmJbhH1/CLmQUypunl68nMqASPwQdteIMbqdniqkQgIcq81AulEio2ExVZlidRjmUeTiyo1OGZTjx",
-	"kwi7Tzirjyco3uBew9V6UjHxiV7xu3zYXtWq3bP/iAKBeLRqIcVYP+HJckf7+iSZ6j4iNVS2+oMj5ktx",
-	"h7lY7ldIasN+0CcaqvNpGzFjafLYKCZW2jiyPAQQS7HNmWQx1Or8zzvJIhKGoF21pbiDvGNkBPyjWPqt",
-	"I8ad7hQIBgzFn5uY6qJsMddLxahzVfQZwbtZuqxLt2DMdRHQ9oIMNp4a6oSBfk6LtnhBLNWtNnuLtZSg",
-	"LL4eI08Ei8QkZQtJBQ1XIH8/GWq1p6YZYM2Pf/uvmJ3zRRS39A9wft1HiYlpMyMTB/B3YyPoAKtvd2+V",
-	"vU6+1PvYCIoztLX1/tBiN5tQE/x9ytv83WG9FwKQRfnUkITKlkJ8kTjDHgjyzckq3fmSuGoMGn8US1f+",
-	"kk8Nz5cpoIvlKda7J+rjLef8OpRgWkKJZIvgBbLTZ4otpEtrV2RNULXZId1Wmx1HEYO6G0OZKZ8gzGJ4",
-	"PY/azJ+EUSoSfUfwZDwVbj5H4srY5o1Yto6Mw9FnN0LMbY6tCIayiVVCoLhNECr7DWtSbZCW2/Ej5men",
-	"n/JBsuOJWSd/+Hh2yniS8KVWS38GbysM8RfwE+DN2gSOdRXeiiPMtxGWXTANZ3oqb/WoAdpwN40jwQK+",
-	"bEHOyTviboc5Yu4UIUGi1nz9L3TiB8g96Bnz5Ku/opIMrvk9lWMuxeeUpt2QKDh73yyBYaFzq8goLeFq",
-	"KqvgetaVjOnt7a1ZMuYttFNbM6a3t7dJzZhsNzh7wCtWjcltm1jWl48hwb957Zj3aLnUF44pZITFScrG",
-	"cbSYybquQDjt1TLXlwDryjQG+vryGkIuZlpewR/wGF5oXjYO5ybMXVO/rLlaZ9gLOzDK8QoDDzaSx27E",
-	"0iMVyWPZ2zzmvGyNIjjwng9xYErnHKvx5vV2up0NCu7c/zuklQmO0wt9VazzBGo42RNPWNRnaxXn4SGJ",
-	"3cHe4aDfhQmp7Ea3w7r7g34Hywvqbrz0XCo8jFoDFV6NprWYz+MkreuE2/6q6jRYx2rT8jQkZtcpS+PI",
-	"nP8ns/OrNIenzctH/WXH1H7dWv0xDQxK7L7IVeSqR84is09KoHHNoZR1qc4IQOHZtycUs50n8W0YiGQn",
-	"FbN5pPWKF5M4Md33jBmsmK+EDERCFCcOi4mHte1809KVgedjJ8pf2E5kkeOKXizmUcyDHf2SHag8qO39",
-	"YlOAZZSLKIL27PyAyqP1KH1/m2laS/Hp93rM/0K3i8eg+JVaofDg9L42i71OxTzbS1MxD3J9m0Cmve8x",
-	"JQTzqcHL5Vy8C/xW3Q1sVtXA7zYQIFnzdRcr/Qi7F2aaA5dYiMXwXGPHn/gufMp7yplErdVMxjbrzCvN",
-	"cE1Fng6U3j3Mxdq7vdzNpv/LQ/vPzPndYR/TOAGCx8L+hmxoknHO8WkMGt1O7+XuYf9gbx/+Re/sew3w",
-	"9Vyh7mx++vLwYH+vv9uDf+n1rri08kOAmzM/MSsmpa5s3wa3fSXrTWk2kEL7/nv/8a/c3EFf7+bFqh3m",
-	"uP8j1tr5kxYnVVUjnvTydmfy/gu8MI15Vzh+VHVz5669++u5Zdc3pgM//PrOkQs2M0prWxL+1ZKRtZQV",
-	"t3efGkpT2B64cNNFIoELV9v4PuNBoFgiIvMCqPRg/mbkrJknAry40D7c2VzdiEBflq02O7kFBwmazQT+",
-	"hyVTgko4HJ++OUIij3jC3GI0ADRQTIpbkTBMr4br9fnzj4QtaD9/zk4+83EaLcEkSxaRMBgFD43+UBkU",
-	"/UT3dCwCIcdioNvpZtV4QYuQwYs4cT5SPvW3KWO5A2WFWoNsGheS6I0AIAE/tJiHUFGHj4aSMearaXx3",
-	"xaPoyvyCXDJYwE5cIVcNumVSCAZeyziBx3tthyqu3BBC0wZMQLEg/JTu+YPW0VDu5h7Pv6/y2dEiZR/n",
-	"fMaa+8hv+QqxdE1oru8218RCRbC9WgN2Ntdz1W157JywzU1MFGHvMoAca+62cA7/+z/+N7sQKo5udev9",
-	"lsdeczkWUaT/3Gt5MHM1PYGJEp9hMLgpjKtjAktYmm6vNNcebvJ4kV4poEFyP1kokfgeBGVuRXKFgiWA",
-	"2yAVMuDS+NT0SK4WgJmx7H2QacptfCOgaMrsCDIyAWms3zVbpLobWuEM9bhMi3MBf9CJIUKAWx4tBJX4",
-	"INePHigFkfFUXIrPqT4R1uc44+l4CkUR5fJuKhJh/GCp+Jx65dQh4xOD2iNJLtWIvhpKMeNh5OH+BLIM",
-	"rpBeh4/HWgjrDkOIS5/okf5SyGstfVnT/0vMY59oCPw/xH/7r1jPw/Hpsf3wWHK/ZYbDr+GA+1oU43EM",
-	"FePotsS6XihAsGJ3Ok2EYCm/Zjch1OgGYcUlejjhnPJrFgZqABYLDEu/wmdN/QKH3EF/09LTHI5vRM1v",
-	"7KThzvTHyczcMvDAUOaeeH3xgRkVS1S2g9IcXt1mxzCGjCRnhAI20cPB8mYwqKG0MClc8jZNlrUhfKb4",
-	"UrEpYaiIoyIM9Mtmo1CiIHzO/B+PT9/4cCRLu2LKFXv+HGTE8+emiZRfexAXjCKc7yNs5uxiZStuBPb5",
-	"84zSyLSpsFG5hEaxTehZ04gZaP35c1hcs9gofZ8/R+sBdn2JjilMVf49JnkOeq9lDc2IvZRYE2rpOHRO",
-	"zq6BH7hMT3av4PY9ltqacTniOHQXfs5T7Hb+PjfHVf96GsprOgZWgb8DRiI4Edp8wD+vZqG8ouLyRoA4",
-	"X/LP2ZeQ0kRAoRkPoUYgfcniCSLxrLXf6+9M40VCL/WYP4niOGk2tcLLKCHTohH/jfX6bMp2mIzvWuwF",
-	"VsVv+R7jRMIGjna9g4YSxRu1i5z6QAamWOcIu4i6iA07IAsX/Z4KMcG9m/klHB1Iy2MkRBEhqBLY00So",
-	"NAmBMoH2mxYZfsHG+GbXJ1JmQ8lf/IWfPR8qLQy1TmAWSqsZuDzoLc52LfhKSFLExsXrfP3m5OPr1hFL",
-	"tcYzSgS/0SME/4rD/jyUQZigB+YI43jZ6TIhmYxb2gfTxKTO8dQHD0aLKUSSKgNBECp9Gp8FHJV6n8VG",
-	"VnxvM4f2bxxkyE/0imiD10BN4crQdVhV87EDEfku1UUkPOb2x2NZd2pm0W5AD+79nVAqIVUIVd6a/vHH",
-	"1/o+15tZ/y9XY1RSdEN+q83eOLt95Up8QAB41VroZ53VOIa/6EOuxg00lsvTCegluZjt3PJEv0qVnn4f",
-	"34nkGJqAf76BdlYtg+6mXYjjj6/1YKEx8Gus6TT62TAeOa6IM5CRyECnh5JNRJiKmbrfjeCevQsy1/SO",
-	"ojkB5QF2Y/jvC/EO2wTARdnbkAWJ9T7LbME0ZqRQDywNtV51fbnq/810atSlMw+tOzofbYiaa6dS37rf",
-	"pkVoAZqydftMC8xG9dr+oC8A64dk+QmgkXqkROAoPUCDeqxy/cpHyQ1Mx3K1Gq6vjOw3rirOQBM/woPo",
-	"aODuoWz/wwWxNyYCu0Q/zK53qM+01bKwjvnanjX9CHa2UbfHyaLI7AQoUmdUzCNGybTM3nXMaQSv9oLu",
-	"XTf7xp6p2X+gXur3F/aga/I4k+M5uifWo8ibIoTwAL06ZbNYpWyvY5zrVciC7+I71+YyhoKxEb6p1u3R",
-	"h5Bp2EdkDHzDwhTrgToK+VFJq/+GVWj02+vzJWV+5VrYJau5dI5P3zh3zo/4549nFw0Pvlr37obVyLaP",
-	"WV7dnsd+PLvQh1q3V16SM8J4uIouxXVQAtUND78tRm1moQxnejBd23PaD3Vd/wjtVAdo6sEphsM3Lnc/",
-	"q1CKXTyyWJWiSbtCgGe+my2gKj9QD7CBtSErZ9VjocUg91t8K5IkDAjtZS4r8FcpuMPqlssqYOuHDLKe",
-	"oFe0PtaG398bZTvYTH/pej1vdyslpbLjORXlXn3EOlwzdeQRZr9OMtsJVLX6gZGrpfmsPCDUZVXw3hqv",
-	"qOMR9dAT6nhB0zhueZYVNPNjv8g5sKHasZaltYMuukq3OEofp/EdeILscqx7mmgeeKTibDLIZ1AIblhX",
-	"sZ4DOy9rTEG1Q/j+mcn7i7eYlne0IWk8D5AwRtiP3Wj5v0Qwf6uhe2y0RDW4aX3j8Mucu+beSeCjCEmF",
-	"tpmFU93U6nmA4tkwFwVrXcxGIghEABAAj1HM22MOKsBj82mcxlcq1nbRlRTpXZzceIz+1u8S8prySbI/",
-	"N5hTUYp6OheZNj2aVLrSAxIMCMJhrTI9pPv2F7pGKs2L/f6a+pLZTrozdSbGfn81THbVjsoPv3ZEJXDT",
-	"A3Wp1/n3rq1UfcA3VXpv2UrnrQPhrnaE1jhTmxUO0tpDVe2TLm4Cmqt+v+NlU9dZd+rOJmPjGpiF0o6/",
-	"Ts509Nj0u6pmE/vykNlkTevfdt3Z4F3ttH6ruc5c/E831/zzg+a64hBypcJrafjTQm0eUmCVNRdKJLVD",
-	"118+/Ax+UuIxrRmI7zgj0sfbDmhr00YP9QGGDWQob6iIrRhjKNndNBxPmYxZvEjzEaCmHS1eZ6M49SCp",
-	"Mk6YvrgmUXzXAjfASAhTpUkEbCk2n57akPwWc3UK15pty9mFj6CtxUl4HUrWBP3sDP5YqZpRLT8jB/Dx",
-	"TZQ08476myeHDzIdvE9T6/82WQIbOc0tIK/b8Bx0Xt5bvmqu3vBU0ItXGpl1eVFxAv/YScMZYo3oUvCM",
-	"uxayo0yAm6vUOSvrp1HV5eeUQk6VyTjuW3labbO6w7OjuzffCLlXc9u+lG0US7GTxjuxrFUWLe/eFraV",
-	"oj6se07f5uA0gL0B1sO6vsEvtujYB2h5u14hDmhlt/AnW/TrHNvermMUtNcdY00uHTE55arsD9Y/r9dd",
-	"oK0tRoBRlUe80RA8hHxHTuDcjYn6bLjodHYF6HMb3lMONGyb0er+ms5VD/kfCq5etpIAm26Cm/rFMx5G",
-	"jUGDS95W8eKv/H9QV9rjeEbI7cPDbiUzMuDNS2yfX2tg8rudy87LQbc36HR2OrsZLnxvb7dXwfZZTSRa",
-	"lLEuCPyy2x10uoN+3zaP4qKQv+WOgLa9+UV2uQNwvHJ4njntlJ1mkerYFlkAuKZVdb92y93UT5rmrOVj",
-	"7YdBt78L9Q+sG1ovbQ6zMOjVIuPLb4N663rX7a/CyvcyqHx3A6i8G+NeM0ktO/v/8jj5Koy7M/58dprz",
-	"eWV+Wvb91hB3IHRCJqd0PC0j3Z8/PzHcMk5oK7kNx1CtX18xbiY+3DsyzvLxtdEFBhiQGmijvACR8rSt",
-	"MZTAkVdNhW8MOAOjq+bLJ6C2uAWwqxSYSU2YvyXLbRY0wUoovyVBcFaB+SuGHIhJKIUaShmzbIUwJy2v",
-	"iKmYSazduIxlwDhDaFca3wiZr0dZx8QylJaK5SgfeoV0gVwjhCAlw9yndahQC8DU52nVrCBHasKlmmg1",
-	"OHQZBfGSGkpmTGyBwV5TXWCNBaVi6TCgK7gfP6fsyzwRt2G8UFfUdc95R2A+/Oqzpl/8JYLptHbEkdSG",
-	"HtPr1Gqzjxno29LPmr7DO6DyMHbHwj0LYzIg0DwmfcCMVpOROJmWWVMfiFvoAqyIDf76LPt1cUVMALaw",
-	"IEdFdHzxzWFKL8kSKIAGCdCK8FmbfYhvoQyoXkqtvdnEAM/NCKDQVpxkka1cXoCesTjJJwfgEa8Y0Vob",
-	"wxxirP3MVuwMOzoHHPfVP9LzqUc2EumdEJJVx6asoqjfQZ3CtW+z46ooF0uEvqDBgQjJFG49DLDcoZSI",
-	"okZg/il3wOYT5JMIlEhZOtXSUOvu6oj5M57cXOkL3SworFpB6U1j1oFzfYJiTosFW8zDJhHo48qdcq6z",
-	"rHwKzCcIIiq1q28gQZk6xHY3lON4hmWyjiiyMOfLKOaBImjNSFQsMJWeFWQmkyjVVomVqtwcN4VZw7RZ",
-	"sn0xitOpl3nsDC/VpT5NCHelVA5SdcpgW4zYDqVNhmpuBoLL63A25wFub8h66Hf6Gd72q5/bCllXrCmC",
-	"MxwnbCSiWF4r9EK62VTLNuv3ekNZAeKlQr0zHk3iZCYCNooDyAABYW8SRWajUGa+wCItGaC97SUwlHno",
-	"e9VF2PQvgXIxQj6SBblkK57JgjVtQlHzoXTFW/5llQKt+DplES2Vz4UKtie9swrljO6rvB56X2r2u6AK",
-	"0lhK3Gvl6GjIatHPzzmgFo37xJSlyajDHuYVf1fpEAdWJ3pL/seOFkDW6BaMbGC64lHU/8q01mPU52Aj",
-	"Ox4Hw2CM3BjM4n8gCgwtWMzToF+yZSh6MNg70KoqCIb8W0mUlxYp94aszT7St/Eg38p5iFeRlrZampMT",
-	"wLZgpbC17RxLDwyZbcwgosZ74hI/vzsG/nEcA/TQb+IZ2Ne7Ek/b4IshAsiYauIkBUBE/sCRlYm/3/Ua",
-	"N6EMslhHJsu+f3cOImQjZ8PeoJutI0TLCrspCmdVm2nvILcS78MZ1z237oqDIk9hJqote+DWVIUFcP49",
-	"tXKrFB/sg+foIRaX/1v7NTr9bUmDc7MKztR4IZGVcb2JXEETfPkgNclx2Gxwg0EqWP4SOI3JWqaCMVb6",
-	"o94FtBtwVf7cOC6gm7ModzEY7AB6yxBYBz5qAwUmkEE+/Dhh9vLJXeC/5DZ9TYc85vbH5D/kvjApEY7p",
-	"hH3xMOrisft6ohd0EicivJaf6FAXtQIhME80t3LVU2yv/J8bW+ibhWnZpoUNrvPM+2fceKW9bfL0Qjlf",
-	"pINVWnvmkUH3Rz63PeceyP/AWi1a7zLTfb8+DzZEpkOXrA8f18Rn0zgivnUbdZkL6nb7URyeuEk861Hy",
-	"WBIvtMgEhQ82JO5GswmL+ZSwJ5uW7rq12l+6Bi2240JdGALjCrJUnL7XsZxEoVaOHOD9mEsCwFFuQ4DL",
-	"VpICem2cFgzU5b7nQcB8XcO1K4IwzeyAL/U1S6DwtuUbQBZptwJBm1Jc8TchrWdWgzRgTd1jiIySgsNC",
-	"U6NuKJ1qedrgJ9LrKb8F6yVXCAUsrEmIp2SZa7EFhXBHgmHhuDYj0j3w6w5lgR+WEU6z8BHo+gbViZ8a",
-	"x/cRm4R6VHw8FvOUy7FggZhDqcOYqojbwTUTMXbmB4OW5JfQ3UO2lXjOr8EpQQUSbdkH1lTT+A6KEuFg",
-	"WiYpZiipmitdaFA1FTUZrO9CXo8pV8zHZ6nk1VAO5ak+8rc8RECrCQkX+OIQiptzWAP1gIqz1Bwz0GeK",
-	"6X5mHqXj83dDaVz6eqDW1AbCFb2epfelOWfNXuclGzZOghCyyVVuFo3UMkMYypoxDBuek5hil2XMowgH",
-	"YVy15LqF2UEWW+uoGWSk83rX+wzEgLxmzWHBZNZvG2IyYO7TluXAzfQiz253G/mg7Q2pv2ZOrJ5jrGNB",
-	"E9KsXDI+i4mapAUO+ERMFopHQ0lnxGzvKveHnuoPtpLI1lzswIrZ6WuLcGURRdZMEz6+0WN5ddHt7fb3",
-	"9g8OX7Y20BedDj8l93qVvXvglcBdmdVpClbizVEuI/S6v9t93ds/7r7s7r/dO7ZUojhp5dq4207kClOL",
-	"6Nvb+PM/u5Hd3Y3mXwQrtHZTx5cE8T8RkegGZgJJg0tYIlev/UBiArSgnKsoUz4LogKUHhnb8l5B0fxI",
-	"2VJA4Lf66qt+y4daOYPZpVaNoI2rO2Eki3GD5vpxVropjJTn+cu9Vd2h9YR63b20ifpNQ6/Vvc0aaYWM",
-	"1HDStUsCG4CvdJXkRHUmZovL0S4osScwRVT8Vy99uXCTraxbDtubiXK5+e9hlcWYdr1Kd0+M3pDSqnE8",
-	"FyZA3vTHyaxtqI/az7XhQbKwHc70HdUeU+3PwG+xKZ/PhRzKUBIT3JwnqYXkzyOealsHr7PXFx+8XHAM",
-	"2xMJaEyxQssEl5glUEIPqyEDExbUXMGaTzACNqEKhDMoVWKLT5vo/J0YTeP4hqnFyM6JYlF4IwDtjb2F",
-	"QbMmhpU8log0CaGmHvI7twzVmpB6ywa5xiyTUHwjkA0KzSrQbumHo0zrw1dRuX3FwtQbSpunAyiH8k2k",
-	"/DYzhRiwNCCu0hVpYr6DK0BStYCn3Gro8ONnCrn6KFRng3r6hjGdTJTpGAvTIypsRZtPBBi9VCnViTGt",
-	"mgbxMJog47FaynFOq2z6L7j+kM/D9pLPIooI2Sp1JouJeNgA6ooZYqBID6WQtyLSW7SJw9dbkp5eYtVE",
-	"O3X4VzyGID4UTvCQzoTWzG8BPRdo/XSaaTsdDWXuOZOGqsz6ufBg0p5gykmEFk+RDWQ/95H8bp7EwWJs",
-	"3pudRL32IppgGHgeymsfoY/UvVQoPecEmxkgVVtG8QNd6HV6bCb0cUCjRQQDyqSFSQoFBoT/fSEWWTQY",
-	"JtsNCUNRIbA18AcjPr65TsDJV6FOnuMOhHjzxmRB7wIxm8epkOPlH8Vy+1BULtBhpJJVh/Z2Ors73T54",
-	"njtuBAELZV6RGFIY30BhhGpcp/uH81cHf97/08sfdv/Y/dA/PbzoXe59f/AjxB9QauWe77489BrqBhQ2",
-	"5/N+B3x88OvR8soJZhGCLteHvc5XrwEbKHO4l2Tu+vqzu0IbKdC9DQtp3tdj1x8HvbHbFOLY5ihv76J3",
-	"R3pMTde5mVEM3/HsrMDG1wLYOS54VH5z5/waRLn5o/NOnhMoZzsn+IgHb+j8ZHqM/sRawTwr+lPSdDOf",
-	"LeGQjbYMTg+RpEv2zB6rZxWeWbiYrA2MvCGOglDaSnTXDODBAVv5NggXo2z+qEVzwStt1E1XblePjfb3",
-	"z7R3C6nBOW2JYpjAKOZ8nFXLyn2sUm0IEmqv+OUdRLBzH0VaySt8xpPxNLzFx+vOX37e1x6Fx6oGUfg0",
-	"N4bCd3dAO1YcQeEjMwCP1Uu8p/THk0ph91KckMe8QjvWugToV8UfS+L68ZA+DX5jd7QBFhq9yWpIeQXq",
-	"CHmEM6c7V7A6QqbJEv3tPIxgu/N0Csnz+KKmFqJ0qPGztj0GfsvRruA1z5Q1ydrsOFIA1vAdqbLzx1JJ",
-	"QkQbBeFkIhJUYuE20foYdRYY2srNtB4nOnBuoHhVi1Lj9UcgXK27PzQ9TWtCAHlFex0E9eqaGbWU4Zfm",
-	"16U8ZmN+V5braAJI0xbsKBYYaWHJDz6UpjfPlCkA4oDazJcYVHLKd1BBTIMNhLR3ZTd7hWt3KDPfbq/T",
-	"oQiV+SUVz0UomKHEjUJSob/nSajtK8VCCYV77Q4BO5rgjLEKsUgba/pfvnS/ftW6/ZcvPfjHJAQA52jJ",
-	"/Ftq7QqNCCjANpR6hwbwJIAHr/TfxSfhN1el59Hjru1YjKhNws+mBB5q6DiHQDBKsrPNjtl3J8dvTi6c",
-	"scCUUDPvPhx/e+Kx79+9OTkDGsKz158+nJxeshQwmVDahBJRp4LrpYKPrhZJRNhDRB4OWL/Tqd4hjh+7",
-	"gsEg78F2JBmhyI5Yv7OLCwuxw4iPb8gGLe0ezDJwjdEjgEO6u2dVRF/vnXzssYak9JzebM/M2zjZAsmX",
-	"n4x7T5KL7ev2NiCdeEyo33okFDXQv9Xr/wiJaeacm5HanYHJaTwV1zGI8k+X796/u/yp4TWmXF2NFmka",
-	"S2WeAshR12tEXF4vsOfz9OrVhUvxcxuHYwEQhKVbn//4/Pzi7PuTN64Kl90z0As8eVq/pbPWsHOPRxVy",
-	"EskXfxb97T8ZSBmPcTbh6SLRmiqbiyAMYgZihwmV/u0/tfYpU97OWnt19uYnt6338V84O/mspyTOfvX2",
-	"7OyS3mmn4Wf7zPcioXdlT3y6eN/wGoskagwa0zSdq8GLF2oaz9sOYOoFxA/UC+g6LKzp1KfLy7PTj1QE",
-	"Zb35/fp1A8JGWnF9TCttr+I1Z48fXgbV9wVqHtk1k0EazC9bZKR1tsc1rT4bjwBvWimeS5L3nwkSlp86",
-	"60x/PFDYGrdHJR7scVLwIGQ91/edCOw9j8ycZS3IUT7tZq/w89fcnrUaZqezSsMs1UNbVXodUzW4VnmE",
-	"nriRQP2eq0yJQW2DFBAOTOyYj83hN3HCtTWiteIx+3TxXjcz50phXbmSqlLQKauLvoVFvcItFZef66G0",
-	"YmOV6pv3ma+hr2A6oHEIaZGpBswPZ/xavPjLXFxDORL4ay6dP+7EaO6zJihzNHPKy1hb2YdXLY/5+uXx",
-	"i9m8D7VD8K/d67l+EvW/0pPdfXrUPYrzYOKzplUUyw91OvopcpojpZsCfVJmyXmw9HTWwdHvMLbq72n5",
-	"SUs1EQ6r4aam2DOlYjXHUzG+cZ3pMrA5ngSE0bukqURyiz+DdYMd8uILhE6+vviiewUKucek3pY8EQll",
-	"P0ohAhG0hjJU2QYcZGMJwW8njB8vpReacvn9boeFE+q4FiCw4UOJcTqMPYSSHfTYNF4kaiibfobAxnJC",
-	"hpWSB1EoReuIxXIsiu3Y/lAU1vzcUdX1I4YxsoBB8TAuVZpBDBTgWdSGR5xUoHaAv3Gv83Io9feAUMvk",
-	"CKUMsVjakKdpXLUyD1r1wYSCNWEkfI8tpDIwK9xbHg43JpY5FoWzMDU8v0A4Z00Ai8uhtteS5lk2D+t3",
-	"dzNry/geADsZKuwAbv3qpB8t9D4KGXwA6fikkYrZIkrDOU9SbfjPdkxkwrk79Zw1Bo3mKJRajp6/eWsO",
-	"Y6uish0lrKx7lxbG+pSgmWxoVdkKexaB8ueG1zCHO1Mvd/qHve5uex5MSvrsNU/FHV/mVFoUFjf/vnvb",
-	"WX63Nz5UP8x6s287/M+j/o+3L//QXRxc7s/fJ73Jn8RhcDr+Sb0ov+frhrMoaL9U6CVQlZFgeFrUmFAp",
-	"W8g0jFhOfhDVaV5Y/PMoeOfFk/v4Gt5WwiEP/X9w2KS7xpSeo7P2Mo7f8wTYr9Yjici/+ELorfBb4pdG",
-	"PLhcFqMfnzJpzohPtQLH81YLeBsomBBLrNWJPGY1IvNPrQ95zOo75p9a2QG0eV6bgUNJN9DbMBIVyRjR",
-	"qq4VkVWpWZs8mqn2hqpu+t0M4Ep1/KVaqXsKiBLhkhaFlcH0gNUXbcFyQQHmaOuuSl9vpNzrEa9Qo9H6",
-	"WAeqlIjb+CYPna+DoSNdgcWNjZYZ0jwMiER5r9NhYaDyKeDliMk8icdCAZczpVAPpf8FWcE99iFTvwjy",
-	"YAtP+oC90brbrwxjDb/qizoADzT7lSWQBsZ+Hcpfd3Z27P/pn/sz4dZJ+BXQRr8SgyKbT5cqHPMoWlq1",
-	"1eAxCIeSSUS9/fRPzWWT4cZVGkYRU0LksjIYvp9Hkc9+zSHcliJluALBkevPx6qYZXT8r+bXBvFnv2kW",
-	"OqK7wM1Qdpx3hmOtKpsPZjzRrZlW80Ou7reJQJlnsm+qJ063MpQ+0l2gCfqNQ1buEnAQth71ajxdE3ci",
-	"2wwixtSlUOVO5SROhhJZnZmlcUYai2mcxjv41Q4RQOerswehQhwZhOxy6Qf661GcZk1aUxeoZWKF+xqw",
-	"PLjdfdzHxlVm43yJ4CqWbXZWCcP3slEB0UWGx9wsHyCXC2CsHlyrXDIAYcbgSBqjrKrnw8aFfnh73Oiw",
-	"4Q3lymQA96iECmhzmGXNqU0NUFWuOqBi9JgPssEnMCHcD3D8teGkZ9mjEpBWgE14GC0SMZR3U73tEhpy",
-	"leUC0yEsYPRBkH0t7xF/rv//Lhgx2TGxWckKcRINHkXr63f5fj6d0fHzF4OedTDPRjjAeboVyTKW+lr/",
-	"SDcQvrbqwUyRzX4Ns/B188oYOAMmM/j+ihhn0l5ZlZfUvyiSfsSDd4HKK2dQmQNPV402FihXz0OOhizu",
-	"ZebY061XwHw+yRsZ30m8w6vfgKLetImVuuAAPJ6Ol4OcIBg9Lw9YQRwUNLoLEqsJXX1WOD4NstwF69bD",
-	"FqaCTbkMdu6SME2FzGAtu+2Oy4EGCGMtPRFJbWDZBKjRSqz1ZBqgr2ehMYBJDa8lTxeJOGLWi5iKnUmc",
-	"7Oh/MK7YT8cf3iPkvhmIccT1TvHRhzlg6GtBGue8iP1WpKbXb6jDjY2ElJkhK6QaZvIGehranaEM5SQe",
-	"DCVjaZhGYsBe68seF0tPyrfo78hPC1S3pYydAetiQzlKUhvLxME1SgUaqo3tEjibdpoYL5IwXTYGP//i",
-	"7rvKR4yulO+xsxPPzByrxi+woaaCR+n0r7Vb6ZjUAoCNwEEgXUOLRTj9CykhfvDG+AbA7Ux5mUKOtVYE",
-	"YIkXoDP+tXqtv6N+PNT5ZYPO8c361yS+fIUXxAyWR1AHcNW6vA9vhRRq5aTXedhrV+GjPls2OrQgLxgq",
-	"Z+dnHynYsk4IyhgNEB5C3RYuu2t+K9pDeZr38A8yRxoC4YEZTF4v9BmBgiz6Vy1jrugLL07CvxJHJBKW",
-	"OV4kkz9rbRStq5o0lDGXbCLS8ZSFaZsd41DvjwoUgwxaaH26eG8gTxBlqA4LhGkpIABu8QnqhQu6nmCI",
-	"VUrgtyLN+yNL/utM9GzgIG1U0lNBL1bDVrKiMN3eIRSpsH+XRZDn9q7K9VvRB+ssXrMbUPpydTc2A7fo",
-	"nuUkeo2vfhNZ7DUyr1l14384P/n2oa3PZU3j56cPbvtOjObVjf9w8up8+9Yz/2B167vfnj+49dm8X934",
-	"h/P+tm1XCnG9d4nkx/jm3PCr/oxe136gXx5kwSM74z/lZBH6xbcG1VxmcUsMh6DgvONWkD5aAAGvH/ua",
-	"hURIQ/5tD8KE1GlHGzpYK8EdQEf3Ip4LubnGfTYX0tXMvAfpx3iV6qs7jiOFoA5IA1um4DZL4sX1lIVS",
-	"pYIDlnLOExUaOoJKhYs6+Fi6Nc0Sqta7a6vWwFXxNPp0cQXuU6dDVXpklQ5nlS3StdWLL8Avd4WF3q6I",
-	"obtyt7zmBtac049sHN2o70B8JCfh9SLJXKpGYXqmmBJpGsprNdC6jNZpAOezGLVncSC+sRmkPmb23ook",
-	"nCwJuiH0URKgj2H+LkL5okgA1yxQsHyeC1Nvy34FmYcAKJpHXPdIfE7R0Z9rHpFBJmwITCvartZjHkqf",
-	"AsmMBzOibpYiMqPe0VuH7ewY6FAYsP/+j//DdnaoNfrAb7MKZTVUGT4DIN+VM+1h9Ai2HxtHWhNF+pF+",
-	"x0Ez6Ek0Hk4/m0wg1zapxYUEqaMqBRK2BcNtwcLKhM3vYe5MRPcHnIhV+qTtTk25DLMJNigbmFcJ9yfd",
-	"cY+/FLujg6A/3tt7yTuiFxxOuqODcV90OyveixvhymisNarh/j0d6Hb3Dnudbr/fX/Equy03es/9Sqfe",
-	"1S9gg+elXK5TpSIkq+WRc7rEeBrbDMYH3OMZ4iZUhkThcUj/jhnMNrMbUL/BkqO1HWfmtj3PiYv8KXqc",
-	"IfyQxPIaD3Gc5F73UA3vdRFS+zgdPo3LyTtYEUjLz4IQeQKdyQJKzPUDc0YzAtqNmvIblzHDPLFCh+p8",
-	"vSf34zIfugqDulSrZ4VJaJYxqYUL2M+nhzS6nZeHB/t7/d0e/KvayC20sa6tqwXqvaZudVQ9h7Q5P/t4",
-	"qc9yriKgopIrkI3u2aRs5IWYp+Bf0yqmpW3wgHPPY5hM30J+DizxJePULqrF+9MEPlNmcrVWYCPvPl1I",
-	"BLPxHQSqtptstHEoiwoUa36b8PkU7tnb3m670/IY0cRjTsGPO98tRjsfjRd5p7e3PxhKNeW9vf1vpuJz",
-	"87sPx693Pn533Nvbb/L5nCkxTkTqsYTfAcyw1fJR/bCeaNCaCPlqgRlArIHqMrifRHgrgiO2kNSbOGF3",
-	"Wl5ES9M/l5+BGB06XSTtgaBkVlOiymc2lFl/3DCQypPUYKGT4nIzTFRTOT4WEyTNk+dPAYV753Ja5Isz",
-	"YMqb3/IApEvBdZx7w3al4kUyxizDHvKJQkE+SMwkasl81dZ8XYihzN5tgmRmhv02O4GdehMWotSorrJC",
-	"nzga5qiO6i2MTkbxOR0MsZpEs9siQBNr9loEYmLN3ZbH+CIIY9bstzxn/+0hoYlKw/GNFhoHTtItYQxE",
-	"Op6KwMKwMwpBj0UxSb/mYcsmQSvWfNmCE4bcHM1ux2N+IuZRKALLZe2A5+GXWQhRrwVmFaHDUgto3dSt",
-	"YPjxC6huiw0q1ux2gVAOOA27esxqqVIxIyAHghcqzvZQNru7qPnDt4WiOK08nkkvkH5X38vmxxHLiFto",
-	"tdmxETpZFZSMTY8A1JM4ueNJgFQpzRN5G/KAs//+n/+Lncg0EdcLAX+8DwMOQfi3PJryIkZiwAQfT0lA",
-	"ZWvyTGVZ2NabM44D4bF5tKirYZKEY2AapFw3PDdQr55kY1WVE7OZFeSg2+7p4+YUajmCnYpTkhquSrcS",
-	"TTMRcziEQxkneooi0XJqG/vhtdQHANiE8Ieu7CkKGzxO9gbIHSkoGTKUQA2KQc0sVJdFcZqcyVju6H9i",
-	"jZEwBW4lw41pwNvA9ZO5JHRXXQ3puW/8+67kHcqS6EUfBbcsRkGrzfaMncXNoXpmXFLjeBEFBt1XPJt2",
-	"rEPZzA0dyaGUy6yzbFUjN6AT95pahSQxupF89m9svVspr3nQ4we8Owo6+weTw4nYH/M90d/vj/oH/dGI",
-	"H3bHk5fdvfHheNzvT7qTvcODzm4QHLw85P2g2+n3xUGXG40FfVqZzlJxi9YZRN1Op8YgWgfA8rxILyNT",
-	"rTpSjcNrSilFLpIstp3P+zScOj9/acyTeELYUhrJB56Ehs3/q9e448j5UyhI8IuXtQ0vTOJZBa8/PHrH",
-	"Z2HQ/u7V9enp5afPHy5vdk//Ot49/ctPvdPpp9fHr9799PYvp2//9JfjbxqG7NEwiUOi6f8HqJFwJlTK",
-	"Z3OtRR7s9w8OOh1gK6KZhOeyboXy+goppVLdgylPFdZ0mImUG3h+EKp5xJdXrsJpBqH/63Q6XVOTwdFH",
-	"y2rsV1hA+qr3cvewf7C3D/+CLiH7hdOPK8PvYfTmvPXCg4By+c+RuiUUNgnYFKrAJp8ieYGkIZRWz9a4",
-	"q5tFXRe+2ZKKKH/o68sFnFvUTxMYBsfxtQwpGU9L+7yYXrYew5I3RpcRv1oCohDXgvjxqPzd9rl9K10U",
-	"LrrpoQPJKeQOSg/07Mcbz/2v+Rew9LfNgtgWPvYgz06G7nSvcq0ETx8ptHS8pdZwlNMPmJrCU9A54JZc",
-	"HSIg1aGoGpv93iwZ7Zihi2Krtanb5KvXIMBMbRgBMTkij7Qec4mhJuMbpOqX+toZcSWsLtjU3bsQQag8",
-	"bMW/OHnz7uPVp4v3PmaSQulDUNVyJJBqyucCYbV3oRJHzAedT/mISb6bhuNpBv9ZIkbbQoTb7L3WSEc8",
-	"4nKs+4GrAKTqc6gsAHGrGAWt3nUuTkVp1bEGjHGBs/VgzmkYjEmk01OWoYm2ARfpbsF1W7WToc/trQ5d",
-	"ZT+dic51uPj5w3t+GqdgoS8LJU0R/YWOp/vOk2m+LsyWf/hLA90sxwutyP78C6CB9U6v9SuaOBOyviKG",
-	"CmSs9Q/wlPm5CK9fhtprk/OLnt+rRRJ99bURHEUMScLSqWJAIkk+lRd8Hvptmzn5Alk+TNmmYlA/l9yx",
-	"ow2JcSylGFPR2jkPEyiMuWR/uiAjFx06ni1bhDF0j0XxdbxIPcdLCEY/CiG6THDHsKZNMmaQr/PSeAHd",
-	"QbfaLI+MhRwIUhxN4jI5xhCZTzrZAAuqWxbnr36b/aDnRolbkfDILgqdboV2fjbwZ4pp+cyUwJK8oWJT",
-	"EUEMjwjx0qmYabN7zKMI7xWs+IpIfyM1QuuIQJ7fMAVEGpf21VamYMBu6XSizdaq06AlZ6zMbY1cWNTI",
-	"yoBtO7PdXmcrXlF33xS/pfc7+UBNn0rFEWWv84VTR85v2SQXz9YvwHuJ4MwVy5wsIlG5xNmSZv232OZy",
-	"53PFXUp1GVWrVLYYSbjCKIW51IOaE6uYKcmFtMO2Tun58eXr75A2WDJRx6edn22n3ky5y7Wc3IOVFNqm",
-	"Hi0WXq3m7n598cEeIKG8AtG2amUwjtQjApAJlvAlCu1K0uwNOKizWSD+vfLwj9flU0F3dCXIBk6TZaUA",
-	"N6/t5PqcH1lnM6ROxQ4zCVzF8qTF/uJ2ctPpsmNnC7uEWt/OnU16uOLNZ4sUtb3KVfGoOatqRvG1B3TR",
-	"xOQ8TkTKkjhFL31+egwRkQGW4OR4FV/gZVD5FZ4QzHYqfYmXhjvfwDieglU7F0mWJHZkufmNeCBQba/n",
-	"la6Dvc5LZ/LIyl59ypq+wwCpB/J5R4WzRcTTOPFbAzgkSRyBqHfZqfC2tD9lQaLn2SPlcx5pRRROKBhT",
-	"TuwEHfj6HnC2gKlapC9cDJ6hpm80+dxlaoNuWT5bIniEr2qzY+fOMOWZU0cXSRZSkbLw+uz09OT15dnF",
-	"1ZuLd9+fXHyTDR21EJOoekTREUuNj8OlrA27WI6O3KU0yaDAvZ/jxUdiE2wENReY5/wBKMx01WpadSJ3",
-	"ReaS/MgIWR1ZtvjtcggunrBK86oUCm2zYzfrqoj8eaYyh4FFAfFc/M4ZvjXUyoPGlAGMs+IhsFmMoI+I",
-	"HRu+MiqVglChy5zjvMpRfL/+8vX/BgAA//8=",
+	"7L3rcttIljD4KrnomSjSDdEkJflCRUWHLNtVmrYtty5VX03Rn5ACkiJaYCYbCUpmu7Uxv/YBNvYF9s/3",
+	"Ivsm8yQbeU5mIgEkeJFcl/mmO2KmLBDIy8mT5375EsRiNhec8UIGoy/BlNGE5fDPU1bky8NJwXL1V8Jk",
+	"nKfzIhU8GAVnLBY8kaQQ5I6mBbliE5EzkqtPUn7dC8KAfaazecaC0W4/DHL2t0WasyQYFfmChYGMp2xG",
+	"1bizlKezxSwYDcKgWM5ZMApSXrBrlgf39/dhMKc5nbFCr+koZ7RgyWFxSvk1U09iwQvGC/VPOp9naUzV",
+	"Ep/+Vap1filX8XMw7A+f7QwGO/1BENo/hsPgk7ucf8nZJBgFf3haguUp/iqfvqYFw3lhZVWI/NvZyQdC",
+	"85wuSfSzLGhehITx5FNExIQktGCSdKKffvrpp53373dev466ROTwfKdIZ0yGJOVxtpDpLQuJ4KSYMhKr",
+	"zabqj3TGSIfC6+QuLaZiUeDDWNyyXJJiSgtyNxUZIwlddhX4U7Wovy1YvgzCgNOZAmyM0LukRRAGn3dS",
+	"fkuzNNmZMSmpgqYBL6EFmS2kOlZCibMzd2N2X8F9GBwnbDYXBePx8s9s2cSXQxJnKePFTjwVknFyw5ak",
+	"MxE50edDKLm4OH7dxZ3M6A2ThCI6qXmKaSqJwiEmCyLphI0ADCknwz0yFQsAASOSzhgMrX4sn5gPczbP",
+	"6BJfnaS5LAjl8o7lJOWyYDSBHYmUX8MbdyK/IfSaprxH/syWktCckTnLicIMypc9csYYcTZOUjy2w4/H",
+	"xNl95S4E+5N+/DzeZTsv6LPBzl68v7vz8mrAdobJ80mfvmR7V8OBOT28i+XxOXPtKChXrhH9/I7x62Ia",
+	"jIb7+6G6VubvgbpERcFyNeb//Pn/2Pk/P/3xXwJ722SRp/xaHaIPI9z9KcgatBioqz/c3ye3qUyvMkYO",
+	"z46Oj0k8pTmN4bbeh8FJnrD8vUjYazahi6w4lLGHlIi8IEmas1g9CElMJdtJuWRcpkV6y0gnOjw7ikIS",
+	"vX6D/6UyjtTtidRAUbdH9PBqDW2oL8xSgk1vu118G2jsCxYoh2dHal1qneqjjxRJVHW/6inhi9kVy0My",
+	"ycWMDNoWPVcDuOtNcKNwpqsIp3/BMLO915zo18k13Ppc3T2u1s/+tqCZOt8B7ILl6kMN40G/39zSccFm",
+	"Eu6GWnGIyLHf77fuC4ds2Vq/Hyp0xs3tw1/bb1WvxbddhLleYnOHw196g8Pfdn/7v/T+9n/t/Z2ls0VG",
+	"C5EfCc6RjBwnnk0myEoU1zTvVYjzc73ZOS2m5V7TJHio/NJGUj27AoZsZqm+rFkfTH8fBhfz5GuLQGS4",
+	"O9p/Odp/+fuVhTIqi50FbP2riUM43ApxSIN6e3HoR3Y1FeJmNRbe4UtELq78wsJw8F8AIe/VWuRccMlQ",
+	"Qkfp6GhKOWfZq4VMOZPyTZ6LfBtc/RI4UikOSbgoyEQsuNq/XMQxkzIYTWgm2f2maFtdjwd1zQuEqTfI",
+	"3TTNGMlSWSixMMZNyZ6CZElsHrhJAFeanORaYpaL2Yzmy2AUfGBpMVVyaUK4yJXcFYTBLc0WNcAoXIKf",
+	"K0fSAM59GHBRvAXIVea54Ddc3HGHHvrnKbe66gxwmnfi+prV5jljUpqP9VywztVTpRI+yGBAknLPjF/v",
+	"3I/xVpCUzxeFgupVBRFGZJZKqXBA5GRGs4nIZywhk5RlSejAr4QP6Yhc3XTKBZyl1hq6oZb9CM1yRhPQ",
+	"GhaSNQax24aBzMv2aTdU2Fjs0PmcTGiaLXIGWPlW5FdpkjD+0Mt2rlQtak9gwemimIo8/TtLYILN4P1e",
+	"j+eB9PmUkULcME4yGt+gNjZnOcAXiH0qiZizHFVfjdWSdNJCkujzTvlq1D1QkJqqU7mjEm7ntV5lVR89",
+	"5h9zcZ0D5jwMKodWidSqZSpJTR1T0JJFmmXkiqklzXOhcJUlB1qPzZSQ/XVg2FiO1nSj2pqi1kUROkGR",
+	"X0GbM7DiKIQWOUmLHvngwDVRvxd3acwqO1ECWM5iplS0UqPW6/pGat3acxqnbCGRQmx+EnAJ4fTqSvDo",
+	"Z0TZ+mmolZtbo+aDrVGSpJMJyxm3K+0Fn+7DOv4/fLCNT/cHRW5gv600Sd2U5ok21lK3hLSsjXQMKbK3",
+	"KyRKsggJyEVA9ESy7DZP/0BNRCjh7A64Dc6g/nL3fcwLlnOaPYrXm0GIZPkty5H6fp1Lc8HZ5zmwHkMx",
+	"D1AboGp3qdTENSScqZkl47ivD6I4VgudMV5si7cuXrGSYkujsRgmxzi9ylgyIiBRwrKuacHuqLZlHZ18",
+	"+PDm6Pzk9PL16fEPb06/tSNsDpraPloQriS9emn0lqaZWp1D+hI2z8RSDfSNVIxrkl4v9Fedcm8KTLnI",
+	"FBNJgNYwkjOaGU4n8m4PzSTLTNDkXIh3NN9Oo6kD2KC6wmMyoygyXrGqhWPQ75P3r74aL6vMqbBIbUJP",
+	"pbbMeDIXKS8IjWM2L6SmsQA3tUmihHTSAbViQN6/CslskRXpXOEBLjVUZPs2VTDUOoMku+T9qxr/k4XI",
+	"GUiEFnX/oi52SWne0jR7OOU1Sv/o5y3U8ypx3Uqt/2p09FATOOtKIFOKcsddLvg1HoDICYijPRLhliMy",
+	"FVmC7+kdGBOJHgZAfC7Ee8qXp4gFDxYwzoUgahxyWBRsNi/k16F5p0pFztJZWhD2OWYsKcURIwAYY6QS",
+	"VqV266ScROD+2QH/T6TU0rpnaMe6hnxr028/dZxIsLwLkCcZLxRUHk5Na8NsAaz6Any3GqRTLfCHRCvM",
+	"IWGf56m+YTm7FTd6Xq3sP0YLTFIJ9L+qNp0rsiI4MHP8vWIr8CtQejWKEpmveg9QCTefyGo8vV9UQTtz",
+	"FuRoWV4lK1SPCwW9CR5YKwzdA3w4nYQzvKLJRZ7VoJlnpbbogrGkqgv1zc/4prUxoS46LYq52on6ryQX",
+	"p+9q1HSzbxQoNS5/AANSxdKgtAb9q399aHT6Gd90zQzVtTR+3uLsNyDhFfV8RCK1qsjVyTPBLdcd7Pcd",
+	"R1RIokWeVV4GsYYDjJ5aQAHS0Lpyrx7WuMd6DgFf9sgJCgBWotKGyYLeeOT6kNBMCkJBwN5E1yAduwwF",
+	"DdkcUolX9hDgMA+NLPfmVp3AKZNgsf8SzHO1yiLV5IgWcGhpwWbS87N7NF+afkR2q69M7Zd712z5s36t",
+	"etKfrM1SXP2VxYUaTj8AkyvQeUNjvgSML2bB6OciX7DyyyshMkZ5Yz7zXYj7803VoOFVLNzvv0QxT0zI",
+	"jHJ6DbK0lfAk6ZRGHBlaYS00dMkaELsjw1W0wcn9sIuIWDVAKeJaPQV79zwn0AQR0ONtYGSG94FJG3fP",
+	"l3PmM3Hrn0GuGpEB+Zaw2RVLEpaABhSSIfmWLLiYTNI4VfqAuhVKLepE6p90Po+6Idkl3xLfK2ISXzqv",
+	"7ZFvyXwqCrEjhXp1h7MCXPfmRoZkn3xL8Ed4yBSlCMkz8i25EkX5CGzvCK1BOAx3w71wP3z2yY1kaVjU",
+	"w+Dzjvpm55bmcAsVEN/o3R5NwbNwYXd6hMsOwuCk8eSj2sMZrPID7iAIA/z7vVlhEAavRFH++al6Foa8",
+	"V08DKLNxfDknE5IZLWLQHqLKgUYje14AaNIZaGsjHMCwGxLnDEhntxviCVwikC/NCXT2uqEG/KWFMuns",
+	"d0MFePfRs64D/KAyexAGsQWSM6+6D55JlQxSmzEIg8p0gXuktSGrN2mT03XPNP4qxwkjNCNoeP3KgCWh",
+	"6sqsUggn3GedBmGJ2Xk6Y7Kgs7m652my7kO93GPwTN6gH2OD9//MgJJn1ldQ3aui59r1UlTMJtqPkMrS",
+	"jdALmkTNuMp8lLGgBdtwlWfwrvnoMmdUi33V1b75XDCu1tUjP06XaIwtF5pyUPZhiJBovdOSM0nThHSU",
+	"wrckd1PGrUJfCCK169KDk2ZG9P7dh64r8yFHXeMC4GFErxMA0p5UWA0hc2ZtYRMKjEdTFt9o/RgE6Sw7",
+	"mQSjnzfELPSP3X+qYzfN2eV1LhZzueFxuus4zNl3+O2vgOaoX0sPacYfSCdJrxWSgIEtFguu9PNYJEyJ",
+	"AiE+jsr9fqsOPQoJ/KXkRXlQjdgwYpsTFPZsrx4T1kSrpmf4DY2nxjxQahr4ieIpMOuzvVrY14x+PsYl",
+	"mOgP/eegJsz5JzVQcWxE6G43E+73+3oNss1LbcZouqpLLDfH0kBdNeY6J6sfvUu0cgNiQPaqazQRHCJe",
+	"+kgvJYIYw/JYPbTND7ISNyzUgIaKnMDkzeVuKPhvgOQIahjWJ61vJ6Y+SJJfK6zCvgUvaOzZ840vXvWD",
+	"NYnpeCH1bc8XNNnKabgo0smyRR5zRiUQEmuswiybhIgUckrzCntrUaMcOr1+++9SWXzNwzdQ/T0fPHAs",
+	"h/94j38Lau6Vst0QCTpj6thWh+RuQn7ROtNGd4f7+y7hbaOETcNMjQwih1dwWAFFIGtN6FHOxYLHrFWG",
+	"Y5wIni0JTWYpT2WR00Io2k6XRDLeIr2l8hLeXzUq+KHiSrSIYhTuNOb6AmX0z+S9/N8ZAhwqMIPrU5JI",
+	"X9fLG3DCAks2j1KJ1BcZ83ZkYk7zIo3TOeWFvATeXwni6nuyIlrvf1iehwNE7xzrjvprEwrEn98xmfAa",
+	"Mhz0Suqhoivi7H6RuM+aQAyXb6kF6er5gDzrkek9u/dTQx+KNT/+1PCzFSRjFHwWYHGI0iQilCckgjvT",
+	"uRLFFG7+FQMXZbdHDjmJYBsRSblME0YiUA+ikEhBrhlnOURgYvaIRFddWhg9Kl9k8GcqR/D3lUiW30gi",
+	"7jgp9wVL6MBiRI5r6fbIORhtUUoECqU3TOY5k4zHOjgALOKY+xErEYcl5GrZPldoA3LSHH4yVqjellKl",
+	"N4vm41RBVsvjDWUhJFqNUNsZVX4if1Q7oObfJvtg0Ico/33zYedNb6CkeTqX+h1JaFG+cICTgkBuRuMC",
+	"nfp6Vakkcipyx9neBfhzoXAjUfzr7ywXpOMuT5qQCwh+gDn6ByTJxRwgXeQLfqPOZZJ+7vbIG7yEI7K/",
+	"Pxi8fPHixYvnz58/r6XZuD8F1QSYwc7LTz/3d15++vIyHOzd/0uwGTP+s5P94gC6eQ6kU4Nrt+2S/7n1",
+	"+F2hukF/2edUe5o3ZGhHxoCi8E0zRRrDmhUWAu86IHyRZVofwRkgegz0BwVc9TO9UtDFiOMmi4M1N2c/",
+	"hyAIcDlLHZqwTqbVQ4Vmq2vFE5Nqs5ltQb39nhXUQwAfwtuabK22nRZ/g2Pv+0uuMKd51OZpPYUoBUkQ",
+	"sK0QOoABvU1zoBFORpuMKecpvz4gaGZa8IxJTT5NRh0rSAQfXqoh/RIMer/l79ea+LfcDy2Ff385RWBR",
+	"SSj5+OE7oo6EXJy+I51I/XOUzug1ezrn1wdXVLJne+F//sf/isD85pAO/5trsdkxp8WYgaaXWgHqCuxG",
+	"7PgaJrSaDcLliaRDHf7dDUkkpGbfV7m4kzoMpIqf+pcm0F/hD6AMKY5wx6sIqtRdyOtIueKpCbtNYxYS",
+	"1rvukehomosZoqGjRA20MWlLJcqspFWPGvT7G+hRZpgavf6lkVp4zIYn6FDm1ztyKQs2exiQf0x5Iu7k",
+	"V4LyiXwsgE9kHbYlRdoQZpV7AsLSEeRv1u6jUGswmPtI61/LlGvNf47T4BD8/vKm6hlAr387he+oQ1VQ",
+	"vlrqJ8g0uz1yMpmop3oBIzU2xH4v5BTSqsEypUNZYHAzaIu9seZuaMnYgzXEbjosJY5gUoPXas1y47P+",
+	"PWmQX2FTv6ftnLEMgnS/Ir85mgohAQUdw83VklT40AGhNT0SdIA74d7AJif6ZQnx/eOoxJnxOrYSgXMg",
+	"07cMHYWOv77i+RyBzQkdnxHpzCmEtykebR8rxp2ksvlaJcNI6VZz9Sxn5im/Vp+io+9SLIqIdLgoCH4M",
+	"RETTJC1LqbehokIMk9gQPNDUSSHETcUVKm5ZfoC6OsRf5UwuZiwhC16kmcIImmWEM5ZIkhZq7CvKOYxc",
+	"IYv41A1bxUWBtzgkkjESue7aCASZRQGOyvpgOfsr5gM48fbfSLOFW5YjzN1ofEPbFvPrnCYI7gmECzYH",
+	"n0D4VjXhGKNvU522Qa5ofCMmk0r4g5sh556kdcOq04EUUAS+YmYAlSAMzE6DMMBVOTd8VVDDkTPJ6+qc",
+	"mNB3AlOellO+MlOelFO+tVP6fNT6LmBS7a8rzJJYU576YehAQpByObtD4y7NbdwBv2ayR35USjH8ZYqD",
+	"aNyTjCcEzFrw/iKHAD1cQWXMX5tetbkpPrC738o/odaE0GhZljZKrbSt9L6OLeeDTmR6qD3nEfyAxTeK",
+	"Gyw8cn0kbhCDF9wm3UQHisomKRpj0DZZ6IWCqeb0zevjs8uL03eY68cKl5SImyAMnNE2pAYnNxC25nwG",
+	"+c5uYre3xI+OLrNeU6yT04xLwvcucSVrkboS3nYfVj6/3OgaOcGK9+HXCouqJZdZLxFs+tIsMk1ca4qT",
+	"iL/S7Zy7ljo91IH1RCmqw3LtiAJXMeOJrrq1heNJ5xRdakvgOmB81O8f6td/haij+klXnwSePWwZoFRB",
+	"6d/Ihli9Vo8xJaI3ctUFFVwJNaD49Yg9CXRvHJ+dkBfP+gMkgGIykayAgDVd1sqUq5hjup7sWf9nFJKo",
+	"oNdS/VeCzqD+tZAs11zQHpOYM86SyzswPSCjbZI0Km9MJjInkVpN9PujIY1r7twx55bHZdTJaiSA1850",
+	"XkaDSNWSITwnpSA0EflMvR/YUio+gtC2VOPE3sKv4CdXOqylY+OY4CwxPKnrpVEZlRifS6/ZxjvWDgtd",
+	"ebDMQNfjtAJkrR9jttCJaVuElSJir4xkpZwowYUnlBc2AdG9kUQN4g9TEHl6nfINEPUEXjwuzWdrnIjV",
+	"M9MgLY8LVUudtGBL7bjmJrmRa2iect4GUz9x2JQbncBHaMsEC4m1Waz6+gzecq6bBJFsE0rgHBjKcQhs",
+	"Rf+asP4RwkSAhCGMUw7x9kAtK6Gaq+Y8p9e+yIkFzxlNNosZqfPqr0lQFpKtBfiFZC64tWq90iLyA77j",
+	"oKgF/IgMkFVoKhmCpWim6ADsgNF4qrU39bkS7XMWizwJy1IZ+gJAgtaMp0pt71X44xMCCUqSxDTPl6Qj",
+	"GVKZQ7nkMdR4FPFCSTQhGWMtwJRfj4NuBXApL57tBWuDRerKsk8ycuK0zN12iLaLwl72tIE0VVKZGnIZ",
+	"mmgvsiV4TdrdLoGVx+6XxVzp5beSxSoS1FeTxU5ZRk22nGPlAclAkw5LufR9KulihcJtbM3RY5/j2Gdm",
+	"7Asc20s9fet+hEW7Acvf3rBdWRLaofzZa9cMShvTCtU5wLxONF+CzKrk14xNCrLguvhQWDVeuxZrKBf7",
+	"8fD86HvylM7TpxoBdgx7ffolTe57SCs+OuAeNBL/aH5zqW6nx4KAQeWSFZJE7hWO1Hb6G8eTv6f5DVFf",
+	"t4eTt0lJLQOqt9sHaxOfDh8qM7U4KWGa9mW0iiktLi94vX04vNGXPnPBe3GLfr0pGG1iJ1rVMZtsHWKI",
+	"95yk3kjDLcWcxlXRZivN8b3bOpQyvYYaskVOuZxglSjYpPrma2zxQrIVG9Qi6mUpBnovSM5m4labg/HV",
+	"jXHoRy0E60NrPXyzkoU3PMKzDgqwYwlAauvlLNwQh9pivMbK5lD18E19yiFxtxISi9XlD/goJBa9QoJX",
+	"KSRAJkKCFxyL52nq1TCNtqOc116Mk6FcFvnE8qh7QPZI55RJkd2yBNKq90nniPKYZZl6EGeuU6AU/byJ",
+	"wOHzT5veQlyZF0mdMjfPnV0b2dgXggzatJjUuBHp3LUoF8Yq0+2Rt+AbQ0W88jH64WxwvI5jNao7Csvo",
+	"z8KPlWgREi5Q9+v6lL5ajOKMpmCDWqsbttkj2g2XRq9dM/QKIRpXZ4ZqkRWaep7vdEqYIkJiwrviNJjn",
+	"/hFts5jPfgyxwlCJEDPXDXJikrpFTcxOP5vTWUiek28JOtt69nXQy+3bIIeMA8DmZBysQF8bIDvYLJNd",
+	"bUOJi7iHIAycSophYFYThIFdixI253RWOgiVVFkWC24Swkp9YKfyb49A8uEVVHlJJdHlft2ywbYGMJXq",
+	"85bqv1hNwWqw7gjk++9H79+Pzs4i8tTaPyuBxCu7RpTlMUqP1HicfNm731H/GZr/dH4+J5/wnyP9xPx3",
+	"PO6pfw3CZ/fdP3X/1Pn3f/z8xx3z7p/wv+oHb73+Ms9y6GZZDpumgjdJWugqUa2JUD5+bqvxaeKmaBpE",
+	"BUDIkClKlibdB7HyRyZEFOxz4WcN6peah/PZ/v7us4f4OM/ZZ7f6Mxd8B+Nona88y4XPVqVdATmCLfjI",
+	"jzowlrwvNaZmSKs5krKOF0vSwmMp95qq/RU7mvJZq0l79Xg1btochcEGWwymuCXK7Y6aVkP2GTHTO/1x",
+	"wniRTlI1iJGqdNaGQdqDquNB8JhVkRqqGkIdIKe8T6/doP6Ii9OEjrGnbOie0HhSuif8V+NIxyeY69G0",
+	"5G1iI7w4P4Ji6+A6QnvbLI1zoWvHmfDSklSeD/ZG/d1R/3lvMNzd23/271HNi++jmecVeqn/o6nls/t/",
+	"99LDB1gV/ZdojZnQIAOgDxgJbY8a9TUYDFMmf3uTIaCBvWttZsHmfW4i4BaGvO8ZzRR9rfMXaWV5Jzrh",
+	"0zqpTX/lm8jnU24q2mWZphJp/SKA9nNKlt+mse4y8HcItVUoXwbUdqupRk4bBYPo69Gb+NDbi9StPABq",
+	"VBHwkiLuQDClSHQECyXTxYzyHaVqQfVWh4RtWkiqdharbGt6mRsUznKvnVM5SzKehPr2YXXFkCzmmaBJ",
+	"t0eihBU0zapBMDoN2KGnJuQOvFb6EkJcDxi2aUYwJpB0MF2uSIuMhfqhrc1iR7umWNl61m3CTK8HTNRJ",
+	"kqpt0sy12qFG0uTaZvRvGqtCX3uB01bYXgnlr3lUZ2KRx976XT9OhVpnsogVLM1hoWJzaMxxqN0Y9bSj",
+	"K4EnunDX0ZQWV6JAJedwnqJ+86PIbyaZuPNpKK52MtxMO7FrCULH5K2nDsLgcJ4GYWAmBU3E7L1Vo9Mv",
+	"VJQ5rf4gA1+ywpENalLFiPxtwRZg8MjJlPJEiQ9CnarxnVJumo4tWXFAKIYQ3kEJCP3DHZUkE7JQa1jK",
+	"UoFMpVOZGjuThYDqaEMSvCwG72AZHMy86OJ5nalPO+PgDb9NaULHwaiK81ijWAs9sDSdI6bP9TXL0luW",
+	"swQHKXJ2vWBqlJzReKq/y1mcziGEFjNOukbXpfDZu7ScuHxVW4jqtpguYg5Glqqv39Js2ly3ufkJrm+p",
+	"pRBTZM/EFl5lIr4JiZgXO2Kh9qTU7AunxQHpYNgs+MAzGt8oioUmEPMSLmt9sbgNkbjUrc+wHKIFMWjY",
+	"1ImrNdVzcakuPrdV4jPYXFbiU3oJosLxDFo9qVP9IU2Y0Hd1kaQCYf7aCivP4MPZPIMaVs8VHhVpfKMg",
+	"+oJ8S96JWJeTf1mSBCyGiAVOaK7kQqw6mkrsagFB/eyzOoRBH7EDQ9M7Su6fib+mgFNujoqVpTm08ktZ",
+	"Yh2PqSI8gwGMM8+WOhS7UmCFkqtFUQiwTmepLEgu7tRHChYgi5FO+woVlM4w2apDiQKE4rmQSROzkWk9",
+	"YfFMG82cPBupRtkDbJOL+Vzk6pJ1KLlJOSK9HTMWiywhGHov1bU+sCshUhGEuyktgKRQGFQd1UeRZdgh",
+	"Ay6rgpkiDGKOZUfdzbRZh8IX4ctw0A8Hg3AwDAe74WAvHOw/wGZ0jkInoFcQBoBbihgrxFLorbEqCAOD",
+	"Ugr3EZ8g3BwBVtJ0NDVR058GDjjQzQXVp3AscDksZIMwUCCBK9Is31+XTQYgm5hmAHN6lWZpsayV5kcg",
+	"ppJcLdIs+YWkqA/aovmVRVtgR3yRZZtIrg277teSZMuGim52XHB4dhSEW/aEHJHVPSFJR8nttyKmV4uM",
+	"5kq/V4pavsSbDxZCKfJCHsADJeZA+RiFzP7CE2IyYdCtNC4y4PnS1IZo9p80+g3uDLpBhgGVsd7mhk78",
+	"ytfvxB3LD2EI+OdrGAeAqgO+GujxvbiruwzA1MoS5ARGdEt5WqQYRYMSHZaqdR6D5XqmbpaV55pU5AGU",
+	"Qq/g2MwU2Ihc9xHOrMW5T7qtJkR7+Fprphy3ql31YuKeO+O3LBNzjw6kUzcu5/oKr26iBjEvc69WVi0c",
+	"pl7EhgedQamvwFpSifn460yn92EwZ3m5sC0aKxaioNmqJYIBGzKzCM0yWKisLGd99aEK4JylmtldYPko",
+	"Xj2qvHmmjmiKBSsm6qa6lVAxOh5CFxV7xzQ026ptnafK1Fk2MeRei2JNdbO1mc2i0mRj06DJFKjHrl+m",
+	"iQ7nR7VXaRzYRYHMWJJSv6UQc6RR7thk5WlSSyv4RlbiOXubVTPwAa25mFUHXgk98q66fsTfSDLc25mK",
+	"RW6TCjFW1Bci2O4e9cVVQSsxjT823BW4BM0ZSAFmMT1w7YF6UDZcysXMDaP9RkKHrDIW+UCHAKOHDi3O",
+	"hRZ+JIkpNxWRNvCrVqpw1CxC3B6uBlBIVkROW3pk5GTULu9yUTwielrpcf5A35zN8AwuZylfFEx6LQ8Z",
+	"I/pnCK06IH0d6gmw014dTfT29vpbESuB7kwHhr5VrcJa3SqiDIyrr1+hTKNdj1VLtVXKl758zUXuE0+V",
+	"kg12LHyBdJC+IX8LNbXTsdgQgZFB6MdC9/HQ6r/srqPr1rgkfd4MdMOWTQ5sG7lOzubYM15wtUoeZ4uE",
+	"JRtMZ1bWnO5U/4I30OhW1hClbTPrZ3h8UKEFibPc0J6VF1EWV1kqp9Bf4VAbUzwVnEyHhCbVsxYYeOcb",
+	"adM1m+7fXzSe0nRnWKWuuJt1/MrNtCMQ6nZkLOZMO0xypnXgqyWhrvKrnVs6XPLk7ByjJTEW22OI1aGo",
+	"21lhDWyhCpBOaHJznRoOmwNsr4LdgK9pypUE57HR+n3Ir9U0jqvbednjOoa3a77uFoTxw9awQ1rQTFxX",
+	"UsvzWc+w7p6O04aIbeexdvTUH8uCXrNLfRnrP96BZl55lAlZ1J/RPJ6mt8zxOvVSkO57ahsZKzbPV89n",
+	"plfHkd2G8/DCbsJ5eKa2cGR34PzyI9obygfvcPXOk8Ny7UZvgaUfuSv31tCGMzGnr2PrfAcREt851J5W",
+	"jqH22x2oyvVDqD0yZxCS1iNowUvcSA0xRQwagN9n/KORMBAvp3SORt6OTyrpHhgHG+HoItgg/aQlzlcv",
+	"qtK4m5eyUBkM5Mzf3p+mrVvMKRQ01GS2np7I4hvpj5y/onKDlMUyTxyWlaRyq288qQowr28fXs/sV8ob",
+	"97tzQwMgP1hvxQ3Tpmu5Il5JbhR3IcOW4vjbhitBPFpr5PEji94fJ5XyV+jXqRXAbw+N2uBbFMDFLbsE",
+	"bXIdMnkP4RQGeA/fQ2MpsT751jvQGXzZ1Cy3QAh3LWurbWFUUSZFPeJaxGBmQg2bTNKMbRx5jQvQX7aG",
+	"ga/YfsUKCrStFho5YxHpmKCDkVIiWMHqYQpKmTyAqrnRSDvOQTsFs5fiNrQadOSKA1gyOss2vN7v1euH",
+	"+Lo37hlkEAOKGQBCjW7B0KY2HaLjUy1brbjULlpjFt6vkH3LoPE1wu6ZIUbvV8i41VTRxtLPbO7GpuHZ",
+	"OkO+62rhKWa3cOFkI6y2A2wZNd0aC+3fMk+M7nK25LFn10seT3PBxcL0+SadiHFwfn8LuB91R6UqU/OS",
+	"Q0d7UyepGxLjVk+M57NH3kLvPexrR3NGPlIZ0+yIou0MSh32SHSmnfQ4oy1OjPGZ0RsdInj8OkJvsVgU",
+	"scBq+EY97tS85TUXfPeg4nisOOR15SqdXKp0wyaavtbaSfVpubAV5k4Dox0FI4edhdgUsBAkFnnOMmjw",
+	"Cs2NjYbqVRZzeredmvQ6pddcyCKNSSzmNnKnAasDBVao3G1MSTmNixDqfOsUXHXQfAlOKk9USw01HeCs",
+	"CF75yhc/xJNquwymwN9Ct/rcHIrwCdRCNyrut6Z3Hem4/bxsTapuSKDTKLYtLcS8NOlBrSkoOo7Wn1Gz",
+	"A0HUEARKO7OxOIKh2TT3Nle0U9ojr1gmsANV4bHCYu6H8Ahkvok8xeS9r326b4YtV3e2uheEG0kCyQK6",
+	"prUFBVLjxiFszO3ry2nh+C0SWuNr95RgaaUFpKwEaZ5V0ob1z2sDJ+3HYROUa2qe+k5IrRgbeRiMqS7b",
+	"baNnbo1Wk+V3Dz2/Hjldc34HOsaBZvoNtzukFZ7wcLpf+7Cr+/RW7D+1u0IT7YEuVwjDhmUCFtYKQ0gA",
+	"PHVLqB2sOAaubR0lknLjqiEfhLXdm5IdRC4mk/Qz+vFq9fCfP3/+/NmzZ89qmREP6gxmvMduFbU1ncFa",
+	"7oY7Us24oKD7BqWKFvT5FgPugNJpsdGA8YrGNwokPCEdzdajL3raeyV+wSGSb5GwcnEHg+g3y3hw+LUc",
+	"AFlHSDTnCIliHPeREwSAOMKJ7WUa6pnUMxc9N0ZHDYLVWPg9uApBH3qbZsxf/k/94laL1jTe3r0DvOOI",
+	"o69Pji7ev/lwbryQEFEEritxzcDtgFcOf0a18nKRZ5EumChmaQEGLCiYqNsQJSxPb1lS+swuTt9VUTXl",
+	"tyKN2c7ei+FgtzdPJl+lVOH3jicV9Dy+Ze3CGox1q++a8La4ytK42YMb+gXDzFiz01SRNPS14ufVVbsh",
+	"L9xAvHP8/vC7NyH54fj1mxM1dO1suge61ZILcjPjdSoLCNm0YWB6VszKrja2CWDRo6dPFYxkTz/vxWL2",
+	"VB+MfOqejLXRLfK0dlD9vRfVYo3fTz/9fF7g/32cf/r5TH760+jp05//53gsn/7pD5/+OB6fPdm0hGPl",
+	"QBebdULHU9RX9/0iK9I5zds9F/aNUvZCReLfzk4+mAgTKpFgq/ckmWcLSSIFu6hHXuGtlragaME+F5Jg",
+	"7vfTCLWWAxLd0jxVmt4lBhRFyGsZDAn9xOF5qM5P5JC7BGVLk8u2DyFWEL6eigx0FYprRnYPXSGwfyIW",
+	"Hs6NlAqFcyxPN8uGRJhIcHYyiYCKmTciEzMPgyv49HTN2jydpZzqFPwZnc/VQWLZNmxv21aXqSZsV1v+",
+	"rviqbL6LH5by5BLbIpcC0X0YwF7WlpVprOY+XP9BYyGfNpFs1y6jKks5aXgbFIatCSn3YcBKprruQ8N/",
+	"78NAobXfaTmBVr0C7smIpBhZ/PH125DcYmgxXSSpULcR/dXGrQZlemdCFtAj4P2rg7qOmaUzpWCrSwAl",
+	"8JVqtDSF8L2qiSVIVymn+XJDagKMsaQgsNP7MKiwtonDVtdBzceN6+MtkIVsMZRiOtrG07j8zYNxbzxQ",
+	"BJseoJtaKUYDY5UswQxq0/i+jAMoq3epXhwHo3FwyOk4uI9IZ2bJY0y5UiaxUJb1bxJOi/SWZctuj/yZ",
+	"LSWGHypqZAw1C56wXMYiZ0BrciZZbrLbtZPdn8a7aXHixG7I7Lk8Yz9BrOtd607no0NVWhTg9WPo70w8",
+	"NOZwllVeNxnjDN7W19ukf677CEK178PAg0rrPv1Bf/IDfrFC+3T2UaVaa7RQA1l7ZKbhPJhbG9pmM73d",
+	"cxssH1/L93CvI8v2dE5dVGFudW44T+MbSaI634hIx2OoMeCCshp+Kw3ULog8XCUq16+DZMTsKuVMWqkk",
+	"zoWUWJq8U0DOB9BoJVrqCbq6OzlQUuwoI/g3kkSfd9S45iSwTuE/efr/pjz9vxiH81tePbbg6uX/YROG",
+	"d7VELbXTYHrEcr3HsrJNooXWMC7+T6b1vx/T8vtFh/1+JW0a2JfJmYag4nhK5JTOGUnYnPEEskCNIw4I",
+	"9+ZUseLx24Qq/gVSXbHepY9KPtZRUjXlWmHfxt4bqf/xDhNrQ+6gpc61pXTXeFGMPbzp/POZ710c2NyE",
+	"3+aX+ujMUIsdWOdlAsliUwhXQgj16sP6XkoTkvvDZtF89uUSh9qCDDa9YS3WZvu5x9TsIWlNbdcaz7QN",
+	"87s3OkLVYMiO9aQ9nYh8x+an6HY9kkSK0kU9Yi6c03bEj/wVA93u4AGVlrweHX8ck3OzG5vH502PPxi0",
+	"ugcmL95cCspjjEVxTPHaSA+2Vp4tf6E8yipzWZOkZZsdmWBa28ik43TMggr3ecPmoJ53Pb4W9b9+H4qG",
+	"PdrXgjv5Cq4WZyAP+p97iwbZFHL2uTD9n0GXCCH0IaZzWzLRQuAnscjRVAlhLXKazuePUeVrNbgcj3+T",
+	"qTc24Mh+YFwSUrMkjxBIoi9fBvf3Uaj+MYR//Od//C9reK2VhjvkNAiDP4A5vFIPbpM9QTRhVcjzbrGM",
+	"K4TOnBuEEv7QLjnCZzXB8SydLTKl1pl069aIy9jkY7v1tH3941taND3fpkWT38G4Ue9zNw6q7jlq9scR",
+	"RTpZbvSq4KXW6sTu+cQZ41t0eoXpAC/b0k9nzvnKm3na768I13pk5Kmt1+DDExM5S+IyF3+VF1eurHln",
+	"B/HSbIOHNlygilqUc7HgMfMnl6XykiazlLf+ir3+VzY32aJ3ktL+4nROeSE3a8DQfqRhuTN3oc6WvPOt",
+	"B2HrPXYhuVLI9w13aD6uAX3rgY7lIXxbP54HDPQeP25rU/OdjbDoeMIqqA6q0DU7sInugVMCwNUG2vvP",
+	"AXHbwX8/CwfD+3/5R7U93XBz2lcu2NzJyrLbVr2K7v3Czf1aqMIH7fWvdHX23p2tT/2jM8wRNiSr3bH2",
+	"+NaVeL02mPxEa4sjDMSYLwqnkrKSFcz9IjPoHohhUwrXU1nkal5J7vK0YE7QCEy0cUDIoZ2gNSJk1Y3b",
+	"Yod3U4z0qPbNBL2XV/dkpGkduPWwjRmCsvXG3lvysZItb7QxgrSoZUNq2G32owfbbkNN5HZ31l+BkVO3",
+	"tZN71RwUxdxLWe6pvyaXtkWpbFxkX71zMSF9qPsucu9+H95hpCYw/B46jNgl6Yxpt8stX2pDnDs6FgC+",
+	"D6tPwf3ceGrKYbX/conZLYnvjVtxwy7FpPlTZgouNX4xLWoaP8yxtlKbF6R5nA/hSvdhcBvTPKl9t0Eh",
+	"Zy8jMKN92swIb9SPptkddA9wFFCeEBxUFzRW8PUWn4WUNCy9UaaxR5NczCKst0AYzbOU5SZtRP10OWMR",
+	"drYqMC8crphkvOhioUxMA0BzUq35NBpgsB4t6r6DfVNXodsjH+gMo4JsZoOYMTUTA/OnWpGugWsQmuQs",
+	"o0tpS+RCyxsW37DEFs50Ol/Dq1Txv3SS2ipK30isV+j200bfiNTJ1M45D4YvNpNT3qjViIlXVLHRJcMX",
+	"tXA+E8vSRGDGC9tVcg1+GirlD4gJyRWV7NleNSplWbBVbVofgNeVRbelq24S9tJEcUwSNoPD4UHKfAd3",
+	"1gVIivyO5skWfXPemi+cM3O0MYX7G9js4HreTQXKUnKNZL6p6P02F7Ot7Q0t0i+MVZN+9cX2Y00piOiG",
+	"HObSI41QeK4r3k4FVzdUGCLSkQVUB6ESCcTGEgrul/lPAsQFf8fuH7HvcBFWKzOiZFswbsvlochRNbVW",
+	"q8JvqQq5xjHLu5o6bpLkmt2vtetktEiLBdalK3POxeIqY265mZdusZmdl6WYVGpfmeDXmww1eFEZC/5s",
+	"DLahCatGFOxm3NVsSA5M7cU2kmDGBkJQjt7ebV5xSfe6yqm4k6QzX0ikL11fH/rNlVO6hCSmKyXYMooR",
+	"+5R7grdBYGngiC6PWTFnuhxIW9NWcQDHOruuB4epzLm1HFQ7YDtOaDew4fFCldCWo/XVDcWccS10+nqz",
+	"YZlWTZOsWJOzeba8LERUO9zd4WZnayvBruLou8PaETdk4CaFpTdlsyddp8uWmBXcWTg4rLZIBNdj6Jn9",
+	"tNQMvlZAdGEJFBSSuMHlJiErFNYsSSFC7TQ0m4i6D5WhsGhuIbYUokqt4leSenHCpJrgDh+nnOy9wHps",
+	"j5ZvdRb970bCxeT57WVcE1HzGKdbC4mFcSrT1agUCHFrgmXObVxiaC+iOeNLMQlJZgtLO2luipY33JcN",
+	"vXu1WaHRS97G3DUofK3RTLPE48q26Y9r5FIvSOMsJSxXXekCXJ/w01ZdBH5tM4mTzb3FkdS1tOaZ2eZC",
+	"axsHNb5V6HjZ6viBX2X6d/aQHvqaevl/lIw7vbybpXxnJoVeVqiLaTKgGIUhdp2rJfjm06RrMvwM5Tqo",
+	"0rEbxubIYMy3c2hL1CPvsak+5WRAZpjEpFsVUHX1sObf+tK1im7r0lAr8d5T79ohYKsFok2uRb0TjjmK",
+	"coWb4KlcR1c26jLdwH5Pb/ffzxXVxRhbnYm1+7S9n8mVFLbvs+Z+XWMK2FbFkwRL02wBMbrYDEY3EsXG",
+	"Dw/WSE5xtM11kmbVrcTp/JBj5wdclL8+T2vjUQNFO16IvZzB7aA7Sfjjg3Tj0hUu/OplW9Gd6QyxrZXC",
+	"/7IYvgq1z+l1W/fDJgG7SblXlbiGzg0hmdEinpp83qig1/IyTWSkfUjSCC7n9FqGBJocwL+xRVFZXVA9",
+	"q0RZlt3h4RuspHhpIjO37wNvRnEqGkLRjW3rBWmItMBVvk2zwtfvWAEsTXQinwWeEV33+/CDenhAdE8M",
+	"eoXd+XJdzicRDEuWTGAKX59DC+kKKfYUunUCZpqkt3YqjxqrPPBHDHPvg7VpneFtmT6f56CI2gA3f810",
+	"Dwxpwa6Fr86VrUtkXtEJgu8PT//85vz4w3chuTg/fnd8/lNIDi/Ov3/z4fz46PD8+OSDtxzRlMpLbMci",
+	"WyJ2NqmcXonFvkOLJNRm8tdKzyi/Xnir9r8TMc2Ytuxi4uO8uHx1GvVW2eqbdKulXfUpu03LjtW1gmy6",
+	"5sLhx4+nJz+8ed1eGNy2ldBvBmHw8c2H18cfvgvC4PTNv705OseHhxdn8I/Xx2eHr969eb1pwwmNNpWG",
+	"v6fsrxAbqx7ShYR/vE4ltEQBAgJBhutEHoOuEIu5krrYM6riSFiiZlgWkcS5P624H6/ge0+tIqdSvfco",
+	"W0RPM1X9hHEeyFHWCPSXi+OjP1+evvn47qeQXJy+C8nH708+vLn8cPH+1ZvTkBydfPzp8ujk9Rt/J07M",
+	"nFpNlbXDp7WJrAHCkTkQXwFhSODVZieDej3yg42ITbnxMNK8Ej3b0bGykEqAWVXqUZk4pX5rkhjn1vtA",
+	"KNFa9Ori/Pzkw5lTD9ot3bkJqumT98jWxi7f0LKwogT+fEAqJTcUu67V3JCkoDes7M1gruf5m/9xHoQB",
+	"fB6EAXyvLo3+Wp3U6iL623RVst2UPm2Cs2aJ3785fP3mNAiDVyevfwrC4O3JyTn+jWDfkGAgwNRnIlH3",
+	"8q0QBf6tz/iTF2NXoeq71KdjGMbVPDMnX8fpaWGrmzV5HvjJAaU1lY2qnVianMi+ubGCZ5nzvYeVV/oR",
+	"mH25s6wCzw+G2DZbPOMatl5jSRs8N8VlmJtyQb+P2iHrzmJ9W8UWd4wXaUy9/br2Kv26HM8jze7oUpKo",
+	"NkIvWplkUmYt1L9b2wlllZJxAT1cMMcvSWmr+uyvqQEVNJ7+dc6uQ6ym8XTOr6HXK/xxx67mZemMffL+",
+	"VVdX2ng6m++p9/CP3eu5897gGb4I2XJoWH06Tyb1GhxfuYpGm29cvVqPDG12xPFkttXf6inhzy/gko7N",
+	"zjJ18k13l4d1rG80I0q3aWHv+3qVru2Dh45caUc5ltiayJvYvlf1k3nNaJKlHCq7LCQz5bogxJVgv15f",
+	"IXfSeT7UnXGwjJpp47tZSXdtZW0Vshe+yluKnImc5ksyxxpcF6fvDrCBYlqA0tCsUtasXrX6uquJnbVV",
+	"+sh8WlfWtLWI/IVk7dWFD033empa3W5TaXghWa3O8IKbfvgbdBqa0TTzuzy+Uu3hUM/hA8sP2G4jFbyl",
+	"pfTecKgrckX6hgEnhwKKSgQlTH13QCL4r4zIjM4lFvowXWEhKRhcSjSnMwa2OgGWc1P7osk5cLRVpQha",
+	"ssA87PXx7Z1Dsx4fCHWvIt1S7wgJ37Gvav6RaXmFfYg1jXR7imANM2tQNN2yjHHmW+gfZ3uumSaCzRFK",
+	"A06t7tzPg+GnRxfnr+dvtia5tgjgq9Ok6mP7M6b0LNK03HROQnf29dzzE87KHlHqrs981aT1D9U2gOs8",
+	"MLq5yMOdMPbQNxhiVf/Scqill7EfJ0r0mqRlkJ+FSCf6Hztnt/GOAWDUDUmaoKSWmVo36t5qCMkqbV8A",
+	"yWlGby6w5s1lDeW8vaSYnwr9OMXS5npibV8vm8lpi3SPHAIntN2/RyT6/vz8Ixkv+v3dGA0a8G8W9ciP",
+	"ulc4xPgpMeoz2PI+68alWBWdC6Jj3EbQ9LQwnS91K2zMBZgKbDUJ2lCWiTsGBK/sMXwFtUpEdssSHUOs",
+	"OLx+JBU9RF+MZqt6Smgoay2y+u1uSCLF0cWiGMHydC11jM4Y9IlkseCJjEIow2BSLvR6a091q7wrNoGS",
+	"KgZu6q3zd2fg9pRTpX8jxNVz3ancPIEKB4bUG4a/tn2dbbS0Oddjn4vLnBX58vEXBBHhMrZNciv2CYUw",
+	"2oaob4juuu9WY+9bbThn4Ky1J7FhwzTmD+X1snH3Qpctwwydqu7HHb56+cztqtGaOmgrtGwFwzNU4qNm",
+	"pTTLNiiBYrvK3oeP8u7Waf06G0CLYPip3A/0XfJw7bPFlfrzyvSK04ShIxkrq1IYXq47Ecod25xnB9ly",
+	"t0eOuenyL0cm0RFZ+kHZQd+2YkhSGUP0di0bXsx4Gk9p0TNNOzRyqtNu/CYZprBunzLPKu203GDgDZg4",
+	"gnJdRryG+wdvTKuGOvypY+St/rzfd3y81ZIIR6fvUTTITXdzNxJsv//gDM1G458WB3R1cdskbGpwuBv3",
+	"GZJNr0vpvNcjH6CnKLa9lLosT5yzwue/AwHrUmPspe7vtMFda0q496Edro1sP14u0l6Qy7Y4AyMbmE49",
+	"5gN86EDJamhpxky7+c2YFb7bZhZF7XsIyfuSxYsivbXCOPs8pQvsfJ5lZN9KThBhChzELld3b8EIxxYj",
+	"KbM0aoPz0gTtHsMbFjlri3s6aq4bJKDq4s3SD6DqWoEdJbXgpYSAqyXJ2Q7ASrsGV3PBNoyBRtZmxY9m",
+	"9TCaXuXjR9ukap9L1u7DQPcXfPgF2KC6n54Sqvr55AfnkoZeAmAtBWh80WhWYn4Tjs1zqqNZ8+pWqEEF",
+	"MivEDJceYg9Kv2H+K9I0575vMERzgW/09w+/sA/Bs0ehiXP8W53FG5c0bpQRjjQTEUE2aLQlhw/MBNfr",
+	"ac8D9+zkNxVgK+z+8UKsO9xjkr5bVvebx0t61oU9aH3Gnmyp7ZRQqxfinJRkrbu6/uKiUavYAEhpeKUS",
+	"90shoHIXOhWCqtluIUg/JDXSSuKM0VyHVX6di/J7plyboMWPaTE9AxnYI/AA9QE5PhcFLdgOSstWu4/w",
+	"bzB1YwsXCB5Syn57b+yvfZ9aFn+WXoPfQS+58/37w6Ods+8Ph/vPyA1b6sZ1FC11F+dvd16QqyXmo5+y",
+	"YpFzUwrxaqnJcBMQWnprTyn7mvddb3Sji38OLUn9dG0VMP/WUmqxTHfWNhGlPuHLv0bje72sjbbubYVz",
+	"qi1TGPpU7cXS+f78/OMZyVksZjPGE00emj1owGJR6UED1dN07sNv2X3mYqOGMy1Ktvq4rmOnPBF3R2D0",
+	"9IU8vGyvA+wUbtX8ISR3MJw2onYPqi6ylJOPIi8W1wsm2TYFOD0x60CVN0AsE7HXjk5IWBZ5WizPFG3S",
+	"0WKKe+SHC3WkjUgA9Vjk6d/BojIir+BdbVI/PDp6c3Z2eX7y5zcfrGH9XNww3Y5HC/xGuY00TkVY1Eix",
+	"O4WclCcS4kyWurkFZo+iJwidWybdb87yWSplqkPY1KOFxAJDy7KlYo8cEniNX4fGthYSdCSDZd5kOBZq",
+	"qeQ6vWWS7PUH0IhDAw8LktejVcbBPVi4gbDDWQA4SnxWaBncKzinfCJq5VqQO0IhXt3aTFHy73SS0Yym",
+	"4FXWmQtNs/RT6K5w+PHYbN0/UEgoga4hJgyDxAtZiBnLdyoebW0x6ZHjgmSsUIIIWh/GfAa6aFlFsXQZ",
+	"SNKZ0xTU/b+c6lBePOWQoEYX6hbKIcnENRGLIiRZKgtb2xDOEjKGZDjG5E9dAEJ2Q7x0TisFOHgTYG0c",
+	"xgQyqIm35jLpNPsXQvCk4GPuRq/U6y+7H7p1gXUZGOSSmCNq1lHuzEJV7Qkegr+qHiIu20Jo1OAYwAHv",
+	"YpCF268s1PNjm7Ex99kBwZGE5cpdi9jHk7NzSXSIA6AQCne9MR/zY07mtJjiqShyo8vx6aqmZYVrWahr",
+	"agu8muQ2E+NUmVGfBjq2eDLm1RrYagyo6tF2FAdkHLjB2+PABB1gC42yDlpjiDG3DUau2DQFskELG4tP",
+	"DrMMi6so0U6RlsQm72mCo0eu3HskFACwP/yB6DAzqf58Qt6A8zR6SudpZCz81hS7LfXEMuhYs3pUiSH7",
+	"qxQ8OhhzQqidRdcJtn3BsPm6nfsIMzh3zpdz5hlsHZVUc/kI5ZMne/3BkycbEksFoujplNGsmP49Ckn0",
+	"NGc0WeI/xZxxOk97SzrL9N6fUrnkcfmQM5YQLnAFB4SzVPe2UsuLynrgxvXy9IsbdX6ZJvcR6cQ0y5od",
+	"ssPaIeuETnVTaLHIWReRV00Dd/DpF1jE/dMvJjxJje2/rxg3ueCK/YOuhjFd0uKWRYougMh2sUu5EkBz",
+	"k5Hnb2uHoMLWdj3y0QTWSNvyS/dyhcXrRF4PBpheUohBuv/dxem7HcYVZU9CLAGAkiGOZS143/7r/qt/",
+	"HQ6H/eGzncFgpz/41+HwX4dHziP19/Bf91/jhY9+Hgfly+MgLP8cDsfBJ8SUC90xvERp02onZ7bDh76G",
+	"H0tZQD2p3EPbasfIf7rXn/3EBuOrEw11ZL3Gj1qfnvKj6IBQ/GLM73T4QFqQa8U81a3Y9d2K8yn0LzCF",
+	"DxfcnL6+IXCWXBSQ34bGCd0wcO5usAN3W7EWdS5w8+/ASk/jKQYdSOhdGCm5o+euWkbdkQLQPxyIkX+Q",
+	"E7NLSf4x5v/Y2dmB/1PvOSEC8vI2ZXcR+YdldeaHFWydVLh66NR/MIHESjRoToVih5psE9kCRItyaGiK",
+	"LjKpxzU8+lJJFGpIkCxqv5UTKhZvqiKUKyvZegMM5U/e13G96gP8Vz2cEL9BRnwJYR9yqt7W/4TXG9Fd",
+	"dqaKoaqxtkoIlVleI52r9lkpokB8ipIyDTH5RtpfdyDFqsStbvvoKM4gBKxg0+zDqrekbW6GilfXVhFy",
+	"QmKd61qQCcsYJgev6iMiJqkxjdmjam5r+ax+kCEpmFSoAgYTx9faNgBirBoA/+WZd8wdnSmVcmFacVPc",
+	"v5hUFZ+cRDTLItKB6iwuVaNX4pZ1rQ6mx8L4njF3B4kFhIBggReHXt6xnAGj5w2FCySpG8bmSHlQYYMY",
+	"J8WNO6uQAJtvQLQMfDZlWdKOk11D4o8TxVwLxuMlQMklzpLMaK5kk+jzTmreK7BcMARZCWnatuF5i1x3",
+	"zgRKYKvWhCU+lLQoHHONtVUh3F5PjrjnfOyTyEMzl8IZMk/5dVcXjSSUj3nk7G/nz2wZ6dmQ/GOAbU3W",
+	"u2E6SVcdzp3Ib7D3VWFCkxSLuVHjK5473MMI8RCO3lCGEUiQc0adXpXQfFaNbRRteGDm7ligh6AthFpE",
+	"obr1z4Hl1ymTYw7z5EyxUy1TlE0s8R3NadMcG/p2kYXaeU0Kpx6e0Gua8rBcLULJhV+xc8rmGV1CRJ5C",
+	"gLDCVlMlGXFGijtQeM/dHWvAJulkwnLGS4ibalBPnuwNh0+e9Mb80MAN0EqJ2UoexoiCMiRaaRZFmmUk",
+	"X3Aw1d5RUx40LUhnMVcaRxmo1zUw59i8ZgmmW6WrqukhBtBZSf/lkycknaiR6vP0yKF+T0zI3vAljLv/",
+	"+bMNCVZ4ERIp4PyLfGkBOuYWGhXcAkxR2A0NYrEgunZKIHz3+y9DGG2ykEoJQ/kJGj6G9aLPqDiOeSl9",
+	"o6pqWjvZw+rACtEUgZDWsZlqPLqQWJKuugN7nKZ1nJiMOXbBRaxPdVxVyrGHF+NFGQJa4lRDEFNkx5GU",
+	"9MEzAhoCzbIlKWkPWhmyJdaBMFBHKjVqlWCMcWHMtfTRQSTT5Q5m0NLCbpFNJiwuughdLSWRDgiBSsnB",
+	"lnmSUMIVn6ap0iFQF8koCAcJU7IrR1sL8C3gZGA5sXRBprO52gfwOGnuX43STAUI5mYYAI2cOjGvY64w",
+	"Tq8VGBnUYwDZUC3WKePVFOMMC4DEBEfAhyBGJAupRLpjuoZa82uHfQYaCwwsoynfgbjevf7Qa9vt9siP",
+	"2ORN050x11iuVMVkETPpdn6D4rzGLDyhszRbKrWZxkW2NDXMXPGJzHOGIYRSy+Fv4SPyD3Ks4/5SPl8U",
+	"5B/ElETAnqNPMZAfOjq5IroR049cq1xkAhELOp8/ibrkH+p2kuiLdjdo13to2N59tMkbapozyEGqCsj6",
+	"y+ZYlqkmrKBpJv9kRjm38iVgwj/IXr9fG2Gvv1d9or7T7g8ys+Ex6s3h0J0L0zNG5AsoiyPysxHwP91v",
+	"vs0jVzwHRK0ms8G6ZdvkMM9//sf/o8W5qWVi4I6bAOk0jAVuio3rhtomWFrKYkwqtQim2HYpm10txzz6",
+	"vHNrs3Z2cJKomqUZixmT2DctarpGIrznOpjRtHqtJuikcsy1aagbgoBV9c1EpKMIAfZTMvTpLgfrOybn",
+	"88Us1EneaugMHEbYD++zuxIlBUHR9uipbgL8NOKiiPAGmNsKblRbO4hgG0OU7bAp9hWzJXGpNO8bFR1o",
+	"uSanY44ds1Ku2Y+1KWND0bnIIeItZ1rX3qh5b0nYrBVhzI01NE+vp4UOE9QrK08wNOPr2bADlsKhwwr/",
+	"WkIZzVjkicnANUIBlSWZ6JEWK4jimJpsP3my3+8/eTLmDUvFMddVnqCrao6YjTYKY3Bnn+fYxM0QyE7J",
+	"lVOpeNo19FqGeFSskaykrTG3rgSPwu4sDO2K5c20OecJm2diCZcjX3BTQbK0/IvcMIzvbEsZFCGAdyDG",
+	"UAP/mHJj+7JdqEEyuq5/TBifiDwG+W42anS8xN7W6pYas/OYqyHpVi2tD0gE5/5eJOg8VLJqTCXbSblk",
+	"XKYYm8kXM9KJDs+OopBEr9+o/6rbI2P1d8JkHHXVuKjRKXw6cIiOvehG3tXxVanUpxUZmhCVnN68JEEi",
+	"hYxUtJRpOOZK8ECUj/4lZ5PIBaLI9R2d0RtmhipJTgr0j++UbUGpHHNtEd5RZATVKKSUV0szQldLvRkr",
+	"SjFRKPk0VSIdCGjOOZct820jbphlRSduNJnmNC6U2iaf4hyFjCx6KFQ6X87ZGa5QL6LjWfwfyy1NWBFP",
+	"u0iXq+QeXDsKq5UkqGQtJSqRTB269pga5H6Xar/DG3vIlhCUMiK/ZZmYsxGJvsSLXCk1l3PgVXOW638V",
+	"oqBZCEKhfpLQgo7Iz71e79N9FJIkBwakWI4aGBW+eWlpjuZIwQ2KDEwLV5Z/xF9MV7MDfYHxvZogpXYw",
+	"UipjKcoM+v2wZmEb9sOapwtecoI29uGbmuVr0O93e+SQzKHmIpUF7gVUckM9uU6ujNT+IwNnG4IrkZ3n",
+	"jGluhoxCcfXQ5Lna7DFoPTpCt5Ajr+RMikWupMhOxX7q9eFVjVnNTYVK6gcnzbI7Apv8Tz/99NPO+/c7",
+	"r1+T778fvX8/OjuLDFcxPKhIZ4z8Her4XpwfubepYuMnUWmTJ4O9UX931H8eHaj9mJYU5p7YFDubnK4G",
+	"BuIyS+NcaO22dfhzM3xvMNzd23/27zhN1ZdqTIe4X0AwA7Q5Xaqf5MibHd/0XLgzD3DmHfX/+5jC5lnY",
+	"v0flrZulxt135moOI/Ks37dpPcAHsP0HcewtIZFTmiOVVCqa0g0WUuvpjufxgAhFh9NCrRfcRNaio7R5",
+	"zD8/VWrvDuQ5RqRjTAjgO/FIyql09Hdw4wnS8Q+GY5wYf6pkaFDEGJeRNSUZ8uWW9wbNMsWawEaegtG+",
+	"d2xnI6yqAXU0dBkNrJURlnQQS2P0iKmxoE3EF6fvJElSk2ph6x4seAYeX4JCti2YAHNrJy2R6d8xigA6",
+	"eIellGZyHpeo8EPNaogXosnItWeViUew2LopS03fqZo3HbmrMNXQZ129OzLPFmAMmsFxTxlNQuuRNNgt",
+	"yS55/0qx74zm1wz1XfD9arK1N9j1zmdAqVhJqPek/tDiO+qZqDT0yGGeoyCZ6CL1EvOamAQUNPt+tkcy",
+	"dssyfFNp/Yoe9/t9EySgAJ9lIR4ARlDl+AeAscY6kB24Pk4oK6MnexEOXg4xYtF4X4HKigmxGkf59jDs",
+	"773oESiiTfkSIQIzW9OlY68MjZGnZGMhLFHNot2t7gGD0WCO9hSeYDwKZOh1bVQaqu8YZmnUjQ8X79wE",
+	"NSX/SmZsZAZdGzqF74gw1cy5UEeCa4bu5BKi8QdFEJ05jNEc6jk67pWKpo5mAWWMy9ZllnKlXOHgda7v",
+	"U+fZHgyxO3RZxQHIpUCk1OrxvrtW0pd1/+d91KQ0IzKA0vPqwNRcFgiG2mo6Jo0ibXOS6iEthTCs8wpD",
+	"ICXpmKphOpcdIpOVeFxLbVeCMz6ynL5868wEAJSPDjH7KTqwwtWB5UAHZcTAmEdySof7z76NyB/JlH12",
+	"w3M7aCgLSW1i8kcyDnrjgPyR5PQOLlC329WlIEzuqTatHsoljw8/Ho+5JZqgrCXqStRjJ3pjHoRBlsaM",
+	"S+bEn33MxTxPWUF14mxaZCvC0g4/HgdhoJgyRqINev1eH4IuHd+Qribu87iVAddeeaeH1aR9PjMojgMu",
+	"s82/XOh0gODC8dY5Ec6uw05Mthj4NmV3wShQAnib4Fb3S2InJ0eaw5F93lszsiMOfCPLUh/Yf6rmJ1cn",
+	"SdO8zUeu28dACJ4/VE4eoJRftcDWJ9PLO2U0aRkm1L4cTyjAQTUUQI/d8JPr6ijXDTe5LhsdEl1Rh4HV",
+	"uhB5SAoo9jvJ6DWWmWq66w1QK7/0bIKbcbsrOGq3XuyrqDKBvAi+A54C0Y4ytagC0zTNEzdYeVtJLLpr",
+	"fCXA8UoUU2tVMDVy/P5VQPcVwYMYtWfc72rCtvHquLhxBGMPYou1qhuMgt1ev7eLzcKmQB3APK3UYDX9",
+	"jhP+PBey8NdqKY3sYPEvpjZc8iblSvJvRnri5kgxzcXietoaJKrIvzfY0/2yNTwRHYjGBRE1wqpCCJ6L",
+	"rCDxVE2zA/olGrSwaBs48MBukDGENtSe0Jxc6meuvLngCc2XB6bhDaiiqNK2BYcdkMh0v79E2cnal2BM",
+	"paZoH61pv39AIrDxXNY/HHP9pZWLQBjEFjAg6aEUeaBlJqFbv9KKgdOJ59I1Sbq9qvsYBAwlbKP4U3cd",
+	"488oS2sNaW+wC8LDkydvYfSekkMUJrD88oYtbckqXu9ux9GYWa9o1HFDAUikhgit/xL+bIvjBe1oRTk8",
+	"NC3RuKisK2dxOodTxxUejDl6DICIhk5T2bb22tbTVbbW5sLt54Kfy8Vkkn4Gt6ZdiOnfEFWKHKh920uB",
+	"fAyEQJC6MIlTveLenR6JGIeUlmjM3dcxuaw+4IpxDguSMaVUgrw50aVxQxKpaxPh7fKXp3a2cNBWwhpM",
+	"1pH6lzqtMbfHZWNJLbFTN9ecXhfd87H2jxeoc0BtQevCRj0QJN7KjhA50QjdcX2D3d6TJ2M+6BHswIfx",
+	"KcbI7DQ09rZLPijN47ortmw0xg6d0ZS0XanK4XaW7pFXisJihmRFRdbVvpX0b83+VfPEkyd7/f6TJ8ab",
+	"i/OUJUN110SAi1ZsLpwoSNJ5FmrfDlD6jMY3ap+4p0as7LBXWilsKs4kZ/pIFLNOMzaqH4oN0hju7UzF",
+	"IjfZO4qmzRk/QHJ1l0pcvgm1iL7gij1ew06Z39OtR5uYqvpXaQbZzIcl+3XwBWZKNauPqUSd18a6w7op",
+	"dAwDt35NOOqN+W6PnAsySZUGvygq7bar2/NlKhB/RUNYlL06J3PGWYKJU9EB6OBRWZEx0iHhxqpqveug",
+	"FfTGfK+ydcNRrKpMtQvxiqHP0lpj7e2qVZ9F0z/Uasd1NrjbRL3gFNC+tTW2TSntkERfvgzhH//5H/+r",
+	"uwnjIwTHRedHdchqKW6lqKl/HyhSLfHcIAYIvC5KHFHqaQymJ2CBRn3jGhtsjPN+r2I/w5KUFpRYQ3Dq",
+	"FtNW8KmU0xZ5WU07lQT8D6UqqXVp3Bz4ihvFO0lHFyRrJN0d1IkhLusb6QqcU7wIeAMhdQEJlil+hGer",
+	"Xjd5LaW71b0uICQANsyplGXGhsFRyGDSdA1nwWJo7jtoApWks6kVsqvr/BSxG3OmQR3CNJZikP3+y14N",
+	"fiZFwKmXqc1HOqVYb8Ly/hAvPDJ+c24wj56aakiSQlzjPccL3Di2gyqYMVQsYUrVS0r77cXpO3U5L07f",
+	"aT5ICNhVWnkh6hpGflfHBt2wqBbQ1XH3xvxZj5wteTzNBRcL69vtGNHgW5RLuyEZ9vsjEn050wreexNP",
+	"8Rr8UF9My6Hj1yHJ6d39vZIvyod4KTVo7SF3RG6T1rol3Uh0VnShRKI8Z4BYGVRtyrHxkjwgkZq4l9M7",
+	"OLEkpddcyCKN8agV3CmSWZkmZb/VnMZFT+3F9O8yXKeRa8JF4Zb2LAtRgn5I8fqb5ZDOG36b0oSS//y/",
+	"/m/yhhc5u14w+ONdmlCQRt/SbEq7OgxRb8eoL8A/FgWa6IwNA0nmj0ZmsFCbQYezWwbW6mqb0SvIcLDH",
+	"eEclyYQsSKesPKguWgoFuki8KHbEZALTOMqWEmS1MQmjtwAHpZgxzS+5eoJVd1MTL1ZKF0jzh/1+aHNa",
+	"SHTmcuVITRG9N1Elki5NryCxKBRnwcQLTC0B7chBJOQ4o8q2ZUGXEm8ECj+hKe+IZSSq8XD60JTKVmTY",
+	"g5K8FqZoI4O3DhpBl+Crxc00woBNICiQUF1XcMyf98hfIGO8eatA8SsvlRVSFMdWRzFJ85lBTqpkQ1Cp",
+	"aXyjhCwOPvmYQbyPRXfUcl312eYq1vzNxZ1A74rUgi7G7Ckt7D0GESl0ndFMEU+rAoZlrKg6eLBW29y9",
+	"TqE17G+kjaSohEyMvBqMVV+QMhr5O2xTBbQGiq+nhQ3FxeijlEO4VS3Up2PEY/RGlfFJXTeQ5WU9kMWc",
+	"ei2x4k7kCUC9Mw4+mt07Wsw4CMkYjEMsB+2v8ZtuP+X/sWz+CVqTDwrNj9reQiJoCBzsyB6Yo+6Mg4Mx",
+	"VxeMS8h5HAf1g6pomtVx7BhdJz2xfBmLScPnGKk15saRV46hDizU0ePF1KgxoPU1TlP92SOHmRSKiY8s",
+	"lSibOuWEjnm1x1MlMCss34X6r8Zi1mAAFYuc9aKAf9LEV4+5lqDdWLqKJQOmqIVVN25o1a+MoHCjtNFm",
+	"5AZiK2FS5Ol1qkRm07KPizIDXBfHD8lVJgD77eAQ3wwyLu5CxwR1IYgw5STSkaBRz/qIPK5sgMcGznTS",
+	"aTjTx9znTe/CdP2hmY66kcBgu7PK8zyjnPxtITAr2Ja9Q/eJdU8dGyvte1sWvPQjttaNKl956lD5P7Nl",
+	"cP8JqzcwWUBnF10qQBfGrRsVnSYalWYtbosyaQrcB00FuVQcFDBKDQZcug5iBk6vKcdUFYyC/f3B4OXz",
+	"58+fP3v27BkUhwPWE4xQMQ680i9UTLkVacx29l4MB7u9eTIJau9CASBbjUR9Wa1GogeQT90RzGUPRoFD",
+	"enxGbahNuTvA3q94jcxu1P/6/f4ANl3R+aBTF1fQ+APMik12SqBjC6BVAC8tEim3EmPV9rA5rFt3u3JP",
+	"2Kko+EnNiFGvUyqJnKbzOUvQYF+y9+9MR91yUxde07mukS2MedK3i7JDL1aDq+5uMOzvPtvtD/eHe88G",
+	"w/29F7UtrtreixcvXijAlNt7z5D6YFf4QpBdMp/1sAYHMua1rWLLS206yKiPPfb7Sisb33b1XVh9mtiN",
+	"Juhg1xfy8fVbom9+9zGA+B6CHyRZqvPWl6YXPAQK783OS3BUSs2oQ4UHci64RII07Pe3JWEom+uU7yrq",
+	"OSpkWGGj3zR0ERf/XuszKsX7YBQoENgGqcGJ1gg0ox+1qEJWzHHUgrBNHTqAFC+FhKa0hVYJglB3e9WY",
+	"cV+pRVVuV4v1HVec77obK8sa6Z3oKlUwoTbQYnWfJY9bQVlOAKvprgXdHZ2lSe/7V9cfPpxffH5/frP7",
+	"4e/x7oe//jT8ML04Onz15qc3f/3L4C9/vxievo73Ti7eHv2lf/r29K+Hnw8Pv/02CIOc3jnLRzap6PFj",
+	"R1bMc2ZCFS4xS0fdgbspLaS6MveVQzdAk1g63ZwJ4PED6QQUIYOPayWaNeJgdhmp2T1Q5PPZR9Tg5lt1",
+	"ZEqnbbElEG3lULIm2hWWzLEtdA+0gFVRDk3UVUV9VJMi7kVdIBV729ziKmKer3JDlIleqMmUreMqTojN",
+	"qZXt6t08AXSlOD41NZH1Nox8y/B5V4zH79GbQkW66Q+hphu2bY79zBzCoG37luQ+rXdwg++GtcNTnOEp",
+	"yL3VJmwlEVFCr5ggzwA5uCIBk4v5dU4T5vxeCEwBd3rAlidW76fTOJuPpajtzOK609GLiRWgFDT/7ezk",
+	"g4bK7nqovBX5VZokjOMXL7dkSSn/qKPgajSUzhipWWm0XcqJnPMT7MNqCjeYdOpDWSvXFVNcRFtjWHKg",
+	"bUZg3OuVTVlLbnJXK2lXrrnm58IqdW1L/CvlLKNE4XShDnbGeCHUnxD3m1NJmCz+v/+XTFg8pQntkTf8",
+	"NmVkMSsVC6XpkJQreTF3PFWeVW98ySv1+jzYtIEfcKXjD2Eyso47xc+rnruDMoHf+CO4LBhNeuQkr1di",
+	"sgaxpkGv7YAdI5ISIbCthPN1d+RigLp8ut+DI4bg7RhscDs+YsTiuRDvaH4N1Vf3hsP131U111MGHYrh",
+	"45frPz4X4j3lS1M0S323j1xmzaQ6Gw07k8FX215nbT76aCVq934Y0ySYlPz3wmeQA8nCcOJTtB9WB9YP",
+	"61zbnUKbRHA7CQtGg91Bf/hMidTY5QC4acnCpthhpm6NCcrgTUPRF1zLAdDSwK0xC0NaEcJYPh3xFmvr",
+	"ss/F2zRjJ7nfsvBBGF3FD7KKwZGsszduo6XpHWp0aBIDx9RcaT0XojH3NhWZzrjUov/TBW+Et4V18xzY",
+	"tELD4bX1rcXMJvJ6JQTXMVU1rrmGsS7q4g67MTTHhWW9CqI6fGh5/7M5fGhQ5xZDMeq3G6objGqhh1A+",
+	"1TWKGsGhjgZbn60auZGrHIz2+y/Vdr2Nc9Tc176yxx+VpA+JmaYiTjVUthaKiymNJVXGssaQFALFwFoK",
+	"DvXGPMLGeRGRjObxVDu4wW9rxD3wf0fNcuGRotWLnDfr2utESE27x1xHlsIuyuqEIUl5nC0SdF4J6cZJ",
+	"2AAzWJ3PNPkulYWuQG4i6Jsmyno/z8+F3qfxu9c3Ch3B1buQQWE6RYwCXEdF+HPrAu/ve0pGtzSzLbTe",
+	"7eunM9zfd/vp3IeN8rSo3HyLzgldc72ODToY0rxly60LjrG4vg2WvS8a4q3TkeUhtdVX9TrSloNbyEhy",
+	"kCSV65GkhiIt+2qibfUQV7Y53Kxlo78dZGPbIi9ILLLFjLetFYyWr5aVBdo+E9jbxDRbd/ud6i4m9gDb",
+	"2o7UW5Z82hBnT3BZdps6SjFNQt2qapFnocFFE56vZjQh+vjv6uQKQGscCCcmR1z3xjiU8SaffcSMXP3R",
+	"oN/f6CMQCD49xsgHbzrpx4BTaEX9uaXbAl9kWbWp1G61h5RTQpL0X476/VG/72k1Mwpemzvubc+k9e5G",
+	"oxtjvzXdD1b3W4vzWc/EhvfuBFcIVOu1NOxjp6PhwNPZKHCTbXdHe/u4mUbPovK9Phn0R4PBaDAsL0mz",
+	"55nbc6hljqrPZU0FeIUGNlEcTtHkkQejQb8fBpBMHowGmyt2LW1YfDoehKpfww2rpVw8ylSytTFhE0VJ",
+	"76tsq/wWEO0305U2Wq0pOmQka1cSbU93csRPK258aoia/jSqFsFwbzhUupU3H+RURwhKAvnAW1a6XiX4",
+	"6bqQGLqCIaARVPIxgmxr60F4H+Ika6/zZsCktx0DOcR0TcyhzYSYX9H4JiTzPL1VysiYE5Kl/GYnEzHN",
+	"QnL03YfDc50UWlAoY51DmTI3nUL3ldOlEfg1LhMBgSs1FTcObIhgx/aYRnKpu09CvULsOm0SLZ30tp4t",
+	"X2XbVqoF286V2/bIPCDRPOXXkQ21cqbE7HSPzN22pXBN7+xjiM0q8jQudGCLDlz3tuXuRJYPPIm6JnRT",
+	"Z7SYQQ/86WOdSPGJJ1FoizHTuOils7nIC0Vr5xkrWBJ1bV0fjOcrhC7kUikWikXWypakuJKZqftTyl5Y",
+	"KNyvqZJOe4bKQT285RuJFQhtZExa5vzuDYdqHu1twKAv7xF1xg0x8eXLl2UNLPY5lcU40KesuXH1ZENb",
+	"QQQ6gpnkYO3KqLS+1B1yTBcfOGw6nzOay7KRjw6ntdXvRmiWx+C9sq4IILWmKF8rtxcWvzcc4k2NbJTw",
+	"rLRgFEKQTPBrMCogjam+YKPpfKog5ttWlcHfLFyltbUWNqO3oheaKjaTvPydbp3nlTwJbfr+tEpk2koe",
+	"eoSYo3sYbuRQH2wHZBOgsALYm0jWTuUXn2SNIvqvemo1mXqVSI2ra0jQ+Hh7gbmEw7YIUmqLP3qkJ6MT",
+	"lu2vRsHLyTDeY8/p4OpFsjt51o/36ZC9vHqe7E0G/Re79Fk8ZPtXL5Pnkz06iHfZi6tnyXDSpy/j52z/",
+	"ancQOB2pND49GEud7mkekfzMs5PWpmlc3P3akvomsm+Vuh2Xfr//tqL+0apC1q3S/lpjc1tViBU6QJtx",
+	"uCExtlqLbdkQI5rWbh/laEZOuZWMw7IwntNYuyqRosA3woyaMZdLXkxZkcZYXwgch7qzXplIU9/E0y9p",
+	"cv+0YHIzc7TXzHto4FDtv/hYY421zdSbjtuSX7riNeRvUJNebAoqBKMV1L9p/zushEQo4F0tIXaiKBhP",
+	"KNRWn9LiShQhFKOeZOLOhGRgTZLWWYGv+Gbk7K5aXyKVDilujFflR/o937j1MXW1Cug1VuSUywnLcxTX",
+	"3R2undOMs9GkyDBJJ2dSZLc4eUx5zLKMJd31+9Nu9sZMtihxE1IVC1g7gH7ACgPijmPwEuY/6kasbcNp",
+	"prxqQTbk0+gsskDHmHdA+PHSzLpqWOwrcAdkzzvUHfTvXDeAjk70jgC/rRiC5vFUi03e7+3vzTFMQgiq",
+	"mGSS8lROqyO1KKEg5D9MiLAkCWlRe3zcmceQ8Gtb8v7LWuI8VphfyA7XxoOBfSHDxRJNTUOdupVNF6iT",
+	"8SgLMYcaboLHjHTmGEkGgS6mTH+Si/kcaz1rHjnmra1VelDg26ZzVBuKV0wMENgDXSKlSza0WuRjt1iA",
+	"qqFKP47RrlEOcFvJgwX6M/xqRYhkRYLP4cSSf9rTf4Vb/Nq0ANpKyF59lfVNXG1U38r0o2c/RoYwX/h6",
+	"aGN/DGs6rbRZ70AUnKn0A8WNIdfIiBAHxuiFMXF+87ruHAm2L/1eWwtgvPtQMd8bmCFHYA2Oalbgbg+q",
+	"uUL6pTE66mDp9e3ZRySq2CV07RnTox3TjGvWk2jMdaf2lbK/bjn1ULI25hvQNSyP56FrD7Tw1QxC25hL",
+	"nt4OH2VSw6189RyVtSa1r+asfoRJbQMX9O/KA/0wg5rGkDVs0ygMX9EOtlaMrcz8Tw76K3DQC9NO8Sty",
+	"UF2E8qHi8NOyDn2rReq1LfeBlWRtunK1XRxnd0wW2EgMy+0yXmCLP/Nlj+hitGQASSkziFgt2MGYU2io",
+	"MPz82Wb4ODX4KNn7/BkdiNqctdd/oTjH3vAlNGYpS3ro+jlljzKocJDoritszDmUZ8JlhAQ7mu2PzBMy",
+	"1G7kcoCQ7JpnOqk7JHv6yb5+IkOyb17aH3P9sEciPIjL2HTH6JdMUZPCnFzTW1buoAclU4wyAf3wnpOE",
+	"LiV+qenDZJEpXpmQ3b7zI8YGbWCc24Y9j/l2akczmLP0Sa6L6jyBMg0VNEulYw6FCqg2FWgVd/HGRd6i",
+	"08Yb94nRQJvE0IGZoDXsc9DvbxP2WZ6n3fdBPehTs73WeE8YgyUPivg8M9+uiPncKkhv//cRo6eBGYyG",
+	"63yFA/AVmgzEDV5CgSnoX72Y7MZDtrOfDOjO3uT51c7L+BnbGdK95AUbTHav9uGjBd6Ny5kMRoMXe2EA",
+	"0QZWdFprfkYZ6PnzF4MwUMTrErJqHN+gQ2OC0VChcYkQWoxw4DHYzHdagQfO8xW23++r5WkABEU6Y2JR",
+	"jFaR72ArEPUbIGo5ygrMqhDDTK8VcYP7ZdjgcFsJzfDSTUIGsfWM21DFZbH/lNh+BYkNKofXz+GXCx98",
+	"sKVjtYyH5eN3jLv+y+NMKt4Yx++c7lKc3dlAJl2uHgvFYYJJWhzoBCN2m4qFNO+ktpFEaV8tpdNwzMvk",
+	"AW1uDbEFGrqrbMKMml5Jn+Dp40L90d3YZjHmv4wt9hSOoCoW6SiFX1TR3yp25hdS9H+72Jk68e+P+r+m",
+	"7t+i+Duta6thNHtXz9kgeUmfxbuT/ovhPntxNaB7yfO4P9l9+WzI9umLZHC1Fz+f9NkufZa8vBrG+5MX",
+	"DF666se/XhjNB3XF4deD3zhg5r8nW3L6gVQI7W9kRCiY/IX4ClT4gCAYG7Ci41pQKey4HfB0EX8b5OxS",
+	"8G/A2h4abqEZUp6yZMyz9Aa6aeGYB4Q6VU5GbkVPQHJbkvJvC7aApt8R1iZR+lpZpr9kXWOsZZJ0e+QI",
+	"Ooqg9i+hhSVviBfb29fHfAWvCldwKkg4ltZJ4GNc56yuzX+daNyv44NUq9OYoGsTlUWKBo+khmrsdiPq",
+	"R3XyONU/YwT/K9BMm5guC6IoyFcMC9yKfBZ0Pt+BOqw7gu+YMmmtzWSAYkCOzdUiuwkrVZKdUprxVEho",
+	"eYrdIUSOrT9Ih7r9KCotJlJooQIderCoJrY7wsYlaArCnsgk5d3QFug3Le10Jw8ZYYc2TmgM+Yn1Qg/Q",
+	"NKLs+RWWrXFednvuKNCS3zReBdsxiPjYKQTFexgwVyQ4YVikaswjmjMsYSedalHMsaHa9iPo0I2ALMqI",
+	"FCzLZKXxAL6Jv+t2BmN+m8r0KmOGqZRA7xGlrWvWUNq6sQse/A2dafBvU6bf7Z1iQDXmN2xpNH4LthQ6",
+	"hJMknUxYXtY+1xxGIix71z0n034mrqBSe8qLKQKuC1kYSjzWmo3dfSrRwtcjH0Th9P/SzW0bTZJ8uRqI",
+	"vICiJ/zIVvx7sCe2PEqbzgqGnTDQaKJua70kIfzd1/8LPm1M5t3V/1LFAiuhqQh5Q1T89RVxn40f7sPy",
+	"cw0Y+F4nB1Q+sqAoC80pVjk0jcxMj5QHawtVwLUxSHU3tJCjbgVO/iuzyl+Q4xxZMrAyMB1IqiEx5gCw",
+	"SqO3JI7mSOXoXvm93uJus2olyHkwfnInS7XI7uc6ph2erigtKvTK0ijo6/EALjTmJRtyi4o7zOE5dt93",
+	"R29wpbDRxoKLIp1YAjvmUBLE6fiLKzSlLlk2CUsvmClLiC2PoRT+CpqH471LZfEYggfUbduLd8Yy6CP4",
+	"y1KrFvqEppNDTsmZWPydqkcAc3wIhMp8ORy8VF/t7+/vl1++yhdckHfpjDbok+nB+GjCVJ5NO3myGF7t",
+	"qKbY+n8zGuU07yxB4l7rX4cu6YarrRQJfpdVetNpIR67IFlCmB5IfECEMM/cNlhzBbH5VHBFLVC0aoia",
+	"VggF/b/j/kT+qMal5t+6g12PHBo5jWY5o8mS6LJqboCb3YbJSQYadq5N2M7vJoXH0L0RmdNUUTDdVKSS",
+	"sQPQ/FsOIvIK+mUymX67xFp/QWhNJs4oBGwwOgu2vv6wtV9eovuyiR9Vi6/+veKBWomuufUNLNIVE/OR",
+	"w4rLLM3H0NKVBLQ21/+WdpC2+pG/vWhpch6tVLYZxV5v3mh2a96Cjpe5FX46jlHk8mFyI1krNv7/7L3r",
+	"chvHki76KnXwR4CmCQEkSEpgOM6BKMqWLZE0RfmyDAe7iC4QbTaqMV0NUliyIubXeYAd+wUmJmK/yHqT",
+	"eZIdlZlVXX0DAZDU2GvZETNLBNDVdc3Ky5df7gIPw9M3SSKg7PdlJJ4+7TNOwnMrlKbCn26OJKo2npv2",
+	"HoAEDkUsGfJaBCwQN+GICiVieMrL6kVmw3iiCkUKuVsWuWkClGFiWJShXoSplg55E8YfjLWJEi4VpyvC",
+	"+GgyNaVeuL8yqPp/Ir20Usg9frZJ+WX/auqhTfu4p0K4vigBT9AdhioQpqv7WadOfGQDQ/X5Roaqq33C",
+	"ONEHmMZaUWRcFYotU02wQs0O8nciLtRUuvUNzzt9i7X9tOY6lDludwUQRv0cSjM/VBfwg7JnNFQFdTSW",
+	"y5RLWJR/YtPYzLC5QM3E5V17laViDPRgrtJ4qnX+LfbDm1PUw9NwFM64TJVBPPSeA3LPvs24RO3rXFdg",
+	"Xrvc6u69oP8a1Zpl1Qv3iiY5OWPvqUTa/VCvTdI5/ssYN8b4lZ2QL26KR/FVPF/mHNQqUEHmGqVqU49g",
+	"XrOrDBftlQVtIkZxEmDJSyLB8FHoUs2SA2spQ93Lu+xl9ja+ugKWqnmhVJ2be2DFes5wrxeHb3E+H9hU",
+	"/uNrZ5l2/ZjpwLTxUC//lxMX8VWhpOI8/ULaGR6ZeinxPuVJquD86ROV66WpagjmlosN5fb335+hT63J",
+	"2enx11oj4gxYIz+cvcUyu0Op9/ANj4RM7WMjt7bNNIai2OlELBgWfq/1GG6XhQvwVmvpNZRF8dVnOfFF",
+	"t1Z6G7uSrM38WJED8jKJb5VI0AmZq6GNczBXIhlK7hC2U5s5C9SDwAUdO+ZjiRHzisNJEk+JC/T9iKMd",
+	"aWcxTqAiJ77SmauWifdiP6jeqFsm/8DW+eCpx7i6xjLfQ0k42zYbqGtTP4wcocVbwEhP4wxdV4J+j3vt",
+	"HhKUFgCa1POUueZi1eg3aCrXFqrYsS/ia4TD1th+vf/d1ovvf3oHiVBmkcq+wd4K7kdzguEdfSgu/2wm",
+	"rw4uuRJ7PS/84eXJ2W3nu6+v4sFgMDh+/2Fy9OFK//NI/7+Xh4Of9f+OX4/ef6v/8epDdPT9D2e97enx",
+	"9b+9e/H9q9vBq8nV14Mffzt7wW/hkW/PPuweJdffXl1dffVV3nVpduoVAcnv7bk0S1ML4HIlhn3rv9oF",
+	"YnD7Zcn7ha4RFU7nkTZHEUlqY4Bro0nfm4ay3i5Flg6CQFmYEAljjpzG7DKOr8u2yBOVgXOIP7dIl1YK",
+	"sbfaQ3nERxMTDoL7AemgoYgDYXih68jHizHouYx0R/xYmoqpX5ly8Squ0mCLiDI2DmWA9dwhqRKV48OT",
+	"4+Ojw/OTs4tXZ29+ODr7yk6/Twm35KPotipLCJtfvxciOMzCtfcgVzXL/SARZxf9Yp88jh2ARTafNtFr",
+	"dWXU2WHQ6y+CGtpwVnKGfDeL7fIgeADozyoR9nM3pAyv/ZMI1xX6dxynb/RKaS3SxIMeTCbbfdbX05bN",
+	"oRFSZbSQtcLNkyimhSlkv16kJ2vFPraZMDdQvi8iyptQwmoW8ZFQHtWy07p6yxR7ZrVAzkywO55ZqxJQ",
+	"TGYoCau6hWAAn0F5NXC+EnF7G3yoWI/TFE2d8muIdmEXXICn1tFB1YfKvOhaCCVr8qHEH0P5vjQG74Vh",
+	"Le90WmUXL8p24xasfjNAF8r+36E0b2n2Oh1tZt2KKGo92qXxNZXd3hwieofvdW0H67rCH0bwJTT+u0Zq",
+	"t1oFojRzA+/TfdjdxPnsXCFYmfZ+t0dxDpfdHLBr/7owNrkw6oSNEuJPcGmE8jKey+Dxb413IB9dcKg/",
+	"TuKpz5r6nAQEIGux2yRMKy4Nj8WJ8TnDfEOkzqOfh+T0wG2M9R4oK9QQvygQ7PD/b+N5FGQQf2MF9HO9",
+	"M16tHHcuT4SB38BVhG4Zp+ZHFQ+wjw60irrOTZ8+u1DxPBkJqAy43SI+u9okX7gwZ/PLCNha22yAlRb1",
+	"LRreCMlCGYUSwproWyjwz5SgbkOZeYiKlayplsej3FBvaO/d437Si7iavp6Kj2mj3/gm9KA+xgJTRLRN",
+	"CPkufPH/NtaXrDSCL+KRmnCITleMVlAhfmQK2Rl0qv/Td5KJZdtgptmA6WIm4Plu7h4yxWItQcn9byM7",
+	"Z3X30SvzLiMF6CT/dT2tfT1ZaabVTgXV63E9S/L1T3BVuVVnK5nTtIGsIAmM4Bl4xnPSVxVFoMKYRZbm",
+	"V3YPeYxCBbbMstKKPLj3kfOiKQKosq2Psgg8loib+JrKhrJxxLV0fRwt3xb0fTAPyDJBE4SpW/swL3eO",
+	"Xq4kcWhu7N96AZZheklw/xzPE5LZE66YmoSzGfg4Cq6XaTYh9xRUZmrrJZX5BWyiv8TTuuLpVp+viuP4",
+	"wLLIAjJWl0TeAynDd0i0GQ+Tx9e8D4m0X+XCkSrlSa1PHWNVIPfCsROwnPCAqRGXkurBEyGcCWIMZUVE",
+	"s19c4ksxiqdCWewIeFUcHVXGtpNAUsRmhCL3qCX9InxB4BmFNa/UliKfjyJ7T/XyfYnsBmIJWim7IeeX",
+	"eZjkBr0aj5nbcMoRilRYRzTWwES5/Uu4ritcs0OrD6xy8Ql/Al0PTN3ZlwhMnolZnKQ53bhCQWxq9c53",
+	"FB4fhZF/RB+9eeVbnl6gvgAXcktvYms7eUOpxRKyfYaR2fLGUYHao/FTcEZzUHZUsCbOpCHVn8Y3kGR7",
+	"yxOtZRpBiikMFdFOy1ijTXtXOX4UKXmGw7gXZfwqiqbZXQ09xxvY8tTPx7TlM+lKL3sIu/pOzJ55F1kn",
+	"f4nSTUSpNf2eKIKHMT7S5ycSwRVSZgFNMS3DH1/CzmUUyuvHl69HMqASPwQdteIMbqcniqkQgIcq81DO",
+	"lUio2ExVZlidRjmUeTiyo1OGZTjxowi7DzirDycoXuFew9V6VDHxgV7xl3zYXNWq3bN/RIFAPFq1kGKs",
+	"n/BouaM9fZJMdR+RGipb/cEB86W4xVws9ysktWE/6hMN1fm0jZixNHnsMiZW2jiyPAQQS7HNmWQx1Or8",
+	"j1vJPBKGoF21pbiFvGNkBPxOLPzWAeNOdwoEA4biz01MdVG2mOulYtS5KvqM4N0sXdalWzDmughoe0EG",
+	"G08NdUJfP6dFWzwnlupWm73GWkpQFl+PkSeCRWKcsrmkgoZLkL8fDLXaY9MMsOb7f/xXzE75PIpb+gc4",
+	"v+6jxMS0npGJA/gfYyPoAKtvd3eZvU6+1LvYCIoztLH1ft9iN+tQE/zPlLf5H4f1nglAFuVTQxIqWwrx",
+	"ReIMuyfINyerdOdL4qrRb3wnFq78JZ8ani9TQBfLU6x2T9THW075VSjBtIQSyRbBC2SnTxSbS5fWrsia",
+	"oGqzQ7qtNhtEEYO6G0OZKZ8gzGJ4PY/azB+HUSoSfUfwZDQRbj5H4srY5rVYtA6Mw9Fn10LMbI6tCIay",
+	"iVVCoLhNECr7DWtSbZCW2/ED5menn/JBsuOJWSffvj85ZjxJ+EKrpb+AtxWG+Cv4CfBmbQLHugpvxAHm",
+	"2wjLLpiGUz2VN3rUAG24ncSRYAFftCDn5A1xt8McMXeKkCBRa77+JzrxfeQe9Ix58tlfUkkG1/yOyjHn",
+	"4mNK025IFJy9b5bAsNC5VWSUlnA1lVVwPetKxmzv7q5YMuY1tFNbM2Z7d3edmjHZbnD2gFesGpPbNrGs",
+	"Lx9Dgn/92jFv0XKpLxxTyAiLk5SN4mg+lXVdgXDay0WuLwHWlWn09fXlNYScT7W8gj/gMbzQvGwczk2Y",
+	"u6Z+XXG1TrAXdmCU4xUGHmwkj12LhUcqkseyt3nMedkKRXDgPe/iwJTOGajR+vV2up01Cu7c/TuklQkG",
+	"6Zm+KlZ5AjWc7IlHLOqzsYpz/5DETn/3eb/XhQmp7Ea3w7p7/V4HywvqbrzwXCo8jFoDFV6NpjWfzeIk",
+	"reuE2/6y6jRYx2rd8jQkZlcpS+PInH/J7PwqzeFx8/JRf9kytV83Vn9MA/0Suy9yFbnqkbPI7IMSaFxz",
+	"KGVdqjMCUHj29RHFbGdJfBMGItlKxXQWab3i2ThOTPc9YwYr5ishA5EQxYnDYuJhbTvftHRh4PnYifIX",
+	"thNZ5LiiF/NZFPNgS79kCyoPanu/2BRgGeU8iqA9Oz+g8mg9St/fZppWUnx629vM/0S3i8eg+JVaovDg",
+	"9B6axV6lYp7tpamYB7m+TSDT3vOYEoL51OD5YibeBH6r7gY2q2rgd2sIkKz5uouVfoTdCzPNgUssxGJ4",
+	"rrHjj3wXPuY95Uyi1mrGI5t15pVmuKYiTwdK7z7Pxdq727mbTf+Xh/afmPO7xd6ncQIEj4X9DdnQJOOc",
+	"49PoN7qd7Rc7z3v7u3vwL3pnz2uAr+cCdWfz0xfP9/d2ezvb8C+93hWXVn4IcHPmJ2bJpNSV7Vvjtq9k",
+	"vSnNBlJo333vP/yVmzvoq928WLXDHPc/Yq2d77U4qaoa8aiXtzuTd1/ghWnMu8Lxo6qbO3ft3V3PLbu+",
+	"MR34/td3jlywmVFa25LwLxeMrKWsuL371FCawvbAhZvOEwlcuNrG9xkPAsUSEZkXQKUH8zcjZ80sEeDF",
+	"hfbhzubqWgT6smy12dENOEjQbCbwPyyZElTCYXD86gCJPOIxc4vRANBAMSluRMIwvRqu16dP3xO2oP30",
+	"KTv6yEdptACTLJlHwmAUPDT6Q2VQ9GPd05EIhByJvm6nm1XjBS1CBs/ixPlI+dTfpozlFpQVavWzaZxL",
+	"ojcCgAT80GIeQkUdPhhKxpivJvHtBY+iC/MLcslgATtxgVw16JZJIRh4JeMEHt9uO1Rx5YYQmtZnAooF",
+	"4ad0z++3DoZyJ/d4/n2Vz17OU/Z+xqesuYf8li8RS9eE5npuc00sVATbq9VnJzM9V92Wx04J29zERBH2",
+	"JgPIseZOC+fwv//jf7MzoeLoRrfea3nskMuRiCL9527Lg5mr6QlMlPgIg8FNYVwdY1jC0nR7pbn2cJPH",
+	"8/RCAQ2S+8lcicT3IChzI5ILFCwB3AapkAGXxqemR3IxB8yMZe+DTFNu4xsBRVOmB5CRCUhj/a7pPNXd",
+	"0ApnqMdlWpwJ+INODBEC3PBoLqjEB7l+9EApiIyn4lx8TPWJsD7HKU9HEyiKKBe3E5EI4wdLxcfUK6cO",
+	"GZ8Y1B5JcqlG9NVQiikPIw/3J5BlcIX0Onw00kJYdxhCXPpEX+ovhbzS0pc1/d9iHvtEQ+B/G//jv2I9",
+	"D4Pjgf1wILnfMsPhV3DAfS2K8TiGinF0W2JdLxQgWLE7nSRCsJRfsesQanSDsOISPZxwTvkVCwPVB4sF",
+	"hqVf4bOmfoFD7qC/aelpDkfXouY3dtJwZ/qjZGpuGXhgKHNPHJ69Y0bFEpXtoDSHV7fZAMaQkeRcooBN",
+	"9HCwvBkMaigtTAqXvE2TZW0Inym+UGxCGCriqAgD/bLpZShRED5l/k+D41c+HMnSrphwxZ4+BRnx9Klp",
+	"IuVXHsQFowjn+wCbOTlb2oobgX36NKM0Mm0qbFQuoFFsE3rWNGIGWn/6FBbXLDZK36dP0XqAXV+iYwpT",
+	"lX+PSZ6D3mtZQzNiLyXWhFo6Dp2Ts2vgBy7Tk90ruH0HUlszLkcch+7Cz3mK3c7f5+a46l9PQnlFx8Aq",
+	"8LfASAQnQpsP+OfFNJQXVFzeCBDnS/4x+xJSmggoNOUh1AikL1k8RiSetfa3e1uTeJ7QSz3mj6M4TppN",
+	"rfAySsi0aMR/Y9s9NmFbTMa3LfYMq+K3fI9xImEDR7veQUOJ4o3aRU59IANTrHOAXURdxIYdkIWLfk+F",
+	"mODezfwSjg6k5TESoogQVAnsaSJUmoRAmUD7TYsMv2BjfLXjEymzoeQv/sLPng+VFoZaJzALpdUMXB70",
+	"Fme7FnwlJCli4+J1vn519P6wdcBSrfFcJoJf6xGCf8Vhfx7KIEzQA3OAcbzsdJmQTMYt7YNpYlLneOqD",
+	"B6PFFCJJlYEgCJU+js8Cjkq9z2ItK357PYf2Fw4y5Cd6SbTBa6CmcGHoOqyq+dCBiHyX6iISHnP747Gs",
+	"OzWzaDegB/f+ViiVkCqEKm9Nf/D+UN/nejPr/+VqhEqKbshvtdkrZ7cvXYl3CACvWgv9rLMaA/iLPuRq",
+	"1EBjuTydgF6S8+nWDU/0q1Tp6bfxrUgG0AT88xW0s2wZdDftQgzeH+rBQmPg11jRafSLYTxyXBEnICOR",
+	"gU4PJZuIMBVTdbcbwT17Z2Su6R1FcwLKA+zG8N/n4g22CYCLsrchCxLrfZbZgmnMSKHuWxpqver6ctX/",
+	"m+nUqEtnHlp3dD7aEDXXTqW+dbdNi9ACNGXr9pkWmI3qtf1RXwDWD8nyE0Aj9UiJwFF6gAb1WOX6lY+S",
+	"G5iO5XI1XF8Z2W9cVZyBJn6AB9HRwN1D2f7DBbHXJgI7Rz/Mjvdcn2mrZWEd85U9a/oR7Gyjbo+TRZHZ",
+	"CVCkzqiYB4ySaZm965jTCF7tBd27bvaNPVOz/0C91O8v7EHX5HEmx3N0T6xHkTdFCOEBenXKprFK2W7H",
+	"ONerkAXfxLeuzWUMBWMjfFWt26MPIdOwD8gY+IqFKdYDdRTyg5JW/xWr0Og31+dLyvzStbBLVnPpDI5f",
+	"OXfOT/jnTydnDQ++WvXuhtXIto9ZXt2ex346OdOHWrdXXpITwni4ii7FdVAC1Q0Pvy1GbaahDKd6MF3b",
+	"c9oPdV1/D+1UB2jqwSmGwzcudz+rUIpdPLBYlaJJu0SAZ76bDaAqP1IPsIGVISsn1WOhxSD3W3wjkiQM",
+	"CO1lLivwVym4w+qWyypgq4cMsp6gV7Q+1obf3xll219Pf+l6297ORkpKZcdzKsqd+oh1uGbqyAPMfp1k",
+	"thOoavUDI1dL81l5QKjLquC9NV5RxyPqoSfU8YKmcdzyLCto5sd+lnNgQ7VjLUtrB110lW5wlN5P4lvw",
+	"BNnlWPU00TzwSMXZZJDPoBDcsK5iPQd2XlaYgmqH8N0zk/cXbzAtb2hD0njuIWGMsB+50fJ/imD+RkP3",
+	"2OUC1eCm9Y3DL3PumjsngV9GSCq0ySwc66aWzwMUz4a5KFjrYnopgkAEAAHwGMW8PeagAjw2m8RpfKFi",
+	"bRddSJHexsm1x+hv/S4hryifJPtzjTkVpainc5Fp06NJpSs9IMGAIBzWKtNDumt/oWuk0rzY662oL5nt",
+	"pDtTZ2Ls9ZbDZJftqPzwa0dUAjfdU5c6zL93ZaXqHb6p0nvLljpvHQh3tSO0xpnarHCQ1h6qap90cRPQ",
+	"XPV6HS+bus6qU3cyHhnXwDSUdvx1cqajx6bfVTWb2Jf7zCZrWv+2684G72qn9aXmOnPxP95c84/3muuK",
+	"Q8iVCq+k4U8LtXlIgVXWnCuR1A5df3n/M/hBiYe0ZiC+44xIH287oI1NGz3Uexg2kKG8piK2ZIyhZLeT",
+	"cDRhMmbxPM1HgJp2tHidXcapB0mVccL0xTWO4tsWuAEuhTBVmkTAFmL96akNyW8wV8dwrdm2nF34ANpa",
+	"nIRXoWRN0M9O4I+lqhnV8jNyAB9fR0kz76i/eXL4INPBuzS13pfJEljLaW4Bed2G56Dz8t7yZXP1iqeC",
+	"XrzUyKzLi4oT+MdWGk4Ra0SXgmfctZAdZQLcXKXOWVk9jaouP6cUcqpMxnHfytNqm9Udnh3dnflGyL2a",
+	"2/albKNYiq003oplrbJoefc2sK0U9WHVc/o6B6cB7A2wHtb1DX6xQcfeQcub9QpxQEu7hT/ZoF+n2PZm",
+	"HaOgve4Ya3LpiMkJV2V/sP55ve4CbW0wAoyqPOCNhuAh5DtyAuduTNRnw3mnsyNAn1vznnKgYZuMVvfX",
+	"dK56yH8ouHrZSgJsuglu6hdPeRg1+g0ueVvF87/z/4+60h7FU0JuP3/erWRGBrx5ie3zcw1Mfqdz3nnR",
+	"7273O52tzk6GC9/d3dmuYPusJhItylgXBH7e7fY73X6vZ5tHcVHI33JHQNve/CK73AE4Xjk8z5x2yk6z",
+	"SHVsiywAXNOqul875W7qJ01z1vKx9kO/29uB+gfWDa2XNodZ6G/XIuPLb4N663rX7S3Dym9nUPnuGlB5",
+	"N8a9YpJadvb/6XHyVRh3Z/z57DTn88r8tOz7jSHuQOiETE7paFJGuj99emS4ZZzQVnITjqBav75i3Ex8",
+	"uHdknOXja6MLDDAgNdBGeQEi5WlbYyiBI6+aCt8YcAZGV82XT0BtcQNgVykwk5owfwuW2yxogpVQfguC",
+	"4CwD81cMORDjUAo1lDJm2QphTlpeEVMxk1i7cRHLgHGG0K40vhYyX4+yjollKC0Vy0E+9ArpArlGCEFK",
+	"hrlP61ChFoCpz9OqWUGO1IRLNdZqcOgyCuIlNZTMmNgCg72musAKC0rF0mFAF3A/fkzZp1kibsJ4ri6o",
+	"657zjsB8+NlnTb/4SwTTae2II6kNPabXqdVm7zPQt6WfNX2Hd0DlYeyOhXsWxmRAoHlMep8ZrSYjcTIt",
+	"s6Y+EDfQBVgRG/z1Wfbr4oqYAGxhQQ6K6Pjim8OUXpIlUAANEqAV4bM2exffQBlQvZRae7OJAZ6bEUCh",
+	"rTjJIlu5vAA9Y3GSTw7AI14xopU2hjnEWPuZLdkZdnQOOO6zf6DnU4/sUqS3QkhWHZuyiqJ+B3UK177N",
+	"BlVRLpYIfUGDAxGSKdx6GGC5QykRRY3A/FPugM0nyCcRKJGydKKlodbd1QHzpzy5vtAXullQWLWC0pvG",
+	"rAPn+gjFnBYLtpiHTSLQx5U75VynWfkUmE8QRFRqV99AgjJ1iO1uKEfxFMtkHVBkYcYXUcwDRdCaS1Gx",
+	"wFR6VpCZTKJUWyVWqnJz3BRmDdNmyfbFZZxOvMxjZ3ipzvVpQrgrpXKQqlMG22LEdihtMlRzPRBcXoez",
+	"OQ9we0PWQ6/Ty/C2n/3cVsi6Yk0RnOE4YZciiuWVQi+km021aLPe9vZQVoB4qVDvlEfjOJmKgF3GAWSA",
+	"gLA3iSLTy1BmvsAiLRmgve0lMJR56HvVRdj0z4FyMUI+kjm5ZCueyYI1bUJR86F0xVv+ZZUCrfg6ZREt",
+	"lc+FCrYnvbMK5Yzuq7weeldq9pugCtJYStxr5ehoyGrRz884oBaN+8SUpcmow+7nFX9T6RAHVid6S/7H",
+	"jhZA1ugGjGxguuJR1P/KtNYB6nOwkR2Pg2EwRm4MZvE/EAWGFizmqd8r2TIUPejv7mtVFQRD/q0kykuL",
+	"lHtD1mYP6dt4kG/lNMSrSEtbLc3JCWBbsFLY2naOpQeGzCZmEFHjPXKJn78cA38cxwA99EU8A3t6V+Jp",
+	"638yRAAZU02cpACIyB84sjLx9zte4zqUQRbryGTZD29OQYSs5WzY7XezdYRoWWE3ReG0ajPt7udW4m04",
+	"5brn1l2xX+QpzES1ZQ/cmKqwAM6/o1ZuleKDffAcPcTi8r+0X6PT25Q0ODer4EyN5xJZGVebyCU0wef3",
+	"UpMch80aNxikguUvgeOYrGUqGGOlP+pdQLsBV+UvjUEB3ZxFuYvBYAfQW4bAOvBRGygwgQzy4ccJs5dP",
+	"7gL/NbfpazrkMbc/Jv8h94VJiXBMJ+yLh1EXj93VE72g4zgR4ZX8QIe6qBUIgXmiuZWrnmJ75f/S2EDf",
+	"LEzLJi2scZ1n3j/jxivtbZOnF8rZPO0v09ozjwy6P/K57Tn3QP4H1mrRepeZ7rv1ebAhMh26ZH34uCY+",
+	"m8QR8a3bqMtMULfbD+LwxE3iWY+Sx5J4rkUmKHywIXE3mk1YzKeEPdm0dNet5f7SFWixHRfq3BAYV5Cl",
+	"4vQdxnIchVo5coD3Iy4JAEe5DQEuW0kK6LVxWjBQl7ueBwHzeQXXrgjCNLMDPtXXLIHC25ZvAFmk3QoE",
+	"bUpxxd+EtJ5ZDdKANXWPITJKCg4LTY26oXSq5WmDn0ivJ/wGrJdcIRSwsMYhnpJFrsUWFMK9FAwLx7UZ",
+	"ke6BX3coC/ywjHCahY9A1zeoTvzUOL4P2DjUo+KjkZilXI4EC8QMSh3GVEXcDq6ZiJEzPxi0JL+E7h6y",
+	"rcQzfgVOCSqQaMs+sKaaxLdQlAgH0zJJMUNJ1VzpQoOqqajJYH0X8npMuGI+Pkslr4ZyKI/1kb/hIQJa",
+	"TUi4wBeHUNycwxqoB1ScpeaYgT5RTPcz8ygNTt8MpXHp64FaUxsIV/R6lt6X5pw1u50XbNg4CkLIJle5",
+	"WTRSywxhKGvGMGx4TmKKXZYRjyIchHHVkusWZgdZbK2jpp+Rzutd7zMQA/KKNYcFk1m/bYjJgLlPW5YD",
+	"N9OLPLvdbeSDtjek/po5sXqOsY4FTUizcsn4NCZqkhY44BMxniseDSWdEbO9q9wfeqrf2UoiG3OxAytm",
+	"p6ctwqVFFFkzTfjoWo/l5Vl3e6e3u7f//EVrDX3R6fBjcq9X2bv7XgnclVmdpmAl3hzlMkKHvZ3u4fbe",
+	"oPuiu/d6d2CpRHHSyrVxN53IJaYW0be38ed/cyO7O2vNvwiWaO2mji8J4j8RkegaZgJJg3NYIlevfUdi",
+	"ArSgnKsoUz4LogKUHhnb8l5B0fxI2UJA4Lf66qt+y7taOYPZpVaNoI2rO2Eki3GD5vpxUropjJTn+cu9",
+	"Vd2h1YR63b20jvpNQ6/Vvc0aaYWM1HDStUsCG4CvdJXkRHUmZovL0S4osUcwRVT8Vy99uXCTraxbDtub",
+	"iXK5+e9glcWYdr1Kd0eM3pDSqlE8EyZA3vRHybRtqI/aT7XhQbKwHU71HdUeUe3PwG+xCZ/NhBzKUBIT",
+	"3IwnqYXkzyKealsHr7PDs3deLjiG7YkENKZYoWWCS8wSKKGH1ZCBCQtqrmDNJxgBG1MFwimUKrHFp010",
+	"/lZcTuL4mqn5pZ0TxaLwWgDaG3sLg2ZNDCt5LBFpEkJNPeR3bhmqNSH1lg1yjVkmofhaIBsUmlWg3dIP",
+	"LzOtD19F5fYVC1NvKG2eDqAcyjeR8tvMFGLA0oC4ShekifkOrgBJ1QKecquhw4+fKOTqo1CdDerpG8Z0",
+	"MlGmYyxMD6iwFW0+EWD0UqVUJ8a0ahrEw2iCjAO1kKOcVtn0n3H9IZ+F7QWfRhQRslXqTBYT8bAB1BUz",
+	"xECRHkohb0Skt2gTh6+3JD29wKqJdurwr3gEQXwonOAhnQmtmd8Cei7Q+uk003Y6GMrccyYNVZn1c+HB",
+	"pD3BlJMILZ4iG8h+6iP53SyJg/nIvDc7iXrtRTTGMPAslFc+Qh+pe6lQes4JNtNHqraM4ge6sN3ZZlOh",
+	"jwMaLSLoUyYtTFIoMCD873Mxz6LBMNluSBiKCoGtgT+45KPrqwScfBXq5CnuQIg3r00W9CYQ01mcCjla",
+	"fCcWm4eicoEOI5WsOrS71dnZ6vbA89xxIwhYKPOCxJDC+AYKI1TjOt1vT1/u/23v+xc/7nzXfdc7fn62",
+	"fb77w/5PEH9AqZV7vvviuddQ16CwOZ/3OuDjg19fLi6cYBYh6HJ92O189hqwgTKHe0nmrq4/uyu0lgK9",
+	"vWYhzbt67PrjoDd2m0Ic2xzlzV307kgH1HSdmxnF8C3PzgpsfC2AneOCR+WLO+dXIMrNH5038pRAOZs5",
+	"wS958IrOT6bH6E+sFcyzoj8lTTfz2RIO2WjL4PQQSbpgT+yxelLhmYWLydrAyBviKAilrUR3TR8e7LOl",
+	"b4NwMcrm91o0F7zSRt105Xb12Gh//0J7t5AanNOWKIYJjGLOx1m1rNzHKtWGIKH2il/eQgQ791GklbzC",
+	"ZzwZTcIbfLzu/OXnfeVReKxqEIVPc2MofHcLtGPFERQ+MgPwWL3Ee0x/PKkUdi/FCXnMK7RjrUuAflX8",
+	"sSSuHw/p0+A3dkcbYKHRm6yGlFegDpBHOHO6cwWrI2SaLNDfzsMItjtPJ5A8jy9qaiFKhxo/a9tj4Lcc",
+	"7Qpe80RZk6zNBpECsIbvSJWt70olCRFtFITjsUhQiYXbROtj1FlgaCs303qY6MCpgeJVLUqN1x+BcLXu",
+	"/tD0NK0JAeQV7VUQ1MtrZtRShp+bX5fymI35XVmuowkgTVuwo1hgpIUlP/hQmt48UaYAiANqM19iUMkp",
+	"30EFMQ02ENLeld3sFa7docx8u9udDkWozC+peC5CwQwlbhSSCv0DT0JtXykWSijca3cI2NEEZ4xViEXa",
+	"WNP/9Kn7+bPW7T992oZ/jEMAcF4umH9DrV2gEQEF2IZS79AAngTw4IX+u/gk/Oai9Dx63LUdixG1cfjR",
+	"lMBDDR3nEAhGSXa22YB9czR4dXTmjAWmhJp5827w9ZHHfnjz6ugEaAhPDj+8Ozo+ZylgMqG0CSWiTgTX",
+	"SwUfXcyTiLCHiDzss16nU71DHD92BYNB3oPtSDJCkR2wXmcHFxZihxEfXZMNWto9mGXgGqMHAId0d8+y",
+	"iL7eO/nYYw1J6Sm92Z6Z13GyAZIvPxl3niQX29fdXoN04iGhfquRUNRA/5av/wMkpplzbkZqdwYmp/FU",
+	"XMUgyj+cv3n75vznhteYcHVxOU/TWCrzFECOul4j4vJqjj2fpRcvz1yKn5s4HAmAICzc+vyD09Ozkx+O",
+	"XrkqXHbPQC/w5Gn9ls5aw849HlXISSRf/En0j/9kIGU8xtmYp/NEa6psJoIwiBmIHSZU+o//1NqnTHk7",
+	"a+3lyauf3bbexr9xdvRRT0mc/er1yck5vdNOwy/2mR9EQu/Knvhw9rbhNeZJ1Og3Jmk6U/1nz9QknrUd",
+	"wNQziB+oZ9B1WFjTqQ/n5yfH76kIymrz+/nzGoSNtOL6mFbaXsVrzh4/vAyq7wvUPLJrJoM0mF+2yEjr",
+	"bI5rWn42HgDetFQ8lyTvnwkSlp8660x/OFDYCrdHJR7sYVLwIGQ90/edCOw9j8ycZS3IUT7tZq/w89fc",
+	"nrUaZqezTMMs1UNbVnodUzW4VnmEnrhLgfo9V5kSg9oGKSAcmNgxH5vDb+KEa2tEa8Uj9uHsrW5mxpXC",
+	"unIlVaWgU1YXfQuLeoVbKi4/10NpxcYy1TfvM19BX8F0QOMQ0iJT9ZkfTvmVePbbTFxBORL4ayadP27F",
+	"5cxnTVDmaOaUl7G2sncvWx7z9cvjZ9NZD2qH4F87VzP9JOp/pSe7e/SoexRnwdhnTasolh/qdPRT5DRH",
+	"SjcF+qTMkvNg6emsg6PfYWzV39Pyk5ZqIhxWw01NsWdKxWqOJmJ07TrTZWBzPAkIo3dJU4nkBn8G6wY7",
+	"5NknCJ18fvZJ9woUco9JvS15IhLKfpRCBCJoDWWosg3Yz8YSgt9OGD9eSi805fJ73Q4Lx9RxLUBgw4cS",
+	"43QYewgl299mk3ieqKFs+hkCG8sJGVZKHkShFK0DFsuRKLZj+0NRWPNzR1XXjxjGyAIGxcO4VGkGMVCA",
+	"Z1EbHnFSgdoB/sbdzouh1N8DQi2TI5QyxGJpQ56mcdXKPGjVBxMK1oSR8D02l8rArHBveTjcmFjmWBRO",
+	"w9Tw/ALhnDUBLC6H2l5JmmfZPKzX3cmsLeN7AOxkqLADuPWrk3600HsvZPAOpOOjRiqm8ygNZzxJteE/",
+	"3TKRCefu1HPW6Deal6HUcvT01WtzGFsVle0oYWXVu7Qw1scEzWRDq8pW2LUIlL81vIY53Jl6udV7vt3d",
+	"ac+CcUmfveKpuOWLnEqLwuL633duOotvdkfP1Y/T7enXHf63y95PNy++7c73z/dmb5Pt8ffieXA8+lk9",
+	"K7/n85qzKGi/VOglUJWRYHha1JhQKZvLNIxYTn4Q1WleWPx5FLzT4sl9eA1vI+GQh/7fO2zSXWFKT9FZ",
+	"ex7Hb3kC7FerkUTkX3wm9Fb4kvilSx6cL4rRjw+ZNGfEp1qB43mtBbwNFIyJJdbqRB6zGpH5p9aHPGb1",
+	"HfNPrewA2jyvzcChpBvodRiJimSMaFnXisiq1KxNHs1Ue0NVN/1mCnClOv5SrdQ9BkSJcEnzwspgesDy",
+	"i7ZguaAAc7R1V6WvN1Lu9IhXqNFofawCVUrETXydh87XwdCRrsDixi4XGdI8DIhEebfTYWGg8ing5YjJ",
+	"LIlHQgGXM6VQD6X/CVnBPfYuU78I8mALT/qAvdG62+8MYw2/64s6AA80+50lkAbGfh/K37e2tuz/6Z/7",
+	"U+HWSfgd0Ea/E4Mim00WKhzxKFpYtdXgMQiHkklEvf30T81lk+HGVRpGEVNC5LIyGL6fR5HPfs8h3BYi",
+	"ZbgCwYHrz8eqmGV0/O/m1wbxZ79pFjqiu8DNULacd4YjrSqbD6Y80a2ZVvNDru63iUCZZ7JvqidOtzKU",
+	"PtJdoAn6lUNW7hJwELYe9Wo8XWN3ItsMIsbUpVDlTuU4ToYSWZ2ZpXFGGotJnMZb+NUWEUDnq7MHoUIc",
+	"GYTscukH+uvLOM2atKYuUMvECvc1YHlwu/u4j42rzMb5EsFVLNvspBKG72WjAqKLDI+5Xj5ALhfAWD24",
+	"VrlkAMKMwZE0RllVz4eNM/3w5rjRYcMbyqXJAO5RCRXQ5jDLmlObGqCqXHVAxegxH2SDT2BCuB/g+GvD",
+	"Sc+yRyUgrQAb8zCaJ2Iobyd62yU05CrLBaZDWMDovSD7Wt4j/lz//x0wYrJjYrOSFeIkGjyKVtfv8v18",
+	"PKPjl08GPetgno1wgPN0I5JFLPW1/p5uIHxt1YOZIpv9Gmbh8/qVMXAGTGbw3RUxTqS9siovqX9SJP0l",
+	"D94EKq+cQWUOPF012ligXD0PORqyuJeZY0+3XgHz+SCvZXwr8Q6vfgOKetMmVuqCA/BwOl4OcoJg9Lw8",
+	"YAVxUNDozkisJnT1WeH4OMhyF6xbD1uYCDbhMti6TcI0FTKDtey0Oy4HGiCMtfREJLWBZROgRiux1pNp",
+	"gL6ehcYAJjW8kjydJ+KAWS9iKrbGcbKl/8G4Yj8P3r1FyH0zEKOI653iow+zz9DXgjTOeRH7tUhNr19R",
+	"hxtrCSkzQ1ZINczk9fU0tDtDGcpx3B9KxtIwjUSfHerLHhdLT8rX6O/ITwtUt6WMnT7rYkM5SlIby8TB",
+	"NUoFGqqN7RI4m3aaGM2TMF00+r/86u67ykeMrpTvsbMTT8wcq8avsKEmgkfp5O+1W2lAagHARuAgkK6h",
+	"xSKc/rmUED94ZXwD4HamvEwhR1orArDEM9AZ/1691t9QP+7r/LJB5/h69WsSX77EC2IGyyOoA7hsXd6G",
+	"N0IKtXTS6zzstavwXp8tGx2akxcMlbPTk/cUbFklBGWMBggPoW4Ll90VvxHtoTzOe/j7mSMNgfDADCav",
+	"5vqMQEEW/auWMVf0hRcn4d+JIxIJyxwvksmftTaK1lVNGsqISzYW6WjCwrTNBjjUu6MCxSCDFlofzt4a",
+	"yBNEGarDAmFaCgiAW3yMeuGcricYYpUS+LVI8/7Ikv86Ez1rOEgblfRU0IvlsJWsKEx3+zkUqbB/l0WQ",
+	"5/auyvVb0QfrLF6xG1D6cnk31gO36J7lJHqNr34dWew1Mq9ZdePfnh59fd/WZ7Km8dPje7d9Ky5n1Y3/",
+	"ePTydPPWM/9gdes7X5/eu/XprFfd+LvT3qZtVwpxvXeJ5Mf45tzwq/6MXte+p18eZMEDO+M/5GQR+sU3",
+	"BtWcZ3FLDIeg4LzlVpA+WAABrx/7mrlESEP+bffChNRpR2s6WCvBHUBH9yyeCbm+xn0yE9LVzLx76cd4",
+	"leqrO44jhaAOSANbpOA2S+L51YSFUqWCA5ZyxhMVGjqCSoWLOvhQujXNEqrWOyur1sBV8Tj6dHEF7lKn",
+	"Q1V6ZJkOZ5Ut0rXVs0/AL3eBhd4uiKG7crcccgNrzulHNo5u1HcgPpLj8GqeZC5VozA9UUyJNA3llepr",
+	"XUbrNIDzmV+2p3EgvrIZpD5m9t6IJBwvCLoh9FESoI9h/i5C+aJIANcsULB8nAlTb8t+BZmHACiaRVz3",
+	"SHxM0dGfax6RQSZsCEwr2q7WYx5KnwLJjAdTom6WIjKj3tJbh21tGehQGLD//o//w7a2qDX6wG+zCmU1",
+	"VBk+AyDflTPtYfQIth8bRVoTRfqRXsdBM+hJNB5OP5tMINc2qcWFBKmDKgUStgXDbcHCyoTNH2DuTET3",
+	"R5yIZfqk7U5NuQyzCdYoG5hXCffG3dE2fyF2LveD3mh39wXviO3g+bh7uT/qiW5nyXtxI1wYjbVGNdy7",
+	"owPd7u7z7U631+steZXdlmu9526lU+/qZ7DB81Iu16lSEZLl8sg5XWI0iW0G4z3u8QxxEypDovAwpH8D",
+	"BrPN7AbUb7DkaG3Hmblpz3PiIn+KHmYIPyaxvMJDHCe5191XwzssQmofpsPHcTl5BysCaflZECKPoDNZ",
+	"QIm5fmDOaEZAu1ETfu0yZpgnluhQnc935H6c50NXYVCXavWkMAnNMia1cAH7+fSQRrfz4vn+3m5vZxv+",
+	"VW3kFtpY1dbVAvVOU7c6qp5D2pyevD/XZzlXEVBRyRXIRvdsUjbyQsxS8K9pFdPSNnjAuecxTKZvIT8H",
+	"lviScWoX1eL9aQKfKDO5WiuwkXefLiSC2fgOAlXbTTbaOJRFBYo1v074bAL37M32TrvT8hjRxGNOwU9b",
+	"38wvt94bL/LW9u5efyjVhG/v7n01ER+b37wbHG69/2awvbvX5LMZU2KUiNRjCb8FmGGr5aP6YT3RoDUR",
+	"8tUCM4BYA9VlcD+J8EYEB2wuqTdxwm61vIgWpn8uPwMxOnS6SNoDQcmspkSVz2wos/64YSCVJ6nBQifF",
+	"5WaYqKZyfCwmSJonz58ACvfW5bTIF2fAlDe/5QFIl4LrOPeG7UrF82SEWYbbyCcKBfkgMZOoJfNVW/N1",
+	"IYYye7cJkpkZ9tvsCHbqdViIUqO6ygp94miYozqqtzA6GcXHtD/EahLNbosATay53SIQE2vutDzG50EY",
+	"s2av5Tn7bxcJTVQajq610Nh3km4JYyDS0UQEFoadUQh6LIpJ+jWft2wStGLNFy04YcjN0ex2POYnYhaF",
+	"IrBc1g54Hn6ZhRD1WmBWETostYDWTd0Ihh8/g+q22KBizW4XCOWA07Crx6wWKhVTAnIgeKHibA9ls7uD",
+	"mj98WyiK08rjmfQC6Xf1vGx+HLGMuIVWmw2M0MmqoGRsegSgHsfJLU8CpEppHsmbkAec/ff//7/YkUwT",
+	"cTUX8MfbMOAQhH/NowkvYiT6TPDRhARUtiZPVJaFbb05ozgQHptF87oaJkk4AqZBynXDcwP16kk2VlU5",
+	"MZtZQQ667Z4+bk6hlgPYqTglqeGqdCvRNBMxg0M4lHGipygSLae2sR9eSX0AgE0If+jKnqKwweNkb4Dc",
+	"kYKSIUMJ1KAY1MxCdVkUp8mZjOWW/ifWGAlT4FYy3JgGvA1cP5lLQnfV1ZCe+sa/70reoSyJXvRRcMti",
+	"FLTabNfYWdwcqifGJTWK51Fg0H3Fs2nHOpTN3NCRHEq5zDqLVjVyAzpxp6lVSBKjG8ln/8ZWu5Xymgc9",
+	"vs+7l0Fnb3/8fCz2RnxX9PZ6l7393uUlf94djV90d0fPR6Neb9wd7z7f7+wEwf6L57wXdDu9ntjvcqOx",
+	"oE8r01kqbtE6g6jb6dQYRKsAWJ4W6WVkqlVHqnF4RSmlyEWSxbbzeZ+GU+eXT41ZEo8JW0ojeceT0LD5",
+	"f/Yatxw5fwoFCX71srbhhUk8reD1h0dv+TQM2t+8vDo+Pv/w8d359c7x30c7x7/9vH08+XA4ePnm59e/",
+	"Hb/+/rfBVw1D9miYxCHR9P8B1Eg4FSrl05nWIvf3evv7nQ6wFdFMwnNZt0J5dYGUUqnuwYSnCms6TEXK",
+	"DTw/CNUs4osLV+E0g9D/dTqdrqnJ4OijZTX2MywgfbX9Yud5b393D/4FXUL2C6cfF4bfw+jNeeuFBwHl",
+	"8p8idUsobBKwKVSBTT5G8gJJQyitnq1xVzeLui58syEVUf7Q15cLOLWonyYwDI7iKxlSMp6W9nkxvWg9",
+	"hCVvjC4jfrUERCGuBfHDUfm77XP7VrooXHTTfQeSU8gdlB7o2Q83nrtf809g6W+aBbEpfOxenp0M3ele",
+	"5VoJnjxQaGmwodZwkNMPmJrAU9A54JZcHiIg1aGoGpv93iwZ7Zihi2Krta7b5LPXIMBMbRgBMTkij7Qe",
+	"cYmhJuMbpOqX+tq55EpYXbCpu3cmglB52Ip/dvTqzfuLD2dvfcwkhdKHoKrlSCDVhM8EwmpvQyUOmA86",
+	"n/IRk3w7CUeTDP6zQIy2hQi32VutkV7yiMuR7geuApCqz6CyAMStYhS0ete5OBWlVccaMMYZzta9Oadh",
+	"MCaRTk9ZhibaBFykuwXXbdVOhj63Nzp0lf10JjrX4eLn9+/5cZyChb4olDRF9Bc6nu46T6b5ujBb/uFP",
+	"DXSzDOZakf3lV0AD651e61c0cSZkfUUMFchY6x/gKfNzEV6/DLXXJucnPb8X8yT67GsjOIoYkoSlE8WA",
+	"RJJ8Ks/4LPTbNnPyGbJ8mLJNxaB+LrljSxsSo1hKMaKitTMeJlAYc8G+PyMjFx06ni1bhDF0j0XxVTxP",
+	"PcdLCEY/CiG6THDHsKZNMmaQr/PCeAHdQbfaLI+MhRwIUhxN4jI5xhCZTzpZHwuqWxbnz36b/ajnRokb",
+	"kfDILgqdboV2fjbwJ4pp+cyUwJK8oWITEUEMjwjx0omYarN7xKMI7xWs+IpIfyM1QuuIQJ7fMAVEGpf2",
+	"1VamYMBu4XSizVaq06AlZ6zMbY1cWNTI0oBtO7PdDrMVr6i7b4rf0vudfKCmT6XiiLLX+cKpI+e3bJKL",
+	"Z+sX4L1EcOaKZU7mkahc4mxJs/5bbHO587niLqW6jKpVKluMJFxhlMJc6kHNiFXMlORC2mFbp/R0cH74",
+	"DdIGSybq+LTzs+3Umyl3uZaTu7+UQtvUo8XCq9Xc3Ydn7+wBEsorEG2rVgbjSD0iABljCV+i0K4kzV6D",
+	"gzqbBeLfKw9/sCqfCrqjK0E2cJosKwW4eW0nV+f8yDqbIXUqdphJ4CqWJy32F7eTm06XHTtb2CXU+nbu",
+	"bNLDFW8+maeo7VWuikfNWVUziq88oIsmJudRIlKWxCl66fPTY4iIDLAEJ8er+AIvg8qv8IRgtlPpS7w0",
+	"3PkGxvEUrNqZSLIksQPLzW/EA4Fqt7e90nWw23nhTB5Z2ctPWdN3GCD1QD5uqXA6j3gaJ36rD4ckiSMQ",
+	"9S47Fd6W9qcsSPQ8e6R8ziKtiMIJBWPKiZ2gA1/fA84WMFWL9IWLwTPU9I0mn7tMbdAty2dLBI/wVW02",
+	"cO4MU545dXSRZC4VKQuHJ8fHR4fnJ2cXr87e/HB09lU2dNRCTKLqAUVHLDU+DpeyNuxiOTpyl9IkgwL3",
+	"fo4XH4lNsBHUXGCe8wegMNNVq2nVidwVmUvyIyNkeWTZ4rfLIbh4zCrNq1IotM0GbtZVEfnzRGUOA4sC",
+	"4rn4nTN8a6iVB40pAxhnxUNgsxhBHxFbNnxlVCoFoUKXOcd5laP4fv718/8NAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -475,8 +476,10 @@ func (e MessageTypeId) Valid() bool {
 
 // Defines values for OrderMode.
 const (
-	OrderModeASC  OrderMode = "ASC"
-	OrderModeDESC OrderMode = "DESC"
+	OrderModeASC       OrderMode = "ASC"
+	OrderModeDESC      OrderMode = "DESC"
+	OrderModeLowerAsc  OrderMode = "asc"
+	OrderModeLowerDesc OrderMode = "desc"
 )
 
 // Valid indicates whether the value is a known member of the OrderMode enum.
@@ -485,6 +488,10 @@ func (e OrderMode) Valid() bool {
 	case OrderModeASC:
 		return true
 	case OrderModeDESC:
+		return true
+	case OrderModeLowerAsc:
+		return true
+	case OrderModeLowerDesc:
 		return true
 	default:
 		return false
@@ -608,6 +615,36 @@ func (e RevokeMessagesRequestScope) Valid() bool {
 	case RevokeMessagesRequestScopeAll:
 		return true
 	case RevokeMessagesRequestScopeMe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SendChatappRulesPlatform.
+const (
+	SendChatappRulesPlatformChatapp SendChatappRulesPlatform = "chatapp"
+)
+
+// Valid indicates whether the value is a known member of the SendChatappRulesPlatform enum.
+func (e SendChatappRulesPlatform) Valid() bool {
+	switch e {
+	case SendChatappRulesPlatformChatapp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SendOfcChatappRulesPlatform.
+const (
+	SendOfcChatappRulesPlatformOfcChatapp SendOfcChatappRulesPlatform = "ofc_chatapp"
+)
+
+// Valid indicates whether the value is a known member of the SendOfcChatappRulesPlatform enum.
+func (e SendOfcChatappRulesPlatform) Valid() bool {
+	switch e {
+	case SendOfcChatappRulesPlatformOfcChatapp:
 		return true
 	default:
 		return false
@@ -1080,7 +1117,7 @@ type Chatapp struct {
 // ChatappCheckRequest defines model for ChatappCheckRequest.
 type ChatappCheckRequest struct {
 	// AreGroups `true` when `numbers` are group keys.
-	AreGroups *bool `json:"are_groups,omitempty"`
+	AreGroups *ChatappCheckRequestAreGroups `json:"are_groups,omitempty"`
 
 	// Id Connection id.
 	//
@@ -1098,10 +1135,17 @@ type ChatappCheckRequest struct {
 }
 
 // ChatappCheckRequest0 defines model for ChatappCheckRequest.0.
-type ChatappCheckRequest0 = interface{}
+type ChatappCheckRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappCheckRequest1 defines model for ChatappCheckRequest.1.
-type ChatappCheckRequest1 = interface{}
+type ChatappCheckRequest1 struct {
+	Key interface{} `json:"key"`
+}
+
+// ChatappCheckRequestAreGroups `true` when `numbers` are group keys.
+type ChatappCheckRequestAreGroups = bool
 
 // ChatappCheckResult defines model for ChatappCheckResult.
 type ChatappCheckResult struct {
@@ -1172,6 +1216,21 @@ type ChatappGroupListResultSuccess bool
 //
 // Example: 7
 type ChatappId = int
+
+// ChatappIdOrKey At least one of `id` and `key` (both may be sent). An `anyOf` inside `allOf`, so generated clients type it as the rule it is: the body's own properties and (`id` or `key`). The members only require presence; the values are checked by the body's own properties, with their own messages.
+type ChatappIdOrKey struct {
+	union json.RawMessage
+}
+
+// ChatappIdOrKey0 defines model for ChatappIdOrKey.0.
+type ChatappIdOrKey0 struct {
+	Id interface{} `json:"id"`
+}
+
+// ChatappIdOrKey1 defines model for ChatappIdOrKey.1.
+type ChatappIdOrKey1 struct {
+	Key interface{} `json:"key"`
+}
 
 // ChatappKey Phone number with country code, digits only: country code + area code + number, 10 to 15 digits (E.164 caps numbers at 15 digits; with an area code no real number is shorter than 10) and no leading zero (country codes never start with 0; drop the trunk prefix). Example: 5511988887777.
 //
@@ -1245,15 +1304,22 @@ type ChatappQrcodeRequest struct {
 	Os string `json:"os"`
 
 	// PhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
-	PhoneCode *bool `json:"phone_code,omitempty"`
+	PhoneCode *ChatappQrcodeRequestPhoneCode `json:"phone_code,omitempty"`
 	union     json.RawMessage
 }
 
 // ChatappQrcodeRequest0 defines model for ChatappQrcodeRequest.0.
-type ChatappQrcodeRequest0 = interface{}
+type ChatappQrcodeRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappQrcodeRequest1 defines model for ChatappQrcodeRequest.1.
-type ChatappQrcodeRequest1 = interface{}
+type ChatappQrcodeRequest1 struct {
+	Key interface{} `json:"key"`
+}
+
+// ChatappQrcodeRequestPhoneCode Extension. Also ask the chat app for a code to type on the phone (linking by phone number). Off by default: asking pushes a notification to the phone.
+type ChatappQrcodeRequestPhoneCode = bool
 
 // ChatappQrcodeResult defines model for ChatappQrcodeResult.
 type ChatappQrcodeResult struct {
@@ -1291,10 +1357,14 @@ type ChatappSelector struct {
 }
 
 // ChatappSelector0 defines model for ChatappSelector.0.
-type ChatappSelector0 = interface{}
+type ChatappSelector0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappSelector1 defines model for ChatappSelector.1.
-type ChatappSelector1 = interface{}
+type ChatappSelector1 struct {
+	Key interface{} `json:"key"`
+}
 
 // ChatappState Extension. The live state of the chat-app session: `connected` (paired and connected), `disconnected` (paired, connection dropped, reconnecting), `logged_out` (not paired: ask for a QR code), `replaced` (another client took the session over; it is not resumed until a call needs it), `banned` (the chat app banned the number for a while, see `state_reason`), `outdated` (the chat app rejected the gateway's client version: the gateway must be upgraded), `failed` (the chat app refused the connection; retried with backoff).
 type ChatappState string
@@ -1320,10 +1390,14 @@ type ChatappUpdateRequest struct {
 }
 
 // ChatappUpdateRequest0 defines model for ChatappUpdateRequest.0.
-type ChatappUpdateRequest0 = interface{}
+type ChatappUpdateRequest0 struct {
+	Id interface{} `json:"id"`
+}
 
 // ChatappUpdateRequest1 defines model for ChatappUpdateRequest.1.
-type ChatappUpdateRequest1 = interface{}
+type ChatappUpdateRequest1 struct {
+	Key interface{} `json:"key"`
+}
 
 // CheckStatus `ok` or `unavailable`; `redis` is present only when `REDIS_URL` is set.
 type CheckStatus string
@@ -1605,7 +1679,7 @@ type NotImplemented struct {
 // Example: 2026-11-22 14:03:07
 type NullableManagementTimestamp = string
 
-// OrderMode defines model for OrderMode.
+// OrderMode Sort direction, case-insensitive: `ASC`, `DESC`, `asc` or `desc` (one vocabulary on every list that sorts; listed as an enum so generated clients offer exactly these values). Default ASC.
 type OrderMode string
 
 // OriginId How a conversation started: 1 = Contact initiated, 2 = Company initiated, 3 = Import, 4 = Api.
@@ -1710,11 +1784,14 @@ type RevokeMessagesRequest struct {
 	Ids []int `json:"ids"`
 
 	// RemoveMedia true also removes the associated media file.
-	RemoveMedia *bool `json:"remove_media,omitempty"`
+	RemoveMedia *RevokeMessagesRequestRemoveMedia `json:"remove_media,omitempty"`
 
 	// Scope `me` (default): delete in the service only; `all`: revoke for everyone at the provider.
 	Scope *RevokeMessagesRequestScope `json:"scope,omitempty"`
 }
+
+// RevokeMessagesRequestRemoveMedia true also removes the associated media file.
+type RevokeMessagesRequestRemoveMedia = bool
 
 // RevokeMessagesRequestScope `me` (default): delete in the service only; `all`: revoke for everyone at the provider.
 type RevokeMessagesRequestScope string
@@ -1744,6 +1821,17 @@ type SendAcceptedSync struct {
 	Status  bool   `json:"Status"`
 }
 
+// SendChatappRules Rules of `platform=chatapp` (unofficial connection), applied on top of the send body's fields: `contact_is_group` is required and `provider_template_id` is not accepted (templates belong to the official channel).
+type SendChatappRules struct {
+	// ContactIsGroup true when the recipient is a group; required with `platform=chatapp`.
+	ContactIsGroup       bool                     `json:"contact_is_group"`
+	Platform             SendChatappRulesPlatform `json:"platform"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// SendChatappRulesPlatform defines model for SendChatappRules.Platform.
+type SendChatappRulesPlatform string
+
 // SendContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 type SendContactIsGroup = bool
 
@@ -1765,7 +1853,7 @@ type SendHeaderMediaFilename = string
 // Example: https://files.example.com/invoices/48213.pdf
 type SendHeaderMediaUrl = string
 
-// SendMessageMultipartRequest Multipart send body: the JSON fields as form parts plus `file`. Booleans are the texts `true`/`false`; `variable_values` is one part per value, in order; `named_variable_values` is one text part holding a JSON object of strings.
+// SendMessageMultipartRequest Multipart send body: the JSON fields as form parts plus `file`. Booleans are the texts `true`/`false`; `variable_values` is one part per value, in order; `named_variable_values` is one text part holding a JSON object of strings. The rules of each platform are the same `oneOf` on `platform` as the JSON body.
 type SendMessageMultipartRequest struct {
 	// ContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 	ContactIsGroup *SendContactIsGroup `json:"contact_is_group,omitempty"`
@@ -1818,9 +1906,10 @@ type SendMessageMultipartRequest struct {
 	//
 	// Example: ["Ana","#48213"]
 	VariableValues *SendVariableValues `json:"variable_values,omitempty"`
+	union          json.RawMessage
 }
 
-// SendMessageRequest JSON send body. Rules that combine fields (text, file or template; template only with `ofc_chatapp`; `contact_is_group` required with `chatapp`) are in the operation's `x-rule-messages`.
+// SendMessageRequest JSON send body. The rules of each platform are schema: `oneOf` with a `discriminator` on `platform` picks `SendChatappRules` (`contact_is_group` required, no `provider_template_id`) or `SendOfcChatappRules`. The rule that combines fields across both (text, file or template) is in the operation's `x-rule-messages`.
 type SendMessageRequest struct {
 	// ContactIsGroup true when the recipient is a group. Required with `platform=chatapp`; optional with `ofc_chatapp` (default false).
 	ContactIsGroup *SendContactIsGroup `json:"contact_is_group,omitempty"`
@@ -1870,12 +1959,22 @@ type SendMessageRequest struct {
 	//
 	// Example: ["Ana","#48213"]
 	VariableValues *SendVariableValues `json:"variable_values,omitempty"`
+	union          json.RawMessage
 }
 
 // SendMessageResult 200 body of the send endpoint; which shape depends on `enqueue`.
 type SendMessageResult struct {
 	union json.RawMessage
 }
+
+// SendOfcChatappRules Rules of `platform=ofc_chatapp` (official business channel), applied on top of the send body's fields: `contact_is_group` is optional (false when omitted) and `provider_template_id` is accepted.
+type SendOfcChatappRules struct {
+	Platform             SendOfcChatappRulesPlatform `json:"platform"`
+	AdditionalProperties map[string]interface{}      `json:"-"`
+}
+
+// SendOfcChatappRulesPlatform defines model for SendOfcChatappRules.Platform.
+type SendOfcChatappRulesPlatform string
 
 // SendPlatform `chatapp` (unofficial connection) or `ofc_chatapp` (official business channel).
 //
@@ -1931,15 +2030,34 @@ type SimulatorGroup struct {
 
 // SimulatorGroupRequest defines model for SimulatorGroupRequest.
 type SimulatorGroupRequest struct {
-	Announce *bool `json:"announce,omitempty"`
-	IsAdmin  *bool `json:"is_admin,omitempty"`
-	IsMember *bool `json:"is_member,omitempty"`
+	// Announce Optional: true puts the group in announce mode (only administrators write). Default false.
+	Announce *SimulatorGroupRequestAnnounce `json:"announce,omitempty"`
+
+	// IsAdmin Optional: whether the connection is an administrator of the group. Default false.
+	IsAdmin *SimulatorGroupRequestIsAdmin `json:"is_admin,omitempty"`
+
+	// IsMember Optional: whether the connection is a member of the group. Default true.
+	IsMember *SimulatorGroupRequestIsMember `json:"is_member,omitempty"`
 
 	// Key Group key (`number-digits` or a plain group number); generated when omitted.
-	Key               *string `json:"key,omitempty"`
-	Name              string  `json:"name"`
-	ParticipantsCount *int    `json:"participants_count,omitempty"`
+	Key  *string `json:"key,omitempty"`
+	Name string  `json:"name"`
+
+	// ParticipantsCount Optional: the number of participants the group reports. Default 0.
+	ParticipantsCount *SimulatorGroupRequestParticipantsCount `json:"participants_count,omitempty"`
 }
+
+// SimulatorGroupRequestAnnounce Optional: true puts the group in announce mode (only administrators write). Default false.
+type SimulatorGroupRequestAnnounce = bool
+
+// SimulatorGroupRequestIsAdmin Optional: whether the connection is an administrator of the group. Default false.
+type SimulatorGroupRequestIsAdmin = bool
+
+// SimulatorGroupRequestIsMember Optional: whether the connection is a member of the group. Default true.
+type SimulatorGroupRequestIsMember = bool
+
+// SimulatorGroupRequestParticipantsCount Optional: the number of participants the group reports. Default 0.
+type SimulatorGroupRequestParticipantsCount = int
 
 // SimulatorGroupResult defines model for SimulatorGroupResult.
 type SimulatorGroupResult struct {
@@ -2343,7 +2461,9 @@ type WebhookSubscriptionCreate struct {
 	//
 	// Example: [12]
 	CompanyChannelIds *WebhookCompanyChannelIds `json:"company_channel_ids,omitempty"`
-	Enabled           *bool                     `json:"enabled,omitempty"`
+
+	// Enabled Optional: false creates the subscription disabled. Default true.
+	Enabled *WebhookSubscriptionCreateEnabled `json:"enabled,omitempty"`
 
 	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
 	//
@@ -2360,6 +2480,9 @@ type WebhookSubscriptionCreate struct {
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
 }
+
+// WebhookSubscriptionCreateEnabled Optional: false creates the subscription disabled. Default true.
+type WebhookSubscriptionCreateEnabled = bool
 
 // WebhookSubscriptionPage defines model for WebhookSubscriptionPage.
 type WebhookSubscriptionPage struct {
@@ -2459,7 +2582,7 @@ type CreatedAtRange = DateRange
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
-// OrderModeDefaultAsc defines model for OrderModeDefaultAsc.
+// OrderModeDefaultAsc Sort direction, case-insensitive: `ASC`, `DESC`, `asc` or `desc` (one vocabulary on every list that sorts; listed as an enum so generated clients offer exactly these values). Default ASC.
 type OrderModeDefaultAsc = OrderMode
 
 // Page defines model for Page.
@@ -2538,7 +2661,7 @@ type ListChannelWebhooksParams struct {
 	// OrderBy Sort column.
 	OrderBy *ListChannelWebhooksParamsOrderBy `form:"orderBy,omitempty" json:"orderBy,omitempty"`
 
-	// OrderMode Sort direction.
+	// OrderMode Sort direction, case-insensitive (`ASC`, `DESC`, `asc` or `desc`). Default ASC.
 	OrderMode *OrderModeDefaultAsc `form:"orderMode,omitempty" json:"orderMode,omitempty"`
 
 	// PerPage Items per page, 1 to 500.
@@ -2595,7 +2718,7 @@ type ListChatappsParams struct {
 	// OrderBy Sort column.
 	OrderBy *ListChatappsParamsOrderBy `form:"orderBy,omitempty" json:"orderBy,omitempty"`
 
-	// OrderMode Sort direction.
+	// OrderMode Sort direction, case-insensitive (`ASC`, `DESC`, `asc` or `desc`). Default ASC.
 	OrderMode *OrderModeDefaultAsc `form:"orderMode,omitempty" json:"orderMode,omitempty"`
 
 	// PerPage Items per page, 1 to 500.
@@ -2828,6 +2951,151 @@ type UploadSendMediaMultipartRequestBody = UploadSendMediaRequest
 // RevokeMessagesJSONRequestBody defines body for RevokeMessages for application/json ContentType.
 type RevokeMessagesJSONRequestBody = RevokeMessagesRequest
 
+// Getter for additional properties for SendChatappRules. Returns the specified
+// element and whether it was found
+func (a SendChatappRules) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SendChatappRules
+func (a *SendChatappRules) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SendChatappRules to handle AdditionalProperties
+func (a *SendChatappRules) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &a.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+		delete(object, "contact_is_group")
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &a.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+		delete(object, "platform")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SendChatappRules to handle AdditionalProperties
+func (a SendChatappRules) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["contact_is_group"], err = json.Marshal(a.ContactIsGroup)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+	}
+
+	object["platform"], err = json.Marshal(a.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SendOfcChatappRules. Returns the specified
+// element and whether it was found
+func (a SendOfcChatappRules) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SendOfcChatappRules
+func (a *SendOfcChatappRules) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SendOfcChatappRules to handle AdditionalProperties
+func (a *SendOfcChatappRules) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &a.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+		delete(object, "platform")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SendOfcChatappRules to handle AdditionalProperties
+func (a SendOfcChatappRules) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["platform"], err = json.Marshal(a.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // AsChatappCheckRequest0 returns the union data inside the ChatappCheckRequest as a ChatappCheckRequest0
 func (t ChatappCheckRequest) AsChatappCheckRequest0() (ChatappCheckRequest0, error) {
 	var body ChatappCheckRequest0
@@ -2963,6 +3231,68 @@ func (t *ChatappCheckRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 
+	return err
+}
+
+// AsChatappIdOrKey0 returns the union data inside the ChatappIdOrKey as a ChatappIdOrKey0
+func (t ChatappIdOrKey) AsChatappIdOrKey0() (ChatappIdOrKey0, error) {
+	var body ChatappIdOrKey0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatappIdOrKey0 overwrites any union data inside the ChatappIdOrKey as the provided ChatappIdOrKey0
+func (t *ChatappIdOrKey) FromChatappIdOrKey0(v ChatappIdOrKey0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatappIdOrKey0 performs a merge with any union data inside the ChatappIdOrKey, using the provided ChatappIdOrKey0
+func (t *ChatappIdOrKey) MergeChatappIdOrKey0(v ChatappIdOrKey0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsChatappIdOrKey1 returns the union data inside the ChatappIdOrKey as a ChatappIdOrKey1
+func (t ChatappIdOrKey) AsChatappIdOrKey1() (ChatappIdOrKey1, error) {
+	var body ChatappIdOrKey1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatappIdOrKey1 overwrites any union data inside the ChatappIdOrKey as the provided ChatappIdOrKey1
+func (t *ChatappIdOrKey) FromChatappIdOrKey1(v ChatappIdOrKey1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatappIdOrKey1 performs a merge with any union data inside the ChatappIdOrKey, using the provided ChatappIdOrKey1
+func (t *ChatappIdOrKey) MergeChatappIdOrKey1(v ChatappIdOrKey1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ChatappIdOrKey) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ChatappIdOrKey) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
 	return err
 }
 
@@ -3356,6 +3686,566 @@ func (t *ChatappUpdateRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.NewKey)
 		if err != nil {
 			return fmt.Errorf("error reading 'new_key': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsSendChatappRules returns the union data inside the SendMessageMultipartRequest as a SendChatappRules
+func (t SendMessageMultipartRequest) AsSendChatappRules() (SendChatappRules, error) {
+	var body SendChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendChatappRules overwrites any union data inside the SendMessageMultipartRequest as the provided SendChatappRules
+func (t *SendMessageMultipartRequest) FromSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendChatappRules performs a merge with any union data inside the SendMessageMultipartRequest, using the provided SendChatappRules
+func (t *SendMessageMultipartRequest) MergeSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSendOfcChatappRules returns the union data inside the SendMessageMultipartRequest as a SendOfcChatappRules
+func (t SendMessageMultipartRequest) AsSendOfcChatappRules() (SendOfcChatappRules, error) {
+	var body SendOfcChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendOfcChatappRules overwrites any union data inside the SendMessageMultipartRequest as the provided SendOfcChatappRules
+func (t *SendMessageMultipartRequest) FromSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendOfcChatappRules performs a merge with any union data inside the SendMessageMultipartRequest, using the provided SendOfcChatappRules
+func (t *SendMessageMultipartRequest) MergeSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SendMessageMultipartRequest) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"platform"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t SendMessageMultipartRequest) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "chatapp":
+		return t.AsSendChatappRules()
+	case "ofc_chatapp":
+		return t.AsSendOfcChatappRules()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t SendMessageMultipartRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.ContactIsGroup != nil {
+		object["contact_is_group"], err = json.Marshal(t.ContactIsGroup)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+		}
+	}
+
+	object["contact_key"], err = json.Marshal(t.ContactKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_key': %w", err)
+	}
+
+	if t.Enqueue != nil {
+		object["enqueue"], err = json.Marshal(t.Enqueue)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enqueue': %w", err)
+		}
+	}
+
+	if t.File != nil {
+		object["file"], err = json.Marshal(t.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	if t.HeaderMediaFilename != nil {
+		object["header_media_filename"], err = json.Marshal(t.HeaderMediaFilename)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_filename': %w", err)
+		}
+	}
+
+	if t.HeaderMediaUrl != nil {
+		object["header_media_url"], err = json.Marshal(t.HeaderMediaUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_url': %w", err)
+		}
+	}
+
+	if t.NamedVariableValues != nil {
+		object["named_variable_values"], err = json.Marshal(t.NamedVariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'named_variable_values': %w", err)
+		}
+	}
+
+	object["platform"], err = json.Marshal(t.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	if t.ProviderTemplateId != nil {
+		object["provider_template_id"], err = json.Marshal(t.ProviderTemplateId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider_template_id': %w", err)
+		}
+	}
+
+	object["sender_key"], err = json.Marshal(t.SenderKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'sender_key': %w", err)
+	}
+
+	if t.Text != nil {
+		object["text"], err = json.Marshal(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+
+	if t.VariableValues != nil {
+		object["variable_values"], err = json.Marshal(t.VariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'variable_values': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *SendMessageMultipartRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &t.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+	}
+
+	if raw, found := object["contact_key"]; found {
+		err = json.Unmarshal(raw, &t.ContactKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_key': %w", err)
+		}
+	}
+
+	if raw, found := object["enqueue"]; found {
+		err = json.Unmarshal(raw, &t.Enqueue)
+		if err != nil {
+			return fmt.Errorf("error reading 'enqueue': %w", err)
+		}
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &t.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_filename"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaFilename)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_filename': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_url"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_url': %w", err)
+		}
+	}
+
+	if raw, found := object["named_variable_values"]; found {
+		err = json.Unmarshal(raw, &t.NamedVariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'named_variable_values': %w", err)
+		}
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &t.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+	}
+
+	if raw, found := object["provider_template_id"]; found {
+		err = json.Unmarshal(raw, &t.ProviderTemplateId)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider_template_id': %w", err)
+		}
+	}
+
+	if raw, found := object["sender_key"]; found {
+		err = json.Unmarshal(raw, &t.SenderKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'sender_key': %w", err)
+		}
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &t.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+	}
+
+	if raw, found := object["variable_values"]; found {
+		err = json.Unmarshal(raw, &t.VariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'variable_values': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsSendChatappRules returns the union data inside the SendMessageRequest as a SendChatappRules
+func (t SendMessageRequest) AsSendChatappRules() (SendChatappRules, error) {
+	var body SendChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendChatappRules overwrites any union data inside the SendMessageRequest as the provided SendChatappRules
+func (t *SendMessageRequest) FromSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendChatappRules performs a merge with any union data inside the SendMessageRequest, using the provided SendChatappRules
+func (t *SendMessageRequest) MergeSendChatappRules(v SendChatappRules) error {
+	t.Platform = "chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSendOfcChatappRules returns the union data inside the SendMessageRequest as a SendOfcChatappRules
+func (t SendMessageRequest) AsSendOfcChatappRules() (SendOfcChatappRules, error) {
+	var body SendOfcChatappRules
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSendOfcChatappRules overwrites any union data inside the SendMessageRequest as the provided SendOfcChatappRules
+func (t *SendMessageRequest) FromSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	t.union = b
+	return err
+}
+
+// MergeSendOfcChatappRules performs a merge with any union data inside the SendMessageRequest, using the provided SendOfcChatappRules
+func (t *SendMessageRequest) MergeSendOfcChatappRules(v SendOfcChatappRules) error {
+	t.Platform = "ofc_chatapp"
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"platform":"ofc_chatapp"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SendMessageRequest) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"platform"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t SendMessageRequest) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "chatapp":
+		return t.AsSendChatappRules()
+	case "ofc_chatapp":
+		return t.AsSendOfcChatappRules()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t SendMessageRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.ContactIsGroup != nil {
+		object["contact_is_group"], err = json.Marshal(t.ContactIsGroup)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'contact_is_group': %w", err)
+		}
+	}
+
+	object["contact_key"], err = json.Marshal(t.ContactKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'contact_key': %w", err)
+	}
+
+	if t.Enqueue != nil {
+		object["enqueue"], err = json.Marshal(t.Enqueue)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enqueue': %w", err)
+		}
+	}
+
+	if t.HeaderMediaFilename != nil {
+		object["header_media_filename"], err = json.Marshal(t.HeaderMediaFilename)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_filename': %w", err)
+		}
+	}
+
+	if t.HeaderMediaUrl != nil {
+		object["header_media_url"], err = json.Marshal(t.HeaderMediaUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'header_media_url': %w", err)
+		}
+	}
+
+	if t.NamedVariableValues != nil {
+		object["named_variable_values"], err = json.Marshal(t.NamedVariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'named_variable_values': %w", err)
+		}
+	}
+
+	object["platform"], err = json.Marshal(t.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	if t.ProviderTemplateId != nil {
+		object["provider_template_id"], err = json.Marshal(t.ProviderTemplateId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider_template_id': %w", err)
+		}
+	}
+
+	object["sender_key"], err = json.Marshal(t.SenderKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'sender_key': %w", err)
+	}
+
+	if t.Text != nil {
+		object["text"], err = json.Marshal(t.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+
+	if t.VariableValues != nil {
+		object["variable_values"], err = json.Marshal(t.VariableValues)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'variable_values': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *SendMessageRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["contact_is_group"]; found {
+		err = json.Unmarshal(raw, &t.ContactIsGroup)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_is_group': %w", err)
+		}
+	}
+
+	if raw, found := object["contact_key"]; found {
+		err = json.Unmarshal(raw, &t.ContactKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'contact_key': %w", err)
+		}
+	}
+
+	if raw, found := object["enqueue"]; found {
+		err = json.Unmarshal(raw, &t.Enqueue)
+		if err != nil {
+			return fmt.Errorf("error reading 'enqueue': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_filename"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaFilename)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_filename': %w", err)
+		}
+	}
+
+	if raw, found := object["header_media_url"]; found {
+		err = json.Unmarshal(raw, &t.HeaderMediaUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'header_media_url': %w", err)
+		}
+	}
+
+	if raw, found := object["named_variable_values"]; found {
+		err = json.Unmarshal(raw, &t.NamedVariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'named_variable_values': %w", err)
+		}
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &t.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+	}
+
+	if raw, found := object["provider_template_id"]; found {
+		err = json.Unmarshal(raw, &t.ProviderTemplateId)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider_template_id': %w", err)
+		}
+	}
+
+	if raw, found := object["sender_key"]; found {
+		err = json.Unmarshal(raw, &t.SenderKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'sender_key': %w", err)
+		}
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &t.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+	}
+
+	if raw, found := object["variable_values"]; found {
+		err = json.Unmarshal(raw, &t.VariableValues)
+		if err != nil {
+			return fmt.Errorf("error reading 'variable_values': %w", err)
 		}
 	}
 
@@ -3993,10 +4883,13 @@ type ClientInterface interface {
 	// 7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 	//    only. The unofficial channel answers the same two shapes.
 	//
-	// **Errors.** Missing or malformed fields, and the rules in `x-rule-messages` (checked in that order after
-	// the schema), answer **509** `{message}` with the API document's wording ("Platform is required", "Sender
-	// key is required", "Contact key is required", "Text, file or provider_template_id is required",
-	// "provider_template_id is only accepted with platform ofc_chatapp"). Also 509: unknown template or a
+	// **Errors.** Missing or malformed fields, the rules of each platform (the body's `oneOf` on `platform`:
+	// `contact_is_group` required with `chatapp`, `provider_template_id` refused with it) and the rule in
+	// `x-rule-messages` (checked after the schema) answer **509** `{message}` with the API document's wording
+	// ("Platform is required", "Sender key is required", "Contact key is required", "Text, file or
+	// provider_template_id is required", "provider_template_id is only accepted with platform ofc_chatapp";
+	// Extension: "contact_is_group is required with platform chatapp"). A missing required field is reported
+	// before a platform rule, and both before the `x-rule-messages` rule. Also 509: unknown template or a
 	// template of another company, template not approved by the provider, header media over the size limit or
 	// of the wrong type, `sender_key` not a connection or official channel of the company, and a refusal by
 	// the provider, whose original reason (no chat-app account, blocked company, marketing limit reached) is
@@ -4057,10 +4950,13 @@ type ClientInterface interface {
 	// 7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 	//    only. The unofficial channel answers the same two shapes.
 	//
-	// **Errors.** Missing or malformed fields, and the rules in `x-rule-messages` (checked in that order after
-	// the schema), answer **509** `{message}` with the API document's wording ("Platform is required", "Sender
-	// key is required", "Contact key is required", "Text, file or provider_template_id is required",
-	// "provider_template_id is only accepted with platform ofc_chatapp"). Also 509: unknown template or a
+	// **Errors.** Missing or malformed fields, the rules of each platform (the body's `oneOf` on `platform`:
+	// `contact_is_group` required with `chatapp`, `provider_template_id` refused with it) and the rule in
+	// `x-rule-messages` (checked after the schema) answer **509** `{message}` with the API document's wording
+	// ("Platform is required", "Sender key is required", "Contact key is required", "Text, file or
+	// provider_template_id is required", "provider_template_id is only accepted with platform ofc_chatapp";
+	// Extension: "contact_is_group is required with platform chatapp"). A missing required field is reported
+	// before a platform rule, and both before the `x-rule-messages` rule. Also 509: unknown template or a
 	// template of another company, template not approved by the provider, header media over the size limit or
 	// of the wrong type, `sender_key` not a connection or official channel of the company, and a refusal by
 	// the provider, whose original reason (no chat-app account, blocked company, marketing limit reached) is
@@ -4983,10 +5879,13 @@ type ClientInterface interface {
 //  7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 //     only. The unofficial channel answers the same two shapes.
 //
-// **Errors.** Missing or malformed fields, and the rules in `x-rule-messages` (checked in that order after
-// the schema), answer **509** `{message}` with the API document's wording ("Platform is required", "Sender
-// key is required", "Contact key is required", "Text, file or provider_template_id is required",
-// "provider_template_id is only accepted with platform ofc_chatapp"). Also 509: unknown template or a
+// **Errors.** Missing or malformed fields, the rules of each platform (the body's `oneOf` on `platform`:
+// `contact_is_group` required with `chatapp`, `provider_template_id` refused with it) and the rule in
+// `x-rule-messages` (checked after the schema) answer **509** `{message}` with the API document's wording
+// ("Platform is required", "Sender key is required", "Contact key is required", "Text, file or
+// provider_template_id is required", "provider_template_id is only accepted with platform ofc_chatapp";
+// Extension: "contact_is_group is required with platform chatapp"). A missing required field is reported
+// before a platform rule, and both before the `x-rule-messages` rule. Also 509: unknown template or a
 // template of another company, template not approved by the provider, header media over the size limit or
 // of the wrong type, `sender_key` not a connection or official channel of the company, and a refusal by
 // the provider, whose original reason (no chat-app account, blocked company, marketing limit reached) is
@@ -5057,10 +5956,13 @@ func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessagePar
 //  7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 //     only. The unofficial channel answers the same two shapes.
 //
-// **Errors.** Missing or malformed fields, and the rules in `x-rule-messages` (checked in that order after
-// the schema), answer **509** `{message}` with the API document's wording ("Platform is required", "Sender
-// key is required", "Contact key is required", "Text, file or provider_template_id is required",
-// "provider_template_id is only accepted with platform ofc_chatapp"). Also 509: unknown template or a
+// **Errors.** Missing or malformed fields, the rules of each platform (the body's `oneOf` on `platform`:
+// `contact_is_group` required with `chatapp`, `provider_template_id` refused with it) and the rule in
+// `x-rule-messages` (checked after the schema) answer **509** `{message}` with the API document's wording
+// ("Platform is required", "Sender key is required", "Contact key is required", "Text, file or
+// provider_template_id is required", "provider_template_id is only accepted with platform ofc_chatapp";
+// Extension: "contact_is_group is required with platform chatapp"). A missing required field is reported
+// before a platform rule, and both before the `x-rule-messages` rule. Also 509: unknown template or a
 // template of another company, template not approved by the provider, header media over the size limit or
 // of the wrong type, `sender_key` not a connection or official channel of the company, and a refusal by
 // the provider, whose original reason (no chat-app account, blocked company, marketing limit reached) is
@@ -8942,10 +9844,13 @@ type ClientWithResponsesInterface interface {
 	// 7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 	//    only. The unofficial channel answers the same two shapes.
 	//
-	// **Errors.** Missing or malformed fields, and the rules in `x-rule-messages` (checked in that order after
-	// the schema), answer **509** `{message}` with the API document's wording ("Platform is required", "Sender
-	// key is required", "Contact key is required", "Text, file or provider_template_id is required",
-	// "provider_template_id is only accepted with platform ofc_chatapp"). Also 509: unknown template or a
+	// **Errors.** Missing or malformed fields, the rules of each platform (the body's `oneOf` on `platform`:
+	// `contact_is_group` required with `chatapp`, `provider_template_id` refused with it) and the rule in
+	// `x-rule-messages` (checked after the schema) answer **509** `{message}` with the API document's wording
+	// ("Platform is required", "Sender key is required", "Contact key is required", "Text, file or
+	// provider_template_id is required", "provider_template_id is only accepted with platform ofc_chatapp";
+	// Extension: "contact_is_group is required with platform chatapp"). A missing required field is reported
+	// before a platform rule, and both before the `x-rule-messages` rule. Also 509: unknown template or a
 	// template of another company, template not approved by the provider, header media over the size limit or
 	// of the wrong type, `sender_key` not a connection or official channel of the company, and a refusal by
 	// the provider, whose original reason (no chat-app account, blocked company, marketing limit reached) is
@@ -9006,10 +9911,13 @@ type ClientWithResponsesInterface interface {
 	// 7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 	//    only. The unofficial channel answers the same two shapes.
 	//
-	// **Errors.** Missing or malformed fields, and the rules in `x-rule-messages` (checked in that order after
-	// the schema), answer **509** `{message}` with the API document's wording ("Platform is required", "Sender
-	// key is required", "Contact key is required", "Text, file or provider_template_id is required",
-	// "provider_template_id is only accepted with platform ofc_chatapp"). Also 509: unknown template or a
+	// **Errors.** Missing or malformed fields, the rules of each platform (the body's `oneOf` on `platform`:
+	// `contact_is_group` required with `chatapp`, `provider_template_id` refused with it) and the rule in
+	// `x-rule-messages` (checked after the schema) answer **509** `{message}` with the API document's wording
+	// ("Platform is required", "Sender key is required", "Contact key is required", "Text, file or
+	// provider_template_id is required", "provider_template_id is only accepted with platform ofc_chatapp";
+	// Extension: "contact_is_group is required with platform chatapp"). A missing required field is reported
+	// before a platform rule, and both before the `x-rule-messages` rule. Also 509: unknown template or a
 	// template of another company, template not approved by the provider, header media over the size limit or
 	// of the wrong type, `sender_key` not a connection or official channel of the company, and a refusal by
 	// the provider, whose original reason (no chat-app account, blocked company, marketing limit reached) is
@@ -12954,10 +13862,13 @@ func (r GetReadyzHTTPResponse) ContentType() string {
 //  7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 //     only. The unofficial channel answers the same two shapes.
 //
-// **Errors.** Missing or malformed fields, and the rules in `x-rule-messages` (checked in that order after
-// the schema), answer **509** `{message}` with the API document's wording ("Platform is required", "Sender
-// key is required", "Contact key is required", "Text, file or provider_template_id is required",
-// "provider_template_id is only accepted with platform ofc_chatapp"). Also 509: unknown template or a
+// **Errors.** Missing or malformed fields, the rules of each platform (the body's `oneOf` on `platform`:
+// `contact_is_group` required with `chatapp`, `provider_template_id` refused with it) and the rule in
+// `x-rule-messages` (checked after the schema) answer **509** `{message}` with the API document's wording
+// ("Platform is required", "Sender key is required", "Contact key is required", "Text, file or
+// provider_template_id is required", "provider_template_id is only accepted with platform ofc_chatapp";
+// Extension: "contact_is_group is required with platform chatapp"). A missing required field is reported
+// before a platform rule, and both before the `x-rule-messages` rule. Also 509: unknown template or a
 // template of another company, template not approved by the provider, header media over the size limit or
 // of the wrong type, `sender_key` not a connection or official channel of the company, and a refusal by
 // the provider, whose original reason (no chat-app account, blocked company, marketing limit reached) is
@@ -13024,10 +13935,13 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 //  7. Queued answer (`enqueue=true`), 200: `{message}`; it confirms acceptance for background processing
 //     only. The unofficial channel answers the same two shapes.
 //
-// **Errors.** Missing or malformed fields, and the rules in `x-rule-messages` (checked in that order after
-// the schema), answer **509** `{message}` with the API document's wording ("Platform is required", "Sender
-// key is required", "Contact key is required", "Text, file or provider_template_id is required",
-// "provider_template_id is only accepted with platform ofc_chatapp"). Also 509: unknown template or a
+// **Errors.** Missing or malformed fields, the rules of each platform (the body's `oneOf` on `platform`:
+// `contact_is_group` required with `chatapp`, `provider_template_id` refused with it) and the rule in
+// `x-rule-messages` (checked after the schema) answer **509** `{message}` with the API document's wording
+// ("Platform is required", "Sender key is required", "Contact key is required", "Text, file or
+// provider_template_id is required", "provider_template_id is only accepted with platform ofc_chatapp";
+// Extension: "contact_is_group is required with platform chatapp"). A missing required field is reported
+// before a platform rule, and both before the `x-rule-messages` rule. Also 509: unknown template or a
 // template of another company, template not approved by the provider, header media over the size limit or
 // of the wrong type, `sender_key` not a connection or official channel of the company, and a refusal by
 // the provider, whose original reason (no chat-app account, blocked company, marketing limit reached) is

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/auth"
@@ -55,7 +56,7 @@ func (s *Server) ListChatapps(ctx context.Context, req api.ListChatappsRequestOb
 	if q.OrderBy != nil {
 		f.OrderBy = string(*q.OrderBy)
 	}
-	f.Desc = q.OrderMode != nil && *q.OrderMode == api.OrderModeDESC
+	f.Desc = q.OrderMode != nil && strings.EqualFold(string(*q.OrderMode), "desc")
 	op := operationFrom(ctx)
 	created, err := parseDateRange(op, "created_at", q.CreatedAt, s.Times.Location)
 	if err != nil {

@@ -222,6 +222,7 @@ func TestConnectionList(t *testing.T) {
 			{"logged", q("logged", "true"), []int{alpha.ID}},
 			{"not logged", q("logged", "false"), []int{beta.ID, gamma.ID}},
 			{"order by name desc", q("orderBy", "name", "orderMode", "DESC"), []int{beta.ID, gamma.ID, alpha.ID}},
+			{"orderMode in lower case", q("orderBy", "name", "orderMode", "desc"), []int{beta.ID, gamma.ID, alpha.ID}},
 			{"order by updated_at desc", q("orderBy", "updated_at", "orderMode", "DESC"), []int{alpha.ID, gamma.ID, beta.ID}},
 			{"created_at one day", q("created_at", `["2026-11-02","2026-11-02"]`), []int{beta.ID}},
 			{"created_at range with times", q("created_at", `["2026-11-01 09:00:00","2026-11-03T08:59:59Z"]`), []int{alpha.ID, beta.ID}},

@@ -36,6 +36,13 @@ func TestSendMultipartInvalidValues(t *testing.T) {
 				"provider_template_id must be an integer"},
 			{"named_variable_values not a JSON object", base(map[string]string{"platform": "ofc_chatapp", "provider_template_id": "1",
 				"named_variable_values": "notjson"}), "Named variable values must be a JSON object of strings"},
+			// The platform rules (the body's oneOf on platform) hold for form parts as for JSON.
+			{"chatapp without contact_is_group", map[string]string{"platform": "chatapp", "sender_key": "5511988887777",
+				"contact_key": "5511977776666", "text": "x"}, "contact_is_group is required with platform chatapp"},
+			{"template on chatapp", base(map[string]string{"provider_template_id": "3"}),
+				"provider_template_id is only accepted with platform ofc_chatapp"},
+			{"platform missing", map[string]string{"sender_key": "5511988887777", "contact_key": "5511977776666", "text": "x"},
+				"Platform is required"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {

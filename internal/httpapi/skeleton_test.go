@@ -137,9 +137,16 @@ func TestValidationMessages(t *testing.T) {
 			{"send: no content", "POST", "/api/api-send-message", map[string]any{"platform": "ofc_chatapp", "sender_key": "5511999990001", "contact_key": "5511977776666"}, 509, "Text, file or provider_template_id is required", ""},
 			{"send: template on chatapp", "POST", "/api/api-send-message", map[string]any{"platform": "chatapp", "sender_key": "5511999990001", "contact_key": "5511977776666", "contact_is_group": false, "provider_template_id": 3}, 509, "provider_template_id is only accepted with platform ofc_chatapp", ""},
 			{"send: chatapp without contact_is_group", "POST", "/api/api-send-message", map[string]any{"platform": "chatapp", "sender_key": "5511999990001", "contact_key": "5511977776666", "text": "hi"}, 509, "contact_is_group is required with platform chatapp", ""},
+			// The platform rules are the body's oneOf on platform: a missing required field of the body
+			// still answers first, a wrong platform answers with the platform's message.
+			{"send: chatapp without contact key nor contact_is_group", "POST", "/api/api-send-message", map[string]any{"platform": "chatapp", "sender_key": "5511999990001", "text": "hi"}, 509, "Contact key is required", ""},
+			{"send: unknown platform without sender", "POST", "/api/api-send-message", map[string]any{"platform": "fax", "contact_key": "2", "text": "hi"}, 509, "Sender key is required", ""},
+			{"send: platform not a string", "POST", "/api/api-send-message", map[string]any{"platform": 7, "sender_key": "1", "contact_key": "2", "text": "hi"}, 509, "Platform must be chatapp or ofc_chatapp", ""},
+			{"send: chatapp, contact_is_group of wrong type", "POST", "/api/api-send-message", map[string]any{"platform": "chatapp", "sender_key": "1", "contact_key": "2", "contact_is_group": "yes", "text": "hi"}, 509, "contact_is_group must be true or false", ""},
+			{"send: template on ofc_chatapp passes the platform rules", "POST", "/api/api-send-message", map[string]any{"platform": "ofc_chatapp", "contact_key": "2", "provider_template_id": 3}, 509, "Sender key is required", ""},
 			{"send: malformed JSON", "POST", "/api/api-send-message", `{"platform":`, 509, "", ""},
 			{"send: wrong type", "POST", "/api/api-send-message", map[string]any{"platform": "ofc_chatapp", "sender_key": "5511999990001", "contact_key": "5511977776666", "text": "hi", "enqueue": "yes"}, 509, "", ""},
-			{"send: unknown platform", "POST", "/api/api-send-message", map[string]any{"platform": "fax", "sender_key": "1", "contact_key": "2", "text": "hi"}, 509, "", ""},
+			{"send: unknown platform", "POST", "/api/api-send-message", map[string]any{"platform": "fax", "sender_key": "1", "contact_key": "2", "text": "hi"}, 509, "Platform must be chatapp or ofc_chatapp", ""},
 			{"connection: neither id nor key", "POST", "/api/chatapp-delete", map[string]any{}, 509, "Id or key is required", ""},
 			{"connection: id of wrong type", "POST", "/api/chatapp-logout", map[string]any{"id": "seven"}, 509, "", ""},
 			{"edit: text missing", "POST", "/api/edit-message", map[string]any{"id": 1}, 509, "Text is required", ""},

@@ -116,6 +116,21 @@ func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]is
 			return
 		}
 		for _, se := range schemaErrs {
+			if discriminated(se) {
+				*out = append(*out, discriminatedIssues(root, se, decodedBody(r, reqErr.RequestBody))...)
+				continue
+			}
+			if inner := originErrors(se); se.SchemaField == "allOf" && len(se.JSONPointer()) == 0 && len(inner) > 0 {
+				// A body-level allOf (the connection bodies' "id or key")
+				// answers with what failed inside it, which carries its
+				// own message.
+				for _, e := range inner {
+					is := schemaIssue(e.Schema, e)
+					is.rule = "allOf: " + clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
+					*out = append(*out, is)
+				}
+				continue
+			}
 			is := schemaIssue(root, se)
 			is.rule = clip(strings.Join(se.JSONPointer(), "."), 96) + " " + se.SchemaField
 			*out = append(*out, is)
@@ -327,3 +342,110 @@ func topField(path []string) string {
 }
 
 func humanize(name string) string { return strings.ReplaceAll(name, "_", " ") }
+
+// discriminated reports whether se is the failure of a body-level oneOf
+// picked by a discriminator (the send body's rules per platform).
+func discriminated(se *openapi3.SchemaError) bool {
+	return se.Schema != nil && se.Schema.Discriminator != nil && len(se.JSONPointer()) == 0 &&
+		(se.SchemaField == "oneOf" || se.SchemaField == "discriminator")
+}
+
+// discriminatedIssues answers a failed discriminated oneOf with the messages
+// of the fields, as if the rules were written on the body itself.
+// kin-openapi stops at the first failing oneOf, so the body's own properties
+// are checked again here without it (only on this failure path), and the
+// picked branch's errors (required, not) carry their own x- messages. The
+// body's issues come first: with equal rank, the earlier wins, and the
+// document's required fields outrank a platform's rule.
+func discriminatedIssues(root *openapi3.Schema, se *openapi3.SchemaError, body any) []issue {
+	var out []issue
+	if body == nil {
+		// A failed discriminator carries the property's value, not the body's.
+		if se.SchemaField != "oneOf" {
+			name := se.Schema.Discriminator.PropertyName
+			if se.Value == nil {
+				return []issue{requiredIssue(root, nil, name)}
+			}
+			msg := fmt.Sprintf("The %s field is invalid.", humanize(name))
+			if p := root.Properties[name]; p != nil && p.Value != nil {
+				if m := stringExt(p.Value.Extensions, "x-invalid-message"); m != "" {
+					msg = m
+				}
+			}
+			return []issue{{field: name, message: msg, rank: 1, rule: "discriminator"}}
+		}
+		body = se.Value
+	}
+	plain := *se.Schema
+	plain.OneOf, plain.Discriminator = nil, nil
+	if err := plain.VisitJSON(body, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
+		var errs []*openapi3.SchemaError
+		collectSchemaErrors(err, &errs)
+		for _, e := range errs {
+			is := schemaIssue(root, e)
+			is.rule = clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
+			out = append(out, is)
+		}
+	}
+	if se.SchemaField == "oneOf" {
+		// The origin wraps the errors of the one branch the discriminator
+		// picked.
+		for _, e := range originErrors(se) {
+			is := schemaIssue(e.Schema, e)
+			is.rule = "platform rule: " + clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
+			out = append(out, is)
+		}
+	}
+	if len(out) == 0 {
+		// A discriminator that names no branch fails the body's own enum
+		// above; anything else still gets a message.
+		msg := stringExt(se.Schema.Extensions, "x-message")
+		if msg == "" {
+			msg = "The request does not satisfy the combination rules of its fields."
+		}
+		out = append(out, issue{field: "body", message: msg, rank: 2, rule: "discriminator"})
+	}
+	return out
+}
+
+// decodedBody decodes the request body again, as the validator did, for the
+// rare failure that needs the whole body to be answered (a discriminator).
+// The validator left the body replayable (GetBody) and bounded; nil when it
+// cannot be had.
+func decodedBody(r *http.Request, rb *openapi3.RequestBody) any {
+	ct := mediaType(r.Header.Get("Content-Type"))
+	mt := rb.Content.Get(ct)
+	decode := openapi3filter.RegisteredBodyDecoder(ct)
+	if r.GetBody == nil || mt == nil || mt.Schema == nil || decode == nil {
+		return nil
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	v, err := decode(body, r.Header, mt.Schema, func(name string) *openapi3.Encoding { return mt.Encoding[name] })
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// originErrors returns the schema errors a combinator's failure wraps (the
+// members of an allOf, the branch a discriminator picked), nil when there
+// are none.
+func originErrors(se *openapi3.SchemaError) []*openapi3.SchemaError {
+	var errs []*openapi3.SchemaError
+	for err := se.Origin; err != nil; {
+		if multi, ok := err.(openapi3.MultiError); ok {
+			collectSchemaErrors(multi, &errs)
+			break
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		err = u.Unwrap()
+	}
+	return errs
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -42,7 +43,7 @@ func (s *Server) ListChannelWebhooks(ctx context.Context, req api.ListChannelWeb
 		f.OrderBy = string(*prm.OrderBy)
 	}
 	if prm.OrderMode != nil {
-		f.Desc = *prm.OrderMode == api.OrderModeDESC
+		f.Desc = strings.EqualFold(string(*prm.OrderMode), "desc")
 	}
 	list, total, err := s.Webhooks.ListChannelWebhooks(ctx, p, f)
 	if err != nil {

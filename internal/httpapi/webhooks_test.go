@@ -320,6 +320,7 @@ func TestWebhookList(t *testing.T) {
 			{"?company_channel_id=70", []int{a, d}},
 			{"?orderBy=name", []int{a, b, d, c}},
 			{"?orderBy=name&orderMode=DESC", []int{c, d, b, a}},
+			{"?orderBy=name&orderMode=desc", []int{c, d, b, a}},
 			{"?orderMode=DESC", []int{d, c, b, a}},
 			{"?perPage=2&page=2", []int{c, d}},
 			{"?perPage=2&page=3", nil},
