@@ -364,63 +364,6 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
-// Defines values for MessageSourceId.
-const (
-	MessageSourceIdApi       MessageSourceId = 4
-	MessageSourceIdAttendant MessageSourceId = 1
-	MessageSourceIdChatbot   MessageSourceId = 3
-	MessageSourceIdContact   MessageSourceId = 2
-	MessageSourceIdWorkflow  MessageSourceId = 5
-)
-
-// Valid indicates whether the value is a known member of the MessageSourceId enum.
-func (e MessageSourceId) Valid() bool {
-	switch e {
-	case MessageSourceIdApi:
-		return true
-	case MessageSourceIdAttendant:
-		return true
-	case MessageSourceIdChatbot:
-		return true
-	case MessageSourceIdContact:
-		return true
-	case MessageSourceIdWorkflow:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for MessageStatusId.
-const (
-	MessageStatusIdDelivered    MessageStatusId = 3
-	MessageStatusIdFailed       MessageStatusId = 5
-	MessageStatusIdPending      MessageStatusId = 1
-	MessageStatusIdRead         MessageStatusId = 4
-	MessageStatusIdSent         MessageStatusId = 2
-	MessageStatusIdUnauthorized MessageStatusId = 6
-)
-
-// Valid indicates whether the value is a known member of the MessageStatusId enum.
-func (e MessageStatusId) Valid() bool {
-	switch e {
-	case MessageStatusIdDelivered:
-		return true
-	case MessageStatusIdFailed:
-		return true
-	case MessageStatusIdPending:
-		return true
-	case MessageStatusIdRead:
-		return true
-	case MessageStatusIdSent:
-		return true
-	case MessageStatusIdUnauthorized:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for MessageTypeId.
 const (
 	MessageTypeIdAudio       MessageTypeId = 4
@@ -514,6 +457,36 @@ func (e OriginId) Valid() bool {
 	case OriginIdContactInitiated:
 		return true
 	case OriginIdImport:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Platform.
+const (
+	PlatformBotMessenger       Platform = "bot_messenger"
+	PlatformChatapp            Platform = "chatapp"
+	PlatformEmbeddedChat       Platform = "embedded_chat"
+	PlatformOfcChatapp         Platform = "ofc_chatapp"
+	PlatformPhotoSocialNetwork Platform = "photo_social_network"
+	PlatformSocialMessenger    Platform = "social_messenger"
+)
+
+// Valid indicates whether the value is a known member of the Platform enum.
+func (e Platform) Valid() bool {
+	switch e {
+	case PlatformBotMessenger:
+		return true
+	case PlatformChatapp:
+		return true
+	case PlatformEmbeddedChat:
+		return true
+	case PlatformOfcChatapp:
+		return true
+	case PlatformPhotoSocialNetwork:
+		return true
+	case PlatformSocialMessenger:
 		return true
 	default:
 		return false
@@ -733,81 +706,6 @@ func (e TagKind) Valid() bool {
 	case TagKindCrmBusiness:
 		return true
 	case TagKindTicket:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TemplateStatus.
-const (
-	TemplateStatusApproved TemplateStatus = "APPROVED"
-	TemplateStatusDisabled TemplateStatus = "DISABLED"
-	TemplateStatusPaused   TemplateStatus = "PAUSED"
-	TemplateStatusPending  TemplateStatus = "PENDING"
-	TemplateStatusRejected TemplateStatus = "REJECTED"
-)
-
-// Valid indicates whether the value is a known member of the TemplateStatus enum.
-func (e TemplateStatus) Valid() bool {
-	switch e {
-	case TemplateStatusApproved:
-		return true
-	case TemplateStatusDisabled:
-		return true
-	case TemplateStatusPaused:
-		return true
-	case TemplateStatusPending:
-		return true
-	case TemplateStatusRejected:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TemplateComponentFormat.
-const (
-	TemplateComponentFormatDocument TemplateComponentFormat = "DOCUMENT"
-	TemplateComponentFormatImage    TemplateComponentFormat = "IMAGE"
-	TemplateComponentFormatText     TemplateComponentFormat = "TEXT"
-	TemplateComponentFormatVideo    TemplateComponentFormat = "VIDEO"
-)
-
-// Valid indicates whether the value is a known member of the TemplateComponentFormat enum.
-func (e TemplateComponentFormat) Valid() bool {
-	switch e {
-	case TemplateComponentFormatDocument:
-		return true
-	case TemplateComponentFormatImage:
-		return true
-	case TemplateComponentFormatText:
-		return true
-	case TemplateComponentFormatVideo:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TemplateComponentType.
-const (
-	TemplateComponentTypeBody    TemplateComponentType = "BODY"
-	TemplateComponentTypeButtons TemplateComponentType = "BUTTONS"
-	TemplateComponentTypeFooter  TemplateComponentType = "FOOTER"
-	TemplateComponentTypeHeader  TemplateComponentType = "HEADER"
-)
-
-// Valid indicates whether the value is a known member of the TemplateComponentType enum.
-func (e TemplateComponentType) Valid() bool {
-	switch e {
-	case TemplateComponentTypeBody:
-		return true
-	case TemplateComponentTypeButtons:
-		return true
-	case TemplateComponentTypeFooter:
-		return true
-	case TemplateComponentTypeHeader:
 		return true
 	default:
 		return false
@@ -1039,12 +937,17 @@ type BusinessError struct {
 // BusinessErrorSuccess defines model for BusinessError.Success.
 type BusinessErrorSuccess bool
 
+// ChannelTypeDisplayName Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
+//
+// Example: Official chat app
+type ChannelTypeDisplayName = string
+
 // ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 //
 // Example: 3
 type ChannelTypeId int
 
-// ChannelTypeName Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+// ChannelTypeName Platform code of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6). The values of `platform` in conversations and company channels (REST and events) and of the `channelable_type` filter.
 //
 // Example: ofc_chatapp
 type ChannelTypeName string
@@ -1335,10 +1238,10 @@ type CheckStatus string
 
 // CompanyChannel A channel of the company.
 type CompanyChannel struct {
-	// ChannelType Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+	// ChannelType Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
 	//
-	// Example: ofc_chatapp
-	ChannelType ChannelTypeName `json:"channel_type"`
+	// Example: Official chat app
+	ChannelType ChannelTypeDisplayName `json:"channel_type"`
 
 	// ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 	//
@@ -1356,6 +1259,11 @@ type CompanyChannel struct {
 	// Key Number or key of the channel; use as `sender_key` when sending.
 	Key  string `json:"key"`
 	Name string `json:"name"`
+
+	// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+	//
+	// Example: ofc_chatapp
+	Platform Platform `json:"platform"`
 
 	// ProviderAccount Provider account of an official channel; null on other channels.
 	ProviderAccount *ProviderAccount `json:"provider_account"`
@@ -1381,10 +1289,10 @@ type CompanyChannelPage struct {
 
 // ContactChannel A conversation. Timestamps are ISO 8601 with offset, as in the webhook payloads. `contact`, `tags`, `sector`, `user` and `provider_opened_window` are present only when asked for in `with`.
 type ContactChannel struct {
-	// ChannelType Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+	// ChannelType Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
 	//
-	// Example: ofc_chatapp
-	ChannelType ChannelTypeName `json:"channel_type"`
+	// Example: Official chat app
+	ChannelType ChannelTypeDisplayName `json:"channel_type"`
 
 	// ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 	//
@@ -1403,10 +1311,10 @@ type ContactChannel struct {
 	// Key Number or key of the contact (group key for groups).
 	Key string `json:"key"`
 
-	// LastMessageAt ISO 8601 with offset; null before the first message.
-	LastMessageAt *time.Time `json:"last_message_at"`
-	Muted         bool       `json:"muted"`
-	Name          string     `json:"name"`
+	// LastMessageAt ISO 8601 with offset; the creation time until the conversation's first message is recorded (never null, as in the conversation events).
+	LastMessageAt time.Time `json:"last_message_at"`
+	Muted         bool      `json:"muted"`
+	Name          string    `json:"name"`
 
 	// Opened true while an attendant has the conversation open.
 	Opened bool `json:"opened"`
@@ -1416,9 +1324,14 @@ type ContactChannel struct {
 	// Example: 1
 	OriginId OriginId `json:"origin_id"`
 
-	// Phone Phone number of the contact; null for groups and channels without phone numbers.
+	// Phone Phone number of the contact; null for groups and channels without phone numbers (the same null in the conversation events: an absent value is null in both documents, never an empty string).
 	Phone  *string `json:"phone"`
 	Pinned bool    `json:"pinned"`
+
+	// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+	//
+	// Example: ofc_chatapp
+	Platform Platform `json:"platform"`
 
 	// ProviderOpenedWindow The official channel's 24-hour session window of the conversation (with `with` containing `providerOpenedWindow`); null on channels that are not official. Open for 24 hours from the contact's latest message; while closed only templates can be sent.
 	ProviderOpenedWindow *ProviderOpenedWindow `json:"provider_opened_window,omitempty"`
@@ -1500,9 +1413,12 @@ type ContactChannelUpdateStatus int
 
 // ContactSummary Contact of a conversation (with `with` containing `contact`). For a group conversation it is the group's own contact record (the group name, no phone).
 type ContactSummary struct {
+	// Email Contact e-mail; null when unknown (the same null in the conversation events).
 	Email *string `json:"email"`
 	Id    int     `json:"id"`
 	Name  string  `json:"name"`
+
+	// Phone Phone number; null for a group or a channel without phone numbers.
 	Phone *string `json:"phone"`
 }
 
@@ -1579,16 +1495,6 @@ type MessageError struct {
 	Message string                  `json:"message"`
 }
 
-// MessageSourceId Who produced a message: 1 = Attendant, 2 = Contact (received), 3 = Chatbot, 4 = Api, 5 = Workflow.
-//
-// Example: 2
-type MessageSourceId int
-
-// MessageStatusId Message status: 1 = Pending (not yet confirmed by the provider: queued, or handed to it without an answer yet; a send whose answer was lost stays Pending, is never sent again, and moves on with the provider's receipt), 2 = Sent ("Enviada": the provider accepted the send request), 3 = Delivered ("Entregue": reached the recipient device), 4 = Read ("Lida": the recipient opened the conversation), 5 = Failed ("Falha": the provider refused delivery, e.g. invalid number, block, opt-out), 6 = Unauthorized (failed for lack of group authorization).
-//
-// Example: 2
-type MessageStatusId int
-
 // MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 //
 // Example: 1
@@ -1623,6 +1529,11 @@ type PageMeta struct {
 	// Total Number of items over all pages.
 	Total int `json:"total"`
 }
+
+// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+//
+// Example: ofc_chatapp
+type Platform string
 
 // ProviderAccount Provider account of an official channel; null on other channels.
 type ProviderAccount struct {
@@ -2121,7 +2032,7 @@ type TagsFilter struct {
 
 // Template An approved template of an official channel.
 type Template struct {
-	// Category Provider category, e.g. MARKETING, UTILITY, AUTHENTICATION.
+	// Category Provider category, an open set the provider decides; known values MARKETING, UTILITY, AUTHENTICATION.
 	Category   string `json:"category"`
 	HasButtons bool   `json:"has_buttons"`
 
@@ -2132,20 +2043,19 @@ type Template struct {
 	Language string `json:"language"`
 	Name     string `json:"name"`
 
-	// Status Review status at the provider; only APPROVED templates can be sent.
-	Status TemplateStatus `json:"status"`
-	Value  TemplateValue  `json:"value"`
+	// Status Extension (`x-extension`): not in the API document's template fields. Review status at the provider, an open set the provider decides (clients must accept values not listed); known values APPROVED, PENDING, REJECTED, PAUSED, DISABLED (DISABLED: the provider no longer lists the template). Only APPROVED templates can be sent, and this list returns only those, so it is always APPROVED here.
+	//
+	// Example: APPROVED
+	Status string        `json:"status"`
+	Value  TemplateValue `json:"value"`
 }
-
-// TemplateStatus Review status at the provider; only APPROVED templates can be sent.
-type TemplateStatus string
 
 // TemplateButton defines model for TemplateButton.
 type TemplateButton struct {
 	PhoneNumber *string `json:"phone_number,omitempty"`
 	Text        string  `json:"text"`
 
-	// Type Button type, e.g. QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE.
+	// Type Button type, an open set the provider decides; known values QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE.
 	Type string  `json:"type"`
 	Url  *string `json:"url,omitempty"`
 }
@@ -2155,17 +2065,17 @@ type TemplateComponent struct {
 	// Buttons Buttons of a BUTTONS component.
 	Buttons *[]TemplateButton `json:"buttons,omitempty"`
 
-	// Format Header format; IMAGE, VIDEO and DOCUMENT headers take media.
-	Format *TemplateComponentFormat `json:"format,omitempty"`
-	Text   *string                  `json:"text,omitempty"`
-	Type   TemplateComponentType    `json:"type"`
+	// Format Header format, an open set the provider decides; known values TEXT, IMAGE, VIDEO, DOCUMENT (IMAGE, VIDEO and DOCUMENT headers take media). Absent when the provider gives none.
+	//
+	// Example: IMAGE
+	Format *string `json:"format,omitempty"`
+	Text   *string `json:"text,omitempty"`
+
+	// Type Component type, an open set the provider decides (the API document: "for example HEADER, BODY"); known values HEADER, BODY, FOOTER, BUTTONS. Passed on as the provider gives it (upper case); clients must accept values not listed.
+	//
+	// Example: BODY
+	Type string `json:"type"`
 }
-
-// TemplateComponentFormat Header format; IMAGE, VIDEO and DOCUMENT headers take media.
-type TemplateComponentFormat string
-
-// TemplateComponentType defines model for TemplateComponent.Type.
-type TemplateComponentType string
 
 // TemplateList defines model for TemplateList.
 type TemplateList struct {
@@ -2272,7 +2182,7 @@ type WebhookDeliveryPage struct {
 	Total int `json:"total"`
 }
 
-// WebhookEvents Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+// WebhookEvents Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 //
 // Example: ["omnichat.message.received","omnichat.message.sent"]
 type WebhookEvents = []string
@@ -2301,7 +2211,7 @@ type WebhookSubscription struct {
 	// Enabled false after 20 consecutive events exhausted all 5 attempts (or when disabled by the client).
 	Enabled bool `json:"enabled"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events WebhookEvents `json:"events"`
@@ -2344,7 +2254,7 @@ type WebhookSubscriptionCreate struct {
 	CompanyChannelIds *WebhookCompanyChannelIds `json:"company_channel_ids,omitempty"`
 	Enabled           *bool                     `json:"enabled,omitempty"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events *WebhookEvents `json:"events,omitempty"`
@@ -2394,7 +2304,7 @@ type WebhookSubscriptionUpdate struct {
 	// Enabled true re-enables a disabled subscription (failure_count reset to 0, disabled_reason cleared).
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events *WebhookEvents `json:"events,omitempty"`
@@ -2484,9 +2394,6 @@ type UpdatedAtRange = DateRange
 // WebhookId defines model for WebhookId.
 type WebhookId = int
 
-// CompanyChannelBusinessError 509 body of management endpoints (connections, webhooks, company channels): invalid input (connections) or a business error.
-type CompanyChannelBusinessError = BusinessError
-
 // ConnectionBusinessError 509 body of management endpoints (connections, webhooks, company channels): invalid input (connections) or a business error.
 type ConnectionBusinessError = BusinessError
 
@@ -2507,6 +2414,9 @@ type PayloadTooLarge = Message
 
 // QueryValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type QueryValidationFailed = ValidationError
+
+// TooManyInFlight Error or information body with a human-readable message.
+type TooManyInFlight = Message
 
 // TooManyRequests Error or information body with a human-readable message.
 type TooManyRequests = Message
@@ -2672,7 +2582,7 @@ type ListContactChannelsParams struct {
 	// ChannelTypeId Only conversations of this channel type (1 to 6, see `ChannelTypeId`).
 	ChannelTypeId *ChannelTypeId `form:"channel_type_id,omitempty" json:"channel_type_id,omitempty"`
 
-	// ChannelableType Only conversations of this channel type, by name (the values of `channel_type`).
+	// ChannelableType Only conversations of this channel type, by its platform code (the values of `platform`).
 	ChannelableType *ChannelTypeName `form:"channelable_type,omitempty" json:"channelable_type,omitempty"`
 
 	// ChannelKey Only conversations of the company channels with this key (number), whatever their type.
@@ -6233,8 +6143,6 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	return r
 }
 
-type CompanyChannelBusinessErrorJSONResponse BusinessError
-
 type ConnectionBusinessErrorJSONResponse BusinessError
 
 type ForbiddenJSONResponse Message
@@ -6250,6 +6158,15 @@ type NotImplementedJSONResponse NotImplemented
 type PayloadTooLargeJSONResponse Message
 
 type QueryValidationFailedJSONResponse ValidationError
+
+type TooManyInFlightResponseHeaders struct {
+	RetryAfter int
+}
+type TooManyInFlightJSONResponse struct {
+	Body Message
+
+	Headers TooManyInFlightResponseHeaders
+}
 
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
@@ -8840,22 +8757,6 @@ func (response ListCompanyChannels500JSONResponse) VisitListCompanyChannelsRespo
 	return err
 }
 
-type ListCompanyChannels509JSONResponse struct {
-	CompanyChannelBusinessErrorJSONResponse
-}
-
-func (response ListCompanyChannels509JSONResponse) VisitListCompanyChannelsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(509)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListContactChannelsRequestObject struct {
 	Params ListContactChannelsParams
 }
@@ -9538,6 +9439,21 @@ func (response GetAsyncAPIDocument200ApplicationyamlResponse) VisitGetAsyncAPIDo
 	return err
 }
 
+type GetAsyncAPIDocument429JSONResponse struct{ TooManyInFlightJSONResponse }
+
+func (response GetAsyncAPIDocument429JSONResponse) VisitGetAsyncAPIDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthzRequestObject struct {
 }
 
@@ -9555,6 +9471,21 @@ func (response GetHealthz200JSONResponse) VisitGetHealthzResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHealthz429JSONResponse struct{ TooManyInFlightJSONResponse }
+
+func (response GetHealthz429JSONResponse) VisitGetHealthzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9754,6 +9685,21 @@ func (response GetOpenAPIDocument200ApplicationyamlResponse) VisitGetOpenAPIDocu
 		defer closer.Close()
 	}
 	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetOpenAPIDocument429JSONResponse struct{ TooManyInFlightJSONResponse }
+
+func (response GetOpenAPIDocument429JSONResponse) VisitGetOpenAPIDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -9959,6 +9905,21 @@ func (response GetReadyz200JSONResponse) VisitGetReadyzResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadyz429JSONResponse struct{ TooManyInFlightJSONResponse }
+
+func (response GetReadyz429JSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11316,646 +11277,672 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchtHlj/4KrnVM2FAXQQB8CIJDEUHRVE225Io82KPx9CflahKAGUWMtGVBVJomRvzaR9gY19gv/xf",
-	"ZN9knmQjz8nMyrqBACnJ7unuiBmLhaq857mf3/nkhWI2F5zxTHqDT96U0Yil8M8zlqXLw3HGUvVXxGSY",
-	"xvMsFtwbeOcsFDySJBPklsYZGbGxSBlJ1Scxn3Q832Mf6WyeMG+w0/W9lP1tEacs8gZZumC+J8Mpm1HV",
-	"7izm8Wwx8wY938uWc+YNvJhnbMJS7+7uzvfmNKUzlukxHaWMZiw6zM4onzD1JBQ8YzxT/6TzeRKHVA1x",
-	"+1epxvkpH8UvXr/b39/q9ba6Pc+3f/T73gd3OP+WsrE38P60nS/LNv4qt1/RjGG/MLLiivz1/PQdoWlK",
-	"lyT4RWY0zXzCePQhIGJMIpoxSVrBzz///PPW27dbr14FbSJSeL6VxTMmfRLzMFnI+Ib5RHCSTRkJ1WRj",
-	"9Uc8Y6RF4XVyG2dTscjwYShuWCpJNqUZuZ2KhJGILttq+WM1qL8tWLr0fI/TmVrYEFfvimae733civkN",
-	"TeJoa8akpGo1zfISmpHZQqptJZQ4M3MnZufl3fneScRmc5ExHi6/Z8vqeTkkYRIznm2FUyEZJ9dsSVpj",
-	"kRK9P4SSy8uTV22cyYxeM0koHifVTzaNJVFniMmMSDpmA1iGmJP+LpmKBSwBI5LOGDStfsyfmA9TNk/o",
-	"El8dx6nMCOXylqUk5jJjNIIZiZhP4I1bkV4TOqEx75Dv2VISmjIyZylRJ4PyZYecM0aciZMYt+3w/Qlx",
-	"Zl+4C97euBs+DXfY1jO639vaDfd2tp6PemyrHz0dd+lztjvq98zu4V3Mt8/pa0utcuEa0Y9vGJ9kU2/Q",
-	"39vz1bUyf/fUJcoylqo2/9cv/8fW//nhz//m2dsmszTmE7WJdSfCnZ9aWXMseurq9/f2yE0s41HCyOH5",
-	"0ckJCac0pSHc1jvfO00jlr4VEXvFxnSRZIcyrCElIs1IFKcsNKtVd3SFacpb97bazpumZl+wkzo8P1K3",
-	"8tXx+ZH66D1FElMcr3pK+GI2YqlPxqmYkV7ToOeqAXe8Ea4D7Mkqwlc/YOjZ3ktO9OtkArc2VXeHq/Gz",
-	"vy1oovanB7NgqfpQb0Gv261O6SRjMwlnW43Yx83d63Yb54VNNkyt2/XVccTJ7cFfm09Vj6VuurjmeojV",
-	"Gfa/9AT7v+/89r70/Pa+9vzO49kioZlIjwTnSAZOoppJRsgKFNcz7xWI61M92TnNpvlc48h7qPzRRBJr",
-	"ZgUM1fRSfFmzLuj+zvcu59HnFmFIf2ew93yw9/yPK8skVGZbC5j6ZxNnsLkV4oxe6s3FmZ/YaCrE9epT",
-	"eIsvEbkY1TP7fu8f4EDeqbHIueCSoYSN0s3RlHLOkpcLGXMm5XGainSTs/rJc6RKbJJwkZGxWHA1f7kI",
-	"QyalNxjTRLK7dY9tcTw1R9e8QJh6g9xO44SRJJaZEutCnJTsqJXMic0DJwnLFUenqZZ45WI2o+nSG3jv",
-	"WJxNlVwZES5SJTd5vndDk0VpYdRZgp8LW1JZnDvf4yJ7DStX6OeSX3Nxyx16WN9PPtVVe4DdvBGTCSv1",
-	"c86kNB/rvmCcq7uKJXyQQIMk5jU9fr59P8FbQWI+X2RqVUeFgzAgs1hKdQZESmY0GYt0xiIyjlkS+c76",
-	"5etDWiJVN51yAXuppf62r2U/QpOU0Qik/oVklUbstKEh87J92vbVacy26HxOxjROFimDU/lapKM4ihh/",
-	"6GW7UKoStTuw4HSRTUUa/51F0MF66/1Wt1ez0hdTRjJxzThJaHiN2tScpbC+QOxjScScpai66lMtSSvO",
-	"JAk+buWvBu0DtVJTtSu3VMLtnOhRFvXJE/4+FZMUTs7DVuXQKoFaNYwlKalTarVkFicJGTE1pHkq1Fll",
-	"0YHWQxMlZH+eNawMR2uqQWlMQeOgCB2jyK9WmzOwwqgDLVISZx3yzlnXSP2e3cYhK8xECWApC1l8wxyN",
-	"WI/rG6l145rdOGMLiRRi/Z2ASwi7V1ZiB7/gkS3vhhq5uTWqP5gaJVE8HrOUcTvSjvfhzi+f/4c3tvbu",
-	"/qjIDcy3kSapm1Ld0cpYypaMhrGRliFF9nb5REkWPgG5CIieiJbt6u4fqI4IJZzdArfBHtRf7rxPeMZS",
-	"TpNH8XrTCJEsvWEpUt/Pc2kuOfs4B9ZjKOYBagNUzS6Wmrj6hDPVs2Qc5/VOZCdqoDPGs03PrXuuWE6x",
-	"pdFYDJNjnI4SFg0ISJQwrAnN2C3Vtqij03fvjo8uTs+uXp2d/Hh89sK2sP7SlObRcOBy0quHRm9onKjR",
-	"OaQvYvNELFVD30jFuMbxZKG/auVzU8uUikQxkQhoDSMpo4nhdCJtd9BMskwEjS6EeEPTzTSa8gKbo67O",
-	"MZlRFBlHrGjh6HW75O3Lz8bLCn2qU6QmobtSU2Y8mouYZ4SGIZtnUtNYWDc1SaKEdNICtaJH3r70yWyR",
-	"ZPFcnQMcqq/I9k2s1lDrDJLskLcvS/xPZiJlIBHao/uDutg5pXlN4+ThlNco/YNfNlDPi8R1I7X+s9HR",
-	"Q03grCuATCnKHbep4BPcAJESEEc7JMApB2Qqkgjf0zMwJhLdDCzxhRBvKV+e4Sl4sIBxIQRR7ZDDLGOz",
-	"eSY/D807UypyEs/ijLCPIWNRLo4YAcAYI5WwKrVbJuYkAPfNFvhvAqWWlj07W9a1Uzc2/fa24wSC4V2C",
-	"PMl4plbl4dS01MwGi1UeQN2tBulUC/w+0QqzT9jHeaxvWMpuxLXuVyv7j9ECo1gC/S+qTReKrAgOzBx/",
-	"L9gK6hUoPRpFicxXnQeohOt3ZDWezhdV0M6dATlaVq2S5avHmVq9MW5Y4xq6G/hwOgl7OKLRZZqUVjNN",
-	"cm3RXcacqi7UN7/gm9bGhLroNMvmaibqv5Jcnr0pUdP1vlFLqc/yOzAgFSwNSmvQv9aPD41Ov+Cbrpmh",
-	"OJbKzxvs/RokvKCeD0igRhW4OnkiuOW6vb2u40jySbBIk8LLINZwWKNtu1BwaGhZuVcPS9zjfg4BX3bI",
-	"KQoAVqLShsmMXtfI9T6hiRSEgoC9jq5BWnYYajVktUklXtlNgM08NLLc8Y3agTMmwWL/yZunapRZrMkR",
-	"zWDT4ozNZM3P7tZ8qvoB2Y2+MqVf7lyz5S/6teJOf7A2SzH6lYWZak4/AJMr0HlDYz55jC9m3uCXLF2w",
-	"/MuREAmjvNKf+c7H+dV1VaHhxVO4132OYp4YkxnldAKytJXwJGnlRhzpW2HNN3TJGhDbA8NVtMHJ/bCN",
-	"B7FogFLEtbgL9u7V7EB1iYAeb7JGpvm6ZdLG3YvlnNWZuPXPIFcNSI+8IGw2YlHEItCAfNInL8iCi/E4",
-	"DmOlD6hbodSiVqD+SefzoO2THfKC1L0ixuGV89oueUHmU5GJLSnUq1ucZeB6NzfSJ3vkBcEf4SFTlMIn",
-	"++QFGYksfwS2d1ytnt/3d/xdf8/f/+BGolQs6r73cUt9s3VDU7iFahGP9WyPpuBZuLQzPcJhe753Wnny",
-	"Xs3hHEb5Dmfg+R7+/daM0PO9lyLL//xQ3AtD3ou7AZTZOL6cnfHJjGYhaA9BYUODgd0vWGjS6mlrI2xA",
-	"v+0TZw9Ia6ft4w5c4SJfmR1o7bZ9vfBXdpVJa6/tq4V3H+23ncX3Cr17vhfaRXL6VfehplMlg5R69Hyv",
-	"0J3nbmmpyeJNWmd33T0NP8t2QgvVCBhevjJgSSi6MosUwgnXuU+DsMTsIp4xmdHZXN3zOLrvQz3cE/BM",
-	"XqMfY433v2dAyRPrKyjOVdFz7XrJCmYT7UeIZe5G6HhVomZcZXWUMaMZW3OU5/Cu+egqZVSLfcXRHn/M",
-	"GFfj6pCfpks0xuYDjTko+9CET7TeacmZpHFEWkrhW5LbKeNWoc8Ekdp1WXMmTY/o/bvzXVfmQ7a6xAXA",
-	"w4heJ1hIu1N+MQTM6bWBTahlPJqy8FrrxyBI8+Xp2Bv88qnc54c7v/hMDeHD3YfyuaYpu5qkYjGXhbgD",
-	"YHFlwTFQCxTg2gao6MoAQrGgBSVtyZojVO8ozTu2cjccVZES6Pxr3Bk9hxo6jz+QVhRP1IkDa10oFlwp",
-	"+6GImJIrfHwc5DN5AQvkO8txUAz/MDKgEyG2v1sOEKue0erqHdNwamwNudqCnygGBb3u75ZiwGb04wkO",
-	"wYSS6D97JcmwvlOzKo7BCX33psO9blePQTa5vE0bVb93flTNtlTugWrzPo9t5a6sKZavcWpw7NBsnSy9",
-	"mRD5IDn7XlES5i14RsOaOV/XRYO+swYrHc2jvu3UhSQ28gEusni8bJCWnFYJBJwamy1Lxj7SEjmlaYH5",
-	"NCg5DhW9f/pvYpl9zs03q/pH3njgJw53qN3+DchjrQzsBjDQGVPbtjrgdR16hraTJkLW39tzKVkTaama",
-	"TUp0BfkvcMLmVfxWEe/q6lHOxYKHrFHCYpwIniwJjWYxj2WW0kwoYkmXRDLeIFvF8greX9UqeInCQiyH",
-	"orxuN+b6AuOp76n28n9rGJWvlhkck5IE+rpeXYOLFHiceRRLZHXI6TYjE3OaZnEYzynP5BUw00KIVbcm",
-	"56Dx/vv5fjiLWNvHfVv9uQkFnp8/MJmoNTM4xysqB3KuiIL7IlGZDhWqRnxPBbdelopY5hMtsKmbOCj8",
-	"RP6sJFVq/m2CxntdCM7eMx+2jjs9JTfRudTvSEKz/IUD7BREH9MaF+iL1aOKJZFTkTo+0jahPFKvJYxG",
-	"irD9naWCtNzhSeMpB5819NE9IFEq5nCxs3TBr8k8ZeP4Y7tDjnF3BmRvr9d7/uzZs2dPnz59WspucH/y",
-	"inkHva3nH37pbj3/8Om539u9+zdvPSr9vZN04Cx0dR9Iq7Su7abd/75RfHOlrcrFZB9j7SBck9IdGb1X",
-	"yYuaWtIQxqykSCBqB4QvkkTrN9gDBP2APqIWV/1MR2p1MVC0SvtgzNXeL8B3DZ5CqT3K9wk7uinfTPVe",
-	"vmUyJGiSaJVwFbFSb79lGfWUnvh4oleld6XpNJiJHTPND6k6OdWtNk/LmR8xiAhw2jKh/c7oJJgDjXAS",
-	"iWRIOY/55ICgdWDBEyalDqLQiUwsIwF8eKWarGdt6LSUf1wj0N/S+tVS5++HM1wsKgkl7999S9SWkMuz",
-	"N6QVqH8O4hmdsO05nxyMqGT7u/5//9f/DsBq4pCO+jfvPc2OFSTExCE91MKirjjdeDoeZ/koWTPiKFBX",
-	"PwAxp0UzRZ3BSczaPgmEDIBqB6NU3Ertty+eTP1Ldblf4g8gHytecMuLR1NpQBCIH/NrFpGI3cQh8wnr",
-	"TDokOJqmYoYH0JGre1ph31CuNiNpFK173e4aorVppkSpv/RxFjWmmVP0APLJllzKjM0etsg/xTwSt/Iz",
-	"rfKpfOwCn8ry2ua06H7DnGM1PQTHp7wumkbR7dlMK1tqkdSoR0v9BNlPu0NOx2P1VA9goNqG4NeFnEJe",
-	"KCj/2pcPjZtGGyyBJXtrQ8oSjCF08wEpaZKBhVpVcxcfaTMyZGa1OrDGCdbc7A8k9n+GSf2RpnPOEoh7",
-	"/Cy84GgqhITj7OjZoyUp8IgD4vIII0Rmt8I9S1Uu8WWJ5N3jzvu5ceE0EpQLIKE3DL0ujvOz4EYagIkA",
-	"vUgBac0pxAop/mkfK6YaxbL6WiFdQ2k8c/UsZeYpn6hP0WtyJRZZQFpcZAQ/BoKk6ZuWcNTbkF4eQic2",
-	"ngmS3kkmxHXBryRuWHpA4szE6KZMLmYsIguexYk6ETRJCGcskiTOVNsjyjm0XCCx+NSNAcRBgevNJ5Ix",
-	"Eri+rwCEjEUGXp9yYyn7FYOrneDlb6SZwg1Lcc3d0GZDJxfzSUojXO4xxF5VGx9DLEwxexNDGWMdA09G",
-	"NLwW43HBl+ymG7k7aX1aancgnw4XX5FlWBXP98xMPd/DUTl3e5WH+Mjp5FWxT8yOOoUuz/IuX5ouT/Mu",
-	"X9su6xx++i5ghuLXEjFJqGlOeRt0PBbInpzdohWOptZ9yydMdshPSkmFvwxGgj51kvGIjITOZAkXKcQ5",
-	"4QgKbX5tStVkT37Hbn8vQ7IaE65Gw7C0kWilraPzeWwr73Q+yEPtK4/gBCy8VnxgUSNtB+IaT/CC29yF",
-	"4EDR1yhG48g8ZVKdMBwomE7Ojl+dnF9dnr3BlCmWuUREXHu+57S2Jh04vYboH+czSBt182NrkU50kI51",
-	"byFcSDW8A9+7wpHce6gLUUJ3fuHzq7WukRPzded/ruiSUo6ONefDpK/MIOPItW44+cwr/YOpaznTTR1Y",
-	"l4GiOizVHgPw6TEeafChDTwEOjXjSlvm7luM9/r9Q/36VwjeKO908YlXM4cN4zwKR/p3sukVr9VjTHvo",
-	"Nlp1QQVX4gyojx1idwIRfk7OT8mz/W4PCaAYjyXLIO5Ho/uYrP85Zj3JjnVUBT4JMjqR6r8S9AT1r4Vk",
-	"qeaCdpvEnHEWXd2CQQAZbZWkUXltEjo5CdRogj8eDalcc+eOObc8zMMDVh8CeO1ch7dXiFQpprxmp9QK",
-	"jUU6U+97FpGijiA0DdV4Gzew89eTKx1/0LKBObCXGLTTrqVRCZUY5kgnbO0ZaweCBmDLE3l1O40Lcq9f",
-	"YbbQ+T0bROfhwV4ZEEg5UYILjyjPbB6XeyOJaqTenyzSeBLzNQ7qKbx4khu17nHqFfdML2m+XahU6thv",
-	"i1jiGq3kWq6aecx505rWE4d1udEpfIQWRrCKWDvFqq/P4S3nukkQydahBM6GoRyHi63oX3WtfwJ/PpAw",
-	"XOOYQ9gyUMtCkNqqPi/opM7FveApo9F6zv0yr/6cBGUh2b0LfilZvtx1fN8JFzEn1yFJ7gbVEt81ZIX8",
-	"DpWWztx4e0ztda5Spk3lC5cj/17yRUEq+GzyxRlLqEmkcWwWwO30dbC3UZ+R/K4Xbu3atgnd9gW2fW7a",
-	"vsS2aylC3bgfYZmtrOXvb6AtDAmtKvWJLRMGqKW0wHMOMOULjXEghymZLGHjjCy4xiXxi6ZY1/4KSJDv",
-	"Dy+OviPbdB5v6wOwZVjG9qc4ugNbQ8zfO8vdq+QE0fT6St3JGq0YA6Ely6TSjPOLG6jpdNeOgX5L02ui",
-	"vm4OgW7i/A0NqrebG2sSCQ4fKgc0uMOgm+ZhNLLeBmcQvN7cHN7oqzoV+K24QY/XFAwRoRMq55gCNo5v",
-	"wntO4towpw1Zd+WqaFOM5mK10zqUMp4AvGSWUi7HCCADk1TffI4pXkq2YoJa7LrKRZvaC5KymbjRJk58",
-	"de0z9JMW7PSmNW6+Gcmi1hFfMw4Ka8ciWKmNh7NwnemlwdQa4KpNHZacSHqXfeJOxSf2VOc/4COf2OPl",
-	"E7xKPgEy4RO84IirpalXxdzXfORqbaDYGWmBA6NO1AzaB2SXtM6YFMkNiyDjco+0jigPWZKoB2HiGrpz",
-	"db82R9B/+mHdW4gjqz2kDgLGU2fWRt6ri38EDVGMS9yItG4bBGZjaWh3yGvw9KByWfgYvUo2MvcbSTRE",
-	"HHSWslCkEXpn8GMlWviEC9Rn2nWKTCkObkZjsKvcq+806djNxjijq93T9ArRGUdnmmqQFaq6S93u5GuK",
-	"BxJzYRWnwRTY92hvxFTXE07mGqQMk1rN4cT8VXs0MXH1fE5nPnlKXhB0HXXs66Br2rdBDhl6cJqjobfi",
-	"+NogzN56Sa5qGkpcxDl4vueArPmeGY3ne3YsStic01nu7lJSZY4jWiWEBehQBxS0QyCVaAQAELEkGgnU",
-	"RRS18KBUqs8bgEEx0dpqZW4L5LvvBm/fDs7PA7JtbXqFYNWVgPB55nzuZRkOo0+7d1vqP33zn9YvF+QD",
-	"/nOgn5j/Docd9a+ev3/X/kv7L63//O2XP2+Zd/+C/1U/1EJx51lTfTdnql9Vf4+jONMAMo1ZGHX83AJ1",
-	"aeKmaBr4uCGYxuAVxVH7Qaz8kdHYGfuY1bMG9UvJa7e/t7ez/xC/3QX76ALDcsG3MFbT+apmuPDZqpwP",
-	"IEcwhTryozaMRW9zjakaNmm2JIf4YVGc1Vh/a82v9cn8Vfms0Uy7ur0SN622wmCCDUZAnBLldkZVSxj7",
-	"iCeztvuTiPEsHseqESNVjZaFQ3tQNKYLHrLioQbAM4AIcZA/Os1G4kdcnOrqGCvKmiZ3fU5yk3v91TjS",
-	"PndzParWqXXsXpcXR4DDDO4QtILN4jAVGlbKBDLmpPKitzvo7gy6Tzu9/s7u3v5/BiXPdB3NvCjQS/0f",
-	"TS337/7z39YL7IV1sIetyRpWPdDVHbjXfvUdo4kiK2WyKq0I6ziaP9w3ev1VXUd17sGqfpkDl+R7Vc/5",
-	"tMtKsvQmDjXu9t8h9lLtdB5h2S5mcTjA4mZ/799VUrertbytkfQBagsBhxeaXCEiTkQ6GIGS6WJG+ZbS",
-	"MADP0Lm560KrlPZilUlJD3MNKBmHirhYMpLxyAc652u8MZ8s5omgUbtDgohlNE6K8Qw69c4hIyZuChwQ",
-	"NE1jJgGOAK24NCEY2EVamImUxVnCfP3QohXY1iYUsV5n7eqa6fGAZTaKYjVNmrjGKhTEq8zKtP5NZVTo",
-	"Ns2w2wK1z1f5c27VuVikYS2izU9TocYZLUK1lmazUJ4/NFYoFOqNVtbS2LiRhrI5mtJsJDKU7Q/nMYr1",
-	"P4n0epyI2zrB3BXK++sJ5XYsnu9YenXXnu8dzmPP90ynIICbuTcqMvqFgg6jpX7kW0uWOSyxxEwH5G8L",
-	"tgA9PyVTyiPFNYXaVeMGo9yU0Vmy7IBQjAa7hbRr/cMtlSQRMlNjWMpcb4qlg9WKtXZ8OOpoOhE8h0d2",
-	"ThlszDxr436dq09bQ++Y38Q0okNvUDzziNqpeT0MTaff6H19xZL4hqUswkaylE0WTLWSMhpO9XcpC+M5",
-	"xEFiSH/bqHgUPnsT5x3nr2rDSNkE0caTg+GB6uvXNJlWx21ufoTjW2rma2CnTJjYKBHhtU/EPNsSCzUn",
-	"pV1eOqDfpIWxj+DOTGh4rSgWav7mJRzW/fBJax7iXKU8R4Awu8SgWFInONLgSeJQ3fPchE1lTnOOTaXE",
-	"cTwKJzMofqJ29cc4YkLf1UUUC1zzVyJcKMaJq3TBZvMEUF2UHn6exeG1WtFn5AV5I0INsPw8JwkID4ag",
-	"AjRV4hDi8MUScd4hMpt9VJvQ6+LpwPjilhJ3Z+LXGM6Um7RgRUgOxaliFlkvW6wIT68H7cyTpY6nLYAa",
-	"UDJaZJkAo2wSy4yk4lZ9pNYCihuRVvMI1SqdYzZLixK1EIrnQmpFyAYGjN2eM20rchIvpGplF06bXMzn",
-	"IlWXrEXJdczx0Ns2Q7FIIoLx01Jd6wM7EiIVQbhVar0iKRQaVVv1XiQJYsbDZVVrpgiDmCMQnzuZJqOI",
-	"/8x/7ve6fq/n9/p+b8fv7fq9vQeYSi5Q1ITj5fkenC1FjNXBUsdbnyrP98yRUmcfzxPEDOOC5TQdLSzU",
-	"VGyADfZ0uSz1KWwLXA67sp7vqSWBK1IFtC7LJj2QTQw89pyO4iTOliWwalzEWJLRIk6iLyRFvdOGvM8s",
-	"2gI74oskWUdyrZgzP5ckm5cYc9OlvMPzIyf4FP+CmmIfatvQoSqV1fhO3JYNw2BQYxESPiOpxDzOYgq2",
-	"eBRgEKvQeQz2yZk6SFZ8qV6aB1wMPYIT05NnYwndR9izll4+6Lpq4NOvq60Wc5yqdsiKMVESwhIJHOM3",
-	"LBHzGpFfB51fzfWJXV1FB+IZ5rVKSBGbRr2IiNetXi6ew1hiiZm99xnI7nxvztJ8YBtU1spERpNVQwQz",
-	"JWSTEJokMFBZGM79ABeFhXOGanp3F6vugpfjYat76khimPo+VjKjC4WHcb0QdKW4GabO2Fo99/kjDNCm",
-	"iX6ttRuVNBULzmkGFUdrG4BMjHM56vYqjnQgMmp5SsBGGG0yY1FM6+1BmHOJbHadkcdRKSD6G1mIROus",
-	"Zz6pW7TqYFZteCHApHbU5S3+RpL+7tZULFKbCIVRbk783RpOsLroGaglo8+PDdQDbwFNGTA9M5gOOHBA",
-	"Gs4rbqRi5gYAfiOhREoeRXmggxfRD4N2xUzzeklCysmIWYyFe7xnhXz+kgGE283VC+STFTGflh4ZsRCV",
-	"qdtUZI+I+1RqS32IYspmuAdXs5gvMiZrFe2EEf0zBNAckC4OFNdO2+410dvd7W5ErAQ6rZw1rBvVqlOr",
-	"scLz8Kfy+NWRqdRrsFqYNsLUpVxOuEjrpDGlU4LZBl8gLaRvyN98Te10FCn42RNw8C80kLvWdmX7Prpu",
-	"bSmyzmaNzrYc5drWEWqlbI5FfwVXo+RhsohYtEZ3ZmTV7s70L3gDjSph7S7aFHF/D48PHbNL4gzXt3tV",
-	"e1AWoySWUwDYPtS2gxosGAORXaV61uAA73wjbaJZ1cn3RaPmDDz3KuncnazjPawmTIBQtyVDMWc4L6Wv",
-	"oso3WhLq6nrahaGD4k7PLzAmDr6SNXZHHXC4mdHRrC3giehUDDdL41AueQiFmLVydoD4+lgOckJjriS4",
-	"GpNkvafwlerGcWg6L9c4COHtkkez4cDUr61hhzSjiZgU0mHTWcew7o6OwYVoXOex9maUH8uMTtiVvozl",
-	"H29BES08SoTMys9oGk7jG+a4VjoxSPcdNY2EZevn2KYzA9Z+ZKfhPLy0k3AenqspHNkZOL/8hOp1/uAN",
-	"jt55cpiP3egtMPQjd+S1uKewJ2b3dQRV3Ub4pG4fSk8L21D67VYx/MomlB6ZPfBJ4xY0nEucSOlgihA0",
-	"gHrP4E9GwsBzOaVztGm26qSS9oHxJxGOFvE1Aucbojn1oAqVW3kuC+UhH07/zQUKmsoFnAE0miaz5cQq",
-	"Fl7L+vjoEZVrJFvlGa4wrCiWG31TE5AO/dbNo9YR+ZkyXuu9l75ZoPplvRHXTFtq5YqoFLmWd136DYDG",
-	"mwalQNRRY3zpI4GKT6ICnA66MUqgxc0BMGt8iwK4uGFXoE3ej9CD8RaJFOVYVBGCaQa1UjKOE7Z2TOoZ",
-	"tKS/bI6OVrysaBODq1+KD5uxgLSMC3qgZGyWsbLTWulaBySgSRIMtBsVlDewCiliTIuRFy63RNDOJFnz",
-	"9L9Vrx/i67XBn8CizaxnMGfVelXBXnUvmlSPQ/SVqbmpaeUSeqOb++0K+TEPr71HYDw3F/rtCjmxmChW",
-	"Gfq5jXJfN5BV58e2XU02xjwALpy47dW69IbxpY1Ro/VT5pGR/8+XPKyZ9ZKH01RwsTDFUkkrYBz8pS/g",
-	"LgTtQa4OlByrUBbY4KO0fWI8sZFxlnXIayhghMWBaMrIeypDmhxRtD8B/FiHBOfar4s9WqhQjGQLjnUw",
-	"1cmrAB2MYpGFAkGLjYrZKjlYS17b9kHBV1Xw4WrEmjizbtnqMX2lJfzi03xgK0yGZo221Bo5LMHHykqZ",
-	"IKFIU5ZAlTyoEGm0vFqFK6W3m6kar2I64UJmcUhCMbfBHpW1OlDLKuMohx5PaZj5AMSMop4iU5Qvwa9R",
-	"EwhROprO4qyId/jMF9/HnWq6DEZolhasuhk82nWDQ4AvgkSTM8PhkC4YrfGFqQd0oB18NNFvuMWCLK/A",
-	"o95em2mVgaSbGZczz1ok4DM7KzTYHGjAJWjWz4PuEfMEVwLUYl26YguRUwDeRLtIY24Mt+SdsJY8k3pM",
-	"5GI8jj+iVb+Es/v06dOn+/v7+6Vo2AfVdjC+JBcN5p7aDg2yjNtSSdVQq3uM9LHh+LzAaBMQgDQDNMs4",
-	"ouG1WhIekZYmUMEn3e2dYiSwieQFxnhwcQuN6DfzQFr4NW8AL4FP9B3wiboCd0G7Q17ps4ZnhBNb2srX",
-	"Paln7vFc+zjqJVh9Cr8Dx8FbJWe9jhNWD2OkfnGxKHVUgb17B2ipxjP66vTo8u3xuwvjkwB3OhiyxYSB",
-	"ERKvHP6MQubVIk0CDfwkZnEG6iwAP2nc+4ilShfNLeiXZ2+KRzXmNyIO2dbus35vpzOPxp8Fcuk7x68C",
-	"EizfEIOptMa68mOJDS1GSRxWSzJC+TjoGVHHDBqW8QgUvD4aExRyAc2Kt07eHn577JMfT14dn6qmS3vT",
-	"PtDY/u6Smx4nscwgXsnGQOheMROviKTuwaAH29tqjWRHP++EYratN0ZuuztjNfZFGpc2qrv7rAg69d30",
-	"wy8XGf7f+/mHX87lh78Mtrd/+V/Dodz+y58+/Hk4PH+yLhRVYUMX6xXGxF3UV/etKbrcaMe0bxi8smiJ",
-	"IhGUbtb+ZiqRYKv3JJknC0kCtXZBh7zEWy0tMFrGPmaSYL7fdoDy1wEJbmgaK5n1CqpxYoQnSPSq6znT",
-	"dYp9tX8ihXh1gF+Lrpo+hEAZ+HoqEpC6KI4ZGTSgTWMFnLoUgSLvux8SosLpncSANeDXSiz0TmljluTf",
-	"96HhDne+pxa93sA+hrpiAnZxQGIM+nr/6rVPbjDqiy6iWEBlWSBrxgQMYHgzIU1Z7oOyLAd1lrECKMDV",
-	"0vkc8gdQbi45M9sFA9co5kozWu+sA9nOzzfM9M4UaNaEd+wQ/ftWrY5XlNtbIIHboClFErUuVTma1Y1x",
-	"zyOcVxu5iV8AGYS2coJlGrWJBZ+GHoDXXKkXh95g6B1yOvTuAtLKa6qHlCtdKaRpusxt8YTTLL5hybLd",
-	"Id+zpcRQGSitrhUiKGIvQ5EyuMApkyw1+XbaIVSfWLQuBGBkJ2TmnO9x/XUF/7+WgdfZnffmXRcvxizn",
-	"Gskk0Ib+zoSqYVZJjqW2Thvn8La+3iYh5b6PIIruzvdqjtJ9n/6oP/kRvyhrMnYJC/MoUq0mraaaOldz",
-	"ri2/6JCzRcKMX1PMRjFnhnO0MghEBeoE5atxfQ/y857jKhYEx4NqqZsgtwXqWjimYCqc3bhUmPgbSYKP",
-	"W+kiYeZIyuB/ECv4ByOM9eaFGlW9eNJ+XIdOjpYoercqtJJYYvlYCriOQ/Qeesf/Rev+yLSu3gDd73YL",
-	"KU1A9Uw+E0RAhVMip3TOSMTmjEeQoWEsnkBwBGdrYDpVTKt3/v0f/ABpKAjBVDgf1bzz3GDkVty1cMeQ",
-	"Nl6yLNnXbGCgK+ZZ73ttIePHlSOurT/c4IAwc7YXzdRwBuO723GtacZ+XmOXqbkqVeHbappa4f/2WAd3",
-	"mAu6ZYPitsci3bKhnRqdWylL7GMWdIjZfpcnWmtg2aqS1+/uPSAVvY54NLgAnXNWmTw+rxr6QftrH5gM",
-	"KqkN/pSH6Kdy7FbaogWGCZ4sv1DEfZFo3V97E7HNyyXu3Yr2CGuZVlQg9bxdY5hU/+t2AVXh0YZJnMln",
-	"sEs6DdUc/4varGqbbMQ+ZqYIGwh4Png8Qjq3mDJ2BX4WixT1evBmyWk8nz9GsyiBFDiG/iqzqEzAkSlA",
-	"1xVSSyY1wgUJPn3q3d0FvvpHH/7x3//1v62VooSdccip53t/AttRATBj7UrCReGhdoq5Sx6K5Kzhhf+x",
-	"WSKxZYMdgeQ8ni0SmonUJOY0BiuEJnPHBRysrXVaj8v+dBNc9npr/FoFCF33Z9nMuqKI7r2vCm65i+vX",
-	"r3OaGUO8UyBA+3VtBQ8ddF6H/7BZ/d1HBm3YzL6V5aXDPGtrlctjdYFp20gtzTbncI1CsKsLutb+OmOm",
-	"RGAjovEfo6SqHuhDyqsWl7DxHhdL6hbDZ9by3hzqBlZUkC/U131AF6aBlV3ke1q6jOt2gQ0097G6eC9p",
-	"1bg0qXZo6mRRLOd1QCaMsxQijlyvRnMNC6CVW/jvfb/Xv/u334olLvrrk9J8wGaihWE3jXoVGf2jVJpu",
-	"uor2PKzOrWiQlitN1iHdiTHpAuKfSFl9yet1rujDEWhL9PKPgEBrh6RzLe6t6YMAUeWqPuAMqDw1eePN",
-	"v1xhjF9U98aNuGZXYlz9KTGZyZVfDIRx5Yc5JiF/aDAuVrfzIbfozvduQppGpe/WAPpqKL+OrX1Yz7Zl",
-	"pK+qNQtEL7C/UR4RbFQDXqn1rS1pBsGsmLSXJ8AESn0OMFOLMJomsdIpUQ1WP13NWOCj78+pGSwZz9qI",
-	"KIPBT6hNl0ptof4p4TUU/Xt7JiOr3SHv6Aw9iDaeS8yY6okpqQ1GhP5maQ40SVlCl9LikAEkMguvWWQR",
-	"Zpw6X/AqJTMRxeNY6ZVQP+wbicAebvUwNDlKnYbhVsTsP1uPrh6r0YhxLWm1vr7+s5Lr33gWqweY8cxW",
-	"0rjnfBoqVe+e9AkWqS36CJcZW1Wa5gHnujDopkD3dZyQ1SOO6QWmcdg8SLZp4czasJIivaVptAGu8mvz",
-	"RV2NTd9TZ38NkwVcz9upILdpnGFs1GfQul6nYraxutXAraGtErfWF7v+1OTWFg3Yai490gh1zp3iqT7c",
-	"fiQiLZlBXqGu8r1+WBzOl9XvBAhD9VXKfsJaS5lfhDCRsBsZ4xZXAgWqoqWpiBq4oejm2gYs76qK+FGU",
-	"anZ/r1qb0CzOFgjgkGeriMUoYW6i6nNXlNp6ngtTubSYCD5Zp6nes0Jb8GelsTU1+BJRsJNxR7MmOTAg",
-	"JU0kwbQNhCBvvbnCnuKS7nWVU3ErSWu+kEhf2nW199YXpukSIqZHjEwg+Sol2ZTymkAvEFgqZ0TjyBSs",
-	"OZvUZC4ap+7DaDUQNhvLQaUNtu34dgJrbi/A6TRsbR3ADmabaKGzDrsf8Yw0TbJiTcrmyfIqE+Ua1zv9",
-	"9fbWQiat4ug7/dIWV2TgKoWl1zkYuM7wt1hMgjsDB3v9Bukwug3dcz0tNY3fKyC6awkUFPJbwOMgIRYe",
-	"xixJJnztMzGTCNoPlaEQXSoTGwpRuVbxlaRe7DAq5v7AxzEnu88QyeHR8q1OMPrDSLiYMrS5jGsc1Y/x",
-	"OTSQWGin0F2JSoEQd09N9AsbK+Pbi2j2+EqMfZJYBDYnJF7R8or3pqJ3rzYrVOrn2VCWCoUvARFXwWFW",
-	"lop7HNBvOZXVGYqfj7pQG6rc4YeN4Da/tpnEyWHZYEvKWlp1zyz49L3A0pVv1XG8arR7w68y/jt7SN1A",
-	"Tb3qf5SMR1cN6EnfiVsyM4lDskBdDBqnYhSG2LVGS3BNxlHbZAMYynVQpGPXjM2RwZhv5wBb3SFvsZAg",
-	"5aRHZhjwrDE9qbp6iBZyP+iVotsPLy5rCNhqgWida1EGijZbkY9wnXMq76Mra1Uhq5z+mnp2f5wrqmFc",
-	"Gn0ppfu0uV3clRQ2x+F3vy4xBcQfrkmYoXGygNA3RE3WhWYQIfXBGskZtra+TlLN148ciNQUIVJXlaxv",
-	"LExjK3mb9nys9QWOHQ25Wh8eoQvbrPBgFi/bChjzczxtjRT+y57wVUf7gk6aqmPUlKaOea0qMQGIU5/M",
-	"aBZOTe4P1LK8iiMZEHSsSSO4XNCJ9AmggcK/Ecs7xyVRzwpBZnn1QPgGMViuTGDa5nUCTSsOFgrAMG6a",
-	"Ja1XpGFd5es4yerqYakFiyOdVmEXz4iue134QT08IBo8lo6wekOqk5gjwRC4dAxdNEY2X+jio+VYlAaQ",
-	"hyrpLe3Ko9rKN/wRzdzVrbXBmK0tqTefp6CI5kHntWiLNWtIMzYRddn9NhvbvKLTNd4enn1/fHHy7luf",
-	"XF6cvDm5+Nknh5cX3x2/uzg5Orw4OX1Xm4Q9pfIKcYtlQ8DCOpiLTjBfY/X3AuAnnyxq8T7fiJAmTFt2",
-	"MQ1lnl29PAs2KyMvG8qZnbGbOK9oVsKq0PmZh+/fn53+ePyqGVLQYsnqNz3fe3/87tXJu2893zs7/uvx",
-	"0QU+PLw8h3+8Ojk/fPnm+NWa1OJQH5tCQagz9iuEBqqHdCHhH69iCdjBQEAgxureqr16ThCKtpK62D0q",
-	"nhE/P5p+Dj+DfX9YcT9ewvdVcu9iXNZuZYPoaboq7zD2Axlj+gD9cHly9P3V2fH7Nz/75PLsjU/ef3f6",
-	"7vjq3eXbl8dnPjk6ff/z1dHpq+P6Si2YkLCaKmuHT2ORIbMIR2ZD6qDHIJ1Km53M0euQH21AYMyNhxEq",
-	"1OfBgy0dKgiR1JisoB7l+QjqtyqJcW593RJKtBa9vLy4OH137iDJrV0gurjzNbK1sctXtCzMPsWfD0gh",
-	"PVex61J+riQZvWY5qqu5nhfH/3Hh+R587vkefK8ujf5a7dRq+M1N4Mct7PiHdc6sGeJ3x4evjs8833t5",
-	"+upnz/den55e4N+47GsSDFww9ZmI1L18LUSGf+s9/lB7Ylcd1TdxnY5hGFd1zzDMMMdA1THJGuO8hueB",
-	"nxyOtKayQRHDucqJ7JtrK3iWOd9XYNrOy+1l1fL8aIhttQQYjmHjMea0oeamuAxzXS5Y76N2yLoz2Lqp",
-	"Yi0IxrM4pLXA9rsFYHvH80iTW7qUJCi10AlWxtjnQdvl7+7FUF6lZFwC+jMm3EQxbVSf6zOcIZ95+9c5",
-	"m/iY27w95xMoigR/3LLRPE9k3iNvX7Z13vP2bL6r3sM/diZz573ePr5I5/NEl2/Ynkfjckb0Z85pbvKN",
-	"q1fLkWxVLO2axJ7yWx0l/NULuKRlk1MMwqbBhX5YRcMKjHm8SYnDuq9X6dp166EjV5qPHMMDt67texUS",
-	"9StGoyTmkGe/kMxAeyiRAI2B9cDUpPW0rzG1EXLF1LtaDwxSW1kbhexFHUqHImcipemSzBGv4/LszQFW",
-	"GokzUBqqiCZVpIvV11117IytgED94T4wp0b4yUvJmjHVDk11w7xK+gb4agvJSuhqC27qJW5Q4fexFX3v",
-	"rdNbtyw/IlBvLHhD7bXdfl+jdwT6hgWm5DGIoISp7w5IAP+VAZnRuSQM0B91+STI2QaXEk3pjGVYzTzO",
-	"rCW9BkoDW1uV4duQBFPDXh9fB80346lbQo1yrotx6BKgJ3V4m0cGLB8Ldmka6aIRI96JNSganH1jnHkB",
-	"lSdstQZTfqTaQm7AKWHU/NLrf3g0rGc5fa0xx69BAF+dJVJuuz5hRPciTW0aZyd0Cayae37KWY4ur+76",
-	"rA5DT/9QLCBynwdGwxI/3AljN32NJlYV+smbWt5X1FWro3ZFWsF/bJ3fhFtmAYO2T+IIJbWE0DAVEisi",
-	"6hWSRdq+wFqhlejNBQInXJWOXC0KPaunQj9NEdBRd6zt63kZCm2R7pBDU/IWIzkGJPju4uI9GS663Z0Q",
-	"DRrwbxZ0iKn5DzF+Soz6CLa8jxlCTiAWJBdEx7gNSBAxmZmaObpmHKIaTQUWqQFtKEnELRbpz4txjQAC",
-	"AMp86xhixeH1I6noIfpiNFvVXULlJWuR1W+3fRIoji4W2QCGpxEkMTqj1yW6gmzgA9aFySvV4y091UU2",
-	"RmwMSAVm3dRbF2/Owe0pp0r/xhVXz3VJP/MEErwNqTcM/97CFxaifX2uxz5mVynL0uXjLwgehKvQVpMq",
-	"2CfUgdE2RH1DdHlKF4Oya7XhlIGz1u7EmqUWWH0oby0bdy90XmzA0KnifNzmi5fP3K4SrSkvbYGWrWB4",
-	"hkq816yUJskaeAS2HtWd/yjvbpnW32cDaBAMP+TzAcT2Gq59vhipP0emyoQmDC3JWJ6Ub3i5rmEityys",
-	"9xay5XaHnHBTDlMOTGIWsvSDvNSkBaCNYhlC9HYpGVjMeBxOadYxUMWmdqrnV3+TDDP4Ns8YZgUgfjcY",
-	"eA0mjkt5X0KwXvd3tTGtetXhTx0jb/Xnva7j4y1mhB+dvUXRIDVlAN1IsL3ugzPKKpDhDQ7o4uA2STDT",
-	"y+FOvM6QbKrkSOe9DnkH1YhM1WJEFAlTtlYd+3XvWlXCvctLgTeR7cfLRdoLctUUZ2BkAwNibj7Ah84q",
-	"WQ0tTpipy7ges8J3m8yiqH33IXdZsnCRxTdWGGcfp3QhoRBKkpA9KzlBhClwEDtcjVmNEY4NRlJmadQa",
-	"+6UJ2h2GNyxS1hT3dFQdN0hAxcGboR8AmFGGtWi04KWEgNGSpGwL1kq7BldzwaYTAyXwzIgfzeqhNT3K",
-	"x7e2DhiWS9buCvXuH3YB1gDN0l0CWFad/OBcUr+WAFhLARpf9DHLT351Hav7VD5m1atboAaFlVkhZrj0",
-	"EKvX1BvmPyNNK9z3zfO9j3XJ18Zs7wfe4occvkedHedMrLlBv6ssWOCcj5cH3eYekz/dMLrfPfSwZlxY",
-	"CKrObpIstckP4BexhHzKTLm5Ly5lNHJguFuG7SjJOeenLuvHwuyWNmkOlgnS9UmJSpEwYTTVEYr/8+/7",
-	"OsfipzibnoM4WSM7AEkGkTgVGc3YFgqeVlEO8G+wGiNyOsThKL25uUDd575PDYM/jydgwtdDbn339vBo",
-	"6/y7w/7ePrlmS135gqLR6/Li9dYzMlpiavcZyxYpN6BqoyUJGxZCC0LN2Vmf877ria518S+YzJro2qrF",
-	"/FsDaFueOazNC0oTwZe/RvVJPay1pl6LQH+mjTwYRVSEQG99d3Hx/pykLBSzGeOmZmcV+h2U/wL0O+Aw",
-	"6TSC3xP0/XItnPcGfVV9XFZXoRbwEdgP66IHnjfjWzoQkJo/+KY4Mdoj2wdFb1PMyXuRZovJgkm2CZRf",
-	"Tfg3UOU1DpYJfms+TkhYFmmcLc8VbdKBV4p7pIcLtaUVp7p6LNL472CcGJCX8K62Th8eHR2fn19dnH5/",
-	"/M7aqC/ENdMo+Fp2NnpioM9UQBC/SC5G6nBSHkkI2Vhq1G5MxESnCvqJTObcnKWzGCofW0PnQmLpjiUZ",
-	"sUTwCclEhxwSeI1PfGOm8gn6ZMHIbZIFMzVUMolvmCS73R4gjOvFQ8jccuDH0LsDYzEQdtgLWI78PKtj",
-	"6d2pdY75WJSQT5A7AqSnriiiKPm3Ol9nRmNw0OokgKqFdxvApg/fn5ip1zfkE0oADt1ENJBwITMxY+lW",
-	"wTmsjQ8dcpKRhGVKEEFFfshnoNbleGy59V2S1pzGoDn/cKajYnGXfYLKka8LtfkkERMiFpmP9fANwBns",
-	"JSTfSH+IeZSmvHHbx0vnIGXDxptYZVueGJKRSS16K2lVywZBHKLgQ+4GgpSRXN0PXYRRjaiCXBLTLc04",
-	"8pnZVVVzgofg+ilHW8umaBTVOMZCwLsYr+CWCfF1/1jdY8jrTGrgk0EYXte49P70/EISHS0AR0jX2h3y",
-	"IT/hZE6zKe6KIjcaiUvjI+ZYuTJT19RCRZo8MRMuVOhR7wb6iHg05EU0XdUGAGQ0bcUBGXpuHPTQM/57",
-	"hDQX1g9YaWLIbanhEZvGQDZ0jWnOkg45TBLEKVGinSItkc2D0wRHt1y490goYMH+9CeiI7ak+vMJOQY/",
-	"ZLBN53FgjOXWqrkp9YRtCBD9dlAIx/pVCh4cDDkh1PaiEUdhT4FzQTVH2/cRJkNuXSznrKax+6ik6quO",
-	"UD55stvtPXmyJrFUSxRsTxlNsunfA58E2ymj0RL/KeaM03ncWdJZoue+TeWSh/lDzlhEuMARHBDOYl20",
-	"Qw0vyJGFjRdj+5MbwH0VR3cBaYU0Saol9vzSJuvcSHVTaLZIWRsPr+oG7uD2JxjE3fYnE+mj2q6/rxiC",
-	"uOCK/YOuhuFR0p4teyjasES2eEzMlQCamuS2+moyuFRYUaZD3psYFWlrmejCADB4nRNbcwJMkQw8Qbrs",
-	"zOXZmy3GFWWPfMymR8kQ27LGsBf/vvfy3/v9fre/v9XrbXV7/97v/3v/yHmk/u7/+94rvPDBL0Mvf3no",
-	"+fmf/f7Q+4An5VKXHMyPtKm7kzKLQa+v4ftcFlBPCvfQlj4w8p8usWM/sXHtakd9HaSuz0epbkL+UXBA",
-	"KH4x5LfaEx9nZKKYp7oVO3W34mIaS6JhIKCootl9fUNgL7nIIFUMjROyQy6Kws6Qt+BuK9ai9gVu/i0Y",
-	"vGk4Rf+9hJJBgZI7Ou6oZdAeqAX6zVkx8hs5NbOU5Lch/21rawv+T73neNvl1U3MbgPym2V15ocVbJ0U",
-	"uLrvQCmYmFwlGlS7QrFDdbaObAGiRd40VFUUidTtGh59pSQK1SRIFqXf8g4VizcAA/nIcrZeWYb8p9rX",
-	"cbzqA/xXOTIPv0FGfDXHMvvqbf1PeL1a+N30VDBUVcZWiEYyw6tkRpU+y0UUCPVwa+N/I+2vW5CtlJ+t",
-	"dnPrKM7gCljBplr+TE9J29wMFS+OrSDk+MT6qbUg4+fhQM65KreIJ0m1acweRXNbw2fljfRJxqQ6KmAw",
-	"cdyWTQ3giVUN6ALG1X6H3NGZYikXpq4LxfmLcVHxSbHeMWkB0IlL1ehI3LC21cF0WxgqM+RuI6GAaArE",
-	"SnHo5S1LGTB6XlG4QJK6ZmyOlAcVNggXUty4teoQIIw/BJ7AZ1OWRM1nsm1I/EmkmGvGeLiEVXKJsyQz",
-	"mirZJPi4FZv3sgFBBtnKIF4RhT/cb5HqkmBACSwAjJ+fh5wW+UOuT21RCLfXk+PZcz6uk8h905c6M2Qe",
-	"80lb4y8Syoc8cOa39T1bBro3JP8Yq1qS9a6ZzndVm3Mr0muszpLZqryxJNeqfcVz+7sYbO3D1hvKMAAJ",
-	"cs6oU4RL0hmDto2iDQ9M3y276D5oC74WUague3Rg+XXM5JBDPylT7FTLFHl1LnxHc9o4xTp6bWShtl+T",
-	"DambJ3RCY+7no8VVctcv2zpj84QuIbhNHQC/wFZjJRlxRrJbUHgv3BnrhY3i8ZiljOcrboCVnjzZ7fef",
-	"POkM+aFZNzhWSsxW8jA65/PoYqVZZHGSkHTBwVR7Sw3SZpyR1mKuNI485q1t1pxjGYwlmG6Vrqq6h3A6",
-	"ZyTd50+ekHisWir30yGH+j0xJrv959Du3sePNrpWnQufSAH7n6VLu6BDblejcLbgpEDt5HgWZ4iFrJ0S",
-	"uL573ec+tDZeSKWEofyULqAWURHVT5e0HfJc+kZV1RbANpvVghGiKQJXWoc5qvboQiK6W3EGdjtNcSMx",
-	"HnIs74enPtYhSjHH2jSMZ3k0ZX6mKoKYIjuOpKQ3nhHQEGiSLElOe9DKkCwRUsGsOlKpQaMEY4wLQ66l",
-	"jxYeMo0cMANwfDtFNh6zMGvj6mopibRACFRKDhZ1koQSrvg0jZUOgbpIQkE4iJiSXTnaWoBvAScDy4ml",
-	"CzKezdU8gMdJc/9KlGYqQDA3zcDSyKkTPjrk6sTpsQIjA2gDkA3VYB1ErKoYZ1gAxPg7Aj7EAyJZiCXS",
-	"HX2Dc/Nri30EGmtLKG9BiOxut19r2213yE9YvEjTnSHXp1ypitEiZNKtaAQ4t8YsPKazOFkqtZmGWbI0",
-	"cGCu+ETmKcNoPKnl8NfwEfmNnOgQupjPFxn5jRh0AbhCZBtj4qE2jCuiGzH9yLXKBSamL6Pz+ZOgTX5T",
-	"t5MEn7S7QReA94mtibzOG6qbc0jnKQrI+stqW5apRiyjcSL/Ylq5sPIlnITfyG63W2pht7tbfKK+0+4P",
-	"MrORJurNft/tCzMdBuQTKIsD8osR8D/crT/NI1c8h4NazAuDccumzqGf//6v/0eLc1PLxMAdhxWWDWOB",
-	"m2JDpAEmBFGa7ImJpRbBFNvOZbPRcsiDj1s3NgFmCzsJigmPoZgxiRWYgqprJMB7ruMCtVdiWcx1ieWQ",
-	"a9NQ2wcBq+ibCUhLEQKszGLo020K1nfMc+eLma/zpVXTCTiMsLLWR3ckSgoC/PNgO4DqYMF2wEUW4A0w",
-	"txXcqBaGp1BkEat9jphFl6XSvG9UdKDlmpwOOdbeiblmP9amjCXv5iKF4LGUaV17rWKKOWGzVoQhN9bQ",
-	"NJ5MMx1xp0eW76Bv2te9YS0ddYYOC/xrCYiUoUgjk8xqhAIqczLRIQ1WEMUxNdl+8mSv233yZMgrlooT",
-	"rgGToO5fiicbbRTG4M4+zrEclCGQrZwrx1LxtAmLfMIhtBPhhpW0NeTWlVCjsDsDQ7tifjNt+nbE5olY",
-	"wuVIF9yAMeaWf5EahvEm1qZZXArNd3CtcjbKb1gi5mxAgk/hIlVy39UcrvOcpfpfmcho4gPf1E8imtEB",
-	"+aXT6Xy4C3wSpXBH1a1UDaNMPM+NccEcD7kOyCI9FPWCOUvf4y+mhMyBniO+V+I1agYDJVXn1L7X7fol",
-	"I0S/65ecAfCS49feg29KxoFet9vukEMyB4Q3KjOcC7O18SXoOpDKFaj5B2adbcCfRIqXMqYvPN4lRfh8",
-	"k1Vnc1WgztsALecOSU+ZFItUMdpWwcRU6+Yo6vvVSflKMAI79rI9ALPlzz///PPW27dbr16R774bvH07",
-	"OD8PzMUz1zSLZ4z8HVBDLy+O1C3W+9EumEFJkJstSW930N0ZdJ8GB2o+BgDf0AWb0GNTYVXDIK3M4jAV",
-	"WgFobP7CNN/p9Xd29/b/E7spupuMdQXnCwfMLNqcLtVPclCbi1s17ro997DnLfX/u5gwUzOw/wzyWzeL",
-	"jUfk3BWuBmS/27VJBMDQsNgAcVRSn8gpTZF2KilWiU8LqVUZxzlzQIQiLHGmxguWdKv0KoUHs13PlGaw",
-	"BVlVAWkZLQvMyzXCRCwdFQc8HYK06hvDNk6Ny0kytLlgGMDAatvIeYtgwiB8x4hAalgOtObWtdfFyiFr",
-	"XyftY2a+n0sGmIjfISajW1vRLs/eSBLFJrDbZlkveAJOMYJyiE3Phr61H4vI+O/oaIXinX7OyEyG1RJ1",
-	"IkDIhZAKGg1clT9Pc4DBlrV91X2raAFyWFNmsJdnbT07LKsPPjy13Uoz863TxpxuSXagRjslCU0nDFUC",
-	"cI9psrXb26ntzyylUrN9PSf1h5ZwUBRHuapDDtMUeW2kIbElZlEwCUfQzHt/lyTshiX4plKMFD3udrvG",
-	"j6oWPkl83AAMMknxD1jGEutAduC6gQDEQnf2zO8972NQl3FQAZUVY2KFsvztvt/dfdYhANlL+RJXBHq2",
-	"1h3HpOMbPThnYz4MUfWiPVLuBoNeNUeVk0fosod8oLYN3EENByPRjET27vKNmw6jRATJjBnBHNeK2FW3",
-	"RZjY4lyoI8E1Q3cyl1A/RouCzlNEh7d6jr5NJcWqrVkAaCq3gWGWcsVcncFJqu9Ta38Xmtjpu6ziANxM",
-	"QKTU6PG+u4ak52UXkRJyypRmQHoAdK02TPVlF8FQW03HpNE1bAZE2eufCcM6RxglJknLYBTpzFkI3gx8",
-	"Uk6k9YdcP7KcPn/r3PhI80eHmGsRHFjh6sByoIPcqTrkgZzS/t7+i4D8mUzZRzeCsYW2BJ+UOiZ/JkOv",
-	"M/TIn0lKb+ECtdttnXhuMt209elQLnl4+P5kyC3RNHWss4p7uTPknu8lcci4ZE6IzvtUzNOYZVSn6cVZ",
-	"siJy5/D9ied7iiljsE6v0+10IS7NMZ9r7OI6p0Qek1or73QQu7bOrQBQHOBVWP/LhY6Y9i4dh4YTBOr6",
-	"NMR4g4ZvYnbrDTwlgDcJbmXXDdaNcaQ5bLnOwWVadsSBb2QOLIDVbkquRLWTNE6b3Ii6WAVEKdVHE8kD",
-	"lPKLRqpyZ3p4Z4xGDc342txd4y09KHpLddsVV6LGYphUPIkapNYnGr+DgWEvE6lPMoAWHSd0gqA2VY+m",
-	"WdTCLx2bTmM8k2odtecjrMNvGEPoON8CY6poPjIlx6sp0VQTWlV4W0ksukRvIQZsJLIpMfE+BpGj3gUF",
-	"x31FfBUGNhkPpeqwqb3yWVw7yKsD4Zc65MUbeDudbmcHSxNNgTqABY/O4y3V/ZYTIToXMqtHhsjtkGAU",
-	"zaZ57eWYK8m/GgyHkyPZNBWLybQxjk6R/9p4OPfLxggu9LEYK21QiTzxIb4osILEtupmC/RL1PkRIgp8",
-	"HIqCtxKGqw2Z7pqTS/3MlTcXPKLp8sCU1wBVFFXapviZAxKUyvBD/C6Ei6g2lZqi3Vim1vEBCSBg5Kr8",
-	"4ZDrL61cBMIgFpwASQ+lyAMtM6GFB5JwHRuQE/KiERDanaKHDQQMJWyj+FP2ruHPKEtrDWm3twPCw5Mn",
-	"r6H1jpJDJNS8vrpmSwuQw9ct/+16S0mgmvCtiwf+bAp1LFaGr4JvYcASDbPCuFIWxnPYdRzhwZCjURWI",
-	"KLoYJiuLj1pnQF54lAu3egR+LhfjcfwRPD92IAYtPiikVKt520uBfAyEQJC6MM1WvVKoVk9MXfhgyN3X",
-	"Mf+m3OCKdg4zkjClVIK8OdZAnD4J1LUJ8HbVg+E6UzhoAswFq16g/qV2a8jXLOTfzgv5mxuHTiOZe/mc",
-	"gv6FGeHhRMtuy3WftDtPngx5r0Ow3he68I0PxylQSzWwtjm7sGMHuQURtxcj86kt0gtBRnlrStouYABE",
-	"s5jHMoOg0w55qSgsJpEVVGSNLaykf2sZLZonnjzZ7XafPDEOL+wnByjUNdpgXbRic+kEipHWvq/N30Dp",
-	"Expeq3ninCrhhP1ObqWw2QrjlOktUcw6TtigvCnWj93f3ZqKRWoSHBRNmzN+gOTqNpY4fOONDj7hiGsc",
-	"K608BaJddsgbDO9RnCQs6pDDnP065wV6ijWrD6lEndeGA8O4KdQnAs9nSTjqDPlOh1wIMo6VBr/I1HHQ",
-	"NJeVplcXzE3q8dNgUPbqnM4ZZxHmlgQHoIMHOf5boKNmjVXVOiBBK+gM+W5h6rbqvVGVqfayjBi6daw1",
-	"1t6uEtYlxgQAMjSOs8LdxuoFB643L/Hfqq3x316H8RGC7WIkZbHJIvCvUtTUvw8UqZa4bxAmAW5cJY4o",
-	"9TQE0xOwQKO+cX0abBjoXqdgP0MAPLuUiFg2daF71foUwHtFmmP3xpKMWRZOc1VS69I4OXCnVaACSUvD",
-	"H1Xykg7KxBCH9Y10Bc4pXgS8gRDdXaiBrfdWvW5C/3OPlHtdQEiA0zCnUuZB7eaMQpKHpmvYC0Ivue+g",
-	"CVSS1rpWyLZGFclCNyxHL7UP3ViKQfa6zzul9TNR1A46nzYf6axLPQnL+3288Mj4zb5BP7prqleSZGKC",
-	"9xwvcGXbDorLjNE0EVOqXpTbby/P3qjLeXn2RvNBQsCu0sgLUdcw8rvaNqi9Q7WArra7M+T7HXK+5OE0",
-	"FVwsrPurZUSDFyiXtn3S73YHJPh0rhW8t8bl/Ar8UJ9MgZOTVz5J6e3dnZIv8od4KfXS2k1uidTm9bRz",
-	"uhHpxNFMiURpyuBgJYARk2KZF3lAAtVxJ6W3sGNRTCdcyCwOcavVulMkszKO8uqOKQ2zjpqLqRZkuE4l",
-	"HJ+LzAUSzGHvQD+keP3NcEjrmN/ENKLkv/+v/5sc8yxlkwWDP97EEQVp9DVNprStI7X0dIz6AvxjkaGJ",
-	"ztgwkGT+ZGQGu2ozqKd0w8BaXSxqOIIgcLuNt1SSRMiMtHKcM3XRYoADIuEi2xLjMXTjKFtKkNXGJAxw",
-	"gTMoxYxpfsnVE8T4jE1ITS5dIM3vd7u+DfsnwbnLlQPVRfDWON4lXZrKJGKRKc6CsekYfQ/akXOQkOMM",
-	"CtOWGV1KvBEo/PgGTA4z7YshQ3rTlMqWJVjxjrwSBiKOwVsHlbg08NXiZCqRkiZWDkioRjEb8qcd8gMk",
-	"1VZvFSh++aWyQori2GorxnE6M4eTKtkQVGoaXishi0OkRMggJMIed9RyXfXZpnOV/M3ZrUDvitSCLoY1",
-	"KS3sLcZZQLl8mijiaVXAPD4KQuogvL8SetAysiiQcwi3AFI4hjyxPHyi7buO9udlR7tZ8lLg961IQX1t",
-	"Db33JrHK0SCGnk+GYJhRnSnVq/KjKZde+2Ne5w8CUGqUkdI3Qz70ml5DCmSoC8zIJoM5usbQa3fIYSKF",
-	"4kkDe+jziigpoUNeLJBSCMXw83cBPNEYgCr0rGBgsk4BcLeZiMoh1wKhGz1TUMyhi1IgZeXAFd2keG7c",
-	"uEw8CG7opZKNRBpPYiUBmnpXSiE2gRoaWdono0TA+bKNQ0QjiGw4i5RRJTW1IWxInVEd+xV0rMujxjML",
-	"67GGb5i0Kr7hIa9zDrehu27fdEfd2D8wRVldcJ5QTv62EJgHaDGj0BtgvS0nxuj41mLq5m6xRqSY/JVt",
-	"h2h9z5be3QfM12Yyg7IIeVV5wJ8p2cgcBPpCpQO3vo806NBeVd/L5WC1GLlADh5K52B6TqEWx/LiDby9",
-	"vV7v+dOnT5/u7+/vA7ISUFJvgHqeVyvMAUbCjYhDtrX7rN/b6cyjsVd6FyA/LP6A+rKIP6AbkNtuC+Yq",
-	"ewPPucx1NloAdtvpYeFEvEZmNup/3W63B5MuqDBQ5oar1fgT9IoVKvJFx/oZqxY8V7BjbgWgoiq9/lo3",
-	"znblnLDMh/ez6hHZwJRKIqfxfM4itD/n3OpbU44yn9RlrSVYA8wKY22rm0Ve3hJRp4qz6/W7O/s73f5e",
-	"f3e/19/bfVaa4qrpPXv27JlamHx6bxlSHyypnAmyQ+azDmbdI6+7t85ifqlN+QX1cY05ulAHom66+i6s",
-	"3k0s5eC1sGQCef/qNdE3v/2YhfgOfPmSLNV+60vT8R6yCm/NzPPlKIBLqE2FB3IuuESC1O92NyVhKGrq",
-	"JM/i0XM0Ir/ARr+piNbu+Xul9yiXVr2Bp5bAVhf0TrWAqxn9oEGyt4KDI+X6TdL9ASR1qENoktm1hOv5",
-	"ulSiPhl3BfSZfLpaSm250mnbnVgOZKJnonFpoENtb0Q8jyUPG5cy7wBG07536W7pLI46372cvHt3cfnx",
-	"7cX1zru/hzvvfv25/256eXT48vjn419/6P3w98v+2atw9/Ty9dEP3bPXZ78efjw8fPHC872U3jrDRzap",
-	"6PFjW1bMc2Y871cYl6/uwO2UZlJdmbvCpptFk4g7bPYEzvED6QTADsHHJXxTfXAwn4SU1HgU+erUfdW4",
-	"+VZtmVLRGlRjopV2JWuimrxkjqrcPtACVkHXMUFEBW1IdYpnL2gDqdjd5BYXD+bFKqt6ntqBZvq87lLB",
-	"pr4+tbIlcas7gJ4Bx0WkOrLG80HdMOqcBcaB9ehJoV5YNe9TU0rWVpbdN5vQa5q+Jbnb5fJH8F2/tHmK",
-	"M2yD3FusYJQTESX0ijHyDJCDCxIwuZxPUhox5/dMYNKnU0Ax37FyMYrK3rzPRW2nF9c7jE45xHxRq/nX",
-	"89N3elV27l+V1yIdxVHEOH7xfEOWFPP3OqirREOV1l4yOmgzixMIVk+wD4tJm2ChKDdljTYjpriINi6w",
-	"6ECbQMBW1ckrGubc5LYEYpWPueS2QVyqpiH+SjlLKFFnOlMbq/R9of6EMNaUSsJk9v/9v2TMwimNaIcc",
-	"85uYkcUsVyyUpkNiruTF1HG81Ix67UteQOiqOU1ruLVW+rFwTQbWD6X4edERdZCn7BrzOpcZo1GHnKZl",
-	"7BVr36nap5o2WEfogspP4wwx2Z2v2wP3BKjLp8HSHTEEb0dvjdvxHgPwLoR4Q1OsJ77b79//XVFzPWNQ",
-	"3hM+fn7/xxdCvKV8aWBy1Hd7yGXu6VTnn2BZH/hq0+usk5beW4navR/G0gbGtfp7UWfjAsnCcOIzDMgo",
-	"Nqwflrm224U2ieB0IuYNeju9bn8/L0UO3DRnYVMsz1C2xnh5LKKh6Auu5QDAA3dRJaFJK0LoUBJXvEU0",
-	"TfYxex0n7DSttyy8E0ZXqV+yzUx4m2hpeob6OFSJgWM5LdRt8jF57CYWic6x0qL/9oJXorX8snkObFq+",
-	"4fDa+tZgZhNpOffZ9bMUjWuuYayNurjDbgzNcdeyjHumNh/qRf9iNh+qO7nwB0b9diNPvUEpkg4AE10j",
-	"sqPZnkgQps6s5ldReQsxMEUja669mqGf8mR5akt0PtZy69Wf1o2PoFqAShKlN9jrPle7UlscQy3RpA6P",
-	"9b1SSAA+ykB1FANUSwGwmBmXMw/EWyVnBqWoAQmlM+QBFscKiGQ0DafarQzeUiOVgtc5qOIYB4qlLFKd",
-	"NleCjFNqhWYxQ67jOWEWOWyaT2IeJosIXUZCutEJNqwLa6/XWFDfxDLT0Mgmbr1qSS3X7PuY6Xkab3d5",
-	"olD1V70LeQsGDX7g4TgKMqoLWLq3V4Nl21CwMtPmgbqaGf29Pbdmxp1fwc1EHewFnm0NBl0+DToE0bxl",
-	"caAFxwjYugnm+PYVKdypuvAQ0OdV9Uy0geMG8oCcQxLL+w9J6Yg0zKt6bIubuLKU2Xpl2epLvlWmLdKM",
-	"hCJZzHjTWMG2+nJZGKCF3cf6BaagslvTUFcqsBvYVFqgXJbgw5pn9hSHZaepYwPjyNflaBZp4puzaILi",
-	"VY8mMB7/XexcLdA9fg7o962I2Ctcg0MZrvPZe8yD1R/1ut21PgK55cNjbJHwppP0C2cKjb2/NMDA80WS",
-	"FAvH7BTrxDjYdqT7fNDtDrrdmnISA1shv74EizYPVIpZGDOzgWVfXVMpTGcdE5HduRVcHaBSPZV+F6uZ",
-	"9Hs11Us8N8V1Z7C7h5Op1CXJ3+uSXnfQ6w16/fySVOsauXVFGvoouobugaZWx8CmZ8Mumuxtb9Drdn0P",
-	"Uri9QW99/bOhPkSdKgoB4hO4YaVEh0dZdDa2eayjz+l55aVTX8NB+91UurVGa9BQjALgCszNSUaOlGzF",
-	"jQ8Vibg+ealBMNzt95UKWJuFcabj8iSBLNwNIXhXCX4asA4DRjDwMgCIESPINpYXg/chOrH0Oq+GKdbi",
-	"xJNDTJLEmJNEiPmIhtc+mafxjdKZhpyQJObXW4kIaeKTo2/fHV7oVMyMAr5uCvhJbhKDrh2lAQn4BIeJ",
-	"C4EjFXOMSD2wgXktW0cWyaWuMAdAalhZ1qQ3OkllHYurY0vTqQHb6nSb1sE7IME85pPABjg5XWJOeI3M",
-	"3TQl/576uCcQEZWlcZhpvUiHi9eW3m0Flg88CdomYFLnkZhGD+qTtlqB4hNPAt+ixNIw68SzuUgzRWvn",
-	"CctYFLQt4AhG0WVCYwYWUAwR/SkvO4gjmRlAklz2QgTjeoV6VVH2g3IUzjcSodFsAE+cZ9ru9vuqH+0U",
-	"wVCr2i1qDSti4vPnz3NwHvYxltnQ07usuXFxZ32L26Hk6Y5JydUel0J5O126w5QXgc2m8zmjqcwrjOgg",
-	"VgvLNUDvAYbM5WgecKg1RflcGbUw+N1+H29qYGNzZ7mhJROCJIJPwPaBNKb4go1hq1MFMcu1qAz+blE1",
-	"jTV/sOC0Fb3QorKe5FVfzdJ5XshO0Bb6D6tEpo3koUeIObpO2Vp+/95mi2ziKFYs9jqStYO3UidZo4j+",
-	"VXetJFOvEqlxdBUJGh9vLjDn67DpAcm1xZ9qpCejE+Z1eQbe83E/3GVPaW/0LNoZ73fDPdpnz0dPo91x",
-	"r/tsh+6HfbY3eh49He/SXrjDno32o/64S5+HT9neaKfnOaVy9Hl68Cl1yjrViOTnNTNprObExe3XltTX",
-	"kX2L1O0kd0/+04r6R6sQdhul/Xtt4k1YDCt0gCbjcEVibLQWW7AOI5qWbh/laEaOuZWMfYtQy5ziuUWJ",
-	"FAW+AeaxDLlc8mzKsjhEVB/wb+qSX3n6SnkS25/i6G47Y3I9c3StmffQrEOxMNxjjTXWNlMuLGyBtjQU",
-	"L2RNUJPUa+uOD1ZQ/6r977AQuaEWb7SEEI8sYzyiAPo8pdlIZD6g5I4TcWsiRxAJpLFX4Ct1PXJ2W0R1",
-	"iKVDiivtFfmRfq+u3XKbGiMCiiBlKeVyzNIUxXV3hvf2adpZq1NdsL+VMimSG+w8pDxkScKi9v3z09EA",
-	"lZ4sWmp1pQoWsOYF+hHz+sUtxxgrzDrUFSKbmtNMedWAbGSq0Vlkhv672gbhxyvT66pmEfD8FshebVO3",
-	"UFjwvgZ0EGVtC/DbiiZoGk612FT7vf292obJBEEVk4xjHstpsaUGJRSE/IcJEZYkIS1qDuM7rzEkfG1L",
-	"3j+sJa7GCvOF7HBNPBjYFzJcBEaqGurUrZQ1JdZtnqHMxByQ0wQPGWnNMeAN4nEMfniUivkcQWg1jxzy",
-	"xpoPHUAetlknBVZfNDFA/BGUr5Mu2dBqUR27Rdiniir9OEZ7j3KA04oeLNCf41crIjkLEnwKOxb9y57+",
-	"FW7xK1ObZCMhe/VV1jdxtVF9I9OP7v0EGcJ8UVfcF4H7rem0UP+5BcF6Bl+HRzqvkhoR4sAYvTB0r968",
-	"rkvage1Lv9dUmxTvPkB51wZmyAFYg4OSFbjdAQxVSDU1Rkcd031/3egBCQp2CY34YopHY3JvyXoSDLku",
-	"Ib1S9te1cB5K1oZ8DbqGoHQ1dO2BFr6SQWgTc8n2Tf9RJjVdmvxzp9Lca1L7bM7qR5jU1nBB/6E80A8z",
-	"qOkTcg/bNArDZ7SD3SvGFnr+Fwf9Chz00tR5+4wcVEM/PlQc3s7R3xstUq8syAbit9qs6mIdK85umcyw",
-	"whGC3DKeYe0x82WHaAhY0oPcmRkE1mbsYMgp4YJv9T9+tIlIDvIdJbsfP6IDUZuzdrvPFOfY7T+HihE5",
-	"kIZGrcmLJwG2QaTLQbAh5wCKhMPwCZZa2huYJ6Sv3ch5Az7ZMc907rlPdvWTPf1E+mTPvLQ35PphhwS4",
-	"EVehiNBP1s2ZYmoqs0/oDctn0AGgEqNMQKGupySiS4lfavowXiSKV0Zkp+v8iLFBaxjnNmHPQ76Z2lEN",
-	"5sx9kvdFdZ5ClG/hmMXSMYcWy9Ov4i61cZE36LSpjfvEaKB1YujATNAY9tnrdjcJ+8z30877oBz0qdle",
-	"Y7wntMGiB0V8nptvV8R8bhSkt/fHiNHTi+kN+vf5CnvgKzSJkmu8hAKT1x09G++Efba1F/Xo1u746Wjr",
-	"ebjPtvp0N3rGeuOd0R58tMC7cTWT3qD3bNf3INrAik73mp9RBnr69FnP9xTxuoLkH8c36NAYb9BXxzg/",
-	"EFqMcNajt57vtLAe2M9nmH63q4anF8DL4hkTi2ywinx7Gy1Rt7JEDVtZWLPiimFC2oq4wb08bLC/qYRm",
-	"eOk6IYNY8MUtY+Ky2H9JbF9BYgO87vI+fLnwwQdbOlbLeAjavmXc9Z8eZ1KpjXH8lnElAzBTV9AEMmmQ",
-	"eIRnwwSTODvQeVDsJhYLad6JbfmG3L6aS6f+kOfJA9rc6oOIpN1VNmFGda+kT/D0caH+aK9tsxjyL2OL",
-	"PYMtKIpFOkrhiyr6G8XOfCFF//eLnSkT/+6g+zV1/wbF36mpWQyj2R09Zb3oOd0Pd8bdZ/099mzUo7vR",
-	"07A73nm+32d79FnUG+2GT8ddtkP3o+ejfrg3fsbgpVE3/HphNO/UFYdfD37ngJl/TrbkVOEoENrfyYiQ",
-	"MfmF+AoAkUAQjA1Y0XEtqBS23LpzGjrfBjm7FPwbsLb7hltohpTGLBryJL6GGlbY5gGhDhjLwMXRhENu",
-	"gSD/tmALAD4MEEJF6Ws5OH7OuoYIuRK1O+QI6nig9i8XSWZSF13xYnP7+pCv4FX+Ck4FedHSOgnqGNcF",
-	"K2vznyca9/P4INXo9EnQEEo5llLvkdRQtd1sRH2vdh67+leM4D8CzTwvldn/jGGBG5HPjM7nWwDIuiX4",
-	"lklbbyzhAhQDcmxGi+TaL2ATO4if4VRIKDSKNRlEigU3SIu6VSAKhR1iKFwCdXEQ+xOLDGG5EDQFYbFW",
-	"EvO2b2HxTSE5XT9DBlgXjRMaQn5iGY8CSjXklbb8vCDN83bHbQVqhZtyp2A7BhEf63OgeA8NpkuoUY5Y",
-	"WkMe0JQh7IB0QK2YY0O1RT/QoRsAWZQByViSyALcP76Jv+siAkN+E8t4lDDDVPJF7xClrWvWkNu6sfYc",
-	"/A31YPBvA47vViwxS4WwuFrjt8sWQ+liEsXjMUtzxHHNYSSuZWfScTLtZ2IE+Ogxz6a4cG3IwlDisdZs",
-	"7OxjiRa+DnknMqfqli4pWylNVJergYcXjugpP7IIDA/2xOZbadNZwbDje/qYqNtaRk6Ev7v6f96Htcm8",
-	"O/ovhWlYCE3FlTdEpR4GEudZ+eHOzz/XCwPf6+SAwkd2KXI8PMUq+6Z8mKlM8mBtobhwTQxS3Q0t5Khb",
-	"gZ1/ZVb5BTlOXll/ZWA6kFRDYswGIJhkLXKP5khO3f46+b1cWG49tBLkPBg/uZXEWmSv5zqmCJ0GvhYF",
-	"emVpFFTTeAAXGvKcDblo4g5zeIplwd3WK1zJrxSP4CKLx5bADjlAgjh1dnGEBpGTJWM/94IZ9EQsNAwA",
-	"9CtoHrb3JpbZYwgeULdNL945S6B635elVg30CU0nh5ySc7H4O1WPYM3xIRAq82W/91x9tbe3t5d/+TJd",
-	"cEHexDNaoU+m8uGjCVO+N83kyZ7wYh0zxdb/yWiUUzIzXxL3Wn8duqTLnDZSJPhdFulNq4F47IBkCWF6",
-	"IPEBEcI8c1vWzBXE5lPBFbVA0aoialohFPT/lvsT+bNql5p/67pxHXJo5DSapIxGS6LR39wANzsNk5MM",
-	"NOxCm7Cd300Kj6F7AzKnsaJgupRHIWMHVvNvKYjIK+iXyWT6/RJr63GrNZk4pxCwwejM2/j6w9S+vET3",
-	"aR0/qhZf6+eKG2oluurU17BIF0zMRw4rzrM0H0NLVxLQUl//I+0gTTCXv79oaXIerVS2HsW+37xRrZG8",
-	"AR3Pcyvq6ThGkcuHyY3kXrFxD3AYnpykKYNi26OEPXkyIFQTz62Ym7p6qjlNUZXy3LJ8ABI4pEbJ4Ncs",
-	"IhG7iUNdnhDdU35epTGfxjeyVBqQusWIW8ZBGacG7BnKWpga5ZA3YezBWBEopVxSzSKMjSYXU5qJ+ysT",
-	"Vf8/SC6tJXJfPtuk2tk/m3ho0z4eKRBuTkrAEnSPogpQpPJx2qnjH3mAovrsQYqqK33CPNEGmAklKBIq",
-	"SyWOEaamjLOq7Z0YF2rqywYGjl7/ihX1lOQ65AUIegkhjOo7pGZBLK/ghaplNJYlcVTwVcIlbMr/YNXY",
-	"rLBhoGbhiqa92oo2JvRgITMxUzL/Fvnx5D3K4VkcxnPKM2kiHnafQeSe7c2YRG13rimwKF1u9faf6/95",
-	"9ZJlXYf7ZZVcG2MfKUTa89AsTep7/C9l3CjjE7sgX10VT8RELFYZB5UIVKK5Rqh6qEWwKNnVuov2q4Q2",
-	"ZaFIIyw0qUEwAiS6L0zlfqMpQ7XJ+/Rl8kZMJoBStShV1HNzDyxZLyjuzeTwDa7nZ1aV//jSWS5df8l0",
-	"YH3wUC7/pyMXYlKq/LjIvpJ0hlemmUqcZzTNJNw/daMKozTFF0HdcmNDqX3/hzO0qbUoef/uWyURUQKo",
-	"kZdnb7C47ZCrM3xDE8Yz+1noluCZCShFnU3ZkmC59UaLYb9KXAC3WlGvIS+TrwEpkC/NtbJb4VKyDgmE",
-	"1AbIUSpuJUvRCFmoXI1rsJAsHXLqALbrNgsaqA+OC33tSICVUEwXR9NUzDQW6HlIUY+0qyhSKByKXTpr",
-	"1Tb+XhzHiI1FygrF6Q9sORKa+YTKayyuPeQ6zrZDDuW1KXOmDaFlLmCopzGGbkpBf8Cz9ggKqjcAmlTr",
-	"lJvmhPQGnl7KjYkqDuyr2Brhsnn910+/33r+w3+8hUQos0lV2+DuGuZHc4OhjwGUdN+e88nBiEq2v+vH",
-	"P748Pbvtfv/tRBweHh6+O7+cHl9O1D+P1f97eXT4s/rv+HV4/lf1j1eXyfEPP57t9mfvrv/89vkPr24P",
-	"X00n3x7+9OvZc3oLn/z17HLvOL3+62QyefGiaLo0J3WiA8kfbbk0W9MYwOVSDNvrPxsDMXH7Vcr7ldiI",
-	"jGeLRKmjGElqfYAbR5Oem4by0a6MLD2MImnDhDQxpohpTEZCXFd1kW9kHpyj8XPLcGkVF3u7M+THNJwa",
-	"dxDwB4SDhiIOOoYXho54vOiDXvBEDSQQ3FQ2eWGKtEtRJ8GWI8rIOOYRVlGHpEoUjo9O3707Pro4Pbt6",
-	"dXby4/HZC7v8gU641TaKXru20rF5+5yx6Ch31z4CXNVs92fxOLvRL/bLd8IJsMjX0yZ6rS+MOicMRv1V",
-	"ooYeuCoFRb6X+3ZpFH2G0J91POwXrksZuv0HIa5rjO+dyE7UTikp0viDPhtNtudsoJYtX0NDpKrRQlYL",
-	"N18imWYfM8aRSm/i6clbsZ89jJibUL6vQspbUGlrntCQSV+X3FOyetvUpCaNgZw5YXcss1Yk0D6ZIdex",
-	"qlsYDBAQqD0FxlcN3N4BGyqWDTW1XWf0GrxdOAQ3wFPJ6CDqQwFhNC3EnLTokOPLUGUwE2C9MKjl3W67",
-	"auJF2m7MgvU9Y/2siv13yE0vrd1uV6lZtyxJ2l+MaXyrq4M/PET0HtvrxgbWTYm/LX72pSX++2Zqj1pN",
-	"RGluBn6q+WHvIcZnh4VgAd3HcY/yGq7iHHBq/8UwHsIwmoiNZOwfgGnEfCQWPPryXOMt0Ec3ODQYp2IW",
-	"kJa6J5EOIGuT2zTOapiGT0RqbM6w3uCp8/XrsTZ64DHGeg86K9QAv0gg7PD/b/9/9t41uY0kyRO/Svzx",
-	"RYAmCQEg+BBoZf+lJKpK3RLJpqh6dKGMGUAGiGwmIjEZCVJolczm0x5gbS8wNmZ7kb7JnGQt3D0iI18g",
-	"AJLVj60ym2kRQEbG08MfP/95vIiCDOJvrIBBrnfGq5XjzuWJMPAbuIrQLePU/KjiAfbRgVZRfrrp02dX",
-	"Kl4kYwGVAXst4rOrTfKFC3O+GEXA1tpmx1hpUd+i4a2QLJRRKCGsib6FAv9MCeo2lJmHqFhwm2p5PMkN",
-	"9Y723gPuJ72I6+nrqficNgaN70IP6mMsMUVE24SQ78KX/39jc8lKI/hNPFJTDtHpitFqGaJlJDKF7B53",
-	"qv/Td5KJZdtgptmA6XIu4Plu7h4yNW0tQcnDbyM7Z3X30RvzLiMF6CT/fj1tfD1ZaabVTgVF9nE9S/L1",
-	"n+CqcovjVjKnaQNZQRIYwTPwjOekryqKQIUxiyzNr+we8hiFCmw1aKUVeXDvI+dFUwRQDFwfZRF4LBG3",
-	"8Q2VDWWTiGvp+jRavq07/GgekFWCJghTt/ZhXu6cvFpL4tDc2L/1AqzC9JLg/ileJCSzp1wxNQ3nc/Bx",
-	"FFwvs2xCHiiozNTWSyrzC9hEv4unTcXTnT5fFcfxkWWRBWSsL4m8R1KG75Focx4mT695vybSfpULR6qU",
-	"J7U+dYxVgdwLJ07AcsoDpsZcSipbT4RwJogxlBURzUFxiUdiHM+EstgR8Ko4OqqMbSeBpIjNCUXuUUv6",
-	"RfiCwDMKa16pLUU+n0T2nuvl+y2yG4glaK3shpxf5nGSG/RqPGVuwzlHKFJhHdFYAxPl7nfhuqlwzQ6t",
-	"PrDKxSf8E+h6YOrOf4vA5IWYx0ma040rFMSmVu98R+HxURj5J/TRuze+5ekF6gtwIbf0Jra2kzeUWiwh",
-	"22cYmS1vHBWoPRo/BWc0B2VHBWviTBpS/Vl8C0m2dzzRWqYRpJjCUBHttIw12rR3leMnkZIXOIwHUcav",
-	"o2ia3dXQc7yFLU/9fEpbPpOu9LLHsKvvxeyZd5F18rso3UaUWtPvmSJ4GONjfX4iEVwjZRbQFNMy/ONL",
-	"2IWMQnnz9PL1RAZU4oego1acwe30TDEVAvBQZR7KhRIJFZupygyr0yiHMg9HdnTKsAwnfhJh9wln9fEE",
-	"xRvca7haTyomPtErfpcP26tatXv2H1EgEI9WLaQY6yc8We5oX58kU91HpIbKVn9wxHwp7jAXy/0KSW3Y",
-	"D/pEQ3U+bSNmLE0eG8XEShtHlocAYim2OZMshlqd/3knWUTCELSrthR3kHeMjIB/FEu/dcS4050CwYCh",
-	"+HMTU12ULeZ6qRh1roo+I3g3S5d16RaMuS4C2l6QwcZTQ50w0M9p0RYviKW61WZvsZYSlMXXY+SJYJGY",
-	"pGwhqaDhCuTvJ0Ot9tQ0A6z58W//FbNzvojilv4Bzq/7KDExbWZk4gD+bmwEHWD17e6tstfJl3ofG0Fx",
-	"hra23h9a7GYTaoK/T3mbvzus90IAsiifGpJQ2VKILxJn2ANBvjlZpTtfEleNQeOPYunKX/Kp4fkyBXSx",
-	"PMV690R9vOWcX4cSTEsokWwRvEB2+kyxhXRp7YqsCao2O6TbarPjKGJQd2MoM+UThFkMr+dRm/mTMEpF",
-	"ou8Inoynws3nSFwZ27wRy9aRcTj67EaIuc2xFcFQNrFKCBS3CUJlv2FNqg3Scjt+xPzs9FM+SHY8Mevk",
-	"Dx/PThlPEr7UaunP4G2FIf4CfgK8WZvAsa7CW3GE+TbCsgum4UxP5a0eNUAb7qZxJFjAly3IOXlH3O0w",
-	"R8ydIiRI1Jqv/4VO/AC5Bz1jnnz1V1SSwTW/p3LMpfic0rQbEgVn75slMCx0bhUZpSVcTWUVXM+6kjG9",
-	"vb01S8a8hXZqa8b09vY2qRmT7QZnD3jFqjG5bRPL+vIxJPg3rx3zHi2X+sIxhYywOEnZOI4WM1nXFQin",
-	"vVrm+hJgXZnGQF9fXkPIxUzLK/gDHsMLzcvG4dyEuWvqlzVX6wx7YQdGOV5h4MFG8tiNWHqkInkse5vH",
-	"nJetUQQH3vMhDkzpnGM13rzeTrezQcGd+3+HtDLBcXqhr4p1nkANJ3viCYv6bK3iPDwksTvYOxz0uzAh",
-	"ld3odlh3f9DvYHlB3Y2XnkuFh1FroMKr0bQW83mcpHWdcNtfVZ0G61htWp6GxOw6ZWkcmfP/ZHZ+lebw",
-	"tHn5qL/smNqvW6s/poFBid0XuYpc9chZZPZJCTSuOZSyLtUZASg8+/aEYrbzJL4NA5HspGI2j7Re8WIS",
-	"J6b7njGDFfOVkIFIiOLEYTHxsLadb1q6MvB87ET5C9uJLHJc0YvFPIp5sKNfsgOVB7W9X2wKsIxyEUXQ",
-	"np0fUHm0HqXvbzNNayk+/V6P+V/odvEYFL9SKxQenN7XZrHXqZhne2kq5kGubxPItPc9poRgPjV4uZyL",
-	"d4HfqruBzaoa+N0GAiRrvu5ipR9h98JMc+ASC7EYnmvs+BPfhU95TzmTqLWaydhmnXmlGa6pyNOB0ruH",
-	"uVh7t5e72fR/eWj/mTm/O+xjGidA8FjY35ANTTLOOT6NQaPb6b3cPewf7O3Dv+idfa8Bvp4r1J3NT18e",
-	"Huzv9Xd78C+93hWXVn4IcHPmJ2bFpNSV7dvgtq9kvSnNBlJo33/vP/6Vmzvo6928WLXDHPd/xFo7f9Li",
-	"pKpqxJNe3u5M3n+BF6Yx7wrHj6pu7ty1d389t+z6xnTgh1/fOXLBZkZpbUvCv1oyspay4vbuU0NpCtsD",
-	"F266SCRw4Wob32c8CBRLRGReAJUezN+MnDXzRIAXF9qHO5urGxHoy7LVZie34CBBs5nA/7BkSlAJh+PT",
-	"N0dI5BFPmFuMBoAGiklxKxKG6dVwvT5//pGwBe3nz9nJZz5OoyWYZMkiEgaj4KHRHyqDop/ono5FIORY",
-	"DHQ73awaL2gRMngRJ85Hyqf+NmUsd6CsUGuQTeNCEr0RACTghxbzECrq8NFQMsZ8NY3vrngUXZlfkEsG",
-	"C9iJK+SqQbdMCsHAaxkn8Hiv7VDFlRtCaNqACSgWhJ/SPX/QOhrK3dzj+fdVPjtapOzjnM9Ycx/5LV8h",
-	"lq4JzfXd5ppYqAi2V2vAzuZ6rrotj50TtrmJiSLsXQaQY83dFs7hf//H/2YXQsXRrW693/LYay7HIor0",
-	"n3stD2aupicwUeIzDAY3hXF1TGAJS9Ptlebaw00eL9IrBTRI7icLJRLfg6DMrUiuULAEcBukQgZcGp+a",
-	"HsnVAjAzlr0PMk25jW8EFE2ZHUFGJiCN9btmi1R3QyucoR6XaXEu4A86MUQIcMujhaASH+T60QOlIDKe",
-	"ikvxOdUnwvocZzwdT6EoolzeTUUijB8sFZ9Tr5w6ZHxiUHskyaUa0VdDKWY8jDzcn0CWwRXS6/DxWAth",
-	"3WEIcekTPdJfCnmtpS9r+n+JeewTDYH/h/hv/xXreTg+PbYfHkvut8xw+DUccF+LYjyOoWIc3ZZY1wsF",
-	"CFbsTqeJECzl1+wmhBrdIKy4RA8nnFN+zcJADcBigWHpV/isqV/gkDvob1p6msPxjaj5jZ003Jn+OJmZ",
-	"WwYeGMrcE68vPjCjYonKdlCaw6vb7BjGkJHkjFDAJno4WN4MBjWUFiaFS96mybI2hM8UXyo2JQwVcVSE",
-	"gX7ZbBRKFITPmf/j8ekbH45kaVdMuWLPn4OMeP7cNJHyaw/iglGE832EzZxdrGzFjcA+f55RGpk2FTYq",
-	"l9Aotgk9axoxA60/fw6LaxYbpe/z52g9wK4v0TGFqcq/xyTPQe+1rKEZsZcSa0ItHYfOydk18AOX6cnu",
-	"Fdy+x1JbMy5HHIfuws95it3O3+fmuOpfT0N5TcfAKvB3wEgEJ0KbD/jn1SyUV1Rc3ggQ50v+OfsSUpoI",
-	"KDTjIdQIpC9ZPEEknrX2e/2dabxI6KUe8ydRHCfNplZ4GSVkWjTiv7Fen03ZDpPxXYu9wKr4Ld9jnEjY",
-	"wNGud9BQonijdpFTH8jAFOscYRdRF7FhB2Thot9TISa4dzO/hKMDaXmMhCgiBFUCe5oIlSYhUCbQftMi",
-	"wy/YGN/s+kTKbCj5i7/ws+dDpYWh1gnMQmk1A5cHvcXZrgVfCUmK2Lh4na/fnHx83TpiqdZ4RongN3qE",
-	"4F9x2J+HMggT9MAcYRwvO10mJJNxS/tgmpjUOZ764MFoMYVIUmUgCEKlT+OzgKNS77PYyIrvbebQ/o2D",
-	"DPmJXhFt8BqoKVwZug6raj52ICLfpbqIhMfc/ngs607NLNoN6MG9vxNKJaQKocpb0z/++Frf53oz6//l",
-	"aoxKim7Ib7XZG2e3r1yJDwgAr1oL/ayzGsfwF33I1biBxnJ5OgG9JBeznVue6Fep0tPv4zuRHEMT8M83",
-	"0M6qZdDdtAtx/PG1Hiw0Bn6NNZ1GPxvGI8cVcQYyEhno9FCyiQhTMVP3uxHcs3dB5preUTQnoDzAbgz/",
-	"fSHeYZsAuCh7G7Igsd5nmS2YxowU6oGlodarri9X/b+ZTo26dOahdUfnow1Rc+1U6lv327QILUBTtm6f",
-	"aYHZqF7bH/QFYP2QLD8BNFKPlAgcpQdoUI9Vrl/5KLmB6ViuVsP1lZH9xlXFGWjiR3gQHQ3cPZTtf7gg",
-	"9sZEYJfoh9n1DvWZtloW1jFf27OmH8HONur2OFkUmZ0AReqMinnEKJmW2buOOY3g1V7Qvetm39gzNfsP",
-	"1Ev9/sIedE0eZ3I8R/fEehR5U4QQHqBXp2wWq5TtdYxzvQpZ8F1859pcxlAwNsI31bo9+hAyDfuIjIFv",
-	"WJhiPVBHIT8qafXfsAqNfnt9vqTMr1wLu2Q1l87x6RvnzvkR//zx7KLhwVfr3t2wGtn2Mcur2/PYj2cX",
-	"+lDr9spLckYYD1fRpbgOSqC64eG3xajNLJThTA+ma3tO+6Gu6x+hneoATT04xXD4xuXuZxVKsYtHFqtS",
-	"NGlXCPDMd7MFVOUH6gE2sDZk5ax6LLQY5H6Lb0WShAGhvcxlBf4qBXdY3XJZBWz9kEHWE/SK1sfa8Pt7",
-	"o2wHm+kvXa/n7W6lpFR2PKei3KuPWIdrpo48wuzXSWY7gapWPzBytTSflQeEuqwK3lvjFXU8oh56Qh0v",
-	"aBrHLc+ygmZ+7Bc5BzZUO9aytHbQRVfpFkfp4zS+A0+QXY51TxPNA49UnE0G+QwKwQ3rKtZzYOdljSmo",
-	"dgjfPzN5f/EW0/KONiSN5wESxgj7sRst/5cI5m81dI+NlqgGN61vHH6Zc9fcOwl8FCGp0DazcKqbWj0P",
-	"UDwb5qJgrYvZSASBCAAC4DGKeXvMQQV4bD6N0/hKxdouupIivYuTG4/R3/pdQl5TPkn25wZzKkpRT+ci",
-	"06ZHk0pXekCCAUE4rFWmh3Tf/kLXSKV5sd9fU18y20l3ps7E2O+vhsmu2lH54deOqARueqAu9Tr/3rWV",
-	"qg/4pkrvLVvpvHUg3NWO0BpnarPCQVp7qKp90sVNQHPV73e8bOo6607d2WRsXAOzUNrx18mZjh6bflfV",
-	"bGJfHjKbrGn92647G7yrndZvNdeZi//p5pp/ftBcVxxCrlR4LQ1/WqjNQwqssuZCiaR26PrLh5/BT0o8",
-	"pjUD8R1nRPp42wFtbdrooT7AsIEM5Q0VsRVjDCW7m4bjKZMxixdpPgLUtKPF62wUpx4kVcYJ0xfXJIrv",
-	"WuAGGAlhqjSJgC3F5tNTG5LfYq5O4VqzbTm78BG0tTgJr0PJmqCfncEfK1UzquVn5AA+vomSZt5Rf/Pk",
-	"8EGmg/dpav3fJktgI6e5BeR1G56Dzst7y1fN1RueCnrxSiOzLi8qTuAfO2k4Q6wRXQqecddCdpQJcHOV",
-	"Omdl/TSquvycUsipMhnHfStPq21Wd3h2dPfmGyH3am7bl7KNYil20ngnlrXKouXd28K2UtSHdc/p2xyc",
-	"BrA3wHpY1zf4xRYd+wAtb9crxAGt7Bb+ZIt+nWPb23WMgva6Y6zJpSMmp1yV/cH65/W6C7S1xQgwqvKI",
-	"NxqCh5DvyAmcuzFRnw0Xnc6uAH1uw3vKgYZtM1rdX9O56iH/Q8HVy1YSYNNNcFO/eMbDqDFocMnbKl78",
-	"lf8P6kp7HM8IuX142K1kRga8eYnt82sNTH63c9l5Oej2Bp3OTmc3w4Xv7e32Ktg+q4lEizLWBYFfdruD",
-	"TnfQ79vmUVwU8rfcEdC2N7/ILncAjlcOzzOnnbLTLFId2yILANe0qu7Xbrmb+knTnLV8rP0w6PZ3of6B",
-	"dUPrpc1hFga9WmR88W2r8PG9DB7f3QAe78a110xMy877vzw2vgrX7ow/n5HmfF6Zk5Z9vzWsHUickL0p",
-	"HU/L6Pbnz08Mn4wTzkpuwzFU6NfXipt9D3eNjLMcfG1ogdEFRAbaEC/AojxtXwwl8OJV098bo81A56o5",
-	"8gmcLW4B4CoFZk8Tzm/JcpsFza4Ssm9JsJtVAP6KIQdiEkqhhlLGLFshzEPLK18qZhLrNS5jGTDOEM6V",
-	"xjdC5mtQ1rGvDKWlXznKh1shRSDXCKFGyRj3aR0qVAEw73laNSvIi5pwqSZa9Q1dFkG8mIaSGbNaYIDX",
-	"VBRYY0GpQDoM6AruxM8p+zJPxG0YL9QVdd1z3hGYD7/6rOkXf4kAOq0RcSSyocf0OrXa7GMG9LaUs6bv",
-	"8A6oNozdsRDPwpgM8DOPQx8wo8lkxE2mZdbUB+IWugArYgO+Pst+XVwRE3QtLMhRERFffHOY0kuypAmg",
-	"PgKEInzWZh/iWyj9qZdSa2w2GcBzswAonBUnWTQrlwugZyxO8gkBeMQrRrTWxjCHGOs9sxU7w47OAcR9",
-	"9Y/0fOqRjUR6J4Rk1fEoqxzqd1CncO3b7LgqssUSoS9lcBpCAoVbAwOsdSgfoqgRmH/KF7A5BPnEASVS",
-	"lk61NNT6ujpi/ownN1f6EjcLCqtWUHTTmHXgXJ+gmNNiwRbwsIkD+rhyp4TrLCuZAvMJgojK6+obSFB2",
-	"DjHcDeU4nmFprCOKJsz5Mop5oAhOMxIVC0zlZgWZxiRKtSVipSo3x01hpjBtlmxfjOJ06mVeOsNFdalP",
-	"E0JcKX2D1JsywBajtENpE6CamwHf8nqbzXOA2xsyHfqdfoax/erntkLWFWt+4AzHCRuJKJbXCj2PbgbV",
-	"ss36vd5QVgB3qTjvjEeTOJmJgI3iALI+QNib5JDZKJSZ/69IRQYIb3sJDGUe7l51ETb9S6BZjJCDZEFu",
-	"2IpnsgBNm5DTfChd8ZZ/WaVAK75OWRRL5XOhgu1J76xCNqPLKq+H3peO/S6ogjGWkvVaOQoaslT083MO",
-	"SEXjMjGlaDK6sId5wt9VOsGByYnekv+xowWQBboFCxuYq3gU9b8yrfUY9TnYyI6XwbAWIx8Gs5gfiPxC",
-	"CxbnNOiX7BeKGAz2DrSqCoIh/1YS5aVFyr0ha7OPlG08yLdyHuJVpKWtluZk+NsWrBS29pxj3YEhs40Z",
-	"RHR4T1zW53dnwD+OM4Ae+k28Aft6V+JpG3wxyf8ZO02cpACCyB84sjLx97te4yaUQRbfyGTZ9+/OQYRs",
-	"5GDYG3SzdYQIWWE3ReGsajPtHeRW4n0442Ax56IjmXi2LIFbUxIWQPj31MStUnawD56je1j8/W/ty+j0",
-	"tyUHzs0qOE3jhUT2xfUmcgUd8OWDVCPHSbPBrQUpX3nBfxqThUyFYazER10L6DXgevy5cVxAMWfR7GLQ",
-	"1wHulqGuDkzUBgRMwIJ89XHC7IWTu7R/yW36mg55zO2PyXPIfWFSHxxzCfviYXTFY/f1RC/oJE5EeC0/",
-	"0UEuagJCYD5obuWqp9he8z83ttAxC9OyTQsbXOGZx8+47kp72+TjhXK+SAerNPXMC4Muj3wOe84lkP+B",
-	"tVS0rmWm+34dHuyGTG8uWRw+ronPpnFEvOo2ujIX1O32ozg5cZN41ovksSReaJEJSh5sSNyNZhMW8yZh",
-	"TzYtrXVrtY90Dfprx226METFFaSoOH2vYzmJQq0QOQD7MZcEdKMchgCXrSQF9No4LRhIy33Pg4D5uoY7",
-	"VwRhmun+X+prk0CBbcsrgGzRbqWBNqWy4m9CWs+s1mjAmrrHEAElpYaFphbdUDpV8bSRT+TWU34LFkuu",
-	"4AlYVZMQT8ky12ILCt6OBMMCcW1G5Hrgyx3KAg8sIzxm4SPQ7w16Ez81zu4jNgn1qPh4LOYpl2PBAjGH",
-	"koYxVQu3g2smYuzMDwYnyRehu4esKvGcX4Mjggoh2vIOrKmm8R0UH8LBtEzyy1BS1Va60KA6KmoyWMeF",
-	"PB1TrpiPz1Jpq6EcylN95G95iMBVE/ot8MIh5DbnpAaKARVnKThmoM8U0/3MvEjH5++G0rjx9UCteQ3E",
-	"Kno9S+9Lcw6avc5LNmycBCFkjavcLBqpZYYwlDVjGDY8JwHFLsuYRxEOwrhnyV0Ls4NstdY5M8jI5fWu",
-	"9xmIAXnNmsOCmazfNsSkv9ynLct1m+lFnt3uNtpB2xtSfM2cWD3HWMSCJqRZuWR8FhMFSQuc7omYLBSP",
-	"hpLOiNneVS4PPdUfbMWQrTnXgf2y09dW4MpiiayZJnx8o8fy6qLb2+3v7R8cvmxtoC86HX5KjvUqG/fA",
-	"K4G4MkvTFKbEm6NcLuh1f7f7urd/3H3Z3X+7d2wpQ3HSyjVwt53IFeYV0bS38ed/3mzORbBCUzc1ekn4",
-	"/hORhG5gGpAEuIRlcXXZDyQaQPPJuYQyhbMgHkDRkbEt3RUUTY6ULQUEeKuvu+q3fKiVLZg5alUH2qy6",
-	"E0aaGHdnrh9npdvBSHaev9Bb1R1aT5DX3UWbqNw09Fp926yRVsJI9Sb9uiSkAdRK10dOPGeitbgc7YLi",
-	"egJTRIV99dKXizLZqrnl8LyZKJd3/x7GWIxd16tx98TiDeGsGsdzYQLhTX+czNqG1qj9XBsbJP/a4Uzf",
-	"S+0x1fUM/Bab8vlcyKEMJbG8zXmSWrj9POKptm/wCnt98cHLBcGwPZGAlhQrtEZwiVkC5fGw0jGwXEE9",
-	"FaznBCNgE6ouOIMyJLawtInC34nRNI5vmFqM7JwoFoU3ApDc2FsYNGti+MhjiUiTEOrlIXdzy9CoCam3",
-	"bJBrzLIExTcCmZ7QlAKNln44yjQ9fBWV0lcsTL2htDk4gGYo3z7KbzNTZAHL/uEqXZH25Tv4ASRMC3jK",
-	"rVYOP36mkIePQnI2eKdvFdPJRJmOsTA9oqJVtPlEgFFKlVINGNOqaRAPowkmHqulHOc0yab/gusP+Txs",
-	"L/ksosiPrUBnMpSIYw1grJj9BcrzUAp5KyK9RZs4fL0l6eklVkS0U4d/xWMI1kNRBA+pSmjN/BZQb4Gm",
-	"T6eZttPRUOaeMymmyqyfC/0ljQmmnERo8RTZgPVzH4nt5kkcLMbmvdlJ1GsvogmGe+ehvPYR1kjdS4XS",
-	"c07wmAHSsGX0PdCFXqfHZkIfBzRURDCgLFmYpFBg4PffF2KRRX1hst3QLxQMAvsCfzDi45vrBBx7FSrk",
-	"Oe5AiCtvTAT0LhCzeZwKOV7+USy3DznlAhpGKlkVaG+ns7vT7YOHueNGCrAI5hWJIYVxDBRGqLp1un84",
-	"f3Xw5/0/vfxh94/dD/3Tw4ve5d73Bz9CnAGlVu757stDr6FuQElzPu93wK8Hvx4tr5ygFSHlcn3Y63z1",
-	"GrCBMsd6Seaur7+5K7SR0tzbsEjmfT12fXDQG7tNIV5tjvL2bnl3pMfUdJ1rGcXwHc/OCmx8LYCd44JH",
-	"5Td3yK9Bgps/Ou/kOYFvtnN8j3jwhs5PpsfoT6zly7OCPiVNN/PTEsbYaMvg6BBJumTP7LF6VuGNhYvJ",
-	"2r3ICeIoCKWtRHfNAB4csJVvg7AwyuaPWjQXPNFG3XTldvXYaH//THu3kPab05YoVglsYc7HWSWs3Mcq",
-	"1cYfofOKX95BpDr3UaSVvMJnPBlPw1t8vO785ed97VF4rGoQhU9zYyh8dweUYsURFD4yA/BYvcR7Sh88",
-	"qRR2L8UJeckrtGOtS4B+VfyxJB4fD6nR4Dd2RxsAodGbrIaUV6COkCM4c7RzBasjZJos0cfOwwi2O0+n",
-	"kBiPL2pqIUqHGj9r22PgtxztCl7zTFmTrM2OIwWgDN+RKjt/LJUbRFRREE4mIkElFm4TrY9RZ4F9rdxM",
-	"63EiAucGcle1KDWefgS81br4Q9PTtMbtn1e010FKr66HUUsHfml+XcpRNuZ3ZSmOJoAxbTGOYvGQFpbz",
-	"4ENpevNMmeIeDnjNfImBJKc0BxW7NBhASGlXdrNXuHOHMvPn9jodikqZX1JhXIR8GbrbKCQV+nuehNq+",
-	"UiyUUJTX7hCwowm2GKsQC7Cxpv/lS/frV63bf/nSg39MQgBqjpbMv6XWrtCIgOJqQ6l3aABPAkjwSv9d",
-	"fBJ+c1V6Hr3s2o7FKNok/GzK26GGjnMI5KEkO9vsmH13cvzm5MIZC0wJNfPuw/G3Jx77/t2bkzOgGDx7",
-	"/enDyeklSwF7CWVLKMl0KrheKvjoapFEhDFEhOGA9Tud6h3i+K4r2AnyXmtHkhFa7Ij1O7u4sBAvjPj4",
-	"hmzQ0u7BbALXGD0C2KO7e1ZF8fXeyccbawhIz+nN9sy8jZMtEHv5ybj3JLkYvm5vA0KJx4T0rUcwUQPx",
-	"W73+j5B0Zs65GandGZh4xlNxHYMo/3T57v27y58aXmPK1dVokaaxVOYpgBZ1vUbE5fUCez5Pr15duPQ9",
-	"t3E4FgA7WLq194/Pzy/Ovj9546pw2T0DvcCTp/VbOmsNO/d4VCHfkPzvZ9Hf/pOBlPEYZxOeLhKtqbK5",
-	"CMIgZiB2mFDp3/5Ta58y5e2stVdnb35y23of/4Wzk896SuLsV2/Pzi7pnXYafrbPfC8Self2xKeL9w2v",
-	"sUiixqAxTdO5Grx4oabxvO0Ao15AzEC9gK7DwppOfbq8PDv9SAlc683v168bkDHSiutjWml7Fa85e/zw",
-	"Mqi+L1DzyK6ZDMZgftkiI62zPZZp9dl4BEjTSvFckrz/TDCw/NRZZ/rjAcHWuD0qMWCPk2oHYeq5vu9E",
-	"YO95ZN0sa0GO8mk3e4Wfv+b2rNUwO51VGmap1tmqsuqYksG1yiP0xI0E6vdcZUoMahukgHBgWcdcaw6/",
-	"iROurRGtFY/Zp4v3upk5VwprxpVUlYJOWV3QLSzqFW4ZuPxcD6UVG6tU37zPfA19BdP+jENIi0w1YH44",
-	"49fixV/m4hpKjcBfc+n8cSdGc581QZmjmVNexsjKPrxqeczXL49fzOZ9qAuCf+1ez/WTqP+Vnuzu06Pu",
-	"UZwHE581raJYfqjT0U+R0xzp2hTokzJLwoOlp7MOjn6HjVV/T8tPWqqJcFgNNzWFnCnlqjmeivGN60yX",
-	"gc3lJPCL3iVNJZJb/BmsG+yQF18gdPL1xRfdK1DIPSb1tuSJSCjLUQoRiKA1lKHKNuAgG0sIfjth/Hgp",
-	"vdCUwu93OyycUMe1AIENH0qM02HsIZTsoMem8SJRQ9n0M6Q1lgoyjJM8iEIpWkcslmNRbMf2h6Kw5ueO",
-	"qq4fMWyQBdyJh3Gp0gxioADPojY84qQCqQPcjHudl0OpvwdUWiZHKDWIxdKGPE3jqpV50KoPJhSjCSPh",
-	"e2whlYFW4d7ycLgxMcixKJyFqeHwBTI5awJYLA61vZY0z7J2WL+7m1lbxvcAeMlQYQdw61cn92ih91HI",
-	"4ANIxyeNVMwWURrOeZJqw3+2YyITzt2p56wxaDRHodRy9PzNW3MYWxVV6ygxZd27tDDWpwTKZEOrykrY",
-	"s6iTPze8hjncmXq50z/sdXfb82BS0meveSru+DKn0qKwuPn33dvO8ru98aH6Ydabfdvhfx71f7x9+Yfu",
-	"4uByf/4+6U3+JA6D0/FP6kX5PV83nEVB+6VCL4GKiwS906LGhErZQqZhxHLyg2hM88Lin0fBOy+e3MfX",
-	"8LYSDnm4/4PDJt01pvQcnbWXcfyeJ8BstR4ZRP7FF0Jvhd8SvzTiweWyGP34lElzRlypFTiet1rA20DB",
-	"hBhgrU7kMasRmX9qfchjVt8x/9TKDiDM89oMpurgDfQ2jERFAka0qmtFZFVq1iaPZqq9oaqbfjcDuFId",
-	"N6lW6p4CokS4pEVhZTAlYPVFW7BcUIA52rqr0tcbKfd6xCvUaLQ+1oEqJeI2vsnD5eug50hLYHFjo2WG",
-	"Lg8DIkje63RYGKh8qnc5YjJP4rFQwNNMqdJD6X9Bxm+PfcjUL4I82KKSPmBvtO72K8NYw6/6og7AA81+",
-	"ZQmkfrFfh/LXnZ0d+3/65/5MuDUQfgW00a/Ejsjm06UKxzyKllZtNXgMwqFkElFvP/1Tc9lkWHGVhlHE",
-	"lBC5TAyG7+dR5LNfcwi3pUgZrkBw5PrzseJlGRH/q/m1QfzZb5qFjugucDOUHeed4ViryuaDGU90a6bV",
-	"/JCr+20iUOaZ7JvqidOtDKWPtBZogn7jEJG7RBuEp0e9Gk/XxJ3INoOIMXUpVLlTOYmToUTGZmYpmpGu",
-	"Yhqn8Q5+tUPkzvnK60GoEEcGIbtcyoH+ehSnWZPW1AUKmVjhvgYsD253H/excZXZOF8iuIplm51VQu+9",
-	"bFRAaJHhMTfLAcjh/43Vg2uVSwAgzBgcSWOUVfV82LjQD2+PGx02vKFcmQDgHpVQAT0Os+w4tekAqspV",
-	"BzSLHvNBNvgEJoT7AY6/Npz0LHtU3tEKsAkPo0UihvJuqrddQkOuslxgOoQFjD4Ipq/lPWLO9f/fBSMm",
-	"OyY2+1ghTqLBo2h9/S7fz6czOn7+YtCzDubZCAc4T7ciWcZSX+sf6QbC11Y9mCmy2a9hFr5uXvUCZ8Bk",
-	"A99f7eJM2iur8pL6F0XSj3jwLlB55QyqbuDpqtHGAuXqecjFkMW9zBx7uvUKmM8neSPjO4l3ePUbUNSb",
-	"NrEKFxyAx9PxcpATBKPn5QEriIOCRndBYjWhq88Kx6dBlrtg3XrYwlSwKZfBzl0SpqmQGaxlt91xuc4A",
-	"YaylJyKpDSybADVaibWeTAP09Sw0BjCp4bXk6SIRR8x6EVOxM4mTHf0PxhX76fjDe4TcNwMxjrjeKT76",
-	"MAcMfS1I0ZwXsd+K1PT6DXW4sZGQMjNkhVTDTN5AT0O7M5ShnMSDoWQsDdNIDNhrfdnjYulJ+Rb9Hflp",
-	"gcq1tyLR6zdgXWwoRzdqY5k4uEap+EK1sV0CZ9NOE+NFEqbLxuDnX9x9V/mI0ZXyPXZ24pmZY9X4BTbU",
-	"VPAonf61disdk1oAsBE4CKRraLEIp38hJcQP3hjfALidKRdTyLHWigAs8QJ0xr9Wr/V31I+HOr9s0Dm+",
-	"Wf+axJev8IKYwfIIavytWpf34a2QQq2c9DoPe+0qfNRny0aHFuQFQ+Xs/OwjBVvWCUEZowHCQ6jbwmV3",
-	"zW9FeyhP8x7+QeZIQyA8MIDJ64U+I1BsRf+qZcwVfeHFSfhX4oJEYjLHi2RyZq2NonVVk4Yy5pJNRDqe",
-	"sjBts2Mc6v1RgWKQQQutTxfvDeQJogzVYYEwLQUEwC0+Qb1wQdcTDLFKCfxWpHl/ZMl/nYmeDRykjUoa",
-	"KujFathKVvCl2zuEAhT277II8tzeVbl+K/pgncVrdgPKWq7uxmbgFt2znESv8dVvIou9RuY1q278D+cn",
-	"3z609bmsafz89MFt34nRvLrxH05enW/feuYfrG5999vzB7c+m/erG/9w3t+27UohrvcuEfsY35wbftWf",
-	"0evaD/TLgyx4ZGf8p5wsQr/41qCayyxuieEQFJx33ArSRwsg4PVjX7OQCGnIv+1BmJA67WhDB2sluANo",
-	"517EcyE317jP5kK6mpn3IP0Yr1J9dcdxpBDUAWlgyxTcZkm8uJ6yUKpUcMBSznmiQkNBUKlwUQcfS7em",
-	"WULVendt1Rr4KZ5Gny6uwH3qdKhKj6zS4ayyRbq2evEFeOSusIjbFTFxV+6W19zAmnP6kY2jG/UdyI7k",
-	"JLxeJJlL1ShMzxRTIk1Dea0GWpfROg3gfBaj9iwOxDc2g9THzN5bkYSTJUE3hD5KAvQxzN9FKF8UCeCU",
-	"BdqVz3NhamnZryDzEABF84jrHonPKTr6c80jMsiEDYFdRdvVesxD6VMgmfFgRhTNUkRm1Dt667CdHQMd",
-	"CgP23//xf9jODrVGH/htVqGshirDZwDku3KmPYwewfZj40hrokg50u84aAY9icbD6WeTCSTaJrW4kCB1",
-	"VKVAwrZguC1YWJmw+T3MnYno/oATsUqftN2pKYVhNsEGJQHzKuH+pDvu8Zdid3QQ9Md7ey95R/SCw0l3",
-	"dDDui25nxXtxI1wZjbVGNdy/pwPd7t5hr9Pt9/srXmW35UbvuV/p1Lv6BWzwvJTLdapUYGS1PHJOlxhP",
-	"Y5vB+IB7PEPchMqQKDwO0d8xg9lmdgPqN1hCtLbjzNy25zlxkT9FjzOEH5JYXuMhjpPc6x6q4b0uQmof",
-	"p8OncTl5B6v9aPlZECJPoDNZQIm5fmDOaEZAu1FTfuMyZpgnVuhQna/35H5c5kNXYVCXavWsMAnNMia1",
-	"cAH7+fSQRrfz8vBgf6+/24N/VRu5hTbWtXW1QL3X1K2OqueQNudnHy/1Wc5V+1NUWgWy0T2blI28EPMU",
-	"/GtaxbS0DR7w7HkMk+lbyM+B5btknNpFtXh/msBnykyu1gps5N2nC4lgNr6DQNV2k402DmVRgWLNbxM+",
-	"n8I9e9vbbXdaHiM6eMwp+HHnu8Vo56PxIu/09vYHQ6mmvLe3/81UfG5+9+H49c7H7457e/tNPp8zJcaJ",
-	"SD2W8DuAGbZaPqof1hMNWhMhXy0wA4g1UF0G95MIb0VwxBaSehMn7E7Li2hp+ufyMxCjQ6eLpD0QlMxq",
-	"R1T5zIYy648bBlJ5khosaFJcboaJairHx2KCpHmS/CmgcO9cTot8EQZMefNbHoB0KbiOc28YrlS8SMaY",
-	"ZdhDDlEotgeJmUQnma/Imq//MJTZu02QzMyw32YnsFNvwkKUGtVVVugTR8Mc1VG9hdHJKD6ngyFWjWh2",
-	"WwRoYs1ei0BMrLnb8hhfBGHMmv2W5+y/PSQ0UWk4vtFC48BJuiWMgUjHUxFYGHZGG+ixKCbp1zxs2SRo",
-	"xZovW3DCkJuj2e14zE/EPApFYDmrHfA8/DILIeq1wKwidFhqAa2buhUMP34BlWuxQcWa3S6QyAGPYVeP",
-	"WS1VKmYE5EDwQsXZHspmdxc1f/i2UPymlccz6QXS7+p72fw4YhlxC602OzZCJ6t2kjHoEYB6Eid3PAmQ",
-	"KqV5Im9DHnD23//zf7ETmSbieiHgj/dhwCEI/5ZHU17ESAyY4OMpCahsTZ6pLAvbenPGcSA8No8WdbVK",
-	"knAM7IKU64bnBmrRk2ysqmZiNrOCHHTbPX3cnIIsR7BTcUpSw0/pVpxpJmIOh3Ao40RPUSRaTt1iP7yW",
-	"+gAAmxD+0JU9RWGDx8neALkjBaVBhhLoQDGomYXqsihOkzMZyx39T6wlEqbArWT4MA14G7h+MpeE7qqr",
-	"IT33jX/flbxDWRK96KPglsUoaLXZnrGzuDlUz4xLahwvosCg+4pn0451KJu5oSM5lHKZdZatauQGdOJe",
-	"U6uQJEY3ks/+ja13K+U1D3r8gHdHQWf/YHI4Eftjvif6+/1R/6A/GvHD7njysrs3PhyP+/1Jd7J3eNDZ",
-	"DYKDl4e8H3Q7/b446HKjsaBPK9NZKm7ROoOo2+nUGETrAFieF+llZKpVR6pfeE0ppchFksW283mfhlPn",
-	"5y+NeRJPCFtKI/nAk9Cw9n/1GnccOX8KhQd+8bK24YVJPKvg74dH7/gsDNrfvbo+Pb389PnD5c3u6V/H",
-	"u6d/+al3Ov30+vjVu5/e/uX07Z/+cvxNwxA8GvZwSDT9/wA1Es6ESvlsrrXIg/3+wUGnA2xFNJPwXNat",
-	"UF5fIaVUqnsw5anC2g0zkXIDzw9CNY/48spVOM0g9H+dTqdrai84+mhZjf0KC0hf9V7uHvYP9vbhX9Al",
-	"ZL9w+nFl+D2M3py3XngQUC7/OVK3hMImAZuCFNjkUyQvkDSEsunZGnd1s6jrwjdbUhHlD319iYBzi/pp",
-	"AsPgOL6WISXjaWmfF9PL1mNY8sboMuJXS0AU4loQPx59v9s+t2+li8JFNz10IDmF3EHpgZ79eOO5/zX/",
-	"Apb+tlkQ28LHHuTZydCd7lWuleDpI4WWjrfUGo5y+gFTU3gKOgfckqtDBKQ6FFVjs9+bJaMdM3RRbLU2",
-	"dZt89RoEmKkNIyAmR+SR1mMuMdRkfINU5VJfOyOuhNUFm7p7FyIIlYet+Bcnb959vPp08d7HTFIocQiq",
-	"Wo4EUk35XCCs9i5U4oj5oPMpHzHJd9NwPM3gP0vEaFuIcJu91xrpiEdcjnU/cBWASH0O1QQgbhWjoNW7",
-	"zsWpKK061oAxLnC2HswzDYMxiXR6yjI00TbgIt0tuG6rdjL0ub3VoavspzPRuQ4XP394z0/jFCz0ZaF0",
-	"KaK/0PF033kyzdeF2fIPf2mgm+V4oRXZn38BNLDe6bV+RRNnQtZXxFCBjLX+AZ4yPxfh9ctQe21yftHz",
-	"e7VIoq++NoKjiCFJWDpVDEgkyafygs9Dv20zJ18gy4cpz1QM6ueSO3a0ITGOpRRjKk4752ECBTCX7E8X",
-	"ZOSiQ8ezpYowhu6xKL6OF6nneAnB6EchRJcJ7hjWtEnGDPJ1XhovoDvoVpvlkbGQA0GKo0lcJscYIvNJ",
-	"JxtgsXTL4vzVb7Mf9NwocSsSHtlFodOt0M7PBv5MMS2fmRJYejdUbCoiiOERIV46FTNtdo95FOG9gpVd",
-	"EelvpEZoHRHI8xumgEjj0r7ayhQM2C2dTrTZWrUZtOSMlbmtkQuLGlkZsG1nttvrbMUrauqbIrf0ficf",
-	"qOlTSTii7HW+cOrF+S2b5OLZmgV4LxGcuWKZk0UkKpc4W9Ks/xbbXO58rqBLqf6iapXKEyMJF9T4x40b",
-	"z4lVzJThQtphW4/0/Pjy9XdIGyyZqOPTzs+2U2Om3OVaTu7BSgptU3cWC6xWc3e/vvhgD5BQXoFoW7Uy",
-	"GEfqEQHIBEv1EoV2JWn2BhzU2SwQ/155+Mfr8qmgO7oSZAOnybJSgJvXdnJ9zo+ssxlSp2KHmQSuYhnS",
-	"Yn9xO7npdNmxs8VcQq1v584mPVzx5rNFitpe5ap41JxVNaP42gO6aGJyHiciZUmcopc+Pz2GiMgAS3By",
-	"vIov8DKo/ApPCGY7lb7ES8Odb2AcT8GqnYskSxI7stz8RjwQqLbX80rXwV7npTN5ZGWvPmVN32GA1AP5",
-	"vKPC2SLiaZz4rQEckiSOQNS77FR4W9qfsiDR8+yR8jmPtCIKJxSMKSd2gg58fQ84W8BUKtIXLgbPUNM3",
-	"mnzuMrVBtyyfLRE8wle12bFzZ5gyzKmjiyQLqUhZeH12enry+vLs4urNxbvvTy6+yYaOWohJVD2i6Iil",
-	"xsfhUtaGXSxHR+5SmmRQ4N7P8eIjsQk2gpoLzHP+ABRmumo1rTqRuyJzSX5khKyOLFv8djkEF09YpXlV",
-	"CoW22bGbdVVE/jxTmcPAooB4Ln7nDN8aauVBY8oAxlnxENgsRtBHxI4NXxmVSkGo0GXOcV7lKL5ff/n6",
-	"fwMAAP//",
+	"7L3rcttIlj/4KrmYmSjSDVEkJflChWNCluUuTVmWW5eqf43pv5AkkiJaYCYbCUpmu7Uxn/YBNvYF9su8",
+	"yL5JP8lGnpOZSAAJipRcl5npjpgpCwTyevLkuf7O12AsZnPBGc9lMPgaTBmNWQb/PGN5tjyY5CxTf8VM",
+	"jrNknieCB4PgnI0FjyXJBbmjSU5GbCIyRjL1ScKvO0EYsC90Nk9ZMNjphkHG/rJIMhYHgzxbsDCQ4ymb",
+	"UdXuLOHJbDELBr0wyJdzFgyChOfsmmXB/f19GMxpRmcs12M6zBjNWXyQn1F+zdSTseA547n6J53P02RM",
+	"1RC3/yzVOL8Wo/gU9Lv951u93la3F4T2j34/+OwO558zNgkGwT9tF8uyjb/K7bc0Z9gvjKy8Iv92fvqB",
+	"0CyjSxJ9kjnN8pAwHn+OiJiQmOZMklb0888//7x1crL19m3UJiKD51t5MmMyJAkfpwuZ3LKQCE7yKSNj",
+	"NdlE/ZHMGGlReJ3cJflULHJ8OBa3LJMkn9Kc3E1FykhMl221/Ika1F8WLFsGYcDpTC3sGFfviuZBGHzZ",
+	"SvgtTZN4a8akpGo1zfISmpPZQqptJZQ4M3MnZucV3IfBccxmc5EzPl7+wJZ1ejkg4zRhPN8aT4VknNyw",
+	"JWlNREb0/hBKLi+P37ZxJjN6wyShSE6qn3yaSKJoiMmcSDphA1iGhJP+LpmKBSwBI5LOGDStfiyemA8z",
+	"Nk/pEl+dJJnMCeXyjmUk4TJnNIYZiYRfwxt3Irsh9JomvEN+YEtJaMbInGVEUQblyw45Z4w4EycJbtvB",
+	"x2PizL50FoK9SXf8YrzDtl7S572t3fHeztarUY9t9eMXky59xXZH/Z7ZPTyLxfY5fW2pVS4dI/rlPePX",
+	"+TQY9Pf2QnWszN89dYjynGWqzf/96f/Y+j8//+GfA3vaZJ4l/Fptoo8i3PmplTVk0VNHv7+3R24TmYxS",
+	"Rg7OD4+PyXhKMzqG03ofBqdZzLITEbO3bEIXaX4gxx5WIrKcxEnGxma1fKQrTFPBuqfVdt40NfuCndTB",
+	"+aE6lW+Pzg/VRx8pspjyeNVTwhezEctCMsnEjPSaBj1XDbjjjXEdYE9WMT7/gKFney450a+Tazi1mTo7",
+	"XI2f/WVBU7U/PZgFy9SHegt63W59Ssc5m0mgbTXiEDd3r9ttnBc22TC1bjdU5IiT24O/Np+qHotvurjm",
+	"eoj1GfZ/6Qn2f9v57f3S89v7ted3nswWKc1Fdig4RzZwHHsmGeNVoG49816Jub7Qk53TfFrMNYmDx8of",
+	"TSzRMyu4UE0v5Zf11QXd34fB5Tz+1iIM6e8M9l4N9l79fmWZlMp8awFT/2biDDa3QpzRS725OPMTG02F",
+	"uFlNhXf4EpGLkf+y7/f+CxDkvRqLnAsuGUrY9my9WciEMymPskxk69MptJLEp5kWBOViNqPZMhgEH1iS",
+	"T5W4FRMuMiVOBGFwS9MFnILSEPHn0kjDQC7GYyZlMJjQVDI1ci7yd2LB43I/l/yGizvusAl/P8VUCRc5",
+	"mUBLDd28F9fXrNLPOZPSfKz7gnGu7iqR8EEKDZKEe3q8X/cUl7fIc5KPkVhIwueLXK3qSH9BmPpkQGaJ",
+	"lEriFRmZ0XQishmLySRhaRw661esD2mJTB0AygXspRaG26EWiQhNM0ZjEIYXktUasdOGhszL9mk7VCJk",
+	"vkXnczKhSbrIWEeR/TuRjZI4ZnwTfuluwIXSIKjdgQWni3wqsuSvLIYO1lvvE92eZ6Uvpozk4oZxktLx",
+	"DSoZc5bB+gIPTCQRc5ahRqepWpJWkksSfdkqXo3a+2qlpmpX7qhU68Gv9SjLatYx/5iJ6wwo53GrcmB1",
+	"I60xJZJUtAy1WjJP0pSMmBrSPBOKVlm8r9WzVMme32YNa8PRClxUGVPUOChCJygJq9XmDIwTiqBFRpK8",
+	"Qz446xqr3/O7ZMxKM1FyScbGLLlljqKox/Wd1CqjZzfO2EIih1h/J+AQwu5VdbvBJyTZ6m6okZtTo/qD",
+	"qVESJ5MJyxi3I+0En+/DKv0/vrG1d/dHxW5gvo08SZ2U+o7WxlJV8BvGRlqGFdnTFRJ14YYExAVgeiJe",
+	"tuu7v686IpRwdge3Dfag/nLnfcyV6kzTDa/BypWmGyGSZbcsQ+77bQ7NJWdf5nD1GI65j0IyVbNLpGau",
+	"IeFM9SwZx3l9EPmxGuiM8XxTunXpihUcWxpB3lxyjNNRyuIBAUELhnVNc3ZHtYnm8PTDh6PDi9Ozq7dn",
+	"xz8enb22Lay/NJV5NBBcwXr10OgtTVI1Oof1xWyeiqVq6DupLq5Jcr3QX7WKuallykSqLpEYeA0jGaOp",
+	"uelE1u6g9WCZChpfCPGeZpsJ+tUFNqSu6JjM6BImMGJlxb/X7ZKTN9+EpI6+5IzDtdWyBi0xXqiFIVOq",
+	"1o/s9nbaAz13Z3CK3NRs9ZjU74zHc5HwnNDxmM1zqZkxLLBaDaKEXNICsbxHTt6EZLZI82SuCAbnFCr+",
+	"fpuoxdYytyQ75ORN5aKUucgYiI5I40oAZmYmKGffh8GfFFMouNQ7mqSP59pGjx582kDjLTPmjTTlb8aD",
+	"DzRztNZ12FfQajLBr3FPREZAlO2QCKcckalIY3xPz8BYHXQzQPkXQpxQvjzm79Lkepo/mvKFIDPKl4bC",
+	"pJIa51riMXe2nIosT5edb0v3A+QHaLMmNI5Vl2o9UMIz95RaM0XJI5CMxcQ7UtJ6vksoj8lOn4yWRJtZ",
+	"QiIZI++TWZLLtpkMCi8ROF62wPMSkVaPSHC2tDvkgC8dRjam3Bqwgdyrvpst67zxrYd+e9tx89zf+8+M",
+	"3tAzPbunbKhqhxzkOZvNc/ltdu2M5oykaiUJ+zJmLC5kUyMNGoOt2iOpXVcJL6/0N1rB+zC4BOWC8Vyt",
+	"yuOv1kozGyxWdQC+OxEIWWt/IdFGhZCwL/NEc9GM3Yob3a82iDzFJBAnEoSBsg59oa4OwUGyw99L9hS/",
+	"Nq1Ho24b81XnEfaB9Tuy6m/nF9XWz50BOSq3V+MOgR2p1ZvghjWuobuBj7/4YA9HNL7M0spqZmlhOnCX",
+	"sbgmF+qbT/imtcOhYWKa53M1E/VfSS7P3leux/W+UUupafkDGNlKZielQupf/eNDw9wnfNO1OZXHUvt5",
+	"g71f404u2WoGJFKjilwDTSq4lax6e13H2RaSaJGlpZdBxuWwRtt2oYBoaNXSox5WxIGHr3z4skNOUciz",
+	"t5I23ub0xqPkhYSmUhAK2tY6iidp2WGo1ZD1JpWsbTcBNvPACPZHt2oHzpgEr8bXYJ6pUeaJZkc0h01L",
+	"cjaTnp/drfla95WyW31kKr/cu6bdT/q18k5/tnZdMfozG+eqOf0AzNLA5w2P+RowvpgFg0/qKi6+HAmR",
+	"Mspr/ZnvQpyfr6saDy9T4V73FYryYqKkL3oNipWV4iVpFRY9GVqBPDR8CexVnKWyPTC3irY+uh+2kRDL",
+	"1kjFXMu7YM+eZwfqSwT8eJM1Ms37lukQp3GxnLO3iZyndGk4S3m9gCkYvxR+ozWaqur0nSSRfuNKvREN",
+	"yBBYj+/zYdAO4WGMnRPzYqmJqySOBiQ6mo1YHLMYNHElMrZDEl1yMZkk40RppupI0vk8Iq2++unU88OO",
+	"+uHjVOSCSAE/cpbfiewmIq1d9ds5PlVrxhQfikhrTz1/I/LSw+ftDrkwljtgtoRWZ25CJcaC37JMojwL",
+	"Z0V2yDuBIts8pbliU2QsYgammsg8ispBFbX5+KIbnA31+XUOncUfkB55TZi7qiHpk9dkUV9T0lJTy9Ui",
+	"tkOyQ14T3ytiMr5yXtslr8lcrfUWrvWWXmvLYkOyR16bjbCrG5Ln5DUZuQsOC4Hk3wv74U64G+6Fzz+7",
+	"4Vc1NxII+Xwx27qlGbBVdSoMDR1OwZ1WUM8hDjsI7TIXT4BekDA+4AyCMMC/T8wIgzB4I/Liz8/lvfCf",
+	"qo+lvfecj5DMaD4G3T8q7Ww0sBsHK46nQa890r+zGUj3sBVXuNpXZiuA6vUzu9xI8yORu48MxQOxSzik",
+	"llAVpbtULkEVrPJK0jo7Or+An/AUtOHfet7m7KhLTZ+fSZLmpc0PSpMOwmBsN8mZrmKwnrkqobYy0SAM",
+	"SrMMXJKqNFk+autQl0tT429CTtBCPeyMV48s2CnL8QPlK8eJkXtIJbW340UyYzKns7niM0n80Id6uMcQ",
+	"DnCDXtI13v+BgWiQWk9kea5KQCB30yRl5rBoo6z2UiaycFJ2gvotafzTvqs2pzlbc5Tn8K756CpjVOsR",
+	"DaaWDvlpukRXTzHQhINdBZoIibZMWXYqaRKTFpvN8yW5mzJurYDq7tLxAh6arJk1nPiBx2x1RawAtz76",
+	"tGEh7U6F5bhLp9cGuUMt4+GUjW+0wQU0M748nQSDT1+rfX6+D8vP1BA+33+u0jXN2NV1JhZzWQr2AZmp",
+	"qolEaoEiXNsILScygvhHaEGJ79JDQv7ohKJjq8gBqYqMQOe/xpnRc/BIb/gDacXJtaI48AWMxYLn2RLu",
+	"HiWohvg4KmbyGhYodJZjvxxzZZQKJyzz+W41KrNOo/XVO6LjqTFeFXowfqLuB+j1+W4l8HJGvxzjEEz8",
+	"lv6zV1E1/J2aVXFM0hgwYzrc63b1GGRTnIlpox5sUpCq2ZbaOVBtPhQPUjsra+p5a1ANjh2a9Slnm2kl",
+	"j1LcHtRNYN6C53TsmfONLwT7g7WAaslbfdvxScqN9wAXeTJZNuhATqsEoryNo4elkxB5iZzSrHT5NGjN",
+	"Dhd9ePrvE5l/y803q/p73ni4T5zbwbv9G7BHrwzuhkfRGVPbtjrKfB1+hsa4JkbW39tzOVkTa6nb4Sp8",
+	"Be9fuAmbV/GPinnXV49yLhZ8zBolLMaJ4OmS0HiW8ETmGc2FYpZ0SSTjDbJVIq/g/VWtos+pFCmmOK/b",
+	"jTm+cPH4e/Ie/j+aiypUywxhD0onR1K/uoEADLjjzKNE4lWHN91mbGJOszwZJ3PKc3kFl2kprrHrSfRp",
+	"PP9hsR/OInr7eGirvzWjQPr5HbMJr5nDIa+4Gj29IvT0FwmFdrhQ3QIwFdy67WpiWUi0wKZO4qD0E/mD",
+	"klSp+bfJ1Oh1ISNiz3zYOur0lNxE51K/IwnNixf2sVMQfUxrXGCkhx5VItH9XERgoNrOBUkZjRVj+yvL",
+	"BGm5w5MmDgciYqCP7j6JMzGHg51nC35D5hmbJF/aHXKEuzMge3u93quXL1++fPHixYtKSpH7U1BO9ult",
+	"vfr8qbv16vPXV2Fv9/6fg/W49A9Opo+z0PV9IK3Kurabdv+HRvHNlbZqB5N9SbTHeU1Od2j0XiUvam5J",
+	"xzBmJUUCU9snfJGmWr/BHiCkEPQRtbjqZzpSq4vR2XXeB2Ou934BAS/gepY2DGW1sKObCs1UH7y3TFoS",
+	"TVOtEq5iVurtE5bTQOmJT2d6dX5XmU6D38Ex0/wpU5RT32rztJpulYCIANSWCx2ZgubjOfAIJ3tPjinn",
+	"Cb/eJ2gdWPCUSVkKU5IsJxF8eKWa9F9t6AWXv18j0F8y/2op+vvTGS4WlYSSjx/+SNSWkMuz96QVqX8O",
+	"khm9Zttzfr0/opI93w3//h//GYHVxGEd/jcfpGbHCjLGbD091NKirqBupI6nWT4q1owkjtTRj0DMadFc",
+	"cWeIOmDtkERCRsC1o1Em7qQOBClTpv6lvtxv8Ad0zsipuONl0pxoV0aa8BsWk5jdJmMWEta57pDocJqJ",
+	"GRKgI1f3tMK+oVxtRtIoWve63TVEa9NMhVP/0uQsPKaZU3Qp8+stuZQ5mz1ukX9KeCzu5Dda5VP51AU+",
+	"ldW1LXjRw4Y5x2p6AJ50eVM2jaIfvZlXttQiqVGPlvoJXj/tDjmdTJz4tIFqG0LrF3IKydig/OvgEGjc",
+	"NNpgCazYWxvyBGEMYzcJl5ImGVioVTVn8Yk2I8NmVqsDa1Cwvs1+R2L/N5jU72k65yyFqOpvchccToWQ",
+	"QM6Onj1aktIdsU/cO8IIkfmdcGmpfkv8skzy/mn0fm5cOI0M5QJY6C1Dr4vjcy25kQZgIkAvUkRacwrB",
+	"Z+jT1I/VpRonsv5aKRlMaTxz9Sxj5im/Vp+i1+RKLPKItLjICX4MDEnzNy3hqLcB02EMndgAOYzazYW4",
+	"KfmVxC3L9kmSmwyAjMnFjMVkwfMkVRRB05RwxmJJkly1PaKcQ8slFotP3aBSHBS43jCsN3J9XxEIGYsc",
+	"vD7VxjL2Z0zdcFIjvrOBx7csM9HIReKE4ZOL+XVGY1zuCQTz1RufQHBVOWUaY2MTnWFDRnR8IyaTtutL",
+	"dpMZ3Z20Pi21O5DEiouv2DKsShAGZqZBGOConLO9ykN86HTyttwn5l6eQpdnRZdvTJenRZfvbJc+h58+",
+	"C5gW/GuJmGSseU51G3SAH8ienN2hFY5m1n3Lr5nskJ+Ukgp/GWASTXWS8ZiMhM6TGy8yCJzDEZTa/LU5",
+	"VZM9+QO7+60MyWpMuBoNw9JGopW2js63sa180Nlmj7WvPOEmYOMbdQ8sPNJ2JG6QghfcZkZF+4q/xgka",
+	"R+YZk4rCcKBgOjk7ent8fnV59h4TMlnuMhFxE4SB09qafOD0BqKPnM/U0DFeRgf6eOGFdGyQdW8hRk89",
+	"vMMJQ1uDqH0hgPdhUInB26AhPFHfKMikkghorfow9yszyCR2jRwOlsBKN2HmGtB0U/vWc6CYD8u04wBc",
+	"e4zHGvhrA0eBjpJ6aBFMNBh8o1PBrrRR78Fv9fsH+vVfIe6jSh3lJ4Ezb890NowWKR2M38gyWD6cTzEQ",
+	"ovNp1TF3Quk6xG4KgnMdn5+Sl8+7PWSjYjKRLIfoIR1tagA75piZKTvW3RWFJMrptVT/laBtqH8tJMv0",
+	"XWq3ScwZZ/HVHZgV8LquM0Yqb0zSOSeRGk30u+VENWbhnFSHV4yLWIPVtACvnevkixqrq2Q8eDZMLZQ6",
+	"G+r9wGLK+NhK01CN63IDp4Gf6elghpaN8oEtxQigtpfTpVRizCS9ZmvPeN8D9oc6STVE+jup4Qh0F3jD",
+	"j0UWs5i00K/EF2nqEr0nxLq9/hrPFjqBbYNoQTwiKwMUKSdKkOIx1RnFtZGqRvz+bZEl1wlfg9ZP4cXj",
+	"wsj2gJOxvO3aR1TsOCq5JmDXwBa5RjSJ+hcEvsPHzVswgCUYAd/AGHmllOpvQKg3WQPSJO5Trp0auNLt",
+	"tfxU84Tzpg180u1b4oPr3sGn8BGaZMGMZA07q74+h7ccliJBhl2H2zkLj4IvUoNi9XVi+AkCIIBbIxEk",
+	"HMLL4WIoRfWt6vOCXvtiAhY8YzReLxqiKqF8S6a5kOzBBb+UrFhun7TjxNeYo+WwXXeDvBfMZhJScd4r",
+	"q2i4k6Vyy3rqjHhTqcqVQ34rqaokC30zqeqMpdRktTn2Hrjc9cmwB1OTS3HsSwd4bbuObvsC2z43bV9i",
+	"217m4Bv3E6zatbX87Y3bpSGhRcqflHTNAGaZlq6Rfcy/REMm3CJKEk3ZJCcLrhGjwrIZ27VdA3Ttx4OL",
+	"w+/JNp0n25oAtsz1tv01ie/BTpPwj85y92oJejS7uVJn0mNRwCByyXJJIvfgRmo63bXjx09odkPU183h",
+	"401SSkOD6u3mxprEl4PHyiwNrkTopnkYjTd3gyMNXm9uDk/0lc9ucCJu0Vs4BSPO2AkzdMwoG8eG4Tkn",
+	"iTdEbMNbvHZUtBlLX2jeaR1ImVwDHm6eUS4nCO0Fk1TffIspXkq2YoJaRLwqpBzvAcnYTNxq8zC+ujYN",
+	"/aSFUL1pjZtvRrLwBjF4xkFh7VgMK7XxcBZuIEJlMF7jZb2pg4oDTu9ySNyphMRSdfEDPgqJJa+Q4FEK",
+	"CbCJkOABR8RDzb1qptJmkvPaj7Ez0gLnj0/qjNr7ZJe0zpgU6S2LIf15j7QOKR+zNFUPxqnrJCiMHN78",
+	"zvDF53VPIY7MS6QOvtALZ9ZG9PPFjoJCLCaV24i07hpkZ2NfaWNaL9UZM6WP0SNno5q/k0SDd0JnqN+i",
+	"ZoUfK9EiJFyg7uXVgyoxhDOapM3TYVvqdzcmcKEBQtZW59ZTxpoMFs320Ye1VkdNNYuLISDaHu7VU9cY",
+	"7QqxH5fTjK5BuKnrXb71L9YRTxAmXqurEfOtP6JVGfOqjwtMJcygNqcJk6XtWcIs6fM5nYXkBXlN0E/Y",
+	"sa+DIm/fBsFpGMDxi4fBivNmI25762VUq2ko+RbnEISBg9cZBmY0QRjYsSjpeE5nhW9TicEFUnOdc5fA",
+	"mR3Y5Q6BvDHEpUok0VjLLmazBWCmUn3eAL2MxGQ1SrcF8v33g5OTwfl5RLat6bUUmbyy5EaBu1G41IbD",
+	"+Ovu/Zb6T9/8p/XpgnzGfw70E/Pf4bCj/tULn9+3/7X9r61//9unP2yZd/8V/6t+8BY7KFLk+m6CXL+u",
+	"uh/FSa7hpxpTbnwCiMV8tNa6GAMaIHLKINolcftRsscTQ+9z9iX332Xql4qL9vne3s7zxzhpL9gXF3qb",
+	"C77l2rCahgufrUrwAXYEU/CxH7VhLD4pVLx6jKzZkgIgjMUIolaNSfaZx/3IEXWBstGMvrq9yvVfb4XB",
+	"BBssrDglyu2M6pY/9gUp09v9ccx4nkwS1YgRA0fLEtHul30ego9ZmagBOxMAhhzcoE6zEf8JB6e+Osbs",
+	"s6ZLRNNJ4RLxH41DHWBhjkfdsraOze7y4hAM/OC1QgveLBlnQoPSmajVglVe9HYH3Z1B90Wn19/Z3Xv+",
+	"71ElDMHHMy9K/FL/R3PL5/f//s/rRXHDOlhia7Lk1Qm6vgMPGty+ZzRVbKXKVqWVuZ2ogs8PjV5/5evI",
+	"59CtK8QF7FGxV/6bT4uEkmW3yVhXNvgrBNqqnS7CadvllB2ndIPZ34d3lfh21Xu3NbI+wHwi4JdEczGE",
+	"P4pYR55QMl3MKN9SKhFA4zond11gpsperLKB6WGuAUTlcBEXiUoyHofA50KNVhiSxTwVNG53SBSznCZp",
+	"OXhF51k6bMQEyYF3h2ZZwhDTE83ONCUYxUdamHaWJ3nKQv3QQlPY1q4pwobP2vU10+MBU3IcJ2qaNHWt",
+	"ayiI1y8r0/p3tVGhoy/Hbkvcvljlb7lVTeBJ+mcHPEld4SjDH8+gJI2S4H9MYiZQdj9YxIlAwf2t9nSh",
+	"3H7BZvMUYD+U7H6eJ+Mbpem/JK/JezHW+N6vlLyPnAcByTDrnGaKhSLyXyKxzACE7rIveRtSAJXSoKsA",
+	"tMChJv6cqLUcu1Ht9trhUDIsYbF1JSSxaqcH7czTpQ64LGW9UzJa5LkAy1OayJxk4k59pNYCSk6RVvMI",
+	"1SqdY7pDixYIWFzkyZgNTC0AG6+mFWInMl+qVtQCX3K5mM9FlrNYNXWT8LiKqrVIY4IBtlISwfftSIik",
+	"S0nulCqQ5OSOQqNqqz6KNMWSBSAHqzUDnKI5Qhu5k2lSpMKX4auw1w17vbDXD3s7YW837O09Qr26wOsJ",
+	"yCsIA6CtIAyAsIIwMFQVhIEhKaVeIT1BUCkuWGDtHqiVUVMwBDY40EXM1KewLRCcZldWqXciTUFPq+Op",
+	"V/lZD/iZQWef01GSJvmygpWOi5hIMlokafwLcd4PWvn/xtchwEvyRZquc9vVbDbf6vYrCr+5+TTBwfmh",
+	"E52If0Glt8/eNnTsQG01vhd3VesXKOEsRsZnrEoJT/KEgsGxD48R8ct5DDaNmSIkzRLnSf3QPOJg6BEc",
+	"m54CGybmPsKe1YGZJ0C/1nHpq3iXcJyq9jqJCWG3LFsig2P8lqVi7hETdFTy1VxT7OraRuC0nXsFlzJ4",
+	"iXoRQdNbveJKh7EkEqMkHlKq78NgzrJiYBvUO8tFTtNVQwTTBqQbEJqmMFBZGs7DCAilhXOGanp3F8t3",
+	"wD86sR2N2P6REyMftQcIGWsgYSfEg19ZCb+rgTR6cTCjCtpfNCAWMjEkJWjEkPz9P/6zDVKNA6GnW4WA",
+	"96KaAI99wHhyztKUJDqoqoJBWULla8Kf/AemXlP6RDWUts4ojBhsE+4nhPISICaGEYPNWolImLCjvc4P",
+	"W/INXqyJlvUaMCois8WYNYNK4rUtESakuhqle5XEOu4Z1Y2EXxNEgyczFifUb5jATE+U3dYZeRJXDtR3",
+	"smTH76ynx/sWrT4YLxfxhWZ4R13d4u8k6e9uTcUis+lXGCrmRNmt4T7yxZ1AfSxNPzYcD8zWNGPAw8xg",
+	"OuBJAN9IUUUoEzM3zO87CWWfipjKfR2iiA4BNHDlWoCUUHNhxCyywwN+pxKKQIUNF/CeeoFC4g8OLdxS",
+	"rq6BMYF3mchZY/DXgw4pMWfcHxuYsRnuwdUs4Yuc+cLlwEmgf4bQk33SxYHi2mkjsr5Jd3e7G92AAr0n",
+	"zhr6RrWKajXkfRE4VB2/IplaaRkSszQB2QatAb5Ez2suMp+If8RztB/gC6SF/A2FplBzO+2DAw91Cq5x",
+	"426EsmNz7U1cHSBocIJ9xlP0+hRg7bY2Witjc6zvLbgaJR+ni5jFa3RnRlbv7kz/gifQ6KfU6tBoi3u4",
+	"h6cHXdklcYYb2r3yEspilCZyCjjxB1CcCDe1cooN0nud61H9EYoO30mb3lb3Nv2i8WYGZX6VyudO1nFj",
+	"1RMsQFPYkmMxZzgvkjFtRxgtCXUlPm1L1+Fkp+cXGE1WCFL+UL3NrF9mbQHFRKduuAHuB3LJx66cuo9l",
+	"IrDy6zVNuFILPLYxv8vqrerG8aw5L3s8VfB2xbXWQDD+tTXXIc1pKq5LSbjZrGOu7o6OXoU4VuexNqtX",
+	"H8ucXrMrfRirP96BdaP0KBUyrz6j2Xia3DLHxt9JQGXsqGmkLF8/szebmZoDh3YazsNLOwnn4bmawqGd",
+	"gfPLT2izKR68x9E7Tw6KsRtlGIZ+6I7ci7YKe2J2X8ce+TYiJL59qDwtbUPltzt14dc2ofLI7EFIGreg",
+	"gS5xIhXCFGNQK/0uqp+MhIF0OaVzDJNq+aSS9r5xbBAu7taMPm+Ig9SDKhVp5oUsVMQeOP0319loqnpx",
+	"BoBsms1WE7HY+Eb6I4tHVK6RnFXk1cKw4kRu9I0nlBv69c3D6xH7Rnm2fjdaaBbIv6y34oZp879cER4h",
+	"13LzyrABRnnT6AgIf2mMzHwiPPJxXALxAVNEFSq5ORJjjW9RABe37Aq0yYdxgdDxn0pRjeJUej5EO6t2",
+	"yCRJ2drRnGfQkv6yOa5Y3WVlQysc/Uqg0oxFpGV8oQMlY7OcVb2nStfaJxFN02ig/XmgvIGpUTFjWg4B",
+	"cG9LhApN0zWp/0S9foCve8Mm4Yo2s57BnFXrdQV71bloUj0OsGqfmpuaViGhN/pbT1bIj0Vg6gMC47k5",
+	"0Ccr5MRytlVt6Oc2PnzdEFCdT9t2NdnE1hEtIp5X69Ibxk42hi/6p8xjI/+fL/nYM+slH08zwcXCFIAm",
+	"rYjxvyzYgr2GsxC1B4U6UAmXgVLnBpWlHYKNYslyo2myuEPegdEVa1zRjJGPVI5pekjR/gSgZx0Snesg",
+	"SezRApRiSFV0pKN6jt9GiBgjFvlYIFRyKaLVMTHpydxRSZT80d4vOUBlTpfSBGHqnNQkl0ZRrZPpWy3h",
+	"l58WA1thMjRrtKXWyLkSQiwQlgsyFlnGUij2CFVvjZbnVbgyereZqvE2oddcyDwZk7GY26iD2lrtq2WV",
+	"SVwAnmd0nIcA/4yinmJTlC/BWebxyFdI01mcFY73b3zwQ9yppsNghGZpIbKbIauZ2odknmh5Uwchd8iZ",
+	"ueGQLxit8bUx9e9rrzFN9RuuH8DeFUjq7bUvrSp8dfPF5czTiz98ZmdlAq2dGOuwCFdHpBVcCVCLdcGM",
+	"LcRrAVAV7XdPuDHckg/CWvJMgjGRi8kk+YKuogq674sXL148f/78eSUs81EVJYyD0sWgeaCiRIMs47ZU",
+	"UTXU6h4hf2wgn9cEfgUBSF+AZhlHdHyjloTHpKUZVPRVd3uvLhLYRPIaPUJc3EEj+s0iohN+LRrAQxAS",
+	"fQZCoo7AfdTukLea1pBGuOudwp7UM5c81yZHvQSrqfB7cBycKDnrXZIyP3iS+sVFwNShKvbs7aOlGmn0",
+	"7enh5cnRhwvjk4AYDTBki2sGRkg8cvgzCplXiyyNNNyUmCU5qLMAN6XR9mOWKV20sKBfnr0vk2rCb0Uy",
+	"Zlu7L/u9nc48nnwToKfvHb8KSLB8Q+SnyhrrAqaVa2gxSpNxvbIoVEGEnhHrzGBwGY9AyeujkUghi86s",
+	"eOv45OCPRyH58fjt0alqurI37X1dUcBdctPjdSJzJR8UgTW6V8xhK+O3BzDowfa2WiPZ0c87YzHb1hsj",
+	"t92dsRr7IksqG9XdfVmGuvp++vnTRY7/93H++dO5/Pyvg+3tT/97OJTb//pPn/8wHJ4/WxcAq7Shi/Xq",
+	"u+Iu6qN7YurDN9ox7RsGJS1eokgEVeZ1EAOVyLDVe5LM04UkkVq7qEPe4KmWFo4tZ19ySTBTbjtC+Wuf",
+	"RLc0S8D5jKXfINQQJHrV9Zzp+umh2j+RQeA0gL7FV00fQvQVfD0VKUhdFMeMFzRgXGPdHV+sevnuexhX",
+	"oXbTOxHqa4C+Va7Qe6WNWZb/0IfmdrgPA7XofgP7BKqZCdjFAUkwkvDj23chucVQQrqIEwEFkoGtGRMw",
+	"QPDNhMwBlffkzX5VloNy4VjIFoIU6HwOgewoN1ecmWW8lFHClWa0Hq0D2y7oG2Z6b+qMa8Y7cZj+Q6vm",
+	"uyuq7S2QwW3QlGKJWpeqkWZ9Y1x6BHqFyyQvCiAqNghtFQzLNGoj3L8OA4CyuVIvDoPBMDjgdBjcR6Q1",
+	"s4d3TLnSlcY0y5aFLZ5wmie3LF22O+QHtpQYf6XOilGIFjxmmRyLjMEBzphkmUn80g4hf4bLusCDsZ2Q",
+	"mXOxx/7jugngitodL+iKWc41shqgDf2diX/E9IYCum2dNs7hbX28TWbEQx9BaOZ9GHhI6aFPf9Sf/Ihf",
+	"VDUZBxfEmUeZazVpNfUcLg9d2/uiQ84WKTN+TTEbJZyZm6OVQ3QzcCeowo7ru1/Qe4HmWBIc9+sFdqLC",
+	"Fqgr8JgysUC7SaW+9neSRF+2skXKDEnK6L/RVfBfjDH6zQseVb1MaT+uwydHuuZzq8YriWWWT+WA6zhE",
+	"H+B3/B+87vfM6/wG6H63W8qtKYVWQgTUeErklM4Zidmc8ViCDqzPNDAcwdkaaEg10+p9+PAHf1KdxAhe",
+	"VKKPegJ0YTBy6/xakGXIX65YluxrNjDQFfOs990b6vm0gE1vhGaDA8IWwDYHzRSsBuO727HXNGM/99hl",
+	"PEelLnxbTVMr/H880sEd5oBu2aC47YnItmxop8YEV8oS+5JHHWK2370TrTWwalUpqpb3HpET7WMeDS5A",
+	"h85qk8fndUM/aH/tfZPdKrXBn/Ix+qkcu5W2aIFhgqfLXyiNo8y0Hq74iYjq1erjkEBlYPkB/zKrqUDq",
+	"edtjmFT/63Yhvf/JhkmcyTewSzoNecj/wpveazPY2JfclH4DAS8Ej8eYzi0ai12Bn8UiQ70evFlymszn",
+	"T9EsKtnyjqG/flnUJuDIFKDrCqklE49wQaKvX3v391Go/tGHf/z9P/7TWikqIA4HnAZh8E9gOyohN6xd",
+	"v7gsPHinWLjkoTTPGl74H5slElus2BFIzpPZIqW5yEy2V2Owwtikg7lQfd4Kq340+BeboMH7rfFrlT10",
+	"3Z9VM+uK0r0Pviq4vV1cv77PaWYM8U5ZAu3XtXVDdNC5D4hgs6q/TwzasOmiK4taj4tUwFUuj9VlrW0j",
+	"Xp5t6HCN8rOry8h6f50xU5iwEfr491HIVQ/0MUVdy0vYeI7LhXzL4TNreW8OdAMr6taXqvo+ogvTwMou",
+	"ij2tHMZ1u8AGmvtYXTKYtDwuTaodmjoDGYuI7ZNrxlkGEUeuV6O5cgbwyi389/Ow17//57+VC2v012el",
+	"xYDNREvDbhr1Kjb6e6lv3XQULT2szq1okJZrTfow4sSEdAErT2TMX2h7nSP6eOzWCr/8PWC32iHpXIsH",
+	"KwkhUlG1lhA4A2pPDRhB8y9XGOMX+964FTfsSkzqP6Um3b32iwH/rf0wx8z2zw3Gxfp2PuYU3YfB7Zhm",
+	"ceW7NRCnGoq+Y2uf17NtGemrbs0C0Qvsb5THBBvVyEtqfb1ptRDMikl7RQJMpNTnCDO1CKNZmiidEtVg",
+	"9dPVjEUh+v6cSsWS8byN0CYY/ITadKXAF+qfEl5D0b+3ZzKy2h3ygc7Qg2jjucSMqZ6YktpgROhvloag",
+	"ScZSupQWEAvAhNn4hsUW6sSpLgavUjITcTJJlF4JVcu+kyGsmVuzDE2OUqdhuHU4+y/X46tHajRi4mWt",
+	"1tfXf1lx/RvPYp2AGc9t5Y0H6NNwKb97MiRYGrfsI1zmbFUlnEfQdWnQTYHu6zgh6ySO6QWmcdg8SLZp",
+	"4czasJIiu6NZvAEi8Tvzha+yZxgo2l/DZAHH824qyF2W5Bgb9Q20rneZmG2sbjXc1tBW5bbWB9tPNYW1",
+	"RUOdmkOPPELRuVOyNYTTj0ykJXPIK9S1xdcPi8P5Mv9OgDDkr432E5Z2ysMyLo6E3cgZt2AlGnl0Uily",
+	"13m06ObaBuzdVRfx4zjT1/2Dam1K8yRfICpIka0iFqOUuYmqr1xRautVIUwV0mIq+PU6TfVeltqCP2uN",
+	"ranBV5iCnYw7mjXZgUG+aWIJpm1gBEXrzXX91C3pHlc5FXeStOYLifyl7av4t74wTZcQMT1i5BqSrzKS",
+	"Tyn3BHqBwFKjEQ1OVLLmbFIJumyceggs1OAibSwHVTbYthPaCay5vYDR1LC1PtQmzDbRQqcP9R5BsjRP",
+	"smJNxubp8ioX1craO/319tbicK260Xf6lS2uycB1DktvChhtneFvAb4EdwYO9voN0mF0G7pnPy81jT8o",
+	"ILprCRwU8lvA4yAhFh7GLEkuQu0zMZOI2o+VoRCyLBcbClGFVvErSb3YYVzO/YGPE052XyKSw5PlW51g",
+	"9LuRcDFlaHMZ1ziqn+JzaGCx0E6puwqXAiHugUrsFzZWJrQH0ezxlZiEJLWwfk5IvOLlNe9NTe9ebVao",
+	"1duzoSw1Dl9BxK2Dw6ysKfc0xNlqKqszlLAYdanAUrXDzxvhPv7aZhInh2WDLalqafU9syjIDyIc175V",
+	"5HjVaPeGX2XyV/aYAoOae/l/lIzHVw3oSd+LOzIziUOyxF2mlMcAppxIy+xaoyW4JpO4bbIBDOfaL/Ox",
+	"G8bmeMGYb+eAn9whJwLimyknPTLDgGeMBbmj6ughWsjDSGqKbz++lq1hYKsFonWORRWx2GxFMcJ16FQ+",
+	"xFfWqt9Vo35PUbjfzxHVMC6NvpTKedrcLu5KCpsDwrtfVy4FBML1JMzQJF1A6BvC9+oSLViT/tEayRm2",
+	"tr5OUs/Xt1mfQKD0oUL5jSVdbP1w016IVbLAsZOkzdgQpiTMCg9m+bCtwNM+R2pr5PC/LIWvIu0Let1U",
+	"psFTCTvhXlXiGnBzQzKj+Xhqcn+gIORVEsuIoGNNGsHlgl7LkADELPwbQaULXBL1rBRkVtTdg28Qg+XK",
+	"BKZtXmHPtOJgoQC256ZZ0npFGtZVvkvS3FdJSi1YEuu0Crt4RnTd68IP6uE+0YjEugSqEvSBDcSCIRru",
+	"BLpojGy+0BU8q7EoDSAPddZb2ZUntVVs+BOaufettQEu9hajm88zUESLoHMv2qJnDWnOroUvu99mY5tX",
+	"QmhxjlbAclJ7zMZJzOQ+wcxyHYVzcnD2w9HF8Yc/huTy4vj98cXPITm4vPj+6MPF8eHBxfHpB79NEBrZ",
+	"MrGznwLbThAGuqEgDMotAWlPqbxCwG3ZEBSxDq6jEzDYWNC+hFTLrxdeoNr3YkxTpq3HmOoyz6/enEWb",
+	"VcaXDcXGHkBvNZBYZdRWSyCYvtAhZ+w2KaqWVVA1Ht5y0kI9WN9B6IUyBKCGkSYyZ3G7QhoHHz+enf54",
+	"9DYkH48+vAUSOTv6t6PDC3h0cHmu/vv2+Pzgzfujt6Rl/jUoj4ELsEkyBFeXpbzIdoec8nRpe/IDNxrl",
+	"PZEan53li4xLnSE7FZKFRApdloymd3RZjJ1MWcbKUYDmJ38McBlE1Ufpzvd6XYIwMAujHsLKBGFgFgTI",
+	"Hr5/sBaxnj7EBq5k95agywcqLHhFWOABYd+fVzCsN/B9/f51QUe9dN+gC5iuqscB+4EUvo051Z8ujw9/",
+	"uDo7+vj+55Bcnr0PycfvTz8cXX24PHlzdBaSw9OPP18dnr49Wo9hOc0plnX2Xm2d06C6lU2LsIM6G2X1",
+	"lay9fY2ljsyCH5rN9+HOQS6dtjmaE9EhP9po0IQb9zLNSpGjLR0nCmH0mKmiHhXJKOq3+v3isGPfdkk0",
+	"Fb65vLg4/XDuwAiuXWK7TGUexco4ZWoqNqYe488bU8zF0f+6CImb0B0W6dzlRG/FYSqZ3pLk9Ebndrc7",
+	"5GDUUJDkOrkFNsorfAbafxDV1UeaatxBaBuAESp+oscH1LjhwbP0tubZw8AF914akGEABl6cIPn+6OCt",
+	"OnZvTt/+PAyqd4f7a0jenZ5ewF9IQh3ykUoE660XZIHVTHLSWsznINhI1t4na11g5fVXXa/FCXCsQWi+",
+	"wNGqv3G4daQ1aHPV8X6f+JRyI+nVtwfjcgvQYB3ErytNeIRE2B9gA/rCjMpI+nWxyr65tkXESrMP1TK3",
+	"83J7WbU8P5rLsF68Dcew8RgLfurhLq70t65I5w/qcK5dZ7C+qV5yulBblCdj6i0vslsqL+K46rUEE1Va",
+	"6EQrk1IKuq9+9yDo+Cqt/BLg0jFDLU5oo73JDwkAAADbf56z6xDBALbn/BrKWcEfd2w0LzL/98jJm7YG",
+	"CtiezXfVe/jHzvXcea/3HF+k83mqi+hsz+NJFULgG4MANAWTqFeroZ918HlPJlz1rY7SZPwaIWnZbC4D",
+	"SWuA1B9Xi7KG+59sUpzS9/Uq45RvPXSoVzPJMSS4dZ1Fq6Db3zIapwkHYIqFZAYLR4lRaD33I7mT1ou+",
+	"BqFHjCJTqWw99FTtlmjUGBc+WBvFzkRGsyWZI8DN5dn7faz3lOSgAdchgOrQMKuPu+rYGVsJsv3zQ+hn",
+	"jXitl5I1gxAemLqURUH+DQAJF5JV4AgX3FS63KCY9FPLOz9YYdm3LD8isnUieEPVvN1+X8PdRPqERaa6",
+	"NojthKnv9kkE/5URmdG5JAzgUvFcmwIwmdIb6IzlWDg/ya3ryYM9g62tSolvyBrzXK9Pr2AXmvH4llCX",
+	"BdAlkXRtmmMfQO2hqS5xB4XdNI904bsRIMha4E1hCmPNfA31f2x5E1MEqt5CYfGsSJ2fev3PT8bBreZ7",
+	"NibFNqgWq9Oqqm37M6x0L9JUCHN24q0uuFDfgFPOinIM6qzPfKCT+odyGaeHXJYax/vxXku76Ws0sarc",
+	"WtHU8qFyvFqFtyvSiv7X1vnteMssYNQOSRKjpJYSOs6ExFqWeoVkmbcvsMprLdx5gUgjVxWS85ZtYH4u",
+	"9NMUEVB1x9ohVdRt0S6cDjkwxYox9GlAou8vLj6S4aLb3RmjwQn+zaIO+UmXsoegWCVGfQHj95ccMVoQ",
+	"PJULooNCBySKmcxN5TJd5xOtiVOBpcJAG0pTcceA4RUlEUeAmQEF2nXQvbrh9SOp+CE6L/W1qruE+nfW",
+	"haHfbockUje6WOQDGJ6GXMVwpl6X6Nq/UQjgMCYRW4+38lRXpRmxCUB7mHVTb128P4c4ATmlN0yvuHqe",
+	"oYxtngAigmH15sJ/sFKMrWmw/q3HvuRXGcuz5dMPCBLC1djW9CvZdBTBaFO2PiGADHtbAm3tWm04YxDd",
+	"YHdizdokzB/77r3G3QNdVOcwfKo8H7f58uEzp6vCa6pLW+JlKy48wyU+6quUpukaAB62KuB9+KRwiCqv",
+	"f8gG0CAYfi7mAyUOPLf2+WKk/hyZsiyaMbQkYwWKhbnLddEfuWVx8LfwWm53yDEn+uzIgclkhNPz6XOE",
+	"V/u+btsFMbfH/waASZV4kMgxJEKg4wE/uU5umdLMNNYKFxz0PjR6aRahZLmWFtQ6OKyoXUnOFzOejKc0",
+	"7xjocE37iphqv0mGGbWbZ/CzUmEMNzh/DRkBd+qhBH29rR+8MeZ6U+FPnbNi1fO9rhNzUbbZHZ6doOSR",
+	"mVqvbmTmXvfRGZ41CP+GgJDy4DZJ+NTL4U7cZ9s3Vauk816HfIDqYKacNZLnOGO5z59eLeq+7lGuC9D3",
+	"RY34plvh6WJXIqFM7lVT3I8RPex51B/gQ2eVrAKYpMwU313vLsR3m6yuqNz3AUtAsvEiT26trM++TOlC",
+	"QmGiNCV7VjCDiG+4oOxwNYY8GqobbLDMssA19kvzy3sMN1pkrCkO8bA+bhCwyoM3Q98HcLEca0NpuU5x",
+	"ydGSZGwL1kq70Vdfsk0UA3VOzYifLElAa3qUT29tHXA6l63dh4GuFPT4A7AGiJ3uEsDrfOKJc0hDLwOw",
+	"hgi07WgyKyi/vo71faqSWf3olrhBaWVWSDEuP8RqUn67/zfkaaXzvjn+wpGu692IvvDIU/wY4nsS7Tg0",
+	"seYG/aaiZunmfLq46Tb3FDyDhtH95qHAnnFhYTafWSZdaosiwKGCI1tJurrU2S8uZTTewHC2zLXDJKHF",
+	"fepe/aRV4k36BssF6YakwqXIOGU00xHD//3P+zpk8VOST89BnPTIDsCSQSTORE5ztoWCp9XDI/wbjNJY",
+	"yQDCrkxY1a9znhoGf55cg4dAD7n1/cnB4db59wf9vefkhi11JRqKNrXLi3dbL8loiVALZxBDZkAOR0sy",
+	"blgILQg1Z0t+y/OuJ7rWwb9gMm/ia6sW8y8NIIpFJr+2XihNBF/+NarB6mGtNXVvRYgzbUPC0LBySYLW",
+	"9xcXH89JxsZiNmPc1NCtl2IA20KpFAPgoum0nt+yCMPlWnUXGvRV9XFVXYXa3IdgnvQFJ7xqxpt1IFn1",
+	"/RCaYuFo7mzvl51ZCScfRZYvrhdMsk2gNT3pGMCV1yAsE/vYTE7IWBZZki/PFW/SsXDq9sgOFmpLaz57",
+	"9VhkyV/BODEgb+Bdbfw+ODw8Oj+/ujj94eiDNYFfiBumq1Jo2dnoiZGmqYggnphcjBRxUh5LiAhZahR9",
+	"TIxGnw26oUwm65xlswQqkVs76kJiKZ0lGbFU8GuSiw45IPAavw6NxzAk6PIF65hJ3s3VUHX41W63B4j/",
+	"evEQwroaVzIM7sEWDYwd9gKWo6BnRZbBvVrnhE9EBYkIb0eA2NUVfhQn/6POn5vRBPy/OimnbkDeBvD3",
+	"g4/HZur+hkJCCZQnMAETZLyQuZixbKvke9bGhw45zknKciWIoCI/5DNQ6wp8xMK4L0lrThPQnP90piPI",
+	"cZdDgspRqAsnhiQV10Qs8hAjmA3gIOwlJMPJcIh5zabceDvEQ+cg18PGm9BwWy4cwAGIF02ZtOplvCA0",
+	"VPAhd+NMqsjK7ocu4q9GOMJbEtOfzTiKmdlVVXOCh+BZqmY/yKZgF9U4hlrAuxgO4ZbtCXX/WG1nyH0m",
+	"NXD5oKnWNS59PD2/kEQHIwAJ6drXQz7kx5zMaT7FXVHsRiPj6TjDArta5uqYWuhWk7dpopFKPerdQBcU",
+	"j4e8jG6t2gDAmqat2CfDwA2QHAYmPABLDAjrZqw1MeS29PeITRNgG7rmO2dphxykKeIGKdFOsZbY5qVq",
+	"hqNbLp17ZBSwYP/0T0QHhEn15zNyBG7OaJvOk8jY4q1Vc1PuCdsQIRr1oBTt9WcpeLQ/5IRQ24tGAIY9",
+	"hZsLqqvavg8xOXnrYjlnnsYe4pKqLx+jfPZst9t79mxNZglLZBIMZKkuYSUDJFukTBvxYEkVXWLRAKnR",
+	"JXCNgSUAgAY16wnDU+NtQZCILUShdnlGMzUDNxNlQBAle0Ci7SmjaT79axSSaDtjNF7iP8WccTpPOks6",
+	"SyMkYqIGIJd8XDznjMWEC+x/n3CW6Ao/JCowyI37Zvurm1lwlcT3EWmNaVoYUlUfToZLiQJ1IrU6xjRf",
+	"ZGxfzSjR1Yn1hCAlpEC3RG5Ozt/+IEnK6C3CNi3ydjEf4C3bX2H899tfTYCUGpmfD2Hk5oIrsQZ0UIwq",
+	"k/bMWGJvd8gFTsnsMW7JHDh4tB2LsdT0Dv/WFfkjJbievFd7oI5TnGTISZTy1bZywMdMzFg+ZQtJZizP",
+	"krEkNDdTgr8xT4AVlJcLoYUME8wCN6khFeSA5ie8fEcsRqVPEbEtt5VwpSJkJh3YX38LJ4Y1uDrkowlS",
+	"knYxdCkVGLNGEfCcUVNWCM+4LtR1efZ+i3F198YhccLTsS1rrnz9L3tv/qXf73f7z7d6va1u71/6/X/p",
+	"HzqP1N/9f9l7iyw5+jQMipeHQVj82e8Pg894li91kdaC6ZhKZRmzVTs0o/xYSGvqSYlTFmdUi7C6KJn9",
+	"xCaDKNoMdWaHFiQrlWaKj6J9Qg03uNOhGElOrpV4o/jWjo9vXUwTSTRwDpShNXSseRh6REUOybVoPpJA",
+	"3K44OuQt4L4Yla/xcO6AmymWBAEcEoqsRUoy7LijllF7oBbob86Kkb+R04I2/zbkf9va2oL/U+854Rby",
+	"6jZhdxH5mxVGzA8rBC9SkrtCB3zGBGUr4a3eFQqGqrN1pD8Q/oqmoQ6tSKVu10hRV0rmU02C7Ff5rehQ",
+	"CWEGkqUYWSF41Zah+Mn7Oo5XfYD/qoZm4jfIlK4ghEZO1dv6n/B6LVLO9lQyJdbGVgpHM8Or5XlWPiuE",
+	"yNaK/MktyJosaKvd3DoKnLgCVvSsF4xsufdmpeMioMk5uCjfmY6NOdVcg+VJleTXkNgIBy2jhkUgmUOQ",
+	"1RaRBFWbxqJVtqQ2fFalgJDkTCoaA1uY45FuagBJXTWga8XX+x1yRx1OpFyYEloU5y8mZZ02w9LypKVl",
+	"oGJV6UjcsrZVr3VbGGQ15G4jYwFxOFqMKhjtHcuYjumo6tIgdt0wNkeWhbo4BJrFYshbq6gHK6ZAyBJ8",
+	"NmVp3EzMbXM3HMdKvsgZHy9hlVyu7gptiXkv10KOon4htaSo91tkuvoisBCLtRUW9FAwsXDINbmX9St7",
+	"rjnSnvOxT9kKTV+KZsg84ddtk6NF+ZBHzvy2fmDLSPeG9wZGOVfE+BumoQXU5tyJ7AYLYeW2AHoiyY1q",
+	"X52v/i6G6Yew9YalDEA5mDPq1DuUdMagbSM7wQPTd8sueggCd6hlG6orzO3biz5hcsihn4ype1gLI0Uh",
+	"RHxHX9FJhiVL23j32n5NOrduntBrmvCwGC2ukrt++dYZm6d0CWGRKOW693GiRCrOSH4HtowLd8Z6YeNk",
+	"MmEZ48WKGwy7Z892+/1nzzpDfmDWDchKaVBK1cG4iyIuXSmNeZKmJFtwsMLfUQNqjNl7SpksoiWtvMqx",
+	"4tASrPJDjt1DIKYzku6rZ89IMtE53aV+OuRAvycmZLf/Ctrd+/LFyquKLkD6V/ufZ0u7oENuV6NEW0Ap",
+	"UKY+mSU5ws5rfxOu7173VQitTRZS6dcoeCkdTYYVAFVdPXzIC90FrRDUVFUym9WCEWq9BFZaB8iq9uhC",
+	"IpBmeQZ2O00dOTEZcqykilSviA6rEGIZMMbzIg63oKmaBKfYjiNi6Y1nBPQrmqZLUvAeNCClS0SvMauO",
+	"XGrQKPoYu9GQa7GlhUSmQVpmUIfETpFNJmyct3F1tXilFVqlJRpVmBKuLniaKOUD1bGUglQRMyX0cjSj",
+	"wb0FNxkYxSxfkMlsruYBd5w056/CaaYCJHrTDCyNnDqBx0OuKE6PFS4yQJEBoVIN1gEfrMt/5gqA7BBH",
+	"M4AgQmQLiUS+o09wYVlvsS/AY221+i0Irt7t9r1m+3aH/IR14jTfGXJN5UrRjhdjJt3icQApbiz+EzpL",
+	"0mWotKtxni5N1m5J/JlnWlGUWoB/Bx+Rv5FjHb2c8PkiJ38jBsgFzRzbmE0BZbhc2d7I94euwTUy0aA5",
+	"nc+fRW3yN3U6SfRVe5IG6LYNiS0/v84bqptzSAQrS9b6y3pb9lKNWU6TVP6raeXCCqZACX8ju91upYXd",
+	"7m75ifpOe7bIzAYRqTf7fbcvDCwdkK+gZQ7IJ6MZfL5ff5qHrlwPhFrOKNQoHQ2dQz9//4//B8W5s0Wq",
+	"jq+xg+Z3qPJJj2ysC1pKGKT6YBhYSydYcxcp27q1yVK6O02HxggPLUH0plbMDH3KYdAhkZMkCVqeTZLU",
+	"FojGJEq0j2iL1WDIQXazLA6PLyUzmk5EpjRvFAuKbCtwcSnSLiYQYqpCYc5VE4QreakZy5A3rXCa3OBF",
+	"i5wdmnbXhhb3H6SX2BradzUiaofIc6f0VrHpYjjIX3KhWKHIctJS+5JIwiEQFXuwNoYZSqogTyDvAMf6",
+	"BG5KI0cAY7TB1ADAhZgtdnyJiaJWUlohio+WQx59cSa4hZ1E5czosVDaFdQ2jOpOzgjZuo7w1f7FZTkp",
+	"LpFDro287RBNhiUva0Raiu9jzTNzHd1l4EcD0ATGF7NQg1GoplNw/WLNyi/uSJTQC5VFou0I6m5G2xEX",
+	"eYQMzzBnCIiwAHel8sVYR3vELG47leZ9Y8qBq1vfnkOOVe0SrqUN6x3CYrJqixne1WiTWatMcXGPOVZZ",
+	"49fIkutprmNn9chc6tft696wSp2ioYOSuLIErOexyGKT9W5om8riVuiQBmuZEpD0Lf3s2V63++zZkNcs",
+	"WsfaLgweGZYh5aMty7jO2Jc5Flo092GrEMISqUSYaxaH+mwgkD/ac61T0GPYcQaGHoKCEVuch5jNU7FE",
+	"BrngBua48OGJzMgH7xPtZMGl0GIGrlUhNfFbloo5G5Do63iRKTH/ag68Zc4y/a9c5DQNQUzST2Ka0wH5",
+	"1Ol0Pt9HIYkzOKPqVKqGK7xOkmiORK5DK0kPJftozrKP+Ispzrav54jvVUQLNYOBUqKKy73X7YYVY1W/",
+	"G1bcevCSE6GyB99UjEi9brfdIQdgXydzKnOcCyiphsC4zvmM1Pwjs842dFcix8sY0wcez5JifKFJv7VJ",
+	"bVBBdYA+MOeqypgUi2wMAFyuKdLrsCybd+qTCpUcDB6pZXsA5u2ff/75562Tk623b8n33w9OTgbn55E5",
+	"eOaY5smMkb8CHvflxaE6xXo/2iVzOYkK8zbp7Q66O4Pui2hfzceUljF8wWb+2Zx51TAIp7NknAmt7zU2",
+	"f2Ga7/T6O7t7z/8duyk7jo0VDucLBGYWbU6X6ic58Cbt150Abs897HlL/f8uZtZ5BvbvUXHqZonxbZ67",
+	"svSAPO92bbYRXGhYxoc4FoiQyCnVt6hSWpRAtJDOza3f2ydCMZYEnDbgO7I2DqXfor/vTCmCW5B+GZGW",
+	"UarBDeGRHRPpaLTgsxSk5W8M2zg1zmPJ0MSGAT0Da1zBm7cM0w+6VoLY3ubKgda+d6xJAwT7AHgPje6B",
+	"EB5hIRkgYkeHGOgHbW29PHsvSZyYFA0Lx7DgKbi3CcohFscB+tYeaSKTv2LIBJTFDouLzKRiLlEFBux5",
+	"CI6i8cC18BQJSzDYqnEHXKxlg59zNeWmqsGsrWdH5ukCzCMz2O4pSJYW9sjYUckOOXmzTyhJaXbNUAME",
+	"R7dmW7u9HW9/ZiklUfoLzkn9oSUcFE9RruqQgyzDuzbWxSYk5kMxCSRo5v18l6TslqX4ptKDFT/udrsm",
+	"IkItfJqGuAEYLpbhH7CMlasDrwPXXQhoN7qzl2HvVR/DM41LFv3XE2KFsuLtftjdfdkhAIZP+RJXBHq2",
+	"xjzHghcas0dxjYUwRNWL9ly6Gwxq9BwtDDzG4Bsw7rdtCB4qtBhTaiSyD5fv3cQ2JSJIZqxGhlxrYpdv",
+	"i1wlB4j6UHB9oTspjmgOQQOSTmjG0BX1HKMUlBSrtmYBcOTchnhazpVwRYPXmT5Pree70MRO370q9sEd",
+	"CUxKjR7Pu2s3fFV1JSohp8ppBqQHJSTUhqm+7CIYbqv5mDS6hs1lqsbv5MJcnSOM95SkZTDbdIo9hGFH",
+	"Ialm3IdDrh/Zm75469wEFBSPDjBrKtq3wtW+vYH2iwiEIY/klPb3nr+OyB/IlH1xY5FbaDoKSaVj8gcy",
+	"DDrDgPyBZPQODlC73dYIFcbnro2NB3LJxwcfj4fcMk2QZ2N1JKqxGJ0hD8IgTcaMS+YE233MxDxLWI5I",
+	"SBBsbiNfr5N8uhjZkNeZvN7WEYrbo1SMtmc04dvvjw+PPpwfIYZunq4I4Dv4eByEgbrRMWav1+l2uhCe",
+	"6rhadEkBnwOrCE33CksdhJT3uaAA8Ac8UOt/udCJE8Gl4/xyYsFd/5eYbNDwbcLugkGgpPcmqa/q5sNy",
+	"bo4oiC37vKimZUeW+E4W8CVYhK7ir1ZkQJOsyVeta0hBsKI/qFDuo4pQNmhWO9PDO2M0bmgm1K4Rj0t+",
+	"v+yS123X/NUa8eW65q7W2PEh0ShBDIzAuchCkgPi9ySl1widVXebm0Ut/dKxWXXG/a3WUXvJxj6UmAlk",
+	"kPAtMLyLZpKpePdN5URPhGXpbSXu6Mr5pVDQkcinxIT9Gdwfv7sSyH1FmCXa9YwbXHXY1F6VFteO9exA",
+	"FLaOLwsGwU6n29nBioFT4A5grqPzZEt1v+UEis+FzP34M4XNGgzo+dQGlt4kXKkN9ZhYnBzJp5lYXE8b",
+	"w2nV3eENi3W/bAzkRH+csehHtfCmEMIMIyuFbKtutkA5RYMBAtGBPwysfamG7gQ8DS0GGDhPV1hd8Jhm",
+	"y31T9Qr0WNSHm4K09kl0q8Fmr1DwgjB+iElSbSodR7s8E47GnX0SQVTSVfXDIddfWqEKJEmsAwViIoqg",
+	"+1rgQvMQ5OI7BiQnrkrjrLQ7ZW8sSCdKUkfZqeqJxZ9REDdoDb0d0qKcrArp0MXxd3s7aAJ99uwdQnIr",
+	"gUdRDcuubtjSQnbxajlMjoalKqJTy/XCk0g1EVrXIfzZFB0NatgKOECMoKPjvDSujI2TOVAIjnB/yNF6",
+	"CwwXXVfXK+uHWydTUTucC7cAFH4uF5NJ8gU8inYgpuBLVEJhUPO2BwjvPJA2QbzDzHz1invOOiRiHBKF",
+	"oiF3X8eUvWqDK9o5yEnKlPYKgu1EwymHJFJHLMKT6Mead6aw34RHD+bDSP1L7daQ2+2ycbCWMapTbnav",
+	"jZ7xMZM2hBKdkbLwHqPCCaJ1aUZInGhCbrkk3O48ezbkvQ7Bkp0YGmJ8g06NeaprYxjahR3bL0yVuL2Y",
+	"zENtnX2IeitaU2J9CTYkniU8kTnEqXfIG8WNMe+0pItr6H6lZlgTbNkO8uzZbrf77JlxpGI/BWSqLrMK",
+	"66I1qEsncpG0nofazg63QkrHN2qeOKdKpO6Q9zuFOcQmOE0yprdEXexJygbVTbHxEf3dralYZCYnSvG/",
+	"OeP7yNruEonDN1EO0Vccscdh1yqyptrVQA9ThmOUpCmLO+SguKodeoGeEi0WjKlE5dpmEMC4KZQYBI96",
+	"RZDqDPlOh1wIMkl4DBLh3ZRp/swq0/PlfxA/oiMMyh6d0znjLMZ0tGgflP2oQKSMdKC9Md9axzZoEJ0h",
+	"3y1N3dw+Vien2p0zYug/smZfe7oq6LsYa6JWt4PjrN2EE/WCA7p+a3HZDfx6SKKvX/vwj7//x3+217kk",
+	"CcF2MbS33GQZvl1phOrf+4pVS9w3CL+B8AAluig9eAw2LrgujZ7INTXYuOS9TslQh5CcdikRQ3HqArCr",
+	"9SmhpousAE1PJJmwfDwtdFattOPkwG9XAy8lLQ3IVktl3K8yQxzWd9IVTqd4EPAEQkIIMiwD/oR7q143",
+	"2UKF68s9LiBQADXMEZhc58EYGoW8MM3XsBcEgyshl4OtVZLWuubOtgYiysduuJfBuoduLMcge91Xncr6",
+	"mQQFBy9U26l0oraehL37QzzwePGbfYN+dNdUryTJxTWeczzAtW3bLy8zRmnFTKmFcWEovjx7rw7n5dl7",
+	"fQ8SAgacxrsQ9RIj66ttg/J5VAvzars7Q/68Q86XfDzNBBcL62drGdHgNcqw7ZD0u90Bib6ea2XwxDja",
+	"34LD66upUXb8NiQZvbu/V/JF8RAPZVKBp2+JzKYCtgu+Eetc81yJRFnGgLBSgJXKsFKb3CeR6riT0TvY",
+	"sTih11zIPBnjVqt1p8hmbVYQOBPpOO+ouZiCf+bW0aesCDTDZA0LbVoAcYIuSfH4m+GQ1hG/TWhMyd//",
+	"r/+bHPE8Y9cLBn+8T2IK0ug7mk5pW0cA6ukYVQfuj0WOtkBj70CW+VOtRMIMSiLeMjCLl+sSjyArwW7j",
+	"HZUkFTInrQJ5UR20BBDEyHiRb4nJBLpxFDMlyGrDEwY2AA1KyIuB+5KrJ4g6nJhQrUK6QJ7f73ZDm4dC",
+	"onP3Vo5UF9GJ8fBLujTFxcQiVzcLJksYNLi4REh44wxK05Y5XUo8ESj8hAbeEsE5yqFoetOUepenWLSW",
+	"vBUGtJLBW/u1eEdwCuNkahG4JgYTWKjGVRzyFx3yJ8jDr58qzBKzh8oKKerGVlsxSbKZIU6qZENQv+n4",
+	"RglZHEIyxgxiLyy5o0bsqto2A7Ti2M7vBLpxpBZ0MVxOaWEnGNChyLUI0EF1sYi7g1BNyDepxTi0jCwK",
+	"7BziOoAVTiC1tIjTgEga69F/VfXomyWvZCLciQxU3dYw+GhyMR0NYhiEZAhGHNWZUr1qP+piccT7Y1Gq",
+	"FyJdPMpI5ZshHwZNryEHMtwFZmTzRx1dYxi0O+QglULdSQNL9EVRs4zQIS/XOCvFfITFuxAjZYxFNX5W",
+	"MkZZ7wP49Uyk7pBrgdAN0ykp5hiGVQ7QrRFc2R9rAr6KeF8kBDekV8lGIkuuEyUBmpKVSiE2ESEa6z4k",
+	"o1QAfdnGIVIWRDacRcaokpraEJ+kaFTHFEYd61vxuIBhPdZwQpNWzQk95D4vdBu66/ZNd9SNKQWzVVH6",
+	"JqWc/GUhMHXYwsyh28G6dY6NgfLEonwX/rdGcKnilW2Haf3AlsH9Z4R4YDJ/I+KlwRPQOLdVe5pTE6NU",
+	"e8Ut0ScNXn1Q1/cKOVgtRiGQgyvUIczAKe3lWF6CQbC31+u9evHixYvnz58/BzA24KTBAPW8wCvMAazK",
+	"rUjGbGv3Zb+305nHk6Dybtlxo74sQ5boBuS224I5ysEgcA6zz54LWJA7Pax9jMfIzEb9r9vt9mDSJRUG",
+	"CqNxtRr/BL1izZxi0bFY0aoFLxTshFsBqKxKr7/WjbNdOSesqRT8rHrEa2BKJZHTZD5nMdqqi9vqj6ai",
+	"dDGpS6/VWENeC2Nt882iqFCNQHXl2fX63Z3nO93+Xn/3ea+/t/uyMsVV03v58uVLtTDF9E4Ycp8ZmugF",
+	"2SHzWQeBOvCue7BUcnGoTUEY9bHHdF2qTOObrj4Lq3cTi8sELSziQj6+fUf0yW8/ZSG+h6ABSZZqv/Wh",
+	"6QSPWYUTM/NiOUp4NGpT4YGcCy6RIfW73U1ZGIqaOuu4THqORhSWrtHvaqK1S39v9R4V0mowCNQS2ALB",
+	"wakWcPVFP2iQ7K3g4Ei5YZN0vw/JQiZ23JFwg1BXO9aUcV8CrCqmq6XUliudtt2JFdhHeiYaygo61PZG",
+	"hABa8nHjUhYdwGjaDy7dHZ0lcef7N9cfPlxcfjm5uNn58Nfxzoc//9z/ML08PHhz9PPRn//U+9NfL/tn",
+	"b8e7p5fvDv/UPXt39ueDLwcHr18HYZDRO2f4eE0qfvzUltXlOTNe+ivM91Bn4G5Kc6mOzH1p082iSURC",
+	"N3sCdPxIPgFIZfBxBRJZEw7mKZGKGo8in0/dV42bb9WWKRWtQTUmWmlXsiaqyUvmqMrtfS1glXQdE61U",
+	"0oZUp0h7URtYxe4mp7hMmBerrOpFyhCa6YtKcCWb+vrcyla1r+8AegYcF5HqyBrPB75h+JwFxoH15Emh",
+	"Xlg371NTDd4Wh39uNqHXNH3LcrerBdngu35l89TNsA1yb7mmWsFElNArJnhngBxckoDJ5fw6ozFzfs8F",
+	"JhM79YmLHauWx6ntzcdC1HZ6cT3J6JRDmCi1mv92fvpBr8rOw6vyTmSjJI4Zxy9ebXglJfyjjh6r8FCl",
+	"tVeMDtrM4kSc+Rn2QTkZGCwU1aas0WbE1C2ijQss3tcmELBVdYoauMVtclfBvSvGXHHbIJRd0xD/TDlL",
+	"KVE0nauNVfq+UH9CvGxGJWEy///+XzJh4ymNaYcc8duEkcWsUCyUpkMSruTFzHG8eEa99iEvgfp5qGkN",
+	"t9ZKPxauycD6odR9XnZE7Rep4Ma8zmXOaNwhp1kVrsnad+r2qaYN1qHAoPLTJMcqEc7X7YFLAZjgBLiQ",
+	"jhiCp6O3xun4iJF+F0K8p9k1QLTu9vsPf1fWXM/YQmqG03/18McXQpxQvjTIWuq7PbxlHuhUJ7pgoTH4",
+	"atPjrLOjPlqJ2j0fxtIGxjX/ufDZuECyMDfxGQZvlBvWD6u3ttuFNongdGIWDHo7vW7/uRKpsaoA3KbF",
+	"FabjNqrWmKCIWzQcfcG1HAAlBFwgWmjSihA67MQVbxGAl33J3yUpO838loUPwugq/iXbzIS3iZamZ6jJ",
+	"oc4MHMtpqZJciFlqt4lIdTKXFv23F7wW2RVWzXNg0wrNDa+tbw1mNpFVc+pdP0vZuOYaxtqoizvXjeE5",
+	"7lpWoRLV5tNrsFScGPH6M4Ct2tT2ouh7EaUaDCpRd4Cx6hqRHc32WIIwdWY1v5rKW4qBKRtZC+3VDP2U",
+	"p8tTWzT4qZbbwE+tG5OgWoBatmYw2Ou+UrviLdejlujaB+H8USkkgNBmIGDKwayVYFlMwSsuD4RoJmcG",
+	"NqsBYacz5BGW64uIZDQbT7VbGbylRioFr3NUhz6P1JWyyHR+XgVlUqkV+ooZch37CbMokBZDkvBxuojR",
+	"ZSSkG51gw7pgdD4L6vtE5hpN3QTI1y2p1SqiX3I9T+Ptrk4UarerdyFBwhSQGAQ4jpKM6mIc7+154K8b",
+	"Sujm2jzgK7PT39tzy+zchzWoXdTBXiNta/z4KjXocEXzloWOFxyjZX0TLEpi1KRwp1DLY3DiV5VA0gaO",
+	"W0g4cogkkQ8TSYVEGuZVJ9vyJq4srrheoUh/EcratEWWk7FIFzPeNFawrb5ZlgZoK3VgyRON9lyqsqqL",
+	"m9gNbKpGUq1k8nlNmj3FYdlp6tjAJA51BatFloaGFk0AverRBNHjv8udqwV6wM8B/Z6ImL3FNTiQ43U+",
+	"+4gJt/qjXre71kcgt3x+ii0S3nSyi4Gm0Nj7qaFyBF+kabnW1E65tJQDtki6rwbd7qDb9VSgGQRvzRn3",
+	"Vm3S5oFa/RtjZjaVHFaXYRtns46J3u7cCa4IqFKCqd/FAkj9nqfgUeDm0u4MdvdwMrVSRsV7XdLrDnq9",
+	"Qa9fHJJ6KTS3FFFDH2XX0ANo9ooMbB447KJJEw8GvW43DCBXPBj01tc/G0rK+FRRCCa/hhNWSYp4kkVn",
+	"Y5vHOvqcnldRzPkdENpvptKtNVqDsmMUAFdgbk5IcqRkK258rknE/kSnBsFwt99XKqA3Y+NMx+VJAum+",
+	"G6J2rxL8NBAiBoxg4GUE0DVGkG2sSAjvQ3Ri5XVeD1P0lpYgB5iNiTEnqRDzER3fhGSeJbdKZxpyQtKE",
+	"32ylYkzTkBz+8cPBhc75zClAcmeAy+UmPOhycxr5gF/jMA1QsBqpmGNE6r6/+KXNmXSTzXzwmcPAfP8a",
+	"0oHTFGI+PmxSOnPT8p0QvBnNE34d2UAoZ7jt0EBOFemPdCk7GGuGwJvUIjqOFjl59owLzp490yrFzBbr",
+	"DH1Z9n3jASjV7iStYakWJgrRbupAfUmHQduYvCDJdVIFwswFglGCBc2gw90BnphcZPMskZCcrlq/mwoy",
+	"S6QSXpR6q7rHXfdcsg0kED5Q4fwYIsjyLBnnWo/U4fXe4umtyN6bz6K2CTDVOTqm0X1/QlwrUvfqsyi0",
+	"MM90nHeS2Vxkubqb5inLWRy1LRIMRh2a5aosIqCwFYVjcSQzgxRTyKoIEu83QJBWcx7NfjVq6TuJEIU2",
+	"4CkpUqB3+33VT4mEvFvUGtbE6levXhXniH1JJFCQ2ktvapKLIV58J+kSwUqndD5nXGdIK+0v1uxMS0Jl",
+	"KgktOIvSZSzGkz4YpWqkutKSqQYFhKP6opksCkLpAGILtTdAzw2GKxaQLZB/prn5t0qbhsHDOVYMIbJx",
+	"0bPCyJULQVKhzpxii8Dfyy/Y+EGfGo7ZyGVF/DeLaGos0fap1//siL1ozVpP6vUXH3aelzJDtHfk8ypx",
+	"dSNZ9Akipi4ruVbMRW+zRTYxLCsWex2txgHV8Wk1qB79qrtW0WdWqTM4upr2go83V1aKddiUQApN/SeP",
+	"5Gr08aKM2iB4NemPd9kL2hu9jHcmz7vjPdpnr0Yv4t1Jr/tyhz4f99ne6FX8YrJLe+Md9nL0PO5PuvTV",
+	"+AXbG+30AqeymaanR1OpU4XPow6de2bSWHyPi7tfW0taR+8oc7fjwjX8P1bNOlyFmt2oaT3oj2jCzFih",
+	"fzUZ5muCeKOl3iKyGHG7cvooRxN+wq1WElrUaebUOi9L+Sg8DjCHaMjlkudTlidjhG4C37Ku0FikDlUn",
+	"sf01ie+3cybXcwUMOZTIj5xR2RwqnOGY5jQV11BK4EuOShKiXqvL/Dqj86mRJeGD76Q7RW1zH3ID2lIk",
+	"44ZOTgNEhU4L1L7vZGVIRgBLuBaBTUYPBoBYkLMRS9E9r7EjYez7Bo5dsXJZxG7nd0KDgDc5Gw4MRZQr",
+	"mj7VZGgthNWK+BZXTgONQ+4OtanlLf37FWLpXSUxeU36bYvIEQxWXJB18/RBKbBIbfZoCRFIec54TAHr",
+	"fkrzkchDAAefqLXVgU1qK1tKeK8PyYEteGBscEH7xsXZXRnGJJHmJvA2WL7Z9eXna7jaqEZFAfNAnlEu",
+	"JyzLUIlyF+LhTk1Da/WKsgdpZUyK9BZ7H1M+ZmlqynGunqGOavF0ZaE2WjGjabth4Upm3eb1UkdLg1uI",
+	"O47Bg5hOC7p8CdZDo7J4e9AC0OoBzwQkNwurbcpc0UhTm/Drla7avLrlotrXneCNDd5B8d21mkmFzBvb",
+	"gbjihxqi2XiqTmVjK+aFJnoCfoAWAzJJeCKnlfVvMCo07LJipgAXoLfWU+LRu8voTe8Ub3WgkWJfPj9W",
+	"bLSsF3luc9Dsed2U96vbzf/L2r09dtCnWL0bZSsQS1CQQmCyuvFbn/9KWIGTuytzMQfYQ8HHjLTmGEQK",
+	"MW6m1kOcifkcEaS17DPkjfV5OgDAbqWBkghXNkNBTB9UkS0xKK3u+oQHhF2rmUieJjY8oPThtOJHK2rn",
+	"+NWK6OiSZpbBjsX/8FH9Cmf1rakjtZHytPrA6pO42lG1kUlP936MbH++8NXYxzvEmtcNmhXCeIEyYPCt",
+	"dCUEwD9HEWXfGDMxHNbvstKVZcGmqd9rKhGOZx/8JN5gJzkAj0FU8RS0OwCADOnbxpis8yQytoUPJNQX",
+	"kvVQnQGJSvYmjaIEYGWCdDFhvmIVi4Z8nDKasXilTqfrlj2WrQ35GnwNQSE9fO2RltuKoW8TM9j2bf9J",
+	"plKcyjdPT3vQVPrNAkCeYCpdI6zjdxXV8ThDqaaQB65No5x8Q/vmg8Jqqed/3KC/wg16aYp5fsMbVEOv",
+	"PsLUiFa6onRDo6XxrQWuQfBli1RQrjnI2R3Yt5JM5ohQzXiOdSLNlx2i8ZtJD/LRZhCsnrP9IaeEC77V",
+	"//LFJvc5JhxKdr98QXOaNlPudl+qm2O3/wrKvRTgNBoJqih0B3ghsa7lwoacA9AYDiMkWBZvb2CekL6O",
+	"ZCsaCMmOeabxHEKyq5/s6ScyJHvmpb0h1w87JMKNuBqLGP2f3eJS1KwwI9e6GJDOhgHwH6NMQFHFFySm",
+	"S20z1PxhskjVXRmTna7zI8bbrWF03eR6RoPm+mpHPUC68DU/FCl9CpHzJTJLpGPmBr3fZgGuul28sca3",
+	"6IzzxlJjhN06calgDGgMpe51u5uEUhf7aee9Xw2k1tdeYww1tMHiR0VRn5tvV8RRbxT4uvf7iHvVixkM",
+	"+g/5gHvgAzbJx2u8hAJT0B29nOyM+2xrL+7Rrd3Ji9HWq/FzttWnu/FL1pvsjPbgowWejauZDAa9l7th",
+	"ABEpVnR60GaOMtCLFy97YaCY1xUk1Dk+X4fHBIO+IuOCILQY4axHbz2feGk9sJ9vMP1uVw1PL0CQJzMm",
+	"FvlgFfsONlqibm2JGraytGblFcMkzxWxuHtFKG5/UwnN3KXrhOFitSa3BpF7xf5DYvsVJDbAy6/uwy8X",
+	"kvtoS8dqGQ+LJmyZMIyvTzOpeOOG/8i4kgGYqQFrAtR0kQaEPMSkrSTf17mF7DYRC2neSWztlcK+Wkin",
+	"4ZAXCTna3BqCiKSdZzYJTXWvpE/wW3Kh/mivbbMY8l/GFnsGW1AWi3T0yS+q6G8UE/ULKfq/XUxUlfl3",
+	"B91fU/dvUPyd+sfl8Kjd0QvWi1/R5+OdSfdlf4+9HPXobvxi3J3svHreZ3v0Zdwb7Y5fTLpshz6PX436",
+	"473JSwYvjbrjXy886oM64vDr/m8cCPU/81pyquCUGO1vZETImfyF7hUA94HgJhuIpOOVUClsuUUjdekK",
+	"GwjvcvDvwNoemttCX0hZwuIhhwK/lC+xzX1CHYCjgZubAERuwVX/smALABONEJZI6WtFwYni6hoijFHc",
+	"7pBDqKOD2r9cpLlJB3bFi83t60O+4q4KV9xUgDUgrZPAd3FdsKo2/22irL+ND1KNTlOChiUr8Ml6T+SG",
+	"qu1mI+pHtfPY1T9iP/8r8EyLSSFzojjINwz33Ih95nQ+3wKQ4y3BtwwURGMJJeAYEHM4WqQ3YQnvuxQX",
+	"IyRUCcY6JyLDIjakVUqPKhVLSaBwENSlQjxdLPKF5XrQFISVlknC26EtNWGqQOqaNDLCooac0DHk/FYx",
+	"XqD8SVEmLywKQr1qd9xWRBpLYmoVg+0YRHyseYPiPTSYKRYcM8SnG/KIZgyhPKQDFMccG6otpIMO3QjY",
+	"ooxIzlKMxLQlNPBN/F0X5hjy20Qmo5SZS8UJMyJKW9dXQ2HrxsKR8DfUY8K/TcEJtwqQWSqEmtYav122",
+	"BOqO6+DQAsVf3zAS17Jz3XHQK2ZiBDUHEp5PceHakF2jxGOt2djZJxItfB3yQeRO1TtdD7pWGsyXg4PE",
+	"CyR6yg8tqsmjPbHFVtoUcTDshIEmE3Vaq2ik8HdX/y/4vDabd0f/S+GElgJtceUNU/FDq+I8az/ch8Xn",
+	"emHge530UfrILkWBMamuyr4p32eq/TxaWygvXNMFqc6GFnLUqcDOf+Wr8he8cQ4tG1iZcAAs1bAYswEI",
+	"0OpFw9I3UtG6V36vFnZcDwEIbx6MydxKEy2y+28dUwRSg8mLEr+yPArDNDe/hYa8uIbceHzncniBNf3d",
+	"1mu3UlgryMJFnkwsgx1yyBB2imTjCA3KLUsnYeEFM4ikWCUcijqs4HnY3vtE5k9heMDdNj145yyF6pm/",
+	"LLdq4E9oOjnglJyLxV+pegRrjg+BUZkv+71X6qu9vb294ss32YIL8j6Z0Rp/MpVHn8yYir1pZk+Wwsu1",
+	"AdW1/j+MRzkla4slcY/1r8OXdJnhRo4Ev8syv2k1MI8dkCwhTA8kPmBCiN1gSwW6gth8KrjiFiha1URN",
+	"K4SC/t9yfyJ/UO1S829di7FDDoycRtOM0XhJNKKiG+Bmp2Hy1oGHXWgTtvO7Sc0yfG9A5jRRHEyXxyll",
+	"YsFq/iUDEXkF/zIZar9dwrQfC16ziXMKARuMzoKNjz9M7ZeX6L6u40fV4qt/rrihVqKrT30Ni3TJxHzo",
+	"XMVF9u1TeOlKBlrp67+lHaQJOva3Fy1NLqsnTWYVx37YvFGvUb4BHy9yK/x8HKPI5ePkRvKg2LjX7gz5",
+	"s2fHWcag2P0oZc+eDQjVzHMr4aZWpWpOc1SlPLfsPQAJHFIjqfAbFpOY3SZjXfIT3VNhUfm0mMZ3slJu",
+	"k7rFwFvGQZlkBkAdSsW0MWkE8yaMPRgzUjPKJdVXhLHRFGJKM3N/a6Lq/xvJpV4m98tnm9Q7+58mHtq0",
+	"jycKhJuzErAEPaCoAryvfJp26vhHHqGovnyUoupKnzBPtAHmQgmKhMpK2XCEMqpiF2t7J8aFmprNkSnx",
+	"oH/FKpVKch3y/5+9r19u48b2fBUs/zHp26JJiZJsqlK7si0nTmxJkeR8TDilhtgg2VETzdtoSuY4rrp/",
+	"7QNs7QvculX7IvMm90m2cM4BGv1FkZTkSWbiqpmIZDc+DoCD8/k7ubIOCkIY9XvIzfxQXcIDZctoqAri",
+	"aCyXCZewKP/EqrGhsLlADeHypr3KKlEm9GCu0niqZf4t9sPbU5TD03AYzrhMlYl46D2HyD3bmzGJ2u5c",
+	"U2Beutzq7r2gf41qybKqw72iSk7G2HsKkXY/1EuTdI7/VMaNMj62BPniqngUj+P5MuOgFoEKPNcIVZta",
+	"BPOSXaW7aK/MaBMxjJMAi7cSuImPTJfKFR1YTRkquN6lL7N38XgM6GPzQpVKN/fAsvWc4l7PDt8hPR9Y",
+	"Vf79S2eZdP2Y6cC08VAu/5djF/G4UE11nn4h6QyPTD2XOE95kio4f/pE5UZpCpqCuuXGhnL7/PdnaFNr",
+	"cnZ6/LWWiDgDJNYPZ+8Qtmcg9R6+4ZGQqX1t6Ja1msYAy5hOxIKJj7MwEbUWw+0ycwEseM29BrLIvvp5",
+	"1FG6tdLb2OVkbebHigyQV0l8q0SCRshcNXikwVyJZCC5UwSB2sxpoB44LujYMR+rC5kuXk2SeEr4uudD",
+	"jnqkpWKcQDFe7NKhVcv4e3EcV2IUJ4L5SC11yVP/wJb44anHuLrGgvUDSXG2bXaork3pQDKEFm8Bwz2N",
+	"MXRdDvo97rV7cFBaAGhS0ykzzcWq0W8QKddmqjiwL2JrhMPW2H6z/93Wi+9/eg+JUGaRyrbB3grmR3OC",
+	"oY9+OOVj8WwmxwdXXIm9nhf+8PLk7Lbz3dfj+PDw8PD4/MPk6MNY/3mk/+/lq8Of9X9Hb4bn3+o/Xn+I",
+	"jr7/4ay3PT2+/rf3L75/fXv4ejL++vDHX89e8Ft45duzD7tHyfW34/H4q6/ypkuzU8cUSH5vy6VZmtoA",
+	"Lpdj2F7/1S4QE7df5rxf6BpR4XQeaXUUI0mtD3DtaNJz01A22qWRpYdBoGyYEDFjjjjh7CqOr8u6yBOV",
+	"BecQxnIRBq/kYm+1Cd2O3EFwPyDEOhRGoRheGDpiNqMPei4jPRA/lqZaEEm0HlNxlQRbjChjo1AG4MRm",
+	"kFSJwvGrk+Pjo1cXJ2eXr8/e/nB09pUlv08Jt2Sj6LYqq4ebp8+FCF5l7tp7gOaa5X4Qj7Mb/WLfPI6d",
+	"AIuMnjbRa3Vh1NlhMOovEjW0IVVyinw38+3yIHiA0J9VPOwXrksZuv2DMNcVxnccp2/1Smkp0viDHown",
+	"233W12TLaGiYVDlayGrh5k1k0xaufD1PT9aKfW0zZm5C+b4IK29C9bpZxIdCeVTGUsvqLVPnndUGcmaM",
+	"3bHMWpHAwodSrOoWBgP4DOq5gfGVwP3bYEPFUrymXvKUX4O3C4fgBnhqGR1EfSjKjaaFULImH0h8GCp3",
+	"pjFYLwyyfafTKpt4kbcbs2B1z1iTrmT/HUjTS7PX6Wg161ZEUevRLo2vqeL+5iGid9he1zawrsv8bUHB",
+	"x5b475qp3WoVEaWZGXif7sPuJsZn5wrBotT3uz2KNFx2c8Cu/fPC2OTCqGM2Sog/wKURyqt4LoPHvzXe",
+	"A390g0P9URJPfdbU5ySgALIWu03CtOLS8FicGJsz0Bs8dR49HpLRA7cx1vGgrFAD/KKAscP/Y7kZG+Jv",
+	"tIB+bnTGqpUD8uWJMOE3cBWhWcapC1OFSuwT7nW5pHvTL0Ep+2y7RXh2tUm+cGHO5ldRqCb6GjzE6qX6",
+	"FoUCQKGMQgluTbQtFPBnSqFuA5lZiIpF7Kney6PcUG9p793jftKLuJq8noqPaaPf+Cb0ANV3gSkiWieE",
+	"fBe++J+N9TkrzeCLWKQmHLzTFbPVPETzSEQK2TnsVP/Td5LxZVtnptmA6WIm4P1u7h4ydaItQMn9byNL",
+	"s7r76LXpy3ABOsl/Xk9rX0+Wm2mxU0unhgeV+Osf4KpyC05XIqdpBVlBEhiFZ+AZz3FfVWSBCn0WWZpf",
+	"2Txkq6/ZCutKC/ICK6vJ+JY1RQAF9vVRFoHHEnETX1MpXjaKuOaujyPl21reD2YBWcZogjB164nm+c7R",
+	"y5U4DtHGftYLsCymlxj3z/E8IZ494YqpSTibgY2jYHqZZgS5J6MypK3nVOYJ2ER/sqd12RPUbKs4jg/M",
+	"i2xAxuqcyHsgYfgOjjbjYfL4kvcrKgSgcu5IlfKk1qaOvirge+HIcVhOeMDUkEspSDhGQDjjxBjICo9m",
+	"v7jEV2IYT4WysSNgVXFkVBnbQQJIEZtRFLlHLemOsIPAMwJrXqgteT4fhfee6uX7EtkNhBK0UnZDzi7z",
+	"MMkNejUeM7fhlGMoUmEdUVkDFeX2T+a6LnPNDq0+sMqNT/gDyHqg6s6+hGPyTMziJM3JxhUCYlOLd74j",
+	"8PjIjPwj+urta9/i9AL0BZiQW3oTW93JG0jNlhDtM4zMljeGCpQejZ2CM6JB2VDBmkhJA6o/jW8gyfaW",
+	"J1rKNIwUUxgqvJ35wsWOcPwoXPIMp3EvyPhVBE2zuxqaxhvo8jTOx9TlM+5KnT2EXn1nzJ7pi7STP1np",
+	"JqzUqn5Q7A7qf/OhPj+RCMYImQUwxbQMv38OO5dRKK8fn78eycCUTcfQUcvO4HZ6opgKIfDQqdI3VyKh",
+	"YjNVmWF1EuVA5sORHZkyLIcTPwqz+4BUfThG8Rr3Gq7Wo7KJD9TFn/xhc1Grds/+HhkC4WjVhhRj/YRH",
+	"yx3t6ZNkqvuI1EDZ6i8OmC/FLeZiuT8hqA37UZ9oKDendcQMpcljVzGh0saRxSEAX4ptziSLoVTnf9xK",
+	"5pEwAO2qLcUt5B0jIuB3YuG3Dhh3hlMAGDAQf25iqhtli7leKkaZq2LMGLybpcu6cAtGXRcBbS8qcmqg",
+	"E/r6Pc3a4jmhVLfa7A3WUoK6+HqOPBEsEqOUzSVV6FsS+fvBQKs9NswAa57//b9idsrnUdzSDyB93VcJ",
+	"iWk9JRMn8A9DI+gAqm93d5m+TrbUu9AIihTaWHu/b7GbdaAJ/jHlbf7hYb1nAiKL8qkhCVXPBP8iYYbd",
+	"M8g3x6v04EvsqtFvfCcWLv8lmxqeL1P1F8tTrHZP1PtbTvk4lKBaQulrG8ELYKdPFJtLF9auiJqgarND",
+	"uq02O4wiBnU3BjITPoGZxdA9j9rMH4VRKhJ9R/BkOBFuPkfi8tjmtVi0DozB0WfXQsxsjq0IBrKJVUKg",
+	"uE0QKvsLa1JtkJY78APmZ6ef8kGy44lZJ9+enxwzniR8ocXSX8DaClP8K9gJ8GZtAsa6Cm/EAebbCIsu",
+	"mIZTTcobPWsIbbidxJFgAV+0IOfkLWG3A42YSyIESNSSr/+JTnwfsQc9o5589pdUksE1v6NyzIX4mBLZ",
+	"DYiCs/fNEhgUOreKjNIcrqayCq5nXcmY7d3dFUvGvIF2amvGbO/urlMzJtsNzh7wilVjctsmlvXlY4jx",
+	"r1875h1qLvWFYwoZYXGSsmEczaeybijgTnu5yI0lwLoyjb6+vryGkPOp5lfwAV7DC83L5uHchLlr6q8r",
+	"rtYJjsJOjHK8wsCDjeSxa7HwSETyWNabx5zOViiCA/28jwNTOudQDdevt9PtrFFw5+7nEFYmOEzP9FWx",
+	"yhso4WRvPGJRn41FnPu7JHb6u8/7vS4QpHIY3Q7r7vV7HSwvqIfxwnOh8NBrDVB4NZLWfDaLk7RuEG77",
+	"y6rTYB2rdcvTEJtdpSyNw3P+JbPzqySHx83LR/lly9R+3Vj8MQ30S+i+iFXkikfOIrMPSqByzaGUdanO",
+	"CITCs6+PyGc7S+KbMBDJViqms0jLFc9GcWKG7xk1WDFfCRmIhCBOHBQTD2vb+aalSxOej4Mo/2AHkXmO",
+	"K0Yxn0UxD7Z0J1tQeVDr+8WmIJZRzqMI2rP0AZFHy1H6/jZkAsHn6dMMJL399Cm7SxDqbW8z/xPdNh6D",
+	"Yljqs4/5x64A+gQUdgBqhip8pnS/qUrs7BtqxSw5SuiQ/OxgUFl5Vh0gpgvsEj1bEaYTkaBpgA/klEej",
+	"OJlqLd+MHh3fs3nKsk49pvLJCdvbJi7JmQKiHcK7zoAHkkYcxDhxGMuEKyZjZmcKz/TdXczQU29Ntml8",
+	"LXAguhuBNtW6bGKQJ7GdV+YsrVKQ0G4CU5AQUqmbgFW+5zElBPOpwYvFTLwN/FadgGMOjYluXIM/Z83X",
+	"yS30EA4vzAQzLrHOjYERx4E/sqjxmGKAQ0S9Rq5OxxCCvEjnmrJHHahv/DwX0NDdzokP+l8+f8L2t8XO",
+	"0zgBFM2Ip/rIaBF2NLQphl6jyF0gF522t8O8Gv1Gt7P9Yud5b393D/6iwfS8BljaLlFzMY++eL6/t9vb",
+	"2Ya/9HaoEBnycwO5JU+3D3ltuI5ydQUU15C7KvGHMpItIxcinN8tlj28RJRjFKsJRsSiiF38Hkshfa/Z",
+	"UVVRj01kqwrZqECCvJcBv6oSinISxd2l8jLJCDOt7y8Z5XAbmxlauK22/3LBSBFF7bqYiTGQI7RzI8xw",
+	"Ok8kwAzfhunEZzwIFEtEZDqAIhrmMyM72CwRYCCH9kEc4upaBPr2b7XZ0Q3YntAiQXkVsEhKUHWMw+PX",
+	"B4iREo+YW+cHYjj0NX8jEoaZ6yS5nFPYhpZbjj7yYRotQNvV4oUJ//DQnhIqk6Aw0iMdikDIoejrdrpZ",
+	"oWMQ0GTwLE6cr5RP423KWG5BxaZWPyPjXBJyFMSewIM2nISkFBEcDCRjzFeT+PaSR9GleYKsXVgbUFwi",
+	"DBBavFLws45lnMDr220Hha/cEEb99ZmAOkz4Ld3x+62DgdzJvZ7vr/Ldq3nKzmd8ypp7CB36EsMUm9Bc",
+	"z22uiTWgYHu1+uxkpmnVbXnslMLGm5iDw95msYesudNCGv73f/xfdiZUHN3o1nstj73iciiiSH/cbXlA",
+	"uZqRAKHER5gMbgpjRRrBEpbI7ZVo7eEmj+fppQKEKfebuRKJ74G/60Ykl8hKAuDkqZABl8ZcqWdyOYdw",
+	"JAuMCEm83LqOAnJUTQ8g2RWCuHVf03mqh6Fl+VDPy7Q4E/CBTgxhLdzwaC6oegpZ1fREyT+Pp+JCfEz1",
+	"ibDm3ClPhxOoNykXtyhnYmup+Jh65awsY26Esi5JLouLfhpIMeVh5OH+BBwSrhC5iA+Hmu3qAYP3UJ/o",
+	"K/2jkGMtN7Cm/2vMY58QHvxv47//V6zpcHh8aL88lNxvmenwMRxwX7NiPI6hYhwtwlgyDRkIFkNPJ4kQ",
+	"LOVjdh1C+XNgVlyi8RjOKR+zMFB9UAZhWroLnzV1Bw5uhv6lpckcDq9FzTOWaLgz/WEyNRo4vDCQuTde",
+	"nb236oGobAe5OXTdZocwhwx/6AoZbKKng5XjYFIDaSPQcMnbRCyrP/hM8YViEwpPI/iPMNCdTa9CiYzw",
+	"KfN/Ojx+7cORLO0Krd08fQo84ulT00TKxx64XKMI6X2AzZycLW3FdW4/fZqhRZk2FTYqF9Aotgkjaxo2",
+	"A60/fQqLaxYbue/Tp6g5wK4vIV2Fqcr3Y/ISYfSa1xBF7KXEmlCmyEHKcnYNPOCCaNm9gtv3UGpNxoXf",
+	"4zBceJynOOz8fW6Oq356EsoxHQMrtt8C2BOcCC2s48fLaSgvqW6/YSDOj/xj9iNki1EM1pSHUH6RfmTx",
+	"CIMcrWS93duaxPOEOvWYP4riOGk2tbDKKNfVKuj/xrZ7bMK2mIxvW+wZ6+p2W77HOOHbgQ9D76CBRPZG",
+	"7WK5AsBZU6xzgENEWcR6dFDPpuepxhXcu5nJx5GBND9GrBk0DtCsE6HSJAQ0CqO0p3FWp5CUhq92fMK7",
+	"NtUOik/42fuh0sxQywRmobSYgcuDhvhs14IZijhFbKznzs+vj85ftQ5YqiWeq0Twaz1DMF05wNoDGYQJ",
+	"GrcO0EWanS7j7cpgu31QK0xWIk99MA61mMIgXWWiO4RKH9IcxJr6UGRVxeyLCFQ3kLWWIvaQhiK9m2st",
+	"RewhDUUDWW0pYisbirR4qenQqrf9ANupt/2sZQ3ZXs/v8oV9YflNu8Qp5jVQ6ro0qDJWbH9of1l+SHWO",
+	"M4+54/FYNpwaKtrD7IEMtRVKJaQKoRhh0z88f6VlI80Y9H+5GqLApxvyW2322uEcS1fiPeYpVK2FftdZ",
+	"jUP4RF9yNWyg0aBMTgiyk/Pp1g1PdFeq9Pa7+FYkh9AE/Pka2lm2DHqYdiEOz1/pyUJjYABa0fj2iwHm",
+	"ckwyJ3DfIFCinkpGiDAVU3W3OcU9e2ek+uodRTQBQQx2Y/jvc/EW24S4oLLVJYtl0Pss06vTmJFy0rdo",
+	"6XrVtaCi/5vpJ6iXZI4Ed3Y+6mM1V3il7Hq3fQAjYNAsULfP9OXTqF7bH/Vlau25LE8AmqlHAhnO0oOg",
+	"ZY9Vrl/5KLnxE7FcrtJo5p8946o1DLSaAzyIjjbjHsr27y7WYm28ugu0ae14z/WZthIrlttf2cKoX8HB",
+	"Nur2OGlnmc4FsoAR1w8Y5Xwze9cxpxEUkwp6TB31jW5Ys/9AVNf9F/agqz46xPEcOR7LpuTVOgpEAh0l",
+	"ZdNYpWy3Y5wUVQEw38S3rv5qlC6jb31VrSehPSbTVg5IsfpKSyNQttZRbg5KGtJXrEI72lw3KilGS9fC",
+	"LlnNpXN4/Nq5c37Cjz+dnDU8+GnVuxtWI9s+Znl1ex776eRMH2rdXnlJTigUyVUayD+GHKhuevhr0fs1",
+	"DWU41ZPp2pHTfqgb+jm0U+3oqo+hMlDTcXn4WSFdHOKBDakqmgeWMPDMDrZBRNWPNAJsYOXIqpPqudBi",
+	"kCkzvhFJEgYUlGguK7D9KbjD6pbLCmCru06ykaCFud5nib/f6a3cX09+6Xrb3s5GQkrlwHMiyp3yiDVe",
+	"Z+LIA1C/jjNbAqpa+cDw1RI9Kw8IDVkVLOHGwuxYlz20KjsW5TSOW54Fr818As9yzgAoyq15ae2ki2bn",
+	"DY7S+SS+BauaXY5VTxPRgUcqzohB9peCo8ia3TUNLF1WIEG1cf1uyuRt7xuQ5S1tSJrPPTiMYfZDN+rg",
+	"nyIoYqOpe+xqAQKAcWwT8r51OsBrvvn1TmrwqwhBsDYhx7FuajlBoNg7EKWgtovplQgCEUAUg8fIOe8x",
+	"J7DBY7NJnMaXKtYK0qUU6W2cXHuMPuu+hBxT/lP2cQ3iipIr2bnRtA7SpFKrHoC2gGcTa+vpKd210dBG",
+	"Uqln7PVWFJzMvtKDqdM19nrLw7qXba389GtnVArGu6dQ9Srf78rS1XvsqdIkzpZaxJ2Ug2rrco2Fullh",
+	"da49VNWG/uImIFr1eh0vI11nVdKdjIbGRjANpZ1/HcPp6LnpvqqoiWO5DzVZ0zoNXB8BmKw7rS9F68xv",
+	"8ni05h/vReuKQ8iVCsfS4P2FWk8kbzVrzpVIaqeuf7z/GfygxEOqNeA0c2akj7ed0MY6jp7qPTQcyKhf",
+	"UyJbMsdQsttJOJwwGbN4nubdak07W7zOruLUg0jbOGH64hpF8W0L7AFXQpiqYiJgC7E+eWrjHDag1TFc",
+	"a7YtZxc+gNgWJ+E4lKwJgtoJfFgqo1HtScMH8PV1pDXTR/3Nkwu6MgO8S2TrfZmslrWs5zZCsdvwnHDF",
+	"vNl8Ga1e81RQx0u1zbo8vjiBP7bScIoBXHQpeMZuC9l8JmqAq9Q5K6un/dXlk5V8T5XJY26vPK1WXt3p",
+	"2dndmR+HWMG5bV/Kjoul2ErjrVjWCosWJ3IDJUvRGFY9p29yMUoQ0AQonXVjgyc2GNh7aHmzUWFw1dJh",
+	"4SMbjOsU295sYBQJoQfGmlw6bHLCVdkwrB+vl12grQ1mgO6VB7zRMCIL8bmcaATXOeqzwbzT2REgz615",
+	"TznxdpvMVo/XDK56yr/D+P+yrgTB/sbXqbuf8jBq9Btc8raK53/j/4sG1B7GU4pyf/68W4nnDXH6JYza",
+	"zzV5Bzudi86Lfne73+lsdXayGPrd3Z3tCozaavjbIqd1Y+Mvut1+p9vv9WzzyDQKWYfuDGjzmyeyKx7i",
+	"6Sun55kzTzmVdydCYCekIOCSV5Wx2ymPX79p+rGKkVUv+t3eDpTzsOZqvea52Ib+dm0mQbG3ZfkE21k6",
+	"QXeNdALX/71inmXGDv4lcwmc+ecTLJ3vK1Mss983TiUATDIEI0uHk3JGwdOnRwYeyXF7JTfhUDx9iilr",
+	"boSWiViykBJaDwOdDHA5tJ5eCEXztPoxkADzWF3Nweh0JlyxuuQDBcSLGwgqlgLBACi2csFymwW1slI0",
+	"5YLCc5YlTVRMORCjUAo1kDJm2QphWmVeNlMxk1h+dBFDYBmGzEFyX76kah2Y0EBaNKGDvFsW0jJyjVCk",
+	"LunqPq1DhaQA2j9Pq6iCML8Jl2qkJePQBcXEe2sgmdG6BTqCTYGMFRaU6v3DhC7hyvyYsk+zRNyE8Vxd",
+	"0tA9p4/AfPnZZ02/+CQGLWqBiSMuE72m16nVZudZcL1FUDZjhz6geDYOx4bVFuZkgm3zsf99ZgSdDIfM",
+	"tAzxerAvW21YEesY9ln2dHFFjHO2sCAHxSyEYs9hSp1kiSqA5AVRofBdm72Pb6CSrV5KLdDZBAzPzbwg",
+	"t1ecZF6vXP6Fplic5JMw8IhXzGiljWEOMZYvZ0t2hp2dEzj32T/Q9NQzuxLprRCSVfutrOyo+6BB4dq3",
+	"2WGVB4wlQl/KYFOEpBW3pAso81ANR1EjQH/K0bB5G/lkDSVSlk40N9TivDpg/pQn15f6EjcLCqtWkIPT",
+	"mHXgXB8hm9Nswdajscka+rhypyLxNKsABPQ0ecQLDI9mgjKiCLBxIIfxFCu9HZCzYcYXUcwDRWE3V6Ji",
+	"gal6siDNmVipVlQsV+XmuClMfKfNku2LqzideJkRz0CrXejThGHElDJD4k05qBm9uQNpk86a6wXI5eU2",
+	"m1sCtzdkl/Q6vSyO+bOf2wrZUKx2ghSOE3YloliOFRom3ay1RZv1trcHsio4GmtNZ+HHV3EAmTbA7E1C",
+	"zvQqlJl5sIisB1H19hIYyHyKQdVF2PQvADU0QkidOVlpK97J/DdtilbnA+myt3xnlQyt2J2y0S6V74UK",
+	"tif1WRUBjRatvBx6V/r726Aq3LGUINnKISqRCqPfn3GIaDQWFVNZKUO/u5+h/G2ljRyAyaiX/MOOFEAK",
+	"6gaggqDN4lHUf2VS6yHKc7CRHSOEAeFGeBdmY4PAKQwt2Hiofq+kv5BDob+7r0VVYAz5XomVlxYp10PW",
+	"Zg8RCHmQb+U0xKtIc1vNzckuYFuwXNgqeo7aB4rMJmoQoTs+cpWqP20FvzdbAb30jzUW7OlNi4ex/8mA",
+	"LWRYTHGSQghF/jySEorP73iN61AGmXckY3U/vD0FDrOW/WG3380WGPxrhW0WhdOqXba7n1uid+GUg0Kd",
+	"861k3NtiYm4MwFmI5b+jAnSVLIRj8BzRxIbxf2lTR6e3KRR2jqpgco3nErFGVyPkEvDri3tJTo4NZ41L",
+	"DbLw8vfCcUwKNJVBshcCimIAZwK35y+Nw0IwdOYLL7qMnfjfcsSsE21q3QnG3UGW/jhh9j7K3el/zW36",
+	"mgF5zB2PSZfI/WAyKBxtCsfioW/GY3eNRC/oKE5EOJYf6CAXBQUhMEU3t3LVJLZSwC+NDUTQAlk2aWGN",
+	"Gz4zCBrLXmlvm5RISPXrLxPkMyMNWkTysAI5i0H+AavIaFHMkPtuER/UikysLikkPq6JzyZxRFUErG9m",
+	"JmjY7QexgeIm8ayRyWNJPNcsE2RA2JC4G80mLKaywp5sWhD31nIT6gpg745VdW5guSsggJF8r2I5ikIt",
+	"KTlx+kMuKUyOUiECXLYSF9Br47RgAmLueh8YzOcVrL0iCNNMNfhUX4kHyslbqAfERnfrarQpuxifCWk9",
+	"s8q6AWvqEYP/lIQaFprKiwPp1IDU4ihBuU/4DSg0ufI+oHSNQjwli1yLLSjvfCUYlkNsM4KSBFPvQM7L",
+	"OE8eK30F4r+J/cRvjS38gI1CPSs+HIpZyuVQsEDMoIBnTLXx7eSaiRg69EHXJpkq9PAQ6Cae8THYKajs",
+	"py1mwppqEt9CqS2cTMvk0Awk1SimCw1qAaMkg1WLyBAy4Yr5+C4VchvIgTzWR/6Ghxj2ahzHBRREDNbN",
+	"2bAB9UHFWSaPmegTxfQ4MyPT4enbgTRWfj1Rq30D1o1ez1J/ac5+s9t5wQaNoyCERH6Vo6LhWmYKA1kz",
+	"h0HDc/JY7LIMeRThJIz1lqy5QB3EZra2m35WSkHvep8BG5Bj1hwUtGjd2wBzB3PftiyycyYXeXa7W2cI",
+	"bW/IFDY0sXKOUZgFEaRZuWR8GhMqTAts8okYzRWPBpLOiNneVRYRTer3tj7OxhUGAOu109Pq4dLSoKyZ",
+	"Jnx4refy8qy7vdPb3dt//qK1hrzoDPgxKwpUKb/7XikELFNBTRlWvDnKxbFe9Xa6r7b3Drsvuntvdg8t",
+	"QC4SrVzxeVNCLlGvqChBGx//y3o0F8ESSd1UpCbm+weCxF1DNSAOcAHL4sqy74k1gOSTsxhlAmeBPYCg",
+	"I2NbqC4oqhwpWwjw/1Zfd9W9vK/lLZiAakUH2qx6EIabGGtobhwnpdvBcHaev9Bb1QNajZHX3UXriNw0",
+	"9Vp526yRFsJI9Cb5usSkISSWro8ce85Ya3E52gXB9QhIRGWs9dKXS5DZGtFl770hlFtl4g58ZHRt14tx",
+	"d7jqDbyyGsYzYfzkTX+YTNsGX6T9VCsbxP/a4VTfS+0hVbEN/Bab8NlMyIEMJQHvzXiS2mB9mxHUJAgr",
+	"L+cjw/YI2SVWqI3gErMEikFiXW8AHoPqQVi9DGbARlRLcwpFd2wZdeOkvxVXkzi+Zmp+ZWmiWBReC4gD",
+	"x9HCpFkTvUseS0SahFAdEpHKWwbZTki9ZYNcYxa4Kb4WCL6FqhRItPTgVSbpYVdQSRK9st5A2gweCHYo",
+	"3z7KbzNTUgSLXOIqXZL05TvhBYhhF/CUW6kcHn6iEBqRPHbWt6dvFTPIRJmBsTA9oBJttPlEgE5MlVLF",
+	"I9OqaRAPo/E1HqqFHOYkyab/jOsv+SxsL/g0IseQrbdo8psI9g6CYDFvjAB/hLwRkd6iTZy+3pL09gLr",
+	"f1rS4ad4CL58KAHiIeIJrZnfAjQ0kPTpNNN2OhjI3HsmU1WZ9XMDh0liApITCy2eIuvPfuoj1uAsiYP5",
+	"0PSbnUS99iIaoTd4Fsqxj0GRNLxUKE1zip7pIzJehqAEQ9jubLOp0McBFRUR9CnZFogUCvQL//tczDOn",
+	"MBDb9QxDeSzQL/CBKz68Hidg2KsQIU9xB4LbeW08obeBmM7iVMjh4jux2NwjlfN3GK5kRaDdrc7OVrcH",
+	"FuaO60LAkq+XxIYUOjiQGaHo1ul+e/py/y9737/4cee77vve8fOz7YvdH/Z/AgcEcq3c+90Xz72GugYh",
+	"zfm+1wG7Hjx9tbh0fFoUSJcbw27ns9eADZQZ1ks8d3X5zV2htYTm7TVLwt41YtcGB6Ox2xTc2eYob26W",
+	"d2d6SE3XmZaRDd/y7KzAxtcM2DkueFS+uEF+hXoN+aPzVp5SbM5mhu8rHrym85PJMfobq/nyrHxVSdLN",
+	"7LQUoWykZTB0iCRdsCf2WD2psMbCxWT1XoQWcQSE0laiu6YPL/bZ0t7Aa4y8+Vyz5oIl2oibLt+unhvt",
+	"719o7xaShnPSEjkxAXTM+Tqr+5b7WqVa+aPgveKPt+DIzn0VaSGv8B1PhpPwBl+vO395uq88C49VTaLw",
+	"bW4Ohd9uAZmsOIPCV2YCHqvneI9pgyeRwu6lOCEreYV0rGUJkK+KD0uCA/IQYQ2esTvaxBcauclKSHkB",
+	"6gBhmzNDO1csj4Sory3Y7jydQEo9dtTUTJQONX7XtsfAbznSFXTzRFmVrM0OIwUxG77DVba+KxXXxKCj",
+	"IByNRIJCLNwmWh6jwQKIW7mZ1sN4BE5NRF7VotRY+jEertbEH5qRpjVm/7ygvUog9fLqL7UI7Rfm6VKG",
+	"s1G/KwvPNCFW05aeKZbKaWHxGj6QZjRPlCll48S2mR/RkeQUoqHSriZEEBLild3sFebcgczsududDnml",
+	"zJNUBhojwgwCcRSSCP0DT0KtXykWSihBbXcI6NEU1RirEMsNsqb/6VP382ct23/6tA1/jEKI47xaMP+G",
+	"WrtEJQJKCQ6k3qEBvAkxhJf6c/FNeOay9D5a2bUei160UfjRFHNECR1pCHiuxDvb7JB9c3T4+ujMmQuQ",
+	"hJp5+/7w6yOP/fD29dEJIBWevPrw/uj4gqUQmglFeihFdSK4Xir46nKeRBSCiAGIfdbrdKp3iGO7rsA2",
+	"yFutHU5GwWQHrNfZwYUFf2HEh9ekg5Z2DyYbuMroAURFurtnmRdf7528v7EGx/SUerZn5k2cbBDQlyfG",
+	"nSfJDfHrbq8BR/GQEX+rwVPURAAuX/8HSFkz59zM1O4MTFvjqRjHwMo/XLx99/bi54bXmHB1eTVP01gq",
+	"8xaEFnW9RsTleI4jn6WXL89cFKCbOBwKCDtY2KAJLc+dnp6d/HD02hXhsnsGRoEnT8u3dNYalvZ4VCFb",
+	"kezvJ9Hf/5MBl/EYZyOezhMtqbKZCMIgZsB2mFDp3/9TS58y5e2stZcnr39223oX/8rZ0UdNkjh76s3J",
+	"yQX1acnwi33nB5FQX9kbH87eNbzGPIka/cYkTWeq/+yZmsSzthMY9Qx8BuoZDB0W1gzqw8XFyfE55Xet",
+	"Rt/Pn9fAdKQV18e0UvcqXnP2+OFlUH1foOSRXTNZGIN5skVKWmfzWKblZ+MBQpqWsucS5/0jhYHlSWeN",
+	"6Q8XCLbC7VEZA/YwmXjgpp7p+04E9p5H8M6yFOQIn3azV9j5a27PWgmz01kmYZYq+9V7Az7MMGODa5FH",
+	"aMJdCZTvucqEGJQ2SAABHHXK1ObwTJxwrY1oqXjIPpy9083MuFJYIbEkqhRkyuryhWFRrnCLHuZpPZCW",
+	"bSwTffM28wqKI9lcicVRI/oo9uSM2Kjg8GI6X07+wwpLMlocMGxfH28oOKKElk1S4b6uNa+BxEw/SspZ",
+	"YOhSttHIdwfxH7BqpjaEMV1p5q76zA+nfCye/ToTY6hTA59m0vlwK65mPmuC2ElrrLwMgpa9f9nymK/J",
+	"FD+bznpQVAY/7Yxn+k2UVEtvdvfoVZdpzIKRz5pWpC2/1Onot8i8j/h0CiRfmWUTwiYlrgQuCQd+Vv9O",
+	"G5XkaeOLsbJ4agqsU+5YczgRw2vX7C8Dm5RKYTp6PzeVSG7wMdhhsJeffYJ1+vzskx4VqA4ewPALnoiE",
+	"0jWlEIEIWgMZquyo9LO5hGBhFMbimFKHtjZAt8PCEQ1crzoczVCiRxG9JKFk+9tsEs8TNZBNP4sJxzpT",
+	"BmKTB1EoReuAxXIoiu3Y8ZC/2DzuKBX6FQN/WYiQ8dCDVqIgujSQa1A1hnJMEYBR7nZeDKT+va5AgyxX",
+	"Y2hltr5qFgKVjMJI+B6bS2WCwHBveTjdmJDyWBROw9SAFgNonlVWbNQQtb3SvZOlH7FedyfTC42VBCI7",
+	"Q4UDwK0PSXB5flOZNN3r7tRkNGn2ci5k8B54/qP6X6bzKA1nPEmf6bO2ZfwtjkSg6dvoN5pXodS3w+nr",
+	"N+bgtipKG1I2zqoSQmGujxn+k02tKtdi18bS/KXhNQwjyITmrd7z7e5OexaMSlL6mKfili9ygjoylut/",
+	"37npLL7ZHT5XP063p193+F+uej/dvPi2O9+/2Ju9S7ZH34vnwfHwZ/Ws3M/nNakoaL9USFtQ0JMCCjVb",
+	"Mg5gNpdpGLEcryGM1zxj+eOIrafFU/7wcutGjCSfxHBvZ1B3BZKeogn6Io7f8QTQvlZDwMh3fCb0VviS",
+	"UVlXPLhYFH06HzLOzwg/tiI66Y2+DKz7Y0TwuFZ+8piVnsyfWnbymJWNzJ9aMIK4+bzkgwlIeFu9CSNR",
+	"kVYSLRtaMV4sNWuTj9Gqvc2qm347hSCsOrxWLQA+RuAVRVvNCyuDiQ7LL+WCPoYMzNFBXEWlXvW6085f",
+	"qxysEoCViJv4Op8EUBdQj1gMNhruapHFzIcBoUfvdjosDFQ+v73sB5ol8VAoALGm/PCB9D8hHLrH3mei",
+	"GgVy2OqlPkQUaTnvN4YelN/0RR2AXZ39xhJIaGO/DeRvW1tb9n/6cX8q3AIRv0EM1W+EGMlmk4UKhzyK",
+	"FlbENVEmFF2TcUS9/fSj5rLJIuBVGkYRU0Lk8ksY9s+jyGe/5eL2FiJluALBgeulwNKq5Tj/38zTJo7R",
+	"/tIsDESArkdT2XL6DIdarDZfTHmiWzOt5qdcPW7jVzPvZL9UE063MpA+YnmgYv2Vg9LuootQlgDK4Hi6",
+	"Ri4h2wz84DSkUOVOJRTaRxRrZmGrEaNjEqfxFv60RYDXGTY1RHKFCqPjwBGZS6TQP1/FadakVeABNydW",
+	"uK8hQgm3u4/72BgArfcyEVzFss1OKhMKvGxWgOKRRZmul9mQy2owUjiuVS6tgSLh4EgaBa5q5IPGmX55",
+	"82jYQcMbyKVpDe5RCRVgAjELCVSb5KCqDJAAPekxH3iDTyGScD/A8ddKlqayR3VELQMb8TCaJ2Igbyd6",
+	"2yU05SrNBcghbBjsvZIPNL/HSHr9/zugxGTHxCZbK4z+aPAoWl2+y4/z8ZSOXz6ZmGAnktswBzhPNyJZ",
+	"xFJf6+d0A2G3VS9mgmz2NFDh8/olQZACJsf57lIgJ9JeWZWX1D9pfsAVD94GKi+cQUkSPF010ligXDkP",
+	"ASgyb56hsadbrwhe+iCvZXwr8Q6v7gFZvWkTS5TBAXg4GS8XSIMh9nl+wArsoCDRnRFbTejqs8zxceLl",
+	"3RDk2mCMOyLm43kK8QnFO+WJYr4WCH02S8Qo/IiVYVzjYFPFLI3jCGy6bCTcSLcESzZrmW/CZbB1m4Rp",
+	"KmQWKLTT7rjgchCzrTk3xqabQHcKUdICtLW4mtBpzwYbQZRvOJY8nSfigFlrZyq2RnGypf9gXLGfD9+/",
+	"wySGZiCGEde71Edba5+hnQchs/Ps/WuRmlG/pgE31mKQZnUsg2yYhetrMrQ7AxnKUdwfSMbSMI1En73S",
+	"ggZuFE2Ur9HWkicLlGe+EQma27rYUA7+1XqHcXKNUjGMakW/FO5OCAQrKO8Xcfyey8Vb+SYKx5MUT4cY",
+	"zpMwXTT6v/zVPSuVXRn5Lj9T5/ScmLWpjoOCczERPEonf/sHnAh9u8GWvOIRl0OsDBywOBlOhEoTnsaJ",
+	"VoUOSbyCoCJgKCSz6esFuOhcSvAuvTY2FjD1U6aukEMtXUIozTOQvf9WvW+/IULc14hoQxLi69XFDex8",
+	"iTXJTJZHUEjyMfbYu/BGSKHW3UB1DpIvvqOQg0I2cl7WR9gV2GpVzswPZ+/Y1RytgLeTGFmigkQY/SbZ",
+	"brOvIR0JBOtz/Iq0rTmZWFHyPz05J//kKl5bo5GCRxUVJ5CkxvxGd3WcdzX1Myst5o4App4czzUThOpG",
+	"+qmW0YW1NBUn4d+yktR5X4dJM7cK8BO3lpO9rsK0zQ5xqne7p4reLn0rfTh7Z6IEwd1V7Z8K05JnCvwz",
+	"I1Q65iT74JJXaBhfizRv7C45R7K7ZQ3re6MS2A1GsTzSK6uw1N1+DhVf7OfyHeO5o6vyK1SMwXoiVhwG",
+	"FJRdPoz14sH0yHJXdo0jaJ3L1mtkJtnqxr89Pfr6vq3PZE3jp8f3bvtWXM2qG//x6OXp5q1nxufq1ne+",
+	"Pr1369NZr7rx96e9TduuvNn03iUsLGP4deMA9HfUXfueTh/gBQ/s6fmQ40XodNk4Du0ic6Cjrw0Z5y23",
+	"jPTBvFN0GZpu5hKjgPK93SuMqk6MXdN6XxG4XxkiBdiOz+KZkH8sDe9kJnJhRt699DG82bUkAcOAsCxI",
+	"5FykYCJO4vl4wkKpUsEhGnrGExUaEJFKoZgG+FC6HK0QqnI7K6tyINM9jv5WXIHHUt9CVepqTTnbipGk",
+	"7qlnnwBt8hLrQV4Sav/6m541jeGmdY/97w3klRjyuRJ56XLIowiy3YH36iaHkZYx1QHzP26Zng3E9bUQ",
+	"M5Cx4zmot2MhNWVEQG+x89ffIXLPK27SNnLd2egboxQDmJscheN5kjlXjHT7RJMhTUM5Vn3dqxZAIY5x",
+	"ftWexoH4ymbI+4hccCOScLSgEy/04AUIz4hPgKHKUSQAUhtgpT7OhKk0aH+CzGoImJxFXI9IfEyROeSa",
+	"x8hHE0AA6FGaXHrOA+kbtYQHU0KolyIys97SB4ttbZnQyDBg//0f/49tbVFr9IXfZhWaRaiyqC5Iaamk",
+	"NK7n1cJdUliYXseJgdJENL4OPyMmM6GTMNF8AuhBlbQPO53hTmdhZUL6D0A7E9vxIxJimfBvh1NTKMhs",
+	"gjUKpubl971Rd7jNX4idq/2gN9zdfcE7Yjt4Pupe7Q97ottZ0i9uhEujXtTI8Xt3DKDb3X2+3en2er0l",
+	"XdltuVY/d2sIelc/gw2evwNygyqVX1rOrZ3TJYaT2GZo30PoyuL0QmVAYh4GyPSQAbWZ3YC6Bwv42Hbc",
+	"GpuOPMcu8qfoYabwYxLLMR7iOMl1d19x/FUxZeBhBnwcl5MTsRaa5p8FJvIIAq4NLTPXD9CMKAKyn5rw",
+	"axcRyLxRn6lKnd8hAnc+35EAd5H3dIdBXb7pkwKlmuXA/ILg4edz5Brdzovn+3u7vZ1t+KvabFFoY1Xr",
+	"hea6dxovNoBD+iNKQW9TBSHHTQSPvREJ22HvXyLGjRNgrBUCuJtzoYmnJ+cXmuXlSsYqKsAFoCSexeZA",
+	"eKBZCoZ0radY9B4PchY8hpgqLYRpwhqQMk7t3rdpX7SFniizvbTwZEOVfLq3KS7Rd8L7ocK8Cc8YyKI0",
+	"zZpfJ3w2AdrebO+0Oy2PUdEQTC37aeub+dXWuXF9bW3v7vUHUk349u7eVxPxsfnN+8NXW+ffHG7v7jX5",
+	"bMaUGCYi9VjCbyGGu9XyUUqz7jMQLimtwEayAb4S6lxgUhXhjQgO2FzSaOKE3Wq2Gi3M+FyYHgL26XQR",
+	"uw2iOLIKQ1V24IHMxuP6zVUeqwzLXhWXm2G+ssrBcpmoknwplQmkONy60Eb5Uj2Y+ey3PMiAoGgkpL0B",
+	"OlTxPBlisvk2QklDxVbYqIQqnC/rna8SNJBZ3yaqwFDYb7Mj2KnXYSGsB6V6VhgTR2MTSu16C6PhXHxM",
+	"+wOsLdTstigClDW3WxT1yZo7LY/xeRDGrNlrec7+20VcK5WGw2vNNvcd7AUKyhLpcCICm+OSocd6LIrp",
+	"kmg+b1ksDMWaL1pwwhCiqdnteMxPxCwKRWBrGjg5VPBkFnOh1wKTS9EIr/mMbupGMPz6GeQsYYOKNbtd",
+	"wBIFONuunrNaqFRMKfIN/XMVZ3sgm90dVJDg10KJtFY+AFQvkO6r52X0cS4mDPRqtdmhYTpZTawMSJWy",
+	"U0ZxcsuTABGzmkfyJuQBZ//9v/8PO5JpIsZzAR/ehQGHqKU3PJrwYlBZnwk+nBCDytZEM3uDb2EtlMM4",
+	"EB6bRfO6ilZJOASQWUp5xnMzDm+EJN5YVfPKbGYFUCR2ePq4OWW7DmCnIklSA1Ps1iVrJmIGh3Ag40ST",
+	"KBItp/i9H46lPgAAKocPurynyGzwONkbIHekoIDUQAIqNEaBZPEFmbu2yZmM5Zb+EytOhSlA7BlYZJMZ",
+	"A5BvmV1LD9UVJJ/6xmflct6BLLFeNHRxC2YXtNps16ij3ByqJ8bMOoznUWDCoYtn0851IJu5qSNGoHIB",
+	"1hat6lA3GMSdGmkhV5huJJ/9G1vtVsrLXvT6Pu9eBZ29/dHzkdgb8l3R2+td9fZ7V1f8eXc4etHdHT4f",
+	"Dnu9UXe0+3y/sxME+y+e817Q7fR6Yr/LjcyGdtpMaqu4Rev0xm6nU6M3rhLx97SIMiZTLWFTEdwxIQsg",
+	"JFUWDJRP/zfQar98asySeETB+DST9zwJTVWXz17jliP0W6EwzV+9rG3oMImnFfVd4NVbPg2D9jcvx8fH",
+	"Fx8+vr+43jn+23Dn+Neft48nH14dvnz785tfj998/+vhVw2D82uKSADewP+AMLtwKlTKpzMtR+/v9fb3",
+	"Ox0ArSNKwnvZsEI5vkRkwVSPYMJThZVkpiLlJp8pCNUs4otLV+Q2k9D/Op1O19TmcSTysiD/GRaQftp+",
+	"sfO8t7+7B3/BkBAEyRnHpYF5MppDXsnjQUCQLqeI4BUKiwVB06UmHyPbi7hho99x17irm0VZF37ZEJEu",
+	"f+jrK8Wc2jDJJgDNDuOxDCknW3P7PJtetB7C4GF0U8N+NQdEJq4Z8cNVcXHb57ZXuijccND7TiQnkDth",
+	"zSBnP9x87u7mn8Agsmna2KbxtvcygGX6tXuVayF48kDu0sMNpYaDnHzA1ATegsEBxHB7qRmJRIeiaGz2",
+	"e7OktCNQA7Kt1qNYlz57DQqf+weGCg7k0lhBxMLtZO4Hk0Qz5BI9q8bYS1Wb9QV5xZWwUmtTt3omglB5",
+	"2Ip/dvT67fnlh7N3PgIKQMleECpzqMVqwmcCMyZuQyUOmA/SqfIxBO12Eg4nWUTiAtNvbPZHm73LB0Li",
+	"foHKHzMofwNu2hivBH0+3CgxpYXcmlCoM1yyexdGgMmYHGlNsizAcZN4Rz0sEAyqzhyM+R6O2A3YSuX8",
+	"nAXKTbT4/f1nfBynYINYFEp4YyArmtbu4him+TW8yvn2PjXQtnQ419L7L3+FnBF9aGrNycYHiYjnGAwJ",
+	"p94aRXjK/Fxchl9OyNLn/5Mm+eU8iT77WvOPIoYAmelEMQBQJkMS8Im2za9/hghXpjRhMTonlwK4pbWn",
+	"YSylGFLd9hkPE6gNvWDfn5Fmj1Ysz5bpw2AYj0XxOJ6nnmMaBUsHsiG6QXETsaaFrWCQ1fnCmD7dSbfa",
+	"LJ8/AZlyJC0bKAyyBmL+FgmifYZpTczmc7XZj5o2StyIhEd2UYhRKDRuZBN/opi+lJgSiEMTKjYREfh3",
+	"CQw2nYjpgdaXeRThZYpFzzEfzDCg0FpfEOM+TCG0lEvbtWVP6MxdOINos5XqEmkmHCsjoiAOJDWy1Jnf",
+	"zhTWV9mKA9ZaAfWA6r9T/07WaNOnqpwEV+/84JTs9Fs2FdKz9XrwMqakl4plTuaRqFzibEmz8dsMmPLg",
+	"c8XMSqWJVatUuR8BKMMotffnjBA1TQlKhNy3pbpPDy9efVN2JxQu9zy1nfpq5SHXCgj9peUjTEl2rD1e",
+	"Xbfi1dl7e4CE8gpFJlQrC4BKPQK/GmEVeyofUVkwYo36CxkVCHu2PP3DVbHE0AZfGS2HuFMG5whs27ho",
+	"ZMq9A/mqiNTpueHxy6CycpA1LWe2WcxexRY1ecLFEt/FCeN+dLO2s3NrK6GFWkvJHW56uaLnk3mKMnLl",
+	"snrUnBXQo3jsQa0FKoMwTETKkjhF34bZBEhVg+JnArGQpl7FD3ibVP6ERwyTaks/4q2TgyfjcBFqtjcT",
+	"SZaLfGAL2xj+QuH129te6T7Z7bxwiEe2ieXHtOk7coOeyMctFU7nkZa4/VYfoxvjiBycGbQjXrf2URYk",
+	"ms4eCcKzyORloArqeJzQ7aEvEmcLmDJ/+sZGlyPqR0b/yd3G1lWZpU0ngkfYVZsdOpdOtMh0BXtvzqUi",
+	"aePVyfHx0auLk7PL12dvfzg6+yqbOooxBg/hgHxKtq4MTpcS9OxiOfJ6l7Lxg0LhmlxRGcTawkZIRdJ0",
+	"zh+AAqWrVtPKI7k7Nu+c7uei5qrDFmwmR9lxGY9YpVJaciC32aGb3FsMK3uiMjOLDTHjOa+nM32r3pYn",
+	"jRlV6J3GQ2CT5UGgEVvW6WdkMgUOVhfMzenKEaY///Xz/w8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
