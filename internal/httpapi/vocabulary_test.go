@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/providersim"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
@@ -189,6 +190,87 @@ func TestRESTAndEventsSpeakOneVocabulary(t *testing.T) {
 		}).Data
 		if v, present := first["external_id"]; !present || v != nil {
 			t.Errorf("unconfirmed message: external_id %s, want null", j(v))
+		}
+	})
+}
+
+// TestTemplateValuesTheProviderDecidesPassThrough: component types and
+// header formats are open sets the provider decides; a value the document
+// does not list (a LOCATION header, a CAROUSEL component) reaches the
+// client as the provider gave it, and the answer still matches the document.
+func TestTemplateValuesTheProviderDecidesPassThrough(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+		defs := []providersim.Template{{Name: "store_visit", Language: "pt_BR", Category: "UTILITY", Components: []providersim.TemplateDefComponent{
+			{Type: "HEADER", Format: "LOCATION"},
+			{Type: "BODY", Text: "Visite a loja {{1}}."},
+			{Type: "CAROUSEL"},
+		}}}
+		if _, err := e.ctl.SeedTemplates(context.Background(), providersim.TemplatesRequest{BusinessAccountID: "waba-" + e.pnid, Templates: defs}); err != nil {
+			t.Fatal(err)
+		}
+		resp := e.h.Do(apitest.Request{Method: "GET", Path: fmt.Sprintf("/api/provider-templates/for-channel?company_channel_id=%d", e.ch.ID), Token: e.ten.Token})
+		if resp.Status != http.StatusOK {
+			t.Fatalf("list: %d %s", resp.Status, resp.Body)
+		}
+		var list struct {
+			Templates []struct {
+				Status string `json:"status"`
+				Value  struct {
+					Components []struct {
+						Type   string  `json:"type"`
+						Format *string `json:"format"`
+					} `json:"components"`
+				} `json:"value"`
+			} `json:"templates"`
+		}
+		resp.JSON(t, &list)
+		if len(list.Templates) != 1 || list.Templates[0].Status != "APPROVED" {
+			t.Fatalf("templates: %s", resp.Body)
+		}
+		var got []string
+		for _, c := range list.Templates[0].Value.Components {
+			s := c.Type
+			if c.Format != nil {
+				s += "/" + *c.Format
+			}
+			got = append(got, s)
+		}
+		if want := []string{"HEADER/LOCATION", "BODY", "CAROUSEL"}; !slices.Equal(got, want) {
+			t.Errorf("components %v, want %v", got, want)
+		}
+	})
+}
+
+// TestListQueryValidationIs422: the ruling written in both operations'
+// descriptions. A malformed query parameter of the conversation and
+// company-channel lists is input validation, not one of the API document's
+// "business and rule-validation errors on the management and message
+// endpoints" (509): it answers 422 {message, errors} naming the parameter.
+func TestListQueryValidationIs422(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := apitest.Start(t, db, apitest.Options{})
+		ten := h.Tenant("Acme")
+		cases := []struct {
+			path, field, message string
+		}{
+			{"/api/company-channels?channel_type_id=7", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
+			{"/api/company-channels?channel_type_id=abc", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
+			{"/api/company-channels?perPage=501", "perPage", "Per page must be an integer from 1 to 500"},
+			{"/api/company-channels?page=0", "page", ""},
+			{"/api/contact-channels?channel_type_id=7", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
+			{"/api/contact-channels?channelable_type=Official%20chat%20app", "channelable_type", ""},
+			{"/api/contact-channels?perPage=0", "perPage", "Per page must be an integer from 1 to 500"},
+		}
+		for _, tc := range cases {
+			resp := h.Do(apitest.Request{Method: "GET", Path: tc.path, Token: ten.Token})
+			var body validationAnswer
+			resp.JSON(t, &body)
+			if resp.Status != http.StatusUnprocessableEntity || len(body.Errors[tc.field]) == 0 || (tc.message != "" && body.Message != tc.message) {
+				t.Errorf("%s: %d %s", tc.path, resp.Status, resp.Body)
+			}
 		}
 	})
 }
