@@ -37,7 +37,7 @@ const (
 	// subscribing to everything because every given name was mistyped
 	// would surprise the client (issue 16).
 	msgEventsUnknown = "Events must name at least one subscribable event"
-	maxNameLength     = 150
+	maxNameLength    = 150
 )
 
 // Subscription is a webhook subscription as clients see it (never the
