@@ -166,6 +166,34 @@ func seedConversation(ctx context.Context, db *store.DB) (map[string]webhooks.Ev
 		return nil
 	}
 
+	// Maria is known before she writes to this channel: she talked to the
+	// company's other official number, and her e-mail came from the CRM.
+	// Her contact (one per number across the chat-app channels) has the
+	// e-mail the document's examples show; an unknown e-mail would be null,
+	// which the examples' string does not match.
+	sales, err := chans.RegisterOfficial(ctx, channels.OfficialInput{CompanyID: companyID, Name: "Vendas", Key: "5511987650001",
+		BusinessAccountID: "waba-1", PhoneNumberID: "pn-2", AccessToken: "token", AppSecret: "secret", BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		return nil, err
+	}
+	var earlier conversations.Ref
+	err = db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		earlier, err = svc.Ensure(ctx, tx, conversations.EnsureInput{CompanyID: companyID, CompanyChannelID: sales.ID,
+			ChannelTypeID: channels.OfficialChatapp, ContactKey: "5511912345678", ContactName: "Maria Souza",
+			OriginID: int(conversations.OriginContactInitiated)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	email := "maria.souza@example.com"
+	if _, err := svc.UpdateContact(ctx, companyID, earlier.ContactID, "Maria Souza", &email); err != nil {
+		return nil, err
+	}
+	pub.mu.Lock()
+	pub.events = nil // that conversation's created event is not the one the contract shows
+	pub.mu.Unlock()
+
 	var ref conversations.Ref
 	err = db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		ref, err = svc.Ensure(ctx, tx, conversations.EnsureInput{CompanyID: companyID, CompanyChannelID: ch.ID,
@@ -183,16 +211,15 @@ func seedConversation(ctx context.Context, db *store.DB) (map[string]webhooks.Ev
 	if err := keep(events.OmnichatConversationCreated, svc.CreatedPayload(created)); err != nil {
 		return nil, err
 	}
-	// Her message counts as unread; her e-mail is known from the CRM.
+	// Her message counts as unread.
 	err = db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		return svc.RecordMessage(ctx, tx, ref.ID, now(), true)
 	})
 	if err != nil {
 		return nil, err
 	}
-	email := "maria.souza@example.com"
-	if _, err := svc.UpdateContact(ctx, companyID, ref.ContactID, "Maria Souza", &email); err != nil {
-		return nil, err
+	if ref.ContactID != earlier.ContactID {
+		return nil, fmt.Errorf("the official conversation has contact %d, not Maria's %d", ref.ContactID, earlier.ContactID)
 	}
 
 	inProgress, resolved := conversations.StatusInProgress, conversations.StatusResolved

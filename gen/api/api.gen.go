@@ -364,63 +364,6 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
-// Defines values for MessageSourceId.
-const (
-	MessageSourceIdApi       MessageSourceId = 4
-	MessageSourceIdAttendant MessageSourceId = 1
-	MessageSourceIdChatbot   MessageSourceId = 3
-	MessageSourceIdContact   MessageSourceId = 2
-	MessageSourceIdWorkflow  MessageSourceId = 5
-)
-
-// Valid indicates whether the value is a known member of the MessageSourceId enum.
-func (e MessageSourceId) Valid() bool {
-	switch e {
-	case MessageSourceIdApi:
-		return true
-	case MessageSourceIdAttendant:
-		return true
-	case MessageSourceIdChatbot:
-		return true
-	case MessageSourceIdContact:
-		return true
-	case MessageSourceIdWorkflow:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for MessageStatusId.
-const (
-	MessageStatusIdDelivered    MessageStatusId = 3
-	MessageStatusIdFailed       MessageStatusId = 5
-	MessageStatusIdPending      MessageStatusId = 1
-	MessageStatusIdRead         MessageStatusId = 4
-	MessageStatusIdSent         MessageStatusId = 2
-	MessageStatusIdUnauthorized MessageStatusId = 6
-)
-
-// Valid indicates whether the value is a known member of the MessageStatusId enum.
-func (e MessageStatusId) Valid() bool {
-	switch e {
-	case MessageStatusIdDelivered:
-		return true
-	case MessageStatusIdFailed:
-		return true
-	case MessageStatusIdPending:
-		return true
-	case MessageStatusIdRead:
-		return true
-	case MessageStatusIdSent:
-		return true
-	case MessageStatusIdUnauthorized:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for MessageTypeId.
 const (
 	MessageTypeIdAudio       MessageTypeId = 4
@@ -520,6 +463,36 @@ func (e OriginId) Valid() bool {
 	case OriginIdContactInitiated:
 		return true
 	case OriginIdImport:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Platform.
+const (
+	PlatformBotMessenger       Platform = "bot_messenger"
+	PlatformChatapp            Platform = "chatapp"
+	PlatformEmbeddedChat       Platform = "embedded_chat"
+	PlatformOfcChatapp         Platform = "ofc_chatapp"
+	PlatformPhotoSocialNetwork Platform = "photo_social_network"
+	PlatformSocialMessenger    Platform = "social_messenger"
+)
+
+// Valid indicates whether the value is a known member of the Platform enum.
+func (e Platform) Valid() bool {
+	switch e {
+	case PlatformBotMessenger:
+		return true
+	case PlatformChatapp:
+		return true
+	case PlatformEmbeddedChat:
+		return true
+	case PlatformOfcChatapp:
+		return true
+	case PlatformPhotoSocialNetwork:
+		return true
+	case PlatformSocialMessenger:
 		return true
 	default:
 		return false
@@ -775,81 +748,6 @@ func (e TagKind) Valid() bool {
 	}
 }
 
-// Defines values for TemplateStatus.
-const (
-	TemplateStatusApproved TemplateStatus = "APPROVED"
-	TemplateStatusDisabled TemplateStatus = "DISABLED"
-	TemplateStatusPaused   TemplateStatus = "PAUSED"
-	TemplateStatusPending  TemplateStatus = "PENDING"
-	TemplateStatusRejected TemplateStatus = "REJECTED"
-)
-
-// Valid indicates whether the value is a known member of the TemplateStatus enum.
-func (e TemplateStatus) Valid() bool {
-	switch e {
-	case TemplateStatusApproved:
-		return true
-	case TemplateStatusDisabled:
-		return true
-	case TemplateStatusPaused:
-		return true
-	case TemplateStatusPending:
-		return true
-	case TemplateStatusRejected:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TemplateComponentFormat.
-const (
-	TemplateComponentFormatDocument TemplateComponentFormat = "DOCUMENT"
-	TemplateComponentFormatImage    TemplateComponentFormat = "IMAGE"
-	TemplateComponentFormatText     TemplateComponentFormat = "TEXT"
-	TemplateComponentFormatVideo    TemplateComponentFormat = "VIDEO"
-)
-
-// Valid indicates whether the value is a known member of the TemplateComponentFormat enum.
-func (e TemplateComponentFormat) Valid() bool {
-	switch e {
-	case TemplateComponentFormatDocument:
-		return true
-	case TemplateComponentFormatImage:
-		return true
-	case TemplateComponentFormatText:
-		return true
-	case TemplateComponentFormatVideo:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TemplateComponentType.
-const (
-	TemplateComponentTypeBody    TemplateComponentType = "BODY"
-	TemplateComponentTypeButtons TemplateComponentType = "BUTTONS"
-	TemplateComponentTypeFooter  TemplateComponentType = "FOOTER"
-	TemplateComponentTypeHeader  TemplateComponentType = "HEADER"
-)
-
-// Valid indicates whether the value is a known member of the TemplateComponentType enum.
-func (e TemplateComponentType) Valid() bool {
-	switch e {
-	case TemplateComponentTypeBody:
-		return true
-	case TemplateComponentTypeButtons:
-		return true
-	case TemplateComponentTypeFooter:
-		return true
-	case TemplateComponentTypeHeader:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for WebhookSubscriptionResultSuccess.
 const (
 	WebhookSubscriptionResultSuccessTrue WebhookSubscriptionResultSuccess = true
@@ -1075,12 +973,17 @@ type BusinessError struct {
 // BusinessErrorSuccess defines model for BusinessError.Success.
 type BusinessErrorSuccess bool
 
+// ChannelTypeDisplayName Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
+//
+// Example: Official chat app
+type ChannelTypeDisplayName = string
+
 // ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 //
 // Example: 3
 type ChannelTypeId int
 
-// ChannelTypeName Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+// ChannelTypeName Platform code of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6). The values of `platform` in conversations and company channels (REST and events) and of the `channelable_type` filter.
 //
 // Example: ofc_chatapp
 type ChannelTypeName string
@@ -1408,10 +1311,10 @@ type CheckStatus string
 
 // CompanyChannel A channel of the company.
 type CompanyChannel struct {
-	// ChannelType Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+	// ChannelType Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
 	//
-	// Example: ofc_chatapp
-	ChannelType ChannelTypeName `json:"channel_type"`
+	// Example: Official chat app
+	ChannelType ChannelTypeDisplayName `json:"channel_type"`
 
 	// ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 	//
@@ -1429,6 +1332,11 @@ type CompanyChannel struct {
 	// Key Number or key of the channel; use as `sender_key` when sending.
 	Key  string `json:"key"`
 	Name string `json:"name"`
+
+	// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+	//
+	// Example: ofc_chatapp
+	Platform Platform `json:"platform"`
 
 	// ProviderAccount Provider account of an official channel; null on other channels.
 	ProviderAccount *ProviderAccount `json:"provider_account"`
@@ -1454,10 +1362,10 @@ type CompanyChannelPage struct {
 
 // ContactChannel A conversation. Timestamps are ISO 8601 with offset, as in the webhook payloads. `contact`, `tags`, `sector`, `user` and `provider_opened_window` are present only when asked for in `with`.
 type ContactChannel struct {
-	// ChannelType Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+	// ChannelType Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
 	//
-	// Example: ofc_chatapp
-	ChannelType ChannelTypeName `json:"channel_type"`
+	// Example: Official chat app
+	ChannelType ChannelTypeDisplayName `json:"channel_type"`
 
 	// ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 	//
@@ -1476,10 +1384,10 @@ type ContactChannel struct {
 	// Key Number or key of the contact (group key for groups).
 	Key string `json:"key"`
 
-	// LastMessageAt ISO 8601 with offset; null before the first message.
-	LastMessageAt *time.Time `json:"last_message_at"`
-	Muted         bool       `json:"muted"`
-	Name          string     `json:"name"`
+	// LastMessageAt ISO 8601 with offset; the creation time until the conversation's first message is recorded (never null, as in the conversation events).
+	LastMessageAt time.Time `json:"last_message_at"`
+	Muted         bool      `json:"muted"`
+	Name          string    `json:"name"`
 
 	// Opened true while an attendant has the conversation open.
 	Opened bool `json:"opened"`
@@ -1489,9 +1397,14 @@ type ContactChannel struct {
 	// Example: 1
 	OriginId OriginId `json:"origin_id"`
 
-	// Phone Phone number of the contact; null for groups and channels without phone numbers.
+	// Phone Phone number of the contact; null for groups and channels without phone numbers (the same null in the conversation events: an absent value is null in both documents, never an empty string).
 	Phone  *string `json:"phone"`
 	Pinned bool    `json:"pinned"`
+
+	// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+	//
+	// Example: ofc_chatapp
+	Platform Platform `json:"platform"`
 
 	// ProviderOpenedWindow The official channel's 24-hour session window of the conversation (with `with` containing `providerOpenedWindow`); null on channels that are not official. Open for 24 hours from the contact's latest message; while closed only templates can be sent.
 	ProviderOpenedWindow *ProviderOpenedWindow `json:"provider_opened_window,omitempty"`
@@ -1576,9 +1489,12 @@ type ContactChannelUpdateStatus int
 
 // ContactSummary Contact of a conversation (with `with` containing `contact`). For a group conversation it is the group's own contact record (the group name, no phone).
 type ContactSummary struct {
+	// Email Contact e-mail; null when unknown (the same null in the conversation events).
 	Email *string `json:"email"`
 	Id    int     `json:"id"`
 	Name  string  `json:"name"`
+
+	// Phone Phone number; null for a group or a channel without phone numbers.
 	Phone *string `json:"phone"`
 }
 
@@ -1658,16 +1574,6 @@ type MessageError struct {
 	Message string                  `json:"message"`
 }
 
-// MessageSourceId Who produced a message: 1 = Attendant, 2 = Contact (received), 3 = Chatbot, 4 = Api, 5 = Workflow.
-//
-// Example: 2
-type MessageSourceId int
-
-// MessageStatusId Message status: 1 = Pending (not yet confirmed by the provider: queued, or handed to it without an answer yet; a send whose answer was lost stays Pending, is never sent again, and moves on with the provider's receipt), 2 = Sent ("Enviada": the provider accepted the send request), 3 = Delivered ("Entregue": reached the recipient device), 4 = Read ("Lida": the recipient opened the conversation), 5 = Failed ("Falha": the provider refused delivery, e.g. invalid number, block, opt-out), 6 = Unauthorized (failed for lack of group authorization).
-//
-// Example: 2
-type MessageStatusId int
-
 // MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 //
 // Example: 1
@@ -1702,6 +1608,11 @@ type PageMeta struct {
 	// Total Number of items over all pages.
 	Total int `json:"total"`
 }
+
+// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+//
+// Example: ofc_chatapp
+type Platform string
 
 // ProviderAccount Provider account of an official channel; null on other channels.
 type ProviderAccount struct {
@@ -2244,7 +2155,7 @@ type TagsFilter struct {
 
 // Template An approved template of an official channel.
 type Template struct {
-	// Category Provider category, e.g. MARKETING, UTILITY, AUTHENTICATION.
+	// Category Provider category, an open set the provider decides; known values MARKETING, UTILITY, AUTHENTICATION.
 	Category   string `json:"category"`
 	HasButtons bool   `json:"has_buttons"`
 
@@ -2255,20 +2166,19 @@ type Template struct {
 	Language string `json:"language"`
 	Name     string `json:"name"`
 
-	// Status Review status at the provider; only APPROVED templates can be sent.
-	Status TemplateStatus `json:"status"`
-	Value  TemplateValue  `json:"value"`
+	// Status Extension (`x-extension`): not in the API document's template fields. Review status at the provider, an open set the provider decides (clients must accept values not listed); known values APPROVED, PENDING, REJECTED, PAUSED, DISABLED (DISABLED: the provider no longer lists the template). Only APPROVED templates can be sent, and this list returns only those, so it is always APPROVED here.
+	//
+	// Example: APPROVED
+	Status string        `json:"status"`
+	Value  TemplateValue `json:"value"`
 }
-
-// TemplateStatus Review status at the provider; only APPROVED templates can be sent.
-type TemplateStatus string
 
 // TemplateButton defines model for TemplateButton.
 type TemplateButton struct {
 	PhoneNumber *string `json:"phone_number,omitempty"`
 	Text        string  `json:"text"`
 
-	// Type Button type, e.g. QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE.
+	// Type Button type, an open set the provider decides; known values QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE.
 	Type string  `json:"type"`
 	Url  *string `json:"url,omitempty"`
 }
@@ -2278,17 +2188,17 @@ type TemplateComponent struct {
 	// Buttons Buttons of a BUTTONS component.
 	Buttons *[]TemplateButton `json:"buttons,omitempty"`
 
-	// Format Header format; IMAGE, VIDEO and DOCUMENT headers take media.
-	Format *TemplateComponentFormat `json:"format,omitempty"`
-	Text   *string                  `json:"text,omitempty"`
-	Type   TemplateComponentType    `json:"type"`
+	// Format Header format, an open set the provider decides; known values TEXT, IMAGE, VIDEO, DOCUMENT (IMAGE, VIDEO and DOCUMENT headers take media). Absent when the provider gives none.
+	//
+	// Example: IMAGE
+	Format *string `json:"format,omitempty"`
+	Text   *string `json:"text,omitempty"`
+
+	// Type Component type, an open set the provider decides (the API document: "for example HEADER, BODY"); known values HEADER, BODY, FOOTER, BUTTONS. Passed on as the provider gives it (upper case); clients must accept values not listed.
+	//
+	// Example: BODY
+	Type string `json:"type"`
 }
-
-// TemplateComponentFormat Header format; IMAGE, VIDEO and DOCUMENT headers take media.
-type TemplateComponentFormat string
-
-// TemplateComponentType defines model for TemplateComponent.Type.
-type TemplateComponentType string
 
 // TemplateList defines model for TemplateList.
 type TemplateList struct {
@@ -2395,7 +2305,7 @@ type WebhookDeliveryPage struct {
 	Total int `json:"total"`
 }
 
-// WebhookEvents Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+// WebhookEvents Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 //
 // Example: ["omnichat.message.received","omnichat.message.sent"]
 type WebhookEvents = []string
@@ -2424,7 +2334,7 @@ type WebhookSubscription struct {
 	// Enabled false after 20 consecutive events exhausted all 5 attempts (or when disabled by the client).
 	Enabled bool `json:"enabled"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events WebhookEvents `json:"events"`
@@ -2469,7 +2379,7 @@ type WebhookSubscriptionCreate struct {
 	// Enabled Optional: false creates the subscription disabled. Default true.
 	Enabled *WebhookSubscriptionCreateEnabled `json:"enabled,omitempty"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events *WebhookEvents `json:"events,omitempty"`
@@ -2522,7 +2432,7 @@ type WebhookSubscriptionUpdate struct {
 	// Enabled true re-enables a disabled subscription (failure_count reset to 0, disabled_reason cleared).
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events *WebhookEvents `json:"events,omitempty"`
@@ -2612,9 +2522,6 @@ type UpdatedAtRange = DateRange
 // WebhookId defines model for WebhookId.
 type WebhookId = int
 
-// CompanyChannelBusinessError 509 body of management endpoints (connections, webhooks, company channels): invalid input (connections) or a business error.
-type CompanyChannelBusinessError = BusinessError
-
 // ConnectionBusinessError 509 body of management endpoints (connections, webhooks, company channels): invalid input (connections) or a business error.
 type ConnectionBusinessError = BusinessError
 
@@ -2635,6 +2542,9 @@ type PayloadTooLarge = Message
 
 // QueryValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type QueryValidationFailed = ValidationError
+
+// TooManyInFlight Error or information body with a human-readable message.
+type TooManyInFlight = Message
 
 // TooManyRequests Error or information body with a human-readable message.
 type TooManyRequests = Message
@@ -2800,7 +2710,7 @@ type ListContactChannelsParams struct {
 	// ChannelTypeId Only conversations of this channel type (1 to 6, see `ChannelTypeId`).
 	ChannelTypeId *ChannelTypeId `form:"channel_type_id,omitempty" json:"channel_type_id,omitempty"`
 
-	// ChannelableType Only conversations of this channel type, by name (the values of `channel_type`).
+	// ChannelableType Only conversations of this channel type, by its platform code (the values of `platform`).
 	ChannelableType *ChannelTypeName `form:"channelable_type,omitempty" json:"channelable_type,omitempty"`
 
 	// ChannelKey Only conversations of the company channels with this key (number), whatever their type.
@@ -7128,8 +7038,6 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	return r
 }
 
-type CompanyChannelBusinessErrorJSONResponse BusinessError
-
 type ConnectionBusinessErrorJSONResponse BusinessError
 
 type ForbiddenJSONResponse Message
@@ -7145,6 +7053,15 @@ type NotImplementedJSONResponse NotImplemented
 type PayloadTooLargeJSONResponse Message
 
 type QueryValidationFailedJSONResponse ValidationError
+
+type TooManyInFlightResponseHeaders struct {
+	RetryAfter int
+}
+type TooManyInFlightJSONResponse struct {
+	Body Message
+
+	Headers TooManyInFlightResponseHeaders
+}
 
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
@@ -9735,22 +9652,6 @@ func (response ListCompanyChannels500JSONResponse) VisitListCompanyChannelsRespo
 	return err
 }
 
-type ListCompanyChannels509JSONResponse struct {
-	CompanyChannelBusinessErrorJSONResponse
-}
-
-func (response ListCompanyChannels509JSONResponse) VisitListCompanyChannelsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(509)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListContactChannelsRequestObject struct {
 	Params ListContactChannelsParams
 }
@@ -10433,6 +10334,21 @@ func (response GetAsyncAPIDocument200ApplicationyamlResponse) VisitGetAsyncAPIDo
 	return err
 }
 
+type GetAsyncAPIDocument429JSONResponse struct{ TooManyInFlightJSONResponse }
+
+func (response GetAsyncAPIDocument429JSONResponse) VisitGetAsyncAPIDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthzRequestObject struct {
 }
 
@@ -10450,6 +10366,21 @@ func (response GetHealthz200JSONResponse) VisitGetHealthzResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHealthz429JSONResponse struct{ TooManyInFlightJSONResponse }
+
+func (response GetHealthz429JSONResponse) VisitGetHealthzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10649,6 +10580,21 @@ func (response GetOpenAPIDocument200ApplicationyamlResponse) VisitGetOpenAPIDocu
 		defer closer.Close()
 	}
 	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetOpenAPIDocument429JSONResponse struct{ TooManyInFlightJSONResponse }
+
+func (response GetOpenAPIDocument429JSONResponse) VisitGetOpenAPIDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -10854,6 +10800,21 @@ func (response GetReadyz200JSONResponse) VisitGetReadyzResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadyz429JSONResponse struct{ TooManyInFlightJSONResponse }
+
+func (response GetReadyz429JSONResponse) VisitGetReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12211,668 +12172,695 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcttIljD4KrnomSjSDdEkJflCRUWHLNtVmrYtty5VX03Rn5ACkiJaYCYbCUpmu7Uxv/YBNvYF9s/3",
-	"Ivsm8yQbeU5mIgEkeJFcl/mmO2KmLBDIy8mT5375EsRiNhec8UIGoy/BlNGE5fDPU1bky8NJwXL1V8Jk",
-	"nKfzIhU8GAVnLBY8kaQQ5I6mBbliE5EzkqtPUn7dC8KAfaazecaC0W4/DHL2t0WasyQYFfmChYGMp2xG",
-	"1bizlKezxSwYDcKgWM5ZMApSXrBrlgf39/dhMKc5nbFCr+koZ7RgyWFxSvk1U09iwQvGC/VPOp9naUzV",
-	"Ep/+Vap1filX8XMw7A+f7QwGO/1BENo/hsPgk7ucf8nZJBgFf3haguUp/iqfvqYFw3lhZVWI/NvZyQdC",
-	"85wuSfSzLGhehITx5FNExIQktGCSdKKffvrpp53373dev466ROTwfKdIZ0yGJOVxtpDpLQuJ4KSYMhKr",
-	"zabqj3TGSIfC6+QuLaZiUeDDWNyyXJJiSgtyNxUZIwlddhX4U7Wovy1YvgzCgNOZAmyM0LukRRAGn3dS",
-	"fkuzNNmZMSmpgqYBL6EFmS2kOlZCibMzd2N2X8F9GBwnbDYXBePx8s9s2cSXQxJnKePFTjwVknFyw5ak",
-	"MxE50edDKLm4OH7dxZ3M6A2ThCI6qXmKaSqJwiEmCyLphI0ADCknwz0yFQsAASOSzhgMrX4sn5gPczbP",
-	"6BJfnaS5LAjl8o7lJOWyYDSBHYmUX8MbdyK/IfSaprxH/syWktCckTnLicIMypc9csYYcTZOUjy2w4/H",
-	"xNl95S4E+5N+/DzeZTsv6LPBzl68v7vz8mrAdobJ80mfvmR7V8OBOT28i+XxOXPtKChXrhH9/I7x62Ia",
-	"jIb7+6G6VubvgbpERcFyNeb//Pn/2Pk/P/3xXwJ722SRp/xaHaIPI9z9KcgatBioqz/c3ye3qUyvMkYO",
-	"z46Oj0k8pTmN4bbeh8FJnrD8vUjYazahi6w4lLGHlIi8IEmas1g9CElMJdtJuWRcpkV6y0gnOjw7ikIS",
-	"vX6D/6UyjtTtidRAUbdH9PBqDW2oL8xSgk1vu118G2jsCxYoh2dHal1qneqjjxRJVHW/6inhi9kVy0My",
-	"ycWMDNoWPVcDuOtNcKNwpqsIp3/BMLO915zo18k13Ppc3T2u1s/+tqCZOt8B7ILl6kMN40G/39zSccFm",
-	"Eu6GWnGIyLHf77fuC4ds2Vq/Hyp0xs3tw1/bb1WvxbddhLleYnOHw196g8Pfdn/7v/T+9n/t/Z2ls0VG",
-	"C5EfCc6RjBwnnk0myEoU1zTvVYjzc73ZOS2m5V7TJHio/NJGUj27AoZsZqm+rFkfTH8fBhfz5GuLQGS4",
-	"O9p/Odp/+fuVhTIqi50FbP2riUM43ApxSIN6e3HoR3Y1FeJmNRbe4UtELq78wsJw8F8AIe/VWuRccMlQ",
-	"Qkfp6GhKOWfZq4VMOZPyTZ6LfBtc/RI4UikOSbgoyEQsuNq/XMQxkzIYTWgm2f2maFtdjwd1zQuEqTfI",
-	"3TTNGMlSWSixMMZNyZ6CZElsHrhJAFeanORaYpaL2Yzmy2AUfGBpMVVyaUK4yJXcFYTBLc0WNcAoXIKf",
-	"K0fSAM59GHBRvAXIVea54Ddc3HGHHvrnKbe66gxwmnfi+prV5jljUpqP9VywztVTpRI+yGBAknLPjF/v",
-	"3I/xVpCUzxeFgupVBRFGZJZKqXBA5GRGs4nIZywhk5RlSejAr4QP6Yhc3XTKBZyl1hq6oZb9CM1yRhPQ",
-	"GhaSNQax24aBzMv2aTdU2Fjs0PmcTGiaLXIGWPlW5FdpkjD+0Mt2rlQtak9gwemimIo8/TtLYILN4P1e",
-	"j+eB9PmUkULcME4yGt+gNjZnOcAXiH0qiZizHFVfjdWSdNJCkujzTvlq1D1QkJqqU7mjEm7ntV5lVR89",
-	"5h9zcZ0D5jwMKodWidSqZSpJTR1T0JJFmmXkiqklzXOhcJUlB1qPzZSQ/XVg2FiO1nSj2pqi1kUROkGR",
-	"X0GbM7DiKIQWOUmLHvngwDVRvxd3acwqO1ECWM5iplS0UqPW6/pGat3acxqnbCGRQmx+EnAJ4fTqSvDo",
-	"Z0TZ+mmolZtbo+aDrVGSpJMJyxm3K+0Fn+7DOv4/fLCNT/cHRW5gv600Sd2U5ok21lK3hLSsjXQMKbK3",
-	"KyRKsggJyEVA9ESy7DZP/0BNRCjh7A64Dc6g/nL3fcwLlnOaPYrXm0GIZPkty5H6fp1Lc8HZ5zmwHkMx",
-	"D1AboGp3qdTENSScqZkl47ivD6I4VgudMV5si7cuXrGSYkujsRgmxzi9ylgyIiBRwrKuacHuqLZlHZ18",
-	"+PDm6Pzk9PL16fEPb06/tSNsDpraPloQriS9emn0lqaZWp1D+hI2z8RSDfSNVIxrkl4v9Fedcm8KTLnI",
-	"FBNJgNYwkjOaGU4n8m4PzSTLTNDkXIh3NN9Oo6kD2KC6wmMyoygyXrGqhWPQ75P3r74aL6vMqbBIbUJP",
-	"pbbMeDIXKS8IjWM2L6SmsQA3tUmihHTSAbViQN6/CslskRXpXOEBLjVUZPs2VTDUOoMku+T9qxr/k4XI",
-	"GUiEFnX/oi52SWne0jR7OOU1Sv/o5y3U8ypx3Uqt/2p09FATOOtKIFOKcsddLvg1HoDICYijPRLhliMy",
-	"FVmC7+kdGBOJHgZAfC7Ee8qXp4gFDxYwzoUgahxyWBRsNi/k16F5p0pFztJZWhD2OWYsKcURIwAYY6QS",
-	"VqV266ScROD+2QH/T6TU0rpnaMe6hnxr028/dZxIsLwLkCcZLxRUHk5Na8NsAaz6Any3GqRTLfCHRCvM",
-	"IWGf56m+YTm7FTd6Xq3sP0YLTFIJ9L+qNp0rsiI4MHP8vWIr8CtQejWKEpmveg9QCTefyGo8vV9UQTtz",
-	"FuRoWV4lK1SPCwW9CR5YKwzdA3w4nYQzvKLJRZ7VoJlnpbbogrGkqgv1zc/4prUxoS46LYq52on6ryQX",
-	"p+9q1HSzbxQoNS5/AANSxdKgtAb9q399aHT6Gd90zQzVtTR+3uLsNyDhFfV8RCK1qsjVyTPBLdcd7Pcd",
-	"R1RIokWeVV4GsYYDjJ5aQAHS0Lpyrx7WuMd6DgFf9sgJCgBWotKGyYLeeOT6kNBMCkJBwN5E1yAduwwF",
-	"DdkcUolX9hDgMA+NLPfmVp3AKZNgsf8SzHO1yiLV5IgWcGhpwWbS87N7NF+afkR2q69M7Zd712z5s36t",
-	"etKfrM1SXP2VxYUaTj8AkyvQeUNjvgSML2bB6OciX7DyyyshMkZ5Yz7zXYj7803VoOFVLNzvv0QxT0zI",
-	"jHJ6DbK0lfAk6ZRGHBlaYS00dMkaELsjw1W0wcn9sIuIWDVAKeJaPQV79zwn0AQR0ONtYGSG94FJG3fP",
-	"l3PmM3Hrn0GuGpEB+Zaw2RVLEpaABhSSIfmWLLiYTNI4VfqAuhVKLepE6p90Po+6Idkl3xLfK2ISXzqv",
-	"7ZFvyXwqCrEjhXp1h7MCXPfmRoZkn3xL8Ed4yBSlCMkz8i25EkX5CGzvCK1BOAx3w71wP3z2yY1kaVjU",
-	"w+Dzjvpm55bmcAsVEN/o3R5NwbNwYXd6hMsOwuCk8eSj2sMZrPID7iAIA/z7vVlhEAavRFH++al6Foa8",
-	"V08DKLNxfDknE5IZLWLQHqLKgUYje14AaNIZaGsjHMCwGxLnDEhntxviCVwikC/NCXT2uqEG/KWFMuns",
-	"d0MFePfRs64D/KAyexAGsQWSM6+6D55JlQxSmzEIg8p0gXuktSGrN2mT03XPNP4qxwkjNCNoeP3KgCWh",
-	"6sqsUggn3GedBmGJ2Xk6Y7Kgs7m652my7kO93GPwTN6gH2OD9//MgJJn1ldQ3aui59r1UlTMJtqPkMrS",
-	"jdALmkTNuMp8lLGgBdtwlWfwrvnoMmdUi33V1b75XDCu1tUjP06XaIwtF5pyUPZhiJBovdOSM0nThHSU",
-	"wrckd1PGrUJfCCK169KDk2ZG9P7dh64r8yFHXeMC4GFErxMA0p5UWA0hc2ZtYRMKjEdTFt9o/RgE6Sw7",
-	"mQSjnzfELPSP3X+qYzfN2eV1LhZzueFxuus4zNl3+O2vgOaoX0sPacYfSCdJrxWSgIEtFguu9PNYJEyJ",
-	"AiE+jsr9fqsOPQoJ/KXkRXlQjdgwYpsTFPZsrx4T1kSrpmf4DY2nxjxQahr4ieIpMOuzvVrY14x+PsYl",
-	"mOgP/eegJsz5JzVQcWxE6G43E+73+3oNss1LbcZouqpLLDfH0kBdNeY6J6sfvUu0cgNiQPaqazQRHCJe",
-	"+kgvJYIYw/JYPbTND7ISNyzUgIaKnMDkzeVuKPhvgOQIahjWJ61vJ6Y+SJJfK6zCvgUvaOzZ840vXvWD",
-	"NYnpeCH1bc8XNNnKabgo0smyRR5zRiUQEmuswiybhIgUckrzCntrUaMcOr1+++9SWXzNwzdQ/T0fPHAs",
-	"h/94j38Lau6Vst0QCTpj6thWh+RuQn7ROtNGd4f7+y7hbaOETcNMjQwih1dwWAFFIGtN6FHOxYLHrFWG",
-	"Y5wIni0JTWYpT2WR00Io2k6XRDLeIr2l8hLeXzUq+KHiSrSIYhTuNOb6AmX0z+S9/N8ZAhwqMIPrU5JI",
-	"X9fLG3DCAks2j1KJ1BcZ83ZkYk7zIo3TOeWFvATeXwni6nuyIlrvf1iehwNE7xzrjvprEwrEn98xmfAa",
-	"Mhz0Suqhoivi7H6RuM+aQAyXb6kF6er5gDzrkek9u/dTQx+KNT/+1PCzFSRjFHwWYHGI0iQilCckgjvT",
-	"uRLFFG7+FQMXZbdHDjmJYBsRSblME0YiUA+ikEhBrhlnOURgYvaIRFddWhg9Kl9k8GcqR/D3lUiW30gi",
-	"7jgp9wVL6MBiRI5r6fbIORhtUUoECqU3TOY5k4zHOjgALOKY+xErEYcl5GrZPldoA3LSHH4yVqjellKl",
-	"N4vm41RBVsvjDWUhJFqNUNsZVX4if1Q7oObfJvtg0Ico/33zYedNb6CkeTqX+h1JaFG+cICTgkBuRuMC",
-	"nfp6Vakkcipyx9neBfhzoXAjUfzr7ywXpOMuT5qQCwh+gDn6ByTJxRwgXeQLfqPOZZJ+7vbIG7yEI7K/",
-	"Pxi8fPHixYvnz58/r6XZuD8F1QSYwc7LTz/3d15++vIyHOzd/0uwGTP+s5P94gC6eQ6kU4Nrt+2S/7n1",
-	"+F2hukF/2edUe5o3ZGhHxoCi8E0zRRrDmhUWAu86IHyRZVofwRkgegz0BwVc9TO9UtDFiOMmi4M1N2c/",
-	"hyAIcDlLHZqwTqbVQ4Vmq2vFE5Nqs5ltQb39nhXUQwAfwtuabK22nRZ/g2Pv+0uuMKd51OZpPYUoBUkQ",
-	"sK0QOoABvU1zoBFORpuMKecpvz4gaGZa8IxJTT5NRh0rSAQfXqoh/RIMer/l79ea+LfcDy2Ff385RWBR",
-	"SSj5+OE7oo6EXJy+I51I/XOUzug1ezrn1wdXVLJne+F//sf/isD85pAO/5trsdkxp8WYgaaXWgHqCuxG",
-	"7PgaJrSaDcLliaRDHf7dDUkkpGbfV7m4kzoMpIqf+pcm0F/hD6AMKY5wx6sIqtRdyOtIueKpCbtNYxYS",
-	"1rvukehomosZoqGjRA20MWlLJcqspFWPGvT7G+hRZpgavf6lkVp4zIYn6FDm1ztyKQs2exiQf0x5Iu7k",
-	"V4LyiXwsgE9kHbYlRdoQZpV7AsLSEeRv1u6jUGswmPtI61/LlGvNf47T4BD8/vKm6hlAr387he+oQ1VQ",
-	"vlrqJ8g0uz1yMpmop3oBIzU2xH4v5BTSqsEypUNZYHAzaIu9seZuaMnYgzXEbjosJY5gUoPXas1y47P+",
-	"PWmQX2FTv6ftnLEMgnS/Ir85mgohAQUdw83VklT40AGhNT0SdIA74d7AJif6ZQnx/eOoxJnxOrYSgXMg",
-	"07cMHYWOv77i+RyBzQkdnxHpzCmEtykebR8rxp2ksvlaJcNI6VZz9Sxn5im/Vp+io+9SLIqIdLgoCH4M",
-	"RETTJC1LqbehokIMk9gQPNDUSSHETcUVKm5ZfoC6OsRf5UwuZiwhC16kmcIImmWEM5ZIkhZq7CvKOYxc",
-	"IYv41A1bxUWBtzgkkjESue7aCASZRQGOyvpgOfsr5gM48fbfSLOFW5YjzN1ofEPbFvPrnCYI7gmECzYH",
-	"n0D4VjXhGKNvU522Qa5ofCMmk0r4g5sh556kdcOq04EUUAS+YmYAlSAMzE6DMMBVOTd8VVDDkTPJ6+qc",
-	"mNB3AlOellO+MlOelFO+tVP6fNT6LmBS7a8rzJJYU576YehAQpByObtD4y7NbdwBv2ayR35USjH8ZYqD",
-	"aNyTjCcEzFrw/iKHAD1cQWXMX5tetbkpPrC738o/odaE0GhZljZKrbSt9L6OLeeDTmR6qD3nEfyAxTeK",
-	"Gyw8cn0kbhCDF9wm3UQHisomKRpj0DZZ6IWCqeb0zevjs8uL03eY68cKl5SImyAMnNE2pAYnNxC25nwG",
-	"+c5uYre3xI+OLrNeU6yT04xLwvcucSVrkboS3nYfVj6/3OgaOcGK9+HXCouqJZdZLxFs+tIsMk1ca4qT",
-	"iL/S7Zy7ljo91IH1RCmqw3LtiAJXMeOJrrq1heNJ5xRdakvgOmB81O8f6td/haij+klXnwSePWwZoFRB",
-	"6d/Ihli9Vo8xJaI3ctUFFVwJNaD49Yg9CXRvHJ+dkBfP+gMkgGIykayAgDVd1sqUq5hjup7sWf9nFJKo",
-	"oNdS/VeCzqD+tZAs11zQHpOYM86SyzswPSCjbZI0Km9MJjInkVpN9PujIY1r7twx55bHZdTJaiSA1850",
-	"XkaDSNWSITwnpSA0EflMvR/YUio+gtC2VOPE3sKv4CdXOqylY+OY4CwxPKnrpVEZlRifS6/ZxjvWDgtd",
-	"ebDMQNfjtAJkrR9jttCJaVuElSJir4xkpZwowYUnlBc2AdG9kUQN4g9TEHl6nfINEPUEXjwuzWdrnIjV",
-	"M9MgLY8LVUudtGBL7bjmJrmRa2iect4GUz9x2JQbncBHaMsEC4m1Waz6+gzecq6bBJFsE0rgHBjKcQhs",
-	"Rf+asP4RwkSAhCGMUw7x9kAtK6Gaq+Y8p9e+yIkFzxlNNosZqfPqr0lQFpKtBfiFZC64tWq90iLyA77j",
-	"oKgF/IgMkFVoKhmCpWim6ADsgNF4qrU39bkS7XMWizwJy1IZ+gJAgtaMp0pt71X44xMCCUqSxDTPl6Qj",
-	"GVKZQ7nkMdR4FPFCSTQhGWMtwJRfj4NuBXApL57tBWuDRerKsk8ycuK0zN12iLaLwl72tIE0VVKZGnIZ",
-	"mmgvsiV4TdrdLoGVx+6XxVzp5beSxSoS1FeTxU5ZRk22nGPlAclAkw5LufR9KulihcJtbM3RY5/j2Gdm",
-	"7Asc20s9fet+hEW7Acvf3rBdWRLaofzZa9cMShvTCtU5wLxONF+CzKrk14xNCrLguvhQWDVeuxZrKBf7",
-	"8fD86HvylM7TpxoBdgx7ffolTe57SCs+OuAeNBL/aH5zqW6nx4KAQeWSFZJE7hWO1Hb6G8eTv6f5DVFf",
-	"t4eTt0lJLQOqt9sHaxOfDh8qM7U4KWGa9mW0iiktLi94vX04vNGXPnPBe3GLfr0pGG1iJ1rVMZtsHWKI",
-	"95yk3kjDLcWcxlXRZivN8b3bOpQyvYYaskVOuZxglSjYpPrma2zxQrIVG9Qi6mUpBnovSM5m4labg/HV",
-	"jXHoRy0E60NrPXyzkoU3PMKzDgqwYwlAauvlLNwQh9pivMbK5lD18E19yiFxtxISi9XlD/goJBa9QoJX",
-	"KSRAJkKCFxyL52nq1TCNtqOc116Mk6FcFvnE8qh7QPZI55RJkd2yBNKq90nniPKYZZl6EGeuU6AU/byJ",
-	"wOHzT5veQlyZF0mdMjfPnV0b2dgXggzatJjUuBHp3LUoF8Yq0+2Rt+AbQ0W88jH64WxwvI5jNao7Csvo",
-	"z8KPlWgREi5Q9+v6lL5ajOKMpmCDWqsbttkj2g2XRq9dM/QKIRpXZ4ZqkRWaep7vdEqYIkJiwrviNJjn",
-	"/hFts5jPfgyxwlCJEDPXDXJikrpFTcxOP5vTWUiek28JOtt69nXQy+3bIIeMA8DmZBysQF8bIDvYLJNd",
-	"bUOJi7iHIAycSophYFYThIFdixI253RWOgiVVFkWC24Swkp9YKfyb49A8uEVVHlJJdHlft2ywbYGMJXq",
-	"85bqv1hNwWqw7gjk++9H79+Pzs4i8tTaPyuBxCu7RpTlMUqP1HicfNm731H/GZr/dH4+J5/wnyP9xPx3",
-	"PO6pfw3CZ/fdP3X/1Pn3f/z8xx3z7p/wv+oHb73+Ms9y6GZZDpumgjdJWugqUa2JUD5+bqvxaeKmaBpE",
-	"BUDIkClKlibdB7HyRyZEFOxz4WcN6peah/PZ/v7us4f4OM/ZZ7f6Mxd8B+Nona88y4XPVqVdATmCLfjI",
-	"jzowlrwvNaZmSKs5krKOF0vSwmMp95qq/RU7mvJZq0l79Xg1btochcEGWwymuCXK7Y6aVkP2GTHTO/1x",
-	"wniRTlI1iJGqdNaGQdqDquNB8JhVkRqqGkIdIKe8T6/doP6Ii9OEjrGnbOie0HhSuif8V+NIxyeY69G0",
-	"5G1iI7w4P4Ji6+A6QnvbLI1zoWvHmfDSklSeD/ZG/d1R/3lvMNzd23/271HNi++jmecVeqn/o6nls/t/",
-	"99LDB1gV/ZdojZnQIAOgDxgJbY8a9TUYDFMmf3uTIaCBvWttZsHmfW4i4BaGvO8ZzRR9rfMXaWV5Jzrh",
-	"0zqpTX/lm8jnU24q2mWZphJp/SKA9nNKlt+mse4y8HcItVUoXwbUdqupRk4bBYPo69Gb+NDbi9StPABq",
-	"VBHwkiLuQDClSHQECyXTxYzyHaVqQfVWh4RtWkiqdharbGt6mRsUznKvnVM5SzKehPr2YXXFkCzmmaBJ",
-	"t0eihBU0zapBMDoN2KGnJuQOvFb6EkJcDxi2aUYwJpB0MF2uSIuMhfqhrc1iR7umWNl61m3CTK8HTNRJ",
-	"kqpt0sy12qFG0uTaZvRvGqtCX3uB01bYXgnlr3lUZ2KRx976XT9OhVpnsogVLM1hoWJzaMxxqN0Y9bSj",
-	"K4EnunDX0ZQWV6JAJedwnqJ+86PIbyaZuPNpKK52MtxMO7FrCULH5K2nDsLgcJ4GYWAmBU3E7L1Vo9Mv",
-	"VJQ5rf4gA1+ywpENalLFiPxtwRZg8MjJlPJEiQ9CnarxnVJumo4tWXFAKIYQ3kEJCP3DHZUkE7JQa1jK",
-	"UoFMpVOZGjuThYDqaEMSvCwG72AZHMy86OJ5nalPO+PgDb9NaULHwaiK81ijWAs9sDSdI6bP9TXL0luW",
-	"swQHKXJ2vWBqlJzReKq/y1mcziGEFjNOukbXpfDZu7ScuHxVW4jqtpguYg5Glqqv39Js2ly3ufkJrm+p",
-	"pRBTZM/EFl5lIr4JiZgXO2Kh9qTU7AunxQHpYNgs+MAzGt8oioUmEPMSLmt9sbgNkbjUrc+wHKIFMWjY",
-	"1ImrNdVzcakuPrdV4jPYXFbiU3oJosLxDFo9qVP9IU2Y0Hd1kaQCYf7aCivP4MPZPIMaVs8VHhVpfKMg",
-	"+oJ8S96JWJeTf1mSBCyGiAVOaK7kQqw6mkrsagFB/eyzOoRBH7EDQ9M7Su6fib+mgFNujoqVpTm08ktZ",
-	"Yh2PqSI8gwGMM8+WOhS7UmCFkqtFUQiwTmepLEgu7tRHChYgi5FO+woVlM4w2apDiQKE4rmQSROzkWk9",
-	"YfFMG82cPBupRtkDbJOL+Vzk6pJ1KLlJOSK9HTMWiywhGHov1bU+sCshUhGEuyktgKRQGFQd1UeRZdgh",
-	"Ay6rgpkiDGKOZUfdzbRZh8IX4ctw0A8Hg3AwDAe74WAvHOw/wGZ0jkInoFcQBoBbihgrxFLorbEqCAOD",
-	"Ugr3EZ8g3BwBVtJ0NDVR058GDjjQzQXVp3AscDksZIMwUCCBK9Is31+XTQYgm5hmAHN6lWZpsayV5kcg",
-	"ppJcLdIs+YWkqA/aovmVRVtgR3yRZZtIrg277teSZMuGim52XHB4dhSEW/aEHJHVPSFJR8nttyKmV4uM",
-	"5kq/V4pavsSbDxZCKfJCHsADJeZA+RiFzP7CE2IyYdCtNC4y4PnS1IZo9p80+g3uDLpBhgGVsd7mhk78",
-	"ytfvxB3LD2EI+OdrGAeAqgO+GujxvbiruwzA1MoS5ARGdEt5WqQYRYMSHZaqdR6D5XqmbpaV55pU5AGU",
-	"Qq/g2MwU2Ihc9xHOrMW5T7qtJkR7+Fprphy3ql31YuKeO+O3LBNzjw6kUzcu5/oKr26iBjEvc69WVi0c",
-	"pl7EhgedQamvwFpSifn460yn92EwZ3m5sC0aKxaioNmqJYIBGzKzCM0yWKisLGd99aEK4JylmtldYPko",
-	"Xj2qvHmmjmiKBSsm6qa6lVAxOh5CFxV7xzQ026ptnafK1Fk2MeRei2JNdbO1mc2i0mRj06DJFKjHrl+m",
-	"iQ7nR7VXaRzYRYHMWJJSv6UQc6RR7thk5WlSSyv4RlbiOXubVTPwAa25mFUHXgk98q66fsTfSDLc25mK",
-	"RW6TCjFW1Bci2O4e9cVVQSsxjT823BW4BM0ZSAFmMT1w7YF6UDZcysXMDaP9RkKHrDIW+UCHAKOHDi3O",
-	"hRZ+JIkpNxWRNvCrVqpw1CxC3B6uBlBIVkROW3pk5GTULu9yUTwielrpcf5A35zN8AwuZylfFEx6LQ8Z",
-	"I/pnCK06IH0d6gmw014dTfT29vpbESuB7kwHhr5VrcJa3SqiDIyrr1+hTKNdj1VLtVXKl758zUXuE0+V",
-	"kg12LHyBdJC+IX8LNbXTsdgQgZFB6MdC9/HQ6r/srqPr1rgkfd4MdMOWTQ5sG7lOzubYM15wtUoeZ4uE",
-	"JRtMZ1bWnO5U/4I30OhW1hClbTPrZ3h8UKEFibPc0J6VF1EWV1kqp9Bf4VAbUzwVnEyHhCbVsxYYeOcb",
-	"adM1m+7fXzSe0nRnWKWuuJt1/MrNtCMQ6nZkLOZMO0xypnXgqyWhrvKrnVs6XPLk7ByjJTEW22OI1aGo",
-	"21lhDWyhCpBOaHJznRoOmwNsr4LdgK9pypUE57HR+n3Ir9U0jqvbednjOoa3a77uFoTxw9awQ1rQTFxX",
-	"UsvzWc+w7p6O04aIbeexdvTUH8uCXrNLfRnrP96BZl55lAlZ1J/RPJ6mt8zxOvVSkO57ahsZKzbPV89n",
-	"plfHkd2G8/DCbsJ5eKa2cGR34PzyI9obygfvcPXOk8Ny7UZvgaUfuSv31tCGMzGnr2PrfAcREt851J5W",
-	"jqH22x2oyvVDqD0yZxCS1iNowUvcSA0xRQwagN9n/KORMBAvp3SORt6OTyrpHhgHG+HoItgg/aQlzlcv",
-	"qtK4m5eyUBkM5Mzf3p+mrVvMKRQ01GS2np7I4hvpj5y/onKDlMUyTxyWlaRyq288qQowr28fXs/sV8ob",
-	"97tzQwMgP1hvxQ3Tpmu5Il5JbhR3IcOW4vjbhitBPFpr5PEji94fJ5XyV+jXqRXAbw+N2uBbFMDFLbsE",
-	"bXIdMnkP4RQGeA/fQ2MpsT751jvQGXzZ1Cy3QAh3LWurbWFUUSZFPeJaxGBmQg2bTNKMbRx5jQvQX7aG",
-	"ga/YfsUKCrStFho5YxHpmKCDkVIiWMHqYQpKmTyAqrnRSDvOQTsFs5fiNrQadOSKA1gyOss2vN7v1euH",
-	"+Lo37hlkEAOKGQBCjW7B0KY2HaLjUy1brbjULlpjFt6vkH3LoPE1wu6ZIUbvV8i41VTRxtLPbO7GpuHZ",
-	"OkO+62rhKWa3cOFkI6y2A2wZNd0aC+3fMk+M7nK25LFn10seT3PBxcL0+SadiHFwfn8LuB91R6UqU/OS",
-	"Q0d7UyepGxLjVk+M57NH3kLvPexrR3NGPlIZ0+yIou0MSh32SHSmnfQ4oy1OjPGZ0RsdInj8OkJvsVgU",
-	"scBq+EY97tS85TUXfPeg4nisOOR15SqdXKp0wyaavtbaSfVpubAV5k4Dox0FI4edhdgUsBAkFnnOMmjw",
-	"Cs2NjYbqVRZzeredmvQ6pddcyCKNSSzmNnKnAasDBVao3G1MSTmNixDqfOsUXHXQfAlOKk9USw01HeCs",
-	"CF75yhc/xJNquwymwN9Ct/rcHIrwCdRCNyrut6Z3Hem4/bxsTapuSKDTKLYtLcS8NOlBrSkoOo7Wn1Gz",
-	"A0HUEARKO7OxOIKh2TT3Nle0U9ojr1gmsANV4bHCYu6H8Ahkvok8xeS9r326b4YtV3e2uheEG0kCyQK6",
-	"prUFBVLjxiFszO3ry2nh+C0SWuNr95RgaaUFpKwEaZ5V0ob1z2sDJ+3HYROUa2qe+k5IrRgbeRiMqS7b",
-	"baNnbo1Wk+V3Dz2/Hjldc34HOsaBZvoNtzukFZ7wcLpf+7Cr+/RW7D+1u0IT7YEuVwjDhmUCFtYKQ0gA",
-	"PHVLqB2sOAaubR0lknLjqiEfhLXdm5IdRC4mk/Qz+vFq9fCfP3/+/NmzZ89qmREP6gxmvMduFbU1ncFa",
-	"7oY7Us24oKD7BqWKFvT5FgPugNJpsdGA8YrGNwokPCEdzdajL3raeyV+wSGSb5GwcnEHg+g3y3hw+LUc",
-	"AFlHSDTnCIliHPeREwSAOMKJ7WUa6pnUMxc9N0ZHDYLVWPg9uApBH3qbZsxf/k/94laL1jTe3r0DvOOI",
-	"o69Pji7ev/lwbryQEFEEritxzcDtgFcOf0a18nKRZ5EumChmaQEGLCiYqNsQJSxPb1lS+swuTt9VUTXl",
-	"tyKN2c7ei+FgtzdPJl+lVOH3jicV9Dy+Ze3CGox1q++a8La4ytK42YMb+gXDzFiz01SRNPS14ufVVbsh",
-	"L9xAvHP8/vC7NyH54fj1mxM1dO1suge61ZILcjPjdSoLCNm0YWB6VszKrja2CWDRo6dPFYxkTz/vxWL2",
-	"VB+MfOqejLXRLfK0dlD9vRfVYo3fTz/9fF7g/32cf/r5TH760+jp05//53gsn/7pD5/+OB6fPdm0hGPl",
-	"QBebdULHU9RX9/0iK9I5zds9F/aNUvZCReLfzk4+mAgTKpFgq/ckmWcLSSIFu6hHXuGtlragaME+F5Jg",
-	"7vfTCLWWAxLd0jxVmt4lBhRFyGsZDAn9xOF5qM5P5JC7BGVLk8u2DyFWEL6eigx0FYprRnYPXSGwfyIW",
-	"Hs6NlAqFcyxPN8uGRJhIcHYyiYCKmTciEzMPgyv49HTN2jydpZzqFPwZnc/VQWLZNmxv21aXqSZsV1v+",
-	"rviqbL6LH5by5BLbIpcC0X0YwF7WlpVprOY+XP9BYyGfNpFs1y6jKks5aXgbFIatCSn3YcBKprruQ8N/",
-	"78NAobXfaTmBVr0C7smIpBhZ/PH125DcYmgxXSSpULcR/dXGrQZlemdCFtAj4P2rg7qOmaUzpWCrSwAl",
-	"8JVqtDSF8L2qiSVIVymn+XJDagKMsaQgsNP7MKiwtonDVtdBzceN6+MtkIVsMZRiOtrG07j8zYNxbzxQ",
-	"BJseoJtaKUYDY5UswQxq0/i+jAMoq3epXhwHo3FwyOk4uI9IZ2bJY0y5UiaxUJb1bxJOi/SWZctuj/yZ",
-	"LSWGHypqZAw1C56wXMYiZ0BrciZZbrLbtZPdn8a7aXHixG7I7Lk8Yz9BrOtd607no0NVWhTg9WPo70w8",
-	"NOZwllVeNxnjDN7W19ukf677CEK178PAg0rrPv1Bf/IDfrFC+3T2UaVaa7RQA1l7ZKbhPJhbG9pmM73d",
-	"cxssH1/L93CvI8v2dE5dVGFudW44T+MbSaI634hIx2OoMeCCshp+Kw3ULog8XCUq16+DZMTsKuVMWqkk",
-	"zoWUWJq8U0DOB9BoJVrqCbq6OzlQUuwoI/g3kkSfd9S45iSwTuE/efr/pjz9vxiH81tePbbg6uX/YROG",
-	"d7VELbXTYHrEcr3HsrJNooXWMC7+T6b1vx/T8vtFh/1+JW0a2JfJmYag4nhK5JTOGUnYnPEEskCNIw4I",
-	"9+ZUseLx24Qq/gVSXbHepY9KPtZRUjXlWmHfxt4bqf/xDhNrQ+6gpc61pXTXeFGMPbzp/POZ710c2NyE",
-	"3+aX+ujMUIsdWOdlAsliUwhXQgj16sP6XkoTkvvDZtF89uUSh9qCDDa9YS3WZvu5x9TsIWlNbdcaz7QN",
-	"87s3OkLVYMiO9aQ9nYh8x+an6HY9kkSK0kU9Yi6c03bEj/wVA93u4AGVlrweHX8ck3OzG5vH502PPxi0",
-	"ugcmL95cCspjjEVxTPHaSA+2Vp4tf6E8yipzWZOkZZsdmWBa28ik43TMggr3ecPmoJ53Pb4W9b9+H4qG",
-	"PdrXgjv5Cq4WZyAP+p97iwbZFHL2uTD9n0GXCCH0IaZzWzLRQuAnscjRVAlhLXKazuePUeVrNbgcj3+T",
-	"qTc24Mh+YFwSUrMkjxBIoi9fBvf3Uaj+MYR//Od//C9reK2VhjvkNAiDP4A5vFIPbpM9QTRhVcjzbrGM",
-	"K4TOnBuEEv7QLjnCZzXB8SydLTKl1pl069aIy9jkY7v1tH3941taND3fpkWT38G4Ue9zNw6q7jlq9scR",
-	"RTpZbvSq4KXW6sTu+cQZ41t0eoXpAC/b0k9nzvnKm3na768I13pk5Kmt1+DDExM5S+IyF3+VF1eurHln",
-	"B/HSbIOHNlygilqUc7HgMfMnl6XykiazlLf+ir3+VzY32aJ3ktL+4nROeSE3a8DQfqRhuTN3oc6WvPOt",
-	"B2HrPXYhuVLI9w13aD6uAX3rgY7lIXxbP54HDPQeP25rU/OdjbDoeMIqqA6q0DU7sInugVMCwNUG2vvP",
-	"AXHbwX8/CwfD+3/5R7U93XBz2lcu2NzJyrLbVr2K7v3Czf1aqMIH7fWvdHX23p2tT/2jM8wRNiSr3bH2",
-	"+NaVeL02mPxEa4sjDMSYLwqnkrKSFcz9IjPoHohhUwrXU1nkal5J7vK0YE7QCEy0cUDIoZ2gNSJk1Y3b",
-	"Yod3U4z0qPbNBL2XV/dkpGkduPWwjRmCsvXG3lvysZItb7QxgrSoZUNq2G32owfbbkNN5HZ31l+BkVO3",
-	"tZN71RwUxdxLWe6pvyaXtkWpbFxkX71zMSF9qPsucu9+H95hpCYw/B46jNgl6Yxpt8stX2pDnDs6FgC+",
-	"D6tPwf3ceGrKYbX/conZLYnvjVtxwy7FpPlTZgouNX4xLWoaP8yxtlKbF6R5nA/hSvdhcBvTPKl9t0Eh",
-	"Zy8jMKN92swIb9SPptkddA9wFFCeEBxUFzRW8PUWn4WUNCy9UaaxR5NczCKst0AYzbOU5SZtRP10OWMR",
-	"drYqMC8crphkvOhioUxMA0BzUq35NBpgsB4t6r6DfVNXodsjH+gMo4JsZoOYMTUTA/OnWpGugWsQmuQs",
-	"o0tpS+RCyxsW37DEFs50Ol/Dq1Txv3SS2ipK30isV+j200bfiNTJ1M45D4YvNpNT3qjViIlXVLHRJcMX",
-	"tXA+E8vSRGDGC9tVcg1+GirlD4gJyRWV7NleNSplWbBVbVofgNeVRbelq24S9tJEcUwSNoPD4UHKfAd3",
-	"1gVIivyO5skWfXPemi+cM3O0MYX7G9js4HreTQXKUnKNZL6p6P02F7Ot7Q0t0i+MVZN+9cX2Y00piOiG",
-	"HObSI41QeK4r3k4FVzdUGCLSkQVUB6ESCcTGEgrul/lPAsQFf8fuH7HvcBFWKzOiZFswbsvlochRNbVW",
-	"q8JvqQq5xjHLu5o6bpLkmt2vtetktEiLBdalK3POxeIqY265mZdusZmdl6WYVGpfmeDXmww1eFEZC/5s",
-	"DLahCatGFOxm3NVsSA5M7cU2kmDGBkJQjt7ebV5xSfe6yqm4k6QzX0ikL11fH/rNlVO6hCSmKyXYMooR",
-	"+5R7grdBYGngiC6PWTFnuhxIW9NWcQDHOruuB4epzLm1HFQ7YDtOaDew4fFCldCWo/XVDcWccS10+nqz",
-	"YZlWTZOsWJOzeba8LERUO9zd4WZnayvBruLou8PaETdk4CaFpTdlsyddp8uWmBXcWTg4rLZIBNdj6Jn9",
-	"tNQMvlZAdGEJFBSSuMHlJiErFNYsSSFC7TQ0m4i6D5WhsGhuIbYUokqt4leSenHCpJrgDh+nnOy9wHps",
-	"j5ZvdRb970bCxeT57WVcE1HzGKdbC4mFcSrT1agUCHFrgmXObVxiaC+iOeNLMQlJZgtLO2luipY33JcN",
-	"vXu1WaHRS97G3DUofK3RTLPE48q26Y9r5FIvSOMsJSxXXekCXJ/w01ZdBH5tM4mTzb3FkdS1tOaZ2eZC",
-	"axsHNb5V6HjZ6viBX2X6d/aQHvqaevl/lIw7vbybpXxnJoVeVqiLaTKgGIUhdp2rJfjm06RrMvwM5Tqo",
-	"0rEbxubIYMy3c2hL1CPvsak+5WRAZpjEpFsVUHX1sObf+tK1im7r0lAr8d5T79ohYKsFok2uRb0TjjmK",
-	"coWb4KlcR1c26jLdwH5Pb/ffzxXVxRhbnYm1+7S9n8mVFLbvs+Z+XWMK2FbFkwRL02wBMbrYDEY3EsXG",
-	"Dw/WSE5xtM11kmbVrcTp/JBj5wdclL8+T2vjUQNFO16IvZzB7aA7Sfjjg3Tj0hUu/OplW9Gd6QyxrZXC",
-	"/7IYvgq1z+l1W/fDJgG7SblXlbiGzg0hmdEinpp83qig1/IyTWSkfUjSCC7n9FqGBJocwL+xRVFZXVA9",
-	"q0RZlt3h4RuspHhpIjO37wNvRnEqGkLRjW3rBWmItMBVvk2zwtfvWAEsTXQinwWeEV33+/CDenhAdE8M",
-	"eoXd+XJdzicRDEuWTGAKX59DC+kKKfYUunUCZpqkt3YqjxqrPPBHDHPvg7VpneFtmT6f56CI2gA3f810",
-	"Dwxpwa6Fr86VrUtkXtEJgu8PT//85vz4w3chuTg/fnd8/lNIDi/Ov3/z4fz46PD8+OSDtxzRlMpLbMci",
-	"WyJ2NqmcXonFvkOLJNRm8tdKzyi/Xnir9r8TMc2Ytuxi4uO8uHx1GvVW2eqbdKulXfUpu03LjtW1gmy6",
-	"5sLhx4+nJz+8ed1eGNy2ldBvBmHw8c2H18cfvgvC4PTNv705OseHhxdn8I/Xx2eHr969eb1pwwmNNpWG",
-	"v6fsrxAbqx7ShYR/vE4ltEQBAgJBhutEHoOuEIu5krrYM6riSFiiZlgWkcS5P624H6/ge0+tIqdSvfco",
-	"W0RPM1X9hHEeyFHWCPSXi+OjP1+evvn47qeQXJy+C8nH708+vLn8cPH+1ZvTkBydfPzp8ujk9Rt/J07M",
-	"nFpNlbXDp7WJrAHCkTkQXwFhSODVZieDej3yg42ITbnxMNK8Ej3b0bGykEqAWVXqUZk4pX5rkhjn1vtA",
-	"KNFa9Ori/Pzkw5lTD9ot3bkJqumT98jWxi7f0LKwogT+fEAqJTcUu67V3JCkoDes7M1gruf5m/9xHoQB",
-	"fB6EAXyvLo3+Wp3U6iL623RVst2UPm2Cs2aJ3785fP3mNAiDVyevfwrC4O3JyTn+jWDfkGAgwNRnIlH3",
-	"8q0QBf6tz/iTF2NXoeq71KdjGMbVPDMnX8fpaWGrmzV5HvjJAaU1lY2qnVianMi+ubGCZ5nzvYeVV/oR",
-	"mH25s6wCzw+G2DZbPOMatl5jSRs8N8VlmJtyQb+P2iHrzmJ9W8UWd4wXaUy9/br2Kv26HM8jze7oUpKo",
-	"NkIvWplkUmYt1L9b2wlllZJxAT1cMMcvSWmr+uyvqQEVNJ7+dc6uQ6ym8XTOr6HXK/xxx67mZemMffL+",
-	"VVdX2ng6m++p9/CP3eu5897gGb4I2XJoWH06Tyb1GhxfuYpGm29cvVqPDG12xPFkttXf6inhzy/gko7N",
-	"zjJ18k13l4d1rG80I0q3aWHv+3qVru2Dh45caUc5ltiayJvYvlf1k3nNaJKlHCq7LCQz5bogxJVgv15f",
-	"IXfSeT7UnXGwjJpp47tZSXdtZW0Vshe+yluKnImc5ksyxxpcF6fvDrCBYlqA0tCsUtasXrX6uquJnbVV",
-	"+sh8WlfWtLWI/IVk7dWFD033empa3W5TaXghWa3O8IKbfvgbdBqa0TTzuzy+Uu3hUM/hA8sP2G4jFbyl",
-	"pfTecKgrckX6hgEnhwKKSgQlTH13QCL4r4zIjM4lFvowXWEhKRhcSjSnMwa2OgGWc1P7osk5cLRVpQha",
-	"ssA87PXx7Z1Dsx4fCHWvIt1S7wgJ37Gvav6RaXmFfYg1jXR7imANM2tQNN2yjHHmW+gfZ3uumSaCzRFK",
-	"A06t7tzPg+GnRxfnr+dvtia5tgjgq9Ok6mP7M6b0LNK03HROQnf29dzzE87KHlHqrs981aT1D9U2gOs8",
-	"MLq5yMOdMPbQNxhiVf/Scqill7EfJ0r0mqRlkJ+FSCf6Hztnt/GOAWDUDUmaoKSWmVo36t5qCMkqbV8A",
-	"yWlGby6w5s1lDeW8vaSYnwr9OMXS5npibV8vm8lpi3SPHAIntN2/RyT6/vz8Ixkv+v3dGA0a8G8W9ciP",
-	"ulc4xPgpMeoz2PI+68alWBWdC6Jj3EbQ9LQwnS91K2zMBZgKbDUJ2lCWiTsGBK/sMXwFtUpEdssSHUOs",
-	"OLx+JBU9RF+MZqt6Smgoay2y+u1uSCLF0cWiGMHydC11jM4Y9IlkseCJjEIow2BSLvR6a091q7wrNoGS",
-	"KgZu6q3zd2fg9pRTpX8jxNVz3ancPIEKB4bUG4a/tn2dbbS0Oddjn4vLnBX58vEXBBHhMrZNciv2CYUw",
-	"2oaob4juuu9WY+9bbThn4Ky1J7FhwzTmD+X1snH3Qpctwwydqu7HHb56+cztqtGaOmgrtGwFwzNU4qNm",
-	"pTTLNiiBYrvK3oeP8u7Waf06G0CLYPip3A/0XfJw7bPFlfrzyvSK04ShIxkrq1IYXq47Ecod25xnB9ly",
-	"t0eOuenyL0cm0RFZ+kHZQd+2YkhSGUP0di0bXsx4Gk9p0TNNOzRyqtNu/CYZprBunzLPKu203GDgDZg4",
-	"gnJdRryG+wdvTKuGOvypY+St/rzfd3y81ZIIR6fvUTTITXdzNxJsv//gDM1G458WB3R1cdskbGpwuBv3",
-	"GZJNr0vpvNcjH6CnKLa9lLosT5yzwue/AwHrUmPspe7vtMFda0q496Edro1sP14u0l6Qy7Y4AyMbmE49",
-	"5gN86EDJamhpxky7+c2YFb7bZhZF7XsIyfuSxYsivbXCOPs8pQvsfJ5lZN9KThBhChzELld3b8EIxxYj",
-	"KbM0aoPz0gTtHsMbFjlri3s6aq4bJKDq4s3SD6DqWoEdJbXgpYSAqyXJ2Q7ASrsGV3PBNoyBRtZmxY9m",
-	"9TCaXuXjR9ukap9L1u7DQPcXfPgF2KC6n54Sqvr55AfnkoZeAmAtBWh80WhWYn4Tjs1zqqNZ8+pWqEEF",
-	"MivEDJceYg9Kv2H+K9I0575vMERzgW/09w+/sA/Bs0ehiXP8W53FG5c0bpQRjjQTEUE2aLQlhw/MBNfr",
-	"ac8D9+zkNxVgK+z+8UKsO9xjkr5bVvebx0t61oU9aH3Gnmyp7ZRQqxfinJRkrbu6/uKiUavYAEhpeKUS",
-	"90shoHIXOhWCqtluIUg/JDXSSuKM0VyHVX6di/J7plyboMWPaTE9AxnYI/AA9QE5PhcFLdgOSstWu4/w",
-	"bzB1YwsXCB5Syn57b+yvfZ9aFn+WXoPfQS+58/37w6Ods+8Ph/vPyA1b6sZ1FC11F+dvd16QqyXmo5+y",
-	"YpFzUwrxaqnJcBMQWnprTyn7mvddb3Sji38OLUn9dG0VMP/WUmqxTHfWNhGlPuHLv0bje72sjbbubYVz",
-	"qi1TGPpU7cXS+f78/OMZyVksZjPGE00emj1owGJR6UED1dN07sNv2X3mYqOGMy1Ktvq4rmOnPBF3R2D0",
-	"9IU8vGyvA+wUbtX8ISR3MJw2onYPqi6ylJOPIi8W1wsm2TYFOD0x60CVN0AsE7HXjk5IWBZ5WizPFG3S",
-	"0WKKe+SHC3WkjUgA9Vjk6d/BojIir+BdbVI/PDp6c3Z2eX7y5zcfrGH9XNww3Y5HC/xGuY00TkVY1Eix",
-	"O4WclCcS4kyWurkFZo+iJwidWybdb87yWSplqkPY1KOFxAJDy7KlYo8cEniNX4fGthYSdCSDZd5kOBZq",
-	"qeQ6vWWS7PUH0IhDAw8LktejVcbBPVi4gbDDWQA4SnxWaBncKzinfCJq5VqQO0IhXt3aTFHy73SS0Yym",
-	"4FXWmQtNs/RT6K5w+PHYbN0/UEgoga4hJgyDxAtZiBnLdyoebW0x6ZHjgmSsUIIIWh/GfAa6aFlFsXQZ",
-	"SNKZ0xTU/b+c6lBePOWQoEYX6hbKIcnENRGLIiRZKgtb2xDOEjKGZDjG5E9dAEJ2Q7x0TisFOHgTYG0c",
-	"xgQyqIm35jLpNPsXQvCk4GPuRq/U6y+7H7p1gXUZGOSSmCNq1lHuzEJV7Qkegr+qHiIu20Jo1OAYwAHv",
-	"YpCF268s1PNjm7Ex99kBwZGE5cpdi9jHk7NzSXSIA6AQCne9MR/zY07mtJjiqShyo8vx6aqmZYVrWahr",
-	"agu8muQ2E+NUmVGfBjq2eDLm1RrYagyo6tF2FAdkHLjB2+PABB1gC42yDlpjiDG3DUau2DQFskELG4tP",
-	"DrMMi6so0U6RlsQm72mCo0eu3HskFACwP/yB6DAzqf58Qt6A8zR6SudpZCz81hS7LfXEMuhYs3pUiSH7",
-	"qxQ8OhhzQqidRdcJtn3BsPm6nfsIMzh3zpdz5hlsHZVUc/kI5ZMne/3BkycbEksFoujplNGsmP49Ckn0",
-	"NGc0WeI/xZxxOk97SzrL9N6fUrnkcfmQM5YQLnAFB4SzVPe2UsuLynrgxvXy9IsbdX6ZJvcR6cQ0y5od",
-	"ssPaIeuETnVTaLHIWReRV00Dd/DpF1jE/dMvJjxJje2/rxg3ueCK/YOuhjFd0uKWRYougMh2sUu5EkBz",
-	"k5Hnb2uHoMLWdj3y0QTWSNvyS/dyhcXrRF4PBpheUohBuv/dxem7HcYVZU9CLAGAkiGOZS143/7r/qt/",
-	"HQ6H/eGzncFgpz/41+HwX4dHziP19/Bf91/jhY9+Hgfly+MgLP8cDsfBJ8SUC90xvERp02onZ7bDh76G",
-	"H0tZQD2p3EPbasfIf7rXn/3EBuOrEw11ZL3Gj1qfnvKj6IBQ/GLM73T4QFqQa8U81a3Y9d2K8yn0LzCF",
-	"DxfcnL6+IXCWXBSQ34bGCd0wcO5usAN3W7EWdS5w8+/ASk/jKQYdSOhdGCm5o+euWkbdkQLQPxyIkX+Q",
-	"E7NLSf4x5v/Y2dmB/1PvOSEC8vI2ZXcR+YdldeaHFWydVLh66NR/MIHESjRoToVih5psE9kCRItyaGiK",
-	"LjKpxzU8+lJJFGpIkCxqv5UTKhZvqiKUKyvZegMM5U/e13G96gP8Vz2cEL9BRnwJYR9yqt7W/4TXG9Fd",
-	"dqaKoaqxtkoIlVleI52r9lkpokB8ipIyDTH5RtpfdyDFqsStbvvoKM4gBKxg0+zDqrekbW6GilfXVhFy",
-	"QmKd61qQCcsYJgev6iMiJqkxjdmjam5r+ax+kCEpmFSoAgYTx9faNgBirBoA/+WZd8wdnSmVcmFacVPc",
-	"v5hUFZ+cRDTLItKB6iwuVaNX4pZ1rQ6mx8L4njF3B4kFhIBggReHXt6xnAGj5w2FCySpG8bmSHlQYYMY",
-	"J8WNO6uQAJtvQLQMfDZlWdKOk11D4o8TxVwLxuMlQMklzpLMaK5kk+jzTmreK7BcMARZCWnatuF5i1x3",
-	"zgRKYKvWhCU+lLQoHHONtVUh3F5PjrjnfOyTyEMzl8IZMk/5dVcXjSSUj3nk7G/nz2wZ6dmQ/GOAbU3W",
-	"u2E6SVcdzp3Ib7D3VWFCkxSLuVHjK5473MMI8RCO3lCGEUiQc0adXpXQfFaNbRRteGDm7ligh6AthFpE",
-	"obr1z4Hl1ymTYw7z5EyxUy1TlE0s8R3NadMcG/p2kYXaeU0Kpx6e0Gua8rBcLULJhV+xc8rmGV1CRJ5C",
-	"gLDCVlMlGXFGijtQeM/dHWvAJulkwnLGS4ibalBPnuwNh0+e9Mb80MAN0EqJ2UoexoiCMiRaaRZFmmUk",
-	"X3Aw1d5RUx40LUhnMVcaRxmo1zUw59i8ZgmmW6WrqukhBtBZSf/lkycknaiR6vP0yKF+T0zI3vAljLv/",
-	"+bMNCVZ4ERIp4PyLfGkBOuYWGhXcAkxR2A0NYrEgunZKIHz3+y9DGG2ykEoJQ/kJGj6G9aLPqDiOeSl9",
-	"o6pqWjvZw+rACtEUgZDWsZlqPLqQWJKuugN7nKZ1nJiMOXbBRaxPdVxVyrGHF+NFGQJa4lRDEFNkx5GU",
-	"9MEzAhoCzbIlKWkPWhmyJdaBMFBHKjVqlWCMcWHMtfTRQSTT5Q5m0NLCbpFNJiwuughdLSWRDgiBSsnB",
-	"lnmSUMIVn6ap0iFQF8koCAcJU7IrR1sL8C3gZGA5sXRBprO52gfwOGnuX43STAUI5mYYAI2cOjGvY64w",
-	"Tq8VGBnUYwDZUC3WKePVFOMMC4DEBEfAhyBGJAupRLpjuoZa82uHfQYaCwwsoynfgbjevf7Qa9vt9siP",
-	"2ORN050x11iuVMVkETPpdn6D4rzGLDyhszRbKrWZxkW2NDXMXPGJzHOGIYRSy+Fv4SPyD3Ks4/5SPl8U",
-	"5B/ElETAnqNPMZAfOjq5IroR049cq1xkAhELOp8/ibrkH+p2kuiLdjdo13to2N59tMkbapozyEGqCsj6",
-	"y+ZYlqkmrKBpJv9kRjm38iVgwj/IXr9fG2Gvv1d9or7T7g8ys+Ex6s3h0J0L0zNG5AsoiyPysxHwP91v",
-	"vs0jVzwHRK0ms8G6ZdvkMM9//sf/o8W5qWVi4I6bAOk0jAVuio3rhtomWFrKYkwqtQim2HYpm10txzz6",
-	"vHNrs3Z2cJKomqUZixmT2DctarpGIrznOpjRtHqtJuikcsy1aagbgoBV9c1EpKMIAfZTMvTpLgfrOybn",
-	"88Us1EneaugMHEbYD++zuxIlBUHR9uipbgL8NOKiiPAGmNsKblRbO4hgG0OU7bAp9hWzJXGpNO8bFR1o",
-	"uSanY44ds1Ku2Y+1KWND0bnIIeItZ1rX3qh5b0nYrBVhzI01NE+vp4UOE9QrK08wNOPr2bADlsKhwwr/",
-	"WkIZzVjkicnANUIBlSWZ6JEWK4jimJpsP3my3+8/eTLmDUvFMddVnqCrao6YjTYKY3Bnn+fYxM0QyE7J",
-	"lVOpeNo19FqGeFSskaykrTG3rgSPwu4sDO2K5c20OecJm2diCZcjX3BTQbK0/IvcMIzvbEsZFCGAdyDG",
-	"UAP/mHJj+7JdqEEyuq5/TBifiDwG+W42anS8xN7W6pYas/OYqyHpVi2tD0gE5/5eJOg8VLJqTCXbSblk",
-	"XKYYm8kXM9KJDs+OopBEr9+o/6rbI2P1d8JkHHXVuKjRKXw6cIiOvehG3tXxVanUpxUZmhCVnN68JEEi",
-	"hYxUtJRpOOZK8ECUj/4lZ5PIBaLI9R2d0RtmhipJTgr0j++UbUGpHHNtEd5RZATVKKSUV0szQldLvRkr",
-	"SjFRKPk0VSIdCGjOOZct820jbphlRSduNJnmNC6U2iaf4hyFjCx6KFQ6X87ZGa5QL6LjWfwfyy1NWBFP",
-	"u0iXq+QeXDsKq5UkqGQtJSqRTB269pga5H6Xar/DG3vIlhCUMiK/ZZmYsxGJvsSLXCk1l3PgVXOW638V",
-	"oqBZCEKhfpLQgo7Iz71e79N9FJIkBwakWI4aGBW+eWlpjuZIwQ2KDEwLV5Z/xF9MV7MDfYHxvZogpXYw",
-	"UipjKcoM+v2wZmEb9sOapwtecoI29uGbmuVr0O93e+SQzKHmIpUF7gVUckM9uU6ujNT+IwNnG4IrkZ3n",
-	"jGluhoxCcfXQ5Lna7DFoPTpCt5Ajr+RMikWupMhOxX7q9eFVjVnNTYVK6gcnzbI7Apv8Tz/99NPO+/c7",
-	"r1+T778fvX8/OjuLDFcxPKhIZ4z8Her4XpwfubepYuMnUWmTJ4O9UX931H8eHaj9mJYU5p7YFDubnK4G",
-	"BuIyS+NcaO22dfhzM3xvMNzd23/27zhN1ZdqTIe4X0AwA7Q5Xaqf5MibHd/0XLgzD3DmHfX/+5jC5lnY",
-	"v0flrZulxt135moOI/Ks37dpPcAHsP0HcewtIZFTmiOVVCqa0g0WUuvpjufxgAhFh9NCrRfcRNaio7R5",
-	"zD8/VWrvDuQ5RqRjTAjgO/FIyql09Hdw4wnS8Q+GY5wYf6pkaFDEGJeRNSUZ8uWW9wbNMsWawEaegtG+",
-	"d2xnI6yqAXU0dBkNrJURlnQQS2P0iKmxoE3EF6fvJElSk2ph6x4seAYeX4JCti2YAHNrJy2R6d8xigA6",
-	"eIellGZyHpeo8EPNaogXosnItWeViUew2LopS03fqZo3HbmrMNXQZ129OzLPFmAMmsFxTxlNQuuRNNgt",
-	"yS55/0qx74zm1wz1XfD9arK1N9j1zmdAqVhJqPek/tDiO+qZqDT0yGGeoyCZ6CL1EvOamAQUNPt+tkcy",
-	"dssyfFNp/Yoe9/t9EySgAJ9lIR4ARlDl+AeAscY6kB24Pk4oK6MnexEOXg4xYtF4X4HKigmxGkf59jDs",
-	"773oESiiTfkSIQIzW9OlY68MjZGnZGMhLFHNot2t7gGD0WCO9hSeYDwKZOh1bVQaqu8YZmnUjQ8X79wE",
-	"NSX/SmZsZAZdGzqF74gw1cy5UEeCa4bu5BKi8QdFEJ05jNEc6jk67pWKpo5mAWWMy9ZllnKlXOHgda7v",
-	"U+fZHgyxO3RZxQHIpUCk1OrxvrtW0pd1/+d91KQ0IzKA0vPqwNRcFgiG2mo6Jo0ibXOS6iEthTCs8wpD",
-	"ICXpmKphOpcdIpOVeFxLbVeCMz6ynL5868wEAJSPDjH7KTqwwtWB5UAHZcTAmEdySof7z76NyB/JlH12",
-	"w3M7aCgLSW1i8kcyDnrjgPyR5PQOLlC329WlIEzuqTatHsoljw8/Ho+5JZqgrCXqStRjJ3pjHoRBlsaM",
-	"S+bEn33MxTxPWUF14mxaZCvC0g4/HgdhoJgyRqINev1eH4IuHd+Qribu87iVAddeeaeH1aR9PjMojgMu",
-	"s82/XOh0gODC8dY5Ec6uw05Mthj4NmV3wShQAnib4Fb3S2InJ0eaw5F93lszsiMOfCPLUh/Yf6rmJ1cn",
-	"SdO8zUeu28dACJ4/VE4eoJRftcDWJ9PLO2U0aRkm1L4cTyjAQTUUQI/d8JPr6ijXDTe5LhsdEl1Rh4HV",
-	"uhB5SAoo9jvJ6DWWmWq66w1QK7/0bIKbcbsrOGq3XuyrqDKBvAi+A54C0Y4ytagC0zTNEzdYeVtJLLpr",
-	"fCXA8UoUU2tVMDVy/P5VQPcVwYMYtWfc72rCtvHquLhxBGMPYou1qhuMgt1ev7eLzcKmQB3APK3UYDX9",
-	"jhP+PBey8NdqKY3sYPEvpjZc8iblSvJvRnri5kgxzcXietoaJKrIvzfY0/2yNTwRHYjGBRE1wqpCCJ6L",
-	"rCDxVE2zA/olGrSwaBs48MBukDGENtSe0Jxc6meuvLngCc2XB6bhDaiiqNK2BYcdkMh0v79E2cnal2BM",
-	"paZoH61pv39AIrDxXNY/HHP9pZWLQBjEFjAg6aEUeaBlJqFbv9KKgdOJ59I1Sbq9qvsYBAwlbKP4U3cd",
-	"488oS2sNaW+wC8LDkydvYfSekkMUJrD88oYtbckqXu9ux9GYWa9o1HFDAUikhgit/xL+bIvjBe1oRTk8",
-	"NC3RuKisK2dxOodTxxUejDl6DICIhk5T2bb22tbTVbbW5sLt54Kfy8Vkkn4Gt6ZdiOnfEFWKHKh920uB",
-	"fAyEQJC6MIlTveLenR6JGIeUlmjM3dcxuaw+4IpxDguSMaVUgrw50aVxQxKpaxPh7fKXp3a2cNBWwhpM",
-	"1pH6lzqtMbfHZWNJLbFTN9ecXhfd87H2jxeoc0BtQevCRj0QJN7KjhA50QjdcX2D3d6TJ2M+6BHswIfx",
-	"KcbI7DQ09rZLPijN47ortmw0xg6d0ZS0XanK4XaW7pFXisJihmRFRdbVvpX0b83+VfPEkyd7/f6TJ8ab",
-	"i/OUJUN110SAi1ZsLpwoSNJ5FmrfDlD6jMY3ap+4p0as7LBXWilsKs4kZ/pIFLNOMzaqH4oN0hju7UzF",
-	"IjfZO4qmzRk/QHJ1l0pcvgm1iL7gij1ew06Z39OtR5uYqvpXaQbZzIcl+3XwBWZKNauPqUSd18a6w7op",
-	"dAwDt35NOOqN+W6PnAsySZUGvygq7bar2/NlKhB/RUNYlL06J3PGWYKJU9EB6OBRWZEx0iHhxqpqveug",
-	"FfTGfK+ydcNRrKpMtQvxiqHP0lpj7e2qVZ9F0z/Uasd1NrjbRL3gFNC+tTW2TSntkERfvgzhH//5H/+r",
-	"uwnjIwTHRedHdchqKW6lqKl/HyhSLfHcIAYIvC5KHFHqaQymJ2CBRn3jGhtsjPN+r2I/w5KUFpRYQ3Dq",
-	"FtNW8KmU0xZ5WU07lQT8D6UqqXVp3Bz4ihvFO0lHFyRrJN0d1IkhLusb6QqcU7wIeAMhdQEJlil+hGer",
-	"Xjd5LaW71b0uICQANsyplGXGhsFRyGDSdA1nwWJo7jtoApWks6kVsqvr/BSxG3OmQR3CNJZikP3+y14N",
-	"fiZFwKmXqc1HOqVYb8Ly/hAvPDJ+c24wj56aakiSQlzjPccL3Di2gyqYMVQsYUrVS0r77cXpO3U5L07f",
-	"aT5ICNhVWnkh6hpGflfHBt2wqBbQ1XH3xvxZj5wteTzNBRcL69vtGNHgW5RLuyEZ9vsjEn050wreexNP",
-	"8Rr8UF9My6Hj1yHJ6d39vZIvyod4KTVo7SF3RG6T1rol3Uh0VnShRKI8Z4BYGVRtyrHxkjwgkZq4l9M7",
-	"OLEkpddcyCKN8agV3CmSWZkmZb/VnMZFT+3F9O8yXKeRa8JF4Zb2LAtRgn5I8fqb5ZDOG36b0oSS//y/",
-	"/m/yhhc5u14w+ONdmlCQRt/SbEq7OgxRb8eoL8A/FgWa6IwNA0nmj0ZmsFCbQYezWwbW6mqb0SvIcLDH",
-	"eEclyYQsSKesPKguWgoFuki8KHbEZALTOMqWEmS1MQmjtwAHpZgxzS+5eoJVd1MTL1ZKF0jzh/1+aHNa",
-	"SHTmcuVITRG9N1Elki5NryCxKBRnwcQLTC0B7chBJOQ4o8q2ZUGXEm8ECj+hKe+IZSSq8XD60JTKVmTY",
-	"g5K8FqZoI4O3DhpBl+Crxc00woBNICiQUF1XcMyf98hfIGO8eatA8SsvlRVSFMdWRzFJ85lBTqpkQ1Cp",
-	"aXyjhCwOPvmYQbyPRXfUcl312eYq1vzNxZ1A74rUgi7G7Ckt7D0GESl0ndFMEU+rAoZlrKg6eLBW29y9",
-	"TqE17G+kjaSohEyMvBqMVV+QMhr5O2xTBbQGiq+nhQ3FxeijlEO4VS3Up2PEY/RGlfFJXTeQ5WU9kMWc",
-	"ei2x4k7kCUC9Mw4+mt07Wsw4CMkYjEMsB+2v8ZtuP+X/sWz+CVqTDwrNj9reQiJoCBzsyB6Yo+6Mg4Mx",
-	"VxeMS8h5HAf1g6pomtVx7BhdJz2xfBmLScPnGKk15saRV46hDizU0ePF1KgxoPU1TlP92SOHmRSKiY8s",
-	"lSibOuWEjnm1x1MlMCss34X6r8Zi1mAAFYuc9aKAf9LEV4+5lqDdWLqKJQOmqIVVN25o1a+MoHCjtNFm",
-	"5AZiK2FS5Ol1qkRm07KPizIDXBfHD8lVJgD77eAQ3wwyLu5CxwR1IYgw5STSkaBRz/qIPK5sgMcGznTS",
-	"aTjTx9znTe/CdP2hmY66kcBgu7PK8zyjnPxtITAr2Ja9Q/eJdU8dGyvte1sWvPQjttaNKl956lD5P7Nl",
-	"cP8JqzcwWUBnF10qQBfGrRsVnSYalWYtbosyaQrcB00FuVQcFDBKDQZcug5iBk6vKcdUFYyC/f3B4OXz",
-	"58+fP3v27BkUhwPWE4xQMQ680i9UTLkVacx29l4MB7u9eTIJau9CASBbjUR9Wa1GogeQT90RzGUPRoFD",
-	"enxGbahNuTvA3q94jcxu1P/6/f4ANl3R+aBTF1fQ+APMik12SqBjC6BVAC8tEim3EmPV9rA5rFt3u3JP",
-	"2Kko+EnNiFGvUyqJnKbzOUvQYF+y9+9MR91yUxde07mukS2MedK3i7JDL1aDq+5uMOzvPtvtD/eHe88G",
-	"w/29F7UtrtreixcvXijAlNt7z5D6YFf4QpBdMp/1sAYHMua1rWLLS206yKiPPfb7Sisb33b1XVh9mtiN",
-	"Juhg1xfy8fVbom9+9zGA+B6CHyRZqvPWl6YXPAQK783OS3BUSs2oQ4UHci64RII07Pe3JWEom+uU7yrq",
-	"OSpkWGGj3zR0ERf/XuszKsX7YBQoENgGqcGJ1gg0ox+1qEJWzHHUgrBNHTqAFC+FhKa0hVYJglB3e9WY",
-	"cV+pRVVuV4v1HVec77obK8sa6Z3oKlUwoTbQYnWfJY9bQVlOAKvprgXdHZ2lSe/7V9cfPpxffH5/frP7",
-	"4e/x7oe//jT8ML04Onz15qc3f/3L4C9/vxievo73Ti7eHv2lf/r29K+Hnw8Pv/02CIOc3jnLRzap6PFj",
-	"R1bMc2ZCFS4xS0fdgbspLaS6MveVQzdAk1g63ZwJ4PED6QQUIYOPayWaNeJgdhmp2T1Q5PPZR9Tg5lt1",
-	"ZEqnbbElEG3lULIm2hWWzLEtdA+0gFVRDk3UVUV9VJMi7kVdIBV729ziKmKer3JDlIleqMmUreMqTojN",
-	"qZXt6t08AXSlOD41NZH1Nox8y/B5V4zH79GbQkW66Q+hphu2bY79zBzCoG37luQ+rXdwg++GtcNTnOEp",
-	"yL3VJmwlEVFCr5ggzwA5uCIBk4v5dU4T5vxeCEwBd3rAlidW76fTOJuPpajtzOK609GLiRWgFDT/7ezk",
-	"g4bK7nqovBX5VZokjOMXL7dkSSn/qKPgajSUzhipWWm0XcqJnPMT7MNqCjeYdOpDWSvXFVNcRFtjWHKg",
-	"bUZg3OuVTVlLbnJXK2lXrrnm58IqdW1L/CvlLKNE4XShDnbGeCHUnxD3m1NJmCz+v/+XTFg8pQntkTf8",
-	"NmVkMSsVC6XpkJQreTF3PFWeVW98ySv1+jzYtIEfcKXjD2Eyso47xc+rnruDMoHf+CO4LBhNeuQkr1di",
-	"sgaxpkGv7YAdI5ISIbCthPN1d+RigLp8ut+DI4bg7RhscDs+YsTiuRDvaH4N1Vf3hsP131U111MGHYrh",
-	"45frPz4X4j3lS1M0S323j1xmzaQ6Gw07k8FX215nbT76aCVq934Y0ySYlPz3wmeQA8nCcOJTtB9WB9YP",
-	"61zbnUKbRHA7CQtGg91Bf/hMidTY5QC4acnCpthhpm6NCcrgTUPRF1zLAdDSwK0xC0NaEcJYPh3xFmvr",
-	"ss/F2zRjJ7nfsvBBGF3FD7KKwZGsszduo6XpHWp0aBIDx9RcaT0XojH3NhWZzrjUov/TBW+Et4V18xzY",
-	"tELD4bX1rcXMJvJ6JQTXMVU1rrmGsS7q4g67MTTHhWW9CqI6fGh5/7M5fGhQ5xZDMeq3G6objGqhh1A+",
-	"1TWKGsGhjgZbn60auZGrHIz2+y/Vdr2Nc9Tc176yxx+VpA+JmaYiTjVUthaKiymNJVXGssaQFALFwFoK",
-	"DvXGPMLGeRGRjObxVDu4wW9rxD3wf0fNcuGRotWLnDfr2utESE27x1xHlsIuyuqEIUl5nC0SdF4J6cZJ",
-	"2AAzWJ3PNPkulYWuQG4i6Jsmyno/z8+F3qfxu9c3Ch3B1buQQWE6RYwCXEdF+HPrAu/ve0pGtzSzLbTe",
-	"7eunM9zfd/vp3IeN8rSo3HyLzgldc72ODToY0rxly60LjrG4vg2WvS8a4q3TkeUhtdVX9TrSloNbyEhy",
-	"kCSV65GkhiIt+2qibfUQV7Y53Kxlo78dZGPbIi9ILLLFjLetFYyWr5aVBdo+E9jbxDRbd/ud6i4m9gDb",
-	"2o7UW5Z82hBnT3BZdps6SjFNQt2qapFnocFFE56vZjQh+vjv6uQKQGscCCcmR1z3xjiU8SaffcSMXP3R",
-	"oN/f6CMQCD49xsgHbzrpx4BTaEX9uaXbAl9kWbWp1G61h5RTQpL0X476/VG/72k1Mwpemzvubc+k9e5G",
-	"oxtjvzXdD1b3W4vzWc/EhvfuBFcIVOu1NOxjp6PhwNPZKHCTbXdHe/u4mUbPovK9Phn0R4PBaDAsL0mz",
-	"55nbc6hljqrPZU0FeIUGNlEcTtHkkQejQb8fBpBMHowGmyt2LW1YfDoehKpfww2rpVw8ylSytTFhE0VJ",
-	"76tsq/wWEO0305U2Wq0pOmQka1cSbU93csRPK258aoia/jSqFsFwbzhUupU3H+RURwhKAvnAW1a6XiX4",
-	"6bqQGLqCIaARVPIxgmxr60F4H+Ika6/zZsCktx0DOcR0TcyhzYSYX9H4JiTzPL1VysiYE5Kl/GYnEzHN",
-	"QnL03YfDc50UWlAoY51DmTI3nUL3ldOlEfg1LhMBgSs1FTcObIhgx/aYRnKpu09CvULsOm0SLZ30tp4t",
-	"X2XbVqoF286V2/bIPCDRPOXXkQ21cqbE7HSPzN22pXBN7+xjiM0q8jQudGCLDlz3tuXuRJYPPIm6JnRT",
-	"Z7SYQQ/86WOdSPGJJ1FoizHTuOils7nIC0Vr5xkrWBJ1bV0fjOcrhC7kUikWikXWypakuJKZqftTyl5Y",
-	"KNyvqZJOe4bKQT285RuJFQhtZExa5vzuDYdqHu1twKAv7xF1xg0x8eXLl2UNLPY5lcU40KesuXH1ZENb",
-	"QQQ6gpnkYO3KqLS+1B1yTBcfOGw6nzOay7KRjw6ntdXvRmiWx+C9sq4IILWmKF8rtxcWvzcc4k2NbJTw",
-	"rLRgFEKQTPBrMCogjam+YKPpfKog5ttWlcHfLFyltbUWNqO3oheaKjaTvPydbp3nlTwJbfr+tEpk2koe",
-	"eoSYo3sYbuRQH2wHZBOgsALYm0jWTuUXn2SNIvqvemo1mXqVSI2ra0jQ+Hh7gbmEw7YIUmqLP3qkJ6MT",
-	"lu2vRsHLyTDeY8/p4OpFsjt51o/36ZC9vHqe7E0G/Re79Fk8ZPtXL5Pnkz06iHfZi6tnyXDSpy/j52z/",
-	"ancQOB2pND49GEud7mkekfzMs5PWpmlc3P3akvomsm+Vuh2Xfr//tqL+0apC1q3S/lpjc1tViBU6QJtx",
-	"uCExtlqLbdkQI5rWbh/laEZOuZWMw7IwntNYuyqRosA3woyaMZdLXkxZkcZYXwgch7qzXplIU9/E0y9p",
-	"cv+0YHIzc7TXzHto4FDtv/hYY421zdSbjtuSX7riNeRvUJNebAoqBKMV1L9p/zushEQo4F0tIXaiKBhP",
-	"KNRWn9LiShQhFKOeZOLOhGRgTZLWWYGv+Gbk7K5aXyKVDilujFflR/o937j1MXW1Cug1VuSUywnLcxTX",
-	"3R2undOMs9GkyDBJJ2dSZLc4eUx5zLKMJd31+9Nu9sZMtihxE1IVC1g7gH7ACgPijmPwEuY/6kasbcNp",
-	"prxqQTbk0+gsskDHmHdA+PHSzLpqWOwrcAdkzzvUHfTvXDeAjk70jgC/rRiC5vFUi03e7+3vzTFMQgiq",
-	"mGSS8lROqyO1KKEg5D9MiLAkCWlRe3zcmceQ8Gtb8v7LWuI8VphfyA7XxoOBfSHDxRJNTUOdupVNF6iT",
-	"8SgLMYcaboLHjHTmGEkGgS6mTH+Si/kcaz1rHjnmra1VelDg26ZzVBuKV0wMENgDXSKlSza0WuRjt1iA",
-	"qqFKP47RrlEOcFvJgwX6M/xqRYhkRYLP4cSSf9rTf4Vb/Nq0ANpKyF59lfVNXG1U38r0o2c/RoYwX/h6",
-	"aGN/DGs6rbRZ70AUnKn0A8WNIdfIiBAHxuiFMXF+87ruHAm2L/1eWwtgvPtQMd8bmCFHYA2Oalbgbg+q",
-	"uUL6pTE66mDp9e3ZRySq2CV07RnTox3TjGvWk2jMdaf2lbK/bjn1ULI25hvQNSyP56FrD7Tw1QxC25hL",
-	"nt4OH2VSw6189RyVtSa1r+asfoRJbQMX9O/KA/0wg5rGkDVs0ygMX9EOtlaMrcz8Tw76K3DQC9NO8Sty",
-	"UF2E8qHi8NOyDn2rReq1LfeBlWRtunK1XRxnd0wW2EgMy+0yXmCLP/Nlj+hitGQASSkziFgt2MGYU2io",
-	"MPz82Wb4ODX4KNn7/BkdiNqctdd/oTjH3vAlNGYpS3ro+jlljzKocJDoritszDmUZ8JlhAQ7mu2PzBMy",
-	"1G7kcoCQ7JpnOqk7JHv6yb5+IkOyb17aH3P9sEciPIjL2HTH6JdMUZPCnFzTW1buoAclU4wyAf3wnpOE",
-	"LiV+qenDZJEpXpmQ3b7zI8YGbWCc24Y9j/l2akczmLP0Sa6L6jyBMg0VNEulYw6FCqg2FWgVd/HGRd6i",
-	"08Yb94nRQJvE0IGZoDXsc9DvbxP2WZ6n3fdBPehTs73WeE8YgyUPivg8M9+uiPncKkhv//cRo6eBGYyG",
-	"63yFA/AVmgzEDV5CgSnoX72Y7MZDtrOfDOjO3uT51c7L+BnbGdK95AUbTHav9uGjBd6Ny5kMRoMXe2EA",
-	"0QZWdFprfkYZ6PnzF4MwUMTrErJqHN+gQ2OC0VChcYkQWoxw4DHYzHdagQfO8xW23++r5WkABEU6Y2JR",
-	"jFaR72ArEPUbIGo5ygrMqhDDTK8VcYP7ZdjgcFsJzfDSTUIGsfWM21DFZbH/lNh+BYkNKofXz+GXCx98",
-	"sKVjtYyH5eN3jLv+y+NMKt4Yx++c7lKc3dlAJl2uHgvFYYJJWhzoBCN2m4qFNO+ktpFEaV8tpdNwzMvk",
-	"AW1uDbEFGrqrbMKMml5Jn+Dp40L90d3YZjHmv4wt9hSOoCoW6SiFX1TR3yp25hdS9H+72Jk68e+P+r+m",
-	"7t+i+Duta6thNHtXz9kgeUmfxbuT/ovhPntxNaB7yfO4P9l9+WzI9umLZHC1Fz+f9NkufZa8vBrG+5MX",
-	"DF666se/XhjNB3XF4deD3zhg5r8nW3L6gVQI7W9kRCiY/IX4ClT4gCAYG7Ci41pQKey4HfB0EX8b5OxS",
-	"8G/A2h4abqEZUp6yZMyz9Aa6aeGYB4Q6VU5GbkVPQHJbkvJvC7aApt8R1iZR+lpZpr9kXWOsZZJ0e+QI",
-	"Ooqg9i+hhSVviBfb29fHfAWvCldwKkg4ltZJ4GNc56yuzX+daNyv44NUq9OYoGsTlUWKBo+khmrsdiPq",
-	"R3XyONU/YwT/K9BMm5guC6IoyFcMC9yKfBZ0Pt+BOqw7gu+YMmmtzWSAYkCOzdUiuwkrVZKdUprxVEho",
-	"eYrdIUSOrT9Ih7r9KCotJlJooQIderCoJrY7wsYlaArCnsgk5d3QFug3Le10Jw8ZYYc2TmgM+Yn1Qg/Q",
-	"NKLs+RWWrXFednvuKNCS3zReBdsxiPjYKQTFexgwVyQ4YVikaswjmjMsYSedalHMsaHa9iPo0I2ALMqI",
-	"FCzLZKXxAL6Jv+t2BmN+m8r0KmOGqZRA7xGlrWvWUNq6sQse/A2dafBvU6bf7Z1iQDXmN2xpNH4LthQ6",
-	"hJMknUxYXtY+1xxGIix71z0n034mrqBSe8qLKQKuC1kYSjzWmo3dfSrRwtcjH0Th9P/SzW0bTZJ8uRqI",
-	"vICiJ/zIVvx7sCe2PEqbzgqGnTDQaKJua70kIfzd1/8LPm1M5t3V/1LFAiuhqQh5Q1T89RVxn40f7sPy",
-	"cw0Y+F4nB1Q+sqAoC80pVjk0jcxMj5QHawtVwLUxSHU3tJCjbgVO/iuzyl+Q4xxZMrAyMB1IqiEx5gCw",
-	"SqO3JI7mSOXoXvm93uJus2olyHkwfnInS7XI7uc6ph2erigtKvTK0ijo6/EALjTmJRtyi4o7zOE5dt93",
-	"R29wpbDRxoKLIp1YAjvmUBLE6fiLKzSlLlk2CUsvmClLiC2PoRT+CpqH471LZfEYggfUbduLd8Yy6CP4",
-	"y1KrFvqEppNDTsmZWPydqkcAc3wIhMp8ORy8VF/t7+/vl1++yhdckHfpjDbok+nB+GjCVJ5NO3myGF7t",
-	"qKbY+n8zGuU07yxB4l7rX4cu6YarrRQJfpdVetNpIR67IFlCmB5IfECEMM/cNlhzBbH5VHBFLVC0aoia",
-	"VggF/b/j/kT+qMal5t+6g12PHBo5jWY5o8mS6LJqboCb3YbJSQYadq5N2M7vJoXH0L0RmdNUUTDdVKSS",
-	"sQPQ/FsOIvIK+mUymX67xFp/QWhNJs4oBGwwOgu2vv6wtV9eovuyiR9Vi6/+veKBWomuufUNLNIVE/OR",
-	"w4rLLM3H0NKVBLQ21/+WdpC2+pG/vWhpch6tVLYZxV5v3mh2a96Cjpe5FX46jlHk8mFyI1krNv7/7L3r",
-	"chvHki76KnXwR4CmCQEkSEpgOM6BKMqWLZE0RfmyDAe7iC4QbTaqMV0NUliyIubXeYAd+wUmJmK/yHqT",
-	"eZIdlZlVXX0DAZDU2GvZETNLBNDVdc3Ky5df7gIPw9M3SSKg7PdlJJ4+7TNOwnMrlKbCn26OJKo2npv2",
-	"HoAEDkUsGfJaBCwQN+GICiVieMrL6kVmw3iiCkUKuVsWuWkClGFiWJShXoSplg55E8YfjLWJEi4VpyvC",
-	"+GgyNaVeuL8yqPp/Ir20Usg9frZJ+WX/auqhTfu4p0K4vigBT9AdhioQpqv7WadOfGQDQ/X5Roaqq33C",
-	"ONEHmMZaUWRcFYotU02wQs0O8nciLtRUuvUNzzt9i7X9tOY6lDludwUQRv0cSjM/VBfwg7JnNFQFdTSW",
-	"y5RLWJR/YtPYzLC5QM3E5V17laViDPRgrtJ4qnX+LfbDm1PUw9NwFM64TJVBPPSeA3LPvs24RO3rXFdg",
-	"Xrvc6u69oP8a1Zpl1Qv3iiY5OWPvqUTa/VCvTdI5/ssYN8b4lZ2QL26KR/FVPF/mHNQqUEHmGqVqU49g",
-	"XrOrDBftlQVtIkZxEmDJSyLB8FHoUs2SA2spQ93Lu+xl9ja+ugKWqnmhVJ2be2DFes5wrxeHb3E+H9hU",
-	"/uNrZ5l2/ZjpwLTxUC//lxMX8VWhpOI8/ULaGR6ZeinxPuVJquD86ROV66WpagjmlosN5fb335+hT63J",
-	"2enx11oj4gxYIz+cvcUyu0Op9/ANj4RM7WMjt7bNNIai2OlELBgWfq/1GG6XhQvwVmvpNZRF8dVnOfFF",
-	"t1Z6G7uSrM38WJED8jKJb5VI0AmZq6GNczBXIhlK7hC2U5s5C9SDwAUdO+ZjiRHzisNJEk+JC/T9iKMd",
-	"aWcxTqAiJ77SmauWifdiP6jeqFsm/8DW+eCpx7i6xjLfQ0k42zYbqGtTP4wcocVbwEhP4wxdV4J+j3vt",
-	"HhKUFgCa1POUueZi1eg3aCrXFqrYsS/ia4TD1th+vf/d1ovvf3oHiVBmkcq+wd4K7kdzguEdfSgu/2wm",
-	"rw4uuRJ7PS/84eXJ2W3nu6+v4sFgMDh+/2Fy9OFK//NI/7+Xh4Of9f+OX4/ef6v/8epDdPT9D2e97enx",
-	"9b+9e/H9q9vBq8nV14Mffzt7wW/hkW/PPuweJdffXl1dffVV3nVpduoVAcnv7bk0S1ML4HIlhn3rv9oF",
-	"YnD7Zcn7ha4RFU7nkTZHEUlqY4Bro0nfm4ay3i5Flg6CQFmYEAljjpzG7DKOr8u2yBOVgXOIP7dIl1YK",
-	"sbfaQ3nERxMTDoL7AemgoYgDYXih68jHizHouYx0R/xYmoqpX5ly8Squ0mCLiDI2DmWA9dwhqRKV48OT",
-	"4+Ojw/OTs4tXZ29+ODr7yk6/Twm35KPotipLCJtfvxciOMzCtfcgVzXL/SARZxf9Yp88jh2ARTafNtFr",
-	"dWXU2WHQ6y+CGtpwVnKGfDeL7fIgeADozyoR9nM3pAyv/ZMI1xX6dxynb/RKaS3SxIMeTCbbfdbX05bN",
-	"oRFSZbSQtcLNkyimhSlkv16kJ2vFPraZMDdQvi8iyptQwmoW8ZFQHtWy07p6yxR7ZrVAzkywO55ZqxJQ",
-	"TGYoCau6hWAAn0F5NXC+EnF7G3yoWI/TFE2d8muIdmEXXICn1tFB1YfKvOhaCCVr8qHEH0P5vjQG74Vh",
-	"Le90WmUXL8p24xasfjNAF8r+36E0b2n2Oh1tZt2KKGo92qXxNZXd3hwieofvdW0H67rCH0bwJTT+u0Zq",
-	"t1oFojRzA+/TfdjdxPnsXCFYmfZ+t0dxDpfdHLBr/7owNrkw6oSNEuJPcGmE8jKey+Dxb413IB9dcKg/",
-	"TuKpz5r6nAQEIGux2yRMKy4Nj8WJ8TnDfEOkzqOfh+T0wG2M9R4oK9QQvygQ7PD/b+N5FGQQf2MF9HO9",
-	"M16tHHcuT4SB38BVhG4Zp+ZHFQ+wjw60irrOTZ8+u1DxPBkJqAy43SI+u9okX7gwZ/PLCNha22yAlRb1",
-	"LRreCMlCGYUSwproWyjwz5SgbkOZeYiKlayplsej3FBvaO/d437Si7iavp6Kj2mj3/gm9KA+xgJTRLRN",
-	"CPkufPH/NtaXrDSCL+KRmnCITleMVlAhfmQK2Rl0qv/Td5KJZdtgptmA6WIm4Plu7h4yxWItQcn9byM7",
-	"Z3X30SvzLiMF6CT/dT2tfT1ZaabVTgXV63E9S/L1T3BVuVVnK5nTtIGsIAmM4Bl4xnPSVxVFoMKYRZbm",
-	"V3YPeYxCBbbMstKKPLj3kfOiKQKosq2Psgg8loib+JrKhrJxxLV0fRwt3xb0fTAPyDJBE4SpW/swL3eO",
-	"Xq4kcWhu7N96AZZheklw/xzPE5LZE66YmoSzGfg4Cq6XaTYh9xRUZmrrJZX5BWyiv8TTuuLpVp+viuP4",
-	"wLLIAjJWl0TeAynDd0i0GQ+Tx9e8D4m0X+XCkSrlSa1PHWNVIPfCsROwnPCAqRGXkurBEyGcCWIMZUVE",
-	"s19c4ksxiqdCWewIeFUcHVXGtpNAUsRmhCL3qCX9InxB4BmFNa/UliKfjyJ7T/XyfYnsBmIJWim7IeeX",
-	"eZjkBr0aj5nbcMoRilRYRzTWwES5/Uu4ritcs0OrD6xy8Ql/Al0PTN3ZlwhMnolZnKQ53bhCQWxq9c53",
-	"FB4fhZF/RB+9eeVbnl6gvgAXcktvYms7eUOpxRKyfYaR2fLGUYHao/FTcEZzUHZUsCbOpCHVn8Y3kGR7",
-	"yxOtZRpBiikMFdFOy1ijTXtXOX4UKXmGw7gXZfwqiqbZXQ09xxvY8tTPx7TlM+lKL3sIu/pOzJ55F1kn",
-	"f4nSTUSpNf2eKIKHMT7S5ycSwRVSZgFNMS3DH1/CzmUUyuvHl69HMqASPwQdteIMbqcniqkQgIcq81DO",
-	"lUio2ExVZlidRjmUeTiyo1OGZTjxowi7DzirDycoXuFew9V6VDHxgV7xl3zYXNWq3bN/RIFAPFq1kGKs",
-	"n/BouaM9fZJMdR+RGipb/cEB86W4xVws9ysktWE/6hMN1fm0jZixNHnsMiZW2jiyPAQQS7HNmWQx1Or8",
-	"j1vJPBKGoF21pbiFvGNkBPxOLPzWAeNOdwoEA4biz01MdVG2mOulYtS5KvqM4N0sXdalWzDmughoe0EG",
-	"G08NdUJfP6dFWzwnlupWm73GWkpQFl+PkSeCRWKcsrmkgoZLkL8fDLXaY9MMsOb7f/xXzE75PIpb+gc4",
-	"v+6jxMS0npGJA/gfYyPoAKtvd3eZvU6+1LvYCIoztLH1ft9iN+tQE/zPlLf5H4f1nglAFuVTQxIqWwrx",
-	"ReIMuyfINyerdOdL4qrRb3wnFq78JZ8ani9TQBfLU6x2T9THW075VSjBtIQSyRbBC2SnTxSbS5fWrsia",
-	"oGqzQ7qtNhtEEYO6G0OZKZ8gzGJ4PY/azB+HUSoSfUfwZDQRbj5H4srY5rVYtA6Mw9Fn10LMbI6tCIay",
-	"iVVCoLhNECr7DWtSbZCW2/ED5menn/JBsuOJWSffvj85ZjxJ+EKrpb+AtxWG+Cv4CfBmbQLHugpvxAHm",
-	"2wjLLpiGUz2VN3rUAG24ncSRYAFftCDn5A1xt8McMXeKkCBRa77+JzrxfeQe9Ix58tlfUkkG1/yOyjHn",
-	"4mNK025IFJy9b5bAsNC5VWSUlnA1lVVwPetKxmzv7q5YMuY1tFNbM2Z7d3edmjHZbnD2gFesGpPbNrGs",
-	"Lx9Dgn/92jFv0XKpLxxTyAiLk5SN4mg+lXVdgXDay0WuLwHWlWn09fXlNYScT7W8gj/gMbzQvGwczk2Y",
-	"u6Z+XXG1TrAXdmCU4xUGHmwkj12LhUcqkseyt3nMedkKRXDgPe/iwJTOGajR+vV2up01Cu7c/TuklQkG",
-	"6Zm+KlZ5AjWc7IlHLOqzsYpz/5DETn/3eb/XhQmp7Ea3w7p7/V4HywvqbrzwXCo8jFoDFV6NpjWfzeIk",
-	"reuE2/6y6jRYx2rd8jQkZlcpS+PInH/J7PwqzeFx8/JRf9kytV83Vn9MA/0Suy9yFbnqkbPI7IMSaFxz",
-	"KGVdqjMCUHj29RHFbGdJfBMGItlKxXQWab3i2ThOTPc9YwYr5ishA5EQxYnDYuJhbTvftHRh4PnYifIX",
-	"thNZ5LiiF/NZFPNgS79kCyoPanu/2BRgGeU8iqA9Oz+g8mg9St/fZppWUnx629vM/0S3i8eg+JVaovDg",
-	"9B6axV6lYp7tpamYB7m+TSDT3vOYEoL51OD5YibeBH6r7gY2q2rgd2sIkKz5uouVfoTdCzPNgUssxGJ4",
-	"rrHjj3wXPuY95Uyi1mrGI5t15pVmuKYiTwdK7z7Pxdq727mbTf+Xh/afmPO7xd6ncQIEj4X9DdnQJOOc",
-	"49PoN7qd7Rc7z3v7u3vwL3pnz2uAr+cCdWfz0xfP9/d2ezvb8C+93hWXVn4IcHPmJ2bJpNSV7Vvjtq9k",
-	"vSnNBlJo333vP/yVmzvoq928WLXDHPc/Yq2d77U4qaoa8aiXtzuTd1/ghWnMu8Lxo6qbO3ft3V3PLbu+",
-	"MR34/td3jlywmVFa25LwLxeMrKWsuL371FCawvbAhZvOEwlcuNrG9xkPAsUSEZkXQKUH8zcjZ80sEeDF",
-	"hfbhzubqWgT6smy12dENOEjQbCbwPyyZElTCYXD86gCJPOIxc4vRANBAMSluRMIwvRqu16dP3xO2oP30",
-	"KTv6yEdptACTLJlHwmAUPDT6Q2VQ9GPd05EIhByJvm6nm1XjBS1CBs/ixPlI+dTfpozlFpQVavWzaZxL",
-	"ojcCgAT80GIeQkUdPhhKxpivJvHtBY+iC/MLcslgATtxgVw16JZJIRh4JeMEHt9uO1Rx5YYQmtZnAooF",
-	"4ad0z++3DoZyJ/d4/n2Vz17OU/Z+xqesuYf8li8RS9eE5npuc00sVATbq9VnJzM9V92Wx04J29zERBH2",
-	"JgPIseZOC+fwv//jf7MzoeLoRrfea3nskMuRiCL9527Lg5mr6QlMlPgIg8FNYVwdY1jC0nR7pbn2cJPH",
-	"8/RCAQ2S+8lcicT3IChzI5ILFCwB3AapkAGXxqemR3IxB8yMZe+DTFNu4xsBRVOmB5CRCUhj/a7pPNXd",
-	"0ApnqMdlWpwJ+INODBEC3PBoLqjEB7l+9EApiIyn4lx8TPWJsD7HKU9HEyiKKBe3E5EI4wdLxcfUK6cO",
-	"GZ8Y1B5JcqlG9NVQiikPIw/3J5BlcIX0Onw00kJYdxhCXPpEX+ovhbzS0pc1/d9iHvtEQ+B/G//jv2I9",
-	"D4Pjgf1wILnfMsPhV3DAfS2K8TiGinF0W2JdLxQgWLE7nSRCsJRfsesQanSDsOISPZxwTvkVCwPVB4sF",
-	"hqVf4bOmfoFD7qC/aelpDkfXouY3dtJwZ/qjZGpuGXhgKHNPHJ69Y0bFEpXtoDSHV7fZAMaQkeRcooBN",
-	"9HCwvBkMaigtTAqXvE2TZW0Inym+UGxCGCriqAgD/bLpZShRED5l/k+D41c+HMnSrphwxZ4+BRnx9Klp",
-	"IuVXHsQFowjn+wCbOTlb2oobgX36NKM0Mm0qbFQuoFFsE3rWNGIGWn/6FBbXLDZK36dP0XqAXV+iYwpT",
-	"lX+PSZ6D3mtZQzNiLyXWhFo6Dp2Ts2vgBy7Tk90ruH0HUlszLkcch+7Cz3mK3c7f5+a46l9PQnlFx8Aq",
-	"8LfASAQnQpsP+OfFNJQXVFzeCBDnS/4x+xJSmggoNOUh1AikL1k8RiSetfa3e1uTeJ7QSz3mj6M4TppN",
-	"rfAySsi0aMR/Y9s9NmFbTMa3LfYMq+K3fI9xImEDR7veQUOJ4o3aRU59IANTrHOAXURdxIYdkIWLfk+F",
-	"mODezfwSjg6k5TESoogQVAnsaSJUmoRAmUD7TYsMv2BjfLXjEymzoeQv/sLPng+VFoZaJzALpdUMXB70",
-	"Fme7FnwlJCli4+J1vn519P6wdcBSrfFcJoJf6xGCf8Vhfx7KIEzQA3OAcbzsdJmQTMYt7YNpYlLneOqD",
-	"B6PFFCJJlYEgCJU+js8Cjkq9z2ItK357PYf2Fw4y5Cd6SbTBa6CmcGHoOqyq+dCBiHyX6iISHnP747Gs",
-	"OzWzaDegB/f+ViiVkCqEKm9Nf/D+UN/nejPr/+VqhEqKbshvtdkrZ7cvXYl3CACvWgv9rLMaA/iLPuRq",
-	"1EBjuTydgF6S8+nWDU/0q1Tp6bfxrUgG0AT88xW0s2wZdDftQgzeH+rBQmPg11jRafSLYTxyXBEnICOR",
-	"gU4PJZuIMBVTdbcbwT17Z2Su6R1FcwLKA+zG8N/n4g22CYCLsrchCxLrfZbZgmnMSKHuWxpqver6ctX/",
-	"m+nUqEtnHlp3dD7aEDXXTqW+dbdNi9ACNGXr9pkWmI3qtf1RXwDWD8nyE0Aj9UiJwFF6gAb1WOX6lY+S",
-	"G5iO5XI1XF8Z2W9cVZyBJn6AB9HRwN1D2f7DBbHXJgI7Rz/Mjvdcn2mrZWEd85U9a/oR7Gyjbo+TRZHZ",
-	"CVCkzqiYB4ySaZm965jTCF7tBd27bvaNPVOz/0C91O8v7EHX5HEmx3N0T6xHkTdFCOEBenXKprFK2W7H",
-	"ONerkAXfxLeuzWUMBWMjfFWt26MPIdOwD8gY+IqFKdYDdRTyg5JW/xWr0Og31+dLyvzStbBLVnPpDI5f",
-	"OXfOT/jnTydnDQ++WvXuhtXIto9ZXt2ex346OdOHWrdXXpITwni4ii7FdVAC1Q0Pvy1GbaahDKd6MF3b",
-	"c9oPdV1/D+1UB2jqwSmGwzcudz+rUIpdPLBYlaJJu0SAZ76bDaAqP1IPsIGVISsn1WOhxSD3W3wjkiQM",
-	"CO1lLivwVym4w+qWyypgq4cMsp6gV7Q+1obf3xll219Pf+l6297ORkpKZcdzKsqd+oh1uGbqyAPMfp1k",
-	"thOoavUDI1dL81l5QKjLquC9NV5RxyPqoSfU8YKmcdzyLCto5sd+lnNgQ7VjLUtrB110lW5wlN5P4lvw",
-	"BNnlWPU00TzwSMXZZJDPoBDcsK5iPQd2XlaYgmqH8N0zk/cXbzAtb2hD0njuIWGMsB+50fJ/imD+RkP3",
-	"2OUC1eCm9Y3DL3PumjsngV9GSCq0ySwc66aWzwMUz4a5KFjrYnopgkAEAAHwGMW8PeagAjw2m8RpfKFi",
-	"bRddSJHexsm1x+hv/S4hryifJPtzjTkVpainc5Fp06NJpSs9IMGAIBzWKtNDumt/oWuk0rzY662oL5nt",
-	"pDtTZ2Ls9ZbDZJftqPzwa0dUAjfdU5c6zL93ZaXqHb6p0nvLljpvHQh3tSO0xpnarHCQ1h6qap90cRPQ",
-	"XPV6HS+bus6qU3cyHhnXwDSUdvx1cqajx6bfVTWb2Jf7zCZrWv+2684G72qn9aXmOnPxP95c84/3muuK",
-	"Q8iVCq+k4U8LtXlIgVXWnCuR1A5df3n/M/hBiYe0ZiC+44xIH287oI1NGz3Uexg2kKG8piK2ZIyhZLeT",
-	"cDRhMmbxPM1HgJp2tHidXcapB0mVccL0xTWO4tsWuAEuhTBVmkTAFmL96akNyW8wV8dwrdm2nF34ANpa",
-	"nIRXoWRN0M9O4I+lqhnV8jNyAB9fR0kz76i/eXL4INPBuzS13pfJEljLaW4Bed2G56Dz8t7yZXP1iqeC",
-	"XrzUyKzLi4oT+MdWGk4Ra0SXgmfctZAdZQLcXKXOWVk9jaouP6cUcqpMxnHfytNqm9Udnh3dnflGyL2a",
-	"2/albKNYiq003oplrbJoefc2sK0U9WHVc/o6B6cB7A2wHtb1DX6xQcfeQcub9QpxQEu7hT/ZoF+n2PZm",
-	"HaOgve4Ya3LpiMkJV2V/sP55ve4CbW0wAoyqPOCNhuAh5DtyAuduTNRnw3mnsyNAn1vznnKgYZuMVvfX",
-	"dK56yH8ouHrZSgJsuglu6hdPeRg1+g0ueVvF87/z/4+60h7FU0JuP3/erWRGBrx5ie3zcw1Mfqdz3nnR",
-	"7273O52tzk6GC9/d3dmuYPusJhItylgXBH7e7fY73X6vZ5tHcVHI33JHQNve/CK73AE4Xjk8z5x2yk6z",
-	"SHVsiywAXNOqul875W7qJ01z1vKx9kO/29uB+gfWDa2XNodZ6G/XIuPLb4N663rX7S3Dym9nUPnuGlB5",
-	"N8a9YpJadvb/6XHyVRh3Z/z57DTn88r8tOz7jSHuQOiETE7paFJGuj99emS4ZZzQVnITjqBav75i3Ex8",
-	"uHdknOXja6MLDDAgNdBGeQEi5WlbYyiBI6+aCt8YcAZGV82XT0BtcQNgVykwk5owfwuW2yxogpVQfguC",
-	"4CwD81cMORDjUAo1lDJm2QphTlpeEVMxk1i7cRHLgHGG0K40vhYyX4+yjollKC0Vy0E+9ArpArlGCEFK",
-	"hrlP61ChFoCpz9OqWUGO1IRLNdZqcOgyCuIlNZTMmNgCg72musAKC0rF0mFAF3A/fkzZp1kibsJ4ri6o",
-	"657zjsB8+NlnTb/4SwTTae2II6kNPabXqdVm7zPQt6WfNX2Hd0DlYeyOhXsWxmRAoHlMep8ZrSYjcTIt",
-	"s6Y+EDfQBVgRG/z1Wfbr4oqYAGxhQQ6K6Pjim8OUXpIlUAANEqAV4bM2exffQBlQvZRae7OJAZ6bEUCh",
-	"rTjJIlu5vAA9Y3GSTw7AI14xopU2hjnEWPuZLdkZdnQOOO6zf6DnU4/sUqS3QkhWHZuyiqJ+B3UK177N",
-	"BlVRLpYIfUGDAxGSKdx6GGC5QykRRY3A/FPugM0nyCcRKJGydKKlodbd1QHzpzy5vtAXullQWLWC0pvG",
-	"rAPn+gjFnBYLtpiHTSLQx5U75VynWfkUmE8QRFRqV99AgjJ1iO1uKEfxFMtkHVBkYcYXUcwDRdCaS1Gx",
-	"wFR6VpCZTKJUWyVWqnJz3BRmDdNmyfbFZZxOvMxjZ3ipzvVpQrgrpXKQqlMG22LEdihtMlRzPRBcXoez",
-	"OQ9we0PWQ6/Ty/C2n/3cVsi6Yk0RnOE4YZciiuWVQi+km021aLPe9vZQVoB4qVDvlEfjOJmKgF3GAWSA",
-	"gLA3iSLTy1BmvsAiLRmgve0lMJR56HvVRdj0z4FyMUI+kjm5ZCueyYI1bUJR86F0xVv+ZZUCrfg6ZREt",
-	"lc+FCrYnvbMK5Yzuq7weeldq9pugCtJYStxr5ehoyGrRz884oBaN+8SUpcmow+7nFX9T6RAHVid6S/7H",
-	"jhZA1ugGjGxguuJR1P/KtNYB6nOwkR2Pg2EwRm4MZvE/EAWGFizmqd8r2TIUPejv7mtVFQRD/q0kykuL",
-	"lHtD1mYP6dt4kG/lNMSrSEtbLc3JCWBbsFLY2naOpQeGzCZmEFHjPXKJn78cA38cxwA99EU8A3t6V+Jp",
-	"638yRAAZU02cpACIyB84sjLx9zte4zqUQRbryGTZD29OQYSs5WzY7XezdYRoWWE3ReG0ajPt7udW4m04",
-	"5brn1l2xX+QpzES1ZQ/cmKqwAM6/o1ZuleKDffAcPcTi8r+0X6PT25Q0ODer4EyN5xJZGVebyCU0wef3",
-	"UpMch80aNxikguUvgeOYrGUqGGOlP+pdQLsBV+UvjUEB3ZxFuYvBYAfQW4bAOvBRGygwgQzy4ccJs5dP",
-	"7gL/NbfpazrkMbc/Jv8h94VJiXBMJ+yLh1EXj93VE72g4zgR4ZX8QIe6qBUIgXmiuZWrnmJ75f/S2EDf",
-	"LEzLJi2scZ1n3j/jxivtbZOnF8rZPO0v09ozjwy6P/K57Tn3QP4H1mrRepeZ7rv1ebAhMh26ZH34uCY+",
-	"m8QR8a3bqMtMULfbD+LwxE3iWY+Sx5J4rkUmKHywIXE3mk1YzKeEPdm0dNet5f7SFWixHRfq3BAYV5Cl",
-	"4vQdxnIchVo5coD3Iy4JAEe5DQEuW0kK6LVxWjBQl7ueBwHzeQXXrgjCNLMDPtXXLIHC25ZvAFmk3QoE",
-	"bUpxxd+EtJ5ZDdKANXWPITJKCg4LTY26oXSq5WmDn0ivJ/wGrJdcIRSwsMYhnpJFrsUWFMK9FAwLx7UZ",
-	"ke6BX3coC/ywjHCahY9A1zeoTvzUOL4P2DjUo+KjkZilXI4EC8QMSh3GVEXcDq6ZiJEzPxi0JL+E7h6y",
-	"rcQzfgVOCSqQaMs+sKaaxLdQlAgH0zJJMUNJ1VzpQoOqqajJYH0X8npMuGI+Pkslr4ZyKI/1kb/hIQJa",
-	"TUi4wBeHUNycwxqoB1ScpeaYgT5RTPcz8ygNTt8MpXHp64FaUxsIV/R6lt6X5pw1u50XbNg4CkLIJle5",
-	"WTRSywxhKGvGMGx4TmKKXZYRjyIchHHVkusWZgdZbK2jpp+Rzutd7zMQA/KKNYcFk1m/bYjJgLlPW5YD",
-	"N9OLPLvdbeSDtjek/po5sXqOsY4FTUizcsn4NCZqkhY44BMxniseDSWdEbO9q9wfeqrf2UoiG3OxAytm",
-	"p6ctwqVFFFkzTfjoWo/l5Vl3e6e3u7f//EVrDX3R6fBjcq9X2bv7XgnclVmdpmAl3hzlMkKHvZ3u4fbe",
-	"oPuiu/d6d2CpRHHSyrVxN53IJaYW0be38ed/cyO7O2vNvwiWaO2mji8J4j8RkegaZgJJg3NYIlevfUdi",
-	"ArSgnKsoUz4LogKUHhnb8l5B0fxI2UJA4Lf66qt+y7taOYPZpVaNoI2rO2Eki3GD5vpxUropjJTn+cu9",
-	"Vd2h1YR63b20jvpNQ6/Vvc0aaYWM1HDStUsCG4CvdJXkRHUmZovL0S4osUcwRVT8Vy99uXCTraxbDtub",
-	"iXK5+e9glcWYdr1Kd0eM3pDSqlE8EyZA3vRHybRtqI/aT7XhQbKwHU71HdUeUe3PwG+xCZ/NhBzKUBIT",
-	"3IwnqYXkzyKealsHr7PDs3deLjiG7YkENKZYoWWCS8wSKKGH1ZCBCQtqrmDNJxgBG1MFwimUKrHFp010",
-	"/lZcTuL4mqn5pZ0TxaLwWgDaG3sLg2ZNDCt5LBFpEkJNPeR3bhmqNSH1lg1yjVkmofhaIBsUmlWg3dIP",
-	"LzOtD19F5fYVC1NvKG2eDqAcyjeR8tvMFGLA0oC4ShekifkOrgBJ1QKecquhw4+fKOTqo1CdDerpG8Z0",
-	"MlGmYyxMD6iwFW0+EWD0UqVUJ8a0ahrEw2iCjAO1kKOcVtn0n3H9IZ+F7QWfRhQRslXqTBYT8bAB1BUz",
-	"xECRHkohb0Skt2gTh6+3JD29wKqJdurwr3gEQXwonOAhnQmtmd8Cei7Q+uk003Y6GMrccyYNVZn1c+HB",
-	"pD3BlJMILZ4iG8h+6iP53SyJg/nIvDc7iXrtRTTGMPAslFc+Qh+pe6lQes4JNtNHqraM4ge6sN3ZZlOh",
-	"jwMaLSLoUyYtTFIoMCD873Mxz6LBMNluSBiKCoGtgT+45KPrqwScfBXq5CnuQIg3r00W9CYQ01mcCjla",
-	"fCcWm4eicoEOI5WsOrS71dnZ6vbA89xxIwhYKPOCxJDC+AYKI1TjOt1vT1/u/23v+xc/7nzXfdc7fn62",
-	"fb77w/5PEH9AqZV7vvviuddQ16CwOZ/3OuDjg19fLi6cYBYh6HJ92O189hqwgTKHe0nmrq4/uyu0lgK9",
-	"vWYhzbt67PrjoDd2m0Ic2xzlzV307kgH1HSdmxnF8C3PzgpsfC2AneOCR+WLO+dXIMrNH5038pRAOZs5",
-	"wS958IrOT6bH6E+sFcyzoj8lTTfz2RIO2WjL4PQQSbpgT+yxelLhmYWLydrAyBviKAilrUR3TR8e7LOl",
-	"b4NwMcrm91o0F7zSRt105Xb12Gh//0J7t5AanNOWKIYJjGLOx1m1rNzHKtWGIKH2il/eQgQ791GklbzC",
-	"ZzwZTcIbfLzu/OXnfeVReKxqEIVPc2MofHcLtGPFERQ+MgPwWL3Ee0x/PKkUdi/FCXnMK7RjrUuAflX8",
-	"sSSuHw/p0+A3dkcbYKHRm6yGlFegDpBHOHO6cwWrI2SaLNDfzsMItjtPJ5A8jy9qaiFKhxo/a9tj4Lcc",
-	"7Qpe80RZk6zNBpECsIbvSJWt70olCRFtFITjsUhQiYXbROtj1FlgaCs303qY6MCpgeJVLUqN1x+BcLXu",
-	"/tD0NK0JAeQV7VUQ1MtrZtRShp+bX5fymI35XVmuowkgTVuwo1hgpIUlP/hQmt48UaYAiANqM19iUMkp",
-	"30EFMQ02ENLeld3sFa7docx8u9udDkWozC+peC5CwQwlbhSSCv0DT0JtXykWSijca3cI2NEEZ4xViEXa",
-	"WNP/9Kn7+bPW7T992oZ/jEMAcF4umH9DrV2gEQEF2IZS79AAngTw4IX+u/gk/Oai9Dx63LUdixG1cfjR",
-	"lMBDDR3nEAhGSXa22YB9czR4dXTmjAWmhJp5827w9ZHHfnjz6ugEaAhPDj+8Ozo+ZylgMqG0CSWiTgTX",
-	"SwUfXcyTiLCHiDzss16nU71DHD92BYNB3oPtSDJCkR2wXmcHFxZihxEfXZMNWto9mGXgGqMHAId0d8+y",
-	"iL7eO/nYYw1J6Sm92Z6Z13GyAZIvPxl3niQX29fdXoN04iGhfquRUNRA/5av/wMkpplzbkZqdwYmp/FU",
-	"XMUgyj+cv3n75vznhteYcHVxOU/TWCrzFECOul4j4vJqjj2fpRcvz1yKn5s4HAmAICzc+vyD09Ozkx+O",
-	"XrkqXHbPQC/w5Gn9ls5aw849HlXISSRf/En0j/9kIGU8xtmYp/NEa6psJoIwiBmIHSZU+o//1NqnTHk7",
-	"a+3lyauf3bbexr9xdvRRT0mc/er1yck5vdNOwy/2mR9EQu/Knvhw9rbhNeZJ1Og3Jmk6U/1nz9QknrUd",
-	"wNQziB+oZ9B1WFjTqQ/n5yfH76kIymrz+/nzGoSNtOL6mFbaXsVrzh4/vAyq7wvUPLJrJoM0mF+2yEjr",
-	"bI5rWn42HgDetFQ8lyTvnwkSlp8660x/OFDYCrdHJR7sYVLwIGQ90/edCOw9j8ycZS3IUT7tZq/w89fc",
-	"nrUaZqezTMMs1UNbVnodUzW4VnmEnrhLgfo9V5kSg9oGKSAcmNgxH5vDb+KEa2tEa8Uj9uHsrW5mxpXC",
-	"unIlVaWgU1YXfQuLeoVbKi4/10NpxcYy1TfvM19BX8F0QOMQ0iJT9ZkfTvmVePbbTFxBORL4ayadP27F",
-	"5cxnTVDmaOaUl7G2sncvWx7z9cvjZ9NZD2qH4F87VzP9JOp/pSe7e/SoexRnwdhnTasolh/qdPRT5DRH",
-	"SjcF+qTMkvNg6emsg6PfYWzV39Pyk5ZqIhxWw01NsWdKxWqOJmJ07TrTZWBzPAkIo3dJU4nkBn8G6wY7",
-	"5NknCJ18fvZJ9woUco9JvS15IhLKfpRCBCJoDWWosg3Yz8YSgt9OGD9eSi805fJ73Q4Lx9RxLUBgw4cS",
-	"43QYewgl299mk3ieqKFs+hkCG8sJGVZKHkShFK0DFsuRKLZj+0NRWPNzR1XXjxjGyAIGxcO4VGkGMVCA",
-	"Z1EbHnFSgdoB/sbdzouh1N8DQi2TI5QyxGJpQ56mcdXKPGjVBxMK1oSR8D02l8rArHBveTjcmFjmWBRO",
-	"w9Tw/ALhnDUBLC6H2l5JmmfZPKzX3cmsLeN7AOxkqLADuPWrk3600HsvZPAOpOOjRiqm8ygNZzxJteE/",
-	"3TKRCefu1HPW6Deal6HUcvT01WtzGFsVle0oYWXVu7Qw1scEzWRDq8pW2LUIlL81vIY53Jl6udV7vt3d",
-	"ac+CcUmfveKpuOWLnEqLwuL633duOotvdkfP1Y/T7enXHf63y95PNy++7c73z/dmb5Pt8ffieXA8+lk9",
-	"K7/n85qzKGi/VOglUJWRYHha1JhQKZvLNIxYTn4Q1WleWPx5FLzT4sl9eA1vI+GQh/7fO2zSXWFKT9FZ",
-	"ex7Hb3kC7FerkUTkX3wm9Fb4kvilSx6cL4rRjw+ZNGfEp1qB43mtBbwNFIyJJdbqRB6zGpH5p9aHPGb1",
-	"HfNPrewA2jyvzcChpBvodRiJimSMaFnXisiq1KxNHs1Ue0NVN/1mCnClOv5SrdQ9BkSJcEnzwspgesDy",
-	"i7ZguaAAc7R1V6WvN1Lu9IhXqNFofawCVUrETXydh87XwdCRrsDixi4XGdI8DIhEebfTYWGg8ing5YjJ",
-	"LIlHQgGXM6VQD6X/CVnBPfYuU78I8mALT/qAvdG62+8MYw2/64s6AA80+50lkAbGfh/K37e2tuz/6Z/7",
-	"U+HWSfgd0Ea/E4Mim00WKhzxKFpYtdXgMQiHkklEvf30T81lk+HGVRpGEVNC5LIyGL6fR5HPfs8h3BYi",
-	"ZbgCwYHrz8eqmGV0/O/m1wbxZ79pFjqiu8DNULacd4YjrSqbD6Y80a2ZVvNDru63iUCZZ7JvqidOtzKU",
-	"PtJdoAn6lUNW7hJwELYe9Wo8XWN3ItsMIsbUpVDlTuU4ToYSWZ2ZpXFGGotJnMZb+NUWEUDnq7MHoUIc",
-	"GYTscukH+uvLOM2atKYuUMvECvc1YHlwu/u4j42rzMb5EsFVLNvspBKG72WjAqKLDI+5Xj5ALhfAWD24",
-	"VrlkAMKMwZE0RllVz4eNM/3w5rjRYcMbyqXJAO5RCRXQ5jDLmlObGqCqXHVAxegxH2SDT2BCuB/g+GvD",
-	"Sc+yRyUgrQAb8zCaJ2Iobyd62yU05CrLBaZDWMDovSD7Wt4j/lz//x0wYrJjYrOSFeIkGjyKVtfv8v18",
-	"PKPjl08GPetgno1wgPN0I5JFLPW1/p5uIHxt1YOZIpv9Gmbh8/qVMXAGTGbw3RUxTqS9siovqX9SJP0l",
-	"D94EKq+cQWUOPF012ligXD0PORqyuJeZY0+3XgHz+SCvZXwr8Q6vfgOKetMmVuqCA/BwOl4OcoJg9Lw8",
-	"YAVxUNDozkisJnT1WeH4OMhyF6xbD1uYCDbhMti6TcI0FTKDtey0Oy4HGiCMtfREJLWBZROgRiux1pNp",
-	"gL6ehcYAJjW8kjydJ+KAWS9iKrbGcbKl/8G4Yj8P3r1FyH0zEKOI653iow+zz9DXgjTOeRH7tUhNr19R",
-	"hxtrCSkzQ1ZINczk9fU0tDtDGcpx3B9KxtIwjUSfHerLHhdLT8rX6O/ITwtUt6WMnT7rYkM5SlIby8TB",
-	"NUoFGqqN7RI4m3aaGM2TMF00+r/86u67ykeMrpTvsbMTT8wcq8avsKEmgkfp5O+1W2lAagHARuAgkK6h",
-	"xSKc/rmUED94ZXwD4HamvEwhR1orArDEM9AZ/1691t9QP+7r/LJB5/h69WsSX77EC2IGyyOoA7hsXd6G",
-	"N0IKtXTS6zzstavwXp8tGx2akxcMlbPTk/cUbFklBGWMBggPoW4Ll90VvxHtoTzOe/j7mSMNgfDADCav",
-	"5vqMQEEW/auWMVf0hRcn4d+JIxIJyxwvksmftTaK1lVNGsqISzYW6WjCwrTNBjjUu6MCxSCDFlofzt4a",
-	"yBNEGarDAmFaCgiAW3yMeuGcricYYpUS+LVI8/7Ikv86Ez1rOEgblfRU0IvlsJWsKEx3+zkUqbB/l0WQ",
-	"5/auyvVb0QfrLF6xG1D6cnk31gO36J7lJHqNr34dWew1Mq9ZdePfnh59fd/WZ7Km8dPje7d9Ky5n1Y3/",
-	"ePTydPPWM/9gdes7X5/eu/XprFfd+LvT3qZtVwpxvXeJ5Mf45tzwq/6MXte+p18eZMEDO+M/5GQR+sU3",
-	"BtWcZ3FLDIeg4LzlVpA+WAABrx/7mrlESEP+bffChNRpR2s6WCvBHUBH9yyeCbm+xn0yE9LVzLx76cd4",
-	"leqrO44jhaAOSANbpOA2S+L51YSFUqWCA5ZyxhMVGjqCSoWLOvhQujXNEqrWOyur1sBV8Tj6dHEF7lKn",
-	"Q1V6ZJkOZ5Ut0rXVs0/AL3eBhd4uiKG7crcccgNrzulHNo5u1HcgPpLj8GqeZC5VozA9UUyJNA3llepr",
-	"XUbrNIDzmV+2p3EgvrIZpD5m9t6IJBwvCLoh9FESoI9h/i5C+aJIANcsULB8nAlTb8t+BZmHACiaRVz3",
-	"SHxM0dGfax6RQSZsCEwr2q7WYx5KnwLJjAdTom6WIjKj3tJbh21tGehQGLD//o//w7a2qDX6wG+zCmU1",
-	"VBk+AyDflTPtYfQIth8bRVoTRfqRXsdBM+hJNB5OP5tMINc2qcWFBKmDKgUStgXDbcHCyoTNH2DuTET3",
-	"R5yIZfqk7U5NuQyzCdYoG5hXCffG3dE2fyF2LveD3mh39wXviO3g+bh7uT/qiW5nyXtxI1wYjbVGNdy7",
-	"owPd7u7z7U631+steZXdlmu9526lU+/qZ7DB81Iu16lSEZLl8sg5XWI0iW0G4z3u8QxxEypDovAwpH8D",
-	"BrPN7AbUb7DkaG3Hmblpz3PiIn+KHmYIPyaxvMJDHCe5191XwzssQmofpsPHcTl5BysCaflZECKPoDNZ",
-	"QIm5fmDOaEZAu1ETfu0yZpgnluhQnc935H6c50NXYVCXavWkMAnNMia1cAH7+fSQRrfz4vn+3m5vZxv+",
-	"VW3kFtpY1dbVAvVOU7c6qp5D2pyevD/XZzlXEVBRyRXIRvdsUjbyQsxS8K9pFdPSNnjAuecxTKZvIT8H",
-	"lviScWoX1eL9aQKfKDO5WiuwkXefLiSC2fgOAlXbTTbaOJRFBYo1v074bAL37M32TrvT8hjRxGNOwU9b",
-	"38wvt94bL/LW9u5efyjVhG/v7n01ER+b37wbHG69/2awvbvX5LMZU2KUiNRjCb8FmGGr5aP6YT3RoDUR",
-	"8tUCM4BYA9VlcD+J8EYEB2wuqTdxwm61vIgWpn8uPwMxOnS6SNoDQcmspkSVz2wos/64YSCVJ6nBQifF",
-	"5WaYqKZyfCwmSJonz58ACvfW5bTIF2fAlDe/5QFIl4LrOPeG7UrF82SEWYbbyCcKBfkgMZOoJfNVW/N1",
-	"IYYye7cJkpkZ9tvsCHbqdViIUqO6ygp94miYozqqtzA6GcXHtD/EahLNbosATay53SIQE2vutDzG50EY",
-	"s2av5Tn7bxcJTVQajq610Nh3km4JYyDS0UQEFoadUQh6LIpJ+jWft2wStGLNFy04YcjN0ex2POYnYhaF",
-	"IrBc1g54Hn6ZhRD1WmBWETostYDWTd0Ihh8/g+q22KBizW4XCOWA07Crx6wWKhVTAnIgeKHibA9ls7uD",
-	"mj98WyiK08rjmfQC6Xf1vGx+HLGMuIVWmw2M0MmqoGRsegSgHsfJLU8CpEppHsmbkAec/ff//7/YkUwT",
-	"cTUX8MfbMOAQhH/NowkvYiT6TPDRhARUtiZPVJaFbb05ozgQHptF87oaJkk4AqZBynXDcwP16kk2VlU5",
-	"MZtZQQ667Z4+bk6hlgPYqTglqeGqdCvRNBMxg0M4lHGipygSLae2sR9eSX0AgE0If+jKnqKwweNkb4Dc",
-	"kYKSIUMJ1KAY1MxCdVkUp8mZjOWW/ifWGAlT4FYy3JgGvA1cP5lLQnfV1ZCe+sa/70reoSyJXvRRcMti",
-	"FLTabNfYWdwcqifGJTWK51Fg0H3Fs2nHOpTN3NCRHEq5zDqLVjVyAzpxp6lVSBKjG8ln/8ZWu5Xymgc9",
-	"vs+7l0Fnb3/8fCz2RnxX9PZ6l7393uUlf94djV90d0fPR6Neb9wd7z7f7+wEwf6L57wXdDu9ntjvcqOx",
-	"oE8r01kqbtE6g6jb6dQYRKsAWJ4W6WVkqlVHqnF4RSmlyEWSxbbzeZ+GU+eXT41ZEo8JW0ojeceT0LD5",
-	"f/Yatxw5fwoFCX71srbhhUk8reD1h0dv+TQM2t+8vDo+Pv/w8d359c7x30c7x7/9vH08+XA4ePnm59e/",
-	"Hb/+/rfBVw1D9miYxCHR9P8B1Eg4FSrl05nWIvf3evv7nQ6wFdFMwnNZt0J5dYGUUqnuwYSnCms6TEXK",
-	"DTw/CNUs4osLV+E0g9D/dTqdrqnJ4OijZTX2MywgfbX9Yud5b393D/4FXUL2C6cfF4bfw+jNeeuFBwHl",
-	"8p8idUsobBKwKVSBTT5G8gJJQyitnq1xVzeLui58syEVUf7Q15cLOLWonyYwDI7iKxlSMp6W9nkxvWg9",
-	"hCVvjC4jfrUERCGuBfHDUfm77XP7VrooXHTTfQeSU8gdlB7o2Q83nrtf809g6W+aBbEpfOxenp0M3ele",
-	"5VoJnjxQaGmwodZwkNMPmJrAU9A54JZcHiIg1aGoGpv93iwZ7Zihi2Krta7b5LPXIMBMbRgBMTkij7Qe",
-	"cYmhJuMbpOqX+tq55EpYXbCpu3cmglB52Ip/dvTqzfuLD2dvfcwkhdKHoKrlSCDVhM8EwmpvQyUOmA86",
-	"n/IRk3w7CUeTDP6zQIy2hQi32VutkV7yiMuR7geuApCqz6CyAMStYhS0ete5OBWlVccaMMYZzta9Oadh",
-	"MCaRTk9ZhibaBFykuwXXbdVOhj63Nzp0lf10JjrX4eLn9+/5cZyChb4olDRF9Bc6nu46T6b5ujBb/uFP",
-	"DXSzDOZakf3lV0AD651e61c0cSZkfUUMFchY6x/gKfNzEV6/DLXXJucnPb8X8yT67GsjOIoYkoSlE8WA",
-	"RJJ8Ks/4LPTbNnPyGbJ8mLJNxaB+LrljSxsSo1hKMaKitTMeJlAYc8G+PyMjFx06ni1bhDF0j0XxVTxP",
-	"PcdLCEY/CiG6THDHsKZNMmaQr/PCeAHdQbfaLI+MhRwIUhxN4jI5xhCZTzpZHwuqWxbnz36b/ajnRokb",
-	"kfDILgqdboV2fjbwJ4pp+cyUwJK8oWITEUEMjwjx0omYarN7xKMI7xWs+IpIfyM1QuuIQJ7fMAVEGpf2",
-	"1VamYMBu4XSizVaq06AlZ6zMbY1cWNTI0oBtO7PdDrMVr6i7b4rf0vudfKCmT6XiiLLX+cKpI+e3bJKL",
-	"Z+sX4L1EcOaKZU7mkahc4mxJs/5bbHO587niLqW6jKpVKluMJFxhlMJc6kHNiFXMlORC2mFbp/R0cH74",
-	"DdIGSybq+LTzs+3Umyl3uZaTu7+UQtvUo8XCq9Xc3Ydn7+wBEsorEG2rVgbjSD0iABljCV+i0K4kzV6D",
-	"gzqbBeLfKw9/sCqfCrqjK0E2cJosKwW4eW0nV+f8yDqbIXUqdphJ4CqWJy32F7eTm06XHTtb2CXU+nbu",
-	"bNLDFW8+maeo7VWuikfNWVUziq88oIsmJudRIlKWxCl66fPTY4iIDLAEJ8er+AIvg8qv8IRgtlPpS7w0",
-	"3PkGxvEUrNqZSLIksQPLzW/EA4Fqt7e90nWw23nhTB5Z2ctPWdN3GCD1QD5uqXA6j3gaJ36rD4ckiSMQ",
-	"9S47Fd6W9qcsSPQ8e6R8ziKtiMIJBWPKiZ2gA1/fA84WMFWL9IWLwTPU9I0mn7tMbdAty2dLBI/wVW02",
-	"cO4MU545dXSRZC4VKQuHJ8fHR4fnJ2cXr87e/HB09lU2dNRCTKLqAUVHLDU+DpeyNuxiOTpyl9IkgwL3",
-	"fo4XH4lNsBHUXGCe8wegMNNVq2nVidwVmUvyIyNkeWTZ4rfLIbh4zCrNq1IotM0GbtZVEfnzRGUOA4sC",
-	"4rn4nTN8a6iVB40pAxhnxUNgsxhBHxFbNnxlVCoFoUKXOcd5laP4fv718/8NAAD//w==",
+	"7L37cttIljf4KrnomSjSDVEkJflChaNDluUqTVmWW5eqr8b0J6SApIgWmMlGgpLZbm3MX/sAG/sC+8+8",
+	"yL5JP8lGnpOZSAAJipJc1TXfNxPRUxYI5PXkyXP5nXO+BrGYzQVnvJDB6GswZTRhOfzzhBX5cm9SsFz9",
+	"lTAZ5+m8SAUPRsEpiwVPJCkEuaVpQS7ZROSM5OqTlF/1gjBgX+hsnrFgtNUPg5z9dZHmLAlGRb5gYSDj",
+	"KZtR1e4s5elsMQtGgzAolnMWjIKUF+yK5cHd3V0YzGlOZ6zQY9rPGS1YslecUH7F1JNY8ILxQv2TzudZ",
+	"GlM1xM2/SDXOr+UoPgXD/vD5xmCw0R8Eof1jOAw+u8P5l5xNglHwh81yWTbxV7n5lhYM+4WRVVfk306P",
+	"PxCa53RJok+yoHkREsaTzxERE5LQgknSiX755ZdfNo6ONt6+jbpE5PB8o0hnTIYk5XG2kOkNC4ngpJgy",
+	"EqvJpuqPdMZIh8Lr5DYtpmJR4MNY3LBckmJKC3I7FRkjCV121fKnalB/XbB8GYQBpzO1sDGu3gUtgjD4",
+	"spHyG5qlycaMSUnVaprlJbQgs4VU20oocWbmTszOK7gLg8OEzeaiYDxe/siWTXrZI3GWMl5sxFMhGSfX",
+	"bEk6E5ETvT+EkvPzw7ddnMmMXjNJKJKT6qeYppIoGmKyIJJO2AiWIeVkuE2mYgFLwIikMwZNqx/LJ+bD",
+	"nM0zusRXJ2kuC0K5vGU5SbksGE1gRiLlV/DGrcivCb2iKe+RH9lSEpozMmc5UZRB+bJHThkjzsRJitu2",
+	"9/GQOLOvnIVgZ9KPX8RbbOMlfT7Y2I53tjZeXQ7YxjB5MenTV2z7cjgwu4dnsdw+p68NtcqVY0S/vGf8",
+	"qpgGo+HOTqiOlfl7oA5RUbBctfk/P/0fG//n5z/+S2BPmyzylF+pTfRRhDs/tbKGLAbq6A93dshNKtPL",
+	"jJG90/3DQxJPaU5jOK13YXCcJyw/Egl7yyZ0kRV7MvawEpEXJElzFqsHIYmpZBspl4zLtEhvGOlEe6f7",
+	"UUiitwf4XyrjSJ2eSDUUdXtEN6/G0Eb6wgwlWPe028G3LY19wS7K3um+Gpcap/roI0UWVZ2vekr4YnbJ",
+	"8pBMcjEjg7ZBz1UD7ngTnCjs6SrG6R8w9GzPNSf6dXIFpz5XZ4+r8bO/Lmim9ncAs2C5+lCv8aDfb07p",
+	"sGAzCWdDjThE4tjp91vnhU22TK3fDxU54+R24K+HT1WPxTddXHM9xOYMh7/2BIf/3Pnt/Nrz2/mt53ea",
+	"zhYZLUS+LzhHNnKYeCaZ4FWibk3zXoU5v9CTndNiWs41TYLHyi9tLNUzK7iQTS/Vl/XVB93fhcH5PPnW",
+	"IhAZbo12Xo12Xv1+ZaGMymJjAVP/ZuIQNrdCHNJL/XBx6Gd2ORXiejUV3uJLRC4u/cLCcPBfgCDv1Fjk",
+	"XHDJUEK3Z+vNQqacSXmQ5yJfn06hlTQ5zrUgKRezGc2XwSj4wNJiqsS1hHCRK3EkCIMbmi3gFFSGiD9X",
+	"RhoGchHHTMpgNKGZZGrkXBTvxIIn1X7O+TUXt9xhE/5+yqkSLgoygZZaunkvrq5YrZ9TJqX5WPcF41zd",
+	"VSrhgwwaJCn39Hi37imubpHnJB8isZCUzxeFWtVL/QVh6pMRmaVSKolZ5GRGs4nIZywhk5RlSeisX7k+",
+	"pCNydQAoF7CXWpjuhlokIjTLGU1AmF5I1mjEThsaMi/bp91QiaDFBp3PyYSm2SJnPUX270R+mSYJ4w/h",
+	"l+4GnCkNhNodWHC6KKYiT//GEuhgvfU+0u15VvpsykghrhknGY2vUUmZsxzWF3hgKomYsxw1Qk3VknTS",
+	"QpLoy0b5atTdVSs1VbtyS6VaD36lR1lV0w75x1xc5UA5j1uVPatbaY0rlaSmpajVkkWaZeSSqSHNc6Fo",
+	"lSW7Wr3LlOz5bdawMRytAEa1MUWtgyJ0gpKwWm3OwLihCFrkJC165IOzron6vbhNY1aZiZJLchYzpbmU",
+	"iqYe13dSq5ye3ThhC4kcYv2dgEMIu1fXDUefkGTru6FGbk6N6g+mRkmSTiYsZ9yOtBd8vgvr9P/4xtbe",
+	"3Z8Uu4H5tvIkdVKaO9oYS91A0DI20jGsyJ6ukKgLNyQgLgDTE8my29z9XdURoYSzW7htsAf1lzvvQ65U",
+	"b5o98BqsXWm6ESJZfsNy5L7f5tCcc/ZlDleP4Zi7KCRTNbtUauYaEs5Uz5JxnNcHURyqgc4YLx5Kty5d",
+	"sZJjSyPIm0uOcXqZsWREQNCCYV3Rgt1SbeLZP/7w4WD/7Pjk4u3J4U8HJ69tC+svTW0eLQRXsl49NHpD",
+	"00yNzmF9CZtnYqka+k6qi2uSXi30V51ybmqZcpGpSyQBXsNIzmhmbjqRd3toPVhmgiZnQryn+cME/foC",
+	"G1JXdExmdAkTuGRVxX/Q75OjN9+EpA6+FIzDtdWxBjERL9TCkClV60e2B1vdkZ67MzhFbmq2ekzqd8aT",
+	"uUh5QWgcs3khNTOGBVarQZSQSzoglg/I0ZuQzBZZkc4VweCcQsXfb1K12FrmlmSLHL2pXZSyEDkD0RFp",
+	"XAnAzMwE5ey7MPizYgoll3pH0+zxXNvo0aNPD9B4q4z5QZryN+PBe5o5Wus87CtoNbngV7gnIicgyvZI",
+	"hFOOyFRkCb6nZ2CsDroZoPwzIY4oXx7yd1l6NS0eTflCkBnlS0NhUkmNcy3xmDtbTkVeZMvet6X7EfID",
+	"tHkTmiSqS7UeKOGZe0qtmaLkS5CMxcQ7UtJ5vk0oT8jWkFwuiTazhEQyRt6ns7SQXTMZFF4icNxsgOcm",
+	"Ip0BkeCs6fbIHl86jCym3BrAgdzrvp8N6/zxrYd+e9NxE93d+c+M3tATPbunbKhqh+wVBZvNC/ltdu2E",
+	"FoxkaiUJ+xIzlpSyqZEGjcFW7ZHUrq+UV1f6G63gXRicg3LBeKFW5fFXa62ZByxWfQC+OxEIWWt/IdFG",
+	"hZCwL/NUc9Gc3Yhr3a82iDzFJJCkEoSBqg59pq4OwUGyw98r9hS/Nq1Ho24b81XvEfaB9Tuy6m/vV9XW",
+	"T50BOSq3V+MOgR2p1ZvghrWuobuBj7/4YA8vaXKeZ7XVzLPSdOAuY3lNLtQ3n/BNa4dDw8S0KOZqJuq/",
+	"kpyfvK9dj+t9o5ZS0/IHMLJVzE5KhdS/+seHhrlP+KZrc6qOpfHzA/Z+jTu5YqsZkUiNKnINNJngVrIa",
+	"7PQdZ11IokWeVV4GGZfDGm3ahQKioXVLj3pYEwfuv/Lhyx45RiHP3kraeFvQa4+SFxKaSUEoaFvrKJ6k",
+	"Y4ehVkM2m1Sytt0E2Mw9I9gf3KgdOGESvBpfg3muRlmkmh3RAjYtLdhMen52t+Zr09fKbvSRqf1y55p2",
+	"P+nXqjv92dp1xeVfWFyo5vQDMEsDnzc85mvA+GIWjD6pq7j88lKIjFHe6M98F+L8fF01eHiVCnf6r1CU",
+	"FxMlfdErUKysFC9Jp7ToydAK5KHhS2Cv4iyT3ZG5VbT10f2wi4RYtUYq5lrdBXv2PDvQXCLgxw9ZI9O8",
+	"b5n2cRpnyzl7m8p5RpeGs1TXC5iC8UvhN1qjqatO30kS6Tcu1BvRiIyB9fg+HwfdEB4m2DkxL1aauEiT",
+	"aESig9klSxKWgCauRMZuSKJzLiaTNE6VZqqOJJ3PI9IZqp+OPT9sqR8+TkUhiBTwI2fFrcivI9LZVr+d",
+	"4lO1ZkzxoYh0dtTzN6KoPHze7ZEzY7kDZktofeYGahELfsNyifIsnBXZI+8EimzzjBaKTZFYJAxMNZF5",
+	"FFVBGY35+NARzob6/Dr7zuKPyIC8Jsxd1ZAMyWuyaK4p6aipFWoRuyHZIq+J7xUxiS+c17bJazJXa72B",
+	"a72h19qy2JDskNdmI+zqhuQ5eU0u3QWHhUDyH4TDcCvcDnfC559d+FbDjQRCPl/MNm5oDmxVnQpDQ/tT",
+	"cKeV1LOPww5Cu8zlE6AXJIwPOIMgDPDvIzPCIAzeiKL883N1L/yn6mNl7z3nIyQzWsSg+0eVnY1GduNg",
+	"xfE06LVH+nc2A+ketuICV/vCbAVQvX5mlxtp/lIU7iND8UDsEg6pJVRF6S6VS1AF67ySdE4OTs/gJzwF",
+	"Xfi3nrc5O+pS0+dnkmZFZfODyqSDMIjtJjnTVQzWM1cl1NYmGoRBZZaBS1K1JqtHbR3qcmkq/ibkBC00",
+	"YWu8fmTBTlnFD1SvHAdjd59Kam/Hs3TGZEFnc8Vn0uS+D/VwDwEOcI1e0jXe/5GBaJBZT2R1rkpAILfT",
+	"NGPmsGijrPZSprJ0UvaC5i1p/NO+q7agBVtzlKfwrvnoImdU6xEtppYe+Xm6RFdPOdCUg10FmgiJtkxZ",
+	"dippmpAOm82LJbmdMm6tgOru0ngBD002zBoOfuAxW10TK8Ctjz5tWEi7U2EVt+n02iJ3qGXcn7L4Whtc",
+	"QDPLsuNJMPq0JmWh9/3uc526ac4urnKxmMs1t9Mdx17OvsdvfwMyR4ON9Ahc+APpJOmVIhIw38diwYt8",
+	"CdeFki1DfByV832tNj0KCfylFBC5W4VJGT3AQWI+364DMZtk1YRjHNB4auxNpeqKnyiWDr0+365hLWf0",
+	"yyEOwUCu9J+Dmnbg79SsimNFRoyL6XCn39djkG3QENNGEx9SUrnZlgbpqjbvg3D4ybskKxeFBsJ8XUWO",
+	"YBPx0Ed6KBEAe8tt9fA2/5KVtGFXDXioyAl03hzumprkGkSOSw3N+tS/h+k9j1IN79V+YN6CFzT2zPna",
+	"BxL/YG2sWrZX3/Z8snjrTcNFkU6WLVqW0yoBHLpxJbFsEiJRyCnNK9dbi17u8On7p/8+lcW33Hyzqr/n",
+	"jYcby7l/vNv/AG7ulfJdABadMbVtq3Hw67BfNPe18d3hzo7LeNs4YdPSV2ODeMOrdVixisDWmqtHORcL",
+	"HrNWGY5xIni2JDSZpTyVRU4LoXg7XRLJeIv0lsoLeH9Vq+jVqmDR1EXhdmOOL3BGf0/ew/+9YcChWmYA",
+	"ViitH0n94hogHnAlm0epRO6LF/PD2MSc5kUap3PKC3kBd38FOdn3hCK1nv+w3A9nEb193LfV35pRIP38",
+	"jtmE15DikFdSx2evALf+KmDrmkAMh2+pBenq/oA865HpPbP3c0MfiTU//tzwxBckYxScYGjfS5MIlP8I",
+	"zkznUhRTOPmXDHAN4AYmEUwjIimXacJIBOpBFBIpyBXjLAfYM7qvJZoj08LoUfkigz9TiQCOS5Esv5NE",
+	"3ILPWs8LhtCBwYgcx6KtHDOGUiJwKD1hMs+ZZDzW0CNtCFFyWaxEHJaQy2V7X6GF+6U5/GSsYL0HSpXe",
+	"0LWPU7WyWh5vKAsh0WqEms6o8hP5o5oBNf82IT+DPoTW7JgPOwe9gZLm6VzqdyShRfnCLnYKArlpjQuE",
+	"DOlRpRJxDCWUB+0/XCjaSNT99TeWC9JxhycNoAugVdBHf5ckuZjDShf5gl+rfZmkX7o9coCHcER2dgaD",
+	"Vy9fvnz54sWLF7XYNvenoBp1Nth49flTf+PV56+vwsH23b8E613GPzohZ85CN/eBdGrr2m075D+2br8r",
+	"VDf4L/uSaujCmhfavjGgKHrTlyKNYcyKCuHu2iV8kWVaH8EeAJsK+oNaXPUzvVSrizD/5hUHY272fgbI",
+	"KcAwSItnWi3T6qZCM9V7xRMT37aebUG9fcQK6mGAj7nbmtdabTotDizH3vfnXFFOc6vN03rcXgqSIFBb",
+	"ITTECf0Qc+ARThipjCnnKb/aJWhmWvCMSVnBu0lWkAg+vFBN+iUYhFPI36818a+5f7UU/f35BBeLSkLJ",
+	"xw/fE7Ul5PzkPelE6p+jdEav2OacX+1eUsmeb4f/+I//jMD85rAO/5v3UrNjTosx7FMPtbKoK6gbqeNb",
+	"mNBqNgj3TiQd6tzf3ZBEQurr+zIXt1Ljiqr0qX9pLvob/AF9fXKqrsIKgU60ZyxLubpTE3aTxiwkrHfV",
+	"I9H+NBczJENHiRpoY9IDlSgzklY9atDvr6FHmWZq/PrXJmrhMRseI0KBX23IpSzY7HGL/HPKE3Erv9Eq",
+	"H8unLvCxrK9tyZHWXLPKOQFhaR+CpmvnUagxGMp9ovWvpct7zX+O02APgCTyuuoZQBhJO4fvqE1Vq3y5",
+	"1E/w0uz2yPFk4sAzR6ptiCxZyCnkMgDLlMZGQeOm0RZ7Y83d0BImC2OI3Rh0ShzBpLZeqzXLtff696RB",
+	"foNJ/Z6mc8oyCAH4hvfN/lQICSToGG4ul6RyD+0SWtMjQQe4Fe4JbN5Evy4jvnsalzg1XsdWJnAGbPqG",
+	"oaPQgQlUPJ8jsDmh4zMinTkFvCS64fVjdXEnqWy+VolfVLrVXD3LmXnKr9Sn6Oi7EIsiIh0uCoIfAxPR",
+	"PEnLUuptSGMSQycW04lA80KI64orVNywfBd1dQD05UwuZiwhC16kmaIImmWEM5ZIkhaq7UvKObRcYYv4",
+	"1MVB46DAW4xI9Mh110YgyCwKcFTWG8vZXzDayInm+c5i5W9YbgD0ZayP4W2L+VVOE1zuCeBPm41PAA9Y",
+	"jfJHOHeqg8LIJY2vxWTSdeEPbvytu5PWDat2B+KucfHVZQarEoSBmWkQBjgq54SvAjXsO528rfaJ4cLH",
+	"0OVJ2eUb0+Vx2eU726XPR63PAkay/7bCLIk156lvhkamgpTL2S0ad2lucQf8iske+VkpxfCXycijaU8y",
+	"nhAwa8H7ixwQnziCSpu/Nb9qc1N8YLf/LP+EGhOuRsuwtFFqpW2l921sOR90mORj7TlPuA9YfK1ug4VH",
+	"ro/ENVLwgtuQvmhXcdkkRWMM2iYLPVAw1ZwcvD08vTg/eY+RxKxwWYm4DsLAaW1NbnB8DbA55zM1dAR6",
+	"aYSaN6+WBrVZrykmp2rikhz85BpE7cOu3oVBDTz6gIbwRH0jdFQtgtU6i2DuF2aQaeIaVZwkGCu9z7lr",
+	"sNNN7VqHlGI+LNf+KPAYM57ojHcP8D9peN99i2BgjPCNjmG80EbEe7/V7+/p138DwFKdOqpPAmfenuk8",
+	"EOZUORj/JEtk9XA+xSCJPs1Vx9zBgPaI3RR0khyeHpOXz/sDZKNiMpGsANibhkmbTDNzDCmWPetFjUIS",
+	"FfRKqv9K0DzUvxaS5foutdsk5oyz5OIWDBh4XTcZI5XXJlsCJ5EaTfS75UQNZuGcVIdXxCWEZTUtwGun",
+	"OmqowepqoTqeDVMLpc6Gej+wyZB8bKVtqMYj/gAnhZ/paYxMx4KiYEsR69T1crqMSgT70iu29ox3PVku",
+	"UTOpY/u/kzqPhu4Cb/hY5AlLSAf9WHyRZS7Re2IDuuuv8WyhIy8fAHPFI7ISWUs5UYIUT6gOhW+MVDXi",
+	"h02IPL1K+Rq0fgwvHpbmvHucmtVt1z6pcsdR1TVIc5NvyzV/SdTCIGIDPm7fghEswSXwDQzuUKqp/gaE",
+	"ehPuIk3GCcq1EwVXuruWX2yect62gU+6fSt8cN07+Bg+QuMvmJSskWfV16fwlsNSJMiw63A7Z+FR8EVq",
+	"UKy+SQw/A64GuDUSQcohLgIuhgq2dVWfZ/TKBzVZ8JzRZD2QTV1C+ZZMcyHZvQt+Lpm73NoWsdKE9BO+",
+	"45whu/AjMsBbUd8EIZjWZiLXKUMYjada3VWfK10IeVpInNMEJxRCJGc8jae06FVEgWf6XJGY5vmSdCRD",
+	"NXpPLnnsRo+FZIwZS1N+NQ6qnDDlxfPt4F50Td264JMHHWCbYT7OxeSSsPcKfpgMWXLEGp0Z/m35gGXO",
+	"zauqXe4sKcAvgboy2z9LAq3Ijd9MAj1hGTWhq46FDAQhzUUsE9NHq2SRFWa3tiVMt32GbZ+ats+xbS8j",
+	"9Y37Cd6Axlr+850ClSGhDc8feXjFIBc7rTCgXQyyRtMv3LhKas/YpCALrtPChVXDv2vth/zWH/fO9n8g",
+	"m3SebmoC2DCiwObXNLnrIdv46Cz3oBGFS/PrC3U6PdYXBORLVkgSuUc4UtPpr43FP6L5NVFft0Px2yS6",
+	"lgbV2+2NtYl6e4+V71ocvNBN+zBapZwWdyG83t4cnugLn43lSNygT3QKBq/YQfo6JqcHwzPxnJPUi9J8",
+	"oMTTOCra5Kcvf++09qRMryDpdZFTLieYvw8mqb75FlM8l2zFBLU4fVFKhN4DkrOZuNGmdHx1bRr6WQvs",
+	"etNaN9+MZOGFlnjGQWHtWAIr9eDhLFx4SG0wXkNvs6k69FXvckjcqYTEUnX5Az4KiSWvkOBRCgmwiZDg",
+	"Ace0ppp7NczK7STntbVjZyiiRT4JPerukm3SOWFSZDcsgRwHO6SzT3nMskw9iDPXoVJKgd4g7vDF53VP",
+	"IY7MS6ROErEXzqyNmOyDb4PxQExqtxHp3LboGcYW1cXYfaqDsSofow/TBhZoDLCxVKDcjFoofqxEi5Bw",
+	"gXqqV2es4TtnNM3ap8M21O8uXnOhswCtrfqup7i2GXfabcn3a/iOSm8WF4Eu2nfg1enXGO0KBQCX04yu",
+	"Rbhp6qi+9S/XEU8QZldQVyMmVfiIFnhMnnBYJk7DNAnmNGFGBHuWMBXC6ZzOQvKCvCboWe3Z18HoYd8G",
+	"wWkcwPFLxsGK82bR0IP10iaoaSj5FucQhIGTlDcMzGiCMLBjUdLxnM5Kb7ASg8t07E3OXcnA7uRW7xGI",
+	"NMXkc6kkOqG6m5jdZlmnUn3ekl8diclq324L5IcfRkdHo9PTiGxaM3UFNb6yLk+ZXKd0P47Hydftuw31",
+	"n6H5T+fTGfmM/xzpJ+a/43FP/WsQPr/r/qn7p86///3THzfMu3/C/6ofvBVRyqDaoRtSO2yaOQ6StNA5",
+	"5lqj3nwCiE3sai2bCUJAAB9m0lamSfdRsscTo18K9qXw32Xql5o7+/nOztbzxzi0z9gXN78+F3zDtfe1",
+	"DRc+WxVjB+wIpuBjP2rDWHJUqnhN/LLZkjILIEswU2IdL+5zJfjTwzQFylaXw+r2atd/sxUGE2yxRuOU",
+	"KLczalpJ2RekTG/3hwnjRTpJVSNGDNQhOoZod6v+IcFjViVqSJALWcSc5GC9dofHEw5Oc3WMAWhN95Gm",
+	"k9J95D8a+xqMYo5H0wq5jn3z/GwfnCHg4UNb4SyNc6EzTxoscckqzwbbo/7WqP+iNxhube88//eoBtnw",
+	"8cyzCr/U/9Hc8vndv3v54SMsov5DdI+J0xADkA9IT7YKmPoajJ0pk/98cyeQgT1rbSbN5nluEuADLI8/",
+	"MJop/lq/X6RVPhwoyuf7pDb9la8jHwqgaRkok7yVROsXAbRsLFl+k8a6jsvfAFetSL5ET3ercWVOoRpD",
+	"6PeTN/GRt5eoW+8AyHBHwJmNtAPIWZFouBIl08WM8g2lG0IicIeFrZuGrrYXq4yBephrpN1zj52Td08y",
+	"noT69GFu1pAs5pmgSbdHooQVNM2qiCcd8+3wU4OvBJegPoQA4gJLPM0IAkBJB2Mji7TIWKgf2kQ8trUr",
+	"ikUSZt3mmunxgE09SVI1TZq5ZkbUSJq3tmn9u8ao0DtcYLeVa69c5W+5VW2p4vTPTqo4JcugMnM4gwJc",
+	"SpX5KU2YQCVmb5GkAjWYt5bBPYcPZ/MMkhwpJea0SONrlofkJXlN3otYVzN4pRQf5EGYfhEzYNBc3SWY",
+	"5zSVWFQFUN/sS9GFOFWlPemaJx3wwoq/pGotYzeIwd6/HAospiyx3pU0Ue0MoJ15ttRY3UoGDkouF0Uh",
+	"wASXpbIgubhVH6m1AP5NOu0jVKt0itE4HVrm++OiSGM2MpVPLMhRWwacQAypWlELfM7lYj4XecES1dR1",
+	"ypN6DsFFlhDEZktJBN+1IyGSLiW5VTpRWpBbCo2qrfoosgwLtIBCoNYMsrLNMZGbO5k2jTJ8Gb4KB/1w",
+	"MAgHw3CwFQ62w8HOI/TMM7yogLyCMADaCsIACCsIA0NVQRgYklJ6JtIT4JFxwQJrAEL1lJrySLDBgS75",
+	"qD6FbQFEo11ZpeeKLAOFtVk9os7PBsDPTC2KOb1Ms7RY1ipD4CKmklwu0iz5lTjvB20F+cbXISTT5Yss",
+	"W+e2axivvtXtV5a5dMOngr3T/SB8YKXOEVldqZN01F1/I2J6uchornQCJdzlSzz5YFWQIi/kLjxQ1wzk",
+	"F1HE7M9MICYTBjVk4yID7UOa5AHNqqBGJsKZQY3OMKAy1tNc01NZ+fq9uGX5HjQB/3wL7cCiagROgzx+",
+	"ELd1uyiYZ1iCN4GxN6Y8LVJEDQzhMSZ8dB6DtWumTpa+I+Zpk4s8glPoERyangILtnQfYc+Kg8xTmLJ1",
+	"afsKnqYcp6r9kWLi7jvjNywTc4/cpLH9F3N9hFeXtgPH/twryVUzS6kXsWZGZ1DKODAWpWDM5sXyPnPL",
+	"XRjMWV4O7AHlLgtR0GzVEMHoBaE7hGYZDFRWhnN/eprKwjlDNb27i+XjeB8dhFRraZfIUZGi7ggzhpuM",
+	"4BPiSV9cA7E2cvR60yBHtWSv0YjYjLkhqWTGDck//uM/uyDmORlUdasQNlIWk+GJLy+qnLMsI6mGJtZS",
+	"EFeSsralH/7vlKptoUh1QHqTURi9wKbJmCj27+ZfRTA+eDOUzIjBbxqPcL+Px6QLN5hzr2mrpkPYFONm",
+	"UGmyto3KBCbUse4XaaKjB1D/SvkVwWIgZMaSlPpNVhiZjcLsOiNPk9qB+k5WPDy99XIo+BatORgvF/GB",
+	"dryjrm/xd5IMtzemYpHbUEYEXPpwdu2ORR8iCcojavqxoFYQPWjOgIeZwfTAxwRes7KIXC5mLlj2OwlV",
+	"/0pk8q4G+qKrCE2fhZaoJZTc0XmY1vBIVnJ/1Nhwmd1ZL1BI/BDr0mHpKl+IrL3NRcFaIZT3uirFnHE/",
+	"wjZnM9yDi1nKFwXzgU7BfaR/BlDSLulrvCSsnXYv6Jt0e7v/oBtQoF/NWUPfqFZRra54UkLK6uNXJNOo",
+	"LEYSlqUg26B5xBc0fcVF7tN5DniBBhV8gXSQv6HQFGpup72zgF3IADRhHNFQdXKu/cyrYbYmQZbPrI7+",
+	"wLJWhy2N2cnZHICSRHA1Sh5ni4Qla3RnRtbs7kT/gifQKOzUGhXQOHl/D0+H49klcYYb2r3yEsriMkvl",
+	"FMqE7EFtOtzU2ik2hT6aXI/qj1B0+E7aINGmH/JXRSKaIiOrdGB3so6DsxmmBJrChozFnGnLfc60YeVy",
+	"Sagr8WkviwYaHp+eIc6wFKT8IM6HmQPN2kLuIR0A5YaJNDwHu1glCAt/X9GUK7XAYyz0OzPfqm4cn6vz",
+	"sseHCW/XnK4tBONfW3Md0oJm4qoS0J7Peubq7mmEM2Cdncfa41B/LAt6xS70Yaz/eAvmnsqjTMii/ozm",
+	"8TS9YY77o5eCythT08hYsX6UfD4zJWf27TSch+d2Es7DUzWFfTsD55ef0YhVPniPo3ee7JVjN8owDH3f",
+	"Hbk3czfsidl9jUrzbURIfPtQe1rZhtpvt2B/qW9C7ZHZg5C0bkELXeJEaoQpYlAr/c7Ln42EgXQ5pXME",
+	"0HV8Ukl313h6CBe3a8ZwtCBk9aAqNfp5KQuVqBSn//YyS21Fj04gjaJms/VwRhZfSz/m/JLKNUIcy+h0",
+	"GFaSygd94wH5Q7++eXhdhN8oWt3vVwzNAvmX9UZcM+0PkSuAM3ItAIAMW1LyPxQ3A8CoVszuE1PtHyaV",
+	"pFtgiqin3W/H6KzxLQrg4oZdgDZ5HzF5N+EEGjiC76E+mrg/WNfb0Cl82dQsH0AQ7ljuzfGF8JZMijpW",
+	"WcRgu0QNm0zSjK2NWcYB6C9bAdQrpl8xrQNvq2H0ZiwiHeP9HiklghWs7i9XyuQu5OqNRtqDC9op2FLV",
+	"bUOr6BdXHMBE1Vm25vE+Uq/v4etexDDIIGYpZrAQqnW7DG1q0x4WnFXDViMutYtW5/nRCtm3hFvfI+ye",
+	"GmZ0tELGrcZbNoZ+aqMe1gU264j6rquFp7YEdonjX20HeCAiuBWU658yT4zucrrksWfWSx5Pc8HFQppq",
+	"wZ2I8b8u2IK9BtqPuqNSlamBwEhH5DY7UzcE+8qSFUZLZkmPvAODMZZnpDkjH6mMabZP0XYGCRZ7JDrV",
+	"0F/s0aZERqBgdKCxaodvI8wcJRZFLDAHfwWn7ZjH9GRuqSRKduruVrzZsqBLaaDFOipdR2gq3bBJpm+1",
+	"dlJ9Wg5shbnTrNGGWiPnOguxtmUhSCzynGVQpxgKthsN1ass5vT2YWrS25RecSGLNCaxmFsISWOtdtWy",
+	"Qr5wY0rKaVyEkF1cx7GqjeZL8Hx64BU10nQWZwWK4hsf/BB3qu0wmLSCC12xdv1VhE8qxdteG78E6bhV",
+	"xGwmrG5IoGAuVt8txLziqtCpztH6M2rWPYgagkBpZzYWRzA0a4+5PaKd0h55yTKBda8KjxUWAxaERyDz",
+	"deRJYe997fNdEz9bndnqChRMUX86T7WGQk0mbbsUyI0bm7D2bV8fTsuN3yKhNb52dwmGVlpAyvyTbkoC",
+	"q8Hrn+9F8DkR0Y2lvCfTqm+H1IixfIihmOqwXU+TOTVaTZbfP3b/euTknv3b1cAZmuk3XM+fFZ5wc7rf",
+	"erOr8/TWCTixszJBN068TViGLmGGMlwJWE9diGoD85wBXkJDj1JuXDXkg7C2e5OYg8jFZJJ+QedwLQv/",
+	"ixcvXjx//vx5DaL/qHpkBpLg5m67px5Zy9lwW6oZF9TqHqBU0UI+rwn8CpxOi41mGS9pfK2WhCeko6/1",
+	"6Kvu9k6JX7CJ5DUyVi5uoRH9ZglMhl/LBvDqCIm+OUKiLo67yEGWII1w1x+NPalnLnmuTY56CVZT4Q/g",
+	"KgR96F2aMX/SQfWLm6Na83h79nbxjCONvj3ePz86+HBmvJAAUwPXlbhi4HbAI4c/o1p5scizSKdpFLO0",
+	"AAMWpGnUxY8Slqc3LCl9Zucn76ukmvIbkcZsY/vlcLDVmyeTb5Ig8QfHkwp6Hn9gxsTaGuuK9TXhbXGZ",
+	"pXGzlDyUvYaeMVOoyV1p+GvFz6tzhUNEtVnxzuHR3vcHIfnp8O3BsWq6tjfdXV3gyV1y0+NVKgslVZfY",
+	"Qt0rxjNXy+kEMOjR5qZaI9nTz3uxmG3qjZGb7s5YG90iT2sb1d9+WU0R+cP086ezAv/3cf7506n8/KfR",
+	"5uan/zkey80//eHzH8fj02frJo6sbOhivYL+uIv66B4tsiKd07zdc2HfKGUvVCT+7fT4g4EtUYkMW70n",
+	"yTxbSBKptYt65A2eamnTmBbsSyEJRk1vRqi17JLohuYpwE0QpRbhXcugSSiLD89DtX8ihyAaSJaaXLR9",
+	"CABU+HoqMtBVKI4Zr3uoRYFVGxFwkxspFbLP2DvdDBsQL5Hg7HgSARcrMS8avA2Nq/Xp6Uy5eTpLOdXB",
+	"6zM6n6uNxDRvWFS3LblRTdiuomJWfFXiU/DDUp7UJdZLgeguDGAu9yZkaYzmLrz/g8ZAPq8j2d47jKos",
+	"5cSDrZGOtiak3IUBKy/V+z409+9dGCiy9jstJ1AgWMA5GZEU4eof374LyQ3i1ekiSYU6jeivNm41SA48",
+	"E7KAygRHb3brOmaWzpSCrQ4BAL+UarQ06fe9qollSJcpp/lyTW4CF2PJQWCmd2FQudomzrV636r5buN6",
+	"ewu8Qh7QlLp0tI2ncfibG+OeeOAIpiCWKaWlLhpoq7wSTKM2nuzrOIAkexfqxXEwGgd7nI6Du4h0ZpY9",
+	"xpQrZRKzTVn/JuG0SG9Ytuz2yI9sKRHTqriRMdQseMJyGYucAa/JmWS5CbPWTnZ/POm6KZETOyEz53KP",
+	"/QzxIang1O5408FVFeD729DfGZA9BhOWSWXXaeMU3tbH28Qh3vcR4P/vwsBDSvd9+pP+5Cf8YoX26cyj",
+	"yrXu0UJttX6zZaa6PphbG9pmM87acxrsPX7vvYdzHdlrTwd3RZXLrX4bztP4WpKofm9EpOMx1JjlgoQU",
+	"fisNBNFHnlslKsevQTJidplyJq1UEudCSsyd2CkgkAh4tBItdQddXRMdOCnWsYGcmtGXDdWu2QlM9vff",
+	"d/r/onf6f7Ebzm959diCq4f/p3UuvMslaqmdxqVH7K331KtsHbTQPRcX/+9L63+9S8vvFx32+5X43Uq0",
+	"AoCK4ymRUzpnJGFzxhMJF5LmBMC41+eKFY/fOlzxz6qTBDNF+rjkUx0lVVOuFfYt9t5I/U93mFgbcgct",
+	"da4tpXuPF8XYw5vOP5/53qWB9U34bX6p9oic6D4vE0gW665wBULojVd5WtSJN8ykBWSw7glrsTbbzz2m",
+	"Zg9La2q71nimbZjfH2iEqqGQDetJ25yIfMPGp+giQZJEitNFPWIOnFPsxE/8FQPd1uARKX+8Hh0/jsk5",
+	"2Y3J4/Omxx8MWt1dk7zFHArKY8SiOKZ4baQHWyvPlr9ScG71crkn8s+WWDJgWhtr1nHqdEEq/Lxhc1DP",
+	"ux5fi/q/fh+yVz3Z14Iz+QauFqchD/mfebPX2LwE7Ethqk6DLhEC9CGmc5ts0K7AL2KRo6kSYC1yms7n",
+	"T1Hla8mgHI9/81JvTMCR/cC4JKS+kjxCIIm+fh3c3UWh+scQ/vGP//hPa3it5Sjb4zQIgz+AObySmGyd",
+	"OQGasCrkeadY4gqhHugaUMKf2iVH+KwmOJ6ms0Wm1DoTw9+KuIxNkL+bidpXtb6lMNSLhxSG8jsY16q4",
+	"7uKg6p6jZjkeUaST5VqvCl5qrQ52zyfOGN+iU6FMA7xsIUEdOefLs+Up+r8CrvVE5KlNAuKjE4OcJXGZ",
+	"4GGVF1euTL5mG/HybEOHFi5QJS3KuVjwmPmDy1J5QZNZylt/nTFTE721CsoDSjUp7S9O55QXcr0qBu1b",
+	"GpYzcwfqTMnb3/1L2HqO3ZVcKeT7mtszH9cW/cENHco9+La+PY9o6Ag/bqtn871FWHQ8sAqqQRU6EQyW",
+	"7t118kq42kB71Ttgbhv47+fhYHj3L3+vFsUbrs/7ygGbM1kZdtuoV/G9X7mkYAtX+KC9/pVa0t6z8+Bd",
+	"/+g0s4+1zGpnrB3fupKu7wWTH2ttcYRAjPmicHIQK1nBnC8yg5qFCJtStJ7KIlf9SnKbpwVzQCPQ0dqA",
+	"kD3bQSsiZNWJe8AMb6eI9KhW6wS9l1fnZKRpDdx63MQMQ3nwxI4s+1h5La81MYK8qGVCqtmHzEc39rAJ",
+	"NYnbnVl/BUVO3QJO7lFzSBRjL2U5p/49sbQtSmXjIPsyhYsJ6UPGdJF75/v42hw1geH3UJvDDklHTLu1",
+	"dflSG+Lc1jET7V1YfQru58ZTk2Ot/ZcLjG5JfG/ciGt2ISbNnzKTxavxiynu0vhhjgm72rwgze18zK10",
+	"FwY3Mc2T2ndrZBT2XgSmtc/rGeGN+tE0u4PuAY4CyhOCjerMump9vclxICQNU2+UYezRJBezCPMtEEbz",
+	"LGW5CRtRP13MWITloQqMC4cjJhkvupixEcMA0JxUK3mNBhhMjIq672DH5FXo9sgHOkNUkI1sEDOmemJg",
+	"/lQj0slYDUGTnGV0KW2uVigWw+JrltgMjk69bXiVqvsvnaQ2Ndd3MoQ1c6t4o29E6mBqZ58Hw5frySkH",
+	"ajRi4hVVLLpk+LIG5zNYliYBM17YKpT30KfhUn5ATEguqWTPt6uolGXBVlWFfQRdVwbdFq66DuylSeIY",
+	"JGwah82DkPkOzqwLKynyW5onD6g488584eyZo40p2l/DZgfH83YqUJaS90jm64re73Ixe7C9oUX6hbZq",
+	"0q8+2H6qKQURXcrCHHrkEYrOderVqeDqhArDRDqygOwgVCKDWFtCwfky/06AuOCvE/4zljkuwmq6T5Rs",
+	"C8ZtDkZdWWJSk7R6j1aFXOOYvbuaOm6S5Pq6v9euk9EiLRaY7LCMOReLy4y56WZeuclmNl6VYlKpfWWC",
+	"X63T1OBlpS34s9HYmiasGlOwk3FHsyY7MAk921iCaRsYQdl6e417dUu6x1VOxa0knflCIn/p+qrfr6+c",
+	"0iUEMV0qwZZRROxT7gFvg8DSoBGdc7ViznRvIG1NW3UDONbZ+4pBmHSvD5aDahts2wntBNbcXkg927K1",
+	"vmS0GDOuhU5fVTPM/at5khVrcjbPlheFiGqbuzVcb29teuFVN/rWsLbFDRm4yWHpdVkmSefpsnmLBXcG",
+	"Dg6rBwSC6zZ0z35eahq/V0B01xI4KARxg8tNQlQojFmSQoTaaWgmEXUfK0NhJuZCPFCIKrWK30jqxQ6T",
+	"aoA7fJxysv0S87E9Wb7VUfS/GwkXg+cfLuMaRM1TnG4tLBbaqXRX41IgxN0DljmzuMTQHkSzxxdiEpLM",
+	"Zit3wtwUL2+4Lxt692qzQqP2vMXcNTh8reJJM8XjyvrqT6soUk9I4wwlLEddKaVb7/Dzg9LZ/9ZmEiea",
+	"+wFbUtfSmntmq9zcW8Gm8a0ix4tWxw/8KtO/sccU29fcy/+jZNwpiN3MDz0zIfSywl2mlCdQLCeVltl1",
+	"Lpfgm0+TronwM5xrt8rHrhmb4wVjvp1DfZweORIQ/EM5GZAZBjEhoOqWqqOHOf/uz4es+LZODbWS7j1J",
+	"1B0GtlogWudY1EuymK0oR7gOncr7+Mpa9Zkb1O8pkP77OaI6GWOrM7F2nh7uZ3IlhYcX/HK/rl0KWN/D",
+	"EwRL02wBGF2sSqJLcE5ompnElY/QSE6wtfV1kmbWLZv/BAiUqv/goPz5eVpLdppVtO2FWAUZ3A5p1p7h",
+	"zZT8XOHCrx62FWWCTpHaWjn8r0vhq0j7jF61leFrMrDrlHtViSsoBxKSGS3iqYnnjQp6JS/SREbahySN",
+	"4HJGr2RIoHIG/Btr5ZTZBdWzCsqyrKsO32AmxQuDzHx4BXXTipPREJJuPDRfkF6RlnWV79Ks8FUKVguW",
+	"JjqQzy6eEV13+vCDerhLdKEVeoll4nKdzicRDFOWTKALX8E9u9IVVuxJdOsAZpqst7YrT2qr3PAnNHPn",
+	"W2tTj8VbbHw+z0ERtQA3f850zxrSgl0JX54rm5fIvBJCi3O0AlbTOyUsThMmdwnmWNIwtKO9kx8Pzg4/",
+	"fB+S87PD94dnv4Rk7/zsh4MPZ4f7e2eHxx/8NkFoZMOA/D8Ftp0gDHRDQRhUWwLSnlJ5gXWEZAsqaJ3s",
+	"7BW89y1aPSH/kz8fe0b51cJbbuK9iGnGtPUYgyvnxcWbk6i3yh/Q5I0txaTvqcFgEttWay9YAkF8fI+c",
+	"sJu0rEpdSx13/5aTjinCAncQeqEMAahhYAmXbo009j5+PDn+6eBtSD4efHgLJHJy8G8H+2fwaO/8VP33",
+	"7eHp3pv3B29Jx/xrVB0DF2CTZFgzSlZyHXR75JhnS9uTP/26Ud5TqctOsWKRc534ppgKyUIihS47TbNb",
+	"uizHTqYsZ1UYrPnJD4KvlkLwUbrzvV6XIAzMwqiHsDJBGJgFAbKH7++TQQ3/AHDsSnZvCbp6oMKSV4Rl",
+	"Vk/s+/MKhvUGvvckj3JKB3jpvkUXMF3VjwP2A0HjD+ZUfz4/3P/x4uTg4/tfQnJ+8j4kH384/nBw8eH8",
+	"6M3BSUj2jz/+crF//PZgPYblNKdY1sl7tXVOg+pWNi3CDuqwudVXsvb2tZayNQu+bzbflz0aore1zdGc",
+	"iB75ycKhU27cyzSvQKc7GigNcSQYUqcelVFz6rfm/eKwY992STQVvjk/Ozv+cOokA3fztq5D1prKPIqV",
+	"cco0VGxMJ4I/P5hizg7+x1lI3CQtYZmipZq8RXGYWvYWSQp6rfO1dHtk77KlzuJVegNslNf4DLR/b20G",
+	"H2mqcQehbQBGqPiJHh9Q4wMPnqW3Nc8eAhfce2lExgEYeHGC5IeDvbfq2L05fvvLOKjfHe6vIXl3fHwG",
+	"fyEJ9chHKrHkRrPOJKxmWpDOYj4HwUay7i5Z6wKrrr/qei1OgGMNQvMFjlb9jcNt5kuGNlcd7/epTyk3",
+	"kl5ze5wAN7eqkkkH2BQSYX+ADegLM6rWw2qKVfbNtS0iVpq988i+lQIeZl5uL6uW5ydzGTaLc+MYHjzG",
+	"kp96uIsr/a0r0vlBHc616wzWN9VzThdqi4o0pt6qiduVqomOq15LMFGthV60MiqrpPv6d/eWDlqllZ9D",
+	"0SMMik1S2mpv8iehgZQzm3+Zs6sQ089szvkVVOmFP27Z5bzMNbNDjt50dWqazdl8W72Hf2xdzZ33Bs/x",
+	"RQgvRU/E5jyZ1JPWfOO0M21gEvVqHUrdLCHlCQWtv9VTmoxfIyQdG85oCkuYckj3Fb9rcTnXq3f54w7b",
+	"gjU9X68yTvnWQ0O92kmOJTaJ+DrOolUFmN4ymmQph1RIC8lMfjvAhBOstOyrfEA6L4a6lBTmHTQFmNer",
+	"gaDdEq0a48KXqk6xM5HTfEnmmLTu/OT9LpaxTQvQgJtp/Zrp3lYfd9WxM7ZK4aXP9+UBbq26cC5Zezru",
+	"PSnTKw6VHwrGE6rrxa2ZmnshWS0x94JT3eIapblmNM38PsJvlKw71H34luUnrE+TCt5SDHx7ONQp7CJ9",
+	"wuAmh4yjSmwnTH23SyL4r4zIjM4lZsbR59qUccyV3kBnDIzbAlxNJllM8+bA1lbl7mgJm/Rcr08vzB2a",
+	"8fiWUBf30oVNdYXJQ1+ZiX1TI+4W6lVrHukW4cGkf9YCb8rLGWvma6jiaYsUmlKuzRZKi2dN6vw0GH5+",
+	"cjWLesBza1R4i2qxOq6w3rY/xFD3Ik3hY2cn3uqyac0NOOasLKqmzvrMl35d/1Atxnqfy1JX43m819Ju",
+	"+hpNrKoiXTa19F7sh4kSvSZpiYq1K9KJ/sfG6U28YRYw6oYkTVBSy0xyKHVu9QrJKm9fAMtpwp0XmCTq",
+	"okZy3uJrzM+Ffp5iLQDdsXZIldUXtQunR/bgJlSEAtCnEYl+ODv7SMaLfn8rRoMT/JtFPfJzWkzFoiAA",
+	"ilVi1Bcwfn/R5aOxjAAXRINCR1B6ujD1h3M2WUiWoDVxKrDgL2hDWSZuGTC8stL7JST3EdkNSzToXt3w",
+	"+pFU/BCdl/pa1V1CWW/rwtBvd0MSqRtdLIoRDE8XH0A406BPJIsFT2QUQt4SE6Okx1t7qmtLXrIJ5CAy",
+	"66beOnt/CjgBOaXXTK+4ep6jjG2eQEoQw+rNhX9vvUdbmWz9W499KS5yVuTLpx8QJISL2JYqr9h0FMFo",
+	"U7Y+IVAj4aZSvqBvteGcAbrB7sSaFQaZH/vuvcbdA13W2DN8qjoft/nq4TOnq8Zr6ktb4WUrLjzDJT7q",
+	"q5Rm2Ro5g2xt77vwSXCIOq+/zwbQIhh+LucDhco8t/bp4lL9eWmKK2rG0JGMlWlczF2uS3fKDVvNagOv",
+	"5W6PHHKiz44cmchgOD2fPkd4te/qtt1KPfb4X0OycSUepDKGQAh0POAnV+kNU5qZTu/EBQe9D41emkUo",
+	"Wa6jBbUeDivq1rJTiBlP4ykteqaIjqZ9RUyN3yTDkPKHp7BglfJ2Ljh/DRkBd+q+DBV6Wz94MeZ6U+FP",
+	"HbNi1fOdvoO5qNrs9k+OUPLAU1VDZu70Hx0x3SjE1QIIqQ7uIQHUejncifts+6b2rHTe65EPUOMXy9Aa",
+	"8oxzVvj86SC/XegDcaHrra1xlJsC9F1om2u7FZ4udqVSndLkog33Y0QPex71B/jQWSWrAKYZI4zDS+vd",
+	"hfhum9UVlfshJNOQLF4U6Y2V9dmXKV1IKC+aZWTHCmaA+IYLyg5XV1NCQ3WLDZZZFrjGfml+eYdwo0XO",
+	"2nCI+81xg4BVHbwZ+i5kQSywwquW6xSXvFySnG3AWmk3+upLto1iMiqLCzPiJ0sS0Joe5dNbWyeLpsvW",
+	"7sJA1/t8/AFYI9um7hKybPrEE+eQhl4GYA0RaNvRZFZSfnMdm/tUJ7Pm0a1wg8rKrJBiXH6INWH9dv9v",
+	"yNOc875GE80BHujvH39gH0NnTyITZ/sftBcHLmtcK0MD8kwkBNng0ZYdPjIzgx5Pe14Gz0z+qfJx5bp/",
+	"uozsNveUJAwto/un45c948Ka0D5bUrbUZlDInQ3edyWe6yrLv7po1Co2AFGau5JJQkshoHIWOhWGqq/d",
+	"QpB+SGqslcQZo7mGOX+bg/J75lzrkMXPaTE9BRnYI/AA9wE5PhcFLdgGSsvWeBDh32BJx5JKgBUzWLDf",
+	"5jy1DP40vQK3hh5y54ejvf2N0x/2hjvPyTVb6kKSFA2B52fvNl6SyyXmhzgB4JtJTXq51Gy4uRBaemsP",
+	"8fyW511PdK2DfwYlgv18bdVi/rUl9WmZfkCbXJT6hC+vaSZ60groYa01dW9pqhNt+EI8W7U2UueHs7OP",
+	"pyRnsZjNGE80e2jWhAKDSKUmFGQz1LFI/8xqUOdrFYBqUbLVx3UdO+WJuN0Hm6oPUfGqPS+3k0hZ3w8h",
+	"uYXmtI22u1v1wKWcfBR5sbhaMMkekhDXE0MCXHkNwjKAzXZyQsayyNNieap4kwbwqdsj31uoLW0ADdRj",
+	"kad/A4vKiLyBd7XFfm9//+D09OLs+MeDD9ZufyaumS6PpQV+o9xGmqYiTDKmrjtFnJQnEmAsS11sBqO5",
+	"0dGEvjMTfjtn+SyVMtWoQvVoITHh17IscdojewRe41ehcXOGBP3UYNIzEceFGqrGjG33B1AYRy8eFgio",
+	"g2HGwR0Y0IGxw17AcpT0rMgyuFPrnPKJqKVPwtsREmPrUoOKk3+vg/5mNAWntY4kalq9N6Hayd7HQzN1",
+	"f0MhoQSq+BiUB4kXshAzlm9UHObaYtIjhwXJWKEEEbQ+jPkMdNEyq2npkZCkM6cpqPt/PtGwd9zlkKBG",
+	"F+qS5iHJxBURiyJE2LVJEwp7CRF8MhxjMLZOyCK7IR46p7QJbLzBsxt/NAD/OPHmQCedZj1RwLMKPuYu",
+	"OKaeD9390M3TrdMy4S2JMdtmHOXM7KqqOcFDcIfVQzZkG0JHNY74EHgXMRxu/cBQ949l/8bcZwcEPxXa",
+	"l12L2Mfj0zNJNIICSAiFu96Yj/khJ3NaTHFXFLvR6TE1OLLMOC8LdUxtwmUTbGogVJUe9W6g34wnY17N",
+	"Sa/agCw7bVuxS8aBi+ocBwbTgCVtyryEjSbG3Bb8uWTTFNgGLWxsDNnLMkx2pEQ7xVoSG0yrGY5uuXLu",
+	"kVHAgv3hD0Sj2KT68xk5AN9stEnnaWQcCNYU+1DuiWUJMIf8qAJR+4sUPNodc0Ko7UXn7bZ1+gjNpCj7",
+	"3seI6o2z5Zx5GruPS6q+fIzy2bPt/uDZszWZJSyRiYqQlbLitbCVsu4RJIEAusSSLFKnxMA1BpYAWT+o",
+	"WU8YnhpvB5AttvCR2uUZzdUM3PAZzPEZdUck2pwymhXTv0UhiTZzRpMl/lPMGafztLeksyxCIiZqAHLJ",
+	"4/I5ZywhXGD/u4SzVBfCI1FZOcD4nDa/uuEQF2lyF5FOTLPS+qv6cMJyKhSoo7/VMabFIme7akZKGs1t",
+	"0tII4ljKFLfIzcnp2x8lyRi9wVxTi6Jbzgd4y+ZXGP/d5leD6lIj8/MhhJsuuBJrQAdFKJy0Z8YSexeq",
+	"WaluzB7jlsyBg0ebiYilpnf496b2eCnB9ei92gN1nJI0R06ilK+ulQM+5mLGiilbSDJjRZ7GktDCTAn+",
+	"xuAGVlJeIYQWMgwCB25SQyrIAc1PePlesgSVPkXEtu5nypWKkJsYZn8hUJwYFgPtkY8GWSXtYujq1zBm",
+	"nfrAc0ZN9T0847pi6PnJ+w3G1d2bhMTB1GNb1sb6+l933vzrcDjsD59vDAYb/cG/Dof/Otx3Hqm/h/+6",
+	"8xZZcvRpHJQvj4Ow/HM4HAef8Syfc/RZlkzHFCfLma2JpBnlx1JaU08qnLI8o1qE1dVR7Sc2gkXRZqjD",
+	"UbQgWatsVn4U7RJquMGtxo+kBblS4o3iW1s+vnU2hYovhmEsuKFjzcPQjSsKiAhG85EusTp3J9gB7ouh",
+	"BDqJzy1wM8WSAHUiodprpCTDnjtqGXVHaoH+7qwY+Ts5Lmnz72P+942NDfifes/BiMiLm5TdRuTvVhgx",
+	"P6wQvEhF7gqdjDkGSa6Et2ZXKBiqztaR/kD4K5tWA8lFJnW7Roq6UDKfahJkv9pvZYdKCDN5ZMqRlYJX",
+	"YxnKn7yv43jVB/ivOp4Uv0GmdAG4HzlVb+t/wusNeJ/tqWJKbIytgqEzw2sEp9Y+K4XIzoqgzw0I9Sxp",
+	"q9veOgqcuAJW9GxWru6492at4xKF5RxclO9Mx8acaq7B6qQq8mtILCxDy6hhiX5zCLLeIpKgatNYtKqW",
+	"1JbP6hQQkoJJRWNgC3Pc6G0NIKmrBvBfnn7H3FGHUykXmu8TivMXk6pOm5OIZllEOloGKleVXoob1rXq",
+	"tW4LkWFj7jYSCwAPaTGqZLS3LGcaiFLXpUHsumZsjiwLdXFAxyVizDurqAfrHAHOCj6bsixpJ+auuRsO",
+	"EyVfFIzHS1gll6u7Qltq3iu0kKOoX0hTIRP3W+S6SDGwEJsgLCzpoWRi4Zhrcq/qV/Zcc6Q952OfshWa",
+	"vhTNkHnKr7omsIzyMY+c+W38yJaR7g3vDYRm18T4a6bzIajNuRX5NZYZLAyoDfBCqn11vobbGFsQwtYb",
+	"ljIC5WDOqFMWGOp8q7aN7AQPTN8du+ghCNyhlm2orrK2ay/6lMkxh35ypu5hLYyU9YLxHX1FpznWTu/i",
+	"3Wv7NTHounlCr2jKw3K0uEru+hUbJ2ye0SVgOVHKde/jVIlUnJHiFmwZZ+6M9cIm6WTCcsbLFTeJ9549",
+	"2x4Onz3rjfmeWTcgK6VBKVUHwSIlmF4pjUWaZSRfcLDC31KTiRlDDpUyWUI8rbzKsU7YEqzyY47dA3rU",
+	"GUn/1bNnJJ3oQPRKPz2yp98TE7I9fAXt7nz5YuVVRRcg/av9L/KlXdAxt6tRoS2gFEXdUIsba09ofxOu",
+	"707/VQitTRZS6dcoeEFt3bCeXx9tAmNe6i5ohTBV9OxmdWCEWi+BldaoXtUeXUjM/lmdgd1OU6VTTMYc",
+	"C44j1SuiA+7KsVwi40UJHi5pqiHBKbbjiFh64xkB/Ypm2ZKUvAcNSNkSU+6YVUcuNWoVfYzdaMy12NJB",
+	"ItOZZWZQPchOkU0mLC66uLpavNIKrdISjSpMCVcXPE2V8oHqWEZBqkiYEno5mtHg3oKbDIxili/IdDZX",
+	"84A7TprzV+M0UwESvWkGlkZOHbT0mCuK02OFiwxS34BQqQbrZExsyn/mCoCQFkczAOQjsoVUIt8xBZqt",
+	"Zb3DvgCPhQssoynfAET4dn/oNdt3e+RnrKep+c6YaypXinayiJl0i2xCHnRj8Z/QWZotQ6VdxUW2NKHG",
+	"FfFnnmtFUWoB/h18RP5ODjXkOuXzRUH+Tkz2GTRzbGIICBTPc2V7I9/vuwbXyEBYCzqfP4u65O/qdJLo",
+	"q/YkaVRFaK69u2idN1Q3pxC9VpWs9ZfNtuylmrCCppn8k2nlzAqmQAl/J9v9fq2F7f529Yn6Tnu2yMwi",
+	"n9Sbw6HbF6JhR+QraJkj8sloBp/v1p/mvivXA6FWwyB1apGWzqGff/zH/4Pi3MkiU8fX2EGLW1T5pEc2",
+	"1uWCJQxSfTAOrKUTrLmLjG3c2Agv3Z2mQ2OEh5YAcqoVM0Ofchz0SOREdoKWZyM7tQWiNfIT7SPaYjUa",
+	"c5DdLIvD40vJjGYTkSvNG8WCMkQMXFyKtMsJhBhfUZpz1QThSl5qxjLmbSucpdd40SJnh6bdtaHl/Qcx",
+	"MWaNO7cNIuqGyHOn9Eax6XI4yF8KoUulkI7al1QSDuhZ7MHaGGYoqYI8gbwDHOsTuCmNHAGM0SLAIWsY",
+	"Jpqx40sN9FtJaaUofrkc8+iLM8EN7CSqhnPHQmlXUJE0ajo5I2TrGpZsiqhXI/lSOebayNsN0WRY8bJG",
+	"pKP4PlYqNNfRbQ5+NMj0wPhiFuoMGqrpDFy/WGn2izsSJfRCOZRoU5fX34y4KCJkeIY5AyDCZuUjWCAY",
+	"RXnKNaLaJJun0rxvTDlwdevbc8yxFmXKtbRhvUNYqlttMcO7Gm0ya5XFL+8xxypr/Bp5ejUtNOBXj8yl",
+	"ft2+7g1rSyoa2quIK0tIUB2LPDGh+oa2qSxvhR5psZYpAUnf0s+e7fT7z56NecOidajtwuCRYTlSPtqy",
+	"jOuMfZljeVRzH3ZKISyVSoS5YkmozwZWH0B7rnUKegw7zsDQQ1AyYpucImHzTCyRQS64yc1c+vBEbuSD",
+	"72uWbKn5L1j+9frHlBsbaW7Iy2sGl4Txichj4DKzUaOWNEi2cEqNA2nMVZOUaGq2skiSqit/lnI1d1hQ",
+	"6ziMdkkE+34kEoQBKNUkppJtpFwyLlNEWfPFjHSivdP9KCTR2wP1X3V6ZKz+TpiMo65qFxV4RU+7DtOx",
+	"B92oNxopaTlZZHhCVAp25iUJCgiErqNFVa9jruRMJPnoX3I2qfgS1K0EZ3RGr5lpqmQ5Keav2SgLblM5",
+	"5tqDsqHYCGrNyCkvl6aFrlZyMlaUWoFQ6kiqJHiQx519VmcDtxrhFcgDVh3mHprWcxoXSkuXm9hHISNL",
+	"HoqUzpZzdooj1IPoeAb/x3JKE1bE0y7y5Sq7x2udY7i9Eq2VZEwyteka+2CI+32qPYgHdpMtIyhVAn7D",
+	"MjFnIxJ9jRe50mEv5nBxzlmu/1WIgmYh6AD6SUILOiKfer3e57soJEkOF5C6clTDtYtckmiOHNyQyMAU",
+	"R2f5R/zF1Avd1QcY36vJzWoGozF3oQKDfj+sWWKH/bDms4aXHPjVDnxTs5AO+v1uj+yB84jMqSxwLmCB",
+	"MdyT6yjsSM0/MutswfQSr/OcMX2b4UWhbvXQBMTbMFMo6j1CB68jh+VMikUeQ0o8187u9cZXbZfNSYVK",
+	"yQN367I7At/NL7/88svG0dHG27fkhx9GR0ej09PI3CrmDirSGSN/gwz552f77mmq+IJIVPpuyGB71N8a",
+	"9V9Eu2o+ptiTOSc2FtdmsVANA3OZpXEutDGjtfkz03xvMNza3nn+79hNFRVhTMw4XyAws2hzulQ/yZE3",
+	"jUbTw+X2PMCeN9T/72Osq2dg/x6Vp26WGsf9qasojsjzft/G/8E9gIW1iGNeC4mcUi0iKo1cSfsL6Yil",
+	"+r1dIhQfTsEjCY5Ra8DbHr7SzuwTVuTLDQiIjkjHWIzAx+ZRjFLpmGvAIS9Ix98YtnFskBGSof0Y0Woj",
+	"azk07MstnAGGhBSz7Rt5Clr7wTGVjjD9DiTc0fl2MKlOWPJBzKHTIyYZi3YlnJ+8lyRJTdCUTZCy4Blg",
+	"NwgK2TazCvSt4RZEpn9DPJCcUiWZWinNBEcv0b4D1SAA+UeTkWu+LEMIYbB1yyXgB6rWbEfuKkydkVlX",
+	"z47MswXY/maw3VNQm2wiMuMkIFvk6I26vjOaXzE0bwCKQ7Ot7cGWtz+zlOoqCfWc1B9afEfdC5WGHtnL",
+	"cxQkE13+RWKEIpNAgmbez7dJxm5Yhm9ORZYoftzv9w3cRy18loW4AYiFzPEPWMba1YHXgesLh/xTurOX",
+	"4eDVELHHBm+A4IwJsRpH+fYw7G+/7BEoT0H5ElcEeraWasc8HRqbXnmNhTBE1Yt2y7sbDDaiOZrPeILI",
+	"MvBcdS2+FK01CJg26saH8/duqKmSfyUzJlFDrg2dwrdFrgYPRL0vuL7QnaBjtPWhCKJTDCAuSz1HCI5S",
+	"0dTWLKBAQFkU1HKulCsavMr1eeo834YmtobuVbELcikwKTV6PO+uUfxV3U9+FzU5zYgMoKiL2jDVl10E",
+	"w201H5NGkbbRhXVwWiHM1XmJYGZJOiaLok56ATEGSjyu5cBQgjM+sjd9+dapQcuUj/YwjjHatcLVrr2B",
+	"dkt4zZhHckqHO89fR+SPZMq+uED7DtpFQ1LrmPyRjIPeOCB/JDm9hQPU7XZ1zhgDKNGW9D255PHex8Mx",
+	"t0wTlLVEHYk60Kg35kEYZGnMuGQOkvRjLuZ5ygrMTQaRFBbWfZUW08WlxXPP5NWmFkE3LzNxuTmjKd98",
+	"f7h/8OH0ALNaF9kKdOrex8MgDNSNjoDUQa/f6wP22vEj6iIfPu9sGXfhFZZ6WOTB51+FFFzgXl3/y4WO",
+	"CgrOHc+uE+jgOnfF5AEN36TsNhgFSnpvk/rqPmwssOiIgtiyDyJgWnZkie9kmVAIy0LWwBiKDGiatwEx",
+	"dFU3QOL6EbNyF1WEqrW+3pke3gmjSUszofb7efAmu1W8iW67AcbQOZiuGlgMXc0hJDpvFwMPRyHykBSQ",
+	"g3+S0StMZtfEhJhFrfzSs3GuBtuh1lG7gGNf3qYJhEfxDfAqiXaSqUFXTC1TD3y48rYSd4JRAEKpi3O+",
+	"FMXUmiRMJi6/Lx7IfQWGGI3WBuOhOmxrr06LawOZexBioPXkYBRs9fq9LazhOQXuALZopUOr7jecKIi5",
+	"kIU/I1TpkAHvUDG1qOnrlCu1oQn4xsmRYpqLxdW0FSuu7g4v5tv9shWljM5m466KGti9EDC0kZVCNlU3",
+	"G6CcojUMU0OCsxeMDplOpgsZbrQYYBLsusLqgic0X+6aOnSgx6I+3IZA3CXRjU7/fIGClzVOQZtKx9H+",
+	"/JSj5XKXRGAguqh/OOb6SytUgSSJldlATEQRdFcLXEJXZKcV66gDGtSZj7q9KtQApBMlqaPsVIcZ4M8o",
+	"iJv8KYMt0qGcrMIrTTEV0PZgC+37z569wyT5SuBRVMPyi2u2tEn0eL1ALUeraT3HWseFmJBINRFavzj8",
+	"2Qb9BzVsRYJOtGHRuKiMK2dxOgcKwRHujjm6JoDhhk5d+Gu2JJ0I39rA+raRHhl6UHUL3V21ME5JNvxc",
+	"LiaT9Au4y+1ATAmmqJIXRc3bHiC880DaBPEO477VK+4565GIcYiCi8bcfR3jUesNrmhnryAZU9orCLYT",
+	"neA8JJE6YhGeRH/1B2cKu20VIsA2Hql/qd0ac7tdFuRtGaM65Wb3ugj7iJm0+GA0yMoSGoEKJ4jWlRkh",
+	"caK1u+OScLf37NmYD3oEi+gi7slYsxWrtwFzWK3G0C7s2G5ph8ftRVMq5VwseMzIDCCdZWtKrK8k8klm",
+	"KU9lAUbhHnmjuDEGVVd0cV1MQ6kZ1r9QtYM8e7bd7z97ZlAC2E+ZxFgXPoZ10RrUuQPLJZ3noXYiwa2Q",
+	"0fhazRPnVIOhj/mwV5pDbPTeJGd6S9TFnmZsVN8UC/4Zbm9MxSI3AX+K/80Z30XWdptKHL6B8ERfccQe",
+	"b3SnDAns1lFMpjDOZZpBAoS98qp26AV6SrVYEFOJyrUNj4FxUyj6CXCRmiDVG/OtHjkTZJLyBCTC2ynT",
+	"/JnVpucLbiL+HKswKHt0jueMswRjLaNdUPajMkdspKNIjPnWojZAg+iN+XZl6ub2sTo51b7KS4bOUWv2",
+	"taerlg8bfQxqdXs4zsZNOFEvOGUQbmylBFMQISTR169D+Mc//uM/u+tckoRgu+hlqTZZLaigNEL1713F",
+	"qiXuG2DLwL2jRBelB8dg44Lr0uiJXFODBd3v9CqGOkySa5cSs5pO3ZIIan0qdQxEXpYxSCUBR0eps2ql",
+	"HScHTulGOmHS0SkSG3G6u3VmiMP6TrrC6RQPAp5AiHZChmXSseHeqtdNKFzp13WPCwgUQA1zLBWgg7wM",
+	"jULQo+Zr2AumZ6zUEgBbqySddc2dXZ0arIhdLKOpPgHdWI5BdvqverX1M9E3TgZfbafSWQj0JOzdH+KB",
+	"x4vf7Bv0o7umeiVJIa7wnOMBbmzbbnWZEYKYMKUWJqWh+PzkvTqc5yfv9T1ICBhwWu9C1EuMrK+2DQpa",
+	"Ui3Mq+3ujfnzHjld8niaCy4W1oncMaLBa5RhuyEZ9vsjEn091crgkUGRvAWH11dTNfDwbUhyent3p+SL",
+	"8iEeyrRWMKIjchvn2i35RqITKRRKJMpzBoSVQaK3HGsnyl0SqY57Ob2FHUtSesWFLNIYt1qtO0U2a0Pe",
+	"jDuyp+ZiSnCaW0efshJFiZFINtlwmRoXdEmKx98Mh3QO+E1KE0r+8X/93+SAFzm7WjD4432aUJBG39Fs",
+	"Srsa3qqnY1QduD8WBdoCjb0DWebPjaIlMyhSesPALF6tFH4JITd2G2+pJJmQBemUuVDVQUshpx+JF8WG",
+	"mEygG0cxU4KsNjwhagdoUELQF9yXXD3BPOCpwSGW0gXy/GG/H9ogKxKdurdypLqIjgx8RdKlKfcnFoW6",
+	"WTASyORnTCqEhDfOqDJtWdClxBOBwk9oEs5i5pkqzlJvmlLvigzLSJO3wqSRZfDWbgPMC05hnEwDXm4A",
+	"xsBCdabTMX/RI3+GJBPNU4UhkPZQWSFF3dhqKyZpPjPESZVsCOo3ja+VkMXB+R8zABZZckeN2FW1bXhz",
+	"zbFd3Ap040gt6CIWVGlhR4hWUuRaos9QXQxLDLLaeDCL23DfTqG18e+khWxUsBkjrwZj1RfkjEb+DttU",
+	"Aa2t4utpUYYkAswp5YDrqmGKOkY8RrdXCYTquoiZV3XEjNn1WqTPrcgTWPXOOPhoZu9oMeMgJGMwJLEc",
+	"tL/Gb7qCpP/Hsn43aE2+VWh+1PYWMkHD4GBGdsMcdWcc7I75Qam2j4P6RlU0zWo7to2uE9Fcvozp7eFz",
+	"hISNufEYlm2oDQt1VEIxNWoMaH2N3URU414mhbrER5ZLlHUZc0LHvFqmsYIAC8t3ATFprGuNC6BivbPu",
+	"GnCEGtz+mGsJ2gXtVSwZCMqswvUbJ7TqwDbwzxL9j/YlF+CvhEmRp1epEplN1V0uyqQRulxHSC4zAdRv",
+	"GwfcPMi4OAsNPuoCWjHlJNII46hnnVEenzmsxxpee9JpeO3H3Oe270J3/aHpjroIc7DzldW7MsrJXxcC",
+	"EwnYTJnop7F+sENj0T2yhQpKh2VrqrnylU2Hy//IlsHdZ0z4wmTxRiRLk11Ep+quGyCdsj6V8lFulVFp",
+	"Sm4ETQW5VBzUYpQaDPiOHcIMnOqEjqkqGAU7O4PBqxcvXrx4/vz5c8gnCVdPMELFOPBKv5Bk6UakMdvY",
+	"fjkcbPXmySSovVv1dKkvqwmMdANy023BHPZgFDisx2cAh3S2WwMs347HyMxG/V+/3x/ApCs6H9R25Go1",
+	"/gC9YtmvctGx3tqqBS8tEim3EmPV9rD+WrfOduWcsCxc8IvqEeG1UyqJnKbzOUvQuF9e79+bovjlpM69",
+	"ZnadtV8Y86RvFmWRfUwgWZ3dYNjfer7VH+4Mt58PhjvbL2tTXDW9ly9fvlQLU07viCH3maFPQ5AtMp/1",
+	"MG0PXsz3VnsvD7WpaaU+9tj6K8W1fNPVZ2H1bmJ9rKCDdajIx7fviD753acsxA+AspBkqfZbH5pe8JhV",
+	"ODIzL5ejkp1KbSo8kHPBJTKkYb//UBaGsrnOQVAlPUeFDCvX6HcNXcSlv7d6j0rxPhgFaglsjfPgWGsE",
+	"+qIftahCVsxx1IKwTR3ahdBBE0niqARBqAu2a8q4q6SvK6erxfqOK8533YmVmdD0THRiO+hQG2gxIdiS",
+	"x61LWXYAo+neu3S3dJYmvR/eXH34cHb+5ejseuvD3+KtD3/5Zfhher6/9+bgl4O//Hnw57+dD0/extvH",
+	"5+/2/9w/eXfyl70ve3uvXwdhkNNbZ/h4TSp+/NSW1eU5M7CGC4z+UmfgdkoLqY7MXWXTzaJJLOZg9gTo",
+	"+JF8AvIWwse1rO6acDBqkdTsHijy+ewjqnHzrdoypdO22BKItnIoWRPtCkvm2Ba6u1rAqiiHBt5VUR9V",
+	"p0h7URdYxfZDTnGVMM9WuSHKAELUZMpilhUnxPrcyuytZwfQleL41FRH1tsw8g3D510xHr8nTwoV6aY/",
+	"hErj9dCICPLcbMKgbfqW5W7Wa0rCd8Pa5qmbYRPk3mpZyJKJKKFXTPDOADm4IgGT8/lVThPm/F4ITC3g",
+	"lFgvd6xe4auxNx9LUdvpxXW9oxcTk8ap1fy30+MPelW27l+VdyK/TJOEcfzi1QOvpJR/1HC7Gg+lM0Zq",
+	"Vhptl3Igen6GvVdNDQAmnXpT1sp1ydQtoq0xLNnVNiMw7vXKMt7lbXJby4JZjrnm58LElm1D/AvlLKNE",
+	"0XShNnbGeCHUnwAwzqkkTBb/3/9LJiye0oT2yAG/SRlZzErFQmk6JOVKXswdT5Vn1Gsf8kqKTw81reEH",
+	"XOn4wzUZWcedus+rnrvdMjGE8UdwWTCa9MhxXk/eZg1iTYNe2wY7RiQlQmChG+fr7silAAx3hCyxjhiC",
+	"p2Owxun4iNDIMyHe0/wKEjZvD4f3f1fVXE/YQmqGM3x1/8dnQhxRvjR59tR3O3jL3NOpDnvDWonw1UOP",
+	"szYffbQStXs+jGkSTEr+c+EzyIFkYW7iE7QfVhvWD+u3ttuFNongdBIWjAZbg/7wuRKpsTAK3KblFaaB",
+	"LnVrTFACPQ1HX3AtB0AVFDctNTRpRQhj+XTEW0zHzb4U79KMHed+y8IHYXQV/5JVDI7kPnvjQ7Q0PUNN",
+	"Dk1m4JiaK8UwQzTm3qQi06GdWvTfXPAGFC6sm+fAphWaG15b31rMbCKvZ9hwHVNV45prGOuiLu5cN4bn",
+	"uGtZT5yqNp9egaXiyIjXnyH1sk10YdRvF9YbjGowRci47BpFjeBQJ4MH761quREUHYx2+q/UdL2lvFTf",
+	"V75M6R+VpA8RoCbTUhVWW4PtYuxkyZUxEzpEn0B2upZEVr0xj7CUZ0Qko3k81Q5u8NsacQ/831GzwkCk",
+	"ePUi581SGDriUvPuMdcoVJhFmdA0JCmPs0WCzishXZyEBZjB6HymyfepLHTRAgPVb5oo6xWGvxR6nsbv",
+	"Xp+our6V9BhAqIYpLjMKcBwV4c9NJb6z48ky31Jeu9B6t68E13Bnxy3BdRc2MlqjcvManRO6TEOdGjRw",
+	"0rxlKzQIjrhd3wTLcjkN8dYp4vSYcgyryqNpy8ENhD45RJLK+4mkRiIt82qSbXUTVxZeXa+IrL9AbWPa",
+	"Ii9ILLLFjLeNFYyWb5aVAdrSNFgOSSdVr1Rg1oWP7Aa2VSqqVzn6vCbNHuOw7DQ1SjFNQl3dbpFnoaFF",
+	"A+VXPRo4P/672rlaoHscCMcmGF2X09mT8TqffcTQX/3RoN9f6yMQCD4/xcgHbzpxzkBTaEX91FKghS+y",
+	"rFqHbqtads7JaUr6r0b9/qjf91SnGgVvzRn3VnTTenejNpax35qCKatLNMb5rGdw5L1bwRUB1cqzDftY",
+	"HG048BRDC9yo3q3R9g5OplHmrHyvTwb90WAwGgzLQ9Isk+iWKWvpo+pzuadohCIDG5EOu2gC1oPRoN8P",
+	"A4haD0aD9RW7lspNPh0PYO1XcMJq4RlPMpU82JiwjqKk51UWen8HhPZP05XWGq1JZmUka1cSbQ+NcsRP",
+	"K258boia/pCrFsFwezhUupU3duREIwQlgcDjBybHXyX46XyjCF1BCGgEGaKMINtarRTeB5xk7XXeBEx6",
+	"K7iQPYwLxWDdTIj5JY2vQzLP0xuljIw5IVnKrzcyEdMsJPvff9g709GnBYXM9zmkv3NDL3QpSp2DgV/h",
+	"ME0+bjVSk9pj118Y10ZvumFvviy148B8/xoCk7MMYBsfHlJW96GlfQFGGs1TfhVZSJYz3G5oMruVgZh0",
+	"KXuIesP8ttQmTr1cFOTZMy44e/ZMqxQzW8g39MX7D41pvVLXl3TGlTq5KES7QQzNJR0HXWNLgnDbST3f",
+	"bCEwZQyYpkwSxltI2ycX+TxPJYTJq9Zvp4LMUqmEl0TngsFd91yyLSQQ6vLuuQZgIyXYYEVyCFi2Ik/j",
+	"QgOBNNDf7FglvK4T2XvzWdQ1UFcdLWQa3fWH5nUida8+i0KbTZ3GRS+dzUVeqLtpnrGCJVHXJlxC/KNZ",
+	"rtoiQrLDsqg0jmRmEjKVsirWYvBr9qTTHtGzW4cDfScxE6hFEqVlMPb2cKj6qZCQd4s644ZY/erVq/Ic",
+	"sS+pBApSe+kNknJT9ZffSbrEnMBTOp8zrmO1lfaXaHamJaEqlYQ2TQwUcDQR4PpgVCoV64JmpugaEI7q",
+	"i+ayrLumocw2o+UIXSIInCyTx0AknObm3yqAGwYP51gxhMgitGel9agQgmRCnTnFFoG/V1+wSEafGo5x",
+	"0VVF/J8GFWqthPhpMPzsiL1oJlpP6vUXJneeV2JUtNvh8ypx9UGy6BNETF1ydi0ww+Bhi2zAISsWex2t",
+	"xknv49NqUD36TXetps+sUmdwdA3tBR8/XFkp1+GhBFJq6j97JFejj5fVCkfBq8kw3mYv6ODyZbI1ed6P",
+	"d+iQvbp8kWxPBv2XW/R5PGQ7l6+SF5NtOoi32MvL58lw0qev4hds53JrEDgFBDU9PZpKnWKXHnXo1DOT",
+	"1hqXXNz+1lrSOnpHlbsdlj7X/23VrP1VyelbNa17Df1t2TtW6F9thvmGIN5qqbe5YYy4XTt9lKMJP+VW",
+	"KwnL7If2xV5NykfhcYTRTGMul7yYsiKNMYkUOG11IdQyiKk+ic2vaXK3WTC5nitgzA9oPMUcjnpUNpoL",
+	"ZxjTgmbiCip2fClQScLk8uoyv8rpfGpkSfjgO+lO0eY9NOljyrDg0ImuALjltMwf+J2sDckIYKlJMmli",
+	"ixBZYdOtXbIM/d46RSuMfddUPVCsXJag6OJW6Fz7bc6GPUMR1cLBTzUZWgthDVdlETQmnz9EEVEb5N7R",
+	"v19gVr+LNCGvybBrc4MEoxUXZNM8vVdB7KjNvlwCtKcoGE8olJSY0uJSFCHk4J+otdWIIbWVHSW8N4fk",
+	"JFC4Z2xwQfvGxdltNaFKKs1N4G2werPry8/XcL1RnZ8FzANFTrmcsDxHJcpdiPs7NQ2t1SvKHqSTMymy",
+	"G+w9pjxmWWaq3q6eoYaLeLqyST86CaNZt2XhKmbd9vVSR0un2RC3HFF5GNgLunwlwYjOD+PtQQtAqwc8",
+	"ExBmLay2KQtFI21twq8Xujj66pbLonq3grc2eAs1rtdqJhOyaG0HALv3NUTzeKpOZWsr5oU2egJ+gBYD",
+	"Mkl5Kqe19W8xKrTsMmR8lYUJ//FVUvXuMqK3e+VbPWik3JfPjxUbLetFntuORj1tmvJ+c7v5f1m7t8cO",
+	"+itZvdukLhBYUMTC5GlNs7jmDDXAgRNfLAsxh9SMgseMdOaI2wRYmSm2kuRiPscU7loqGvPWAlk9qIBg",
+	"5YSKcFc1UAGMDso4V1iXVoR9YgWmhmsYT54mUNyjDuK0kkercKf41QpAckVny2HHkv/2Xv0Gp/itKeT2",
+	"ILVq9VHWJ3G1C+tBxj7d+yFeCPOFR6fCRHql4d1k3MJUY6AmmBxcuhQJFCBA4WXXmDkRgep3ZunSzmDt",
+	"1O+11ejHsw8eFC8MSo7AlxDVfAjdHiRphmBnY2bWoQk528AHEgp8ySaIZ0SiiiVKZ3qChGqC9DGov2Yv",
+	"i8Y8zhjNWbJS29OFAx/L1sZ8Db6GiSs9fO2RNt2aCfAhBrLNm+GTjKg4lW8eEXavEfWbQUOeYERdA/Dx",
+	"u8J7PM6EqinknmvTqC3f0PJ5rxhb6fm/b9Df4AY9N9V0v+ENqtPDPlYc3izLS7TaIN/a5DqYINomB6gW",
+	"/eTsFixfaS4LzKLNeIGFWs2XPaJzTJMBhIDNAB9esN0xp1AnZfjli42nc4w7lGx/+YKGNm3A3O6/VDfH",
+	"9vAV1FsqE+jobFVlpUnIJ5LoYkpszDkkQ8NhhATrUu6MzBMy1Bi3soGQbJlnOoVCSLb1kx39RIZkx7y0",
+	"M+b6YY9EuBEXsSl60y8vRc0Kc3Klq3HpABRIUGSUCahq+oIkdKmtiZo/TBaZuisTstV3fkQk3hrm2Idc",
+	"z2jqXF/taEKnSy/0fRjqY0iKUiGzVDoGcLAI2MC7VbeLF4V8g246L8oasXfrIFbBTNAKsh70+w8BWZf7",
+	"aee9W4dY62uvFV0NbbDkUfjqU/PtCoT1gyCxO78PRKxezGA0vM87PADvsIn3XeMlFJiC/uXLyVY8ZBs7",
+	"yYBubE9eXG68ip+zjSHdTl6ywWTrcgc+WuDZuJjJYDR4uR0GgFWxotO91nSUgV68eDkIA8W8LiCG7f9n",
+	"712X2ziy/MFXycUXAZoiBJAgKYHh2KUo2pYtkTRJ+TKGg5VAJYhqFrLQlQVSaFkR/0/7ABv7Av+YiH2R",
+	"eZN5ko0852RW1g0EQFJud9sRMy0CqKy8njzX38+JBjsyptHf1ts42xCkRjjz0V0tWp6bD3zPIwy/09Hd",
+	"owlopOFUxPO0v0x8N9aaok5pimqWMjdn+RnDusolWbq7WZLu9roamrlLV0nQRUYplyfJvWL/0ti+gMYG",
+	"mP7FdXi6ZN2NPR3LdTwkdtgyCRqfHuZSqcwo/sYhjZPizqauEZEEwjJiOVeYHlA5n7gN47kyvwktP0zm",
+	"X820U28gs1Idcrd6yGyIYTVbnqZfr7VPiGjKWP/RWtlnMZBP44s9hyXIq0WUl/Kkhv5a2VJPZOj/cdlS",
+	"ReHf6Xe+pO1fY/g7BOT5xKnecF90g1d8b7Qz7rzc3hUvh13eC/ZHnfHOq71tsctfBt1hb7Q/7ogdvhe8",
+	"Gm6PdscvBfxo2Bl9ucSpE33E4duDPzhF6t/zWnKYenKC9g9yIqRCPdG9Ang6kPZkU5QokwmNwqZLbEn0",
+	"GjZF3pXgz8Db7pnbgi6kJBTBQALDNpcLbPOAcQdTqO9WLcAmtwCwf5+LuZ76po9IQNpey0gxsqtrgMhB",
+	"QavNjoDrB61/Bcy0sqRerO9fH8gld5W35KaC8n5lgwRVF9elKFrzj5N//TgxSN072gmEBJZBgnUfKA11",
+	"2/VO1DO98viqv7JC/wwy08JAqJRpCfKIiaBric+Uz2ZbgHq8FcstA0pYS/MEEgOyEYfz6MbLYZLnMmZi",
+	"BUzGyMUSJ0i0w5q5wqkcoUsI5EbAnYUQtkhEhpRC6ApCqnMWypZn6TAMUyXx5igfiRcl4yOoBi7CqgBF",
+	"S0bl52WkVa9abbeVOAoUM3zK4DsGFR95eVC9hwYTLYIDgZBwA+nzRCBgpHKw2YTjQ7VkPxjQ9UEsKp+l",
+	"IsIcTUvzgb/E74k8ZCBvQxUOI2EuFScBiWlrna6GzNeN5JbwN3BG4d+GFMNlKjJTNZA3YmEsfjttIRD/",
+	"U9poxjRAN4zCuWxftx1ci2k8BF6EUKYTnLgW1N1o9ZgsGzv6UKGHr81O4tRh5iPO6hJ9WVV1Dm5e2KKn",
+	"8sjia24cic2W0haPg2PHa9A20ae1CAAKf3fov8ZvK4t5t/dPBc2ZS8HFmTdCpRrNFMdZ+uKzlz1OEwPP",
+	"UzlI7iE7FRmso74qtw3FoGEk2thayE9c3QWpzwYpOfpU4Mu/8FX5hDfOkRUDS0sRQKQaEWMWADFRKwGo",
+	"6EbKWq/U34vkk6thA+HNg9maW1FIKnv1rWOIKgm/Pc7JKyujMIFz/VtoILNryM3Udy6H/Rbm2zutl24l",
+	"r0QaI+M0HFsBO5BQO+wQeWMPDbCsiMZeFgUzIKDIZA7EE0tkHrb3LlTpQwQeSLd1D96FiIDh82mlVY18",
+	"QtfJoeTsIp7/g+uPYM7xQxBU5snt7iv91O7u7m725OtkLmP2Lpzyknwy7KgPFkzZ2tSLJ7vD8/yF+lr/",
+	"N5NRDq1uNiXusf4ycomokGslEnyv8vKmWSM8dkCzhDQ90PhACCGqg6UzdBWx2SSWWlqgalVSNa0SCvZ/",
+	"0/2K/Ydul5t/E19kmx0aPY1HieDBghGIoZvgZodhKtpBhl2SC9v53hRtGbnXZzMeaglGFD65Gi2Yzb8n",
+	"oCIvkV+mdu2PK6Wuhl8nMXHBIWFD8Glj7eMPQ3t6je7TKnFUUl+rx4oLajW68tBX8EjnXMxHzlWc1eU+",
+	"RJYuFaCFd/1L+kHq0Fr/eNXSVLlWFNAsk9j3uzfKPOpryPGstqJajmMWudpMb2T3qo27rfZAPn/+NkkE",
+	"EPIPI/H8eZ9xEp5boTR8mro5kqjaeG7aewAKOBRhrMgbEbBA3IYjoiXF8JSXsbNmw3imCpSg3CUsb5oA",
+	"ZZgYzHJgZ2lh0QjWTRh/MNaqJlwqTleE8dFkakq9cH9jsur/hfTSSiH39NUm5Zf9u6mHtuzjgQrh+qIE",
+	"PEH3GKpAT6AeZp068ZENDNWXGxmqrvYJ40QfYBprRZFxVaA2Jwa+AkMO+TsxL9TwSvuGVYG+RSZNrbkO",
+	"ZI5JQUEKo34OpZkfqiv4QdkzGqqCOhrLZcolLMq/sGlsZthcoGbi8q69SmImk3owV2k81Tr/Fvvx7Rnq",
+	"4Wk4CmdcpspkPPReQuaefZtxidrXua7AvHa51d17Rf81qjXLqhfuFU1ycsY+UIm0+6Fem6Rz/Jcxbozx",
+	"azshX9wUj+LreL7MOahVoILMNUrVph7BvGZXGS7aKwvaRIziJECCWYI98VHoEkPQgbWUgWX2PnuZvYuv",
+	"rwGXbF4ghnRrD6xYzxnu9eLwHc7nI5vK//zaWaZdP2U5MG081Mv/7cRFfF0gMJ2nX0g7wyNTLyUuUp6k",
+	"Cs6fPlG5XhoOUTC33NxQbn//wzn61JqcnZ18ozUizgCj9cP5OwT0GUi9h295JGRqHxu5TFLTGAAb04lY",
+	"MPFxFiai1mO4XRYugBKvpddAFsVXP49HSrdWehe7kqzN/FiRA3KYxHdKJOiEzDHW4xzMlUgGkjv0CNRm",
+	"zgL1IHBBx475SOhjXnE0SeIpIe9ejDjakXYW4wT4b/GVzly1TLwX+0Hsvj7OlrriqX9gWXV46jGubpBU",
+	"fyApz7bNDtWNYesjR2jxFjDS0zhD15WgP+Bee4AEpQWAJvU8Za65WDX6DZrKtYUqduyL+BrhsDW2v97/",
+	"fuvVDz+/h0Ios0hl32BvBfejOcHwjn445dfixUxeHwy5Ens9L/zx9en5Xef7b67jw8PDw5OLD5PjD9f6",
+	"n8f6/70+OvxF/+/469HFd/ofbz5Exz/8eN7bnp7c/Mf7Vz+8uTt8M7n+5vCnv52/4nfwyHfnH3aPk5vv",
+	"rq+vv/oq77o0O/WaEskf7Lk0S1ObwOVKDPvWf7cLxOTtlyXvF7pGVDidR9ocxUxSGwNcO5v0wjSU9XZp",
+	"ZulhECibJkTCmCOCOBvG8U3ZFnmmsuQcQl8uAuSVQuytNuHeUTgI7gcEXwfKFMrhha4jmjPGoOcy0h3x",
+	"Y2n4iUmj9ZiKqzTYYkYZG4cygCA2g6JKVI6PTk9Ojo8uT8+v3py//fH4/Cs7/T4V3JKPotuqJOw2v74Q",
+	"IjjKwrUPgNM1y/0oEWc3+8U+eRI7CRbZfNpCr9WVUWeHQa+/SNbQhrOSM+S7WWyXB8EjpP6sEmG/dEPK",
+	"8No/iXBdoX8ncfpWr5TWIk086NFkst1nfT1t2RwaIVXOFrJWuHkSxbQFMl8v0pO1Yh/bTJibVL4vIsqb",
+	"QBg3i/hIKI+YI7Wu3jLU6qw2kTMT7I5n1qoEFliUclW3MBnAZ0BmCM5Xgv1vgw8V2W8NRfGU30C0C7vg",
+	"JnhqHR1UfeDBRtdCKFmTDyT+GMgy0xi8FwbzvtNplV28KNuNW7D6zZC6UPb/DqR5S7PX6Wgz605EUevJ",
+	"Lo1viOR+8xTRe3yvaztY1xX+MIIvofHfN1K71SoySjM38D7dh91NnM/OFYI80A+7PYpzuOzmgF3714Wx",
+	"yYVRJ2yUEH+CSyOUw3gug6e/Nd6DfHSTQ/1xEk991tTnJKAEsha7S8K04tLwWJwYnzPMN0TqPPp5SE4P",
+	"3MbI8EFVoQb4RYFgh/+PRDQ2xd9YAf1c74xXKwfxyxNh0m/gKkK3jMMYU4VX7BMidplFvemXQJZ9tt0i",
+	"PLvaIl+4MGfzYRSqib4GD5HXVN+iQA0UyiiUENZE30IBf6aU6jaQmYeoyBtPTDBPckO9pb33gPtJL+Jq",
+	"+noqPqaNfuPb0AO83wWWiGibEOpd+OL/bKwvWWkEX8QjNeEQna4YrZYhWkYiUsjOYaf6P30nmVi2DWaa",
+	"DZguZgKe7+buIUPNbAFKHn4b2Tmru4/emHcZKUAn+a/rae3ryUozrXZq7dTIoJJ8/RNcVS7HcyVymjaQ",
+	"FRSBUXoGnvGc9FVFEagwZpGV+ZXdQ5aXzZKaK63IC+Rck/Eda4oAOO31URaBxxJxG98QSS8bR1xL16fR",
+	"8i199qN5QJYJmiBMXabRvNw5fr2SxKG5sX/rBViW00uC+5d4npDMnnDF1CSczcDHUXC9TLMJeaCgMlNb",
+	"L6nML2AT/SWe1hVPwOZWcRwfWRbZhIzVJZH3SMrwPRJtxsPk6TXvI6IIULlwpEp5UutTx1gVyL1w7AQs",
+	"JzxgasSlFKQcIyCcCWIMZEVEs19c4qEYxVOhbO4IeFUcHVXGtpMAUsRmlEXuUUv6RfiCwDMKa16pLUU+",
+	"n0T2nunl+xLVDYQStFJ1Q84v8zjFDXo1nrK24YxjKlJhHdFYAxPl7i/huq5wzQ6tPrDKzU/4E+h6YOrO",
+	"vkRg8lzM4iTN6cYVCmJTq3e+o/D4KIz8Y/ro7Rvf4vQC9AW4kFt6E1vbyRtILZYQ7TOMzJY3jgrUHo2f",
+	"gjOag7KjgjVxJg2o/jS+hSLbO55oLdMIUixhqIh25imNHeX4SaTkOQ7jQZDxqyiaZnc19BxvYMtTP5/S",
+	"ls+kK73sMezqe3P2zLvIOvlLlG4iSq3pBzR4wAzOR/r8RCK4RsgsgCmmZfjnl7BzGYXy5unl67EMDKE6",
+	"po5acQa30zPFVAiJhw5/31yJhMhmqirD6jTKgcynIzs6ZVhOJ34SYfcBZ/XxBMUb3Gu4Wk8qJj7QK/6S",
+	"D5urWrV79p9RIBCOVm1KMfInPFntaE+fJMPuI1IDZas/OGC+FHdYi+V+haA27Cd9ooGITtuIGUqTx4Yx",
+	"odLGkcUhgFiKbc4Ui6FW53/cSuaRMADtqi3FHdQdIyLg92Lhtw4Yd7pTABgwEH9uYaqbZYu1XipGnaui",
+	"z5i8m5XLunALxlwXAW0voj810Al9/ZwWbfGcUKpbbfY1cikBY74eI08Ei8Q4ZXNJ3H1LMn8/GGi1p4YZ",
+	"YM2L//6vmJ3xeRS39A9wft1HCYlpPSMTB/CHoRF0ANW3u7vMXidf6n1oBMUZ2th6fyjZzTrQBH8Mvc0f",
+	"ntZ7LiCzKF8akhCvJsQXCTPsgUm+OVmlO18SV41+43uxcOUv+dTwfBk+YKSnWO2eqI+3nPHrUIJpCaTY",
+	"NoMXwE6fKTaXLqxdETVB1VaHdFttdhhFDHg3BjJTPkGYxfB6HrWZPw6jVCT6juDJaCLceo7ElbHNG7Fo",
+	"HRiHo89uhJjZGlsRDGQTWUKA3CYIlf2GNYkbpOV2/ID52emnepDseGLVyXcXpyeMJwlfaLX0V/C2whB/",
+	"Az8B3qxNwFhX4a04wHobYdEF03Cqp/JWjxpSG+4mcSRYwBctqDl5S9jtMEfMnSIESNSar/+JTnwfsQc9",
+	"Y5589pcwyeCa38Mccyk+pjTtBkTB2ftmCQwKncsio7SEq2FWwfWso4zZ3t1dkTLma2inljNme3d3Hc6Y",
+	"bDc4e8Arssbktk0s6+ljSPCvzx3zDi2XeuKYQkVYnKRsFEfzqazrCoTTXi9yfQmQV6bR19eX1xByPtXy",
+	"Cv6Ax/BC87JxODdh7pr6bcXVOsVe2IFRjVcYeLCRPHYjFh6pSB7L3uYx52UrkODAe97HgaHOOVSj9fl2",
+	"up01CHfu/x3CygSH6bm+KlZ5AjWc7IknJPXZWMV5eEhip7/7st/rwoRUdqPbYd29fq+D9IK6G688FwoP",
+	"o9YAhVejac1nszhJ6zrhtr+MnQZ5rNalpyExuwotjSNz/i2r86s0h6ety0f9Zctwv26s/pgG+iV0X8Qq",
+	"ctUjZ5HZByXQuOZAZV3iGYFUePbNMcVsZ0l8GwYi2UrFdBZpveLFOE5M9z1jBivmKyEDkRDEiYNi4iG3",
+	"nW9aujLp+diJ8he2E1nkuKIX81kU82BLv2QLmAe1vV9sCnIZ5TyKoD07P6DyaD1K399mmkDxef48A0lv",
+	"P3/O7lOEetvbzP9Et43HgAxLffax/thVQJ+BwQ5AzcDCZ0j9DSuxs2+oFbPkqKFD8bODQWX1WXWAmC6w",
+	"S/RoRZhORIKuAT6QUx6N42SqrXzTewx8z+Ypy17qMZUvTtjeNnlJzhAQ7RCedTo8kNTjIMaBQ18mXDEZ",
+	"MztS+E3f3cUMI/XWZZvGNwI7ol8j0KdaV00M+iS2c2TO0iqEhHYTGEJCKKVuAlb5nseUEMynBi8XM/E2",
+	"8Ft1Co45NCa7cQ35nDVfp7fQj7B7YaaYcYk8NwZGHDv+xKrGU6oBziTqNXJtOoYQ5MV5rqE96gC/8ctc",
+	"QkN3O6c+6P/y9RP2fVvsIo0TQNGMeKqPjFZhxyNbYug1itIFatFpezvCq9FvdDvbr3Ze9vZ39+Bf1Jme",
+	"1wBP2xVaLuanr17u7+32drbhX3o7VKgM+bGB3pKftw95a7hu5uoIFNfQuyrxh7IpWzZdiHB+v1r2+BpR",
+	"TlCsphiRiCJx8c9IhfSDFkdVpB6b6FYVulFhCvJRBvyoSinKaRT3U+VlmhFWWj9cM8rhNjYztHDLtv96",
+	"wcgQReu6WIkxkGP0cyPMcDpPJMAM34XpxGc8CBRLRGReACQa5m9GfrBZIsBBDu2DOsTVjQj07d9qs+Nb",
+	"8D2hR4LqKmCRlCB2jMOTNweIkRKPmcvzAzkc+pq/FQnDynXSXC4obUPrLccf+SiNFmDtavXCpH946E8J",
+	"lSlQGOuejkQg5Ej0dTvdjOgYFDQZvIgT5yPlU3+bMpZbwNjU6mfTOJeEHAW5J/BDm05CWooIDgaSMear",
+	"SXx3xaPoyvyCvF3IDSiuEAYIPV4pxFmvZZzA49ttB4Wv3BBm/fWZAB4m/JTu+P3WwUDu5B7Pv6/y2eE8",
+	"ZRczPmXNPYQOfY1pik1oruc210QOKNherT47nem56rY8dkZp402swWFvs9xD1txp4Rz+z//6f9m5UHF0",
+	"q1vvtTx2xOVIRJH+c7flwczV9AQmSnyEweCmMF6kMSxhabq90lx7uMnjeXqlAGHK/WSuROJ7EO+6FckV",
+	"ipIAJHkqZMClcVfqkVzNIR3JAiNCES+3oaOAAlXTAyh2hSRu/a7pPNXd0Lp8qMdlWpwJ+INODGEt3PJo",
+	"Log9hbxqeqAUn8dTcSk+pvpEWHfulKejCfBNysUd6pnYWio+pl65Ksu4G4HWJclVcdFXAymmPIw83J+A",
+	"Q8IVIhfx0UiLXd1hiB7qEz3UXwp5rfUG1vT/FvPYJ4QH/7v4v/8r1vNweHJoPzyU3G+Z4fBrOOC+FsV4",
+	"HEPFOHqEkTINBQiSoaeTRAiW8mt2EwL9OQgrLtF5DOeUX7MwUH0wBmFY+hU+a+oXOLgZ+puWnuZwdCNq",
+	"fmMnDXemP0qmxgKHBwYy98TR+XtrHojKdlCaw6vb7BDGkOEPDVHAJno4yBwHgxpIm4GGS96mybL2g88U",
+	"Xyg2ofQ0gv8IA/2y6TCUKAifM//nw5M3PhzJ0q7Q1s3z5yAjnj83TaT82oOQaxThfB9gM6fnS1txg9vP",
+	"n2doUaZNhY3KBTSKbULPmkbMQOvPn8PimsVG6fv8OVoOsOtLSFdhqvLvMXWJ0Hsta2hG7KXEmkBT5CBl",
+	"ObsGfuCCaNm9gtv3UGpLxoXf49Bd+DlPsdv5+9wcV/3rSSiv6RhYtf0OwJ7gRGhlHf+8mobyinj7jQBx",
+	"vuQfsy+hWoxysKY8BPpF+pLFY0xytJr1dm9rEs8TeqnH/HEUx0mzqZVVRrWu1kD/D7bdYxO2xWR812Iv",
+	"WFe32/I9xgnfDmIYegcNJIo3ahfpCgBnTbHOAXYRdREb0UE7m35PHFdw72YuH0cH0vIYsWbQOUCjToRK",
+	"kxDQKIzRnsYZTyEZDV/t+IR3bdgOir/ws+dDpYWh1gnMQmk1A5cHHfHZrgU3FEmK2HjPna/fHF8ctQ5Y",
+	"qjWeYSL4jR4huK4cYO2BDMIEnVsHGCLNTpeJdmWw3T6YFaYqkac+OIdaTGGSrjLZHUKlj+kOYk19KDJW",
+	"MfsgAtUNZK2niD2mo0jv5lpPEXtMR9FAVnuK2MqOIq1e6nlo1ft+QOzU+37W8oZsrxd3+cKxsPymXRIU",
+	"8xqodV0ZVBmrtj92vCzfpbrAmcfc/ngs607NLNrD7IEOtRVKJaQKgYyw6R9eHGndSAsG/b9cjVDh0w35",
+	"rTZ740iOpSvxHusUqtZCP+usxiH8RR9yNWqg06A8nZBkJ+fTrVue6Fep0tPv4juRHEIT8M830M6yZdDd",
+	"tAtxeHGkBwuNgQNoRefbrwaYy3HJnMJ9g0CJeijZRISpmKr73Snu2Tsn01fvKJoTUMRgN4Z/n4u32Cbk",
+	"BZW9Llkug95nmV2dxoyMk75FS9errhUV/b+ZfYJ2SRZIcEfnoz1Wc4VX6q73+wcwAwbdAnX7TF8+jeq1",
+	"/Ulfptafy/ITQCP1SCHDUXqQtOyxyvUrHyU3fyKWy00aLfyz37hmDQOr5gAPomPNuIey/U+Xa7E2Xt0l",
+	"+rR2vJf6TFuNFen2V/Yw6kews426PU7WWWZzgS5g1PUDRjXfzN51zGkE1aSCHVM3+8Y2rNl/oKrr9xf2",
+	"oGs+OpPjOXo80qbkzTpKRAIbJWXTWKVst2OCFFUJMN/Gd679aowuY299VW0noT8ms1YOyLD6SmsjQFvr",
+	"GDcHJQvpK1ZhHW1uG5UMo6VrYZes5tI5PHnj3Dk/458/n543PPhq1bsbViPbPmZ5dXse+/n0XB9q3V55",
+	"SU4pFck1Gig+hhKobnj4bTH6NQ1lONWD6dqe036o6/oFtFMd6KrPoTJQ03G5+xmRLnbxwKZUFd0DSwR4",
+	"5gfbIKPqJ+oBNrByZtVp9VhoMciVGd+KJAkDSko0lxX4/hTcYXXLZRWw1UMnWU/Qw1wfs8Tv741W7q+n",
+	"v3S9bW9nIyWlsuM5FeVefcQ6rzN15BFmv04y2wlUtfqBkaul+aw8INRlVfCEGw+z41320KvseJTTOG55",
+	"Frw2iwm8yAUDgJRby9LaQRfdzhscpYtJfAdeNbscq54mmgceqTibDPK/FAJF1u2u58DOywpTUO1cv39m",
+	"8r73DablLW1IGs8DJIwR9iM36+BfIilio6F7bLgABcAEtgl53wYd4DHffHvvbPBhhCBYm0zHiW5q+YQA",
+	"2TtMSsFsF9OhCAIRQBaDxyg47zEnscFjs0mcxlcq1gbSlRTpXZzceIz+1u8S8prqn7I/15hcUQolOzea",
+	"tkGaRLXqAWgLRDaRW08P6b6Nhj6SSjtjr7ei4mT2le5Mna2x11ue1r1sa+WHXzuiUjLeA5Wqo/x7V9au",
+	"3uObKl3ibKlH3Ck5qPYu13iomxVe59pDVe3oL24Cmqter+NlU9dZdepOxyPjI5iG0o6/TuB09Nj0u6pm",
+	"E/vykNlkTRs0cGME4LLutL7UXGdxk6eba/7xQXNdcQi5UuG1NHh/obYTKVrNmnMlktqh6y8ffgY/KPGY",
+	"Zg0EzZwR6eNtB7SxjaOH+gALByrq19TIlowxlOxuEo4mTMYsnqf5sFrTjhavs2GcepBpGydMX1zjKL5r",
+	"gT9gKIRhFRMBW4j1p6c2z2GDuTqBa8225ezCR1Db4iS8DiVrgqJ2Cn8s1dGIe9LIAXx8HW3NvKP+5skl",
+	"XZkO3qey9b5MVcta3nObodhteE66Yt5tvmyu3vBU0IuXWpt1dXxxAv/YSsMpJnDRpeAZvy1U85msAa5S",
+	"56ysXvZXV09Wij1VFo+5b+VptfHqDs+O7t76OMQKzm37UnVcLMVWGm/FslZZtDiRGxhZivqw6jn9Opej",
+	"BAlNgNJZ1zf4xQYdew8tb9YrTK5a2i38yQb9OsO2N+sYZULojrEml46YnHBVdgzrn9frLtDWBiPA8Moj",
+	"3miYkYX4XE42ghsc9dlg3unsCNDn1rynnHy7TUar+2s6Vz3kf8L8/7KtBMn+JtapXz/lYdToN7jkbRXP",
+	"/8H/L+pQexRPKcv95ctuJZ435OmXMGo/19Qd7HQuO6/63e1+p7PV2cly6Hd3d7YrMGqr4W+LktbNjb/s",
+	"dvudbr/Xs82j0ChUHbojoM1vfpFd8ZBPXzk8z5x5qqm8vxACX0IGAi55FY3dTrn/+knzHmsYWfOi3+3t",
+	"AJ2HdVfrNc/lNvS3aysJym/TRxHO6t6y2oLtrLSgu0ZpgRsLX7HmMhMN/5Z1Bc7488WWzueV5ZbZ9xuX",
+	"FQA+GQKTpaNJubrg+fNjA5XkhMCS23Aknj/H8jU3W8tkL1l4CW2TgX0GGB3aZi+kpXnaFBlIgHysZnYw",
+	"9p1JXaymf6DkeHELCcZSIDAA5VkuWG6zoIVWyqxcUKrOsgKKiiEHYhxKoQZSxixbISyxzOtpKmYSqUgX",
+	"MSSZYfocFPrl6VXrgIUG0iILHeRDtFCikWuEsnbJbvdpHSq0BvAE8LRqVhDyN+FSjbWWHLoAmXiHDSQz",
+	"FrjAoLAhy1hhQYn7HwZ0Bdfnx5R9miXiNozn6oq67jnvCMyHn33W9Iu/xARGrTxxxGiix/Q6tdrsIku0",
+	"t2jKpu/wDiDSxu7YFNvCmEzibb4OoM+M0pNhkpmWIXcP9mWrDStig8Q+y35dXBETqC0syEGxIqH45jCl",
+	"l2RFK4DqBRmi8FmbvY9vgdVWL6VW7mwxhudWYVAILE6yCFiuFkPPWJzkCzLwiFeMaKWNYQ4xUpmzJTvD",
+	"js5JovvsH+j51CMbivROCMmqY1hWj9TvoE7h2rfZYVU0jCVCX9DgX4QCFpfeBQx7YMZR1AjMP9Vr2BqO",
+	"fOGGEilLJ1oaatVeHTB/ypObK32hmwWFVSvoxGnMOnCuj1HMabFguWls4YY+rtxhJ55mbEAwn6ameIGp",
+	"0kxQdRSBNw7kKJ4i69sBBR5mfBHFPFCUgjMUFQtMTMqCrGgSpdposVKVm+OmsAieNku2L4ZxOvEyh56B",
+	"WbvUpwlTiql8hlSdcoIzRnYH0hagNddLlsvrcLbOBG5vqDTpdXpZTvNnP7cVsq5YSwVnOE7YUESxvFbo",
+	"pHQr2BZt1tveHsiqRGnknc5SkYdxAFU3IOxNcc50GMrMVVhE2YMMe3sJDGS+3KDqImz6l4AgGiG8zpw8",
+	"thXPZLGcNmWu84F0xVv+ZZUCrfg6ZTNfKp8LFWxPemdVNjR6t/J66H2l8G+DqtTHUrFkK4euROaMfn7G",
+	"IbvReFcMy1KGhPcwp/nbSn85gJTRW/I/drQAMlY3ABgEyxaPov5XprUeoj4HG9lxSBhAboR6YTZPCALE",
+	"0ILNjer3SrYMBRf6u/taVQXBkH8rifLSIuXekLXZQzRCHuRbOQvxKtLSVktz8hHYFqwUtkafYwKCIbOJ",
+	"GURIj0/MWPWX3+CfzW9AD/2xjoM9vWnxMPY/GeCFDJcpTlJIp8ifRzJC8fc7XuMmlEEWKclE3Y9vz0DC",
+	"rOWL2O13swWGWFthm0XhtGqX7e7nluhdOOW659absV9E5cwkucXK3BiYs5Djfw8zdJVehH3wHDXFpvd/",
+	"abdHp7cpRHZuVsEVG88lYpCuNpFLQLEvH6RFOf6cNS44qM7L3xEnMRnTRI9kLwdUywDmBG7SXxuHhSTp",
+	"LEZeDCU7ecHlTFonC9WGGUwYhCIAccLs3ZS733/LbfqaDnnM7Y8po8h9YSorHMsK++JhzMZj9/VEL+g4",
+	"TkR4LT/QoS4qDUJg6W5u5aqn2GoEvzY2UEcL07JJC2vc9plz0Hj5SnvblEpCCWB/mVKfOWzQO5KHG8h5",
+	"D/I/sEaNVsvMdN+v7oOJkanYJePExzXx2SSOiF3AxmxmgrrdfhR/KG4SzzqcPJbEcy0yQR+EDYm70WzC",
+	"Yokr7MmmBXdvLXenrgAC73hY5wauuwIaGKfvKJbjKNRak5O/P+KS0ueoRCLAZStJAb02TgsmUea+50HA",
+	"fF7B8yuCMM3MhE/1DD1AM28hIBAz3eXbaFPVMf4mpPXMGHcD1tQ9hrgqKTgsNIyMA+lwQ2rVlCDeJ/wW",
+	"jJsc7Q8YYOMQT8ki12ILaJ+HgiFNYpsRxCS4fQdyXsZ/8ljpIzAFTE4ofmr84gdsHOpR8dFIzFIuR4IF",
+	"YgbEnjFx5tvBNRMxcuYHQ57kttDdQwCceMavwWdBdKCW5IQ11SS+AwouHEzL1NYMJHEX04UGHMGoySCb",
+	"ETlFJlwxH58lgreBHMgTfeRveYjpsCagXEBHxCTenD8b0CBUnFX4mIE+U0z3M3M4HZ69HUjj8dcDtZY4",
+	"YODo9Sy9L835cnY7r9igcRyEUOCvcrNopJYZwkDWjGHQ8Jz6FrssIx5FOAjjySXPLswOYjZbP04/o1jQ",
+	"u95nIAbkNWsOCha1ftsAawpzn7Ys4nOmF3l2u9vACG1vqCA2c2L1HGM8C5qQZuWS8WlMaDEt8M8nYjxX",
+	"PBpIOiNme1d5R/RUv7e8ORszDwAGbKenTcWllKGsmSZ8dKPH8vq8u73T293bf/mqtYa+6HT4KZkGqgzh",
+	"fa+UGpaZo4aeFW+OMmnWUW+ne7S9d9h91d37evfQAufipJWZoDedyCWmFpEVtPHn/+kGfnfWmn8RLNHa",
+	"DWs1CeI/EWzuGmYCSYNLWCJXr31PYgK0oJwnKVM+C6IClB4ZWzK7oGh+pGwhIC5cffVVv+V9rZzBIlWr",
+	"RtDG1Z0wksV4SXP9OC3dFEbK8/zl3qru0GpCve5eWkf9pqHX6t5mjbRCRmo46dolgQ1ps3SV5ER1JmaL",
+	"y9EuKLHHMEVEda2XvkxTZnmky1F9M1EuE8U9GMoY8q5X6e4J4RsIZjWKZ8LEz5v+KJm2DQZJ+7k2PEgW",
+	"tsOpvqPaI2K6DfwWm/DZTMiBDCWB8814ktqEfls11CSYKy8XO8P2CP0lVmiZ4BKzBAgjkfsbwMmAYQgZ",
+	"zmAEbEx8m1Mg5rFU6yZ4fyeGkzi+YWo+tHOiWBTeCMgVx97CoFkTo04eS0SahMAgiWjmLYN+J6TeskGu",
+	"MQvuFN8IBOhCswq0W/rhMNP68FXANonRWm8gbZUPJEGUbyLlt5mhHUEiTFylK9LEfCftAHHuAp5yq6HD",
+	"j58phE+kSJ6N+ekbxnQyUaZjLEwPiMaNNp8IMLipUmJFMq2aBvEwmhjkoVrIUU6rbPovuP6Qz8L2gk8j",
+	"ChhZTkZTA0XQeJAoi7VlBAok5K2I9BZt4vD1lqSnF8gRaqcO/4pHEOMHmhAPUVFozfwWIKaB1k+nmbbT",
+	"wUDmnjPVrMqsn5tcTNoTTDmJ0OIpsnHu5z7iEc6SOJiPzHuzk6jXXkRjjBLPQnntY+IkdS8VSs85ZdX0",
+	"ET0vQ1mCLmx3ttlU6OOARosI+lSQC5MUCowX/30u5lmwGCbbjRgDhRbYGviDIR/dXCfg5KtQJ89wB0I4",
+	"em3MobeBmM7iVMjR4nux2DxSlYuDGKlk1aHdrc7OVrcHnueOG1pAWtgrEkMKAx8ojFCN63S/O3u9/597",
+	"P7z6aef77vveycvz7cvdH/d/hsAESq3c891XL72GugGFzfm81wEfH/x6uLhyYl2UYJfrw27ns9eADZQ5",
+	"3Esyd3X92V2htRTo7TVpY+/rseuPg97YbQphbnOUN3fRuyM9pKbr3Mwohu94dlZg42sB7BwXPCpf3Dm/",
+	"AqdD/ui8lWeUs7OZE3zIgzd0fjI9Rn9irWCeUVyVNN3MZ0tZzEZbBqeHSNIFe2aP1bMKzyxcTNYGRvgR",
+	"R0EobSW6a/rwYJ8tfRtEk1E2X2jRXPBKG3XTldvVY6P9/Svt3UJhcU5bouAmAJM5H2fccLmPVaoNQUrq",
+	"K355BwHu3EeRVvIKn/FkNAlv8fG685ef95VH4bGqQRQ+zY2h8N0doJcVR1D4yAzAY/US7yn98aRS2L0U",
+	"J+Qxr9COtS4B+lXxx5IggzxEYYPf2B1t8g6N3mQ1pLwCdYDQzpnTnSuWR0vU1xZsd55OoOweX9TUQpQO",
+	"NX7WtsfAbznaFbzmmbImWZsdRgpyOXxHqmx9XyLgxGSkIByPRYJKLNwmWh+jzgLQW7mZ1uNEB85Mpl7V",
+	"otR4/TFPrtbdH5qepjUhgLyivUqC9XKGmFoU90vz61IVtDG/K8lpmpDDaelpinQ6LSS44QNpevNMGbob",
+	"J+fNfIlBJYeshuhfTeogFM0ru9krXLsDmfl2tzsdilCZXxJVNGaKGZTiKCQV+keehNq+UiyUQFNtdwjY",
+	"0ZTtGKsQKQlZ0//0qfv5s9btP33ahn+MQ8jvHC6Yf0utXaERAXSDA6l3aABPQm7hlf67+CT85qr0PHrc",
+	"tR2LEbVx+NEQPqKGjnMImK8kO9vskH17fPjm+NwZC0wJNfP2/eE3xx778e2b41NAMzw9+vD++OSSpZCy",
+	"CUQ+VMY6EVwvFXx0NU8iSk3ExMQ+63U61TvE8WNX4B/kPdiOJKMkswPW6+zgwkLsMOKjG7JBS7sHixBc",
+	"Y/QAsiXd3bMsoq/3Tj72WIN1ekZvtmfm6zjZINEvPxn3niQ39a+7vQZkxWNmAq4GYVGTGbh8/R+hrM2c",
+	"czNSuzOwtI2n4joGUf7h8u27t5e/NLzGhKur4TxNY6nMU5By1PUaEZfXc+z5LL16fe4iBd3G4UhACsLC",
+	"JlBofe7s7Pz0x+M3rgqX3TPQCzx5Wr+ls9awc49HFSoayRd/Gv33/2YgZTzG2Zin80RrqmwmgjCIGYgd",
+	"JlT63/9ba58y5e2stdenb35x23oX/42z4496SuLsV1+fnl7SO+00/Gqf+VEk9K7siQ/n7xpeY55EjX5j",
+	"kqYz1X/xQk3iWdtJmHoB8QP1AroOC2s69eHy8vTkgjhlVpvfz5/XwH2kFdfHtNL2Kl5z9vjhZVB9X6Dm",
+	"kV0zWUqD+WWLjLTO5nlNy8/GI6Q3LRXPJcn7Z0oJy0+ddaY/XlLYCrdHZT7Y41ToQch6pu87Edh7HgE+",
+	"y1qQo3zazV7h56+5PWs1zE5nmYZZYv+rjwZ8mGElB9cqj9ATNxSo33OVKTGobZACAljrVM3N4TdxwrU1",
+	"orXiEftw/k43M+NKIYtiSVUp6JTVFIdhUa9wiRHzcz2QVmwsU33zPvOKGcdpczUWx4zoo9qTc2KjgcOL",
+	"ZX45/Q9ZmGS0OGDYvj7eQEqihNZNUuE+ri2vgcQKQCrWWWAaU7bRKHYHuSCwaoY/wriutHBXfeaHU34t",
+	"XvxtJq6Bywb+mknnjzsxnPmsCWonrbHyMpha9v51y2O+nqb4xXTWA+IZ/GvneqafRE219GR3jx51hcYs",
+	"GPusaVXa8kOdjn6K3PuIYadA85VZlSFsUpJKEJJwIGr197RRSZ82sRiri6eGhJ1qypqjiRjduG5/Gdhi",
+	"VUrZ0fu5qURyiz+DHQZ7+cUnWKfPLz7pXoHp4AFUv+CJSKiMUwoRiKA1kKHKjko/G0sIHkZhPI4pvdDy",
+	"B3Q7LBxTx/Wqw9EMJUYUMUoSSra/zSbxPFED2fSzXHHkojIwnDyIQilaByyWI1Fsx/aH4sXm545RoR8x",
+	"EJmFbBkPI2ilGcSQBkoNYmwo5xcBYOVu59VA6u/rSBxkmbGhlfn6qkUIsB2FkfA9NpfKJITh3vJwuDGh",
+	"6bEonIapATYGYD1rrNgMImp7pXsnK0tive5OZhcaLwlkeYYKO4BbH4rj8vKmspi6192pqXTS4uVCyOA9",
+	"yPwnjb9M51EazniSvtBnbcvEWxyNQM9vo99oDkOpb4ezN1+bg9uqoD+kKp1VNYTCWJ8yFSgbWlUNxq7N",
+	"q/nPhtcwgiBTmrd6L7e7O+1ZMC5p6dc8FXd8kVPUUbDc/H3ntrP4dnf0Uv003Z5+0+H/Oez9fPvqu+58",
+	"/3Jv9i7ZHv8gXgYno1/Ui/J7Pq85i4L2S4W2BaSflFyoxZIJALO5TMOI5WQN4cDmBcufR209K57yx9db",
+	"NxIk+YKGBweDuitM6Rm6oC/j+B1PABFsNWSM/IvPhd4KXzIra8iDy0UxpvMhk/yMMGYrspO+1peBDX+M",
+	"CULX6k8es9qT+afWnTxmdSPzT60YQQ59XvOBQ0m31ddhJCpKTKJlXSvmi6VmbfI5WrW3WXXTb6eQhFWH",
+	"6aoVwKdIvKJsq3lhZbDoYfmlXLDHUIA5NohrqNSbXvf6+WuNg1USsBJxG9/kCwLqkusRo8Fmww0XWf58",
+	"GBDC9G6nw8JA5evey3GgWRKPhAKga6obH0j/E0Kme+x9pqpRIodlOPUho0jreb8zjKD8ri/qAPzq7HeW",
+	"QHEb+30gf9/a2rL/p3/uT4VLIvE75FD9TqiSbDZZqHDEo2hhVVyTZULZNZlE1NtP/9RcNlk2vErDKGJK",
+	"iFytCcP38yjy2e+5vL2FSBmuQHDgRimQfrWc8/+7+bXJY7TfNAsdEWDr0VC2nHeGI61Wmw+mPNGtmVbz",
+	"Q67ut4mrmWeyb6onTrcykD5ifKBh/ZWD5O6ijlDFAOrgeLrG7kS2GcTBqUuhyp1KIONHpGtmoa0Ru2MS",
+	"p/EWfrVFoNgZfjVkcoUKs+MgEJkrqtBfD+M0a9Ia8ICnEyvc15ChhNvdx31sHIA2epkIrmLZZqeVxQVe",
+	"NipA98iyTNercshVOBgtHNcqV+JAmXBwJI0BV9XzQeNcP7x5Nuyg4Q3k0hIH96iECrCCmIUKqi14UFUO",
+	"SICn9JgPssGnFEm4H+D4ayNLz7JHXKNWgI15GM0TMZB3E73tEhpyleUC0yFsGuyDChG0vMesev3/d8CI",
+	"yY6JLcJWmP3R4FG0un6X7+fTGR2/fjI5wU4mtxEOcJ5uRbKIpb7WL+gGwtdWPZgpstmvYRY+r08bgjNg",
+	"6p3vpws5lfbKqryk/kXrA4Y8eBuovHIGtCV4umq0sUC5eh4CU2TRPDPHnm69Innpg7yR8Z3EO7z6DSjq",
+	"TZtIYwYH4PF0vFwiDabY5+UBK4iDgkZ3TmI1oavPCsenyZd3U5BrkzHuyZiP5ynkJxTvlGeK+Voh9Nks",
+	"EePwI7LHuM7BpopZGscR+HTZWLiZbgnSOmudb8JlsHWXhGkqZJYotNPuuKBzkLOtJTfmpptEd0pR0gq0",
+	"9bia1GnPJhtBlm94LXk6T8QBs97OVGyN42RL/4NxxX45fP8OixiagRhFXO9SH32tfYZ+HoTVzov3b0Rq",
+	"ev2GOtxYS0Ca1bECsmEWrq+nod0ZyFCO4/5AMpaGaST67EgrGrhR9KR8g76W/LQAhTPVQPVZFxvKQcTa",
+	"6DAOrlEizKg29Evp7oRGsILxfhnH77lcvJVfR+H1JMXTIUbzJEwXjf6vv7lnpfJVRr/Lj9Q5Padmbarz",
+	"oOBcTASP0sk//oAToW832JJDHnE5QvbggMXJaCJUmvA0TrQpdEjqFSQVgUAhnU1fLyBF51JCdOmN8bGA",
+	"q5+qdoUcae0SUmlegO79j+p9+y1NxEOdiDYlIb5ZXd3Aly/xJpnB8gjIJp9ij70Lb4UUat0NVBcg+eI7",
+	"CiUoVCbndX2EYIGtVhXM/HD+jg3n6AW8m8QoEhUUwugnyXebfQzlSKBYX+BHZG3NycWKmv/Z6QXFJ1eJ",
+	"2hqLFCKqaDiBJnXNb/WrTvKhpn7mpcXaEcDak9dzLQSBAUn/qmVsYa1NxUn4j4y2Oh/rMCXn1gB+5vI9",
+	"2esqTNvsEId6f3iqGO3St9KH83cmSxDCXdXxqTAtRaYgPjNGo2NOug8ueYWF8Y1I887uUnAku1vW8L43",
+	"KgHfoBfLM70yFqbu9ktghbF/l+8Yz+1dVVyhog82ErFiN4B0dnk31ssH0z3LXdk1gaB1Lluvkblkqxv/",
+	"7uz4m4e2PpM1jZ+dPLjtOzGcVTf+0/Hrs81bz5zP1a3vfHP24Nans1514+/Pepu2XXmz6b1LuFjG8evm",
+	"AejP6HXtBwZ9QBY8cqTnQ04WYdBl4zy0yyyAjrE2FJx33ArSR4tO0WVoXjOXmAWUf9uD0qjq1Ng1vfcV",
+	"ifuVKVKA+fgingn557LwTmcil2bkPcgew5tdaxLQDUjLgkLORQou4iSeX09YKFUqOGRDz3iiQgMoUqkU",
+	"Uwcfy5ajFUJTbmdlUw50uqex34or8FTmW6hKr1pTz7ZqJJl76sUnQKG8Qs7IK0LzX3/Ts6Zx3LQesP+9",
+	"gRyKEZ8rkdcuRzyKoNodZK9uchRpHVMdMP/jlnmzgb6+EWIGOnY8B/P2Wkg9MyKgp9jFm+8RxeeIm7KN",
+	"3Ots9o0xigHYTY7D63mSBVeMdvtMT0OahvJa9fVbtQIKeYzzYXsaB+IrWyHvI3LBrUjC8YJOvNCdF6A8",
+	"Iz4BpipHkQCobYCY+jgTho3QfgWV1ZAwOYu47pH4mKJwyDWPmY8mgQCQpPR06TEPpG/MEh5MCbleisiM",
+	"eksfLLa1ZVIjw4D9z//6/9jWFrVGH/htVmFZhCrL6oKSlsqZxvUcLtwlhYXpdZwcKD2JJtbhZ5PJTOok",
+	"DDRfAHpQpe3DTme401lYWZD+I8ydye34CSdimfJvu1NDJmQ2wRqkqnn9fW/cHW3zV2JnuB/0Rru7r3hH",
+	"bAcvx93h/qgnup0l78WNcGXMixo9fu+eDnS7uy+3O91er7fkVXZbrvWe+y0EvatfwAbP3wG5TpUompZL",
+	"a+d0idEkthXaD1C6sjy9UBmQmMcBNT1kMNvMbkD9Bgv+2HbCGpv2PCcu8qfocYbwUxLLazzEcZJ73UPV",
+	"8aNiycDjdPgkLhcnIl+alp8FIfIECq5NLTPXD8wZzQjofmrCb1xEIPNEfaUqvfweFbjz+Z4CuMt8pDsM",
+	"6upNnxVmqllOzC8oHn6+Rq7R7bx6ub+329vZhn9Vuy0KbazqvdBS917nxQZwSH9GLehtqiDluIlAsrci",
+	"YTvs/WvEuHESjLVBAHdzLjXx7PTiUou8HK2sImIuACXxLDYHwgPNUnCkazvFovd4ULPgMcRUaSFME/JE",
+	"yji1e9+WfdEWeqbM9tLKk01V8uneprxE30nvBxZ6k54xkEVtmjW/SfhsAnN7u73T7rQ8RmQiWFr289a3",
+	"8+HWhQl9bW3v7vUHUk349u7eVxPxsfnt+8OjrYtvD7d395p8NmNKjBKReizhd5DD3Wr5qKXZ8Bkol1RW",
+	"YDPZAF8JbS5wqYrwVgQHbC6pN3HC7rRYjRamfy5MDwH7dLqI3QZZHBnzUJUfeCCz/rhxc5XHKkM6rOJy",
+	"M6xXVjlYLpNVkqdYmUCJw50LbZSn8MHKZ7/lQQUEZSPh3BvQQxXPkxEWm28jrDSwusJGJYThPPV3nj1o",
+	"ILN3m6wCM8N+mx3DTr0JC2k9qNWzQp84OptQa9dbGB3n4mPaHyDnULPbogxQ1txuUdYna+60PMbnQRiz",
+	"Zq/lOftvF3GtVBqObrTY3HewFygpS6SjiQhsjUuGJOuxKKZLovmyZbEwFGu+asEJQ4imZrfjMT8RsygU",
+	"geU6cGqo4JdZzoVeCywuRSe8ljO6qVvB8OMXULOEDSrW7HYBVxSgbbt6zGqhUjGlzDeMz1Wc7YFsdnfQ",
+	"QIJvC9RprXwCqF4g/a6el82PczFholerzQ6N0Mm4sjJQVapOGcfJHU8CRMxqHsvbkAec/c///f+wY5km",
+	"4nou4I93YcAha+lrHk14MamszwQfTUhAZWuihb3Bt7AeylEcCI/Nonkd01USjgBwlkqe8dxch7dCkmys",
+	"4sIym1kBFIntnj5uDp3XAexUnJLUQBa7fGXNRMzgEA5knOgpikTLIcj3w2upDwCAyuEPXdlTFDZ4nOwN",
+	"kDtSQCw1kIAQjVkgWX5BFq5tciZjuaX/iUxUYQoQewYi2VTGAORb5tfSXXUVyee+iVm5kncgS6IXHV3c",
+	"gtkFrTbbNeYoN4fqmXGzjuJ5FJh06OLZtGMdyGZu6IgRqFyAtUWrOtUNOnGvRVqoFaYbyWf/wVa7lfK6",
+	"Fz2+z7vDoLO3P345Fnsjvit6e71hb783HPKX3dH4VXd39HI06vXG3fHuy/3OThDsv3rJe0G30+uJ/S43",
+	"Ohv6aTOtreIWrbMbu51Ojd24Ssbf8yLKmEy1hk1EudeELICQVFkyUL7830Cr/fqpMUviMSXj00je8yQ0",
+	"bC+fvcYdR+i3AmHNb17WNrwwiacVvC/w6B2fhkH729fXJyeXHz6+v7zZOfnHaOfkb79sn0w+HB2+fvvL",
+	"1387+fqHvx1+1TCYv4ZQAvAG/g9IswunQqV8OtN69P5eb3+/0wHQOppJeC7rViivrxBZMNU9mPBUIcPM",
+	"VKTc1DMFoZpFfHHlqtxmEPq/TqfTNZw9jkZeVuQ/wwLSV9uvdl729nf34F/QJQRBcvpxZWCejOWQN/J4",
+	"EBCkyxkieIXCYkHQcKnJp6j2ImnY6HfcNe7qZlHXhW82RKTLH/p61pgzmybZBKDZUXwtQ6rJ1tI+L6YX",
+	"rcdweBjb1IhfLQFRiGtB/HiMLm773L6VLgo3HfShA8kp5E5aM+jZjzee+1/zL+AQ2bRsbNN82wc5wDL7",
+	"2r3KtRI8eaRw6eGGWsNBTj9gagJPQecAYri91I1EqkNRNTb7vVky2hGoAcVW60m8S5+9BqXP/YGpggO5",
+	"NFcQsXA7WfjBFNGMuMTIqnH2EpuzviCHXAmrtTZ1q+ciCJWHrfjnx2/eXlx9OH/nI6AAUPmCUplDLVYT",
+	"PhNYMXEXKnHAfNBOlY8paHeTcDTJMhIXWH5jqz/a7F0+ERL3C7CAzIAKB8K0MV4J+ny4WWJKK7k1qVDn",
+	"uGQPJkmAwZgaaT1lWYLjJvmOulugGFSdOejzAwKxG4iVyvE5C5QbaPHzh4/4JE7BB7EoUHtjIiu61u6T",
+	"GKb5NaLK+fY+NdC3dDjX2vuvv0HNiD40te5kE4NExHNMhoRTb50iPGV+Li/DLxdk6fP/SU/51TyJPvva",
+	"8o8ihgCZ6UQxAFAmRxLIibatr3+BCFeGsrCYnZMrAdzS1tMollKMiM99xsMEOKMX7IdzsuzRi+VZyj5M",
+	"hvFYFF/H89RzXKPg6UAxRDcobiLWtLAVDKo6XxnXpzvoVpvl6yegUo60ZQOFQd5ArN8iRbTPsKyJ2Xqu",
+	"NvtJz40StyLhkV0UEhQKnRvZwJ8ppi8lpgTi0ISKTUQE8V0Cg00nYnqg7WUeRXiZIhk61oMZARRa7wti",
+	"3IcppJZyaV9txRMGcxdOJ9psJY4iLYRjZVQUxIGkRpYG89uZwXqUrThgrRVQD4gXnt7vVI02fWLrJLh6",
+	"5wuHytNv2VJIz3L34GVMRS8Vy5zMI1G5xNmSZv23FTDlzueIzUqUxapVYvRHAMowSu39OSNETUNHiZD7",
+	"lsL77PDy6NtyOKFwuedn2+FaK3e5VkHoL6WPMFTtyElezVtxdP7eHiChvALJhGplCVCpR+BXY2S3J/qI",
+	"SsKINfgXslkg7Nny8A9XxRJDH3xlthziThmcI/Bt46KRK/ce5KsiUqfnpscvg8rKQda0nNFmOXsVW9TU",
+	"CRepv4sDxv3oVm1n59ayooXaSskdbnq44s2n8xR15Mpl9ag5q6BH8bUHXAtEgzBKRMqSOMXYhtkEOKsG",
+	"xc8kYuGcehVf4G1S+RUeMSyqLX2Jt04OnozDRajF3kwkWS3ygSW2MfKF0uu3t73SfbLbeeVMHvkmlh/T",
+	"pu/oDXogH7dUOJ1HWuP2W33MbowjCnBm0I543dqfsiDR8+yRIjyLTF0GmqBOxAnDHvoicbaAofzTNzaG",
+	"HNE+MvZP7ja2ocqsbDoRPMJXtdmhc+lEi8xWsPfmXCrSNo5OT06Ojy5Pz6/enL/98fj8q2zoqMYYPIQD",
+	"iilZXhkcLhXo2cVy9PUuVeMHBeKaHKkMYm1hI2Qi6XnOH4DCTFetptVHcndsPjjdz2XNVact2EqOcuAy",
+	"HrNKo7QUQG6zQ7e4t5hW9kxlbhabYsZzUU9n+Na8LQ8aK6owOo2HwBbLg0IjtmzQz+hkCgKsLpib8ypH",
+	"mf782+f/PwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

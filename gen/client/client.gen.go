@@ -360,63 +360,6 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
-// Defines values for MessageSourceId.
-const (
-	MessageSourceIdApi       MessageSourceId = 4
-	MessageSourceIdAttendant MessageSourceId = 1
-	MessageSourceIdChatbot   MessageSourceId = 3
-	MessageSourceIdContact   MessageSourceId = 2
-	MessageSourceIdWorkflow  MessageSourceId = 5
-)
-
-// Valid indicates whether the value is a known member of the MessageSourceId enum.
-func (e MessageSourceId) Valid() bool {
-	switch e {
-	case MessageSourceIdApi:
-		return true
-	case MessageSourceIdAttendant:
-		return true
-	case MessageSourceIdChatbot:
-		return true
-	case MessageSourceIdContact:
-		return true
-	case MessageSourceIdWorkflow:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for MessageStatusId.
-const (
-	MessageStatusIdDelivered    MessageStatusId = 3
-	MessageStatusIdFailed       MessageStatusId = 5
-	MessageStatusIdPending      MessageStatusId = 1
-	MessageStatusIdRead         MessageStatusId = 4
-	MessageStatusIdSent         MessageStatusId = 2
-	MessageStatusIdUnauthorized MessageStatusId = 6
-)
-
-// Valid indicates whether the value is a known member of the MessageStatusId enum.
-func (e MessageStatusId) Valid() bool {
-	switch e {
-	case MessageStatusIdDelivered:
-		return true
-	case MessageStatusIdFailed:
-		return true
-	case MessageStatusIdPending:
-		return true
-	case MessageStatusIdRead:
-		return true
-	case MessageStatusIdSent:
-		return true
-	case MessageStatusIdUnauthorized:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for MessageTypeId.
 const (
 	MessageTypeIdAudio       MessageTypeId = 4
@@ -516,6 +459,36 @@ func (e OriginId) Valid() bool {
 	case OriginIdContactInitiated:
 		return true
 	case OriginIdImport:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Platform.
+const (
+	PlatformBotMessenger       Platform = "bot_messenger"
+	PlatformChatapp            Platform = "chatapp"
+	PlatformEmbeddedChat       Platform = "embedded_chat"
+	PlatformOfcChatapp         Platform = "ofc_chatapp"
+	PlatformPhotoSocialNetwork Platform = "photo_social_network"
+	PlatformSocialMessenger    Platform = "social_messenger"
+)
+
+// Valid indicates whether the value is a known member of the Platform enum.
+func (e Platform) Valid() bool {
+	switch e {
+	case PlatformBotMessenger:
+		return true
+	case PlatformChatapp:
+		return true
+	case PlatformEmbeddedChat:
+		return true
+	case PlatformOfcChatapp:
+		return true
+	case PlatformPhotoSocialNetwork:
+		return true
+	case PlatformSocialMessenger:
 		return true
 	default:
 		return false
@@ -771,81 +744,6 @@ func (e TagKind) Valid() bool {
 	}
 }
 
-// Defines values for TemplateStatus.
-const (
-	TemplateStatusApproved TemplateStatus = "APPROVED"
-	TemplateStatusDisabled TemplateStatus = "DISABLED"
-	TemplateStatusPaused   TemplateStatus = "PAUSED"
-	TemplateStatusPending  TemplateStatus = "PENDING"
-	TemplateStatusRejected TemplateStatus = "REJECTED"
-)
-
-// Valid indicates whether the value is a known member of the TemplateStatus enum.
-func (e TemplateStatus) Valid() bool {
-	switch e {
-	case TemplateStatusApproved:
-		return true
-	case TemplateStatusDisabled:
-		return true
-	case TemplateStatusPaused:
-		return true
-	case TemplateStatusPending:
-		return true
-	case TemplateStatusRejected:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TemplateComponentFormat.
-const (
-	TemplateComponentFormatDocument TemplateComponentFormat = "DOCUMENT"
-	TemplateComponentFormatImage    TemplateComponentFormat = "IMAGE"
-	TemplateComponentFormatText     TemplateComponentFormat = "TEXT"
-	TemplateComponentFormatVideo    TemplateComponentFormat = "VIDEO"
-)
-
-// Valid indicates whether the value is a known member of the TemplateComponentFormat enum.
-func (e TemplateComponentFormat) Valid() bool {
-	switch e {
-	case TemplateComponentFormatDocument:
-		return true
-	case TemplateComponentFormatImage:
-		return true
-	case TemplateComponentFormatText:
-		return true
-	case TemplateComponentFormatVideo:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TemplateComponentType.
-const (
-	TemplateComponentTypeBody    TemplateComponentType = "BODY"
-	TemplateComponentTypeButtons TemplateComponentType = "BUTTONS"
-	TemplateComponentTypeFooter  TemplateComponentType = "FOOTER"
-	TemplateComponentTypeHeader  TemplateComponentType = "HEADER"
-)
-
-// Valid indicates whether the value is a known member of the TemplateComponentType enum.
-func (e TemplateComponentType) Valid() bool {
-	switch e {
-	case TemplateComponentTypeBody:
-		return true
-	case TemplateComponentTypeButtons:
-		return true
-	case TemplateComponentTypeFooter:
-		return true
-	case TemplateComponentTypeHeader:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for WebhookSubscriptionResultSuccess.
 const (
 	WebhookSubscriptionResultSuccessTrue WebhookSubscriptionResultSuccess = true
@@ -1071,12 +969,17 @@ type BusinessError struct {
 // BusinessErrorSuccess defines model for BusinessError.Success.
 type BusinessErrorSuccess bool
 
+// ChannelTypeDisplayName Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
+//
+// Example: Official chat app
+type ChannelTypeDisplayName = string
+
 // ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 //
 // Example: 3
 type ChannelTypeId int
 
-// ChannelTypeName Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+// ChannelTypeName Platform code of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6). The values of `platform` in conversations and company channels (REST and events) and of the `channelable_type` filter.
 //
 // Example: ofc_chatapp
 type ChannelTypeName string
@@ -1404,10 +1307,10 @@ type CheckStatus string
 
 // CompanyChannel A channel of the company.
 type CompanyChannel struct {
-	// ChannelType Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+	// ChannelType Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
 	//
-	// Example: ofc_chatapp
-	ChannelType ChannelTypeName `json:"channel_type"`
+	// Example: Official chat app
+	ChannelType ChannelTypeDisplayName `json:"channel_type"`
 
 	// ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 	//
@@ -1425,6 +1328,11 @@ type CompanyChannel struct {
 	// Key Number or key of the channel; use as `sender_key` when sending.
 	Key  string `json:"key"`
 	Name string `json:"name"`
+
+	// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+	//
+	// Example: ofc_chatapp
+	Platform Platform `json:"platform"`
 
 	// ProviderAccount Provider account of an official channel; null on other channels.
 	ProviderAccount *ProviderAccount `json:"provider_account"`
@@ -1450,10 +1358,10 @@ type CompanyChannelPage struct {
 
 // ContactChannel A conversation. Timestamps are ISO 8601 with offset, as in the webhook payloads. `contact`, `tags`, `sector`, `user` and `provider_opened_window` are present only when asked for in `with`.
 type ContactChannel struct {
-	// ChannelType Name of the channel type, matching `ChannelTypeId`: embedded_chat (1), chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+	// ChannelType Name of the channel type (the API document's `channel_type`: "name of the channel type"), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in the conversation events. For the platform code use `platform`.
 	//
-	// Example: ofc_chatapp
-	ChannelType ChannelTypeName `json:"channel_type"`
+	// Example: Official chat app
+	ChannelType ChannelTypeDisplayName `json:"channel_type"`
 
 	// ChannelTypeId Channel type: 1 = embedded chat, 2 = unofficial chat app (`chatapp`), 3 = official chat app (`ofc_chatapp`), 4 = photo-social-network messages, 5 = social messenger, 6 = bot messenger.
 	//
@@ -1472,10 +1380,10 @@ type ContactChannel struct {
 	// Key Number or key of the contact (group key for groups).
 	Key string `json:"key"`
 
-	// LastMessageAt ISO 8601 with offset; null before the first message.
-	LastMessageAt *time.Time `json:"last_message_at"`
-	Muted         bool       `json:"muted"`
-	Name          string     `json:"name"`
+	// LastMessageAt ISO 8601 with offset; the creation time until the conversation's first message is recorded (never null, as in the conversation events).
+	LastMessageAt time.Time `json:"last_message_at"`
+	Muted         bool      `json:"muted"`
+	Name          string    `json:"name"`
 
 	// Opened true while an attendant has the conversation open.
 	Opened bool `json:"opened"`
@@ -1485,9 +1393,14 @@ type ContactChannel struct {
 	// Example: 1
 	OriginId OriginId `json:"origin_id"`
 
-	// Phone Phone number of the contact; null for groups and channels without phone numbers.
+	// Phone Phone number of the contact; null for groups and channels without phone numbers (the same null in the conversation events: an absent value is null in both documents, never an empty string).
 	Phone  *string `json:"phone"`
 	Pinned bool    `json:"pinned"`
+
+	// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+	//
+	// Example: ofc_chatapp
+	Platform Platform `json:"platform"`
 
 	// ProviderOpenedWindow The official channel's 24-hour session window of the conversation (with `with` containing `providerOpenedWindow`); null on channels that are not official. Open for 24 hours from the contact's latest message; while closed only templates can be sent.
 	ProviderOpenedWindow *ProviderOpenedWindow `json:"provider_opened_window,omitempty"`
@@ -1572,9 +1485,12 @@ type ContactChannelUpdateStatus int
 
 // ContactSummary Contact of a conversation (with `with` containing `contact`). For a group conversation it is the group's own contact record (the group name, no phone).
 type ContactSummary struct {
+	// Email Contact e-mail; null when unknown (the same null in the conversation events).
 	Email *string `json:"email"`
 	Id    int     `json:"id"`
 	Name  string  `json:"name"`
+
+	// Phone Phone number; null for a group or a channel without phone numbers.
 	Phone *string `json:"phone"`
 }
 
@@ -1654,16 +1570,6 @@ type MessageError struct {
 	Message string                  `json:"message"`
 }
 
-// MessageSourceId Who produced a message: 1 = Attendant, 2 = Contact (received), 3 = Chatbot, 4 = Api, 5 = Workflow.
-//
-// Example: 2
-type MessageSourceId int
-
-// MessageStatusId Message status: 1 = Pending (not yet confirmed by the provider: queued, or handed to it without an answer yet; a send whose answer was lost stays Pending, is never sent again, and moves on with the provider's receipt), 2 = Sent ("Enviada": the provider accepted the send request), 3 = Delivered ("Entregue": reached the recipient device), 4 = Read ("Lida": the recipient opened the conversation), 5 = Failed ("Falha": the provider refused delivery, e.g. invalid number, block, opt-out), 6 = Unauthorized (failed for lack of group authorization).
-//
-// Example: 2
-type MessageStatusId int
-
 // MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 //
 // Example: 1
@@ -1698,6 +1604,11 @@ type PageMeta struct {
 	// Total Number of items over all pages.
 	Total int `json:"total"`
 }
+
+// Platform Extension (`x-extension`): not a field of the API document's conversation. The platform code of the channel type (`ChannelTypeName`: `chatapp`, `ofc_chatapp`, …), as `platform` of the send endpoint and `channelable_type` spell it; the same value as `platform` in the conversation events.
+//
+// Example: ofc_chatapp
+type Platform string
 
 // ProviderAccount Provider account of an official channel; null on other channels.
 type ProviderAccount struct {
@@ -2240,7 +2151,7 @@ type TagsFilter struct {
 
 // Template An approved template of an official channel.
 type Template struct {
-	// Category Provider category, e.g. MARKETING, UTILITY, AUTHENTICATION.
+	// Category Provider category, an open set the provider decides; known values MARKETING, UTILITY, AUTHENTICATION.
 	Category   string `json:"category"`
 	HasButtons bool   `json:"has_buttons"`
 
@@ -2251,20 +2162,19 @@ type Template struct {
 	Language string `json:"language"`
 	Name     string `json:"name"`
 
-	// Status Review status at the provider; only APPROVED templates can be sent.
-	Status TemplateStatus `json:"status"`
-	Value  TemplateValue  `json:"value"`
+	// Status Extension (`x-extension`): not in the API document's template fields. Review status at the provider, an open set the provider decides (clients must accept values not listed); known values APPROVED, PENDING, REJECTED, PAUSED, DISABLED (DISABLED: the provider no longer lists the template). Only APPROVED templates can be sent, and this list returns only those, so it is always APPROVED here.
+	//
+	// Example: APPROVED
+	Status string        `json:"status"`
+	Value  TemplateValue `json:"value"`
 }
-
-// TemplateStatus Review status at the provider; only APPROVED templates can be sent.
-type TemplateStatus string
 
 // TemplateButton defines model for TemplateButton.
 type TemplateButton struct {
 	PhoneNumber *string `json:"phone_number,omitempty"`
 	Text        string  `json:"text"`
 
-	// Type Button type, e.g. QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE.
+	// Type Button type, an open set the provider decides; known values QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE.
 	Type string  `json:"type"`
 	Url  *string `json:"url,omitempty"`
 }
@@ -2274,17 +2184,17 @@ type TemplateComponent struct {
 	// Buttons Buttons of a BUTTONS component.
 	Buttons *[]TemplateButton `json:"buttons,omitempty"`
 
-	// Format Header format; IMAGE, VIDEO and DOCUMENT headers take media.
-	Format *TemplateComponentFormat `json:"format,omitempty"`
-	Text   *string                  `json:"text,omitempty"`
-	Type   TemplateComponentType    `json:"type"`
+	// Format Header format, an open set the provider decides; known values TEXT, IMAGE, VIDEO, DOCUMENT (IMAGE, VIDEO and DOCUMENT headers take media). Absent when the provider gives none.
+	//
+	// Example: IMAGE
+	Format *string `json:"format,omitempty"`
+	Text   *string `json:"text,omitempty"`
+
+	// Type Component type, an open set the provider decides (the API document: "for example HEADER, BODY"); known values HEADER, BODY, FOOTER, BUTTONS. Passed on as the provider gives it (upper case); clients must accept values not listed.
+	//
+	// Example: BODY
+	Type string `json:"type"`
 }
-
-// TemplateComponentFormat Header format; IMAGE, VIDEO and DOCUMENT headers take media.
-type TemplateComponentFormat string
-
-// TemplateComponentType defines model for TemplateComponent.Type.
-type TemplateComponentType string
 
 // TemplateList defines model for TemplateList.
 type TemplateList struct {
@@ -2391,7 +2301,7 @@ type WebhookDeliveryPage struct {
 	Total int `json:"total"`
 }
 
-// WebhookEvents Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+// WebhookEvents Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 //
 // Example: ["omnichat.message.received","omnichat.message.sent"]
 type WebhookEvents = []string
@@ -2420,7 +2330,7 @@ type WebhookSubscription struct {
 	// Enabled false after 20 consecutive events exhausted all 5 attempts (or when disabled by the client).
 	Enabled bool `json:"enabled"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events WebhookEvents `json:"events"`
@@ -2465,7 +2375,7 @@ type WebhookSubscriptionCreate struct {
 	// Enabled Optional: false creates the subscription disabled. Default true.
 	Enabled *WebhookSubscriptionCreateEnabled `json:"enabled,omitempty"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events *WebhookEvents `json:"events,omitempty"`
@@ -2518,7 +2428,7 @@ type WebhookSubscriptionUpdate struct {
 	// Enabled true re-enables a disabled subscription (failure_count reset to 0, disabled_reason cleared).
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted = all; invalid names are discarded.
+	// Events Subscribed event names (see GET /api/channel-webhooks-available-events). In requests: omitted or `[]` = all; names the service does not know are discarded, and names given of which none is known answer 422 (`errors.events`).
 	//
 	// Example: ["omnichat.message.received","omnichat.message.sent"]
 	Events *WebhookEvents `json:"events,omitempty"`
@@ -2608,9 +2518,6 @@ type UpdatedAtRange = DateRange
 // WebhookId defines model for WebhookId.
 type WebhookId = int
 
-// CompanyChannelBusinessError 509 body of management endpoints (connections, webhooks, company channels): invalid input (connections) or a business error.
-type CompanyChannelBusinessError = BusinessError
-
 // ConnectionBusinessError 509 body of management endpoints (connections, webhooks, company channels): invalid input (connections) or a business error.
 type ConnectionBusinessError = BusinessError
 
@@ -2631,6 +2538,9 @@ type PayloadTooLarge = Message
 
 // QueryValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type QueryValidationFailed = ValidationError
+
+// TooManyInFlight Error or information body with a human-readable message.
+type TooManyInFlight = Message
 
 // TooManyRequests Error or information body with a human-readable message.
 type TooManyRequests = Message
@@ -2796,7 +2706,7 @@ type ListContactChannelsParams struct {
 	// ChannelTypeId Only conversations of this channel type (1 to 6, see `ChannelTypeId`).
 	ChannelTypeId *ChannelTypeId `form:"channel_type_id,omitempty" json:"channel_type_id,omitempty"`
 
-	// ChannelableType Only conversations of this channel type, by name (the values of `channel_type`).
+	// ChannelableType Only conversations of this channel type, by its platform code (the values of `platform`).
 	ChannelableType *ChannelTypeName `form:"channelable_type,omitempty" json:"channelable_type,omitempty"`
 
 	// ChannelKey Only conversations of the company channels with this key (number), whatever their type.
@@ -2873,19 +2783,6 @@ type ListProviderTemplatesForChannelParams struct {
 type UploadSendMediaParams struct {
 	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
-}
-
-// VerifyProviderWebhookParams defines parameters for VerifyProviderWebhook.
-type VerifyProviderWebhookParams struct {
-	HubMode        *string `form:"hub.mode,omitempty" json:"hub.mode,omitempty"`
-	HubVerifyToken *string `form:"hub.verify_token,omitempty" json:"hub.verify_token,omitempty"`
-	HubChallenge   *string `form:"hub.challenge,omitempty" json:"hub.challenge,omitempty"`
-}
-
-// ReceiveProviderWebhookParams defines parameters for ReceiveProviderWebhook.
-type ReceiveProviderWebhookParams struct {
-	// XHubSignature256 `sha256=` + hex(HMAC-SHA256(app secret, raw body)).
-	XHubSignature256 *string `json:"X-Hub-Signature-256,omitempty"`
 }
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
@@ -4841,7 +4738,7 @@ type ClientInterface interface {
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
 	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
-	// over 1 MB and multipart bodies over 100 MB answer 413.
+	// over 1 MB and multipart bodies over 100 MB answer 413 (an extension: the API document has no 413).
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -4908,7 +4805,7 @@ type ClientInterface interface {
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
 	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
-	// over 1 MB and multipart bodies over 100 MB answer 413.
+	// over 1 MB and multipart bodies over 100 MB answer 413 (an extension: the API document has no 413).
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -4984,13 +4881,17 @@ type ClientInterface interface {
 	// * `name` — required, at most 150 characters.
 	// * `url` — required, an http or https URL (HTTPS recommended). Addresses in loopback, private,
 	//   link-local, CGNAT and metadata ranges are refused when delivering.
-	// * `events` — optional; omitted (or empty after discarding) = all subscribable events. Invalid names are
-	//   discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
+	// * `events` — optional; omitted or `[]` = all subscribable events (the API document's "omitted =
+	//   all"). Names the service does not know are discarded (see GET /api/channel-webhooks-available-events;
+	//   `ping` is not subscribable), as the document says. When names are given but **none** of them is known,
+	//   the answer is 422 with `errors.events` ("Events must name at least one subscribable event") instead
+	//   of a subscription to everything, which would surprise anyone who mistyped a name.
 	// * `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 	//   channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
 	//   `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
 	//   a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
-	//   with `errors.company_channel_ids` ("Company channel 999 does not exist").
+	//   with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
+	//   document does not say what happens to such ids.
 	// * `enabled` — optional, default true.
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -5010,13 +4911,17 @@ type ClientInterface interface {
 	// * `name` — required, at most 150 characters.
 	// * `url` — required, an http or https URL (HTTPS recommended). Addresses in loopback, private,
 	//   link-local, CGNAT and metadata ranges are refused when delivering.
-	// * `events` — optional; omitted (or empty after discarding) = all subscribable events. Invalid names are
-	//   discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
+	// * `events` — optional; omitted or `[]` = all subscribable events (the API document's "omitted =
+	//   all"). Names the service does not know are discarded (see GET /api/channel-webhooks-available-events;
+	//   `ping` is not subscribable), as the document says. When names are given but **none** of them is known,
+	//   the answer is 422 with `errors.events` ("Events must name at least one subscribable event") instead
+	//   of a subscription to everything, which would surprise anyone who mistyped a name.
 	// * `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 	//   channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
 	//   `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
 	//   a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
-	//   with `errors.company_channel_ids` ("Company channel 999 does not exist").
+	//   with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
+	//   document does not say what happens to such ids.
 	// * `enabled` — optional, default true.
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -5033,6 +4938,10 @@ type ClientInterface interface {
 	//
 	// The event names a subscription can list in `events`, with a description. `ping` is not listed: it is
 	// synthetic and sent only by POST /api/channel-webhooks/{id}/test. Requires `channel_webhooks_view`.
+	//
+	// Each `description` is the event catalog's text (the first paragraph of the event's description in the
+	// AsyncAPI document), the same text the envelope's `description` carries in every delivery. The example
+	// below is that catalog; a test fails when the two differ.
 	//
 	// Corresponds with GET /api/channel-webhooks-available-events (the `ListAvailableWebhookEvents` operationId).
 	ListAvailableWebhookEvents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5442,7 +5351,10 @@ type ClientInterface interface {
 	// and `provider_account.id` as `provider_account_id` for POST /api/provider-templates/upload-send-media.
 	// `provider_account` is null for channels that are not official.
 	//
-	// Invalid query parameters answer 422 `{message, errors}`.
+	// **Validation.** Invalid query parameters answer 422 `{message, errors}`. The API document's 509 is for
+	// business and rule-validation errors of the management and message endpoints; this list is neither, and a
+	// malformed parameter is input validation, so it answers 422 as the document's other input-validation
+	// errors do. The list has no business error: the company comes from the token, so there is no 509.
 	//
 	// Corresponds with GET /api/company-channels (the `ListCompanyChannels` operationId).
 	ListCompanyChannels(ctx context.Context, params *ListCompanyChannelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5490,7 +5402,10 @@ type ClientInterface interface {
 	// **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
 	// direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 	//
-	// Invalid query parameters answer 422 `{message, errors}`.
+	// **Validation.** Invalid query parameters answer 422 `{message, errors}` (one entry per parameter). The
+	// API document's 509 is for business and rule-validation errors of the management and message endpoints;
+	// this list is neither, and a malformed parameter is input validation, so it answers 422 as the document's
+	// other input-validation errors do. The list has no business error (no 509).
 	//
 	// Corresponds with GET /api/contact-channels (the `ListContactChannels` operationId).
 	ListContactChannels(ctx context.Context, params *ListContactChannelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5676,7 +5591,9 @@ type ClientInterface interface {
 	//
 	// Uploads a file to be used as template header media and returns a temporary public URL to pass as
 	// `header_media_url` when sending. `provider_account_id` is the `provider_account.id` of an official
-	// channel (GET /api/company-channels). Requires the `provider_templates_view` permission.
+	// channel (GET /api/company-channels). Requires the `provider_templates_upload` permission (extension: the
+	// API document names a permission for the template list only; uploading is a separate permission so a
+	// token that may read templates cannot store files).
 	//
 	// Accepted types: `image/jpeg`, `image/png`, `image/webp` (IMAGE headers, at most 5 MB), `video/mp4`,
 	// `video/3gpp` (VIDEO headers, at most 16 MB), `application/pdf` (DOCUMENT headers, at most 100 MB). The
@@ -5688,7 +5605,7 @@ type ClientInterface interface {
 	// Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 	// for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
 	// type, file over the limit of its type. 404 the provider account does not exist or belongs to another
-	// company. 413 when the request body is over 100 MB.
+	// company. 413 when the request body is over 100 MB (an extension: the API document has no 413).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5749,19 +5666,22 @@ type ClientInterface interface {
 
 	// GetAsyncAPIDocument The AsyncAPI document of the webhook events
 	//
-	// The hand-written AsyncAPI 3.0 document describing every webhook event, its headers, envelope, payload and signature; served byte-for-byte as YAML text (declared `format: binary`).
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (so tools can fetch the contract). The hand-written AsyncAPI 3.0 document describing every webhook event, its headers, envelope, payload and signature; served byte-for-byte as YAML text (declared `format: binary`).
 	//
 	// Corresponds with GET /asyncapi.yaml (the `GetAsyncAPIDocument` operationId).
 	GetAsyncAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealthz Liveness
 	//
-	// Answers 200 while the process is running. Does not check dependencies (see /readyz).
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (for load balancers and orchestrators). Answers 200 while the process is running. Does not check dependencies (see /readyz).
 	//
 	// Corresponds with GET /healthz (the `GetHealthz` operationId).
 	GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetUploadedMedia Temporary header media
+	//
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token. The API
+	// document says the upload returns a temporary URL but not who serves it; the gateway serves it here.
 	//
 	// Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
 	// No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
@@ -5773,54 +5693,15 @@ type ClientInterface interface {
 
 	// GetOpenAPIDocument This OpenAPI document
 	//
-	// The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (so tools can fetch the contract). The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIDocument` operationId).
 	GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyProviderWebhook Provider webhook verification handshake
-	//
-	// Called by the provider when the webhook is configured in the platform's settings: it sends
-	// `hub.mode=subscribe`, the verify token entered there and a challenge, and expects the challenge back as
-	// plain text. The verify token of an account is printed by
-	// `gateway admin channel webhook-info --company-id … --account-id …`. No bearer token: this endpoint is
-	// called by the provider, not by API clients.
-	//
-	// 403 when the mode is not `subscribe` or the token does not match; 404 for an unknown phone number id.
-	//
-	// Corresponds with GET /provider-webhooks/{phone_number_id} (the `VerifyProviderWebhook` operationId).
-	VerifyProviderWebhook(ctx context.Context, phoneNumberId string, params *VerifyProviderWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ReceiveProviderWebhookWithBody Receive the provider's webhook (inbound messages and receipts)
-	//
-	// The provider POSTs inbound messages of contacts, delivery receipts (sent, delivered, read, failed) and
-	// group notifications of the account's number here, in the `WebhookPayload` format of its published
-	// OpenAPI document (Graph API v23.0), signed with `X-Hub-Signature-256:
-	// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
-	// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
-	// signature authenticates the provider.
-	//
-	// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
-	// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
-	// `omnichat.message.received`. Every kind the provider sends is stored with a type and a readable text:
-	// text (1), image (2), video (3), audio (4), document (5) and sticker (7) with the media fetched from the
-	// provider, location (8), contacts (9), reaction (10, `replied_message_id` is the reacted message),
-	// button and interactive button/list replies (11), order (12), system notices and group notifications
-	// (13, the group's conversation), unsupported kinds (14, with the provider's reason). A receipt moves the
-	// message status forward only (Enviada → Entregue → Lida, or Falha with the reason: each of the
-	// provider's `errors` with its code, plus the conversation and pricing category when given) and
-	// publishes `omnichat.message.sent` with the new `status_id`; a receipt that changes nothing (repeated
-	// or stale) counts as `ignored`. Repeated deliveries change nothing. Every delivery the provider makes
-	// of a valid payload answers 200 (a non-200 makes it retry). The body is JSON (declared as `application/*` so the signature is
-	// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
-	// (the provider retries the delivery).
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /provider-webhooks/{phone_number_id} (the `ReceiveProviderWebhook` operationId).
-	ReceiveProviderWebhookWithBody(ctx context.Context, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
 	// GetReadyz Readiness
+	//
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (for load
+	// balancers and orchestrators).
 	//
 	// 200 when the service can serve requests: the database answers (and Redis, when `REDIS_URL` is set).
 	// 503 with the same shape otherwise; `checks` says which dependency is unavailable. Load balancers should
@@ -5837,7 +5718,7 @@ type ClientInterface interface {
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
 // is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
-// over 1 MB and multipart bodies over 100 MB answer 413.
+// over 1 MB and multipart bodies over 100 MB answer 413 (an extension: the API document has no 413).
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -5914,7 +5795,7 @@ func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessagePar
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
 // is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
-// over 1 MB and multipart bodies over 100 MB answer 413.
+// over 1 MB and multipart bodies over 100 MB answer 413 (an extension: the API document has no 413).
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -6010,13 +5891,17 @@ func (c *Client) ListChannelWebhooks(ctx context.Context, params *ListChannelWeb
 //   - `name` — required, at most 150 characters.
 //   - `url` — required, an http or https URL (HTTPS recommended). Addresses in loopback, private,
 //     link-local, CGNAT and metadata ranges are refused when delivering.
-//   - `events` — optional; omitted (or empty after discarding) = all subscribable events. Invalid names are
-//     discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
+//   - `events` — optional; omitted or `[]` = all subscribable events (the API document's "omitted =
+//     all"). Names the service does not know are discarded (see GET /api/channel-webhooks-available-events;
+//     `ping` is not subscribable), as the document says. When names are given but **none** of them is known,
+//     the answer is 422 with `errors.events` ("Events must name at least one subscribable event") instead
+//     of a subscription to everything, which would surprise anyone who mistyped a name.
 //   - `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 //     channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
 //     `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
 //     a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
-//     with `errors.company_channel_ids` ("Company channel 999 does not exist").
+//     with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
+//     document does not say what happens to such ids.
 //   - `enabled` — optional, default true.
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -6046,13 +5931,17 @@ func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, params *Creat
 //   - `name` — required, at most 150 characters.
 //   - `url` — required, an http or https URL (HTTPS recommended). Addresses in loopback, private,
 //     link-local, CGNAT and metadata ranges are refused when delivering.
-//   - `events` — optional; omitted (or empty after discarding) = all subscribable events. Invalid names are
-//     discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
+//   - `events` — optional; omitted or `[]` = all subscribable events (the API document's "omitted =
+//     all"). Names the service does not know are discarded (see GET /api/channel-webhooks-available-events;
+//     `ping` is not subscribable), as the document says. When names are given but **none** of them is known,
+//     the answer is 422 with `errors.events` ("Events must name at least one subscribable event") instead
+//     of a subscription to everything, which would surprise anyone who mistyped a name.
 //   - `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 //     channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
 //     `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
 //     a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
-//     with `errors.company_channel_ids` ("Company channel 999 does not exist").
+//     with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
+//     document does not say what happens to such ids.
 //   - `enabled` — optional, default true.
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -6079,6 +5968,10 @@ func (c *Client) CreateChannelWebhook(ctx context.Context, params *CreateChannel
 //
 // The event names a subscription can list in `events`, with a description. `ping` is not listed: it is
 // synthetic and sent only by POST /api/channel-webhooks/{id}/test. Requires `channel_webhooks_view`.
+//
+// Each `description` is the event catalog's text (the first paragraph of the event's description in the
+// AsyncAPI document), the same text the envelope's `description` carries in every delivery. The example
+// below is that catalog; a test fails when the two differ.
 //
 // Corresponds with GET /api/channel-webhooks-available-events (the `ListAvailableWebhookEvents` operationId).
 func (c *Client) ListAvailableWebhookEvents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6838,7 +6731,10 @@ func (c *Client) ListChatapps(ctx context.Context, params *ListChatappsParams, r
 // and `provider_account.id` as `provider_account_id` for POST /api/provider-templates/upload-send-media.
 // `provider_account` is null for channels that are not official.
 //
-// Invalid query parameters answer 422 `{message, errors}`.
+// **Validation.** Invalid query parameters answer 422 `{message, errors}`. The API document's 509 is for
+// business and rule-validation errors of the management and message endpoints; this list is neither, and a
+// malformed parameter is input validation, so it answers 422 as the document's other input-validation
+// errors do. The list has no business error: the company comes from the token, so there is no 509.
 //
 // Corresponds with GET /api/company-channels (the `ListCompanyChannels` operationId).
 func (c *Client) ListCompanyChannels(ctx context.Context, params *ListCompanyChannelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6896,7 +6792,10 @@ func (c *Client) ListCompanyChannels(ctx context.Context, params *ListCompanyCha
 // **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
 // direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 //
-// Invalid query parameters answer 422 `{message, errors}`.
+// **Validation.** Invalid query parameters answer 422 `{message, errors}` (one entry per parameter). The
+// API document's 509 is for business and rule-validation errors of the management and message endpoints;
+// this list is neither, and a malformed parameter is input validation, so it answers 422 as the document's
+// other input-validation errors do. The list has no business error (no 509).
 //
 // Corresponds with GET /api/contact-channels (the `ListContactChannels` operationId).
 func (c *Client) ListContactChannels(ctx context.Context, params *ListContactChannelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7162,7 +7061,9 @@ func (c *Client) ListProviderTemplatesForChannel(ctx context.Context, params *Li
 //
 // Uploads a file to be used as template header media and returns a temporary public URL to pass as
 // `header_media_url` when sending. `provider_account_id` is the `provider_account.id` of an official
-// channel (GET /api/company-channels). Requires the `provider_templates_view` permission.
+// channel (GET /api/company-channels). Requires the `provider_templates_upload` permission (extension: the
+// API document names a permission for the template list only; uploading is a separate permission so a
+// token that may read templates cannot store files).
 //
 // Accepted types: `image/jpeg`, `image/png`, `image/webp` (IMAGE headers, at most 5 MB), `video/mp4`,
 // `video/3gpp` (VIDEO headers, at most 16 MB), `application/pdf` (DOCUMENT headers, at most 100 MB). The
@@ -7174,7 +7075,7 @@ func (c *Client) ListProviderTemplatesForChannel(ctx context.Context, params *Li
 // Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 // for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
 // type, file over the limit of its type. 404 the provider account does not exist or belongs to another
-// company. 413 when the request body is over 100 MB.
+// company. 413 when the request body is over 100 MB (an extension: the API document has no 413).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7265,7 +7166,7 @@ func (c *Client) RevokeMessages(ctx context.Context, body RevokeMessagesJSONRequ
 
 // GetAsyncAPIDocument The AsyncAPI document of the webhook events
 //
-// The hand-written AsyncAPI 3.0 document describing every webhook event, its headers, envelope, payload and signature; served byte-for-byte as YAML text (declared `format: binary`).
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (so tools can fetch the contract). The hand-written AsyncAPI 3.0 document describing every webhook event, its headers, envelope, payload and signature; served byte-for-byte as YAML text (declared `format: binary`).
 //
 // Corresponds with GET /asyncapi.yaml (the `GetAsyncAPIDocument` operationId).
 func (c *Client) GetAsyncAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7282,7 +7183,7 @@ func (c *Client) GetAsyncAPIDocument(ctx context.Context, reqEditors ...RequestE
 
 // GetHealthz Liveness
 //
-// Answers 200 while the process is running. Does not check dependencies (see /readyz).
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (for load balancers and orchestrators). Answers 200 while the process is running. Does not check dependencies (see /readyz).
 //
 // Corresponds with GET /healthz (the `GetHealthz` operationId).
 func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7298,6 +7199,9 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 }
 
 // GetUploadedMedia Temporary header media
+//
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token. The API
+// document says the upload returns a temporary URL but not who serves it; the gateway serves it here.
 //
 // Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
 // No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
@@ -7319,7 +7223,7 @@ func (c *Client) GetUploadedMedia(ctx context.Context, token string, filename st
 
 // GetOpenAPIDocument This OpenAPI document
 //
-// The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (so tools can fetch the contract). The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
 //
 // Corresponds with GET /openapi.yaml (the `GetOpenAPIDocument` operationId).
 func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7334,69 +7238,10 @@ func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEd
 	return c.Client.Do(req)
 }
 
-// VerifyProviderWebhook Provider webhook verification handshake
-//
-// Called by the provider when the webhook is configured in the platform's settings: it sends
-// `hub.mode=subscribe`, the verify token entered there and a challenge, and expects the challenge back as
-// plain text. The verify token of an account is printed by
-// `gateway admin channel webhook-info --company-id … --account-id …`. No bearer token: this endpoint is
-// called by the provider, not by API clients.
-//
-// 403 when the mode is not `subscribe` or the token does not match; 404 for an unknown phone number id.
-//
-// Corresponds with GET /provider-webhooks/{phone_number_id} (the `VerifyProviderWebhook` operationId).
-func (c *Client) VerifyProviderWebhook(ctx context.Context, phoneNumberId string, params *VerifyProviderWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewVerifyProviderWebhookRequest(c.Server, phoneNumberId, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ReceiveProviderWebhookWithBody Receive the provider's webhook (inbound messages and receipts)
-//
-// The provider POSTs inbound messages of contacts, delivery receipts (sent, delivered, read, failed) and
-// group notifications of the account's number here, in the `WebhookPayload` format of its published
-// OpenAPI document (Graph API v23.0), signed with `X-Hub-Signature-256:
-// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
-// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
-// signature authenticates the provider.
-//
-// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
-// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
-// `omnichat.message.received`. Every kind the provider sends is stored with a type and a readable text:
-// text (1), image (2), video (3), audio (4), document (5) and sticker (7) with the media fetched from the
-// provider, location (8), contacts (9), reaction (10, `replied_message_id` is the reacted message),
-// button and interactive button/list replies (11), order (12), system notices and group notifications
-// (13, the group's conversation), unsupported kinds (14, with the provider's reason). A receipt moves the
-// message status forward only (Enviada → Entregue → Lida, or Falha with the reason: each of the
-// provider's `errors` with its code, plus the conversation and pricing category when given) and
-// publishes `omnichat.message.sent` with the new `status_id`; a receipt that changes nothing (repeated
-// or stale) counts as `ignored`. Repeated deliveries change nothing. Every delivery the provider makes
-// of a valid payload answers 200 (a non-200 makes it retry). The body is JSON (declared as `application/*` so the signature is
-// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
-// (the provider retries the delivery).
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /provider-webhooks/{phone_number_id} (the `ReceiveProviderWebhook` operationId).
-func (c *Client) ReceiveProviderWebhookWithBody(ctx context.Context, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReceiveProviderWebhookRequestWithBody(c.Server, phoneNumberId, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
 // GetReadyz Readiness
+//
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (for load
+// balancers and orchestrators).
 //
 // 200 when the service can serve requests: the database answers (and Redis, when `REDIS_URL` is set).
 // 503 with the same shape otherwise; `checks` says which dependency is unavailable. Load balancers should
@@ -9588,142 +9433,6 @@ func NewGetOpenAPIDocumentRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
-// NewVerifyProviderWebhookRequest constructs an http.Request for the VerifyProviderWebhook method
-func NewVerifyProviderWebhookRequest(server string, phoneNumberId string, params *VerifyProviderWebhookParams) (*http.Request, error) {
-	var err error
-
-	var pathParam0 string
-
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "phone_number_id", phoneNumberId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
-	if err != nil {
-		return nil, err
-	}
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/provider-webhooks/%s", pathParam0)
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if params.HubMode != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hub.mode", *params.HubMode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if params.HubVerifyToken != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hub.verify_token", *params.HubVerifyToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if params.HubChallenge != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hub.challenge", *params.HubChallenge, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewReceiveProviderWebhookRequestWithBody constructs an http.Request for the ReceiveProviderWebhook method, with any body, and a specified content type
-func NewReceiveProviderWebhookRequestWithBody(server string, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
-	var err error
-
-	var pathParam0 string
-
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "phone_number_id", phoneNumberId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
-	if err != nil {
-		return nil, err
-	}
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/provider-webhooks/%s", pathParam0)
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
-	if err != nil {
-		return nil, err
-	}
-
-	req.Header.Add("Content-Type", contentType)
-
-	if params != nil {
-
-		if params.XHubSignature256 != nil {
-			var headerParam0 string
-
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Hub-Signature-256", *params.XHubSignature256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("X-Hub-Signature-256", headerParam0)
-		}
-
-	}
-
-	return req, nil
-}
-
 // NewGetReadyzRequest constructs an http.Request for the GetReadyz method
 func NewGetReadyzRequest(server string) (*http.Request, error) {
 	var err error
@@ -9802,7 +9511,7 @@ type ClientWithResponsesInterface interface {
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
 	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
-	// over 1 MB and multipart bodies over 100 MB answer 413.
+	// over 1 MB and multipart bodies over 100 MB answer 413 (an extension: the API document has no 413).
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -9869,7 +9578,7 @@ type ClientWithResponsesInterface interface {
 	// `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 	// the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
 	// is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
-	// over 1 MB and multipart bodies over 100 MB answer 413.
+	// over 1 MB and multipart bodies over 100 MB answer 413 (an extension: the API document has no 413).
 	//
 	// **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 	// `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -9947,13 +9656,17 @@ type ClientWithResponsesInterface interface {
 	// * `name` — required, at most 150 characters.
 	// * `url` — required, an http or https URL (HTTPS recommended). Addresses in loopback, private,
 	//   link-local, CGNAT and metadata ranges are refused when delivering.
-	// * `events` — optional; omitted (or empty after discarding) = all subscribable events. Invalid names are
-	//   discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
+	// * `events` — optional; omitted or `[]` = all subscribable events (the API document's "omitted =
+	//   all"). Names the service does not know are discarded (see GET /api/channel-webhooks-available-events;
+	//   `ping` is not subscribable), as the document says. When names are given but **none** of them is known,
+	//   the answer is 422 with `errors.events` ("Events must name at least one subscribable event") instead
+	//   of a subscription to everything, which would surprise anyone who mistyped a name.
 	// * `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 	//   channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
 	//   `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
 	//   a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
-	//   with `errors.company_channel_ids` ("Company channel 999 does not exist").
+	//   with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
+	//   document does not say what happens to such ids.
 	// * `enabled` — optional, default true.
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -9973,13 +9686,17 @@ type ClientWithResponsesInterface interface {
 	// * `name` — required, at most 150 characters.
 	// * `url` — required, an http or https URL (HTTPS recommended). Addresses in loopback, private,
 	//   link-local, CGNAT and metadata ranges are refused when delivering.
-	// * `events` — optional; omitted (or empty after discarding) = all subscribable events. Invalid names are
-	//   discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
+	// * `events` — optional; omitted or `[]` = all subscribable events (the API document's "omitted =
+	//   all"). Names the service does not know are discarded (see GET /api/channel-webhooks-available-events;
+	//   `ping` is not subscribable), as the document says. When names are given but **none** of them is known,
+	//   the answer is 422 with `errors.events` ("Events must name at least one subscribable event") instead
+	//   of a subscription to everything, which would surprise anyone who mistyped a name.
 	// * `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 	//   channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
 	//   `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
 	//   a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
-	//   with `errors.company_channel_ids` ("Company channel 999 does not exist").
+	//   with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
+	//   document does not say what happens to such ids.
 	// * `enabled` — optional, default true.
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -9996,6 +9713,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// The event names a subscription can list in `events`, with a description. `ping` is not listed: it is
 	// synthetic and sent only by POST /api/channel-webhooks/{id}/test. Requires `channel_webhooks_view`.
+	//
+	// Each `description` is the event catalog's text (the first paragraph of the event's description in the
+	// AsyncAPI document), the same text the envelope's `description` carries in every delivery. The example
+	// below is that catalog; a test fails when the two differ.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10423,7 +10144,10 @@ type ClientWithResponsesInterface interface {
 	// and `provider_account.id` as `provider_account_id` for POST /api/provider-templates/upload-send-media.
 	// `provider_account` is null for channels that are not official.
 	//
-	// Invalid query parameters answer 422 `{message, errors}`.
+	// **Validation.** Invalid query parameters answer 422 `{message, errors}`. The API document's 509 is for
+	// business and rule-validation errors of the management and message endpoints; this list is neither, and a
+	// malformed parameter is input validation, so it answers 422 as the document's other input-validation
+	// errors do. The list has no business error: the company comes from the token, so there is no 509.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10473,7 +10197,10 @@ type ClientWithResponsesInterface interface {
 	// **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
 	// direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 	//
-	// Invalid query parameters answer 422 `{message, errors}`.
+	// **Validation.** Invalid query parameters answer 422 `{message, errors}` (one entry per parameter). The
+	// API document's 509 is for business and rule-validation errors of the management and message endpoints;
+	// this list is neither, and a malformed parameter is input validation, so it answers 422 as the document's
+	// other input-validation errors do. The list has no business error (no 509).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10663,7 +10390,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Uploads a file to be used as template header media and returns a temporary public URL to pass as
 	// `header_media_url` when sending. `provider_account_id` is the `provider_account.id` of an official
-	// channel (GET /api/company-channels). Requires the `provider_templates_view` permission.
+	// channel (GET /api/company-channels). Requires the `provider_templates_upload` permission (extension: the
+	// API document names a permission for the template list only; uploading is a separate permission so a
+	// token that may read templates cannot store files).
 	//
 	// Accepted types: `image/jpeg`, `image/png`, `image/webp` (IMAGE headers, at most 5 MB), `video/mp4`,
 	// `video/3gpp` (VIDEO headers, at most 16 MB), `application/pdf` (DOCUMENT headers, at most 100 MB). The
@@ -10675,7 +10404,7 @@ type ClientWithResponsesInterface interface {
 	// Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 	// for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
 	// type, file over the limit of its type. 404 the provider account does not exist or belongs to another
-	// company. 413 when the request body is over 100 MB.
+	// company. 413 when the request body is over 100 MB (an extension: the API document has no 413).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10736,7 +10465,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetAsyncAPIDocumentWithResponse The AsyncAPI document of the webhook events
 	//
-	// The hand-written AsyncAPI 3.0 document describing every webhook event, its headers, envelope, payload and signature; served byte-for-byte as YAML text (declared `format: binary`).
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (so tools can fetch the contract). The hand-written AsyncAPI 3.0 document describing every webhook event, its headers, envelope, payload and signature; served byte-for-byte as YAML text (declared `format: binary`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10745,7 +10474,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetHealthzWithResponse Liveness
 	//
-	// Answers 200 while the process is running. Does not check dependencies (see /readyz).
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (for load balancers and orchestrators). Answers 200 while the process is running. Does not check dependencies (see /readyz).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10753,6 +10482,9 @@ type ClientWithResponsesInterface interface {
 	GetHealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthzHTTPResponse, error)
 
 	// GetUploadedMediaWithResponse Temporary header media
+	//
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token. The API
+	// document says the upload returns a temporary URL but not who serves it; the gateway serves it here.
 	//
 	// Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
 	// No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
@@ -10766,58 +10498,17 @@ type ClientWithResponsesInterface interface {
 
 	// GetOpenAPIDocumentWithResponse This OpenAPI document
 	//
-	// The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (so tools can fetch the contract). The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIDocument` operationId).
 	GetOpenAPIDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentHTTPResponse, error)
 
-	// VerifyProviderWebhookWithResponse Provider webhook verification handshake
-	//
-	// Called by the provider when the webhook is configured in the platform's settings: it sends
-	// `hub.mode=subscribe`, the verify token entered there and a challenge, and expects the challenge back as
-	// plain text. The verify token of an account is printed by
-	// `gateway admin channel webhook-info --company-id … --account-id …`. No bearer token: this endpoint is
-	// called by the provider, not by API clients.
-	//
-	// 403 when the mode is not `subscribe` or the token does not match; 404 for an unknown phone number id.
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /provider-webhooks/{phone_number_id} (the `VerifyProviderWebhook` operationId).
-	VerifyProviderWebhookWithResponse(ctx context.Context, phoneNumberId string, params *VerifyProviderWebhookParams, reqEditors ...RequestEditorFn) (*VerifyProviderWebhookHTTPResponse, error)
-
-	// ReceiveProviderWebhookWithBodyWithResponse Receive the provider's webhook (inbound messages and receipts)
-	//
-	// The provider POSTs inbound messages of contacts, delivery receipts (sent, delivered, read, failed) and
-	// group notifications of the account's number here, in the `WebhookPayload` format of its published
-	// OpenAPI document (Graph API v23.0), signed with `X-Hub-Signature-256:
-	// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
-	// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
-	// signature authenticates the provider.
-	//
-	// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
-	// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
-	// `omnichat.message.received`. Every kind the provider sends is stored with a type and a readable text:
-	// text (1), image (2), video (3), audio (4), document (5) and sticker (7) with the media fetched from the
-	// provider, location (8), contacts (9), reaction (10, `replied_message_id` is the reacted message),
-	// button and interactive button/list replies (11), order (12), system notices and group notifications
-	// (13, the group's conversation), unsupported kinds (14, with the provider's reason). A receipt moves the
-	// message status forward only (Enviada → Entregue → Lida, or Falha with the reason: each of the
-	// provider's `errors` with its code, plus the conversation and pricing category when given) and
-	// publishes `omnichat.message.sent` with the new `status_id`; a receipt that changes nothing (repeated
-	// or stale) counts as `ignored`. Repeated deliveries change nothing. Every delivery the provider makes
-	// of a valid payload answers 200 (a non-200 makes it retry). The body is JSON (declared as `application/*` so the signature is
-	// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
-	// (the provider retries the delivery).
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /provider-webhooks/{phone_number_id} (the `ReceiveProviderWebhook` operationId).
-	ReceiveProviderWebhookWithBodyWithResponse(ctx context.Context, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveProviderWebhookHTTPResponse, error)
-
 	// GetReadyzWithResponse Readiness
+	//
+	// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (for load
+	// balancers and orchestrators).
 	//
 	// 200 when the service can serve requests: the database answers (and Redis, when `REDIS_URL` is set).
 	// 503 with the same shape otherwise; `checks` says which dependency is unavailable. Load balancers should
@@ -12847,8 +12538,6 @@ type ListCompanyChannelsHTTPResponse struct {
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON509 the response for an HTTP 509 `application/json` response
-	JSON509 *CompanyChannelBusinessError
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12874,11 +12563,6 @@ func (r ListCompanyChannelsHTTPResponse) GetJSON422() *QueryValidationFailed {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListCompanyChannelsHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON509 returns the response for an HTTP 509 `application/json` response
-func (r ListCompanyChannelsHTTPResponse) GetJSON509() *CompanyChannelBusinessError {
-	return r.JSON509
 }
 
 // GetBody returns the raw response body bytes
@@ -13442,16 +13126,30 @@ func (r RevokeMessagesHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetAsyncAPIDocumentHTTPResponse429Headers the declared response headers of an HTTP 429 response for GetAsyncAPIDocument
+type GetAsyncAPIDocumentHTTPResponse429Headers struct {
+	RetryAfter int
+}
+
 type GetAsyncAPIDocumentHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *openapi_types.File
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyInFlight
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAsyncAPIDocumentHTTPResponse429Headers
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r GetAsyncAPIDocumentHTTPResponse) GetYAML200() *openapi_types.File {
 	return r.YAML200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAsyncAPIDocumentHTTPResponse) GetJSON429() *TooManyInFlight {
+	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -13483,16 +13181,30 @@ func (r GetAsyncAPIDocumentHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetHealthzHTTPResponse429Headers the declared response headers of an HTTP 429 response for GetHealthz
+type GetHealthzHTTPResponse429Headers struct {
+	RetryAfter int
+}
+
 type GetHealthzHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyInFlight
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetHealthzHTTPResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHealthzHTTPResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetHealthzHTTPResponse) GetJSON429() *TooManyInFlight {
+	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -13579,16 +13291,30 @@ func (r GetUploadedMediaHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetOpenAPIDocumentHTTPResponse429Headers the declared response headers of an HTTP 429 response for GetOpenAPIDocument
+type GetOpenAPIDocumentHTTPResponse429Headers struct {
+	RetryAfter int
+}
+
 type GetOpenAPIDocumentHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *openapi_types.File
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyInFlight
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOpenAPIDocumentHTTPResponse429Headers
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r GetOpenAPIDocumentHTTPResponse) GetYAML200() *openapi_types.File {
 	return r.YAML200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOpenAPIDocumentHTTPResponse) GetJSON429() *TooManyInFlight {
+	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -13620,149 +13346,9 @@ func (r GetOpenAPIDocumentHTTPResponse) ContentType() string {
 	return ""
 }
 
-type VerifyProviderWebhookHTTPResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *Message
-	// JSON403 the response for an HTTP 403 `application/json` response
-	JSON403 *Message
-	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *Message
-	// JSON500 the response for an HTTP 500 `application/json` response
-	JSON500 *InternalError
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r VerifyProviderWebhookHTTPResponse) GetJSON400() *Message {
-	return r.JSON400
-}
-
-// GetJSON403 returns the response for an HTTP 403 `application/json` response
-func (r VerifyProviderWebhookHTTPResponse) GetJSON403() *Message {
-	return r.JSON403
-}
-
-// GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VerifyProviderWebhookHTTPResponse) GetJSON404() *Message {
-	return r.JSON404
-}
-
-// GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r VerifyProviderWebhookHTTPResponse) GetJSON500() *InternalError {
-	return r.JSON500
-}
-
-// GetBody returns the raw response body bytes
-func (r VerifyProviderWebhookHTTPResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r VerifyProviderWebhookHTTPResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r VerifyProviderWebhookHTTPResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r VerifyProviderWebhookHTTPResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type ReceiveProviderWebhookHTTPResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ProviderWebhookResult
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *Message
-	// JSON401 the response for an HTTP 401 `application/json` response
-	JSON401 *Message
-	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *Message
-	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *PayloadTooLarge
-	// JSON500 the response for an HTTP 500 `application/json` response
-	JSON500 *InternalError
-	// JSON503 the response for an HTTP 503 `application/json` response
-	JSON503 *Message
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ReceiveProviderWebhookHTTPResponse) GetJSON200() *ProviderWebhookResult {
-	return r.JSON200
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r ReceiveProviderWebhookHTTPResponse) GetJSON400() *Message {
-	return r.JSON400
-}
-
-// GetJSON401 returns the response for an HTTP 401 `application/json` response
-func (r ReceiveProviderWebhookHTTPResponse) GetJSON401() *Message {
-	return r.JSON401
-}
-
-// GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r ReceiveProviderWebhookHTTPResponse) GetJSON404() *Message {
-	return r.JSON404
-}
-
-// GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r ReceiveProviderWebhookHTTPResponse) GetJSON413() *PayloadTooLarge {
-	return r.JSON413
-}
-
-// GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r ReceiveProviderWebhookHTTPResponse) GetJSON500() *InternalError {
-	return r.JSON500
-}
-
-// GetJSON503 returns the response for an HTTP 503 `application/json` response
-func (r ReceiveProviderWebhookHTTPResponse) GetJSON503() *Message {
-	return r.JSON503
-}
-
-// GetBody returns the raw response body bytes
-func (r ReceiveProviderWebhookHTTPResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r ReceiveProviderWebhookHTTPResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r ReceiveProviderWebhookHTTPResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r ReceiveProviderWebhookHTTPResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
+// GetReadyzHTTPResponse429Headers the declared response headers of an HTTP 429 response for GetReadyz
+type GetReadyzHTTPResponse429Headers struct {
+	RetryAfter int
 }
 
 type GetReadyzHTTPResponse struct {
@@ -13770,13 +13356,22 @@ type GetReadyzHTTPResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Readiness
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyInFlight
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Readiness
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetReadyzHTTPResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetReadyzHTTPResponse) GetJSON200() *Readiness {
 	return r.JSON200
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetReadyzHTTPResponse) GetJSON429() *TooManyInFlight {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -13820,7 +13415,7 @@ func (r GetReadyzHTTPResponse) ContentType() string {
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
 // is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
-// over 1 MB and multipart bodies over 100 MB answer 413.
+// over 1 MB and multipart bodies over 100 MB answer 413 (an extension: the API document has no 413).
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -13893,7 +13488,7 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // `multipart/form-data` when a file is sent (let the HTTP client set the multipart boundary; booleans are
 // the texts `true` and `false`; `variable_values` is one part per value, in order; `named_variable_values`
 // is one text part holding a JSON object; parts other than the listed fields are refused). JSON bodies
-// over 1 MB and multipart bodies over 100 MB answer 413.
+// over 1 MB and multipart bodies over 100 MB answer 413 (an extension: the API document has no 413).
 //
 // **Fields.** `sender_key` is the number of the connected company channel (a connection `key`, or the
 // `key` of an official channel from GET /api/company-channels). `contact_key` is the recipient number;
@@ -13983,13 +13578,17 @@ func (c *ClientWithResponses) ListChannelWebhooksWithResponse(ctx context.Contex
 //   - `name` — required, at most 150 characters.
 //   - `url` — required, an http or https URL (HTTPS recommended). Addresses in loopback, private,
 //     link-local, CGNAT and metadata ranges are refused when delivering.
-//   - `events` — optional; omitted (or empty after discarding) = all subscribable events. Invalid names are
-//     discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
+//   - `events` — optional; omitted or `[]` = all subscribable events (the API document's "omitted =
+//     all"). Names the service does not know are discarded (see GET /api/channel-webhooks-available-events;
+//     `ping` is not subscribable), as the document says. When names are given but **none** of them is known,
+//     the answer is 422 with `errors.events` ("Events must name at least one subscribable event") instead
+//     of a subscription to everything, which would surprise anyone who mistyped a name.
 //   - `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 //     channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
 //     `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
 //     a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
-//     with `errors.company_channel_ids` ("Company channel 999 does not exist").
+//     with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
+//     document does not say what happens to such ids.
 //   - `enabled` — optional, default true.
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -14015,13 +13614,17 @@ func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx conte
 //   - `name` — required, at most 150 characters.
 //   - `url` — required, an http or https URL (HTTPS recommended). Addresses in loopback, private,
 //     link-local, CGNAT and metadata ranges are refused when delivering.
-//   - `events` — optional; omitted (or empty after discarding) = all subscribable events. Invalid names are
-//     discarded (see GET /api/channel-webhooks-available-events; `ping` is not subscribable).
+//   - `events` — optional; omitted or `[]` = all subscribable events (the API document's "omitted =
+//     all"). Names the service does not know are discarded (see GET /api/channel-webhooks-available-events;
+//     `ping` is not subscribable), as the document says. When names are given but **none** of them is known,
+//     the answer is 422 with `errors.events` ("Events must name at least one subscribable event") instead
+//     of a subscription to everything, which would surprise anyone who mistyped a name.
 //   - `company_channel_ids` — optional; omitted, null or empty = all channels. It restricts only the
 //     channel-scope events (`omnichat.*`) to the listed channels; company-scope events (`crm.*`,
 //     `contact.import.completed`) always arrive to every subscription that subscribed to them. Every id must be
 //     a channel of the company (GET /api/company-channels); another company's or an unknown id answers 422
-//     with `errors.company_channel_ids` ("Company channel 999 does not exist").
+//     with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
+//     document does not say what happens to such ids.
 //   - `enabled` — optional, default true.
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
@@ -14044,6 +13647,10 @@ func (c *ClientWithResponses) CreateChannelWebhookWithResponse(ctx context.Conte
 //
 // The event names a subscription can list in `events`, with a description. `ping` is not listed: it is
 // synthetic and sent only by POST /api/channel-webhooks/{id}/test. Requires `channel_webhooks_view`.
+//
+// Each `description` is the event catalog's text (the first paragraph of the event's description in the
+// AsyncAPI document), the same text the envelope's `description` carries in every delivery. The example
+// below is that catalog; a test fails when the two differ.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14681,7 +14288,10 @@ func (c *ClientWithResponses) ListChatappsWithResponse(ctx context.Context, para
 // and `provider_account.id` as `provider_account_id` for POST /api/provider-templates/upload-send-media.
 // `provider_account` is null for channels that are not official.
 //
-// Invalid query parameters answer 422 `{message, errors}`.
+// **Validation.** Invalid query parameters answer 422 `{message, errors}`. The API document's 509 is for
+// business and rule-validation errors of the management and message endpoints; this list is neither, and a
+// malformed parameter is input validation, so it answers 422 as the document's other input-validation
+// errors do. The list has no business error: the company comes from the token, so there is no 509.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14737,7 +14347,10 @@ func (c *ClientWithResponses) ListCompanyChannelsWithResponse(ctx context.Contex
 // **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
 // direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 //
-// Invalid query parameters answer 422 `{message, errors}`.
+// **Validation.** Invalid query parameters answer 422 `{message, errors}` (one entry per parameter). The
+// API document's 509 is for business and rule-validation errors of the management and message endpoints;
+// this list is neither, and a malformed parameter is input validation, so it answers 422 as the document's
+// other input-validation errors do. The list has no business error (no 509).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14975,7 +14588,9 @@ func (c *ClientWithResponses) ListProviderTemplatesForChannelWithResponse(ctx co
 //
 // Uploads a file to be used as template header media and returns a temporary public URL to pass as
 // `header_media_url` when sending. `provider_account_id` is the `provider_account.id` of an official
-// channel (GET /api/company-channels). Requires the `provider_templates_view` permission.
+// channel (GET /api/company-channels). Requires the `provider_templates_upload` permission (extension: the
+// API document names a permission for the template list only; uploading is a separate permission so a
+// token that may read templates cannot store files).
 //
 // Accepted types: `image/jpeg`, `image/png`, `image/webp` (IMAGE headers, at most 5 MB), `video/mp4`,
 // `video/3gpp` (VIDEO headers, at most 16 MB), `application/pdf` (DOCUMENT headers, at most 100 MB). The
@@ -14987,7 +14602,7 @@ func (c *ClientWithResponses) ListProviderTemplatesForChannelWithResponse(ctx co
 // Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 // for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
 // type, file over the limit of its type. 404 the provider account does not exist or belongs to another
-// company. 413 when the request body is over 100 MB.
+// company. 413 when the request body is over 100 MB (an extension: the API document has no 413).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15066,7 +14681,7 @@ func (c *ClientWithResponses) RevokeMessagesWithResponse(ctx context.Context, bo
 
 // GetAsyncAPIDocumentWithResponse The AsyncAPI document of the webhook events
 //
-// The hand-written AsyncAPI 3.0 document describing every webhook event, its headers, envelope, payload and signature; served byte-for-byte as YAML text (declared `format: binary`).
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (so tools can fetch the contract). The hand-written AsyncAPI 3.0 document describing every webhook event, its headers, envelope, payload and signature; served byte-for-byte as YAML text (declared `format: binary`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15081,7 +14696,7 @@ func (c *ClientWithResponses) GetAsyncAPIDocumentWithResponse(ctx context.Contex
 
 // GetHealthzWithResponse Liveness
 //
-// Answers 200 while the process is running. Does not check dependencies (see /readyz).
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (for load balancers and orchestrators). Answers 200 while the process is running. Does not check dependencies (see /readyz).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15095,6 +14710,9 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 }
 
 // GetUploadedMediaWithResponse Temporary header media
+//
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token. The API
+// document says the upload returns a temporary URL but not who serves it; the gateway serves it here.
 //
 // Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
 // No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
@@ -15114,7 +14732,7 @@ func (c *ClientWithResponses) GetUploadedMediaWithResponse(ctx context.Context, 
 
 // GetOpenAPIDocumentWithResponse This OpenAPI document
 //
-// The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (so tools can fetch the contract). The hand-written OpenAPI document, served byte-for-byte as YAML text (declared `format: binary` so that tools pass the bytes through instead of parsing them).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15127,63 +14745,10 @@ func (c *ClientWithResponses) GetOpenAPIDocumentWithResponse(ctx context.Context
 	return ParseGetOpenAPIDocumentHTTPResponse(rsp)
 }
 
-// VerifyProviderWebhookWithResponse Provider webhook verification handshake
-//
-// Called by the provider when the webhook is configured in the platform's settings: it sends
-// `hub.mode=subscribe`, the verify token entered there and a challenge, and expects the challenge back as
-// plain text. The verify token of an account is printed by
-// `gateway admin channel webhook-info --company-id … --account-id …`. No bearer token: this endpoint is
-// called by the provider, not by API clients.
-//
-// 403 when the mode is not `subscribe` or the token does not match; 404 for an unknown phone number id.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /provider-webhooks/{phone_number_id} (the `VerifyProviderWebhook` operationId).
-func (c *ClientWithResponses) VerifyProviderWebhookWithResponse(ctx context.Context, phoneNumberId string, params *VerifyProviderWebhookParams, reqEditors ...RequestEditorFn) (*VerifyProviderWebhookHTTPResponse, error) {
-	rsp, err := c.VerifyProviderWebhook(ctx, phoneNumberId, params, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseVerifyProviderWebhookHTTPResponse(rsp)
-}
-
-// ReceiveProviderWebhookWithBodyWithResponse Receive the provider's webhook (inbound messages and receipts)
-//
-// The provider POSTs inbound messages of contacts, delivery receipts (sent, delivered, read, failed) and
-// group notifications of the account's number here, in the `WebhookPayload` format of its published
-// OpenAPI document (Graph API v23.0), signed with `X-Hub-Signature-256:
-// sha256=hex(HMAC-SHA256(app secret, raw body))`. The signature is checked over the exact bytes
-// received; unsigned or wrongly signed deliveries answer 401 and change nothing. No bearer token: the
-// signature authenticates the provider.
-//
-// An inbound message creates the contact and the conversation when new (`omnichat.conversation.created`),
-// is stored with `message_source_id` 2, opens or extends the 24-hour window and publishes
-// `omnichat.message.received`. Every kind the provider sends is stored with a type and a readable text:
-// text (1), image (2), video (3), audio (4), document (5) and sticker (7) with the media fetched from the
-// provider, location (8), contacts (9), reaction (10, `replied_message_id` is the reacted message),
-// button and interactive button/list replies (11), order (12), system notices and group notifications
-// (13, the group's conversation), unsupported kinds (14, with the provider's reason). A receipt moves the
-// message status forward only (Enviada → Entregue → Lida, or Falha with the reason: each of the
-// provider's `errors` with its code, plus the conversation and pricing category when given) and
-// publishes `omnichat.message.sent` with the new `status_id`; a receipt that changes nothing (repeated
-// or stale) counts as `ignored`. Repeated deliveries change nothing. Every delivery the provider makes
-// of a valid payload answers 200 (a non-200 makes it retry). The body is JSON (declared as `application/*` so the signature is
-// checked over the bytes as received). 503 when a contact's media could not be fetched from the provider
-// (the provider retries the delivery).
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /provider-webhooks/{phone_number_id} (the `ReceiveProviderWebhook` operationId).
-func (c *ClientWithResponses) ReceiveProviderWebhookWithBodyWithResponse(ctx context.Context, phoneNumberId string, params *ReceiveProviderWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveProviderWebhookHTTPResponse, error) {
-	rsp, err := c.ReceiveProviderWebhookWithBody(ctx, phoneNumberId, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseReceiveProviderWebhookHTTPResponse(rsp)
-}
-
 // GetReadyzWithResponse Readiness
+//
+// **Extension of this service**: outside the API document's `/api` prefix and Bearer token (for load
+// balancers and orchestrators).
 //
 // 200 when the service can serve requests: the database answers (and Redis, when `REDIS_URL` is set).
 // 503 with the same shape otherwise; `checks` says which dependency is unavailable. Load balancers should
@@ -16933,13 +16498,6 @@ func ParseListCompanyChannelsHTTPResponse(rsp *http.Response) (*ListCompanyChann
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
-		var dest CompanyChannelBusinessError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON509 = &dest
-
 	}
 
 	return response, nil
@@ -17393,6 +16951,26 @@ func ParseGetAsyncAPIDocumentHTTPResponse(rsp *http.Response) (*GetAsyncAPIDocum
 		}
 		response.YAML200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyInFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetAsyncAPIDocumentHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -17419,6 +16997,26 @@ func ParseGetHealthzHTTPResponse(rsp *http.Response) (*GetHealthzHTTPResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyInFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetHealthzHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -17485,121 +17083,26 @@ func ParseGetOpenAPIDocumentHTTPResponse(rsp *http.Response) (*GetOpenAPIDocumen
 		}
 		response.YAML200 = &dest
 
-	}
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyInFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
-	return response, nil
-}
-
-// ParseVerifyProviderWebhookHTTPResponse parses an HTTP response from a VerifyProviderWebhookWithResponse call
-func ParseVerifyProviderWebhookHTTPResponse(rsp *http.Response) (*VerifyProviderWebhookHTTPResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &VerifyProviderWebhookHTTPResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest Message
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
+	case rsp.StatusCode == 429:
+		var headers GetOpenAPIDocumentHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
 		}
-		response.JSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Message
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest Message
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON500 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseReceiveProviderWebhookHTTPResponse parses an HTTP response from a ReceiveProviderWebhookWithResponse call
-func ParseReceiveProviderWebhookHTTPResponse(rsp *http.Response) (*ReceiveProviderWebhookHTTPResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &ReceiveProviderWebhookHTTPResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ProviderWebhookResult
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest Message
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Message
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest Message
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest Message
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON503 = &dest
-
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -17626,6 +17129,13 @@ func ParseGetReadyzHTTPResponse(rsp *http.Response) (*GetReadyzHTTPResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyInFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Readiness
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17633,6 +17143,19 @@ func ParseGetReadyzHTTPResponse(rsp *http.Response) (*GetReadyzHTTPResponse, err
 		}
 		response.JSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetReadyzHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

@@ -48,6 +48,30 @@ const (
 	ChannelTypeBotMessenger ChannelType = 6
 )
 
+// ChannelPlatform is the schema components/schemas/ChannelPlatform of the AsyncAPI document.
+//
+// Extension (`x-extension`): not in the API document's conversation payload. The platform code of the
+// channel type, as the API spells it in `platform` and `channelable_type`: embedded_chat (1),
+// chatapp (2), ofc_chatapp (3), photo_social_network (4), social_messenger (5), bot_messenger (6).
+// The same value as `platform` in `GET /api/contact-channels` and `GET /api/company-channels`.
+type ChannelPlatform string
+
+// ChannelPlatform values.
+const (
+	// ChannelPlatformEmbeddedChat: Embedded web chat (channel_type_id 1).
+	ChannelPlatformEmbeddedChat ChannelPlatform = "embedded_chat"
+	// ChannelPlatformChatapp: Unofficial chat-app connection (channel_type_id 2).
+	ChannelPlatformChatapp ChannelPlatform = "chatapp"
+	// ChannelPlatformOfcChatapp: Official business chat-app channel (channel_type_id 3).
+	ChannelPlatformOfcChatapp ChannelPlatform = "ofc_chatapp"
+	// ChannelPlatformPhotoSocialNetwork: Photo-social-network direct messages (channel_type_id 4).
+	ChannelPlatformPhotoSocialNetwork ChannelPlatform = "photo_social_network"
+	// ChannelPlatformSocialMessenger: Social messenger (channel_type_id 5).
+	ChannelPlatformSocialMessenger ChannelPlatform = "social_messenger"
+	// ChannelPlatformBotMessenger: Bot messenger (channel_type_id 6).
+	ChannelPlatformBotMessenger ChannelPlatform = "bot_messenger"
+)
+
 // ConversationStatus is the schema components/schemas/ConversationStatus of the AsyncAPI document.
 //
 // Status of a conversation: 1 Open, 2 Pending, 3 InProgress, 4 Resolved, 5 Cancelled, 6 Spam,
@@ -207,8 +231,8 @@ type MessagePayload struct {
 	ID int64 `json:"id"`
 	// UUID of the message.
 	UUID string `json:"uuid"`
-	// Identifier assigned by the provider; an empty string while the provider has not confirmed the message.
-	ExternalID string `json:"external_id"`
+	// Identifier assigned by the provider; null while the provider has not confirmed the message (the API document: "present only once the provider confirmed the message"; an absent value is null in both documents, never an empty string).
+	ExternalID *string `json:"external_id"`
 	// Message text, or the caption of a media message (may be empty).
 	Text            string        `json:"text"`
 	MessageTypeID   MessageType   `json:"message_type_id"`
@@ -287,8 +311,8 @@ type ConversationUser struct {
 type ConversationContact struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
-	// Contact e-mail; an empty string when unknown.
-	Email string `json:"email"`
+	// Contact e-mail; null when unknown (as in `GET /api/contact-channels`).
+	Email *string `json:"email"`
 }
 
 // ConversationPayload is the schema components/schemas/ConversationPayload of the AsyncAPI document.
@@ -302,14 +326,15 @@ type ConversationPayload struct {
 	Name string `json:"name"`
 	// Number or key of the contact or group.
 	Key string `json:"key"`
-	// Phone number of the contact (digits); may be empty for groups and channels without phone numbers.
-	Phone            string             `json:"phone"`
+	// Phone number of the contact (digits); null for groups and channels without phone numbers, as in `GET /api/contact-channels` (an absent value is null in both documents, never an empty string).
+	Phone            *string            `json:"phone"`
 	IsGroup          bool               `json:"is_group"`
 	StatusID         ConversationStatus `json:"status_id"`
 	CompanyChannelID int64              `json:"company_channel_id"`
 	ChannelTypeID    ChannelType        `json:"channel_type_id"`
-	// Display name of channel_type_id.
-	ChannelType string `json:"channel_type"`
+	// Name of the channel type (the API document's meaning), the display name of `channel_type_id`: `Embedded chat` (1), `Unofficial chat app` (2), `Official chat app` (3), `Photo social network` (4), `Social messenger` (5), `Bot messenger` (6). The same value as `channel_type` in `GET /api/contact-channels` and `GET /api/company-channels`. For the platform code use `platform`.
+	ChannelType string          `json:"channel_type"`
+	Platform    ChannelPlatform `json:"platform"`
 	// Sector of the conversation; null when it has none.
 	Sector *ConversationSector `json:"sector"`
 	// Attendant the conversation is assigned to; null when unassigned.
@@ -318,7 +343,7 @@ type ConversationPayload struct {
 	Contact      ConversationContact `json:"contact"`
 	// Messages of the contact not yet read by an attendant.
 	UnreadCount int64 `json:"unread_count"`
-	// Time of the latest message, ISO 8601 with offset.
+	// Time of the latest message, ISO 8601 with offset; the creation time until the conversation's first message is recorded (never null, as in `GET /api/contact-channels`).
 	LastMessageAt string `json:"last_message_at"`
 	// Creation time, ISO 8601 with offset.
 	CreatedAt string `json:"created_at"`

@@ -37,8 +37,19 @@ var typeNames = map[TypeID]string{
 	PhotoSocialNetwork: "photo_social_network", SocialMessenger: "social_messenger", BotMessenger: "bot_messenger",
 }
 
-// Name is the channel type's name as the API spells it (platform values).
+// displayNames are the names of the channel types: the API document's
+// channel_type ("name of the channel type") in REST and events alike.
+var displayNames = map[TypeID]string{
+	EmbeddedChat: "Embedded chat", UnofficialChatapp: "Unofficial chat app", OfficialChatapp: "Official chat app",
+	PhotoSocialNetwork: "Photo social network", SocialMessenger: "Social messenger", BotMessenger: "Bot messenger",
+}
+
+// Name is the channel type's platform code as the API spells it (the
+// values of platform and channelable_type).
 func (t TypeID) Name() string { return typeNames[t] }
+
+// DisplayName is the channel type's name, the API's channel_type.
+func (t TypeID) DisplayName() string { return displayNames[t] }
 
 // Valid reports whether t is one of the six channel types.
 func (t TypeID) Valid() bool { _, ok := typeNames[t]; return ok }

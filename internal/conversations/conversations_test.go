@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -180,11 +181,12 @@ func TestEnsure(t *testing.T) {
 			t.Fatalf("created carries change_context: %s", evs[0].JSON)
 		}
 		p := decode[events.ConversationPayload](t, evs[0])
-		want := events.ConversationPayload{ID: ref.ID, Name: "Ana Souza", Key: "5511977776666", Phone: "5511977776666",
-			StatusID: 1, CompanyChannelID: b.official, ChannelTypeID: 3, ChannelType: "Official chat app", OriginID: 1,
-			Contact:   events.ConversationContact{ID: ref.ContactID, Name: "Ana Souza", Email: ""},
+		phone := "5511977776666"
+		want := events.ConversationPayload{ID: ref.ID, Name: "Ana Souza", Key: "5511977776666", Phone: &phone,
+			StatusID: 1, CompanyChannelID: b.official, ChannelTypeID: 3, ChannelType: "Official chat app", Platform: "ofc_chatapp",
+			OriginID: 1, Contact: events.ConversationContact{ID: ref.ContactID, Name: "Ana Souza", Email: nil},
 			CreatedAt: "2026-11-22T12:00:00+00:00", LastMessageAt: "2026-11-22T12:00:00+00:00", Version: 1}
-		if fmt.Sprintf("%+v", p) != fmt.Sprintf("%+v", want) {
+		if !reflect.DeepEqual(p, want) {
 			t.Fatalf("payload\n got %+v\nwant %+v", p, want)
 		}
 
@@ -213,7 +215,7 @@ func TestEnsure(t *testing.T) {
 			t.Fatalf("%d events, want 2", len(evs))
 		}
 		gp := decode[events.ConversationPayload](t, evs[1])
-		if gp.Phone != "" || !gp.IsGroup || gp.ChannelType != "Unofficial chat app" || gp.Contact.Name != "Family" {
+		if gp.Phone != nil || !gp.IsGroup || gp.ChannelType != "Unofficial chat app" || gp.Platform != "chatapp" || gp.Contact.Name != "Family" {
 			t.Fatalf("group payload %+v", gp)
 		}
 

@@ -289,15 +289,6 @@ func (s *Service) WindowFor(ctx context.Context, companyChannelID int64, contact
 	return WindowAt(store.UTC(row.LastInboundAt), now), nil
 }
 
-// channelTypeNames are the display names of the channel types carried by
-// the webhook payloads' channel_type (the API's listing uses the platform
-// names of channels.TypeID.Name instead).
-var channelTypeNames = map[channels.TypeID]string{
-	channels.EmbeddedChat: "Embedded chat", channels.UnofficialChatapp: "Unofficial chat app",
-	channels.OfficialChatapp: "Official chat app", channels.PhotoSocialNetwork: "Photo social network",
-	channels.SocialMessenger: "Social messenger", channels.BotMessenger: "Bot messenger",
-}
-
 // CreatedPayload is the data of omnichat.conversation.created for c.
 //
 // The three event builders are the ones Ensure and UpdateContactChannel
@@ -331,28 +322,24 @@ func (s *Service) ClosedPayload(c Conversation, previous StatusID) events.Conver
 }
 
 // payload is the document's conversation payload of c: every field, times
-// ISO 8601 with offset. A conversation is created by its first message, so
-// until RecordMessage ran last_message_at is the creation time. The phone
-// is the contact's (groups have none).
+// ISO 8601 with offset, in the representation GET /api/contact-channels
+// uses for the same fields (one vocabulary for REST and events):
+// channel_type is the channel type's name (TypeID.DisplayName), platform
+// its code; phone and contact.email are null when absent, never "";
+// last_message_at is LastMessageAtOrCreated. The phone is the
+// conversation's (the contact's; groups have none).
 func (s *Service) payload(c Conversation) events.ConversationPayload {
 	p := events.ConversationPayload{
-		ID: c.ID, Name: c.Name, Key: c.Key, IsGroup: c.IsGroup, StatusID: events.ConversationStatus(c.StatusID),
+		ID: c.ID, Name: c.Name, Key: c.Key, Phone: c.Phone, IsGroup: c.IsGroup, StatusID: events.ConversationStatus(c.StatusID),
 		CompanyChannelID: c.CompanyChannelID, ChannelTypeID: events.ChannelType(c.ChannelTypeID),
-		ChannelType: channelTypeNames[c.ChannelTypeID], OriginID: events.ConversationOrigin(c.OriginID),
-		UnreadCount: int64(c.UnreadCount), CreatedAt: s.times.Offset(c.CreatedAt), LastMessageAt: s.times.Offset(c.CreatedAt),
+		ChannelType: c.ChannelTypeID.DisplayName(), Platform: events.ChannelPlatform(c.ChannelTypeID.Name()),
+		OriginID: events.ConversationOrigin(c.OriginID), UnreadCount: int64(c.UnreadCount),
+		CreatedAt: s.times.Offset(c.CreatedAt), LastMessageAt: s.times.Offset(c.LastMessageAtOrCreated()),
 		Version: c.Version,
 	}
 	if ct := c.Contact; ct != nil {
-		p.Contact = events.ConversationContact{ID: ct.ID, Name: ct.Name}
-		if ct.Phone != nil {
-			p.Phone = *ct.Phone
-		}
-		if ct.Email != nil {
-			p.Contact.Email = *ct.Email
-		}
-	}
-	if c.LastMessageAt != nil {
-		p.LastMessageAt = s.times.Offset(*c.LastMessageAt)
+		p.Contact = events.ConversationContact{ID: ct.ID, Name: ct.Name, Email: ct.Email}
+		p.Phone = ct.Phone // Ensure's fresh snapshot carries the phone on its contact only
 	}
 	if c.Sector != nil {
 		p.Sector = &events.ConversationSector{ID: c.Sector.ID, Name: c.Sector.Name}

@@ -170,6 +170,18 @@ type Conversation struct {
 	WindowRemainingMinutes int
 }
 
+// LastMessageAtOrCreated is the conversation's last_message_at as both API
+// documents carry it: the time of the latest message, or the creation time
+// until the first message is recorded (a conversation is created by its
+// first message, so the two differ only inside that transaction). It is
+// never absent, so REST and events need no null for it.
+func (c Conversation) LastMessageAtOrCreated() time.Time {
+	if c.LastMessageAt != nil {
+		return *c.LastMessageAt
+	}
+	return c.CreatedAt
+}
+
 // WindowAt computes the official session window from the contact's latest
 // inbound message.
 func WindowAt(lastInbound *time.Time, now time.Time) Window {

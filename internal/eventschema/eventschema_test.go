@@ -266,7 +266,7 @@ func TestBrokenPayloadsFail(t *testing.T) {
 		{"wrong type in nested object", events.OmnichatMessageSent,
 			func(p map[string]any) { data(p)["conversation"].(map[string]any)["is_group"] = "no" }, "/data/conversation/is_group", "want boolean"},
 		{"null where not nullable", events.OmnichatMessageSent,
-			func(p map[string]any) { data(p)["external_id"] = nil }, "/data/external_id", "got null, want string"},
+			func(p map[string]any) { data(p)["text"] = nil }, "/data/text", "got null, want string"},
 		{"wrong event const", events.OmnichatMessageReceived,
 			func(p map[string]any) { p["event"] = events.OmnichatMessageSent }, "/event", "value must be 'omnichat.message.received'"},
 		{"received from an attendant", events.OmnichatMessageReceived,

@@ -25,7 +25,7 @@ func (s *Server) ListCompanyChannels(ctx context.Context, req api.ListCompanyCha
 
 func (s *Server) toAPIChannel(ch channels.Channel) api.CompanyChannel {
 	out := api.CompanyChannel{Id: int(ch.ID), Key: ch.Key, Name: ch.Name, ChannelTypeId: api.ChannelTypeId(ch.TypeID),
-		ChannelType: api.ChannelTypeName(ch.TypeID.Name()), CreatedAt: s.Times.Management(ch.CreatedAt), UpdatedAt: s.Times.Management(ch.UpdatedAt)}
+		ChannelType: ch.TypeID.DisplayName(), Platform: api.Platform(ch.TypeID.Name()), CreatedAt: s.Times.Management(ch.CreatedAt), UpdatedAt: s.Times.Management(ch.UpdatedAt)}
 	if a := ch.ProviderAccount; a != nil {
 		out.ProviderAccount = &api.ProviderAccount{Id: int(a.ID), BusinessAccountId: a.BusinessAccountID, PhoneNumberId: a.PhoneNumberID}
 	}

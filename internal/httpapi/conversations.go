@@ -257,12 +257,13 @@ type contactChannelJSON struct {
 	CompanyChannelID     int64            `json:"company_channel_id"`
 	ChannelTypeID        int              `json:"channel_type_id"`
 	ChannelType          string           `json:"channel_type"`
+	Platform             string           `json:"platform"`
 	OriginID             int              `json:"origin_id"`
 	UnreadCount          int              `json:"unread_count"`
 	Muted                bool             `json:"muted"`
 	Pinned               bool             `json:"pinned"`
 	Opened               bool             `json:"opened"`
-	LastMessageAt        *string          `json:"last_message_at"`
+	LastMessageAt        string           `json:"last_message_at"`
 	CreatedAt            string           `json:"created_at"`
 	UpdatedAt            string           `json:"updated_at"`
 	Version              int64            `json:"version"`
@@ -309,9 +310,9 @@ func relation(v any) *json.RawMessage {
 
 func (s *Server) toAPIContactChannel(c conversations.Conversation, with conversations.Relations) contactChannelJSON {
 	out := contactChannelJSON{ID: c.ID, Name: c.Name, Key: c.Key, Phone: c.Phone, IsGroup: c.IsGroup, StatusID: int(c.StatusID),
-		CompanyChannelID: c.CompanyChannelID, ChannelTypeID: int(c.ChannelTypeID), ChannelType: c.ChannelTypeID.Name(),
-		OriginID: int(c.OriginID), UnreadCount: c.UnreadCount, Muted: c.Muted, Pinned: c.Pinned, Opened: c.Opened,
-		LastMessageAt: s.Times.OffsetPtr(c.LastMessageAt), CreatedAt: s.Times.Offset(c.CreatedAt), UpdatedAt: s.Times.Offset(c.UpdatedAt),
+		CompanyChannelID: c.CompanyChannelID, ChannelTypeID: int(c.ChannelTypeID), ChannelType: c.ChannelTypeID.DisplayName(),
+		Platform: c.ChannelTypeID.Name(), OriginID: int(c.OriginID), UnreadCount: c.UnreadCount, Muted: c.Muted, Pinned: c.Pinned,
+		Opened: c.Opened, LastMessageAt: s.Times.Offset(c.LastMessageAtOrCreated()), CreatedAt: s.Times.Offset(c.CreatedAt), UpdatedAt: s.Times.Offset(c.UpdatedAt),
 		Version: c.Version}
 	if with.Contact {
 		var v *api.ContactSummary

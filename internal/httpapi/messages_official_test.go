@@ -160,7 +160,7 @@ func TestOfficialSendSync(t *testing.T) {
 		}
 		pending := e.sink.first("sent (pending)", messageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
 		sent := e.sink.first("sent (Enviada)", messageEvent(events.OmnichatMessageSent, sync.Data.ExternalID, messaging.StatusSent))
-		if pending.Data["id"] != sent.Data["id"] || pending.Data["external_id"] != "" || sent.Data["message_source_id"] != float64(4) ||
+		if pending.Data["id"] != sent.Data["id"] || pending.Data["external_id"] != nil || sent.Data["message_source_id"] != float64(4) ||
 			sent.Data["company_channel_key"] != ofcSenderKey || sent.Data["contact_channel_key"] != ofcContactKey || sent.Data["user_id"] != nil {
 			t.Fatalf("events: pending %+v sent %+v", pending.Data, sent.Data)
 		}

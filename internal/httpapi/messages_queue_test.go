@@ -33,7 +33,7 @@ func TestOfficialSendQueued(t *testing.T) {
 		pending := e.sink.first("pending", messageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
 		// The first attempt meets the outage; River retries (1 s later).
 		sent := e.sink.first("sent after retry", messageEvent(events.OmnichatMessageSent, "", messaging.StatusSent))
-		if sent.Data["id"] != pending.Data["id"] || sent.Data["external_id"] == "" {
+		if sent.Data["id"] != pending.Data["id"] || sent.Data["external_id"] == nil || pending.Data["external_id"] != nil {
 			t.Fatalf("pending %+v, sent %+v", pending.Data, sent.Data)
 		}
 		list := e.sent()

@@ -103,10 +103,12 @@ func TestCompanyScope(t *testing.T) {
 				Key           string `json:"key"`
 				ChannelTypeID int    `json:"channel_type_id"`
 				ChannelType   string `json:"channel_type"`
+				Platform      string `json:"platform"`
 			} `json:"data"`
 		}
 		h.Do(apitest.Request{Method: "GET", Path: "/api/company-channels", Token: a.Token}).JSON(t, &page)
-		if page.Total != 1 || page.Data[0].Key != "5511999990001" || page.Data[0].ChannelTypeID != 3 || page.Data[0].ChannelType != "ofc_chatapp" {
+		if page.Total != 1 || page.Data[0].Key != "5511999990001" || page.Data[0].ChannelTypeID != 3 || page.Data[0].ChannelType != "Official chat app" ||
+			page.Data[0].Platform != "ofc_chatapp" {
 			t.Fatalf("company A sees %+v", page)
 		}
 		h.Do(apitest.Request{Method: "GET", Path: "/api/company-channels", Token: b.Token}).JSON(t, &page)

@@ -22,25 +22,21 @@ func (s *Server) ListProviderTemplatesForChannel(ctx context.Context, req api.Li
 	return api.ListProviderTemplatesForChannel200JSONResponse{Official: isOfficial, Templates: convert(list, toAPITemplate)}, nil
 }
 
-// componentTypes and headerFormats are the values the document lists;
-// anything else the provider may add is left out of the answer.
-var (
-	componentTypes = map[string]bool{"HEADER": true, "BODY": true, "FOOTER": true, "BUTTONS": true}
-	headerFormats  = map[string]bool{"TEXT": true, "IMAGE": true, "VIDEO": true, "DOCUMENT": true}
-)
-
+// toAPITemplate passes the provider's component types and header formats on
+// as it gives them (upper case): the document lists them as open sets the
+// provider decides, so a value it adds later reaches clients instead of
+// being dropped. A component without a type is the only one left out.
 func toAPITemplate(t templates.Template) api.Template {
 	out := api.Template{Id: int(t.ID), Name: t.Name, Language: t.Language, HasButtons: t.HasButtons, Category: t.Category,
-		Status: api.TemplateStatus(t.Status), Value: api.TemplateValue{Name: t.Name, Language: t.Language, Components: []api.TemplateComponent{}}}
+		Status: t.Status, Value: api.TemplateValue{Name: t.Name, Language: t.Language, Components: []api.TemplateComponent{}}}
 	for _, c := range t.Components {
-		typ := strings.ToUpper(c.Type)
-		if !componentTypes[typ] {
+		typ := strings.ToUpper(strings.TrimSpace(c.Type))
+		if typ == "" {
 			continue
 		}
-		comp := api.TemplateComponent{Type: api.TemplateComponentType(typ)}
-		if f := strings.ToUpper(c.Format); headerFormats[f] {
-			format := api.TemplateComponentFormat(f)
-			comp.Format = &format
+		comp := api.TemplateComponent{Type: typ}
+		if f := strings.ToUpper(strings.TrimSpace(c.Format)); f != "" {
+			comp.Format = &f
 		}
 		if c.Text != "" {
 			text := c.Text

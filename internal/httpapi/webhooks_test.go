@@ -104,15 +104,16 @@ func TestWebhookLifecycle(t *testing.T) {
 			t.Errorf("timestamps %q %q", c.CreatedAt, c.UpdatedAt)
 		}
 
-		// Omitted events = all subscribable ones; nothing valid left = all too.
+		// Omitted or empty events = all subscribable ones (names given of
+		// which none is known answer 422: TestWebhookValidation).
 		all := createWebhook(t, h, ten.Token, map[string]any{"name": "All", "url": "http://127.0.0.1:9/all"}).Data
-		onlyBogus := createWebhook(t, h, ten.Token, map[string]any{"name": "Bogus", "url": "http://127.0.0.1:9/b", "events": []string{"nope"}, "company_channel_ids": nil, "enabled": false}).Data
-		for _, w := range []webhookJSON{all, onlyBogus} {
+		empty := createWebhook(t, h, ten.Token, map[string]any{"name": "Empty", "url": "http://127.0.0.1:9/b", "events": []string{}, "company_channel_ids": nil, "enabled": false}).Data
+		for _, w := range []webhookJSON{all, empty} {
 			if !slices.Equal(w.Events, subscribable()) || w.CompanyChannelIDs != nil {
 				t.Errorf("%s: events %v channels %v, want every subscribable event and null", w.Name, w.Events, w.CompanyChannelIDs)
 			}
 		}
-		if onlyBogus.Enabled {
+		if empty.Enabled {
 			t.Error("enabled=false ignored")
 		}
 
@@ -174,7 +175,7 @@ func TestWebhookLifecycle(t *testing.T) {
 		if m := resp.Map(t); resp.Status != http.StatusOK || m["queued"] != float64(1) || m["success"] != true || m["message"] == "" {
 			t.Errorf("test: %d %s", resp.Status, resp.Body)
 		}
-		resp = h.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/test", onlyBogus.ID), Token: ten.Token})
+		resp = h.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/test", empty.ID), Token: ten.Token})
 		if m := resp.Map(t); resp.Status != 509 || m["message"] != "Webhook is disabled." || m["success"] != false {
 			t.Errorf("test on disabled: %d %s", resp.Status, resp.Body)
 		}
@@ -374,6 +375,9 @@ func TestWebhookValidation(t *testing.T) {
 			{"update name empty", "PUT", map[string]any{"name": ""}, "name", ""},
 			{"update url bad", "PUT", map[string]any{"url": "mailto:x@example.com"}, "url", "Url must be a valid http or https URL"},
 			{"update url host missing", "PUT", map[string]any{"url": "https://:443/x"}, "url", "Url must be a valid http or https URL"},
+			{"events all unknown", "POST", map[string]any{"name": "n", "url": "https://example.com", "events": []string{"nope", "omnichat.message.recieved"}}, "events", "Events must name at least one subscribable event"},
+			{"events only ping", "POST", map[string]any{"name": "n", "url": "https://example.com", "events": []string{"ping"}}, "events", "Events must name at least one subscribable event"},
+			{"update events all unknown", "PUT", map[string]any{"events": []string{"nope"}}, "events", "Events must name at least one subscribable event"},
 		}
 		for _, tc := range cases {
 			path := "/api/channel-webhooks"

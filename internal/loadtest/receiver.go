@@ -91,7 +91,7 @@ func (r *Receiver) Register(name, secret string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		st.deliveries[d.ID]++
-		r.sent[p.Text] = append(r.sent[p.Text], SentEvent{MessageID: p.ID, ExternalID: p.ExternalID, StatusID: int(p.StatusID)})
+		r.sent[p.Text] = append(r.sent[p.Text], SentEvent{MessageID: p.ID, ExternalID: deref(p.ExternalID), StatusID: int(p.StatusID)})
 		return nil
 	})
 	r.mu.Lock()
@@ -231,4 +231,13 @@ func (c *countingSeen) Claim(ctx context.Context, id string) (subscriber.Claim, 
 		c.r.mu.Unlock()
 	}
 	return claim, err
+}
+
+// deref is *s, "" for nil (external_id is null until the provider confirmed
+// the message).
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -15,7 +15,7 @@ import (
 func (s *Service) Payload(ch channels.Channel, m Message) events.MessagePayload {
 	f := s.deps.Times
 	return events.MessagePayload{
-		ID: m.ID, UUID: m.UUID, ExternalID: m.ExternalID, Text: m.Text,
+		ID: m.ID, UUID: m.UUID, ExternalID: externalID(m), Text: m.Text,
 		MessageTypeID: events.MessageType(m.TypeID), MessageSourceID: events.MessageSource(m.SourceID),
 		StatusID: events.MessageStatus(m.StatusID), Edited: m.Edited, IsForwarded: m.IsForwarded,
 		RevokedAt: f.OffsetPtr(m.RevokedAt), CompanyChannelID: m.CompanyChannelID, CompanyChannelKey: ch.Key,
@@ -25,6 +25,17 @@ func (s *Service) Payload(ch channels.Channel, m Message) events.MessagePayload 
 		Sender:       sender(m),
 		Version:      m.Version,
 	}
+}
+
+// externalID is the payload's external_id: null until the far side
+// confirmed the message, as the API document's "present only once the
+// provider confirmed" (an absent value is null in both documents, never "").
+func externalID(m Message) *string {
+	if m.ExternalID == "" {
+		return nil
+	}
+	id := m.ExternalID
+	return &id
 }
 
 // sender is the payload's `sender` extension: the member who wrote a group

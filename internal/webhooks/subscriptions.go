@@ -32,7 +32,12 @@ const (
 	msgURLInvalid   = "Url must be a valid http or https URL"
 	// msgChannelUnknown takes the id that is not a channel of the company.
 	msgChannelUnknown = "Company channel %d does not exist"
-	maxNameLength     = 150
+	// msgEventsUnknown: names were given and none is subscribable. The
+	// document's "omitted = all" holds for an omitted (or empty) list only;
+	// subscribing to everything because every given name was mistyped
+	// would surprise the client (issue 16).
+	msgEventsUnknown = "Events must name at least one subscribable event"
+	maxNameLength    = 150
 )
 
 // Subscription is a webhook subscription as clients see it (never the
@@ -60,7 +65,8 @@ type Subscription struct {
 type CreateInput struct {
 	Name string
 	URL  string
-	// Events nil = all; unknown names are discarded, and nothing left = all.
+	// Events nil or empty = all; unknown names are discarded; names of
+	// which none is subscribable are Invalid.
 	Events []string
 	// CompanyChannelIDs nil or empty = all channels.
 	CompanyChannelIDs []int64
@@ -178,8 +184,9 @@ func normalizeEvents(names []string) []string {
 	return out
 }
 
-// encodeEvents returns the stored form of a requested events list: nil (or
-// nothing valid left) means all.
+// encodeEvents returns the stored form of a requested events list: nil or
+// empty means all (a list naming only unknown events was refused by
+// validateEvents before).
 func encodeEvents(names []string) (stored string, all bool) {
 	kept := normalizeEvents(names)
 	if len(kept) == 0 {
@@ -243,6 +250,15 @@ func validateName(name string, fields map[string][]string) {
 	}
 }
 
+// validateEvents refuses a list that names events of which none is
+// subscribable; unknown names next to a known one are discarded, as the
+// document says.
+func validateEvents(names []string, fields map[string][]string) {
+	if len(names) > 0 && len(normalizeEvents(names)) == 0 {
+		fields["events"] = append(fields["events"], msgEventsUnknown)
+	}
+}
+
 func validateURL(raw string, fields map[string][]string) {
 	if err := netguard.ValidateURL(raw); err != nil {
 		fields["url"] = append(fields["url"], msgURLInvalid)
@@ -275,7 +291,7 @@ func invalid(fields map[string][]string) error {
 	}
 	// The message is the first error, in the document's field order.
 	msg := ""
-	for _, k := range []string{"name", "url", "company_channel_ids"} {
+	for _, k := range []string{"name", "url", "events", "company_channel_ids"} {
 		if len(fields[k]) > 0 {
 			msg = fields[k][0]
 			break
@@ -294,6 +310,7 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 	fields := map[string][]string{}
 	validateName(in.Name, fields)
 	validateURL(in.URL, fields)
+	validateEvents(in.Events, fields)
 	if err := s.validateChannels(ctx, p.CompanyID, in.CompanyChannelIDs, fields); err != nil {
 		return Subscription{}, "", err
 	}
@@ -405,6 +422,9 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 	}
 	if in.URL != nil {
 		validateURL(*in.URL, fields)
+	}
+	if in.Events != nil {
+		validateEvents(*in.Events, fields)
 	}
 	if in.CompanyChannelIDs != nil {
 		if err := s.validateChannels(ctx, p.CompanyID, *in.CompanyChannelIDs, fields); err != nil {
