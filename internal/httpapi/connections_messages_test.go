@@ -188,7 +188,7 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 		// Each refusal is published once, as the message "marked failed for
 		// lack of authorization": status 6, its first version.
 		for _, d := range sink.wait("refused group sends", 3, messageEvent(events.OmnichatMessageSent, "", messaging.StatusUnauthorized)) {
-			if d.Data["version"] != float64(1) || d.Data["external_id"] != "" || d.Data["text"] != "not allowed" {
+			if d.Data["version"] != float64(1) || d.Data["external_id"] != nil || d.Data["text"] != "not allowed" {
 				t.Errorf("refused group send event %s", d.Body)
 			}
 		}

@@ -173,10 +173,20 @@ func TestRESTAndEventsSpeakOneVocabulary(t *testing.T) {
 			t.Fatalf("edit: %d %s", edit.Status, edit.Body)
 		}
 		rest := edit.Map(t)
-		c.ok(fmt.Sprintf("/api/chatapp-simulator/%d/receipts", conn.ID), map[string]any{"external_id": sent.Data.ExternalID, "status": "delivered"}, nil)
-		ev := sink.first("message delivered", messageEvent(events.OmnichatMessageSent, sent.Data.ExternalID, 3)).Data
+		// The edit publishes the message as the edit answer shows it, at
+		// the same version.
+		ev := sink.first("message edited", func(d delivery) bool {
+			return messageEvent(events.OmnichatMessageSent, sent.Data.ExternalID, 0)(d) && d.Data["version"] == rest["version"]
+		}).Data
 		coversAll(t, "message", sameFields(t, "message", rest, ev, nil, ""),
-			[]string{"id", "text", "edited", "external_id", "company_channel_id", "contact_channel_id", "message_type_id"})
+			[]string{"id", "text", "edited", "external_id", "company_channel_id", "contact_channel_id", "message_type_id", "version"})
+		// A later receipt's event carries the edited message at the next version.
+		c.ok(fmt.Sprintf("/api/chatapp-simulator/%d/receipts", conn.ID), map[string]any{"external_id": sent.Data.ExternalID, "status": "delivered"}, nil)
+		delivered := sink.first("message delivered", messageEvent(events.OmnichatMessageSent, sent.Data.ExternalID, 3)).Data
+		if delivered["text"] != rest["text"] || delivered["edited"] != true || delivered["version"] != rest["version"].(float64)+1 {
+			t.Errorf("delivered event: text %v edited %v version %v, want the edit's text, edited, version %v+1",
+				delivered["text"], delivered["edited"], delivered["version"], rest["version"])
+		}
 
 		// A message the chat app has not confirmed has no external id: the
 		// event says null, as the API document's "present only once the
