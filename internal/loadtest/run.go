@@ -3,7 +3,10 @@ package loadtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,22 +36,25 @@ var DefaultScenarios = []string{
 
 // Options of a load run.
 type Options struct {
-	Engine        Engine
-	AdminURL      string
-	BinDir        string
-	Self          string // this program, started again as the baseline server
-	Scenarios     []string
-	Runs          int
-	Duration      time.Duration // per scenario
-	Rate          float64       // open loop: requests per second
-	EventRate     float64       // open loop for events: events per second
-	Conns         int           // closed loop: connections
-	Companies     int           // send companies (rate limit budget)
-	Contacts      int           // open conversations per send company
-	ListContacts  int           // conversations of the listing company
-	Drain         time.Duration // how long to wait for deliveries after an events scenario
-	Replicas      int           // gateway processes on the one database, requests spread round-robin
-	GatewayEnv    []string      // added to the gateway's environment
+	Engine       Engine
+	AdminURL     string
+	BinDir       string
+	Self         string // this program, started again as the baseline server
+	Scenarios    []string
+	Runs         int
+	Duration     time.Duration // per scenario
+	Rate         float64       // open loop: requests per second
+	EventRate    float64       // open loop for events: events per second
+	Conns        int           // closed loop: connections
+	Companies    int           // send companies (rate limit budget)
+	Contacts     int           // open conversations per send company
+	ListContacts int           // conversations of the listing company
+	Drain        time.Duration // how long to wait for deliveries after an events scenario
+	Replicas     int           // gateway processes on the one database, requests spread round-robin
+	GatewayEnv   []string      // added to the gateway's environment
+	// ProfileDir, when set, gets a CPU profile of every replica over each
+	// scenario's load (through its DEBUG_LISTEN pprof listener).
+	ProfileDir    string
 	BaselineConns int32
 	Log           func(format string, args ...any)
 }
@@ -118,7 +124,8 @@ type eventTarget struct {
 // Load runs the scenarios o.Runs times against a fresh stack and returns
 // every result with the median and spread of each figure.
 func Load(ctx context.Context, o Options) (*Report, error) {
-	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Replicas: o.Replicas, Env: o.GatewayEnv})
+	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Replicas: o.Replicas, Env: o.GatewayEnv,
+		Debug: o.ProfileDir != ""})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +138,7 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Started: time.Now().UTC(), Engine: o.Engine, Companies: len(r.senders), StartRSSMB: r.startRSS,
 		IdleRSSMB: r.idleRSS, Options: map[string]any{
 			"runs": o.Runs, "duration_s": o.Duration.Seconds(), "rate": o.Rate, "event_rate": o.EventRate,
-			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "contacts": o.Contacts,
+			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "profile_dir": o.ProfileDir, "contacts": o.Contacts,
 			"list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns, "scenarios": o.Scenarios}}
 	for run := 1; run <= o.Runs; run++ {
 		base := map[string]float64{} // baseline throughput by load shape
@@ -287,9 +294,18 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 	}
 	r.recv.Reset()
 	sampler := StartSampler(pids, 100*time.Millisecond)
+	var profiled func() error
+	if r.o.ProfileDir != "" && name != ScenarioBaseline {
+		profiled = r.profile(ctx, fmt.Sprintf("run%d-%s-%s", run, name, mode), shape.Duration)
+	}
 	rec := NewRecorder()
 	begin := time.Now()
 	drove := Drive(ctx, shape, rec, call)
+	if profiled != nil {
+		if err := profiled(); err != nil {
+			return res, err
+		}
+	}
 	if target != nil {
 		res.Events = r.drain(ctx, target, accepted, begin)
 		// Left-over deliveries of a scenario that did not drain must not
@@ -310,6 +326,55 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 		res.CPUPerReq = fp.CPUSeconds * 1000 / float64(res.OK)
 	}
 	return res, nil
+}
+
+// profile starts a CPU profile of every replica lasting d (whole seconds,
+// at least one) and returns the function that waits for them and writes
+// them to ProfileDir/<label>-gateway-<n>.pprof.
+func (r *runner) profile(ctx context.Context, label string, d time.Duration) func() error {
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	errs := make([]error, len(r.stack.DebugURLs))
+	var wg sync.WaitGroup
+	for i, u := range r.stack.DebugURLs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fetchTo(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", u, secs),
+				filepath.Join(r.o.ProfileDir, fmt.Sprintf("%s-gateway-%d.pprof", label, i+1)))
+		}()
+	}
+	return func() error {
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+}
+
+// fetchTo saves the body of a GET of u to path.
+func fetchTo(ctx context.Context, u, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: status %d", u, resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (r *runner) drain(ctx context.Context, t *eventTarget, accepted []string, begin time.Time) *EventResult {
@@ -414,6 +479,7 @@ func summarise(results []Result) map[string]map[string]Spread {
 		add(r.Scenario, "p999_ms", r.Latency.P999)
 		add(r.Scenario, "peak_rss_mb", r.Footprint.PeakRSSMB)
 		add(r.Scenario, "cpu_ms_per_req", r.CPUPerReq)
+		add(r.Scenario, "machine_cpu_busy", r.Footprint.MachineBusy)
 		if e := r.Events; e != nil {
 			add(r.Scenario, "deliveries_per_s", e.DeliveriesPerSec)
 			add(r.Scenario, "e2e_p50_ms", e.EndToEnd.P50)
