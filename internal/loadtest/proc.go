@@ -17,25 +17,33 @@ import (
 const clockTicks = 100
 
 // RSS reads VmRSS of a process in bytes from /proc/PID/status.
-func RSS(pid int) (int64, error) {
+func RSS(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
+
+// AnonRSS reads RssAnon of a process in bytes: the resident memory the
+// process owns (heap, stacks, runtime metadata), without the pages mapped
+// from its binary and other files (RssFile), which are shared and clean.
+func AnonRSS(pid int) (int64, error) { return statusBytes(pid, "RssAnon") }
+
+// statusBytes reads a "Name:  123 kB" field of /proc/PID/status in bytes.
+func statusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), field+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest) // "12345 kB"
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("unexpected VmRSS line %q", sc.Text())
+			return 0, fmt.Errorf("unexpected %s line %q", field, sc.Text())
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		return kb * 1024, err
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // CPUTime reads the user + system CPU a process has used so far from
@@ -93,7 +101,11 @@ type Footprint struct {
 	IdleRSSMB  float64 `json:"idle_rss_mb"`  // before the load
 	PeakRSSMB  float64 `json:"peak_rss_mb"`  // highest sample during the load
 	AfterRSSMB float64 `json:"after_rss_mb"` // a few seconds after the load
-	CPUSeconds float64 `json:"cpu_s"`        // user + system during the load
+	// IdleAnonMB and AfterAnonMB are the RssAnon part of IdleRSSMB and
+	// AfterRSSMB: what the processes own, without the binary's pages.
+	IdleAnonMB  float64 `json:"idle_anon_rss_mb"`
+	AfterAnonMB float64 `json:"after_anon_rss_mb"`
+	CPUSeconds  float64 `json:"cpu_s"` // user + system during the load
 	// CPUByProcess is CPUSeconds of each process (each replica), in order.
 	CPUByProcess []float64 `json:"cpu_s_by_process"`
 	// MachineBusy is the share of the whole machine's CPU (all cores) that
@@ -112,6 +124,7 @@ type Sampler struct {
 	mu       sync.Mutex
 	peak     int64
 	idle     int64
+	idleAnon int64
 	cpuStart []time.Duration
 	busy0    time.Duration
 	total0   time.Duration
@@ -122,6 +135,7 @@ type Sampler struct {
 func StartSampler(pids []int, every time.Duration) *Sampler {
 	s := &Sampler{pids: pids, stop: make(chan struct{}), done: make(chan struct{})}
 	s.idle, s.err = sumRSS(pids)
+	s.idleAnon, _ = sumOver(pids, AnonRSS)
 	s.peak = s.idle
 	s.cpuStart = eachCPU(pids)
 	s.busy0, s.total0, _ = MachineCPU()
@@ -155,10 +169,11 @@ func (s *Sampler) Stop(settle time.Duration) (Footprint, error) {
 	<-s.done
 	time.Sleep(settle)
 	after, aerr := sumRSS(s.pids)
+	afterAnon, _ := sumOver(s.pids, AnonRSS)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := Footprint{IdleRSSMB: mb(s.idle), PeakRSSMB: mb(max(s.peak, after)), AfterRSSMB: mb(after),
-		Cores: runtime.NumCPU()}
+		IdleAnonMB: mb(s.idleAnon), AfterAnonMB: mb(afterAnon), Cores: runtime.NumCPU()}
 	var cerr error
 	for i := range s.pids {
 		if cpuEnd[i] < 0 || s.cpuStart[i] < 0 {

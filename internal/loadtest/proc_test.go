@@ -21,6 +21,9 @@ func TestProcFigures(t *testing.T) {
 	if err != nil || both < one {
 		t.Errorf("sum of two = %d, %v; one = %d", both, err, one)
 	}
+	if anon, err := AnonRSS(self); err != nil || anon <= 0 {
+		t.Errorf("anonymous RSS of self = %d, %v", anon, err)
+	}
 	if _, err := RSS(1 << 30); err == nil {
 		t.Error("RSS of a missing process: no error")
 	}
@@ -37,7 +40,7 @@ func TestProcFigures(t *testing.T) {
 		}
 	}
 	fp, err := s.Stop(0)
-	if err != nil || fp.IdleRSSMB <= 0 || fp.PeakRSSMB < fp.IdleRSSMB {
+	if err != nil || fp.IdleRSSMB <= 0 || fp.PeakRSSMB < fp.IdleRSSMB || fp.IdleAnonMB <= 0 || fp.AfterAnonMB <= 0 {
 		t.Errorf("footprint %+v, %v", fp, err)
 	}
 	if len(fp.CPUByProcess) != 2 || fp.CPUByProcess[0]+fp.CPUByProcess[1] != fp.CPUSeconds || fp.CPUSeconds <= 0 {

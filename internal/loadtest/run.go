@@ -86,14 +86,17 @@ type EventResult struct {
 
 // Report is the output of a load run.
 type Report struct {
-	Started    time.Time                    `json:"started"`
-	Engine     Engine                       `json:"engine"`
-	Options    map[string]any               `json:"options"`
-	Companies  int                          `json:"send_companies"`
-	StartRSSMB float64                      `json:"gateway_start_rss_mb"` // just after /readyz answered
-	IdleRSSMB  float64                      `json:"gateway_idle_rss_mb"`  // after the set-up, before any load
-	Results    []Result                     `json:"results"`
-	Summary    map[string]map[string]Spread `json:"summary"` // scenario → figure → median/min/max over runs
+	Started    time.Time      `json:"started"`
+	Engine     Engine         `json:"engine"`
+	Options    map[string]any `json:"options"`
+	Companies  int            `json:"send_companies"`
+	StartRSSMB float64        `json:"gateway_start_rss_mb"` // just after /readyz answered
+	IdleRSSMB  float64        `json:"gateway_idle_rss_mb"`  // after the set-up, before any load
+	// StartAnonMB and IdleAnonMB are their RssAnon part (see AnonRSS).
+	StartAnonMB float64                      `json:"gateway_start_anon_rss_mb"`
+	IdleAnonMB  float64                      `json:"gateway_idle_anon_rss_mb"`
+	Results     []Result                     `json:"results"`
+	Summary     map[string]map[string]Spread `json:"summary"` // scenario → figure → median/min/max over runs
 }
 
 // runner holds what the scenarios share.
@@ -113,6 +116,8 @@ type runner struct {
 	seq      atomic.Int64
 	startRSS float64
 	idleRSS  float64
+	// …and their RssAnon part
+	startAnon, idleAnon float64
 }
 
 type eventTarget struct {
@@ -136,7 +141,7 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Started: time.Now().UTC(), Engine: o.Engine, Companies: len(r.senders), StartRSSMB: r.startRSS,
-		IdleRSSMB: r.idleRSS, Options: map[string]any{
+		IdleRSSMB: r.idleRSS, StartAnonMB: r.startAnon, IdleAnonMB: r.idleAnon, Options: map[string]any{
 			"runs": o.Runs, "duration_s": o.Duration.Seconds(), "rate": o.Rate, "event_rate": o.EventRate,
 			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "profile_dir": o.ProfileDir, "contacts": o.Contacts,
 			"list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns, "scenarios": o.Scenarios}}
@@ -188,6 +193,9 @@ func (r *runner) prepare(ctx context.Context) error {
 	if rss, err := sumRSS(r.stack.PIDs()); err == nil {
 		r.startRSS = mb(rss)
 	}
+	if anon, err := sumOver(r.stack.PIDs(), AnonRSS); err == nil {
+		r.startAnon = mb(anon)
+	}
 	o.Log("setting up %d send companies with %d conversations each", o.Companies, o.Contacts)
 	var err error
 	if r.senders, err = r.setup.Companies(ctx, "load-send", 1, o.Companies, o.Contacts); err != nil {
@@ -238,6 +246,9 @@ func (r *runner) prepare(ctx context.Context) error {
 	time.Sleep(3 * time.Second) // let the set-up's background work finish before "idle"
 	rss, err := sumRSS(r.stack.PIDs())
 	r.idleRSS = mb(rss)
+	if anon, err := sumOver(r.stack.PIDs(), AnonRSS); err == nil {
+		r.idleAnon = mb(anon)
+	}
 	return err
 }
 
