@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -69,6 +70,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 		if err != nil {
 			return err
 		}
+		applyMemoryLimit(cfg, getenv)
 		a, err := app.New(ctx, cfg, app.Options{})
 		if err != nil {
 			return err
@@ -119,6 +121,21 @@ func parseConfig(name string, args []string, getenv func(string) string, command
 		return config.Config{}, err
 	}
 	return finish()
+}
+
+// applyMemoryLimit sets the runtime's soft memory limit of a serving
+// process (MEMORY_LIMIT). It is process-wide, so it is set here rather than
+// in app.New, which tests call many times in one process. An explicit
+// GOMEMLIMIT in the environment is the runtime's own setting and wins.
+func applyMemoryLimit(cfg config.Config, getenv func(string) string) {
+	if getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+	} else {
+		debug.SetMemoryLimit(math.MaxInt64) // "off": the runtime's default
+	}
 }
 
 func printJSON(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }

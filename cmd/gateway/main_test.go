@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/chatmsg/gateway/internal/config"
 )
 
 // The bootstrap output is a promise to scripts: exactly these three keys.
@@ -59,5 +63,44 @@ func TestUnknownCommandsFail(t *testing.T) {
 		if err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+// MEMORY_LIMIT becomes the runtime's soft limit of a serving process;
+// "off" restores the runtime's default, and an explicit GOMEMLIMIT (the
+// runtime's own setting, applied before main) is left alone. Not parallel:
+// the limit is process-wide.
+func TestApplyMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	const preset = 200 << 20
+	cases := []struct {
+		name       string
+		limit      string
+		gomemlimit string
+		want       int64
+	}{
+		{name: "default", limit: config.DefaultMemoryLimit, want: 96 << 20},
+		{name: "configured", limit: "1GiB", want: 1 << 30},
+		{name: "off", limit: "off", want: math.MaxInt64},
+		{name: "GOMEMLIMIT wins", limit: "1GiB", gomemlimit: "200MiB", want: preset},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetMemoryLimit(preset)
+			cfg, err := config.Parse("serve", []string{"-memory-limit", tc.limit}, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyMemoryLimit(cfg, func(k string) string {
+				if k == "GOMEMLIMIT" {
+					return tc.gomemlimit
+				}
+				return ""
+			})
+			if got := debug.SetMemoryLimit(-1); got != tc.want {
+				t.Errorf("memory limit = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -139,6 +139,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	drain := fs.Duration("drain", envDuration("LOADGEN_DRAIN", 20*time.Second), "events: how long to wait for the last deliveries ($LOADGEN_DRAIN)")
 	baselineConns := fs.Int("baseline-conns", 8, "pgx pool size of the baseline server")
 	replicas := fs.Int("replicas", envInt("LOADGEN_REPLICAS", 1), "gateway processes on the one PostgreSQL database; requests go round-robin, RSS and CPU are summed ($LOADGEN_REPLICAS)")
+	profile := fs.String("profile", env("LOADGEN_PROFILE", ""), "folder for a CPU profile of every gateway replica over each scenario's load (pprof on a DEBUG_LISTEN of its own); empty = none ($LOADGEN_PROFILE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		rep, err := loadtest.Load(ctx, loadtest.Options{Engine: engine, AdminURL: *c.adminURL, BinDir: *c.binDir, Self: self,
 			Scenarios: list, Runs: *runs, Duration: *duration, Rate: *rate, EventRate: *eventRate, Conns: *conns,
 			Companies: *companies, Contacts: *contacts, ListContacts: *listContacts, Drain: *drain,
-			BaselineConns: int32(*baselineConns), Replicas: *replicas, GatewayEnv: *c.env, Log: logf})
+			BaselineConns: int32(*baselineConns), Replicas: *replicas, GatewayEnv: *c.env, ProfileDir: *profile, Log: logf})
 		if err != nil {
 			return err
 		}

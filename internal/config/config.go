@@ -55,6 +55,11 @@ type Config struct {
 	// DebugListen, when set, serves pprof on this address (never on the
 	// public listener); empty = off.
 	DebugListen string
+	// MemoryLimit is the Go runtime's soft memory limit in bytes
+	// (debug.SetMemoryLimit); 0 = none. Near it the GC runs more often and
+	// the scavenger hands freed pages back to the OS, so a replica returns
+	// toward its idle size after a burst instead of keeping its peak.
+	MemoryLimit int64
 }
 
 // HTTPLimits are the public listener's timeouts and in-flight bounds.
@@ -93,7 +98,19 @@ const (
 	EnvMaxPerToken   = "HTTP_MAX_INFLIGHT_PER_TOKEN"
 	EnvDBMaxConns    = "DB_MAX_CONNS"
 	EnvDebugListen   = "DEBUG_LISTEN"
+	EnvMemoryLimit   = "MEMORY_LIMIT"
 )
+
+// DefaultMemoryLimit is MEMORY_LIMIT's default, 96 MiB of Go memory (heap,
+// stacks, runtime metadata; the binary's mapped code and data come on top):
+// about four times what an idle replica holds, above what the send and
+// delivery loads need, and low enough that the memory of a burst goes back
+// to the OS soon after it.
+const DefaultMemoryLimit = "96MiB"
+
+// minMemoryLimit is the lowest MEMORY_LIMIT accepted: below it the GC
+// would run nearly all the time (an idle replica holds ~20 MiB).
+const minMemoryLimit = 32 << 20
 
 // Connector drivers (CONNECTOR_DRIVER).
 const (
@@ -143,6 +160,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 		perToken:    fs.Int("http-max-inflight-per-token", intEnv(getenv(EnvMaxPerToken), 32), "requests in progress per bearer token; more answer 429 ($"+EnvMaxPerToken+")"),
 		dbMaxConns:  fs.Int("db-max-conns", intEnv(getenv(EnvDBMaxConns), 20), "PostgreSQL connections of this process ($"+EnvDBMaxConns+")"),
 		debugListen: fs.String("debug-listen", env(EnvDebugListen, ""), "address of the pprof listener; empty = off ($"+EnvDebugListen+")"),
+		memoryLimit: fs.String("memory-limit", env(EnvMemoryLimit, DefaultMemoryLimit), "soft limit of the Go runtime's memory, e.g. 96MiB or 1GiB; off = none ($"+EnvMemoryLimit+")"),
 	}
 	return func() (Config, error) {
 		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
@@ -164,6 +182,7 @@ type edgeFields struct {
 	perIP, perToken           *int
 	dbMaxConns                *int
 	debugListen               *string
+	memoryLimit               *string
 }
 
 func (f edgeFields) apply(cfg *Config) []error {
@@ -201,7 +220,42 @@ func (f edgeFields) apply(cfg *Config) []error {
 			errs = append(errs, fmt.Errorf("%s: must differ from %s: pprof is never served on the public listener", EnvDebugListen, EnvListenAddr))
 		}
 	}
+	limit, err := ParseMemoryLimit(*f.memoryLimit)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvMemoryLimit, err))
+	}
+	cfg.MemoryLimit = limit
 	return errs
+}
+
+// ParseMemoryLimit reads a MEMORY_LIMIT value: a number of bytes with an
+// optional unit (B, KiB, MiB, GiB, TiB, as GOMEMLIMIT takes them), or
+// "off" (or 0) for no limit.
+func ParseMemoryLimit(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	if v == "off" || v == "0" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+	num, shift := v, uint(0)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			num, shift = n, u.shift
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscanf(num, "%d", &n); err != nil || fmt.Sprint(n) != num || n < 0 || n > (1<<62)>>shift {
+		return 0, fmt.Errorf("%q is not a size such as 96MiB, 1GiB or off", v)
+	}
+	n <<= shift
+	if n < minMemoryLimit {
+		return 0, fmt.Errorf("%q is below %d MiB: the GC would run nearly all the time (off disables the limit)", v, minMemoryLimit>>20)
+	}
+	return n, nil
 }
 
 // durationEnv reads a duration variable; a malformed one becomes -1, which

@@ -70,6 +70,30 @@ func TestParse(t *testing.T) {
 		{name: "db max conns too many", env: map[string]string{"DB_MAX_CONNS": "5000"}, wantErr: "DB_MAX_CONNS"},
 		{name: "debug listen without port", env: map[string]string{"DEBUG_LISTEN": "localhost"}, wantErr: "DEBUG_LISTEN"},
 		{name: "debug listen on the public address", args: []string{"-listen", "127.0.0.1:8080", "-debug-listen", "127.0.0.1:8080"}, wantErr: "DEBUG_LISTEN"},
+		{name: "memory limit default", check: func(t *testing.T, c config.Config) {
+			if c.MemoryLimit != 96<<20 {
+				t.Errorf("memory limit = %d, want 96 MiB", c.MemoryLimit)
+			}
+		}},
+		{name: "memory limit from the environment", env: map[string]string{"MEMORY_LIMIT": "1GiB"}, check: func(t *testing.T, c config.Config) {
+			if c.MemoryLimit != 1<<30 {
+				t.Errorf("memory limit = %d", c.MemoryLimit)
+			}
+		}},
+		{name: "memory limit in bytes", args: []string{"-memory-limit", "67108864"}, check: func(t *testing.T, c config.Config) {
+			if c.MemoryLimit != 64<<20 {
+				t.Errorf("memory limit = %d", c.MemoryLimit)
+			}
+		}},
+		{name: "memory limit off", env: map[string]string{"MEMORY_LIMIT": "off"}, check: func(t *testing.T, c config.Config) {
+			if c.MemoryLimit != 0 {
+				t.Errorf("memory limit = %d, want none", c.MemoryLimit)
+			}
+		}},
+		{name: "memory limit unknown unit", env: map[string]string{"MEMORY_LIMIT": "96MB"}, wantErr: "MEMORY_LIMIT"},
+		{name: "memory limit negative", env: map[string]string{"MEMORY_LIMIT": "-5MiB"}, wantErr: "MEMORY_LIMIT"},
+		{name: "memory limit too low", env: map[string]string{"MEMORY_LIMIT": "8MiB"}, wantErr: "MEMORY_LIMIT"},
+		{name: "memory limit overflows", env: map[string]string{"MEMORY_LIMIT": "99999999TiB"}, wantErr: "MEMORY_LIMIT"},
 		{name: "edge and base errors together", env: map[string]string{"TIME_ZONE": "x", "DB_MAX_CONNS": "0"}, wantErr: "TIME_ZONE"},
 		{name: "all errors at once", env: map[string]string{"TIME_ZONE": "x", "LOG_LEVEL": "y"}, wantErr: "LOG_LEVEL"},
 	}

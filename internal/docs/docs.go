@@ -14,10 +14,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	gendocs "github.com/chatmsg/gateway/gen/docs"
@@ -46,16 +48,41 @@ func csp(eval bool) string {
 		"base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
 }
 
-// asset is one file served under /docs/assets/.
+// asset is one file served under /docs/assets/. Its bytes stay in the binary's embedded data and
+// are streamed from there on each request: copying the bundles (4 MB) to the heap at start, and
+// hashing them, cost every replica that much resident memory for a page few ever open. The ETag is
+// computed on the first request for the asset.
 type asset struct {
-	body        []byte
+	fsys        fs.FS
+	path        string
 	contentType string
+	etagOnce    sync.Once
 	etag        string
+	etagErr     error
+}
+
+// tag is the asset's ETag (a prefix of its SHA-256), computed once.
+func (a *asset) tag() (string, error) {
+	a.etagOnce.Do(func() {
+		f, err := a.fsys.Open(a.path)
+		if err != nil {
+			a.etagErr = err
+			return
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			a.etagErr = err
+			return
+		}
+		a.etag = `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
+	})
+	return a.etag, a.etagErr
 }
 
 // Site serves the docs pages and assets. Routes registers it on a router.
 type Site struct {
-	assets    map[string]asset
+	assets    map[string]*asset
 	reference []byte
 	events    []byte
 }
@@ -63,7 +90,7 @@ type Site struct {
 // New loads the embedded pages and bundles. It fails only when the build embedded a broken set of
 // files (a gen/docs that bundle.sh did not write).
 func New() (*Site, error) {
-	s := &Site{assets: map[string]asset{}}
+	s := &Site{assets: map[string]*asset{}}
 	var err error
 	if s.reference, err = render("reference.html", frame{Title: "API reference", Current: "/docs",
 		Scripts: []string{"/docs/assets/redoc.standalone.js", "/docs/assets/reference.js"}}); err != nil {
@@ -77,12 +104,11 @@ func New() (*Site, error) {
 	}
 	add := func(fsys fs.FS, dir string, names ...string) error {
 		for _, name := range names {
-			b, err := fs.ReadFile(fsys, path.Join(dir, name))
-			if err != nil {
+			p := path.Join(dir, name)
+			if _, err := fs.Stat(fsys, p); err != nil {
 				return fmt.Errorf("docs: asset %s: %w", name, err)
 			}
-			sum := sha256.Sum256(b)
-			s.assets[name] = asset{body: b, contentType: contentType(name), etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+			s.assets[name] = &asset{fsys: fsys, path: p, contentType: contentType(name)}
 		}
 		return nil
 	}
@@ -171,13 +197,30 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 			next.ServeHTTP(w, r)
 			return
 		}
+		etag, err := a.tag()
+		if err != nil {
+			// Only a broken build gets here (New checked the file exists).
+			http.Error(w, "docs asset unavailable", http.StatusInternalServerError)
+			return
+		}
+		f, err := a.fsys.Open(a.path)
+		if err != nil {
+			http.Error(w, "docs asset unavailable", http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		body, ok := f.(io.ReadSeeker) // embed.FS files are; http.ServeContent needs Seek for ranges
+		if !ok {
+			http.Error(w, "docs asset unavailable", http.StatusInternalServerError)
+			return
+		}
 		h := w.Header()
 		h.Set("Content-Type", a.contentType)
-		h.Set("ETag", a.etag)
+		h.Set("ETag", etag)
 		// The bundles change only with a new build; revalidating by ETag costs one 304.
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Content-Type-Options", "nosniff")
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+		http.ServeContent(w, r, "", time.Time{}, body)
 	default:
 		next.ServeHTTP(w, r)
 	}

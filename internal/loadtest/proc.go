@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,25 +17,33 @@ import (
 const clockTicks = 100
 
 // RSS reads VmRSS of a process in bytes from /proc/PID/status.
-func RSS(pid int) (int64, error) {
+func RSS(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
+
+// AnonRSS reads RssAnon of a process in bytes: the resident memory the
+// process owns (heap, stacks, runtime metadata), without the pages mapped
+// from its binary and other files (RssFile), which are shared and clean.
+func AnonRSS(pid int) (int64, error) { return statusBytes(pid, "RssAnon") }
+
+// statusBytes reads a "Name:  123 kB" field of /proc/PID/status in bytes.
+func statusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), field+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest) // "12345 kB"
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("unexpected VmRSS line %q", sc.Text())
+			return 0, fmt.Errorf("unexpected %s line %q", field, sc.Text())
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		return kb * 1024, err
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // CPUTime reads the user + system CPU a process has used so far from
@@ -63,12 +72,47 @@ func CPUTime(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
 }
 
+// MachineCPU reads the CPU time of the whole machine from /proc/stat, all
+// cores together: busy (user, nice, system, irq, softirq, steal) and total
+// (busy plus idle and iowait).
+func MachineCPU() (busy, total time.Duration, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("unexpected first line of /proc/stat %q", line)
+	}
+	var v [8]int64 // user nice system idle iowait irq softirq steal
+	for i := range v {
+		if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("malformed /proc/stat: %w", err)
+		}
+	}
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
+	busy = tick(v[0] + v[1] + v[2] + v[5] + v[6] + v[7])
+	return busy, busy + tick(v[3]+v[4]), nil
+}
+
 // Footprint is a process's memory and CPU over one scenario.
 type Footprint struct {
 	IdleRSSMB  float64 `json:"idle_rss_mb"`  // before the load
 	PeakRSSMB  float64 `json:"peak_rss_mb"`  // highest sample during the load
 	AfterRSSMB float64 `json:"after_rss_mb"` // a few seconds after the load
-	CPUSeconds float64 `json:"cpu_s"`        // user + system during the load
+	// IdleAnonMB and AfterAnonMB are the RssAnon part of IdleRSSMB and
+	// AfterRSSMB: what the processes own, without the binary's pages.
+	IdleAnonMB  float64 `json:"idle_anon_rss_mb"`
+	AfterAnonMB float64 `json:"after_anon_rss_mb"`
+	CPUSeconds  float64 `json:"cpu_s"` // user + system during the load
+	// CPUByProcess is CPUSeconds of each process (each replica), in order.
+	CPUByProcess []float64 `json:"cpu_s_by_process"`
+	// MachineBusy is the share of the whole machine's CPU (all cores) that
+	// was busy during the load, whoever used it: near 1, the machine, not
+	// the gateway, is the limit. Cores is how many cores that is of.
+	MachineBusy float64 `json:"machine_cpu_busy"`
+	Cores       int     `json:"cores"`
 }
 
 // Sampler samples the summed RSS of processes (a gateway's replicas)
@@ -80,7 +124,10 @@ type Sampler struct {
 	mu       sync.Mutex
 	peak     int64
 	idle     int64
-	cpuStart time.Duration
+	idleAnon int64
+	cpuStart []time.Duration
+	busy0    time.Duration
+	total0   time.Duration
 	err      error
 }
 
@@ -88,8 +135,10 @@ type Sampler struct {
 func StartSampler(pids []int, every time.Duration) *Sampler {
 	s := &Sampler{pids: pids, stop: make(chan struct{}), done: make(chan struct{})}
 	s.idle, s.err = sumRSS(pids)
+	s.idleAnon, _ = sumOver(pids, AnonRSS)
 	s.peak = s.idle
-	s.cpuStart, _ = sumCPU(pids)
+	s.cpuStart = eachCPU(pids)
+	s.busy0, s.total0, _ = MachineCPU()
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
@@ -114,16 +163,31 @@ func StartSampler(pids []int, every time.Duration) *Sampler {
 // returns the footprint (CPU is counted up to the end of the load, not
 // the settle time).
 func (s *Sampler) Stop(settle time.Duration) (Footprint, error) {
-	cpuEnd, cerr := sumCPU(s.pids)
+	cpuEnd := eachCPU(s.pids)
+	busy1, total1, merr := MachineCPU()
 	close(s.stop)
 	<-s.done
 	time.Sleep(settle)
 	after, aerr := sumRSS(s.pids)
+	afterAnon, _ := sumOver(s.pids, AnonRSS)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := Footprint{IdleRSSMB: mb(s.idle), PeakRSSMB: mb(max(s.peak, after)), AfterRSSMB: mb(after),
-		CPUSeconds: (cpuEnd - s.cpuStart).Seconds()}
-	for _, err := range []error{s.err, cerr, aerr} {
+		IdleAnonMB: mb(s.idleAnon), AfterAnonMB: mb(afterAnon), Cores: runtime.NumCPU()}
+	var cerr error
+	for i := range s.pids {
+		if cpuEnd[i] < 0 || s.cpuStart[i] < 0 {
+			cerr = fmt.Errorf("CPU time of process %d unreadable", s.pids[i])
+			continue
+		}
+		sec := (cpuEnd[i] - s.cpuStart[i]).Seconds()
+		f.CPUByProcess = append(f.CPUByProcess, sec)
+		f.CPUSeconds += sec
+	}
+	if merr == nil && total1 > s.total0 {
+		f.MachineBusy = float64(busy1-s.busy0) / float64(total1-s.total0)
+	}
+	for _, err := range []error{s.err, cerr, aerr, merr} {
 		if err != nil {
 			return f, err
 		}
@@ -131,8 +195,20 @@ func (s *Sampler) Stop(settle time.Duration) (Footprint, error) {
 	return f, nil
 }
 
-func sumRSS(pids []int) (int64, error)         { return sumOver(pids, RSS) }
-func sumCPU(pids []int) (time.Duration, error) { return sumOver(pids, CPUTime) }
+func sumRSS(pids []int) (int64, error) { return sumOver(pids, RSS) }
+
+// eachCPU reads the CPU time of every process; -1 where unreadable.
+func eachCPU(pids []int) []time.Duration {
+	out := make([]time.Duration, len(pids))
+	for i, p := range pids {
+		v, err := CPUTime(p)
+		if err != nil {
+			v = -1
+		}
+		out[i] = v
+	}
+	return out
+}
 
 // sumOver adds up a figure of every process.
 func sumOver[T int64 | time.Duration](pids []int, read func(int) (T, error)) (T, error) {

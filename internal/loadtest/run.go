@@ -3,7 +3,10 @@ package loadtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,22 +36,25 @@ var DefaultScenarios = []string{
 
 // Options of a load run.
 type Options struct {
-	Engine        Engine
-	AdminURL      string
-	BinDir        string
-	Self          string // this program, started again as the baseline server
-	Scenarios     []string
-	Runs          int
-	Duration      time.Duration // per scenario
-	Rate          float64       // open loop: requests per second
-	EventRate     float64       // open loop for events: events per second
-	Conns         int           // closed loop: connections
-	Companies     int           // send companies (rate limit budget)
-	Contacts      int           // open conversations per send company
-	ListContacts  int           // conversations of the listing company
-	Drain         time.Duration // how long to wait for deliveries after an events scenario
-	Replicas      int           // gateway processes on the one database, requests spread round-robin
-	GatewayEnv    []string      // added to the gateway's environment
+	Engine       Engine
+	AdminURL     string
+	BinDir       string
+	Self         string // this program, started again as the baseline server
+	Scenarios    []string
+	Runs         int
+	Duration     time.Duration // per scenario
+	Rate         float64       // open loop: requests per second
+	EventRate    float64       // open loop for events: events per second
+	Conns        int           // closed loop: connections
+	Companies    int           // send companies (rate limit budget)
+	Contacts     int           // open conversations per send company
+	ListContacts int           // conversations of the listing company
+	Drain        time.Duration // how long to wait for deliveries after an events scenario
+	Replicas     int           // gateway processes on the one database, requests spread round-robin
+	GatewayEnv   []string      // added to the gateway's environment
+	// ProfileDir, when set, gets a CPU profile of every replica over each
+	// scenario's load (through its DEBUG_LISTEN pprof listener).
+	ProfileDir    string
 	BaselineConns int32
 	Log           func(format string, args ...any)
 }
@@ -80,14 +86,17 @@ type EventResult struct {
 
 // Report is the output of a load run.
 type Report struct {
-	Started    time.Time                    `json:"started"`
-	Engine     Engine                       `json:"engine"`
-	Options    map[string]any               `json:"options"`
-	Companies  int                          `json:"send_companies"`
-	StartRSSMB float64                      `json:"gateway_start_rss_mb"` // just after /readyz answered
-	IdleRSSMB  float64                      `json:"gateway_idle_rss_mb"`  // after the set-up, before any load
-	Results    []Result                     `json:"results"`
-	Summary    map[string]map[string]Spread `json:"summary"` // scenario → figure → median/min/max over runs
+	Started    time.Time      `json:"started"`
+	Engine     Engine         `json:"engine"`
+	Options    map[string]any `json:"options"`
+	Companies  int            `json:"send_companies"`
+	StartRSSMB float64        `json:"gateway_start_rss_mb"` // just after /readyz answered
+	IdleRSSMB  float64        `json:"gateway_idle_rss_mb"`  // after the set-up, before any load
+	// StartAnonMB and IdleAnonMB are their RssAnon part (see AnonRSS).
+	StartAnonMB float64                      `json:"gateway_start_anon_rss_mb"`
+	IdleAnonMB  float64                      `json:"gateway_idle_anon_rss_mb"`
+	Results     []Result                     `json:"results"`
+	Summary     map[string]map[string]Spread `json:"summary"` // scenario → figure → median/min/max over runs
 }
 
 // runner holds what the scenarios share.
@@ -107,6 +116,8 @@ type runner struct {
 	seq      atomic.Int64
 	startRSS float64
 	idleRSS  float64
+	// …and their RssAnon part
+	startAnon, idleAnon float64
 }
 
 type eventTarget struct {
@@ -118,7 +129,8 @@ type eventTarget struct {
 // Load runs the scenarios o.Runs times against a fresh stack and returns
 // every result with the median and spread of each figure.
 func Load(ctx context.Context, o Options) (*Report, error) {
-	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Replicas: o.Replicas, Env: o.GatewayEnv})
+	stack, err := StartStack(ctx, StackOptions{Engine: o.Engine, AdminURL: o.AdminURL, BinDir: o.BinDir, Log: o.Log, Replicas: o.Replicas, Env: o.GatewayEnv,
+		Debug: o.ProfileDir != ""})
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +141,9 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Started: time.Now().UTC(), Engine: o.Engine, Companies: len(r.senders), StartRSSMB: r.startRSS,
-		IdleRSSMB: r.idleRSS, Options: map[string]any{
+		IdleRSSMB: r.idleRSS, StartAnonMB: r.startAnon, IdleAnonMB: r.idleAnon, Options: map[string]any{
 			"runs": o.Runs, "duration_s": o.Duration.Seconds(), "rate": o.Rate, "event_rate": o.EventRate,
-			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "contacts": o.Contacts,
+			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "profile_dir": o.ProfileDir, "contacts": o.Contacts,
 			"list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns, "scenarios": o.Scenarios}}
 	for run := 1; run <= o.Runs; run++ {
 		base := map[string]float64{} // baseline throughput by load shape
@@ -180,6 +192,9 @@ func (r *runner) prepare(ctx context.Context) error {
 	o := r.o
 	if rss, err := sumRSS(r.stack.PIDs()); err == nil {
 		r.startRSS = mb(rss)
+	}
+	if anon, err := sumOver(r.stack.PIDs(), AnonRSS); err == nil {
+		r.startAnon = mb(anon)
 	}
 	o.Log("setting up %d send companies with %d conversations each", o.Companies, o.Contacts)
 	var err error
@@ -231,6 +246,9 @@ func (r *runner) prepare(ctx context.Context) error {
 	time.Sleep(3 * time.Second) // let the set-up's background work finish before "idle"
 	rss, err := sumRSS(r.stack.PIDs())
 	r.idleRSS = mb(rss)
+	if anon, err := sumOver(r.stack.PIDs(), AnonRSS); err == nil {
+		r.idleAnon = mb(anon)
+	}
 	return err
 }
 
@@ -287,9 +305,18 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 	}
 	r.recv.Reset()
 	sampler := StartSampler(pids, 100*time.Millisecond)
+	var profiled func() error
+	if r.o.ProfileDir != "" && name != ScenarioBaseline {
+		profiled = r.profile(ctx, fmt.Sprintf("run%d-%s-%s", run, name, mode), shape.Duration)
+	}
 	rec := NewRecorder()
 	begin := time.Now()
 	drove := Drive(ctx, shape, rec, call)
+	if profiled != nil {
+		if err := profiled(); err != nil {
+			return res, err
+		}
+	}
 	if target != nil {
 		res.Events = r.drain(ctx, target, accepted, begin)
 		// Left-over deliveries of a scenario that did not drain must not
@@ -310,6 +337,55 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 		res.CPUPerReq = fp.CPUSeconds * 1000 / float64(res.OK)
 	}
 	return res, nil
+}
+
+// profile starts a CPU profile of every replica lasting d (whole seconds,
+// at least one) and returns the function that waits for them and writes
+// them to ProfileDir/<label>-gateway-<n>.pprof.
+func (r *runner) profile(ctx context.Context, label string, d time.Duration) func() error {
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	errs := make([]error, len(r.stack.DebugURLs))
+	var wg sync.WaitGroup
+	for i, u := range r.stack.DebugURLs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fetchTo(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", u, secs),
+				filepath.Join(r.o.ProfileDir, fmt.Sprintf("%s-gateway-%d.pprof", label, i+1)))
+		}()
+	}
+	return func() error {
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+}
+
+// fetchTo saves the body of a GET of u to path.
+func fetchTo(ctx context.Context, u, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: status %d", u, resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (r *runner) drain(ctx context.Context, t *eventTarget, accepted []string, begin time.Time) *EventResult {
@@ -414,6 +490,7 @@ func summarise(results []Result) map[string]map[string]Spread {
 		add(r.Scenario, "p999_ms", r.Latency.P999)
 		add(r.Scenario, "peak_rss_mb", r.Footprint.PeakRSSMB)
 		add(r.Scenario, "cpu_ms_per_req", r.CPUPerReq)
+		add(r.Scenario, "machine_cpu_busy", r.Footprint.MachineBusy)
 		if e := r.Events; e != nil {
 			add(r.Scenario, "deliveries_per_s", e.DeliveriesPerSec)
 			add(r.Scenario, "e2e_p50_ms", e.EndToEnd.P50)

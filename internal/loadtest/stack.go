@@ -49,7 +49,10 @@ type StackOptions struct {
 	// SentReceipts starts providersim with -sent-receipts: every accepted
 	// message's `sent` status is posted back, as the platform does.
 	SentReceipts bool
-	Log          func(format string, args ...any)
+	// Debug gives every replica a pprof listener (DEBUG_LISTEN) on a free
+	// loopback port; DebugURLs lists them.
+	Debug bool
+	Log   func(format string, args ...any)
 }
 
 // Stack is a running gateway and provider simulator on loopback, on a
@@ -68,7 +71,9 @@ type Stack struct {
 	// GatewayURL are the first).
 	Replicas    []*Proc
 	ReplicaURLs []string
-	bins        string
+	// DebugURLs are the replicas' pprof listeners (StackOptions.Debug).
+	DebugURLs []string
+	bins      string
 }
 
 // StartStack builds (unless opts.BinDir is set) and starts the gateway
@@ -127,8 +132,17 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
+		env := append(s.gatewayEnv(addr), opts.Env...)
+		if opts.Debug {
+			debugAddr, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			env = append(env, "DEBUG_LISTEN="+debugAddr) // the last of a name wins
+			s.DebugURLs = append(s.DebugURLs, "http://"+debugAddr)
+		}
 		p := &Proc{Name: fmt.Sprintf("gateway-%d", i+1), Path: filepath.Join(s.bins, "gateway"), Args: []string{"serve"},
-			Env: append(s.gatewayEnv(addr), opts.Env...), LogPath: filepath.Join(dir, fmt.Sprintf("gateway-%d.log", i+1))}
+			Env: env, LogPath: filepath.Join(dir, fmt.Sprintf("gateway-%d.log", i+1))}
 		if err := p.Start(); err != nil {
 			return nil, err
 		}

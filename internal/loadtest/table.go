@@ -11,18 +11,20 @@ import (
 // WriteTable prints every run's results, then the median [min–max] of
 // each scenario's main figures over the runs.
 func (rep *Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "engine %s, %d send companies (%d sends/min each at most), gateway RSS %.0f MB at start, %.0f MB idle after set-up\n%v\n\n",
-		rep.Engine, rep.Companies, SendRatePerCompany*98/100, rep.StartRSSMB, rep.IdleRSSMB, rep.Options)
+	fmt.Fprintf(w, "engine %s, %d send companies (%d sends/min each at most), gateway RSS %.0f MB at start (%.0f MB anonymous), %.0f MB idle after set-up (%.0f MB anonymous)\n%v\n\n",
+		rep.Engine, rep.Companies, SendRatePerCompany*98/100, rep.StartRSSMB, rep.StartAnonMB, rep.IdleRSSMB, rep.IdleAnonMB, rep.Options)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tscenario\tload\tok\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\terrors\tdeliv/s\te2e p50\te2e p99\tundelivered\tdup\tRSS idle/peak/after MB\tCPU ms/req\t")
+	fmt.Fprintln(tw, "run\tscenario\tload\tok\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\terrors\tdeliv/s\te2e p50\te2e p99\tundelivered\tdup\tRSS idle/peak/after MB\tanon idle/after\tCPU ms/req\tCPU s by process\tmachine busy\t")
 	for _, r := range rep.Results {
 		ev := "\t\t\t\t"
 		if e := r.Events; e != nil {
 			ev = fmt.Sprintf("%.0f\t%.1f\t%.1f\t%d\t%d", e.DeliveriesPerSec, e.EndToEnd.P50, e.EndToEnd.P99, e.Lost, e.Duplicates)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.0f/%.0f/%.0f\t%.2f\t\n", r.Run, r.Scenario, r.Load,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.0f/%.0f/%.0f\t%.0f/%.0f\t%.2f\t%s\t%s\t\n", r.Run, r.Scenario, r.Load,
 			r.OK, r.Throughput, ratio(r.Ratio), r.Latency.P50, r.Latency.P99, r.Latency.P999, errorText(r.Errors), ev,
-			r.Footprint.IdleRSSMB, r.Footprint.PeakRSSMB, r.Footprint.AfterRSSMB, r.CPUPerReq)
+			r.Footprint.IdleRSSMB, r.Footprint.PeakRSSMB, r.Footprint.AfterRSSMB,
+			r.Footprint.IdleAnonMB, r.Footprint.AfterAnonMB, r.CPUPerReq,
+			cpuText(r.Footprint.CPUByProcess), busyText(r.Footprint))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nmedian [min–max] over %d run(s)\n", rep.Options["runs"])
@@ -61,6 +63,23 @@ func spread(s Spread, format string) string {
 		return fmt.Sprintf(format, s.Median)
 	}
 	return fmt.Sprintf(format+" ["+format+"–"+format+"]", s.Median, s.Min, s.Max)
+}
+
+// cpuText is the CPU seconds of each process, "3.1+2.9" for two replicas.
+func cpuText(secs []float64) string {
+	parts := make([]string, len(secs))
+	for i, v := range secs {
+		parts[i] = fmt.Sprintf("%.1f", v)
+	}
+	return strings.Join(parts, "+")
+}
+
+// busyText is the machine's busy share, "97% of 2".
+func busyText(f Footprint) string {
+	if f.Cores == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%% of %d", f.MachineBusy*100, f.Cores)
 }
 
 func ratio(v float64) string {
