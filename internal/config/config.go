@@ -55,6 +55,10 @@ type Config struct {
 	// DebugListen, when set, serves pprof on this address (never on the
 	// public listener); empty = off.
 	DebugListen string
+	// MediaURLLifetime is how long a URL of a message's file (the `media`
+	// of events and API answers) stays valid; each event and each API
+	// answer carries a URL valid that long from when it was made.
+	MediaURLLifetime time.Duration
 }
 
 // HTTPLimits are the public listener's timeouts and in-flight bounds.
@@ -93,6 +97,7 @@ const (
 	EnvMaxPerToken   = "HTTP_MAX_INFLIGHT_PER_TOKEN"
 	EnvDBMaxConns    = "DB_MAX_CONNS"
 	EnvDebugListen   = "DEBUG_LISTEN"
+	EnvMediaURLTTL   = "MEDIA_URL_TTL"
 )
 
 // Connector drivers (CONNECTOR_DRIVER).
@@ -133,6 +138,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 16), "concurrent background workers ($"+EnvWorkers+")")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
+	mediaTTL := fs.Duration("media-url-ttl", durationEnv(getenv(EnvMediaURLTTL), 7*24*time.Hour), "lifetime of a message file's URL in events and API answers ($"+EnvMediaURLTTL+")")
 	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
 	edge := edgeFields{
 		read:        fs.Duration("http-read-timeout", durationEnv(getenv(EnvReadTimeout), 30*time.Second), "time to read a whole request, body included ($"+EnvReadTimeout+")"),
@@ -146,7 +152,11 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	}
 	return func() (Config, error) {
 		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
-		if errs := edge.apply(&cfg); len(errs) > 0 {
+		errs := edge.apply(&cfg)
+		if cfg.MediaURLLifetime = *mediaTTL; cfg.MediaURLLifetime < time.Minute {
+			errs = append(errs, fmt.Errorf("%s: must be a duration of at least 1m such as 168h", EnvMediaURLTTL))
+		}
+		if len(errs) > 0 {
 			err = errors.Join(append([]error{err}, errs...)...)
 		}
 		if err != nil {

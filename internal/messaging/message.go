@@ -66,6 +66,14 @@ type Message struct {
 	MediaPath        string
 	MediaName        string
 	MediaContentType string
+	MediaSize        int64
+	// MediaPending: the far side's file is still being fetched (official
+	// channel); the message is published again once it is stored.
+	MediaPending bool
+	// MediaLink is the URL the message's file is served at, minted for one
+	// event or one API answer (publish and MediaOf set it); Payload
+	// carries `media` only when it is set.
+	MediaLink *MediaLink
 	PlatformAt       time.Time
 	ReceivedAt       time.Time
 	CreatedAt        time.Time
