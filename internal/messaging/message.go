@@ -73,11 +73,11 @@ type Message struct {
 	// MediaLink is the URL the message's file is served at, minted for one
 	// event or one API answer (publish and MediaOf set it); Payload
 	// carries `media` only when it is set.
-	MediaLink *MediaLink
-	PlatformAt       time.Time
-	ReceivedAt       time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	MediaLink  *MediaLink
+	PlatformAt time.Time
+	ReceivedAt time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // statusRank orders the delivery statuses so receipts only move forward.

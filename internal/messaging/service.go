@@ -47,7 +47,7 @@ type Deps struct {
 	// PublicBaseURL is how clients reach the gateway: the URLs of message
 	// files (media.url) start with it.
 	PublicBaseURL string
-	Logger   *slog.Logger
+	Logger        *slog.Logger
 }
 
 // Options tune limits; zero values mean the documented defaults.
