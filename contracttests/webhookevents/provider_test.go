@@ -186,6 +186,11 @@ func event(world *conversationWorld, ex example, at time.Time) (webhooks.Event, 
 			SourceID: messaging.SourceContact, StatusID: messaging.StatusDelivered,
 			PlatformAt: at.Add(-time.Second), ReceivedAt: at, CreatedAt: at, UpdatedAt: at}
 		if ex.Event == events.OmnichatMessageReceived {
+			// A photo: its file's URL as publish mints it for the event.
+			m.TypeID, m.Text = msgtype.Image, "Foto do produto que chegou quebrado"
+			m.MediaPath, m.MediaContentType, m.MediaSize = "1042/0c1d/file.jpg", "image/jpeg", 48213
+			m.MediaLink = &messaging.MediaLink{URL: "https://gateway.example.com" + messaging.MediaURLPath + "dG9rZW4/file.jpg",
+				FileName: "file.jpg", ContentType: "image/jpeg", Size: 48213, ExpiresAt: at.Add(messaging.DefaultMediaURLLifetime)}
 			ev.Data = events.MessageReceivedPayload(svc.Payload(ch, m))
 			return ev, nil
 		}
