@@ -206,8 +206,13 @@ func TestChatappInboundMediaReachable(t *testing.T) {
 		photo := pngImage(t, 4, 4)
 		editPath := mediaPath(t, answer["media"], "image/png", photo)
 		expectFile(t, h, editPath, "image/png", photo)
+		// Revoked with its file: every URL of it answers 404 at once.
+		if r := c.post("/api/revoke-messages", map[string]any{"ids": []int64{sent.ID}, "remove_media": true}); r.Status != http.StatusOK {
+			t.Fatalf("revoke: %d %s", r.Status, r.Body)
+		}
+		expectNoFile(t, h, "revoked with its file", editPath)
+		expectFile(t, h, path, "image/png", img)
 		clk.Advance(messaging.DefaultMediaURLLifetime)
-		expectNoFile(t, h, "expired", editPath)
 		expectNoFile(t, h, "expired", path)
 	})
 }
