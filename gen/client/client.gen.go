@@ -359,6 +359,21 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for MessageMediaResultSuccess.
+const (
+	MessageMediaResultSuccessTrue MessageMediaResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the MessageMediaResultSuccess enum.
+func (e MessageMediaResultSuccess) Valid() bool {
+	switch e {
+	case MessageMediaResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageSourceId.
 const (
 	MessageSourceIdApi       MessageSourceId = 4
@@ -1537,7 +1552,7 @@ type EditedMessage struct {
 	// Id Internal message id (not the provider id).
 	Id int `json:"id"`
 
-	// Media Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL.
+	// Media Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
 	Media *MessageMedia `json:"media,omitempty"`
 
 	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
@@ -1577,7 +1592,7 @@ type MessageError struct {
 	Message string                  `json:"message"`
 }
 
-// MessageMedia Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL.
+// MessageMedia Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
 type MessageMedia struct {
 	// ExpiresAt When `url` stops working, ISO 8601 with offset.
 	ExpiresAt string `json:"expires_at"`
@@ -1594,6 +1609,17 @@ type MessageMedia struct {
 	// Url Where the gateway serves the file until `expires_at`.
 	Url string `json:"url"`
 }
+
+// MessageMediaResult defines model for MessageMediaResult.
+type MessageMediaResult struct {
+	// Data Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
+	Data    MessageMedia              `json:"data"`
+	Message string                    `json:"message"`
+	Success MessageMediaResultSuccess `json:"success"`
+}
+
+// MessageMediaResultSuccess defines model for MessageMediaResult.Success.
+type MessageMediaResultSuccess bool
 
 // MessageSourceId Who produced a message: 1 = Attendant, 2 = Contact (received), 3 = Chatbot, 4 = Api, 5 = Workflow.
 //
@@ -4774,6 +4800,20 @@ type ClientInterface interface {
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
 	PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMessageMediaLink A fresh URL of a message's file (extension)
+	//
+	// **Extension of this service**: the `media` of a message of the company (the same object as in the
+	// message events), with a URL minted for this answer and valid until its `expires_at` (`MEDIA_URL_TTL`,
+	// default 7 days). For a subscriber whose event's URL expired, or who never received one. Requires the
+	// `conversations_view` permission.
+	//
+	// 404 `{message}`: no message of the company has that id ("Message not found"), the message has no file
+	// ("This message has no media"), or its file is still being fetched from the official provider ("The
+	// media of this message is not stored yet"; the message is published again once it is).
+	//
+	// Corresponds with GET /api/messages/{id}/media (the `GetMessageMediaLink` operationId).
+	GetMessageMediaLink(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	//
 	// Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -4898,7 +4938,7 @@ type ClientInterface interface {
 	// uploads of `/media/{token}/{filename}`. Each URL is valid until its `media.expires_at` (`MEDIA_URL_TTL`,
 	// default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
 	// and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
-	// or the API's answer for it, carries a fresh URL.
+	// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
 	//
 	// Corresponds with GET /message-media/{token}/{filename} (the `GetMessageMedia` operationId).
 	GetMessageMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6257,6 +6297,30 @@ func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, b
 	return c.Client.Do(req)
 }
 
+// GetMessageMediaLink A fresh URL of a message's file (extension)
+//
+// **Extension of this service**: the `media` of a message of the company (the same object as in the
+// message events), with a URL minted for this answer and valid until its `expires_at` (`MEDIA_URL_TTL`,
+// default 7 days). For a subscriber whose event's URL expired, or who never received one. Requires the
+// `conversations_view` permission.
+//
+// 404 `{message}`: no message of the company has that id ("Message not found"), the message has no file
+// ("This message has no media"), or its file is still being fetched from the official provider ("The
+// media of this message is not stored yet"; the message is published again once it is).
+//
+// Corresponds with GET /api/messages/{id}/media (the `GetMessageMediaLink` operationId).
+func (c *Client) GetMessageMediaLink(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMessageMediaLinkRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListProviderTemplatesForChannel List the approved templates of an official channel
 //
 // Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -6451,7 +6515,7 @@ func (c *Client) GetUploadedMedia(ctx context.Context, token string, filename st
 // uploads of `/media/{token}/{filename}`. Each URL is valid until its `media.expires_at` (`MEDIA_URL_TTL`,
 // default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
 // and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
-// or the API's answer for it, carries a fresh URL.
+// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
 //
 // Corresponds with GET /message-media/{token}/{filename} (the `GetMessageMedia` operationId).
 func (c *Client) GetMessageMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8481,6 +8545,40 @@ func NewPublishEventRequestWithBody(server string, params *PublishEventParams, c
 	return req, nil
 }
 
+// NewGetMessageMediaLinkRequest constructs an http.Request for the GetMessageMediaLink method
+func NewGetMessageMediaLinkRequest(server string, id int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/messages/%s/media", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListProviderTemplatesForChannelRequest constructs an http.Request for the ListProviderTemplatesForChannel method
 func NewListProviderTemplatesForChannelRequest(server string, params *ListProviderTemplatesForChannelParams) (*http.Request, error) {
 	var err error
@@ -9824,6 +9922,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
 	PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
 
+	// GetMessageMediaLinkWithResponse A fresh URL of a message's file (extension)
+	//
+	// **Extension of this service**: the `media` of a message of the company (the same object as in the
+	// message events), with a URL minted for this answer and valid until its `expires_at` (`MEDIA_URL_TTL`,
+	// default 7 days). For a subscriber whose event's URL expired, or who never received one. Requires the
+	// `conversations_view` permission.
+	//
+	// 404 `{message}`: no message of the company has that id ("Message not found"), the message has no file
+	// ("This message has no media"), or its file is still being fetched from the official provider ("The
+	// media of this message is not stored yet"; the message is published again once it is).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/messages/{id}/media (the `GetMessageMediaLink` operationId).
+	GetMessageMediaLinkWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetMessageMediaLinkHTTPResponse, error)
+
 	// ListProviderTemplatesForChannelWithResponse List the approved templates of an official channel
 	//
 	// Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -9956,7 +10070,7 @@ type ClientWithResponsesInterface interface {
 	// uploads of `/media/{token}/{filename}`. Each URL is valid until its `media.expires_at` (`MEDIA_URL_TTL`,
 	// default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
 	// and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
-	// or the API's answer for it, carries a fresh URL.
+	// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12399,6 +12513,75 @@ func (r PublishEventHTTPResponse) ContentType() string {
 	return ""
 }
 
+type GetMessageMediaLinkHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageMediaResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Message
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON200() *MessageMediaResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON404() *Message {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMessageMediaLinkHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMessageMediaLinkHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMessageMediaLinkHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMessageMediaLinkHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListProviderTemplatesForChannelHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14196,6 +14379,28 @@ func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, para
 	return ParsePublishEventHTTPResponse(rsp)
 }
 
+// GetMessageMediaLinkWithResponse A fresh URL of a message's file (extension)
+//
+// **Extension of this service**: the `media` of a message of the company (the same object as in the
+// message events), with a URL minted for this answer and valid until its `expires_at` (`MEDIA_URL_TTL`,
+// default 7 days). For a subscriber whose event's URL expired, or who never received one. Requires the
+// `conversations_view` permission.
+//
+// 404 `{message}`: no message of the company has that id ("Message not found"), the message has no file
+// ("This message has no media"), or its file is still being fetched from the official provider ("The
+// media of this message is not stored yet"; the message is published again once it is).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/messages/{id}/media (the `GetMessageMediaLink` operationId).
+func (c *ClientWithResponses) GetMessageMediaLinkWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetMessageMediaLinkHTTPResponse, error) {
+	rsp, err := c.GetMessageMediaLink(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMessageMediaLinkHTTPResponse(rsp)
+}
+
 // ListProviderTemplatesForChannelWithResponse List the approved templates of an official channel
 //
 // Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -14370,7 +14575,7 @@ func (c *ClientWithResponses) GetUploadedMediaWithResponse(ctx context.Context, 
 // uploads of `/media/{token}/{filename}`. Each URL is valid until its `media.expires_at` (`MEDIA_URL_TTL`,
 // default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
 // and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
-// or the API's answer for it, carries a fresh URL.
+// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16433,6 +16638,60 @@ func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPRespons
 			return nil, err
 		}
 		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetMessageMediaLinkHTTPResponse parses an HTTP response from a GetMessageMediaLinkWithResponse call
+func ParseGetMessageMediaLinkHTTPResponse(rsp *http.Response) (*GetMessageMediaLinkHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMessageMediaLinkHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageMediaResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chatmsg/gateway/gen/api"
+	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
 )
@@ -57,4 +58,13 @@ func (s *Server) toAPIMedia(m messaging.Message) *api.MessageMedia {
 		return nil
 	}
 	return &api.MessageMedia{MimeType: l.ContentType, Filename: l.FileName, Size: int(l.Size), Url: l.URL, ExpiresAt: s.Times.Offset(l.ExpiresAt)}
+}
+
+func (s *Server) GetMessageMediaLink(ctx context.Context, req api.GetMessageMediaLinkRequestObject) (api.GetMessageMediaLinkResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	m, err := s.Messaging.GetMessageMediaLink(ctx, p.CompanyID, int64(req.Id))
+	if err != nil {
+		return nil, err
+	}
+	return api.GetMessageMediaLink200JSONResponse{Success: true, Data: *s.toAPIMedia(m), Message: "Media URL created."}, nil
 }

@@ -127,7 +127,9 @@ func TestOfficialInboundMediaRetried(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newOfficialEnv(t, db, ofcEnvOptions{})
 		ctx := context.Background()
-		if err := e.ctl.MediaOutage(ctx, providersim.FaultRequest{PhoneNumberID: e.pnid, Count: 2}); err != nil {
+		// The client tries each read 3 times: 7 failed lookups fail two
+		// attempts of the job and the first read of the third.
+		if err := e.ctl.MediaOutage(ctx, providersim.FaultRequest{PhoneNumberID: e.pnid, Count: 7}); err != nil {
 			t.Fatal(err)
 		}
 		doc := []byte("%PDF-1.4\n%retried\n")
@@ -149,6 +151,13 @@ func TestOfficialInboundMediaRetried(t *testing.T) {
 			t.Fatalf("GET %s: %d %v", path, r.Status, r.Header)
 		}
 
+		// Two failed attempts, then the file: three attempts of one job.
+		var attempts []int
+		if err := db.Bun.NewSelect().Table("river_job").Column("attempt").Where("kind = ?", messaging.FetchMediaArgs{}.Kind()).
+			Scan(ctx, &attempts); err != nil || len(attempts) != 1 || attempts[0] != 3 {
+			t.Fatalf("fetch jobs' attempts %v (%v), want one job of 3", attempts, err)
+		}
+
 		// Media the provider does not have: the message is kept, the fetch
 		// ends without a file and without another event.
 		body := fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"w","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":%q},"contacts":[{"profile":{"name":"Maria"},"wa_id":%q}],"messages":[{"from":%q,"id":"wamid.gone-media","timestamp":"1764770000","type":"image","image":{"id":"99999999","mime_type":"image/jpeg","caption":"sumiu"}}]}}]}]}`,
@@ -165,6 +174,11 @@ func TestOfficialInboundMediaRetried(t *testing.T) {
 		}
 		if n := e.sink.count(withMedia(events.OmnichatMessageReceived, "wamid.gone-media")); n != 0 {
 			t.Fatalf("%d events with media for a file the provider does not have", n)
+		}
+		gone, _ := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, "wamid.gone-media")
+		r = e.h.Do(apitest.Request{Method: "GET", Path: fmt.Sprintf("/api/messages/%d/media", gone.ID), Token: e.ten.Token})
+		if r.Status != http.StatusNotFound || r.Map(t)["message"] != "This message has no media" {
+			t.Fatalf("link of a given-up file: %d %s", r.Status, r.Body)
 		}
 	})
 }
@@ -214,5 +228,38 @@ func TestChatappInboundMediaReachable(t *testing.T) {
 		expectFile(t, h, path, "image/png", img)
 		clk.Advance(messaging.DefaultMediaURLLifetime)
 		expectNoFile(t, h, "expired", path)
+
+		// An expired URL is replaced on demand; only for the company's own
+		// messages with a file.
+		link := func(token string, id any) *apitest.Response {
+			return h.Do(apitest.Request{Method: "GET", Path: fmt.Sprintf("/api/messages/%v/media", id), Token: token})
+		}
+		r := link(c.token, d.Data["id"])
+		if r.Status != http.StatusOK || r.Map(t)["success"] != true {
+			t.Fatalf("fresh link: %d %s", r.Status, r.Body)
+		}
+		fresh := mediaPath(t, r.Map(t)["data"], "image/png", img)
+		if fresh == path {
+			t.Fatalf("the fresh URL is the expired one: %s", fresh)
+		}
+		expectFile(t, h, fresh, "image/png", img)
+		other := h.Tenant("Other")
+		textID := sink.first("text received", messageEvent(events.OmnichatMessageReceived, text, 0)).Data["id"]
+		for _, tc := range []struct {
+			name, token string
+			id          any
+			status      int
+			message     string
+		}{
+			{"another company's message", other.Token, d.Data["id"], http.StatusNotFound, "Message not found"},
+			{"unknown message", c.token, 999999, http.StatusNotFound, "Message not found"},
+			{"text message", c.token, textID, http.StatusNotFound, "This message has no media"},
+			{"no token", "", d.Data["id"], http.StatusUnauthorized, ""},
+		} {
+			r := link(tc.token, tc.id)
+			if r.Status != tc.status || (tc.message != "" && r.Map(t)["message"] != tc.message) {
+				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
+			}
+		}
 	})
 }

@@ -190,3 +190,22 @@ func (w *MediaLinkCleanupWorker) Work(ctx context.Context, _ *river.Job[MediaLin
 	}
 	return nil
 }
+
+// GetMessageMediaLink returns the company's message id with a fresh URL of
+// its file (MediaLink), for a client whose URL expired.
+//
+// Errors: NotFound for another company's or an unknown message, a message
+// without a file, and one whose file is still being fetched; Internal.
+func (s *Service) GetMessageMediaLink(ctx context.Context, companyID, id int64) (Message, error) {
+	m, err := s.Get(ctx, companyID, id)
+	if err != nil {
+		return Message{}, err
+	}
+	switch {
+	case m.MediaPath != "":
+		return s.MediaOf(ctx, m)
+	case m.MediaPending:
+		return Message{}, fault.New(fault.NotFound, "The media of this message is not stored yet")
+	}
+	return Message{}, fault.New(fault.NotFound, "This message has no media")
+}
