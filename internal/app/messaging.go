@@ -42,7 +42,7 @@ func (a *App) newMessaging() {
 	}, messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime})
 	a.Messaging.RegisterTransport(channels.OfficialChatapp, official.NewTransport(a.ProviderClient))
 	a.Messaging.RegisterMediaFetcher(channels.OfficialChatapp, official.NewMediaFetcher(a.ProviderClient))
-	a.Official = official.NewService(a.Channels, a.Messaging, a.ProviderClient, logger.With("component", "official"))
+	a.Official = official.NewService(a.Channels, a.Messaging, logger.With("component", "official"))
 }
 
 // addMessagingWorkers registers the queued-send and media-fetch workers

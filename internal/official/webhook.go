@@ -37,16 +37,16 @@ type ChannelFinder interface {
 type Service struct {
 	channels ChannelFinder
 	receiver Receiver
-	client   *Client
 	logger   *slog.Logger
 }
 
-// NewService returns the inbound webhook service.
-func NewService(ch ChannelFinder, receiver Receiver, client *Client, logger *slog.Logger) *Service {
+// NewService returns the inbound webhook service. It makes no provider
+// call: a contact's media is fetched later through MediaFetcher.
+func NewService(ch ChannelFinder, receiver Receiver, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Service{channels: ch, receiver: receiver, client: client, logger: logger}
+	return &Service{channels: ch, receiver: receiver, logger: logger}
 }
 
 // VerifyToken is the token an operator enters as the webhook's "verify
