@@ -189,6 +189,11 @@ func event(world *conversationWorld, ex example, at time.Time) (webhooks.Event, 
 			return ev, err
 		}
 		if ex.Event == events.OmnichatMessageReceived {
+			// A photo: its file's URL as publish mints it for the event.
+			m.TypeID, m.Text = msgtype.Image, "Foto do produto que chegou quebrado"
+			m.MediaPath, m.MediaContentType, m.MediaSize = "1042/0c1d/file.jpg", "image/jpeg", 48213
+			m.MediaLink = &messaging.MediaLink{URL: "https://gateway.example.com" + messaging.MediaURLPath + "dG9rZW4/file.jpg",
+				FileName: "file.jpg", ContentType: "image/jpeg", Size: 48213, ExpiresAt: at.Add(messaging.DefaultMediaURLLifetime)}
 			ev.Data = events.MessageReceivedPayload(svc.Payload(ch, m))
 		} else {
 			ev.Data = events.MessageSentPayload(svc.Payload(ch, m))

@@ -364,6 +364,21 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for MessageMediaResultSuccess.
+const (
+	MessageMediaResultSuccessTrue MessageMediaResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the MessageMediaResultSuccess enum.
+func (e MessageMediaResultSuccess) Valid() bool {
+	switch e {
+	case MessageMediaResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageTypeId.
 const (
 	MessageTypeIdAudio       MessageTypeId = 4
@@ -1534,6 +1549,9 @@ type EditedMessage struct {
 	// Id Internal message id (not the provider id).
 	Id int `json:"id"`
 
+	// Media Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
+	Media *MessageMedia `json:"media,omitempty"`
+
 	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 	//
 	// Example: 1
@@ -1573,6 +1591,35 @@ type MessageError struct {
 	Details *map[string]interface{} `json:"details,omitempty"`
 	Message string                  `json:"message"`
 }
+
+// MessageMedia Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
+type MessageMedia struct {
+	// ExpiresAt When `url` stops working, ISO 8601 with offset.
+	ExpiresAt string `json:"expires_at"`
+
+	// Filename File name, the last segment of `url`.
+	Filename string `json:"filename"`
+
+	// MimeType Media type of the file, e.g. `image/jpeg`, `audio/ogg`, `application/pdf`.
+	MimeType string `json:"mime_type"`
+
+	// Size Size of the file in bytes.
+	Size int `json:"size"`
+
+	// Url Where the gateway serves the file until `expires_at`.
+	Url string `json:"url"`
+}
+
+// MessageMediaResult defines model for MessageMediaResult.
+type MessageMediaResult struct {
+	// Data Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
+	Data    MessageMedia              `json:"data"`
+	Message string                    `json:"message"`
+	Success MessageMediaResultSuccess `json:"success"`
+}
+
+// MessageMediaResultSuccess defines model for MessageMediaResult.Success.
+type MessageMediaResultSuccess bool
 
 // MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 //
@@ -4766,6 +4813,9 @@ type ServerInterface interface {
 	// PublishEvent Publish a company-scope event (extension)
 	// (POST /api/events)
 	PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams)
+	// GetMessageMediaLink A fresh URL of a message's file (extension)
+	// (GET /api/messages/{id}/media)
+	GetMessageMediaLink(w http.ResponseWriter, r *http.Request, id int)
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	// (GET /api/provider-templates/for-channel)
 	ListProviderTemplatesForChannel(w http.ResponseWriter, r *http.Request, params ListProviderTemplatesForChannelParams)
@@ -4784,6 +4834,9 @@ type ServerInterface interface {
 	// GetUploadedMedia Temporary header media
 	// (GET /media/{token}/{filename})
 	GetUploadedMedia(w http.ResponseWriter, r *http.Request, token string, filename string)
+	// GetMessageMedia File of a message (extension)
+	// (GET /message-media/{token}/{filename})
+	GetMessageMedia(w http.ResponseWriter, r *http.Request, token string, filename string)
 	// GetOpenAPIDocument This OpenAPI document
 	// (GET /openapi.yaml)
 	GetOpenAPIDocument(w http.ResponseWriter, r *http.Request)
@@ -4982,6 +5035,12 @@ func (_ Unimplemented) PublishEvent(w http.ResponseWriter, r *http.Request, para
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetMessageMediaLink A fresh URL of a message's file (extension)
+// (GET /api/messages/{id}/media)
+func (_ Unimplemented) GetMessageMediaLink(w http.ResponseWriter, r *http.Request, id int) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ListProviderTemplatesForChannel List the approved templates of an official channel
 // (GET /api/provider-templates/for-channel)
 func (_ Unimplemented) ListProviderTemplatesForChannel(w http.ResponseWriter, r *http.Request, params ListProviderTemplatesForChannelParams) {
@@ -5015,6 +5074,12 @@ func (_ Unimplemented) GetHealthz(w http.ResponseWriter, r *http.Request) {
 // GetUploadedMedia Temporary header media
 // (GET /media/{token}/{filename})
 func (_ Unimplemented) GetUploadedMedia(w http.ResponseWriter, r *http.Request, token string, filename string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetMessageMedia File of a message (extension)
+// (GET /message-media/{token}/{filename})
+func (_ Unimplemented) GetMessageMedia(w http.ResponseWriter, r *http.Request, token string, filename string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -6504,6 +6569,32 @@ func (siw *ServerInterfaceWrapper) PublishEvent(w http.ResponseWriter, r *http.R
 	handler.ServeHTTP(w, r)
 }
 
+// GetMessageMediaLink operation middleware
+func (siw *ServerInterfaceWrapper) GetMessageMediaLink(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id int
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetMessageMediaLink(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListProviderTemplatesForChannel operation middleware
 func (siw *ServerInterfaceWrapper) ListProviderTemplatesForChannel(w http.ResponseWriter, r *http.Request) {
 
@@ -6646,6 +6737,41 @@ func (siw *ServerInterfaceWrapper) GetUploadedMedia(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetUploadedMedia(w, r, token, filename)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetMessageMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetMessageMedia(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "token" -------------
+	var token string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "token", chi.URLParam(r, "token"), &token, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "token", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "filename" -------------
+	var filename string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "filename", chi.URLParam(r, "filename"), &filename, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "filename", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetMessageMedia(w, r, token, filename)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6997,6 +7123,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/media/{token}/{filename}", wrapper.GetUploadedMedia)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/api/messages/{id}/media", wrapper.GetMessageMediaLink)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/message-media/{token}/{filename}", wrapper.GetMessageMedia)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/api/channel-webhooks", wrapper.ListChannelWebhooks)
@@ -9998,6 +10130,84 @@ func (response PublishEvent500JSONResponse) VisitPublishEventResponse(w http.Res
 	return err
 }
 
+type GetMessageMediaLinkRequestObject struct {
+	Id int `json:"id"`
+}
+
+type GetMessageMediaLinkResponseObject interface {
+	VisitGetMessageMediaLinkResponse(w http.ResponseWriter) error
+}
+
+type GetMessageMediaLink200JSONResponse MessageMediaResult
+
+func (response GetMessageMediaLink200JSONResponse) VisitGetMessageMediaLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMessageMediaLink401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetMessageMediaLink401JSONResponse) VisitGetMessageMediaLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMessageMediaLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetMessageMediaLink403JSONResponse) VisitGetMessageMediaLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMessageMediaLink404JSONResponse Message
+
+func (response GetMessageMediaLink404JSONResponse) VisitGetMessageMediaLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMessageMediaLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetMessageMediaLink500JSONResponse) VisitGetMessageMediaLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListProviderTemplatesForChannelRequestObject struct {
 	Params ListProviderTemplatesForChannelParams
 }
@@ -10556,6 +10766,80 @@ func (response GetUploadedMedia500JSONResponse) VisitGetUploadedMediaResponse(w 
 	return err
 }
 
+type GetMessageMediaRequestObject struct {
+	Token    string `json:"token"`
+	Filename string `json:"filename"`
+}
+
+type GetMessageMediaResponseObject interface {
+	VisitGetMessageMediaResponse(w http.ResponseWriter) error
+}
+
+type GetMessageMedia200ResponseHeaders struct {
+	ContentDisposition    *string
+	ContentSecurityPolicy *string
+	XContentTypeOptions   *string
+}
+
+type GetMessageMedia200AsteriskResponse struct {
+	Body          io.Reader
+	Headers       GetMessageMedia200ResponseHeaders
+	ContentType   string
+	ContentLength int64
+}
+
+func (response GetMessageMedia200AsteriskResponse) VisitGetMessageMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.ContentSecurityPolicy != nil {
+		w.Header().Set("Content-Security-Policy", fmt.Sprint(*response.Headers.ContentSecurityPolicy))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetMessageMedia404JSONResponse Message
+
+func (response GetMessageMedia404JSONResponse) VisitGetMessageMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMessageMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetMessageMedia500JSONResponse) VisitGetMessageMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIDocumentRequestObject struct {
 }
 
@@ -10925,6 +11209,9 @@ type StrictServerInterface interface {
 	// PublishEvent Publish a company-scope event (extension)
 	// (POST /api/events)
 	PublishEvent(ctx context.Context, request PublishEventRequestObject) (PublishEventResponseObject, error)
+	// GetMessageMediaLink A fresh URL of a message's file (extension)
+	// (GET /api/messages/{id}/media)
+	GetMessageMediaLink(ctx context.Context, request GetMessageMediaLinkRequestObject) (GetMessageMediaLinkResponseObject, error)
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	// (GET /api/provider-templates/for-channel)
 	ListProviderTemplatesForChannel(ctx context.Context, request ListProviderTemplatesForChannelRequestObject) (ListProviderTemplatesForChannelResponseObject, error)
@@ -10943,6 +11230,9 @@ type StrictServerInterface interface {
 	// GetUploadedMedia Temporary header media
 	// (GET /media/{token}/{filename})
 	GetUploadedMedia(ctx context.Context, request GetUploadedMediaRequestObject) (GetUploadedMediaResponseObject, error)
+	// GetMessageMedia File of a message (extension)
+	// (GET /message-media/{token}/{filename})
+	GetMessageMedia(ctx context.Context, request GetMessageMediaRequestObject) (GetMessageMediaResponseObject, error)
 	// GetOpenAPIDocument This OpenAPI document
 	// (GET /openapi.yaml)
 	GetOpenAPIDocument(ctx context.Context, request GetOpenAPIDocumentRequestObject) (GetOpenAPIDocumentResponseObject, error)
@@ -11897,6 +12187,32 @@ func (sh *strictHandler) PublishEvent(w http.ResponseWriter, r *http.Request, pa
 	}
 }
 
+// GetMessageMediaLink operation middleware
+func (sh *strictHandler) GetMessageMediaLink(w http.ResponseWriter, r *http.Request, id int) {
+	var request GetMessageMediaLinkRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMessageMediaLink(ctx, request.(GetMessageMediaLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMessageMediaLink")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetMessageMediaLinkResponseObject); ok {
+		if err := validResponse.VisitGetMessageMediaLinkResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListProviderTemplatesForChannel operation middleware
 func (sh *strictHandler) ListProviderTemplatesForChannel(w http.ResponseWriter, r *http.Request, params ListProviderTemplatesForChannelParams) {
 	var request ListProviderTemplatesForChannelRequestObject
@@ -12062,6 +12378,33 @@ func (sh *strictHandler) GetUploadedMedia(w http.ResponseWriter, r *http.Request
 	}
 }
 
+// GetMessageMedia operation middleware
+func (sh *strictHandler) GetMessageMedia(w http.ResponseWriter, r *http.Request, token string, filename string) {
+	var request GetMessageMediaRequestObject
+
+	request.Token = token
+	request.Filename = filename
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMessageMedia(ctx, request.(GetMessageMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMessageMedia")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetMessageMediaResponseObject); ok {
+		if err := validResponse.VisitGetMessageMediaResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetOpenAPIDocument operation middleware
 func (sh *strictHandler) GetOpenAPIDocument(w http.ResponseWriter, r *http.Request) {
 	var request GetOpenAPIDocumentRequestObject
@@ -12172,695 +12515,718 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cttIljf4KrnomSjSDVEkJflChaNDluUqTVmWW5eqr8b0J6SApIgWmMlGgpLZbm3MX/sAG/sC+8+8",
-	"yL5JP8lGnpOZSAAJipJc1TXfNxPRUxYI5PXkyXP5nXO+BrGYzQVnvJDB6GswZTRhOfzzhBX5cm9SsFz9",
-	"lTAZ5+m8SAUPRsEpiwVPJCkEuaVpQS7ZROSM5OqTlF/1gjBgX+hsnrFgtNUPg5z9dZHmLAlGRb5gYSDj",
-	"KZtR1e4s5elsMQtGgzAolnMWjIKUF+yK5cHd3V0YzGlOZ6zQY9rPGS1YslecUH7F1JNY8ILxQv2TzudZ",
-	"GlM1xM2/SDXOr+UoPgXD/vD5xmCw0R8Eof1jOAw+u8P5l5xNglHwh81yWTbxV7n5lhYM+4WRVVfk306P",
-	"PxCa53RJok+yoHkREsaTzxERE5LQgknSiX755ZdfNo6ONt6+jbpE5PB8o0hnTIYk5XG2kOkNC4ngpJgy",
-	"EqvJpuqPdMZIh8Lr5DYtpmJR4MNY3LBckmJKC3I7FRkjCV121fKnalB/XbB8GYQBpzO1sDGu3gUtgjD4",
-	"spHyG5qlycaMSUnVaprlJbQgs4VU20oocWbmTszOK7gLg8OEzeaiYDxe/siWTXrZI3GWMl5sxFMhGSfX",
-	"bEk6E5ETvT+EkvPzw7ddnMmMXjNJKJKT6qeYppIoGmKyIJJO2AiWIeVkuE2mYgFLwIikMwZNqx/LJ+bD",
-	"nM0zusRXJ2kuC0K5vGU5SbksGE1gRiLlV/DGrcivCb2iKe+RH9lSEpozMmc5UZRB+bJHThkjzsRJitu2",
-	"9/GQOLOvnIVgZ9KPX8RbbOMlfT7Y2I53tjZeXQ7YxjB5MenTV2z7cjgwu4dnsdw+p68NtcqVY0S/vGf8",
-	"qpgGo+HOTqiOlfl7oA5RUbBctfk/P/0fG//n5z/+S2BPmyzylF+pTfRRhDs/tbKGLAbq6A93dshNKtPL",
-	"jJG90/3DQxJPaU5jOK13YXCcJyw/Egl7yyZ0kRV7MvawEpEXJElzFqsHIYmpZBspl4zLtEhvGOlEe6f7",
-	"UUiitwf4XyrjSJ2eSDUUdXtEN6/G0Eb6wgwlWPe028G3LY19wS7K3um+Gpcap/roI0UWVZ2vekr4YnbJ",
-	"8pBMcjEjg7ZBz1UD7ngTnCjs6SrG6R8w9GzPNSf6dXIFpz5XZ4+r8bO/Lmim9ncAs2C5+lCv8aDfb07p",
-	"sGAzCWdDjThE4tjp91vnhU22TK3fDxU54+R24K+HT1WPxTddXHM9xOYMh7/2BIf/3Pnt/Nrz2/mt53ea",
-	"zhYZLUS+LzhHNnKYeCaZ4FWibk3zXoU5v9CTndNiWs41TYLHyi9tLNUzK7iQTS/Vl/XVB93fhcH5PPnW",
-	"IhAZbo12Xo12Xv1+ZaGMymJjAVP/ZuIQNrdCHNJL/XBx6Gd2ORXiejUV3uJLRC4u/cLCcPBfgCDv1Fjk",
-	"XHDJUEK3Z+vNQqacSXmQ5yJfn06hlTQ5zrUgKRezGc2XwSj4wNJiqsS1hHCRK3EkCIMbmi3gFFSGiD9X",
-	"RhoGchHHTMpgNKGZZGrkXBTvxIIn1X7O+TUXt9xhE/5+yqkSLgoygZZaunkvrq5YrZ9TJqX5WPcF41zd",
-	"VSrhgwwaJCn39Hi37imubpHnJB8isZCUzxeFWtVL/QVh6pMRmaVSKolZ5GRGs4nIZywhk5RlSeisX7k+",
-	"pCNydQAoF7CXWpjuhlokIjTLGU1AmF5I1mjEThsaMi/bp91QiaDFBp3PyYSm2SJnPUX270R+mSYJ4w/h",
-	"l+4GnCkNhNodWHC6KKYiT//GEuhgvfU+0u15VvpsykghrhknGY2vUUmZsxzWF3hgKomYsxw1Qk3VknTS",
-	"QpLoy0b5atTdVSs1VbtyS6VaD36lR1lV0w75x1xc5UA5j1uVPatbaY0rlaSmpajVkkWaZeSSqSHNc6Fo",
-	"lSW7Wr3LlOz5bdawMRytAEa1MUWtgyJ0gpKwWm3OwLihCFrkJC165IOzron6vbhNY1aZiZJLchYzpbmU",
-	"iqYe13dSq5ye3ThhC4kcYv2dgEMIu1fXDUefkGTru6FGbk6N6g+mRkmSTiYsZ9yOtBd8vgvr9P/4xtbe",
-	"3Z8Uu4H5tvIkdVKaO9oYS91A0DI20jGsyJ6ukKgLNyQgLgDTE8my29z9XdURoYSzW7htsAf1lzvvQ65U",
-	"b5o98BqsXWm6ESJZfsNy5L7f5tCcc/ZlDleP4Zi7KCRTNbtUauYaEs5Uz5JxnNcHURyqgc4YLx5Kty5d",
-	"sZJjSyPIm0uOcXqZsWREQNCCYV3Rgt1SbeLZP/7w4WD/7Pjk4u3J4U8HJ69tC+svTW0eLQRXsl49NHpD",
-	"00yNzmF9CZtnYqka+k6qi2uSXi30V51ybmqZcpGpSyQBXsNIzmhmbjqRd3toPVhmgiZnQryn+cME/foC",
-	"G1JXdExmdAkTuGRVxX/Q75OjN9+EpA6+FIzDtdWxBjERL9TCkClV60e2B1vdkZ67MzhFbmq2ekzqd8aT",
-	"uUh5QWgcs3khNTOGBVarQZSQSzoglg/I0ZuQzBZZkc4VweCcQsXfb1K12FrmlmSLHL2pXZSyEDkD0RFp",
-	"XAnAzMwE5ey7MPizYgoll3pH0+zxXNvo0aNPD9B4q4z5QZryN+PBe5o5Wus87CtoNbngV7gnIicgyvZI",
-	"hFOOyFRkCb6nZ2CsDroZoPwzIY4oXx7yd1l6NS0eTflCkBnlS0NhUkmNcy3xmDtbTkVeZMvet6X7EfID",
-	"tHkTmiSqS7UeKOGZe0qtmaLkS5CMxcQ7UtJ5vk0oT8jWkFwuiTazhEQyRt6ns7SQXTMZFF4icNxsgOcm",
-	"Ip0BkeCs6fbIHl86jCym3BrAgdzrvp8N6/zxrYd+e9NxE93d+c+M3tATPbunbKhqh+wVBZvNC/ltdu2E",
-	"FoxkaiUJ+xIzlpSyqZEGjcFW7ZHUrq+UV1f6G63gXRicg3LBeKFW5fFXa62ZByxWfQC+OxEIWWt/IdFG",
-	"hZCwL/NUc9Gc3Yhr3a82iDzFJJCkEoSBqg59pq4OwUGyw98r9hS/Nq1Ho24b81XvEfaB9Tuy6m/vV9XW",
-	"T50BOSq3V+MOgR2p1ZvghrWuobuBj7/4YA8vaXKeZ7XVzLPSdOAuY3lNLtQ3n/BNa4dDw8S0KOZqJuq/",
-	"kpyfvK9dj+t9o5ZS0/IHMLJVzE5KhdS/+seHhrlP+KZrc6qOpfHzA/Z+jTu5YqsZkUiNKnINNJngVrIa",
-	"7PQdZ11IokWeVV4GGZfDGm3ahQKioXVLj3pYEwfuv/Lhyx45RiHP3kraeFvQa4+SFxKaSUEoaFvrKJ6k",
-	"Y4ehVkM2m1Sytt0E2Mw9I9gf3KgdOGESvBpfg3muRlmkmh3RAjYtLdhMen52t+Zr09fKbvSRqf1y55p2",
-	"P+nXqjv92dp1xeVfWFyo5vQDMEsDnzc85mvA+GIWjD6pq7j88lKIjFHe6M98F+L8fF01eHiVCnf6r1CU",
-	"FxMlfdErUKysFC9Jp7ToydAK5KHhS2Cv4iyT3ZG5VbT10f2wi4RYtUYq5lrdBXv2PDvQXCLgxw9ZI9O8",
-	"b5n2cRpnyzl7m8p5RpeGs1TXC5iC8UvhN1qjqatO30kS6Tcu1BvRiIyB9fg+HwfdEB4m2DkxL1aauEiT",
-	"aESig9klSxKWgCauRMZuSKJzLiaTNE6VZqqOJJ3PI9IZqp+OPT9sqR8+TkUhiBTwI2fFrcivI9LZVr+d",
-	"4lO1ZkzxoYh0dtTzN6KoPHze7ZEzY7kDZktofeYGahELfsNyifIsnBXZI+8EimzzjBaKTZFYJAxMNZF5",
-	"FFVBGY35+NARzob6/Dr7zuKPyIC8Jsxd1ZAMyWuyaK4p6aipFWoRuyHZIq+J7xUxiS+c17bJazJXa72B",
-	"a72h19qy2JDskNdmI+zqhuQ5eU0u3QWHhUDyH4TDcCvcDnfC559d+FbDjQRCPl/MNm5oDmxVnQpDQ/tT",
-	"cKeV1LOPww5Cu8zlE6AXJIwPOIMgDPDvIzPCIAzeiKL883N1L/yn6mNl7z3nIyQzWsSg+0eVnY1GduNg",
-	"xfE06LVH+nc2A+ketuICV/vCbAVQvX5mlxtp/lIU7iND8UDsEg6pJVRF6S6VS1AF67ySdE4OTs/gJzwF",
-	"Xfi3nrc5O+pS0+dnkmZFZfODyqSDMIjtJjnTVQzWM1cl1NYmGoRBZZaBS1K1JqtHbR3qcmkq/ibkBC00",
-	"YWu8fmTBTlnFD1SvHAdjd59Kam/Hs3TGZEFnc8Vn0uS+D/VwDwEOcI1e0jXe/5GBaJBZT2R1rkpAILfT",
-	"NGPmsGijrPZSprJ0UvaC5i1p/NO+q7agBVtzlKfwrvnoImdU6xEtppYe+Xm6RFdPOdCUg10FmgiJtkxZ",
-	"dippmpAOm82LJbmdMm6tgOru0ngBD002zBoOfuAxW10TK8Ctjz5tWEi7U2EVt+n02iJ3qGXcn7L4Whtc",
-	"QDPLsuNJMPq0JmWh9/3uc526ac4urnKxmMs1t9Mdx17OvsdvfwMyR4ON9Ahc+APpJOmVIhIw38diwYt8",
-	"CdeFki1DfByV832tNj0KCfylFBC5W4VJGT3AQWI+364DMZtk1YRjHNB4auxNpeqKnyiWDr0+365hLWf0",
-	"yyEOwUCu9J+Dmnbg79SsimNFRoyL6XCn39djkG3QENNGEx9SUrnZlgbpqjbvg3D4ybskKxeFBsJ8XUWO",
-	"YBPx0Ed6KBEAe8tt9fA2/5KVtGFXDXioyAl03hzumprkGkSOSw3N+tS/h+k9j1IN79V+YN6CFzT2zPna",
-	"BxL/YG2sWrZX3/Z8snjrTcNFkU6WLVqW0yoBHLpxJbFsEiJRyCnNK9dbi17u8On7p/8+lcW33Hyzqr/n",
-	"jYcby7l/vNv/AG7ulfJdABadMbVtq3Hw67BfNPe18d3hzo7LeNs4YdPSV2ODeMOrdVixisDWmqtHORcL",
-	"HrNWGY5xIni2JDSZpTyVRU4LoXg7XRLJeIv0lsoLeH9Vq+jVqmDR1EXhdmOOL3BGf0/ew/+9YcChWmYA",
-	"ViitH0n94hogHnAlm0epRO6LF/PD2MSc5kUap3PKC3kBd38FOdn3hCK1nv+w3A9nEb193LfV35pRIP38",
-	"jtmE15DikFdSx2evALf+KmDrmkAMh2+pBenq/oA865HpPbP3c0MfiTU//tzwxBckYxScYGjfS5MIlP8I",
-	"zkznUhRTOPmXDHAN4AYmEUwjIimXacJIBOpBFBIpyBXjLAfYM7qvJZoj08LoUfkigz9TiQCOS5Esv5NE",
-	"3ILPWs8LhtCBwYgcx6KtHDOGUiJwKD1hMs+ZZDzW0CNtCFFyWaxEHJaQy2V7X6GF+6U5/GSsYL0HSpXe",
-	"0LWPU7WyWh5vKAsh0WqEms6o8hP5o5oBNf82IT+DPoTW7JgPOwe9gZLm6VzqdyShRfnCLnYKArlpjQuE",
-	"DOlRpRJxDCWUB+0/XCjaSNT99TeWC9JxhycNoAugVdBHf5ckuZjDShf5gl+rfZmkX7o9coCHcER2dgaD",
-	"Vy9fvnz54sWLF7XYNvenoBp1Nth49flTf+PV56+vwsH23b8E613GPzohZ85CN/eBdGrr2m075D+2br8r",
-	"VDf4L/uSaujCmhfavjGgKHrTlyKNYcyKCuHu2iV8kWVaH8EeAJsK+oNaXPUzvVSrizD/5hUHY272fgbI",
-	"KcAwSItnWi3T6qZCM9V7xRMT37aebUG9fcQK6mGAj7nbmtdabTotDizH3vfnXFFOc6vN03rcXgqSIFBb",
-	"ITTECf0Qc+ARThipjCnnKb/aJWhmWvCMSVnBu0lWkAg+vFBN+iUYhFPI36818a+5f7UU/f35BBeLSkLJ",
-	"xw/fE7Ul5PzkPelE6p+jdEav2OacX+1eUsmeb4f/+I//jMD85rAO/5v3UrNjTosx7FMPtbKoK6gbqeNb",
-	"mNBqNgj3TiQd6tzf3ZBEQurr+zIXt1Ljiqr0qX9pLvob/AF9fXKqrsIKgU60ZyxLubpTE3aTxiwkrHfV",
-	"I9H+NBczJENHiRpoY9IDlSgzklY9atDvr6FHmWZq/PrXJmrhMRseI0KBX23IpSzY7HGL/HPKE3Erv9Eq",
-	"H8unLvCxrK9tyZHWXLPKOQFhaR+CpmvnUagxGMp9ovWvpct7zX+O02APgCTyuuoZQBhJO4fvqE1Vq3y5",
-	"1E/w0uz2yPFk4sAzR6ptiCxZyCnkMgDLlMZGQeOm0RZ7Y83d0BImC2OI3Rh0ShzBpLZeqzXLtff696RB",
-	"foNJ/Z6mc8oyCAH4hvfN/lQICSToGG4ul6RyD+0SWtMjQQe4Fe4JbN5Evy4jvnsalzg1XsdWJnAGbPqG",
-	"oaPQgQlUPJ8jsDmh4zMinTkFvCS64fVjdXEnqWy+VolfVLrVXD3LmXnKr9Sn6Oi7EIsiIh0uCoIfAxPR",
-	"PEnLUuptSGMSQycW04lA80KI64orVNywfBd1dQD05UwuZiwhC16kmaIImmWEM5ZIkhaq7UvKObRcYYv4",
-	"1MVB46DAW4xI9Mh110YgyCwKcFTWG8vZXzDayInm+c5i5W9YbgD0ZayP4W2L+VVOE1zuCeBPm41PAA9Y",
-	"jfJHOHeqg8LIJY2vxWTSdeEPbvytu5PWDat2B+KucfHVZQarEoSBmWkQBjgq54SvAjXsO528rfaJ4cLH",
-	"0OVJ2eUb0+Vx2eU726XPR63PAkay/7bCLIk156lvhkamgpTL2S0ad2lucQf8iske+VkpxfCXycijaU8y",
-	"nhAwa8H7ixwQnziCSpu/Nb9qc1N8YLf/LP+EGhOuRsuwtFFqpW2l921sOR90mORj7TlPuA9YfK1ug4VH",
-	"ro/ENVLwgtuQvmhXcdkkRWMM2iYLPVAw1ZwcvD08vTg/eY+RxKxwWYm4DsLAaW1NbnB8DbA55zM1dAR6",
-	"aYSaN6+WBrVZrykmp2rikhz85BpE7cOu3oVBDTz6gIbwRH0jdFQtgtU6i2DuF2aQaeIaVZwkGCu9z7lr",
-	"sNNN7VqHlGI+LNf+KPAYM57ojHcP8D9peN99i2BgjPCNjmG80EbEe7/V7+/p138DwFKdOqpPAmfenuk8",
-	"EOZUORj/JEtk9XA+xSCJPs1Vx9zBgPaI3RR0khyeHpOXz/sDZKNiMpGsANibhkmbTDNzDCmWPetFjUIS",
-	"FfRKqv9K0DzUvxaS5foutdsk5oyz5OIWDBh4XTcZI5XXJlsCJ5EaTfS75UQNZuGcVIdXxCWEZTUtwGun",
-	"OmqowepqoTqeDVMLpc6Gej+wyZB8bKVtqMYj/gAnhZ/paYxMx4KiYEsR69T1crqMSgT70iu29ox3PVku",
-	"UTOpY/u/kzqPhu4Cb/hY5AlLSAf9WHyRZS7Re2IDuuuv8WyhIy8fAHPFI7ISWUs5UYIUT6gOhW+MVDXi",
-	"h02IPL1K+Rq0fgwvHpbmvHucmtVt1z6pcsdR1TVIc5NvyzV/SdTCIGIDPm7fghEswSXwDQzuUKqp/gaE",
-	"ehPuIk3GCcq1EwVXuruWX2yect62gU+6fSt8cN07+Bg+QuMvmJSskWfV16fwlsNSJMiw63A7Z+FR8EVq",
-	"UKy+SQw/A64GuDUSQcohLgIuhgq2dVWfZ/TKBzVZ8JzRZD2QTV1C+ZZMcyHZvQt+Lpm73NoWsdKE9BO+",
-	"45whu/AjMsBbUd8EIZjWZiLXKUMYjada3VWfK10IeVpInNMEJxRCJGc8jae06FVEgWf6XJGY5vmSdCRD",
-	"NXpPLnnsRo+FZIwZS1N+NQ6qnDDlxfPt4F50Td264JMHHWCbYT7OxeSSsPcKfpgMWXLEGp0Z/m35gGXO",
-	"zauqXe4sKcAvgboy2z9LAq3Ijd9MAj1hGTWhq46FDAQhzUUsE9NHq2SRFWa3tiVMt32GbZ+ats+xbS8j",
-	"9Y37Cd6Axlr+850ClSGhDc8feXjFIBc7rTCgXQyyRtMv3LhKas/YpCALrtPChVXDv2vth/zWH/fO9n8g",
-	"m3SebmoC2DCiwObXNLnrIdv46Cz3oBGFS/PrC3U6PdYXBORLVkgSuUc4UtPpr43FP6L5NVFft0Px2yS6",
-	"lgbV2+2NtYl6e4+V71ocvNBN+zBapZwWdyG83t4cnugLn43lSNygT3QKBq/YQfo6JqcHwzPxnJPUi9J8",
-	"oMTTOCra5Kcvf++09qRMryDpdZFTLieYvw8mqb75FlM8l2zFBLU4fVFKhN4DkrOZuNGmdHx1bRr6WQvs",
-	"etNaN9+MZOGFlnjGQWHtWAIr9eDhLFx4SG0wXkNvs6k69FXvckjcqYTEUnX5Az4KiSWvkOBRCgmwiZDg",
-	"Ace0ppp7NczK7STntbVjZyiiRT4JPerukm3SOWFSZDcsgRwHO6SzT3nMskw9iDPXoVJKgd4g7vDF53VP",
-	"IY7MS6ROErEXzqyNmOyDb4PxQExqtxHp3LboGcYW1cXYfaqDsSofow/TBhZoDLCxVKDcjFoofqxEi5Bw",
-	"gXqqV2es4TtnNM3ap8M21O8uXnOhswCtrfqup7i2GXfabcn3a/iOSm8WF4Eu2nfg1enXGO0KBQCX04yu",
-	"Rbhp6qi+9S/XEU8QZldQVyMmVfiIFnhMnnBYJk7DNAnmNGFGBHuWMBXC6ZzOQvKCvCboWe3Z18HoYd8G",
-	"wWkcwPFLxsGK82bR0IP10iaoaSj5FucQhIGTlDcMzGiCMLBjUdLxnM5Kb7ASg8t07E3OXcnA7uRW7xGI",
-	"NMXkc6kkOqG6m5jdZlmnUn3ekl8diclq324L5IcfRkdHo9PTiGxaM3UFNb6yLk+ZXKd0P47Hydftuw31",
-	"n6H5T+fTGfmM/xzpJ+a/43FP/WsQPr/r/qn7p86///3THzfMu3/C/6ofvBVRyqDaoRtSO2yaOQ6StNA5",
-	"5lqj3nwCiE3sai2bCUJAAB9m0lamSfdRsscTo18K9qXw32Xql5o7+/nOztbzxzi0z9gXN78+F3zDtfe1",
-	"DRc+WxVjB+wIpuBjP2rDWHJUqnhN/LLZkjILIEswU2IdL+5zJfjTwzQFylaXw+r2atd/sxUGE2yxRuOU",
-	"KLczalpJ2RekTG/3hwnjRTpJVSNGDNQhOoZod6v+IcFjViVqSJALWcSc5GC9dofHEw5Oc3WMAWhN95Gm",
-	"k9J95D8a+xqMYo5H0wq5jn3z/GwfnCHg4UNb4SyNc6EzTxoscckqzwbbo/7WqP+iNxhube88//eoBtnw",
-	"8cyzCr/U/9Hc8vndv3v54SMsov5DdI+J0xADkA9IT7YKmPoajJ0pk/98cyeQgT1rbSbN5nluEuADLI8/",
-	"MJop/lq/X6RVPhwoyuf7pDb9la8jHwqgaRkok7yVROsXAbRsLFl+k8a6jsvfAFetSL5ET3ercWVOoRpD",
-	"6PeTN/GRt5eoW+8AyHBHwJmNtAPIWZFouBIl08WM8g2lG0IicIeFrZuGrrYXq4yBephrpN1zj52Td08y",
-	"noT69GFu1pAs5pmgSbdHooQVNM2qiCcd8+3wU4OvBJegPoQA4gJLPM0IAkBJB2Mji7TIWKgf2kQ8trUr",
-	"ikUSZt3mmunxgE09SVI1TZq5ZkbUSJq3tmn9u8ao0DtcYLeVa69c5W+5VW2p4vTPTqo4JcugMnM4gwJc",
-	"SpX5KU2YQCVmb5GkAjWYt5bBPYcPZ/MMkhwpJea0SONrlofkJXlN3otYVzN4pRQf5EGYfhEzYNBc3SWY",
-	"5zSVWFQFUN/sS9GFOFWlPemaJx3wwoq/pGotYzeIwd6/HAospiyx3pU0Ue0MoJ15ttRY3UoGDkouF0Uh",
-	"wASXpbIgubhVH6m1AP5NOu0jVKt0itE4HVrm++OiSGM2MpVPLMhRWwacQAypWlELfM7lYj4XecES1dR1",
-	"ypN6DsFFlhDEZktJBN+1IyGSLiW5VTpRWpBbCo2qrfoosgwLtIBCoNYMsrLNMZGbO5k2jTJ8Gb4KB/1w",
-	"MAgHw3CwFQ62w8HOI/TMM7yogLyCMADaCsIACCsIA0NVQRgYklJ6JtIT4JFxwQJrAEL1lJrySLDBgS75",
-	"qD6FbQFEo11ZpeeKLAOFtVk9os7PBsDPTC2KOb1Ms7RY1ipD4CKmklwu0iz5lTjvB20F+cbXISTT5Yss",
-	"W+e2axivvtXtV5a5dMOngr3T/SB8YKXOEVldqZN01F1/I2J6uchornQCJdzlSzz5YFWQIi/kLjxQ1wzk",
-	"F1HE7M9MICYTBjVk4yID7UOa5AHNqqBGJsKZQY3OMKAy1tNc01NZ+fq9uGX5HjQB/3wL7cCiagROgzx+",
-	"ELd1uyiYZ1iCN4GxN6Y8LVJEDQzhMSZ8dB6DtWumTpa+I+Zpk4s8glPoERyangILtnQfYc+Kg8xTmLJ1",
-	"afsKnqYcp6r9kWLi7jvjNywTc4/cpLH9F3N9hFeXtgPH/twryVUzS6kXsWZGZ1DKODAWpWDM5sXyPnPL",
-	"XRjMWV4O7AHlLgtR0GzVEMHoBaE7hGYZDFRWhnN/eprKwjlDNb27i+XjeB8dhFRraZfIUZGi7ggzhpuM",
-	"4BPiSV9cA7E2cvR60yBHtWSv0YjYjLkhqWTGDck//uM/uyDmORlUdasQNlIWk+GJLy+qnLMsI6mGJtZS",
-	"EFeSsralH/7vlKptoUh1QHqTURi9wKbJmCj27+ZfRTA+eDOUzIjBbxqPcL+Px6QLN5hzr2mrpkPYFONm",
-	"UGmyto3KBCbUse4XaaKjB1D/SvkVwWIgZMaSlPpNVhiZjcLsOiNPk9qB+k5WPDy99XIo+BatORgvF/GB",
-	"dryjrm/xd5IMtzemYpHbUEYEXPpwdu2ORR8iCcojavqxoFYQPWjOgIeZwfTAxwRes7KIXC5mLlj2OwlV",
-	"/0pk8q4G+qKrCE2fhZaoJZTc0XmY1vBIVnJ/1Nhwmd1ZL1BI/BDr0mHpKl+IrL3NRcFaIZT3uirFnHE/",
-	"wjZnM9yDi1nKFwXzgU7BfaR/BlDSLulrvCSsnXYv6Jt0e7v/oBtQoF/NWUPfqFZRra54UkLK6uNXJNOo",
-	"LEYSlqUg26B5xBc0fcVF7tN5DniBBhV8gXSQv6HQFGpup72zgF3IADRhHNFQdXKu/cyrYbYmQZbPrI7+",
-	"wLJWhy2N2cnZHICSRHA1Sh5ni4Qla3RnRtbs7kT/gifQKOzUGhXQOHl/D0+H49klcYYb2r3yEsriMkvl",
-	"FMqE7EFtOtzU2ik2hT6aXI/qj1B0+E7aINGmH/JXRSKaIiOrdGB3so6DsxmmBJrChozFnGnLfc60YeVy",
-	"Sagr8WkviwYaHp+eIc6wFKT8IM6HmQPN2kLuIR0A5YaJNDwHu1glCAt/X9GUK7XAYyz0OzPfqm4cn6vz",
-	"sseHCW/XnK4tBONfW3Md0oJm4qoS0J7Peubq7mmEM2Cdncfa41B/LAt6xS70Yaz/eAvmnsqjTMii/ozm",
-	"8TS9YY77o5eCythT08hYsX6UfD4zJWf27TSch+d2Es7DUzWFfTsD55ef0YhVPniPo3ee7JVjN8owDH3f",
-	"Hbk3czfsidl9jUrzbURIfPtQe1rZhtpvt2B/qW9C7ZHZg5C0bkELXeJEaoQpYlAr/c7Ln42EgXQ5pXME",
-	"0HV8Ukl313h6CBe3a8ZwtCBk9aAqNfp5KQuVqBSn//YyS21Fj04gjaJms/VwRhZfSz/m/JLKNUIcy+h0",
-	"GFaSygd94wH5Q7++eXhdhN8oWt3vVwzNAvmX9UZcM+0PkSuAM3ItAIAMW1LyPxQ3A8CoVszuE1PtHyaV",
-	"pFtgiqin3W/H6KzxLQrg4oZdgDZ5HzF5N+EEGjiC76E+mrg/WNfb0Cl82dQsH0AQ7ljuzfGF8JZMijpW",
-	"WcRgu0QNm0zSjK2NWcYB6C9bAdQrpl8xrQNvq2H0ZiwiHeP9HiklghWs7i9XyuQu5OqNRtqDC9op2FLV",
-	"bUOr6BdXHMBE1Vm25vE+Uq/v4etexDDIIGYpZrAQqnW7DG1q0x4WnFXDViMutYtW5/nRCtm3hFvfI+ye",
-	"GmZ0tELGrcZbNoZ+aqMe1gU264j6rquFp7YEdonjX20HeCAiuBWU658yT4zucrrksWfWSx5Pc8HFQppq",
-	"wZ2I8b8u2IK9BtqPuqNSlamBwEhH5DY7UzcE+8qSFUZLZkmPvAODMZZnpDkjH6mMabZP0XYGCRZ7JDrV",
-	"0F/s0aZERqBgdKCxaodvI8wcJRZFLDAHfwWn7ZjH9GRuqSRKduruVrzZsqBLaaDFOipdR2gq3bBJpm+1",
-	"dlJ9Wg5shbnTrNGGWiPnOguxtmUhSCzynGVQpxgKthsN1ass5vT2YWrS25RecSGLNCaxmFsISWOtdtWy",
-	"Qr5wY0rKaVyEkF1cx7GqjeZL8Hx64BU10nQWZwWK4hsf/BB3qu0wmLSCC12xdv1VhE8qxdteG78E6bhV",
-	"xGwmrG5IoGAuVt8txLziqtCpztH6M2rWPYgagkBpZzYWRzA0a4+5PaKd0h55yTKBda8KjxUWAxaERyDz",
-	"deRJYe997fNdEz9bndnqChRMUX86T7WGQk0mbbsUyI0bm7D2bV8fTsuN3yKhNb52dwmGVlpAyvyTbkoC",
-	"q8Hrn+9F8DkR0Y2lvCfTqm+H1IixfIihmOqwXU+TOTVaTZbfP3b/euTknv3b1cAZmuk3XM+fFZ5wc7rf",
-	"erOr8/TWCTixszJBN068TViGLmGGMlwJWE9diGoD85wBXkJDj1JuXDXkg7C2e5OYg8jFZJJ+QedwLQv/",
-	"ixcvXjx//vx5DaL/qHpkBpLg5m67px5Zy9lwW6oZF9TqHqBU0UI+rwn8CpxOi41mGS9pfK2WhCeko6/1",
-	"6Kvu9k6JX7CJ5DUyVi5uoRH9ZglMhl/LBvDqCIm+OUKiLo67yEGWII1w1x+NPalnLnmuTY56CVZT4Q/g",
-	"KgR96F2aMX/SQfWLm6Na83h79nbxjCONvj3ePz86+HBmvJAAUwPXlbhi4HbAI4c/o1p5scizSKdpFLO0",
-	"AAMWpGnUxY8Slqc3LCl9Zucn76ukmvIbkcZsY/vlcLDVmyeTb5Ig8QfHkwp6Hn9gxsTaGuuK9TXhbXGZ",
-	"pXGzlDyUvYaeMVOoyV1p+GvFz6tzhUNEtVnxzuHR3vcHIfnp8O3BsWq6tjfdXV3gyV1y0+NVKgslVZfY",
-	"Qt0rxjNXy+kEMOjR5qZaI9nTz3uxmG3qjZGb7s5YG90iT2sb1d9+WU0R+cP086ezAv/3cf7506n8/KfR",
-	"5uan/zkey80//eHzH8fj02frJo6sbOhivYL+uIv66B4tsiKd07zdc2HfKGUvVCT+7fT4g4EtUYkMW70n",
-	"yTxbSBKptYt65A2eamnTmBbsSyEJRk1vRqi17JLohuYpwE0QpRbhXcugSSiLD89DtX8ihyAaSJaaXLR9",
-	"CABU+HoqMtBVKI4Zr3uoRYFVGxFwkxspFbLP2DvdDBsQL5Hg7HgSARcrMS8avA2Nq/Xp6Uy5eTpLOdXB",
-	"6zM6n6uNxDRvWFS3LblRTdiuomJWfFXiU/DDUp7UJdZLgeguDGAu9yZkaYzmLrz/g8ZAPq8j2d47jKos",
-	"5cSDrZGOtiak3IUBKy/V+z409+9dGCiy9jstJ1AgWMA5GZEU4eof374LyQ3i1ekiSYU6jeivNm41SA48",
-	"E7KAygRHb3brOmaWzpSCrQ4BAL+UarQ06fe9qollSJcpp/lyTW4CF2PJQWCmd2FQudomzrV636r5buN6",
-	"ewu8Qh7QlLp0tI2ncfibG+OeeOAIpiCWKaWlLhpoq7wSTKM2nuzrOIAkexfqxXEwGgd7nI6Du4h0ZpY9",
-	"xpQrZRKzTVn/JuG0SG9Ytuz2yI9sKRHTqriRMdQseMJyGYucAa/JmWS5CbPWTnZ/POm6KZETOyEz53KP",
-	"/QzxIang1O5408FVFeD729DfGZA9BhOWSWXXaeMU3tbH28Qh3vcR4P/vwsBDSvd9+pP+5Cf8YoX26cyj",
-	"yrXu0UJttX6zZaa6PphbG9pmM87acxrsPX7vvYdzHdlrTwd3RZXLrX4bztP4WpKofm9EpOMx1JjlgoQU",
-	"fisNBNFHnlslKsevQTJidplyJq1UEudCSsyd2CkgkAh4tBItdQddXRMdOCnWsYGcmtGXDdWu2QlM9vff",
-	"d/r/onf6f7Ebzm959diCq4f/p3UuvMslaqmdxqVH7K331KtsHbTQPRcX/+9L63+9S8vvFx32+5X43Uq0",
-	"AoCK4ymRUzpnJGFzxhMJF5LmBMC41+eKFY/fOlzxz6qTBDNF+rjkUx0lVVOuFfYt9t5I/U93mFgbcgct",
-	"da4tpXuPF8XYw5vOP5/53qWB9U34bX6p9oic6D4vE0gW665wBULojVd5WtSJN8ykBWSw7glrsTbbzz2m",
-	"Zg9La2q71nimbZjfH2iEqqGQDetJ25yIfMPGp+giQZJEitNFPWIOnFPsxE/8FQPd1uARKX+8Hh0/jsk5",
-	"2Y3J4/Omxx8MWt1dk7zFHArKY8SiOKZ4baQHWyvPlr9ScG71crkn8s+WWDJgWhtr1nHqdEEq/Lxhc1DP",
-	"ux5fi/q/fh+yVz3Z14Iz+QauFqchD/mfebPX2LwE7Ethqk6DLhEC9CGmc5ts0K7AL2KRo6kSYC1yms7n",
-	"T1Hla8mgHI9/81JvTMCR/cC4JKS+kjxCIIm+fh3c3UWh+scQ/vGP//hPa3it5Sjb4zQIgz+AObySmGyd",
-	"OQGasCrkeadY4gqhHugaUMKf2iVH+KwmOJ6ms0Wm1DoTw9+KuIxNkL+bidpXtb6lMNSLhxSG8jsY16q4",
-	"7uKg6p6jZjkeUaST5VqvCl5qrQ52zyfOGN+iU6FMA7xsIUEdOefLs+Up+r8CrvVE5KlNAuKjE4OcJXGZ",
-	"4GGVF1euTL5mG/HybEOHFi5QJS3KuVjwmPmDy1J5QZNZylt/nTFTE721CsoDSjUp7S9O55QXcr0qBu1b",
-	"GpYzcwfqTMnb3/1L2HqO3ZVcKeT7mtszH9cW/cENHco9+La+PY9o6Ag/bqtn871FWHQ8sAqqQRU6EQyW",
-	"7t118kq42kB71Ttgbhv47+fhYHj3L3+vFsUbrs/7ygGbM1kZdtuoV/G9X7mkYAtX+KC9/pVa0t6z8+Bd",
-	"/+g0s4+1zGpnrB3fupKu7wWTH2ttcYRAjPmicHIQK1nBnC8yg5qFCJtStJ7KIlf9SnKbpwVzQCPQ0dqA",
-	"kD3bQSsiZNWJe8AMb6eI9KhW6wS9l1fnZKRpDdx63MQMQ3nwxI4s+1h5La81MYK8qGVCqtmHzEc39rAJ",
-	"NYnbnVl/BUVO3QJO7lFzSBRjL2U5p/49sbQtSmXjIPsyhYsJ6UPGdJF75/v42hw1geH3UJvDDklHTLu1",
-	"dflSG+Lc1jET7V1YfQru58ZTk2Ot/ZcLjG5JfG/ciGt2ISbNnzKTxavxiynu0vhhjgm72rwgze18zK10",
-	"FwY3Mc2T2ndrZBT2XgSmtc/rGeGN+tE0u4PuAY4CyhOCjerMump9vclxICQNU2+UYezRJBezCPMtEEbz",
-	"LGW5CRtRP13MWITloQqMC4cjJhkvupixEcMA0JxUK3mNBhhMjIq672DH5FXo9sgHOkNUkI1sEDOmemJg",
-	"/lQj0slYDUGTnGV0KW2uVigWw+JrltgMjk69bXiVqvsvnaQ2Ndd3MoQ1c6t4o29E6mBqZ58Hw5frySkH",
-	"ajRi4hVVLLpk+LIG5zNYliYBM17YKpT30KfhUn5ATEguqWTPt6uolGXBVlWFfQRdVwbdFq66DuylSeIY",
-	"JGwah82DkPkOzqwLKynyW5onD6g488584eyZo40p2l/DZgfH83YqUJaS90jm64re73Ixe7C9oUX6hbZq",
-	"0q8+2H6qKQURXcrCHHrkEYrOderVqeDqhArDRDqygOwgVCKDWFtCwfky/06AuOCvE/4zljkuwmq6T5Rs",
-	"C8ZtDkZdWWJSk7R6j1aFXOOYvbuaOm6S5Pq6v9euk9EiLRaY7LCMOReLy4y56WZeuclmNl6VYlKpfWWC",
-	"X63T1OBlpS34s9HYmiasGlOwk3FHsyY7MAk921iCaRsYQdl6e417dUu6x1VOxa0knflCIn/p+qrfr6+c",
-	"0iUEMV0qwZZRROxT7gFvg8DSoBGdc7ViznRvIG1NW3UDONbZ+4pBmHSvD5aDahts2wntBNbcXkg927K1",
-	"vmS0GDOuhU5fVTPM/at5khVrcjbPlheFiGqbuzVcb29teuFVN/rWsLbFDRm4yWHpdVkmSefpsnmLBXcG",
-	"Dg6rBwSC6zZ0z35eahq/V0B01xI4KARxg8tNQlQojFmSQoTaaWgmEXUfK0NhJuZCPFCIKrWK30jqxQ6T",
-	"aoA7fJxysv0S87E9Wb7VUfS/GwkXg+cfLuMaRM1TnG4tLBbaqXRX41IgxN0DljmzuMTQHkSzxxdiEpLM",
-	"Zit3wtwUL2+4Lxt692qzQqP2vMXcNTh8reJJM8XjyvrqT6soUk9I4wwlLEddKaVb7/Dzg9LZ/9ZmEiea",
-	"+wFbUtfSmntmq9zcW8Gm8a0ix4tWxw/8KtO/sccU29fcy/+jZNwpiN3MDz0zIfSywl2mlCdQLCeVltl1",
-	"Lpfgm0+TronwM5xrt8rHrhmb4wVjvp1DfZweORIQ/EM5GZAZBjEhoOqWqqOHOf/uz4es+LZODbWS7j1J",
-	"1B0GtlogWudY1EuymK0oR7gOncr7+Mpa9Zkb1O8pkP77OaI6GWOrM7F2nh7uZ3IlhYcX/HK/rl0KWN/D",
-	"EwRL02wBGF2sSqJLcE5ompnElY/QSE6wtfV1kmbWLZv/BAiUqv/goPz5eVpLdppVtO2FWAUZ3A5p1p7h",
-	"zZT8XOHCrx62FWWCTpHaWjn8r0vhq0j7jF61leFrMrDrlHtViSsoBxKSGS3iqYnnjQp6JS/SREbahySN",
-	"4HJGr2RIoHIG/Btr5ZTZBdWzCsqyrKsO32AmxQuDzHx4BXXTipPREJJuPDRfkF6RlnWV79Ks8FUKVguW",
-	"JjqQzy6eEV13+vCDerhLdKEVeoll4nKdzicRDFOWTKALX8E9u9IVVuxJdOsAZpqst7YrT2qr3PAnNHPn",
-	"W2tTj8VbbHw+z0ERtQA3f850zxrSgl0JX54rm5fIvBJCi3O0AlbTOyUsThMmdwnmWNIwtKO9kx8Pzg4/",
-	"fB+S87PD94dnv4Rk7/zsh4MPZ4f7e2eHxx/8NkFoZMOA/D8Ftp0gDHRDQRhUWwLSnlJ5gXWEZAsqaJ3s",
-	"7BW89y1aPSH/kz8fe0b51cJbbuK9iGnGtPUYgyvnxcWbk6i3yh/Q5I0txaTvqcFgEttWay9YAkF8fI+c",
-	"sJu0rEpdSx13/5aTjinCAncQeqEMAahhYAmXbo009j5+PDn+6eBtSD4efHgLJHJy8G8H+2fwaO/8VP33",
-	"7eHp3pv3B29Jx/xrVB0DF2CTZFgzSlZyHXR75JhnS9uTP/26Ud5TqctOsWKRc534ppgKyUIihS47TbNb",
-	"uizHTqYsZ1UYrPnJD4KvlkLwUbrzvV6XIAzMwqiHsDJBGJgFAbKH7++TQQ3/AHDsSnZvCbp6oMKSV4Rl",
-	"Vk/s+/MKhvUGvvckj3JKB3jpvkUXMF3VjwP2A0HjD+ZUfz4/3P/x4uTg4/tfQnJ+8j4kH384/nBw8eH8",
-	"6M3BSUj2jz/+crF//PZgPYblNKdY1sl7tXVOg+pWNi3CDuqwudVXsvb2tZayNQu+bzbflz0aore1zdGc",
-	"iB75ycKhU27cyzSvQKc7GigNcSQYUqcelVFz6rfm/eKwY992STQVvjk/Ozv+cOokA3fztq5D1prKPIqV",
-	"cco0VGxMJ4I/P5hizg7+x1lI3CQtYZmipZq8RXGYWvYWSQp6rfO1dHtk77KlzuJVegNslNf4DLR/b20G",
-	"H2mqcQehbQBGqPiJHh9Q4wMPnqW3Nc8eAhfce2lExgEYeHGC5IeDvbfq2L05fvvLOKjfHe6vIXl3fHwG",
-	"fyEJ9chHKrHkRrPOJKxmWpDOYj4HwUay7i5Z6wKrrr/qei1OgGMNQvMFjlb9jcNt5kuGNlcd7/epTyk3",
-	"kl5ze5wAN7eqkkkH2BQSYX+ADegLM6rWw2qKVfbNtS0iVpq988i+lQIeZl5uL6uW5ydzGTaLc+MYHjzG",
-	"kp96uIsr/a0r0vlBHc616wzWN9VzThdqi4o0pt6qiduVqomOq15LMFGthV60MiqrpPv6d/eWDlqllZ9D",
-	"0SMMik1S2mpv8iehgZQzm3+Zs6sQ089szvkVVOmFP27Z5bzMNbNDjt50dWqazdl8W72Hf2xdzZ33Bs/x",
-	"RQgvRU/E5jyZ1JPWfOO0M21gEvVqHUrdLCHlCQWtv9VTmoxfIyQdG85oCkuYckj3Fb9rcTnXq3f54w7b",
-	"gjU9X68yTvnWQ0O92kmOJTaJ+DrOolUFmN4ymmQph1RIC8lMfjvAhBOstOyrfEA6L4a6lBTmHTQFmNer",
-	"gaDdEq0a48KXqk6xM5HTfEnmmLTu/OT9LpaxTQvQgJtp/Zrp3lYfd9WxM7ZK4aXP9+UBbq26cC5Zezru",
-	"PSnTKw6VHwrGE6rrxa2ZmnshWS0x94JT3eIapblmNM38PsJvlKw71H34luUnrE+TCt5SDHx7ONQp7CJ9",
-	"wuAmh4yjSmwnTH23SyL4r4zIjM4lZsbR59qUccyV3kBnDIzbAlxNJllM8+bA1lbl7mgJm/Rcr08vzB2a",
-	"8fiWUBf30oVNdYXJQ1+ZiX1TI+4W6lVrHukW4cGkf9YCb8rLGWvma6jiaYsUmlKuzRZKi2dN6vw0GH5+",
-	"cjWLesBza1R4i2qxOq6w3rY/xFD3Ik3hY2cn3uqyac0NOOasLKqmzvrMl35d/1Atxnqfy1JX43m819Ju",
-	"+hpNrKoiXTa19F7sh4kSvSZpiYq1K9KJ/sfG6U28YRYw6oYkTVBSy0xyKHVu9QrJKm9fAMtpwp0XmCTq",
-	"okZy3uJrzM+Ffp5iLQDdsXZIldUXtQunR/bgJlSEAtCnEYl+ODv7SMaLfn8rRoMT/JtFPfJzWkzFoiAA",
-	"ilVi1Bcwfn/R5aOxjAAXRINCR1B6ujD1h3M2WUiWoDVxKrDgL2hDWSZuGTC8stL7JST3EdkNSzToXt3w",
-	"+pFU/BCdl/pa1V1CWW/rwtBvd0MSqRtdLIoRDE8XH0A406BPJIsFT2QUQt4SE6Okx1t7qmtLXrIJ5CAy",
-	"66beOnt/CjgBOaXXTK+4ep6jjG2eQEoQw+rNhX9vvUdbmWz9W499KS5yVuTLpx8QJISL2JYqr9h0FMFo",
-	"U7Y+IVAj4aZSvqBvteGcAbrB7sSaFQaZH/vuvcbdA13W2DN8qjoft/nq4TOnq8Zr6ktb4WUrLjzDJT7q",
-	"q5Rm2Ro5g2xt77vwSXCIOq+/zwbQIhh+LucDhco8t/bp4lL9eWmKK2rG0JGMlWlczF2uS3fKDVvNagOv",
-	"5W6PHHKiz44cmchgOD2fPkd4te/qtt1KPfb4X0OycSUepDKGQAh0POAnV+kNU5qZTu/EBQe9D41emkUo",
-	"Wa6jBbUeDivq1rJTiBlP4ykteqaIjqZ9RUyN3yTDkPKHp7BglfJ2Ljh/DRkBd+q+DBV6Wz94MeZ6U+FP",
-	"HbNi1fOdvoO5qNrs9k+OUPLAU1VDZu70Hx0x3SjE1QIIqQ7uIQHUejncifts+6b2rHTe65EPUOMXy9Aa",
-	"8oxzVvj86SC/XegDcaHrra1xlJsC9F1om2u7FZ4udqVSndLkog33Y0QPex71B/jQWSWrAKYZI4zDS+vd",
-	"hfhum9UVlfshJNOQLF4U6Y2V9dmXKV1IKC+aZWTHCmaA+IYLyg5XV1NCQ3WLDZZZFrjGfml+eYdwo0XO",
-	"2nCI+81xg4BVHbwZ+i5kQSywwquW6xSXvFySnG3AWmk3+upLto1iMiqLCzPiJ0sS0Joe5dNbWyeLpsvW",
-	"7sJA1/t8/AFYI9um7hKybPrEE+eQhl4GYA0RaNvRZFZSfnMdm/tUJ7Pm0a1wg8rKrJBiXH6INWH9dv9v",
-	"yNOc875GE80BHujvH39gH0NnTyITZ/sftBcHLmtcK0MD8kwkBNng0ZYdPjIzgx5Pe14Gz0z+qfJx5bp/",
-	"uozsNveUJAwto/un45c948Ka0D5bUrbUZlDInQ3edyWe6yrLv7po1Co2AFGau5JJQkshoHIWOhWGqq/d",
-	"QpB+SGqslcQZo7mGOX+bg/J75lzrkMXPaTE9BRnYI/AA9wE5PhcFLdgGSsvWeBDh32BJx5JKgBUzWLDf",
-	"5jy1DP40vQK3hh5y54ejvf2N0x/2hjvPyTVb6kKSFA2B52fvNl6SyyXmhzgB4JtJTXq51Gy4uRBaemsP",
-	"8fyW511PdK2DfwYlgv18bdVi/rUl9WmZfkCbXJT6hC+vaSZ60groYa01dW9pqhNt+EI8W7U2UueHs7OP",
-	"pyRnsZjNGE80e2jWhAKDSKUmFGQz1LFI/8xqUOdrFYBqUbLVx3UdO+WJuN0Hm6oPUfGqPS+3k0hZ3w8h",
-	"uYXmtI22u1v1wKWcfBR5sbhaMMkekhDXE0MCXHkNwjKAzXZyQsayyNNieap4kwbwqdsj31uoLW0ADdRj",
-	"kad/A4vKiLyBd7XFfm9//+D09OLs+MeDD9ZufyaumS6PpQV+o9xGmqYiTDKmrjtFnJQnEmAsS11sBqO5",
-	"0dGEvjMTfjtn+SyVMtWoQvVoITHh17IscdojewRe41ehcXOGBP3UYNIzEceFGqrGjG33B1AYRy8eFgio",
-	"g2HGwR0Y0IGxw17AcpT0rMgyuFPrnPKJqKVPwtsREmPrUoOKk3+vg/5mNAWntY4kalq9N6Hayd7HQzN1",
-	"f0MhoQSq+BiUB4kXshAzlm9UHObaYtIjhwXJWKEEEbQ+jPkMdNEyq2npkZCkM6cpqPt/PtGwd9zlkKBG",
-	"F+qS5iHJxBURiyJE2LVJEwp7CRF8MhxjMLZOyCK7IR46p7QJbLzBsxt/NAD/OPHmQCedZj1RwLMKPuYu",
-	"OKaeD9390M3TrdMy4S2JMdtmHOXM7KqqOcFDcIfVQzZkG0JHNY74EHgXMRxu/cBQ949l/8bcZwcEPxXa",
-	"l12L2Mfj0zNJNIICSAiFu96Yj/khJ3NaTHFXFLvR6TE1OLLMOC8LdUxtwmUTbGogVJUe9W6g34wnY17N",
-	"Sa/agCw7bVuxS8aBi+ocBwbTgCVtyryEjSbG3Bb8uWTTFNgGLWxsDNnLMkx2pEQ7xVoSG0yrGY5uuXLu",
-	"kVHAgv3hD0Sj2KT68xk5AN9stEnnaWQcCNYU+1DuiWUJMIf8qAJR+4sUPNodc0Ko7UXn7bZ1+gjNpCj7",
-	"3seI6o2z5Zx5GruPS6q+fIzy2bPt/uDZszWZJSyRiYqQlbLitbCVsu4RJIEAusSSLFKnxMA1BpYAWT+o",
-	"WU8YnhpvB5AttvCR2uUZzdUM3PAZzPEZdUck2pwymhXTv0UhiTZzRpMl/lPMGafztLeksyxCIiZqAHLJ",
-	"4/I5ZywhXGD/u4SzVBfCI1FZOcD4nDa/uuEQF2lyF5FOTLPS+qv6cMJyKhSoo7/VMabFIme7akZKGs1t",
-	"0tII4ljKFLfIzcnp2x8lyRi9wVxTi6Jbzgd4y+ZXGP/d5leD6lIj8/MhhJsuuBJrQAdFKJy0Z8YSexeq",
-	"WaluzB7jlsyBg0ebiYilpnf496b2eCnB9ei92gN1nJI0R06ilK+ulQM+5mLGiilbSDJjRZ7GktDCTAn+",
-	"xuAGVlJeIYQWMgwCB25SQyrIAc1PePlesgSVPkXEtu5nypWKkJsYZn8hUJwYFgPtkY8GWSXtYujq1zBm",
-	"nfrAc0ZN9T0847pi6PnJ+w3G1d2bhMTB1GNb1sb6+l933vzrcDjsD59vDAYb/cG/Dof/Otx3Hqm/h/+6",
-	"8xZZcvRpHJQvj4Ow/HM4HAef8Syfc/RZlkzHFCfLma2JpBnlx1JaU08qnLI8o1qE1dVR7Sc2gkXRZqjD",
-	"UbQgWatsVn4U7RJquMGtxo+kBblS4o3iW1s+vnU2hYovhmEsuKFjzcPQjSsKiAhG85EusTp3J9gB7ouh",
-	"BDqJzy1wM8WSAHUiodprpCTDnjtqGXVHaoH+7qwY+Ts5Lmnz72P+942NDfifes/BiMiLm5TdRuTvVhgx",
-	"P6wQvEhF7gqdjDkGSa6Et2ZXKBiqztaR/kD4K5tWA8lFJnW7Roq6UDKfahJkv9pvZYdKCDN5ZMqRlYJX",
-	"YxnKn7yv43jVB/ivOp4Uv0GmdAG4HzlVb+t/wusNeJ/tqWJKbIytgqEzw2sEp9Y+K4XIzoqgzw0I9Sxp",
-	"q9veOgqcuAJW9GxWru6492at4xKF5RxclO9Mx8acaq7B6qQq8mtILCxDy6hhiX5zCLLeIpKgatNYtKqW",
-	"1JbP6hQQkoJJRWNgC3Pc6G0NIKmrBvBfnn7H3FGHUykXmu8TivMXk6pOm5OIZllEOloGKleVXoob1rXq",
-	"tW4LkWFj7jYSCwAPaTGqZLS3LGcaiFLXpUHsumZsjiwLdXFAxyVizDurqAfrHAHOCj6bsixpJ+auuRsO",
-	"EyVfFIzHS1gll6u7Qltq3iu0kKOoX0hTIRP3W+S6SDGwEJsgLCzpoWRi4Zhrcq/qV/Zcc6Q952OfshWa",
-	"vhTNkHnKr7omsIzyMY+c+W38yJaR7g3vDYRm18T4a6bzIajNuRX5NZYZLAyoDfBCqn11vobbGFsQwtYb",
-	"ljIC5WDOqFMWGOp8q7aN7AQPTN8du+ghCNyhlm2orrK2ay/6lMkxh35ypu5hLYyU9YLxHX1FpznWTu/i",
-	"3Wv7NTHounlCr2jKw3K0uEru+hUbJ2ye0SVgOVHKde/jVIlUnJHiFmwZZ+6M9cIm6WTCcsbLFTeJ9549",
-	"2x4Onz3rjfmeWTcgK6VBKVUHwSIlmF4pjUWaZSRfcLDC31KTiRlDDpUyWUI8rbzKsU7YEqzyY47dA3rU",
-	"GUn/1bNnJJ3oQPRKPz2yp98TE7I9fAXt7nz5YuVVRRcg/av9L/KlXdAxt6tRoS2gFEXdUIsba09ofxOu",
-	"707/VQitTRZS6dcoeEFt3bCeXx9tAmNe6i5ohTBV9OxmdWCEWi+BldaoXtUeXUjM/lmdgd1OU6VTTMYc",
-	"C44j1SuiA+7KsVwi40UJHi5pqiHBKbbjiFh64xkB/Ypm2ZKUvAcNSNkSU+6YVUcuNWoVfYzdaMy12NJB",
-	"ItOZZWZQPchOkU0mLC66uLpavNIKrdISjSpMCVcXPE2V8oHqWEZBqkiYEno5mtHg3oKbDIxili/IdDZX",
-	"84A7TprzV+M0UwESvWkGlkZOHbT0mCuK02OFiwxS34BQqQbrZExsyn/mCoCQFkczAOQjsoVUIt8xBZqt",
-	"Zb3DvgCPhQssoynfAET4dn/oNdt3e+RnrKep+c6YaypXinayiJl0i2xCHnRj8Z/QWZotQ6VdxUW2NKHG",
-	"FfFnnmtFUWoB/h18RP5ODjXkOuXzRUH+Tkz2GTRzbGIICBTPc2V7I9/vuwbXyEBYCzqfP4u65O/qdJLo",
-	"q/YkaVRFaK69u2idN1Q3pxC9VpWs9ZfNtuylmrCCppn8k2nlzAqmQAl/J9v9fq2F7f529Yn6Tnu2yMwi",
-	"n9Sbw6HbF6JhR+QraJkj8sloBp/v1p/mvivXA6FWwyB1apGWzqGff/zH/4Pi3MkiU8fX2EGLW1T5pEc2",
-	"1uWCJQxSfTAOrKUTrLmLjG3c2Agv3Z2mQ2OEh5YAcqoVM0Ofchz0SOREdoKWZyM7tQWiNfIT7SPaYjUa",
-	"c5DdLIvD40vJjGYTkSvNG8WCMkQMXFyKtMsJhBhfUZpz1QThSl5qxjLmbSucpdd40SJnh6bdtaHl/Qcx",
-	"MWaNO7cNIuqGyHOn9Eax6XI4yF8KoUulkI7al1QSDuhZ7MHaGGYoqYI8gbwDHOsTuCmNHAGM0SLAIWsY",
-	"Jpqx40sN9FtJaaUofrkc8+iLM8EN7CSqhnPHQmlXUJE0ajo5I2TrGpZsiqhXI/lSOebayNsN0WRY8bJG",
-	"pKP4PlYqNNfRbQ5+NMj0wPhiFuoMGqrpDFy/WGn2izsSJfRCOZRoU5fX34y4KCJkeIY5AyDCZuUjWCAY",
-	"RXnKNaLaJJun0rxvTDlwdevbc8yxFmXKtbRhvUNYqlttMcO7Gm0ya5XFL+8xxypr/Bp5ejUtNOBXj8yl",
-	"ft2+7g1rSyoa2quIK0tIUB2LPDGh+oa2qSxvhR5psZYpAUnf0s+e7fT7z56NecOidajtwuCRYTlSPtqy",
-	"jOuMfZljeVRzH3ZKISyVSoS5YkmozwZWH0B7rnUKegw7zsDQQ1AyYpucImHzTCyRQS64yc1c+vBEbuSD",
-	"72uWbKn5L1j+9frHlBsbaW7Iy2sGl4Txichj4DKzUaOWNEi2cEqNA2nMVZOUaGq2skiSqit/lnI1d1hQ",
-	"6ziMdkkE+34kEoQBKNUkppJtpFwyLlNEWfPFjHSivdP9KCTR2wP1X3V6ZKz+TpiMo65qFxV4RU+7DtOx",
-	"B92oNxopaTlZZHhCVAp25iUJCgiErqNFVa9jruRMJPnoX3I2qfgS1K0EZ3RGr5lpqmQ5Keav2SgLblM5",
-	"5tqDsqHYCGrNyCkvl6aFrlZyMlaUWoFQ6kiqJHiQx519VmcDtxrhFcgDVh3mHprWcxoXSkuXm9hHISNL",
-	"HoqUzpZzdooj1IPoeAb/x3JKE1bE0y7y5Sq7x2udY7i9Eq2VZEwyteka+2CI+32qPYgHdpMtIyhVAn7D",
-	"MjFnIxJ9jRe50mEv5nBxzlmu/1WIgmYh6AD6SUILOiKfer3e57soJEkOF5C6clTDtYtckmiOHNyQyMAU",
-	"R2f5R/zF1Avd1QcY36vJzWoGozF3oQKDfj+sWWKH/bDms4aXHPjVDnxTs5AO+v1uj+yB84jMqSxwLmCB",
-	"MdyT6yjsSM0/MutswfQSr/OcMX2b4UWhbvXQBMTbMFMo6j1CB68jh+VMikUeQ0o8187u9cZXbZfNSYVK",
-	"yQN367I7At/NL7/88svG0dHG27fkhx9GR0ej09PI3CrmDirSGSN/gwz552f77mmq+IJIVPpuyGB71N8a",
-	"9V9Eu2o+ptiTOSc2FtdmsVANA3OZpXEutDGjtfkz03xvMNza3nn+79hNFRVhTMw4XyAws2hzulQ/yZE3",
-	"jUbTw+X2PMCeN9T/72Osq2dg/x6Vp26WGsf9qasojsjzft/G/8E9gIW1iGNeC4mcUi0iKo1cSfsL6Yil",
-	"+r1dIhQfTsEjCY5Ra8DbHr7SzuwTVuTLDQiIjkjHWIzAx+ZRjFLpmGvAIS9Ix98YtnFskBGSof0Y0Woj",
-	"azk07MstnAGGhBSz7Rt5Clr7wTGVjjD9DiTc0fl2MKlOWPJBzKHTIyYZi3YlnJ+8lyRJTdCUTZCy4Blg",
-	"NwgK2TazCvSt4RZEpn9DPJCcUiWZWinNBEcv0b4D1SAA+UeTkWu+LEMIYbB1yyXgB6rWbEfuKkydkVlX",
-	"z47MswXY/maw3VNQm2wiMuMkIFvk6I26vjOaXzE0bwCKQ7Ot7cGWtz+zlOoqCfWc1B9afEfdC5WGHtnL",
-	"cxQkE13+RWKEIpNAgmbez7dJxm5Yhm9ORZYoftzv9w3cRy18loW4AYiFzPEPWMba1YHXgesLh/xTurOX",
-	"4eDVELHHBm+A4IwJsRpH+fYw7G+/7BEoT0H5ElcEeraWasc8HRqbXnmNhTBE1Yt2y7sbDDaiOZrPeILI",
-	"MvBcdS2+FK01CJg26saH8/duqKmSfyUzJlFDrg2dwrdFrgYPRL0vuL7QnaBjtPWhCKJTDCAuSz1HCI5S",
-	"0dTWLKBAQFkU1HKulCsavMr1eeo834YmtobuVbELcikwKTV6PO+uUfxV3U9+FzU5zYgMoKiL2jDVl10E",
-	"w201H5NGkbbRhXVwWiHM1XmJYGZJOiaLok56ATEGSjyu5cBQgjM+sjd9+dapQcuUj/YwjjHatcLVrr2B",
-	"dkt4zZhHckqHO89fR+SPZMq+uED7DtpFQ1LrmPyRjIPeOCB/JDm9hQPU7XZ1zhgDKNGW9D255PHex8Mx",
-	"t0wTlLVEHYk60Kg35kEYZGnMuGQOkvRjLuZ5ygrMTQaRFBbWfZUW08WlxXPP5NWmFkE3LzNxuTmjKd98",
-	"f7h/8OH0ALNaF9kKdOrex8MgDNSNjoDUQa/f6wP22vEj6iIfPu9sGXfhFZZ6WOTB51+FFFzgXl3/y4WO",
-	"CgrOHc+uE+jgOnfF5AEN36TsNhgFSnpvk/rqPmwssOiIgtiyDyJgWnZkie9kmVAIy0LWwBiKDGiatwEx",
-	"dFU3QOL6EbNyF1WEqrW+3pke3gmjSUszofb7efAmu1W8iW67AcbQOZiuGlgMXc0hJDpvFwMPRyHykBSQ",
-	"g3+S0StMZtfEhJhFrfzSs3GuBtuh1lG7gGNf3qYJhEfxDfAqiXaSqUFXTC1TD3y48rYSd4JRAEKpi3O+",
-	"FMXUmiRMJi6/Lx7IfQWGGI3WBuOhOmxrr06LawOZexBioPXkYBRs9fq9LazhOQXuALZopUOr7jecKIi5",
-	"kIU/I1TpkAHvUDG1qOnrlCu1oQn4xsmRYpqLxdW0FSuu7g4v5tv9shWljM5m466KGti9EDC0kZVCNlU3",
-	"G6CcojUMU0OCsxeMDplOpgsZbrQYYBLsusLqgic0X+6aOnSgx6I+3IZA3CXRjU7/fIGClzVOQZtKx9H+",
-	"/JSj5XKXRGAguqh/OOb6SytUgSSJldlATEQRdFcLXEJXZKcV66gDGtSZj7q9KtQApBMlqaPsVIcZ4M8o",
-	"iJv8KYMt0qGcrMIrTTEV0PZgC+37z569wyT5SuBRVMPyi2u2tEn0eL1ALUeraT3HWseFmJBINRFavzj8",
-	"2Qb9BzVsRYJOtGHRuKiMK2dxOgcKwRHujjm6JoDhhk5d+Gu2JJ0I39rA+raRHhl6UHUL3V21ME5JNvxc",
-	"LiaT9Au4y+1ATAmmqJIXRc3bHiC880DaBPEO477VK+4565GIcYiCi8bcfR3jUesNrmhnryAZU9orCLYT",
-	"neA8JJE6YhGeRH/1B2cKu20VIsA2Hql/qd0ac7tdFuRtGaM65Wb3ugj7iJm0+GA0yMoSGoEKJ4jWlRkh",
-	"caK1u+OScLf37NmYD3oEi+gi7slYsxWrtwFzWK3G0C7s2G5ph8ftRVMq5VwseMzIDCCdZWtKrK8k8klm",
-	"KU9lAUbhHnmjuDEGVVd0cV1MQ6kZ1r9QtYM8e7bd7z97ZlAC2E+ZxFgXPoZ10RrUuQPLJZ3noXYiwa2Q",
-	"0fhazRPnVIOhj/mwV5pDbPTeJGd6S9TFnmZsVN8UC/4Zbm9MxSI3AX+K/80Z30XWdptKHL6B8ERfccQe",
-	"b3SnDAns1lFMpjDOZZpBAoS98qp26AV6SrVYEFOJyrUNj4FxUyj6CXCRmiDVG/OtHjkTZJLyBCTC2ynT",
-	"/JnVpucLbiL+HKswKHt0jueMswRjLaNdUPajMkdspKNIjPnWojZAg+iN+XZl6ub2sTo51b7KS4bOUWv2",
-	"taerlg8bfQxqdXs4zsZNOFEvOGUQbmylBFMQISTR169D+Mc//uM/u+tckoRgu+hlqTZZLaigNEL1713F",
-	"qiXuG2DLwL2jRBelB8dg44Lr0uiJXFODBd3v9CqGOkySa5cSs5pO3ZIIan0qdQxEXpYxSCUBR0eps2ql",
-	"HScHTulGOmHS0SkSG3G6u3VmiMP6TrrC6RQPAp5AiHZChmXSseHeqtdNKFzp13WPCwgUQA1zLBWgg7wM",
-	"jULQo+Zr2AumZ6zUEgBbqySddc2dXZ0arIhdLKOpPgHdWI5BdvqverX1M9E3TgZfbafSWQj0JOzdH+KB",
-	"x4vf7Bv0o7umeiVJIa7wnOMBbmzbbnWZEYKYMKUWJqWh+PzkvTqc5yfv9T1ICBhwWu9C1EuMrK+2DQpa",
-	"Ui3Mq+3ujfnzHjld8niaCy4W1oncMaLBa5RhuyEZ9vsjEn091crgkUGRvAWH11dTNfDwbUhyent3p+SL",
-	"8iEeyrRWMKIjchvn2i35RqITKRRKJMpzBoSVQaK3HGsnyl0SqY57Ob2FHUtSesWFLNIYt1qtO0U2a0Pe",
-	"jDuyp+ZiSnCaW0efshJFiZFINtlwmRoXdEmKx98Mh3QO+E1KE0r+8X/93+SAFzm7WjD4432aUJBG39Fs",
-	"Srsa3qqnY1QduD8WBdoCjb0DWebPjaIlMyhSesPALF6tFH4JITd2G2+pJJmQBemUuVDVQUshpx+JF8WG",
-	"mEygG0cxU4KsNjwhagdoUELQF9yXXD3BPOCpwSGW0gXy/GG/H9ogKxKdurdypLqIjgx8RdKlKfcnFoW6",
-	"WTASyORnTCqEhDfOqDJtWdClxBOBwk9oEs5i5pkqzlJvmlLvigzLSJO3wqSRZfDWbgPMC05hnEwDXm4A",
-	"xsBCdabTMX/RI3+GJBPNU4UhkPZQWSFF3dhqKyZpPjPESZVsCOo3ja+VkMXB+R8zABZZckeN2FW1bXhz",
-	"zbFd3Ap040gt6CIWVGlhR4hWUuRaos9QXQxLDLLaeDCL23DfTqG18e+khWxUsBkjrwZj1RfkjEb+DttU",
-	"Aa2t4utpUYYkAswp5YDrqmGKOkY8RrdXCYTquoiZV3XEjNn1WqTPrcgTWPXOOPhoZu9oMeMgJGMwJLEc",
-	"tL/Gb7qCpP/Hsn43aE2+VWh+1PYWMkHD4GBGdsMcdWcc7I75Qam2j4P6RlU0zWo7to2uE9Fcvozp7eFz",
-	"hISNufEYlm2oDQt1VEIxNWoMaH2N3URU414mhbrER5ZLlHUZc0LHvFqmsYIAC8t3ATFprGuNC6BivbPu",
-	"GnCEGtz+mGsJ2gXtVSwZCMqswvUbJ7TqwDbwzxL9j/YlF+CvhEmRp1epEplN1V0uyqQRulxHSC4zAdRv",
-	"GwfcPMi4OAsNPuoCWjHlJNII46hnnVEenzmsxxpee9JpeO3H3Oe270J3/aHpjroIc7DzldW7MsrJXxcC",
-	"EwnYTJnop7F+sENj0T2yhQpKh2VrqrnylU2Hy//IlsHdZ0z4wmTxRiRLk11Ep+quGyCdsj6V8lFulVFp",
-	"Sm4ETQW5VBzUYpQaDPiOHcIMnOqEjqkqGAU7O4PBqxcvXrx4/vz5c8gnCVdPMELFOPBKv5Bk6UakMdvY",
-	"fjkcbPXmySSovVv1dKkvqwmMdANy023BHPZgFDisx2cAh3S2WwMs347HyMxG/V+/3x/ApCs6H9R25Go1",
-	"/gC9YtmvctGx3tqqBS8tEim3EmPV9rD+WrfOduWcsCxc8IvqEeG1UyqJnKbzOUvQuF9e79+bovjlpM69",
-	"ZnadtV8Y86RvFmWRfUwgWZ3dYNjfer7VH+4Mt58PhjvbL2tTXDW9ly9fvlQLU07viCH3maFPQ5AtMp/1",
-	"MG0PXsz3VnsvD7WpaaU+9tj6K8W1fNPVZ2H1bmJ9rKCDdajIx7fviD753acsxA+AspBkqfZbH5pe8JhV",
-	"ODIzL5ejkp1KbSo8kHPBJTKkYb//UBaGsrnOQVAlPUeFDCvX6HcNXcSlv7d6j0rxPhgFaglsjfPgWGsE",
-	"+qIftahCVsxx1IKwTR3ahdBBE0niqARBqAu2a8q4q6SvK6erxfqOK8533YmVmdD0THRiO+hQG2gxIdiS",
-	"x61LWXYAo+neu3S3dJYmvR/eXH34cHb+5ejseuvD3+KtD3/5Zfhher6/9+bgl4O//Hnw57+dD0/extvH",
-	"5+/2/9w/eXfyl70ve3uvXwdhkNNbZ/h4TSp+/NSW1eU5M7CGC4z+UmfgdkoLqY7MXWXTzaJJLOZg9gTo",
-	"+JF8AvIWwse1rO6acDBqkdTsHijy+ewjqnHzrdoypdO22BKItnIoWRPtCkvm2Ba6u1rAqiiHBt5VUR9V",
-	"p0h7URdYxfZDTnGVMM9WuSHKAELUZMpilhUnxPrcyuytZwfQleL41FRH1tsw8g3D510xHr8nTwoV6aY/",
-	"hErj9dCICPLcbMKgbfqW5W7Wa0rCd8Pa5qmbYRPk3mpZyJKJKKFXTPDOADm4IgGT8/lVThPm/F4ITC3g",
-	"lFgvd6xe4auxNx9LUdvpxXW9oxcTk8ap1fy30+MPelW27l+VdyK/TJOEcfzi1QOvpJR/1HC7Gg+lM0Zq",
-	"Vhptl3Igen6GvVdNDQAmnXpT1sp1ydQtoq0xLNnVNiMw7vXKMt7lbXJby4JZjrnm58LElm1D/AvlLKNE",
-	"0XShNnbGeCHUnwAwzqkkTBb/3/9LJiye0oT2yAG/SRlZzErFQmk6JOVKXswdT5Vn1Gsf8kqKTw81reEH",
-	"XOn4wzUZWcedus+rnrvdMjGE8UdwWTCa9MhxXk/eZg1iTYNe2wY7RiQlQmChG+fr7silAAx3hCyxjhiC",
-	"p2Owxun4iNDIMyHe0/wKEjZvD4f3f1fVXE/YQmqGM3x1/8dnQhxRvjR59tR3O3jL3NOpDnvDWonw1UOP",
-	"szYffbQStXs+jGkSTEr+c+EzyIFkYW7iE7QfVhvWD+u3ttuFNongdBIWjAZbg/7wuRKpsTAK3KblFaaB",
-	"LnVrTFACPQ1HX3AtB0AVFDctNTRpRQhj+XTEW0zHzb4U79KMHed+y8IHYXQV/5JVDI7kPnvjQ7Q0PUNN",
-	"Dk1m4JiaK8UwQzTm3qQi06GdWvTfXPAGFC6sm+fAphWaG15b31rMbCKvZ9hwHVNV45prGOuiLu5cN4bn",
-	"uGtZT5yqNp9egaXiyIjXnyH1sk10YdRvF9YbjGowRci47BpFjeBQJ4MH761quREUHYx2+q/UdL2lvFTf",
-	"V75M6R+VpA8RoCbTUhVWW4PtYuxkyZUxEzpEn0B2upZEVr0xj7CUZ0Qko3k81Q5u8NsacQ/831GzwkCk",
-	"ePUi581SGDriUvPuMdcoVJhFmdA0JCmPs0WCzishXZyEBZjB6HymyfepLHTRAgPVb5oo6xWGvxR6nsbv",
-	"Xp+our6V9BhAqIYpLjMKcBwV4c9NJb6z48ky31Jeu9B6t68E13Bnxy3BdRc2MlqjcvManRO6TEOdGjRw",
-	"0rxlKzQIjrhd3wTLcjkN8dYp4vSYcgyryqNpy8ENhD45RJLK+4mkRiIt82qSbXUTVxZeXa+IrL9AbWPa",
-	"Ii9ILLLFjLeNFYyWb5aVAdrSNFgOSSdVr1Rg1oWP7Aa2VSqqVzn6vCbNHuOw7DQ1SjFNQl3dbpFnoaFF",
-	"A+VXPRo4P/672rlaoHscCMcmGF2X09mT8TqffcTQX/3RoN9f6yMQCD4/xcgHbzpxzkBTaEX91FKghS+y",
-	"rFqHbqtads7JaUr6r0b9/qjf91SnGgVvzRn3VnTTenejNpax35qCKatLNMb5rGdw5L1bwRUB1cqzDftY",
-	"HG048BRDC9yo3q3R9g5OplHmrHyvTwb90WAwGgzLQ9Isk+iWKWvpo+pzuadohCIDG5EOu2gC1oPRoN8P",
-	"A4haD0aD9RW7lspNPh0PYO1XcMJq4RlPMpU82JiwjqKk51UWen8HhPZP05XWGq1JZmUka1cSbQ+NcsRP",
-	"K258boia/pCrFsFwezhUupU3duREIwQlgcDjBybHXyX46XyjCF1BCGgEGaKMINtarRTeB5xk7XXeBEx6",
-	"K7iQPYwLxWDdTIj5JY2vQzLP0xuljIw5IVnKrzcyEdMsJPvff9g709GnBYXM9zmkv3NDL3QpSp2DgV/h",
-	"ME0+bjVSk9pj118Y10ZvumFvviy148B8/xoCk7MMYBsfHlJW96GlfQFGGs1TfhVZSJYz3G5oMruVgZh0",
-	"KXuIesP8ttQmTr1cFOTZMy44e/ZMqxQzW8g39MX7D41pvVLXl3TGlTq5KES7QQzNJR0HXWNLgnDbST3f",
-	"bCEwZQyYpkwSxltI2ycX+TxPJYTJq9Zvp4LMUqmEl0TngsFd91yyLSQQ6vLuuQZgIyXYYEVyCFi2Ik/j",
-	"QgOBNNDf7FglvK4T2XvzWdQ1UFcdLWQa3fWH5nUida8+i0KbTZ3GRS+dzUVeqLtpnrGCJVHXJlxC/KNZ",
-	"rtoiQrLDsqg0jmRmEjKVsirWYvBr9qTTHtGzW4cDfScxE6hFEqVlMPb2cKj6qZCQd4s644ZY/erVq/Ic",
-	"sS+pBApSe+kNknJT9ZffSbrEnMBTOp8zrmO1lfaXaHamJaEqlYQ2TQwUcDQR4PpgVCoV64JmpugaEI7q",
-	"i+ayrLumocw2o+UIXSIInCyTx0AknObm3yqAGwYP51gxhMgitGel9agQgmRCnTnFFoG/V1+wSEafGo5x",
-	"0VVF/J8GFWqthPhpMPzsiL1oJlpP6vUXJneeV2JUtNvh8ypx9UGy6BNETF1ydi0ww+Bhi2zAISsWex2t",
-	"xknv49NqUD36TXetps+sUmdwdA3tBR8/XFkp1+GhBFJq6j97JFejj5fVCkfBq8kw3mYv6ODyZbI1ed6P",
-	"d+iQvbp8kWxPBv2XW/R5PGQ7l6+SF5NtOoi32MvL58lw0qev4hds53JrEDgFBDU9PZpKnWKXHnXo1DOT",
-	"1hqXXNz+1lrSOnpHlbsdlj7X/23VrP1VyelbNa17Df1t2TtW6F9thvmGIN5qqbe5YYy4XTt9lKMJP+VW",
-	"KwnL7If2xV5NykfhcYTRTGMul7yYsiKNMYkUOG11IdQyiKk+ic2vaXK3WTC5nitgzA9oPMUcjnpUNpoL",
-	"ZxjTgmbiCip2fClQScLk8uoyv8rpfGpkSfjgO+lO0eY9NOljyrDg0ImuALjltMwf+J2sDckIYKlJMmli",
-	"ixBZYdOtXbIM/d46RSuMfddUPVCsXJag6OJW6Fz7bc6GPUMR1cLBTzUZWgthDVdlETQmnz9EEVEb5N7R",
-	"v19gVr+LNCGvybBrc4MEoxUXZNM8vVdB7KjNvlwCtKcoGE8olJSY0uJSFCHk4J+otdWIIbWVHSW8N4fk",
-	"JFC4Z2xwQfvGxdltNaFKKs1N4G2werPry8/XcL1RnZ8FzANFTrmcsDxHJcpdiPs7NQ2t1SvKHqSTMymy",
-	"G+w9pjxmWWaq3q6eoYaLeLqyST86CaNZt2XhKmbd9vVSR0un2RC3HFF5GNgLunwlwYjOD+PtQQtAqwc8",
-	"ExBmLay2KQtFI21twq8Xujj66pbLonq3grc2eAs1rtdqJhOyaG0HALv3NUTzeKpOZWsr5oU2egJ+gBYD",
-	"Mkl5Kqe19W8xKrTsMmR8lYUJ//FVUvXuMqK3e+VbPWik3JfPjxUbLetFntuORj1tmvJ+c7v5f1m7t8cO",
-	"+itZvdukLhBYUMTC5GlNs7jmDDXAgRNfLAsxh9SMgseMdOaI2wRYmSm2kuRiPscU7loqGvPWAlk9qIBg",
-	"5YSKcFc1UAGMDso4V1iXVoR9YgWmhmsYT54mUNyjDuK0kkercKf41QpAckVny2HHkv/2Xv0Gp/itKeT2",
-	"ILVq9VHWJ3G1C+tBxj7d+yFeCPOFR6fCRHql4d1k3MJUY6AmmBxcuhQJFCBA4WXXmDkRgep3ZunSzmDt",
-	"1O+11ejHsw8eFC8MSo7AlxDVfAjdHiRphmBnY2bWoQk528AHEgp8ySaIZ0SiiiVKZ3qChGqC9DGov2Yv",
-	"i8Y8zhjNWbJS29OFAx/L1sZ8Db6GiSs9fO2RNt2aCfAhBrLNm+GTjKg4lW8eEXavEfWbQUOeYERdA/Dx",
-	"u8J7PM6EqinknmvTqC3f0PJ5rxhb6fm/b9Df4AY9N9V0v+ENqtPDPlYc3izLS7TaIN/a5DqYINomB6gW",
-	"/eTsFixfaS4LzKLNeIGFWs2XPaJzTJMBhIDNAB9esN0xp1AnZfjli42nc4w7lGx/+YKGNm3A3O6/VDfH",
-	"9vAV1FsqE+jobFVlpUnIJ5LoYkpszDkkQ8NhhATrUu6MzBMy1Bi3soGQbJlnOoVCSLb1kx39RIZkx7y0",
-	"M+b6YY9EuBEXsSl60y8vRc0Kc3Klq3HpABRIUGSUCahq+oIkdKmtiZo/TBaZuisTstV3fkQk3hrm2Idc",
-	"z2jqXF/taEKnSy/0fRjqY0iKUiGzVDoGcLAI2MC7VbeLF4V8g246L8oasXfrIFbBTNAKsh70+w8BWZf7",
-	"aee9W4dY62uvFV0NbbDkUfjqU/PtCoT1gyCxO78PRKxezGA0vM87PADvsIn3XeMlFJiC/uXLyVY8ZBs7",
-	"yYBubE9eXG68ip+zjSHdTl6ywWTrcgc+WuDZuJjJYDR4uR0GgFWxotO91nSUgV68eDkIA8W8LiCG7f9n",
-	"712X2ziy/MFXycUXAZoiBJAgKYHh2KUo2pYtkTRJ+TKGg5VAJYhqFrLQlQVSaFkR/0/7ABv7Av+YiH2R",
-	"eZN5ko0852RW1g0EQFJud9sRMy0CqKy8njzX38+JBjsyptHf1ts42xCkRjjz0V0tWp6bD3zPIwy/09Hd",
-	"owlopOFUxPO0v0x8N9aaok5pimqWMjdn+RnDusolWbq7WZLu9roamrlLV0nQRUYplyfJvWL/0ti+gMYG",
-	"mP7FdXi6ZN2NPR3LdTwkdtgyCRqfHuZSqcwo/sYhjZPizqauEZEEwjJiOVeYHlA5n7gN47kyvwktP0zm",
-	"X820U28gs1Idcrd6yGyIYTVbnqZfr7VPiGjKWP/RWtlnMZBP44s9hyXIq0WUl/Kkhv5a2VJPZOj/cdlS",
-	"ReHf6Xe+pO1fY/g7BOT5xKnecF90g1d8b7Qz7rzc3hUvh13eC/ZHnfHOq71tsctfBt1hb7Q/7ogdvhe8",
-	"Gm6PdscvBfxo2Bl9ucSpE33E4duDPzhF6t/zWnKYenKC9g9yIqRCPdG9Ang6kPZkU5QokwmNwqZLbEn0",
-	"GjZF3pXgz8Db7pnbgi6kJBTBQALDNpcLbPOAcQdTqO9WLcAmtwCwf5+LuZ76po9IQNpey0gxsqtrgMhB",
-	"QavNjoDrB61/Bcy0sqRerO9fH8gld5W35KaC8n5lgwRVF9elKFrzj5N//TgxSN072gmEBJZBgnUfKA11",
-	"2/VO1DO98viqv7JC/wwy08JAqJRpCfKIiaBric+Uz2ZbgHq8FcstA0pYS/MEEgOyEYfz6MbLYZLnMmZi",
-	"BUzGyMUSJ0i0w5q5wqkcoUsI5EbAnYUQtkhEhpRC6ApCqnMWypZn6TAMUyXx5igfiRcl4yOoBi7CqgBF",
-	"S0bl52WkVa9abbeVOAoUM3zK4DsGFR95eVC9hwYTLYIDgZBwA+nzRCBgpHKw2YTjQ7VkPxjQ9UEsKp+l",
-	"IsIcTUvzgb/E74k8ZCBvQxUOI2EuFScBiWlrna6GzNeN5JbwN3BG4d+GFMNlKjJTNZA3YmEsfjttIRD/",
-	"U9poxjRAN4zCuWxftx1ci2k8BF6EUKYTnLgW1N1o9ZgsGzv6UKGHr81O4tRh5iPO6hJ9WVV1Dm5e2KKn",
-	"8sjia24cic2W0haPg2PHa9A20ae1CAAKf3fov8ZvK4t5t/dPBc2ZS8HFmTdCpRrNFMdZ+uKzlz1OEwPP",
-	"UzlI7iE7FRmso74qtw3FoGEk2thayE9c3QWpzwYpOfpU4Mu/8FX5hDfOkRUDS0sRQKQaEWMWADFRKwGo",
-	"6EbKWq/U34vkk6thA+HNg9maW1FIKnv1rWOIKgm/Pc7JKyujMIFz/VtoILNryM3Udy6H/Rbm2zutl24l",
-	"r0QaI+M0HFsBO5BQO+wQeWMPDbCsiMZeFgUzIKDIZA7EE0tkHrb3LlTpQwQeSLd1D96FiIDh82mlVY18",
-	"QtfJoeTsIp7/g+uPYM7xQxBU5snt7iv91O7u7m725OtkLmP2Lpzyknwy7KgPFkzZ2tSLJ7vD8/yF+lr/",
-	"N5NRDq1uNiXusf4ycomokGslEnyv8vKmWSM8dkCzhDQ90PhACCGqg6UzdBWx2SSWWlqgalVSNa0SCvZ/",
-	"0/2K/Ydul5t/E19kmx0aPY1HieDBghGIoZvgZodhKtpBhl2SC9v53hRtGbnXZzMeaglGFD65Gi2Yzb8n",
-	"oCIvkV+mdu2PK6Wuhl8nMXHBIWFD8Glj7eMPQ3t6je7TKnFUUl+rx4oLajW68tBX8EjnXMxHzlWc1eU+",
-	"RJYuFaCFd/1L+kHq0Fr/eNXSVLlWFNAsk9j3uzfKPOpryPGstqJajmMWudpMb2T3qo27rfZAPn/+NkkE",
-	"EPIPI/H8eZ9xEp5boTR8mro5kqjaeG7aewAKOBRhrMgbEbBA3IYjoiXF8JSXsbNmw3imCpSg3CUsb5oA",
-	"ZZgYzHJgZ2lh0QjWTRh/MNaqJlwqTleE8dFkakq9cH9jsur/hfTSSiH39NUm5Zf9u6mHtuzjgQrh+qIE",
-	"PEH3GKpAT6AeZp068ZENDNWXGxmqrvYJ40QfYBprRZFxVaA2Jwa+AkMO+TsxL9TwSvuGVYG+RSZNrbkO",
-	"ZI5JQUEKo34OpZkfqiv4QdkzGqqCOhrLZcolLMq/sGlsZthcoGbi8q69SmImk3owV2k81Tr/Fvvx7Rnq",
-	"4Wk4CmdcpspkPPReQuaefZtxidrXua7AvHa51d17Rf81qjXLqhfuFU1ycsY+UIm0+6Fem6Rz/Jcxbozx",
-	"azshX9wUj+LreL7MOahVoILMNUrVph7BvGZXGS7aKwvaRIziJECCWYI98VHoEkPQgbWUgWX2PnuZvYuv",
-	"rwGXbF4ghnRrD6xYzxnu9eLwHc7nI5vK//zaWaZdP2U5MG081Mv/7cRFfF0gMJ2nX0g7wyNTLyUuUp6k",
-	"Cs6fPlG5XhoOUTC33NxQbn//wzn61JqcnZ18ozUizgCj9cP5OwT0GUi9h295JGRqHxu5TFLTGAAb04lY",
-	"MPFxFiai1mO4XRYugBKvpddAFsVXP49HSrdWehe7kqzN/FiRA3KYxHdKJOiEzDHW4xzMlUgGkjv0CNRm",
-	"zgL1IHBBx475SOhjXnE0SeIpIe9ejDjakXYW4wT4b/GVzly1TLwX+0Hsvj7OlrriqX9gWXV46jGubpBU",
-	"fyApz7bNDtWNYesjR2jxFjDS0zhD15WgP+Bee4AEpQWAJvU8Za65WDX6DZrKtYUqduyL+BrhsDW2v97/",
-	"fuvVDz+/h0Ios0hl32BvBfejOcHwjn445dfixUxeHwy5Ens9L/zx9en5Xef7b67jw8PDw5OLD5PjD9f6",
-	"n8f6/70+OvxF/+/469HFd/ofbz5Exz/8eN7bnp7c/Mf7Vz+8uTt8M7n+5vCnv52/4nfwyHfnH3aPk5vv",
-	"rq+vv/oq77o0O/WaEskf7Lk0S1ObwOVKDPvWf7cLxOTtlyXvF7pGVDidR9ocxUxSGwNcO5v0wjSU9XZp",
-	"ZulhECibJkTCmCOCOBvG8U3ZFnmmsuQcQl8uAuSVQuytNuHeUTgI7gcEXwfKFMrhha4jmjPGoOcy0h3x",
-	"Y2n4iUmj9ZiKqzTYYkYZG4cygCA2g6JKVI6PTk9Ojo8uT8+v3py//fH4/Cs7/T4V3JKPotuqJOw2v74Q",
-	"IjjKwrUPgNM1y/0oEWc3+8U+eRI7CRbZfNpCr9WVUWeHQa+/SNbQhrOSM+S7WWyXB8EjpP6sEmG/dEPK",
-	"8No/iXBdoX8ncfpWr5TWIk086NFkst1nfT1t2RwaIVXOFrJWuHkSxbQFMl8v0pO1Yh/bTJibVL4vIsqb",
-	"QBg3i/hIKI+YI7Wu3jLU6qw2kTMT7I5n1qoEFliUclW3MBnAZ0BmCM5Xgv1vgw8V2W8NRfGU30C0C7vg",
-	"JnhqHR1UfeDBRtdCKFmTDyT+GMgy0xi8FwbzvtNplV28KNuNW7D6zZC6UPb/DqR5S7PX6Wgz605EUevJ",
-	"Lo1viOR+8xTRe3yvaztY1xX+MIIvofHfN1K71SoySjM38D7dh91NnM/OFYI80A+7PYpzuOzmgF3714Wx",
-	"yYVRJ2yUEH+CSyOUw3gug6e/Nd6DfHSTQ/1xEk991tTnJKAEsha7S8K04tLwWJwYnzPMN0TqPPp5SE4P",
-	"3MbI8EFVoQb4RYFgh/+PRDQ2xd9YAf1c74xXKwfxyxNh0m/gKkK3jMMYU4VX7BMidplFvemXQJZ9tt0i",
-	"PLvaIl+4MGfzYRSqib4GD5HXVN+iQA0UyiiUENZE30IBf6aU6jaQmYeoyBtPTDBPckO9pb33gPtJL+Jq",
-	"+noqPqaNfuPb0AO83wWWiGibEOpd+OL/bKwvWWkEX8QjNeEQna4YrZYhWkYiUsjOYaf6P30nmVi2DWaa",
-	"DZguZgKe7+buIUPNbAFKHn4b2Tmru4/emHcZKUAn+a/rae3ryUozrXZq7dTIoJJ8/RNcVS7HcyVymjaQ",
-	"FRSBUXoGnvGc9FVFEagwZpGV+ZXdQ5aXzZKaK63IC+Rck/Eda4oAOO31URaBxxJxG98QSS8bR1xL16fR",
-	"8i199qN5QJYJmiBMXabRvNw5fr2SxKG5sX/rBViW00uC+5d4npDMnnDF1CSczcDHUXC9TLMJeaCgMlNb",
-	"L6nML2AT/SWe1hVPwOZWcRwfWRbZhIzVJZH3SMrwPRJtxsPk6TXvI6IIULlwpEp5UutTx1gVyL1w7AQs",
-	"JzxgasSlFKQcIyCcCWIMZEVEs19c4qEYxVOhbO4IeFUcHVXGtpMAUsRmlEXuUUv6RfiCwDMKa16pLUU+",
-	"n0T2nunl+xLVDYQStFJ1Q84v8zjFDXo1nrK24YxjKlJhHdFYAxPl7i/huq5wzQ6tPrDKzU/4E+h6YOrO",
-	"vkRg8lzM4iTN6cYVCmJTq3e+o/D4KIz8Y/ro7Rvf4vQC9AW4kFt6E1vbyRtILZYQ7TOMzJY3jgrUHo2f",
-	"gjOag7KjgjVxJg2o/jS+hSLbO55oLdMIUixhqIh25imNHeX4SaTkOQ7jQZDxqyiaZnc19BxvYMtTP5/S",
-	"ls+kK73sMezqe3P2zLvIOvlLlG4iSq3pBzR4wAzOR/r8RCK4RsgsgCmmZfjnl7BzGYXy5unl67EMDKE6",
-	"po5acQa30zPFVAiJhw5/31yJhMhmqirD6jTKgcynIzs6ZVhOJ34SYfcBZ/XxBMUb3Gu4Wk8qJj7QK/6S",
-	"D5urWrV79p9RIBCOVm1KMfInPFntaE+fJMPuI1IDZas/OGC+FHdYi+V+haA27Cd9ooGITtuIGUqTx4Yx",
-	"odLGkcUhgFiKbc4Ui6FW53/cSuaRMADtqi3FHdQdIyLg92Lhtw4Yd7pTABgwEH9uYaqbZYu1XipGnaui",
-	"z5i8m5XLunALxlwXAW0voj810Al9/ZwWbfGcUKpbbfY1cikBY74eI08Ei8Q4ZXNJ3H1LMn8/GGi1p4YZ",
-	"YM2L//6vmJ3xeRS39A9wft1HCYlpPSMTB/CHoRF0ANW3u7vMXidf6n1oBMUZ2th6fyjZzTrQBH8Mvc0f",
-	"ntZ7LiCzKF8akhCvJsQXCTPsgUm+OVmlO18SV41+43uxcOUv+dTwfBk+YKSnWO2eqI+3nPHrUIJpCaTY",
-	"NoMXwE6fKTaXLqxdETVB1VaHdFttdhhFDHg3BjJTPkGYxfB6HrWZPw6jVCT6juDJaCLceo7ElbHNG7Fo",
-	"HRiHo89uhJjZGlsRDGQTWUKA3CYIlf2GNYkbpOV2/ID52emnepDseGLVyXcXpyeMJwlfaLX0V/C2whB/",
-	"Az8B3qxNwFhX4a04wHobYdEF03Cqp/JWjxpSG+4mcSRYwBctqDl5S9jtMEfMnSIESNSar/+JTnwfsQc9",
-	"Y5589pcwyeCa38Mccyk+pjTtBkTB2ftmCQwKncsio7SEq2FWwfWso4zZ3t1dkTLma2inljNme3d3Hc6Y",
-	"bDc4e8Arssbktk0s6+ljSPCvzx3zDi2XeuKYQkVYnKRsFEfzqazrCoTTXi9yfQmQV6bR19eX1xByPtXy",
-	"Cv6Ax/BC87JxODdh7pr6bcXVOsVe2IFRjVcYeLCRPHYjFh6pSB7L3uYx52UrkODAe97HgaHOOVSj9fl2",
-	"up01CHfu/x3CygSH6bm+KlZ5AjWc7IknJPXZWMV5eEhip7/7st/rwoRUdqPbYd29fq+D9IK6G688FwoP",
-	"o9YAhVejac1nszhJ6zrhtr+MnQZ5rNalpyExuwotjSNz/i2r86s0h6ety0f9Zctwv26s/pgG+iV0X8Qq",
-	"ctUjZ5HZByXQuOZAZV3iGYFUePbNMcVsZ0l8GwYi2UrFdBZpveLFOE5M9z1jBivmKyEDkRDEiYNi4iG3",
-	"nW9aujLp+diJ8he2E1nkuKIX81kU82BLv2QLmAe1vV9sCnIZ5TyKoD07P6DyaD1K399mmkDxef48A0lv",
-	"P3/O7lOEetvbzP9Et43HgAxLffax/thVQJ+BwQ5AzcDCZ0j9DSuxs2+oFbPkqKFD8bODQWX1WXWAmC6w",
-	"S/RoRZhORIKuAT6QUx6N42SqrXzTewx8z+Ypy17qMZUvTtjeNnlJzhAQ7RCedTo8kNTjIMaBQ18mXDEZ",
-	"MztS+E3f3cUMI/XWZZvGNwI7ol8j0KdaV00M+iS2c2TO0iqEhHYTGEJCKKVuAlb5nseUEMynBi8XM/E2",
-	"8Ft1Co45NCa7cQ35nDVfp7fQj7B7YaaYcYk8NwZGHDv+xKrGU6oBziTqNXJtOoYQ5MV5rqE96gC/8ctc",
-	"QkN3O6c+6P/y9RP2fVvsIo0TQNGMeKqPjFZhxyNbYug1itIFatFpezvCq9FvdDvbr3Ze9vZ39+Bf1Jme",
-	"1wBP2xVaLuanr17u7+32drbhX3o7VKgM+bGB3pKftw95a7hu5uoIFNfQuyrxh7IpWzZdiHB+v1r2+BpR",
-	"TlCsphiRiCJx8c9IhfSDFkdVpB6b6FYVulFhCvJRBvyoSinKaRT3U+VlmhFWWj9cM8rhNjYztHDLtv96",
-	"wcgQReu6WIkxkGP0cyPMcDpPJMAM34XpxGc8CBRLRGReACQa5m9GfrBZIsBBDu2DOsTVjQj07d9qs+Nb",
-	"8D2hR4LqKmCRlCB2jMOTNweIkRKPmcvzAzkc+pq/FQnDynXSXC4obUPrLccf+SiNFmDtavXCpH946E8J",
-	"lSlQGOuejkQg5Ej0dTvdjOgYFDQZvIgT5yPlU3+bMpZbwNjU6mfTOJeEHAW5J/BDm05CWooIDgaSMear",
-	"SXx3xaPoyvyCvF3IDSiuEAYIPV4pxFmvZZzA49ttB4Wv3BBm/fWZAB4m/JTu+P3WwUDu5B7Pv6/y2eE8",
-	"ZRczPmXNPYQOfY1pik1oruc210QOKNherT47nem56rY8dkZp402swWFvs9xD1txp4Rz+z//6f9m5UHF0",
-	"q1vvtTx2xOVIRJH+c7flwczV9AQmSnyEweCmMF6kMSxhabq90lx7uMnjeXqlAGHK/WSuROJ7EO+6FckV",
-	"ipIAJHkqZMClcVfqkVzNIR3JAiNCES+3oaOAAlXTAyh2hSRu/a7pPNXd0Lp8qMdlWpwJ+INODGEt3PJo",
-	"Log9hbxqeqAUn8dTcSk+pvpEWHfulKejCfBNysUd6pnYWio+pl65Ksu4G4HWJclVcdFXAymmPIw83J+A",
-	"Q8IVIhfx0UiLXd1hiB7qEz3UXwp5rfUG1vT/FvPYJ4QH/7v4v/8r1vNweHJoPzyU3G+Z4fBrOOC+FsV4",
-	"HEPFOHqEkTINBQiSoaeTRAiW8mt2EwL9OQgrLtF5DOeUX7MwUH0wBmFY+hU+a+oXOLgZ+puWnuZwdCNq",
-	"fmMnDXemP0qmxgKHBwYy98TR+XtrHojKdlCaw6vb7BDGkOEPDVHAJno4yBwHgxpIm4GGS96mybL2g88U",
-	"Xyg2ofQ0gv8IA/2y6TCUKAifM//nw5M3PhzJ0q7Q1s3z5yAjnj83TaT82oOQaxThfB9gM6fnS1txg9vP",
-	"n2doUaZNhY3KBTSKbULPmkbMQOvPn8PimsVG6fv8OVoOsOtLSFdhqvLvMXWJ0Hsta2hG7KXEmkBT5CBl",
-	"ObsGfuCCaNm9gtv3UGpLxoXf49Bd+DlPsdv5+9wcV/3rSSiv6RhYtf0OwJ7gRGhlHf+8mobyinj7jQBx",
-	"vuQfsy+hWoxysKY8BPpF+pLFY0xytJr1dm9rEs8TeqnH/HEUx0mzqZVVRrWu1kD/D7bdYxO2xWR812Iv",
-	"WFe32/I9xgnfDmIYegcNJIo3ahfpCgBnTbHOAXYRdREb0UE7m35PHFdw72YuH0cH0vIYsWbQOUCjToRK",
-	"kxDQKIzRnsYZTyEZDV/t+IR3bdgOir/ws+dDpYWh1gnMQmk1A5cHHfHZrgU3FEmK2HjPna/fHF8ctQ5Y",
-	"qjWeYSL4jR4huK4cYO2BDMIEnVsHGCLNTpeJdmWw3T6YFaYqkac+OIdaTGGSrjLZHUKlj+kOYk19KDJW",
-	"MfsgAtUNZK2niD2mo0jv5lpPEXtMR9FAVnuK2MqOIq1e6nlo1ft+QOzU+37W8oZsrxd3+cKxsPymXRIU",
-	"8xqodV0ZVBmrtj92vCzfpbrAmcfc/ngs607NLNrD7IEOtRVKJaQKgYyw6R9eHGndSAsG/b9cjVDh0w35",
-	"rTZ740iOpSvxHusUqtZCP+usxiH8RR9yNWqg06A8nZBkJ+fTrVue6Fep0tPv4juRHEIT8M830M6yZdDd",
-	"tAtxeHGkBwuNgQNoRefbrwaYy3HJnMJ9g0CJeijZRISpmKr73Snu2Tsn01fvKJoTUMRgN4Z/n4u32Cbk",
-	"BZW9Llkug95nmV2dxoyMk75FS9errhUV/b+ZfYJ2SRZIcEfnoz1Wc4VX6q73+wcwAwbdAnX7TF8+jeq1",
-	"/Ulfptafy/ITQCP1SCHDUXqQtOyxyvUrHyU3fyKWy00aLfyz37hmDQOr5gAPomPNuIey/U+Xa7E2Xt0l",
-	"+rR2vJf6TFuNFen2V/Yw6kews426PU7WWWZzgS5g1PUDRjXfzN51zGkE1aSCHVM3+8Y2rNl/oKrr9xf2",
-	"oGs+OpPjOXo80qbkzTpKRAIbJWXTWKVst2OCFFUJMN/Gd679aowuY299VW0noT8ms1YOyLD6SmsjQFvr",
-	"GDcHJQvpK1ZhHW1uG5UMo6VrYZes5tI5PHnj3Dk/458/n543PPhq1bsbViPbPmZ5dXse+/n0XB9q3V55",
-	"SU4pFck1Gig+hhKobnj4bTH6NQ1lONWD6dqe036o6/oFtFMd6KrPoTJQ03G5+xmRLnbxwKZUFd0DSwR4",
-	"5gfbIKPqJ+oBNrByZtVp9VhoMciVGd+KJAkDSko0lxX4/hTcYXXLZRWw1UMnWU/Qw1wfs8Tv741W7q+n",
-	"v3S9bW9nIyWlsuM5FeVefcQ6rzN15BFmv04y2wlUtfqBkaul+aw8INRlVfCEGw+z41320KvseJTTOG55",
-	"Frw2iwm8yAUDgJRby9LaQRfdzhscpYtJfAdeNbscq54mmgceqTibDPK/FAJF1u2u58DOywpTUO1cv39m",
-	"8r73DablLW1IGs8DJIwR9iM36+BfIilio6F7bLgABcAEtgl53wYd4DHffHvvbPBhhCBYm0zHiW5q+YQA",
-	"2TtMSsFsF9OhCAIRQBaDxyg47zEnscFjs0mcxlcq1gbSlRTpXZzceIz+1u8S8prqn7I/15hcUQolOzea",
-	"tkGaRLXqAWgLRDaRW08P6b6Nhj6SSjtjr7ei4mT2le5Mna2x11ue1r1sa+WHXzuiUjLeA5Wqo/x7V9au",
-	"3uObKl3ibKlH3Ck5qPYu13iomxVe59pDVe3oL24Cmqter+NlU9dZdepOxyPjI5iG0o6/TuB09Nj0u6pm",
-	"E/vykNlkTRs0cGME4LLutL7UXGdxk6eba/7xQXNdcQi5UuG1NHh/obYTKVrNmnMlktqh6y8ffgY/KPGY",
-	"Zg0EzZwR6eNtB7SxjaOH+gALByrq19TIlowxlOxuEo4mTMYsnqf5sFrTjhavs2GcepBpGydMX1zjKL5r",
-	"gT9gKIRhFRMBW4j1p6c2z2GDuTqBa8225ezCR1Db4iS8DiVrgqJ2Cn8s1dGIe9LIAXx8HW3NvKP+5skl",
-	"XZkO3qey9b5MVcta3nObodhteE66Yt5tvmyu3vBU0IuXWpt1dXxxAv/YSsMpJnDRpeAZvy1U85msAa5S",
-	"56ysXvZXV09Wij1VFo+5b+VptfHqDs+O7t76OMQKzm37UnVcLMVWGm/FslZZtDiRGxhZivqw6jn9Opej",
-	"BAlNgNJZ1zf4xQYdew8tb9YrTK5a2i38yQb9OsO2N+sYZULojrEml46YnHBVdgzrn9frLtDWBiPA8Moj",
-	"3miYkYX4XE42ghsc9dlg3unsCNDn1rynnHy7TUar+2s6Vz3kf8L8/7KtBMn+JtapXz/lYdToN7jkbRXP",
-	"/8H/L+pQexRPKcv95ctuJZ435OmXMGo/19Qd7HQuO6/63e1+p7PV2cly6Hd3d7YrMGqr4W+LktbNjb/s",
-	"dvudbr/Xs82j0ChUHbojoM1vfpFd8ZBPXzk8z5x5qqm8vxACX0IGAi55FY3dTrn/+knzHmsYWfOi3+3t",
-	"AJ2HdVfrNc/lNvS3aysJym/TRxHO6t6y2oLtrLSgu0ZpgRsLX7HmMhMN/5Z1Bc7488WWzueV5ZbZ9xuX",
-	"FQA+GQKTpaNJubrg+fNjA5XkhMCS23Aknj/H8jU3W8tkL1l4CW2TgX0GGB3aZi+kpXnaFBlIgHysZnYw",
-	"9p1JXaymf6DkeHELCcZSIDAA5VkuWG6zoIVWyqxcUKrOsgKKiiEHYhxKoQZSxixbISyxzOtpKmYSqUgX",
-	"MSSZYfocFPrl6VXrgIUG0iILHeRDtFCikWuEsnbJbvdpHSq0BvAE8LRqVhDyN+FSjbWWHLoAmXiHDSQz",
-	"FrjAoLAhy1hhQYn7HwZ0Bdfnx5R9miXiNozn6oq67jnvCMyHn33W9Iu/xARGrTxxxGiix/Q6tdrsIku0",
-	"t2jKpu/wDiDSxu7YFNvCmEzibb4OoM+M0pNhkpmWIXcP9mWrDStig8Q+y35dXBETqC0syEGxIqH45jCl",
-	"l2RFK4DqBRmi8FmbvY9vgdVWL6VW7mwxhudWYVAILE6yCFiuFkPPWJzkCzLwiFeMaKWNYQ4xUpmzJTvD",
-	"js5JovvsH+j51CMbivROCMmqY1hWj9TvoE7h2rfZYVU0jCVCX9DgX4QCFpfeBQx7YMZR1AjMP9Vr2BqO",
-	"fOGGEilLJ1oaatVeHTB/ypObK32hmwWFVSvoxGnMOnCuj1HMabFguWls4YY+rtxhJ55mbEAwn6ameIGp",
-	"0kxQdRSBNw7kKJ4i69sBBR5mfBHFPFCUgjMUFQtMTMqCrGgSpdposVKVm+OmsAieNku2L4ZxOvEyh56B",
-	"WbvUpwlTiql8hlSdcoIzRnYH0hagNddLlsvrcLbOBG5vqDTpdXpZTvNnP7cVsq5YSwVnOE7YUESxvFbo",
-	"pHQr2BZt1tveHsiqRGnknc5SkYdxAFU3IOxNcc50GMrMVVhE2YMMe3sJDGS+3KDqImz6l4AgGiG8zpw8",
-	"thXPZLGcNmWu84F0xVv+ZZUCrfg6ZTNfKp8LFWxPemdVNjR6t/J66H2l8G+DqtTHUrFkK4euROaMfn7G",
-	"IbvReFcMy1KGhPcwp/nbSn85gJTRW/I/drQAMlY3ABgEyxaPov5XprUeoj4HG9lxSBhAboR6YTZPCALE",
-	"0ILNjer3SrYMBRf6u/taVQXBkH8rifLSIuXekLXZQzRCHuRbOQvxKtLSVktz8hHYFqwUtkafYwKCIbOJ",
-	"GURIj0/MWPWX3+CfzW9AD/2xjoM9vWnxMPY/GeCFDJcpTlJIp8ifRzJC8fc7XuMmlEEWKclE3Y9vz0DC",
-	"rOWL2O13swWGWFthm0XhtGqX7e7nluhdOOW659absV9E5cwkucXK3BiYs5Djfw8zdJVehH3wHDXFpvd/",
-	"abdHp7cpRHZuVsEVG88lYpCuNpFLQLEvH6RFOf6cNS44qM7L3xEnMRnTRI9kLwdUywDmBG7SXxuHhSTp",
-	"LEZeDCU7ecHlTFonC9WGGUwYhCIAccLs3ZS733/LbfqaDnnM7Y8po8h9YSorHMsK++JhzMZj9/VEL+g4",
-	"TkR4LT/QoS4qDUJg6W5u5aqn2GoEvzY2UEcL07JJC2vc9plz0Hj5SnvblEpCCWB/mVKfOWzQO5KHG8h5",
-	"D/I/sEaNVsvMdN+v7oOJkanYJePExzXx2SSOiF3AxmxmgrrdfhR/KG4SzzqcPJbEcy0yQR+EDYm70WzC",
-	"Yokr7MmmBXdvLXenrgAC73hY5wauuwIaGKfvKJbjKNRak5O/P+KS0ueoRCLAZStJAb02TgsmUea+50HA",
-	"fF7B8yuCMM3MhE/1DD1AM28hIBAz3eXbaFPVMf4mpPXMGHcD1tQ9hrgqKTgsNIyMA+lwQ2rVlCDeJ/wW",
-	"jJsc7Q8YYOMQT8ki12ILaJ+HgiFNYpsRxCS4fQdyXsZ/8ljpIzAFTE4ofmr84gdsHOpR8dFIzFIuR4IF",
-	"YgbEnjFx5tvBNRMxcuYHQ57kttDdQwCceMavwWdBdKCW5IQ11SS+AwouHEzL1NYMJHEX04UGHMGoySCb",
-	"ETlFJlwxH58lgreBHMgTfeRveYjpsCagXEBHxCTenD8b0CBUnFX4mIE+U0z3M3M4HZ69HUjj8dcDtZY4",
-	"YODo9Sy9L835cnY7r9igcRyEUOCvcrNopJYZwkDWjGHQ8Jz6FrssIx5FOAjjySXPLswOYjZbP04/o1jQ",
-	"u95nIAbkNWsOCha1ftsAawpzn7Ys4nOmF3l2u9vACG1vqCA2c2L1HGM8C5qQZuWS8WlMaDEt8M8nYjxX",
-	"PBpIOiNme1d5R/RUv7e8ORszDwAGbKenTcWllKGsmSZ8dKPH8vq8u73T293bf/mqtYa+6HT4KZkGqgzh",
-	"fa+UGpaZo4aeFW+OMmnWUW+ne7S9d9h91d37evfQAufipJWZoDedyCWmFpEVtPHn/+kGfnfWmn8RLNHa",
-	"DWs1CeI/EWzuGmYCSYNLWCJXr31PYgK0oJwnKVM+C6IClB4ZWzK7oGh+pGwhIC5cffVVv+V9rZzBIlWr",
-	"RtDG1Z0wksV4SXP9OC3dFEbK8/zl3qru0GpCve5eWkf9pqHX6t5mjbRCRmo46dolgQ1ps3SV5ER1JmaL",
-	"y9EuKLHHMEVEda2XvkxTZnmky1F9M1EuE8U9GMoY8q5X6e4J4RsIZjWKZ8LEz5v+KJm2DQZJ+7k2PEgW",
-	"tsOpvqPaI2K6DfwWm/DZTMiBDCWB8814ktqEfls11CSYKy8XO8P2CP0lVmiZ4BKzBAgjkfsbwMmAYQgZ",
-	"zmAEbEx8m1Mg5rFU6yZ4fyeGkzi+YWo+tHOiWBTeCMgVx97CoFkTo04eS0SahMAgiWjmLYN+J6TeskGu",
-	"MQvuFN8IBOhCswq0W/rhMNP68FXANonRWm8gbZUPJEGUbyLlt5mhHUEiTFylK9LEfCftAHHuAp5yq6HD",
-	"j58phE+kSJ6N+ekbxnQyUaZjLEwPiMaNNp8IMLipUmJFMq2aBvEwmhjkoVrIUU6rbPovuP6Qz8L2gk8j",
-	"ChhZTkZTA0XQeJAoi7VlBAok5K2I9BZt4vD1lqSnF8gRaqcO/4pHEOMHmhAPUVFozfwWIKaB1k+nmbbT",
-	"wUDmnjPVrMqsn5tcTNoTTDmJ0OIpsnHu5z7iEc6SOJiPzHuzk6jXXkRjjBLPQnntY+IkdS8VSs85ZdX0",
-	"ET0vQ1mCLmx3ttlU6OOARosI+lSQC5MUCowX/30u5lmwGCbbjRgDhRbYGviDIR/dXCfg5KtQJ89wB0I4",
-	"em3MobeBmM7iVMjR4nux2DxSlYuDGKlk1aHdrc7OVrcHnueOG1pAWtgrEkMKAx8ojFCN63S/O3u9/597",
-	"P7z6aef77vveycvz7cvdH/d/hsAESq3c891XL72GugGFzfm81wEfH/x6uLhyYl2UYJfrw27ns9eADZQ5",
-	"3Esyd3X92V2htRTo7TVpY+/rseuPg97YbQphbnOUN3fRuyM9pKbr3Mwohu94dlZg42sB7BwXPCpf3Dm/",
-	"AqdD/ui8lWeUs7OZE3zIgzd0fjI9Rn9irWCeUVyVNN3MZ0tZzEZbBqeHSNIFe2aP1bMKzyxcTNYGRvgR",
-	"R0EobSW6a/rwYJ8tfRtEk1E2X2jRXPBKG3XTldvVY6P9/Svt3UJhcU5bouAmAJM5H2fccLmPVaoNQUrq",
-	"K355BwHu3EeRVvIKn/FkNAlv8fG685ef95VH4bGqQRQ+zY2h8N0doJcVR1D4yAzAY/US7yn98aRS2L0U",
-	"J+Qxr9COtS4B+lXxx5IggzxEYYPf2B1t8g6N3mQ1pLwCdYDQzpnTnSuWR0vU1xZsd55OoOweX9TUQpQO",
-	"NX7WtsfAbznaFbzmmbImWZsdRgpyOXxHqmx9XyLgxGSkIByPRYJKLNwmWh+jzgLQW7mZ1uNEB85Mpl7V",
-	"otR4/TFPrtbdH5qepjUhgLyivUqC9XKGmFoU90vz61IVtDG/K8lpmpDDaelpinQ6LSS44QNpevNMGbob",
-	"J+fNfIlBJYeshuhfTeogFM0ru9krXLsDmfl2tzsdilCZXxJVNGaKGZTiKCQV+keehNq+UiyUQFNtdwjY",
-	"0ZTtGKsQKQlZ0//0qfv5s9btP33ahn+MQ8jvHC6Yf0utXaERAXSDA6l3aABPQm7hlf67+CT85qr0PHrc",
-	"tR2LEbVx+NEQPqKGjnMImK8kO9vskH17fPjm+NwZC0wJNfP2/eE3xx778e2b41NAMzw9+vD++OSSpZCy",
-	"CUQ+VMY6EVwvFXx0NU8iSk3ExMQ+63U61TvE8WNX4B/kPdiOJKMkswPW6+zgwkLsMOKjG7JBS7sHixBc",
-	"Y/QAsiXd3bMsoq/3Tj72WIN1ekZvtmfm6zjZINEvPxn3niQ39a+7vQZkxWNmAq4GYVGTGbh8/R+hrM2c",
-	"czNSuzOwtI2n4joGUf7h8u27t5e/NLzGhKur4TxNY6nMU5By1PUaEZfXc+z5LL16fe4iBd3G4UhACsLC",
-	"JlBofe7s7Pz0x+M3rgqX3TPQCzx5Wr+ls9awc49HFSoayRd/Gv33/2YgZTzG2Zin80RrqmwmgjCIGYgd",
-	"JlT63/9ba58y5e2stdenb35x23oX/42z4496SuLsV1+fnl7SO+00/Gqf+VEk9K7siQ/n7xpeY55EjX5j",
-	"kqYz1X/xQk3iWdtJmHoB8QP1AroOC2s69eHy8vTkgjhlVpvfz5/XwH2kFdfHtNL2Kl5z9vjhZVB9X6Dm",
-	"kV0zWUqD+WWLjLTO5nlNy8/GI6Q3LRXPJcn7Z0oJy0+ddaY/XlLYCrdHZT7Y41ToQch6pu87Edh7HgE+",
-	"y1qQo3zazV7h56+5PWs1zE5nmYZZYv+rjwZ8mGElB9cqj9ATNxSo33OVKTGobZACAljrVM3N4TdxwrU1",
-	"orXiEftw/k43M+NKIYtiSVUp6JTVFIdhUa9wiRHzcz2QVmwsU33zPvOKGcdpczUWx4zoo9qTc2KjgcOL",
-	"ZX45/Q9ZmGS0OGDYvj7eQEqihNZNUuE+ri2vgcQKQCrWWWAaU7bRKHYHuSCwaoY/wriutHBXfeaHU34t",
-	"XvxtJq6Bywb+mknnjzsxnPmsCWonrbHyMpha9v51y2O+nqb4xXTWA+IZ/GvneqafRE219GR3jx51hcYs",
-	"GPusaVXa8kOdjn6K3PuIYadA85VZlSFsUpJKEJJwIGr197RRSZ82sRiri6eGhJ1qypqjiRjduG5/Gdhi",
-	"VUrZ0fu5qURyiz+DHQZ7+cUnWKfPLz7pXoHp4AFUv+CJSKiMUwoRiKA1kKHKjko/G0sIHkZhPI4pvdDy",
-	"B3Q7LBxTx/Wqw9EMJUYUMUoSSra/zSbxPFED2fSzXHHkojIwnDyIQilaByyWI1Fsx/aH4sXm545RoR8x",
-	"EJmFbBkPI2ilGcSQBkoNYmwo5xcBYOVu59VA6u/rSBxkmbGhlfn6qkUIsB2FkfA9NpfKJITh3vJwuDGh",
-	"6bEonIapATYGYD1rrNgMImp7pXsnK0tive5OZhcaLwlkeYYKO4BbH4rj8vKmspi6192pqXTS4uVCyOA9",
-	"yPwnjb9M51EazniSvtBnbcvEWxyNQM9vo99oDkOpb4ezN1+bg9uqoD+kKp1VNYTCWJ8yFSgbWlUNxq7N",
-	"q/nPhtcwgiBTmrd6L7e7O+1ZMC5p6dc8FXd8kVPUUbDc/H3ntrP4dnf0Uv003Z5+0+H/Oez9fPvqu+58",
-	"/3Jv9i7ZHv8gXgYno1/Ui/J7Pq85i4L2S4W2BaSflFyoxZIJALO5TMOI5WQN4cDmBcufR209K57yx9db",
-	"NxIk+YKGBweDuitM6Rm6oC/j+B1PABFsNWSM/IvPhd4KXzIra8iDy0UxpvMhk/yMMGYrspO+1peBDX+M",
-	"CULX6k8es9qT+afWnTxmdSPzT60YQQ59XvOBQ0m31ddhJCpKTKJlXSvmi6VmbfI5WrW3WXXTb6eQhFWH",
-	"6aoVwKdIvKJsq3lhZbDoYfmlXLDHUIA5NohrqNSbXvf6+WuNg1USsBJxG9/kCwLqkusRo8Fmww0XWf58",
-	"GBDC9G6nw8JA5evey3GgWRKPhAKga6obH0j/E0Kme+x9pqpRIodlOPUho0jreb8zjKD8ri/qAPzq7HeW",
-	"QHEb+30gf9/a2rL/p3/uT4VLIvE75FD9TqiSbDZZqHDEo2hhVVyTZULZNZlE1NtP/9RcNlk2vErDKGJK",
-	"iFytCcP38yjy2e+5vL2FSBmuQHDgRimQfrWc8/+7+bXJY7TfNAsdEWDr0VC2nHeGI61Wmw+mPNGtmVbz",
-	"Q67ut4mrmWeyb6onTrcykD5ifKBh/ZWD5O6ijlDFAOrgeLrG7kS2GcTBqUuhyp1KIONHpGtmoa0Ru2MS",
-	"p/EWfrVFoNgZfjVkcoUKs+MgEJkrqtBfD+M0a9Ia8ICnEyvc15ChhNvdx31sHIA2epkIrmLZZqeVxQVe",
-	"NipA98iyTNercshVOBgtHNcqV+JAmXBwJI0BV9XzQeNcP7x5Nuyg4Q3k0hIH96iECrCCmIUKqi14UFUO",
-	"SICn9JgPssGnFEm4H+D4ayNLz7JHXKNWgI15GM0TMZB3E73tEhpyleUC0yFsGuyDChG0vMesev3/d8CI",
-	"yY6JLcJWmP3R4FG0un6X7+fTGR2/fjI5wU4mtxEOcJ5uRbKIpb7WL+gGwtdWPZgpstmvYRY+r08bgjNg",
-	"6p3vpws5lfbKqryk/kXrA4Y8eBuovHIGtCV4umq0sUC5eh4CU2TRPDPHnm69Innpg7yR8Z3EO7z6DSjq",
-	"TZtIYwYH4PF0vFwiDabY5+UBK4iDgkZ3TmI1oavPCsenyZd3U5BrkzHuyZiP5ynkJxTvlGeK+Voh9Nks",
-	"EePwI7LHuM7BpopZGscR+HTZWLiZbgnSOmudb8JlsHWXhGkqZJYotNPuuKBzkLOtJTfmpptEd0pR0gq0",
-	"9bia1GnPJhtBlm94LXk6T8QBs97OVGyN42RL/4NxxX45fP8OixiagRhFXO9SH32tfYZ+HoTVzov3b0Rq",
-	"ev2GOtxYS0Ca1bECsmEWrq+nod0ZyFCO4/5AMpaGaST67EgrGrhR9KR8g76W/LQAhTPVQPVZFxvKQcTa",
-	"6DAOrlEizKg29Evp7oRGsILxfhnH77lcvJVfR+H1JMXTIUbzJEwXjf6vv7lnpfJVRr/Lj9Q5Padmbarz",
-	"oOBcTASP0sk//oAToW832JJDHnE5QvbggMXJaCJUmvA0TrQpdEjqFSQVgUAhnU1fLyBF51JCdOmN8bGA",
-	"q5+qdoUcae0SUmlegO79j+p9+y1NxEOdiDYlIb5ZXd3Aly/xJpnB8gjIJp9ij70Lb4UUat0NVBcg+eI7",
-	"CiUoVCbndX2EYIGtVhXM/HD+jg3n6AW8m8QoEhUUwugnyXebfQzlSKBYX+BHZG3NycWKmv/Z6QXFJ1eJ",
-	"2hqLFCKqaDiBJnXNb/WrTvKhpn7mpcXaEcDak9dzLQSBAUn/qmVsYa1NxUn4j4y2Oh/rMCXn1gB+5vI9",
-	"2esqTNvsEId6f3iqGO3St9KH83cmSxDCXdXxqTAtRaYgPjNGo2NOug8ueYWF8Y1I887uUnAku1vW8L43",
-	"KgHfoBfLM70yFqbu9ktghbF/l+8Yz+1dVVyhog82ErFiN4B0dnk31ssH0z3LXdk1gaB1Lluvkblkqxv/",
-	"7uz4m4e2PpM1jZ+dPLjtOzGcVTf+0/Hrs81bz5zP1a3vfHP24Nans1514+/Pepu2XXmz6b1LuFjG8evm",
-	"AejP6HXtBwZ9QBY8cqTnQ04WYdBl4zy0yyyAjrE2FJx33ArSR4tO0WVoXjOXmAWUf9uD0qjq1Ng1vfcV",
-	"ifuVKVKA+fgingn557LwTmcil2bkPcgew5tdaxLQDUjLgkLORQou4iSeX09YKFUqOGRDz3iiQgMoUqkU",
-	"Uwcfy5ajFUJTbmdlUw50uqex34or8FTmW6hKr1pTz7ZqJJl76sUnQKG8Qs7IK0LzX3/Ts6Zx3LQesP+9",
-	"gRyKEZ8rkdcuRzyKoNodZK9uchRpHVMdMP/jlnmzgb6+EWIGOnY8B/P2Wkg9MyKgp9jFm+8RxeeIm7KN",
-	"3Ots9o0xigHYTY7D63mSBVeMdvtMT0OahvJa9fVbtQIKeYzzYXsaB+IrWyHvI3LBrUjC8YJOvNCdF6A8",
-	"Iz4BpipHkQCobYCY+jgTho3QfgWV1ZAwOYu47pH4mKJwyDWPmY8mgQCQpPR06TEPpG/MEh5MCbleisiM",
-	"eksfLLa1ZVIjw4D9z//6/9jWFrVGH/htVmFZhCrL6oKSlsqZxvUcLtwlhYXpdZwcKD2JJtbhZ5PJTOok",
-	"DDRfAHpQpe3DTme401lYWZD+I8ydye34CSdimfJvu1NDJmQ2wRqkqnn9fW/cHW3zV2JnuB/0Rru7r3hH",
-	"bAcvx93h/qgnup0l78WNcGXMixo9fu+eDnS7uy+3O91er7fkVXZbrvWe+y0EvatfwAbP3wG5TpUompZL",
-	"a+d0idEkthXaD1C6sjy9UBmQmMcBNT1kMNvMbkD9Bgv+2HbCGpv2PCcu8qfocYbwUxLLazzEcZJ73UPV",
-	"8aNiycDjdPgkLhcnIl+alp8FIfIECq5NLTPXD8wZzQjofmrCb1xEIPNEfaUqvfweFbjz+Z4CuMt8pDsM",
-	"6upNnxVmqllOzC8oHn6+Rq7R7bx6ub+329vZhn9Vuy0KbazqvdBS917nxQZwSH9GLehtqiDluIlAsrci",
-	"YTvs/WvEuHESjLVBAHdzLjXx7PTiUou8HK2sImIuACXxLDYHwgPNUnCkazvFovd4ULPgMcRUaSFME/JE",
-	"yji1e9+WfdEWeqbM9tLKk01V8uneprxE30nvBxZ6k54xkEVtmjW/SfhsAnN7u73T7rQ8RmQiWFr289a3",
-	"8+HWhQl9bW3v7vUHUk349u7eVxPxsfnt+8OjrYtvD7d395p8NmNKjBKReizhd5DD3Wr5qKXZ8Bkol1RW",
-	"YDPZAF8JbS5wqYrwVgQHbC6pN3HC7rRYjRamfy5MDwH7dLqI3QZZHBnzUJUfeCCz/rhxc5XHKkM6rOJy",
-	"M6xXVjlYLpNVkqdYmUCJw50LbZSn8MHKZ7/lQQUEZSPh3BvQQxXPkxEWm28jrDSwusJGJYThPPV3nj1o",
-	"ILN3m6wCM8N+mx3DTr0JC2k9qNWzQp84OptQa9dbGB3n4mPaHyDnULPbogxQ1txuUdYna+60PMbnQRiz",
-	"Zq/lOftvF3GtVBqObrTY3HewFygpS6SjiQhsjUuGJOuxKKZLovmyZbEwFGu+asEJQ4imZrfjMT8RsygU",
-	"geU6cGqo4JdZzoVeCywuRSe8ljO6qVvB8OMXULOEDSrW7HYBVxSgbbt6zGqhUjGlzDeMz1Wc7YFsdnfQ",
-	"QIJvC9RprXwCqF4g/a6el82PczFholerzQ6N0Mm4sjJQVapOGcfJHU8CRMxqHsvbkAec/c///f+wY5km",
-	"4nou4I93YcAha+lrHk14MamszwQfTUhAZWuihb3Bt7AeylEcCI/Nonkd01USjgBwlkqe8dxch7dCkmys",
-	"4sIym1kBFIntnj5uDp3XAexUnJLUQBa7fGXNRMzgEA5knOgpikTLIcj3w2upDwCAyuEPXdlTFDZ4nOwN",
-	"kDtSQCw1kIAQjVkgWX5BFq5tciZjuaX/iUxUYQoQewYi2VTGAORb5tfSXXUVyee+iVm5kncgS6IXHV3c",
-	"gtkFrTbbNeYoN4fqmXGzjuJ5FJh06OLZtGMdyGZu6IgRqFyAtUWrOtUNOnGvRVqoFaYbyWf/wVa7lfK6",
-	"Fz2+z7vDoLO3P345Fnsjvit6e71hb783HPKX3dH4VXd39HI06vXG3fHuy/3OThDsv3rJe0G30+uJ/S43",
-	"Ohv6aTOtreIWrbMbu51Ojd24Ssbf8yLKmEy1hk1EudeELICQVFkyUL7830Cr/fqpMUviMSXj00je8yQ0",
-	"bC+fvcYdR+i3AmHNb17WNrwwiacVvC/w6B2fhkH729fXJyeXHz6+v7zZOfnHaOfkb79sn0w+HB2+fvvL",
-	"1387+fqHvx1+1TCYv4ZQAvAG/g9IswunQqV8OtN69P5eb3+/0wHQOppJeC7rViivrxBZMNU9mPBUIcPM",
-	"VKTc1DMFoZpFfHHlqtxmEPq/TqfTNZw9jkZeVuQ/wwLSV9uvdl729nf34F/QJQRBcvpxZWCejOWQN/J4",
-	"EBCkyxkieIXCYkHQcKnJp6j2ImnY6HfcNe7qZlHXhW82RKTLH/p61pgzmybZBKDZUXwtQ6rJ1tI+L6YX",
-	"rcdweBjb1IhfLQFRiGtB/HiMLm773L6VLgo3HfShA8kp5E5aM+jZjzee+1/zL+AQ2bRsbNN82wc5wDL7",
-	"2r3KtRI8eaRw6eGGWsNBTj9gagJPQecAYri91I1EqkNRNTb7vVky2hGoAcVW60m8S5+9BqXP/YGpggO5",
-	"NFcQsXA7WfjBFNGMuMTIqnH2EpuzviCHXAmrtTZ1q+ciCJWHrfjnx2/eXlx9OH/nI6AAUPmCUplDLVYT",
-	"PhNYMXEXKnHAfNBOlY8paHeTcDTJMhIXWH5jqz/a7F0+ERL3C7CAzIAKB8K0MV4J+ny4WWJKK7k1qVDn",
-	"uGQPJkmAwZgaaT1lWYLjJvmOulugGFSdOejzAwKxG4iVyvE5C5QbaPHzh4/4JE7BB7EoUHtjIiu61u6T",
-	"GKb5NaLK+fY+NdC3dDjX2vuvv0HNiD40te5kE4NExHNMhoRTb50iPGV+Li/DLxdk6fP/SU/51TyJPvva",
-	"8o8ihgCZ6UQxAFAmRxLIibatr3+BCFeGsrCYnZMrAdzS1tMollKMiM99xsMEOKMX7IdzsuzRi+VZyj5M",
-	"hvFYFF/H89RzXKPg6UAxRDcobiLWtLAVDKo6XxnXpzvoVpvl6yegUo60ZQOFQd5ArN8iRbTPsKyJ2Xqu",
-	"NvtJz40StyLhkV0UEhQKnRvZwJ8ppi8lpgTi0ISKTUQE8V0Cg00nYnqg7WUeRXiZIhk61oMZARRa7wti",
-	"3IcppJZyaV9txRMGcxdOJ9psJY4iLYRjZVQUxIGkRpYG89uZwXqUrThgrRVQD4gXnt7vVI02fWLrJLh6",
-	"5wuHytNv2VJIz3L34GVMRS8Vy5zMI1G5xNmSZv23FTDlzueIzUqUxapVYvRHAMowSu39OSNETUNHiZD7",
-	"lsL77PDy6NtyOKFwuedn2+FaK3e5VkHoL6WPMFTtyElezVtxdP7eHiChvALJhGplCVCpR+BXY2S3J/qI",
-	"SsKINfgXslkg7Nny8A9XxRJDH3xlthziThmcI/Bt46KRK/ce5KsiUqfnpscvg8rKQda0nNFmOXsVW9TU",
-	"CRepv4sDxv3oVm1n59ayooXaSskdbnq44s2n8xR15Mpl9ag5q6BH8bUHXAtEgzBKRMqSOMXYhtkEOKsG",
-	"xc8kYuGcehVf4G1S+RUeMSyqLX2Jt04OnozDRajF3kwkWS3ygSW2MfKF0uu3t73SfbLbeeVMHvkmlh/T",
-	"pu/oDXogH7dUOJ1HWuP2W33MbowjCnBm0I543dqfsiDR8+yRIjyLTF0GmqBOxAnDHvoicbaAofzTNzaG",
-	"HNE+MvZP7ja2ocqsbDoRPMJXtdmhc+lEi8xWsPfmXCrSNo5OT06Ojy5Pz6/enL/98fj8q2zoqMYYPIQD",
-	"iilZXhkcLhXo2cVy9PUuVeMHBeKaHKkMYm1hI2Qi6XnOH4DCTFetptVHcndsPjjdz2XNVact2EqOcuAy",
-	"HrNKo7QUQG6zQ7e4t5hW9kxlbhabYsZzUU9n+Na8LQ8aK6owOo2HwBbLg0IjtmzQz+hkCgKsLpib8ypH",
-	"mf782+f/PwAA//8=",
+	"7P3rcttIli+Kv0r+MTNRpBuiSEryhQpHhyzLVZqyLLcuVbvG9BZSQFJEC8xkI0HJbLf+MZ/OA5w4L3C+",
+	"zIucN+knOZFrZSYSQIKiJNdl7zMT0VMWCOR15cp1+a21vgaxmM0FZ7yQwehrMGU0YTn884QV+XJvUrBc",
+	"/ZUwGefpvEgFD0bBKYsFTyQpBLmlaUEu2UTkjOTqk5Rf9YIwYF/obJ6xYLTVD4Oc/W2R5iwJRkW+YGEg",
+	"4ymbUdXuLOXpbDELRoMwKJZzFoyClBfsiuXB3d1dGMxpTmes0GPazxktWLJXnFB+xdSTWPCC8UL9k87n",
+	"WRpTNcTNv0o1zq/lKD4Fw/7w+cZgsNEfBKH9YzgMPrvD+decTYJR8C+b5bJs4q9y8y0tGPYLI6uuyL+f",
+	"Hn8gNM/pkkSfZEHzIiSMJ58jIiYkoQWTpBP98ssvv2wcHW28fRt1icjh+UaRzpgMScrjbCHTGxYSwUkx",
+	"ZSRWk03VH+mMkQ6F18ltWkzFosCHsbhhuSTFlBbkdioyRhK67KrlT9Wg/rZg+TIIA05namFjXL0LWgRh",
+	"8GUj5Tc0S5ONGZOSqtU0y0toQWYLqbaVUOLMzJ2YnVdwFwaHCZvNRcF4vPyRLZv0skfiLGW82IinQjJO",
+	"rtmSdCYiJ3p/CCXn54dvuziTGb1mklAkJ9VPMU0lUTTEZEEknbARLEPKyXCbTMUCloARSWcMmlY/lk/M",
+	"hzmbZ3SJr07SXBaEcnnLcpJyWTCawIxEyq/gjVuRXxN6RVPeIz+ypSQ0Z2TOcqIog/Jlj5wyRpyJkxS3",
+	"be/jIXFmXzkLwc6kH7+It9jGS/p8sLEd72xtvLocsI1h8mLSp6/Y9uVwYHYPz2K5fU5fG2qVK8eIfnnP",
+	"+FUxDUbDnZ1QHSvz90AdoqJguWrzf376/238/z//6V8De9pkkaf8Sm2ijyLc+amVNWQxUEd/uLNDblKZ",
+	"XmaM7J3uHx6SeEpzGsNpvQuD4zxh+ZFI2Fs2oYus2JOxh5WIvCBJmrNYPQhJTCXbSLlkXKZFesNIJ9o7",
+	"3Y9CEr09wP9SGUfq9ESqoajbI7p5NYY20hdmKMG6p90Ovm1p7At2UfZO99W41DjVRx8psqjqfNVTwhez",
+	"S5aHZJKLGRm0DXquGnDHm+BEYU9XMU7/gKFne6450a+TKzj1uTp7XI2f/W1BM7W/A5gFy9WHeo0H/X5z",
+	"SocFm0k4G2rEIRLHTr/fOi9ssmVq/X6oyBkntwN/PXyqeiy+6eKa6yE2Zzj8tSc4/H3nt/Nrz2/nt57f",
+	"aTpbZLQQ+b7gHNnIYeKZZIJXibo1zXsV5vxCT3ZOi2k51zQJHiu/tLFUz6zgQja9VF/WVx90fxcG5/Pk",
+	"W4tAZLg12nk12nn1x5WFMiqLjQVM/ZuJQ9jcCnFIL/XDxaGf2eVUiOvVVHiLLxG5uPQLC8PB/wIEeafG",
+	"IueCS4YSuj1bbxYy5UzKgzwX+fp0Cq2kyXGuBUm5mM1ovgxGwQeWFlMlriWEi1yJI0EY3NBsAaegMkT8",
+	"uTLSMJCLOGZSBqMJzSRTI+eieCcWPKn2c86vubjlDpvw91NOlXBRkAm01NLNe3F1xWr9nDIpzce6Lxjn",
+	"6q5SCR9k0CBJuafHu3VPcXWLPCf5EImFpHy+KNSqXuovCFOfjMgslVJJzCInM5pNRD5jCZmkLEtCZ/3K",
+	"9SEdkasDQLmAvdTCdDfUIhGhWc5oAsL0QrJGI3ba0JB52T7thkoELTbofE4mNM0WOespsn8n8ss0SRh/",
+	"CL90N+BMaSDU7sCC00UxFXn6d5ZAB+ut95Fuz7PSZ1NGCnHNOMlofI1KypzlsL7AA1NJxJzlqBFqqpak",
+	"kxaSRF82ylej7q5aqanalVsq1XrwKz3Kqpp2yD/m4ioHynncquxZ3UprXKkkNS1FrZYs0iwjl0wNaZ4L",
+	"Rass2dXqXaZkz2+zho3haAUwqo0pah0UoROUhNVqcwbGDUXQIidp0SMfnHVN1O/FbRqzykyUXJKzmCnN",
+	"pVQ09bi+k1rl9OzGCVtI5BDr7wQcQti9um44+oQkW98NNXJzalR/MDVKknQyYTnjdqS94PNdWKf/xze2",
+	"9u7+pNgNzLeVJ6mT0tzRxljqBoKWsZGOYUX2dIVEXbghAXEBmJ5Ilt3m7u+qjgglnN3CbYM9qL/ceR9y",
+	"pXrT7IHXYO1K040QyfIbliP3/TaH5pyzL3O4egzH3EUhmarZpVIz15BwpnqWjOO8PojiUA10xnjxULp1",
+	"6YqVHFsaQd5ccozTy4wlIwKCFgzrihbslmoTz/7xhw8H+2fHJxdvTw5/Ojh5bVtYf2lq82ghuJL16qHR",
+	"G5pmanQO60vYPBNL1dB3Ul1ck/Rqob/qlHNTy5SLTF0iCfAaRnJGM3PTibzbQ+vBMhM0ORPiPc0fJujX",
+	"F9iQuqJjMqNLmMAlqyr+g36fHL35JiR18KVgHK6tjjWIiXihFoZMqVo/sj3Y6o703J3BKXJTs9VjUr8z",
+	"nsxFygtC45jNC6mZMSywWg2ihFzSAbF8QI7ehGS2yIp0rggG5xQq/n6TqsXWMrckW+ToTe2ilIXIGYiO",
+	"SONKAGZmJihn34XBXxRTKLnUO5pmj+faRo8efXqAxltlzA/SlL8ZD97TzNFa52FfQavJBb/CPRE5AVG2",
+	"RyKcckSmIkvwPT0DY3XQzQDlnwlxRPnykL/L0qtp8WjKF4LMKF8aCpNKapxricfc2XIq8iJb9r4t3Y+Q",
+	"H6DNm9AkUV2q9UAJz9xTas0UJV+CZCwm3pGSzvNtQnlCtobkckm0mSUkkjHyPp2lheyayaDwEoHjZgM8",
+	"NxHpDIgEZ023R/b40mFkMeXWAA7kXvf9bFjnj2899Nubjpvo7s5/ZvSGnujZPWVDVTtkryjYbF7Ib7Nr",
+	"J7RgJFMrSdiXmLGklE2NNGgMtmqPpHZ9pby60t9oBe/C4ByUC8YLtSqPv1przTxgseoD8N2JQMha+wuJ",
+	"NiqEhH2Zp5qL5uxGXOt+tUHkKSaBJJUgDFR16DN1dQgOkh3+XrGn+LVpPRp125iveo+wD6zfkVV/e7+q",
+	"tn7qDMhRub0adwjsSK3eBDesdQ3dDXz8xQd7eEmT8zyrrWaelaYDdxnLa3KhvvmEb1o7HBompkUxVzNR",
+	"/5Xk/OR97Xpc7xu1lJqWP4CRrWJ2Uiqk/tU/PjTMfcI3XZtTdSyNnx+w92vcyRVbzYhEalSRa6DJBLeS",
+	"1WCn7zjrQhIt8qzyMsi4HNZo0y4UEA2tW3rUw5o4cP+VD1/2yDEKefZW0sbbgl57lLyQ0EwKQkHbWkfx",
+	"JB07DLUastmkkrXtJsBm7hnB/uBG7cAJk+DV+BrMczXKItXsiBawaWnBZtLzs7s1X5u+Vnajj0ztlzvX",
+	"tPtJv1bd6c/Wrisu/8riQjWnH4BZGvi84TFfA8YXs2D0SV3F5ZeXQmSM8kZ/5rsQ5+frqsHDq1S403+F",
+	"oryYKOmLXoFiZaV4STqlRU+GViAPDV8CexVnmeyOzK2irY/uh10kxKo1UjHX6i7Ys+fZgeYSAT9+yBqZ",
+	"5n3LtI/TOFvO2dtUzjO6NJylul7AFIxfCr/RGk1ddfpOkki/caHeiEZkDKzH9/k46IbwMMHOiXmx0sRF",
+	"mkQjEh3MLlmSsAQ0cSUydkMSnXMxmaRxqjRTdSTpfB6RzlD9dOz5YUv98HEqCkGkgB85K25Ffh2Rzrb6",
+	"7RSfqjVjig9FpLOjnr8RReXh826PnBnLHTBbQuszN1CLWPAblkuUZ+GsyB55J1Bkm2e0UGyKxCJhYKqJ",
+	"zKOoCspozMeHjnA21OfX2XcWf0QG5DVh7qqGZEhek0VzTUlHTa1Qi9gNyRZ5TXyviEl84by2TV6TuVrr",
+	"DVzrDb3WlsWGZIe8NhthVzckz8lrcukuOCwEkv8gHIZb4Xa4Ez7/7MK3Gm4kEPL5YrZxQ3Ngq+pUGBra",
+	"n4I7raSefRx2ENplLp8AvSBhfMAZBGGAfx+ZEQZh8EYU5Z+fq3vhP1UfK3vvOR8hmdEiBt0/quxsNLIb",
+	"ByuOp0GvPdK/sxlI97AVF7jaF2YrgOr1M7vcSPOXonAfGYoHYpdwSC2hKkp3qVyCKljnlaRzcnB6Bj/h",
+	"KejCv/W8zdlRl5o+P5M0KyqbH1QmHYRBbDfJma5isJ65KqG2NtEgDCqzDFySqjVZPWrrUJdLU/E3ISdo",
+	"oQlb4/UjC3bKKn6geuU4GLv7VFJ7O56lMyYLOpsrPpMm932oh3sIcIBr9JKu8f6PDESDzHoiq3NVAgK5",
+	"naYZM4dFG2W1lzKVpZOyFzRvSeOf9l21BS3YmqM8hXfNRxc5o1qPaDG19MjP0yW6esqBphzsKtBESLRl",
+	"yrJTSdOEdNhsXizJ7ZRxawVUd5fGC3hosmHWcPADj9nqmlgBbn30acNC2p0Kq7hNp9cWuUMt4/6Uxdfa",
+	"4AKaWZYdT4LRpzUpC73vd5/r1E1zdnGVi8Vcrrmd7jj2cvY9fvsbkDkabKRH4MIfSCdJrxSRgPk+Fgte",
+	"5Eu4LpRsGeLjqJzva7XpUUjgL6WAyN0qTMroAQ4S8/l2HYjZJKsmHOOAxlNjbypVV/xEsXTo9fl2DWs5",
+	"o18OcQgGcqX/HNS0A3+nZlUcKzJiXEyHO/2+HoNsg4aYNpr4kJLKzbY0SFe1eR+Ew0/eJVm5KDQQ5usq",
+	"cgSbiIc+0kOJANhbbquHt/mXrKQNu2rAQ0VOoPPmcNfUJNcgclxqaNan/j1M73mUaniv9gPzFrygsWfO",
+	"1z6Q+AdrY9Wyvfq255PFW28aLop0smzRspxWCeDQjSuJZZMQiUJOaV653lr0codP3z/996ksvuXmm1X9",
+	"I2883FjO/ePd/gdwc6+U7wKw6IypbVuNg1+H/aK5r43vDnd2XMbbxgmblr4aG8QbXq3DilUEttZcPcq5",
+	"WPCYtcpwjBPBsyWhySzlqSxyWgjF2+mSSMZbpLdUXsD7q1pFr1YFi6YuCrcbc3yBM/p78h7+7w0DDtUy",
+	"A7BCaf1I6hfXAPGAK9k8SiVyX7yYH8Ym5jQv0jidU17IC7j7K8jJvicUqfX8h+V+OIvo7eO+rf7WjALp",
+	"5w/MJryGFIe8kjo+ewW49VcBW9cEYjh8Sy1IV/cH5FmPTO+ZvZ8b+kis+fHnhie+IBmj4ARD+16aRKD8",
+	"R3BmOpeimMLJv2SAawA3MIlgGhFJuUwTRiJQD6KQSEGuGGc5wJ7RfS3RHJkWRo/KFxn8mUoEcFyKZPmd",
+	"JOIWfNZ6XjCEDgxG5DgWbeWYMZQSgUPpCZN5ziTjsYYeaUOIkstiJeKwhFwu2/sKLdwvzeEnYwXrPVCq",
+	"9IaufZyqldXyeENZCIlWI9R0RpWfyJ/UDKj5twn5GfQhtGbHfNg56A2UNE/nUr8jCS3KF3axUxDITWtc",
+	"IGRIjyqViGMooTxo/+FC0Uai7q+/s1yQjjs8aQBdAK2CPvq7JMnFHFa6yBf8Wu3LJP3S7ZEDPIQjsrMz",
+	"GLx6+fLlyxcvXryoxba5PwXVqLPBxqvPn/obrz5/fRUOtu/+NVjvMv7RCTlzFrq5D6RTW9du2yH/sXX7",
+	"XaG6wX/Zl1RDF9a80PaNAUXRm74UaQxjVlQId9cu4Yss0/oI9gDYVNAf1OKqn+mlWl2E+TevOBhzs/cz",
+	"QE4BhkFaPNNqmVY3FZqp3iuemPi29WwL6u0jVlAPA3zM3da81mrTaXFgOfa+v+SKcppbbZ7W4/ZSkASB",
+	"2gqhIU7oh5gDj3DCSGVMOU/51S5BM9OCZ0zKCt5NsoJE8OGFatIvwSCcQv5xrYl/y/2rpejvLye4WFQS",
+	"Sj5++J6oLSHnJ+9JJ1L/HKUzesU25/xq95JK9nw7/Od//lcE5jeHdfjfvJeaHXNajGGfeqiVRV1B3Ugd",
+	"38KEVrNBuHci6VDn/u6GJBJSX9+XubiVGldUpU/9S3PR3+AP6OuTU3UVVgh0oj1jWcrVnZqwmzRmIWG9",
+	"qx6J9qe5mCEZOkrUQBuTHqhEmZG06lGDfn8NPco0U+PXvzZRC4/Z8BgRCvxqQy5lwWaPW+SfU56IW/mN",
+	"VvlYPnWBj2V9bUuOtOaaVc4JCEv7EDRdO49CjcFQ7hOtfy1d3mv+c5wGewAkkddVzwDCSNo5fEdtqlrl",
+	"y6V+gpdmt0eOJxMHnjlSbUNkyUJOIZcBWKY0NgoaN4222Btr7oaWMFkYQ+zGoFPiCCa19VqtWa69138k",
+	"DfIbTOqPNJ1TlkEIwDe8b/anQkggQcdwc7kklXtol9CaHgk6wK1wT2DzJvp1GfHd07jEqfE6tjKBM2DT",
+	"NwwdhQ5MoOL5HIHNCR2fEenMKeAl0Q2vH6uLO0ll87VK/KLSrebqWc7MU36lPkVH34VYFBHpcFEQ/BiY",
+	"iOZJWpZSb0Makxg6sZhOBJoXQlxXXKHihuW7qKsDoC9ncjFjCVnwIs0URdAsI5yxRJK0UG1fUs6h5Qpb",
+	"xKcuDhoHBd5iRKJHrrs2AkFmUYCjst5Yzv6K0UZONM93Fit/w3IDoC9jfQxvW8yvcprgck8Af9psfAJ4",
+	"wGqUP8K5Ux0URi5pfC0mk64Lf3Djb92dtG5YtTsQd42Lry4zWJUgDMxMgzDAUTknfBWoYd/p5G21TwwX",
+	"PoYuT8ou35guj8su39kufT5qfRYwkv23FWZJrDlPfTM0MhWkXM5u0bhLc4s74FdM9sjPSimGv0xGHk17",
+	"kvGEgFkL3l/kgPjEEVTa/K35VZub4gO7/b38E2pMuBotw9JGqZW2ld63seV80GGSj7XnPOE+YPG1ug0W",
+	"Hrk+EtdIwQtuQ/qiXcVlkxSNMWibLPRAwVRzcvD28PTi/OQ9RhKzwmUl4joIA6e1NbnB8TXA5pzP1NAR",
+	"6KURat68WhrUZr2mmJyqiUty8JNrELUPu3oXBjXw6AMawhP1jdBRtQhW6yyCuV+YQaaJa1RxkmCs9D7n",
+	"rsFON7VrHVKK+bBc+6PAY8x4ojPePcD/pOF99y2CgTHCNzqG8UIbEe/9Vr+/p1//DQBLdeqoPgmceXum",
+	"80CYU+Vg/E6WyOrhfIpBEn2aq465gwHtEbsp6CQ5PD0mL5/3B8hGxWQiWQGwNw2TNplm5hhSLHvWixqF",
+	"JCrolVT/laB5qH8tJMv1XWq3ScwZZ8nFLRgw8LpuMkYqr022BE4iNZroD8uJGszCOakOr4hLCMtqWoDX",
+	"TnXUUIPV1UJ1PBumFkqdDfV+YJMh+dhK21CNR/wBTgo/09MYmY4FRcGWItap6+V0GZUI9qVXbO0Z73qy",
+	"XKJmUsf2fyd1Hg3dBd7wscgTlpAO+rH4IstcovfEBnTXX+PZQkdePgDmikdkJbKWcqIEKZ5QHQrfGKlq",
+	"xA+bEHl6lfI1aP0YXjwszXn3ODWr2659UuWOo6prkOYm35Zr/pKohUHEBnzcvgUjWIJL4BsY3KFUU/0N",
+	"CPUm3EWajBOUaycKrnR3Lb/YPOW8bQOfdPtW+OC6d/AxfITGXzApWSPPqq9P4S2HpUiQYdfhds7Co+CL",
+	"1KBYfZMYfgZcDXBrJIKUQ1wEXAwVbOuqPs/olQ9qsuA5o8l6IJu6hPItmeZCsnsX/Fwyd7m1LWKlCekn",
+	"fMc5Q3bhR2SAt6K+CUIwrc1ErlOGMBpPtbqrPle6EPK0kDinCU4ohEjOeBpPadGriALP9LkiMc3zJelI",
+	"hmr0nlzy2I0eC8kYM5am/GocVDlhyovn28G96Jq6dcEnDzrANsN8nIvJJWHvFfwwGbLkiDU6M/zb8gHL",
+	"nJtXVbvcWVKAXwJ1ZbbfSwKtyI3fTAI9YRk1oauOhQwEIc1FLBPTR6tkkRVmt7YlTLd9hm2fmrbPsW0v",
+	"I/WN+wnegMZa/v5OgcqQ0Ibnjzy8YpCLnVYY0C4GWaPpF25cJbVnbFKQBddp4cKq4d+19kN+6497Z/s/",
+	"kE06Tzc1AWwYUWDza5rc9ZBtfHSWe9CIwqX59YU6nR7rCwLyJSskidwjHKnp9NfG4h/R/Jqor9uh+G0S",
+	"XUuD6u32xtpEvb3HynctDl7opn0YrVJOi7sQXm9vDk/0hc/GciRu0Cc6BYNX7CB9HZPTg+GZeM5J6kVp",
+	"PlDiaRwVbfLTl793WntSpleQ9LrIKZcTzN8Hk1TffIspnku2YoJanL4oJULvAcnZTNxoUzq+ujYN/awF",
+	"dr1prZtvRrLwQks846CwdiyBlXrwcBYuPKQ2GK+ht9lUHfqqdzkk7lRCYqm6/AEfhcSSV0jwKIUE2ERI",
+	"8IBjWlPNvRpm5XaS89rasTMU0SKfhB51d8k26ZwwKbIblkCOgx3S2ac8ZlmmHsSZ61AppUBvEHf44vO6",
+	"pxBH5iVSJ4nYC2fWRkz2wbfBeCAmtduIdG5b9Axji+pi7D7VwViVj9GHaQMLNAbYWCpQbkYtFD9WokVI",
+	"uEA91asz1vCdM5pm7dNhG+p3F6+50FmA1lZ911Nc24w77bbk+zV8R6U3i4tAF+078Or0a4x2hQKAy2lG",
+	"1yLcNHVU3/qX64gnCLMrqKsRkyp8RAs8Jk84LBOnYZoEc5owI4I9S5gK4XROZyF5QV4T9Kz27Otg9LBv",
+	"g+A0DuD4JeNgxXmzaOjBemkT1DSUfItzCMLAScobBmY0QRjYsSjpeE5npTdYicFlOvYm565kYHdyq/cI",
+	"RJpi8rlUEp1Q3U3MbrOsU6k+b8mvjsRktW+3BfLDD6Ojo9HpaUQ2rZm6ghpfWZenTK5Tuh/H4+Tr9t2G",
+	"+s/Q/Kfz6Yx8xn+O9BPz3/G4p/41CJ/fdf/c/XPnP/7x6U8b5t0/43/VD96KKGVQ7dANqR02zRwHSVro",
+	"HHOtUW8+AcQmdrWWzQQhIIAPM2kr06T7KNnjidEvBftS+O8y9UvNnf18Z2fr+WMc2mfsi5tfnwu+4dr7",
+	"2oYLn62KsQN2BFPwsR+1YSw5KlW8Jn7ZbEmZBZAlmCmxjhf3uRL86WGaAmWry2F1e7Xrv9kKgwm2WKNx",
+	"SpTbGTWtpOwLUqa3+8OE8SKdpKoRIwbqEB1DtLtV/5DgMasSNSTIhSxiTnKwXrvD4wkHp7k6M5ak6yaN",
+	"PIJ3S4PAuj4n/Xnpc/Kfp32NYDFnqmm6XMcoen62Dx4UcAuigXGWxrnQ6SoNALnkr2eD7VF/a9R/0RsM",
+	"t7Z3nv9HVMN5+BjtWYXJ6v9oFvv87j+8TPQRZlT/ybvHLmooCGgORC5bOkx9DRbSlMnf30YKZGAPaJsd",
+	"tMkEmgT4AHPlD4xmiinXLyVpNRYHv/L5PlFPf+XryAcdaJoTysxwJdH65QYtUEuW36SxLv7ydwBjK5Iv",
+	"IdfdajCaU93GEPr95E185O0l6taLA9LiEfCAI+0A3FYkGuNEyXQxo3xDKZSQPdzhe+vmrqvtxSoLoh7m",
+	"Grn63GPnJOuTjCehPn2Y0DUki3kmaNLtkShhBU2zKkxKB4o7TNiAMsGPqA8hIL/AfE8zgqhR0sGAyiIt",
+	"MhbqhzZ7j23timJlhVm3uWZ6PGCIT5JUTZNmrm0S1ZjmVW9a/64xKnQpF9ht5a4sV/lbbtWRuZhaU6pH",
+	"DpeJdBL1SZoxVLnhYjM76XBM7AgwTPCKPVh209GPpEmhwRt75GN9g82XUwjwmpjMUQa1C4k/Q+PsBaDy",
+	"bSpZT+caTSWJvj84I5u6mQ0Y1uZXSJF9t/lVtafUpLsoJDPFYhMdWpOaIhpAUJghEmEDURnZFZFOdHTw",
+	"9nDv4vzk/cXZ2fsoNIyCvFBai+zu2uuFFhDeDI1Kst3fDqFpqit66N4M6VIyyZmc6kA2mAKdp2YaaBbf",
+	"1Gt8ld4wrCQiOEnYjPLEQ7bVKL+acxYAh7BishBzCXUpQd19gj9U3VRXYqPB1cyaN4fxTu0uGlVMOS4i",
+	"2dVM37IwQK/wMktnzEJ9apcAkCpG2UwsGRtJBUP+/jpnV1DzcZGkYlNc4R9OmuF5MvF3LNO/e/o8Tf9e",
+	"6Q1gB8sCY8Xv8U3nmXd78irZQ4UOWXbQJM3KJi3y9N5YxnINnS3SM8RxrQ5q9EPDXYbzFMdZi5T8O7nN",
+	"Vs61LXmn/tlJ3qm0SzQvHc6AkW6R1+SnNGECzUp7ih7RpvTWSo/P4cPZPIO0cy/Ia3JapPE1y0Pykrwm",
+	"70Ws68u8Iq+JtixiQlzMSURzxTAx83QqscwVxOGwL0UXMge8JidMV6HqAC5G/DVVF1XshpVZjYhDyduU",
+	"JdbfnSaqnQG0M8+WOnqikhOJkstFUQhwimSpLEgubtVHai1AOCad9hGqVTrF+MgOLTOwclGkMRuZWlQW",
+	"dq5ttU5onFStqAU+53Ixn4tc8f0OJdcpT+pZXRdZQjBaRioeu2tHQiRdSnKr+fothUbVVn0UWYYls8BE",
+	"o9YM8mTOMbWmO5k2G1/4MnwVDvrhYBAOhuFgKxxsh4OdR1j+zlALAPIKwgBoKwgDIKwgDAxVBWFgSCoI",
+	"A01PECGCCxZYkzwaDKkpWAcbHOgivOpT2BbAmNuVDcJALQmYEJv1fOrC4gCERVMdaE4v0ywtlrVaPbiI",
+	"qSSXizRLfiWx9oO2S39jXQPSm/NFlq2jSjTcCd9KtSgLD7sBrcHe6X4QPrB28oisrp1MOko0uRExvVxk",
+	"NF8SdFbkSzz5IBlJkRdyFx4oGR4yPili9ueKEZMJg6recZGBPUiadC7NOs1G4cSZQdXkMKAy1tNcEztS",
+	"+fq9uGX5HjQB/3wL7cCiakxkgzx+ELd1TxUYzFmCN4HxAKU8LVLEcQ3hMabgdR6D/2GmTpa+I+Zpk4s8",
+	"glPoERyangILf3cfYc+Kg8xTmLIFGflKUKccp6oRImLi7jvjNywTc49SqqOtLub6CK8uNgpQq7lXTa7m",
+	"+gNxEqoYdQalfgFjSSWiP+8zgN+FwZzl5cAeUIC4EAXNVg0R3BAQTElolsFA75UXa9yssnDOUE3v7mL5",
+	"ON5HB7O6tmYINRxMjYYJ8SSUr4UVNLKmexPTR7X029GI2BzmIankKg/JP//zv7qgQzs5rXWrEMhXlvfi",
+	"iS9TtZyzLCOpBovXksJX0mS3JYT/7yTXbcGh9RChJqMwRhebuGii2L+bERvDo8C/rGRGDEfWCLH7ve6m",
+	"gIOJAvI6G2oGGlv0wQwqTdb2GphQsXr00UWa6HguNG6l/IpgeSY0qPidCJgrA4XZdUaeJrUD9Z2s+Nx7",
+	"62W18S1aczBeLuKDUXpHXd/i7yQZbm9MxSK3weUIgfchn9uhHj6MKBSs1fRjwwxA9KA5Ax5mBtMDrz+Y",
+	"gcqynrmYueEL30mw2pSxIrs69AKd9+iMKrRELaEIms6MtwZGZIWd5qDMt68XyG+hcSEkrvKFsQ63uShY",
+	"qxHnXvCImDPuj3nI2Qz34GKW8kXBfGEA4NDXPwNMdJf0NYId1k47fPVNur3df9ANKBDp4Kyhb1SrqFbX",
+	"oCptFfXxK5Jp1HokCctSkG3QgOdLY3HFRe7TeQ54gdZqfIF0kL+h0BRqbqfxMoAmywDGZqBBUAd4rpE/",
+	"q41Lxnroc3QiQqOsnmSLFXdyNgfoOhFcjZLH2SJhyRrdmZE1uzvRv+AJNAq7tShrDM79PTzd0mOXxBlu",
+	"aPfKSyiLyyyVUyjctAfVQnFTa6fYlF5qcj2qP0LR4Ttpw/abZs1f1chlyj6t0oHdyTqQk2bgKGgKGzIW",
+	"c23kJznThpXLJaGuxKdtexr6fXyqTdulIOW3Dj7M12LWFrLB6ZBUN3Cv4XrYRSM/EDq9oilXaoHHE+OH",
+	"l7xV3TgoGOdlD6oE3q7BYFoIxr+25jqkBc3EVSXFSD7rmau7p2NOIPrEeazdufXHsqBX7EIfxvqPt2Du",
+	"qTzKhCzqz2geT9Mb5viWeymojD01jYwV6+ctyWemCNi+nYbz8NxOwnl4qqawb2fg/PIzGrHKB+9x9M6T",
+	"vXLsRhmGoe+7I/fWUoA9MbuvccK+jQiJbx9qTyvbUPvtFuwv9U2oPTJ7EJLWLWihS5xIjTBFDGpl0u44",
+	"Ksx5I1M6R0hzxyeVdHetd4yL2wd4kTwxC3pQhBbusbO9ljhBp//2wndtZehOILGtZrP1AHMWX0u/M+OS",
+	"yjWCzst8ITCsJJUP+sYTdgX9+ubhxV98o/whftBGaBbIv6w34pppf4hcAWWUa0GyZNhSJOWhSEaAqrZG",
+	"UTyx+MlhUkmDCKaIeiGUdtTkGt+iAC5u2MVauDPvJpxAA9bLBnfOoxo6hS+bmuUDCMIdy71ZFxFwmElR",
+	"jx4RMdguNWRhkmZs7SgSHIABO7SFtKyYfsW0DrythpqesYh0DLRopJQIVrA6GEkpk7uQPT0aaXgMaKdg",
+	"S1W3Da3iEV1xAEsHZNmax/tIvb6Hr3tjOEAGMUsxg4VQrdtlaFOb9hDdoIatRlxqF63IpKMVsm8ZAHOP",
+	"sHtqmNHRChm3GgHfdObbOLR1Q010jpOuq4WnGKnHhRNZtdoO8MAYjdYwCf+UeWJ0l9Mljz2zXvJ4mgsu",
+	"FhYI04kY/9uCLdhroP2oOypVmRosl3REbvPldUOwryxZYbRklvTIOzAYY8FcmjPykcqYZvsUbWeQ8rZH",
+	"olMdjIE92iT1CN2ODjR6+PBthAglsShigVVRKpEzjnlMT+aWSqJkp+5uxZstC7qUJthDoyp0zLzSDZtk",
+	"+lZrJ9Wn5cBWmDvNGm2oNXKusxCrDReCxCLPWQaV4wEjZDRUr7KY09uHqUlvU3rFhSzSmMRibvF5jbXa",
+	"VcsKFRyMKSmncRFCvQedWUBtNF+C59ODXauRprM4KyBq3/jgh7hTbYfBJHpd6Bri668ifFIpp/na+CVI",
+	"x63raHMTdkMC2CKsh16IecVVoYtPoPVn1KxEEzUEgdLObCyOYGjWHnN7RDulPfKSZQIrERYeKyyGkAmP",
+	"QObryFNUxPva57tmREN1ZqtrAjFF/ek81RoKNbUN7FIgN25swtq3fX04LTd+i4TW+NrdJRhaaQEpMwK7",
+	"SWKsBq9/vhce7eSoaCzlPbmvfTukRowFnQzFVIfteprMqdFqsvz+sfvXIyf37N+uBs7QTL/hev6s8ISb",
+	"0/3Wm12dp7dyy4mdlQmDdCIgwzKYFHNG4krAeurSgBuYeRLwEhp6lHLjqiEfhLXdm1RJRC4mk/QLOodr",
+	"dVFevHjx4vnz589rQVOPqhBpIAluNs17KkS2nA23pZpxQa3uAUoVLeTzmsCvwOm02GiW8ZLG12pJeEI6",
+	"+lqPvupu75T4BZtIXiNj5eIWAbca1mujPuDXsgG8OkJyZNDN6uK4ixxkCdIId/3R2JN65pLn2uSol2A1",
+	"Ff4ArkLQh97dD6HVVQM0j7dnbxfPONLo2+P986ODD2fGCwkwNXBdiSsGbgc8cvgzqpUXAMLFxLlilhZg",
+	"wILEubocXcLy9IYlpc/s/OR9lVRTfiPSmG1svxwOtnrzZPJNUtb+4HhSiQGwPiSHbW2Nz31IXLCHx2Ra",
+	"FBDdrP4rAaMtJrpnzN1ssgkb/lrx85YQcyA9WPHO4dHe9wch+enw7cGxarq2N91dXXLPXXLT41UqCyVV",
+	"l9hC3StmmKgWOAtg0KPNTbVGsqef92Ix29QbIzfdnamBiN2N6m+/rCbt/WH6+dNZgf/7OP/86VR+/vNo",
+	"c/PT/xyP5eaf/+Xzn8bj02frpvKtbOgiz5y9RDx+YxfMLhqw8CIr0jnN2z0X9o1S9kJF4t9Pjz8Y2BKV",
+	"yLDVe5LMs4UkkVq7qEfe4KmWNrF0wb4UkmAei80ItZZdEt3QPAW4CaLUIrxrGTRJ5ixHtEmo9k/kENYI",
+	"6auTi7YPAYAKX09FBroKxTHrCAwxMXV0EXCTGykV8oHZO90MGxAvkeDseBIBFysxLzoyBhpX69PTucvz",
+	"dJZyqtOJzOh8rjYSE29imfO2dHM1YbuKilnxVYlPwQ9LeRLTdY5KgeguDGAu96bIaozmLrz/g8ZAPq8j",
+	"2d47jKos5UTorpEgvCak3IUBKy/V+z40968OzfA7LTHwRsA5GZEU4eof374LyQ3i1SF2Qp1G9Fcbtxqk",
+	"a58JWUCtmKM3u3UdM0tnSsFWhwCAX0o1WpqCKF7VxDKky5TTfLkmN4GLseQgMNO7MKhcbW5kyn2r5ruN",
+	"6+3pYI4HNKUuHW3jaRz+5sa4Jx44gilRaIobqosG2iqvBNOoDdb9Og4g7emFenEcjMbBHqfj4C4inZll",
+	"jzHlSpnE/H/Wv0k4LdIbli27PfIjW0rEtCpuZAw1C56wXMYiZ8BrcgaBK6i3aie7P8J/3ST1iZ2QmXO5",
+	"x36G+JDknGp3vAk6qwrw/W3o7wzIHiO1yzTf67RxCm/r422CvO/7CPD/d2HgIaX7Pv1Jf/ITfrFC+3Tm",
+	"UeVa92ihZmXtlulbALhIU9tsZr7wnAZ7j9977+FcR/ba05GzUeVyq9+G8zS+liSq3xsR6XgMNWa5IEWQ",
+	"30oDaU0iz60SlePXIBkxu0w5k1YqiXMhJWaz7RQQSITxmbk9610lLWiRUGBlMchyHH3ZUO2ancD0q/99",
+	"p/9veqf/L3bD+S2vHltw9fD/tM6Fd7lELbXTuPSIvfWeepWtgxa65+Li/31p/e93afn9osN+v5IcoRKt",
+	"AKDieErklM4ZSdic8UTChaQ5ATDu9blixeO3Dlf8i+okwdy9Pi75VEdJ1ZRrhX2LvTdS/9MdJtaG3EFL",
+	"nWtL6d7jRTH28Kbzz2e+d2lgfRN+m1+qPSInus/LBJLFuitcgRB641WeFnXiDTNpARmse8JarM32c4+p",
+	"2cPSmtquNZ5pG6ZNvmAoZMN60jYnIt+w8Sm6bJskkeJ0UY+YA+eUn/ITf8VAtzV4RBI2r0fHj2NyTnZj",
+	"8vi86fEHg1Z316TTMoeC8hixKI4pXhvpwdbKs+WvFJxbvVzuifyzRe8MmNbGmnWcyolQnCRv2BzU867H",
+	"16L+r9+HfIJP9rXgTL6Bq8VpyEP+Z97UYDYvAfuirhxUgzBJRgo5/+c2/atdgV/EIkdTJcBa5DSdz5+i",
+	"ytfS8zke/+al3piAI/uBcUlIfSV5hEASff06uLuLQvWPIfzjn//5X9bwWssaucdpEAb/AubwSqrIdeYE",
+	"aMKqkOedYokrhArNa0AJf2qXHOGzmuB4ms4WmVLrTAx/K+IyNkH+bm2A6ita8POX6nvxkFJ9fgejTrrW",
+	"qNVXKR/o4qDqnqNmgTRRpJPlWq8KXmqtDnbPJ84Y36JTM1IDvGxpVx0558t8WON0ToEzH7N7IvLUJgHx",
+	"0YlBzpK4TPCwyosrV6bDtI14ebahQwsXqJIW5VwseMz8wWWpvKDJLOWtv86Y2oWVdakeUDxPaX9xOqe8",
+	"kOvVlWnf0rCcmTtQZ0re/u5fwtZz7K7kSiHf19ye+bi26A9u6FDuwbf17XlEQ0f4cVuFse8twqLjgVVQ",
+	"DarQiWCwmPquk1fC1Qba65ACc9vAfz8PB8O7f/1HtUzpcH3eVw7YnMnKsNtGvYrv/cpFXlu4wgft9a9U",
+	"9/eenQfv+kenmX2sLlk7Y+341pV0fS+Y/FhriyMEYswXhZMVXskK5nyRGVSRRdiUovVUFrnqV5LbPC2Y",
+	"AxqBjtYGhOzZDloRIatO3ANmeDtFpEe1fjLovbw6JyNNa+DW4yZmGMqDJ3Zk2cfKa3mtiRHkRS0TUs0+",
+	"ZD66sYdNqEnc7sz6Kyhy6pbUc4+aQ6IYeynLOfXviaVtUSobB9lXu0FMSB9qWIjcO9/HJ32rCQx/hGpJ",
+	"dkg6Ytqtds6X2hDnto65we/C6lNwPzeemhxr7b9cYHRL4nvjRlyzCzFp/pSZLF6NX0y5rcYPc0zY1eYF",
+	"aW7nY26luzC4iWme1L5bI8e79yIwrX1ezwhv1I+m2R10D3AUQO5PaFTnOlfr602OAyFpmHqjDGOPJrmY",
+	"RZhvgTCaZynLTdiI+ulixiIs2FdgXDgcMcl40cV0uBgGgOYknUZPB1VoAwxmnUbdd7Bj8ip0e+QDnSEq",
+	"yEY2iBlTPTEwf6oR6bythqBJzjK6lDYRNpTvYvE1S2x6XNu5fpWq+y+dpDY113cSk5q6qSrRNyJ1MLWz",
+	"z4Phy/XklAM1GjHxiioWXTJ8WYPzGSxLk4AZL2yy0Hvo03ApPyAmJJdUsufbVVTKsmCr6nQ/gq4rg24L",
+	"V10H9tIkcQwSNo3D5kHIfAdn1oWVFPktzZMH1AB7Z75w9szRxhTtr2Gzg+N5OxUoS8l7JPN1Re93uZg9",
+	"2N7QIv1CWzXpVx9sP9WUgoguLmQOPfIIRec6r/VUcHVChWEiHVlAdhAqkUGsLaHgfJl/J0BcuPDqVD9j",
+	"4fkirKb7RMm2YNzmYNS1fiY1Sav3aFXINY7Zu6up4yZJrq/7e+06GS3SYoHJDsuYc7G4zJibbuaVm2xm",
+	"41UpJpXaVyb41TpNDV5W2oI/G42tacKqMQU7GXc0a7IDk9CzjSWYtoERlK07Y62dWXVLusdVTsWtJJ35",
+	"QiJ/6fY84O71lVO6hCCmSyXYMqoTaXMPeBsElgaN6JyrFXOmewNpa9qqG8Cxzt5Xnseke32wHFTbYNtO",
+	"aCew5vZC6tmWrfUlo8WYcS10+upMYu5fUU3FHuVsni0vChHVNndruN7e2vTCq270rWFtixsycJPD0uuy",
+	"cJ3O02XzFgvuDBwcVg8IBNdt6J79vNQ0fq+A6K4lcFAI4taJ4TsgiYGhtRChdhqaSUTdx8pQmIm5EA8U",
+	"okqt4jeSerHDpBrgDh+nnGy/xHxsT5ZvdRT9H0bCxeD5h8u4BlHzFKdbC4uFdird1bgUCHH3gGXOLC4x",
+	"tAfR7PGFmIQks9nKnTA3xcsb7suG3r3arFBP1kIt5q7B4Ws1qJopHh3EX9Oz8LRyTfWENM5QwnLUleLm",
+	"9Q4/P6hWyG9tJnGiuR+wJXUtrblntu7YvTXFvPUnLlodP/CrKevQzL6wmhg09/L/KBlPLlpyoP4gbsnM",
+	"hNDLaoUTyhMoX5ZKy+w6l0vwzadJ10T4Gc61W+Vj14zN8YIx386hYlmPHAkI/qGcDMgMg5gQUHVL1dHD",
+	"nH/350NWfFunhlpJ954k6g4DWy0QrXMs6vWuzFaUI1yHTuV9fGWtivkN6r9rCot/nCOqkzG2OhNr5+nh",
+	"fiZXUnh4CUb369qlgMWTPEGwNM0WgNHFkk+6KPKEpplJXPkIjeQEW1tfJ2lm3bL5T4BAqfoPDsqfn6e1",
+	"iLJZRdteiHXpwe2QZu0Z3kwR5hUu/OphW1GD7RSprZXD/7oUvoq0z+hVW2HUJgO7TrlXlbiCciAhmdEi",
+	"npp43qigV/IiTWSkfUjSCC5n9EqGBCpnwL+xEFmZXVA9q6AstSU9DPAbzKR4YZCZ62ZJtK2cmVacjIaQ",
+	"dOOh+YL0irSsq3yXZoWvdrtasDTRgXx28YzoutOHH9TDXaILrZiaXblO55MIhilLJtCFrwSqXekKK/Yk",
+	"unUAM03WW9uVJ7VVbvgTmrnzrbWpx+JTy+l8noMiagFu/pzpnjWkBbsSvjxXNi+ReSWEFudoBaymd0pY",
+	"nCZM7hLMsaRhaEd7Jz8enB1++D4k52eH7w/PfgnJ3vnZDwcfzg73984Ojz/4bYLQyIYB+X8KbDtBGOiG",
+	"gjCotgSkPaXyAusIyRZU0DrZ2St471u0ekL+J38+9ozyq4W33MR7EdOMaesxBlfOi4s3J/7SYa0SqGwp",
+	"739PDQaT2LZae8ESCOLje+SE3aTsVmdYrqeOu3/LSccUYYE7CL1QhgDUMLCES7dGGnsfP54c/3TwNiQf",
+	"Dz68BRI5Ofj3g/0zeLR3fqr++/bwdO/N+4O3pGP+NaqOgQuwSTKsGSUruQ66PXLMs6XtyZ9+3SjvqdRl",
+	"p1ixyLlOfFNMhWQhkYKkmKMmu6XLcuxkynJWhcGan/wg+GopBB+lO9/rdQnCwCyMeggrE4SBWRAge/j+",
+	"PhnU8A8Ax65k95agqwcqLHlFWGb1xL4/r2BYb+B7T/Iop3SAl+5bdAHTVf04YD8QNP5gTvWX88P9Hy9O",
+	"Dj6+/yUk5yfvQ/Lxh+MPBxcfzo/eHJyEZP/44y8X+8dvD9ZjWE5zimWdvFdb5zSobmXTIuygDptbfSVr",
+	"b19rcXGz4Ptm833ZoyF6W9sczYnokZ8sHDrlxr1M8wp0uqOB0hBHgiF16lEZNad+a94vDjv2bZdEU+Gb",
+	"87Oz4w+nTjJwN2/rOmStqcyjWBmnTEPFxnQi+PODKebs4H+chcRN0hKWKVqqyVsUh6llb5GkoNc6X0u3",
+	"R/YuW4rYYiVPLniNz0D799Zm8JGmGncQ2gZghIqf6PEBNT7w4Fl6W/PsIXDBvZdGZByAgRcnSH442Hur",
+	"jt2b47e/jIP63eH+GpJ3x8dn8BeSUI98pBJLbjSL+MJqpgXpLOZzEGwk6+6StS6w6vqrrtfiBDjWIDRf",
+	"4GjV3zjcZr5kaHPV8X6f+pRyI+k1t8cJcHOrKpl0gE0hEfYH2IC+MKNqPaymWGXfXNsiYqXZO4/sWyng",
+	"Yebl9rJqeX4yl2FdVzBjePAYS37q4S6u9LeuSOcHdTjXrjNY31TPOV2oLSrSmHqrJm5XqiY6rnotwUS1",
+	"FnrRyqisku7r391fRHaFVn4ORY8wKBaqwbbYm/xJaMpKvSGmn9mc8ysogQ5/3LLLeZlrZoccvenq1DSb",
+	"s/m2eg//2LqaO+8NnuOLtVq/9aQ13zjtTBuYBCoF16DUzRJSnlDQ+ls9pcn4NULSseGMprCEKYd0X/G7",
+	"FpdzvXqXP+6wLVjT8/Uq45RvPTTUq53kWGKTiK/jLFpVgOkto0mWckiFtJDM5LcDTDjBMva+ygek82Ko",
+	"S0lh3kFT3X69Ggi1otmNH71FoxU7EznNl2SOSevOT97vYhnbFEu0N9P6PbRmNFaFdqpFryoQ7atY4N81",
+	"ydrTce9JmV5xqPxQMJ5QXS9uzdTcC8lqibkXnOoW1yjNNaNp5vcRfqNk3aHuw7csP2F9mlTwgzwXHhPc",
+	"9nCoU9hF+oTBTY5FwnNZEKa+2yUR/FdGZEbnEjPj6HNtyjjmSm+gMwbGbQGuJpMsxlNYHlpblbujJWzS",
+	"c70+wJPZcvOEZjy+JdTFvXRhU11h8tBXZmLf1Ii7hXrVmke6RXgw6Z+1wJvycsaa+RqqeNoihaaUa7OF",
+	"0uJZkzo/DYafn1zNoh7w3BoV3qJarI4rrLftDzHUvUhT+NjZibe6bFpzA445K4uqqbM+86Vf1z9Ui7He",
+	"57LU1Xge77W0m75GE6uqSJdNLb0X+2GiRK9JWqJi7Yp0ov+xcXoTb5gFjLohSROU1DKTHEqdW71Cssrb",
+	"F8BymnDnBSaJuqiRnLf4GvNzoZ+nWAtAd6wdUmX1Re3C6ZE9uAkVoQD0aUSiH87OPpLxot/fitHgBP9m",
+	"UY/8nBZTsSgIgGKVGPUFjN9fdPloLCPABdGg0BGUni5M/eGcTRaSJWhNnAos+AvaUJaJWwYMr6z0fgnJ",
+	"fUR2wxINulc3vH4kFT9E56W+VnWXUNbbujD0292QROpGF4tiBMPTxQcQzjToE8liwRMZhZC3xMQo6fHW",
+	"nurakpdsAjmIzLqpt87enwJOQE7pNdMrrp7nKGObJ5ASxLB6c+HfW+/RViZb/9ZjX4qLnBX58ukHBAnh",
+	"Iralyis2HUUw2pStTwjUSLiplC/oW204Z4BusDuxZoVB5se+e69x90CXNfYMn6rOx22+evjM6arxmvrS",
+	"VnjZigvPcImP+iqlWbZGziBb2/sufBIcos7r77MBtAiGn8v5QKEyz619urhUf16a4oqaMXQkY2UaF3OX",
+	"69KdcsNWs9rAa7nbI4ec6LMjRyYyGE7Pp88RXu27um23Uo89/teQbFyJB6mMIRACHQ/4yVV6w5RmptM7",
+	"ccFB70Ojl2YRSpbraEGth8OKurXsFGLG03hKi54poqNpXxFT4zfJMKT84SksWKW8nQvOX0NGwJ26L0OF",
+	"3tYPXoy53lT4U8esWPV8p+9gLqo2u/2TI5Q88FTVkJk7/UdHTDcKcbUAQqqDe0gAtV4Od+I+276pPSud",
+	"93rkA9T4xTK0hjzjnBU+fzrIbxf6QFzoemtrHOWmAH0X2ubaboWni12pVKc0uWjD/RjRw55H/QE+dFbJ",
+	"KoBpxgjj8NJ6dyG+22Z1ReV+CMk0JIsXRXpjZX32ZUoXEsqLZhnZsYIZIL7hgrLD1dWU0FDdYoNllgWu",
+	"sV+aX94h3GiRszYc4n5z3CBgVQdvhr4LWRALrPCq5TrFJS+XJGcbsFbajb76km2jmIzK4sKM+MmSBLSm",
+	"R/n01tbJoumytbsw0PU+H38A1si2qbuELJs+8cQ5pKGXAVhDBNp2NJmVlN9cx+Y+1cmseXQr3KCyMiuk",
+	"GJcfYk1Yv93/G/I057yv0URzgAf6+8cf2MfQ2ZPIxNn+B+3Fgcsa18rQgDwTCUE2eLRlh4/MzKDH056X",
+	"wTOT31U+rlz3T5eR3eaekoShZXS/O37ZMy6sCe2zJWVLbQaF3NngfVfiua6y/KuLRq1iAxCluSuZJLQU",
+	"AipnoVNhqPraLQTph6TGWkmcMZprmPO3OSh/ZM61Dln8nBbTU5CBPQIPcB+Q43NR0IJtoLRsjQcR/g2W",
+	"dCypBFgxgwX7bc5Ty+BP0ytwa+ghd3442tvfOP1hb7jznFyzpS4kSdEQeH72buMluVxifogTAL6Z1KSX",
+	"S82Gmwuhpbf2EM9ved71RNc6+GdQItjP11Yt5t9aUp+W6Qe0yUWpT/jymmaiJ62AHtZaU/eWpjrRhi/E",
+	"s1VrI3V+ODv7eEpyFovZjPFEs4dmTSgwiFRqQkE2Qx2L9HtWgzpfqwBUi5KtPq7r2ClPxO0+2FR9iIpX",
+	"7Xm5nUTK+n4IyS00p2203d2qBy7l5KPIi8XVgkn2kIS4nhgS4MprEJYBbLaTEzKWRZ4Wy1PFmzSAT90e",
+	"+d5CbWkDaKAeizz9O1hURuQNvKst9nv7+wenpxdnxz8efLB2+zNxzXR5LC3wG+U20jQVYZIxdd0p4qQ8",
+	"kQBjWepiMxjNjY4m9J2Z8Ns5y2eplKlGFapHC4kJv5ZlidMe2SPwGr8KjZszJOinBpOeiTgu1FA1Zmy7",
+	"P4DCOHrxsEBAHQwzDu7AgA6MHfYClqOkZ0WWwZ1a55RPRC19Et6OkBhblxpUnPx7HfQ3oyk4rXUkUdPq",
+	"vQnVTvY+Hpqp+xsKCSVQxcegPEi8kIWYsXyj4jDXFpMeOSxIxgoliKD1YcxnoIuWWU1Lj4QknTlNQd3/",
+	"y4mGveMuhwQ1ulCXNA9JJq6IWBQhwq5NmlDYS4jgk+EYg7F1QhbZDfHQOaVNYOMNnt34owH4x4k3Bzrp",
+	"NOuJAp5V8DF3wTH1fOjuh26ebp2WCW9JjNk24yhnZldVzQkegjusHrIh2xA6qnHEh8C7iOFw6weGun8s",
+	"+zfmPjsg+KnQvuxaxD4en55JohEUQEIo3PXGfMwPOZnTYoq7otiNTo+pwZFlxnlZqGNqEy6bYFMDoar0",
+	"qHcD/WY8GfNqTnrVBmTZaduKXTIOXFTnODCYBixpU+YlbDQx5rbgzyWbpsA2aGFjY8helmGyIyXaKdaS",
+	"2GBazXB0y5Vzj4wCFuxf/oVoFJtUfz4jB+CbjTbpPI2MA8GaYh/KPbEsAeaQH1Ugan+Vgke7Y04Itb3o",
+	"vN22Th+hmRRl3/sYUb1xtpwzT2P3cUnVl49RPnu23R88e7Yms4QlMlERslJWvBa2UtY9giQQQJdYkkXq",
+	"lBi4xsASIOsHNesJw1Pj7QCyxRY+Urs8o7magRs+gzk+o+6IRJtTRrNi+vcoJNFmzmiyxH+KOeN0nvaW",
+	"dJZFSMREDUAueVw+54wlhAvsf5dwlupCeCQqKwcYn9PmVzcc4iJN7iLSiWlWWn9VH05YToUCdfS3Osa0",
+	"WORsV81ISaO5TVoaQRxLmeIWuTk5ffujJBmjN5hralF0y/kAb9n8CuO/2/xqUF1qZH4+hHDTBVdiDeig",
+	"CIWT9sxYYu9CNSvVjdlj3JI5cPBoMxGx1PQO/97UHi8luB69V3ugjlOS5shJlPLVtXLAx1zMWDFlC0lm",
+	"rMjTWBJamCnB3xjcwErKK4TQQoZB4MBNakgFOaD5CS/fS5ag0qeI2Nb9TLlSEXITw+wvBIoTw2KgPfLR",
+	"IKukXQxd/RrGrFMfeM6oqb6HZ1xXDD0/eb/BuLp7k5A4mHpsy9pYX//bzpt/Gw6H/eHzjcFgoz/4t+Hw",
+	"34b7ziP19/Dfdt4iS44+jYPy5XEQln8Oh+PgM57lc44+y5LpmOJkObM1kTSj/FhKa+pJhVOWZ1SLsLo6",
+	"qv3ERrAo2gx1OIoWJGuVzcqPol1CDTe41fiRtCBXSrxRfGvLx7fOplDxxTCMBTd0rHkYunFFARHBaD7S",
+	"JVbn7gQ7wH0xlEAn8bkFbqZYEqBOJFR7jZRk2HNHLaPuSC3QP5wVI/8gxyVt/mPM/7GxsQH/U+85GBF5",
+	"cZOy24j8wwoj5ocVghepyF2hkzHHIMmV8NbsCgVD1dk60h8If2XTaiC5yKRu10hRF0rmU02C7Ff7rexQ",
+	"CWEmj0w5slLwaixD+ZP3dRyv+gD/VceT4jfIlC4A9yOn6m39T3i9Ae+zPVVMiY2xVTB0ZniN4NTaZ6UQ",
+	"2VkR9LkBoZ4lbXXbW0eBE1fAip7NytUd996sdVyisJyDi/Kd6diYU801WJ1URX4NiYVlaBk1LNFvDkHW",
+	"W0QSVG0ai1bVktryWZ0CQlIwqWgMbGGOG72tASR11QD+y9PvmDvqcCrlQvN9QnH+YlLVaXMS0SyLSEfL",
+	"QOWq0ktxw7pWvdZtITJszN1GYgHgIS1GlYz2luVMA1HqujSIXdeMzZFloS4O6LhEjHlnFfVgnSPAWcFn",
+	"U5Yl7cTcNXfDYaLki4LxeAmr5HJ1V2hLzXuFFnIU9QtpKmTifotcFykGFmIThIUlPZRMLBxzTe5V/cqe",
+	"a46053zsU7ZC05eiGTJP+VXXBJZRPuaRM7+NH9ky0r3hvYHQ7JoYf810PgS1Obciv8Yyg4UBtQFeSLWv",
+	"ztdwG2MLQth6w1JGoBzMGXXKAkOdb9W2kZ3ggem7Yxc9BIE71LIN1VXWdu1FnzI55tBPztQ9rIWRsl4w",
+	"vqOv6DTH2uldvHttvyYGXTdP6BVNeViOFlfJXb9i44TNM7oELCdKue59nCqRijNS3IIt48ydsV7YJJ1M",
+	"WM54ueIm8d6zZ9vD4bNnvTHfM+sGZKU0KKXqIFikBNMrpbFIs4zkCw5W+FtqMjFjyKFSJkuIp5VXOdYJ",
+	"W4JVfsyxe0CPOiPpv3r2jKQTHYhe6adH9vR7YkK2h6+g3Z0vX6y8qugCpH+1/0W+tAs65nY1KrQFlKKo",
+	"G2pxY+0J7W/C9d3pvwqhtclCKv0aBS+orRvW8+ujTWDMS90FrRCmip7drA6MUOslsNIa1avaowuJ2T+r",
+	"M7Dbaap0ismYY8FxpHpFdMBdOZZLZLwowcMlTTUkOMV2HBFLbzwjoF/RLFuSkvegASlbYsods+rIpUat",
+	"oo+xG425Fls6SGQ6s8wMqgfZKbLJhMVFF1dXi1daoVVaolGFKeHqgqepUj5QHcsoSBUJU0IvRzMa3Ftw",
+	"k4FRzPIFmc7mah5wx0lz/mqcZipAojfNwNLIqYOWHnNFcXqscJFB6hsQKtVgnYyJTfnPXAEQ0uJoBoB8",
+	"RLaQSuQ7pkCztax32BfgsXCBZTTlG4AI3+4PvWb7bo/8jPU0Nd8Zc03lStFOFjGTbpFNyINuLP4TOkuz",
+	"Zai0q7jIlibUuCL+zHOtKEotwL+Dj8g/yKGGXKd8vijIP4jJPoNmjk0MAYHiea5sb+T7fdfgGhkIa0Hn",
+	"82dRl/xDnU4SfdWeJI2qCM21dxet84bq5hSi16qStf6y2Za9VBNW0DSTfzatnFnBFCjhH2S736+1sN3f",
+	"rj5R32nPFplZ5JN6czh0+0I07Ih8BS1zRD4ZzeDz3frT3HfleiDUahikTi3S0jn088///L9QnDtZZOr4",
+	"GjtocYsqn/TIxrpcsIRBqg/GgbV0gjV3kbGNGxvhpbvTdGiM8NASQE61YmboU46DHomcyE7Q8mxkp7ZA",
+	"tEZ+on1EW6xGYw6ym2VxeHwpmdFsInKleaNYUIaIgYtLkXY5gRDjK0pzrpogXMlLzVjGvG2Fs/QaL1rk",
+	"7NC0uza0vP8gJsascee2QUTdEHnulN4oNl0OB/lLIXSpFNJR+5JKwgE9iz1YG8MMJVWQJ5B3gGN9Ajel",
+	"kSOAMVoEOGQNw0QzdnypgX4rKa0UxS+XYx59cSa4gZ1E1XDuWCjtCiqSRk0nZ4RsXcOSTRH1aiRfKsdc",
+	"G3m7IZoMK17WiHQU38dKheY6us3BjwaZHhhfzEKdQUM1nYHrFyvNfnFHooReKIcSbery+psRF0WEDM8w",
+	"ZwBE2Kx8BAsEoyhPuUZUm2TzVJr3jSkHrm59e4451qJMuZY2rHcIS3WrLWZ4V6NNZq2y+OU95lhljV8j",
+	"T6+mhQb86pG51K/b171hbUlFQ3sVcWUJCapjkScmVN/QNpXlrdAjLdYyJSDpW/rZs51+/9mzMW9YtA61",
+	"XRg8MixHykdblnGdsS9zLI9q7sNOKYSlUokwVywJ9dnA6gNoz7VOQY9hxxkYeghKRmyTUyRsnoklMsgF",
+	"N7mZSx+eyI188H3Nki01/wXLv17/mHJjI80NeXnN4JIwPhF5DFxmNmrUkgbJFk6pcSCNuWqSEk3NVhZJ",
+	"UnXlz1Ku5g4Lah2H0S6JYN+PRIIwAKWaxFSyjZRLxmWKKGu+mJFOtHe6H4Ukenug/qtOj4zV3wmTcdRV",
+	"7aICr+hp12E69qAb9UYjJS0niwxPiErBzrwkQQGB0HW0qOp1zJWciSQf/WvOJhVfgrqV4IzO6DUzTZUs",
+	"J8X8NRtlwW0qx1x7UDYUG0GtGTnl5dK00NVKTsaKUisQSh1JlQQP8rizz+ps4FYjvAJ5wKrD3EPTek7j",
+	"QmnpchP7KGRkyUOR0tlyzk5xhHoQHc/g/1ROacKKeNpFvlxl93itcwy3V6K1koxJpjZdYx8Mcb9PtQfx",
+	"wG6yZQSlSsBvWCbmbESir/EiVzrsxRwuzjnL9b8KUdAsBB1AP0loQUfkU6/X+3wXhSTJ4QJSV45quHaR",
+	"SxLNkYMbEhmY4ugs/4i/mHqhu/oA43s1uVnNYDTmLlRg0O+HNUvssB/WfNbwkgO/2oFvahbSQb/f7ZE9",
+	"cB6ROZUFzgUsMIZ7ch2FHan5R2adLZhe4nWeM6ZvM7wo1K0emoB4G2YKRb1H6OB15LCcSbHIY0iJ59rZ",
+	"vd74qu2yOalQKXngbl12R+C7+eWXX37ZODraePuW/PDD6OhodHoamVvF3EFFOmPk75Ah//xs3z1NFV8Q",
+	"iUrfDRlsj/pbo/6LaFfNxxR7MufExuLaLBaqYWAuszTOhTZmtDZ/ZprvDYZb2zvP/wO7qaIijIkZ5wsE",
+	"ZhZtTpfqJznyptFoerjcngfY84b6/32MdfUM7D+i8tTNUuO4P3UVxRF53u/b+D+4B7CwFnHMayGRU6pF",
+	"RKWRK2l/IR2xVL+3S4Tiwyl4JMExag1428NX2pl9wop8uQEB0RHpGIsR+Ng8ilEqHXMNOOQF6fgbwzaO",
+	"DTJCMrQfI1ptZC2Hhn25hTPAkJBitn0jT0FrPzim0hGm34GEOzrfDibVCUs+iDl0esQkY9GuhPOT95Ik",
+	"qQmasglSFjwD7AZBIdtmVoG+NdyCyPTviAeSU6okUyulmeDoJdp3oBoEIP9oMnLNl2UIIQy2brkE/EDV",
+	"mu3IXYWpMzLr6tmRebYA298MtnsKapNNRGacBGSLHL1R13dG8yuG5g1AcWi2tT3Y8vZnllJdJaGek/pD",
+	"i++oe6HS0CN7eY6CZKLLv0iMUGQSSNDM+/k2ydgNy/DNqcgSxY/7/b6B+6iFz7IQNwCxkDn+ActYuzrw",
+	"OnB94ZB/Snf2Mhy8GiL22OANEJwxIVbjKN8ehv3tlz0C5SkoX+KKQM/WUu2Yp0Nj0yuvsRCGqHrRbnl3",
+	"g8FGNEfzGU8QWQaeq67Fl6K1BgHTRt34cP7eDTVV8q9kxiRqyLWhU/i2yNXggaj3BdcXuhN0jLY+FEF0",
+	"igHEZannCMFRKpramgUUCCiLglrOlXJFg1e5Pk+d59vQxNbQvSp2QS4FJqVGj+fdNYq/qvvJ76ImpxmR",
+	"ARR1URum+rKLYLit5mPSKNI2urAOTiuEuTovEcwsScdkUdRJLyDGQInHtRwYSnDGR/amL986NWiZ8tEe",
+	"xjFGu1a42rU30G4JrxnzSE7pcOf564j8iUzZFxdo30G7aEhqHZM/kXHQGwfkTySnt3CAut2uzhljACXa",
+	"kr4nlzze+3g45pZpgrKWqCNRBxr1xjwIgyyNGZfMQZJ+zMU8T1mBuckgksLCuq/SYrq4tHjumbza1CLo",
+	"5mUmLjdnNOWb7w/3Dz6cHmBW6yJbgU7d+3gYhIG60RGQOuj1e33AXjt+RF3kw+edLeMuvMJSD4s8+Pyr",
+	"kIIL3Kvrf7nQUUHBuePZdQIdXOeumDyg4ZuU3QajQEnvbVJf3YeNBRYdURBb9kEETMuOLPGdLBMKYVnI",
+	"GhhDkQFN8zYghq7qBkhcP2JW7qKKULXW1zvTwzthNGlpJtR+Pw/eZLeKN9FtN8AYOgfTVQOLoas5hETn",
+	"7WLg4ShEHpICcvBPMnqFyeyamBCzqJVfejbO1WA71DpqF3Dsy9s0gfAovgFeJdFOMjXoiqll6oEPV95W",
+	"4k4wCkAodXHOl6KYWpOEycTl98UDua/AEKPR2mA8VIdt7dVpcW0gcw9CDLSeHIyCrV6/t4U1PKfAHcAW",
+	"rXRo1f2GEwUxF7LwZ4QqHTLgHSqmFjV9nXKlNjQB3zg5UkxzsbiatmLF1d3hxXy7X7ailNHZbNxVUQO7",
+	"FwKGNrJSyKbqZgOUU7SGYWpIcPaC0SHTyXQhw40WA0yCXVdYXfCE5stdU4cO9FjUh9sQiLskutHpny9Q",
+	"8LLGKWhT6Tjan59ytFzukggMRBf1D8dcf2mFKpAksTIbiIkogu5qgUvoiuy0Yh11QIM681G3V4UagHSi",
+	"JHWUneowA/wZBXGTP2WwRTqUk1V4pSmmAtoebKF9/9mzd5gkXwk8impYfnHNljaJHq8XqOVoNa3nWOu4",
+	"EBMSqSZC6xeHP9ug/6CGrUjQiTYsGheVceUsTudAITjC3TFH1wQw3NCpC3/NlqQT4VsbWN820iNDD6pu",
+	"oburFsYpyYafy8Vkkn4Bd7kdiCnBFFXyoqh52wOEdx5ImyDeYdy3esU9Zz0SMQ5RcNGYu69jPGq9wRXt",
+	"7BUkY0p7BcF2ohOchyRSRyzCk+iv/uBMYbetQgTYxiP1L7VbY263y4K8LWNUp9zsXhdhHzGTFh+MBllZ",
+	"QiNQ4QTRujIjJE60dndcEu72nj0b80GPYBFdxD0Za7Zi9TZgDqvVGNqFHdst7fC4vWhKpZyLBY8ZmQGk",
+	"s2xNifWVRD7JLOWpLMAo3CNvFDfGoOqKLq6LaSg1w/oXqnaQZ8+2+/1nzwxKAPspkxjrwsewLlqDOndg",
+	"uaTzPNROJLgVMhpfq3ninGow9DEf9kpziI3em+RMb4m62NOMjeqbYsE/w+2NqVjkJuBP8b8547vI2m5T",
+	"icM3EJ7oK47Y443ulCGB3TqKyRTGuUwzSICwV17VDr1AT6kWC2IqUbm24TEwbgpFPwEuUhOkemO+1SNn",
+	"gkxSnoBEeDtlmj+z2vR8wU3En2MVBmWPzvGccZZgrGW0C8p+VOaIjXQUiTHfWtQGaBC9Md+uTN3cPlYn",
+	"p9pXecnQOWrNvvZ01fJho49BrW4Px9m4CSfqBacMwo2tlGAKIoQk+vp1CP/453/+V3edS5IQbBe9LNUm",
+	"qwUVlEao/r2rWLXEfQNsGbh3lOii9OAYbFxwXRo9kWtqsKD7nV7FUIdJcu1SYlbTqVsSQa1PpY6ByMsy",
+	"Bqkk4OgodVattOPkwCndSCdMOjpFYiNOd7fODHFY30lXOJ3iQcATCNFOyLBMOjbcW/W6CYUr/brucQGB",
+	"AqhhjqUCdJCXoVEIetR8DXvB9IyVWgJga5Wks665s6tTgxWxi2U01SegG8sxyE7/Va+2fib6xsngq+1U",
+	"OguBnoS9+0M88Hjxm32DfnTXVK8kKcQVnnM8wI1t260uM0IQE6bUwqQ0FJ+fvFeH8/zkvb4HCQEDTutd",
+	"iHqJkfXVtkFBS6qFebXdvTF/3iOnSx5Pc8HFwjqRO0Y0eI0ybDckw35/RKKvp1oZPDIokrfg8PpqqgYe",
+	"vg1JTm/v7pR8UT7EQ5nWCkZ0RG7jXLsl30h0IoVCiUR5zoCwMkj0lmPtRLlLItVxL6e3sGNJSq+4kEUa",
+	"41ardafIZm3Im3FH9tRcTAlOc+voU1aiKDESySYbLlPjgi5J8fib4ZDOAb9JaULJP/+P/5Mc8CJnVwsG",
+	"f7xPEwrS6DuaTWlXw1v1dIyqA/fHokBboLF3IMv8uVG0ZAZFSm8YmMWrlcIvIeTGbuMtlSQTsiCdMheq",
+	"Omgp5PQj8aLYEJMJdOMoZkqQ1YYnRO0ADUoI+oL7kqsnmAc8NTjEUrpAnj/s90MbZEWiU/dWjlQX0ZGB",
+	"r0i6NOX+xKJQNwtGApn8jEmFkPDGGVWmLQu6lHgiUPgJTcJZzDxTxVnqTVPqXZFhGWnyVpg0sgze2m2A",
+	"ecEpjJNpwMsNwBhYqM50OuYveuQvkGSieaowBNIeKiukqBtbbcUkzWeGOKmSDUH9pvG1ErI4OP9jBsAi",
+	"S+6oEbuqtg1vrjm2i1uBbhypBV3Egiot7AjRSopcS/QZqothiUFWGw9mcRvu2ym0Nv6dtJCNCjZj5NVg",
+	"rPqCnNHI32GbKqC1VXw9LcqQRIA5pRxwXTVMUceIx+j2KoFQXRcx86qOmDG7Xov0uRV5AqveGQcfzewd",
+	"LWYchGQMhiSWg/bX+E1XkPT/WNbvBq3JtwrNj9reQiZoGBzMyG6Yo+6Mg90xPyjV9nFQ36iKplltx7bR",
+	"dSKay5cxvT18jpCwMTcew7INtWGhjkoopkaNAa2vsZuIatzLpFCX+MhyibIuY07omFfLNFYQYGH5LiAm",
+	"jXWtcQFUrHfWXQOOUIPbH3MtQbugvYolA0GZVbh+44RWHdgG/lmi/9G+5AL8lTAp8vQqVSKzqbrLRZk0",
+	"QpfrCMllJoD6beOAmwcZF2ehwUddQCumnEQaYRz1rDPK4zOH9VjDa086Da/9mPvc9l3orj803VEXYQ52",
+	"vrJ6V0Y5+dtCYCIBmykT/TTWD3ZoLLpHtlBB6bBsTTVXvrLpcPkf2TK4+4wJX5gs3ohkabKL6FTddQOk",
+	"U9anUj7KrTIqTcmNoKkgl4qDWoxSgwHfsUOYgVOd0DFVBaNgZ2cwePXixYsXz58/fw75JOHqCUaoGAde",
+	"6ReSLN2INGYb2y+Hg63ePJkEtXerni71ZTWBkW5AbrotmMMejAKH9fgM4JDOdmuA5dvxGJnZqP/r9/sD",
+	"mHRF54Pajlytxr9Ar1j2q1x0rLe2asFLi0TKrcRYtT2sv9ats105JywLF/yiekR47ZRKIqfpfM4SNO6X",
+	"1/v3pih+Oalzr5ldZ+0Xxjzpm0VZZB8TSFZnNxj2t55v9Yc7w+3ng+HO9svaFFdN7+XLly/VwpTTO2LI",
+	"fWbo0xBki8xnPUzbgxfzvdXey0Ntalqpjz22/kpxLd909VlYvZtYHyvoYB0q8vHtO6JPfvcpC/EDoCwk",
+	"War91oemFzxmFY7MzMvlqGSnUpsKD+RccIkMadjvP5SFoWyucxBUSc9RIcPKNfpdQxdx6e+t3qNSvA9G",
+	"gVoCW+M8ONYagb7oRy2qkBVzHLUgbFOHdiF00ESSOCpBEOqC7Zoy7irp68rparG+44rzXXdiZSY0PROd",
+	"2A461AZaTAi25HHrUpYdwGi69y7dLZ2lSe+HN1cfPpydfzk6u9768Pd468Nffxl+mJ7v7705+OXgr38Z",
+	"/OXv58OTt/H28fm7/b/0T96d/HXvy97e69dBGOT01hk+XpOKHz+1ZXV5zgys4QKjv9QZuJ3SQqojc1fZ",
+	"dLNoEos5mD0BOn4kn4C8hfBxLau7JhyMWiQ1uweKfD77iGrcfKu2TOm0LbYEoq0cStZEu8KSObaF7q4W",
+	"sCrKoYF3VdRH1SnSXtQFVrH9kFNcJcyzVW6IMoAQNZmymGXFCbE+tzJ769kBdKU4PjXVkfU2jHzD8HlX",
+	"jMfvyZNCRbrpD6HSeD00IoI8N5swaJu+Zbmb9ZqS8N2wtnnqZtgEubdaFrJkIkroFRO8M0AOrkjA5Hx+",
+	"ldOEOb8XAlMLOCXWyx2rV/hq7M3HUtR2enFd7+jFxKRxajX//fT4g16VrftX5Z3IL9MkYRy/ePXAKynl",
+	"HzXcrsZD6YyRmpVG26UciJ6fYe9VUwOASafelLVyXTJ1i2hrDEt2tc0IjHu9sox3eZvc1rJglmOu+bkw",
+	"sWXbEP9KOcsoUTRdqI2dMV4I9ScAjHMqCZPF//N/kwmLpzShPXLAb1JGFrNSsVCaDkm5khdzx1PlGfXa",
+	"h7yS4tNDTWv4AVc6/nBNRtZxp+7zqudut0wMYfwRXBaMJj1ynNeTt1mDWNOg17bBjhFJiRBY6Mb5ujty",
+	"KQDDHSFLrCOG4OkYrHE6PiI08kyI9zS/goTN28Ph/d9VNdcTtpCa4Qxf3f/xmRBHlC9Nnj313Q7eMvd0",
+	"qsPesFYifPXQ46zNRx+tRO2eD2OaBJOS/1z4DHIgWZib+ATth9WG9cP6re12oU0iOJ2EBaPB1qA/fK5E",
+	"aiyMArdpeYVpoEvdGhOUQE/D0RdcywFQBcVNSw1NWhHCWD4d8RbTcbMvxbs0Y8e537LwQRhdxb9kFYMj",
+	"uc/e+BAtTc9Qk0OTGTim5koxzBCNuTepyHRopxb9Nxe8AYUL6+Y5sGmF5obX1rcWM5vI6xk2XMdU1bjm",
+	"Gsa6qIs7143hOe5a1hOnqs2nV2CpODLi9WdIvWwTXRj124X1BqMaTBEyLrtGUSM41MngwXurWm4ERQej",
+	"nf4rNV1vKS/V95UvU/pHJelDBKjJtFSF1dZguxg7WXJlzIQO0SeQna4lkVVvzCMs5RkRyWgeT7WDG/y2",
+	"RtwD/3fUrDAQKV69yHmzFIaOuNS8e8w1ChVmUSY0DUnK42yRoPNKSBcnYQFmMDqfafJ9KgtdtMBA9Zsm",
+	"ynqF4S+Fnqfxu9cnqq5vJT0GEKphisuMAhxHRfhzU4nv7HiyzLeU1y603u0rwTXc2XFLcN2FjYzWqNy8",
+	"RueELtNQpwYNnDRv2QoNgiNu1zfBslxOQ7x1ijg9phzDqvJo2nJwA6FPDpGk8n4iqZFIy7yaZFvdxJWF",
+	"V9crIusvUNuYtsgLEotsMeNtYwWj5ZtlZYC2NA2WQ9JJ1SsVmHXhI7uBbZWK6lWOPq9Js8c4LDtNjVJM",
+	"k1BXt1vkWWho0UD5VY8Gzo//rnauFugeB8KxCUbX5XT2ZLzOZx8x9Fd/NOj31/oIBILPTzHywZtOnDPQ",
+	"FFpRP7UUaOGLLKvWoduqlp1zcpqS/qtRvz/q9z3VqUbBW3PGvRXdtN7dqI1l7LemYMrqEo1xPusZHHnv",
+	"VnBFQLXybMM+FkcbDjzF0AI3qndrtL2Dk2mUOSvf65NBfzQYjAbD8pA0yyS6Zcpa+qj6XO4pGqHIwEak",
+	"wy6agPVgNOj3wwCi1oPRYH3FrqVyk0/HA1j7FZywWnjGk0wlDzYmrKMo6XmVhd7fAaH9brrSWqM1yayM",
+	"ZO1Kou2hUY74acWNzw1R0x9y1SIYbg+HSrfyxo6caISgJBB4/MDk+KsEP51vFKErCAGNIEOUEWRbq5XC",
+	"+4CTrL3Om4BJbwUXsodxoRismwkxv6TxdUjmeXqjlJExJyRL+fVGJmKahWT/+w97Zzr6tKCQ+T6H9Hdu",
+	"6IUuRalzMPArHKbJx61GalJ77PoL49roTTfszZeldhyY719DYHKWAWzjw0PK6j60tC/ASKN5yq8iC8ly",
+	"htsNTWa3MhCTLmUPUW+Y35baxKmXi4I8e8YFZ8+eaZViZgv5hr54/6ExrVfq+pLOuFInF4VoN4ihuaTj",
+	"oGtsSRBuO6nnmy0EpowB05RJwngLafvkIp/nqYQwedX67VSQWSqV8JLoXDC4655LtoUEQl3ePdcAbKQE",
+	"G6xIDgHLVuRpXGggkAb6mx2rhNd1IntvPou6Buqqo4VMo7v+0LxOpO7VZ1Fos6nTuOils7nIC3U3zTNW",
+	"sCTq2oRLiH80y1VbREh2WBaVxpHMTEKmUlbFWgx+zZ502iN6dutwoO8kZgK1SKK0DMbeHg5VPxUS8m5R",
+	"Z9wQq1+9elWeI/YllUBBai+9QVJuqv7yO0mXmBN4SudzxnWsttL+Es3OtCRUpZLQpomBAo4mAlwfjEql",
+	"Yl3QzBRdA8JRfdFclnXXNJTZZrQcoUsEgZNl8hiIhNPc/FsFcMPg4RwrhhBZhPastB4VQpBMqDOn2CLw",
+	"9+oLFsnoU8MxLrqqiP9uUKHWSoifBsPPjtiLZqL1pF5/YXLneSVGRbsdPq8SVx8kiz5BxNQlZ9cCMwwe",
+	"tsgGHLJisdfRapz0Pj6tBtWj33TXavrMKnUGR9fQXvDxw5WVch0eSiClpv6zR3I1+nhZrXAUvJoM4232",
+	"gg4uXyZbk+f9eIcO2avLF8n2ZNB/uUWfx0O2c/kqeTHZpoN4i728fJ4MJ336Kn7Bdi63BoFTQFDT06Op",
+	"1Cl26VGHTj0zaa1xycXtb60lraN3VLnbYelz/f+smrW/Kjl9q6Z1r6G/LXvHCv2rzTDfEMRbLfU2N4wR",
+	"t2unj3I04afcaiVhmf3QvtirSfkoPI4wmmnM5ZIXU1akMSaRAqetLoRaBjHVJ7H5NU3uNgsm13MFjPkB",
+	"jaeYw1GPykZz4QxjWtBMXEHFji8FKkmYXF5d5lc5nU+NLAkffCfdKdq8hyZ9TBkWHDrRFQC3nJb5A7+T",
+	"tSEZASw1SSZNbBEiK2y6tUuWod9bp2iFse+aqgeKlcsSFF3cCp1rv83ZsGcoolo4+KkmQ2shrOGqLILG",
+	"5POHKCJqg9w7+vcLzOp3kSbkNRl2bW6QYLTigmyap/cqiB212ZdLgPYUBeMJhZISU1pciiKEHPwTtbYa",
+	"MaS2sqOE9+aQnAQK94wNLmjfuDi7rSZUSaW5CbwNVm92ffn5Gq43qvOzgHmgyCmXE5bnqES5C3F/p6ah",
+	"tXpF2YN0ciZFdoO9x5THLMtM1dvVM9RwEU9XNulHJ2E067YsXMWs275e6mjpNBviliMqDwN7QZevJBjR",
+	"+WG8PWgBaPWAZwLCrIXVNmWhaKStTfj1QhdHX91yWVTvVvDWBm+hxvVazWRCFq3tAGD3voZoHk/VqWxt",
+	"xbzQRk/AD9BiQCYpT+W0tv4tRoWWXYaMr7Iw4T++SqreXUb0dq98qweNlPvy+bFio2W9yHPb0ainTVPe",
+	"b243/1/W7u2xg/5KVu82qQsEFhSxMHla0yyuOUMNcODEF8tCzCE1o+AxI5054jYBVmaKrSS5mM8xhbuW",
+	"isa8tUBWDyogWDmhItxVDVQAo4MyzhXWpRVhn1iBqeEaxpOnCRT3qIM4reTRKtwpfrUCkFzR2XLYseS/",
+	"vVe/wSl+awq5PUitWn2U9Ulc7cJ6kLFP936IF8J84dGpMJFeaXg3Gbcw1RioCSYHly5FAgUIUHjZNWZO",
+	"RKD6nVm6tDNYO/V7bTX68eyDB8ULg5Ij8CVENR9CtwdJmiHY2ZiZdWhCzjbwgYQCX7IJ4hmRqGKJ0pme",
+	"IKGaIH0M6q/Zy6IxjzNGc5as1PZ04cDHsrUxX4OvYeJKD197pE23ZgJ8iIFs82b4JCMqTuWbR4Tda0T9",
+	"ZtCQJxhR1wB8/KHwHo8zoWoKuefaNGrLN7R83ivGVnr+7xv0N7hBz0013W94g+r0sI8VhzfL8hKtNsi3",
+	"NrkOJoi2yQGqRT85uwXLV5rLArNoM178v+y97XLbRrY2eit9+MekN0STFPVFVeocRZYTz9iSIslJZsKU",
+	"0CSaIiKwwUGDkjmOq95f5wJOnRt4a1edG5k72Vdyqtda3WiAAEVSkpPMJFV7j0USjf5cvT6fB4lazZNN",
+	"RhjTrA0lYBPID0/FYV9y4EnpfPxo6+kc5w5n3Y8f0dFGDsxua1/fHN3OAfAtZQA6hFaVMU0CnkhAZEqi",
+	"LyWAoWE3PIa8lDs98wnrUI5b1oDHts1nBKHgsS59skOfKI/tmB/t9CV92GQ+LsT10JDetLJLkURhwm6I",
+	"jYsKUACgyBgTwGq6xwI+J28iyYfRLNJ3ZcC2W86XmIm3gjt2nesZXZ2rmx2LqdNZFPqhHOozAEXJbbNQ",
+	"OQ5w8AjYwrtlt0tpFvIdhulKs6wx926VjFVwE1QmWbdbrXWSrLP1tOM+LKZY07VXmV0NbYhgo/zqS/Ps",
+	"kgzrtVJid34fGbE0mbVe56HocBuiw6bed4UfocJUaw32R9vDjtjaCdp8qzvaG2wdDHfFVod3g33RHm0P",
+	"duChGZ6N64mq9dr7Xa8GuSpWdXrQm4460N7efturaeF1DTVsTjTYkTG1Xkdv42xDkBrhzEd7tWh5bj7w",
+	"PU8w/FZLd48moJaGExHP0t4y8V1ba4paC1NUsZS5OcvPGNZVLsnS3cmSdDvramjmLl0lQRcZpVyeJPeK",
+	"/VNj+wIaG2D6F9fh+ZJ1N/Z0LNfxkNhhyyRofHqcS6U0o/gbhzROinubukZEEgjLiOVcYXpI5XziLoxn",
+	"yvwmtPwwmX810069vsxKdcjd6iGzIYbVbHmafr3WPiGiKWP9R2Nln0VfPo8v9gKWIK8WUV7Ksxr6a2VL",
+	"PZOh/9tlSxWFf6vX+pK2f4Xh7xCQ5xOnuoM90Q4O+O5we9Ta7+yI/UGbd4O9YWu0fbDbETt8P2gPusO9",
+	"UUts893gYNAZ7oz2Bfxo0Bp+ucSpU33E4dvD3zhF6j/zWnKYenKC9jdyIqRCPdO9Ang6kPZkU5QokwmN",
+	"wrpLbEn0GjZF3pXgL8Db7pnbgi6kJBRBXwLDNpdzbPOQcQdTqOdWLcAmtwCw/5iJmZ76uo9IQNpey0gx",
+	"squrj8hBQaPJjoHrB61/Bcy0ckG9WN+/3pdL7ipvyU0F5f3KBgnKLq4rUbTmnyb/+mlikLp3tBMICSyD",
+	"BGs/UhrqtqudqOd65fFVf2aF/hFkpoWBUCnTEuQJE0HXEp8pn063APV4K5ZbBpSwkuYJJAZkIw5m0a2X",
+	"wyTPZczECpiMkYslTpBoh9VzhVM5QpcQyI2AOwshbJGIDCmF0BWEVOcslA3P0mEYpkrizVE+Ei9KxodQ",
+	"DVyEVQGKlozKz8tIqw4aTbeVOAoUM3zK4DsGFR95eVC9hwYTLYIDgZBwfenzRCBgpHKw2YTjQ7VkPxjQ",
+	"9UEsKp+lIsIcTUvzgb/E74k8pC/vQhUOImEuFScBiWlrna6GzNeN5JbwN3BG4d+GFMNlKjJT1Ze3Ym4s",
+	"fjttIRD/U9poxjRAN4zCuWzeNB1ci0k8AF6EUKZjnLgG1N1o9ZgsGzv6UKGHr8lO49Rh5iPO6gX6srLq",
+	"HNy8sEXP5LHF19w4EpstpS0eB8eOV6Ntok9rEQAU/m7Rf7WfVxbzbu+fC5ozl4KLM2+ESjmaKY5z4YvP",
+	"XvY4TQw8T+UguYfsVGSwjvqq7BiKQcNItLG1kJ+4qgtSnw1ScvSpwJd/4avyGW+cYysGlpYigEg1IsYs",
+	"AGKilgJQ0Y2UtV6qvxfJJ1fDBsKbB7M1t6KQVPbyW8cQVRJ+e5yTV1ZGYQLn+rdQX2bXkJup71wOew3M",
+	"t3daX7iVvAXSGBmn4cgK2L6E2mGHyBt7aIBlRTTysiiYAQFFJnMgnlgi87C9d6FKHyPwQLqte/AuRQQM",
+	"n88rrSrkE7pOjiRnl/Hsn1x/BHOOH4KgMk922gf6qZ2dnZ3sya+TmYzZu3DCF+STYUd9tGDK1qZaPNkd",
+	"nucv1Nf6f5iMcmh1sylxj/WXkUtEhVwpkeB7lZc39QrhsQ2aJaTpgcYHQghRHSydoauITcex1NICVasF",
+	"VdMqoWD/192v2H/pdrn5N/FFNtmR0dN4lAgezBmBGLoJbnYYpqIdZNgVubCd703RlpF7PTbloZZgROGT",
+	"q9GC2fxHAiryEvllatd+u1Lqcvh1EhOXHBI2BJ/U1j7+MLTn1+g+rRJHJfW1fKy4oFajWxz6Ch7pnIv5",
+	"2LmKs7rcx8jSpQK08K5/Sz9IFVrrb69amirXkgKaZRL7YffGIo/6GnI8q60ol+OYRa420xvZg2rjTqPZ",
+	"ly9fvk0SAYT8g0i8fNljnITnVigNn6ZujiSqNp7r9h6AAg5FGCvyVgQsEHfhkGhJMTzlZeys2TBeqAIl",
+	"KHcJy+smQBkmBrMc2FkaWDSCdRPGH4y1qgmXitMVYXw0mZpSLdxfm6z6fyO9tFTIPX+1yeLL/tPUQ1v2",
+	"8UiFcH1RAp6gBwxVoCdQj7NOnfjIBobq/kaGqqt9wjjRB5jGWlFkXBWozYmBr8CQQ/5OzAs1vNK+YVWg",
+	"b5FJU2uufZljUlCQwqifQ2nmh+oafrDoGQ1VQR2N5TLlEhbl39g0NjNsLlAzcXnXXikxk0k9mKk0nmid",
+	"f4t9//Yc9fA0HIZTLlNlMh66+5C5Z99mXKL2da4rMK9dbrV3D+i/WrlmWfbC3aJJTs7YRyqRdj9Ua5N0",
+	"jv80xo0xfmMn5Iub4lF8E8+WOQe1ClSQuUap2tQjmNfsSsNFu4uCNhHDOAmQYJZgT3wUusQQdGgtZWCZ",
+	"fcheZu/imxvAJZsViCHd2gMr1nOGe7U4fIfz+cSm8u9fO8u06+csB6aNh3r5f5y4iG8KBKaz9AtpZ3hk",
+	"qqXEZcqTVMH50ycq10vDIQrmlpsbyu3vv7tAn1qds/PTb7RGxBlgtH64eIeAPn2p9/Adj4RM7WNDl0lq",
+	"EgNgYzoWcyY+TsNEVHoMO4vCBVDitfTqy6L46uXxSOnWSu9jV5I1mR8rckAOkvheiQSdkDnGepyDmRJJ",
+	"X3KHHoHazFmgHgQu6NgxHwl9zCuOx0k8IeTdyyFHO9LOYpwA/y2+0pmrhon3Yj+I3dfH2VLXPPUPLasO",
+	"Tz3G1S2S6vcl5dk22ZG6NWx95Agt3gJGehpn6LoS9Dvca4+QoLQA0KSep8w1F6tar0ZTubZQxY59EV8j",
+	"HLZa583eX7cOvvvxPRRCmUVa9A12V3A/mhMM7+iFE34jXk3lzeGAK7Hb9cLvvz67uG/99Zub+Ojo6Oj0",
+	"8sP45MON/ueJ/n9fHx/9Tf/v6M3w8i/6H68/RCfffX/R7UxOb//r/cF3r++PXo9vvjn64ZeLA34Pj/zl",
+	"4sPOSXL7l5ubm6++yrsuzU69oUTyR3suzdJUJnC5EsO+9T/tAjF5+4uS9wtdIyqczCJtjmImqY0Brp1N",
+	"emkaynq7NLP0KAiUTRMiYcwRQZwN4vh20RZ5obLkHEJfLgLkLYTYG03CvaNwENwPCL4OlCmUwwtdRzRn",
+	"jEHPZKQ74sfS8BOTRusxFZdpsMWMMjYKZQBBbAZFlagcH5+dnp4cX51dXL++ePv9ycVXdvp9KrglH0W7",
+	"UUrYbX59KURwnIVrHwGna5b7SSLObvaLffI0dhIssvm0hV6rK6PODoNef5GsoQ1nJWfIt7PYLg+CJ0j9",
+	"WSXCfuWGlOG1fxDhukL/TuP0rV4prUWaeNCTyWS7z3p62rI5NEJqMVvIWuHmSRTTFsh8vUhP1op9bDNh",
+	"blL5vogorwNh3DTiQ6E8Yo7UunrDUKuzykTOTLA7nlmrElhgUcpV3cJkAJ8BmSE4Xwn2vwk+VGS/NRTF",
+	"E34L0S7sgpvgqXV0UPWBBxtdC6Fkdd6X+GMgy0xj8F4YzPtWq7Ho4kXZbtyC5W+G1IVF/29fmrfUu62W",
+	"NrPuRRQ1nu3S+IZI7jdPEX3A97q2g3Vd4Q8j+BIa/0MjtVutJKM0cwPv0X3Y3sT57FwhyAP9uNujOIfL",
+	"bg7YtX9eGJtcGFXCRgnxB7g0QjmIZzJ4/lvjPchHNznUHyXxxGd1fU4CSiBrsPskTEsuDY/FifE5w3xD",
+	"pM6jn4fk9MBtjAwfVBVqgF8UCHb4/0hEY1P8jRXQy/XOeLVyEL88ESb9Bq4idMs4jDFleMU+IWIvsqjX",
+	"/QWQZZ91GoRnV1nkCxfmdDaIQjXW1+AR8prqWxSogUIZhRLCmuhbKODPLKS69WXmISryxhMTzLPcUG9p",
+	"7z3iftKLuJq+noqPaa1X+zb0AO93jiUi2iaEehc+/z9r60tWGsEX8UiNOUSnS0arZYiWkYgUsn3UKv9P",
+	"30kmlm2DmWYDpvOpgOfbuXvIUDNbgJLH30Z2zqruo9fmXUYK0En+83pa+3qy0kyrnVo7NTJoQb7+Aa4q",
+	"l+O5FDlNG8gKisAoPQPPeE76qqIIVBizyMr8Ft1DlpfNkporrcgL5FyT8T2riwA47fVRFoHHEnEX3xJJ",
+	"LxtFXEvX59HyLX32k3lAlgmaIExdptG83Dn5eiWJQ3Nj/9YLsCynlwT33+JZQjJ7zBVT43A6BR9HwfUy",
+	"ySbkkYLKTG21pDK/gE30p3haVzwBm1vJcXxiWWQTMlaXRN4TKcMPSLQpD5Pn17yPiSJA5cKRKuVJpU8d",
+	"Y1Ug98KRE7Ac84CpIZdSkHKMgHAmiNGXJRHNXnGJB2IYT4SyuSPgVXF0VBnbTgJIEZtSFrlHLekX4QsC",
+	"zyiseaV2IfL5LLL3XC/fl6huIJSglaobcn6Zpylu0KvxnLUN5xxTkQrriMYamCj3fwrXdYVrdmj1gVVu",
+	"fsIfQNcDU3f6JQKTF2IaJ2lONy5REOtavfMdhcdHYeSf0EdvX/sWpxegL8CF3NCb2NpOXl9qsYRon2Fk",
+	"trxxVKD2aPwUnNEcLDoqWB1n0oDqT+I7KLK954nWMo0gxRKGkmhnntLYUY6fRUpe4DAeBRm/iqJpdldN",
+	"z/EGtjz18zlt+Uy60suewq5+MGfPvIuskz9F6Sai1Jp+QIMHzOB8qM9PJIIbhMwCmGJaht+/hJ3JKJS3",
+	"zy9fT2RgCNUxddSKM7idXiimQkg8dPj7ZkokRDZTVhlWpVH2ZT4d2dEpw8V04mcRdh9wVp9OULzGvYar",
+	"9axi4gO94k/5sLmqVblnf48CgXC0KlOKkT/h2WpHu/okGXYfkRooW/3BIfOluMdaLPcrBLVhP+gTDUR0",
+	"2kbMUJo8NogJlTaOLA4BxFJsc6ZYDLU6/+NWMouEAWhXTSnuoe4YEQH/KuZ+45BxpzsFgAED8ecWprpZ",
+	"tljrpWLUuUr6jMm7WbmsC7dgzHUR0PYi+lMDndDTz2nRFs8IpbrRZG+QSwkY8/UYeSJYJEYpm0ni7luS",
+	"+fvBQKs9N8wAq1/+679jds5nUdzQP8D5dR8lJKb1jEwcwG+GRtACVN/2zjJ7nXypD6ERFGdoY+v9sWQ3",
+	"60AT/Db0Nr95Wu+FgMyifGlIQryaEF8kzLBHJvnmZJXu/IK4qvVqfxVzV/6STw3Pl+EDRnqK1e6J6njL",
+	"Ob8JJZiWQIptM3gB7PSFYjPpwtoVURNUZXVIu9FkR1HEgHejLzPlE4RZDK/nUZP5ozBKRaLvCJ4Mx8Kt",
+	"50hcGVu/FfPGoXE4+uxWiKmtsRVBX9aRJQTIbYJQ2W9YnbhBGm7HD5mfnX6qB8mOJ1ad/OXy7JTxJOFz",
+	"rZb+BN5WGOLP4CfAm7UOGOsqvBOHWG8jLLpgGk70VN7pUUNqw/04jgQL+LwBNSdvCbsd5oi5U4QAiVrz",
+	"9T/Rie8h9qBnzJPP/hImGVzzB5hjrsTHlKbdgCg4e98sgUGhc1lklJZwFcwquJ5VlDGdnZ0VKWPeQDuV",
+	"nDGdnZ11OGOy3eDsAa/IGpPbNrGspo8hwb8+d8w7tFyqiWMKFWFxkrJhHM0msqorEE77ep7rS4C8MrWe",
+	"vr68mpCziZZX8Ac8hheal43DuQlz19TPK67WGfbCDoxqvMLAg43ksVsx90hF8lj2No85L1uBBAfe8z4O",
+	"DHXOkRquz7fTbq1BuPPw7xBWJjhKL/RVscoTqOFkTzwjqc/GKs7jQxLbvZ39XrcNE1LajXaLtXd73RbS",
+	"C+puHHguFB5GrQEKr0LTmk2ncZJWdcJtfxk7DfJYrUtPQ2J2FVoaR+b8R1bnl2kOz1uXj/rLluF+3Vj9",
+	"MQ30FtB9EavIVY+cRWYflEDjmgOV9QLPCKTCs29OKGY7TeK7MBDJViom00jrFa9GcWK67xkzWDFfCRmI",
+	"hCBOHBQTD7ntfNPStUnPx04sfmE7kUWOS3oxm0YxD7b0S7aAeVDb+8WmIJdRzqII2rPzAyqP1qP0/W2m",
+	"CRSfly8zkPTmy5fsIUWo2+kw/xPdNh4DMiz12cf6Y1cBfQEGOwA1AwufIfU3rMTOvqFWzJKjhg7Fzw4G",
+	"ldVn1SFiusAu0aMVYToWCboGeF9OeDSKk4m28k3vMfA9naUse6nHVL44odMxeUnOEBDtEJ51OtyX1OMg",
+	"xoFDX8ZcMRkzO1L4Tc/dxQwj9dZlm8a3AjuiXyPQp1pVTQz6JLZzbM7SKoSEdhMYQkIopa4DVvmux5QQ",
+	"zKcGr+ZT8TbwG1UKjjk0JrtxDfmcNV+lt9CPsHthpphxiTw3BkYcO/7MqsZzqgHOJOo1cm06hhDkxXmu",
+	"oD1qAb/xfi6hod3JqQ/6v3z9hH3fFrtM4wRQNCOe6iOjVdjR0JYYerWidIFadNrejvCq9WrtVudge7+7",
+	"t7ML/6LOdL0aeNqu0XIxPz3Y39vd6W534F96O5SoDPmxgd6Sn7cPeWu4auaqCBTX0LtK8YeyKVs2XYhw",
+	"/rBa9vQaUU5QrKYYkYgicfF7pEL6ToujMlKPTXSrEt2oMAX5KAN+VKYU5TSKh6nyMs0IK60frxnlcBvr",
+	"GVq4Zdv/es7IEEXruliJ0Zcj9HMjzHA6SyTADN+H6dhnPAgUS0RkXgAkGuZvRn6waSLAQQ7tgzrE1a0I",
+	"9O3faLKTO/A9oUeC6ipgkZQgdoyj09eHiJESj5jL8wM5HPqavxMJw8p10lwuKW1D6y0nH/kwjeZg7Wr1",
+	"wqR/eOhPCZUpUBjpng5FIORQ9HQ77YzoGBQ0GbyKE+cj5VN/6zKWW8DY1Ohl0ziThBwFuSfwQ5tOQlqK",
+	"CA77kjHmq3F8f82j6Nr8grxdyA0orhEGCD1eKcRZb2ScwOOdpoPCt9gQZv31mAAeJvyU7vi9xmFfbuce",
+	"z7+v9NnBLGWXUz5h9V2EDv0a0xTr0FzXba6OHFCwvRo9djbVc9VueOyc0sbrWIPD3ma5h6y+3cA5/J//",
+	"9f+yC6Hi6E633m147JjLoYgi/edOw4OZq+gJTJT4CIPBTWG8SCNYwoXp9hbm2sNNHs/SawUIU+4nMyUS",
+	"34N4151IrlGUBCDJUyEDLo27Uo/kegbpSBYYEYp4uQ0dBRSomhxCsSskcet3TWap7obW5UM9LtPiVMAf",
+	"dGIIa+GORzNB7CnkVdMDpfg8noor8THVJ8K6cyc8HY6Bb1LO71HPxNZS8TH1FquyjLsRaF2SXBUXfdWX",
+	"YsLDyMP9CTgkXCFyER8OtdjVHYbooT7RA/2lkDdab2B1/5eYxz4hPPh/if/137Geh6PTI/vhkeR+wwyH",
+	"38AB97UoxuMYKsbRI4yUaShAkAw9HSdCsJTfsNsQ6M9BWHGJzmM4p/yGhYHqgTEIw9Kv8Fldv8DBzdDf",
+	"NPQ0h8NbUfEbO2m4M/1hMjEWODzQl7knji/eW/NAlLaD0hxe3WRHMIYMf2iAAjbRw0HmOBhUX9oMNFzy",
+	"Jk2WtR98pvhcsTGlpxH8Rxjol00GoURB+JL5Px6dvvbhSC7sCm3dvHwJMuLlS9NEym88CLlGEc73ITZz",
+	"drG0FTe4/fJlhhZl2lTYqJxDo9gm9KxuxAy0/vIlLK5ZbJS+L1+i5QC7fgHpKkxV/j2mLhF6r2UNzYi9",
+	"lFgdaIocpCxn18APXBAtu1dw+x5Jbcm48Hscugs/5yl2O3+fm+Oqfz0O5Q0dA6u23wPYE5wIrazjn9eT",
+	"UF4Tb78RIM6X/GP2JVSLUQ7WhIdAv0hfsniESY5Ws+50t8bxLKGXeswfRXGc1OtaWWVU62oN9P9inS4b",
+	"sy0m4/sGe8Xaut2G7zFO+HYQw9A7qC9RvFG7SFcAOGuKtQ6xi6iL2IgO2tn0e+K4gns3c/k4OpCWx4g1",
+	"g84BGnUiVJqEgEZhjPY0zngKyWj4atsnvGvDdlD8hZ89HyotDLVOYBZKqxm4POiIz3YtuKFIUsTGe+58",
+	"/frk8rhxyFKt8QwSwW/1CMF15QBr92UQJujcOsQQaXa6TLQrg+32wawwVYk89cE51GAKk3SVye4QKn1K",
+	"dxCr60ORsYrZBxGori8rPUXsKR1FejdXeorYUzqK+rLcU8RWdhRp9VLPQ6Pa9wNip9r3s5Y3pLNe3OUL",
+	"x8Lym3ZJUMyrodZ1bVBlrNr+1PGyfJeqAmcec/vjsaw7FbNoD7MHOtRWKJWQKgQywrp/dHmsdSMtGPT/",
+	"cjVEhU835Dea7LUjOZauxHusUyhbC/2ssxpH8Bd9yNWwhk6DxemEJDs5m2zd8US/Si08/S6+F8kRNAH/",
+	"fA3tLFsG3U27EEeXx3qw0Bg4gFZ0vv1kgLkcl8wZ3DcIlKiHkk1EmIqJetid4p69CzJ99Y6iOQFFDHZj",
+	"+I+ZeIttQl7Qotcly2XQ+yyzq9OYkXHSs2jpetW1oqL/N7NP0C7JAgnu6Hy0xyqu8FLd9WH/AGbAoFug",
+	"ap/py6dWvrY/6MvU+nNZfgJopB4pZDhKD5KWPVa6fotHyc2fiOVyk0YL/+w3rlnDwKo5xIPoWDPuoWz+",
+	"7nIt1saru0Kf1ra3r8+01ViRbn9lD6N+BDtbq9rjZJ1lNhfoAkZdP2RU883sXcecRlBNKtgxVbNvbMOK",
+	"/Qequn5/YQ+65qMzOZ6jxyNtSt6so0QksFFSNolVynZaJkhRlgDzbXzv2q/G6DL21lfldhL6YzJr5ZAM",
+	"q6+0NgK0tY5xc7hgIX3FSqyjzW2jBcNo6VrYJau4dI5OXzt3zo/4549nFzUPvlr17obVyLaPWV7dnsd+",
+	"PLvQh1q3t7gkZ5SK5BoNFB9DCVQ1PPy2GP2ahDKc6MG0bc9pP1R1/RLaKQ90VedQGajpeLH7GZEudvHQ",
+	"plQV3QNLBHjmB9sgo+oH6gE2sHJm1Vn5WGgxyJUZ34kkCQNKSjSXFfj+FNxhVctlFbDVQydZT9DDXB2z",
+	"xO8fjFburae/tL2Ot72RklLa8ZyK8qA+Yp3XmTryBLNfJZntBKpK/cDI1YX5LD0g1GVV8IQbD7PjXfbQ",
+	"q+x4lNM4bngWvDaLCbzKBQOAlFvL0spBF93OGxyly3F8D141uxyrniaaBx6pOJsM8r8UAkXW7a7nwM7L",
+	"ClNQ7lx/eGbyvvcNpuUtbUgazyMkjBH2Qzfr4N8iKWKjoXtsMAcFwAS2CXnfBh3gMd98++Bs8EGEIFib",
+	"TMepbmr5hADZO0xKwWwXk4EIAhFAFoPHKDjvMSexwWPTcZzG1yrWBtK1FOl9nNx6jP7W7xLyhuqfsj/X",
+	"mFyxEEp2bjRtg9SJatUD0BaIbCK3nh7SQxsNfSSldsZud0XFyewr3ZkqW2O3uzyte9nWyg+/ckQLyXiP",
+	"VKqO8+9dWbt6j28qdYmzpR5xp+Sg3Ltc4aGul3idKw9VuaO/uAlorrrdlpdNXWvVqTsbDY2PYBJKO/4q",
+	"gdPSY9PvKptN7MtjZpPVbdDAjRGAy7rV+FJzncVNnm+u+cdHzXXJIeRKhTfS4P2F2k6kaDWrz5RIKoeu",
+	"v3z8GfygxFOaNRA0c0akj7cd0MY2jh7qIywcqKhfUyNbMsZQsvtxOBwzGbN4lubDanU7WrzOBnHqQaZt",
+	"nDB9cY2i+L4B/oCBEIZVTARsLtafnso8hw3m6hSuNduWswufQG2Lk/AmlKwOitoZ/LFURyPuSSMH8PF1",
+	"tDXzjuqbJ5d0ZTr4kMrW/TJVLWt5z22GYrvmOemKebf5srl6zVNBL15qbVbV8cUJ/GMrDSeYwEWXgmf8",
+	"tlDNZ7IGuEqds7J62V9VPdlC7Km0eMx9K0/LjVd3eHZ0D9bHIVZwbtsvVMfFUmyl8VYsK5VFixO5gZGl",
+	"qA+rntM3uRwlSGgClM6qvsEvNujYe2h5s15hctXSbuFPNujXOba9WccoE0J3jNW5dMTkmKtFx7D+ebXu",
+	"Am1tMAIMrzzhjYYZWYjP5WQjuMFRn/Vnrda2AH1uzXvKybfbZLS6v6Zz5UP+Heb/L9pKkOxvYp369RMe",
+	"RrVejUveVPHsn/z/og41h/GEstz399uleN6Qp7+AUfu5ou5gu3XVOui1O71Wa6u1neXQ7+xsd0owasvh",
+	"b4uS1s2Nv2q3e612r9u1zaPQKFQduiOgzW9+kV3xkE9fOjzPnHmqqXy4EAJfQgYCLnkZjd32Yv/1k+Y9",
+	"1jCy5kWv3d0GOg/rrtZrnstt6HUqKwkW36aPIpzV3WW1BZ2stKC9RmmBGwtfseYyEw3/kXUFzvjzxZbO",
+	"56Xlltn3G5cVAD4ZApOlw/FidcHLlycGKskJgSV34VC8fInla262lslesvAS2iYD+wwwOrTNXkhL87Qp",
+	"0pcA+VjO7GDsO5O6WE7/QMnx4g4SjKVAYADKs5yz3GZBC20hs3JOqTrLCihKhhyIUSiF6ksZs2yFsMQy",
+	"r6epmEmkIp3HkGSG6XNQ6JenV60CFupLiyx0mA/RQolGrhHK2iW73ad1KNEawBPA07JZQcjfhEs10lpy",
+	"6AJk4h3Wl8xY4AKDwoYsY4UFJe5/GNA1XJ8fU/Zpmoi7MJ6pa+q657wjMB9+9lndL/4SExi18sQRo4ke",
+	"0+vUaLLLLNHeoimbvsM7gEgbu2NTbAtjMom3+TqAHjNKT4ZJZlqG3D3Yl40mrIgNEvss+3VxRUygtrAg",
+	"h8WKhOKbw5RekhWtAKoXZIjCZ032Pr4DVlu9lFq5s8UYnluFQSGwOMkiYLlaDD1jcZIvyMAjXjKilTaG",
+	"OcRIZc6W7Aw7OieJ7rN/qOdTj2wg0nshJCuPYVk9Ur+DOoVr32RHZdEwlgh9QYN/EQpYXHoXMOyBGUdR",
+	"IzD/VK9hazjyhRtKpCwda2moVXt1yPwJT26v9YVuFhRWraATpzFrwbk+QTGnxYLlprGFG/q4coedeJKx",
+	"AcF8mpriOaZKM0HVUQTe2JfDeIKsb4cUeJjyeRTzQFEKzkCULDAxKQuyokmUaqPFSlVujpvCInjaLNm+",
+	"GMTp2MscegZm7UqfJkwppvIZUnUWE5wxstuXtgCtvl6yXF6Hs3UmcHtDpUm31c1ymj/7ua2QdcVaKjjD",
+	"ccIGIorljUInpVvBNm+ybqfTl2WJ0sg7naUiD+IAqm5A2JvinMkglJmrsIiyBxn29hLoy3y5QdlFWPev",
+	"AEE0QnidGXlsS57JYjlNylznfemKt/zLSgVa8XXKZr6UPhcq2J70zrJsaPRu5fXQh0rh3wZlqY8LxZKN",
+	"HLoSmTP6+SmH7EbjXTEsSxkS3uOc5m9L/eUAUkZvyf/Y0QLIWN0AYBAsWzyK+l+Z1nqE+hxsZMchYQC5",
+	"EeqF2TwhCBBDCzY3qtddsGUouNDb2dOqKgiG/FtJlC8sUu4NWZtdRCPkQb6V8xCvIi1ttTQnH4FtwUph",
+	"a/Q5JiAYMpuYQYT0+MyMVX/6DX5vfgN66Ld1HOzqTYuHsffJAC9kuExxkkI6Rf48khGKv9/2arehDLJI",
+	"SSbqvn97DhJmLV/ETq+dLTDE2grbLAonZbtsZy+3RO/CCdc9t96MvSIqZybJLVbmxsCchRz/B5ihy/Qi",
+	"7IPnqCk2vf9Luz1a3U0hsnOzCq7YeCYRg3S1iVwCin31KC3K8eesccFBdV7+jjiNyZgmeiR7OaBaBjAn",
+	"cJP+VDsqJElnMfJiKNnJC17MpHWyUG2YwYRBKAIQJ8zeTbn7/efcpq/okMfc/pgyitwXprLCsaywLx7G",
+	"bDz2UE/0go7iRIQ38gMd6qLSIASW7uZWrnyKrUbwU20DdbQwLZu0sMZtnzkHjZdvYW+bUkkoAewtU+oz",
+	"hw16R/JwAznvQf4H1qjRapmZ7ofVfTAxMhV7wTjxcU18No4jYhewMZupoG43n8QfipvEsw4njyXxTItM",
+	"0AdhQ+JuNJuwWOIKe7Juwd0by92pK4DAOx7WmYHrLoEGxuk7juUoCrXW5OTvD7mk9DkqkQhw2RakgF4b",
+	"pwWTKPPQ8yBgPq/g+RVBmGZmwqdqhh6gmbcQEIiZ7vJtNKnqGH8T0npmjLsBq+seQ1yVFBwWGkbGvnS4",
+	"IbVqShDvY34Hxk2O9gcMsFGIp2Sea7EBtM8DwZAmsckIYhLcvn05W8R/8tjCR2AKmJxQ/NT4xQ/ZKNSj",
+	"4sOhmKZcDgULxBSIPWPizLeDqydi6MwPhjzJbaG7hwA48ZTfgM+C6EAtyQmrq3F8DxRcOJiGqa3pS+Iu",
+	"pgsNOIJRk0E2I3KKjLliPj5LBG992Zen+sjf8RDTYU1AuYCOiEm8OX82oEGoOKvwMQN9oZjuZ+ZwOjp/",
+	"25fG468Hai1xwMDR67nwvjTny9lpHbB+7SQIocBf5WbRSC0zhL6sGEO/5jn1LXZZhjyKcBDGk0ueXZgd",
+	"xGy2fpxeRrGgd73PQAzIG1bvFyxq/bY+1hTmPm1YxOdML/LsdreBEdreUEFs5sTqOcZ4FjQh9dIl45OY",
+	"0GIa4J9PxGimeNSXdEbM9i7zjuipfm95czZmHgAM2FZXm4pLKUNZPU348FaP5euLdme7u7O7t3/QWENf",
+	"dDr8nEwDZYbwnreQGpaZo4aeFW+ORdKs4+52+7ize9Q+aO++2TmywLk4aYtM0JtO5BJTi8gKmvjzv7uB",
+	"3+215l8ES7R2w1pNgvgPBJu7hplA0uAKlsjVa9+TmAAtKOdJypTPgqgApUfGlswuKJofKZsLiAuXX33l",
+	"b3lfKWewSNWqEbRxdSeMZDFe0lw/zhZuCiPlef5yb5R3aDWhXnUvraN+09ArdW+zRlohIzWcdO0FgQ1p",
+	"s3SV5ER1JmaLy9EsKLEnMEVEda2XfpGmzPJIL0b1zUS5TBQPYChjyLtapXsghG8gmNUwngoTP6/7w2TS",
+	"NBgkzZfa8CBZ2Awn+o5qDonpNvAbbMynUyH7MpQEzjflSWoT+m3VUJ1grrxc7AzbI/SXWKFlgkvMEiCM",
+	"RO5vACcDhiFkOIMRsBHxbU6AmMdSrZvg/b0YjOP4lqnZwM6JYlF4KyBXHHsLg2Z1jDp5LBFpEgKDJKKZ",
+	"Nwz6nZB6ywa5xiy4U3wrEKALzSrQbumHg0zrw1cB2yRGa72+tFU+kASxeBMpv8kM7QgSYeIqXZMm5jtp",
+	"B4hzF/CUWw0dfvxCIXwiRfJszE/fMKaTiTIdY2F6SDRutPlEgMFNlRIrkmnVNIiH0cQgj9RcDnNaZd1/",
+	"xfWHfBo253wSUcDIcjKaGiiCxoNEWawtI1AgIe9EpLdoHYevtyQ9PUeOUDt1+Fc8hBg/0IR4iIpCa+Y3",
+	"ADENtH46zbSdDvsy95ypZlVm/dzkYtKeYMpJhBZPkY1zv/QRj3CaxMFsaN6bnUS99iIaYZR4GsobHxMn",
+	"qXupUHrOKaumh+h5GcoSdKHT6rCJ0McBjRYR9KggFyYpFBgv/sdMzLJgMUy2GzEGCi2wNfAHAz68vUnA",
+	"yVeiTp7jDoRw9NqYQ28DMZnGqZDD+V/FfPNIVS4OYqSSVYd2tlrbW+0ueJ5bbmgBaWGvSQwpDHygMEI1",
+	"rtX+y/nXe3/f/e7gh+2/tt93T/cvOlc73+/9CIEJlFq559sH+15N3YLC5nzebYGPD349mF87sS5KsMv1",
+	"Yaf12avBBsoc7gsyd3X92V2htRTozpq0sQ/12PXHQW/sNoUwtznKm7vo3ZEeUdNVbmYUw/c8Oyuw8bUA",
+	"do4LHpUv7pxfgdMhf3TeynPK2dnMCT7gwWs6P5keoz+xVjDPKK4WNN3MZ0tZzEZbBqeHSNI5e2GP1YsS",
+	"zyxcTNYGRvgRR0FY2Ep01/TgwR5b+jaIJqNsvtSiueCVNuqmK7fLx0b7+yfau4XC4py2RMFNACZzPs64",
+	"4XIfq1QbgpTUV/zyHgLcuY8ireQVPuPJcBze4eNV5y8/7yuPwmNlgyh8mhtD4bt7QC8rjqDwkRmAx6ol",
+	"3nP640mlsHspTshjXqIda10C9KvijyVBBnmIwga/sTva5B0avclqSHkF6hChnTOnO1csj5aory3Y7jwd",
+	"Q9k9vqiuhSgdavysaY+B33C0K3jNC2VNsiY7ihTkcviOVNn66wIBJyYjBeFoJBJUYuE20foYdRaA3hab",
+	"aTxNdODcZOqVLUqF1x/z5Crd/aHpaVoRAsgr2qskWJtpReJnoGKphG5fIbnahxZ89MIbc7WYQWUVOYKs",
+	"4oq0t8z9iANpUPSZsw8X79gklOb2xUpg1Cf1RYiHYybTMGLExm8SEnxW99+fvH57dP3h4t311dU73+tL",
+	"A/qyxwI+V40me4NhJWtasHsw7czu16/HJtG2vh/HhOFOFghmb+fMHoRkLuS8L9g+hfy8HpNx1bxhCRVP",
+	"IWTRtx4U6wwAn64T7zK+lVEYib6s92tXetYKX8J6wZMxGnT610AFmYZRxAYCvEUiHY711Jtkauv+yIIK",
+	"unlYwCDkdnfYIAv5izE8MBdpv3aY62qoHD895jXHEswMFqrSvLlvhPGzvtevfIfU2svT5laO/bh5c/v7",
+	"3U67+0fJnHuK5KxiNg+YJJ32VbvV62z3Wu3MJAkjkUEGiuYv0xutN4cTYRK7wgm/Ea9+mQr9hQr/KWq9",
+	"7n6nve3VZklU69XGaTpVvVevbngq7vm86WTRGNGE/FCvvpsc3P19O2oNOmk0iA4i8c2bdPjNx+jHzsFs",
+	"8G00On19+gv/5s182Dp5ZTuT0yFgn8BRJl1hc93d3XnLk2vo9S/wYFl5NkqEGuu+/J5TaZBGNn5vLgVX",
+	"ES24Csv8yFXSBu7JmbyV8b1cSGVRs+G4QgAudyRbMbiBK7ac8h46mFVjA1R9Ltnghb6gsmsui+nhUscJ",
+	"qEJ4kxixmheDT5SHkG2n3MVLm65C18h7dddLLlhavtXqWu1iOf9cpaJxZX69gLFinPul1Hd1uJ8s+V2R",
+	"rK+B9Hm8L01vXihDpudk1JsvMWXFocIjcnlTmACQPMqq0iWB477MIsedVovyX8wvv6IqYchDNxwIUUgO",
+	"uu95EvJBJLRqpMLA8TLD0aNailiFSHjM6v6nT+3Pn32P+Z8+deAfoxCqRwZz5t9Ra9foogQy477UojuA",
+	"J6Fy4Vr/XXwSfnO98Dze3qM4mWC+zij8aOik0f+HcwiI8kbasiP27cnR65MLZywwJdTM2/dH35x47Pu3",
+	"r0/OACv57PjD+5PTK5ZCQQhqFgiSMRZcLxV8dD1LIip8wLKHHuu2WuU7xImSl6Ar5ePjjp1EF/Eh67a2",
+	"cWEhMyniw1vycC/snkV17xBqMdzdsyxfUO+dfGZTBZL6Ob3Znpk3cbJBGUF+Mh48Sa6C1O6sAYj1lNrS",
+	"agBZFdrT8vV/Am3KnHMzUrszsHCep+ImBvH94ertu7dXf6t5tTFX14NZmsZSmacgobnt1SIub2bY82l6",
+	"/fWFi0N4F4dDAQmOc5ueqa+F8/OLs+9PXrv3Zna3QC/w5NV6NXPWanbu8agCXgJF+s+if/1vBlJG33oj",
+	"ns4SzoKYTUUQBjEDscOESv/1v7UyLVPezFr7+uz139y23sW/cHbyUU9JnP3qzdnZFb3TTsNP9pnvRULv",
+	"yp74cPGuVtQl1Tie5hRJyE5Qr6DrsLCmUx+urs5OL4mxbrX5/fx5DVRpWnF9TEv1w+I1Z48fXgbl9wX6",
+	"NbJrJkuYNL9skFLZ2jxrevnZeAL1aql4XpC8f6SE8/zUOWrpU6Wcr3B7lGabP039PyTETfV9JwJ7zyN8",
+	"+KIW5KibdrOXZBFU3J7VGmZrmYa5wC1cnWvwYYp1oqiy64kbCPQecpUpMahtkAICTC6EFcPhN3HCkzm6",
+	"L4agg6cxm3KlkKN5QVUp6JTlBMphUa9waZfzc92XVmwsU33zEfmSGcdpczUWx3DoodqTC5Gj+5QXQQRy",
+	"+h9yPMpofsiwfX28gfJMCa2bpMJ9XMWgnQO+AJUCzzFJOttolBkENhSsmmGnMoExLdxVj/mZ6wGY8uCv",
+	"qXT+uBeDqc/qoHbSGisvA8Fn779ueMzX0xS/mky7QGuHf23fTPWTqKkuPNnepUddoTENRj6rW5V28aFW",
+	"Sz9FyQOIkKtA85WZ2w02KUklSHhwAPD197RRSZ82mR5WF4eLQhm1uy/rw7EY3rpJBTKwUBiUEKz3c12J",
+	"5A5/BjsMHTKfYJ0+v/pkvECfPSACEjwRCYFESCECETT6MlTZUellYwkhfilMPDOlF1p2onaLhSPquF51",
+	"OJqhxHwlzMEIJdvrsHE8S1Rf1nOO35vwzoJ88yAKpWgcolux0I7tD7kpzM8do0I/YgC4C7m4HubnLMyg",
+	"cYFqqUF8UIvZywCHvdM66Ev9fRVFlFzkg2pkkcRyEQJcimEkfI/NpDLp5ri3PBxuTFi9LAonYWpoEwC2",
+	"1xor1i9Kba9072RFz6zb3s7sQhODgRqSUGEHcOtD6X1e3pRCtXTb2xV11Fq8XAoZoL/qWbM7JrMoDac8",
+	"SV/ps7aVOU6tRqDnt9ar1Qeh1LfD+es35uA2SsiVqQZ4VQ2hMNbnTDSu8glj1u6Ozdr9e94dTErzFjh7",
+	"m9NgVFvN46sFy+0/tu9a8293hvvqh0ln8k2L/33Q/fHu4C/t2d7V7vRd0hl9J/aD0+Hf1KvF93xecxYF",
+	"7ZcSbQsoxal0QYslk15GgaacrCGU+bxg+eOorefFU/70eutGgiRfLvnoVJP2ClN6jgHuqzh+xxPAG10N",
+	"dyv/4guht8KXzPke8OBqXswY+ZBJfkYI9iU+9Df6MrDJFSMC6Lf6k8es9mT+qXUnj1ndyPxTK0ZQoZfX",
+	"fOBQ0m31JoxESQFrtKxrxWz01KxNPgO88jYrb/rtBFK8qxDjtQL4HGndlMs9K6wMllQuv5QL9hgKMMcG",
+	"cQ2VatPrwSyCSuNglfTuRNzFt/lyw6rSPUSAsrn2g3lWnRcGxF+x02qxMFB5VJ3FLJNpEg+FAhoNQqXp",
+	"S/8TErJ47H2mqlGaqOVP9yFfWet5vzLMz/hVX9QB+NXZryyB6B77tS9/3drasv+nf+5PhEtR9StkaP9K",
+	"mNVsOp6rcMijaG5VXJPDSrm7mUTU20//1Fw2Wa0dRuGVELlKVobv51Hks19zVQFzkTJcgeDQjVIgufti",
+	"ReGv5temSsJ+Uy90RICtR0PZct4ZDrVabT6Y8ES3ZlrND7m83yZrxzyTfVM+cbqVvvQRQQwN668cnhgX",
+	"04wibaiD4+kauRPZZJBlR10KVe5UjuKkL5FHg1niDEQGG8dpvIVfbRHlRsaOAXniocLce0hzypVs6q8H",
+	"cZo1aQ14QOuDtBOZYv4zbncf97FxANrcqERwFcsmOystXfSyUQF2WFbDsl4NZa5+0mjhuFa5AkrKs4cj",
+	"aQy4sp73axf64c1rbfo1ry+XFlAWMksiMUqZBSKsLKdUZQ5IAL/2mA+ywacCDLgf4PhrI0vPskdM5laA",
+	"jXgYzRLRl/djve0SGnKZ5QLTIWw49lFljlreY82e/v/bYMRkx8RCvCjMLa3xKFpdv8v38/mMjp8+mdi0",
+	"E943wgHO051I5rHU1/ol3UD42rIHM0U2+zXMwuf1SclwBkzCx8NkZGfSXlmll9S/afXhgAdvA5VXzoAU",
+	"DU9XhTYWKFfPQ9irLJpn5tjTrZekRpt0DdzZpW9AUW/aRJJUOABPp+Pl0nSxgC8vD1hBHBQ0ugsSqwld",
+	"fVY4Pk81nlvgtGnWZzxLIT+heKe8UMzXCqHPpokYhR+Rm851DtZVzNI4jsCnizmGNo8+4UPjgRxzGWzd",
+	"J2GaCpmlIW83Wy6kLaRtasmNlW+mjI4SoLUCbT2upjDLs6nMUEMU3kiezhJxyKy3MxVbozjZ0v9gXLG/",
+	"Hb1/h3lP9UAMI653qY++1h5DPw+SdiwkKppev6YO19YSkGZ1rICsmYXr6WlotvoylKO415eMpWEaiR47",
+	"1ooGbhQ9Kd+gryU/LUr/niqse6yNDeUA6G10GAdXW6DjKjf0F4rpCOtoBeP9Ko7fczl/K99E4c04xdMh",
+	"hrMkTOe13k8/u2el9FVGv8uP1Dk9Z2ZtyvOe4FyMBY/S8T9/gxOhbzfYkgMecTnUKhQwPCfDsVBpwtM4",
+	"0abQEalXkFQEAoV0Nn29gBSdSQnRpdfGxwKufsIEEXKotUtIpXkFuvc/y/fttzQRj3Ui2pSE+HZ1dQNf",
+	"vsSbZAbLI6Cyfo499i68E1KodTdQVYDki+8olKCAe5LX9RHgDbZaWTDzw8U7NpihF/B+HKNIVFBmq58k",
+	"3232MRQ7g2J9iR+RtTUjFytq/udnlxSfXCVqayxSiKii4QSa1A2/0686zYeaepmXFitTAclX3sy0EAR+",
+	"Rf2rhrGFtTYVJ+E/CdMdAYYdF6UBtLEG8AuXTdJeV2HaZEc41IfDU8Vol76VPly8M1mCEO4qj0+F6UJk",
+	"CuIzIzQ6KJeWlrw8Vz7v7F4IjmR3yxre91ppUjz0YnmmV8bx2O7sA+ec/XvxjvHc3pXFFUr6YCMRK3YD",
+	"KO2Xd2O9fDDds9yVXREIWuey9dxs+tLG/3J+8s1jW5/KisbPTx/d9r0YTMsb/+Hk6/PNW8+cz+Wtb39z",
+	"/ujWJ9NueePvz7ubtl16szl1Asbx6+YB6M/odc1HBn2wIOJpIz0fcrIIgy4b56FdZQF0qr4CwXnPrSB9",
+	"sugUXYbmNTOJWUD5tz0qjapKjV3Te1+SqL8kCT9fQ/N0Ggnd/DZxgsoO9Eo59HVUHPtCAdmdCDGiZ9yT",
+	"cdIHehGbkUJaQ8Pc/FhM2ISkKdQAWK4+kHxuWiNydANW993yHEgNf1JlgatcnhMsXl/OKJUsHjG/UgH0",
+	"m+yED8dl0WQoW8QBr1W8SIi9IcIDTHggGodQT0A7OU7y+oFndDMJUBpO+mjqlit5SHlQXOC8Mw4TVF0P",
+	"ow887wbpo9XV6lEEMTVcMT4A2JvsTV5f0lwenb99YV3eI6hGZHXfprSVFKr6UBKKoaBYskBMuAwaHhvy",
+	"BN3nTpnVwxWEy5SiNYrPfgOlyKm9+73oQi9fvSy/LZ/ppsztXXOObCEiVPjoA3aMb9+6AoJ8wD3S/7KS",
+	"ClR7rXL3MM6tKLDtMT4LwtizlpfymErD4a0Ae/wSPUZ4HH7cct+ydTYlIiYZKxmORv6htrTwrYMkvlci",
+	"YffxLNKGmATbA3IqKXRBvij9GZAX8OEYPSpejRxaev7MC1+HypQELUp0P5TacsAE8tzosAQJB+hnL6Fo",
+	"x32o3Fm2sqNZRlboqE2mU5d08W2dx1E4nC927Ci613LMV1wGg/jjoQEx2lLJkL3QV8QLqItGUEyKBUI3",
+	"kplUWc/IKn1hCHUf6mD5QlX3zywgmIvZ4mEdeGpJa6BnI6da0NDgZ30RcjbRVzu1WPu5ZMP/flU7AG7A",
+	"yyXT8p5YK3qzcOdsWMS4RDeKp0L+sbzfZ1ORS8H2HuWrRq+H1rWgG5CyDhBa8xS2chLPbsYslCoVHCrF",
+	"pjxRoYFyLXUYUgefys9NK4Ru7u2V3dzg73oe33ZxBZ7LtR2qhVet6YO0LjZyhatXn4D/41rOJgOkpNts",
+	"07O6CWo1HrH/vb4ciCGfKZH3vA15FAHOIAgv3eQwCvVUHjL/45Z5syEduxViCv5HrVXGI3YjpJ4ZEdBT",
+	"7PL1XxE/+Zibktbc62xmsgkYAKS+HIU3syRLPDGevxd6GtI0lDeqp9+qNQWo8ZgNmpM4EF9ZABEfkTju",
+	"RBKO5nTihe68AJ0akSGxjCuKBJCcAbj3x6kYppb8DL8CTDsoJplGXPdIfExROOSax6oQk1wJGN4ImDKY",
+	"96VvXLY8mBBnoBSRGfWWPlhsa8uUjYQB+5//9f+xrS1qjT7wm6zEkApVlvEO5b6lM43rOZi7S0oAKE5+",
+	"uJ5EY4742WQyY27BQPPQW4dlnlDY6Qx3OgtLoQC/h7kzea8/4EQsswFsdyponM0mqFXo1bvdB9T43VF7",
+	"2OEHYnuwF3SHOzsHvCU6wf6oPdgbdkW7teS9uBGujZVRodfvPtCBdntnv9Nqd7vdJa+y23Kt9zxsMehd",
+	"/Qo2eP4OyHWqWp2rKpUzp0sMx7HFxnuEQyqrYQiVged9GjqZIwazzewG1G+wtBtNJ+Vj057nxEX+FD3N",
+	"EH5IYnmDhzhOcq97rKvyuFhO+TQdPo0XgRsQZknLz4IQeQY116bdm+sH5oxmBHQ/Nea3LhazeaIaI4xe",
+	"/oAK3Pr8ADjAVT4LMAyqsDheFGaqvli0WFA8/Dx+QK3dOtjf293pbnfgX+VujEIbq3oztNR90JmxARD1",
+	"H1ELepsqKMeqI4WPNlu32fuvEV3YKb7SBgHczbmyjfOzyyst8gYAPJ6Rh4yM80R5FhUVYdGmKSQZaDvF",
+	"4iZ7UM/pMUSzbSBANhDlQS6x2fu2JJ620AtltpdWnmwat0/3NtVs+E7pY5g6qat9WdSmWf2bhE/HMLd3",
+	"ne1mq+ExonE1bpxvZ4OtS5MWtNXZ2e31pRrzzs7uV2Pxsf7t+6Pjrctvjzo7u3U+nTIlholIPZbwe6hv",
+	"azR81NJsahEol1RyabP8AdkabS4INwOa3CGbSepNnLB7LVajuemfC5BsHK1tRM2HDNeM87nM7d2XWX/c",
+	"nEKVR4lHIvLichNylsoBohs/cZ7cdgzln/cuqHSePBlRYfyGB9WhlKmNc2/oJlQ8S4YIxNNBQi+F3ocU",
+	"mG30SzvdrXE8SxhyEeZ5m/sye7fJuDQz7DfZCezU27CQ8oxaPSv0yfjsQGvXWxjjBOJj2usj23O93aDq",
+	"GFbvNIxrrb7dIOchq3cbnrP/dhBRnNyIrL7XcF2ZkLBegN3LOHw8FsV0SdT3GxaFVLH6QQNOGIJj19st",
+	"j/mJmEahCCzLpFNfDr/M8lH1WiDwBiYoaDmjm7oTDD9+BfXc2KBi9XYbcAMB/6+tx6zmKhUTqgrA3KWS",
+	"s92X9fY2GkjwbYG0vpEvjtELpN/VdZyQzsWESfCNJjsyQidjKc/wJKlydxQn9zwJEKu8fiLvQh5w9j//",
+	"9//DTmSaiJuZgD/ehQGHjO43PBrzYsJ9jwk+HJOAytZEC3uDLGqjt8M4EB6bRrMqjvEkHALVD8HB4Lm5",
+	"Ce+EJNlYxkJuNrMCL63tnj5uDpH6IexUnJLUkEW5TPH1REzhEEIMRqU8Eg0G4haow/3wRuoDAHD++ENX",
+	"9hSFDR4newPkjhRQevclOPQw6JXlXmapbHXOZCy39D+RAzxMgdzAkFOZqmEA28/8WrqrriL50jf5PK7k",
+	"7csF0YuOLm5pBIJGk+0Yc9SJXtJxHIKXnkrFFiAxzVj7sp4bOrIzKBfaft4oLwOATjxokRa8+nQj+ey/",
+	"2Gq3Ul73osf3eHsQtHb3RvsjsTvkO6K72x1097qDAd9vD0cH7Z3h/nDY7Y7ao539vdZ2EOwd7PNu0G51",
+	"u2KvzY3OhkGJTGsruUWr7MZ2q1VhN65SDfGyiO8uU61h/4RUwzeEuoRg4FmidB4ayYDa//SpNk3iERUq",
+	"0kje8yQ0PLufvdo9R9D9AlXwz17WNrwwiScljLvw6D2fhEHz269vTk+vPnx8f3W7ffrP4fbpL3/rnI4/",
+	"HB99/fZvb345ffPdL0df1QzbkqHyBCym/wNKEMKJUCmfTLUevbfb3dtrtQCbk2YSnsu6Fcqba+R0SHUP",
+	"xjxVyO07ESk3td5BqKYRn1+7KrcZhP6v1Wq1DVuyo5EvKvKfYQHpq87B9n53b2cX/gVdQvhfpx/XBmDb",
+	"WA55I48HAcHdnSN2eigsThYNl5p8jkp4koa1Xstd47ZuFnVd+GZDLoD8oa+GFD23JSR1oPgZxjcyJLwa",
+	"Le3zYnreeAqHh7FNjfjVEhCFuBbET8el67bP7VvponBLZR47kJxC7pR8gZ79dON5+DX/Bg6RTUvqN61F",
+	"epQDLLOv3atcK8HjJ0olO9pQazjM6QdMjeEp6ByQOzWXupFIdSiqxma/1xeMdgSxQrHVeBbv0mevRqUF",
+	"v2EZRV8uraNAFqJWFn4wBcaYBZLcWWevImoinvIBV8JqrXXd6oUIQuVhK/7Fyeu3l9cfLt75mL6R6teA",
+	"Upnji1JjPhVZfsUh80E7VT6m59+Pw+E4q9aYY2myrYxtsnf5IhHcL8C/OgUSYgjTxngl6PPhZtArreRW",
+	"JERd4JI9mp4SBmPwY/SUZcUfm9SC6G6BYlB25qDPjwjEbiBWSsfnLFBuoMXPHz/i0zgFH8T8kHGXQR2L",
+	"fNC19pDEMM2vEVXOt/ephr6lo5nW3n/6Gepp9aGpdCebGCRyzZkM0lBlThGeMj+Xl+EvFqvr8/9JT/n1",
+	"LIk++9ryjyKG1CTpWDGgriJHEsiJpsUeeoXonzjeBSzAPDzClraehrGUYkgJXFMeaquEDebsuwuy7NGL",
+	"5RHNsUeJwh6L4pt4lnqOaxQ8HSiG6AbFTcTqFtKLAeLFgXF9uoNuNFm+thRQBEhbNjBh5A3E2nZSRHsM",
+	"S76ZrXVvsh/03ChxJxIe2UUhQaHQuZEN/IVi+lJiSiBGX6jYWEQQ3yUannQsJofaXuZRhJcpUDBR9pMR",
+	"QKH1viC7YJhiHpW0r7biCYO5c6cTTbYSO7RHYOs4wYiRTY0sDeY3M4P1OFtxwKEtIEIhaqN5v4OoUff1",
+	"puHTKREFOl/Eo+F19qXBevAsazJexlQQXLLMySwSpUucLWnWf5sQtdj5HKU8cJVjyqPBiCyAQZO7bRRG",
+	"qb0/p4Q2nogIm0HHDO5+Vj8/ujr+djGcULjc87PtsNwvdrlSQegtJe4kn5n+MEwqGEOPL97bAySUV6D3",
+	"VI0sASr1CBh0pCcqMMSdpVSdazBfZrNArD+Lwz9aFWcVffCllQSYq24wIMG3jYtGrtwHUEGLKOaeWzq4",
+	"DEY0B+fXcEab1TOUbFGDoVKkDCoOGPeji2iTnVvLRx9qKyV3uOnhkjefzVLUkUuX1aPmrIIexTcesFwS",
+	"AeUwESlL4hRjG2YT4KwahGOTiIVz6pV8gbdJ6Vd4xBBwZOFLvHVy0K0cLkIt9qYiyXBaDi2lsJEvVHrY",
+	"6XgL98lO68CZPPJNLD+mdd/RG/RAPm6pcDKLtMbtN3qY3RhHFODMYK/xurU/ZUGi59kjRXgamZpVNEGd",
+	"iBOGPSAhN9sCoMAPBNzYGHJE+8jYP7nb2IYqM0iZRPAIX9VkR86lE80zW8HemzYH2T8+Oz09Ob46u7h+",
+	"ffH2+5OLr7KhoxpjsKIOKaZkGX1xuAReYBfL0dfbhFQUFCiDc3S+iEOKjZCJpOc5fwAKM122mlYfKad6",
+	"grXr5bLmytMWbJXrYuAyHrFSo3QhgNxkRy7wSTGt7IXK3Cw2xYznop7O8K15uzhorDbH6DQeAgskBAqN",
+	"2LJBP1sDAAFWF+jWeZWjTH/++fP/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -360,6 +360,21 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for MessageMediaResultSuccess.
+const (
+	MessageMediaResultSuccessTrue MessageMediaResultSuccess = true
+)
+
+// Valid indicates whether the value is a known member of the MessageMediaResultSuccess enum.
+func (e MessageMediaResultSuccess) Valid() bool {
+	switch e {
+	case MessageMediaResultSuccessTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageTypeId.
 const (
 	MessageTypeIdAudio       MessageTypeId = 4
@@ -1530,6 +1545,9 @@ type EditedMessage struct {
 	// Id Internal message id (not the provider id).
 	Id int `json:"id"`
 
+	// Media Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
+	Media *MessageMedia `json:"media,omitempty"`
+
 	// MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 	//
 	// Example: 1
@@ -1569,6 +1587,35 @@ type MessageError struct {
 	Details *map[string]interface{} `json:"details,omitempty"`
 	Message string                  `json:"message"`
 }
+
+// MessageMedia Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
+type MessageMedia struct {
+	// ExpiresAt When `url` stops working, ISO 8601 with offset.
+	ExpiresAt string `json:"expires_at"`
+
+	// Filename File name, the last segment of `url`.
+	Filename string `json:"filename"`
+
+	// MimeType Media type of the file, e.g. `image/jpeg`, `audio/ogg`, `application/pdf`.
+	MimeType string `json:"mime_type"`
+
+	// Size Size of the file in bytes.
+	Size int `json:"size"`
+
+	// Url Where the gateway serves the file until `expires_at`.
+	Url string `json:"url"`
+}
+
+// MessageMediaResult defines model for MessageMediaResult.
+type MessageMediaResult struct {
+	// Data Extension (`x-extension`): the file of a media message, the same object as `media` in the message events of the AsyncAPI document. Present when the message has a file the gateway holds, absent otherwise. `url` is `GET /message-media/{token}/{filename}`, minted for this answer and valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days); after that it answers 404, and a later answer carries a fresh URL (`GET /api/messages/{id}/media` gives one on demand).
+	Data    MessageMedia              `json:"data"`
+	Message string                    `json:"message"`
+	Success MessageMediaResultSuccess `json:"success"`
+}
+
+// MessageMediaResultSuccess defines model for MessageMediaResult.Success.
+type MessageMediaResultSuccess bool
 
 // MessageTypeId Message type: 1 = Text, 2 = Image, 3 = Video, 4 = Audio, 5 = Document, 6 = Template, 7 = Sticker, 8 = Location, 9 = Contacts (contact cards, summarised in the text), 10 = Reaction (an emoji reaction to the message in replied_message_id), 11 = Reply (the contact chose a button or list row), 12 = Order (summarised in the text), 13 = System (a platform notice: changed number, group notifications), 14 = Unsupported (a kind the platform could not pass on; the text says what it was), 15 = Poll (its question and options in the text).
 //
@@ -5570,6 +5617,20 @@ type ClientInterface interface {
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
 	PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMessageMediaLink A fresh URL of a message's file (extension)
+	//
+	// **Extension of this service**: the `media` of a message of the company (the same object as in the
+	// message events), with a URL minted for this answer and valid until its `expires_at` (`MEDIA_URL_TTL`,
+	// default 7 days). For a subscriber whose event's URL expired, or who never received one. Requires the
+	// `conversations_view` permission.
+	//
+	// 404 `{message}`: no message of the company has that id ("Message not found"), the message has no file
+	// ("This message has no media"), or its file is still being fetched from the official provider ("The
+	// media of this message is not stored yet"; the message is published again once it is).
+	//
+	// Corresponds with GET /api/messages/{id}/media (the `GetMessageMediaLink` operationId).
+	GetMessageMediaLink(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListProviderTemplatesForChannel List the approved templates of an official channel
 	//
 	// Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -5690,6 +5751,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
 	GetUploadedMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMessageMedia File of a message (extension)
+	//
+	// **Extension of this service**: serves the file of a media message (a contact's, on either channel, or
+	// one sent with a file) at the `media.url` that a message event or an API answer gave (`MessageMedia`).
+	// No bearer token: the URL itself (an unguessable token) is the authorization, as for the temporary
+	// uploads of `/media/{token}/{filename}`. Each URL is valid until its `media.expires_at` (`MEDIA_URL_TTL`,
+	// default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
+	// and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
+	// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
+	//
+	// Corresponds with GET /message-media/{token}/{filename} (the `GetMessageMedia` operationId).
+	GetMessageMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPIDocument This OpenAPI document
 	//
@@ -7030,6 +7104,30 @@ func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, b
 	return c.Client.Do(req)
 }
 
+// GetMessageMediaLink A fresh URL of a message's file (extension)
+//
+// **Extension of this service**: the `media` of a message of the company (the same object as in the
+// message events), with a URL minted for this answer and valid until its `expires_at` (`MEDIA_URL_TTL`,
+// default 7 days). For a subscriber whose event's URL expired, or who never received one. Requires the
+// `conversations_view` permission.
+//
+// 404 `{message}`: no message of the company has that id ("Message not found"), the message has no file
+// ("This message has no media"), or its file is still being fetched from the official provider ("The
+// media of this message is not stored yet"; the message is published again once it is).
+//
+// Corresponds with GET /api/messages/{id}/media (the `GetMessageMediaLink` operationId).
+func (c *Client) GetMessageMediaLink(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMessageMediaLinkRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListProviderTemplatesForChannel List the approved templates of an official channel
 //
 // Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -7211,6 +7309,29 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
 func (c *Client) GetUploadedMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetUploadedMediaRequest(c.Server, token, filename)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMessageMedia File of a message (extension)
+//
+// **Extension of this service**: serves the file of a media message (a contact's, on either channel, or
+// one sent with a file) at the `media.url` that a message event or an API answer gave (`MessageMedia`).
+// No bearer token: the URL itself (an unguessable token) is the authorization, as for the temporary
+// uploads of `/media/{token}/{filename}`. Each URL is valid until its `media.expires_at` (`MEDIA_URL_TTL`,
+// default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
+// and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
+// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
+//
+// Corresponds with GET /message-media/{token}/{filename} (the `GetMessageMedia` operationId).
+func (c *Client) GetMessageMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMessageMediaRequest(c.Server, token, filename)
 	if err != nil {
 		return nil, err
 	}
@@ -9177,6 +9298,40 @@ func NewPublishEventRequestWithBody(server string, params *PublishEventParams, c
 	return req, nil
 }
 
+// NewGetMessageMediaLinkRequest constructs an http.Request for the GetMessageMediaLink method
+func NewGetMessageMediaLinkRequest(server string, id int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/messages/%s/media", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListProviderTemplatesForChannelRequest constructs an http.Request for the ListProviderTemplatesForChannel method
 func NewListProviderTemplatesForChannelRequest(server string, params *ListProviderTemplatesForChannelParams) (*http.Request, error) {
 	var err error
@@ -9389,6 +9544,47 @@ func NewGetUploadedMediaRequest(server string, token string, filename string) (*
 	}
 
 	operationPath := fmt.Sprintf("/media/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetMessageMediaRequest constructs an http.Request for the GetMessageMedia method
+func NewGetMessageMediaRequest(server string, token string, filename string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "filename", filename, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/message-media/%s/%s", pathParam0, pathParam1)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -10367,6 +10563,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
 	PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
 
+	// GetMessageMediaLinkWithResponse A fresh URL of a message's file (extension)
+	//
+	// **Extension of this service**: the `media` of a message of the company (the same object as in the
+	// message events), with a URL minted for this answer and valid until its `expires_at` (`MEDIA_URL_TTL`,
+	// default 7 days). For a subscriber whose event's URL expired, or who never received one. Requires the
+	// `conversations_view` permission.
+	//
+	// 404 `{message}`: no message of the company has that id ("Message not found"), the message has no file
+	// ("This message has no media"), or its file is still being fetched from the official provider ("The
+	// media of this message is not stored yet"; the message is published again once it is).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/messages/{id}/media (the `GetMessageMediaLink` operationId).
+	GetMessageMediaLinkWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetMessageMediaLinkHTTPResponse, error)
+
 	// ListProviderTemplatesForChannelWithResponse List the approved templates of an official channel
 	//
 	// Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -10495,6 +10707,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
 	GetUploadedMediaWithResponse(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*GetUploadedMediaHTTPResponse, error)
+
+	// GetMessageMediaWithResponse File of a message (extension)
+	//
+	// **Extension of this service**: serves the file of a media message (a contact's, on either channel, or
+	// one sent with a file) at the `media.url` that a message event or an API answer gave (`MessageMedia`).
+	// No bearer token: the URL itself (an unguessable token) is the authorization, as for the temporary
+	// uploads of `/media/{token}/{filename}`. Each URL is valid until its `media.expires_at` (`MEDIA_URL_TTL`,
+	// default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
+	// and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
+	// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /message-media/{token}/{filename} (the `GetMessageMedia` operationId).
+	GetMessageMediaWithResponse(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*GetMessageMediaHTTPResponse, error)
 
 	// GetOpenAPIDocumentWithResponse This OpenAPI document
 	//
@@ -12884,6 +13111,75 @@ func (r PublishEventHTTPResponse) ContentType() string {
 	return ""
 }
 
+type GetMessageMediaLinkHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageMediaResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Message
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON200() *MessageMediaResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON404() *Message {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetMessageMediaLinkHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMessageMediaLinkHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMessageMediaLinkHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMessageMediaLinkHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMessageMediaLinkHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListProviderTemplatesForChannelHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13285,6 +13581,63 @@ func (r GetUploadedMediaHTTPResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetUploadedMediaHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMessageMediaHTTPResponse200Headers the declared response headers of an HTTP 200 response for GetMessageMedia
+type GetMessageMediaHTTPResponse200Headers struct {
+	ContentDisposition    *string
+	ContentSecurityPolicy *string
+	XContentTypeOptions   *string
+}
+
+type GetMessageMediaHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Message
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetMessageMediaHTTPResponse200Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMessageMediaHTTPResponse) GetJSON404() *Message {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetMessageMediaHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMessageMediaHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMessageMediaHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMessageMediaHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMessageMediaHTTPResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14559,6 +14912,28 @@ func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, para
 	return ParsePublishEventHTTPResponse(rsp)
 }
 
+// GetMessageMediaLinkWithResponse A fresh URL of a message's file (extension)
+//
+// **Extension of this service**: the `media` of a message of the company (the same object as in the
+// message events), with a URL minted for this answer and valid until its `expires_at` (`MEDIA_URL_TTL`,
+// default 7 days). For a subscriber whose event's URL expired, or who never received one. Requires the
+// `conversations_view` permission.
+//
+// 404 `{message}`: no message of the company has that id ("Message not found"), the message has no file
+// ("This message has no media"), or its file is still being fetched from the official provider ("The
+// media of this message is not stored yet"; the message is published again once it is).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/messages/{id}/media (the `GetMessageMediaLink` operationId).
+func (c *ClientWithResponses) GetMessageMediaLinkWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetMessageMediaLinkHTTPResponse, error) {
+	rsp, err := c.GetMessageMediaLink(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMessageMediaLinkHTTPResponse(rsp)
+}
+
 // ListProviderTemplatesForChannelWithResponse List the approved templates of an official channel
 //
 // Templates of the official channel `company_channel_id` (from GET /api/company-channels). Use a
@@ -14728,6 +15103,27 @@ func (c *ClientWithResponses) GetUploadedMediaWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetUploadedMediaHTTPResponse(rsp)
+}
+
+// GetMessageMediaWithResponse File of a message (extension)
+//
+// **Extension of this service**: serves the file of a media message (a contact's, on either channel, or
+// one sent with a file) at the `media.url` that a message event or an API answer gave (`MessageMedia`).
+// No bearer token: the URL itself (an unguessable token) is the authorization, as for the temporary
+// uploads of `/media/{token}/{filename}`. Each URL is valid until its `media.expires_at` (`MEDIA_URL_TTL`,
+// default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
+// and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
+// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /message-media/{token}/{filename} (the `GetMessageMedia` operationId).
+func (c *ClientWithResponses) GetMessageMediaWithResponse(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*GetMessageMediaHTTPResponse, error) {
+	rsp, err := c.GetMessageMedia(ctx, token, filename, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMessageMediaHTTPResponse(rsp)
 }
 
 // GetOpenAPIDocumentWithResponse This OpenAPI document
@@ -16733,6 +17129,60 @@ func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPRespons
 	return response, nil
 }
 
+// ParseGetMessageMediaLinkHTTPResponse parses an HTTP response from a GetMessageMediaLinkWithResponse call
+func ParseGetMessageMediaLinkHTTPResponse(rsp *http.Response) (*GetMessageMediaLinkHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMessageMediaLinkHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageMediaResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListProviderTemplatesForChannelHTTPResponse parses an HTTP response from a ListProviderTemplatesForChannelWithResponse call
 func ParseListProviderTemplatesForChannelHTTPResponse(rsp *http.Response) (*ListProviderTemplatesForChannelHTTPResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17057,6 +17507,66 @@ func ParseGetUploadedMediaHTTPResponse(rsp *http.Response) (*GetUploadedMediaHTT
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetMessageMediaHTTPResponse parses an HTTP response from a GetMessageMediaWithResponse call
+func ParseGetMessageMediaHTTPResponse(rsp *http.Response) (*GetMessageMediaHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMessageMediaHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetMessageMediaHTTPResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

@@ -265,7 +265,24 @@ type MessagePayload struct {
 	Conversation MessageConversation `json:"conversation"`
 	Sender       *MessageSender      `json:"sender,omitempty"`
 	// Extension (`x-extension`): not in the API document's field list. Version of the message: 1 when it was stored, one more with each later change (status, edit, revocation), bumped in the transaction of the change. Apply an event only if its version is greater than the one you hold for that message (see "Ordering" in the document's description).
-	Version int64 `json:"version"`
+	Version int64         `json:"version"`
+	Media   *MessageMedia `json:"media,omitempty"`
+}
+
+// MessageMedia is the schema components/schemas/MessageMedia of the AsyncAPI document.
+//
+// Extension (`x-extension`): not in the API document's field list. The file of a media message (image, video, audio, document, sticker), as the payload's optional `media`: present once the gateway holds the file, on both channels, for a contact's message and for one sent with a file; absent on every other message. `url` is served by the gateway itself (`GET /message-media/{token}/{filename}` of the OpenAPI document, no bearer token: the unguessable token in the URL is the authorization) and is valid until `expires_at` (`MEDIA_URL_TTL`, default 7 days after the event was made); after that, and for an unknown token, it answers 404. A retry of the delivery carries the same URL; a later event about the message carries a fresh one, and so do the API's answers for the message (`GET /api/messages/{id}/media`, which mints one on demand, and `media` of `POST /api/edit-message`). On the official channel the gateway fetches the file from the provider after it stored the message: the first omnichat.message.received of a media message has no `media`, and the same message is published again, with `media`, as soon as the file is stored (fetching is retried for about 9 hours while the provider is unavailable; a file the provider refuses for good never arrives, and the message keeps its caption without `media`).
+type MessageMedia struct {
+	// Media type of the file, e.g. `image/jpeg`, `audio/ogg`, `application/pdf`.
+	MimeType string `json:"mime_type"`
+	// File name: the one the sender gave (documents), reduced to letters, digits, dots, dashes and underscores; otherwise derived from the type (`file.jpg`). The last segment of `url`.
+	Filename string `json:"filename"`
+	// Size of the file in bytes.
+	Size int64 `json:"size"`
+	// Where the gateway serves the file until `expires_at`; answers it with `mime_type` as its Content-Type.
+	URL string `json:"url"`
+	// When `url` stops working, ISO 8601 with offset.
+	ExpiresAt string `json:"expires_at"`
 }
 
 // MessageSender is the schema components/schemas/MessageSender of the AsyncAPI document.

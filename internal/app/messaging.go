@@ -37,22 +37,27 @@ func (a *App) newMessaging() {
 	a.Messaging = messaging.NewService(messaging.Deps{
 		DB: a.DB, Channels: a.Channels, Conversations: a.Conversations, Events: a.Webhooks, Limiter: a.Limiter,
 		Templates: a.Templates, Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone),
-		MediaDir: filepath.Join(cfg.DataDir, "media", "messages"), Logger: logger.With("component", "messaging"),
-	}, messaging.Options{Registerer: a.Registry})
+		MediaDir: filepath.Join(cfg.DataDir, "media", "messages"), PublicBaseURL: cfg.PublicBaseURL,
+		Logger: logger.With("component", "messaging"),
+	}, messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime})
 	a.Messaging.RegisterTransport(channels.OfficialChatapp, official.NewTransport(a.ProviderClient))
-	a.Official = official.NewService(a.Channels, a.Messaging, a.ProviderClient, logger.With("component", "official"))
+	a.Messaging.RegisterMediaFetcher(channels.OfficialChatapp, official.NewMediaFetcher(a.ProviderClient))
+	a.Official = official.NewService(a.Channels, a.Messaging, logger.With("component", "official"))
 }
 
-// addMessagingWorkers registers the queued-send worker and the templates'
-// periodic workers.
+// addMessagingWorkers registers the queued-send and media-fetch workers
+// and the periodic workers of templates and messaging.
 func (a *App) addMessagingWorkers(workers *river.Workers) {
 	river.AddWorker(workers, messaging.NewSendWorker(a.Messaging))
+	river.AddWorker(workers, messaging.NewFetchMediaWorker(a.Messaging))
+	river.AddWorker(workers, messaging.NewMediaLinkCleanupWorker(a.Messaging))
 	river.AddWorker(workers, templates.NewSyncWorker(a.Templates, templateSyncInterval))
 	river.AddWorker(workers, templates.NewMediaCleanupWorker(a.Templates))
 }
 
-// messagingPeriodicJobs are the templates' periodic jobs: the template sync
-// and the deletion of uploads that expired unused.
+// messagingPeriodicJobs are the periodic jobs of templates and messaging:
+// the template sync, the deletion of uploads that expired unused, and of
+// expired URLs of message files.
 func (a *App) messagingPeriodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(templateSyncInterval), func() (river.JobArgs, *river.InsertOpts) {
@@ -60,6 +65,9 @@ func (a *App) messagingPeriodicJobs() []*river.PeriodicJob {
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
 		river.NewPeriodicJob(river.PeriodicInterval(15*time.Minute), func() (river.JobArgs, *river.InsertOpts) {
 			return templates.MediaCleanupArgs{}, nil
+		}, &river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
+			return messaging.MediaLinkCleanupArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
 	}
 }

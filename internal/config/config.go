@@ -60,6 +60,10 @@ type Config struct {
 	// the scavenger hands freed pages back to the OS, so a replica returns
 	// toward its idle size after a burst instead of keeping its peak.
 	MemoryLimit int64
+	// MediaURLLifetime is how long a URL of a message's file (the `media`
+	// of events and API answers) stays valid; each event and each API
+	// answer carries a URL valid that long from when it was made.
+	MediaURLLifetime time.Duration
 }
 
 // HTTPLimits are the public listener's timeouts and in-flight bounds.
@@ -99,6 +103,7 @@ const (
 	EnvDBMaxConns    = "DB_MAX_CONNS"
 	EnvDebugListen   = "DEBUG_LISTEN"
 	EnvMemoryLimit   = "MEMORY_LIMIT"
+	EnvMediaURLTTL   = "MEDIA_URL_TTL"
 )
 
 // DefaultMemoryLimit is MEMORY_LIMIT's default, 96 MiB of Go memory (heap,
@@ -150,6 +155,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 16), "concurrent background workers ($"+EnvWorkers+")")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
+	mediaTTL := fs.Duration("media-url-ttl", durationEnv(getenv(EnvMediaURLTTL), 7*24*time.Hour), "lifetime of a message file's URL in events and API answers ($"+EnvMediaURLTTL+")")
 	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
 	edge := edgeFields{
 		read:        fs.Duration("http-read-timeout", durationEnv(getenv(EnvReadTimeout), 30*time.Second), "time to read a whole request, body included ($"+EnvReadTimeout+")"),
@@ -164,7 +170,11 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	}
 	return func() (Config, error) {
 		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
-		if errs := edge.apply(&cfg); len(errs) > 0 {
+		errs := edge.apply(&cfg)
+		if cfg.MediaURLLifetime = *mediaTTL; cfg.MediaURLLifetime < time.Minute {
+			errs = append(errs, fmt.Errorf("%s: must be a duration of at least 1m such as 168h", EnvMediaURLTTL))
+		}
+		if len(errs) > 0 {
 			err = errors.Join(append([]error{err}, errs...)...)
 		}
 		if err != nil {

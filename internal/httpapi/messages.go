@@ -139,6 +139,10 @@ func (s *Server) EditMessage(ctx context.Context, req api.EditMessageRequestObje
 	if err != nil {
 		return nil, err
 	}
+	// The answer carries a fresh URL of the message's file.
+	if m, err = s.Messaging.MediaOf(ctx, m); err != nil {
+		return nil, err
+	}
 	out := api.EditMessage200JSONResponse{Id: int(m.ID), Text: m.Text, Edited: m.Edited, CompanyChannelId: int(m.CompanyChannelID),
 		ContactChannelId: int(m.ContactChannelID), MessageTypeId: api.MessageTypeId(m.TypeID), UpdatedAt: s.Times.MicroUTC(m.UpdatedAt),
 		Version: m.Version}
@@ -146,6 +150,7 @@ func (s *Server) EditMessage(ctx context.Context, req api.EditMessageRequestObje
 		ext := m.ExternalID
 		out.ExternalId = &ext
 	}
+	out.Media = s.toAPIMedia(m)
 	return out, nil
 }
 

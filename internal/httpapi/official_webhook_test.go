@@ -99,7 +99,8 @@ func TestProviderWebhookAuthentication(t *testing.T) {
 // TestInboundMessages: a contact's first message creates the conversation
 // and publishes conversation.created and message.received (source 2);
 // repeated deliveries are ignored; media is fetched from the provider and
-// stored; a reply points at the message it answers.
+// stored (after the webhook, by a job); a reply points at the message it
+// answers.
 func TestInboundMessages(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -129,6 +130,8 @@ func TestInboundMessages(t *testing.T) {
 		if err != nil || res.WebhookStatus != 200 {
 			t.Fatalf("image: %+v %v", res, err)
 		}
+		// The file is fetched after the webhook was answered.
+		e.sink.first("image received with its media", withMedia(events.OmnichatMessageReceived, res.MessageID))
 		photo, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, res.MessageID)
 		if err != nil || photo.TypeID != msgtype.Image || photo.Text != "a foto do pedido" || photo.MediaPath == "" ||
 			photo.RepliedMessageID == nil || *photo.RepliedMessageID != m.ID {
@@ -145,8 +148,9 @@ func TestInboundMessages(t *testing.T) {
 		if n := e.sink.count(func(ev delivery) bool { return ev.Name == events.OmnichatConversationCreated }); n != 1 {
 			t.Fatalf("%d conversation.created events, want 1", n)
 		}
-		if n := e.sink.count(func(ev delivery) bool { return ev.Name == events.OmnichatMessageReceived }); n != 2 {
-			t.Fatalf("%d message.received events, want 2", n)
+		// The text once, the image when stored and again with its file.
+		if n := e.sink.count(func(ev delivery) bool { return ev.Name == events.OmnichatMessageReceived }); n != 3 {
+			t.Fatalf("%d message.received events, want 3", n)
 		}
 	})
 }

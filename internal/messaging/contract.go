@@ -149,6 +149,9 @@ type Inbound struct {
 	Text        string
 	TypeID      int // message_type_id
 	Media       *Media
+	// PendingMedia is a file the far side keeps, fetched after the message
+	// is stored (FetchMediaArgs); ignored when Media is set.
+	PendingMedia *PendingMedia
 	// SentAt is when the contact sent it (platform_at).
 	SentAt time.Time
 	// IsForwarded marks a message the contact forwarded.

@@ -24,6 +24,7 @@ func (s *Service) Payload(ch channels.Channel, m Message) events.MessagePayload 
 		Conversation: events.MessageConversation{ID: m.ContactChannelID, Name: m.ConversationName, Key: m.ContactKey, IsGroup: m.IsGroup},
 		Sender:       sender(m),
 		Version:      m.Version,
+		Media:        mediaPayload(f, m),
 	}
 }
 
@@ -54,6 +55,11 @@ func sender(m Message) *events.MessageSender {
 func (s *Service) publish(ctx context.Context, tx *store.Tx, ch channels.Channel, m Message) error {
 	if s.deps.Events == nil {
 		return nil
+	}
+	// Each event carries its own URL of the message's file.
+	m, err := s.withMediaLink(ctx, tx, m)
+	if err != nil {
+		return err
 	}
 	p := s.Payload(ch, m)
 	ev := webhooks.Event{CompanyID: m.CompanyID, CompanyChannelID: &m.CompanyChannelID, OccurredAt: m.UpdatedAt}

@@ -104,6 +104,10 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		}
 		if in.Media != nil {
 			row.MediaPath, row.MediaName, row.MediaContentType = nullable(mediaPath), nullable(in.Media.FileName), nullable(in.Media.ContentType)
+			size := int64(len(in.Media.Data))
+			row.MediaSize = &size
+		} else if p := in.PendingMedia; p != nil {
+			row.MediaPendingID, row.MediaName, row.MediaContentType = &p.ID, nullable(p.FileName), nullable(p.ContentType)
 		}
 		res, err := tx.NewInsert().Model(&row).On("CONFLICT (company_channel_id, external_id) DO NOTHING").Returning("id").Exec(ctx)
 		if err != nil {
@@ -114,6 +118,11 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		}
 		if err := s.deps.Conversations.RecordMessage(ctx, tx, ref.ID, sentAt, !in.FromMe); err != nil {
 			return err
+		}
+		if row.MediaPendingID != nil {
+			if err := s.queueMediaFetch(ctx, tx, row.ID); err != nil {
+				return err
+			}
 		}
 		return s.publish(ctx, tx, in.Channel, row.toDomain())
 	})

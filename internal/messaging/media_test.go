@@ -3,6 +3,7 @@ package messaging
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 func TestSniffContentType(t *testing.T) {
@@ -56,5 +57,22 @@ func TestStatusOrder(t *testing.T) {
 	}
 	if !terminal(StatusFailed) || !terminal(StatusUnauthorized) || terminal(StatusRead) {
 		t.Error("terminal statuses")
+	}
+}
+
+// TestFetchBackoff: the media fetch retries soon after a short outage and
+// at most hourly in a long one.
+func TestFetchBackoff(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		attempt int
+		want    time.Duration
+	}{
+		{1, time.Second}, {2, 2 * time.Second}, {5, 16 * time.Second}, {12, 2048 * time.Second},
+		{13, time.Hour}, {mediaFetchAttempts, time.Hour},
+	} {
+		if got := fetchBackoff(tc.attempt); got != tc.want {
+			t.Errorf("attempt %d: %s, want %s", tc.attempt, got, tc.want)
+		}
 	}
 }

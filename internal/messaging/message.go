@@ -66,10 +66,18 @@ type Message struct {
 	MediaPath        string
 	MediaName        string
 	MediaContentType string
-	PlatformAt       time.Time
-	ReceivedAt       time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	MediaSize        int64
+	// MediaPending: the far side's file is still being fetched (official
+	// channel); the message is published again once it is stored.
+	MediaPending bool
+	// MediaLink is the URL the message's file is served at, minted for one
+	// event or one API answer (publish and MediaOf set it); Payload
+	// carries `media` only when it is set.
+	MediaLink  *MediaLink
+	PlatformAt time.Time
+	ReceivedAt time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 	// Version orders the message's states: 1 when stored, one more with
 	// each change its events show (status, text, revocation, external id).
 	Version int64

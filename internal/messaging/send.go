@@ -339,6 +339,8 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 		row.Outbound = outbound
 		if d.media != nil {
 			row.MediaPath, row.MediaName, row.MediaContentType = nullable(mediaPath), nullable(d.media.FileName), nullable(d.media.ContentType)
+			size := int64(len(d.media.Data))
+			row.MediaSize = &size
 		}
 		if err := insertOutbound(ctx, tx, ch, tr, &row); err != nil {
 			return err

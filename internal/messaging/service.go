@@ -44,7 +44,10 @@ type Deps struct {
 	Times     clock.Formatter
 	// MediaDir is where message files are stored (under DATA_DIR).
 	MediaDir string
-	Logger   *slog.Logger
+	// PublicBaseURL is how clients reach the gateway: the URLs of message
+	// files (media.url) start with it.
+	PublicBaseURL string
+	Logger        *slog.Logger
 }
 
 // Options tune limits; zero values mean the documented defaults.
@@ -57,6 +60,9 @@ type Options struct {
 	MaxAttempts int
 	// Registerer receives the messaging metrics (none when nil).
 	Registerer prometheus.Registerer
+	// MediaURLLifetime is how long a minted URL of a message's file stays
+	// valid (MEDIA_URL_TTL; default 7 days).
+	MediaURLLifetime time.Duration
 }
 
 // Service is the messaging capability.
@@ -68,6 +74,7 @@ type Service struct {
 	mu          sync.RWMutex
 	transports  map[channels.TypeID]Transport
 	authorizers map[channels.TypeID]GroupAuthorizer
+	fetchers    map[channels.TypeID]MediaFetcher
 	jobs        JobInserter
 }
 
@@ -91,7 +98,11 @@ func NewService(deps Deps, opts Options) *Service {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
 	}
-	return &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{}}
+	if opts.MediaURLLifetime <= 0 {
+		opts.MediaURLLifetime = DefaultMediaURLLifetime
+	}
+	return &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{},
+		fetchers: map[channels.TypeID]MediaFetcher{}}
 }
 
 // RegisterTransport makes tr the sender for channels of type t (official:

@@ -135,7 +135,42 @@ ALTER TABLE messages ADD COLUMN sender_name TEXT;
 	ID:       "0043_messages_version",
 	SQLite:   `ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 1;`,
 	Postgres: `ALTER TABLE messages ADD COLUMN version BIGINT NOT NULL DEFAULT 1;`,
-}}
+}, {
+	// A message's file is published with its size, and an official
+	// channel's inbound file is fetched after the message is stored: the
+	// provider's media id waits in media_pending_id until the fetch job
+	// stores the file.
+	ID: "0044_messages_media",
+	SQLite: `
+ALTER TABLE messages ADD COLUMN media_size INTEGER;
+ALTER TABLE messages ADD COLUMN media_pending_id TEXT;
+`,
+	Postgres: `
+ALTER TABLE messages ADD COLUMN media_size BIGINT;
+ALTER TABLE messages ADD COLUMN media_pending_id TEXT;
+`}, {
+	// The URLs of message files: one row per URL handed out (an event or an
+	// API answer), found by the SHA-256 of its token so the table never
+	// holds a usable URL; expired rows are deleted periodically.
+	ID: "0073_media_links",
+	SQLite: `
+CREATE TABLE message_media_links (
+	token_hash TEXT PRIMARY KEY,
+	message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	expires_at TIMESTAMP NOT NULL
+);
+CREATE INDEX message_media_links_message ON message_media_links (message_id);
+CREATE INDEX message_media_links_expiry ON message_media_links (expires_at);
+`,
+	Postgres: `
+CREATE TABLE message_media_links (
+	token_hash TEXT PRIMARY KEY,
+	message_id BIGINT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	expires_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX message_media_links_message ON message_media_links (message_id);
+CREATE INDEX message_media_links_expiry ON message_media_links (expires_at);
+`}}
 
 type messageRow struct {
 	bun.BaseModel    `bun:"table:messages,alias:m"`
@@ -161,6 +196,10 @@ type messageRow struct {
 	MediaPath        *string    `bun:"media_path"`
 	MediaName        *string    `bun:"media_name"`
 	MediaContentType *string    `bun:"media_content_type"`
+	MediaSize        *int64     `bun:"media_size"`
+	// MediaPendingID is the provider's id of an inbound file not fetched
+	// yet (official channel); NULL once fetched or given up.
+	MediaPendingID *string `bun:"media_pending_id"`
 	// Outbound is the JSON of what the Transport is to send (template
 	// parameters, group flag) so a queued send is rebuilt exactly.
 	Outbound *string `bun:"outbound"`
@@ -214,8 +253,16 @@ func (r *messageRow) toDomain() Message {
 		IsForwarded: r.IsForwarded, RevokedAt: store.UTC(r.RevokedAt), RepliedMessageID: r.RepliedMessageID, UserID: r.UserID,
 		SenderKey: deref(r.SenderKey), SenderName: deref(r.SenderName), Version: r.Version,
 		MediaPath: deref(r.MediaPath), MediaName: deref(r.MediaName), MediaContentType: deref(r.MediaContentType),
+		MediaSize: derefInt(r.MediaSize), MediaPending: r.MediaPendingID != nil,
 		PlatformAt: r.PlatformAt.UTC(), ReceivedAt: r.ReceivedAt.UTC(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
+}
+
+func derefInt(n *int64) int64 {
+	if n == nil {
+		return 0
+	}
+	return *n
 }
 
 func deref(s *string) string {

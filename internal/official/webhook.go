@@ -37,16 +37,16 @@ type ChannelFinder interface {
 type Service struct {
 	channels ChannelFinder
 	receiver Receiver
-	client   *Client
 	logger   *slog.Logger
 }
 
-// NewService returns the inbound webhook service.
-func NewService(ch ChannelFinder, receiver Receiver, client *Client, logger *slog.Logger) *Service {
+// NewService returns the inbound webhook service. It makes no provider
+// call: a contact's media is fetched later through MediaFetcher.
+func NewService(ch ChannelFinder, receiver Receiver, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Service{channels: ch, receiver: receiver, client: client, logger: logger}
+	return &Service{channels: ch, receiver: receiver, logger: logger}
 }
 
 // VerifyToken is the token an operator enters as the webhook's "verify
@@ -94,8 +94,8 @@ type Summary struct {
 //
 // Errors: NotFound for an unknown phone number id; Unauthenticated for a
 // missing or wrong signature; Invalid for a body that is not a webhook
-// payload; Unavailable when a contact's media could not be fetched (the
-// provider retries the delivery); Internal.
+// payload; Internal. A contact's media is fetched afterwards, by a job
+// (messaging.FetchMediaArgs), never within the delivery.
 func (s *Service) ReceiveProviderWebhook(ctx context.Context, phoneNumberID, signature string, body []byte) (Summary, error) {
 	var sum Summary
 	ch, err := s.channels.FindByPhoneNumberID(ctx, phoneNumberID)
@@ -168,6 +168,39 @@ func unixTime(ts string) time.Time {
 // limit, documents).
 const inboundMediaLimit = messaging.DocumentLimit
 
+// MediaFetcher fetches the files contacts send to an official channel
+// from the provider (messaging.MediaFetcher): the media's description
+// (GET /{media-id}), then its bytes from the URL it names.
+type MediaFetcher struct{ client *Client }
+
+// NewMediaFetcher returns the provider's media fetcher.
+func NewMediaFetcher(c *Client) *MediaFetcher { return &MediaFetcher{client: c} }
+
+// FetchMedia implements messaging.MediaFetcher. Errors: Refused for media
+// the provider does not have or that is over the limit; Unavailable.
+func (f *MediaFetcher) FetchMedia(ctx context.Context, ch channels.Channel, ref messaging.PendingMedia) (messaging.Media, error) {
+	if ch.ProviderAccount == nil {
+		return messaging.Media{}, fault.New(fault.Refused, "The channel has no provider account")
+	}
+	info, data, err := f.client.DownloadMedia(ctx, ch.ProviderAccount, ref.ID, inboundMediaLimit)
+	if err != nil {
+		return messaging.Media{}, err
+	}
+	ct := ref.ContentType
+	if ct == "" {
+		ct = info.MimeType
+	}
+	ct = strings.TrimSpace(strings.Split(ct, ";")[0])
+	if ct == "" {
+		ct = messaging.SniffContentType(data)
+	}
+	name := ref.FileName
+	if name == "" {
+		name = messaging.SafeFileName("", ct)
+	}
+	return messaging.Media{FileName: name, ContentType: ct, Data: data}, nil
+}
+
 func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMessage, name string) error {
 	in := messaging.Inbound{Channel: ch, ExternalID: m.ID, ContactKey: m.From, ContactName: name, SentAt: unixTime(m.Timestamp)}
 	if m.Context != nil {
@@ -178,33 +211,11 @@ func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMes
 	if m.Type == "reaction" && m.Reaction != nil {
 		in.ReplyToExternalID = m.Reaction.MessageID
 	}
-	if media := m.media(); media != nil {
-		if _, err := s.receiver.FindByExternalID(ctx, ch.ID, m.ID); err == nil {
-			return nil // a repeated delivery: do not fetch the media again
-		}
-		info, data, err := s.client.DownloadMedia(ctx, ch.ProviderAccount, media.ID, inboundMediaLimit)
-		switch fault.KindOf(err) {
-		case fault.Unavailable:
-			return err
-		case fault.Refused:
-			// Gone or refused for good: keep the message, without its file,
-			// and say so in its text.
-			s.logger.WarnContext(ctx, "inbound media not available; storing the message without it", "message", m.ID, "err", err)
-			in.Text = strings.TrimSpace(in.Text + " [" + m.Type + " not available]")
-		default:
-			if err != nil {
-				return err
-			}
-			ct := media.MimeType
-			if ct == "" {
-				ct = info.MimeType
-			}
-			fileName := DocumentFileName(media.Filename)
-			if fileName == "" {
-				fileName = messaging.SafeFileName("", messaging.SniffContentType(data))
-			}
-			in.Media = &messaging.Media{FileName: fileName, ContentType: strings.TrimSpace(strings.Split(ct, ";")[0]), Data: data}
-		}
+	if media := m.media(); media != nil && media.ID != "" {
+		// The file is fetched by a job after the message is stored: the
+		// provider gets its answer at once, and a slow or failing media
+		// download neither delays nor loses the message.
+		in.PendingMedia = &messaging.PendingMedia{ID: media.ID, ContentType: media.MimeType, FileName: DocumentFileName(media.Filename)}
 	}
 	return s.receiver.ReceiveInbound(ctx, in)
 }

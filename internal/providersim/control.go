@@ -89,6 +89,12 @@ func (c Control) Outage(ctx context.Context, in FaultRequest) error {
 	return c.call(ctx, http.MethodPost, "/_control/outages", in, nil)
 }
 
+// MediaOutage makes the next media lookups (GET /{media-id}) of a
+// number's media answer 500.
+func (c Control) MediaOutage(ctx context.Context, in FaultRequest) error {
+	return c.call(ctx, http.MethodPost, "/_control/media-outages", in, nil)
+}
+
 // Deliveries lists, per message, how many sends the simulator received
 // and accepted (all numbers when pnid is empty).
 func (c Control) Deliveries(ctx context.Context, pnid string) ([]Delivery, error) {

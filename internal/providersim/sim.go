@@ -114,6 +114,9 @@ type Server struct {
 	order     []string
 	refuse    map[string][]string // phone number id → queued refusal reasons
 	outages   map[string]int      // phone number id → sends to answer with 500
+	// mediaOutages: phone number id → media lookups (GET /{media-id}) to
+	// answer with 500, as the platform does when its media store fails.
+	mediaOutages map[string]int
 	// received counts every send the simulator received for a message
 	// (accepted or not), by deliveryKey: what the fault suite reads to
 	// prove that nothing was sent twice.
@@ -134,7 +137,7 @@ func New(opts Options) *Server {
 	}
 	return &Server{opts: opts, accounts: map[string]*Account{}, templates: map[string][]Template{},
 		media: map[string]*media{}, sent: map[string]*SentMessage{}, refuse: map[string][]string{},
-		outages: map[string]int{}, received: map[string]*Delivery{}, doc: MustLoadDocument()}
+		outages: map[string]int{}, mediaOutages: map[string]int{}, received: map[string]*Delivery{}, doc: MustLoadDocument()}
 }
 
 func randomHex(n int) string {
@@ -171,6 +174,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /_control/templates", s.controlTemplates)
 	mux.HandleFunc("POST /_control/refusals", s.controlRefusals)
 	mux.HandleFunc("POST /_control/outages", s.controlOutages)
+	mux.HandleFunc("POST /_control/media-outages", s.controlMediaOutages)
 	mux.HandleFunc("GET /_control/messages", s.controlMessages)
 	mux.HandleFunc("GET /_control/deliveries", s.controlDeliveries)
 	mux.HandleFunc("GET /media-download/{id}/file", s.mediaDownload)
@@ -601,6 +605,16 @@ func (s *Server) mediaInfo(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	m := s.authorizedMedia(w, r, apiError(100, "(#100) Unsupported get request", fmt.Sprintf("Object with ID '%s' does not exist", id)))
 	if m == nil {
+		return
+	}
+	s.mu.Lock()
+	down := s.mediaOutages[m.phoneNumberID] > 0
+	if down {
+		s.mediaOutages[m.phoneNumberID]--
+	}
+	s.mu.Unlock()
+	if down {
+		writeAPIError(w, http.StatusInternalServerError, outage)
 		return
 	}
 	// The document's optional phone_number_id: the media must belong to it.
@@ -1165,6 +1179,19 @@ func (s *Server) controlOutages(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.outages[in.PhoneNumberID] += max(in.Count, 1)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"queued": max(in.Count, 1)})
+}
+
+// controlMediaOutages makes the next media lookups of a number's media
+// answer 500 (Count of them, default 1).
+func (s *Server) controlMediaOutages(w http.ResponseWriter, r *http.Request) {
+	var in FaultRequest
+	if !decodeControl(w, r, &in) || s.account(w, in.PhoneNumberID) == nil {
+		return
+	}
+	s.mu.Lock()
+	s.mediaOutages[in.PhoneNumberID] += max(in.Count, 1)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"queued": max(in.Count, 1)})
 }
