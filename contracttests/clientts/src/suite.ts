@@ -155,6 +155,15 @@ async function sends(conn: { id: number; key: string }): Promise<number> {
   };
   const filed = must("sendMessage multipart", await api.POST("/api/api-send-message", { body: multipart, bodySerializer: sendForm }));
   check("Status" in filed && filed.Status, "multipart send");
+  // The file of that message (extension): a fresh URL on demand, served back without a token.
+  const filedId = await waitForSent("Data" in filed ? filed.Data.ExternalID : "");
+  const link = must("getMessageMediaLink", await api.GET("/api/messages/{id}/media", { params: { path: { id: filedId } } }));
+  check(link.data.size === 13 && link.data.mime_type.startsWith("text/plain"), "the message's file is described");
+  const [, , mediaToken, mediaName] = new URL(link.data.url).pathname.split("/");
+  const file = await api.GET("/message-media/{token}/{filename}", {
+    params: { path: { token: mediaToken ?? "", filename: mediaName ?? "" } }, parseAs: "blob",
+  });
+  check(file.response.status === 200 && file.data !== undefined && file.data.size === 13, "the message's file is served back");
 
   // Edit and revoke act on the chat-app message sent synchronously above.
   const sent = must("simulatorMessages", await api.GET("/api/chatapp-simulator/{id}/messages", { params: { path: { id: conn.id } } }));
