@@ -814,6 +814,24 @@ func (e TemplateComponentType) Valid() bool {
 	}
 }
 
+// Defines values for WebhookSignatureScheme.
+const (
+	WebhookSignatureSchemeStandardWebhooks WebhookSignatureScheme = "standard-webhooks"
+	WebhookSignatureSchemeSvc              WebhookSignatureScheme = "svc"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSignatureScheme enum.
+func (e WebhookSignatureScheme) Valid() bool {
+	switch e {
+	case WebhookSignatureSchemeStandardWebhooks:
+		return true
+	case WebhookSignatureSchemeSvc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookSubscriptionResultSuccess.
 const (
 	WebhookSubscriptionResultSuccessTrue WebhookSubscriptionResultSuccess = true
@@ -2282,6 +2300,19 @@ type WebhookEvents = []string
 // Example: CRM integration
 type WebhookName = string
 
+// WebhookRecover Extension. Body of recoverChannelWebhookDeliveries.
+type WebhookRecover struct {
+	// Since RFC 3339 date-time; events whose delivery failed at or after it are queued again.
+	//
+	// Example: 2026-11-22T00:00:00Z
+	Since time.Time `json:"since"`
+}
+
+// WebhookSignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+//
+// Example: standard-webhooks
+type WebhookSignatureScheme string
+
 // WebhookSubscription A webhook subscription. Never carries the secret.
 type WebhookSubscription struct {
 	// CompanyChannelIds Channels whose channel-scope events are delivered; null or empty = all channels. Company-scope events are not filtered.
@@ -2325,6 +2356,11 @@ type WebhookSubscription struct {
 	// Example: CRM integration
 	Name WebhookName `json:"name"`
 
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme WebhookSignatureScheme `json:"signature_scheme"`
+
 	// UpdatedAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
 	// Example: 2026-11-22 14:03:07
@@ -2353,6 +2389,11 @@ type WebhookSubscriptionCreate struct {
 	//
 	// Example: CRM integration
 	Name WebhookName `json:"name"`
+
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
 	// Url Receiver URL, http or https (HTTPS recommended).
 	//
@@ -2404,6 +2445,11 @@ type WebhookSubscriptionUpdate struct {
 	// Example: CRM integration
 	Name *WebhookName `json:"name,omitempty"`
 
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
+
 	// Url Receiver URL, http or https (HTTPS recommended).
 	//
 	// Example: https://hooks.example.com/chat-gateway
@@ -2416,7 +2462,7 @@ type WebhookSubscriptionWithSecret struct {
 	Data    WebhookSubscription `json:"data"`
 	Message string              `json:"message"`
 
-	// Secret Signing secret (HMAC-SHA256 key, used as its UTF-8 bytes). Returned only by create and rotate-secret.
+	// Secret Signing secret, `whsec_` followed by 64 hexadecimal digits. Returned only by create and rotate-secret. With `signature_scheme: svc` the HMAC-SHA256 key is the whole string's UTF-8 bytes; with `standard-webhooks` (extension) it is the base64 decoding of the part after `whsec_`, as the Standard Webhooks specification defines (give the string as is to a Standard Webhooks library).
 	Secret  string                               `json:"secret"`
 	Success WebhookSubscriptionWithSecretSuccess `json:"success"`
 }
@@ -2480,6 +2526,9 @@ type SimulatorConnectionId = int
 //
 // Example: ["2026-11-01","2026-11-22"]
 type UpdatedAtRange = DateRange
+
+// WebhookDeliveryId defines model for WebhookDeliveryId.
+type WebhookDeliveryId = openapi_types.UUID
 
 // WebhookId defines model for WebhookId.
 type WebhookId = int
@@ -2569,6 +2618,18 @@ type ListChannelWebhookDeliveriesParams struct {
 
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+}
+
+// RedeliverChannelWebhookDeliveryParams defines parameters for RedeliverChannelWebhookDelivery.
+type RedeliverChannelWebhookDeliveryParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RecoverChannelWebhookDeliveriesParams defines parameters for RecoverChannelWebhookDeliveries.
+type RecoverChannelWebhookDeliveriesParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // TestChannelWebhookParams defines parameters for TestChannelWebhook.
@@ -2775,6 +2836,9 @@ type CreateChannelWebhookJSONRequestBody = WebhookSubscriptionCreate
 
 // UpdateChannelWebhookJSONRequestBody defines body for UpdateChannelWebhook for application/json ContentType.
 type UpdateChannelWebhookJSONRequestBody = WebhookSubscriptionUpdate
+
+// RecoverChannelWebhookDeliveriesJSONRequestBody defines body for RecoverChannelWebhookDeliveries for application/json ContentType.
+type RecoverChannelWebhookDeliveriesJSONRequestBody = WebhookRecover
 
 // ChatappCheckOnChatappJSONRequestBody defines body for ChatappCheckOnChatapp for application/json ContentType.
 type ChatappCheckOnChatappJSONRequestBody = ChatappCheckRequest
@@ -3892,6 +3956,12 @@ type ServerInterface interface {
 	// ListChannelWebhookDeliveries Read the delivery log
 	// (GET /api/channel-webhooks/{id}/deliveries)
 	ListChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params ListChannelWebhookDeliveriesParams)
+	// RedeliverChannelWebhookDelivery Send one delivery again (extension)
+	// (POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver)
+	RedeliverChannelWebhookDelivery(w http.ResponseWriter, r *http.Request, id WebhookId, deliveryId WebhookDeliveryId, params RedeliverChannelWebhookDeliveryParams)
+	// RecoverChannelWebhookDeliveries Queue again every failed delivery since a time (extension)
+	// (POST /api/channel-webhooks/{id}/recover)
+	RecoverChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params RecoverChannelWebhookDeliveriesParams)
 	// RotateChannelWebhookSecret Rotate the signing secret
 	// (POST /api/channel-webhooks/{id}/rotate-secret)
 	RotateChannelWebhookSecret(w http.ResponseWriter, r *http.Request, id WebhookId)
@@ -4036,6 +4106,18 @@ func (_ Unimplemented) UpdateChannelWebhook(w http.ResponseWriter, r *http.Reque
 // ListChannelWebhookDeliveries Read the delivery log
 // (GET /api/channel-webhooks/{id}/deliveries)
 func (_ Unimplemented) ListChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params ListChannelWebhookDeliveriesParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RedeliverChannelWebhookDelivery Send one delivery again (extension)
+// (POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver)
+func (_ Unimplemented) RedeliverChannelWebhookDelivery(w http.ResponseWriter, r *http.Request, id WebhookId, deliveryId WebhookDeliveryId, params RedeliverChannelWebhookDeliveryParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RecoverChannelWebhookDeliveries Queue again every failed delivery since a time (extension)
+// (POST /api/channel-webhooks/{id}/recover)
+func (_ Unimplemented) RecoverChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params RecoverChannelWebhookDeliveriesParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -4577,6 +4659,115 @@ func (siw *ServerInterfaceWrapper) ListChannelWebhookDeliveries(w http.ResponseW
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListChannelWebhookDeliveries(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RedeliverChannelWebhookDelivery operation middleware
+func (siw *ServerInterfaceWrapper) RedeliverChannelWebhookDelivery(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "delivery_id" -------------
+	var deliveryId WebhookDeliveryId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "delivery_id", chi.URLParam(r, "delivery_id"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "delivery_id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RedeliverChannelWebhookDeliveryParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RedeliverChannelWebhookDelivery(w, r, id, deliveryId, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RecoverChannelWebhookDeliveries operation middleware
+func (siw *ServerInterfaceWrapper) RecoverChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RecoverChannelWebhookDeliveriesParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RecoverChannelWebhookDeliveries(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6215,6 +6406,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/api/channel-webhooks/{id}/deliveries", wrapper.ListChannelWebhookDeliveries)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver", wrapper.RedeliverChannelWebhookDelivery)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/recover", wrapper.RecoverChannelWebhookDeliveries)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/rotate-secret", wrapper.RotateChannelWebhookSecret)
 	})
 	r.Group(func(r chi.Router) {
@@ -7095,6 +7292,264 @@ type ListChannelWebhookDeliveries509JSONResponse struct {
 }
 
 func (response ListChannelWebhookDeliveries509JSONResponse) VisitListChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDeliveryRequestObject struct {
+	Id         WebhookId         `json:"id"`
+	DeliveryId WebhookDeliveryId `json:"delivery_id"`
+	Params     RedeliverChannelWebhookDeliveryParams
+}
+
+type RedeliverChannelWebhookDeliveryResponseObject interface {
+	VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error
+}
+
+type RedeliverChannelWebhookDelivery200JSONResponse WebhookTestResult
+
+func (response RedeliverChannelWebhookDelivery200JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response RedeliverChannelWebhookDelivery401JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RedeliverChannelWebhookDelivery403JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response RedeliverChannelWebhookDelivery409JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery422JSONResponse struct {
+	WebhookValidationFailedJSONResponse
+}
+
+func (response RedeliverChannelWebhookDelivery422JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RedeliverChannelWebhookDelivery429JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RedeliverChannelWebhookDelivery500JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery509JSONResponse struct {
+	WebhookBusinessErrorJSONResponse
+}
+
+func (response RedeliverChannelWebhookDelivery509JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveriesRequestObject struct {
+	Id     WebhookId `json:"id"`
+	Params RecoverChannelWebhookDeliveriesParams
+	Body   *RecoverChannelWebhookDeliveriesJSONRequestBody
+}
+
+type RecoverChannelWebhookDeliveriesResponseObject interface {
+	VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type RecoverChannelWebhookDeliveries200JSONResponse WebhookTestResult
+
+func (response RecoverChannelWebhookDeliveries200JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response RecoverChannelWebhookDeliveries401JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RecoverChannelWebhookDeliveries403JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response RecoverChannelWebhookDeliveries409JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries422JSONResponse struct {
+	WebhookValidationFailedJSONResponse
+}
+
+func (response RecoverChannelWebhookDeliveries422JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RecoverChannelWebhookDeliveries429JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RecoverChannelWebhookDeliveries500JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries509JSONResponse struct {
+	WebhookBusinessErrorJSONResponse
+}
+
+func (response RecoverChannelWebhookDeliveries509JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -10000,6 +10455,12 @@ type StrictServerInterface interface {
 	// ListChannelWebhookDeliveries Read the delivery log
 	// (GET /api/channel-webhooks/{id}/deliveries)
 	ListChannelWebhookDeliveries(ctx context.Context, request ListChannelWebhookDeliveriesRequestObject) (ListChannelWebhookDeliveriesResponseObject, error)
+	// RedeliverChannelWebhookDelivery Send one delivery again (extension)
+	// (POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver)
+	RedeliverChannelWebhookDelivery(ctx context.Context, request RedeliverChannelWebhookDeliveryRequestObject) (RedeliverChannelWebhookDeliveryResponseObject, error)
+	// RecoverChannelWebhookDeliveries Queue again every failed delivery since a time (extension)
+	// (POST /api/channel-webhooks/{id}/recover)
+	RecoverChannelWebhookDeliveries(ctx context.Context, request RecoverChannelWebhookDeliveriesRequestObject) (RecoverChannelWebhookDeliveriesResponseObject, error)
 	// RotateChannelWebhookSecret Rotate the signing secret
 	// (POST /api/channel-webhooks/{id}/rotate-secret)
 	RotateChannelWebhookSecret(ctx context.Context, request RotateChannelWebhookSecretRequestObject) (RotateChannelWebhookSecretResponseObject, error)
@@ -10346,6 +10807,68 @@ func (sh *strictHandler) ListChannelWebhookDeliveries(w http.ResponseWriter, r *
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ListChannelWebhookDeliveriesResponseObject); ok {
 		if err := validResponse.VisitListChannelWebhookDeliveriesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RedeliverChannelWebhookDelivery operation middleware
+func (sh *strictHandler) RedeliverChannelWebhookDelivery(w http.ResponseWriter, r *http.Request, id WebhookId, deliveryId WebhookDeliveryId, params RedeliverChannelWebhookDeliveryParams) {
+	var request RedeliverChannelWebhookDeliveryRequestObject
+
+	request.Id = id
+	request.DeliveryId = deliveryId
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverChannelWebhookDelivery(ctx, request.(RedeliverChannelWebhookDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverChannelWebhookDelivery")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RedeliverChannelWebhookDeliveryResponseObject); ok {
+		if err := validResponse.VisitRedeliverChannelWebhookDeliveryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RecoverChannelWebhookDeliveries operation middleware
+func (sh *strictHandler) RecoverChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params RecoverChannelWebhookDeliveriesParams) {
+	var request RecoverChannelWebhookDeliveriesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body RecoverChannelWebhookDeliveriesJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RecoverChannelWebhookDeliveries(ctx, request.(RecoverChannelWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecoverChannelWebhookDeliveries")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RecoverChannelWebhookDeliveriesResponseObject); ok {
+		if err := validResponse.VisitRecoverChannelWebhookDeliveriesResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -11316,646 +11839,672 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchtHlj/4KrnVM2FAXQQB8CIJDEUHRVE225Io82KPx9CflahKAGUWMtGVBVJomRvzaR9gY19gv/xf",
-	"ZN9knmQjz8nMyrqBACnJ7unuiBmLhaq857mf3/nkhWI2F5zxTHqDT96U0Yil8M8zlqXLw3HGUvVXxGSY",
-	"xvMsFtwbeOcsFDySJBPklsYZGbGxSBlJ1Scxn3Q832Mf6WyeMG+w0/W9lP1tEacs8gZZumC+J8Mpm1HV",
-	"7izm8Wwx8wY938uWc+YNvJhnbMJS7+7uzvfmNKUzlukxHaWMZiw6zM4onzD1JBQ8YzxT/6TzeRKHVA1x",
-	"+1epxvkpH8UvXr/b39/q9ba6Pc+3f/T73gd3OP+WsrE38P60nS/LNv4qt1/RjGG/MLLiivz1/PQdoWlK",
-	"lyT4RWY0zXzCePQhIGJMIpoxSVrBzz///PPW27dbr14FbSJSeL6VxTMmfRLzMFnI+Ib5RHCSTRkJ1WRj",
-	"9Uc8Y6RF4XVyG2dTscjwYShuWCpJNqUZuZ2KhJGILttq+WM1qL8tWLr0fI/TmVrYEFfvimae733civkN",
-	"TeJoa8akpGo1zfISmpHZQqptJZQ4M3MnZufl3fneScRmc5ExHi6/Z8vqeTkkYRIznm2FUyEZJ9dsSVpj",
-	"kRK9P4SSy8uTV22cyYxeM0koHifVTzaNJVFniMmMSDpmA1iGmJP+LpmKBSwBI5LOGDStfsyfmA9TNk/o",
-	"El8dx6nMCOXylqUk5jJjNIIZiZhP4I1bkV4TOqEx75Dv2VISmjIyZylRJ4PyZYecM0aciZMYt+3w/Qlx",
-	"Zl+4C97euBs+DXfY1jO639vaDfd2tp6PemyrHz0dd+lztjvq98zu4V3Mt8/pa0utcuEa0Y9vGJ9kU2/Q",
-	"39vz1bUyf/fUJcoylqo2/9cv/8fW//nhz//m2dsmszTmE7WJdSfCnZ9aWXMseurq9/f2yE0s41HCyOH5",
-	"0ckJCac0pSHc1jvfO00jlr4VEXvFxnSRZIcyrCElIs1IFKcsNKtVd3SFacpb97bazpumZl+wkzo8P1K3",
-	"8tXx+ZH66D1FElMcr3pK+GI2YqlPxqmYkV7ToOeqAXe8Ea4D7Mkqwlc/YOjZ3ktO9OtkArc2VXeHq/Gz",
-	"vy1oovanB7NgqfpQb0Gv261O6SRjMwlnW43Yx83d63Yb54VNNkyt2/XVccTJ7cFfm09Vj6VuurjmeojV",
-	"Gfa/9AT7v+/89r70/Pa+9vzO49kioZlIjwTnSAZOoppJRsgKFNcz7xWI61M92TnNpvlc48h7qPzRRBJr",
-	"ZgUM1fRSfFmzLuj+zvcu59HnFmFIf2ew93yw9/yPK8skVGZbC5j6ZxNnsLkV4oxe6s3FmZ/YaCrE9epT",
-	"eIsvEbkY1TP7fu8f4EDeqbHIueCSoYSN0s3RlHLOkpcLGXMm5XGainSTs/rJc6RKbJJwkZGxWHA1f7kI",
-	"QyalNxjTRLK7dY9tcTw1R9e8QJh6g9xO44SRJJaZEutCnJTsqJXMic0DJwnLFUenqZZ45WI2o+nSG3jv",
-	"WJxNlVwZES5SJTd5vndDk0VpYdRZgp8LW1JZnDvf4yJ7DStX6OeSX3Nxyx16WN9PPtVVe4DdvBGTCSv1",
-	"c86kNB/rvmCcq7uKJXyQQIMk5jU9fr59P8FbQWI+X2RqVUeFgzAgs1hKdQZESmY0GYt0xiIyjlkS+c76",
-	"5etDWiJVN51yAXuppf62r2U/QpOU0Qik/oVklUbstKEh87J92vbVacy26HxOxjROFimDU/lapKM4ihh/",
-	"6GW7UKoStTuw4HSRTUUa/51F0MF66/1Wt1ez0hdTRjJxzThJaHiN2tScpbC+QOxjScScpai66lMtSSvO",
-	"JAk+buWvBu0DtVJTtSu3VMLtnOhRFvXJE/4+FZMUTs7DVuXQKoFaNYwlKalTarVkFicJGTE1pHkq1Fll",
-	"0YHWQxMlZH+eNawMR2uqQWlMQeOgCB2jyK9WmzOwwqgDLVISZx3yzlnXSP2e3cYhK8xECWApC1l8wxyN",
-	"WI/rG6l145rdOGMLiRRi/Z2ASwi7V1ZiB7/gkS3vhhq5uTWqP5gaJVE8HrOUcTvSjvfhzi+f/4c3tvbu",
-	"/qjIDcy3kSapm1Ld0cpYypaMhrGRliFF9nb5REkWPgG5CIieiJbt6u4fqI4IJZzdArfBHtRf7rxPeMZS",
-	"TpNH8XrTCJEsvWEpUt/Pc2kuOfs4B9ZjKOYBagNUzS6Wmrj6hDPVs2Qc5/VOZCdqoDPGs03PrXuuWE6x",
-	"pdFYDJNjnI4SFg0ISJQwrAnN2C3Vtqij03fvjo8uTs+uXp2d/Hh89sK2sP7SlObRcOBy0quHRm9onKjR",
-	"OaQvYvNELFVD30jFuMbxZKG/auVzU8uUikQxkQhoDSMpo4nhdCJtd9BMskwEjS6EeEPTzTSa8gKbo67O",
-	"MZlRFBlHrGjh6HW75O3Lz8bLCn2qU6QmobtSU2Y8mouYZ4SGIZtnUtNYWDc1SaKEdNICtaJH3r70yWyR",
-	"ZPFcnQMcqq/I9k2s1lDrDJLskLcvS/xPZiJlIBHao/uDutg5pXlN4+ThlNco/YNfNlDPi8R1I7X+s9HR",
-	"Q03grCuATCnKHbep4BPcAJESEEc7JMApB2Qqkgjf0zMwJhLdDCzxhRBvKV+e4Sl4sIBxIQRR7ZDDLGOz",
-	"eSY/D807UypyEs/ijLCPIWNRLo4YAcAYI5WwKrVbJuYkAPfNFvhvAqWWlj07W9a1Uzc2/fa24wSC4V2C",
-	"PMl4plbl4dS01MwGi1UeQN2tBulUC/w+0QqzT9jHeaxvWMpuxLXuVyv7j9ECo1gC/S+qTReKrAgOzBx/",
-	"L9gK6hUoPRpFicxXnQeohOt3ZDWezhdV0M6dATlaVq2S5avHmVq9MW5Y4xq6G/hwOgl7OKLRZZqUVjNN",
-	"cm3RXcacqi7UN7/gm9bGhLroNMvmaibqv5Jcnr0pUdP1vlFLqc/yOzAgFSwNSmvQv9aPD41Ov+Cbrpmh",
-	"OJbKzxvs/RokvKCeD0igRhW4OnkiuOW6vb2u40jySbBIk8LLINZwWKNtu1BwaGhZuVcPS9zjfg4BX3bI",
-	"KQoAVqLShsmMXtfI9T6hiRSEgoC9jq5BWnYYajVktUklXtlNgM08NLLc8Y3agTMmwWL/yZunapRZrMkR",
-	"zWDT4ozNZM3P7tZ8qvoB2Y2+MqVf7lyz5S/6teJOf7A2SzH6lYWZak4/AJMr0HlDYz55jC9m3uCXLF2w",
-	"/MuREAmjvNKf+c7H+dV1VaHhxVO4132OYp4YkxnldAKytJXwJGnlRhzpW2HNN3TJGhDbA8NVtMHJ/bCN",
-	"B7FogFLEtbgL9u7V7EB1iYAeb7JGpvm6ZdLG3YvlnNWZuPXPIFcNSI+8IGw2YlHEItCAfNInL8iCi/E4",
-	"DmOlD6hbodSiVqD+SefzoO2THfKC1L0ixuGV89oueUHmU5GJLSnUq1ucZeB6NzfSJ3vkBcEf4SFTlMIn",
-	"++QFGYksfwS2d1ytnt/3d/xdf8/f/+BGolQs6r73cUt9s3VDU7iFahGP9WyPpuBZuLQzPcJhe753Wnny",
-	"Xs3hHEb5Dmfg+R7+/daM0PO9lyLL//xQ3AtD3ou7AZTZOL6cnfHJjGYhaA9BYUODgd0vWGjS6mlrI2xA",
-	"v+0TZw9Ia6ft4w5c4SJfmR1o7bZ9vfBXdpVJa6/tq4V3H+23ncX3Cr17vhfaRXL6VfehplMlg5R69Hyv",
-	"0J3nbmmpyeJNWmd33T0NP8t2QgvVCBhevjJgSSi6MosUwgnXuU+DsMTsIp4xmdHZXN3zOLrvQz3cE/BM",
-	"XqMfY433v2dAyRPrKyjOVdFz7XrJCmYT7UeIZe5G6HhVomZcZXWUMaMZW3OU5/Cu+egqZVSLfcXRHn/M",
-	"GFfj6pCfpks0xuYDjTko+9CET7TeacmZpHFEWkrhW5LbKeNWoc8Ekdp1WXMmTY/o/bvzXVfmQ7a6xAXA",
-	"w4heJ1hIu1N+MQTM6bWBTahlPJqy8FrrxyBI8+Xp2Bv88qnc54c7v/hMDeHD3YfyuaYpu5qkYjGXhbgD",
-	"YHFlwTFQCxTg2gao6MoAQrGgBSVtyZojVO8ozTu2cjccVZES6Pxr3Bk9hxo6jz+QVhRP1IkDa10oFlwp",
-	"+6GImJIrfHwc5DN5AQvkO8txUAz/MDKgEyG2v1sOEKue0erqHdNwamwNudqCnygGBb3u75ZiwGb04wkO",
-	"wYSS6D97JcmwvlOzKo7BCX33psO9blePQTa5vE0bVb93flTNtlTugWrzPo9t5a6sKZavcWpw7NBsnSy9",
-	"mRD5IDn7XlES5i14RsOaOV/XRYO+swYrHc2jvu3UhSQ28gEusni8bJCWnFYJBJwamy1Lxj7SEjmlaYH5",
-	"NCg5DhW9f/pvYpl9zs03q/pH3njgJw53qN3+DchjrQzsBjDQGVPbtjrgdR16hraTJkLW39tzKVkTaama",
-	"TUp0BfkvcMLmVfxWEe/q6lHOxYKHrFHCYpwIniwJjWYxj2WW0kwoYkmXRDLeIFvF8greX9UqeInCQiyH",
-	"orxuN+b6AuOp76n28n9rGJWvlhkck5IE+rpeXYOLFHiceRRLZHXI6TYjE3OaZnEYzynP5BUw00KIVbcm",
-	"56Dx/vv5fjiLWNvHfVv9uQkFnp8/MJmoNTM4xysqB3KuiIL7IlGZDhWqRnxPBbdelopY5hMtsKmbOCj8",
-	"RP6sJFVq/m2CxntdCM7eMx+2jjs9JTfRudTvSEKz/IUD7BREH9MaF+iL1aOKJZFTkTo+0jahPFKvJYxG",
-	"irD9naWCtNzhSeMpB5819NE9IFEq5nCxs3TBr8k8ZeP4Y7tDjnF3BmRvr9d7/uzZs2dPnz59WspucH/y",
-	"inkHva3nH37pbj3/8Om539u9+zdvPSr9vZN04Cx0dR9Iq7Su7abd/75RfHOlrcrFZB9j7SBck9IdGb1X",
-	"yYuaWtIQxqykSCBqB4QvkkTrN9gDBP2APqIWV/1MR2p1MVC0SvtgzNXeL8B3DZ5CqT3K9wk7uinfTPVe",
-	"vmUyJGiSaJVwFbFSb79lGfWUnvh4oleld6XpNJiJHTPND6k6OdWtNk/LmR8xiAhw2jKh/c7oJJgDjXAS",
-	"iWRIOY/55ICgdWDBEyalDqLQiUwsIwF8eKWarGdt6LSUf1wj0N/S+tVS5++HM1wsKgkl7999S9SWkMuz",
-	"N6QVqH8O4hmdsO05nxyMqGT7u/5//9f/DsBq4pCO+jfvPc2OFSTExCE91MKirjjdeDoeZ/koWTPiKFBX",
-	"PwAxp0UzRZ3BSczaPgmEDIBqB6NU3Ertty+eTP1Ldblf4g8gHytecMuLR1NpQBCIH/NrFpGI3cQh8wnr",
-	"TDokOJqmYoYH0JGre1ph31CuNiNpFK173e4aorVppkSpv/RxFjWmmVP0APLJllzKjM0etsg/xTwSt/Iz",
-	"rfKpfOwCn8ry2ua06H7DnGM1PQTHp7wumkbR7dlMK1tqkdSoR0v9BNlPu0NOx2P1VA9goNqG4NeFnEJe",
-	"KCj/2pcPjZtGGyyBJXtrQ8oSjCF08wEpaZKBhVpVcxcfaTMyZGa1OrDGCdbc7A8k9n+GSf2RpnPOEoh7",
-	"/Cy84GgqhITj7OjZoyUp8IgD4vIII0Rmt8I9S1Uu8WWJ5N3jzvu5ceE0EpQLIKE3DL0ujvOz4EYagIkA",
-	"vUgBac0pxAop/mkfK6YaxbL6WiFdQ2k8c/UsZeYpn6hP0WtyJRZZQFpcZAQ/BoKk6ZuWcNTbkF4eQic2",
-	"ngmS3kkmxHXBryRuWHpA4szE6KZMLmYsIguexYk6ETRJCGcskiTOVNsjyjm0XCCx+NSNAcRBgevNJ5Ix",
-	"Eri+rwCEjEUGXp9yYyn7FYOrneDlb6SZwg1Lcc3d0GZDJxfzSUojXO4xxF5VGx9DLEwxexNDGWMdA09G",
-	"NLwW43HBl+ymG7k7aX1aancgnw4XX5FlWBXP98xMPd/DUTl3e5WH+Mjp5FWxT8yOOoUuz/IuX5ouT/Mu",
-	"X9su6xx++i5ghuLXEjFJqGlOeRt0PBbInpzdohWOptZ9yydMdshPSkmFvwxGgj51kvGIjITOZAkXKcQ5",
-	"4QgKbX5tStVkT37Hbn8vQ7IaE65Gw7C0kWilraPzeWwr73Q+yEPtK4/gBCy8VnxgUSNtB+IaT/CC29yF",
-	"4EDR1yhG48g8ZVKdMBwomE7Ojl+dnF9dnr3BlCmWuUREXHu+57S2Jh04vYboH+czSBt182NrkU50kI51",
-	"byFcSDW8A9+7wpHce6gLUUJ3fuHzq7WukRPzded/ruiSUo6ONefDpK/MIOPItW44+cwr/YOpaznTTR1Y",
-	"l4GiOizVHgPw6TEeafChDTwEOjXjSlvm7luM9/r9Q/36VwjeKO908YlXM4cN4zwKR/p3sukVr9VjTHvo",
-	"Nlp1QQVX4gyojx1idwIRfk7OT8mz/W4PCaAYjyXLIO5Ho/uYrP85Zj3JjnVUBT4JMjqR6r8S9AT1r4Vk",
-	"qeaCdpvEnHEWXd2CQQAZbZWkUXltEjo5CdRogj8eDalcc+eOObc8zMMDVh8CeO1ch7dXiFQpprxmp9QK",
-	"jUU6U+97FpGijiA0DdV4Gzew89eTKx1/0LKBObCXGLTTrqVRCZUY5kgnbO0ZaweCBmDLE3l1O40Lcq9f",
-	"YbbQ+T0bROfhwV4ZEEg5UYILjyjPbB6XeyOJaqTenyzSeBLzNQ7qKbx4khu17nHqFfdML2m+XahU6thv",
-	"i1jiGq3kWq6aecx505rWE4d1udEpfIQWRrCKWDvFqq/P4S3nukkQydahBM6GoRyHi63oX3WtfwJ/PpAw",
-	"XOOYQ9gyUMtCkNqqPi/opM7FveApo9F6zv0yr/6cBGUh2b0LfilZvtx1fN8JFzEn1yFJ7gbVEt81ZIX8",
-	"DpWWztx4e0ztda5Spk3lC5cj/17yRUEq+GzyxRlLqEmkcWwWwO30dbC3UZ+R/K4Xbu3atgnd9gW2fW7a",
-	"vsS2aylC3bgfYZmtrOXvb6AtDAmtKvWJLRMGqKW0wHMOMOULjXEghymZLGHjjCy4xiXxi6ZY1/4KSJDv",
-	"Dy+OviPbdB5v6wOwZVjG9qc4ugNbQ8zfO8vdq+QE0fT6St3JGq0YA6Ely6TSjPOLG6jpdNeOgX5L02ui",
-	"vm4OgW7i/A0NqrebG2sSCQ4fKgc0uMOgm+ZhNLLeBmcQvN7cHN7oqzoV+K24QY/XFAwRoRMq55gCNo5v",
-	"wntO4towpw1Zd+WqaFOM5mK10zqUMp4AvGSWUi7HCCADk1TffI4pXkq2YoJa7LrKRZvaC5KymbjRJk58",
-	"de0z9JMW7PSmNW6+Gcmi1hFfMw4Ka8ciWKmNh7NwnemlwdQa4KpNHZacSHqXfeJOxSf2VOc/4COf2OPl",
-	"E7xKPgEy4RO84IirpalXxdzXfORqbaDYGWmBA6NO1AzaB2SXtM6YFMkNiyDjco+0jigPWZKoB2HiGrpz",
-	"db82R9B/+mHdW4gjqz2kDgLGU2fWRt6ri38EDVGMS9yItG4bBGZjaWh3yGvw9KByWfgYvUo2MvcbSTRE",
-	"HHSWslCkEXpn8GMlWviEC9Rn2nWKTCkObkZjsKvcq+806djNxjijq93T9ArRGUdnmmqQFaq6S93u5GuK",
-	"BxJzYRWnwRTY92hvxFTXE07mGqQMk1rN4cT8VXs0MXH1fE5nPnlKXhB0HXXs66Br2rdBDhl6cJqjobfi",
-	"+NogzN56Sa5qGkpcxDl4vueArPmeGY3ne3YsStic01nu7lJSZY4jWiWEBehQBxS0QyCVaAQAELEkGgnU",
-	"RRS18KBUqs8bgEEx0dpqZW4L5LvvBm/fDs7PA7JtbXqFYNWVgPB55nzuZRkOo0+7d1vqP33zn9YvF+QD",
-	"/nOgn5j/Docd9a+ev3/X/kv7L63//O2XP2+Zd/+C/1U/1EJx51lTfTdnql9Vf4+jONMAMo1ZGHX83AJ1",
-	"aeKmaBr4uCGYxuAVxVH7Qaz8kdHYGfuY1bMG9UvJa7e/t7ez/xC/3QX76ALDcsG3MFbT+apmuPDZqpwP",
-	"IEcwhTryozaMRW9zjakaNmm2JIf4YVGc1Vh/a82v9cn8Vfms0Uy7ur0SN622wmCCDUZAnBLldkZVSxj7",
-	"iCeztvuTiPEsHseqESNVjZaFQ3tQNKYLHrLioQbAM4AIcZA/Os1G4kdcnOrqGCvKmiZ3fU5yk3v91TjS",
-	"PndzParWqXXsXpcXR4DDDO4QtILN4jAVGlbKBDLmpPKitzvo7gy6Tzu9/s7u3v5/BiXPdB3NvCjQS/0f",
-	"TS337/7z39YL7IV1sIetyRpWPdDVHbjXfvUdo4kiK2WyKq0I6ziaP9w3ev1VXUd17sGqfpkDl+R7Vc/5",
-	"tMtKsvQmDjXu9t8h9lLtdB5h2S5mcTjA4mZ/799VUrertbytkfQBagsBhxeaXCEiTkQ6GIGS6WJG+ZbS",
-	"MADP0Lm560KrlPZilUlJD3MNKBmHirhYMpLxyAc652u8MZ8s5omgUbtDgohlNE6K8Qw69c4hIyZuChwQ",
-	"NE1jJgGOAK24NCEY2EVamImUxVnCfP3QohXY1iYUsV5n7eqa6fGAZTaKYjVNmrjGKhTEq8zKtP5NZVTo",
-	"Ns2w2wK1z1f5c27VuVikYS2izU9TocYZLUK1lmazUJ4/NFYoFOqNVtbS2LiRhrI5mtJsJDKU7Q/nMYr1",
-	"P4n0epyI2zrB3BXK++sJ5XYsnu9YenXXnu8dzmPP90ynIICbuTcqMvqFgg6jpX7kW0uWOSyxxEwH5G8L",
-	"tgA9PyVTyiPFNYXaVeMGo9yU0Vmy7IBQjAa7hbRr/cMtlSQRMlNjWMpcb4qlg9WKtXZ8OOpoOhE8h0d2",
-	"ThlszDxr436dq09bQ++Y38Q0okNvUDzziNqpeT0MTaff6H19xZL4hqUswkaylE0WTLWSMhpO9XcpC+M5",
-	"xEFiSH/bqHgUPnsT5x3nr2rDSNkE0caTg+GB6uvXNJlWx21ufoTjW2rma2CnTJjYKBHhtU/EPNsSCzUn",
-	"pV1eOqDfpIWxj+DOTGh4rSgWav7mJRzW/fBJax7iXKU8R4Awu8SgWFInONLgSeJQ3fPchE1lTnOOTaXE",
-	"cTwKJzMofqJ29cc4YkLf1UUUC1zzVyJcKMaJq3TBZvMEUF2UHn6exeG1WtFn5AV5I0INsPw8JwkID4ag",
-	"AjRV4hDi8MUScd4hMpt9VJvQ6+LpwPjilhJ3Z+LXGM6Um7RgRUgOxaliFlkvW6wIT68H7cyTpY6nLYAa",
-	"UDJaZJkAo2wSy4yk4lZ9pNYCihuRVvMI1SqdYzZLixK1EIrnQmpFyAYGjN2eM20rchIvpGplF06bXMzn",
-	"IlWXrEXJdczx0Ns2Q7FIIoLx01Jd6wM7EiIVQbhVar0iKRQaVVv1XiQJYsbDZVVrpgiDmCMQnzuZJqOI",
-	"/8x/7ve6fq/n9/p+b8fv7fq9vQeYSi5Q1ITj5fkenC1FjNXBUsdbnyrP98yRUmcfzxPEDOOC5TQdLSzU",
-	"VGyADfZ0uSz1KWwLXA67sp7vqSWBK1IFtC7LJj2QTQw89pyO4iTOliWwalzEWJLRIk6iLyRFvdOGvM8s",
-	"2gI74oskWUdyrZgzP5ckm5cYc9OlvMPzIyf4FP+CmmIfatvQoSqV1fhO3JYNw2BQYxESPiOpxDzOYgq2",
-	"eBRgEKvQeQz2yZk6SFZ8qV6aB1wMPYIT05NnYwndR9izll4+6Lpq4NOvq60Wc5yqdsiKMVESwhIJHOM3",
-	"LBHzGpFfB51fzfWJXV1FB+IZ5rVKSBGbRr2IiNetXi6ew1hiiZm99xnI7nxvztJ8YBtU1spERpNVQwQz",
-	"JWSTEJokMFBZGM79ABeFhXOGanp3F6vugpfjYat76khimPo+VjKjC4WHcb0QdKW4GabO2Fo99/kjDNCm",
-	"iX6ttRuVNBULzmkGFUdrG4BMjHM56vYqjnQgMmp5SsBGGG0yY1FM6+1BmHOJbHadkcdRKSD6G1mIROus",
-	"Zz6pW7TqYFZteCHApHbU5S3+RpL+7tZULFKbCIVRbk783RpOsLroGaglo8+PDdQDbwFNGTA9M5gOOHBA",
-	"Gs4rbqRi5gYAfiOhREoeRXmggxfRD4N2xUzzeklCysmIWYyFe7xnhXz+kgGE283VC+STFTGflh4ZsRCV",
-	"qdtUZI+I+1RqS32IYspmuAdXs5gvMiZrFe2EEf0zBNAckC4OFNdO2+410dvd7W5ErAQ6rZw1rBvVqlOr",
-	"scLz8Kfy+NWRqdRrsFqYNsLUpVxOuEjrpDGlU4LZBl8gLaRvyN98Te10FCn42RNw8C80kLvWdmX7Prpu",
-	"bSmyzmaNzrYc5drWEWqlbI5FfwVXo+RhsohYtEZ3ZmTV7s70L3gDjSph7S7aFHF/D48PHbNL4gzXt3tV",
-	"e1AWoySWUwDYPtS2gxosGAORXaV61uAA73wjbaJZ1cn3RaPmDDz3KuncnazjPawmTIBQtyVDMWc4L6Wv",
-	"oso3WhLq6nrahaGD4k7PLzAmDr6SNXZHHXC4mdHRrC3giehUDDdL41AueQiFmLVydoD4+lgOckJjriS4",
-	"GpNkvafwlerGcWg6L9c4COHtkkez4cDUr61hhzSjiZgU0mHTWcew7o6OwYVoXOex9maUH8uMTtiVvozl",
-	"H29BES08SoTMys9oGk7jG+a4VjoxSPcdNY2EZevn2KYzA9Z+ZKfhPLy0k3AenqspHNkZOL/8hOp1/uAN",
-	"jt55cpiP3egtMPQjd+S1uKewJ2b3dQRV3Ub4pG4fSk8L21D67VYx/MomlB6ZPfBJ4xY0nEucSOlgihA0",
-	"gHrP4E9GwsBzOaVztGm26qSS9oHxJxGOFvE1Aucbojn1oAqVW3kuC+UhH07/zQUKmsoFnAE0miaz5cQq",
-	"Fl7L+vjoEZVrJFvlGa4wrCiWG31TE5AO/dbNo9YR+ZkyXuu9l75ZoPplvRHXTFtq5YqoFLmWd136DYDG",
-	"mwalQNRRY3zpI4GKT6ICnA66MUqgxc0BMGt8iwK4uGFXoE3ej9CD8RaJFOVYVBGCaQa1UjKOE7Z2TOoZ",
-	"tKS/bI6OVrysaBODq1+KD5uxgLSMC3qgZGyWsbLTWulaBySgSRIMtBsVlDewCiliTIuRFy63RNDOJFnz",
-	"9L9Vrx/i67XBn8CizaxnMGfVelXBXnUvmlSPQ/SVqbmpaeUSeqOb++0K+TEPr71HYDw3F/rtCjmxmChW",
-	"Gfq5jXJfN5BV58e2XU02xjwALpy47dW69IbxpY1Ro/VT5pGR/8+XPKyZ9ZKH01RwsTDFUkkrYBz8pS/g",
-	"LgTtQa4OlByrUBbY4KO0fWI8sZFxlnXIayhghMWBaMrIeypDmhxRtD8B/FiHBOfar4s9WqhQjGQLjnUw",
-	"1cmrAB2MYpGFAkGLjYrZKjlYS17b9kHBV1Xw4WrEmjizbtnqMX2lJfzi03xgK0yGZo221Bo5LMHHykqZ",
-	"IKFIU5ZAlTyoEGm0vFqFK6W3m6kar2I64UJmcUhCMbfBHpW1OlDLKuMohx5PaZj5AMSMop4iU5Qvwa9R",
-	"EwhROprO4qyId/jMF9/HnWq6DEZolhasuhk82nWDQ4AvgkSTM8PhkC4YrfGFqQd0oB18NNFvuMWCLK/A",
-	"o95em2mVgaSbGZczz1ok4DM7KzTYHGjAJWjWz4PuEfMEVwLUYl26YguRUwDeRLtIY24Mt+SdsJY8k3pM",
-	"5GI8jj+iVb+Es/v06dOn+/v7+6Vo2AfVdjC+JBcN5p7aDg2yjNtSSdVQq3uM9LHh+LzAaBMQgDQDNMs4",
-	"ouG1WhIekZYmUMEn3e2dYiSwieQFxnhwcQuN6DfzQFr4NW8AL4FP9B3wiboCd0G7Q17ps4ZnhBNb2srX",
-	"Paln7vFc+zjqJVh9Cr8Dx8FbJWe9jhNWD2OkfnGxKHVUgb17B2ipxjP66vTo8u3xuwvjkwB3OhiyxYSB",
-	"ERKvHP6MQubVIk0CDfwkZnEG6iwAP2nc+4ilShfNLeiXZ2+KRzXmNyIO2dbus35vpzOPxp8Fcuk7x68C",
-	"EizfEIOptMa68mOJDS1GSRxWSzJC+TjoGVHHDBqW8QgUvD4aExRyAc2Kt07eHn577JMfT14dn6qmS3vT",
-	"PtDY/u6Smx4nscwgXsnGQOheMROviKTuwaAH29tqjWRHP++EYratN0ZuuztjNfZFGpc2qrv7rAg69d30",
-	"wy8XGf7f+/mHX87lh78Mtrd/+V/Dodz+y58+/Hk4PH+yLhRVYUMX6xXGxF3UV/etKbrcaMe0bxi8smiJ",
-	"IhGUbtb+ZiqRYKv3JJknC0kCtXZBh7zEWy0tMFrGPmaSYL7fdoDy1wEJbmgaK5n1CqpxYoQnSPSq6znT",
-	"dYp9tX8ihXh1gF+Lrpo+hEAZ+HoqEpC6KI4ZGTSgTWMFnLoUgSLvux8SosLpncSANeDXSiz0TmljluTf",
-	"96HhDne+pxa93sA+hrpiAnZxQGIM+nr/6rVPbjDqiy6iWEBlWSBrxgQMYHgzIU1Z7oOyLAd1lrECKMDV",
-	"0vkc8gdQbi45M9sFA9co5kozWu+sA9nOzzfM9M4UaNaEd+wQ/ftWrY5XlNtbIIHboClFErUuVTma1Y1x",
-	"zyOcVxu5iV8AGYS2coJlGrWJBZ+GHoDXXKkXh95g6B1yOvTuAtLKa6qHlCtdKaRpusxt8YTTLL5hybLd",
-	"Id+zpcRQGSitrhUiKGIvQ5EyuMApkyw1+XbaIVSfWLQuBGBkJ2TmnO9x/XUF/7+WgdfZnffmXRcvxizn",
-	"Gskk0Ib+zoSqYVZJjqW2Thvn8La+3iYh5b6PIIruzvdqjtJ9n/6oP/kRvyhrMnYJC/MoUq0mraaaOldz",
-	"ri2/6JCzRcKMX1PMRjFnhnO0MghEBeoE5atxfQ/y857jKhYEx4NqqZsgtwXqWjimYCqc3bhUmPgbSYKP",
-	"W+kiYeZIyuB/ECv4ByOM9eaFGlW9eNJ+XIdOjpYoercqtJJYYvlYCriOQ/Qeesf/Rev+yLSu3gDd73YL",
-	"KU1A9Uw+E0RAhVMip3TOSMTmjEeQoWEsnkBwBGdrYDpVTKt3/v0f/ABpKAjBVDgf1bzz3GDkVty1cMeQ",
-	"Nl6yLNnXbGCgK+ZZ73ttIePHlSOurT/c4IAwc7YXzdRwBuO723GtacZ+XmOXqbkqVeHbappa4f/2WAd3",
-	"mAu6ZYPitsci3bKhnRqdWylL7GMWdIjZfpcnWmtg2aqS1+/uPSAVvY54NLgAnXNWmTw+rxr6QftrH5gM",
-	"KqkN/pSH6Kdy7FbaogWGCZ4sv1DEfZFo3V97E7HNyyXu3Yr2CGuZVlQg9bxdY5hU/+t2AVXh0YZJnMln",
-	"sEs6DdUc/4varGqbbMQ+ZqYIGwh4Png8Qjq3mDJ2BX4WixT1evBmyWk8nz9GsyiBFDiG/iqzqEzAkSlA",
-	"1xVSSyY1wgUJPn3q3d0FvvpHH/7x3//1v62VooSdccip53t/AttRATBj7UrCReGhdoq5Sx6K5Kzhhf+x",
-	"WSKxZYMdgeQ8ni0SmonUJOY0BiuEJnPHBRysrXVaj8v+dBNc9npr/FoFCF33Z9nMuqKI7r2vCm65i+vX",
-	"r3OaGUO8UyBA+3VtBQ8ddF6H/7BZ/d1HBm3YzL6V5aXDPGtrlctjdYFp20gtzTbncI1CsKsLutb+OmOm",
-	"RGAjovEfo6SqHuhDyqsWl7DxHhdL6hbDZ9by3hzqBlZUkC/U131AF6aBlV3ke1q6jOt2gQ0097G6eC9p",
-	"1bg0qXZo6mRRLOd1QCaMsxQijlyvRnMNC6CVW/jvfb/Xv/u334olLvrrk9J8wGaihWE3jXoVGf2jVJpu",
-	"uor2PKzOrWiQlitN1iHdiTHpAuKfSFl9yet1rujDEWhL9PKPgEBrh6RzLe6t6YMAUeWqPuAMqDw1eePN",
-	"v1xhjF9U98aNuGZXYlz9KTGZyZVfDIRx5Yc5JiF/aDAuVrfzIbfozvduQppGpe/WAPpqKL+OrX1Yz7Zl",
-	"pK+qNQtEL7C/UR4RbFQDXqn1rS1pBsGsmLSXJ8AESn0OMFOLMJomsdIpUQ1WP13NWOCj78+pGSwZz9qI",
-	"KIPBT6hNl0ptof4p4TUU/Xt7JiOr3SHv6Aw9iDaeS8yY6okpqQ1GhP5maQ40SVlCl9LikAEkMguvWWQR",
-	"Zpw6X/AqJTMRxeNY6ZVQP+wbicAebvUwNDlKnYbhVsTsP1uPrh6r0YhxLWm1vr7+s5Lr33gWqweY8cxW",
-	"0rjnfBoqVe+e9AkWqS36CJcZW1Wa5gHnujDopkD3dZyQ1SOO6QWmcdg8SLZp4czasJIivaVptAGu8mvz",
-	"RV2NTd9TZ38NkwVcz9upILdpnGFs1GfQul6nYraxutXAraGtErfWF7v+1OTWFg3Yai490gh1zp3iqT7c",
-	"fiQiLZlBXqGu8r1+WBzOl9XvBAhD9VXKfsJaS5lfhDCRsBsZ4xZXAgWqoqWpiBq4oejm2gYs76qK+FGU",
-	"anZ/r1qb0CzOFgjgkGeriMUoYW6i6nNXlNp6ngtTubSYCD5Zp6nes0Jb8GelsTU1+BJRsJNxR7MmOTAg",
-	"JU0kwbQNhCBvvbnCnuKS7nWVU3ErSWu+kEhf2nW199YXpukSIqZHjEwg+Sol2ZTymkAvEFgqZ0TjyBSs",
-	"OZvUZC4ap+7DaDUQNhvLQaUNtu34dgJrbi/A6TRsbR3ADmabaKGzDrsf8Yw0TbJiTcrmyfIqE+Ua1zv9",
-	"9fbWQiat4ug7/dIWV2TgKoWl1zkYuM7wt1hMgjsDB3v9Bukwug3dcz0tNY3fKyC6awkUFPJbwOMgIRYe",
-	"xixJJnztMzGTCNoPlaEQXSoTGwpRuVbxlaRe7DAq5v7AxzEnu88QyeHR8q1OMPrDSLiYMrS5jGsc1Y/x",
-	"OTSQWGin0F2JSoEQd09N9AsbK+Pbi2j2+EqMfZJYBDYnJF7R8or3pqJ3rzYrVOrn2VCWCoUvARFXwWFW",
-	"lop7HNBvOZXVGYqfj7pQG6rc4YeN4Da/tpnEyWHZYEvKWlp1zyz49L3A0pVv1XG8arR7w68y/jt7SN1A",
-	"Tb3qf5SMR1cN6EnfiVsyM4lDskBdDBqnYhSG2LVGS3BNxlHbZAMYynVQpGPXjM2RwZhv5wBb3SFvsZAg",
-	"5aRHZhjwrDE9qbp6iBZyP+iVotsPLy5rCNhqgWida1EGijZbkY9wnXMq76Mra1Uhq5z+mnp2f5wrqmFc",
-	"Gn0ppfu0uV3clRQ2x+F3vy4xBcQfrkmYoXGygNA3RE3WhWYQIfXBGskZtra+TlLN148ciNQUIVJXlaxv",
-	"LExjK3mb9nys9QWOHQ25Wh8eoQvbrPBgFi/bChjzczxtjRT+y57wVUf7gk6aqmPUlKaOea0qMQGIU5/M",
-	"aBZOTe4P1LK8iiMZEHSsSSO4XNCJ9AmggcK/Ecs7xyVRzwpBZnn1QPgGMViuTGDa5nUCTSsOFgrAMG6a",
-	"Ja1XpGFd5es4yerqYakFiyOdVmEXz4iue134QT08IBo8lo6wekOqk5gjwRC4dAxdNEY2X+jio+VYlAaQ",
-	"hyrpLe3Ko9rKN/wRzdzVrbXBmK0tqTefp6CI5kHntWiLNWtIMzYRddn9NhvbvKLTNd4enn1/fHHy7luf",
-	"XF6cvDm5+Nknh5cX3x2/uzg5Orw4OX1Xm4Q9pfIKcYtlQ8DCOpiLTjBfY/X3AuAnnyxq8T7fiJAmTFt2",
-	"MQ1lnl29PAs2KyMvG8qZnbGbOK9oVsKq0PmZh+/fn53+ePyqGVLQYsnqNz3fe3/87tXJu2893zs7/uvx",
-	"0QU+PLw8h3+8Ojk/fPnm+NWa1OJQH5tCQagz9iuEBqqHdCHhH69iCdjBQEAgxureqr16ThCKtpK62D0q",
-	"nhE/P5p+Dj+DfX9YcT9ewvdVcu9iXNZuZYPoaboq7zD2Axlj+gD9cHly9P3V2fH7Nz/75PLsjU/ef3f6",
-	"7vjq3eXbl8dnPjk6ff/z1dHpq+P6Si2YkLCaKmuHT2ORIbMIR2ZD6qDHIJ1Km53M0euQH21AYMyNhxEq",
-	"1OfBgy0dKgiR1JisoB7l+QjqtyqJcW593RJKtBa9vLy4OH137iDJrV0gurjzNbK1sctXtCzMPsWfD0gh",
-	"PVex61J+riQZvWY5qqu5nhfH/3Hh+R587vkefK8ujf5a7dRq+M1N4Mct7PiHdc6sGeJ3x4evjs8833t5",
-	"+upnz/den55e4N+47GsSDFww9ZmI1L18LUSGf+s9/lB7Ylcd1TdxnY5hGFd1zzDMMMdA1THJGuO8hueB",
-	"nxyOtKayQRHDucqJ7JtrK3iWOd9XYNrOy+1l1fL8aIhttQQYjmHjMea0oeamuAxzXS5Y76N2yLoz2Lqp",
-	"Yi0IxrM4pLXA9rsFYHvH80iTW7qUJCi10AlWxtjnQdvl7+7FUF6lZFwC+jMm3EQxbVSf6zOcIZ95+9c5",
-	"m/iY27w95xMoigR/3LLRPE9k3iNvX7Z13vP2bL6r3sM/diZz573ePr5I5/NEl2/Ynkfjckb0Z85pbvKN",
-	"q1fLkWxVLO2axJ7yWx0l/NULuKRlk1MMwqbBhX5YRcMKjHm8SYnDuq9X6dp166EjV5qPHMMDt67texUS",
-	"9StGoyTmkGe/kMxAeyiRAI2B9cDUpPW0rzG1EXLF1LtaDwxSW1kbhexFHUqHImcipemSzBGv4/LszQFW",
-	"GokzUBqqiCZVpIvV11117IytgED94T4wp0b4yUvJmjHVDk11w7xK+gb4agvJSuhqC27qJW5Q4fexFX3v",
-	"rdNbtyw/IlBvLHhD7bXdfl+jdwT6hgWm5DGIoISp7w5IAP+VAZnRuSQM0B91+STI2QaXEk3pjGVYzTzO",
-	"rCW9BkoDW1uV4duQBFPDXh9fB80346lbQo1yrotx6BKgJ3V4m0cGLB8Ldmka6aIRI96JNSganH1jnHkB",
-	"lSdstQZTfqTaQm7AKWHU/NLrf3g0rGc5fa0xx69BAF+dJVJuuz5hRPciTW0aZyd0Cayae37KWY4ur+76",
-	"rA5DT/9QLCBynwdGwxI/3AljN32NJlYV+smbWt5X1FWro3ZFWsF/bJ3fhFtmAYO2T+IIJbWE0DAVEisi",
-	"6hWSRdq+wFqhlejNBQInXJWOXC0KPaunQj9NEdBRd6zt63kZCm2R7pBDU/IWIzkGJPju4uI9GS663Z0Q",
-	"DRrwbxZ0iKn5DzF+Soz6CLa8jxlCTiAWJBdEx7gNSBAxmZmaObpmHKIaTQUWqQFtKEnELRbpz4txjQAC",
-	"AMp86xhixeH1I6noIfpiNFvVXULlJWuR1W+3fRIoji4W2QCGpxEkMTqj1yW6gmzgA9aFySvV4y091UU2",
-	"RmwMSAVm3dRbF2/Owe0pp0r/xhVXz3VJP/MEErwNqTcM/97CFxaifX2uxz5mVynL0uXjLwgehKvQVpMq",
-	"2CfUgdE2RH1DdHlKF4Oya7XhlIGz1u7EmqUWWH0oby0bdy90XmzA0KnifNzmi5fP3K4SrSkvbYGWrWB4",
-	"hkq816yUJskaeAS2HtWd/yjvbpnW32cDaBAMP+TzAcT2Gq59vhipP0emyoQmDC3JWJ6Ub3i5rmEityys",
-	"9xay5XaHnHBTDlMOTGIWsvSDvNSkBaCNYhlC9HYpGVjMeBxOadYxUMWmdqrnV3+TDDP4Ns8YZgUgfjcY",
-	"eA0mjkt5X0KwXvd3tTGtetXhTx0jb/Xnva7j4y1mhB+dvUXRIDVlAN1IsL3ugzPKKpDhDQ7o4uA2STDT",
-	"y+FOvM6QbKrkSOe9DnkH1YhM1WJEFAlTtlYd+3XvWlXCvctLgTeR7cfLRdoLctUUZ2BkAwNibj7Ah84q",
-	"WQ0tTpipy7ges8J3m8yiqH33IXdZsnCRxTdWGGcfp3QhoRBKkpA9KzlBhClwEDtcjVmNEY4NRlJmadQa",
-	"+6UJ2h2GNyxS1hT3dFQdN0hAxcGboR8AmFGGtWi04KWEgNGSpGwL1kq7BldzwaYTAyXwzIgfzeqhNT3K",
-	"x7e2DhiWS9buCvXuH3YB1gDN0l0CWFad/OBcUr+WAFhLARpf9DHLT351Hav7VD5m1atboAaFlVkhZrj0",
-	"EKvX1BvmPyNNK9z3zfO9j3XJ18Zs7wfe4occvkedHedMrLlBv6ssWOCcj5cH3eYekz/dMLrfPfSwZlxY",
-	"CKrObpIstckP4BexhHzKTLm5Ly5lNHJguFuG7SjJOeenLuvHwuyWNmkOlgnS9UmJSpEwYTTVEYr/8+/7",
-	"OsfipzibnoM4WSM7AEkGkTgVGc3YFgqeVlEO8G+wGiNyOsThKL25uUDd575PDYM/jydgwtdDbn339vBo",
-	"6/y7w/7ePrlmS135gqLR6/Li9dYzMlpiavcZyxYpN6BqoyUJGxZCC0LN2Vmf877ria518S+YzJro2qrF",
-	"/FsDaFueOazNC0oTwZe/RvVJPay1pl6LQH+mjTwYRVSEQG99d3Hx/pykLBSzGeOmZmcV+h2U/wL0O+Aw",
-	"6TSC3xP0/XItnPcGfVV9XFZXoRbwEdgP66IHnjfjWzoQkJo/+KY4Mdoj2wdFb1PMyXuRZovJgkm2CZRf",
-	"Tfg3UOU1DpYJfms+TkhYFmmcLc8VbdKBV4p7pIcLtaUVp7p6LNL472CcGJCX8K62Th8eHR2fn19dnH5/",
-	"/M7aqC/ENdMo+Fp2NnpioM9UQBC/SC5G6nBSHkkI2Vhq1G5MxESnCvqJTObcnKWzGCofW0PnQmLpjiUZ",
-	"sUTwCclEhxwSeI1PfGOm8gn6ZMHIbZIFMzVUMolvmCS73R4gjOvFQ8jccuDH0LsDYzEQdtgLWI78PKtj",
-	"6d2pdY75WJSQT5A7AqSnriiiKPm3Ol9nRmNw0OokgKqFdxvApg/fn5ip1zfkE0oADt1ENJBwITMxY+lW",
-	"wTmsjQ8dcpKRhGVKEEFFfshnoNbleGy59V2S1pzGoDn/cKajYnGXfYLKka8LtfkkERMiFpmP9fANwBns",
-	"JSTfSH+IeZSmvHHbx0vnIGXDxptYZVueGJKRSS16K2lVywZBHKLgQ+4GgpSRXN0PXYRRjaiCXBLTLc04",
-	"8pnZVVVzgofg+ilHW8umaBTVOMZCwLsYr+CWCfF1/1jdY8jrTGrgk0EYXte49P70/EISHS0AR0jX2h3y",
-	"IT/hZE6zKe6KIjcaiUvjI+ZYuTJT19RCRZo8MRMuVOhR7wb6iHg05EU0XdUGAGQ0bcUBGXpuHPTQM/57",
-	"hDQX1g9YaWLIbanhEZvGQDZ0jWnOkg45TBLEKVGinSItkc2D0wRHt1y490goYMH+9CeiI7ak+vMJOQY/",
-	"ZLBN53FgjOXWqrkp9YRtCBD9dlAIx/pVCh4cDDkh1PaiEUdhT4FzQTVH2/cRJkNuXSznrKax+6ik6quO",
-	"UD55stvtPXmyJrFUSxRsTxlNsunfA58E2ymj0RL/KeaM03ncWdJZoue+TeWSh/lDzlhEuMARHBDOYl20",
-	"Qw0vyJGFjRdj+5MbwH0VR3cBaYU0Saol9vzSJuvcSHVTaLZIWRsPr+oG7uD2JxjE3fYnE+mj2q6/rxiC",
-	"uOCK/YOuhuFR0p4teyjasES2eEzMlQCamuS2+moyuFRYUaZD3psYFWlrmejCADB4nRNbcwJMkQw8Qbrs",
-	"zOXZmy3GFWWPfMymR8kQ27LGsBf/vvfy3/v9fre/v9XrbXV7/97v/3v/yHmk/u7/+94rvPDBL0Mvf3no",
-	"+fmf/f7Q+4An5VKXHMyPtKm7kzKLQa+v4ftcFlBPCvfQlj4w8p8usWM/sXHtakd9HaSuz0epbkL+UXBA",
-	"KH4x5LfaEx9nZKKYp7oVO3W34mIaS6JhIKCootl9fUNgL7nIIFUMjROyQy6Kws6Qt+BuK9ai9gVu/i0Y",
-	"vGk4Rf+9hJJBgZI7Ou6oZdAeqAX6zVkx8hs5NbOU5Lch/21rawv+T73neNvl1U3MbgPym2V15ocVbJ0U",
-	"uLrvQCmYmFwlGlS7QrFDdbaObAGiRd40VFUUidTtGh59pSQK1SRIFqXf8g4VizcAA/nIcrZeWYb8p9rX",
-	"cbzqA/xXOTIPv0FGfDXHMvvqbf1PeL1a+N30VDBUVcZWiEYyw6tkRpU+y0UUCPVwa+N/I+2vW5CtlJ+t",
-	"dnPrKM7gCljBplr+TE9J29wMFS+OrSDk+MT6qbUg4+fhQM65KreIJ0m1acweRXNbw2fljfRJxqQ6KmAw",
-	"cdyWTQ3giVUN6ALG1X6H3NGZYikXpq4LxfmLcVHxSbHeMWkB0IlL1ehI3LC21cF0WxgqM+RuI6GAaArE",
-	"SnHo5S1LGTB6XlG4QJK6ZmyOlAcVNggXUty4teoQIIw/BJ7AZ1OWRM1nsm1I/EmkmGvGeLiEVXKJsyQz",
-	"mirZJPi4FZv3sgFBBtnKIF4RhT/cb5HqkmBACSwAjJ+fh5wW+UOuT21RCLfXk+PZcz6uk8h905c6M2Qe",
-	"80lb4y8Syoc8cOa39T1bBro3JP8Yq1qS9a6ZzndVm3Mr0muszpLZqryxJNeqfcVz+7sYbO3D1hvKMAAJ",
-	"cs6oU4RL0hmDto2iDQ9M3y276D5oC74WUague3Rg+XXM5JBDPylT7FTLFHl1LnxHc9o4xTp6bWShtl+T",
-	"DambJ3RCY+7no8VVctcv2zpj84QuIbhNHQC/wFZjJRlxRrJbUHgv3BnrhY3i8ZiljOcrboCVnjzZ7fef",
-	"POkM+aFZNzhWSsxW8jA65/PoYqVZZHGSkHTBwVR7Sw3SZpyR1mKuNI485q1t1pxjGYwlmG6Vrqq6h3A6",
-	"ZyTd50+ekHisWir30yGH+j0xJrv959Du3sePNrpWnQufSAH7n6VLu6BDblejcLbgpEDt5HgWZ4iFrJ0S",
-	"uL573ec+tDZeSKWEofyULqAWURHVT5e0HfJc+kZV1RbANpvVghGiKQJXWoc5qvboQiK6W3EGdjtNcSMx",
-	"HnIs74enPtYhSjHH2jSMZ3k0ZX6mKoKYIjuOpKQ3nhHQEGiSLElOe9DKkCwRUsGsOlKpQaMEY4wLQ66l",
-	"jxYeMo0cMANwfDtFNh6zMGvj6mopibRACFRKDhZ1koQSrvg0jZUOgbpIQkE4iJiSXTnaWoBvAScDy4ml",
-	"CzKezdU8gMdJc/9KlGYqQDA3zcDSyKkTPjrk6sTpsQIjA2gDkA3VYB1ErKoYZ1gAxPg7Aj7EAyJZiCXS",
-	"HX2Dc/Nri30EGmtLKG9BiOxut19r2213yE9YvEjTnSHXp1ypitEiZNKtaAQ4t8YsPKazOFkqtZmGWbI0",
-	"cGCu+ETmKcNoPKnl8NfwEfmNnOgQupjPFxn5jRh0AbhCZBtj4qE2jCuiGzH9yLXKBSamL6Pz+ZOgTX5T",
-	"t5MEn7S7QReA94mtibzOG6qbc0jnKQrI+stqW5apRiyjcSL/Ylq5sPIlnITfyG63W2pht7tbfKK+0+4P",
-	"MrORJurNft/tCzMdBuQTKIsD8osR8D/crT/NI1c8h4NazAuDccumzqGf//6v/0eLc1PLxMAdhxWWDWOB",
-	"m2JDpAEmBFGa7ImJpRbBFNvOZbPRcsiDj1s3NgFmCzsJigmPoZgxiRWYgqprJMB7ruMCtVdiWcx1ieWQ",
-	"a9NQ2wcBq+ibCUhLEQKszGLo020K1nfMc+eLma/zpVXTCTiMsLLWR3ckSgoC/PNgO4DqYMF2wEUW4A0w",
-	"txXcqBaGp1BkEat9jphFl6XSvG9UdKDlmpwOOdbeiblmP9amjCXv5iKF4LGUaV17rWKKOWGzVoQhN9bQ",
-	"NJ5MMx1xp0eW76Bv2te9YS0ddYYOC/xrCYiUoUgjk8xqhAIqczLRIQ1WEMUxNdl+8mSv233yZMgrlooT",
-	"rgGToO5fiicbbRTG4M4+zrEclCGQrZwrx1LxtAmLfMIhtBPhhpW0NeTWlVCjsDsDQ7tifjNt+nbE5olY",
-	"wuVIF9yAMeaWf5EahvEm1qZZXArNd3CtcjbKb1gi5mxAgk/hIlVy39UcrvOcpfpfmcho4gPf1E8imtEB",
-	"+aXT6Xy4C3wSpXBH1a1UDaNMPM+NccEcD7kOyCI9FPWCOUvf4y+mhMyBniO+V+I1agYDJVXn1L7X7fol",
-	"I0S/65ecAfCS49feg29KxoFet9vukEMyB4Q3KjOcC7O18SXoOpDKFaj5B2adbcCfRIqXMqYvPN4lRfh8",
-	"k1Vnc1WgztsALecOSU+ZFItUMdpWwcRU6+Yo6vvVSflKMAI79rI9ALPlzz///PPW27dbr16R774bvH07",
-	"OD8PzMUz1zSLZ4z8HVBDLy+O1C3W+9EumEFJkJstSW930N0ZdJ8GB2o+BgDf0AWb0GNTYVXDIK3M4jAV",
-	"WgFobP7CNN/p9Xd29/b/E7spupuMdQXnCwfMLNqcLtVPclCbi1s17ro997DnLfX/u5gwUzOw/wzyWzeL",
-	"jUfk3BWuBmS/27VJBMDQsNgAcVRSn8gpTZF2KilWiU8LqVUZxzlzQIQiLHGmxguWdKv0KoUHs13PlGaw",
-	"BVlVAWkZLQvMyzXCRCwdFQc8HYK06hvDNk6Ny0kytLlgGMDAatvIeYtgwiB8x4hAalgOtObWtdfFyiFr",
-	"XyftY2a+n0sGmIjfISajW1vRLs/eSBLFJrDbZlkveAJOMYJyiE3Phr61H4vI+O/oaIXinX7OyEyG1RJ1",
-	"IkDIhZAKGg1clT9Pc4DBlrV91X2raAFyWFNmsJdnbT07LKsPPjy13Uoz863TxpxuSXagRjslCU0nDFUC",
-	"cI9psrXb26ntzyylUrN9PSf1h5ZwUBRHuapDDtMUeW2kIbElZlEwCUfQzHt/lyTshiX4plKMFD3udrvG",
-	"j6oWPkl83AAMMknxD1jGEutAduC6gQDEQnf2zO8972NQl3FQAZUVY2KFsvztvt/dfdYhANlL+RJXBHq2",
-	"1h3HpOMbPThnYz4MUfWiPVLuBoNeNUeVk0fosod8oLYN3EENByPRjET27vKNmw6jRATJjBnBHNeK2FW3",
-	"RZjY4lyoI8E1Q3cyl1A/RouCzlNEh7d6jr5NJcWqrVkAaCq3gWGWcsVcncFJqu9Ta38Xmtjpu6ziANxM",
-	"QKTU6PG+u4ak52UXkRJyypRmQHoAdK02TPVlF8FQW03HpNE1bAZE2eufCcM6RxglJknLYBTpzFkI3gx8",
-	"Uk6k9YdcP7KcPn/r3PhI80eHmGsRHFjh6sByoIPcqTrkgZzS/t7+i4D8mUzZRzeCsYW2BJ+UOiZ/JkOv",
-	"M/TIn0lKb+ECtdttnXhuMt209elQLnl4+P5kyC3RNHWss4p7uTPknu8lcci4ZE6IzvtUzNOYZVSn6cVZ",
-	"siJy5/D9ied7iiljsE6v0+10IS7NMZ9r7OI6p0Qek1or73QQu7bOrQBQHOBVWP/LhY6Y9i4dh4YTBOr6",
-	"NMR4g4ZvYnbrDTwlgDcJbmXXDdaNcaQ5bLnOwWVadsSBb2QOLIDVbkquRLWTNE6b3Ii6WAVEKdVHE8kD",
-	"lPKLRqpyZ3p4Z4xGDc342txd4y09KHpLddsVV6LGYphUPIkapNYnGr+DgWEvE6lPMoAWHSd0gqA2VY+m",
-	"WdTCLx2bTmM8k2odtecjrMNvGEPoON8CY6poPjIlx6sp0VQTWlV4W0ksukRvIQZsJLIpMfE+BpGj3gUF",
-	"x31FfBUGNhkPpeqwqb3yWVw7yKsD4Zc65MUbeDudbmcHSxNNgTqABY/O4y3V/ZYTIToXMqtHhsjtkGAU",
-	"zaZ57eWYK8m/GgyHkyPZNBWLybQxjk6R/9p4OPfLxggu9LEYK21QiTzxIb4osILEtupmC/RL1PkRIgp8",
-	"HIqCtxKGqw2Z7pqTS/3MlTcXPKLp8sCU1wBVFFXapviZAxKUyvBD/C6Ei6g2lZqi3Vim1vEBCSBg5Kr8",
-	"4ZDrL61cBMIgFpwASQ+lyAMtM6GFB5JwHRuQE/KiERDanaKHDQQMJWyj+FP2ruHPKEtrDWm3twPCw5Mn",
-	"r6H1jpJDJNS8vrpmSwuQw9ct/+16S0mgmvCtiwf+bAp1LFaGr4JvYcASDbPCuFIWxnPYdRzhwZCjURWI",
-	"KLoYJiuLj1pnQF54lAu3egR+LhfjcfwRPD92IAYtPiikVKt520uBfAyEQJC6MM1WvVKoVk9MXfhgyN3X",
-	"Mf+m3OCKdg4zkjClVIK8OdZAnD4J1LUJ8HbVg+E6UzhoAswFq16g/qV2a8jXLOTfzgv5mxuHTiOZe/mc",
-	"gv6FGeHhRMtuy3WftDtPngx5r0Ow3he68I0PxylQSzWwtjm7sGMHuQURtxcj86kt0gtBRnlrStouYABE",
-	"s5jHMoOg0w55qSgsJpEVVGSNLaykf2sZLZonnjzZ7XafPDEOL+wnByjUNdpgXbRic+kEipHWvq/N30Dp",
-	"Expeq3ninCrhhP1ObqWw2QrjlOktUcw6TtigvCnWj93f3ZqKRWoSHBRNmzN+gOTqNpY4fOONDj7hiGsc",
-	"K608BaJddsgbDO9RnCQs6pDDnP065wV6ijWrD6lEndeGA8O4KdQnAs9nSTjqDPlOh1wIMo6VBr/I1HHQ",
-	"NJeVplcXzE3q8dNgUPbqnM4ZZxHmlgQHoIMHOf5boKNmjVXVOiBBK+gM+W5h6rbqvVGVqfayjBi6daw1",
-	"1t6uEtYlxgQAMjSOs8LdxuoFB643L/Hfqq3x316H8RGC7WIkZbHJIvCvUtTUvw8UqZa4bxAmAW5cJY4o",
-	"9TQE0xOwQKO+cX0abBjoXqdgP0MAPLuUiFg2daF71foUwHtFmmP3xpKMWRZOc1VS69I4OXCnVaACSUvD",
-	"H1Xykg7KxBCH9Y10Bc4pXgS8gRDdXaiBrfdWvW5C/3OPlHtdQEiA0zCnUuZB7eaMQpKHpmvYC0Ivue+g",
-	"CVSS1rpWyLZGFclCNyxHL7UP3ViKQfa6zzul9TNR1A46nzYf6axLPQnL+3288Mj4zb5BP7prqleSZGKC",
-	"9xwvcGXbDorLjNE0EVOqXpTbby/P3qjLeXn2RvNBQsCu0sgLUdcw8rvaNqi9Q7WArra7M+T7HXK+5OE0",
-	"FVwsrPurZUSDFyiXtn3S73YHJPh0rhW8t8bl/Ar8UJ9MgZOTVz5J6e3dnZIv8od4KfXS2k1uidTm9bRz",
-	"uhHpxNFMiURpyuBgJYARk2KZF3lAAtVxJ6W3sGNRTCdcyCwOcavVulMkszKO8uqOKQ2zjpqLqRZkuE4l",
-	"HJ+LzAUSzGHvQD+keP3NcEjrmN/ENKLkv/+v/5sc8yxlkwWDP97EEQVp9DVNprStI7X0dIz6AvxjkaGJ",
-	"ztgwkGT+ZGQGu2ozqKd0w8BaXSxqOIIgcLuNt1SSRMiMtHKcM3XRYoADIuEi2xLjMXTjKFtKkNXGJAxw",
-	"gTMoxYxpfsnVE8T4jE1ITS5dIM3vd7u+DfsnwbnLlQPVRfDWON4lXZrKJGKRKc6CsekYfQ/akXOQkOMM",
-	"CtOWGV1KvBEo/PgGTA4z7YshQ3rTlMqWJVjxjrwSBiKOwVsHlbg08NXiZCqRkiZWDkioRjEb8qcd8gMk",
-	"1VZvFSh++aWyQori2GorxnE6M4eTKtkQVGoaXishi0OkRMggJMIed9RyXfXZpnOV/M3ZrUDvitSCLoY1",
-	"KS3sLcZZQLl8mijiaVXAPD4KQuogvL8SetAysiiQcwi3AFI4hjyxPHyi7buO9udlR7tZ8lLg961IQX1t",
-	"Db33JrHK0SCGnk+GYJhRnSnVq/KjKZde+2Ne5w8CUGqUkdI3Qz70ml5DCmSoC8zIJoM5usbQa3fIYSKF",
-	"4kkDe+jziigpoUNeLJBSCMXw83cBPNEYgCr0rGBgsk4BcLeZiMoh1wKhGz1TUMyhi1IgZeXAFd2keG7c",
-	"uEw8CG7opZKNRBpPYiUBmnpXSiE2gRoaWdono0TA+bKNQ0QjiGw4i5RRJTW1IWxInVEd+xV0rMujxjML",
-	"67GGb5i0Kr7hIa9zDrehu27fdEfd2D8wRVldcJ5QTv62EJgHaDGj0BtgvS0nxuj41mLq5m6xRqSY/JVt",
-	"h2h9z5be3QfM12Yyg7IIeVV5wJ8p2cgcBPpCpQO3vo806NBeVd/L5WC1GLlADh5K52B6TqEWx/LiDby9",
-	"vV7v+dOnT5/u7+/vA7ISUFJvgHqeVyvMAUbCjYhDtrX7rN/b6cyjsVd6FyA/LP6A+rKIP6AbkNtuC+Yq",
-	"ewPPucx1NloAdtvpYeFEvEZmNup/3W63B5MuqDBQ5oar1fgT9IoVKvJFx/oZqxY8V7BjbgWgoiq9/lo3",
-	"znblnLDMh/ez6hHZwJRKIqfxfM4itD/n3OpbU44yn9RlrSVYA8wKY22rm0Ve3hJRp4qz6/W7O/s73f5e",
-	"f3e/19/bfVaa4qrpPXv27JlamHx6bxlSHyypnAmyQ+azDmbdI6+7t85ifqlN+QX1cY05ulAHom66+i6s",
-	"3k0s5eC1sGQCef/qNdE3v/2YhfgOfPmSLNV+60vT8R6yCm/NzPPlKIBLqE2FB3IuuESC1O92NyVhKGrq",
-	"JM/i0XM0Ir/ARr+piNbu+Xul9yiXVr2Bp5bAVhf0TrWAqxn9oEGyt4KDI+X6TdL9ASR1qENoktm1hOv5",
-	"ulSiPhl3BfSZfLpaSm250mnbnVgOZKJnonFpoENtb0Q8jyUPG5cy7wBG07536W7pLI46372cvHt3cfnx",
-	"7cX1zru/hzvvfv25/256eXT48vjn419/6P3w98v+2atw9/Ty9dEP3bPXZ78efjw8fPHC872U3jrDRzap",
-	"6PFjW1bMc2Y871cYl6/uwO2UZlJdmbvCpptFk4g7bPYEzvED6QTADsHHJXxTfXAwn4SU1HgU+erUfdW4",
-	"+VZtmVLRGlRjopV2JWuimrxkjqrcPtACVkHXMUFEBW1IdYpnL2gDqdjd5BYXD+bFKqt6ntqBZvq87lLB",
-	"pr4+tbIlcas7gJ4Bx0WkOrLG80HdMOqcBcaB9ehJoV5YNe9TU0rWVpbdN5vQa5q+Jbnb5fJH8F2/tHmK",
-	"M2yD3FusYJQTESX0ijHyDJCDCxIwuZxPUhox5/dMYNKnU0Ax37FyMYrK3rzPRW2nF9c7jE45xHxRq/nX",
-	"89N3elV27l+V1yIdxVHEOH7xfEOWFPP3OqirREOV1l4yOmgzixMIVk+wD4tJm2ChKDdljTYjpriINi6w",
-	"6ECbQMBW1ckrGubc5LYEYpWPueS2QVyqpiH+SjlLKFFnOlMbq/R9of6EMNaUSsJk9v/9v2TMwimNaIcc",
-	"85uYkcUsVyyUpkNiruTF1HG81Ix67UteQOiqOU1ruLVW+rFwTQbWD6X4edERdZCn7BrzOpcZo1GHnKZl",
-	"7BVr36nap5o2WEfogspP4wwx2Z2v2wP3BKjLp8HSHTEEb0dvjdvxHgPwLoR4Q1OsJ77b79//XVFzPWNQ",
-	"3hM+fn7/xxdCvKV8aWBy1Hd7yGXu6VTnn2BZH/hq0+usk5beW4navR/G0gbGtfp7UWfjAsnCcOIzDMgo",
-	"Nqwflrm224U2ieB0IuYNeju9bn8/L0UO3DRnYVMsz1C2xnh5LKKh6Auu5QDAA3dRJaFJK0LoUBJXvEU0",
-	"TfYxex0n7DSttyy8E0ZXqV+yzUx4m2hpeob6OFSJgWM5LdRt8jF57CYWic6x0qL/9oJXorX8snkObFq+",
-	"4fDa+tZgZhNpOffZ9bMUjWuuYayNurjDbgzNcdeyjHumNh/qRf9iNh+qO7nwB0b9diNPvUEpkg4AE10j",
-	"sqPZnkgQps6s5ldReQsxMEUja669mqGf8mR5akt0PtZy69Wf1o2PoFqAShKlN9jrPle7UlscQy3RpA6P",
-	"9b1SSAA+ykB1FANUSwGwmBmXMw/EWyVnBqWoAQmlM+QBFscKiGQ0DafarQzeUiOVgtc5qOIYB4qlLFKd",
-	"NleCjFNqhWYxQ67jOWEWOWyaT2IeJosIXUZCutEJNqwLa6/XWFDfxDLT0Mgmbr1qSS3X7PuY6Xkab3d5",
-	"olD1V70LeQsGDX7g4TgKMqoLWLq3V4Nl21CwMtPmgbqaGf29Pbdmxp1fwc1EHewFnm0NBl0+DToE0bxl",
-	"caAFxwjYugnm+PYVKdypuvAQ0OdV9Uy0geMG8oCcQxLL+w9J6Yg0zKt6bIubuLKU2Xpl2epLvlWmLdKM",
-	"hCJZzHjTWMG2+nJZGKCF3cf6BaagslvTUFcqsBvYVFqgXJbgw5pn9hSHZaepYwPjyNflaBZp4puzaILi",
-	"VY8mMB7/XexcLdA9fg7o962I2Ctcg0MZrvPZe8yD1R/1ut21PgK55cNjbJHwppP0C2cKjb2/NMDA80WS",
-	"FAvH7BTrxDjYdqT7fNDtDrrdmnISA1shv74EizYPVIpZGDOzgWVfXVMpTGcdE5HduRVcHaBSPZV+F6uZ",
-	"9Hs11Us8N8V1Z7C7h5Op1CXJ3+uSXnfQ6w16/fySVOsauXVFGvoouobugaZWx8CmZ8Mumuxtb9Drdn0P",
-	"Uri9QW99/bOhPkSdKgoB4hO4YaVEh0dZdDa2eayjz+l55aVTX8NB+91UurVGa9BQjALgCszNSUaOlGzF",
-	"jQ8Vibg+ealBMNzt95UKWJuFcabj8iSBLNwNIXhXCX4asA4DRjDwMgCIESPINpYXg/chOrH0Oq+GKdbi",
-	"xJNDTJLEmJNEiPmIhtc+mafxjdKZhpyQJObXW4kIaeKTo2/fHV7oVMyMAr5uCvhJbhKDrh2lAQn4BIeJ",
-	"C4EjFXOMSD2wgXktW0cWyaWuMAdAalhZ1qQ3OkllHYurY0vTqQHb6nSb1sE7IME85pPABjg5XWJOeI3M",
-	"3TQl/576uCcQEZWlcZhpvUiHi9eW3m0Flg88CdomYFLnkZhGD+qTtlqB4hNPAt+ixNIw68SzuUgzRWvn",
-	"CctYFLQt4AhG0WVCYwYWUAwR/SkvO4gjmRlAklz2QgTjeoV6VVH2g3IUzjcSodFsAE+cZ9ru9vuqH+0U",
-	"wVCr2i1qDSti4vPnz3NwHvYxltnQ07usuXFxZ32L26Hk6Y5JydUel0J5O126w5QXgc2m8zmjqcwrjOgg",
-	"VgvLNUDvAYbM5WgecKg1RflcGbUw+N1+H29qYGNzZ7mhJROCJIJPwPaBNKb4go1hq1MFMcu1qAz+blE1",
-	"jTV/sOC0Fb3QorKe5FVfzdJ5XshO0Bb6D6tEpo3koUeIObpO2Vp+/95mi2ziKFYs9jqStYO3UidZo4j+",
-	"VXetJFOvEqlxdBUJGh9vLjDn67DpAcm1xZ9qpCejE+Z1eQbe83E/3GVPaW/0LNoZ73fDPdpnz0dPo91x",
-	"r/tsh+6HfbY3eh49He/SXrjDno32o/64S5+HT9neaKfnOaVy9Hl68Cl1yjrViOTnNTNprObExe3XltTX",
-	"kX2L1O0kd0/+04r6R6sQdhul/Xtt4k1YDCt0gCbjcEVibLQWW7AOI5qWbh/laEaOuZWMfYtQy5ziuUWJ",
-	"FAW+AeaxDLlc8mzKsjhEVB/wb+qSX3n6SnkS25/i6G47Y3I9c3StmffQrEOxMNxjjTXWNlMuLGyBtjQU",
-	"L2RNUJPUa+uOD1ZQ/6r977AQuaEWb7SEEI8sYzyiAPo8pdlIZD6g5I4TcWsiRxAJpLFX4Ct1PXJ2W0R1",
-	"iKVDiivtFfmRfq+u3XKbGiMCiiBlKeVyzNIUxXV3hvf2adpZq1NdsL+VMimSG+w8pDxkScKi9v3z09EA",
-	"lZ4sWmp1pQoWsOYF+hHz+sUtxxgrzDrUFSKbmtNMedWAbGSq0Vlkhv672gbhxyvT66pmEfD8FshebVO3",
-	"UFjwvgZ0EGVtC/DbiiZoGk612FT7vf292obJBEEVk4xjHstpsaUGJRSE/IcJEZYkIS1qDuM7rzEkfG1L",
-	"3j+sJa7GCvOF7HBNPBjYFzJcBEaqGurUrZQ1JdZtnqHMxByQ0wQPGWnNMeAN4nEMfniUivkcQWg1jxzy",
-	"xpoPHUAetlknBVZfNDFA/BGUr5Mu2dBqUR27Rdiniir9OEZ7j3KA04oeLNCf41crIjkLEnwKOxb9y57+",
-	"FW7xK1ObZCMhe/VV1jdxtVF9I9OP7v0EGcJ8UVfcF4H7rem0UP+5BcF6Bl+HRzqvkhoR4sAYvTB0r968",
-	"rkvage1Lv9dUmxTvPkB51wZmyAFYg4OSFbjdAQxVSDU1Rkcd031/3egBCQp2CY34YopHY3JvyXoSDLku",
-	"Ib1S9te1cB5K1oZ8DbqGoHQ1dO2BFr6SQWgTc8n2Tf9RJjVdmvxzp9Lca1L7bM7qR5jU1nBB/6E80A8z",
-	"qOkTcg/bNArDZ7SD3SvGFnr+Fwf9Chz00tR5+4wcVEM/PlQc3s7R3xstUq8syAbit9qs6mIdK85umcyw",
-	"whGC3DKeYe0x82WHaAhY0oPcmRkE1mbsYMgp4YJv9T9+tIlIDvIdJbsfP6IDUZuzdrvPFOfY7T+HihE5",
-	"kIZGrcmLJwG2QaTLQbAh5wCKhMPwCZZa2huYJ6Sv3ch5Az7ZMc907rlPdvWTPf1E+mTPvLQ35PphhwS4",
-	"EVehiNBP1s2ZYmoqs0/oDctn0AGgEqNMQKGupySiS4lfavowXiSKV0Zkp+v8iLFBaxjnNmHPQ76Z2lEN",
-	"5sx9kvdFdZ5ClG/hmMXSMYcWy9Ov4i61cZE36LSpjfvEaKB1YujATNAY9tnrdjcJ+8z30877oBz0qdle",
-	"Y7wntMGiB0V8nptvV8R8bhSkt/fHiNHTi+kN+vf5CnvgKzSJkmu8hAKT1x09G++Efba1F/Xo1u746Wjr",
-	"ebjPtvp0N3rGeuOd0R58tMC7cTWT3qD3bNf3INrAik73mp9RBnr69FnP9xTxuoLkH8c36NAYb9BXxzg/",
-	"EFqMcNajt57vtLAe2M9nmH63q4anF8DL4hkTi2ywinx7Gy1Rt7JEDVtZWLPiimFC2oq4wb08bLC/qYRm",
-	"eOk6IYNY8MUtY+Ky2H9JbF9BYgO87vI+fLnwwQdbOlbLeAjavmXc9Z8eZ1KpjXH8lnElAzBTV9AEMmmQ",
-	"eIRnwwSTODvQeVDsJhYLad6JbfmG3L6aS6f+kOfJA9rc6oOIpN1VNmFGda+kT/D0caH+aK9tsxjyL2OL",
-	"PYMtKIpFOkrhiyr6G8XOfCFF//eLnSkT/+6g+zV1/wbF36mpWQyj2R09Zb3oOd0Pd8bdZ/099mzUo7vR",
-	"07A73nm+32d79FnUG+2GT8ddtkP3o+ejfrg3fsbgpVE3/HphNO/UFYdfD37ngJl/TrbkVOEoENrfyYiQ",
-	"MfmF+AoAkUAQjA1Y0XEtqBS23LpzGjrfBjm7FPwbsLb7hltohpTGLBryJL6GGlbY5gGhDhjLwMXRhENu",
-	"gSD/tmALAD4MEEJF6Ws5OH7OuoYIuRK1O+QI6nig9i8XSWZSF13xYnP7+pCv4FX+Ck4FedHSOgnqGNcF",
-	"K2vznyca9/P4INXo9EnQEEo5llLvkdRQtd1sRH2vdh67+leM4D8CzTwvldn/jGGBG5HPjM7nWwDIuiX4",
-	"lklbbyzhAhQDcmxGi+TaL2ATO4if4VRIKDSKNRlEigU3SIu6VSAKhR1iKFwCdXEQ+xOLDGG5EDQFYbFW",
-	"EvO2b2HxTSE5XT9DBlgXjRMaQn5iGY8CSjXklbb8vCDN83bHbQVqhZtyp2A7BhEf63OgeA8NpkuoUY5Y",
-	"WkMe0JQh7IB0QK2YY0O1RT/QoRsAWZQByViSyALcP76Jv+siAkN+E8t4lDDDVPJF7xClrWvWkNu6sfYc",
-	"/A31YPBvA47vViwxS4WwuFrjt8sWQ+liEsXjMUtzxHHNYSSuZWfScTLtZ2IE+Ogxz6a4cG3IwlDisdZs",
-	"7OxjiRa+DnknMqfqli4pWylNVJergYcXjugpP7IIDA/2xOZbadNZwbDje/qYqNtaRk6Ev7v6f96Htcm8",
-	"O/ovhWlYCE3FlTdEpR4GEudZ+eHOzz/XCwPf6+SAwkd2KXI8PMUq+6Z8mKlM8mBtobhwTQxS3Q0t5Khb",
-	"gZ1/ZVb5BTlOXll/ZWA6kFRDYswGIJhkLXKP5khO3f46+b1cWG49tBLkPBg/uZXEWmSv5zqmCJ0GvhYF",
-	"emVpFFTTeAAXGvKcDblo4g5zeIplwd3WK1zJrxSP4CKLx5bADjlAgjh1dnGEBpGTJWM/94IZ9EQsNAwA",
-	"9CtoHrb3JpbZYwgeULdNL945S6B635elVg30CU0nh5ySc7H4O1WPYM3xIRAq82W/91x9tbe3t5d/+TJd",
-	"cEHexDNaoU+m8uGjCVO+N83kyZ7wYh0zxdb/yWiUUzIzXxL3Wn8duqTLnDZSJPhdFulNq4F47IBkCWF6",
-	"IPEBEcI8c1vWzBXE5lPBFbVA0aoialohFPT/lvsT+bNql5p/67pxHXJo5DSapIxGS6LR39wANzsNk5MM",
-	"NOxCm7Cd300Kj6F7AzKnsaJgupRHIWMHVvNvKYjIK+iXyWT6/RJr63GrNZk4pxCwwejM2/j6w9S+vET3",
-	"aR0/qhZf6+eKG2oluurU17BIF0zMRw4rzrM0H0NLVxLQUl//I+0gTTCXv79oaXIerVS2HsW+37xRrZG8",
-	"AR3Pcyvq6ThGkcuHyY3kXrFxD3AYnpykKYNi26OEPXkyIFQTz62Ym7p6qjlNUZXy3LJ8ABI4pEbJ4Ncs",
-	"IhG7iUNdnhDdU35epTGfxjeyVBqQusWIW8ZBGacG7BnKWpga5ZA3YezBWBEopVxSzSKMjSYXU5qJ+ysT",
-	"Vf8/SC6tJXJfPtuk2tk/m3ho0z4eKRBuTkrAEnSPogpQpPJx2qnjH3mAovrsQYqqK33CPNEGmAklKBIq",
-	"SyWOEaamjLOq7Z0YF2rqywYGjl7/ihX1lOQ65AUIegkhjOo7pGZBLK/ghaplNJYlcVTwVcIlbMr/YNXY",
-	"rLBhoGbhiqa92oo2JvRgITMxUzL/Fvnx5D3K4VkcxnPKM2kiHnafQeSe7c2YRG13rimwKF1u9faf6/95",
-	"9ZJlXYf7ZZVcG2MfKUTa89AsTep7/C9l3CjjE7sgX10VT8RELFYZB5UIVKK5Rqh6qEWwKNnVuov2q4Q2",
-	"ZaFIIyw0qUEwAiS6L0zlfqMpQ7XJ+/Rl8kZMJoBStShV1HNzDyxZLyjuzeTwDa7nZ1aV//jSWS5df8l0",
-	"YH3wUC7/pyMXYlKq/LjIvpJ0hlemmUqcZzTNJNw/daMKozTFF0HdcmNDqX3/hzO0qbUoef/uWyURUQKo",
-	"kZdnb7C47ZCrM3xDE8Yz+1noluCZCShFnU3ZkmC59UaLYb9KXAC3WlGvIS+TrwEpkC/NtbJb4VKyDgmE",
-	"1AbIUSpuJUvRCFmoXI1rsJAsHXLqALbrNgsaqA+OC33tSICVUEwXR9NUzDQW6HlIUY+0qyhSKByKXTpr",
-	"1Tb+XhzHiI1FygrF6Q9sORKa+YTKayyuPeQ6zrZDDuW1KXOmDaFlLmCopzGGbkpBf8Cz9ggKqjcAmlTr",
-	"lJvmhPQGnl7KjYkqDuyr2Brhsnn910+/33r+w3+8hUQos0lV2+DuGuZHc4OhjwGUdN+e88nBiEq2v+vH",
-	"P748Pbvtfv/tRBweHh6+O7+cHl9O1D+P1f97eXT4s/rv+HV4/lf1j1eXyfEPP57t9mfvrv/89vkPr24P",
-	"X00n3x7+9OvZc3oLn/z17HLvOL3+62QyefGiaLo0J3WiA8kfbbk0W9MYwOVSDNvrPxsDMXH7Vcr7ldiI",
-	"jGeLRKmjGElqfYAbR5Oem4by0a6MLD2MImnDhDQxpohpTEZCXFd1kW9kHpyj8XPLcGkVF3u7M+THNJwa",
-	"dxDwB4SDhiIOOoYXho54vOiDXvBEDSQQ3FQ2eWGKtEtRJ8GWI8rIOOYRVlGHpEoUjo9O3707Pro4Pbt6",
-	"dXby4/HZC7v8gU641TaKXru20rF5+5yx6Ch31z4CXNVs92fxOLvRL/bLd8IJsMjX0yZ6rS+MOicMRv1V",
-	"ooYeuCoFRb6X+3ZpFH2G0J91POwXrksZuv0HIa5rjO+dyE7UTikp0viDPhtNtudsoJYtX0NDpKrRQlYL",
-	"N18imWYfM8aRSm/i6clbsZ89jJibUL6vQspbUGlrntCQSV+X3FOyetvUpCaNgZw5YXcss1Yk0D6ZIdex",
-	"qlsYDBAQqD0FxlcN3N4BGyqWDTW1XWf0GrxdOAQ3wFPJ6CDqQwFhNC3EnLTokOPLUGUwE2C9MKjl3W67",
-	"auJF2m7MgvU9Y/2siv13yE0vrd1uV6lZtyxJ2l+MaXyrq4M/PET0HtvrxgbWTYm/LX72pSX++2Zqj1pN",
-	"RGluBn6q+WHvIcZnh4VgAd3HcY/yGq7iHHBq/8UwHsIwmoiNZOwfgGnEfCQWPPryXOMt0Ec3ODQYp2IW",
-	"kJa6J5EOIGuT2zTOapiGT0RqbM6w3uCp8/XrsTZ64DHGeg86K9QAv0gg7PD/b/9/9t41uY0kyRO/Svzx",
-	"RYAmCQEg+BBoZf+lJKpK3RLJpqh6dKGMGUAGiGwmIjEZCVJolczm0x5gbS8wNmZ7kb7JnGQt3D0iI18g",
-	"AJLVj60ym2kRQEbG08MfP/95vIiCDOJvrIBBrnfGq5XjzuWJMPAbuIrQLePU/KjiAfbRgVZRfrrp02dX",
-	"Kl4kYwGVAXst4rOrTfKFC3O+GEXA1tpmx1hpUd+i4a2QLJRRKCGsib6FAv9MCeo2lJmHqFhwm2p5PMkN",
-	"9Y723gPuJ72I6+nrqficNgaN70IP6mMsMUVE24SQ78KX/39jc8lKI/hNPFJTDtHpitFqGaJlJDKF7B53",
-	"qv/Td5KJZdtgptmA6XIu4Plu7h4yNW0tQcnDbyM7Z3X30RvzLiMF6CT/fj1tfD1ZaabVTgVF9nE9S/L1",
-	"n+CqcovjVjKnaQNZQRIYwTPwjOekryqKQIUxiyzNr+we8hiFCmw1aKUVeXDvI+dFUwRQDFwfZRF4LBG3",
-	"8Q2VDWWTiGvp+jRavq07/GgekFWCJghTt/ZhXu6cvFpL4tDc2L/1AqzC9JLg/ileJCSzp1wxNQ3nc/Bx",
-	"FFwvs2xCHiiozNTWSyrzC9hEv4unTcXTnT5fFcfxkWWRBWSsL4m8R1KG75Focx4mT695vybSfpULR6qU",
-	"J7U+dYxVgdwLJ07AcsoDpsZcSipbT4RwJogxlBURzUFxiUdiHM+EstgR8Ko4OqqMbSeBpIjNCUXuUUv6",
-	"RfiCwDMKa16pLUU+n0T2nuvl+y2yG4glaK3shpxf5nGSG/RqPGVuwzlHKFJhHdFYAxPl7nfhuqlwzQ6t",
-	"PrDKxSf8E+h6YOrOf4vA5IWYx0ma040rFMSmVu98R+HxURj5J/TRuze+5ekF6gtwIbf0Jra2kzeUWiwh",
-	"22cYmS1vHBWoPRo/BWc0B2VHBWviTBpS/Vl8C0m2dzzRWqYRpJjCUBHttIw12rR3leMnkZIXOIwHUcav",
-	"o2ia3dXQc7yFLU/9fEpbPpOu9LLHsKvvxeyZd5F18rso3UaUWtPvmSJ4GONjfX4iEVwjZRbQFNMy/ONL",
-	"2IWMQnnz9PL1RAZU4oego1acwe30TDEVAvBQZR7KhRIJFZupygyr0yiHMg9HdnTKsAwnfhJh9wln9fEE",
-	"xRvca7haTyomPtErfpcP26tatXv2H1EgEI9WLaQY6yc8We5oX58kU91HpIbKVn9wxHwp7jAXy/0KSW3Y",
-	"D/pEQ3U+bSNmLE0eG8XEShtHlocAYim2OZMshlqd/3knWUTCELSrthR3kHeMjIB/FEu/dcS4050CwYCh",
-	"+HMTU12ULeZ6qRh1roo+I3g3S5d16RaMuS4C2l6QwcZTQ50w0M9p0RYviKW61WZvsZYSlMXXY+SJYJGY",
-	"pGwhqaDhCuTvJ0Ot9tQ0A6z58W//FbNzvojilv4Bzq/7KDExbWZk4gD+bmwEHWD17e6tstfJl3ofG0Fx",
-	"hra23h9a7GYTaoK/T3mbvzus90IAsiifGpJQ2VKILxJn2ANBvjlZpTtfEleNQeOPYunKX/Kp4fkyBXSx",
-	"PMV690R9vOWcX4cSTEsokWwRvEB2+kyxhXRp7YqsCao2O6TbarPjKGJQd2MoM+UThFkMr+dRm/mTMEpF",
-	"ou8Inoynws3nSFwZ27wRy9aRcTj67EaIuc2xFcFQNrFKCBS3CUJlv2FNqg3Scjt+xPzs9FM+SHY8Mevk",
-	"Dx/PThlPEr7UaunP4G2FIf4CfgK8WZvAsa7CW3GE+TbCsgum4UxP5a0eNUAb7qZxJFjAly3IOXlH3O0w",
-	"R8ydIiRI1Jqv/4VO/AC5Bz1jnnz1V1SSwTW/p3LMpfic0rQbEgVn75slMCx0bhUZpSVcTWUVXM+6kjG9",
-	"vb01S8a8hXZqa8b09vY2qRmT7QZnD3jFqjG5bRPL+vIxJPg3rx3zHi2X+sIxhYywOEnZOI4WM1nXFQin",
-	"vVrm+hJgXZnGQF9fXkPIxUzLK/gDHsMLzcvG4dyEuWvqlzVX6wx7YQdGOV5h4MFG8tiNWHqkInkse5vH",
-	"nJetUQQH3vMhDkzpnGM13rzeTrezQcGd+3+HtDLBcXqhr4p1nkANJ3viCYv6bK3iPDwksTvYOxz0uzAh",
-	"ld3odlh3f9DvYHlB3Y2XnkuFh1FroMKr0bQW83mcpHWdcNtfVZ0G61htWp6GxOw6ZWkcmfP/ZHZ+lebw",
-	"tHn5qL/smNqvW6s/poFBid0XuYpc9chZZPZJCTSuOZSyLtUZASg8+/aEYrbzJL4NA5HspGI2j7Re8WIS",
-	"J6b7njGDFfOVkIFIiOLEYTHxsLadb1q6MvB87ET5C9uJLHJc0YvFPIp5sKNfsgOVB7W9X2wKsIxyEUXQ",
-	"np0fUHm0HqXvbzNNayk+/V6P+V/odvEYFL9SKxQenN7XZrHXqZhne2kq5kGubxPItPc9poRgPjV4uZyL",
-	"d4HfqruBzaoa+N0GAiRrvu5ipR9h98JMc+ASC7EYnmvs+BPfhU95TzmTqLWaydhmnXmlGa6pyNOB0ruH",
-	"uVh7t5e72fR/eWj/mTm/O+xjGidA8FjY35ANTTLOOT6NQaPb6b3cPewf7O3Dv+idfa8Bvp4r1J3NT18e",
-	"Huzv9Xd78C+93hWXVn4IcHPmJ2bFpNSV7dvgtq9kvSnNBlJo33/vP/6Vmzvo6928WLXDHPd/xFo7f9Li",
-	"pKpqxJNe3u5M3n+BF6Yx7wrHj6pu7ty1d389t+z6xnTgh1/fOXLBZkZpbUvCv1oyspay4vbuU0NpCtsD",
-	"F266SCRw4Wob32c8CBRLRGReAJUezN+MnDXzRIAXF9qHO5urGxHoy7LVZie34CBBs5nA/7BkSlAJh+PT",
-	"N0dI5BFPmFuMBoAGiklxKxKG6dVwvT5//pGwBe3nz9nJZz5OoyWYZMkiEgaj4KHRHyqDop/ono5FIORY",
-	"DHQ73awaL2gRMngRJ85Hyqf+NmUsd6CsUGuQTeNCEr0RACTghxbzECrq8NFQMsZ8NY3vrngUXZlfkEsG",
-	"C9iJK+SqQbdMCsHAaxkn8Hiv7VDFlRtCaNqACSgWhJ/SPX/QOhrK3dzj+fdVPjtapOzjnM9Ycx/5LV8h",
-	"lq4JzfXd5ppYqAi2V2vAzuZ6rrotj50TtrmJiSLsXQaQY83dFs7hf//H/2YXQsXRrW693/LYay7HIor0",
-	"n3stD2aupicwUeIzDAY3hXF1TGAJS9Ptlebaw00eL9IrBTRI7icLJRLfg6DMrUiuULAEcBukQgZcGp+a",
-	"HsnVAjAzlr0PMk25jW8EFE2ZHUFGJiCN9btmi1R3QyucoR6XaXEu4A86MUQIcMujhaASH+T60QOlIDKe",
-	"ikvxOdUnwvocZzwdT6EoolzeTUUijB8sFZ9Tr5w6ZHxiUHskyaUa0VdDKWY8jDzcn0CWwRXS6/DxWAth",
-	"3WEIcekTPdJfCnmtpS9r+n+JeewTDYH/h/hv/xXreTg+PbYfHkvut8xw+DUccF+LYjyOoWIc3ZZY1wsF",
-	"CFbsTqeJECzl1+wmhBrdIKy4RA8nnFN+zcJADcBigWHpV/isqV/gkDvob1p6msPxjaj5jZ003Jn+OJmZ",
-	"WwYeGMrcE68vPjCjYonKdlCaw6vb7BjGkJHkjFDAJno4WN4MBjWUFiaFS96mybI2hM8UXyo2JQwVcVSE",
-	"gX7ZbBRKFITPmf/j8ekbH45kaVdMuWLPn4OMeP7cNJHyaw/iglGE832EzZxdrGzFjcA+f55RGpk2FTYq",
-	"l9Aotgk9axoxA60/fw6LaxYbpe/z52g9wK4v0TGFqcq/xyTPQe+1rKEZsZcSa0ItHYfOydk18AOX6cnu",
-	"Fdy+x1JbMy5HHIfuws95it3O3+fmuOpfT0N5TcfAKvB3wEgEJ0KbD/jn1SyUV1Rc3ggQ50v+OfsSUpoI",
-	"KDTjIdQIpC9ZPEEknrX2e/2dabxI6KUe8ydRHCfNplZ4GSVkWjTiv7Fen03ZDpPxXYu9wKr4Ld9jnEjY",
-	"wNGud9BQonijdpFTH8jAFOscYRdRF7FhB2Thot9TISa4dzO/hKMDaXmMhCgiBFUCe5oIlSYhUCbQftMi",
-	"wy/YGN/s+kTKbCj5i7/ws+dDpYWh1gnMQmk1A5cHvcXZrgVfCUmK2Lh4na/fnHx83TpiqdZ4RongN3qE",
-	"4F9x2J+HMggT9MAcYRwvO10mJJNxS/tgmpjUOZ764MFoMYVIUmUgCEKlT+OzgKNS77PYyIrvbebQ/o2D",
-	"DPmJXhFt8BqoKVwZug6raj52ICLfpbqIhMfc/ngs607NLNoN6MG9vxNKJaQKocpb0z/++Frf53oz6//l",
-	"aoxKim7Ib7XZG2e3r1yJDwgAr1oL/ayzGsfwF33I1biBxnJ5OgG9JBeznVue6Fep0tPv4zuRHEMT8M83",
-	"0M6qZdDdtAtx/PG1Hiw0Bn6NNZ1GPxvGI8cVcQYyEhno9FCyiQhTMVP3uxHcs3dB5preUTQnoDzAbgz/",
-	"fSHeYZsAuCh7G7Igsd5nmS2YxowU6oGlodarri9X/b+ZTo26dOahdUfnow1Rc+1U6lv327QILUBTtm6f",
-	"aYHZqF7bH/QFYP2QLD8BNFKPlAgcpQdoUI9Vrl/5KLmB6ViuVsP1lZH9xlXFGWjiR3gQHQ3cPZTtf7gg",
-	"9sZEYJfoh9n1DvWZtloW1jFf27OmH8HONur2OFkUmZ0AReqMinnEKJmW2buOOY3g1V7Qvetm39gzNfsP",
-	"1Ev9/sIedE0eZ3I8R/fEehR5U4QQHqBXp2wWq5TtdYxzvQpZ8F1859pcxlAwNsI31bo9+hAyDfuIjIFv",
-	"WJhiPVBHIT8qafXfsAqNfnt9vqTMr1wLu2Q1l87x6RvnzvkR//zx7KLhwVfr3t2wGtn2Mcur2/PYj2cX",
-	"+lDr9spLckYYD1fRpbgOSqC64eG3xajNLJThTA+ma3tO+6Gu6x+hneoATT04xXD4xuXuZxVKsYtHFqtS",
-	"NGlXCPDMd7MFVOUH6gE2sDZk5ax6LLQY5H6Lb0WShAGhvcxlBf4qBXdY3XJZBWz9kEHWE/SK1sfa8Pt7",
-	"o2wHm+kvXa/n7W6lpFR2PKei3KuPWIdrpo48wuzXSWY7gapWPzBytTSflQeEuqwK3lvjFXU8oh56Qh0v",
-	"aBrHLc+ygmZ+7Bc5BzZUO9aytHbQRVfpFkfp4zS+A0+QXY51TxPNA49UnE0G+QwKwQ3rKtZzYOdljSmo",
-	"dgjfPzN5f/EW0/KONiSN5wESxgj7sRst/5cI5m81dI+NlqgGN61vHH6Zc9fcOwl8FCGp0DazcKqbWj0P",
-	"UDwb5qJgrYvZSASBCAAC4DGKeXvMQQV4bD6N0/hKxdouupIivYuTG4/R3/pdQl5TPkn25wZzKkpRT+ci",
-	"06ZHk0pXekCCAUE4rFWmh3Tf/kLXSKV5sd9fU18y20l3ps7E2O+vhsmu2lH54deOqARueqAu9Tr/3rWV",
-	"qg/4pkrvLVvpvHUg3NWO0BpnarPCQVp7qKp90sVNQHPV73e8bOo6607d2WRsXAOzUNrx18mZjh6bflfV",
-	"bGJfHjKbrGn92647G7yrndZvNdeZi//p5pp/ftBcVxxCrlR4LQ1/WqjNQwqssuZCiaR26PrLh5/BT0o8",
-	"pjUD8R1nRPp42wFtbdrooT7AsIEM5Q0VsRVjDCW7m4bjKZMxixdpPgLUtKPF62wUpx4kVcYJ0xfXJIrv",
-	"WuAGGAlhqjSJgC3F5tNTG5LfYq5O4VqzbTm78BG0tTgJr0PJmqCfncEfK1UzquVn5AA+vomSZt5Rf/Pk",
-	"8EGmg/dpav3fJktgI6e5BeR1G56Dzst7y1fN1RueCnrxSiOzLi8qTuAfO2k4Q6wRXQqecddCdpQJcHOV",
-	"Omdl/TSquvycUsipMhnHfStPq21Wd3h2dPfmGyH3am7bl7KNYil20ngnlrXKouXd28K2UtSHdc/p2xyc",
-	"BrA3wHpY1zf4xRYd+wAtb9crxAGt7Bb+ZIt+nWPb23WMgva6Y6zJpSMmp1yV/cH65/W6C7S1xQgwqvKI",
-	"NxqCh5DvyAmcuzFRnw0Xnc6uAH1uw3vKgYZtM1rdX9O56iH/Q8HVy1YSYNNNcFO/eMbDqDFocMnbKl78",
-	"lf8P6kp7HM8IuX142K1kRga8eYnt82sNTH63c9l5Oej2Bp3OTmc3w4Xv7e32Ktg+q4lEizLWBYFfdruD",
-	"TnfQ79vmUVwU8rfcEdC2N7/ILncAjlcOzzOnnbLTLFId2yILANe0qu7Xbrmb+knTnLV8rP0w6PZ3of6B",
-	"dUPrpc1hFga9WmR88W2r8PG9DB7f3QAe78a110xMy877vzw2vgrX7ow/n5HmfF6Zk5Z9vzWsHUickL0p",
-	"HU/L6Pbnz08Mn4wTzkpuwzFU6NfXipt9D3eNjLMcfG1ogdEFRAbaEC/AojxtXwwl8OJV098bo81A56o5",
-	"8gmcLW4B4CoFZk8Tzm/JcpsFza4Ssm9JsJtVAP6KIQdiEkqhhlLGLFshzEPLK18qZhLrNS5jGTDOEM6V",
-	"xjdC5mtQ1rGvDKWlXznKh1shRSDXCKFGyRj3aR0qVAEw73laNSvIi5pwqSZa9Q1dFkG8mIaSGbNaYIDX",
-	"VBRYY0GpQDoM6AruxM8p+zJPxG0YL9QVdd1z3hGYD7/6rOkXf4kAOq0RcSSyocf0OrXa7GMG9LaUs6bv",
-	"8A6oNozdsRDPwpgM8DOPQx8wo8lkxE2mZdbUB+IWugArYgO+Pst+XVwRE3QtLMhRERFffHOY0kuypAmg",
-	"PgKEInzWZh/iWyj9qZdSa2w2GcBzswAonBUnWTQrlwugZyxO8gkBeMQrRrTWxjCHGOs9sxU7w47OAcR9",
-	"9Y/0fOqRjUR6J4Rk1fEoqxzqd1CncO3b7LgqssUSoS9lcBpCAoVbAwOsdSgfoqgRmH/KF7A5BPnEASVS",
-	"lk61NNT6ujpi/ownN1f6EjcLCqtWUHTTmHXgXJ+gmNNiwRbwsIkD+rhyp4TrLCuZAvMJgojK6+obSFB2",
-	"DjHcDeU4nmFprCOKJsz5Mop5oAhOMxIVC0zlZgWZxiRKtSVipSo3x01hpjBtlmxfjOJ06mVeOsNFdalP",
-	"E0JcKX2D1JsywBajtENpE6CamwHf8nqbzXOA2xsyHfqdfoax/erntkLWFWt+4AzHCRuJKJbXCj2PbgbV",
-	"ss36vd5QVgB3qTjvjEeTOJmJgI3iALI+QNib5JDZKJSZ/69IRQYIb3sJDGUe7l51ETb9S6BZjJCDZEFu",
-	"2IpnsgBNm5DTfChd8ZZ/WaVAK75OWRRL5XOhgu1J76xCNqPLKq+H3peO/S6ogjGWkvVaOQoaslT083MO",
-	"SEXjMjGlaDK6sId5wt9VOsGByYnekv+xowWQBboFCxuYq3gU9b8yrfUY9TnYyI6XwbAWIx8Gs5gfiPxC",
-	"CxbnNOiX7BeKGAz2DrSqCoIh/1YS5aVFyr0ha7OPlG08yLdyHuJVpKWtluZk+NsWrBS29pxj3YEhs40Z",
-	"RHR4T1zW53dnwD+OM4Ae+k28Aft6V+JpG3wxyf8ZO02cpACCyB84sjLx97te4yaUQRbfyGTZ9+/OQYRs",
-	"5GDYG3SzdYQIWWE3ReGsajPtHeRW4n0442Ax56IjmXi2LIFbUxIWQPj31MStUnawD56je1j8/W/ty+j0",
-	"tyUHzs0qOE3jhUT2xfUmcgUd8OWDVCPHSbPBrQUpX3nBfxqThUyFYazER10L6DXgevy5cVxAMWfR7GLQ",
-	"1wHulqGuDkzUBgRMwIJ89XHC7IWTu7R/yW36mg55zO2PyXPIfWFSHxxzCfviYXTFY/f1RC/oJE5EeC0/",
-	"0UEuagJCYD5obuWqp9he8z83ttAxC9OyTQsbXOGZx8+47kp72+TjhXK+SAerNPXMC4Muj3wOe84lkP+B",
-	"tVS0rmWm+34dHuyGTG8uWRw+ronPpnFEvOo2ujIX1O32ozg5cZN41ovksSReaJEJSh5sSNyNZhMW8yZh",
-	"TzYtrXVrtY90Dfprx226METFFaSoOH2vYzmJQq0QOQD7MZcEdKMchgCXrSQF9No4LRhIy33Pg4D5uoY7",
-	"VwRhmun+X+prk0CBbcsrgGzRbqWBNqWy4m9CWs+s1mjAmrrHEAElpYaFphbdUDpV8bSRT+TWU34LFkuu",
-	"4AlYVZMQT8ky12ILCt6OBMMCcW1G5Hrgyx3KAg8sIzxm4SPQ7w16Ez81zu4jNgn1qPh4LOYpl2PBAjGH",
-	"koYxVQu3g2smYuzMDwYnyRehu4esKvGcX4Mjggoh2vIOrKmm8R0UH8LBtEzyy1BS1Va60KA6KmoyWMeF",
-	"PB1TrpiPz1Jpq6EcylN95G95iMBVE/ot8MIh5DbnpAaKARVnKThmoM8U0/3MvEjH5++G0rjx9UCteQ3E",
-	"Kno9S+9Lcw6avc5LNmycBCFkjavcLBqpZYYwlDVjGDY8JwHFLsuYRxEOwrhnyV0Ls4NstdY5M8jI5fWu",
-	"9xmIAXnNmsOCmazfNsSkv9ynLct1m+lFnt3uNtpB2xtSfM2cWD3HWMSCJqRZuWR8FhMFSQuc7omYLBSP",
-	"hpLOiNneVS4PPdUfbMWQrTnXgf2y09dW4MpiiayZJnx8o8fy6qLb2+3v7R8cvmxtoC86HX5KjvUqG/fA",
-	"K4G4MkvTFKbEm6NcLuh1f7f7urd/3H3Z3X+7d2wpQ3HSyjVwt53IFeYV0bS38ed/3mzORbBCUzc1ekn4",
-	"/hORhG5gGpAEuIRlcXXZDyQaQPPJuYQyhbMgHkDRkbEt3RUUTY6ULQUEeKuvu+q3fKiVLZg5alUH2qy6",
-	"E0aaGHdnrh9npdvBSHaev9Bb1R1aT5DX3UWbqNw09Fp926yRVsJI9Sb9uiSkAdRK10dOPGeitbgc7YLi",
-	"egJTRIV99dKXizLZqrnl8LyZKJd3/x7GWIxd16tx98TiDeGsGsdzYQLhTX+czNqG1qj9XBsbJP/a4Uzf",
-	"S+0x1fUM/Bab8vlcyKEMJbG8zXmSWrj9POKptm/wCnt98cHLBcGwPZGAlhQrtEZwiVkC5fGw0jGwXEE9",
-	"FaznBCNgE6ouOIMyJLawtInC34nRNI5vmFqM7JwoFoU3ApDc2FsYNGti+MhjiUiTEOrlIXdzy9CoCam3",
-	"bJBrzLIExTcCmZ7QlAKNln44yjQ9fBWV0lcsTL2htDk4gGYo3z7KbzNTZAHL/uEqXZH25Tv4ASRMC3jK",
-	"rVYOP36mkIePQnI2eKdvFdPJRJmOsTA9oqJVtPlEgFFKlVINGNOqaRAPowkmHqulHOc0yab/gusP+Txs",
-	"L/ksosiPrUBnMpSIYw1grJj9BcrzUAp5KyK9RZs4fL0l6eklVkS0U4d/xWMI1kNRBA+pSmjN/BZQb4Gm",
-	"T6eZttPRUOaeMymmyqyfC/0ljQmmnERo8RTZgPVzH4nt5kkcLMbmvdlJ1GsvogmGe+ehvPYR1kjdS4XS",
-	"c07wmAHSsGX0PdCFXqfHZkIfBzRURDCgLFmYpFBg4PffF2KRRX1hst3QLxQMAvsCfzDi45vrBBx7FSrk",
-	"Oe5AiCtvTAT0LhCzeZwKOV7+USy3DznlAhpGKlkVaG+ns7vT7YOHueNGCrAI5hWJIYVxDBRGqLp1un84",
-	"f3Xw5/0/vfxh94/dD/3Tw4ve5d73Bz9CnAGlVu757stDr6FuQElzPu93wK8Hvx4tr5ygFSHlcn3Y63z1",
-	"GrCBMsd6Seaur7+5K7SR0tzbsEjmfT12fXDQG7tNIV5tjvL2bnl3pMfUdJ1rGcXwHc/OCmx8LYCd44JH",
-	"5Td3yK9Bgps/Ou/kOYFvtnN8j3jwhs5PpsfoT6zly7OCPiVNN/PTEsbYaMvg6BBJumTP7LF6VuGNhYvJ",
-	"2r3ICeIoCKWtRHfNAB4csJVvg7AwyuaPWjQXPNFG3XTldvXYaH//THu3kPab05YoVglsYc7HWSWs3Mcq",
-	"1cYfofOKX95BpDr3UaSVvMJnPBlPw1t8vO785ed97VF4rGoQhU9zYyh8dweUYsURFD4yA/BYvcR7Sh88",
-	"qRR2L8UJeckrtGOtS4B+VfyxJB4fD6nR4Dd2RxsAodGbrIaUV6COkCM4c7RzBasjZJos0cfOwwi2O0+n",
-	"kBiPL2pqIUqHGj9r22PgtxztCl7zTFmTrM2OIwWgDN+RKjt/LJUbRFRREE4mIkElFm4TrY9RZ4F9rdxM",
-	"63EiAucGcle1KDWefgS81br4Q9PTtMbtn1e010FKr66HUUsHfml+XcpRNuZ3ZSmOJoAxbTGOYvGQFpbz",
-	"4ENpevNMmeIeDnjNfImBJKc0BxW7NBhASGlXdrNXuHOHMvPn9jodikqZX1JhXIR8GbrbKCQV+nuehNq+",
-	"UiyUUJTX7hCwowm2GKsQC7Cxpv/lS/frV63bf/nSg39MQgBqjpbMv6XWrtCIgOJqQ6l3aABPAkjwSv9d",
-	"fBJ+c1V6Hr3s2o7FKNok/GzK26GGjnMI5KEkO9vsmH13cvzm5MIZC0wJNfPuw/G3Jx77/t2bkzOgGDx7",
-	"/enDyeklSwF7CWVLKMl0KrheKvjoapFEhDFEhOGA9Tud6h3i+K4r2AnyXmtHkhFa7Ij1O7u4sBAvjPj4",
-	"hmzQ0u7BbALXGD0C2KO7e1ZF8fXeyccbawhIz+nN9sy8jZMtEHv5ybj3JLkYvm5vA0KJx4T0rUcwUQPx",
-	"W73+j5B0Zs65GandGZh4xlNxHYMo/3T57v27y58aXmPK1dVokaaxVOYpgBZ1vUbE5fUCez5Pr15duPQ9",
-	"t3E4FgA7WLq194/Pzy/Ovj9546pw2T0DvcCTp/VbOmsNO/d4VCHfkPzvZ9Hf/pOBlPEYZxOeLhKtqbK5",
-	"CMIgZiB2mFDp3/5Ta58y5e2stVdnb35y23of/4Wzk896SuLsV2/Pzi7pnXYafrbPfC8Self2xKeL9w2v",
-	"sUiixqAxTdO5Grx4oabxvO0Ao15AzEC9gK7DwppOfbq8PDv9SAlc683v168bkDHSiutjWml7Fa85e/zw",
-	"Mqi+L1DzyK6ZDMZgftkiI62zPZZp9dl4BEjTSvFckrz/TDCw/NRZZ/rjAcHWuD0qMWCPk2oHYeq5vu9E",
-	"YO95ZN0sa0GO8mk3e4Wfv+b2rNUwO51VGmap1tmqsuqYksG1yiP0xI0E6vdcZUoMahukgHBgWcdcaw6/",
-	"iROurRGtFY/Zp4v3upk5VwprxpVUlYJOWV3QLSzqFW4ZuPxcD6UVG6tU37zPfA19BdP+jENIi0w1YH44",
-	"49fixV/m4hpKjcBfc+n8cSdGc581QZmjmVNexsjKPrxqeczXL49fzOZ9qAuCf+1ez/WTqP+Vnuzu06Pu",
-	"UZwHE581raJYfqjT0U+R0xzp2hTokzJLwoOlp7MOjn6HjVV/T8tPWqqJcFgNNzWFnCnlqjmeivGN60yX",
-	"gc3lJPCL3iVNJZJb/BmsG+yQF18gdPL1xRfdK1DIPSb1tuSJSCjLUQoRiKA1lKHKNuAgG0sIfjth/Hgp",
-	"vdCUwu93OyycUMe1AIENH0qM02HsIZTsoMem8SJRQ9n0M6Q1lgoyjJM8iEIpWkcslmNRbMf2h6Kw5ueO",
-	"qq4fMWyQBdyJh3Gp0gxioADPojY84qQCqQPcjHudl0OpvwdUWiZHKDWIxdKGPE3jqpV50KoPJhSjCSPh",
-	"e2whlYFW4d7ycLgxMcixKJyFqeHwBTI5awJYLA61vZY0z7J2WL+7m1lbxvcAeMlQYQdw61cn92ih91HI",
-	"4ANIxyeNVMwWURrOeZJqw3+2YyITzt2p56wxaDRHodRy9PzNW3MYWxVV6ygxZd27tDDWpwTKZEOrykrY",
-	"s6iTPze8hjncmXq50z/sdXfb82BS0meveSru+DKn0qKwuPn33dvO8ru98aH6Ydabfdvhfx71f7x9+Yfu",
-	"4uByf/4+6U3+JA6D0/FP6kX5PV83nEVB+6VCL4GKiwS906LGhErZQqZhxHLyg2hM88Lin0fBOy+e3MfX",
-	"8LYSDnm4/4PDJt01pvQcnbWXcfyeJ8BstR4ZRP7FF0Jvhd8SvzTiweWyGP34lElzRlypFTiet1rA20DB",
-	"hBhgrU7kMasRmX9qfchjVt8x/9TKDiDM89oMpurgDfQ2jERFAka0qmtFZFVq1iaPZqq9oaqbfjcDuFId",
-	"N6lW6p4CokS4pEVhZTAlYPVFW7BcUIA52rqr0tcbKfd6xCvUaLQ+1oEqJeI2vsnD5eug50hLYHFjo2WG",
-	"Lg8DIkje63RYGKh8qnc5YjJP4rFQwNNMqdJD6X9Bxm+PfcjUL4I82KKSPmBvtO72K8NYw6/6og7AA81+",
-	"ZQmkfrFfh/LXnZ0d+3/65/5MuDUQfgW00a/Ejsjm06UKxzyKllZtNXgMwqFkElFvP/1Tc9lkWHGVhlHE",
-	"lBC5TAyG7+dR5LNfcwi3pUgZrkBw5PrzseJlGRH/q/m1QfzZb5qFjugucDOUHeed4ViryuaDGU90a6bV",
-	"/JCr+20iUOaZ7JvqidOtDKWPtBZogn7jEJG7RBuEp0e9Gk/XxJ3INoOIMXUpVLlTOYmToUTGZmYpmpGu",
-	"Yhqn8Q5+tUPkzvnK60GoEEcGIbtcyoH+ehSnWZPW1AUKmVjhvgYsD253H/excZXZOF8iuIplm51VQu+9",
-	"bFRAaJHhMTfLAcjh/43Vg2uVSwAgzBgcSWOUVfV82LjQD2+PGx02vKFcmQDgHpVQAT0Os+w4tekAqspV",
-	"BzSLHvNBNvgEJoT7AY6/Npz0LHtU3tEKsAkPo0UihvJuqrddQkOuslxgOoQFjD4Ipq/lPWLO9f/fBSMm",
-	"OyY2+1ghTqLBo2h9/S7fz6czOn7+YtCzDubZCAc4T7ciWcZSX+sf6QbC11Y9mCmy2a9hFr5uXvUCZ8Bk",
-	"A99f7eJM2iur8pL6F0XSj3jwLlB55QyqbuDpqtHGAuXqecjFkMW9zBx7uvUKmM8neSPjO4l3ePUbUNSb",
-	"NrEKFxyAx9PxcpATBKPn5QEriIOCRndBYjWhq88Kx6dBlrtg3XrYwlSwKZfBzl0SpqmQGaxlt91xuc4A",
-	"YaylJyKpDSybADVaibWeTAP09Sw0BjCp4bXk6SIRR8x6EVOxM4mTHf0PxhX76fjDe4TcNwMxjrjeKT76",
-	"MAcMfS1I0ZwXsd+K1PT6DXW4sZGQMjNkhVTDTN5AT0O7M5ShnMSDoWQsDdNIDNhrfdnjYulJ+Rb9Hflp",
-	"gcq1tyLR6zdgXWwoRzdqY5k4uEap+EK1sV0CZ9NOE+NFEqbLxuDnX9x9V/mI0ZXyPXZ24pmZY9X4BTbU",
-	"VPAonf61disdk1oAsBE4CKRraLEIp38hJcQP3hjfALidKRdTyLHWigAs8QJ0xr9Wr/V31I+HOr9s0Dm+",
-	"Wf+axJev8IKYwfIIavytWpf34a2QQq2c9DoPe+0qfNRny0aHFuQFQ+Xs/OwjBVvWCUEZowHCQ6jbwmV3",
-	"zW9FeyhP8x7+QeZIQyA8MIDJ64U+I1BsRf+qZcwVfeHFSfhX4oJEYjLHi2RyZq2NonVVk4Yy5pJNRDqe",
-	"sjBts2Mc6v1RgWKQQQutTxfvDeQJogzVYYEwLQUEwC0+Qb1wQdcTDLFKCfxWpHl/ZMl/nYmeDRykjUoa",
-	"KujFathKVvCl2zuEAhT277II8tzeVbl+K/pgncVrdgPKWq7uxmbgFt2znESv8dVvIou9RuY1q278D+cn",
-	"3z609bmsafz89MFt34nRvLrxH05enW/feuYfrG5999vzB7c+m/erG/9w3t+27UohrvcuEfsY35wbftWf",
-	"0evaD/TLgyx4ZGf8p5wsQr/41qCayyxuieEQFJx33ArSRwsg4PVjX7OQCGnIv+1BmJA67WhDB2sluANo",
-	"517EcyE317jP5kK6mpn3IP0Yr1J9dcdxpBDUAWlgyxTcZkm8uJ6yUKpUcMBSznmiQkNBUKlwUQcfS7em",
-	"WULVendt1Rr4KZ5Gny6uwH3qdKhKj6zS4ayyRbq2evEFeOSusIjbFTFxV+6W19zAmnP6kY2jG/UdyI7k",
-	"JLxeJJlL1ShMzxRTIk1Dea0GWpfROg3gfBaj9iwOxDc2g9THzN5bkYSTJUE3hD5KAvQxzN9FKF8UCeCU",
-	"BdqVz3NhamnZryDzEABF84jrHonPKTr6c80jMsiEDYFdRdvVesxD6VMgmfFgRhTNUkRm1Dt667CdHQMd",
-	"CgP23//xf9jODrVGH/htVqGshirDZwDku3KmPYwewfZj40hrokg50u84aAY9icbD6WeTCSTaJrW4kCB1",
-	"VKVAwrZguC1YWJmw+T3MnYno/oATsUqftN2pKYVhNsEGJQHzKuH+pDvu8Zdid3QQ9Md7ey95R/SCw0l3",
-	"dDDui25nxXtxI1wZjbVGNdy/pwPd7t5hr9Pt9/srXmW35UbvuV/p1Lv6BWzwvJTLdapUYGS1PHJOlxhP",
-	"Y5vB+IB7PEPchMqQKDwO0d8xg9lmdgPqN1hCtLbjzNy25zlxkT9FjzOEH5JYXuMhjpPc6x6q4b0uQmof",
-	"p8OncTl5B6v9aPlZECJPoDNZQIm5fmDOaEZAu1FTfuMyZpgnVuhQna/35H5c5kNXYVCXavWsMAnNMia1",
-	"cAH7+fSQRrfz8vBgf6+/24N/VRu5hTbWtXW1QL3X1K2OqueQNudnHy/1Wc5V+1NUWgWy0T2blI28EPMU",
-	"/GtaxbS0DR7w7HkMk+lbyM+B5btknNpFtXh/msBnykyu1gps5N2nC4lgNr6DQNV2k402DmVRgWLNbxM+",
-	"n8I9e9vbbXdaHiM6eMwp+HHnu8Vo56PxIu/09vYHQ6mmvLe3/81UfG5+9+H49c7H7457e/tNPp8zJcaJ",
-	"SD2W8DuAGbZaPqof1hMNWhMhXy0wA4g1UF0G95MIb0VwxBaSehMn7E7Li2hp+ufyMxCjQ6eLpD0QlMxq",
-	"R1T5zIYy648bBlJ5khosaFJcboaJairHx2KCpHmS/CmgcO9cTot8EQZMefNbHoB0KbiOc28YrlS8SMaY",
-	"ZdhDDlEotgeJmUQnma/Imq//MJTZu02QzMyw32YnsFNvwkKUGtVVVugTR8Mc1VG9hdHJKD6ngyFWjWh2",
-	"WwRoYs1ei0BMrLnb8hhfBGHMmv2W5+y/PSQ0UWk4vtFC48BJuiWMgUjHUxFYGHZGG+ixKCbp1zxs2SRo",
-	"xZovW3DCkJuj2e14zE/EPApFYDmrHfA8/DILIeq1wKwidFhqAa2buhUMP34BlWuxQcWa3S6QyAGPYVeP",
-	"WS1VKmYE5EDwQsXZHspmdxc1f/i2UPymlccz6QXS7+p72fw4YhlxC602OzZCJ6t2kjHoEYB6Eid3PAmQ",
-	"KqV5Im9DHnD23//zf7ETmSbieiHgj/dhwCEI/5ZHU17ESAyY4OMpCahsTZ6pLAvbenPGcSA8No8WdbVK",
-	"knAM7IKU64bnBmrRk2ysqmZiNrOCHHTbPX3cnIIsR7BTcUpSw0/pVpxpJmIOh3Ao40RPUSRaTt1iP7yW",
-	"+gAAmxD+0JU9RWGDx8neALkjBaVBhhLoQDGomYXqsihOkzMZyx39T6wlEqbArWT4MA14G7h+MpeE7qqr",
-	"IT33jX/flbxDWRK96KPglsUoaLXZnrGzuDlUz4xLahwvosCg+4pn0451KJu5oSM5lHKZdZatauQGdOJe",
-	"U6uQJEY3ks/+ja13K+U1D3r8gHdHQWf/YHI4Eftjvif6+/1R/6A/GvHD7njysrs3PhyP+/1Jd7J3eNDZ",
-	"DYKDl4e8H3Q7/b446HKjsaBPK9NZKm7ROoOo2+nUGETrAFieF+llZKpVR6pfeE0ppchFksW283mfhlPn",
-	"5y+NeRJPCFtKI/nAk9Cw9n/1GnccOX8KhQd+8bK24YVJPKvg74dH7/gsDNrfvbo+Pb389PnD5c3u6V/H",
-	"u6d/+al3Ov30+vjVu5/e/uX07Z/+cvxNwxA8GvZwSDT9/wA1Es6ESvlsrrXIg/3+wUGnA2xFNJPwXNat",
-	"UF5fIaVUqnsw5anC2g0zkXIDzw9CNY/48spVOM0g9H+dTqdrai84+mhZjf0KC0hf9V7uHvYP9vbhX9Al",
-	"ZL9w+nFl+D2M3py3XngQUC7/OVK3hMImAZuCFNjkUyQvkDSEsunZGnd1s6jrwjdbUhHlD319iYBzi/pp",
-	"AsPgOL6WISXjaWmfF9PL1mNY8sboMuJXS0AU4loQPx59v9s+t2+li8JFNz10IDmF3EHpgZ79eOO5/zX/",
-	"Apb+tlkQ28LHHuTZydCd7lWuleDpI4WWjrfUGo5y+gFTU3gKOgfckqtDBKQ6FFVjs9+bJaMdM3RRbLU2",
-	"dZt89RoEmKkNIyAmR+SR1mMuMdRkfINU5VJfOyOuhNUFm7p7FyIIlYet+Bcnb959vPp08d7HTFIocQiq",
-	"Wo4EUk35XCCs9i5U4oj5oPMpHzHJd9NwPM3gP0vEaFuIcJu91xrpiEdcjnU/cBWASH0O1QQgbhWjoNW7",
-	"zsWpKK061oAxLnC2HswzDYMxiXR6yjI00TbgIt0tuG6rdjL0ub3VoavspzPRuQ4XP394z0/jFCz0ZaF0",
-	"KaK/0PF033kyzdeF2fIPf2mgm+V4oRXZn38BNLDe6bV+RRNnQtZXxFCBjLX+AZ4yPxfh9ctQe21yftHz",
-	"e7VIoq++NoKjiCFJWDpVDEgkyafygs9Dv20zJ18gy4cpz1QM6ueSO3a0ITGOpRRjKk4752ECBTCX7E8X",
-	"ZOSiQ8ezpYowhu6xKL6OF6nneAnB6EchRJcJ7hjWtEnGDPJ1XhovoDvoVpvlkbGQA0GKo0lcJscYIvNJ",
-	"JxtgsXTL4vzVb7Mf9NwocSsSHtlFodOt0M7PBv5MMS2fmRJYejdUbCoiiOERIV46FTNtdo95FOG9gpVd",
-	"EelvpEZoHRHI8xumgEjj0r7ayhQM2C2dTrTZWrUZtOSMlbmtkQuLGlkZsG1nttvrbMUrauqbIrf0ficf",
-	"qOlTSTii7HW+cOrF+S2b5OLZmgV4LxGcuWKZk0UkKpc4W9Ks/xbbXO58rqBLqf6iapXKEyMJF9T4x40b",
-	"z4lVzJThQtphW4/0/Pjy9XdIGyyZqOPTzs+2U2Om3OVaTu7BSgptU3cWC6xWc3e/vvhgD5BQXoFoW7Uy",
-	"GEfqEQHIBEv1EoV2JWn2BhzU2SwQ/155+Mfr8qmgO7oSZAOnybJSgJvXdnJ9zo+ssxlSp2KHmQSuYhnS",
-	"Yn9xO7npdNmxs8VcQq1v584mPVzx5rNFitpe5ap41JxVNaP42gO6aGJyHiciZUmcopc+Pz2GiMgAS3By",
-	"vIov8DKo/ApPCGY7lb7ES8Odb2AcT8GqnYskSxI7stz8RjwQqLbX80rXwV7npTN5ZGWvPmVN32GA1AP5",
-	"vKPC2SLiaZz4rQEckiSOQNS77FR4W9qfsiDR8+yR8jmPtCIKJxSMKSd2gg58fQ84W8BUKtIXLgbPUNM3",
-	"mnzuMrVBtyyfLRE8wle12bFzZ5gyzKmjiyQLqUhZeH12enry+vLs4urNxbvvTy6+yYaOWohJVD2i6Iil",
-	"xsfhUtaGXSxHR+5SmmRQ4N7P8eIjsQk2gpoLzHP+ABRmumo1rTqRuyJzSX5khKyOLFv8djkEF09YpXlV",
-	"CoW22bGbdVVE/jxTmcPAooB4Ln7nDN8aauVBY8oAxlnxENgsRtBHxI4NXxmVSkGo0GXOcV7lKL5ff/n6",
-	"fwMAAP//",
+	"7P3rcuPIlS+Kv0r+4ZlosgxSJCXVhYoOh0pV5da4qlTWpXvazdpCCkiKsMBMGglKosv6x3w6D3DivMD5",
+	"Mi9y3mSe5ESulZlIAAmKkqovPtuOPbtLIJD3XPf1W1+CWMwXgjNeyGD8JZgxmrAc/nnMiny1Py1Yrv5K",
+	"mIzzdFGkggfj4ITFgieSFILc0LQgF2wqckZy9UnKL/tBGLBbOl9kLBhvD8IgZ39bpjlLgnGRL1kYyHjG",
+	"5lS1O095Ol/Og/EwDIrVggXjIOUFu2R5cHd3FwYLmtM5K/SYDnJGC5bsF8eUXzL1JBa8YLxQ/6SLRZbG",
+	"VA1x669SjfNLOYqfgtFg9Lw3HPYGwyC0f4xGwWd3OP+Ws2kwDn63VS7LFv4qt97QgmG/MLLqivzHydFH",
+	"QvOcrkj0kyxoXoSE8eRzRMSUJLRgknSiH3/88cfehw+9N2+iLhE5PO8V6ZzJkKQ8zpYyvWYhEZwUM0Zi",
+	"NdlU/ZHOGelQeJ3cpMVMLAt8GItrlktSzGhBbmYiYyShq65a/lQN6m9Llq+CMOB0rhY2xtU7p0UQBre9",
+	"lF/TLE16cyYlVatplpfQgsyXUm0rocSZmTsxO6/gLgwOEzZfiILxePUntmqel30SZynjRS+eCck4uWIr",
+	"0pmKnOj9IZScnR2+6eJM5vSKSULxOKl+ilkqiTpDTBZE0ikbwzKknIx2yEwsYQkYkXTOoGn1Y/nEfJiz",
+	"RUZX+Oo0zWVBKJc3LCcplwWjCcxIpPwS3rgR+RWhlzTlffIntpKE5owsWE7UyaB81ScnjBFn4iTFbdv/",
+	"dEic2VfuQrA7HcQv4m3We0mfD3s78e5279XFkPVGyYvpgL5iOxejodk9vIvl9jl99dQqV64RvX3P+GUx",
+	"C8aj3d1QXSvz91BdoqJguWrzf/30/+v9/z///t8Ce9tkkaf8Um2i70S481Mra47FUF390e4uuU5lepEx",
+	"sn9ycHhI4hnNaQy39S4MjvKE5R9Ewt6wKV1mxb6MPaRE5AVJ0pzFZrV8R1eYpoJNb6vtvG1q9gU7qf2T",
+	"A3Ur37w9OVAffaJIYqrjVU8JX84vWB6SaS7mZNg26IVqwB1vgusAe7KO8PkHDD3be8mJfp1cwq3N1d3h",
+	"avzsb0uaqf0ZwixYrj7UWzAcDJpTOizYXMLZViMOcXN3B4PWeWGTLVMbDEJ1HHFyu/DXw6eqx+KbLq65",
+	"HmJzhqOfe4KjX3d+uz/3/HZ/6fmdpPNlRguRHwjOkQwcJp5JJsgKFNcz71WI6ws92QUtZuVc0yR4rPzR",
+	"RhI9swKGanqpvqxZF3R/FwZni+RrizBktD3efTXeffXblWUyKoveEqb+1cQZbG6NOKOX+uHizA/sYibE",
+	"1RuWpdcsX/lO4+mMkUT//o0kkfn3eZpEpBP9Z+/kOu6ZBqJuSCgKHuY9kolLImfiRpK0qMoIg4uX0+14",
+	"xHq7yZD2dqYvLnqv4uesN6I7yUs2nG5f7L4IvGfdGcTaQz8V+ZwWagmX8OZGooCZDEmdCwBiW9vhd7+o",
+	"3QK9wuvv+Q2+ROTywi9OjYb/BFf+To1FLgSXDHUYlB8PZpRzlr1eypQzKd/mucgfQg2+BI7cjk0SLgoy",
+	"FUuu5i+XccykDMZTmkl2tylhqI7HQxzMC4SpN8jNLM0YyVJZKME5xknJvlrJkpw/cpKwXGlylGudQi7n",
+	"c5qvgnHwkaXFTEnuCeEiV5JpEAbXNFvWFkadJfi5siWNxbkLAy6Kd7BylX7O+BUXN9zhOP5+yqmu2wPs",
+	"5r24vGS1fk6YlOZj3ReMc31XqYQPMmiQpNzT49fb90O8FSTli2WhVvWichDGZJ5Kqc6AyMmcZorEsIRM",
+	"U5YlobN+5fqQjsjVTadcwF5qvaobauma0CxnNAG9ailZoxE7bWjIvGyfdkN1GoseXSzIlKbZMmdwKt+J",
+	"/CJNEsYfe9lOlTJK7Q4sOV0WM5Gnf2cJdLDZen/Q7XlWWrGWQlwxTjIaXyHbWLAc1hfYaSqJWLAcjQP6",
+	"VEvSSQtJotte+WrU3VMrNVO7ckMl3M5LPcqqxn7IP+XiMoeT87hV2bdqtla+U0lqCqtaLVmkWUYumBrS",
+	"IhfqrLJkT2v6mVJjvs4aNoajbQFRbUxR66AInaJSpVabM7BzqQMtcsWwyUdnXRP1e3GTxqwyEyXi5ixm",
+	"6TVzbA56XN9IbX3w7MYxW0qkEJvvBFxC2L26mWD8Ex7Z+m6okZtbo/qDqVGSpNMpyxm3I+0Hn+/C+vl/",
+	"fGMb7+73itzAfFtpkropzR1tjKVuK2oZG+kYUmRvV0iUZBESkDyB6Ilk1W3u/p7qiFDC2Q1wG+xB/eXO",
+	"+5AXLOc0exKvN40QyfJrliP1/TqX5oyz2wWwHkMx91Dfomp2qdTENSScqZ4l4zivj6I4VAOdM1489Ny6",
+	"54qVFFsandAwOcbpRcaSMQGZHYZ1SQt2Q7W17+Do48e3B6dHx+dvjg+/f3v8rW1h86WpzaPlwJWkVw+N",
+	"XtM0U6NzSF/CFplYqYa+kYpxTdPLpf6qU85NLVMuMsVEEqA1jOSMZobTibzbR0PUKhM0ORXiPc0fpjPW",
+	"F9gcdXWOyZyiyHjBqjak4WBAPrz+arys0qc6RWoSuis1ZcaThUh5QWgcs0UhNY2FdVOTJEpIJx1Q3Ibk",
+	"w+uQzJdZkS7UOcChhopsX6dqDbXOIMk2+fC6xv9kIXIGEqE9un9WF7ukNO9omj2e8hqzyvinBxhAqsT1",
+	"QYaTr0ZH9zWBs84WMtPq6k0u+CVugMgJiKN9EuGUIzITWYLv6RkYI5RuBpb4VIgPlK+O8RQ8WsA4FYKo",
+	"dsh+UbD5opBfh+Yd00KpL/O0IOw2ZiwpxREjABhzrxJWpXZ8pZxE4CDrgYcsUmpp3XfWs84z39j021uO",
+	"mw2GdwbyJOOFWpXHU9NaMw9YrPoAfLcapFMt8IdEK8whYbeLVN+wnF2LK92vVvafogUay8bHtWqaNa50",
+	"cqb/3fVrUdY0YdWRvldfMy3+ecmWdaXNtoHy49/glQd0nZZiCn7bMoRUAuurdn6qKKrgIMfg7xUzib9r",
+	"vRGqZ/NV/xHa8OYdrV3dr6ebnjgDchRMr34ZqseFWr0pntXWNeyTY7OVpMNuC8aVUtUdl8fMdgWNusdA",
+	"0RDzLeWJ0gOE+vea3pyb8niGBJflgiZneVbbuzwr1XJ300r2tVTf/IRvWvseKv2zolioKar/SnJ2/L7G",
+	"tjb7Rm2cJhofwVJXMeko9Uz/6h8fWvd+wjdde051LI2fH3DSNuCVFTvImERqVJFr/MgEt+LNcHfg+ERD",
+	"Ei3zrPIyyI8c1mjLLhScJlq3oqiHNTZ9PyuGL/vkCCUtK7pqG3tBrzwKVEhoJgWhoMlsotSRjh2GWg3Z",
+	"bFLJsXYTYDP3jdD89lrtwDGT4Hz6EixyNcoi1XSfFrBpacHm0vOzuzVfmnZsdq2vTO2XO9c+/JN+rbrT",
+	"n61xWFz8lcWFak4/AO8BMFRD0b4EjC/nwfinIl+y8ssLITJGeaM/812I8/N11WCW1VO4O3iF8rSYkjnl",
+	"9BKUFitKS9IprWUytFJxaKigtdR2x4Z9a8ue+2EXD2LV0qdIeXUX7N3z7EBziYD6P2SNTPO+ZdJW9NPV",
+	"gvl8CfpnEGDHZEi+JWx+wZKEJaBqhmREviVLLqbTNE6V4qVuhdI/O5H6J10som5Itsm3xPeKmMbnzms7",
+	"5FuymIlC9KRQr/Y4KyCKxNzIkOySbwn+CA+ZohQheU6+JReiKB+BkwNXaxiOwu1wJ9wNn392g6oarosw",
+	"uO2pb3rXNIdbqBbxrZ7twQycZGd2pgc47CAMjhpPPqk5nMAoP+IMgjDAvz+YEQZh8FoU5Z+fq3thyHt1",
+	"N4AyGx+uszMhmdMiBjUtqmxoNLb7BQtNOkNt1oUNGHVD4uwB6Wx3Q9yBc1zkc7MDnZ1uqBf+3K4y6ex2",
+	"Q7Xw7qPnXWfxg0rvQRjEdpGcftV98HSqJJ5aj0EYVLoL3C2tNVm9SZvsrrun8VfZTmihGczF61cGTDZV",
+	"r3yVQjiRZ/epapaYnaZzJgs6X6h7nib3faiHewjuxSt0GG3w/p8YUPLMOmWqc1X0XPu4iop9SjtsUln6",
+	"a/pBk6gZn6SPMha0YBuO8gTeNR+d54xqsa862rdGSO2TH2YrtHqXA005WFWgCeuPtuRM0jQhHaVZr8jN",
+	"jHFrOSkEkdoL7zmTpkd0s96Frlf+MVtd4wLgykX3Hiyk3amwGs3o9NrCJtQyHsxYfKUNESBI89XRNBj/",
+	"9KXe5+e7sPpMDeHz3ef6uaY5O7/MxXIhKyE0wOLqgmOkFijCtY3QoiAjiCqEFpS0JT1HyO+RLju2cjcc",
+	"VZET6PyXuDN6Dh46jz+QTpJeqhMHZtFYLHmRr0gsEqbkihAfR+VMvoUFCp3l2KtGMhkZ0Al2fL5Tj3Vs",
+	"ntHm6r2l8cwYdUq1BT9RDAp6fb5TC2ec09tDHIKJitJ/DmuSob9TsyqOZQ/DUEyHu4OBHoNsiy0wbTQD",
+	"DMqjaralcQ9Um/e5xht3ZUOxfINTg2OHZn2y9MOEyEfJ2feKkjBvwQsae+Z85Qts/mgtgzowTX3b94XU",
+	"tPIBLop0umqRlpxWCcROG+M4y6Yh0hI5o3mF+bQoOQ4VvX/671NZfM3NN6v6W9544CcOd/Bu/wPIo1cG",
+	"diNF6JypbVsfu70JPUPbSRshG+3uupSsjbQ0zSY1uoL8Fzhh+yr+URHv5upRzsWSx6xVwmKcCJ6tCE3m",
+	"KU9lkdNCKGJJV0Qy3iJbpfIc3l/XKrjj4krQjKK8bjfm+gLj8ffkvfx/NIwqVMsMHmBJIn1dz6/AFw08",
+	"zjxKJbI65HQPIxMLmhdpnC4oL+Q5MNNKLNvAkz7Tev/Dcj+cRfT2cd9Wf21CgefnN0wmvGYG53gl9Zjk",
+	"NeGGP0uAsUOFmskLM8GtO6shloVEC2zqJo4rP5HfK0mVmn+b/IfhAPIMds2Hnbf9oZKb6ELqdyShRfnC",
+	"HnYKoo9pjQt0eutRpZLImcgdZ3QXLOhckIzRRBG2v7NckI47PGlCEiA4APoY7JEkFwu42EW+5FdkkbNp",
+	"etvtk7e4O2Oyuzscvnr58uXLFy9evKgl6rg/BdUUmmHv1eefBr1Xn7+8Coc7d/8WbEal/+TkzzgL3dwH",
+	"0qmta7dt9//UKr650lbjYrLbVHtiN6R0B0bvVfKippY0hjErKRKI2h7hyyzT+g32ANFVoI+oxVU/0wu1",
+	"uhiR26R9MGZ/rDWD1aFSu+7vE3Z0U6GZ6r18yyT70CzTKuE6YqXe/sAKGig98elEr0nvatNpMRM7Zpo/",
+	"5+rkNLfaPK0nMaUgIsBpK4R28KOTYAE0wsmJkzHlPOWXewStA0ueMSl1tIrOyWMFieDDc9Wkn7Whd1j+",
+	"do1Af8v9q6XO35+PcbGoJJR8+vhHoraEnB2/J51I/XOczukl21rwy70LKtnznfB//uu/I7CaOKTD/+a9",
+	"p9mxgsSYA6eHWlnUNacbT8fTLB81a0aaROrqRyDmdGihqDO4pFk3JJGQEVDt6CIXN1IHSFRPpv6ludyv",
+	"8QeQjyFFglePptKAIKck5VcsIQm7TmMWEta/7JPoYJaLOR5AR64eaoX9gXK1GUmraD0cDDYQrU0zNUr9",
+	"cx9n4THNHKEHkF/25EoWbP64Rf4h5Ym4kV9plY/kUxf4SNbXtqRF9xvmHKvpPjg+5VXVNIpuz3Za2VGL",
+	"pEZ9sdJPkP10++RoOlVP9QDGqm2IMl7KGaQ4g/KvffnQuGm0xRJYs7e2ZN/BGGI3tZWSNhlYqFU1d/GJ",
+	"NiNDZtarAxucYM3NfkNi/1eY1G9pOicsgwDTr8ILDmZCSDjOjp59sSIVHrFHXB5hhMjiRrhnqcklfl4i",
+	"efe0835iXDitBOUUSOg1Q6+L4/ysuJHGYCJAL1JEOgsKkUmKf9rHiqkmqWy+VsmLURrPQj3LmXnKL9Wn",
+	"6DU5F8siIh0uCoIfA0HS9E1LOOptQEqIoRMbPQX4DaQQ4qriVxLXLN8jaWGCoXMml3OWkCUv0kydCJpl",
+	"hDOWSJIWqu0Lyjm0XCGx+NQNtsRBgestJJIxErm+rwiEjGUBXp96Yzn7K0axO1Hi30gzhWuW45q7MeSG",
+	"Ti4XlzlNcLmnEHvVbHwKsTDVRGSMGU11sgG5oPGVmE4rvmQ3r8vdSevTUrsDiYu4+Iosw6oEYWBmGoQB",
+	"jsq52+s8xAdOJ2+qfWIa2hF0eVx2+dp0eVR2+c526XP46buAyba/lIhJYk1z6tug47FA9uTsBq1wNLfu",
+	"W37JZJ/8oJRU+MvAfehTJxlPyIXQKUPxMoc4JxxBpc1fmlK12ZM/sptfy5CsxoSr0TIsbSRaa+vofx3b",
+	"ykedePNY+8oTOAGLrxQfWHqk7Uhc4QlecpskEu0p+pqkaBxZ5EyqE4YDBdPJ8ds3hyfnZ8fvMTeNFS4R",
+	"EVdBGDitbUgHjq4g+sf5DPJz3URkL2iPDtKx7i1EvmmGd+B75ziSew91JUroLqx8fr7RNXJivu7CrxVd",
+	"UkuGsuZ8mPS5GWSauNYNJ3F8rX8wdy1nuqk96zJQVIfl2mMAPj3GE42j9QAPgc6BOdeWufsW45N+f1+/",
+	"/gsEb9R3uvok8MzhgXEelSP9K9n0qtfqKaY9dButu6CCK3GGYri63QkEqzo8OSIvnw+GSADFdCpZAXE/",
+	"GqjKwCssML1M9q2jKgpJVNBLqf4rQU9Q/1pKlmsuaLdJLBhnyfkNGASQ0TZJGpVXJnOWk0iNJvrt0ZDG",
+	"NXfumHPL4zI8YP0hgNdOdHh7g0jVYso9O6VWyOJ0WHAVH0FoG6rxNj7Azu8nVzr+oGMDc2AvMWin66VR",
+	"GZUY5kgv2cYz1g4EjSVYZkzrdloX5F6/wnypE6keEJ2HB3ttQCDlRAkuPKG8sAlz7o0kqhG/P1nk6WXK",
+	"NzioR/DiYWnUusepV90zvaTldqFSqWO/LfiOa7SSG7lqFinnbWvqJw6bcqMj+AgtjGAVsXaKdV+fwFvO",
+	"dZMgkm1CCZwNQzkOF1vRv+Za/wD+fCBhuMYph7BloJaVILV1fZ7SS5+Le8lzRpPNnPt1Xv01CcpSsnsX",
+	"/Eyycrl9fN8JFzEn1yFJ7gZ5ie8GskJ5h2pLZ268Pab2Ojcp00PlC5cj/1ryRUUq+GryxTHLqEmkcWwW",
+	"wO30dbC3UZ+R8q5Xbu3Gtgnd9im2fWLaPsO2vRTBN+4nWGYba/nrG2grQ0Krij+x5ZIBAC+t8Jw9TPlC",
+	"YxzIYUomy9i0IEuuAWDCqinWtb8CqOmn/dOD78gWXaRb+gD0DMvY+pImd2BrSPknZ7mHjZwgml+dqzvp",
+	"0YoxEFqyQirNuLy4kZrOYOMY6A80vyLq6/YQ6DbO39Kgeru9sTaRYP+xckCLOwy6aR9GK+ttcQbB6+3N",
+	"4Y0+96nAH8Q1erxmYIiInVA5xxTw4PgmvOcVGLkyzOmBrLtxVbQpRnMx77T2pUwvASm1yCmXU0TqgUmq",
+	"b77GFM8kWzNBLXadl6KN94LkbC6utYkTX934DP2gBTu9aa2bb0ay9DriPeOgsHYsgZV68HCWrjO9Nhiv",
+	"Aa7Z1H7NiaR3OSTuVEJiT3X5Az4KiT1eIcGrFBIgEyHBC44AZpp6Ncx97UfOawPFzkgHHBg+UTPq7pEd",
+	"0jlmUmTXLIGMy13SOaA8ZlmmHsSZa+gu1X1vjmD44vOmtxBH5j2kDtTIC2fWRt7zxT+ChiimNW5EOjct",
+	"ArOxNHT75B14elC5rHyMXiUbmfuNJBqLDzrLWSzyBL0z+LESLULCBeozXZ8iU4uDm9MU7Cr36jttOna7",
+	"Mc7oavc0vUZ0xtGZplpkhabu4tudck3xQGIurOI0mAL7Ce2NmOp6yMlCo8FhUqs5nJi/ao8mJq6eLOg8",
+	"JC/ItwRdR337Ouia9m2QQyYBnOZkEqw5vjYIc7hZkquahhIXcQ5BGDhodmFgRhOEgR2LEjYXdF66u5RU",
+	"WULiNglhBQXXwbftE0glugC4iVQSDWrrguNapFsq1ectGLeYaG21MrcF8t134w8fxicnEdmyNr1KsOra",
+	"2gZl5nzpZZlMki87dz31n5H5T+enU/IZ/znWT8x/J5O++tcwfH7X/UP3D52//OOn3/fMu3/A/6ofvKjy",
+	"ZdbUyM2ZGjXV37dJWmikntYsDB8/t4homrgpmgY+bgimMcBQadJ9FCt/YjR2wW4LP2tQv9S8ds93d7ef",
+	"P8Zvd8puXYxjLngPYzWdrzzDhc/W5XwgOrCago/8qA1jyYdSY2qGTZotKbGUWIJ4x/UwVZ/51Z/M35TP",
+	"Ws2069urcdNmKwwm2GIExClRbmfUtISxWzyZ3u4PE8aLdJqqRoxUdbGqHNq9qjFd8JhVDzUgywFEiIP8",
+	"0W83Ej/h4jRXx1hRNjS563NSmtz9V+NA+9zN9Whapzaxe52dHgCkOLhD0Ao2T+NcaPwuE8hYksrT4c54",
+	"sD0evOgPR9s7u8//EtU80z6aeVqhl/o/mlo+v/vLv20W2AvrYA9bmzWseaCbO3Cv/eo7RjNFVupkVVoR",
+	"1nE0f75v9PorX0c+92BTvyyBS8q98nM+7bKSLL9OYw0h/3eIvVQ7XUZYdqtZHA5Gvtnf+3eV+HbVy9ta",
+	"SR+gthBweKHJFSLiRKKDESiZLeeU95SGAcCRzs3dFFqlthfrTEp6mBtAyThUxMWSkYwnIdC5UAO7hWS5",
+	"yARNun0SJaygaVaNZ9Cpdw4ZMXFT4ICgeZ4yCXAEaMWlGcHALtLBTKQiLTIW6ocWrcC2dkkRVHfeba6Z",
+	"Hg9YZpMkVdOkmWusQkG8yaxM6980RoVu0wK7rVD7cpW/5ladiGUeexFtfpgJNc5kGau1NJuF8vy+sUKh",
+	"UG+0so4GIU40lM3BjBYXokDZfn+Rolj/g8ivppm48QnmrlA+2kwot2MJQsfSq7sOwmB/kQZhYDoFAdzM",
+	"vVWR0S9UdBgt9SPfWrHCYYk1ZjrW0GyArjWjPFFcU6hdNW4wyk1FqBUr9gjFaLAbSLvWP9xQSTIhCzWG",
+	"lSz1plQ6oLhYNiqEo46mE8FLHGrnlMHGLIou7teJ+rQzCd7y65QmdBKMq2ce4VE1r4eh6fQbva8aWJAl",
+	"2EiRs8slU63kjMYz/V3O4nQBcZAY0t81Kh6Fz96nZcflq9owUjdBdPHkYHig+vodzWbNcZubb2DzNPM1",
+	"sFMmTOwiE/FVSMSi6ImlmpPSLs8cdHXSwdhHcGdmNL5SFAs1f/MSDut++KQND3GpUp4gQJhdYlAsqRMc",
+	"aYA7cajueW7DpjKnucSmUuI4HoXDOdTxUbv6fZowoe/qMkkFrvkbES8V48RVOmXzRQaoLkoPPynS+Eqt",
+	"6EvyLXkvYo1k/aokCQgPhqACNFfiEOLwpRIB9SEym92qTRgO8HRgfHFHibtz8dcUzpSbtGBFSA511lKW",
+	"WC9bqgjPcAjtLLKVjqetgBpQcrEsCgFG2SyVBcnFjfpIrQXU6SKd9hGqVTrBbJYOJWohFM+F1IqYjQ3q",
+	"vT1n2lbkJF5I1coOnDa5XCxEri5Zh5KrlOOht23GYpklBOOnpbrWe3YkRCqCcKPUekVSKDSqtuqTyDIE",
+	"54fLqtZMEQaxQCA+dzJtRpHwZfgqHA7C4TAcjsLhdjjcCYe7jzCVnKKoCccrCAM4W4oYq4Oljrc+VUEY",
+	"mCOlzj6eJ4gZxgUraTpaWKgpjQEbHOjKb+pT2Ba4HHZlgzBQSwJXpIkcXpdNhiCbGBzyBb1Is7RY1VDB",
+	"cRFTSS6WaZb8TFLUR23I+8qiLbAjvsyyTSTXhjnza0myZbU8N10q2D85cIJP8S8oj/fZ24YOVWmsxnfi",
+	"pm4YBoMaS5DwGUkl5WmRUrDFowCDWIXOY7BPztVBsuJL89I84mLoERyangIbS+g+wp619PJZlwgEn76v",
+	"TGDKcaraISumhGHlJ0XgGL9mmVh4RH4ddH6+0Cd2fbkiiGdYeJWQKjaNehGhxTvDUjyHsaQSM3vvM5Dd",
+	"hcGC5eXAHlAkrhAFzdYNEcyUkE1CaJbBQGVlOPcDXFQWzhmq6d1dLN8Fr8fDNvfUkcQw9X2qZEYXCg/j",
+	"eiHoSnEzTJ2xRZHu80cYoE0T/eq1G9U0FQvOaQaVJhsbgEyMcz3qFoqYwRlBLU8J2IhXTuYsSanfHoQ5",
+	"l8hmNxl5mtQCor+RlUi0/mbmE9+iNQezbsMrASbeUde3+BtJRju9mVjmNhEKo9yc+LsNnGC+6Bko2qPP",
+	"jw3UA28BzRkwPTOYPjhwQBouS5vkYu4GAH4joRZNGUW5p4MX0Q+DdsVC83pJYsrJBbMYC/d4zyr5/DUD",
+	"CLebqxcoJGtiPi09MmIhKlM3uSieEPep1BZ/iGLO5rgH5/OULwsmvYp2xoj+GQJo9sgAB4prp233mujt",
+	"7AweRKwEOq2cNfSNat2p1VjhZfhTffzqyDQKY5Tg5WiE8aVcXnKR+6QxpVOC2QZfIB2kb8jfQk3tdBQp",
+	"+NkzcPAvNWy81nZl9z66bm0p0mezRmdbiXJtCzZ1crbA+tWCq1HyOFsmLNmgOzOyZnfH+he8gUaVsHYX",
+	"bYq4v4enh47ZJXGGG9q98h6U5UWWyhkAbO9r24EHC8ZAZDepnjU4wDvfSJto1nTy/axRcwaee5107k7W",
+	"8R42EyZAqOvJWCwYzkvpq6jyXawIdXU97cLQQXFHJ6cYEwdfSY/dUQccPszoaNYW8ER0KoabpbEvVzyG",
+	"muJaOdtDfH2sbHpJU64kOI9JsqWKp+rGcWg6L/sqeKq3ax7NlgPjX1vDDmlBM3FZSYfN533Duvs6Bhei",
+	"cZ3H2ptRfywLesnO9WWs/3gDimjlUSZkUX9G83iWXjPHtdJPQbrvq2lkrNg8xzafG7D2AzsN5+GZnYTz",
+	"8ERN4cDOwPnlB1SvywfvcfTOk/1y7EZvgaEfuCP34p7Cnpjd1xFUvo0IiW8fak8r21D77UYx/MYm1B6Z",
+	"PQhJ6xa0nEucSO1gihg0AL9n8AcjYeC5nNEF2jQ7Pqmku2f8SYSjRXyDwPmWaE49qEoRYl7KQmXIh9N/",
+	"e4GCtnIBxwCNpslsPbGKxVfSHx99QeUGyVZlhisMK0nlg77xBKRDv755eB2RXynj1e+9DM0C+Zf1Wlwx",
+	"bamVa6JS5EbedRm2ABo/NCgFoo5a40ufCFR8mFTgdNCNUQMtbg+A2eBbFMDFNTsHbfJ+hB6Mt8ikqMei",
+	"ihhMM6iVkmmasY1jUo+hJf1le3S04mVVmxhc/Vp82JxFpGNc0FAgiBWs7rRWutYeiWiWRWPtRgXlDaxC",
+	"ihjTauSFyy0RtDPLNjz9H9Tr+/i6N/gTWLSZ9RzmrFpvKtjr7kWb6rGPvjI1NzWtUkJvdXN/WCM/luG1",
+	"9wiMJ+ZCf1gjJ1YTxRpDP7FR7psGsur82K6ryaaYB8CFE7e9Xpd+YHxpa9Sof8o8MfL/yYrHnlmveDzL",
+	"BRdLU5WWdCLGwV/6LdyFqDsu1YGaYxXqLxt8lG5IjCc2Mc6yPnkHBYywOBDNGflEZUyzA4r2J4Af65Po",
+	"RPt1sUcLFYqRbNFbHUx1+CZCB6NYFrFA0GKjYnZqDtaa17a7V/FVVXy4GrEmLaxbtnlM32gJv/q0HNga",
+	"k6FZo55aI4clhFhZqRAkFnnOMihHCKU4jZbnVbhyevMwVeNNSi+5kEUak1gsbLBHY6321LLKNCmhx3Ma",
+	"FyEAMaOop8gU5Svwa3gCIWpH01mcNfEOX/nih7hTbZfBCM3SglW3g0e7bnAI8EWQaHJsOBzSBaM1fmvq",
+	"Ae1pBx/N9BtusSDLK/CodzdmWnUg6XbG5czTiwR8bGeFBps9DbgEzYZl0D1inuBKgFqsS1f0EDkF4E20",
+	"izTlxnBLPgpryTOpx0Qup9P0Fq36NZzdFy9evHj+/PnzWjTso2o7GF+SiwZzT22HFlnGbammaqjVfYv0",
+	"seX4fIvRJiAAaQZolvGCxldqSXhCOppARV90t3eKkcAmkm8xxoOLG2hEv1kG0sKvZQN4CUKi70BI1BW4",
+	"i7p98kafNTwjnNjSVqHuST1zj+fGx1EvwfpT+B04Dj4oOetdmjE/jJH6xcWi1FEF9u7toaUaz+ibo4Oz",
+	"D28/nhqfBLjTwZAtLhkYIfHK4c8oZJ4v8yzSwE9inhagzgLwk8a9T1iudNHSgn52/L56VFN+LdKY9XZe",
+	"jobb/UUy/SqQS985fhWQYPkDMZhqa6wrP9bY0PIiS+NmSUYoHwc9I+qYQcMyHoGK10djgkIuoFnxzuGH",
+	"/T++Dcn3h2/eHqmma3vT3dPY/u6Smx4vU1lAvJKNgdC9YiZeFUk9gEGPt7bUGsm+ft6PxXxLb4zccnfG",
+	"auzLPK1t1GDnZRV06rvZ559OC/y/T4vPP53Iz38Yb2399L8mE7n1h999/v1kcvJsUyiqyoYuNyuMibuo",
+	"r+4HU9261Y5p3zB4ZckKRSKoka39zVQiwVbvSbLIlpJEau2iPnmNt1paYLSC3RaSYL7fVoTy1x6Jrmme",
+	"Kpn1HKpxYoQnSPSq6wXTBaFDtX8ih3h1gF9Lzts+hEAZ+HomMpC6KI4ZGTSgTWMFHF+KQJX33Q8J0eD0",
+	"TmLABvBrNRZ6p7QxS/Lv+9Bwh7swUIvuN7BPoa6YgF0ckxSDvj69eReSa4z6osskFVDHFsiaMQEDGN5c",
+	"SFP/fK8uy0FBa6wACnC1dLGA/AGUm2vOzG7FwHWRcqUZbXbWgWyX5xtmemcqYWvCO3WI/n2r5uMV9faW",
+	"SOAe0JQiiVqXahzN5sa45xHOq43cxC+ADEJbJcEyjdrEgi+TAMBrztWLk2A8CfY5nQR3EemUxetjypWu",
+	"FNM8X5W2eMJpkV6zbNXtkz+xlcRQGahhrxWiJU9YLmORM7jAOZMsN/l22iHkTyzaFAIwsRMycy732H9d",
+	"wf+vZeBNdueTedfFizHLuUEyCbShvzOhaphVUmKpbdLGCbytr7dJSLnvI4iiuwsDz1G679Pv9Sff4xd1",
+	"TcYuYWUeVarVptU0U+c859ryiz45XmbM+DXF/CLlzHCOTgGBqECdoFg2ru9eed5LXMWK4LjXLHUTlbZA",
+	"XQvHFEyFs5vWChN/I0l028uXGTNHUkb/H2IF/2SE0W9e8Kjq1ZP2/SZ08mKFonenQSuJJZZPpYCbOETv",
+	"oXf8X7Tut0zr/Abo0WBQSWkCqmfymSACKp4ROaMLRhK2YDyBDA1j8QSCIzjbANOpYVq9C+//4M+QhoIQ",
+	"TJXz0cw7Lw1GbsVdC3cMaeM1y5J9zQYGumKe9b57Cxk/rRyxt/5wiwPCzNleNFPDGYzvbsde04z93GOX",
+	"8VyVpvBtNU2t8P/xrQ7uMBe0Z4PitqYi79nQTo3OrZQldltEfWK23+WJ1hpYt6qU9buHj0hF9xGPFheg",
+	"c84ak8fnTUM/aH/dPZNBJbXBn/IY/VSO3UpbtMAwwbPVzxRxXyVa99feRGzzeol7t6I9wlrmDRVIPe96",
+	"DJPqf4MBoCo82TCJM/kKdkmnIc/xP/VmVdtkI3ZbmCJsIOCF4PGI6cJiytgV+FEsc9TrwZslZ+li8RTN",
+	"ogZS4Bj6m8yiMQFHpgBdV0gtmXiECxJ9+TK8u4tC9Y8R/ON//uu/rZWihp2xz2kQBr8D21EFMGPjSsJV",
+	"4cE7xdIlD0VyNvDCf98ukdiywY5AcpLOlxktRG4Sc1qDFWKTueMCDnprnfpx2V88BJfdb43fqACh6/6s",
+	"m1nXFNG991XBLXdx/fo+p5kxxDsFArRf11bw0EHnPvyHh9XffWLQhs3sW1teOi6ztta5PNYXmLaNeGm2",
+	"OYcbFIJdX9DV++ucmRKBrYjGv42SqnqgjymvWl3C1ntcLalbDZ/ZyHuzrxtYU0G+Ul/3EV2YBtZ2Ue5p",
+	"7TJu2gU20N7H+uK9pONxaVLt0NTJoljOa49cMs5yiDhyvRrtNSyAVvbw38/D4eju3/5RLXEx2pyUlgM2",
+	"E60Mu23U68job6XSdNtVtOdhfW5Fi7TcaNKHdCemZACIfyJn/pLXm1zRxyPQ1ujlbwGB1g5J51rcW9MH",
+	"AaLqVX3AGdB4avLG2385xxi/xPfGtbhi52La/CkzmcmNXwyEceOHBSYhf24xLja38zG36C4MrmOaJ7Xv",
+	"NgD6aim/jq193sy2ZaSvpjULRC+wv1GeEGxUA16p9fWWNINgVkzaKxNgIqU+R5ipRRjNs1TplKgGq5/O",
+	"5ywK0ffn1AyWjBddRJTB4CfUpmultlD/lPAaiv7DXZOR1e2Tj3SOHkQbzyXmTPXElNQGI0J/szQHmuQs",
+	"oytpccgAEpnFVyyxCDNOnS94lZK5SNJpqvRKqB/2jURgD7d6GJocpU7DcCtijl5uRlffqtGIqZe0Wl/f",
+	"6GXN9W88i80DzHhhK2nccz4NlfK7J0OCRWqrPsJVwdaVpnnEua4Mui3QfRMnZPOIY3qBaRw2D5JtOjiz",
+	"LqykyG9onjwAV/md+cJXYzMM1NnfwGQB1/NmJshNnhYYG/UVtK53uZg/WN1q4dbQVo1b64vtPzWltUUD",
+	"tppLjzRCnXOneGoItx+JSEcWkFeoq3xvHhaH82X+nQBhyF+l7AestVSEVQgTCbtRMG5xJVCgqlqaqqiB",
+	"DxTdXNuA5V1NET9Jcs3u71VrM1qkxRIBHMpsFbG8yJibqPrKFaV6r0phqpQWM8EvN2lq+LLSFvzZaGxD",
+	"Db5GFOxk3NFsSA4MSEkbSTBtAyEoW2+vsKe4pHtd5UzcSNJZLCXSl66v9t7mwjRdQcT0BSOXkHyVk2JG",
+	"uSfQCwSWxhnRODIVa85DajJXjVP3YbQaCJsHy0G1DbbthHYCG24vwOm0bK0PYAezTbTQ6cPuRzwjTZOs",
+	"WJOzRbY6L0S9xvX2aLO9tZBJ6zj69qi2xQ0ZuElh6VUJBq4z/C0Wk+DOwMFe/4B0GN2G7tlPS03j9wqI",
+	"7loCBYX8FvA4SIiFhzFLUohQ+0zMJKLuY2UoRJcqxAOFqFKr+IWkXuwwqeb+wMcpJzsvEcnhyfKtTjD6",
+	"zUi4mDL0cBnXOKqf4nNoIbHQTqW7GpUCIe6emuinNlYmtBfR7PG5mIYkswhsTki8ouUN701D715vVmjU",
+	"z7OhLA0KXwMiboLDrC0V9zSg33oqqzOUsBx1pTZUvcPPD4Lb/KXNJE4OywO2pK6lNffMgk/fCyzd+FYd",
+	"x/NWuzf8KtO/s8fUDdTUy/+jZDw5b0FP+k7ckLlJHJIV6mLQOBWjMMSuc7EC12SadE02gKFce1U6dsXY",
+	"AhmM+XYBsNV98gELCVJOhmSOAc8a05Oqq4doIfeDXim6/fjisoaArReINrkWdaBosxXlCDc5p/I+urJR",
+	"FbLG6ffUs/vtXFEN49LqS6ndp4fbxV1J4eE4/O7XNaaA+MOehBmaZksIfUPUZF1oBhFSH62RHGNrm+sk",
+	"zXz9xIFIzREidV3J+tbCNLaSt2kvxFpf4NjRkKv+8Ahd2GaNB7N62dbAmJ/gaWul8D/vCV93tE/pZVt1",
+	"DE9p6pR7VYlLgDgNyZwW8czk/kAty/M0kRFBx5o0gsspvZQhATRQ+DdieZe4JOpZJcisrB4I3yAGy7kJ",
+	"THt4nUDTioOFAjCMD82S1ivSsq7yXZoVvnpYasHSRKdV2MUzouvuAH5QD/eIBo+lF1i9IddJzIlgCFw6",
+	"hS5aI5tPdfHReixKC8hDk/TWduVJbZUb/oRm7nxrbTBmvSX1FoscFNEy6NyLtuhZQ1qwS+HL7rfZ2OYV",
+	"na7xYf/4T29PDz/+MSRnp4fvD09/DMn+2el3bz+eHh7snx4effQmYc+oPEfcYtkSsLAJ5qITzNda/b0C",
+	"+Mkvl168z/ciphnTll1MQ1kU56+Po4eVkZct5cyO2XVaVjSrYVXo/Mz9T5+Oj75/+6YdUtBiyeo3gzD4",
+	"9Pbjm8OPfwzC4Pjtf7w9OMWH+2cn8I83hyf7r9+/fbMhtdjXx6ZSEOqY/RVCA9VDupTwjzepBOxgICAQ",
+	"Y3Vv1V49JwhFW0td7B5Vz0hYHs2whJ/Bvj+vuR+v4fsmuXcxLr1b2SJ6mq7qO4z9QMaYPkB/Pjs8+NP5",
+	"8dtP738Mydnx+5B8+u7o49vzj2cfXr89DsnB0acfzw+O3rz1V2rBhIT1VFk7fFqLDJlFODAb4oMeg3Qq",
+	"bXYyR69PvrcBgSk3HkaoUF8GD3Z0qCBEUmOygnpU5iOo35okxrn1viWUaC16fXZ6evTxxEGS27hAdHXn",
+	"PbK1scs3tCzMPsWf90glPVex61p+riQFvWIlqqu5nqdv//M0CAP4PAgD+F5dGv212qn18JsPgR+3sOOf",
+	"NzmzZojfvd1/8/Y4CIPXR29+DMLg3dHRKf6Ny74hwcAFU5+JRN3Ld0IU+Lfe48/eE7vuqL5PfTqGYVzN",
+	"PcMwwxIDVccka4xzD88DPzkcaU1loyqGc5MT2Tc3VvAsc76vwLSdl9vLuuX53hDbZgkwHMODx1jSBs9N",
+	"cRnmplzQ76N2yLozWN9UsRYE40UaUy+w/U4F2N7xPNLshq4kiWot9KO1MfZl0Hb9u3sxlNcpGWeA/owJ",
+	"N0lKW9Vnf4Yz5DNv/XXBLkPMbd5a8EsoigR/3LCLRZnIvEs+vO7qvOet+WJHvYd/bF8unPeGz/FFulhk",
+	"unzD1iKZ1jOiv3JOc5tvXL1aj2RrYml7Envqb/WV8OcXcEnHJqcYhE2DC/24ioYNGPP0ISUOfV+v07V9",
+	"66EjV9qPHMMDt6ntex0S9RtGkyzlkGe/lMxAeyiRAI2BfmBq0nkx0pjaCLli6l1tBgapraytQvbSh9Kh",
+	"yJnIab4iC8TrODt+v4eVRtIClIYmokkT6WL9dVcdO2OrIFB/vg/MqRV+8kyydky1fVPdsKyS/gB8taVk",
+	"NXS1JTf1Eh9Q4fepFX3vrdPrW5bvEag3Fbyl9trOaKTROyJ9wyJT8hhEUMLUd3skgv/KiMzpQhIG6I+6",
+	"fBLkbINLieZ0zgqsZp4W1pLugdLA1tZl+LYkwXjY69ProIVmPL4l1CjnuhiHLgF66MPbPDBg+ViwS9NI",
+	"F40Y8U6sQdHg7BvjzLdQecJWazDlR5otlAacGkbNT8PR5yfDetbT11pz/FoE8PVZIvW2/QkjuhdpatM4",
+	"O6FLYHnu+RFnJbq8uutzH4ae/qFaQOQ+D4yGJX68E8Zu+gZNrCv0Uza1uq+oq1ZH7Yp0ov/snVzHPbOA",
+	"UTckaYKSWkZonAuJFRH1CskqbV9irdBG9OYSgRPOa0fOi0LP/FTohxkCOuqOtX29LEOhLdJ9sm9K3mIk",
+	"x5hE352efiKT5WCwHaNBA/7Noj4xNf8hxk+JUbdgy7stEHICsSC5IDrGbUyihMnC1MzRNeMQ1WgmsEgN",
+	"aENZJm6wSH9ZjOsCIACgzLeOIVYcXj+Sih6iL0azVd0lVF6yFln9djckkeLoYlmMYXgaQRKjM4YDoivI",
+	"RiFgXZi8Uj3e2lNdZOOCTQGpwKybeuv0/Qm4PeVM6d+44uq5LulnnkCCtyH1huHfW/jCQrRvzvXYbXGe",
+	"syJfPf2C4EE4j201qYp9Qh0YbUPUN0SXp3QxKAdWG84ZOGvtTmxYaoH5Q3m9bNy90GWxAUOnqvNxm69e",
+	"PnO7arSmvrQVWraG4Rkq8UmzUpplG+AR2HpUd+GTvLt1Wn+fDaBFMPxczgcQ2z1c+2R5of68MFUmNGHo",
+	"SMbKpHzDy3UNE9mzsN49ZMvdPjnkphymHJvELGTpe2WpSQtAm6QyhujtWjKwmPM0ntGib6CKTe3UIGz+",
+	"Jhlm8D08Y5hVgPjdYOANmDgu5X0JwXrdP3pjWvWqw586Rt7qz7sDx8dbzQg/OP6AokFuygC6kWC7g0dn",
+	"lDUgw1sc0NXBPSTBzFbLicW1z7f39rZgXKaC98lrjRyS47tarqxeidQnVsvUpmNWHCfvDsj29varEut/",
+	"z0iTKKpaEUHXN6XgMUS1M8W6T3/TmA2XNOVthQJPB4Mx/L+/PKVgwUnqpoRSTprDb/W8w6frjAG4Qt6I",
+	"OmY2ALlauWUn6SWnxTJnJ4o4sbVb9524MauZ6puuNUUSyetYCwcGqN2oWm51lW8kASLIxkTLa5a3RXA0",
+	"9VM7qjGRMzraff4tSkEzdku++7B/0Dv5bn+0+1ydo0lgS0D2lbI3CbSQFJIrtjLAWIhTE+es0Lf4G0nO",
+	"Tt/1XpKLVcGkmkBBeULzxJLBiEyFEodwFif6Z6LXTRK5YLEtcgohIvCC+bwfi3l3bB0BkX7eSxO7Tvpc",
+	"QgVX+3tRWxDzXJZLcj0McTkwxaa5ImnSX78oOlyVFrVZQJVVhIGNbmaSxeeRXrawXEfda8JikegAU3BW",
+	"0rzQ18p+29nRC9wdo6XF2YclNwWflATJV54lztKLnOarvjkWQJuVHFeT9d2js4+SBfqisFq6GviFKGb6",
+	"7EksOeQt/xMSe/Rch428jlFUqR6RKqRP8+eNXCQn0LaZ/A9O041r20ZT9Ij1/Cx5kdexInXNcTnX32FV",
+	"PtefqWsmnff65CPUjzN15ss99UVcgEp8rmWMc13LYwPpqGmTuAttc22C9tM1We23Pm+LDDPanCk7YT7A",
+	"h84qWZtamjFTSXcz9QLfbXNk4Q0bAdqEZPGySK+t+YTdzuhSQumqLCO7VteFnACQ+e1wdZUBjElvcWsx",
+	"K1VusF9aBL3DgLRlztoiVQ+a4wZKVB28GfoewM8VWD1Mq8rqUF+sSM56sFY6mGO93tJ2YqBoqRnxk5Uz",
+	"aE2P8umtbQJf6AqiSj0ztOBcWn6+wed1KeAuDHRVqsdfpQ0AE3XvAJTo0x2d6x56SYm1EqPhXR/Y8g41",
+	"d6S54/UD2yQCnmWtkJrKYq3ROl1ii8XM/H7ar0gwK8Tk4fAfb3UF8Fbwj0eSiF/3ZD/pYDoHbsOt/lWN",
+	"DBUG/3RDg9vcU4A5Wkb3q8e0e8aFFQZ9BvlspX1JgOsLsqYSOrVY+7MLQ62CAtxSwx2VolayfVdCIZ0K",
+	"4dOMthBkEJIaCSRxxmiuQ9//RTk2pxybHLAf0mJ2AvKzR1gCNgH6TS4KWrCe1p6MLTfCv8GxicU9IFR0",
+	"xnLWXkP1a9/MlsGrFVQKotEgrVqIijVKoc93yIzd0oTF6ZxmGjOhT45Zscy5Af68WJG4ZSXQF0Ki+i6P",
+	"CZgk1AV19WON66ge30ANap85QGM4+mwCHauSdUlamKY2V4ltouh9BoWETVPOJOlcKkEZtAvM56SQfQFe",
+	"l1aN2YSutOdVf02Cqvd/I8p6ymTRxjjWnbG/tcCtlpgfjmUKX/4l6kbrYW00dW/tmGPtnsH432rxks53",
+	"p6efTsBSOp8zbqptN4u2oMHJLdoCCIo6AfDXLNdytlGFlhaLp/q4bmiGKv4H4Pnzxf29akemdsCbNQMO",
+	"yQ00pz2J3b1qnEjKySeRF8vLJZPsISC8nsQtYHsbHCwTtt5+nJDeLvO0WCFjwpBpxZ7z/aXa0kY4nHos",
+	"8vTvQFjG5DW8q/3K+wcHb09Ozk+P/vT2o/Uun4orpuvXaDXH2AsifaYigsiDcnmhDifliYRgy5Wut4EQ",
+	"ChgOgREeJud9wfJ5KhUBtS7KpcSiWytywTLBL0kh+mSfwGv8MjQOppBgNBW4p02af6GGShSNlGRnMITa",
+	"IHrxEOy+HrI5Ce7AzWtkAb105XlWxzK4U+uc8qmoYZah+AFg3LoWmCLJf9SZtnOaQmiVTt9r+ma3oEzE",
+	"/qdDM3V/QyGhBAqZmFhEEi9lIeYs71XCurQRqk8OC5KxQkl6aNCZ8Dko5SWSauk3l6SzoClYUP58rPNZ",
+	"cJdDgnpsqEushiQTl0Qsi5BkqSwsvinsJaTNynCCCAgaBUl2Q7x0To0L2HiTZWSipgjAiBAv7jrpNAv+",
+	"QQaB4BPuhnDWMdjdD11scI2FhrIDAiWYcZQzs6uq5gQPIWijnicl2+JIVeMYxQjvYqShW+Ar1P1jXa4J",
+	"95lWga8jgL5rZPx0dHIqta8FS8ToKvkTPuGHnCxoMcNdUeRGY2hqZOMS5R6kmRLk2WR4m0DfSo96N1DO",
+	"4MmEV3HwVRsAbdW2FXtkErgZTJPAiEpYjETYCJ5GExNuNpFcsFkKZIMWNiGN7GcZIowpiVeRlsRmsGuC",
+	"o1uu3HskFLBgv/sd0bHWUv35jLwFN0y0RRdpZNzc1rr9UOqJvgjErR9XAqn/KgWP9iacEGp70VjhsKfA",
+	"uaAOs+37AGEMeqerBfM0dh+VVH35COWzZzuD4bNnGxJLtUTR1ozRrJj9PQpJtJUzmqzwn2LBOF2k/RWd",
+	"Z3ruW1SueFw+5IwlhAscwR7hLNXlttTworImgBGyt764qVfnaXIXkU5Ms6xZHDesbbJGNbC6QBcPr+oG",
+	"7uDWFxjE3dYXE6Or2vbfV0weWHLF/kEZxsBmac+WPRRdWCJb9i3lSgDNTVq6vw4cLhXWguuTTya6VFpP",
+	"lPZcwuA1moXnBJjyVniCdMG4s+P3PcYVZU9CxMFByRDbsnbLb/999/W/j0bGxT0Y/vto9O+jA+eR+nv0",
+	"77tv8MJHP02C8uVJEE4c9/gk+Iwn5UwXCy6PtKmYlzNbPUZfw0+lLKCeVO6hLVpk5D9dHM9+YjPS1I6G",
+	"Or1Mn49axaPyo2iPUPxiwm90DF1akEvFPNWt2PbditNZKokGcIJyyGb39Q2BveSigCRvtP7IPjmtCjsT",
+	"3oG7rViL2he4+Tfg+KDxDCPvJBT7i5Tc0XdHLaPuWC3QP5wVI/8gR2aWkvxjwv/R6/Xg/9R7TpycPL9O",
+	"2U1E/mFZnflhDVsnFa4eOiBIJptGiQbNrlDsUJ1tIluAaFE2DfWQRSZ1u4ZHnyuJQjUJkkXtt7JDxeIN",
+	"NFA5spKtN5ah/Mn7Oo5XfYD/qsfU4zfIiM8h9lHO1Nv6n/B6I8TZ9lSxBDbGVokjNsNr5DTXPitFlI4n",
+	"7sL82oM84/JsddtbR3EGV8AKNs3CpXpK2qhpqHh1bBUhJyQ2wkwLMmEZDeGcq3qLeJJUm8YYVLVntnxW",
+	"38iQFEyqowJmJDckoaUBPLGqAfyXp98Jd3SmVMqlCTyhOH8xrSo+OYlolkWkAxBlLlWjF+Kada0OptvC",
+	"INcJdxuB+CmM7MtXDr28YTkDRs8bChdIUleMLZDyoMIGgb6KG3fWHQIswAMho/DZjGVJ+5nsGhJ/mCjm",
+	"WjAer2CVXOIsyZzmSjaJbnupea8YE2SQnQLCt1D4w/0WuS7mCZTAQreF5XkoaVE44frUVoVwez05nj3n",
+	"Y59EHpq+1JkhC5C0cqZPKyqisA+lPF/aoboaY5lQPuGRsxK9P7FVpMeFjALzUWpS4RXTmBZgrRT5FVZg",
+	"K2zl/VSSK9W+4s6jHUyoCuGQGBoyBllzwahTaFPSOYO2jUoOD0zfHbs9IegVoRZmqC5tuGc5e8rkhEM/",
+	"OVOMV0sfZQVOfEfz5DTHWrldZLa2X4N4oJvHIDwn2ghXyV2/onfMFhldQQC7OiphhQGnSobijBQ3oBqf",
+	"ujPWC5uk0ynLGS9X3IAnPnu2Mxo9e9af8H2zbnAAlUCuJGcM5ygziJQOUqRZRvIlB1v3DTVo2mlBOsuF",
+	"0k3KuPauWXOOpa5WkJOgtFrVPYTMOyMZvHr2jKRTbWeu9NMn+/o9MSU7o1fQ7u7trc2gUeciJFLA/hf5",
+	"yi7ohNvVqJwtOCnqHkB1W6x3oP1DuL67g1chtDZdSqWuoaSVL6HeYBW5V5etn/BSTkellppyXmazOjBC",
+	"NFrgSutUBtUeXUpEcK3OwG6nKWAophOOJXzx1JvgxJRj/TnGizJjojxTDZFNEShHptIbzwjoEjTLVqSk",
+	"UmiPyFYIm2RWHenZuFXWMWaICddySgcPmUYHmkMBHDtFNp2yuOji6mp5inRAXFTqEBZulIQSrjg6TZW2",
+	"gVpLRkGMSJiScjlaZYDDAc8DG4ulCzKdL9Q8gBtKc/9qlGYmQIQ3zWDo4MxJEZlwdeL0WIHlAXwRSJFq",
+	"sA7qZVPgM8wC8vgcVQBi/pEspBLpjr7BpaG2w26BxgKry2jKe5AGszMYea3A3T75AQsUaroz4fqUK6Uy",
+	"WcZMulULAcveGJCndJ5mK6Vg07jIVsaT4wpaZJEzjLiXWmJ/Bx+Rf5BDHSaf8sWyIP8gBkEIrhDZwrw3",
+	"qP/mCvNGoD9w7XeRidsv6GLxLOqSf6jbSaIv2jExRjdraBjkXbTJG6qbE0jZrYrS+stmW5b9JqygaSb/",
+	"YFo5tZIonIR/kJ3BoNbCzmCn+kR9px0lZG4jitSbo5HbF2YzjskXUCvH5CejCny+23yaB64gDwe1mvsN",
+	"45ZtnUM///Nf/5cW/GaWiS2lBp4tDTxwU2waFECBIRKjPTGp1MKaYtulFHexmvDotndtk1x72ElUBTWI",
+	"xZxJrLIYNZ0oEd5zHfuv/Reraj5rKidcG5G6IYhiVS9ORDqKEGD1NUOfbnKw0yOWDV/OQ42JoprOwLWE",
+	"1TNv3ZEoKQhqnERbEVQAjbYiLooIb4C5reCHtlB7lULKWNH7glkEeSrN+0aZB1quyemEY329lGv2Y63P",
+	"WNZ2IXIIN8yZ1so3KphcEjZrb5hwYzfN08uZcfnqkZU7GJr2dW9YL0+dof0K/1oB6nQs8sQAVhihgMqS",
+	"TPRJi71EcUxNtp892x0Mnj2b8IZN45BrUESo7ZvjyUZrhjHNs9sFlnw0BLJTcuVUKp52yZKQcAgGxpIC",
+	"StqacOt08Kj2zsDQAlneTAvRkrBFJlZwOfIlN4DLpY9A5IZhvE+1EReXQvMdXKuSjfJrlokFG5PoS7zM",
+	"ldx3voDrvGC5/lchCpqFwDf1k4QWdEx+6vf7n++ikCQ53FF1K1XDKBMvSrNdtMBDrqPsyBBFvWjB8k/4",
+	"iykTt0ecLIk6r1EzGCupuqT2w8EgrJkrRoOw5jaAlxwP+C58UzMjDAeDbp/skwWguFJZ4FxAvzEHjOt0",
+	"7UjNPzLrbAM7JVK8nDF94fEuKcIXmsx5m48KtVzHaGN3SHrOpFjmitF2KsYor0OkahloTipUghFYvFfd",
+	"MRg4f/zxxx97Hz703rwh3303/vBhfHISmYtnrmmRzhn5OyCDn50eqFtsslYqBlMSlQZOMtwZD7bHgxfR",
+	"npqPKXJj6IJN2rVwF6phkFbmaZwLrQC0Nn9qmu8PR9s7u8//gt1UHVPGDoPzhQNmFm1BV+onOfbibTTN",
+	"wG7PQ+y5p/7/ASbFegb2l6i8dfPU+E5OXOFqTJ4PBjZREBgaFhQijkoaEjmjOdJOJcUq8WkptSrjuHH2",
+	"iNKrSVqo8YLN3Sq9SuHBCJ1jpRn0IHM6Ih2jZYEh2iNMpNJRccAnIkjH3xi2cWScU5KhdQYDBsZW20bO",
+	"Wy0YAMJ3iijjhuVAa985hogx4vQAMo8G5kH0nbCUDBBsp08Maou2t50dv5ckSU0qgEVSWfIM3GcE5RAL",
+	"wQJ9a48Xkenf0SULBbrDkpGZLOoV6kSAgg/BFzQZuyp/mcoIg61r+6r7TtVW5LCmwtRXmHf17MgiW4K+",
+	"PIftVppZaN075nRLsk0+vN4jlGQ0v2SoEoAjTZOtneG2tz+zlErNDvWc1B9awkFRHOWqPtnPc+S1iS57",
+	"ITFTkkk4gmbez3dIxq5Zhm8qxUjR48FgYDyuauGzLMQNwHCUHP+AZayxDmQHrsMIgKp0Zy/D4asRBqUZ",
+	"VxZQWTElVigr3x6Fg52XfQKw/JSvcEWgZ2vdcUw6odGDSzYWwhBVL9p35W4w6FULVDl5gs59yGLq2hAf",
+	"1HAwks5IZB/P3rspr0pEkMyYEcxxbYhdvi3C5FXnQh0Irhm6k52M+jFaFDQWAbrG1XP0giopVm3NEoDR",
+	"uQ0hs5Qr5eoMXub6PnWe70AT2yOXVeyBQwqIFMQAwn13DUmv6s4kJeTUKc2YDKGYhdow1ZddBENtTWyf",
+	"0TVszkw9PqAQhnVeYDyZJB2bfrg+gS6c8EY+ZthIxiwfmSS7PStc7VkOtFe6Xyc80umbEfk9mbHbjhOK",
+	"2TFhobWOye/JJOhPAvJ7ktMbuEDdbleDy5hsdm19Mvl7E26JJsizkOVbd0T3JzwIgyyNGZfMCeb5lItF",
+	"nrKC6lT8tMjWxPjsfzoMwkAxZQzrGfYH/QFEsDmGdl2fwOe+KIN6vfJOH/HpfQ4IgNsC/8PmXy518Hpw",
+	"5rg+nCBa1/shpg9o+DplN8E4UAJ4m+BWd/JgbThHmsOWfa4w07IjDnwjS/AgrGhXczqqnaRp3uZw1AWp",
+	"IJ7JH3ck91DKrxqp6p3p4R0zmrQ0E2pzt8evulf1q+q2G05Hjbd02fA5aiD6kGiMLgaGvULkISkAPnya",
+	"0UsErmv6Ps2iVn7p27Qp48NU66h9JLEPo2kKUfy8B8ZU0X5kai5aU4bRE4RVeVtJLLoMfyVaDBJ4TWSQ",
+	"gQfwO6vguK+JxMIQKOPLVB22tVc/ixuHg/UhUFMHxwTjYLs/6G9j+cEZUAew4NFF2lPd95xY0oWQhR/9",
+	"qbRDglG0mNnYs6uUK8m/GTaHkyPFLBfLy1lrxJ0i/97IOffL1lgv9LEYK23UiFEJIRIpsoLEluqmB/ol",
+	"6vwIAwk+DkXBOxnD1QY0G83JpX7myptLntB8tWdKaIEqiiptW6TNHomuNWzxOcpOEOkLgSWqTaWmaDdW",
+	"ytE+s0ciCC05r3844fpLKxeBMIhFpUDSQylyT8tMaOEBoA3HBuQEx2iUo26/6mEDAUMJ2yj+1L1r+DPK",
+	"0lpD2hlug/Dw7Nk7aL2v5BB1Elh+fsVWFgSP1+tlcrT31DHSOq5flUSqidC6eODPtqBI0I7WAGxiaBON",
+	"i8q4chanC9h1HOHehKNRFYgouhgu1xYYt86Asrg4F26FKPxcLqfT9BY8P3YgpiJMVIFNUfO2lwL5GAiB",
+	"IHVhYrZ6xb07fRIxDvkB0YS7r2MqVL3BNe3sFyRjSqkEeXOqwbZDEqlrE+Ht8gPeO1PYawPFB6tepP6l",
+	"dmvC7XbZwDxL7NTNNbvXRQ9mrF2IBeocgFZqvXyoB4LEW5kRHk607HZc90m3/+zZhA/7BGt6orPf+HCc",
+	"IvRUF88wZxd2bK+0IOL2Ygw/tYX4IRypbE1J2xWcn2Se8lQWEJ7aJ68VhcV8voqKrOsHKOnfWkar5oln",
+	"z3YGg2fPjMML+ylBiHUdVlgXrdicOSFlpPM8NFg16thnNL5S88Q5NQIPR/3SSmHzGqY501uimHWasXF9",
+	"U6wfe7TTm4llblIhFE1bML6H5OomlTh8442OvuCIPY6VTpks0a075E2djos0y1jSJ/sl+3XOC/SUalYf",
+	"U4k6rw0chnFTqEEIns+acNSf8O0+ORVkmioNflmo46BpLqtNzxf2TfwYqTAoe3WOFoyzBLNQoj3QwaMS",
+	"4zXS8bXGqmodkKAV9Cd8pzJ1w1Gsqky1l+WCoVvHWmPt7arhWWNMAFR/wHE2uNtUveBA8l9b1H4Dzh+S",
+	"6MuXEfzjf/7rv7ubMD5CsF2Muaw2WQX3V4qa+veeItUS9w3CJMCNq8QRpZ7GYHoCFmjUN65Pgw0Y3e1X",
+	"7GcIcmuXEqGeZi48v1qfCkC/yEt8/lSSKSviWalKal0aJwfutAYcMOloiMNGBtNenRjisL6RrsA5w4uA",
+	"NxDiwJFgGTg13Fv1ukkSKD1S7nUBIQFOw4JKWYa/mzMK6SCarmEvCK/ovoMmUEk6m1ohuxo5rIjdsBy9",
+	"1CF0YykG2R286tfWz8RbOwi82nyk01b1JCzvD/HCI+M3+wb96K6pXklSiEu853iBG9u2V11mjKZJmFL1",
+	"ktJ+e3b8Xl3Os+P3mg8SAnaVVl6IuoaR39W2QX09qgV0td39CX/eJycrHs9ywcXSur86RjT4FuXSbkhG",
+	"g8GYRF9OtIL3wbic34Af6ospYnb4JiQ5vbm7U/JF+RAvpV5au8kdkdsMoG5JN5IQLcSFEonynMHBygAH",
+	"LsdSbnKPRKrjfk5vYMeSlF5yIYs0xq1W606RzMo0KSs45zQu+moupiKg4TqNwH0uChcsuIS2Bf2Q4vU3",
+	"wyGdt/w6pQkl//N//J/kLS9ydrlk8Mf7NKEgjb6j2Yx2daSWno5RX4B/LAs00VmELujiByMz2FWbQ83E",
+	"awbW6mrh4gsIF7fbeEMlyYQsSKfEMlUXLQXIPxIvi56YTqEbR9lSgqw2JmGAC5xBKeZM80uuniCOd2pC",
+	"akrpAmn+aDAIbYIAiU5crhypLqIPxvEu6cpUHxPLQnEWjGLHOH3QjpyDhBxnXJm2LOhK4o1A4Sc0gLEI",
+	"elANGdKbplS2IsOqtuSNMDCwDN7aa8Slga8WJ9OIlDSxckBCNVLphL/okz9r4L76rQLFr7xUVkhRHFtt",
+	"xTTN5+ZwUiUbgkpN4yslZHGIlIgZhETY445arqs+28Svmr+5uBHoXZFa0MWwJqWFfcA4C3Vc5zRTxNOq",
+	"gGV8FITUQSJAI/SgY2RRIOcQbgGkcAoZZWX4RDd0He2v6o52s+S1EPEbkYP62pkEn0wKlqNBTIKQTMAw",
+	"ozrTifTVH3U1OeL9sazlCwEoHmWk9s2ET4K215ACGeoCM7JpY46uMQm6fbKfSaF40tge+rLqWU7ohFeL",
+	"oFVCMcLyXQBINgagBj2rGJisUwDcbSaicsK1QOhGz1QUc+iiFkjZOHBVNymeGzcuEw+CG3qpZCORp5ep",
+	"kgBNTUulEJtADV09IiQXmYDzZRuHiEYQ2XAWOaNKaupC2JA6ozr2K+pbl4fHMwvrsYFvmHQavuEJ9zmH",
+	"u9DdYGS6o27sH5iirC64yCgnf1sKzBi0KGPoDbDelkNjdPxgcfNLt1graE/5ypZDtP7EVsHdZ8zsZrKA",
+	"0kc6jVgjR9dtZE6VmUo1I7eGnzQVIIKmvlfKwWoxSoEcPJTOwQycYmyO5SUYB7u7w+GrFy9evHj+/Plz",
+	"QNACShqMUc8LvMIcoClcizRmvZ2Xo+F2f5FMg9q7gJlikQrUl1WkAt2A3HJbMFc5GAfOZfbZaAEKcHuI",
+	"xZHxGpnZqP8NBoMhTLqiwkApO65W43fQK1ahKhcda2StW/BSwU65FYCqqvTma90627VzwlJewY+qR2QD",
+	"MyqJnKWLBUvQ/lxyqz+aktPlpM68lmANIi+Mtc03i7KENUKJVWc3HA22n28PRrujnefD0e7Oy9oU103v",
+	"5cuXL9XClNP7wJD6zNHsLsg2Wcz7mJ+PvO7eWsrlpTYlltTHHnN0pdaTb7r6LqzfTSzXFHSwLBL59OYd",
+	"0Te/+5SF+A58+ZKs1H7rS9MPHrMKH8zMy+WowFBogOCcyYXgEgnSaDB4KAlDUVOng1aPnqMRhRU2+k1D",
+	"tHbP3xu9R6W0GowDtQS2gnBwpAVczejHLZK9FRwcKTdsk+73IKlDHUKT9q4lXIRtBaAPOBl3FZyacrpa",
+	"Su240mnXnVgJeaJnYhCppzrjyRR4kSsety5l2QGMpnvv0t3QeZr0v3t9+fHj6dnth9Or7Y9/j7c//vXH",
+	"0cfZ2cH+67c/vv3rn4d//vvZ6PhNvHN09u7gz4Pjd8d/3b/d3//22yAMcnrjDB/ZpKLHT21ZMc+58byf",
+	"Y1y+ugM3M1pIdWXuKptuFk1ibQGzJ3COH0knAKAIPq4h4uqDY1Cnqmo8inw+dV81br5VW6ZUtBbVmGil",
+	"XcmaqCavmKMqdw04VUXXMUFEFW1IdYpnL+oCqdh5yC2uHszTdVb1MrUDzfRlbcWKTX1zamXL3jd3AD0D",
+	"jotIdWSN52PfMHzOAuPAevKkUC9smvepKRdvq8c/N5swbJu+Jblb9RKH8N2otnmKM2yB3FutUlgSESX0",
+	"iinyDJCDKxIwOVtc5jRhzu+FwPRQp0hyuWP1glONvflUitpOL653GJ1yiA6jVvM/To4+6lXZvn9V3on8",
+	"Ik0SxvGLVw9kSSn/pIO6ajRUae01o4M2sziBYH6CvV9N2gQLRb0pa7S5YIqLaOMCS/a0CQRsVf2yanHJ",
+	"TW5qcFflmGtuG0SwahviXylnGSXqTBdqY5W+L9SfEMaaU0mYLP6f/5tMWTyjCe2Tt/w6ZWQ5LxULpemQ",
+	"lCt5MXccL55Rb3zJK1hentO0gVtrrR8L12Rs/VCKn1cdUXtlcq8xr3NZMJr0yVFeR2mx9p2mfaptg3WE",
+	"Lqj8NC2w7orzdXfsngB1+XRBFEcMwdsx3OB2fMIAvFMh3tP8EgArd0aj+7+raq7HDEp4w8ev7v/4VIgP",
+	"lK8MoI76bhe5zD2d6vwTLN0HXz30OuukpU9Wonbvh7G0gXHNfy98Ni6QLAwnPsaAjGrD+mGda7tdaJMI",
+	"TidhwXi4PRyMniuRGkHlgZuWLGyGJZjq1pigjEU0FH3JtRwACPIuLCc0aUUIHUriircIR8pui3dpxo5y",
+	"v2XhozC6in/JHmbCe4iWpmeoj0OTGDiW00ptxhCTx65TkekcKy36by15I1orrJvnwKYVGg6vrW8tZjaR",
+	"13OfXT9L1bjmGsa6qIs77MbQHHct6whpavPpJVgqPhjxGkpClCnIZU2IMvI0GNci6QBa0TUiO5rtoQRh",
+	"6thqfg2VtxIDUzWyltqrGfoRz1ZHtgz3Uy23gf+0PvgIqgVoJFEG493BK7Ur3gJYaokufYC2n5RCAkBT",
+	"BtSjGqBaC4DFzLha/Zk+OTZ4Ri2YKf0Jj7AAZkQko3k8025l8JYaqRS8zlETUjpSLGWZ67S5GricUis0",
+	"i5lwHc8JsygB1kKS8jhbJugyEtKNTrBhXTA6nwX1fSqLakkn2bSk1uvy3hZ6nsbbXZ8oVPZX70LegkH9",
+	"Hwc4joqM6kKb7u56UG9bilIX2jzgq4s12t1162LdhQ2ETdTBvsWzrXG566dBhyCatywkt+AYAeubYFnH",
+	"oCGFO3U6HoO/va5mmTZwXEMekHNIUnn/IakdkZZ5NY9tdRPXlivdrPSqv6xrY9oiL0gssuWct40VbKuv",
+	"V5UB2loKWKfClAly6xbrihR2A9vqRdTLT3ze8Mwe4bDsNHVsYJqEuuTcMs9CcxZNULzq0QTG47+rnasF",
+	"usfPAf1+EAl7g2uwL+NNPvuEebD6o+FgsNFHILd8footEt50kn7hTKGx96cWRH6+zLJqqaHtamUhBwWP",
+	"DF5hVThP2ZBx8MbccW/RHm0eaBQtMWZmg5C/vm5inM/7JiK7fyO4OkC1CjyjAda/GQ099W4CN8V1e7yz",
+	"i5NpVLIp3xuQ4WA8HI6Ho/KSNGsXNlH3dRUtt7BMS+dVn9E96NbqfNi8bdhek9YdjIeDQRhAbncwHm6u",
+	"mLbU8PDpqBA5fglXr5YB8SRTz4ONIZsoenpeZd30d3ACfzVdb6PRGpgUoxm4knR79pEjPlcrqlVEZX9W",
+	"U4vEuDMaKd3Qm55xrAP2JIH03Aei+K6TCDXmHUaSYERmBNgjRsJtrS0K70PYYu113oxf9ELNk33MnsRg",
+	"lEyIxQWNr0KyyNNrpUxNOCFZyq96mYhpFpKDP37cP9U5mgUFiN4cgJXc7AZdhkwjFfBLHCYuBI5ULDBU",
+	"dc9G7HVsEXmko7q8bMovu7qsvMl7dLLN+hZwx9alVQO2pWkfWgR3j0SLlF9GNvLJ6RKTxT3CeNuUwnuK",
+	"4x9CqFSRp3GhFSYdR+6tu9+JLIN4FnVNJKVOMDGN7vmzuTqRYiDPotACzdK46KfzhcgLRWsXGStYEnUt",
+	"EgmG1xVCww5WgBARFqqsOYwjmRukklIoQxBkv6ZNOu0JI3v18JxvJGKm2cietEzB3RmNVD/aW4IxWN4t",
+	"6kwa8uOrV69K1B52m8piEuhd1my6urOhBfRQgja+WOeA+MWzZ7aCyLNnoW1gbEqo6nZCX4BWIyG3q0Ge",
+	"vZVK/FVGfAVJveVH8UQ0yo9Ge0Tq6pk61qxvMpO146lSF1KXgDFlauBo08WC0VyWlWp0LK9FJxujEwUj",
+	"BysFZydc08+vlVhMOrpoJiw/zmVnNEIyFdmI5XlpfiqEIJngl2ARQgJbfcFG9vkUZMz9rarIv1qsUWtR",
+	"qp+Go8+OQIp2ps3kUX8db+d5JWdD+y0+rxEkHyYMPkHG0yX5NoqGGD5skU10yZrF3kTfcFBofPoGKi6/",
+	"6K7VNI11igaOrqFX4OOvqEaUC/TQk1Mq1z94ZEqjQpcFj8bBq+ko3mEv6PDiZbI9fT6Id+mIvbp4kexM",
+	"h4OX2/R5PGK7F6+SF9MdOoy32cuL58loOqCv4hds92J7GDg1iPRBe/TxdcqIeRSVE89MWquHcXHzS+sv",
+	"m2gEVbJ3WHpz/7dVgA7WQRe36kD3uhDaoCvWaEZttvSGHN1qXLfYJkZgr90+ytHqnnKrL4QW0Jc51amr",
+	"cjqKwWNM+5lwueLFjBVpjCBI4A7WFebKbJ/6JLa+pMndVsHkZtZ7r1V836xDtaThU21b1pRVr9xtcck0",
+	"cjEkmVCTA21QH4LxGrbQNJfuVwJd1OJdrCAipigYTyigac9ocSGKEECFp5m4MYE2CJzS2iswHF+PnN1U",
+	"QTBS6ZDiRntVRqXf87Vbb1NDakB1qSKnXE5Znpvq9OUM7+3TtLNRp8hJSSdnUmTX2HlMecyyjCXd++en",
+	"gycaPVlw2eZKVQyG7Qv0PcIgiBuOIWmYpKlrm7Y1p5nyugHZQF6jyckC3Z3eBuHHc9PrumYRSf4GyJ63",
+	"qRsoZHlfAzrm1NsC/LamCZrHMy1Peb+3vzfbMIkzqHiTacpTOau21KKag/T/OCHCkiSkRe1Rjyce88ov",
+	"bd/8p7VPemxTP5N1so0HA/tChos4Uk3zpbqVTY+xk5YpC7EAoDnBY0Y6C4wPhPAlA7ee5GKxQMxezSMn",
+	"vLWYRh+Amm2SToXVVw0vEK4FdQGlSza0vuRjt4iS1dCxn8Zo71EOcFrJowX6E/xqTeBrRYLPYceSf3kZ",
+	"foFb/MYUfXmQkL3+KuubuN7V8CCbkO79EBnCYukrJo11DqxBuVK5vAOxjQaOiCc6DZUaEWLPWMMw0tHv",
+	"dNC1AsEopt9rK/qKdx+Qz71xLHIMNvKoZhvv9gFyFjJzjSlWh8DfX/F8TKKKwUID5Jiy55gLXTOrRBOu",
+	"i5+vlf11kaHHkrUJ34CuIYafh6490vRXsxQ9xFyydT16kq1NF9X/2plH99ravppv/wm2tg089v8cDvvH",
+	"Wdr00bmHnxpN4isayO6Vbys9/4u1/gKs9cxU1vuKrFVDaD5WTt4qUfRbTVVvLFgJ4uDa7PRq5TDObpgs",
+	"sFIUggUzXmC1N/Nln2goXTKEHKQ5BCgXbG/CKeGC90a3tzahy0EQpGTn9hb9rdrOtTN4qVjKzugVVN4o",
+	"AUk0+k9ZhAr8dokuq8EmnAO4FA4jJFiyandsnpCR9rqXDYRk2zzTOfwh2dFPdvUTGZJd89LuhOuHffBU",
+	"Fkt5HosEPWuDklvmphb+Jb1m5Qz6APhitAwoePaCJHQl8UtNH6bLTDHRhGwPnB8xxmoDq91D+PaEP0wf",
+	"aQbFlk7N+6JjjyBaunLMUunYSQG/1WZ+rWM73vjSa3TzeONnMXhqk1hEsB+0hs8OB4OHhM+W+2nnvVcP",
+	"ntX8sDVuFtpgyaMiZ0/Mt2tiZx8U7Lj724h11IsZjEf3eReH4F00CacbvISSVDC4eDndjkest5sMaW9n",
+	"+uKi9yp+znojupO8ZMPp9sUufLTEu3E+l8F4+HInDCA4w8pU99qlUTh68eLlMAwU8TqHJCrHm+jQmGA8",
+	"Use4PBBajHDWY7iZt7WyHtjPV5j+YKCGpxcgKNI5E8tivI58Bw9aokFjiVq2srJm1RXDxL41YZa7ZZTl",
+	"6KESmuGlm0RYYuEctxyMy2L/JbH9AhIb4J7X9+Hni7Z8tAlkUxlv64tzie+2bGlXgOJ+bO/hpi+bw2+s",
+	"Nt7g0mfP3pqIMSsA6JjS/rNniIGmMUeBDwMypvEglPvUsRQsRGamDuIYgFLFdMINrw1tpKap8KmlMvhK",
+	"23hbJKUbKq3hxcYhum9MOGDFjctkWqz5ypNmSQpd19IGpKHD1iippGMqf+jqBWh5asTcdcNSegLl2mA+",
+	"DhG2jnTQhJ2QLL2C+je4il1dVJbd2BXsZeJyonZSnZs+1p7QQA9jF6PP4sv9bcmWgKcWITIDyLvDrmNV",
+	"v8QKrCVIIYLgLWgxI1TqEEvc1Y4tCQMAgVl6OdNBgicnx+/I5ZLmSRciLXnhSMpTSFss0RUlxK5NuK7j",
+	"Vym7fcXYQuriBXqapOOK2s4J2h64AvY9Nv8HG8fCNRZ/EMDT8qDZgw0xh6LN9ue6KKAwrjUXklQzkG5o",
+	"BzfhdmW0fqXza/D2Oe1+Ixt3LVXaj8ixMbd4Lx6DCbfuE7ABln6UpOtTH47N9nl1iNXXiR78Oq4Rqxgb",
+	"KBJ1xYISFWf4RHPOKZNFuxnH2/u/Apn+GcSKE8RFdgiSps42WLrbKmTYV8popodHOD3VaqTLwD9JbHii",
+	"BIAr5vIMj1VKo0HaZX72DCn4s2dKBIBgejDaRDLlMYvGgEQBFe2MPQiyQxRZMymf+kaTDs0ysluyW2w4",
+	"1BibXPAeKCFAcjWrlMsYGB2asxz71s7g5dbO6BV+bCWShMki5Qh9Dz+pUSiZA8n6hC85BiUxrFK6VkCp",
+	"hJYjfW4jy6a+N9aKZgkgMgHsZs5IxqYFoZngTLMVOAiQGXuTxhqVSVoUEl2W/i2NZ3qXTCgVCiATXrLr",
+	"8b0y0hoJyRF8UOCBt0vGpsQZYqUZK6JIxe1n4obMFa+9YbnFlepols8FZ90+eeemL5YCx/ZgwpXE8HW9",
+	"ZeE6XxmcBFcgaLJ2nQXy6ew0shkcY4IwwX6eC7u4udXuF4zYh5tZ0eNPwU01Hgz+8mCnnJ7oz+KJcxLs",
+	"8aw4glqbgDD6WSWE9eP4l6jwzyAqALerMLtpZVdXBC4IoVjl959HgoCCfD2TW/BzyBF/ZFwROQiQUJzD",
+	"ZGeVKrQFD0mLPY1xw65TsZTmndSW5iyDwRy1Z8JLYAgdGxYCb9CxtRYMRXWv5D1gTVyoP7obs4wJ/3kC",
+	"x45hC6pEX6dU/KxRCQ/KAPqZohJ+vQygukF6MB78JgIVWqIU8B7gba0kA+1cvGDD5BV9Hm9PBy9Hu+zl",
+	"xZDuJC/iwXT71fMR26Uvk+HFTvxiOmDb9Hny6mIU705fMnjpYhD/cslAH9Xdh1/3fuW0n/89behO6dUK",
+	"Bf6VIh4KJn8mhmM0U1Km3ejsHG3UxPT3CItBYr1Er+H4G4gZDA0b0ZxK6WYTXjXc7hHaZpiFQ77GOvut",
+	"UxGx5GkTxNlNun1yAMVb0SiuREyDV+VaUR+u90z44y2hrt7j42hKHP45ko2/jlqgRqdPglYAfilT4Se1",
+	"89jVv6T+fxoDIcXy1YqCfMXkxgeRz4IuFj2owtMTvGewClvr9gLFAPyUi2V2FVZ8PU6Zl3gmJOPkYoWF",
+	"OEWOVVbB6VOW/qxU80yhWi0UQ8aCL1hZGmvEYtxKJi4voVYQOjaAdEAVfDElumiqjLAYPic0BlCqOggp",
+	"1Ocsy6uHZRXiV92+24rIEkmGEDs2GBi7UkiwKCvK/dBgrkhwwhBAfcIjmjPEmpQOkjlzAr5spVcMS4+A",
+	"LMqIFCzLZKXGI76Jv+vKkRN+ncr0ImOGqZSL3idH3LKGMjAv5YtlgX9DEWD821REdMvUmqXCWkja1mqX",
+	"LS0gZTVJp1OWl2XmNIeRuJb9y74DrzgXF1AUL+XFDBcOrZxKbtYqj519KjEcqU8+isIptS6QIzXqUfug",
+	"KPDwwhE94gcWdvPRhqlyKy2GGUShhIE+Juq21stlwN8D/b/g88Zk3h39z1XIopJgiytviIq/9gfOs/HD",
+	"XVh+rhcGvtfYB5WP7FKURRDA2GdqxptytI/WFqoL18Yg1d3QQo66Fdj5L8wqf0aOc2DJwNr0eiCphsSY",
+	"DcAKIl64Zs2Ryta98nv569oQmBpELXIezALtZakW2f1cB9+SRFc7ExV6ZWkUBIo8ggtNeMmGXIQihzm8",
+	"6CLuv9N6gyuFjYqhXBTp1BLYCQccWFNaksYFjtCUYWHZ9P9l71uX20iONV+lFn8EyE0IIEFSAmNiF6I4",
+	"MxpLJIek5uLBBLuILhBtNqrhrgYpWKOI82sfYGNf4MSJ2Bfxm5wn2ajMrOrqGwiApHwbR9gWAXR1XbPy",
+	"8uWXWcDelsxgUEEMqg4ukXnY3rtQpQ8ReCDd1j145yISozROnlZa1cgn9KkMJGfn8fyvXH8Ec44fgqAy",
+	"T253X+mndnd3d7MnXydzGbN34ZSX5BOtkXqwYMrWpl482R2eL16vr/V/MxkFOcbOGVHFY/1l5BIShNRL",
+	"JPhe5eVNs0Z47IBmCcmGoPGBEEIOQVvL3lXEZpNYammBqlVJ1bRKKNj/Tfcr9gfdLjf/xhZabTYwehqP",
+	"EsGDBSNAnBt6tMMwfHMgwy7It+18b4hIjNzrsxkPExNBH8oc7wjM5l8SUJGXyC/Dx/L3i0JWFysjMXHO",
+	"IbtE8Glj7eMPQ3t6je7TKqBvUl+rx4oLajW68tBX8EjnXMyHzlWccU09RJYuFaCFd/1L+kHqapv8/VVL",
+	"w9xktbLVJPb97g1Hik+5RG6VleV4xhBRLccxF15tpjeye9XGXeDYfP42ScStSMBwf/68zzgJz61QMiVg",
+	"pLo5kqjaeG7aewDAQIoYUOUNxIVvw5HAAvYYt7K1locyG8YzlWPnUcRki1UzWNNELsPEVPiCWqYtxJUi",
+	"+4PxB2MZ6IRLxemKMD6aTE2pF+5vDDfAv5BeWinknp4zo/yyfzf10JJXPFAhXF+UgCfoHkMV6s+oh1mn",
+	"TnxkA0P15UaGqqt9wjjRB5jGWlFkXFkmZSzrjeCzYnEd8ndiEisiDw+Yb2oQ0rdTwSVqrkOZqzuoIN9S",
+	"P4fSzA/VJfyg7BkNVUEdjeUy5RIW5V/YNDYzbC5QM3F5115lGWODSZirNJ5qnX+L/fD2FPXwNByFMy5T",
+	"ZaAQvZeQZmjfZlyi9nWuKzCvXW51917RfxrVmmXVC/eKJjk5Yx+oRNr9UK9N0jn+3Rg3xvi1nZAvbopH",
+	"8XU8X+Yc1CpQQeYapWpTj2Bes6sMF+2VBW0iRnESMJXyhSIqTx+FLtXTPbCWMsL97rGX2bv4+hrw21it",
+	"KnuTS5RgxXrOcK8Xh+9wPh/ZVP7H184y7fopSc1o46Fe/m8nLuLr/D7Fyf4S2hkemXopcZ7yJFVw/vSJ",
+	"yvWSSHfR3HJBo9z+/vsz9Kk1OTs9/gZTPKAiyIezdy0PTS+9h295JGRqHxu5dZensRYh+p8LJj7OwkTU",
+	"egy3y8IFipVp6TWURfHVZznxRbdWehe7kqzN/FiRA/Iqie+USNAJiYA5iqngHMyVSGxKJQQtqM2cBepB",
+	"4IKOHfOx/K15xeEkiadU5+V8xNGOtLMYJyxdzDAW4s5Vy8R7sR9XYhwngvk4W+qSp/6BrUHLU49xdQOd",
+	"4ENJANw2G6gbU9ueHKHFW8BIT+MMXVeCfo977QESlBYAmtTzlLnmYtXoN2gq1xaq2LEv4muEw9bY/nr/",
+	"j1uvvv/pPbC2mEUq+wZ7K7gfzQmGd/TDKb8WL2by+uCKK7HX88IfXp+c3XX++M11PBgMBsfnHyZHH671",
+	"P4/0/7w+HPys/3/89ej8O/2PNx+io+9/OOttT49v/vD+1fdv7gZvJtffDH7889krfgePfHf2Yfcoufnu",
+	"+vr6q6/yrkuzU68JYf5gz6VZmloAlysx7Fv/3S4QA+gvS94vdI2ocDqPtDmKSFIbA1wbTXpuGsp6uxRZ",
+	"OggCZWFCJIw51qtiV3F8U7ZFnqkMnEO1kYqk76UQe6s9lJCpR+EguB+w1BdU7iQML3Qday1hDHouI90R",
+	"P5amnC1ptB5TcZUGW0SUsXEoAwhiM2CAQuX48OT4+Ojw4uTs8s3Z2x+Ozr6y0+8TOxj5KLqVSW12js+F",
+	"CA6zcO0DaseY5X6UiLOLfrFPHscOwCKbT8tKs7oy6uww6PUXQQ1tOCs5Q76bxXZ5EDwC9GeVCPuFG1KG",
+	"1/6TCNcV+nccp2/1Smkt0sSDHk0m233W19OWzaERUmW0kLXCzZO1WWmrSO6sFfvYZsLcQPm+iChvAk/J",
+	"LOIjoTwMoICu3mKccJ21QM5MsDueWasSUExmKAmruoVgAJ9BwXFwvlJRvjb4UKdC/4rENZvyG4h2YRdc",
+	"gKfW0UHVv5pb10IoWZMPJf5YCQl1DsI0q0jX6bTKLl6U7cYtWP1mLJpe8v8OpXlLs9fpaDPrTkRR68ku",
+	"DfDzPQgieo/vdW0H67rC31a8f2qN/76R2q1WgSjN3MD7dB92N3E+O1cIDPuBt0dxDpfdHLBrf78wNrkw",
+	"6oSNEuKf4NII5VU8l8HT3xrvQT664FB/nMRTnzX1OQkIQNZid0mYVlwaHosT43OG+YZInUc/D8npgdsY",
+	"q1tSVqjhQ1Mg2OF/7+J5FGQQf2MF9HO9M16tXAUgnggDv4GrCN0yTj3XqmpGPjrQcqWYEJHQ9OmzSxXP",
+	"k5G4DAOfbbeIG602+xcuzNn8KgIWqzYbALQBbtHwVkgWyiiUENZE30KBtqMEdRvKzEMUu6kZoTJ1Wp/k",
+	"hnpLe+8B95NexNX09VR8TBv9xrehB+U/F5giom1CyHfhi//ZWF+y0gi+iEdqwiE6XTFaLUO0jERa051B",
+	"p/o/+k4ysWwbzDQbMF3MBDzfzd1DFArImOQefhvZObuHFszWIzYn+ffrae3ryUozrXZq7dTIoJJ8/Se4",
+	"qgy2q5bmXRvICpLAlCWGCkSSk76qKAIVxiwcSseSe8hjFCpIxCichXpVtCIP7n0kw2iKQEsROMoi8Fgi",
+	"buMb8DgJxcYR19L1abT892ZSHs0DskzQBGHqIGgLcufo9UoSh+bG/q0XYBmmlwT3z/E8IZk94YqpSTib",
+	"gY+j4HqZZhPyQEFlprZeUplfwCb6XTytK57u9PmqOI6PLIssIGN1SeQ9kjJ8j0Sb8TB5es37kEoPqlw4",
+	"UqU8qfWpY6wK5F44dgKWEx4wNeJSClKOidOXghhDWRHR7BeX+EqM4qlQFjsCXhVHR5Wx7SSwF7EZocg9",
+	"akm/CF+AbIVlpbYU+XwS2Xuql+9LZDcQfdBK2Q05v8zjJDfo1XjK3IZTjlCkwjqisQYmyt3vwnVd4Zod",
+	"Wn1glYtP+CfQ9cDUnX2JwOSZmMVJmtONKxTEplbvfEfh8VEY+Uf00ds3vqVvBeoLcCG39CbOWLiHUoul",
+	"jM39wDVvSHs0fgrOaA7KjgrWxJk0pQGn8S0k2d4hpbgRpJjCUBHttIw12rR3leMnkZJnOIwHFb5bRdE0",
+	"u6uh53gDW576+ZS2fCZd6WWPYVffi9kz7yLr5HdRuokotabfM0XwMMZH+vxEIrhGyiyoqUTL8I8vYecy",
+	"CuXN08vXIxlQoWKCjlpxBrfTM8VUCMBDlXko50okVDK3KjOsTqMcyjwc2dEpwzKc+EmE3Qec1cdk6Ie9",
+	"hqv1pGLiA73id/mwuapVu2f/EQUC8WjVQoqx2OOT5Y729EkyNYpFajhu9QcHzJfiDnOx3K+Q1Ib9qE/0",
+	"aMIlJA9kLE0eu4qJrjaOLA8BxFJscyZZDLU6/+NWMo+EqSan2lLcQd4xMgL+USz81gHjTncKBAOG4s9N",
+	"THVRtpjrpWLUuSr6jODdLF3WpVsw5roIaHtBBhtPDXVCH6rAhCnkT2BFlDb7GitCa1EHY7SU93MJr6/m",
+	"HSQb7YOhVntqmgHWPP/bf8XslM+juKV/gPPrPkpMTOsZmTiAvxsbQQfofru7y+x18qXex0ZQnKGNrfeH",
+	"VuZdh5rg71OL9+8O6z0TgCzKp4YkeNwFxBeJM+yBIN+crNKdL4mrRr/xR7Fw5S/51PB8mdoVWEtztXui",
+	"Pt5yyq9DCaZlBPTdBsELZKfPFJtLl9auyJqgarNDuq02G2D5pWQxlJnyCcIshtfzqM38cRilItF3BE9G",
+	"E+HmcySujG3eiEXrwDgcfSqcRV2BAk9Y0hQq8Qahst+wJhUybbkdP2B+dvopHyQ7nph18t35yTHjScIX",
+	"Wi39BbytMMRfwU+AN2sTyNdVeCsOMN9GWHZB4MKHUg8o89ndJI4EC/iiBTknb4nUHeaIuVOEBIla8/U/",
+	"0YnvI/egZ8yTz/6Ssre45veUub0QH1OadkOi4Ox9swSGhc4teau0hKspA4vrWVffdnt3d8X6tl9DO7UF",
+	"brd3d9cpcJvtBmcPeMUSt7ltE8v6Wrck+NcvdPsOLZf6KreFjLA4SdkojuZTWdcVCKe9XuT6EmAR3EZf",
+	"X19eQ8j5VMsr+AMewwvNy8bh3IS5a+rXFVfrBHthB0Y5XmHgwUby2I1YeKQieSx7m8ecl61QwxHe8z4O",
+	"TJ3fgRqtXxy421mjOvD9v0NamWCQnumrYpUnUMPJnnjCCsQbqzgPD0ns9Hdf9ntdmJDKbnQ7rLvX73X6",
+	"3W3qxivPpcLDqDVQ4dVoWvPZLE7Suk647S8rpYtFt9etpUtidpUauo7M+bfMzq/SHJ42Lx/1ly1i4t1c",
+	"/TEN9EvsvshV5KpHziKzD0qgcc2hOGepAAlA4dk3RxSznSXxbRiIZCsV01mk9YoX4zgx3feMGayYr4QM",
+	"REIUJw6LiYeF+H3T0qWB52Mnyl/YTmSR44pezGdRzIMt/ZKtqQhCru39YlOAZZTzKIL27PyAykNV3Oz0",
+	"raT49La3mf+JbhePQaVutUThwek9NIu9Snl/20tT2w9yfZtApr3nMSUE86nBi8VMvA38Vt0NbFbVwO/W",
+	"ECBZ83UXK/0IuxdmmgOXWKHF8Fxjx5/4LnzKe8qZRK3VjEc268wrzXBNqZ7OVqfLOi9zsfbudu5m0//J",
+	"Q/tPzPndYudpnADBY2F/QzY0yTjn+DT6jW5n+9XOy97+7h78i97Z8xrg67lE3dn89NXL/b3d3s42/Euv",
+	"d8WllR8C3Jz5iVkyKdveg2/7Stab0mwghfb99/7jX7m5g77azYtVO8xx/0estfO9FidVVSOe9PJ2Z/L+",
+	"C7wwjXlXOH5UdXPnrr37i89n1zemAz/8+s6RCzYzSmtst9VmrxeMrCU0AYvpAkM5RmcscuGm80QCF662",
+	"8X3Gg0CxRETmBVDpwfzNyFkzSwR4caF9uLO5uhGBviyxeHiy0G8BcxfB/7BkSlAJh8HxmwMk8ojHzC1G",
+	"A0ADxaS4FQnD9Gq4Xp8/PydsQfv5c3b0kY/SaAEmWTKPhMEoeGj0h8qg6Me6pyMRCDkSfd1Ot818XB5Q",
+	"FrgMXsSJ85Hyqb9NGcstKCvU6mfTOJe2dq6gH1rMQ6iowwdDyRjz1SS+u+RRdGl+QS4ZrGwnLpGrBt0y",
+	"KQQDr2WcwOPbbYcqrtwQQtP6VLYQP6V7fr91MJQ7ucfz76t89mqesvMZn7LmHvJbvkYsXROa67nNNbFQ",
+	"EWyvVp+dzPRcdVseOyVscxMTRdjbDCDHmjstnMP//o//y86EiqNb3Xqv5bFDLkcignKruy0PZq6mJzBR",
+	"4iMMBjeFcXWMYQlL0+2V5trDTR7P00sFNEjuJ3MlEt+DoMytSC5RsARwG6RCBlwan5oeyeUcMDOWvQ8y",
+	"TbmNbwQUTZkeQEYmII31u6bzVHdDK5yhHpdpcSbgDzoxRAhwy6O5oBIf5PrRA6UgMp6KC/Ex1SfC+hyn",
+	"PB1NoFqiXNxNRCKMHywVH1OvnDpkfGJQeyTJpRrRV0MppjyMPNyfQJbBFdLr8NEIqvbGEkNc+kRf6S+F",
+	"vNbSlzX9P8c89omGwP8u/tt/xXoeBscD++FAcr9lhsOv4YD7WhTjcQwV4+i2xLpeKEDmM8wVSIRgKb9m",
+	"N7otD8vScIkeTjin/JqFgeqDxQLD0q/wWVO/wCF30N+09DSHoxtR8xs7abgz/VEyNbcMPDCUuScOz94z",
+	"o2KJynZQmsOr22wAY8hIcq5QwCZ6OFjeDAY1lBYmhUvepsmyNoRTexnjvcBREQb6ZdOrUKIgfM78nwbH",
+	"b3w4kqVdMeGKPX8OMuL5c9NEyq89iAtGEc73ATZzcra0FTcC+/x5Rmlk2lTYqFxAo9gm9KxpxAy0/vw5",
+	"LK5ZbJS+z5+j9QC7vkTHBDXH3feY5DnovZY1NCP2UmJNqKXj0Dk5uwZ+4DI92b2C23cgtTXjcsRx6C78",
+	"nKfY7fx9bo6rKetNx8Aq8HfASAQnQpsP+OflNJT6v/PU3inul/xj9iWkNBFQaMpDqBFIX7J4jEg8a+1v",
+	"97Ym8Tyhl3rMH0dxnDSbULadEjItGvEPbLvHJmyLyfiuxV6wrm635XuMEwkbONr1DhpKFG/ULnLqAxmY",
+	"Yp0D7CLqIjbsgCxc9HsqxAT3buaXcHQgLY+REEWEoEpgTxOh0iQEygTab1pk+AUb46sdn0iZDSV/8Rd+",
+	"9nyotDDUOoFZKK1m4PKgtzjbteArIUkRGxev8/Wbo/PD1gFLtcZzlQh+o0cI/hWH/XkogzBBD8wBxvGy",
+	"02VCMhm3tA+miUmd46kPHowWU4gkVQaCIFT6ND4LOCr1Pou1rPjt9RzaXzjIkJ/oJdEGr4GawqWh67Cq",
+	"5mMHIvJdqotIeMztj8ey7tTMot2AHtz7W6FUQqoQqrw1/cH5ob7P9WbW/8/VCJUU3ZDfarM3zm5fuhLv",
+	"EQBetRb6WWc1BvAXfcjVqIHGcnk6Ab0k59OtW57oV6nS0+/iO5EMoAn45xtoZ9ky6G7ahRicH+rBQmPg",
+	"11jRafSLYTxyXBEnICORgU4PJZuIMBVTdb8bwT17Z2Su6R1FcwLKA+zG8C9z8RbbBMBF2duQBYn1Psts",
+	"wTRmpFD3LQ21XnV9uer/z3Rq1KUzD607Oh9tiJprp1Lfut+mRWgBmrJ1+0wLzEb12v6oLwDrh2T5CaCR",
+	"eqRE4Cg9QIN6rHL9ykfJDUzHcrkarq+M7DeuKs5AEz/Ag+ho4O6hbP/DBbHXJgK7QD/MjvdSn2mrZWGB",
+	"85U9a/oR7Gyjbo+TRZHZCVCkzqiYB4ySaZm965jTCF7tBd27bvaNPVOz/0C91O8v7EHX5HEmx3N0T6xH",
+	"kTdFCOEBenXKprFK2W7HONerkAXfxneuzWUMBWMjfFWt26MPIdOwD8gY+IqFKdYDdRTyg5JW/xWr0Og3",
+	"1+dLyvzStbBLVnPpDI7fOHfOT/jnTydnDQ++WvXuhtXIto9ZXt2ex346OdOHWrdXXpITwni4ii7FdVAC",
+	"1Q0Pvy1GbaahDKd6MF3bc9oPdV0/h3aqAzT14BTD4RuXu59VKMUuHlisStGkXSLAM9/NBlCVH6kH2MDK",
+	"kJWT6rHQYpD7Lb4VSRIGhPYylxX4qxTcYXXLZRWw1UMGWU/QK1ofa8Pv742y7a+nv3S9bW9nIyWlsuM5",
+	"FeVefcQ6XDN15BFmv04y2wlUtfqBkaul+aw8INRlVfDeGq+o4xH10BPqeEHTOG55lhU082O/yDmwodqx",
+	"lqW1gy66Sjc4SueT+A48QXY5Vj1NNA88UnE2GeQzKAQ3rKtYz4GdlxWmoNohfP/M5P3FG0zLW9qQNJ4H",
+	"SBgj7EdutPxfIpi/0dA9drVANbhpfePwy5y75t5J4FcRkgptMgvHuqnl8wDFs2EuCta6mF6JIBABQAA8",
+	"RjFvjzmoAI/NJnEaX6pY20WXUqR3cXLjMfpbv0vIa8onyf5cY05FKerpXGTa9GhS6UoPSDAgCIe1yvSQ",
+	"7ttf6BqpNC/2eivqS2Y76c7UmRh7veUw2WU7Kj/82hGVwE0P1KUO8+9dWal6j2+q9N6ypc5bB8Jd7Qit",
+	"caY2KxyktYeq2idd3AQ0V71ex8umrrPq1J2MR8Y1MA2lHX+dnOnosel3Vc0m9uUhs8ma1r/turPBu9pp",
+	"fam5zlz8TzfX/OOD5rriEHKlwmtp+NNCbR5SYJU150oktUPXXz78DH5Q4jGtGYjvOCPSx9sOaGPTRg/1",
+	"AYYNZCivqYgtGWMo2d0kHE2YjFk8T/MRoKYdLV5nV3HqQVJlnDB9cY2j+K4FboArIUyVJhGwhVh/empD",
+	"8hvM1TFca7YtZxc+grYWJ+F1KFkT9LMT+GOpaka1/IwcwMfXUdLMO+pvnhw+yHTwPk2t92WyBNZymltA",
+	"XrfhOei8vLd82Vy94amgFy81MuvyouIE/rGVhlPEGtGl4Bl3LWRHmQA3V6lzVlZPo6rLzymFnCqTcdy3",
+	"8rTaZnWHZ0d3b74Rcq/mtn0p2yiWYiuNt2JZqyxa3r0NbCtFfVj1nH6dg9MA9gZYD+v6Br/YoGPvoeXN",
+	"eoU4oKXdwp9s0K9TbHuzjlHQXneMNbl0xOSEq7I/WP+8XneBtjYYAUZVHvFGQ/AQ8h05gXM3Juqz4bzT",
+	"2RGgz615TznQsE1Gq/trOlc95H8ouHrZSgJsuglu6hdPeRg1+g0ueVvF87/y/0VdaY/iKSG3X77sVjIj",
+	"A968xPb5uQYmv9O56Lzqd7f7nc5WZyfDhe/u7mxXsH1WE4kWZawLAr/odvudbr/Xs82juCjkb7kjoG1v",
+	"fpFd7gAcrxyeZ047ZadZpDq2RRYArmlV3a+dcjf1k6Y5a/lY+6Hf7e1A/QPrhtZLm8Ms9LdrkfHFty3D",
+	"x29n8PjuGvB4N669YmJadt7/5bHxVbh2Z/z5jDTn88qctOz7jWHtQOKE7E3paFJGtz9/fmT4ZJxwVnIb",
+	"jqBCv75W3Ox7uGtknOXga0MLjC4gMtCGeAEW5Wn7YiiBF6+a/t4YbQY6V82RT+BscQsAVykwe5pwfguW",
+	"2yxodpWQfQuC3SwD8FcMORDjUAo1lDJm2QphHlpe+VIxk1ivcRHLgHGGcK40vhEyX4Oyjn1lKC39ykE+",
+	"3AopArlGCDVKxrhP61ChCoB5z9OqWUFe1IRLNdaqb+iyCOLFNJTMmNUCA7ymosAKC0oF0mFAl3AnfkzZ",
+	"p1kibsN4ri6p657zjsB8+NlnTb/4SwTQaY2II5ENPabXqdVm5xnQ21LOmr7DO6DaMHbHQjwLYzLAzzwO",
+	"vc+MJpMRN5mWWVMfiFvoAqyIDfj6LPt1cUVM0LWwIAdFRHzxzWFKL8mSJoD6CBCK8FmbvY9vofSnXkqt",
+	"sdlkAM/NAqBwVpxk0axcLoCesTjJJwTgEa8Y0UobwxxirPfMluwMOzoHEPfZP9DzqUd2JdI7ISSrjkdZ",
+	"5VC/gzqFa99mg6rIFkuEvpTBaQgJFG4NDLDWoXyIokZg/ilfwOYQ5BMHlEhZOtHSUOvr6oD5U57cXOpL",
+	"3CworFpB0U1j1oFzfYRiTosFW8DDJg7o48qdEq7TrGQKzCcIIiqvq28gQdk5xHA3lKN4iqWxDiiaMOOL",
+	"KOaBIjjNlahYYCo3K8g0JlGqLRErVbk5bgozhWmzZPviKk4nXualM1xUF/o0IcSV0jdIvSkDbDFKO5Q2",
+	"Aaq5HvAtr7fZPAe4vSHTodfpZRjbz35uK2RdseYHznCcsCsRxfJaoefRzaBatFlve3soK4C7VJx3yqNx",
+	"nExFwK7iALI+QNib5JDpVSgz/1+RigwQ3vYSGMo83L3qImz6F0CzGCEHyZzcsBXPZAGaNiGn+VC64i3/",
+	"skqBVnydsiiWyudCBduT3lmFbEaXVV4PvS8d+21QBWMsJeu1chQ0ZKno52cckIrGZWJK0WR0YQ/zhL+t",
+	"dIIDkxO9Jf9jRwsgC3QDFjYwV/Eo6n9lWusA9TnYyI6XwbAWIx8Gs5gfiPxCCxbn1O+V7BeKGPR397Wq",
+	"CoIh/1YS5aVFyr0ha7OHlG08yLdyGuJVpKWtluZk+NsWrBS29pxj3YEhs4kZRHR4T1zW53dnwD+OM4Ae",
+	"+iLegD29K/G09T+Z5P+MnSZOUgBB5A8cWZn4+x2vcRPKIItvZLLsh7enIELWcjDs9rvZOkKErLCbonBa",
+	"tZl293Mr8S6ccrCYc9GRTDxblsCNKQkLIPx7auJWKTvYB8/RPSz+/kv7Mjq9TcmBc7MKTtN4LpF9cbWJ",
+	"XEIHfPEg1chx0qxxa0HKV17wH8dkIVNhGCvxUdcCeg24Hn9pDAoo5iyaXQz6OsDdMtTVgYnagIAJWJCv",
+	"Pk6YvXByl/avuU1f0yGPuf0xeQ65L0zqg2MuYV88jK547L6e6AUdx4kIr+UHOshFTUAIzAfNrVz1FNtr",
+	"/pfGBjpmYVo2aWGNKzzz+BnXXWlvm3y8UM7maX+Zpp55YdDlkc9hz7kE8j+wlorWtcx036/Dg92Q6c0l",
+	"i8PHNfHZJI6IV91GV2aCut1+FCcnbhLPepE8lsRzLTJByYMNibvRbMJi3iTsyaaltW4t95GuQH/tuE3n",
+	"hqi4ghQVp+8wluMo1AqRA7AfcUlAN8phCHDZSlJAr43TgoG03Pc8CJjPK7hzRRCmme7/qb42CRTYtrwC",
+	"yBbtVhpoUyor/iak9cxqjQasqXsMEVBSalhoatENpVMVTxv5RG494bdgseQKnoBVNQ7xlCxyLbag4O2V",
+	"YFggrs2IXA98uUNZ4IFlhMcsfAT6vUFv4qfG2X3AxqEeFR+NxCzlciRYIGZQ0jCmauF2cM1EjJz5weAk",
+	"+SJ095BVJZ7xa3BEUCFEW96BNdUkvoPiQziYlkl+GUqq2koXGlRHRU0G67iQp2PCFfPxWSptNZRDeayP",
+	"/C0PEbhqQr8FXjiE3Oac1EAxoOIsBccM9Jliup+ZF2lw+nYojRtfD9Sa10Csotez9L4056DZ7bxiw8ZR",
+	"EELWuMrNopFaZghDWTOGYcNzElDssox4FOEgjHuW3LUwO8hWa50z/YxcXu96n4EYkNesOSyYyfptQ0z6",
+	"y33asly3mV7k2e1uox20vSHF18yJ1XOMRSxoQpqVS8anMVGQtMDpnojxXPFoKOmMmO1d5fLQU/3eVgzZ",
+	"mHMd2C87PW0FLi2WyJppwkc3eiyvz7rbO73dvf2Xr1pr6ItOh5+SY73Kxt33SiCuzNI0hSnx5iiXCzrs",
+	"7XQPt/cG3Vfdva93B5YyFCetXAN304lcYl4RTXsbf/6n9eZcBEs0dVOjl4TvPxFJ6BqmAUmAC1gWV5d9",
+	"T6IBNJ+cSyhTOAviARQdGdvSXUHR5EjZQkCAt/q6q37L+1rZgpmjVnWgzao7YaSJcXfm+nFSuh2MZOf5",
+	"C71V3aHVBHndXbSOyk1Dr9W3zRppJYxUb9KvS0IaQK10feTEcyZai8vRLiiuRzBFVNhXL325KJOtmlsO",
+	"z5uJcnn372GMxdh1vRp3TyzeEM6qUTwTJhDe9EfJtG1ojdrPtbFB8q8dTvW91B5RXc/Ab7EJn82EHMpQ",
+	"EsvbjCephdvPIp5q+wavsMOz914uCIbtiQS0pFihNYJLzBIoj4eVjoHlCuqpYD0nGAEbU3XBKZQhsYWl",
+	"TRT+TlxN4viGqfmVnRPFovBGAJIbewuDZk0MH3ksEWkSQr085G5uGRo1IfWWDXKNWZag+EYg0xOaUqDR",
+	"0g+vMk0PX0Wl9BULU28obQ4OoBnKt4/y28wUWcCyf7hKl6R9+Q5+AAnTAp5yq5XDj58p5OGjkJwN3ulb",
+	"xXQyUaZjLEwPqGgVbT4RYJRSpVQDxrRqGsTDaIKJA7WQo5wm2fRfcP0hn4XtBZ9GFPmxFehMhhJxrAGM",
+	"FbO/QHkeSiFvRaS3aBOHr7ckPb3Aioh26vCveATBeiiK4CFVCa2Z3wLqLdD06TTTdjoYytxzJsVUmfVz",
+	"ob+kMcGUkwgtniIbsH7uI7HdLImD+ci8NzuJeu1FNMZw7yyU1z7CGql7qVB6zgke00catoy+B7qw3dlm",
+	"U6GPAxoqIuhTlixMUigw8PuXuZhnUV+YbDf0CwWDwL7AH1zx0c11Ao69ChXyFHcgxJXXJgJ6G4jpLE6F",
+	"HC3+KBabh5xyAQ0jlawKtLvV2dnq9sDD3HEjBVgE85LEkMI4BgojVN063e9OX+//ae/7Vz/u/LH7vnf8",
+	"8mz7YveH/Z8gzoBSK/d899VLr6FuQElzPu91wK8Hv75aXDpBK0LK5fqw2/nsNWADZY71ksxdXX9zV2gt",
+	"pXl7zSKZ9/XY9cFBb+w2hXi1Ocqbu+XdkQ6o6TrXMorhO56dFdj4WgA7xwWPyhd3yK9Agps/Om/lKYFv",
+	"NnN8X/HgDZ2fTI/Rn1jLl2cFfUqabuanJYyx0ZbB0SGSdMGe2WP1rMIbCxeTtXuRE8RREEpbie6aPjzY",
+	"Z0vfBmFhlM3nWjQXPNFG3XTldvXYaH//Qnu3kPab05YoVglsYc7HWSWs3Mcq1cYfofOKX95BpDr3UaSV",
+	"vMJnPBlNwlt8vO785ed95VF4rGoQhU9zYyh8dweUYsURFD4yA/BYvcR7Sh88qRR2L8UJeckrtGOtS4B+",
+	"VfyxJB4fD6nR4Dd2RxsAodGbrIaUV6AOkCM4c7RzBasjZJos0MfOwwi2O08nkBiPL2pqIUqHGj9r22Pg",
+	"txztCl7zTFmTrM0GkQJQhu9Ila0/lsoNIqooCMdjkaASC7eJ1seos8C+Vm6m9TgRgVMDuatalBpPPwLe",
+	"al38oelpWuP2zyvaqyCll9fDqKUDvzC/LuUoG/O7shRHE8CYthhHsXhIC8t58KE0vXmmTHEPB7xmvsRA",
+	"klOag4pdGgwgpLQru9kr3LlDmflztzsdikqZX1JhXIR8GbrbKCQV+geehNq+UiyUUJTX7hCwowm2GKsQ",
+	"C7Cxpv/pU/fzZ63bf/q0Df8YhwDUvFow/5Zau0QjAoqrDaXeoQE8CSDBS/138Un4zWXpefSyazsWo2jj",
+	"8KMpb4caOs4hkIeS7GyzAfv2aPDm6MwZC0wJNfP2/eCbI4/98PbN0QlQDJ4cfnh/dHzBUsBeQtkSSjKd",
+	"CK6XCj66nCcRYQwRYdhnvU6neoc4vusKdoK819qRZIQWO2C9zg4uLMQLIz66IRu0tHswm8A1Rg8A9uju",
+	"nmVRfL138vHGGgLSU3qzPTNfx8kGiL38ZNx7klwMX3d7DUKJx4T0rUYwUQPxW77+j5B0Zs65GandGZh4",
+	"xlNxHYMo/3Dx9t3bi58bXmPC1eXVPE1jqcxTAC3qeo2Iy+s59nyWXr4+c+l7buNwJAB2sHBr7w9OT89O",
+	"fjh646pw2T0DvcCTp/VbOmsNO/d4VCHfkPzvJ9Hf/pOBlPEYZ2OezhOtqbKZCMIgZiB2mFDp3/5Ta58y",
+	"5e2stdcnb35223oX/5mzo496SuLsV1+fnFzQO+00/GKf+UEk9K7siQ9n7xpeY55EjX5jkqYz1X/xQk3i",
+	"WdsBRr2AmIF6AV2HhTWd+nBxcXJ8Tglcq83v589rkDHSiutjWml7Fa85e/zwMqi+L1DzyK6ZDMZgftki",
+	"I62zOZZp+dl4BEjTUvFckrz/TDCw/NRZZ/rjAcFWuD0qMWCPk2oHYeqZvu9EYO95ZN0sa0GO8mk3e4Wf",
+	"v+b2rNUwO51lGmap1tmysuqYksG1yiP0xF0J1O+5ypQY1DZIAeHAso651hx+EydcWyNaKx6xD2fvdDMz",
+	"rhTWjCupKgWdsrqgW1jUK9wycPm5HkorNpapvnmf+Qr6Cqb9GYeQFpmqz/xwyq/Fiz/PxDWUGoG/ZtL5",
+	"405czXzWBGWOZk55GSMre/+65TFfvzx+MZ31oC4I/rVzPdNPov5XerK7R4+6R3EWjH3WtIpi+aFORz9F",
+	"TnOka1OgT8osCQ+Wns46OPodNlb9PS0/aakmwmE13NQUcqaUq+ZoIkY3rjNdBjaXk8Avepc0lUhu8Wew",
+	"brBDXnyC0MnnF590r0Ah95jU25InIqEsRylEIILWUIYq24D9bCwh+O2E8eOl9EJTCr/X7bBwTB3XAgQ2",
+	"fCgxToexh1Cy/W02ieeJGsqmnyGtsVSQYZzkQRRK0TpgsRyJYju2PxSFNT93VHX9iGGDLOBOPIxLlWYQ",
+	"AwV4FrXhEScVSB3gZtztvBpK/T2g0jI5QqlBLJY25GkaV63Mg1Z9MKEYTRgJ32NzqQy0CveWh8ONiUGO",
+	"ReE0TA2HL5DJWRPAYnGo7ZWkeZa1w3rdnczaMr4HwEuGCjuAW786uUcLvXMhg/cgHZ80UjGdR2k440mq",
+	"Df/plolMOHennrNGv9G8CqWWo6dvvjaHsVVRtY4SU1a9SwtjfUqgTDa0qqyEXYs6+VPDa5jDnamXW72X",
+	"292d9iwYl/TZa56KO77IqbQoLG7+snPbWXy7O3qpfpxuT7/p8D9d9X66ffVdd75/sTd7l2yPvxcvg+PR",
+	"z+pF+T2f15xFQfulQi+BiosEvdOixoRK2VymYcRy8oNoTPPC4p9HwTstntzH1/A2Eg55uP+DwybdFab0",
+	"FJ21F3H8jifAbLUaGUT+xWdCb4UviV+64sHFohj9+JBJc0ZcqRU4nq+1gLeBgjExwFqdyGNWIzL/1PqQ",
+	"x6y+Y/6plR1AmOe1GUzVwRvo6zASFQkY0bKuFZFVqVmbPJqp9oaqbvrtFOBKddykWql7CogS4ZLmhZXB",
+	"lIDlF23BckEB5mjrrkpfb6Tc6xGvUKPR+lgFqpSI2/gmD5evg54jLYHFjV0tMnR5GBBB8m6nw8JA5VO9",
+	"yxGTWRKPhAKeZkqVHkr/EzJ+e+x9pn4R5MEWlfQBe6N1t98Yxhp+0xd1AB5o9htLIPWL/TaUv21tbdn/",
+	"6p/7U+HWQPgN0Ea/ETsim00WKhzxKFpYtdXgMQiHkklEvf30T81lk2HFVRpGEVNC5DIxGL6fR5HPfssh",
+	"3BYiZbgCwYHrz8eKl2VE/G/m1wbxZ79pFjqiu8DNULacd4YjrSqbD6Y80a2ZVvNDru63iUCZZ7JvqidO",
+	"tzKUPtJaoAn6lUNE7hJtEJ4e9Wo8XWN3ItsMIsbUpVDlTuU4ToYSGZuZpWhGuopJnMZb+NUWkTvnK68H",
+	"oUIcGYTscikH+uurOM2atKYuUMjECvc1YHlwu/u4j42rzMb5EsFVLNvspBJ672WjAkKLDI+5Xg5ADv9v",
+	"rB5cq1wCAGHG4Egao6yq58PGmX54c9zosOEN5dIEAPeohArocZhlx6lNB1BVrjqgWfSYD7LBJzAh3A9w",
+	"/LXhpGfZo/KOVoCNeRjNEzGUdxO97RIacpXlAtMhLGD0QTB9Le8Rc67/dweMmOyY2OxjhTiJBo+i1fW7",
+	"fD+fzuj45ZNBzzqYZyMc4DzdimQRS32tn9MNhK+tejBTZLNfwyx8Xr/qBc6AyQa+v9rFibRXVuUl9S+K",
+	"pL/iwdtA5ZUzqLqBp6tGGwuUq+chF0MW9zJz7OnWK2A+H+SNjO8k3uHVb0BRb9rEKlxwAB5Px8tBThCM",
+	"npcHrCAOChrdGYnVhK4+KxyfBlnugnXrYQsTwSZcBlt3SZimQmawlp12x+U6A4Sxlp6IpDawbALUaCXW",
+	"ejIN0Nez0BjApIbXkqfzRBww60VMxdY4Trb0PxhX7OfB+3cIuW8GYhRxvVN89GH2GfpakKI5L2K/Eanp",
+	"9RvqcGMtIWVmyAqphpm8vp6GdmcoQzmO+0PJWBqmkeizQ33Z42LpSfkG/R35aYHKtbci0evXZ11sKEc3",
+	"amOZOLhGqfhCtbFdAmfTThOjeRKmi0b/l1/dfVf5iNGV8j12duKJmWPV+BU21ETwKJ38tXYrDUgtANgI",
+	"HATSNbRYhNM/lxLiB2+MbwDczpSLKeRIa0UAlngBOuNfq9f6W+rHQ51fNugc36x+TeLLl3hBzGB5BDX+",
+	"lq3Lu/BWSKGWTnqdh712Fc712bLRoTl5wVA5Oz05p2DLKiEoYzRAeAh1W7jsrvmtaA/lcd7D388caQiE",
+	"BwYweT3XZwSKrehftYy5oi+8OAn/SlyQSEzmeJFMzqy1UbSuatJQRlyysUhHExambTbAod4fFSgGGbTQ",
+	"+nD2zkCeIMpQHRYI01JAANziY9QL53Q9wRCrlMBvRJr3R5b815noWcNB2qikoYJeLIetZAVfutsvoQCF",
+	"/bssgjy3d1Wu34o+WGfxit2AspbLu7EeuEX3LCfRa3z168hir5F5zaob/+706JuHtj6TNY2fHj+47Ttx",
+	"Natu/Mej16ebt575B6tb3/nm9MGtT2e96sbfn/Y2bbtSiOu9S8Q+xjfnhl/1Z/S69gP98iALHtkZ/yEn",
+	"i9AvvjGo5iKLW2I4BAXnHbeC9NECCHj92NfMJUIa8m97ECakTjta08FaCe4A2rkX8UzI9TXuk5mQrmbm",
+	"PUg/xqtUX91xHCkEdUAa2CIFt1kSz68nLJQqFRywlDOeqNBQEFQqXNTBx9KtaZZQtd5ZWbUGfoqn0aeL",
+	"K3CfOh2q0iPLdDirbJGurV58Ah65SyzidklM3JW75ZAbWHNOP7JxdKO+A9mRHIfX8yRzqRqF6ZliSqRp",
+	"KK9VX+syWqcBnM/8qj2NA/GVzSD1MbP3ViTheEHQDaGPkgB9DPN3EcoXRQI4ZYF25eNMmFpa9ivIPARA",
+	"0SziukfiY4qO/lzziAwyYUNgV9F2tR7zUPoUSGY8mBJFsxSRGfWW3jpsa8tAh8KA/fd//D+2tUWt0Qd+",
+	"m1Uoq6HK8BkA+a6caQ+jR7D92CjSmihSjvQ6DppBT6LxcPrZZAKJtkktLiRIHVQpkLAtGG4LFlYmbP4A",
+	"c2ciuj/iRCzTJ213akphmE2wRknAvEq4N+6OtvkrsXO1H/RGu7uveEdsBy/H3av9UU90O0veixvh0mis",
+	"Narh3j0d6HZ3X253ur1eb8mr7LZc6z33K516V7+ADZ6XcrlOlQqMLJdHzukSo0lsMxgfcI9niJtQGRKF",
+	"xyH6GzCYbWY3oH6DJURrO87MTXueExf5U/Q4Q/gxieU1HuI4yb3uoRreYRFS+zgdPo7LyTtY7UfLz4IQ",
+	"eQKdyQJKzPUDc0YzAtqNmvAblzHDPLFEh+p8vif34yIfugqDulSrZ4VJaJYxqYUL2M+nhzS6nVcv9/d2",
+	"ezvb8K9qI7fQxqq2rhao95q61VH1HNLm9OT8Qp/lXLU/RaVVIBvds0nZyAsxS8G/plVMS9vgAc+exzCZ",
+	"voX8HFi+S8apXVSL96cJfKbM5GqtwEbefbqQCGbjOwhUbTfZaONQFhUo1vwm4bMJ3LO32zvtTstjRAeP",
+	"OQU/bX07v9o6N17kre3dvf5Qqgnf3t37aiI+Nr99PzjcOv92sL271+SzGVNilIjUYwm/A5hhq+Wj+mE9",
+	"0aA1EfLVAjOAWAPVZXA/ifBWBAdsLqk3ccLutLyIFqZ/Lj8DMTp0ukjaA0HJrHZElc9sKLP+uGEglSep",
+	"wYImxeVmmKimcnwsJkiaJ8mfAAr3zuW0yBdhwJQ3v+UBSJeC6zj3huFKxfNkhFmG28ghCsX2IDGT6CTz",
+	"FVnz9R+GMnu3CZKZGfbb7Ah26k1YiFKjusoKfeJomKM6qrcwOhnFx7Q/xKoRzW6LAE2sud0iEBNr7rQ8",
+	"xudBGLNmr+U5+28XCU1UGo5utNDYd5JuCWMg0tFEBBaGndEGeiyKSfo1X7ZsErRizVctOGHIzdHsdjzm",
+	"J2IWhSKwnNUOeB5+mYUQ9VpgVhE6LLWA1k3dCoYfv4DKtdigYs1uF0jkgMewq8esFioVUwJyIHih4mwP",
+	"ZbO7g5o/fFsoftPK45n0Aul39bxsfhyxjLiFVpsNjNDJqp1kDHoEoB7HyR1PAqRKaR7J25AHnP33//4/",
+	"7EimibieC/jjXRhwCMJ/zaMJL2Ik+kzw0YQEVLYmz1SWhW29OaM4EB6bRfO6WiVJOAJ2Qcp1w3MDtehJ",
+	"NlZVMzGbWUEOuu2ePm5OQZYD2Kk4Janhp3QrzjQTMYNDOJRxoqcoEi2nbrEfXkt9AIBNCH/oyp6isMHj",
+	"ZG+A3JGC0iBDCXSgGNTMQnVZFKfJmYzllv4n1hIJU+BWMnyYBrwNXD+ZS0J31dWQnvvGv+9K3qEsiV70",
+	"UXDLYhS02mzX2FncHKpnxiU1iudRYNB9xbNpxzqUzdzQkRxKucw6i1Y1cgM6ca+pVUgSoxvJZ39gq91K",
+	"ec2DHt/n3augs7c/fjkWeyO+K3p7vavefu/qir/sjsavurujl6NRrzfujndf7nd2gmD/1UveC7qdXk/s",
+	"d7nRWNCnleksFbdonUHU7XRqDKJVACzPi/QyMtWqI9UvvKaUUuQiyWLb+bxPw6nzy6fGLInHhC2lkbzn",
+	"SWhY+z97jTuOnD+FwgO/elnb8MIknlbw98Ojd3waBu1vX18fH198+Pj+4mbn+K+jneM//7x9PPlwOHj9",
+	"9uev/3z89fd/HnzVMASPhj0cEk3/B6BGwqlQKZ/OtBa5v9fb3+90gK2IZhKey7oVyutLpJRKdQ8mPFVY",
+	"u2EqUm7g+UGoZhFfXLoKpxmE/k+n0+ma2guOPlpWYz/DAtJX2692Xvb2d/fgX9AlZL9w+nFp+D2M3py3",
+	"XngQUC7/KVK3hMImAZuCFNjkUyQvkDSEsunZGnd1s6jrwjcbUhHlD319iYBTi/ppAsPgKL6WISXjaWmf",
+	"F9OL1mNY8sboMuJXS0AU4loQPx59v9s+t2+li8JFNz10IDmF3EHpgZ79eOO5/zX/Apb+plkQm8LHHuTZ",
+	"ydCd7lWuleDJI4WWBhtqDQc5/YCpCTwFnQNuyeUhAlIdiqqx2e/NktGOGbootlrruk0+ew0CzNSGERCT",
+	"I/JI6xGXGGoyvkGqcqmvnSuuhNUFm7p7ZyIIlYet+GdHb96eX344e+djJimUOARVLUcCqSZ8JhBWexcq",
+	"ccB80PmUj5jku0k4mmTwnwVitC1EuM3eaY30ikdcjnQ/cBWASH0G1QQgbhWjoNW7zsWpKK061oAxznC2",
+	"HswzDYMxiXR6yjI00SbgIt0tuG6rdjL0ub3RoavspzPRuQ4XP394z4/jFCz0RaF0KaK/0PF033kyzdeF",
+	"2fIPf2qgm2Uw14rsL78CGljv9Fq/ookzIesrYqhAxlr/AE+Zn4vw+mWovTY5P+n5vZwn0WdfG8FRxJAk",
+	"LJ0oBiSS5FN5wWeh37aZky+Q5cOUZyoG9XPJHVvakBjFUooRFaed8TCBApgL9v0ZGbno0PFsqSKMoXss",
+	"iq/jeeo5XkIw+lEI0WWCO4Y1bZIxg3ydV8YL6A661WZ5ZCzkQJDiaBKXyTGGyHzSyfpYLN2yOH/22+xH",
+	"PTdK3IqER3ZR6HQrtPOzgT9TTMtnpgSW3g0Vm4gIYnhEiJdOxFSb3SMeRXivYGVXRPobqRFaRwTy/IYp",
+	"INK4tK+2MgUDdgunE222Um0GLTljZW5r5MKiRpYGbNuZ7XaYrXhFTX1T5Jbe7+QDNX0qCUeUvc4XTr04",
+	"v2WTXDxbswDvJYIzVyxzMo9E5RJnS5r132Kby53PFXQp1V9UrVJ5YiThghr/uHHjGbGKmTJcSDts65Ge",
+	"Di4Ov0XaYMlEHZ92fradGjPlLtdycveXUmiburNYYLWau/vw7L09QEJ5BaJt1cpgHKlHBCBjLNVLFNqV",
+	"pNlrcFBns0D8e+XhD1blU0F3dCXIBk6TZaUAN6/t5OqcH1lnM6ROxQ4zCVzFMqTF/uJ2ctPpsmNni7mE",
+	"Wt/OnU16uOLNJ/MUtb3KVfGoOatqRvG1B3TRxOQ8SkTKkjhFL31+egwRkQGW4OR4FV/gZVD5FZ4QzHYq",
+	"fYmXhjvfwDieglU7E0mWJHZgufmNeCBQ7fa2V7oOdjuvnMkjK3v5KWv6DgOkHsjHLRVO5xFP48Rv9eGQ",
+	"JHEEot5lp8Lb0v6UBYmeZ4+Uz1mkFVE4oWBMObETdODre8DZAqZSkb5wMXiGmr7R5HOXqQ26ZflsieAR",
+	"vqrNBs6dYcowp44uksylImXh8OT4+Ojw4uTs8s3Z2x+Ozr7Kho5aiElUPaDoiKXGx+FS1oZdLEdH7lKa",
+	"ZFDg3s/x4iOxCTaCmgvMc/4AFGa6ajWtOpG7InNJfmSELI8sW/x2OQQXj1mleVUKhbbZwM26KiJ/nqnM",
+	"YWBRQDwXv3OGbw218qAxZQDjrHgIbBYj6CNiy4avjEqlIFToMuc4r3IU38+/fv7/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
