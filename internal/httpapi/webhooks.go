@@ -165,7 +165,7 @@ func (s *Server) toAPIWebhook(sub webhooks.Subscription) api.WebhookSubscription
 		Id: int(sub.ID), CompanyId: int(sub.CompanyID), Name: sub.Name, Url: sub.URL, Events: sub.Events,
 		Enabled: sub.Enabled, FailureCount: sub.FailureCount, DisabledReason: sub.DisabledReason,
 		SignatureScheme: api.WebhookSignatureScheme(sub.SignatureScheme),
-		LastSuccessAt: s.Times.ManagementPtr(sub.LastSuccessAt), LastFailureAt: s.Times.ManagementPtr(sub.LastFailureAt),
+		LastSuccessAt:   s.Times.ManagementPtr(sub.LastSuccessAt), LastFailureAt: s.Times.ManagementPtr(sub.LastFailureAt),
 		CreatedAt: s.Times.Management(sub.CreatedAt), UpdatedAt: s.Times.Management(sub.UpdatedAt),
 	}
 	if out.Events == nil {

@@ -124,8 +124,8 @@ type subscriptionRow struct {
 	DisabledReason *string    `bun:"disabled_reason"`
 	// SignatureScheme is SchemeSvc or SchemeStandard.
 	SignatureScheme string    `bun:"signature_scheme"`
-	CreatedAt      time.Time  `bun:"created_at"`
-	UpdatedAt      time.Time  `bun:"updated_at"`
+	CreatedAt       time.Time `bun:"created_at"`
+	UpdatedAt       time.Time `bun:"updated_at"`
 }
 
 func (r subscriptionRow) toDomain() Subscription {
