@@ -14,9 +14,11 @@ import (
 	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/eventschema"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
+	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
 // schemeReceiver is a subscriber on 127.0.0.1 that answers with a status the
@@ -374,6 +376,63 @@ func TestWebhookRedeliveryRules(t *testing.T) {
 		}
 		if resp := h.Do(apitest.Request{Method: "POST", Path: recover(sub), JSON: since}); resp.Status != http.StatusUnauthorized {
 			t.Errorf("without a token: %d", resp.Status)
+		}
+	})
+}
+
+// TestWebhookRecoverGoesThroughTheSSRFGuard: a recovered delivery takes the
+// path of every delivery, so a destination the guard refuses is refused
+// again (and logged again), never reached.
+func TestWebhookRecoverGoesThroughTheSSRFGuard(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := apitest.Start(t, db, apitest.Options{WorkJobs: true})
+		ten := h.Tenant("Acme")
+		mark := time.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+		// A private address: outside the tests' allow-list (loopback only).
+		sub := createWebhookScheme(t, h, ten.Token, map[string]any{"name": "internal", "url": "http://10.255.255.1/hook"}).ID
+		id := ping(t, h, db, ten.Token, sub, 0)
+		queuedAnswer(t, h.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/recover", sub), Token: ten.Token,
+			JSON: map[string]any{"since": mark}}), 1)
+		if got := logEntries(t, db, sub, id, 2); got[0] || got[1] {
+			t.Fatalf("attempts to a refused destination succeeded: %v", got)
+		}
+		var errs []string
+		if err := db.Bun.NewSelect().Table("webhook_delivery_log").Column("error").Where("delivery_id = ?", id).
+			Scan(context.Background(), &errs); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range errs {
+			if e != webhooks.MsgDestinationRefused {
+				t.Errorf("log error %q, want %q", e, webhooks.MsgDestinationRefused)
+			}
+		}
+	})
+}
+
+// TestWebhookRedeliveryRateLimit: redeliver and recover spend the token's
+// management budget like the other webhook operations.
+func TestWebhookRedeliveryRateLimit(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+		h := apitest.Start(t, db, apitest.Options{Now: clk.Now})
+		ten := h.Tenant("Acme")
+		sub := createWebhookScheme(t, h, ten.Token, map[string]any{"name": "n", "url": "https://example.com/h"}).ID // 1 request
+		since := map[string]any{"since": "2026-11-22T00:00:00Z"}
+		for i := 1; i < webhooks.ManagementLimit; i++ {
+			if resp := h.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/recover", sub), Token: ten.Token, JSON: since}); resp.Status != http.StatusOK {
+				t.Fatalf("request %d: %d %s", i+1, resp.Status, resp.Body)
+			}
+		}
+		for _, r := range []apitest.Request{
+			{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/recover", sub), JSON: since},
+			{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/deliveries/0b8f3c2e-5d1a-4f7b-9c6e-2a4d8e1f3b57/redeliver", sub)},
+		} {
+			r.Token = ten.Token
+			if resp := h.Do(r); resp.Status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+				t.Errorf("%s over the limit: %d %v %s", r.Path, resp.Status, resp.Header, resp.Body)
+			}
 		}
 	})
 }
