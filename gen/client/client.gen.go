@@ -4258,8 +4258,9 @@ type ClientInterface interface {
 	// again: the same body and `X-Svc-Delivery`, a new timestamp and signature (current secret and
 	// `signature_scheme`), attempts counted from 1 again (retried like any event), and new delivery-log
 	// entries. Asynchronous: the answer confirms queuing (`queued` is 1); delivery goes through the same
-	// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery as long
-	// as the delivery log keeps their entries (7 days when delivered, 30 when failed). Requires
+	// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery 3 days
+	// after they were delivered and 30 days after they failed (the bodies cost storage; a delivered event
+	// older than 3 days answers `Delivery not found.` although the log still shows it for 7). Requires
 	// `channel_webhooks_update`. 509 when the subscription does not exist, belongs to another company or
 	// is disabled (deliveries to a disabled subscription are dropped, so re-enable it first), when the
 	// delivery is not one of this subscription's finished deliveries, or when it is still queued
@@ -5405,8 +5406,9 @@ func (c *Client) ListChannelWebhookDeliveries(ctx context.Context, id WebhookId,
 // again: the same body and `X-Svc-Delivery`, a new timestamp and signature (current secret and
 // `signature_scheme`), attempts counted from 1 again (retried like any event), and new delivery-log
 // entries. Asynchronous: the answer confirms queuing (`queued` is 1); delivery goes through the same
-// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery as long
-// as the delivery log keeps their entries (7 days when delivered, 30 when failed). Requires
+// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery 3 days
+// after they were delivered and 30 days after they failed (the bodies cost storage; a delivered event
+// older than 3 days answers `Delivery not found.` although the log still shows it for 7). Requires
 // `channel_webhooks_update`. 509 when the subscription does not exist, belongs to another company or
 // is disabled (deliveries to a disabled subscription are dropped, so re-enable it first), when the
 // delivery is not one of this subscription's finished deliveries, or when it is still queued
@@ -9477,8 +9479,9 @@ type ClientWithResponsesInterface interface {
 	// again: the same body and `X-Svc-Delivery`, a new timestamp and signature (current secret and
 	// `signature_scheme`), attempts counted from 1 again (retried like any event), and new delivery-log
 	// entries. Asynchronous: the answer confirms queuing (`queued` is 1); delivery goes through the same
-	// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery as long
-	// as the delivery log keeps their entries (7 days when delivered, 30 when failed). Requires
+	// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery 3 days
+	// after they were delivered and 30 days after they failed (the bodies cost storage; a delivered event
+	// older than 3 days answers `Delivery not found.` although the log still shows it for 7). Requires
 	// `channel_webhooks_update`. 509 when the subscription does not exist, belongs to another company or
 	// is disabled (deliveries to a disabled subscription are dropped, so re-enable it first), when the
 	// delivery is not one of this subscription's finished deliveries, or when it is still queued
@@ -13802,8 +13805,9 @@ func (c *ClientWithResponses) ListChannelWebhookDeliveriesWithResponse(ctx conte
 // again: the same body and `X-Svc-Delivery`, a new timestamp and signature (current secret and
 // `signature_scheme`), attempts counted from 1 again (retried like any event), and new delivery-log
 // entries. Asynchronous: the answer confirms queuing (`queued` is 1); delivery goes through the same
-// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery as long
-// as the delivery log keeps their entries (7 days when delivered, 30 when failed). Requires
+// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery 3 days
+// after they were delivered and 30 days after they failed (the bodies cost storage; a delivered event
+// older than 3 days answers `Delivery not found.` although the log still shows it for 7). Requires
 // `channel_webhooks_update`. 509 when the subscription does not exist, belongs to another company or
 // is disabled (deliveries to a disabled subscription are dropped, so re-enable it first), when the
 // delivery is not one of this subscription's finished deliveries, or when it is still queued

@@ -135,7 +135,7 @@ CREATE INDEX webhook_deliveries_next ON webhook_deliveries (next_attempt_at);
 // replaced when a redelivery of it finishes. failed marks a delivery that
 // ended without success (out of attempts, refused, or dropped because the
 // subscription was disabled); finished_at is when. Rows are pruned with the
-// delivery log (7 days when delivered, 30 when failed) and deleted with their
+// retention job (3 days when delivered, 30 when failed) and deleted with their
 // subscription.
 var redeliveryMigration = store.Migration{
 	ID: "0052_webhooks_signature_scheme",

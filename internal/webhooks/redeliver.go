@@ -190,14 +190,19 @@ AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.subscription_id = f.s
 	return queued, nil
 }
 
-// pruneFinished deletes kept events as the delivery log's entries go:
-// delivered ones after SuccessRetention, failed ones after
-// FailureRetention.
+// RedeliverDeliveredFor is how long a delivered event stays redeliverable.
+// Shorter than the log's SuccessRetention: a kept body is many times the
+// size of a log row, and every delivered event is kept.
+const RedeliverDeliveredFor = 3 * 24 * time.Hour
+
+// pruneFinished deletes kept events: delivered ones after
+// RedeliverDeliveredFor, failed ones after FailureRetention (with their log
+// entries, so recover reaches every failure the log shows).
 func (s *Service) pruneFinished(ctx context.Context, now time.Time) error {
 	for _, rule := range []struct {
 		failed bool
 		before time.Time
-	}{{false, now.Add(-SuccessRetention)}, {true, now.Add(-FailureRetention)}} {
+	}{{false, now.Add(-RedeliverDeliveredFor)}, {true, now.Add(-FailureRetention)}} {
 		for {
 			ids := s.db.Bun.NewSelect().Model((*finishedRow)(nil)).Column("delivery_id").
 				Where("failed = ?", rule.failed).Where("finished_at < ?", rule.before).Limit(pruneBatch)
