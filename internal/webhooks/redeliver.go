@@ -51,20 +51,27 @@ ON CONFLICT (delivery_id) DO UPDATE SET failed = excluded.failed, finished_at = 
 
 // dropPendingKeeping deletes subscription id's pending deliveries, keeping
 // their events as failed so recover can send them once the subscription is
-// enabled again (a disabled subscription's queue is dropped, not sent).
+// enabled again (a disabled subscription's queue is dropped, not sent). The
+// rows are bounded by the highest id seen first, so a delivery published
+// meanwhile is neither deleted unkept nor kept undeleted; however long the
+// queue, it is two set statements.
 func (s *Service) dropPendingKeeping(ctx context.Context, id int64) error {
 	return s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-		var ids []int64
-		if err := tx.NewSelect().Model((*deliveryRow)(nil)).Column("id").Where("subscription_id = ?", id).Scan(ctx, &ids); err != nil {
+		var last *int64
+		if err := tx.NewSelect().Model((*deliveryRow)(nil)).ColumnExpr("MAX(id)").Where("subscription_id = ?", id).Scan(ctx, &last); err != nil {
 			return err
 		}
-		if len(ids) == 0 {
+		if last == nil {
 			return nil
 		}
-		if err := archiveFinished(ctx, tx, ids, true, s.now().UTC()); err != nil {
+		_, err := tx.NewRaw(`INSERT INTO webhook_finished_deliveries (delivery_id, subscription_id, event, body, failed, finished_at)
+SELECT delivery_id, subscription_id, event, body, ?, ? FROM webhook_deliveries WHERE subscription_id = ? AND id <= ?
+ON CONFLICT (delivery_id) DO UPDATE SET failed = excluded.failed, finished_at = excluded.finished_at`,
+			true, s.now().UTC(), id, *last).Exec(ctx)
+		if err != nil {
 			return err
 		}
-		_, err := tx.NewDelete().Model((*deliveryRow)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx)
+		_, err = tx.NewDelete().Model((*deliveryRow)(nil)).Where("subscription_id = ?", id).Where("id <= ?", *last).Exec(ctx)
 		return err
 	})
 }
