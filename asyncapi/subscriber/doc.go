@@ -17,6 +17,12 @@
 // idempotency key (Seen; in memory by default) — and dispatch per event
 // name.
 //
+// A subscription created with signature_scheme "standard-webhooks" (an
+// extension) is signed as the Standard Webhooks specification defines
+// (webhook-id, webhook-timestamp, webhook-signature "v1,<base64>", keyed
+// with the base64 decoding of the secret after "whsec_"): VerifyStandard
+// checks it, VerifyAny either scheme, and Handler accepts both.
+//
 // A receiver:
 //
 //	h := subscriber.NewHandler(os.Getenv("WEBHOOK_SECRET"))

@@ -234,7 +234,8 @@ func (h *Handler) Receive(ctx context.Context, header http.Header, rawBody []byt
 func (h *Handler) verify(header http.Header, body []byte) error {
 	var first error
 	for _, s := range h.secrets {
-		err := Verify(s, header, body, h.now(), h.tolerance)
+		// Either signature scheme: the subscription's signature_scheme decides.
+		err := VerifyAny(s, header, body, h.now(), h.tolerance)
 		if err == nil || errors.Is(err, ErrTimestampOutOfTolerance) {
 			return err
 		}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/pact-foundation/pact-go/v2/consumer"
 	"github.com/pact-foundation/pact-go/v2/matchers"
 
@@ -136,6 +138,19 @@ func interactions() []interaction {
 
 const subscriptionPath = "/api/channel-webhooks/${subscriptionId}"
 
+// exampleDeliveryID is the consumer's delivery id; the provider state
+// supplies the real one (${deliveryId}).
+const exampleDeliveryID = "0b8f3c2e-5d1a-4f7b-9c6e-2a4d8e1f3b57"
+
+// standardShape is a subscription answer after switching to Standard
+// Webhooks signatures.
+func standardShape() map[string]any {
+	s := subscriptionShape()
+	s["enabled"] = matchers.Like(true)
+	s["signature_scheme"] = "standard-webhooks"
+	return s
+}
+
 func subscriptionPathOf(suffix string) matchers.Matcher {
 	return pathFromState(subscriptionPath+suffix, "/api/channel-webhooks/21"+suffix)
 }
@@ -144,6 +159,9 @@ func webhookInteractions() []interaction {
 	create := client.WebhookSubscriptionCreate{Name: "CRM integration", Url: "https://hooks.example.com/chat-gateway",
 		Events: &client.WebhookEvents{"omnichat.message.received", "omnichat.message.sent"}}
 	update := client.WebhookSubscriptionUpdate{Enabled: ptr(false)}
+	standard := client.WebhookSubscriptionUpdate{SignatureScheme: ptr(client.WebhookSignatureSchemeStandardWebhooks)}
+	// Any time before the provider state's failed ping.
+	recoverSince := client.WebhookRecover{Since: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
 	return []interaction{
 		{
 			desc: descCreateSubscription, state: stateCompany,
@@ -244,6 +262,47 @@ func webhookInteractions() []interaction {
 					return err
 				}
 				return answered(r.StatusCode(), r.Body, http.StatusOK, r.JSON200 != nil)
+			},
+		},
+		{
+			desc: "a request to switch a webhook subscription to Standard Webhooks signatures", state: stateSubscription,
+			method: http.MethodPut, path: subscriptionPathOf(""), body: jsonOf(standard),
+			status: http.StatusOK,
+			resp:   map[string]any{"success": true, "data": standardShape(), "message": matchers.Like("Webhook subscription updated")},
+			call: func(ctx context.Context, c *client.ClientWithResponses) error {
+				r, err := c.UpdateChannelWebhookWithResponse(ctx, 21, standard)
+				if err != nil {
+					return err
+				}
+				return answered(r.StatusCode(), r.Body, http.StatusOK,
+					r.JSON200 != nil && r.JSON200.Data.SignatureScheme == client.WebhookSignatureSchemeStandardWebhooks)
+			},
+		},
+		{
+			desc: "a request to redeliver a delivered event", state: stateDeliveredPing,
+			method: http.MethodPost, path: pathFromState(subscriptionPath+"/deliveries/${deliveryId}/redeliver",
+				"/api/channel-webhooks/21/deliveries/"+exampleDeliveryID+"/redeliver"),
+			status: http.StatusOK,
+			resp:   map[string]any{"success": true, "queued": matchers.Integer(1), "message": matchers.Like("Delivery queued again")},
+			call: func(ctx context.Context, c *client.ClientWithResponses) error {
+				r, err := c.RedeliverChannelWebhookDeliveryWithResponse(ctx, 21, uuid.MustParse(exampleDeliveryID), nil)
+				if err != nil {
+					return err
+				}
+				return answered(r.StatusCode(), r.Body, http.StatusOK, r.JSON200 != nil && r.JSON200.Queued == 1)
+			},
+		},
+		{
+			desc: "a request to recover the failed deliveries of a webhook subscription", state: stateFailedPing,
+			method: http.MethodPost, path: subscriptionPathOf("/recover"), body: jsonOf(recoverSince),
+			status: http.StatusOK,
+			resp:   map[string]any{"success": true, "queued": matchers.Integer(1), "message": matchers.Like("Failed deliveries queued again")},
+			call: func(ctx context.Context, c *client.ClientWithResponses) error {
+				r, err := c.RecoverChannelWebhookDeliveriesWithResponse(ctx, 21, nil, recoverSince)
+				if err != nil {
+					return err
+				}
+				return answered(r.StatusCode(), r.Body, http.StatusOK, r.JSON200 != nil && r.JSON200.Queued == 1)
 			},
 		},
 		{

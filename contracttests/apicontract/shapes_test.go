@@ -73,6 +73,7 @@ func subscriptionShape() map[string]any {
 		"last_failure_at":     nil,
 		"failure_count":       matchers.Integer(0),
 		"disabled_reason":     nil,
+		"signature_scheme":    matchers.Regex("svc", `^(svc|standard-webhooks)$`),
 		"created_at":          managementTime(),
 		"updated_at":          managementTime(),
 	}

@@ -31,6 +31,7 @@ const (
 	stateNoWebhookPerms   = "a company whose token lacks the webhook permissions"
 	stateSubscription     = "a company with a webhook subscription"
 	stateDeliveredPing    = "a webhook subscription whose receiver got a ping"
+	stateFailedPing       = "a webhook subscription whose receiver refused a ping"
 	stateConnection       = "a company with a chat-app connection"
 	stateLoggedConnection = "a logged-in chat-app connection"
 	stateSentMessage      = "a text message sent through a logged-in chat-app connection"
@@ -70,6 +71,7 @@ var states = map[string]state{
 		return models.ProviderStateResponse{"subscriptionId": id}
 	}},
 	stateDeliveredPing: {workJobs: true, seed: seedDeliveredPing},
+	stateFailedPing:    {workJobs: true, seed: seedFailedPing},
 	stateConnection: {seed: func(sc *scope) models.ProviderStateResponse {
 		sc.company()
 		sc.connection()
@@ -151,18 +153,43 @@ func seedDeliveredPing(sc *scope) models.ProviderStateResponse {
 	case <-time.After(20 * time.Second):
 		sc.tb.Fatalf("seeding: the ping never reached the receiver")
 	}
-	// The log entry is written after the receiver answered.
-	path := fmt.Sprintf("/api/channel-webhooks/%d/deliveries", sub.id)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	return models.ProviderStateResponse{"subscriptionId": sub.id, "deliveryId": sc.loggedDelivery(sub.id)}
+}
+
+// loggedDelivery waits for the first delivery-log entry of subscription id
+// (written after the receiver answered, with the end of the delivery, so
+// the delivery can be redelivered from then on) and returns its delivery id.
+func (sc *scope) loggedDelivery(id int64) string {
+	path := fmt.Sprintf("/api/channel-webhooks/%d/deliveries", id)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		page := sc.call(http.MethodGet, path, nil, http.StatusOK)
-		if page["total"].(float64) > 0 {
-			break
+		if data, _ := page["data"].([]any); len(data) > 0 {
+			return data[0].(map[string]any)["delivery_id"].(string)
 		}
 		if time.Now().After(deadline) {
 			sc.tb.Fatalf("seeding: no delivery log entry after the ping")
 		}
 	}
-	return models.ProviderStateResponse{"subscriptionId": sub.id}
+}
+
+// seedFailedPing: a subscription whose receiver answered a test ping with
+// 410, which ends the delivery as failed (a 4xx other than 408/429 is not
+// retried); the receiver accepts everything after that, so recover has
+// something to queue.
+func seedFailedPing(sc *scope) models.ProviderStateResponse {
+	sc.company()
+	var refused atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refused.CompareAndSwap(false, true) {
+			w.WriteHeader(http.StatusGone)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	sc.tb.Cleanup(srv.Close)
+	sub := sc.subscribe(srv.URL + "/hooks")
+	sc.call(http.MethodPost, fmt.Sprintf("/api/channel-webhooks/%d/test", sub.id), nil, http.StatusOK)
+	return models.ProviderStateResponse{"subscriptionId": sub.id, "deliveryId": sc.loggedDelivery(sub.id)}
 }
 
 // connection creates the unofficial connection connectionKey.

@@ -8,6 +8,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 contracttests/tools/fetch-pact-ffi.sh
+# The npm standardwebhooks package (an independent implementation of the
+# Standard Webhooks specification) that webhookevents runs under node: npm ci
+# when node_modules is missing or older than the lock file.
+swh=contracttests/tools/standardwebhooks
+if [[ ! -f "$swh/node_modules/.package-lock.json" || "$swh/package-lock.json" -nt "$swh/node_modules/.package-lock.json" ]]; then
+	(cd "$swh" && npm ci --no-audit --no-fund --no-update-notifier --ignore-scripts)
+	touch "$swh/node_modules/.package-lock.json"
+fi
 # Pact files merge with what is on disk: start from nothing, so a removed
 # interaction cannot survive. The consumer steps write them again (they are
 # committed; a run leaves them unchanged unless a contract changed).

@@ -53,14 +53,42 @@ func testConsumer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			declare(t, pact, ex)
+			declare(t, pact, ex, schemeSvc)
 		})
+		// The signature scheme changes only the headers: one event shows
+		// the Standard Webhooks ones (extension).
+		if ex.Event == events.OmnichatMessageReceived && ex.Variant == "" {
+			t.Run(ex.Event+" standard-webhooks", func(t *testing.T) {
+				pact, err := msgv4.NewAsynchronousPact(msgv4.Config{Consumer: consumerName, Provider: providerName, PactDir: pactrun.Dir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				declare(t, pact, ex, schemeStandard)
+			})
+		}
 	}
+}
+
+// Signature schemes of a subscription (signature_scheme), a provider-state
+// parameter of the interactions.
+const (
+	schemeSvc      = "svc"
+	schemeStandard = "standard-webhooks"
+	// standardSignatureRE is "v1," + base64 of a 32-byte HMAC.
+	standardSignatureRE = `^v1,[A-Za-z0-9+/]{43}=$`
+)
+
+// describe is the interaction's description for an example and scheme.
+func describe(ex example, scheme string) string {
+	if scheme == schemeStandard {
+		return ex.description() + " signed with Standard Webhooks"
+	}
+	return ex.description()
 }
 
 // declare adds the interaction of one event and runs the subscriber
 // library on its example.
-func declare(t *testing.T, pact *msgv4.AsynchronousPact, ex example) {
+func declare(t *testing.T, pact *msgv4.AsynchronousPact, ex example, scheme string) {
 	raw, err := body(ex.Payload)
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +108,38 @@ func declare(t *testing.T, pact *msgv4.AsynchronousPact, ex example) {
 	if headers.Get(subscriber.HeaderEvent) != ex.Event || headers.Get("User-Agent") != userAgent {
 		t.Fatalf("example headers %v disagree with the event or the user agent", headers)
 	}
+	rules := []struct{ key, re string }{
+		{subscriber.HeaderDelivery, uuidRE},
+		{subscriber.HeaderTimestamp, timestampRE},
+		{subscriber.HeaderSignature, signatureRE},
+		{subscriber.HeaderAttempt, attemptRE},
+	}
+	if scheme == schemeStandard {
+		// The Standard Webhooks headers replace the svc timestamp and
+		// signature; the keys are canonical, as the provider's http.Header
+		// has them.
+		id := headers.Get(subscriber.HeaderDelivery)
+		headers.Del(subscriber.HeaderTimestamp)
+		headers.Del(subscriber.HeaderSignature)
+		headers.Set(subscriber.HeaderWebhookID, id)
+		headers.Set(subscriber.HeaderWebhookTimestamp, ts)
+		headers.Set(subscriber.HeaderWebhookSignature, subscriber.SignStandard(testSecret, id, ts, raw))
+		rules = []struct{ key, re string }{
+			{subscriber.HeaderDelivery, uuidRE},
+			{http.CanonicalHeaderKey(subscriber.HeaderWebhookID), uuidRE},
+			{http.CanonicalHeaderKey(subscriber.HeaderWebhookTimestamp), timestampRE},
+			{http.CanonicalHeaderKey(subscriber.HeaderWebhookSignature), standardSignatureRE},
+			{subscriber.HeaderAttempt, attemptRE},
+		}
+	}
 
 	b := pact.AddAsynchronousMessage()
-	b.GivenWithParameter(models.ProviderState{Name: stateSubscription, Parameters: map[string]any{"secret": testSecret}})
-	u := b.ExpectsToReceive(ex.description()).
+	params := map[string]any{"secret": testSecret}
+	if scheme != schemeSvc {
+		params["signature_scheme"] = scheme
+	}
+	b.GivenWithParameter(models.ProviderState{Name: stateSubscription, Parameters: params})
+	u := b.ExpectsToReceive(describe(ex, scheme)).
 		// Exact values: pact-go's own WithMetadata stores literals.
 		WithMetadata(map[string]string{subscriber.HeaderEvent: ex.Event, "User-Agent": userAgent})
 	// Headers that change on every delivery need regex rules, which only
@@ -92,12 +148,7 @@ func declare(t *testing.T, pact *msgv4.AsynchronousPact, ex example) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []struct{ key, re string }{
-		{subscriber.HeaderDelivery, uuidRE},
-		{subscriber.HeaderTimestamp, timestampRE},
-		{subscriber.HeaderSignature, signatureRE},
-		{subscriber.HeaderAttempt, attemptRE},
-	} {
+	for _, h := range rules {
 		m, err := pactffi.Regex(h.re, headers.Get(h.key))
 		if err != nil {
 			t.Fatalf("%s: %v", h.key, err)
@@ -126,7 +177,11 @@ func receive(ex example, headers http.Header, signed, got []byte) error {
 	if !bytes.Equal(signed, got) {
 		return fmt.Errorf("the FFI handed over other bytes than the ones signed:\n signed %s\n    got %s", signed, got)
 	}
-	unix, err := strconv.ParseInt(headers.Get(subscriber.HeaderTimestamp), 10, 64)
+	ts := headers.Get(subscriber.HeaderTimestamp)
+	if ts == "" {
+		ts = headers.Get(subscriber.HeaderWebhookTimestamp)
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
 		return err
 	}

@@ -763,6 +763,24 @@ func (e TagKind) Valid() bool {
 	}
 }
 
+// Defines values for WebhookSignatureScheme.
+const (
+	WebhookSignatureSchemeStandardWebhooks WebhookSignatureScheme = "standard-webhooks"
+	WebhookSignatureSchemeSvc              WebhookSignatureScheme = "svc"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSignatureScheme enum.
+func (e WebhookSignatureScheme) Valid() bool {
+	switch e {
+	case WebhookSignatureSchemeStandardWebhooks:
+		return true
+	case WebhookSignatureSchemeSvc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookSubscriptionResultSuccess.
 const (
 	WebhookSubscriptionResultSuccessTrue WebhookSubscriptionResultSuccess = true
@@ -2362,6 +2380,19 @@ type WebhookEvents = []string
 // Example: CRM integration
 type WebhookName = string
 
+// WebhookRecover Extension. Body of recoverChannelWebhookDeliveries.
+type WebhookRecover struct {
+	// Since RFC 3339 date-time; events whose delivery failed at or after it are queued again.
+	//
+	// Example: 2026-11-22T00:00:00Z
+	Since time.Time `json:"since"`
+}
+
+// WebhookSignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+//
+// Example: standard-webhooks
+type WebhookSignatureScheme string
+
 // WebhookSubscription A webhook subscription. Never carries the secret.
 type WebhookSubscription struct {
 	// CompanyChannelIds Channels whose channel-scope events are delivered; null or empty = all channels. Company-scope events are not filtered.
@@ -2405,6 +2436,11 @@ type WebhookSubscription struct {
 	// Example: CRM integration
 	Name WebhookName `json:"name"`
 
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme WebhookSignatureScheme `json:"signature_scheme"`
+
 	// UpdatedAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
 	// Example: 2026-11-22 14:03:07
@@ -2435,6 +2471,11 @@ type WebhookSubscriptionCreate struct {
 	//
 	// Example: CRM integration
 	Name WebhookName `json:"name"`
+
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
 	// Url Receiver URL, http or https (HTTPS recommended).
 	//
@@ -2489,6 +2530,11 @@ type WebhookSubscriptionUpdate struct {
 	// Example: CRM integration
 	Name *WebhookName `json:"name,omitempty"`
 
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
+
 	// Url Receiver URL, http or https (HTTPS recommended).
 	//
 	// Example: https://hooks.example.com/chat-gateway
@@ -2501,7 +2547,7 @@ type WebhookSubscriptionWithSecret struct {
 	Data    WebhookSubscription `json:"data"`
 	Message string              `json:"message"`
 
-	// Secret Signing secret (HMAC-SHA256 key, used as its UTF-8 bytes). Returned only by create and rotate-secret.
+	// Secret Signing secret, `whsec_` followed by 64 hexadecimal digits. Returned only by create and rotate-secret. With `signature_scheme: svc` the HMAC-SHA256 key is the whole string's UTF-8 bytes; with `standard-webhooks` (extension) it is the base64 decoding of the part after `whsec_`, as the Standard Webhooks specification defines (give the string as is to a Standard Webhooks library).
 	Secret  string                               `json:"secret"`
 	Success WebhookSubscriptionWithSecretSuccess `json:"success"`
 }
@@ -2565,6 +2611,9 @@ type SimulatorConnectionId = int
 //
 // Example: ["2026-11-01","2026-11-22"]
 type UpdatedAtRange = DateRange
+
+// WebhookDeliveryId defines model for WebhookDeliveryId.
+type WebhookDeliveryId = openapi_types.UUID
 
 // WebhookId defines model for WebhookId.
 type WebhookId = int
@@ -2654,6 +2703,18 @@ type ListChannelWebhookDeliveriesParams struct {
 
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+}
+
+// RedeliverChannelWebhookDeliveryParams defines parameters for RedeliverChannelWebhookDelivery.
+type RedeliverChannelWebhookDeliveryParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RecoverChannelWebhookDeliveriesParams defines parameters for RecoverChannelWebhookDeliveries.
+type RecoverChannelWebhookDeliveriesParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // TestChannelWebhookParams defines parameters for TestChannelWebhook.
@@ -2860,6 +2921,9 @@ type CreateChannelWebhookJSONRequestBody = WebhookSubscriptionCreate
 
 // UpdateChannelWebhookJSONRequestBody defines body for UpdateChannelWebhook for application/json ContentType.
 type UpdateChannelWebhookJSONRequestBody = WebhookSubscriptionUpdate
+
+// RecoverChannelWebhookDeliveriesJSONRequestBody defines body for RecoverChannelWebhookDeliveries for application/json ContentType.
+type RecoverChannelWebhookDeliveriesJSONRequestBody = WebhookRecover
 
 // ChatappCheckOnChatappJSONRequestBody defines body for ChatappCheckOnChatapp for application/json ContentType.
 type ChatappCheckOnChatappJSONRequestBody = ChatappCheckRequest
@@ -4744,6 +4808,12 @@ type ServerInterface interface {
 	// ListChannelWebhookDeliveries Read the delivery log
 	// (GET /api/channel-webhooks/{id}/deliveries)
 	ListChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params ListChannelWebhookDeliveriesParams)
+	// RedeliverChannelWebhookDelivery Send one delivery again (extension)
+	// (POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver)
+	RedeliverChannelWebhookDelivery(w http.ResponseWriter, r *http.Request, id WebhookId, deliveryId WebhookDeliveryId, params RedeliverChannelWebhookDeliveryParams)
+	// RecoverChannelWebhookDeliveries Queue again every failed delivery since a time (extension)
+	// (POST /api/channel-webhooks/{id}/recover)
+	RecoverChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params RecoverChannelWebhookDeliveriesParams)
 	// RotateChannelWebhookSecret Rotate the signing secret
 	// (POST /api/channel-webhooks/{id}/rotate-secret)
 	RotateChannelWebhookSecret(w http.ResponseWriter, r *http.Request, id WebhookId)
@@ -4894,6 +4964,18 @@ func (_ Unimplemented) UpdateChannelWebhook(w http.ResponseWriter, r *http.Reque
 // ListChannelWebhookDeliveries Read the delivery log
 // (GET /api/channel-webhooks/{id}/deliveries)
 func (_ Unimplemented) ListChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params ListChannelWebhookDeliveriesParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RedeliverChannelWebhookDelivery Send one delivery again (extension)
+// (POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver)
+func (_ Unimplemented) RedeliverChannelWebhookDelivery(w http.ResponseWriter, r *http.Request, id WebhookId, deliveryId WebhookDeliveryId, params RedeliverChannelWebhookDeliveryParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RecoverChannelWebhookDeliveries Queue again every failed delivery since a time (extension)
+// (POST /api/channel-webhooks/{id}/recover)
+func (_ Unimplemented) RecoverChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params RecoverChannelWebhookDeliveriesParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -5447,6 +5529,115 @@ func (siw *ServerInterfaceWrapper) ListChannelWebhookDeliveries(w http.ResponseW
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListChannelWebhookDeliveries(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RedeliverChannelWebhookDelivery operation middleware
+func (siw *ServerInterfaceWrapper) RedeliverChannelWebhookDelivery(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "delivery_id" -------------
+	var deliveryId WebhookDeliveryId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "delivery_id", chi.URLParam(r, "delivery_id"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "delivery_id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RedeliverChannelWebhookDeliveryParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RedeliverChannelWebhookDelivery(w, r, id, deliveryId, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RecoverChannelWebhookDeliveries operation middleware
+func (siw *ServerInterfaceWrapper) RecoverChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RecoverChannelWebhookDeliveriesParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RecoverChannelWebhookDeliveries(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -7152,6 +7343,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/api/channel-webhooks/{id}/deliveries", wrapper.ListChannelWebhookDeliveries)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver", wrapper.RedeliverChannelWebhookDelivery)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/recover", wrapper.RecoverChannelWebhookDeliveries)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/rotate-secret", wrapper.RotateChannelWebhookSecret)
 	})
 	r.Group(func(r chi.Router) {
@@ -8039,6 +8236,264 @@ type ListChannelWebhookDeliveries509JSONResponse struct {
 }
 
 func (response ListChannelWebhookDeliveries509JSONResponse) VisitListChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDeliveryRequestObject struct {
+	Id         WebhookId         `json:"id"`
+	DeliveryId WebhookDeliveryId `json:"delivery_id"`
+	Params     RedeliverChannelWebhookDeliveryParams
+}
+
+type RedeliverChannelWebhookDeliveryResponseObject interface {
+	VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error
+}
+
+type RedeliverChannelWebhookDelivery200JSONResponse WebhookTestResult
+
+func (response RedeliverChannelWebhookDelivery200JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response RedeliverChannelWebhookDelivery401JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RedeliverChannelWebhookDelivery403JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response RedeliverChannelWebhookDelivery409JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery422JSONResponse struct {
+	WebhookValidationFailedJSONResponse
+}
+
+func (response RedeliverChannelWebhookDelivery422JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RedeliverChannelWebhookDelivery429JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RedeliverChannelWebhookDelivery500JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverChannelWebhookDelivery509JSONResponse struct {
+	WebhookBusinessErrorJSONResponse
+}
+
+func (response RedeliverChannelWebhookDelivery509JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveriesRequestObject struct {
+	Id     WebhookId `json:"id"`
+	Params RecoverChannelWebhookDeliveriesParams
+	Body   *RecoverChannelWebhookDeliveriesJSONRequestBody
+}
+
+type RecoverChannelWebhookDeliveriesResponseObject interface {
+	VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type RecoverChannelWebhookDeliveries200JSONResponse WebhookTestResult
+
+func (response RecoverChannelWebhookDeliveries200JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response RecoverChannelWebhookDeliveries401JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RecoverChannelWebhookDeliveries403JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response RecoverChannelWebhookDeliveries409JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries422JSONResponse struct {
+	WebhookValidationFailedJSONResponse
+}
+
+func (response RecoverChannelWebhookDeliveries422JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RecoverChannelWebhookDeliveries429JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RecoverChannelWebhookDeliveries500JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverChannelWebhookDeliveries509JSONResponse struct {
+	WebhookBusinessErrorJSONResponse
+}
+
+func (response RecoverChannelWebhookDeliveries509JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -11140,6 +11595,12 @@ type StrictServerInterface interface {
 	// ListChannelWebhookDeliveries Read the delivery log
 	// (GET /api/channel-webhooks/{id}/deliveries)
 	ListChannelWebhookDeliveries(ctx context.Context, request ListChannelWebhookDeliveriesRequestObject) (ListChannelWebhookDeliveriesResponseObject, error)
+	// RedeliverChannelWebhookDelivery Send one delivery again (extension)
+	// (POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver)
+	RedeliverChannelWebhookDelivery(ctx context.Context, request RedeliverChannelWebhookDeliveryRequestObject) (RedeliverChannelWebhookDeliveryResponseObject, error)
+	// RecoverChannelWebhookDeliveries Queue again every failed delivery since a time (extension)
+	// (POST /api/channel-webhooks/{id}/recover)
+	RecoverChannelWebhookDeliveries(ctx context.Context, request RecoverChannelWebhookDeliveriesRequestObject) (RecoverChannelWebhookDeliveriesResponseObject, error)
 	// RotateChannelWebhookSecret Rotate the signing secret
 	// (POST /api/channel-webhooks/{id}/rotate-secret)
 	RotateChannelWebhookSecret(ctx context.Context, request RotateChannelWebhookSecretRequestObject) (RotateChannelWebhookSecretResponseObject, error)
@@ -11492,6 +11953,68 @@ func (sh *strictHandler) ListChannelWebhookDeliveries(w http.ResponseWriter, r *
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ListChannelWebhookDeliveriesResponseObject); ok {
 		if err := validResponse.VisitListChannelWebhookDeliveriesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RedeliverChannelWebhookDelivery operation middleware
+func (sh *strictHandler) RedeliverChannelWebhookDelivery(w http.ResponseWriter, r *http.Request, id WebhookId, deliveryId WebhookDeliveryId, params RedeliverChannelWebhookDeliveryParams) {
+	var request RedeliverChannelWebhookDeliveryRequestObject
+
+	request.Id = id
+	request.DeliveryId = deliveryId
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverChannelWebhookDelivery(ctx, request.(RedeliverChannelWebhookDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverChannelWebhookDelivery")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RedeliverChannelWebhookDeliveryResponseObject); ok {
+		if err := validResponse.VisitRedeliverChannelWebhookDeliveryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RecoverChannelWebhookDeliveries operation middleware
+func (sh *strictHandler) RecoverChannelWebhookDeliveries(w http.ResponseWriter, r *http.Request, id WebhookId, params RecoverChannelWebhookDeliveriesParams) {
+	var request RecoverChannelWebhookDeliveriesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body RecoverChannelWebhookDeliveriesJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RecoverChannelWebhookDeliveries(ctx, request.(RecoverChannelWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecoverChannelWebhookDeliveries")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RecoverChannelWebhookDeliveriesResponseObject); ok {
+		if err := validResponse.VisitRecoverChannelWebhookDeliveriesResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -12515,718 +13038,745 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rcttIli+Kv0r+MTNRpBuiSEryhQpHhyzLVZqyLLcuVbvG9BZSQFJEC8xkI0HJbLf+MZ/OA5w4L3C+",
-	"zIucN+knOZFrZSYSQIKiJNdl7zMT0VMWCOR15cp1+a21vgaxmM0FZ7yQwehrMGU0YTn884QV+XJvUrBc",
-	"/ZUwGefpvEgFD0bBKYsFTyQpBLmlaUEu2UTkjOTqk5Rf9YIwYF/obJ6xYLTVD4Oc/W2R5iwJRkW+YGEg",
-	"4ymbUdXuLOXpbDELRoMwKJZzFoyClBfsiuXB3d1dGMxpTmes0GPazxktWLJXnFB+xdSTWPCC8UL9k87n",
-	"WRpTNcTNv0o1zq/lKD4Fw/7w+cZgsNEfBKH9YzgMPrvD+decTYJR8C+b5bJs4q9y8y0tGPYLI6uuyL+f",
-	"Hn8gNM/pkkSfZEHzIiSMJ58jIiYkoQWTpBP98ssvv2wcHW28fRt1icjh+UaRzpgMScrjbCHTGxYSwUkx",
-	"ZSRWk03VH+mMkQ6F18ltWkzFosCHsbhhuSTFlBbkdioyRhK67KrlT9Wg/rZg+TIIA05namFjXL0LWgRh",
-	"8GUj5Tc0S5ONGZOSqtU0y0toQWYLqbaVUOLMzJ2YnVdwFwaHCZvNRcF4vPyRLZv0skfiLGW82IinQjJO",
-	"rtmSdCYiJ3p/CCXn54dvuziTGb1mklAkJ9VPMU0lUTTEZEEknbARLEPKyXCbTMUCloARSWcMmlY/lk/M",
-	"hzmbZ3SJr07SXBaEcnnLcpJyWTCawIxEyq/gjVuRXxN6RVPeIz+ypSQ0Z2TOcqIog/Jlj5wyRpyJkxS3",
-	"be/jIXFmXzkLwc6kH7+It9jGS/p8sLEd72xtvLocsI1h8mLSp6/Y9uVwYHYPz2K5fU5fG2qVK8eIfnnP",
-	"+FUxDUbDnZ1QHSvz90AdoqJguWrzf376/238/z//6V8De9pkkaf8Sm2ijyLc+amVNWQxUEd/uLNDblKZ",
-	"XmaM7J3uHx6SeEpzGsNpvQuD4zxh+ZFI2Fs2oYus2JOxh5WIvCBJmrNYPQhJTCXbSLlkXKZFesNIJ9o7",
-	"3Y9CEr09wP9SGUfq9ESqoajbI7p5NYY20hdmKMG6p90Ovm1p7At2UfZO99W41DjVRx8psqjqfNVTwhez",
-	"S5aHZJKLGRm0DXquGnDHm+BEYU9XMU7/gKFne6450a+TKzj1uTp7XI2f/W1BM7W/A5gFy9WHeo0H/X5z",
-	"SocFm0k4G2rEIRLHTr/fOi9ssmVq/X6oyBkntwN/PXyqeiy+6eKa6yE2Zzj8tSc4/H3nt/Nrz2/nt57f",
-	"aTpbZLQQ+b7gHNnIYeKZZIJXibo1zXsV5vxCT3ZOi2k51zQJHiu/tLFUz6zgQja9VF/WVx90fxcG5/Pk",
-	"W4tAZLg12nk12nn1x5WFMiqLjQVM/ZuJQ9jcCnFIL/XDxaGf2eVUiOvVVHiLLxG5uPQLC8PB/wIEeafG",
-	"IueCS4YSuj1bbxYy5UzKgzwX+fp0Cq2kyXGuBUm5mM1ovgxGwQeWFlMlriWEi1yJI0EY3NBsAaegMkT8",
-	"uTLSMJCLOGZSBqMJzSRTI+eieCcWPKn2c86vubjlDpvw91NOlXBRkAm01NLNe3F1xWr9nDIpzce6Lxjn",
-	"6q5SCR9k0CBJuafHu3VPcXWLPCf5EImFpHy+KNSqXuovCFOfjMgslVJJzCInM5pNRD5jCZmkLEtCZ/3K",
-	"9SEdkasDQLmAvdTCdDfUIhGhWc5oAsL0QrJGI3ba0JB52T7thkoELTbofE4mNM0WOespsn8n8ss0SRh/",
-	"CL90N+BMaSDU7sCC00UxFXn6d5ZAB+ut95Fuz7PSZ1NGCnHNOMlofI1KypzlsL7AA1NJxJzlqBFqqpak",
-	"kxaSRF82ylej7q5aqanalVsq1XrwKz3Kqpp2yD/m4ioHynncquxZ3UprXKkkNS1FrZYs0iwjl0wNaZ4L",
-	"Rass2dXqXaZkz2+zho3haAUwqo0pah0UoROUhNVqcwbGDUXQIidp0SMfnHVN1O/FbRqzykyUXJKzmCnN",
-	"pVQ09bi+k1rl9OzGCVtI5BDr7wQcQti9um44+oQkW98NNXJzalR/MDVKknQyYTnjdqS94PNdWKf/xze2",
-	"9u7+pNgNzLeVJ6mT0tzRxljqBoKWsZGOYUX2dIVEXbghAXEBmJ5Ilt3m7u+qjgglnN3CbYM9qL/ceR9y",
-	"pXrT7IHXYO1K040QyfIbliP3/TaH5pyzL3O4egzH3EUhmarZpVIz15BwpnqWjOO8PojiUA10xnjxULp1",
-	"6YqVHFsaQd5ccozTy4wlIwKCFgzrihbslmoTz/7xhw8H+2fHJxdvTw5/Ojh5bVtYf2lq82ghuJL16qHR",
-	"G5pmanQO60vYPBNL1dB3Ul1ck/Rqob/qlHNTy5SLTF0iCfAaRnJGM3PTibzbQ+vBMhM0ORPiPc0fJujX",
-	"F9iQuqJjMqNLmMAlqyr+g36fHL35JiR18KVgHK6tjjWIiXihFoZMqVo/sj3Y6o703J3BKXJTs9VjUr8z",
-	"nsxFygtC45jNC6mZMSywWg2ihFzSAbF8QI7ehGS2yIp0rggG5xQq/n6TqsXWMrckW+ToTe2ilIXIGYiO",
-	"SONKAGZmJihn34XBXxRTKLnUO5pmj+faRo8efXqAxltlzA/SlL8ZD97TzNFa52FfQavJBb/CPRE5AVG2",
-	"RyKcckSmIkvwPT0DY3XQzQDlnwlxRPnykL/L0qtp8WjKF4LMKF8aCpNKapxricfc2XIq8iJb9r4t3Y+Q",
-	"H6DNm9AkUV2q9UAJz9xTas0UJV+CZCwm3pGSzvNtQnlCtobkckm0mSUkkjHyPp2lheyayaDwEoHjZgM8",
-	"NxHpDIgEZ023R/b40mFkMeXWAA7kXvf9bFjnj2899Nubjpvo7s5/ZvSGnujZPWVDVTtkryjYbF7Ib7Nr",
-	"J7RgJFMrSdiXmLGklE2NNGgMtmqPpHZ9pby60t9oBe/C4ByUC8YLtSqPv1przTxgseoD8N2JQMha+wuJ",
-	"NiqEhH2Zp5qL5uxGXOt+tUHkKSaBJJUgDFR16DN1dQgOkh3+XrGn+LVpPRp125iveo+wD6zfkVV/e7+q",
-	"tn7qDMhRub0adwjsSK3eBDesdQ3dDXz8xQd7eEmT8zyrrWaelaYDdxnLa3KhvvmEb1o7HBompkUxVzNR",
-	"/5Xk/OR97Xpc7xu1lJqWP4CRrWJ2Uiqk/tU/PjTMfcI3XZtTdSyNnx+w92vcyRVbzYhEalSRa6DJBLeS",
-	"1WCn7zjrQhIt8qzyMsi4HNZo0y4UEA2tW3rUw5o4cP+VD1/2yDEKefZW0sbbgl57lLyQ0EwKQkHbWkfx",
-	"JB07DLUastmkkrXtJsBm7hnB/uBG7cAJk+DV+BrMczXKItXsiBawaWnBZtLzs7s1X5u+Vnajj0ztlzvX",
-	"tPtJv1bd6c/Wrisu/8riQjWnH4BZGvi84TFfA8YXs2D0SV3F5ZeXQmSM8kZ/5rsQ5+frqsHDq1S403+F",
-	"oryYKOmLXoFiZaV4STqlRU+GViAPDV8CexVnmeyOzK2irY/uh10kxKo1UjHX6i7Ys+fZgeYSAT9+yBqZ",
-	"5n3LtI/TOFvO2dtUzjO6NJylul7AFIxfCr/RGk1ddfpOkki/caHeiEZkDKzH9/k46IbwMMHOiXmx0sRF",
-	"mkQjEh3MLlmSsAQ0cSUydkMSnXMxmaRxqjRTdSTpfB6RzlD9dOz5YUv98HEqCkGkgB85K25Ffh2Rzrb6",
-	"7RSfqjVjig9FpLOjnr8RReXh826PnBnLHTBbQuszN1CLWPAblkuUZ+GsyB55J1Bkm2e0UGyKxCJhYKqJ",
-	"zKOoCspozMeHjnA21OfX2XcWf0QG5DVh7qqGZEhek0VzTUlHTa1Qi9gNyRZ5TXyviEl84by2TV6TuVrr",
-	"DVzrDb3WlsWGZIe8NhthVzckz8lrcukuOCwEkv8gHIZb4Xa4Ez7/7MK3Gm4kEPL5YrZxQ3Ngq+pUGBra",
-	"n4I7raSefRx2ENplLp8AvSBhfMAZBGGAfx+ZEQZh8EYU5Z+fq3vhP1UfK3vvOR8hmdEiBt0/quxsNLIb",
-	"ByuOp0GvPdK/sxlI97AVF7jaF2YrgOr1M7vcSPOXonAfGYoHYpdwSC2hKkp3qVyCKljnlaRzcnB6Bj/h",
-	"KejCv/W8zdlRl5o+P5M0KyqbH1QmHYRBbDfJma5isJ65KqG2NtEgDCqzDFySqjVZPWrrUJdLU/E3ISdo",
-	"oQlb4/UjC3bKKn6geuU4GLv7VFJ7O56lMyYLOpsrPpMm932oh3sIcIBr9JKu8f6PDESDzHoiq3NVAgK5",
-	"naYZM4dFG2W1lzKVpZOyFzRvSeOf9l21BS3YmqM8hXfNRxc5o1qPaDG19MjP0yW6esqBphzsKtBESLRl",
-	"yrJTSdOEdNhsXizJ7ZRxawVUd5fGC3hosmHWcPADj9nqmlgBbn30acNC2p0Kq7hNp9cWuUMt4/6Uxdfa",
-	"4AKaWZYdT4LRpzUpC73vd5/r1E1zdnGVi8Vcrrmd7jj2cvY9fvsbkDkabKRH4MIfSCdJrxSRgPk+Fgte",
-	"5Eu4LpRsGeLjqJzva7XpUUjgL6WAyN0qTMroAQ4S8/l2HYjZJKsmHOOAxlNjbypVV/xEsXTo9fl2DWs5",
-	"o18OcQgGcqX/HNS0A3+nZlUcKzJiXEyHO/2+HoNsg4aYNpr4kJLKzbY0SFe1eR+Ew0/eJVm5KDQQ5usq",
-	"cgSbiIc+0kOJANhbbquHt/mXrKQNu2rAQ0VOoPPmcNfUJNcgclxqaNan/j1M73mUaniv9gPzFrygsWfO",
-	"1z6Q+AdrY9Wyvfq255PFW28aLop0smzRspxWCeDQjSuJZZMQiUJOaV653lr0codP3z/996ksvuXmm1X9",
-	"I2883FjO/ePd/gdwc6+U7wKw6IypbVuNg1+H/aK5r43vDnd2XMbbxgmblr4aG8QbXq3DilUEttZcPcq5",
-	"WPCYtcpwjBPBsyWhySzlqSxyWgjF2+mSSMZbpLdUXsD7q1pFr1YFi6YuCrcbc3yBM/p78h7+7w0DDtUy",
-	"A7BCaf1I6hfXAPGAK9k8SiVyX7yYH8Ym5jQv0jidU17IC7j7K8jJvicUqfX8h+V+OIvo7eO+rf7WjALp",
-	"5w/MJryGFIe8kjo+ewW49VcBW9cEYjh8Sy1IV/cH5FmPTO+ZvZ8b+kis+fHnhie+IBmj4ARD+16aRKD8",
-	"R3BmOpeimMLJv2SAawA3MIlgGhFJuUwTRiJQD6KQSEGuGGc5wJ7RfS3RHJkWRo/KFxn8mUoEcFyKZPmd",
-	"JOIWfNZ6XjCEDgxG5DgWbeWYMZQSgUPpCZN5ziTjsYYeaUOIkstiJeKwhFwu2/sKLdwvzeEnYwXrPVCq",
-	"9IaufZyqldXyeENZCIlWI9R0RpWfyJ/UDKj5twn5GfQhtGbHfNg56A2UNE/nUr8jCS3KF3axUxDITWtc",
-	"IGRIjyqViGMooTxo/+FC0Uai7q+/s1yQjjs8aQBdAK2CPvq7JMnFHFa6yBf8Wu3LJP3S7ZEDPIQjsrMz",
-	"GLx6+fLlyxcvXryoxba5PwXVqLPBxqvPn/obrz5/fRUOtu/+NVjvMv7RCTlzFrq5D6RTW9du2yH/sXX7",
-	"XaG6wX/Zl1RDF9a80PaNAUXRm74UaQxjVlQId9cu4Yss0/oI9gDYVNAf1OKqn+mlWl2E+TevOBhzs/cz",
-	"QE4BhkFaPNNqmVY3FZqp3iuemPi29WwL6u0jVlAPA3zM3da81mrTaXFgOfa+v+SKcppbbZ7W4/ZSkASB",
-	"2gqhIU7oh5gDj3DCSGVMOU/51S5BM9OCZ0zKCt5NsoJE8OGFatIvwSCcQv5xrYl/y/2rpejvLye4WFQS",
-	"Sj5++J6oLSHnJ+9JJ1L/HKUzesU25/xq95JK9nw7/Od//lcE5jeHdfjfvJeaHXNajGGfeqiVRV1B3Ugd",
-	"38KEVrNBuHci6VDn/u6GJBJSX9+XubiVGldUpU/9S3PR3+AP6OuTU3UVVgh0oj1jWcrVnZqwmzRmIWG9",
-	"qx6J9qe5mCEZOkrUQBuTHqhEmZG06lGDfn8NPco0U+PXvzZRC4/Z8BgRCvxqQy5lwWaPW+SfU56IW/mN",
-	"VvlYPnWBj2V9bUuOtOaaVc4JCEv7EDRdO49CjcFQ7hOtfy1d3mv+c5wGewAkkddVzwDCSNo5fEdtqlrl",
-	"y6V+gpdmt0eOJxMHnjlSbUNkyUJOIZcBWKY0NgoaN4222Btr7oaWMFkYQ+zGoFPiCCa19VqtWa69138k",
-	"DfIbTOqPNJ1TlkEIwDe8b/anQkggQcdwc7kklXtol9CaHgk6wK1wT2DzJvp1GfHd07jEqfE6tjKBM2DT",
-	"NwwdhQ5MoOL5HIHNCR2fEenMKeAl0Q2vH6uLO0ll87VK/KLSrebqWc7MU36lPkVH34VYFBHpcFEQ/BiY",
-	"iOZJWpZSb0Makxg6sZhOBJoXQlxXXKHihuW7qKsDoC9ncjFjCVnwIs0URdAsI5yxRJK0UG1fUs6h5Qpb",
-	"xKcuDhoHBd5iRKJHrrs2AkFmUYCjst5Yzv6K0UZONM93Fit/w3IDoC9jfQxvW8yvcprgck8Af9psfAJ4",
-	"wGqUP8K5Ux0URi5pfC0mk64Lf3Djb92dtG5YtTsQd42Lry4zWJUgDMxMgzDAUTknfBWoYd/p5G21TwwX",
-	"PoYuT8ou35guj8su39kufT5qfRYwkv23FWZJrDlPfTM0MhWkXM5u0bhLc4s74FdM9sjPSimGv0xGHk17",
-	"kvGEgFkL3l/kgPjEEVTa/K35VZub4gO7/b38E2pMuBotw9JGqZW2ld63seV80GGSj7XnPOE+YPG1ug0W",
-	"Hrk+EtdIwQtuQ/qiXcVlkxSNMWibLPRAwVRzcvD28PTi/OQ9RhKzwmUl4joIA6e1NbnB8TXA5pzP1NAR",
-	"6KURat68WhrUZr2mmJyqiUty8JNrELUPu3oXBjXw6AMawhP1jdBRtQhW6yyCuV+YQaaJa1RxkmCs9D7n",
-	"rsFON7VrHVKK+bBc+6PAY8x4ojPePcD/pOF99y2CgTHCNzqG8UIbEe/9Vr+/p1//DQBLdeqoPgmceXum",
-	"80CYU+Vg/E6WyOrhfIpBEn2aq465gwHtEbsp6CQ5PD0mL5/3B8hGxWQiWQGwNw2TNplm5hhSLHvWixqF",
-	"JCrolVT/laB5qH8tJMv1XWq3ScwZZ8nFLRgw8LpuMkYqr022BE4iNZroD8uJGszCOakOr4hLCMtqWoDX",
-	"TnXUUIPV1UJ1PBumFkqdDfV+YJMh+dhK21CNR/wBTgo/09MYmY4FRcGWItap6+V0GZUI9qVXbO0Z73qy",
-	"XKJmUsf2fyd1Hg3dBd7wscgTlpAO+rH4IstcovfEBnTXX+PZQkdePgDmikdkJbKWcqIEKZ5QHQrfGKlq",
-	"xA+bEHl6lfI1aP0YXjwszXn3ODWr2659UuWOo6prkOYm35Zr/pKohUHEBnzcvgUjWIJL4BsY3KFUU/0N",
-	"CPUm3EWajBOUaycKrnR3Lb/YPOW8bQOfdPtW+OC6d/AxfITGXzApWSPPqq9P4S2HpUiQYdfhds7Co+CL",
-	"1KBYfZMYfgZcDXBrJIKUQ1wEXAwVbOuqPs/olQ9qsuA5o8l6IJu6hPItmeZCsnsX/Fwyd7m1LWKlCekn",
-	"fMc5Q3bhR2SAt6K+CUIwrc1ErlOGMBpPtbqrPle6EPK0kDinCU4ohEjOeBpPadGriALP9LkiMc3zJelI",
-	"hmr0nlzy2I0eC8kYM5am/GocVDlhyovn28G96Jq6dcEnDzrANsN8nIvJJWHvFfwwGbLkiDU6M/zb8gHL",
-	"nJtXVbvcWVKAXwJ1ZbbfSwKtyI3fTAI9YRk1oauOhQwEIc1FLBPTR6tkkRVmt7YlTLd9hm2fmrbPsW0v",
-	"I/WN+wnegMZa/v5OgcqQ0Ibnjzy8YpCLnVYY0C4GWaPpF25cJbVnbFKQBddp4cKq4d+19kN+6497Z/s/",
-	"kE06Tzc1AWwYUWDza5rc9ZBtfHSWe9CIwqX59YU6nR7rCwLyJSskidwjHKnp9NfG4h/R/Jqor9uh+G0S",
-	"XUuD6u32xtpEvb3HynctDl7opn0YrVJOi7sQXm9vDk/0hc/GciRu0Cc6BYNX7CB9HZPTg+GZeM5J6kVp",
-	"PlDiaRwVbfLTl793WntSpleQ9LrIKZcTzN8Hk1TffIspnku2YoJanL4oJULvAcnZTNxoUzq+ujYN/awF",
-	"dr1prZtvRrLwQks846CwdiyBlXrwcBYuPKQ2GK+ht9lUHfqqdzkk7lRCYqm6/AEfhcSSV0jwKIUE2ERI",
-	"8IBjWlPNvRpm5XaS89rasTMU0SKfhB51d8k26ZwwKbIblkCOgx3S2ac8ZlmmHsSZ61AppUBvEHf44vO6",
-	"pxBH5iVSJ4nYC2fWRkz2wbfBeCAmtduIdG5b9Axji+pi7D7VwViVj9GHaQMLNAbYWCpQbkYtFD9WokVI",
-	"uEA91asz1vCdM5pm7dNhG+p3F6+50FmA1lZ911Nc24w77bbk+zV8R6U3i4tAF+078Or0a4x2hQKAy2lG",
-	"1yLcNHVU3/qX64gnCLMrqKsRkyp8RAs8Jk84LBOnYZoEc5owI4I9S5gK4XROZyF5QV4T9Kz27Otg9LBv",
-	"g+A0DuD4JeNgxXmzaOjBemkT1DSUfItzCMLAScobBmY0QRjYsSjpeE5npTdYicFlOvYm565kYHdyq/cI",
-	"RJpi8rlUEp1Q3U3MbrOsU6k+b8mvjsRktW+3BfLDD6Ojo9HpaUQ2rZm6ghpfWZenTK5Tuh/H4+Tr9t2G",
-	"+s/Q/Kfz6Yx8xn+O9BPz3/G4p/41CJ/fdf/c/XPnP/7x6U8b5t0/43/VD96KKGVQ7dANqR02zRwHSVro",
-	"HHOtUW8+AcQmdrWWzQQhIIAPM2kr06T7KNnjidEvBftS+O8y9UvNnf18Z2fr+WMc2mfsi5tfnwu+4dr7",
-	"2oYLn62KsQN2BFPwsR+1YSw5KlW8Jn7ZbEmZBZAlmCmxjhf3uRL86WGaAmWry2F1e7Xrv9kKgwm2WKNx",
-	"SpTbGTWtpOwLUqa3+8OE8SKdpKoRIwbqEB1DtLtV/5DgMasSNSTIhSxiTnKwXrvD4wkHp7k6M5ak6yaN",
-	"PIJ3S4PAuj4n/Xnpc/Kfp32NYDFnqmm6XMcoen62Dx4UcAuigXGWxrnQ6SoNALnkr2eD7VF/a9R/0RsM",
-	"t7Z3nv9HVMN5+BjtWYXJ6v9oFvv87j+8TPQRZlT/ybvHLmooCGgORC5bOkx9DRbSlMnf30YKZGAPaJsd",
-	"tMkEmgT4AHPlD4xmiinXLyVpNRYHv/L5PlFPf+XryAcdaJoTysxwJdH65QYtUEuW36SxLv7ydwBjK5Iv",
-	"IdfdajCaU93GEPr95E185O0l6taLA9LiEfCAI+0A3FYkGuNEyXQxo3xDKZSQPdzhe+vmrqvtxSoLoh7m",
-	"Grn63GPnJOuTjCehPn2Y0DUki3kmaNLtkShhBU2zKkxKB4o7TNiAMsGPqA8hIL/AfE8zgqhR0sGAyiIt",
-	"MhbqhzZ7j23timJlhVm3uWZ6PGCIT5JUTZNmrm0S1ZjmVW9a/64xKnQpF9ht5a4sV/lbbtWRuZhaU6pH",
-	"DpeJdBL1SZoxVLnhYjM76XBM7AgwTPCKPVh209GPpEmhwRt75GN9g82XUwjwmpjMUQa1C4k/Q+PsBaDy",
-	"bSpZT+caTSWJvj84I5u6mQ0Y1uZXSJF9t/lVtafUpLsoJDPFYhMdWpOaIhpAUJghEmEDURnZFZFOdHTw",
-	"9nDv4vzk/cXZ2fsoNIyCvFBai+zu2uuFFhDeDI1Kst3fDqFpqit66N4M6VIyyZmc6kA2mAKdp2YaaBbf",
-	"1Gt8ld4wrCQiOEnYjPLEQ7bVKL+acxYAh7BishBzCXUpQd19gj9U3VRXYqPB1cyaN4fxTu0uGlVMOS4i",
-	"2dVM37IwQK/wMktnzEJ9apcAkCpG2UwsGRtJBUP+/jpnV1DzcZGkYlNc4R9OmuF5MvF3LNO/e/o8Tf9e",
-	"6Q1gB8sCY8Xv8U3nmXd78irZQ4UOWXbQJM3KJi3y9N5YxnINnS3SM8RxrQ5q9EPDXYbzFMdZi5T8O7nN",
-	"Vs61LXmn/tlJ3qm0SzQvHc6AkW6R1+SnNGECzUp7ih7RpvTWSo/P4cPZPIO0cy/Ia3JapPE1y0Pykrwm",
-	"70Ws68u8Iq+JtixiQlzMSURzxTAx83QqscwVxOGwL0UXMge8JidMV6HqAC5G/DVVF1XshpVZjYhDyduU",
-	"JdbfnSaqnQG0M8+WOnqikhOJkstFUQhwimSpLEgubtVHai1AOCad9hGqVTrF+MgOLTOwclGkMRuZWlQW",
-	"dq5ttU5onFStqAU+53Ixn4tc8f0OJdcpT+pZXRdZQjBaRioeu2tHQiRdSnKr+fothUbVVn0UWYYls8BE",
-	"o9YM8mTOMbWmO5k2G1/4MnwVDvrhYBAOhuFgKxxsh4OdR1j+zlALAPIKwgBoKwgDIKwgDAxVBWFgSCoI",
-	"A01PECGCCxZYkzwaDKkpWAcbHOgivOpT2BbAmNuVDcJALQmYEJv1fOrC4gCERVMdaE4v0ywtlrVaPbiI",
-	"qSSXizRLfiWx9oO2S39jXQPSm/NFlq2jSjTcCd9KtSgLD7sBrcHe6X4QPrB28oisrp1MOko0uRExvVxk",
-	"NF8SdFbkSzz5IBlJkRdyFx4oGR4yPili9ueKEZMJg6recZGBPUiadC7NOs1G4cSZQdXkMKAy1tNcEztS",
-	"+fq9uGX5HjQB/3wL7cCiakxkgzx+ELd1TxUYzFmCN4HxAKU8LVLEcQ3hMabgdR6D/2GmTpa+I+Zpk4s8",
-	"glPoERyangILf3cfYc+Kg8xTmLIFGflKUKccp6oRImLi7jvjNywTc49SqqOtLub6CK8uNgpQq7lXTa7m",
-	"+gNxEqoYdQalfgFjSSWiP+8zgN+FwZzl5cAeUIC4EAXNVg0R3BAQTElolsFA75UXa9yssnDOUE3v7mL5",
-	"ON5HB7O6tmYINRxMjYYJ8SSUr4UVNLKmexPTR7X029GI2BzmIankKg/JP//zv7qgQzs5rXWrEMhXlvfi",
-	"iS9TtZyzLCOpBovXksJX0mS3JYT/7yTXbcGh9RChJqMwRhebuGii2L+bERvDo8C/rGRGDEfWCLH7ve6m",
-	"gIOJAvI6G2oGGlv0wQwqTdb2GphQsXr00UWa6HguNG6l/IpgeSY0qPidCJgrA4XZdUaeJrUD9Z2s+Nx7",
-	"62W18S1aczBeLuKDUXpHXd/i7yQZbm9MxSK3weUIgfchn9uhHj6MKBSs1fRjwwxA9KA5Ax5mBtMDrz+Y",
-	"gcqynrmYueEL30mw2pSxIrs69AKd9+iMKrRELaEIms6MtwZGZIWd5qDMt68XyG+hcSEkrvKFsQ63uShY",
-	"qxHnXvCImDPuj3nI2Qz34GKW8kXBfGEA4NDXPwNMdJf0NYId1k47fPVNur3df9ANKBDp4Kyhb1SrqFbX",
-	"oCptFfXxK5Jp1HokCctSkG3QgOdLY3HFRe7TeQ54gdZqfIF0kL+h0BRqbqfxMoAmywDGZqBBUAd4rpE/",
-	"q41Lxnroc3QiQqOsnmSLFXdyNgfoOhFcjZLH2SJhyRrdmZE1uzvRv+AJNAq7tShrDM79PTzd0mOXxBlu",
-	"aPfKSyiLyyyVUyjctAfVQnFTa6fYlF5qcj2qP0LR4Ttpw/abZs1f1chlyj6t0oHdyTqQk2bgKGgKGzIW",
-	"c23kJznThpXLJaGuxKdtexr6fXyqTdulIOW3Dj7M12LWFrLB6ZBUN3Cv4XrYRSM/EDq9oilXaoHHE+OH",
-	"l7xV3TgoGOdlD6oE3q7BYFoIxr+25jqkBc3EVSXFSD7rmau7p2NOIPrEeazdufXHsqBX7EIfxvqPt2Du",
-	"qTzKhCzqz2geT9Mb5viWeymojD01jYwV6+ctyWemCNi+nYbz8NxOwnl4qqawb2fg/PIzGrHKB+9x9M6T",
-	"vXLsRhmGoe+7I/fWUoA9MbuvccK+jQiJbx9qTyvbUPvtFuwv9U2oPTJ7EJLWLWihS5xIjTBFDGpl0u44",
-	"Ksx5I1M6R0hzxyeVdHetd4yL2wd4kTwxC3pQhBbusbO9ljhBp//2wndtZehOILGtZrP1AHMWX0u/M+OS",
-	"yjWCzst8ITCsJJUP+sYTdgX9+ubhxV98o/whftBGaBbIv6w34pppf4hcAWWUa0GyZNhSJOWhSEaAqrZG",
-	"UTyx+MlhUkmDCKaIeiGUdtTkGt+iAC5u2MVauDPvJpxAA9bLBnfOoxo6hS+bmuUDCMIdy71ZFxFwmElR",
-	"jx4RMdguNWRhkmZs7SgSHIABO7SFtKyYfsW0DrythpqesYh0DLRopJQIVrA6GEkpk7uQPT0aaXgMaKdg",
-	"S1W3Da3iEV1xAEsHZNmax/tIvb6Hr3tjOEAGMUsxg4VQrdtlaFOb9hDdoIatRlxqF63IpKMVsm8ZAHOP",
-	"sHtqmNHRChm3GgHfdObbOLR1Q010jpOuq4WnGKnHhRNZtdoO8MAYjdYwCf+UeWJ0l9Mljz2zXvJ4mgsu",
-	"FhYI04kY/9uCLdhroP2oOypVmRosl3REbvPldUOwryxZYbRklvTIOzAYY8FcmjPykcqYZvsUbWeQ8rZH",
-	"olMdjIE92iT1CN2ODjR6+PBthAglsShigVVRKpEzjnlMT+aWSqJkp+5uxZstC7qUJthDoyp0zLzSDZtk",
-	"+lZrJ9Wn5cBWmDvNGm2oNXKusxCrDReCxCLPWQaV4wEjZDRUr7KY09uHqUlvU3rFhSzSmMRibvF5jbXa",
-	"VcsKFRyMKSmncRFCvQedWUBtNF+C59ODXauRprM4KyBq3/jgh7hTbYfBJHpd6Bri668ifFIpp/na+CVI",
-	"x63raHMTdkMC2CKsh16IecVVoYtPoPVn1KxEEzUEgdLObCyOYGjWHnN7RDulPfKSZQIrERYeKyyGkAmP",
-	"QObryFNUxPva57tmREN1ZqtrAjFF/ek81RoKNbUN7FIgN25swtq3fX04LTd+i4TW+NrdJRhaaQEpMwK7",
-	"SWKsBq9/vhce7eSoaCzlPbmvfTukRowFnQzFVIfteprMqdFqsvz+sfvXIyf37N+uBs7QTL/hev6s8ISb",
-	"0/3Wm12dp7dyy4mdlQmDdCIgwzKYFHNG4krAeurSgBuYeRLwEhp6lHLjqiEfhLXdm1RJRC4mk/QLOodr",
-	"dVFevHjx4vnz589rQVOPqhBpIAluNs17KkS2nA23pZpxQa3uAUoVLeTzmsCvwOm02GiW8ZLG12pJeEI6",
-	"+lqPvupu75T4BZtIXiNj5eIWAbca1mujPuDXsgG8OkJyZNDN6uK4ixxkCdIId/3R2JN65pLn2uSol2A1",
-	"Ff4ArkLQh97dD6HVVQM0j7dnbxfPONLo2+P986ODD2fGCwkwNXBdiSsGbgc8cvgzqpUXAMLFxLlilhZg",
-	"wILEubocXcLy9IYlpc/s/OR9lVRTfiPSmG1svxwOtnrzZPJNUtb+4HhSiQGwPiSHbW2Nz31IXLCHx2Ra",
-	"FBDdrP4rAaMtJrpnzN1ssgkb/lrx85YQcyA9WPHO4dHe9wch+enw7cGxarq2N91dXXLPXXLT41UqCyVV",
-	"l9hC3StmmKgWOAtg0KPNTbVGsqef92Ix29QbIzfdnamBiN2N6m+/rCbt/WH6+dNZgf/7OP/86VR+/vNo",
-	"c/PT/xyP5eaf/+Xzn8bj02frpvKtbOgiz5y9RDx+YxfMLhqw8CIr0jnN2z0X9o1S9kJF4t9Pjz8Y2BKV",
-	"yLDVe5LMs4UkkVq7qEfe4KmWNrF0wb4UkmAei80ItZZdEt3QPAW4CaLUIrxrGTRJ5ixHtEmo9k/kENYI",
-	"6auTi7YPAYAKX09FBroKxTHrCAwxMXV0EXCTGykV8oHZO90MGxAvkeDseBIBFysxLzoyBhpX69PTucvz",
-	"dJZyqtOJzOh8rjYSE29imfO2dHM1YbuKilnxVYlPwQ9LeRLTdY5KgeguDGAu96bIaozmLrz/g8ZAPq8j",
-	"2d47jKos5UTorpEgvCak3IUBKy/V+z40968OzfA7LTHwRsA5GZEU4eof374LyQ3i1SF2Qp1G9Fcbtxqk",
-	"a58JWUCtmKM3u3UdM0tnSsFWhwCAX0o1WpqCKF7VxDKky5TTfLkmN4GLseQgMNO7MKhcbW5kyn2r5ruN",
-	"6+3pYI4HNKUuHW3jaRz+5sa4Jx44gilRaIobqosG2iqvBNOoDdb9Og4g7emFenEcjMbBHqfj4C4inZll",
-	"jzHlSpnE/H/Wv0k4LdIbli27PfIjW0rEtCpuZAw1C56wXMYiZ8BrcgaBK6i3aie7P8J/3ST1iZ2QmXO5",
-	"x36G+JDknGp3vAk6qwrw/W3o7wzIHiO1yzTf67RxCm/r422CvO/7CPD/d2HgIaX7Pv1Jf/ITfrFC+3Tm",
-	"UeVa92ihZmXtlulbALhIU9tsZr7wnAZ7j9977+FcR/ba05GzUeVyq9+G8zS+liSq3xsR6XgMNWa5IEWQ",
-	"30oDaU0iz60SlePXIBkxu0w5k1YqiXMhJWaz7RQQSITxmbk9610lLWiRUGBlMchyHH3ZUO2ancD0q/99",
-	"p/9veqf/L3bD+S2vHltw9fD/tM6Fd7lELbXTuPSIvfWeepWtgxa65+Li/31p/e93afn9osN+v5IcoRKt",
-	"AKDieErklM4ZSdic8UTChaQ5ATDu9blixeO3Dlf8i+okwdy9Pi75VEdJ1ZRrhX2LvTdS/9MdJtaG3EFL",
-	"nWtL6d7jRTH28Kbzz2e+d2lgfRN+m1+qPSInus/LBJLFuitcgRB641WeFnXiDTNpARmse8JarM32c4+p",
-	"2cPSmtquNZ5pG6ZNvmAoZMN60jYnIt+w8Sm6bJskkeJ0UY+YA+eUn/ITf8VAtzV4RBI2r0fHj2NyTnZj",
-	"8vi86fEHg1Z316TTMoeC8hixKI4pXhvpwdbKs+WvFJxbvVzuifyzRe8MmNbGmnWcyolQnCRv2BzU867H",
-	"16L+r9+HfIJP9rXgTL6Bq8VpyEP+Z97UYDYvAfuirhxUgzBJRgo5/+c2/atdgV/EIkdTJcBa5DSdz5+i",
-	"ytfS8zke/+al3piAI/uBcUlIfSV5hEASff06uLuLQvWPIfzjn//5X9bwWssaucdpEAb/AubwSqrIdeYE",
-	"aMKqkOedYokrhArNa0AJf2qXHOGzmuB4ms4WmVLrTAx/K+IyNkH+bm2A6ita8POX6nvxkFJ9fgejTrrW",
-	"qNVXKR/o4qDqnqNmgTRRpJPlWq8KXmqtDnbPJ84Y36JTM1IDvGxpVx0558t8WON0ToEzH7N7IvLUJgHx",
-	"0YlBzpK4TPCwyosrV6bDtI14ebahQwsXqJIW5VwseMz8wWWpvKDJLOWtv86Y2oWVdakeUDxPaX9xOqe8",
-	"kOvVlWnf0rCcmTtQZ0re/u5fwtZz7K7kSiHf19ye+bi26A9u6FDuwbf17XlEQ0f4cVuFse8twqLjgVVQ",
-	"DarQiWCwmPquk1fC1Qba65ACc9vAfz8PB8O7f/1HtUzpcH3eVw7YnMnKsNtGvYrv/cpFXlu4wgft9a9U",
-	"9/eenQfv+kenmX2sLlk7Y+341pV0fS+Y/FhriyMEYswXhZMVXskK5nyRGVSRRdiUovVUFrnqV5LbPC2Y",
-	"AxqBjtYGhOzZDloRIatO3ANmeDtFpEe1fjLovbw6JyNNa+DW4yZmGMqDJ3Zk2cfKa3mtiRHkRS0TUs0+",
-	"ZD66sYdNqEnc7sz6Kyhy6pbUc4+aQ6IYeynLOfXviaVtUSobB9lXu0FMSB9qWIjcO9/HJ32rCQx/hGpJ",
-	"dkg6Ytqtds6X2hDnto65we/C6lNwPzeemhxr7b9cYHRL4nvjRlyzCzFp/pSZLF6NX0y5rcYPc0zY1eYF",
-	"aW7nY26luzC4iWme1L5bI8e79yIwrX1ezwhv1I+m2R10D3AUQO5PaFTnOlfr602OAyFpmHqjDGOPJrmY",
-	"RZhvgTCaZynLTdiI+ulixiIs2FdgXDgcMcl40cV0uBgGgOYknUZPB1VoAwxmnUbdd7Bj8ip0e+QDnSEq",
-	"yEY2iBlTPTEwf6oR6bythqBJzjK6lDYRNpTvYvE1S2x6XNu5fpWq+y+dpDY113cSk5q6qSrRNyJ1MLWz",
-	"z4Phy/XklAM1GjHxiioWXTJ8WYPzGSxLk4AZL2yy0Hvo03ApPyAmJJdUsufbVVTKsmCr6nQ/gq4rg24L",
-	"V10H9tIkcQwSNo3D5kHIfAdn1oWVFPktzZMH1AB7Z75w9szRxhTtr2Gzg+N5OxUoS8l7JPN1Re93uZg9",
-	"2N7QIv1CWzXpVx9sP9WUgoguLmQOPfIIRec6r/VUcHVChWEiHVlAdhAqkUGsLaHgfJl/J0BcuPDqVD9j",
-	"4fkirKb7RMm2YNzmYNS1fiY1Sav3aFXINY7Zu6up4yZJrq/7e+06GS3SYoHJDsuYc7G4zJibbuaVm2xm",
-	"41UpJpXaVyb41TpNDV5W2oI/G42tacKqMQU7GXc0a7IDk9CzjSWYtoERlK07Y62dWXVLusdVTsWtJJ35",
-	"QiJ/6fY84O71lVO6hCCmSyXYMqoTaXMPeBsElgaN6JyrFXOmewNpa9qqG8Cxzt5Xnseke32wHFTbYNtO",
-	"aCew5vZC6tmWrfUlo8WYcS10+upMYu5fUU3FHuVsni0vChHVNndruN7e2vTCq270rWFtixsycJPD0uuy",
-	"cJ3O02XzFgvuDBwcVg8IBNdt6J79vNQ0fq+A6K4lcFAI4taJ4TsgiYGhtRChdhqaSUTdx8pQmIm5EA8U",
-	"okqt4jeSerHDpBrgDh+nnGy/xHxsT5ZvdRT9H0bCxeD5h8u4BlHzFKdbC4uFdird1bgUCHH3gGXOLC4x",
-	"tAfR7PGFmIQks9nKnTA3xcsb7suG3r3arFBP1kIt5q7B4Ws1qJopHh3EX9Oz8LRyTfWENM5QwnLUleLm",
-	"9Q4/P6hWyG9tJnGiuR+wJXUtrblntu7YvTXFvPUnLlodP/CrKevQzL6wmhg09/L/KBlPLlpyoP4gbsnM",
-	"hNDLaoUTyhMoX5ZKy+w6l0vwzadJ10T4Gc61W+Vj14zN8YIx386hYlmPHAkI/qGcDMgMg5gQUHVL1dHD",
-	"nH/350NWfFunhlpJ954k6g4DWy0QrXMs6vWuzFaUI1yHTuV9fGWtivkN6r9rCot/nCOqkzG2OhNr5+nh",
-	"fiZXUnh4CUb369qlgMWTPEGwNM0WgNHFkk+6KPKEpplJXPkIjeQEW1tfJ2lm3bL5T4BAqfoPDsqfn6e1",
-	"iLJZRdteiHXpwe2QZu0Z3kwR5hUu/OphW1GD7RSprZXD/7oUvoq0z+hVW2HUJgO7TrlXlbiCciAhmdEi",
-	"npp43qigV/IiTWSkfUjSCC5n9EqGBCpnwL+xEFmZXVA9q6AstSU9DPAbzKR4YZCZ62ZJtK2cmVacjIaQ",
-	"dOOh+YL0irSsq3yXZoWvdrtasDTRgXx28YzoutOHH9TDXaILrZiaXblO55MIhilLJtCFrwSqXekKK/Yk",
-	"unUAM03WW9uVJ7VVbvgTmrnzrbWpx+JTy+l8noMiagFu/pzpnjWkBbsSvjxXNi+ReSWEFudoBaymd0pY",
-	"nCZM7hLMsaRhaEd7Jz8enB1++D4k52eH7w/PfgnJ3vnZDwcfzg73984Ojz/4bYLQyIYB+X8KbDtBGOiG",
-	"gjCotgSkPaXyAusIyRZU0DrZ2St471u0ekL+J38+9ozyq4W33MR7EdOMaesxBlfOi4s3J/7SYa0SqGwp",
-	"739PDQaT2LZae8ESCOLje+SE3aTsVmdYrqeOu3/LSccUYYE7CL1QhgDUMLCES7dGGnsfP54c/3TwNiQf",
-	"Dz68BRI5Ofj3g/0zeLR3fqr++/bwdO/N+4O3pGP+NaqOgQuwSTKsGSUruQ66PXLMs6XtyZ9+3SjvqdRl",
-	"p1ixyLlOfFNMhWQhkYKkmKMmu6XLcuxkynJWhcGan/wg+GopBB+lO9/rdQnCwCyMeggrE4SBWRAge/j+",
-	"PhnU8A8Ax65k95agqwcqLHlFWGb1xL4/r2BYb+B7T/Iop3SAl+5bdAHTVf04YD8QNP5gTvWX88P9Hy9O",
-	"Dj6+/yUk5yfvQ/Lxh+MPBxcfzo/eHJyEZP/44y8X+8dvD9ZjWE5zimWdvFdb5zSobmXTIuygDptbfSVr",
-	"b19rcXGz4Ptm833ZoyF6W9sczYnokZ8sHDrlxr1M8wp0uqOB0hBHgiF16lEZNad+a94vDjv2bZdEU+Gb",
-	"87Oz4w+nTjJwN2/rOmStqcyjWBmnTEPFxnQi+PODKebs4H+chcRN0hKWKVqqyVsUh6llb5GkoNc6X0u3",
-	"R/YuW4rYYiVPLniNz0D799Zm8JGmGncQ2gZghIqf6PEBNT7w4Fl6W/PsIXDBvZdGZByAgRcnSH442Hur",
-	"jt2b47e/jIP63eH+GpJ3x8dn8BeSUI98pBJLbjSL+MJqpgXpLOZzEGwk6+6StS6w6vqrrtfiBDjWIDRf",
-	"4GjV3zjcZr5kaHPV8X6f+pRyI+k1t8cJcHOrKpl0gE0hEfYH2IC+MKNqPaymWGXfXNsiYqXZO4/sWyng",
-	"Yebl9rJqeX4yl2FdVzBjePAYS37q4S6u9LeuSOcHdTjXrjNY31TPOV2oLSrSmHqrJm5XqiY6rnotwUS1",
-	"FnrRyqisku7r391fRHaFVn4ORY8wKBaqwbbYm/xJaMpKvSGmn9mc8ysogQ5/3LLLeZlrZoccvenq1DSb",
-	"s/m2eg//2LqaO+8NnuOLtVq/9aQ13zjtTBuYBCoF16DUzRJSnlDQ+ls9pcn4NULSseGMprCEKYd0X/G7",
-	"FpdzvXqXP+6wLVjT8/Uq45RvPTTUq53kWGKTiK/jLFpVgOkto0mWckiFtJDM5LcDTDjBMva+ygek82Ko",
-	"S0lh3kFT3X69Ggi1otmNH71FoxU7EznNl2SOSevOT97vYhnbFEu0N9P6PbRmNFaFdqpFryoQ7atY4N81",
-	"ydrTce9JmV5xqPxQMJ5QXS9uzdTcC8lqibkXnOoW1yjNNaNp5vcRfqNk3aHuw7csP2F9mlTwgzwXHhPc",
-	"9nCoU9hF+oTBTY5FwnNZEKa+2yUR/FdGZEbnEjPj6HNtyjjmSm+gMwbGbQGuJpMsxlNYHlpblbujJWzS",
-	"c70+wJPZcvOEZjy+JdTFvXRhU11h8tBXZmLf1Ii7hXrVmke6RXgw6Z+1wJvycsaa+RqqeNoihaaUa7OF",
-	"0uJZkzo/DYafn1zNoh7w3BoV3qJarI4rrLftDzHUvUhT+NjZibe6bFpzA445K4uqqbM+86Vf1z9Ui7He",
-	"57LU1Xge77W0m75GE6uqSJdNLb0X+2GiRK9JWqJi7Yp0ov+xcXoTb5gFjLohSROU1DKTHEqdW71Cssrb",
-	"F8BymnDnBSaJuqiRnLf4GvNzoZ+nWAtAd6wdUmX1Re3C6ZE9uAkVoQD0aUSiH87OPpLxot/fitHgBP9m",
-	"UY/8nBZTsSgIgGKVGPUFjN9fdPloLCPABdGg0BGUni5M/eGcTRaSJWhNnAos+AvaUJaJWwYMr6z0fgnJ",
-	"fUR2wxINulc3vH4kFT9E56W+VnWXUNbbujD0292QROpGF4tiBMPTxQcQzjToE8liwRMZhZC3xMQo6fHW",
-	"nurakpdsAjmIzLqpt87enwJOQE7pNdMrrp7nKGObJ5ASxLB6c+HfW+/RViZb/9ZjX4qLnBX58ukHBAnh",
-	"Iralyis2HUUw2pStTwjUSLiplC/oW204Z4BusDuxZoVB5se+e69x90CXNfYMn6rOx22+evjM6arxmvrS",
-	"VnjZigvPcImP+iqlWbZGziBb2/sufBIcos7r77MBtAiGn8v5QKEyz619urhUf16a4oqaMXQkY2UaF3OX",
-	"69KdcsNWs9rAa7nbI4ec6LMjRyYyGE7Pp88RXu27um23Uo89/teQbFyJB6mMIRACHQ/4yVV6w5RmptM7",
-	"ccFB70Ojl2YRSpbraEGth8OKurXsFGLG03hKi54poqNpXxFT4zfJMKT84SksWKW8nQvOX0NGwJ26L0OF",
-	"3tYPXoy53lT4U8esWPV8p+9gLqo2u/2TI5Q88FTVkJk7/UdHTDcKcbUAQqqDe0gAtV4Od+I+276pPSud",
-	"93rkA9T4xTK0hjzjnBU+fzrIbxf6QFzoemtrHOWmAH0X2ubaboWni12pVKc0uWjD/RjRw55H/QE+dFbJ",
-	"KoBpxgjj8NJ6dyG+22Z1ReV+CMk0JIsXRXpjZX32ZUoXEsqLZhnZsYIZIL7hgrLD1dWU0FDdYoNllgWu",
-	"sV+aX94h3GiRszYc4n5z3CBgVQdvhr4LWRALrPCq5TrFJS+XJGcbsFbajb76km2jmIzK4sKM+MmSBLSm",
-	"R/n01tbJoumytbsw0PU+H38A1si2qbuELJs+8cQ5pKGXAVhDBNp2NJmVlN9cx+Y+1cmseXQr3KCyMiuk",
-	"GJcfYk1Yv93/G/I057yv0URzgAf6+8cf2MfQ2ZPIxNn+B+3Fgcsa18rQgDwTCUE2eLRlh4/MzKDH056X",
-	"wTOT31U+rlz3T5eR3eaekoShZXS/O37ZMy6sCe2zJWVLbQaF3NngfVfiua6y/KuLRq1iAxCluSuZJLQU",
-	"AipnoVNhqPraLQTph6TGWkmcMZprmPO3OSh/ZM61Dln8nBbTU5CBPQIPcB+Q43NR0IJtoLRsjQcR/g2W",
-	"dCypBFgxgwX7bc5Ty+BP0ytwa+ghd3442tvfOP1hb7jznFyzpS4kSdEQeH72buMluVxifogTAL6Z1KSX",
-	"S82Gmwuhpbf2EM9ved71RNc6+GdQItjP11Yt5t9aUp+W6Qe0yUWpT/jymmaiJ62AHtZaU/eWpjrRhi/E",
-	"s1VrI3V+ODv7eEpyFovZjPFEs4dmTSgwiFRqQkE2Qx2L9HtWgzpfqwBUi5KtPq7r2ClPxO0+2FR9iIpX",
-	"7Xm5nUTK+n4IyS00p2203d2qBy7l5KPIi8XVgkn2kIS4nhgS4MprEJYBbLaTEzKWRZ4Wy1PFmzSAT90e",
-	"+d5CbWkDaKAeizz9O1hURuQNvKst9nv7+wenpxdnxz8efLB2+zNxzXR5LC3wG+U20jQVYZIxdd0p4qQ8",
-	"kQBjWepiMxjNjY4m9J2Z8Ns5y2eplKlGFapHC4kJv5ZlidMe2SPwGr8KjZszJOinBpOeiTgu1FA1Zmy7",
-	"P4DCOHrxsEBAHQwzDu7AgA6MHfYClqOkZ0WWwZ1a55RPRC19Et6OkBhblxpUnPx7HfQ3oyk4rXUkUdPq",
-	"vQnVTvY+Hpqp+xsKCSVQxcegPEi8kIWYsXyj4jDXFpMeOSxIxgoliKD1YcxnoIuWWU1Lj4QknTlNQd3/",
-	"y4mGveMuhwQ1ulCXNA9JJq6IWBQhwq5NmlDYS4jgk+EYg7F1QhbZDfHQOaVNYOMNnt34owH4x4k3Bzrp",
-	"NOuJAp5V8DF3wTH1fOjuh26ebp2WCW9JjNk24yhnZldVzQkegjusHrIh2xA6qnHEh8C7iOFw6weGun8s",
-	"+zfmPjsg+KnQvuxaxD4en55JohEUQEIo3PXGfMwPOZnTYoq7otiNTo+pwZFlxnlZqGNqEy6bYFMDoar0",
-	"qHcD/WY8GfNqTnrVBmTZaduKXTIOXFTnODCYBixpU+YlbDQx5rbgzyWbpsA2aGFjY8helmGyIyXaKdaS",
-	"2GBazXB0y5Vzj4wCFuxf/oVoFJtUfz4jB+CbjTbpPI2MA8GaYh/KPbEsAeaQH1Ugan+Vgke7Y04Itb3o",
-	"vN22Th+hmRRl3/sYUb1xtpwzT2P3cUnVl49RPnu23R88e7Yms4QlMlERslJWvBa2UtY9giQQQJdYkkXq",
-	"lBi4xsASIOsHNesJw1Pj7QCyxRY+Urs8o7magRs+gzk+o+6IRJtTRrNi+vcoJNFmzmiyxH+KOeN0nvaW",
-	"dJZFSMREDUAueVw+54wlhAvsf5dwlupCeCQqKwcYn9PmVzcc4iJN7iLSiWlWWn9VH05YToUCdfS3Osa0",
-	"WORsV81ISaO5TVoaQRxLmeIWuTk5ffujJBmjN5hralF0y/kAb9n8CuO/2/xqUF1qZH4+hHDTBVdiDeig",
-	"CIWT9sxYYu9CNSvVjdlj3JI5cPBoMxGx1PQO/97UHi8luB69V3ugjlOS5shJlPLVtXLAx1zMWDFlC0lm",
-	"rMjTWBJamCnB3xjcwErKK4TQQoZB4MBNakgFOaD5CS/fS5ag0qeI2Nb9TLlSEXITw+wvBIoTw2KgPfLR",
-	"IKukXQxd/RrGrFMfeM6oqb6HZ1xXDD0/eb/BuLp7k5A4mHpsy9pYX//bzpt/Gw6H/eHzjcFgoz/4t+Hw",
-	"34b7ziP19/Dfdt4iS44+jYPy5XEQln8Oh+PgM57lc44+y5LpmOJkObM1kTSj/FhKa+pJhVOWZ1SLsLo6",
-	"qv3ERrAo2gx1OIoWJGuVzcqPol1CDTe41fiRtCBXSrxRfGvLx7fOplDxxTCMBTd0rHkYunFFARHBaD7S",
-	"JVbn7gQ7wH0xlEAn8bkFbqZYEqBOJFR7jZRk2HNHLaPuSC3QP5wVI/8gxyVt/mPM/7GxsQH/U+85GBF5",
-	"cZOy24j8wwoj5ocVghepyF2hkzHHIMmV8NbsCgVD1dk60h8If2XTaiC5yKRu10hRF0rmU02C7Ff7rexQ",
-	"CWEmj0w5slLwaixD+ZP3dRyv+gD/VceT4jfIlC4A9yOn6m39T3i9Ae+zPVVMiY2xVTB0ZniN4NTaZ6UQ",
-	"2VkR9LkBoZ4lbXXbW0eBE1fAip7NytUd996sdVyisJyDi/Kd6diYU801WJ1URX4NiYVlaBk1LNFvDkHW",
-	"W0QSVG0ai1bVktryWZ0CQlIwqWgMbGGOG72tASR11QD+y9PvmDvqcCrlQvN9QnH+YlLVaXMS0SyLSEfL",
-	"QOWq0ktxw7pWvdZtITJszN1GYgHgIS1GlYz2luVMA1HqujSIXdeMzZFloS4O6LhEjHlnFfVgnSPAWcFn",
-	"U5Yl7cTcNXfDYaLki4LxeAmr5HJ1V2hLzXuFFnIU9QtpKmTifotcFykGFmIThIUlPZRMLBxzTe5V/cqe",
-	"a46053zsU7ZC05eiGTJP+VXXBJZRPuaRM7+NH9ky0r3hvYHQ7JoYf810PgS1Obciv8Yyg4UBtQFeSLWv",
-	"ztdwG2MLQth6w1JGoBzMGXXKAkOdb9W2kZ3ggem7Yxc9BIE71LIN1VXWdu1FnzI55tBPztQ9rIWRsl4w",
-	"vqOv6DTH2uldvHttvyYGXTdP6BVNeViOFlfJXb9i44TNM7oELCdKue59nCqRijNS3IIt48ydsV7YJJ1M",
-	"WM54ueIm8d6zZ9vD4bNnvTHfM+sGZKU0KKXqIFikBNMrpbFIs4zkCw5W+FtqMjFjyKFSJkuIp5VXOdYJ",
-	"W4JVfsyxe0CPOiPpv3r2jKQTHYhe6adH9vR7YkK2h6+g3Z0vX6y8qugCpH+1/0W+tAs65nY1KrQFlKKo",
-	"G2pxY+0J7W/C9d3pvwqhtclCKv0aBS+orRvW8+ujTWDMS90FrRCmip7drA6MUOslsNIa1avaowuJ2T+r",
-	"M7Dbaap0ismYY8FxpHpFdMBdOZZLZLwowcMlTTUkOMV2HBFLbzwjoF/RLFuSkvegASlbYsods+rIpUat",
-	"oo+xG425Fls6SGQ6s8wMqgfZKbLJhMVFF1dXi1daoVVaolGFKeHqgqepUj5QHcsoSBUJU0IvRzMa3Ftw",
-	"k4FRzPIFmc7mah5wx0lz/mqcZipAojfNwNLIqYOWHnNFcXqscJFB6hsQKtVgnYyJTfnPXAEQ0uJoBoB8",
-	"RLaQSuQ7pkCztax32BfgsXCBZTTlG4AI3+4PvWb7bo/8jPU0Nd8Zc03lStFOFjGTbpFNyINuLP4TOkuz",
-	"Zai0q7jIlibUuCL+zHOtKEotwL+Dj8g/yKGGXKd8vijIP4jJPoNmjk0MAYHiea5sb+T7fdfgGhkIa0Hn",
-	"82dRl/xDnU4SfdWeJI2qCM21dxet84bq5hSi16qStf6y2Za9VBNW0DSTfzatnFnBFCjhH2S736+1sN3f",
-	"rj5R32nPFplZ5JN6czh0+0I07Ih8BS1zRD4ZzeDz3frT3HfleiDUahikTi3S0jn088///L9QnDtZZOr4",
-	"GjtocYsqn/TIxrpcsIRBqg/GgbV0gjV3kbGNGxvhpbvTdGiM8NASQE61YmboU46DHomcyE7Q8mxkp7ZA",
-	"tEZ+on1EW6xGYw6ym2VxeHwpmdFsInKleaNYUIaIgYtLkXY5gRDjK0pzrpogXMlLzVjGvG2Fs/QaL1rk",
-	"7NC0uza0vP8gJsascee2QUTdEHnulN4oNl0OB/lLIXSpFNJR+5JKwgE9iz1YG8MMJVWQJ5B3gGN9Ajel",
-	"kSOAMVoEOGQNw0QzdnypgX4rKa0UxS+XYx59cSa4gZ1E1XDuWCjtCiqSRk0nZ4RsXcOSTRH1aiRfKsdc",
-	"G3m7IZoMK17WiHQU38dKheY6us3BjwaZHhhfzEKdQUM1nYHrFyvNfnFHooReKIcSbery+psRF0WEDM8w",
-	"ZwBE2Kx8BAsEoyhPuUZUm2TzVJr3jSkHrm59e4451qJMuZY2rHcIS3WrLWZ4V6NNZq2y+OU95lhljV8j",
-	"T6+mhQb86pG51K/b171hbUlFQ3sVcWUJCapjkScmVN/QNpXlrdAjLdYyJSDpW/rZs51+/9mzMW9YtA61",
-	"XRg8MixHykdblnGdsS9zLI9q7sNOKYSlUokwVywJ9dnA6gNoz7VOQY9hxxkYeghKRmyTUyRsnoklMsgF",
-	"N7mZSx+eyI188H3Nki01/wXLv17/mHJjI80NeXnN4JIwPhF5DFxmNmrUkgbJFk6pcSCNuWqSEk3NVhZJ",
-	"UnXlz1Ku5g4Lah2H0S6JYN+PRIIwAKWaxFSyjZRLxmWKKGu+mJFOtHe6H4Ukenug/qtOj4zV3wmTcdRV",
-	"7aICr+hp12E69qAb9UYjJS0niwxPiErBzrwkQQGB0HW0qOp1zJWciSQf/WvOJhVfgrqV4IzO6DUzTZUs",
-	"J8X8NRtlwW0qx1x7UDYUG0GtGTnl5dK00NVKTsaKUisQSh1JlQQP8rizz+ps4FYjvAJ5wKrD3EPTek7j",
-	"QmnpchP7KGRkyUOR0tlyzk5xhHoQHc/g/1ROacKKeNpFvlxl93itcwy3V6K1koxJpjZdYx8Mcb9PtQfx",
-	"wG6yZQSlSsBvWCbmbESir/EiVzrsxRwuzjnL9b8KUdAsBB1AP0loQUfkU6/X+3wXhSTJ4QJSV45quHaR",
-	"SxLNkYMbEhmY4ugs/4i/mHqhu/oA43s1uVnNYDTmLlRg0O+HNUvssB/WfNbwkgO/2oFvahbSQb/f7ZE9",
-	"cB6ROZUFzgUsMIZ7ch2FHan5R2adLZhe4nWeM6ZvM7wo1K0emoB4G2YKRb1H6OB15LCcSbHIY0iJ59rZ",
-	"vd74qu2yOalQKXngbl12R+C7+eWXX37ZODraePuW/PDD6OhodHoamVvF3EFFOmPk75Ah//xs3z1NFV8Q",
-	"iUrfDRlsj/pbo/6LaFfNxxR7MufExuLaLBaqYWAuszTOhTZmtDZ/ZprvDYZb2zvP/wO7qaIijIkZ5wsE",
-	"ZhZtTpfqJznyptFoerjcngfY84b6/32MdfUM7D+i8tTNUuO4P3UVxRF53u/b+D+4B7CwFnHMayGRU6pF",
-	"RKWRK2l/IR2xVL+3S4Tiwyl4JMExag1428NX2pl9wop8uQEB0RHpGIsR+Ng8ilEqHXMNOOQF6fgbwzaO",
-	"DTJCMrQfI1ptZC2Hhn25hTPAkJBitn0jT0FrPzim0hGm34GEOzrfDibVCUs+iDl0esQkY9GuhPOT95Ik",
-	"qQmasglSFjwD7AZBIdtmVoG+NdyCyPTviAeSU6okUyulmeDoJdp3oBoEIP9oMnLNl2UIIQy2brkE/EDV",
-	"mu3IXYWpMzLr6tmRebYA298MtnsKapNNRGacBGSLHL1R13dG8yuG5g1AcWi2tT3Y8vZnllJdJaGek/pD",
-	"i++oe6HS0CN7eY6CZKLLv0iMUGQSSNDM+/k2ydgNy/DNqcgSxY/7/b6B+6iFz7IQNwCxkDn+ActYuzrw",
-	"OnB94ZB/Snf2Mhy8GiL22OANEJwxIVbjKN8ehv3tlz0C5SkoX+KKQM/WUu2Yp0Nj0yuvsRCGqHrRbnl3",
-	"g8FGNEfzGU8QWQaeq67Fl6K1BgHTRt34cP7eDTVV8q9kxiRqyLWhU/i2yNXggaj3BdcXuhN0jLY+FEF0",
-	"igHEZannCMFRKpramgUUCCiLglrOlXJFg1e5Pk+d59vQxNbQvSp2QS4FJqVGj+fdNYq/qvvJ76ImpxmR",
-	"ARR1URum+rKLYLit5mPSKNI2urAOTiuEuTovEcwsScdkUdRJLyDGQInHtRwYSnDGR/amL986NWiZ8tEe",
-	"xjFGu1a42rU30G4JrxnzSE7pcOf564j8iUzZFxdo30G7aEhqHZM/kXHQGwfkTySnt3CAut2uzhljACXa",
-	"kr4nlzze+3g45pZpgrKWqCNRBxr1xjwIgyyNGZfMQZJ+zMU8T1mBuckgksLCuq/SYrq4tHjumbza1CLo",
-	"5mUmLjdnNOWb7w/3Dz6cHmBW6yJbgU7d+3gYhIG60RGQOuj1e33AXjt+RF3kw+edLeMuvMJSD4s8+Pyr",
-	"kIIL3Kvrf7nQUUHBuePZdQIdXOeumDyg4ZuU3QajQEnvbVJf3YeNBRYdURBb9kEETMuOLPGdLBMKYVnI",
-	"GhhDkQFN8zYghq7qBkhcP2JW7qKKULXW1zvTwzthNGlpJtR+Pw/eZLeKN9FtN8AYOgfTVQOLoas5hETn",
-	"7WLg4ShEHpICcvBPMnqFyeyamBCzqJVfejbO1WA71DpqF3Dsy9s0gfAovgFeJdFOMjXoiqll6oEPV95W",
-	"4k4wCkAodXHOl6KYWpOEycTl98UDua/AEKPR2mA8VIdt7dVpcW0gcw9CDLSeHIyCrV6/t4U1PKfAHcAW",
-	"rXRo1f2GEwUxF7LwZ4QqHTLgHSqmFjV9nXKlNjQB3zg5UkxzsbiatmLF1d3hxXy7X7ailNHZbNxVUQO7",
-	"FwKGNrJSyKbqZgOUU7SGYWpIcPaC0SHTyXQhw40WA0yCXVdYXfCE5stdU4cO9FjUh9sQiLskutHpny9Q",
-	"8LLGKWhT6Tjan59ytFzukggMRBf1D8dcf2mFKpAksTIbiIkogu5qgUvoiuy0Yh11QIM681G3V4UagHSi",
-	"JHWUneowA/wZBXGTP2WwRTqUk1V4pSmmAtoebKF9/9mzd5gkXwk8impYfnHNljaJHq8XqOVoNa3nWOu4",
-	"EBMSqSZC6xeHP9ug/6CGrUjQiTYsGheVceUsTudAITjC3TFH1wQw3NCpC3/NlqQT4VsbWN820iNDD6pu",
-	"oburFsYpyYafy8Vkkn4Bd7kdiCnBFFXyoqh52wOEdx5ImyDeYdy3esU9Zz0SMQ5RcNGYu69jPGq9wRXt",
-	"7BUkY0p7BcF2ohOchyRSRyzCk+iv/uBMYbetQgTYxiP1L7VbY263y4K8LWNUp9zsXhdhHzGTFh+MBllZ",
-	"QiNQ4QTRujIjJE60dndcEu72nj0b80GPYBFdxD0Za7Zi9TZgDqvVGNqFHdst7fC4vWhKpZyLBY8ZmQGk",
-	"s2xNifWVRD7JLOWpLMAo3CNvFDfGoOqKLq6LaSg1w/oXqnaQZ8+2+/1nzwxKAPspkxjrwsewLlqDOndg",
-	"uaTzPNROJLgVMhpfq3ninGow9DEf9kpziI3em+RMb4m62NOMjeqbYsE/w+2NqVjkJuBP8b8547vI2m5T",
-	"icM3EJ7oK47Y443ulCGB3TqKyRTGuUwzSICwV17VDr1AT6kWC2IqUbm24TEwbgpFPwEuUhOkemO+1SNn",
-	"gkxSnoBEeDtlmj+z2vR8wU3En2MVBmWPzvGccZZgrGW0C8p+VOaIjXQUiTHfWtQGaBC9Md+uTN3cPlYn",
-	"p9pXecnQOWrNvvZ01fJho49BrW4Px9m4CSfqBacMwo2tlGAKIoQk+vp1CP/453/+V3edS5IQbBe9LNUm",
-	"qwUVlEao/r2rWLXEfQNsGbh3lOii9OAYbFxwXRo9kWtqsKD7nV7FUIdJcu1SYlbTqVsSQa1PpY6ByMsy",
-	"Bqkk4OgodVattOPkwCndSCdMOjpFYiNOd7fODHFY30lXOJ3iQcATCNFOyLBMOjbcW/W6CYUr/brucQGB",
-	"AqhhjqUCdJCXoVEIetR8DXvB9IyVWgJga5Wks665s6tTgxWxi2U01SegG8sxyE7/Va+2fib6xsngq+1U",
-	"OguBnoS9+0M88Hjxm32DfnTXVK8kKcQVnnM8wI1t260uM0IQE6bUwqQ0FJ+fvFeH8/zkvb4HCQEDTutd",
-	"iHqJkfXVtkFBS6qFebXdvTF/3iOnSx5Pc8HFwjqRO0Y0eI0ybDckw35/RKKvp1oZPDIokrfg8PpqqgYe",
-	"vg1JTm/v7pR8UT7EQ5nWCkZ0RG7jXLsl30h0IoVCiUR5zoCwMkj0lmPtRLlLItVxL6e3sGNJSq+4kEUa",
-	"41ardafIZm3Im3FH9tRcTAlOc+voU1aiKDESySYbLlPjgi5J8fib4ZDOAb9JaULJP/+P/5Mc8CJnVwsG",
-	"f7xPEwrS6DuaTWlXw1v1dIyqA/fHokBboLF3IMv8uVG0ZAZFSm8YmMWrlcIvIeTGbuMtlSQTsiCdMheq",
-	"Omgp5PQj8aLYEJMJdOMoZkqQ1YYnRO0ADUoI+oL7kqsnmAc8NTjEUrpAnj/s90MbZEWiU/dWjlQX0ZGB",
-	"r0i6NOX+xKJQNwtGApn8jEmFkPDGGVWmLQu6lHgiUPgJTcJZzDxTxVnqTVPqXZFhGWnyVpg0sgze2m2A",
-	"ecEpjJNpwMsNwBhYqM50OuYveuQvkGSieaowBNIeKiukqBtbbcUkzWeGOKmSDUH9pvG1ErI4OP9jBsAi",
-	"S+6oEbuqtg1vrjm2i1uBbhypBV3Egiot7AjRSopcS/QZqothiUFWGw9mcRvu2ym0Nv6dtJCNCjZj5NVg",
-	"rPqCnNHI32GbKqC1VXw9LcqQRIA5pRxwXTVMUceIx+j2KoFQXRcx86qOmDG7Xov0uRV5AqveGQcfzewd",
-	"LWYchGQMhiSWg/bX+E1XkPT/WNbvBq3JtwrNj9reQiZoGBzMyG6Yo+6Mg90xPyjV9nFQ36iKplltx7bR",
-	"dSKay5cxvT18jpCwMTcew7INtWGhjkoopkaNAa2vsZuIatzLpFCX+MhyibIuY07omFfLNFYQYGH5LiAm",
-	"jXWtcQFUrHfWXQOOUIPbH3MtQbugvYolA0GZVbh+44RWHdgG/lmi/9G+5AL8lTAp8vQqVSKzqbrLRZk0",
-	"QpfrCMllJoD6beOAmwcZF2ehwUddQCumnEQaYRz1rDPK4zOH9VjDa086Da/9mPvc9l3orj803VEXYQ52",
-	"vrJ6V0Y5+dtCYCIBmykT/TTWD3ZoLLpHtlBB6bBsTTVXvrLpcPkf2TK4+4wJX5gs3ohkabKL6FTddQOk",
-	"U9anUj7KrTIqTcmNoKkgl4qDWoxSgwHfsUOYgVOd0DFVBaNgZ2cwePXixYsXz58/fw75JOHqCUaoGAde",
-	"6ReSLN2INGYb2y+Hg63ePJkEtXerni71ZTWBkW5AbrotmMMejAKH9fgM4JDOdmuA5dvxGJnZqP/r9/sD",
-	"mHRF54Pajlytxr9Ar1j2q1x0rLe2asFLi0TKrcRYtT2sv9ats105JywLF/yiekR47ZRKIqfpfM4SNO6X",
-	"1/v3pih+Oalzr5ldZ+0Xxjzpm0VZZB8TSFZnNxj2t55v9Yc7w+3ng+HO9svaFFdN7+XLly/VwpTTO2LI",
-	"fWbo0xBki8xnPUzbgxfzvdXey0Ntalqpjz22/kpxLd909VlYvZtYHyvoYB0q8vHtO6JPfvcpC/EDoCwk",
-	"War91oemFzxmFY7MzMvlqGSnUpsKD+RccIkMadjvP5SFoWyucxBUSc9RIcPKNfpdQxdx6e+t3qNSvA9G",
-	"gVoCW+M8ONYagb7oRy2qkBVzHLUgbFOHdiF00ESSOCpBEOqC7Zoy7irp68rparG+44rzXXdiZSY0PROd",
-	"2A461AZaTAi25HHrUpYdwGi69y7dLZ2lSe+HN1cfPpydfzk6u9768Pd468Nffxl+mJ7v7705+OXgr38Z",
-	"/OXv58OTt/H28fm7/b/0T96d/HXvy97e69dBGOT01hk+XpOKHz+1ZXV5zgys4QKjv9QZuJ3SQqojc1fZ",
-	"dLNoEos5mD0BOn4kn4C8hfBxLau7JhyMWiQ1uweKfD77iGrcfKu2TOm0LbYEoq0cStZEu8KSObaF7q4W",
-	"sCrKoYF3VdRH1SnSXtQFVrH9kFNcJcyzVW6IMoAQNZmymGXFCbE+tzJ769kBdKU4PjXVkfU2jHzD8HlX",
-	"jMfvyZNCRbrpD6HSeD00IoI8N5swaJu+Zbmb9ZqS8N2wtnnqZtgEubdaFrJkIkroFRO8M0AOrkjA5Hx+",
-	"ldOEOb8XAlMLOCXWyx2rV/hq7M3HUtR2enFd7+jFxKRxajX//fT4g16VrftX5Z3IL9MkYRy/ePXAKynl",
-	"HzXcrsZD6YyRmpVG26UciJ6fYe9VUwOASafelLVyXTJ1i2hrDEt2tc0IjHu9sox3eZvc1rJglmOu+bkw",
-	"sWXbEP9KOcsoUTRdqI2dMV4I9ScAjHMqCZPF//N/kwmLpzShPXLAb1JGFrNSsVCaDkm5khdzx1PlGfXa",
-	"h7yS4tNDTWv4AVc6/nBNRtZxp+7zqudut0wMYfwRXBaMJj1ynNeTt1mDWNOg17bBjhFJiRBY6Mb5ujty",
-	"KQDDHSFLrCOG4OkYrHE6PiI08kyI9zS/goTN28Ph/d9VNdcTtpCa4Qxf3f/xmRBHlC9Nnj313Q7eMvd0",
-	"qsPesFYifPXQ46zNRx+tRO2eD2OaBJOS/1z4DHIgWZib+ATth9WG9cP6re12oU0iOJ2EBaPB1qA/fK5E",
-	"aiyMArdpeYVpoEvdGhOUQE/D0RdcywFQBcVNSw1NWhHCWD4d8RbTcbMvxbs0Y8e537LwQRhdxb9kFYMj",
-	"uc/e+BAtTc9Qk0OTGTim5koxzBCNuTepyHRopxb9Nxe8AYUL6+Y5sGmF5obX1rcWM5vI6xk2XMdU1bjm",
-	"Gsa6qIs7143hOe5a1hOnqs2nV2CpODLi9WdIvWwTXRj124X1BqMaTBEyLrtGUSM41MngwXurWm4ERQej",
-	"nf4rNV1vKS/V95UvU/pHJelDBKjJtFSF1dZguxg7WXJlzIQO0SeQna4lkVVvzCMs5RkRyWgeT7WDG/y2",
-	"RtwD/3fUrDAQKV69yHmzFIaOuNS8e8w1ChVmUSY0DUnK42yRoPNKSBcnYQFmMDqfafJ9KgtdtMBA9Zsm",
-	"ynqF4S+Fnqfxu9cnqq5vJT0GEKphisuMAhxHRfhzU4nv7HiyzLeU1y603u0rwTXc2XFLcN2FjYzWqNy8",
-	"RueELtNQpwYNnDRv2QoNgiNu1zfBslxOQ7x1ijg9phzDqvJo2nJwA6FPDpGk8n4iqZFIy7yaZFvdxJWF",
-	"V9crIusvUNuYtsgLEotsMeNtYwWj5ZtlZYC2NA2WQ9JJ1SsVmHXhI7uBbZWK6lWOPq9Js8c4LDtNjVJM",
-	"k1BXt1vkWWho0UD5VY8Gzo//rnauFugeB8KxCUbX5XT2ZLzOZx8x9Fd/NOj31/oIBILPTzHywZtOnDPQ",
-	"FFpRP7UUaOGLLKvWoduqlp1zcpqS/qtRvz/q9z3VqUbBW3PGvRXdtN7dqI1l7LemYMrqEo1xPusZHHnv",
-	"VnBFQLXybMM+FkcbDjzF0AI3qndrtL2Dk2mUOSvf65NBfzQYjAbD8pA0yyS6Zcpa+qj6XO4pGqHIwEak",
-	"wy6agPVgNOj3wwCi1oPRYH3FrqVyk0/HA1j7FZywWnjGk0wlDzYmrKMo6XmVhd7fAaH9brrSWqM1yayM",
-	"ZO1Kou2hUY74acWNzw1R0x9y1SIYbg+HSrfyxo6caISgJBB4/MDk+KsEP51vFKErCAGNIEOUEWRbq5XC",
-	"+4CTrL3Om4BJbwUXsodxoRismwkxv6TxdUjmeXqjlJExJyRL+fVGJmKahWT/+w97Zzr6tKCQ+T6H9Hdu",
-	"6IUuRalzMPArHKbJx61GalJ77PoL49roTTfszZeldhyY719DYHKWAWzjw0PK6j60tC/ASKN5yq8iC8ly",
-	"htsNTWa3MhCTLmUPUW+Y35baxKmXi4I8e8YFZ8+eaZViZgv5hr54/6ExrVfq+pLOuFInF4VoN4ihuaTj",
-	"oGtsSRBuO6nnmy0EpowB05RJwngLafvkIp/nqYQwedX67VSQWSqV8JLoXDC4655LtoUEQl3ePdcAbKQE",
-	"G6xIDgHLVuRpXGggkAb6mx2rhNd1IntvPou6Buqqo4VMo7v+0LxOpO7VZ1Fos6nTuOils7nIC3U3zTNW",
-	"sCTq2oRLiH80y1VbREh2WBaVxpHMTEKmUlbFWgx+zZ502iN6dutwoO8kZgK1SKK0DMbeHg5VPxUS8m5R",
-	"Z9wQq1+9elWeI/YllUBBai+9QVJuqv7yO0mXmBN4SudzxnWsttL+Es3OtCRUpZLQpomBAo4mAlwfjEql",
-	"Yl3QzBRdA8JRfdFclnXXNJTZZrQcoUsEgZNl8hiIhNPc/FsFcMPg4RwrhhBZhPastB4VQpBMqDOn2CLw",
-	"9+oLFsnoU8MxLrqqiP9uUKHWSoifBsPPjtiLZqL1pF5/YXLneSVGRbsdPq8SVx8kiz5BxNQlZ9cCMwwe",
-	"tsgGHLJisdfRapz0Pj6tBtWj33TXavrMKnUGR9fQXvDxw5WVch0eSiClpv6zR3I1+nhZrXAUvJoM4232",
-	"gg4uXyZbk+f9eIcO2avLF8n2ZNB/uUWfx0O2c/kqeTHZpoN4i728fJ4MJ336Kn7Bdi63BoFTQFDT06Op",
-	"1Cl26VGHTj0zaa1xycXtb60lraN3VLnbYelz/f+smrW/Kjl9q6Z1r6G/LXvHCv2rzTDfEMRbLfU2N4wR",
-	"t2unj3I04afcaiVhmf3QvtirSfkoPI4wmmnM5ZIXU1akMSaRAqetLoRaBjHVJ7H5NU3uNgsm13MFjPkB",
-	"jaeYw1GPykZz4QxjWtBMXEHFji8FKkmYXF5d5lc5nU+NLAkffCfdKdq8hyZ9TBkWHDrRFQC3nJb5A7+T",
-	"tSEZASw1SSZNbBEiK2y6tUuWod9bp2iFse+aqgeKlcsSFF3cCp1rv83ZsGcoolo4+KkmQ2shrOGqLILG",
-	"5POHKCJqg9w7+vcLzOp3kSbkNRl2bW6QYLTigmyap/cqiB212ZdLgPYUBeMJhZISU1pciiKEHPwTtbYa",
-	"MaS2sqOE9+aQnAQK94wNLmjfuDi7rSZUSaW5CbwNVm92ffn5Gq43qvOzgHmgyCmXE5bnqES5C3F/p6ah",
-	"tXpF2YN0ciZFdoO9x5THLMtM1dvVM9RwEU9XNulHJ2E067YsXMWs275e6mjpNBviliMqDwN7QZevJBjR",
-	"+WG8PWgBaPWAZwLCrIXVNmWhaKStTfj1QhdHX91yWVTvVvDWBm+hxvVazWRCFq3tAGD3voZoHk/VqWxt",
-	"xbzQRk/AD9BiQCYpT+W0tv4tRoWWXYaMr7Iw4T++SqreXUb0dq98qweNlPvy+bFio2W9yHPb0ainTVPe",
-	"b243/1/W7u2xg/5KVu82qQsEFhSxMHla0yyuOUMNcODEF8tCzCE1o+AxI5054jYBVmaKrSS5mM8xhbuW",
-	"isa8tUBWDyogWDmhItxVDVQAo4MyzhXWpRVhn1iBqeEaxpOnCRT3qIM4reTRKtwpfrUCkFzR2XLYseS/",
-	"vVe/wSl+awq5PUitWn2U9Ulc7cJ6kLFP936IF8J84dGpMJFeaXg3Gbcw1RioCSYHly5FAgUIUHjZNWZO",
-	"RKD6nVm6tDNYO/V7bTX68eyDB8ULg5Ij8CVENR9CtwdJmiHY2ZiZdWhCzjbwgYQCX7IJ4hmRqGKJ0pme",
-	"IKGaIH0M6q/Zy6IxjzNGc5as1PZ04cDHsrUxX4OvYeJKD197pE23ZgJ8iIFs82b4JCMqTuWbR4Tda0T9",
-	"ZtCQJxhR1wB8/KHwHo8zoWoKuefaNGrLN7R83ivGVnr+7xv0N7hBz0013W94g+r0sI8VhzfL8hKtNsi3",
-	"NrkOJoi2yQGqRT85uwXLV5rLArNoM178v+y97XLbRrY2eit9+MekN0STFPVFVeocRZYTz9iSIslJZsKU",
-	"0CSaIiKwwUGDkjmOq95f5wJOnRt4a1edG5k72Vdyqtda3WiAAEVSkpPMJFV7j0USjf5cvT6fB4lazZNN",
-	"RhjTrA0lYBPID0/FYV9y4EnpfPxo6+kc5w5n3Y8f0dFGDsxua1/fHN3OAfAtZQA6hFaVMU0CnkhAZEqi",
-	"LyWAoWE3PIa8lDs98wnrUI5b1oDHts1nBKHgsS59skOfKI/tmB/t9CV92GQ+LsT10JDetLJLkURhwm6I",
-	"jYsKUACgyBgTwGq6xwI+J28iyYfRLNJ3ZcC2W86XmIm3gjt2nesZXZ2rmx2LqdNZFPqhHOozAEXJbbNQ",
-	"OQ5w8AjYwrtlt0tpFvIdhulKs6wx926VjFVwE1QmWbdbrXWSrLP1tOM+LKZY07VXmV0NbYhgo/zqS/Ps",
-	"kgzrtVJid34fGbE0mbVe56HocBuiw6bed4UfocJUaw32R9vDjtjaCdp8qzvaG2wdDHfFVod3g33RHm0P",
-	"duChGZ6N64mq9dr7Xa8GuSpWdXrQm4460N7efturaeF1DTVsTjTYkTG1Xkdv42xDkBrhzEd7tWh5bj7w",
-	"PU8w/FZLd48moJaGExHP0t4y8V1ba4paC1NUsZS5OcvPGNZVLsnS3cmSdDvramjmLl0lQRcZpVyeJPeK",
-	"/VNj+wIaG2D6F9fh+ZJ1N/Z0LNfxkNhhyyRofHqcS6U0o/gbhzROinubukZEEgjLiOVcYXpI5XziLoxn",
-	"yvwmtPwwmX810069vsxKdcjd6iGzIYbVbHmafr3WPiGiKWP9R2Nln0VfPo8v9gKWIK8WUV7Ksxr6a2VL",
-	"PZOh/9tlSxWFf6vX+pK2f4Xh7xCQ5xOnuoM90Q4O+O5we9Ta7+yI/UGbd4O9YWu0fbDbETt8P2gPusO9",
-	"UUts893gYNAZ7oz2Bfxo0Bp+ucSpU33E4dvD3zhF6j/zWnKYenKC9jdyIqRCPdO9Ang6kPZkU5QokwmN",
-	"wrpLbEn0GjZF3pXgL8Db7pnbgi6kJBRBXwLDNpdzbPOQcQdTqOdWLcAmtwCw/5iJmZ76uo9IQNpey0gx",
-	"squrj8hBQaPJjoHrB61/Bcy0ckG9WN+/3pdL7ipvyU0F5f3KBgnKLq4rUbTmnyb/+mlikLp3tBMICSyD",
-	"BGs/UhrqtqudqOd65fFVf2aF/hFkpoWBUCnTEuQJE0HXEp8pn063APV4K5ZbBpSwkuYJJAZkIw5m0a2X",
-	"wyTPZczECpiMkYslTpBoh9VzhVM5QpcQyI2AOwshbJGIDCmF0BWEVOcslA3P0mEYpkrizVE+Ei9KxodQ",
-	"DVyEVQGKlozKz8tIqw4aTbeVOAoUM3zK4DsGFR95eVC9hwYTLYIDgZBwfenzRCBgpHKw2YTjQ7VkPxjQ",
-	"9UEsKp+lIsIcTUvzgb/E74k8pC/vQhUOImEuFScBiWlrna6GzNeN5JbwN3BG4d+GFMNlKjJT1Ze3Ym4s",
-	"fjttIRD/U9poxjRAN4zCuWzeNB1ci0k8AF6EUKZjnLgG1N1o9ZgsGzv6UKGHr8lO49Rh5iPO6gX6srLq",
-	"HNy8sEXP5LHF19w4EpstpS0eB8eOV6Ntok9rEQAU/m7Rf7WfVxbzbu+fC5ozl4KLM2+ESjmaKY5z4YvP",
-	"XvY4TQw8T+UguYfsVGSwjvqq7BiKQcNItLG1kJ+4qgtSnw1ScvSpwJd/4avyGW+cYysGlpYigEg1IsYs",
-	"AGKilgJQ0Y2UtV6qvxfJJ1fDBsKbB7M1t6KQVPbyW8cQVRJ+e5yTV1ZGYQLn+rdQX2bXkJup71wOew3M",
-	"t3daX7iVvAXSGBmn4cgK2L6E2mGHyBt7aIBlRTTysiiYAQFFJnMgnlgi87C9d6FKHyPwQLqte/AuRQQM",
-	"n88rrSrkE7pOjiRnl/Hsn1x/BHOOH4KgMk922gf6qZ2dnZ3sya+TmYzZu3DCF+STYUd9tGDK1qZaPNkd",
-	"nucv1Nf6f5iMcmh1sylxj/WXkUtEhVwpkeB7lZc39QrhsQ2aJaTpgcYHQghRHSydoauITcex1NICVasF",
-	"VdMqoWD/192v2H/pdrn5N/FFNtmR0dN4lAgezBmBGLoJbnYYpqIdZNgVubCd703RlpF7PTbloZZgROGT",
-	"q9GC2fxHAiryEvllatd+u1Lqcvh1EhOXHBI2BJ/U1j7+MLTn1+g+rRJHJfW1fKy4oFajWxz6Ch7pnIv5",
-	"2LmKs7rcx8jSpQK08K5/Sz9IFVrrb69amirXkgKaZRL7YffGIo/6GnI8q60ol+OYRa420xvZg2rjTqPZ",
-	"ly9fvk0SAYT8g0i8fNljnITnVigNn6ZujiSqNp7r9h6AAg5FGCvyVgQsEHfhkGhJMTzlZeys2TBeqAIl",
-	"KHcJy+smQBkmBrMc2FkaWDSCdRPGH4y1qgmXitMVYXw0mZpSLdxfm6z6fyO9tFTIPX+1yeLL/tPUQ1v2",
-	"8UiFcH1RAp6gBwxVoCdQj7NOnfjIBobq/kaGqqt9wjjRB5jGWlFkXBWozYmBr8CQQ/5OzAs1vNK+YVWg",
-	"b5FJU2uufZljUlCQwqifQ2nmh+oafrDoGQ1VQR2N5TLlEhbl39g0NjNsLlAzcXnXXikxk0k9mKk0nmid",
-	"f4t9//Yc9fA0HIZTLlNlMh66+5C5Z99mXKL2da4rMK9dbrV3D+i/WrlmWfbC3aJJTs7YRyqRdj9Ua5N0",
-	"jv80xo0xfmMn5Iub4lF8E8+WOQe1ClSQuUap2tQjmNfsSsNFu4uCNhHDOAmQYJZgT3wUusQQdGgtZWCZ",
-	"fcheZu/imxvAJZsViCHd2gMr1nOGe7U4fIfz+cSm8u9fO8u06+csB6aNh3r5f5y4iG8KBKaz9AtpZ3hk",
-	"qqXEZcqTVMH50ycq10vDIQrmlpsbyu3vv7tAn1qds/PTb7RGxBlgtH64eIeAPn2p9/Adj4RM7WNDl0lq",
-	"EgNgYzoWcyY+TsNEVHoMO4vCBVDitfTqy6L46uXxSOnWSu9jV5I1mR8rckAOkvheiQSdkDnGepyDmRJJ",
-	"X3KHHoHazFmgHgQu6NgxHwl9zCuOx0k8IeTdyyFHO9LOYpwA/y2+0pmrhon3Yj+I3dfH2VLXPPUPLasO",
-	"Tz3G1S2S6vcl5dk22ZG6NWx95Agt3gJGehpn6LoS9Dvca4+QoLQA0KSep8w1F6tar0ZTubZQxY59EV8j",
-	"HLZa583eX7cOvvvxPRRCmUVa9A12V3A/mhMM7+iFE34jXk3lzeGAK7Hb9cLvvz67uG/99Zub+Ojo6Oj0",
-	"8sP45MON/ueJ/n9fHx/9Tf/v6M3w8i/6H68/RCfffX/R7UxOb//r/cF3r++PXo9vvjn64ZeLA34Pj/zl",
-	"4sPOSXL7l5ubm6++yrsuzU69oUTyR3suzdJUJnC5EsO+9T/tAjF5+4uS9wtdIyqczCJtjmImqY0Brp1N",
-	"emkaynq7NLP0KAiUTRMiYcwRQZwN4vh20RZ5obLkHEJfLgLkLYTYG03CvaNwENwPCL4OlCmUwwtdRzRn",
-	"jEHPZKQ74sfS8BOTRusxFZdpsMWMMjYKZQBBbAZFlagcH5+dnp4cX51dXL++ePv9ycVXdvp9KrglH0W7",
-	"UUrYbX59KURwnIVrHwGna5b7SSLObvaLffI0dhIssvm0hV6rK6PODoNef5GsoQ1nJWfIt7PYLg+CJ0j9",
-	"WSXCfuWGlOG1fxDhukL/TuP0rV4prUWaeNCTyWS7z3p62rI5NEJqMVvIWuHmSRTTFsh8vUhP1op9bDNh",
-	"blL5vogorwNh3DTiQ6E8Yo7UunrDUKuzykTOTLA7nlmrElhgUcpV3cJkAJ8BmSE4Xwn2vwk+VGS/NRTF",
-	"E34L0S7sgpvgqXV0UPWBBxtdC6Fkdd6X+GMgy0xj8F4YzPtWq7Ho4kXZbtyC5W+G1IVF/29fmrfUu62W",
-	"NrPuRRQ1nu3S+IZI7jdPEX3A97q2g3Vd4Q8j+BIa/0MjtVutJKM0cwPv0X3Y3sT57FwhyAP9uNujOIfL",
-	"bg7YtX9eGJtcGFXCRgnxB7g0QjmIZzJ4/lvjPchHNznUHyXxxGd1fU4CSiBrsPskTEsuDY/FifE5w3xD",
-	"pM6jn4fk9MBtjAwfVBVqgF8UCHb4/0hEY1P8jRXQy/XOeLVyEL88ESb9Bq4idMs4jDFleMU+IWIvsqjX",
-	"/QWQZZ91GoRnV1nkCxfmdDaIQjXW1+AR8prqWxSogUIZhRLCmuhbKODPLKS69WXmISryxhMTzLPcUG9p",
-	"7z3iftKLuJq+noqPaa1X+zb0AO93jiUi2iaEehc+/z9r60tWGsEX8UiNOUSnS0arZYiWkYgUsn3UKv9P",
-	"30kmlm2DmWYDpvOpgOfbuXvIUDNbgJLH30Z2zqruo9fmXUYK0En+83pa+3qy0kyrnVo7NTJoQb7+Aa4q",
-	"l+O5FDlNG8gKisAoPQPPeE76qqIIVBizyMr8Ft1DlpfNkporrcgL5FyT8T2riwA47fVRFoHHEnEX3xJJ",
-	"LxtFXEvX59HyLX32k3lAlgmaIExdptG83Dn5eiWJQ3Nj/9YLsCynlwT33+JZQjJ7zBVT43A6BR9HwfUy",
-	"ySbkkYLKTG21pDK/gE30p3haVzwBm1vJcXxiWWQTMlaXRN4TKcMPSLQpD5Pn17yPiSJA5cKRKuVJpU8d",
-	"Y1Ug98KRE7Ac84CpIZdSkHKMgHAmiNGXJRHNXnGJB2IYT4SyuSPgVXF0VBnbTgJIEZtSFrlHLekX4QsC",
-	"zyiseaV2IfL5LLL3XC/fl6huIJSglaobcn6Zpylu0KvxnLUN5xxTkQrriMYamCj3fwrXdYVrdmj1gVVu",
-	"fsIfQNcDU3f6JQKTF2IaJ2lONy5REOtavfMdhcdHYeSf0EdvX/sWpxegL8CF3NCb2NpOXl9qsYRon2Fk",
-	"trxxVKD2aPwUnNEcLDoqWB1n0oDqT+I7KLK954nWMo0gxRKGkmhnntLYUY6fRUpe4DAeBRm/iqJpdldN",
-	"z/EGtjz18zlt+Uy60suewq5+MGfPvIuskz9F6Sai1Jp+QIMHzOB8qM9PJIIbhMwCmGJaht+/hJ3JKJS3",
-	"zy9fT2RgCNUxddSKM7idXiimQkg8dPj7ZkokRDZTVhlWpVH2ZT4d2dEpw8V04mcRdh9wVp9OULzGvYar",
-	"9axi4gO94k/5sLmqVblnf48CgXC0KlOKkT/h2WpHu/okGXYfkRooW/3BIfOluMdaLPcrBLVhP+gTDUR0",
-	"2kbMUJo8NogJlTaOLA4BxFJsc6ZYDLU6/+NWMouEAWhXTSnuoe4YEQH/KuZ+45BxpzsFgAED8ecWprpZ",
-	"tljrpWLUuUr6jMm7WbmsC7dgzHUR0PYi+lMDndDTz2nRFs8IpbrRZG+QSwkY8/UYeSJYJEYpm0ni7luS",
-	"+fvBQKs9N8wAq1/+679jds5nUdzQP8D5dR8lJKb1jEwcwG+GRtACVN/2zjJ7nXypD6ERFGdoY+v9sWQ3",
-	"60AT/Db0Nr95Wu+FgMyifGlIQryaEF8kzLBHJvnmZJXu/IK4qvVqfxVzV/6STw3Pl+EDRnqK1e6J6njL",
-	"Ob8JJZiWQIptM3gB7PSFYjPpwtoVURNUZXVIu9FkR1HEgHejLzPlE4RZDK/nUZP5ozBKRaLvCJ4Mx8Kt",
-	"50hcGVu/FfPGoXE4+uxWiKmtsRVBX9aRJQTIbYJQ2W9YnbhBGm7HD5mfnX6qB8mOJ1ad/OXy7JTxJOFz",
-	"rZb+BN5WGOLP4CfAm7UOGOsqvBOHWG8jLLpgGk70VN7pUUNqw/04jgQL+LwBNSdvCbsd5oi5U4QAiVrz",
-	"9T/Rie8h9qBnzJPP/hImGVzzB5hjrsTHlKbdgCg4e98sgUGhc1lklJZwFcwquJ5VlDGdnZ0VKWPeQDuV",
-	"nDGdnZ11OGOy3eDsAa/IGpPbNrGspo8hwb8+d8w7tFyqiWMKFWFxkrJhHM0msqorEE77ep7rS4C8MrWe",
-	"vr68mpCziZZX8Ac8hheal43DuQlz19TPK67WGfbCDoxqvMLAg43ksVsx90hF8lj2No85L1uBBAfe8z4O",
-	"DHXOkRquz7fTbq1BuPPw7xBWJjhKL/RVscoTqOFkTzwjqc/GKs7jQxLbvZ39XrcNE1LajXaLtXd73RbS",
-	"C+puHHguFB5GrQEKr0LTmk2ncZJWdcJtfxk7DfJYrUtPQ2J2FVoaR+b8R1bnl2kOz1uXj/rLluF+3Vj9",
-	"MQ30FtB9EavIVY+cRWYflEDjmgOV9QLPCKTCs29OKGY7TeK7MBDJViom00jrFa9GcWK67xkzWDFfCRmI",
-	"hCBOHBQTD7ntfNPStUnPx04sfmE7kUWOS3oxm0YxD7b0S7aAeVDb+8WmIJdRzqII2rPzAyqP1qP0/W2m",
-	"CRSfly8zkPTmy5fsIUWo2+kw/xPdNh4DMiz12cf6Y1cBfQEGOwA1AwufIfU3rMTOvqFWzJKjhg7Fzw4G",
-	"ldVn1SFiusAu0aMVYToWCboGeF9OeDSKk4m28k3vMfA9naUse6nHVL44odMxeUnOEBDtEJ51OtyX1OMg",
-	"xoFDX8ZcMRkzO1L4Tc/dxQwj9dZlm8a3AjuiXyPQp1pVTQz6JLZzbM7SKoSEdhMYQkIopa4DVvmux5QQ",
-	"zKcGr+ZT8TbwG1UKjjk0JrtxDfmcNV+lt9CPsHthpphxiTw3BkYcO/7MqsZzqgHOJOo1cm06hhDkxXmu",
-	"oD1qAb/xfi6hod3JqQ/6v3z9hH3fFrtM4wRQNCOe6iOjVdjR0JYYerWidIFadNrejvCq9WrtVudge7+7",
-	"t7ML/6LOdL0aeNqu0XIxPz3Y39vd6W534F96O5SoDPmxgd6Sn7cPeWu4auaqCBTX0LtK8YeyKVs2XYhw",
-	"/rBa9vQaUU5QrKYYkYgicfF7pEL6ToujMlKPTXSrEt2oMAX5KAN+VKYU5TSKh6nyMs0IK60frxnlcBvr",
-	"GVq4Zdv/es7IEEXruliJ0Zcj9HMjzHA6SyTADN+H6dhnPAgUS0RkXgAkGuZvRn6waSLAQQ7tgzrE1a0I",
-	"9O3faLKTO/A9oUeC6ipgkZQgdoyj09eHiJESj5jL8wM5HPqavxMJw8p10lwuKW1D6y0nH/kwjeZg7Wr1",
-	"wqR/eOhPCZUpUBjpng5FIORQ9HQ77YzoGBQ0GbyKE+cj5VN/6zKWW8DY1Ohl0ziThBwFuSfwQ5tOQlqK",
-	"CA77kjHmq3F8f82j6Nr8grxdyA0orhEGCD1eKcRZb2ScwOOdpoPCt9gQZv31mAAeJvyU7vi9xmFfbuce",
-	"z7+v9NnBLGWXUz5h9V2EDv0a0xTr0FzXba6OHFCwvRo9djbVc9VueOyc0sbrWIPD3ma5h6y+3cA5/J//",
-	"9f+yC6Hi6E633m147JjLoYgi/edOw4OZq+gJTJT4CIPBTWG8SCNYwoXp9hbm2sNNHs/SawUIU+4nMyUS",
-	"34N4151IrlGUBCDJUyEDLo27Uo/kegbpSBYYEYp4uQ0dBRSomhxCsSskcet3TWap7obW5UM9LtPiVMAf",
-	"dGIIa+GORzNB7CnkVdMDpfg8noor8THVJ8K6cyc8HY6Bb1LO71HPxNZS8TH1FquyjLsRaF2SXBUXfdWX",
-	"YsLDyMP9CTgkXCFyER8OtdjVHYbooT7RA/2lkDdab2B1/5eYxz4hPPh/if/137Geh6PTI/vhkeR+wwyH",
-	"38AB97UoxuMYKsbRI4yUaShAkAw9HSdCsJTfsNsQ6M9BWHGJzmM4p/yGhYHqgTEIw9Kv8Fldv8DBzdDf",
-	"NPQ0h8NbUfEbO2m4M/1hMjEWODzQl7knji/eW/NAlLaD0hxe3WRHMIYMf2iAAjbRw0HmOBhUX9oMNFzy",
-	"Jk2WtR98pvhcsTGlpxH8Rxjol00GoURB+JL5Px6dvvbhSC7sCm3dvHwJMuLlS9NEym88CLlGEc73ITZz",
-	"drG0FTe4/fJlhhZl2lTYqJxDo9gm9KxuxAy0/vIlLK5ZbJS+L1+i5QC7fgHpKkxV/j2mLhF6r2UNzYi9",
-	"lFgdaIocpCxn18APXBAtu1dw+x5Jbcm48Hscugs/5yl2O3+fm+Oqfz0O5Q0dA6u23wPYE5wIrazjn9eT",
-	"UF4Tb78RIM6X/GP2JVSLUQ7WhIdAv0hfsniESY5Ws+50t8bxLKGXeswfRXGc1OtaWWVU62oN9P9inS4b",
-	"sy0m4/sGe8Xaut2G7zFO+HYQw9A7qC9RvFG7SFcAOGuKtQ6xi6iL2IgO2tn0e+K4gns3c/k4OpCWx4g1",
-	"g84BGnUiVJqEgEZhjPY0zngKyWj4atsnvGvDdlD8hZ89HyotDLVOYBZKqxm4POiIz3YtuKFIUsTGe+58",
-	"/frk8rhxyFKt8QwSwW/1CMF15QBr92UQJujcOsQQaXa6TLQrg+32wawwVYk89cE51GAKk3SVye4QKn1K",
-	"dxCr60ORsYrZBxGori8rPUXsKR1FejdXeorYUzqK+rLcU8RWdhRp9VLPQ6Pa9wNip9r3s5Y3pLNe3OUL",
-	"x8Lym3ZJUMyrodZ1bVBlrNr+1PGyfJeqAmcec/vjsaw7FbNoD7MHOtRWKJWQKgQywrp/dHmsdSMtGPT/",
-	"cjVEhU835Dea7LUjOZauxHusUyhbC/2ssxpH8Bd9yNWwhk6DxemEJDs5m2zd8US/Si08/S6+F8kRNAH/",
-	"fA3tLFsG3U27EEeXx3qw0Bg4gFZ0vv1kgLkcl8wZ3DcIlKiHkk1EmIqJetid4p69CzJ99Y6iOQFFDHZj",
-	"+I+ZeIttQl7Qotcly2XQ+yyzq9OYkXHSs2jpetW1oqL/N7NP0C7JAgnu6Hy0xyqu8FLd9WH/AGbAoFug",
-	"ap/py6dWvrY/6MvU+nNZfgJopB4pZDhKD5KWPVa6fotHyc2fiOVyk0YL/+w3rlnDwKo5xIPoWDPuoWz+",
-	"7nIt1saru0Kf1ra3r8+01ViRbn9lD6N+BDtbq9rjZJ1lNhfoAkZdP2RU883sXcecRlBNKtgxVbNvbMOK",
-	"/Qequn5/YQ+65qMzOZ6jxyNtSt6so0QksFFSNolVynZaJkhRlgDzbXzv2q/G6DL21lfldhL6YzJr5ZAM",
-	"q6+0NgK0tY5xc7hgIX3FSqyjzW2jBcNo6VrYJau4dI5OXzt3zo/4549nFzUPvlr17obVyLaPWV7dnsd+",
-	"PLvQh1q3t7gkZ5SK5BoNFB9DCVQ1PPy2GP2ahDKc6MG0bc9pP1R1/RLaKQ90VedQGajpeLH7GZEudvHQ",
-	"plQV3QNLBHjmB9sgo+oH6gE2sHJm1Vn5WGgxyJUZ34kkCQNKSjSXFfj+FNxhVctlFbDVQydZT9DDXB2z",
-	"xO8fjFburae/tL2Ot72RklLa8ZyK8qA+Yp3XmTryBLNfJZntBKpK/cDI1YX5LD0g1GVV8IQbD7PjXfbQ",
-	"q+x4lNM4bngWvDaLCbzKBQOAlFvL0spBF93OGxyly3F8D141uxyrniaaBx6pOJsM8r8UAkXW7a7nwM7L",
-	"ClNQ7lx/eGbyvvcNpuUtbUgazyMkjBH2Qzfr4N8iKWKjoXtsMAcFwAS2CXnfBh3gMd98++Bs8EGEIFib",
-	"TMepbmr5hADZO0xKwWwXk4EIAhFAFoPHKDjvMSexwWPTcZzG1yrWBtK1FOl9nNx6jP7W7xLyhuqfsj/X",
-	"mFyxEEp2bjRtg9SJatUD0BaIbCK3nh7SQxsNfSSldsZud0XFyewr3ZkqW2O3uzyte9nWyg+/ckQLyXiP",
-	"VKqO8+9dWbt6j28qdYmzpR5xp+Sg3Ltc4aGul3idKw9VuaO/uAlorrrdlpdNXWvVqTsbDY2PYBJKO/4q",
-	"gdPSY9PvKptN7MtjZpPVbdDAjRGAy7rV+FJzncVNnm+u+cdHzXXJIeRKhTfS4P2F2k6kaDWrz5RIKoeu",
-	"v3z8GfygxFOaNRA0c0akj7cd0MY2jh7qIywcqKhfUyNbMsZQsvtxOBwzGbN4lubDanU7WrzOBnHqQaZt",
-	"nDB9cY2i+L4B/oCBEIZVTARsLtafnso8hw3m6hSuNduWswufQG2Lk/AmlKwOitoZ/LFURyPuSSMH8PF1",
-	"tDXzjuqbJ5d0ZTr4kMrW/TJVLWt5z22GYrvmOemKebf5srl6zVNBL15qbVbV8cUJ/GMrDSeYwEWXgmf8",
-	"tlDNZ7IGuEqds7J62V9VPdlC7Km0eMx9K0/LjVd3eHZ0D9bHIVZwbtsvVMfFUmyl8VYsK5VFixO5gZGl",
-	"qA+rntM3uRwlSGgClM6qvsEvNujYe2h5s15hctXSbuFPNujXOba9WccoE0J3jNW5dMTkmKtFx7D+ebXu",
-	"Am1tMAIMrzzhjYYZWYjP5WQjuMFRn/Vnrda2AH1uzXvKybfbZLS6v6Zz5UP+Heb/L9pKkOxvYp369RMe",
-	"RrVejUveVPHsn/z/og41h/GEstz399uleN6Qp7+AUfu5ou5gu3XVOui1O71Wa6u1neXQ7+xsd0owasvh",
-	"b4uS1s2Nv2q3e612r9u1zaPQKFQduiOgzW9+kV3xkE9fOjzPnHmqqXy4EAJfQgYCLnkZjd32Yv/1k+Y9",
-	"1jCy5kWv3d0GOg/rrtZrnstt6HUqKwkW36aPIpzV3WW1BZ2stKC9RmmBGwtfseYyEw3/kXUFzvjzxZbO",
-	"56Xlltn3G5cVAD4ZApOlw/FidcHLlycGKskJgSV34VC8fInla262lslesvAS2iYD+wwwOrTNXkhL87Qp",
-	"0pcA+VjO7GDsO5O6WE7/QMnx4g4SjKVAYADKs5yz3GZBC20hs3JOqTrLCihKhhyIUSiF6ksZs2yFsMQy",
-	"r6epmEmkIp3HkGSG6XNQ6JenV60CFupLiyx0mA/RQolGrhHK2iW73ad1KNEawBPA07JZQcjfhEs10lpy",
-	"6AJk4h3Wl8xY4AKDwoYsY4UFJe5/GNA1XJ8fU/Zpmoi7MJ6pa+q657wjMB9+9lndL/4SExi18sQRo4ke",
-	"0+vUaLLLLNHeoimbvsM7gEgbu2NTbAtjMom3+TqAHjNKT4ZJZlqG3D3Yl40mrIgNEvss+3VxRUygtrAg",
-	"h8WKhOKbw5RekhWtAKoXZIjCZ032Pr4DVlu9lFq5s8UYnluFQSGwOMkiYLlaDD1jcZIvyMAjXjKilTaG",
-	"OcRIZc6W7Aw7OieJ7rN/qOdTj2wg0nshJCuPYVk9Ur+DOoVr32RHZdEwlgh9QYN/EQpYXHoXMOyBGUdR",
-	"IzD/VK9hazjyhRtKpCwda2moVXt1yPwJT26v9YVuFhRWraATpzFrwbk+QTGnxYLlprGFG/q4coedeJKx",
-	"AcF8mpriOaZKM0HVUQTe2JfDeIKsb4cUeJjyeRTzQFEKzkCULDAxKQuyokmUaqPFSlVujpvCInjaLNm+",
-	"GMTp2MscegZm7UqfJkwppvIZUnUWE5wxstuXtgCtvl6yXF6Hs3UmcHtDpUm31c1ymj/7ua2QdcVaKjjD",
-	"ccIGIorljUInpVvBNm+ybqfTl2WJ0sg7naUiD+IAqm5A2JvinMkglJmrsIiyBxn29hLoy3y5QdlFWPev",
-	"AEE0QnidGXlsS57JYjlNylznfemKt/zLSgVa8XXKZr6UPhcq2J70zrJsaPRu5fXQh0rh3wZlqY8LxZKN",
-	"HLoSmTP6+SmH7EbjXTEsSxkS3uOc5m9L/eUAUkZvyf/Y0QLIWN0AYBAsWzyK+l+Z1nqE+hxsZMchYQC5",
-	"EeqF2TwhCBBDCzY3qtddsGUouNDb2dOqKgiG/FtJlC8sUu4NWZtdRCPkQb6V8xCvIi1ttTQnH4FtwUph",
-	"a/Q5JiAYMpuYQYT0+MyMVX/6DX5vfgN66Ld1HOzqTYuHsffJAC9kuExxkkI6Rf48khGKv9/2arehDLJI",
-	"SSbqvn97DhJmLV/ETq+dLTDE2grbLAonZbtsZy+3RO/CCdc9t96MvSIqZybJLVbmxsCchRz/B5ihy/Qi",
-	"7IPnqCk2vf9Luz1a3U0hsnOzCq7YeCYRg3S1iVwCin31KC3K8eesccFBdV7+jjiNyZgmeiR7OaBaBjAn",
-	"cJP+VDsqJElnMfJiKNnJC17MpHWyUG2YwYRBKAIQJ8zeTbn7/efcpq/okMfc/pgyitwXprLCsaywLx7G",
-	"bDz2UE/0go7iRIQ38gMd6qLSIASW7uZWrnyKrUbwU20DdbQwLZu0sMZtnzkHjZdvYW+bUkkoAewtU+oz",
-	"hw16R/JwAznvQf4H1qjRapmZ7ofVfTAxMhV7wTjxcU18No4jYhewMZupoG43n8QfipvEsw4njyXxTItM",
-	"0AdhQ+JuNJuwWOIKe7Juwd0by92pK4DAOx7WmYHrLoEGxuk7juUoCrXW5OTvD7mk9DkqkQhw2RakgF4b",
-	"pwWTKPPQ8yBgPq/g+RVBmGZmwqdqhh6gmbcQEIiZ7vJtNKnqGH8T0npmjLsBq+seQ1yVFBwWGkbGvnS4",
-	"IbVqShDvY34Hxk2O9gcMsFGIp2Sea7EBtM8DwZAmsckIYhLcvn05W8R/8tjCR2AKmJxQ/NT4xQ/ZKNSj",
-	"4sOhmKZcDgULxBSIPWPizLeDqydi6MwPhjzJbaG7hwA48ZTfgM+C6EAtyQmrq3F8DxRcOJiGqa3pS+Iu",
-	"pgsNOIJRk0E2I3KKjLliPj5LBG992Zen+sjf8RDTYU1AuYCOiEm8OX82oEGoOKvwMQN9oZjuZ+ZwOjp/",
-	"25fG468Hai1xwMDR67nwvjTny9lpHbB+7SQIocBf5WbRSC0zhL6sGEO/5jn1LXZZhjyKcBDGk0ueXZgd",
-	"xGy2fpxeRrGgd73PQAzIG1bvFyxq/bY+1hTmPm1YxOdML/LsdreBEdreUEFs5sTqOcZ4FjQh9dIl45OY",
-	"0GIa4J9PxGimeNSXdEbM9i7zjuipfm95czZmHgAM2FZXm4pLKUNZPU348FaP5euLdme7u7O7t3/QWENf",
-	"dDr8nEwDZYbwnreQGpaZo4aeFW+ORdKs4+52+7ize9Q+aO++2TmywLk4aYtM0JtO5BJTi8gKmvjzv7uB",
-	"3+215l8ES7R2w1pNgvgPBJu7hplA0uAKlsjVa9+TmAAtKOdJypTPgqgApUfGlswuKJofKZsLiAuXX33l",
-	"b3lfKWewSNWqEbRxdSeMZDFe0lw/zhZuCiPlef5yb5R3aDWhXnUvraN+09ArdW+zRlohIzWcdO0FgQ1p",
-	"s3SV5ER1JmaLy9EsKLEnMEVEda2XfpGmzPJIL0b1zUS5TBQPYChjyLtapXsghG8gmNUwngoTP6/7w2TS",
-	"NBgkzZfa8CBZ2Awn+o5qDonpNvAbbMynUyH7MpQEzjflSWoT+m3VUJ1grrxc7AzbI/SXWKFlgkvMEiCM",
-	"RO5vACcDhiFkOIMRsBHxbU6AmMdSrZvg/b0YjOP4lqnZwM6JYlF4KyBXHHsLg2Z1jDp5LBFpEgKDJKKZ",
-	"Nwz6nZB6ywa5xiy4U3wrEKALzSrQbumHg0zrw1cB2yRGa72+tFU+kASxeBMpv8kM7QgSYeIqXZMm5jtp",
-	"B4hzF/CUWw0dfvxCIXwiRfJszE/fMKaTiTIdY2F6SDRutPlEgMFNlRIrkmnVNIiH0cQgj9RcDnNaZd1/",
-	"xfWHfBo253wSUcDIcjKaGiiCxoNEWawtI1AgIe9EpLdoHYevtyQ9PUeOUDt1+Fc8hBg/0IR4iIpCa+Y3",
-	"ADENtH46zbSdDvsy95ypZlVm/dzkYtKeYMpJhBZPkY1zv/QRj3CaxMFsaN6bnUS99iIaYZR4GsobHxMn",
-	"qXupUHrOKaumh+h5GcoSdKHT6rCJ0McBjRYR9KggFyYpFBgv/sdMzLJgMUy2GzEGCi2wNfAHAz68vUnA",
-	"yVeiTp7jDoRw9NqYQ28DMZnGqZDD+V/FfPNIVS4OYqSSVYd2tlrbW+0ueJ5bbmgBaWGvSQwpDHygMEI1",
-	"rtX+y/nXe3/f/e7gh+2/tt93T/cvOlc73+/9CIEJlFq559sH+15N3YLC5nzebYGPD349mF87sS5KsMv1",
-	"Yaf12avBBsoc7gsyd3X92V2htRTozpq0sQ/12PXHQW/sNoUwtznKm7vo3ZEeUdNVbmYUw/c8Oyuw8bUA",
-	"do4LHpUv7pxfgdMhf3TeynPK2dnMCT7gwWs6P5keoz+xVjDPKK4WNN3MZ0tZzEZbBqeHSNI5e2GP1YsS",
-	"zyxcTNYGRvgRR0FY2Ep01/TgwR5b+jaIJqNsvtSiueCVNuqmK7fLx0b7+yfau4XC4py2RMFNACZzPs64",
-	"4XIfq1QbgpTUV/zyHgLcuY8ireQVPuPJcBze4eNV5y8/7yuPwmNlgyh8mhtD4bt7QC8rjqDwkRmAx6ol",
-	"3nP640mlsHspTshjXqIda10C9KvijyVBBnmIwga/sTva5B0avclqSHkF6hChnTOnO1csj5aory3Y7jwd",
-	"Q9k9vqiuhSgdavysaY+B33C0K3jNC2VNsiY7ihTkcviOVNn66wIBJyYjBeFoJBJUYuE20foYdRaA3hab",
-	"aTxNdODcZOqVLUqF1x/z5Crd/aHpaVoRAsgr2qskWJtpReJnoGKphG5fIbnahxZ89MIbc7WYQWUVOYKs",
-	"4oq0t8z9iANpUPSZsw8X79gklOb2xUpg1Cf1RYiHYybTMGLExm8SEnxW99+fvH57dP3h4t311dU73+tL",
-	"A/qyxwI+V40me4NhJWtasHsw7czu16/HJtG2vh/HhOFOFghmb+fMHoRkLuS8L9g+hfy8HpNx1bxhCRVP",
-	"IWTRtx4U6wwAn64T7zK+lVEYib6s92tXetYKX8J6wZMxGnT610AFmYZRxAYCvEUiHY711Jtkauv+yIIK",
-	"unlYwCDkdnfYIAv5izE8MBdpv3aY62qoHD895jXHEswMFqrSvLlvhPGzvtevfIfU2svT5laO/bh5c/v7",
-	"3U67+0fJnHuK5KxiNg+YJJ32VbvV62z3Wu3MJAkjkUEGiuYv0xutN4cTYRK7wgm/Ea9+mQr9hQr/KWq9",
-	"7n6nve3VZklU69XGaTpVvVevbngq7vm86WTRGNGE/FCvvpsc3P19O2oNOmk0iA4i8c2bdPjNx+jHzsFs",
-	"8G00On19+gv/5s182Dp5ZTuT0yFgn8BRJl1hc93d3XnLk2vo9S/wYFl5NkqEGuu+/J5TaZBGNn5vLgVX",
-	"ES24Csv8yFXSBu7JmbyV8b1cSGVRs+G4QgAudyRbMbiBK7ac8h46mFVjA1R9Ltnghb6gsmsui+nhUscJ",
-	"qEJ4kxixmheDT5SHkG2n3MVLm65C18h7dddLLlhavtXqWu1iOf9cpaJxZX69gLFinPul1Hd1uJ8s+V2R",
-	"rK+B9Hm8L01vXihDpudk1JsvMWXFocIjcnlTmACQPMqq0iWB477MIsedVovyX8wvv6IqYchDNxwIUUgO",
-	"uu95EvJBJLRqpMLA8TLD0aNailiFSHjM6v6nT+3Pn32P+Z8+deAfoxCqRwZz5t9Ra9foogQy477UojuA",
-	"J6Fy4Vr/XXwSfnO98Dze3qM4mWC+zij8aOik0f+HcwiI8kbasiP27cnR65MLZywwJdTM2/dH35x47Pu3",
-	"r0/OACv57PjD+5PTK5ZCQQhqFgiSMRZcLxV8dD1LIip8wLKHHuu2WuU7xImSl6Ar5ePjjp1EF/Eh67a2",
-	"cWEhMyniw1vycC/snkV17xBqMdzdsyxfUO+dfGZTBZL6Ob3Znpk3cbJBGUF+Mh48Sa6C1O6sAYj1lNrS",
-	"agBZFdrT8vV/Am3KnHMzUrszsHCep+ImBvH94ertu7dXf6t5tTFX14NZmsZSmacgobnt1SIub2bY82l6",
-	"/fWFi0N4F4dDAQmOc5ueqa+F8/OLs+9PXrv3Zna3QC/w5NV6NXPWanbu8agCXgJF+s+if/1vBlJG33oj",
-	"ns4SzoKYTUUQBjEDscOESv/1v7UyLVPezFr7+uz139y23sW/cHbyUU9JnP3qzdnZFb3TTsNP9pnvRULv",
-	"yp74cPGuVtQl1Tie5hRJyE5Qr6DrsLCmUx+urs5OL4mxbrX5/fx5DVRpWnF9TEv1w+I1Z48fXgbl9wX6",
-	"NbJrJkuYNL9skFLZ2jxrevnZeAL1aql4XpC8f6SE8/zUOWrpU6Wcr3B7lGabP039PyTETfV9JwJ7zyN8",
-	"+KIW5KibdrOXZBFU3J7VGmZrmYa5wC1cnWvwYYp1oqiy64kbCPQecpUpMahtkAICTC6EFcPhN3HCkzm6",
-	"L4agg6cxm3KlkKN5QVUp6JTlBMphUa9waZfzc92XVmwsU33zEfmSGcdpczUWx3DoodqTC5Gj+5QXQQRy",
-	"+h9yPMpofsiwfX28gfJMCa2bpMJ9XMWgnQO+AJUCzzFJOttolBkENhSsmmGnMoExLdxVj/mZ6wGY8uCv",
-	"qXT+uBeDqc/qoHbSGisvA8Fn779ueMzX0xS/mky7QGuHf23fTPWTqKkuPNnepUddoTENRj6rW5V28aFW",
-	"Sz9FyQOIkKtA85WZ2w02KUklSHhwAPD197RRSZ82mR5WF4eLQhm1uy/rw7EY3rpJBTKwUBiUEKz3c12J",
-	"5A5/BjsMHTKfYJ0+v/pkvECfPSACEjwRCYFESCECETT6MlTZUellYwkhfilMPDOlF1p2onaLhSPquF51",
-	"OJqhxHwlzMEIJdvrsHE8S1Rf1nOO35vwzoJ88yAKpWgcolux0I7tD7kpzM8do0I/YgC4C7m4HubnLMyg",
-	"cYFqqUF8UIvZywCHvdM66Ev9fRVFlFzkg2pkkcRyEQJcimEkfI/NpDLp5ri3PBxuTFi9LAonYWpoEwC2",
-	"1xor1i9Kba9072RFz6zb3s7sQhODgRqSUGEHcOtD6X1e3pRCtXTb2xV11Fq8XAoZoL/qWbM7JrMoDac8",
-	"SV/ps7aVOU6tRqDnt9ar1Qeh1LfD+es35uA2SsiVqQZ4VQ2hMNbnTDSu8glj1u6Ozdr9e94dTErzFjh7",
-	"m9NgVFvN46sFy+0/tu9a8293hvvqh0ln8k2L/33Q/fHu4C/t2d7V7vRd0hl9J/aD0+Hf1KvF93xecxYF",
-	"7ZcSbQsoxal0QYslk15GgaacrCGU+bxg+eOorefFU/70eutGgiRfLvnoVJP2ClN6jgHuqzh+xxPAG10N",
-	"dyv/4guht8KXzPke8OBqXswY+ZBJfkYI9iU+9Df6MrDJFSMC6Lf6k8es9mT+qXUnj1ndyPxTK0ZQoZfX",
-	"fOBQ0m31JoxESQFrtKxrxWz01KxNPgO88jYrb/rtBFK8qxDjtQL4HGndlMs9K6wMllQuv5QL9hgKMMcG",
-	"cQ2VatPrwSyCSuNglfTuRNzFt/lyw6rSPUSAsrn2g3lWnRcGxF+x02qxMFB5VJ3FLJNpEg+FAhoNQqXp",
-	"S/8TErJ47H2mqlGaqOVP9yFfWet5vzLMz/hVX9QB+NXZryyB6B77tS9/3drasv+nf+5PhEtR9StkaP9K",
-	"mNVsOp6rcMijaG5VXJPDSrm7mUTU20//1Fw2Wa0dRuGVELlKVobv51Hks19zVQFzkTJcgeDQjVIgufti",
-	"ReGv5temSsJ+Uy90RICtR0PZct4ZDrVabT6Y8ES3ZlrND7m83yZrxzyTfVM+cbqVvvQRQQwN668cnhgX",
-	"04wibaiD4+kauRPZZJBlR10KVe5UjuKkL5FHg1niDEQGG8dpvIVfbRHlRsaOAXniocLce0hzypVs6q8H",
-	"cZo1aQ14QOuDtBOZYv4zbncf97FxANrcqERwFcsmOystXfSyUQF2WFbDsl4NZa5+0mjhuFa5AkrKs4cj",
-	"aQy4sp73axf64c1rbfo1ry+XFlAWMksiMUqZBSKsLKdUZQ5IAL/2mA+ywacCDLgf4PhrI0vPskdM5laA",
-	"jXgYzRLRl/djve0SGnKZ5QLTIWw49lFljlreY82e/v/bYMRkx8RCvCjMLa3xKFpdv8v38/mMjp8+mdi0",
-	"E943wgHO051I5rHU1/ol3UD42rIHM0U2+zXMwuf1SclwBkzCx8NkZGfSXlmll9S/afXhgAdvA5VXzoAU",
-	"DU9XhTYWKFfPQ9irLJpn5tjTrZekRpt0DdzZpW9AUW/aRJJUOABPp+Pl0nSxgC8vD1hBHBQ0ugsSqwld",
-	"fVY4Pk81nlvgtGnWZzxLIT+heKe8UMzXCqHPpokYhR+Rm851DtZVzNI4jsCnizmGNo8+4UPjgRxzGWzd",
-	"J2GaCpmlIW83Wy6kLaRtasmNlW+mjI4SoLUCbT2upjDLs6nMUEMU3kiezhJxyKy3MxVbozjZ0v9gXLG/",
-	"Hb1/h3lP9UAMI653qY++1h5DPw+SdiwkKppev6YO19YSkGZ1rICsmYXr6WlotvoylKO415eMpWEaiR47",
-	"1ooGbhQ9Kd+gryU/LUr/niqse6yNDeUA6G10GAdXW6DjKjf0F4rpCOtoBeP9Ko7fczl/K99E4c04xdMh",
-	"hrMkTOe13k8/u2el9FVGv8uP1Dk9Z2ZtyvOe4FyMBY/S8T9/gxOhbzfYkgMecTnUKhQwPCfDsVBpwtM4",
-	"0abQEalXkFQEAoV0Nn29gBSdSQnRpdfGxwKufsIEEXKotUtIpXkFuvc/y/fttzQRj3Ui2pSE+HZ1dQNf",
-	"vsSbZAbLI6Cyfo499i68E1KodTdQVYDki+8olKCAe5LX9RHgDbZaWTDzw8U7NpihF/B+HKNIVFBmq58k",
-	"3232MRQ7g2J9iR+RtTUjFytq/udnlxSfXCVqayxSiKii4QSa1A2/0686zYeaepmXFitTAclX3sy0EAR+",
-	"Rf2rhrGFtTYVJ+E/CdMdAYYdF6UBtLEG8AuXTdJeV2HaZEc41IfDU8Vol76VPly8M1mCEO4qj0+F6UJk",
-	"CuIzIzQ6KJeWlrw8Vz7v7F4IjmR3yxre91ppUjz0YnmmV8bx2O7sA+ec/XvxjvHc3pXFFUr6YCMRK3YD",
-	"KO2Xd2O9fDDds9yVXREIWuey9dxs+tLG/3J+8s1jW5/KisbPTx/d9r0YTMsb/+Hk6/PNW8+cz+Wtb39z",
-	"/ujWJ9NueePvz7ubtl16szl1Asbx6+YB6M/odc1HBn2wIOJpIz0fcrIIgy4b56FdZQF0qr4CwXnPrSB9",
-	"sugUXYbmNTOJWUD5tz0qjapKjV3Te1+SqL8kCT9fQ/N0Ggnd/DZxgsoO9Eo59HVUHPtCAdmdCDGiZ9yT",
-	"cdIHehGbkUJaQ8Pc/FhM2ISkKdQAWK4+kHxuWiNydANW993yHEgNf1JlgatcnhMsXl/OKJUsHjG/UgH0",
-	"m+yED8dl0WQoW8QBr1W8SIi9IcIDTHggGodQT0A7OU7y+oFndDMJUBpO+mjqlit5SHlQXOC8Mw4TVF0P",
-	"ow887wbpo9XV6lEEMTVcMT4A2JvsTV5f0lwenb99YV3eI6hGZHXfprSVFKr6UBKKoaBYskBMuAwaHhvy",
-	"BN3nTpnVwxWEy5SiNYrPfgOlyKm9+73oQi9fvSy/LZ/ppsztXXOObCEiVPjoA3aMb9+6AoJ8wD3S/7KS",
-	"ClR7rXL3MM6tKLDtMT4LwtizlpfymErD4a0Ae/wSPUZ4HH7cct+ydTYlIiYZKxmORv6htrTwrYMkvlci",
-	"YffxLNKGmATbA3IqKXRBvij9GZAX8OEYPSpejRxaev7MC1+HypQELUp0P5TacsAE8tzosAQJB+hnL6Fo",
-	"x32o3Fm2sqNZRlboqE2mU5d08W2dx1E4nC927Ci613LMV1wGg/jjoQEx2lLJkL3QV8QLqItGUEyKBUI3",
-	"kplUWc/IKn1hCHUf6mD5QlX3zywgmIvZ4mEdeGpJa6BnI6da0NDgZ30RcjbRVzu1WPu5ZMP/flU7AG7A",
-	"yyXT8p5YK3qzcOdsWMS4RDeKp0L+sbzfZ1ORS8H2HuWrRq+H1rWgG5CyDhBa8xS2chLPbsYslCoVHCrF",
-	"pjxRoYFyLXUYUgefys9NK4Ru7u2V3dzg73oe33ZxBZ7LtR2qhVet6YO0LjZyhatXn4D/41rOJgOkpNts",
-	"07O6CWo1HrH/vb4ciCGfKZH3vA15FAHOIAgv3eQwCvVUHjL/45Z5syEduxViCv5HrVXGI3YjpJ4ZEdBT",
-	"7PL1XxE/+Zibktbc62xmsgkYAKS+HIU3syRLPDGevxd6GtI0lDeqp9+qNQWo8ZgNmpM4EF9ZABEfkTju",
-	"RBKO5nTihe68AJ0akSGxjCuKBJCcAbj3x6kYppb8DL8CTDsoJplGXPdIfExROOSax6oQk1wJGN4ImDKY",
-	"96VvXLY8mBBnoBSRGfWWPlhsa8uUjYQB+5//9f+xrS1qjT7wm6zEkApVlvEO5b6lM43rOZi7S0oAKE5+",
-	"uJ5EY4742WQyY27BQPPQW4dlnlDY6Qx3OgtLoQC/h7kzea8/4EQsswFsdyponM0mqFXo1bvdB9T43VF7",
-	"2OEHYnuwF3SHOzsHvCU6wf6oPdgbdkW7teS9uBGujZVRodfvPtCBdntnv9Nqd7vdJa+y23Kt9zxsMehd",
-	"/Qo2eP4OyHWqWp2rKpUzp0sMx7HFxnuEQyqrYQiVged9GjqZIwazzewG1G+wtBtNJ+Vj057nxEX+FD3N",
-	"EH5IYnmDhzhOcq97rKvyuFhO+TQdPo0XgRsQZknLz4IQeQY116bdm+sH5oxmBHQ/Nea3LhazeaIaI4xe",
-	"/oAK3Pr8ADjAVT4LMAyqsDheFGaqvli0WFA8/Dx+QK3dOtjf293pbnfgX+VujEIbq3oztNR90JmxARD1",
-	"H1ELepsqKMeqI4WPNlu32fuvEV3YKb7SBgHczbmyjfOzyyst8gYAPJ6Rh4yM80R5FhUVYdGmKSQZaDvF",
-	"4iZ7UM/pMUSzbSBANhDlQS6x2fu2JJ620AtltpdWnmwat0/3NtVs+E7pY5g6qat9WdSmWf2bhE/HMLd3",
-	"ne1mq+ExonE1bpxvZ4OtS5MWtNXZ2e31pRrzzs7uV2Pxsf7t+6Pjrctvjzo7u3U+nTIlholIPZbwe6hv",
-	"azR81NJsahEol1RyabP8AdkabS4INwOa3CGbSepNnLB7LVajuemfC5BsHK1tRM2HDNeM87nM7d2XWX/c",
-	"nEKVR4lHIvLichNylsoBohs/cZ7cdgzln/cuqHSePBlRYfyGB9WhlKmNc2/oJlQ8S4YIxNNBQi+F3ocU",
-	"mG30SzvdrXE8SxhyEeZ5m/sye7fJuDQz7DfZCezU27CQ8oxaPSv0yfjsQGvXWxjjBOJj2usj23O93aDq",
-	"GFbvNIxrrb7dIOchq3cbnrP/dhBRnNyIrL7XcF2ZkLBegN3LOHw8FsV0SdT3GxaFVLH6QQNOGIJj19st",
-	"j/mJmEahCCzLpFNfDr/M8lH1WiDwBiYoaDmjm7oTDD9+BfXc2KBi9XYbcAMB/6+tx6zmKhUTqgrA3KWS",
-	"s92X9fY2GkjwbYG0vpEvjtELpN/VdZyQzsWESfCNJjsyQidjKc/wJKlydxQn9zwJEKu8fiLvQh5w9j//",
-	"9//DTmSaiJuZgD/ehQGHjO43PBrzYsJ9jwk+HJOAytZEC3uDLGqjt8M4EB6bRrMqjvEkHALVD8HB4Lm5",
-	"Ce+EJNlYxkJuNrMCL63tnj5uDpH6IexUnJLUkEW5TPH1REzhEEIMRqU8Eg0G4haow/3wRuoDAHD++ENX",
-	"9hSFDR4newPkjhRQevclOPQw6JXlXmapbHXOZCy39D+RAzxMgdzAkFOZqmEA28/8WrqrriL50jf5PK7k",
-	"7csF0YuOLm5pBIJGk+0Yc9SJXtJxHIKXnkrFFiAxzVj7sp4bOrIzKBfaft4oLwOATjxokRa8+nQj+ey/",
-	"2Gq3Ul73osf3eHsQtHb3RvsjsTvkO6K72x1097qDAd9vD0cH7Z3h/nDY7Y7ao539vdZ2EOwd7PNu0G51",
-	"u2KvzY3OhkGJTGsruUWr7MZ2q1VhN65SDfGyiO8uU61h/4RUwzeEuoRg4FmidB4ayYDa//SpNk3iERUq",
-	"0kje8yQ0PLufvdo9R9D9AlXwz17WNrwwiScljLvw6D2fhEHz269vTk+vPnx8f3W7ffrP4fbpL3/rnI4/",
-	"HB99/fZvb345ffPdL0df1QzbkqHyBCym/wNKEMKJUCmfTLUevbfb3dtrtQCbk2YSnsu6Fcqba+R0SHUP",
-	"xjxVyO07ESk3td5BqKYRn1+7KrcZhP6v1Wq1DVuyo5EvKvKfYQHpq87B9n53b2cX/gVdQvhfpx/XBmDb",
-	"WA55I48HAcHdnSN2eigsThYNl5p8jkp4koa1Xstd47ZuFnVd+GZDLoD8oa+GFD23JSR1oPgZxjcyJLwa",
-	"Le3zYnreeAqHh7FNjfjVEhCFuBbET8el67bP7VvponBLZR47kJxC7pR8gZ79dON5+DX/Bg6RTUvqN61F",
-	"epQDLLOv3atcK8HjJ0olO9pQazjM6QdMjeEp6ByQOzWXupFIdSiqxma/1xeMdgSxQrHVeBbv0mevRqUF",
-	"v2EZRV8uraNAFqJWFn4wBcaYBZLcWWevImoinvIBV8JqrXXd6oUIQuVhK/7Fyeu3l9cfLt75mL6R6teA",
-	"Upnji1JjPhVZfsUh80E7VT6m59+Pw+E4q9aYY2myrYxtsnf5IhHcL8C/OgUSYgjTxngl6PPhZtArreRW",
-	"JERd4JI9mp4SBmPwY/SUZcUfm9SC6G6BYlB25qDPjwjEbiBWSsfnLFBuoMXPHz/i0zgFH8T8kHGXQR2L",
-	"fNC19pDEMM2vEVXOt/ephr6lo5nW3n/6Gepp9aGpdCebGCRyzZkM0lBlThGeMj+Xl+EvFqvr8/9JT/n1",
-	"LIk++9ryjyKG1CTpWDGgriJHEsiJpsUeeoXonzjeBSzAPDzClraehrGUYkgJXFMeaquEDebsuwuy7NGL",
-	"5RHNsUeJwh6L4pt4lnqOaxQ8HSiG6AbFTcTqFtKLAeLFgXF9uoNuNFm+thRQBEhbNjBh5A3E2nZSRHsM",
-	"S76ZrXVvsh/03ChxJxIe2UUhQaHQuZEN/IVi+lJiSiBGX6jYWEQQ3yUannQsJofaXuZRhJcpUDBR9pMR",
-	"QKH1viC7YJhiHpW0r7biCYO5c6cTTbYSO7RHYOs4wYiRTY0sDeY3M4P1OFtxwKEtIEIhaqN5v4OoUff1",
-	"puHTKREFOl/Eo+F19qXBevAsazJexlQQXLLMySwSpUucLWnWf5sQtdj5HKU8cJVjyqPBiCyAQZO7bRRG",
-	"qb0/p4Q2nogIm0HHDO5+Vj8/ujr+djGcULjc87PtsNwvdrlSQegtJe4kn5n+MEwqGEOPL97bAySUV6D3",
-	"VI0sASr1CBh0pCcqMMSdpVSdazBfZrNArD+Lwz9aFWcVffCllQSYq24wIMG3jYtGrtwHUEGLKOaeWzq4",
-	"DEY0B+fXcEab1TOUbFGDoVKkDCoOGPeji2iTnVvLRx9qKyV3uOnhkjefzVLUkUuX1aPmrIIexTcesFwS",
-	"AeUwESlL4hRjG2YT4KwahGOTiIVz6pV8gbdJ6Vd4xBBwZOFLvHVy0K0cLkIt9qYiyXBaDi2lsJEvVHrY",
-	"6XgL98lO68CZPPJNLD+mdd/RG/RAPm6pcDKLtMbtN3qY3RhHFODMYK/xurU/ZUGi59kjRXgamZpVNEGd",
-	"iBOGPSAhN9sCoMAPBNzYGHJE+8jYP7nb2IYqM0iZRPAIX9VkR86lE80zW8HemzYH2T8+Oz09Ob46u7h+",
-	"ffH2+5OLr7KhoxpjsKIOKaZkGX1xuAReYBfL0dfbhFQUFCiDc3S+iEOKjZCJpOc5fwAKM122mlYfKad6",
-	"grXr5bLmytMWbJXrYuAyHrFSo3QhgNxkRy7wSTGt7IXK3Cw2xYznop7O8K15uzhorDbH6DQeAgskBAqN",
-	"2LJBP1sDAAFWF+jWeZWjTH/++fP/HwAA//8=",
+	"7P3rchs5ligKvwo+zkwU6U5SJHWxTYVjQpblLk1ZlluXql1teishJiiilQTYiaRktltfzK/zACfOC5w/",
+	"8yLnTfpJTmAtAInMRFKU7e7qvc90TI1FMhOXhYV1v3xpTeR8IQUTuWqNvrRmjCYsgz/PWJ6tDqY5y/Sn",
+	"hKlJxhc5l6I1ap2ziRSJIrkk95Tn5JpNZcZIpl/h4qbXilrsM50vUtYabfejVsb+vOQZS1qjPFuyqKUm",
+	"Mzanetw5F3y+nLdGg6iVrxasNWpxkbMblrUeHh6i1oJmdM5ys6bDjNGcJQf5GRU3TH8zkSJnItd/0sUi",
+	"5ROql7j1J6XX+aVYxcfWsD/c6w4G3f6gFbkPw2Hrk7+cf83YtDVq/ctWAZYt/FVtvaE5w3lhZWWI/Mf5",
+	"6XtCs4yuSPxR5TTLI8JE8ikmckoSmjNF2vGvv/76a/fkpPvmTdwhMoPvuzmfMxURLibpUvE7FhEpSD5j",
+	"ZKI3y/UHPmekTeFxcs/zmVzm+OVE3rFMkXxGc3I/kykjCV11NPi5XtSflyxbtaKWoHMN2AlC74rmraj1",
+	"ucvFHU150p0zpaiGpgUvoTmZL5U+VkKJtzN/Y25frYeodZyw+ULmTExWP7FVHV8OyCTlTOTdyUwqJsgt",
+	"W5H2VGbEnA+h5PLy+E0HdzKnt0wRiuik58lnXBGNQ0zlRNEpGwEYuCDDHTKTSwABI4rOGQytfyy+sS9m",
+	"bJHSFT465ZnKCRXqnmWEC5UzmsCOJBc38MS9zG4JvaFc9MhPbKUIzRhZsIxozKBi1SPnjBFv44TjsR18",
+	"OCbe7kt3obU77U+eT7ZZ9wXdG3R3Jrvb3ZfXA9YdJs+nffqS7VwPB/b08C4Wx+fN1dVQLl0j+vkdEzf5",
+	"rDUa7u5G+lrZzwN9ifKcZXrM//nx/9f9/3/63b+23G1TecbFjT7EEEb4+9OQtWgx0Fd/uLtL7rji1ykj",
+	"B+eHx8dkMqMZncBtfYhap1nCshOZsDdsSpdpfqAmAVIis5wkPGMT/UVEJlSxLheKCcVzfsdIOz44P4wj",
+	"Er85wn+pmsT69sR6oLjTI2Z4vYYm1Jd2Ka1Nb7tbfBNo3AMOKAfnh3pdep36pQ8USVR5v/pbIpbza5ZF",
+	"ZJrJORk0LXqhB/DXm+BG4UzXEc7wgmFmd68FMY+TG7j1mb57Qq+f/XlJU32+A9gFy/SLBsaDfr++peOc",
+	"zRXcDb3iCJFjt99v3BcO2bC1fj/S6Iyb24VPT9+qWUtouwhzs8T6Dod/7w0Of9v97f6997f7j97fOZ8v",
+	"U5rL7FAKgWTkOAlsMkFWormmfa5EnJ+bzS5oPiv2ypPW18ovTSQ1sCtgyHaW8sOG9cH0D1HrcpF8bxGI",
+	"DLdHuy9Huy//eWWhlKq8u4StfzdxCIdbIw4ZUD9dHPqFXc+kvH3DUn7HslUIGy9mjCTm9x+U5mX49xVP",
+	"YtKO/0f3/G7StQPEnYhQFFzscySVN0TN5L0iPC/LGP3rF9PtyZB1d5MB7e5Mn193X072WHdId5IXbDDd",
+	"vt593griureItUg/ldmc5hqES3jSly/63Ze0Oz3ovv305cVD1/+485SPg+HDxkKKBRPh3tUCgbLpWvlv",
+	"VO6XObv1FOQeHyJqeR0W9IaD/wWIyYNei1pIoRhqV44uvl4qLphSR1kms81pDIzCk9PMKAFqOZ/TbNUa",
+	"td4zns+0qJ0QITMtSrai1h1Nl0DBSkvEn0srjVpqOZkwpVqjKU0V0ysXMn8rlyIpz3MpboW8Fx6JD89T",
+	"bJUImZMpjNQwzTt5c8Mq85wzpezLZi5Y5/qpuIIXUhiQcBGY8WFTClw+ogAVPkZkIVwslrmG6rV5gzD9",
+	"yojMuVJa25EZmdNU32mWkClnaRJ58CvgQ9oy0xeACglnaRShTmTEWULTjNEEFKGlYrVB3LZhIPuw+7YT",
+	"afUh79LFgkwpT5cZ62m0fyuza54kTDyF1/kHcKG1R+pOYCnoMp/JjP+FJTDBZvA+MeMFIK1peS5vmSAp",
+	"ndwinV6wDOAL/IsrIhcsQ23eYLUibZ4rEn/uFo/GnX0NqZk+lXuqNDzEjVllWcU+Fh8yeZMB5nwdVA6c",
+	"Xmy0Za5IRcPU0FI5T1NyzfSSFpnUuMqSfaOap1pv+D4wrC3HKO9xZU1x46IInaIWo6EtGBimNELLTHNI",
+	"8t6Da6J/z+/5hJV2omXKjE2Y1joLI4FZ1w/KmAsCp3HGlgopxOYnAZcQTq+q148+IspWT0Ov3N4aPR9s",
+	"jZKET6csY8KttNf69BBV8f/rB9v4dH/W5Ab220iT9E2pn2htLVXjTsPaSNuSIne7IqIZbkRA1AOiJ5NV",
+	"p376+3oiQolg98BtcAb9yd/3sdBiDU2fyAYrLM0MQhTL7liG1Pf7XJpLwT4vgPVYirmPCg7Vu+PKENeI",
+	"CKZnVkzgvt7L/FgvdM5E/lS89fGKFRRbWSXMMjkm6HXKkhEBIRmWdUNzdk+Nee7w9P37o8OL07OrN2fH",
+	"Px+dvXIjbA6ayj4aEK4gvWZp9I7yVK/OI30JW6RypQf6QWnGNeU3S/NWu9ibBlMmU81EEqA1jGSMppbT",
+	"yazTQ8vPKpU0uZDyHc2epqRVAWxRXeMxmdMVbOCalY02g36fnLz+Lih19DlnAthW2xkz5WSpAUNmVMOP",
+	"7Ay2OyOzd29xGt30bs2a9O9MJAvJRU7oZMIWuTLEGACsoUG0kEvaoFINyMnriMyXac4XGmFwT5Gm73dc",
+	"A9vI3Ipsk5PXFUapcpkxEB0Rx7UAzOxOUM5+iFp/0EShoFJvKU+/nmpbG8jo4xOsFWXC/CQrx3ejwQeG",
+	"ODrPCpwraDWZFDd4JjIjIMr2SIxbjslMpgk+Z3ZgLUZmGMD8CylPqFgdi7cpv5nlX435UpI5FSuLYUpL",
+	"jQsj8VierWYyy9NV7/vi/QjpAforCE0SPaWGB0p4lk9pmGlMvgbJWE6DKyXtvR1CRUK2h+R6RYyJLCKK",
+	"MfKOz3muOnYzKLzE4HTrgtctJu0BUeBo6/TIgVh5hGxChXNeALpX/XZd57gLwcM8veW5+B4ewnfGHOiZ",
+	"2d23HKgehxzkOZsvcvV9Tu2M5oykGpKEfZ4wlhSyqZUGrbFdn5EybksuypD+ThB8iFqXoFwwkWuofD1r",
+	"rQzzBGBVFxDiiYDIRvuLiDEqRIR9XnBDRTN2J2/NvMYg8i0mAWtXer9WZ3emrXbGzN+dsErtzDdON+0F",
+	"lXc74h+WbFnV4N0YqEz8GR55wtS8kFnx3YYlcAVyUHnyC801pQChFn8vmZLCU5uD0DPbt3pfYRrZfKK1",
+	"0P1+hopzb0GetSFobIiAEmvoTRFXG2HYI2f2KEnb0bXOqEAzNxUM6qOBpiH2XU2+MwaW5XWzeTfl6yUM",
+	"uCzXNLnM0srZZWlho/EPrZBHlvqdj/iks4GiBWiW5wu9Rf2vIpdn7ypyyGbv6IMzROM9WDNL9j2tq5tf",
+	"w+tDC+hHfNI37pXXUvv5CZi2gfBTMoqNSKxXFfuWsFQKJ8IOdvueRzsi8TJLSw+DMiEARlsOUIBNtGpS",
+	"019W5K7HZSt4s0dOUZp27N94OHJ6G9CmI0JTJQkFtXYTDZ+03TI0NFR9SK3UuEOAwzywGtTRnT6BM6bA",
+	"9feltcj0KnNu6D7N4dB4zuYq8LN/NF/qtn52Z65M5ZcH34b+0TxWPulPzoAur//EJrkeznwBvhtgqJai",
+	"fWkxsZy3Rh+1zFO8eS1lyqiozWffi3B/oalqzLKMhbv9l6gzyakWc+kNaLBOXVKkXZhOVeQ0n8hSQTAM",
+	"Cpaqzsiyb2Pm9V/sICKWzb6alJdPwd29wAnUQQTU/ykwssOHwHSI27hYLdgbrhYpXVnKUoYXEAXrvMV3",
+	"jOpY1VF/UCQ2T1zpJ+IRGQPpCb0+bnUidKrh5MQ+WBriiifxiMRH82uWJCwBk4eWzTsRiS+FnE75hNMU",
+	"viZ0sYhJe6h/Og38sK1/+DCTuSRKwo+C5fcyu41Je0f/do7fapgxTYdi0t7V37+WeenLvU6PXFgTKRBb",
+	"Qqs7t/FIEynuWKZQcYC7onrkrUTZeJHSXJMpMpEJA5tYbL+Ky17F2n5C3jnvQEMOtEMP+CMyIK8I86Ea",
+	"kSF5RZZ1mJK23lqugdiJyDZ5RUKPyOnkyntsh7wiCw3rLsK6a2DtSGxEdskrexAOuhHZI6/ItQ9wAASi",
+	"/yAaRtvRTrQb7X3yYxxr/jrQpsRy3r2jGZBVfSssDh3OwOdcYM8hLrsVOTAX3wC+IGK8xx20ohZ+PrEr",
+	"bEWt1zIvPn4qn0X4Vn0onX3gfkRkTvMJGFni0snGI3dwAHG8DQb2iP/eYSDew1FcIbSv7FEA1pvvHLgR",
+	"569l7n9lMR6QXcEldYiqMd3HcgVCW5VWkvbZ0fkF/IS3oAN/m33bu6OZmrk/U57mpcNvlTbdiloTd0je",
+	"djWBDexVi9CVjbaiVmmXLR+lKkOWr9om2OXj1OS7oBOMUI/tFNUrCwbhcpBNmeV4gaiP6f6OO17wOVM5",
+	"nS80neHJYy+a5R6DT/8W3dEbPP8TA9EgdS7f8l61gEDuZzxl9rIY67dxB3NVeIN7rTqXtIEAIVab05xt",
+	"uMpzeNa+dJUxavSIBptWj/wyW6FPrVgoF2DAgiFceIkjp4ryhLTZfJGvyP2MCWdu1bzLBNUEcLJmP/KC",
+	"bL7mqCtiBcRPYPAAANKdVFQObvZmbZA7NBgPZ2xyayxboJml6em0Nfq4IWZhmMPDpyp204xd3WRyuVAb",
+	"Hqe/joOM/R7f/QegOVrGVEDgwh9IO+E3GknATzKRS5FnK2AXWraM8Ou42O8rfehxROCTVkDUfjmW0OoB",
+	"Xrjy3k41WrmOVvW4lyM6mVnDXqG64iuapMOsezuVgOQ5/XyMS7BxiebjoKIdhCe1UPHM9RgIZifc7ffN",
+	"GlRTDI4dox6IU2C5PZYa6uoxH4uVCaN3gVZ+qCYI81UVOYZDxEsfm6XEEP1eHGuAtoVBVuCGgxrQUJkR",
+	"mLy+3A01yQ2QHEENw4bUv6fpPV+lGj6q/cC+pcjpJLDn21AmxXtnzDayvX63F5LFGzmNkDmfrhq0LG9U",
+	"Aska1mfH0mmESKFmNCuxtwa93KPTj2//HVf59zx8C9V/5oMHjuXxn+DxP4GaB6V8P9KNzpk+tvXJIpuQ",
+	"XzT3NdHd4e6uT3ibKGHd0lchg8jhNRzWQBHIWh16VAi5FBPWKMMxQaRIV4Qmcy64yjOaS03b6YooJhqk",
+	"N66u4Pl1o6L7sBT0pxmFP429vkAZwzMFL//vLQGONJghgkVr/YjqV7cQSwMs2X7FFVJfZMxPIxMLmuV8",
+	"whdU5OoKeH8pRLUfyNdrvP9RcR4eEINzPHbU35tQIP78E5OJoCHFQ6+kmsSwJor475KRUBGI4fKtjCBd",
+	"Ph+QZwMyfWD3YWoYQrH6y59qIQ85SRkFlxva93gSg/Ifw51pX8t8Bjf/mkEACfjbSQzbiAkXiieMxKAe",
+	"xBFRktwwwTLIDcA4AYXmSJ5bPSpbpvCRK4yUuZbJ6gdF5D0EB5h9wRLasBiZ4VqMlWPOUEoECmU2TBYZ",
+	"U0xMTIyXMYRouWyiRRyWkOtV81yRi6vkGfxkrWC9J0qVwfzODzMNWSOP15SFiBg1Qm9nVPqJ/E7vgNq/",
+	"bV7coA/5Z7v2xfZRb6ClebpQ5hlFaF48sI+TgkBuRxMSY7PMqrjCgJEiZgrtP0Jq3Eg0//oLyyRp+8tT",
+	"NnIOYthgjv4+STK5AEjn2VLc6nOZ8s+dHjnCSzgiu7uDwcsXL168eP78+fNKAqj/UyV1YtB9+eljv/vy",
+	"05eX0WAnkP8Qvr4/eXmZHqDr50DaFbh2mi75T43H7wvVNfrLPnMTI7IhQzu0BhSNb4Yp0gmsWWMh8K59",
+	"IpZpavQRnAGCgEF/0MDVP9NrDV3Mp6izOFhzOAeHAXSocoFj62VaM1Rkt/qoeGKTQDezLeinT1hOAwTw",
+	"a3hbna1VttPgwPLsfX/INObUj9p+W01u5SAJArbl0sSSoR9iATTCy7VWEyoEFzf7BM1MS5EypUqBhYrl",
+	"JIYXr/SQYQkG41bUP6818c9ZGFoa//5whsCiilDy4f3viT4Scnn2jrRj/eeIz+kN21qIm/1rqtjeTvS3",
+	"//yvGMxvHukIP/koNnvmtAnmRpulloC6BrsRO76HCa1ig/B5ImlTj393IhJLZdj3dSbvlQngKuOn+aUO",
+	"9Nf4A/r61EyzwhKCTo1nLOVC89SE3fEJiwjr3fRIfDjL5BzR0FOiBsaY9EQlyq6kUY8a9Psb6FF2mAq9",
+	"/nsjtQyYDU8xQkHcdNVK5Wz+dUD+hYtE3qvvBOVT9a0APlVV2BYUaUOYle4JCEuHUFmgch+lXoPF3G+0",
+	"/jVM+aj5z3MaHEAgibotewYwjKSZwrf1oWooX6/MN8g0Oz1yOp16cbAjPTak8CzVDAp+gGXKxEbB4HbQ",
+	"Bntjxd3QkEsOa5j4hRoo8QSTCrzWa5Ybn/U/kwb5HTb1z7Sdc5ZCrsV35DeHMykVoKBnuLlekRIf2ie0",
+	"okeCDnAv/RtY50R/X0L88G1U4tx6HRuJwAWQ6TuGjkIvTKDk+RyBzQkdnzFpLyhEZ6Ib3nytGXfCVf2x",
+	"UqKo1q0W+ruM2W/FjX4VHX1XcpnHpC1kTvBlICKGJhlZSj8NtX4mMImLIMWI/lzK25IrVN6xbB91dQjo",
+	"y5hazllCliLnqcYImqZEMJYownM99jUVAkYukUX81g84x0WBtxhD/mPfXRuDILPMwVFZHSxjf8K0Li9t",
+	"6geXlHDHMpupUCRVWdq2XNxkNEFwTyH+tD74FOIBy6UwMG6em+w7ck0nt3I67fjhD36is3+Szg2rTwcS",
+	"3BH4mpkBVFpRy+60FbVwVd4NXxfUcOhN8qY8J+Zln8KUZ8WUr+2Up8WUb92UIR+1uQtY7uEfK8ySiaE8",
+	"1cMwkakg5Qp2j8Zdmrm4A3HDVI/8opVi+GTLVhncU0wkBMxa8Pwyg4hPXEFpzH80vWpyU7xn97+Vf0Kv",
+	"CaHRsCxjlFprW+l9H1vOe5OP+rX2nG/gB2xyq7nBMiDXx/IWMXgpXO5kvK+pbMLRGIO2ydwsFEw1Z0dv",
+	"js+vLs/eYco2y31SIm9bUcsbbUNqcHoLYXPea3rpGOhlItSCxedMUJvzmmIFt3pckhc/uQFSh2JXH6JW",
+	"JXj0CQPhjfpO0VGVVGHnLIK9X9lF8sQ3qnjVRtZ6nzPfYGeG2ncOKU18WGb8UeAxZiIxZSGf4H8y4X2P",
+	"AcGGMcI7Jln0yhgRH33XPH9gHv8HBCxVsaP8Tcvbd2A7TwxzKl2M38gSWb6c32KQRJ/mumvuxYD2iDsU",
+	"dJIcn5+SF3v9AZJROZ0qlkPYmwmTtiV9Fpi7rXrOixpHJM7pjdL/KtA89F9LxTLDS90xyQUTLLm6BwMG",
+	"sus6YaTq1palECTWq4n/aSlRjVh4N9WjFZMihGU9LsBj5yZrqEbqKqk6gQPTgHLFp1zFsBBZaVqq9Yg/",
+	"wUkRJnomRqbtgqLgSDHWqROkdClVGOxLb9jGO94PlIJFzaQa2/+DMgVLzBTI4ScyS1hC2ujHEss09ZE+",
+	"kBvQ2RzG86VJcX1CmCtekbWRtVQQLUiJhJqaA7WV6kHCYRMy4zdcbIDrp/DgcWHOe8SpWT5245MqThxV",
+	"XRtpbovS+eYvhVoYZGzAy81HMAIQXAPdwOQOrZqad0Cot+kuypb2oMI4URDSnY38YgsuRNMBfhP3LdHB",
+	"TXnwKbyExl8wKTkjz7q3z+Epj6QokGE3oXYe4FHwRWzQpL6ODL9AXA1Qa0QCLiAvAhhDKbZ13ZwX9CYU",
+	"arIUGaPJZkE2VQnlexLNpWKPAvxSMR/cxhax1oT0Mz7j3SEH+BEZIFc0nCAC09pcZqY2C6OTmVF39eta",
+	"F0KaFhHvNsENhRTJueCTGc17JVHgmblXZEKzbEXaiqEafaBWYuJnj0VkjGV9ubgZt8qUkIt8b6f1aHRN",
+	"1boQkge9wDZLfDzG5KNwkAU/TYYsKGIFzyz9dnTAEec6q2qWOwsMCEugvsz2W0mgJbnxu0mgZyylNnXV",
+	"s5CBIGSoiCNi5moVJLJE7Da2hJmxL3Dsczv2JY4dJKShdX+DN6AGy9/eKVBaEtrwwpmHNwwaFtASAdrH",
+	"JGs0/QLH1VJ7yqY5WQpTfy8qG/59az8Ugf9wcHH4I9miC75lEKBrRYGtLzx56CHZ+OCBe1DLwqXZ7ZW+",
+	"nQHrCwbkK5YrEvtXONbb6W8ci39Cs1ui324OxW+S6BoG1E83D9Yk6h18rXzX4OCFaZqX0SjlNLgL4fHm",
+	"4fBGX4VsLCfyDn2iMzB4TbxIX8/k9OTwTLznpeK2RZTmEyWe2lUxJj/D/IPbOlCK30Bl+DyjQk2xUCJs",
+	"Ur/zPbZ4qdiaDRpx+qqQCIMXJGNzeWdM6fjoxjj0ixHYzaE1Hr5dyTIYWhJYBwXYsQQg9eTlLP3wkMpi",
+	"gobe+lDV0FdzyhHxtxIRh9XFD/hVRBx6RQSvUkSATEQELzjWjzXUq2ZWbka5oK0dJ0MRLQ5J6HFnn+yQ",
+	"9hlTMr1jCdQ42CXtQyomLE31F5PUd6gUUmAwiTt6/mnTW4grCyKpV63tubdrKyaHwrfBeCCnFW5E2vcN",
+	"eoa1RXUwd5+aZKzSy+jDdIkFJgbYWipQbkYtFF/WokVEhEQ9NagzVuI755SnzdthXf27H6+5NDWHNlZ9",
+	"N1Ncm4w7zbbkxzV8T6W3wMVAF+M7COr0G6x2jQKA4LSraxBu6jpqCP4FHPEGYXUFzRqxqMIHtMBj8YTj",
+	"okIdlkmwtwkrIri7hKUQzhd0HpHn5BVBz2rPPQ5GD/c0CE7jFly/ZNxac99cNPRgs7IJehtavsU9tKKW",
+	"V/04atnVtKKWW4uWjhd0XniDtRhc9CyoU+5SmwKvAUGPQKYpVvnjipiuA373AteKgCr9ekMTAkQmp337",
+	"I5AffxydnIzOz2Oy5czUpajxtc2riuI6hftxPE6+7Dx09T9D+0/74wX5hH+OzDf23/G4p/8aRHsPnX/v",
+	"/Hv7j3/9+Luuffbf8V/9Q7Aif5FUO/RTaod1M8dRwnNTzK8x6y0kgLgKus6ymWAICMSH2fqgPOl8lezx",
+	"jdkvOfuch3mZ/qXizt7b3d3e+xqH9gX77DehEFJ0fXtf03LhtXU5dkCOYAsh8qMPjCUnhYpXj1+2R1KU",
+	"W2QJlqSsxouHXAnh8jB1gbLR5bB+vAr7r4/CYIMN1mjcEhVuR3UrKfuMmBmc/jhhIudTrgexYqBJ0bFI",
+	"u1/2D0kxYWWkhkrEUEXMKw7Wa3Z4fMPFqUNnzhK+aXXOE3i2MAhs6nMyrxc+p/B9OjQRLPZO1U2XmxhF",
+	"Ly8OwYMCbkE0MM75JJOmLqgNQC7o68VgZ9TfHvWf9wbD7Z3dvT/GlTiPEKG9KBFZ848hsXsPfwwS0a8w",
+	"o4Zv3iN2UYtBgHMgcrn+evptsJBypn57GymggbugTXbQOhGoI+ATzJU/MppqolxlSsppLF78yqfHRD3z",
+	"VmiiUOhA3ZxQVIYrkDYsNxiBWrHsjk9Mh6S/QDC2Rvki5LpTTkbzWkBZRH8cvUkIvYNI3cg4oCweAQ84",
+	"4g6E28rExDhRMlvOqehqhRLKtHt0b9PadZWzWGdBNMvcoFaff+28Yn2KiSQytw8r50ZkuUglTTo9Eics",
+	"pzwth0mZRHGPCNugTPAjmksIkV9gvqcpwahR0saEypznKYvMl656jxvthmILi3mnDjOzHjDEJwnX26Sp",
+	"b5tENabO6u3oP9RWhS7lHKct8coCyt/zqE4sY2qsXR97VCY21eqnPGWocgNjsyfpUUycCGKY4BF3sdyh",
+	"ox/JoEKNNvbIh+oB2zdnkOA1tZWjbNQuFP6MrLMXApXvuWI9U2uUKxL//uiCbJlhurCsrS9Qi/xh64se",
+	"T6tJD3FE5prEJia1httuJYBQWCESwwbiIrMrJu345OjN8cHV5dm7q4uLd3FkCQV5rrUW1dl37IXmkN4M",
+	"gyqy09+JYGhqWqeY2SzqUjLNmJqZRDbYAl1wuw00i28ZGN/wO4YtW6QgCZtTkQTQtpzlV3HOQsAhQEzl",
+	"cqGgeSuou9/gD9Wc6kZ2a1TNwry+jLf6dNGoYnvWEcVu5obLwgKDwsucz5kL9akwAUBVzLKZOjS2kgqm",
+	"/P1pwW6gMeoy4XJL3uAHr8zwIpmGJ1b8L4E5z/lfSrNB2MEqx1zxR3zTWRo8nqyM9tAKRRUT1FGzdEjL",
+	"jD+ay1jA0Dsis0Nc1/qkxnBouE9wvsVx1iAl/0Zus7V7bSreaX72indq7RLNS8dzIKTb5BX5mSdMolnp",
+	"QOMj2pTeOOlxD16cL1IoO/ecvCLnOZ/csiwiL8gr8k5OTCOfl+QVMZZFLIiLNYlopgkmVp7mCvuJQR4O",
+	"+5x3oHLAK3LGTLuvNsTFyD9xzagmflqZ04gE9IXmLHH+bp7ocQYwziJdmeyJUk0kSq6XeS7BKZJylZNM",
+	"3uuXNCxAOCbt5hVqKJ1jfmSbFhVYhcz5hI1s0y8Xdm5stV5qnNKjaABfCrVcLGSm6X6bklsukmpV12Wa",
+	"EMyWUZrG7ruVEEVXitwbun5PYVB9VB9kmmJvMjDRaJhBncwFltb0N9Nk44teRC+jQT8aDKLBMBpsR4Od",
+	"aLD7FZa/C9QCAL1aUQtwqxW1ALFaUctiVStqWZRqRS2DT5AhggBrOZM8Ggyp7QwIB9wynar1q3AsEGPu",
+	"INuKWhokYEKsN06qCosDEBZtG6YFveYpz1eVpkgIRK7I9ZKnyd9JrH1v7NLfWdeA8uZimaabqBI1d8L3",
+	"Ui2K7tx+Qmvr4PywFT2xwfiIrG8wTtpaNLmTE3q9TGm2IuisyFZ480EyUjLL1T58oWV4qPikkTlcK0ZO",
+	"pwxa30/yFOxBypZzqTcztwon7gxai0ctqiZmmxvGjpTefifvWXYAQ8Cfb2AcAKqJiayhx4/yvuqpAoM5",
+	"S5ATWA8QFzznGMc1hK+xBK/3Nfgf5vpmGR6x4HUq8hWUwqzg2M7UcuHv/lc4s6YgCw5bdkFGoT7tXOBW",
+	"TYSInPrnzsQdS+UioJSabKurhbnC67u6QqjVIqgml2v9gTgJ7aLag0K/gLVwhdGfjxnAH6LWgmXFwp7Q",
+	"pTuXOU3XLRHcEJBMSWiawkIflRcr1KwEOG+pdnYfWCGK98GLWd1YM4QeDrZHg9HrygXlK2kFtarpwcL0",
+	"caX8djwiroZ5REq1yiPyt//8L+zw7NW0NqNCIl/RR00koUrVasHSlHATLF4pCl8qk91UEP6/i1w3JYdW",
+	"U4TqhMIaXVzhoqkm/35FbEyPAv+ylhkxHdlEiD3udbcNHGwWUNDZUDHQuKYPdlE82dhrYFPFqtlH0Joc",
+	"3fpg3OLihmAfLDSohJ0IWCsDhdlNVs6TyoX6QZV87r3NqtqEgFZfTJCKhMIog6uuHvEPigx3ujO5zFxy",
+	"OYbAhyKfm0M9QjGi0BnY4I9LMwDRg2YMaJhdTA+8/mAGKvqnZnLupy/8oMBqU+SK7JvUC3TeozMqNxK1",
+	"gm5zpjLeBjEia+w0R0W9fQOgsIXGDyHxlS/MdbjPZM4ajTiPBo/IBRPhnIeMzfEMruZcLHMWSgMAh775",
+	"GcJE90nfRLAD7IzD13DSnZ3+kzigxEgHD4ahVa3DWtODqrBVVNevUabWVLNoioUGvFAZixshs5DOcyRy",
+	"tFbjA6SN9A2FpshQOxMvA9FkKYSx2dAgaLi8MJE/641L1noYcnRihEbRPcl1hW5nbAGh60QKvUoxSZcJ",
+	"SzaYzq6sPt2Z+QVvoFXYnUXZxOA8PsO3W3ocSLzlRu6sgoiyvE65mkHjpgNoy4qHWrnFtvVSnepR8xKK",
+	"Dj8ol7ZfN2v+XY1ctu3TOh3Y36wXclJPHAVNoasmcmGM/CRjxrByvSLUl/iMbc+Efp+eG9N2IUiFrYNP",
+	"87VY2EI1OJOS6ifu1VwP+2jkB0SnN5QLrRYEPDHh8JI3ehovCsZ7OBBVAk9XwmAaECYMW8sOaU5TeVMq",
+	"MZLNe5Z190zOCWSfeF8bd271a5XTG3ZlLmP1x3sw95S+SqXKq9/RbDLjd8zzLfc4qIw9vY2U5ZvXLcnm",
+	"tgnYoduG9+Wl24T35bnewqHbgffLL2jEKr54h6v3vjko1m6VYVj6ob/yYC8FOBN7+iZOOHQQEQmdQ+Xb",
+	"0jFUfrsH+0v1ECpf2TOISOMRNOAlbqSCmHICamXS7DjK7X0jM7rAkOZ2SCrp7DvvmJD3T/AiBXIWzKII",
+	"zf1r52Yt4gS9+Zsb3zW1oTuDwraGzFYTzNnkVoWdGddUbZB0XtQLgWUlXD3pnUDaFcwb2kcw/uI71Q8J",
+	"B21EFkBhsN7JW2b8IWpNKKPaKCRLRQ1NUp4ayQihqo1ZFN/Y/OQ4KZVBBFNEtRFKc9TkBu+iAC7v2NVG",
+	"cWfBQziDAZyXDXjOVw10Dm/WNcsnIIS/lkerLmLAYapkNXtETsB2aUIWpjxlG2eR4AJssENTSsua7ZdM",
+	"60DbKlHTcxaTtg0tgs66LGfVYCStTO5D9fR4ZMJjQDsFW6rmNrQcj+iLA9g6IE03vN4n+vEDfDyYwwEy",
+	"iAXFHAChR3dgaFKbDjC6QS9br7jQLhojk07WyL5FAswjwu65JUYna2TccgZ83Znv8tA2TTUxNU46vhbO",
+	"MVNPSC+zar0d4Ik5Go1pEuEti8TqLucrMQnseiUms0wKuXSBMO2YCWjv/ApwP+6MClWmEpZL2jJz9fI6",
+	"EdhXViy3WjJLeuQtGIyxYS7NGPlA1YSmhxRtZ1Dytkfic5OMgTO6IvUYuh0fmejh4zcxRijJZT6R2BWl",
+	"lDnjmcfMZu6pIlp26uyXvNkqpytlkz1MVIXJmde6YR1N3xjtpPxtsbA15k4Lo66GkcfOIuw2nEsykVnG",
+	"UmjRDzFCVkMNKosZvX+amvSG0xshVc4nZCIXLj6vBqt9DVbo4GBNSRmd5BH0ezCVBfRBixV4PgOxaxXU",
+	"9ICzJkTtO1/8CE+q6TLYQq9L00N8cyjCK6V2mq+sX4K0/b6OrjZhJyIQW4Td13O5KLkqTPMJtP6M6p1o",
+	"4pogUNiZrcURDM3GY+6uaLuwR16zVGInwjxghcUUMhkQyEITBZqKBB/79FDPaCjvbH1PIKaxny+40VCo",
+	"7W3gQIHUuHYIG3P76nIaOH6DhFZ72z8lWFphASkqAvtFYpwGb35+NDzaq1FRA+Ujta9DJ6RXjA2dLMaU",
+	"l+17muytMWqy+v3Xnl+PnD1yfvsmcIam5gnf8+eEJzyczvc+7PI+g51bztyubBqklwEZFcmkWDMSIQHw",
+	"NK0Bu1h5EuIlTOgRF9ZVQ95LZ7u3pZKIWk6n/DM6hyt9UZ4/f/58b29vr5I09VUdIm1Igl9N85EOkQ13",
+	"wx+pYlzQ0D1CqaIBfV4R+BUonREbLRiv6eRWg0QkpG3YevzFTPugxS84RPIKCauQ9xhwa8J6XdYH/FoM",
+	"gKwjIic2ulkzjofYiyxBHBG+Pxpn0t/56LkxOhoQrMfCH8FVCPrQ28dDaE3XAEPj3d3bxzuOOPrm9PDy",
+	"5Oj9hfVCQpgauK7kDQO3A145/BnVyisIwsXCuXLOczBgQeFc044uYRm/Y0nhM7s8e1dGVS7uJJ+w7s6L",
+	"4WC7t0im36Vk7Y+eJ5XYANan1LCtwPgyFIkL9vAJmeU5ZDfrfxXEaMupmRlrN9tqwpa+lvy8RYg5oB5A",
+	"vH18cvD7o4j8fPzm6FQPXTmbzr5pueeD3M54w1WupeoittDMihUmyg3OWrDo0daWhpHqme97EznfMgej",
+	"tvyTqQQR+wfV33lRLtr74+zTx4sc//uw+PTxXH3699HW1sf/OR6rrX//l0+/G4/Pn21ayrd0oMss9c4S",
+	"4/Frp2BP0QYLL9OcL2jW7LlwTxSyFyoS/3F++t6GLVGFBFs/p8giXSoSa9jFPfIab7VyhaVz9jlXBOtY",
+	"bMWoteyT+I5mHMJNMEotRl7LYEiyYBlGm0T6/GQGaY1Qvjq5anoRAlDh7ZlMQVehuGaTgSGnto8uBtxk",
+	"VkqFemCOp9tlQ8RLLAU7ncZAxYqYF5MZA4Nr+PRM7fKMz7mgppzInC4W+iCx8Ca2OW8qN1cRtstRMWve",
+	"KuJT8MVCnsRynaNCIHqIWrCXR0tk1VbzED3+Qm0hnzaRbB9dRlmW8jJ0NygQXhFSHqIWK5jqYy9a/mtS",
+	"M8JOS0y8kXBPRoRjuPqHN28jcofx6pA7oW8j+qutWw3Ktc+lyqFXzMnr/aqOmfK5VrD1JYDAL60arWxD",
+	"lKBq4gjSNRc0W21ITYAxFhQEdvoQtUqszc9MeQxqIW5cHc8kczxhKM10jI2ndvnrB+PfeKAItkWhbW6o",
+	"GQ2MVbAEO6hL1v0ybkHZ0yv94Lg1GrcOBB23HmLSnjvyOKFCK5NY/8/5N4mgOb9j6arTIz+xlcKYVk2N",
+	"rKFmKRKWqYnMGNCajEHiCuqtxskezvDftEh94jZk91yccZggPqU4pz6dYIHOsgL8+BjmPRtkj5naRZnv",
+	"TcY4h6fN9bZJ3o+9BPH/D1ErgEqPvfqzeeVnfGON9unto0y1HtFCLWTdkRkuAFSkrm3WK18EboPj44/y",
+	"PdzryLE9kzkbl5hblRsu+ORWkbjKN2LSDhhqLLigRFDYSgNlTeIAV4mL9ZsgGTm/5oIpJ5VMMqkUVrNt",
+	"55BIhPmZmbvrHS0tGJFQYmcxqHIcf+7qce1JYPnV/+bp/5vy9P/FOFzY8hqwBZcv/8+bMLzrFWqp7RrT",
+	"I47rfSsr2yRa6BHGJf6baf3vx7TCftFhv18qjlDKVoCg4smMqBldMJKwBROJAoZkKAEQ7s2pYsnjtwlV",
+	"/IOeJMHavSEq+a2OkrIp1wn7LvbeSv3f7jBxNuQ2Wup8W0rnES+KtYfXnX8h872PA5ub8Jv8Us0ZOfFj",
+	"XiaQLDaFcCmEMJiv8m1ZJ8E0k4Ygg01vWIO12b0eMDUHSFpd23XGM2PDdMUXLIZ0nSdtayqzrstPMW3b",
+	"FIk1pYt7xF44r/1UGPlLBrrtwVcUYQt6dMJxTN7Nrm0ev697/MGg1dm35bTspaBigrEonineGOnB1irS",
+	"1d8pObfMXB7J/HNN72wwrcs1a3udE6E5SVazOejvOwFfi/5fvw/1BL/Z14I7+Q6uFm+gAPpfBEuDuboE",
+	"7LNmOagGYZEMDjX/F678q4PAr3KZoakSwlrUjC8W36LKV8rzeR7/OlOvbcCT/cC4JJVhSQEhkMRfvgwe",
+	"HuJI/zGEP/72n//lDK+VqpEHgrai1r+AObxUKnKTPUE0YVnIC26xiCuEDs0bhBL+3Cw5wmsVwfGcz5ep",
+	"VutsDn9jxOXEJvn7vQHKjxjBL9yq7/lTWvWFHYym6FqtV1+pfaAfB1X1HNUbpMmcT1cbPSpFobV6sXsh",
+	"ccb6Fr2ekSbAy7V2NZlzocqHFUrnNTgLEbtvjDx1RUBCeGIjZ8mkKPCwzour1pbDdIMEabbFQxcuUEYt",
+	"KoRcigkLJ5dxdUWTOReNv86ZPoW1fame0DxPa38TvqAiV5v1lWk+0qjYmb9Qb0vB+R4HYeM99iG5VsgP",
+	"DXdgX64A/ckDHasDeLd6PF8x0Am+3NRh7PcuwqIdCKugJqjCFILBZur7Xl0JXxto7kMKxK2Lf+9Fg+HD",
+	"v/613KZ0uDntKxZs72Rp2U2rXkf3/s5NXhuownvj9S919w/enSef+gdvmEPsLlm5Y83xrWvx+tFg8lOj",
+	"LY4wEGOxzL2q8FpWsPeLzKGLLIZNaVznKs/0vIrcZzxnXtAITLRxQMiBm6AxImTdjXvCDu9nGOlR7p8M",
+	"eq8o78lK0yZw6+s2ZgnKkzd24sjHWra80cYI0qKGDelhn7IfM9jTNlRHbn9n/TUYOfNb6vlXzUNRzL1U",
+	"xZ76j+TSNiiVtYsc6t0gp6QPPSxkFtzv1xd9qwgM/wzdktySTMa03+1crIwhzh8da4M/ROVvwf1c+9bW",
+	"WGv+5QqzW5LQE3fyll3Jaf2n1Fbxqv1i223Vflhgwa4mL0j9OL+GKz1ErbsJzZLKexvUeA8yAjvap82M",
+	"8Fb9qJvdQfcARwHU/oRBTa1zDd9gcRxIScPSG0UaezzN5DzGeguE0SzlLLNpI/qnqzmLsWFfjnnhcMUU",
+	"E3kHy+FiGgCak0wZPZNUYQwwWHUadd/Brq2r0OmR93SOUUEus0HOmZ6JgflTr8jUbbUITTKW0pVyhbCh",
+	"fReb3LLElcd1k5tHqeZ/fMpdaa4fFBY19UtVom9EmWRq75wHwxebySlHejVyGhRVXHTJ8EUlnM/GstQR",
+	"mIncFQt9BD8tlQoHxETkmiq2t1OOSlnlbF2f7q/A69Kim9JVNwl7qaM4JgnbweHwIGW+jTvrACRldk+z",
+	"5Ak9wN7aN7wz87Qxjfsb2Ozget7PJMpS6hHJfFPR+20m50+2NzRIvzBWRfo1FzuMNYUgYpoL2UuPNELj",
+	"ualrPZNC31BpiUhb5VAdhCokEBtLKLhfFj4JEBeugjrVL9h4Po/K5T5Rss2ZcDUYTa+faUXS6n21KuQb",
+	"xxzvquu4SZIZdv+oXSelOc+XWOywyDmXy+uU+eVmXvrFZrovCzGp0L5SKW42GWrwojQWfKwNtqEJq0IU",
+	"3Gb81WxIDmxBzyaSYMcGQlCM7q21cmc1l/Svq5rJe0Xai6VC+tLpBYK7N1dO6QqSmK61YMuoKaQtAsHb",
+	"ILDUcMTUXC2ZM30OZKxp6ziAZ519rD2PLff6ZDmocsBunMhtYMPjhdKzDUcbKkaLOeNG6Az1mcTav7Jc",
+	"ij3O2CJdXeUyrhzu9nCzs3Xlhddx9O1h5YhrMnCdwtLbonGdqdPl6hZL4S0cHFZPSAQ3Y5iZw7TUDv6o",
+	"gOjDEigoJHGbwvBtkMTA0JrLyDgN7SbiztfKUFiJOZdPFKIKreIfJPXihEk5wR1e5oLsvMB6bN8s35os",
+	"+n8aCReT558u49qImm9xujWQWBinNF2FSoEQ90iwzIWLS4zcRbRnfCWnEUldtXIvzU3T8pr7sqZ3rzcr",
+	"VIu1UBdzV6PwlR5U9RKPXsRf3bPwbe2aqgVpvKVExapLzc2rE356Uq+Qf7SZxMvmfsKRVLW0+pm5vmOP",
+	"9hQL9p+4anT8wK+2rUO9+sJ6ZDDUK/yjYiK5aqiB+qO8J3ObQq/KHU6oSKB9GVeO2LWvV+Cb50nHZvhZ",
+	"yrVfpmO3jC2Qwdh3F9CxrEdOJCT/UEEGZI5JTBhQdU/11cOaf4/XQ9Z025SGWov3gSLqHgFbLxBtci2q",
+	"/a7sURQr3ARP1WN0ZaOO+TXsf6gLi/88V9QUY2x0Jlbu09P9TL6k8PQWjP7bFaaAzZMCSbCUp0uI0cWW",
+	"T6Yp8pTy1Bau/AqN5AxH21wnqVfdcvVPAEGp/gcXFa7P09hE2ULRjRdhX3pwO/C0ucKbbcK8xoVfvmxr",
+	"erCdI7Y1Uvi/L4avQ+0LetPUGLVOwG65CKoSN9AOJCJzmk9mNp83zumNuuKJio0PSVnB5YLeqIhA5wz4",
+	"GxuRFdUF9XelKEtjSY9a+A5WUryykZmbVkl0o1zYUbyKhlB046n1ggxEGuCq3vI0D/Vu1wDjiUnkc8Cz",
+	"outuH37QX+4T02jF9uzKTDmfRDIsWTKFKUItUB2kS6Q4UOjWC5ipk97KqXzTWMWBf8MwDyFY234sIbWc",
+	"LhYZKKIuwC1cMz0AQ5qzGxmqc+XqEtlHIhhxgVbAcnmnhE14wtQ+wRpLJgzt5ODsp6OL4/e/j8jlxfG7",
+	"44tfI3JwefHj0fuL48ODi+PT92GbIAzStUH+H1tunFbUMgO1olZ5JEDtGVVX2EdINUQFbVKdvRTvfY9W",
+	"T6j/FK7HnlJxswy2m3gnJzRlxnqMyZWL/Or1Wbh1WKMEqhra+z/Sg8EWti33XnAIgvHxPXLG7ji7NxWW",
+	"q6XjHj9y0rZNWIAHoRfKIoBeBrZw6VRQ4+DDh7PTn4/eROTD0fs3gCJnR/9xdHgBXx1cnut/3xyfH7x+",
+	"d/SGtO1fo/IahASbJMOeUapU66DTI6ciXbmZwuXXrfLOlWk7xfJlJkzhm3wmFYuIkoRjjZr0nq6KtZMZ",
+	"y1g5DNb+FA6CL7dCCGG6976BSytqWcDoLwEyrahlAQJoD+8/JoNa+gHBsWvJvUPo8oWKCloRFVU9ce5P",
+	"awjWa3g/UDzKax0QxPsGXcBOVb0OOA8kjT+ZUv3h8vjwp6uzow/vfo3I5dm7iHz48fT90dX7y5PXR2cR",
+	"OTz98OvV4embo80IljecJlln7/TReQNqrmxHhBM0aXPrWbLx9jU2F7cAP7SHH6oeDdnbxuZob0SP/OzC",
+	"obmw7mWalUKn2yZQGvJIMKVOf1Vkzenf6vzFI8eh41JoKnx9eXFx+v7cKwbu123dBK0NlgUUK+uUqanY",
+	"WE4Ef34yxlwc/Y+LiPhFWqKiREu5eIumMJXqLYrk9NbUa+n0yMF1QxNb7OQppKjQGRj/0d4MIdTU625F",
+	"bgBYoaYnZn2AjU+8eA7fNrx7GLjg86URGbfAwIsbJD8eHbzR1+716Ztfx60q7/B/jcjb09ML+IQo1CMf",
+	"qMKWG/UmvgBNnpP2crEAwUaxzj7ZiIGV4a+n3ogS4FpbkX0DV6s/43Lr9ZJhzHXX+x0PKeVW0qsfj5fg",
+	"5ndVsuUA60IinA+QAcMw43I/rLpY5Z7c2CLipNmHgOxbauBh9+XPsg48P1tmWNUV7BqevMaCngaoiy/9",
+	"bSrShYM6PLbrLTa01UtBl/qIcj6hwa6JO6WuiZ6r3kgwcWWEXrw2K6vA++p7jzeRXaOVX0LTI0yKhW6w",
+	"DfamcBGaolNvhOVnthbiBlqgw4d7dr0oas3skpPXHVOaZmu+2NHP4Yftm4X33GAPH6z0+q0WrfnOZWea",
+	"gkmgU3AllLreQiqQClp9qqc1mbBGSNoundE2lrDtkB5rftfgcq527wrnHTYlawbeXmecCsHDhHo1oxxL",
+	"XBHxTZxF6xowvWE0SbmAUkhLxWx9O4gJJ9jGPtT5gLSfD00rKaw7aLvbb9YDodI0u/ZjsGm0Jmcyo9mK",
+	"LLBo3eXZu31sY8uxRXu9rN9Te0ZjV2ivW/S6BtGhjgXhU1OsuRz3gVL8RkDnh5yJhJp+cRuW5l4qVinM",
+	"vRTUjLhBa6455WnYR/idinVHZo4QWH7G/jRciqMskwET3M5waErYxeaGASfHJuGZygnT7+2TGP5VMZnT",
+	"hcLKOOZe2zaOmdYb6JyBcVuCq8kWiwk0lofR1tXuaEibDLDXJ3gyGzhPZNcTAqFp7mUam5oOk8ehNhOH",
+	"tkfcPfSrNjTSb8KDRf+cBd62l7PWzFfQxdM1KbStXOsjFBbPitT5cTD89M3dLKoJz41Z4Q2qxfq8wurY",
+	"4RRDM4uyjY+9k3hj2qbVD+BUsKKpmr7r81D5dfNDuRnrYy5L043n672W7tA3GGJdF+liqFWQsR8nWvSa",
+	"8iIq1kGkHf+P7vndpGsBGHciwhOU1FJbHErfWwMhVabtSyA59XDnJRaJuqqgXLD5GgtToV9m2AvATGwc",
+	"UkX3RePC6ZED4IQaUSD0aUTiHy8uPpDxst/fnqDBCf5mcY/8wvOZXOYEgmK1GPUZjN+fTftobCMgJDFB",
+	"oSNoPZ3b/sMZmy4VS9CaOJPY8Be0oTSV9wwIXtHp/RqK+8j0jiUm6F5zePOV0vQQnZeGrZopoa23c2GY",
+	"pzsRiTVHl8t8BMszzQcwnGnQJ4pNpEhUHEHdEpujZNZb+db0lrxmU6hBZOGmn7p4dw5xAmpGb5mBuP4+",
+	"QxnbfgMlQSyptwz/0X6PrjPZ5lyPfc6vMpZnq2+/IIgIVxPXqrxk09EIY0zZ5oZAj4S7UvuCvtOGMwbR",
+	"De4kNuwwyMKx70E27l/ooseepVPl/fjDly+fvV0VWlMFbYmWrWF4lkp8MKyUpukGNYNcb++H6JvCIaq0",
+	"/jEbQINg+KnYDzQqC3Dt8+W1/nhtmysawtBWjBVlXCwvN607Vdd1s+oiW+70yLEg5u6okc0Mhtvz8VOM",
+	"rH3fjO136nHX/xaKjWvxgKsJJEKg4wFfueF3TGtmpryTkAL0PjR6GRKhZbm2EdR6uKy4U6lOIeeCT2Y0",
+	"79kmOgb3NTLVflMMU8qfXsKCldrb+cH5G8gIeFKPVagwx/o+GGNuDhU+mpwVp57v9r2Yi7LN7vDsBCUP",
+	"vFWVyMzd/ldnTNcacTUEhJQX95QEateDdiLvQr525wnskdemeFiGzxqxtXzjeEhqV9ylQpeqdL09JNvb",
+	"2y+LDnr7VlhFSdhJIMhT9FFIW02fYzflP5siQjeUV8rGDPvDve5g0B0OL/r9EfzfH7+lDeA593OkqSD1",
+	"5TdGwsCr62wNCKFghGu9y7mB+Dm/ETRfZuxc0z629uh+lPcWmtw0QTKKKInV3cTIHrY7mNXkKv5doLFs",
+	"RIw46FhnjEXN8Fu3qhFRMzrc3XuFQtaMfSY/nhwcds9/PBju7mk8GrdyO0RP65LjlpHBInLLVrZNBxK9",
+	"ScZyc4t/UOTy4m33Bble5UzpDeRUJDRLHJWNyVRqaQt3cW5+JgZuiqgFm/CpMcJByBY8YF/vTeS8M3Lu",
+	"lNh83+WJg5PBS55oqcv+nlcAYr9XBUjuBhGCA1Pe6hDhSW89UEz4OM0ru1B0pUyrhfh+ptjkKjZgiwo4",
+	"mlkTNpGJCfgGLwbNcnOt3LvtHQPgzggNOd45LIVto6wFVLEKgDjl1xnNVj2LFkCbtZhYUSV81DlAwQXd",
+	"g+i10guHsrOIewob+Qab6kbEoZ4f+6TuJigJlVGkXGOu/vNGEVHnMLbd/C/e0EGPfIimmBWb/Tnyou4m",
+	"mtTV1+Vdf49Vhbyxtlu48p7rkffQlR0bh/tnGoqAAo37yogwV6ZD5gbCV93k8RC54Zrk+G9XlLnSclVy",
+	"1RSpaZVFJ0GZF/BLD0rOZMdTRpiAhzbTXvDZJj8Z3rAhlD9SbLLM+Z2zzrDPM7pU0BA6TcmuU6UhRwdU",
+	"Crdc0/8OXYsNXjPmhNYNzstIuA8YILrMWFPk+GF93UCJyou3S9+HurU59uQ2mrhG6usVyVgXYGUCn9ar",
+	"RU0Yk1KVX9kVf7PuB6OZVX77aJvUPfYFUa39WVpwpRw/3+D1qhTwELVMr+evv0obVFo2s0OF5ZBq6l33",
+	"KEhKnBEa7foGYYs7VD+R+olXEbZOBAJgLZGaErDWKLU+scUW4WE38HckmB4x2QQNags8Mu9/PTX4bZH4",
+	"m3DQw60nneqRT8E3Kv2DpB1RStVYiaPaX1nyx6ynueBPYCe/qeGlJJV8u/HFH+5bqvs0rO43T4wJrOsS",
+	"CFLISZGujH8NmjKAgKwlZSOL/90luEbpBpDSsnStXRaySukutEvU2kgHuST9iFToNpmkjGYmf+b7XJT/",
+	"b9DATRDsF57PzkHoD0h4QMdAKctkTnPWNSqftW/H+Bmcvdj1D8KZbbjyP+ZmNixeQ1BrtVbtdbosWgNQ",
+	"dN7bITP2mSZswuc0NYVXeuQMgrNt+ezrlaHodUigf4jE1VMeEbCj6AvqK/WmOrL++n4mUxa0YZhKyCFD",
+	"RtvpkR0TKf40Pd5lmz9mBUnYFFq+tG+0dA98DJPCKaRwgSeqUc234TzNxRm+J0E1578RZb2A5v5hxrEO",
+	"x/7cULS8KBzkmdPw4Q0dPN8EAbOsjbYebCp5ZlxWGIle7mrY/vHi4sM5mHfncyYSQ3/r3RzRSuZ3c4Q6",
+	"xCaL+Lfs43i5UevGBjOtfrlqHecikfeH4A0NxUK+bO6o4bVAMAw4IvcwnPGudvbLsTNckA8yy5c3S6bY",
+	"U0rZB7I/ge1tgFg21aIZnZDeLjOer5AxYei9Zs/ZwVIfaS1EUH8tM/4XICwj8hqeNb72g8PDo/Pzq4vT",
+	"n47eO4/7hbxlprGl0c2skSM2OBVjeVAtT2jkpCJREIC6Mm3isA4Lhohg1IstnLFg2ZwrTUCd23apsFTn",
+	"qmhO3iMHBB4TN5ENUIoIRpiBM87WCsn1Uk20905/AC3tDPCwtU81jHXcegDXt5UFDOgKfNZo2XrQcOZi",
+	"KiuFD1H8gJYWpkmwJsm/N+n6c8oh3MzkANf91VvQp+zgw7HdenigiFAC/fdsfCaZLFUu5yzrlkLdjOWs",
+	"R45zkrJcS3pohRqLOVgSinrkRSyBIu0F5WD2+cOZSVjDU44IKt+RpqVM/5vKGyKXeYQJU7bAN5wl5N6r",
+	"aIxlVEwpNdWJ8NJ5Tcng4G0mmo0kg5B9QYLdS0i73gkcMlGkGAs/rLXaycR/0e+wYQoqouyA1VbsOoqd",
+	"OajqPcGXEMhSTbZUTbG1enCM7IRnMfrS7/wbmfmxYe9YhOzBwNfRM+xbRj+cnl8o4yDCzoYoPffGYiyO",
+	"BVnQfIanosmNKWxt0hqKXjEgzRStEmyZCBv8XJrRnAbKGSIZi3I3GT0G1MdrOop9Mm75+RjjlhWVsBld",
+	"UVG4NsRYuFZ912zGgWzQ3GW1koM0xTKFWuLVpCVxZTAMwTEjl+49EgoA2L/8CzHx50p/fEaOwHcUb9EF",
+	"j63r35nkn0o90YGC3V9GpeDyPykp4v2xIIS6WUzHDddhl9BUyWLuQ6yF0r1YLVhgsMeopJ4rRCifPdvp",
+	"D54925BYAois1Ks0PVA8YSGHZNGxEMo3AV5iMzVlJGqEMZAEqNdFLTxheXq9bYhJdS0L9SnPaaZ34Ce+",
+	"YnXuuDMi8daM0TSf/SWOSLyVMZqs8E+5YIIueG9F52mMSEz0AtRKTIrvBWMJERLn3yeCcdPClsRFzx8r",
+	"/m998RMZr3jyEJP2hKaFF0DP4SXUljDQ1G1xisq+3pGWRjNXbjyGDNSiOD1Sc3L+5idFUkbvsErkMu8U",
+	"+wHasvUF1v+w9cXGY+uVhekQJooshRZrQMnHIHbl7oxD9g70odTT2DPGI1kABY+3EjlRBt/h7y0Tq6IF",
+	"15N3+gz0dUp4hpRE66QdJwd8yOSc5TO2VGTO8oxPFKG53RJ8Rr8jKzAvl9IIGTZ2FjipRRWkgPYnZL7X",
+	"LEFdWCOx69jNhVYRMlt9JNzCGzeGbbx75IONiVYOGMYhDms2RYsCd9T2zcU7bnp9X5696zKheW8SES8b",
+	"Dsdy5vBX/7b7+t+GQxs50R/823D4b8ND7yv9efhvu2+QJMcfx63i4XErGntRF+PWJ7zLlwKjjQqiY9uK",
+	"Zsx1MzSE8kMhrelvSpSyuKNGhDV9zd0rLvdU42ZkEkmNIFnpSVq8FO8TaqnBvYn85Dm50eKNplvbIbp1",
+	"MYNebZZgLIXFY0PDMABL5lDLA+1zpjn6wt9gG6gvJgEaL/09UDNNkiBeVEGf9lhLhj1/1SrujDSA/upB",
+	"jPyVnBa4+dex+Gu324X/9HNedKe6uuPsPiZ/dcKI/WGN4EVKclfk1bqzOWBaeKtPhYKhnmwT6Q+Ev2Jo",
+	"vZBMpsqMa6WoKy3z6SFB9qv8VkyohTBbAa5YWSF41cBQ/BR8HNerX8C/qpkg+A4SpSuI2FUz/bT5Ex6v",
+	"Bea7mUq22traStHvdnm1shKV1wohsr2mXEMXijQUuNVpHh0FToSAEz1B0PYpvme0GtXYdhE/7V1clO/s",
+	"xNZebdlgeVMl+TUiLqDSyKhREZ3jIWR1RERBPaa185VN1Q2vVTEgIjlTGsfAQuiHyDQMgKiuB8C/AvOO",
+	"hacOc6WWNhCK4v7ltKzTZiSmaRqTtpGBCqjSa3nHOk69NmNhTPdY+INAPB8GsmYrj9Des4yZENKqLg1i",
+	"1y1jCyRZqItDXHsix6K9DnuwQyFESMNrM5YmzcjcsbzhONHyRc7EZAVQ8qm6L7Rx+1xuhByN/VLZ3tZ4",
+	"3jID4jFCEuJKe0YFPhRELBoLg+5l/crda4G4570cUrYiO5fGGbIAITpjBlvRxgDnUKhqhYmxY5PHqRiL",
+	"2INE9ye2is26kMNg+lVF4L9lpuYRGKJldouthHMbuA4xwXp8fROHO5g/GAGSWOIzAjViwajX+l/ROYOx",
+	"rZQFX9i52+54IhDNIyMFUdNJdd+JBJypsYB5MqY5thFbwCYBRm18xjBzDiljueogl3bz2jozZngMCvWi",
+	"3xBKPvzy7hlbpHQF+RooD/ucm2vhSzCS34PV48LfsQFswqdTljFRQNwW1332bGc4fPasNxYHFm6AgFrX",
+	"0koRhhcVCXNavcx5mpJsKcCNcU9ttwUsK6DVziKNw0m2AnuBriAFZyxwesgQ8VbSf/nsGeFT40IozdMj",
+	"B+Y5OSU7w5cw7u7nz06y1XgBeoI+/zxbOYCOhYNGCbcAU/Q9SPmcY8guMa4/hO9u/2UEo02XSmviKKJB",
+	"//yo2kMHrQdjUWg5aK+wnXLdYbVhhUaDAUibzB09Hl0qrPBd3oE7TtuJW07HejyH9TZYlgtsicxEXiQI",
+	"FThVk/U0gfKEMXPwjIAmRtN0RQoqhaamdIVl9SzUkZ6NGoUka2EaCyPgtBHJTPW4OXQIdFtk0ymb5B2E",
+	"rhHEjOqr9UmrNFMitChAuVZTUHFLKcgfCdPisUCDG3A44HlgPnN0QfH5Qu8DuKGy969CaWYSZH87DIay",
+	"zryMqLHQGGfWCiwPytuB+KkX61VFrkuKlllA2qqnQ0B2A5IFrpDumBtc2ODb7DPQWGB1KeWiC1lfO/1h",
+	"0MDf6ZFfsGe2oTtjYbBcq+TJcsKU30gbep1Y38CUznm6irQeNsnTlXXSlQSlRWZUSmVE/bfwEvkrOTZp",
+	"VVwsljn5K7EV5tAgsoVpntAg19cCrCZw6JtmY5umktPF4lncIX/Vt5PEX4zPyQS4RJZBPsSbPKGnOYcM",
+	"9bIMbt6sj+XYb8JyylP173aUCyfCAib8lez0+5URdvo75W/0e8YHRuYuwk0/ORz6c2HGy4h8AX10RD5a",
+	"HeLTw+bbPPQ1AEDUcqkDUz6sYXKY52//+X+h4He2TPX1tRbT/B6VQxWQojOmWKbZiF6kfmHccjZRsPsu",
+	"U9a9c1ncZjqDh9ZcDyNBWolR4Sx+qnGrR2KvegPog656g7FVNFZ3QEuKsW2NxgKkPEfi8PpSMqfpVGZa",
+	"R0exoEgDB2eYRu1iAxHmUBaGX71BYMkrQ1jGognCKb9FRouUHYb2YUML/gfR/RbG7fsaEnUipLkzeqfJ",
+	"dLEcpC+5NO3QSFufC1dEQLw1zuCsEXOUaUGeQNqxVKYOfWGqBcLosrygMigWk3Pr4za9S0tphdB+vRqL",
+	"+LO3wS5OEpdLtkyk1sOg63hcd4fGSNZN6pHxRK7K2fpcjYUxB3ciNC6W/LExaWu6j92ILTu6z8DjBtWc",
+	"mFjOI1MlSw+dgpMYu8l/9leihV5oeRZvxVIw+FfIPEaCZ4kzRJS4yrvkTMsTRuinwmRN2YYyVNnnrdEH",
+	"WLfhnmOB/aa5MNKG8yNRKPWrj5ghr0brja2IWDEzwS2078YFH/Pst9YDkvGbmQ3eMCvzsd+Mb2bD/tEa",
+	"hw5K4soKmlBMZJbYcjwWt6kquEKPNNjVtIBkuPSzZ7v9/rNnY1GzfR0bCzL4bliGmI9WL+tkY58X2ALd",
+	"8sN2IYRxpUWYG5ZE5m5ghyG0/Dr3YcAE5C0MfQkFIXYFqBK2SOUKCeRS2P4LhbdPZlY++H3F5q0M/QUf",
+	"gYH/hAprTbUZGjRoMFeEianMJkBl5qNCVNDyhvFTYLVa62oaCz0kJQabnSyScM3y51zovQNAnYsx3icx",
+	"nPuJTDBgQKsmE6pYlwvFhOIYly+Wc9KOD84P44jEb470v/r2qIn+nDA1iTt6XFT1NT7te0THXXSr3pig",
+	"VUfJYksT4kKwsw8pUECgPA3aXg0cMy1nIsrH/5qxacnroLkS3NE5vXUZaAXJ4VijrisXtlYgVWNhfC1d",
+	"TUZQv0ZKeb0qcthQyUlZXmgFUqsjXEvwII9756zvBh41BmIgDVh3mXtohM/oJNf6vNrCOXIVO/TQqHSx",
+	"WrBzXKFZRDuw+N8VW5qyfDLrIF0uk3tk6wJL6mjRWkvGJNWHbqIkLHK/48bXeOQO2RGCQiUQdyyVCzYi",
+	"8ZfJMtM67NUCGOeCZeavXOY0jUAHMN8kNKcj8rHX6316iCOSZMCANMvRA1cYuSLxAim4RZEBqq3xgmUf",
+	"8BfbE3yfeBmIVblZ72A0Fn5QwaDfjyo222E/qni34SEvUGsX3qnYUgf9fqdHDsDNRBZU5bgXsNVY6ilM",
+	"pZVY7z+2cHZJEwrZecaY4WbIKDRXj2zRG1dKYpHSCRuhK9iTwzKm5DKbQNlb3yIf9NuXrZz1TUVayQPH",
+	"7KozAi/Pr7/++mv35KT75g358cfRycno/Dy2XMXyoJzPGfkLdMG5vDj0b1PJa0TiwstDBjuj/vao/zze",
+	"1/uxDR3tPXH1NlylKj0wEJc5n2TSGDMah7+ww/cGw+2d3b0/4jTl+AlrjMb9AoJZoC3oSv+kRsFSWXVf",
+	"mD/zAGfu6v/fx3oWgYX9MS5u3ZxbF/+5ryiOyF6/73L8gQ9g80zimdciombUiIhaI9fS/lJ5Yql5bp/I",
+	"O0h/1usFF6oz4O0MXxq39xnLs1UXip7EpG0tRuCNCyhGXHnmGnDdS9IOD4ZjnNoYCsXQ0oxxbSNnObTk",
+	"y2+OBYYEjh11rDwFo/3oGVVHWGIPiuqZmnpYOC8q6CDWyesRW3DNOB0uz94pknCbZueKoC1FClEeBIVs",
+	"Vz0N5jaBGUTxv2DkkJpRLZk6Kc0WQFmhfQc6PkGMIE1GvvmyKBMAi61aLiHSoGz39uSu3PYSm3fM7sgi",
+	"XYLtbw7HPQO1yRUbte4Esk1OXmv2ndLshqF5A+I9DNnaGWwH57Og1KwkMnvSH4z4jroXKg09cpBlKEgm",
+	"psWbwioETAEK2n3v7ZCU3bEUn5zJNNH0uN/v28AgDfg0jfAAMGoyww8AxgrrQHbge82hxqSZ7EU0eDnE",
+	"2GkbmYBhHFPiNI7i6WHU33nRI9CCiooVQgRmdpZqzzwdWZtewcYiWKKexTjw/QMGG9ECzWciwRg08HF1",
+	"XCQqWmsw4NuqG+8v3/nlJLT8q5g1iVp0rekUoSPyNXhA6kMpDEP3CougrQ9FEFNGCCO49PcYrKNVNH00",
+	"S2gCVDT+dpSLC42DN5m5T+29HRhie+izin2QS4FIQag63HffKP6y6lF/iOuUZkQG0LhNH5ieywHBUlsb",
+	"gm4VaZePWg1jy6VlndcY9qxI26X2r09O14JztdZBVCt0UHxlE9j3nXC17zjQfhGIMxaxKY0Qk9+RGfvc",
+	"9jIG2jZ7oTIx+R0Zt3rjFvkdyeg9XKBOp2PqwtnQE2NJt7nxY+GIJihrUEGjGpLUG4tW1Er5hAnFvJjT",
+	"D5lcZJzlWH8UUlFcAPgNz2fLaxf5PVc3W0YE3bpO5fXWnHKx9e748Oj9+RF2rsjTNXGsBx+OW1FLc3QM",
+	"XR30+r0+RGl7HkfTyCvkxy0SV4LCUg8bOYU8sVBmExyxm7+5NAlarUvPB+wlivhuYDl9wsB3nN23Ri0t",
+	"vTdJfVVvNzZR9kRBHDkUTGBH9mSJH1RRNBBbP1fCNjQaUJ41hWyYzq0QsxuOrVX7qCKUrfXVyczyzhhN",
+	"GoaJjN8vEJmyX45MMWPXwjZMncWbWtSG6dgUEVObk4GHI5dZRHLoszNN6Q0WrK1Hj1igln7puXxmGwWi",
+	"4WicxZNQbcYpZKqJLniVZDPKVIJcbL/yQKBx6Wkt7rRGLRBK/YhoqKxh7Qu2bk/Yaw/ovibaGI3WNhpE",
+	"T9g0XhUXNw557kEygtGTW6PWdq/f28Y+3TOgDmCL1jq0nr7r5UsspMrDVR8Lhwx4h/KZi6++5UKrDfXQ",
+	"cNwcyWeZXN7MGqPKNe8IRof7bzbGM6Oz2bqr4lqUXwTRtrGTQrb0NF1QTtEahuWfwdkLRofUFMyHKnZG",
+	"DLBF9H1hdSkSmq32ba9Z0GNRH26KVdwn8Z1p8XCFgpczTsGYWscx/nwu0HK5T2IwEF1VXxwL86YTqkCS",
+	"xO6rICaiCLpvBC60fUIFLM866oUXmuqGnV451ACkEy2po+xUDTPAn1EQtzXSBtukTQVZF9k0w3J/O4Nt",
+	"tO8/e/YWG+FogUdjDcuubtnKFcoV1Sb0Aq2m1TqqbT8YhcR6iMj5xeFjU5IAqGFrinCjDYtO8tK6Mjbh",
+	"C8AQXOH+WKBrAggu+mVvXCf1doxPdTGVMjYrQw+qGaGzrwHjtV3F19VyOuWfwV3uFmLbLMal2md63+4C",
+	"Ic8DaRPEO0zB14/496xHYiYgXy4eC/9xTA2uDrhmnIOcpExrryDYTk0Tk4jE+orFeBPDHZ68Lew3dYEC",
+	"23is/9KnNRbuuFw4uCOM+pbb0+tg2MeEKRdJjAZZVYRGoMIJonVpR4icaO1u+yjc6T17NhaDHsFG+Rgh",
+	"Za3ZmtS71DrsSGdxF05sv7DD4/GiKZUKIZdQOg2CP4vRtFhfKtaXzLngKgejcI+81tQY89tLurhpmKXV",
+	"DOdfKNtBnj3b6fefPbNRAjhP0ahA5TKzMXVGg7r0AnhJey+yBec02qd0cqv3iXuqBKyPxbBXmENcnt80",
+	"Y+ZINGPnKRtVD8UF/wx3ujO5zGxqoKZ/Cyb2kbTdc4XLtyE88RdcccAb3S6SBzvVKCbb/O6ap1CL4qBg",
+	"1R6+wEzciAUTqlC5dok0sG4Kjb0hXKQiSPXGYrtHLiSZcpGARHg/Y4Y+s8r2QmlQJFxHHRblrs7pggmW",
+	"YFZmvA/KflzUgY9Nvok137qoDdAgemOxU9q65T5OJ6fGV3nN0DnqzL7udlV6XqCPQUO3h+usccKpfsBr",
+	"dXTnuiHZpkcRib98GcIff/vP/+pswiQJwXHRy1Iestw0SWuE+u99TaoVnhvEloF7R4suWg+egI0L2KXV",
+	"E4XBBheev9srGeqwEL4DJdZrnPltjzR8Sr2KZFa0KuKKgKOj0FmN0o6bA6d0rWUAaZsyyLWM3v0qMcRl",
+	"/aB84XSGFwFvIORFIcGyJVfxbPXjNmmu8Ov61wUECsCGBbYDMulgFkchPdLQNZwFSzCX+gWBrVWR9qbm",
+	"zo4p/5lP/FhG22EKpnEUg+z2X/Yq8LN5Ol6VfmOnMmUczCYc74/wwiPjt+cG85ipqYEkyeUN3nO8wLVj",
+	"2y+DGUMQE6bVwqQwFF+evdOX8/LsneGDhIABp5EXol5iZX19bNC0mhphXh93byz2euR8JSazTAq5dE7k",
+	"thUNXqEM24nIsN8fkfjLuVEGT2wUyRtweH2xnYGP30Qko/cPD1q+KL7ES8krTaHaMnMZsZ2CbiQRmqJz",
+	"LRJlGQPESqGYa4b9kdU+ifXEvYzew4klnN4IqXI+waPWcKdIZl1ynHVH9vRebJtty3XMLSuiKDFnyTUU",
+	"KMrfgy5J8frb5ZD2kbjjNKHkb//H/0mORJ6xmyWDD+94QkEafUvTGe2Y8FazHavqAP9Y5mgLdGU2YYpf",
+	"ao3J5tCI/I6BWVyUSO41JOe4Y7yniqRS5aRd1DvXF41D3V4yWeZdOZ3CNJ5ipgVZY3jCqB3AQQXpYcAv",
+	"hf4Ge31wG4dYSBdI84f9fuTSsUh87nPlWE8Rn9jwFUVXtqWvXOaas2DOkK3BnJQQCTnOqLRtldOVwhuB",
+	"wk9ki8pjEaBynKU5NK3e5dB2L++RN9KWimfw1H4tmBecwriZWni5DTAGEmqqmY/F8x75g6m+W71VmCzp",
+	"LpUTUjTH1kcx5dncIifVsiGo33Ryq4UsAc7/CYPAIofuqBH7qrZLhK44tvN7iW4cZQRdjAXVWtgJRitp",
+	"dC2iz1BdjIoYZH3wYBZ3icHt3GjjPygXslGKzRgFNRinviBltPJ31KQKGG0VH+d5kbwIYU5cQFxXJaao",
+	"bcVjdHsVgVAdP2LmZTVixp56JSfoXmYJQL09bn2wu/e0mHErImMwJLHM1rYp/2a6RId/vCjS9LXWFIJC",
+	"/aWmp5AIWgIHO3IH5qk749b+WBwVavu4VT2okqZZHseN0fFyn4uHsYUNvI4hYWNhPYbFGPrAIpOVkM+s",
+	"GgNaX+00MarxIFVSM/GRoxJF7+WM0LEot2IuRYBFxbMQMWmtazUGULLeOXcNOEJt3P5YGAnaD9orWTIw",
+	"KLMcrl+7oWUHtg3/LKL/0b7kB/hrYVJm/IZrkdl21heyKC9hWnJF5DqVgP1ucIibBxkXd2GCjzoQrcgF",
+	"iU2EcdxzzqiAzxzgsYHXnrRrXvuxCLntOzBdf2ino36EOdj5ig6dKRXkz0uJJQdcbVX00zg/2LG16J64",
+	"ZkSFw7Kx6l/xyJZH5X9iq9bDJywNw1T+WiYrW4fEtOOoGiC91n2lFpF+J3Fl22q16gpyoThoYBQaDPiO",
+	"PcRseR2IPVNVa9Ta3R0MXj5//vz53t7eHtQNBdbTGqFi3ApKv1CO6U7yCevuvBgOtnuLZNqqPFv2dOk3",
+	"y6WOzABqyx/BXvbWqOWRnpABHAogbw+iVnGN7G70//r9/gA2XdL5oH+z0ND4F5gVW3sWQMeequsAXlgk",
+	"uHASY9n2sDmsG3e7dk/Y+rX1q54Rw2tnVBE144sFS9C4X7B3MECVN3UZNLObzjzSmidDu7CE3tbyLO9u",
+	"MOxv7233h7vDnb3BcHfnRWWL67b34sWLFxowxfZOGFKfOfo0JNkmi3kPC/wgY36sIp53qW3fSv1ywNZf",
+	"aqAZ2q65C+tPE3tgttrYa5J8ePOWmJvf+RZA/AhRFoqs9HmbS9NrfQ0UTuzOC3CU6liZtggZUwspFBKk",
+	"Yb//VBKGsrmpVlBGPU+FjEps9IeaLuLj3xtzRoV43xq1NAhOXM2xU6MRGEY/alCFnJjjqQVRkzq0D6mD",
+	"NpPEUwmwWD1UCgPMeCgVuiu2a8T6ti/Od/yNFTXTzE5sH46pyau1XfPUSkwaQVlMAKvpPAq6ezrnSe/H",
+	"1zfv319cfj65uN1+/5fJ9vs//Tp8P7s8PHh99OvRn/4w+MNfLodnbyY7p5dvD//QP3t79qeDzwcHr161",
+	"olZG773lI5vU9PhbR9bMc27DGq4w+0vfgfsZzZW+Mg+lQ7dAU9iwyZ4J4PFX0gmocAgvV/oAGMSxZSvL",
+	"dg8U+UL2ET24fVcfmdZpG2wJxFg5tKyJdoUV82wLHVvdsqQc2vCukvqoJ0XciztAKnaecovLiHmxzg1R",
+	"JBCiJlM0rC45ITanVvZsAyeArhTPp6Ynct6GUWgZIe+K9fh986ZQka77Q6iyXg8TEUH27CEMmrbvSO5W",
+	"tW80vDesHJ7mDFsg95ZbPxdERAu9coo8A+TgkgRMLhc3GU2Y93susQiBITqu0h4NdfGsnc2HQtT2ZvFd",
+	"7+jFxPJyGpr/cX763kBl+3GovJXZNU8SJvCNl09kSVx8MOF2FRpK54xUrDTGLuWF6IUJ9kG5NACYdKpD",
+	"OSvXNdNcxFhjWLJvbEZg3Ou1irqTjpvcV+plFmuu+LmwBGbTEv9EBUsp0Tid64OdM5FL/RECjDOqCFP5",
+	"//N/kymbzGhCe+RI3HFGlvNCsdCaDuFCy4uZ56kKrHrjS14qBhrApg38gGsdfwiTkXPcaX5e9tztFyUk",
+	"rD9CqJzRpEdOs2qZN2cQqxv0mg7YMyJpEQKb2Xlvd0Y+BmC6I9ST9cQQvB2DDW7HBwyNvJDyHc1uoOL1",
+	"znD4+HtlzfWMLZUhOMOXj798IeUJFStbkU+/t4tc5pFJTdob9kOGt556nY356IOTqP37YU2TYFIK34uQ",
+	"QQ4kC8uJz9B+WB7YfFnl2v4UxiSC20lYazTYHvSHe1qkxlY6wE0LFmYCXarWmFYR6Gkp+lIYOQD65vh1",
+	"vWFIJ0JYy6cn3mI9c/Y5f8tTdpqFLQvvpdVVwiArGRzJY/bGp2hpZocGHerEwDM1lxpeR2jMveMyNamd",
+	"RvTfWopaKFxUNc+BTSuyHN5Y3xrMbDKrVtjwHVNl45pvGOugLu6xG0tzfFhWS6zqw6c3YKk4seI1NMIq",
+	"Cl0UnbCKsN7WqBKmCLWZfaOoFRyqaPDks9Uj15KiW6Pd/ku93WC7Tj33TajU/Act6UMGqK3JVA6rrYTt",
+	"Yu5kpZ1dD7JPoI5dQ8mr3ljE2K47JorRbDIzDm7w21pxD/zfcb3ZQ6xp9TIT9a4kJuPS0O6xMFGosIui",
+	"9GlEuJikywSdV1L5cRIuwAxWFzJNvuMqL3eIVHUTZRmokKCB+7R+9+pGNfvW0mMLUjVsE6FRC9dREv78",
+	"ouO7u4F69KH64W9hnMY2m8PdXb/N5kNUq32Nys0rdE6YjhlVbDCBk/Yp1yxDCozbDW2waItUE2+9tl9f",
+	"0xljXQtUYzm4g9QnD0m4ehxJKijSsK862pYPcW1z9c0axYeb0Ne2LbOcTGS6nIumtYLR8vWqtEDXJQjb",
+	"Xtmug/Ch3ODKHWBT+6lqN6tPG+LsKS7LbdNEKfIkMh1sl1kaWVy0ofx6RhvOj3+XJ9cAesSBcGqT0U1n",
+	"owM12eS1D5j6a14a9PsbvQQCwadvMfLBk16eM+AUWlE/NvTKEcs0LXcu3C43KvSqn5L+S2wyG+hCNmq9",
+	"sXc82APQ6N21HmjWfmt716xvwzzJ5j0bR967l0IjUKWh37CP7fSGg0D7vJaf1bs92tnFzdQa4xXP9cmg",
+	"PxoMRoNhcUnqrZDr/XBMU06/T13D5GVnzCN9JzR+uFR1OF6byd4aDfr9qAXp7K3RYHONr6G7Vkj5g3j3",
+	"G7h6lbyNb7KhPNnKsIkGZfb1s5OG3gIG/mZK1EartVWurMjti6jNOVOeXFpu0FqSQcO5WA0S485wqJWu",
+	"YFLJmQkdVAQykp9YX3+dRGhKlmJMC8aGxlA6ykq4ja3K4XkIoKw8LuqRlMEmMOQAE0YxizeVcnFNJ7cR",
+	"WWT8TmspY0FIysVtN5UTmkbk8PfvDy5MWmpOoXh+BnXx/JwM09XUFGcQN7hMW9Jbr9TW/NgPd8V3aZ1+",
+	"Plyo0O24Zd9/BRnLaQrxHO+hEO2GPfXRFFKkUlQUha5LzOviQiC+NF5wcRO7WC1vuR3Xl6nI0KQr1cNw",
+	"OCyRS13t1etlTp49E1KwZ8+MrjF3XfyjUCGAobW5l5r6k/a41CQfpWs/u6EO0nGrY41MkIc7rZaszSXW",
+	"kgGbla3OeA/1/NQyW2RcQf68Hv1+JsmcKy3VJKZIDJ56gPs2oECEvXllZiKzERNcFiM5hiC3POOT3EQI",
+	"mQwAe2KlvLt27Bjqs7hjY2BNGpEddD+cs9eONcN9FkeuIDud5D0+X8gs17xpkbKcJXHHVWLCwEgLrgoQ",
+	"oQqiTVO2IcVzW6mpEGKxnUNY5Sft5lSf/Wqc0A8KS4S6ECNeZGnvDId6nhIKBY+oPa7J2y9fvizuEfvM",
+	"FWCQPstg9pRf7b94T9EVlhWe0cWCCZPErdXCxJAzIyKVsSRy9WOgySY8WJU+8I1nz9xSnj2L3AAj2w3f",
+	"jBOFYuRq+d8d0/oi2L8t3Hst1Fs+2EkesavWST7eJ8o0QjfRfq6inCEDpRbfpjGebd4H10RDlmaq6N9n",
+	"IrpdYc8ReoYwfrSooQMJgYZ3fa88dtI2/c8B/LgXIGKaGsYubn1e2NRyKUkqNcHRPAGYW/kBF98ZMk5g",
+	"tnjZPPGbBVA1tur8OBh+8pQBNJ5tpgvUfjOuZvd9KXPHOGM+rRHinyaIf4N8bborbxTiMXgakG3IzBpg",
+	"b6LreUWPQroeKo3/0FOraHnrlDxcXU2nw6+/owpXAOipmFMYNn4JyPPWfFG0gRy1Xk6Hkx32nA6uXyTb",
+	"073+ZJcO2cvr58nOdNB/sU33JkO2e/0yeT7doYPJNntxvZcMp336cvL/sveuyW0c2f7gVnLwRQBvEQJA",
+	"UKTAcMzQetjqlkiZpGx3Gw5WApUgyixkoSsLpNCyIv6fZgETs4F/3IjZSO/krmQizzmZlfUCAZCU7W47",
+	"4t4WAVRWPk+e5+93IPZHe92Gw8xIG23r7euQq1YYiecVI6nlVJXx7Ze2HdexxvJi700Wov6PNT5frEL9",
+	"r7U/74yL1IGdrLBK6+IYJfOkNrBhoXSMEVI4fVxixCOU1lbzMrBI+8N2wfZBlXqAxV9DqZYynYo0HCPm",
+	"FsS4iXc3q/kqDuLppzD4/DQVar3IyVC+4uMpQl5Sr2zxG45wzFMexVdAhfIxRVUNsfj1LX+V8PnUaNjw",
+	"wBPlDtHCRBq0nayK2nOKUSA7dZrBLWoFMtclo6iFBpPTlGJhIopFpxuJCNMECNEW+n5k6CS0jFdZDnl6",
+	"GxM1QV1s5tjsiDzl9X09rNahWkhDswlHhv4Aiq64xQRo0veXCIJ4GQbsK9ZrWSiVxmDFzVn25h/nEpz0",
+	"Yo+WkAmVpkIGHLg6pjwdxakHlAUTPbeUYKWXsqlNmnKXHLyJO/oGN3dVv6S4zePPhMrcBJUN5q98uvyq",
+	"Gi42SnA24DRJEy7VRCQJmpbuRNz9UtPQWm9FpYQ1E6Hi6AbfPuZyLKLI0AmvHiFl11S8ymKkNAPBo1bN",
+	"xOW84PXzpY8WoZLEtxKTGLEOGjwcOTwWgtOpfAMpQKs7PIuhKj22NrhK9R6paxO+vSRa/9UtZ2yFt7Gs",
+	"bfAWONXXaiaKVVrbDuQ339UQT8ZTfSprWzE/qNtPIA/Qj8ImoQzVtDD/Na6WmlUGgFyVmmqpKoraylXG",
+	"ZPd29qs2NJKty8/bqo1W9KLMrU/ePS87OL94NOEPGw2o8A4/UiygTusChQVVLMSaKwcLSDIU8jOccmyV",
+	"xnNAsozlWLDmHNNcIQvPcNMESTyfI+I9aUVDWcs81gbCCKsn5JS7vNsOsg6BHzsnushCrlIrEEmv5FW5",
+	"n0JxhzmIwwq2NuHO8akV+ds5my2BFQv+jOl9gVP80jDkbWRWrT7KdBJXB/Y28gLS29/ghTBfVNhUiDuY",
+	"hSMMQBkis4GZYCDLiLkF+BpQeTky/k9M2K0O8RFnNrhB6XcEOlsO8MHZh7hSZdaYGkCExS9EVlptwLSG",
+	"2nDjfKdKjkTs4gcK+NBUOedpwPyci4qAsQB/LmYdxEAoONL8oRxHgiciWGntESPjtmJtKNeQa4jzWSHX",
+	"tnT2FnyDmzjInt707uVdxaE8eAHdnd7VB8ukuYd3dY38mD9Gesx2vlXaOnfcp8aeeUCX6J36be7Nf16t",
+	"X+Bq/WD4ix/waiWY3W315KcZTUetc/KlBSlCoG0LspCnWZXiFlxiYaJSRCMXMkVqXPNkmxFWN+tCKd0M",
+	"8uxTcTSUHPhmeh8/2rpEx+vDWf/jR/TAkWez3znUV0q/9xx4qzIgIkL9yhg7IVIbECmVGEoJoHLYDY8h",
+	"v+f+wHzCepQrmDXgsT3zGUFReKxPn+zTJ8pj++ZH+0NJH7YhNp0u1OXYkAd1stuSZGTCrojVjAp5AOjJ",
+	"WBnADnvAAr4kNyPJh8ki0pdowPY6zpeY0biGn3aText9oOvbI+UU9CyMfVcu+imAy+S2Wagczzi4CmwB",
+	"46prpzKb+wYDe5XZ6piquE7mL/gPapPVu53OJsnq2XracR8VU9XpPqzNUoc2RLBVnvq5eXZFpvpGqcX7",
+	"v4/MYprMxqB3Vzy5C/FkUze9xo9Qk2p0RoeTvXFP7O4HXb7bnxyMdp+Pn4ndHu8Hh6I72Rvtw0MLPBuX",
+	"M9UYdA/7XgNSe6xOdaebHZWjg4PDrtfQwusSagGd+LEjYxqDnt7G2YYgNcKZj+568fXcfOB7HmD4nY7u",
+	"Hk1AIw1nIl6kg1Xiu7HRFHVKU1SzlLk5y88Y1qeuSGrez3Kae5tqaOYuXSefGZm5XL4p94r9U2P7Ahob",
+	"cCMU1+Hxcpu3doGsq+M9/eQc4s9PLQ8+wPVv+3Zv3R+bzW+8NpWp3Ds7FjXOKgCUKdze2UHsQzecDNEF",
+	"Clg4pBxNK8E8vMz0RhwAQHI8GUpz13o2L9rQoZNWBk+Rj7dGU7rlyjpebBar+4uhBIzIQRaXRoJ8GZQ5",
+	"b4gE3KYgYojeGKmsaaiFiOEEPU+lLMuWl2lPYFwbrNcuwlWyJrqwA2Tn5XKJs9giBn5xa2dwN4qvhnol",
+	"9b5pI7kN4ZUM3MRniyv5j4VYACO8jwAjoO92W45X/Qrp6jNwUgS/nPN0yriiODyuatNyTgEwaBReTSkt",
+	"9Pz87DW7WvAkaEGerkwdTXkC1bf2hXugGw+lra9fsluRiAwlhbkqtPMrA8lBAJRaGx/r3qg0TviVOIK0",
+	"C9MGJmzLOAqMDrhHDVJir28tqIwM1mc8Sqd2JqL4ysBaT+NbIJvUYzm4I7ywsR/OWxFcAF0/zPa0PUMh",
+	"hVGr3YxuNAQoRq1nEkah76qWZzs3lHZ1yJSjwjk86E67T1TpWIfa0IoTbAwRjXHScMcNpY3UgLsxC9kE",
+	"rSpL5czslEpzZfkwqakPE4WxO8iA9+jT3MhwpLr39BxdCJXWe4wq3/5nltwfQYM5R+h1R4Ohi8Bm4rdq",
+	"9Rn7kyxVbvP0ufs6qBIxju+rodxT2cAZc6+nCgcY4afaad7ZwUtkZ0drG1D1AfeLr0I5Fv4AsFuAndO4",
+	"nqDsS4s1U8tNJ5o1eRSx/exmx4Y9QqWVsdwFewdELt3KULYBxIL9jx/dBKp+5/Bpv/ccH7bKTyBUGkpk",
+	"14CvdC+0eoNifSgXEtO5BNKJr9SFcnULKJ/rxDLcHTJOh5Ju3CXqNsjxLiYp41EsBV0rsBGg5P02HBOO",
+	"mbK4PfBhm0H6Ia6SSUJDXWcoM81gcKc6tkIZc3Qs1K3g19nFpjUnZhUnqw0prRJM41s203ct6CEkTpvk",
+	"FZSxFK02e+3WJWe6zV5nKAOoVnvIwJy3KiwHO8FVCMpXO5Urvf9w4dvyoAFDJPLqOxdWcX0H4RcsB4GT",
+	"mXMZXEBEbNDp/H3j+B8N9FGCfg5yBu4VR1GrUxB6j6ohrO7Hn6rCH0FVgNsud9lNcqu6ZHBAGEfG8j+O",
+	"BgH8oLumcOUx9IhvhNRCDnIx9M1hSv8ya92iAoXpEaFCiZswXijzm9DSDGd5Z47ZM5QZ4guloXlwN1C6",
+	"sUU50q/X+h5cTTLWf7TWvjKG8nFy1M5gCfJCn+p1HjUBYqPyskdKgPjtysuKvu/OoPO7yImoSYjAc4Cn",
+	"NVdp1h8diG7wnD8b7006h719cTjq8n5wMO5M9p4/64l9fhh0R/3xwaQj9viz4PmoN96fHAr40agz/nKV",
+	"Zif67MO3R79xTdl/prveYYLOSeDfKLkiFeqRLhxjmbKspotKv8h/ijgNPnLTIn1rpY/6CaQneuYaoZtK",
+	"22ZDmfcRHzFe5wOGTb7CEfyVQ7qa3WlDRKYOWm32Arik0f+uVUwDROeGXTa3e4Zye0+oa/dU3WhaHX6M",
+	"SvaHMQt072gnkAHwpVyF7/XK46v+1Pr/MA5CKmfUEuQBK2c3Ep8pn893gVVrN5a7hvSilkYcJAaUb44W",
+	"0bWXCyvlSoxiJSQbLZHrN06QyBniSxn+To4wOATybOBmR4okJLpHympMkYniqytgqcTABogOoC6LJ4x4",
+	"mZUPeL1cMj4GtLkibC9QAA+lqV71MlL0562220ocBYp1IU2t0zF+JY8h7zPq/dBgokVwIJByYCh9nggk",
+	"JFEO9r9wcsssmTRmwPsgFpXPUhFhUaulkcVf4vdETjuUN6EKR5Ewl4pTscVOpb0ashzAUM4XKf4NnOT4",
+	"tyFddZmwzVQN5bVYGl+rnbYwhXporLPNmCzphlE4l+2rtoObOotHwLsZynSKE4deTq03k8ljRx8qzHxq",
+	"s5M4ZbaCm8V4I5Xo8atwTnDzwhY9lS8sf8vWjqlsKS04ISS8eA3aJvq0Fglm4O8O/df4eW0x7/b+sahf",
+	"cjXLOPNGqFSz5eA4S1989rLHaWLgeQLWyD1kpyKjDQFnH+0cZRivt7YW8hNXd0Hqs0FKjj4V+PIvfFU+",
+	"4o3zwoqBldgNIFKNiDELgJw7lQDndCNlrVfq79m3K7NtCtjTePNgeetuFJLKXn3r4K8IA86KvqJox4rX",
+	"zW+hocyuIRfawLkcDloIUOC0XrqVvBIpsYzTcGIF7FACBJ1hr+XjFHtoiItENMkC9pZkhgHnHhCbrpB5",
+	"2N7bUKX3EXgg3TY9eOciEuM0Th5XWtXIJ/SpHEvOzuPFP7n+COYcPwRBZZ7sdZ/rp/b39/ezJ79OFjJm",
+	"b8MZL8knWiN1b8GUrU29eLI73ILc2Wv9P0xGQTmzc0ZU8Vh/GbmE6DP1Egm+V3l506wRHnugWUJdI2h8",
+	"IIQQHNSInZwiNp/GUksLVK1KqqZVQsH+b7pfsf/S7XLzb2wB2FypMR4lggdLRrl3bujRDsPkT4EMuyDf",
+	"tvO9Qbkxcm/A5jxMTAR9KHOgNjCb/0hARV4hvwzYz28Xhaym9yMxcc6hkEXwWWPj4w9De3yN7tM6+eWk",
+	"vlaPFRfUanTloa/hkc65mF84V3EGZHYfWbpSgBbe9W/pB6ljA/rtVUsDC1aBOLJKYt/t3nCk+IxLJF9Z",
+	"W45nYBTVchzL7tV2eiO7U23cb7WHcmfnTZKIG5GA4b6zM2CchOduKJkSMFLdHElUbTw37T0AyUCKoHrl",
+	"NcSFb8KxQL50jFt5hjVkKLNhPFE5vCJFENXIM8OaJnIZJoYTD9h/W5hXikATxh+M4F4Jl4rTFWF8NJma",
+	"Ui/cXxoYgn8jvbRSyD0+PEf5Zf9p6qHFybinQri5KAFP0B2GKtBfqvtZp058ZAtD9XArQ9XVPmGc6ANM",
+	"Y60oMq4s5DcS4WPyWZGBmfydWC+LmYdHzDesnfTtTHCJmutQ5pg6FZR26udQmvmhuoQflD2joSqoo7Fc",
+	"pVzCovwbm8Zmhs0FaiYu79qrJP42OQkLlcYzrfPvsu/fvEc9PA3H4ZzLVJlUiP4hVDTatxmXqH2d6wrM",
+	"a5e73WfP6b9GtWZZ9cJnRZOcnLH3VCLtfqjXJukc/2mMG2P8yk7IFzfFo/gqXqxyDmoVqCBzjVK1rUcw",
+	"r9lVhouelQVtIsZxEjCV8qUinFgfhS4xUB9ZSxnT/e6wl9nb+OoK8reRhi57k4vJYMV6znCvF4dvcT4f",
+	"2FT+/WtnmXb9mPhptPFQL/+PExfxVX6f4mR/Ce0Mj0y9lDhPeZIqOH/6ROV6SYjOaG65SaPc/v67M/Sp",
+	"NTl7f/INlngA1c+Hs7eIgDyUeg/f8EjI1D42dpnKZzHwfkClo/g4DxNR6zHslYULsBBq6TWURfE1yNPa",
+	"0K2V3sauJGszP1bkgBwl8a0SCTohMWGOYio4BwslkqHkDv0mtZmzQD0IXNCxYz4SRptXvJgm8YwInM7H",
+	"HO1IO4txwtLlHGMh7ly1TLwX+zESkzgRzMfZUpc89Y9svShPPcbVNXSCDyUl4LbZsboGauEYmbADUboF",
+	"jPQ0ztBNJeh3uNfuIUFpAaBJPU+Zay5WjUGDpnJjoYod+yK+Rjhsjd7rg7/uPv/ux3cAEGMWqewb7K/h",
+	"fjQnGN4xCGf8Sjydy6ujEVfiWd8Lv//69Oy289dvruLj4+Pjk/MP01cfrvQ/X+n/9/WL47/p/528Hp//",
+	"Rf/j5Yfo1Xffn/V7s5Pr/3r3/LuXt8cvp1ffHP/wy9lzfguP/OXsw/6r5PovV1dXX32Vd12anXpFGeb3",
+	"9lyapalN4HIlhn3rf9oFYhL6y5L3C10jKpwtIm2OYiapjQFunE16bhrKersys/Q4CJRNEyJhzJGIjo3i",
+	"+LpsizxRWXIOkXgVGQVKIfZWm4gCKBwE9wNy+AElL+XwQteRFAxj0AsZ6Y74sbykZkmj9ZiKqzTYYkYZ",
+	"m4QygCA2A7ApVI5fnJ6cvHpxcXp2+fLszfevzr6y0+8TEBn5KLqVRW12js+FCF5k4dp7EBOZ5X6QiLOb",
+	"/WKfPImdBItsPi0AzvrKqLPDoNdfJGtoy1nJGfLdLLbLg+ABUn/WibBfuCFleO0fRLiu0b+TOH2jV0pr",
+	"kSYe9GAy2e6zgZ62bA6NkCpnC1kr3DxZW5W2juTOWrGPbSfMTSrfFxHlTYBEmUd8LJSHARTQ1VuMU15n",
+	"bSJnJtgdz6xVCSwTC+Wq7mIygK8V3hk6X4k9sg0+1JnQvyJxzWb8GqJd2AU3wVPr6KDqjxbWtRBK1uRD",
+	"iT9WQgKfRphm1ImdTqvs4kXZbtyC1W+G1IWy/3cozVua/U5Hm1m3Iopaj3ZpgJ/vXimid/heN3awbir8",
+	"YQRfQuO/a6R2q1VklGZu4AO6D7vbOJ+dKwSGfc/boziHq24O2LV/XhjbXBh1wkYJ8Qe4NEI5ihcyePxb",
+	"4x3IRzc51J8k8cxnTX1OAkoga7HbJEwrLg2PxYnxOcN8Q6TOo5+H5PTAbYzUqVQVaqDXAPyKw/9HPmOb",
+	"4m+sgEGud8arleNE4okw6TdwFaFbxiEeriJ48olCzCWxwoyEpl9ipfJZr0UwbLXVv3BhzhejCFCs2uwY",
+	"UhvgFgWG6VBGoYSwJvoWCrAdpVS3ocw8RLFbmhEqQyj8KDfUG9p797if9CKup6+n4mPaGDS+DT0gSFpi",
+	"iYi2CaHehS//z8bmkpVG8EU8UlMO0emK0WoZomUkIqjuHXeq/9N3koll22Cm2YDpci7g+W7uHqJQQAZL",
+	"d//byM7ZHbBgljjbnOQ/r6eNrycrzbTaqbVTI4NK8vUPcFWZ3K5aRHltICsoAlMWGCoQSU76qqIIVBiz",
+	"cNAjS+4hj1GoIBHjcB7qVdGKvEDqfhnfsqYItBSBoywCjyXiJr4Gj5NQbBJxLV0fR8t/ZyblwTwgqwRN",
+	"EKZOBm1B7rz6ei2JQ3Nj/9YLsCqnlwT33+JFQjJ7yhVT03A+Bx9HwfUyyybknoLKTG29pDK/gE30p3ja",
+	"VDzd6vNVcRwfWBbZhIz1JZH3QMrwHRJtzsPk8TXvF8SpqHLhSJXypNanjrEqkHvhxAlYTnnA1JhLKUg5",
+	"JvhgCmIMZUVEc1Bc4pEYxzOhbO4IeFUcHVXGtpOAXsTmlEXuUUv6RfgCRCssK7WlyOejyN73evm+RHUD",
+	"wQetVd2Q88s8THGDXo3HrG14zzEVqbCOaKyBiXL7p3DdVLhmh1YfWOXmJ/wBdD0wdedfIjB5JuZxkuZ0",
+	"4woFsanVO99ReHwURv4r+ujNS9/CtwL0BbiQW3oTZ5DxQ6nFUgYcf+SaN6Q9Gj8FZzQHZUcFa+JMGhbC",
+	"WXwDRba3iF5uBCmWMFREOy1ijTbtXeX4UaTkGQ7jXhx76yiaZnc19BxvYctTPx/Tls+kK73sIezqO3P2",
+	"zLvIOvlTlG4jSq3p90RRehjjY31+IhFcIWQW0DfRMvz+JexCRqG8fnz5+koGxIlMqaNWnMHt9EQxFULi",
+	"oco8lAslEmLnraoMq9MohzKfjuzolGE5nfhRhN0HnNWHROiHvYar9ahi4gO94k/5sL2qVbtnf48CgXC0",
+	"alOKkVfy0WpH+/okGTpkkRqMW/3BEfOluMVaLPcrBLVhP+gTDcz9ANBuUZo8NooJrjaOLA4BxFJsc6ZY",
+	"DLU6/+NusoiEIa5TbSluoe4YEQH/KpZ+64hxpzsFgAED8ecWprpZtljrpWLUuSr6jMm7WbmsC7dgzHUR",
+	"0PaCCjaeGuiEAfC7hCnUTyAjSpu9RvJpLepgjBbyfiHh9dW4g2SjfTDQao8NM8Ca5//675i954sobukf",
+	"4Py6jxIS02ZGJg7gN0Mj6ADcb3d/lb1OvtS70AiKM7S19X5fEuBNoAl+G9rf3zyt90xAZlG+NCTB4y4g",
+	"vkiYYfdM8s3JKt35krhqDBp/FUtX/pJPDc+X4a5A2s717on6eMt7fhVKMC0jgO82GbwAdvpEsYV0Ye2K",
+	"qAmqtjqk22qzY6RfSpZDmSmfIMxieD2P2syfhFEqEn1H8GQ8FW49R+LK2Oa1WLaOjMPRZ9dCzG2NLRA8",
+	"IXsqkP4GobLfsCZxprbcjh8xPzv9VA+SHU+sOvnL+ekJ40kCRGH+T+BthSH+DH4CvFmbAL6uwhuk/uKp",
+	"sOiCgIUPVA8o89ntNI4EC/iyBTUnbwjUHeaIuVOEAIla8/U/0YkfIPagZ8yTz/4Khl1c8zsYdS/Ex5Sm",
+	"3YAoOHvfLIFBoXPZdZWWcDWMs7iedVS6vf39Nal0X0M7tVy6vf39Tbh0s93g7AGvyKab2zaxrKfVJcG/",
+	"OafuW7Rc6gl1CxVhcZKycRwtZrKuKxBO+3qZ60uAfLuNgb6+vIaQi5mWV/AHPIYXmpeNw7kJc9fUz2uu",
+	"1in2wg6MarzCwION5LFrsfRIRfJY9jaPOS9bgy4S3vMuDgyl8LEab85D3O1sQER89+8QViY4Ts/0VbHO",
+	"E6jhZE88Itnx1irO/UMSe4P9w0G/CxNS2Y1uh3WfDfqdQbdH3XjuuVB4GLUGKLwaTWsxn8dJWtcJt/1V",
+	"rL3I770pbS+J2XXoeh2Z8x9ZnV+lOTxuXT7qL7uExLu9+mMaGJTQfRGryFWPnEVmH5RA45oDOWeJgARS",
+	"4dk3ryhmO0/imzAQyW4qZvNI6xVPJ3Fiuu8ZM1gxXwkZiIQgThwUEw85/33T0qVJz8dOlL+wncgixxW9",
+	"WMyjmAe7+iW7MxGEXNv7xaYgl1Euogjas/MDKg+xuNnpA8VnZycDSW/v7LC7FKF+r8f8T3TbeAxIwtVn",
+	"H+uPXQX0CRjsANQcJ0M5oo2JBdNa8c72DbVilhw1dCh+djCorD6rjhDTBXaJHq0I06lI0DXAh3LGo0mc",
+	"zLSVb3qPge/5ImXZS4Gtzi1O6PVMXpIzBEQ7hGedDg8l9TiIceDQlylXTMbMjhR+M3B3McNIvXXZpvG1",
+	"wI7o1wj0qdZVE4M+ie28MGfpDrUSPLJ2ExjqRCilbgJW+TOPKSGYTw1eLOfiTeC36hQcc2hMduMG8jlr",
+	"vk5voR9h98JMMeMSCXAMjDh2/JFVjcdUA5xJ1Gvk2nQMIciL81zDh9TZ7XRZ5zCX0NDt5dQH/V++fsK+",
+	"b5edp3ECKJoRT/WR0SrsZGxLDL1GUbpALTptb0d4NQaNbqf3fO+wf7D/DP5Fnel7DfC0XaLlYn76/PDg",
+	"2X5/rwf/0tuhQmXIjw30lvy8fchbw3Uz1/PurXdV4g9lU7ZquhDh/G617OE1opygWE8xIhFF4uL3SIX0",
+	"nRZHVaQe2+hWFbpRYQryUQb8qEopymkUqzWjHJ0GVVrfXzPK4TY2M7RwbLfVZl8vGRmiaF0XKzGGcoJ+",
+	"boQZTheJBJjh2zCd+owHgWKJiMwLgETD/M3IDzZPBDjIoX1Qh7i6FoG+/ZECPlnqt4AnAesqYJGUIHaM",
+	"45OXR4iREk+Yy/MDORz6mr8RCcPKddJcziltQ+strz7ycRotwdrV6oVJ//DQnxIqU6Aw0T0di0DIsRjo",
+	"drpt5uPygB7GZfA0TpyPlE/9bcpY7gJjU2uQTeNCWlpiQT+06SSkpYjgaCgZY76axreXPIouzS/I24Wk",
+	"geISYYDQ45VCnPVKxgk83ms7KHzlhjDrb0CMkPgp3fEHraOh3Ms9nn9f5bOjRcrO53zGms8QOvRrTFNs",
+	"QnN9t7kmckDB9moN2Olcz1W35bH3lDbexBoc9ibLPWTNvRbO4f/8r/+XnQkVRze69X7LYy+4HIsImGz3",
+	"Wx7MXE1PYKLERxgMbgrjRZrAEpam2yvNtYebPF6klwoQptxPFkokvgfxrhuRXKIoCUCSp0IGXBp3pR7J",
+	"5QLSkSwwIhTxchs6CihQNTuCYldI4tbvmi1S3Q2ty4d6XKbFuYA/6MQQ1sINjxaC2FPIq6YHSvF5PBUX",
+	"4mOqT4R15854Op4CEaVc3qKeia2l4mPqlauyjLsRaF2SXBUXfTWUYsbDyMP9CTgkXCFyER+PgRA5lhg9",
+	"1Cd6pL8U8krrDazp/xLz2CeEB/8v8b/+O9bzcHxybD88ltxvmeHwKzjgvhbFeBxDxTh6hJEyDQXIYo5l",
+	"GIkQLOVX7Fq35SHjD5foPIZzyq9YGKgBGIMwLP0KnzX1CxzcDP1NS09zOL4WNb+xk4Y70x8nM2OBwwND",
+	"mXvixdk7ax6IynZQmsOr2+wYxpDhD41QwCZ6OMgcB4MaSpuBhkvepsmy9oNDa52StSICPQlaxI5CiYJw",
+	"h/k/Hp+89OFIlnaFtm52dkBG7OyYJlJ+5UHINYpwvo+wmdOzla24we2dnQwtyrSpsFG5hEaxTehZ04gZ",
+	"aH1nBxbXLDZK350dtBxg15eQroDO3X2PqUuE3mtZQzNiLyXWBJoiBynL2TXwAxdEy+4V3L7HUlsyLvwe",
+	"h+7Cz3mK3c7f5+a4GsZ0OgZWbb8FsCc4EVpZxz8vZ6HU/7dI7Z3ifsk/Zl9CtRjlYM14CPSL9CWLJ5jk",
+	"aDXrXn93Gi8SeqnH/EkUx0mzCYz4VOtqDfT/Yr0+m7JdJuPbFnvKurrdlu8xTvh2EMPQO2goUbxRu0hX",
+	"ADhrinWOsIuoi9iIDtrZ9HviuIJ7N3P5ODqQlseINYPOARp1IlSahIBGYYz2NM54Cslo+GrPJ7xrw3ZQ",
+	"/IWfPR8qLQy1TmAWSqsZuDzoiM92LbihSFLExnvufP3y1fmL1hFLtcYzSgS/1iME15UDrD2UQZigc+sI",
+	"Q6TZ6TLRrgy22wezwlQl8tQH51CLKUzSVSa7Q6j0Id1BrKkPRcYqZh9EoLqhrPUUsYd0FOndXOspYg/p",
+	"KBrKak8RW9tRpNVLPQ+tet8PiJ16389G3pDeZnGXLxwLy2/aFUExr4Fa16VBlbFq+0PHy/Jdqguceczt",
+	"j8ey7tTMoj3MHuhQu6FUQqoQyAib/vH5C60bacGg/5erMSp8uiG/1WYvHcmxciXeYZ1C1VroZ53VOIa/",
+	"6EOuxg10GpSnE5Ls5GK2e8MT/SpVevptfCuSY2gC/vkS2lm1DLqbdiGOz1/owUJj4ABa0/n2kwHmclwy",
+	"p3DfIFCiHko2EWEqZupud4p79s7I9NU7iuYEFDHYjeE/FuINtgl5QWWvS5bLoPdZZlenMSPjZGDR0vWq",
+	"a0VF/29mn6BdkgUS3NH5aI/VXOGVuuvd/gHMgEG3QN0+05dPo3ptf9CXqfXnsvwE0Eg9UshwlB4kLXus",
+	"cv3KR8nNn4jlapNGC//sN65Zw8CqOcKD6Fgz7qFs/+5yLTbGq7tAn9aed6jPtNVYkYd/bQ+jfgQ726jb",
+	"42SdZTYX6AJGXT9iVPPN7F3HnEZQTSrYMXWzb2zDmv0Hqrp+f2EPuuajMzmeo8cjbUrerKNEJLBRUjaL",
+	"Vcr2OyZIUZUA821869qvxugy9tZX1XYS+mMya+WIDKuvtDYCtLWOcXNUspC+YhXW0fa2UckwWrkWdslq",
+	"Lp3jk5fOnfMj/vnj6VnDg6/WvbthNbLtY5ZXt+exH0/P9KHW7ZWX5JRSkVyjgeJjKIHqhoffFqNfs1CG",
+	"Mz2Yru057Ye6rp9DO9WBrvocKgM1HZe7nxHpYhePbEpV0T2wQoBnfrAtMqp+oB5gA2tnVp1Wj4UWg1yZ",
+	"8Y1IkjCgpERzWYHvT8EdVrdcVgFbP3SS9QQ9zPUxS/z+zmjlwWb6S9freXtbKSmVHc+pKHfqI9Z5nakj",
+	"DzD7dZLZTqCq1Q+MXC3NZ+UBoS6rgifceJgd77KHXmXHo5zGccuz4LVZTOBpLhgApNxaltYOuuh23uIo",
+	"nU/jW/Cq2eVY9zTRPPBIxdlkkP+lECiybnc9B3Ze1piCauf63TOT971vMS1vaEPSeO4hYYywH7tZB/8W",
+	"SRFbDd1joyUoACawTcj7NugAj/nm2ztng48iBMHaZjpOdFOrJwTI3mFSCma7mI1EEIgAshg8RsF5jzmJ",
+	"DR6bT+M0vlSxNpAupUhv4+TaY/S3fpeQV1T/lP25weSKUijZudG0DdIkqlUPQFsgsoncenpId2009JFU",
+	"2hnP+msqTmZf6c7U2RrP+qvTuldtrfzwa0dUSsa7p1L1Iv/etbWrd/imSpc4W+kRd0oOqr3LNR7qZoXX",
+	"ufZQVTv6i5uA5qrf73jZ1HXWnbrTydj4CGahtOOvEzgdPTb9rqrZxL7cZzZZ0wYN3BgBuKw7rS8111nc",
+	"5PHmmn+811xXHEKuVHglDd5fqO1Eilaz5kKJpHbo+sv7n8EPSjykWQNBM2dE+njbAW1t4+ih3sPCgYr6",
+	"DTWyFWMMJbudhuMpkzGLF2k+rNa0o8XrbBSnHmTaxgnTF9ckim9b4A8YCWFYxUTAlmLz6anNc9hirk7g",
+	"WrNtObvwAdS2OAmvQsmaoKidwh8rdTTinjRyAB/fRFsz76i/eXJJV6aDd6ls/S9T1bKR99xmKHYbnpOu",
+	"mHebr5qrlzwV9OKV1mZdHV+cwD9203CGCVx0KXjGbwvVfCZrgKvUOSvrl/3V1ZOVYk+VxWPuW3labby6",
+	"w7Oju7M+DrGCc9u+VB0XS7GbxruxrFUWLU7kFkaWoj6se05f53KUIKEJUDrr+ga/2KJj76Dl7XqFyVUr",
+	"u4U/2aJf77Ht7TpGmRC6Y6zJpSMmp1yVHcP65/W6C7S1xQgwvPKANxpmZCE+l5ON4AZHfTZcdDp7AvS5",
+	"De8pJ99um9Hq/prOVQ/5d5j/X7aVINnfxDr162c8jBqDBpe8reLFP/n/RR1qj+MZZbkfHnYr8bwhT7+E",
+	"Ufu5pu5gr3PReT7o9gadzm5nL8uh39/f61Vg1FbD3xYlrZsbf9HtDjrdQb9vm0ehUag6dEdAm9/8Irvi",
+	"IZ++cnieOfNUU3l3IQS+hAwEXPIqGru9cv/1k+Y91jCy5sWg298DOg/rrtZrnsttGPRqKwnKb9NHEc7q",
+	"s1W1Bb2stKC7QWmBGwtfs+YyEw3/kXUFzvjzxZbO55Xlltn3W5cVAD4ZApOl42m5umBn55WBSnJCYMlN",
+	"OBY7O1i+5mZrmewlCy+hbTKwzwCjQ9vshbQ0T5siQwmQj9XMDsa+M6mL1fQPlBwvbiDBWAoEBqA8yyXL",
+	"bRa00EqZlUtK1VlVQFEx5EBMQinUUMqYZSuEJZZ5PU3FTCIV6TKGJDNMn4NCvzy9ah2w0FBaZKGjfIgW",
+	"SjRyjVDWLtntPq1DhdYAngCeVs0KQv4mXKqJ1pJDFyAT77ChZMYCFxgUNmQZaywocf/DgC7h+vyYsk/z",
+	"RNyE8UJdUtc95x2B+fCzz5p+8ZeYwKiVJ44YTfSYXqdWm51nifYWTdn0Hd4BRNrYHZtiWxiTSbzN1wEM",
+	"mFF6Mkwy0zLk7sG+bLVhRWyQ2GfZr4srYgK1hQU5KlYkFN8cpvSSrGgFUL0gQxQ+a7N38Q2w2uql1Mqd",
+	"Lcbw3CoMCoHFSRYBy9Vi6BmLk3xBBh7xihGttTHMIUYqc7ZiZ9jROUl0n/0jPZ96ZCOR3gohWXUMy+qR",
+	"+h3UKVz7NjuuioaxROgLGvyLUMDi0ruAYQ/MOIoagfmneg1bw5Ev3FAiZelUS0Ot2qsj5s94cn2pL3Sz",
+	"oLBqBZ04jVkHzvUrFHNaLFhuGlu4oY8rd9iJZxkbEMynqSleYqo0E1QdReCNQzmOZ8j6dkSBhzlfRjEP",
+	"FKXgjETFAhOTsiArmkSpNlqsVOXmuCksgqfNku2LUZxOvcyhZ2DWLvRpwpRiKp8hVaec4IyR3aG0BWjN",
+	"zZLl8jqcrTOB2xsqTfqdfpbT/NnPbYWsK9ZSwRmOEzYSUSyvFDop3Qq2ZZv1e72hrEqURt7pLBV5FAdQ",
+	"dQPC3hTnzEahzFyFRZQ9yLC3l8BQ5ssNqi7Cpn8BCKIRwussyGNb8UwWy2lT5jofSle85V9WKdCKr1M2",
+	"86XyuVDB9qR3VmVDo3crr4feVQr/JqhKfSwVS7Zy6Epkzujn5xyyG413xbAsZUh493Oav6n0lwNIGb0l",
+	"/2NHCyBjdQuAQbBs8Sjqf2Va6zHqc7CRHYeEAeRGqBdm84QgQAwt2NyoQb9ky1BwYbB/oFVVEAz5t5Io",
+	"Ly1S7g1Zm31EI+RBvpX3IV5FWtpqaU4+AtuClcLW6HNMQDBktjGDCOnxkRmr/vQb/N78BvTQb+s4eKY3",
+	"LR7GwScDvJDhMsVJCukU+fNIRij+fs9rXIcyyCIlmaj7/s17kDAb+SL2B91sgSHWVthmUTir2mX7B7kl",
+	"ehvOuO659WYcFFE5M0lusTK3BuYs5PjfwQxdpRdhHzxHTbHp/V/a7dHpbwuRnZtVcMXGC4kYpOtN5ApQ",
+	"7It7aVGOP2eDCw6q8/J3xElMxjTRI9nLAdUygDmBm/SnxnEhSTqLkRdDyU5ecDmT1slCtWEGEwahCECc",
+	"MHs35e73n3ObvqZDHnP7Y8oocl+YygrHssK+eBiz8dhdPdELOokTEV7JD3Soi0qDEFi6m1u56im2GsFP",
+	"jS3U0cK0bNPCBrd95hw0Xr7S3jalklACOFil1GcOG/SO5OEGct6D/A+sUaPVMjPdd6v7YGJkKnbJOPFx",
+	"TXw2jSNiF7Axm7mgbrcfxB+Km8SzDiePJfFCi0zQB2FD4m40m7BY4gp7smnB3Vur3alrgMA7HtaFgeuu",
+	"gAbG6XsRy0kUaq3Jyd8fc0npc1QiEeCylaSAXhunBZMoc9fzIGA+r+H5FUGYZmbCp3qGHqCZtxAQiJnu",
+	"8m20qeoYfxPSemaMuwFr6h5DXJUUHBYaRsahdLghtWpKEO9TfgPGTY72BwywSYinZJlrsQW0zyPBkCax",
+	"zQhiEty+Q7ko4z95rPQRmAImJxQ/NX7xIzYJ9aj4eCzmKZdjwQIxB2LPmDjz7eCaiRg784MhT3Jb6O4h",
+	"AE4851fgsyA6UEtywppqGt8CBRcOpmVqa4aSuIvpQgOOYNRkkM2InCJTrpiPzxLB21AO5Yk+8jc8xHRY",
+	"E1AuoCNiEm/Onw1oECrOKnzMQJ8opvuZOZyO378ZSuPx1wO1ljhg4Oj1LL0vzfly9jvP2bDxKgihwF/l",
+	"ZtFILTOEoawZw7DhOfUtdlnGPIpwEMaTS55dmB3EbLZ+nEFGsaB3vc9ADMgr1hwWLGr9tiHWFOY+bVnE",
+	"50wv8ux2t4ER2t5QQWzmxOo5xngWNCHNyiXjs5jQYlrgn0/EZKF4NJR0Rsz2rvKO6Kl+Z3lztmYeAAzY",
+	"Tl+biispQ1kzTfj4Wo/l67Nub6+//+zg8HlrA33R6fBjMg1UGcIHXik1LDNHDT0r3hxl0qwX/b3ui96z",
+	"4+7z7rPX+8cWOBcnrcwEve1ErjC1iKygjT//uxv43dto/kWwQms3rNUkiP9AsLkbmAkkDS5giVy99h2J",
+	"CdCCcp6kTPksiApQemRsyeyCovmRsqWAuHD11Vf9lne1cgaLVK0aQRtXd8JIFuMlzfXjtHRTGCnP85d7",
+	"q7pD6wn1untpE/Wbhl6re5s10goZqeGka5cENqTN0lWSE9WZmC0uR7ugxL6CKSKqa730ZZoyyyNdjuqb",
+	"iXKZKO7AUMaQd71Kd0cI30Awq3E8FyZ+3vTHyaxtMEjaO9rwIFnYDmf6jmqPiek28FtsyudzIYcylATO",
+	"N+dJahP6bdVQk2CuvFzsDNsj9JdYoWWCS8wSIIxE7m8AJwOGIWQ4gxGwCfFtzoCYx1Ktm+D9rRhN4/ia",
+	"qcXIzoliUXgtIFccewuDZk2MOnksEWkSAoMkopm3DPqdkHrLBrnGLLhTfC0QoAvNKtBu6YejTOvDVwHb",
+	"JEZrvaG0VT6QBFG+iZTfZoZ2BIkwcZUuSRPznbQDxLkLeMqthg4/fqIQPpEieTbmp28Y08lEmY6xMD0i",
+	"GjfafCLA4KZKiRXJtGoaxMNoYpDHainHOa2y6T/l+kM+D9tLPosoYGQ5GU0NFEHjQaIs1pYRKJCQNyLS",
+	"W7SJw9dbkp5eIkeonTr8Kx5DjB9oQjxERaE181uAmAZaP51m2k5HQ5l7zlSzKrN+bnIxaU8w5SRCi6fI",
+	"xrl3fMQjnCdxsBib92YnUa+9iCYYJZ6H8srHxEnqXiqUnnPKqhkgel6GsgRd6HV6bCb0cUCjRQQDKsiF",
+	"SQoFxov/sRCLLFgMk+1GjIFCC2wN/MGIj6+vEnDyVaiT73EHQjh6Y8yhN4GYzeNUyPHyr2K5faQqFwcx",
+	"UsmqQ/u7nb3dbh88zx03tIC0sJckhhQGPlAYoRrX6f7l/dcHf3/23fMf9v7afdc/OTzrXex/f/AjBCZQ",
+	"auWe7z4/9BrqGhQ25/N+B3x88OvR8tKJdVGCXa4P+53PXgM2UOZwL8nc9fVnd4U2UqB7G9LG3tVj1x8H",
+	"vbHbFMLc5ihv76J3R3pMTde5mVEM3/LsrMDG1wLYOS54VL64c34NTof80Xkj31POznZO8BEPXtL5yfQY",
+	"/Ym1gnlGcVXSdDOfLWUxG20ZnB4iSZfsiT1WTyo8s3AxWRsY4UccBaG0leiuGcCDA7bybRBNRtl8rkVz",
+	"wStt1E1XblePjfb3T7R3C4XFOW2JgpsATOZ8nHHD5T5WqTYEKamv+OUtBLhzH0VaySt8xpPxNLzBx+vO",
+	"X37e1x6Fx6oGUfg0N4bCd7eAXlYcQeEjMwCP1Uu8x/THk0ph91KckMe8QjvWugToV8UfS4IM8hCFDX5j",
+	"d7TJOzR6k9WQ8grUEUI7Z053rlgeLVFfW7DdeTqFsnt8UVMLUTrU+FnbHgO/5WhX8JonyppkbXYcKcjl",
+	"8B2psvvXEgEnJiMF4WQiElRi4TbR+hh1FoDeys20HiY68N5k6lUtSo3XH/Pkat39oelpWhMCyCva6yRY",
+	"m2lF4megYqmFbl8judqHFnz0whtztZhBZRU5gqziirS3zP2IA2lR9JmzD2dv2SyU5vbFSmDUJ/VFiIdj",
+	"IdMwYsTGbxISfNb03716+eb48sPZ28uLi7e+N5QG9OWABXypWm32GsNK1rRgt2Damd2vX49Nom19O40J",
+	"w50sEMzezpk9CMlcyHkv2T6F/LwBk3HdvGEJFU8hZDG0HhTrDACfrhPvMr6VSRiJoWwOGxd61gpfwnrB",
+	"kzEadPrXQAWZhlHERgK8RSIdT/XUm2Rq6/7Iggq6eVjAIOR2d9ggC/mLMTywFOmwcZTraqgcPz3mNccS",
+	"zAwWqsq8uW+E8bO+0698i9Taq9Pm1o79uHlzh4f9Xrf/R8mce4jkrGI2D5gkve5FtzPo7Q063cwkCSOR",
+	"QQaK9i/zK603hzNhErvCGb8ST3+ZC/2FCv8pGoP+Ya+75zUWSdQYNKZpOleDp0+veCpu+bLtZNEY0YT8",
+	"UE+/mz2/+fte1Bn10mgUPY/EN6/T8Tcfox97zxejb6PJycuTX/g3r5fjzquntjM5HQL2CRxl0hW2193d",
+	"nbc6uYZe/wQPlpVnk0Soqe7L7zmVBmlk43fmUnAV0YKrsMqPXCdt4J5cyGsZ38pSKotajKc1AnC1I9mK",
+	"wS1csdWU99DBrBoboOpzyQZP9AWVXXNZTA+XOk5AFcKbxIjVvBh8oDyEbDvlLl7adDW6Rt6ru1lywcry",
+	"rU7faher+edqFY0L8+sSxopx7ldS3zXhfrLkd0WyvhbS5/GhNL15ogyZnpNRb77ElBWHCo/I5U1hAkDy",
+	"KKtKVwSOhzKLHPc6Hcp/Mb/8iqqEIQ/dcCBEITnovudJyEeR0KqRCgPHywxHj2opYhUi4TFr+p8+dT9/",
+	"9j3mf/rUg39MQqgeGS2Zf0OtXaKLEsiMh1KL7gCehMqFS/138Un4zWXpeby9J3Eyw3ydSfjR0Emj/w/n",
+	"EBDljbRlx+zbV8cvX505Y4EpoWbevDv+5pXHvn/z8tUpYCWfvvjw7tXJBUuhIAQ1CwTJmAqulwo+ulwk",
+	"ERU+YNnDgPU7neod4kTJK9CV8vFxx06ii/iI9Tt7uLCQmRTx8TV5uEu7p6zuHUEthrt7VuUL6r2Tz2yq",
+	"QVJ/T2+2Z+Z1nGxRRpCfjDtPkqsgdXsbAGI9pLa0HkBWjfa0ev0fQJsy59yM1O4MLJznqbiKQXx/uHjz",
+	"9s3F3xpeY8rV5WiRprFU5ilIaO56jYjLqwX2fJ5efn3m4hDexOFYQILj0qZn6mvh/fuz0+9fvXTvzexu",
+	"gV7gyWsMGuasNezc41EFvASK9J9G//rfDKSMvvUmPF0knAUxm4sgDGIGYocJlf7rf2tlWqa8nbX29enL",
+	"v7ltvY1/4ezVRz0lcfar16enF/ROOw0/2We+Fwm9K3viw9nbRlGXVNN4nlMkITtBPYWuw8KaTn24uDg9",
+	"OSfGuvXm9/PnDVClacX1Ma3UD4vXnD1+eBlU3xfo18iumSxh0vyyRUplZ/us6dVn4wHUq5XiuSR5/0gJ",
+	"5/mpc9TSh0o5X+P2qMw2f5j6f0iIm+v7TgT2nkf48LIW5KibdrNXZBHU3J71GmZnlYZZ4hauzzX4MMc6",
+	"UVTZ9cSNBHoPucqUGNQ2SAEBJhfCiuHwmzjhyRLdF2PQwdOYzblSyNFcUlUKOmU1gXJY1Ctc2uX8XA+l",
+	"FRurVN98RL5ixnHaXI3FMRwGqPbkQuToPuVFEIGc/occjzJaHjFsXx9voDxTQusmqXAfVzFo54AvQKXA",
+	"S0ySzjYaZQaBDQWrZtipTGBMC3c1YH7megCmPPhrLp0/bsVo7rMmqJ20xsrLQPDZu69bHvP1NMVPZ/M+",
+	"0NrhX3tXc/0kaqqlJ7vP6FFXaMyDic+aVqUtP9Tp6KcoeQARchVovjJzu8EmJakECQ8OAL7+njYq6dMm",
+	"08Pq4nBRKKN2D2VzPBXjazepQAYWCoMSgvV+biqR3ODPYIehQ+YTrNPnp5+MF+izB0RAgiciIZAIKUQg",
+	"gtZQhio7KoNsLCHEL4WJZ6b0QstO1O2wcEId16sORzOUmK+EORihZAc9No0XiRrKZs7xexXeWJBvHkSh",
+	"FK0jdCsW2rH9ITeF+bljVOhHDAB3IRfXw/yc0gwaF6iWGsQHVc5eBjjs/c7zodTf11FEyTIfVCuLJFaL",
+	"EOBSDCPhe2whlUk3x73l4XBjwuplUTgLU0ObALC91lixflFqe617Jyt6Zv3uXmYXmhgM1JCECjuAWx9K",
+	"7/PyphKqpd/dq6mj1uLlXMgA/VWPmt0xW0RpOOdJ+lSftd3McWo1Aj2/jUGjOQqlvh3ev3xtDm6rglyZ",
+	"aoDX1RAKY33MROM6nzBm7e7brN2/593BpDTvgrO3PQ8mjfU8vlqwXP9j76az/HZ/fKh+mPVm33T430f9",
+	"H2+e/6W7OLh4Nn+b9CbficPgZPw39bT8ns8bzqKg/VKhbQGlOJUuaLFk0sso0JSTNYQynxcsfxy19X3x",
+	"lD+83rqVIMmXS9471aS7xpS+xwD3RRy/5Qngja6Hu5V/8ZnQW+FL5nyPeHCxLGaMfMgkPyME+wof+mt9",
+	"GdjkigkB9Fv9yWNWezL/1LqTx6xuZP6pFSOo0MtrPnAo6bZ6HUaiooA1WtW1YjZ6atYmnwFee5tVN/1m",
+	"BinedYjxWgF8jLRuyuVeFFYGSypXX8oFewwFmGODuIZKvel1ZxZBrXGwTnp3Im7i63y5YV3pHiJA2Vz7",
+	"0TKrzgsD4q/Y73RYGKg8qk45y2SexGOhgEaDUGmG0v+EhCwee5epapQmavnTfchX1nrerwzzM37VF3UA",
+	"fnX2K0sgusd+Hcpfd3d37f/pn/sz4VJU/QoZ2r8SZjWbT5cqHPMoWloV1+SwUu5uJhH19tM/NZdNVmuH",
+	"UXglRK6SleH7eRT57NdcVcBSpAxXIDhyoxRI7l6uKPzV/NpUSdhvmoWOCLD1aCi7zjvDsVarzQcznujW",
+	"TKv5IVf322TtmGeyb6onTrcylD4iiKFh/ZXDE+NimlGkDXVwPF0TdyLbDLLsqEuhyp3KSZwMJfJoMEuc",
+	"gchg0ziNd/GrXaLcyNgxIE88VJh7D2lOuZJN/fUoTrMmrQEPaH2QdiJTzH/G7e7jPjYOQJsblQiuYtlm",
+	"p5Wli142KsAOy2pYNquhzNVPGi0c1ypXQEl59nAkjQFX1fNh40w/vH2tzbDhDeXKAspCZkkkJimzQIS1",
+	"5ZSqygEJ4Nce80E2+FSAAfcDHH9tZOlZ9ojJ3AqwCQ+jRSKG8naqt11CQ66yXGA6hA3H3qvMUct7rNnT",
+	"/38PjJjsmFiIF4W5pQ0eRevrd/l+Pp7R8dMnE5t2wvtGOMB5uhHJMpb6Wj+nGwhfW/Vgpshmv4ZZ+Lw5",
+	"KRnOgEn4uJuM7FTaK6vykvo3rT4c8eBNoPLKGZCi4emq0cYC5ep5CHuVRfPMHHu69YrUaJOugTu78g0o",
+	"6k2bSJIKB+DhdLxcmi4W8OXlASuIg4JGd0ZiNaGrzwrHx6nGcwucts36jBcp5CcU75QnivlaIfTZPBGT",
+	"8CNy07nOwaaKWRrHEfh0McfQ5tEnfGw8kFMug93bJExTIbM05L12x4W0hbRNLbmx8s2U0VECtFagrcfV",
+	"FGZ5NpUZaojCK8nTRSKOmPV2pmJ3Eie7+h+MK/a343dvMe+pGYhxxPUu9dHXOmDo50HSjlKioun1S+pw",
+	"YyMBaVbHCsiGWbiBnoZ2ZyhDOYkHQ8lYGqaRGLAXWtHAjaIn5Rv0teSnRenfU4X1gHWxoRwAvY0O4+Aa",
+	"JTquakO/VExHWEdrGO8XcfyOy+Ub+ToKr6Ypng4xXiRhumwMfvrZPSuVrzL6XX6kzuk5NWtTnfcE52Iq",
+	"eJRO//kbnAh9u8GWHPGIy7FWoYDhORlPhUoTnsaJNoWOSb2CpCIQKKSz6esFpOhCSoguvTQ+FnD1EyaI",
+	"kGOtXUIqzVPQvf9ZvW+/pYm4rxPRpiTE1+urG/jyFd4kM1geAZX1Y+yxt+GNkEJtuoHqAiRffEehBAXc",
+	"k7yujwBvsNWqgpkfzt6y0QK9gLfTGEWigjJb/ST5brOPodgZFOtz/IisrQW5WFHzf396TvHJdaK2xiKF",
+	"iCoaTqBJXfEb/aqTfKhpkHlpsTIVkHzl1UILQeBX1L9qGVtYa1NxEv6TMN0RYNhxURpAG2sAP3HZJO11",
+	"FaZtdoxDvTs8VYx26Vvpw9lbkyUI4a7q+FSYliJTEJ+ZoNFBubS05NW58nlndyk4kt0tG3jfG5VJ8dCL",
+	"1ZleGcdjt3cInHP27/Id47m9q4orVPTBRiLW7AZQ2q/uxmb5YLpnuSu7JhC0yWXrudn0lY3/5f2rb+7b",
+	"+lzWNP7+5N5t34rRvLrxH159/X771jPnc3Xre9+8v3frs3m/uvF37/vbtl15szl1Asbx6+YB6M/ode17",
+	"Bn2wIOJhIz0fcrIIgy5b56FdZAF0qr4CwXnLrSB9sOgUXYbmNQuJWUD5t90rjapOjd3Qe1+RqL8iCT9f",
+	"Q/NwGgnd/DZxgsoO9Eo59HVUHPtEAdmdCDGiZ9yTcTIEehGbkUJaQ8vc/FhM2IakKdQAWK4+kHxuWiNy",
+	"dAPW9N3yHEgNf1BlgatcnhMs3lAuKJUsnjC/VgH02+wVH0+roslQtogD3qh4kRB7Q4QHmPFAtI6gnoB2",
+	"cpzk9QPP6GYSoDSc9NHULVfykPKguMB5ZxwmqLoeRh943g3SR6ev1aMIYmq4YnwEsDfZm7yhpLk8fv/m",
+	"iXV5T6AakTV9m9JWUajqQ0kohoJiyQIx4zJoeWzME3SfO2VWd1cQrlKKNig++w2UIqf27veiC+083am+",
+	"LR/ppsztXXOObCEiVPjoA/YC3757AQT5gHuk/2UlFaj2WuUeYJxbUWDbY3wRhLFnLS/lMZWG42sB9vg5",
+	"eozwOPy4675l93ROREwyVjKcTPwjbWnhW0dJfKtEwm7jRaQNMQm2B+RUUuiCfFH6MyAv4OMpelS8Bjm0",
+	"9PyZF74MlSkJKkt0P5TacsAE8tzosAQJB+hnL6Fox22o3Fm2sqNdRVboqE2mU+d08e2+j6NwvCx37Di6",
+	"1XLMV1wGo/jjkQEx2lXJmD3RV8QTqItGUEyKBUI3koVUWc/IKn1iCHXv6mD1QtX3zywgmIvZ4mEdeGpJ",
+	"a6BnE6da0NDgZ30RcjHTVzu12Pi5YsP/flU7AG7AyyXT8h5YK3pdunO2LGJcoRvFcyH/WN7v07nIpWB7",
+	"9/JVo9dD61rQDUhZBwitZQpbOYkXV1MWSpUKDpVic56o0EC5VjoMqYMP5eemFUI3997abm7wdz2Ob7u4",
+	"Ao/l2g5V6VUb+iCti41c4erpJ+D/uJSL2Qgp6bbb9Kxpglqte+x/byhHYswXSuQ9b2MeRYAzCMJLNzmO",
+	"Qj2VR8z/uGvebEjHroWYg/9Ra5XxhF0JqWdGBPQUO3/5V8RPfsFNSWvudTYz2QQMAFJfTsKrRZIlnhjP",
+	"3xM9DWkayis10G/VmgLUeCxG7VkciK8sgIiPSBw3IgknSzrxQndegE6NyJBYxhVFAkjOANz741yMU0t+",
+	"hl8Bph0Uk8wjrnskPqYoHHLNY1WISa4EDG8ETBkth9I3LlsezIgzUIrIjHpXHyy2u2vKRsKA/c//+v/Y",
+	"7i61Rh/4bVZhSIUqy3iHct/Kmcb1HC3dJSUAFCc/XE+iMUf8bDKZMbdgoHnoraMqTyjsdIY7nYWVUIDf",
+	"w9yZvNcfcCJW2QC2OzU0zmYTNGr06mf9O9T4Z5PuuMefi73RQdAf7+8/5x3RCw4n3dHBuC+6nRXvxY1w",
+	"aayMGr3+2R0d6Hb3D3udbr/fX/Equy03es/dFoPe1U9hg+fvgFyn6tW5ulI5c7rEeBpbbLx7OKSyGoZQ",
+	"GXjeh6GTOWYw28xuQP0GS7vRdlI+tu15TlzkT9HDDOGHJJZXeIjjJPe6+7oqXxTLKR+mwydxGbgBYZa0",
+	"/CwIkUdQc23avbl+YM5oRkD3U1N+7WIxmyfqMcLo5XeowJ3Pd4ADXOSzAMOgDovjSWGmmuWixYLi4efx",
+	"AxrdzvPDg2f7/b0e/KvajVFoY11vhpa6dzoztgCi/iNqQW9SBeVYTaTw0WbrHnv3NaILO8VX2iCAuzlX",
+	"tvH+9PxCi7wRAI9n5CET4zxRnkVFRVi0eQpJBtpOsbjJHtRzegzRbFsIkA1EeZBLbPa+LYmnLfREme2l",
+	"lSebxu3TvU01G75T+himTurqUBa1adb8JuHzKcztTW+v3Wl5jGhcjRvn28Vo99ykBe329p8NhlJNeW//",
+	"2VdT8bH57bvjF7vn3x739p81+XzOlBgnIvVYwm+hvq3V8lFLs6lFoFxSyaXN8gdka7S5INwMaHJHbCGp",
+	"N3HCbrVYjZamfy5AsnG0dhE1HzJcM87nKrf3UGb9cXMKVR4lHonIi8tNyFkqB4hu/MR5ctsplH/euqDS",
+	"efJkRIXxWx5Uh1KmNs69oZtQ8SIZIxBPDwm9FHofUmC20S/t9Xen8SJhyEWY520eyuzdJuPSzLDfZq9g",
+	"p16HhZRn1OpZoU/GZwdau97CGCcQH9PBENmem90WVcewZq9lXGvNvRY5D1mz3/Kc/bePiOLkRmTNg5br",
+	"yoSE9QLsXsbh47EopkuiediyKKSKNZ+34IQhOHaz2/GYn4h5FIrAskw69eXwyywfVa8FAm9ggoKWM7qp",
+	"G8Hw46dQz40NKtbsdgE3EPD/unrMaqlSMaOqAMxdqjjbQ9ns7qGBBN8WSOtb+eIYvUD6XX3HCelcTJgE",
+	"32qzYyN0MpbyDE+SKncncXLLkwCxypuv5E3IA87+5//+f9grmSbiaiHgj7dhwCGj+zWPpryYcD9ggo+n",
+	"JKCyNdHC3iCL2ujtOA6Ex+bRoo5jPAnHQPVDcDB4bq7CGyFJNlaxkJvNrMBLa7unj5tDpH4EOxWnJDVk",
+	"US5TfDMRcziEEINRKY9Ei4G4BepwP7yS+gAAnD/+0JU9RWGDx8neALkjBZTeQwkOPQx6ZbmXWSpbkzMZ",
+	"y139T+QAD1MgNzDkVKZqGMD2M7+W7qqrSO74Jp/HlbxDWRK96OjilkYgaLXZvjFHneglHccxeOmpVKwE",
+	"iWnGOpTN3NCRnUG50PbLVnUZAHTiTou04NWnG8ln/8XWu5Xyuhc9fsC7o6Dz7GByOBHPxnxf9J/1R/2D",
+	"/mjED7vjyfPu/vhwPO73J93J/uFBZy8IDp4f8n7Q7fT74qDLjc6GQYlMa6u4Revsxm6nU2M3rlMNsVPE",
+	"d5ep1rB/QqrhK0JdQjDwLFE6D41kQO1/+tSYJ/GEChVpJO94Ehqe3c9e45Yj6H6BKvhnL2sbXpjEswrG",
+	"XXj0ls/CoP3t11cnJxcfPr67uN47+ed47+SXv/VOph9eHH/95m+vfzl5/d0vx181DNuSofIELKb/A0oQ",
+	"wplQKZ/NtR598Kx/cNDpADYnzSQ8l3UrlFeXyOmQ6h5MeaqQ23cmUm5qvYNQzSO+vHRVbjMI/V+n0+ka",
+	"tmRHIy8r8p9hAemr3vO9w/7B/jP4F3QJ4X+dflwagG1jOeSNPB4EBHf3HrHTQ2Fxsmi41ORjVMKTNGwM",
+	"Ou4ad3WzqOvCN1tyAeQPfT2k6HtbQtIEip9xfCVDwqvR0j4vppeth3B4GNvUiF8tAVGIa0H8cFy6bvvc",
+	"vpUuCrdU5r4DySnkTskX6NkPN567X/Nv4BDZtqR+21qkeznAMvvavcq1Ejx9oFSy4y21hqOcfsDUFJ6C",
+	"zgG5U3ulG4lUh6JqbPZ7s2S0I4gViq3Wo3iXPnsNKi34DcsohnJlHQWyEHWy8IMpMMYskOTGOnsVURPx",
+	"lI+4ElZrbepWz0QQKg9b8c9evXxzfvnh7K2P6Rupfg0olTm+KDXlc5HlVxwxH7RT5WN6/u00HE+zao0l",
+	"libbytg2e5svEsH9AvyrcyAhhjBtjFeCPh9uBr3SSm5NQtQZLtm96SlhMAY/Rk9ZVvyxTS2I7hYoBlVn",
+	"Dvp8j0DsFmKlcnzOAuUGWvz8/iM+iVPwQSyPGHcZ1LHIB11rd0kM0/wGUeV8e58a6Fs6Xmjt/aefoZ5W",
+	"H5pad7KJQSLXnMkgDVXmFOEp83N5GX65WF2f/096yi8XSfTZ15Z/FDGkJkmnigF1FTmSQE60LfbQU0T/",
+	"xPGWsADz8Ai72noax1KKMSVwzXmorRI2WrLvzsiyRy+WRzTHHiUKeyyKr+JF6jmuUfB0oBiiGxQ3EWta",
+	"SC8GiBfPjevTHXSrzfK1pYAiQNqygQkjbyDWtpMiOmBY8s1srXub/aDnRokbkfDILgoJCoXOjWzgTxTT",
+	"lxJTAjH6QsWmIoL4LtHwpFMxO9L2Mo8ivEyBgomyn4wACq33BdkFwxTzqKR9tRVPGMxdOp1os7XYoT0C",
+	"W8cJRoxsamRlML+dGawvshUHHNoCIhSiNpr3O4gaTV9vGj6fE1Gg80U8GV9mXxqsB8+yJuNlTAXBFcuc",
+	"LCJRucTZkmb9twlR5c7nKOWBqxxTHg1GZAEMmtxtkzBK7f05J7TxRETYDDpmcPez5vvjixfflsMJhcs9",
+	"P9sOy325y7UKwmAlcSf5zPSHYVLDGPri7J09QEJ5BXpP1coSoFKPgEEneqICQ9xZSdW5AfNlNgvE+lMe",
+	"/vG6OKvog6+sJMBcdYMBCb5tXDRy5d6BClpEMffc0sFVMKI5OL+WM9qsnqFiixoMlSJlUHHAuB9dRJvs",
+	"3Fo++lBbKbnDTQ9XvPl0kaKOXLmsHjVnFfQovvKA5ZIIKMeJSFkSpxjbMJsAZ9UgHJtELJxTr+ILvE0q",
+	"v8IjhoAjpS/x1slBt3K4CLXYm4skw2k5spTCRr5Q6WGv55Xuk/3Oc2fyyDex+pg2fUdv0AP5uKvC2SLS",
+	"GrffGmB2YxxRgDODvcbr1v6UBYmeZ48U4XlkalbRBHUiThj2gITcbAuAAj8ScGNjyBHtI2P/5G5jG6rM",
+	"IGUSwSN8VZsdO5dOtMxsBXtv2hxk/8XpycmrFxenZ5cvz958/+rsq2zoqMYYrKgjiilZRl8cLoEX2MVy",
+	"9PUuIRUFBcrgHJ0v4pBiI2Qi6XnOH4DCTFetptVHqqmeYO0Guay56rQFW+VaDlzGE1ZplJYCyG127AKf",
+	"FNPKnqjMzWJTzHgu6ukM35q35UFjtTlGp/EQWCAhUGjErg362RoACLC6QLfOqxxl+vPPn///AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

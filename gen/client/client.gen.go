@@ -759,6 +759,24 @@ func (e TagKind) Valid() bool {
 	}
 }
 
+// Defines values for WebhookSignatureScheme.
+const (
+	WebhookSignatureSchemeStandardWebhooks WebhookSignatureScheme = "standard-webhooks"
+	WebhookSignatureSchemeSvc              WebhookSignatureScheme = "svc"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSignatureScheme enum.
+func (e WebhookSignatureScheme) Valid() bool {
+	switch e {
+	case WebhookSignatureSchemeStandardWebhooks:
+		return true
+	case WebhookSignatureSchemeSvc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookSubscriptionResultSuccess.
 const (
 	WebhookSubscriptionResultSuccessTrue WebhookSubscriptionResultSuccess = true
@@ -2358,6 +2376,19 @@ type WebhookEvents = []string
 // Example: CRM integration
 type WebhookName = string
 
+// WebhookRecover Extension. Body of recoverChannelWebhookDeliveries.
+type WebhookRecover struct {
+	// Since RFC 3339 date-time; events whose delivery failed at or after it are queued again.
+	//
+	// Example: 2026-11-22T00:00:00Z
+	Since time.Time `json:"since"`
+}
+
+// WebhookSignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+//
+// Example: standard-webhooks
+type WebhookSignatureScheme string
+
 // WebhookSubscription A webhook subscription. Never carries the secret.
 type WebhookSubscription struct {
 	// CompanyChannelIds Channels whose channel-scope events are delivered; null or empty = all channels. Company-scope events are not filtered.
@@ -2401,6 +2432,11 @@ type WebhookSubscription struct {
 	// Example: CRM integration
 	Name WebhookName `json:"name"`
 
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme WebhookSignatureScheme `json:"signature_scheme"`
+
 	// UpdatedAt Management timestamp `YYYY-MM-DD HH:MM:SS` in the service time zone (UTC by default).
 	//
 	// Example: 2026-11-22 14:03:07
@@ -2431,6 +2467,11 @@ type WebhookSubscriptionCreate struct {
 	//
 	// Example: CRM integration
 	Name WebhookName `json:"name"`
+
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
 	// Url Receiver URL, http or https (HTTPS recommended).
 	//
@@ -2485,6 +2526,11 @@ type WebhookSubscriptionUpdate struct {
 	// Example: CRM integration
 	Name *WebhookName `json:"name,omitempty"`
 
+	// SignatureScheme Extension. How deliveries are signed. `svc` (the default) is the API document's scheme: `X-Svc-Timestamp` and `X-Svc-Signature: sha256=<hex HMAC-SHA256 of "timestamp.body">`, keyed with the secret string's UTF-8 bytes. `standard-webhooks` follows the Standard Webhooks specification (standardwebhooks.com): headers `webhook-id` (the delivery id), `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed, as that specification says for a `whsec_` secret, with the base64 decoding of the part after `whsec_` (48 bytes): pass the secret unchanged to any Standard Webhooks library. `X-Svc-Event`, `X-Svc-Delivery` and `X-Svc-Attempt` are sent with both schemes. See the AsyncAPI document, Signature.
+	//
+	// Example: standard-webhooks
+	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
+
 	// Url Receiver URL, http or https (HTTPS recommended).
 	//
 	// Example: https://hooks.example.com/chat-gateway
@@ -2497,7 +2543,7 @@ type WebhookSubscriptionWithSecret struct {
 	Data    WebhookSubscription `json:"data"`
 	Message string              `json:"message"`
 
-	// Secret Signing secret (HMAC-SHA256 key, used as its UTF-8 bytes). Returned only by create and rotate-secret.
+	// Secret Signing secret, `whsec_` followed by 64 hexadecimal digits. Returned only by create and rotate-secret. With `signature_scheme: svc` the HMAC-SHA256 key is the whole string's UTF-8 bytes; with `standard-webhooks` (extension) it is the base64 decoding of the part after `whsec_`, as the Standard Webhooks specification defines (give the string as is to a Standard Webhooks library).
 	Secret  string                               `json:"secret"`
 	Success WebhookSubscriptionWithSecretSuccess `json:"success"`
 }
@@ -2561,6 +2607,9 @@ type SimulatorConnectionId = int
 //
 // Example: ["2026-11-01","2026-11-22"]
 type UpdatedAtRange = DateRange
+
+// WebhookDeliveryId defines model for WebhookDeliveryId.
+type WebhookDeliveryId = openapi_types.UUID
 
 // WebhookId defines model for WebhookId.
 type WebhookId = int
@@ -2650,6 +2699,18 @@ type ListChannelWebhookDeliveriesParams struct {
 
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+}
+
+// RedeliverChannelWebhookDeliveryParams defines parameters for RedeliverChannelWebhookDelivery.
+type RedeliverChannelWebhookDeliveryParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RecoverChannelWebhookDeliveriesParams defines parameters for RecoverChannelWebhookDeliveries.
+type RecoverChannelWebhookDeliveriesParams struct {
+	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // TestChannelWebhookParams defines parameters for TestChannelWebhook.
@@ -2843,6 +2904,9 @@ type CreateChannelWebhookJSONRequestBody = WebhookSubscriptionCreate
 
 // UpdateChannelWebhookJSONRequestBody defines body for UpdateChannelWebhook for application/json ContentType.
 type UpdateChannelWebhookJSONRequestBody = WebhookSubscriptionUpdate
+
+// RecoverChannelWebhookDeliveriesJSONRequestBody defines body for RecoverChannelWebhookDeliveries for application/json ContentType.
+type RecoverChannelWebhookDeliveriesJSONRequestBody = WebhookRecover
 
 // ChatappCheckOnChatappJSONRequestBody defines body for ChatappCheckOnChatapp for application/json ContentType.
 type ChatappCheckOnChatappJSONRequestBody = ChatappCheckRequest
@@ -4940,9 +5004,12 @@ type ClientInterface interface {
 	//   with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
 	//   document does not say what happens to such ids.
 	// * `enabled` — optional, default true.
+	// * `signature_scheme` — **extension**, optional: `svc` (default, the API document's `X-Svc-Signature`) or
+	//   `standard-webhooks` (the Standard Webhooks headers `webhook-id`, `webhook-timestamp`,
+	//   `webhook-signature`; see the schema).
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
-	// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)).
+	// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)) (scheme `svc`).
 	//
 	// 422 when `name` is missing or too long, or `url` is missing or malformed.
 	//
@@ -4970,9 +5037,12 @@ type ClientInterface interface {
 	//   with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
 	//   document does not say what happens to such ids.
 	// * `enabled` — optional, default true.
+	// * `signature_scheme` — **extension**, optional: `svc` (default, the API document's `X-Svc-Signature`) or
+	//   `standard-webhooks` (the Standard Webhooks headers `webhook-id`, `webhook-timestamp`,
+	//   `webhook-signature`; see the schema).
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
-	// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)).
+	// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)) (scheme `svc`).
 	//
 	// 422 when `name` is missing or too long, or `url` is missing or malformed.
 	//
@@ -5038,6 +5108,58 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/channel-webhooks/{id}/deliveries (the `ListChannelWebhookDeliveries` operationId).
 	ListChannelWebhookDeliveries(ctx context.Context, id WebhookId, params *ListChannelWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RedeliverChannelWebhookDelivery Send one delivery again (extension)
+	//
+	// **Extension of this service.** Queues the event of a finished delivery (delivered, or failed: out of
+	// attempts, refused by the receiver, or dropped when the subscription was disabled) to the subscription
+	// again: the same body and `X-Svc-Delivery`, a new timestamp and signature (current secret and
+	// `signature_scheme`), attempts counted from 1 again (retried like any event), and new delivery-log
+	// entries. Asynchronous: the answer confirms queuing (`queued` is 1); delivery goes through the same
+	// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery 3 days
+	// after they were delivered and 30 days after they failed (the bodies cost storage; a delivered event
+	// older than 3 days answers `Delivery not found.` although the log still shows it for 7). Requires
+	// `channel_webhooks_update`. 509 when the subscription does not exist, belongs to another company or
+	// is disabled (deliveries to a disabled subscription are dropped, so re-enable it first), when the
+	// delivery is not one of this subscription's finished deliveries, or when it is still queued
+	// (pending or being retried).
+	//
+	// Corresponds with POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverChannelWebhookDelivery` operationId).
+	RedeliverChannelWebhookDelivery(ctx context.Context, id WebhookId, deliveryId WebhookDeliveryId, params *RedeliverChannelWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverChannelWebhookDeliveriesWithBody Queue again every failed delivery since a time (extension)
+	//
+	// **Extension of this service.** Queues again every event of the subscription whose delivery **failed**
+	// at or after `since`: its last attempt ended it without success (all 5 attempts failed, or a
+	// non-retryable answer such as a 4xx other than 408/429, or a refused destination), or it was dropped
+	// unsent because the subscription was disabled. Deliveries still pending or being retried are not
+	// failed yet and are left alone, so recovering twice queues nothing twice. Each event is sent like a
+	// redelivery: same body and `X-Svc-Delivery`, new timestamp and signature, attempts from 1, new
+	// delivery-log entries. `queued` says how many were queued (0 when none). Failed events are kept 30
+	// days. Requires `channel_webhooks_update`. 509 when the subscription does not exist, belongs to
+	// another company or is disabled (re-enable it first with `PUT` `enabled: true`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/channel-webhooks/{id}/recover (the `RecoverChannelWebhookDeliveries` operationId).
+	RecoverChannelWebhookDeliveriesWithBody(ctx context.Context, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverChannelWebhookDeliveries Queue again every failed delivery since a time (extension)
+	//
+	// **Extension of this service.** Queues again every event of the subscription whose delivery **failed**
+	// at or after `since`: its last attempt ended it without success (all 5 attempts failed, or a
+	// non-retryable answer such as a 4xx other than 408/429, or a refused destination), or it was dropped
+	// unsent because the subscription was disabled. Deliveries still pending or being retried are not
+	// failed yet and are left alone, so recovering twice queues nothing twice. Each event is sent like a
+	// redelivery: same body and `X-Svc-Delivery`, new timestamp and signature, attempts from 1, new
+	// delivery-log entries. `queued` says how many were queued (0 when none). Failed events are kept 30
+	// days. Requires `channel_webhooks_update`. 509 when the subscription does not exist, belongs to
+	// another company or is disabled (re-enable it first with `PUT` `enabled: true`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/channel-webhooks/{id}/recover (the `RecoverChannelWebhookDeliveries` operationId).
+	RecoverChannelWebhookDeliveries(ctx context.Context, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, body RecoverChannelWebhookDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateChannelWebhookSecret Rotate the signing secret
 	//
@@ -5977,9 +6099,12 @@ func (c *Client) ListChannelWebhooks(ctx context.Context, params *ListChannelWeb
 //     with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
 //     document does not say what happens to such ids.
 //   - `enabled` — optional, default true.
+//   - `signature_scheme` — **extension**, optional: `svc` (default, the API document's `X-Svc-Signature`) or
+//     `standard-webhooks` (the Standard Webhooks headers `webhook-id`, `webhook-timestamp`,
+//     `webhook-signature`; see the schema).
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
-// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)).
+// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)) (scheme `svc`).
 //
 // 422 when `name` is missing or too long, or `url` is missing or malformed.
 //
@@ -6017,9 +6142,12 @@ func (c *Client) CreateChannelWebhookWithBody(ctx context.Context, params *Creat
 //     with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
 //     document does not say what happens to such ids.
 //   - `enabled` — optional, default true.
+//   - `signature_scheme` — **extension**, optional: `svc` (default, the API document's `X-Svc-Signature`) or
+//     `standard-webhooks` (the Standard Webhooks headers `webhook-id`, `webhook-timestamp`,
+//     `webhook-signature`; see the schema).
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
-// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)).
+// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)) (scheme `svc`).
 //
 // 422 when `name` is missing or too long, or `url` is missing or malformed.
 //
@@ -6136,6 +6264,88 @@ func (c *Client) UpdateChannelWebhook(ctx context.Context, id WebhookId, body Up
 // Corresponds with GET /api/channel-webhooks/{id}/deliveries (the `ListChannelWebhookDeliveries` operationId).
 func (c *Client) ListChannelWebhookDeliveries(ctx context.Context, id WebhookId, params *ListChannelWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListChannelWebhookDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RedeliverChannelWebhookDelivery Send one delivery again (extension)
+//
+// **Extension of this service.** Queues the event of a finished delivery (delivered, or failed: out of
+// attempts, refused by the receiver, or dropped when the subscription was disabled) to the subscription
+// again: the same body and `X-Svc-Delivery`, a new timestamp and signature (current secret and
+// `signature_scheme`), attempts counted from 1 again (retried like any event), and new delivery-log
+// entries. Asynchronous: the answer confirms queuing (`queued` is 1); delivery goes through the same
+// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery 3 days
+// after they were delivered and 30 days after they failed (the bodies cost storage; a delivered event
+// older than 3 days answers `Delivery not found.` although the log still shows it for 7). Requires
+// `channel_webhooks_update`. 509 when the subscription does not exist, belongs to another company or
+// is disabled (deliveries to a disabled subscription are dropped, so re-enable it first), when the
+// delivery is not one of this subscription's finished deliveries, or when it is still queued
+// (pending or being retried).
+//
+// Corresponds with POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverChannelWebhookDelivery` operationId).
+func (c *Client) RedeliverChannelWebhookDelivery(ctx context.Context, id WebhookId, deliveryId WebhookDeliveryId, params *RedeliverChannelWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedeliverChannelWebhookDeliveryRequest(c.Server, id, deliveryId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverChannelWebhookDeliveriesWithBody Queue again every failed delivery since a time (extension)
+//
+// **Extension of this service.** Queues again every event of the subscription whose delivery **failed**
+// at or after `since`: its last attempt ended it without success (all 5 attempts failed, or a
+// non-retryable answer such as a 4xx other than 408/429, or a refused destination), or it was dropped
+// unsent because the subscription was disabled. Deliveries still pending or being retried are not
+// failed yet and are left alone, so recovering twice queues nothing twice. Each event is sent like a
+// redelivery: same body and `X-Svc-Delivery`, new timestamp and signature, attempts from 1, new
+// delivery-log entries. `queued` says how many were queued (0 when none). Failed events are kept 30
+// days. Requires `channel_webhooks_update`. 509 when the subscription does not exist, belongs to
+// another company or is disabled (re-enable it first with `PUT` `enabled: true`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/channel-webhooks/{id}/recover (the `RecoverChannelWebhookDeliveries` operationId).
+func (c *Client) RecoverChannelWebhookDeliveriesWithBody(ctx context.Context, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverChannelWebhookDeliveriesRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverChannelWebhookDeliveries Queue again every failed delivery since a time (extension)
+//
+// **Extension of this service.** Queues again every event of the subscription whose delivery **failed**
+// at or after `since`: its last attempt ended it without success (all 5 attempts failed, or a
+// non-retryable answer such as a 4xx other than 408/429, or a refused destination), or it was dropped
+// unsent because the subscription was disabled. Deliveries still pending or being retried are not
+// failed yet and are left alone, so recovering twice queues nothing twice. Each event is sent like a
+// redelivery: same body and `X-Svc-Delivery`, new timestamp and signature, attempts from 1, new
+// delivery-log entries. `queued` says how many were queued (0 when none). Failed events are kept 30
+// days. Requires `channel_webhooks_update`. 509 when the subscription does not exist, belongs to
+// another company or is disabled (re-enable it first with `PUT` `enabled: true`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/channel-webhooks/{id}/recover (the `RecoverChannelWebhookDeliveries` operationId).
+func (c *Client) RecoverChannelWebhookDeliveries(ctx context.Context, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, body RecoverChannelWebhookDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverChannelWebhookDeliveriesRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7817,6 +8027,124 @@ func NewListChannelWebhookDeliveriesRequest(server string, id WebhookId, params 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRedeliverChannelWebhookDeliveryRequest constructs an http.Request for the RedeliverChannelWebhookDelivery method
+func NewRedeliverChannelWebhookDeliveryRequest(server string, id WebhookId, deliveryId WebhookDeliveryId, params *RedeliverChannelWebhookDeliveryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "delivery_id", deliveryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/channel-webhooks/%s/deliveries/%s/redeliver", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRecoverChannelWebhookDeliveriesRequest calls the generic RecoverChannelWebhookDeliveries builder with application/json body
+func NewRecoverChannelWebhookDeliveriesRequest(server string, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, body RecoverChannelWebhookDeliveriesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRecoverChannelWebhookDeliveriesRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRecoverChannelWebhookDeliveriesRequestWithBody constructs an http.Request for the RecoverChannelWebhookDeliveries method, with any body, and a specified content type
+func NewRecoverChannelWebhookDeliveriesRequestWithBody(server string, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/channel-webhooks/%s/recover", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -9864,9 +10192,12 @@ type ClientWithResponsesInterface interface {
 	//   with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
 	//   document does not say what happens to such ids.
 	// * `enabled` — optional, default true.
+	// * `signature_scheme` — **extension**, optional: `svc` (default, the API document's `X-Svc-Signature`) or
+	//   `standard-webhooks` (the Standard Webhooks headers `webhook-id`, `webhook-timestamp`,
+	//   `webhook-signature`; see the schema).
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
-	// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)).
+	// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)) (scheme `svc`).
 	//
 	// 422 when `name` is missing or too long, or `url` is missing or malformed.
 	//
@@ -9894,9 +10225,12 @@ type ClientWithResponsesInterface interface {
 	//   with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
 	//   document does not say what happens to such ids.
 	// * `enabled` — optional, default true.
+	// * `signature_scheme` — **extension**, optional: `svc` (default, the API document's `X-Svc-Signature`) or
+	//   `standard-webhooks` (the Standard Webhooks headers `webhook-id`, `webhook-timestamp`,
+	//   `webhook-signature`; see the schema).
 	//
 	// The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
-	// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)).
+	// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)) (scheme `svc`).
 	//
 	// 422 when `name` is missing or too long, or `url` is missing or malformed.
 	//
@@ -9968,6 +10302,60 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/channel-webhooks/{id}/deliveries (the `ListChannelWebhookDeliveries` operationId).
 	ListChannelWebhookDeliveriesWithResponse(ctx context.Context, id WebhookId, params *ListChannelWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListChannelWebhookDeliveriesHTTPResponse, error)
+
+	// RedeliverChannelWebhookDeliveryWithResponse Send one delivery again (extension)
+	//
+	// **Extension of this service.** Queues the event of a finished delivery (delivered, or failed: out of
+	// attempts, refused by the receiver, or dropped when the subscription was disabled) to the subscription
+	// again: the same body and `X-Svc-Delivery`, a new timestamp and signature (current secret and
+	// `signature_scheme`), attempts counted from 1 again (retried like any event), and new delivery-log
+	// entries. Asynchronous: the answer confirms queuing (`queued` is 1); delivery goes through the same
+	// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery 3 days
+	// after they were delivered and 30 days after they failed (the bodies cost storage; a delivered event
+	// older than 3 days answers `Delivery not found.` although the log still shows it for 7). Requires
+	// `channel_webhooks_update`. 509 when the subscription does not exist, belongs to another company or
+	// is disabled (deliveries to a disabled subscription are dropped, so re-enable it first), when the
+	// delivery is not one of this subscription's finished deliveries, or when it is still queued
+	// (pending or being retried).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverChannelWebhookDelivery` operationId).
+	RedeliverChannelWebhookDeliveryWithResponse(ctx context.Context, id WebhookId, deliveryId WebhookDeliveryId, params *RedeliverChannelWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*RedeliverChannelWebhookDeliveryHTTPResponse, error)
+
+	// RecoverChannelWebhookDeliveriesWithBodyWithResponse Queue again every failed delivery since a time (extension)
+	//
+	// **Extension of this service.** Queues again every event of the subscription whose delivery **failed**
+	// at or after `since`: its last attempt ended it without success (all 5 attempts failed, or a
+	// non-retryable answer such as a 4xx other than 408/429, or a refused destination), or it was dropped
+	// unsent because the subscription was disabled. Deliveries still pending or being retried are not
+	// failed yet and are left alone, so recovering twice queues nothing twice. Each event is sent like a
+	// redelivery: same body and `X-Svc-Delivery`, new timestamp and signature, attempts from 1, new
+	// delivery-log entries. `queued` says how many were queued (0 when none). Failed events are kept 30
+	// days. Requires `channel_webhooks_update`. 509 when the subscription does not exist, belongs to
+	// another company or is disabled (re-enable it first with `PUT` `enabled: true`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/channel-webhooks/{id}/recover (the `RecoverChannelWebhookDeliveries` operationId).
+	RecoverChannelWebhookDeliveriesWithBodyWithResponse(ctx context.Context, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverChannelWebhookDeliveriesHTTPResponse, error)
+
+	// RecoverChannelWebhookDeliveriesWithResponse Queue again every failed delivery since a time (extension)
+	//
+	// **Extension of this service.** Queues again every event of the subscription whose delivery **failed**
+	// at or after `since`: its last attempt ended it without success (all 5 attempts failed, or a
+	// non-retryable answer such as a 4xx other than 408/429, or a refused destination), or it was dropped
+	// unsent because the subscription was disabled. Deliveries still pending or being retried are not
+	// failed yet and are left alone, so recovering twice queues nothing twice. Each event is sent like a
+	// redelivery: same body and `X-Svc-Delivery`, new timestamp and signature, attempts from 1, new
+	// delivery-log entries. `queued` says how many were queued (0 when none). Failed events are kept 30
+	// days. Requires `channel_webhooks_update`. 509 when the subscription does not exist, belongs to
+	// another company or is disabled (re-enable it first with `PUT` `enabled: true`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/channel-webhooks/{id}/recover (the `RecoverChannelWebhookDeliveries` operationId).
+	RecoverChannelWebhookDeliveriesWithResponse(ctx context.Context, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, body RecoverChannelWebhookDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverChannelWebhookDeliveriesHTTPResponse, error)
 
 	// RotateChannelWebhookSecretWithResponse Rotate the signing secret
 	//
@@ -11392,6 +11780,200 @@ func (r ListChannelWebhookDeliveriesHTTPResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListChannelWebhookDeliveriesHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RedeliverChannelWebhookDeliveryHTTPResponse429Headers the declared response headers of an HTTP 429 response for RedeliverChannelWebhookDelivery
+type RedeliverChannelWebhookDeliveryHTTPResponse429Headers struct {
+	RetryAfter int
+}
+
+type RedeliverChannelWebhookDeliveryHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookTestResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *WebhookValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *WebhookBusinessError
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RedeliverChannelWebhookDeliveryHTTPResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetJSON200() *WebhookTestResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetJSON422() *WebhookValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetJSON509() *WebhookBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RedeliverChannelWebhookDeliveryHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RecoverChannelWebhookDeliveriesHTTPResponse429Headers the declared response headers of an HTTP 429 response for RecoverChannelWebhookDeliveries
+type RecoverChannelWebhookDeliveriesHTTPResponse429Headers struct {
+	RetryAfter int
+}
+
+type RecoverChannelWebhookDeliveriesHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookTestResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *WebhookValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *WebhookBusinessError
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RecoverChannelWebhookDeliveriesHTTPResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetJSON200() *WebhookTestResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetJSON422() *WebhookValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetJSON509() *WebhookBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecoverChannelWebhookDeliveriesHTTPResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13943,9 +14525,12 @@ func (c *ClientWithResponses) ListChannelWebhooksWithResponse(ctx context.Contex
 //     with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
 //     document does not say what happens to such ids.
 //   - `enabled` — optional, default true.
+//   - `signature_scheme` — **extension**, optional: `svc` (default, the API document's `X-Svc-Signature`) or
+//     `standard-webhooks` (the Standard Webhooks headers `webhook-id`, `webhook-timestamp`,
+//     `webhook-signature`; see the schema).
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
-// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)).
+// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)) (scheme `svc`).
 //
 // 422 when `name` is missing or too long, or `url` is missing or malformed.
 //
@@ -13979,9 +14564,12 @@ func (c *ClientWithResponses) CreateChannelWebhookWithBodyWithResponse(ctx conte
 //     with `errors.company_channel_ids` ("Company channel 999 does not exist") — an extension: the API
 //     document does not say what happens to such ids.
 //   - `enabled` — optional, default true.
+//   - `signature_scheme` — **extension**, optional: `svc` (default, the API document's `X-Svc-Signature`) or
+//     `standard-webhooks` (the Standard Webhooks headers `webhook-id`, `webhook-timestamp`,
+//     `webhook-signature`; see the schema).
 //
 // The answer carries the signing `secret`. It appears only here and on rotation: store it. Deliveries are
-// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)).
+// signed `sha256=` + hex(HMAC-SHA256(secret, X-Svc-Timestamp + "." + raw body)) (scheme `svc`).
 //
 // 422 when `name` is missing or too long, or `url` is missing or malformed.
 //
@@ -14088,6 +14676,78 @@ func (c *ClientWithResponses) ListChannelWebhookDeliveriesWithResponse(ctx conte
 		return nil, err
 	}
 	return ParseListChannelWebhookDeliveriesHTTPResponse(rsp)
+}
+
+// RedeliverChannelWebhookDeliveryWithResponse Send one delivery again (extension)
+//
+// **Extension of this service.** Queues the event of a finished delivery (delivered, or failed: out of
+// attempts, refused by the receiver, or dropped when the subscription was disabled) to the subscription
+// again: the same body and `X-Svc-Delivery`, a new timestamp and signature (current secret and
+// `signature_scheme`), attempts counted from 1 again (retried like any event), and new delivery-log
+// entries. Asynchronous: the answer confirms queuing (`queued` is 1); delivery goes through the same
+// path as every event (at most 8 in flight, the SSRF guard). Events are kept for redelivery 3 days
+// after they were delivered and 30 days after they failed (the bodies cost storage; a delivered event
+// older than 3 days answers `Delivery not found.` although the log still shows it for 7). Requires
+// `channel_webhooks_update`. 509 when the subscription does not exist, belongs to another company or
+// is disabled (deliveries to a disabled subscription are dropped, so re-enable it first), when the
+// delivery is not one of this subscription's finished deliveries, or when it is still queued
+// (pending or being retried).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverChannelWebhookDelivery` operationId).
+func (c *ClientWithResponses) RedeliverChannelWebhookDeliveryWithResponse(ctx context.Context, id WebhookId, deliveryId WebhookDeliveryId, params *RedeliverChannelWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*RedeliverChannelWebhookDeliveryHTTPResponse, error) {
+	rsp, err := c.RedeliverChannelWebhookDelivery(ctx, id, deliveryId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRedeliverChannelWebhookDeliveryHTTPResponse(rsp)
+}
+
+// RecoverChannelWebhookDeliveriesWithBodyWithResponse Queue again every failed delivery since a time (extension)
+//
+// **Extension of this service.** Queues again every event of the subscription whose delivery **failed**
+// at or after `since`: its last attempt ended it without success (all 5 attempts failed, or a
+// non-retryable answer such as a 4xx other than 408/429, or a refused destination), or it was dropped
+// unsent because the subscription was disabled. Deliveries still pending or being retried are not
+// failed yet and are left alone, so recovering twice queues nothing twice. Each event is sent like a
+// redelivery: same body and `X-Svc-Delivery`, new timestamp and signature, attempts from 1, new
+// delivery-log entries. `queued` says how many were queued (0 when none). Failed events are kept 30
+// days. Requires `channel_webhooks_update`. 509 when the subscription does not exist, belongs to
+// another company or is disabled (re-enable it first with `PUT` `enabled: true`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/channel-webhooks/{id}/recover (the `RecoverChannelWebhookDeliveries` operationId).
+func (c *ClientWithResponses) RecoverChannelWebhookDeliveriesWithBodyWithResponse(ctx context.Context, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverChannelWebhookDeliveriesHTTPResponse, error) {
+	rsp, err := c.RecoverChannelWebhookDeliveriesWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverChannelWebhookDeliveriesHTTPResponse(rsp)
+}
+
+// RecoverChannelWebhookDeliveriesWithResponse Queue again every failed delivery since a time (extension)
+//
+// **Extension of this service.** Queues again every event of the subscription whose delivery **failed**
+// at or after `since`: its last attempt ended it without success (all 5 attempts failed, or a
+// non-retryable answer such as a 4xx other than 408/429, or a refused destination), or it was dropped
+// unsent because the subscription was disabled. Deliveries still pending or being retried are not
+// failed yet and are left alone, so recovering twice queues nothing twice. Each event is sent like a
+// redelivery: same body and `X-Svc-Delivery`, new timestamp and signature, attempts from 1, new
+// delivery-log entries. `queued` says how many were queued (0 when none). Failed events are kept 30
+// days. Requires `channel_webhooks_update`. 509 when the subscription does not exist, belongs to
+// another company or is disabled (re-enable it first with `PUT` `enabled: true`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/channel-webhooks/{id}/recover (the `RecoverChannelWebhookDeliveries` operationId).
+func (c *ClientWithResponses) RecoverChannelWebhookDeliveriesWithResponse(ctx context.Context, id WebhookId, params *RecoverChannelWebhookDeliveriesParams, body RecoverChannelWebhookDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverChannelWebhookDeliveriesHTTPResponse, error) {
+	rsp, err := c.RecoverChannelWebhookDeliveries(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverChannelWebhookDeliveriesHTTPResponse(rsp)
 }
 
 // RotateChannelWebhookSecretWithResponse Rotate the signing secret
@@ -15736,6 +16396,182 @@ func ParseListChannelWebhookDeliveriesHTTPResponse(rsp *http.Response) (*ListCha
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ListChannelWebhookDeliveriesHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRedeliverChannelWebhookDeliveryHTTPResponse parses an HTTP response from a RedeliverChannelWebhookDeliveryWithResponse call
+func ParseRedeliverChannelWebhookDeliveryHTTPResponse(rsp *http.Response) (*RedeliverChannelWebhookDeliveryHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RedeliverChannelWebhookDeliveryHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest WebhookValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest WebhookBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RedeliverChannelWebhookDeliveryHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRecoverChannelWebhookDeliveriesHTTPResponse parses an HTTP response from a RecoverChannelWebhookDeliveriesWithResponse call
+func ParseRecoverChannelWebhookDeliveriesHTTPResponse(rsp *http.Response) (*RecoverChannelWebhookDeliveriesHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecoverChannelWebhookDeliveriesHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest WebhookValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest WebhookBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RecoverChannelWebhookDeliveriesHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

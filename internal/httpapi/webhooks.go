@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
@@ -19,6 +20,9 @@ func (s *Server) CreateChannelWebhook(ctx context.Context, req api.CreateChannel
 	p, _ := auth.FromContext(ctx)
 	b := req.Body
 	in := webhooks.CreateInput{Name: b.Name, URL: b.Url, Enabled: b.Enabled}
+	if b.SignatureScheme != nil {
+		in.SignatureScheme = string(*b.SignatureScheme)
+	}
 	if b.Events != nil {
 		in.Events = *b.Events
 		if in.Events == nil {
@@ -74,6 +78,10 @@ func (s *Server) UpdateChannelWebhook(ctx context.Context, req api.UpdateChannel
 	p, _ := auth.FromContext(ctx)
 	b := req.Body
 	in := webhooks.UpdateInput{Name: b.Name, URL: b.Url, Events: b.Events, Enabled: b.Enabled}
+	if b.SignatureScheme != nil {
+		scheme := string(*b.SignatureScheme)
+		in.SignatureScheme = &scheme
+	}
 	// Absent leaves the filter unchanged; null or [] means all channels.
 	if b.CompanyChannelIds != nil {
 		ids := int64s(b.CompanyChannelIds)
@@ -128,11 +136,37 @@ func (s *Server) RotateChannelWebhookSecret(ctx context.Context, req api.RotateC
 		Data: s.toAPIWebhook(sub), Secret: secret, Message: "Webhook secret rotated"}, nil
 }
 
+// RedeliverChannelWebhookDelivery and RecoverChannelWebhookDeliveries are
+// extensions (issue 14): they queue finished deliveries again.
+func (s *Server) RedeliverChannelWebhookDelivery(ctx context.Context, req api.RedeliverChannelWebhookDeliveryRequestObject) (api.RedeliverChannelWebhookDeliveryResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	n, err := s.Webhooks.RedeliverChannelWebhookDelivery(ctx, p, int64(req.Id), req.DeliveryId.String())
+	if err != nil {
+		return nil, err
+	}
+	return api.RedeliverChannelWebhookDelivery200JSONResponse{Success: api.WebhookTestResultSuccessTrue, Queued: n,
+		Message: "Delivery queued again"}, nil
+}
+
+func (s *Server) RecoverChannelWebhookDeliveries(ctx context.Context, req api.RecoverChannelWebhookDeliveriesRequestObject) (api.RecoverChannelWebhookDeliveriesResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	if req.Body == nil { // the validator requires the body; this guards a direct call
+		return nil, &fault.Error{Kind: fault.Invalid, Message: "Since is required", Fields: map[string][]string{"since": {"Since is required"}}}
+	}
+	n, err := s.Webhooks.RecoverChannelWebhookDeliveries(ctx, p, int64(req.Id), req.Body.Since)
+	if err != nil {
+		return nil, err
+	}
+	return api.RecoverChannelWebhookDeliveries200JSONResponse{Success: api.WebhookTestResultSuccessTrue, Queued: n,
+		Message: "Failed deliveries queued again"}, nil
+}
+
 func (s *Server) toAPIWebhook(sub webhooks.Subscription) api.WebhookSubscription {
 	out := api.WebhookSubscription{
 		Id: int(sub.ID), CompanyId: int(sub.CompanyID), Name: sub.Name, Url: sub.URL, Events: sub.Events,
 		Enabled: sub.Enabled, FailureCount: sub.FailureCount, DisabledReason: sub.DisabledReason,
-		LastSuccessAt: s.Times.ManagementPtr(sub.LastSuccessAt), LastFailureAt: s.Times.ManagementPtr(sub.LastFailureAt),
+		SignatureScheme: api.WebhookSignatureScheme(sub.SignatureScheme),
+		LastSuccessAt:   s.Times.ManagementPtr(sub.LastSuccessAt), LastFailureAt: s.Times.ManagementPtr(sub.LastFailureAt),
 		CreatedAt: s.Times.Management(sub.CreatedAt), UpdatedAt: s.Times.Management(sub.UpdatedAt),
 	}
 	if out.Events == nil {

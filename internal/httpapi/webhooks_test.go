@@ -217,7 +217,8 @@ func TestWebhookLifecycle(t *testing.T) {
 	})
 }
 
-// idOperations are the five operations on one subscription id.
+// idOperations are the operations on one subscription id: the document's
+// five and the redelivery extensions.
 func idOperations(id int) []apitest.Request {
 	p := fmt.Sprintf("/api/channel-webhooks/%d", id)
 	return []apitest.Request{
@@ -226,6 +227,8 @@ func idOperations(id int) []apitest.Request {
 		{Method: "POST", Path: p + "/test"},
 		{Method: "GET", Path: p + "/deliveries"},
 		{Method: "POST", Path: p + "/rotate-secret"},
+		{Method: "POST", Path: p + "/deliveries/0b8f3c2e-5d1a-4f7b-9c6e-2a4d8e1f3b57/redeliver"},
+		{Method: "POST", Path: p + "/recover", JSON: map[string]any{"since": "2026-11-22T00:00:00Z"}},
 	}
 }
 
@@ -416,6 +419,7 @@ func TestWebhookPermissions(t *testing.T) {
 			{apitest.Request{Method: "PUT", Path: p, JSON: map[string]any{"name": "m"}}, auth.PermWebhooksUpdate},
 			{apitest.Request{Method: "POST", Path: p + "/test"}, auth.PermWebhooksUpdate},
 			{apitest.Request{Method: "POST", Path: p + "/rotate-secret"}, auth.PermWebhooksUpdate},
+			{apitest.Request{Method: "POST", Path: p + "/recover", JSON: map[string]any{"since": "2026-11-22T00:00:00Z"}}, auth.PermWebhooksUpdate},
 			{apitest.Request{Method: "DELETE", Path: p}, auth.PermWebhooksDelete},
 		}
 		ctx := context.Background()

@@ -304,7 +304,7 @@ func (s *Service) fetchDue(ctx context.Context, id int64, held map[int64]bool, l
 	case err != nil:
 		return t, nil, false, err
 	case !t.Enabled:
-		return t, nil, true, s.dropPending(ctx, id)
+		return t, nil, true, s.dropPendingKeeping(ctx, id)
 	}
 	q := s.db.Bun.NewSelect().Model((*deliveryRow)(nil)).
 		Where("subscription_id = ?", id).Where("next_attempt_at <= ?", s.now().UTC()).
@@ -337,7 +337,7 @@ func (s *Service) dropPending(ctx context.Context, id int64) error {
 func (s *Service) recordBatch(ctx context.Context, t *subscriptionRow, done []result) {
 	now := s.now().UTC()
 	logs := make([]logRow, 0, len(done))
-	var finished []int64
+	var finished, gaveUp []int64 // gaveUp ⊂ finished: ended without success
 	retries := map[int][]int64{} // attempt made → ids
 	var succeeded, failed, finals, trailing int
 	for _, r := range done {
@@ -353,6 +353,7 @@ func (s *Service) recordBatch(ctx context.Context, t *subscriptionRow, done []re
 		case final:
 			entry.Error = &r.o.message
 			finished = append(finished, r.row.ID)
+			gaveUp = append(gaveUp, r.row.ID)
 			finals++
 			trailing++
 		default:
@@ -375,6 +376,13 @@ func (s *Service) recordBatch(ctx context.Context, t *subscriptionRow, done []re
 				return err
 			}
 			if len(finished) > 0 {
+				// Keep the finished events for redeliver and recover.
+				if err := archiveFinished(ctx, tx, delivered(finished, gaveUp), false, now); err != nil {
+					return err
+				}
+				if err := archiveFinished(ctx, tx, gaveUp, true, now); err != nil {
+					return err
+				}
 				if _, err := tx.NewDelete().Model((*deliveryRow)(nil)).Where("id IN (?)", bun.In(finished)).Exec(ctx); err != nil {
 					return err
 				}

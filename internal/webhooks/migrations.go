@@ -89,7 +89,7 @@ CREATE TABLE webhook_delivery_log (
 );
 CREATE INDEX webhook_delivery_log_subscription ON webhook_delivery_log (subscription_id, id);
 CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, created_at);
-`}, laneMigration}
+`}, laneMigration, redeliveryMigration}
 
 // laneMigration adds the pending deliveries a subscription's lane drains
 // (see README, "How it runs"). A row lives from publish until its outcome is
@@ -125,4 +125,43 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at, id);
 CREATE INDEX webhook_deliveries_next ON webhook_deliveries (next_attempt_at);
+`}
+
+// redeliveryMigration adds the signature scheme of a subscription (issue 14)
+// and keeps the events of finished deliveries so they can be sent again
+// (redeliver, recover). A pending row of webhook_deliveries is deleted when
+// its outcome is final; its event moves to webhook_finished_deliveries in the
+// same transaction (see lane.go, recordBatch), one row per delivery id,
+// replaced when a redelivery of it finishes. failed marks a delivery that
+// ended without success (out of attempts, refused, or dropped because the
+// subscription was disabled); finished_at is when. Rows are pruned with the
+// retention job (3 days when delivered, 30 when failed) and deleted with their
+// subscription.
+var redeliveryMigration = store.Migration{
+	ID: "0052_webhooks_signature_scheme",
+	SQLite: `
+ALTER TABLE webhook_subscriptions ADD COLUMN signature_scheme TEXT NOT NULL DEFAULT 'svc';
+CREATE TABLE webhook_finished_deliveries (
+	delivery_id TEXT PRIMARY KEY,
+	subscription_id INTEGER NOT NULL,
+	event TEXT NOT NULL,
+	body TEXT NOT NULL,
+	failed BOOLEAN NOT NULL,
+	finished_at TIMESTAMP NOT NULL
+);
+CREATE INDEX webhook_finished_deliveries_subscription ON webhook_finished_deliveries (subscription_id, failed, finished_at);
+CREATE INDEX webhook_finished_deliveries_retention ON webhook_finished_deliveries (failed, finished_at);
+`,
+	Postgres: `
+ALTER TABLE webhook_subscriptions ADD COLUMN signature_scheme TEXT NOT NULL DEFAULT 'svc';
+CREATE TABLE webhook_finished_deliveries (
+	delivery_id UUID PRIMARY KEY,
+	subscription_id BIGINT NOT NULL,
+	event TEXT NOT NULL,
+	body TEXT NOT NULL,
+	failed BOOLEAN NOT NULL,
+	finished_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX webhook_finished_deliveries_subscription ON webhook_finished_deliveries (subscription_id, failed, finished_at);
+CREATE INDEX webhook_finished_deliveries_retention ON webhook_finished_deliveries (failed, finished_at);
 `}

@@ -40,7 +40,8 @@ func (w *retentionWorker) Work(ctx context.Context, _ *river.Job[RetentionArgs])
 const pruneBatch = 5000
 
 // PruneDeliveryLog deletes successful entries older than 7 days and failed
-// ones older than 30 days (by the service clock) and returns how many.
+// ones older than 30 days (by the service clock) and returns how many; the
+// events kept for redelivery are pruned by the same rule.
 func (s *Service) PruneDeliveryLog(ctx context.Context) (int64, error) {
 	now := s.now().UTC()
 	var total int64
@@ -62,5 +63,6 @@ func (s *Service) PruneDeliveryLog(ctx context.Context) (int64, error) {
 			}
 		}
 	}
-	return total, nil
+	// The events kept for redelivery go with their log entries.
+	return total, s.pruneFinished(ctx, now)
 }

@@ -57,8 +57,10 @@ type Subscription struct {
 	LastSuccessAt     *time.Time
 	LastFailureAt     *time.Time
 	DisabledReason    *string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// SignatureScheme is SchemeSvc or SchemeStandard (an extension).
+	SignatureScheme string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // CreateInput is the body of createChannelWebhook.
@@ -72,6 +74,8 @@ type CreateInput struct {
 	CompanyChannelIDs []int64
 	// Enabled nil = true.
 	Enabled *bool
+	// SignatureScheme "" = SchemeSvc.
+	SignatureScheme string
 }
 
 // UpdateInput carries only the fields to change (nil = unchanged).
@@ -84,6 +88,8 @@ type UpdateInput struct {
 	CompanyChannelIDs *[]int64
 	// Enabled true also resets failure_count and disabled_reason.
 	Enabled *bool
+	// SignatureScheme nil = unchanged.
+	SignatureScheme *string
 }
 
 // ListFilter narrows listChannelWebhooks.
@@ -122,8 +128,10 @@ type subscriptionRow struct {
 	LastSuccessAt  *time.Time `bun:"last_success_at"`
 	LastFailureAt  *time.Time `bun:"last_failure_at"`
 	DisabledReason *string    `bun:"disabled_reason"`
-	CreatedAt      time.Time  `bun:"created_at"`
-	UpdatedAt      time.Time  `bun:"updated_at"`
+	// SignatureScheme is SchemeSvc or SchemeStandard.
+	SignatureScheme string    `bun:"signature_scheme"`
+	CreatedAt       time.Time `bun:"created_at"`
+	UpdatedAt       time.Time `bun:"updated_at"`
 }
 
 func (r subscriptionRow) toDomain() Subscription {
@@ -131,8 +139,27 @@ func (r subscriptionRow) toDomain() Subscription {
 		ID: r.ID, CompanyID: r.CompanyID, Name: r.Name, URL: r.URL,
 		Events: r.eventNames(), CompanyChannelIDs: decodeChannels(r.ChannelIDs),
 		Enabled: r.Enabled, FailureCount: r.FailureCount, LastSuccessAt: store.UTC(r.LastSuccessAt),
-		LastFailureAt: store.UTC(r.LastFailureAt), DisabledReason: r.DisabledReason,
+		LastFailureAt: store.UTC(r.LastFailureAt), DisabledReason: r.DisabledReason, SignatureScheme: r.scheme(),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+// scheme is the row's signature scheme; a row read without that column
+// (or before the migration filled it) signs with the document's scheme.
+func (r subscriptionRow) scheme() string {
+	if r.SignatureScheme == SchemeStandard {
+		return SchemeStandard
+	}
+	return SchemeSvc
+}
+
+// msgSchemeInvalid is the x-invalid-message of WebhookSignatureScheme; the
+// request validator refuses other values first, this guards direct callers.
+const msgSchemeInvalid = "Signature scheme must be svc or standard-webhooks"
+
+func validateScheme(scheme string, fields map[string][]string) {
+	if scheme != SchemeSvc && scheme != SchemeStandard {
+		fields["signature_scheme"] = append(fields["signature_scheme"], msgSchemeInvalid)
 	}
 }
 
@@ -291,7 +318,7 @@ func invalid(fields map[string][]string) error {
 	}
 	// The message is the first error, in the document's field order.
 	msg := ""
-	for _, k := range []string{"name", "url", "events", "company_channel_ids"} {
+	for _, k := range []string{"name", "url", "events", "company_channel_ids", "signature_scheme"} {
 		if len(fields[k]) > 0 {
 			msg = fields[k][0]
 			break
@@ -311,6 +338,10 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 	validateName(in.Name, fields)
 	validateURL(in.URL, fields)
 	validateEvents(in.Events, fields)
+	if in.SignatureScheme == "" {
+		in.SignatureScheme = SchemeSvc
+	}
+	validateScheme(in.SignatureScheme, fields)
 	if err := s.validateChannels(ctx, p.CompanyID, in.CompanyChannelIDs, fields); err != nil {
 		return Subscription{}, "", err
 	}
@@ -323,7 +354,7 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 	}
 	now := s.now().UTC()
 	row := subscriptionRow{CompanyID: p.CompanyID, Name: in.Name, URL: in.URL, ChannelIDs: encodeChannels(in.CompanyChannelIDs),
-		Enabled: in.Enabled == nil || *in.Enabled, Secret: stored, CreatedAt: now, UpdatedAt: now}
+		Enabled: in.Enabled == nil || *in.Enabled, Secret: stored, SignatureScheme: in.SignatureScheme, CreatedAt: now, UpdatedAt: now}
 	if in.Events == nil {
 		row.Events, row.AllEvents = "[]", true
 	} else {
@@ -426,6 +457,9 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 	if in.Events != nil {
 		validateEvents(*in.Events, fields)
 	}
+	if in.SignatureScheme != nil {
+		validateScheme(*in.SignatureScheme, fields)
+	}
 	if in.CompanyChannelIDs != nil {
 		if err := s.validateChannels(ctx, p.CompanyID, *in.CompanyChannelIDs, fields); err != nil {
 			return Subscription{}, err
@@ -452,6 +486,9 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 		if in.CompanyChannelIDs != nil {
 			row.ChannelIDs = encodeChannels(*in.CompanyChannelIDs)
 		}
+		if in.SignatureScheme != nil {
+			row.SignatureScheme = *in.SignatureScheme
+		}
 		if in.Enabled != nil {
 			row.Enabled = *in.Enabled
 			if *in.Enabled {
@@ -462,7 +499,7 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 		row.UpdatedAt = s.now().UTC()
 		// Only the columns a client may change: the worker updates the
 		// delivery columns concurrently and must not be overwritten.
-		cols := []string{"name", "url", "events", "all_events", "company_channel_ids", "enabled", "updated_at"}
+		cols := []string{"name", "url", "events", "all_events", "company_channel_ids", "enabled", "signature_scheme", "updated_at"}
 		if in.Enabled != nil && *in.Enabled {
 			cols = append(cols, "failure_count", "disabled_reason")
 		}
@@ -497,6 +534,9 @@ func (s *Service) DeleteChannelWebhook(ctx context.Context, p auth.Principal, id
 		}
 		if _, err := tx.NewDelete().Model((*deliveryRow)(nil)).Where("subscription_id = ?", id).Exec(ctx); err != nil {
 			return fault.Internalf(err, "delete pending deliveries of %d", id)
+		}
+		if _, err := tx.NewDelete().Model((*finishedRow)(nil)).Where("subscription_id = ?", id).Exec(ctx); err != nil {
+			return fault.Internalf(err, "delete finished deliveries of %d", id)
 		}
 		return nil
 	})

@@ -28,7 +28,7 @@ func (s *Service) nextRetryAt(attempt int) time.Time {
 func (s *Service) loadTarget(ctx context.Context, id int64) (subscriptionRow, error) {
 	var row subscriptionRow
 	err := s.db.Bun.NewSelect().Model(&row).
-		Column("id", "url", "secret", "enabled", "failure_count", "last_success_at", "last_failure_at").
+		Column("id", "url", "secret", "signature_scheme", "enabled", "failure_count", "last_success_at", "last_failure_at").
 		Where("id = ?", id).Limit(1).Scan(ctx)
 	if err != nil {
 		return row, err
@@ -76,7 +76,7 @@ const (
 func (s *Service) send(ctx context.Context, t subscriptionRow, d Delivery, attempt int) outcome {
 	reqCtx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 	defer cancel()
-	req, err := NewDeliveryRequest(reqCtx, t.URL, t.Secret, d, attempt, s.now())
+	req, err := NewSignedDeliveryRequest(reqCtx, t.URL, t.Secret, t.SignatureScheme, d, attempt, s.now())
 	if err != nil {
 		return outcome{message: msgInvalidURL}
 	}

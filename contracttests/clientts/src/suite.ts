@@ -246,6 +246,17 @@ async function deliveriesAndDelete(id: number): Promise<void> {
     params: { path: { id }, query: { succeeded: true, perPage: 50 } },
   }));
   check(deliveries.total >= 1, "the receiver's deliveries are logged");
+  // Redelivery (extension): one logged delivery again, then every failed one since an hour ago.
+  const logged = deliveries.data[0];
+  check(logged !== undefined, "a logged delivery to redeliver");
+  const again = must("redeliverChannelWebhookDelivery", await api.POST("/api/channel-webhooks/{id}/deliveries/{delivery_id}/redeliver", {
+    params: { path: { id, delivery_id: logged === undefined ? "" : logged.delivery_id } },
+  }));
+  check(again.queued === 1, "redeliver queues the delivery again");
+  const recovered = must("recoverChannelWebhookDeliveries", await api.POST("/api/channel-webhooks/{id}/recover", {
+    params: { path: { id } }, body: { since: new Date(Date.now() - 3600_000).toISOString() },
+  }));
+  check(recovered.queued === 0, "nothing failed, nothing to recover");
   must("deleteChannelWebhook", await api.DELETE("/api/channel-webhooks/{id}", { params: { path: { id } } }));
   const gone = await api.DELETE("/api/channel-webhooks/{id}", { params: { path: { id } } });
   check(gone.response.status === 509, "a deleted subscription is not found (509)");
