@@ -231,7 +231,8 @@ func event(world *conversationWorld, ex example, at time.Time) (webhooks.Event, 
 
 // messageOf is the message, in the state each example of a message event
 // shows, whose payload the producer builds with messaging's builder (the
-// one every publish uses): a contact's message (version 1), an attendant's
+// one every publish uses): a contact's photo with its file (version 2), a
+// contact's text message (version 1), an attendant's
 // reply once the provider took it (version 2), a group member's message, a
 // message its author revoked, one edited after it was read (version 5),
 // and a group send refused for lack of authorization (status 6, version 1).
@@ -249,6 +250,14 @@ func messageOf(ex example, at time.Time) (channels.Channel, messaging.Message, e
 	}
 	switch ex.Event + "/" + ex.Variant {
 	case events.OmnichatMessageReceived + "/":
+		// A photo, published again once its file was fetched: its file's URL
+		// as publish mints it for the event.
+		m.TypeID, m.Text, m.Version = msgtype.Image, "Foto do produto que chegou quebrado", 2
+		m.MediaPath, m.MediaContentType, m.MediaSize = "1042/0c1d/file.jpg", "image/jpeg", 48213
+		m.MediaLink = &messaging.MediaLink{URL: "https://gateway.example.com" + messaging.MediaURLPath + "dG9rZW4/file.jpg",
+			FileName: "file.jpg", ContentType: "image/jpeg", Size: 48213, ExpiresAt: at.Add(messaging.DefaultMediaURLLifetime)}
+		return official, m, nil
+	case events.OmnichatMessageReceived + "/textFromContact":
 		return official, m, nil
 	case events.OmnichatMessageSent + "/":
 		// An attendant's reply to that message.
