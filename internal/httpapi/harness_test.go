@@ -5,6 +5,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/eventschema"
 )
 
@@ -242,4 +244,21 @@ func pngImage(t testing.TB, w, h int) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// tokenWithout creates a token of the user holding every permission but
+// perm, for the 403 of an operation that needs perm.
+func tokenWithout(t testing.TB, h *apitest.Harness, userID int64, perm string) string {
+	t.Helper()
+	var others []string
+	for _, p := range auth.AllPermissions {
+		if p != perm {
+			others = append(others, p)
+		}
+	}
+	token, _, err := h.App.Auth.CreateToken(context.Background(), userID, "without "+perm, others, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
 }

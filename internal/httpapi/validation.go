@@ -126,13 +126,13 @@ func collectIssues(r *http.Request, op *openapi3.Operation, err error, out *[]is
 				// own message.
 				for _, e := range inner {
 					is := schemaIssue(e.Schema, e)
-					is.rule = "allOf: " + clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
+					is.rule = "allOf: " + schemaRule(e)
 					*out = append(*out, is)
 				}
 				continue
 			}
 			is := schemaIssue(root, se)
-			is.rule = clip(strings.Join(se.JSONPointer(), "."), 96) + " " + se.SchemaField
+			is.rule = schemaRule(se)
 			*out = append(*out, is)
 		}
 	default:
@@ -343,6 +343,12 @@ func topField(path []string) string {
 
 func humanize(name string) string { return strings.ReplaceAll(name, "_", " ") }
 
+// schemaRule names the failed rule of a schema error for the log: where in
+// the body, and which keyword.
+func schemaRule(e *openapi3.SchemaError) string {
+	return clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
+}
+
 // discriminated reports whether se is the failure of a body-level oneOf
 // picked by a discriminator (the send body's rules per platform).
 func discriminated(se *openapi3.SchemaError) bool {
@@ -383,7 +389,7 @@ func discriminatedIssues(root *openapi3.Schema, se *openapi3.SchemaError, body a
 		collectSchemaErrors(err, &errs)
 		for _, e := range errs {
 			is := schemaIssue(root, e)
-			is.rule = clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
+			is.rule = schemaRule(e)
 			out = append(out, is)
 		}
 	}
@@ -392,7 +398,7 @@ func discriminatedIssues(root *openapi3.Schema, se *openapi3.SchemaError, body a
 		// picked.
 		for _, e := range originErrors(se) {
 			is := schemaIssue(e.Schema, e)
-			is.rule = "platform rule: " + clip(strings.Join(e.JSONPointer(), "."), 96) + " " + e.SchemaField
+			is.rule = "platform rule: " + schemaRule(e)
 			out = append(out, is)
 		}
 	}

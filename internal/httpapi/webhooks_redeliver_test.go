@@ -349,18 +349,8 @@ func TestWebhookRedeliveryRules(t *testing.T) {
 		}
 
 		// channel_webhooks_update is required; it alone is enough.
-		ctx := context.Background()
-		var others []string
-		for _, p := range auth.AllPermissions {
-			if p != auth.PermWebhooksUpdate {
-				others = append(others, p)
-			}
-		}
-		without, _, err := h.App.Auth.CreateToken(ctx, a.UserID, "without", others, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		only, _, err := h.App.Auth.CreateToken(ctx, a.UserID, "only", []string{auth.PermWebhooksUpdate}, 0)
+		without := tokenWithout(t, h, a.UserID, auth.PermWebhooksUpdate)
+		only, _, err := h.App.Auth.CreateToken(context.Background(), a.UserID, "only", []string{auth.PermWebhooksUpdate}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

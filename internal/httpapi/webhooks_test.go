@@ -425,16 +425,7 @@ func TestWebhookPermissions(t *testing.T) {
 		ctx := context.Background()
 		for _, op := range ops {
 			// Every permission except the one the operation needs: 403.
-			var others []string
-			for _, perm := range auth.AllPermissions {
-				if perm != op.perm {
-					others = append(others, perm)
-				}
-			}
-			without, _, err := h.App.Auth.CreateToken(ctx, admin.UserID, "without", others, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			without := tokenWithout(t, h, admin.UserID, op.perm)
 			r := op.req
 			r.Token = without
 			if resp := h.Do(r); resp.Status != http.StatusForbidden || resp.Map(t)["message"] != "This action is unauthorized." {

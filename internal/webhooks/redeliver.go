@@ -42,10 +42,16 @@ func archiveFinished(ctx context.Context, db bun.IDB, ids []int64, failed bool, 
 	if len(ids) == 0 {
 		return nil
 	}
+	return archive(ctx, db, failed, now, "id IN (?)", bun.In(ids))
+}
+
+// archive copies the pending deliveries that where selects into
+// webhook_finished_deliveries (see archiveFinished).
+func archive(ctx context.Context, db bun.IDB, failed bool, now time.Time, where string, args ...any) error {
 	_, err := db.NewRaw(`INSERT INTO webhook_finished_deliveries (delivery_id, subscription_id, event, body, failed, finished_at)
-SELECT delivery_id, subscription_id, event, body, ?, ? FROM webhook_deliveries WHERE id IN (?)
+SELECT delivery_id, subscription_id, event, body, ?, ? FROM webhook_deliveries WHERE `+where+`
 ON CONFLICT (delivery_id) DO UPDATE SET failed = excluded.failed, finished_at = excluded.finished_at`,
-		failed, now, bun.In(ids)).Exec(ctx)
+		append([]any{failed, now}, args...)...).Exec(ctx)
 	return err
 }
 
@@ -64,14 +70,10 @@ func (s *Service) dropPendingKeeping(ctx context.Context, id int64) error {
 		if last == nil {
 			return nil
 		}
-		_, err := tx.NewRaw(`INSERT INTO webhook_finished_deliveries (delivery_id, subscription_id, event, body, failed, finished_at)
-SELECT delivery_id, subscription_id, event, body, ?, ? FROM webhook_deliveries WHERE subscription_id = ? AND id <= ?
-ON CONFLICT (delivery_id) DO UPDATE SET failed = excluded.failed, finished_at = excluded.finished_at`,
-			true, s.now().UTC(), id, *last).Exec(ctx)
-		if err != nil {
+		if err := archive(ctx, tx, true, s.now().UTC(), "subscription_id = ? AND id <= ?", id, *last); err != nil {
 			return err
 		}
-		_, err = tx.NewDelete().Model((*deliveryRow)(nil)).Where("subscription_id = ?", id).Where("id <= ?", *last).Exec(ctx)
+		_, err := tx.NewDelete().Model((*deliveryRow)(nil)).Where("subscription_id = ?", id).Where("id <= ?", *last).Exec(ctx)
 		return err
 	})
 }
