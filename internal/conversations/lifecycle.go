@@ -242,13 +242,13 @@ func (s *Service) RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInp
 	at = stamp(at)
 	var c conversationRow
 	var contactName string
-	err := tx.NewRaw(`UPDATE contact_channels SET
+	err := store.ScanBound(ctx, tx, `UPDATE contact_channels SET
 		last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END,
 		first_response_at = COALESCE(first_response_at, ?), updated_at = ?, `+bumpVersion+`
 		WHERE company_channel_id = ? AND is_group = ? AND key = ?
 		RETURNING id, contact_id, key, name, is_group, last_inbound_at,
 			(SELECT ct.name FROM contacts AS ct WHERE ct.id = contact_channels.contact_id) AS contact_name`,
-		at, at, at, stamp(s.now()), in.CompanyChannelID, in.IsGroup, key).Scan(ctx, &c.ID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &c.LastInboundAt, &contactName)
+		[]any{at, at, at, stamp(s.now()), in.CompanyChannelID, in.IsGroup, key}, &c.ID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &c.LastInboundAt, &contactName)
 	if store.IsNoRows(err) {
 		ref, err := s.Ensure(ctx, tx, in)
 		if err != nil {

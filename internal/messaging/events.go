@@ -62,14 +62,40 @@ func (s *Service) publish(ctx context.Context, tx *store.Tx, ch channels.Channel
 		return err
 	}
 	p := s.Payload(ch, m)
-	ev := webhooks.Event{CompanyID: m.CompanyID, CompanyChannelID: &m.CompanyChannelID, OccurredAt: m.UpdatedAt}
-	if m.SourceID == SourceContact {
-		ev.Name, ev.Data = events.OmnichatMessageReceived, events.MessageReceivedPayload(p)
+	ev := webhooks.Event{Name: eventOf(m.SourceID), CompanyID: m.CompanyID, CompanyChannelID: &m.CompanyChannelID, OccurredAt: m.UpdatedAt}
+	if ev.Name == events.OmnichatMessageReceived {
+		ev.Data = events.MessageReceivedPayload(p)
 	} else {
-		ev.Name, ev.Data = events.OmnichatMessageSent, events.MessageSentPayload(p)
+		ev.Data = events.MessageSentPayload(p)
 	}
 	if err := s.deps.Events.Publish(ctx, tx, ev); err != nil {
 		return fault.Internalf(err, "publish %s", ev.Name)
 	}
 	return nil
+}
+
+// eventOf is the event a message of the source publishes on each change.
+func eventOf(sourceID int) string {
+	if sourceID == SourceContact {
+		return events.OmnichatMessageReceived
+	}
+	return events.OmnichatMessageSent
+}
+
+// unheard reports that no subscription wants the event a change of a
+// message of the company and source on ch would publish, so the change
+// may be written without it (and without a transaction); with no
+// publisher nobody listens. It is false when it cannot tell: the
+// publisher is no webhooks.Audience, or asking failed (the transaction's
+// Publish then reports it).
+func (s *Service) unheard(ctx context.Context, ch channels.Channel, companyID int64, sourceID int) bool {
+	if s.deps.Events == nil {
+		return true
+	}
+	a, ok := s.deps.Events.(webhooks.Audience)
+	if !ok {
+		return false
+	}
+	listens, err := a.Listens(ctx, companyID, eventOf(sourceID), &ch.ID)
+	return err == nil && !listens
 }

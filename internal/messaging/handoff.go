@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -47,10 +46,8 @@ var recordBackoff = 100 * time.Millisecond
 // hand-off has no recorded outcome.
 func (s *Service) handOff(ctx context.Context, id int64) (*messageRow, error) {
 	var row messageRow
-	_, err := s.deps.DB.Bun.NewUpdate().Model(&row).
-		Set("handoffs = handoffs + 1").
-		Where("id = ?", id).Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).
-		Returning("*").Exec(ctx)
+	err := store.ScanBound(ctx, s.deps.DB.Bun, `UPDATE messages SET handoffs = handoffs + 1
+		WHERE id = ? AND status_id = ? AND outcome_unknown = ? RETURNING *`, []any{id, StatusPending, false}, &row)
 	if store.IsNoRows(err) || (err == nil && row.ID == 0) {
 		return nil, nil
 	}
@@ -102,9 +99,7 @@ func mayResend(tr Transport) bool {
 // retried (recordAttempts); the same id already on this message is
 // success.
 func (s *Service) recordSent(ctx context.Context, ch channels.Channel, row *messageRow, ext string) error {
-	set := func(q *bun.UpdateQuery, now time.Time) *bun.UpdateQuery {
-		return q.Set("status_id = ?", StatusSent).Set("external_id = ?", ext).Set("received_at = ?", now)
-	}
+	set := leaving{status: StatusSent, externalID: &ext}
 	var takeOver func(ctx context.Context, tx *store.Tx, now time.Time) error
 	return retryRecord(ctx, func() error {
 		err := s.leavePending(ctx, ch, row, "sent", takeOver, set)

@@ -69,11 +69,11 @@ func (s *Service) QuotaOf(ctx context.Context, companyID int64) (Quota, error) {
 // exactly; SQLite has one writer at a time.
 func consumeQuota(ctx context.Context, tx *store.Tx, companyID int64, now time.Time) error {
 	var used int64
-	err := tx.NewRaw(`INSERT INTO message_usage (company_id, period, used)
-		SELECT ?, ?, 1 WHERE COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), 1) > 0
+	err := store.ScanBound(ctx, tx, `INSERT INTO message_usage (company_id, period, used)
+		SELECT CAST(? AS BIGINT), CAST(? AS TEXT), 1 WHERE COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), 1) > 0
 		ON CONFLICT (company_id, period) DO UPDATE SET used = message_usage.used + 1
 		WHERE message_usage.used < COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), message_usage.used + 1)
-		RETURNING used`, companyID, period(now), companyID, companyID).Scan(ctx, &used)
+		RETURNING used`, []any{companyID, period(now), companyID, companyID}, &used)
 	if store.IsNoRows(err) {
 		return fault.New(fault.Quota, QuotaExhaustedMessage)
 	}

@@ -494,14 +494,51 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 	return res, nil
 }
 
-// leavePending moves a message out of Pending with the changes set adds
-// (what names the new state in errors), clearing its hand-off, and
-// publishes the change, in one transaction: one UPDATE … RETURNING (which
-// refreshes row) and the event. prep, when not nil, runs first in the same
-// transaction. A message no longer Pending is left as it is: a receipt
-// (which carried the external id) or another attempt got there first.
+// leaving is how a message leaves Pending: its new status and, when not
+// nil, its external id (with received_at, when the far side took it) or
+// its failure reason.
+type leaving struct {
+	status        int
+	externalID    *string
+	failureReason *string
+}
+
+// leavePending moves a message out of Pending as to says, clearing its
+// hand-off (what names the new state in errors), and publishes the change,
+// in one transaction: one UPDATE … RETURNING (which refreshes row, its
+// values bound, see store.ScanBound) and the event. prep, when not nil,
+// runs first in the same transaction. When no subscription wants the
+// event (and there is no prep), the UPDATE alone is the write, with no
+// transaction around it: two round trips fewer on every outcome of a
+// company that does not listen. A message no longer Pending is left as it
+// is: a receipt (which carried the external id) or another attempt got
+// there first.
 func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *messageRow, what string,
-	prep func(ctx context.Context, tx *store.Tx, now time.Time) error, set func(q *bun.UpdateQuery, now time.Time) *bun.UpdateQuery) error {
+	prep func(ctx context.Context, tx *store.Tx, now time.Time) error, to leaving) error {
+	update := func(ctx context.Context, db bun.IDB, now time.Time) (bool, error) {
+		var receivedAt *time.Time
+		if to.externalID != nil {
+			receivedAt = &now
+		}
+		var cur messageRow
+		err := store.ScanBound(ctx, db, `UPDATE messages SET updated_at = ?, `+bumpVersion+`, handoffs = 0, outcome_unknown = ?,
+			status_id = ?, external_id = COALESCE(?, external_id), received_at = COALESCE(?, received_at),
+			failure_reason = COALESCE(?, failure_reason)
+			WHERE id = ? AND status_id = ? RETURNING *`,
+			[]any{now, false, to.status, to.externalID, receivedAt, to.failureReason, row.ID, StatusPending}, &cur)
+		if store.IsNoRows(err) || (err == nil && cur.ID == 0) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fault.Internalf(err, "mark message %d %s", row.ID, what)
+		}
+		*row = cur
+		return true, nil
+	}
+	if prep == nil && s.unheard(ctx, ch, row.CompanyID, row.MessageSourceID) {
+		_, err := update(ctx, s.deps.DB.Bun, s.deps.Now())
+		return err
+	}
 	return s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		now := s.deps.Now()
 		if prep != nil {
@@ -509,18 +546,10 @@ func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *me
 				return err
 			}
 		}
-		var cur messageRow
-		q := tx.NewUpdate().Model(&cur).Set("updated_at = ?", now).Set(bumpVersion).Set("handoffs = 0").Set("outcome_unknown = ?", false).
-			Where("id = ?", row.ID).Where("status_id = ?", StatusPending)
-		_, err := set(q, now).Returning("*").Exec(ctx)
-		if store.IsNoRows(err) || (err == nil && cur.ID == 0) {
-			return nil
+		if changed, err := update(ctx, tx, now); !changed || err != nil {
+			return err
 		}
-		if err != nil {
-			return fault.Internalf(err, "mark message %d %s", row.ID, what)
-		}
-		*row = cur
-		return s.publish(ctx, tx, ch, cur.toDomain())
+		return s.publish(ctx, tx, ch, row.toDomain())
 	})
 }
 
@@ -543,9 +572,7 @@ func (s *Service) fail(ctx context.Context, ch channels.Channel, row *messageRow
 		status = StatusUnauthorized
 	}
 	err := retryRecord(ctx, func() error {
-		return s.leavePending(ctx, ch, row, "failed", nil, func(q *bun.UpdateQuery, _ time.Time) *bun.UpdateQuery {
-			return q.Set("status_id = ?", status).Set("failure_reason = ?", reason)
-		})
+		return s.leavePending(ctx, ch, row, "failed", nil, leaving{status: status, failureReason: &reason})
 	})
 	if err != nil {
 		return err

@@ -34,3 +34,12 @@ type Event struct {
 type Publisher interface {
 	Publish(ctx context.Context, tx *store.Tx, ev Event) error
 }
+
+// Audience is what a publisher asks before a change that needs a
+// transaction only for its event: whether Publish would queue any
+// delivery of the event now, matched as Publish matches it (the same
+// cache, so a subscription created through another replica counts within
+// SubscriptionCacheTTL, as it does for Publish). *Service implements it.
+type Audience interface {
+	Listens(ctx context.Context, companyID int64, name string, companyChannelID *int64) (bool, error)
+}

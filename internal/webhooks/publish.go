@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/clock"
@@ -25,21 +26,38 @@ import (
 // when at least one subscription receives the event; eventschema.ValidateData
 // checks it in publishers' own tests.
 func (s *Service) Publish(ctx context.Context, tx *store.Tx, ev Event) error {
-	info, ok := events.Lookup(ev.Name)
-	if !ok || !info.Subscribable {
-		return fault.New(fault.Invalid, fmt.Sprintf("unknown event %q", ev.Name))
-	}
-	rows, err := s.subs.enabled(ctx, tx, ev.CompanyID)
+	matched, err := s.matching(ctx, tx, ev.CompanyID, ev.Name, ev.CompanyChannelID)
 	if err != nil {
-		return fault.Internalf(err, "match subscriptions")
+		return err
+	}
+	return s.enqueue(ctx, tx, ev, matched)
+}
+
+// Listens implements Audience. On SQLite, whose one connection a caller's
+// open transaction holds, it must be called outside any transaction.
+func (s *Service) Listens(ctx context.Context, companyID int64, name string, companyChannelID *int64) (bool, error) {
+	matched, err := s.matching(ctx, s.db.Bun, companyID, name, companyChannelID)
+	return len(matched) > 0, err
+}
+
+// matching is the company's enabled subscriptions that want the event,
+// read through db when they are not cached.
+func (s *Service) matching(ctx context.Context, db bun.IDB, companyID int64, name string, companyChannelID *int64) ([]subscriptionRow, error) {
+	info, ok := events.Lookup(name)
+	if !ok || !info.Subscribable {
+		return nil, fault.New(fault.Invalid, fmt.Sprintf("unknown event %q", name))
+	}
+	rows, err := s.subs.enabled(ctx, db, companyID)
+	if err != nil {
+		return nil, fault.Internalf(err, "match subscriptions")
 	}
 	var matched []subscriptionRow
 	for _, r := range rows {
-		if r.subscribes(ev.Name) && (info.Scope != events.ScopeChannel || r.acceptsChannel(ev.CompanyChannelID)) {
+		if r.subscribes(name) && (info.Scope != events.ScopeChannel || r.acceptsChannel(companyChannelID)) {
 			matched = append(matched, r)
 		}
 	}
-	return s.enqueue(ctx, tx, ev, matched)
+	return matched, nil
 }
 
 // enqueue builds one body per subscription (each has its own delivery_id)

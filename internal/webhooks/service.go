@@ -122,7 +122,10 @@ type Service struct {
 	keyring  *secrets.Keyring
 }
 
-var _ Publisher = (*Service)(nil)
+var (
+	_ Publisher = (*Service)(nil)
+	_ Audience  = (*Service)(nil)
+)
 
 // NewService returns the service over db. Call UseJobs before publishing.
 func NewService(db *store.DB, opts Options) *Service {
