@@ -150,6 +150,7 @@ func TestPublishFanOut(t *testing.T) {
 			{"company event with a channel id", b.p.CompanyID, events.CrmBusinessWon, &ch2, []int64{all.ID, some.ID, onCh2.ID}},
 			{"company event not subscribed", b.p.CompanyID, events.ContactImportCompleted, nil, []int64{all.ID, onCh2.ID}},
 			{"other company", b.other.CompanyID, events.OmnichatMessageReceived, &ch1, []int64{foreign.ID}},
+			{"company without subscriptions", b.other.CompanyID + 1000, events.OmnichatMessageSent, &ch1, nil},
 		}
 		occurred := time.Date(2025, 3, 14, 13, 22, 31, 0, time.UTC)
 		for _, tc := range cases {
@@ -178,6 +179,11 @@ func TestPublishFanOut(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("%s: delivered to %v, want %v", tc.name, got, tc.want)
+			}
+			// A publisher that skips its transaction when nobody listens
+			// must hear what Publish would do.
+			if listens, err := b.svc.Listens(context.Background(), tc.company, tc.event, tc.channel); err != nil || listens != (len(tc.want) > 0) {
+				t.Errorf("%s: Listens = %v, %v; want %v", tc.name, listens, err, len(tc.want) > 0)
 			}
 			if len(ids) != len(got) {
 				t.Errorf("%s: delivery ids not unique per subscription", tc.name)
