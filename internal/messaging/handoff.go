@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
