@@ -71,6 +71,7 @@ type Result struct {
 	Ratio      float64        `json:"ratio_to_baseline"`
 	Latency    Latency        `json:"latency"`
 	Events     *EventResult   `json:"events,omitempty"`
+	Sends      *SendResult    `json:"sends,omitempty"`
 	Footprint  Footprint      `json:"footprint"`
 	CPUPerReq  float64        `json:"cpu_ms_per_request"`
 }
@@ -82,6 +83,23 @@ type EventResult struct {
 	EndToEnd         Latency `json:"publish_to_receipt"`
 	DrainedIn        float64 `json:"drained_in_s"` // after the last publish; the drain bound when not drained
 	Drained          bool    `json:"drained"`
+}
+
+// SendResult is the provider side of a queued-send scenario. Requests per
+// second count sends accepted; the workers hand them to the provider at
+// their own pace, and a closed loop that accepts faster than they send
+// builds a backlog the request rate does not show.
+type SendResult struct {
+	// HandedPerSec is what the provider simulator received per second
+	// while the load ran.
+	HandedPerSec float64 `json:"handed_per_s"`
+	// BacklogAtEnd is the sends accepted but not yet at the provider when
+	// the load stopped.
+	BacklogAtEnd int `json:"backlog_at_end"`
+	// DrainedIn is how long after the load the backlog took to reach the
+	// provider; the drain bound when Left > 0.
+	DrainedIn float64 `json:"drained_in_s"`
+	Left      int     `json:"left"`
 }
 
 // Report is the output of a load run.
@@ -309,6 +327,14 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 	if r.o.ProfileDir != "" && name != ScenarioBaseline {
 		profiled = r.profile(ctx, fmt.Sprintf("run%d-%s-%s", run, name, mode), shape.Duration)
 	}
+	var sentBefore int
+	if name == ScenarioSendQueued {
+		st, err := r.setup.Provider.Stats(ctx)
+		if err != nil {
+			return res, err
+		}
+		sentBefore = st.Messages
+	}
 	rec := NewRecorder()
 	begin := time.Now()
 	drove := Drive(ctx, shape, rec, call)
@@ -316,6 +342,14 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 		if err := profiled(); err != nil {
 			return res, err
 		}
+	}
+	if name == ScenarioSendQueued {
+		// Also keeps a backlog from loading the next scenario.
+		sr, err := r.drainSends(ctx, sentBefore, rec.Count(), drove.Elapsed)
+		if err != nil {
+			return res, err
+		}
+		res.Sends = sr
 	}
 	if target != nil {
 		res.Events = r.drain(ctx, target, accepted, begin)
@@ -400,6 +434,32 @@ func (r *runner) drain(ctx context.Context, t *eventTarget, accepted []string, b
 		er.DeliveriesPerSec = float64(tally.Received) / span.Seconds()
 	}
 	return er
+}
+
+// drainSends measures what the provider received of accepted queued
+// sends during the load (elapsed long, counted from before), then waits
+// up to the drain bound for the rest.
+func (r *runner) drainSends(ctx context.Context, before, accepted int, elapsed time.Duration) (*SendResult, error) {
+	handed := func() (int, error) {
+		st, err := r.setup.Provider.Stats(ctx)
+		return st.Messages - before, err
+	}
+	n, err := handed()
+	if err != nil {
+		return nil, err
+	}
+	sr := &SendResult{HandedPerSec: float64(n) / elapsed.Seconds(), BacklogAtEnd: max(accepted-n, 0)}
+	end := time.Now()
+	var pollErr error
+	WaitFor(ctx, r.o.Drain, func() bool {
+		n, pollErr = handed()
+		return pollErr != nil || n >= accepted
+	})
+	if pollErr != nil {
+		return nil, pollErr
+	}
+	sr.DrainedIn, sr.Left = time.Since(end).Seconds(), max(accepted-n, 0)
+	return sr, nil
 }
 
 func (r *runner) enable(ctx context.Context, t *eventTarget, on bool) error {
@@ -491,6 +551,12 @@ func summarise(results []Result) map[string]map[string]Spread {
 		add(r.Scenario, "peak_rss_mb", r.Footprint.PeakRSSMB)
 		add(r.Scenario, "cpu_ms_per_req", r.CPUPerReq)
 		add(r.Scenario, "machine_cpu_busy", r.Footprint.MachineBusy)
+		if sr := r.Sends; sr != nil {
+			add(r.Scenario, "handed_per_s", sr.HandedPerSec)
+			add(r.Scenario, "backlog_at_end", float64(sr.BacklogAtEnd))
+			add(r.Scenario, "drained_in_s", sr.DrainedIn)
+			add(r.Scenario, "lost", float64(sr.Left))
+		}
 		if e := r.Events; e != nil {
 			add(r.Scenario, "deliveries_per_s", e.DeliveriesPerSec)
 			add(r.Scenario, "e2e_p50_ms", e.EndToEnd.P50)

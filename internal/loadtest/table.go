@@ -14,11 +14,18 @@ func (rep *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "engine %s, %d send companies (%d sends/min each at most), gateway RSS %.0f MB at start (%.0f MB anonymous), %.0f MB idle after set-up (%.0f MB anonymous)\n%v\n\n",
 		rep.Engine, rep.Companies, SendRatePerCompany*98/100, rep.StartRSSMB, rep.StartAnonMB, rep.IdleRSSMB, rep.IdleAnonMB, rep.Options)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tscenario\tload\tok\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\terrors\tdeliv/s\te2e p50\te2e p99\tundelivered\tdup\tRSS idle/peak/after MB\tanon idle/after\tCPU ms/req\tCPU s by process\tmachine busy\t")
+	// deliv|sent/s is deliveries per second for events, and for queued
+	// sends what reached the provider per second during the load (see
+	// SendResult); backlog is what was accepted but not yet at the provider
+	// when the load stopped, and drain s how long it then took.
+	fmt.Fprintln(tw, "run\tscenario\tload\tok\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\terrors\tdeliv|sent/s\te2e p50\te2e p99\tundelivered\tdup\tbacklog\tdrain s\tRSS idle/peak/after MB\tanon idle/after\tCPU ms/req\tCPU s by process\tmachine busy\t")
 	for _, r := range rep.Results {
-		ev := "\t\t\t\t"
+		ev := "\t\t\t\t\t\t"
 		if e := r.Events; e != nil {
-			ev = fmt.Sprintf("%.0f\t%.1f\t%.1f\t%d\t%d", e.DeliveriesPerSec, e.EndToEnd.P50, e.EndToEnd.P99, e.Lost, e.Duplicates)
+			ev = fmt.Sprintf("%.0f\t%.1f\t%.1f\t%d\t%d\t\t", e.DeliveriesPerSec, e.EndToEnd.P50, e.EndToEnd.P99, e.Lost, e.Duplicates)
+		}
+		if sr := r.Sends; sr != nil {
+			ev = fmt.Sprintf("%.0f\t\t\t%d\t\t%d\t%.1f", sr.HandedPerSec, sr.Left, sr.BacklogAtEnd, sr.DrainedIn)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.0f/%.0f/%.0f\t%.0f/%.0f\t%.2f\t%s\t%s\t\n", r.Run, r.Scenario, r.Load,
 			r.OK, r.Throughput, ratio(r.Ratio), r.Latency.P50, r.Latency.P99, r.Latency.P999, errorText(r.Errors), ev,
@@ -29,7 +36,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nmedian [min–max] over %d run(s)\n", rep.Options["runs"])
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\tdeliv/s\te2e p99 ms\tundelivered\tpeak RSS MB\t")
+	fmt.Fprintln(tw, "scenario\treq/s\tratio\tp50 ms\tp99 ms\tp99.9 ms\tdeliv|sent/s\te2e p99 ms\tundelivered\tbacklog\tpeak RSS MB\t")
 	names := make([]string, 0, len(rep.Summary))
 	for n := range rep.Summary {
 		names = append(names, n)
@@ -37,10 +44,14 @@ func (rep *Report) WriteTable(w io.Writer) {
 	sort.Slice(names, func(i, j int) bool { return order(names[i]) < order(names[j]) })
 	for _, n := range names {
 		f := rep.Summary[n]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, spread(f["rps"], "%.0f"), spread(f["ratio"], "%.2f"),
+		perSec := f["deliveries_per_s"]
+		if len(perSec.Runs) == 0 {
+			perSec = f["handed_per_s"]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, spread(f["rps"], "%.0f"), spread(f["ratio"], "%.2f"),
 			spread(f["p50_ms"], "%.1f"), spread(f["p99_ms"], "%.1f"), spread(f["p999_ms"], "%.1f"),
-			spread(f["deliveries_per_s"], "%.0f"), spread(f["e2e_p99_ms"], "%.0f"), spread(f["lost"], "%.0f"),
-			spread(f["peak_rss_mb"], "%.0f"))
+			spread(perSec, "%.0f"), spread(f["e2e_p99_ms"], "%.0f"), spread(f["lost"], "%.0f"),
+			spread(f["backlog_at_end"], "%.0f"), spread(f["peak_rss_mb"], "%.0f"))
 	}
 	tw.Flush()
 }

@@ -105,6 +105,19 @@ func (c Control) Deliveries(ctx context.Context, pnid string) ([]Delivery, error
 	return out.Deliveries, err
 }
 
+// Stats is what GET /_control/stats answers.
+type Stats struct {
+	// Messages is how many sends the simulator accepted, all numbers.
+	Messages int `json:"messages"`
+}
+
+// Stats counts what the simulator holds.
+func (c Control) Stats(ctx context.Context) (Stats, error) {
+	var out Stats
+	err := c.call(ctx, http.MethodGet, "/_control/stats", nil, &out)
+	return out, err
+}
+
 // Messages lists what a number sent.
 func (c Control) Messages(ctx context.Context, pnid string) ([]SentMessage, error) {
 	var out struct {

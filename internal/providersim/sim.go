@@ -176,6 +176,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /_control/outages", s.controlOutages)
 	mux.HandleFunc("POST /_control/media-outages", s.controlMediaOutages)
 	mux.HandleFunc("GET /_control/messages", s.controlMessages)
+	mux.HandleFunc("GET /_control/stats", s.controlStats)
 	mux.HandleFunc("GET /_control/deliveries", s.controlDeliveries)
 	mux.HandleFunc("GET /media-download/{id}/file", s.mediaDownload)
 	// The document's paths start with the Graph API version; the simulator
@@ -1217,6 +1218,15 @@ func (s *Server) controlMessages(w http.ResponseWriter, r *http.Request) {
 		list = []SentMessage{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": list})
+}
+
+// controlStats counts what the simulator holds, cheap enough to poll
+// under load (the message list is not).
+func (s *Server) controlStats(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	n := len(s.order)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, Stats{Messages: n})
 }
 
 // AddMedia stores a file under a given media id of a number, as if a

@@ -92,4 +92,8 @@ func TestSendValidation(t *testing.T) {
 	if err != nil || len(list) != 3 {
 		t.Fatalf("accepted sends: %d %v", len(list), err)
 	}
+	// The count load tools poll agrees with the list (refusals are no message).
+	if st, err := ctl.Stats(ctx); err != nil || st.Messages != len(list) {
+		t.Fatalf("stats: %+v %v, want %d messages", st, err, len(list))
+	}
 }
