@@ -570,3 +570,57 @@ func TestUnreachedProviderRetried(t *testing.T) {
 		}
 	})
 }
+
+// TestTransportInternalErrorRetried: a transport that fails on our side
+// during the call (fault.Internal: under the chaos suite, a database
+// connection cut while a chat-app call forwarded to another replica
+// waited for its answer) may have handed the message, so a queued send is
+// neither failed for it nor sent blindly: the next attempt resends it
+// under the id it was given (IDAssigner) or marks it outcome unknown.
+func TestTransportInternalErrorRetried(t *testing.T) {
+	cut := fault.Internalf(errors.New("FATAL: terminating connection due to administrator command"), "read connection call")
+	tests := []struct {
+		name      string
+		transport func() (messaging.Transport, *recordingTransport)
+		want      func(t *testing.T, m messaging.Message, calls []messaging.Outbound)
+	}{
+		{"assigned ids: resent under the same id", func() (messaging.Transport, *recordingTransport) {
+			tr := &assigningTransport{ids: []string{"chat-9"}}
+			return tr, &tr.recordingTransport
+		}, func(t *testing.T, m messaging.Message, calls []messaging.Outbound) {
+			if len(calls) != 2 || calls[0].ExternalID != "chat-9" || calls[1].ExternalID != "chat-9" ||
+				m.StatusID != messaging.StatusSent || m.ExternalID != "chat-9" {
+				t.Fatalf("message %+v, handed %+v", m, calls)
+			}
+		}},
+		{"far side's own ids: outcome unknown, not sent again", func() (messaging.Transport, *recordingTransport) {
+			tr := &recordingTransport{}
+			return tr, tr
+		}, func(t *testing.T, m messaging.Message, calls []messaging.Outbound) {
+			if len(calls) != 1 || m.StatusID != messaging.StatusPending || !m.OutcomeUnknown {
+				t.Fatalf("message %+v, handed %d", m, len(calls))
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
+				tr, rec := tc.transport()
+				e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
+				id := e.queue("cut mid-call")
+				rec.err = cut
+				if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 1); err == nil {
+					t.Fatal("attempt 1 must be retried")
+				}
+				if m := e.message(id); m.StatusID != messaging.StatusPending {
+					t.Fatalf("failed for an error on our side with attempts left: %+v", m)
+				}
+				rec.err = nil
+				if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 2); err != nil {
+					t.Fatalf("attempt 2: %v", err)
+				}
+				tc.want(t, e.message(id), rec.handed())
+			})
+		})
+	}
+}

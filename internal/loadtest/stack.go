@@ -255,14 +255,19 @@ func (s *Stack) createDatabase(ctx context.Context) error {
 }
 
 // Close stops the processes, drops the database and removes the
-// temporary directory (unless keepDir, to read the logs).
+// temporary directory; with LOADGEN_KEEP set it keeps both, to read the
+// logs and the rows after a failure (drop the database by hand).
 func (s *Stack) Close() {
 	for _, p := range append(s.Replicas, s.Provider) {
 		if p != nil {
 			p.Stop(10 * time.Second)
 		}
 	}
-	if s.DBName != "" {
+	keep := os.Getenv("LOADGEN_KEEP") != ""
+	if keep && s.DBName != "" {
+		s.opts.Log("kept database %s (LOADGEN_KEEP)", s.DBName)
+	}
+	if s.DBName != "" && !keep {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if conn, err := pgx.Connect(ctx, s.opts.AdminURL); err == nil {
@@ -272,7 +277,7 @@ func (s *Stack) Close() {
 			conn.Close(ctx)
 		}
 	}
-	if os.Getenv("LOADGEN_KEEP") == "" {
+	if !keep {
 		os.RemoveAll(s.Dir)
 	} else {
 		s.opts.Log("kept %s (LOADGEN_KEEP)", s.Dir)

@@ -466,10 +466,15 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 		out.ExternalID = deref(row.ExternalID)
 	}
 	res, err := tr.Send(ctx, ch, out)
-	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrOutcomeUnknown)) {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrOutcomeUnknown) || (!final && fault.KindOf(err) == fault.Internal)) {
 		// The attempt was cancelled or timed out during the call, or the
 		// transport's own call went unanswered: the far side may have
-		// taken the message, so the hand-off stays open.
+		// taken the message, so the hand-off stays open. So too when the
+		// transport failed on our side during the call (Internal: e.g. the
+		// database connection of a call forwarded to the replica holding a
+		// chat-app session was cut while it waited for the answer): the
+		// message is not failed for it while attempts remain; the next one
+		// resends it under its own id or marks it outcome unknown.
 		return SendResult{}, fmt.Errorf("%w: no outcome from the call: %w", errUnrecorded, err)
 	}
 	if err != nil {
