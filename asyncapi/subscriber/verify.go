@@ -74,9 +74,6 @@ func mac(secret, timestamp string, body []byte) []byte {
 // checked before the timestamp, so a forged request reports
 // ErrSignatureMismatch and an authentic but old one ErrTimestampOutOfTolerance.
 func Verify(secret string, header http.Header, rawBody []byte, now time.Time, tolerance time.Duration) error {
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
 	tsText := header.Get(HeaderTimestamp)
 	ts, err := parseTimestamp(tsText)
 	if err != nil {
@@ -88,6 +85,17 @@ func Verify(secret string, header http.Header, rawBody []byte, now time.Time, to
 	}
 	if secret == "" || !hmac.Equal(got, mac(secret, tsText, rawBody)) {
 		return ErrSignatureMismatch
+	}
+	return fresh(ts, tsText, now, tolerance)
+}
+
+// fresh checks a signed timestamp against now, after the signature (both
+// schemes): an authentic but old delivery reports
+// ErrTimestampOutOfTolerance. Zero or negative tolerance means
+// DefaultTolerance.
+func fresh(ts int64, tsText string, now time.Time, tolerance time.Duration) error {
+	if tolerance <= 0 {
+		tolerance = DefaultTolerance
 	}
 	if skew := now.Sub(time.Unix(ts, 0)); skew > tolerance || skew < -tolerance {
 		return fmt.Errorf("%w: %s is %s away from now (tolerance %s)", ErrTimestampOutOfTolerance, tsText, skew.Round(time.Second), tolerance)

@@ -451,10 +451,12 @@ func (r *runner) drainSends(ctx context.Context, before, accepted int, elapsed t
 	sr := &SendResult{HandedPerSec: float64(n) / elapsed.Seconds(), BacklogAtEnd: max(accepted-n, 0)}
 	end := time.Now()
 	var pollErr error
-	WaitFor(ctx, r.o.Drain, func() bool {
-		n, pollErr = handed()
-		return pollErr != nil || n >= accepted
-	})
+	if n < accepted {
+		WaitFor(ctx, r.o.Drain, func() bool {
+			n, pollErr = handed()
+			return pollErr != nil || n >= accepted
+		})
+	}
 	if pollErr != nil {
 		return nil, pollErr
 	}

@@ -264,10 +264,11 @@ func (s *Stack) Close() {
 		}
 	}
 	keep := os.Getenv("LOADGEN_KEEP") != ""
-	if keep && s.DBName != "" {
+	switch {
+	case s.DBName == "":
+	case keep:
 		s.opts.Log("kept database %s (LOADGEN_KEEP)", s.DBName)
-	}
-	if s.DBName != "" && !keep {
+	default:
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if conn, err := pgx.Connect(ctx, s.opts.AdminURL); err == nil {

@@ -49,6 +49,8 @@ func ScanBound(ctx context.Context, db bun.IDB, query string, args []any, dest .
 		return sql.ErrNoRows
 	}
 	if len(dest) == 1 {
+		// bun's model scanning needs its *bun.DB, which a bun.Conn or
+		// bun.Tx does not export; any query built on db carries it.
 		if err := db.NewRaw("").DB().ScanRow(ctx, rows, dest[0]); err != nil {
 			return err
 		}
