@@ -110,9 +110,9 @@ func Start(t testing.TB, db *store.DB, opts Options) *Harness {
 		t.Fatalf("app: %v", err)
 	}
 	if opts.WorkJobs {
-		if err := a.Jobs.Start(ctx); err != nil {
+		if err := a.StartWork(ctx); err != nil {
 			cancel()
-			t.Fatalf("start jobs: %v", err)
+			t.Fatalf("%v", err)
 		}
 	}
 	// The production server settings (timeouts, header limit) on a loopback
@@ -125,8 +125,8 @@ func Start(t testing.TB, db *store.DB, opts Options) *Harness {
 		stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 		defer stop()
 		if opts.WorkJobs {
-			if err := a.Jobs.Stop(stopCtx); err != nil {
-				t.Logf("stop jobs: %v", err)
+			if err := a.StopWork(stopCtx); err != nil {
+				t.Logf("stop work: %v", err)
 			}
 		}
 		cancel()

@@ -251,9 +251,9 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		}
 		defer stopDebug()
 	}
-	if err := a.Jobs.Start(ctx); err != nil {
+	if err := a.StartWork(ctx); err != nil {
 		_ = ln.Close()
-		return fmt.Errorf("start jobs: %w", err)
+		return err
 	}
 	// This replica holds chat-app sessions while it serves; on the way out
 	// it releases them so another replica takes over at once.
@@ -283,13 +283,36 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	case <-connsDone:
 	case <-shutdownCtx.Done():
 	}
-	if err := a.Jobs.Stop(shutdownCtx); err != nil {
-		serveErr = errors.Join(serveErr, fmt.Errorf("jobs shutdown: %w", err))
+	if err := a.StopWork(shutdownCtx); err != nil {
+		serveErr = errors.Join(serveErr, err)
 	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
 	return serveErr
+}
+
+// StartWork starts the background work of this replica: River's jobs and
+// the send queue.
+func (a *App) StartWork(ctx context.Context) error {
+	if err := a.Jobs.Start(ctx); err != nil {
+		return fmt.Errorf("start jobs: %w", err)
+	}
+	a.Messaging.StartQueue(ctx)
+	return nil
+}
+
+// StopWork stops what StartWork started, letting work in flight finish
+// until ctx ends.
+func (a *App) StopWork(ctx context.Context) error {
+	var errs []error
+	if err := a.Messaging.StopQueue(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := a.Jobs.Stop(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("jobs shutdown: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // serveDebug starts the pprof listener on its own address (DEBUG_LISTEN).

@@ -39,7 +39,7 @@ func (a *App) newMessaging() {
 		Templates: a.Templates, Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone),
 		MediaDir: filepath.Join(cfg.DataDir, "media", "messages"), PublicBaseURL: cfg.PublicBaseURL,
 		Logger: logger.With("component", "messaging"),
-	}, messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime})
+	}, messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers})
 	a.Messaging.RegisterTransport(channels.OfficialChatapp, official.NewTransport(a.ProviderClient))
 	a.Messaging.RegisterMediaFetcher(channels.OfficialChatapp, official.NewMediaFetcher(a.ProviderClient))
 	a.Official = official.NewService(a.Channels, a.Messaging, logger.With("component", "official"))

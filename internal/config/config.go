@@ -35,8 +35,9 @@ type Config struct {
 	RedisURL      string
 	// ShutdownTimeout bounds graceful shutdown of HTTP and jobs.
 	ShutdownTimeout time.Duration
-	// Workers is the number of concurrent River workers of the default queue.
-	// A queued send holds its worker for the provider call (hundreds of
+	// Workers is the number of queued sends in flight per replica (the send
+	// queue's slots) and of River workers of the default queue.
+	// A queued send holds its slot for the provider call (hundreds of
 	// milliseconds on the real Cloud API) but a database connection only for
 	// its claim and its outcome, one short statement each, so workers can
 	// outnumber DB_MAX_CONNS. The default (64) keeps up with what the API

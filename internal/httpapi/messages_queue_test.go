@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
@@ -157,4 +158,72 @@ func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
 			t.Fatalf("receipt for a contact's message: %d %s", r.Status, r.Body)
 		}
 	})
+}
+
+// TestSendQueueClaims: the send queue (the messages table) sends what is
+// due, and takes back what an attempt left behind: a claim whose lease ran
+// out (its replica died) and a synchronous send cut off (its safety net).
+// The official provider assigns its own ids, so a message handed before
+// is never sent blindly again.
+func TestSendQueueClaims(t *testing.T) {
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
+		ctx := context.Background()
+		past := time.Now().Add(-time.Second).UnixMilli()
+		cases := []struct {
+			name string
+			// set is what the case's row holds before the queue starts.
+			set  string
+			want func(m messaging.Message) bool
+		}{
+			{name: "queued send due", set: fmt.Sprintf("send_due_at = %d", past),
+				want: func(m messaging.Message) bool { return m.StatusID == messaging.StatusSent && m.ExternalID != "" }},
+			{name: "lease ran out after a hand-off", set: fmt.Sprintf("send_due_at = %d, handoffs = 1, send_attempts = 1", past),
+				want: func(m messaging.Message) bool { return m.StatusID == messaging.StatusPending && m.OutcomeUnknown }},
+			{name: "sync send cut off before its hand-off", set: fmt.Sprintf("send_due_at = %d, send_recover = %s", past, sqlTrue(db)),
+				want: func(m messaging.Message) bool {
+					return m.StatusID == messaging.StatusFailed && m.FailureReason == "The send was interrupted before it reached the provider"
+				}},
+			{name: "sync send cut off after its hand-off", set: fmt.Sprintf("send_due_at = %d, send_recover = %s, handoffs = 1", past, sqlTrue(db)),
+				want: func(m messaging.Message) bool { return m.StatusID == messaging.StatusPending && m.OutcomeUnknown }},
+			{name: "not due yet", set: fmt.Sprintf("send_due_at = %d", time.Now().Add(time.Hour).UnixMilli()),
+				want: func(m messaging.Message) bool { return m.StatusID == messaging.StatusPending && !m.OutcomeUnknown }},
+			{name: "left the queue", set: "send_due_at = NULL",
+				want: func(m messaging.Message) bool { return m.StatusID == messaging.StatusPending && !m.OutcomeUnknown }},
+		}
+		ids := make([]int64, len(cases))
+		for i, c := range cases {
+			ids[i] = e.queue(c.name)
+			if _, err := db.Bun.ExecContext(ctx, fmt.Sprintf("UPDATE messages SET %s WHERE id = %d", c.set, ids[i])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q := e.h.App.Messaging
+		q.StartQueue(ctx)
+		eventually(t, "every case settled", func() bool {
+			for i, c := range cases {
+				if !c.want(e.message(ids[i])) {
+					return false
+				}
+			}
+			return true
+		})
+		if err := q.StopQueue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range cases {
+			if m := e.message(ids[i]); !c.want(m) {
+				t.Errorf("%s: %+v", c.name, m)
+			}
+		}
+		if sent := e.sent(); len(sent) != 1 || sent[0].Request.Text.Body != cases[0].name {
+			t.Fatalf("the provider got %+v; want only %q", sent, cases[0].name)
+		}
+	})
+}
+
+func sqlTrue(db *store.DB) string {
+	if db.Dialect == store.Postgres {
+		return "TRUE"
+	}
+	return "1"
 }

@@ -73,7 +73,7 @@ func (s *Service) release(ctx context.Context, row *messageRow) {
 // No event: the status does not change.
 func (s *Service) markOutcomeUnknown(ctx context.Context, ch channels.Channel, row *messageRow) error {
 	_, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).
-		Set("outcome_unknown = ?", true).Set("failure_reason = ?", OutcomeUnknownReason).Set("updated_at = ?", s.deps.Now()).
+		Set("outcome_unknown = ?", true).Set("failure_reason = ?", OutcomeUnknownReason).Set("send_due_at = NULL").Set("updated_at = ?", s.deps.Now()).
 		Where("id = ?", row.ID).Where("status_id = ?", StatusPending).Exec(ctx)
 	if err != nil {
 		return fault.Internalf(err, "mark message %d outcome unknown", row.ID)

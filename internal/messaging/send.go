@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
 	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/channels"
@@ -80,7 +79,7 @@ type storedOutbound struct {
 // the sender channel, the content, the official 24-hour window (free
 // content only), group authorization, and the monthly quota. The message
 // is stored and omnichat.message.sent published in one transaction; a
-// queued send is a River job in that same transaction.
+// queued send is a place in the send queue in that same row (queue.go).
 //
 // Errors: RateLimited (with RetryAfterSeconds); Rule when sender_key is not
 // a channel of the company of that platform; Invalid when the channel's
@@ -123,9 +122,6 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 	if in.Enqueue != nil {
 		enqueue = *in.Enqueue
 	}
-	if enqueue && s.inserter() == nil {
-		return SendOutput{}, fault.Internalf(fmt.Errorf("no job inserter attached"), "queue send")
-	}
 
 	d, err := s.draft(ctx, ch, in)
 	if err != nil {
@@ -165,6 +161,7 @@ func (s *Service) SendMessage(ctx context.Context, in SendInput) (out SendOutput
 		return SendOutput{}, err
 	}
 	if enqueue {
+		s.queue.poke()
 		s.metrics.accepted.WithLabelValues(ch.TypeID.Name(), "queued").Inc()
 		return SendOutput{MessageID: row.ID, Queued: true}, nil
 	}
@@ -292,12 +289,12 @@ func (s *Service) ensureInput(ch channels.Channel, in SendInput) conversations.E
 }
 
 // store writes the message (Pending), counts it against the quota, keeps
-// the conversation current, publishes omnichat.message.sent and, for a
-// queued send, inserts its job — all in one transaction.
+// the conversation current, and publishes omnichat.message.sent, all in
+// one transaction; the message row is also its place in the send queue.
 //
 // The statements are as few as the work allows: the quota is one upsert,
 // an existing conversation one UPDATE … RETURNING (RecordOutbound), the
-// message one INSERT … RETURNING, and the job one River insert.
+// message (with its place in the queue) one INSERT … RETURNING.
 //
 // With checkWindow the official 24-hour window is checked on the
 // conversation the UPDATE returned, before the quota is counted (a closed
@@ -342,6 +339,15 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 			size := int64(len(d.media.Data))
 			row.MediaSize = &size
 		}
+		// Its place in the send queue, on wall-clock time like the claim.
+		// A synchronous send's place is its safety net, for should it
+		// be cut off before its outcome is recorded (recoverClaimed).
+		due := time.Now()
+		if !enqueue {
+			due = due.Add(recoverAfter)
+			row.SendRecover = true
+		}
+		row.SendDueAt = new(due.UnixMilli())
 		if err := insertOutbound(ctx, tx, ch, tr, &row); err != nil {
 			return err
 		}
@@ -352,18 +358,6 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 		}
 		if err := s.publish(ctx, tx, ch, row.toDomain()); err != nil {
 			return err
-		}
-		if enqueue {
-			if err := s.inserter().Insert(ctx, tx, SendArgs{MessageID: row.ID}, &river.InsertOpts{MaxAttempts: s.opts.MaxAttempts}); err != nil {
-				return fault.Internalf(err, "queue send")
-			}
-		} else if j := s.inserter(); j != nil {
-			// The safety net of a synchronous send (see SendArgs.Recover).
-			// River schedules on wall-clock time, not the service clock.
-			if err := j.Insert(ctx, tx, SendArgs{MessageID: row.ID, Recover: true},
-				&river.InsertOpts{ScheduledAt: time.Now().Add(recoverAfter), MaxAttempts: 3}); err != nil {
-				return fault.Internalf(err, "insert send safety net")
-			}
 		}
 		return nil
 	})
@@ -526,7 +520,7 @@ func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *me
 			receivedAt = &now
 		}
 		var cur messageRow
-		err := store.ScanBound(ctx, db, `UPDATE messages SET updated_at = ?, `+bumpVersion+`, handoffs = 0, outcome_unknown = ?,
+		err := store.ScanBound(ctx, db, `UPDATE messages SET updated_at = ?, `+bumpVersion+`, handoffs = 0, outcome_unknown = ?, send_due_at = NULL,
 			status_id = ?, external_id = COALESCE(?, external_id), received_at = COALESCE(?, received_at),
 			failure_reason = COALESCE(?, failure_reason)
 			WHERE id = ? AND status_id = ? RETURNING *`,

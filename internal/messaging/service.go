@@ -58,6 +58,9 @@ type Options struct {
 	SendWindow time.Duration
 	// MaxAttempts bounds a queued send's attempts (default 8).
 	MaxAttempts int
+	// Workers is how many queued sends this replica's queue loop works at
+	// once (default 64).
+	Workers int
 	// Registerer receives the messaging metrics (none when nil).
 	Registerer prometheus.Registerer
 	// MediaURLLifetime is how long a minted URL of a message's file stays
@@ -76,6 +79,7 @@ type Service struct {
 	authorizers map[channels.TypeID]GroupAuthorizer
 	fetchers    map[channels.TypeID]MediaFetcher
 	jobs        JobInserter
+	queue       *sendQueue
 }
 
 // NewService returns the messaging service. Transports and group
@@ -98,11 +102,14 @@ func NewService(deps Deps, opts Options) *Service {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
 	}
+	if opts.Workers <= 0 {
+		opts.Workers = 64
+	}
 	if opts.MediaURLLifetime <= 0 {
 		opts.MediaURLLifetime = DefaultMediaURLLifetime
 	}
 	return &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{},
-		fetchers: map[channels.TypeID]MediaFetcher{}}
+		fetchers: map[channels.TypeID]MediaFetcher{}, queue: newSendQueue(opts.Workers)}
 }
 
 // RegisterTransport makes tr the sender for channels of type t (official:
@@ -121,7 +128,7 @@ func (s *Service) RegisterGroupAuthorizer(t channels.TypeID, ga GroupAuthorizer)
 	s.authorizers[t] = ga
 }
 
-// UseJobs attaches the River inserter that queued sends use.
+// UseJobs attaches the River inserter of the media-fetch jobs.
 func (s *Service) UseJobs(j JobInserter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -170,6 +170,23 @@ CREATE TABLE message_media_links (
 );
 CREATE INDEX message_media_links_message ON message_media_links (message_id);
 CREATE INDEX message_media_links_expiry ON message_media_links (expires_at);
+`}, {
+	// The send queue is the messages table itself (queue.go): a Pending
+	// message with send_due_at is due then, in unix milliseconds so both
+	// engines compare and index it alike. The partial index holds only the
+	// messages waiting to be sent, whatever the size of the table.
+	ID: "0074_messages_send_queue",
+	SQLite: `
+ALTER TABLE messages ADD COLUMN send_due_at INTEGER;
+ALTER TABLE messages ADD COLUMN send_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN send_recover INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX messages_send_due ON messages (send_due_at) WHERE send_due_at IS NOT NULL;
+`,
+	Postgres: `
+ALTER TABLE messages ADD COLUMN send_due_at BIGINT;
+ALTER TABLE messages ADD COLUMN send_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN send_recover BOOLEAN NOT NULL DEFAULT FALSE;
+CREATE INDEX messages_send_due ON messages (send_due_at) WHERE send_due_at IS NOT NULL;
 `}}
 
 type messageRow struct {
@@ -214,6 +231,14 @@ type messageRow struct {
 	// own ids (the official provider) whose answer was lost: it is not sent
 	// again, and stays Pending until a receipt tells what became of it.
 	OutcomeUnknown bool `bun:"outcome_unknown"`
+	// SendDueAt (unix ms) puts the message in the send queue: it is due
+	// then. A claim moves it a lease ahead; the outcome clears it.
+	SendDueAt *int64 `bun:"send_due_at"`
+	// SendAttempts counts the queue's claims of the message.
+	SendAttempts int `bun:"send_attempts"`
+	// SendRecover marks a synchronous send: when it comes due the queue
+	// runs its safety net (recoverClaimed), never a plain send.
+	SendRecover bool `bun:"send_recover"`
 	// Version is 1 on insert and grows by one with every change a
 	// subscriber can see (bumpVersion), in the statement that makes it.
 	Version    int64     `bun:"version"`

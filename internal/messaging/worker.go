@@ -47,11 +47,12 @@ type SendWorker struct {
 func NewSendWorker(svc *Service) *SendWorker { return &SendWorker{svc: svc} }
 
 // Timeout bounds one attempt: a provider call with its media upload.
-func (w *SendWorker) Timeout(*river.Job[SendArgs]) time.Duration { return 2 * time.Minute }
+func (w *SendWorker) Timeout(*river.Job[SendArgs]) time.Duration { return attemptTimeout }
 
-// Work implements river.Worker. An attempt is one read and one write:
-// handOff claims the message (the read), the outcome is recorded with its
-// event (the write); the channel comes from the channels cache.
+// Work implements river.Worker. Queued sends go through the send queue
+// (queue.go) since it replaced one River job per message; this worker
+// finishes the jobs a gateway of the earlier design left queued, and is
+// the same attempt either way.
 func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 	s := w.svc
 	if job.Args.Recover {
@@ -63,6 +64,15 @@ func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 		// (at-least-once delivery of the job), or outcome unknown.
 		return err
 	}
+	return s.attempt(ctx, row, job.Attempt, job.Attempt >= job.MaxAttempts)
+}
+
+// attempt works one attempt of a queued send on a message handOff (or the
+// queue's claim) has just claimed: it is the attempt's only read, and the
+// outcome is recorded with its event; the channel comes from the channels
+// cache. An error means the attempt should be retried while attempts
+// remain (final is the last).
+func (s *Service) attempt(ctx context.Context, row *messageRow, n int, final bool) error {
 	ch, err := s.deps.Channels.Get(ctx, row.CompanyID, row.CompanyChannelID)
 	if fault.KindOf(err) == fault.NotFound {
 		return nil // the channel is gone, and its messages with it
@@ -71,7 +81,6 @@ func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 		s.release(ctx, row)
 		return err
 	}
-	final := job.Attempt >= job.MaxAttempts
 	if row.Handoffs > 1 && !mayResend(s.transport(ch.TypeID)) {
 		s.deps.Logger.WarnContext(ctx, "queued send handed before with no outcome; not sent again", "message_id", row.ID)
 		return s.markOutcomeUnknown(ctx, ch, row)
@@ -100,7 +109,7 @@ func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 		if final {
 			return nil // marked Failed by deliver
 		}
-		s.deps.Logger.WarnContext(ctx, "queued send will be retried", "message_id", row.ID, "attempt", job.Attempt, "err", err)
+		s.deps.Logger.WarnContext(ctx, "queued send will be retried", "message_id", row.ID, "attempt", n, "err", err)
 		return err
 	case fault.Internal:
 		if final {
@@ -115,37 +124,37 @@ func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 }
 
 // recoverSync is the safety net of a synchronous send still Pending long
-// after it began. Never handed: it failed before the transport call, and
-// is marked Failed. Handed with no outcome: resent with its own id when
-// the transport allows (IDAssigner), else marked outcome unknown.
+// after it began, as a River job of the earlier design: the message is
+// claimed like the queue claims it, then recoverClaimed.
 func (s *Service) recoverSync(ctx context.Context, id int64) error {
-	row, err := loadMessageByID(ctx, s.deps.DB.Bun, id)
-	if fault.KindOf(err) == fault.NotFound {
-		return nil
-	}
-	if err != nil {
+	row, err := s.handOff(ctx, id)
+	if err != nil || row == nil {
 		return err
 	}
-	if row.StatusID != StatusPending || row.OutcomeUnknown {
-		return nil
-	}
+	return s.recoverClaimed(ctx, row)
+}
+
+// recoverClaimed is the safety net of a synchronous send, on the message
+// just claimed (its hand-off counted). Never handed before the claim: the
+// send failed before the transport call, and is marked Failed. Handed with
+// no outcome: resent with its own id when the transport allows
+// (IDAssigner), else marked outcome unknown.
+func (s *Service) recoverClaimed(ctx context.Context, row *messageRow) error {
 	ch, err := s.deps.Channels.Get(ctx, row.CompanyID, row.CompanyChannelID)
 	if fault.KindOf(err) == fault.NotFound {
 		return nil
 	}
 	if err != nil {
+		s.release(ctx, row)
 		return err
 	}
 	switch {
-	case row.Handoffs == 0:
+	case row.Handoffs <= 1:
 		if err := s.fail(ctx, ch, row, fault.New(fault.Unavailable, interruptedReason)); fault.KindOf(err) == fault.Internal {
 			return err
 		}
 		return nil
 	case mayResend(s.transport(ch.TypeID)):
-		if row, err = s.handOff(ctx, id); err != nil || row == nil {
-			return err
-		}
 		if _, err := s.deliver(ctx, ch, row, true); errors.Is(err, errUnrecorded) || fault.KindOf(err) == fault.Internal {
 			return err
 		}

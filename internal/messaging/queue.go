@@ -1,0 +1,313 @@
+package messaging
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// The send queue is the messages table itself. A queued send is stored
+// with send_due_at = now in the request's transaction, and nothing else is
+// written for it: no job row. Every replica runs one queue loop that
+// claims due messages in batches, one UPDATE … RETURNING for up to
+// queueBatch of them (the claim is each message's hand-off and the
+// attempt's only read), and works each in a slot of its own. A claim also
+// moves send_due_at a lease ahead, so a message whose replica died during
+// the attempt comes due again by itself and the next claim finds its
+// hand-off open (see handoff.go). The outcome clears send_due_at in the
+// same UPDATE that records it.
+//
+// Before this, each queued send was a River job: its insert in the
+// request's transaction, River's fetch, a claim of its own, and River's
+// completion were four writes to two tables on top of the message's own.
+// See README, "The send queue", for what it measured.
+const (
+	// queueBatch bounds the messages one claim takes.
+	queueBatch = 100
+	// queueCooldown is the least time between two claims of a busy loop:
+	// a queue whose slots free one by one claims them a few at a time, not
+	// with one statement each. A send accepted here waits for it at most.
+	queueCooldown = 10 * time.Millisecond
+	// queuePoll is how often an idle loop looks for due messages: sends
+	// accepted by another replica, and retries coming due. A send accepted
+	// by this replica wakes its loop at once.
+	queuePoll = 250 * time.Millisecond
+	// attemptTimeout bounds one attempt: a provider call with its media
+	// upload.
+	attemptTimeout = 2 * time.Minute
+	// attemptLease is how far a claim moves send_due_at, and leaseRenew
+	// how often an attempt still running moves it on (keepLease): only a
+	// replica that died leaves its message to come due again, a minute
+	// later at most, as River rescued a killed worker's job before.
+	attemptLease = time.Minute
+	leaseRenew   = 20 * time.Second
+	// recoverAttempts bounds the attempts of a synchronous send's safety
+	// net.
+	recoverAttempts = 3
+	// queueWriteTimeout bounds the write that schedules a retry, which
+	// runs even when the attempt's own context has ended (a stop).
+	queueWriteTimeout = 5 * time.Second
+)
+
+// sendQueue is the queue loop of this replica: its slots, and what wakes
+// it.
+type sendQueue struct {
+	slots chan struct{} // one token per attempt in flight
+	wake  chan struct{} // a send was accepted here
+	freed chan struct{} // an attempt ended
+
+	mu       sync.Mutex
+	stop     context.CancelFunc // ends the claim loop
+	abort    context.CancelFunc // ends the attempts in flight
+	loopDone chan struct{}
+	running  sync.WaitGroup
+}
+
+func newSendQueue(slots int) *sendQueue {
+	return &sendQueue{slots: make(chan struct{}, slots), wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
+}
+
+// poke wakes the loop: a send was just queued here.
+func (q *sendQueue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// StartQueue starts this replica's queue loop. Queued sends are sent only
+// by replicas that run it; they are stored either way.
+func (s *Service) StartQueue(ctx context.Context) {
+	q := s.queue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stop != nil {
+		return
+	}
+	loopCtx, stop := context.WithCancel(ctx)
+	// Attempts outlive the loop: a stop lets them finish (StopQueue).
+	attemptCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	q.stop, q.abort, q.loopDone = stop, abort, make(chan struct{})
+	go s.runQueue(loopCtx, attemptCtx)
+}
+
+// StopQueue stops claiming and waits for the attempts in flight until ctx
+// ends; it then cancels them (their messages stay handed, and come due
+// again after their lease or the retry each one schedules) and waits for
+// them to return.
+func (s *Service) StopQueue(ctx context.Context) error {
+	q := s.queue
+	q.mu.Lock()
+	stop, abort, loopDone := q.stop, q.abort, q.loopDone
+	q.stop = nil
+	q.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	<-loopDone
+	done := make(chan struct{})
+	go func() { q.running.Wait(); close(done) }()
+	select {
+	case <-done:
+		abort()
+		return nil
+	case <-ctx.Done():
+		abort()
+		<-done
+		return fmt.Errorf("send queue: attempts cut short: %w", ctx.Err())
+	}
+}
+
+func (s *Service) runQueue(ctx, attemptCtx context.Context) {
+	q := s.queue
+	defer close(q.loopDone)
+	var last time.Time
+	for {
+		if !pause(ctx, nil, queueCooldown-time.Since(last)) {
+			return
+		}
+		free := cap(q.slots) - len(q.slots)
+		if free == 0 {
+			if !pause(ctx, q.freed, 0) {
+				return
+			}
+			continue
+		}
+		want := min(free, queueBatch)
+		last = time.Now()
+		rows, err := s.claimDue(ctx, want)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.deps.Logger.WarnContext(ctx, "send queue: claim failed; trying again", "err", err)
+			if !pause(ctx, nil, queuePoll) {
+				return
+			}
+			continue
+		}
+		for i := range rows {
+			if rows[i].StatusID != StatusPending || rows[i].OutcomeUnknown {
+				continue // taken out of the queue by the claim
+			}
+			q.slots <- struct{}{}
+			q.running.Add(1)
+			go s.runAttempt(attemptCtx, &rows[i])
+		}
+		if len(rows) == want {
+			continue // more may be due
+		}
+		if !pause(ctx, q.wake, queuePoll) {
+			return
+		}
+	}
+}
+
+// pause waits until d has passed or wake fires (d <= 0: wake alone; no
+// wake either: no wait at all); false when ctx ended.
+func pause(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
+	var timeout <-chan time.Time
+	switch {
+	case d > 0:
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	case wake == nil:
+		return ctx.Err() == nil
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-timeout:
+	}
+	return true
+}
+
+// claimDue claims up to n due messages in one statement: a Pending message
+// not marked outcome unknown gets its hand-off counted, an attempt, and
+// its lease; any other row found due (it left Pending by a path that did
+// not clear its place, e.g. a receipt) leaves the queue.
+func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
+	now := time.Now()
+	set := `handoffs = CASE WHEN status_id = ? AND outcome_unknown = ? THEN handoffs + 1 ELSE handoffs END,
+		send_attempts = send_attempts + 1,
+		send_due_at = CASE WHEN status_id = ? AND outcome_unknown = ? THEN ? ELSE NULL END`
+	args := []any{StatusPending, false, StatusPending, false, now.Add(attemptLease).UnixMilli(), now.UnixMilli(), n}
+	db := s.deps.DB.Bun
+	var query string
+	if db.Dialect().Name() == dialect.PG {
+		// SKIP LOCKED: replicas claiming at once take different messages.
+		query = `WITH due AS (SELECT id FROM messages WHERE send_due_at IS NOT NULL AND send_due_at <= ?
+			ORDER BY send_due_at LIMIT ? FOR UPDATE SKIP LOCKED)
+			UPDATE messages SET ` + set + ` FROM due WHERE messages.id = due.id RETURNING messages.*`
+		args = append(args[len(args)-2:], args[:len(args)-2]...)
+	} else {
+		// One writer at a time, and one loop per process.
+		query = `UPDATE messages SET ` + set + ` WHERE id IN (SELECT id FROM messages
+			WHERE send_due_at IS NOT NULL AND send_due_at <= ? ORDER BY send_due_at LIMIT ?) RETURNING *`
+	}
+	var rows []messageRow
+	if err := db.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !store.IsNoRows(err) {
+		return nil, fault.Internalf(err, "claim due sends")
+	}
+	return rows, nil
+}
+
+// runAttempt works one claimed message and schedules what follows: a
+// retry after a backoff while attempts remain, else nothing more (the
+// message was marked, or only a receipt can settle it).
+func (s *Service) runAttempt(ctx context.Context, row *messageRow) {
+	q := s.queue
+	defer func() {
+		<-q.slots
+		q.running.Done()
+		select {
+		case q.freed <- struct{}{}:
+		default:
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	id, n, max := row.ID, row.SendAttempts, s.opts.MaxAttempts
+	if row.SendRecover {
+		max = recoverAttempts
+	}
+	release := s.keepLease(ctx, id)
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fault.Internalf(fmt.Errorf("panic: %v", p), "send message %d", id)
+			}
+		}()
+		if row.SendRecover {
+			return s.recoverClaimed(ctx, row)
+		}
+		return s.attempt(ctx, row, n, n >= max)
+	}()
+	release()
+	if err == nil {
+		return
+	}
+	var due *int64
+	if n < max {
+		at := time.Now().Add(retryDelay(n)).UnixMilli()
+		due = &at
+	} else {
+		s.deps.Logger.ErrorContext(ctx, "queued send: last attempt failed; the message is no longer queued", "message_id", id, "attempt", n, "err", err)
+	}
+	wctx, done := context.WithTimeout(context.WithoutCancel(ctx), queueWriteTimeout)
+	defer done()
+	// Should this fail, the claim's lease brings the message back.
+	if _, werr := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).Set("send_due_at = ?", due).
+		Where("id = ?", id).Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Exec(wctx); werr != nil {
+		s.deps.Logger.WarnContext(ctx, "queued send: could not schedule the next attempt; its lease will", "message_id", id, "err", werr)
+	}
+}
+
+// keepLease moves the lease of a claimed message on every leaseRenew while
+// its attempt runs, so a slow call (up to attemptTimeout) is not taken for
+// a dead replica's. The returned function ends it, and returns only once
+// no renewal is being written: the retry scheduled next is not overwritten.
+func (s *Service) keepLease(ctx context.Context, id int64) (release func()) {
+	var mu sync.Mutex
+	released := false
+	var t *time.Timer
+	t = time.AfterFunc(leaseRenew, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if released {
+			return
+		}
+		if _, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).
+			Set("send_due_at = ?", time.Now().Add(attemptLease).UnixMilli()).
+			Where("id = ?", id).Where("send_due_at IS NOT NULL").Exec(ctx); err != nil && ctx.Err() == nil {
+			s.deps.Logger.WarnContext(ctx, "queued send: could not renew its lease", "message_id", id, "err", err)
+		}
+		t.Reset(leaseRenew)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		released = true
+		t.Stop()
+	}
+}
+
+// retryDelay is the wait after attempt n failed: n⁴ seconds (1 s, 16 s,
+// 81 s, … as River's default policy, which queued sends followed before),
+// up to 10% longer so that messages failed together do not all come back
+// together.
+func retryDelay(n int) time.Duration {
+	d := time.Duration(math.Pow(float64(max(n, 1)), 4)) * time.Second
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}
