@@ -30,6 +30,7 @@ import (
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/httpapi"
+	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/openapi"
 )
@@ -42,6 +43,9 @@ type Options struct {
 	WorkJobs bool
 	// Configure edits the configuration before the app is built.
 	Configure func(*config.Config)
+	// MessagingOptions adjusts the messaging service (the send queue's
+	// lease).
+	MessagingOptions func(*messaging.Options)
 	// Logs, when set, receives the app's log as JSON lines from level info
 	// up (tests that bound what a request may write to the log).
 	Logs io.Writer
@@ -104,7 +108,8 @@ func Start(t testing.TB, db *store.DB, opts Options) *Harness {
 	if opts.Logs != nil {
 		logger = slog.New(slog.NewJSONHandler(opts.Logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	a, err := app.New(ctx, cfg, app.Options{DB: db, Now: opts.Now, Logger: logger, InsertOnlyJobs: !opts.WorkJobs})
+	a, err := app.New(ctx, cfg, app.Options{DB: db, Now: opts.Now, Logger: logger, InsertOnlyJobs: !opts.WorkJobs,
+		MessagingOptions: opts.MessagingOptions})
 	if err != nil {
 		cancel()
 		t.Fatalf("app: %v", err)

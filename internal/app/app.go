@@ -60,6 +60,9 @@ type Options struct {
 	// ConnectionOptions adjusts the connections service (replica id, lease
 	// timing) in tests.
 	ConnectionOptions func(*connections.Options)
+	// MessagingOptions adjusts the messaging service (the send queue's
+	// lease) in tests.
+	MessagingOptions func(*messaging.Options)
 }
 
 // App is a wired gateway.
@@ -169,7 +172,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	a.Connections = conns
 	a.Conversations = conversations.NewService(a.DB, a.Clock, clock.NewFormatter(cfg.TimeZone), a.Auth, a.Channels, a.Webhooks)
-	a.newMessaging()
+	a.newMessaging(opts)
 	a.wireConnections()
 
 	// Capabilities add their workers, periodic jobs and queues here.

@@ -21,7 +21,7 @@ const templateSyncInterval = time.Hour
 // newMessaging wires messaging, the official provider (client, Transport,
 // inbound webhooks) and templates. Conversations, webhooks and the limiter
 // must exist; the River runner is attached later (UseJobs).
-func (a *App) newMessaging() {
+func (a *App) newMessaging(opts Options) {
 	cfg := a.Config
 	logger := a.Logger
 	a.ProviderClient = official.NewClient(official.ClientOptions{Logger: logger.With("component", "provider"), Registerer: a.Registry})
@@ -34,12 +34,16 @@ func (a *App) newMessaging() {
 		Now:   a.Clock, MediaDir: filepath.Join(cfg.DataDir, "media", "templates"), PublicBaseURL: cfg.PublicBaseURL,
 		Logger: logger.With("component", "templates"),
 	})
+	mopts := messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers}
+	if opts.MessagingOptions != nil {
+		opts.MessagingOptions(&mopts)
+	}
 	a.Messaging = messaging.NewService(messaging.Deps{
 		DB: a.DB, Channels: a.Channels, Conversations: a.Conversations, Events: a.Webhooks, Limiter: a.Limiter,
 		Templates: a.Templates, Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone),
 		MediaDir: filepath.Join(cfg.DataDir, "media", "messages"), PublicBaseURL: cfg.PublicBaseURL,
 		Logger: logger.With("component", "messaging"),
-	}, messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers})
+	}, mopts)
 	a.Messaging.RegisterTransport(channels.OfficialChatapp, official.NewTransport(a.ProviderClient))
 	a.Messaging.RegisterMediaFetcher(channels.OfficialChatapp, official.NewMediaFetcher(a.ProviderClient))
 	a.Official = official.NewService(a.Channels, a.Messaging, logger.With("component", "official"))

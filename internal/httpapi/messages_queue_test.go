@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/providersim"
@@ -226,4 +228,52 @@ func sqlTrue(db *store.DB) string {
 		return "TRUE"
 	}
 	return "1"
+}
+
+// gatedTransport holds every Send until its gate closes, counting calls.
+type gatedTransport struct {
+	messaging.Transport
+	gate  chan struct{}
+	calls atomic.Int32
+}
+
+func (g *gatedTransport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
+	g.calls.Add(1)
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return messaging.SendResult{}, ctx.Err()
+	}
+	return messaging.SendResult{ExternalID: fmt.Sprintf("wamid.gated.%d", g.calls.Load())}, nil
+}
+
+// TestSendQueueLeaseKept: an attempt that outlasts its claim's lease (a
+// slow provider call) keeps moving the lease on, so the queue does not
+// take it for a dead replica's: the message is neither claimed again nor
+// marked outcome unknown, and is Sent once the call answers.
+func TestSendQueueLeaseKept(t *testing.T) {
+	t.Parallel()
+	const lease = 600 * time.Millisecond
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{sendLease: lease})
+		e.contactWrites(ofcContactKey, "Oi")
+		tr := &gatedTransport{gate: make(chan struct{})}
+		e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
+		id := e.queue("slow")
+		eventually(t, "the call", func() bool { return tr.calls.Load() == 1 })
+		time.Sleep(4 * lease)
+		var due *int64
+		if err := db.Bun.NewSelect().Table("messages").Column("send_due_at").Where("id = ?", id).Scan(context.Background(), &due); err != nil {
+			t.Fatal(err)
+		}
+		if m := e.message(id); m.StatusID != messaging.StatusPending || m.OutcomeUnknown || tr.calls.Load() != 1 ||
+			due == nil || time.UnixMilli(*due).Before(time.Now()) {
+			t.Fatalf("during the call, after 4 leases: calls %d, due %v, %+v", tr.calls.Load(), due, m)
+		}
+		close(tr.gate)
+		eventually(t, "sent", func() bool { return e.message(id).StatusID == messaging.StatusSent })
+		if tr.calls.Load() != 1 {
+			t.Fatalf("%d calls", tr.calls.Load())
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/providersim"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -42,13 +43,17 @@ const (
 type ofcEnvOptions struct {
 	// noWorkers leaves River's workers stopped (jobs are only inserted).
 	noWorkers bool
+	// sendLease shortens the send queue's lease.
+	sendLease time.Duration
 }
 
 func newOfficialEnv(t testing.TB, db *store.DB, o ofcEnvOptions) *officialEnv {
 	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewManual(time.Now().UTC().Truncate(time.Second))
-	h := apitest.Start(t, db, apitest.Options{Now: clk.Now, WorkJobs: !o.noWorkers})
+	h := apitest.Start(t, db, apitest.Options{Now: clk.Now, WorkJobs: !o.noWorkers, MessagingOptions: func(mo *messaging.Options) {
+		mo.SendLease = o.sendLease
+	}})
 	sim := providersim.New(providersim.Options{Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
 	simSrv := httptest.NewServer(sim.Handler())
 	t.Cleanup(simSrv.Close)

@@ -43,12 +43,12 @@ const (
 	// attemptTimeout bounds one attempt: a provider call with its media
 	// upload.
 	attemptTimeout = 2 * time.Minute
-	// attemptLease is how far a claim moves send_due_at, and leaseRenew
-	// how often an attempt still running moves it on (keepLease): only a
-	// replica that died leaves its message to come due again, a minute
-	// later at most, as River rescued a killed worker's job before.
-	attemptLease = time.Minute
-	leaseRenew   = 20 * time.Second
+	// defaultSendLease is how far a claim moves send_due_at
+	// (Options.SendLease); an attempt still running moves it on every
+	// third of it (keepLease), so only a replica that died leaves its
+	// message to come due again, a minute later at most, as River rescued
+	// a killed worker's job before.
+	defaultSendLease = time.Minute
 	// recoverAttempts bounds the attempts of a synchronous send's safety
 	// net.
 	recoverAttempts = 3
@@ -202,7 +202,7 @@ func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
 	set := `handoffs = CASE WHEN status_id = ? AND outcome_unknown = ? THEN handoffs + 1 ELSE handoffs END,
 		send_attempts = send_attempts + 1,
 		send_due_at = CASE WHEN status_id = ? AND outcome_unknown = ? THEN ? ELSE NULL END`
-	args := []any{StatusPending, false, StatusPending, false, now.Add(attemptLease).UnixMilli(), now.UnixMilli(), n}
+	args := []any{StatusPending, false, StatusPending, false, now.Add(s.opts.SendLease).UnixMilli(), now.UnixMilli(), n}
 	db := s.deps.DB.Bun
 	var query string
 	if db.Dialect().Name() == dialect.PG {
@@ -274,26 +274,27 @@ func (s *Service) runAttempt(ctx context.Context, row *messageRow) {
 	}
 }
 
-// keepLease moves the lease of a claimed message on every leaseRenew while
+// keepLease moves the lease of a claimed message on every third of it while
 // its attempt runs, so a slow call (up to attemptTimeout) is not taken for
 // a dead replica's. The returned function ends it, and returns only once
 // no renewal is being written: the retry scheduled next is not overwritten.
 func (s *Service) keepLease(ctx context.Context, id int64) (release func()) {
 	var mu sync.Mutex
 	released := false
+	lease := s.opts.SendLease
 	var t *time.Timer
-	t = time.AfterFunc(leaseRenew, func() {
+	t = time.AfterFunc(lease/3, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if released {
 			return
 		}
 		if _, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).
-			Set("send_due_at = ?", time.Now().Add(attemptLease).UnixMilli()).
+			Set("send_due_at = ?", time.Now().Add(lease).UnixMilli()).
 			Where("id = ?", id).Where("send_due_at IS NOT NULL").Exec(ctx); err != nil && ctx.Err() == nil {
 			s.deps.Logger.WarnContext(ctx, "queued send: could not renew its lease", "message_id", id, "err", err)
 		}
-		t.Reset(leaseRenew)
+		t.Reset(lease / 3)
 	})
 	return func() {
 		mu.Lock()

@@ -61,6 +61,10 @@ type Options struct {
 	// Workers is how many queued sends this replica's queue loop works at
 	// once (default 64).
 	Workers int
+	// SendLease is how long a claim holds a queued message before the
+	// queue takes its replica for dead (default a minute); an attempt
+	// still running renews it every third of it.
+	SendLease time.Duration
 	// Registerer receives the messaging metrics (none when nil).
 	Registerer prometheus.Registerer
 	// MediaURLLifetime is how long a minted URL of a message's file stays
@@ -104,6 +108,9 @@ func NewService(deps Deps, opts Options) *Service {
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 64
+	}
+	if opts.SendLease <= 0 {
+		opts.SendLease = defaultSendLease
 	}
 	if opts.MediaURLLifetime <= 0 {
 		opts.MediaURLLifetime = DefaultMediaURLLifetime
