@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/channels"
@@ -276,4 +278,70 @@ func TestSendQueueLeaseKept(t *testing.T) {
 			t.Fatalf("%d calls", tr.calls.Load())
 		}
 	})
+}
+
+// TestSendQueueReplicas: two replicas on one database claim from the same
+// queue side by side (FOR UPDATE SKIP LOCKED on PostgreSQL); every message
+// reaches the provider exactly once, and both replicas sent some.
+func TestSendQueueReplicas(t *testing.T) {
+	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
+		const n = 200
+		for i := range n {
+			e.queue(fmt.Sprintf("replicas %d", i))
+		}
+		ctx := context.Background()
+		other := apitest.Start(t, db, apitest.Options{WorkJobs: true})
+		e.h.App.Messaging.StartQueue(ctx)
+		defer func() {
+			if err := e.h.App.Messaging.StopQueue(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		eventually(t, "every message sent", func() bool { return len(e.sent()) >= n })
+		seen := map[string]int{}
+		for _, m := range e.sent() {
+			seen[m.Request.Text.Body]++
+		}
+		for text, c := range seen {
+			if c != 1 {
+				t.Errorf("%q reached the provider %d times", text, c)
+			}
+		}
+		if len(seen) != n {
+			t.Fatalf("%d distinct messages reached the provider, want %d", len(seen), n)
+		}
+		// Each message claimed once: a claim counts an attempt.
+		var twice int
+		if err := db.Bun.NewSelect().Table("messages").ColumnExpr("count(*)").
+			Where("send_attempts <> 1").Where("text LIKE 'replicas %'").Scan(ctx, &twice); err != nil || twice != 0 {
+			t.Fatalf("%d messages claimed other than once (%v)", twice, err)
+		}
+		mine, theirs := sentBy(t, e.h.App.Registry), sentBy(t, other.App.Registry)
+		if mine+theirs != n || mine == 0 || theirs == 0 {
+			t.Fatalf("sent by this replica %v, by the other %v; want both, %d in all", mine, theirs, n)
+		}
+	})
+}
+
+// sentBy is what a replica's metrics say it handed to the provider.
+func sentBy(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != "gateway_messages_delivery_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == "sent" {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
