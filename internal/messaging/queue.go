@@ -144,7 +144,13 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 		}
 		want := min(free, queueBatch)
 		last = time.Now()
-		rows, err := s.claimDue(ctx, want)
+		// A claim counts each message's hand-off: cut off by a stop after
+		// its commit, it would leave messages that look handed, which the
+		// official channel never sends again. So it runs to its end, and
+		// what it claimed is attempted (StopQueue waits for attempts).
+		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queueWriteTimeout)
+		rows, err := s.claimDue(claimCtx, want)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -202,19 +208,22 @@ func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
 	set := `handoffs = CASE WHEN status_id = ? AND outcome_unknown = ? THEN handoffs + 1 ELSE handoffs END,
 		send_attempts = send_attempts + 1,
 		send_due_at = CASE WHEN status_id = ? AND outcome_unknown = ? THEN ? ELSE NULL END`
-	args := []any{StatusPending, false, StatusPending, false, now.Add(s.opts.SendLease).UnixMilli(), now.UnixMilli(), n}
+	setArgs := []any{StatusPending, false, StatusPending, false, now.Add(s.opts.SendLease).UnixMilli()}
+	dueArgs := []any{now.UnixMilli(), n}
 	db := s.deps.DB.Bun
 	var query string
+	var args []any
 	if db.Dialect().Name() == dialect.PG {
 		// SKIP LOCKED: replicas claiming at once take different messages.
 		query = `WITH due AS (SELECT id FROM messages WHERE send_due_at IS NOT NULL AND send_due_at <= ?
 			ORDER BY send_due_at LIMIT ? FOR UPDATE SKIP LOCKED)
 			UPDATE messages SET ` + set + ` FROM due WHERE messages.id = due.id RETURNING messages.*`
-		args = append(args[len(args)-2:], args[:len(args)-2]...)
+		args = append(dueArgs, setArgs...)
 	} else {
 		// One writer at a time, and one loop per process.
 		query = `UPDATE messages SET ` + set + ` WHERE id IN (SELECT id FROM messages
 			WHERE send_due_at IS NOT NULL AND send_due_at <= ? ORDER BY send_due_at LIMIT ?) RETURNING *`
+		args = append(setArgs, dueArgs...)
 	}
 	var rows []messageRow
 	if err := db.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !store.IsNoRows(err) {
