@@ -18,12 +18,12 @@ import (
 // with send_due_at = now in the request's transaction, and nothing else is
 // written for it: no job row. Every replica runs one queue loop that
 // claims due messages in batches, one UPDATE … RETURNING for up to
-// queueBatch of them (the claim is each message's hand-off and the
-// attempt's only read), and works each in a slot of its own. A claim also
-// moves send_due_at a lease ahead, so a message whose replica died during
-// the attempt comes due again by itself and the next claim finds its
-// hand-off open (see handoff.go). The outcome clears send_due_at in the
-// same UPDATE that records it.
+// queueBatch of them, and works each in a slot of its own: the attempt
+// counts its hand-off (handOff, also its read) and calls the transport.
+// A claim moves send_due_at a lease ahead, so a message whose replica died
+// during the attempt comes due again by itself, and the next attempt finds
+// its hand-off open if it was handed (see handoff.go). The outcome clears
+// send_due_at in the UPDATE that records it.
 //
 // Before this, each queued send was a River job: its insert in the
 // request's transaction, River's fetch, a claim of its own, and River's
@@ -144,9 +144,8 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 		}
 		want := min(free, queueBatch)
 		last = time.Now()
-		// A claim counts each message's hand-off: cut off by a stop after
-		// its commit, it would leave messages that look handed, which the
-		// official channel never sends again. So it runs to its end, and
+		// A claim cut off by a stop after its commit would leave its
+		// messages leased for nothing; it runs to its end instead, and
 		// what it claimed is attempted (StopQueue waits for attempts).
 		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queueWriteTimeout)
 		rows, err := s.claimDue(claimCtx, want)
@@ -200,15 +199,19 @@ func pause(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
 }
 
 // claimDue claims up to n due messages in one statement: a Pending message
-// not marked outcome unknown gets its hand-off counted, an attempt, and
-// its lease; any other row found due (it left Pending by a path that did
-// not clear its place, e.g. a receipt) leaves the queue.
+// not marked outcome unknown gets an attempt and its lease; any other row
+// found due (it left Pending by a path that did not clear its place, e.g.
+// a receipt) leaves the queue. The claim does not count the hand-off:
+// the attempt does, right before its transport call (handOff), so a
+// replica that dies between the two leaves messages that read as never
+// handed, which the next claim sends. A hand-off counted for a whole batch
+// at once would make every message of it read as possibly sent, and the
+// official channel never sends such a message again.
 func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
 	now := time.Now()
-	set := `handoffs = CASE WHEN status_id = ? AND outcome_unknown = ? THEN handoffs + 1 ELSE handoffs END,
-		send_attempts = send_attempts + 1,
+	set := `send_attempts = send_attempts + 1,
 		send_due_at = CASE WHEN status_id = ? AND outcome_unknown = ? THEN ? ELSE NULL END`
-	setArgs := []any{StatusPending, false, StatusPending, false, now.Add(s.opts.SendLease).UnixMilli()}
+	setArgs := []any{StatusPending, false, now.Add(s.opts.SendLease).UnixMilli()}
 	dueArgs := []any{now.UnixMilli(), n}
 	db := s.deps.DB.Bun
 	var query string
@@ -217,12 +220,14 @@ func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
 		// SKIP LOCKED: replicas claiming at once take different messages.
 		query = `WITH due AS (SELECT id FROM messages WHERE send_due_at IS NOT NULL AND send_due_at <= ?
 			ORDER BY send_due_at LIMIT ? FOR UPDATE SKIP LOCKED)
-			UPDATE messages SET ` + set + ` FROM due WHERE messages.id = due.id RETURNING messages.*`
+			UPDATE messages SET ` + set + ` FROM due WHERE messages.id = due.id
+			RETURNING messages.id, messages.status_id, messages.outcome_unknown, messages.send_attempts, messages.send_recover`
 		args = append(dueArgs, setArgs...)
 	} else {
 		// One writer at a time, and one loop per process.
 		query = `UPDATE messages SET ` + set + ` WHERE id IN (SELECT id FROM messages
-			WHERE send_due_at IS NOT NULL AND send_due_at <= ? ORDER BY send_due_at LIMIT ?) RETURNING *`
+			WHERE send_due_at IS NOT NULL AND send_due_at <= ? ORDER BY send_due_at LIMIT ?)
+			RETURNING id, status_id, outcome_unknown, send_attempts, send_recover`
 		args = append(setArgs, dueArgs...)
 	}
 	var rows []messageRow
@@ -259,9 +264,13 @@ func (s *Service) runAttempt(ctx context.Context, row *messageRow) {
 			}
 		}()
 		if row.SendRecover {
-			return s.recoverClaimed(ctx, row)
+			return s.recoverSync(ctx, id)
 		}
-		return s.attempt(ctx, row, n, n >= max)
+		handed, err := s.handOff(ctx, id)
+		if err != nil || handed == nil {
+			return err // nil: it left Pending since the claim
+		}
+		return s.attempt(ctx, handed, n, n >= max)
 	}()
 	release()
 	if err == nil {

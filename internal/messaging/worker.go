@@ -135,7 +135,7 @@ func (s *Service) recoverSync(ctx context.Context, id int64) error {
 }
 
 // recoverClaimed is the safety net of a synchronous send, on the message
-// just claimed (its hand-off counted). Never handed before the claim: the
+// just handed off (handOff counted its hand-off). Never handed before the claim: the
 // send failed before the transport call, and is marked Failed. Handed with
 // no outcome: resent with its own id when the transport allows
 // (IDAssigner), else marked outcome unknown.
