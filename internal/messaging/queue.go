@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
+	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -18,9 +20,9 @@ import (
 // with send_due_at = now in the request's transaction, and nothing else is
 // written for it: no job row. Every replica runs one queue loop that
 // claims due messages in batches, one UPDATE … RETURNING for up to
-// queueBatch of them, and works each in a slot of its own: the attempt
-// counts its hand-off (handOff, also its read) and calls the transport.
-// A claim moves send_due_at a lease ahead, so a message whose replica died
+// queueBatch of them; a second counts their hand-offs right before the
+// transport calls (handOffClaimed), and each is worked in a slot of its
+// own. A claim moves send_due_at a lease ahead, so a message whose replica died
 // during the attempt comes due again by itself, and the next attempt finds
 // its hand-off open if it was handed (see handoff.go). The outcome clears
 // send_due_at in the UPDATE that records it.
@@ -146,9 +148,13 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 		last = time.Now()
 		// A claim cut off by a stop after its commit would leave its
 		// messages leased for nothing; it runs to its end instead, and
-		// what it claimed is attempted (StopQueue waits for attempts).
+		// what it hands off is attempted (StopQueue waits for attempts).
 		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queueWriteTimeout)
 		rows, err := s.claimDue(claimCtx, want)
+		var batch []ready
+		if err == nil {
+			batch = s.handOffClaimed(claimCtx, rows)
+		}
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -160,13 +166,10 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 			}
 			continue
 		}
-		for i := range rows {
-			if rows[i].StatusID != StatusPending || rows[i].OutcomeUnknown {
-				continue // taken out of the queue by the claim
-			}
+		for _, r := range batch {
 			q.slots <- struct{}{}
 			q.running.Add(1)
-			go s.runAttempt(attemptCtx, &rows[i])
+			go s.runAttempt(attemptCtx, r)
 		}
 		if len(rows) == want {
 			continue // more may be due
@@ -221,13 +224,14 @@ func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
 		query = `WITH due AS (SELECT id FROM messages WHERE send_due_at IS NOT NULL AND send_due_at <= ?
 			ORDER BY send_due_at LIMIT ? FOR UPDATE SKIP LOCKED)
 			UPDATE messages SET ` + set + ` FROM due WHERE messages.id = due.id
-			RETURNING messages.id, messages.status_id, messages.outcome_unknown, messages.send_attempts, messages.send_recover`
+			RETURNING messages.id, messages.company_id, messages.company_channel_id, messages.status_id,
+				messages.outcome_unknown, messages.send_attempts, messages.send_recover`
 		args = append(dueArgs, setArgs...)
 	} else {
 		// One writer at a time, and one loop per process.
 		query = `UPDATE messages SET ` + set + ` WHERE id IN (SELECT id FROM messages
 			WHERE send_due_at IS NOT NULL AND send_due_at <= ? ORDER BY send_due_at LIMIT ?)
-			RETURNING id, status_id, outcome_unknown, send_attempts, send_recover`
+			RETURNING id, company_id, company_channel_id, status_id, outcome_unknown, send_attempts, send_recover`
 		args = append(setArgs, dueArgs...)
 	}
 	var rows []messageRow
@@ -237,10 +241,97 @@ func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
 	return rows, nil
 }
 
-// runAttempt works one claimed message and schedules what follows: a
+// ready is a claimed message about to be attempted: handed off with its
+// channel, or a synchronous send's safety net (recover).
+type ready struct {
+	row     *messageRow
+	ch      channels.Channel
+	recover bool
+}
+
+// handOffClaimed prepares what a claim took. The channels come first (from
+// their cache), then one UPDATE counts the hand-off of every message still
+// Pending (handOffMany), right before the transport calls: a replica that
+// dies between its claim and this leaves messages that read as never
+// handed, which the next claim sends. Counting the hand-off in the claim
+// itself, as a first version did, widened the window between the count
+// and the call, and the fault suite lost an official send to it: such a
+// message reads as possibly sent, and the official channel never sends it
+// again. What cannot be prepared now is scheduled again.
+func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready {
+	var out []ready
+	var ids []int64
+	chs := map[int64]channels.Channel{}
+	var later []int64
+	for i := range rows {
+		r := &rows[i]
+		switch {
+		case r.StatusID != StatusPending || r.OutcomeUnknown:
+			continue // taken out of the queue by the claim
+		case r.SendRecover:
+			out = append(out, ready{row: r, recover: true})
+			continue
+		}
+		ch, err := s.deps.Channels.Get(ctx, r.CompanyID, r.CompanyChannelID)
+		if fault.KindOf(err) == fault.NotFound {
+			continue // the channel is gone, and its messages with it
+		}
+		if err != nil {
+			s.deps.Logger.WarnContext(ctx, "send queue: channel lookup failed; the send waits", "message_id", r.ID, "err", err)
+			later = append(later, r.ID)
+			continue
+		}
+		chs[r.ID] = ch
+		ids = append(ids, r.ID)
+	}
+	if len(ids) > 0 {
+		handed, err := s.handOffMany(ctx, ids)
+		if err != nil {
+			s.deps.Logger.WarnContext(ctx, "send queue: hand-off failed; the sends wait", "messages", len(ids), "err", err)
+			later = append(later, ids...)
+		}
+		for i := range handed {
+			out = append(out, ready{row: &handed[i], ch: chs[handed[i].ID]})
+		}
+	}
+	if len(later) > 0 {
+		s.scheduleAt(ctx, later, time.Now().Add(retryDelay(1)))
+	}
+	return out
+}
+
+// handOffMany counts the hand-off of each message of ids still Pending and
+// not marked outcome unknown, and returns them: handOff for a batch.
+func (s *Service) handOffMany(ctx context.Context, ids []int64) ([]messageRow, error) {
+	var rows []messageRow
+	err := s.deps.DB.Bun.NewRaw(`UPDATE messages SET handoffs = handoffs + 1
+		WHERE id IN (?) AND status_id = ? AND outcome_unknown = ? RETURNING *`, bun.In(ids), StatusPending, false).Scan(ctx, &rows)
+	if err != nil && !store.IsNoRows(err) {
+		return nil, fault.Internalf(err, "hand off %d messages", len(ids))
+	}
+	return rows, nil
+}
+
+// scheduleAt puts Pending messages back in the queue, due at (nil: out of
+// it). Should it fail, their claims' leases bring them back.
+func (s *Service) scheduleAt(ctx context.Context, ids []int64, at time.Time) {
+	var due *int64
+	if !at.IsZero() {
+		due = new(at.UnixMilli())
+	}
+	wctx, done := context.WithTimeout(context.WithoutCancel(ctx), queueWriteTimeout)
+	defer done()
+	if _, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).Set("send_due_at = ?", due).
+		Where("id IN (?)", bun.In(ids)).Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Exec(wctx); err != nil {
+		s.deps.Logger.WarnContext(ctx, "send queue: could not schedule the next attempt; the lease will", "messages", len(ids), "err", err)
+	}
+}
+
+// runAttempt works one prepared message and schedules what follows: a
 // retry after a backoff while attempts remain, else nothing more (the
 // message was marked, or only a receipt can settle it).
-func (s *Service) runAttempt(ctx context.Context, row *messageRow) {
+func (s *Service) runAttempt(ctx context.Context, r ready) {
+	row := r.row
 	q := s.queue
 	defer func() {
 		<-q.slots
@@ -263,33 +354,22 @@ func (s *Service) runAttempt(ctx context.Context, row *messageRow) {
 				err = fault.Internalf(fmt.Errorf("panic: %v", p), "send message %d", id)
 			}
 		}()
-		if row.SendRecover {
+		if r.recover {
 			return s.recoverSync(ctx, id)
 		}
-		handed, err := s.handOff(ctx, id)
-		if err != nil || handed == nil {
-			return err // nil: it left Pending since the claim
-		}
-		return s.attempt(ctx, handed, n, n >= max)
+		return s.attempt(ctx, r.ch, row, n, n >= max)
 	}()
 	release()
 	if err == nil {
 		return
 	}
-	var due *int64
+	at := time.Time{}
 	if n < max {
-		at := time.Now().Add(retryDelay(n)).UnixMilli()
-		due = &at
+		at = time.Now().Add(retryDelay(n))
 	} else {
 		s.deps.Logger.ErrorContext(ctx, "queued send: last attempt failed; the message is no longer queued", "message_id", id, "attempt", n, "err", err)
 	}
-	wctx, done := context.WithTimeout(context.WithoutCancel(ctx), queueWriteTimeout)
-	defer done()
-	// Should this fail, the claim's lease brings the message back.
-	if _, werr := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).Set("send_due_at = ?", due).
-		Where("id = ?", id).Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Exec(wctx); werr != nil {
-		s.deps.Logger.WarnContext(ctx, "queued send: could not schedule the next attempt; its lease will", "message_id", id, "err", werr)
-	}
+	s.scheduleAt(ctx, []int64{id}, at)
 }
 
 // keepLease moves the lease of a claimed message on every third of it while

@@ -7,6 +7,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 )
 
@@ -64,15 +65,6 @@ func (w *SendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 		// (at-least-once delivery of the job), or outcome unknown.
 		return err
 	}
-	return s.attempt(ctx, row, job.Attempt, job.Attempt >= job.MaxAttempts)
-}
-
-// attempt works one attempt of a queued send on a message handOff (or the
-// queue's claim) has just claimed: it is the attempt's only read, and the
-// outcome is recorded with its event; the channel comes from the channels
-// cache. An error means the attempt should be retried while attempts
-// remain (final is the last).
-func (s *Service) attempt(ctx context.Context, row *messageRow, n int, final bool) error {
 	ch, err := s.deps.Channels.Get(ctx, row.CompanyID, row.CompanyChannelID)
 	if fault.KindOf(err) == fault.NotFound {
 		return nil // the channel is gone, and its messages with it
@@ -81,11 +73,20 @@ func (s *Service) attempt(ctx context.Context, row *messageRow, n int, final boo
 		s.release(ctx, row)
 		return err
 	}
+	return s.attempt(ctx, ch, row, job.Attempt, job.Attempt >= job.MaxAttempts)
+}
+
+// attempt works one attempt of a queued send on a message of channel ch
+// whose hand-off was just counted (handOff, or the send queue's handOffMany:
+// the attempt's only read); the outcome is recorded with its event. An
+// error means the attempt should be retried while attempts remain (final
+// is the last).
+func (s *Service) attempt(ctx context.Context, ch channels.Channel, row *messageRow, n int, final bool) error {
 	if row.Handoffs > 1 && !mayResend(s.transport(ch.TypeID)) {
 		s.deps.Logger.WarnContext(ctx, "queued send handed before with no outcome; not sent again", "message_id", row.ID)
 		return s.markOutcomeUnknown(ctx, ch, row)
 	}
-	_, err = s.deliver(ctx, ch, row, final)
+	_, err := s.deliver(ctx, ch, row, final)
 	if err == nil {
 		return nil
 	}
