@@ -242,11 +242,11 @@ func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
 }
 
 // ready is a claimed message about to be attempted: handed off with its
-// channel, or a synchronous send's safety net (recover).
+// channel, or a synchronous send's safety net (row.SendRecover), which
+// hands itself off.
 type ready struct {
-	row     *messageRow
-	ch      channels.Channel
-	recover bool
+	row *messageRow
+	ch  channels.Channel
 }
 
 // handOffClaimed prepares what a claim took. The channels come first (from
@@ -269,7 +269,7 @@ func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready
 		case r.StatusID != StatusPending || r.OutcomeUnknown:
 			continue // taken out of the queue by the claim
 		case r.SendRecover:
-			out = append(out, ready{row: r, recover: true})
+			out = append(out, ready{row: r})
 			continue
 		}
 		ch, err := s.deps.Channels.Get(ctx, r.CompanyID, r.CompanyChannelID)
@@ -301,7 +301,10 @@ func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready
 }
 
 // handOffMany counts the hand-off of each message of ids still Pending and
-// not marked outcome unknown, and returns them: handOff for a batch.
+// not marked outcome unknown, and returns them: handOff for a batch. Its
+// IN list changes length with the batch, so bun's inlined form costs
+// nothing that binding would save; handOff, bound, stays for the one
+// message of a synchronous send.
 func (s *Service) handOffMany(ctx context.Context, ids []int64) ([]messageRow, error) {
 	var rows []messageRow
 	err := s.deps.DB.Bun.NewRaw(`UPDATE messages SET handoffs = handoffs + 1
@@ -354,7 +357,7 @@ func (s *Service) runAttempt(ctx context.Context, r ready) {
 				err = fault.Internalf(fmt.Errorf("panic: %v", p), "send message %d", id)
 			}
 		}()
-		if r.recover {
+		if row.SendRecover {
 			return s.recoverSync(ctx, id)
 		}
 		return s.attempt(ctx, r.ch, row, n, n >= max)

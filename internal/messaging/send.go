@@ -341,7 +341,7 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 		}
 		// Its place in the send queue, on wall-clock time like the claim.
 		// A synchronous send's place is its safety net, for should it
-		// be cut off before its outcome is recorded (recoverClaimed).
+		// be cut off before its outcome is recorded (recoverSync).
 		due := time.Now()
 		if !enqueue {
 			due = due.Add(recoverAfter)

@@ -237,7 +237,7 @@ type messageRow struct {
 	// SendAttempts counts the queue's claims of the message.
 	SendAttempts int `bun:"send_attempts"`
 	// SendRecover marks a synchronous send: when it comes due the queue
-	// runs its safety net (recoverClaimed), never a plain send.
+	// runs its safety net (recoverSync), never a plain send.
 	SendRecover bool `bun:"send_recover"`
 	// Version is 1 on insert and grows by one with every change a
 	// subscriber can see (bumpVersion), in the statement that makes it.

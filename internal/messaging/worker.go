@@ -125,22 +125,16 @@ func (s *Service) attempt(ctx context.Context, ch channels.Channel, row *message
 }
 
 // recoverSync is the safety net of a synchronous send still Pending long
-// after it began, as a River job of the earlier design: the message is
-// claimed like the queue claims it, then recoverClaimed.
+// after it began (run by the send queue, or by a River job of the earlier
+// design). It hands the message off first, so handoffs then counts this
+// hand-off too. Never handed before: the send failed before the transport
+// call, and is marked Failed. Handed with no outcome: resent with its own
+// id when the transport allows (IDAssigner), else marked outcome unknown.
 func (s *Service) recoverSync(ctx context.Context, id int64) error {
 	row, err := s.handOff(ctx, id)
 	if err != nil || row == nil {
 		return err
 	}
-	return s.recoverClaimed(ctx, row)
-}
-
-// recoverClaimed is the safety net of a synchronous send, on the message
-// just handed off (handOff counted its hand-off). Never handed before the claim: the
-// send failed before the transport call, and is marked Failed. Handed with
-// no outcome: resent with its own id when the transport allows
-// (IDAssigner), else marked outcome unknown.
-func (s *Service) recoverClaimed(ctx context.Context, row *messageRow) error {
 	ch, err := s.deps.Channels.Get(ctx, row.CompanyID, row.CompanyChannelID)
 	if fault.KindOf(err) == fault.NotFound {
 		return nil
