@@ -72,8 +72,8 @@ func seedLoad(ctx context.Context, tb testing.TB, db *store.DB, now time.Time, s
 		insertChannel(tb, db, companyID, channels.SocialMessenger, "page-load"),
 		insertChannel(tb, db, companyID, channels.EmbeddedChat, "site-load"),
 	}
-	// Names: first and last names, some accented; search_text holds the
-	// normalised form (what normalise() computes), as Ensure writes it.
+	// Names: first and last names, some accented; the search text holds
+	// the normalised form (what normalise() computes), as Ensure writes it.
 	first := `ARRAY['Ana','João','Maria','José','Carla','Bruno','Fernanda','Luís','Beatriz','Mateus','Júlia','Rafael','Camila','Thiago','Letícia','Gabriel','Larissa','Lucas','Patrícia','André']`
 	firstN := `ARRAY['ana','joao','maria','jose','carla','bruno','fernanda','luis','beatriz','mateus','julia','rafael','camila','thiago','leticia','gabriel','larissa','lucas','patricia','andre']`
 	last := `ARRAY['Silva','Souza','Oliveira','Santos','Pereira','Costa','Rodrigues','Almeida','Nascimento','Lima','Araújo','Fernandes','Carvalho','Gomes','Martins','Rocha','Ribeiro','Alves','Monteiro','Mendes']`
@@ -95,7 +95,7 @@ func seedLoad(ctx context.Context, tb testing.TB, db *store.DB, now time.Time, s
 		)
 		INSERT INTO contact_channels (company_id, contact_id, company_channel_id, channel_type_id, key, name, is_group,
 			status_id, origin_id, sector_id, user_id, unread_count, last_message_at, last_inbound_at, first_response_at,
-			muted, pinned, opened, search_text, created_at, updated_at)
+			muted, pinned, opened, created_at, updated_at)
 		SELECT ?, contact_id, (ARRAY[?, ?, ?, ?, ?]::bigint[])[ch], (ARRAY[3, 2, 2, 5, 1])[ch], phone, name, w < 20,
 			CASE WHEN w < 300 THEN 1 WHEN w < 400 THEN 2 WHEN w < 600 THEN 3 WHEN w < 900 THEN 4 WHEN w < 950 THEN 5 WHEN w < 980 THEN 6 ELSE 7 END,
 			1 + w % 4,
@@ -106,12 +106,16 @@ func seedLoad(ctx context.Context, tb testing.TB, db *store.DB, now time.Time, s
 			CASE WHEN w % 10 <> 9 THEN last_at - (v * interval '2 hours') END,
 			CASE WHEN w % 4 <> 0 THEN last_at - (v * interval '1 hour') END,
 			w % 17 = 0, w % 23 = 0, w % 29 = 0,
-			(`+firstN+`)[1 + g % 20] || ' ' || (`+lastN+`)[1 + (g / 20) % 20] || ' ' || g || chr(31) || phone || chr(31) ||
-				(`+firstN+`)[1 + g % 20] || ' ' || (`+lastN+`)[1 + (g / 20) % 20] || ' ' || g || coalesce(chr(31) || email, ''),
 			last_at - interval '30 days' * v, last_at
 		FROM (SELECT *, CASE WHEN g % 10 < 5 THEN 1 WHEN g % 10 < 7 THEN 2 WHEN g % 10 < 8 THEN 3 WHEN g % 10 < 9 THEN 4 ELSE 5 END AS ch,
 			?::timestamptz - interval '180 days' * (u * u * u) AS last_at FROM src) x`,
 		companyID, companyID, chans[0], chans[1], chans[2], chans[3], chans[4], companyID, s.Sectors, companyID, s.Users, now)
+	exec(`INSERT INTO contact_channel_search (contact_channel_id, company_id, search_text)
+		SELECT cc.id, cc.company_id,
+			(`+firstN+`)[1 + g % 20] || ' ' || (`+lastN+`)[1 + (g / 20) % 20] || ' ' || g || chr(31) || c.phone || chr(31) ||
+				(`+firstN+`)[1 + g % 20] || ' ' || (`+lastN+`)[1 + (g / 20) % 20] || ' ' || g || coalesce(chr(31) || c.email, '')
+		FROM contact_channels cc JOIN contacts c ON c.id = cc.contact_id JOIN LATERAL (SELECT substr(c.identity, 12)::int AS g) n ON true
+		WHERE cc.company_id = ?`, companyID)
 	// Tags: 0-3 contact tags per contact, 0-2 ticket tags per conversation,
 	// a business for one contact in five with 1-2 business tags.
 	exec(`INSERT INTO contact_tags (contact_id, tag_id)
@@ -130,7 +134,7 @@ func seedLoad(ctx context.Context, tb testing.TB, db *store.DB, now time.Time, s
 		WHERE b.company_id = ?`, s.Tags, companyID, companyID)
 	// Steady state: autovacuum has set the visibility map (index-only
 	// scans for the counts) and statistics exist.
-	for _, table := range []string{"contacts", "contact_channels", "tags", "contact_tags", "contact_channel_tags", "businesses", "business_tags"} {
+	for _, table := range []string{"contacts", "contact_channels", "contact_channel_search", "tags", "contact_tags", "contact_channel_tags", "businesses", "business_tags"} {
 		exec("VACUUM ANALYZE " + table)
 	}
 

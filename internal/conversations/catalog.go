@@ -133,13 +133,12 @@ func (s *Service) UpdateContact(ctx context.Context, companyID, contactID int64,
 			return fault.Internalf(err, "update contact")
 		}
 		var convs []conversationRow
-		if err := tx.NewSelect().Model(&convs).Column("id", "name", "key").Where("cc.contact_id = ?", c.ID).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&convs).Column("id", "company_id", "name", "key").Where("cc.contact_id = ?", c.ID).Scan(ctx); err != nil {
 			return fault.Internalf(err, "read contact's conversations")
 		}
 		for _, cv := range convs {
-			if _, err := tx.NewUpdate().Table("contact_channels").Set("search_text = ?", searchText(cv.Name, cv.Key, c)).
-				Where("id = ?", cv.ID).Exec(ctx); err != nil {
-				return fault.Internalf(err, "refresh search text")
+			if err := setSearchText(ctx, tx, cv.ID, cv.CompanyID, searchText(cv.Name, cv.Key, c)); err != nil {
+				return err
 			}
 		}
 		out = c.toDomain()

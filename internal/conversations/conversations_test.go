@@ -669,3 +669,66 @@ func TestRecordOutbound(t *testing.T) {
 		}
 	})
 }
+
+// TestSearchTextMigrates upgrades a database whose conversations carry
+// their search text on their own row (before 0075): the text filter finds
+// them afterwards, in their company only, and a rename rewrites the moved
+// text.
+func TestSearchTextMigrates(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		all := slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)
+		before := slices.IndexFunc(all, func(m store.Migration) bool { return m.ID == "0075_conversations_search" })
+		if before < 0 {
+			t.Fatal("migration 0075_conversations_search not found")
+		}
+		if err := db.Migrate(ctx, all[:before]); err != nil {
+			t.Fatalf("migrate to 0074: %v", err)
+		}
+		a := auth.NewService(db, func() time.Time { return t0 })
+		var companies [2]int64
+		for i, name := range []string{"Acme", "Other"} {
+			id, err := a.CreateCompany(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			companies[i] = id
+			chID := insertChannel(t, db, id, channels.SocialMessenger, fmt.Sprintf("page-%d", i))
+			var contactID int64
+			if err := db.Bun.NewRaw(`INSERT INTO contacts (company_id, identity, name, created_at, updated_at)
+				VALUES (?, 'key:rita', 'Rita Araújo', ?, ?) RETURNING id`, id, t0, t0).Scan(ctx, &contactID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Bun.NewRaw(`INSERT INTO contact_channels (company_id, contact_id, company_channel_id, channel_type_id, key, name,
+				status_id, origin_id, search_text, created_at, updated_at) VALUES (?, ?, ?, ?, 'rita', 'Rita Araújo', 1, 1, ?, ?, ?)`,
+				id, contactID, chID, int(channels.SocialMessenger), "rita araujo\x1frita\x1frita araujo", t0, t0).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Migrate(ctx, all); err != nil {
+			t.Fatalf("migrate from 0074: %v", err)
+		}
+		svc := conversations.NewService(db, func() time.Time { return t0 }, clock.NewFormatter(nil), a, channels.NewService(db, nil), &recorder{})
+		list := func(text string) []conversations.Conversation {
+			t.Helper()
+			found, _, err := svc.ListContactChannels(ctx, companies[0], conversations.ListFilter{Page: store.Page{Number: 1, PerPage: 20}, Text: text})
+			if err != nil {
+				t.Fatalf("list %q: %v", text, err)
+			}
+			return found
+		}
+		found := list("ARAUJO")
+		if len(found) != 1 || found[0].CompanyID != companies[0] {
+			t.Fatalf("filter after the upgrade found %+v, want the one conversation of company %d", found, companies[0])
+		}
+		if _, err := svc.UpdateContact(ctx, companies[0], found[0].ContactID, "Rita Souza", nil); err != nil {
+			t.Fatalf("rename contact: %v", err)
+		}
+		if got := list("souza"); len(got) != 1 {
+			t.Fatalf("filter by the new name found %d conversations, want 1", len(got))
+		}
+		if got := list("araujo"); len(got) != 1 {
+			t.Fatalf("filter by the conversation's own name found %d conversations, want 1 (it keeps its name)", len(got))
+		}
+	})
+}

@@ -73,14 +73,14 @@ func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref
 	}
 	row := conversationRow{CompanyID: in.CompanyID, ContactID: contact.ID, CompanyChannelID: in.CompanyChannelID,
 		ChannelTypeID: int(in.ChannelTypeID), Key: key, Name: name, IsGroup: in.IsGroup, StatusID: int(StatusOpen),
-		OriginID: in.OriginID, SearchText: searchText(name, key, contact), Version: 1, CreatedAt: now, UpdatedAt: now}
+		OriginID: in.OriginID, Version: 1, CreatedAt: now, UpdatedAt: now}
 	var id int64
 	err = tx.NewRaw(`INSERT INTO contact_channels (company_id, contact_id, company_channel_id, channel_type_id, key, name, is_group,
-			status_id, origin_id, unread_count, muted, pinned, opened, search_text, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
+			status_id, origin_id, unread_count, muted, pinned, opened, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
 		ON CONFLICT (company_channel_id, is_group, key) DO NOTHING RETURNING id`,
 		row.CompanyID, row.ContactID, row.CompanyChannelID, row.ChannelTypeID, row.Key, row.Name, row.IsGroup,
-		row.StatusID, row.OriginID, false, false, false, row.SearchText, row.CreatedAt, row.UpdatedAt).Scan(ctx, &id)
+		row.StatusID, row.OriginID, false, false, false, row.CreatedAt, row.UpdatedAt).Scan(ctx, &id)
 	if store.IsNoRows(err) {
 		// Another transaction created it between our read and insert.
 		if err := tx.NewSelect().Model(&existing).
@@ -97,6 +97,9 @@ func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref
 		return Ref{}, fault.Internalf(err, "insert conversation")
 	}
 	row.ID = id
+	if err := setSearchText(ctx, tx, id, row.CompanyID, searchText(name, key, contact)); err != nil {
+		return Ref{}, err
+	}
 	conv := row.toDomain()
 	ct := contact.toDomain()
 	conv.Contact = &ct
@@ -134,9 +137,12 @@ func (s *Service) learnName(ctx context.Context, tx *store.Tx, c conversationRow
 			return Ref{}, fault.Internalf(err, "name contact")
 		}
 	}
-	c.Name, c.SearchText, c.UpdatedAt = name, searchText(name, c.Key, contact), now
-	if _, err := tx.NewUpdate().Model(&c).Column("name", "search_text", "updated_at").Set(bumpVersion).WherePK().Exec(ctx); err != nil {
+	c.Name, c.UpdatedAt = name, now
+	if _, err := tx.NewUpdate().Model(&c).Column("name", "updated_at").Set(bumpVersion).WherePK().Exec(ctx); err != nil {
 		return Ref{}, fault.Internalf(err, "name conversation")
+	}
+	if err := setSearchText(ctx, tx, c.ID, c.CompanyID, searchText(name, c.Key, contact)); err != nil {
+		return Ref{}, err
 	}
 	return refOf(c), nil
 }

@@ -144,7 +144,7 @@ func (s *Service) ListContactChannels(ctx context.Context, companyID int64, f Li
 
 	var rows []conversationRow
 	q := s.db.Bun.NewSelect().Model(&rows).Where("cc.company_id = ?", companyID)
-	q = s.applyFilter(q, f, channelIDs, stamp(s.now()))
+	q = s.applyFilter(q, companyID, f, channelIDs, stamp(s.now()))
 	q = orderQuery(q, orderBy, f.Ascending)
 	total, err := store.ScanPage(ctx, q, f.Page)
 	if err != nil {
@@ -195,7 +195,7 @@ func orderQuery(q *bun.SelectQuery, col string, asc bool) *bun.SelectQuery {
 	}
 }
 
-func (s *Service) applyFilter(q *bun.SelectQuery, f ListFilter, channelIDs []int64, now time.Time) *bun.SelectQuery {
+func (s *Service) applyFilter(q *bun.SelectQuery, companyID int64, f ListFilter, channelIDs []int64, now time.Time) *bun.SelectQuery {
 	// Statuses.
 	switch {
 	case len(f.StatusIDs) > 0:
@@ -208,7 +208,10 @@ func (s *Service) applyFilter(q *bun.SelectQuery, f ListFilter, channelIDs []int
 	}
 
 	if f.Text != "" {
-		q = q.Where(`cc.search_text LIKE ? ESCAPE '\'`, store.LikeContains(normalise(f.Text)))
+		// Uncorrelated (the company as a value, not cc.company_id), so that
+		// PostgreSQL plans a semi-join rather than a subquery per row.
+		q = q.Where(`cc.id IN (SELECT s.contact_channel_id FROM contact_channel_search AS s WHERE s.company_id = ? AND s.search_text LIKE ? ESCAPE '\')`,
+			companyID, store.LikeContains(normalise(f.Text)))
 	}
 	if !f.Tags.empty() {
 		q = q.Where("?", tagPredicate(f.Tags))

@@ -10,9 +10,11 @@ import "github.com/chatmsg/gateway/internal/store"
 //   - channel_type_id is copied from the company channel at Ensure time: a
 //     channel's type never changes, and the type filters (channel_type_id,
 //     channelable_type, the official window) then need no call to channels;
-//   - search_text is the conversation name and key and the contact name and
-//     email, lower-cased and stripped of accents in Go (see normalise), so the
-//     text filter is a plain LIKE that behaves the same on both engines;
+//   - the search text is the conversation name and key and the contact name
+//     and email, lower-cased and stripped of accents in Go (see normalise),
+//     so the text filter is a plain LIKE that behaves the same on both
+//     engines; it lives in contact_channel_search, one row per conversation
+//     (see 0075 for why not on the conversation's row);
 //   - last_inbound_at opens the official 24-hour window (expires_at =
 //     last_inbound_at + 24h), so the window filters are ranges on it.
 //
@@ -217,4 +219,38 @@ DO $$ DECLARE s text; BEGIN
 	ID:       "0031_conversations_version",
 	SQLite:   `ALTER TABLE contact_channels ADD COLUMN version INTEGER NOT NULL DEFAULT 1;`,
 	Postgres: `ALTER TABLE contact_channels ADD COLUMN version BIGINT NOT NULL DEFAULT 1;`,
+}, {
+	// The search text leaves the conversation row for a table of its own.
+	// Every message updates its conversation (last_message_at, which an
+	// index orders the inbox by), and an UPDATE that changes an indexed
+	// column writes a new entry into every index of the row: with the
+	// trigram index on the row that was dozens of GIN entries per message,
+	// the costliest statement of a send. The text changes only when a
+	// name, key or e-mail does, so here its index is written that rarely.
+	ID: "0075_conversations_search",
+	SQLite: `
+CREATE TABLE contact_channel_search (
+	contact_channel_id INTEGER PRIMARY KEY REFERENCES contact_channels(id) ON DELETE CASCADE,
+	company_id INTEGER NOT NULL,
+	search_text TEXT NOT NULL
+);
+INSERT INTO contact_channel_search (contact_channel_id, company_id, search_text) SELECT id, company_id, search_text FROM contact_channels;
+ALTER TABLE contact_channels DROP COLUMN search_text;
+CREATE INDEX contact_channel_search_company ON contact_channel_search (company_id);
+`,
+	Postgres: `
+CREATE TABLE contact_channel_search (
+	contact_channel_id BIGINT PRIMARY KEY REFERENCES contact_channels(id) ON DELETE CASCADE,
+	company_id BIGINT NOT NULL,
+	search_text TEXT NOT NULL
+);
+INSERT INTO contact_channel_search (contact_channel_id, company_id, search_text) SELECT id, company_id, search_text FROM contact_channels;
+DROP INDEX IF EXISTS contact_channels_search_trgm;
+ALTER TABLE contact_channels DROP COLUMN search_text;
+CREATE INDEX contact_channel_search_company ON contact_channel_search (company_id);
+DO $$ DECLARE s text; BEGIN
+  SELECT n.nspname INTO s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'
+  ; IF s IS NOT NULL THEN EXECUTE format('CREATE INDEX contact_channel_search_trgm ON contact_channel_search USING gin (search_text %I.gin_trgm_ops)', s); END IF
+  ; END $$;
+`,
 }}

@@ -15,6 +15,7 @@ import (
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/webhooks"
 )
@@ -222,7 +223,6 @@ type conversationRow struct {
 	Muted            bool       `bun:"muted"`
 	Pinned           bool       `bun:"pinned"`
 	Opened           bool       `bun:"opened"`
-	SearchText       string     `bun:"search_text"`
 	// Version is 1 on insert and grows by one with every UPDATE of the
 	// row, in that statement (bumpVersion).
 	Version   int64     `bun:"version"`
@@ -319,6 +319,17 @@ func normalise(s string) string {
 
 // searchText is the content of the search column: the conversation's name
 // and key and its contact's name and email.
+// setSearchText writes the search text of a conversation (see searchText)
+// into contact_channel_search, creating its row the first time.
+func setSearchText(ctx context.Context, tx *store.Tx, conversationID, companyID int64, text string) error {
+	if _, err := tx.NewRaw(`INSERT INTO contact_channel_search (contact_channel_id, company_id, search_text) VALUES (?, ?, ?)
+		ON CONFLICT (contact_channel_id) DO UPDATE SET search_text = excluded.search_text`,
+		conversationID, companyID, text).Exec(ctx); err != nil {
+		return fault.Internalf(err, "write search text of conversation %d", conversationID)
+	}
+	return nil
+}
+
 func searchText(name, key string, c contactRow) string {
 	parts := []string{name, key, c.Name}
 	if c.Email != nil {
