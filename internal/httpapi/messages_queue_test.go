@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
@@ -356,4 +357,125 @@ func sentBy(t *testing.T, reg *prometheus.Registry) float64 {
 		}
 	}
 	return sum
+}
+
+// textTransport holds every Send until its gate closes and answers with an
+// external id of the message's own (by its text), or with reused for the
+// text "reuse".
+type textTransport struct {
+	messaging.Transport
+	gate   chan struct{}
+	reused string
+	calls  atomic.Int32
+}
+
+func (x *textTransport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
+	x.calls.Add(1)
+	select {
+	case <-x.gate:
+	case <-ctx.Done():
+		return messaging.SendResult{}, ctx.Err()
+	}
+	if out.Text == "reuse" {
+		return messaging.SendResult{ExternalID: x.reused}, nil
+	}
+	return messaging.SendResult{ExternalID: "wamid.batch." + out.Text}, nil
+}
+
+// TestSendQueueBatchesOutcomes: attempts that end together record their
+// Sent outcomes (of a company that listens to no message event) in shared
+// statements (the test holds the database while
+// they end, so they queue up behind the first), each message with its own
+// external id. An id another message of the channel holds (the far side
+// reused it) fails the batch; each outcome is then written alone, and the
+// reused id goes to the newest message.
+func TestSendQueueBatchesOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reuse bool
+	}{{"own ids", false}, {"one id reused", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				e := newOfficialEnv(t, db, ofcEnvOptions{unheard: true})
+				tr := &textTransport{gate: make(chan struct{}), reused: e.contactWrites(ofcContactKey, "Oi")}
+				e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
+				texts := []string{"b1", "b2", "b3", "b4", "b5", "b6"}
+				if tc.reuse {
+					texts = append(texts, "reuse")
+				}
+				ids := map[string]int64{}
+				for _, text := range texts {
+					ids[text] = e.queue(text)
+				}
+				eventually(t, "every call", func() bool { return int(tr.calls.Load()) == len(texts) })
+
+				hold, err := db.Bun.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if db.Dialect == store.Postgres {
+					if _, err := hold.NewRaw("SELECT id FROM messages WHERE text IN (?) FOR UPDATE", bun.In(texts)).Exec(ctx); err != nil {
+						t.Fatal(err)
+					}
+				} // SQLite: the transaction holds the writer and the only connection.
+				close(tr.gate)
+				time.Sleep(300 * time.Millisecond)
+				if err := hold.Rollback(); err != nil {
+					t.Fatal(err)
+				}
+
+				eventually(t, "every message sent", func() bool {
+					for _, id := range ids {
+						if e.message(id).StatusID != messaging.StatusSent {
+							return false
+						}
+					}
+					return true
+				})
+				for text, id := range ids {
+					want := "wamid.batch." + text
+					if text == "reuse" {
+						want = tr.reused
+					}
+					if got := e.message(id).ExternalID; got != want {
+						t.Errorf("message %q has external id %q, want %q", text, got, want)
+					}
+				}
+				if tc.reuse {
+					if m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, tr.reused); err != nil || m.ID != ids["reuse"] {
+						t.Errorf("the reused id names message %d (%v), want the newest, %d", m.ID, err, ids["reuse"])
+					}
+				}
+				writes, written := sentWrites(t, e.h.App.Registry)
+				switch {
+				case !tc.reuse && (written != float64(len(texts)) || writes >= written):
+					t.Fatalf("%v Sent outcomes in %v batched statements; want the %d that ended together sharing statements",
+						written, writes, len(texts))
+				case tc.reuse && written >= float64(len(texts)):
+					t.Fatalf("%v Sent outcomes in %v batched statements; want the reused id's batch written alone", written, writes)
+				}
+			})
+		})
+	}
+}
+
+// sentWrites is what a replica's metrics say of its batched Sent
+// outcomes: the statements, and the outcomes they wrote.
+func sentWrites(t *testing.T, reg *prometheus.Registry) (writes, written float64) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "gateway_messages_sent_outcomes_per_write" {
+			for _, m := range f.GetMetric() {
+				writes += float64(m.GetHistogram().GetSampleCount())
+				written += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return writes, written
 }

@@ -45,6 +45,9 @@ type ofcEnvOptions struct {
 	noWorkers bool
 	// sendLease shortens the send queue's lease.
 	sendLease time.Duration
+	// unheard leaves the company without a webhook subscription (e.sink
+	// is nil), so no message event is published.
+	unheard bool
 }
 
 func newOfficialEnv(t testing.TB, db *store.DB, o ofcEnvOptions) *officialEnv {
@@ -73,8 +76,10 @@ func newOfficialEnv(t testing.TB, db *store.DB, o ofcEnvOptions) *officialEnv {
 		WebhookURL: h.Server.URL + "/provider-webhooks/" + e.pnid}); err != nil {
 		t.Fatal(err)
 	}
-	e.sink = newEventSink(t, http.StatusNoContent)
-	e.sink.subscribe(h, e.ten.Token, map[string]any{"name": "all events"})
+	if !o.unheard {
+		e.sink = newEventSink(t, http.StatusNoContent)
+		e.sink.subscribe(h, e.ten.Token, map[string]any{"name": "all events"})
+	}
 	return e
 }
 

@@ -9,6 +9,7 @@ type metrics struct {
 	delivered *prometheus.CounterVec // hand-overs to a Transport: outcome=sent|failed|retry
 	inbound   *prometheus.CounterVec // inbound messages stored
 	receipts  *prometheus.CounterVec // receipts that changed a status: status=id
+	sentBatch prometheus.Histogram   // Sent outcomes written per statement (sentWriter)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -23,9 +24,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Inbound messages stored, by channel type."}, []string{"channel_type"}),
 		receipts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_receipts_total",
 			Help: "Receipts that changed a message status, by channel type and new status id."}, []string{"channel_type", "status"}),
+		sentBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gateway_messages_sent_outcomes_per_write",
+			Help:    "Sent outcomes recorded by one UPDATE: attempts that end together share one statement and one commit.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.accepted, m.refused, m.delivered, m.inbound, m.receipts)
+		reg.MustRegister(m.accepted, m.refused, m.delivered, m.inbound, m.receipts, m.sentBatch)
 	}
 	return m
 }

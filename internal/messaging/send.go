@@ -535,6 +535,16 @@ func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *me
 		return true, nil
 	}
 	if prep == nil && s.unheard(ctx, ch, row.CompanyID, row.MessageSourceID) {
+		if to.status == StatusSent && to.externalID != nil && to.failureReason == nil {
+			if cur, changed, err := s.writeSent(ctx, row.ID, *to.externalID); err == nil {
+				if changed {
+					*row = cur
+				}
+				return nil
+			}
+			// Not written with the batch: written alone below, which
+			// reports why or settles it (recordSent's take-over).
+		}
 		_, err := update(ctx, s.deps.DB.Bun, s.deps.Now())
 		return err
 	}

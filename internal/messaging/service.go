@@ -84,6 +84,7 @@ type Service struct {
 	fetchers    map[channels.TypeID]MediaFetcher
 	jobs        JobInserter
 	queue       *sendQueue
+	sent        sentWriter
 }
 
 // NewService returns the messaging service. Transports and group
