@@ -144,7 +144,7 @@ func (s *Service) ListContactChannels(ctx context.Context, companyID int64, f Li
 
 	var rows []conversationRow
 	q := s.db.Bun.NewSelect().Model(&rows).Where("cc.company_id = ?", companyID)
-	q = s.applyFilter(q, companyID, f, channelIDs, stamp(s.now()))
+	q = s.applyFilter(q, f, channelIDs, stamp(s.now()))
 	q = orderQuery(q, orderBy, f.Ascending)
 	total, err := store.ScanPage(ctx, q, f.Page)
 	if err != nil {
@@ -195,7 +195,7 @@ func orderQuery(q *bun.SelectQuery, col string, asc bool) *bun.SelectQuery {
 	}
 }
 
-func (s *Service) applyFilter(q *bun.SelectQuery, companyID int64, f ListFilter, channelIDs []int64, now time.Time) *bun.SelectQuery {
+func (s *Service) applyFilter(q *bun.SelectQuery, f ListFilter, channelIDs []int64, now time.Time) *bun.SelectQuery {
 	// Statuses.
 	switch {
 	case len(f.StatusIDs) > 0:
@@ -208,10 +208,13 @@ func (s *Service) applyFilter(q *bun.SelectQuery, companyID int64, f ListFilter,
 	}
 
 	if f.Text != "" {
-		// Uncorrelated (the company as a value, not cc.company_id), so that
-		// PostgreSQL plans a semi-join rather than a subquery per row.
-		q = q.Where(`cc.id IN (SELECT s.contact_channel_id FROM contact_channel_search AS s WHERE s.company_id = ? AND s.search_text LIKE ? ESCAPE '\')`,
-			companyID, store.LikeContains(normalise(f.Text)))
+		// EXISTS on the search row's key: PostgreSQL plans a semi-join,
+		// which can probe that key per conversation. That stays cheap
+		// when statistics are missing (a new company: an IN over the
+		// company's search rows was rescanned per conversation then) and
+		// lets the trigram index drive it for a large company.
+		q = q.Where(`EXISTS (SELECT 1 FROM contact_channel_search AS s WHERE s.contact_channel_id = cc.id AND s.search_text LIKE ? ESCAPE '\')`,
+			store.LikeContains(normalise(f.Text)))
 	}
 	if !f.Tags.empty() {
 		q = q.Where("?", tagPredicate(f.Tags))
