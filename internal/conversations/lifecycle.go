@@ -252,9 +252,9 @@ func (s *Service) RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInp
 		last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END,
 		first_response_at = COALESCE(first_response_at, ?), updated_at = ?, `+bumpVersion+`
 		WHERE company_channel_id = ? AND is_group = ? AND key = ?
-		RETURNING id, contact_id, key, name, is_group, last_inbound_at,
+		RETURNING id, company_id, contact_id, key, name, is_group, last_inbound_at,
 			(SELECT ct.name FROM contacts AS ct WHERE ct.id = contact_channels.contact_id) AS contact_name`,
-		[]any{at, at, at, stamp(s.now()), in.CompanyChannelID, in.IsGroup, key}, &c.ID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &c.LastInboundAt, &contactName)
+		[]any{at, at, at, stamp(s.now()), in.CompanyChannelID, in.IsGroup, key}, &c.ID, &c.CompanyID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &c.LastInboundAt, &contactName)
 	if store.IsNoRows(err) {
 		ref, err := s.Ensure(ctx, tx, in)
 		if err != nil {

@@ -317,8 +317,6 @@ func normalise(s string) string {
 	return strings.ToLower(out)
 }
 
-// searchText is the content of the search column: the conversation's name
-// and key and its contact's name and email.
 // setSearchText writes the search text of a conversation (see searchText)
 // into contact_channel_search, creating its row the first time.
 func setSearchText(ctx context.Context, tx *store.Tx, conversationID, companyID int64, text string) error {
@@ -330,6 +328,9 @@ func setSearchText(ctx context.Context, tx *store.Tx, conversationID, companyID 
 	return nil
 }
 
+// searchText is what the text filter matches, kept in
+// contact_channel_search: the conversation's name and key and its
+// contact's name and email.
 func searchText(name, key string, c contactRow) string {
 	parts := []string{name, key, c.Name}
 	if c.Email != nil {
