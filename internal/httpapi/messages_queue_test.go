@@ -246,20 +246,25 @@ func sqlTrue(db *store.DB) string {
 }
 
 // gatedTransport holds every Send until its gate closes, counting calls.
+// It answers with id(out) when id is set, else with an id per call.
 type gatedTransport struct {
 	messaging.Transport
 	gate  chan struct{}
+	id    func(out messaging.Outbound) string
 	calls atomic.Int32
 }
 
 func (g *gatedTransport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
-	g.calls.Add(1)
+	n := g.calls.Add(1)
 	select {
 	case <-g.gate:
 	case <-ctx.Done():
 		return messaging.SendResult{}, ctx.Err()
 	}
-	return messaging.SendResult{ExternalID: fmt.Sprintf("wamid.gated.%d", g.calls.Load())}, nil
+	if g.id != nil {
+		return messaging.SendResult{ExternalID: g.id(out)}, nil
+	}
+	return messaging.SendResult{ExternalID: fmt.Sprintf("wamid.gated.%d", n)}, nil
 }
 
 // TestSendQueueLeaseKept: an attempt that outlasts its claim's lease (a
@@ -359,29 +364,6 @@ func sentBy(t *testing.T, reg *prometheus.Registry) float64 {
 	return sum
 }
 
-// textTransport holds every Send until its gate closes and answers with an
-// external id of the message's own (by its text), or with reused for the
-// text "reuse".
-type textTransport struct {
-	messaging.Transport
-	gate   chan struct{}
-	reused string
-	calls  atomic.Int32
-}
-
-func (x *textTransport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
-	x.calls.Add(1)
-	select {
-	case <-x.gate:
-	case <-ctx.Done():
-		return messaging.SendResult{}, ctx.Err()
-	}
-	if out.Text == "reuse" {
-		return messaging.SendResult{ExternalID: x.reused}, nil
-	}
-	return messaging.SendResult{ExternalID: "wamid.batch." + out.Text}, nil
-}
-
 // TestSendQueueBatchesOutcomes: attempts that end together record their
 // Sent outcomes (of a company that listens to no message event) in shared
 // statements (the test holds the database while
@@ -399,7 +381,15 @@ func TestSendQueueBatchesOutcomes(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
 				ctx := context.Background()
 				e := newOfficialEnv(t, db, ofcEnvOptions{unheard: true})
-				tr := &textTransport{gate: make(chan struct{}), reused: e.contactWrites(ofcContactKey, "Oi")}
+				reused := e.contactWrites(ofcContactKey, "Oi")
+				// Each message gets an id of its own (by its text), but
+				// "reuse" gets the id the inbound message holds.
+				tr := &gatedTransport{gate: make(chan struct{}), id: func(out messaging.Outbound) string {
+					if out.Text == "reuse" {
+						return reused
+					}
+					return "wamid.batch." + out.Text
+				}}
 				e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
 				texts := []string{"b1", "b2", "b3", "b4", "b5", "b6"}
 				if tc.reuse {
@@ -437,14 +427,14 @@ func TestSendQueueBatchesOutcomes(t *testing.T) {
 				for text, id := range ids {
 					want := "wamid.batch." + text
 					if text == "reuse" {
-						want = tr.reused
+						want = reused
 					}
 					if got := e.message(id).ExternalID; got != want {
 						t.Errorf("message %q has external id %q, want %q", text, got, want)
 					}
 				}
 				if tc.reuse {
-					if m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, tr.reused); err != nil || m.ID != ids["reuse"] {
+					if m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, reused); err != nil || m.ID != ids["reuse"] {
 						t.Errorf("the reused id names message %d (%v), want the newest, %d", m.ID, err, ids["reuse"])
 					}
 				}

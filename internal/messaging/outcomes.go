@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/uptrace/bun"
+
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -94,7 +96,7 @@ func (s *Service) flushSent() {
 func (s *Service) execSent(ctx context.Context, batch []*sentRecord) {
 	now := s.deps.Now()
 	var q strings.Builder
-	args := make([]any, 0, 4*len(batch)+4)
+	args := make([]any, 0, 2*len(batch)+6)
 	q.WriteString(`UPDATE messages SET updated_at = ?, ` + bumpVersion + `, handoffs = 0, outcome_unknown = ?, send_due_at = NULL,
 		status_id = ?, received_at = ?, external_id = CASE id`)
 	args = append(args, now, false, StatusSent, now)
@@ -102,16 +104,12 @@ func (s *Service) execSent(ctx context.Context, batch []*sentRecord) {
 		q.WriteString(" WHEN ? THEN ?")
 		args = append(args, r.id, r.ext)
 	}
-	q.WriteString(" END WHERE status_id = ? AND id IN (")
-	args = append(args, StatusPending)
+	ids := make([]int64, len(batch))
 	for i, r := range batch {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("?")
-		args = append(args, r.id)
+		ids[i] = r.id
 	}
-	q.WriteString(") RETURNING *")
+	q.WriteString(" END WHERE status_id = ? AND id IN (?) RETURNING *")
+	args = append(args, StatusPending, bun.In(ids))
 	var rows []messageRow
 	err := s.deps.DB.Bun.NewRaw(q.String(), args...).Scan(ctx, &rows)
 	if store.IsNoRows(err) {

@@ -204,12 +204,9 @@ func pause(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
 // claimDue claims up to n due messages in one statement: a Pending message
 // not marked outcome unknown gets an attempt and its lease; any other row
 // found due (it left Pending by a path that did not clear its place, e.g.
-// a receipt) leaves the queue. The claim does not count the hand-off:
-// the attempt does, right before its transport call (handOff), so a
-// replica that dies between the two leaves messages that read as never
-// handed, which the next claim sends. A hand-off counted for a whole batch
-// at once would make every message of it read as possibly sent, and the
-// official channel never sends such a message again.
+// a receipt) leaves the queue. The claim does not count the hand-off;
+// handOffClaimed does, after the channel lookups and right before the
+// transport calls (see there for why not here).
 func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
 	now := time.Now()
 	set := `send_attempts = send_attempts + 1,

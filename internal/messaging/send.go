@@ -535,7 +535,7 @@ func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *me
 		return true, nil
 	}
 	if prep == nil && s.unheard(ctx, ch, row.CompanyID, row.MessageSourceID) {
-		if to.status == StatusSent && to.externalID != nil && to.failureReason == nil {
+		if to.status == StatusSent && to.externalID != nil {
 			if cur, changed, err := s.writeSent(ctx, row.ID, *to.externalID); err == nil {
 				if changed {
 					*row = cur
