@@ -248,13 +248,11 @@ func (s *Service) RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInp
 	at = stamp(at)
 	var c conversationRow
 	var contactName string
-	err := store.ScanBound(ctx, tx, `UPDATE contact_channels SET
-		last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END,
-		first_response_at = COALESCE(first_response_at, ?), updated_at = ?, `+bumpVersion+`
+	err := store.ScanBound(ctx, tx, `UPDATE contact_channels SET `+outboundSet+`
 		WHERE company_channel_id = ? AND is_group = ? AND key = ?
 		RETURNING id, company_id, contact_id, key, name, is_group, last_inbound_at,
 			(SELECT ct.name FROM contacts AS ct WHERE ct.id = contact_channels.contact_id) AS contact_name`,
-		[]any{at, at, at, stamp(s.now()), in.CompanyChannelID, in.IsGroup, key}, &c.ID, &c.CompanyID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &c.LastInboundAt, &contactName)
+		append(s.outboundSetArgs(at), in.CompanyChannelID, in.IsGroup, key), &c.ID, &c.CompanyID, &c.ContactID, &c.Key, &c.Name, &c.IsGroup, &c.LastInboundAt, &contactName)
 	if store.IsNoRows(err) {
 		ref, err := s.Ensure(ctx, tx, in)
 		if err != nil {
@@ -277,6 +275,67 @@ func (s *Service) RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInp
 	}
 	return s.learnName(ctx, tx, c, name)
 }
+
+// outboundSet is what an outbound message changes on its existing
+// conversation; outboundSetArgs are its arguments for a message at at.
+const outboundSet = `last_message_at = CASE WHEN last_message_at IS NULL OR last_message_at < ? THEN ? ELSE last_message_at END,
+	first_response_at = COALESCE(first_response_at, ?), updated_at = ?, ` + bumpVersion
+
+func (s *Service) outboundSetArgs(at time.Time) []any {
+	return []any{at, at, at, stamp(s.now())}
+}
+
+// OutboundParts is RecordOutbound's common case as two parts of one
+// statement the caller composes with its own writes (PostgreSQL's
+// data-modifying WITH queries): the send path stores a message that way
+// in one round trip (see messaging's storeInOne).
+type OutboundParts struct {
+	// Find selects the conversation (id, name) when recording the message
+	// on it takes nothing but Touch: it exists, its window is open (when
+	// asked), and it has no name to learn. Anything else selects no row,
+	// and the caller takes RecordOutbound's path instead.
+	Find     string
+	FindArgs []any
+	// Touch is RecordOutbound's UPDATE of the conversation Find selected,
+	// made only when the caller's gate query returned a row.
+	Touch     string
+	TouchArgs []any
+}
+
+// OutboundParts returns RecordOutbound's common case for an outbound
+// message at at, found and gate being the names the caller gives Find's
+// query and its own gating one. openAfter, when set, is the earliest
+// last_inbound_at at which the official window is open at at (Find then
+// selects nothing for a closed one), as WindowAt reads it.
+func (s *Service) OutboundParts(in EnsureInput, at time.Time, openAfter *time.Time, found, gate string) OutboundParts {
+	at = stamp(at)
+	key := strings.TrimSpace(in.ContactKey)
+	// RecordOutbound names a key-named conversation (learnName) after the
+	// name it is given, or else its contact's: such a conversation is not
+	// the common case.
+	noName := `cc.name <> cc.key`
+	if name := strings.TrimSpace(in.ContactName); name == "" || name == key {
+		noName = `(cc.name <> cc.key OR COALESCE((SELECT ct.name FROM contacts AS ct WHERE ct.id = cc.contact_id), '') IN ('', cc.key))`
+	}
+	window := ``
+	findArgs := []any{in.CompanyChannelID, in.IsGroup, key}
+	if openAfter != nil {
+		window = ` AND cc.last_inbound_at > ?`
+		findArgs = append(findArgs, stamp(*openAfter))
+	}
+	return OutboundParts{
+		Find: `SELECT cc.id, cc.name FROM contact_channels AS cc
+			WHERE cc.company_channel_id = ? AND cc.is_group = ? AND cc.key = ?` + window + ` AND ` + noName,
+		FindArgs: findArgs,
+		Touch: `UPDATE contact_channels SET ` + outboundSet + `
+			WHERE id = (SELECT id FROM ` + found + `) AND EXISTS (SELECT 1 FROM ` + gate + `)`,
+		TouchArgs: s.outboundSetArgs(at),
+	}
+}
+
+// OpenAfter is the earliest last inbound time at which the official
+// window is open at now (WindowAt's bound, exclusive).
+func OpenAfter(now time.Time) time.Time { return now.Add(-WindowLength) }
 
 // WindowFor reports the official 24-hour window of the one-to-one
 // conversation of contactKey on a company channel at now; a conversation

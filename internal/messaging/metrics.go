@@ -10,6 +10,7 @@ type metrics struct {
 	inbound   *prometheus.CounterVec // inbound messages stored
 	receipts  *prometheus.CounterVec // receipts that changed a status: status=id
 	sentBatch prometheus.Histogram   // Sent outcomes written per statement (sentWriter)
+	stored    *prometheus.CounterVec // sends stored: path=one_statement|transaction
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -27,9 +28,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		sentBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gateway_messages_sent_outcomes_per_write",
 			Help:    "Sent outcomes recorded by one UPDATE: attempts that end together share one statement and one commit.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}),
+		stored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_stored_total",
+			Help: "Sends stored, by path: one_statement (the common send on PostgreSQL) or transaction."}, []string{"path"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.accepted, m.refused, m.delivered, m.inbound, m.receipts, m.sentBatch)
+		reg.MustRegister(m.accepted, m.refused, m.delivered, m.inbound, m.receipts, m.sentBatch, m.stored)
 	}
 	return m
 }

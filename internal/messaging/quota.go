@@ -69,11 +69,7 @@ func (s *Service) QuotaOf(ctx context.Context, companyID int64) (Quota, error) {
 // exactly; SQLite has one writer at a time.
 func consumeQuota(ctx context.Context, tx *store.Tx, companyID int64, now time.Time) error {
 	var used int64
-	err := store.ScanBound(ctx, tx, `INSERT INTO message_usage (company_id, period, used)
-		SELECT CAST(? AS BIGINT), CAST(? AS TEXT), 1 WHERE COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), 1) > 0
-		ON CONFLICT (company_id, period) DO UPDATE SET used = message_usage.used + 1
-		WHERE message_usage.used < COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), message_usage.used + 1)
-		RETURNING used`, []any{companyID, period(now), companyID, companyID}, &used)
+	err := store.ScanBound(ctx, tx, quotaUpsert(""), quotaArgs(companyID, now), &used)
 	if store.IsNoRows(err) {
 		return fault.New(fault.Quota, QuotaExhaustedMessage)
 	}
@@ -81,4 +77,18 @@ func consumeQuota(ctx context.Context, tx *store.Tx, companyID int64, now time.T
 		return fault.Internalf(err, "count usage")
 	}
 	return nil
+}
+
+// quotaUpsert is consumeQuota's statement; from, when set (" FROM q"),
+// makes the count depend on the query q having a row (storeInOne).
+func quotaUpsert(from string) string {
+	return `INSERT INTO message_usage (company_id, period, used)
+		SELECT CAST(? AS BIGINT), CAST(? AS TEXT), 1` + from + ` WHERE COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), 1) > 0
+		ON CONFLICT (company_id, period) DO UPDATE SET used = message_usage.used + 1
+		WHERE message_usage.used < COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), message_usage.used + 1)
+		RETURNING used`
+}
+
+func quotaArgs(companyID int64, now time.Time) []any {
+	return []any{companyID, period(now), companyID, companyID}
 }

@@ -319,20 +319,8 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 		}
 		outbound = nullable(string(b))
 	}
-	var row messageRow
-	err := s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-		now := s.deps.Now()
-		ref, err := s.deps.Conversations.RecordOutbound(ctx, tx, s.ensureInput(ch, in), now)
-		if err != nil {
-			return err
-		}
-		if checkWindow && !conversations.WindowAt(ref.LastInboundAt, now).Open {
-			return fault.New(fault.WindowClosed, WindowClosedMessage)
-		}
-		if err := consumeQuota(ctx, tx, ch.CompanyID, now); err != nil {
-			return err
-		}
-		row = s.newRow(ch, in, d, ref, StatusPending, now)
+	pending := func(ref conversations.Ref, now time.Time) messageRow {
+		row := s.newRow(ch, in, d, ref, StatusPending, now)
 		row.Outbound = outbound
 		if d.media != nil {
 			row.MediaPath, row.MediaName, row.MediaContentType = nullable(mediaPath), nullable(d.media.FileName), nullable(d.media.ContentType)
@@ -348,6 +336,34 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 			row.SendRecover = true
 		}
 		row.SendDueAt = new(due.UnixMilli())
+		return row
+	}
+	if s.deps.DB.Dialect == store.Postgres && d.mediaURL == "" && s.unheard(ctx, ch, ch.CompanyID, in.SourceID) {
+		now := s.deps.Now()
+		row := pending(conversations.Ref{}, now)
+		done, err := s.storeInOne(ctx, ch, tr, in, &row, checkWindow, now)
+		if err != nil || done {
+			if err != nil {
+				s.removeMedia(mediaPath)
+				return nil, err
+			}
+			return &row, nil
+		}
+	}
+	var row messageRow
+	err := s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		now := s.deps.Now()
+		ref, err := s.deps.Conversations.RecordOutbound(ctx, tx, s.ensureInput(ch, in), now)
+		if err != nil {
+			return err
+		}
+		if checkWindow && !conversations.WindowAt(ref.LastInboundAt, now).Open {
+			return fault.New(fault.WindowClosed, WindowClosedMessage)
+		}
+		if err := consumeQuota(ctx, tx, ch.CompanyID, now); err != nil {
+			return err
+		}
+		row = pending(ref, now)
 		if err := insertOutbound(ctx, tx, ch, tr, &row); err != nil {
 			return err
 		}
@@ -371,6 +387,7 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 		}
 		return nil, err
 	}
+	s.metrics.stored.WithLabelValues("transaction").Inc()
 	return &row, nil
 }
 

@@ -59,7 +59,7 @@ type Options struct {
 	// MaxAttempts bounds a queued send's attempts (default 8).
 	MaxAttempts int
 	// Workers is how many queued sends this replica's queue loop works at
-	// once (default 64).
+	// once (default 256, as the WORKERS setting).
 	Workers int
 	// SendLease is how long a claim holds a queued message before the
 	// queue takes its replica for dead (default a minute); an attempt
@@ -85,6 +85,7 @@ type Service struct {
 	jobs        JobInserter
 	queue       *sendQueue
 	sent        sentWriter
+	inOne       storedInsert // storeInOne's INSERT (PostgreSQL)
 }
 
 // NewService returns the messaging service. Transports and group
@@ -108,7 +109,7 @@ func NewService(deps Deps, opts Options) *Service {
 		opts.MaxAttempts = 8
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 64
+		opts.Workers = 256
 	}
 	if opts.SendLease <= 0 {
 		opts.SendLease = defaultSendLease
@@ -116,8 +117,12 @@ func NewService(deps Deps, opts Options) *Service {
 	if opts.MediaURLLifetime <= 0 {
 		opts.MediaURLLifetime = DefaultMediaURLLifetime
 	}
-	return &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{},
+	s := &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{},
 		fetchers: map[channels.TypeID]MediaFetcher{}, queue: newSendQueue(opts.Workers)}
+	if deps.DB != nil && deps.DB.Dialect == store.Postgres {
+		s.inOne = newStoredInsert(deps.DB)
+	}
+	return s
 }
 
 // RegisterTransport makes tr the sender for channels of type t (official:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -97,4 +98,25 @@ func numbered(query string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// InsertColumns are the columns and values bun's INSERT of model (a struct
+// pointer) writes, as bind arguments: every field but an autoincrement
+// primary key, a nullzero field's zero value as NULL. For a hand-written
+// INSERT that must write what the model's bun INSERT writes (one drawn from
+// the model never misses a column added to it later).
+func InsertColumns(db bun.IDB, model any) (cols []string, vals []any) {
+	v := reflect.ValueOf(model).Elem()
+	for _, f := range db.Dialect().Tables().Get(v.Type()).Fields {
+		if f.IsPK && f.AutoIncrement {
+			continue
+		}
+		cols = append(cols, f.Name)
+		if f.NullZero && f.HasZeroValue(v) {
+			vals = append(vals, nil)
+			continue
+		}
+		vals = append(vals, f.Value(v).Interface())
+	}
+	return cols, vals
 }
