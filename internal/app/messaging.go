@@ -24,7 +24,8 @@ const templateSyncInterval = time.Hour
 func (a *App) newMessaging(opts Options) {
 	cfg := a.Config
 	logger := a.Logger
-	a.ProviderClient = official.NewClient(official.ClientOptions{Logger: logger.With("component", "provider"), Registerer: a.Registry})
+	a.ProviderClient = official.NewClient(official.ClientOptions{Logger: logger.With("component", "provider"), Registerer: a.Registry,
+		Concurrency: cfg.Workers})
 	guard := netguard.New(cfg.OutboundAllowCIDRs)
 	a.Templates = templates.NewService(templates.Deps{
 		DB: a.DB, Channels: a.Channels, Provider: a.ProviderClient,

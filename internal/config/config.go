@@ -38,13 +38,15 @@ type Config struct {
 	// Workers is the number of queued sends in flight per replica (the send
 	// queue's slots) and of River workers of the default queue.
 	// A queued send holds its slot for the provider call (hundreds of
-	// milliseconds on the real Cloud API) but a database connection only for
-	// its claim and its outcome, one short statement each, so workers can
-	// outnumber DB_MAX_CONNS. The default (64) keeps up with what the API
-	// accepts on this project's 2-core machine: with 16, make load's closed
-	// loop accepted 915 queued sends/s while the provider received 462/s (the
-	// backlog grew without bound); with 64, 715/s in and 714/s out. Against
-	// the real provider 16 would cap a replica at a few dozen sends a second.
+	// milliseconds on the real Cloud API) and its outcome's write, but a
+	// database connection only for its claim and its outcome, one short
+	// statement each, so workers can outnumber DB_MAX_CONNS. Slots bound
+	// what a replica sends: at most Workers per call's duration, 256 at
+	// 250 ms. The default (256) also keeps up with what the API accepts on
+	// this project's 2-core machine: once a queued send was stored by one
+	// statement, make load's closed loop accepted 1,385 sends/s while 64
+	// slots handed 1,177/s to the provider (the backlog grew without bound);
+	// with 256, 1,361/s in and 1,360/s out.
 	Workers int
 	// ConnectorDriver is the chat-app connector of unofficial connections:
 	// "simulator" (default) or "whatsmeow".
@@ -157,7 +159,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	format := fs.String("log-format", env(EnvLogFormat, "json"), "json or text ($"+EnvLogFormat+")")
 	public := fs.String("public-base-url", env(EnvPublicBaseURL, ""), "external base URL of this service; default http://LISTEN_ADDR ($"+EnvPublicBaseURL+")")
 	redis := fs.String("redis-url", env(EnvRedisURL, ""), "redis:// URL for limits shared across replicas; empty = in-process ($"+EnvRedisURL+")")
-	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 64), "concurrent background workers ($"+EnvWorkers+")")
+	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 256), "concurrent background workers ($"+EnvWorkers+")")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
 	mediaTTL := fs.Duration("media-url-ttl", durationEnv(getenv(EnvMediaURLTTL), 7*24*time.Hour), "lifetime of a message file's URL in events and API answers ($"+EnvMediaURLTTL+")")

@@ -30,6 +30,11 @@ type ClientOptions struct {
 	// base URL is set by an administrator, not by API users, so it does not
 	// go through the SSRF guard).
 	HTTP *http.Client
+	// Concurrency is how many calls the caller makes at once (the send
+	// queue's slots): the default client keeps as many connections open to
+	// the provider, so that a busy queue does not open and close them
+	// (default 32).
+	Concurrency int
 	// SendTimeout bounds one send or upload (default 30 s).
 	SendTimeout time.Duration
 	// ReadTimeout bounds one read (template list page, media download;
@@ -58,9 +63,12 @@ type Client struct {
 
 // NewClient returns a provider client.
 func NewClient(opts ClientOptions) *Client {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 32
+	}
 	if opts.HTTP == nil {
 		opts.HTTP = &http.Client{Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second,
+			Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: opts.Concurrency, IdleConnTimeout: 90 * time.Second,
 			TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: time.Minute,
 		}}
 	}
