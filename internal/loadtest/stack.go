@@ -3,6 +3,7 @@ package loadtest
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite" // StoredExternalIDs on SQLite
 )
 
 // Engine is the gateway's database.
@@ -226,6 +228,65 @@ func (s *Stack) TerminateBackends(ctx context.Context) (int, error) {
 	err = conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE datname = $1 AND pid <> pg_backend_pid()) t`, s.DBName).Scan(&n)
 	return n, err
+}
+
+// StoredExternalIDs reads, from the stack's database, the external ids
+// stored on the messages whose text is one of texts: what a fault suite
+// checks for the sends of a company that listens to no message event
+// (whose ids no event carries). Messages without an id are left out.
+func (s *Stack) StoredExternalIDs(ctx context.Context, texts []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(texts) == 0 {
+		return out, nil
+	}
+	add := func(text, id string) { out[text] = append(out[text], id) }
+	if s.opts.Engine == Postgres {
+		conn, err := pgx.Connect(ctx, s.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close(context.Background())
+		rows, err := conn.Query(ctx, `SELECT text, external_id FROM messages WHERE text = ANY($1) AND external_id IS NOT NULL`, texts)
+		if err != nil {
+			return nil, err
+		}
+		var text, id string
+		_, err = pgx.ForEachRow(rows, []any{&text, &id}, func() error { add(text, id); return nil })
+		return out, err
+	}
+	// The gateway's SQLite file in WAL mode: a reader takes no write lock.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(s.Dir, "data", "gateway.db")+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	for start := 0; start < len(texts); start += 500 {
+		chunk := texts[start:min(start+500, len(texts))]
+		args := make([]any, len(chunk))
+		for i, t := range chunk {
+			args[i] = t
+		}
+		rows, err := db.QueryContext(ctx, `SELECT text, external_id FROM messages WHERE external_id IS NOT NULL AND text IN (?`+
+			strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var text, id string
+			if err := rows.Scan(&text, &id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			add(text, id)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // createDatabase makes a fresh PostgreSQL database for the gateway (on

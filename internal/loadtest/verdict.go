@@ -15,6 +15,10 @@ type SendOutcome struct {
 	// answer carried.
 	Sync       bool
 	ExternalID string
+	// Unheard: the company listens to no message event, so no event
+	// carries the id the send stored (the fault suite reads it from the
+	// database).
+	Unheard bool
 	// Partial: the transport's record may not cover this send's whole life
 	// (the chat-app simulator forgets what it received when the gateway's
 	// process ends). Only duplicates and error answers are checked for it.
@@ -31,10 +35,13 @@ type HandedOver struct {
 
 // SendVerdict counts what went wrong with sends.
 type SendVerdict struct {
-	Accepted   int `json:"accepted"`    // answered 2xx
-	Unanswered int `json:"unanswered"`  // no answer or 5xx: may or may not have been accepted
-	Reached    int `json:"reached"`     // accepted and handed to the provider
-	Partial    int `json:"partial"`     // accepted, the transport's record may have forgotten it
+	Accepted   int `json:"accepted"`   // answered 2xx
+	Unanswered int `json:"unanswered"` // no answer or 5xx: may or may not have been accepted
+	Reached    int `json:"reached"`    // accepted and handed to the provider
+	Partial    int `json:"partial"`    // accepted, the transport's record may have forgotten it
+	// Unheard: the part of Accepted sent by companies that listen to no
+	// message event (their stored ids are read from the database).
+	Unheard    int `json:"unheard"`
 	Lost       int `json:"lost"`        // accepted, never handed to the provider
 	Duplicates int `json:"duplicates"`  // hand-overs beyond the first of one send
 	SyncIDBad  int `json:"sync_id_bad"` // a synchronous 2xx whose ExternalID the provider never issued for it
@@ -87,6 +94,9 @@ func CheckSends(sends []SendOutcome, handed []HandedOver, events func(text strin
 		switch {
 		case s.Answer == "":
 			v.Accepted++
+			if s.Unheard {
+				v.Unheard++
+			}
 		case s.Answer == "transport":
 			v.Unanswered++
 			continue

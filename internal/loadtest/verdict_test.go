@@ -32,6 +32,8 @@ func TestCheckSends(t *testing.T) {
 	}{
 		{"queued send delivered once and stored", []SendOutcome{{Text: "a"}}, handed("a", "p1"), stored("p1"),
 			SendVerdict{Accepted: 1, Reached: 1}},
+		{"a send of a company that listens to no event, counted as such", []SendOutcome{{Text: "a", Unheard: true}}, handed("a", "p1"), stored("p1"),
+			SendVerdict{Accepted: 1, Unheard: 1, Reached: 1}},
 		{"accepted, never handed over", []SendOutcome{{Text: "a"}}, nil, stored(),
 			SendVerdict{Accepted: 1, Lost: 1}},
 		{"handed over twice, the second id overwrote the first", []SendOutcome{{Text: "a"}}, handed("a", "p1", "p2"), stored("p2"),
