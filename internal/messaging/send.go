@@ -291,6 +291,8 @@ func (s *Service) ensureInput(ch channels.Channel, in SendInput) conversations.E
 // store writes the message (Pending), counts it against the quota, keeps
 // the conversation current, and publishes omnichat.message.sent, all in
 // one transaction; the message row is also its place in the send queue.
+// The common send on PostgreSQL, with no event to publish, is one
+// statement instead (storeInOne).
 //
 // The statements are as few as the work allows: the quota is one upsert,
 // an existing conversation one UPDATE … RETURNING (RecordOutbound), the
@@ -342,11 +344,11 @@ func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, 
 		now := s.deps.Now()
 		row := pending(conversations.Ref{}, now)
 		done, err := s.storeInOne(ctx, ch, tr, in, &row, checkWindow, now)
-		if err != nil || done {
-			if err != nil {
-				s.removeMedia(mediaPath)
-				return nil, err
-			}
+		if err != nil {
+			s.removeMedia(mediaPath)
+			return nil, err
+		}
+		if done {
 			return &row, nil
 		}
 	}
