@@ -61,7 +61,7 @@ type ForMessaging interface {
 	RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInput, at time.Time) (Ref, error)
 	// OutboundParts is RecordOutbound's common case as parts of a
 	// statement the caller composes (PostgreSQL only).
-	OutboundParts(in EnsureInput, at time.Time, openAfter *time.Time, found, gate string) OutboundParts
+	OutboundParts(in EnsureInput, at time.Time, checkWindow bool, found, gate string) OutboundParts
 	// WindowFor reports the window of the conversation of contactKey on a
 	// company channel at now; a conversation that does not exist is closed.
 	WindowFor(ctx context.Context, companyChannelID int64, contactKey string, now time.Time) (Window, error)

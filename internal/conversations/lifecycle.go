@@ -304,10 +304,11 @@ type OutboundParts struct {
 
 // OutboundParts returns RecordOutbound's common case for an outbound
 // message at at, found and gate being the names the caller gives Find's
-// query and its own gating one. openAfter, when set, is the earliest
-// last_inbound_at at which the official window is open at at (Find then
-// selects nothing for a closed one), as WindowAt reads it.
-func (s *Service) OutboundParts(in EnsureInput, at time.Time, openAfter *time.Time, found, gate string) OutboundParts {
+// query and its own gating one. With checkWindow, Find selects nothing
+// for a conversation whose official window is closed at at (WindowAt's
+// bound: open while the last inbound message is less than WindowLength
+// old).
+func (s *Service) OutboundParts(in EnsureInput, at time.Time, checkWindow bool, found, gate string) OutboundParts {
 	at = stamp(at)
 	key := strings.TrimSpace(in.ContactKey)
 	// RecordOutbound names a key-named conversation (learnName) after the
@@ -319,9 +320,9 @@ func (s *Service) OutboundParts(in EnsureInput, at time.Time, openAfter *time.Ti
 	}
 	window := ``
 	findArgs := []any{in.CompanyChannelID, in.IsGroup, key}
-	if openAfter != nil {
+	if checkWindow {
 		window = ` AND cc.last_inbound_at > ?`
-		findArgs = append(findArgs, stamp(*openAfter))
+		findArgs = append(findArgs, stamp(at.Add(-WindowLength)))
 	}
 	return OutboundParts{
 		Find: `SELECT cc.id, cc.name FROM contact_channels AS cc
@@ -332,10 +333,6 @@ func (s *Service) OutboundParts(in EnsureInput, at time.Time, openAfter *time.Ti
 		TouchArgs: s.outboundSetArgs(at),
 	}
 }
-
-// OpenAfter is the earliest last inbound time at which the official
-// window is open at now (WindowAt's bound, exclusive).
-func OpenAfter(now time.Time) time.Time { return now.Add(-WindowLength) }
 
 // WindowFor reports the official 24-hour window of the one-to-one
 // conversation of contactKey on a company channel at now; a conversation

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/chatmsg/gateway/internal/channels"
-	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -39,11 +38,7 @@ import (
 // transaction then does everything, and answers a closed window or an
 // exhausted quota as it always has.
 func (s *Service) storeInOne(ctx context.Context, ch channels.Channel, tr Transport, in SendInput, row *messageRow, checkWindow bool, now time.Time) (bool, error) {
-	var openAfter *time.Time
-	if checkWindow {
-		openAfter = new(conversations.OpenAfter(now))
-	}
-	conv := s.deps.Conversations.OutboundParts(s.ensureInput(ch, in), now, openAfter, "found", "counted")
+	conv := s.deps.Conversations.OutboundParts(s.ensureInput(ch, in), now, checkWindow, "found", "counted")
 	if ida, ok := tr.(IDAssigner); ok {
 		row.ExternalID = new(ida.NewExternalID(ch))
 	}

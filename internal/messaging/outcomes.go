@@ -97,9 +97,9 @@ func (s *Service) execSent(ctx context.Context, batch []*sentRecord) {
 	now := s.deps.Now()
 	var q strings.Builder
 	args := make([]any, 0, 2*len(batch)+6)
-	q.WriteString(`UPDATE messages SET updated_at = ?, ` + bumpVersion + `, handoffs = 0, outcome_unknown = ?, send_due_at = NULL,
-		status_id = ?, received_at = ?, external_id = CASE id`)
-	args = append(args, now, false, StatusSent, now)
+	q.WriteString(`UPDATE messages SET ` + leaveSet + `, received_at = ?, external_id = CASE id`)
+	args = append(args, leaveArgs(now, StatusSent)...)
+	args = append(args, now)
 	for _, r := range batch {
 		q.WriteString(" WHEN ? THEN ?")
 		args = append(args, r.id, r.ext)

@@ -521,6 +521,14 @@ type leaving struct {
 	failureReason *string
 }
 
+// leaveSet is what every way out of Pending sets on the message, with
+// leaveArgs: it is no longer handed, nor outcome unknown, nor queued, and
+// has the new status. leavePending and the batched Sent outcome
+// (execSent) add what their way out records.
+const leaveSet = `updated_at = ?, ` + bumpVersion + `, handoffs = 0, outcome_unknown = ?, send_due_at = NULL, status_id = ?`
+
+func leaveArgs(now time.Time, status int) []any { return []any{now, false, status} }
+
 // leavePending moves a message out of Pending as to says, clearing its
 // hand-off (what names the new state in errors), and publishes the change,
 // in one transaction: one UPDATE … RETURNING (which refreshes row, its
@@ -539,11 +547,11 @@ func (s *Service) leavePending(ctx context.Context, ch channels.Channel, row *me
 			receivedAt = &now
 		}
 		var cur messageRow
-		err := store.ScanBound(ctx, db, `UPDATE messages SET updated_at = ?, `+bumpVersion+`, handoffs = 0, outcome_unknown = ?, send_due_at = NULL,
-			status_id = ?, external_id = COALESCE(?, external_id), received_at = COALESCE(?, received_at),
+		err := store.ScanBound(ctx, db, `UPDATE messages SET `+leaveSet+`,
+			external_id = COALESCE(?, external_id), received_at = COALESCE(?, received_at),
 			failure_reason = COALESCE(?, failure_reason)
 			WHERE id = ? AND status_id = ? RETURNING *`,
-			[]any{now, false, to.status, to.externalID, receivedAt, to.failureReason, row.ID, StatusPending}, &cur)
+			append(leaveArgs(now, to.status), to.externalID, receivedAt, to.failureReason, row.ID, StatusPending), &cur)
 		if store.IsNoRows(err) || (err == nil && cur.ID == 0) {
 			return false, nil
 		}
