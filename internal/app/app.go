@@ -197,7 +197,6 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Jobs = runner
-	a.Webhooks.UseJobs(runner)
 	a.Messaging.UseJobs(runner)
 
 	h, err := httpapi.NewHandler(ctx, httpapi.Deps{
@@ -295,13 +294,14 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	return serveErr
 }
 
-// StartWork starts the background work of this replica: River's jobs and
-// the send queue.
+// StartWork starts the background work of this replica: River's jobs, the
+// send queue, and webhook delivery.
 func (a *App) StartWork(ctx context.Context) error {
 	if err := a.Jobs.Start(ctx); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}
 	a.Messaging.StartQueue(ctx)
+	a.Webhooks.Start(ctx)
 	return nil
 }
 
@@ -311,6 +311,9 @@ func (a *App) StopWork(ctx context.Context) error {
 	var errs []error
 	if err := a.Messaging.StopQueue(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if err := a.Webhooks.Stop(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("webhook delivery shutdown: %w", err))
 	}
 	if err := a.Jobs.Stop(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("jobs shutdown: %w", err))

@@ -168,6 +168,19 @@ type Tx struct {
 	bun.IDB
 	// DriverTx is a *sql.Tx on SQLite and a pgx.Tx on PostgreSQL.
 	DriverTx any
+	// afterCommit runs once the transaction has committed, never after a
+	// rollback: work that must see the change (waking a background loop)
+	// starts exactly when there is something to see.
+	afterCommit []func()
+}
+
+// AfterCommit calls fn once tx has committed; not at all if it rolls back.
+func (tx *Tx) AfterCommit(fn func()) { tx.afterCommit = append(tx.afterCommit, fn) }
+
+func (tx *Tx) committed() {
+	for _, fn := range tx.afterCommit {
+		fn()
+	}
 }
 
 // InTx runs fn in a transaction, committing when it returns nil and rolling
@@ -184,7 +197,8 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) err
 				panic(p)
 			}
 		}()
-		if err := fn(ctx, &Tx{IDB: btx, DriverTx: btx.Tx}); err != nil {
+		tx := &Tx{IDB: btx, DriverTx: btx.Tx}
+		if err := fn(ctx, tx); err != nil {
 			if rbErr := btx.Rollback(); rbErr != nil {
 				return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 			}
@@ -193,6 +207,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) err
 		if err := btx.Commit(); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
+		tx.committed()
 		return nil
 	}
 
@@ -226,7 +241,8 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) err
 			panic(p)
 		}
 	}()
-	if err := fn(ctx, &Tx{IDB: conn, DriverTx: ptx}); err != nil {
+	tx := &Tx{IDB: conn, DriverTx: ptx}
+	if err := fn(ctx, tx); err != nil {
 		if rbErr := ptx.Rollback(context.WithoutCancel(ctx)); rbErr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 		}
@@ -235,6 +251,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) err
 	if err := ptx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	tx.committed()
 	return nil
 }
 

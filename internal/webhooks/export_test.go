@@ -5,9 +5,27 @@ import (
 	"time"
 )
 
-// DeliverDue runs subscription id's lane by hand until nothing is due:
-// every due delivery gets one attempt and its outcome is written.
-func (s *Service) DeliverDue(ctx context.Context, id int64) { s.runLane(ctx, id, laneRun{}) }
+// DeliverDue fans out the stored events, then runs subscription id's lane
+// by hand until nothing is due: every due delivery gets one attempt and its
+// outcome is written.
+func (s *Service) DeliverDue(ctx context.Context, id int64) {
+	s.FanOut(ctx)
+	s.newLane(id, laneRun{}, newBreaker(s.perSubscription, 0, s.perSubscription)).work(ctx)
+}
+
+// FanOut fans out every stored event, as the background fan-out does after
+// a commit.
+func (s *Service) FanOut(ctx context.Context) {
+	for {
+		more, err := s.fanOut(ctx)
+		if err != nil {
+			panic(err)
+		}
+		if !more {
+			return
+		}
+	}
+}
 
 // Pending is a queued delivery as tests see it.
 type Pending struct {
@@ -22,6 +40,7 @@ type Pending struct {
 
 // PendingDeliveries lists the queued deliveries in publish order.
 func (s *Service) PendingDeliveries(ctx context.Context) ([]Pending, error) {
+	s.FanOut(ctx)
 	var rows []deliveryRow
 	if err := s.db.Bun.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
 		return nil, err
@@ -33,3 +52,9 @@ func (s *Service) PendingDeliveries(ctx context.Context) ([]Pending, error) {
 	}
 	return out, nil
 }
+
+// MsgCircuitOpen is the log text of an attempt an open breaker refused.
+const MsgCircuitOpen = msgCircuitOpen
+
+// LaneRuns counts the lanes this service's dispatcher has run.
+func (s *Service) LaneRuns() int64 { return s.dispatch.runs.Load() }

@@ -41,6 +41,8 @@ type bundle struct {
 	other auth.Principal
 	auth  *auth.Service
 	jobs  *jobs.Runner
+	// work: the service's delivery runs in the background (setupOpts.work).
+	work bool
 }
 
 type setupOpts struct {
@@ -55,7 +57,7 @@ func setup(t testing.TB, db *store.DB, o setupOpts) *bundle {
 	if err := app.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{db: db, clk: clock.NewManual(t0)}
+	b := &bundle{db: db, clk: clock.NewManual(t0), work: o.work}
 	b.auth = auth.NewService(db, b.clk.Now)
 	opts := o.webhooks
 	if opts.Now == nil {
@@ -94,7 +96,21 @@ func (b *bundle) subscribe(t testing.TB, p auth.Principal, in webhooks.CreateInp
 	return sub, secret
 }
 
+// publish publishes ev in a transaction of its own. Without background
+// delivery it then fans the event out at once, as the fan-out does after a
+// commit, so tests see its deliveries.
 func (b *bundle) publish(t testing.TB, ev webhooks.Event) error {
+	t.Helper()
+	err := b.publishUnfanned(t, ev)
+	if err == nil && !b.work {
+		b.svc.FanOut(context.Background())
+	}
+	return err
+}
+
+// publishUnfanned publishes ev in a transaction of its own and leaves the
+// event stored, as the publisher's commit does.
+func (b *bundle) publishUnfanned(t testing.TB, ev webhooks.Event) error {
 	t.Helper()
 	return b.db.InTx(context.Background(), func(ctx context.Context, tx *store.Tx) error {
 		return b.svc.Publish(ctx, tx, ev)
@@ -312,7 +328,8 @@ func (b *bundle) replica(t testing.TB, opts webhooks.Options) *webhooks.Service 
 }
 
 // newService builds the service and its River runner over db, and starts
-// the runner when work is set (stopped at cleanup).
+// both the runner and the service's delivery when work is set (stopped at
+// cleanup).
 func newService(t testing.TB, db *store.DB, opts webhooks.Options, work bool) (*webhooks.Service, *jobs.Runner) {
 	t.Helper()
 	if opts.Limiter == nil {
@@ -331,15 +348,16 @@ func newService(t testing.TB, db *store.DB, opts webhooks.Options, work bool) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.UseJobs(runner)
 	if work {
 		runCtx, cancel := context.WithCancel(context.Background())
 		if err := runner.Start(runCtx); err != nil {
 			t.Fatal(err)
 		}
+		svc.Start(runCtx)
 		t.Cleanup(func() {
-			stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+			stopCtx, stop := context.WithTimeout(context.Background(), 20*time.Second)
 			defer stop()
+			_ = svc.Stop(stopCtx)
 			_ = runner.Stop(stopCtx)
 			cancel()
 		})

@@ -10,10 +10,14 @@ import (
 	"github.com/chatmsg/gateway/internal/store"
 )
 
-// DeliveryArgs is the job of the previous design: one River job per
-// delivery. None is created any more; the worker moves jobs still queued
-// from before an upgrade into the pending deliveries, keeping the attempts
-// already made, so they are not lost.
+// Jobs of earlier releases that may still be queued in a database being
+// upgraded. None is created any more. The workers below settle them once, so
+// nothing queued before the upgrade is lost; they are removed in the release
+// after the next one (CHANGELOG), by which time every queue has drained.
+
+// DeliveryArgs is a delivery of the first design: one River job per
+// delivery. Its worker moves it into the pending deliveries, keeping the
+// attempts already made.
 type DeliveryArgs struct {
 	SubscriptionID int64  `json:"subscription_id"`
 	DeliveryID     string `json:"delivery_id"`
@@ -23,6 +27,29 @@ type DeliveryArgs struct {
 
 // Kind implements river.JobArgs.
 func (DeliveryArgs) Kind() string { return "webhook_delivery" }
+
+// LaneArgs and SweepArgs are the lane and sweep jobs of the second design.
+// The pending deliveries they drained are in webhook_deliveries, and the
+// migration that made webhook_lanes gave each a due lane, so their workers
+// only complete them.
+type LaneArgs struct {
+	SubscriptionID int64 `json:"subscription_id"`
+}
+
+// Kind implements river.JobArgs.
+func (LaneArgs) Kind() string { return "webhook_lane" }
+
+// SweepArgs: see LaneArgs.
+type SweepArgs struct{}
+
+// Kind implements river.JobArgs.
+func (SweepArgs) Kind() string { return "webhook_lane_sweep" }
+
+func addLegacyWorkers(w *river.Workers, s *Service) {
+	river.AddWorker(w, &legacyDeliveryWorker{s: s})
+	river.AddWorker(w, river.WorkFunc(func(context.Context, *river.Job[LaneArgs]) error { return nil }))
+	river.AddWorker(w, river.WorkFunc(func(context.Context, *river.Job[SweepArgs]) error { return nil }))
+}
 
 type legacyDeliveryWorker struct {
 	river.WorkerDefaults[DeliveryArgs]
@@ -38,13 +65,17 @@ func (w *legacyDeliveryWorker) Work(ctx context.Context, job *river.Job[Delivery
 	now := s.now().UTC()
 	row := deliveryRow{SubscriptionID: a.SubscriptionID, DeliveryID: a.DeliveryID, Event: a.Event, Body: a.Body,
 		Attempts: max(job.Attempt-1, 0), NextAttemptAt: now, CreatedAt: job.CreatedAt.UTC()}
-	return s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		if _, err := tx.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
 			return err
 		}
 		if err := jobs.CompleteTx(ctx, tx, job); err != nil {
 			return err
 		}
-		return s.requestLanes(ctx, tx, []int64{a.SubscriptionID})
+		return markDue(ctx, tx, []int64{a.SubscriptionID}, now)
 	})
+	if err == nil {
+		s.wakeDispatcher()
+	}
+	return err
 }

@@ -89,7 +89,7 @@ CREATE TABLE webhook_delivery_log (
 );
 CREATE INDEX webhook_delivery_log_subscription ON webhook_delivery_log (subscription_id, id);
 CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, created_at);
-`}, laneMigration, redeliveryMigration}
+`}, laneMigration, redeliveryMigration, outboxMigration}
 
 // laneMigration adds the pending deliveries a subscription's lane drains
 // (see README, "How it runs"). A row lives from publish until its outcome is
@@ -164,4 +164,58 @@ CREATE TABLE webhook_finished_deliveries (
 );
 CREATE INDEX webhook_finished_deliveries_subscription ON webhook_finished_deliveries (subscription_id, failed, finished_at);
 CREATE INDEX webhook_finished_deliveries_retention ON webhook_finished_deliveries (failed, finished_at);
+`}
+
+// outboxMigration moves fan-out out of the publisher's transaction and lanes
+// out of River (see README, "How it runs").
+//
+// webhook_events is the outbox: Publish writes one row per event, whatever
+// the number of subscriptions, with the subscriptions it matched
+// (",12,15,"); the fan-out turns it into one webhook_deliveries row per
+// subscription after commit and deletes it in the same transaction.
+//
+// webhook_lanes has one row per subscription that has had deliveries:
+// due_at is its earliest due delivery (NULL when none), lease_token and
+// lease_until say which replica's dispatcher runs its lane, and failures and
+// in_flight_limit carry its breaker from one run to the next. Existing
+// pending deliveries get their lane rows here, so an upgrade loses none.
+var outboxMigration = store.Migration{
+	ID: "0053_webhook_outbox_lanes",
+	SQLite: `
+CREATE TABLE webhook_events (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	event TEXT NOT NULL,
+	envelope TEXT NOT NULL,
+	subscription_ids TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL
+);
+CREATE TABLE webhook_lanes (
+	subscription_id INTEGER PRIMARY KEY,
+	due_at TIMESTAMP,
+	lease_token TEXT,
+	lease_until TIMESTAMP,
+	failures INTEGER NOT NULL DEFAULT 0,
+	in_flight_limit INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX webhook_lanes_due ON webhook_lanes (due_at);
+INSERT INTO webhook_lanes (subscription_id, due_at) SELECT subscription_id, MIN(next_attempt_at) FROM webhook_deliveries GROUP BY subscription_id;
+`,
+	Postgres: `
+CREATE TABLE webhook_events (
+	id BIGSERIAL PRIMARY KEY,
+	event TEXT NOT NULL,
+	envelope TEXT NOT NULL,
+	subscription_ids TEXT NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE webhook_lanes (
+	subscription_id BIGINT PRIMARY KEY,
+	due_at TIMESTAMPTZ,
+	lease_token TEXT,
+	lease_until TIMESTAMPTZ,
+	failures INTEGER NOT NULL DEFAULT 0,
+	in_flight_limit INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX webhook_lanes_due ON webhook_lanes (due_at);
+INSERT INTO webhook_lanes (subscription_id, due_at) SELECT subscription_id, MIN(next_attempt_at) FROM webhook_deliveries GROUP BY subscription_id;
 `}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/gen/events"
@@ -17,14 +16,16 @@ import (
 	"github.com/chatmsg/gateway/internal/store"
 )
 
-// Publish fans ev out to the company's enabled subscriptions that want it,
-// inside tx: the deliveries exist exactly when the caller's change commits.
-// The channel filter applies to channel-scope events only. Errors: Invalid
-// (unknown or non-subscribable event name); Internal when the data does not
-// match the event's AsyncAPI schema (a bug in the publisher: nothing leaves
-// the service that the document does not describe). The data is checked
-// when at least one subscription receives the event; eventschema.ValidateData
-// checks it in publishers' own tests.
+// Publish stores ev for the company's enabled subscriptions that want it,
+// inside tx: the event exists exactly when the caller's change commits, and
+// it costs the caller one INSERT whatever the number of subscriptions (the
+// fan-out to one delivery per subscription runs after commit, see
+// fanout.go). The channel filter applies to channel-scope events only.
+// Errors: Invalid (unknown or non-subscribable event name); Internal when
+// the data does not match the event's AsyncAPI schema (a bug in the
+// publisher: nothing leaves the service that the document does not
+// describe). The data is checked when at least one subscription receives
+// the event; eventschema.ValidateData checks it in publishers' own tests.
 func (s *Service) Publish(ctx context.Context, tx *store.Tx, ev Event) error {
 	matched, err := s.matching(ctx, tx, ev.CompanyID, ev.Name, ev.CompanyChannelID)
 	if err != nil {
@@ -60,15 +61,11 @@ func (s *Service) matching(ctx context.Context, db bun.IDB, companyID int64, nam
 	return matched, nil
 }
 
-// enqueue builds one body per subscription (each has its own delivery_id)
-// and queues them in tx: one multi-row INSERT, plus one River insert for
-// the subscriptions whose lane is not known to be running here.
+// enqueue writes ev to the outbox for subs in tx, and wakes the fan-out
+// once tx commits.
 func (s *Service) enqueue(ctx context.Context, tx *store.Tx, ev Event, subs []subscriptionRow) error {
 	if len(subs) == 0 {
 		return nil
-	}
-	if s.jobs == nil {
-		return fault.Internalf(fmt.Errorf("no job inserter"), "publish %s", ev.Name)
 	}
 	if ev.OccurredAt.IsZero() {
 		ev.OccurredAt = s.now()
@@ -77,25 +74,19 @@ func (s *Service) enqueue(ctx context.Context, tx *store.Tx, ev Event, subs []su
 	if err != nil {
 		return err
 	}
-	now := s.now().UTC()
-	rows := make([]deliveryRow, len(subs))
+	body, err := marshal(env.Envelope)
+	if err != nil {
+		return fault.Internalf(err, "marshal envelope")
+	}
 	ids := make([]int64, len(subs))
 	for i, sub := range subs {
-		d, err := env.delivery(uuid.NewString())
-		if err != nil {
-			return err
-		}
-		rows[i] = deliveryRow{SubscriptionID: sub.ID, DeliveryID: d.ID, Event: d.Event, Body: string(d.Body),
-			NextAttemptAt: now, CreatedAt: now}
 		ids[i] = sub.ID
 	}
-	if _, err := tx.NewInsert().Model(&rows).Returning("NULL").Exec(ctx); err != nil {
-		return fault.Internalf(err, "queue deliveries")
+	row := eventRow{Event: ev.Name, Envelope: string(body), SubscriptionIDs: encodeIDs(ids), CreatedAt: s.now().UTC()}
+	if _, err := tx.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
+		return fault.Internalf(err, "store event %s", ev.Name)
 	}
-	if err := s.requestLanes(ctx, tx, ids); err != nil {
-		return fault.Internalf(err, "queue deliveries")
-	}
-	s.metrics.queued.Add(float64(len(rows)))
+	tx.AfterCommit(s.wakeFanOut)
 	return nil
 }
 

@@ -147,9 +147,10 @@ func (s *Service) RedeliverChannelWebhookDelivery(ctx context.Context, p auth.Pr
 		if _, err := tx.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
 			return fault.Internalf(err, "queue redelivery")
 		}
-		if err := s.requestLanes(ctx, tx, []int64{id}); err != nil {
+		if err := markDue(ctx, tx, []int64{id}, now); err != nil {
 			return fault.Internalf(err, "queue redelivery")
 		}
+		tx.AfterCommit(func() { s.wakeLanes([]int64{id}) })
 		return nil
 	})
 	if err != nil {
@@ -187,9 +188,10 @@ AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.subscription_id = f.s
 		if queued == 0 {
 			return nil
 		}
-		if err := s.requestLanes(ctx, tx, []int64{id}); err != nil {
+		if err := markDue(ctx, tx, []int64{id}, now); err != nil {
 			return fault.Internalf(err, "queue recovered deliveries")
 		}
+		tx.AfterCommit(func() { s.wakeLanes([]int64{id}) })
 		return nil
 	})
 	if err != nil {

@@ -46,8 +46,9 @@ const (
 	// subscription's attempts in flight.
 	DefaultPerSubscriptionConcurrency = 8
 
-	// QueueName is the River queue of deliveries: their own workers, so a
-	// burst of events never delays other capabilities' jobs.
+	// QueueName is the River queue of the webhooks' periodic jobs (log
+	// retention) and of the converters of jobs queued by earlier releases;
+	// deliveries themselves run on the dispatcher, not on River.
 	QueueName = "webhooks"
 )
 
@@ -57,11 +58,6 @@ var DefaultRetryDelays = []time.Duration{10 * time.Second, time.Minute, 5 * time
 
 // DisabledReason is written when the service disables a subscription.
 var DisabledReason = "Disabled after 20 consecutive failed events"
-
-// Inserter inserts River jobs inside a store transaction (*jobs.Runner).
-type Inserter interface {
-	InsertMany(ctx context.Context, tx *store.Tx, params []river.InsertManyParams) error
-}
 
 // Options configure the service; zero values are production defaults.
 type Options struct {
@@ -78,11 +74,11 @@ type Options struct {
 	// must have MaxAttempts-1 entries.
 	RetryDelays []time.Duration
 	// PerSubscriptionConcurrency bounds in-flight attempts per subscription
-	// (default 8). A subscription has one lane in the whole cluster, so the
-	// bound holds across replicas.
+	// (default 8). A subscription's lane runs on one replica at a time (its
+	// lease), so the bound holds across replicas.
 	PerSubscriptionConcurrency int
-	// LaneRunFor replaces how long a lane works before it hands over to a
-	// successor (tests; default 20 s).
+	// LaneRunFor replaces how long a lane works before it releases its
+	// lease (tests; default 20 s).
 	LaneRunFor time.Duration
 	// Client replaces the guarded HTTP client (tests only).
 	Client *http.Client
@@ -103,7 +99,6 @@ type ChannelLookup interface {
 // Service is the webhooks capability: subscriptions, publishing, delivery.
 type Service struct {
 	db       *store.DB
-	jobs     Inserter
 	now      clock.Clock
 	times    clock.Formatter
 	log      *slog.Logger
@@ -116,10 +111,8 @@ type Service struct {
 	perSubscription int
 	laneRunFor      time.Duration
 	subs            *subscriptionCache
-	lanes           *lanes
-	// stopping closes when the job runner stops: lanes wind down.
-	stopping <-chan struct{}
-	keyring  *secrets.Keyring
+	dispatch        *dispatcher
+	keyring         *secrets.Keyring
 }
 
 var (
@@ -127,7 +120,7 @@ var (
 	_ Audience  = (*Service)(nil)
 )
 
-// NewService returns the service over db. Call UseJobs before publishing.
+// NewService returns the service over db. Start runs its delivery.
 func NewService(db *store.DB, opts Options) *Service {
 	s := &Service{db: db, now: opts.Now, times: opts.Times, log: opts.Logger, limiter: opts.Limiter,
 		client: opts.Client, delays: opts.RetryDelays, channels: opts.Channels, keyring: opts.Secrets}
@@ -157,48 +150,35 @@ func NewService(db *store.DB, opts Options) *Service {
 	}
 	s.laneRunFor = cmp.Or(opts.LaneRunFor, laneRunFor)
 	s.subs = newSubscriptionCache()
-	s.lanes = newLanes()
+	s.dispatch = newDispatcher(s)
 	s.metrics = newMetrics(opts.Registerer)
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(newBacklog(s))
+	}
 	return s
 }
 
-// UseJobs sets the job inserter. The River runner needs the workers before
-// it exists and the service needs the runner, hence a setter. A runner that
-// says when it stops (*jobs.Runner) lets lanes wind down at shutdown.
-func (s *Service) UseJobs(j Inserter) {
-	s.jobs = j
-	if st, ok := j.(interface{ Stopping() <-chan struct{} }); ok {
-		s.stopping = st.Stopping()
-	}
-}
-
-// AddWorkers registers the lane, sweep and retention workers (and the
-// converter of jobs queued by the previous design).
+// AddWorkers registers the log retention worker and the converters of jobs
+// queued by earlier releases.
 func (s *Service) AddWorkers(w *river.Workers) {
-	river.AddWorker(w, &laneWorker{s: s})
-	river.AddWorker(w, &sweepWorker{s: s})
 	river.AddWorker(w, &retentionWorker{s: s})
-	river.AddWorker(w, &legacyDeliveryWorker{s: s})
+	addLegacyWorkers(w, s)
 }
 
 // PeriodicJobs are the jobs the River leader schedules: log retention
-// (hourly, and once at start) and the lane sweep (every second).
+// (hourly, and once at start).
 func (s *Service) PeriodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_log_retention"}),
-		river.NewPeriodicJob(river.PeriodicInterval(sweepEvery),
-			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
-			&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_lane_sweep"}),
 	}
 }
 
-// Queue is the River queue configuration of deliveries: one worker per
-// busy subscription (a lane), and a short fetch cooldown so a lane starts
-// soon after its first event.
+// Queue is the River queue configuration of the webhooks' jobs: few and
+// short, so a handful of workers.
 func Queue() river.QueueConfig {
-	return river.QueueConfig{MaxWorkers: 200, FetchCooldown: 20 * time.Millisecond}
+	return river.QueueConfig{MaxWorkers: 4}
 }
 
 // throttle applies the per-token rate limit of the management operations.
@@ -220,6 +200,7 @@ func (s *Service) throttle(ctx context.Context, p auth.Principal) error {
 }
 
 type metrics struct {
+	laneRuns prometheus.Counter
 	queued   prometheus.Counter
 	attempts *prometheus.CounterVec
 	duration prometheus.Histogram
@@ -227,6 +208,9 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
+		laneRuns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_webhook_lane_runs_total", Help: "Runs of subscriptions' delivery lanes on this replica (a lane moves between replicas from run to run).",
+		}),
 		queued: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_webhook_deliveries_queued_total", Help: "Webhook deliveries queued (one per event and subscription).",
 		}),
@@ -239,7 +223,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.queued, m.attempts, m.duration)
+		reg.MustRegister(m.laneRuns, m.queued, m.attempts, m.duration)
 	}
 	return m
 }

@@ -229,16 +229,7 @@ func encodeChannels(ids []int64) *string {
 	if len(ids) == 0 {
 		return nil
 	}
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	var b strings.Builder
-	b.WriteByte(',')
-	for _, id := range ids {
-		b.WriteString(strconv.FormatInt(id, 10))
-		b.WriteByte(',')
-	}
-	s := b.String()
+	s := encodeIDs(ids)
 	return &s
 }
 
@@ -246,13 +237,7 @@ func decodeChannels(s *string) []int64 {
 	if s == nil {
 		return nil
 	}
-	var out []int64
-	for _, part := range strings.Split(strings.Trim(*s, ","), ",") {
-		if id, err := strconv.ParseInt(part, 10, 64); err == nil {
-			out = append(out, id)
-		}
-	}
-	return out
+	return decodeIDs(*s)
 }
 
 // newSecret returns a signing secret: 32 random bytes, hex, with a prefix

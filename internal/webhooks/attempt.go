@@ -16,13 +16,6 @@ import (
 	"github.com/chatmsg/gateway/internal/netguard"
 )
 
-func (s *Service) nextRetryAt(attempt int) time.Time {
-	if attempt < 1 || attempt > len(s.delays) {
-		return s.now() // never reached with MaxAttempts
-	}
-	return s.now().Add(s.delays[attempt-1])
-}
-
 // loadTarget reads what an attempt needs, nothing more. It is the one place
 // the delivery path reads a subscription's signing secret.
 func (s *Service) loadTarget(ctx context.Context, id int64) (subscriptionRow, error) {

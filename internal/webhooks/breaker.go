@@ -1,0 +1,62 @@
+package webhooks
+
+// The breaker of a lane bounds what an endpoint that does not answer can
+// hold: memory, connections and timers per endpoint, never a pool other
+// subscriptions share.
+//
+//   - A lane starts at slowStart attempts in flight (a new endpoint has not
+//     shown it answers) and doubles the limit on each success, up to the
+//     subscription's bound (8); each failure halves it.
+//   - After breakerThreshold consecutive failures the breaker is open: one
+//     attempt (the probe) is in flight at a time, and the other deliveries
+//     that come due are refused at once, logged as not sent and counted as
+//     attempts, so they keep the documented retry schedule and disabling
+//     still follows the document. The first answer closes it again.
+//
+// The state is kept in the lane's row between runs (failures,
+// in_flight_limit), so it follows the lane to whichever replica runs it.
+const (
+	breakerThreshold = 5
+	slowStart        = 2
+)
+
+// msgCircuitOpen is the delivery-log text of an attempt refused by an open
+// breaker.
+const msgCircuitOpen = "not sent: the endpoint failed 5 attempts in a row; one attempt at a time is sent until it answers"
+
+type breaker struct {
+	bound    int // the subscription's in-flight bound
+	limit    int // attempts allowed in flight while closed
+	failures int // consecutive failed attempts
+}
+
+func newBreaker(bound, failures, limit int) breaker {
+	if limit <= 0 {
+		limit = slowStart
+	}
+	return breaker{bound: bound, limit: min(limit, bound), failures: max(failures, 0)}
+}
+
+func (b breaker) open() bool { return b.failures >= breakerThreshold }
+
+// allowed is how many attempts may be in flight now.
+func (b breaker) allowed() int {
+	if b.open() {
+		return 1
+	}
+	return b.limit
+}
+
+// record takes the verdict of an attempt that was sent. An answer other
+// than a server error shows the endpoint is up, whatever its status.
+func (b *breaker) record(o outcome) {
+	switch {
+	case o.interrupted:
+	case o.status != 0 && o.status < 500 && o.status != 408 && o.status != 429:
+		b.failures = 0
+		b.limit = min(b.bound, b.limit*2)
+	default:
+		b.failures++
+		b.limit = max(1, b.limit/2)
+	}
+}
