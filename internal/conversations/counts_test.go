@@ -196,6 +196,48 @@ func TestCountsKept(t *testing.T) {
 	})
 }
 
+// TestCountsKeptConcurrently creates conversations of one company and
+// moves them between statuses from 8 goroutines at once (on PostgreSQL
+// concurrent transactions bump the same counts): no change is lost and no
+// transaction fails.
+func TestCountsKeptConcurrently(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		errs := make(chan error, 8)
+		for g := range 8 {
+			go func() {
+				errs <- func() error {
+					for i := range 6 {
+						var ref conversations.Ref
+						err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+							var err error
+							ref, err = b.svc.Ensure(ctx, tx, conversations.EnsureInput{CompanyID: b.companyID, CompanyChannelID: b.chatapp,
+								ChannelTypeID: channels.UnofficialChatapp, ContactKey: fmt.Sprintf("55118%04d%04d", g, i), OriginID: 1})
+							return err
+						})
+						if err != nil {
+							return fmt.Errorf("ensure: %w", err)
+						}
+						st := conversations.StatusID(1 + (g+i)%7)
+						if _, err := b.svc.UpdateContactChannel(ctx, b.companyID, ref.ID, conversations.Update{StatusID: &st}); err != nil {
+							return fmt.Errorf("update: %w", err)
+						}
+					}
+					return nil
+				}()
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		assertCountsKept(t, db, "after concurrent creates and moves")
+	})
+}
+
 // TestCountsBackfill upgrades a database with conversations made before
 // the counts existed: the migration counts them, per company and status.
 func TestCountsBackfill(t *testing.T) {
