@@ -1471,6 +1471,9 @@ type ContactChannelPage struct {
 
 	// Total Number of items over all pages.
 	Total int `json:"total"`
+
+	// TotalIsCapped Extension. `true` when the list has a filter other than statuses and more conversations match than were counted: `total` is then a lower bound (1,000, or the end of the requested page when deeper, rounded up to a whole page) and `last_page` the last page of that bound. `false` when `total` is exact, which it always is for a list filtered by statuses only. See the operation's description, "Total".
+	TotalIsCapped bool `json:"total_is_capped"`
 }
 
 // ContactChannelRelation defines model for ContactChannelRelation.
@@ -5571,6 +5574,17 @@ type ClientInterface interface {
 	// **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
 	// direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
 	//
+	// **Total (extension: `total_is_capped`).** A list filtered by statuses only (the default,
+	// `show_all_statuses`, `include_closed`, `status_id`, `status_ids`) answers an exact `total` from counts the
+	// service keeps per company and status, whatever the company's size. Any other filter (`filter`, tags,
+	// flags, dates, channels, sector, user, window…) counts its matches exactly up to 1,000, or up to the end
+	// of the requested page when that lies deeper, rounded up to a whole page: when more match, `total` is
+	// that bound, `total_is_capped` is `true` and `last_page` is the last page of the bound (never before
+	// `current_page`); the pages after it exist, and requesting one counts further. `total_is_capped` is
+	// `false` whenever `total` is exact. This bounds what a request costs on a company with millions of
+	// conversations while keeping the page/perPage envelope of every list (a keyset cursor was the
+	// alternative; pages keep the API document's paging).
+	//
 	// **Validation.** Invalid query parameters answer 422 `{message, errors}` (one entry per parameter). The
 	// API document's 509 is for business and rule-validation errors of the management and message endpoints;
 	// this list is neither, and a malformed parameter is input validation, so it answers 422 as the document's
@@ -7075,6 +7089,17 @@ func (c *Client) ListCompanyChannels(ctx context.Context, params *ListCompanyCha
 //
 // **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
 // direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
+//
+// **Total (extension: `total_is_capped`).** A list filtered by statuses only (the default,
+// `show_all_statuses`, `include_closed`, `status_id`, `status_ids`) answers an exact `total` from counts the
+// service keeps per company and status, whatever the company's size. Any other filter (`filter`, tags,
+// flags, dates, channels, sector, user, window…) counts its matches exactly up to 1,000, or up to the end
+// of the requested page when that lies deeper, rounded up to a whole page: when more match, `total` is
+// that bound, `total_is_capped` is `true` and `last_page` is the last page of the bound (never before
+// `current_page`); the pages after it exist, and requesting one counts further. `total_is_capped` is
+// `false` whenever `total` is exact. This bounds what a request costs on a company with millions of
+// conversations while keeping the page/perPage envelope of every list (a keyset cursor was the
+// alternative; pages keep the API document's paging).
 //
 // **Validation.** Invalid query parameters answer 422 `{message, errors}` (one entry per parameter). The
 // API document's 509 is for business and rule-validation errors of the management and message endpoints;
@@ -10780,6 +10805,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
 	// direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
+	//
+	// **Total (extension: `total_is_capped`).** A list filtered by statuses only (the default,
+	// `show_all_statuses`, `include_closed`, `status_id`, `status_ids`) answers an exact `total` from counts the
+	// service keeps per company and status, whatever the company's size. Any other filter (`filter`, tags,
+	// flags, dates, channels, sector, user, window…) counts its matches exactly up to 1,000, or up to the end
+	// of the requested page when that lies deeper, rounded up to a whole page: when more match, `total` is
+	// that bound, `total_is_capped` is `true` and `last_page` is the last page of the bound (never before
+	// `current_page`); the pages after it exist, and requesting one counts further. `total_is_capped` is
+	// `false` whenever `total` is exact. This bounds what a request costs on a company with millions of
+	// conversations while keeping the page/perPage envelope of every list (a keyset cursor was the
+	// alternative; pages keep the API document's paging).
 	//
 	// **Validation.** Invalid query parameters answer 422 `{message, errors}` (one entry per parameter). The
 	// API document's 509 is for business and rule-validation errors of the management and message endpoints;
@@ -15359,6 +15395,17 @@ func (c *ClientWithResponses) ListCompanyChannelsWithResponse(ctx context.Contex
 //
 // **Order.** `orderBy` (default `id`) and `orderMode` (default DESC); ties break on `id` in the same
 // direction; a conversation without messages (`last_message_at` null) sorts as the oldest.
+//
+// **Total (extension: `total_is_capped`).** A list filtered by statuses only (the default,
+// `show_all_statuses`, `include_closed`, `status_id`, `status_ids`) answers an exact `total` from counts the
+// service keeps per company and status, whatever the company's size. Any other filter (`filter`, tags,
+// flags, dates, channels, sector, user, window…) counts its matches exactly up to 1,000, or up to the end
+// of the requested page when that lies deeper, rounded up to a whole page: when more match, `total` is
+// that bound, `total_is_capped` is `true` and `last_page` is the last page of the bound (never before
+// `current_page`); the pages after it exist, and requesting one counts further. `total_is_capped` is
+// `false` whenever `total` is exact. This bounds what a request costs on a company with millions of
+// conversations while keeping the page/perPage envelope of every list (a keyset cursor was the
+// alternative; pages keep the API document's paging).
 //
 // **Validation.** Invalid query parameters answer 422 `{message, errors}` (one entry per parameter). The
 // API document's 509 is for business and rule-validation errors of the management and message endpoints;

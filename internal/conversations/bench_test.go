@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -134,22 +135,11 @@ func seedLoad(ctx context.Context, tb testing.TB, db *store.DB, now time.Time, s
 		WHERE b.company_id = ?`, s.Tags, companyID, companyID)
 	// Steady state: autovacuum has set the visibility map (index-only
 	// scans for the counts) and statistics exist.
-	for _, table := range []string{"contacts", "contact_channels", "contact_channel_search", "tags", "contact_tags", "contact_channel_tags", "businesses", "business_tags"} {
+	for _, table := range []string{"contacts", "contact_channels", "contact_channel_search", "contact_channel_counts", "tags", "contact_tags", "contact_channel_tags", "businesses", "business_tags"} {
 		exec("VACUUM ANALYZE " + table)
 	}
 
-	tags = map[conversations.TagKind][]int64{}
-	var rows []struct {
-		ID   int64  `bun:"id"`
-		Kind string `bun:"kind"`
-	}
-	if err := db.Bun.NewRaw(`SELECT id, kind FROM tags WHERE company_id = ? ORDER BY id`, companyID).Scan(ctx, &rows); err != nil {
-		tb.Fatal(err)
-	}
-	for _, r := range rows {
-		tags[conversations.TagKind(r.Kind)] = append(tags[conversations.TagKind(r.Kind)], r.ID)
-	}
-	return companyID, tags
+	return companyID, seededTags(ctx, tb, db, companyID)
 }
 
 // benchShape is the benchmark's data set.
@@ -159,16 +149,25 @@ var benchShape = loadShape{Conversations: 100_000, Users: 50, Sectors: 10, Tags:
 // with 100,000 conversations of one company (the effect of 1,000,000
 // messages on them, see loadShape) and reports p50 and p99 per query.
 // Run: TEST_DATABASE_URL=… go test -run '^$' -bench ListContactChannels ./internal/conversations/
+// With CONVERSATIONS_SEED_SCHEMA=<schema> it runs against that schema, as
+// TestSeedLoadSchema left it (any size), instead of seeding a new one.
 func BenchmarkListContactChannels(b *testing.B) {
-	db := storetest.Postgres(b)
 	ctx := context.Background()
-	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)); err != nil {
-		b.Fatal(err)
-	}
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	start := time.Now()
-	companyID, tags := seedLoad(ctx, b, db, now, benchShape)
-	b.Logf("seeded in %s", time.Since(start).Round(time.Millisecond))
+	var db *store.DB
+	var companyID int64
+	var tags map[conversations.TagKind][]int64
+	if schema := os.Getenv("CONVERSATIONS_SEED_SCHEMA"); schema != "" {
+		db, companyID, tags = openSeeded(ctx, b, schema)
+	} else {
+		db = storetest.Postgres(b)
+		if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		companyID, tags = seedLoad(ctx, b, db, now, benchShape)
+		b.Logf("seeded in %s", time.Since(start).Round(time.Millisecond))
+	}
 	svc := conversations.NewService(db, func() time.Time { return now }, clock.NewFormatter(nil), auth.NewService(db, nil), channels.NewService(db, nil), &recorder{})
 	page := store.Page{Number: 1, PerPage: 20}
 	eight := 60
@@ -179,6 +178,10 @@ func BenchmarkListContactChannels(b *testing.B) {
 	}{
 		{"default", conversations.ListFilter{Page: page}},
 		{"default_by_last_message", conversations.ListFilter{Page: page, OrderBy: "last_message_at"}},
+		{"status_resolved_by_last_message", conversations.ListFilter{Page: page, OrderBy: "last_message_at", StatusIDs: []conversations.StatusID{conversations.StatusResolved}}},
+		{"statuses_spam_banned", conversations.ListFilter{Page: page, StatusIDs: []conversations.StatusID{conversations.StatusSpam, conversations.StatusBanned}}},
+		{"show_all_page_50_by_last_message_asc", conversations.ListFilter{Page: store.Page{Number: 50, PerPage: 20}, OrderBy: "last_message_at", Ascending: true, ShowAllStatuses: true}},
+		{"filter_text_joao", conversations.ListFilter{Page: page, Text: "joao"}},
 		{"filter_text", conversations.ListFilter{Page: page, Text: "souza"}},
 		{"filter_text_rare", conversations.ListFilter{Page: page, Text: "patricia monteiro 1"}},
 		{"window_range", conversations.ListFilter{Page: page, ChannelTypeIDs: []channels.TypeID{channels.OfficialChatapp}, WindowMinMinutes: &eight, WindowMaxMinutes: &tenHours}},
@@ -191,15 +194,15 @@ func BenchmarkListContactChannels(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			var samples []time.Duration
-			total := 0
+			total, capped := 0, false
 			for b.Loop() {
 				t := time.Now()
-				_, n, err := svc.ListContactChannels(ctx, companyID, tc.f)
+				list, err := svc.ListContactChannels(ctx, companyID, tc.f)
 				if err != nil {
 					b.Fatal(err)
 				}
 				samples = append(samples, time.Since(t))
-				total = n
+				total, capped = list.Total, list.TotalIsCapped
 			}
 			slices.Sort(samples)
 			pct := func(p float64) float64 {
@@ -208,15 +211,53 @@ func BenchmarkListContactChannels(b *testing.B) {
 			b.ReportMetric(pct(0.50), "p50-ms")
 			b.ReportMetric(pct(0.99), "p99-ms")
 			b.ReportMetric(float64(total), "matches")
-			b.Logf("%s: %d samples, p50 %.2f ms, p99 %.2f ms, %d matching", tc.name, len(samples), pct(0.5), pct(0.99), total)
+			b.Logf("%s: %d samples, p50 %.2f ms, p99 %.2f ms, total %d (capped %v)", tc.name, len(samples), pct(0.5), pct(0.99), total, capped)
 		})
 	}
+}
+
+// openSeeded opens a schema TestSeedLoadSchema seeded and finds its
+// company and tags.
+func openSeeded(ctx context.Context, b *testing.B, schema string) (*store.DB, int64, map[conversations.TagKind][]int64) {
+	url := os.Getenv(storetest.EnvPostgres)
+	if url == "" {
+		b.Skip(storetest.EnvPostgres + " not set")
+	}
+	db, err := store.OpenPostgres(ctx, url, store.Options{SearchPath: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	var companyID int64
+	if err := db.Bun.NewRaw("SELECT id FROM companies WHERE name = 'Load' ORDER BY id LIMIT 1").Scan(ctx, &companyID); err != nil {
+		b.Fatalf("schema %s has no seeded company: %v", schema, err)
+	}
+	return db, companyID, seededTags(ctx, b, db, companyID)
+}
+
+// seededTags are the company's tag ids per kind, in id order.
+func seededTags(ctx context.Context, tb testing.TB, db *store.DB, companyID int64) map[conversations.TagKind][]int64 {
+	tb.Helper()
+	tags := map[conversations.TagKind][]int64{}
+	var rows []struct {
+		ID   int64  `bun:"id"`
+		Kind string `bun:"kind"`
+	}
+	if err := db.Bun.NewRaw(`SELECT id, kind FROM tags WHERE company_id = ? ORDER BY id`, companyID).Scan(ctx, &rows); err != nil {
+		tb.Fatal(err)
+	}
+	for _, r := range rows {
+		tags[conversations.TagKind(r.Kind)] = append(tags[conversations.TagKind(r.Kind)], r.ID)
+	}
+	return tags
 }
 
 // TestSeedLoadSchema is the benchmark's seeding as a tool: with
 // CONVERSATIONS_SEED_SCHEMA=<schema> (and TEST_DATABASE_URL) it creates that
 // schema, migrates it and seeds the benchmark's data set, and leaves it in
 // place for EXPLAIN ANALYZE sessions (drop it by hand afterwards).
+// CONVERSATIONS_SEED_SIZE sets the number of conversations (default the
+// benchmark's 100,000; the README's EXPLAIN figures are at 1,000,000).
 func TestSeedLoadSchema(t *testing.T) {
 	schema := os.Getenv("CONVERSATIONS_SEED_SCHEMA")
 	url := os.Getenv(storetest.EnvPostgres)
@@ -240,6 +281,14 @@ func TestSeedLoadSchema(t *testing.T) {
 	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)); err != nil {
 		t.Fatal(err)
 	}
-	companyID, _ := seedLoad(ctx, t, db, time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), benchShape)
+	shape := benchShape
+	if n := os.Getenv("CONVERSATIONS_SEED_SIZE"); n != "" {
+		if shape.Conversations, err = strconv.Atoi(n); err != nil || shape.Conversations < 1 {
+			t.Fatalf("CONVERSATIONS_SEED_SIZE=%q: want a positive number", n)
+		}
+	}
+	start := time.Now()
+	companyID, _ := seedLoad(ctx, t, db, time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), shape)
+	t.Logf("seeded %d conversations in %s", shape.Conversations, time.Since(start).Round(time.Millisecond))
 	t.Logf("seeded schema %s: company %d", schema, companyID)
 }

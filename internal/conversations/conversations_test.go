@@ -234,7 +234,8 @@ func TestEnsure(t *testing.T) {
 		if later.Name != "Rita" || later.ContactID != named.ContactID {
 			t.Fatalf("second channel: %+v", later)
 		}
-		found, _, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{Page: store.Page{Number: 1, PerPage: 20}, Text: "RITA", With: conversations.Relations{Contact: true}})
+		list, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{Page: store.Page{Number: 1, PerPage: 20}, Text: "RITA", With: conversations.Relations{Contact: true}})
+		found := list.Data
 		if err != nil || len(found) != 2 || found[0].Contact.Name != "Rita" {
 			t.Fatalf("filter by the learnt name: %+v %v", found, err)
 		}
@@ -252,9 +253,9 @@ func TestEnsure(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("rollback: %v", err)
 		}
-		if _, n, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{Page: store.Page{Number: 1, PerPage: 20},
-			ChannelTypeIDs: []channels.TypeID{channels.SocialMessenger}}); err != nil || n != 0 {
-			t.Fatalf("after rollback: %d conversations, %v", n, err)
+		if list, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{Page: store.Page{Number: 1, PerPage: 20},
+			ChannelTypeIDs: []channels.TypeID{channels.SocialMessenger}}); err != nil || list.Total != 0 {
+			t.Fatalf("after rollback: %d conversations, %v", list.Total, err)
 		}
 
 		for _, bad := range []conversations.EnsureInput{
@@ -566,8 +567,9 @@ func TestEnsureAdoptsName(t *testing.T) {
 					t.Fatalf("stored: conversation %q, contact %+v", conv.Name, conv.Contact)
 				}
 				// The learnt name is searchable, accents folded.
-				found, n, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{
+				list, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{
 					Page: store.Page{Number: 1, PerPage: 20}, Text: "familia souza"})
+				found, n := list.Data, list.Total
 				if err != nil || n == 0 || !slices.ContainsFunc(found, func(c conversations.Conversation) bool { return c.ID == sent.ID }) {
 					t.Fatalf("text filter: %d found, %v", n, err)
 				}
@@ -711,11 +713,11 @@ func TestSearchTextMigrates(t *testing.T) {
 		svc := conversations.NewService(db, func() time.Time { return t0 }, clock.NewFormatter(nil), a, channels.NewService(db, nil), &recorder{})
 		list := func(text string) []conversations.Conversation {
 			t.Helper()
-			found, _, err := svc.ListContactChannels(ctx, companies[0], conversations.ListFilter{Page: store.Page{Number: 1, PerPage: 20}, Text: text})
+			list, err := svc.ListContactChannels(ctx, companies[0], conversations.ListFilter{Page: store.Page{Number: 1, PerPage: 20}, Text: text})
 			if err != nil {
 				t.Fatalf("list %q: %v", text, err)
 			}
-			return found
+			return list.Data
 		}
 		found := list("ARAUJO")
 		if len(found) != 1 || found[0].CompanyID != companies[0] {

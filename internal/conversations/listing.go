@@ -3,6 +3,7 @@ package conversations
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -118,46 +119,137 @@ type ListFilter struct {
 // DefaultStatuses are the statuses listed when no status filter is given.
 var DefaultStatuses = []StatusID{StatusOpen, StatusPending, StatusInProgress}
 
+// List is one page of the listing and its total.
+type List struct {
+	Data []Conversation
+	// Total is the number of conversations matching the filter. When
+	// TotalIsCapped, the count stopped there and more match (see
+	// countLimit); otherwise it is exact.
+	Total         int
+	TotalIsCapped bool
+}
+
 // ListContactChannels lists the company's conversations matching f, with
-// the total over all pages. Errors: Invalid (unknown sort column),
+// the total over all pages. A listing filtered by statuses only (the
+// default, show_all_statuses, include_closed, status_id(s)) takes its total
+// from the counts kept per company and status; any other filter counts
+// matching rows up to countLimit. Errors: Invalid (unknown sort column),
 // Internal.
-func (s *Service) ListContactChannels(ctx context.Context, companyID int64, f ListFilter) ([]Conversation, int, error) {
+func (s *Service) ListContactChannels(ctx context.Context, companyID int64, f ListFilter) (List, error) {
 	orderBy := f.OrderBy
 	if orderBy == "" {
 		orderBy = "id"
 	}
 	if !slices.Contains(SortColumns, orderBy) {
-		return nil, 0, &fault.Error{Kind: fault.Invalid, Message: "OrderBy must be one of " + fmt.Sprint(SortColumns),
+		return List{}, &fault.Error{Kind: fault.Invalid, Message: "OrderBy must be one of " + fmt.Sprint(SortColumns),
 			Fields: map[string][]string{"orderBy": {"unknown sort column " + orderBy}}}
+	}
+	if f.Page.Number < 1 {
+		f.Page.Number = 1
 	}
 	var channelIDs []int64
 	if f.ChannelKey != nil {
 		ids, err := s.channelIDsByKey(ctx, companyID, *f.ChannelKey)
 		if err != nil {
-			return nil, 0, err
+			return List{}, err
 		}
 		if len(ids) == 0 {
-			return []Conversation{}, 0, nil
+			return List{Data: []Conversation{}}, nil
 		}
 		channelIDs = ids
 	}
 
+	statuses := f.statuses()
+	only := f.onlyStatuses()
 	var rows []conversationRow
-	q := s.db.Bun.NewSelect().Model(&rows).Where("cc.company_id = ?", companyID)
-	q = s.applyFilter(q, f, channelIDs, stamp(s.now()))
-	q = orderQuery(q, orderBy, f.Ascending)
-	total, err := store.ScanPage(ctx, q, f.Page)
+	var q *bun.SelectQuery
+	if only && len(statuses) > 1 && slices.Contains(statusOrdered, orderBy) {
+		q = s.mergedByStatus(&rows, companyID, statuses, orderBy, f.Ascending, f.Page)
+	} else {
+		q = s.db.Bun.NewSelect().Model(&rows).Where("cc.company_id = ?", companyID)
+		q = s.applyFilter(q, f, channelIDs, stamp(s.now()))
+		q = orderQuery(q, orderBy, f.Ascending)
+	}
+	if err := q.Limit(int64(f.Page.PerPage)).Offset(int64(offset(f.Page))).Scan(ctx); err != nil {
+		return List{}, fault.Internalf(err, "list conversations")
+	}
+	var out List
+	var err error
+	if only {
+		out.Total, err = s.keptCount(ctx, companyID, statuses)
+	} else {
+		out.Total, out.TotalIsCapped, err = s.cappedCount(ctx, companyID, f, channelIDs)
+	}
 	if err != nil {
-		return nil, 0, fault.Internalf(err, "list conversations")
+		return List{}, err
 	}
-	out := make([]Conversation, len(rows))
+	out.Data = make([]Conversation, len(rows))
 	for i, r := range rows {
-		out[i] = r.toDomain()
+		out.Data[i] = r.toDomain()
 	}
-	if err := s.load(ctx, companyID, out, f.With); err != nil {
-		return nil, 0, err
+	if err := s.load(ctx, companyID, out.Data, f.With); err != nil {
+		return List{}, err
 	}
-	return out, total, nil
+	return out, nil
+}
+
+// statusOrdered are the sort columns that an index with the status after
+// the company serves in order: (company_id, status_id, id) for id and
+// status_id, (company_id, status_id, last_message_at, id) for
+// last_message_at.
+var statusOrdered = []string{"id", "last_message_at", "status_id"}
+
+// mergedByStatus is the page of a listing by several statuses and nothing
+// else, ordered by a statusOrdered column: one branch per status reads, in
+// index order, only as many rows as the page needs (offset + per page),
+// and the outer query orders the union of the branches (PostgreSQL merges
+// them) and cuts the page. A single IN over the statuses could not use the
+// index order: it would read and sort every conversation of those statuses,
+// the company's whole inbox.
+func (s *Service) mergedByStatus(rows *[]conversationRow, companyID int64, statuses []StatusID, orderBy string, asc bool, p store.Page) *bun.SelectQuery {
+	need := offset(p) + p.PerPage
+	parts := make([]string, len(statuses))
+	branches := make([]any, len(statuses))
+	for i, st := range statuses {
+		parts[i] = fmt.Sprintf("SELECT * FROM (?) AS b%d", i)
+		b := s.db.Bun.NewSelect().Model((*conversationRow)(nil)).Where("cc.company_id = ?", companyID).Where("cc.status_id = ?", int(st))
+		branches[i] = orderQuery(b, orderBy, asc).Limit(int64(need))
+	}
+	q := s.db.Bun.NewSelect().Model(rows).ModelTableExpr("("+strings.Join(parts, " UNION ALL ")+") AS cc", branches...)
+	return orderQuery(q, orderBy, asc)
+}
+
+func offset(p store.Page) int { return (max(p.Number, 1) - 1) * p.PerPage }
+
+// statuses resolves the status rule (see ListFilter.StatusIDs) to the set
+// of statuses listed, in ascending order without repeats.
+func (f ListFilter) statuses() []StatusID {
+	switch {
+	case len(f.StatusIDs) > 0:
+		out := slices.Clone(f.StatusIDs)
+		slices.Sort(out)
+		return slices.Compact(out)
+	case f.ShowAllStatuses:
+		return []StatusID{StatusOpen, StatusPending, StatusInProgress, StatusResolved, StatusCancelled, StatusSpam, StatusBanned}
+	case f.IncludeClosed:
+		return []StatusID{StatusOpen, StatusPending, StatusInProgress, StatusResolved, StatusCancelled}
+	default:
+		return DefaultStatuses
+	}
+}
+
+// onlyStatuses reports whether f filters by statuses and nothing else, so
+// that its total is a sum of kept counts. Every field is a filter unless
+// cleared here: a filter added to ListFilter later counts as one without
+// a change to this method.
+func (f ListFilter) onlyStatuses() bool {
+	g := f
+	g.Page, g.OrderBy, g.Ascending, g.With = store.Page{}, "", false, Relations{}
+	g.StatusIDs, g.ShowAllStatuses, g.IncludeClosed = nil, false, false
+	if g.Tags.empty() {
+		g.Tags = TagFilter{}
+	}
+	return reflect.ValueOf(g).IsZero()
 }
 
 // Get returns the company's conversation id with the relations asked for.
@@ -197,14 +289,8 @@ func orderQuery(q *bun.SelectQuery, col string, asc bool) *bun.SelectQuery {
 
 func (s *Service) applyFilter(q *bun.SelectQuery, f ListFilter, channelIDs []int64, now time.Time) *bun.SelectQuery {
 	// Statuses.
-	switch {
-	case len(f.StatusIDs) > 0:
-		q = q.Where("cc.status_id IN (?)", bun.In(ints(f.StatusIDs)))
-	case f.ShowAllStatuses:
-	case f.IncludeClosed:
-		q = q.Where("cc.status_id NOT IN (?)", bun.In([]int{int(StatusSpam), int(StatusBanned)}))
-	default:
-		q = q.Where("cc.status_id IN (?)", bun.In(ints(DefaultStatuses)))
+	if st := f.statuses(); len(st) < 7 {
+		q = q.Where("cc.status_id IN (?)", bun.In(ints(st)))
 	}
 
 	if f.Text != "" {

@@ -253,4 +253,94 @@ DO $$ DECLARE s text; BEGIN
   ; IF s IS NOT NULL THEN EXECUTE format('CREATE INDEX contact_channel_search_trgm ON contact_channel_search USING gin (search_text %I.gin_trgm_ops)', s); END IF
   ; END $$;
 `,
+}, {
+	// Counts kept per (company, status), so a listing's total is a sum of a
+	// few rows instead of a count of the company's conversations. Database
+	// triggers keep them in the statement of every change, whichever code
+	// path writes the conversation (Ensure, the PATCH, an inbound message
+	// that reopens one, the send's one statement in messaging, a company's
+	// cascade delete). Each (company, status) is split over 16 slots, the
+	// conversation id modulo 16, so concurrent first messages of one company
+	// (each creates a conversation and so bumps a count) mostly lock
+	// different rows; a reader sums at most 7 × 16 rows.
+	//
+	// On PostgreSQL inserts and deletes are counted per statement from the
+	// transition table (a bulk insert is one grouped upsert, its locks taken
+	// in key order); a move between statuses or companies is a row trigger
+	// that fires only when status_id or company_id is in the UPDATE and
+	// changed, so a message's UPDATE of its conversation never runs it. A
+	// delete only decrements: the row exists since the conversation was
+	// counted, and a company's cascade may have removed its counts first.
+	// The triggers are created before the backfill and CREATE TRIGGER locks
+	// contact_channels against writes until the migration commits, so no
+	// change falls between the two.
+	ID: "0076_conversations_counts",
+	SQLite: `
+CREATE TABLE contact_channel_counts (
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	status_id INTEGER NOT NULL,
+	slot INTEGER NOT NULL,
+	n INTEGER NOT NULL,
+	PRIMARY KEY (company_id, status_id, slot)
+);
+CREATE TRIGGER contact_channel_counts_insert AFTER INSERT ON contact_channels BEGIN
+	INSERT INTO contact_channel_counts (company_id, status_id, slot, n) VALUES (NEW.company_id, NEW.status_id, NEW.id % 16, 1)
+		ON CONFLICT (company_id, status_id, slot) DO UPDATE SET n = n + 1
+	; END;
+CREATE TRIGGER contact_channel_counts_delete AFTER DELETE ON contact_channels BEGIN
+	UPDATE contact_channel_counts SET n = n - 1 WHERE company_id = OLD.company_id AND status_id = OLD.status_id AND slot = OLD.id % 16
+	; END;
+CREATE TRIGGER contact_channel_counts_move AFTER UPDATE OF company_id, status_id ON contact_channels
+	WHEN OLD.company_id <> NEW.company_id OR OLD.status_id <> NEW.status_id BEGIN
+	UPDATE contact_channel_counts SET n = n - 1 WHERE company_id = OLD.company_id AND status_id = OLD.status_id AND slot = OLD.id % 16
+	; INSERT INTO contact_channel_counts (company_id, status_id, slot, n) VALUES (NEW.company_id, NEW.status_id, NEW.id % 16, 1)
+		ON CONFLICT (company_id, status_id, slot) DO UPDATE SET n = n + 1
+	; END;
+INSERT INTO contact_channel_counts (company_id, status_id, slot, n)
+	SELECT company_id, status_id, id % 16, count(*) FROM contact_channels GROUP BY company_id, status_id, id % 16;
+`,
+	Postgres: `
+CREATE TABLE contact_channel_counts (
+	company_id BIGINT NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	status_id SMALLINT NOT NULL,
+	slot SMALLINT NOT NULL,
+	n BIGINT NOT NULL,
+	PRIMARY KEY (company_id, status_id, slot)
+);
+CREATE FUNCTION contact_channel_counts_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	INSERT INTO contact_channel_counts AS c (company_id, status_id, slot, n)
+		SELECT company_id, status_id, id % 16, count(*) FROM contact_channel_counts_new GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+		ON CONFLICT (company_id, status_id, slot) DO UPDATE SET n = c.n + EXCLUDED.n
+	; RETURN NULL
+	; END $$;
+CREATE TRIGGER contact_channel_counts_insert AFTER INSERT ON contact_channels
+	REFERENCING NEW TABLE AS contact_channel_counts_new FOR EACH STATEMENT EXECUTE FUNCTION contact_channel_counts_insert();
+CREATE FUNCTION contact_channel_counts_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	UPDATE contact_channel_counts AS c SET n = c.n - d.n
+		FROM (SELECT company_id, status_id, id % 16 AS slot, count(*) AS n FROM contact_channel_counts_old GROUP BY 1, 2, 3) d
+		WHERE c.company_id = d.company_id AND c.status_id = d.status_id AND c.slot = d.slot
+	; RETURN NULL
+	; END $$;
+CREATE TRIGGER contact_channel_counts_delete AFTER DELETE ON contact_channels
+	REFERENCING OLD TABLE AS contact_channel_counts_old FOR EACH STATEMENT EXECUTE FUNCTION contact_channel_counts_delete();
+CREATE FUNCTION contact_channel_counts_move() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	INSERT INTO contact_channel_counts AS c (company_id, status_id, slot, n)
+		SELECT * FROM (VALUES (OLD.company_id, OLD.status_id, OLD.id % 16, -1), (NEW.company_id, NEW.status_id, NEW.id % 16, 1)) v (company_id, status_id, slot, n)
+		ORDER BY 1, 2, 3
+		ON CONFLICT (company_id, status_id, slot) DO UPDATE SET n = c.n + EXCLUDED.n
+	; RETURN NULL
+	; END $$;
+CREATE TRIGGER contact_channel_counts_move AFTER UPDATE OF company_id, status_id ON contact_channels FOR EACH ROW
+	WHEN (OLD.company_id <> NEW.company_id OR OLD.status_id <> NEW.status_id) EXECUTE FUNCTION contact_channel_counts_move();
+INSERT INTO contact_channel_counts (company_id, status_id, slot, n)
+	SELECT company_id, status_id, id % 16, count(*) FROM contact_channels GROUP BY 1, 2, 3;
+`,
+}, {
+	// The status listings ordered by last message read one ordered range
+	// per status (see listing.go's statusOrdered): the key is the one of
+	// contact_channels_company_last_message with the status after the
+	// company.
+	ID:       "0077_conversations_status_last_message",
+	SQLite:   `CREATE INDEX contact_channels_company_status_last_message ON contact_channels (company_id, status_id, last_message_at, id);`,
+	Postgres: `CREATE INDEX contact_channels_company_status_last_message ON contact_channels (company_id, status_id, last_message_at NULLS FIRST, id);`,
 }}

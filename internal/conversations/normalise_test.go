@@ -56,8 +56,9 @@ func TestNormaliseConcurrent(t *testing.T) {
 				lwg.Add(1)
 				go func() {
 					defer lwg.Done()
-					found, n, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{
+					list, err := b.svc.ListContactChannels(ctx, b.companyID, conversations.ListFilter{
 						Page: store.Page{Number: 1, PerPage: 50}, Text: filter, With: conversations.Relations{Contact: true}})
+					found, n := list.Data, list.Total
 					if err != nil {
 						t.Errorf("round %d filter %q: %v", round, filter, err)
 						return

@@ -23,12 +23,13 @@ func (s *Server) ListContactChannels(ctx context.Context, req api.ListContactCha
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := s.Conversations.ListContactChannels(ctx, p.CompanyID, f)
+	list, err := s.Conversations.ListContactChannels(ctx, p.CompanyID, f)
 	if err != nil {
 		return nil, err
 	}
-	return contactChannelPage{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: total, LastPage: f.Page.LastPage(total),
-		Data: convert(list, func(c conversations.Conversation) contactChannelJSON { return s.toAPIContactChannel(c, f.With) })}, nil
+	return contactChannelPage{CurrentPage: f.Page.Number, PerPage: f.Page.PerPage, Total: list.Total, LastPage: f.Page.LastPage(list.Total),
+		TotalIsCapped: list.TotalIsCapped,
+		Data:          convert(list.Data, func(c conversations.Conversation) contactChannelJSON { return s.toAPIContactChannel(c, f.With) })}, nil
 }
 
 func (s *Server) UpdateContactChannel(ctx context.Context, req api.UpdateContactChannelRequestObject) (api.UpdateContactChannelResponseObject, error) {
@@ -275,11 +276,13 @@ type contactChannelJSON struct {
 }
 
 type contactChannelPage struct {
-	CurrentPage int                  `json:"current_page"`
-	PerPage     int                  `json:"per_page"`
-	Total       int                  `json:"total"`
-	LastPage    int                  `json:"last_page"`
-	Data        []contactChannelJSON `json:"data"`
+	CurrentPage int `json:"current_page"`
+	PerPage     int `json:"per_page"`
+	Total       int `json:"total"`
+	LastPage    int `json:"last_page"`
+	// TotalIsCapped (extension): Total stopped at the count's bound.
+	TotalIsCapped bool                 `json:"total_is_capped"`
+	Data          []contactChannelJSON `json:"data"`
 }
 
 func (r contactChannelPage) VisitListContactChannelsResponse(w http.ResponseWriter) error {

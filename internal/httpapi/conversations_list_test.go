@@ -193,11 +193,13 @@ func convQuery(kv ...any) string {
 }
 
 type convPage struct {
-	CurrentPage int              `json:"current_page"`
-	PerPage     int              `json:"per_page"`
-	Total       int              `json:"total"`
-	LastPage    int              `json:"last_page"`
-	Data        []map[string]any `json:"data"`
+	CurrentPage int `json:"current_page"`
+	PerPage     int `json:"per_page"`
+	Total       int `json:"total"`
+	LastPage    int `json:"last_page"`
+	// TotalIsCapped is the extension: present on every answer.
+	TotalIsCapped *bool            `json:"total_is_capped"`
+	Data          []map[string]any `json:"data"`
 }
 
 func (w *convWorld) list(t *testing.T, token, path string) convPage {
@@ -377,7 +379,7 @@ func TestListContactChannelsOrderAndPages(t *testing.T) {
 		}
 
 		p := w.list(t, w.a.Token, convQuery())
-		if p.PerPage != 20 || p.CurrentPage != 1 || p.Total != 4 || p.LastPage != 1 {
+		if p.PerPage != 20 || p.CurrentPage != 1 || p.Total != 4 || p.LastPage != 1 || p.TotalIsCapped == nil || *p.TotalIsCapped {
 			t.Errorf("default page meta %+v", p)
 		}
 		p = w.list(t, w.a.Token, convQuery("perPage", 3))
@@ -391,6 +393,52 @@ func TestListContactChannelsOrderAndPages(t *testing.T) {
 		p = w.list(t, w.a.Token, convQuery("perPage", 3, "page", 5))
 		if len(p.Data) != 0 || p.Total != 4 {
 			t.Errorf("page past the end: %+v", p)
+		}
+	})
+}
+
+// TestListContactChannelsTotalIsCapped: past conversations.CountCap
+// matches, a filtered list says its total is capped and keeps last_page
+// at or after the page asked for; a list by statuses only stays exact.
+func TestListContactChannelsTotalIsCapped(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		w := newConvWorld(t, db)
+		ctx := context.Background()
+		ch := insertConvChannel(t, db, w.a.CompanyID, channels.SocialMessenger, "page-many")
+		var contactID int64
+		if err := db.Bun.NewRaw(`INSERT INTO contacts (company_id, identity, name, created_at, updated_at) VALUES (?, 'key:many', 'Many', ?, ?) RETURNING id`,
+			w.a.CompanyID, convBase, convBase).Scan(ctx, &contactID); err != nil {
+			t.Fatal(err)
+		}
+		const seeded = conversations.CountCap + 30
+		if _, err := db.Bun.ExecContext(ctx, `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?)
+			INSERT INTO contact_channels (company_id, contact_id, company_channel_id, channel_type_id, key, name, status_id, origin_id, created_at, updated_at)
+			SELECT ?, ?, ?, ?, 'many-' || i, 'Many ' || i, 1, 1, ?, ? FROM g`,
+			seeded, w.a.CompanyID, contactID, ch, int(channels.SocialMessenger), convBase, convBase); err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			name            string
+			query           string
+			total, lastPage int
+			capped          bool
+			rows            int
+		}{
+			{"statuses only: exact", convQuery(), seeded + 4, 52, false, 20},
+			{"filtered: capped", convQuery("channel_type_id", 5), conversations.CountCap, 50, true, 20},
+			{"filtered: the page after last_page counts further", convQuery("channel_type_id", 5, "page", 51), 1020, 51, true, 20},
+			{"filtered: exact once the end is counted", convQuery("channel_type_id", 5, "page", 52), seeded, 52, false, 10},
+			{"filtered: few matches, exact", convQuery("filter", "souza"), 1, 1, false, 1},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				p := w.list(t, w.a.Token, tc.query)
+				if p.Total != tc.total || p.LastPage != tc.lastPage || p.TotalIsCapped == nil || *p.TotalIsCapped != tc.capped || len(p.Data) != tc.rows {
+					t.Fatalf("%s: total %d last_page %d capped %v rows %d; want %d %d %v %d",
+						tc.query, p.Total, p.LastPage, p.TotalIsCapped, len(p.Data), tc.total, tc.lastPage, tc.capped, tc.rows)
+				}
+			})
 		}
 	})
 }
