@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -27,6 +28,18 @@ func NewClient(bases ...string) *Client {
 	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: 90 * time.Second,
 		DisableCompression: true}
 	return &Client{bases: bases, HTTP: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// TenantClient is a client whose connections come from a loopback
+// address of tenant n's own (127.0.x.y, x.y from n), as different
+// companies' programs connect from different hosts: the gateway's
+// in-flight limit per client address then counts each tenant apart.
+func TenantClient(n int, bases ...string) *Client {
+	c := NewClient(bases...)
+	src := &net.TCPAddr{IP: net.IPv4(127, 0, byte(1+n/250), byte(2+n%250))}
+	c.HTTP.Transport.(*http.Transport).DialContext = (&net.Dialer{LocalAddr: src, Timeout: 30 * time.Second,
+		KeepAlive: 30 * time.Second}).DialContext
+	return c
 }
 
 func (c *Client) base() string {

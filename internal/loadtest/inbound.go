@@ -28,16 +28,16 @@ func InboundBody(c *Company, from, name, id, text string, at time.Time) ([]byte,
 	return body, providersim.Sign(c.AppSecret, body)
 }
 
-// inboundCall posts an inbound text to company c's provider webhook,
+// inboundCall posts, through api, an inbound text to company c's provider webhook,
 // from one of contacts contacts in turn; each text is unique
 // (prefix-seq), and due and accepted hear of it.
-func (r *runner) inboundCall(c *Company, prefix string, contacts int, due func(text string, at time.Time), accepted func(text string)) Call {
+func (r *runner) inboundCall(api *Client, c *Company, prefix string, contacts int, due func(text string, at time.Time), accepted func(text string)) Call {
 	return func(ctx context.Context, seq int, intended time.Time) string {
 		text := fmt.Sprintf("%s-%d", prefix, r.seq.Add(1))
 		from := fmt.Sprintf("5561%04d%05d", c.ID%10000, seq%contacts)
 		body, sig := InboundBody(c, from, "Contato "+from, "wamid.LOAD"+text, text, time.Now())
 		due(text, intended)
-		status, _, err := r.api.DoHeaders(ctx, "POST", "/provider-webhooks/"+c.PhoneNumberID, body,
+		status, _, err := api.DoHeaders(ctx, "POST", "/provider-webhooks/"+c.PhoneNumberID, body,
 			map[string]string{"X-Hub-Signature-256": sig})
 		out := outcome(status, err)
 		if out == "" {

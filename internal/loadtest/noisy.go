@@ -42,11 +42,11 @@ type NoiseOptions struct {
 // events/s each: each dead endpoint then gets fewer events than the
 // 8-in-flight × 10 s bound lets the gateway attempt (0.8/s), so a gateway
 // that isolates endpoints can keep up with all of them; that is "their
-// share". The healthy sends are 20/s queued and 20/s synchronous over 5
+// share". The healthy sends are 20/s queued and 20/s synchronous over 8
 // companies, each under the API document's 600/min.
 var DefaultNoise = NoiseOptions{Warmup: 10 * time.Second, Observe: 75 * time.Second,
 	WebhookCompanies: 10, BlackHoles: 1000, Unavailable: 200, SlowEndpoints: 100, EventRate: 0.5, HealthyEventRate: 100,
-	SendCompanies: 5, SendRate: 9.5, HealthySenders: 5, HealthySendRate: 20,
+	SendCompanies: 5, SendRate: 9.5, HealthySenders: 8, HealthySendRate: 20,
 	InboundRate: 1000, HealthyInboundRate: 20}
 
 func (n NoiseOptions) withDefaults() NoiseOptions {
@@ -90,8 +90,8 @@ type Pair struct {
 	Noisy     Latency        `json:"noisy"`
 	RatioP50  float64        `json:"ratio_p50"` // noisy / quiet
 	RatioP99  float64        `json:"ratio_p99"`
-	LostQuiet int            `json:"lost_quiet"` // accepted but not seen within the drain bound
-	LostNoisy int            `json:"lost_noisy"`
+	LostQuiet int            `json:"missing_quiet"` // accepted but not seen within the drain bound
+	LostNoisy int            `json:"missing_noisy"`
 	Errors    map[string]int `json:"errors,omitempty"` // failed requests of both phases
 }
 
@@ -115,10 +115,10 @@ type NoiseFigures struct {
 	// the texts that reached it more than once (the rule: never).
 	StalledSends int `json:"stalled_sends,omitempty"`
 	Resent       int `json:"resent"`
-	// Lost is accepted noise that never arrived where it can arrive: the
-	// slow endpoints' answered events, or the noisy inbound messages'
-	// events.
-	Lost int `json:"lost"`
+	// Undelivered is accepted noise that had not arrived, at the end,
+	// where it can arrive: events the slow endpoints (which answer) did
+	// not get answered, or the noisy inbound messages' events.
+	Undelivered int `json:"undelivered"`
 }
 
 // NoisyResult is a noisy-neighbour scenario's run.
@@ -138,9 +138,9 @@ func (n *NoisyResult) figures() map[string]float64 {
 		out[s+" quiet p50 ms"], out[s+" quiet p99 ms"] = p.Quiet.P50, p.Quiet.P99
 		out[s+" noisy p50 ms"], out[s+" noisy p99 ms"] = p.Noisy.P50, p.Noisy.P99
 		out[s+" ratio p99"] = p.RatioP99
-		out[s+" lost"] = float64(p.LostQuiet + p.LostNoisy)
+		out[s+" missing after drain"] = float64(p.LostQuiet + p.LostNoisy)
 	}
-	out["noise lost"], out["noise resent"] = float64(n.Noise.Lost), float64(n.Noise.Resent)
+	out["noise undelivered"], out["noise resent"] = float64(n.Noise.Undelivered), float64(n.Noise.Resent)
 	if n.Noise.Schedule != nil {
 		out["noise retries seen"] = float64(len(n.Noise.Schedule.Seen))
 		seen := 0
@@ -212,6 +212,8 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 // noisyWebhooks is the set-up of noisy-webhooks, made on first use.
 type noisyWebhooks struct {
+	api       *Client   // the healthy company's
+	noisyAPI  []*Client // each noisy company's
 	healthy   *Company
 	endpoints []string // the healthy company's receiver endpoints
 	noisy     []*Company
@@ -230,6 +232,12 @@ func (r *runner) prepareNoisyWebhooks(ctx context.Context) error {
 		return err
 	}
 	nw.healthy = cs[0]
+	nw.api = TenantClient(0, r.stack.ReplicaURLs...)
+	// Its publishes rotate over 4 tokens (32 requests in flight each), so
+	// that a slower gateway shows as latency rather than as 429 answers.
+	if err := r.setup.MoreTokens(ctx, nw.healthy, 3); err != nil {
+		return err
+	}
 	for i := range 4 {
 		name := fmt.Sprintf("nw-healthy-%d", i)
 		sub, err := r.setup.Subscribe(ctx, nw.healthy, name, r.recv.HookURL(name), []string{"contact.import.completed"})
@@ -243,6 +251,9 @@ func (r *runner) prepareNoisyWebhooks(ctx context.Context) error {
 		no.BlackHoles, no.Unavailable, no.SlowEndpoints, SlowAnswer)
 	if nw.noisy, err = r.setup.Companies(ctx, "noisy-webhooks", 3100, no.WebhookCompanies, 0); err != nil {
 		return err
+	}
+	for c := range nw.noisy {
+		nw.noisyAPI = append(nw.noisyAPI, TenantClient(10+c, r.stack.ReplicaURLs...))
 	}
 	var kinds []EndpointKind
 	share := func(total, c int) int { return total/no.WebhookCompanies + btoi(c < total%no.WebhookCompanies) }
@@ -302,7 +313,7 @@ func (r *runner) runNoisyWebhooks(ctx context.Context, run int, res *Result) err
 		var idsMu sync.Mutex
 		rec := NewRecorder()
 		Drive(ctx, Shape{Mode: Open, Rate: no.HealthyEventRate, Duration: r.o.Duration, MaxInFlight: 1024}, rec,
-			r.publishCall(nw.healthy, run, func(id string) {
+			r.publishCallVia(nw.api, nw.healthy, run, func(id string) {
 				idsMu.Lock()
 				ids = append(ids, id)
 				idsMu.Unlock()
@@ -338,7 +349,7 @@ func (r *runner) runNoisyWebhooks(ctx context.Context, run int, res *Result) err
 		for c, co := range nw.noisy {
 			calls = append(calls, func(ctx context.Context, _ int, _ time.Time) string {
 				id := fmt.Sprintf("noise-%d-%d", run, r.seq.Add(1))
-				status, _, err := r.api.Do(ctx, "POST", "/api/events", co.Token, importEvent(id))
+				status, _, err := nw.noisyAPI[c].Do(ctx, "POST", "/api/events", co.Token, importEvent(id))
 				out := outcome(status, err)
 				if out == "" {
 					mu.Lock()
@@ -354,8 +365,8 @@ func (r *runner) runNoisyWebhooks(ctx context.Context, run int, res *Result) err
 	defer func() {
 		for c, s := range subs {
 			if len(s) > 0 {
-				if err := r.setup.Unsubscribe(context.WithoutCancel(ctx), nw.noisy[c], s); err != nil {
-					r.o.Log("noisy-webhooks: unsubscribe: %v", err)
+				if left, err := r.setup.Unsubscribe(context.WithoutCancel(ctx), nw.noisy[c], s); left > 0 {
+					r.o.Log("noisy-webhooks: %d subscriptions of a noisy company could not be deleted (they keep retrying): %v", left, err)
 				}
 			}
 		}
@@ -383,7 +394,7 @@ func (r *runner) runNoisyWebhooks(ctx context.Context, run int, res *Result) err
 	sc := CheckSchedule(nw.failing.Gaps(), DocumentedRetryDelays, ScheduleTolerance)
 	nf.Schedule = &sc
 	if t, ok := nf.Endpoints[Slow]; ok {
-		nf.Lost = t.Expected - t.Answered
+		nf.Undelivered = t.Expected - t.Answered
 	}
 	res.Noisy = nr
 	res.Latency = pair.Noisy
@@ -392,6 +403,8 @@ func (r *runner) runNoisyWebhooks(ctx context.Context, run int, res *Result) err
 
 // noisySends is the set-up of noisy-sends.
 type noisySends struct {
+	api       *Client   // the healthy companies'
+	noisyAPI  []*Client // each noisy company's
 	stalled   *StalledProvider
 	noisy     []*Company
 	healthy   []*Company
@@ -426,6 +439,10 @@ func (r *runner) prepareNoisySends(ctx context.Context) error {
 		ns.endpoints = append(ns.endpoints, name)
 	}
 	ns.budget = NewBudget(len(ns.healthy), SendRatePerCompany*98/100, time.Minute)
+	ns.api = TenantClient(1, r.stack.ReplicaURLs...)
+	for c := range ns.noisy {
+		ns.noisyAPI = append(ns.noisyAPI, TenantClient(30+c, r.stack.ReplicaURLs...))
+	}
 	r.ns = ns
 	return nil
 }
@@ -453,7 +470,7 @@ func (r *runner) runNoisySends(ctx context.Context, run int, res *Result) error 
 				text := fmt.Sprintf("ns-%d-%s-%d", run, phase, r.seq.Add(1))
 				body, _ := json.Marshal(map[string]any{"platform": "ofc_chatapp", "sender_key": co.ChannelKey,
 					"contact_key": co.Contacts[seq%len(co.Contacts)], "text": text, "enqueue": enqueue})
-				status, _, err := r.api.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+				status, _, err := ns.api.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
 				out := outcome(status, err)
 				if out == "" && enqueue {
 					mu.Lock()
@@ -501,11 +518,11 @@ func (r *runner) runNoisySends(ctx context.Context, run int, res *Result) error 
 	begin := func(ctx context.Context) (*noise, error) {
 		ns.stalled.Stall()
 		var calls []Call
-		for _, co := range ns.noisy {
+		for c, co := range ns.noisy {
 			calls = append(calls, func(ctx context.Context, seq int, _ time.Time) string {
 				body, _ := json.Marshal(map[string]any{"platform": "ofc_chatapp", "sender_key": co.ChannelKey,
 					"contact_key": co.Contacts[seq%len(co.Contacts)], "text": fmt.Sprintf("ns-noise-%d-%d", run, r.seq.Add(1)), "enqueue": true})
-				status, _, err := r.api.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+				status, _, err := ns.noisyAPI[c].Do(ctx, "POST", "/api/api-send-message", co.Token, body)
 				return outcome(status, err)
 			})
 		}
@@ -570,7 +587,8 @@ func settleQuiet(ctx context.Context, bound time.Duration, count func() int) {
 
 // noisyInbound is the set-up of noisy-inbound.
 type noisyInbound struct {
-	healthy, noisy *Company
+	healthy, noisy       *Company
+	healthyAPI, noisyAPI *Client
 }
 
 func (r *runner) prepareNoisyInbound(ctx context.Context) error {
@@ -581,7 +599,8 @@ func (r *runner) prepareNoisyInbound(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ni := &noisyInbound{healthy: cs[0], noisy: cs[1]}
+	ni := &noisyInbound{healthy: cs[0], noisy: cs[1], healthyAPI: TenantClient(2, r.stack.ReplicaURLs...),
+		noisyAPI: TenantClient(3, r.stack.ReplicaURLs...)}
 	for _, c := range []struct {
 		co   *Company
 		name string
@@ -613,7 +632,7 @@ func (r *runner) runNoisyInbound(ctx context.Context, run int, res *Result) erro
 		var texts []string
 		rec := NewRecorder()
 		Drive(ctx, Shape{Mode: Open, Rate: no.HealthyInboundRate, Duration: r.o.Duration, MaxInFlight: 1024}, rec,
-			r.inboundCall(ni.healthy, fmt.Sprintf("ni-%d-%s", run, phase), 20, r.recv.Due, func(t string) {
+			r.inboundCall(ni.healthyAPI, ni.healthy, fmt.Sprintf("ni-%d-%s", run, phase), 20, r.recv.Due, func(t string) {
 				mu.Lock()
 				texts = append(texts, t)
 				mu.Unlock()
@@ -633,7 +652,7 @@ func (r *runner) runNoisyInbound(ctx context.Context, run int, res *Result) erro
 		return nil
 	}
 	begin := func(ctx context.Context) (*noise, error) {
-		return startNoise(ctx, no.InboundRate, []Call{r.inboundCall(ni.noisy, fmt.Sprintf("ni-noise-%d", run), 200,
+		return startNoise(ctx, no.InboundRate, []Call{r.inboundCall(ni.noisyAPI, ni.noisy, fmt.Sprintf("ni-noise-%d", run), 200,
 			func(string, time.Time) {}, func(t string) {
 				noisyMu.Lock()
 				noisyAccepted = append(noisyAccepted, t)
@@ -657,7 +676,7 @@ func (r *runner) runNoisyInbound(ctx context.Context, run int, res *Result) erro
 	acc := append([]string(nil), noisyAccepted...)
 	noisyMu.Unlock()
 	WaitFor(ctx, r.o.Drain, func() bool { return r.recv.Tally(ends, acc).Lost == 0 })
-	nf.Lost = r.recv.Tally(ends, acc).Lost
+	nf.Undelivered = r.recv.Tally(ends, acc).Lost
 	res.Noisy = nr
 	res.Latency = pair.Noisy
 	return nil

@@ -704,12 +704,14 @@ func (r *runner) publishCall(co *Company, run int, accepted func(string)) Call {
 	return r.publishCallVia(r.api, co, run, accepted)
 }
 
-// publishCallVia is publishCall to the server of c (a baseline).
+// publishCallVia is publishCall to the server of c (a baseline). The
+// publishes take the company's tokens in turn (one, unless it was given
+// more).
 func (r *runner) publishCallVia(c *Client, co *Company, run int, accepted func(string)) Call {
-	return func(ctx context.Context, _ int, due time.Time) string {
+	return func(ctx context.Context, seq int, due time.Time) string {
 		id := fmt.Sprintf("load-%d-%d", run, r.seq.Add(1))
 		r.recv.Due(id, due)
-		status, _, err := c.Do(ctx, "POST", "/api/events", co.Token, importEvent(id))
+		status, _, err := c.Do(ctx, "POST", "/api/events", co.token(seq), importEvent(id))
 		out := outcome(status, err)
 		if out == "" {
 			accepted(id)

@@ -257,11 +257,25 @@ func (st *Setup) SubscribeMany(ctx context.Context, c *Company, prefix string, u
 }
 
 // Unsubscribe deletes subscriptions of c, several at a time over its
-// tokens.
-func (st *Setup) Unsubscribe(ctx context.Context, c *Company, subs []Subscription) error {
-	return parallel(ctx, len(subs), 8, func(ctx context.Context, i int) error {
-		return st.managed(ctx, "DELETE", fmt.Sprintf("/api/channel-webhooks/%d", subs[i].ID), c.token(i), nil, nil)
+// tokens; a failure does not stop the others, and each is tried three
+// times. It returns how many are left and the last error.
+func (st *Setup) Unsubscribe(ctx context.Context, c *Company, subs []Subscription) (int, error) {
+	var mu sync.Mutex
+	left, last := 0, error(nil)
+	_ = parallel(ctx, len(subs), 8, func(ctx context.Context, i int) error {
+		var err error
+		for range 3 {
+			if err = st.managed(ctx, "DELETE", fmt.Sprintf("/api/channel-webhooks/%d", subs[i].ID), c.token(i), nil, nil); err == nil {
+				return nil
+			}
+			time.Sleep(time.Second)
+		}
+		mu.Lock()
+		left, last = left+1, err
+		mu.Unlock()
+		return nil
 	})
+	return left, last
 }
 
 // managed is a request to the webhook management endpoints, which limit

@@ -77,12 +77,12 @@ func (rep *Report) writeDetails(w io.Writer) {
 			sort.Strings(names)
 			for _, s := range names {
 				p := n.Healthy[s]
-				fmt.Fprintf(w, "  healthy %s: without noise p50 %.1f p99 %.1f ms (n %d, lost %d); with noise p50 %.1f p99 %.1f ms (n %d, lost %d); ratio p50 %s p99 %s; errors %s\n",
+				fmt.Fprintf(w, "  healthy %s: without noise p50 %.1f p99 %.1f ms (n %d, %d missing after the drain); with noise p50 %.1f p99 %.1f ms (n %d, %d missing); ratio p50 %s p99 %s; errors %s\n",
 					s, p.Quiet.P50, p.Quiet.P99, p.Quiet.N, p.LostQuiet, p.Noisy.P50, p.Noisy.P99, p.Noisy.N, p.LostNoisy,
 					ratio(p.RatioP50), ratio(p.RatioP99), errorText(p.Errors))
 			}
 			nf := n.Noise
-			fmt.Fprintf(w, "  noise: %d requests, %d accepted, errors %s, lost %d", nf.Requests, nf.Accepted, errorText(nf.Errors), nf.Lost)
+			fmt.Fprintf(w, "  noise: %d requests, %d accepted, errors %s, %d undelivered at the end", nf.Requests, nf.Accepted, errorText(nf.Errors), nf.Undelivered)
 			if nf.StalledSends > 0 || r.Scenario == ScenarioNoisySends {
 				fmt.Fprintf(w, ", %d sends reached the stalled provider, %d of them more than once", nf.StalledSends, nf.Resent)
 			}
