@@ -111,8 +111,10 @@ type NoiseFigures struct {
 	Attempts  int                         `json:"attempts,omitempty"` // requests the failing endpoints got
 	Schedule  *ScheduleCheck              `json:"schedule,omitempty"`
 	Observed  float64                     `json:"observed_s,omitempty"` // seconds the retries were watched after the noise
-	// StalledSends (noisy-sends) reached the stalled provider; Resent is
-	// the texts that reached it more than once (the rule: never).
+	// StalledSends (noisy-sends) reached the stalled provider in this run;
+	// Resent is the texts that reached it more than once (the rule:
+	// never), over every run so far, since a late resend of an earlier
+	// run's text counts too.
 	StalledSends int `json:"stalled_sends,omitempty"`
 	Resent       int `json:"resent"`
 	// Undelivered is accepted noise that had not arrived, at the end,
@@ -528,6 +530,7 @@ func (r *runner) runNoisySends(ctx context.Context, run int, res *Result) error 
 		}
 		return startNoise(ctx, no.SendRate, calls), nil
 	}
+	sentBefore, _ := ns.stalled.Received()
 	quiet, noisy, n, err := r.phases(ctx, healthy, begin)
 	if err != nil {
 		return err
@@ -546,7 +549,8 @@ func (r *runner) runNoisySends(ctx context.Context, run int, res *Result) error 
 	for _, v := range nf.Errors {
 		nf.Requests += v
 	}
-	nf.StalledSends, nf.Resent = ns.stalled.Received()
+	sent, resent := ns.stalled.Received()
+	nf.StalledSends, nf.Resent = sent-sentBefore, resent
 	res.Noisy = nr
 	res.Latency = queued.Noisy
 	return nil
