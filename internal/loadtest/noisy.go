@@ -405,7 +405,7 @@ func (r *runner) runNoisyWebhooks(ctx context.Context, run int, res *Result) err
 
 // noisySends is the set-up of noisy-sends.
 type noisySends struct {
-	api       *Client   // the healthy companies'
+	api       []*Client // each healthy company's
 	noisyAPI  []*Client // each noisy company's
 	stalled   *StalledProvider
 	noisy     []*Company
@@ -441,7 +441,9 @@ func (r *runner) prepareNoisySends(ctx context.Context) error {
 		ns.endpoints = append(ns.endpoints, name)
 	}
 	ns.budget = NewBudget(len(ns.healthy), SendRatePerCompany*98/100, time.Minute)
-	ns.api = TenantClient(1, r.stack.ReplicaURLs...)
+	for c := range ns.healthy {
+		ns.api = append(ns.api, TenantClient(100+c, r.stack.ReplicaURLs...))
+	}
 	for c := range ns.noisy {
 		ns.noisyAPI = append(ns.noisyAPI, TenantClient(30+c, r.stack.ReplicaURLs...))
 	}
@@ -472,7 +474,7 @@ func (r *runner) runNoisySends(ctx context.Context, run int, res *Result) error 
 				text := fmt.Sprintf("ns-%d-%s-%d", run, phase, r.seq.Add(1))
 				body, _ := json.Marshal(map[string]any{"platform": "ofc_chatapp", "sender_key": co.ChannelKey,
 					"contact_key": co.Contacts[seq%len(co.Contacts)], "text": text, "enqueue": enqueue})
-				status, _, err := ns.api.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+				status, _, err := ns.api[i].Do(ctx, "POST", "/api/api-send-message", co.Token, body)
 				out := outcome(status, err)
 				if out == "" && enqueue {
 					mu.Lock()
