@@ -93,10 +93,39 @@ type Pair struct {
 	LostQuiet int            `json:"missing_quiet"` // accepted but not seen within the drain bound
 	LostNoisy int            `json:"missing_noisy"`
 	Errors    map[string]int `json:"errors,omitempty"` // failed requests of both phases
+	// QuietBeyond and NoisyBeyond say that more than 1% (p99) or half
+	// (p50) of the phase's accepted requests were still missing after the
+	// drain bound: that percentile lies beyond the bound, and the figure
+	// of those that arrived understates it. Their ratios are then left
+	// out.
+	QuietBeyond string `json:"quiet_beyond_drain,omitempty"` // "", "p99" or "p50 and p99"
+	NoisyBeyond string `json:"noisy_beyond_drain,omitempty"`
+}
+
+// beyond says which percentiles lie beyond the drain bound when missing
+// of arrived+missing never arrived.
+func beyond(arrived, missing int) string {
+	total := arrived + missing
+	switch {
+	case missing == 0:
+		return ""
+	case 2*missing >= total:
+		return "p50 and p99"
+	case 100*missing > total:
+		return "p99"
+	}
+	return ""
 }
 
 func (p *Pair) finish() {
+	p.QuietBeyond, p.NoisyBeyond = beyond(p.Quiet.N, p.LostQuiet), beyond(p.Noisy.N, p.LostNoisy)
 	p.RatioP50, p.RatioP99 = ratioOf(p.Noisy.P50, p.Quiet.P50), ratioOf(p.Noisy.P99, p.Quiet.P99)
+	if p.QuietBeyond != "" || p.NoisyBeyond != "" {
+		p.RatioP99 = 0
+	}
+	if p.QuietBeyond == "p50 and p99" || p.NoisyBeyond == "p50 and p99" {
+		p.RatioP50 = 0
+	}
 }
 
 // NoiseFigures are the noisy tenants' own figures.

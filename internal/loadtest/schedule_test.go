@@ -207,3 +207,28 @@ func TestFailingEndpoints(t *testing.T) {
 		t.Errorf("a 503 endpoint answered %d", got)
 	}
 }
+
+func TestPairFinish(t *testing.T) {
+	tests := []struct {
+		name               string
+		p                  Pair
+		r50, r99           float64
+		quietBey, noisyBey string
+	}{
+		{"all arrived", Pair{Quiet: Latency{N: 100, P50: 10, P99: 20}, Noisy: Latency{N: 100, P50: 20, P99: 50}}, 2, 2.5, "", ""},
+		{"1% missing", Pair{Quiet: Latency{N: 100, P50: 10, P99: 20}, Noisy: Latency{N: 99, P50: 20, P99: 50}, LostNoisy: 1}, 2, 2.5, "", ""},
+		{"2% missing", Pair{Quiet: Latency{N: 100, P50: 10, P99: 20}, Noisy: Latency{N: 98, P50: 20, P99: 50}, LostNoisy: 2}, 2, 0, "", "p99"},
+		{"most missing", Pair{Quiet: Latency{N: 100, P50: 10, P99: 20}, Noisy: Latency{N: 40, P50: 20, P99: 50}, LostNoisy: 60}, 0, 0, "", "p50 and p99"},
+		{"none arrived", Pair{Quiet: Latency{N: 100, P50: 10, P99: 20}, LostNoisy: 60}, 0, 0, "", "p50 and p99"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.p
+			p.finish()
+			if p.RatioP50 != tt.r50 || p.RatioP99 != tt.r99 || p.QuietBeyond != tt.quietBey || p.NoisyBeyond != tt.noisyBey {
+				t.Errorf("got ratios %v %v, beyond %q %q; want %v %v, %q %q", p.RatioP50, p.RatioP99, p.QuietBeyond,
+					p.NoisyBeyond, tt.r50, tt.r99, tt.quietBey, tt.noisyBey)
+			}
+		})
+	}
+}

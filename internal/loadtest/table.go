@@ -80,6 +80,11 @@ func (rep *Report) writeDetails(w io.Writer) {
 				fmt.Fprintf(w, "  healthy %s: without noise p50 %.1f p99 %.1f ms (n %d, %d missing after the drain); with noise p50 %.1f p99 %.1f ms (n %d, %d missing); ratio p50 %s p99 %s; errors %s\n",
 					s, p.Quiet.P50, p.Quiet.P99, p.Quiet.N, p.LostQuiet, p.Noisy.P50, p.Noisy.P99, p.Noisy.N, p.LostNoisy,
 					ratio(p.RatioP50), ratio(p.RatioP99), errorText(p.Errors))
+				for _, b := range []struct{ phase, which string }{{"without", p.QuietBeyond}, {"with", p.NoisyBeyond}} {
+					if b.which != "" {
+						fmt.Fprintf(w, "    %s noise, %s lie beyond the drain bound (too many missing): the figure above is of those that arrived, a lower bound\n", b.phase, b.which)
+					}
+				}
 			}
 			nf := n.Noise
 			fmt.Fprintf(w, "  noise: %d requests, %d accepted, errors %s, %d undelivered at the end", nf.Requests, nf.Accepted, errorText(nf.Errors), nf.Undelivered)
