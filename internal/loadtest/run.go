@@ -381,9 +381,15 @@ func (r *runner) startJobBaseline(ctx context.Context, job string, args ...strin
 	if err != nil {
 		return nil, nil, err
 	}
+	// A delivery worker holds its connection (the outbox row's lock)
+	// through its POST: the pool has one per worker beside the requests'.
+	conns := r.o.BaselineConns
+	if job == "delivery" {
+		conns += int32(r.o.JobWorkers)
+	}
 	p := &Proc{Name: "baseline-" + job, Path: r.o.Self, LogPath: filepath.Join(r.stack.Dir, "baseline-"+job+".log"),
 		Args: append([]string{"baseline", "-job", job, "-listen", addr, "-database-url", r.stack.BaselineURL,
-			"-conns", fmt.Sprint(r.o.BaselineConns), "-workers", fmt.Sprint(r.o.JobWorkers)}, args...)}
+			"-conns", fmt.Sprint(conns), "-workers", fmt.Sprint(r.o.JobWorkers)}, args...)}
 	if err := p.Start(); err != nil {
 		return nil, nil, err
 	}
