@@ -16,5 +16,17 @@
 // so a stalled server cannot hide its stalls by slowing the client down
 // (no coordinated omission). The bare baseline server (net/http + pgx, one
 // INSERT per request; Baseline) runs under the same client in the same run
-// so every figure comes with its ratio to what this machine can do at all.
+// so every figure comes with its ratio to what this machine can do at all;
+// the baselines of the job itself (baseline-send: INSERT, a worker's POST
+// to the provider, UPDATE; baseline-delivery: an outbox row, a signed POST,
+// a log row with the delete) give the ratios of a whole send and a whole
+// delivery.
+//
+// Growth and tenancy have scenarios of their own: events-fanout (publish
+// latency and CPU per delivery at 1–500 subscriptions per event), list-1m
+// (listing a company whose million conversations SeedConversations wrote
+// through SQL), and noisy-webhooks, noisy-sends and noisy-inbound, which
+// measure a healthy tenant without and beside another tenant's dead
+// endpoints, stalled provider or inbound flood in one run. README.md says
+// what each does and how to run it.
 package loadtest

@@ -37,6 +37,7 @@ type SentEvent struct {
 	MessageID  int64
 	ExternalID string
 	StatusID   int
+	At         time.Time // when the receiver got it
 }
 
 // hookStats is what one subscription's endpoint received.
@@ -44,6 +45,7 @@ type hookStats struct {
 	deliveries map[string]int // delivery id → times processed or acknowledged
 	imports    map[string]int // import_id → deliveries processed
 	replays    int            // deliveries the Seen store recognised (retries of a processed one)
+	lat        []time.Duration
 }
 
 // StartReceiver listens on 127.0.0.1.
@@ -84,6 +86,22 @@ func (r *Receiver) Register(name, secret string) {
 		r.last = now
 		if due, ok := r.due[p.ImportID]; ok && st.imports[p.ImportID] == 1 {
 			r.lat = append(r.lat, now.Sub(due))
+			st.lat = append(st.lat, now.Sub(due))
+		}
+		return nil
+	})
+	// An inbound message counts under its text, which the load generator
+	// makes unique, as an event counts under its import id.
+	subscriber.Handle(h, events.OmnichatMessageReceived, func(_ context.Context, d *subscriber.Delivery, p *events.MessageReceivedPayload) error {
+		now := time.Now()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		st.deliveries[d.ID]++
+		st.imports[p.Text]++
+		r.last = now
+		if due, ok := r.due[p.Text]; ok && st.imports[p.Text] == 1 {
+			r.lat = append(r.lat, now.Sub(due))
+			st.lat = append(st.lat, now.Sub(due))
 		}
 		return nil
 	})
@@ -91,7 +109,8 @@ func (r *Receiver) Register(name, secret string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		st.deliveries[d.ID]++
-		r.sent[p.Text] = append(r.sent[p.Text], SentEvent{MessageID: p.ID, ExternalID: deref(p.ExternalID), StatusID: int(p.StatusID)})
+		r.sent[p.Text] = append(r.sent[p.Text], SentEvent{MessageID: p.ID, ExternalID: deref(p.ExternalID), StatusID: int(p.StatusID),
+			At: time.Now()})
 		return nil
 	})
 	r.mu.Lock()
@@ -158,6 +177,9 @@ func (r *Receiver) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.due, r.lat = map[string]time.Time{}, nil
+	for _, st := range r.subs {
+		st.lat = nil
+	}
 }
 
 // Latencies returns and forgets the publish→receipt latencies recorded
@@ -168,6 +190,21 @@ func (r *Receiver) Latencies() []time.Duration {
 	l := r.lat
 	r.lat = nil
 	return l
+}
+
+// EndpointLatencies returns and forgets the publish→receipt latencies
+// recorded at the named endpoints (first receipt of each event at each).
+func (r *Receiver) EndpointLatencies(names []string) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Duration
+	for _, n := range names {
+		if st := r.subs[n]; st != nil {
+			out = append(out, st.lat...)
+			st.lat = nil
+		}
+	}
+	return out
 }
 
 // LastReceipt is when the last event was processed.

@@ -24,7 +24,23 @@ const (
 	ScenarioEvents4     = "events-4"     // … to four endpoints
 	ScenarioListDefault = "list-default" // GET /api/contact-channels
 	ScenarioListFilter  = "list-filter"  // GET /api/contact-channels?filter=joao (accent-folded search)
+
+	// The baselines of the job itself (issue 31), each run open or closed
+	// like the one-INSERT baseline and compared with the gateway's figure.
+	ScenarioBaselineSend     = "baseline-send"     // INSERT, a worker's POST to providersim, UPDATE of the outcome
+	ScenarioBaselineDelivery = "baseline-delivery" // an outbox row, a signed POST to the receiver, a log row with the delete
+
+	// Scenarios with a load of their own (no mode).
+	ScenarioNoisyWebhooks = "noisy-webhooks" // healthy publish→receipt beside 1,000 dead endpoints (issue 25)
+	ScenarioNoisySends    = "noisy-sends"    // healthy sends beside companies whose provider stalls
+	ScenarioNoisyInbound  = "noisy-inbound"  // healthy inbound→event beside a 1,000/s inbound flood
+	ScenarioFanout        = "events-fanout"  // publish latency and CPU per delivery at 1–500 subscriptions per event
+	ScenarioList1M        = "list-1m"        // listings of a company with 1M conversations seeded through SQL
 )
+
+// modeless are the scenarios with a load of their own.
+var modeless = map[string]bool{ScenarioNoisyWebhooks: true, ScenarioNoisySends: true, ScenarioNoisyInbound: true,
+	ScenarioFanout: true, ScenarioList1M: true}
 
 // DefaultScenarios is what `make load` runs: the issue's scenarios, the
 // baseline in each loop mode it is compared with. Events come last so
@@ -32,6 +48,8 @@ const (
 var DefaultScenarios = []string{
 	"baseline:closed", "send-queued:closed", "baseline:open", "send-queued:open", "send-sync:closed",
 	"list-default:closed", "list-filter:closed", "events-1:open", "events-4:open", "events-1:closed",
+	"baseline-send:closed", "baseline-delivery:open", "baseline-delivery:closed",
+	ScenarioFanout, ScenarioList1M, ScenarioNoisyWebhooks, ScenarioNoisySends, ScenarioNoisyInbound,
 }
 
 // Options of a load run.
@@ -56,7 +74,18 @@ type Options struct {
 	// scenario's load (through its DEBUG_LISTEN pprof listener).
 	ProfileDir    string
 	BaselineConns int32
-	Log           func(format string, args ...any)
+	// JobWorkers are the worker goroutines of baseline-send and
+	// baseline-delivery.
+	JobWorkers int
+	// Noise shapes the noisy-neighbour scenarios.
+	Noise NoiseOptions
+	// FanoutLevels are the subscriptions per event of events-fanout, and
+	// FanoutDeliveries the deliveries per second offered at each.
+	FanoutLevels     []int
+	FanoutDeliveries float64
+	// ListRows is the conversations seeded for list-1m.
+	ListRows int
+	Log      func(format string, args ...any)
 }
 
 // Result is one scenario of one run.
@@ -74,6 +103,11 @@ type Result struct {
 	Sends      *SendResult    `json:"sends,omitempty"`
 	Footprint  Footprint      `json:"footprint"`
 	CPUPerReq  float64        `json:"cpu_ms_per_request"`
+	// Ratios to the baselines of the job itself (JobRatios).
+	Ratios  map[string]float64 `json:"ratios,omitempty"`
+	Noisy   *NoisyResult       `json:"noisy,omitempty"`
+	Fanout  []FanoutLevel      `json:"fanout,omitempty"`
+	Listing []ListingCase      `json:"listing,omitempty"`
 }
 
 // EventResult is the delivery side of an events scenario.
@@ -100,6 +134,10 @@ type SendResult struct {
 	// provider; the drain bound when Left > 0.
 	DrainedIn float64 `json:"drained_in_s"`
 	Left      int     `json:"left"`
+	// CompletedPerSec is the sends that reached the provider over the
+	// load and its drain: the job done per second, which the queued send
+	// and baseline-send are compared by.
+	CompletedPerSec float64 `json:"completed_per_s"`
 }
 
 // Report is the output of a load run.
@@ -136,6 +174,18 @@ type runner struct {
 	idleRSS  float64
 	// …and their RssAnon part
 	startAnon, idleAnon float64
+
+	// Made on first use by the scenarios that need them.
+	baseSend, baseDelivery *Proc
+	sendClient             *Client
+	deliveryClient         *Client
+	deliveryTarget         *eventTarget
+	nw                     *noisyWebhooks
+	ns                     *noisySends
+	ni                     *noisyInbound
+	fanout                 map[int]*fanoutTarget
+	l1m                    *list1M
+	closers                []func()
 }
 
 type eventTarget struct {
@@ -153,6 +203,19 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer stack.Close()
+	o.Noise = o.Noise.withDefaults()
+	if len(o.FanoutLevels) == 0 {
+		o.FanoutLevels = DefaultFanout
+	}
+	if o.FanoutDeliveries <= 0 {
+		o.FanoutDeliveries = 1000
+	}
+	if o.ListRows <= 0 {
+		o.ListRows = 1_000_000
+	}
+	if o.JobWorkers <= 0 {
+		o.JobWorkers = 32
+	}
 	r := &runner{o: o, stack: stack, setup: NewSetup(stack), api: NewClient(stack.ReplicaURLs...), ev: map[int]*eventTarget{}}
 	defer r.close()
 	if err := r.prepare(ctx); err != nil {
@@ -162,8 +225,11 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 		IdleRSSMB: r.idleRSS, StartAnonMB: r.startAnon, IdleAnonMB: r.idleAnon, Options: map[string]any{
 			"runs": o.Runs, "duration_s": o.Duration.Seconds(), "rate": o.Rate, "event_rate": o.EventRate,
 			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "profile_dir": o.ProfileDir, "contacts": o.Contacts,
-			"list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns, "scenarios": o.Scenarios}}
+			"list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns, "scenarios": o.Scenarios,
+			"job_workers": o.JobWorkers, "noise": o.Noise, "fanout_levels": o.FanoutLevels,
+			"fanout_deliveries_per_s": o.FanoutDeliveries, "list_rows": o.ListRows}}
 	for run := 1; run <= o.Runs; run++ {
+		first := len(rep.Results)
 		base := map[string]float64{} // baseline throughput by load shape
 		for _, sc := range o.Scenarios {
 			name, mode, err := ParseScenario(sc)
@@ -185,14 +251,22 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 			}
 			rep.Results = append(rep.Results, res)
 		}
+		JobRatios(rep.Results[first:])
 	}
 	rep.Summary = summarise(rep.Results)
 	return rep, nil
 }
 
-// ParseScenario splits "name:mode".
+// ParseScenario splits "name:mode"; a scenario with a load of its own
+// (noisy-*, events-fanout, list-1m) has no mode.
 func ParseScenario(s string) (string, Mode, error) {
 	name, mode, _ := strings.Cut(s, ":")
+	if modeless[name] {
+		if mode != "" {
+			return "", "", fmt.Errorf("scenario %q: %s has a load of its own, give it without a mode", s, name)
+		}
+		return name, "", nil
+	}
 	switch Mode(mode) {
 	case Open, Closed:
 	default:
@@ -200,7 +274,7 @@ func ParseScenario(s string) (string, Mode, error) {
 	}
 	switch name {
 	case ScenarioBaseline, ScenarioSendQueued, ScenarioSendSync, ScenarioEvents1, ScenarioEvents4,
-		ScenarioListDefault, ScenarioListFilter:
+		ScenarioListDefault, ScenarioListFilter, ScenarioBaselineSend, ScenarioBaselineDelivery:
 		return name, Mode(mode), nil
 	}
 	return "", "", fmt.Errorf("unknown scenario %q", name)
@@ -214,23 +288,35 @@ func (r *runner) prepare(ctx context.Context) error {
 	if anon, err := sumOver(r.stack.PIDs(), AnonRSS); err == nil {
 		r.startAnon = mb(anon)
 	}
-	o.Log("setting up %d send companies with %d conversations each", o.Companies, o.Contacts)
+	need := map[string]bool{}
+	for _, sc := range o.Scenarios {
+		name, _, _ := ParseScenario(sc)
+		need[name] = true
+	}
 	var err error
-	if r.senders, err = r.setup.Companies(ctx, "load-send", 1, o.Companies, o.Contacts); err != nil {
-		return err
-	}
-	// Each company keeps 2% under the limit, so clock differences between
-	// this client and the gateway never make a send answer 429.
-	r.budget = NewBudget(len(r.senders), SendRatePerCompany*98/100, time.Minute)
-	listers, err := r.setup.Companies(ctx, "load-list", 1000, 1, o.ListContacts)
-	if err != nil {
-		return err
-	}
-	r.lister = listers[0]
 	if r.recv, err = StartReceiver(); err != nil {
 		return err
 	}
+	if need[ScenarioBaseline] || need[ScenarioSendQueued] || need[ScenarioSendSync] || need[ScenarioBaselineSend] {
+		o.Log("setting up %d send companies with %d conversations each", o.Companies, o.Contacts)
+		if r.senders, err = r.setup.Companies(ctx, "load-send", 1, o.Companies, o.Contacts); err != nil {
+			return err
+		}
+		// Each company keeps 2% under the limit, so clock differences
+		// between this client and the gateway never make a send answer 429.
+		r.budget = NewBudget(len(r.senders), SendRatePerCompany*98/100, time.Minute)
+	}
+	if need[ScenarioListDefault] || need[ScenarioListFilter] {
+		listers, err := r.setup.Companies(ctx, "load-list", 1000, 1, o.ListContacts)
+		if err != nil {
+			return err
+		}
+		r.lister = listers[0]
+	}
 	for i, n := range []int{1, 4} {
+		if !need[map[int]string{1: ScenarioEvents1, 4: ScenarioEvents4}[n]] {
+			continue
+		}
 		cs, err := r.setup.Companies(ctx, "load-events", 2000+i, 1, 0)
 		if err != nil {
 			return err
@@ -247,19 +333,37 @@ func (r *runner) prepare(ctx context.Context) error {
 		}
 		r.ev[n] = t
 	}
-	addr, err := freeAddr()
-	if err != nil {
-		return err
+	if need[ScenarioBaseline] {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		r.baseURL = "http://" + addr
+		r.base = NewClient(r.baseURL)
+		r.baseline = &Proc{Name: "baseline", Path: o.Self, LogPath: filepath.Join(r.stack.Dir, "baseline.log"),
+			Args: []string{"baseline", "-listen", addr, "-database-url", r.stack.BaselineURL, "-conns", fmt.Sprint(o.BaselineConns)}}
+		if err := r.baseline.Start(); err != nil {
+			return err
+		}
+		if err := waitHTTP(ctx, r.baseURL+"/readyz", r.baseline); err != nil {
+			return err
+		}
 	}
-	r.baseURL = "http://" + addr
-	r.base = NewClient(r.baseURL)
-	r.baseline = &Proc{Name: "baseline", Path: o.Self, LogPath: filepath.Join(r.stack.Dir, "baseline.log"),
-		Args: []string{"baseline", "-listen", addr, "-database-url", r.stack.BaselineURL, "-conns", fmt.Sprint(o.BaselineConns)}}
-	if err := r.baseline.Start(); err != nil {
-		return err
+	if need[ScenarioBaselineSend] {
+		co := r.senders[0]
+		if r.baseSend, r.sendClient, err = r.startJobBaseline(ctx, "send", "-provider-url", r.stack.ProviderURL,
+			"-phone-number-id", co.PhoneNumberID, "-access-token", co.AccessToken); err != nil {
+			return err
+		}
 	}
-	if err := waitHTTP(ctx, r.baseURL+"/readyz", r.baseline); err != nil {
-		return err
+	if need[ScenarioBaselineDelivery] {
+		const name, secret = "baseline-delivery", "whsec_baseline-delivery-load"
+		r.recv.Register(name, secret)
+		r.deliveryTarget = &eventTarget{company: &Company{}, endpoints: []string{name}}
+		if r.baseDelivery, r.deliveryClient, err = r.startJobBaseline(ctx, "delivery", "-deliver-url", r.recv.HookURL(name),
+			"-deliver-secret", secret); err != nil {
+			return err
+		}
 	}
 	time.Sleep(3 * time.Second) // let the set-up's background work finish before "idle"
 	rss, err := sumRSS(r.stack.PIDs())
@@ -270,10 +374,43 @@ func (r *runner) prepare(ctx context.Context) error {
 	return err
 }
 
+// startJobBaseline starts `loadgen baseline -job job args…` on the
+// baseline's database and returns it with a client of it.
+func (r *runner) startJobBaseline(ctx context.Context, job string, args ...string) (*Proc, *Client, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, nil, err
+	}
+	// A delivery worker holds its connection (the outbox row's lock)
+	// through its POST: the pool has one per worker beside the requests'.
+	conns := r.o.BaselineConns
+	if job == "delivery" {
+		conns += int32(r.o.JobWorkers)
+	}
+	p := &Proc{Name: "baseline-" + job, Path: r.o.Self, LogPath: filepath.Join(r.stack.Dir, "baseline-"+job+".log"),
+		Args: append([]string{"baseline", "-job", job, "-listen", addr, "-database-url", r.stack.BaselineURL,
+			"-conns", fmt.Sprint(conns), "-workers", fmt.Sprint(r.o.JobWorkers)}, args...)}
+	if err := p.Start(); err != nil {
+		return nil, nil, err
+	}
+	if err := waitHTTP(ctx, "http://"+addr+"/readyz", p); err != nil {
+		return nil, nil, err
+	}
+	return p, NewClient("http://" + addr), nil
+}
+
 // close stops what prepare started, however far it got.
 func (r *runner) close() {
-	if r.baseline != nil && r.baseline.cmd != nil {
-		r.baseline.Stop(5 * time.Second)
+	for _, p := range []*Proc{r.baseline, r.baseSend, r.baseDelivery} {
+		if p != nil && p.cmd != nil {
+			p.Stop(5 * time.Second)
+		}
+	}
+	if r.nw != nil {
+		r.nw.failing.Close()
+	}
+	for _, c := range r.closers {
+		c()
 	}
 	if r.recv != nil {
 		r.recv.Close()
@@ -282,18 +419,26 @@ func (r *runner) close() {
 
 func (r *runner) shape(name string, mode Mode) Shape {
 	rate := r.o.Rate
-	if name == ScenarioEvents1 || name == ScenarioEvents4 {
+	if name == ScenarioEvents1 || name == ScenarioEvents4 || name == ScenarioBaselineDelivery {
 		rate = r.o.EventRate
 	}
 	return Shape{Mode: mode, Rate: rate, Conns: r.o.Conns, Duration: r.o.Duration, MaxInFlight: 1024}
 }
 
 func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) (Result, error) {
+	if modeless[name] {
+		return r.special(ctx, run, name)
+	}
 	shape := r.shape(name, mode)
 	res := Result{Scenario: name + ":" + string(mode), Load: shape.String(), Run: run}
 	pids := r.stack.PIDs()
-	if name == ScenarioBaseline {
+	switch name {
+	case ScenarioBaseline:
 		pids = []int{r.baseline.PID()}
+	case ScenarioBaselineSend:
+		pids = []int{r.baseSend.PID()}
+	case ScenarioBaselineDelivery:
+		pids = []int{r.baseDelivery.PID()}
 	}
 	var call Call
 	var target *eventTarget
@@ -310,6 +455,15 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 		call = r.listCall("/api/contact-channels")
 	case ScenarioListFilter:
 		call = r.listCall("/api/contact-channels?filter=joao")
+	case ScenarioBaselineSend:
+		call = r.sendCall(r.sendClient, nil, run, true)
+	case ScenarioBaselineDelivery:
+		target = r.deliveryTarget
+		call = r.publishCallVia(r.deliveryClient, target.company, run, func(id string) {
+			acceptedMu.Lock()
+			accepted = append(accepted, id)
+			acceptedMu.Unlock()
+		})
 	case ScenarioEvents1, ScenarioEvents4:
 		target = r.ev[map[string]int{ScenarioEvents1: 1, ScenarioEvents4: 4}[name]]
 		if err := r.enable(ctx, target, true); err != nil {
@@ -328,7 +482,8 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 		profiled = r.profile(ctx, fmt.Sprintf("run%d-%s-%s", run, name, mode), shape.Duration)
 	}
 	var sentBefore int
-	if name == ScenarioSendQueued {
+	queuedSend := name == ScenarioSendQueued || name == ScenarioBaselineSend
+	if queuedSend {
 		st, err := r.setup.Provider.Stats(ctx)
 		if err != nil {
 			return res, err
@@ -343,7 +498,7 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 			return res, err
 		}
 	}
-	if name == ScenarioSendQueued {
+	if queuedSend {
 		// Also keeps a backlog from loading the next scenario.
 		sr, err := r.drainSends(ctx, sentBefore, rec.Count(), drove.Elapsed)
 		if err != nil {
@@ -355,8 +510,10 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 		res.Events = r.drain(ctx, target, accepted, begin)
 		// Left-over deliveries of a scenario that did not drain must not
 		// load the next one.
-		if err := r.enable(ctx, target, false); err != nil {
-			return res, err
+		if len(target.subs) > 0 {
+			if err := r.enable(ctx, target, false); err != nil {
+				return res, err
+			}
 		}
 	}
 	fp, err := sampler.Stop(3 * time.Second)
@@ -371,6 +528,44 @@ func (r *runner) scenario(ctx context.Context, run int, name string, mode Mode) 
 		res.CPUPerReq = fp.CPUSeconds * 1000 / float64(res.OK)
 	}
 	return res, nil
+}
+
+// special runs a scenario with a load of its own.
+func (r *runner) special(ctx context.Context, run int, name string) (Result, error) {
+	no := r.o.Noise
+	res := Result{Scenario: name, Run: run}
+	switch name {
+	case ScenarioNoisyWebhooks:
+		res.Load = fmt.Sprintf("%.0f/s beside %d×%.1f/s", no.HealthyEventRate, no.WebhookCompanies, no.EventRate)
+	case ScenarioNoisySends:
+		res.Load = fmt.Sprintf("%.0f+%.0f/s beside %d×%.1f/s", no.HealthySendRate, no.HealthySendRate, no.SendCompanies, no.SendRate)
+	case ScenarioNoisyInbound:
+		res.Load = fmt.Sprintf("%.0f/s beside %.0f/s", no.HealthyInboundRate, no.InboundRate)
+	case ScenarioFanout:
+		res.Load = fmt.Sprintf("%.0f deliveries/s", r.o.FanoutDeliveries)
+	case ScenarioList1M:
+		res.Load = fmt.Sprintf("closed %d conns", r.o.Conns)
+	}
+	sampler := StartSampler(r.stack.PIDs(), 100*time.Millisecond)
+	var err error
+	switch name {
+	case ScenarioNoisyWebhooks:
+		err = r.runNoisyWebhooks(ctx, run, &res)
+	case ScenarioNoisySends:
+		err = r.runNoisySends(ctx, run, &res)
+	case ScenarioNoisyInbound:
+		err = r.runNoisyInbound(ctx, run, &res)
+	case ScenarioFanout:
+		err = r.runFanout(ctx, run, &res)
+	case ScenarioList1M:
+		err = r.runList1M(ctx, &res)
+	}
+	fp, ferr := sampler.Stop(0)
+	res.Footprint = fp
+	if err == nil {
+		err = ferr
+	}
+	return res, err
 }
 
 // profile starts a CPU profile of every replica lasting d (whole seconds,
@@ -461,6 +656,9 @@ func (r *runner) drainSends(ctx context.Context, before, accepted int, elapsed t
 		return nil, pollErr
 	}
 	sr.DrainedIn, sr.Left = time.Since(end).Seconds(), max(accepted-n, 0)
+	if span := elapsed.Seconds() + sr.DrainedIn; span > 0 {
+		sr.CompletedPerSec = float64(min(n, accepted)) / span
+	}
 	return sr, nil
 }
 
@@ -509,10 +707,17 @@ func (r *runner) listCall(path string) Call {
 // publishCall publishes contact.import.completed with a unique import id,
 // tells the receiver when it was due, and reports accepted ids.
 func (r *runner) publishCall(co *Company, run int, accepted func(string)) Call {
-	return func(ctx context.Context, _ int, due time.Time) string {
+	return r.publishCallVia(r.api, co, run, accepted)
+}
+
+// publishCallVia is publishCall to the server of c (a baseline). The
+// publishes take the company's tokens in turn (one, unless it was given
+// more).
+func (r *runner) publishCallVia(c *Client, co *Company, run int, accepted func(string)) Call {
+	return func(ctx context.Context, seq int, due time.Time) string {
 		id := fmt.Sprintf("load-%d-%d", run, r.seq.Add(1))
 		r.recv.Due(id, due)
-		status, _, err := r.api.Do(ctx, "POST", "/api/events", co.Token, importEvent(id))
+		status, _, err := c.Do(ctx, "POST", "/api/events", co.token(seq), importEvent(id))
 		out := outcome(status, err)
 		if out == "" {
 			accepted(id)
@@ -558,6 +763,32 @@ func summarise(results []Result) map[string]map[string]Spread {
 			add(r.Scenario, "backlog_at_end", float64(sr.BacklogAtEnd))
 			add(r.Scenario, "drained_in_s", sr.DrainedIn)
 			add(r.Scenario, "lost", float64(sr.Left))
+		}
+		if sr := r.Sends; sr != nil {
+			add(r.Scenario, "completed_per_s", sr.CompletedPerSec)
+		}
+		for k, v := range r.Ratios {
+			add(r.Scenario, "ratio "+k, v)
+		}
+		if n := r.Noisy; n != nil {
+			for k, v := range n.figures() {
+				add(r.Scenario, k, v)
+			}
+		}
+		for _, lv := range r.Fanout {
+			p := fmt.Sprintf("N=%d ", lv.Subscriptions)
+			add(r.Scenario, p+"publish p50 ms", lv.Publish.P50)
+			add(r.Scenario, p+"publish p99 ms", lv.Publish.P99)
+			add(r.Scenario, p+"gateway CPU ms/delivery", lv.GatewayMs)
+			add(r.Scenario, p+"postgres CPU ms/delivery", lv.PostgresMs)
+			add(r.Scenario, p+"total CPU ms/delivery", lv.TotalMs)
+			add(r.Scenario, p+"deliveries", float64(lv.Deliveries))
+			add(r.Scenario, p+"lost", float64(lv.Lost))
+		}
+		for _, lc := range r.Listing {
+			add(r.Scenario, lc.Name+" p50 ms", lc.Latency.P50)
+			add(r.Scenario, lc.Name+" p99 ms", lc.Latency.P99)
+			add(r.Scenario, lc.Name+" req/s", lc.Throughput)
 		}
 		if e := r.Events; e != nil {
 			add(r.Scenario, "deliveries_per_s", e.DeliveriesPerSec)

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,10 +15,20 @@ import (
 // provider simulator whose 24-hour window is open with each of Contacts.
 type Company struct {
 	ID            int64
+	UserID        int64
 	Token         string
 	ChannelKey    string // the official channel's number (sender_key)
+	ChannelID     int64  // the official channel's company channel id
 	PhoneNumberID string
-	Contacts      []string
+	// BusinessAccountID and AppSecret are the provider account's, for
+	// posting the provider's signed webhooks straight to the gateway.
+	BusinessAccountID string
+	AppSecret         string
+	AccessToken       string
+	Contacts          []string
+	// Tokens are more tokens of the company's user (MoreTokens): the
+	// management endpoints limit requests per token.
+	Tokens []string
 }
 
 // SendRatePerCompany is the API document's send limit (600 per minute per
@@ -42,9 +53,16 @@ func NewSetup(s *Stack) *Setup {
 // wrote once through the provider simulator's signed webhook). Contact
 // names carry an accent so the filtered listing has something to fold.
 func (st *Setup) Companies(ctx context.Context, prefix string, first, n, contacts int) ([]*Company, error) {
+	return st.CompaniesAt(ctx, prefix, first, n, contacts, st.Stack.ProviderURL)
+}
+
+// CompaniesAt is Companies with the official channels' provider API at
+// baseURL (a provider that stalls, say); their contacts still write
+// through the provider simulator, which signs the inbound webhooks.
+func (st *Setup) CompaniesAt(ctx context.Context, prefix string, first, n, contacts int, baseURL string) ([]*Company, error) {
 	out := make([]*Company, n)
 	err := parallel(ctx, n, 4, func(ctx context.Context, i int) error {
-		c, err := st.company(ctx, prefix, first+i, contacts)
+		c, err := st.company(ctx, prefix, first+i, contacts, baseURL)
 		out[i] = c
 		return err
 	})
@@ -76,30 +94,35 @@ func parallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i 
 	return context.Cause(ctx)
 }
 
-func (st *Setup) company(ctx context.Context, prefix string, num, contacts int) (*Company, error) {
+func (st *Setup) company(ctx context.Context, prefix string, num, contacts int, baseURL string) (*Company, error) {
 	var boot struct {
 		CompanyID int64  `json:"company_id"`
+		UserID    int64  `json:"user_id"`
 		Token     string `json:"token"`
 	}
 	if err := st.Stack.Admin(ctx, &boot, "bootstrap", "--company", fmt.Sprintf("%s-%d", prefix, num),
 		"--email", fmt.Sprintf("%s-%d@load.test", prefix, num), "--permissions", "all"); err != nil {
 		return nil, err
 	}
-	c := &Company{ID: boot.CompanyID, Token: boot.Token, ChannelKey: fmt.Sprintf("5521%09d", num),
-		PhoneNumberID: fmt.Sprintf("7%014d", num)}
+	c := &Company{ID: boot.CompanyID, UserID: boot.UserID, Token: boot.Token, ChannelKey: fmt.Sprintf("5521%09d", num),
+		PhoneNumberID: fmt.Sprintf("7%014d", num), BusinessAccountID: fmt.Sprintf("6%014d", num),
+		AppSecret: fmt.Sprintf("sim-secret-%d", num), AccessToken: fmt.Sprintf("sim-token-%d", num)}
 	acc := providersim.Account{PhoneNumberID: c.PhoneNumberID, BusinessAccountID: fmt.Sprintf("6%014d", num),
 		AccessToken: fmt.Sprintf("sim-token-%d", num), AppSecret: fmt.Sprintf("sim-secret-%d", num),
 		DisplayPhoneNumber: c.ChannelKey, WebhookURL: st.Stack.GatewayURL + "/provider-webhooks/" + c.PhoneNumberID}
 	if err := st.Provider.AddAccount(ctx, acc); err != nil {
 		return nil, err
 	}
-	var reg map[string]any
+	var reg struct {
+		CompanyChannelID int64 `json:"company_channel_id"`
+	}
 	if err := st.Stack.Admin(ctx, &reg, "channel", "register-official", "--company-id", fmt.Sprint(c.ID),
 		"--name", "load", "--key", c.ChannelKey, "--business-account-id", acc.BusinessAccountID,
 		"--phone-number-id", acc.PhoneNumberID, "--access-token", acc.AccessToken, "--app-secret", acc.AppSecret,
-		"--base-url", st.Stack.ProviderURL); err != nil {
+		"--base-url", baseURL); err != nil {
 		return nil, err
 	}
+	c.ChannelID = reg.CompanyChannelID
 	for j := range contacts {
 		contact := fmt.Sprintf("5531%04d%05d", num%10000, j)
 		res, err := st.Provider.Inbound(ctx, providersim.InboundRequest{PhoneNumberID: c.PhoneNumberID,
@@ -113,6 +136,32 @@ func (st *Setup) company(ctx context.Context, prefix string, num, contacts int) 
 		c.Contacts = append(c.Contacts, contact)
 	}
 	return c, nil
+}
+
+// MoreTokens gives c n more tokens with every permission (gateway admin
+// token create), for set-ups that make more management requests than one
+// token may in a minute.
+func (st *Setup) MoreTokens(ctx context.Context, c *Company, n int) error {
+	toks := make([]string, n)
+	err := parallel(ctx, n, 4, func(ctx context.Context, i int) error {
+		var out struct {
+			Token string `json:"token"`
+		}
+		err := st.Stack.Admin(ctx, &out, "token", "create", "--user-id", fmt.Sprint(c.UserID), "--name", fmt.Sprintf("load-%d", i),
+			"--permissions", "all")
+		toks[i] = out.Token
+		return err
+	})
+	c.Tokens = append(c.Tokens, toks...)
+	return err
+}
+
+// token is the company's i-th token, over its first and its extra ones.
+func (c *Company) token(i int) string {
+	if i%(len(c.Tokens)+1) == 0 {
+		return c.Token
+	}
+	return c.Tokens[i%(len(c.Tokens)+1)-1]
 }
 
 // Connection is an unofficial chat-app connection of a company on the
@@ -181,15 +230,71 @@ type Subscription struct {
 
 // Subscribe creates a subscription of company c to events at url.
 func (st *Setup) Subscribe(ctx context.Context, c *Company, name, url string, events []string) (Subscription, error) {
+	return st.subscribeWith(ctx, c.Token, name, url, events)
+}
+
+func (st *Setup) subscribeWith(ctx context.Context, token, name, url string, events []string) (Subscription, error) {
 	var out struct {
 		Data struct {
 			ID int64 `json:"id"`
 		} `json:"data"`
 		Secret string `json:"secret"`
 	}
-	err := st.API.JSON(ctx, "POST", "/api/channel-webhooks", c.Token,
-		map[string]any{"name": name, "url": url, "events": events}, &out)
+	err := st.managed(ctx, "POST", "/api/channel-webhooks", token, map[string]any{"name": name, "url": url, "events": events}, &out)
 	return Subscription{ID: out.Data.ID, Secret: out.Secret, URL: url}, err
+}
+
+// SubscribeMany creates one subscription of c per url (named prefix-i),
+// several at a time over c's tokens.
+func (st *Setup) SubscribeMany(ctx context.Context, c *Company, prefix string, urls []string, events []string) ([]Subscription, error) {
+	out := make([]Subscription, len(urls))
+	err := parallel(ctx, len(urls), 8, func(ctx context.Context, i int) error {
+		var err error
+		out[i], err = st.subscribeWith(ctx, c.token(i), fmt.Sprintf("%s-%d", prefix, i), urls[i], events)
+		return err
+	})
+	return out, err
+}
+
+// Unsubscribe deletes subscriptions of c, several at a time over its
+// tokens; a failure does not stop the others, and each is tried three
+// times. It returns how many are left and the last error.
+func (st *Setup) Unsubscribe(ctx context.Context, c *Company, subs []Subscription) (int, error) {
+	var mu sync.Mutex
+	left, last := 0, error(nil)
+	_ = parallel(ctx, len(subs), 8, func(ctx context.Context, i int) error {
+		var err error
+		for range 3 {
+			if err = st.managed(ctx, "DELETE", fmt.Sprintf("/api/channel-webhooks/%d", subs[i].ID), c.token(i), nil, nil); err == nil {
+				return nil
+			}
+			time.Sleep(time.Second)
+		}
+		mu.Lock()
+		left, last = left+1, err
+		mu.Unlock()
+		return nil
+	})
+	return left, last
+}
+
+// managed is a request to the webhook management endpoints, which limit
+// requests per token: a 429 is waited out (its Retry-After) and retried,
+// for at most two minutes.
+func (st *Setup) managed(ctx context.Context, method, path, token string, in, out any) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := st.API.JSON(ctx, method, path, token, in, out)
+		var limited *limitedError
+		if !errors.As(err, &limited) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(limited.wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Budget spreads sends over companies so that none of them sends more

@@ -54,6 +54,101 @@ func (rep *Report) WriteTable(w io.Writer) {
 			spread(f["backlog_at_end"], "%.0f"), spread(f["peak_rss_mb"], "%.0f"))
 	}
 	tw.Flush()
+	rep.writeDetails(w)
+}
+
+// standardFigures are those the summary table has columns for.
+var standardFigures = map[string]bool{"rps": true, "ratio": true, "p50_ms": true, "p99_ms": true, "p999_ms": true,
+	"peak_rss_mb": true, "cpu_ms_per_req": true, "machine_cpu_busy": true, "handed_per_s": true, "backlog_at_end": true,
+	"drained_in_s": true, "lost": true, "deliveries_per_s": true, "e2e_p50_ms": true, "e2e_p99_ms": true, "duplicates": true}
+
+// writeDetails prints what the table's columns do not hold: each run's
+// noisy-neighbour, fan-out and listing figures, then every other figure
+// of the summary (ratios to the job's baselines among them) as median
+// [min–max].
+func (rep *Report) writeDetails(w io.Writer) {
+	for _, r := range rep.Results {
+		if n := r.Noisy; n != nil {
+			fmt.Fprintf(w, "\nrun %d %s (%s):\n", r.Run, r.Scenario, r.Load)
+			names := make([]string, 0, len(n.Healthy))
+			for s := range n.Healthy {
+				names = append(names, s)
+			}
+			sort.Strings(names)
+			for _, s := range names {
+				p := n.Healthy[s]
+				fmt.Fprintf(w, "  healthy %s: without noise p50 %.1f p99 %.1f ms (n %d, %d missing after the drain); with noise p50 %.1f p99 %.1f ms (n %d, %d missing); ratio p50 %s p99 %s; errors %s\n",
+					s, p.Quiet.P50, p.Quiet.P99, p.Quiet.N, p.LostQuiet, p.Noisy.P50, p.Noisy.P99, p.Noisy.N, p.LostNoisy,
+					ratio(p.RatioP50), ratio(p.RatioP99), errorText(p.Errors))
+				for _, b := range []struct{ phase, which string }{{"without", p.QuietBeyond}, {"with", p.NoisyBeyond}} {
+					if b.which != "" {
+						fmt.Fprintf(w, "    %s noise, %s lie beyond the drain bound (too many missing): the figure above is of those that arrived, a lower bound\n", b.phase, b.which)
+					}
+				}
+			}
+			nf := n.Noise
+			fmt.Fprintf(w, "  noise: %d requests, %d accepted, errors %s, %d undelivered at the end", nf.Requests, nf.Accepted, errorText(nf.Errors), nf.Undelivered)
+			if nf.StalledSends > 0 || r.Scenario == ScenarioNoisySends {
+				fmt.Fprintf(w, ", %d sends reached the stalled provider, %d of them more than once", nf.StalledSends, nf.Resent)
+			}
+			fmt.Fprintln(w)
+			kinds := make([]string, 0, len(nf.Endpoints))
+			for k := range nf.Endpoints {
+				kinds = append(kinds, string(k))
+			}
+			sort.Strings(kinds)
+			for _, k := range kinds {
+				t := nf.Endpoints[EndpointKind(k)]
+				fmt.Fprintf(w, "  endpoints %s: %d, %d (endpoint, event) pairs expected, %d attempted, %d answered 2xx\n",
+					k, t.Endpoints, t.Expected, t.Attempted, t.Answered)
+			}
+			if nf.Schedule != nil {
+				fmt.Fprintf(w, "  retries over %d attempts, watched %.0f s after the noise: %s\n", nf.Attempts, nf.Observed, nf.Schedule)
+			}
+			fmt.Fprintf(w, "  gateway RSS: without the noisy endpoints peak %.0f MB, end %.0f MB; with them peak %.0f MB, end %.0f MB\n",
+				n.QuietRSS.PeakRSSMB, n.QuietRSS.AfterRSSMB, n.NoisyRSS.PeakRSSMB, n.NoisyRSS.AfterRSSMB)
+		}
+		if len(r.Fanout) > 0 {
+			fmt.Fprintf(w, "\nrun %d %s: subscriptions per event, publish p50 · p99 ms, deliveries (lost), CPU ms per delivery gateway / PostgreSQL / total (backends)\n", r.Run, r.Scenario)
+			for _, lv := range r.Fanout {
+				fmt.Fprintf(w, "  N=%d at %.1f/s: %.1f · %.1f ms, errors %s, %d deliveries (%d lost), %.2f / %.2f / %.2f ms (%d backends, %d gone)\n",
+					lv.Subscriptions, lv.Rate, lv.Publish.P50, lv.Publish.P99, errorText(lv.Errors), lv.Deliveries, lv.Lost,
+					lv.GatewayMs, lv.PostgresMs, lv.TotalMs, lv.Backends, lv.BackendsGone)
+			}
+		}
+		if len(r.Listing) > 0 {
+			fmt.Fprintf(w, "\nrun %d %s (%s):\n", r.Run, r.Scenario, r.Load)
+			for _, lc := range r.Listing {
+				fmt.Fprintf(w, "  %s: p50 %.1f p99 %.1f ms, %.0f req/s, total %d, errors %s\n", lc.Name, lc.Latency.P50,
+					lc.Latency.P99, lc.Throughput, lc.Total, errorText(lc.Errors))
+			}
+		}
+	}
+	names := make([]string, 0, len(rep.Summary))
+	for n := range rep.Summary {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return order(names[i]) < order(names[j]) })
+	header := false
+	for _, n := range names {
+		var figs []string
+		for f := range rep.Summary[n] {
+			if !standardFigures[f] {
+				figs = append(figs, f)
+			}
+		}
+		if len(figs) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\nmore figures, median [min–max] over %d run(s)\n", rep.Options["runs"])
+			header = true
+		}
+		sort.Strings(figs)
+		for _, f := range figs {
+			fmt.Fprintf(w, "  %s  %s  %s\n", n, f, spread(rep.Summary[n][f], "%.2f"))
+		}
+	}
 }
 
 // order keeps the summary in the order of DefaultScenarios.
