@@ -299,6 +299,9 @@ func TestWebhookRedeliveryRules(t *testing.T) {
 		if resp := h.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/test", sub), Token: a.Token}); resp.Status != http.StatusOK {
 			t.Fatalf("test: %d %s", resp.Status, resp.Body)
 		}
+		if err := h.App.Webhooks.FanOut(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		var queued string
 		if err := db.Bun.NewSelect().Table("webhook_deliveries").Column("delivery_id").Where("subscription_id = ?", sub).
 			Limit(1).Scan(context.Background(), &queued); err != nil {

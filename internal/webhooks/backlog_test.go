@@ -35,7 +35,11 @@ func TestBacklogGauges(t *testing.T) {
 		}{
 			{"published, not fanned out", func() {}, map[string]float64{
 				"gateway_webhook_events_unfanned": 3, "gateway_webhook_deliveries_pending/due": 0, "gateway_webhook_oldest_due_seconds": 0}},
-			{"fanned out", func() { b.svc.FanOut(context.Background()) }, map[string]float64{
+			{"fanned out", func() {
+				if err := b.svc.FanOut(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}, map[string]float64{
 				"gateway_webhook_events_unfanned": 0, "gateway_webhook_deliveries_pending/due": 6,
 				"gateway_webhook_deliveries_pending/scheduled": 0, "gateway_webhook_oldest_due_seconds": 0}},
 			{"waiting", func() { b.clk.Advance(5 * time.Second) }, map[string]float64{

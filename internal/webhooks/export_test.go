@@ -9,22 +9,10 @@ import (
 // by hand until nothing is due: every due delivery gets one attempt and its
 // outcome is written.
 func (s *Service) DeliverDue(ctx context.Context, id int64) {
-	s.FanOut(ctx)
-	s.newLane(id, laneRun{}, newBreaker(s.perSubscription, 0, s.perSubscription)).work(ctx)
-}
-
-// FanOut fans out every stored event, as the background fan-out does after
-// a commit.
-func (s *Service) FanOut(ctx context.Context) {
-	for {
-		more, err := s.fanOut(ctx)
-		if err != nil {
-			panic(err)
-		}
-		if !more {
-			return
-		}
+	if err := s.FanOut(ctx); err != nil {
+		panic(err)
 	}
+	s.newLane(id, laneRun{}, newBreaker(s.perSubscription, 0, s.perSubscription)).work(ctx)
 }
 
 // Pending is a queued delivery as tests see it.
@@ -40,7 +28,9 @@ type Pending struct {
 
 // PendingDeliveries lists the queued deliveries in publish order.
 func (s *Service) PendingDeliveries(ctx context.Context) ([]Pending, error) {
-	s.FanOut(ctx)
+	if err := s.FanOut(ctx); err != nil {
+		return nil, err
+	}
 	var rows []deliveryRow
 	if err := s.db.Bun.NewSelect().Model(&rows).Order("id").Scan(ctx); err != nil {
 		return nil, err

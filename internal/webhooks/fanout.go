@@ -112,6 +112,19 @@ func (s *Service) fanOut(ctx context.Context) (more bool, err error) {
 	return more, nil
 }
 
+// FanOut fans out every stored event now, as the background fan-out does
+// after each commit: for tools and tests that need the deliveries queued
+// before they look. Events another replica is fanning out at this moment
+// are left to it.
+func (s *Service) FanOut(ctx context.Context) error {
+	for {
+		more, err := s.fanOut(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
 // addressed builds ev's delivery to each of its subscriptions: the stored
 // envelope with a delivery_id of its own.
 func addressed(ev eventRow, now time.Time) ([]deliveryRow, error) {

@@ -103,7 +103,9 @@ func (b *bundle) publish(t testing.TB, ev webhooks.Event) error {
 	t.Helper()
 	err := b.publishUnfanned(t, ev)
 	if err == nil && !b.work {
-		b.svc.FanOut(context.Background())
+		if err := b.svc.FanOut(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return err
 }

@@ -507,6 +507,15 @@ func (s *Service) DeleteChannelWebhook(ctx context.Context, p auth.Principal, id
 		return err
 	}
 	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		if _, err := s.get(ctx, tx, p.CompanyID, id); err != nil {
+			return err
+		}
+		// Pending deliveries go first, in the order a lane writes its
+		// outcomes (deliveries, then the subscription's counters), so a
+		// delete racing a lane's batch waits for it instead of deadlocking.
+		if _, err := tx.NewDelete().Model((*deliveryRow)(nil)).Where("subscription_id = ?", id).Exec(ctx); err != nil {
+			return fault.Internalf(err, "delete pending deliveries of %d", id)
+		}
 		res, err := tx.NewDelete().Model((*subscriptionRow)(nil)).Where("id = ?", id).Where("company_id = ?", p.CompanyID).Exec(ctx)
 		if err != nil {
 			return fault.Internalf(err, "delete subscription %d", id)
@@ -517,8 +526,8 @@ func (s *Service) DeleteChannelWebhook(ctx context.Context, p auth.Principal, id
 		if _, err := tx.NewDelete().Model((*logRow)(nil)).Where("subscription_id = ?", id).Exec(ctx); err != nil {
 			return fault.Internalf(err, "delete delivery log of %d", id)
 		}
-		if _, err := tx.NewDelete().Model((*deliveryRow)(nil)).Where("subscription_id = ?", id).Exec(ctx); err != nil {
-			return fault.Internalf(err, "delete pending deliveries of %d", id)
+		if _, err := tx.NewDelete().Table("webhook_lanes").Where("subscription_id = ?", id).Exec(ctx); err != nil {
+			return fault.Internalf(err, "delete lane of %d", id)
 		}
 		if _, err := tx.NewDelete().Model((*finishedRow)(nil)).Where("subscription_id = ?", id).Exec(ctx); err != nil {
 			return fault.Internalf(err, "delete finished deliveries of %d", id)
