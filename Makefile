@@ -55,7 +55,8 @@ release-verify: ## build the release twice, from two fresh clones of HEAD with e
 	else diff "$$tmp/clone1/dist/SHA256SUMS" "$$tmp/clone2/dist/SHA256SUMS"; exit 1; fi
 
 .PHONY: check-deploy
-check-deploy: ## deploy/: every variable of the manifests, compose file and image is a setting; the binary starts with exactly their environment and answers their probes (PostgreSQL when TEST_DATABASE_URL is set)
+check-deploy: ## deploy/: the manifests decode strictly into the Kubernetes API types; every variable of the kit is a setting; the binary starts with exactly their environment and answers their probes (PostgreSQL when TEST_DATABASE_URL is set)
+	cd deploy/kubecheck && $(GO) run . ../kubernetes
 	$(GO) test -count=1 -v ./deploy/
 
 .PHONY: check-alerts
