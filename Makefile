@@ -54,9 +54,12 @@ release-verify: ## build the release twice, from two fresh clones of HEAD with e
 		echo "reproducible: two clones of $$(git rev-parse --short HEAD) built the same bytes"; cat "$$tmp/clone1/dist/SHA256SUMS"; \
 	else diff "$$tmp/clone1/dist/SHA256SUMS" "$$tmp/clone2/dist/SHA256SUMS"; exit 1; fi
 
-.PHONY: check-deploy
-check-deploy: ## deploy/: the manifests decode strictly into the Kubernetes API types; every variable of the kit is a setting; the binary starts with exactly their environment and answers their probes (PostgreSQL when TEST_DATABASE_URL is set)
+.PHONY: check-manifests
+check-manifests: ## deploy/kubernetes decodes strictly into the Kubernetes API types (k8s.io/api) and its references hold (deploy/kubecheck)
 	cd deploy/kubecheck && $(GO) run . ../kubernetes
+
+.PHONY: check-deploy
+check-deploy: check-manifests ## check-manifests, then: every variable of the kit is a setting, and the binary starts with exactly its environment and answers its probes (PostgreSQL when TEST_DATABASE_URL is set; also part of test-go)
 	$(GO) test -count=1 -v ./deploy/
 
 .PHONY: check-alerts
