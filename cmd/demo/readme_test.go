@@ -11,9 +11,9 @@ import (
 // readmeMarker precedes each README shell block that runs against the demo.
 const readmeMarker = "<!-- readme-test: runs against make demo -->"
 
-// readmes are the walk-throughs that build on the demo: the repository's README, then the
-// packages' (paths from the repository root).
-var readmes = []string{"README.md", "internal/official/README.md", "internal/connections/README.md"}
+// readmes are the walk-throughs that build on the demo: the repository's README (its quick
+// start), the walk-throughs page, then the packages' (paths from the repository root).
+var readmes = []string{"README.md", "docs/walkthroughs.md", "internal/official/README.md", "internal/connections/README.md"}
 
 // readmeBlocks returns the fenced blocks that follow readmeMarker in one README (a path from the
 // repository root).

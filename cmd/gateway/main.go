@@ -1,7 +1,9 @@
 // Command gateway is the chat messaging gateway: `serve` runs the HTTP API
 // and its background workers, `migrate` applies database migrations, and
 // `admin` manages what the API document leaves to the platform's settings
-// (companies, users, access tokens, official channels).
+// (companies, users, access tokens, official channels). `version` prints the
+// build and `healthcheck` probes a running gateway for container images
+// that have no shell.
 package main
 
 import (
@@ -34,6 +36,8 @@ commands:
   admin channel register-official|webhook-info
   admin template sync        sync an official account's templates from the provider
   admin secrets rotate       re-encrypt every secret at rest under the first key of SECRETS_KEY
+  version [-json]            print the build: module version, VCS revision and time, Go version
+  healthcheck [-ready]       exit 0 when the local gateway's /healthz (or /readyz) answers 200
 
 Every command accepts the configuration flags (see "gateway serve -h");
 environment variables give their defaults (DATABASE_URL, LISTEN_ADDR, …).
@@ -100,6 +104,10 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 		return nil
 	case "admin":
 		return runAdmin(ctx, args[1:], stdout, getenv)
+	case "version":
+		return runVersion(args[1:], stdout)
+	case "healthcheck":
+		return runHealthcheck(ctx, args[1:], stdout, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/buildinfo"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
@@ -140,7 +141,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 
 	a.Registry = prometheus.NewRegistry()
-	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildinfo.Read().Collector())
 	a.Auth = auth.NewService(a.DB, a.Clock)
 	keyring, err := secrets.Parse(cfg.SecretsKey)
 	if err != nil {
