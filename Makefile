@@ -94,7 +94,7 @@ lint-specs: ## validate both documents with the pinned npm linters (Redocly, Spe
 	.tools/lint-specs.sh
 
 .PHONY: test
-test: generate-check lint lint-specs test-go contract test-docs test-clients ## every test: generate check, lint, specs, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts, the docs page in a browser, the generated TypeScript client
+test: generate-check lint lint-specs check-manifests check-alerts test-go contract test-docs test-clients ## every test: generate check, lint, specs, the deployment manifests and alert rules, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts, the docs page in a browser, the generated TypeScript client
 
 .PHONY: test-go
 test-go: ## Go tests (PostgreSQL too when TEST_DATABASE_URL is set)
