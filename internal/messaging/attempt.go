@@ -44,6 +44,16 @@ const interruptedReason = "The send was interrupted before it reached the provid
 // the far side may have the message and the hand-off stays open.
 var errUnrecorded = errors.New("the far side may have the message; no outcome recorded")
 
+// recordTimeout bounds the writes that record what a transport call said.
+const recordTimeout = 10 * time.Second
+
+// recordContext is ctx for recording a call's outcome: not ended by ctx's
+// end (the attempt's timeout or a stop came with the call), bounded by
+// recordTimeout.
+func recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+}
+
 // sendNow is the attempt of a synchronous send, in the request: the
 // hand-off, the call, and its outcome. The client hanging up must not leave
 // the message half-done: the provider call (bounded by the client's own
@@ -191,7 +201,12 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 		out.ExternalID = deref(row.ExternalID)
 	}
 	res, err := tr.Send(ctx, ch, out)
-	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrOutcomeUnknown) || (!final && fault.KindOf(err) == fault.Internal)) {
+	callCtx := ctx
+	// What the call said is recorded even when the attempt's own context
+	// ended with it (its timeout, a stop): within a bound of its own.
+	ctx, cancel := recordContext(ctx)
+	defer cancel()
+	if err != nil && (callCtx.Err() != nil || errors.Is(err, ErrOutcomeUnknown) || (!final && fault.KindOf(err) == fault.Internal)) {
 		// The attempt was cancelled or timed out during the call, or the
 		// transport's own call went unanswered: the far side may have
 		// taken the message, so the hand-off stays open. So too when the
@@ -238,6 +253,8 @@ func (s *Service) attempt(ctx context.Context, ch channels.Channel, row *message
 	if err == nil {
 		return nil
 	}
+	ctx, cancel := recordContext(ctx)
+	defer cancel()
 	if errors.Is(err, errUnrecorded) {
 		// The far side did not say whether it took the message: one that
 		// would not recognise it again (no IDAssigner) is marked now, and

@@ -233,7 +233,7 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 		for _, r := range batch {
 			info := q.begin(r.row.CompanyChannelID, r.row.ID, now)
 			q.running.Add(1)
-			go s.runAttempt(attemptCtx, r, info)
+			go func() { _ = s.runAttempt(attemptCtx, r, info) }()
 		}
 		wakers := []<-chan struct{}{q.wake}
 		switch {
@@ -439,8 +439,9 @@ func (s *Service) scheduleAt(ctx context.Context, ids []int64, at time.Time) {
 
 // runAttempt works one prepared message in its slot and schedules what
 // follows: a retry after a backoff while attempts remain, else nothing
-// more (the message was marked, or only a receipt can settle it).
-func (s *Service) runAttempt(ctx context.Context, r ready, info *attemptInfo) {
+// more (the message was marked, or only a receipt can settle it). It
+// returns the attempt's error (nil: nothing follows).
+func (s *Service) runAttempt(ctx context.Context, r ready, info *attemptInfo) error {
 	row := r.row
 	q := s.queue
 	defer func() {
@@ -470,7 +471,7 @@ func (s *Service) runAttempt(ctx context.Context, r ready, info *attemptInfo) {
 	info.ended = true
 	info.mu.Unlock()
 	if err == nil {
-		return
+		return nil
 	}
 	at := time.Time{}
 	if n < last {
@@ -479,6 +480,38 @@ func (s *Service) runAttempt(ctx context.Context, r ready, info *attemptInfo) {
 		s.deps.Logger.ErrorContext(ctx, "queued send: last attempt failed; the message is no longer queued", "message_id", id, "attempt", n, "err", err)
 	}
 	s.scheduleAt(ctx, []int64{id}, at)
+	return err
+}
+
+// WorkDue is one turn of the queue loop run by hand, for a replica whose
+// loop is not running (tests, and tools that drain a queue): it claims what
+// is due now, as the loop would, works it in this replica's slots, and
+// returns once those attempts ended, with each attempt's error by message
+// (nil: nothing follows; an error: retried later while attempts remain).
+func (s *Service) WorkDue(ctx context.Context) (map[int64]error, error) {
+	q := s.queue
+	free, held := q.room()
+	rows, _, err := s.claimDue(ctx, min(free, queueBatch), held)
+	if err != nil {
+		return nil, err
+	}
+	batch := s.handOffClaimed(ctx, rows)
+	out := make(map[int64]error, len(batch))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	now := s.deps.Now()
+	for _, r := range batch {
+		info := q.begin(r.row.CompanyChannelID, r.row.ID, now)
+		q.running.Add(1)
+		wg.Go(func() {
+			err := s.runAttempt(ctx, r, info)
+			mu.Lock()
+			out[r.row.ID] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out, nil
 }
 
 // keepLeases moves on the lease of every attempt in flight whose lease was
