@@ -200,7 +200,18 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 	} else if n > 0 {
 		s.deps.Logger.InfoContext(ctx, "send queue: moved River's queued sends of the earlier design into the send queue", "sends", n)
 	}
+	// cooldown fires queueCooldown after the last claim: the next one
+	// waits for it.
+	var cooldown <-chan time.Time
 	for {
+		if cooldown != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-cooldown:
+			}
+			cooldown = nil
+		}
 		free, held := q.room()
 		if free == 0 {
 			if !pause(ctx, queuePoll, q.freed) {
@@ -219,6 +230,7 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 			batch = s.handOffClaimed(claimCtx, rows)
 		}
 		cancel()
+		cooldown = time.After(queueCooldown)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -235,20 +247,16 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 			q.running.Add(1)
 			go func() { _ = s.runAttempt(attemptCtx, r, info) }()
 		}
+		if len(rows) == want {
+			continue // more may be due
+		}
 		wakers := []<-chan struct{}{q.wake}
-		switch {
-		case len(rows) == want:
-			// More may be due.
-			if !pause(ctx, queueCooldown) {
-				return
-			}
-			continue
-		case shareBound:
+		if shareBound {
 			// A sender at its share may have more due: a slot it frees
 			// is worth a claim.
 			wakers = append(wakers, q.freed)
 		}
-		if !pause(ctx, queuePoll, wakers...) || !pause(ctx, queueCooldown) {
+		if !pause(ctx, queuePoll, wakers...) {
 			return
 		}
 	}
