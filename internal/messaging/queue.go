@@ -313,10 +313,19 @@ func (s *Service) claimDue(ctx context.Context, n int, held map[int64]int) (rows
 		}
 	}
 	slices.Sort(full)
-	lock := ""
+	// Each sender's due messages, at most a share: on PostgreSQL a LATERAL
+	// subquery, locked so that replicas claiming at once take different
+	// messages; SQLite (one writer) plans the correlated list as well.
+	offered := `SELECT o.id, o.company_channel_id, o.send_due_at FROM senders JOIN messages AS o ON o.id IN (
+				SELECT d.id FROM messages AS d WHERE d.company_channel_id = senders.ch AND d.send_due_at IS NOT NULL AND d.send_due_at <= ?
+				ORDER BY d.send_due_at LIMIT ?)
+			WHERE senders.ch NOT IN (?)`
 	if s.deps.DB.Bun.Dialect().Name() == dialect.PG {
-		// Replicas claiming at once take different messages.
-		lock = " FOR UPDATE SKIP LOCKED"
+		offered = `SELECT o.id, o.company_channel_id, o.send_due_at FROM senders CROSS JOIN LATERAL (
+				SELECT d.id, d.company_channel_id, d.send_due_at FROM messages AS d
+				WHERE d.company_channel_id = senders.ch AND d.send_due_at IS NOT NULL AND d.send_due_at <= ?
+				ORDER BY d.send_due_at LIMIT ? FOR UPDATE SKIP LOCKED) AS o
+			WHERE senders.ch NOT IN (?)`
 	}
 	// The arguments in the order of the statement's placeholders: the
 	// offer, the claim's SET, the turn limit, the batch.
@@ -338,11 +347,7 @@ func (s *Service) claimDue(ctx context.Context, n int, held map[int64]int) (rows
 			UNION ALL
 			SELECT (SELECT min(m.company_channel_id) FROM messages AS m WHERE m.send_due_at IS NOT NULL AND m.company_channel_id > senders.ch)
 			FROM senders WHERE senders.ch IS NOT NULL
-		), offered AS (
-			SELECT o.id, o.company_channel_id, o.send_due_at FROM senders JOIN messages AS o ON o.id IN (
-				SELECT d.id FROM messages AS d WHERE d.company_channel_id = senders.ch AND d.send_due_at IS NOT NULL AND d.send_due_at <= ?
-				ORDER BY d.send_due_at LIMIT ?` + lock + `)
-			WHERE senders.ch NOT IN (?)
+		), offered AS (` + offered + `
 		), turns AS (
 			SELECT id, company_channel_id, send_due_at,
 				row_number() OVER (PARTITION BY company_channel_id ORDER BY send_due_at, id) AS turn
