@@ -316,15 +316,21 @@ func TestSendQueueLeaseKept(t *testing.T) {
 
 // TestSendQueueReplicas: two replicas on one database claim from the same
 // queue side by side (FOR UPDATE SKIP LOCKED on PostgreSQL); every message
-// reaches the provider exactly once, and both replicas sent some.
+// reaches the provider exactly once, and both replicas sent some. All the
+// messages are one sender's: its share is every slot here, so that claims
+// take batches as large as with many senders (the share has its own tests
+// in internal/messaging).
 func TestSendQueueReplicas(t *testing.T) {
-	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
-		const n = 200
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const n, workers = 200, 256
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true, sendShare: workers})
+		e.contactWrites(ofcContactKey, "Oi")
 		for i := range n {
 			e.queue(fmt.Sprintf("replicas %d", i))
 		}
 		ctx := context.Background()
-		other := apitest.Start(t, db, apitest.Options{WorkJobs: true})
+		other := apitest.Start(t, db, apitest.Options{WorkJobs: true, MessagingOptions: func(o *messaging.Options) { o.SendShare = workers }})
 		e.h.App.Messaging.StartQueue(ctx)
 		defer func() {
 			if err := e.h.App.Messaging.StopQueue(ctx); err != nil {
