@@ -40,10 +40,12 @@ func TestOfficialSendQueued(t *testing.T) {
 		// The first attempt meets the outage; the queue retries 1 s later.
 		id := int64(pending.Data["id"].(float64))
 		eventually(t, "the retry scheduled", func() bool {
-			// Due within the retry's 1.1 s, no longer at the claim's lease.
+			// Due within the retry's 1.1 s: no longer now (stored, not yet
+			// claimed), nor at the claim's lease.
 			var due *int64
 			err := db.Bun.NewSelect().Table("messages").Column("send_due_at").Where("id = ?", id).Scan(context.Background(), &due)
-			return err == nil && due != nil && *due <= e.clk.Now().Add(1100*time.Millisecond).UnixMilli()
+			now := e.clk.Now()
+			return err == nil && due != nil && *due > now.UnixMilli() && *due <= now.Add(1100*time.Millisecond).UnixMilli()
 		})
 		e.clk.Advance(2 * time.Second)
 		sent := e.sink.first("sent after retry", messageEvent(events.OmnichatMessageSent, "", messaging.StatusSent))
