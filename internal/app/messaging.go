@@ -35,7 +35,8 @@ func (a *App) newMessaging(opts Options) {
 		Now:   a.Clock, MediaDir: filepath.Join(cfg.DataDir, "media", "templates"), PublicBaseURL: cfg.PublicBaseURL,
 		Logger: logger.With("component", "templates"),
 	})
-	mopts := messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers}
+	mopts := messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers,
+		SendShare: cfg.SendSlotsPerSender}
 	if opts.MessagingOptions != nil {
 		opts.MessagingOptions(&mopts)
 	}
@@ -50,10 +51,9 @@ func (a *App) newMessaging(opts Options) {
 	a.Official = official.NewService(a.Channels, a.Messaging, logger.With("component", "official"))
 }
 
-// addMessagingWorkers registers the queued-send and media-fetch workers
-// and the periodic workers of templates and messaging.
+// addMessagingWorkers registers the media-fetch worker and the periodic
+// workers of templates and messaging (queued sends have the send queue).
 func (a *App) addMessagingWorkers(workers *river.Workers) {
-	river.AddWorker(workers, messaging.NewSendWorker(a.Messaging))
 	river.AddWorker(workers, messaging.NewFetchMediaWorker(a.Messaging))
 	river.AddWorker(workers, messaging.NewMediaLinkCleanupWorker(a.Messaging))
 	river.AddWorker(workers, templates.NewSyncWorker(a.Templates, templateSyncInterval))

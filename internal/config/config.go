@@ -48,6 +48,14 @@ type Config struct {
 	// slots handed 1,177/s to the provider (the backlog grew without bound);
 	// with 256, 1,361/s in and 1,360/s out.
 	Workers int
+	// SendSlotsPerSender is the most of a replica's Workers slots one
+	// sender (a company's channel) holds at once (the send queue's fair
+	// share). The default, 16, is 16 × the official provider's ~250 ms a
+	// call = 64 sends/s, above the 600 per minute (10/s) a company may
+	// send, so a healthy sender never waits for its share; and it is 1/16
+	// of the 256 slots, so a sender whose provider stalls (each call held
+	// until the send timeout) leaves 240 slots to everyone else.
+	SendSlotsPerSender int
 	// ConnectorDriver is the chat-app connector of unofficial connections:
 	// "simulator" (default) or "whatsmeow".
 	ConnectorDriver string
@@ -99,6 +107,7 @@ const (
 	EnvPublicBaseURL = "PUBLIC_BASE_URL"
 	EnvRedisURL      = "REDIS_URL"
 	EnvWorkers       = "WORKERS"
+	EnvSendShare     = "SEND_SLOTS_PER_SENDER"
 	EnvConnector     = "CONNECTOR_DRIVER"
 	EnvSecretsKey    = "SECRETS_KEY"
 	EnvReadTimeout   = "HTTP_READ_TIMEOUT"
@@ -160,6 +169,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	public := fs.String("public-base-url", env(EnvPublicBaseURL, ""), "external base URL of this service; default http://LISTEN_ADDR ($"+EnvPublicBaseURL+")")
 	redis := fs.String("redis-url", env(EnvRedisURL, ""), "redis:// URL for limits shared across replicas; empty = in-process ($"+EnvRedisURL+")")
 	workers := fs.Int("workers", intEnv(getenv(EnvWorkers), 256), "concurrent background workers ($"+EnvWorkers+")")
+	sendShare := fs.Int("send-slots-per-sender", intEnv(getenv(EnvSendShare), 16), "send queue slots one sender (a company's channel) may hold at once ($"+EnvSendShare+")")
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
 	mediaTTL := fs.Duration("media-url-ttl", durationEnv(getenv(EnvMediaURLTTL), 7*24*time.Hour), "lifetime of a message file's URL in events and API answers ($"+EnvMediaURLTTL+")")
@@ -176,7 +186,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 		memoryLimit: fs.String("memory-limit", env(EnvMemoryLimit, DefaultMemoryLimit), "soft limit of the Go runtime's memory, e.g. 96MiB or 1GiB; off = none ($"+EnvMemoryLimit+")"),
 	}
 	return func() (Config, error) {
-		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
+		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, sendShare, shutdown, connector})
 		errs := edge.apply(&cfg)
 		if cfg.MediaURLLifetime = *mediaTTL; cfg.MediaURLLifetime < time.Minute {
 			errs = append(errs, fmt.Errorf("%s: must be a duration of at least 1m such as 168h", EnvMediaURLTTL))
@@ -290,7 +300,7 @@ func durationEnv(v string, def time.Duration) time.Duration {
 
 type fields struct {
 	listen, dbURL, dataDir, allow, tz, level, format, public, redis *string
-	workers                                                         *int
+	workers, sendShare                                              *int
 	shutdown                                                        *time.Duration
 	connector                                                       *string
 }
@@ -301,7 +311,7 @@ func validate(f fields) (Config, error) {
 	var errs []error
 	cfg := Config{
 		ListenAddr: *listen, DatabaseURL: *dbURL, DataDir: *dataDir, LogFormat: *format,
-		RedisURL: *redis, ShutdownTimeout: *shutdown, Workers: *workers,
+		RedisURL: *redis, ShutdownTimeout: *shutdown, Workers: *workers, SendSlotsPerSender: *f.sendShare,
 	}
 	if _, _, err := splitHostPort(cfg.ListenAddr); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", EnvListenAddr, err))
@@ -358,6 +368,9 @@ func validate(f fields) (Config, error) {
 	}
 	if cfg.Workers < 1 || cfg.Workers > 10000 {
 		errs = append(errs, fmt.Errorf("%s: must be between 1 and 10000", EnvWorkers))
+	}
+	if cfg.SendSlotsPerSender < 1 || cfg.SendSlotsPerSender > cfg.Workers {
+		errs = append(errs, fmt.Errorf("%s: must be between 1 and %s (%d)", EnvSendShare, EnvWorkers, cfg.Workers))
 	}
 	cfg.ConnectorDriver = strings.TrimSpace(*f.connector)
 	if cfg.ConnectorDriver != ConnectorSimulator && cfg.ConnectorDriver != ConnectorWhatsmeow {

@@ -41,6 +41,18 @@ func TestParse(t *testing.T) {
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "LOG_LEVEL"},
 		{name: "bad redis url", env: map[string]string{"REDIS_URL": "http://x"}, wantErr: "REDIS_URL"},
 		{name: "bad workers", env: map[string]string{"WORKERS": "many"}, wantErr: "WORKERS"},
+		{name: "send share default", check: func(t *testing.T, c config.Config) {
+			if c.SendSlotsPerSender != 16 {
+				t.Errorf("send slots per sender = %d", c.SendSlotsPerSender)
+			}
+		}},
+		{name: "send share flag", args: []string{"-send-slots-per-sender", "4"}, check: func(t *testing.T, c config.Config) {
+			if c.SendSlotsPerSender != 4 {
+				t.Errorf("send slots per sender = %d", c.SendSlotsPerSender)
+			}
+		}},
+		{name: "send share above the slots", env: map[string]string{"WORKERS": "8", "SEND_SLOTS_PER_SENDER": "9"}, wantErr: "SEND_SLOTS_PER_SENDER"},
+		{name: "send share of none", env: map[string]string{"SEND_SLOTS_PER_SENDER": "0"}, wantErr: "SEND_SLOTS_PER_SENDER"},
 		{name: "listen without port", args: []string{"-listen", "localhost"}, wantErr: "LISTEN_ADDR"},
 		{name: "edge defaults", check: func(t *testing.T, c config.Config) {
 			want := config.HTTPLimits{ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, UploadTimeout: 10 * time.Minute,

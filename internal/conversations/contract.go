@@ -59,9 +59,9 @@ type ForMessaging interface {
 	// a message the company sends, in one statement when the conversation
 	// exists (the send path's common case).
 	RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInput, at time.Time) (Ref, error)
-	// OutboundParts is RecordOutbound's common case as parts of a
+	// OutboundParts is RecordOutbound's common case as typed parts of a
 	// statement the caller composes (PostgreSQL only).
-	OutboundParts(in EnsureInput, at time.Time, checkWindow bool, found, gate string) OutboundParts
+	OutboundParts(in EnsureInput, at time.Time, checkWindow bool) OutboundParts
 	// WindowFor reports the window of the conversation of contactKey on a
 	// company channel at now; a conversation that does not exist is closed.
 	WindowFor(ctx context.Context, companyChannelID int64, contactKey string, now time.Time) (Window, error)

@@ -285,30 +285,32 @@ func (s *Service) outboundSetArgs(at time.Time) []any {
 	return []any{at, at, at, stamp(s.now())}
 }
 
-// OutboundParts is RecordOutbound's common case as two parts of one
-// statement the caller composes with its own writes (PostgreSQL's
-// data-modifying WITH queries): the send path stores a message that way
-// in one round trip (see messaging's storeInOne).
+// OutboundParts is RecordOutbound's common case as parts of one statement
+// the caller composes with its own writes (PostgreSQL's data-modifying
+// WITH queries): the send path stores a message that way in one round trip
+// (see messaging's accept.go).
 type OutboundParts struct {
 	// Find selects the conversation (id, name) when recording the message
 	// on it takes nothing but Touch: it exists, its window is open (when
 	// asked), and it has no name to learn. Anything else selects no row,
 	// and the caller takes RecordOutbound's path instead.
-	Find     string
-	FindArgs []any
-	// Touch is RecordOutbound's UPDATE of the conversation Find selected,
-	// made only when the caller's gate query returned a row.
-	Touch     string
-	TouchArgs []any
+	Find store.Part
+	// touchArgs are Touch's SET arguments, fixed with Find's time.
+	touchArgs []any
+}
+
+// Touch is RecordOutbound's UPDATE of the conversation Find selected, made
+// only when the caller's query gate returned a row.
+func (p OutboundParts) Touch(gate store.Part) store.Part {
+	return store.NewPart("touched", `UPDATE contact_channels SET `+outboundSet+`
+			WHERE id = (SELECT id FROM `+p.Find.Name+`) AND EXISTS (SELECT 1 FROM `+gate.Name+`)`, p.touchArgs...)
 }
 
 // OutboundParts returns RecordOutbound's common case for an outbound
-// message at at, found and gate being the names the caller gives Find's
-// query and its own gating one. With checkWindow, Find selects nothing
-// for a conversation whose official window is closed at at (WindowAt's
-// bound: open while the last inbound message is less than WindowLength
-// old).
-func (s *Service) OutboundParts(in EnsureInput, at time.Time, checkWindow bool, found, gate string) OutboundParts {
+// message at at. With checkWindow, Find selects nothing for a conversation
+// whose official window is closed at at (WindowAt's bound: open while the
+// last inbound message is less than WindowLength old).
+func (s *Service) OutboundParts(in EnsureInput, at time.Time, checkWindow bool) OutboundParts {
 	at = stamp(at)
 	key := strings.TrimSpace(in.ContactKey)
 	// RecordOutbound names a key-named conversation (learnName) after the
@@ -325,12 +327,9 @@ func (s *Service) OutboundParts(in EnsureInput, at time.Time, checkWindow bool, 
 		findArgs = append(findArgs, stamp(at.Add(-WindowLength)))
 	}
 	return OutboundParts{
-		Find: `SELECT cc.id, cc.name FROM contact_channels AS cc
-			WHERE cc.company_channel_id = ? AND cc.is_group = ? AND cc.key = ?` + window + ` AND ` + noName,
-		FindArgs: findArgs,
-		Touch: `UPDATE contact_channels SET ` + outboundSet + `
-			WHERE id = (SELECT id FROM ` + found + `) AND EXISTS (SELECT 1 FROM ` + gate + `)`,
-		TouchArgs: s.outboundSetArgs(at),
+		Find: store.NewPart("found", `SELECT cc.id, cc.name FROM contact_channels AS cc
+			WHERE cc.company_channel_id = ? AND cc.is_group = ? AND cc.key = ?`+window+` AND `+noName, findArgs...),
+		touchArgs: s.outboundSetArgs(at),
 	}
 }
 

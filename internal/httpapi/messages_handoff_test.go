@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
-
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -116,7 +113,8 @@ func messagesOutage(t *testing.T, db *store.DB) (breakNow func(), mend func()) {
 }
 
 // eachQuietOfficial runs fn on both engines with an official channel whose
-// River workers are stopped (attempts are worked by hand with runSendJob)
+// River workers and send queue are stopped (attempts are worked by hand
+// with runSendJob)
 // and whose contact has written (the 24-hour window is open).
 func eachQuietOfficial(t *testing.T, fn func(t *testing.T, db *store.DB, e *officialEnv)) {
 	t.Parallel()
@@ -127,14 +125,33 @@ func eachQuietOfficial(t *testing.T, fn func(t *testing.T, db *store.DB, e *offi
 	})
 }
 
-// runSendJob works one attempt of a send job by hand.
-func runSendJob(e *officialEnv, args messaging.SendArgs, attempt int) error {
-	return runSendJobCtx(context.Background(), e, args, attempt)
+// sendAttempt is one attempt of a send worked by hand: the message, its
+// attempt's number, and whether it is a synchronous send's safety net.
+type sendAttempt struct {
+	id      int64
+	attempt int
+	recover bool
 }
 
-func runSendJobCtx(ctx context.Context, e *officialEnv, args messaging.SendArgs, attempt int) error {
-	return messaging.NewSendWorker(e.h.App.Messaging).Work(ctx,
-		&river.Job[messaging.SendArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 8}, Args: args})
+// runSendJob makes a message due now as its attempt's claim would find it
+// and works it through the send queue's own attempt (Messaging.WorkDue):
+// the attempt's error as the queue sees it (an error is retried while
+// attempts remain).
+func runSendJob(e *officialEnv, a sendAttempt) error {
+	return runSendJobCtx(context.Background(), e, a)
+}
+
+func runSendJobCtx(ctx context.Context, e *officialEnv, a sendAttempt) error {
+	e.t.Helper()
+	if _, err := e.h.App.DB.Bun.NewUpdate().Table("messages").Set("send_due_at = ?", e.clk.Now().UnixMilli()).
+		Set("send_attempts = ?", a.attempt-1).Set("send_recover = ?", a.recover).Where("id = ?", a.id).Exec(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	errs, err := e.h.App.Messaging.WorkDue(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return errs[a.id]
 }
 
 func (e *officialEnv) message(id int64) messaging.Message {
@@ -180,11 +197,12 @@ func TestProviderAcceptedButNotRecorded(t *testing.T) {
 			send func() (id int64, answer string)
 			// retry is what runs after the database is back: the job's
 			// next attempt, or the synchronous send's safety net.
-			retry messaging.SendArgs
+			// recover: the retry is the safety net.
+			recover bool
 		}{
 			{name: "queued", send: func() (int64, string) {
 				id := e.queue("queued")
-				if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 1); err == nil {
+				if err := runSendJob(e, sendAttempt{id: id, attempt: 1}); err == nil {
 					t.Fatal("an attempt whose outcome was not recorded must be retried")
 				}
 				return id, ""
@@ -205,7 +223,7 @@ func TestProviderAcceptedButNotRecorded(t *testing.T) {
 					t.Fatal(err)
 				}
 				return m.ID, ok.Data.ExternalID
-			}, retry: messaging.SendArgs{Recover: true}},
+			}, recover: true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				before := len(e.sent())
@@ -220,10 +238,8 @@ func TestProviderAcceptedButNotRecorded(t *testing.T) {
 				if tc.name == "sync" && answer != wamid {
 					t.Fatalf("answered external id %q, provider's is %q", answer, wamid)
 				}
-				args := tc.retry
-				args.MessageID = id
 				for attempt := 2; attempt <= 3; attempt++ {
-					if err := runSendJob(e, args, attempt); err != nil {
+					if err := runSendJob(e, sendAttempt{id: id, attempt: attempt, recover: tc.recover}); err != nil {
 						t.Fatalf("attempt %d: %v", attempt, err)
 					}
 				}
@@ -256,10 +272,10 @@ func TestInterruptedCallNotResent(t *testing.T) {
 		tr := &recordingTransport{afterAccept: cancel, err: fault.New(fault.Unavailable, "context canceled")}
 		e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
 		id := e.queue("interrupted")
-		if err := runSendJobCtx(ctx, e, messaging.SendArgs{MessageID: id}, 1); err == nil {
+		if err := runSendJobCtx(ctx, e, sendAttempt{id: id, attempt: 1}); err == nil {
 			t.Fatal("an interrupted attempt must be retried")
 		}
-		if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 2); err != nil {
+		if err := runSendJob(e, sendAttempt{id: id, attempt: 2}); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(tr.handed()); n != 1 {
@@ -296,16 +312,16 @@ func TestAssignedIDResent(t *testing.T) {
 		if len(revoked) != 1 || revoked[0]["Status"] != false || revoked[0]["Message"] == "Revoking sent messages is not available on the official channel" {
 			t.Fatalf("revoke of a pending message: %+v", revoked)
 		}
-		if err := runSendJob(e, messaging.SendArgs{MessageID: first}, 1); err != nil {
+		if err := runSendJob(e, sendAttempt{id: first, attempt: 1}); err != nil {
 			t.Fatal(err)
 		}
 		second := e.queue("second") // draws chat-1 (taken), then chat-2
 		tr.afterAccept = breakNow
-		if err := runSendJob(e, messaging.SendArgs{MessageID: second}, 1); err == nil {
+		if err := runSendJob(e, sendAttempt{id: second, attempt: 1}); err == nil {
 			t.Fatal("an attempt whose outcome was not recorded must be retried")
 		}
 		mend()
-		if err := runSendJob(e, messaging.SendArgs{MessageID: second}, 2); err != nil {
+		if err := runSendJob(e, sendAttempt{id: second, attempt: 2}); err != nil {
 			t.Fatal(err)
 		}
 		calls := tr.handed()
@@ -331,7 +347,7 @@ func TestAssignedIDResent(t *testing.T) {
 		resp.JSON(t, &ok)
 		mend()
 		sync := e.lastMessageID()
-		if err := runSendJob(e, messaging.SendArgs{MessageID: sync, Recover: true}, 1); err != nil {
+		if err := runSendJob(e, sendAttempt{id: sync, attempt: 1, recover: true}); err != nil {
 			t.Fatal(err)
 		}
 		calls = tr.handed()
@@ -503,13 +519,13 @@ func TestLostAnswerNotResent(t *testing.T) {
 						t.Fatalf("the retry with the same key answered %d %s", again.Status, again.Body)
 					}
 					id = e.lastMessageID()
-					if err := runSendJob(e, messaging.SendArgs{MessageID: id, Recover: true}, 1); err != nil {
+					if err := runSendJob(e, sendAttempt{id: id, attempt: 1, recover: true}); err != nil {
 						t.Fatalf("safety net: %v", err)
 					}
 				} else {
 					id = e.queue(tc.name)
 					for attempt := 1; attempt <= 3; attempt++ {
-						if err := runSendJob(e, messaging.SendArgs{MessageID: id}, attempt); err != nil {
+						if err := runSendJob(e, sendAttempt{id: id, attempt: attempt}); err != nil {
 							t.Fatalf("attempt %d: %v", attempt, err)
 						}
 					}
@@ -544,7 +560,7 @@ func TestUnreachedProviderRetried(t *testing.T) {
 		lp := newLossyProvider(t, e, 0)
 		lp.mode.Store(lossUnreachable)
 		id := e.queue("unreached")
-		if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 1); fault.KindOf(err) != fault.Unavailable || errors.Is(err, messaging.ErrOutcomeUnknown) {
+		if err := runSendJob(e, sendAttempt{id: id, attempt: 1}); fault.KindOf(err) != fault.Unavailable || errors.Is(err, messaging.ErrOutcomeUnknown) {
 			t.Fatalf("attempt 1: %v", err)
 		}
 		if m := e.message(id); m.StatusID != messaging.StatusPending || m.OutcomeUnknown {
@@ -561,7 +577,7 @@ func TestUnreachedProviderRetried(t *testing.T) {
 		}
 
 		lp.mode.Store(lossPass)
-		if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 2); err != nil {
+		if err := runSendJob(e, sendAttempt{id: id, attempt: 2}); err != nil {
 			t.Fatalf("attempt 2: %v", err)
 		}
 		sent := e.sent()
@@ -609,14 +625,14 @@ func TestTransportInternalErrorRetried(t *testing.T) {
 				e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
 				id := e.queue("cut mid-call")
 				rec.err = cut
-				if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 1); err == nil {
+				if err := runSendJob(e, sendAttempt{id: id, attempt: 1}); err == nil {
 					t.Fatal("attempt 1 must be retried")
 				}
 				if m := e.message(id); m.StatusID != messaging.StatusPending {
 					t.Fatalf("failed for an error on our side with attempts left: %+v", m)
 				}
 				rec.err = nil
-				if err := runSendJob(e, messaging.SendArgs{MessageID: id}, 2); err != nil {
+				if err := runSendJob(e, sendAttempt{id: id, attempt: 2}); err != nil {
 					t.Fatalf("attempt 2: %v", err)
 				}
 				tc.want(t, e.message(id), rec.handed())

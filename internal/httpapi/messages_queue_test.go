@@ -22,8 +22,8 @@ import (
 )
 
 // TestOfficialSendQueued: enqueue=true answers {message} at once and the
-// River worker sends; a provider outage (HTTP 500) is retried until the
-// send goes through.
+// send queue sends; a provider outage (HTTP 500) is retried, once the
+// clock reaches the retry, until the send goes through.
 func TestOfficialSendQueued(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -37,7 +37,17 @@ func TestOfficialSendQueued(t *testing.T) {
 			t.Fatalf("queued answer: %d %s", resp.Status, resp.Body)
 		}
 		pending := e.sink.first("pending", messageEvent(events.OmnichatMessageSent, "", messaging.StatusPending))
-		// The first attempt meets the outage; River retries (1 s later).
+		// The first attempt meets the outage; the queue retries 1 s later.
+		id := int64(pending.Data["id"].(float64))
+		eventually(t, "the retry scheduled", func() bool {
+			// Due within the retry's 1.1 s: no longer now (stored, not yet
+			// claimed), nor at the claim's lease.
+			var due *int64
+			err := db.Bun.NewSelect().Table("messages").Column("send_due_at").Where("id = ?", id).Scan(context.Background(), &due)
+			now := e.clk.Now()
+			return err == nil && due != nil && *due > now.UnixMilli() && *due <= now.Add(1100*time.Millisecond).UnixMilli()
+		})
+		e.clk.Advance(2 * time.Second)
 		sent := e.sink.first("sent after retry", messageEvent(events.OmnichatMessageSent, "", messaging.StatusSent))
 		if sent.Data["id"] != pending.Data["id"] || sent.Data["external_id"] == nil || pending.Data["external_id"] != nil {
 			t.Fatalf("pending %+v, sent %+v", pending.Data, sent.Data)
@@ -49,7 +59,7 @@ func TestOfficialSendQueued(t *testing.T) {
 	})
 }
 
-// TestOfficialQueuedFinalFailure drives the worker by hand: an outage on
+// TestOfficialQueuedFinalFailure drives the queue by hand: an outage on
 // an attempt that is not the last is retried (error returned, message still
 // Pending); on the last attempt the message is marked Falha; a refusal is
 // final at once.
@@ -57,14 +67,14 @@ func TestOfficialQueuedFinalFailure(t *testing.T) {
 	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		ctx := context.Background()
 		queue, status := e.queue, e.message
-		work := func(id int64, attempt int) error { return runSendJob(e, messaging.SendArgs{MessageID: id}, attempt) }
+		work := func(id int64, attempt int) error { return runSendJob(e, sendAttempt{id: id, attempt: attempt}) }
 
 		id := queue("outage")
 		if err := e.ctl.Outage(ctx, providersim.FaultRequest{PhoneNumberID: e.pnid, Count: 2}); err != nil {
 			t.Fatal(err)
 		}
 		if err := work(id, 1); err == nil {
-			t.Fatal("attempt 1 during an outage: want an error so River retries")
+			t.Fatal("attempt 1 during an outage: want an error so the queue retries")
 		}
 		if m := status(id); m.StatusID != messaging.StatusPending {
 			t.Fatalf("after a retryable failure: status %d", m.StatusID)
@@ -98,7 +108,7 @@ func TestOfficialQueuedFinalFailure(t *testing.T) {
 			t.Fatalf("after a good attempt: %+v", m)
 		}
 		if err := work(id, 2); err != nil || len(e.sent()) != 1 {
-			t.Fatalf("a repeated job does not send twice: %v, provider has %d", err, len(e.sent()))
+			t.Fatalf("a repeated attempt does not send twice: %v, provider has %d", err, len(e.sent()))
 		}
 	})
 }
@@ -112,7 +122,7 @@ func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
 		ctx := context.Background()
 		safetyNet := func(id int64) {
 			t.Helper()
-			if err := runSendJob(e, messaging.SendArgs{MessageID: id, Recover: true}, 1); err != nil {
+			if err := runSendJob(e, sendAttempt{id: id, attempt: 1, recover: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -148,9 +158,9 @@ func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
 		if err != nil || m.ID != early || m.StatusID != messaging.StatusDelivered {
 			t.Fatalf("after the early receipt: %+v %v", m, err)
 		}
-		// Its job then finds it already delivered and does not send again.
-		if err := runSendJob(e, messaging.SendArgs{MessageID: early}, 1); err != nil || len(e.sent()) != 1 {
-			t.Fatalf("job after the early receipt: %v, provider has %d", err, len(e.sent()))
+		// Its attempt then finds it already delivered and does not send again.
+		if err := runSendJob(e, sendAttempt{id: early, attempt: 1}); err != nil || len(e.sent()) != 1 {
+			t.Fatalf("attempt after the early receipt: %v, provider has %d", err, len(e.sent()))
 		}
 		// A receipt naming a message of another channel, or a contact's
 		// message, adopts nothing.
@@ -173,7 +183,7 @@ func TestSendSafetyNetAndEarlyReceipt(t *testing.T) {
 func TestSendQueueClaims(t *testing.T) {
 	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
 		ctx := context.Background()
-		past := time.Now().Add(-time.Second).UnixMilli()
+		past := e.clk.Now().Add(-time.Second).UnixMilli()
 		cases := []struct {
 			name string
 			// set is what the case's row holds before the queue starts.
@@ -196,7 +206,7 @@ func TestSendQueueClaims(t *testing.T) {
 				}},
 			{name: "sync send cut off after its hand-off", set: fmt.Sprintf("send_due_at = %d, send_recover = %s, handoffs = 1", past, sqlTrue(db)),
 				want: func(m messaging.Message) bool { return m.StatusID == messaging.StatusPending && m.OutcomeUnknown }},
-			{name: "not due yet", set: fmt.Sprintf("send_due_at = %d", time.Now().Add(time.Hour).UnixMilli()),
+			{name: "not due yet", set: fmt.Sprintf("send_due_at = %d", e.clk.Now().Add(time.Hour).UnixMilli()),
 				want: func(m messaging.Message) bool { return m.StatusID == messaging.StatusPending && !m.OutcomeUnknown }},
 			{name: "left the queue", set: "send_due_at = NULL",
 				want: func(m messaging.Message) bool { return m.StatusID == messaging.StatusPending && !m.OutcomeUnknown }},
@@ -270,7 +280,9 @@ func (g *gatedTransport) Send(ctx context.Context, ch channels.Channel, out mess
 // TestSendQueueLeaseKept: an attempt that outlasts its claim's lease (a
 // slow provider call) keeps moving the lease on, so the queue does not
 // take it for a dead replica's: the message is neither claimed again nor
-// marked outcome unknown, and is Sent once the call answers.
+// marked outcome unknown, and is Sent once the call answers. The clock
+// moves half a lease at a time, four leases in all, and each step waits
+// for the renewal it makes due.
 func TestSendQueueLeaseKept(t *testing.T) {
 	t.Parallel()
 	const lease = 600 * time.Millisecond
@@ -281,14 +293,20 @@ func TestSendQueueLeaseKept(t *testing.T) {
 		e.h.App.Messaging.RegisterTransport(channels.OfficialChatapp, tr)
 		id := e.queue("slow")
 		eventually(t, "the call", func() bool { return tr.calls.Load() == 1 })
-		time.Sleep(4 * lease)
-		var due *int64
-		if err := db.Bun.NewSelect().Table("messages").Column("send_due_at").Where("id = ?", id).Scan(context.Background(), &due); err != nil {
-			t.Fatal(err)
+		due := func() int64 {
+			var due *int64
+			if err := db.Bun.NewSelect().Table("messages").Column("send_due_at").Where("id = ?", id).Scan(context.Background(), &due); err != nil || due == nil {
+				t.Fatalf("due %v, %v", due, err)
+			}
+			return *due
 		}
-		if m := e.message(id); m.StatusID != messaging.StatusPending || m.OutcomeUnknown || tr.calls.Load() != 1 ||
-			due == nil || time.UnixMilli(*due).Before(time.Now()) {
-			t.Fatalf("during the call, after 4 leases: calls %d, due %v, %+v", tr.calls.Load(), due, m)
+		for range 8 {
+			e.clk.Advance(lease / 2)
+			want := e.clk.Now().Add(lease).UnixMilli()
+			eventually(t, "the lease renewed", func() bool { return due() == want })
+		}
+		if m := e.message(id); m.StatusID != messaging.StatusPending || m.OutcomeUnknown || tr.calls.Load() != 1 {
+			t.Fatalf("during the call, after 4 leases: calls %d, %+v", tr.calls.Load(), m)
 		}
 		close(tr.gate)
 		eventually(t, "sent", func() bool { return e.message(id).StatusID == messaging.StatusSent })
@@ -300,15 +318,21 @@ func TestSendQueueLeaseKept(t *testing.T) {
 
 // TestSendQueueReplicas: two replicas on one database claim from the same
 // queue side by side (FOR UPDATE SKIP LOCKED on PostgreSQL); every message
-// reaches the provider exactly once, and both replicas sent some.
+// reaches the provider exactly once, and both replicas sent some. All the
+// messages are one sender's: its share is every slot here, so that claims
+// take batches as large as with many senders (the share has its own tests
+// in internal/messaging).
 func TestSendQueueReplicas(t *testing.T) {
-	eachQuietOfficial(t, func(t *testing.T, db *store.DB, e *officialEnv) {
-		const n = 200
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		const n, workers = 200, 256
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true, sendShare: workers})
+		e.contactWrites(ofcContactKey, "Oi")
 		for i := range n {
 			e.queue(fmt.Sprintf("replicas %d", i))
 		}
 		ctx := context.Background()
-		other := apitest.Start(t, db, apitest.Options{WorkJobs: true})
+		other := apitest.Start(t, db, apitest.Options{WorkJobs: true, MessagingOptions: func(o *messaging.Options) { o.SendShare = workers }})
 		e.h.App.Messaging.StartQueue(ctx)
 		defer func() {
 			if err := e.h.App.Messaging.StopQueue(ctx); err != nil {

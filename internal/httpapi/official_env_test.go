@@ -45,6 +45,9 @@ type ofcEnvOptions struct {
 	noWorkers bool
 	// sendLease shortens the send queue's lease.
 	sendLease time.Duration
+	// sendShare is the send queue's share of one sender (default: the
+	// production default).
+	sendShare int
 	// unheard leaves the company without a webhook subscription (e.sink
 	// is nil), so no message event is published.
 	unheard bool
@@ -56,6 +59,7 @@ func newOfficialEnv(t testing.TB, db *store.DB, o ofcEnvOptions) *officialEnv {
 	clk := clock.NewManual(time.Now().UTC().Truncate(time.Second))
 	h := apitest.Start(t, db, apitest.Options{Now: clk.Now, WorkJobs: !o.noWorkers, MessagingOptions: func(mo *messaging.Options) {
 		mo.SendLease = o.sendLease
+		mo.SendShare = o.sendShare
 	}})
 	sim := providersim.New(providersim.Options{Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
 	simSrv := httptest.NewServer(sim.Handler())

@@ -82,20 +82,20 @@ func eventOf(sourceID int) string {
 	return events.OmnichatMessageSent
 }
 
-// unheard reports that no subscription wants the event a change of a
-// message of the company and source on ch would publish, so the change
-// may be written without it (and without a transaction); with no
-// publisher nobody listens. It is false when it cannot tell: the
-// publisher is no webhooks.Audience, or asking failed (the transaction's
-// Publish then reports it).
-func (s *Service) unheard(ctx context.Context, ch channels.Channel, companyID int64, sourceID int) bool {
+// eventWanted reports whether a subscription may want the event a change
+// of a message of the company and source on ch would publish. When it
+// does not, the change is written without the event (and without a
+// transaction); with no publisher nobody listens. It answers true when it
+// cannot tell: the publisher is no webhooks.Audience, or asking failed
+// (the transaction's Publish then reports it).
+func (s *Service) eventWanted(ctx context.Context, ch channels.Channel, companyID int64, sourceID int) bool {
 	if s.deps.Events == nil {
-		return true
+		return false
 	}
 	a, ok := s.deps.Events.(webhooks.Audience)
 	if !ok {
-		return false
+		return true
 	}
 	listens, err := a.Listens(ctx, companyID, eventOf(sourceID), &ch.ID)
-	return err == nil && !listens
+	return err != nil || listens
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/conversations"
@@ -65,32 +64,20 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		if sentAt.IsZero() || sentAt.After(now) {
 			sentAt = now
 		}
-		name := strings.TrimSpace(in.ContactName)
-		if name == "" {
-			name = in.ContactKey
-		}
 		origin, source, status := originContactInitiated, SourceContact, StatusDelivered
 		if in.FromMe {
 			origin, source, status = originCompanyInitiated, SourceAttendant, StatusSent
 		}
 		ref, err := s.deps.Conversations.Ensure(ctx, tx, conversations.EnsureInput{
 			CompanyID: in.Channel.CompanyID, CompanyChannelID: in.Channel.ID, ChannelTypeID: in.Channel.TypeID,
-			ContactKey: in.ContactKey, ContactName: name, IsGroup: in.IsGroup, OriginID: origin,
+			ContactKey: in.ContactKey, ContactName: in.ContactName, IsGroup: in.IsGroup, OriginID: origin,
 		})
 		if err != nil {
 			return err
 		}
-		convName := ref.Name
-		if convName == "" {
-			convName = name
-		}
-		ext := in.ExternalID
-		row := messageRow{
-			UUID: uuid.NewString(), ExternalID: &ext, CompanyID: in.Channel.CompanyID, CompanyChannelID: in.Channel.ID,
-			ContactChannelID: ref.ID, ContactKey: in.ContactKey, ConversationName: convName, IsGroup: in.IsGroup,
-			Text: in.Text, MessageTypeID: in.TypeID, MessageSourceID: source, StatusID: status,
-			PlatformAt: sentAt, ReceivedAt: now, CreatedAt: now, UpdatedAt: now, Version: 1,
-		}
+		row := newMessageRow(in.Channel, ref, in.ContactName, messageFields{ContactKey: in.ContactKey, IsGroup: in.IsGroup,
+			Text: in.Text, TypeID: in.TypeID, SourceID: source, StatusID: status, PlatformAt: sentAt}, now)
+		row.ExternalID = &in.ExternalID
 		row.IsForwarded = in.IsForwarded
 		if in.IsGroup && !in.FromMe {
 			if key := NormalizeContactKey(in.SenderKey); key != "" {

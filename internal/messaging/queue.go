@@ -3,8 +3,11 @@ package messaging
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,21 +19,30 @@ import (
 	"github.com/chatmsg/gateway/internal/store"
 )
 
-// The send queue is the messages table itself. A queued send is stored
-// with send_due_at = now in the request's transaction, and nothing else is
-// written for it: no job row. Every replica runs one queue loop that
-// claims due messages in batches, one UPDATE … RETURNING for up to
-// queueBatch of them; a second counts their hand-offs right before the
-// transport calls (handOffClaimed), and each is worked in a slot of its
-// own. A claim moves send_due_at a lease ahead, so a message whose replica died
-// during the attempt comes due again by itself, and the next attempt finds
-// its hand-off open if it was handed (see handoff.go). The outcome clears
-// send_due_at in the UPDATE that records it.
+// The last stage of a send's file set (after accept, attempt and outcome):
+// the send queue, which runs the attempts of queued sends and the safety
+// nets of synchronous ones.
 //
-// Before this, each queued send was a River job: its insert in the
-// request's transaction, River's fetch, a claim of its own, and River's
-// completion were four writes to two tables on top of the message's own.
-// See README, "The send queue", for what it measured.
+// The queue is the messages table itself. A queued send is stored with
+// send_due_at = now (accept.go), and nothing else is written for it. Every
+// replica runs one queue loop that claims due messages in batches, one
+// UPDATE … RETURNING for up to queueBatch of them; a second counts their
+// hand-offs right before the transport calls (handOffClaimed), and each is
+// worked in a slot of its own. A claim moves send_due_at a lease ahead, so
+// a message whose replica died during the attempt comes due again by
+// itself, and the next attempt finds its hand-off open if it was handed
+// (attempt.go). The outcome clears send_due_at in the UPDATE that records
+// it (outcome.go).
+//
+// The slots are shared fairly: one sender (a company's channel) holds at
+// most its share of them (Options.SendShare), and a claim takes due
+// messages one per sender in turn, skipping senders whose share is full.
+// A sender whose provider stalls holds its share until the calls time out
+// (attemptTimeout); the rest of its backlog waits in the table, due, and
+// every other sender's messages are claimed past it.
+//
+// Every time the queue writes or compares is the service's clock
+// (Deps.Now); only the loop's pauses are real timers.
 const (
 	// queueBatch bounds the messages one claim takes.
 	queueBatch = 100
@@ -38,19 +50,19 @@ const (
 	// a queue whose slots free one by one claims them a few at a time, not
 	// with one statement each. A send accepted here waits for it at most.
 	queueCooldown = 10 * time.Millisecond
-	// queuePoll is how often an idle loop looks for due messages: sends
-	// accepted by another replica, and retries coming due. A send accepted
-	// by this replica wakes its loop at once.
+	// queuePoll is how often an idle loop looks for due messages (sends
+	// accepted by another replica, retries coming due) and how often the
+	// leases of attempts in flight are looked at. A send accepted by this
+	// replica wakes its loop at once.
 	queuePoll = 250 * time.Millisecond
-	// attemptTimeout bounds one attempt: a provider call with its media
-	// upload.
-	attemptTimeout = 2 * time.Minute
 	// defaultSendLease is how far a claim moves send_due_at
-	// (Options.SendLease); an attempt still running moves it on every
-	// third of it (keepLease), so only a replica that died leaves its
-	// message to come due again, a minute later at most, as River rescued
-	// a killed worker's job before.
+	// (Options.SendLease); an attempt still running has it moved on every
+	// third of it (keepLeases), so only a replica that died leaves its
+	// message to come due again, a minute later at most.
 	defaultSendLease = time.Minute
+	// defaultSendShare is Options.SendShare's default (config's
+	// SEND_SLOTS_PER_SENDER explains it).
+	defaultSendShare = 16
 	// recoverAttempts bounds the attempts of a synchronous send's safety
 	// net.
 	recoverAttempts = 3
@@ -59,22 +71,37 @@ const (
 	queueWriteTimeout = 5 * time.Second
 )
 
-// sendQueue is the queue loop of this replica: its slots, and what wakes
-// it.
+// sendQueue is the queue loop of this replica: its slots, who holds them,
+// and what wakes it.
 type sendQueue struct {
-	slots chan struct{} // one token per attempt in flight
-	wake  chan struct{} // a send was accepted here
-	freed chan struct{} // an attempt ended
+	workers int // slots
+	share   int // slots one sender may hold
+	wake    chan struct{}
+	freed   chan struct{}
 
 	mu       sync.Mutex
-	stop     context.CancelFunc // ends the claim loop
-	abort    context.CancelFunc // ends the attempts in flight
-	loopDone chan struct{}
-	running  sync.WaitGroup
+	busy     int                    // attempts in flight
+	bySender map[int64]int          // attempts in flight per sender
+	leases   map[int64]*attemptInfo // attempts in flight per message
+
+	life      sync.Mutex
+	stop      context.CancelFunc // ends the claim loop
+	abort     context.CancelFunc // ends the attempts in flight
+	loopDone  chan struct{}
+	leaseDone chan struct{}
+	running   sync.WaitGroup
 }
 
-func newSendQueue(slots int) *sendQueue {
-	return &sendQueue{slots: make(chan struct{}, slots), wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
+// attemptInfo is an attempt in flight, as keepLeases sees it.
+type attemptInfo struct {
+	mu        sync.Mutex
+	ended     bool
+	renewedAt time.Time
+}
+
+func newSendQueue(workers, share int) *sendQueue {
+	return &sendQueue{workers: workers, share: min(share, workers), wake: make(chan struct{}, 1), freed: make(chan struct{}, 1),
+		bySender: map[int64]int{}, leases: map[int64]*attemptInfo{}}
 }
 
 // poke wakes the loop: a send was just queued here.
@@ -85,20 +112,55 @@ func (q *sendQueue) poke() {
 	}
 }
 
+// room is what the next claim may take: free slots, and the slots each
+// sender with attempts in flight holds.
+func (q *sendQueue) room() (free int, held map[int64]int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.workers - q.busy, maps.Clone(q.bySender)
+}
+
+// begin takes a slot for message id of sender.
+func (q *sendQueue) begin(sender, id int64, now time.Time) *attemptInfo {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.busy++
+	q.bySender[sender]++
+	a := &attemptInfo{renewedAt: now}
+	q.leases[id] = a
+	return a
+}
+
+// end gives the slot back and wakes a loop waiting for one.
+func (q *sendQueue) end(sender, id int64) {
+	q.mu.Lock()
+	q.busy--
+	if q.bySender[sender]--; q.bySender[sender] <= 0 {
+		delete(q.bySender, sender)
+	}
+	delete(q.leases, id)
+	q.mu.Unlock()
+	select {
+	case q.freed <- struct{}{}:
+	default:
+	}
+}
+
 // StartQueue starts this replica's queue loop. Queued sends are sent only
 // by replicas that run it; they are stored either way.
 func (s *Service) StartQueue(ctx context.Context) {
 	q := s.queue
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.life.Lock()
+	defer q.life.Unlock()
 	if q.stop != nil {
 		return
 	}
 	loopCtx, stop := context.WithCancel(ctx)
 	// Attempts outlive the loop: a stop lets them finish (StopQueue).
 	attemptCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
-	q.stop, q.abort, q.loopDone = stop, abort, make(chan struct{})
+	q.stop, q.abort, q.loopDone, q.leaseDone = stop, abort, make(chan struct{}), make(chan struct{})
 	go s.runQueue(loopCtx, attemptCtx)
+	go s.keepLeases(attemptCtx)
 }
 
 // StopQueue stops claiming and waits for the attempts in flight until ctx
@@ -107,10 +169,10 @@ func (s *Service) StartQueue(ctx context.Context) {
 // them to return.
 func (s *Service) StopQueue(ctx context.Context) error {
 	q := s.queue
-	q.mu.Lock()
-	stop, abort, loopDone := q.stop, q.abort, q.loopDone
+	q.life.Lock()
+	stop, abort, loopDone, leaseDone := q.stop, q.abort, q.loopDone, q.leaseDone
 	q.stop = nil
-	q.mu.Unlock()
+	q.life.Unlock()
 	if stop == nil {
 		return nil
 	}
@@ -118,124 +180,201 @@ func (s *Service) StopQueue(ctx context.Context) error {
 	<-loopDone
 	done := make(chan struct{})
 	go func() { q.running.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		abort()
-		return nil
 	case <-ctx.Done():
-		abort()
-		<-done
-		return fmt.Errorf("send queue: attempts cut short: %w", ctx.Err())
+		err = fmt.Errorf("send queue: attempts cut short: %w", ctx.Err())
 	}
+	abort()
+	<-done
+	<-leaseDone
+	return err
 }
 
 func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 	q := s.queue
 	defer close(q.loopDone)
-	var last time.Time
+	if n, err := s.adoptLegacySends(ctx); err != nil {
+		s.deps.Logger.WarnContext(ctx, "send queue: River's queued sends of the earlier design not moved; tried again at the next start", "err", err)
+	} else if n > 0 {
+		s.deps.Logger.InfoContext(ctx, "send queue: moved River's queued sends of the earlier design into the send queue", "sends", n)
+	}
+	// cooldown fires queueCooldown after the last claim: the next one
+	// waits for it.
+	var cooldown <-chan time.Time
 	for {
-		if !pause(ctx, nil, queueCooldown-time.Since(last)) {
-			return
+		if cooldown != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-cooldown:
+			}
+			cooldown = nil
 		}
-		free := cap(q.slots) - len(q.slots)
+		free, held := q.room()
 		if free == 0 {
-			if !pause(ctx, q.freed, 0) {
+			if !pause(ctx, queuePoll, q.freed) {
 				return
 			}
 			continue
 		}
 		want := min(free, queueBatch)
-		last = time.Now()
 		// A claim cut off by a stop after its commit would leave its
 		// messages leased for nothing; it runs to its end instead, and
 		// what it hands off is attempted (StopQueue waits for attempts).
 		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queueWriteTimeout)
-		rows, err := s.claimDue(claimCtx, want)
+		rows, shareBound, err := s.claimDue(claimCtx, want, held)
 		var batch []ready
 		if err == nil {
 			batch = s.handOffClaimed(claimCtx, rows)
 		}
 		cancel()
+		cooldown = time.After(queueCooldown)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			s.deps.Logger.WarnContext(ctx, "send queue: claim failed; trying again", "err", err)
-			if !pause(ctx, nil, queuePoll) {
+			if !pause(ctx, queuePoll) {
 				return
 			}
 			continue
 		}
+		now := s.deps.Now()
 		for _, r := range batch {
-			q.slots <- struct{}{}
+			info := q.begin(r.row.CompanyChannelID, r.row.ID, now)
 			q.running.Add(1)
-			go s.runAttempt(attemptCtx, r)
+			go func() { _ = s.runAttempt(attemptCtx, r, info) }()
 		}
 		if len(rows) == want {
 			continue // more may be due
 		}
-		if !pause(ctx, q.wake, queuePoll) {
+		wakers := []<-chan struct{}{q.wake}
+		if shareBound {
+			// A sender at its share may have more due: a slot it frees
+			// is worth a claim.
+			wakers = append(wakers, q.freed)
+		}
+		if !pause(ctx, queuePoll, wakers...) {
 			return
 		}
 	}
 }
 
-// pause waits until d has passed or wake fires (d <= 0: wake alone; no
-// wake either: no wait at all); false when ctx ended.
-func pause(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
-	var timeout <-chan time.Time
-	switch {
-	case d > 0:
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	case wake == nil:
-		return ctx.Err() == nil
+// pause waits until d has passed or one of wake fires; false when ctx
+// ended.
+func pause(ctx context.Context, d time.Duration, wake ...<-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var w0, w1 <-chan struct{}
+	if len(wake) > 0 {
+		w0 = wake[0]
+	}
+	if len(wake) > 1 {
+		w1 = wake[1]
 	}
 	select {
 	case <-ctx.Done():
 		return false
-	case <-wake:
-	case <-timeout:
+	case <-w0:
+	case <-w1:
+	case <-t.C:
 	}
 	return true
 }
 
-// claimDue claims up to n due messages in one statement: a Pending message
-// not marked outcome unknown gets an attempt and its lease; any other row
-// found due (it left Pending by a path that did not clear its place, e.g.
-// a receipt) leaves the queue. The claim does not count the hand-off;
-// handOffClaimed does, after the channel lookups and right before the
-// transport calls (see there for why not here).
-func (s *Service) claimDue(ctx context.Context, n int) ([]messageRow, error) {
-	now := time.Now()
-	set := `send_attempts = send_attempts + 1,
-		send_due_at = CASE WHEN status_id = ? AND outcome_unknown = ? THEN ? ELSE NULL END`
-	setArgs := []any{StatusPending, false, now.Add(s.opts.SendLease).UnixMilli()}
-	dueArgs := []any{now.UnixMilli(), n}
-	db := s.deps.DB.Bun
-	var query string
-	var args []any
-	if db.Dialect().Name() == dialect.PG {
-		// SKIP LOCKED: replicas claiming at once take different messages.
-		query = `WITH due AS (SELECT id FROM messages WHERE send_due_at IS NOT NULL AND send_due_at <= ?
-			ORDER BY send_due_at LIMIT ? FOR UPDATE SKIP LOCKED)
-			UPDATE messages SET ` + set + ` FROM due WHERE messages.id = due.id
-			RETURNING messages.id, messages.company_id, messages.company_channel_id, messages.status_id,
-				messages.outcome_unknown, messages.send_attempts, messages.send_recover`
-		args = append(dueArgs, setArgs...)
-	} else {
-		// One writer at a time, and one loop per process.
-		query = `UPDATE messages SET ` + set + ` WHERE id IN (SELECT id FROM messages
-			WHERE send_due_at IS NOT NULL AND send_due_at <= ? ORDER BY send_due_at LIMIT ?)
-			RETURNING id, company_id, company_channel_id, status_id, outcome_unknown, send_attempts, send_recover`
-		args = append(setArgs, dueArgs...)
+// claimDue claims up to n due messages in one statement, fairly: senders
+// are taken one message each in turn (the oldest due first within a
+// turn), a sender holding its share of the slots (held) is skipped, and
+// one holding part of it gets only the rest. A Pending message not marked
+// outcome unknown gets an attempt and its lease; any other row found due
+// (it left Pending by a path that did not clear its place, e.g. a receipt)
+// leaves the queue. The claim does not count the hand-off; handOffClaimed
+// does, after the channel lookups and right before the transport calls.
+//
+// shareBound reports that some sender was held back by its share (skipped,
+// or given all the room it had left): it may have more due.
+//
+// The senders with queued messages are found by a skip scan of the
+// (company_channel_id, send_due_at) index, one probe per sender, and each
+// sender's due messages by a range of it, at most a share each: the cost
+// follows the senders, not the backlog a stalled one leaves.
+func (s *Service) claimDue(ctx context.Context, n int, held map[int64]int) (rows []messageRow, shareBound bool, err error) {
+	q := s.queue
+	now := s.deps.Now()
+	var full []int64
+	room := map[int64]int{}
+	for sender, h := range held {
+		if h >= q.share {
+			full = append(full, sender)
+		} else {
+			room[sender] = q.share - h
+		}
 	}
-	var rows []messageRow
-	if err := db.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !store.IsNoRows(err) {
-		return nil, fault.Internalf(err, "claim due sends")
+	slices.Sort(full)
+	// Each sender's due messages, at most a share: on PostgreSQL a LATERAL
+	// subquery, locked so that replicas claiming at once take different
+	// messages; SQLite (one writer) plans the correlated list as well.
+	offered := `SELECT o.id, o.company_channel_id, o.send_due_at FROM senders JOIN messages AS o ON o.id IN (
+				SELECT d.id FROM messages AS d WHERE d.company_channel_id = senders.ch AND d.send_due_at IS NOT NULL AND d.send_due_at <= ?
+				ORDER BY d.send_due_at LIMIT ?)
+			WHERE senders.ch NOT IN (?)`
+	if s.deps.DB.Bun.Dialect().Name() == dialect.PG {
+		offered = `SELECT o.id, o.company_channel_id, o.send_due_at FROM senders CROSS JOIN LATERAL (
+				SELECT d.id, d.company_channel_id, d.send_due_at FROM messages AS d
+				WHERE d.company_channel_id = senders.ch AND d.send_due_at IS NOT NULL AND d.send_due_at <= ?
+				ORDER BY d.send_due_at LIMIT ? FOR UPDATE SKIP LOCKED) AS o
+			WHERE senders.ch NOT IN (?)`
 	}
-	return rows, nil
+	// The arguments in the order of the statement's placeholders: the
+	// offer, the claim's SET, the turn limit, the batch.
+	args := []any{now.UnixMilli(), q.share, bun.In(append(full, 0)), StatusPending, false, now.Add(s.opts.SendLease).UnixMilli()}
+	turnLimit := "?"
+	if len(room) > 0 {
+		var b strings.Builder
+		b.WriteString("CASE company_channel_id")
+		for _, sender := range slices.Sorted(maps.Keys(room)) {
+			b.WriteString(" WHEN ? THEN ?")
+			args = append(args, sender, room[sender])
+		}
+		b.WriteString(" ELSE ? END")
+		turnLimit = b.String()
+	}
+	args = append(args, q.share, n)
+	query := `WITH RECURSIVE senders (ch) AS (
+			SELECT min(company_channel_id) FROM messages WHERE send_due_at IS NOT NULL
+			UNION ALL
+			SELECT (SELECT min(m.company_channel_id) FROM messages AS m WHERE m.send_due_at IS NOT NULL AND m.company_channel_id > senders.ch)
+			FROM senders WHERE senders.ch IS NOT NULL
+		), offered AS (` + offered + `
+		), turns AS (
+			SELECT id, company_channel_id, send_due_at,
+				row_number() OVER (PARTITION BY company_channel_id ORDER BY send_due_at, id) AS turn
+			FROM offered
+		)
+		UPDATE messages SET send_attempts = send_attempts + 1,
+			send_due_at = CASE WHEN status_id = ? AND outcome_unknown = ? THEN ? ELSE NULL END
+		WHERE id IN (SELECT id FROM turns WHERE turn <= ` + turnLimit + ` ORDER BY turn, send_due_at, id LIMIT ?)
+		RETURNING id, company_id, company_channel_id, status_id, outcome_unknown, send_attempts, send_recover`
+	if err := s.deps.DB.Bun.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !store.IsNoRows(err) {
+		return nil, false, fault.Internalf(err, "claim due sends")
+	}
+	got := map[int64]int{}
+	for _, r := range rows {
+		got[r.CompanyChannelID]++
+	}
+	shareBound = len(full) > 0
+	for sender, c := range got {
+		limit := q.share
+		if r, ok := room[sender]; ok {
+			limit = r
+		}
+		if c >= limit {
+			shareBound = true
+		}
+	}
+	return rows, shareBound, nil
 }
 
 // ready is a claimed message about to be attempted: handed off with its
@@ -250,11 +389,10 @@ type ready struct {
 // their cache), then one UPDATE counts the hand-off of every message still
 // Pending (handOffMany), right before the transport calls: a replica that
 // dies between its claim and this leaves messages that read as never
-// handed, which the next claim sends. Counting the hand-off in the claim
-// itself, as a first version did, widened the window between the count
-// and the call, and the fault suite lost an official send to it: such a
-// message reads as possibly sent, and the official channel never sends it
-// again. What cannot be prepared now is scheduled again.
+// handed, which the next claim sends. Were the hand-off counted in the
+// claim, a replica dying between the claim and the call would leave
+// messages that read as possibly sent, which the official channel never
+// sends again. What cannot be prepared now is scheduled again.
 func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready {
 	var out []ready
 	var ids []int64
@@ -292,27 +430,12 @@ func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready
 		}
 	}
 	if len(later) > 0 {
-		s.scheduleAt(ctx, later, time.Now().Add(retryDelay(1)))
+		s.scheduleAt(ctx, later, s.deps.Now().Add(retryDelay(1)))
 	}
 	return out
 }
 
-// handOffMany counts the hand-off of each message of ids still Pending and
-// not marked outcome unknown, and returns them: handOff for a batch. Its
-// IN list changes length with the batch, so bun's inlined form costs
-// nothing that binding would save; handOff, bound, stays for the one
-// message of a synchronous send.
-func (s *Service) handOffMany(ctx context.Context, ids []int64) ([]messageRow, error) {
-	var rows []messageRow
-	err := s.deps.DB.Bun.NewRaw(`UPDATE messages SET handoffs = handoffs + 1
-		WHERE id IN (?) AND status_id = ? AND outcome_unknown = ? RETURNING *`, bun.In(ids), StatusPending, false).Scan(ctx, &rows)
-	if err != nil && !store.IsNoRows(err) {
-		return nil, fault.Internalf(err, "hand off %d messages", len(ids))
-	}
-	return rows, nil
-}
-
-// scheduleAt puts Pending messages back in the queue, due at (nil: out of
+// scheduleAt puts Pending messages back in the queue, due at (zero: out of
 // it). Should it fail, their claims' leases bring them back.
 func (s *Service) scheduleAt(ctx context.Context, ids []int64, at time.Time) {
 	var due *int64
@@ -327,27 +450,23 @@ func (s *Service) scheduleAt(ctx context.Context, ids []int64, at time.Time) {
 	}
 }
 
-// runAttempt works one prepared message and schedules what follows: a
-// retry after a backoff while attempts remain, else nothing more (the
-// message was marked, or only a receipt can settle it).
-func (s *Service) runAttempt(ctx context.Context, r ready) {
+// runAttempt works one prepared message in its slot and schedules what
+// follows: a retry after a backoff while attempts remain, else nothing
+// more (the message was marked, or only a receipt can settle it). It
+// returns the attempt's error (nil: nothing follows).
+func (s *Service) runAttempt(ctx context.Context, r ready, info *attemptInfo) error {
 	row := r.row
 	q := s.queue
 	defer func() {
-		<-q.slots
+		q.end(row.CompanyChannelID, row.ID)
 		q.running.Done()
-		select {
-		case q.freed <- struct{}{}:
-		default:
-		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	id, n, max := row.ID, row.SendAttempts, s.opts.MaxAttempts
+	id, n, last := row.ID, row.SendAttempts, s.opts.MaxAttempts
 	if row.SendRecover {
-		max = recoverAttempts
+		last = recoverAttempts
 	}
-	release := s.keepLease(ctx, id)
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -357,55 +476,121 @@ func (s *Service) runAttempt(ctx context.Context, r ready) {
 		if row.SendRecover {
 			return s.recoverSync(ctx, id)
 		}
-		return s.attempt(ctx, r.ch, row, n, n >= max)
+		return s.attempt(ctx, r.ch, row, n >= last)
 	}()
-	release()
+	// From here no lease renewal is written: the retry scheduled next is
+	// not overwritten.
+	info.mu.Lock()
+	info.ended = true
+	info.mu.Unlock()
 	if err == nil {
-		return
+		return nil
 	}
 	at := time.Time{}
-	if n < max {
-		at = time.Now().Add(retryDelay(n))
+	if n < last {
+		at = s.deps.Now().Add(retryDelay(n))
 	} else {
 		s.deps.Logger.ErrorContext(ctx, "queued send: last attempt failed; the message is no longer queued", "message_id", id, "attempt", n, "err", err)
 	}
 	s.scheduleAt(ctx, []int64{id}, at)
+	return err
 }
 
-// keepLease moves the lease of a claimed message on every third of it while
-// its attempt runs, so a slow call (up to attemptTimeout) is not taken for
-// a dead replica's. The returned function ends it, and returns only once
-// no renewal is being written: the retry scheduled next is not overwritten.
-func (s *Service) keepLease(ctx context.Context, id int64) (release func()) {
+// WorkDue is one turn of the queue loop run by hand, for a replica whose
+// loop is not running (tests, and tools that drain a queue): it claims what
+// is due now, as the loop would, works it in this replica's slots, and
+// returns once those attempts ended, with each attempt's error by message
+// (nil: nothing follows; an error: retried later while attempts remain).
+func (s *Service) WorkDue(ctx context.Context) (map[int64]error, error) {
+	q := s.queue
+	free, held := q.room()
+	rows, _, err := s.claimDue(ctx, min(free, queueBatch), held)
+	if err != nil {
+		return nil, err
+	}
+	batch := s.handOffClaimed(ctx, rows)
+	out := make(map[int64]error, len(batch))
 	var mu sync.Mutex
-	released := false
+	var wg sync.WaitGroup
+	now := s.deps.Now()
+	for _, r := range batch {
+		info := q.begin(r.row.CompanyChannelID, r.row.ID, now)
+		q.running.Add(1)
+		wg.Go(func() {
+			err := s.runAttempt(ctx, r, info)
+			mu.Lock()
+			out[r.row.ID] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// keepLeases moves on the lease of every attempt in flight whose lease was
+// last moved a third of it ago, so a slow call (up to attemptTimeout) is
+// not taken for a dead replica's; it looks every queuePoll, and runs until
+// the queue stopped and its attempts ended.
+func (s *Service) keepLeases(ctx context.Context) {
+	q := s.queue
+	defer close(q.leaseDone)
+	for pause(ctx, queuePoll) {
+		s.renewLeases(ctx)
+	}
+}
+
+// renewLeases writes the renewals due now, in one statement. Each attempt
+// renewed is held (its info locked) while the statement runs, so one that
+// ends meanwhile schedules its retry after it.
+func (s *Service) renewLeases(ctx context.Context) {
+	q := s.queue
+	now := s.deps.Now()
 	lease := s.opts.SendLease
-	var t *time.Timer
-	t = time.AfterFunc(lease/3, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if released {
-			return
+	q.mu.Lock()
+	var ids []int64
+	var held []*attemptInfo
+	for id, info := range q.leases {
+		if now.Sub(info.renewedAt) >= lease/3 {
+			ids = append(ids, id)
+			held = append(held, info)
 		}
-		if _, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).
-			Set("send_due_at = ?", time.Now().Add(lease).UnixMilli()).
-			Where("id = ?", id).Where("send_due_at IS NOT NULL").Exec(ctx); err != nil && ctx.Err() == nil {
-			s.deps.Logger.WarnContext(ctx, "queued send: could not renew its lease", "message_id", id, "err", err)
+	}
+	q.mu.Unlock()
+	var live []int64
+	var locked []*attemptInfo
+	for i, info := range held {
+		info.mu.Lock()
+		if info.ended {
+			info.mu.Unlock()
+			continue
 		}
-		t.Reset(lease / 3)
-	})
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		released = true
-		t.Stop()
+		live = append(live, ids[i])
+		locked = append(locked, info)
+	}
+	defer func() {
+		for _, info := range locked {
+			info.mu.Unlock()
+		}
+	}()
+	if len(live) == 0 {
+		return
+	}
+	_, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).Set("send_due_at = ?", now.Add(lease).UnixMilli()).
+		Where("id IN (?)", bun.In(live)).Where("send_due_at IS NOT NULL").Exec(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.deps.Logger.WarnContext(ctx, "send queue: could not renew leases", "messages", len(live), "err", err)
+		}
+		return
+	}
+	for _, info := range locked {
+		info.renewedAt = now
 	}
 }
 
 // retryDelay is the wait after attempt n failed: n⁴ seconds (1 s, 16 s,
-// 81 s, … as River's default policy, which queued sends followed before),
-// up to 10% longer so that messages failed together do not all come back
-// together.
+// 81 s, …), up to 10% longer so that messages failed together do not all
+// come back together.
 func retryDelay(n int) time.Duration {
 	d := time.Duration(math.Pow(float64(max(n, 1)), 4)) * time.Second
 	return d + time.Duration(rand.Int64N(int64(d)/10+1))

@@ -79,8 +79,13 @@ func consumeQuota(ctx context.Context, tx *store.Tx, companyID int64, now time.T
 	return nil
 }
 
-// quotaUpsert is consumeQuota's statement; from, when set (" FROM q"),
-// makes the count depend on the query q having a row (storeInOne).
+// quotaPart is consumeQuota's upsert as the query "counted" of a
+// statement, counting only when the query after has a row (storeOne).
+func quotaPart(companyID int64, now time.Time, after store.Part) store.Part {
+	return store.NewPart("counted", quotaUpsert(" FROM "+after.Name), quotaArgs(companyID, now)...)
+}
+
+// quotaUpsert is the upsert; from (" FROM q") makes it depend on q.
 func quotaUpsert(from string) string {
 	return `INSERT INTO message_usage (company_id, period, used)
 		SELECT CAST(? AS BIGINT), CAST(? AS TEXT), 1` + from + ` WHERE COALESCE((SELECT monthly_limit FROM message_quotas WHERE company_id = ?), 1) > 0

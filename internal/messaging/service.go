@@ -61,6 +61,10 @@ type Options struct {
 	// Workers is how many queued sends this replica's queue loop works at
 	// once (default 256, as the WORKERS setting).
 	Workers int
+	// SendShare is how many of those one sender (a company's channel)
+	// holds at most (default 16, as SEND_SLOTS_PER_SENDER; at most
+	// Workers).
+	SendShare int
 	// SendLease is how long a claim holds a queued message before the
 	// queue takes its replica for dead (default a minute); an attempt
 	// still running renews it every third of it.
@@ -85,13 +89,13 @@ type Service struct {
 	jobs        JobInserter
 	queue       *sendQueue
 	sent        sentWriter
-	inOne       storedInsert // storeInOne's INSERT (PostgreSQL)
+	insert      messageInsert // storeOne's INSERT (PostgreSQL)
 }
 
 // NewService returns the messaging service. Transports and group
 // authorizers are registered by the channel capabilities; the job inserter
-// is attached with UseJobs once the River runner (which needs this
-// service's worker) exists.
+// of media fetches is attached with UseJobs once the River runner (which
+// needs this service's workers) exists.
 func NewService(deps Deps, opts Options) *Service {
 	if deps.Now == nil {
 		deps.Now = clock.System
@@ -111,6 +115,9 @@ func NewService(deps Deps, opts Options) *Service {
 	if opts.Workers <= 0 {
 		opts.Workers = 256
 	}
+	if opts.SendShare <= 0 {
+		opts.SendShare = defaultSendShare
+	}
 	if opts.SendLease <= 0 {
 		opts.SendLease = defaultSendLease
 	}
@@ -118,9 +125,12 @@ func NewService(deps Deps, opts Options) *Service {
 		opts.MediaURLLifetime = DefaultMediaURLLifetime
 	}
 	s := &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{},
-		fetchers: map[channels.TypeID]MediaFetcher{}, queue: newSendQueue(opts.Workers)}
+		fetchers: map[channels.TypeID]MediaFetcher{}, queue: newSendQueue(opts.Workers, opts.SendShare)}
 	if deps.DB != nil && deps.DB.Dialect == store.Postgres {
-		s.inOne = newStoredInsert(deps.DB)
+		s.insert = newMessageInsert(deps.DB)
+	}
+	if deps.DB != nil && opts.Registerer != nil {
+		opts.Registerer.MustRegister(&backlog{s: s})
 	}
 	return s
 }

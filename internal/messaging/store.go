@@ -3,10 +3,14 @@ package messaging
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	"github.com/chatmsg/gateway/internal/channels"
+	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 )
@@ -187,7 +191,14 @@ ALTER TABLE messages ADD COLUMN send_due_at BIGINT;
 ALTER TABLE messages ADD COLUMN send_attempts INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN send_recover BOOLEAN NOT NULL DEFAULT FALSE;
 CREATE INDEX messages_send_due ON messages (send_due_at) WHERE send_due_at IS NOT NULL;
-`}}
+`}, {
+	// The send queue's claim is fair across senders (queue.go): it finds
+	// the senders with queued messages one index probe each, and each
+	// sender's due messages as a range, whatever the backlog of one.
+	ID:       "0076_messages_send_queue_by_sender",
+	SQLite:   `CREATE INDEX messages_send_due_by_sender ON messages (company_channel_id, send_due_at) WHERE send_due_at IS NOT NULL;`,
+	Postgres: `CREATE INDEX messages_send_due_by_sender ON messages (company_channel_id, send_due_at) WHERE send_due_at IS NOT NULL;`,
+}}
 
 type messageRow struct {
 	bun.BaseModel    `bun:"table:messages,alias:m"`
@@ -246,6 +257,45 @@ type messageRow struct {
 	ReceivedAt time.Time `bun:"received_at"`
 	CreatedAt  time.Time `bun:"created_at"`
 	UpdatedAt  time.Time `bun:"updated_at"`
+}
+
+// messageFields are what the rows of a sent and of a received message
+// differ in.
+type messageFields struct {
+	ContactKey string
+	IsGroup    bool
+	Text       string
+	TypeID     int
+	SourceID   int
+	StatusID   int
+	UserID     *int64
+	// PlatformAt is when the message was written (platform_at).
+	PlatformAt time.Time
+}
+
+// newMessageRow is the row of a new message of ch in the conversation ref,
+// sent (accept.go) or received (inbound.go), stored at now. brought is the
+// contact's name the message brings ("" for a send).
+func newMessageRow(ch channels.Channel, ref conversations.Ref, brought string, f messageFields, now time.Time) messageRow {
+	return messageRow{
+		UUID: uuid.NewString(), CompanyID: ch.CompanyID, CompanyChannelID: ch.ID, ContactChannelID: ref.ID,
+		ContactKey: f.ContactKey, ConversationName: conversationName(ref.Name, brought, f.ContactKey), IsGroup: f.IsGroup,
+		Text: f.Text, MessageTypeID: f.TypeID, MessageSourceID: f.SourceID, StatusID: f.StatusID, UserID: f.UserID,
+		PlatformAt: f.PlatformAt, ReceivedAt: now, CreatedAt: now, UpdatedAt: now, Version: 1,
+	}
+}
+
+// conversationName is the conversation's name a message is stored with:
+// the conversation's own, else the name the message brings, else the
+// contact's key. (The one-statement send writes the same in SQL.)
+func conversationName(stored, brought, key string) string {
+	if stored != "" {
+		return stored
+	}
+	if b := strings.TrimSpace(brought); b != "" {
+		return b
+	}
+	return key
 }
 
 // target is the message as Transport.Edit and Revoke address it. The
