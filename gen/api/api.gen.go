@@ -4802,6 +4802,9 @@ type ServerInterface interface {
 	// DeleteChannelWebhook Delete a webhook subscription
 	// (DELETE /api/channel-webhooks/{id})
 	DeleteChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId)
+	// GetChannelWebhook Read one webhook subscription (extension)
+	// (GET /api/channel-webhooks/{id})
+	GetChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId)
 	// UpdateChannelWebhook Update a webhook subscription
 	// (PUT /api/channel-webhooks/{id})
 	UpdateChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId)
@@ -4952,6 +4955,12 @@ func (_ Unimplemented) ListAvailableWebhookEvents(w http.ResponseWriter, r *http
 // DeleteChannelWebhook Delete a webhook subscription
 // (DELETE /api/channel-webhooks/{id})
 func (_ Unimplemented) DeleteChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetChannelWebhook Read one webhook subscription (extension)
+// (GET /api/channel-webhooks/{id})
+func (_ Unimplemented) GetChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -5422,6 +5431,32 @@ func (siw *ServerInterfaceWrapper) DeleteChannelWebhook(w http.ResponseWriter, r
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DeleteChannelWebhook(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetChannelWebhook operation middleware
+func (siw *ServerInterfaceWrapper) GetChannelWebhook(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetChannelWebhook(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -7334,6 +7369,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Delete(options.BaseURL+"/api/channel-webhooks/{id}", wrapper.DeleteChannelWebhook)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/api/channel-webhooks/{id}", wrapper.GetChannelWebhook)
+	})
+	r.Group(func(r chi.Router) {
 		r.Put(options.BaseURL+"/api/channel-webhooks/{id}", wrapper.UpdateChannelWebhook)
 	})
 	r.Group(func(r chi.Router) {
@@ -7401,7 +7439,14 @@ type TooManyRequestsJSONResponse struct {
 	Headers TooManyRequestsResponseHeaders
 }
 
-type UnauthenticatedJSONResponse Unauthenticated
+type UnauthenticatedResponseHeaders struct {
+	WWWAuthenticate string
+}
+type UnauthenticatedJSONResponse struct {
+	Body Unauthenticated
+
+	Headers UnauthenticatedResponseHeaders
+}
 
 type WebhookBusinessErrorJSONResponse BusinessError
 
@@ -7458,10 +7503,11 @@ type SendMessage401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SendMessage401JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7606,10 +7652,11 @@ type ListChannelWebhooks401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ListChannelWebhooks401JSONResponse) VisitListChannelWebhooksResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7718,10 +7765,11 @@ type CreateChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response CreateChannelWebhook401JSONResponse) VisitCreateChannelWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7844,10 +7892,11 @@ type ListAvailableWebhookEvents401JSONResponse struct{ UnauthenticatedJSONRespon
 func (response ListAvailableWebhookEvents401JSONResponse) VisitListAvailableWebhookEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7939,10 +7988,11 @@ type DeleteChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response DeleteChannelWebhook401JSONResponse) VisitDeleteChannelWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8023,6 +8073,118 @@ func (response DeleteChannelWebhook509JSONResponse) VisitDeleteChannelWebhookRes
 	return err
 }
 
+type GetChannelWebhookRequestObject struct {
+	Id WebhookId `json:"id"`
+}
+
+type GetChannelWebhookResponseObject interface {
+	VisitGetChannelWebhookResponse(w http.ResponseWriter) error
+}
+
+type GetChannelWebhook200JSONResponse WebhookSubscriptionResult
+
+func (response GetChannelWebhook200JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetChannelWebhook401JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChannelWebhook403JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook422JSONResponse struct {
+	WebhookValidationFailedJSONResponse
+}
+
+func (response GetChannelWebhook422JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChannelWebhook429JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChannelWebhook500JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook509JSONResponse struct {
+	WebhookBusinessErrorJSONResponse
+}
+
+func (response GetChannelWebhook509JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateChannelWebhookRequestObject struct {
 	Id   WebhookId `json:"id"`
 	Body *UpdateChannelWebhookJSONRequestBody
@@ -8051,10 +8213,11 @@ type UpdateChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response UpdateChannelWebhook401JSONResponse) VisitUpdateChannelWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8163,10 +8326,11 @@ type ListChannelWebhookDeliveries401JSONResponse struct{ UnauthenticatedJSONResp
 func (response ListChannelWebhookDeliveries401JSONResponse) VisitListChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8276,10 +8440,11 @@ type RedeliverChannelWebhookDelivery401JSONResponse struct{ UnauthenticatedJSONR
 func (response RedeliverChannelWebhookDelivery401JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8405,10 +8570,11 @@ type RecoverChannelWebhookDeliveries401JSONResponse struct{ UnauthenticatedJSONR
 func (response RecoverChannelWebhookDeliveries401JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8532,10 +8698,11 @@ type RotateChannelWebhookSecret401JSONResponse struct{ UnauthenticatedJSONRespon
 func (response RotateChannelWebhookSecret401JSONResponse) VisitRotateChannelWebhookSecretResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8644,10 +8811,11 @@ type TestChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response TestChannelWebhook401JSONResponse) VisitTestChannelWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8771,10 +8939,11 @@ type ChatappCheckOnChatapp401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappCheckOnChatapp401JSONResponse) VisitChatappCheckOnChatappResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8851,10 +9020,11 @@ type ChatappContactList401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappContactList401JSONResponse) VisitChatappContactListResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8932,10 +9102,11 @@ type ChatappCreate401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappCreate401JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9044,10 +9215,11 @@ type ChatappDelete401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappDelete401JSONResponse) VisitChatappDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9124,10 +9296,11 @@ type ChatappGroupList401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappGroupList401JSONResponse) VisitChatappGroupListResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9204,10 +9377,11 @@ type ChatappLogout401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappLogout401JSONResponse) VisitChatappLogoutResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9284,10 +9458,11 @@ type ChatappQrcode401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappQrcode401JSONResponse) VisitChatappQrcodeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9365,10 +9540,11 @@ type SimulatorSeedContacts401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorSeedContacts401JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9460,10 +9636,11 @@ type SimulatorSeedGroup401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorSeedGroup401JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9555,10 +9732,11 @@ type SimulatorInbound401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorInbound401JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9649,10 +9827,11 @@ type SimulatorMessages401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorMessages401JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9743,10 +9922,11 @@ type SimulatorPair401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorPair401JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9838,10 +10018,11 @@ type SimulatorReceipt401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorReceipt401JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9932,10 +10113,11 @@ type SimulatorUnlink401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorUnlink401JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10026,10 +10208,11 @@ type ChatappUpdate401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappUpdate401JSONResponse) VisitChatappUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10106,10 +10289,11 @@ type ListChatapps401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ListChatapps401JSONResponse) VisitListChatappsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10186,10 +10370,11 @@ type ListCompanyChannels401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ListCompanyChannels401JSONResponse) VisitListCompanyChannelsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10266,10 +10451,11 @@ type ListContactChannels401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ListContactChannels401JSONResponse) VisitListContactChannelsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10347,10 +10533,11 @@ type UpdateContactChannel401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response UpdateContactChannel401JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10439,10 +10626,11 @@ type EditMessage401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response EditMessage401JSONResponse) VisitEditMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10518,10 +10706,11 @@ type PublishEvent401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response PublishEvent401JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10612,10 +10801,11 @@ type GetMessageMediaLink401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response GetMessageMediaLink401JSONResponse) VisitGetMessageMediaLinkResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10704,10 +10894,11 @@ type ListProviderTemplatesForChannel401JSONResponse struct{ UnauthenticatedJSONR
 func (response ListProviderTemplatesForChannel401JSONResponse) VisitListProviderTemplatesForChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10783,10 +10974,11 @@ type UploadSendMedia401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response UploadSendMedia401JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10921,10 +11113,11 @@ type RevokeMessages401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response RevokeMessages401JSONResponse) VisitRevokeMessagesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11059,8 +11252,15 @@ type GetUploadedMediaResponseObject interface {
 	VisitGetUploadedMediaResponse(w http.ResponseWriter) error
 }
 
+type GetUploadedMedia200ResponseHeaders struct {
+	ContentDisposition    string
+	ContentSecurityPolicy string
+	XContentTypeOptions   string
+}
+
 type GetUploadedMedia200ApplicationpdfResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11070,6 +11270,9 @@ func (response GetUploadedMedia200ApplicationpdfResponse) VisitGetUploadedMediaR
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11081,6 +11284,7 @@ func (response GetUploadedMedia200ApplicationpdfResponse) VisitGetUploadedMediaR
 
 type GetUploadedMedia200ImagejpegResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11090,6 +11294,9 @@ func (response GetUploadedMedia200ImagejpegResponse) VisitGetUploadedMediaRespon
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11101,6 +11308,7 @@ func (response GetUploadedMedia200ImagejpegResponse) VisitGetUploadedMediaRespon
 
 type GetUploadedMedia200ImagepngResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11110,6 +11318,9 @@ func (response GetUploadedMedia200ImagepngResponse) VisitGetUploadedMediaRespons
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11121,6 +11332,7 @@ func (response GetUploadedMedia200ImagepngResponse) VisitGetUploadedMediaRespons
 
 type GetUploadedMedia200ImagewebpResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11130,6 +11342,9 @@ func (response GetUploadedMedia200ImagewebpResponse) VisitGetUploadedMediaRespon
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11141,6 +11356,7 @@ func (response GetUploadedMedia200ImagewebpResponse) VisitGetUploadedMediaRespon
 
 type GetUploadedMedia200Video3gppResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11150,6 +11366,9 @@ func (response GetUploadedMedia200Video3gppResponse) VisitGetUploadedMediaRespon
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11161,6 +11380,7 @@ func (response GetUploadedMedia200Video3gppResponse) VisitGetUploadedMediaRespon
 
 type GetUploadedMedia200Videomp4Response struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11170,6 +11390,9 @@ func (response GetUploadedMedia200Videomp4Response) VisitGetUploadedMediaRespons
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11231,9 +11454,9 @@ type GetMessageMediaResponseObject interface {
 }
 
 type GetMessageMedia200ResponseHeaders struct {
-	ContentDisposition    *string
-	ContentSecurityPolicy *string
-	XContentTypeOptions   *string
+	ContentDisposition    string
+	ContentSecurityPolicy string
+	XContentTypeOptions   string
 }
 
 type GetMessageMedia200AsteriskResponse struct {
@@ -11249,15 +11472,9 @@ func (response GetMessageMedia200AsteriskResponse) VisitGetMessageMediaResponse(
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
-	if response.Headers.ContentDisposition != nil {
-		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
-	}
-	if response.Headers.ContentSecurityPolicy != nil {
-		w.Header().Set("Content-Security-Policy", fmt.Sprint(*response.Headers.ContentSecurityPolicy))
-	}
-	if response.Headers.XContentTypeOptions != nil {
-		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
-	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11589,6 +11806,9 @@ type StrictServerInterface interface {
 	// DeleteChannelWebhook Delete a webhook subscription
 	// (DELETE /api/channel-webhooks/{id})
 	DeleteChannelWebhook(ctx context.Context, request DeleteChannelWebhookRequestObject) (DeleteChannelWebhookResponseObject, error)
+	// GetChannelWebhook Read one webhook subscription (extension)
+	// (GET /api/channel-webhooks/{id})
+	GetChannelWebhook(ctx context.Context, request GetChannelWebhookRequestObject) (GetChannelWebhookResponseObject, error)
 	// UpdateChannelWebhook Update a webhook subscription
 	// (PUT /api/channel-webhooks/{id})
 	UpdateChannelWebhook(ctx context.Context, request UpdateChannelWebhookRequestObject) (UpdateChannelWebhookResponseObject, error)
@@ -11893,6 +12113,32 @@ func (sh *strictHandler) DeleteChannelWebhook(w http.ResponseWriter, r *http.Req
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(DeleteChannelWebhookResponseObject); ok {
 		if err := validResponse.VisitDeleteChannelWebhookResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetChannelWebhook operation middleware
+func (sh *strictHandler) GetChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
+	var request GetChannelWebhookRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChannelWebhook(ctx, request.(GetChannelWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChannelWebhook")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetChannelWebhookResponseObject); ok {
+		if err := validResponse.VisitGetChannelWebhookResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -13038,746 +13284,763 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rchs5ligKvwo+zkwU6U5SJHWxTYVjQpblLk1ZlluXql1teishJiiilQTYiaRktltfzK/zACfOC5w/",
-	"8yLnTfpJTmAtAInMRFKU7e7qvc90TI1FMhOXhYV1v3xpTeR8IQUTuWqNvrRmjCYsgz/PWJ6tDqY5y/Sn",
-	"hKlJxhc5l6I1ap2ziRSJIrkk95Tn5JpNZcZIpl/h4qbXilrsM50vUtYabfejVsb+vOQZS1qjPFuyqKUm",
-	"Mzanetw5F3y+nLdGg6iVrxasNWpxkbMblrUeHh6i1oJmdM5ys6bDjNGcJQf5GRU3TH8zkSJnItd/0sUi",
-	"5ROql7j1J6XX+aVYxcfWsD/c6w4G3f6gFbkPw2Hrk7+cf83YtDVq/ctWAZYt/FVtvaE5w3lhZWWI/Mf5",
-	"6XtCs4yuSPxR5TTLI8JE8ikmckoSmjNF2vGvv/76a/fkpPvmTdwhMoPvuzmfMxURLibpUvE7FhEpSD5j",
-	"ZKI3y/UHPmekTeFxcs/zmVzm+OVE3rFMkXxGc3I/kykjCV11NPi5XtSflyxbtaKWoHMN2AlC74rmraj1",
-	"ucvFHU150p0zpaiGpgUvoTmZL5U+VkKJtzN/Y25frYeodZyw+ULmTExWP7FVHV8OyCTlTOTdyUwqJsgt",
-	"W5H2VGbEnA+h5PLy+E0HdzKnt0wRiuik58lnXBGNQ0zlRNEpGwEYuCDDHTKTSwABI4rOGQytfyy+sS9m",
-	"bJHSFT465ZnKCRXqnmWEC5UzmsCOJBc38MS9zG4JvaFc9MhPbKUIzRhZsIxozKBi1SPnjBFv44TjsR18",
-	"OCbe7kt3obU77U+eT7ZZ9wXdG3R3Jrvb3ZfXA9YdJs+nffqS7VwPB/b08C4Wx+fN1dVQLl0j+vkdEzf5",
-	"rDUa7u5G+lrZzwN9ifKcZXrM//nx/9f9/3/63b+23G1TecbFjT7EEEb4+9OQtWgx0Fd/uLtL7rji1ykj",
-	"B+eHx8dkMqMZncBtfYhap1nCshOZsDdsSpdpfqAmAVIis5wkPGMT/UVEJlSxLheKCcVzfsdIOz44P4wj",
-	"Er85wn+pmsT69sR6oLjTI2Z4vYYm1Jd2Ka1Nb7tbfBNo3AMOKAfnh3pdep36pQ8USVR5v/pbIpbza5ZF",
-	"ZJrJORk0LXqhB/DXm+BG4UzXEc7wgmFmd68FMY+TG7j1mb57Qq+f/XlJU32+A9gFy/SLBsaDfr++peOc",
-	"zRXcDb3iCJFjt99v3BcO2bC1fj/S6Iyb24VPT9+qWUtouwhzs8T6Dod/7w0Of9v97f6997f7j97fOZ8v",
-	"U5rL7FAKgWTkOAlsMkFWormmfa5EnJ+bzS5oPiv2ypPW18ovTSQ1sCtgyHaW8sOG9cH0D1HrcpF8bxGI",
-	"DLdHuy9Huy//eWWhlKq8u4StfzdxCIdbIw4ZUD9dHPqFXc+kvH3DUn7HslUIGy9mjCTm9x+U5mX49xVP",
-	"YtKO/0f3/G7StQPEnYhQFFzscySVN0TN5L0iPC/LGP3rF9PtyZB1d5MB7e5Mn193X072WHdId5IXbDDd",
-	"vt593griureItUg/ldmc5hqES3jSly/63Ze0Oz3ovv305cVD1/+485SPg+HDxkKKBRPh3tUCgbLpWvlv",
-	"VO6XObv1FOQeHyJqeR0W9IaD/wWIyYNei1pIoRhqV44uvl4qLphSR1kms81pDIzCk9PMKAFqOZ/TbNUa",
-	"td4zns+0qJ0QITMtSrai1h1Nl0DBSkvEn0srjVpqOZkwpVqjKU0V0ysXMn8rlyIpz3MpboW8Fx6JD89T",
-	"bJUImZMpjNQwzTt5c8Mq85wzpezLZi5Y5/qpuIIXUhiQcBGY8WFTClw+ogAVPkZkIVwslrmG6rV5gzD9",
-	"yojMuVJa25EZmdNU32mWkClnaRJ58CvgQ9oy0xeACglnaRShTmTEWULTjNEEFKGlYrVB3LZhIPuw+7YT",
-	"afUh79LFgkwpT5cZ62m0fyuza54kTDyF1/kHcKG1R+pOYCnoMp/JjP+FJTDBZvA+MeMFIK1peS5vmSAp",
-	"ndwinV6wDOAL/IsrIhcsQ23eYLUibZ4rEn/uFo/GnX0NqZk+lXuqNDzEjVllWcU+Fh8yeZMB5nwdVA6c",
-	"Xmy0Za5IRcPU0FI5T1NyzfSSFpnUuMqSfaOap1pv+D4wrC3HKO9xZU1x46IInaIWo6EtGBimNELLTHNI",
-	"8t6Da6J/z+/5hJV2omXKjE2Y1joLI4FZ1w/KmAsCp3HGlgopxOYnAZcQTq+q148+IspWT0Ov3N4aPR9s",
-	"jZKET6csY8KttNf69BBV8f/rB9v4dH/W5Ab220iT9E2pn2htLVXjTsPaSNuSIne7IqIZbkRA1AOiJ5NV",
-	"p376+3oiQolg98BtcAb9yd/3sdBiDU2fyAYrLM0MQhTL7liG1Pf7XJpLwT4vgPVYirmPCg7Vu+PKENeI",
-	"CKZnVkzgvt7L/FgvdM5E/lS89fGKFRRbWSXMMjkm6HXKkhEBIRmWdUNzdk+Nee7w9P37o8OL07OrN2fH",
-	"Px+dvXIjbA6ayj4aEK4gvWZp9I7yVK/OI30JW6RypQf6QWnGNeU3S/NWu9ibBlMmU81EEqA1jGSMppbT",
-	"yazTQ8vPKpU0uZDyHc2epqRVAWxRXeMxmdMVbOCalY02g36fnLz+Lih19DlnAthW2xkz5WSpAUNmVMOP",
-	"7Ay2OyOzd29xGt30bs2a9O9MJAvJRU7oZMIWuTLEGACsoUG0kEvaoFINyMnriMyXac4XGmFwT5Gm73dc",
-	"A9vI3Ipsk5PXFUapcpkxEB0Rx7UAzOxOUM5+iFp/0EShoFJvKU+/nmpbG8jo4xOsFWXC/CQrx3ejwQeG",
-	"ODrPCpwraDWZFDd4JjIjIMr2SIxbjslMpgk+Z3ZgLUZmGMD8CylPqFgdi7cpv5nlX435UpI5FSuLYUpL",
-	"jQsj8VierWYyy9NV7/vi/QjpAforCE0SPaWGB0p4lk9pmGlMvgbJWE6DKyXtvR1CRUK2h+R6RYyJLCKK",
-	"MfKOz3muOnYzKLzE4HTrgtctJu0BUeBo6/TIgVh5hGxChXNeALpX/XZd57gLwcM8veW5+B4ewnfGHOiZ",
-	"2d23HKgehxzkOZsvcvV9Tu2M5oykGpKEfZ4wlhSyqZUGrbFdn5EybksuypD+ThB8iFqXoFwwkWuofD1r",
-	"rQzzBGBVFxDiiYDIRvuLiDEqRIR9XnBDRTN2J2/NvMYg8i0mAWtXer9WZ3emrXbGzN+dsErtzDdON+0F",
-	"lXc74h+WbFnV4N0YqEz8GR55wtS8kFnx3YYlcAVyUHnyC801pQChFn8vmZLCU5uD0DPbt3pfYRrZfKK1",
-	"0P1+hopzb0GetSFobIiAEmvoTRFXG2HYI2f2KEnb0bXOqEAzNxUM6qOBpiH2XU2+MwaW5XWzeTfl6yUM",
-	"uCzXNLnM0srZZWlho/EPrZBHlvqdj/iks4GiBWiW5wu9Rf2vIpdn7ypyyGbv6IMzROM9WDNL9j2tq5tf",
-	"w+tDC+hHfNI37pXXUvv5CZi2gfBTMoqNSKxXFfuWsFQKJ8IOdvueRzsi8TJLSw+DMiEARlsOUIBNtGpS",
-	"019W5K7HZSt4s0dOUZp27N94OHJ6G9CmI0JTJQkFtXYTDZ+03TI0NFR9SK3UuEOAwzywGtTRnT6BM6bA",
-	"9feltcj0KnNu6D7N4dB4zuYq8LN/NF/qtn52Z65M5ZcH34b+0TxWPulPzoAur//EJrkeznwBvhtgqJai",
-	"fWkxsZy3Rh+1zFO8eS1lyqiozWffi3B/oalqzLKMhbv9l6gzyakWc+kNaLBOXVKkXZhOVeQ0n8hSQTAM",
-	"Cpaqzsiyb2Pm9V/sICKWzb6alJdPwd29wAnUQQTU/ykwssOHwHSI27hYLdgbrhYpXVnKUoYXEAXrvMV3",
-	"jOpY1VF/UCQ2T1zpJ+IRGQPpCb0+bnUidKrh5MQ+WBriiifxiMRH82uWJCwBk4eWzTsRiS+FnE75hNMU",
-	"viZ0sYhJe6h/Og38sK1/+DCTuSRKwo+C5fcyu41Je0f/do7fapgxTYdi0t7V37+WeenLvU6PXFgTKRBb",
-	"Qqs7t/FIEynuWKZQcYC7onrkrUTZeJHSXJMpMpEJA5tYbL+Ky17F2n5C3jnvQEMOtEMP+CMyIK8I86Ea",
-	"kSF5RZZ1mJK23lqugdiJyDZ5RUKPyOnkyntsh7wiCw3rLsK6a2DtSGxEdskrexAOuhHZI6/ItQ9wAASi",
-	"/yAaRtvRTrQb7X3yYxxr/jrQpsRy3r2jGZBVfSssDh3OwOdcYM8hLrsVOTAX3wC+IGK8xx20ohZ+PrEr",
-	"bEWt1zIvPn4qn0X4Vn0onX3gfkRkTvMJGFni0snGI3dwAHG8DQb2iP/eYSDew1FcIbSv7FEA1pvvHLgR",
-	"569l7n9lMR6QXcEldYiqMd3HcgVCW5VWkvbZ0fkF/IS3oAN/m33bu6OZmrk/U57mpcNvlTbdiloTd0je",
-	"djWBDexVi9CVjbaiVmmXLR+lKkOWr9om2OXj1OS7oBOMUI/tFNUrCwbhcpBNmeV4gaiP6f6OO17wOVM5",
-	"nS80neHJYy+a5R6DT/8W3dEbPP8TA9EgdS7f8l61gEDuZzxl9rIY67dxB3NVeIN7rTqXtIEAIVab05xt",
-	"uMpzeNa+dJUxavSIBptWj/wyW6FPrVgoF2DAgiFceIkjp4ryhLTZfJGvyP2MCWdu1bzLBNUEcLJmP/KC",
-	"bL7mqCtiBcRPYPAAANKdVFQObvZmbZA7NBgPZ2xyayxboJml6em0Nfq4IWZhmMPDpyp204xd3WRyuVAb",
-	"Hqe/joOM/R7f/QegOVrGVEDgwh9IO+E3GknATzKRS5FnK2AXWraM8Ou42O8rfehxROCTVkDUfjmW0OoB",
-	"Xrjy3k41WrmOVvW4lyM6mVnDXqG64iuapMOsezuVgOQ5/XyMS7BxiebjoKIdhCe1UPHM9RgIZifc7ffN",
-	"GlRTDI4dox6IU2C5PZYa6uoxH4uVCaN3gVZ+qCYI81UVOYZDxEsfm6XEEP1eHGuAtoVBVuCGgxrQUJkR",
-	"mLy+3A01yQ2QHEENw4bUv6fpPV+lGj6q/cC+pcjpJLDn21AmxXtnzDayvX63F5LFGzmNkDmfrhq0LG9U",
-	"Aska1mfH0mmESKFmNCuxtwa93KPTj2//HVf59zx8C9V/5oMHjuXxn+DxP4GaB6V8P9KNzpk+tvXJIpuQ",
-	"XzT3NdHd4e6uT3ibKGHd0lchg8jhNRzWQBHIWh16VAi5FBPWKMMxQaRIV4Qmcy64yjOaS03b6YooJhqk",
-	"N66u4Pl1o6L7sBT0pxmFP429vkAZwzMFL//vLQGONJghgkVr/YjqV7cQSwMs2X7FFVJfZMxPIxMLmuV8",
-	"whdU5OoKeH8pRLUfyNdrvP9RcR4eEINzPHbU35tQIP78E5OJoCHFQ6+kmsSwJor475KRUBGI4fKtjCBd",
-	"Ph+QZwMyfWD3YWoYQrH6y59qIQ85SRkFlxva93gSg/Ifw51pX8t8Bjf/mkEACfjbSQzbiAkXiieMxKAe",
-	"xBFRktwwwTLIDcA4AYXmSJ5bPSpbpvCRK4yUuZbJ6gdF5D0EB5h9wRLasBiZ4VqMlWPOUEoECmU2TBYZ",
-	"U0xMTIyXMYRouWyiRRyWkOtV81yRi6vkGfxkrWC9J0qVwfzODzMNWSOP15SFiBg1Qm9nVPqJ/E7vgNq/",
-	"bV7coA/5Z7v2xfZRb6ClebpQ5hlFaF48sI+TgkBuRxMSY7PMqrjCgJEiZgrtP0Jq3Eg0//oLyyRp+8tT",
-	"NnIOYthgjv4+STK5AEjn2VLc6nOZ8s+dHjnCSzgiu7uDwcsXL168eP78+fNKAqj/UyV1YtB9+eljv/vy",
-	"05eX0WAnkP8Qvr4/eXmZHqDr50DaFbh2mi75T43H7wvVNfrLPnMTI7IhQzu0BhSNb4Yp0gmsWWMh8K59",
-	"IpZpavQRnAGCgEF/0MDVP9NrDV3Mp6izOFhzOAeHAXSocoFj62VaM1Rkt/qoeGKTQDezLeinT1hOAwTw",
-	"a3hbna1VttPgwPLsfX/INObUj9p+W01u5SAJArbl0sSSoR9iATTCy7VWEyoEFzf7BM1MS5EypUqBhYrl",
-	"JIYXr/SQYQkG41bUP6818c9ZGFoa//5whsCiilDy4f3viT4Scnn2jrRj/eeIz+kN21qIm/1rqtjeTvS3",
-	"//yvGMxvHukIP/koNnvmtAnmRpulloC6BrsRO76HCa1ig/B5ImlTj393IhJLZdj3dSbvlQngKuOn+aUO",
-	"9Nf4A/r61EyzwhKCTo1nLOVC89SE3fEJiwjr3fRIfDjL5BzR0FOiBsaY9EQlyq6kUY8a9Psb6FF2mAq9",
-	"/nsjtQyYDU8xQkHcdNVK5Wz+dUD+hYtE3qvvBOVT9a0APlVV2BYUaUOYle4JCEuHUFmgch+lXoPF3G+0",
-	"/jVM+aj5z3MaHEAgibotewYwjKSZwrf1oWooX6/MN8g0Oz1yOp16cbAjPTak8CzVDAp+gGXKxEbB4HbQ",
-	"Bntjxd3QkEsOa5j4hRoo8QSTCrzWa5Ybn/U/kwb5HTb1z7Sdc5ZCrsV35DeHMykVoKBnuLlekRIf2ie0",
-	"okeCDnAv/RtY50R/X0L88G1U4tx6HRuJwAWQ6TuGjkIvTKDk+RyBzQkdnzFpLyhEZ6Ib3nytGXfCVf2x",
-	"UqKo1q0W+ruM2W/FjX4VHX1XcpnHpC1kTvBlICKGJhlZSj8NtX4mMImLIMWI/lzK25IrVN6xbB91dQjo",
-	"y5hazllCliLnqcYImqZEMJYownM99jUVAkYukUX81g84x0WBtxhD/mPfXRuDILPMwVFZHSxjf8K0Li9t",
-	"6geXlHDHMpupUCRVWdq2XNxkNEFwTyH+tD74FOIBy6UwMG6em+w7ck0nt3I67fjhD36is3+Szg2rTwcS",
-	"3BH4mpkBVFpRy+60FbVwVd4NXxfUcOhN8qY8J+Zln8KUZ8WUr+2Up8WUb92UIR+1uQtY7uEfK8ySiaE8",
-	"1cMwkakg5Qp2j8Zdmrm4A3HDVI/8opVi+GTLVhncU0wkBMxa8Pwyg4hPXEFpzH80vWpyU7xn97+Vf0Kv",
-	"CaHRsCxjlFprW+l9H1vOe5OP+rX2nG/gB2xyq7nBMiDXx/IWMXgpXO5kvK+pbMLRGIO2ydwsFEw1Z0dv",
-	"js+vLs/eYco2y31SIm9bUcsbbUNqcHoLYXPea3rpGOhlItSCxedMUJvzmmIFt3pckhc/uQFSh2JXH6JW",
-	"JXj0CQPhjfpO0VGVVGHnLIK9X9lF8sQ3qnjVRtZ6nzPfYGeG2ncOKU18WGb8UeAxZiIxZSGf4H8y4X2P",
-	"AcGGMcI7Jln0yhgRH33XPH9gHv8HBCxVsaP8Tcvbd2A7TwxzKl2M38gSWb6c32KQRJ/mumvuxYD2iDsU",
-	"dJIcn5+SF3v9AZJROZ0qlkPYmwmTtiV9Fpi7rXrOixpHJM7pjdL/KtA89F9LxTLDS90xyQUTLLm6BwMG",
-	"sus6YaTq1palECTWq4n/aSlRjVh4N9WjFZMihGU9LsBj5yZrqEbqKqk6gQPTgHLFp1zFsBBZaVqq9Yg/",
-	"wUkRJnomRqbtgqLgSDHWqROkdClVGOxLb9jGO94PlIJFzaQa2/+DMgVLzBTI4ScyS1hC2ujHEss09ZE+",
-	"kBvQ2RzG86VJcX1CmCtekbWRtVQQLUiJhJqaA7WV6kHCYRMy4zdcbIDrp/DgcWHOe8SpWT5245MqThxV",
-	"XRtpbovS+eYvhVoYZGzAy81HMAIQXAPdwOQOrZqad0Cot+kuypb2oMI4URDSnY38YgsuRNMBfhP3LdHB",
-	"TXnwKbyExl8wKTkjz7q3z+Epj6QokGE3oXYe4FHwRWzQpL6ODL9AXA1Qa0QCLiAvAhhDKbZ13ZwX9CYU",
-	"arIUGaPJZkE2VQnlexLNpWKPAvxSMR/cxhax1oT0Mz7j3SEH+BEZIFc0nCAC09pcZqY2C6OTmVF39eta",
-	"F0KaFhHvNsENhRTJueCTGc17JVHgmblXZEKzbEXaiqEafaBWYuJnj0VkjGV9ubgZt8qUkIt8b6f1aHRN",
-	"1boQkge9wDZLfDzG5KNwkAU/TYYsKGIFzyz9dnTAEec6q2qWOwsMCEugvsz2W0mgJbnxu0mgZyylNnXV",
-	"s5CBIGSoiCNi5moVJLJE7Da2hJmxL3Dsczv2JY4dJKShdX+DN6AGy9/eKVBaEtrwwpmHNwwaFtASAdrH",
-	"JGs0/QLH1VJ7yqY5WQpTfy8qG/59az8Ugf9wcHH4I9miC75lEKBrRYGtLzx56CHZ+OCBe1DLwqXZ7ZW+",
-	"nQHrCwbkK5YrEvtXONbb6W8ci39Cs1ui324OxW+S6BoG1E83D9Yk6h18rXzX4OCFaZqX0SjlNLgL4fHm",
-	"4fBGX4VsLCfyDn2iMzB4TbxIX8/k9OTwTLznpeK2RZTmEyWe2lUxJj/D/IPbOlCK30Bl+DyjQk2xUCJs",
-	"Ur/zPbZ4qdiaDRpx+qqQCIMXJGNzeWdM6fjoxjj0ixHYzaE1Hr5dyTIYWhJYBwXYsQQg9eTlLP3wkMpi",
-	"gobe+lDV0FdzyhHxtxIRh9XFD/hVRBx6RQSvUkSATEQELzjWjzXUq2ZWbka5oK0dJ0MRLQ5J6HFnn+yQ",
-	"9hlTMr1jCdQ42CXtQyomLE31F5PUd6gUUmAwiTt6/mnTW4grCyKpV63tubdrKyaHwrfBeCCnFW5E2vcN",
-	"eoa1RXUwd5+aZKzSy+jDdIkFJgbYWipQbkYtFF/WokVEhEQ9NagzVuI755SnzdthXf27H6+5NDWHNlZ9",
-	"N1Ncm4w7zbbkxzV8T6W3wMVAF+M7COr0G6x2jQKA4LSraxBu6jpqCP4FHPEGYXUFzRqxqMIHtMBj8YTj",
-	"okIdlkmwtwkrIri7hKUQzhd0HpHn5BVBz2rPPQ5GD/c0CE7jFly/ZNxac99cNPRgs7IJehtavsU9tKKW",
-	"V/04atnVtKKWW4uWjhd0XniDtRhc9CyoU+5SmwKvAUGPQKYpVvnjipiuA373AteKgCr9ekMTAkQmp337",
-	"I5AffxydnIzOz2Oy5czUpajxtc2riuI6hftxPE6+7Dx09T9D+0/74wX5hH+OzDf23/G4p/8aRHsPnX/v",
-	"/Hv7j3/9+Luuffbf8V/9Q7Aif5FUO/RTaod1M8dRwnNTzK8x6y0kgLgKus6ymWAICMSH2fqgPOl8lezx",
-	"jdkvOfuch3mZ/qXizt7b3d3e+xqH9gX77DehEFJ0fXtf03LhtXU5dkCOYAsh8qMPjCUnhYpXj1+2R1KU",
-	"W2QJlqSsxouHXAnh8jB1gbLR5bB+vAr7r4/CYIMN1mjcEhVuR3UrKfuMmBmc/jhhIudTrgexYqBJ0bFI",
-	"u1/2D0kxYWWkhkrEUEXMKw7Wa3Z4fMPFqUNnzhK+aXXOE3i2MAhs6nMyrxc+p/B9OjQRLPZO1U2XmxhF",
-	"Ly8OwYMCbkE0MM75JJOmLqgNQC7o68VgZ9TfHvWf9wbD7Z3dvT/GlTiPEKG9KBFZ848hsXsPfwwS0a8w",
-	"o4Zv3iN2UYtBgHMgcrn+evptsJBypn57GymggbugTXbQOhGoI+ATzJU/MppqolxlSsppLF78yqfHRD3z",
-	"VmiiUOhA3ZxQVIYrkDYsNxiBWrHsjk9Mh6S/QDC2Rvki5LpTTkbzWkBZRH8cvUkIvYNI3cg4oCweAQ84",
-	"4g6E28rExDhRMlvOqehqhRLKtHt0b9PadZWzWGdBNMvcoFaff+28Yn2KiSQytw8r50ZkuUglTTo9Eics",
-	"pzwth0mZRHGPCNugTPAjmksIkV9gvqcpwahR0saEypznKYvMl656jxvthmILi3mnDjOzHjDEJwnX26Sp",
-	"b5tENabO6u3oP9RWhS7lHKct8coCyt/zqE4sY2qsXR97VCY21eqnPGWocgNjsyfpUUycCGKY4BF3sdyh",
-	"ox/JoEKNNvbIh+oB2zdnkOA1tZWjbNQuFP6MrLMXApXvuWI9U2uUKxL//uiCbJlhurCsrS9Qi/xh64se",
-	"T6tJD3FE5prEJia1httuJYBQWCESwwbiIrMrJu345OjN8cHV5dm7q4uLd3FkCQV5rrUW1dl37IXmkN4M",
-	"gyqy09+JYGhqWqeY2SzqUjLNmJqZRDbYAl1wuw00i28ZGN/wO4YtW6QgCZtTkQTQtpzlV3HOQsAhQEzl",
-	"cqGgeSuou9/gD9Wc6kZ2a1TNwry+jLf6dNGoYnvWEcVu5obLwgKDwsucz5kL9akwAUBVzLKZOjS2kgqm",
-	"/P1pwW6gMeoy4XJL3uAHr8zwIpmGJ1b8L4E5z/lfSrNB2MEqx1zxR3zTWRo8nqyM9tAKRRUT1FGzdEjL",
-	"jD+ay1jA0Dsis0Nc1/qkxnBouE9wvsVx1iAl/0Zus7V7bSreaX72indq7RLNS8dzIKTb5BX5mSdMolnp",
-	"QOMj2pTeOOlxD16cL1IoO/ecvCLnOZ/csiwiL8gr8k5OTCOfl+QVMZZFLIiLNYlopgkmVp7mCvuJQR4O",
-	"+5x3oHLAK3LGTLuvNsTFyD9xzagmflqZ04gE9IXmLHH+bp7ocQYwziJdmeyJUk0kSq6XeS7BKZJylZNM",
-	"3uuXNCxAOCbt5hVqKJ1jfmSbFhVYhcz5hI1s0y8Xdm5stV5qnNKjaABfCrVcLGSm6X6bklsukmpV12Wa",
-	"EMyWUZrG7ruVEEVXitwbun5PYVB9VB9kmmJvMjDRaJhBncwFltb0N9Nk44teRC+jQT8aDKLBMBpsR4Od",
-	"aLD7FZa/C9QCAL1aUQtwqxW1ALFaUctiVStqWZRqRS2DT5AhggBrOZM8Ggyp7QwIB9wynar1q3AsEGPu",
-	"INuKWhokYEKsN06qCosDEBZtG6YFveYpz1eVpkgIRK7I9ZKnyd9JrH1v7NLfWdeA8uZimaabqBI1d8L3",
-	"Ui2K7tx+Qmvr4PywFT2xwfiIrG8wTtpaNLmTE3q9TGm2IuisyFZ480EyUjLL1T58oWV4qPikkTlcK0ZO",
-	"pwxa30/yFOxBypZzqTcztwon7gxai0ctqiZmmxvGjpTefifvWXYAQ8Cfb2AcAKqJiayhx4/yvuqpAoM5",
-	"S5ATWA8QFzznGMc1hK+xBK/3Nfgf5vpmGR6x4HUq8hWUwqzg2M7UcuHv/lc4s6YgCw5bdkFGoT7tXOBW",
-	"TYSInPrnzsQdS+UioJSabKurhbnC67u6QqjVIqgml2v9gTgJ7aLag0K/gLVwhdGfjxnAH6LWgmXFwp7Q",
-	"pTuXOU3XLRHcEJBMSWiawkIflRcr1KwEOG+pdnYfWCGK98GLWd1YM4QeDrZHg9HrygXlK2kFtarpwcL0",
-	"caX8djwiroZ5REq1yiPyt//8L+zw7NW0NqNCIl/RR00koUrVasHSlHATLF4pCl8qk91UEP6/i1w3JYdW",
-	"U4TqhMIaXVzhoqkm/35FbEyPAv+ylhkxHdlEiD3udbcNHGwWUNDZUDHQuKYPdlE82dhrYFPFqtlH0Joc",
-	"3fpg3OLihmAfLDSohJ0IWCsDhdlNVs6TyoX6QZV87r3NqtqEgFZfTJCKhMIog6uuHvEPigx3ujO5zFxy",
-	"OYbAhyKfm0M9QjGi0BnY4I9LMwDRg2YMaJhdTA+8/mAGKvqnZnLupy/8oMBqU+SK7JvUC3TeozMqNxK1",
-	"gm5zpjLeBjEia+w0R0W9fQOgsIXGDyHxlS/MdbjPZM4ajTiPBo/IBRPhnIeMzfEMruZcLHMWSgMAh775",
-	"GcJE90nfRLAD7IzD13DSnZ3+kzigxEgHD4ahVa3DWtODqrBVVNevUabWVLNoioUGvFAZixshs5DOcyRy",
-	"tFbjA6SN9A2FpshQOxMvA9FkKYSx2dAgaLi8MJE/641L1noYcnRihEbRPcl1hW5nbAGh60QKvUoxSZcJ",
-	"SzaYzq6sPt2Z+QVvoFXYnUXZxOA8PsO3W3ocSLzlRu6sgoiyvE65mkHjpgNoy4qHWrnFtvVSnepR8xKK",
-	"Dj8ol7ZfN2v+XY1ctu3TOh3Y36wXclJPHAVNoasmcmGM/CRjxrByvSLUl/iMbc+Efp+eG9N2IUiFrYNP",
-	"87VY2EI1OJOS6ifu1VwP+2jkB0SnN5QLrRYEPDHh8JI3ehovCsZ7OBBVAk9XwmAaECYMW8sOaU5TeVMq",
-	"MZLNe5Z190zOCWSfeF8bd271a5XTG3ZlLmP1x3sw95S+SqXKq9/RbDLjd8zzLfc4qIw9vY2U5ZvXLcnm",
-	"tgnYoduG9+Wl24T35bnewqHbgffLL2jEKr54h6v3vjko1m6VYVj6ob/yYC8FOBN7+iZOOHQQEQmdQ+Xb",
-	"0jFUfrsH+0v1ECpf2TOISOMRNOAlbqSCmHICamXS7DjK7X0jM7rAkOZ2SCrp7DvvmJD3T/AiBXIWzKII",
-	"zf1r52Yt4gS9+Zsb3zW1oTuDwraGzFYTzNnkVoWdGddUbZB0XtQLgWUlXD3pnUDaFcwb2kcw/uI71Q8J",
-	"B21EFkBhsN7JW2b8IWpNKKPaKCRLRQ1NUp4ayQihqo1ZFN/Y/OQ4KZVBBFNEtRFKc9TkBu+iAC7v2NVG",
-	"cWfBQziDAZyXDXjOVw10Dm/WNcsnIIS/lkerLmLAYapkNXtETsB2aUIWpjxlG2eR4AJssENTSsua7ZdM",
-	"60DbKlHTcxaTtg0tgs66LGfVYCStTO5D9fR4ZMJjQDsFW6rmNrQcj+iLA9g6IE03vN4n+vEDfDyYwwEy",
-	"iAXFHAChR3dgaFKbDjC6QS9br7jQLhojk07WyL5FAswjwu65JUYna2TccgZ83Znv8tA2TTUxNU46vhbO",
-	"MVNPSC+zar0d4Ik5Go1pEuEti8TqLucrMQnseiUms0wKuXSBMO2YCWjv/ApwP+6MClWmEpZL2jJz9fI6",
-	"EdhXViy3WjJLeuQtGIyxYS7NGPlA1YSmhxRtZ1Dytkfic5OMgTO6IvUYuh0fmejh4zcxRijJZT6R2BWl",
-	"lDnjmcfMZu6pIlp26uyXvNkqpytlkz1MVIXJmde6YR1N3xjtpPxtsbA15k4Lo66GkcfOIuw2nEsykVnG",
-	"UmjRDzFCVkMNKosZvX+amvSG0xshVc4nZCIXLj6vBqt9DVbo4GBNSRmd5BH0ezCVBfRBixV4PgOxaxXU",
-	"9ICzJkTtO1/8CE+q6TLYQq9L00N8cyjCK6V2mq+sX4K0/b6OrjZhJyIQW4Td13O5KLkqTPMJtP6M6p1o",
-	"4pogUNiZrcURDM3GY+6uaLuwR16zVGInwjxghcUUMhkQyEITBZqKBB/79FDPaCjvbH1PIKaxny+40VCo",
-	"7W3gQIHUuHYIG3P76nIaOH6DhFZ72z8lWFphASkqAvtFYpwGb35+NDzaq1FRA+Ujta9DJ6RXjA2dLMaU",
-	"l+17muytMWqy+v3Xnl+PnD1yfvsmcIam5gnf8+eEJzyczvc+7PI+g51bztyubBqklwEZFcmkWDMSIQHw",
-	"NK0Bu1h5EuIlTOgRF9ZVQ95LZ7u3pZKIWk6n/DM6hyt9UZ4/f/58b29vr5I09VUdIm1Igl9N85EOkQ13",
-	"wx+pYlzQ0D1CqaIBfV4R+BUonREbLRiv6eRWg0QkpG3YevzFTPugxS84RPIKCauQ9xhwa8J6XdYH/FoM",
-	"gKwjIic2ulkzjofYiyxBHBG+Pxpn0t/56LkxOhoQrMfCH8FVCPrQ28dDaE3XAEPj3d3bxzuOOPrm9PDy",
-	"5Oj9hfVCQpgauK7kDQO3A145/BnVyisIwsXCuXLOczBgQeFc044uYRm/Y0nhM7s8e1dGVS7uJJ+w7s6L",
-	"4WC7t0im36Vk7Y+eJ5XYANan1LCtwPgyFIkL9vAJmeU5ZDfrfxXEaMupmRlrN9tqwpa+lvy8RYg5oB5A",
-	"vH18cvD7o4j8fPzm6FQPXTmbzr5pueeD3M54w1WupeoittDMihUmyg3OWrDo0daWhpHqme97EznfMgej",
-	"tvyTqQQR+wfV33lRLtr74+zTx4sc//uw+PTxXH3699HW1sf/OR6rrX//l0+/G4/Pn21ayrd0oMss9c4S",
-	"4/Frp2BP0QYLL9OcL2jW7LlwTxSyFyoS/3F++t6GLVGFBFs/p8giXSoSa9jFPfIab7VyhaVz9jlXBOtY",
-	"bMWoteyT+I5mHMJNMEotRl7LYEiyYBlGm0T6/GQGaY1Qvjq5anoRAlDh7ZlMQVehuGaTgSGnto8uBtxk",
-	"VkqFemCOp9tlQ8RLLAU7ncZAxYqYF5MZA4Nr+PRM7fKMz7mgppzInC4W+iCx8Ca2OW8qN1cRtstRMWve",
-	"KuJT8MVCnsRynaNCIHqIWrCXR0tk1VbzED3+Qm0hnzaRbB9dRlmW8jJ0NygQXhFSHqIWK5jqYy9a/mtS",
-	"M8JOS0y8kXBPRoRjuPqHN28jcofx6pA7oW8j+qutWw3Ktc+lyqFXzMnr/aqOmfK5VrD1JYDAL60arWxD",
-	"lKBq4gjSNRc0W21ITYAxFhQEdvoQtUqszc9MeQxqIW5cHc8kczxhKM10jI2ndvnrB+PfeKAItkWhbW6o",
-	"GQ2MVbAEO6hL1v0ybkHZ0yv94Lg1GrcOBB23HmLSnjvyOKFCK5NY/8/5N4mgOb9j6arTIz+xlcKYVk2N",
-	"rKFmKRKWqYnMGNCajEHiCuqtxskezvDftEh94jZk91yccZggPqU4pz6dYIHOsgL8+BjmPRtkj5naRZnv",
-	"TcY4h6fN9bZJ3o+9BPH/D1ErgEqPvfqzeeVnfGON9unto0y1HtFCLWTdkRkuAFSkrm3WK18EboPj44/y",
-	"PdzryLE9kzkbl5hblRsu+ORWkbjKN2LSDhhqLLigRFDYSgNlTeIAV4mL9ZsgGTm/5oIpJ5VMMqkUVrNt",
-	"55BIhPmZmbvrHS0tGJFQYmcxqHIcf+7qce1JYPnV/+bp/5vy9P/FOFzY8hqwBZcv/8+bMLzrFWqp7RrT",
-	"I47rfSsr2yRa6BHGJf6baf3vx7TCftFhv18qjlDKVoCg4smMqBldMJKwBROJAoZkKAEQ7s2pYsnjtwlV",
-	"/IOeJMHavSEq+a2OkrIp1wn7LvbeSv3f7jBxNuQ2Wup8W0rnES+KtYfXnX8h872PA5ub8Jv8Us0ZOfFj",
-	"XiaQLDaFcCmEMJiv8m1ZJ8E0k4Ygg01vWIO12b0eMDUHSFpd23XGM2PDdMUXLIZ0nSdtayqzrstPMW3b",
-	"FIk1pYt7xF44r/1UGPlLBrrtwVcUYQt6dMJxTN7Nrm0ev697/MGg1dm35bTspaBigrEonineGOnB1irS",
-	"1d8pObfMXB7J/HNN72wwrcs1a3udE6E5SVazOejvOwFfi/5fvw/1BL/Z14I7+Q6uFm+gAPpfBEuDuboE",
-	"7LNmOagGYZEMDjX/F678q4PAr3KZoakSwlrUjC8W36LKV8rzeR7/OlOvbcCT/cC4JJVhSQEhkMRfvgwe",
-	"HuJI/zGEP/72n//lDK+VqpEHgrai1r+AObxUKnKTPUE0YVnIC26xiCuEDs0bhBL+3Cw5wmsVwfGcz5ep",
-	"VutsDn9jxOXEJvn7vQHKjxjBL9yq7/lTWvWFHYym6FqtV1+pfaAfB1X1HNUbpMmcT1cbPSpFobV6sXsh",
-	"ccb6Fr2ekSbAy7V2NZlzocqHFUrnNTgLEbtvjDx1RUBCeGIjZ8mkKPCwzour1pbDdIMEabbFQxcuUEYt",
-	"KoRcigkLJ5dxdUWTOReNv86ZPoW1fame0DxPa38TvqAiV5v1lWk+0qjYmb9Qb0vB+R4HYeM99iG5VsgP",
-	"DXdgX64A/ckDHasDeLd6PF8x0Am+3NRh7PcuwqIdCKugJqjCFILBZur7Xl0JXxto7kMKxK2Lf+9Fg+HD",
-	"v/613KZ0uDntKxZs72Rp2U2rXkf3/s5NXhuownvj9S919w/enSef+gdvmEPsLlm5Y83xrWvx+tFg8lOj",
-	"LY4wEGOxzL2q8FpWsPeLzKGLLIZNaVznKs/0vIrcZzxnXtAITLRxQMiBm6AxImTdjXvCDu9nGOlR7p8M",
-	"eq8o78lK0yZw6+s2ZgnKkzd24sjHWra80cYI0qKGDelhn7IfM9jTNlRHbn9n/TUYOfNb6vlXzUNRzL1U",
-	"xZ76j+TSNiiVtYsc6t0gp6QPPSxkFtzv1xd9qwgM/wzdktySTMa03+1crIwhzh8da4M/ROVvwf1c+9bW",
-	"WGv+5QqzW5LQE3fyll3Jaf2n1Fbxqv1i223Vflhgwa4mL0j9OL+GKz1ErbsJzZLKexvUeA8yAjvap82M",
-	"8Fb9qJvdQfcARwHU/oRBTa1zDd9gcRxIScPSG0UaezzN5DzGeguE0SzlLLNpI/qnqzmLsWFfjnnhcMUU",
-	"E3kHy+FiGgCak0wZPZNUYQwwWHUadd/Brq2r0OmR93SOUUEus0HOmZ6JgflTr8jUbbUITTKW0pVyhbCh",
-	"fReb3LLElcd1k5tHqeZ/fMpdaa4fFBY19UtVom9EmWRq75wHwxebySlHejVyGhRVXHTJ8EUlnM/GstQR",
-	"mIncFQt9BD8tlQoHxETkmiq2t1OOSlnlbF2f7q/A69Kim9JVNwl7qaM4JgnbweHwIGW+jTvrACRldk+z",
-	"5Ak9wN7aN7wz87Qxjfsb2Ozget7PJMpS6hHJfFPR+20m50+2NzRIvzBWRfo1FzuMNYUgYpoL2UuPNELj",
-	"ualrPZNC31BpiUhb5VAdhCokEBtLKLhfFj4JEBeugjrVL9h4Po/K5T5Rss2ZcDUYTa+faUXS6n21KuQb",
-	"xxzvquu4SZIZdv+oXSelOc+XWOywyDmXy+uU+eVmXvrFZrovCzGp0L5SKW42GWrwojQWfKwNtqEJq0IU",
-	"3Gb81WxIDmxBzyaSYMcGQlCM7q21cmc1l/Svq5rJe0Xai6VC+tLpBYK7N1dO6QqSmK61YMuoKaQtAsHb",
-	"ILDUcMTUXC2ZM30OZKxp6ziAZ519rD2PLff6ZDmocsBunMhtYMPjhdKzDUcbKkaLOeNG6Az1mcTav7Jc",
-	"ij3O2CJdXeUyrhzu9nCzs3Xlhddx9O1h5YhrMnCdwtLbonGdqdPl6hZL4S0cHFZPSAQ3Y5iZw7TUDv6o",
-	"gOjDEigoJHGbwvBtkMTA0JrLyDgN7SbiztfKUFiJOZdPFKIKreIfJPXihEk5wR1e5oLsvMB6bN8s35os",
-	"+n8aCReT558u49qImm9xujWQWBinNF2FSoEQ90iwzIWLS4zcRbRnfCWnEUldtXIvzU3T8pr7sqZ3rzcr",
-	"VIu1UBdzV6PwlR5U9RKPXsRf3bPwbe2aqgVpvKVExapLzc2rE356Uq+Qf7SZxMvmfsKRVLW0+pm5vmOP",
-	"9hQL9p+4anT8wK+2rUO9+sJ6ZDDUK/yjYiK5aqiB+qO8J3ObQq/KHU6oSKB9GVeO2LWvV+Cb50nHZvhZ",
-	"yrVfpmO3jC2Qwdh3F9CxrEdOJCT/UEEGZI5JTBhQdU/11cOaf4/XQ9Z025SGWov3gSLqHgFbLxBtci2q",
-	"/a7sURQr3ARP1WN0ZaOO+TXsf6gLi/88V9QUY2x0Jlbu09P9TL6k8PQWjP7bFaaAzZMCSbCUp0uI0cWW",
-	"T6Yp8pTy1Bau/AqN5AxH21wnqVfdcvVPAEGp/gcXFa7P09hE2ULRjRdhX3pwO/C0ucKbbcK8xoVfvmxr",
-	"erCdI7Y1Uvi/L4avQ+0LetPUGLVOwG65CKoSN9AOJCJzmk9mNp83zumNuuKJio0PSVnB5YLeqIhA5wz4",
-	"GxuRFdUF9XelKEtjSY9a+A5WUryykZmbVkl0o1zYUbyKhlB046n1ggxEGuCq3vI0D/Vu1wDjiUnkc8Cz",
-	"outuH37QX+4T02jF9uzKTDmfRDIsWTKFKUItUB2kS6Q4UOjWC5ipk97KqXzTWMWBf8MwDyFY234sIbWc",
-	"LhYZKKIuwC1cMz0AQ5qzGxmqc+XqEtlHIhhxgVbAcnmnhE14wtQ+wRpLJgzt5ODsp6OL4/e/j8jlxfG7",
-	"44tfI3JwefHj0fuL48ODi+PT92GbIAzStUH+H1tunFbUMgO1olZ5JEDtGVVX2EdINUQFbVKdvRTvfY9W",
-	"T6j/FK7HnlJxswy2m3gnJzRlxnqMyZWL/Or1Wbh1WKMEqhra+z/Sg8EWti33XnAIgvHxPXLG7ji7NxWW",
-	"q6XjHj9y0rZNWIAHoRfKIoBeBrZw6VRQ4+DDh7PTn4/eROTD0fs3gCJnR/9xdHgBXx1cnut/3xyfH7x+",
-	"d/SGtO1fo/IahASbJMOeUapU66DTI6ciXbmZwuXXrfLOlWk7xfJlJkzhm3wmFYuIkoRjjZr0nq6KtZMZ",
-	"y1g5DNb+FA6CL7dCCGG6976BSytqWcDoLwEyrahlAQJoD+8/JoNa+gHBsWvJvUPo8oWKCloRFVU9ce5P",
-	"awjWa3g/UDzKax0QxPsGXcBOVb0OOA8kjT+ZUv3h8vjwp6uzow/vfo3I5dm7iHz48fT90dX7y5PXR2cR",
-	"OTz98OvV4embo80IljecJlln7/TReQNqrmxHhBM0aXPrWbLx9jU2F7cAP7SHH6oeDdnbxuZob0SP/OzC",
-	"obmw7mWalUKn2yZQGvJIMKVOf1Vkzenf6vzFI8eh41JoKnx9eXFx+v7cKwbu123dBK0NlgUUK+uUqanY",
-	"WE4Ef34yxlwc/Y+LiPhFWqKiREu5eIumMJXqLYrk9NbUa+n0yMF1QxNb7OQppKjQGRj/0d4MIdTU625F",
-	"bgBYoaYnZn2AjU+8eA7fNrx7GLjg86URGbfAwIsbJD8eHbzR1+716Ztfx60q7/B/jcjb09ML+IQo1CMf",
-	"qMKWG/UmvgBNnpP2crEAwUaxzj7ZiIGV4a+n3ogS4FpbkX0DV6s/43Lr9ZJhzHXX+x0PKeVW0qsfj5fg",
-	"5ndVsuUA60IinA+QAcMw43I/rLpY5Z7c2CLipNmHgOxbauBh9+XPsg48P1tmWNUV7BqevMaCngaoiy/9",
-	"bSrShYM6PLbrLTa01UtBl/qIcj6hwa6JO6WuiZ6r3kgwcWWEXrw2K6vA++p7jzeRXaOVX0LTI0yKhW6w",
-	"DfamcBGaolNvhOVnthbiBlqgw4d7dr0oas3skpPXHVOaZmu+2NHP4Yftm4X33GAPH6z0+q0WrfnOZWea",
-	"gkmgU3AllLreQiqQClp9qqc1mbBGSNoundE2lrDtkB5rftfgcq527wrnHTYlawbeXmecCsHDhHo1oxxL",
-	"XBHxTZxF6xowvWE0SbmAUkhLxWx9O4gJJ9jGPtT5gLSfD00rKaw7aLvbb9YDodI0u/ZjsGm0Jmcyo9mK",
-	"LLBo3eXZu31sY8uxRXu9rN9Te0ZjV2ivW/S6BtGhjgXhU1OsuRz3gVL8RkDnh5yJhJp+cRuW5l4qVinM",
-	"vRTUjLhBa6455WnYR/idinVHZo4QWH7G/jRciqMskwET3M5waErYxeaGASfHJuGZygnT7+2TGP5VMZnT",
-	"hcLKOOZe2zaOmdYb6JyBcVuCq8kWiwk0lofR1tXuaEibDLDXJ3gyGzhPZNcTAqFp7mUam5oOk8ehNhOH",
-	"tkfcPfSrNjTSb8KDRf+cBd62l7PWzFfQxdM1KbStXOsjFBbPitT5cTD89M3dLKoJz41Z4Q2qxfq8wurY",
-	"4RRDM4uyjY+9k3hj2qbVD+BUsKKpmr7r81D5dfNDuRnrYy5L043n672W7tA3GGJdF+liqFWQsR8nWvSa",
-	"8iIq1kGkHf+P7vndpGsBGHciwhOU1FJbHErfWwMhVabtSyA59XDnJRaJuqqgXLD5GgtToV9m2AvATGwc",
-	"UkX3RePC6ZED4IQaUSD0aUTiHy8uPpDxst/fnqDBCf5mcY/8wvOZXOYEgmK1GPUZjN+fTftobCMgJDFB",
-	"oSNoPZ3b/sMZmy4VS9CaOJPY8Be0oTSV9wwIXtHp/RqK+8j0jiUm6F5zePOV0vQQnZeGrZopoa23c2GY",
-	"pzsRiTVHl8t8BMszzQcwnGnQJ4pNpEhUHEHdEpujZNZb+db0lrxmU6hBZOGmn7p4dw5xAmpGb5mBuP4+",
-	"QxnbfgMlQSyptwz/0X6PrjPZ5lyPfc6vMpZnq2+/IIgIVxPXqrxk09EIY0zZ5oZAj4S7UvuCvtOGMwbR",
-	"De4kNuwwyMKx70E27l/ooseepVPl/fjDly+fvV0VWlMFbYmWrWF4lkp8MKyUpukGNYNcb++H6JvCIaq0",
-	"/jEbQINg+KnYDzQqC3Dt8+W1/nhtmysawtBWjBVlXCwvN607Vdd1s+oiW+70yLEg5u6okc0Mhtvz8VOM",
-	"rH3fjO136nHX/xaKjWvxgKsJJEKg4wFfueF3TGtmpryTkAL0PjR6GRKhZbm2EdR6uKy4U6lOIeeCT2Y0",
-	"79kmOgb3NTLVflMMU8qfXsKCldrb+cH5G8gIeFKPVagwx/o+GGNuDhU+mpwVp57v9r2Yi7LN7vDsBCUP",
-	"vFWVyMzd/ldnTNcacTUEhJQX95QEateDdiLvQr525wnskdemeFiGzxqxtXzjeEhqV9ylQpeqdL09JNvb",
-	"2y+LDnr7VlhFSdhJIMhT9FFIW02fYzflP5siQjeUV8rGDPvDve5g0B0OL/r9EfzfH7+lDeA593OkqSD1",
-	"5TdGwsCr62wNCKFghGu9y7mB+Dm/ETRfZuxc0z629uh+lPcWmtw0QTKKKInV3cTIHrY7mNXkKv5doLFs",
-	"RIw46FhnjEXN8Fu3qhFRMzrc3XuFQtaMfSY/nhwcds9/PBju7mk8GrdyO0RP65LjlpHBInLLVrZNBxK9",
-	"ScZyc4t/UOTy4m33Bble5UzpDeRUJDRLHJWNyVRqaQt3cW5+JgZuiqgFm/CpMcJByBY8YF/vTeS8M3Lu",
-	"lNh83+WJg5PBS55oqcv+nlcAYr9XBUjuBhGCA1Pe6hDhSW89UEz4OM0ru1B0pUyrhfh+ptjkKjZgiwo4",
-	"mlkTNpGJCfgGLwbNcnOt3LvtHQPgzggNOd45LIVto6wFVLEKgDjl1xnNVj2LFkCbtZhYUSV81DlAwQXd",
-	"g+i10guHsrOIewob+Qab6kbEoZ4f+6TuJigJlVGkXGOu/vNGEVHnMLbd/C/e0EGPfIimmBWb/Tnyou4m",
-	"mtTV1+Vdf49Vhbyxtlu48p7rkffQlR0bh/tnGoqAAo37yogwV6ZD5gbCV93k8RC54Zrk+G9XlLnSclVy",
-	"1RSpaZVFJ0GZF/BLD0rOZMdTRpiAhzbTXvDZJj8Z3rAhlD9SbLLM+Z2zzrDPM7pU0BA6TcmuU6UhRwdU",
-	"Crdc0/8OXYsNXjPmhNYNzstIuA8YILrMWFPk+GF93UCJyou3S9+HurU59uQ2mrhG6usVyVgXYGUCn9ar",
-	"RU0Yk1KVX9kVf7PuB6OZVX77aJvUPfYFUa39WVpwpRw/3+D1qhTwELVMr+evv0obVFo2s0OF5ZBq6l33",
-	"KEhKnBEa7foGYYs7VD+R+olXEbZOBAJgLZGaErDWKLU+scUW4WE38HckmB4x2QQNags8Mu9/PTX4bZH4",
-	"m3DQw60nneqRT8E3Kv2DpB1RStVYiaPaX1nyx6ynueBPYCe/qeGlJJV8u/HFH+5bqvs0rO43T4wJrOsS",
-	"CFLISZGujH8NmjKAgKwlZSOL/90luEbpBpDSsnStXRaySukutEvU2kgHuST9iFToNpmkjGYmf+b7XJT/",
-	"b9DATRDsF57PzkHoD0h4QMdAKctkTnPWNSqftW/H+Bmcvdj1D8KZbbjyP+ZmNixeQ1BrtVbtdbosWgNQ",
-	"dN7bITP2mSZswuc0NYVXeuQMgrNt+ezrlaHodUigf4jE1VMeEbCj6AvqK/WmOrL++n4mUxa0YZhKyCFD",
-	"RtvpkR0TKf40Pd5lmz9mBUnYFFq+tG+0dA98DJPCKaRwgSeqUc234TzNxRm+J0E1578RZb2A5v5hxrEO",
-	"x/7cULS8KBzkmdPw4Q0dPN8EAbOsjbYebCp5ZlxWGIle7mrY/vHi4sM5mHfncyYSQ3/r3RzRSuZ3c4Q6",
-	"xCaL+Lfs43i5UevGBjOtfrlqHecikfeH4A0NxUK+bO6o4bVAMAw4IvcwnPGudvbLsTNckA8yy5c3S6bY",
-	"U0rZB7I/ge1tgFg21aIZnZDeLjOer5AxYei9Zs/ZwVIfaS1EUH8tM/4XICwj8hqeNb72g8PDo/Pzq4vT",
-	"n47eO4/7hbxlprGl0c2skSM2OBVjeVAtT2jkpCJREIC6Mm3isA4Lhohg1IstnLFg2ZwrTUCd23apsFTn",
-	"qmhO3iMHBB4TN5ENUIoIRpiBM87WCsn1Uk20905/AC3tDPCwtU81jHXcegDXt5UFDOgKfNZo2XrQcOZi",
-	"KiuFD1H8gJYWpkmwJsm/N+n6c8oh3MzkANf91VvQp+zgw7HdenigiFAC/fdsfCaZLFUu5yzrlkLdjOWs",
-	"R45zkrJcS3pohRqLOVgSinrkRSyBIu0F5WD2+cOZSVjDU44IKt+RpqVM/5vKGyKXeYQJU7bAN5wl5N6r",
-	"aIxlVEwpNdWJ8NJ5Tcng4G0mmo0kg5B9QYLdS0i73gkcMlGkGAs/rLXaycR/0e+wYQoqouyA1VbsOoqd",
-	"OajqPcGXEMhSTbZUTbG1enCM7IRnMfrS7/wbmfmxYe9YhOzBwNfRM+xbRj+cnl8o4yDCzoYoPffGYiyO",
-	"BVnQfIanosmNKWxt0hqKXjEgzRStEmyZCBv8XJrRnAbKGSIZi3I3GT0G1MdrOop9Mm75+RjjlhWVsBld",
-	"UVG4NsRYuFZ912zGgWzQ3GW1koM0xTKFWuLVpCVxZTAMwTEjl+49EgoA2L/8CzHx50p/fEaOwHcUb9EF",
-	"j63r35nkn0o90YGC3V9GpeDyPykp4v2xIIS6WUzHDddhl9BUyWLuQ6yF0r1YLVhgsMeopJ4rRCifPdvp",
-	"D54925BYAois1Ks0PVA8YSGHZNGxEMo3AV5iMzVlJGqEMZAEqNdFLTxheXq9bYhJdS0L9SnPaaZ34Ce+",
-	"YnXuuDMi8daM0TSf/SWOSLyVMZqs8E+5YIIueG9F52mMSEz0AtRKTIrvBWMJERLn3yeCcdPClsRFzx8r",
-	"/m998RMZr3jyEJP2hKaFF0DP4SXUljDQ1G1xisq+3pGWRjNXbjyGDNSiOD1Sc3L+5idFUkbvsErkMu8U",
-	"+wHasvUF1v+w9cXGY+uVhemQaXm1ZQ6+u24AU+tUX3Q9W0E1QRaAN2Nsf45pJyaGZh/7Aknj5VwKLUKB",
-	"QcFgp+Z1EDqv3E11VwyaX+rZLGIhHiyAbcRbiZwoc8ng7y0TIKOl5ZN3+uD1HU54huRLK8IdJ3x8yOSc",
-	"5TO2VGTO8oxPFKG5hSN8RmcnK9A9l9JINjZgF9i3xU8ku/Yn5PjXLEEFXN8c1yacC62XZLbkSbhvOG4M",
-	"e4f3yAcbiK0cMIwXHtZsKiUFCINt1ouExTQYvzx712VCM/wkIl4KHo7lbPCv/m339b8NhzZcoz/4t+Hw",
-	"34aH3lf68/Dfdt8gH4g/jlvFw+NWNPZCPcatT0hALgWGOBWUzvYyzZhroWio84dCRNTflMhzQRiM3Gya",
-	"qbtXXMKrxufIZK8a6bXSCLV4Kd4n1JKgexNuynNyo2UqTSy3Q8TyYgYN4iyVWgqLxoZwYtSXzKGACBoF",
-	"TUf2hb/BNpB8zDw0oQH3QEI1HYQgVQXN4WMtjvb8Vau4M9IA+qsHMfJXclrg5l/H4q/dbhf+0895IaXq",
-	"6o6z+5j81UlA9oc10h4pCXuRV2DPUgAtMdanQmlUT7aJyAkSZzG0XkgmU2XGtUToSguaekgQOCu/FRNq",
-	"yc+WnStWVkh7NTAUPwUfx/XqF/CvavoJvoNE6QrChNVMP23+hMdr2QBuppKBuLa2Usi9XV6tlkXltUJy",
-	"ba+pEdGFyhAFbnWaR0cpFyHg5F2Q7n0241nKRjVZoQja9i4uCpV2Ymskt7y3vKmS0BwRF8VpOFBUhAR5",
-	"CFkdEVFQj2mNi2X7eMNrVQyISM6UxjEwS/pxOQ0DIKrrAfCvwLxj4engXKmljb6iuH85LSvSGYlpmsak",
-	"bQSvAqr0Wt6xjtPpzVgYSD4W/iAQRIjRs9nKI7T3LGMmbrWqwIOsd8vYAkkWGgAgmD6RY9Fehz3YFhHC",
-	"suG1GUuTZmTuWN5wnGihJmdisgIo+VTdlxS5fS43kpXGfqlsQ208b5kB8RghCXH1RKMCHwoiFo2FQfey",
-	"UufutUDc814OaXiRnUvjDFmA5J4xg61o2IBzKPTDwq7ZsRnrVIxF7EGi+xNbxWZdyGEw56uiZdwyU2gJ",
-	"rN8yu8X+xbmNlodAZD2+vonDHUxajABJLPEZge6yYDT3ggHpnMHYVsqCL+zcbXc8EegDkZGCqGnfuu9E",
-	"As7UWMA8GdMc24gtYAgBSzo+Y5g5hzy1XHWQS7t5bXEbMzxGonohdwglH35594wtUrqCJBEUwn3OzbXw",
-	"JRjJ78HUcuHv2AA24dMpy5goIG4r+j57tjMcPnvWG4sDCzdAQK3gaU0MY5qKLD2t0+Y8TUm2FOA7uae2",
-	"xQPWMtC6bpE74iRbgQ1IV5D3MxY4PaSleCvpv3z2jPCp8VuU5umRA/OcnJKd4UsYd/fzZyfZarwA5USf",
-	"f56tHEDHwkGjhFuAKfoepHzOMU6YGH8jwne3/zKC0aZLpdV/FNGgaX9UbdyDJouxKFQrNJLY9rzusNqw",
-	"QqM2AaRNupAejy4VlhUv78Adp23/rZUdCWogYr2N0OUC+zAzkRdZSQVO1WQ9TaA8YcwcPCOg/tE0XZGC",
-	"SqF9K11hLT8LdaRno0YhyZq1xsIIOG1EMlOybg5tCd0W2XTKJnkHoWsEMaNvayXWauqUCC0KUFDTsKxA",
-	"SkH+SJgWjwVa+YDDAc8Dm52jC4rPF3ofwA2VvX8VSjOTIPvbYTB+dualYY2FxjizVmB5UFMPxE+9WK8U",
-	"c11StMwCcmU9HQJSKpAscIV0x9zgwvDfZp+BxgKrSykXXUg12+kPg16FTo/8go26Dd0ZC4PlZJHJZDlh",
-	"yu/eDQ1WrENiSuc8XWmVmE7ydGU9gyVBaZEZlVIZUf8tvET+So5NLhcXi2VO/kpsWTu0wmxhbil05fW1",
-	"AKsJHPr24NjmxuR0sXgWd8hf9e0k8Rfj6DJRNZFlkA/xJk/oac4hLb4sg5s362M59puwnPJU/bsd5cKJ",
-	"sIAJfyU7/X5lhJ3+Tvkb/Z5xvJG5C6vTTw6H/lyYZjMiX0AfHZGPVof49LD5Ng99DQAQtVxfwdQsa5gc",
-	"5vnbf/5fKPidLVN9fa2ZNr9H5VAFpOiMKZZpNqIXqV8Yt5whFozNy5R171zquJnO4KH1EcBIkMtijTgG",
-	"P9W41SOxVzIC9EFXMsLYKhpLSqAlxRjURmMBUp4jcXh9KZnTdCozraOjWFDknoMHTqN2sYEIEzcLa7Pe",
-	"ILDklSEsY9EE4ZTfIqNFyg5D+7ChBf+DlAIL4/Z9DYk6EdLcGb3TZLpYDtKXXJoebKStz4UrIiDIG2dw",
-	"1og5yrQgTyDtWCpT/L6wDwNhdKllUI4UK9i59XGbU6altEJov16NRfzZ22AXJ4nLdWImUuth0Oo8rvtg",
-	"YyTrJt/JuD9X5RIBXI2FsUF3IrRolpzAMWlruo8tkC07us/AzQclpJhYziNTmksPnYJnGlvYf/ZXooVe",
-	"6LMWb8VSMPhXyDxGgmeJM4SxuHK/5EzLE0bop8KkatkuNlTZ563RB1i34Z5jgU2uuTDShnNeUagvrI+Y",
-	"Ia9G640tw1gxM8EttO/GBR/zjMbW7ZLxm5mNGDEr87HfjG9mw6bVGocOSuLKCjpfTGSW2BpAFrepKrhC",
-	"jzTY1bSAZLj0s2e7/f6zZ2NRs30dG7M1OIxYhpiPVi/r2WOfF9h33fLDdiGEcaVFmBuWROZuYFsjtPw6",
-	"n2XABOQtDB0YBSF2Va8StkjlCgnkUtimD4WLUWZWPvh9xdCuDP0Fx4SB/4QKa021aSE0aKVXhImpzCZA",
-	"ZeajQlTQ8oZxjmCJXOvfGgs9JCUGm50sknDN8udc6L0DQJ1fM94nMZz7iUwwSkGrJhOqWJcLxYTimAwg",
-	"lnPSjg/OD+OIxG+O9L/69qiJ/pwwNYk7elxU9TU+7XtEx110q96YSFlHyWJLE+JCsLMPKVBAoCYO2l4N",
-	"HDMtZyLKx/+asWnJ1aG5EtzROb11aW8FyeFYGK8rF7ZAIVVjYRw8XU1GUL9GSnm9KhLnUMlJWV5oBVKr",
-	"I1xL8CCPe+es7wYeNUZ/IA1Yd5l7aITP6CTX+rzawjlyFTv00Kh0sVqwc1yhWUQ7sPjfFVuasnwy6yBd",
-	"LpN7ZOsC6/ho0VpLxiTVh25CMyxyv+PGwXnkDtkRgkIlEHcslQs2IvGXyTLTOuzVAhjngmXmr1zmNI1A",
-	"BzDfJDSnI/Kx1+t9eogjkmTAgDTL0QNXGLki8QIpuEWRgXFBLVj2AX+xjcj3iZf2WJWb9Q5GY+FHMgz6",
-	"/ahisx32o4pLHR7yosN24Z2KLXXQ73d65ADcTGRBVY57AVuNpZ7ClHeJ9f5jC2eXqaGQnWeMGW6GjEJz",
-	"9chW2nH1KxYpnbAR+p89OSxjSi6zCdTa9S3ywWCBspWzvqlIK3ngb1t1RuDl+fXXX3/tnpx037whP/44",
-	"OjkZnZ/HlqtYHpTzOSN/gdY7lxeH/m0qeY1IXHh5yGBn1N8e9Z/H+3o/toukvSeuyIcrj6UHBuIy55NM",
-	"GmNG4/AXdvjeYLi9s7v3R5ymHLRhjdG4X0AwC7QFXemf1ChYn6vuC/NnHuDMXf3/+1hEI7CwP8bFrZtz",
-	"G1dw7iuKI7LX77vCAsAHsGMn8cxrEVEzakRErZFraX+pPLHUPLdP5B3kXOv1ggfVGfB2hi+Nr/2M5dmq",
-	"C5VWYtK2FiPwxgUUI648cw3EC0jSDg+GY5zawA3F0NKMwXQjZzm05MvvyAWGBI5tfKw8BaP96BlVR1jX",
-	"Dyr5mUJ+WK0vKuggFufrEVvlzTgdLs/eKZJwm9vnKq8tRQqhJQSFbFeyDeY20SBE8b9guJKaUS2ZOinN",
-	"Vl1ZoX0H2kxBYCJNRr75sqhNAIutWi4hvKFs9/bkrtw2MJt3zO7IIl2C7W8Oxz0DtclVOLXuBLJNTl5r",
-	"9p3S7IaheQOCTAzZ2hlsB+ezoNSsJDJ70h+M+I66FyoNPXKQZShIJqavnMLSB0wBCtp97+2QlN2xFJ+c",
-	"yTTR9Ljf79toJA34NI3wADBUM8MPAMYK60B24HvNobClmexFNHg5xIBtGw6BsSNT4jSO4ulh1N950SPQ",
-	"94qKFUIEZnaWas88HVmbXsHGIliinsU48P0DBhvRAs1nIsHAN/BxdVz4K1prMMrcqhvvL9/5NSy0/KuY",
-	"NYladK3pFKEj8jV4QOpDKQxD96qZoK0PRRBTuwjDxvT3GCGkVTR9NEvoPFR0G3eUiwuNgzeZuU/tvR0Y",
-	"Ynvos4p9kEuBSEF8PNx33yj+supRf4jrlGZEBtAtTh+YnssBwVJbG/duFWmXBFuNnculZZ3XGGutSNvV",
-	"E1ifEa8F52qBhahWXaH4ymbN7zvhat9xoP0i+mcsYlOPISa/IzP2ue2lKbRtykRlYvI7Mm71xi3yO5LR",
-	"e7hAnU7HFKOzoSfGkm4T8sfCEU1Q1qBsRzUOqjcWraiV8gkTinmBrh8yucg4y7HoKeS/uKjzG57Pltcu",
-	"3HyubraMCLp1ncrrrTnlYuvd8eHR+/MjbJeRp2uCZw8+HLeiluboGC876PV7fQgN9zyOpntYyI9bZMsE",
-	"haUedo8KeWKhtic4Yjd/c2mywlqXng/Yy07x3cBy+oSB7zi7b41aWnpvkvqq3m7s3OyJgjhyKJjAjuzJ",
-	"Ej+oolIh9puuhG1oNKA8awrZMO1iIVA4HNCr9lFFKFvrq5OZ5Z0xmjQMExm/XyAyZb8cmWLGroVtmOKO",
-	"N7WoDdMmKiKmICgDD0cus4jk0NxnmtIbrJJbjx6xQC390nNJ1DYKRMPROIsnoYKQU0iPE13wKslmlKkE",
-	"udgm6YHo5tLTWtxpjVoglPph2BCmZ+0LtlhQ2GsP6L4mxBmN1jYaRE/YNF4VFzeOs+5BBoTRk1uj1nav",
-	"39vG5uAzoA5gi9Y6tJ6+6yVpLKTKw6UmC4eMjVq0ZvtbLrTaUI9Hx82RfJbJ5c2sMZRd845gSLr/ZmMQ",
-	"NTqbrbsqrkX5RRDiGzspZEtP0wXlFK1hWHManL1gdEhNlX4onWfEAFu53xdWlyKh2WrfNrgFPRb14aZY",
-	"xX0S35m+ElcoeDnjFIypdRzjz+cCLZf7JAYD0VX1xbEwbzqhCiRJbPkKYiKKoPtG4ELbJ5Td8qyjXnih",
-	"KanY6ZVDDUA60ZI6yk7VMAP8GQVxW5htsE3aVJB1kU0zrDG4M9hG+/6zZ2+x+44WeDTWsOzqlq1cdV5R",
-	"7Xwv0GpaLd7a9oNRSKyHiJxfHD42ZSaAGram8jfasOgkL60rYxO+AAzBFe6PBbomgOCiX/bGtW9vx/hU",
-	"F/M3Y7My9KCaETr7GjBer1d8XS2nU/4Z3OVuIba3Y1wquKb37S4Q8jyQNkG8w7x//Yh/z3okZgKS9OKx",
-	"8B/HfOTqgGvGOchJyrT2CoLt1HROiUisr1iMNzHcVsrbwn5T6ymwjcf6L31aY+GOy8WgO8Kob7k9vQ6G",
-	"fUyYcpHEaJBVRWgEKpwgWpd2hMiJ1u62j8Kd3rNnYzHoEezOjxFS1pqtSb3L58M2eBZ34cT2Czs8Hi+a",
-	"UqkQcgn12iD4sxhNi/WlCoHJnAuucjAK98hrTY0xqb6ki5suXVrNcP6Fsh3k2bOdfv/ZMxslgPMU3RFU",
-	"LjMbU2c0qEsvgJe09yJb5U6jfUont3qfuKdSvLq+5sNeYQ5xyYXTjJkj0Yydp2xUPRQX/DPc6c7kMrP5",
-	"iJr+LZjYR9J2zxUu34bwxF9wxQFvdLvIWOxUo5hsx71rnkIBjIOCVXv4AjNxIxZMqELl2mXvwLopdBOH",
-	"cJGKINUbi+0euZBkykUCEuH9jBn6zCrbC+VekXDxdliUuzqnCyZYgqmg8T4o+3FRfD42SS7WfOuiNkCD",
-	"6I3FTmnrlvs4nZwaX+U1Q+eoM/u621VptIE+Bg3dHq6zxgmn+gGvv9Kda8FkOy1FJP7yZQh//O0//6uz",
-	"CZMkBMdFL0t5yHKnJq0R6r/3NalWeG4QWwbuHS26aD14AjYuYJdWTxQGG1x4/m6vZKjD6vsOlFgkcub3",
-	"WtLwKTVIklnRH4krAo6OQmc1SjtuDpzStT4FpG1qL9fSiPerxBCX9YPyhdMZXgS8gZCMhQTL1nnFs9WP",
-	"20y9wq/rXxcQKAAbFtiDyOSgWRyFnExD13AWrPtcalIEtlZF2puaOzum5mg+8WMZbVsrmMZRDLLbf9mr",
-	"wM/m9nitAYydytSOMJtwvD/CC4+M354bzGOmpgaSJJc3eM/xAteObb8MZgxBTJhWC5PCUHx59k5fzsuz",
-	"d4YPEgIGnEZeiHqJlfX1sUGnbGqEeX3cvbHY65HzlZjMMink0jmR21Y0eIUybCciw35/ROIv50YZPLFR",
-	"JG/A4fXFtiM+fhORjN4/PGj5ovgSLyWvdKJqy8yl4XYKupFEaIrOtUiUZQwQK4UKshk2ZVb7JNYT9zJ6",
-	"DyeWcHojpMr5BI9aw50imXUZedYd2dN7sb29Ldcxt6yIosScJdfFoKi5D7okxetvl0PaR+KO04SSv/0f",
-	"/yc5EnnGbpYMPrzjCQVp9C1NZ7RjwlvNdqyqA/xjmaMt0NX2hCl+qXVDm0P38zsGZnFRIrnXkJzjjvGe",
-	"KpJKlZN2UWRdXzQOxYLJZJl35RTS13zFTAuyxvCEUTuAgwrSw4BfCv0NNhjhNg6xkC6Q5g/7/cilY5H4",
-	"3OfKsZ4iPrHhK4qubB9hucw1Z8GcIVv4OSkhEnKcUWnbKqcrhTcChZ/IVrLHykPlOEtzaFq9y6HXX94j",
-	"b6StT8/gqf1aMC84hXEztfByG2AMJNSUUB+L5z3yB1Pyt3qrMEPTXSonpGiOrY9iyrO5RU6qZUNQv+nk",
-	"VgtZApz/EwaBRQ7dUSP2VW2XfV1xbOf3Et04ygi6GAuqtbATjFbS6FpEn6G6GBUxyPrgwSzuspHbudHG",
-	"f1AuZKMUmzEKajBOfUHKaOXvqEkVMNoqPs7zInkRwpy4gLiuSkxR24rH6PYqAqE6fsTMy2rEjD31Sk7Q",
-	"vcwSgHp73Ppgd+9pMeNWRMZgSGKZLahT/s20pg7/eFHUBtBaUwgK9ZeankIiaAkc7MgdmKfujFv7Y3FU",
-	"qO3jVvWgSppmeRw3RsdLuC4exr458DqGhI2F9RgWY+gDi0xWQj6zagxofbXTxKjGg1RJzcRHjkoUDZ8z",
-	"Qsei3P+5FAEWFc9CxKS1rtUYQMl659w14Ai1cftjYSRoP2ivZMnAoMxyuH7thpYd2Db8s4j+R/uSH+Cv",
-	"hUmZ8RuuRWbbzl/IoqaF6QMWketUAva7wSFuHmRc3IUJPupAtCIXJDYRxnHPOaMCPnOAxwZee9Kuee3H",
-	"IuS278B0/aGdjvoR5mDnK9qCplSQPy8l1jlwBV3RT+P8YMfWonviOiAVDsvGUoPFI1self+JrVoPn7Ae",
-	"DVP5a5msbPET0wOkaoD0+gWW+lL67cuV7eXVqivIheKggVFoMOA79hCz5bU99kxVrVFrd3cwePn8+fPn",
-	"e3t7e1CsFFhPa4SKcSso/UINqDvJJ6y782I42O4tkmmr8mzZ0wU58KX6SmYAteWPYC97a9TySE/IAA5V",
-	"l7cHUau4RnY3+n/9fn8Amy7pfNA0Wmho/AvMiv1EC6BjI9d1AC8sElw4ibFse9gc1o27Xbsn7Dfb+lXP",
-	"iOG1M6qImvHFgiVo3C/YOxigypu6DJrZTTsgac2ToV1YQm8LiJZ3Nxj2t/e2+8Pd4c7eYLi786KyxXXb",
-	"e/HixQsNmGJ7Jwypzxx9GpJsk8W8h1WFkDE/VobPu9S2WaZ+OWDrL3XtDG3X3IX1p4mNN1ttbHBJPrx5",
-	"S8zN73wLIH6EKAtFVvq8zaXptb4GCid25wU4SsWzTC+GjKmFFAoJ0rDffyoJQ9ncVCsoo56nQkYlNvpD",
-	"TRfx8e+NOaNCvG+NWhoEJ67Q2anRCAyjHzWoQk7M8dSCqEkd2ofUQZtJ4qkEWCEfypMBZjyUqusV2zVi",
-	"fdsX5zv+xopCbWYntvnH1OTV2lZ9aiUmjaAsJoDVdB4F3T2d86T34+ub9+8vLj+fXNxuv//LZPv9n34d",
-	"vp9dHh68Pvr16E9/GPzhL5fDszeTndPLt4d/6J+9PfvTweeDg1evWlEro/fe8pFNanr8rSNr5jm3YQ1X",
-	"mP2l78D9jOZKX5mH0qFboCnsEmXPBPD4K+kElFWElyvNBwzi2FqZZbsHinwh+4ge3L6rj0zrtA22BGKs",
-	"HFrWRLvCinm2hY4tqVlSDm14V0l91JMi7sUdIBU7T7nFZcS8WOeGKBIIUZMpumSXnBCbUyt7toETQFeK",
-	"51PTEzlvwyi0jJB3xXr8vnlTqEjX/SFUWa+HiYgge/YQBk3bdyR3q9qsGt4bVg5Pc4YtkHvL/aYLIqKF",
-	"XjlFngFycEkCJpeLm4wmzPs9l1iEwBAdV96PhlqH1s7mQyFqe7P4rnf0YmJNOw3N/zg/fW+gsv04VN7K",
-	"7JonCRP4xssnsiQuPphwuwoNpXNGKlYaY5fyQvTCBPugXBoATDrVoZyV65ppLmKsMSzZNzYjMO71WkWx",
-	"S8dN7itFOos1V/xcWHezaYl/ooKllGiczvXBzpnIpf4IAcYZVYSp/P/5v8mUTWY0oT1yJO44I8t5oVho",
-	"TYdwoeXFzPNUBVa98SUvVSANYNMGfsC1jj+Eycg57jQ/L3vu9osSEtYfIVTOaNIjp1m1tpwziNUNek0H",
-	"7BmRtAiBHfS8tzsjHwMw3RGK2HpiCN6OwQa34wOGRl5I+Y5mN1Bme2c4fPy9suZ6xpbKEJzhy8dfvpDy",
-	"hIqVLQOo39tFLvPIpCbtDZsww1tPvc7GfPTBSdT+/bCmSTAphe9FyCAHkoXlxGdoPywPbL6scm1/CmMS",
-	"we0krDUabA/6wz0tUmP/HuCmBQszgS5Va0yrCPS0FH0pjBwAzXr8YuIwpBMhrOXTE2+xiDr7nL/lKTvN",
-	"wpaF99LqKmGQlQyO5DF741O0NLNDgw51YuCZmktdtiM05t5xmZrUTiP6by1FLRQuqprnwKYVWQ5vrG8N",
-	"ZjaZVSts+I6psnHNN4x1UBf32I2lOT4sq3Vd9eHTG7BUnFjxGrpvFYUuivZbRVhva1QJU4SC0L5R1AoO",
-	"VTR48tnqkWtJ0a3Rbv+l3m6wR6ie+yZU3/6DlvQhA9TWZCqH1VbCdjF3stJDrwfZJ1DHrqHkVW8sYuwR",
-	"HhPFaDaZGQc3+G2tuAf+77jeYSLWtHqZiXorFJNxaWj3WJgoVNhFUW81IlxM0mWCziup/DgJF2AGqwuZ",
-	"Jt9xlZfbUqq6ibIMVEjQwH1av3t1o5p9a+mxBakatnPRqIXrKAl/fqXz3d1AEfxQ0fK3ME5jb8/h7q7f",
-	"2/MhqhXcRuXmFTonTJuOKjaYwEn7lOvQIQXG7YY2WPRiqom3Xq+xr2nHsa7vqrEc3EHqk4ckXD2OJBUU",
-	"adhXHW3Lh7i2o/tm3enDne9r25ZZTiYyXc5F01rBaPl6VVqga02EvbZsq0P4UO6q5Q6wqedVtYXWpw1x",
-	"9hSX5bZpohR5Epm2ucssjSwu2lB+PaMN58e/y5NrAD3iQDi1yeimndKBmmzy2gdM/TUvDfr9jV4CgeDT",
-	"txj54EkvzxlwCq2oHxsa9IhlmpbbJW6XuyN61U9J/yV2tg20Phu13tg7Hmw8aPTuWuM1a7+1DXPW936e",
-	"ZPOejSPv3UuhEajSRXDYxx5+w0GgZ1/Lz+rdHu3s4mZq3fiK5/pk0B8NBqPBsLgk9f7L9SY8phOo3xyv",
-	"YfKyM+aRZhcaP1yqOhyvzWRvjQb9ftSCdPbWaLC5xtfQ0iuk/EG8+w1cvUrexjfZUJ5sZdhEgzL7+tlJ",
-	"Q28BA38zJWqj1doqV1bk9kXU5pwpTy4td4UtyaDhXKwGiXFnONRKVzCp5MyEDioCGclPLOq/TiI0JUsx",
-	"pgVjQ2MoHWUl3Mb+6PA8BFBWHhf1SMpg5xlygAmjmMWbSrm4ppPbiCwyfqe1lLEgJOXitpvKCU0jcvj7",
-	"9wcXJi01p1CxP4O6eH5OhmmlaooziBtcpi3prVdqa37su9hBqDn9SUtOULTOpHX6+XChQrfjln3/FWQs",
-	"pynEc7yHQrQbNvJHU0iRSlFRFLouMa+LC4H40njBxU3sYrW85XZcM6giQ5OuVA/D4bBELnW1V6+XOXn2",
-	"TEjBnj0zugYYAUBvjEKFAIbW5o6hT65Q+rjUmR+laz+7oQ7ScatjjUyQhzutlqzNJdaSAZuVrc54D/X8",
-	"1DJbZFxB/rwe/X4myZwrLdUkpkgMnnqA+zagQIQNgWVmIrMRE1wWIzmGILc845PcRAiZDAB7YqW8u3bs",
-	"GOqzuGNjYE0akR10P5yz1441w30WR64gO53kPT5fyCzXvGmRspwlccdVYsLASAuuChChCqJNU7YhxXNb",
-	"qakQYrGHRFjlJ+3mVJ/9apzQDwpLhLoQI15kae8Mh3qeEgoFj6g9rsnbL1++LO4R+8wVYJA+y2D2lF/t",
-	"v3hP0RWWFZ7RxYIJk8St1cLEkDMjIpWxJHL1Y6CzJzxYlT7wjWfP3FKePYvcACPbgt+ME4Vi5Gr53x3T",
-	"byPYNC7c8C3U0D7Yvh6xq9a+Pt4nynRfN9F+rqKcIQOlvuKmG5/tGAjXREOWZqpoGmgiul1hzxF6hjB+",
-	"tKihAwmBhnd9rzx20jZN1wH8uBcgYpoaxi5ufV7Y1HIpSSo1wdE8AZhb+QEX3xkyTmC2eNk88ZsFUDX2",
-	"B/04GH7ylAE0nm2mC9R+M65m930pc8c4Yz6tEeKfJoh/g3xtWjpvFOIxeBqQbcjMGmBvout5RY9Cuh4q",
-	"jf/QU6toeeuUPFxdTafDr7+jClcA6KmYUxg2fgnI89Z8UfSeHLVeToeTHfacDq5fJNvTvf5klw7Zy+vn",
-	"yc500H+xTfcmQ7Z7/TL5f9l72+W2jWxt9Fb68I9JbYgmKeqLqtQ5ii0nnrElRZKTzIQpoUk0RURgg4MG",
-	"JXMcV72/zgWcOjfw1q46NzJ3sq/kVK+1utEAAYqkJCeZSar2HoskGv25en0+z/6oy9vDHXEw2As6oxY/",
-	"HO6L3cFOu+bQQdJG23j7OoyuJUbiZclIKolcZXz/pW3HVayxvNh7m4Wo/2ONz1fLUP8r7c8H4yJVYCdL",
-	"rNKqOMaCeVIZ2LBQOsYIKZw+LjHiEUprq3kZWKT9YbNg+6BK3cPir75Uc5mORRoOEXMLYtxE9pvVfBUH",
-	"8fJTGHx+mQq1WuSkL0/4cIyQl9QrW/yGIxzylEfxDVChfEwN51WiAHmA3yR8OjYaNjzwQrlDtDCRBm0n",
-	"q6L2nGIUyE4dZ3CLWoHMdckoaqHB5DSlWJiIYtHpBiLCNAFCtIW+Hxk6CS3jVZZDnt7HRE1QFZs5Njsi",
-	"z7P9WA+rdagW0tBswpGhP4CiK24xAer0/TWCIF6HAfuKdRoWSqXWW3JzLnrzj3MJTnqxB3PIhEpTIQMO",
-	"XB1jng7i1APKgpGeW0qw0ktZ1ybNYpccvIkH+gY3d1m/pLjP48+EytwEpQ3mr3y6/MoaLjZKcDbgNEkT",
-	"LtVIJAmalu5EPPxS09BKb0WlhNUToeLoDt8+5HIooshwGC8fIWXXlLzKYqTUA8GjRsXE5bzg1fOljxah",
-	"ksT3EpMYsQ4aPBw5PBaC0yl9AylAyzs8iaEqPbY2uEr1HqlqE769xjc/0HJGkXgfy8oG74HIfaVmolil",
-	"le1AfvNDDfFkONansrIV84Oq/QTyAP0obBTKUI0L81/haqlYZQDIVamplirjxS1dZUx2b2a/akIj2br8",
-	"vKnaaEUvytzq5N3LRQfnF48m/GGjASXe4WeKBVRpXaCwoIqFWHOLwQKSDIX8DKccW6XxFJAsYzkUrD7F",
-	"NFfIwjPcNEEST6eIeE9aUV9WMo81gTDC6gk55S7vtoOsQyDlzokuspDL1ApE0lvwqjxOoXjAHMRhBRub",
-	"cJf41JL87ZzNlsCKBX/G9L7AKX5tGPLWMquWH2U6icsDe2t5Aentb/FCmM5KbCrEHczCEQagDJHZwEww",
-	"kGXE3AJ8Dai8HBn/Jybslof4iKgb3KD0OwKdXQzwwdmHuFJp1pjqQYTFL0RWGk3AtIbacON8p0qORGzj",
-	"Bwr40NRizlOP+TkXFQFjAf5czFqIgVBwpPl9OYwET0Sw1NojRsZNxVpfriDXEOezRK5t6Owt+AbXcZC9",
-	"vOs8yruKQ3nyAroHvatPlknzCO/qCvkxf4z0mM18q7R1HrhPjT3zhC7RB/Xb3Jv/vFq/wNX6wfAXP+HV",
-	"SjC7m+rJLzOajkrn5GsLUoRA2xZkIU+zKsU9uMTCRKWIRi5kitS45skmI6xu1oZSugnk2afiqC858M10",
-	"Pn60dYmO14ez7seP6IEjz2a3daCvlG7nEHirMiAiQv3KGDshUhsQKZXoSwmgctgNjyG/527PfMI6lCuY",
-	"NeCxHfMZQVF4rEuf7NInymO75ke7fUkfNiE2nc7U9dCQB7Wy25JkZMJuiNWMCnkA6MlYGcAOu88CPic3",
-	"I8mH0SzSl2jAdlrOl5jRuIKfdp17G32gq9sjiynoWRj7oVz0MwCXyW2zUDmecXAV2ALGZddOaTb3HQb2",
-	"SrPVMVVxlcxf8B9UJqu3W611ktWz9bTjPiqmqtN9WJmlDm2IYKM89Uvz7JJM9bVSi3d/H5nFNJm1Xueh",
-	"eHIb4smmbnqFH6EmVWsNDkY7w47Y3g3afLs72h9sHw73xHaHd4MD0R7tDHbhoRmejeuJqvXaB12vBqk9",
-	"Vqd60M2OytH+/kHbq2nhdQ21gE782JExtV5Hb+NsQ5Aa4cxHe7X4em4+8D1PMPxWS3ePJqCWhhMRz9Le",
-	"MvFdW2uKWgtTVLGUuTnLzxjWpy5Jat7Ncpo762po5i5dJZ8Zmblcvin3iv1TY/sCGhtwIxTX4flymzd2",
-	"gayq47385Bzizy8tDz7A9W/6dm/VH5vNb7w2pancW1sWNc4qAJQp3NzaQuxDN5wM0QUKWDikHHUrwTy8",
-	"zPRG7AFAcjzqS3PXejYv2tChk1YGT5GPt0JTuufKOl5sFqv7i74EjMheFpdGgnwZLHLeEAm4TUHEEL0x",
-	"UlndUAsRwwl6nhayLBtepj2BcW2wXtsIV8nq6MIOkJ2XyznOYoMY+MW9ncHtKL7p65XU+6aJ5DaEV9Jz",
-	"E58truQ/ZmIGjPA+AoyAvttuOF71G6Srz8BJEfxyytMx44ri8Liqdcs5BcCgUXgzprTQy8uLN+xmxpOg",
-	"AXm6MnU05RFU39oX7oBu3Je2vn7O7kUiMpQU5qrQzq8MJAcBUGptfKh7o9I44TfiCNIuTBuYsC3jKDA6",
-	"4A41SIm9vrWgMjJYn/EoHduZiOIbA2s9ju+BbFKPZf+B8MLafjhvSXABdP0w29P2DIUURi13M7rREKAY",
-	"tZ5JGIW+qxqe7Vxf2tUhU44K5/CgO+2+UAvHOtSGVpxgY4hojJOGO64vbaQG3I1ZyCZolFkqF2anlJor",
-	"86dJTX2aKIzdQQa8R5/mWoYj1X6k5+hKqLTaY1T69j+z5P4IGswlQq87GgxdBDYTv1Gpz9ifZKly66fP",
-	"PdZBlYhh/FgN5ZHKBs6Yez2VOMAIP9VO89YWXiJbW1rbgKoPuF98Fcqh8HuA3QLsnMb1BGVfWqyZWm46",
-	"0azOo4jtZjc7NuwRKq2M5TbYOyBy6VaGsg0gFux+/OgmUHVbBy+7nUN82Co/gVBpKJFdA77SvdDqDYr1",
-	"vpxJTOcSSCe+VBfK1S2gfK4Sy3B3yDjtS7px56jbIMe7GKWMR7EUdK3ARoCS9/twSDhmyuL2wIdNBumH",
-	"uEomCQ11nb7MNIPeg+rYEmXM0bFQt4JfZxeb1pyYVZysNqS0SjCO79lE37Wgh5A4rZNXUMZSNJrsjVuX",
-	"nOk2O62+DKBa7SkDc96ysBzsBFchWLzaqVzp/MOVb8uDegyRyMvvXFjF1R2EX7AcBE5mzmVwBRGxXqv1",
-	"97XjfzTQZwn6OcgZuFccRa1KQeg8q4awvB9/qgp/BFUBbrvcZTfKreqcwQFhHBnL/zgaBPCDbpvClefQ",
-	"I74RUgs5yMXQN4cp/cusdYsKFKZHhAol7sJ4psxvQksznOWdOWZPX2aIL5SG5sHdQOnGFuVIv17re3A1",
-	"yVj/0Vj5yujL58lRu4AlyAt9qtd51gSItcrLnikB4rcrLyv6vlu91u8iJ6IiIQLPAZ7WXKVZd7Av2sEh",
-	"3xvujFoHnV1xMGjzbrA/bI12Dvc6YpcfBO1Bd7g/aokdvhccDjrD3dGBgB8NWsMvV2l2qs8+fHv0G9eU",
-	"/We66x0m6JwE/o2SK1KhnunCMZYpy2q6qPSL/KeI0+AjNy3St5b6qF9AeqJnrhG6qbRt1pd5H/ER41U+",
-	"YNjkSxzBXzmkq9md1kdk6qDRZK+ASxr971rFNEB0bthlfbunLzf3hLp2T9mNptXh56hkfxqzQPeOdgIZ",
-	"AF/KVXiuVx5f9afW/4dxEFI5o5YgT1g5u5b4TPl0ug2sWtux3DakF5U04iAxoHxzMItuvVxYKVdiFCsh",
-	"2WCOXL9xgkTOEF/K8HdyhMEhkGcDNztSJCHRPVJWY4pMFN/cAEslBjZAdAB1WTxixMusfMDr5ZLxIaDN",
-	"FWF7gQK4L031qpeRoh82mm4rcRQo1oY0tVbL+JU8hrzPqPdDg4kWwYFAyoG+9HkikJBEOdj/wskts2TS",
-	"mAHvg1hUPktFhEWtlkYWf4nfEzltX96FKhxEwlwqTsUWO5P2ashyAEM5naX4N3CS49+GdNVlwjZT1Ze3",
-	"Ym58rXbawhTqobHONmOypBtG4Vw2b5oObuokHgDvZijTMU4cejm13kwmjx19qDDzqclO45TZCm4W4420",
-	"QI9fhnOCmxe26Jl8ZflbNnZMZUtpwQkh4cWr0TbRp7VIMAN/t+i/2s8ri3m3989F/ZKrWcaZN0KlnC0H",
-	"x7nwxWcve5wmBp4nYI3cQ3YqMtoQcPbRzlGG8XpjayE/cVUXpD4bpOToU4Ev/8JX5TPeOK+sGFiK3QAi",
-	"1YgYswDIuVMKcE43UtZ6qf6efbs026aAPY03D5a3bkchqezltw7+ijDgrOgrinaseF3/FurL7BpyoQ2c",
-	"y2G/gQAFTusLt5K3QEos4zQcWQHblwBBZ9hr+TDFHhriIhGNsoC9JZlhwLkHxKZLZB629y5U6WMEHki3",
-	"dQ/epYjEMI2T55VWFfIJfSrHkrPLePZPrj+COccPQVCZJzvtQ/3U7u7ubvbk18lMxuxdOOEL8onWSD1a",
-	"MGVrUy2e7A63IHf2Wv8Pk1FQzuycEVU81l9GLiH6TLVEgu9VXt7UK4THDmiWUNcIGh8IIQQHNWInp4hN",
-	"x7HU0gJVqwVV0yqhYP/X3a/Yf+l2ufk3tgBsrtQYjxLBgzmj3Ds39GiHYfKnQIZdkW/b+d6g3Bi512NT",
-	"HiYmgt6XOVAbmM1/JKAiL5FfBuznt4tCltP7kZi45FDIIviktvbxh6E9v0b3aZX8clJfy8eKC2o1usWh",
-	"r+CRzrmYXzlXcQZk9hhZulSAFt71b+kHqWID+u1VSwMLVoI4skxiP+zecKT4hEskX1lZjmdgFOVyHMvu",
-	"1WZ6I3tQbdxtNPtya+ttkog7kYDhvrXVY5yE53YomRIwUt0cSVRtPNftPQDJQIqgeuUtxIXvwqFAvnSM",
-	"W3mGNaQvs2G8UDm8IkUQ1cgzw+omchkmhhMP2H8bmFeKQBPGH4zgXgmXitMVYXw0mZpSLdxfGxiCfyO9",
-	"tFTIPT88x+LL/tPUQ4uT8UiFcH1RAp6gBwxVoL9Uj7NOnfjIBobqwUaGqqt9wjjRB5jGWlFkXFnIbyTC",
-	"x+SzIgMz+TuxXhYzD4+Yb1g76duJ4BI1177MMXUqKO3Uz6E080N1DT9Y9IyGqqCOxnKZcgmL8m9sGpsZ",
-	"Nheombi8a6+U+NvkJMxUGk+0zr/Nvn97jnp4Gg7DKZepMqkQ3QOoaLRvMy5R+zrXFZjXLrfbe4f0X61c",
-	"syx74V7RJCdn7COVSLsfqrVJOsd/GuPGGL+xE/LFTfEovolny5yDWgUqyFyjVG3qEcxrdqXhor1FQZuI",
-	"YZwETKV8rggn1kehSwzUR9ZSxnS/B+xl9i6+uYH8baShy97kYjJYsZ4z3KvF4Tuczyc2lX//2lmmXT8n",
-	"fhptPNTL/+PERXyT36c42V9CO8MjUy0lLlOepArOnz5RuV4SojOaW27SKLe//+4CfWp1zs5Pv8ESD6D6",
-	"+XDxDhGQ+1Lv4TseCZnax4YuU/kkBt4PqHQUH6dhIio9hp1F4QIshFp69WVRfPXytDZ0a6X3sSvJmsyP",
-	"FTkgB0l8r0SCTkhMmKOYCs7BTImkL7lDv0lt5ixQDwIXdOyYj4TR5hWvxkk8IQKnyyFHO9LOYpywdD7F",
-	"WIg7Vw0T78V+DMQoTgTzcbbUNU/9I1svylOPcXULneB9SQm4TXasboFaOEYm7EAs3AJGehpn6LoS9Dvc",
-	"a4+QoLQA0KSep8w1F6tar0ZTubZQxY59EV8jHLZa583+X7cPv/vxPQDEmEVa9A12V3A/mhMM7+iFE34j",
-	"Xk7lzdGAK7HX9cLvvz67uG/99Zub+Pj4+Pj08sP45MON/ueJ/n9fvzr+m/7f0Zvh5V/0P15/iE6++/6i",
-	"25mc3v7X+8PvXt8fvx7ffHP8wy8Xh/weHvnLxYfdk+T2Lzc3N199lXddmp16Qxnmj/ZcmqWpTOByJYZ9",
-	"63/aBWIS+hcl7xe6RlQ4mUXaHMVMUhsDXDub9NI0lPV2aWbpcRAomyZEwpgjER0bxPHtoi3yQmXJOUTi",
-	"VWQUWAixN5pEFEDhILgfkMMPKHkphxe6jqRgGIOeyUh3xI/lNTVLGq3HVFymwRYzytgolAEEsRmATaFy",
-	"/Ors9PTk1dXZxfXri7ffn1x8ZaffJyAy8lG0S4va7BxfChG8ysK1jyAmMsv9JBFnN/vFPnkaOwkW2Xxa",
-	"AJzVlVFnh0Gvv0jW0IazkjPk21lslwfBE6T+rBJhv3JDyvDaP4hwXaF/p3H6Vq+U1iJNPOjJZLLdZz09",
-	"bdkcGiG1mC1krXDzZGVV2iqSO2vFPraZMDepfF9ElNcBEmUa8aFQHgZQQFdvME55nZWJnJlgdzyzViWw",
-	"TCyUq7qNyQC+Vngn6Hwl9sgm+FAnQv+KxDWb8FuIdmEX3ARPraODqj+YWddCKFmd9yX+WAkJfBphmlEn",
-	"tlqNRRcvynbjFix/M6QuLPp/+9K8pd5ttbSZdS+iqPFslwb4+R6VIvqA73VtB+u6wh9G8CU0/odGarda",
-	"SUZp5gbep/uwvYnz2blCYNiPvD2Kc7js5oBd++eFscmFUSVslBB/gEsjlIN4JoPnvzXeg3x0k0P9URJP",
-	"fFbX5ySgBLIGu0/CtOTS8FicGJ8zzDdE6jz6eUhOD9zGSJ1KVaEGeg3Arzj8f+Qztin+xgro5XpnvFo5",
-	"TiSeCJN+A1cRumUc4uEygiefKMRcEivMSKj7C6xUPus0CIatsvoXLszpbBABilWTHUNqA9yiwDAdyiiU",
-	"ENZE30IBtmMh1a0vMw9R7JZmhMoQCj/LDfWW9t4j7ie9iKvp66n4mNZ6tW9DDwiS5lgiom1CqHfh8/+z",
-	"tr5kpRF8EY/UmEN0umS0WoZoGYkIqjvHrfL/9J1kYtk2mGk2YDqfCni+nbuHKBSQwdI9/jayc/YALJgl",
-	"zjYn+c/rae3ryUozrXZq7dTIoAX5+ge4qkxuVyWivDaQFRSBKQsMFYgkJ31VUQQqjFk46JEL7iFL75+I",
-	"YTgN9apoRV4gdb+M71ldBFqKwFEWgccScRffgsdJKDaKuJauz6PlvzeT8mQekGWCJghTJ4O2IHdOvl5J",
-	"4tDc2L/1AizL6SXB/bd4lpDMHnPF1DicTsHHUXC9TLIJeaSgMlNbLanML2AT/Sme1hVP9/p8lRzHJ5ZF",
-	"NiFjdUnkPZEy/IBEm/IweX7N+xVxKqpcOFKlPKn0qWOsCuReOHIClmMeMDXkUgpSjgk+mIIYfVkS0ewV",
-	"l3gghvFEKJs7Al4VR0eVse0koBexKWWRe9SSfhG+ANEKF5Xahcjns8jec718X6K6geCDVqpuyPllnqa4",
-	"Qa/Gc9Y2nHNMRSqsIxprYKLc/ylc1xWu2aHVB1a5+Ql/AF0PTN3plwhMXohpnKQ53bhEQaxr9c53FB4f",
-	"hZF/Qh+9fe1b+FaAvgAXckNv4gwyvi+1WMqA449c84a0R+On4IzmYNFRweo4k4aFcBLfQZHtPaKXG0GK",
-	"JQwl0U6LWKNNe1c5fhYpeYHDeBTH3iqKptldNT3HG9jy1M/ntOUz6Uovewq7+sGcPfMusk7+FKWbiFJr",
-	"+r1QlB7G+FCfn0gENwiZBfRNtAy/fwk7k1Eob59fvp7IgDiRKXXUijO4nV4opkJIPFSZh3KmRELsvGWV",
-	"YVUaZV/m05EdnTJcTCd+FmH3AWf1KRH6Ya/haj2rmPhAr/hTPmyualXu2d+jQCAcrcqUYuSVfLba0a4+",
-	"SYYOWaQG41Z/cMR8Ke6xFsv9CkFt2A/6RANzPwC0W5Qmjw1igquNI4tDALEU25wpFkOtzv+4ncwiYYjr",
-	"VFOKe6g7RkTAv4q53zhi3OlOAWDAQPy5haluli3WeqkYda6SPmPyblYu68ItGHNdBLS9oIKNpwY6oQf8",
-	"LmEK9RPIiNJkb5B8Wos6GKOFvJ9JeH057iDZaB8MtNpzwwyw+uW//jtm53wWxQ39A5xf91FCYlrPyMQB",
-	"/GZoBC2A+23vLrPXyZf6EBpBcYY2tt4fSwK8DjTBb0P7+5un9V4IyCzKl4YkeNwFxBcJM+yRSb45WaU7",
-	"vyCuar3aX8Xclb/kU8PzZbgrkLZztXuiOt5yzm9CCaZlBPDdJoMXwE5fKDaTLqxdETVBVVaHtBtNdoz0",
-	"S8m8LzPlE4RZDK/nUZP5ozBKRaLvCJ4Mx8Kt50hcGVu/FfPGkXE4+uxWiKmtsQWCJ2RPBdLfIFT2G1Yn",
-	"ztSG2/Ej5menn+pBsuOJVSd/uTw7ZTxJgCjM/wm8rTDEn8FPgDdrHcDXVXiH1F88FRZdELDwgeoBZT67",
-	"H8eRYAGfN6Dm5C2BusMcMXeKECBRa77+JzrxPcQe9Ix58tlfwrCLa/4Ao+6V+JjStBsQBWfvmyUwKHQu",
-	"u67SEq6CcRbXs4pKt7O7uyKV7htop5JLt7O7uw6XbrYbnD3gFdl0c9smltW0uiT41+fUfYeWSzWhbqEi",
-	"LE5SNoyj2URWdQXCaV/Pc30JkG+31tPXl1cTcjbR8gr+gMfwQvOycTg3Ye6a+nnF1TrDXtiBUY1XGHiw",
-	"kTx2K+YeqUgey97mMedlK9BFwnvex4GhFD5Ww/V5iNutNYiIH/4dwsoEx+mFvipWeQI1nOyJZyQ73ljF",
-	"eXxIYqe3e9DrtmFCSrvRbrH2Xq/b6rU71I1Dz4XCw6g1QOFVaFqz6TRO0qpOuO0vY+1Ffu91aXtJzK5C",
-	"1+vInP/I6vwyzeF56/JRf9kmJN7N1R/TQG8B3Rexilz1yFlk9kEJNK45kHMuEJBAKjz75oRittMkvgsD",
-	"kWynYjKNtF7xchQnpvueMYMV85WQgUgI4sRBMfGQ8983LV2b9HzsxOIXthNZ5LikF7NpFPNgW79keyKC",
-	"kGt7v9gU5DLKWRRBe3Z+QOUhFjc7faD4bG1lIOnNrS32kCLU7XSY/4luG48BSbj67GP9sauAvgCDHYCa",
-	"46QvB7QxsWBaK97ZvqFWzJKjhg7Fzw4GldVn1RFiusAu0aMVYToWCboGeF9OeDSKk4m28k3vMfA9naUs",
-	"eymw1bnFCZ2OyUtyhoBoh/Cs0+G+pB4HMQ4c+jLmismY2ZHCb3ruLmYYqbcu2zS+FdgR/RqBPtWqamLQ",
-	"J7GdV+YsPaBWgkfWbgJDnQil1HXAKt/zmBKC+dTg1Xwq3gZ+o0rBMYfGZDeuIZ+z5qv0FvoRdi/MFDMu",
-	"kQDHwIhjx59Z1XhONcCZRL1Grk3HEIK8OM8VfEit7VabtQ5yCQ3tTk590P/l6yfs+7bZZRongKIZ8VQf",
-	"Ga3Cjoa2xNCrFaUL1KLT9naEV61Xa7c6hzsH3f3dPfgXdabr1cDTdo2Wi/np4cH+3m53pwP/0tuhRGXI",
-	"jw30lvy8fchbw1Uz1/EerXeV4g9lU7ZsuhDh/GG17Ok1opygWE0xIhFF4uL3SIX0nRZHZaQem+hWJbpR",
-	"YQryUQb8qEwpymkUyzWjHJ0GVVo/XjPK4TbWM7RwbLfRZF/PGRmiaF0XKzH6coR+boQZTmeJBJjh+zAd",
-	"+4wHgWKJiMwLgETD/M3IDzZNBDjIoX1Qh7i6FYG+/ZECPpnrt4AnAesqYJGUIHaM49PXR4iREo+Yy/MD",
-	"ORz6mr8TCcPKddJcLiltQ+stJx/5MI3mYO1q9cKkf3joTwmVKVAY6Z4ORSDkUPR0O+0m83F5QA/jMngZ",
-	"J85Hyqf+1mUst4GxqdHLpnEmLS2xoB/adBLSUkRw1JeMMV+N4/trHkXX5hfk7ULSQHGNMEDo8Uohznoj",
-	"4wQe7zQdFL7FhjDrr0eMkPgp3fH7jaO+3Mk9nn9f6bODWcoup3zC6nsIHfo1pinWobmu21wdOaBgezV6",
-	"7Gyq56rd8Ng5pY3XsQaHvc1yD1l9p4Fz+D//6/9lF0LF0Z1uvdvw2CsuhyICJtvdhgczV9ETmCjxEQaD",
-	"m8J4kUawhAvT7S3MtYebPJ6l1woQptxPZkokvgfxrjuRXKMoCUCSp0IGXBp3pR7J9QzSkSwwIhTxchs6",
-	"CihQNTmCYldI4tbvmsxS3Q2ty4d6XKbFqYA/6MQQ1sIdj2aC2FPIq6YHSvF5PBVX4mOqT4R15054OhwD",
-	"EaWc36Oeia2l4mPqLVZlGXcj0LokuSou+qovxYSHkYf7E3BIuELkIj4cAiFyLDF6qE/0QH8p5I3WG1jd",
-	"/yXmsU8ID/5f4n/9d6zn4fj02H54LLnfMMPhN3DAfS2K8TiGinH0CCNlGgqQ2RTLMBIhWMpv2K1uy0PG",
-	"Hy7ReQznlN+wMFA9MAZhWPoVPqvrFzi4Gfqbhp7mcHgrKn5jJw13pj9MJsYChwf6MvfEq4v31jwQpe2g",
-	"NIdXN9kxjCHDHxqggE30cJA5DgbVlzYDDZe8SZNl7QeH1jola0UEehK0iB2EEgXhFvN/PD597cORXNgV",
-	"2rrZ2gIZsbVlmkj5jQch1yjC+T7CZs4ulrbiBre3tjK0KNOmwkblHBrFNqFndSNmoPWtLVhcs9gofbe2",
-	"0HKAXb+AdAV07u57TF0i9F7LGpoReymxOtAUOUhZzq6BH7ggWnav4PY9ltqSceH3OHQXfs5T7Hb+PjfH",
-	"1TCm0zGwavs9gD3BidDKOv55PQml/r9Zau8U90v+MfsSqsUoB2vCQ6BfpC9ZPMIkR6tZd7rb43iW0Es9",
-	"5o+iOE7qdWDEp1pXa6D/F+t02ZhtMxnfN9hL1tbtNnyPccK3gxiG3kF9ieKN2kW6AsBZU6x1hF1EXcRG",
-	"dNDOpt8TxxXcu5nLx9GBtDxGrBl0DtCoE6HSJAQ0CmO0p3HGU0hGw1c7PuFdG7aD4i/87PlQaWGodQKz",
-	"UFrNwOVBR3y2a8ENRZIiNt5z5+vXJ5evGkcs1RrPIBH8Vo8QXFcOsHZfBmGCzq0jDJFmp8tEuzLYbh/M",
-	"ClOVyFMfnEMNpjBJV5nsDqHSp3QHsbo+FBmrmH0Qger6stJTxJ7SUaR3c6WniD2lo6gvyz1FbGVHkVYv",
-	"9Tw0qn0/IHaqfT9reUM668VdvnAsLL9plwTFvBpqXdcGVcaq7U8dL8t3qSpw5jG3Px7LulMxi/Ywe6BD",
-	"bYdSCalCICOs+8eXr7RupAWD/l+uhqjw6Yb8RpO9diTH0pV4j3UKZWuhn3VW4xj+og+5GtbQabA4nZBk",
-	"J2eT7Tue6FephaffxfciOYYm4J+voZ1ly6C7aRfi+PKVHiw0Bg6gFZ1vPxlgLsclcwb3DQIl6qFkExGm",
-	"YqIedqe4Z++CTF+9o2hOQBGD3Rj+YybeYpuQF7TodclyGfQ+y+zqNGZknPQsWrpeda2o6P/N7BO0S7JA",
-	"gjs6H+2xiiu8VHd92D+AGTDoFqjaZ/ryqZWv7Q/6MrX+XJafABqpRwoZjtKDpGWPla7f4lFy8ydiudyk",
-	"0cI/+41r1jCwao7wIDrWjHsom7+7XIu18equ0Ke14x3oM201VuThX9nDqB/Bztaq9jhZZ5nNBbqAUdeP",
-	"GNV8M3vXMacRVJMKdkzV7BvbsGL/gaqu31/Yg6756EyO5+jxSJuSN+soEQlslJRNYpWy3ZYJUpQlwHwb",
-	"37v2qzG6jL31VbmdhP6YzFo5IsPqK62NAG2tY9wcLVhIX7ES62hz22jBMFq6FnbJKi6d49PXzp3zI/75",
-	"49lFzYOvVr27YTWy7WOWV7fnsR/PLvSh1u0tLskZpSK5RgPFx1ACVQ0Pvy1GvyahDCd6MG3bc9oPVV2/",
-	"hHbKA13VOVQGajpe7H5GpItdPLIpVUX3wBIBnvnBNsio+oF6gA2snFl1Vj4WWgxyZcZ3IknCgJISzWUF",
-	"vj8Fd1jVclkFbPXQSdYT9DBXxyzx+wejlfvr6S9tr+PtbKSklHY8p6I8qI9Y53WmjjzB7FdJZjuBqlI/",
-	"MHJ1YT5LDwh1WRU84cbD7HiXPfQqOx7lNI4bngWvzWICL3PBACDl1rK0ctBFt/MGR+lyHN+DV80ux6qn",
-	"ieaBRyrOJoP8L4VAkXW76zmw87LCFJQ71x+embzvfYNpeUsbksbzCAljhP3QzTr4t0iK2GjoHhvMQQEw",
-	"gW1C3rdBB3jMN98+OBt8ECEI1ibTcaqbWj4hQPYOk1Iw28VkIIJABJDF4DEKznvMSWzw2HQcp/G1irWB",
-	"dC1Feh8ntx6jv/W7hLyh+qfszzUmVyyEkp0bTdsgdaJa9QC0BSKbyK2nh/TQRkMfSamdsdddUXEy+0p3",
-	"psrW2OsuT+tetrXyw68c0UIy3iOVqlf5966sXb3HN5W6xNlSj7hTclDuXa7wUNdLvM6Vh6rc0V/cBDRX",
-	"3W7Ly6auterUnY2GxkcwCaUdf5XAaemx6XeVzSb25TGzyeo2aODGCMBl3Wp8qbnO4ibPN9f846PmuuQQ",
-	"cqXCG2nw/kJtJ1K0mtVnSiSVQ9dfPv4MflDiKc0aCJo5I9LH2w5oYxtHD/URFg5U1K+pkS0ZYyjZ/Tgc",
-	"jpmMWTxL82G1uh0tXmeDOPUg0zZOmL64RlF83wB/wEAIwyomAjYX609PZZ7DBnN1CteabcvZhU+gtsVJ",
-	"eBNKVgdF7Qz+WKqjEfekkQP4+DramnlH9c2TS7oyHXxIZet+maqWtbznNkOxXfOcdMW823zZXL3mqaAX",
-	"L7U2q+r44gT+sZ2GE0zgokvBM35bqOYzWQNcpc5ZWb3sr6qebCH2VFo85r6Vp+XGqzs8O7oH6+MQKzi3",
-	"7Req42IpttN4O5aVyqLFidzAyFLUh1XP6ZtcjhIkNAFKZ1Xf4BcbdOw9tLxZrzC5amm38Ccb9Osc296s",
-	"Y5QJoTvG6lw6YnLM1aJjWP+8WneBtjYYAYZXnvBGw4wsxOdyshHc4KjP+rNWa0eAPrfmPeXk220yWt1f",
-	"07nyIf8O8/8XbSVI9jexTv36CQ+jWq/GJW+qePZP/n9Rh5rDeEJZ7gcH7VI8b8jTX8Co/VxRd7DTumod",
-	"9tqdXqu13drJcuh3d3c6JRi15fC3RUnr5sZftdu9VrvX7drmUWgUqg7dEdDmN7/IrnjIpy8dnmfOPNVU",
-	"PlwIgS8hAwGXvIzGbmex//pJ8x5rGFnzotfu7gCdh3VX6zXP5Tb0OpWVBItv00cRzurestqCTlZa0F6j",
-	"tMCNha9Yc5mJhv/IugJn/PliS+fz0nLL7PuNywoAnwyBydLheLG6YGvrxEAlOSGw5C4ciq0tLF9zs7VM",
-	"9pKFl9A2GdhngNGhbfZCWpqnTZG+BMjHcmYHY9+Z1MVy+gdKjhd3kGAsBQIDUJ7lnOU2C1poC5mVc0rV",
-	"WVZAUTLkQIxCKVRfyphlK4Qllnk9TcVMIhXpPIYkM0yfg0K/PL1qFbBQX1pkoaN8iBZKNHKNUNYu2e0+",
-	"rUOJ1gCeAJ6WzQpC/iZcqpHWkkMXIBPvsL5kxgIXGBQ2ZBkrLChx/8OAruH6/JiyT9NE3IXxTF1T1z3n",
-	"HYH58LPP6n7xl5jAqJUnjhhN9Jhep0aTXWaJ9hZN2fQd3gFE2tgdm2JbGJNJvM3XAfSYUXoyTDLTMuTu",
-	"wb5sNGFFbJDYZ9mviytiArWFBTkqViQU3xym9JKsaAVQvSBDFD5rsvfxHbDa6qXUyp0txvDcKgwKgcVJ",
-	"FgHL1WLoGYuTfEEGHvGSEa20McwhRipztmRn2NE5SXSf/SM9n3pkA5HeCyFZeQzL6pH6HdQpXPsmOy6L",
-	"hrFE6Asa/ItQwOLSu4BhD8w4ihqB+ad6DVvDkS/cUCJl6VhLQ63aqyPmT3hye60vdLOgsGoFnTiNWQvO",
-	"9QmKOS0WLDeNLdzQx5U77MSTjA0I5tPUFM8xVZoJqo4i8Ma+HMYTZH07osDDlM+jmAeKUnAGomSBiUlZ",
-	"kBVNolQbLVaqcnPcFBbB02bJ9sUgTsde5tAzMGtX+jRhSjGVz5Cqs5jgjJHdvrQFaPX1kuXyOpytM4Hb",
-	"GypNuq1ultP82c9thawr1lLBGY4TNhBRLG8UOindCrZ5k3U7nb4sS5RG3uksFXkQB1B1A8LeFOdMBqHM",
-	"XIVFlD3IsLeXQF/myw3KLsK6fwUIohHC68zIY1vyTBbLaVLmOu9LV7zlX1Yq0IqvUzbzpfS5UMH2pHeW",
-	"ZUOjdyuvhz5UCv82KEt9XCiWbOTQlcic0c9POWQ3Gu+KYVnKkPAe5zR/W+ovB5Ayekv+x44WQMbqBgCD",
-	"YNniUdT/yrTWY9TnYCM7DgkDyI1QL8zmCUGAGFqwuVG97oItQ8GF3u6+VlVBMOTfSqJ8YZFyb8ja7CIa",
-	"IQ/yrZyHeBVpaaulOfkIbAtWClujzzEBwZDZxAwipMdnZqz602/we/Mb0EO/reNgT29aPIy9TwZ4IcNl",
-	"ipMU0iny55GMUPz9jle7DWWQRUoyUff923OQMGv5InZ77WyBIdZW2GZROCnbZbv7uSV6F0647rn1ZuwX",
-	"UTkzSW6xMjcG5izk+D/ADF2mF2EfPEdNsen9X9rt0epuCpGdm1VwxcYziRikq03kElDsq0dpUY4/Z40L",
-	"Dqrz8nfEaUzGNNEj2csB1TKAOYGb9KfacSFJOouRF0PJTl7wYiatk4VqwwwmDEIRgDhh9m7K3e8/5zZ9",
-	"RYc85vbHlFHkvjCVFY5lhX3xMGbjsYd6ohd0FCcivJEf6FAXlQYhsHQ3t3LlU2w1gp9qG6ijhWnZpIU1",
-	"bvvMOWi8fAt725RKQglgb5lSnzls0DuShxvIeQ/yP7BGjVbLzHQ/rO6DiZGp2AvGiY9r4rNxHBG7gI3Z",
-	"TAV1u/kk/lDcJJ51OHksiWdaZII+CBsSd6PZhMUSV9iTdQvu3ljuTl0BBN7xsM4MXHcJNDBO36tYjqJQ",
-	"a01O/v6QS0qfoxKJAJdtQQrotXFaMIkyDz0PAubzCp5fEYRpZiZ8qmboAZp5CwGBmOku30aTqo7xNyGt",
-	"Z8a4G7C67jHEVUnBYaFhZOxLhxtSq6YE8T7md2Dc5Gh/wAAbhXhK5rkWG0D7PBAMaRKbjCAmwe3bl7NF",
-	"/CePLXwEpoDJCcVPjV/8iI1CPSo+HIppyuVQsEBMgdgzJs58O7h6IobO/GDIk9wWunsIgBNP+Q34LIgO",
-	"1JKcsLoax/dAwYWDaZjamr4k7mK60IAjGDUZZDMip8iYK+bjs0Tw1pd9eaqP/B0PMR3WBJQL6IiYxJvz",
-	"ZwMahIqzCh8z0BeK6X5mDqfj87d9aTz+eqDWEgcMHL2eC+9Lc76c3dYh69dOghAK/FVuFo3UMkPoy4ox",
-	"9GueU99il2XIowgHYTy55NmF2UHMZuvH6WUUC3rX+wzEgLxh9X7BotZv62NNYe7ThkV8zvQiz253Gxih",
-	"7Q0VxGZOrJ5jjGdBE1IvXTI+iQktpgH++USMZopHfUlnxGzvMu+Inur3ljdnY+YBwIBtdbWpuJQylNXT",
-	"hA9v9Vi+vmh3drq7e/sHh4019EWnw8/JNFBmCO97C6lhmTlq6Fnx5lgkzXrV3Wm/6uwdtw/be292jy1w",
-	"Lk7aIhP0phO5xNQisoIm/vzvbuB3Z635F8ESrd2wVpMg/gPB5q5hJpA0uIIlcvXa9yQmQAvKeZIy5bMg",
-	"KkDpkbElswuK5kfK5gLiwuVXX/lb3lfKGSxStWoEbVzdCSNZjJc014+zhZvCSHmev9wb5R1aTahX3Uvr",
-	"qN809Erd26yRVshIDSdde0FgQ9osXSU5UZ2J2eJyNAtK7AlMEVFd66VfpCmzPNKLUX0zUS4TxQMYyhjy",
-	"rlbpHgjhGwhmNYynwsTP6/4wmTQNBklzSxseJAub4UTfUc0hMd0GfoON+XQqZF+GksD5pjxJbUK/rRqq",
-	"E8yVl4udYXuE/hIrtExwiVkChJHI/Q3gZMAwhAxnMAI2Ir7NCRDzWKp1E7y/F4NxHN8yNRvYOVEsCm8F",
-	"5Ipjb2HQrI5RJ48lIk1CYJBENPOGQb8TUm/ZINeYBXeKbwUCdKFZBdot/XCQaX34KmCbxGit15e2ygeS",
-	"IBZvIuU3maEdQSJMXKVr0sR8J+0Ace4CnnKrocOPXyiET6RIno356RvGdDJRpmMsTI+Ixo02nwgwuKlS",
-	"YkUyrZoG8TCaGOSxmsthTqus+y+5/pBPw+acTyIKGFlORlMDRdB4kCiLtWUECiTknYj0Fq3j8PWWpKfn",
-	"yBFqpw7/iocQ4weaEA9RUWjN/AYgpoHWT6eZttNRX+aeM9Wsyqyfm1xM2hNMOYnQ4imyce4tH/EIp0kc",
-	"zIbmvdlJ1GsvohFGiaehvPExcZK6lwql55yyanqInpehLEEXOq0Omwh9HNBoEUGPCnJhkkKB8eJ/zMQs",
-	"CxbDZLsRY6DQAlsDfzDgw9ubBJx8JerkOe5ACEevjTn0NhCTaZwKOZz/Vcw3j1Tl4iBGKll1aHe7tbPd",
-	"7oLnueWGFpAW9prEkMLABwojVONa7b+cf73/973vDn/Y+Wv7fff04KJztfv9/o8QmECplXu+fXjg1dQt",
-	"KGzO590W+Pjg14P5tRProgS7XB92W5+9GmygzOG+IHNX15/dFVpLge6sSRv7UI9dfxz0xm5TCHObo7y5",
-	"i94d6TE1XeVmRjF8z7OzAhtfC2DnuOBR+eLO+RU4HfJH5608p5ydzZzgAx68pvOT6TH6E2sF84ziakHT",
-	"zXy2lMVstGVweogknbMX9li9KPHMwsVkbWCEH3EUhIWtRHdNDx7ssaVvg2gyyuZLLZoLXmmjbrpyu3xs",
-	"tL9/or1bKCzOaUsU3ARgMufjjBsu97FKtSFISX3FL+8hwJ37KNJKXuEzngzH4R0+XnX+8vO+8ig8VjaI",
-	"wqe5MRS+uwf0suIICh+ZAXisWuI9pz+eVAq7l+KEPOYl2rHWJUC/Kv5YEmSQhyhs8Bu7o03eodGbrIaU",
-	"V6COENo5c7pzxfJoifragu3O0zGU3eOL6lqI0qHGz5r2GPgNR7uC17xQ1iRrsuNIQS6H70iV7b8uEHBi",
-	"MlIQjkYiQSUWbhOtj1FnAehtsZnG00QHzk2mXtmiVHj9MU+u0t0fmp6mFSGAvKK9SoK1mVYkfgYqlkro",
-	"9hWSq31owUcvvDFXixlUVpEjyCquSHvL3I84kAZFnzn7cPGOTUJpbl+sBEZ9Ul+EeDhmMg0jRmz8JiHB",
-	"Z3X//cnrt8fXHy7eXV9dvfO9vjSgL/ss4HPVaLI3GFaypgW7B9PO7H79emwSbev7cUwY7mSBYPZ2zuxB",
-	"SOZCzvuC7VPIz+sxGVfNG5ZQ8RRCFn3rQbHOAPDpOvEu41sZhZHoy3q/dqVnrfAlrBc8GaNBp38NVJBp",
-	"GEVsIMBbJNLhWE+9Saa27o8sqKCbhwUMQm53hw2ykL8YwwNzkfZrR7muhsrx02NecyzBzGChKs2b+0YY",
-	"P+t7/cp3SK29PG1u5diPmzd3cNDttLt/lMy5p0jOKmbzgEnSaV+1W73OTq/VzkySMBIZZKBo/jK90Xpz",
-	"OBEmsSuc8Bvx8pep0F+o8J+i1usedNo7Xm2WRLVebZymU9V7+fKGp+Kez5tOFo0RTcgP9fK7yeHd33ei",
-	"1qCTRoPoMBLfvEmH33yMfuwczgbfRqPT16e/8G/ezIetk5e2MzkdAvYJHGXSFTbX3d2dtzy5hl7/Ag+W",
-	"lWejRKix7svvOZUGaWTj9+ZScBXRgquwzI9cJW3gnpzJWxnfy4VUFjUbjisE4HJHshWDG7hiyynvoYNZ",
-	"NTZA1eeSDV7oCyq75rKYHi51nIAqhDeJEat5MfhEeQjZdspdvLTpKnSNvFd3veSCpeVbra7VLpbzz1Uq",
-	"Glfm1wsYK8a5X0p9V4f7yZLfFcn6Gkifx/vS9OaFMmR6Tka9+RJTVhwqPCKXN4UJAMmjrCpdEjjuyyxy",
-	"3Gm1KP/F/PIrqhKGPHTDgRCF5KD7nichH0RCq0YqDBwvMxw9qqWIVYiEx6zuf/rU/vzZ95j/6VMH/jEK",
-	"oXpkMGf+HbV2jS5KIDPuSy26A3gSKheu9d/FJ+E31wvP4+09ipMJ5uuMwo+GThr9fziHgChvpC07Zt+e",
-	"HL8+uXDGAlNCzbx9f/zNice+f/v65Aywks9efXh/cnrFUigIQc0CQTLGguulgo+uZ0lEhQ9Y9tBj3Var",
-	"fIc4UfISdKV8fNyxk+giPmLd1g4uLGQmRXx4Sx7uhd2zqO4dQS2Gu3uW5QvqvZPPbKpAUj+nN9sz8yZO",
-	"NigjyE/GgyfJVZDanTUAsZ5SW1oNIKtCe1q+/k+gTZlzbkZqdwYWzvNU3MQgvj9cvX339upvNa825up6",
-	"MEvTWCrzFCQ0t71axOXNDHs+Ta+/vnBxCO/icCggwXFu0zP1tXB+fnH2/clr997M7hboBZ68Wq9mzlrN",
-	"zj0eVcBLoEj/WfSv/81Ayuhbb8TTWcJZELOpCMIgZiB2mFDpv/63VqZlyptZa1+fvf6b29a7+BfOTj7q",
-	"KYmzX705O7uid9pp+Mk+871I6F3ZEx8u3tWKuqQax9OcIgnZCeoldB0W1nTqw9XV2eklMdatNr+fP6+B",
-	"Kk0rro9pqX5YvObs8cPLoPy+QL9Gds1kCZPmlw1SKlubZ00vPxtPoF4tFc8LkvePlHCenzpHLX2qlPMV",
-	"bo/SbPOnqf+HhLipvu9EYO95hA9f1IIcddNu9pIsgorbs1rDbC3TMBe4hatzDT5MsU4UVXY9cQOB3kOu",
-	"MiUGtQ1SQIDJhbBiOPwmTngyR/fFEHTwNGZTrhRyNC+oKgWdspxAOSzqFS7tcn6u+9KKjWWqbz4iXzLj",
-	"OG2uxuIYDj1Ue3IhcnSf8iKIQE7/Q45HGc2PGLavjzdQnimhdZNUuI+rGLRzwBegUuA5JklnG40yg8CG",
-	"glUz7FQmMKaFu+oxP3M9AFMe/DWVzh/3YjD1WR3UTlpj5WUg+Oz91w2P+Xqa4peTaRdo7fCvnZupfhI1",
-	"1YUn23v0qCs0psHIZ3Wr0i4+1Grppyh5ABFyFWi+MnO7wSYlqQQJDw4Avv6eNirp0ybTw+ricFEoo3b3",
-	"ZX04FsNbN6lABhYKgxKC9X6uK5Hc4c9gh6FD5hOs0+eXn4wX6LMHRECCJyIhkAgpRCCCRl+GKjsqvWws",
-	"IcQvhYlnpvRCy07UbrFwRB3Xqw5HM5SYr4Q5GKFk+x02jmeJ6st6zvF7E95ZkG8eRKEUjSN0Kxbasf0h",
-	"N4X5uWNU6EcMAHchF9fD/JyFGTQuUC01iA9qMXsZ4LB3W4d9qb+vooiSi3xQjSySWC5CgEsxjITvsZlU",
-	"Jt0c95aHw40Jq5dF4SRMDW0CwPZaY8X6Rantle6drOiZdds7mV1oYjBQQxIq7ABufSi9z8ubUqiWbnun",
-	"oo5ai5dLIQP0Vz1rdsdkFqXhlCfpS33WtjPHqdUI9PzWerX6IJT6djh//cYc3EYJuTLVAK+qIRTG+pyJ",
-	"xlU+Ycza3bVZu3/Pu4NJad4GZ29zGoxqq3l8tWC5/cfOXWv+7e7wQP0w6Uy+afG/D7o/3h3+pT3bv9qb",
-	"vks6o+/EQXA6/Jt6ufiez2vOoqD9UqJtAaU4lS5osWTSyyjQlJM1hDKfFyx/HLX1vHjKn15v3UiQ5Msl",
-	"H51q0l5hSs8xwH0Vx+94Anijq+Fu5V98IfRW+JI53wMeXM2LGSMfMsnPCMG+xIf+Rl8GNrliRAD9Vn/y",
-	"mNWezD+17uQxqxuZf2rFCCr08poPHEq6rd6EkSgpYI2Wda2YjZ6atclngFfeZuVNv51AincVYrxWAJ8j",
-	"rZtyuWeFlcGSyuWXcsEeQwHm2CCuoVJtej2YRVBpHKyS3p2Iu/g2X25YVbqHCFA2134wz6rzwoD4K3Zb",
-	"LRYGKo+qs5hlMk3ioVBAo0GoNH3pf0JCFo+9z1Q1ShO1/Ok+5CtrPe9XhvkZv+qLOgC/OvuVJRDdY7/2",
-	"5a/b29v2//TP/YlwKap+hQztXwmzmk3HcxUOeRTNrYprclgpdzeTiHr76Z+ayyartcMovBIiV8nK8P08",
-	"inz2a64qYC5ShisQHLlRCiR3X6wo/NX82lRJ2G/qhY4IsPVoKNvOO8OhVqvNBxOe6NZMq/khl/fbZO2Y",
-	"Z7JvyidOt9KXPiKIoWH9lcMT42KaUaQNdXA8XSN3IpsMsuyoS6HKncpRnPQl8mgwS5yByGDjOI238att",
-	"otzI2DEgTzxUmHsPaU65kk399SBOsyatAQ9ofZB2IlPMf8bt7uM+Ng5AmxuVCK5i2WRnpaWLXjYqwA7L",
-	"aljWq6HM1U8aLRzXKldASXn2cCSNAVfW837tQj+8ea1Nv+b15dICykJmSSRGKbNAhJXllKrMAQng1x7z",
-	"QTb4VIAB9wMcf21k6Vn2iMncCrARD6NZIvryfqy3XUJDLrNcYDqEDcc+qsxRy3us2dP/fweMmOyYWIgX",
-	"hbmlNR5Fq+t3+X4+n9Hx0ycTm3bC+0Y4wHm6E8k8lvpav6QbCF9b9mCmyGa/hln4vD4pGc6ASfh4mIzs",
-	"TNorq/SS+jetPhzw4G2g8soZkKLh6arQxgLl6nkIe5VF88wce7r1ktRok66BO7v0DSjqTZtIkgoH4Ol0",
-	"vFyaLhbw5eUBK4iDgkZ3QWI1oavPCsfnqcZzC5w2zfqMZynkJxTvlBeK+Voh9Nk0EaPwI3LTuc7BuopZ",
-	"GscR+HQxx9Dm0Sd8aDyQYy6D7fskTFMhszTknWbLhbSFtE0tubHyzZTRUQK0VqCtx9UUZnk2lRlqiMIb",
-	"ydNZIo6Y9XamYnsUJ9v6H4wr9rfj9+8w76keiGHE9S710dfaY+jnQdKOhURF0+vX1OHaWgLSrI4VkDWz",
-	"cD09Dc1WX4ZyFPf6krE0TCPRY6+0ooEbRU/KN+hryU+L0r+nCusea2NDOQB6Gx3GwdUW6LjKDf2FYjrC",
-	"OlrBeL+K4/dczt/KN1F4M07xdIjhLAnTea3308/uWSl9ldHv8iN1Ts+ZWZvyvCc4F2PBo3T8z9/gROjb",
-	"DbbkgEdcDrUKBQzPyXAsVJrwNE60KXRM6hUkFYFAIZ1NXy8gRWdSQnTptfGxgKufMEGEHGrtElJpXoLu",
-	"/c/yffstTcRjnYg2JSG+XV3dwJcv8SaZwfIIqKyfY4+9C++EFGrdDVQVIPniOwolKOCe5HV9BHiDrVYW",
-	"zPxw8Y4NZugFvB/HKBIVlNnqJ8l3m30Mxc6gWF/iR2RtzcjFipr/+dklxSdXidoaixQiqmg4gSZ1w+/0",
-	"q07zoaZe5qXFylRA8pU3My0EgV9R/6phbGGtTcVJ+E/CdEeAYcdFaQBtrAH8wmWTtNdVmDbZMQ714fBU",
-	"Mdqlb6UPF+9MliCEu8rjU2G6EJmC+MwIjQ7KpaUlL8+Vzzu7F4Ij2d2yhve9VpoUD71YnumVcTy2OwfA",
-	"OWf/XrxjPLd3ZXGFkj7YSMSK3QBK++XdWC8fTPcsd2VXBILWuWw9N5u+tPG/nJ9889jWp7Ki8fPTR7d9",
-	"LwbT8sZ/OPn6fPPWM+dzees735w/uvXJtFve+Pvz7qZtl95sTp2Acfy6eQD6M3pd85FBHyyIeNpIz4ec",
-	"LMKgy8Z5aFdZAJ2qr0Bw3nMrSJ8sOkWXoXnNTGIWUP5tj0qjqlJj1/TelyTqL0nCz9fQPJ1GQje/TZyg",
-	"sgO9Ug59HRXHvlBAdidCjOgZ92Sc9IFexGakkNbQMDc/FhM2IWkKNQCWqw8kn5vWiBzdgNV9tzwHUsOf",
-	"VFngKpfnBIvXlzNKJYtHzK9UAP0mO+HDcVk0GcoWccBrFS8SYm+I8AATHojGEdQT0E6Ok7x+4BndTAKU",
-	"hpM+mrrlSh5SHhQXOO+MwwRV18PoA8+7QfpodbV6FEFMDVeMDwD2JnuT15c0l8fnb19Yl/cIqhFZ3bcp",
-	"bSWFqj6UhGIoKJYsEBMug4bHhjxB97lTZvVwBeEypWiN4rPfQClyau9+L7rQ1sut8tvymW7K3N4158gW",
-	"IkKFjz5gr/Dt21dAkA+4R/pfVlKBaq9V7h7GuRUFtj3GZ0EYe9byUh5TaTi8FWCPX6LHCI/Dj9vuW7bP",
-	"pkTEJGMlw9HIP9KWFr51kMT3SiTsPp5F2hCTYHtATiWFLsgXpT8D8gI+HKNHxauRQ0vPn3nh61CZkqBF",
-	"ie6HUlsOmECeGx2WIOEA/ewlFO24D5U7y1Z2NMvICh21yXTqki6+7fM4CofzxY4dR/dajvmKy2AQfzwy",
-	"IEbbKhmyF/qKeAF10QiKSbFA6EYykyrrGVmlLwyh7kMdLF+o6v6ZBQRzMVs8rANPLWkN9GzkVAsaGvys",
-	"L0LOJvpqpxZrP5ds+N+vagfADXi5ZFreE2tFbxbunA2LGJfoRvFUyD+W9/tsKnIp2N6jfNXo9dC6FnQD",
-	"UtYBQmuewlZO4tnNmIVSpYJDpdiUJyo0UK6lDkPq4FP5uWmF0M29s7KbG/xdz+PbLq7Ac7m2Q7XwqjV9",
-	"kNbFRq5w9fIT8H9cy9lkgJR0m216VjdBrcYj9r/XlwMx5DMl8p63IY8iwBkE4aWbHEahnsoj5n/cNm82",
-	"pGO3QkzB/6i1ynjEboTUMyMCeopdvv4r4ie/4qakNfc6m5lsAgYAqS9H4c0syRJPjOfvhZ6GNA3ljerp",
-	"t2pNAWo8ZoPmJA7EVxZAxEckjjuRhKM5nXihOy9Ap0ZkSCzjiiIBJGcA7v1xKoapJT/DrwDTDopJphHX",
-	"PRIfUxQOueaxKsQkVwKGNwKmDOZ96RuXLQ8mxBkoRWRGva0PFtveNmUjYcD+53/9f2x7m1qjD/wmKzGk",
-	"QpVlvEO5b+lM43oO5u6SEgCKkx+uJ9GYI342mcyYWzDQPPTWUZknFHY6w53OwlIowO9h7kze6w84Ects",
-	"ANudChpnswlqFXr1XvcBNX5v1B52+KHYGewH3eHu7iFviU5wMGoP9odd0W4teS9uhGtjZVTo9XsPdKDd",
-	"3j3otNrdbnfJq+y2XOs9D1sMele/hA2evwNynapW56pK5czpEsNxbLHxHuGQymoYQmXgeZ+GTuaYwWwz",
-	"uwH1GyztRtNJ+di05zlxkT9FTzOEH5JY3uAhjpPc6x7rqnxVLKd8mg6fxovADQizpOVnQYg8g5pr0+7N",
-	"9QNzRjMCup8a81sXi9k8UY0RRi9/QAVufX4AHOAqnwUYBlVYHC8KM1VfLFosKB5+Hj+g1m4dHuzv7XZ3",
-	"OvCvcjdGoY1VvRla6j7ozNgAiPqPqAW9TRWUY9WRwkebrTvs/deILuwUX2mDAO7mXNnG+dnllRZ5AwAe",
-	"z8hDRsZ5ojyLioqwaNMUkgy0nWJxkz2o5/QYotk2ECAbiPIgl9jsfVsST1vohTLbSytPNo3bp3ubajZ8",
-	"p/QxTJ3U1b4satOs/k3Cp2OY27vOTrPV8BjRuBo3zrezwfalSQva7uzu9fpSjXlnd++rsfhY//b98avt",
-	"y2+PO7t7dT6dMiWGiUg9lvB7qG9rNHzU0mxqESiXVHJps/wB2RptLgg3A5rcEZtJ6k2csHstVqO56Z8L",
-	"kGwcrW1EzYcM14zzuczt3ZdZf9ycQpVHiUci8uJyE3KWygGiGz9xntx2DOWf9y6odJ48GVFh/IYH1aGU",
-	"qY1zb+gmVDxLhgjE00FCL4XehxSYbfRLO93tcTxLGHIR5nmb+zJ7t8m4NDPsN9kJ7NTbsJDyjFo9K/TJ",
-	"+OxAa9dbGOME4mPa6yPbc73doOoYVu80jGutvtMg5yGrdxues/92EVGc3Iisvt9wXZmQsF6A3cs4fDwW",
-	"xXRJ1A8aFoVUsfphA04YgmPX2y2P+YmYRqEILMukU18Ov8zyUfVaIPAGJihoOaObuhMMP34J9dzYoGL1",
-	"dhtwAwH/r63HrOYqFROqCsDcpZKz3Zf19g4aSPBtgbS+kS+O0Quk39V1nJDOxYRJ8I0mOzZCJ2Mpz/Ak",
-	"qXJ3FCf3PAkQq7x+Iu9CHnD2P//3/8NOZJqIm5mAP96FAYeM7jc8GvNiwn2PCT4ck4DK1kQLe4MsaqO3",
-	"wzgQHptGsyqO8SQcAtUPwcHgubkJ74Qk2VjGQm42swIvre2ePm4OkfoR7FScktSQRblM8fVETOEQQgxG",
-	"pTwSDQbiFqjD/fBG6gMAcP74Q1f2FIUNHid7A+SOFFB69yU49DDoleVeZqlsdc5kLLf1P5EDPEyB3MCQ",
-	"U5mqYQDbz/xauquuIrnlm3weV/L25YLoRUcXtzQCQaPJdo056kQv6TgOwUtPpWILkJhmrH1Zzw0d2RmU",
-	"C20/b5SXAUAnHrRIC159upF89l9stVspr3vR4/u8PQhae/ujg5HYG/Jd0d3rDrr73cGAH7SHo8P27vBg",
-	"OOx2R+3R7sF+aycI9g8PeDdot7pdsd/mRmfDoESmtZXcolV2Y7vVqrAbV6mG2Criu8tUa9g/IdXwDaEu",
-	"IRh4liidh0YyoPY/fapNk3hEhYo0kvc8CQ3P7mevds8RdL9AFfyzl7UNL0ziSQnjLjx6zydh0Pz265vT",
-	"06sPH99f3e6c/nO4c/rL3zqn4w+vjr9++7c3v5y++e6X469qhm3JUHkCFtP/ASUI4USolE+mWo/e3+vu",
-	"77dagM1JMwnPZd0K5c01cjqkugdjnirk9p2IlJta7yBU04jPr12V2wxC/9dqtdqGLdnRyBcV+c+wgPRV",
-	"53DnoLu/uwf/gi4h/K/Tj2sDsG0sh7yRx4OA4O7OETs9FBYni4ZLTT5HJTxJw1qv5a5xWzeLui58syEX",
-	"QP7QV0OKntsSkjpQ/AzjGxkSXo2W9nkxPW88hcPD2KZG/GoJiEJcC+Kn49J12+f2rXRRuKUyjx1ITiF3",
-	"Sr5Az3668Tz8mn8Dh8imJfWb1iI9ygGW2dfuVa6V4PETpZIdb6g1HOX0A6bG8BR0DsidmkvdSKQ6FFVj",
-	"s9/rC0Y7glih2Go8i3fps1ej0oLfsIyiL5fWUSALUSsLP5gCY8wCSe6ss1cRNRFP+YArYbXWum71QgSh",
-	"8rAV/+Lk9dvL6w8X73xM30j1a0CpzPFFqTGfiiy/4oj5oJ0qH9Pz78fhcJxVa8yxNNlWxjbZu3yRCO4X",
-	"4F+dAgkxhGljvBL0+XAz6JVWcisSoi5wyR5NTwmDMfgxesqy4o9NakF0t0AxKDtz0OdHBGI3ECul43MW",
-	"KDfQ4uePH/FpnIIPYn7EuMugjkU+6Fp7SGKY5teIKufb+1RD39LxTGvvP/0M9bT60FS6k00MErnmTAZp",
-	"qDKnCE+Zn8vL8BeL1fX5/6Sn/HqWRJ99bflHEUNqknSsGFBXkSMJ5ETTYg+9RPRPHO8CFmAeHmFbW0/D",
-	"WEoxpASuKQ+1VcIGc/bdBVn26MXyiObYo0Rhj0XxTTxLPcc1Cp4OFEN0g+ImYnUL6cUA8eLQuD7dQTea",
-	"LF9bCigCpC0bmDDyBmJtOymiPYYl38zWujfZD3pulLgTCY/sopCgUOjcyAb+QjF9KTElEKMvVGwsIojv",
-	"Eg1POhaTI20v8yjCyxQomCj7yQig0HpfkF0wTDGPStpXW/GEwdy504kmW4kd2iOwdZxgxMimRpYG85uZ",
-	"wfoqW3HAoS0gQiFqo3m/g6hR9/Wm4dMpEQU6X8Sj4XX2pcF68CxrMl7GVBBcsszJLBKlS5wtadZ/mxC1",
-	"2PkcpTxwlWPKo8GILIBBk7ttFEapvT+nhDaeiAibQccM7n5WPz++evXtYjihcLnnZ9thuV/scqWC0FtK",
-	"3Ek+M/1hmFQwhr66eG8PkFBegd5TNbIEqNQjYNCRnqjAEHeWUnWuwXyZzQKx/iwO/3hVnFX0wZdWEmCu",
-	"usGABN82Lhq5ch9ABS2imHtu6eAyGNEcnF/DGW1Wz1CyRQ2GSpEyqDhg3I8uok12bi0ffaitlNzhpodL",
-	"3nw2S1FHLl1Wj5qzCnoU33jAckkElMNEpCyJU4xtmE2As2oQjk0iFs6pV/IF3ialX+ERQ8CRhS/x1slB",
-	"t3K4CLXYm4okw2k5spTCRr5Q6WGn4y3cJ7utQ2fyyDex/JjWfUdv0AP5uK3CySzSGrff6GF2YxxRgDOD",
-	"vcbr1v6UBYmeZ48U4WlkalbRBHUiThj2gITcbAuAAj8QcGNjyBHtI2P/5G5jG6rMIGUSwSN8VZMdO5dO",
-	"NM9sBXtv2hxk/9XZ6enJq6uzi+vXF2+/P7n4Khs6qjEGK+qIYkqW0ReHS+AFdrEcfb1NSEVBgTI4R+eL",
-	"OKTYCJlIep7zB6Aw02WrafWRcqonWLteLmuuPG3BVrkuBi7jESs1ShcCyE127AKfFNPKXqjMzWJTzHgu",
-	"6ukM35q3i4PGanOMTuMhsEBCoNCIbRv0szUAEGB1gW6dVznK9OefP///AQAA//8=",
+	"7L3rchs5ljD4Klj2TBTpTlKkLr5Q4eiQJblKU5bl1qVqqov+lBATJNFKAuxEUjLbrY3+tQ+wsS+wf+ZF",
+	"9k36STZwDoBEZiIpynZfvu+bjqmxSGbicnBw7pfPrbGcL6RgIlet4efWjNGEZfDnW56yQylyJvIjrhZS",
+	"8ZxLoX9JmBpnfIEfWzEXKRcsJlKkKzKRGeFzOmWKtC9++p6wT2O2yFnSicgdT5gkVCSELhMu90lM85yO",
+	"Z3Mm8hheZHcsWxGZz1hG8tWCkfaHo7cRufjp+4j8cHn6LiJ/++t/dSJyz/MZyWeMTHjKiKBz1iOXM4bv",
+	"cEX+uEymLCELmimWwIypvGdZd0wVSyKiJIlhjVsXP33/20/zdJ+MZ/rZ/PUyn3RfxnoMKkixPJJL2WtF",
+	"LfaJzhcpaw1bxW/7sAq9iNdc3Ek+Zt3dl9uDnd4imbSiVsb+tOQZS1rDPFuyqKXGMzanGox6ta1hS+UZ",
+	"F9PWw0Pkg/yCjZcZz1cfZMrHqzrUD9J7ulIkVlQkN/LTPknYhC7TvKuyMflOSMG+i4dEyHzGxZRwUYAr",
+	"WwpVQHBKc3ZPV98pIjM+5aK3dslMLOet4a+tNbO2PkYNO3svLwSfTJr3IqTSD8RwQpTcZPJesYwIjRYk",
+	"p7dMFbvQ6EJFgSqbrdvMEF7jOcuz1cEkZ1l9iRdsLEWiSC7JPeU5uWETmTGS6Ve4mJZwY6e/bilzLvhc",
+	"r2bg1sBFzqYsaz3oVSxoRucsN5fwMGM0Z8lBfk7FlOlvxogf+k+6WKR8TPUSt/6o8G66Vfza2u5vP+8O",
+	"Bt3+oBW5D9vbevPFcv4tY5PWsPWbrYIObOGvauuI5gznhZWVIfIfF2fvCc0yuiLxryqnWR4RJpKPMZET",
+	"ktBcE4D4l19++aV7eto9Ooo7RGbwfTfnc6YiwsU4XSp+xyIiET3HerNcf+BzRtoUHgdUlcscvxzLO5Zp",
+	"NKA5uZ/JlJGErjoa/Fwv6k9Llq1aUUvfxtawNUboXdO8FbU+dbm4oylPunOmFNXQtOAlNCfzpdLHSijx",
+	"duZvzO2r9RC1ThI2X8icifHqRxa6nmScciby7ngmFRPklq1IG0gcng+h5Orq5KiDO5kDblNEJz1PPuOK",
+	"aBxiKieKTtgQwMAF2d4lM7nM8CYoOmcwtLvO8I19MWOLVF8svDSZygkV6p5lhAuVM5rAjqSmD/qJe5nd",
+	"EjqlXPTIj2ylCM0YWbCMaMygYtUjF4wRb+OWqhx8OCHe7st0cm/SH78Y77DuS/p80N0d7+10X90MWHc7",
+	"eTHp01ds92Z7YE8PmU9xfN5cXQ3l0jWin94xMc1nreH23l6kr5X9PNCXKM9Zpsf8H7/+H93/8+Nv/61V",
+	"u/FhjPD3pyFr0WKgr/723h6544rfpIwcXByenADfoGO4rQ9R6yxLWHYqE3aEZPFAjQOkRGY5SXjGxvqL",
+	"iGim1OVCMaE57B0j7fjg4jCOSHx0jP9SNY717Yn1QHGnR8zweg1NqC/tUlqb3na3+CbQuAccUA4uDvW6",
+	"9Dr1Sx8okqjyfvW3RCznNyyLyCSTczJoWvRCD+Cv17AXONN1hDO8YJjZ3WtBzONkCrc+03dP6PWzPy1p",
+	"qs93ALtgmX7RwHjQ79e3dJKzuYK7oVccIXLs9fuN+8IhG7bW70canXFze/Dp6Vs1awltF2Fulljf4fbf",
+	"e4Pb/9z97f2997f3j97fBZ8vU5rL7FAKgWTkJAlsMkFWormmfa5EnF+YzS5oPiv2ypPWl8ovTSQ1sCtg",
+	"yHaW8sOG9cH0D1HrapF8axGIbO8M914N917968pCKVV5dwlb/2biEA63RhwyoH66OPQzu5lJeXvEUq5V",
+	"uBA2av0sMb9/pzQvw7+veRKTdvyf3Yu7cdcOEHciQlFwsc+RVE6Jmsl7RXheljH6Ny8nO+Nt1t1LBrS7",
+	"O3lx0301fs6623Q3eckGk52bvRetIK57i1iL9BOZzWmuQbiEJ335ot99RbuTg+7bj59fPnT9j7tP+TjY",
+	"fthYSLFgIty7WiBQNl0r/43K/TJnt56C3ONDRC1vwoLe9uB/AmLyoNeiFlIohtqVo4tvlooLptRxlsls",
+	"cxoDo/DkLDNKgFrO5zRbtYat94yDbsoTImSmRclW1Lqj6RIoWGmJ+HNppVFLLcdjplRrOKGpYnrlQuZv",
+	"5VIk5XmuxK2Q98Ij8eF5iq0SIXMygZEapnknp1NWmeeCKWVfNnPBOtdPxRW8kMKAhIvAjA+bUuDyEQWo",
+	"8AkiC+Fiscw1VG/MG4TpV4ZkzpXS2o7MyJym+k6zhEw4S5PIg18BH9KWmb4A1s5gFKFOZMRZQtOM0QQU",
+	"oaVitUHctmEg+7D7thNp9SHv0sWCTChPlxnrabR/K7MbniRMPIXX+QdwqbVH6k5gKegyn8mM/5klMMFm",
+	"8D414wUgDbY2ecsESen4Fun0gmUAX+BfXBG5YBlq8warFWnzXJH4U7d4NO7sOxvVPVUaHmJqVllWsU/E",
+	"h0xOM8CcL4PKgdOLjbbMFalomBpaKudpSm6YXtIikxpXWbJvVPNU6w3fBoa15RjlPa6sKW5cFKET1GI0",
+	"tAUDw5RGaJlpDknee3BN9O/5PR+z0k60TJmxMdNaZ2EkMOv6ThlzQeA0ztlSIYXY/CTgEsLpVfX64a+I",
+	"stXT0Cu3t0bPh0Y/kvDJhGVMuJX2Wh8foir+f/lgG5/uT5rcwH4baZK+KfUTra2latxpWBtpW1LkbldE",
+	"NMONCIh6QPRksurUT39fT0QoEeweuA3OoD/5+z4RWqyh6RPZYIWlmUGIYtkdy5D6fptLcyXYpwWwHksx",
+	"91HBoXp3XBniGhmbsWIC9/Ve5id6oXMm8qfirY9XrKDYyiphlskxQW9SlgwJCMm+cR1v+OHZ+/fHh5dn",
+	"59dH5yc/HZ+/diNsDprKPhoQriC9Zmn0jvJUr84jfQlbpHKlB/pOacY14dOleatd7E2DKZOpZiIJ0BpG",
+	"MkZTy+lk1umh5WeVSppcSvmOZk9T0qoAtqiu8ZjM6Qo2cMPKRptBv09O33wTlDr+lDMBbKvtjJlyvASv",
+	"z4xq+JHdwU5naPbuLU6jm96tWZP+nYlkIbnICR2P2SJXhhgDgHPwI4FXC1SqATl9E5H5Ms35QiMM7inS",
+	"9P2Oa2AbmVuRHXL6psIoVS4zBqIj4rgWgJndCcrZD1Hr95ooFFTqLeXpl1NtawMZ/voEa0WZMD/JyvHN",
+	"aPCBIY7OswLnClpNJsUUz0RmBETZHolxyzGZyTTB58wOrMXIDAOYfynlKRWrE/E25dNZ/sWYLyWZU7Gy",
+	"GKa01LgwEo/l2Womszxd9b4t3g+RHqC/gtAk0VNqeKCEZ/mUhpnG5BuQjOUkuFLSfr4L/tadbXKzst7B",
+	"iCjGyDs+57nq2M2g8BKD060LXreYtAdEgaOt0yMHYuURsjEVznkB6O45qr0hmuBhnt7yXHwPD+E7Yw70",
+	"3Ozuaw5Uj0MO8pzNF7n6Nqd2TnNGUg1J8KyzpJBNrTRoje36jJRxW3JRhvQ3guBD1LoC5YKJXEPly1lr",
+	"ZZgnAKu6gBBPBEQ22l9EjFEhIuzTghsqmrE7eavnLcHl559/7h54o4etWudvD8nzF3t9LRukKRNTNiTx",
+	"G0YzlgGznL8etYwkMGrFJnoBqczrUcus5hpu26gVG882WaJiH9mlgaPCLBiejepjmCvpRiHjjCV68TRF",
+	"G6GVB+wI+qoKiRIaGcuEkfsZ08orMev3BgC2o5kNQTZNFQoYZZELLylCsrDQNUEjIg1geFLgxENhxfoa",
+	"O441Br5fa2hx9si2Bg383QnbQZzNzRkUekGLix3x90u2rJpd3BioAf4JHnnC1LxQNPDdhiVwBcJrefJL",
+	"LepIAZoI/l6y/4WnNgehZ7Zv9b7AnrX5RGuh++2sSxfegjwTUdBCFAH71NCbIIFphGGPnNujJG3HjDrD",
+	"As3cVDCojwaa8Nt39UXOGLgD1s3m2Xu/XCyEy3JDk6ssrZxdlhaGNf/QCiFyqd/5FZ90hms0283yfKG3",
+	"qP9V5Or8XUV43OwdfXCG0r8HE3TJKEvnzPKB8PrQbP0rPulbZMtrqf2MpuWJVuaDYJlJMKzAA1oy0mxa",
+	"LnMUpqZLmj0OLxhisP2i1+/1ewMbombENTAfseyOj5lTmjJGx7N9/RTKUZrE61fSVN4TbuxOZ1eXb86u",
+	"3h9dH7x7d/bz9eHJ0flFAPD/wMmfcGk3EP5LRuEhifUBx74lOJXCqXADZOImoiMi8TJLSw8D8xSAblsO",
+	"5yJCzZP3M6kYwqoMIXfUTmguwYm0UykXN3R8q9U/fkdzFpGUi9tuKsc0hdsNGANERi3YmNO0u1hmCz1f",
+	"RsWU6dXCw3r2GB2KiWbLS5HaM3InAacA382NNBI6ibgDJIdWjeX6y4pG9bjWBG/2yJnwVsKlML7LnN4G",
+	"7GQRoSlEAt6y1Ua2O9J2y9DnrOpDdnqtAr3ghh1Y28jxncatc6bAqf+5tcj0KnNuhAOaAzrynM1V4Gcf",
+	"6T7XvXjsztDVethhIef8ah4r43ARqyhv/sjGuR7OfAFeWRCVLdtzoY5aZirevJEyZVTU5rPvRbi/0FQ1",
+	"iap8v/b6r9AaIidagaVTsE05Q4gi7cIpoiJn04gsqwSTv2Cp6gytYG4cOP6LHUTEskNH8/vyKTiaFTiB",
+	"OohARHgKjOzwITAd4jYuVwt2xNUipSvLfsrwAs5hwzLwHWMUqlqfvlMkNk9c6yfiIRkBfwq9Pmp1InSX",
+	"4+TEPlga4pon8ZDEx/MbliQsAWOm1ro7EYmvhJxMuCYs8DWhi0VM2tv6p7PADzv6hw8zmUuiJPwoWH4v",
+	"s9uYtHf1bxf4rYaZVom0dr+nv38j89KXzzuoUIDzAzggodWd20jDsRR3LFNoEoC7onrkrUStd5HSXJMp",
+	"1GOWipHYfhWXtZHafkJ+d+9AQ67xQw/4QzIgrwnzoRqRbfKaLOswJW29tVwDsRORHfKahB6Rk/G199gu",
+	"eU0WGtZdhHXXwNqR2Ijskdf2IBx0I/KcvCY3PsABEIj+g2g72ol2o73o+Uc/ernmiQc7iVjOu3c0A7Kq",
+	"b4XFocMZRJMU2HOIy25FDszFN4AviBjvcQetqIWfT+0KW1HrjcyLjx/LZxG+VR9KZx+4HxGZ03wM5tO4",
+	"dLLx0B0cQBxvg4E94r93GIj3cBTXCO1rexSA9eY7B27E+RuZ+19ZjAdkV3BJHaJqTPexXAHvr9JK0j4/",
+	"vriEn/AWdOBvs297dzRTM/dnwtO8dPit0qZbUWvsDsnbriawgb1qPauy0VbUKu2y5aNUZcjyVdsEu3yc",
+	"Gn8TdIIR6lHbonplwdVTDp8rsxwvxPwxq57jjpd8zlRO5wtNZ3jy2ItmuScQrXOLgSYbPP8jA9EgdcEc",
+	"5b1qAYHcz3jK7GUxfi0T6MFVEefRa9W5pA3xCbHa3NjKNljlBTxrX7pGs1J9tc5a3SM/z1ZG43AL5QJM",
+	"0zCECxxz5FRRnpA2my/ylTVvoSNF8y4TLhfAyZpl2Auf+5KjrogVEBmFYUEASHdSUTltwZu1Qe7QYDyc",
+	"sfGtsVmD+p6mZ5PW8NcNMQsDmB4+VrGbZux6msnlQm14nP46DjL2Pb77D0BztHmrgMCFP5B2wqcaSUDf",
+	"GculyLMVsAstW1qjbLHf1/rQ44jAJ62AqP1ylLDVA7xEhOe71TyEOlrVI9qOtQJoTPaFfQNf0SQdZn2+",
+	"W0k1mNNPJ7gEG3FsPg4q2kF4UgsVzxGHIZ52wr1+36xBNUXX2THqdpACy+2x1FBXj/lYFFwYvQu08oOw",
+	"QZivKv8xHCJe+tgsJYa8luJYA7QtDLICNxzUgIbKjMDk9eVuqElugOQIahg2pP49Te/5ItXwUe0H9i1F",
+	"TseBPd+GcqTeOzeVke31u72QLN7IaYTM+WTVoGV5oxJIw7LeeJZOIkQKNaNZib016OUenX58+++4yr/l",
+	"4Vuo/isfPHAsj/8Ej/8J1Dwo5fsxrHQOKZ/r08A2Ib9oE26iu9t7ez7hbaKEYXOwRwaRw2s4rIEikLU6",
+	"9KgQcinGrFGGYwJzr2ky54KrHIx8aGJUTDRIb1xdw/PrRsXAgFI4Lxg1vWns9QXKGJ4pePm/twQ40mCG",
+	"2DSt9SOqX99ClBywZPsVV0h9kTE/jUwsaJbzMV9Qkatr4P2l4PN+IBO38f5HxXl4QAzO8dhRf2tCgfjz",
+	"L0wmgoYUD72SanrSmvyAv0uuUUUghsu3MoJ0+XxAng3I9IHdh6lhCMXqL3+sBTPlJGUU/LJo3+NJDMp/",
+	"DHemfSPzGdz8GwbeeoikITFsIyZcKJ4wEoN6gHn2UyZYBlk/GAGkTBWF3OpR2TKFj1xhDNyNTKBcwD2E",
+	"/Zh9wRLasBiZ4VqMlWPOUEoECmU2TBYZU0yMTfSmMYRouWysRZzCRRacq6j/wDP4yVrBek+UKoOZ2x9m",
+	"GrJGHq8pCxExaoTezrD0E/mt3gG1f9uM10EfMkv37Ivt495AS/N0ocwzitC8eGAfJwWB3I4mJEZdmlVx",
+	"haFgRTRkx0ZypIwmmn/9mWWStP3lKRsTC9GpMEd/nySZXACk82wpbvW5TPinTo8c4yUckr29weDVy5cv",
+	"X7548eJFJbXb/6mSFDXovvr4a7/76uPnV9FgN5DZFL6+P3oZ1x6g6+dA2hW4dpou+Y+Nx+8L1TX6yz5x",
+	"E/21IUM7tAYUjW+GKdIxrFljIfCufSKWaWr0EZwBwvtBf9DA1T/TGw1djHmpszhYczgOiQF0bJTOozKt",
+	"GSqyW31UPLHp3ZvZFvTTpyynAQL4JbytztYq22lwYHn2vt9nGnPqR22/raatc5AEAdtyaaJE0Q+xABrh",
+	"VVFQYyoEF9N9gmYmz+nqqjiwnMTw4rUeMizBYICX+te1Jv4pC0NL49/vzxFYVBFKPrz/nugjIVfn70g7",
+	"1n8OsebOQkz3b6hiz3ejv/31v2Iwv3mkI/zko9jsmdPGWPXALLUE1DXYjdjxLUxo1fJIHk8kberx705E",
+	"YqkM+zbVbuK6idn8Ugf6G1sgR6sfaqZZYQlBJ8YzlnKheWrC7viYRYT1pj0SH84yOUc09JSogTEmPVGJ",
+	"sitp1KMG/f4GepQdpkKv/95ILQNmwzOMUBDTrlqpnM2/DMg/c5HIe/WNoHymvhbAZ6oK24IibQiz0j0B",
+	"YekQaoZU7qPUa7CY+5XWv4YpHzX/eU6DAwgkUbdlz4AJkm2k8G19qBrKNyvzDTLNTo+cTSZehPtQjw3J",
+	"eUs1g1I+YJkyAXQwuB20wd5YcTc0VImANYz9EiyUeIJJBV7rNcuNz/pfSYP8Bpv6V9rOBUshi+ob8pvD",
+	"mZQKUNAz3NysSIkP7RNa0SNBB7iX/g2sc6K/LyF++DoqcZEHI/Q9InAJZPqOoaPQCxMoeT6HYHNCx2dM",
+	"2gsKIbzohjdfa8adcFV/rJQCrnWrhf4uY/ZbMe1AnN50ypJrucxj0hYyJ/gyEBFDk4wspZ+GKl5jmMSF",
+	"GWOuTi7lbckVKu9Yto+6ugkuVMs5S8hS5DzVGEHTlAjGEkV4rse+oULAyCWyiN/6qSS4KPAWYzJP7Ltr",
+	"YxBkljk4KquDZeyPmLBZrjZotnDHMpuDVKRLWtq2XEwzmiC4JxCkXB8cI2rLRW4wI4abvFpyQ8e3cjLp",
+	"+OEPfgkD/ySdG1afDiQhIPA1MwOotKKW3WkrauGq6uUEg0ENh94kR+U5seLCGUx5Xkz5xk55Vkz51k0Z",
+	"8lGbu4CFXP6xwiwZG8pTPQwTcwtSrmD3aNylmYs7EFOmeuRnrRTDJ1uQzuCeYiIhYNaC55cZRHziCkpj",
+	"/qPpVZOb4j27/2f5J/SaEBoNyzJGqbW2ld63seW8N5nmX2rP+Qp+wMa3mhssA3J9LG8Rg5fCZUXH+5rK",
+	"JhyNMWibzM1CwVRzfnx0cnF9df4OizGw3Ccl8rYVtbzRNqQGZ7cQNue9ppeOgV4mQi1YVtIEtTmvKdZm",
+	"rMclefGTGyB1KHb1IWpVgkefMBDeqG8UHVUpAuCcRbD3a7tInvhGFa+O0Frvc+Yb7MxQ+84hpYkPy4w/",
+	"CjzGTCSm4OsT/E8mvO8xINgwRnjHpIFfGyPio++a5w/M4/+AgKUqdpS/aXn7DmzniWFOpYvxT7JEli/n",
+	"1xgk0ae57pp7MaA94g4FnSQnF2fk5fP+AMmonEwUyyHszYRJ22JdC6zKoHrOixpHJM7pVOl/FWge+q+l",
+	"Ypnhpe6Y5IIJllzfgwED2XWdMFJ1awvOCBLr1cT/spSoRiy8m+rRinERwrIeF+CxC5PkVSN1lSSkwIFp",
+	"QLmycq4WYIisNC3VesSf4KQIEz0TI9N2QVFwpBjr1AlSupQqDPalU7bxjvcDRZ5RM6nG9n+nTCkiMwVy",
+	"+LHMEpaQNvqxxDJNfaQP5AZ0NofxfGmS158Q5opXZG1kLRaRZyKhpppIbaV6kHDYBNZj3wDXz+DBk8Kc",
+	"94hTs3zsxidVnDiqujbS3Jab9M1fCrUwyNiAl5uPYAgguAG6gckdWjU174BQb9NdVJFBbpwoCOnORn6x",
+	"BRei6QC/ivuW6OCmPPgMXkLjL5iUnJFn3dsX8JRHUhTIsJtQOw/wKPgiNmhSX0eGnyGuBqg1IgEXkBcB",
+	"jKEU27puzks6DYWaLEXGaLJZkE1VQvmWRHOp2KMAv1LMB7exRaw1If2Ez3h3yAF+SAbIFQ0niMC0NpeZ",
+	"qboEiZ6o7urXtS6ENC0i3m2CGwopknPBxzOa90qiwDNzr8iYZtmKtBVDNfpArcTYzx6LyAgLdnMxHbXK",
+	"lJCL/Plu69Homqp1ISQPeoFtlvh4jMlH4SALfpoMWVDECp5Z+u3ogCPOdVbVLHcWGBCWQH2Z7Z8lgZbk",
+	"xm8mgZ6zlNrUVc9CBoKQoSKOiJmrVZDIErHb2BJmxr7EsS/s2Fc4dpCQhtb9Fd6AGiz/+U6B0pLQhhfO",
+	"PJwyaEVCSwRoH5Os0fQLHFdL7Smb5GQpTGXNqGz496390N7hw8Hl4Q9kiy74lkGArhUFtj7z5KGHZOOD",
+	"B+5BLQuXZrfX+nYGrC8YkK9YrkjsX+FYb6e/cSz+Kc1uiX67ORS/SaJrGFA/3TxYk6h38KXyXYODF6Zp",
+	"XkajlNPgLoTHm4fDG30dsrGcyjv0ic7A4DX2In09k9OTwzPxnpfKVhdRmk+UeGpXxZj8DPMPbutAKT6F",
+	"ng95RoWaYAlU2KR+51ts8UqxNRs04vR1IREGL0jG5vKO2coa+tGNcehnI7CbQ2s8fLuSZTC0JLAOCrBj",
+	"CUDqyctZ+uEhlcUEDb31oaqhr+aUI+JvJSIOq4sf8KuIOPSKCF6liACZiAhecKwMbahXzazcjHJBWztO",
+	"hiJaHJLQ484+2SXtc6ZkescSqHGwR9qHVIxZmuovxqnvUCmkwGASd/Ti46a3EFcWRFKvDuMLb9dWTA6F",
+	"b4PxQE4q3Ii07xv0DGuL6mDuPjXJWKWX0YfpEgtMDLC1VKDcjFoovqxFi4gIiXpqUGesxHfOKU+bt8O6",
+	"+nc/XtPUY9tc9d1McW0y7jTbkh/X8D2V3gIXA12M7yCo02+w2jUKAILTrq5BuKnrqCH4F3DEG4TVFTRr",
+	"xKIKH9ACj8UTTorak1gmwd4mrIjg7hKWQrhY0HlEXpDXBD2rPfc4GD3c0yA4jVpw/ZJRa819c9HQg83K",
+	"JuhtaPkW99CKWl5d86hlV9OKWm4tWjpe0HnhDdZicNGNpE65Sw1IvNYiPQKZpliHiCti+on4fUlckxGq",
+	"9OsN7UUQmZz27Y9AfvhheHo6vLiIyZYzU5eixte2pSuK6xTux9Eo+bz70NX/bNt/2r9eko/459B8Y/8d",
+	"jXr6r0H0/KHzu87v2n/4y6+/7dpnf4f/6h+CvTaKpNptP6V2u27mOE54bsp0Nma9hQQQVxvbWTYTDAGB",
+	"+DBb+ZcnnS+SPb4y+yVnn/IwL9O/VNzZz/f2dp5/iUP7kn3y28sIKbq+va9pufDauhw7IEewhRD50QfG",
+	"ktNCxavHL9sjKQqpsgSLzVbjxUOuhHB5mLpA2ehyWD9ehf3XR2GwwQZrNG6JCrejupWUfULMDE5/AkVA",
+	"J1wPYsVAk6JjkXa/7B+SYszKSA01xqGKmFccrNfs8PiKi1OHzpwlfNO6u6fwbGEQ2NTnZF4vfE7h+3Ro",
+	"IljsnaqbLjcxil5dHoIHBdyCaGCc83EmTcVfG4Bc0NfLwe6wvzPsv+gNtnd2957/Ia7EeYQI7WWJyJp/",
+	"DIl9/vCHIBH9AjNq+OY9Yhe1GAQ4ByKX65yp3wYLKWfqn28jBTRwF7TJDlonAnUEfIK58gdGU02Uq0xJ",
+	"OY3Fi1/5+JioZ94KTRQKHaibE4rKcAXShuUGI1DbepIgYfwZgrE1yhch151yMprX3M0i+uPoTULoHUTq",
+	"RsYBZfEIeMARdyDcViYmxomS2XJORVcrlNCAwaN7m9auq5zFOguiWeYGtfr8a+cV61NMJJG5fVh4OiLL",
+	"RSpp0umROGE55Wk5TMokintE2AZlgh/RXEKI/ALzPU1t7eg2JlTmPE9ZZL501XvcaFOKzWnmnTrMzHrA",
+	"EJ8k0J+cpr5tEtWYOqu3o39XWxW6lHOctsQrCyh/y6M6tYypsStF7FGZ2PShgBbYoHIDY7Mn6VFMnAhi",
+	"mOARd7HcoaMfyaBCjTb2yIfqAds3Z5DgNbGVo2zULhT+jKyzFwKV77liPVMblSsSf398SbbMMF1Y1tZn",
+	"KPj9sPXZNlF/iCMy1yQ2Mak13PYhAoTCCpEYNhAXmV0xacenx0cnB9dX5++uLy/fxZElFOSF1lpUZ9+x",
+	"F5pDejMMqshufxcLoVPTFMnMZlGXkknG1MwkssEW6ILbbaBZfMvAeMrvGDZjkoIkbE5FEkDbcpZfxTkL",
+	"AYcAMZXLhYK2zKDufoU/VHOqqezWqJqFeX0Zb21j/ch1oySKTeeGy8ICg8LLnM+ZC/WpMAFAVcyymTg0",
+	"tpIKpvz9ccGm0PJ4mXC5Jaf4watFvUgm4YkV/3Ngzgv+59JsEHawyjFX/BHfdJYGjycroz00OfIa09dR",
+	"s3RIy4w/mstYwNA7IrNDXNf6pMZwaLhPcL7GcdYgJf+T3GZr99pUvNP87BXv1NolmpdO5kBId8hr8hNP",
+	"mESz0oHGR7QpHTnp8Tm8OF+kUHbuBXlNLnI+vmVZRF6S1+SdHJsWXa/Ia2Isi1gQF2sS0UwTTCwUzhV2",
+	"CoQ8HPYp70DlgNfknJlGfm2Ii5F/5FAy2k8rcxqRgI7vnCXO380TPc4AxlmkK5M9UaqJRMnNMs8lOEVS",
+	"rnKSyXv9koYFCMek3bxCDaULzI9s06ICq5A5H7Ohbefnws6NrdZLjVN6FA3gK6GWi4XMNN1vU3LLTclr",
+	"r6rrMk0IZssoTWP33UqIoitF7g1dv6cwqD6qDzJNsesgmGg0zKBO5gJLa/qbabLxRS+jV9GgHw0G0WA7",
+	"GuxEg91osPcFlr9L1AIAvVpRC3CrFbUAsVpRy2JVK2pZlGpFLYNPkCGCAGs5kzwaDKnt+QkH3DI96PWr",
+	"cCwQY+4g24paGiRgQqy3RKsKiwMQFm2DtQW94SnPV5V2ZwhErsjNkqfJ30msfW/s0t9Y14Dy5mKZppuo",
+	"EjV3wrdSLYq++35Ca+vg4rBV60Ehs5wkPMPMmoiMqWJdLpSmfjm/Y0MSH1wcapZ5dIz/UjXGdAc9UEza",
+	"WjS5k2N6s0xptiLorMhWePNBMlIyy9U+fKFleKj4pJE5XCtGTiYsI+wTHecp2IOULefS6RHTgJ0cXBz6",
+	"CRO4M73CVtSiamy2uWHsSOntd/KeZQcwBPx5BOMAUE1MZA09fpD3VU8VGMxZgpzAeoC44DnHOK5t+BpL",
+	"8Hpfg/9hrm+W4RELXqciX0ApzApO7EwtF/7uf4Uzawqy4LBlF2QUKGWhNRzYqokQkRP/3Jm4Y6lcBJRS",
+	"k211vTBXeH2/Zgi1WgTV5HKtPxAnoRFce1DoF7AWrjD68zED+EPUWrCsWNgT+u/nMqfpuiWCGwKSKQlN",
+	"U1joo/JihZqVAOct1c7uAytE8T54Masba4bY2sn0aDB6XbmgfCWtoFY1PViYPq6U346HxNUwj0ipVnlE",
+	"/vbX/8Le7V5NazMqJPIVHRJFEqpUrRYsTQk3weKVovClMtlNBeH/u8h1U3JoNUWoTiis0cUVLppABxev",
+	"IjamR4F/WcuMmI5sIsQe97rbBg42CyjobKgYaFzTB7sonmzsNbCpYtXso2uemHwuNG5xMSXY9w0NKmEn",
+	"AtbKQGF2k5XzpHKhvlMln3tvs6o2IaDVFxOkIqEwyuCqq0f8nSLbu92ZXGYuuRxD4EORz82hHqEYUej5",
+	"bfDHpRmA6EEzBjTMLqYHXn8wAxWdkTM599MXvlNgtSlyRfZN6gU679EZlRuJWkEPIlMZb4MYkTV2muOi",
+	"3r4BUNhC44eQ+MoX5jrcZzJnjUacR4NH5IKJcM5DxuZ4BtdzLpY5C6UBgEPf/AxhovukbyLYAXbG4Ws4",
+	"6e5u/0kcUGKkgwfD0KrWYa1pVFbYKqrr1yhTa5dbdE5DA16ojMVUyCyk8xyLHK3V+ABpI31DoSky1M7E",
+	"y0A0WQphbDY0CFqpL0zkz3rjkrUehhydGKFRdE9y/d7bGVtA6DqRQq/S9HjaYDq7svp05+YXvIFWYXcW",
+	"ZROD8/gMX2/pcSDxlhu5swoiyvIm5WoGjZsOoOEyHmrlFtvWS3WqR81LKDp8p1zaft2s+Xc1ctm2T+t0",
+	"YH+zXshJPXEUNIWuGsuFMfKTjBnDys2KUF/iM7Y9E/p9dmFM24UgFbYOPs3XYmEL1eBMSqqfuFdzPeyj",
+	"kR8QnU4pF1otCHhiwuElR3oaLwrGezgQVQJPV8JgGhAmDFvLDmlOUzktlRjJ5j3Lunsm5wSyT7yvjTu3",
+	"+rXK6ZRdm8tY/fEezD2lr1Kp8up3NBvP+B3zfMs9DipjT28jZfnmdUuyuW0Cdui24X155TbhfXmht3Do",
+	"duD98jMasYov3uHqvW8OirVbZRiWfuivPNhLAc7Enr6JEw4dRERC51D5tnQMld/uwf5SPYTKV/YMItJ4",
+	"BA14iRupIKYcg1qZNDuOcnvfyIwuMKS5HZJKOvvOOybk/RO8SIGcBbMoQnP/2rlZizhBb/7mxndNbejO",
+	"obCtIbPVBHM2vlVhZ8YNVRsknRf1QmBZCVdPeieQdgXzhvYRjL/4RvVDwkEbkQVQGKx38pYZf4haE8qo",
+	"NgrJUlFDk5SnRjJCqGpjFsVXNj85SUplEMEUUW2E0hw1ucG7KIDLO3a9UdxZ8BDOYQDnZQOe80UDXcCb",
+	"dc3yCQjhr+XRqosYcJgqWc0ekWOwXZqQhQlP2cZZJLgAG+zQlNKyZvsl0zrQtkrU9JzFpG1Di6D9MstZ",
+	"NRhJK5P7UD09HprwGNBOwZaquQ0txyP64gC2DkjTDa/3qX78AB8P5nCADGJBMQdA6NEdGJrUpgOMbtDL",
+	"1isutIvGyKTTNbJvkQDziLB7YYnR6RoZt5wBX3fmuzy0TVNNTI2Tjq+Fc8zUE9LLrFpvB3hijkZjmkR4",
+	"yyKxusvFSowDu16J8SyTQi5dIEw7ZgJ6gL8G3I87w0KVqYTlkrbMXL28TgT2lRXLrZbMkh55CwZjbJhL",
+	"M0Y+UDWm6SFF2xmUvO2R+MIkY+CMrkg9hm7HxyZ6+OQoHtrm1mOJXVFKmTOeecxs5p4qomWnzn7Jm61y",
+	"ulI22cNEVZicea0b1tH0yGgn5W+Lha0xd1oYdTWMPHYWYbfhXJKxzDKW0pyZGCGroQaVxYzeP01NOuJ0",
+	"KqTK+ZiM5cLF59Vgta/BCh0crCkpo+M8gn4PprKAPmixAs9nIHatgpoecNaEqH3jix/hSTVdBlvodWka",
+	"zW8ORXil1E7ztfVLkLbf19HVJuxEBGKLsEV/LhclV4VpPoHWn2G9E01cEwQKO7O1OIKh2XjM3RVtF/bI",
+	"G5ZK7ESYB6ywmEImAwJZaKJAU5HgYx8f6hkN5Z2t7wnENPbzBTcaCrW9DRwokBrXDmFjbl9dTgPHb5DQ",
+	"am/7pwRLKywgRUVgv0iM0+DNz4+GR3s1KmqgfKT2deiE9IqxoZPFmPKyfU+TvTVGTVbff+n59cj5I+e3",
+	"bwJnaGqe8D1/TnjCw+l868Mu7zPYueXc7cqmQXoZkFGRTIo1IxESAE/TGrCLlSchXsKEHnFhXTXkvXS2",
+	"e1sqiajlZMI/oXO40hflxYsXL54/f/68kjT1RR0ibUiCX03zkQ6RDXfDH6liXNDQPUapogF9XhP4FSid",
+	"ERstGG/o+FaDRCSkbdh6/NlM+6DFLzhE8hoJq5D3GHBrwnpd1gf8WgyArCMipza6WTOOh9iLLEEcEb4/",
+	"GmfS3/nouTE6GhCsx8IfwFUI+tDbx0NoTdcAQ+Pd3dvHO444enR2eHV6/P7SeiEhTA1cV3LKwO2AVw5/",
+	"RrXyGoJwsXCunPMcDFhQONe0o0tYxu9YUvjMrs7flVGVizvJx6y7+3J7sNNbJJNvUrL2B8+TSmwA61Nq",
+	"2FZgfBWKxAV7+JjM8hyym/W/CmK05cTMjLWbbTVhS19Lft4ixBxQDyDePjk9+P44Ij+dHB2f6aErZ9PZ",
+	"Ny33fJDbGadc5VqqLmILzaxYYaLc4KwFix5ubWkYqZ75vjeW8y1zMGrLP5lKELF/UP3dl+WivT/MPv56",
+	"meN/HxYff71QH3833Nr69X+MRmrrd7/5+NvR6OLZpqV8Swe6zFLvLDEev3YK9hRtsPAyzfmCZs2eC/dE",
+	"IXuhIvEfF2fvbdgSVUiw9XOKLNKlIrGGXdwjb/BWK1dYOmefckWwjsVWjFrLPonvaMYh3ASj1GLktQyG",
+	"JAuWYbRJpM9PZpDWCOWrk+umFyEAFd6eyRR0FYprNhkYcmL76GLATWalVKgH5ni6XTZEvMRSsLNJDFSs",
+	"iHkxmTEwuIZPz9Quz/icC2rKiczpYqEPEgtvYpvzpnJzFWG7HBWz5q0iPgVfLORJLNc5LASih6gFe3m0",
+	"RFZtNQ/R4y/UFvJxE8n20WWUZSkvQ3eDAuEVIeUharGCqT72ouW/JjUj7LTExBsJ92RIOIarfzh6G5E7",
+	"jFeH3Al9G9Ffbd1qUK59LlUOvWJO3+xXdcyUz7WCrS8BBH5p1WhlG6IEVRNHkG64oNlqQ2oCjLGgILDT",
+	"h6hVYm1+ZspjUAtx4+p4JpnjCUNppmNsPLXLXz8Y/8YDRbAtCm1zQ81oYKyCJdhBXbLu51ELyp5e6wdH",
+	"reGodSDoqPUQk/bckccxFVqZxPp/zr9JBM35HUtXnR75ka0UxrRqamQNNUuRsEyNZcaA1mQMEldQbzVO",
+	"9nCG/6ZF6hO3Ibvn4ozDBPEpxTn16QQLdJYV4MfHMO/ZIHvM1C7KfG8yxgU8ba63TfJ+7CWI/3+IWgFU",
+	"euzVn8wrP+Eba7RPbx9lqvWIFmoh647McAGgInVts175InAbHB9/lO/hXoeO7ZnM2bjE3KrccMHHt4rE",
+	"Vb4Rk3bAUGPBBSWCwlYaKGsSB7hKXKzfBMnI+Q0XTDmpZJxJpbCabTuHRCLMz8zcXe9oacGIhBI7i0GV",
+	"4/hTV49rTwLLr/43T/9flKf/T8bhwpbXgC24fPl/2oTh3axQS23XmB5xXO9rWdkm0UKPMC7x30zrfz2m",
+	"FfaLbvf7peIIpWwFCCoez4ia0QUjCVswkShgSIYSAOHenCqWPH6bUMXf60kSrN0bopJf6ygpm3KdsO9i",
+	"763U//UOE2dDbqOlzreldB7xolh7eN35FzLf+ziwuQm/yS/VnJETP+ZlAsliUwiXQgiD+Spfl3USTDNp",
+	"CDLY9IY1WJvd6wFTc4Ck1bVdZzwzNkxXfMFiSNd50rYmMuu6/BTTtk2RWFO6uEfshfPaT4WRv2Sg2xl8",
+	"QRG2oEcnHMfk3eza5vH7uscfDFqdfVtOy14KKsYYi+KZ4o2RHmytIl39nZJzy8zlkcw/1/TOBtO6XLO2",
+	"1zkRmpNkNZuD/r4T8LXo//X7UE/wq30tuJNv4GrxBgqg/2WwNJirS8A+aZaDahAWyeBQ83/hyr86CPwi",
+	"lxmaKiGsRc34YvE1qnylPJ/n8a8z9doGPNkPjEtSGZYUEAJJ/Pnz4OEhjvQf2/DH3/76X87wWqkaeSBo",
+	"K2r9BszhpVKRm+wJognLQl5wi0VcIXRo3iCU8KdmyRFeqwiOF3y+TLVaZ3P4GyMuxzbJ3+8NUH7ECH7h",
+	"Vn0vntKqL+xgNEXXar36Su0D/Tioqueo3iBN5nyy2uhRKQqt1YvdC4kz1rfo9Yw0AV6utavJnAtVPqxQ",
+	"Oq/BWYjYfWXkqSsCEsITGzlLxkWBh3VeXLW2HKYbJEizLR66cIEyalEh5FKMWTi5jKtrmsy5aPx1zvQp",
+	"rO1L9YTmeVr7G/MFFbnarK9M85FGxc78hXpbCs73OAgb77EPybVCfmi4A/tyBehPHuhEHcC71eP5goFO",
+	"8eWmDmPfuwiLdiCsgpqgClMIBpup73t1JXxtoLkPKRC3Lv79PBpsP/zbX8ptSrc3p33Fgu2dLC27adXr",
+	"6N7fuclrA1V4b7z+pe7+wbvz5FP/4A1ziN0lK3esOb51LV4/Gkx+ZrTFIQZiLJa5VxVeywr2fpE5dJHF",
+	"sCmN61zlmZ5XkfuM58wLGoGJNg4IOXATNEaErLtxT9jh/QwjPcr9k0HvFeU9WWnaBG592cYsQXnyxk4d",
+	"+VjLljfaGEFa1LAhPexT9mMGe9qG6sjt76y/BiNnfks9/6p5KIq5l6rYU/+RXNoGpbJ2kUO9G+SE9KGH",
+	"hcyC+/3yom8VgeFfoVuSW5LJmPa7nYuVMcT5o2Nt8Ieo/C24n2vf2hprzb9cY3ZLEnriTt6yazmp/5Ta",
+	"Kl61X2y7rdoPCyzY1eQFqR/nl3Clh6h1N6ZZUnlvgxrvQUZgR/u4mRHeqh91szvoHuAogNqfMKipda7h",
+	"GyyOAylpWHqjSGOPJ5mcx1hvgTCapZxlNm1E/3Q9ZzE27MsxLxyumGIi72A5XEwDQHOSKaNnkiqMAQar",
+	"TqPuO9izdRU6PfKezjEqyGU2yDnTMzEwf+oVmbqtFqFJxlK6Uq4QNrTvYuNblrjyuG5y8yjV/I9PuCvN",
+	"9Z3CoqZ+qUr0jSiTTO2d82D75WZyyrFejZwERRUXXbL9shLOZ2NZ6gjMRO6KhT6Cn5ZKhQNiInJDFXu+",
+	"W45KWeVsXZ/uL8Dr0qKb0lU3CXupozgmCdvB4fAgZb6NO+sAJGV2T7PkCT3A3to3vDPztDGN+xvY7OB6",
+	"3s8kylLqEcl8U9H7bSbnT7Y3NEi/MFZF+jUXO4w1hSBimgvZS480QuO5qWs9k0LfUGmJSFvlUB2EKiQQ",
+	"G0souF8WPgkQF66DOtXP2Hg+j8rlPlGyzZlwNRhNr59JRdLqfbEq5BvHHO+q67hJkhl2/6hdJ6U5z5dY",
+	"7LDIOZfLm5T55WZe+cVmuq8KManQvlIpppsMNXhZGgs+1gbb0IRVIQpuM/5qNiQHtqBnE0mwYwMhKEb3",
+	"1lq5s5pL+tdVzeS9Iu3FUiF96fQCwd2bK6d0BUlMN1qwZdQU0haB4G0QWGo4YmqulsyZPgcy1rR1HMCz",
+	"zj7WnseWe32yHFQ5YDdO5Daw4fFC6dmGow0Vo8WccSN0hvpMYu1fWS7FHmdska6ucxlXDndne7OzdeWF",
+	"13H0ne3KEddk4DqFpbdF4zpTp8vVLZbCWzg4rJ6QCG7GMDOHaakd/FEB0YclUFBI4jaF4dsgiYGhNZeR",
+	"cRraTcSdL5WhsBJzLp8oRBVaxT9I6sUJk3KCO7zMBdl9ifXYvlq+NVn0/zISLibPP13GtRE1X+N0ayCx",
+	"ME5pugqVAiHukWCZSxeXGLmLaM/4Wk4ikrpq5V6am6blNfdlTe9eb1aoFmuhLuauRuErPajqJR69iL+6",
+	"Z+Hr2jVVC9J4S4mKVZeam1cn/PikXiH/aDOJl839hCOpamn1M3N9xx7tKRbsP3Hd6PiBX21bh3r1hfXI",
+	"YKhX+EfFRHLdUAP1B3lP5jaFXpU7nFCRQPsyrhyxa9+swDfPk47N8LOUa79Mx24ZWyCDse8uoGNZj5xK",
+	"SP6hggzIHJOYMKDqnuqrhzX/Hq+HrOm2KQ21Fu8DRdQ9ArZeINrkWlT7XdmjKFa4CZ6qx+jKRh3za9j/",
+	"UBcW/3WuqCnG2OhMrNynp/uZfEnh6S0Y/bcrTAGbJwWSYClPlxCjiy2fTFPkCeWpLVz5BRrJOY62uU5S",
+	"r7rl6p8AglL9Dy4qXJ+nsYmyhaIbL8K+9OB24GlzhTfbhHmNC7982db0YLtAbGuk8H9fDF+H2pd02tQY",
+	"tU7AbrkIqhJTaAcSkTnNxzObzxvndKqueaJi40NSVnC5pFMVEeicAX9jI7KiuqD+rhRlaSzpUQvfwUqK",
+	"1zYyc9MqiW6USzuKV9EQim48tV6QgUgDXNVbnuah3u0aYDwxiXwOeFZ03evDD/rLfWIardieXZkp55NI",
+	"hiVLJjBFqAWqg3SJFAcK3XoBM3XSWzmVrxqrOPCvGOYhBGvbjyWkltPFIgNF1AW4hWumB2BIczaVoTpX",
+	"ri6RfSSCERdoBSyXd0rYmCdM7ROssWTC0E4Pzn88vjx5/31Eri5P3p1c/hKRg6vLH47fX54cHlyenL0P",
+	"2wRhkK4N8v+15cZpRS0zUCtqlUcC1J5RdY19hFRDVNAm1dlL8d73aPWE+k/heuwpFdNlsN3EOzmmKTPW",
+	"Y0yuXOTXb87DrcMaJVDV0N7/kR4MtrBtufeCQxCMj++Rc3bH2b2psFwtHff4kZO2bcICPAi9UBYB9DKw",
+	"hUunghoHHz6cn/10fBSRD8fvjwBFzo//4/jwEr46uLrQ/x6dXBy8eXd8RNr2r2F5DUKCTZJhzyhVqnXQ",
+	"6ZEzka7cTOHy61Z558q0nWL5MhOm8E0+k4pFREnCsUZNek9XxdrJjGWsHAZrfwoHwZdbIYQw3XvfwKUV",
+	"tSxg9JcAmVbUsgABtIf3H5NBLf2A4Ni15N4hdPlCRQWtiIqqnjj3xzUE6w28Hyge5bUOCOJ9gy5gp6pe",
+	"B5wHksafTKl+f3Vy+OP1+fGHd79E5Or8XUQ+/HD2/vj6/dXpm+PziByeffjl+vDs6HgzguUNp0nW+Tt9",
+	"dN6AmivbEeEETdrcepZsvH2NzcUtwA/t4YeqR0P2trE52hvRIz+5cGgurHuZZqXQ6bYJlIY8Ekyp018V",
+	"WXP6tzp/8chx6LgUmgrfXF1enr2/8IqB+3VbN0Frg2UBxco6ZWoqNpYTwZ+fjDGXx/95GRG/SEtUlGgp",
+	"F2/RFKZSvUWRnN6aei2dHjm4aWhii508hRQVOgPjP9qbIYSaet2tyA0AK9T0xKwPsPGJF8/h24Z3DwMX",
+	"fL40JKMWGHhxg+SH44Mjfe3enB39MmpVeYf/a0Tenp1dwidEoR75QBW23Kg38QVo8py0l4sFCDaKdfbJ",
+	"RgysDH899UaUANfaiuwbuFr9GZdbr5cMY6673u94SCm3kl79eLwEN7+rki0HWBcS4XyADBiGGZf7YdXF",
+	"KvfkxhYRJ80+BGTfUgMPuy9/lnXg+ckyw6quYNfw5DUW9DRAXXzpb1ORLhzU4bFdb7GhrV4JutRHlPMx",
+	"DXZN3C11TfRc9UaCiSsj9OK1WVkF3lffe7yJ7Bqt/AqaHmFSLHSDbbA3hYvQFJ16Iyw/s7UQU2iBDh/u",
+	"2c2iqDWzR07fdExpmq35Ylc/hx92pgvvucFzfLDS67datOYbl51pCiaBTsGVUOp6C6lAKmj1qZ7WZMIa",
+	"IWm7dEbbWMK2Q3qs+V2Dy7navSucd9iUrBl4e51xKgQPE+rVjHIscUXEN3EWrWvAdMRoknIBpZCWitn6",
+	"dhATTrCNfajzAWm/2DatpLDuoO1uv1kPhErT7NqPwabRmpzJjGYrssCidVfn7/axjS3HFu31sn5P7RmN",
+	"XaG9btHrGkSHOhaET02x5nLcB0rxqYDODzkTCTX94jYszb1UrFKYeymoGXGD1lxzytOwj/AbFeuOzBwh",
+	"sPyE/Wm4FMdZJgMmuN3tbVPCLjY3DDg5NgnPVE6Yfm+fxPCvismcLhRWxjH32rZxzLTeQOcMjNsSXE22",
+	"WEygsTyMtq52R0PaZIC9PsGT2cB5IrueEAhNcy/T2NR0mDwJtZk4tD3i7qFftaGRfhMeLPrnLPC2vZy1",
+	"Zr6GLp6uSaFt5VofobB4VqTOXwfbH7+6m0U14bkxK7xBtVifV1gdO5xiaGZRtvGxdxJHpm1a/QDOBCua",
+	"qum7Pg+VXzc/lJuxPuayNN14vtxr6Q59gyHWdZEuhloFGftJokWvCS+iYh1E2vF/di/uxl0LwLgTEZ6g",
+	"pJba4lD63hoIqTJtXwLJqYc7L7FI1HUF5YLN11iYCv08w14AZmLjkCq6LxoXTo8cACfUiAKhT0MS/3B5",
+	"+YGMlv3+zhgNTvA3i3vkZ57P5DInEBSrxahPYPz+ZNpHYxsBIYkJCh1C6+nc9h/O2GSpWILWxJnEhr+g",
+	"DaWpvGdA8IpO7zdQ3EemdywxQfeaw5uvlKaH6Lw0bNVMCW29nQvDPN2JSKw5ulzmQ1ieaT6A4UyDPlFs",
+	"LEWi4gjqltgcJbPeyremt+QNm0ANIgs3/dTluwuIE1AzessMxPX3GcrY9hsoCWJJvWX4j/Z7dJ3JNud6",
+	"7FN+nbE8W339BUFEuB67VuUlm45GGGPKNjcEeiTcldoX9J02nDGIbnAnsWGHQRaOfQ+ycf9CFz32LJ0q",
+	"78cfvnz57O2q0JoqaEu0bA3Ds1Tig2GlNE03qBnkens/RF8VDlGl9Y/ZABoEw4/FfqBRWYBrXyxv9Mcb",
+	"21zREIa2Yqwo42J5uWndqbqum1UX2XKnR04EMXdHDW1mMNyeXz/GyNr3zdh+px53/W+h2LgWD7gaQyIE",
+	"Oh7wlSm/Y1ozM+WdhBSg96HRy5AILcu1jaDWw2XFnUp1CjkXfDyjec820TG4r5Gp9ptimFL+9BIWrNTe",
+	"zg/O30BGwJN6rEKFOdb3wRhzc6jw0eSsOPV8r+/FXJRtdofnpyh54K2qRGbu9b84Y7rWiKshIKS8uKck",
+	"ULsetGN5F/K1O09gj7wxxcMyfNaIreUbx0NSu+IuFbpUpevtIdnZ2XlVdNDbt8IqSsJOAkGeoo9C2mr6",
+	"HLsp/8kUEZpSXikbs93fft4dDLrb25f9/hD+7w9f0wbwgvs50lSQ+vIbI2Hg1XW2BoRQMMK13uXcQPyC",
+	"TwXNlxm70LSPrT26H+S9hSY3TZCMIkpidTc2softDmY1uYp/F2gsGxIjDjrWGWNRM/zWrWpI1Ixu7z1/",
+	"jULWjH0iP5weHHYvfjjY3nuu8WjUyu0QPa1LjlpGBovILVvZNh1I9MYZy80t/k6Rq8u33ZfkZpUzpTeQ",
+	"U5HQLHFUNiYTqaUt3MWF+ZkYuCmiFmzMJ8YIByFb8IB9vTeW887QuVNi832XJw5OBi95oqUu+3teAYj9",
+	"XhUguRtECA5MeatDhCe99UAx4eM0r+xC0ZUyrRbi+5li4+vYgC0q4GhmTdhYJibgG7wYNMvNtXLvtncN",
+	"gDtDNOR457AUto2yFlDFKgDilN9kNFv1LFoAbdZiYkWV8FHnAAUXdA+i10ovHMrOIu4pbOQbbKobEYd6",
+	"fuyTuhujJFRGkXKNufrPG0VEXcDYdvM/e0MHPfIhmmJWbPbnyIu6G2tSV1+Xd/09VhXyxtpu4cp7rkfe",
+	"Q1d2bBzun2koAgo07msjwlybDpkbCF91k8dD5IZrkuO/XlHmSstVyXVTpKZVFp0EZV7ALz0oOZMdTxlh",
+	"Ah7aTHvBZ5v8ZHjDtqH8kWLjZc7vnHWGfZrRpYKG0GlK9pwqDTk6oFK45Zr+d+habPCaMSe0bnBeRsJ9",
+	"wADRZcaaIscP6+sGSlRevF36PtStzbEnt9HENVLfrEjGugArE/i0Xi1qwpiUqvzarvirdT8Yzazy60fb",
+	"pO6xL4hq7c/Sgmvl+PkGr1elgIeoZXo9f/lV2qDSspkdKiyHVFPvukdBUuKM0GjXNwhb3KH6idRPvIqw",
+	"dSIQAGuJ1JSAtUap9YkttggPu4G/IcH0iMkmaFBb4LF5/8upwT8Xib8KBz3cetKpHvsUfKPSP0jaEaVU",
+	"jZU4qv2FJX/MepoL/gR28k81vJSkkq83vvjDfU11n4bV/dMTYwLrugKCFHJSpCvjX4OmDCAga0nZyOJ/",
+	"dwmuUboBpLQsXWuXhaxSugvtErU20kEuST8iFbpNximjmcmf+TYX5X8PGrgJgv3M89kFCP0BCQ/oGChl",
+	"mcxpzrpG5bP27Rg/g7MXu/5BOLMNV/7H3MyGxWsIaq3Wqr1Ol0VrAIrOz3fJjH2iCRvzOU1N4ZUeOYfg",
+	"bFs++2ZlKHodEugfInH1lIcE7Cj6gvpKvamOrL++n8mUBW0YphJyyJDRdnpkx0SKP02Pd9nmj1lBEjaB",
+	"li/tqZbugY9hUjiFFC7wRDWq+Tacp7k4w7ckqOb8N6Ksl9DcP8w41uHYnxqKlheFgzxzGj68oYPnqyBg",
+	"lrXR1oNNJc+Nywoj0ctdDds/XF5+uADz7nzORGLob72bI1rJ/G6OUIfYZBH/M/s4Xm3UurHBTKtfrlrH",
+	"uUjk/SF4Q0OxkK+aO2p4LRAMA47IPQxnvKud/XLsDBfkg8zy5XTJFHtKKftA9iewvQ0Qy6ZaNKMT0ttl",
+	"xvMVMiYMvdfsOTtY6iOthQjqr2XG/wyEZUjewLPG135weHh8cXF9efbj8Xvncb+Ut8w0tjS6mTVyxAan",
+	"YiwPquUJjZxUJAoCUFemTRzWYcEQEYx6sYUzFiybc6UJqHPbLhWW6lwVzcl75IDAY2Ia2QCliGCEGTjj",
+	"bK2QXC/VRHvv9gfQ0s4AD1v7VMNYR60HcH1bWcCArsBnjZatBw1nLiayUvgQxQ9oaWGaBGuS/L1J159T",
+	"DuFmJge47q/egj5lBx9O7NbDA0WEEui/Z+MzyXipcjlnWbcU6mYsZz1ykpOU5VrSQyvUSMzBklDUIy9i",
+	"CRRpLygHs8/vz03CGp5yRFD5jjQtZfrfVE6JXOYRJkzZAt9wlpB7r6IRllExpdRUJ8JL5zUlg4O3mWg2",
+	"kgxC9gUJdi8h7XoncMhEkWIk/LDWaicT/0W/w4YpqIiyA1ZbsesoduagqvcEX0IgSzXZUjXF1urBMbIT",
+	"nsXoS7/zb2Tmx4a9IxGyBwNfR8+wbxn9cHZxqYyDCDsbovTcG4mROBFkQfMZnoomN6awtUlrKHrFgDRT",
+	"tEqwZSJs8HNpRnMaKGeIZCTK3WT0GFAfr+ko9smo5edjjFpWVMJmdEVF4doQI+Fa9d2wGQeyQXOX1UoO",
+	"0hTLFGqJV5OWxJXBMATHjFy690goAGC/+Q0x8edKf3xGjsF3FG/RBY+t69+Z5J9KPdGBgt1fhqXg8j8q",
+	"KeL9kSCEullMxw3XYZfQVMli7kOshdK9XC1YYLDHqKSeK0Qonz3b7Q+ePduMWLrmiD///HP3wPvZwiLW",
+	"Z5OmTEyZnrB9/vaQPH+x14fcVIw7BTKDZnMhLQjHGYOgNZpCYA6maGLYw+tRy2zn2kBq1Iq9vBb3pp7Q",
+	"xnOZLVII7SJt/Z1divlJrUROP0Woh2Y2nxQc9hpvuFJLC6lOhHhP6iuC3/V60LuHQwOOckWWAkI5imJW",
+	"kOoEB9IjP8PNRvRUUPHxHqV5W1Yxl3pG7yJ+pzQNjogAN5HBcxO/BKhrtRGl6bTiCQs5iotOklBWC+gF",
+	"NrlTRtNB3AdSDXXUqD0k3Kw+VogVdq0k9arnNNM79BOSsWp63BmSeGvGaJrP/hxHJN7KGE1W+KdcMEEX",
+	"vLei8zR2QN6iaiXGxfeCsUTjCsy/TwTjprUwiYteTFYt2/rsJ5he8+QhJu2xxkkruOg5vETnEmUw9XSc",
+	"Armvd6S1hMyVgY8hM7hoGoBcllwc/ahIyugdVu9c5p1iP0Dztz7D+h+2Pts4eb2yMH8wrci2zIXsrhvA",
+	"1KDVBFjPVnAzkNHgzRjb0mM6kIlt2sd+TdJ4n5dCi7Zg6DFUQ8sgkNKgHAV1pA+akurZLGIhHiyAncdb",
+	"iRwrQ/zg7y0TuKS1mNN3+uA1bU14hmxlxjLWcULhh0zOWT5jS0XmLM/4WBGaWzjCZ3RCswLdcymNxGkD",
+	"qUGssviJ7ND+hJLYDUvQMKJvjmvfzoXWFzNbiibczx03hj3de+SDDZBXDhgmOgLWbCpYBQi2baKMBN80",
+	"fr86f9dlQlPIJCJeaiSO5Xwjr/99782/b2/bMJr+4N+3t/99+9D7Sn/e/ve9I6RM8a+jVvHwqBWNvBCc",
+	"UetjDGC4QnrlcSDbYzZjrrWl4ZofCtFdf1NimwVhMPqMaXLvXnGJyBqfI5NVbLSKSoPa4qV43xLYkbg3",
+	"YcA8J1Mt62omthNiYpczaNxnqdRSWDS2DA2i8WQOhV3QWGs65S/8DbaBFWNGqAnZuAcSqukgBA8raNof",
+	"azWh569axZ2hBtBfPIiRv5CzAjf/MhJ/6Xa78J9+zgv1Vdd3nN3H5C9OMrU/rJHCSUkIj7zCh5YCaEm+",
+	"PhVqCXqyTVQB0ASKofVCMpkqM64lQtdaAdBDgiJQ+a2YUEvklksWKyuk8BoYip+Cj+N69Qv4VzUtCN9B",
+	"onQN4dtqpp82f8LjtSwNN1PJcF9bWykVwi6vVmOk8lqhUbTX1O7oQsWOArc6zaOj9oEQcHoIaF0+m/Es",
+	"mMOarFAE03sXF4V9O7F1XljeW95USZmxhakE882mEXExt4YvRUUAl4em1XkQMfVM1hRc9mY0vFbFi4jk",
+	"TGnMAyOyH0XVMABeAD0A/hWYdyQ8i4mRIo3UDFCRk7LZIyMxTdOYtI04VsCa3sg71nEWGDMWhv2PhD8I",
+	"hHxirHO28sjvPcuYiTKumltAArxlbIGEDM01kPqQyJFor8MpbGIJQfTw2oylSTOKdyzHOEm0qJMzMV4B",
+	"lHxa78uP3D6XG3lL3wmpbPtzPG+ZAUkZImFx1V+jAh8K0haNhLkEZRXc3XaBuOe9HNLHIzuXxhmyAD1L",
+	"6x6ArWiGgnMotPnCCt2x9QWoGInYg0T3R7aKzbqQ72CGXkUnvGWmLBb4KmR2i92mc5vbAGHjenx9P7d3",
+	"McU0AiSxJGkImuaC0dwL3aRzBmNb2Qu+sHO33fFEoCVERjaiptnuvhMUOFMjAfNkTPNxI8yA2Qr8HviM",
+	"YfEcsgpz1UHe7ea1pYjM8Bg37AVIIpR8+OXdc7ZI6QpSelA09/k51yKZYCS/B8PYpb9jA9iETyYsY6KA",
+	"uK2//OzZ7vb2s2e9kTiwcAME1Oq41psxAq3IqeSKqJynKcmWAjxd99Q25MDKE1pjKzJ9nLwrsF3sCrK0",
+	"RgKnB7XUW0n/1bNnhE+Ml6k0T48cmOfkhOxuv4Jx9z59cvKuxgtQWfT559nKAXQkHDRKuAWYou9Byucc",
+	"o7qJ8Q4jfPf6ryIYbbJUNLWCm1Ysjdbh2e/QwDQShcKFJi3bTNkdVhtWaJQpgLRJ7tLj0aXCIvDlHbjj",
+	"tM3atQokQTlErLfx1Fxg12wm8iKHrMCpmgSoCZQnopmDZwSUQpqmK1JQKbRGpitkcBbqSM+GjaKTNUKO",
+	"hBF72ohkpsDgHJpIui2yyYSN8w5C14hnRgvXqq3V3ykRWkCgoLxhEYiUglSSMC00C7TJAocDngcWVkcX",
+	"FJ8v9D6AGyp7/yqUZiZBI7DDYLTzzEuaGwmNcWatwPKgAiIIpXqxXuHsuvxomQVkNnuaBVqOgCxwhXTH",
+	"mqKcm6bNPgGNBVaXUi66kBi4298O+oA61gZj6c5IGCwni0wmyzFTfq91aIdj3UcTOufpSivKdJynK+vH",
+	"LYlPi8womsooAG/hJfIXcmIy77hYLHPyF2KLEKJtZgszgaGHsq8bWP3g0LfexzaTKaeLxbO4Q/6ibyeJ",
+	"Pxu3pImBiiyDfIg3eUJPcwFFDMqSuXmzPpZjvwnLKU/V7+wol06wBUz4C9nt9ysj7PZ3y9/o94yblMxd",
+	"EKR+cnvbnwuToobkM2ipQ/Kr1Sw+Pmy+zUNfLwBELVfDMBXmGiaHef721/8HBb/zZaqvrzWq5/eoMqqA",
+	"bJ0xxTLNRvQi9QujljObg2tgmbLunUv0N9MZPLQeHRgJMo+sacfgpxq1eiT2CnyAlugKfBgLRmMBELSv",
+	"GDPbcCRAynMkDq8vJXOaTmSmNXcUC4pKAeAv1ahdbCAyZtkbH9WBJa8MYRmJJgin/BYZLVJ2GNqHDS34",
+	"HySAWBi372tIZC25M3qnyXSxHKQvuTQd80hbnwtXxtaKMzgbxRxlWpAnkHYslWlVUFjzgTC6REAoHov1",
+	"Bt36uM0A1FJaIbTfrEYi/uRtsIuTxOWqPmOptTNoTB/XPeYxknWTnWac1atyQQeuRsJ4DDoR2jlLLvuY",
+	"tDXdx4bVlh3dZ+CUhYJfTCznkSmkpodOIY4A3HPxJ38lWuiFrnjxViwFg3+FzGMkeJY4Q9CRK85MzrU8",
+	"YYR+KkxinTWOU2Wft6YgYN2Ge44EtiTnwkgbztVIoRq0PmKGvBptOrZoZsX4BLfQvhsXfMwzJVsnWcan",
+	"MxvfY1bmY78Z38yGLcY1Dh2UxJUV9CkZyyyxFZssblNVcIUeabC2aQHJcOlnz/b6/WfPRqJmETsxxmzw",
+	"KrAMMR9tYdYPyz4tsEu+5YftQgjj4ISYssT6IbAJFdqDnYc5YBjyFobupoIQO19OwhapXCGBXArboqNw",
+	"CMvMygffV8zvytBfcFcY+I+psDZWm8RDg7Z7RZiYyGwMVGY+LEQFLW8YlwkWNLbeyJHQQ1JisNnJIgnX",
+	"LH/Ohd47ANR5oeN9EsO5n8oEY0q0ajKminW5UEwojqkbYjkn7fjg4jCOSHx0rP/Vt0eN9eeEqXHc0eOi",
+	"qq/xad8jOu6iW/XGxDU7ShZbmhAXgp19SIECAhWM0CJr4JhpORNRPv63jE1KDhDNleCOzumtS1IsSA7H",
+	"MoZdubDlJKkaCeP26Woygvo1UsqbVZHmiEpOyvJCK5BaHeFaggd53DtnfTfwqDFWB2nAusvcQ9N8Rse5",
+	"1ufVFs6Rq9ihh0aly9WCXeAKzSLagcX/ttjShOXjWQfpcpncI1sXWHVJi9ZaMiapPnQTSGOR+x037uhj",
+	"d8iOEBQqgbhjqVywIYk/j5eZ1mGvF8A4Fywzf+Uyp2kEOoD5JqE5HZJfe73ex4c4IkkGDEizHD1whZEr",
+	"Ei+QglsUGRjH1IJlH/AX2zZ+n3hJqlW5We9gOBJ+3Mmg348qltztflQJgICHvFi+PXinYmEd9PudHjkA",
+	"5xNZUJXjXsBWY6mnMMV4Yr3/2MLZ5dUoZOcZY4abIaPQXD2ydZFctZFFSsdsiNECnhyWMSWX2RgqI/t2",
+	"+mBoR9nKWd9UpJU88MKtOkPw/fzyyy+/dE9Pu0dH5Icfhqenw4uL2HIVy4NyPmfkz2Bivbo89G9TyZdE",
+	"4sL3Qwa7w/7OsP8i3tf7sT0/7T1xJVlcMTM9MBCXOR9n0hgzGoe/tMP3Bts7u3vP/4DTlENsrIka9wsI",
+	"ZoG2oCv9kxoGq6nVPWT+zAOcuav/fx9LngQW9oe4uHVzbqNALnxFcUie9/uuDATwAeyvSjzzWkTUjBoR",
+	"UWvkWtpfKk8sNc/tE3kHGfLWuV8Y8Ha3XxkP/DnLs1UX6uLEpG0tRuCjCyhGXHnmGohZkKQdHgzHOLNh",
+	"NoqhpRlDH4fOcmjJl98/DQwJHJsuWXkKRvvBM6oOsQoj1F00ZRextmJU0EEspdgjtiafcUVcnb9TJOE2",
+	"E9PVyVuKFAKBCArZrsAezG1id4jif8bgMjWjWjJ1UpqtkbNC+w40BYMwUpoMffNlUUkCFlu1XELQQ9nu",
+	"7clduW03N++Y3ZFFugTb3xyOewZqk6tHa90JZIecvtHsO6XZlKF5A0KCDNnaHewE57Og1KwkMnvSH4z4",
+	"jroXKg09cpBlKEgmpgugwkIVTAEK2n0/3yUpu2MpPjmTaaLpcb/ft7FjGvBpGuEBYGBthh8AjBXWgezA",
+	"96VDGVIz2cto8Gobw+ttkARGlEyI0ziKp7ej/u7LHoEuZVSsECIws7NUe+bpyNr0CjYWwRL1LMat7x8w",
+	"2IgWaD4TCYYpguer44KV0VqDOQFW3Xh/9c6vOKLlX8WsSdSia02nCB2Rr8EDUh9KYRi6V3sGbX0ogphK",
+	"Uxjkp7/HsCOtoumjWUKfqKI3vKNcXGgcnGbmPrWf78IQO9s+q9gHuRSIFGQzwH33jeKvqn52GxbmU5oh",
+	"GUBvP31gei4HBEttbZaCVaRdynI10jGXlnXeYGS8Im1X/WF9/QItOFfLYUS1WhjFV7bGwb4TrvYdB9ov",
+	"YoJGIjbVM2LyWzJjn9peUknbJrhUJia/JaNWb9QivyUZvYcL1Ol0TOlAG5BiLOm2fMJIOKIJyhoUWalG",
+	"R/VGohW1Uj5mQjEvLPlDJhcZZzmWqIVsJZcjMOX5bHnjkgPmarplRNCtm1TebM0pF1vvTg6P318cY3OT",
+	"PF0T6nzw4aQVtTRHx+jmQa/f60Mgv+dxNL3eQn7cIrcpKCz1sNdXyBMLlVjBEbv5m0uTw9e68nzAXi6R",
+	"7waWkycMfMfZfWvYemdN3uAPaBD/qm5vbLjtyYQ4RSjWwE7hCRXfqaLAJLYJr0R1aHygPGuK6DBdfiG+",
+	"OxyHrfZRVyib7auTmeWd642Hh4mMAzAQuLJfDlwxY9eiOkxNzmktqMN094qIqePKwNWRyywiOfRkmqR0",
+	"isWN68ElFqilX3ou990GiWg4Gq/xOFTHcwLRpKIL7iXZjDuVGBjb2z4QlF56Wss9rWELpFM/eh6i+Kyh",
+	"wdZ4CrvvAe/XRKaj9doGi+gJm8ar4uLG4fE9SFwxCnNr2Nrp9Xs72NN9BmQCjNJamdbTd73cmoVUebhC",
+	"aOGZsUGN1n5/y4XWH+ppBLg5ks8yuZzOGjMQNBMJZhL4bzbGvqPX2fqt4loQYASR2bETR7b0NF3QUtEs",
+	"hqXCwesL1ofUNFeAiodGHrANF3ypdSkSmq32bV9iUGhRMW4KZdwn8Z1pB3KNEpizUsGYWtkxjn0u0IS5",
+	"T2KwFF1XXxwJ86aTrkCkxE69IC+iLLpvJC80gkLwtWcm9aIPTSXMTq8ccwBiihbZUYiqxhvgzyiR23p6",
+	"gx3SpoKsC3yaYWnI3cEOGvqfPXuLTZO05KOxhmXXt2zliioXopbn/GZJreZu249KIbEeInIOcvjYlFAC",
+	"+tiagu1ozKLjvLSujI35AjAEV7g/EuijAIKLDtqp67rfjvGpLqbdxmZl6Eo1I3T2NWC8Fr34ulpOJvwT",
+	"+M3dQmxLzrhUJ0/v210g5HkgdoKch+Ua9CP+PeuRmAnIrYxHwn8c08irA64Z5yAnKdNqLEi4E9PwJiKx",
+	"vmIx3sRwNzBvC/tNHcPASB7rv/RpjYQ7Lhei7gijvuX29DoY/zFmygUao2VWFTESqHmCjF3aESInmr3b",
+	"Pgp3es+ejcSgR77H84FQKWvW1qTepWFi90KLu3Bi+4VBHo8XbapUCLmEMnsQG1qMpuX7UmHHZM4FVzlY",
+	"h3vkjabGWAuhpJSb5mpa33COhrJB5Nmz3X7/2TMbLoDzFE0tVC4zG1xnVKkrL76XtJ9HtjihRvuUjm/1",
+	"PnFPpXB2fc23e4VdxOWETjJmjkQzdp6yYfVQXBTQ9m53JpeZTSPV9G/BxD6StnuucPk2lif+jCsOuKXb",
+	"RaJppxrOZBsl3vAU6pYcFKzawxeYiRuxYEwVatku6QrWTaEJPMSNVASp3kjs9MilJBMuEpAI72fM0GdW",
+	"2V4oZY6Ea+7DotzVOVswwRLM4I33QeuPi54BsclNsnZcF74BqkRvJHZLW7fcxynn1Dgtbxh6SZ39192u",
+	"Sn8UdDZo6PZwnTVOONEPeG2x7lznLNsgKyLx58/b8Mff/vpfnU2YJCE4LrpbykOWG2xp1VD/va9JtcJz",
+	"gyAz8PNo0UUrxGMwdgG7tAqjMNjgovf3eiWLHTZNcKDE2p4zv0WWhk+pr5XMirZWXBHweBTKq9HecXPg",
+	"na61lyBtUzK7lv29XyWGuKzvlC+czvAi4A2EHDokWLY8L56tftwmWBYOXv+6gEAB2LDA1lEmpcriKKTS",
+	"GrqGs2C57lJvKTC6KtLe1O7ZMaVi87Ef1Gi7kcE0jmKQvf6rXgV+NvXH6+hgDFam5IfZhOP9EV54ZPz2",
+	"3GAeMzU1kCS5nOI9xwtcO7b9MpgxFjFhWi1MCovx1fk7fTmvzt8ZPkgIWHIaeSHqJVbW18cGDc6pEeb1",
+	"cfdG4nmPXKzEeJZJIZfOm9y2osFrlGE7Ednu94ck/nxhlMFTG05yBJ6vz7aL9MlRRDJ6//Cg5YviS7yU",
+	"vNJArC0zlz3dKehGEqFNOtciUZYxQKwUCv9m2Etb7ZNYT9zL6D2cWMLpVEiV8zEetYY7RTLrEvasX7Kn",
+	"92JbsluuY25ZEU6JKU2u+UTRKsFYIGAeuxzSPhZ3nCaU/O3/+r/JscgzNl0y+PCOJxSk0bc0ndGOiXM1",
+	"27GqDvCPZY5GQVeSFab4udbEbg5N6+8Y2MdFieTeQO6OO8Z7qkgqVU7aRW18fdE41Hgm42XelRPIbvMV",
+	"My3IGgsUhu8ADirIHgN+KfQ32BeG24DEQrpAmr/d70cuW4vEFz5XjvUU8amNY1F0Zds/y2WuOYuX5Ima",
+	"lIdIyHGGpW2rnK4U3ggUfiKbsIoFo8oBl+bQtHqXQ4vGvEeOpG0rwOCp/VpUL3iHcTO1OHMbaQwk1GWO",
+	"vuiR35tKzdVbhQmc7lI5IUVzbH0UE57NLXJSLRuC+k3Ht1rIEhAFMGYQYeTQHTViX9V2SfMVD3d+L9Gf",
+	"o4ygi0GhWgs7xbAlja5FGBqqi1ERjKwPHuzjLom8nRtt/DvlYjdKQRrDoAbj1BekjFb+jppUAaOt4uM8",
+	"L3IbId6JCwjwqgQXta14jP6vIiKq44fOvKqGzthTr6QM3cssAai3R60PdveeFjNqRWQEhiSW2TpI5d9M",
+	"R/Hwj5dFSQetNYWgUH+p6SkkgpbAwY7cgXnqzqi1PxLHhdo+alUPqqRplsdxY3S8PPniYWx3BK9jbNhI",
+	"WNdhMYY+sMikJ+Qzq8aA1lc7TQxvPEiV1Ex86KhE0ac7I3Qkym27S6FgUfEshE5a61qNAZSsd85vAx5R",
+	"G8A/EkaC9qP3SpYMjM4sx+3XbmjZk23jQIs0ALQv+ZH+WpiUGZ9yLTKb8nGaxrtAMdO+LSI3qQTsd4ND",
+	"AD3IuLgLE4XUgbBFLkhsQo3jnvNKBZznAI8N3PekXXPfj0TIf9+B6frbdjrqh5qDna/o5ppSQf60lFie",
+	"wtXhRYeNc4idWIvuqWtcVXguGytEFo9seVT+R7ZqPXzEMkJM5W9ksrI1a0zrlqoB0mvzWGon6nedV7YF",
+	"W6uuIBeKgwZGocGAE9lDzJbXrdozVbWGrb29weDVixcvXjx//vw51JgF1tMaomLcCkq/ULrrTvIx6+6+",
+	"3B7s9BbJpFV5tuzyghT5UlksM4Da8kewl701bHmkJ2QAh2LZO4OoVVwjuxv9v36/P4BNl3Q+6PUtNDR+",
+	"A7NiG9gC6Nh/dx3AC4sEF05iLNseNod1427X7gnbBLd+0TNinO2MKqJmfLFgCRr3C/YOBqjypq6CZnbT",
+	"xUla82RoF5bQ27qv5d0Ntvs7z3f623vbu88H23u7LytbXLe9ly9fvtSAKbZ3ypD6zNGnIckOWcx7WAwK",
+	"GfNj1RO9S217nOqXA7b+UrPV0HbNXVh/mtgvtdXGvqTkw9FbYm5+52sA8QOEWyiy0udtLk2v9SVQOLU7",
+	"L8BRqnlmWmhkTC2kUEiQtvv9p5IwlM1NMYMy6nkqZFRio9/VdBEf/47MGRXifWvY0iA4dfXpzoxGYBj9",
+	"sEEVcmKOpxZETerQPuQQ2pQSTyXAxgZQVQ4w46FUFLHYrhHr27443/E3VtTXMzuxPVsmJsHWdlhUKzFu",
+	"BGUxAaym8yjo7umcJ70f3kzfv7+8+nR6ebvz/s/jnfd//GX7/ezq8ODN8S/Hf/z94Pd/vto+Pxrvnl29",
+	"Pfx9//zt+R8PPh0cvH7diloZvfeWj2xS0+OvHVkzz7mNb7jGNDB9B+5nNFf6yjyUDt0CTWFzL3smgMdf",
+	"SCegGia8XOkZYRDHljgt2z1Q5AvZR/Tg9l19ZFqnbbAlEGPl0LIm2hVWzLMtdGwl1JJyaOO8SuqjnhRx",
+	"L+4Aqdh9yi0uI+blOjdEkUmImkzR3LzkhNicWtmzDZwAulI8n5qeyHkbhqFlhLwr1uP31ZtCRbruD6HK",
+	"ej1MRAR5bg9h0LR9R3K3qj3G4b3tyuFpzrAFcm+5TXhBRLTQKyfIM0AOLknA5GoxzWjCvN9zidUIDNFx",
+	"VRlpqONr7Ww+FKK2N4vvekcvJpYi1ND8j4uz9wYqO49D5a3MbniSMIFvvHoiS+Lig4m7q9BQOmekYqUx",
+	"dikvVi9MsA/KNQLApFMdylm5bpjmIsYaw5J9YzMC416vVdQoddzkvlJbtVhzxc+F5VKblvhHKlhKicbp",
+	"XB/snIlc6o8QaZxRRZjK/7//l0zYeEYT2iPH4o4zspwXioXWdAgXWl7MPE9VYNUbX/JS4dgANm3gB1zr",
+	"+EOYDJ3jzla0Kzx3+0UtCeuPECpnNOmRs6xaEtAZxOoGvaYD9oxIWoTAxofe252hjwGY9wi1hz0xBG/H",
+	"YIPb8QFjJC+lfEezKVRH393efvy9suZ6zpbKEJztV4+/fCnlKRUrW71Rv7eHXOaRSU3+G/bOhreeep2N",
+	"+eiDk6j9+2FNk2BSCt+LkEEOJAvLic/Rflge2HxZ5dr+FMYkgttJWGs42Bn0t59rkRrbLgE3LViYCXSp",
+	"WmNaRcSnpehLYeQA6LHk14CHIZ0IYS2fnniLte/Zp/wtT9lZFrYsvJdWVwmDrGRwJI/ZG5+ipZkdGnSo",
+	"EwPP1Fxqjh6hMfeOy9TkeBrRf2spaqFwUdU8BzatyHJ4Y31rMLPJrFpqw3dMlY1rvmGsg7q4x24szfFh",
+	"WS3Hqw+fTsFScWrFa2iaVlS8KLqmFfG9rWElTBHqePtGUSs4VNHgyWerR65lR7eGe/1XervB1q567mmo",
+	"LcEHLelDKqgtzlQOq62E7WISZaX1YQ/SUKDMXUNFrN5IxNjaPSaK0Ww8Mw5u8NtacQ/833G9MUisafUy",
+	"E/UONib10tDukTBRqLCLokxuRLgYp8sEnVdS+XESLsAMVhcyTb7jKi93E1V1E2UZqJCpgfu0fvfqRjX7",
+	"1tJjC3I2bMOpYQvXURL+/AL1e3uB3gWhWvNvYZzGlqzbe3t+S9aHqFYnHZWb1+icMN1VqthgAiftU66x",
+	"ihQYtxvaYNFCqybeei3ivqSLyrp2ucZycAc5UB6ScPU4klRQpGFfdbQtH+LaRvyh7R5Wgid54seYFS/X",
+	"ti2znIxlupyLprWC0fLNqrRA11EKW6TZDpXwodwMzR1gU6uyauezjxvi7Bkuy23TRCnyJPr/2XvX5caN",
+	"bF3wVXL4p0htiEVS1I0Kx4xcN1d3lVSWVLa7TYeQJJIkWmCCjQSlYldXxPk1DzAxL3DiRMyL7Dc5TzKR",
+	"a61MJECAIimpbLftiL27RBKJvK5c1+8jtuN5EnlmL5pUfv1Gk86P/86/XE/QPQGEc1OVTixYp2q4zmMf",
+	"sAaYHmq3Wms9BArBLw9x8sEvnYJn2FPoRf25gldJzqMoz3K5lye1dMBRWesYCYlLGOt6tZfmjJfyRZLd",
+	"vcSXZ/y3hudoNWX3MJk2TR558y6WegMVyB87LaRe7LRLqBZrbnnvXq+7j4NZIlHMftdi7Vav3e61O9kh",
+	"WabNXuZOIgJXl9Ow4uX5YMw9HCV6f9iadVheU9Je67VbLa8Gde21Xnt9i6+Cia3M+IN89zEcvULdxoN8",
+	"KBt7GdaxoGhcP1ht6DXswF/NiFqrtwbuyqjcrooK1SSlZTOOXpon883poOVFWRUaY7fT0UZXaVHJBaUO",
+	"KgalyRtyMazSCAm7FHNaMDfUBwwpo+FW0trD7yGBsvBzuZxJWUoYxE6xchTLeaM4ng348MZjsyS81VZK",
+	"XzIWhfJmN4qHPPLYizdnp1dUn5pyIFpIACDPrckgBlxCaZBj7KZB/NY9NeAfJzZ3ECCpf9GaE6DXUX2n",
+	"Ww9XhoPbr5nnv4HS5SiCfI4zwKnNsQcb2CVtkGGNZaiGPAnAKSqEU0pRMBR2bWHeLnYE8kv9WSjHvs3V",
+	"crrbsBxeWakmX6gmpsMhgi63IKyDecp2dmQsxc4O2RrgBECagDJEgI7xuWPqk8VR79eQBg+VBdSu3eqG",
+	"5Snt1xrGyQQFuaMidm0aI6gM+KwMTOMdAPupeTJLQgWF9Lr1u0nMpqHSWk1AaDG46iW3b8UW8JDHOU4o",
+	"Mxt3gq1iZG8hyS1NwmFKGUJUAWBWLFd3V/fthbrjN0wOLJURmUZPymv26r6+cHd8z+K182HaDKezOEn1",
+	"3TSLRCoCv2EhmTAx0kxXYRIBDtHUK5uU4qmBbMqUWKT+KDf5Wb261OekmCf0TCFWqE0xCrNy7W6no9+T",
+	"20KlS1TvL+nbx8fH2TkSn0IFO0ivZWn1lEsGkD2n+ALxhSd8NhOSqrm1WRiQOCMVKb9LPAskA4Ss8MOi",
+	"9oFP7OzYruzseLaBHvOB8c8A13hlOXJLheANokkp5for5+mzlej0y90w8L3srzSrO4eGzed2MP4JU0Sa",
+	"T9l+FlqOxECODp5IFA3RIxwTPbM8URnXI2V0W4TPHkaGMH80A9OBgkC6ux6roJ3ViSsfph/HAkJMS0Pf",
+	"5q1PM59aGsfAvQJuLrzc8j+w+Z1lzgksG8+7J361BKpKWtef251fHGMAnWfr2QJL31Go2X6eq9yhYMwv",
+	"K5T4zRTxB+jXxMS9VopHe7NJNikzKyZ7HVvPQT8qs/XQaPyqq1aw8lYZedi7JZsOP35EEy6boE13TubY",
+	"+LFEnzfui4wytFc7HnWGXXHI24OjYG900Bru8444HhwG3VG7dbTHD4YdsT84Dg5HXd4e7omjwUHQGbX4",
+	"8fBQ7A/22jWHxZM22tbb1yHiLTESL0tGUsm/K+O7r207rmON5cXe2yxE/Yc1Pl+sgv+vtD/vjYtUoZ6s",
+	"sEqr4hhL5kllYMNi6hgjpHD6uMSIRyitreZlqJH2h82C7YMqdQ+Lv/pSLWQ6EWk4RPAtiHETR3NW81Uc",
+	"xPPPYfDleSrUepGTvnzFhxPEvqRe2eI3HOGQpzyKx8CU8ik1lFiJAuQBPk74zBCt4QPPlDtEixdpYHey",
+	"KmrPKUaB7NRJhruoFchcl4yiFhpwTlOKhYkoFqZuICJMEyBoW+j7ieGV0DJeZTnk6V1MHAVVsZlTsyPy",
+	"9OgP9bBah2ohDc0mHBkeBCi64hYToE7fXyMa4nUYsG9Yp2GhVGq9FTfnsjf/NJfgpBd7sIBMqDQVMuBA",
+	"2jHh6SBOPeAuGOm5pQQrvZR1bdIsd8nBm7inb3Bzl/VLirs8/kyozE1Q2mD+yqfLr6zhYqMEZwNOkzTh",
+	"Uo1EkqBp6U7E/S81Da31VlRKWD0RKo5u8e1DLociigz19OoRUnZNyassRko9EDxqVExczgtePV/6aBEq",
+	"SXwnMYkR66DBw5HDYyE4ndI3kAK0usPTGKrSY2uDq1Tvkao24dtrfPM9LWcMinexrGzwDvj312omilVa",
+	"2Q7kN9/XEE+GE30qK1sxP6jaTyAP0I/CRqEM1aQw/xWulopVBqRclZpqqTI649JVxmT3ZvarJjSSrcsv",
+	"26qNVvSizK1O3r1cdnB+9WjC7zYaUOIdfqJYQJXWBQoLqlgIOrccLCDJUMjPcMqxVRrPANIylkPB6jNM",
+	"c4UsPENSEyTxbIbQ96QV9WUlBVkTmCOsnpBT7vJuO8g6BC71nOgiC7lMrUBIvSWvysMUinvMQRxWsLUJ",
+	"d4lPrcjfztlsCaxY8GdM7yuc4peGKm8js2r1UaaTuDKwV2oX7ezYEmKbAkNho52dUqIWHhTSwEw4IoNE",
+	"0FaRPrWYpRVL0Ze5zW0TxgjRjIwR/dgzxcJUTNVJzsFL8JMWth8TwLQ+Rgxgk/hO9qWxtQxvncWw3MUG",
+	"GmsYWPfIkb58gCB5I9JHliIrXX+PlubxANffGskbW7j1njZVIz8bj+znwxvu9gGivcQ7V61qXRU28Z8S",
+	"/itI+AtD7Vom4V2+10ppb3+yrg9tjbyOjYJA1J23aA/M5iVXB8LOZtFoI80RmBO8RAaxkhi8gLcHBdCJ",
+	"CX9hvUZ5hgfCdWEUjH5H4OPL+R0gsiGtoDRpWPUgwO4XAuuNJnAbADSIib1SIV8idvEDBbyYajnltcf8",
+	"nCgjXESAH41ZCyFwCsLU78thJHgigpV3ETHzbqvV9uUatxHiPZdcSFvG+gr3wyZy8/lt50HBNRzKo9dP",
+	"/xFu2N9OduR2oTXaOvfcusad9VXu3MuSN/95736Fe/ejYbd/RMuKUNa3dZM8z+iaKmNTLy1GHRIuWIMo",
+	"T7ctxR1ERMJEpchKIWSKFOnmySYjzgbWhkrqKZRZpeKkLznwjnU+fbJl6Y7Tn7Pup08YgKHAVrd1pK+U",
+	"bucY+AszHDoCfcyYmyFRJyByQtGXEjBFsRseQ57n/Z75hHUoVTxrwGN75jNCIvJYlz7Zp0+Ux/bNj/b7",
+	"kj5sQmpSOlfXQ0Mi18puS5KRCRsTuyXVcQLOn3EyAUv4IQv4gqJMJB9G80hfogHbazlfYkL7w63I3L2N",
+	"IbD1rcjlCqQsi+m+UqRzwBbLbbNQOYFR8BTb+vVV105pMc8t5nWUFithpvo6hR/gPq6sVWq3WpvUKmXr",
+	"acd9UqxUovuwskgJ2hDBVmVKl+bZFYVKG1WW7P82CktoMmu9zn3pRG1IJzKwGWv8CDWpWmtwNNobdsTu",
+	"ftDmu93R4WD3eHggdju8GxyJ9mhvsA8PzfFsXE9Vrdc+6no1yOy0OtW9UVZUjg4Pj9peTQuvaygFd9wP",
+	"joyp9Tp6G2cbgtQIZz7a66VX5eYD3/MIw2+1dPdoAmppOBXxPO2tEt+1jaaotTRFFUuZm7P8jCE8wYqa",
+	"lv2spKWzqYZm7tJ1ylmQodHlHXSv2D81tq/lKSmuw9OVtmztAllXx3v+2TnEX54ngv4EtpZt3+6t+2Oz",
+	"+Y3XprSSZ4XHv7mzg9C3bjYRBJcpXu1wMtWtBPPwMtMbsQf4+PGoL81d69myGKrVN1oZPEUhvgpN6Y4r",
+	"63ixRQzuL/oSIIJ7WVoSwNuA36XIfcY4pKjYDHTM0DJGKqsbijkKNaDnaSnJvuFl2hMY1wbqu41oxayO",
+	"/t0AWdq5XOAsItE69MDM4G4Uj/t6JfW+aSLJGcFV9dy6Fwsr/M+5mIdyzOo+4kuBvttuOEHVcSxULhCD",
+	"2Mcznk4YV5SGhatat9yDgAsdheMJVQVcXl68ZuM5T4IGlGnI1NGURwC+YF+4B7pxX1p4lQW7E4nIQLKY",
+	"q0I7vzKITIQ/rLXxoe6NSuOEj8UJZN2ZNrBeR8ZRYHTAPWqQ6jp8a0FlpOA+41E6yUJS8diwGkziOyAd",
+	"1mM5vCe6vLEfzlsREgJdP8z2tD1DIWXRlLsZ3WA4UE1bzySMQt9VDc92ri/t6pApR3XTeNCddp+ppWMd",
+	"akMrTrAxCq3BpOGO60sbqAd3YxaxDxpllsqF2Sml5sricSoTHicIb3eQwW7Tp7mWwQi2H+g5uhIqrfYY",
+	"lb79zyTp34MGc4nMG44GQxfBdlGezbOnH+qgSsQwfqiG8kBlA2fMvZ5KHGAEn22neWcHL5GdHa1tQNEf",
+	"3C++CuVQ+D2A7gKWZuN6gqpfLdYMlAedaFbnUcT2s5sdG/YIlFzGchfsHRC5dCtD1R4QzHY/fXLzZ7ut",
+	"o+fdzjE+bJWfQKg0lEiuBF/pXmj1BsV6X84lZvOKITdEuZW6UK5sDeVzlViGu0PGaV/SjbtA3QY+j8Qo",
+	"ZTyKpaBrBTYCIJ7chUOCsVQWtg0+bDLIPsdVMjnIqOv0ZaYZ9O5Vx1YoY46OhboV/Dq72LTmxKziZLUh",
+	"pVWCSXzHpvquBT2ExGmdvIIylqLRZK9dWIpMt9lr9WUAxcqPGZjzVoXlYCe4CsHy1U7Vqh8+Xvm2OrTH",
+	"kIii/M6FVVzfQfgVqwHhZOZcBlcQEeu1Wn/fOP5HA32SoJ8DnIR7xVHUqhSEzpNqCKv78aeq8HtQFeC2",
+	"y112o9yqLhgcEMZBMP6ONAg3x+5p9Ig3QmohB7kY+uYoJAYiuROmG4bpCYECitswnisnedAAFtq0Y8fs",
+	"6csM8IuykD24G6jaxOYs6tdrfQ+uJhnrPxprXxl9+TQpyhewBHmhT+WaT5oAsVF18RMlQPx61cVF33er",
+	"1/pN5ERUJETgOcDTmis07g4ORTs45gfDvVHrqLMvjgZt3g0Oh63R3vFBR+zzo6A96A4PRy2xxw+C40Fn",
+	"uD86EvCjQWv49QqNz/TZh29PfuWS4j+mux72Tklq9q+UXJEK9UQXjrFMWVbSS5W/5D9FmB4fqcmRvbvU",
+	"R/0M0hM9c43QTaVts77M+4hPGK/yAcMmX+EI/sbh3M7utD4SEwSNJnsxEcMb8r9rFdPgkLphl83tnkJa",
+	"/0aeUNfuKbvRtDr8FEAmj2MW6N7RTiAD4Gu5Cj/olcdX/an1/24chFTNriXIIwInbCQ+Uz6b7QKp4m4s",
+	"dw3nkRaepQIQJAZU7w/m0Y2XCyvlKkxjJSQbLJDqPU6Qxx/iSxn8Wo4vPkzZTCSjOJkqZMiDTiGsHqXI",
+	"RPF4DCTFGNgA0QHMlfGIES2/8gGunUvGhwA2WkRtBwb4vjSVSx4TMpjFoUzZcaPpthJHgWJtSFNrtYxf",
+	"yWNI+496PzSYaBEcCGSc6UufJwL5qJRD/SKc3DJkNAGCavCBgVhUPktFhJgGlkUcf4nfEzd5X96GKhxE",
+	"wlwqTsEuO5f2ashyAEM5m6f4t6fXDf82nNs3xI+AE45T1Zc3YmF8rXbawhTgMBBmISMyphtG4Vw2x00H",
+	"NnsaD4B2OZTpBCcOvZxabyaTx44+VJj51GRnccosgAeL8UYqsiyWwlzh5oUtei5fWPqurR1T2VJabFpI",
+	"ePFqtE30aS3yi8HfLfqv9svaYt7t/VMxf+UgK3DmjVApJ0vDcS598cXLHqeJgecJVyn3kJ2KjDUKnH20",
+	"cxQjRtetrYX8xFVdkPpskJKjTwW+/CtflU9447ywYmAldA+IVCNizAIg5VopvwXdSFnrpfp79u3KbJsC",
+	"9QDePIhusBuFpLKX3zr4K4IAtaKvKNoR8GDzW6gvs2vILWt1LofDBuLTOK0v3UreEie9jNNwZAVsXwIC",
+	"qSEv58MUe2h460Q0ygL2lmOMAeUq8FqvkHnY3rtQpQ8ReCDdNj14lyISwzROnlZaVcgn9KmcSs4u4/m/",
+	"uP4I5hw/BEFlnuy0j/VT+/v7+9mT3yZzGbN34ZQvySdaI/VgwZStTbV4sjvcYpzaa/0PJqMAzcI5I6p4",
+	"rL+OXELwsWqJBN+rvLypVwiPPdAsoa4RND4QQogNbcROThGbTaA4nlSrJVXTKqFg/9fdr9h/6Xa5+Te2",
+	"AGTe1BiPEsGDBaPcOzf0aIdh8qdAhl2Rb9v53oCcGbnXYzMeJiaC3pc5TDOYzX8moCKvkF8G6+3Xi0KW",
+	"s7uSmLjkUMgi+LS28fGHoT29Rvd5nfxyUl/Lx4oLajW65aGv4ZHOuZhfOFdxhmP5EFm6UoAW3vUf6Qep",
+	"IoP79VVLgwpZAji1SmLf795wpPiUS+TeWluOZ1hE5XIcUVfUdnoju1dt3G80+3Jn522SiFuRgOG+s9Nj",
+	"nITnbiiZEjBS3RxJVG081+09AMlAipBQ5A3EhW/DoWjAXYJxK8+QRvVlNoxnKgdXp4ihAGnGWN1ELsPE",
+	"UKIC+XsD80oRZ8j4gxHbMeFScboijI8mU1OqhftLg0LzH6SXlgq5p0dnWn7ZH009tDBJD1QINxcl4Am6",
+	"x1AF9mP1MOvUiY9sYagebWWoutonjBN9gGmsFUXGlWV8uIZfYvJZkYCf/J1YL4uZhyfMN6TN9O1UcMKG",
+	"6sscUbOC0k79HEozP1TX8INlz2ioCupoLFcpl7Ao/8GmsZlhc4Gaicu79tqd1t7BXquz3+ketDv73SPH",
+	"fn4xV2k81Tr/Lvvh7QfUw9NwGM64TJVJhegeQUWjfZtxidrXua7AvHa52z44pv9q5Zpl2QsPiiY5OWMf",
+	"qETa/VCtTdI5/tMYN8b42E7IVzfFo3gcz1c5B7UKVJC5Rqna1iOY1+xKw0UHy4I2EcM4CZhK+UIRTLiP",
+	"QvcbrCw/sZYypvvdYy+zd/F4DPnbyEKavcnFZLBiPWe4V4vDdzifj2wq//a1s0y7fkr4TNp4qJf/4cRF",
+	"PM7vU5zsr6Gd4ZGplhKXKU9SBedPn6hcLwnQH80tN2mU299/f4E+tTpnH87eYIkHML19vHiHAPh9qffw",
+	"LY+ETO1j8Iwh9J3GgJUJlY7i0yxMRKXHsLMsXICEVkuvviyKr16e1YxurfQudiVZk/mxIgfkIInvlEjQ",
+	"CYkJcxRTwTmYK5H0JXfYly0Wp2OBehC4oGPH/B+B2d+84sUkiafE33c55GhH2lmME5YuZhgLceeqYeK9",
+	"2I+BGMWJYD7OlrrmqX9i60V56jGubqATvC8pAbfJTtUNMMtDpQ28rngLGOlpnKGbStDvca89QILSAkCT",
+	"ep4y11ysar0aTeXGQhU79lV8jXDYap3Xh3/dPf7+p/cAEGMWadk32F3D/WhOMLyjF075WDyfyfHJgCtx",
+	"0PXCH749v7hr/fXNOD49PT09u/w4efVxrP/5Sv+/b1+c/k3/7+j18PIv+h8vP0avvv/hotuZnt381/vj",
+	"71/enb6cjN+c/viPi2N+B4/85eLj/qvk5i/j8fibb/KuS7NTx5Rh/mDPpVmaygQuV2LYt/7RLhCT0L8s",
+	"eb/SNaLC6TzS5ihmktoY4MbZpJemoay3KzNLT4NA2TQhEsYceUjZII5vlm2RZypLziEOxyKhzFKIvdEk",
+	"nhgKB8H9gBSuwMhOObzQdeSExBj0XEa6I34sr6lZ0mg9puIyDbaYUcZGoQwgiM0AbAqV4xfnZ2evXlyd",
+	"X1y/vHj7w6uLb+z0+wRERj6KdmlRm53jSyGCF1m49gG8dGa5HyXi7Ga/2CfPYifBIptPC4CzvjLq7DDo",
+	"9VfJGtpyVnKGfDuL7fIgeITUn3Ui7FduSBle+zsRrmv07yxO3+qV0lqkiQc9mky2+6ynpy2bQyOklrOF",
+	"rBVunlwTvbhccmet2Me2E+Ymle+riPI6QKLMIj4UysMACujqDcYpr7MykTMT7I5n1qoEloiLclV3MRnA",
+	"1wrvFJ2vRB7cBB/qVOhfkbhmU34D0S7sgpvgqXV0UPUHc+taCCWr877EHyshgU4pTDPm3FarseziRdlu",
+	"3ILlb4bUhWX/b1+at9S7rZY2s+5EFDWe7NIAP9+DUkTv8b1u7GDdVPjDCL6Gxn/fSO1WK8kozdzAh3Qf",
+	"trdxPjtXCAz7gbdHcQ5X3Rywa/+8MLa5MKqEjRLid3BphHIQz2Xw9LfGe5CPbnKoP0riqc/q+pwElEDW",
+	"YHdJmJZcGh6LE+NzhvmGSJ1HPw/J6YHbGJmzqSrUQK8B+BWH/4909jbF31gBvVzvjFcrR4nHE2HSb+Aq",
+	"QreMwztfxu/nE4Oky2GIGQl1f4mU0GedBsGwVVb/woU5mw8iQLFqslNIbYBbNLwVkoUyCiWENdG3UIDt",
+	"WEp168vMQxS7pRmhMnzyT3JDvaW994D7SS/ievp6Kj6ltV7tu9ADfrwFlohomxDqXfji/6xtLllpBF/F",
+	"IzXhEJ0uGa2WIVpGIoLq3mmr/D99J5lYtg1mmg2YLmYCnm/n7iEKBWSwdA+/jeyc3QMLhuSWaXaS/7ye",
+	"Nr6erDTTaqfWTo0MWpKvv4OryuR2VSLKawNZQRGYssBQgUhy0lcVRaDCmIWDHrnkHvIYhQoSMQxnoV4V",
+	"rciDex/BMOoi0FIEjrIIPJaI2/gGPE5CsVHEtXR9Gi3/vZmUR/OArBI0QZg6GbQFufPq27UkDs2N/Vsv",
+	"wKqcXhLcf4vnCcnsCVdMTcLZDHwcBdfLNJuQBwoqM7XVksr8AjbRn+JpU/F0p89XyXF8ZFlkEzLWl0Te",
+	"IynD90i0GQ+Tp9e8XxClrsqFI1XKk0qfOsaqQO6FIydgOeEBU0MupSDlmOCDKYjRlyURzV5xiQdiGE+F",
+	"srkj4FVxdFQZ204CehGbURa5Ry3pF+ELEK1wWaldinw+iez9oJfva1Q3EHzQWtUNOb/M4xQ36NV4ytqG",
+	"DxxTkQrriMYamCh3fwrXTYVrdmj1gVVufsLvQNcDU3f2NQKTF2IWJ2lONy5REOtavfMdhcdHYeS/oo/e",
+	"vvQtfCtAX4ALuaE3cQYZ35cJcCQa4PgT17wh7dH4KTijOVh2VLA6zqRhIZzGt1Bke4fo5UaQYglDSbTT",
+	"ItZo095Vjp9ESl7gMB7EsbeOoml2V03P8Ra2PPXzKW35TLrSyx7Drr43Z8+8i6yTP0XpNqLUmn7PFKWH",
+	"MT7U5ycSwRghs4C+iZbhty9h5zIK5c3Ty9dXMiBKfEodteIMbqdniqkQEg9V5qGcK2C7zuj085VhVRpl",
+	"X+bTkR2dMlxOJ34SYfcRZ/UxEfphr+FqPamY+Eiv+FM+bK9qVe7Z36JAIBytypRi5JV8strRrj5Jhg5Z",
+	"pAbjVn9wwnwp7rAWy/0KQW3Yj/pEDydcQvFAhtLksUFMcLVxZHEIIJZimzPFYqjV+Z92k3kkDHGdakpx",
+	"B3XHiAj4V7HwGyeMO90pAAwYiD+3MNXNssVaLxWjzlXSZ0zezcplXbgFY66LgLYXVLDx1EAn9IDfJUyh",
+	"fgIZUZrsNZJPa1EHY7SQ93MJry/HHSQb7aOBVntqmAFWv/zv/xWzD3wexQ39A5xf91FCYtrMyMQB/Gpo",
+	"BC2A+23vr7LXyZd6HxpBcYa2tt4fSgK8CTTBr0P7+6un9V4IyCzKl4YkeNwFxBcJM+yBSb45WaU7vySu",
+	"ar3aX8XClb/kU8PzZbgrkLZzvXuiOt7ygY9DCaZlBPDdJoMXwE6fKTaXLqxdETVBVVaHtBtNdor0S8mi",
+	"LzPlE4RZDK/nUZP5ozBKRaLvCJ4MJ8Kt50hcGVu/EYvGiXE4+uxGiJmtsQWCJ2RPBdLfIFT2G1YnztSG",
+	"2/ET5menn+pBsuOJVSd/uTw/YzxJgCjM/xm8rTDEX8BPgDdrHcDXVXiL1F88FRZdELDwgeoBZT67m8SR",
+	"YAFfNKDm5C2BusMcMXeKECBRa77+ZzrxPcQe9Ix58sVfwbCLa34Po+6V+JTStBsQBWfvmyUwKHQuu67S",
+	"Eq6CcRbXs4pKt7O/vyaV7mtop5JLt7O/vwmXbrYbnD3gFdl0c9smltW0uiT4N+fUfYeWSzWhbqEiLE5S",
+	"Noyj+VRWdQXCad8ucn0JkG+31tPXl1cTcj7V8gr+gMfwQvOycTg3Ye6a+mXN1TrHXtiBUY1XGHiwkTx2",
+	"IxYeqUgey97mMedla9BFwnvex4GhFD5Vw815iNutDYiI7/8dwsoEp+mFvirWeQI1nOyJJyQ73lrFeXhI",
+	"Yq+3f9TrtmFCSrvRbrH2Qa/b6rU71I1jz4XCw6g1QOFVaFrz2SxO0qpOuO2vYu1Ffu9NaXtJzK5D1+vI",
+	"nD9kdX6Z5vC0dfmov+wSEu/26o9poLeE7otYRa565Cwy+6gEGtccyDmXCEggFZ69eUUx21kS34aBSHZT",
+	"MZ1FWq94PooT033PmMGK+UrIQCQEceKgmHjI+e+blq5Nej52YvkL24ksclzSi/ksinmwq1+yOxVByLW9",
+	"X2wKchnlPIqgPTs/oPIQi5udPlB8dnYykPTmzg67TxHqdjrM/0y3jceAJFx98bH+2FVAn4HBDkDNcdKX",
+	"A9qYWDCtFe9s31ArZslRQ4fiZweDyuqz6gQxXWCX6NGKMJ2IBF0DvC+nPBrFyVRb+ab3GPiezVOWvRTY",
+	"6tzihE7H5CU5Q0C0Q3jW6XBfUo+DGAcOfZlwxWTM7EjhNz13FzOM1FuXbRrfCOyIfo1An2pVNTHok9jO",
+	"C3OW7lErwSNrN4GhToRS6jpglR94TAnBfGrwajETbwO/UaXgmENjshs3kM9Z81V6C/0IuxdmihmXSIBj",
+	"YMSx40+sajylGuBMol4j16ZjCEFenOcKPqTWbqvNWke5hIZ2J6c+6P/y9RP2fbvsMo0TQNGMeKqPjFZh",
+	"R0NbYujVitIFatFpezvCq9artVud472j7uH+AfyLOtP1auBpu0bLxfz0+OjwYL+714F/6e1QojLkxwZ6",
+	"S37ePuat4aqZ63gP1rtK8YeyKVs1XYhwfr9a9vgaUU5QrKcYkYgicfFbpEL6XoujMlKPbXSrEt2oMAX5",
+	"KAN+VKYU5TSK1ZpRjk6DKq0frhnlcBvrGVo4tttosm8XjAxRtK6LlRh9OUI/N8IMp/NEAszwXZhOfMaD",
+	"QLFEROYFQKJh/mbkB5slAhzk0D6oQ1zdiEDf/kgBnyz0W8CTgHUVsEhKEDvG6dnLE8RIiUfM5fmBHA59",
+	"zd+KhGHlOmkul5S2ofWWV5/4MI0WYO1q9cKkf3joTwmVKVAY6Z4ORSDkUPR0O+0m83F5QA/jMngeJ85H",
+	"yqf+1mUsd4GxqdHLpnEuLS2xoB/adBLSUkRw0peMMV9N4rtrHkXX5hfk7ULSQHGNMEDo8UohzjqWcQKP",
+	"d5oOCt9yQ5j11yNGSPyU7vjDxklf7uUez7+v9NnBPGWXMz5l9QOEDv0W0xTr0FzXba6OHFCwvRo9dj7T",
+	"c9VueOwDpY3XsQaHvc1yD1l9r4Fz+L//x//LLoSKo1vderfhsRdcDkUETLb7DQ9mrqInMFHiEwwGN4Xx",
+	"Io1gCZem21uaaw83eTxPrxUgTLmfzJVIfA/iXbciuUZREoAkT4UMuDTuSj2S6zmkI1lgRCji5TZ0FFCg",
+	"anoCxa6QxK3fNZ2nuhtalw/1uEyLMwF/0IkhrIVbHs0FsaeQV00PlOLzeCquxKdUnwjrzp3ydDgBIkq5",
+	"uEM9E1tLxafUW67KMu5GoHVJclVc9FVfiikPIw/3J+CQcIXIRXw4BELkWGL0UJ/ogf5SyLHWG1jd/0fM",
+	"Y58QHvy/xP/9v2I9D6dnp/bDU8n9hhkOH8MB97UoxuMYKsbRI4yUaShA5jMsw0iEYCkfsxvdloeMP1yi",
+	"8xjOKR+zMFA9MAZhWPoVPqvrFzi4Gfqbhp7mcHgjKn5jJw13pj9MpsYChwf6MvfEi4v31jwQpe2gNIdX",
+	"N9kpjCHDHxqggE30cJA5DgbVlzYDDZe8SZNl7QeH1jola0UEehK0iB2EEgXhDvN/Oj176cORXNoV2rrZ",
+	"2QEZsbNjmkj52IOQaxThfJ9gM+cXK1txg9s7OxlalGlTYaNyAY1im9CzuhEz0PrODiyuWWyUvjs7aDnA",
+	"rl9CugI6d/c9pi4Req9lDc2IvZRYHWiKHKQsZ9fAD1wQLbtXcPueSm3JuPB7HLoLP+cpdjt/n5vjahjT",
+	"6RhYtf0OwJ7gRGhlHf+8noZS/988tXeK+yX/lH0J1WKUgzXlIdAv0pcsHmGSo9WsO93dSTxP6KUe80dR",
+	"HCf1OjDiU62rNdD/i3W6bMJ2mYzvGuw5a+t2G77HOOHbQQxD76C+RPFG7SJdAeCsKdY6wS6iLmIjOmhn",
+	"0++J4wru3czl4+hAWh4j1gw6B2jUiVBpEgIahTHa0zjjKSSj4Zs9n/CuDdtB8Rd+9nyotDDUOoFZKK1m",
+	"4PKgIz7bteCGIkkRG++58/XLV5cvGics1RrPIBH8Ro8QXFcOsHZfBmGCzq0TDJFmp8tEuzLYbh/MClOV",
+	"yFMfnEMNpjBJV5nsDqHSx3QHsbo+FBmrmH0Qger6stJTxB7TUaR3c6WniD2mo6gvyz1FbG1HkVYv9Tw0",
+	"qn0/IHaqfT8beUM6m8VdvnIsLL9pVwTFvBpqXdcGVcaq7Y8dL8t3qSpw5jG3Px7LulMxi/Ywe6BD7YZS",
+	"CalCICOs+6eXL7RupAWD/l+uhqjw6Yb8RpO9dCTHypV4j3UKZWuhn3VW4xT+og+5GtbQabA8nZBkJ+fT",
+	"3Vue6FeppaffxXciOYUm4J8voZ1Vy6C7aRfi9PKFHiw0Bg6gNZ1vPxtgLsclcw73DQIl6qFkExGmYqru",
+	"d6e4Z++CTF+9o2hOQBGD3Rj+cy7eYpuQF7TsdclyGfQ+y+zqNGZknPQsWrpeda2o6P/N7BO0S7JAgjs6",
+	"H+2xiiu8VHe93z+AGTDoFqjaZ/ryqZWv7Y/6MrX+XJafABqpRwoZjtKDpGWPla7f8lFy8ydiudqk0cI/",
+	"+41r1jCwak7wIDrWjHsom7+5XIuN8equ0Ke15x3pM201VuThX9vDqB/Bztaq9jhZZ5nNBbqAUddPGNV8",
+	"M3vXMacRVJMKdkzV7BvbsGL/gaqu31/Yg6756EyO5+jxSJuSN+soEQlslJRNY5Wy/ZYJUpQlwHwX37n2",
+	"qzG6jL31TbmdhP6YzFo5IcPqG62NAG2tY9ycLFlI37AS62h722jJMFq5FnbJKi6d07OXzp3zE/750/lF",
+	"zYOv1r27YTWy7WOWV7fnsZ/OL/Sh1u0tL8k5pSK5RgPFx1ACVQ0Pvy1Gv6ahDKd6MG3bc9oPVV2/hHbK",
+	"A13VOVQGajpe7n5GpItdPLEpVUX3wAoBnvnBtsio+pF6gA2snVl1Xj4WWgxyZca3IknCgJISzWUFvj8F",
+	"d1jVclkFbP3QSdYT9DBXxyzx+3ujlYeb6S9tr+PtbaWklHY8p6Lcq49Y53WmjjzC7FdJZjuBqlI/MHJ1",
+	"aT5LDwh1WRU84cbD7HiXPfQqOx7lNI4bngWvzWICz3PBACDl1rK0ctBFt/MWR+lyEt+BV80ux7qnieaB",
+	"RyrOJoP8L4VAkXW76zmw87LGFJQ71++fmbzvfYtpeUsbksbzAAljhP3QzTr4j0iK2GroHhssQAEwgW1C",
+	"3rdBB3jMN9/eOxt8ECEI1jbTcaabWj0hQPYOk1Iw28V0IIJABJDF4DEKznvMSWzw2GwSp/G1irWBdC1F",
+	"ehcnNx6jv/W7hBxT/VP25waTK5ZCyc6Npm2QOlGtegDaApFN5NbTQ7pvo6GPpNTOOOiuqTiZfaU7U2Vr",
+	"HHRXp3Wv2lr54VeOaCkZ74FK1Yv8e9fWrt7jm0pd4mylR9wpOSj3Lld4qOslXufKQ1Xu6C9uApqrbrfl",
+	"ZVPXWnfqzkdD4yOYhtKOv0rgtPTY9LvKZhP78pDZZHUbNHBjBOCybjW+1lxncZOnm2v+6UFzXXIIuVLh",
+	"WBq8v1DbiRStZvW5Eknl0PWXDz+DH5V4TLMGgmbOiPTxtgPa2sbRQ32AhQMV9RtqZCvGGEp2NwmHEyZj",
+	"Fs/TfFitbkeL19kgTj3ItI0Tpi+uURTfNcAfMBDCsIqJgC3E5tNTmeewxVydwbVm23J24SOobXESjkPJ",
+	"6qConcMfK3U04p40cgAf30RbM++ovnlySVemg/epbN2vU9WykffcZii2a56Trph3m6+aq5c8FfTildZm",
+	"VR1fnMA/dtNwiglcdCl4xm8L1Xwma4Cr1Dkr65f9VdWTLcWeSovH3LfytNx4dYdnR3dvfRxiBee2/VJ1",
+	"XCzFbhrvxrJSWbQ4kVsYWYr6sO45fZ3LUYKEJkDprOob/GKLjr2HlrfrFSZXrewW/mSLfn3AtrfrGGVC",
+	"6I6xOpeOmJxwtewY1j+v1l2grS1GgOGVR7zRMCML8bmcbAQ3OOqz/rzV2hOgz214Tzn5dtuMVvfXdK58",
+	"yL/B/P9lWwmS/U2sU79+ysOo1qtxyZsqnv+L/1/UoeYwnlKW+9FRuxTPG/L0lzBqv1TUHey1rlrHvXan",
+	"12rttvayHPr9/b1OCUZtOfxtUdK6ufFX7Xav1e51u7Z5FBqFqkN3BLT5zS+yKx7y6UuH55kzTzWV9xdC",
+	"4EvIQMAlL6Ox21vuv37SvMcaRta86LW7e0DnYd3Ves1zuQ29TmUlwfLb9FGEs3qwqragk5UWtDcoLXBj",
+	"4WvWXGai4Q9ZV+CMP19s6XxeWm6Zfb91WQHgkyEwWTqcLFcX7Oy8MlBJTggsuQ2HYmcHy9fcbC2TvWTh",
+	"JbRNBvYZYHRom72QluZpU6QvAfKxnNnB2HcmdbGc/oGS48UtJBhLgcAAlGe5YLnNghbaUmblglJ1VhVQ",
+	"lAw5EKNQCtWXMmbZCmGJZV5PUzGTSEW6iCHJDNPnoNAvT69aBSzUlxZZ6CQfooUSjVwjlLVLdrtP61Ci",
+	"NYAngKdls4KQvwmXaqS15NAFyMQ7rC+ZscAFBoUNWcYaC0rc/zCga7g+P6Xs8ywRt2E8V9fUdc95R2A+",
+	"/OKzul/8JSYwauWJI0YTPabXqdFkl1mivUVTNn2HdwCRNnbHptgWxmQSb/N1AD1mlJ4Mk8y0DLl7sC8b",
+	"TVgRGyT2Wfbr4oqYQG1hQU6KFQnFN4cpvSQrWgFUL8gQhc+a7H18C6y2eim1cmeLMTy3CoNCYHGSRcBy",
+	"tRh6xuIkX5CBR7xkRGttDHOIkcqcrdgZdnROEt0X/0TPpx7ZQKR3QkhWHsOyeqR+B3UK177JTsuiYSwR",
+	"+oIG/yIUsLj0LmDYAzOOokZg/qlew9Zw5As3lEhZOtHSUKv26oT5U57cXOsL3SworFpBJ05j1oJz/QrF",
+	"nBYLlpvGFm7o48odduJpxgYE82lqiheYKs0EVUcReGNfDuMpsr6dUOBhxhdRzANFKTgDUbLAxKQsyIom",
+	"UaqNFitVuTluCovgabNk+2IQpxMvc+gZmLUrfZowpZjKZ0jVWU5wxshuX9oCtPpmyXJ5Hc7WmcDtDZUm",
+	"3VY3y2n+4ue2QtYVa6ngDMcJG4golmOFTkq3gm3RZN1Opy/LEqWRdzpLRR7EAVTdgLA3xTnTQSgzV2ER",
+	"ZQ8y7O0l0Jf5coOyi7DuXwGCaITwOnPy2JY8k8VympS5zvvSFW/5l5UKtOLrlM18KX0uVLA96Z1l2dDo",
+	"3crrofeVwr8NylIfl4olGzl0JTJn9PMzDtmNxrtiWJYyJLyHOc3flvrLAaSM3pL/saMFkLG6BcAgWLZ4",
+	"FPW/Mq31FPU52MiOQ8IAciPUC7N5QhAghhZsblSvu2TLUHCht3+oVVUQDPm3kihfWqTcG7I2u4hGyIN8",
+	"Kx9CvIq0tNXSnHwEtgUrha3R55iAYMhsYwYR0uMTM1b96Tf4rfkN6KFf13FwoDctHsbeZwO8kOEyxUkK",
+	"6RT580hGKP5+z6vdhDLIIiWZqPvh7QeQMBv5IvZ77WyBIdZW2GZROC3bZfuHuSV6F0657rn1ZhwWUTkz",
+	"SW6xMrcG5izk+N/DDF2mF2EfPEdNsen9X9vt0epuC5Gdm1VwxcZziRik603kClDsqwdpUY4/Z4MLDqrz",
+	"8nfEWUzGNNEj2csB1TKAOYGb9OfaaSFJOouRF0PJTl7wciatk4VqwwwmDEIRgDhh9m7K3e+/5DZ9RYc8",
+	"5vbHlFHkvjCVFY5lhX3xMGbjsft6ohd0FCciHMuPdKiLSoMQWLqbW7nyKbYawc+1LdTRwrRs08IGt33m",
+	"HDRevqW9bUoloQSwt0qpzxw26B3Jww3kvAf5H1ijRqtlZrrvV/fBxMhU7CXjxMc18dkkjohdwMZsZoK6",
+	"3XwUfyhuEs86nDyWxHMtMkEfhA2Ju9FswmKJK+zJugV3b6x2p64BAu94WOcGrrsEGhin70UsR1GotSYn",
+	"f3/IJaXPUYlEgMu2JAX02jgtmESZ+54HAfNlDc+vCMI0MxM+VzP0AM28hYBAzHSXb6NJVcf4m5DWM2Pc",
+	"DVhd9xjiqqTgsNAwMvalww2pVVOCeJ/wWzBucrQ/YICNQjwli1yLDaB9HgiGNIlNRhCT4Pbty/ky/pPH",
+	"lj4CU8DkhOKnxi9+wkahHhUfDsUs5XIoWCBmQOwZE2e+HVw9EUNnfjDkSW4L3T0EwIlnfAw+C6IDtSQn",
+	"rK4m8R1QcOFgGqa2pi+Ju5guNOAIRk0G2YzIKTLhivn4LBG89WVfnukjf8tDTIc1AeUCOiIm8eb82YAG",
+	"oeKswscM9Jliup+Zw+n0w9u+NB5/PVBriQMGjl7PpfelOV/OfuuY9WuvghAK/FVuFo3UMkPoy4ox9Gue",
+	"U99il2XIowgHYTy55NmF2UHMZuvH6WUUC3rX+wzEgByzer9gUeu39bGmMPdpwyI+Z3qRZ7e7DYzQ9oYK",
+	"YjMnVs8xxrOgCamXLhmfxoQW0wD/fCJGc8WjvqQzYrZ3mXdET/V7y5uzNfMAYMC2utpUXEkZyuppwoc3",
+	"eizfXrQ7e939g8Oj48YG+qLT4adkGigzhA+9pdSwzBw19Kx4cyyTZr3o7rVfdA5O28ftg9f7pxY4Fydt",
+	"mQl624lcYWoRWUETf/53N/C7t9H8i2CF1m5Yq0kQ/45gczcwE0gaXMESuXrtexIToAXlPEmZ8lkQFaD0",
+	"yNiS2QVF8yNlCwFx4fKrr/wt7yvlDBapWjWCNq7uhJEsxkua68f50k1hpDzPX+6N8g6tJ9Sr7qVN1G8a",
+	"eqXubdZIK2SkhpOuvSSwIW2WrpKcqM7EbHE5mgUl9hVMEVFd66VfpimzPNLLUX0zUS4TxT0Yyhjyrlbp",
+	"7gnhGwhmNYxnwsTP6/4wmTYNBklzRxseJAub4VTfUc0hMd0GfoNN+GwmZF+GksD5ZjxJbUK/rRqqE8yV",
+	"l4udYXuE/hIrtExwiVkChJHI/Q3gZMAwhAxnMAI2Ir7NKRDzWKp1E7y/E4NJHN8wNR/YOVEsCm8E5Ipj",
+	"b2HQrI5RJ48lIk1CYJBENPOGQb8TUm/ZINeYBXeKbwQCdKFZBdot/XCQaX34KmCbxGit15e2ygeSIJZv",
+	"IuU3maEdQSJMXKVr0sR8J+0Ace4CnnKrocOPnymET6RIno356RvGdDJRpmMsTE+Ixo02nwgwuKlSYkUy",
+	"rZoG8TCaGOSpWshhTqus+8+5/pDPwuaCTyMKGFlORlMDRdB4kCiLtWUECiTkrYj0Fq3j8PWWpKcXyBFq",
+	"pw7/iocQ4weaEA9RUWjN/AYgpoHWT6eZttNJX+aeM9Wsyqyfm1xM2hNMOYnQ4imyce4dH/EIZ0kczIfm",
+	"vdlJ1GsvohFGiWehHPuYOEndS4XSc05ZNT1Ez8tQlqALnVaHTYU+Dmi0iKBHBbkwSaHAePE/52KeBYth",
+	"st2IMVBoga2BPxjw4c04ASdfiTr5AXcghKM3xhx6G4jpLE6FHC7+KhbbR6pycRAjlaw6tL/b2tttd8Hz",
+	"3HJDC0gLe01iSGHgA4URqnGt9l8+fHv494Pvj3/c+2v7fffs6KJztf/D4U8QmECplXu+fXzk1dQNKGzO",
+	"590W+Pjg14PFtRProgS7XB/2W1+8GmygzOG+JHPX15/dFdpIge5sSBt7X49dfxz0xm5TCHObo7y9i94d",
+	"6Sk1XeVmRjF8x7OzAhtfC2DnuOBR+erO+TU4HfJH5638QDk72znBBzx4Secn02P0J9YK5hnF1ZKmm/ls",
+	"KYvZaMvg9BBJumDP7LF6VuKZhYvJ2sAIP+IoCEtbie6aHjzYYyvfBtFklM2XWjQXvNJG3XTldvnYaH//",
+	"THu3UFic05YouAnAZM7HGTdc7mOVakOQkvqKX95BgDv3UaSVvMJnPBlOwlt8vOr85ed97VF4rGwQhU9z",
+	"Yyh8dwfoZcURFD4yA/BYtcR7Sn88qRR2L8UJecxLtGOtS4B+VfyxJMggD1HY4Dd2R5u8Q6M3WQ0pr0Cd",
+	"ILRz5nTniuXREvW1BdudpxMou8cX1bUQpUONnzXtMfAbjnYFr3mmrEnWZKeRglwO35Equ39dIuDEZKQg",
+	"HI1Egkos3CZaH6POAtDbcjONx4kOfDCZemWLUuH1xzy5Snd/aHqaVoQA8or2OgnWZlqR+BmoWCqh29dI",
+	"rvahBR+98MZcLWZQWUWOIKu4Iu0tcz/iQBoUfebs48U7Ng2luX2xEhj1SX0R4uGYyzSMGLHxm4QEn9X9",
+	"969evj29/njx7vrq6p3v9aUBfTlkAV+oRpO9xrCSNS3YHZh2Zvfr12OTaFvfTWLCcCcLBLO3c2YPQjIX",
+	"ct6XbJ9Cfl6Pybhq3rCEiqcQsuhbD4p1BoBP14l3Gd/KKIxEX9b7tSs9a4UvYb3gyRgNOv1roIJMwyhi",
+	"AwHeIpEOJ3rqTTK1dX9kQQXdPCxgEHK7O2yQhfzFGB5YiLRfO8l1NVSOnx7zmmMJZgYLVWne3Bth/Kzv",
+	"9SvfIbX26rS5tWM/bt7c0VG30+7+XjLnHiM5q5jNAyZJp33VbvU6e71WOzNJwkhkkIGi+Y/ZWOvN4VSY",
+	"xK5wysfi+T9mQn+hwn+JWq971GnvebV5EtV6tUmazlTv+fMxT8UdXzSdLBojmpAf6vn30+Pbv+9FrUEn",
+	"jQbRcSTevE6Hbz5FP3WO54PvotHZy7N/8DevF8PWq+e2MzkdAvYJHGXSFbbX3d2dtzq5hl7/DA+WlWej",
+	"RKiJ7stvOZUGaWTj9+ZScBXRgquwzI9cJW3gnpzLGxnfyaVUFjUfTioE4GpHshWDW7hiyynvoYNZNTZA",
+	"1eeSDZ7pCyq75rKYHi51nIAqhDeJEat5MfhIeQjZdspdvLTpKnSNvFd3s+SCleVbra7VLlbzz1UqGlfm",
+	"10sYK8a5X0p9V4f7yZLfFcn6Gkifx/vS9OaZMmR6Tka9+RJTVhwqPCKXN4UJAMmjrCpdEjjuyyxy3Gm1",
+	"KP/F/PIbqhKGPHTDgRCF5KD7gSchH0RCq0YqDBwvMxw9qqWIVYiEx6zuf/7c/vLF95j/+XMH/jEKoXpk",
+	"sGD+LbV2jS5KIDPuSy26A3gSKheu9d/FJ+E310vP4+09ipMp5uuMwk+GThr9fziHgChvpC07Zd+9On35",
+	"6sIZC0wJNfP2/embVx774e3LV+eAlXz+4uP7V2dXLIWCENQsECRjIrheKvjoep5EVPiAZQ891m21yneI",
+	"EyUvQVfKx8cdO4ku4hPWbe3hwkJmUsSHN+ThXto9y+reCdRiuLtnVb6g3jv5zKYKJPUP9GZ7Zl7HyRZl",
+	"BPnJuPckuQpSu7MBINZjakvrAWRVaE+r1/8RtClzzs1I7c7AwnmeinEM4vvj1dt3b6/+VvNqE66uB/M0",
+	"jaUyT0FCc9urRVyO59jzWXr97YWLQ3gbh0MBCY4Lm56pr4UPHy7Of3j10r03s7sFeoEnr9armbNWs3OP",
+	"RxXwEijSfx799/9kIGX0rTfi6TzhLIjZTARhEDMQO0yo9L//p1amZcqbWWvfnr/8m9vWu/gfnL36pKck",
+	"zn71+vz8it5pp+Fn+8wPIqF3ZU98vHhXK+qSahLPcookZCeo59B1WFjTqY9XV+dnl8RYt978fvmyAao0",
+	"rbg+pqX6YfGas8cPL4Py+wL9Gtk1kyVMml82SKlsbZ81vfpsPIJ6tVI8L0ne31PCeX7qHLX0sVLO17g9",
+	"SrPNH6f+HxLiZvq+E4G95xE+fFkLctRNu9lLsggqbs9qDbO1SsNc4hauzjX4OMM6UVTZ9cQNBHoPucqU",
+	"GNQ2SAEBJhfCiuHwmzjhyQLdF0PQwdOYzbhSyNG8pKoUdMpyAuWwqFe4tMv5ue5LKzZWqb75iHzJjOO0",
+	"uRqLYzj0UO3JhcjRfcqLIAI5/Q85HmW0OGHYvj7eQHmmhNZNUuE+rmLQzgFfgEqBF5gknW00ygwCGwpW",
+	"zbBTmcCYFu6qx/zM9QBMefDXTDp/3InBzGd1UDtpjZWXgeCz9982PObraYqfT2ddoLXDv/bGM/0kaqpL",
+	"T7YP6FFXaMyCkc/qVqVdfqjV0k9R8gAi5CrQfGXmdoNNSlIJEh4cAHz9PW1U0qdNpofVxeGiUEbt7sv6",
+	"cCKGN25SgQwsFAYlBOv9XFciucWfwQ5Dh8xnWKcvzz8bL9AXD4iABE9EQiARUohABI2+DFV2VHrZWEKI",
+	"XwoTz0zphZadqN1i4Yg6rlcdjmYoMV8JczBCyQ47bBLPE9WX9ZzjdxzeWpBvHkShFI0TdCsW2rH9ITeF",
+	"+bljVOhHDAB3IRfXw/ycpRk0LlAtNYgPajl7GeCw91vHfam/r6KIkst8UI0sklguQoBLMYyE77G5VCbd",
+	"HPeWh8ONCauXReE0TA1tAsD2WmPF+kWp7bXunazomXXbe5ldaGIwUEMSKuwAbn0ovc/Lm1Kolm57r6KO",
+	"WouXSyED9Fc9aXbHdB6l4Ywn6XN91nYzx6nVCPT81nq1+iCU+nb48PK1ObiNEnJlqgFeV0MojPUpE42r",
+	"fMKYtbtvs3b/nncHk9K8C87e5iwY1dbz+GrBcvPPvdvW4rv94ZH6cdqZvmnxvw+6P90e/6U9P7w6mL1L",
+	"OqPvxVFwNvyber78ni8bzqKg/VKibQGlOJUuaLFk0sso0JSTNYQynxcsvx+19UPxlD++3rqVIMmXSz44",
+	"1aS9xpR+wAD3VRy/4wngja6Hu5V/8YXQW+Fr5nwPeHC1KGaMfMwkPyME+xIf+mt9GdjkihEB9Fv9yWNW",
+	"ezL/1LqTx6xuZP6pFSOo0MtrPnAo6bZ6HUaipIA1WtW1YjZ6atYmnwFeeZuVN/12CineVYjxWgF8irRu",
+	"yuWeF1YGSypXX8oFewwFmGODuIZKtel1bxZBpXGwTnp3Im7jm3y5YVXpHiJA2Vz7wSKrzgsD4q/Yb7VY",
+	"GKg8qs5ylsksiYdCAY0GodL0pf8ZCVk89j5T1ShN1PKn+5CvrPW8fzPMz/i3vqgD8Kuzf7MEonvs3335",
+	"793dXft/+uf+VLgUVf+GDO1/E2Y1m00WKhzyKFpYFdfksFLubiYR9fbTPzWXTVZrh1F4JUSukpXh+3kU",
+	"+ezfuaqAhUgZrkBw4kYpkNx9uaLw3+bXpkrCflMvdESArUdD2XXeGQ61Wm0+mPJEt2ZazQ+5vN8ma8c8",
+	"k31TPnG6lb70EUEMDetvHJ4YF9OMIm2og+PpGrkT2WSQZUddClXuVI7ipC+RR4NZ4gxEBpvEabyLX+0S",
+	"5UbGjgF54qHC3HtIc8qVbOqvB3GaNWkNeEDrg7QTmWL+M253H/excQDa3KhEcBXLJjsvLV30slEBdlhW",
+	"w7JZDWWuftJo4bhWuQJKyrOHI2kMuLKe92sX+uHta236Na8vVxZQFjJLIjFKmQUirCynVGUOSAC/9pgP",
+	"ssGnAgy4H+D4ayNLz7JHTOZWgI14GM0T0Zd3E73tEhpymeUC0yFsOPZBZY5a3mPNnv7/e2DEZMfEQrwo",
+	"zC2t8ShaX7/L9/PpjI6fP5vYtBPeN8IBztOtSBax1Nf6Jd1A+NqyBzNFNvs1zMKXzUnJcAZMwsf9ZGTn",
+	"0l5ZpZfUf2j14YAHbwOVV86AFA1PV4U2FihXz0PYqyyaZ+bY062XpEabdA3c2aVvQFFv2kSSVDgAj6fj",
+	"5dJ0sYAvLw9YQRwUNLoLEqsJXX1WOD5NNZ5b4LRt1mc8TyE/oXinPFPM1wqhz2aJGIWfkJvOdQ7WVczS",
+	"OI7Ap4s5hjaPPuFD44GccBns3iVhmgqZpSHvNVsupC2kbWrJjZVvpoyOEqC1Am09rqYwy7OpzFBDFI4l",
+	"T+eJOGHW25mK3VGc7Op/MK7Y307fv8O8p3oghhHXu9RHX2uPoZ8HSTuWEhVNr19Sh2sbCUizOlZA1szC",
+	"9fQ0NFt9GcpR3OtLxtIwjUSPvdCKBm4UPSlv0NeSnxalf08V1j3WxoZyAPQ2OoyDqy3RcZUb+kvFdIR1",
+	"tIbxfhXH77lcvJWvo3A8SfF0iOE8CdNFrffzL+5ZKX2V0e/yI3VOz7lZm/K8JzgXE8GjdPKvX+FE6NsN",
+	"tuSAR1wOtQoFDM/JcCJUmvA0TrQpdErqFSQVgUAhnU1fLyBF51JCdOml8bGAq58wQYQcau0SUmmeg+79",
+	"r/J9+x1NxEOdiDYlIb5ZX93Al6/wJpnB8giorJ9ij70Lb4UUatMNVBUg+eo7CiUo4J7kdX0EeIOtVhbM",
+	"/Hjxjg3m6AW8m8QoEhWU2eonyXebfQzFzqBYX+JHZG3NycWKmv+H80uKT64TtTUWKURU0XACTWrMb/Wr",
+	"zvKhpl7mpcXKVEDyleO5FoLAr6h/1TC2sNam4iT8F2G6I8Cw46I0gDbWAH7mskna6ypMm+wUh3p/eKoY",
+	"7dK30seLdyZLEMJd5fGpMF2KTEF8ZoRGB+XS0pKX58rnnd1LwZHsbtnA+14rTYqHXqzO9Mo4HtudI+Cc",
+	"s38v3zGe27uyuEJJH2wkYs1uAKX96m5slg+me5a7sisCQZtctp6bTV/a+F8+vHrz0NZnsqLxD2cPbvtO",
+	"DGbljf/46tsP27eeOZ/LW9978+HBrU9n3fLG33/obtt26c3m1AkYx6+bB6A/o9ehs2PCkwCQDknD7TH/",
+	"p90X+Ivdq8VM7J7PiAtCxkqGoxFgbCsug0H8SauH5seXdAvufoijcLjA5n3z7ctQmXzjHuNpyoeTKRQh",
+	"mqQPvbXhiVBqEYVfhOhkhyItPY/EKoEyM9HKSAI49ZwIVqR7wTwz3HhaO6Hh6Zkt6VLVvU9PPX8dRoIe",
+	"c5/64tUqRr9Bg+ZJevCLVytfgHWaPIsv9RLh5nhAQA+LXR43ivcxd89gQG3rHMOrLDmCKutgk9xxe0k+",
+	"WuSRFB3zmrnEDK/82x6UIldlomwYmSkpwlhRYJGvj3o8bZO0OpsUQyUleqUcakIqfH6mgMhQhBitNa7n",
+	"OOkDdYzNNiKNsGG0OiwUbUJCHGp3LFf7Sf5Ure06eh+r+27pFaT9P6oiyFUuhw0Wry/nlCYYj5hfqdz7",
+	"TfaKDydlmQJQkooD3qgwldCYQ4R+mPJANE6gVoR2cpzkdT/P6N0SYFKc1ODULUXzkM6iuMB5RysmH7ve",
+	"Yx84/A2KS6urVd8I4qW4YnwAkEbZm7y+pLk8/fD2mQ1nwLWQsrpv0xVLipB9KPfFMF8sWSCmXAYNjw15",
+	"gqERp4Tu/urQVQrvBoWFv4LC69RV/lb03J3nO+Wa0BNpQbm9a86RLTKF6i19wNwbVx/6BapOVlKB2abN",
+	"qR4pJZ7RSPg8CGPPWtXKYyoNhzcCfC2X6A3Mwz0VdS6oIKuWDL+KSoaeUJgDbcqTIla//OENE58wV7ZB",
+	"U4A1aHoW/lS0fkuKFkBkoKjPdK5H1lFeL90AW5aLrtBU4pmQv684w/lM5JLdvQdFBdC/pDUf6AYUBwBY",
+	"2SIFRSuJ5+MJC6VKBYeavBlPVGhAc0tds9TBx4oo0AphQGFv7YACeBafJopQXIGnCiKEaulVG3p7rTOT",
+	"gg7q+WdgWrmW8+kAyf+22/SsbsKHjQfsf68vB2LI50rkfZxDHkWA6AjCSzc5jEI9lSfM/7Rr3mzo3W6E",
+	"mIGnV+t48YiNhdQzIwJ6il2+/CsiVb/gpng49zqbA25CM0BeIEfheJ5kKT7Gx/pMT0OahnKsevqt+t6G",
+	"apr5oDmNA/GNhWrxEfPkViThaEEnXujOC9BwEYMTC+aiSACdHMCof5qJYWpp5vArQA+Esp1ZxHWPxKcU",
+	"hUOueay/MWmsgJaO0DSDRV/6xjnOgymxM0oRmVHv6oPFdndNgU4YsP/9P/4/trtLrdEHfpOVmDWhymoL",
+	"oLC6dKZxPQcLd0kJasbJxNeTaIwDP5tMZowfGGge5OykzOcMO53hTmdhKejiDzB3JsP4R5yIVRq57U4F",
+	"YbbZBLUKLfege49SfTBqDzv8WOwNDoPucH//mLdEJzgatQeHw65ot1a8FzfCtdH5K7Tsg3s60G7vH3Va",
+	"7W63u+JVdltu9J779Xe9q5/DBs/fAblOLdGQr5bWzukSw0lsUQgf4B7KqkVCZYCQH4e455TBbDO7AfUb",
+	"LMFJ00mu2bbnOXGRP0WPM4Qfk1iO8RDHSe51zYcWsBYLVx+nw2fxMkQGAlpp+VkQIk+g5toCB3P9wJzR",
+	"jIDupyb8xkW9Nk9Uo7HRy+9RgVtf7oFhuMrnW4ZBFerJs8JM1ZfLQwuKh59Haqi1W8dHhwf73b0O/Kvc",
+	"qVBoY13fgpa697oWtoD8/j1qQW9TBYVvdSRLuhUJ22Pvv0UcZ6fMTRsEcDfnCmQ+nF9eaZE3AIj3jKZl",
+	"ZFwZyrP4swhAN0shnUPbKRah2oPKWY8hbnADociBkhCyts3et+ADtIWeKbO9tPJkE+Z9urepOsZ3ikzD",
+	"1EkS7suiNs3qbxI+m8Dc3nb2mq2Gx4gwF32MP+1+Nx/sXpoErN3O/kGvL9WEd/YPvpmIT/Xv3p++2L38",
+	"7rSzf1DnsxlTYpiI1GMJv4NKwkbDRy3NJnGBcknFrbaeAjDE0eaCwD7g9p2wuaTexAm702I1Wpj+uVDU",
+	"xu3ZRn4CyCXO2LXLnNB9mfXHzd5UeTx+pHwvLjdhlKkc9Lzx2uZphCdQaHvnwnfnaaoRf8dveFCHSznx",
+	"OPeG2EPF82SIkEcdpE5T6H1IgUNIv7TT3Z3E84Qh62OeIbsvs3eb3FYzw36TvYKdehMWkstRq2eFPnHy",
+	"24HWrrcweu3Fp7TXR17tertBdUis3rE+rPpeg1x5rN5teM7+20fsdnLqsfphw3UsQmlAAeAwY0vyWBTT",
+	"JVE/ali8V8Xqxw04YQhDXm+3POYnYhaFIrB8nk4lP/wyy/zVa4EQJ5gKouWMbuoWnHVpLJ9D5Tw2qFi9",
+	"3QaERkBabOsxq4VKxZTqLzC+WnK2+7Le3kMDCb4FwP9sazTyZUh6gfS7uo7j1bmYsNyg0WSnRuhkfPAZ",
+	"cifVSI/i5I4nAaLC11/J25AHnP3v//v/Ya9kmojxXMAf78KAQ+78ax5NeLG0occEH05IQGVrooW9wXC1",
+	"cfJhHAiPzaJ5FZt7Eg6BVImAd/DcjMNbIUk2lvG9m82swK1qu6ePm0NZfwI7FackNbRcLid/PREzOIQQ",
+	"EVEpj0SDgbhF13E4lvoAAHEC/tCVPUVhg8fJ3gC5IwXk6X0JDj0MQWVZrlnSYJ0zGctd/U9kWw9ToJEw",
+	"NGCmPhtoDTK/lu6qq0ju+CZzypW8fbkketHRxS1hQ9Bosn1jjjqxRDqOw3geBaYobwl81Iy1L+u5oSMP",
+	"hnJJBBaN8oIL6MS9FmkBsYZuJJ/9F1vvVsrrXvT4IW8PgtbB4ehoJA6GfF90D7qD7mF3MOBH7eHouL0/",
+	"PBoOu91Re7R/dNjaC4LD4yPeDdqtblcctrnR2dCXnWltJbdold3YbrUq7MZ16k52ikj6MtUa9s9I6jwm",
+	"fCuEXc9S0vMgVIY+4OfPtVkSj6gklEbyniehYTT+4tXuONIbFEiZf/GytuGFSTwt4TaGR+/4NAya3307",
+	"Pju7+vjp/dXN3tm/hntn//hb52zy8cXpt2//9vofZ6+//8fpNzXDa2VIUwH16v+AYo9wKlTKpzOtRx8e",
+	"dA8PWy1AQaWZhOeyboVyfI3sGanuwYSnClmUpyLlpqo+CNUs4otrV+U2g9D/tVqttuGldjTyZUX+Cywg",
+	"fdU53jvqHu4fwL+gSwi07PTj2kCZG8shb+TxICBgwQ+IUh8Ki0hGw6UmnwJzgKRhrddy17itm0VdF77Z",
+	"knUhf+irwVs/2GKdOpApDeOxDAkZSEv7vJheNB7D4WFsUyN+tQREIa4F8eOxFrvtc/tWuijcoqSHDiSn",
+	"kDvFdaBnP9547n/Nf4BDZFvwgm2rvh7kAMvsa/cq10rw5JESu0631BpOcvoBUxN4CjoHNFrNlW4kUh2K",
+	"qrHZ7/Ulox3hwlBsNZ7Eu/TFq1ERx69YsNKXKytWkO+plYUfTCk35mQkt9bZq4gEiqd8wJWwWmtdt3oh",
+	"glB52Ip/8erl28vrjxfvfIS1SvVrQKnMpWqoCZ8JrNu9C5U4YT5op8rHQoi7STicZHUxCywCtzXITfYu",
+	"X46D+wWYbmdA9wxh2hivBH0+3FoFpZXcivSkC1yyBxOBwmAMUo+esqzMZpuqG90tUAzKzhz0+QGB2C3E",
+	"Sun4nAXKDbT4+cNHfBan4INYnDDuctVjORW61u6TGKb5DaLK+fY+19C3dDrX2vvPv0Dlsj40le5kE4NE",
+	"Vj+TzxmqzCnCU+bn8jL8ZVgAff4/6ym/nifRF19b/lHEkAQmnSgGJGHkSAI50bQoT88RZxXHu4S6mAei",
+	"2NXW0zCWUgwpKWrGQ22VsMGCfX9Blj16sTwilPYobddjUTyO56nnuEbB04FiiG5Q3ESsbsHTGGCLHBvX",
+	"pzvoRpPlq3gBr4G0ZQPIRt5ARBEgRbTHsLieWVSBJvtRz40StyLhkV0UEhQKnRvZwJ8ppi8lpgSiIYaK",
+	"TUQE8V0iPEonYnqi7WUeRXiZAtkVQSUZARRa7wvyOIYpJN1zaV9txRMGcxdOJ5psLR5uj2DtcYIRjZwa",
+	"WRnMb2YG64tsxQHxt4C9hfiY5v0Odknd15uGz2ZEyeh8EY+G19mXBlXDs/zUeBlT6XXJMifzSJQucbak",
+	"Wf9tQtRy53Pk/cAKjwmIBo2zALtN7rZRGKX2/pwRrnsiImwGHTO4+1n9w+nVi++WwwmFyz0/21mXSrpc",
+	"qSD0VlKkks9MfxgmFdysLy7e2wMklFcgUlWNLAEq9QiCdaQnKjAUqaWkqBtwjGazQPxKy8M/XRfRFn3w",
+	"pXn9mDlu0DbBt42LRq7ce/BXi3jxnlukuQqwNQec2HBGm1UXlGxRg1ZTJGcqDhj3o4sdlJ1by/wfaisl",
+	"d7jp4ZI3n89T1JFLl9Wj5qyCHsVjD/hEiepzmIiUJXGKsQ2zCXBWDZa0ScTCOfVKvsDbpPQrPGII7bL0",
+	"Jd46OZBcDhehFnszkWSIOCeWvNnIFyry7HS8pftkv3XsTB75JlYf07rv6A16IJ92VTidR1rj9hs9zG6M",
+	"IwpwZgDjeN3an7Ig0fPskSI8i0x1MJqgTsQJwx76InG2ACjwAwE3NoYc0T4y9k/uNrahygy8JxE8wlc1",
+	"2alz6USLzFaw9+ZcKtI2Xpyfnb16cXV+cf3y4u0Pry6+yYaOaoxB5TqhmJLlTsbhUnK0XSxHX28TJlRQ",
+	"IGfOEScj4is2QiaSnuf8ASjMdNlqWn2knFQL1q6Xy5orT1uw9cTLgct4xEqN0qUAcpOduhAzxbSyZypz",
+	"s9gUM56LejrDt+bt8qCxrh+j03gILGQTKDRi1wb9bEY+BFhdSGHnVY4y/eWXL/9/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

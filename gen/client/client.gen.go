@@ -5071,6 +5071,16 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/channel-webhooks/{id} (the `DeleteChannelWebhook` operationId).
 	DeleteChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetChannelWebhook Read one webhook subscription (extension)
+	//
+	// **Extension of this service**: the API document reads subscriptions only through the list. Returns one
+	// subscription with the fields of the list's items; the signing secret is never returned (it is shown
+	// only by create and rotate-secret). Requires `channel_webhooks_view`. 509 when the subscription does
+	// not exist or belongs to another company.
+	//
+	// Corresponds with GET /api/channel-webhooks/{id} (the `GetChannelWebhook` operationId).
+	GetChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateChannelWebhookWithBody Update a webhook subscription
 	//
 	// Changes only the fields sent (same fields and rules as create; `name` still at most 150 characters and
@@ -6196,6 +6206,26 @@ func (c *Client) ListAvailableWebhookEvents(ctx context.Context, reqEditors ...R
 // Corresponds with DELETE /api/channel-webhooks/{id} (the `DeleteChannelWebhook` operationId).
 func (c *Client) DeleteChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteChannelWebhookRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetChannelWebhook Read one webhook subscription (extension)
+//
+// **Extension of this service**: the API document reads subscriptions only through the list. Returns one
+// subscription with the fields of the list's items; the signing secret is never returned (it is shown
+// only by create and rotate-secret). Requires `channel_webhooks_view`. 509 when the subscription does
+// not exist or belongs to another company.
+//
+// Corresponds with GET /api/channel-webhooks/{id} (the `GetChannelWebhook` operationId).
+func (c *Client) GetChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetChannelWebhookRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7881,6 +7911,40 @@ func NewDeleteChannelWebhookRequest(server string, id WebhookId) (*http.Request,
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetChannelWebhookRequest constructs an http.Request for the GetChannelWebhook method
+func NewGetChannelWebhookRequest(server string, id WebhookId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/channel-webhooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -10263,6 +10327,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/channel-webhooks/{id} (the `DeleteChannelWebhook` operationId).
 	DeleteChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*DeleteChannelWebhookHTTPResponse, error)
 
+	// GetChannelWebhookWithResponse Read one webhook subscription (extension)
+	//
+	// **Extension of this service**: the API document reads subscriptions only through the list. Returns one
+	// subscription with the fields of the list's items; the signing secret is never returned (it is shown
+	// only by create and rotate-secret). Requires `channel_webhooks_view`. 509 when the subscription does
+	// not exist or belongs to another company.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/channel-webhooks/{id} (the `GetChannelWebhook` operationId).
+	GetChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*GetChannelWebhookHTTPResponse, error)
+
 	// UpdateChannelWebhookWithBodyWithResponse Update a webhook subscription
 	//
 	// Changes only the fields sent (same fields and rules as create; `name` still at most 150 characters and
@@ -11135,6 +11211,11 @@ type ClientWithResponsesInterface interface {
 	GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzHTTPResponse, error)
 }
 
+// SendMessageHTTPResponse401Headers the declared response headers of an HTTP 401 response for SendMessage
+type SendMessageHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // SendMessageHTTPResponse429Headers the declared response headers of an HTTP 429 response for SendMessage
 type SendMessageHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11163,6 +11244,8 @@ type SendMessageHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendMessageHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SendMessageHTTPResponse429Headers
 }
@@ -11246,6 +11329,11 @@ func (r SendMessageHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListChannelWebhooksHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListChannelWebhooks
+type ListChannelWebhooksHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // ListChannelWebhooksHTTPResponse429Headers the declared response headers of an HTTP 429 response for ListChannelWebhooks
 type ListChannelWebhooksHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11268,6 +11356,8 @@ type ListChannelWebhooksHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelWebhooksHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListChannelWebhooksHTTPResponse429Headers
 }
@@ -11336,6 +11426,11 @@ func (r ListChannelWebhooksHTTPResponse) ContentType() string {
 	return ""
 }
 
+// CreateChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for CreateChannelWebhook
+type CreateChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // CreateChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for CreateChannelWebhook
 type CreateChannelWebhookHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11360,6 +11455,8 @@ type CreateChannelWebhookHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateChannelWebhookHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateChannelWebhookHTTPResponse429Headers
 }
@@ -11433,6 +11530,11 @@ func (r CreateChannelWebhookHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListAvailableWebhookEventsHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListAvailableWebhookEvents
+type ListAvailableWebhookEventsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // ListAvailableWebhookEventsHTTPResponse429Headers the declared response headers of an HTTP 429 response for ListAvailableWebhookEvents
 type ListAvailableWebhookEventsHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11453,6 +11555,8 @@ type ListAvailableWebhookEventsHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAvailableWebhookEventsHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListAvailableWebhookEventsHTTPResponse429Headers
 }
@@ -11516,6 +11620,11 @@ func (r ListAvailableWebhookEventsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// DeleteChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for DeleteChannelWebhook
+type DeleteChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // DeleteChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for DeleteChannelWebhook
 type DeleteChannelWebhookHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11538,6 +11647,8 @@ type DeleteChannelWebhookHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteChannelWebhookHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteChannelWebhookHTTPResponse429Headers
 }
@@ -11606,6 +11717,108 @@ func (r DeleteChannelWebhookHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for GetChannelWebhook
+type GetChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for GetChannelWebhook
+type GetChannelWebhookHTTPResponse429Headers struct {
+	RetryAfter int
+}
+
+type GetChannelWebhookHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookSubscriptionResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *WebhookValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChannelWebhookHTTPResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChannelWebhookHTTPResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON200() *WebhookSubscriptionResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON422() *WebhookValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON509() *WebhookBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r GetChannelWebhookHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetChannelWebhookHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetChannelWebhookHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetChannelWebhookHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for UpdateChannelWebhook
+type UpdateChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // UpdateChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for UpdateChannelWebhook
 type UpdateChannelWebhookHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11628,6 +11841,8 @@ type UpdateChannelWebhookHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateChannelWebhookHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateChannelWebhookHTTPResponse429Headers
 }
@@ -11696,6 +11911,11 @@ func (r UpdateChannelWebhookHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListChannelWebhookDeliveriesHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListChannelWebhookDeliveries
+type ListChannelWebhookDeliveriesHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // ListChannelWebhookDeliveriesHTTPResponse429Headers the declared response headers of an HTTP 429 response for ListChannelWebhookDeliveries
 type ListChannelWebhookDeliveriesHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11718,6 +11938,8 @@ type ListChannelWebhookDeliveriesHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelWebhookDeliveriesHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListChannelWebhookDeliveriesHTTPResponse429Headers
 }
@@ -11786,6 +12008,11 @@ func (r ListChannelWebhookDeliveriesHTTPResponse) ContentType() string {
 	return ""
 }
 
+// RedeliverChannelWebhookDeliveryHTTPResponse401Headers the declared response headers of an HTTP 401 response for RedeliverChannelWebhookDelivery
+type RedeliverChannelWebhookDeliveryHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // RedeliverChannelWebhookDeliveryHTTPResponse429Headers the declared response headers of an HTTP 429 response for RedeliverChannelWebhookDelivery
 type RedeliverChannelWebhookDeliveryHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11810,6 +12037,8 @@ type RedeliverChannelWebhookDeliveryHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RedeliverChannelWebhookDeliveryHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RedeliverChannelWebhookDeliveryHTTPResponse429Headers
 }
@@ -11883,6 +12112,11 @@ func (r RedeliverChannelWebhookDeliveryHTTPResponse) ContentType() string {
 	return ""
 }
 
+// RecoverChannelWebhookDeliveriesHTTPResponse401Headers the declared response headers of an HTTP 401 response for RecoverChannelWebhookDeliveries
+type RecoverChannelWebhookDeliveriesHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // RecoverChannelWebhookDeliveriesHTTPResponse429Headers the declared response headers of an HTTP 429 response for RecoverChannelWebhookDeliveries
 type RecoverChannelWebhookDeliveriesHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11907,6 +12141,8 @@ type RecoverChannelWebhookDeliveriesHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RecoverChannelWebhookDeliveriesHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RecoverChannelWebhookDeliveriesHTTPResponse429Headers
 }
@@ -11980,6 +12216,11 @@ func (r RecoverChannelWebhookDeliveriesHTTPResponse) ContentType() string {
 	return ""
 }
 
+// RotateChannelWebhookSecretHTTPResponse401Headers the declared response headers of an HTTP 401 response for RotateChannelWebhookSecret
+type RotateChannelWebhookSecretHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // RotateChannelWebhookSecretHTTPResponse429Headers the declared response headers of an HTTP 429 response for RotateChannelWebhookSecret
 type RotateChannelWebhookSecretHTTPResponse429Headers struct {
 	RetryAfter int
@@ -12002,6 +12243,8 @@ type RotateChannelWebhookSecretHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RotateChannelWebhookSecretHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RotateChannelWebhookSecretHTTPResponse429Headers
 }
@@ -12070,6 +12313,11 @@ func (r RotateChannelWebhookSecretHTTPResponse) ContentType() string {
 	return ""
 }
 
+// TestChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for TestChannelWebhook
+type TestChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // TestChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for TestChannelWebhook
 type TestChannelWebhookHTTPResponse429Headers struct {
 	RetryAfter int
@@ -12094,6 +12342,8 @@ type TestChannelWebhookHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TestChannelWebhookHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TestChannelWebhookHTTPResponse429Headers
 }
@@ -12167,6 +12417,11 @@ func (r TestChannelWebhookHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappCheckOnChatappHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappCheckOnChatapp
+type ChatappCheckOnChatappHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappCheckOnChatappHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12180,6 +12435,8 @@ type ChatappCheckOnChatappHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappCheckOnChatappHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12236,6 +12493,11 @@ func (r ChatappCheckOnChatappHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappContactListHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappContactList
+type ChatappContactListHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappContactListHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12249,6 +12511,8 @@ type ChatappContactListHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappContactListHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12305,6 +12569,11 @@ func (r ChatappContactListHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappCreateHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappCreate
+type ChatappCreateHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappCreateHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12322,6 +12591,8 @@ type ChatappCreateHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappCreateHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12388,6 +12659,11 @@ func (r ChatappCreateHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappDeleteHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappDelete
+type ChatappDeleteHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappDeleteHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12401,6 +12677,8 @@ type ChatappDeleteHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappDeleteHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12457,6 +12735,11 @@ func (r ChatappDeleteHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappGroupListHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappGroupList
+type ChatappGroupListHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappGroupListHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12470,6 +12753,8 @@ type ChatappGroupListHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappGroupListHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12526,6 +12811,11 @@ func (r ChatappGroupListHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappLogoutHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappLogout
+type ChatappLogoutHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappLogoutHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12539,6 +12829,8 @@ type ChatappLogoutHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappLogoutHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12595,6 +12887,11 @@ func (r ChatappLogoutHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappQrcodeHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappQrcode
+type ChatappQrcodeHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappQrcodeHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12608,6 +12905,8 @@ type ChatappQrcodeHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappQrcodeHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12664,6 +12963,11 @@ func (r ChatappQrcodeHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorSeedContactsHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorSeedContacts
+type SimulatorSeedContactsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorSeedContactsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12679,6 +12983,8 @@ type SimulatorSeedContactsHTTPResponse struct {
 	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorSeedContactsHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12740,6 +13046,11 @@ func (r SimulatorSeedContactsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorSeedGroupHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorSeedGroup
+type SimulatorSeedGroupHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorSeedGroupHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12755,6 +13066,8 @@ type SimulatorSeedGroupHTTPResponse struct {
 	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorSeedGroupHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12816,6 +13129,11 @@ func (r SimulatorSeedGroupHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorInboundHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorInbound
+type SimulatorInboundHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorInboundHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12831,6 +13149,8 @@ type SimulatorInboundHTTPResponse struct {
 	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorInboundHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12892,6 +13212,11 @@ func (r SimulatorInboundHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorMessagesHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorMessages
+type SimulatorMessagesHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorMessagesHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12907,6 +13232,8 @@ type SimulatorMessagesHTTPResponse struct {
 	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorMessagesHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12968,6 +13295,11 @@ func (r SimulatorMessagesHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorPairHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorPair
+type SimulatorPairHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorPairHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12983,6 +13315,8 @@ type SimulatorPairHTTPResponse struct {
 	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorPairHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13044,6 +13378,11 @@ func (r SimulatorPairHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorReceiptHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorReceipt
+type SimulatorReceiptHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorReceiptHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13059,6 +13398,8 @@ type SimulatorReceiptHTTPResponse struct {
 	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorReceiptHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13120,6 +13461,11 @@ func (r SimulatorReceiptHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorUnlinkHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorUnlink
+type SimulatorUnlinkHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorUnlinkHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13135,6 +13481,8 @@ type SimulatorUnlinkHTTPResponse struct {
 	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorUnlinkHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13196,6 +13544,11 @@ func (r SimulatorUnlinkHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappUpdateHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappUpdate
+type ChatappUpdateHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappUpdateHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13209,6 +13562,8 @@ type ChatappUpdateHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappUpdateHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13265,6 +13620,11 @@ func (r ChatappUpdateHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListChatappsHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListChatapps
+type ListChatappsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListChatappsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13278,6 +13638,8 @@ type ListChatappsHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChatappsHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13334,6 +13696,11 @@ func (r ListChatappsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListCompanyChannelsHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListCompanyChannels
+type ListCompanyChannelsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListCompanyChannelsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13347,6 +13714,8 @@ type ListCompanyChannelsHTTPResponse struct {
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCompanyChannelsHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13403,6 +13772,11 @@ func (r ListCompanyChannelsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListContactChannelsHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListContactChannels
+type ListContactChannelsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListContactChannelsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13416,6 +13790,8 @@ type ListContactChannelsHTTPResponse struct {
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListContactChannelsHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13472,6 +13848,11 @@ func (r ListContactChannelsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// UpdateContactChannelHTTPResponse401Headers the declared response headers of an HTTP 401 response for UpdateContactChannel
+type UpdateContactChannelHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type UpdateContactChannelHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13487,6 +13868,8 @@ type UpdateContactChannelHTTPResponse struct {
 	JSON422 *ValidationError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateContactChannelHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13548,6 +13931,11 @@ func (r UpdateContactChannelHTTPResponse) ContentType() string {
 	return ""
 }
 
+// EditMessageHTTPResponse401Headers the declared response headers of an HTTP 401 response for EditMessage
+type EditMessageHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type EditMessageHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13561,6 +13949,8 @@ type EditMessageHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EditMessageHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13617,6 +14007,11 @@ func (r EditMessageHTTPResponse) ContentType() string {
 	return ""
 }
 
+// PublishEventHTTPResponse401Headers the declared response headers of an HTTP 401 response for PublishEvent
+type PublishEventHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type PublishEventHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13632,6 +14027,8 @@ type PublishEventHTTPResponse struct {
 	JSON422 *ValidationError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PublishEventHTTPResponse401Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -13693,6 +14090,11 @@ func (r PublishEventHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetMessageMediaLinkHTTPResponse401Headers the declared response headers of an HTTP 401 response for GetMessageMediaLink
+type GetMessageMediaLinkHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type GetMessageMediaLinkHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13706,6 +14108,8 @@ type GetMessageMediaLinkHTTPResponse struct {
 	JSON404 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMessageMediaLinkHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13762,6 +14166,11 @@ func (r GetMessageMediaLinkHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListProviderTemplatesForChannelHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListProviderTemplatesForChannel
+type ListProviderTemplatesForChannelHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListProviderTemplatesForChannelHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13777,6 +14186,8 @@ type ListProviderTemplatesForChannelHTTPResponse struct {
 	JSON404 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListProviderTemplatesForChannelHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13838,6 +14249,11 @@ func (r ListProviderTemplatesForChannelHTTPResponse) ContentType() string {
 	return ""
 }
 
+// UploadSendMediaHTTPResponse401Headers the declared response headers of an HTTP 401 response for UploadSendMedia
+type UploadSendMediaHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type UploadSendMediaHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13859,6 +14275,8 @@ type UploadSendMediaHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UploadSendMediaHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13935,6 +14353,11 @@ func (r UploadSendMediaHTTPResponse) ContentType() string {
 	return ""
 }
 
+// RevokeMessagesHTTPResponse401Headers the declared response headers of an HTTP 401 response for RevokeMessages
+type RevokeMessagesHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type RevokeMessagesHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13948,6 +14371,8 @@ type RevokeMessagesHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeMessagesHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14114,6 +14539,13 @@ func (r GetHealthzHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetUploadedMediaHTTPResponse200Headers the declared response headers of an HTTP 200 response for GetUploadedMedia
+type GetUploadedMediaHTTPResponse200Headers struct {
+	ContentDisposition    string
+	ContentSecurityPolicy string
+	XContentTypeOptions   string
+}
+
 type GetUploadedMediaHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14123,6 +14555,8 @@ type GetUploadedMediaHTTPResponse struct {
 	JSON410 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUploadedMediaHTTPResponse200Headers
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -14171,9 +14605,9 @@ func (r GetUploadedMediaHTTPResponse) ContentType() string {
 
 // GetMessageMediaHTTPResponse200Headers the declared response headers of an HTTP 200 response for GetMessageMedia
 type GetMessageMediaHTTPResponse200Headers struct {
-	ContentDisposition    *string
-	ContentSecurityPolicy *string
-	XContentTypeOptions   *string
+	ContentDisposition    string
+	ContentSecurityPolicy string
+	XContentTypeOptions   string
 }
 
 type GetMessageMediaHTTPResponse struct {
@@ -14618,6 +15052,24 @@ func (c *ClientWithResponses) DeleteChannelWebhookWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseDeleteChannelWebhookHTTPResponse(rsp)
+}
+
+// GetChannelWebhookWithResponse Read one webhook subscription (extension)
+//
+// **Extension of this service**: the API document reads subscriptions only through the list. Returns one
+// subscription with the fields of the list's items; the signing secret is never returned (it is shown
+// only by create and rotate-secret). Requires `channel_webhooks_view`. 509 when the subscription does
+// not exist or belongs to another company.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/channel-webhooks/{id} (the `GetChannelWebhook` operationId).
+func (c *ClientWithResponses) GetChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*GetChannelWebhookHTTPResponse, error) {
+	rsp, err := c.GetChannelWebhook(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetChannelWebhookHTTPResponse(rsp)
 }
 
 // UpdateChannelWebhookWithBodyWithResponse Update a webhook subscription
@@ -15908,6 +16360,16 @@ func ParseSendMessageHTTPResponse(rsp *http.Response) (*SendMessageHTTPResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers SendMessageHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers SendMessageHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -15989,6 +16451,16 @@ func ParseListChannelWebhooksHTTPResponse(rsp *http.Response) (*ListChannelWebho
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListChannelWebhooksHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListChannelWebhooksHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16077,6 +16549,16 @@ func ParseCreateChannelWebhookHTTPResponse(rsp *http.Response) (*CreateChannelWe
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateChannelWebhookHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16151,6 +16633,16 @@ func ParseListAvailableWebhookEventsHTTPResponse(rsp *http.Response) (*ListAvail
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAvailableWebhookEventsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListAvailableWebhookEventsHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16232,8 +16724,109 @@ func ParseDeleteChannelWebhookHTTPResponse(rsp *http.Response) (*DeleteChannelWe
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteChannelWebhookHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetChannelWebhookHTTPResponse parses an HTTP response from a GetChannelWebhookWithResponse call
+func ParseGetChannelWebhookHTTPResponse(rsp *http.Response) (*GetChannelWebhookHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetChannelWebhookHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookSubscriptionResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest WebhookValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest WebhookBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChannelWebhookHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -16313,6 +16906,16 @@ func ParseUpdateChannelWebhookHTTPResponse(rsp *http.Response) (*UpdateChannelWe
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateChannelWebhookHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16394,6 +16997,16 @@ func ParseListChannelWebhookDeliveriesHTTPResponse(rsp *http.Response) (*ListCha
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListChannelWebhookDeliveriesHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListChannelWebhookDeliveriesHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16482,6 +17095,16 @@ func ParseRedeliverChannelWebhookDeliveryHTTPResponse(rsp *http.Response) (*Rede
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RedeliverChannelWebhookDeliveryHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RedeliverChannelWebhookDeliveryHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16570,6 +17193,16 @@ func ParseRecoverChannelWebhookDeliveriesHTTPResponse(rsp *http.Response) (*Reco
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RecoverChannelWebhookDeliveriesHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RecoverChannelWebhookDeliveriesHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16651,6 +17284,16 @@ func ParseRotateChannelWebhookSecretHTTPResponse(rsp *http.Response) (*RotateCha
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RotateChannelWebhookSecretHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RotateChannelWebhookSecretHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16739,6 +17382,16 @@ func ParseTestChannelWebhookHTTPResponse(rsp *http.Response) (*TestChannelWebhoo
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers TestChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers TestChannelWebhookHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16805,6 +17458,19 @@ func ParseChatappCheckOnChatappHTTPResponse(rsp *http.Response) (*ChatappCheckOn
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappCheckOnChatappHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -16857,6 +17523,19 @@ func ParseChatappContactListHTTPResponse(rsp *http.Response) (*ChatappContactLis
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappContactListHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -16927,6 +17606,19 @@ func ParseChatappCreateHTTPResponse(rsp *http.Response) (*ChatappCreateHTTPRespo
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappCreateHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -16979,6 +17671,19 @@ func ParseChatappDeleteHTTPResponse(rsp *http.Response) (*ChatappDeleteHTTPRespo
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappDeleteHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17035,6 +17740,19 @@ func ParseChatappGroupListHTTPResponse(rsp *http.Response) (*ChatappGroupListHTT
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappGroupListHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17089,6 +17807,19 @@ func ParseChatappLogoutHTTPResponse(rsp *http.Response) (*ChatappLogoutHTTPRespo
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappLogoutHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17141,6 +17872,19 @@ func ParseChatappQrcodeHTTPResponse(rsp *http.Response) (*ChatappQrcodeHTTPRespo
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappQrcodeHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17204,6 +17948,19 @@ func ParseSimulatorSeedContactsHTTPResponse(rsp *http.Response) (*SimulatorSeedC
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorSeedContactsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17263,6 +18020,19 @@ func ParseSimulatorSeedGroupHTTPResponse(rsp *http.Response) (*SimulatorSeedGrou
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorSeedGroupHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17326,6 +18096,19 @@ func ParseSimulatorInboundHTTPResponse(rsp *http.Response) (*SimulatorInboundHTT
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorInboundHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17385,6 +18168,19 @@ func ParseSimulatorMessagesHTTPResponse(rsp *http.Response) (*SimulatorMessagesH
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorMessagesHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17448,6 +18244,19 @@ func ParseSimulatorPairHTTPResponse(rsp *http.Response) (*SimulatorPairHTTPRespo
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorPairHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17507,6 +18316,19 @@ func ParseSimulatorReceiptHTTPResponse(rsp *http.Response) (*SimulatorReceiptHTT
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorReceiptHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17570,6 +18392,19 @@ func ParseSimulatorUnlinkHTTPResponse(rsp *http.Response) (*SimulatorUnlinkHTTPR
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorUnlinkHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17622,6 +18457,19 @@ func ParseChatappUpdateHTTPResponse(rsp *http.Response) (*ChatappUpdateHTTPRespo
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappUpdateHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17678,6 +18526,19 @@ func ParseListChatappsHTTPResponse(rsp *http.Response) (*ListChatappsHTTPRespons
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListChatappsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17732,6 +18593,19 @@ func ParseListCompanyChannelsHTTPResponse(rsp *http.Response) (*ListCompanyChann
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListCompanyChannelsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17784,6 +18658,19 @@ func ParseListContactChannelsHTTPResponse(rsp *http.Response) (*ListContactChann
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListContactChannelsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17847,6 +18734,19 @@ func ParseUpdateContactChannelHTTPResponse(rsp *http.Response) (*UpdateContactCh
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateContactChannelHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17899,6 +18799,19 @@ func ParseEditMessageHTTPResponse(rsp *http.Response) (*EditMessageHTTPResponse,
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers EditMessageHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17962,6 +18875,19 @@ func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPRespons
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PublishEventHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -18014,6 +18940,19 @@ func ParseGetMessageMediaLinkHTTPResponse(rsp *http.Response) (*GetMessageMediaL
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMessageMediaLinkHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -18075,6 +19014,19 @@ func ParseListProviderTemplatesForChannelHTTPResponse(rsp *http.Response) (*List
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListProviderTemplatesForChannelHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -18159,6 +19111,19 @@ func ParseUploadSendMediaHTTPResponse(rsp *http.Response) (*UploadSendMediaHTTPR
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UploadSendMediaHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -18211,6 +19176,19 @@ func ParseRevokeMessagesHTTPResponse(rsp *http.Response) (*RevokeMessagesHTTPRes
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RevokeMessagesHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -18345,6 +19323,33 @@ func ParseGetUploadedMediaHTTPResponse(rsp *http.Response) (*GetUploadedMediaHTT
 
 	}
 
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUploadedMediaHTTPResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers200 = &headers
+	}
+
 	return response, nil
 }
 
@@ -18383,24 +19388,24 @@ func ParseGetMessageMediaHTTPResponse(rsp *http.Response) (*GetMessageMediaHTTPR
 		var headers GetMessageMediaHTTPResponse200Headers
 		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.ContentDisposition = &value
+			headers.ContentDisposition = value
 		}
 		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.ContentSecurityPolicy = &value
+			headers.ContentSecurityPolicy = value
 		}
 		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.XContentTypeOptions = &value
+			headers.XContentTypeOptions = value
 		}
 		response.Headers200 = &headers
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/chatmsg/gateway/internal/httpapi"
 	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/jobs"
+	"github.com/chatmsg/gateway/internal/logging"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/ratelimit"
@@ -124,6 +125,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if a.Logger == nil {
 		a.Logger = cfg.Logger()
 	}
+	// No line may quote a media token, whatever writes it.
+	a.Logger = slog.New(logging.RedactMediaTokens(a.Logger.Handler()))
 	if a.Clock == nil {
 		a.Clock = clock.System
 	}

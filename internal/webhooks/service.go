@@ -120,6 +120,9 @@ type Service struct {
 	// stopping closes when the job runner stops: lanes wind down.
 	stopping <-chan struct{}
 	keyring  *secrets.Keyring
+	// guard judges subscription URLs when they are given
+	// (OUTBOUND_ALLOW_CIDRS); deliveries dial through client's own.
+	guard *netguard.Guard
 }
 
 var (
@@ -130,7 +133,8 @@ var (
 // NewService returns the service over db. Call UseJobs before publishing.
 func NewService(db *store.DB, opts Options) *Service {
 	s := &Service{db: db, now: opts.Now, times: opts.Times, log: opts.Logger, limiter: opts.Limiter,
-		client: opts.Client, delays: opts.RetryDelays, channels: opts.Channels, keyring: opts.Secrets}
+		client: opts.Client, delays: opts.RetryDelays, channels: opts.Channels, keyring: opts.Secrets,
+		guard: netguard.New(opts.AllowCIDRs)}
 	if s.now == nil {
 		s.now = clock.System
 	}
@@ -144,7 +148,7 @@ func NewService(db *store.DB, opts Options) *Service {
 		s.limiter = ratelimit.NewMemory(s.now)
 	}
 	if s.client == nil {
-		s.client = netguard.New(opts.AllowCIDRs).NewClient(netguard.ClientOptions{
+		s.client = s.guard.NewClient(netguard.ClientOptions{
 			Timeout: AttemptTimeout, MaxIdleConnsPerHost: 64,
 		})
 	}
