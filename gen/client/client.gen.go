@@ -1640,11 +1640,6 @@ type MessageMediaResultSuccess bool
 // Example: 1
 type MessageTypeId int
 
-// NotImplemented 501 body; the capability is not enabled in this build.
-type NotImplemented struct {
-	Message string `json:"message"`
-}
-
 // NullableManagementTimestamp Management timestamp `YYYY-MM-DD HH:MM:SS`, or null.
 //
 // Example: 2026-11-22 14:03:07
@@ -2634,6 +2629,9 @@ type PayloadTooLarge = Message
 
 // QueryValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type QueryValidationFailed = ValidationError
+
+// SimulatorInactive Error or information body with a human-readable message.
+type SimulatorInactive = Message
 
 // TooManyInFlight Error or information body with a human-readable message.
 type TooManyInFlight = Message
@@ -5370,7 +5368,7 @@ type ClientInterface interface {
 	//
 	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5381,7 +5379,7 @@ type ClientInterface interface {
 	//
 	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5393,7 +5391,7 @@ type ClientInterface interface {
 	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5405,7 +5403,7 @@ type ClientInterface interface {
 	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5418,7 +5416,7 @@ type ClientInterface interface {
 	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
 	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5431,7 +5429,7 @@ type ClientInterface interface {
 	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
 	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5441,7 +5439,7 @@ type ClientInterface interface {
 	// SimulatorMessages Simulator: what the connection sent
 	//
 	// Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
-	// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// see them now (edits applied, revoked ones flagged). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Corresponds with GET /api/chatapp-simulator/{id}/messages (the `SimulatorMessages` operationId).
 	SimulatorMessages(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5450,7 +5448,7 @@ type ClientInterface interface {
 	//
 	// Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
 	// before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
-	// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// expired, or the connection is already logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Corresponds with POST /api/chatapp-simulator/{id}/pair (the `SimulatorPair` operationId).
 	SimulatorPair(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5459,7 +5457,7 @@ type ClientInterface interface {
 	//
 	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5470,7 +5468,7 @@ type ClientInterface interface {
 	//
 	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5480,7 +5478,7 @@ type ClientInterface interface {
 	// SimulatorUnlink Simulator: the phone removes the linked device
 	//
 	// Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
-	// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// `logged=false`. 509 when it is not logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Corresponds with POST /api/chatapp-simulator/{id}/unlink (the `SimulatorUnlink` operationId).
 	SimulatorUnlink(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6745,7 +6743,7 @@ func (c *Client) ChatappQrcode(ctx context.Context, body ChatappQrcodeJSONReques
 //
 // Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 // Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6766,7 +6764,7 @@ func (c *Client) SimulatorSeedContactsWithBody(ctx context.Context, id Simulator
 //
 // Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 // Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6788,7 +6786,7 @@ func (c *Client) SimulatorSeedContacts(ctx context.Context, id SimulatorConnecti
 // Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 // `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 // group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6810,7 +6808,7 @@ func (c *Client) SimulatorSeedGroupWithBody(ctx context.Context, id SimulatorCon
 // Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 // `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 // group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6833,7 +6831,7 @@ func (c *Client) SimulatorSeedGroup(ctx context.Context, id SimulatorConnectionI
 // The gateway receives it as it would from the chat app: the contact and the conversation are created when
 // new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 // `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6856,7 +6854,7 @@ func (c *Client) SimulatorInboundWithBody(ctx context.Context, id SimulatorConne
 // The gateway receives it as it would from the chat app: the contact and the conversation are created when
 // new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 // `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6876,7 +6874,7 @@ func (c *Client) SimulatorInbound(ctx context.Context, id SimulatorConnectionId,
 // SimulatorMessages Simulator: what the connection sent
 //
 // Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
-// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// see them now (edits applied, revoked ones flagged). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Corresponds with GET /api/chatapp-simulator/{id}/messages (the `SimulatorMessages` operationId).
 func (c *Client) SimulatorMessages(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6895,7 +6893,7 @@ func (c *Client) SimulatorMessages(ctx context.Context, id SimulatorConnectionId
 //
 // Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
 // before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
-// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// expired, or the connection is already logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Corresponds with POST /api/chatapp-simulator/{id}/pair (the `SimulatorPair` operationId).
 func (c *Client) SimulatorPair(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6914,7 +6912,7 @@ func (c *Client) SimulatorPair(ctx context.Context, id SimulatorConnectionId, re
 //
 // Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 // read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6935,7 +6933,7 @@ func (c *Client) SimulatorReceiptWithBody(ctx context.Context, id SimulatorConne
 //
 // Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 // read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6955,7 +6953,7 @@ func (c *Client) SimulatorReceipt(ctx context.Context, id SimulatorConnectionId,
 // SimulatorUnlink Simulator: the phone removes the linked device
 //
 // Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
-// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// `logged=false`. 509 when it is not logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Corresponds with POST /api/chatapp-simulator/{id}/unlink (the `SimulatorUnlink` operationId).
 func (c *Client) SimulatorUnlink(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10636,7 +10634,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10647,7 +10645,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10659,7 +10657,7 @@ type ClientWithResponsesInterface interface {
 	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10671,7 +10669,7 @@ type ClientWithResponsesInterface interface {
 	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10684,7 +10682,7 @@ type ClientWithResponsesInterface interface {
 	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
 	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10697,7 +10695,7 @@ type ClientWithResponsesInterface interface {
 	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
 	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10707,7 +10705,7 @@ type ClientWithResponsesInterface interface {
 	// SimulatorMessagesWithResponse Simulator: what the connection sent
 	//
 	// Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
-	// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// see them now (edits applied, revoked ones flagged). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10718,7 +10716,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
 	// before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
-	// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// expired, or the connection is already logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10729,7 +10727,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10740,7 +10738,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10750,7 +10748,7 @@ type ClientWithResponsesInterface interface {
 	// SimulatorUnlinkWithResponse Simulator: the phone removes the linked device
 	//
 	// Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
-	// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// `logged=false`. 509 when it is not logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12977,10 +12975,10 @@ type SimulatorSeedContactsHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13002,14 +13000,14 @@ func (r SimulatorSeedContactsHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorSeedContactsHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorSeedContactsHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13060,10 +13058,10 @@ type SimulatorSeedGroupHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13085,14 +13083,14 @@ func (r SimulatorSeedGroupHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorSeedGroupHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorSeedGroupHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13143,10 +13141,10 @@ type SimulatorInboundHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13168,14 +13166,14 @@ func (r SimulatorInboundHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorInboundHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorInboundHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13226,10 +13224,10 @@ type SimulatorMessagesHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13251,14 +13249,14 @@ func (r SimulatorMessagesHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorMessagesHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorMessagesHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13309,10 +13307,10 @@ type SimulatorPairHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13334,14 +13332,14 @@ func (r SimulatorPairHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorPairHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorPairHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13392,10 +13390,10 @@ type SimulatorReceiptHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13417,14 +13415,14 @@ func (r SimulatorReceiptHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorReceiptHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorReceiptHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13475,10 +13473,10 @@ type SimulatorUnlinkHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13500,14 +13498,14 @@ func (r SimulatorUnlinkHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorUnlinkHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorUnlinkHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -15501,7 +15499,7 @@ func (c *ClientWithResponses) ChatappQrcodeWithResponse(ctx context.Context, bod
 //
 // Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 // Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15518,7 +15516,7 @@ func (c *ClientWithResponses) SimulatorSeedContactsWithBodyWithResponse(ctx cont
 //
 // Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 // Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15536,7 +15534,7 @@ func (c *ClientWithResponses) SimulatorSeedContactsWithResponse(ctx context.Cont
 // Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 // `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 // group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15554,7 +15552,7 @@ func (c *ClientWithResponses) SimulatorSeedGroupWithBodyWithResponse(ctx context
 // Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 // `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 // group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15573,7 +15571,7 @@ func (c *ClientWithResponses) SimulatorSeedGroupWithResponse(ctx context.Context
 // The gateway receives it as it would from the chat app: the contact and the conversation are created when
 // new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 // `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15592,7 +15590,7 @@ func (c *ClientWithResponses) SimulatorInboundWithBodyWithResponse(ctx context.C
 // The gateway receives it as it would from the chat app: the contact and the conversation are created when
 // new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 // `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15608,7 +15606,7 @@ func (c *ClientWithResponses) SimulatorInboundWithResponse(ctx context.Context, 
 // SimulatorMessagesWithResponse Simulator: what the connection sent
 //
 // Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
-// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// see them now (edits applied, revoked ones flagged). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15625,7 +15623,7 @@ func (c *ClientWithResponses) SimulatorMessagesWithResponse(ctx context.Context,
 //
 // Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
 // before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
-// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// expired, or the connection is already logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15642,7 +15640,7 @@ func (c *ClientWithResponses) SimulatorPairWithResponse(ctx context.Context, id 
 //
 // Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 // read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15659,7 +15657,7 @@ func (c *ClientWithResponses) SimulatorReceiptWithBodyWithResponse(ctx context.C
 //
 // Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 // read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15675,7 +15673,7 @@ func (c *ClientWithResponses) SimulatorReceiptWithResponse(ctx context.Context, 
 // SimulatorUnlinkWithResponse Simulator: the phone removes the linked device
 //
 // Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
-// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// `logged=false`. 509 when it is not logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17925,19 +17923,19 @@ func ParseSimulatorSeedContactsHTTPResponse(rsp *http.Response) (*SimulatorSeedC
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -17999,19 +17997,19 @@ func ParseSimulatorSeedGroupHTTPResponse(rsp *http.Response) (*SimulatorSeedGrou
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -18073,19 +18071,19 @@ func ParseSimulatorInboundHTTPResponse(rsp *http.Response) (*SimulatorInboundHTT
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -18147,19 +18145,19 @@ func ParseSimulatorMessagesHTTPResponse(rsp *http.Response) (*SimulatorMessagesH
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -18221,19 +18219,19 @@ func ParseSimulatorPairHTTPResponse(rsp *http.Response) (*SimulatorPairHTTPRespo
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -18295,19 +18293,19 @@ func ParseSimulatorReceiptHTTPResponse(rsp *http.Response) (*SimulatorReceiptHTT
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -18369,19 +18367,19 @@ func ParseSimulatorUnlinkHTTPResponse(rsp *http.Response) (*SimulatorUnlinkHTTPR
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError

@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -319,4 +321,78 @@ func (l *syncLog) find(t *testing.T, requestID, msg string) map[string]any {
 	}
 	t.Fatalf("no %q line of request %s in:\n%s", msg, requestID, l.String())
 	return nil
+}
+
+// scrape reads /metrics from the app's metrics handler (the handler of the
+// METRICS_LISTEN listener).
+func scrape(t testing.TB, h *apitest.Harness) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.App.MetricsHandler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics: %d", rec.Code)
+	}
+	return rec.Body.String()
+}
+
+// /metrics is not on the API listener: it answers like any unknown path
+// there, and only the metrics listener's handler serves it.
+func TestMetricsOffTheAPIListener(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := apitest.Start(t, db, apitest.Options{})
+		ten := h.Tenant("Acme")
+		for _, token := range []string{"", ten.Token} {
+			resp, err := http.Get(h.Server.URL + "/metrics")
+			if token != "" {
+				req, _ := http.NewRequest(http.MethodGet, h.Server.URL+"/metrics", nil)
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err = http.DefaultClient.Do(req)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "gateway_") {
+				t.Errorf("API listener /metrics (token %v): %d %s", token != "", resp.StatusCode, body)
+			}
+		}
+		if !strings.Contains(scrape(t, h), "gateway_http_requests_total") {
+			t.Error("the metrics handler lacks the request counter")
+		}
+	})
+}
+
+// The simulator's control operations exist only while the simulator is
+// the connector driver: with another they answer as unknown paths.
+func TestSimulatorRoutesOnlyWithTheSimulator(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		for _, tc := range []struct {
+			driver string
+			status int
+		}{
+			{config.ConnectorWhatsmeow, http.StatusNotFound},
+			{config.ConnectorSimulator, 509}, // the route exists: connection 999 does not
+		} {
+			t.Run(tc.driver, func(t *testing.T) {
+				h := apitest.Start(t, db, apitest.Options{Configure: func(c *config.Config) { c.ConnectorDriver = tc.driver }})
+				ten := h.Tenant("Acme " + tc.driver)
+				for _, path := range []string{"/api/chatapp-simulator/999/pair", "/api/chatapp-simulator/999/inbound"} {
+					resp := h.Do(apitest.Request{Method: "POST", Path: path, Token: ten.Token, JSON: map[string]any{"from": "5511977776666", "text": "hi"}})
+					if resp.Status != tc.status {
+						t.Errorf("%s: %d %s, want %d", path, resp.Status, resp.Body, tc.status)
+					}
+					if tc.status == http.StatusNotFound && resp.Map(t)["message"] != "Not found." {
+						t.Errorf("%s: %s", path, resp.Body)
+					}
+				}
+				messages := h.Do(apitest.Request{Method: "GET", Path: "/api/chatapp-simulator/999/messages", Token: ten.Token})
+				if messages.Status != tc.status {
+					t.Errorf("messages: %d %s", messages.Status, messages.Body)
+				}
+			})
+		}
+	})
 }
