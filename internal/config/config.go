@@ -179,16 +179,16 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	mediaTTL := fs.Duration("media-url-ttl", durationEnv(getenv(EnvMediaURLTTL), 7*24*time.Hour), "lifetime of a message file's URL in events and API answers ($"+EnvMediaURLTTL+")")
 	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
 	edge := edgeFields{
-		read:        fs.Duration("http-read-timeout", durationEnv(getenv(EnvReadTimeout), 30*time.Second), "time to read a whole request, body included ($"+EnvReadTimeout+")"),
-		write:       fs.Duration("http-write-timeout", durationEnv(getenv(EnvWriteTimeout), time.Minute), "time to answer a request ($"+EnvWriteTimeout+")"),
-		upload:      fs.Duration("http-upload-timeout", durationEnv(getenv(EnvUploadTimeout), 10*time.Minute), "read and write time of a multipart request (file sends, uploads) ($"+EnvUploadTimeout+")"),
-		idle:        fs.Duration("http-idle-timeout", durationEnv(getenv(EnvIdleTimeout), 2*time.Minute), "keep-alive connection idle limit ($"+EnvIdleTimeout+")"),
-		perIP:       fs.Int("http-max-inflight-per-ip", intEnv(getenv(EnvMaxPerIP), 64), "requests in progress per client address; more answer 429 ($"+EnvMaxPerIP+")"),
-		perToken:    fs.Int("http-max-inflight-per-token", intEnv(getenv(EnvMaxPerToken), 32), "requests in progress per bearer token; more answer 429 ($"+EnvMaxPerToken+")"),
-		dbMaxConns:  fs.Int("db-max-conns", intEnv(getenv(EnvDBMaxConns), 20), "PostgreSQL connections of this process ($"+EnvDBMaxConns+")"),
-		debugListen: fs.String("debug-listen", env(EnvDebugListen, ""), "address of the pprof listener; empty = off ($"+EnvDebugListen+")"),
+		read:          fs.Duration("http-read-timeout", durationEnv(getenv(EnvReadTimeout), 30*time.Second), "time to read a whole request, body included ($"+EnvReadTimeout+")"),
+		write:         fs.Duration("http-write-timeout", durationEnv(getenv(EnvWriteTimeout), time.Minute), "time to answer a request ($"+EnvWriteTimeout+")"),
+		upload:        fs.Duration("http-upload-timeout", durationEnv(getenv(EnvUploadTimeout), 10*time.Minute), "read and write time of a multipart request (file sends, uploads) ($"+EnvUploadTimeout+")"),
+		idle:          fs.Duration("http-idle-timeout", durationEnv(getenv(EnvIdleTimeout), 2*time.Minute), "keep-alive connection idle limit ($"+EnvIdleTimeout+")"),
+		perIP:         fs.Int("http-max-inflight-per-ip", intEnv(getenv(EnvMaxPerIP), 64), "requests in progress per client address; more answer 429 ($"+EnvMaxPerIP+")"),
+		perToken:      fs.Int("http-max-inflight-per-token", intEnv(getenv(EnvMaxPerToken), 32), "requests in progress per bearer token; more answer 429 ($"+EnvMaxPerToken+")"),
+		dbMaxConns:    fs.Int("db-max-conns", intEnv(getenv(EnvDBMaxConns), 20), "PostgreSQL connections of this process ($"+EnvDBMaxConns+")"),
+		debugListen:   fs.String("debug-listen", env(EnvDebugListen, ""), "address of the pprof listener; empty = off ($"+EnvDebugListen+")"),
 		metricsListen: fs.String("metrics-listen", env(EnvMetricsListen, DefaultMetricsListen), "address of the Prometheus /metrics listener, never the public one; off = none ($"+EnvMetricsListen+")"),
-		memoryLimit: fs.String("memory-limit", env(EnvMemoryLimit, DefaultMemoryLimit), "soft limit of the Go runtime's memory, e.g. 96MiB or 1GiB; off = none ($"+EnvMemoryLimit+")"),
+		memoryLimit:   fs.String("memory-limit", env(EnvMemoryLimit, DefaultMemoryLimit), "soft limit of the Go runtime's memory, e.g. 96MiB or 1GiB; off = none ($"+EnvMemoryLimit+")"),
 	}
 	return func() (Config, error) {
 		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, shutdown, connector})
