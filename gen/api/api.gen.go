@@ -11600,20 +11600,6 @@ func (response VerifyProviderWebhook403JSONResponse) VisitVerifyProviderWebhookR
 	return err
 }
 
-type VerifyProviderWebhook404JSONResponse Message
-
-func (response VerifyProviderWebhook404JSONResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type VerifyProviderWebhook500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response VerifyProviderWebhook500JSONResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
@@ -11677,20 +11663,6 @@ func (response ReceiveProviderWebhook401JSONResponse) VisitReceiveProviderWebhoo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReceiveProviderWebhook404JSONResponse Message
-
-func (response ReceiveProviderWebhook404JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13994,51 +13966,52 @@ var swaggerSpec = []string{
 	"boqHc6+zOeAmNAPkBXIUjudJluJjfKzP9DSkaSjHqqffqu9tqKaZD5rTOBDfWKgWHzFPbkUSjhZ04oXu",
 	"vAANFzE4sWAuigTQyQGM+seZGKaWZg6/AvRAKNuZRVz3SHxMUTjkmsf6G5PGCmjpCE0zWPSlb5zjPJgS",
 	"O6MUkRn1rj5YbHfXFOiEAfvf/+P/Y7u71Bp94DdZiVkTqqy2AAqrS2ca13OwcJeUoGacTHw9icY48LPJ",
-	"ZMb4gYHmQc5OynzOsNMZ7nQWloIu/ghzZzKMf8KJWKWR2+5UEGabTVCr0HIPuvco1Qej9rDDj8Xe4DDo",
-	"Dvf3j3lLdIKjUXtwOOyKdmvFe3EjXBudv0LLPrinA+32/lGn1e52uyteZbflRu+5X3/Xu/o5bPD8HZDr",
-	"1BIN+Wpp7ZwuMZzEFoXwAe6hrFokVAYI+XGIe04ZzDazG1C/wRKcNJ3kmm17nhMX+VP0OEP4KYnlGA9x",
-	"nORe13xoAWuxcPVxOnwWL0NkIKCVlp8FIfIEaq4tcDDXD8wZzQjofmrCb1zUa/NENRobvfweFbj1+R4Y",
-	"hqt8vmUYVKGePCvMVH25PLSgePh5pIZau3V8dHiw393rwL/KnQqFNtb1LWipe69rYQvI79+jFvQmVVD4",
-	"VkeypFuRsD327lvEcXbK3LRBAHdzrkDm/fnllRZ5A4B4z2haRsaVoTyLP4sAdLMU0jm0nWIRqj2onPUY",
-	"4gY3EIocKAkha9vsfQs+QFvomTLbSytPNmHep3ubqmN8p8g0TJ0k4b4satOs/l3CZxOY29vOXrPV8BgR",
-	"5qKP8efd7+eD3UuTgLXb2T/o9aWa8M7+wTcT8bH+/bvTF7uX35929g/qfDZjSgwTkXos4XdQSdho+Kil",
-	"2SQuUC6puNXWUwCGONpcENgH3L4TNpfUmzhhd1qsRgvTPxeK2rg928hPALnEGbt2mRO6L7P+uNmbKo/H",
-	"j5TvxeUmjDKVg543Xts8jfAECm3vXPjuPE014u/4DQ/qcCknHufeEHuoeJ4MEfKog9RpCr0PKXAI6Zd2",
-	"uruTeJ4wZH3MM2T3ZfZuk9tqZthvslewU2/CQnI5avWs0CdOfjvQ2vUWRq+9+Jj2+sirXW83qA6J1TvW",
-	"h1Xfa5Arj9W7Dc/Zf/uI3U5OPVY/bLiORSgNKAAcZmxJHotiuiTqRw2L96pY/bgBJwxhyOvtlsf8RMyi",
-	"UASWz9Op5IdfZpm/ei0Q4gRTQbSc0U3dgrMujeVzqJzHBhWrt9uA0AhIi209ZrVQqZhS/QXGV0vOdl/W",
-	"23toIMG3APifbY1GvgxJL5B+V9dxvDoXE5YbNJrs1AidjA8+Q+6kGulRnNzxJEBU+PoreRvygLP//X//",
-	"P+yVTBMxngv4420YcMidf82jCS+WNvSY4MMJCahsTbSwNxiuNk4+jAPhsVk0r2JzT8IhkCoR8A6em3F4",
-	"KyTJxjK+d7OZFbhVbff0cXMo609gp+KUpIaWy+XkrydiBocQIiIq5ZFoMBC36DoOx1IfACBOwB+6sqco",
-	"bPA42Rsgd6SAPL0vwaGHIagsyzVLGqxzJmO5q/+JbOthCjQShgbM1GcDrUHm19JddRXJHd9kTrmSty+X",
-	"RC86urglbAgaTbZvzFEnlkjHcRjPo8AU5S2Bj5qx9mU9N3TkwVAuicCiUV5wAZ241yItINbQjeSz/2Lr",
-	"3Up53YseP+TtQdA6OBwdjcTBkO+L7kF30D3sDgb8qD0cHbf3h0fDYbc7ao/2jw5be0FweHzEu0G71e2K",
-	"wzY3Ohv6sjOtreQWrbIb261Whd24Tt3JThFJX6Zaw/4FSZ3HhG+FsOtZSnoehMrQB/zyqTZL4hGVhNJI",
-	"3vEkNIzGn73aHUd6gwIp869e1ja8MImnJdzG8Ogdn4ZB8/tvx2dnVx8+vru62Tv713Dv7B9/65xNPrw4",
-	"/fbN317/4+z1D/84/aZmeK0MaSqgXv0fUOwRToVK+XSm9ejDg+7hYasFKKg0k/Bc1q1Qjq+RPSPVPZjw",
-	"VCGL8lSk3FTVB6GaRXxx7arcZhD6v1ar1Ta81I5GvqzIf4YFpK86x3tH3cP9A/gXdAmBlp1+XBsoc2M5",
-	"5I08HgQELPgeUepDYRHJaLjU5FNgDpA0rPVa7hq3dbOo68I3W7Iu5A99NXjre1usUwcypWE8liEhA2lp",
-	"nxfTi8ZjODyMbWrEr5aAKMS1IH481mK3fW7fSheFW5T00IHkFHKnuA707Mcbz/2v+Q9wiGwLXrBt1deD",
-	"HGCZfe1e5VoJnjxSYtfpllrDSU4/YGoCT0HngEarudKNRKpDUTU2+72+ZLQjXBiKrcaTeJc+ezUq4vgN",
-	"C1b6cmXFCvI9tbLwgynlxpyM5NY6exWRQPGUD7gSVmut61YvRBAqD1vxL169fHN5/eHirY+wVql+DSiV",
-	"uVQNNeEzgXW7d6ESJ8wH7VT5WAhxNwmHk6wuZoFF4LYGucne5stxcL8A0+0M6J4hTBvjlaDPh1uroLSS",
-	"W5GedIFL9mAiUBiMQerRU5aV2WxTdaO7BYpB2ZmDPj8gELuFWCkdn7NAuYEWP3/4iM/iFHwQixPGXa56",
-	"LKdC19p9EsM0v0FUOd/epxr6lk7nWnv/5VeoXNaHptKdbGKQyOpn8jlDlTlFeMr8XF6GvwwLoM//Jz3l",
-	"1/Mk+uxryz+KGJLApBPFgCSMHEkgJ5oW5ek54qzieJdQF/NAFLvaehrGUoohJUXNeKitEjZYsB8uyLJH",
-	"L5ZHhNIepe16LIrH8Tz1HNcoeDpQDNENipuI1S14GgNskWPj+nQH3WiyfBUv4DWQtmwA2cgbiCgCpIj2",
-	"GBbXM4sq0GQ/6blR4lYkPLKLQoJCoXMjG/gzxfSlxJRANMRQsYmIIL5LhEfpRExPtL3MowgvUyC7Iqgk",
-	"I4BC631BHscwhaR7Lu2rrXjCYO7C6USTrcXD7RGsPU4wopFTIyuD+c3MYH2RrTgg/hawtxAf07zfwS6p",
-	"+3rT8NmMKBmdL+LR8Dr70qBqeJafGi9jKr0uWeZkHonSJc6WNOu/TYha7vwLFywfWOExAdGgcRZgt8nd",
-	"Ngqj1N6fM8J1T0SEzaBjBnc/q78/vXrx/XI4oXC552c761JJlysVhN5KilTymekPw6SCm/XFxTt7gITy",
-	"CkSqqpElQKUeQbCO9EQFhiK1lBR1A47RbBaIX2l5+KfrItqiD740rx8zxw3aJvi2cdHIlXsP/moRL95z",
-	"izRXAbbmgBMbzmiz6oKSLWrQaorkTMUB4350sYOyc2uZ/0NtpeQONz1c8ubzeYo6cumyetScVdCjeOwB",
-	"nyhRfQ4TkbIkTjG2YTYBzqrBkjaJWDinXskXeJuUfoVHDKFdlr7EWycHksvhItRibyaSDBHnxJI3G/lC",
-	"RZ6djrd0n+y3jp3JI9/E6mNa9x29QQ/k464Kp/NIa9x+o4fZjXFEAc4MYByvW/tTFiR6nj1ShGeRqQ5G",
-	"E9SJOGHYQ18kzhYABX4g4MbGkCPaR8b+yd3GNlSZgfckgkf4KjgqSpBqQZCAMlo4Be5Zp03xBkZMcAis",
-	"7r84Pzt79eLq/OL65cWbH19dfJPNiEdmH5ZXgLy9/OFtmIoTqk2OVTpOxOUPb5mfK2/2kUhbACohajx0",
-	"J2XdIfBHxKkd6osRajSicBim0aJBr8gInKnD6UQsnHqKjObZJlfxdEIQVUGBKzrH44xPYsI3WWx62fPn",
-	"sbDwZZvLqkflHF+wlXq5JL7yLApb3rwcR41HrNRGXopnN9mpi3hTzHJ7pjKvj81447kgrDN8a20vDxph",
-	"BjBYjmfSIkiBfiV2bQzSFghAvNdFOHZe5ej2n3/9/P8HAAD//w==",
+	"ZMb4gYHmQc6y3BrQgXRzWIsIu53hbmdhAMyiS/XwE05kpGQFIHxOKvQm5CwR41DholE74OxynNvIjrok",
+	"Cn+EhTHpyz/hLK9S9+1YK9i4zQ6rVajQB917NPaDUXvY4cdib3AYdIf7+8e8JTrB0ag9OBx2Rbu14r24",
+	"y66NQVGhwh/c04F2e/+o02p3u90Vr7J7fqP33G8c6CPzHE5P/oLJdWqJ43z1VeAcXTGcxBbi8AG+p6wU",
+	"JVQGZflxWIFOGcw2sxtQv8GypzSdzJ1te56TRfkj+jhD+CmJ5RglRJzkXodpbsUDzyrO+1Ooq7ZQwVwj",
+	"0D2aO9Dh1ITfuOjV5olqVDV6+T2qbOvzPXAKV/m8yTCoQi95pvIzWF8u8ywoEH4ecaHWbh0fHR7sd/c6",
+	"8K9y50ChjXV9BFrA3esi2AK6+/eozbxJFRSw1ZH0SN9Ye+zdt4jH7JSracUe7thcocv788srLV0GANWe",
+	"0a2MjEtCeRZHFoHkZimkZWh7wyJNe1AB6zHE/20gpDhQC0L2tdn7FkSAttAzZbaXVoJs4rtPVyRVufhO",
+	"sWiYOsm+fVnUiln9u4TPJjC3t529ZqvhMSK+RV/hz7vfzwe7lyaRarezf9DrSzXhnf2DbybiY/37d6cv",
+	"di+/P+3sH9T5bMaUGCYi9VjC76AisNHwUduyyVigJFKRqq2LACxwtJ0gQA/4eydsLqk3ccLutASLFqZ/",
+	"LqS0cV+2kWcAcoIN4wpqOCpGqcqzxQE8lnXFngNwaF5jqXIp0aBMB9JjWUMJapSqhqIvs0lzU0VVHvwf",
+	"+eWLe5IA0VQO594oe3nO4glU9d65WOF5TmwE+/EbHhT9UgI+bhDDIqLieTJEfKUO8rQpdHWkQFikX9rp",
+	"7k7iecKQYjJPx92X2btNIq3ZBn6TvYIVuwkLmexoQrBCnzg5CcFE0OcMQwTiY9rrI4l3vd2goidW71iH",
+	"WX2vQX5DVu82POeQ7CNQPHkQWf2w4XoxoQ6hgKaYUTN5LIrpJqsfNSy4rGL14waIAcQ8r7dbHvMTMYtC",
+	"EVjyUAc2AH6ZpRnrtUA8Fcw70cJQN3ULnsE0ls+hTB8bVKzebgMcJMA6tvWY1UKlYkrFHhjMLRFAfVlv",
+	"76E1Bt8Cu0C2NRr5mie9QPpdXcfL69yeWNvQaLJTIxkz8vkMJpQKskdxcseTACHo66/kbcgDzv73//3/",
+	"sFcyTcR4LuCPt2HAQYN5zaMJL9ZR9JjgwwlJ0WxN9I1kAGNtUH4YB8Jjs2heRR2fhENgcCKUHzw34/BW",
+	"SBLgZeTyZjMr8OHa7unj5vDjn8BOxSlJDQfYOKP6Z/VEzOAQQvhFpTwSDQZ3Avqpw7HUBwBYGvCHroDM",
+	"S0RznDJJ6B4pYGrvS/AeYrwrS6nNMhTrnMlY7up/IrV7mAJnheEcM8XgwKGQOdF0V129eMc30tO9Hvpy",
+	"6X5Arxq37BBBo8n2je3rBC7pOA7jeRSYCsAlpFMz1r6s54aOpBvKZSxYNMqrO6AT91qoBXgcujZ99l9s",
+	"vaszryDS44e8PQhaB4ejo5E4GPJ90T3oDrqH3cGAH7WHo+P2/vBoOOx2R+3R/tFhay8IDo+PeDdot7pd",
+	"cdjmRrFEx3mmWpZc9VV2ZLvVqrAj1yly2SnC9stUmwG/IIP0mMC0EOM9y3/PI14ZroJfPtVmSTyi+lMa",
+	"yTuehIY++bNXu+PIpVBggP7Vy9qGFybxtIRIGR6949MwaH7/7fjs7OrDx3dXN3tn/xrunf3jb52zyYcX",
+	"p9+++dvrf5y9/uEfp9/UDImWYWgFiK3/AypLwqlQKZ/OtLJ/eNA9PGy1AHKVZhKey7oVyvE1UnWkugcT",
+	"niqkbJ6KlJsS/iBUs4gvrl27wAxC/9dqtdqGBNsxG5atjc+wgPRV53jvqHu4fwD/gi4hqrPTj2uDm27M",
+	"m7yVyoOAUAzfIyR+KCz8GQ2XmnwKgAOShrVey13jtm4WFXL4ZkuKh/yhr0aKfW8rg+rA3DSMxzIkGCIt",
+	"7fNietF4DAeIMaCN+NUSEIW4FsSPR5Hsts/tW+micCugHjqQnNXgVPKBMfB441n5Gg9LB8vtArCHC0ZE",
+	"8yG4BNsWdD3I/ZSZ3O7FqVXOySPlbJ1ueUef5G5jpibwFHQOGLKaKz1LdFEXFVGzu+pLdjwigaGQaDyJ",
+	"w+mzV6P6jN+wFqUvVxajIJVTK4ssmCptTLdIbq2rlfz/+joacCWsjljXrV6IIFQetuJfvHr55vL6w8Vb",
+	"HxGrUv0aUOFyWRhqwmcCS3LvQiVOmA+6oPKxxuFuEg4nWcnLAuu7bXlxk73NV9rgfgES2xkwOUMENkYB",
+	"rM+HW4agtEpZkXl0gUv2YI5PGIwB4dFTllXQbFNQo7sF13DZmYM+PyDGuoVYKR2fs0C5gRY/f/iIz+IU",
+	"LP7FCeMuDT1WSqG37T6JYZrfIGCcb+9TDT05p3OtK//yKxQl60NT6WE24UUk7DOpmqHKXBA8ZX4u5cJf",
+	"rvjX5/+TnvLreRJ99rWdHUUM+V3SiWLA/0VuG5ATTQvg9BwhVHG8S4CKeYyJXW2rDGMpxZDynWY81DYA",
+	"GyzYDxdkR6PPyCOuaI8ycj0WxeN4nnqOtxT8CiiG6AbFTcTqFheNAWzIsfGGuoNuNFm+QBegGEg3NVhr",
+	"5JpDgABS+3oM6+aZBQxosp/03ChxKxIe2UUhQaHQlZAN/Jli+lJiSiDQYajYREQQuiUuo3QiptqyH/Io",
+	"wssUeKwIBckIoND6OpCiMUzBpcilfbUVT1gbtHA60WRrUWx7hFiPE4xA49TIyjh9MzMPX2QrDmC+BVgt",
+	"hL4073dgSeq+3jR8NiO2ReeLeDS8zr40gBmepZ7Gy5iqqkuWOZlHonSJsyXN+m9znZY7/8LFwQfCd8wt",
+	"NECbBURtcm6Nwii19+eMINsTEWEz6AbB3c/q70+vXny/HGEoXO752c66VNLlSgWht5L9lDxU+sMwqaBd",
+	"fXHxzh4gobwCR6pqZLlNqUfoqiM9UYFhPy3lO92APjSbBaJOWh7+6bpgtejxLk3Zx6RwA6QJnmRcNHKc",
+	"3gOtWoSC99z6y1VYrDlMxIYz2qxwoGSLGiCaIu9SccC4H11YoOzcWlL/UFspucNND5e8+Xyeoo5cuqwe",
+	"NWcV9Cgee0AVSiyew0SkLIlTjCSYTYCzamCiTY4VzqlX8gXeJqVf4RFD1JalL/HWyeHfcrgItdibiSQD",
+	"uzmxvMxGvlD9ZqfjLd0n+61jZ/LIE7D6mNZ9R2/QA/m4q8LpPNIat9/oYeJiHFHMM8MOx+vW/pQFiZ5n",
+	"jxThWWQKf9EEdeI7GGTQF4mzBUCBHwi4sTEKifaRsX9yt7GNXma4PIngEb4KjooSpFoQ2p+MFk7tetZp",
+	"U5eB8QkcAqv7L87Pzl69uDq/uH558ebHVxffZDPikdmHlRMgby9/eBum4oTKjmOVjhNx+cNb5ucql33k",
+	"yBYAOIgaD91JWXcI1xEhaIf6YoTyiygchmm0aNArMm5m6nA6EQunVCJjcDaRPD0XhD4VFGigcxTN+CTm",
+	"cpPFppc9fx4LC1+2uax6VE7fBVupl8vPK0+ssJXLy6HVeMRKbeSlEHeTnbpgNsUEtmcq87HYZDaeC3k6",
+	"w7fW9vKgEUEA4+d4Ji04FOhXYtdG/GzuP0RXXfBi51WObv/518//fwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
