@@ -158,7 +158,7 @@ func (s *Service) acquire(ctx context.Context, channelID int64) (*live, string, 
 		s.release(ctx, channelID, fence)
 		return nil, "", err
 	}
-	sess, err := s.driver.Open(ctx, connector.Account{ChannelID: channelID, Key: ch.Key, DeviceRef: ref}, &handler{s: s, channelID: channelID, fence: fence})
+	sess, err := s.driver.Open(ctx, connector.Account{ChannelID: channelID, CompanyID: ch.CompanyID, Key: ch.Key, DeviceRef: ref}, &handler{s: s, channelID: channelID, fence: fence})
 	if err != nil {
 		s.release(ctx, channelID, fence)
 		return nil, "", err

@@ -396,3 +396,35 @@ func TestSimulatorRoutesOnlyWithTheSimulator(t *testing.T) {
 		}
 	})
 }
+
+// In simulator mode each company has its own view of the chat app: numbers
+// one company's contacts put "on the chat app" are not on it for another,
+// and one company's simulator message log is not another's.
+func TestSimulatorScopedToTheCompany(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h, acme := startConnections(t, db, apitest.Options{})
+		other := connAPI{t: t, h: h, token: h.Tenant("Other").Token}
+		mine := acme.pair(acme.create("Mine", "5511988887777").ID)
+		theirs := other.pair(other.create("Theirs", "5511988886666").ID)
+		acme.ok(fmt.Sprintf("/api/chatapp-simulator/%d/contacts", mine.ID), map[string]any{"contacts": []map[string]any{
+			{"key": "5511977776666", "name": "Ana"}}}, nil)
+		check := func(c connAPI, id int) bool {
+			var checks []struct {
+				Exists bool `json:"exists"`
+			}
+			c.ok("/api/chatapp-check-on-chatapp", map[string]any{"id": id, "numbers": []string{"5511977776666"}}, &checks)
+			return len(checks) == 1 && checks[0].Exists
+		}
+		if !check(acme, mine.ID) {
+			t.Error("the company's own contact is not on the chat app for it")
+		}
+		if check(other, theirs.ID) {
+			t.Error("another company's contact is on the chat app for this one")
+		}
+		resp := other.h.Do(apitest.Request{Method: "GET", Path: fmt.Sprintf("/api/chatapp-simulator/%d/messages", mine.ID), Token: other.token})
+		if resp.Status != 509 || resp.Map(t)["message"] != "Connection not found" {
+			t.Errorf("another company's simulator log: %d %s", resp.Status, resp.Body)
+		}
+	})
+}
