@@ -5244,8 +5244,12 @@ type ClientInterface interface {
 	//
 	// Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 	// number with country code, digits only (country code + area code + number). A number already used by
-	// another connection answers 509. The new connection is not logged in: pair it with
-	// POST /api/chatapp-qrcode.
+	// another connection of the company answers 509 "The number N is already used by another connection", one
+	// of its official channels "… already used by an official channel". A number is reserved across companies
+	// only once ownership is proven (an official channel registered with the provider, or a paired
+	// connection): another company's unpaired connection does not block it, and pairing a number another
+	// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+	// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5256,8 +5260,12 @@ type ClientInterface interface {
 	//
 	// Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 	// number with country code, digits only (country code + area code + number). A number already used by
-	// another connection answers 509. The new connection is not logged in: pair it with
-	// POST /api/chatapp-qrcode.
+	// another connection of the company answers 509 "The number N is already used by another connection", one
+	// of its official channels "… already used by an official channel". A number is reserved across companies
+	// only once ownership is proven (an official channel registered with the provider, or a paired
+	// connection): another company's unpaired connection does not block it, and pairing a number another
+	// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+	// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5488,7 +5496,7 @@ type ClientInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes any type of body and a specified content type.
@@ -5501,7 +5509,7 @@ type ClientInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes a body of the `application/json` content type.
@@ -6519,8 +6527,12 @@ func (c *Client) ChatappContactList(ctx context.Context, body ChatappContactList
 //
 // Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 // number with country code, digits only (country code + area code + number). A number already used by
-// another connection answers 509. The new connection is not logged in: pair it with
-// POST /api/chatapp-qrcode.
+// another connection of the company answers 509 "The number N is already used by another connection", one
+// of its official channels "… already used by an official channel". A number is reserved across companies
+// only once ownership is proven (an official channel registered with the provider, or a paired
+// connection): another company's unpaired connection does not block it, and pairing a number another
+// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6541,8 +6553,12 @@ func (c *Client) ChatappCreateWithBody(ctx context.Context, params *ChatappCreat
 //
 // Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 // number with country code, digits only (country code + area code + number). A number already used by
-// another connection answers 509. The new connection is not logged in: pair it with
-// POST /api/chatapp-qrcode.
+// another connection of the company answers 509 "The number N is already used by another connection", one
+// of its official channels "… already used by an official channel". A number is reserved across companies
+// only once ownership is proven (an official channel registered with the provider, or a paired
+// connection): another company's unpaired connection does not block it, and pairing a number another
+// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6973,7 +6989,7 @@ func (c *Client) SimulatorUnlink(ctx context.Context, id SimulatorConnectionId, 
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 // number: log it out first). Fields not sent are left unchanged.
 //
 // Takes any type of body and a specified content type.
@@ -6996,7 +7012,7 @@ func (c *Client) ChatappUpdateWithBody(ctx context.Context, contentType string, 
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 // number: log it out first). Fields not sent are left unchanged.
 //
 // Takes a body of the `application/json` content type.
@@ -10510,8 +10526,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 	// number with country code, digits only (country code + area code + number). A number already used by
-	// another connection answers 509. The new connection is not logged in: pair it with
-	// POST /api/chatapp-qrcode.
+	// another connection of the company answers 509 "The number N is already used by another connection", one
+	// of its official channels "… already used by an official channel". A number is reserved across companies
+	// only once ownership is proven (an official channel registered with the provider, or a paired
+	// connection): another company's unpaired connection does not block it, and pairing a number another
+	// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+	// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10522,8 +10542,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 	// number with country code, digits only (country code + area code + number). A number already used by
-	// another connection answers 509. The new connection is not logged in: pair it with
-	// POST /api/chatapp-qrcode.
+	// another connection of the company answers 509 "The number N is already used by another connection", one
+	// of its official channels "… already used by an official channel". A number is reserved across companies
+	// only once ownership is proven (an official channel registered with the provider, or a paired
+	// connection): another company's unpaired connection does not block it, and pairing a number another
+	// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+	// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10760,7 +10784,7 @@ type ClientWithResponsesInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10773,7 +10797,7 @@ type ClientWithResponsesInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -15315,8 +15339,12 @@ func (c *ClientWithResponses) ChatappContactListWithResponse(ctx context.Context
 //
 // Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 // number with country code, digits only (country code + area code + number). A number already used by
-// another connection answers 509. The new connection is not logged in: pair it with
-// POST /api/chatapp-qrcode.
+// another connection of the company answers 509 "The number N is already used by another connection", one
+// of its official channels "… already used by an official channel". A number is reserved across companies
+// only once ownership is proven (an official channel registered with the provider, or a paired
+// connection): another company's unpaired connection does not block it, and pairing a number another
+// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15333,8 +15361,12 @@ func (c *ClientWithResponses) ChatappCreateWithBodyWithResponse(ctx context.Cont
 //
 // Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 // number with country code, digits only (country code + area code + number). A number already used by
-// another connection answers 509. The new connection is not logged in: pair it with
-// POST /api/chatapp-qrcode.
+// another connection of the company answers 509 "The number N is already used by another connection", one
+// of its official channels "… already used by an official channel". A number is reserved across companies
+// only once ownership is proven (an official channel registered with the provider, or a paired
+// connection): another company's unpaired connection does not block it, and pairing a number another
+// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15691,7 +15723,7 @@ func (c *ClientWithResponses) SimulatorUnlinkWithResponse(ctx context.Context, i
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 // number: log it out first). Fields not sent are left unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -15710,7 +15742,7 @@ func (c *ClientWithResponses) ChatappUpdateWithBodyWithResponse(ctx context.Cont
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 // number: log it out first). Fields not sent are left unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
