@@ -15,11 +15,11 @@ run: ## start the gateway on the embedded SQLite database (./data)
 	@echo "Starting the gateway on http://$${LISTEN_ADDR:-127.0.0.1:8080} (SQLite in ./data)."
 	@echo "In another shell, create a company and a token:"
 	@echo "  go run ./cmd/gateway admin bootstrap --company Acme --email admin@acme.test --permissions all"
-	$(GO) run ./cmd/gateway serve
+	CONNECTOR_DRIVER="$${CONNECTOR_DRIVER:-simulator}" $(GO) run ./cmd/gateway serve
 
 .PHONY: demo
 demo: ## everything on one machine: gateway (SQLite, :8090), provider and chat-app simulators, an event printer; Ctrl-C stops
-	$(GO) run ./cmd/demo
+	CONNECTOR_DRIVER=simulator $(GO) run ./cmd/demo
 
 .PHONY: build
 build: ## build bin/gateway

@@ -89,7 +89,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// Only what the demo sets: the user's DATABASE_URL or LISTEN_ADDR must not leak in.
 	cfg, err := config.Parse("demo", []string{"-listen", gwLn.Addr().String(), "-data-dir", *dataDir,
-		"-public-base-url", base, "-outbound-allow-cidrs", "127.0.0.0/8", "-log-level", "warn", "-log-format", "text"},
+		"-public-base-url", base, "-outbound-allow-cidrs", "127.0.0.0/8", "-log-level", "warn", "-log-format", "text",
+		"-connector-driver", "simulator", "-metrics-listen", "off"},
 		func(string) string { return "" })
 	if err != nil {
 		return err

@@ -74,6 +74,9 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 		if err != nil {
 			return err
 		}
+		if err := cfg.CheckServe(); err != nil {
+			return err
+		}
 		applyMemoryLimit(cfg, getenv)
 		a, err := app.New(ctx, cfg, app.Options{})
 		if err != nil {

@@ -33,7 +33,8 @@ func get(url string) (int, string, error) {
 }
 
 // TestPprofListener runs `gateway serve`: the profiles are never on the
-// public listener, and only on their own address when -debug-listen is set.
+// public listener, and only on their own address when -debug-listen is set;
+// the metrics are only on the metrics listener.
 func TestPprofListener(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -41,8 +42,8 @@ func TestPprofListener(t *testing.T) {
 	}{{"off by default", false}, {"on its own address", true}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			public, debug := freeAddr(t), freeAddr(t)
-			args := []string{"serve", "-listen", public, "-data-dir", t.TempDir(), "-log-level", "error"}
+			public, debug, metrics := freeAddr(t), freeAddr(t), freeAddr(t)
+			args := []string{"serve", "-listen", public, "-data-dir", t.TempDir(), "-log-level", "error", "-metrics-listen", metrics}
 			if tc.debug {
 				args = append(args, "-debug-listen", debug)
 			}
@@ -69,6 +70,13 @@ func TestPprofListener(t *testing.T) {
 			if status, _, err := get("http://" + public + "/debug/pprof/"); err != nil || status != 404 {
 				t.Fatalf("public /debug/pprof/: status %d, err %v; want 404", status, err)
 			}
+			// The metrics are on their own listener only (METRICS_LISTEN).
+			if status, body, err := get("http://" + public + "/metrics"); err != nil || status != 404 || strings.Contains(body, "gateway_") {
+				t.Fatalf("public /metrics: status %d, err %v; want 404", status, err)
+			}
+			if status, body, err := get("http://" + metrics + "/metrics"); err != nil || status != 200 || !strings.Contains(body, "gateway_http_requests_total") {
+				t.Fatalf("metrics listener: status %d, err %v, body %.200s", status, err, body)
+			}
 			status, body, err := get("http://" + debug + "/debug/pprof/")
 			if !tc.debug {
 				if err == nil {
@@ -83,5 +91,14 @@ func TestPprofListener(t *testing.T) {
 				t.Fatalf("heap profile: status %d, err %v, body %.100s", status, err, body)
 			}
 		})
+	}
+}
+
+// With PostgreSQL, serve refuses to start on a simulator nobody chose.
+func TestServeRefusesTheDefaultSimulatorOnPostgres(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}
+	err := run(context.Background(), []string{"serve", "-listen", freeAddr(t)}, io.Discard, func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "CONNECTOR_DRIVER=simulator") {
+		t.Fatalf("serve: %v, want the refusal naming CONNECTOR_DRIVER", err)
 	}
 }

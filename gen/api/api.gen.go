@@ -1647,11 +1647,6 @@ type MessageMediaResultSuccess bool
 // Example: 1
 type MessageTypeId int
 
-// NotImplemented 501 body; the capability is not enabled in this build.
-type NotImplemented struct {
-	Message string `json:"message"`
-}
-
 // NullableManagementTimestamp Management timestamp `YYYY-MM-DD HH:MM:SS`, or null.
 //
 // Example: 2026-11-22 14:03:07
@@ -2641,6 +2636,9 @@ type PayloadTooLarge = Message
 
 // QueryValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type QueryValidationFailed = ValidationError
+
+// SimulatorInactive Error or information body with a human-readable message.
+type SimulatorInactive = Message
 
 // TooManyInFlight Error or information body with a human-readable message.
 type TooManyInFlight = Message
@@ -4805,6 +4803,9 @@ type ServerInterface interface {
 	// DeleteChannelWebhook Delete a webhook subscription
 	// (DELETE /api/channel-webhooks/{id})
 	DeleteChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId)
+	// GetChannelWebhook Read one webhook subscription (extension)
+	// (GET /api/channel-webhooks/{id})
+	GetChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId)
 	// UpdateChannelWebhook Update a webhook subscription
 	// (PUT /api/channel-webhooks/{id})
 	UpdateChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId)
@@ -4955,6 +4956,12 @@ func (_ Unimplemented) ListAvailableWebhookEvents(w http.ResponseWriter, r *http
 // DeleteChannelWebhook Delete a webhook subscription
 // (DELETE /api/channel-webhooks/{id})
 func (_ Unimplemented) DeleteChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetChannelWebhook Read one webhook subscription (extension)
+// (GET /api/channel-webhooks/{id})
+func (_ Unimplemented) GetChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -5425,6 +5432,32 @@ func (siw *ServerInterfaceWrapper) DeleteChannelWebhook(w http.ResponseWriter, r
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DeleteChannelWebhook(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetChannelWebhook operation middleware
+func (siw *ServerInterfaceWrapper) GetChannelWebhook(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetChannelWebhook(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -7337,6 +7370,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Delete(options.BaseURL+"/api/channel-webhooks/{id}", wrapper.DeleteChannelWebhook)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/api/channel-webhooks/{id}", wrapper.GetChannelWebhook)
+	})
+	r.Group(func(r chi.Router) {
 		r.Put(options.BaseURL+"/api/channel-webhooks/{id}", wrapper.UpdateChannelWebhook)
 	})
 	r.Group(func(r chi.Router) {
@@ -7380,11 +7416,11 @@ type IdempotencyKeyReusedJSONResponse ValidationError
 
 type InternalErrorJSONResponse Message
 
-type NotImplementedJSONResponse NotImplemented
-
 type PayloadTooLargeJSONResponse Message
 
 type QueryValidationFailedJSONResponse ValidationError
+
+type SimulatorInactiveJSONResponse Message
 
 type TooManyInFlightResponseHeaders struct {
 	RetryAfter int
@@ -7404,7 +7440,14 @@ type TooManyRequestsJSONResponse struct {
 	Headers TooManyRequestsResponseHeaders
 }
 
-type UnauthenticatedJSONResponse Unauthenticated
+type UnauthenticatedResponseHeaders struct {
+	WWWAuthenticate string
+}
+type UnauthenticatedJSONResponse struct {
+	Body Unauthenticated
+
+	Headers UnauthenticatedResponseHeaders
+}
 
 type WebhookBusinessErrorJSONResponse BusinessError
 
@@ -7461,10 +7504,11 @@ type SendMessage401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SendMessage401JSONResponse) VisitSendMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7609,10 +7653,11 @@ type ListChannelWebhooks401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ListChannelWebhooks401JSONResponse) VisitListChannelWebhooksResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7721,10 +7766,11 @@ type CreateChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response CreateChannelWebhook401JSONResponse) VisitCreateChannelWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7847,10 +7893,11 @@ type ListAvailableWebhookEvents401JSONResponse struct{ UnauthenticatedJSONRespon
 func (response ListAvailableWebhookEvents401JSONResponse) VisitListAvailableWebhookEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7942,10 +7989,11 @@ type DeleteChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response DeleteChannelWebhook401JSONResponse) VisitDeleteChannelWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8026,6 +8074,118 @@ func (response DeleteChannelWebhook509JSONResponse) VisitDeleteChannelWebhookRes
 	return err
 }
 
+type GetChannelWebhookRequestObject struct {
+	Id WebhookId `json:"id"`
+}
+
+type GetChannelWebhookResponseObject interface {
+	VisitGetChannelWebhookResponse(w http.ResponseWriter) error
+}
+
+type GetChannelWebhook200JSONResponse WebhookSubscriptionResult
+
+func (response GetChannelWebhook200JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetChannelWebhook401JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChannelWebhook403JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook422JSONResponse struct {
+	WebhookValidationFailedJSONResponse
+}
+
+func (response GetChannelWebhook422JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChannelWebhook429JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChannelWebhook500JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelWebhook509JSONResponse struct {
+	WebhookBusinessErrorJSONResponse
+}
+
+func (response GetChannelWebhook509JSONResponse) VisitGetChannelWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(509)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateChannelWebhookRequestObject struct {
 	Id   WebhookId `json:"id"`
 	Body *UpdateChannelWebhookJSONRequestBody
@@ -8054,10 +8214,11 @@ type UpdateChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response UpdateChannelWebhook401JSONResponse) VisitUpdateChannelWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8166,10 +8327,11 @@ type ListChannelWebhookDeliveries401JSONResponse struct{ UnauthenticatedJSONResp
 func (response ListChannelWebhookDeliveries401JSONResponse) VisitListChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8279,10 +8441,11 @@ type RedeliverChannelWebhookDelivery401JSONResponse struct{ UnauthenticatedJSONR
 func (response RedeliverChannelWebhookDelivery401JSONResponse) VisitRedeliverChannelWebhookDeliveryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8408,10 +8571,11 @@ type RecoverChannelWebhookDeliveries401JSONResponse struct{ UnauthenticatedJSONR
 func (response RecoverChannelWebhookDeliveries401JSONResponse) VisitRecoverChannelWebhookDeliveriesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8535,10 +8699,11 @@ type RotateChannelWebhookSecret401JSONResponse struct{ UnauthenticatedJSONRespon
 func (response RotateChannelWebhookSecret401JSONResponse) VisitRotateChannelWebhookSecretResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8647,10 +8812,11 @@ type TestChannelWebhook401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response TestChannelWebhook401JSONResponse) VisitTestChannelWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8774,10 +8940,11 @@ type ChatappCheckOnChatapp401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappCheckOnChatapp401JSONResponse) VisitChatappCheckOnChatappResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8854,10 +9021,11 @@ type ChatappContactList401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappContactList401JSONResponse) VisitChatappContactListResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8935,10 +9103,11 @@ type ChatappCreate401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappCreate401JSONResponse) VisitChatappCreateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9047,10 +9216,11 @@ type ChatappDelete401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappDelete401JSONResponse) VisitChatappDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9127,10 +9297,11 @@ type ChatappGroupList401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappGroupList401JSONResponse) VisitChatappGroupListResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9207,10 +9378,11 @@ type ChatappLogout401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappLogout401JSONResponse) VisitChatappLogoutResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9287,10 +9459,11 @@ type ChatappQrcode401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappQrcode401JSONResponse) VisitChatappQrcodeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9368,10 +9541,11 @@ type SimulatorSeedContacts401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorSeedContacts401JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9391,6 +9565,20 @@ func (response SimulatorSeedContacts403JSONResponse) VisitSimulatorSeedContactsR
 	return err
 }
 
+type SimulatorSeedContacts404JSONResponse struct{ SimulatorInactiveJSONResponse }
+
+func (response SimulatorSeedContacts404JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorSeedContacts500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorSeedContacts500JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
@@ -9401,20 +9589,6 @@ func (response SimulatorSeedContacts500JSONResponse) VisitSimulatorSeedContactsR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type SimulatorSeedContacts501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SimulatorSeedContacts501JSONResponse) VisitSimulatorSeedContactsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9463,10 +9637,11 @@ type SimulatorSeedGroup401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorSeedGroup401JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9486,6 +9661,20 @@ func (response SimulatorSeedGroup403JSONResponse) VisitSimulatorSeedGroupRespons
 	return err
 }
 
+type SimulatorSeedGroup404JSONResponse struct{ SimulatorInactiveJSONResponse }
+
+func (response SimulatorSeedGroup404JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorSeedGroup500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorSeedGroup500JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
@@ -9496,20 +9685,6 @@ func (response SimulatorSeedGroup500JSONResponse) VisitSimulatorSeedGroupRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type SimulatorSeedGroup501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SimulatorSeedGroup501JSONResponse) VisitSimulatorSeedGroupResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9558,10 +9733,11 @@ type SimulatorInbound401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorInbound401JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9581,6 +9757,20 @@ func (response SimulatorInbound403JSONResponse) VisitSimulatorInboundResponse(w 
 	return err
 }
 
+type SimulatorInbound404JSONResponse struct{ SimulatorInactiveJSONResponse }
+
+func (response SimulatorInbound404JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorInbound500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorInbound500JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
@@ -9591,20 +9781,6 @@ func (response SimulatorInbound500JSONResponse) VisitSimulatorInboundResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type SimulatorInbound501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SimulatorInbound501JSONResponse) VisitSimulatorInboundResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9652,10 +9828,11 @@ type SimulatorMessages401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorMessages401JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9675,6 +9852,20 @@ func (response SimulatorMessages403JSONResponse) VisitSimulatorMessagesResponse(
 	return err
 }
 
+type SimulatorMessages404JSONResponse struct{ SimulatorInactiveJSONResponse }
+
+func (response SimulatorMessages404JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorMessages500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorMessages500JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
@@ -9685,20 +9876,6 @@ func (response SimulatorMessages500JSONResponse) VisitSimulatorMessagesResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type SimulatorMessages501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SimulatorMessages501JSONResponse) VisitSimulatorMessagesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9746,10 +9923,11 @@ type SimulatorPair401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorPair401JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9769,6 +9947,20 @@ func (response SimulatorPair403JSONResponse) VisitSimulatorPairResponse(w http.R
 	return err
 }
 
+type SimulatorPair404JSONResponse struct{ SimulatorInactiveJSONResponse }
+
+func (response SimulatorPair404JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorPair500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorPair500JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
@@ -9779,20 +9971,6 @@ func (response SimulatorPair500JSONResponse) VisitSimulatorPairResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type SimulatorPair501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SimulatorPair501JSONResponse) VisitSimulatorPairResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9841,10 +10019,11 @@ type SimulatorReceipt401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorReceipt401JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9864,6 +10043,20 @@ func (response SimulatorReceipt403JSONResponse) VisitSimulatorReceiptResponse(w 
 	return err
 }
 
+type SimulatorReceipt404JSONResponse struct{ SimulatorInactiveJSONResponse }
+
+func (response SimulatorReceipt404JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorReceipt500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorReceipt500JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
@@ -9874,20 +10067,6 @@ func (response SimulatorReceipt500JSONResponse) VisitSimulatorReceiptResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type SimulatorReceipt501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SimulatorReceipt501JSONResponse) VisitSimulatorReceiptResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9935,10 +10114,11 @@ type SimulatorUnlink401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response SimulatorUnlink401JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9958,6 +10138,20 @@ func (response SimulatorUnlink403JSONResponse) VisitSimulatorUnlinkResponse(w ht
 	return err
 }
 
+type SimulatorUnlink404JSONResponse struct{ SimulatorInactiveJSONResponse }
+
+func (response SimulatorUnlink404JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SimulatorUnlink500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SimulatorUnlink500JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
@@ -9968,20 +10162,6 @@ func (response SimulatorUnlink500JSONResponse) VisitSimulatorUnlinkResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type SimulatorUnlink501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SimulatorUnlink501JSONResponse) VisitSimulatorUnlinkResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10029,10 +10209,11 @@ type ChatappUpdate401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ChatappUpdate401JSONResponse) VisitChatappUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10109,10 +10290,11 @@ type ListChatapps401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ListChatapps401JSONResponse) VisitListChatappsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10189,10 +10371,11 @@ type ListCompanyChannels401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ListCompanyChannels401JSONResponse) VisitListCompanyChannelsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10269,10 +10452,11 @@ type ListContactChannels401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response ListContactChannels401JSONResponse) VisitListContactChannelsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10350,10 +10534,11 @@ type UpdateContactChannel401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response UpdateContactChannel401JSONResponse) VisitUpdateContactChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10442,10 +10627,11 @@ type EditMessage401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response EditMessage401JSONResponse) VisitEditMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10521,10 +10707,11 @@ type PublishEvent401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response PublishEvent401JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10615,10 +10802,11 @@ type GetMessageMediaLink401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response GetMessageMediaLink401JSONResponse) VisitGetMessageMediaLinkResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10707,10 +10895,11 @@ type ListProviderTemplatesForChannel401JSONResponse struct{ UnauthenticatedJSONR
 func (response ListProviderTemplatesForChannel401JSONResponse) VisitListProviderTemplatesForChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10786,10 +10975,11 @@ type UploadSendMedia401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response UploadSendMedia401JSONResponse) VisitUploadSendMediaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10924,10 +11114,11 @@ type RevokeMessages401JSONResponse struct{ UnauthenticatedJSONResponse }
 func (response RevokeMessages401JSONResponse) VisitRevokeMessagesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11062,8 +11253,15 @@ type GetUploadedMediaResponseObject interface {
 	VisitGetUploadedMediaResponse(w http.ResponseWriter) error
 }
 
+type GetUploadedMedia200ResponseHeaders struct {
+	ContentDisposition    string
+	ContentSecurityPolicy string
+	XContentTypeOptions   string
+}
+
 type GetUploadedMedia200ApplicationpdfResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11073,6 +11271,9 @@ func (response GetUploadedMedia200ApplicationpdfResponse) VisitGetUploadedMediaR
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11084,6 +11285,7 @@ func (response GetUploadedMedia200ApplicationpdfResponse) VisitGetUploadedMediaR
 
 type GetUploadedMedia200ImagejpegResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11093,6 +11295,9 @@ func (response GetUploadedMedia200ImagejpegResponse) VisitGetUploadedMediaRespon
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11104,6 +11309,7 @@ func (response GetUploadedMedia200ImagejpegResponse) VisitGetUploadedMediaRespon
 
 type GetUploadedMedia200ImagepngResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11113,6 +11319,9 @@ func (response GetUploadedMedia200ImagepngResponse) VisitGetUploadedMediaRespons
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11124,6 +11333,7 @@ func (response GetUploadedMedia200ImagepngResponse) VisitGetUploadedMediaRespons
 
 type GetUploadedMedia200ImagewebpResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11133,6 +11343,9 @@ func (response GetUploadedMedia200ImagewebpResponse) VisitGetUploadedMediaRespon
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11144,6 +11357,7 @@ func (response GetUploadedMedia200ImagewebpResponse) VisitGetUploadedMediaRespon
 
 type GetUploadedMedia200Video3gppResponse struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11153,6 +11367,9 @@ func (response GetUploadedMedia200Video3gppResponse) VisitGetUploadedMediaRespon
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11164,6 +11381,7 @@ func (response GetUploadedMedia200Video3gppResponse) VisitGetUploadedMediaRespon
 
 type GetUploadedMedia200Videomp4Response struct {
 	Body          io.Reader
+	Headers       GetUploadedMedia200ResponseHeaders
 	ContentLength int64
 }
 
@@ -11173,6 +11391,9 @@ func (response GetUploadedMedia200Videomp4Response) VisitGetUploadedMediaRespons
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11234,9 +11455,9 @@ type GetMessageMediaResponseObject interface {
 }
 
 type GetMessageMedia200ResponseHeaders struct {
-	ContentDisposition    *string
-	ContentSecurityPolicy *string
-	XContentTypeOptions   *string
+	ContentDisposition    string
+	ContentSecurityPolicy string
+	XContentTypeOptions   string
 }
 
 type GetMessageMedia200AsteriskResponse struct {
@@ -11252,15 +11473,9 @@ func (response GetMessageMedia200AsteriskResponse) VisitGetMessageMediaResponse(
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
-	if response.Headers.ContentDisposition != nil {
-		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
-	}
-	if response.Headers.ContentSecurityPolicy != nil {
-		w.Header().Set("Content-Security-Policy", fmt.Sprint(*response.Headers.ContentSecurityPolicy))
-	}
-	if response.Headers.XContentTypeOptions != nil {
-		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
-	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("Content-Security-Policy", fmt.Sprint(response.Headers.ContentSecurityPolicy))
+	w.Header().Set("X-Content-Type-Options", fmt.Sprint(response.Headers.XContentTypeOptions))
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -11388,20 +11603,6 @@ func (response VerifyProviderWebhook403JSONResponse) VisitVerifyProviderWebhookR
 	return err
 }
 
-type VerifyProviderWebhook404JSONResponse Message
-
-func (response VerifyProviderWebhook404JSONResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type VerifyProviderWebhook500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response VerifyProviderWebhook500JSONResponse) VisitVerifyProviderWebhookResponse(w http.ResponseWriter) error {
@@ -11465,20 +11666,6 @@ func (response ReceiveProviderWebhook401JSONResponse) VisitReceiveProviderWebhoo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReceiveProviderWebhook404JSONResponse Message
-
-func (response ReceiveProviderWebhook404JSONResponse) VisitReceiveProviderWebhookResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11592,6 +11779,9 @@ type StrictServerInterface interface {
 	// DeleteChannelWebhook Delete a webhook subscription
 	// (DELETE /api/channel-webhooks/{id})
 	DeleteChannelWebhook(ctx context.Context, request DeleteChannelWebhookRequestObject) (DeleteChannelWebhookResponseObject, error)
+	// GetChannelWebhook Read one webhook subscription (extension)
+	// (GET /api/channel-webhooks/{id})
+	GetChannelWebhook(ctx context.Context, request GetChannelWebhookRequestObject) (GetChannelWebhookResponseObject, error)
 	// UpdateChannelWebhook Update a webhook subscription
 	// (PUT /api/channel-webhooks/{id})
 	UpdateChannelWebhook(ctx context.Context, request UpdateChannelWebhookRequestObject) (UpdateChannelWebhookResponseObject, error)
@@ -11896,6 +12086,32 @@ func (sh *strictHandler) DeleteChannelWebhook(w http.ResponseWriter, r *http.Req
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(DeleteChannelWebhookResponseObject); ok {
 		if err := validResponse.VisitDeleteChannelWebhookResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetChannelWebhook operation middleware
+func (sh *strictHandler) GetChannelWebhook(w http.ResponseWriter, r *http.Request, id WebhookId) {
+	var request GetChannelWebhookRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChannelWebhook(ctx, request.(GetChannelWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChannelWebhook")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetChannelWebhookResponseObject); ok {
+		if err := validResponse.VisitGetChannelWebhookResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -13041,755 +13257,776 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rcttIligKv0p+6Jko0g1SJCX5QoWjQ5bltqYsy61L1a42vYUUkBTRAjPZSFAy260v5td5gBPnBc6f",
-	"eZHzJv0kJ3KtzEQCSFCU7erqvc90TI1FEsjLypXrfvkSxGK+EJzxQgbjL8GM0YTl8OcpK/LV/rRgufqU",
-	"MBnn6aJIBQ/GwRmLBU8kKQS5o2lBrthU5Izk6pWUX/eDMGCf6XyRsWC8PQiDnP11meYsCcZFvmRhIOMZ",
-	"m1M17jzl6Xw5D8bDMChWCxaMg5QX7Jrlwf39fRgsaE7nrNBrOsgZLViyX5xSfs3UN7HgBeOF+pMuFlka",
-	"U7XErb9Itc4v5So+BqPB6GlvOOwNhkFoP4xGwSd3Of+Ws2kwDn63VYJlC3+VW69pwXBeWFkVIv9xdvKe",
-	"0DynKxJ9lAXNi5AwnnyKiJiShBZMkk70yy+//NI7Pu69fh11icjh+16RzpkMScrjbCnTWxYSwUkxYyRW",
-	"m03Vh3TOSIfC4+QuLWZiWeCXsbhluSTFjBbkbiYyRhK66irwp2pRf12yfBWEAadzBdgYoXdJiyAMPvdS",
-	"fkuzNOnNmZRUQdOAl9CCzJdSHSuhxNmZuzG7r+A+DI4SNl+IgvF49SNbNfFln8RZynjRi2dCMk5u2Ip0",
-	"piIn+nwIJRcXR6+7uJM5vWGSUEQnNU8xSyVROMRkQSSdsjGAIeVktENmYgkgYETSOYOh1Y/lN+bFnC0y",
-	"usJHp2kuC0K5vGM5SbksGE1gRyLl1/DEnchvCL2mKe+TH9lKEpozsmA5UZhB+apPzhgjzsZJise2/+GI",
-	"OLuv3IVgdzqIn8XbrPecPh32duLd7d6LqyHrjZJn0wF9wXauRkNzengXy+Nz5uopKFeuEf38jvHrYhaM",
-	"R7u7obpW5vNQXaKiYLka839+/P/1/v+ffv9vgb1tsshTfq0O0YcR7v4UZA1aDNXVH+3ukttUplcZI/tn",
-	"B0dHJJ7RnMZwW+/D4CRPWH4sEvaaTekyK/Zl7CElIi9IkuYsVl+EJKaS9VIuGZdpkd4y0on2zw6ikESv",
-	"D/FfKuNI3Z5IDRR1+0QPr9bQhvrCLCXY9LbbxbeBxj5ggbJ/dqDWpdapXvpAkURV96u+JXw5v2J5SKa5",
-	"mJNh26IXagB3vQluFM50HeH0LxhmtveaE/04uYZbn6u7x9X62V+XNFPnO4RdsFy9qGE8HAyaWzoq2FzC",
-	"3VArDhE5dgeD1n3hkC1bGwxChc64uV349Pit6rX4tosw10ts7nD0a29w9Nvub/fX3t/uP3t/Z+l8mdFC",
-	"5AeCcyQjR4lnkwmyEsU1zXMV4vxMb3ZBi1m51zQJvlZ+aSOpnl0BQzazVB/WrA+mvw+Di0XyvUUgMtoe",
-	"774Y777415WFMiqL3hK2/t3EIRxujTikQf14cehndjUT4uY1y9Jblq982Hg+YyTRv/8gFS/Dvy/TJCKd",
-	"6H/0zm7jnhkg6oaEouBiniOZuCZyJu4kSYuqjDG4ej7djkest5sMaW9n+uyq9yJ+ynojupM8Z8Pp9tXu",
-	"s8CL684i1iL9VORzWigQLuFJV74Y9F7Q3nS/9+bTl+f3PffjzmM+Dkf3GwspBkwkda4WCJRt18p9o3a/",
-	"9NmtpyB3+BCRyyu/oDca/i9ATO7VWuRCcMlQu7J08dVSppxJeZjnIt+cxsAoaXKSayVALudzmq+CcfCe",
-	"pcVMidoJ4SJXomQQBrc0WwIFqywRf66sNAzkMo6ZlMF4SjPJ1Mq5KN6IJU+q81zwGy7uuEPi/fOUWyVc",
-	"FGQKI7VM805cX7PaPGdMSvOyngvWuX6qVMILGQxIUu6Z8X5TClw9Ig8VPkJkISlfLAsF1Sv9BmHqlTGZ",
-	"p1IqbUfkZE4zdadZQqYpy5LQgV8JH9IRuboAlAs4S60IdUMtzhKa5YwmoAgtJWsMYrcNA5mH7bfdUKkP",
-	"RY8uFmRK02yZs75C+zciv0qThPHH8Dr3AM6V9kjtCSw5XRYzkad/YwlMsBm8j/V4HkgrWl6IG8ZJRuMb",
-	"pNMLlgN8gX+lkogFy1Gb11gtSSctJIk+98pHo+6egtRMncodlQoe/FqvsqpiH/EPubjOAXO+Dir7Vi/W",
-	"2nIqSU3DVNCSRZpl5IqpJS1yoXCVJXtaNc+U3vB9YNhYjlbeo9qaotZFETpFLUZBmzMwTCmEFrnikOS9",
-	"A9dE/V7cpTGr7ETJlDmLmdI6SyOBXtcPUpsLPKdxypYSKcTmJwGXEE6vrtePPyLK1k9DrdzcGjUfbI2S",
-	"JJ1OWc64XWk/+HQf1vH/6wfb+HR/UuQG9ttKk9RNaZ5oYy11407L2kjHkCJ7u0KiGG5IQNQDoieSVbd5",
-	"+ntqIkIJZ3fAbXAG9cnd9xFXYg3NHskGayxND0Iky29ZjtT3+1yaC84+L4D1GIq5hwoOVbtLpSauIeFM",
-	"zSwZx329F8WRWuic8eKxeOviFSsptjRKmGFyjNOrjCVjAkIyLOuaFuyOavPcwcn794cH5yenl69Pj346",
-	"PH1pR9gcNLV9tCBcSXr10ugtTTO1Oof0JWyRiZUa6AepGNc0vV7qtzrl3hSYcpEpJpIArWEkZzQznE7k",
-	"3T5aflaZoMm5EO9o/jglrQ5gg+oKj8mcrmADV6xqtBkOBuT41XdBqcPPBePAtjrWmCnipQIMmVEFP7Iz",
-	"3O6O9d6dxSl0U7vVa1K/M54sRMoLQuOYLQqpiTEAWEGDKCGXdEClGpLjVyGZL7MiXSiEwT2Fir7fpgrY",
-	"WuaWZJscv6oxSlmInIHoiDiuBGBmdoJy9n0Y/EkRhZJKvaFp9vVU29hAxh8fYa2oEuZHWTm+Gw3e18TR",
-	"elbgXEGryQW/xjMROQFRtk8i3HJEZiJL8Dm9A2Mx0sMA5p8LcUz56oi/ydLrWfHVmC8EmVO+MhgmldS4",
-	"0BKP4dlyJvIiW/W/L96PkR6gv4LQJFFTKnighGf4lIKZwuQrkIzF1LtS0nm6QyhPyPaIXK2INpGFRDJG",
-	"3qXztJBdsxkUXiJwuvXA6xaRzpBIcLR1+2SfrxxCFlNunReA7nW/Xc867nzw0E9vOS6++3v/ndEHeqp3",
-	"9y0HqsYh+0XB5otCfp9TO6UFI5mCJGGfY8aSUjY10qAxtqszktptmfIqpL8TBO/D4AKUC8YLBZWvZ621",
-	"YR4BrPoCfDwREFlrfyHRRoWQsM+LVFPRnN2KGz2vNoh8i0nA2JXer9XZrWmrkzP9d9evUlvzjdVN+17l",
-	"3Yz4pyVb1jV4OwYqE3+FRx4xdVrKrPhuyxJSCXJQdfJzxTUFB6EWf6+YkvxT64NQM5u3+l9hGtl8orXQ",
-	"/X6GijNnQY61wWtsCIESK+hNEVdbYdgnp+YoScfSte64RDM7FQzqooGiIeZdRb5zBpbldbM5N+XrJQy4",
-	"LFc0uciz2tnlWWmjcQ+tlEeW6p2P+KS1gaIFaFYUC7VF9a8kF6fvanLIZu+og9NE4z1YMyv2PaWr61/9",
-	"60ML6Ed80jXuVdfS+PkRmLaB8FMxio1JpFYVuZawTHArwg53B45HOyTRMs8qD4MywQFGWxZQgE20blJT",
-	"X9bkrodlK3izT05QmrbsX3s4Cnrj0aZDQjMpCAW1dhMNn3TsMhQ0ZHNIpdTYQ4DD3Dca1OGtOoFTJsH1",
-	"9yVY5GqVRarpPi3g0NKCzaXnZ/dovjRt/exWX5naL/euDf2jfqx60p+sAV1c/YXFhRpOfwG+G2CohqJ9",
-	"CRhfzoPxRyXzlG9eCZExyhvzmfdC3J9vqgazrGLh7uAF6kxiqsRceg0arFWXJOmUplMZWs0nNFQQDIOc",
-	"ZbI7Nuxbm3ndF7uIiFWzryLl1VOwd89zAk0QAfV/DIzM8D4wHeA2zlcL9jqVi4yuDGWpwguIgnHe4jta",
-	"dazrqD9IEuknLtUT0ZhMgPT4Xp8E3RCdajg5MQ9WhrhMk2hMosP5FUsSloDJQ8nm3ZBEF1xMp2mc0gy+",
-	"JnSxiEhnpH468fywrX74MBOFIFLAj5wVdyK/iUhnR/12ht8qmDFFhyLS2VXfvxJF5cun3T45NyZSILaE",
-	"1ndu4pFiwW9ZLlFxgLsi++SNQNl4kdFCkSkSi4SBTSwyX0VVr2JjPz7vnHOgPgfagQP8MRmSl4S5UA3J",
-	"iLwkyyZMSUdtrVBA7IZkm7wkvkfENL50HtshL8lCwbqHsO5pWFsSG5Jd8tIchIVuSJ6Sl+TKBTgAAtF/",
-	"GI7C7XAn3A2ffnJjHBv+OtCm+HLeu6U5kFV1KwwOHczA51xizwEuOwgtmMtvAF8QMd7jDoIwwM/HZoVB",
-	"GLwSRfnxU/Us/LfqQ+XsPfcjJHNaxGBkiSonG43twQHE8TZo2CP+O4eBeA9HcYnQvjRHAVivv7PgRpy/",
-	"EoX7lcF4QHYJl9QiqsJ0F8slCG11Wkk6p4dn5/AT3oIu/K33be6OYmr6/kzTrKgcflDZdBAGsT0kZ7uK",
-	"wHr2qkTo2kaDMKjsMnBRqjZk9aptgl0uTsXfBZ1ghGZsJ69fWTAIV4NsqizHCUR9SPe33PE8nTNZ0PlC",
-	"0Zk0eehFvdwj8OnfoDt6g+d/ZCAaZNblW92rEhDI3SzNmLks2vqt3cGpLL3B/aDJJU0ggI/VFrRgG67y",
-	"DJ41L13mjGo9osWm1Sc/z1boUysXmnIwYMEQNrzEklNJ04R02HxRrMjdjHFrblW8SwfVeHCyYT9ygmy+",
-	"5qhrYgXET2DwAADSnlRYDW52Zm2ROxQYD2YsvtGWLdDMsuxkGow/bohZGOZw/6mO3TRnl9e5WC7khsfp",
-	"rmM/Z3/Ed/8JaI6WMekRuPAH0knSa4Uk4CeJxZIX+QrYhZItQ/w6Kvf7Uh16FBL4pBQQuVeNJTR6gBOu",
-	"/HSnHq3cRKtm3MshjWfGsFeqrviKIukw69OdWkDynH4+wiWYuET9cVjTDvyTGqg45noMBDMT7g4Geg2y",
-	"LQbHjNEMxCmx3BxLA3XVmA/FyvjRu0QrN1QThPm6ihzBIeKlj/RSIoh+L4/VQ9v8ICtxw0INaKjICUze",
-	"XO6GmuQGSI6ghmF96t/j9J6vUg0f1H5g34IXNPbs+caXSfHeGrO1bK/e7ftk8VZOw0WRTlctWpYzKoFk",
-	"DeOzY9k0RKSQM5pX2FuLXu7Q6Ye3/y6Vxfc8fAPVf+WDB47l8B/v8T+CmnulfDfSjc6ZOrb1ySKbkF80",
-	"97XR3dHurkt42yhh09JXI4PI4RUc1kARyFoTepRzseQxa5XhGCeCZytCk3nKU1nktBCKttMVkYy3SG+p",
-	"vITn142K7sNK0J9iFO405voCZfTP5L38fzQEOFRghggWpfUjql/eQCwNsGTzVSqR+iJjfhyZWNC8SON0",
-	"QXkhL4H3V0JUB558vdb7H5bn4QDRO8dDR/29CQXiz78wmfAaUhz0SupJDGuiiH+VjISaQAyXb6UF6er5",
-	"gDzrkek9u/dTQx+KNV/+1Ah5KEjGKLjc0L6XJhEo/xHcmc6VKGZw868YBJCAv51EsI2IpFymCSMRqAdR",
-	"SKQg14yzHHIDME5AojkyLYwelS8z+JhKjJS5EsnqB0nEHQQH6H3BEjqwGJHjWrSVY85QSgQKpTdMFjmT",
-	"jMc6xksbQpRcFisRhyXkatU+V2jjKtMcfjJWsP4jpUpvfueHmYKslscbykJItBqhtjOu/ER+r3ZAzd8m",
-	"L244gPyzXfNi57A/VNI8XUj9jCS0KB/Yw0lBIDejcYGxWXpVqcSAkTJmCu0/XCjcSBT/+hvLBem4y5Mm",
-	"cg5i2GCOwR5JcrEASBf5kt+oc5mmn7t9coiXcEx2d4fDF8+fP3/+7NmzZ7UEUPenWurEsPfi08dB78Wn",
-	"Ly/C4Y4n/8F/fX908jIdQDfPgXRqcO22XfIfW4/fFaob9Jd9TnWMyIYM7cAYUBS+aaZIY1izwkLgXXuE",
-	"L7NM6yM4AwQBg/6ggKt+plcKuphP0WRxsGZ/Dg4D6FBpA8fWy7R6qNBs9UHxxCSBbmZbUE8fs4J6CODX",
-	"8LYmW6ttp8WB5dj7/pQrzGketfm2ntyagiQI2FYIHUuGfogF0Agn11rGlPOUX+8RNDMtecakrAQWSlaQ",
-	"CF68VEP6JRiMW5H/utbEv+Z+aCn8+9MpAotKQsmH938k6kjIxek70onUn+N0Tq/Z1oJf711RyZ7uhP/4",
-	"z/+KwPzmkA7/kw9is2NOizE3Wi+1AtQ12I3Y8T1MaDUbhMsTSYc6/LsbkkhIzb6vcnEndQBXFT/1L02g",
-	"v8If0NcnZ4oVVhB0qj1jWcoVT03YbRqzkLD+dZ9EB7NczBENHSVqqI1Jj1SizEpa9ajhYLCBHmWGqdHr",
-	"XxuphcdseIIRCvy6J1eyYPOvA/LPKU/EnfxOUD6R3wrgE1mHbUmRNoRZ5Z6AsHQAlQVq91GoNRjM/Ubr",
-	"X8uUD5r/HKfBPgSSyJuqZwDDSNopfEcdqoLy1Up/g0yz2ycn06kTBztWY0MKz1LOoOAHWKZ0bBQMbgZt",
-	"sTfW3A0tueSwhtgt1ECJI5jU4LVes9z4rP+VNMjvsKl/pe2csQxyLb4jvzmYCSEBBR3DzdWKVPjQHqE1",
-	"PRJ0gDvh3sAmJ/p1CfH9t1GJM+N1bCUC50Cmbxk6Cp0wgYrncww2J3R8RqSzoBCdiW54/bVi3Ekqm49V",
-	"EkWVbrVQ3+XMfMuv1avo6LsUyyIiHS4Kgi8DEdE0SctS6mmo9RPDJDaCFCP6CyFuKq5QccvyPdTVIaAv",
-	"Z3I5ZwlZ8iLNFEbQLCOcsUSStFBjX1HOYeQKWcRv3YBzXBR4izHkP3LdtREIMssCHJX1wXL2F0zrctKm",
-	"frBJCbcsN5kKZVKVoW3LxXVOEwT3FOJPm4NPIR6wWgoD4+ZTnX1Hrmh8I6bTrhv+4CY6uydp3bDqdCDB",
-	"HYGvmBlAJQgDs9MgDHBVzg1fF9Rw4Ezyujon5mWfwJSn5ZSvzJQn5ZRv7JQ+H7W+C1ju4Z8rzJJYU576",
-	"YejIVJByObtD4y7NbdwBv2ayT35WSjF8MmWrNO5JxhMCZi14fplDxCeuoDLmP5tetbkp3rO738o/odaE",
-	"0GhZljZKrbWt9L+PLee9zkf9WnvON/ADFt8obrD0yPWRuEEMXnKbOxntKSqbpGiMQdtkoRcKpprTw9dH",
-	"Z5cXp+8wZZsVLikRN0EYOKNtSA1ObiBsznlNLR0DvXSEmrf4nA5qs15TrODWjEty4ic3QGpf7Op9GNSC",
-	"Rx8xEN6o7xQdVUsVts4i2PulWWSauEYVp9rIWu9z7hrs9FB71iGliA/LtT8KPMaMJ7os5CP8Tzq87yEg",
-	"mDBGeEcni15qI+KD7+rn9/Xj/4SApTp2VL8JnH17tvPIMKfKxfiNLJHVy/ktBkn0aa675k4MaJ/YQ0En",
-	"ydHZCXn+dDBEMiqmU8kKCHvTYdKmpM8Cc7dl33pRo5BEBb2W6l8Jmof6aylZrnmpPSaxYJwll3dgwEB2",
-	"3SSMVN6YshScRGo10b8sJWoQC+emOrQiLkNY1uMCPHams4YapK6WquM5MAUoW3zKVgzzkZW2pRqP+COc",
-	"FH6ip2NkOjYoCo4UY526XkqXUYnBvvSabbzjPU8pWNRM6rH9P0hdsERPgRw+FnnCEtJBPxZfZpmL9J7c",
-	"gO7mMJ4vdYrrI8Jc8YqsjaylnChBiidU1xxorFQN4g+bEHl6nfINcP0EHjwqzXkPODWrx659UuWJo6pr",
-	"Is1NUTrX/CVRC4OMDXi5/QjGAIIroBuY3KFUU/0OCPUm3UWa0h6UaycKQrq7kV9skXLedoDfxH0rdHBT",
-	"HnwCL6HxF0xK1siz7u0zeMohKRJk2E2onQN4FHwRGxSpbyLDzxBXA9QakSDlkBcBjKES27puznN67Qs1",
-	"WfKc0WSzIJu6hPI9ieZSsgcBfiGZC25ti1hrQvoJn3HukAX8mAyRK2pOEIJpbS5yXZuF0Xim1V31utKF",
-	"kKaFxLlNcEMhRXLO03hGi35FFHii7xWJaZ6vSEcyVKP35YrHbvZYSCZY1jfl15OgSglTXjzdCR6Mrqlb",
-	"F3zyoBPYZoiPw5hcFPay4MfJkCVFrOGZod+WDlji3GRV7XJniQF+CdSV2X4rCbQiN3quXyEKml2m8jKm",
-	"i4WPOTm47EZHowdLIpOiOl+IoLURYkzwIHWgDyB1NU0J0qvw0TsGvy55wZIxiWBJoDgXIDOSTNyxXFcb",
-	"6QzDwWCAqfBYZcdcLe03ZwnWlYFVJowtWB6SXL3LErJckEKAYVJkDJ7DQJgIDl19jmzJVRwGBqcFzt4n",
-	"EfiNTIR4uVL2mcZFqJh4PINQqOyOrsB3hpZQABUCCYOVLHiUcIz11Ct5zj9It5C6upznarJJsJk7yKtb",
-	"NE97E23jlGXUpCk71lAQejXHsAxLk9GSHVYY28ZWTz32OY59Zsa+wLG9TNO37m/w/DTuzW/vAKosCe21",
-	"/izTayYRy90Lt4cJ9WjmB+lKaWgZmxZkyXWtxbDq5HE9O4CgH/bPD96SLbpItzQC9IzYt/UlTe77yCI+",
-	"OOAeNjKuaX5zqSixx9KG5EWyQpLIJdeR2s5g47yLY5rfEPV2e9pFm/TeMqB6un2wNrF+/2tl+RZnPkzT",
-	"voxWibbFNQyPtw+HN/rSZ087Frfo/56BcTN2orod8+KjQ3HxnlcKGZcRuY+UbhtXRZt3taDn3da+lOk1",
-	"dAEocsrlFItiwibVO99jixeSrdmgVp0uS+nfe0FyNhe32m2Cj26MQz9r5UwfWuvhm5UsvWFEnnVQgJ3i",
-	"sJI9fjlLNxSothivUb85VD3MWZ9ySNythMRidfkDfhUSi14hwasUEiATIcELjrWCNfVquBDaUc7rV8HJ",
-	"UByPfNpY1N0jO6RzyqTIblkC9Sx2SeeA8phlmfoizlznWSnxexP2w2efNr2FuDIvkjqV+Z45uzYqkS9U",
-	"HwxFYlrjRqRz16JTGrtjF+s0UJ14V3kZ/dU2iUTHexurFOpIaHHAl5VoERIu0CbhtQ/UYnnnNM3at8N6",
-	"6nc3Nnep60ttbObYzEjRZshr9xs8bM1xzDcGuBjUpP1EXvvNBqtdo+whOM3qWoSbpj3CB/8SjniDsJKG",
-	"Yo1YQOMDeluwUMZRWY0QS2KY24TVL+xdwrIXZws6D8kz8pKgF71vHwcVwT4NgtMkgOuXoDzect9s5Ptw",
-	"sxIZahtKvsU9BGHgVLoOA7OaIAzsWpR0vKDz0vOvxOCyP0WTcldaUjjNJvoEsopRx0qVRgcdJtxOFbbt",
-	"BJWgdvkbTiAyWUuLOwJ5+3Z8fDw+O4vIlnVJVDIE1jYqKwspla7myST5snPfU/+MzD+dj+fkE/451t+Y",
-	"fyeTvvprGD697/6h+4fOn//+8fc98+wf8F/1g7f7QplAPXLTp0dNnfowSQtduLE1w9EngNhqydaKnWC4",
-	"D8QCmlqwadL9KtnjGzOdCva58PMy9UstdOHp7u72068JXjhnn92GI1zwnmvbbVsuvLYunxLIEWzBR37U",
-	"gbHkuFTxmrHq5kjK0poswfKj9dwAn9vIXwqoKVC2upfWj1dj/81RGGywxfOAW6Lc7qhpEWefETO90x8l",
-	"jBfpNFWDGDFQp2MZpN2r+gIFj1kVqaHqNFSMcwrB9dudW99wcZrQmbMk3bQS6zE8WxoENvUv6tdL/6L/",
-	"Ph3oaCVzp5pm6k0M4BfnB+AtAxcwGpPnaZwLXQPWBJuX9PV8uDMebI8Hz/rD0fbO7tM/R7WYHh+hPa8Q",
-	"Wf2PJrFP7//sJaJfYTL337wHbOAGgwDnQOSyvRTV22ANT5n87e3hgAb2grbZvJtEoImAjzBNv2U0U0S5",
-	"zpSk1VicWKVPD4l6+i3fRL4wkaY5oawCWCKtX27QArVk+W0a625Yf4PAe4XyZXh9t5p46LT7Moj+MHoT",
-	"H3p7kbqVcUAJRALRDog7EFotEh3PRslsOae8pxRKKMnv0L1N6xTWzmKdBVEvc4O6jO61cwozSsaTUN8+",
-	"rJIckuUiEzTp9kmUsIKmWTUkzroKLBE2AbjgM9aXEKL8wFVDM4IRwqSDybNFWmQs1F/aSk12tGuK7Urm",
-	"3SbM9HrA6ZIkqdomzVzbJKoxTVZvRv+hsSoMHyhw2gqvLKH8PY/q2DCm1j4FkUNlIt2ZYJpmDFVuYGzm",
-	"JB2KiRNBvBo8Yi+WPXT0GWpUaNDGPvlQP2DzpnUHsUqENhR5DY1jH9xEd6lkfV1XNpUk+uPhOdnSw/Rg",
-	"WVtfoO78/dYXNZ5Sk+6jkMwViU10GlVqOtMAQmE1UAwRicosvoh0ouPD10f7lxen7y7Pz99FoSEU5JnS",
-	"WmR3z7IXWoD/BgaVZGewE8LQVLfJ0bMZ1KVkmjM500mLsAW6SM020Cy+pWF8nd4ybM8jOEnYnPLEg7bV",
-	"jM6aIx68TgAxWYiFhEa9oO5+g+9bcapr0WtQNQPz5jLeqNNFo4p1lkl2PddcFhboFV7m6ZzZsK4aEwBU",
-	"xYyqqUVjI6lgeudfFuwamuAuk1RsiWv84JSUXiRT/8Qy/ZtnzrP0b5XZIMRkVWBdgAfiEPLMezx5Fe2h",
-	"7Y0sJ2iiZuWQlnn6YN5qCUPniPQOcV3rE1j9aQAuwfkWx1mLlPwbuc3W7rWtUKv+2SnUqrRLNC8dzYGQ",
-	"bpOX5Kc0YQLNSvsKH9Gm9NpKj0/hxfkigxKDz8hLclak8Q3LQ/KcvCTvRKybNr0gL4m2LGLxY6w/RXNF",
-	"MLHKeCqxdxzkXLHPRReqRLwkp0y3dutADJT4S6oYVeymEFqNiEMP8JQlNrYhTdQ4Qxhnka10pkyl/hUl",
-	"V8uiEOAUARd2Lu7USwoWIByTTvsKFZTOMBe2Q8tqu1wUaczGpsGbTTHQtlonDVKqURSAL7hcLhYiV3S/",
-	"Q8lNypN6Bd9llhDMjJKKxu7ZlRBJV5Lcabp+R2FQdVQfRJZhHzow0SiYQU3UBcYnuJtps/GFz8MX4XAQ",
-	"DofhcBQOt8PhTjjc/QrL3zlqAYBeQRgAbgVhAIgVhIHBqiAMDEoFYaDxCbKBEGCBNcmjwZCaLpBwwIHu",
-	"Sq5ehWOBfAIL2SAMFEjAhNhsklUXFocgLJqWWwt6lWZpsao1wEIgppJcLdMs+ZXE2vfaLv2ddQ0IMeHL",
-	"LNtElWi4E76XalF2YneTl4P9s4MgfGQz+TFZ30yedJRocitierXMaL4i6KzIV3jzQTKSIi/kHnyhZHio",
-	"7qWQ2V8XSEynLMfQmAzsQdKU7mk2rjcKJ+4M2siHAZWx3uaGsSOVt9+JO5bvwxDw52sYB4Cq418b6PFW",
-	"3NU9VWAwZwlyAuMBSnlapBizN4Kvsdyy8zX4H+bqZmkesUibVOQrKIVewZGZKbCpDu5XOLOiIIsUtmwD",
-	"ynw9+VOOW9URImLqnjvjtywTC49SqjPrIGzq4Q6+NsLqobqOZexVZ1iLNUslRvo+ZAC/D4MFy8uFPaIj",
-	"O0RIrVsiuCEgcZbQLIOFPigv1qhZBXDOUs3sLrB8FO+DE5+8sWYI/TpMPw6t11WbB9RSSBoV8r1NCKJa",
-	"qfVoTGy9+pBU6tKH5B//+V/YzdupX65HhaTNsmceT3xVyeWCZRlJdWJArQFApSR6W/H//y5o3pYIXE8H",
-	"axIKY3SxRaqmivy71c8xFQ78y0pmxNRzHSH2sNfdNOswGV9eZ0PNQGMbfJhFpcnGXgOTFljPNIM29OjW",
-	"B+NWyq8J9jxDg4rfiYB1UVCY3WTlaVK7UD/Iis+9v1kFIx/QmovxUhFfGKV31fUj/kGS0U5vJpa5LSSA",
-	"6Q6+KPf2UA9fjCh0gdb4Y1NKQPSgOQMaZhbTB68/mIHKXrm5mLupKj9IsNqUeUF7Os0GnffojCq0RC2h",
-	"s6CugrhBjMgaO81hGZWsAeS30LghJK7yhXktd7koWKsR58HgEbFg3J/fkrM5nsHlPOXLgvlSPsChr3+G",
-	"MNE9MtDZCgA77fDVnHRnZ/AoDigw0sGBoW9V67BW9xsrbRX19SuUaTRQLRugoQHPV7LkmovcGwjPC7RW",
-	"4wOkg/QNhaZQUzsdLwPRZBmEsZnQIGiuvdCRP+uNS8Z66HN0YoRG2SnLdgDv5GwBaQpEcLVKHmfLhCUb",
-	"TGdW1pzuVP+CN9Ao7NairGNwHp7h2y09FiTOckN7Vl5EWV5lqZxBk659aMGLh1q7xabNVpPqUf0Sig4/",
-	"SFuioWnW/FWNXKbF1zod2N2sE3LSTBIGTaEnY7HQRn6SM21YuVoR6kp82ranQ79PzrRpuxSk/NbBx/la",
-	"DGyh8p9OP3aTNBuuhz008gOi02uacqUWeDwx/vCS12oaJwrGedgTVQJP18JgWhDGD1vDDmlBM3FdKSeT",
-	"z/uGdfd1fhFkGjlfa3du/WtZ0Gt2qS9j/cc7MPdUvsqELOrf0TyepbfM8S33U1AZ+2obGSs2r1GTz03D",
-	"twO7DefLC7sJ58sztYUDuwPnl5/RiFV+8Q5X73yzX67dKMOw9AN35d6+GXAm5vR1nLDvIELiO4fat5Vj",
-	"qP12B/aX+iHUvjJnEJLWI2jBS9xIDTFFDGpl0u44Ksx9IzO6wJDmjk8q6e5Z7xgXd4/wInlyFvSiCC3c",
-	"a2dnLeMEnfnbmxy2tRw8hSLGmszWiwmw+Eb6nRlXVG5QYKCsDQPLSlL5qHc8iVgwr28f3viL71Qrxh+0",
-	"ERoA+cF6K26Y9ofINaGMcqOQLBm2NMR5bCQjhKq2ZlF8Y6Obo6RS8hLTF2tNb9qjJjd4FwVwccsuN4o7",
-	"8x7CKQxgvWzAc75qoDN4s6lZPgIh3LU8WGETAw4zKerZIyIG26UOWZimGds4iwQXYIId2lJa1my/YloH",
-	"2laLmp6ziHRMaBF0UWYFqwcjKWVyDyrlR2MdHgPaKdhSFbeh1XhEVxzANhFZtuH1PlaP7+Pj3hwOkEEM",
-	"KOYACDW6BUOb2rSP0Q1q2WrFpXbRGpl0vEb2LRNgHhB2zwwxOl4j41arHTSd+TYPbdNUE13Pputq4Slm",
-	"6nHhZFattwM8MkejNU3Cv2WeGN3lbMVjz65XPJ7lgoulDYTpRIxDK++XmKvcHZeqTC0sl3REbmsjdkOw",
-	"r6xYYbRklvTJGzAYY3NkmjPygcqYZgcUbWdQ3rhPojOdjGGyo3VDAgzdjg519PDR6wgjlMSyiAV2wKlk",
-	"zjjmMb2ZOyqJkp26exVvtizoSppkDx1VoesjKN2wiaavtXZS/bZc2Bpzp4FRT8HIYWchdpYuBIlFnrOM",
-	"FkzHCBkN1ass5vTucWrS65RecyGLNCaxWNj4vAas9hRYoVuHMSXlkJM+pytTRUIdNF+B59MTu1ZDTQc4",
-	"a0LUvvPFD/Gk2i6DKeq71P3iN4civFJpnfrS+CVIx+3haetQdkMCsUXYab8Qi4qrQjcaQevPuNl1KGoI",
-	"AqWd2VgcwdCsPeb2inZKe+QVywR2nSw8VlhMIRMegcw3kaeBjPexT/fNjIbqztb3f2IK+9NFqjUUavpY",
-	"WFAgNW4cwsbcvr6cFo7fIqE13nZPCZZWWkDK6s9uQSCrweufHwyPduqRNED5QJ1z3wmpFWPzLoMx1WW7",
-	"niZza7SaLP/4tefXJ6cPnN+eDpyhmX7C9fxZ4QkPp/u9D7u6T2+XnlO7K5MG6WRAhmUyKdYHRUgAPHUb",
-	"yB5WGY1I2Tw85cZVQ94La7s3ZbGIXE6n6Wd0Dtd64Dx79uzZ06dPn9aSpr6qG6gJSXArpz7QDbTlbrgj",
-	"1YwLCrqHKFW0oM9LAr8CpdNiowHjFY1vrnOs3qLZevRFT3uvxC84RPISCSsXdxhwq8N6bdYH/FoOgKwj",
-	"JMcmulkxjvvIiSxBHOGuPxpnUt+56LkxOmoQrMfCt+AqBH3ozcMhtLpDhKbx9u7t4R1HHH19cnBxfPj+",
-	"3HghIUwNXFfimoHbAa8c/oxq5SUE4WKRZDFPCzBgQZFk3XowYXl6y5LSZ3Zx+q6Kqim/FWnMejvPR8Pt",
-	"/iKZfpfyxG8dTyoxAayPqVdcg/GFLxIX7OExmRUFZDerfyXEaIupnhnrdJvK0Ya+Vvy8ZYg5oB5AvHN0",
-	"vP/Hw5D8dPT68EQNXTub7p5ur+iC3Mx4nUqs/2NjC/WsWGGi2swugEWPt7YUjGRff9+PxXxLH4zcck+m",
-	"FkTsHtRg53m1QPPb2aeP5wX+92Hx6eOZ/PSH8dbWx/85mcitP/zu0+8nk7Mnm5ZtrhzoMs+cs8R4/MYp",
-	"mFM0wcLLrEgXNG/3XNgnStkLFYn/ODt5b8KWqESCrZ6TZJEtJYkU7KI+eYW3Wtoi4gX7XEhdz2pL13Ta",
-	"I9EtzVMIN8EotQh5LYMhyYLlGG0SqvMTOaQ1Qqny5LLtRQhAhbdnIgNdheKadQaGmJqeyRhwkxspFWq/",
-	"WZ5ulg0RL5Hg7GQaARUrY150ZgwMruDT13Xq83SecqrLiczpYqEOEousYkv7ttKCNWG7GhWz5q0yPgVf",
-	"LOVJLM06LgWi+zCAvTxYDq2xmvvw4RcaC/m0iWT74DKqspSTobtBMfiakHIfBqxkqg+9aPivTs3wOy0x",
-	"8UbAPRmTFMPVP7x+E5JbjFeH3Al1G9FfbdxqUJp/LmQBfYGOX+3VdcwsnSsFW10CCPxSqtHKNL/xqiaW",
-	"IF2lnOarDakJMMaSgsBO78OgwtrczJSHoObjxvXxdDLHI4ZSTEfbeBqXv3kw7o0HimDaUZpGlorRwFgl",
-	"SzCD2mTdL5MAStxeqgcnwXgS7HM6Ce4j0plb8hhTrpRJrPVo/ZuE0yK9Zdmq2yc/spXEmFZFjYyhZskT",
-	"lstY5AxoTc4gcQX1Vu1k92f4b9qQILEbMnsuz9hPEB9TiFWdjrcYa1UBfngM/Z4JssdM7bKk+yZjnMHT",
-	"+nqbJO+HXoL4//sw8KDSQ6/+pF/5Cd9Yo306+6hSrQe0UANZe2SaCwAVaWqbzcoXnttg+fiDfA/3OrZs",
-	"T2fORhXmVueGizS+kSSq842IdDyGGgMuKBHkt9JAWZPIw1Wicv06SEbMr1LOpJVK4lxIiZWLOwUkEmF+",
-	"Zm7veldJC1okdOs/Rp97alxzElhq9795+v+mPP1/MQ7nt7x6bMHVy//TJgzvaoVaaqfB9Ijlet/KyjaJ",
-	"FnqAcfH/Zlr/+zEtv190NBhUiiNUshX2dNlfOaMLRhK2YDyRwJA0JQDCvTlVrHj8NqGKf1KTJFi710cl",
-	"v9VRUjXlWmHfxt4bqf/bHSbWhtxBS51rS+k+4EUx9vCm889nvndxYHMTfptfqj0jJ3rIywSSxaYQroQQ",
-	"evNVvi3rxJtm0hJksOkNa7E229c9pmYPSWtqu9Z4pm2YtviCwZCe9aRtTUXes/kpukWfJJGidFGfmAvn",
-	"tBrzI3/FQLc9/IoibF6Pjj+OybnZjc3j902PPxi0unumnJa5FJTHGIvimOK1kR5srTxb/UrJuVXm8kDm",
-	"n21waIJpba5Zx+mSCY1o8obNQX3f9fha1P8GA6gn+M2+FtzJd3C1OAN50P/cWxrM1iVgnxXLQTUIi2Sk",
-	"0N9hYcu/Wgj8IpY5miohrEXO0sXiW1T5Wnk+x+PfZOqNDTiyHxiXhNQsySMEkujLl+H9fRSqP0bwxz/+",
-	"87+s4bVWNXKf0yAMfgfm8EqpyE32BNGEVSHPu8UyrhC6cW8QSvhTu+QIr9UEx7N0vsyUWmdy+FsjLmOT",
-	"5O/2gag+ogU/f1vGZ49py+h3MOqia42+jJVWkW4cVN1z1GyGJ4p0utroUcFLrdWJ3fOJM8a36PQH1QFe",
-	"to2vzpzzVT6sUTqnmZ2P2H1j5KktAuLDExM5S+KywMM6L65cWw7TDuKl2QYPbbhAFbUo52LJY+ZPLkvl",
-	"JU3mKW/9dc7UKaztQfaIRolK+4vTBeWF3KyHUPuRhuXO3IU6W/LO9zAIW++xC8m1Qr5vuH3zcg3ojx7o",
-	"SO7Du/Xj+YqBjvHltm5yf7QRFh1PWAXVQRW6EAw2zt9z6kq42kB7z1kgbj38+2k4HN3/29+rLWlHm9O+",
-	"csHmTlaW3bbqdXTvV27o20IV3muvvytq+O/Oo0/9gzPMAXYSrd2x9vjWtXj9YDD5idYWxxiIsVgWTlV4",
-	"JSuY+0Xm0DEYw6YUrqeyyNW8ktzlacGcoBGYaOOAkH07QWtEyLob94gd3s2Y7q3k9soGvZdX92SkaR24",
-	"9XUbMwTl0Rs7tuRjLVveaGMEaVHLhtSwj9mPHuxxG2oit7uzwRqMnLntE92r5qAo5l7Kck+DB3JpW5TK",
-	"xkX29W4QUzKAHhYi9+7364u+1QSGf4VuSXZJOmPa7WzPV9oQ546OtcHvw+q34H5ufGtqrLX/conZLYnv",
-	"iVtxwy7FtPlTZqp4NX4x7bYaPyywYFebF6R5nF/Dle7D4DameVJ7b4Ma715GYEb7tJkR3qgfTbM76B7g",
-	"KIDanzCornWu4OstjgMpaVh6o0xjj6a5mEdYb4Ewmmcpy03aiPrpcs4ibM5YYF44XDHJeNHFcriYBoDm",
-	"JF1GTydVaAMMVp1G3Xe4a+oqdPvkPZ1jVJDNbBBzpmZiYP5UK9J1Ww1Ck5xldCVtIWxo38XiG5bY8rh2",
-	"cv0oVfwvnaa2NNcPEouauqUq0TcidTK1c87D0fPN5JRDtRox9YoqNrpk9LwWzmdiWZoIzHhhi4U+gJ+G",
-	"SvkDYkJyRSV7ulONSlkVbF1P9q/A68qi29JVNwl7aaI4JgmbweHwIGW+gzvrAiRFfkfz5BE9wN6YN5wz",
-	"c7Qxhfsb2Ozget7NBMpS8gHJfFPR+00u5o+2N7RIvzBWTfrVF9uPNaUgopsLmUuPNELhua5rPRNc3VBh",
-	"iEhHFlAdhEokEBtLKLhf5j8JEBcuvToVRPhCP/dKuU+UbAvGbQ1G3etnWpO0+l+tCrnGMcu7mjpukuSa",
-	"3T9o18lokRZLLHZY5pyL5VXG3HIzL9xiM70XpZhUal+Z4NebDDV8XhkLPjYG29CEVSMKdjPuajYkB6ag",
-	"ZxtJMGMDIShHd9Zau7OKS7rXVc7EnSSdxVIifen2PcHdmyundAVJTFdKsGW0MD1gm8HbILA0cETXXK2Y",
-	"M10OpK1p6ziAY519qD2PKff6aDmodsB2nNBuYMPjhdKzLUfrK0aLOeNa6PT1mcTav6Jaij3K2SJbXRYi",
-	"qh3u9mizs7Xlhddx9O1R7YgbMnCTwtKbsnGdrtNl6xYL7iwcHFaPSATXY+iZ/bTUDP6ggOjCEigoJHHr",
-	"wvAdkMTA0FqIUDsNzSai7tfKUFiJuRCPFKJKreKfJPXihEk1wR1eTjnZeY712L5ZvtVZ9P8yEi4mzz9e",
-	"xjURNd/idGshsTBOZboalQIh7oFgmXMblxjai2jO+FJMQ5LZauVOmpui5Q33ZUPvXm9WqBdroTbmrkHh",
-	"az2omiUenYi/pmfh29o11QvSOEsJy1VXGtnXJ/z0qF4h/2wziZPN/YgjqWtpzTOzfcce7Cnm7T9x2er4",
-	"gV9NW4dm9YX1yKCpl/9HyXhy2VID9a24I3OTQi+rHU4odJgHRmGIXedqBb75NOmaDD9DufaqdOyGsQUy",
-	"GPPuAjqW9cmxgOQfysmQzDGJCQOq7qi6eljz7+F6yIpu69JQa/HeU0TdIWDrBaJNrkW935U5inKFm+Cp",
-	"fIiuWDFyI7ulwf77prD4r3NFdTHGVmdi7T493s/kSgqPb8Hovl1jCtg8yZMES9NsCTG62PJJN0We0jQz",
-	"hSu/QiM5xdE210maVbds/RNAUKr+wUX56/O0NlE2ULTjhdiXHtwOadZe4c00YV7jwq9etjU92M4Q21op",
-	"/K+L4etQ+5xetzVGbRKwm5R7VYlraAcSkjkt4pnJ540Kei0v00RG2ockjeByTq9lSKBzBvyNjcjK6oLq",
-	"u0qUpbakhwG+g5UUL01k5qZVEu0o52YUp6IhFN14bL0gDZEWuMo3aVb4ercrgKWJTuSzwDOi6+4AflBf",
-	"7hHdaMX07Mp1OZ9EMCxZMoUpfC1QLaQrpNhT6NYJmGmS3tqpfNNY5YF/wzD3Plibfiw+tZwuFjkoojbA",
-	"zV8z3QNDWrBr4atzZesSmUdCGHGBVsBqeaeExWnC5B7BGks6DO14//THw/Oj938MycX50buj819Csn9x",
-	"/vbw/fnRwf750cl7v00QBumZIP+PgR0nCAM9UBAG1ZEAtWdUXmIfIdkSFbRJdfZKvPcdWj2h/pO/HntG",
-	"+fXS227inYhpxrT1GJMrF8Xlq1N/67BWCVS2tPd/oAeDKWxb7b1gEQTj4/vklN2m7E5XWK6Xjnv4yEnH",
-	"NGEBHoReKIMAahnYwqVbQ439Dx9OT346fB2SD4fvXwOKnB7+x+HBOXy1f3Gm/n19dLb/6t3ha9Ixf42r",
-	"a+ACbJIMe0bJSq2Dbp+c8GxlZ/KXXzfKeyp12ylWLHOuC98UMyFZSKQgKdaoye7oqlw7mbGcVcNgzU/+",
-	"IPhqKwQfpjvva7gEYWAAo74EyARhYAACaA/vPySDGvoBwbFryb1F6OqFCktaEZZVPXHuT2sI1it431M8",
-	"ymkd4MX7Fl3ATFW/DjgPJI0/mlL96eLo4MfL08MP734JycXpu5B8eHvy/vDy/cXxq8PTkBycfPjl8uDk",
-	"9eFmBMsZTpGs03fq6JwBFVc2I8IJ6rS59SxZe/tam4sbgB+Yw/dVj4bsbW1zNDeiT36y4dApN+5lmldC",
-	"pzs6UBrySDClTn1VZs2p35r8xSHHvuOSaCp8dXF+fvL+zCkG7tZt3QStNZZ5FCvjlGmo2FhOBH9+NMac",
-	"H/6P85C4RVrCskRLtXiLojC16i2SFPRG12vp9sn+VUsTW+zkyQWv0RkY/8HeDD7UVOsOQjsArFDRE70+",
-	"wMZHXjyLbxvePQxccPnSmEwCMPDiBsnbw/3X6tq9Onn9yySo8w7315C8OTk5h0+IQn3ygUpsudFs4gvQ",
-	"TAvSWS4WINhI1t0jGzGwKvzV1BtRAlxrEJo3cLXqMy63WS8Zxlx3vd+lPqXcSHrN43ES3NyuSqYcYFNI",
-	"hPMBMqAZZlTth9UUq+yTG1tErDR775F9Kw08zL7cWdaB5yfDDOu6glnDo9dY0lMPdXGlv01FOn9Qh8N2",
-	"ncX6tnrB6VIdUZHG1Ns1cafSNdFx1WsJJqqN0I/WZmWVeF9/7+Emsmu08gtoeoRJsdANtsXe5C9CU3bq",
-	"DbH8zNaCX0MLdPhwx64WZa2ZXXL8qqtL02zNFzvqOfywfb1wnhs+xQdrvX7rRWu+c9mZtmAS6BRcC6Vu",
-	"tpDypILWn+orTcavEZKOTWc0jSVMO6SHmt+1uJzr3bv8eYdtyZqet9cZp3zw0KFe7SjHEltEfBNn0boG",
-	"TK8ZTbKUQymkpWSmvh3EhBNsY+/rfEA6z0a6lRTWHTTd7TfrgVBrmt340ds0WpEzkdN8RRZYtO7i9N0e",
-	"trFNsUV7s6zfY3tGY1dop1v0ugbRvo4F/lOTrL0c976U6TWHzg8F4wnV/eI2LM29lKxWmHvJqR5xg9Zc",
-	"c5pmfh/hdyrWHeo5fGD5CfvTpIIf5rnwmOB2RiNdwi7SNww4OTYJz2VBmHpvj0Twr4zInC4kVsbR99q0",
-	"ccyV3kDnDIzbAlxNpliMp7E8jLaudkdL2qSHvT7Ck9nCeUKzHh8IdXMv3dhUd5g88rWZODA94u6gX7Wm",
-	"kW4THiz6Zy3wpr2csWa+hC6etkmhaeXaHKG0eNakzo/D0adv7mZRT3huzQpvUS3W5xXWx/anGOpZpGl8",
-	"7JzEa902rXkAJ5yVTdXUXZ/7yq/rH6rNWB9yWepuPF/vtbSHvsEQ67pIl0OtvIz9KFGi1zQto2ItRDrR",
-	"/+id3cY9A8CoG5I0QUktM8Wh1L3VEJJV2r4EktMMd15ikajLGsp5m68xPxX6eYa9APTE2iFVdl/ULpw+",
-	"2QdOqBAFQp/GJHp7fv6BTJaDwXaMBif4m0V98nNazMSyIBAUq8Soz2D8/qzbR2MbAS6IDgodQ+vpwvQf",
-	"ztl0KVmC1sSZwIa/oA1lmbhjQPDKTu9XUNxHZLcs0UH3isPrr6Sih+i81GxVTwltva0LQz/dDUmkOLpY",
-	"FmNYnm4+gOFMwwGRLBY8kVEIdUtMjpJeb+1b3Vvyik2hBpGBm3rq/N0ZxAnIGb1hGuLq+xxlbPMNlAQx",
-	"pN4w/Af7PdrOZJtzPfa5uMxZka++/YIgIlzGtlV5xaajEEabsvUNgR4Jt5X2BQOrDecMohvsSWzYYZD5",
-	"Y9+9bNy90GWPPUOnqvtxh69ePnO7arSmDtoKLVvD8AyV+KBZKc2yDWoG2d7e9+E3hUPUaf1DNoAWwfBT",
-	"uR9oVObh2mfLK/XxyjRX1IShIxkry7gYXq5bd8qe7WbVQ7bc7ZMjTvTdkWOTGQy35+OnCFn7nh7b7dRj",
-	"r/8NFBtX4kEqY0iEQMcDvnKd3jKlmenyTlxw0PvQ6KVJhJLlOlpQ6+Oyom6tOoWY8zSe0aJvmuho3FfI",
-	"1PhNMkwpf3wJC1Zpb+cG528gI+BJPVShQh/re2+MuT5U+KhzVqx6vjtwYi6qNruD02OUPPBW1SIzdwdf",
-	"nTHdaMTVEhBSXdxjEqhtD9pY3Pp87dYT2CevdPGwHJ/VYmv1xqU+qV2mNhW6UqXrzQHZ3t5+UXbQ2zPC",
-	"KkrCVgJBnqKOQphq+il2U/6rLiJ0TdNa2ZjRYPS0Nxz2RqPzwWAM//fnb2kDeJa6OdKUk+byWyNh4NV1",
-	"tgaEkDfCtdnlXEP8LL3mtFjm7EzRPrb26N6KOwPNVDdB0oooieRtrGUP0x3MaHI1/y7QWDYmWhy0rDPC",
-	"omb4rV3VmMgZHe0+fYlC1ox9Jm+P9w96Z2/3R7tPFR5NgsIM0Ve65CTQMlhIbtjKtOlAohfnrNC3+AdJ",
-	"Ls7f9J6Tq1XBpNpAQXlC88RS2YhMhZK2cBdn+mei4SaJXLA4nWojHIRswQPm9X4s5t2xdadE+vtemlg4",
-	"abxMEyV1md+LGkDM97IEye0wRHBgylsTImnSXw8UHT5Oi9ouJF1J3WohuptJFl9GGmxhCUc9a8JikeiA",
-	"b/Bi0LzQ18q+29nRAO6O0ZDjnMOSmzbKSkDlKw+Is/Qqp/mqb9ACaLMSE2uqhIs6+yi4oHsQvVZq4VB2",
-	"FnFPYiNfb1PdkFjUc2Of5G2MklAVRao15po/bxQRdQZjm83/7Azt9cj7aIpesd6fJS/yNlakrrku5/o7",
-	"rMrnjTXdwqXzXJ+8h67s2DjcPVNfBBRo3JdahLnUHTI3EL6aJo/70A7XJsd/u6KcSiVXJZdtkZpGWbQS",
-	"lH4Bv3SgZE12acYI4/DQZtoLPtvmJ8MbNoLyR5LFyyK9tdYZ9nlGlxIaQmcZ2bWqNOTogEphl6v736Fr",
-	"scVrxqzQusF5aQn3HgNElzlrixw/aK4bKFF18Wbpe1C3tsCe3FoTV0h9tSI56wGsdODTerWoDWMyKotL",
-	"s+Jv1v1gNL3Kbx9tk7rHriCqtD9DCy6l5ecbvF6XAu7DQPd6/vqrtEGlZT07VFj2qabOdQ+9pMQaodGu",
-	"rxG2vEPNE2meeB1hm0TAA9YKqakAa41S6xJbbBHudwN/R4LpEJNN0KCxwEP9/tdTg98Wib8JBx3cetSp",
-	"HroUfKPSP0jaEaVkg5VYqv2VJX/0etoL/nh28psaXipSybcbX9zhvqW6T8vqfvPEGM+6LoAg+ZwU2Ur7",
-	"16ApAwjISlLWsvivLsG1SjeAlIalK+2ylFUqd6FTodZaOigEGYSkRrdJnDGa6/yZ73NR/r9BAzdBsJ/T",
-	"YnYGQr9HwgM6BkpZLgpasJ5W+Yx9O8LP4OzFrn8QzmzClf85N7Nl8QqCSqs1aq/VZdEagKLz0x0yY59p",
-	"wuJ0TjNdeKVPTiE425TPvlppit6EBPqHSFQ/5TEBO4q6oK5Sr6sjq6/vZiJjXhuGroTsM2R0rB7Z1ZHi",
-	"j9Pjbbb5Q1aQhE2h5UvnWkn3wMcwKZxCChd4olrVfBPO016c4XsSVH3+G1HWc2ju72cc63Dsry1Fy8vC",
-	"QY45DR/e0MHzTRDQy9po696mkqfaZYWR6NWuhp235+cfzsC8O58znmj62+zmiFYyt5sj1CHWWcS/ZR/H",
-	"i41aN7aYadXLdet4yhNxdwDeUF8s5Iv2jhpOCwTNgENyB8Np72p3rxo7k3LyQeTF8nrJJHtMKXtP9iew",
-	"vQ0Qy6RatKMT0ttlnhYrZEwYeq/Yc76/VEfaCBFUX4s8/RsQljF5Bc9qX/v+wcHh2dnl+cmPh++tx/1c",
-	"3DDd2FLrZsbIEWmcirA8qJInFHJSnkgIQF3pNnFYhwVDRDDqxRTOWLB8nkpFQK3bdimxVOeqbE7eJ/sE",
-	"HuPXoQlQCglGmIEzztQKKdRSdbT3zmAILe008LC1Tz2MdRLcg+vbyAIadCU+K7QM7hWcUz4VtcKHKH5A",
-	"SwvdJFiR5D/qdP05TSHcTOcAN/3VW9CnbP/Dkdm6f6CQUAL990x8JomXshBzlvcqoW7actYnRwXJWKEk",
-	"PbRCTfgcLAllPfIylkCSzoKmYPb506lOWMNTDgkq36GipUz9m4lrIpZFiAlTpsA3nCXk3stwgmVUdCk1",
-	"2Q3x0jlNyeDgTSaaiSSDkH1OvN1LSKfZCRwyUQSfcDestd7JxH3R7bChCyqi7IDVVsw6yp1ZqKo9wZcQ",
-	"yFJPtpRtsbVqcIzshGcx+tLt/Bvq+bFh74T77MHA19Ez7FpGP5ycnUvtIMLOhig99yd8wo84WdBihqei",
-	"yI0ubK3TGspeMSDNlK0STJkIE/xcmVGfBsoZPJnwajcZNQbUx2s7ij0yCdx8jElgRCVsRldWFG4MMeG2",
-	"Vd8Vm6VANmhhs1rJfpZhmUIl8SrSktgyGJrg6JEr9x4JBQDsd78jOv5cqo9PyCH4jqItukgj4/q3JvnH",
-	"Uk90oGD3l3EluPwvUvBob8IJoXYW3XHDdtglNJOinPsAa6H0zlcL5hnsISqp5vIRyidPdgbDJ082JJYA",
-	"IiP1SkUPZJown0Oy7FgI5ZsAL7GZmtQSNcIYSALU66IGnrA8td4OxKTaloXqlOc0VztwE1+xOnfUHZNo",
-	"a8ZoVsz+FoUk2soZTVb4p1gwThdpf0XnWYRITNQC5IrH5fecsYRwgfPvEc5S3cKWRGXPHyP+b31xExkv",
-	"0+Q+Ip2YZqUXQM3hJNRWMFDXbbGKyp7akZJGc1tuPIIM1LI4PVJzcvb6R0kyRm+xSuSy6Jb7Adqy9QXW",
-	"f7/1xcRjq5X56ZBuebWlD763bgBd61RddDVbSTVBFoA3I2x/jmknOoZmD/sCCe3lXHIlQoFBQWOn4nUQ",
-	"Oi/tTbVXDJpfqtkMYiEeLIBtRFuJiKW+ZPD3lg6QUdLy8Tt18OoOJ2mO5Espwl0rfHzIxZwVM7aUZM6K",
-	"PI0loYWBI3xGZycr0b0QQks2JmAX2LfBTyS75ifk+FcsQQVc3RzbJjzlSi/JTckTf99w3Bj2Du+TDyYQ",
-	"W1pgaC88rFlXSvIQBtOsFwmLbjB+cfqux7hi+ElInBQ8HMva4F/+++6rfx+NTLjGYPjvo9G/jw6cr9Tn",
-	"0b/vvkY+EH2cBOXDkyCcOKEek+ATEpALjiFOJaUzvUxzZlsoaur8oRQR1TcV8lwSBi0362bq9hWb8Krw",
-	"OdTZq1p6rTVCLV+K9gg1JOhOh5umBblWMpUilts+Ynk+gwZxhkotuUFjTTgx6ksUUEAEjYK6I/vC3WAH",
-	"SD5mHurQgDsgoYoOQpCqhObwkRJH++6qZdQdKwD93YEY+Ts5KXHz7xP+916vB/+p55yQUnl5m7K7iPzd",
-	"SkDmhzXSHqkIe6FTYM9QACUxNqdCaVRNtonICRJnObRaSC4yqcc1ROhSCZpqSBA4a7+VEyrJz5SdK1dW",
-	"SnsNMJQ/eR/H9aoX8K96+gm+g0TpEsKE5Uw9rf+ExxvZAHamioG4sbZKyL1ZXqOWRe21UnLtrKkR0YPK",
-	"ECVuddtHRykXIWDlXZDuXTbjWMrGDVmhDNp2Li4KlWZiYyQ3vLe6qYrQHBIbxak5UFiGBDkIWR8RUVCN",
-	"aYyLVft4y2t1DAhJwaTCMTBLunE5LQMgqqsB8C/PvBPu6OCplEsTfUVx/2JaVaRzEtEsi0hHC14lVOmV",
-	"uGVdq9PrsTCQfMLdQSCIEKNn85VDaO9YznTcal2BB1nvhrEFkiw0AEAwfSImvLMOe7AtIoRlw2szliXt",
-	"yNw1vOEoUUJNwXi8Aii5VN2VFFPzXKElK4X9QpqG2njeIgfiMUYSYuuJhiU+lEQsnHCN7lWlzt5rjrjn",
-	"vOzT8EIzl8IZsgDJPWcaW9GwAedQ6oelXbNrMtYpn/DIgUTvR7aK9LqQw2DOV03LuGG60BJYv0V+g/2L",
-	"CxMtD4HIanx1E0c7mLQYApIY4jMG3WXBaOEEA9I5g7GNlAVfmLk79nhC0AdCLQVR3b51z4oEKZMTDvPk",
-	"THFsLbaAIQQs6fiMZuYp5KkVsotc2s5ritvo4TES1Qm5Qyi58Ct6p2yR0RUkiaAQ7nLuVAlfnJHiDkwt",
-	"5+6ONWCTdDplOeMlxE1F3ydPdkajJ0/6E75v4AYIqBQ8pYlhTFOZpad02iLNMpIvOfhO7qhp8YC1DJSu",
-	"W+aOWMmWYwPSFeT9TDhOD2kpzkoGL548IelU+y0q8/TJvn5OTMnO6AWMu/v5s5VsFV6AcqLOv8hXFqAT",
-	"bqFRwS3AFHUPsnSeYpww0f5GhO/u4EUIo02XUqn/KKJB0/6w3rgHTRYTXqpWaCQx7XntYXVghVptAkjr",
-	"dCE1Hl1KLCte3YE9TtP+Wyk7AtRAxHoToZty7MPMeFFmJZU41ZD1FIFyhDF98IyA+kezbEVKKoX2rWyF",
-	"tfwM1JGejVuFJGPWmnAt4HQQyXTJujm0JbRbZNMpi4suQlcLYlrfVkqs0dQp4UoUoKCmYVmBjIL8kTAl",
-	"HnO08gGHA54HNjtLF2Q6X6h9ADeU5v7VKM1MgOxvhsH42ZmThjXhCuP0WoHlQU09ED/VYp1SzE1J0TAL",
-	"yJV1dAhIqUCykEqkO/oGl4b/DvsMNBZYXUZT3oNUs53ByOtV6PbJz9ioW9OdCddYTha5SJYxk273bmiw",
-	"YhwSUzpPs5VSiWlcZCvjGawISotcq5RSi/pv4CXyd3Kkc7lSvlgW5O/ElLVDK8wW5pZCV15XCzCawIFr",
-	"D45MbkxBF4snUZf8Xd1OEn3Rji4dVRMaBnkfbfKEmuYM0uKrMrh+szmWZb8JK2iayT+YUc6tCAuY8Hey",
-	"MxjURtgZ7FS/Ue9pxxuZ27A69eRo5M6FaTZj8gX00TH5aHSIT/ebb/PA1QAAUav1FXTNspbJYZ5//Of/",
-	"hYLf6TJT19eYaYs7VA6lR4rOmWS5YiNqkeqFSWANsWBsXmasd2tTx/V0Gg+NjwBGglwWY8TR+CknQZ9E",
-	"TskI0AdtyQhtq2gtKYGWFG1QG084SHmWxOH1pWROs6nIlY6OYkGZew4eOIXa5QZCTNwsrc1qg8CSV5qw",
-	"THgbhLP0BhktUnYY2oUNLfkfpBQYGHfuGkjUDZHmzuitItPlcpC+FEL3YCMddS6pJByCvHEGa42Yo0wL",
-	"8gTSjqXUxe9L+zAQRptaBuVIsYKdXV9qcsqUlFYK7VerCY8+Oxvs4SRRtU5MLJQeBq3Oo6YPNkKyrvOd",
-	"tPtzVS0RkMoJ1zbobogWzYoTOCIdRfexBbJhR3c5uPmghBTjy3moS3OpoTPwTGML+8/uSpTQC33Woq1I",
-	"cAb/clFESPAMcYYwFlvul5wqeUIL/ZTrVC3TxYZK87wx+gDr1txzwrHJdcq1tGGdVxTqC6sjZsir0Xpj",
-	"yjDWzExwC827UcnHHKOxcbvk6fXMRIzolbnYr8fXs2HTaoVD+xVxZQWdL2KRJ6YGkMFtKkuu0CctdjUl",
-	"IGku/eTJ7mDw5MmEN2xfR9psDQ4jliPmo9XLePbY5wX2XTf8sFMKYalUIsw1S0J9N7CtEVp+rc/SYwJy",
-	"FoYOjJIQ26pXCVtkYoUEcslN04fSxShyIx/8sWZol5r+gmNCwz+m3FhTTVoI9VrpJWF8KvIYqMx8XIoK",
-	"St7QzhEskWv8WxOuhqREY7OVRZJUsfx5ytXeAaDWrxntkQjO/VgkGKWgVJOYStZLuWRcppgMwJdz0on2",
-	"zw6ikESvD9W/6vbIWH1OmIyjrhoXVX2FT3sO0bEX3ag3OlLWUrLI0ISoFOzMQxIUEKiJg7ZXDcdcyZmI",
-	"8tG/5WxacXUorgR3dE5vbNpbSXJSLIzXEwtToJDKCdcOnp4iI6hfI6W8WpWJc6jkZKwotQKh1JFUSfAg",
-	"jzvnrO4GHjVGfyANWHeZ+2iEz2lcKH1ebuEchYwseihUOl8t2BmuUC+i41n878stTVkRz7pIl6vkHtk6",
-	"xzo+SrRWkjHJ1KHr0AyD3O9S7eA8tIdsCUGpEvBblokFG5PoS7zMlQ57uQDGuWC5/qsQBc1C0AH0Nwkt",
-	"6Jh87Pf7n+6jkCQ5MCDFctTANUYuSbRACm5QZKhdUAuWf8BfTCPyPeKkPdblZrWD8YS7kQzDwSCs2WxH",
-	"g7DmUoeHnOiwXXinZksdDgbdPtkHNxNZUFngXsBWY6gn1+VdIrX/yMDZZmpIZOc5Y5qbIaNQXD00lXZs",
-	"/YpFRmM2Rv+zI4flTIplHkOtXdci7w0WqFo5m5sKlZIH/rZVdwxenl9++eWX3vFx7/Vr8vbt+Ph4fHYW",
-	"Ga5ieFCRzhn5G7TeuTg/cG9TxWtEotLLQ4Y748H2ePAs2lP7MV0kzT2xRT5seSw1MBCXeRrnQhszWoc/",
-	"N8P3h6Ptnd2nf8ZpqkEbxhiN+wUEM0Bb0JX6SY699bmavjB35iHO3FP/f4BFNDwL+3NU3rp5auIKzlxF",
-	"cUyeDga2sADwAezYSRzzWkjkjGoRUWnkStpfSkcs1c/tEXELOddqveBBtQa8ndEL7Ws/ZUW+6kGllYh0",
-	"jMUIvHEexSiVjrkG4gUE6fgHwzFOTOCGZGhpxmC6sbUcGvLlduQCQ0KKbXyMPAWjvXWMqmOs6weV/HQh",
-	"P6zWF5Z0EIvz9Ymp8qadDhen7yRJUpPbZyuvLXkGoSUEhWxbsg3m1tEgRKZ/w3AlOaNKMrVSmqm6skL7",
-	"DrSZgsBEmoxd82VZmwAWW7dcQnhD1e7tyF2FaWA27+rdkUW2BNvfHI57BmqTrXBq3Alkmxy/Uuw7o/k1",
-	"Q/MGBJlosrUz3PbOZ0CpWEmo96Q+aPEddS9UGvpkP89RkEx0XzmJpQ+YBBQ0+366QzJ2yzJ8ciayRNHj",
-	"wWBgopEU4LMsxAPAUM0cPwAYa6wD2YHrNYfClnqy5+HwxQgDtk04BMaOTInVOMqnR+Fg53mfQN8rylcI",
-	"EZjZWqod83RobHolGwthiWoW7cB3DxhsRAs0n/EEA9/Ax9W14a9orcEoc6NuvL9459awUPKvZMYkatC1",
-	"oVP4jsjV4AGpDwTXDN2pZoK2PhRBdO0iDBtT32OEkFLR1NEsofNQ2W3cUq6UKxy8zvV96jzdgSG2Ry6r",
-	"2AO5FIgUxMfDfXeN4i/qHvX7qElpxmQI3eLUgam5LBAMtTVx70aRtkmw9di5QhjWeYWx1pJ0bD2B9Rnx",
-	"SnCuF1gIG9UVyq9M1vyeFa72LAfaK6N/JjzS9Rgi8nsyY587TppCx6RM1CYmvyeToD8JyO9JTu/gAnW7",
-	"XV2MzoSeaEu6ScifcEs0QVmDsh31OKj+hAdhkKUx45I5ga77CyW190b9gc7eK4PO7+7u+hR+7ov8eku/",
-	"K7feHR0cvj87hHegSUaRrQmZ3f9wFISB4uMYJTvsD2CuSpyD7hnm896WOTJeEamPPaN8/leo6Anu183f",
-	"XOpcsODC8fw6OSmu81dMHzHwbcrugnGgZPY2Wa/u48Z+zY4AiCP7QgjMyI4E8YMs6xNil+lasEYwDj7Q",
-	"NG8L1NBNYiE82B/GK/dQMaja6OuT6eWdMpq0DBNqb58nHmWvGo+ix24Ea+iSjteNWA3dHCokugwoA79G",
-	"IfKQFNDSZ5rRa6yN24wZMUCt/NK3qdMm9kPBUbuIY18ZyCkkxfEe+JJEO8rUQltMa3RPTHPlaSXkBOMA",
-	"RFE3+BqC84xVwZQI8vvqAd3XBDajqdrEgKgJ28ar4+LG0dV9yHvQ2nEwDrb7g/42tgSfAXUAC7TSnNX0",
-	"PSc1YyFk4S8wWbphTKyiMdbfpFwpC80odNwcKWa5WF7PWgPYFcfwBqK7b7aGTqOL2TipokZsXwiBvZGV",
-	"PbbUND1QSdEGhpWmwcULpoZM1+aHgnma+Zt6/a6IuuQJzVd7pq0taK+oBbdFKO6R6FZ3k7hEccuapGBM",
-	"pdloL37K0V65RyIwC13WX5xw/aYVpUB+xEavIByi4LmnxSy0eEKxLccm6gQV6kKK3X41wABkEiWfo8RU",
-	"Dy7An1H8NuXYhtuko5T/NfFMM6wsuDPcRqv+kydvsOeOEnMU1rD88oatbE1eXu93z9FWWi/Z2nFDUEik",
-	"hgitNxw+tuUjgPK1pt43Wq5oXFTWlbM4XQCG4Ar3JhwdEkBw0Rt7bZu2dyJ8qodZm5FeGfpN9QjdPQUY",
-	"p8Mrvi6X02n6GZzkdiGmo2NUKbOm9m0vEPI8kDFBqMNsf/WIe8/6JGIcUvOiCXcfxyzk+oBrxtkvSMaU",
-	"zgri7FT3SwlJpK5YhDfR30zK2cJeW8MpsIhH6i91WhNuj8tGnlvCqG65Ob0uBnvETNr4YTTDyjIgAtVM",
-	"EKgrO0LkRBt3x0Xhbv/Jkwkf9gn25Me4KGPDVqTeZvFh8zuDu3Bie6X1HY8XDaiUc7GEKm0Q8lmOpoT5",
-	"Sl3AZJ7yVBZgCu6TV4oaYyp9RQPXvbmUcmG9ClXrx5MnO4PBkycmNgDnKXsiyELkJpJO600XTtgu6TwN",
-	"TW07hfYZjW/UPnFPlSh1dc1H/dIIYlMKpznTR6IYe5qxcf1QbMjPaKc3E8vcZCEq+rdgfA9J210qcfkm",
-	"cCf6giv2+KA7ZZ5itx67ZPrsXaUZlL3YL1m1gy8wU6rFgphKVKltzg6sm0IPcQgSqQlS/Qnf7pNzQaYp",
-	"T0AivJsxTZ9ZbXu+jCviL9kOi7JX52TBOEswATTaAxU/KkvORzq1xRhtbawGaBD9Cd+pbN1wH6uJU+2h",
-	"vGLoErXGXnu7au010LOgoNvHdTY44VQ94HRVurWNl0x/pZBEX76M4I9//Od/dTdhkoTguOhbqQ5Z7c+k",
-	"9ED1954i1RLPDSLKwKmjRBel/cZg2QJ2abRDrrHBBuXv9ivmOay5b0GJpSFnboclBZ9KWySRl12RUknA",
-	"vVFqqlpVx82BK7rRnYB0dMXlRvLwXp0Y4rJ+kK5wOsOLgDcQUrCQYJnqrni26nGTn1d6c93rAgIFYMMC",
-	"Ow/pzDODo5CJqekazoLVniuticDCKklnUyNnV1caLWI3gtE0s4JpLMUgu4MX/Rr8TEaP0xBAW6d0xQi9",
-	"Ccv7Q7zwyPjNucE8emqqIUkKcY33HC9w49j2qmDGwMOEKbUwKc3DF6fv1OW8OH2n+SAhYLZp5YWolxhZ",
-	"Xx0b9MemWphXx92f8Kd9crbi8SwXXCyt67hjRIOXKMN2QzIaDMYk+nKmlcFjEzvyGtxcX0wT4qPXIcnp",
-	"3f29ki/KL/FSprX+Ux2R2+Tbbkk3khAN0IUSifKcAWJlUDc2x1bMco9EauJ+Tu/gxJKUXnMhizTGo1Zw",
-	"p0hmbR6ecUL21V5MR2/DdfQtK2MnMVPJ9i4oK+2DLknx+pvlkM4hv01pQsk//o//kxzyImfXSwYf3qUJ",
-	"BWn0Dc1mtKuDWvV2jKoD/GNZoAXQVvSEKX5u9ECbQ8/zWwbGcF4huVeQkmOP8Y5KkglZkE5ZWl1dtBRK",
-	"BJN4WfTEFJLWXMVMCbLa8ISxOoCDEpLCgF9y9Q22FUlN9GEpXSDNHw0GoU3CItGZy5UjNUV0bIJWJF2Z",
-	"7sFiWSjOgplCptxzUkEk5DjjyrZlQVcSbwQKP6GpX4/1hqrRlfrQlHpXQIe/ok9eC1OVnsFTe40QXnAF",
-	"42YaQeUmrBhIqC6cPuHP+uRPutBv/VZhXqa9VFZIURxbHcU0zecGOamSDUH9pvGNErI4uPxjBuFEFt1R",
-	"I3ZVbZtzXXNnF3cCnTdSC7oYAaq0sGOMUVLoWsacoboYlpHH6uDBGG5zkDuF1sZ/kDZQoxKRMfZqMFZ9",
-	"Qcpo5O+wTRXQ2io+nhZlyiIEN6UcorlqkUQdIx6js6sMf+q6cTIv6nEy5tRrmUB3Ik8A6p1J8MHs3tFi",
-	"JkFIJmBIYrkpo1P9TTek9v94XlYEUFqTDwrNl9qeQiJoCBzsyB6Yo+5Mgr0JPyzV9klQP6iKplkdx47R",
-	"ddKsy4exWw68joFgE278hOUY6sBCnYtQzIwaA1pf4zQxlnE/k0Ix8bGlEmWb55zQCa92fa7EfYXlsxAn",
-	"aaxrDQZQsd5ZJw24P020/oRrCdoN1atYMjAUsxqk37ihVbe1CfosY/7RvuSG9SthUuTpdapEZtPEn4uy",
-	"koXu/hWSq0wA9tvBIVoeZFzchQ456kKMYspJpOOKo751QXk85QCPDXz1pNPw1U+4z1nfhekGIzMddePK",
-	"wc5XNgPNKCd/XQqsbmDLuKJ3xnq/joxF99j2PSrdlK0FBstHthwq/yNbBfefsAoNk8UrkaxMyRPd+aNu",
-	"gHS6BFa6UbpNy6Xp4BU0FeRScVDAKDUY8Bg7iBk4zY4dU1UwDnZ3h8MXz549e/b06dOnUKIUWE8wRsU4",
-	"8Eq/UPnpVqQx6+08Hw23+4tkGtSerTq4IPO9UlVJDyC33BHMZQ/GgUN6fAZwqLW8PQyD8hqZ3aj/DQaD",
-	"IWy6ovNBq2iuoPE7mBW7iJZAx/at6wBeWiRSbiXGqu1hc1i37nbtnrDLbPCLmhGDamdUEjlLFwuWoHG/",
-	"ZO9ggKpu6sJrZtdNgIQxT/p2YQi9KRta3d1wNNh+uj0Y7Y52ng5HuzvPa1tct73nz58/V4Apt3fMkPrM",
-	"0achyDZZzPtYSwgZ80PF95xLbVpkqpc9tv5Kr07fdvVdWH+a2G4z6GBbS/Lh9Ruib373WwDxFmIrJFmp",
-	"89aXph98DRSOzc5LcFRKZukODDmTC8ElEqTRYPBYEoayua5RUEU9R4UMK2z0h4Yu4uLfa31GpXgfjAMF",
-	"gmNb3uxEawSa0Y9bVCEr5jhqQdimDu1BwqDJH3FUAqyLD0XJADPuKzX1yu1qsb7jivNdd2NleTa9E9Py",
-	"Y6qzaU2DPrnicSsoywlgNd0HQXdH52nSf/vq+v3784vPx+c32+//Fm+//8svo/ezi4P9V4e/HP7lT8M/",
-	"/e1idPo63jm5eHPwp8Hpm9O/7H/e33/5MgiDnN45y0c2qejxt46smOfchDVcYs6XugN3M1pIdWXuK4du",
-	"gCaxN5Q5E8Djr6QTUEwRXq61HNCIYypkVu0eKPL57CNqcPOuOjKl07bYEoi2cihZE+0KK+bYFrqmkGZF",
-	"OTRBXRX1UU2KuBd1gVTsPOYWVxHzfJ0bokwbRE2m7I1dcUJsTq3M2XpOAF0pjk9NTWS9DWPfMnzeFePx",
-	"++ZNoSLd9IdQabweOiKCPDWHMGzbviW5W/UW1fDeqHZ4ijNsgdxb7TJdEhEl9Iop8gyQgysSMLlYXOc0",
-	"Yc7vhcDSA5ro2KJ+1NcwtHE2H0pR25nFdb2jFxMr2Slo/sfZyXsNle2HofJG5FdpkjCOb7x4JEtK+Qcd",
-	"ZFejoXTOSM1Ko+1STmCen2DvVwsCgEmnPpS1cl0xxUW0NYYle9pmBMa9flCWuLTc5K5WmrNcc83PhdU2",
-	"25b4F8pZRonC6UId7JzxQqiPEFacU0mYLP6f/5tMWTyjCe2TQ36bMrKcl4qF0nRIypW8mDueKs+qN77k",
-	"lbqjHmzawA+41vGHMBlbx53i51XP3V5ZOML4I7gsGE365CSvV5SzBrGmQa/tgB0jkhIhsG+e83Z37GIA",
-	"JjlC6VpHDMHbMdzgdnzAgMhzId7R/BqKa++MRg+/V9VcT9lSaoIzevHwy+dCHFO+MsX/1Hu7yGUemFQn",
-	"u2HrZXjrsddZm48+WInavR/GNAkmJf+98BnkQLIwnPgU7YfVgfWXda7tTqFNIridhAXj4fZwMHqqRGrs",
-	"2gPctGRhOtClbo0JykBPQ9GXXMsB0KLHLSEOQ1oRwlg+HfEWS6ezz8WbNGMnud+y8F4YXcUPsorBkTxk",
-	"b3yMlqZ3qNGhSQwcU3Olt3aIxtzbVGQ6oVOL/ltL3giFC+vmObBphYbDa+tbi5lN5PW6Gq5jqmpccw1j",
-	"XdTFHXZjaI4Ly3o1V3X49BosFcdGvIaeW2V5i7LpVhnWG4xrYYpQBto1ihrBoY4Gjz5bNXIjFToY7w5e",
-	"qO16O4Oqua99Ve0/KEkf8j5NJaZqWG0tbBczJmud8/qQcwLV61oKXfUnPMLO4BGRjObxTDu4wW9rxD3w",
-	"f0fNvhKRotXLnDcboOg8S027J1xHocIuyiqrIUl5nC0TdF4J6cZJ2AAzWJ3PNPkulUW1GaVsmiirQIW0",
-	"DNyn8bvXN6rYt5IeA0jQMP2KxgGuoyL8ufXNd3c9pe99pcrfwDitHT1Hu7tuR8/7sFFmG5Wbl+ic0M05",
-	"6tigAyfNU7Yvh+AYt+vbYNmBqSHeOh3GvqYJx7puq9pycAsJTw6SpPJhJKmhSMu+mmhbPcS1fdw360nv",
-	"73ff2LbICxKLbDnnbWsFo+WrVWWBtiERdtgyDQ7hQ7WXlj3Atk5X9cZZnzbE2RNclt2mjlJMk1A3y13m",
-	"WWhw0YTyqxlNOD/+XZ1cAegBB8KJSUHXTZT2ZbzJax8w4Ve/NBwMNnoJBIJP32Lkgyed7GbAKbSifmxp",
-	"y8OXWVZtkrhd7Yno1DwlgxfYz9bT8GwcvDZ33NtuUOvdjXZrxn5r2uSs7/gc5/O+iSPv3wmuEKjWO3A0",
-	"wM59o6GnU1/g5vJuj3d2cTONHnzlcwMyHIyHw/FwVF6SZtflZusd3f/TbYnXMnnVGfNAiwuFHzZBHY7X",
-	"5K8H4+FgEAaQxB6Mh5trfC2NvHzKH8S7X8PVq+VtfJMN5dFWhk00KL2vn6w09AYw8DdTojZaraltZURu",
-	"V0Rtz5ly5NJqL9iKDOrPxWqRGHdGI6V0eZNKTnXooCSQh/zIUv7rJEJdqBRjWjA2NIKCUUbCbe2KDs9D",
-	"AGXtcd6MpPT2myH7mCaKubuZEIsrGt+EZJGnt0pLmXBCspTf9DIR0ywkB398v3+uk1ELCnX6c6iG5+Zk",
-	"6AaquiQDv8ZlmkLeaqWm0seevwG/TeZ08+F85W0ngXn/JeQpZxnEc7x/TPt+NIWUqRQ1RaFnE/N6uBCI",
-	"L40WKb+ObKyWs9yubQFV5mXSlexjOBwWxqW24urVsiBPnnDB2ZMnWtcAIwDojaEv/X9kbO4Y+mTLo08q",
-	"/fhRunazG5ognQRdY2SC7NtpvVBtIbCCDNisTE3GO6jiJ5f5Ik8lZM2r0e9mgsxTqaSaRJeGwVP3cN8W",
-	"FAixDbDIdWQ2YoLNYiRHEORW5Glc6AghnQFgTqySd9eJLEN9EnVNDKxOIzKD7vlz9jqRYrhPotCWYadx",
-	"0U/nC5EXijctMlawJOra+ksYGGnAVQMi1D40yckmpHhu6jOVQix2jvCr/KTTnuqzV48T+kFiYVAbYpSW",
-	"udk7o5Gap4JC3iPqTBry9osXL8p7xD6nEjBInaU3e8qt8V++J+kKiwnP6GLBuE7dVmphosmZFpGqWBLa",
-	"qjHQzxMerEsf+MaTJ3YpT56EdoCxabyvxwl9MXKNrO+u7rLhbRXnb/Pma2PvbVqP2NVoWh/tEal7ruto",
-	"P1tHTpOBSjdx3YPP9AmEa6IgS3NZtgrUEd22nOcYPUMYP1pWzoGEQM27vlf2OunoVusAftwLEDFFDSMb",
-	"tz4vbWqFECT7f9n71+U2jixtFL6V/PBHAKcIASB4AsPxbVoHW92SKJOU3d2Gg5VAJYhqFrIwlQVSaLUi",
-	"5te+gB37Bt54I94bmTuZK9mRa63MyjqBAEjKdrcdMT0igMrK48p1fJ5YCxx9J8Dllv+Bze+sck5gtXje",
-	"PfGrJVDVsoL+3O394hgD6DxbzxYofUehZvt5rnKHgjG/rFDiN1PEH6BfE5HzWike3c0m2aTMrJjsdWw9",
-	"B+qoytZDo/GrrlrByltl5GHvSjYdfvyIJlw2QZvunMyx8VOFPm/cFxnj5KBxPOmN++KQd0dHwd7koDPe",
-	"5z1xPDoM+pNu52iPH4x7Yn90HBxO+rw73hNHo4OgN+nw4/Gh2B/tdRsOCSRttK23r8PjWmEkXlSMpJa+",
-	"VcZ3X9t2XMcay4u9N1mI+t/W+HyxCuu/1v68Ny5SB3aywiqti2OUzJPawIYF0DFGSOH0cYkRj1BaW83L",
-	"ICLtD9sF2wdV6gEWfw2lWsp0KtJwjEhbEOMmit+s5qs4iOefw+DL81So9SInQ/mKj6cIdEm9ssVvOMIx",
-	"T3kUXwMByqfUMF0lCpAH+HXC51OjYcMDz5Q7RAsOaTB2sipqzylGgezUaQayqBXIXJeMohYaJE5TioWJ",
-	"KBaTbiQiTBMgHFvo+4khkdAyXmU55OldTIQEdbGZU7Mj8uzaD/WwWodqIQ3NJhwZ0gMouuIWE6BJ318h",
-	"9OFVGLBvWK9loVQagxU3Z9mbf5pLcNKLPVpCJlSaChlwYOiY8nQUpx4QFUz03FKClV7KpjZpyl1y8Cbu",
-	"6Rvc3FX9kuIujz8TKnMTVDaYv/Lp8qtquNgowdmA0yRNuFQTkSRoWroTcf9LTUNrvRWVEtZMhIqjW3z7",
-	"mMuxiCLDXLx6hJRdU/Eqi5HSDASPWjUTl/OC18+XPlqEShLfSUxixDpo8HDk8FgITqfyDaQAre7wLIaq",
-	"9Nja4CrVe6SuTfj2Ct98T8sZMeJdLGsbvAP69rWaiWKV1rYD+c33NcST8VSfytpWzA/q9hPIA/SjsEko",
-	"QzUtzH+Nq6VmlQEWV6WmWqqKDbdylTHZvZ39qg2NZOvyy7ZqoxW9KHPrk3cvyg7Orx5N+N1GAyq8w08U",
-	"C6jTukBhQRULsebKwQKSDIX8DKccW6XxHPArYzkWrDnHNFfIwjOMNEESz+eIc09a0VDW8o21gSbC6gk5",
-	"5S7vtoOsQ6DizokuspCr1ApE0it5VR6mUNxjDuKwgq1NuAt8akX+ds5mS2DFgj9iel/hFL80vHgbmVWr",
-	"jzKdxNWBvY28gPT2N3ghzBcVNhXiDmbhCANQhshsYCYYyDLiawGWBlReToz/ExN2q0N8RM8NblD6HUHN",
-	"lgN8cPYhrlSZNaYGEGHxC5GVVhuQrKE23DjfqZIjEbv4gQIWNFXOeRowP+eiImAswJ+LWQcxEAqONH8o",
-	"x5HgiQhWWnvEw7itWBvKNeQa4nxWyLUtnb0F3+AmDrLnt70HeVdxKI9eQHevd/XRMmke4F1dIz/m95Ee",
-	"s51vlbbOPfepsWce0SV6r36be/MfV+tXuFo/GtbiR7xaCWZ3Wz35eUbOUeucfGlBihBe24Is5MlVpbgD",
-	"l1iYqBQxyIVMkRDXPNlmhNDNulBKN4M8+1ScDCUHlpnep0+2LtHx+nDW//QJPXDk2ex3jvSV0u8dA1tV",
-	"BkREqF8ZTydEagOiohJDKQFUDrvhMWT13B+YT1iPcgWzBjy2Zz4jKAqP9emTffpEeWzf/Gh/KOnDNsSm",
-	"04W6GhvKoE52W5KMTNg1cZlRIQ8APRkrAzhhD1nAl+RmJPkwWUT6Eg3YXsf5EjMa1/DTbnJvow90fXuk",
-	"nIKehbHvy0U/A3CZ3DYLleMZB1eBLWBcde1UZnPfYmCvMlsdUxXXyfwF/0Ftsnq309kkWT1bTzvuk2Kq",
-	"Ot2HtVnq0IYItspTvzDPrshU3yi1eP+3kVlMk9kY9O6LJ3chnmzqptf4EWpSjc7oaLI37ond/aDLd/uT",
-	"w9Hu8fhA7PZ4PzgS3cneaB8eWuDZuJqpxqB71PcakNpjdap73eyoHB0eHnW9hhZeV1AL6MSPHRnTGPT0",
-	"Ns42BKkRznx014uv5+YD3/MIw+90dPdoAhppOBPxIh2sEt+NjaaoU5qimqXMzVl+xrA+dUVS836W09zb",
-	"VEMzd+k6+czIx+WyTLlX7B8a21fQ2IAbobgOT5fbvLULZF0d7/ln5xB/eW7Z7wGuf9u3e+v+2Gx+47Wp",
-	"TOXe2bGocVYBoEzh9s4OYh+64WSILlDAwiHlaFoJ5uFlpjfiAACS48lQmrvWs3nRhgSdtDJ4iny8NZrS",
-	"HVfW8WKzWN1fDCVgRA6yuDTS4sugzHRD1N82BRFD9MZIZU1DKEQMJ+h5KmVZtrxMewLj2mC9dhGukjXR",
-	"hR0gJy+XS5zFFvHuizs7g7tRfD3UK6n3TRspbQivZOAmPltcyf9ciAXwwPsIMAL6brfleNWvkaQ+AydF",
-	"8Ms5T6eMK4rD46o2LdMUAING4fWU0kIvLs5fs+sFT4IW5OnK1NGUJ1B9a1+4B7rxUNr6+iW7E4nIUFKY",
-	"q0I7vzKQHARAqbXxse6NSuOEX4sTSLswbWDCtoyjwOiAe9QgJfb61oLKKGB9xqN0amciiq8NrPU0vgOK",
-	"ST2Ww3vCCxv74bwVwQXQ9cNsT9szFFIYtdrN6EZDgFjUeiZhFPquanm2c0NpV4dMOSqcw4PutPtMlY51",
-	"qA2tOMHGENEYJw133FDaSA24G7OQTdCqslTOzU6pNFeWj5Oa+jhRGLuDDHiPPs2NDEeq+0DP0aVQab3H",
-	"qPLtf2TJ/R40mAuEXnc0GLoIbCZ+q1afsT/JUuU2T597qIMqEeP4oRrKA5UNnDH3eqpwgBF+qp3mnR28",
-	"RHZ2tLYBVR9wv/gqlGPhDwC7BTg5jesJyr60WDO13HSiWZNHEdvPbnZs2CNUWhnLXbB3QOTSrQxlG0An",
-	"2P/0yU2g6neOnvd7x/iwVX4CodJQIrsGfKV7odUbFOtDuZCYziWQRHylLpSrW0D5XCeW4e6QcTqUdOMu",
-	"UbdBZncxSRmPYinoWoGNACXvd+GYcMyUxe2BD9sM0g9xlUwSGuo6Q5lpBoN71bEVypijY6FuBb/OLjat",
-	"OTGrOFltSGmVYBrfsZm+a0EPIXHaJK+gjKVotdlrty450232OkMZQLXaYwbmvFVhOdgJrkJQvtqpXOnD",
-	"x0vflgcNGCKRV9+5sIrrOwi/YjkInMycy+ASImKDTudvG8f/aKBPEvRzkDNwrziKWp2C0HtSDWF1P/5Q",
-	"FX4PqgLcdrnLbpJb1SWDA8I48pT/fjQI4AfdNYUrT6FHfCekFnKQi6FvDlP6l1nrFhUoTE8IFUrchvFC",
-	"md+Ellw4yztzzJ6hzBBfKA3Ng7uB0o0typF+vdb34GqSsf6jtfaVMZRPk6N2DkuQF/pUr/OkCRAblZc9",
-	"UQLEr1deVvR9dwad30RORE1CBJ4DPK25SrP+6FB0g2N+MN6bdI56++Jo1OX94HDcmewdH/TEPj8KuqP+",
-	"+HDSEXv8IDge9cb7kyMBPxp1xl+v0uy9Pvvw7cmvXFP27+mud5igcxL4V0quSIV6ogvHWKYsq+mi0i/y",
-	"nyJOg4/ctEjfWumjfgbpiZ65Ruim0rbZUOZ9xCeM1/mAYZOvcAR/45CuZnfaEJGpg1abvQAuafS/axXT",
-	"ANG5YZfN7Z6h3N4T6to9VTeaVoefopL9ccwC3TvaCWQAfC1X4Qe98viqP7T+342DkMoZtQR5xMrZjcRn",
-	"yufzXWDV2o3lriG9qKURB4kB5ZujRXTj5cJKuRKjWAnJRkvk+o0TJHKG+FKGv5MjDA6BPBu42ZEiCYnu",
-	"kbIaU2Si+PoaWCoxsAGiA6jL4gkjXmblA14vl4yPAW2uCNsLFMBDaapXvYwU/bjVdluJo0CxLqSpdTrG",
-	"r+Qx5H1GvR8aTLQIDgRSDgylzxOBhCTKwf4XTm6ZJZPGDHgfxKLyWSoiLGq1NLL4S/yeyGmH8jZU4SgS",
-	"5lJxKrbYmbRXQ5YDGMr5IsW/gZMc/zakqy4TtpmqobwRS+NrtdMWplAPjXW2GZMl3TAK57J93XZwU2fx",
-	"CHg3Q5lOceLQy6n1ZjJ57OhDhZlPbfY+Tpmt4GYx3kglevwqnBPcvLBFz+QLy9+ytWMqW0oLTggJL16D",
-	"tok+rUWCGfi7Q/81fllbzLu9fyrql1zNMs68ESrVbDk4ztIXX7zscZoYeJ6ANXIP2anIaEPA2Uc7RxnG",
-	"662thfzE1V2Q+myQkqNPBb78K1+VT3jjvLBiYCV2A4hUI2LMAiDnTiXAOd1IWeuV+nv27cpsmwL2NN48",
-	"WN66G4WkslffOvgrwoCzoq8o2rHidfNbaCiza8iFNnAuh8MWAhQ4rZduJa9ESizjNJxYATuUAEFn2Gv5",
-	"OMUeGuIiEU2ygL0lmWHAuQfEpitkHrb3NlTpQwQeSLdND96FiMQ4jZOnlVY18gl9KqeSs4t48Q+uP4I5",
-	"xw9BUJkne91j/dT+/v5+9uS3yULG7G044yX5RGukHiyYsrWpF092h1uQO3ut/5vJKChnds6IKh7rryOX",
-	"EH2mXiLB9yovb5o1wmMPNEuoawSND4QQgoMasZNTxObTWGppgapVSdW0SijY/033K/Yful1u/o0tAJsr",
-	"NcajRPBgySj3zg092mGY/CmQYZfk23a+Nyg3Ru4N2JyHiYmgD2UO1AZm8z8TUJFXyC8D9vPrRSGr6f1I",
-	"TFxwKGQRfNbY+PjD0J5eo/u8Tn45qa/VY8UFtRpdeehreKRzLuYXzlWcAZk9RJauFKCFd/1L+kHq2IB+",
-	"fdXSwIJVII6sktj3uzccKT7jEslX1pbjGRhFtRzHsnu1nd7I7lUb91vtodzZeZMk4lYkYLjv7AwYJ+G5",
-	"G0qmBIxUN0cSVRvPTXsPQDKQIqheeQNx4dtwLJAvHeNWnmENGcpsGM9UDq9IEUQ18sywpolchonhxAP2",
-	"3xbmlSLQhPEHI7hXwqXidEUYH02mptQL95cGhuBfSC+tFHJPD89Rftm/m3pocTIeqBBuLkrAE3SPoQr0",
-	"l+ph1qkTH9nCUD3aylB1tU8YJ/oA01griowrC/mNRPiYfFZkYCZ/J9bLYubhCfMNayd9OxNcouY6lDmm",
-	"TgWlnfo5lGZ+qK7gB2XPaKgK6mgsVymXsCj/wqaxmWFzgZqJy7v2Kom/TU7CQqXxTOv8u+zHNx9QD0/D",
-	"cTjnMlUmFaJ/BBWN9m3GJWpf57oC89rlbvfgmP5rVGuWVS88KJrk5Ix9oBJp90O9Nknn+A9j3Bjj13ZC",
-	"vropHsXX8WKVc1CrQAWZa5SqbT2Cec2uMlx0UBa0iRjHScBUypeKcGJ9FLrEQH1iLWVM97vHXmZv4+tr",
-	"yN9GGrrsTS4mgxXrOcO9Xhy+xfl8ZFP5t6+dZdr1U+Kn0cZDvfzfTlzE1/l9ipP9NbQzPDL1UuIi5Umq",
-	"4PzpE5XrJSE6o7nlJo1y+/sfztGn1uTsw/vvsMQDqH4+nr9FBOSh1Hv4lkdCpvaxsctUPouB9wMqHcWn",
-	"eZiIWo9hryxcgIVQS6+hLIqvQZ7Whm6t9C52JVmb+bEiB+Qoie+USNAJiQlzFFPBOVgokQwld+g3qc2c",
-	"BepB4IKOHfORMNq84sU0iWdE4HQx5mhH2lmME5Yu5xgLceeqZeK92I+RmMSJYD7OlrriqX9i60V56jGu",
-	"bqATfCgpAbfNTtUNUAvHyIQdiNItYKSncYZuKkF/wL32AAlKCwBN6nnKXHOxagwaNJUbC1Xs2FfxNcJh",
-	"a/ReH/559/iHv7wDgBizSGXfYH8N96M5wfCOQTjj1+L5XF6fjLgSB30v/PHbs/O7zp+/u45PT09P3198",
-	"nL76eK3/+Ur/z7cvTv+q///k9fjiT/ofLz9Gr3748bzfm72/+Y93xz+8vDt9Ob3+7vSnv58f8zt45E/n",
-	"H/dfJTd/ur6+/uabvOvS7NRryjB/sOfSLE1tApcrMexb/90uEJPQX5a8X+kaUeFsEWlzFDNJbQxw42zS",
-	"C9NQ1tuVmaWnQaBsmhAJY45EdGwUxzdlW+SZypJziMSryChQCrG32kQUQOEguB+Qww8oeSmHF7qOpGAY",
-	"g17ISHfEj+UVNUsarcdUXKXBFjPK2CSUAQSxGYBNoXL84uz9+1cvLs/Or16ev/nx1fk3dvp9AiIjH0W3",
-	"sqjNzvGFEMGLLFz7AGIis9yPEnF2s1/sk+9jJ8Eim08LgLO+MursMOj1V8ka2nJWcoZ8N4vt8iB4hNSf",
-	"dSLsl25IGV77OxGua/TvfZy+0SultUgTD3o0mWz32UBPWzaHRkiVs4WsFW6erK1KW0dyZ63Yx7YT5iaV",
-	"76uI8iZAoswjPhbKwwAK6OotximvszaRMxPsjmfWqgSWiYVyVXcxGcDXCu8Mna/EHtkGH+pM6F+RuGYz",
-	"fgPRLuyCm+CpdXRQ9UcL61oIJWvyocQfKyGBTyNMM+rETqdVdvGibDduweo3Q+pC2f87lOYtzX6no82s",
-	"OxFFrSe7NMDP96AU0Xt8rxs7WDcV/jCCr6Hx3zdSu9UqMkozN/Ah3YfdbZzPzhUCw37g7VGcw1U3B+za",
-	"Py6MbS6MOmGjhPgdXBqhHMULGTz9rfEO5KObHOpPknjms6Y+JwElkLXYXRKmFZeGx+LE+JxhviFS59HP",
-	"Q3J64DZG6lSqCjXQawB+xeF/kc/YpvgbK2CQ653xauU4kXgiTPoNXEXolnGIh6sInnyiEHNJrDAjoemX",
-	"WKl81msRDFtt9S9cmPPFKAIUqzY7hdQGuEWBYTqUUSghrIm+hQJsRynVbSgzD1HslmaEyhAKP8kN9Yb2",
-	"3gPuJ72I6+nrqfiUNgaN70MPCJKWWCKibUKod+HL/39jc8lKI/gqHqkph+h0xWi1DNEyEhFU90471f/p",
-	"O8nEsm0w02zAdDkX8Hw3dw9RKCCDpXv4bWTn7B5YMEucbU7yH9fTxteTlWZa7dTaqZFBJfn6O7iqTG5X",
-	"LaK8NpAVFIEpCwwViCQnfVVRBCqMWTjokSX3kKX3T8Q4nId6VbQiL5C6X8Z3rCkCLUXgKIvAY4m4jW/A",
-	"4yQUm0RcS9en0fLfmUl5NA/IKkEThKmTQVuQO6++XUvi0NzYv/UCrMrpJcH913iRkMyecsXUNJzPwcdR",
-	"cL3Msgl5oKAyU1svqcwvYBP9IZ42FU93+nxVHMdHlkU2IWN9SeQ9kjJ8j0Sb8zB5es37BXEqqlw4UqU8",
-	"qfWpY6wK5F44cQKWUx4wNeZSClKOCT6YghhDWRHRHBSXeCTG8UwomzsCXhVHR5Wx7SSgF7E5ZZF71JJ+",
-	"Eb4A0QrLSm0p8vkksveDXr6vUd1A8EFrVTfk/DKPU9ygV+Mpaxs+cExFKqwjGmtgotz9IVw3Fa7ZodUH",
-	"Vrn5Cb8DXQ9M3fnXCEyei3mcpDnduEJBbGr1zncUHh+Fkf+KPnrz0rfwrQB9AS7klt7EGWT8UGqxlAHH",
-	"n7jmDWmPxk/BGc1B2VHBmjiThoVwFt9Cke0dopcbQYolDBXRTotYo017Vzl+Eil5jsN4EMfeOoqm2V0N",
-	"Pcdb2PLUz6e05TPpSi97DLv63pw98y6yTv4QpduIUmv6PVOUHsb4WJ+fSATXCJkF9E20DL99CbuQUShv",
-	"nl6+vpIBcSJT6qgVZ3A7PVNMhZB4qDIP5UKJhNh5qyrD6jTKocynIzs6ZVhOJ34SYfcRZ/UxEfphr+Fq",
-	"PamY+Eiv+EM+bK9q1e7Z36JAIByt2pRi5JV8strRvj5Jhg5ZpAbjVn9wwnwp7rAWy/0KQW3YT/pEA3M/",
-	"ALRblCaPjWKCq40ji0MAsRTbnCkWQ63O/7SbLCJhiOtUW4o7qDtGRMA/i6XfOmHc6U4BYMBA/LmFqW6W",
-	"LdZ6qRh1roo+Y/JuVi7rwi0Yc10EtL2ggo2nBjphAPwuYQr1E8iI0mavkXxaizoYo4W8X0h4fTXuINlo",
-	"Hw202lPDDLDmxX//75h94Isobukf4Py6jxIS02ZGJg7gV0Mj6ADcb3d/lb1OvtT70AiKM7S19f5QEuBN",
-	"oAl+HdrfXz2t91xAZlG+NCTB4y4gvkiYYQ9M8s3JKt35krhqDBp/FktX/pJPDc+X4a5A2s717on6eMsH",
-	"fh1KMC0jgO82GbwAdvpMsYV0Ye2KqAmqtjqk22qzU6RfSpZDmSmfIMxieD2P2syfhFEqEn1H8GQ8FW49",
-	"R+LK2OaNWLZOjMPRZzdCzG2NLRA8IXsqkP4GobLfsCZxprbcjp8wPzv9VA+SHU+sOvnTxdl7xpMEiML8",
-	"n8HbCkP8BfwEeLM2AXxdhbdI/cVTYdEFAQsfqB5Q5rO7aRwJFvBlC2pO3hCoO8wRc6cIARK15ut/phM/",
-	"QOxBz5gnX/wVDLu45vcw6l6KTylNuwFRcPa+WQKDQuey6yot4WoYZ3E966h0e/v7a1LpvoZ2arl0e/v7",
-	"m3DpZrvB2QNekU03t21iWU+rS4J/c07dt2i51BPqFirC4iRl4zhazGRdVyCc9u0y15cA+XYbA319eQ0h",
-	"FzMtr+APeAwvNC8bh3MT5q6pX9ZcrTPshR0Y1XiFgQcbyWM3YumRiuSx7G0ec162Bl0kvOddHBhK4VM1",
-	"3pyHuNvZgIj4/t8hrExwmp7rq2KdJ1DDyZ54QrLjrVWch4ck9gb7R4N+FyakshvdDuseDPqdQbdH3Tj2",
-	"XCg8jFoDFF6NprWYz+MkreuE2/4q1l7k996UtpfE7Dp0vY7M+beszq/SHJ62Lh/1l11C4t1e/TENDEro",
-	"vohV5KpHziKzj0qgcc2BnLNEQAKp8Oy7VxSznSfxbRiIZDcVs3mk9Yrnkzgx3feMGayYr4QMREIQJw6K",
-	"iYec/75p6cqk52Mnyl/YTmSR44peLOZRzINd/ZLdmQhCru39YlOQyygXUQTt2fkBlYdY3Oz0geKzs5OB",
-	"pLd3dth9ilC/12P+Z7ptPAYk4eqLj/XHrgL6DAx2AGqOk6Ec0cbEgmmteGf7hloxS44aOhQ/OxhUVp9V",
-	"J4jpArtEj1aE6VQk6BrgQznj0SROZtrKN73HwPd8kbLspcBW5xYn9HomL8kZAqIdwrNOh4eSehzEOHDo",
-	"y5QrJmNmRwq/Gbi7mGGk3rps0/hGYEf0awT6VOuqiUGfxHZemLN0j1oJHlm7CQx1IpRSNwGr/MBjSgjm",
-	"U4OXy7l4E/itOgXHHBqT3biBfM6ar9Nb6EfYvTBTzLhEAhwDI44df2JV4ynVAGcS9Rq5Nh1DCPLiPNfw",
-	"IXV2O13WOcolNHR7OfVB/5evn7Dv22UXaZwAimbEU31ktAo7GdsSQ69RlC5Qi07b2xFejUGj2+kd7x31",
-	"D/cP4F/Umb7XAE/bFVou5qfHR4cH+/29HvxLb4cKlSE/NtBb8vP2MW8N181cz3uw3lWJP5RN2arpQoTz",
-	"+9Wyx9eIcoJiPcWIRBSJi98iFdIPWhxVkXpso1tV6EaFKchHGfCjKqUop1Gs1oxydBpUaf1wzSiH29jM",
-	"0MKx3VabfbtkZIiidV2sxBjKCfq5EWY4XSQSYIbvwnTqMx4EiiUiMi8AEg3zNyM/2DwR4CCH9kEd4upG",
-	"BPr2Rwr4ZKnfAp4ErKuARVKC2DFO3788QYyUeMJcnh/I4dDX/K1IGFauk+ZyQWkbWm959YmP02gJ1q5W",
-	"L0z6h4f+lFCZAoWJ7ulYBEKOxUC3020zH5cH9DAug+dx4nykfOpvU8ZyFxibWoNsGhfS0hIL+qFNJyEt",
-	"RQQnQ8kY89U0vrviUXRlfkHeLiQNFFcIA4QerxTirNcyTuDxXttB4Ss3hFl/A2KExE/pjj9snQzlXu7x",
-	"/Psqnx0tUnYx5zPWPEDo0G8xTbEJzfXd5prIAQXbqzVgZ3M9V92Wxz5Q2ngTa3DYmyz3kDX3WjiH//Nf",
-	"/y87FyqObnXr/ZbHXnA5FhEw2e63PJi5mp7ARIlPMBjcFMaLNIElLE23V5prDzd5vEivFCBMuZ8slEh8",
-	"D+JdtyK5QlESgCRPhQy4NO5KPZKrBaQjWWBEKOLlNnQUUKBqdgLFrpDErd81W6S6G1qXD/W4TItzAX/Q",
-	"iSGshVseLQSxp5BXTQ+U4vN4Ki7Fp1SfCOvOnfF0PAUiSrm8Qz0TW0vFp9QrV2UZdyPQuiS5Ki76aijF",
-	"jIeRh/sTcEi4QuQiPh4DIXIsMXqoT/RIfynktdYbWNP/e8xjnxAe/D/F//2/Yz0Pp+9P7YenkvstMxx+",
-	"DQfc16IYj2OoGEePMFKmoQBZzLEMIxGCpfya3ei2PGT84RKdx3BO+TULAzUAYxCGpV/hs6Z+gYObob9p",
-	"6WkOxzei5jd20nBn+uNkZixweGAoc0+8OH9nzQNR2Q5Kc3h1m53CGDL8oREK2EQPB5njYFBDaTPQcMnb",
-	"NFnWfnBorVOyVkSgJ0GL2FEoURDuMP8vp+9f+nAkS7tCWzc7OyAjdnZMEym/9iDkGkU43yfYzNn5ylbc",
-	"4PbOToYWZdpU2KhcQqPYJvSsacQMtL6zA4trFhul784OWg6w60tIV0Dn7r7H1CVC77WsoRmxlxJrAk2R",
-	"g5Tl7Br4gQuiZfcKbt9TqS0ZF36PQ3fh5zzFbufvc3NcDWM6HQOrtt8B2BOcCK2s459Xs1Dq/1uk9k5x",
-	"v+Sfsi+hWoxysGY8BPpF+pLFE0xytJp1r787jRcJvdRj/iSK46TZBEZ8qnW1Bvp/sF6fTdkuk/Fdiz1n",
-	"Xd1uy/cYJ3w7iGHoHTSUKN6oXaQrAJw1xTon2EXURWxEB+1s+j1xXMG9m7l8HB1Iy2PEmkHnAI06ESpN",
-	"QkCjMEZ7Gmc8hWQ0fLPnE961YTso/sLPng+VFoZaJzALpdUMXB50xGe7FtxQJCli4z13vn756uJF64Sl",
-	"WuMZJYLf6BGC68oB1h7KIEzQuXWCIdLsdJloVwbb7YNZYaoSeeqDc6jFFCbpKpPdIVRq5K02NRza6AHz",
-	"wfq4CtXVmM/nIvBbeninOH6UOJi8kU+jddUCfb2teRtnqpiXU8Ja1lOjpd8nqHiGjvnoFoA9RMQ5SiSQ",
-	"5oWByblDGQnpI9CoB/UyoFTmtWkV/kO02alckhZKN3DT3KceSo6hnEQgQSD26Flt22OoR3iQdufRlv2f",
-	"//o/LdNFLYPMIRektuLl1fU6nQ7UYJjLDNxeQ0kigtJIwLV1LUyCn5ZxessEQsz1GxO910VAbXAKdeon",
-	"BvjILE4E9sCzcxgCRDtP8aR45UXXAoxUDtjA1l61Cg8IBWNO6g/w0DVRc8dSFn3pOp4Rv0U027BbEaov",
-	"tNSfiK0IQ4bqQynMFE4WiV6bdmU3My1QjxZeno0SZ1xLk1AZQQOFU9y8io1jEi7cbhuQBrMwilC6TCA/",
-	"yZE3d9Mwwu1m0pHmgEeHDigm5K2I4jlMDGrZcHaaHHj9RMrGi0TFCbvjtIF5BKZqCqFsnBzdOLRccLLO",
-	"tXF43XpMZy5r6qnOOAHtgwgzOZS1fl72mG5evSFr/bzsMd28Q1nt52Vru3m1cajnoVXvuQWlod5zu5Ev",
-	"s7dZ1PQrR7LzV86KkLbXQJvpymBCWXn/2NHufJfqwt4ec/vjsaw7NbNor2IPLKDdUCp9awKVaNM/vXih",
-	"LzF9rev/z9UYzTXdkN9qs5fOvb9yJd5hlVHVWuhnndU4hb/oQ67GDXT5lacTUmTlYrZ7yxP9KlV6+m18",
-	"J5JTaAL++RLaWbUMupt2IU4vXujBQmPgvl3Tdf6zgdVzHKpnoC0izKkeSjYRYSpm6n5nqHv2zslxpXcU",
-	"zQmYUbAbw/9ciDfYJmT1lX2mWSaS3meZVyyNGSkzA8t1oFddKwugyljvAnoVsjCgOzof1aYaBbzS8rzf",
-	"u4f5a+jUq9tn+oZrVK/tT3D5mWgMy08AjZSUooLuU7l+5aPkZj/FcrVDQgv/7DeuU4KBT+IED6Lji3AP",
-	"Zfs3lym1MdrkJXqk97wjfaatvdkY/NztrY8GqR/Bzjbq9jj5VjKPCegCxtg+YYTYwOxdx5xGUEcseCHq",
-	"Zt94dmr2Hxja+v2FPeg6f5zJ8RwrHEmP8k4ZSiMED0PKZrFK2X7HhBir0te+j+9c75NxmRhvyTfVXo5M",
-	"z0Nfwwm5Rb7R2giQTjuuiZOSf+MbVuHb2N6zUXJrrFwLu2Q1l87p+5fOnfMX/PMvZ+cND75a9+6G1ci2",
-	"j1le3Z7H/nJ2rg+1bq+8JGeUSOia/BTdRglUNzz8thi7noUynOnBdG3PaT/Udf0C2qkOU9dnQBqg+Ljc",
-	"/YwGG7t4YhMii869FQI882JvkQ/5E/UAG1g7L/Kseiy0GBSIiG9FkoQBpRSbywo89wrusLrlsgrY+oHP",
-	"rCcYH6rPOMDv7801ONxMf+l6PW9vKyWlsuM5FeVefcS6YDJ15BFmv04y2wlUtfqBkaul+aw8INRlVYhj",
-	"mfiQExvyMCbkxIPSOG55Fno6cyM9z4XygFJfy9LaQRfdVFscpYtpfAc+cbsc654m42GJVJxNBnlPC2Fe",
-	"GzTTc2DnZY0pqA6N3T8zeV/dFtPyhjYkjecBEsYI+7GbM/QvkdK01dA9NlqCAmDSUog3w4YM4THffHvv",
-	"bPBRhBB220zHe93U6gnhAGSsJ6VgtovZSASBCCAHCXyqKQCGOWlJHptP4zS+UrE2kK6kSO/i5MZj9Ld+",
-	"l5DXVL2Y/bnB5IpSIohzo2kbpElEyXkXcogkJfdtNPSRVNoZB/01FSezr3Rn6myNg/7qooxVWys//NoR",
-	"lVJpH6hUvci/d23t6h2+qTKgxVbGs5yCoerYUE18qVkRM6o9VNVhuuImoLnq9zteNnWddafubDI2PoJZ",
-	"KO346wROB6IN/X6najaxLw+ZTda0IT83wgcBp07ra811FvV8urnmnx401xWHkCsVXkuD1hlqO5FyTVhz",
-	"oURSO3T95cPP4EclHtOsgZC3MyKIwZkBbW3j6KE+wMIBPIwNNbIVYwwlu5uG4ymTMYsXaT4o3rSjxets",
-	"FKcehHDihOmLaxLFdy3wB4yEMJyAImBLsfn01GYpbTFX7+Fas205u/AR1LY4Ca9DyZqgqJ3BHyt1NGKO",
-	"NXIAH99EWzPvqL95cimTpoP3qWz9r1OTtpH33OYXdxuek2ycd5uvmquXPBX04pXWZl0VbpzAP3bTcIbp",
-	"l3QpeMZvC7W4JueHq9Q5K+sX7dZVg5ZiT5Wln+5beVptvLrDs6O7t7oVkb5z275U2xpLsZvGu7GsVRYt",
-	"yusWRpaiPqx7Tl/nMgwhHREwduv6Br/YomPvoOXteoWpkSu7hT/Zol8fsO3tOkZ5TLpjrMmlIyanXJUd",
-	"w/rn9boLtLXFCDC88og3GuZTIrqek0vkBkd9Nlx0OnsC9LkN7yknW3ab0er+ms5VD/k3WL1TtpWgVMfE",
-	"OvXrZzyMGoMGl7yt4sU/+P9FHWqP4xnVqBwddSvR+KHKpoQw/aWmamivc9k5HnR7g05nt7OXVcDs7+/1",
-	"KhCmq8Gri5LWrWy57HYHne6g37fNo9Ao1Ay7I6DNb36RXfFQDVM5PM+ceaqIvr+MCV9CBgIueRUJ5V65",
-	"//pJ8x5rGFnzYtDt7wEZj3VX6zXP5TYMerV1QOW36aMIZ/VgVWVQLysM6tK/skQoQxC3gd/ciZGvWUmd",
-	"iYx/y2ohZ/z5Emrn88oi6uz7rYuFAHUQ4QbT8bRcM7Sz88pkcDqhMUiL3NkZlBLJTFaTBY3RthrYbYC8",
-	"o235QrKpp02UoQQg12q+FmP3mYTkalIXKnkRt1A2IAXCfVD29JLlNgtabqV86SWl8Kwqi6oYciAmoRRq",
-	"KGXMshXCwum8/qZiJpFgeBlD8hmm1UH5bp40uQ4ubCgtXthJPnQLhVe5RigXn+x5n9ahQpsADwFPq2YF",
-	"gbwTLtVEa8+hC3uLd9tQMmOZCwwWGwqcNRYUUR5xQFdwrX5K2ed5Im7DeKGuqOue847AfPjFZ02/+EtM",
-	"S8acS0Beo8f0OrXa7CIrn7EY6abv8A6gx8fu2MT5wphMOn2+umfAjDKUIQ2aliGnD/Zlqw0rYoPHPst+",
-	"XVwRE8AtLMhJsc6o+OYwpZdkpWiA1Qd53/BZm72Lb4GrWi+lVvpsiZXn1lZRaCxOsshYrsJKz1ic5Mus",
-	"8IhXjGitjWEOsR6hbr1+Z9jROcl1X/wTPZ96ZCOR3gkhWXVsy+qX+h3UKVz7NjutipKxROiLG/yOUJbm",
-	"kjaBwQ98V4oagfmnKixbmZUvx1IiZelUS0PI/j5h/ownN1f6ojcLCqtW0JXTmHXgXL9CMafFgmWcsuVY",
-	"+rhyh3N8lnF8wXwapIAlJkjb5HGCZB3KcTxDLscTCkjM+TKKeaAoNWckKhaY+NEFWdckSrUxY6UqN8dN",
-	"IbQFbZZsX4zidOpljj4DnnipTxOmGlOOOKlA5bIFjPgOpS0rbW6WRJfX7Wz1GNzeUD/W7/SzXOcvfm4r",
-	"ZF2xFgzOcJywkYhiea3QeenWpS7brN/rDWVVAjWyyWcpyqM4gFo6EPam5G42CmXmQixiZ0LdjL0EKDnf",
-	"FhFVXYRN/xJwgSMEzVqQJ7fimSzG06Z6FD6UrnjLv6xSoBVfp2xGTOVzoYLtSe+sypJGr1deD70P4OJN",
-	"UJUSWSqBbuUw08jM0c/POWQ9Gq+L4U7L8C0f5kx/U+lHB+hBekv+x44WQEbsFrChYPHiUdT/yrTWU9Tn",
-	"YCM7jgoDs48ATszmD0HgGFqwOVODfsnGoaDDYP9Qq6ogGPJvJVFeWqTcG7I2+4gxyoN8Kx9CvIq0tNXS",
-	"nHwHtgUrha0x6JiGYMhsYwYRfusT89D94U/4rfkT6KFf16FwoDctHsbBZwOnkqGtxUkKaRb580hGKP5+",
-	"z2vchDLIIiiZqPvxzQeQMBv5KPYH3WyBIQZX2GZROKvaZfuHuSV6G8647rn1chwWsXYzSW4RcLeG2y3k",
-	"/t/D916lF2EfPEdNsWn/X9vt0elvC3yfm1Vw0cYLicjC603kCqj7ywdpUY4/Z4MLDmpu83fE+5iMaSI9",
-	"s5cDqmUAXgQ36c+N00LydBY7L4aYnXzhcoatk51qww8mPEKRgThh9m7K3e+/5DZ9TYc85vbHlFfkvjAV",
-	"F45lhX3xMJbjsft6ohd0EicivJYf6VAXlQYhsCA/t3LVU2w1gp8bW6ijhWnZpoUNbvvMOWi8fKW9bUoo",
-	"oTRwsEqpzxw26B3Jg4jkvAf5H1ijRqtlZrrvV/fBxMhU7JJx4uOa+GwaR8QZYmM5c0Hdbj+KPxQ3iWcd",
-	"TlCDrEUm6IOwIXE3mk1YLFyHPZnVnLdWu1PXoHZwPKwLA8JfAfiN0/cilpMo1FqTk9c/5pLS6qh0IsBl",
-	"K0kBvTZOCyaB5r7nQcB8WcPzK4IwzcyEz/W8WxEfk7sAnC7AhOCy6LQJSwB/E9J6ZjzaAWvqHkO8lRQc",
-	"Fhqe1aF0GF+1akrEDVN+C8ZNjswLDLBJiKdkmWuxBWTuI8GQ/LTNCDgW3L5DuSijunms9BGYAiZXFD81",
-	"fvETNgn1qPh4LOYpl2PBAjEHul4M2Q6lHVwzEWNnfjAUSm4L3T2EtYrn/Bp8FlSQb6mLWFNN4zsg1sPB",
-	"tEzNzVASIzldaMD8jZoM1ruTU2TKFfPxWaJtHMqhfK+P/C0PMU3WBJoLmKeY3JvzZwPGi4qzyh8z0GeK",
-	"6X5mDqfTD2+G0nj89UCtJQ7IVno9S+9Lc76c/c4xGzZeBSFU5qvcLBqpZYYwlDVjGDY8p+7FLsuYRxEO",
-	"wnhyybMLs4NI7NaPM8iIU/Su9xmIAXnNmsOCRa3fNsRaw9ynLYvjnulFnt3uNjBC2xsqi82cWD3HGM+C",
-	"JqRZuWR8FhMGVAv884mYLBSPhpLOiNneVd4RPdXvLBvW1nwigOzc6WtTcSURMGumCR/f6LF8e97t7fX3",
-	"Dw6Pjlsb6ItOh5+SP6TKED70SiljmTlqSJfx5ihT4b3o73Vf9A5Ou8fdg9f7pxYOGyetzO++7USuMLWI",
-	"gqSNP/+bGxDe22j+RbBCazdc9CSIf0dg2BuYCSQNLmGJXL32HYkJ0IJynqRM+SyIClB6ZGwpKoOi+ZGy",
-	"pYC4cPXVV/2Wd7VyBotXrRpBG1d3wkgW4yXN9eOsdFMYKc/zl3urukPrCfW6e2kT9ZuGXqt7mzXSChmp",
-	"4aRrlwQ2pNPSVZIT1ZmYLS5Hu6DEvoIpIgJ7vfRl8kHLDl+O6puJcvll7kFGx5B3vUp3TwjfAKurcTwX",
-	"Jn7e9MfJrG2wSdo72vAgWdgOZ/qOao+JvzrwW2zK53MhhzKUBHY050lqE/1tNVGTwOu8XOwM2yNUmFih",
-	"ZYJLzBKggUVGf4AcBN4w5C1EbKYJsejOgG6LdKsseH8nRtM4vmFqMbJzolgU3gjIIcfewqBZE6NOHktE",
-	"moTAC4scBS2DaSmk3rJBrjEL2RbfCITdQ7MKtFv64SjT+vBVwCGL0VpvKG31DyRBlG8i5beZIRNCeltc",
-	"pSvSxHwn7QDRKwOecquhw4+fKQRFpUiejfnpG8Z0MlGmYyxMT4ickTafCDC4qVLiOjOtmgbxMJoY5Kla",
-	"ynFOq2z6z7n+kM/D9pLPIgoYWaZVUxtFgJeQQIs1ZwQWZMGPmjh8vSXp6SXBfJmpw7/iMcT4gfzHQ7QU",
-	"WjO/BTiIoPXTaabtdDKUuedMlasy6+cmHZP2BFNOIrR4imyce8dHlNF5EgeLsXlvdhL12otoglHieSiv",
-	"fUyopO6lQuk5p6yaAWJiZuhL0IVep8dmQh8HNFpEMKBCXZikUGC8+D8XYpEFi2Gy3YgxIJuBrYE/GPHx",
-	"zTVAgVWpkx9wB0I4emMsojeBmM3jVMjx8s9iuX2kKhcHMVLJqkP7u5293W4fPM8dN7SAZM9XJIYUBj5Q",
-	"GKEa1+n+6cO3h387+OH4p70/d9/13x+d9y73fzz8CwQmUGrlnu8eH3kNdQMKm/N5vwM+Pvj1aHnlxLpM",
-	"up3bh/3OF68BGyhzuJdk7vr6s7tCGynQvQ3JoO/rseuPg97YbQphbnOUt3fRuyM9pabr3Mwohu94dlZg",
-	"42sB7BwXPCpf3Tm/BlNL/ui8kR8oZ2c7J/iIBy/p/GR6jP7EWsE8I64rabqZz5aym422DE4PkaRL9swe",
-	"q2cVnlm4mKwNjLAkjoJQ2kp01wzgwQFb+TaIJqNsvtCiueCVNuqmK7erx0b7+2fau4WC45y2RMFNACxz",
-	"Ps4YH3Mfq1QbgpTUV/zyDgLcuY8ireQVPuPJeBre4uN15y8/72uPwmNVgyh8mhtD4bs7QDUrjqDwkRmA",
-	"x+ol3lP640mlsHspTshjXqEda10C9KvijyVBCXmIzga/sTva5B0avclqSHkF6gQB2zOnO1csj6Kory3Y",
-	"7jydQjk+vqiphSgdavysbY+B33K0K3jNM2VNsjY7jRTkcviOVNn9c4lWF5ORgnAyEQkqsYhz2bSdBQC4",
-	"cjOtx4kOfDCZelWLUuP1xzy5Wnd/aHqa1oQA8or2OgnWZlqRzh0IlmoJGdZIrvahBR+98MZcLWZQWUWO",
-	"oKy4Iu0tcz/iQFoUfebs4/lbNguluX2xQhj1SX0R4uFYyDSM0CrJEhJ81vTfvXr55vTq4/nbq8vLt743",
-	"lAYM5pAFfKlabfYaw0rWtGB3YNqZ3a9fj02ibX03jYmZgSwQzN7OmT0ItF7IeS/ZPoX8vAGTcd28YWkV",
-	"TyFkMbQeFOsMAJ+uE+8yvpVJGImhbA4bAP5a+BLWC56M0aDTvwaC1zSMIjYS4C0S6Xiqp94kU1v3RxZU",
-	"0M3DAgYht7vDBlnIX4zhgaVIh42TXFdD5fjpMa85lmBmsFBV5s19J4yf9Z1+5VskzF+dNrd27MfNmzs6",
-	"6ve6/d9L5txjJGcVs3nAJOl1L7udQW9v0OlmJkkYiQxKULT/Pr/WenM4EyaxK5zxa/H873Ohv1DhP0Rj",
-	"0D/qdfe8xiKJGoPGNE3navD8+TVPxR1ftp0sGiOakPXt+Q+z49u/7UWdUS+NRtFxJL57nY6/+xT9pXe8",
-	"GH0fTd6/fP93/t3r5bjz6rntTE6HgH0CR5l0he11d3fnrU6uodc/w4Nl5dkkEWqq+/JbTqVBcuj4nbkU",
-	"XEW04Cqs8iPXSRu4JxfyRsZ3spTKohbjaY0AXO1ItmJwC1ds1eJ9xA5mVdpAQJFLNnimL6jsmstierjU",
-	"cQKqEN4kRqzmxeAj5SFk2yl38dKmq9E18l7dzZILVpZvdfpWu1jNKlmraFyaX5ewV4xzv5LQsgn3k6W0",
-	"LFJwtpAUkw+l6c0zZSgynYx68yWmrDgEl232k02eN1A9yqrSFYHjocwix71Oh/JfzC+/oephyEM3zCZR",
-	"SA66H3kS8lEktGqkwsDxMsPRo1qKWIVIY86a/ufP3S9ffI/5nz/34B+TEKpHRkvm31JrV+iiBIryodSi",
-	"O4AnoXLhSv9dfBJ+c1V6Hm/vSZzMMF9nEn4yJPHo/8M5BFh6I23ZKfv+1enLV+fOWGBKqJk3706/e+Wx",
-	"H9+8fHUGGMpnLz6+e/X+kqVQEIKaBYJnTAXXSwUfXS2SiAofsOxhwPqdTvUOcaLkFahL+fi4YyfRRXzC",
-	"+p09XFjITIr4+IY83KXdU1b3TqAWw909q/IF9d7JZzbVIKx/oDfbM/M6TrYoI8hPxr0nyVWQur0NgLIe",
-	"U1taDzirRntavf6PoE2Zc25GancGFtTzVFzHIL4/Xr55++byrw2vMeXqarRI01gq8xQkNHe9RsTl9QJ7",
-	"Pk+vvj138Qlv43AsIMFxadMz9bXw4cP52Y+vXrr3Zna3QC/w5DUGDXPWGnbu8agCjgJF+s+i//5fDKSM",
-	"vvUmPF0knAUxm4sgDGIGYocJlf73/9LKtEx5O2vt27OXf3Xbehv/nbNXn/SUxNmvXp+dXdI77TT8bJ/5",
-	"UST0ruyJj+dvG0VdUk3jeU6RhOwE9Ry6DgtrOvXx8vLs/QXxUK43v1++bIA2TSuuj2mlfli85uzxw8ug",
-	"+r5Av0Z2zWQJk+aXLVIqO9tnTa8+G4+gXq0UzyXJ+3tKOM9PnaOWPlbK+Rq3R2W2+ePU/0NC3FzfdyKw",
-	"9zzCipe1IEfdtJu9Ioug5vas1zA7qzTMEmN4fa7BxznWiaLKriduJNB7yFWmxKC2QQoIsvMghgyH38QJ",
-	"T5bovhiDDp7GbM6VQub1kqpS0CmradHDol7hkqnn53oordhYpfrmI/IVM47T5mosOTqstMiAQ+5TXgQR",
-	"yOl/yNwqo+UJw/b18QYiQyW0bpIK93EVg3YO+AJUCrzEJOlso1FmENhQsGqGc84ExrRwVwPmZ64HYNyC",
-	"v+bS+eNOjOY+a4LaSWusvAwcn737tuUxX09T/Hw27wNZJf61dz3XT6KmWnqye0CPukJjHkx81rQqbfmh",
-	"Tkc/RckDiJyrQPOVmdsNNilJJUh4cIDx9fe0UUmfNpkeVheHi0IZtXsom+OpGN+4SQUysFAYlBCs93NT",
-	"ieQWfwY7DB0yn2Gdvjz/bLxAXzwgCBI8EQmBREghAhG0hjJU2VEZZGMJIX4pTDwzpRda1qJuh4UT6rhe",
-	"dTiaocR8JczBCCU77LFpvEjUUDZzjt/r8NaCf/MgCqVonaBbsdCO7Q+5KczPHaNCP2KAuQu5uB7m55Rm",
-	"0LhAtdQgnqhy9jLAZO93jodSf19HHSXLPFGtLJJYLUKAITWMhO+xhVQm3Rz3lofDjQ0NXBTOwtTQKQCc",
-	"rzVWrF+U2l7r3smKnlm/u5fZhSYGAzUkocIO4NaH0vu8vKmEaul392rqqLV4uRAyQH/Vk2Z3zBZRGs55",
-	"kj7XZ203c5xajUDPb2PQaI5CqW+HDy9fm4PbqqBMpxrgdTWEwlifMtG4zieMWbv7Nmv3b3l3MCnNu+Ds",
-	"bc+DSWM9j68WLDf/uXfbWX6/Pz5SP816s+86/G+j/l9uj//UXRxeHszfJr3JD+IoeD/+q3pefs+XDWdR",
-	"0H6p0LYuwE93YsWSSS+jQFNO1hD6fF6w/H7U1g/FU/74eutWgiRfLvngVJPuGlP6AQPcl3H8lieAQ7oe",
-	"7lb+xedCb4WvmfM94sHlspgx8jGT/IyQ7St86K/1ZWCTKyYE3G/1J49Z7cn8U+tOHrO6kfmnVoygQi+v",
-	"+cChpNvqdRiJigLWaFXXitnoqVmbfAZ47W1W3fSbGaR41yHJawXwKdK6KZd7UVgZLKlcfSkX7DEUYI4N",
-	"4hoq9abXvVkEtcbBOundibiNb/LlhnWle4gAZXPtR8usOi8MiNdiv9NhYaDyqDrlLJN5Eo+FAnoNQqUZ",
-	"Sv/zBVHevstUNUoTxYKVeMJ8yFfWet4/GeZn/FNf1AH41dk/WQLRPfbPofzn7u6u/T/9c38mXOqqf0KG",
-	"9j8Jy5rNp0sVjnkULa2Ka3JYKXc3k4h6++mfmssmq7XDKLwSIlfJyvD9PIp89s9cVcBSpAxXIDhxoxRQ",
-	"0F8uMoTuwq9NlYT9plnoiABbj4ay67wzHGu12nww44luzbSaH3J1v03Wjnkm+6Z64nQrQ+kjghga1t84",
-	"/DEuphlF2lAHx9M1cSeyzSDLjroUqtypnMTJUCK/BrOEGogMNo3TeBe/2iUqjow1A/LEQ4W595DmlCvZ",
-	"1F+P4jRr0hrwgNYHaScyxfxn3O4+7mPjALS5UYngKpZtdlZZuuhlowLssKyGZbMaylz9pNHCca1yBZSU",
-	"Zw9H0hhwVT0fNs71w9vX2gwb3lCuLKAsZJZEYpIyC0RYW06pqhyQAIrtMR9kg08FGHA/wPHXRpaeZYj2",
-	"kr8SBNiEh9EiEUOJHMkJDbnKcoHpEDYc+6AyRy3vsWZP/+8eGDHZMbEQLwpzSxs8itbX7/L9fDqj4+fP",
-	"JjbthPeNcIDzdCuSZSz1tX5BNxC+turBTJHNfo0YsZuTleEMmISP+0nKzqS9siovqX/R6sMRD94EKq+c",
-	"AVkanq4abSxQrp6HsFdZNM/Msadbr0iNNukauLMr34Ci3rSJ5KlwAB5Px8ul6WIBX14esII4KGh05yRW",
-	"E7r6rHB8mmo8t8Bp26zPeJFCfkIFR7uvFUKfzRMxCT8hZ53rHGyqmKVxHIFPF3MMbR59wsfGAznlMti9",
-	"S8I0FTJLQ95rd1xIW0jb1JIbK99MGR0lQGsF2npcTWGWZ1OZoYYovJY8XSTihFlvZyp2J3Gyq//BuGJ/",
-	"PX33FvOemoEYR1zvUh99rQOGfh4k8yglKppev6QONzYSkGZ1rIBsmIUb6Glod4YylJN4MJSMpWEaiQF7",
-	"oRUN3Ch6Ur5DX0t+WpT+PVVYD1gXG8oB09voMA6uUaLpqjb0S8V0hHW0hvF+GcfvuFy+ka+j8Hqa4ukQ",
-	"40USpsvG4Odf3LNS+Sqj3+VH6pyeM7M21XlPcC6mgkfp9B+/wonQtxtsyRGPuBxrFQqYn5PxVKg04Wmc",
-	"aFPolNQrSCoCgUI6m75eQIoupITo0kvjYwFXP2GCCDnW2iWk0jwH3fsf1fv2e5qIhzoRbUpCfLO+uoEv",
-	"X+FNMoPlEVBcP8UeexveCinUphuoLkDy1XcUSlDAPcnr+gjwBlutKpj58fwtGy3QC3g3jVEkKiiz1U+S",
-	"7zb7GIqdQbG+wI/I2lqQixU1/w9nFxSfXCdqayxSiKii4QSa1DW/1a96nw81DTIvLVamApKvvF5oIQi8",
-	"i/pXLWMLa20qTsJ/EKY7Agw7LkoDaGMN4Gcuy6S9rsK0zU5xqPeHp4rRLn0rfTx/a7IEIdxVHZ8K01Jk",
-	"CuIzEzQ6KJeWlrw6Vz7v7C4FR7K7ZQPve6MyKR56sTrTK+N+7PaOgIvO/l2+Yzy3d1VxhYo+2EjEmt0A",
-	"qvvV3dgsH0z3LHdl1wSCNrlsPTebvrLxP3149d1DW5/LmsY/vH9w23diNK9u/KdX337YvvXM+Vzd+t53",
-	"Hx7c+mzer2783Yf+tm1X3mxOnYBx/Lp5APozel37gUEfLIh43EjPx5wswqDL1nlol1kAnaqvQHDecStI",
-	"Hy06RZehec1CYhZQ/m0PSqOqU2M39N5XJOqvSMLP19A8nkZCN79NnKCyA71SDq0dFcc+U0CCJ0KM6Bn3",
-	"ZJwMgV7EZqSQ1tAyNz8WE7YhaQo1AJarDySfm9aIHN2ANX23PAdSwx9VWeAql+cEizeUC0oliyfMr1UA",
-	"/TZ7xcfTqmgylC3igDcqXiTE3hDhAWY8EK0TqCegnRwnef3AM7qZBCgNJ300dcuVPKQ8KC5w3hmHCaqu",
-	"h9EH/neD9NHpa/UogpgarhgfAexN9iZvKGkuTz+8eWZd3hOoRmRN36a0VRSq+lASiqGgWLJAzLgMWh4b",
-	"8wTd506Z1f0VhKuUog2Kz34Fpcipvfut6EI7z3eqb8snuilze9ecI1uICBU++oC9wLfvXgJxPuAe6X9Z",
-	"SQWqvVa5BxjnVhTY9hhfBGHsWctLeUyl4fhGgD1+gR4jPA5/2XXfsns2JyImGSsZTib+iba08K2jJL5T",
-	"ImF38SLShpgE2wNyKil0Qb4o/RmQF/DxFD0qXoMcWnr+zAtfhsqUBJUluh9KbTlgAnludFiChAP0s5dQ",
-	"tOMuVO4sW9nRriIxdNQm06kLuvh2P8RROF6WO3Ya3Wk55isug1H86cSAGO2qZMye6SviGdRFIygmxQKh",
-	"G8lCqqxnZJU+M0S793WweqHq+2cWEMzFbPGwDjy1pDXQs4lTLWjo8bO+CLmY6audWmz8UrHhf7uqHQA3",
-	"4OWSaXmPrBW9Lt05WxYxrtCN4rmQvy/v99lc5FKwvQf5qtHroXUt6AakrAOE1jKFrZzEi+spC6VKBYdK",
-	"sTlPVGigXCsdhtTBx/Jz0wqhm3tvbTc3+LuexrddXIGncm2HqvSqDX2Q1sVGrnD1/DPwf1zJxWyElHTb",
-	"bXrWNEGt1gP2vzeUIzHmCyXynrcxjyLAGQThpZscR6GeyhPmf9o1bzakYzdCzMH/qLXKeMKuhdQzIwJ6",
-	"il28/DPiJ7/gpqQ19zqbmWwCBgCpLyfh9SLJEk+M5++ZnoY0DeW1Gui3ak0BajwWo/YsDsQ3FkDERySO",
-	"W5GEkyWdeKE7L0CnRmRILOOKIgEkZwDu/WkuxqklP8OvANMOiknmEdc9Ep9SFA655rEqxCRXAoY3AqaM",
-	"lkPpG5ctD2bEGShFZEa9qw8W2901ZSNhwP7nv/4P292l1ugDv80qDKlQZRnvUO5bOdO4nqOlu6QEgOLk",
-	"h+tJNOaIn00mM+YWDDQPvXVS5QmFnc5wp7OwEgrwR5g7k/f6E07EKhvAdqeG3tlsgkaNXn3Qv0eNP5h0",
-	"xz1+LPZGh0F/vL9/zDuiFxxNuqPDcV90OyveixvhylgZNXr9wT0d6Hb3j3qdbr/fX/Equy03es/9FoPe",
-	"1c9hg+fvgFyn6tW5ulI5c7rEeBpbbLwHOKSyGoZQGXjex6GTOWUw28xuQP0GS7vRdlI+tu15TlzkT9Hj",
-	"DOGnJJbXeIjjJPe6h7oqXxTLKR+nw+/jMnADwixp+VkQIk+g5tq0e3P9wJzRjIDup6b8xsViNk/UY4TR",
-	"y+9RgTtf7gEHuMxnAYZBHRbHs8JMNctFiwXFw8/jBzS6neOjw4P9/l4P/lXtxii0sa43Q0vde50ZWwBR",
-	"/x61oDepgnKsJlL4aLN1j737FtGFneIrbRDA3Zwr2/hwdnGpRd4IgMcz8pCJcZ4oz6KiIizaPIUkA22n",
-	"WNxkD+o5PYZoti0EyAaiPMglNnvflsTTFnqmzPbSypNN4/bp3qaaDd8pfQxTJ3V1KIvaNGt+l/D5FOb2",
-	"trfX7rQ8RjSuxo3z/WK0e2HSgnZ7+weDoVRT3ts/+GYqPjW/f3f6Yvfi+9Pe/kGTz+dMiXEiUo8l/A7q",
-	"21otH7U0m1oEyiWVXNosf0C2RpsLws2AJnfCFpJ6EyfsTovVaGn65wIkG0drF1HzIcM143yucnsPZdYf",
-	"N6dQ5VHikYi8uNyEnKVygOjGT5wnt51C+eedCyqdJ09GVBi/5UF1KGVq49wbugkVL5IxAvH0kNBLofch",
-	"BWYb/dJef3caLxKGXIR53uahzN5tMi7NDPtt9gp26k1YSHlGrZ4V+mR8dqC16y2McQLxKR0Mke252W1R",
-	"dQxr9lrGtdbca5HzkDX7Lc/Zf/uIKE5uRNY8bLmuTEhYL8DuZRw+HotiuiSaRy2LQqpY87gFJwzBsZvd",
-	"jsf8RMyjUASWZdKpL4dfZvmoei0QeAMTFLSc0U3dCoYfP4d6bmxQsWa3C7iBgP/X1WNWS5WKGVUFYO5S",
-	"xdkeymZ3Dw0k+LZAWt/KF8foBdLv6jtOSOdiwiT4VpudGqGTsZRneJJUuTuJkzueBIhV3nwlb0MecPY/",
-	"//f/w17JNBHXCwF/vA0DDhndr3k05cWE+wETfDwlAZWtiRb2BlnURm/HcSA8No8WdRzjSTgGqh+Cg8Fz",
-	"cx3eCkmysYqF3GxmBV5a2z193Bwi9RPYqTglqSGLcpnim4mYwyGEGIxKeSRaDMQtUIf74bXUBwDg/PGH",
-	"ruwpChs8TvYGyB0poPQeSnDoYdAry73MUtmanMlY7up/Igd4mAK5gSGnMlXDALaf+bV0V11Fcsc3+Tyu",
-	"5B3KkuhFRxe3NAJBq832jTnqRC/pOI7BS0+lYiVITDPWoWzmho7sDMqFtl+2qssAoBP3WqQFrz7dSD77",
-	"D7berZTXvejxQ94dBZ2Dw8nRRByM+b7oH/RH/cP+aMSPuuPJcXd/fDQe9/uT7mT/6LCzFwSHx0e8H3Q7",
-	"/b447HKjs2FQItPaKm7ROrux2+nU2I3rVEPsFPHdZao17J+RaviaUJcQDDxLlM5DIxlQ+58/N+ZJPKFC",
-	"RRrJO56Ehmf3i9e44wi6X6AK/sXL2oYXJvGsgnEXHr3jszBof//t9fv3lx8/vbu82Xv/j/He+7//tfd+",
-	"+vHF6bdv/vr67+9f//D3028ahm3JUHkCFtP/D0oQwplQKZ/NtR59eNA/POx0AJuTZhKey7oVyusr5HRI",
-	"dQ+mPFXI7TsTKTe13kGo5hFfXrkqtxmE/q/T6XQNW7KjkZcV+S+wgPRV73jvqH+4fwD/gi4h/K/TjysD",
-	"sG0sh7yRx4OA4O4+IHZ6KCxOFg2XmnyKSniSho1Bx13jrm4WdV34ZksugPyhr4cU/WBLSJpA8TOOr2VI",
-	"eDVa2ufF9LL1GA4PY5sa8aslIApxLYgfj0vXbZ/bt9JF4ZbKPHQgOYXcKfkCPfvxxnP/a/4FHCLbltRv",
-	"W4v0IAdYZl+7V7lWgqePlEp2uqXWcJLTD5iawlPQOSB3aq90I5HqUFSNzX5vlox2BLFCsdV6Eu/SF69B",
-	"pQW/YhnFUK6so0AWok4WfjAFxpgFktxaZ68iaiKe8hFXwmqtTd3quQhC5WEr/vmrl28urj6ev/UxfSPV",
-	"rwGlMscXpaZ8LrL8ihPmg3aqfEzPv5uG42lWrbHE0mRbGdtmb/NFIrhfgH91DiTEEKaN8UrQ58PNoFda",
-	"ya1JiDrHJXswPSUMxuDH6CnLij+2qQXR3QLFoOrMQZ8fEIjdQqxUjs9ZoNxAi58/fMTv4xR8EMsTxl0G",
-	"dSzyQdfafRLDNL9BVDnf3ucG+pZOF1p7//kXqKfVh6bWnWxikMg1ZzJIQ5U5RXjK/Fxehl8uVtfn/7Oe",
-	"8qtFEn3xteUfRQypSdKpYkBdRY4kkBNtiz30HNE/cbwlLMA8PMKutp7GsZRiTAlccx5qq4SNluyHc7Ls",
-	"0YvlEc2xR4nCHovi63iReo5rFDwdKIboBsVNxJoW0osB4sWxcX26g261Wb62FFAESFs2MGHkDcTadlJE",
-	"BwxLvpmtdW+zn/TcKHErEh7ZRSFBodC5kQ38mWL6UmJKIEZfqNhURBDfJRqedCpmJ9pe5lGElylQMFH2",
-	"kxFAofW+ILtgmGIelbSvtuIJg7lLpxNtthY7tEdg6zjBiJFNjawM5rczg/VFtuKAQ1tAhELURvN+B1Gj",
-	"6etNw+dzIgp0vogn46vsS4P14FnWZLyMqSC4YpmTRSQqlzhb0qz/NiGq3PkcpTxwlWPKo8GILIBBk7tt",
-	"EkapvT/nhDaeiAibQccM7n7W/HB6+eL7cjihcLnnZ9thuS93uVZBGKwk7iSfmf4wTGoYQ1+cv7MHSCiv",
-	"QO+pWlkCVOoRMOhET1RgiDsrqTo3YL7MZoFYf8rDP10XZxV98JWVBJirbjAgwbeNi0au3HtQQYso5p5b",
-	"OrgKRjQH59dyRpvVM1RsUYOhUqQMKg4Y96OLaJOdW8tHH2orJXe46eGKN58tUtSRK5fVo+asgh7F1x6w",
-	"XBIB5TgRKUviFGMbZhPgrBqEY5OIhXPqVXyBt0nlV3jEEHCk9CXeOjnoVg4XoRZ7c5FkOC0nllLYyBcq",
-	"Pez1vNJ9st85diaPfBOrj2nTd/QGPZBPuyqcLSKtcfutAWY3xhEFODPYa7xu7U9ZkOh59kgRnkemZhVN",
-	"UCfihGEPSMjNtgAo8CMBNzaGHNE+MvZP7ja2ocoMUiYRPMJXtdmpc+lEy8xWsPemzUH2X5y9f//qxeXZ",
-	"+dXL8zc/vjr/Jhs6qjEGK+qEYkqW0ReHS+AFdrEcfb1LSEVBgTI4R+eLOKTYCJlIep7zB6Aw01WrafWR",
-	"aqonWLtBLmuuOm3BVrmWA5fxhFUapaUAcpudusAnxbSyZypzs9gUM56LejrDt+ZtedBYbY7RaTwEFkgI",
-	"FBqxa4N+tgYAAqwu0K3zKkeZ/vLLl/8vAAD//w==",
+	"7L3rchs5ljD4KtjsmSjSnaRIXXyhwtEhy3KVpizbrUvVVBf9KSEmKKKVBNiJpGS2Wxv9ax9gY19g/8yL",
+	"7Jv0k2zgHACJzERSlO2+fN83HVNjkczE5eDg3C+fo4mcL6RgolDR6HM0YzRlOfz5hmfsUIqCieI1Vwup",
+	"eMGl0L+kTE1yvsCPUcJFxgVLiBTZikxlTvicXjNFOmc/fU/YpwlbFCztxuSWp0wSKlJClymX+yShRUEn",
+	"szkTRQIvsluWr4gsZiwnxWrBSOfD6zcxOfvp+5j8cH7yNiZ/++t/dWNyx4sZKWaMTHnGiKBz1ifnM4bv",
+	"cEX+uEyvWUoWNFcshRkzecfy3oQqlsZESZLAGrfOfvr+t5/m2T6ZzPSzxctlMe09T/QYVJByeaSQsh/F",
+	"EftE54uMRaOo/G0fVqEX8ZKLW8knrLf7fHu401+k0yiOcvanJc9ZGo2KfMniSE1mbE41GPVqo1GkipyL",
+	"6+j+PvZBfsYmy5wXqw8y45NVE+oH2R1dKZIoKtIr+WmfpGxKl1nRU/mEfCekYN8lIyJkMePimnBRgitf",
+	"ClVC8JoW7I6uvlNE5vyai/7aJTOxnEejX6M1s0Yf45advZNngk+n7XsRUukHEjghSq5yeadYToRGC1LQ",
+	"G6bKXWh0oaJElc3WbWYIr/GUFfnqYFqwvLnEMzaRIlWkkOSO8oJcsanMGcn1K1xcV3BjZ7BuKXMu+Fyv",
+	"ZujWwEXBrlke3etVLGhO56wwl/AwZ7Rg6UFxSsU1099MED/0n3SxyPiE6iVu/VHh3XSr+DXaHmw/7Q2H",
+	"vcEwit2H7W29+XI5/5azaTSKfrNV0oEt/FVtvaYFw3lhZVWI/MfZ+3eE5jldkeRXVdC8iAkT6ceEyClJ",
+	"aaEJQPLLL7/80js56b1+nXSJzOH7XsHnTMWEi0m2VPyWxUQiek70Zrn+wOeMdCg8DqgqlwV+OZG3LNdo",
+	"QAtyN5MZIylddTX4uV7Un5YsX0VxpG9jNIomCL1LWkRx9KnHxS3NeNqbM6WohqYFL6EFmS+VPlZCibcz",
+	"f2NuX9F9HB2nbL6QBROT1Y8sdD3JJONMFL3JTComyA1bkQ6QODwfQsnFxfHrLu5kDrhNEZ30PMWMK6Jx",
+	"iKmCKDplIwADF2R7l8zkMseboOicwdDuOsM39sWcLTJ9sfDS5KogVKg7lhMuVMFoCjuSmj7oJ+5kfkPo",
+	"NeWiT35kK0VozsiC5URjBhWrPjljjHgbt1Tl4MMx8XZfpZN708Hk2WSH9Z7Tp8Pe7mRvp/fiash62+mz",
+	"6YC+YLtX20N7esh8yuPz5uppKFeuEf30lonrYhaNtvf2Yn2t7OehvkRFwXI95v/49f/o/Z8ff/tvUePG",
+	"hzHC35+GrEWLob7623t75JYrfpUxcnB2eHwMfINO4Lbex9H7PGX5iUzZaySLB2oSICUyL0jKczbRX8RE",
+	"M6UeF4oJzWFvGekkB2eHSUyS10f4L1WTRN+eRA+UdPvEDK/X0Ib60i4l2vS2u8W3gcY94IBycHao16XX",
+	"qV/6QJFEVfervyViOb9ieUymuZyTYduiF3oAf72GvcCZriOc4QXDzO5eC2IeJ9dw63N994ReP/vTkmb6",
+	"fIewC5brFw2Mh4NBc0vHBZsruBt6xTEix95g0LovHLJla4NBrNEZN7cHnx6/VbOW0HYR5maJzR1u/703",
+	"uP3P3d/e33t/e//o/Z3x+TKjhcwPpRBIRo7TwCZTZCWaa9rnKsT5mdnsghazcq88jb5UfmkjqYFdAUO2",
+	"s1QfNqwPpr+Po4tF+q1FILK9M9p7Mdp78a8rC2VUFb0lbP2biUM43BpxyID68eLQz+xqJuXNa5ZxrcKF",
+	"sFHrZ6n5/TuleRn+fcnThHSS/+yd3U56doCkGxOKgot9jmTymqiZvFOEF1UZY3D1fLoz2Wa9vXRIe7vT",
+	"Z1e9F5OnrLdNd9PnbDjdudp7FgVx3VvEWqSfynxOCw3CJTzpyxeD3gvamx703nz8/Py+53/cfczH4fb9",
+	"xkKKBRPh3tUCgbLtWvlv1O6XObv1FOQOHyJqeRUW9LaH/xMQk3u9FrWQQjHUrhxdfLVUXDCljvJc5pvT",
+	"GBiFp+9zowSo5XxO81U0it4xDropT4mQuRYlozi6pdkSKFhlifhzZaVxpJaTCVMqGk1pppheuZDFG7kU",
+	"aXWeC3Ej5J3wSHx4nnKrRMiCTGGklmneyutrVpvnjCllXzZzwTrXT8UVvJDBgISLwIz3m1Lg6hEFqPAx",
+	"IgvhYrEsNFSvzBuE6VdGZM6V0tqOzMmcZvpOs5RMOcvS2INfCR/Skbm+ANbOYBShbmzEWUKznNEUFKGl",
+	"Yo1B3LZhIPuw+7Yba/Wh6NHFgkwpz5Y562u0fyPzK56mTDyG1/kHcK61R+pOYCnospjJnP+ZpTDBZvA+",
+	"MeMFIA22NnnDBMno5Abp9ILlAF/gX1wRuWA5avMGqxXp8EKR5FOvfDTp7jsb1R1VGh7i2qyyqmIfiw+5",
+	"vM4Bc74MKgdOLzbaMlekpmFqaKmCZxm5YnpJi1xqXGXpvlHNM603fBsYNpZjlPektqakdVGETlGL0dAW",
+	"DAxTGqFlrjkkeefBNdW/F3d8wio70TJlziZMa52lkcCs6ztlzAWB0zhlS4UUYvOTgEsIp1fX60e/IsrW",
+	"T0Ov3N4aPR8a/UjKp1OWM+FW2o8+3sd1/P/ywTY+3Z80uYH9ttIkfVOaJ9pYS92407I20rGkyN2umGiG",
+	"GxMQ9YDoyXTVbZ7+vp6IUCLYHXAbnEF/8vd9LLRYQ7NHssEaSzODEMXyW5Yj9f02l+ZCsE8LYD2WYu6j",
+	"gkP17rgyxDU2NmPFBO7rA11lkqbnUr6l+eOUiCphLY1rGs5kTldA6a9Y1agwHAzIyatvsuWjTwUTQFY7",
+	"ztgmJ0vwSsyo5q9kd7jTHQEcKovT4NC7NWvSvzORLiQXBaGTCVsUyhALRQw0jNcFRP4hOXkVk/kyK/iC",
+	"5oXZU6zpzy1PWW5lQkV2yMmrGiFXhcwZiDZ4BlpAY3YnKAfex9HvNdKWt+gN5dmXUxWro49+fYQ2XSUc",
+	"j9LCvxmNODCX11n+4VxB6s6luMYzkTkBUatPEtxyQmYyS/E5swNr0TDD9Cu2gmOhJYLbL8b9d1Yq+nYi",
+	"hLJrs3Ki3guu0opSWk/OteYCPiGLqbnMSgqo6Ru8zT5xVZAZyxleBmvsNvoxCHIrsjQCsyabsJVzKU+o",
+	"WB2LNxm/nhVfTBukJHM9gbmDSst9CyOzWK6rZjIvslX/21KGEcoA6HEgNE31lBpjUEaznEZjlYbgFci2",
+	"chpcKek83QWP6c42uVpZ/15MFGPkLZ/zQnXtZlD8SMBt1gO/WUI6Q6LAVdbtkwOx8qTACRXuRIAgeK5m",
+	"b4g2eJintzwn3f19mKqYAz01u/uaA9XjkIOiYPNFob7NqZ3SgpFMQxJ84ywtpUsrz1lzuT4jZRyPXFQh",
+	"/Y0geB9HF6AeMFFoqDyW/Hq2o+owjwBWfQEhagGIbPS3mBizQEzYpwU3fCZnt/JGz1uBy88//9w78EYP",
+	"26VO3xySp8/2Blr/yDImrtmIJK8YzZkel2bzl+PIOMrHUWLiD5AOvxxHZjWXcNvGUWJ805bSxHZp4Gow",
+	"C4Zn4+YY5kq6UcgkZ6lePM2QihlKSe0I+qoKiTIWmciUkbsZ0+onMev3BgDGrNkxQUGGKlQQq0ITXlKE",
+	"ZGlja4NGTFrA8KjQh/vSDvU1lhhrznu31lTiLIodDRr4uxu2ZDirmSiZX8hmYkf8/ZIt64YTNwbqcH+C",
+	"Rx4xNS9VBXy3ZQlc0ausPvm5FgalAF0Cf69Y8MJTm4PQM9u3+l9gkdp8orXQ/Xb2oTNvQZ6RJ2jjiYF9",
+	"auhNkcC0wrBPTu1Rko5jRt1RiWZuKhjURwNN+O27+iLnDAz662bzLLZfLjjDZbmi6UWe1c4uz0rTmH9o",
+	"pZi91O/8ik860zMa3mZFsdBb1P8qcnH6tiZeb/aOPjhD6d+BEbliVqVzZvlAeH1oeP4Vn/RtqtW1NH5G",
+	"4/BUq+NBsMwkmEbgAS0ZaTYtlwUKU9dLmj8MLxhiuP2sP+gP+kMbZGbENTAAsfyWT5hTK3NGJ7N9/RTK",
+	"UZrE61eyTN4RbixH7y/OX72/ePf68uDt2/c/Xx4evz49CwD+Hzj5Iy7tBupRxaw7Iok+4MS35WZSOCV3",
+	"iEzcxGTEJFnmWeVhYJ4C0G3L4VxMqHnybiYVQ1hVIeSO2gnNFTiRTibl4opObrSCzG9pwWKScXHTy+SE",
+	"ZnC7AWOAyKgFm3Ca9RbLfKHny6m4Znq18LCePUGXYKrZ8lJk9ozcScApwHdzI42ETiLpAsmhdXO3/rKm",
+	"cz6sV8KbffJeeCsB9QvkkoLeBCxdMaEZxPLdsNVG1jfSccvQ56yaQ3b7UYlecMMObinPNKk8utW4dcoU",
+	"uOU/R4tcr7LgRjigBaAjL9hcBX72ke5z0w/Hbg1dbQYOlnLOr+axKg6X0Yby6o9sUujhzBfgVwVR2bI9",
+	"F6yoZabyzSspM0ZFYz77Xoz7C03VkKiq92tv8ALtRXKqFVh6zcC2ZE1FinRKt4aKndUntqwSjPaCZao7",
+	"soK5ccH4L3YREasuGc3vq6fgaFbgBJogAhHhMTCyw4fAdIjbOF8t2GuuFhldWfZThRdwDhtYge8Ys1nd",
+	"PvedIol54lI/kYzIGPhT6PVx1I3R4Y2TE/tgZYhLniYjkhzNr1iashQcSFrr7sYkuRByOuWasMDXhC4W",
+	"Cels65/eB37Y0T98mMlCEiXhR8GKO5nfJKSzq387w281zLRKpLX7Pf39K1lUvnzaRYUC3BfAAQmt79zG",
+	"Ck6kuGW5QpMA3BXVJ28kar2LjBaaTKEes1SMJParpKqNNPYT8px7Bxpybh96wB+RIXlJmA/VmGyTl2TZ",
+	"hCnp6K0VGojdmOyQlyT0iJxOLr3HdslLstCw7iGsewbWjsTGZI+8tAfhoBuTp+QlufIBDoBA9B/G2/FO",
+	"vBvvxU8/+vHHDV862EnEct67pTmQVX0rLA4dziAepMSeQ1x2FDswl98AviBivMMdRHGEn0/sCqM4eiWL",
+	"8uPH6lmEb9WHytkH7kdM5rSYgIE5qZxsMnIHBxDH22Bgj/jvHQbiPRzFJUL70h4FYL35zoEbcf5KFv5X",
+	"FuMB2RVcUoeoGtN9LFfA++u0knROj87O4Se8BV342+zb3h3N1Mz9mfKsqBx+VNl0FEcTd0jedjWBDexV",
+	"61m1jUZxVNll5KNUbcjqVdsEu3ycmnwTdIIRmnHXon5lwb1eDYCrshwvSPwhq57jjud8zlRB5wtNZ3j6",
+	"0ItmuccQb3ODoSIbPP8jA9Egc+EY1b1qAYHczXjG7GXBzSoTqsFVGanRj5pc0gbphFhtYWxlG6zyDJ61",
+	"L12iWam5Wmet7pOfZyujcbiFcgGmaRjChX45cqooT0mHzRfFypq30NWkeZcJeAvgZMMy7AXAfclR18QK",
+	"iG3CwB4ApDupuJp44M3aIndoMB7O2OTG2KxBfc+y99No9OuGmIUhSPcf69hNc3Z5ncvlQm14nP46DnL2",
+	"Pb77D0BztHmrgMCFP5BOyq81koC+M5FLUeQrYBdatrRG2XK/L/WhJzGBT1oBUfvVOF+rB3ipBE9365kE",
+	"TbRqxqQdaQXQmOxL+wa+okk6zPp0t5YsMKefjnEJNmbYfBzWtIPwpBYqnqsSgzTthHuDgVmDaouPs2M0",
+	"7SAllttjaaCuHvOhOLYwepdo5YdRgzBfV/4TOES89IlZSgKZKeWxBmhbGGQlbjioAQ2VOYHJm8vdUJPc",
+	"AMkR1DBsSP17nN7zRarhg9oP7FuKgk4Ce74JZTm9c24qI9vrd/shWbyV0whZ8OmqRcvyRiWQSGXjFVg2",
+	"jREp1IzmFfbWopd7dPrh7b/lqviWh2+h+q988MCxPP4TPP5HUPOglO9HodI5JG2uT+TahPyiTbiN7m7v",
+	"7fmEt40Shs3BHhlEDq/hsAaKQNaa0KNCyKWYsFYZjgnMnqbpnAuuCjDyoYlRMdEivXF1Cc+vGxUDAyoB",
+	"uWDU9Kax1xcoY3im4OX/3hLgWIMZosu01o+ofnkDcW7Aku1XXCH1Rcb8ODKxoHnBJ3xBRaEugfdXwscH",
+	"gVza1vsfl+fhATE4x0NH/a0JBeLPvzCZCBpSPPRK6wlGayL8/y7ZQjWBGC7fygjS1fMBeTYg0wd2H6aG",
+	"IRRrvvyxEe5VkIxR8MuifY+nCSj/CdyZzpUsZnDzrxh46yGShiSwjYRwoXjKSALqAWbKXzPBcsjbwQgg",
+	"ZeogFFaPypcZfOQKA6OuZAoJ/3cQ9mP2BUvowGJkjmsxVo45QykRKJTZMFnkTDExMfGXxhCi5bKJFnFK",
+	"F1lwrrKCA8/hJ2sF6z9SqgzmXn+YacgaebyhLMTEqBF6O6PKT+S3egfU/m1zVocDyA3dsy92jvpDLc3T",
+	"hTLPKEKL8oF9nBQEcjuakBA6YVfFFYaClfGiXRvJkTGaav71Z5ZL0vGXp2xUa0Fz434b7JM0lwuAdJEv",
+	"xY0+lyn/1O2TI7yEI7K3Nxy+eP78+fNnz549qyVn+z/V0pqGvRcffx30Xnz8/CIe7gZyk8LX90cvZ9oD",
+	"dPMcSKcG127bJf+x9fh9obpBfyEcUHkU8yGGdmgNKBrfDFOkE1izxkLgXftELLPM6CM4AwTog/6ggat/",
+	"plcauhjz0mRxsOZwHBID6NgonQdlWjNUbLf6oHhiE7Q3sy3op09YQQME8Et4W5Ot1bbT4sDy7H2/zzXm",
+	"NI/afltPPOcgCQK2FdLE0aIfYgE0wquDoCZUCC6u9wmamTynq6vDwAqSwIuXesiwBIMBXupf15r4pzwM",
+	"LY1/vz9FYFFFKPnw7nuij4RcnL4lnUT/OcKqOQtxvX9FFXu6G//tr/+VgPnNIx3hJx/EZs+cNsG6BWap",
+	"FaCuwW7Ejm9hQqsXOPJ4IulQj393Y5JIZdi3qVeTNE3M5pcm0F/ZEjda/VAzzQorCDo1nrGMC81TU3bL",
+	"JywmrH/dJ8nhLJdzRENPiRoaY9IjlSi7klY9ajgYbKBH2WFq9PrvjdQyYDZ8jxEK4rqnVqpg8y8D8s9c",
+	"pPJOfSMov1dfC+D3qg7bkiJtCLPKPQFh6RCqftTuo9RrsJj7lda/likfNP95ToMDCCRRN1XPgAmSbaXw",
+	"HX2oGspXK/MNMs1un7yfTr0I95EeG9LrlmoGxXjAMmUC6GBwO2iLvbHmbmip8wBrmPhFVCjxBJMavNZr",
+	"lhuf9b+SBvkNNvWvtJ0zlkGayjfkN4czKRWgoGe4uVqRCh/aJ7SmR4IOcCf9G9jkRH9fQnz/dVTirAhG",
+	"6HtE4BzI9C1DR6EXJlDxfI7A5oSOz4R0FhRCeNENb77WjDvlqvlYJYlb61YL/V3O7LfiugtxetfXLL2U",
+	"yyIhHSELgi8DETE0ychS+mmowzWBSVyYMebqFFLeVFyh8pbl+6irm+BCtZyzlCxFwTONETTLiGAsVYQX",
+	"euwrKgSMXCGL+K2fSoKLAm8xJvMkvrs2AUFmWYCjsj5Yzv6IKZfVeoFmC7cstzlI7ldH25aL65ymCO4p",
+	"BCk3B8eI2mqZGsyI4SYzllzRyY2cTrt++INfhMA/SeeG1acDSQgIfM3MACpRHNmdRnGEq2oWBAwGNRx6",
+	"k7yuzok1E97DlKfllK/slO/LKd+4KUM+anMXsBTLP1aYJRNDeeqHYWJuQcoV7A6NuzR3cQfimqk++Vkr",
+	"xfDJlpQzuKeYSAmYteD5ZQ4Rn7iCypj/aHrV5qZ4x+7+Wf4JvSaERsuyjFFqrW2l/21sOe9MrviX2nO+",
+	"gh+wyY3mBsuAXJ/IG8TgpaA28jfZ11Q25WiMQdtkYRYKpprTo9fHZ5cXp2+xnAIrfFIib6I48kbbkBq8",
+	"v4GwOe81vXQM9DIRasHCkCaozXlNsbpiMy7Ji5/cAKlDsav3cVQLHn3EQHijvlF0VC2N3zmLYO+XdpE8",
+	"9Y0qXiWgtd7n3DfYmaH2nUNKEx+WG38UeIyZSE3J1kf4n0x430NAsGGM8I5JlL80RsQH3zXPH5jH/wEB",
+	"S3XsqH4TefsObOeRYU6Vi/FPskRWL+fXGCTRp7numnsxoH3iDgWdJMdn78nzp4MhklE5nSpWQNibCZO2",
+	"5bYWWLdC9Z0XNYlJUtBrpf9VoHnov5aK5YaXumOSCyZYenkHBgxk103CSNWNLRkjSKJXk/zLUqIGsfBu",
+	"qkcrJmUIy3pcgMfOTJJXg9TVkpACB6YB5QrDuWp+IbLStlTrEX+EkyJM9EyMTMcFRcGRYqxTN0jpMqow",
+	"2Jdes413vB8o04yaST22/ztligmZKZDDT2SespR00I8lllnmI30gN6C7OYznS5O8/ogwV7wiayNrsQw8",
+	"Eyk19VYaK9WDhMMmsKL6Brj+Hh48Ls15Dzg1q8dufFLliaOqayPNbcFI3/ylUAuDjA14uf0IRgCCK6Ab",
+	"mNyhVVPzDgj1Nt1FlRnkxomCkO5u5BdbcCHaDvCruG+FDm7Kg9/DS2j8BZOSM/Kse/sMnvJIigIZdhNq",
+	"5wEeBV/EBk3qm8jwM8TVALVGJOAC8iKAMVRiW9fNeU6vQ6EmS5Ezmm4WZFOXUL4l0Vwq9iDALxTzwW1s",
+	"EWtNSD/hM94dcoAfkSFyRcMJYjCtzWWOVVcJJHqiuqtf17oQ0rSYeLcJbiikSM4Fn8xo0a+IAk/MvSIT",
+	"mucr0lEM1egDtRITP3ssJmMsuc3F9TiqUkIuiqe70YPRNXXrQkge9ALbLPHxGJOPwkEW/DgZsqSINTyz",
+	"9NvRAUecm6yqXe4sMSAsgfoy2z9LAq3IjYHrV8iCZpdcXU7oYhFiTh4u+9HR6MFSyKSoyReyvVRmVBA8",
+	"SBPoA0hdTVOC9Cp89I7Br0tRsHREElhSgoWUtMyI3VRMHaHOMB4MBlgvASuM2atl/ObQiOXaxCOmjC1Y",
+	"HpNcv8tSslyQQoJhUmYMnsNAmAQOXX9OXDlkHAYGpwXO3icJ+I1shHi5UvaJTopYM/HJDEKhsMcIt7X1",
+	"AFQIJAxWcuDRwjH2OqjkOX+n/CYH+nKe68nG0WbuoKBu0TztTbSNU5ZRm6bsWUNB6DUcwzEsQ0ZLdlhh",
+	"bBtbPc3Y5zj2mR37AscOMs3Qur/C89O4N/98B1BlSWivDWeZXjOFWO5fuH1MqEczP0hXWkPL2LQgS2Hq",
+	"oMZVJ4/v2QEE/XBwfvgD2aILvmUQoGfFvq3PPL3vI4v44IF72Mi4pvnNpabEAUsbkhfFCkUSn1wnejuD",
+	"jfMuTmh+Q/Tb7WkXbdJ7y4D66fbB2sT6gy+V5Vuc+TBN+zJaJdoW1zA83j4c3ujLkD3tRN6i/3sGxs2J",
+	"F9XtmRcfHYqL97xSZLyMyH2kdNu4Ksa8awS94LYOlOLX0KGjyKlQUyxYC5vU73yLLV4otmaDRnW6LKX/",
+	"4AXJ2VzeMltFRT+6MQ79bJQzc2ith29XsgyGEQXWQQF2msMq9vjlLP1QoNpigkb95lD1MGdzyjHxtxIT",
+	"h9XlD/hVTBx6xQSvUkyATMQELzjW8TbUq+FCaEe5oF8FJ0NxPAlpY0l3n+ySzilTMrtlKdSz2COdQyom",
+	"LMv0F5PMd56VEn8wYT9+9nHTW4grCyKpV5X0mbdrqxKFQvXBUCSnNW5EOnctOqW1O3axTgM1iXeVl9Ff",
+	"7ZJITLy3tUqhjoQWB3xZixYxERJtEkH7QC2Wd0551r4d1tO/+7G5tsrnxmaOzYwUbYa8dr/Bw9Ycz3xj",
+	"gYtBTcZPFLTfbLDaNcoegtOurkW4adojQvAv4Yg3CCtpaNaIBTQ+oLcFC2Ucl3VGsSSGvU1Y/cLdJSx7",
+	"cbag85g8Iy8JetH77nFQEdzTIDiNI7h+KcrjLffNRb4PNyuRobeh5VvcQxRHXhX6OLKrieLIrUVLxws6",
+	"Lz3/Wgwue8c0KXelXYzXCKZPIKsYdSyuNTro/uJ3kXEtYagCtSvcDAaRyVla/BHIDz+MTk5GZ2cJ2XIu",
+	"iUqGwNomgmUhpdLVPB6nn3fve/qfbftP59dz8hH/HJlv7L/jcV//NYyf3nd/1/1d5w9/+fW3Pfvs7/Bf",
+	"/UOwM0qZQL3tp09vN3Xqo5QXpiRra4ZjSABxlcydFTvFcB+IBbR1sHna/SLZ4ysznQr2qQjzMv1LLXTh",
+	"6d7eztMvCV44Z5/8ZkBCip5v221bLry2Lp8SyBFsIUR+9IGx9KRU8Zqx6vZIyqK5LMXCwvXcgJDbKFwK",
+	"qClQtrqX1o9XY//NURhssMXzgFuiwu2oaRFnnxAzg9MfQ8HXKdeDWDHQpGNZpN2v+gKlmLAqUk+kmHKo",
+	"GOcVguu3O7e+4uI0oTNnKd+0xvIJPFsaBDb1L5rXS/9i+D4dmmgle6eaZupNDOAX54fgLQMXMBqT53yS",
+	"S1Pd2Qabl/T1fLg7GuyMBs/6w+2d3b2nf0hqMT0hQnteIbLmH0Nin97/IUhEv8BkHr55D9jALQYBzoHI",
+	"5fqc6rfBGs6Z+ufbwwEN3AVts3k3iUATAR9hmv6B0UwT5TpTUk5j8WKVPj4k6pm3QhOFwkSa5oSyCmCJ",
+	"tGG5wQjUtnYoSBh/hsB7jfJleH23mnjoteKziP4wepMQegeRupVxQAlEAtEOiDsQWi1TE89GyWw5p6Kn",
+	"FUotWft0b9M6hbWzWGdBNMvcoC6jf+28woyKiTQ2tw+LjMdkucgkTbt9kqSsoDyrhsQ5V4EjwjYAF3zG",
+	"5hJClB+4amhm64R3MHm24EXGYvOlq9TkRrum2Epo3m3CzKwHnC5pCt3kaebbJlGNabJ6O/p3jVVh+ECB",
+	"01Z4ZQnlb3lUJ5YxtfZoSTwqk5iuLNCwHFRuYGz2JD2KiRNBvBo84i6WO3T0GRpUaNDGPvlQP2D7pnMH",
+	"sUqENhR5ja1jH9xEd1yxvqmDyxVJvj86J1tmmB4sa+szFHe/3/psW97fJzGZaxKbmjQqbrtGAUJhNVAM",
+	"EUnKLL6EdJKTo9fHB5cXp28vz8/fJrElFOSZ1lpUd9+xF1qA/wYGVWR3sItF76lpYWVms6hLyTRnamaS",
+	"FmELdMHtNtAsvmVgfM1vGbbOkoKkbE5FGkDbakZnzREPXieAmCrkQkETbVB3v8L3rTnVtew1qJqFeXMZ",
+	"b/TpolHFOcsUu54bLgsLDAovcz5nLqyrxgQAVTGjaurQ2EoqmN75xwW7hgbVy5TLLXmNH7y644t0Gp5Y",
+	"8T8H5jzjf67MBiEmqwLrAjwQh5BnwePJq2gPLalUOUETNSuHtMz5g3mrJQy9IzI7xHWtT2ANpwH4BOdr",
+	"HGctUvI/yW22dq9thVrNz16hVq1donnpeA6EdIe8JD/xlEk0Kx1ofESb0msnPT6FF+eLDEoMPiMvyVnB",
+	"Jzcsj8lz8pK8lRPTUO0FeUmMZRGLH2P9KZprgolF4bnCvo6Qc8U+FV2oEvGSnDLTdrEDMVDyjxzKg/sp",
+	"hE4jEtCfn7PUxTbwVI8zhHEW2cpkylTqX1FytSwKCU4RcGHn8k6/pGEBwjHptK9QQ+kMc2E7tKy2K2TB",
+	"J2xkmy+6FANjq/XSIJUeRQP4QqjlYiFzTfc7lNxwU97cq+C7zFKCmVFK09h9txKi6EqRO0PX7ygMqo/q",
+	"g8wy7BEJJhoNM6iJusD4BH8zbTa++Hn8Ih4O4uEwHm7Hw514uBsP977A8neOWgCgVxRHgFtRHAFiRXFk",
+	"sSqKI4tSURwZfIJsIARY5EzyaDCktkMrHHAUo0KjX4VjgXwCB9kojjRIwIT4zth6v7H8DmEbYpllm4jn",
+	"DRP9txLXAQgn9YTg6ODsMGr08JB5QVKeY2ZSTCZUsR4XSlOUgt+yEUkOzg41G3p9hP9SNcF0ET1QQjqa",
+	"3d/KCb1aZjRfEXQA5Cu8TSBtKJkXah++0HIxVMzSCBKutSOnU5ZjuEkGNhZly+F0+8S0oCcHZ4d+wgnu",
+	"TK8wiiOqJmabG8ZjVN5+K+9YfgBDwJ+vYRwAqokpbaDHD/Ku7v0BIzRLkbparwoXvOAYB7cNX2MJY+9r",
+	"sOnPNbYaurvgzZv5BbfPrODYzhS59AH/K5xZ38oFhy27IK1AKRCtNcBWTdSFnPrnzsQty+QioOiZbDUI",
+	"RXq4Y7WLWnqoVmIZz9QZ1uK3uMLo2YeMyvdxtGB5uTD6CZ+01UTXvAdRR+uWCKZ9SEYlNMtgoQ/KYDWh",
+	"oAI4b6l2dh9YIY3rgxfzu7G2ha2xTI8LoytVC/LX0jIaVeeDhf2TWvnyZERcDfiYVGq9x+Rvf/0v7F7v",
+	"1QQ3o0IiZNmDU6ShSt9qwbKMcBNsXyuqXykz3lZQ/7+LhLcl19ZTrJqEwhoyXOGnKXTA8SqKY3oZ+Gy1",
+	"HIbp3Cbq6mFPtm2AYbOoggb8mtHDNc2wi+LpxpZ4m2pXz9665KkJmkSDERfXBPvmoZEibJjHWiMoIG6y",
+	"cp7WLtR3quLH7m9WFSgEtOZiglQkFJoYXHX9iL9TZHu3N5PL3CXnYwpBKHK8PXwiFHcJXc8N/rg0DRA9",
+	"aM6AhtnF9MGTDqaVsjd0Lud++sd3CiwhZa7NvkldQYc4OngKI6Uq6OFkKgtuEHexxvZxVEb6GgCFrR5+",
+	"WIav0GCuyF0uC9ZqGHkwIEMumAjnjORsjmdwOediWbBQGgU4yc3PEHq5TwYmAwBgZ5yohpPu7g4exQEl",
+	"Rg94MAytah3WmkZvpf5fX79GmUZD5rLzHBrFQmVAroXMg8HlokALMD5AOkjfUGiKDbUzMSgQoZVBaJgN",
+	"t4Fm8gsTTbPeYGMtciHnIUY9lN2nXMf7Ts4WEPpPpNCrND2yNpjOrqw53an5BW+gVYKdldbEtTw8w9db",
+	"TxxIvOXG7qyCiLK8yriaQeOrA2jpjYdau8W2dVWT6lHzEooO3ylX9qBpKvy7Go5s26x1Nnh/s14YRzPx",
+	"FjSFnprIhTGck5wZY8XVilBf4jP2MhNO/f7MmItLQSpscXuc/8LCFqrpmZReP/GxYc7fR8M5IDq9plxo",
+	"tSDg3QiHbLzW03iRJd7DgUgNeLoWWtKCMGHYWnZIC5rJ60qJlnzet6y7b3J2IHvH+9q4SOtfq4Jes0tz",
+	"Ges/3oEJpfJVJlVR/47mkxm/ZZ6/ts9BZezrbWSs2LzuSz63TdQO3Ta8Ly/cJrwvz/QWDt0OvF9+RsNQ",
+	"+cVbXL33zUG5dqsMw9IP/ZUHe1HAmdjTN7G3oYOISegcat9WjqH22x3YX+qHUPvKnkFMWo+gBS9xIzXE",
+	"lBNQK9N2Z0xh7xuZ0QWGCXdCUkl333mchLx7hGcmkAdgFkVo4V87N2sZe+fN3944sK2N3ykUBjZktp6g",
+	"zyY3KuwguKJqg6T9st4KLCvl6lHvBJKbYN7QPoIxDd+o/ko4ECK2AAqD9VbeMONjUGvCA9VGYU4qbmky",
+	"89joQAj/bM1M+MrmMcdppYwkpgTWGsm0RyJu8C4K4PKWXW4UyxU8hFMYwHmugOd80UBn8GZTs3wEQvhr",
+	"ebBqJQbxZUrWMzLkBGyXJgxgyjO2cWYGLsAGELSliazZfsW0DrStFok8Zwnp2HAdaF/NClYP8NHK5D5U",
+	"n09GJuQEtFOwpWpuQ6sxfr44gK0XsmzD632iHz/Ax4N5ESCDWFDMARB6dAeGNrXpACMG9LL1ikvtojXa",
+	"52SN7FsmlTwg7J5ZYnSyRsatVhBoOshdbtem6RumRkzX18I5Zr8J6WUrrbcDPDLvoTX1ILxlkVrd5Wwl",
+	"JoFdr8Rklkshly64pJMwAT3UX2L+b3dUqjK1UFfSkbmrN9iNwb6yYoXVklnaJ2/AYIwNh2nOyAeqJjQ7",
+	"pGg7g5LBfZKcmQQHm3FsivxjOHRyZCJyj18nI9scfCKxq0wlG8Uzj5nN3FFFtOzU3a94iFVBV8omUJhI",
+	"BVNzQOuGTTR9bbST6rflwtaYOy2MehpGHjuLsVtzIclE5jnLaMFM3I3VUIPKYk7vHqcmveb0WkhV8AmZ",
+	"yIWLeWvAal+DFTpgWFNSDnnec7qylRn0QYsVeD4D8WA11PSAsybs6xtf/BhPqu0y2EK5S9Oof3MowiuV",
+	"dqQvrV+CdPy+mK62YzcmEK8DFhVSyEXFVWGad6D1Z9Ts5JM0BIHSzmwtjmBoNtVM3RXtlPbIK5ZJ7ORY",
+	"BKywmJYlAwJZaKJAU5bgYx/vm1kC1Z2t76nENPbzBTcaCrW9IRwokBo3DmFjbl9fTgvHb5HQGm/7pwRL",
+	"Ky0gZUVlv8iO0+DNzw+GHHs1PhqgfKB2eOiE9IqxIZbFmOqyfU+TvTVGTVbff+n59cnpA+e3b4JRaGae",
+	"8D1/TnjCw+l+68Ou7jPY+ebU7cqmFnpZhXGZoIk1NxESAE/TWrGHlTsTUjbk5sK6asg76Wz3ttQUUcvp",
+	"lH9C53Ctr8yzZ8+ePX369GktEemLOmzakAS/GukDHTZb7oY/Us24oKF7hFJFC/q8JPArUDojNlowXtHJ",
+	"zXWOFVEMW08+m2nvtfgFh0heImEV8g6DWE2orMukgF/LAZB1xOTERgxrxnGfeJEliCPC90fjTPo7Hz03",
+	"RkcDgvVY+AO4CkEfevNwWKrpumBovLt7+3jHEUdfvz+8ODl6d269kBD6Ba4rec3A7YBXDn9GtfISAlux",
+	"8LCc8wIMWFB42LTzS1nOb1la+swuTt9WUZWLW8knrLf7fHu401+k029S8vcHz5NKbFDoY2oA12B8EYpu",
+	"BXv4hMyKAjKG9b8K4p7l1MyMta9tNWZLXyt+3jJsG1APIN45Pjn4/igmPx2/Pnqvh66dTXfftCz0QW5n",
+	"vOYKa+q4eD0zK1ZtqDaIi2DRo60tDSPVN9/3J3K+ZQ5GbfknUwvM9Q9qsPu8WvT4h9nHX88L/O/D4uOv",
+	"Z+rj70ZbW7/+j/FYbf3uNx9/Ox6fPdm0FHLlQJd55p0lxrg3TsGeog3AXWYFX9C83XPhnihlL1Qk/uPs",
+	"/TsbtkQVEmz9nCKLbKlIomGX9MkrvNXKFeYu2KdCmRpRW6ZO0j5JbmnOIdwEo9QS5LUMhiQLlmO0SazP",
+	"T+aQKgjlv9PLthchqBPenskMdBWKazZZDXJq+xBjwE1upVSop+Z4ul02RLwkUrD30wSoWBnzYrJNYHAN",
+	"n76p/Z7zORfUlOiY08VCHyQWLsU28W3l+mrCdjUqZs1bZXwKvljKk1judFQKRPdxBHt5sMRYYzX38cMv",
+	"NBbycRPJ9sFlVGUpL+t1gwLrNSHlPo5YyVQfetHyX5PuEHZaYjKLhHsyIhxDwD+8fhOTW4wBh3wEfRvR",
+	"X23dalDufi5VAb12Tl7t13XMjM+1gq0vAQR+adVoZRvKBFUTR5CuuKD5akNqAoyxpCCw0/s4qrA2P9vj",
+	"IaiFuHF9PJMg8YihNNMxNp7G5W8ejH/jgSLYFo+2OaRmNDBWyRLsoC4B9vM4grKxl/rBcTQaRweCjqP7",
+	"hHTmjjxOqNDKJNZPdP5NImjBb1m26vbJj2ylMKZVUyNrqFmKlOVqInMGtCZnkAyCeqtxsoez5jct8p+6",
+	"Ddk9l2ccJoiPKW6qTydY4LSqAD88hnnPBq5j9nNZJn2TMc7gaXO9beL0Qy9BTP19HAVQ6aFXfzKv/IRv",
+	"rNE+vX1UqdYDWqiFrDsywwWAijS1zWY1icBtcHz8Qb6Hex05tmeyUZMKc6tzwwWf3CiS1PlGQjoBQ40F",
+	"F5TdCVtpoFRIEuAqSbl+EyQj51dcMOWkkkkulcJqwJ0CknMw5zF3d72rpQUjEvo1FZNPPT2uPQksX/vf",
+	"PP1/UZ7+PxmHC1teA7bg6uX/aROGd7VCLbXTYHrEcb2vZWWbRAs9wLjEfzOt//WYVtgvuj0YVAoOVLIV",
+	"9k0pXTWjC0ZStmAiVcCQDCUAwr05Vax4/Dahir/Xk6RYDzdEJb/WUVI15Tph38XeW6n/6x0mzobcQUud",
+	"b0vpPuBFsfbwpvMvZL73cWBzE36bX6o9Iyd5yMsEksWmEK6EEAbzVb4u6ySYZtISZLDpDWuxNrvXA6bm",
+	"AElrarvOeGZsmK6ggcWQnvOkbU1l3nP5KabtnSKJpnRJn9gL57XvCiN/xUC3M/yCwmZBj044jsm72Y3N",
+	"4/dNjz8YtLr7tkSVvRRUTDAWxTPFGyM92FpFtvo71XGpMpcHMv9c00AbTOtyzTpe50lo7pI3bA76+27A",
+	"16L/NxhAjb6v9rXgTr6Bq8UbKID+58FyWy7Xn33SLAfVICw8waFnwsKVVHUQ+EUuczRVQliLmvHF4mtU",
+	"+VrJO8/j32TqjQ14sh8Yl6QyLCkgBJLk8+fh/X0S6z+24Y+//fW/nOG1VonxQNAojn4D5vBK+cVN9gTR",
+	"hFUhL7jFMq4QOlxvEEr4U7vkCK/VBMczPl9mWq2zefGtEZcTmzjv91aoPmIEv3Crw2ePaXUYdjCaQmaN",
+	"XoeV9ot+HFTdc9RsMCcLPl1t9KgUpdbqxe6FxBnrW/R6bpoAL9ca12TOhaoJ1iid1yAuROy+MvLUFdYI",
+	"4YmNnCWTsmjCOi+uWlti0g0SpNkWD124QBW1qBByKSYsnFzG1SVN51y0/jpn+hTW9vV6RPNBrf1N+IKK",
+	"Qm3Wl6f9SONyZ/5CvS0F53sYhK332IfkWiE/NNyBfbkG9EcPdKwO4N368XzBQCf4cluHtu9dhEUnEFZB",
+	"TVCFKa6Czej3vboSvjbQ3scViFsP/34aD7fv/+0v1Tav25vTvnLB9k5Wlt226nV07+/cJLeFKrwzXn9f",
+	"1AjfnUef+gdvmEPszlm7Y+3xrWvx+sFg8vdGWxxhIMZiWXiV1rWsYO8XmUMXXgyb0rjOVZHreRW5y3nB",
+	"vKARmGjjgJADN0FrRMi6G/eIHd7NmOlX5PefBr1XVPdkpWkTuPVlG7ME5dEbO3HkYy1b3mhjBGlRy4b0",
+	"sI/ZjxnscRtqIre/s8EajJz5LQn9q+ahKOZeqnJPgwdyaVuUysZFDvVDkFMygL4QMg/u98sLqdUEhn+F",
+	"DkRuSSZj2u8WL1bGEOePjvW27+Pqt+B+bnxr65a1/3KJ2S1p6IlbecMu5bT5U2YrYzV+sS2sGj8ssAhW",
+	"mxekeZxfwpXu4+h2QvO09t4GddODjMCO9nEzI7xVP5pmd9A9wFEA9TRhUFM/XMM3WBwHUtKw9EaZxp5M",
+	"czlPsN4CYTTPOMtt2oj+6XLOEmx4WGBeOFwxxUTRxRKzmAaA5iRTms4kVRgDDFZyRt13uGfrKnT75B2d",
+	"Y1SQy2yQc6ZnYmD+1CsytVAtQpOcZXSlXHFpaInFJjcsdSVn3eTmUar5H59yV5rrO4WFQv3yj+gbUSaZ",
+	"2jvn4fbzzeSUI70aOQ2KKi66ZPt5LZzPxrI0EZiJwhXgfAA/LZUKB8TE5Ioq9nS3GpWyKti6PudfgNeV",
+	"Rbelq24S9tJEcUwStoPD4UHKfAd31gVIyvyO5ukj+mq9sW94Z+ZpYxr3N7DZwfW8m0mUpdQDkvmmoveb",
+	"XM4fbW9okX5hrJr0ay52GGtKQcQ07LGXHmmExnNTK3omhb6h0hKRjiqgOghVSCA2llBwvyx8EiAuXAZ1",
+	"qp+xcX8RV0toomRbMIGRBVzZ/jnTmqTV/2JVyDeOOd7V1HHTNDfs/kG7TkYLXiyx2GGZcy6XVxnzy828",
+	"8IvN9F6UYlKpfWVSXG8y1PB5ZSz42BhsQxNWjSi4zfir2ZAc2CKZbSTBjg2EoBzdW2vtzmou6V9XNZN3",
+	"inQWS4X0pdsPBHdvrpzSFSQxXWnBltHC9lVtBm+DwNLAEVPHtGLO9DmQsaat4wCedfahlje2hOqj5aDa",
+	"AbtxYreBDY8Xyrm2HG2owCvmjBuhM9S7Eevpymp58yRni2x1Wcikdrg725udrSvZu46j72zXjrghAzcp",
+	"LL0pm8GZOl2uFrAU3sLBYfWIRHAzhpk5TEvt4A8KiD4sgYJCErcptt4BSQwMrYWMjdPQbiLpfqkMhdWN",
+	"C/lIIarUKv5BUi9OmFYT3OFlLsjuc6zH9tXyrcmi/5eRcDF5/vEyro2o+RqnWwuJhXEq09WoFAhxDwTL",
+	"nLu4xNhdRHvGl3Iak8xVAPfS3DQtb7gvG3r3erNCvVgLdTF3DQpf6+vULPHoRfw1PQtf1wKpXpDGW0pc",
+	"rrrSHL4+4cdH9d/4R5tJvGzuRxxJXUtrnpnr5fVgn65gT4fLVscP/GpbJTSrL6xHBkO9wj8qJtLLlhqo",
+	"P8g7Mrcp9KraNYRC13ZgFJbYda5W4Jvnaddm+FnKtV+lYzeMLZDB2HcX0AWsT04kJP9QQYZkjklMGFB1",
+	"R/XVw5p/D9dD1nTblIZai/eBIuoeAVsvEG1yLeo9pOxRlCvcBE/VQ3TFiZEb2S0t9t83hcV/nStqijG2",
+	"OhNr9+nxfiZfUnh8W0P/7RpTwIZEgSRYyrMlxOhiGyXTaHhKeWYLV36BRnKKo22ukzSrbrn6J4CgVP+D",
+	"iwrX52ltTGyh6MaLsdc7uB141l7hzTY2XuPCr162NX3NzhDbWin83xfD16H2Ob1uazbaJGA3XARViWto",
+	"sRGTOS0mM5vPmxT0Wl3yVCXGh6Ss4HJOr1VMoBsF/I3Nvcrqgvq7SpSlsaTHEb6DlRQvbWTmplUS3Sjn",
+	"dhSvoiEU3XhsvSADkRa4qjc8K0L90DXAeGoS+RzwrOi6N4Af9Jf7xDQvsX2wclPOJ5UMS5ZMYYpQW1EH",
+	"6QopDhS69QJmmqS3dipfNVZ54F8xzH0I1rbHSUgtp4tFDoqoC3AL10wPwJAW7FqG6ly5ukT2kRhGXKAV",
+	"sFreKWUTnjK1T7DGkglDOzk4/fHo/Pjd9zG5OD9+e3z+S0wOLs5/OHp3fnx4cH78/l3YJgiD9GyQ/6+R",
+	"GyeKIzNQFEfVkQC1Z1RdYm8e1RIVtEl19kq89x1aPaH+U7gee0bF9TLYbuKtnNCMGesxJlcuistXp+F2",
+	"XK0SqGppmf9ADwZb2Lbae8EhCMbH98kpu+Vl7/1a6biHj5x0bBMW4EHohbIIoJeBLVy6NdQ4+PDh9P1P",
+	"R69j8uHo3WtAkdOj/zg6PIevDi7O9L+vj88OXr09ek069q9RdQ1Cgk2SYR8mVal10O2T9yJbuZnC5det",
+	"8s6VaeXEimUuTOGbYiYVi4mSprk+ze7oqlw7mbGcVcNg7U/hIPhqK4QQpnvvG7hEcWQBo78EyERxZAEC",
+	"aA/vPySDWvoBwbFryb1D6OqFiktaEZdVPXHuj2sI1it4P1A8ymsdEMT7Fl3ATlW/DjgPJI0/mlL9/uL4",
+	"8MfL06MPb3+JycXp25h8+OH9u6PLdxcnr45OY3L4/sMvl4fvXx9tRrC84TTJOn2rj84bUHNlOyKcoEmb",
+	"W8+SjbevtWG3BfihPfxQ9WjI3jY2R3sj+uQnFw7NhXUv07wSOt0xgdKQR4IpdfqrMmtO/9bkLx45Dh2X",
+	"QlPhq4vz8/fvzrxi4H7d1k3Q2mBZQLGyTpmGio3lRPDnR2PM+dF/nsfEL9ISlyVaqsVbNIWpVW9RpKA3",
+	"pl5Lt08Orloaw2J3TCFFjc7A+A/2Zgihpl53FLsBYIWanpj1ATY+8uI5fNvw7mHggs+XRmQcgYEXN0h+",
+	"ODp4ra/dq/evfxlHdd7h/xqTN+/fn8MnRKE++UAVttxoNsYFaPKCdJaLBQg2inX3yUYMrAp/PfVGlADX",
+	"GsX2DVyt/ozLbdZLhjHXXe+3PKSUW0mveTxegpvfVcmWA2wKiXA+QAYMw0yq/bCaYpV7cmOLiJNm7wOy",
+	"b6WBh92XP8s68PxkmWFdV7BrePQaS3oaoC6+9LepSBcO6vDYrrfY0FYvBF3qIyr4hBYhv9fuYAhpkPt1",
+	"V72RYJLaCP1kbVZWiff19x5uzLpGK7+ApkeYFAsdVlvsTeEiNGX32xjLz2wtxDW0FYcPd+xqUdaa2SMn",
+	"r7qmNM3WfLGrn8MPO9cL77nhU3yw1j+3XrTmG5edaQsmge67tVDqZgupQCpo/am+1mTCGiHpuHRG21jC",
+	"tkN6qPldi8u53r0rnHfYlqwZeHudcSoEDxPq1Y5yLHVFxDdxFq1rwPSa0TTjAkohLRWz9e0gJpxga/hQ",
+	"5wPSebZtWklh3UHbMX6zHgi1RtSNH4ONmDU5kznNV2SBResuTt/uY2tYjm3Pm2X9HtuHGTstex2Y1zVd",
+	"DnUsCJ+aYu3luA+U4tcCOj8UTKTU9IvbsDT3UrFaYe6loGbEDVpzzSnPwj7Cb1SsOzZzhMDyE/an4VIc",
+	"5bkMmOB2t7dNCbvE3DDg5Nh4O1cFYfq9fZLAvyohc7pQWBnH3GvbxjHXegOdMzBuS3A12WIxgWbtMNq6",
+	"2h0taZMB9voIT2YL54ntekIgNM29TGNT02HyONRm4tD2iLuDHtCGRvpNeLDon7PA2/Zy1pr5Erp4uiaF",
+	"tpVrc4TS4lmTOn8dbn/86m4W9YTn1qzwFtVifV5hfexwiqGZRdnGx95JvDZt05oH8F6wsqmavuvzUPl1",
+	"80O1GetDLkvTjefLvZbu0DcYYl0X6XKoVZCxH6da9JryMirWQaST/Gfv7HbSswBMujHhKUpqmS0Ope+t",
+	"gZCq0vYlkJxmuPMSi0Rd1lAu2HyNhanQzzPsBWAmNg6psvuiceH0yQFwQo0oEPo0IskP5+cfyHg5GOxM",
+	"0OAEf7OkT37mxUwuCwJBsVqM+gTG70+mfTS2ERCSmKDQEbSeLmz/4ZxNl4qlaE2cSWz4C9pQlsk7BgSv",
+	"7J5+BcV9ZHbLUhN0rzm8+UppeojOS8NWzZTQ1tu5MMzT3ZgkmqPLZTGC5ZnmAxjONBwQxSZSpCqJoW6J",
+	"zVEy6619a3pLXrEp1CCycNNPnb89gzgBNaM3zEBcf5+jjG2/gZIgltRbhv9gv0fXmWxzrsc+FZc5K/LV",
+	"118QRITLiWtVXrHpaIQxpmxzQ6BHwm2lfcHAacM5g+gGdxIbdhhk4dj3IBv3L3TZY8/Sqep+/OGrl8/e",
+	"rhqtqYO2QsvWMDxLJT4YVkqzbIOaQa639338VeEQdVr/kA2gRTD8WO4HGpUFuPbZ8kp/vLLNFQ1h6CjG",
+	"yjIulpeb1p2q57pZ9ZAtd/vkWBBzd9TIZgbD7fn1Y4Ksfd+M7Xfqcdf/BoqNa/GAqwkkQqDjAV+55rdM",
+	"a2amvJOQAvQ+NHoZEqFluY4R1Pq4rKRbq04h54JPZrTo2yY6Bvc1MjV+UwxTyh9fwoJV2tv5wfkbyAh4",
+	"Ug9VqDDH+i4YY24OFT6anBWnnu8NvJiLqs3u8PQEJQ+8VbXIzL3BF2dMNxpxtQSEVBf3mARq14N2Im9D",
+	"vnbnCeyTV6Z4WI7PGrG1euN4SGpX3KVCV6p0vTkkOzs7L8oOevtWWEVJ2EkgyFP0UUhbTZ9jN+U/mSJC",
+	"15TXysZsD7af9obD3vb2+WAwgv/7w9e0ATzjfo40FaS5/NZIGHh1na0BIRSMcG12OTcQP+PXghbLnJ1p",
+	"2sfWHt0P8s5Ck5smSEYRJYm6nRjZw3YHs5pczb8LNJaNiBEHHetMsKgZfutWNSJqRrf3nr5EIWvGPpEf",
+	"Tg4Oe2c/HGzvPdV4NI4KO0Rf65LjyMhgMblhK9umA4neJGeFucXfKXJx/qb3nFytCqb0BgoqUpqnjsom",
+	"ZCq1tIW7ODM/EwM3RdSCTfjUGOEgZAsesK/3J3LeHTl3SmK+7/HUwcngJU+11GV/L2oAsd+rEiS3wxjB",
+	"gSlvTYjwtL8eKCZ8nBa1XSi6UqbVQnI3U2xymRiwxSUczawpm8jUBHyDF4PmhblW7t3OrgFwd4SGHO8c",
+	"lsK2UdYCqlgFQJzxq5zmq75FC6DNWkysqRI+6hyg4ILuQfRa6YVD2VnEPYWNfINNdWPiUM+PfVK3E5SE",
+	"qihSrTHX/HmjiKgzGNtu/mdv6KBHPkRTzIrN/hx5UbcTTeqa6/Kuv8eqQt5Y2y1cec/1yTvoyo6Nw/0z",
+	"DUVAgcZ9aUSYS9MhcwPhq2nyuI/dcG1y/NcrylxpuSq9bIvUtMqik6DMC/ilByVnsuMZI0zAQ5tpL/hs",
+	"m58Mb9g2lD9SbLIs+K2zzrBPM7pU0BA6y8ieU6UhRwdUCrdc0/8OXYstXjPmhNYNzstIuPcYILrMWVvk",
+	"+GFz3UCJqou3S9+HurUF9uQ2mrhG6qsVyVkPYGUCn9arRW0Yk1FVXNoVf7XuB6OZVX79aJvUPfYFUa39",
+	"WVpwqRw/3+D1uhRwH0em1/OXX6UNKi2b2aHCckg19a57HCQlzgiNdn2DsOUdap5I88TrCNskAgGwVkhN",
+	"BVhrlFqf2GKL8LAb+BsSTI+YbIIGjQUemfe/nBr8c5H4q3DQw61HneqRT8E3Kv2DpB1RSjVYiaPaX1jy",
+	"x6ynveBPYCf/VMNLRSr5euOLP9zXVPdpWd0/PTEmsK4LIEghJ0W2Mv41aMoAArKWlI0s/neX4FqlG0BK",
+	"y9K1dlnKKpW70KlQayMdFJIMYlKj22SSMZqb/Jlvc1H+96CBmyDYz7yYnYHQH5DwgI6BUpbLghasZ1Q+",
+	"a99O8DM4e7HrH4Qz23Dlf8zNbFm8hqDWaq3a63RZtAag6Px0l8zYJ5qyCZ/TzBRe6ZNTCM625bOvVoai",
+	"NyGB/iGS1E95RMCOoi+or9Sb6sj667uZzFjQhmEqIYcMGR2nR3ZNpPjj9HiXbf6QFSRlU2j50rnW0j3w",
+	"MUwKp5DCBZ6oVjXfhvO0F2f4lgTVnP9GlPUcmvuHGcc6HPtTS9HysnCQZ07Dhzd08HwVBMyyNtp6sKnk",
+	"qXFZYSR6tath54fz8w9nYN6dz5lIDf1tdnNEK5nfzRHqEJss4n9mH8eLjVo3tphp9ct16zgXqbw7BG9o",
+	"KBbyRXtHDa8FgmHAMbmD4Yx3tbtfjZ3hgnyQebG8XjLFHlPKPpD9CWxvA8SyqRbt6IT0dpnzYoWMCUPv",
+	"NXvOD5b6SBshgvprmfM/A2EZkVfwrPG1HxweHp2dXZ6///HonfO4n8sbZhpbGt3MGjkSg1MJlgfV8oRG",
+	"TipSBQGoK9MmDuuwYIgIRr3YwhkLls+50gTUuW2XCkt1rsrm5H1yQOAxcR3bAKWYYIQZOONsrZBCL9VE",
+	"e+8OhtDSzgAPW/vUw1jH0T24vq0sYEBX4rNGy+hew5mLqawVPkTxA1pamCbBmiR/b9L155RDuJnJAW76",
+	"q7egT9nBh2O79fBAMaEE+u/Z+EwyWapCzlneq4S6GctZnxwXJGOFlvTQCjUWc7AklPXIy1gCRToLysHs",
+	"8/tTk7CGpxwTVL5jTUuZ/jeT10QuixgTpmyBbzhLyL1X8RjLqJhSaqob46XzmpLBwdtMNBtJBiH7ggS7",
+	"l5BOsxM4ZKJIMRZ+WGu9k4n/ot9hwxRURNkBq63YdZQ7c1DVe4IvIZClnmyp2mJr9eAY2QnPYvSl3/k3",
+	"NvNjw96xCNmDga+jZ9i3jH54f3aujIMIOxui9Nwfi7E4FmRBixmeiiY3prC1SWsoe8WANFO2SrBlImzw",
+	"c2VGcxooZ4h0LKrdZPQYUB+v7Sj2yTjy8zHGkRWVsBldWVG4McRYuFZ9V2zGgWzQwmW1koMswzKFWuLV",
+	"pCV1ZTAMwTEjV+49EgoA2G9+Q0z8udIfn5Aj8B0lW3TBE+v6dyb5x1JPdKBg95dRJbj8j0qKZH8sCKFu",
+	"FtNxw3XYJTRTspz7EGuh9M5XCxYY7CEqqecKEconT3YHwydPNiOWrjnizz//3DvwfrawSPTZZBkT10xP",
+	"2Dl9c0iePtsbQG4qxp0CmUGzuZAWhJOcQdAazSAwB1M0Mezh5Tgy27k0kBpHiZfX4t7UE9p4LrNFCqFd",
+	"pKO/s0sxP6mVKOinGPXQ3OaTgsNe4w1Xamkh1Y0R70lzRfC7Xg9693BowFGuyFJAKEdZzApSneBA+uRn",
+	"uNmIngoqPt6hNG/LKhZSz+hdxO+UpsExEeAmMnhu4pcAda02ojSdVjxlIUdx2UkSymoBvcAmd8poOoj7",
+	"QKqhjhq1h4Sb1ccKscKulaRe9Zzmeod+QjJWTU+6I5JszRjNitmfk5gkWzmj6Qr/lAsm6IL3V3SeJQ7I",
+	"W1StxKT8XjCWalyB+feJYNy0FiZJ2YvJqmVbn/0E00ue3iekM9E4aQUXPYeX6FyhDKaejlMg9/WOtJaQ",
+	"uzLwCWQGl00DkMuSs9c/KpIxeovVO5dFt9wP0Pytz7D++63PNk5eryzMH0wrsi1zIXvrBjA1aDUB1rOV",
+	"3AxkNHgzwbb0mA5kYpv2sV+TNN7npdCiLRh6DNXQMgikNChHQR3pg6akejaLWIgHC2DnyVYqJ8oQP/h7",
+	"ywQuaS3m5K0+eE1bU54jW5mxnHWdUPghl3NWzNhSkTkrcj5RhBYWjvAZndCsRPdCSiNx2kBqEKssfiI7",
+	"tD+hJHbFUjSM6Jvj2rdzofXF3JaiCfdzx41hT/c++WAD5JUDhomOgDWbClYBgm2bKCPBN43fL07f9pjQ",
+	"FDKNiZcaiWM538jLf9979e/b2zaMZjD89+3tf98+9L7Sn7f/fe81Uqbk13FUPjyO4rEXgjOOPiYAhguk",
+	"Vx4Hsj1mc+ZaWxqu+aEU3fU3FbZZEgajz5gm9+4Vl4is8Tk2WcVGq6g1qC1fSvYtgR2LOxMGzAtyrWVd",
+	"zcR2QkzsfAaN+yyVWgqLxpahQTSeLKCwCxprTaf8hb/BDrBizAg1IRt3QEI1HYTgYQVN+xOtJvT9Vauk",
+	"O9IA+osHMfIX8r7Ezb+MxV96vR78p5/zQn3V5S1ndwn5i5NM7Q9rpHBSEcJjr/ChpQBakm9OhVqCnmwT",
+	"VQA0gXJovZBcZsqMa4nQpVYA9JCgCNR+KyfUErnlkuXKSim8AYbyp+DjuF79Av5VTwvCd5AoXUL4tprp",
+	"p82f8HgjS8PNVDHcN9ZWSYWwy2vUGKm9VmoUnTW1O3pQsaPErW776Kh9IAScHgJal89mPAvmqCErlMH0",
+	"3sVFYd9ObJ0XlvdWN1VRZmxhKsF8s2lMXMyt4UtxGcDloWl9HkRMPZM1BVe9GS2v1fEiJgVTGvPAiOxH",
+	"UbUMgBdAD4B/BeYdC89iYqRIIzUDVOS0avbISUKzLCEdI46VsKZX8pZ1nQXGjIVh/2PhDwIhnxjrnK88",
+	"8nvHcmaijOvmFpAAbxhbICFDcw2kPqRyLDrrcAqbWEIQPbw2Y1najuJdyzGOUy3qFExMVgAln9b78iO3",
+	"zxVG3tJ3Qirb/hzPW+ZAUkZIWFz117jEh5K0xWNhLkFVBXe3XSDueS+H9PHYzqVxhixAz9K6B2ArmqHg",
+	"HEptvrRCd219ASrGIvEg0fuRrRKzLuQ7mKFX0wlvmCmLBb4Kmd9gt+nC5jZA2LgeX9/P7V1MMY0BSSxJ",
+	"GoGmuWC08EI36ZzB2Fb2gi/s3B13PDFoCbGRjahptrvvBAXO1FjAPDnTfNwIM2C2Ar8HPmNYPIeswkJ1",
+	"kXe7eW0pIjM8xg17AZIIJR9+Re+ULTK6gpQeFM19fs61SCYYKe7AMHbu79gANuXTKcuZKCFu6y8/ebK7",
+	"vf3kSX8sDizcAAG1Oq71ZoxAK3MquSKq4FlG8qUAT9cdtQ05sPKE1tjKTB8n7wpsF7uCLK2xwOlBLfVW",
+	"Mnjx5AnhU+NlqszTJwfmOTklu9svYNy9T5+cvKvxAlQWff5FvnIAHQsHjQpuAaboe5DxOceobmK8wwjf",
+	"vcGLGEabLhXNrOCmFUujdXj2OzQwjUWpcKFJyzZTdofVgRUaZQogbZK79Hh0qbAIfHUH7jhts3atAklQ",
+	"DhHrbTw1F9g1m4mizCErcaohAWoC5Ylo5uAZAaWQZtmKlFQKrZHZChmchTrSs1Gr6GSNkGNhxJ4OIpkp",
+	"MDiHJpJui2w6ZZOii9A14pnRwrVqa/V3SoQWECgob1gEIqMglaRMC80CbbLA4YDngYXV0QXF5wu9D+CG",
+	"yt6/GqWZSdAI7DAY7TzzkubGQmOcWSuwPKiACEKpXqxXOLspP1pmAZnNnmaBliMgC1wh3bGmKOem6bBP",
+	"QGOB1WWUix4kBu4OtoM+oK61wVi6MxYGy8kil+lywpTfax3a4Vj30ZTOebbSijKdFNnK+nEr4tMiN4qm",
+	"MgrAG3iJ/IUcm8w7LhbLgvyF2CKEaJvZwkxg6KHs6wZWPzj0rfeJzWQq6GLxJOmSv+jbSZLPxi1pYqBi",
+	"yyDvk02e0NOcQRGDqmRu3myO5dhvygrKM/U7O8q5E2wBE/5CdgeD2gi7g93qN/o94yYlcxcEqZ/c3vbn",
+	"wqSoEfkMWuqI/Go1i4/3m2/z0NcLAFGr1TBMhbmWyWGev/31/0HB73SZ6etrjerFHaqMKiBb50yxXLMR",
+	"vUj9wjhyZnNwDSwz1rt1if5mOoOH1qMDI0HmkTXtGPxU46hPEq/AB2iJrsCHsWC0FgBB+4oxs43GAqQ8",
+	"R+Lw+lIyp9lU5lpzR7GgrBQA/lKN2uUGYmOWvfJRHVjyyhCWsWiDcMZvkNEiZYehfdjQkv9BAoiFceeu",
+	"gUTWkjujt5pMl8tB+lJI0zGPdPS5cGVsrTiDs1HMUaYFeQJpx1KZVgWlNR8Io0sEhOKxWG/QrY/bDEAt",
+	"pZVC+9VqLJJP3gZ7OElSreozkVo7g8b0SdNjniBZN9lpxlm9qhZ04GosjMegG6Ods+KyT0hH031sWG3Z",
+	"0V0OTlko+MXEch6bQmp66AziCMA9l3zyV6KFXuiKl2wlUjD4V8giQYJniTMEHbnizORUyxNG6KfCJNZZ",
+	"4zhV9nlrCgLWbbjnWGBLci6MtOFcjRSqQesjZsir0aZji2bWjE9wC+27ScnHPFOydZLl/Hpm43vMynzs",
+	"N+Ob2bDFuMahg4q4soI+JROZp7Zik8Vtqkqu0Cct1jYtIBku/eTJ3mDw5MlYNCxix8aYDV4FliPmoy3M",
+	"+mHZpwV2ybf8sFMKYRycENcstX4IbEKF9mDnYQ4Yhtgn0H5Rd7Sic/kcV77kKHOS5qBXdTR7ABjdccWc",
+	"Mvl9zfyuDP0Fd4WB/4QKa2O1STw0aLtXhImpzCewpvmoFBW0vGFcJljQ2Hojx0IPSYnBZieLpFyz/DkX",
+	"ek8AUOeFTvZJAud+IlOMKdGqyYQq1uNCMaE4pm6I5Zx0koOzwyQmyesj/a++PWqiP6dMTZKuHhdVfY1P",
+	"+x7RcRfdqjcmrtlRssTShKQU7OxDChQQqGCEFlkDx1zLmYjyyb/lbFpxgGiuBHd0Tm9ckmJJcjiWMezJ",
+	"hS0nSdVYGLdPT5MR1K+RUl6tyjRHVHIyVpRagdTqCNcSPMjj3jnru4FHjbE6SAPWXeY+muZzOim0Pq+2",
+	"cI5CJQ49NCqdrxbsDFdoFtEJLP635ZamrJjMukiXq+Qe2brAqktatNaSMcn0oZtAGovcb7lxRx+5Q3aE",
+	"oFQJxC3L5IKNSPJ5ssy1Dnu5AMa5YLn5q5AFzWLQAcw3KS3oiPza7/c/3icxXjJkOXrgGiNXJFkgBbco",
+	"MjSOqQXLP+Avtm38PvGSVOtys97BaCz8uJPhYBDXLLnbg7gWAAEPebF8e/BOzcI6HAy6fXIAzieyoKrA",
+	"vYCtxlJPYYrxJHr/iYWzy6tRyM5zxgw3Q0ahuXps6yK5aiOLjE7YCKMFPDksZ0ou8wlURvbt9MHQjqqV",
+	"s7mpWCt54IVbdUfg+/nll19+6Z2c9F6/Jj/8MDo5GZ2dJZarWB5U8DkjfwYT68X5oX+bKr4kkpS+HzLc",
+	"HQ12RoNnyb7ej+35ae+JK8niipnpgYG4zPkkl8aY0Tr8uR2+P9ze2d17+gecphpiY03UuF9AMAu0BV3p",
+	"n9QoWE2t6SHzZx7izD39/wdY8iSwsD8k5a2bcxsFcuYriiPydDBwZSCAD2B/VeKZ12KiZtSIiFoj19L+",
+	"UnliqXlun8hbyJC3zv3SgLe7/cJ44E9Zka96UBcnIR1rMQIfXUAx4soz10DMgiSd8GA4xnsbZqMYWpox",
+	"9HHkLIeWfPn908CQwLHpkpWnYLQfPKPqCKswQt1FU3YRayvGJR3EUop9YmvyGVfExelbRVJuMzFdnbyl",
+	"yCAQiKCQ7Qrswdwmdoco/mcMLlMzqiVTJ6XZGjkrtO9AUzAII6XpyDdflpUkYLF1yyUEPVTt3p7cVdh2",
+	"c/Ou2R1ZZEuw/c3huGegNrl6tNadQHbIySvNvjOaXzM0b0BIkCFbu8Od4HwWlJqVxGZP+oMR31H3QqWh",
+	"Tw7yHAXJ1HQBVFiogilAQbvvp7skY7eanuonZzJLNT0eDAY2dkwDPstiPAAMrM3xA4CxxjqQHfi+dChD",
+	"aiZ7Hg9fbGN4vQ2SwIiSKXEaR/n0djzYfd4n0KWMihVCBGZ2lmrPPB1bm17JxmJYop7FuPX9AwYb0QLN",
+	"ZyLFMEXwfHVdsDJaazAnwKob7y7e+hVHtPyrmDWJWnRt6BShI/I1eEDqQykMQ/dqz6CtD0UQU2kKg/z0",
+	"9xh2pFU0fTRL6BNV9oZ3lIsLjYPXublPnae7MMTOts8q9kEuBSIF2Qxw332j+Iu6n92GhfmUZkSG0NtP",
+	"H5ieywHBUlubpWAVaZeyXI90LKRlnVcYGa9Ix1V/WF+/QAvO9XIYcaMWRvmVrXGw74SrfceB9suYoLFI",
+	"TPWMhPyWzNinjpdU0rEJLrWJyW/JOOqPI/JbktM7uEDdbteUDrQBKcaSbssnjIUjmqCsQZGVenRUfyyi",
+	"OMr4hAnFvLDkg4WW2nvb/YHJtSxTBO7u7voUfu7L/HrLvKu23h4fHr07O4J3oKVJka0JcD74cBzFkebj",
+	"GNM87A9grkr0g+nwFvLelhlNQRGpjx2+Qv5XqL8K7tfN31yazL3owvP8ehlEvvNXTh8x8C1nd9EoemsN",
+	"3eAFaBH66s5ubLPtSYI4RSjCwE7hiRLfqbKsJDYHr8VyRKPoA+V5WxyH6e0LUd3h6Gu1jxpCVVevT2aW",
+	"d6o3Hh4mNm6/QLjKfjVcxYzdiOUwlTivG6EcpqdXTEz1VgYOjkLmMSmgE9M0o9dY0rgZUmKBWvml7zLe",
+	"bWiIhqPxFU9C1TunEEMqeuBUku24U4t8sR3tA6Holae1tBONIpBJ/Zh5iN2z5gVb2SnstAe8XxOPjjZr",
+	"GyKiJ2wbr46LGwfF9yFdxajJ0Sja6Q/6O9jJfQZkAkzRWoXW0/e8jJqFVEW4Lmjpj7GhjNZqf8OF1hqa",
+	"yQO4OVLMcrm8nrXmHWjWEcwf8N9sjXhHX7P1ViWN0L8Y4rETJ4Rs6Wl6oJtiYDMWCAdfL9gcMtNSAeoc",
+	"GinAtlnwZdWlSGm+2rfdiEGNRXW4LYBxnyS3pgnIJcpdzjYFY2oVx7jzuUDD5T5JwD50WX9xLMybTqYC",
+	"QRL784KUiBLovpG30PQJIdeecdSLOTT1L7v9aqQBCCdaUEfRqR5lgD+jHG6r6A13SIcKsi7caYYFIXeH",
+	"O2hlfPLkDbZK0vKOxhqWX96wlSulXApYnuGSpY1Kux0/FoUkeojYucXhY1saCWhha8q0owmLTorKunI2",
+	"4QvAEFzh/ligZwIILrplr12v/U6CT/Uw2TYxK0MHqhmhu68B4zXmxdfVcjrln8Bb7hZiG3Emlep4et/u",
+	"AiHPA2ETpDss0qAf8e9ZnyRMQEZlMhb+45g8Xh9wzTgHBckYBdsz+BqwzU1MEn3FEryJ4R5g3hb22/qE",
+	"gWk80X/p0xoLd1wuMN0RRn3L7el1MepjwpQLL0Z7rCojI1DfBMm6siNETjR2d3wU7vafPBmLYZ98j+cD",
+	"AVLWmK1JvUu+xJ6FFnfhxPbLlAo8XrSkUiHkEorrQURoOZqW6ivlHNM5F1wVYBPuk1eaGmMFhIoqblqq",
+	"aS3DuReqZpAnT3YHgydPbJAAzlO2slCFzG1InVGgLryoXtJ5GtuShBrtMzq50fvEPVWC2PU13+6X1hCX",
+	"CTrNmTkSzdh5xkb1Q3EOjO3d3kwuc5s8qunfgon90mMBy7cRPMlnXHHAGd0p00u79SAm2x7ximdQreSg",
+	"ZNUevsBM3IgFE6pQt3apVrBuCq3fIVqkJkj1x2KnT84lmXKRgkR4N2OGPrPa9kKJciRcaR8W5a7O+wUT",
+	"LMW83WQfdP2k7BSQmIwka711QRugSvTHYreydct9nEpOjavyiqFv1Fl93e2qdUVBF4OGbh/X2eCEU/2A",
+	"1wzr1vXLsm2xYpJ8/rwNf/ztr//V3YRJEoLjopOlOmS1rZZWCPXf+5pUKzw3CC0D744WXbQaPAETF7BL",
+	"qyYKgw0uZn+vX7HTYasEB0qs6DnzG2Np+FS6Wcm8bGbFFQE/R6myGp0dNwc+6UZTCdIxhbIbOd/7dWKI",
+	"y/pO+cLpDC8C3kDInEOCZYvy4tnqx21aZenW9a8LCBSADQtsGGUSqSyOQgKtoWs4CxbprnSUAlOrIp1N",
+	"rZ1dUyC2mPihjLYHGUzjKAbZG7zo1+BnE368Pg7GTGUKfZhNON4f44VHxm/PDeYxU1MDSVLIa7zneIEb",
+	"x7ZfBTNGIKZMq4VpaSe+OH2rL+fF6VvDBwkB+00rL0S9xMr6+tigrTk1wrw+7v5YPO2Ts5WYzHIp5NKF",
+	"oHWsaPASZdhuTLYHgxFJPp8ZZfDEBpG8Bn/XZ9s7+vh1THJ6d3+v5YvyS7yUvNY2rCNzlzPdLelGGqMl",
+	"utAiUZ4zQKwMyv3m2EFb7ZNET9zP6R2cWMrptZCq4BM8ag13imTWpelZb2Rf78U2Yrdcx9yyMogSE5lc",
+	"y4myQYKxQMA8djmkcyRuOU0p+dv/9X+TI1Hk7HrJ4MNbnlKQRt/QbEa7JrrVbMeqOsA/lgWaAl0hVpji",
+	"50brujm0qr9lYBUXFZJ7BRk77hjvqCKZVAXplBXx9UXjUNmZTJZFT04hp81XzLQgayxQGLQDOKggZwz4",
+	"pdDfYDcYbsMQS+kCaf72YBC7HC2SnPlcOdFTJCc2ekXRlW36LJeF5ixeaidqUh4iIccZVbatCrpSeCNQ",
+	"+IltmiqWiaqGWZpD0+pdAY0Ziz55LW0zAQZP7TdiecEnjJtpRJfb+GIgoS5f9Fmf/N7UZ67fKkzbdJfK",
+	"CSmaY+ujmPJ8bpGTatkQ1G86udFClgDf/4RBXJFDd9SIfVXbpcrX/NrFnUQvjjKCLoaCai3sBIOVNLqW",
+	"wWeoLsZlCLI+eLCKu9TxTmG08e+Ui9iohGaMghqMU1+QMlr5O25TBYy2io/zosxohCgnLiCsqxZS1LHi",
+	"MXq9yjiorh/Jg7JjKSy6U68lCt3JPAWod8bRB7t7T4sZRzEZgyGJ5bb6UfU300c8/ON5WchBa00hKDRf",
+	"ansKiaAlcLAjd2CeujOO9sfiqFTbx1H9oCqaZnUcN0bXy44vH8YmR/A6RoSNhXUYlmPoA4tNUkIxs2oM",
+	"aH2N08SgxoNMSc3ER45KlN25c0LHotqsuxIAFpfPQsCkta41GEDFeue8NeAHtWH7Y2EkaD9mr2LJwJjM",
+	"arR+44ZW/dc2+rMM/kf7kh/fr4VJmfNrrkVmUzRO03gXHmaatsXkKpOA/W5wCJsHGRd3YWKPuhCsyAVJ",
+	"TIBx0ne+qIDLHOCxgdOedBpO+7EIee27MN1g205H/QBzsPOVPVwzKsiflhKLUrjqu+imcW6wY2vRPXHt",
+	"qkp/ZWtdyPKRLY/K/8hW0f1HLB7EVPFKpitbqcY0bKkbIL3mjpUmon6veWUbr0VNBblUHDQwSg0GXMce",
+	"YkZej2rPVBWNor294fDFs2fPnj19+vQpVJYF1hONUDGOgtIvFOy6lXzCervPt4c7/UU6jWrPVj1dkBhf",
+	"KYZlBlBb/gj2skejyCM9IQM4lMjeGcZReY3sbvT/BoPBEDZd0fmgw7fQ0PgNzIrNX0ugY9fddQAvLRJc",
+	"OImxanvYHNatu127J2wOHP2iZ8To2hlVRM34YsFSNO6X7B0MUNVNXQTN7KZ3k7TmydAuLKG31V6ruxtu",
+	"D3ae7gy297Z3nw6393af17a4bnvPnz9/rgFTbu+EIfWZo09Dkh2ymPexBBQy5odqJnqX2nY21S8HbP2V",
+	"Fquh7Zq7sP40sUtq1MFupOTD6zfE3Pzu1wDiBwiyUGSlz9tcmn70JVA4sTsvwVGpdGYaZ+RMLaRQSJC2",
+	"B4PHkjCUzU0JgyrqeSpkXGGj3zV0ER//XpszKsX7aBRpEJy4qnTvjUZgGP2oRRVyYo6nFsRt6tA+ZA7a",
+	"RBJPJcB2BlBLDjDjvlIKsdyuEes7vjjf9TdWVtUzO7GdWqYmrdb2VVQrMWkFZTkBrKb7IOju6Jyn/R9e",
+	"Xb97d37x6eT8Zufdnyc77/74y/a72cXhwaujX47++Pvh7/98sX36erL7/uLN4e8Hp29O/3jw6eDg5cso",
+	"jnJ65y0f2aSmx187smaecxvfcInJX/oO3M1oofSVua8cugWawpZe9kwAj7+QTkANTHi51inCII4tbFq1",
+	"e6DIF7KP6MHtu/rItE7bYksgxsqhZU20K6yYZ1vo2vqnFeXQRndV1Ec9KeJe0gVSsfuYW1xFzPN1bogy",
+	"fxA1mbKlecUJsTm1smcbOAF0pXg+NT2R8zaMQssIeVesx++rN4WKdNMfQpX1epiICPLUHsKwbfuO5G7V",
+	"O4vDe9u1w9OcYQvk3mpz8JKIaKFXTpFngBxckYDJxeI6pynzfi8k1iAwRMfVYqShPq+Ns/lQitreLL7r",
+	"Hb2YWIBQQ/M/zt6/M1DZeRgqb2R+xdOUCXzjxSNZEhcfTLRdjYbSOSM1K42xS3kRemGCfVCtDAAmnfpQ",
+	"zsp1xTQXMdYYlu4bmxEY9/pRWZnUcZO7WkXVcs01PxcWSW1b4h+pYBklGqcLfbBzJgqpP0J8cU4VYar4",
+	"//5fMmWTGU1pnxyJW87Icl4qFlrTIVxoeTH3PFWBVW98ySvlYgPYtIEfcK3jD2Eyco47W8eu9NztlxUk",
+	"rD9CqILRtE/e5/VCgM4g1jTotR2wZ0TSIgS2O/Te7o58DMBsR6g47IkheDuGG9yODxgZeS7lW5pfQ030",
+	"3e3th9+raq6nbKkMwdl+8fDL51KeULGyNRv1e3vIZR6Y1GS9YcdseOux19mYjz44idq/H9Y0CSal8L0I",
+	"GeRAsrCc+BTth9WBzZd1ru1PYUwiuJ2URaPhznCw/VSL1NhsCbhpycJMoEvdGhOVEZ+Woi+FkQOgs5Jf",
+	"+R2GdCKEtXx64i1WvGefijc8Y+/zsGXhnbS6ShhkFYMjecje+BgtzezQoEOTGHim5kpL9BiNubdcZiaz",
+	"04j+W0vRCIWL6+Y5sGnFlsMb61uLmU3m9QIbvmOqalzzDWNd1MU9dmNpjg/LehFeffj0GiwVJ1a8hlZp",
+	"ZZ2LsldaGd8bjWphilC92zeKWsGhjgaPPls9ciMnOhrtDV7o7QYbuuq5r0PNCD5oSR8SQG1JpmpYbS1s",
+	"F1Mnaw0P+5B8AsXtWupg9cciwYbuCVGM5pOZcXCD39aKe+D/TprtQBJNq5e5aPatMQmXhnaPhYlChV2U",
+	"xXFjwsUkW6bovJLKj5NwAWawupBp8i1XRbWHqGqaKKtAhfwM3Kf1u9c3qtm3lh4jyNSwbaZGEa6jIvz5",
+	"Zen39gIdC0IV5t/AOK2NWLf39vxGrPdxozo6Kjcv0TlheqrUscEETtqnXDsVKTBuN7TBsnFWQ7z1GsN9",
+	"Se+UdU1yjeXgFjKfPCTh6mEkqaHI/8/euy+3bWR7o6/Sh/+Y1IZokqJuVKXOUXxJPGNLjiQnmQlTQpNo",
+	"khiBDW40KJnjcdX+6zzAqfMCX31V+0X2m8yTfNVrrW40QIAiKclxZpKqPdsiiUZfV6/r71cxruVtm1/E",
+	"lfT7ZcN9UUieDAM3xyx7eGnYcZKyYRzNp7Kqr+C0/HaR66DlkUJiNMNLCX/kKdDsAlYRlBX5zn5dc8+e",
+	"Y7fsMClLMQw84jieJ5Fn9qJJ5ddvNOn8+O/8y/UE3RNAODe16MR9daqG6zz2Hit/6aF2q7XWQ6AQ/PoQ",
+	"Jx/80ilzhj2FXtRfKtiU5DyK8tyWe3kqSwcSlbWOkYa4hKeuV3tpzngpSyTZ3UssecZ/a9iNVhN1D5Np",
+	"0+SRN+9iqTdQgfKx00LCxU67hGCx5hb17vW6+ziYJerE7Hct1m712u1eu5MdkmWy7GXGJKJtdZkMK16e",
+	"D8bcw0yi94etVIflNYXstV671fJqUM1e67XXt/gq+NfKjD/Idx/D0SvUbTzIh7Kxl2EdC4rG9aPVhl7D",
+	"DvzNjKi1emtArozK7aqoUE1SWjbj6KV5Ct+cDlpelFWhMXY7HW10lRaVXFDqoGJQkLwhA8MqjZAQSzGn",
+	"BXNDfUCOMhpuJZk9/B4SKAs/l8uZlKU0QewU60WxiDeK49mAD288NkvCW22l9CVjUShvdqN4yCOPvfju",
+	"7PSKqlJTDvQKCcDiuTUZxHtL2AxyjN00ON+6pwby48TmDgIQ9a9acwLMOqrqdOvhytBv+zXz/DdQsBxF",
+	"kM9xBui0Oc5gA7akDTKsrAzVkCcBOEWFcEopCobCri3M28WOQH6pPwvl2Le5Wk53G5a5KyvQ5AvVxHQ4",
+	"xM3lFnp1ME/Zzo6MpdjZIVsDnABIDlCGA9AxPndMfbLo6f0akt+hsoDatVvdsDyl/VrDOJmgDHdURKxN",
+	"Y4SSAZ+VAWe8Azg/NU9mSaigfF63fjeJ2TRUWqsJCCMGV73k9q3YAh6yN8cJZWbjTrBVjOwNJLmlSThM",
+	"KUOIKgDMiuXq7uq+vVB3/IbJgaUyItPoSXnNXt3XF+6O71mUdj5Mm+F0FiepvptmkUhF4DcsEBMmRprp",
+	"KkwigCCaKmWTUjw1QE2ZEouEH+UmP6tXl/qcFPOEnilECLUpRmFWpN3tdPR7cluodInq/SV9+/j4ODtH",
+	"ANmkd5Bey9LqKZcCIHtO8QWiCk/4bCYk1XBrszAgcUYqUn6XeBY+BmhY4YdF7QOf2NmxXdnZ8WwDPeYD",
+	"z5+Bq/HKcuSWyr8bRI5SyvBXzs5n68/pl7th4HvZX2lWbQ4Nm8/tYPwTpogqn7L9LKAciYEcCTxRJxp6",
+	"RzgmemZ5ojKGR8rotriePYwMYf5oBqEDBYF0dz1WGTurE0M+TD+OBYSYloa+zVufZj61NI6BcQXcXHi5",
+	"5X9g8zvLnBNYNp53T/xmCVSVZK6/tDu/OsYAOs/WswWWvqNQs/08V7lDwZhfVyjxmyniD9CviX97rRSP",
+	"9maTbFJmVkz2Oraeg3lUZuuh0fhFV61g5a0y8rB3SzYdfvyIJlw2QZvunMyx8VOJPm/cFxlRaK92POoM",
+	"u+KQtwdHwd7ooDXc5x1xPDgMuqN262iPHww7Yn9wHByOurw93BNHg4OgM2rx4+Gh2B/stWsOdydttK23",
+	"r0O/W2IkXpaMpJJ1V8Z3X9p2XMcay4u9N1mI+t/W+HyxCvS/0v68Ny5ShXqywiqtimMsmSeVgQ2LpGOM",
+	"kMLp4xIjHqG0tpqXYUXaHzYLtg+q1D0s/upLtZDpRKThECG3IMZNzMxZzVdxEM8/hcHn56lQ60VO+vIV",
+	"H04Q8ZJ6ZYvfcIRDnvIoHgM/ysfUEGElCpAH+DjhM0Ovhg88U+4QLUqkAdvJqqg9pxgFslMnGdqiViBz",
+	"XTKKWmggOU0pFiaiWHC6gYgwTYAAbaHvJ4ZNQst4leWQp3cxMRNUxWZOzY7Ik6I/1MNqHaqFNDSbcGTY",
+	"D6DoiltMgDp9f40YiNdhwL5hnYaFUqn1Vtycy97801yCk17swQIyodJUyIADVceEp4M49YCxYKTnlhKs",
+	"9FLWtUmz3CUHb+KevsHNXdYvKe7y+DOhMjdBaYP5K58uv7KGi40SnA04TdKESzUSSYKmpTsR97/UNLTW",
+	"W1EpYfVEqDi6xbcPuRyKKDKE06tHSNk1Ja+yGCn1QPCoUTFxOS949Xzpo0WoJPGdxCRGrIMGD0cOj4Xg",
+	"dErfQArQ6g5PY6hKj60NrlK9R6rahG+v8c33tJzxJt7FsrLBO2DdX6uZKFZpZTuQ33xfQzwZTvSprGzF",
+	"/KBqP4E8QD8KG4UyVJPC/Fe4WipWGfBxVWqqpcpIjEtXGZPdm9mvmtBIti6/bqs2WtGLMrc6efdy2cH5",
+	"xaMJv9toQIl3+IliAVVaFygsqGIh6NxysIAkQyE/wynHVmk8AyDLWA4Fq88wzRWy8Aw1TZDEsxkC3pNW",
+	"1JeVxGNN4IuwekJOucu77SDrEBjUc6KLLOQytQIh9Za8Kg9TKO4xB3FYwdYm3CU+tSJ/O2ezJbBiwR8x",
+	"vS9wil8agryNzKrVR5lO4srAXqldtLNjS4htCgyFjXZ2SulZeFBIAzPhiAwSQVtF+tRillYsRV/mNrdN",
+	"GCNEMzJG9GPPFAtTMVUnOQcvwU9asH5MANP6GPF+TeI72ZfG1jJsdRbDchcbaKxhYN0jR/ryAYLkO5E+",
+	"shRZ6fp7tDSPB7j+1kje2MKt97SpGvnZeGQ/H95wtw8Q7SXeuWpV66qwif+Q8F9Awl8YQtcyCe+yvFZK",
+	"e/uTdX1oa+R1bBQEou68QXtgNi+5OhB2NotGG2mOwJzgJTKIlcTbBWw9KIBOTPgL6zXKMzwQrgujYPQ7",
+	"ghxfzu8AkQ1pBaVJw6oHAXa/EFhvNIHRAKBBTOyVCvkSsYsfKGDDVMsprz3m50QZ4SIC/GjMWgiBUxCm",
+	"fl8OI8ETEay8i4iPd1utti/XuI0Q77nkQtoy1le4HzaRm89vOw8KruFQHr1++t/hhv16siO3C63R1rnn",
+	"1jXurC9y516WvPmPe/cL3LsfDKf9I1pWhLK+rZvkeUbSVBmbemkx6pBmwRpEeZJtKe4gIhImKkUuCiFT",
+	"JEY3TzYZMTWwNlRST6HMKhUnfcmBbazz8aMtS3ec/px1P37EAAwFtrqtI32ldDvHwFqY4dAR6GPG1wyJ",
+	"OgFREoq+lIApit3wGLI77/fMJ6xDqeJZAx7bM58REpHHuvTJPn2iPLZvfrTfl/RhE1KT0rm6HhrquFZ2",
+	"W5KMTNiYOC2pjhNw/oyTCbjBD1nAFxRlIvkwmkf6Eg3YXsv5EhPaH25F5u5tDIGtb0UuVyBlWUz3lSKd",
+	"A7ZYbpuFygmMgqfY1q+vunZKi3luMa+jtFgJM9XXKfwA93FlrVK71dqkVilbTzvuk2KlEt2HlUVK0IYI",
+	"tipTujTPrihU2qiyZP/rKCyhyaz1OvelE7UhncjAZqzxI9Skaq3B0Whv2BG7+0Gb73ZHh4Pd4+GB2O3w",
+	"bnAk2qO9wT48NMezcT1VtV77qOvVILPT6lT3RllROTo8PGp7NS28rqEU3HE/ODKm1uvobZxtCFIjnPlo",
+	"r5delZsPfM8jDL/V0t2jCail4VTE87S3SnzXNpqi1tIUVSxlbs7yM4bwBCtqWvazkpbOphqauUvXKWdB",
+	"XkaXbdC9Yv/Q2L6Up6S4Dk9X2rK1C2RdHe/5J+cQf36eCPoT2Fq2fbu37o/N5jdem9JKnhUe/+bODkLf",
+	"utlEEFymeLXDyVS3EszDy0xvxB7g48ejvjR3rWfLYqhW32hl8BSF+Co0pTuurOPFFjG4v+hLgAjuZWlJ",
+	"AG8Dfpci4xnjkKJiM9AxQ8sYqaxuiOUo1ICep6Uk+4aXaU9gXBuo7zaiFbM6+ncD5GbncoGziPTq0AMz",
+	"g7tRPO7rldT7ponUZgRX1XPrXiys8H/OxTyUY1b3EV8K9N12wwmqjmOhcoEYxD6e8XTCuKI0LFzVumUc",
+	"BFzoKBxPqCrg8vLiNRvPeRI0oExDpo6mPALwBfvCPdCN+9LCqyzYnUhEBpLFXBXa+ZVBZCL8Ya2ND3Vv",
+	"VBonfCxOIOvOtIH1OjKOAqMD7lGDVNfhWwsqowL3GY/SSRaSiseG1WAS3wHVsB7L4T3R5Y39cN6KkBDo",
+	"+mG2p+0ZCimLptzN6AbDgWDaeiZhFPquani2c31pV4dMOaqbxoPutPtMLR3rUBtacYKNUWgNJg13XF/a",
+	"QD24G7OIfdAos1QuzE4pNVcWj1OZ8DhBeLuDDHabPs21DEaw/UDP0ZVQabXHqPTtfyRJ/x40mEtk3nA0",
+	"GLoItovybJ49/VAHVSKG8UM1lAcqGzhj7vVU4gAj+Gw7zTs7eIns7GhtA4r+4H7xVSiHwu8BdBdwMxvX",
+	"E1T9arFmoDzoRLM6jyK2n93s2LBHoOQylrtg74DIpVsZqvaAVrb78aObP9ttHT3vdo7xYav8BEKloURy",
+	"JfhK90KrNyjW+3IuMZtXDLmhx63UhXJlayifq8Qy3B0yTvuSbtwF6jbweSRGKeNRLAVdK7ARAPHkLhwS",
+	"jKWysG3wYZNB9jmukslBRl2nLzPNoHevOrZCGXN0LNSt4NfZxaY1J2YVJ6sNKa0STOI7NtV3LeghJE7r",
+	"5BWUsRSNJnvtwlJkus1eqy8DKFZ+zMCctyosBzvBVQiWr3aqVn3/4cq31aE9hkQU5XcurOL6DsIvWA0I",
+	"JzPnMriCiFiv1frrxvE/GuiTBP0c4CTcK46iVqUgdJ5UQ1jdjz9Uhd+DqgC3Xe6yG+VWdcHggDAOgvF3",
+	"pEG4OXZPo0d8J6QWcpCLoW+OQmIgkjthumGYnhAooLgN47lykgcNYKFNO3bMnr7MAL8oC9mDu4GqTWzO",
+	"on691vfgapKx/qOx9pXRl0+TonwBS5AX+lSu+aQJEBtVFz9RAsRvV11c9H23eq2vIieiIiECzwGe1lyh",
+	"cXdwKNrBMT8Y7o1aR519cTRo825wOGyN9o4POmKfHwXtQXd4OGqJPX4QHA86w/3RkYAfDVrDL1dofKbP",
+	"Pnx78huXFP97uuth75SkZv9GyRWpUE904RjLlGUlvVT5S/5ThOnxkZoc2btLfdTPID3RM9cI3VTaNuvL",
+	"vI/4hPEqHzBs8hWO4G8czu3sTusjMUHQaLIXEzG8If+7VjENDqkbdtnc7imk9W/kCXXtnrIbTavDTwFk",
+	"8jhmge4d7QQyAL6Uq/C9Xnl81R9a/+/GQUjV7FqCPCJwwkbiM+Wz2S6QKu7GctdwHmnhWSoAQWJA9f5g",
+	"Ht14ubBSrsI0VkKywQKp3uMEefwhvpTBr+X44sOUzUQyipOpQoY86BTC6lGKTBSPx0BSjIENEB3AXBmP",
+	"GNHyKx/g2rlkfAhgo0XUdmCA70tTueQxIYNZHMqUHTeabitxFCjWhjS1Vsv4lTyGtP+o90ODiRbBgUDG",
+	"mb70eSKQj0o51C/CyS1DRhMgqAYfGIhF5bNURIhpYFnE8Zf4PXGT9+VtqMJBJMyl4hTssnNpr4YsBzCU",
+	"s3mKf3t63fBvw7l9Q/wIOOE4VX15IxbG12qnLUwBDgNhFjIiY7phFM5lc9x0YLOn8QBol0OZTnDi0Mup",
+	"9WYyeezoQ4WZT012FqfMAniwGG+kIstiKcwVbl7YoufyhaXv2toxlS2lxaaFhBevRttEn9Yivxj83aL/",
+	"ar+uLebd3j8V81cOsgJn3giVcrI0HOfSF5+97HGaGHiecJVyD9mpyFijwNlHO0cxYnTd2lrIT1zVBanP",
+	"Bik5+lTgy7/wVfmEN84LKwZWQveASDUixiwAUq6V8lvQjZS1Xqq/Z9+uzLYpUA/gzYPoBrtRSCp7+a2D",
+	"vyIIUCv6iqIdAQ82v4X6MruG3LJW53I4bCA+jdP60q3kLXHSyzgNR1bA9iUgkBrycj5MsYeGt05Eoyxg",
+	"bznGGFCuAq/1CpmH7b0NVfoQgQfSbdODdykiMUzj5GmlVYV8Qp/KqeTsMp7/neuPYM7xQxBU5slO+1g/",
+	"tb+/v589+W0ylzF7G075knyiNVIPFkzZ2lSLJ7vDLcapvdb/zWQUoFk4Z0QVj/WXkUsIPlYtkeB7lZc3",
+	"9QrhsQeaJdQ1gsYHQgixoY3YySliswkUx5NqtaRqWiUU7P+6+xX7D90uN//GFoDMmxrjUSJ4sGCUe+eG",
+	"HjNS6zzMrkmn0iZ+HyqHqa0zwL/JN8iW2+vXPCz2j0cQfC+qcor1a//8r/8uaWnpp/2aMxSqqkxuRcD4",
+	"MImVoi6DjwPmBtz5AHikJiGwCALjkGT1ksZZQmDmrls/o+mGwP2MA1G7zEbX6JVADc8l/tCdVesGAQ5v",
+	"FqaY+6d/qG13blcIW9PvwPknkqTVyyBdpVnPOAJTQ/DbROrjEUBSo2UTpnihQQjd6aZBsDOXWg96aNIj",
+	"8nh1cFL+MwHzZ8XdZHD8frsIczlzL10BlxyKlASf1jYW7TC0p9fWP61TO0CmSflYcT2ttr489DWiDbnw",
+	"wQtHzcowSh9yT668HAvv+pf0cVUR/f32ZoNB/CwBE1t1G9/vunJu6CmXyKu29h2d4UyV39GIqKO2swnY",
+	"vSbBfqPZlzs7b5JE3IoEnDI7Oz3GSXbuhpIpASPVzZFAjeeEvAl3PCR6KUK5kTcQ878Nh6IBVwPGJD1D",
+	"COaK6WcqB0WoiH0CKeRY3VxfYWLoboHYv4E5w4ghZXz9iNuZcKk4zhA3/rdMBa0W7i8NwtC/kM1RKuSe",
+	"Hnlr+WX/bqq/hcB6oLK/uSgBL989TghgtlYP8zw4sa8tnBBHWzkhXMsCxon+3TTWmjbjyrJ5XMMvMbHQ",
+	"fBQq9ICSLxtroTGr9IT5hpCbvp0KTrhffZkj4VZQtqufQ2nmh+oafrDs9Q4Vy2ujsVylXMKi/Au7PcwM",
+	"mwvUTFzebdvutPYO9lqd/U73oN3Z7x45vpEXc5XGU2057LIf37xHPTwNh+GMy1SZNJfuEVSr2rcZd7d9",
+	"nevmzWuXu+2DY/qvVq5Zlr3woOhuIUf7A5VIux+qtUk6x384WoyjZWwn5Iu7WaJ4HM9XOX61ClSQuUap",
+	"2tbbm9fsSkOBB8uCNhHDOAmYSvlCEQS8j0L3G0QNOLGGMqZy3kE4sNJeZm/j8RiscmSYzd7k4m1Yse6a",
+	"/yvE4Vucz0c2lb9+7SzTrp8SGpU2Hurl/3biIh7n9ylO9pfQzvDIVEuJy5QnqXJcaU4viawBzS03IZjb",
+	"3/9wgf7SOmfvz77D8h1g8ftw8RbJDfpS7+FbHgmZ2sfgGUPWPI0BBxWqWMXHWZiISm9wZ1m4AMGwll59",
+	"WRRfvTxjHd1a6V3sSrIm82NFzuVBEt8pkaCDGZMhKV6GczBXIulL7jBrW5xVxwL1IChFx475P4UyiO/M",
+	"K15MknhK3IyXQ452pJ3FOGHpYoZxLneuGiaWj/0YiFGcCObjbKlrnvonthaYpx7j6gY6wfuSkqub7FTd",
+	"6ObgY3xd8RYw0tN4kzeVoD/gXnuABKUFgCb1PGWuuVjVejWayo2FKnbsi/ga4bDVOq8P/7x7/MPP7wD8",
+	"xyzSsm+wu4b70ZxgeEcvnPKxeD6T45MBV+Kg64U/fnt+cdf683fj+PT09PTs8sPk1Yex/ucr/T/fvjj9",
+	"i/7/o9fDyz/pf7z8EL364ceLbmd6dvMf745/eHl3+nIy/u70p79dHPM7eORPFx/2XyU3fxqPx998k3dd",
+	"mp06puqBB3suzdJUJue5EsO+9d/tAjHFGsuS9wtdIyqcziNtjmKWsI3vbpwpfGkaynq7Mmv4NAiUTQEj",
+	"YcyRY5YN4vhm2RZ5prLEK+LnLJIFLaVPNJrEAeTGx2xEi2QvzQHyfWJ+wVxGuiN+LK+pWdJoPabiMg22",
+	"mC3IRqGkiBIAid1NQn1nvDg/O3v14ur84vrlxZsfX118Y+ffuiMoRy9IAJCtnnku8O5IJ4Xk4R7rtrql",
+	"9Y12SS6FCF5kkfsHUBSa3fEoyQduIpR98ix2cm2y6bdYSOvrrs6GhF5/kQSyLWclZ/e3szA/D4JHyAJb",
+	"J9niys0ugNd+8XhS9/4n7KK+kXhOvgopbnvV0zOXTaMRa8u5Y9ZuN0+uiWVdLuuzVuxj24l/k9j5RYR/",
+	"HQByZhEfCuVhyAW0+wbjlOVbmdabXQWOL9cqEZaWjTKXdzE1xNcq8hTdtUQl3QSv61ToX5GAZ1N+A/Ex",
+	"7IKb7qu1ejAOBnPrjAglq/O+xB8rIYFcK0wzHuVWq7HsFEZXiXEklr8ZkjWWPcZ9ad5S77Za2jC7E1HU",
+	"+FquGXAkPii/+B7n7sYe3E2vCxjBlzAp7hup3Zkl6ciZn/mQbtD2Nt5t59KBYT/wvinO4aq7Bjb5H1fM",
+	"lldMlXhSQvwOrplQDuK5DJ7+nnkHEtVNLvZHSTz1WV0flYASEBvsLgnTkmvGY3Fi/Now3xAN9OjnITlW",
+	"cCcj8zpVFRvoPgBP4/C/d/E8CrISEWNp9HK9M56zHKUiT4RJ8YHLC10/dX8lP6RPDKQuByZmPdT9JVJL",
+	"n3UaBONXWT0OF8dsPogABa3JTiF9Au7d8FZIFsoolBA6Rf9FAfZlKZuuLzMvVOyW9oSKzSXktH8Nd9ob",
+	"2qoPuNH0mq9nE6TiY1rr1b4PPaBjXGBFkjZTobyKL/7v2uaymEbwRZxkEw4B85LRapGjZSMC9u6dtsr/",
+	"07eYCa/b+KrZr+liJuD5du7mouhEhoL48PvLztk9KHTIpZpmB/+PC22bC83KP63aag3YSK0lifw7uNxM",
+	"xlklh4G2wxWUHSoLRQbZ1I68VkWhqTCS4uCVLjmtPEYBjEQMw1moV0UbCyD9EH6lLgItSOA0i8BjibiN",
+	"b8APJhQbRVzL46/Cknhn5vDR/DKrRFMQpk4acEFSvfp2LRlFU2n/1uu1KjGZRP1f4nlCUn7CFVOTcDYD",
+	"z0vBITTNJuSBos1MbbVsM7+APfeHQNtCoN3pE1lygB9ZetnEkvVll/dICvc9MnDGw+TptfsXRPuscmFV",
+	"lfKkMjaAMTeQlOHICbxOeMDUkEspSAEniGsKxvRlSWS2V1zigRjGU6FsDgz4ehw9WMa2k4CwxWaUDe9R",
+	"S/pF+AJE1FxWnJciuF+DtH6vV/tLFHUQItZaRR05b9Hj1HRg/dLTlXS855iBVVh2tB/Barr7QxxvIY6z",
+	"Y66PuHIzM34H+iQY4LMvEZK9ELM4SXP6d4kSWtcqpO9oST6KL/8VffTmpW9BiQHQBVzhDb2PMyKEvkyA",
+	"+dPQIZy4VhRpqMZ7whnNwbL7hNVxJg235jS+hdLxO8TkN6IXizdK4rxW1t1o/dhRwL8GuXqBo34Q0eQ6",
+	"yqzZjDW9JFt4GKifT+lhyOQxvewxrP17kxvNu8hg+kP4bil8rUH6TFEqHeNDfeIiEYwROg5ozGglvn6Z",
+	"PJdRKG+eXiK/koEiQYpptlYAwn32TDEVQpKmyjytcwWs71oSllXRVWmtfZlP3Xb01nA59fprEI8fcBEe",
+	"k9gCtiYu7pMKlg/0ij8kyoPUucpd/jWKEEKgq0zYRkbWJ6vMhcNkiMRFatCh9QcnzJfiDivd3K8QDor9",
+	"pGXAcMIllGZk+GYeG8SECBFHFsEDoki2OVOKh5qj/3E3mUfCUD6qphR3UNWNWJp/Fgu/ccK4050KJI0c",
+	"OkOclMFirELsgGJjZFmPRxRbI9opFaMgKhkvplVnhcwuyIlxQIiAtiaIPZ4awJIesCqFKVS2IA9Rk71G",
+	"ynct82B+LNHEXMLry9E+yYz8YAANnxoAgtUv/+d/x+w9n0dxQ/8A18Z9lPDPNrODcQC/GU5EC0C22/ur",
+	"XArkIL4PJ6I4Q1s7GB5Kvb0JaMRvQ7b9m98jFwIyuPJFOwkedwFhVkLqe2D6dU7O6c4vibpar/ZnsXBl",
+	"N3kJ8XwZxhgky13vjqmOOb3n41CC6RsBaH5ONgI4jys/i3gWqrJup91oslMkPUsWfZmpuiDMYng9j5rM",
+	"H4VRKhJ9v/BkOBFupU3iytj6jVg0TowL1Wc3Qsxs9TPQqiFnMVBtB6Gy37A6MRU33I6fMD87/VSpkx1P",
+	"rAf60+X5GeNJAvR8/i/gP4Yh/gp+DLyV60B5oMJbJNzjqbCYnsBAAQQrKPPZ3SSOBAv4ogHVQG+ISgHm",
+	"iLlThLCk+kbyP9GJ7yHip2eMoc/+Cl5rXPN7eKyvxMeUpt3AWzh73yyBwX50Oa2VlnAVPM+4nlUE1p39",
+	"/TUJrF9DO5UM1p39/U0YrLPd4OwBr8hhnds2sawmsybBvzmT9Vu0k6pprAu1enGSsmEczaeyqisQI/x2",
+	"ketLgCzXtZ6+vryakPOpllfwBzyGF5qXjcO5CXPX1K9rrtY59sIOjKrvwsCDjeSxG7HwSEXyWPY2jzkv",
+	"W4OkFd7zLg4MkfepGm7O/t1ubUD/ff/vEPAnOE0v9FWxzhOo4WRPPCHF+NYqzsOjJnu9/aNetw0TUtqN",
+	"dou1D3rdVq/doW4cey4AJYbiAYCyQtOaz2ZxklZ1wm1/FVc2supvSpZNYnYdkmxH5vxb4iaUaQ5Pi5iA",
+	"+suuAU3cWv0xDfRKgBi1zuCqR84isw9KoGHOgRJ3ifYHSg7Yd68oCm2AE3dTMZ1FWq94PooT033PmNCK",
+	"+UrIQCQEPuPgy3h9CTqMaenalEFgJ5a/sJ3IYuElvZjPopgHu/olu1MRhLzZl0tNgS9PzqMI2rPzAyoP",
+	"cSfa6QPFZ2cnoyZo7uyw+xShbqfD/E9023gMqPnVZx8rw10F9Bma8aHSPenLAW1MLGXXine2b6gVs+So",
+	"oUNZuoMOZvVZdYJoO7BL9GhFmE5Egq4B3pdTHo3iZKqtfNN7DOXP5inLXgockW4RSKdjcrOcISBAJjzr",
+	"dLgvqcdBjAOHvky4YjJmdqTwm17OwYG5B9ZBnMY3AjuiXyPQg1tV5w36JLbzwpyle9RK8P/aTWAIS6HI",
+	"vQ4MAQceU0Iwnxq8WszEm8BvVCk45tCYJM8N5HPWfJXeQj/C7oWZYsYl0k4Z8H7s+BOrGk+pBjiTqNfI",
+	"tekYAv8X57mChay122qz1lEu56LdyakP+r984Yl93y67TOME8E0jnuojo1XY0dBWc3q1onQBlADa3o7w",
+	"qvVq7VbneO+oe7h/AP+iznS9GnjartFyMT89Pjo82O/udeBfejuUqAz5sYHekp+3D3lruGrmOt6D9a5S",
+	"ZKhsylZNF/IK3K+WPb5GlBMU6ylGJKJIXHyNBGQ/aHFURqWzjW5VohsVpiAfocCPypSinEaxWjPKkdhQ",
+	"DfzDNaMcomY9w+jHdhtN9u2CkSGK1nWxfqUvR+jnRnDvdJ5IAPe+C9OJz3gQKJaIyLwAqGvM34z8YLNE",
+	"gIM8xpijkIyrGxHo27/RZK9uwfeEHgmqRoFFUoI4aU7PXp4gek08Yi4uNeSY6Gv+ViQMMQVIc7mktBKt",
+	"t7z6yIcpIGdj1MCkp3joTwmVqdMY6Z4ORSDkUPR0O+0m83F5QA/jMngeJ85Hyqf+1mUsd4EnrdHLpnEu",
+	"Hehx/KFNdyEtRQQnfckY89UkvrvmUXRtfkHeLqTqFNcI0IQerxSiumMZJ/B4p+ngIy43hHmMPeJhxU/p",
+	"jj9snPTlXu7x/PtKnx3MU3Y541NWP0BQ128x8bIOzXXd5urIvAbbq9Fj5zM9V+2Gx95T6nwdK5fYmyyb",
+	"ktX3GjiH//yv/59dCBVHt7r1bsNjL7gcigj4o/cbHsxcRU9gosRHGAxuCuNFGsESLk23tzTXHm7yeJ5e",
+	"K8D+cj+ZK5H4HsTKbkVyjaIkAEmeChlwadyVeiTXc0iXstF0KJbmNnQUUKBqegJFxZCZrt81nae6G1qX",
+	"D/W4TIszAX/QiSEUjFsezQVxFpFXTQ+UsgHwVFyJj6k+EdadO+XpcAL0r3Jxh3omtpaKj6m3XMtm3I1A",
+	"ppTkat/oq74UUx5GHu5PQIjhCjGl+HAINOSxxMijPtED/aWQY603sLr/t5jHPmFv+H+K/+d/x3oeTs9O",
+	"7YenkvsNMxw+hgPua1GMxzFUjKNHGIkKUYDMZ1iKkgjBUj5mN7otD3m2uETnMZxTPmZhoHpgDMKw9Ct8",
+	"VtcvcBBN9DcNPc3h8EZU/MZOGu5Mf5hMjQUOD/Rl7okXF++seSBK20FpDq9uslMYQ4YMNUABC6FU5GuE",
+	"QfWlTcvAJW/SZFn7wSGTT8laEYGeBC1iB6FEQbjD/J9Pz176cCSXdoW2bnZ2QEbs7JgmUj72IOQaRTjf",
+	"J9jM+cXKVtzA+M5OhuNl2lTYqFxAo9gm9KxuxAy0vrMDi2sWG6Xvzg5aDrDrlzDIwlTl32OqOaH3WtbQ",
+	"jNhLidWBHMzBMHN2DfzAhTezewW376nUlowLjMihu/BznmK3C0FwOq6G/YCOgVXb7wCGC06EVtbxz+tp",
+	"KPX/zVN7p7hf8o/Zl1A0RxlfUx4C6Sl9yeIRJmFazbrT3Z3E84Re6jF/FMVxUq9rZZVRhbA10P+Ddbps",
+	"wnaZjO8a7Dlr63Ybvsc4IQ9CDEPvoL5E8UbtIkkIIOAp1jrBLqIuYiM6aGfT74lZLnYzCnI6kJbHiAKE",
+	"zgEadSJUmoSA+mGM9jTO2EHJaPhmzyckckOQUfyFnz0fKi0MtU5gFkqrGbg86IjPdi24oUhSxMZ77nz9",
+	"8tXli8YJS7XGM0gEv9EjBNeVA3nel0GYoHPrBEOk2eky0a4MUN0Hs8IUZ/LUB+dQgylMIlYmM0So1Mhb",
+	"bWo4ZO095oP1cR2q6yGfzUTgN/TwTnH8KHEw8SOf5uuqBfp6W/M2zlQxL6eENaynRku/j1AnDh3z0S0A",
+	"e4joqpRIIEsMA5Mzh6gV0kegUQ8qgECpzGvTKvy7aLJTuSAtlG7gurlPPZQcfTmKQIJA7NGz2rbHUI/w",
+	"IMnPoy37z//674bpopZB5pALUlvx8mp7rVYLqkrMZQZuL2CgwRMLiRjg2hoLk06oZZzeMoEQM/3GRO91",
+	"EVAbnEKd+okePjKNE4E98OwchgCez1M8Kd7yomsBRioHbGBrr1qFB4SCMSf1B3jo6qi5Y3GOvnQdz4jf",
+	"IHJ72K0Iohhawl1EvYQhQwWmFGYKR/NEr02ztJuZFqhHCy/PRokzrqVJqIyggVIwbl7FhjEJF263DUiD",
+	"aRhFKF1GkNvkyBvMsdTbzaQjzQApEB1QTMhbEcUzmBjUsuHs1DmwaYqUDeeJihN2x2kD8whM1RRC2Tg5",
+	"unFoueBknWnjcNx4TGcuq+upzpg47YMIANqXlX5e9phuXr0hK/287DHdvH1Z7udla7t5tXGo56FR7bkF",
+	"paHac7uRL7OzWdT0C0ey81fOipC2V0Ob6dpgb1l5/9jR7nyXqsLeHnP747GsOxWzaK9iDyyg3VAqfWtC",
+	"GnXdP718oS8xfa3r/8/VEM013ZDfaLKXzr2/ciXeYRVU2VroZ53VOIW/6EOuhjV0+S1PJ6TXyvl095Yn",
+	"+lVq6em38Z1ITqEJ+OdLaGfVMuhu2oU4vXyhBwuNgft2Tdf5LwbB0HGonoO2iAC0eijZRISpmKr7naHu",
+	"2bsgx5XeUTQnYEbBbgz/cy7eYJuQ1bfsM80ykfQ+y7xiacxImelZFgq96lpZAFXGehfQq5CFAd3R+ag2",
+	"VSjgpZbn/d49zF9Dp17VPtM3XK18bX+Cy89EY1h+AmikpBQVdJ/S9Vs+Sm72UyxXOyS08M9+4zolGPgk",
+	"TvAgOr4I91A2v7pMqY2BPa/QI73nHekzbe3NWu+Xdmd94E39CHa2VrXHybeSeUxAFzDG9gkj1Apm7zrm",
+	"NII6YsELUTX7xrNTsf/A0NbvL+xB1/njTI7nWOFIR5V3ylAaIXgYUjaNVcr2WybEWJa+9n1853qfjMvE",
+	"eEu+KfdyZHoe+hpOyC3yjdZGgOrdcU2cLPk3vmElvo3tPRtLbo2Va2GXrOLSOT176dw5P+OfP59f1Dz4",
+	"at27G1Yj2z5meXV7Hvv5/EIfat3e8pKcUyKha/JTdBslUNXw8Nti7HoaynCqB9O2Paf9UNX1S2inPExd",
+	"nQFpIPzj5e5n5PPYxRObEFl07q0Q4JkXe4t8yJ+oB9jA2nmR5+VjocWgQER8K5IkDCil2FxW4LlXcIdV",
+	"LZdVwNYPfGY9wfhQdcYBfn9vrsHhZvpL2+t4e1spKaUdz6ko9+oj1gWTqSOPMPtVktlOoKrUD4xcXZrP",
+	"0gNCXVaFOJaJDzmxIQ9jQk48KI3jhmdBwTM30vNcKI8nFKWrHHTRTbXFUbqcxHfgE7fLse5pMh6WSMXZ",
+	"ZJD3tBDmtUEzPQd2XtaYgvLQ2P0zk/fVbTEtb2hD0ngeIGGMsB+6OUP/EilNWw3dY4MFKAAmLYUYTWzI",
+	"EB7zzbf3zgYfRIjkt810nOmmVk8IB8BoPSkFs11MByIIRAA5SOBTTQE0zUlL8thsEqfxtYq1gXQtRXoX",
+	"Jzceo7/1u4QcU+Vj9ucGkyuWEkGcG03bIHWiJ8+7kEOkj7lvo6GPpNTOOOiuqTiZfaU7U2VrHHRXF2Ws",
+	"2lr54VeOaCmV9oFK1Yv8e9fWrt7hm0oDWmxlPMspGCqPDVXEl+olMaPKQ1UepituApqrbrflZVPXWnfq",
+	"zkdD4yOYhtKOv0rgtCDa0O22ymYT+/KQ2WR1G/JzI3wQcGo1vtRcZ1HPp5tr/vFBc11yCLlS4Vga0NJQ",
+	"24mUa8LqcyWSyqHrLx9+Bj8o8ZhmDYS8nRFBDM4MaGsbRw/1ARYOoG9sqJGtGGMo2d0kHE6YjFk8T/NB",
+	"8bodLV5ngzj1IIQTJ0xfXKMovmuAP2AghGFrFAFbiM2npzJLaYu5OoNrzbbl7MJHUNviJByHktVBUTuH",
+	"P1bqaMTpa+QAPr6JtmbeUX3z5FImTQfvU9m6X6YmbSPvuc0vbtc8J9k47zZfNVcveSroxSutzaoq3DiB",
+	"f+ym4RTTL+lS8IzfFmpxTc4PV6lzVtYv2q2qBl2KPZWWfrpv5Wm58eoOz47u3upWxEfPbful2tZYit00",
+	"3o1lpbJooWu3MLIU9WHdc/o6l2EI6YiAM1zVN/jFFh17By1v1ytMjVzZLfzJFv16j21v1zHKY9IdY3Uu",
+	"HTE54WrZMax/Xq27QFtbjADDK494o2E+JaL/OblEbnDUZ/15q7UnQJ/b8J5ysmW3Ga3ur+lc+ZC/wuqd",
+	"ZVsJSnVMrFO/fsrDqNarccmbKp7/nf8/1KHmMJ5SjcrRUbuUlACqbJZgsz9XVA3tta5ax712p9dq7bb2",
+	"sgqY/f29Tglsdjkid1HSupUtV+12r9Xudbu2eRQahZphdwS0+c0vsiseqmFKh+eZM08V0feXMeFLyEDA",
+	"JS+jB91b7r9+0rzHGkbWvOi1u3vAYmTd1XrNc7kNvU5lHdDy2/RRhLN6sKoyqJMVBrXpX1kilOHi28Bv",
+	"7sTI16ykzkTGv2W1kDP+fAm183lpEXX2/dbFQoBxiOCG6XCyXDO0s/PKZHA6oTFIi9zZ6S0lkpmsJgsa",
+	"o201sNsAeUfb8oVkU0+bKH0JQLPlLDfG7jMJyeVUOFTyIm6hbEAKhPug7OkFy20WtNyW8qUXlMKzqiyq",
+	"ZMiBGIVSqL6UMctWCAun8/qbiplE6udFDMlnmFYH5bt5OusquLC+tHhhJ/nQLRRe5RqhXHyy531ahxJt",
+	"AjwEPC2bFYQmT7hUI609hy4sL95tfcmMZS4wWGyIg9ZYUKRbwgFdw7X6MWWfZom4DeO5uqaue847AvPh",
+	"Z5/V/eIvMS0Zcy4BeY0e0+vUaLLLrHzGor6bvsM7xjwk+Lsscb4wJpNOn6/u6TGjDGUohaZlyOmDfdlo",
+	"worY4LHPsl8XV8QEcAsLclKsMyq+OUzpJVkpGuD8Qd43fNZk7+JbYBHXS6mVPlti5bm1VRQai5MsMpar",
+	"sNIzFif5Mis84iUjWmtjmEOsR6hbr94ZdnROct1n/0TPpx7ZQKR3QkhWHtuy+qV+B3UK177JTsuiZCwR",
+	"+uIGvyOUpblUV2DwA0uYokZg/qkKy1Zm5cuxlEhZOtHSELK/T5g/5cnNtb7ozYLCqhV05TRmLTjXr1DM",
+	"abFgebpsOZY+rtxhg59mzGgwnwYpYIEJ0jZ5nABg+3IYT5Ez84QCEjO+iGIeKErNGYiSBSbmekHWNYlS",
+	"bcxYqcrNcVMIbUGbJdsXgzideJmjz4AnXunThKnGlCNOKtBy2QJGfPvSlpXWN0uiy+t2tnoMbm+oH+u2",
+	"ulmu82c/txWyruQBbvUxGYgolmOFzku3LnXRZN1Opy/LEqiR5z9LUR7EAdTSgbA3JXfTQSgzF2IRdxPq",
+	"ZuwlQMn5toio7CKs+1eAQhwhaNacPLklz2QxnibVo/C+dMVb/mWlAq34OmUzYkqfCxVsT3pnWZY0er3y",
+	"euh9ABdvgrKUyKUS6EYOM43MHP38jEPWo/G6GAq5DN/yYc70N6V+dIAepLfkf+xoAWTEbgEbChYvHkX9",
+	"r0xrPUV9Djay46gwNAAI4MRs/hAEjqEFmzPV6y7ZOBR06O0falUVBEP+rSTKlxYp94aszS5ijPIg38r7",
+	"EK8iLW21NCffgW3BSmFrDDqmIRgy25hBhN/6xHR8f/gTvjZ/Aj302zoUDvSmxcPY+2TgVDK0tThJIc0i",
+	"fx7JCMXf73m1m1AGWQQlE3U/vnkPEmYjH8V+r50tMMTgCtssCqdlu2z/MLdEb8Mp1z23Xo7DItZuJskt",
+	"Au7WcLuF3P97qPXL9CLsg+eoKTbt/7fBht8GNz83q+CijecSkYXXm8gVSPlXD9KiHH/OBhcc1Nzm74iz",
+	"mIxponGzlwOqZQBeBDfpL7XTQvJ0FjsvhpidfOHlDFsnO9WGH0x4hCIDccLs3ZS733/NbfqKDnnM7Y8p",
+	"r8h9YSouHMsK++JhLMdj9/VEL+goTkQ4lh/oUBeVBiGwID+3cuVTbDWCX2pbqKOFadmmhQ1u+8w5aLx8",
+	"S3vblFBCaWBvlVKfOWzQO5IHEcl5D/I/sEaNVsvMdN+v7oOJkanYS8aJj2vis0kcEUOJjeXMBHW7+Sj+",
+	"UNwknnU4QQ2yFpmgD8KGxN1oNmGxcB32ZFZz3ljtTl2DFsLxsM4NCH8J4DdO34tYjqJQa01OXv+QS0qr",
+	"o9KJAJdtSQrotXFaMAk09z0PAubzGp5fEYRpZiZ8quYFi/iQ3AXgdAEmBJezp0lYAvibkNYzYx8PWF33",
+	"GOKtpOCw0HDN9qXDeqtVUyJ9mPBbMG5yZGNggI1CPCWLXIsNoMAfCIaMrk1GwLHg9u3L+TKqm8eWPgJT",
+	"wOSK4qfGL37CRqEeFR8OxSzlcihYIGZAWYwh2760g6snYujMD4ZCyW2hu4ewVvGMj8FnQQX5liiJ1dUk",
+	"vgPuPxxMw9Tc9CXxuNOFBnzpqMlgvTs5RSZcMR+fJSLKvuzLM33kb3mIabIm0Fykzqgv+bMB40XFWeWP",
+	"GegzxXQ/M4fT6fs3fWk8/nqg1hIHZKtSqo4058vZbx2zfu1VEEJlvsrNopFaZgh9WTGGfs1z6l7ssgx5",
+	"FOEgjCeXPLswO4jEbv04vYx0Re96n4EYkGNW7xcsav22PtYa5j5tWBz3TC/y7Ha3gRHa3lBZbObE6jnG",
+	"eBY0IfXSJePTmDCgGuCfT8RornjUl3RGzPYu847oqX5nube25hMBZOdWV5uKK9mNWT1N+PBGj+Xbi3Zn",
+	"r7t/cHh03NhAX3Q6/JT8IWWG8KG3lDKWmaOGSRpvjmXuvRfdvfaLzsFp+7h98Hr/1MJh46Qt09xvO5Er",
+	"TC2iIGniz//qBoT3Npp/EazQ2g0lPwni3xEY9gZmAkmDK1giV699R2ICtKCcJylTPguiApQeGVsKzaBo",
+	"fqRsISAuXH71lb/lXaWcweJVq0bQxtWdMJLFeElz/ThfuimMlOf5y71R3qH1hHrVvbSJ+k1Dr9S9zRpp",
+	"hYzUcNK1lwQ2pNPSVZIT1ZmYLS5Hs6DEvoIpIhJ/vfTLVIeW8n45qm8myuWXuQcZHUPe1SrdPSF8A6yu",
+	"hvFMmPh53R8m06bBJmnuaMODZGEznOo7qjkkRu7Ab7AJn82E7MtQEtjRjCepTfS31UR1Aq/zcrEzbI9Q",
+	"YWKFlgkuMUuAphbuOgaQg8A5hiyJiM00IpbfKdBtkW6VBe/vxGASxzdMzQd2ThSLwhsBOeTYWxg0q2PU",
+	"yWOJSJMQeGuRo6BhMC2F1Fs2yDVmIdviG4Gwe2hWgXZLPxxkWh++CjhuMVrr9aWt/oEkiOWbSPlNZsiE",
+	"kH4XV+maNDHfSTtA9MqAp9xq6PDjZwpBUSmSZ2N++oYxnUyU6RgL0xOigqTNJwIMbqqUuM5Mq6ZBPIwm",
+	"BnmqFnKY0yrr/nOuP+SzsLng04gCRpba1dRGEeAlJNBizRmBBVnwozoOX29JenpBMF9m6vCveAgxfiD/",
+	"8RAthdbMbwAOImj9dJppO530Ze45U+WqzPq5ScekPcGUkwgtniIb597xEWV0lsTBfGjem51EvfYiGmGU",
+	"eBbKsY8JldS9VCg955RV00NMzAx9CbrQaXXYVOjjgEaLCHpUqAuTFAqMF//nXMyzYDFMthsxBmQzsDXw",
+	"BwM+vBkDFFiZOvkedyCEozfGInoTiOksToUcLv4sFttHqnJxECOVrDq0v9va2213wfPcckMLSEZ9TWJI",
+	"YeADhRGqca32n95/e/jXgx+Of9r7c/td9+zoonO1/+PhzxCYQKmVe759fOTV1A0obM7n3Rb4+ODXg8W1",
+	"E+sy6XZuH/Zbn70abKDM4b4kc9fXn90V2kiB7mzIPn1fj11/HPTGblMIc5ujvL2L3h3pKTVd5WZGMXzH",
+	"s7MCG18LYOe44FH54s75NZha8kfnjXxPOTvbOcEHPHhJ5yfTY/Qn1grmGXHdkqab+Wwpu9loy+D0EEm6",
+	"YM/ssXpW4pmFi8nawAhL4igIS1uJ7poePNhjK98G0WSUzZdaNBe80kbddOV2+dhof/9Ce7dQcJzTlii4",
+	"CYBlzscZ42PuY5VqQ5CS+opf3kGAO/dRpJW8wmc8GU7CW3y86vzl533tUXisbBCFT3NjKHx3B6hmxREU",
+	"PjID8Fi1xHtKfzypFHYvxQl5zEu0Y61LgH5V/LEkKCEP0dngN3ZHm7xDozdZDSmvQJ0gYHvmdOeK5VEU",
+	"9bUF252nEyjHxxfVtRClQ42fNe0x8BuOdgWveaasSdZkp5GCXA7fkSq7f16i5MVkpCAcjUSCSiziXNZt",
+	"ZwEAbrmZxuNEB96bTL2yRanw+mOeXKW7PzQ9TStCAHlFe50EazOtSB4PBEuVhAxrJFf70IKPXnhjrhYz",
+	"qKwiR1BWXJH2lrkfcSANij5z9uHiLZuG0ty+WCGM+qS+CPFwzGUaRmiVZAkJPqv77169fHN6/eHi7fXV",
+	"1Vvf60sDBnPIAr5QjSZ7jWEla1qwOzDtzO7Xr8cm0ba+m8TEzEAWCGZv58weBFov5Lwv2T6F/Lwek3HV",
+	"vGFpFU8hZNG3HhTrDACfrhPvMr6VURiJvqz3awD+WvgS1guejNGg078Ggtc0jCI2EOAtEulwoqfeJFNb",
+	"90cWVNDNwwIGIbe7wwZZyF+M4YGFSPu1k1xXQ+X46TGvOZZgZrBQlebNfSeMn/WdfuVb5NtfnTa3duzH",
+	"zZs7Oup22t3fS+bcYyRnFbN5wCTptK/arV5nr9dqZyZJGIkMSlA0/zYba705nAqT2BVO+Vg8/9tM6C9U",
+	"+HdR63WPOu09rzZPolqvNknTmeo9fz7mqbjji6aTRWNEE7K+Pf9henz7172oNeik0SA6jsR3r9Phdx+j",
+	"nzvH88H30ejs5dnf+HevF8PWq+e2MzkdAvYJHGXSFbbX3d2dtzq5hl7/DA+WlWejRKiJ7svXnEqD5NDx",
+	"O3MpuIpowVVY5keukjZwT87ljYzv5FIqi5oPJxUCcLUj2YrBLVyxZYv3ATuYVWkDAUUu2eCZvqCyay6L",
+	"6eFSxwmoQniTGLGaF4OPlIeQbafcxUubrkLXyHt1N0suWFm+1epa7WI1q2SlonFlfr2EvWKc+6WElnW4",
+	"nyylZZGCs4GkmLwvTW+eKUOR6WTUmy8xZcUhuGyyn2zyvIHqUVaVLgkc92UWOe60WpT/Yn75DVUPQx66",
+	"YTaJQnLQ/ciTkA8ioVUjFQaOlxmOHtVSxCpEGnNW9z99an/+7HvM//SpA/8YhVA9Mlgw/5Zau0YXJVCU",
+	"96UW3QE8CZUL1/rv4pPwm+ul5/H2HsXJFPN1RuFHQxKP/j+cQ4ClN9KWnbLvX52+fHXhjAWmhJp58+70",
+	"u1ce+/HNy1fngKF8/uLDu1dnVyyFghDULBA8YyK4Xir46HqeRFT4gGUPPdZttcp3iBMlL0FdysfHHTuJ",
+	"LuIT1m3t4cJCZlLEhzfk4V7aPcvq3gnUYri7Z1W+oN47+cymCoT19/Rme2Zex8kWZQT5ybj3JLkKUruz",
+	"AVDWY2pL6wFnVWhPq9f/EbQpc87NSO3OwIJ6nopxDOL7w9Wbt2+u/lLzahOurgfzNI2lMk9BQnPbq0Vc",
+	"jufY81l6/e2Fi094G4dDAQmOC5ueqa+F9+8vzn989dK9N7O7BXqBJ6/Wq5mzVrNzj0cVcBQo0n8e/c//",
+	"YiBl9K034uk84SyI2UwEYRAzEDtMqPR//pdWpmXKm1lr356//Ivb1tv4b5y9+qinJM5+9fr8/Ireaafh",
+	"F/vMjyKhd2VPfLh4WyvqkmoSz3KKJGQnqOfQdVhY06kPV1fnZ5fEQ7ne/H7+vAHaNK24Pqal+mHxmrPH",
+	"Dy+D8vsC/RrZNZMlTJpfNkipbG2fNb36bDyCerVSPC9J3t9Twnl+6hy19LFSzte4PUqzzR+n/h8S4mb6",
+	"vhOBvecRVnxZC3LUTbvZS7IIKm7Pag2ztUrDXGIMr841+DDDOlFU2fXEDQR6D7nKlBjUNkgBQXYexJDh",
+	"8Js44ckC3RdD0MHTmM24Usi8vqSqFHTKclr0sKhXuGTq+bnuSys2Vqm++Yh8yYzjtLkaS44OKy0y4JD7",
+	"lBdBBHL6HzK3ymhxwrB9fbyByFAJrZukwn1cxaCdA74AlQIvMEk622iUGQQ2FKya4ZwzgTEt3FWP+Znr",
+	"ARi34K+ZdP64E4OZz+qgdtIaKy8Dx2fvvm14zNfTFD+fzrpAVol/7Y1n+knUVJeebB/Qo67QmAUjn9Wt",
+	"Srv8UKuln6LkAUTOVaD5ysztBpuUpBIkPDjA+Pp72qikT5tMD6uLw0WhjNrdl/XhRAxv3KQCGVgoDEoI",
+	"1vu5rkRyiz+DHYYOmU+wTp+ffzJeoM8eEAQJnoiEQCKkEIEIGn0Zquyo9LKxhBC/FCaemdILLWtRu8XC",
+	"EXVcrzoczVBivhLmYISSHXbYJJ4nqi/rOcfvOLy14N88iEIpGifoViy0Y/tDbgrzc8eo0I8YYO5CLq6H",
+	"+TlLM2hcoFpqEE/UcvYywGTvt477Un9fRR0ll3miGlkksVyEAENqGAnfY3OpTLo57i0PhxsbGrgonIap",
+	"oVMAOF9rrFi/KLW91r2TFT2zbnsvswtNDAZqSEKFHcCtD6X3eXlTCtXSbe9V1FFr8XIpZID+qifN7pjO",
+	"ozSc8SR9rs/abuY4tRqBnt9ar1YfhFLfDu9fvjYHt1FCmU41wOtqCIWxPmWicZVPGLN2923W7l/z7mBS",
+	"mnfB2ducBaPaeh5fLVhu/nPvtrX4fn94pH6adqbftfhfB92fb4//1J4fXh3M3iad0Q/iKDgb/kU9X37P",
+	"5w1nUdB+KdG2LsFPd2LFkkkvo0BTTtYQ+nxesPx+1Nb3xVP++HrrVoIkXy754FST9hpT+h4D3Fdx/JYn",
+	"gEO6Hu5W/sUXQm+FL5nzPeDB1aKYMfIhk/yMkO1LfOiv9WVgkytGBNxv9SePWe3J/FPrTh6zupH5p1aM",
+	"oEIvr/nAoaTb6nUYiZIC1mhV14rZ6KlZm3wGeOVtVt70mymkeFchyWsF8CnSuimXe15YGSypXH0pF+wx",
+	"FGCODeIaKtWm171ZBJXGwTrp3Ym4jW/y5YZVpXuIAGVz7QeLrDovDIjXYr/VYmGg8qg6y1kmsyQeCgX0",
+	"GoRK05f+p0uivH2XqWqUJooFK/GI+ZCvrPW8fzDMz/iHvqgD8Kuzf7AEonvsH335j93dXft/+uf+VLjU",
+	"Vf+ADO1/EJY1m00WKhzyKFpYFdfksFLubiYR9fbTPzWXTVZrh1F4JUSukpXh+3kU+ewfuaqAhUgZrkBw",
+	"4kYpoKB/ucgQugu/NlUS9pt6oSMCbD0ayq7zznCo1WrzwZQnujXTan7I5f02WTvmmeyb8onTrfSljwhi",
+	"aFh/4/DHuJhmFGlDHRxP18idyCaDLDvqUqhyp3IUJ32J/BrMEmogMtgkTuNd/GqXqDgy1gzIEw8V5t5D",
+	"mlOuZFN/PYjTrElrwANaH6SdyBTzn3G7+7iPjQPQ5kYlgqtYNtl5aemil40KsMOyGpbNaihz9ZNGC8e1",
+	"yhVQUp49HEljwJX1vF+70A9vX2vTr3l9ubKAspBZEolRyiwQYWU5pSpzQAIotsd8kA0+FWDA/QDHXxtZ",
+	"epYh2kv+ShBgIx5G80T0JXIkJzTkMssFpkPYcOyDyhy1vMeaPf2/e2DEZMfEQrwozC2t8ShaX7/L9/Pp",
+	"jI5fPpnYtBPeN8IBztOtSBax1Nf6Jd1A+NqyBzNFNvs1YsRuTlaGM2ASPu4nKTuX9soqvaT+RasPBzx4",
+	"E6i8cgZkaXi6KrSxQLl6HsJeZdE8M8eebr0kNdqka+DOLn0DinrTJpKnwgF4PB0vl6aLBXx5ecAK4qCg",
+	"0V2QWE3o6rPC8Wmq8dwCp22zPuN5CvkJJRztvlYIfTZLxCj8iJx1rnOwrmKWxnEEPl3MMbR59AkfGg/k",
+	"hMtg9y4J01TILA15r9lyIW0hbVNLbqx8M2V0lACtFWjrcTWFWZ5NZYYaonAseTpPxAmz3s5U7I7iZFf/",
+	"g3HF/nL67i3mPdUDMYy43qU++lp7DP08SOaxlKhoev2SOlzbSECa1bECsmYWrqenodnqy1CO4l5fMpaG",
+	"aSR67IVWNHCj6En5Dn0t+WlR+vdUYd1jbWwoB0xvo8M4uNoSTVe5ob9UTEdYR2sY71dx/I7LxRv5OgrH",
+	"kxRPhxjOkzBd1Hq//OqeldJXGf0uP1Ln9JybtSnPe4JzMRE8Sid//w1OhL7dYEsOeMTlUKtQwPycDCdC",
+	"pQlP40SbQqekXkFSEQgU0tn09QJSdC4lRJdeGh8LuPoJE0TIodYuIZXmOejefy/ft9/TRDzUiWhTEuKb",
+	"9dUNfPkKb5IZLI+A4vop9tjb8FZIoTbdQFUBki++o1CCAu5JXtdHgDfYamXBzA8Xb9lgjl7Au0mMIlFB",
+	"ma1+kny32cdQ7AyK9SV+RNbWnFysqPm/P7+k+OQ6UVtjkUJEFQ0n0KTG/Fa/6iwfauplXlqsTAUkXzme",
+	"ayEIvIv6Vw1jC2ttKk7CvxOmOwIMOy5KA2hjDeBnLsukva7CtMlOcaj3h6eK0S59K324eGuyBCHcVR6f",
+	"CtOlyBTEZ0ZodFAuLS15ea583tm9FBzJ7pYNvO+10qR46MXqTK+M+7HdOQIuOvv38h3jub0riyuU9MFG",
+	"ItbsBlDdr+7GZvlgume5K7siELTJZeu52fSljf/p/avvHtr6TFY0/v7swW3ficGsvPGfXn37fvvWM+dz",
+	"eet7371/cOvTWbe88Xfvu9u2XXqzOXUCxvHr5gHoz+h16OyY8CQApEPScHvM/3n3Bf5i92oxE7vnM+KC",
+	"kLGS4WgEGNuKy2AQf9TqofnxJd2Cu+/jKBwusHnffPsyVCbfuMd4mvLhZApFiCbpQ29teCKUWkThFyE6",
+	"2aFIS88jsUqgzEy0MpIATj0nghXpXjDPDGee1k5oeHpmS7pUde/TU89fh5Ggx9ynPnu1itFv0KB5kh78",
+	"7NXKF2CdJs/iS71EuDkeENDDYpfHjeJ9yN0zGFDbOsfwKkuOoMo62CR33F6SjxZ5JEXHvGYuMcMr/7YH",
+	"pchVmSgbRmZKijBWFFjk66MeT9skrc4mxVBJiV4ph7KQCp+fKSA4FCFGa43rOU76QB1js41II2wYrQ4L",
+	"RZuQEIfaHcvVfpI/VWu7jt7H6r5begVp/4+qCHKVy2GDxevLOaUJxiPmVyr3fpO94sNJWaYAlKTigDcq",
+	"TCU05hChH6Y8EI0TqBWhnRwned3PM3q3BJgUJzU4dUvRPKSzKC5w3tGKyceu99gHbn+D4tLqatU3gngp",
+	"rhgfAKRR9iavL2kuT9+/eWbDGXAtpKzu23TFkiJkH8p9McwXSxaIKZdBw2NDnmBoxCmhu786dJXCu0Fh",
+	"4W+g8Dp1lV+LnrvzfKdcE3oiLSi3d805skWmUL2lD5h74+pDv0DVyUoqMNu0OdUjpcQzGgmfB2HsWata",
+	"eUyl4fBGgK/lEr2Bebinos4FFWTVkuE3UcnQEwpzoE15UsTqlz9+x8RHzJVt0BRgDZqehT8Ura9J0QKI",
+	"DBT1mc71yDrK66UbYMty0RWaSjwT8vcVZzifiVyyu/egqAD6l7TmA92A4gAAK1ukoGgl8Xw8YaFUqeBQ",
+	"kzfjiQoNaG6pa5Y6+FgRBVohDCjsrR1QAM/i00QRiivwVEGEUC29akNvr3VmUtBBPf8ETCvXcj4dIPnf",
+	"dpue1U34sPGA/e/15UAM+VyJvI9zyKMIEB1BeOkmh1Gop/KE+R93zZsNvduNEDPw9GodLx6xsZB6ZkRA",
+	"T7HLl39GpOoX3BQP515nc8BNaAbIC+QoHM+TLMXH+Fif6WlI01COVU+/Vd/bUE0zHzSncSC+sVAtPmKe",
+	"3IokHC3oxAvdeQEaLmJwYsFcFAmgkwMY9Y8zMUwtzRx+BeiBULYzi7jukfiYonDINY/1NyaNFdDSEZpm",
+	"sOhL3zjHeTAldkYpIjPqXX2w2O6uKdAJA/bP//pvtrtLrdEHfpOVmDWhymoLoLC6dKZxPQcLd0kJasbJ",
+	"xNeTaIwDP5tMZowfGGge5CzLrQEdSDeHtYiw2xnudhYGwCy6VA8/4URGSlYAwuekQm9CzhIxDhUuGrUD",
+	"zi7HuY3sqEui8EdYGJO+/BPO8ip13461gqXb7LBahQp90L1HYz8YtYcdfiz2BodBd7i/f8xbohMcjdqD",
+	"w2FXtFsr3ou77NoYFBUq/ME9HWi39486rXa3213xKrvnN3rP/caBPjLP4fTkL5hcp5a4z1dfBc7RFcNJ",
+	"bCEOH+B7ykpRQmVQlh+HFeiUwWwzuwH1Gyx7StPJ3Nm25zlZlD+ijzOEn5JYjlFCxEnudZjmVjzwrOK8",
+	"P4W6agsVzDUC3aO5Ax1OTfiNi15tnqhGVaOX36PKtj7fA6dwlc+bDIMq9JJnKj+D9eUyz4IC4ecRF2rt",
+	"1vHR4cF+d68D/yp3DhTaWNdHoAXcvS6CLaC7f4/azJtUQQFbHUmP9I21x959i3jMTrmaVuzhjs0Vurw/",
+	"v7zS0mUAUO0Z3crIuCSUZ3FkEUhulkJahrY3LNK0BxWwHkP83wZCigO1IGRfm71vQQRoCz1TZntpJcgm",
+	"vvt0RVKVi+8Ui4apk+zbl0WtmNW/S/hsAnN729lrthoeI+Jb9BX+vPv9fLB7aRKpdjv7B72+VBPe2T/4",
+	"ZiI+1r9/d/pi9/L7087+QZ3PZkyJYSJSjyX8DioCGw0ftS2bjAVKIhWp2roIwAJH2wkC9IC/d8LmknoT",
+	"J+xOS7BoYfrnQkob92UbeQYgJ9gwrqCGo2KUqjxbHMBjWVfsOQCH5jWWKpcSDcp0ID2WNZSgRqlqKPoy",
+	"mzQ3VVTlwf+RX764JwkQTeVw7o2yl+csnkBV752LFZ7nxEawH7/hQdEvJeDjBjEsIiqeJ0PEV+ogT5tC",
+	"V0cKhEX6pZ3u7iSeJwwpJvN03H2Zvdsk0ppt4DfZK1ixm7CQyY4mBCv0iZOTEEwEfc4wRCA+pr0+knjX",
+	"2w0qemL1jnWY1fca5Ddk9W7Dcw7JPgLFkweR1Q8brhcT6hAKaIoZNZPHophusvpRw4LLKlY/boAYQMzz",
+	"ervlMT8RsygUgSUPdWAD4JdZmrFeC8RTwbwTLQx1U7fgGUxj+RzK9LFBxertNsBBAqxjW49ZLVQqplTs",
+	"gcHcEgHUl/X2Hlpj8C2wC2Rbo5GvedILpN/Vdby8zu2JtQ2NJjs1kjEjn89gQqkgexQndzwJEIK+/kre",
+	"hjzg7J//7//HXsk0EeO5gD/ehgEHDeY1jya8WEfRY4IPJyRFszXRN5IBjLVB+WEcCI/NonkVdXwSDoHB",
+	"iVB+8NyMw1shSYCXkcubzazAh2u7p4+bw49/AjsVpyQ1HGDjjOqf1RMxg0MI4ReV8kg0GNwJ6KcOx1If",
+	"AGBpwB+6AjIvEc1xyiShe6SAqb0vwXuI8a4spTbLUKxzJmO5q/+J1O5hCpwVhnPMFIMDh0LmRNNddfXi",
+	"Hd9IT/d66Mul+wG9atyyQwSNJts3tq8TuKTjOIznUWAqAJeQTs1Y+7KeGzqSbiiXsWDRKK/ugE7ca6EW",
+	"4HHo2vTZf7D1rs68gkiPH/L2IGgdHI6ORuJgyPdF96A76B52BwN+1B6Ojtv7w6PhsNsdtUf7R4etvSA4",
+	"PD7i3aDd6nbFYZsbxRId55lqWXLVV9mR7Varwo5cp8hlpwjbL1NtBvyCDNJjAtNCjPcs/z2PeGW4Cn75",
+	"VJsl8YjqT2kk73gSGvrkz17tjiOXQoEB+lcvaxtemMTTEiJlePSOT8Og+f2347Ozqw8f313d7J39fbh3",
+	"9re/dM4mH16cfvvmL6//dvb6h7+dflMzJFqGoRUgtv4vqCwJp0KlfDrTyv7hQffwsNUCyFWaSXgu61Yo",
+	"x9dI1ZHqHkx4qpCyeSpSbkr4g1DNIr64du0CMwj9X6vVahsSbMdsWLY2PsMC0led472j7uH+AfwLuoSo",
+	"zk4/rg1uujFv8lYqDwJCMXyPkPihsPBnNFxq8ikADkga1notd43bullUyOGbLSke8oe+Gin2va0MqgNz",
+	"0zAey5BgiLS0z4vpReMxHCDGgDbiV0tAFOJaED8eRbLbPrdvpYvCrYB66EByVoNTyQfGwOONZ+VrPCwd",
+	"LLcLwB4uGBHNh+ASbFvQ9SD3U2ZyuxenVjknj5SzdbrlHX2Su42ZmsBT0DlgyGqu9CzRRV1URM3uqi/Z",
+	"8YgEhkKi8SQOp89ejeozfsNalL5cWYyCVE6tLLJgqrQx3SK5ta5W8v/r62jAlbA6Yl23eiGCUHnYin/x",
+	"6uWby+sPF299RKxK9WtAhctlYagJnwksyb0LlThhPuiCyscah7tJOJxkJS8LrO+25cVN9jZfaYP7BUhs",
+	"Z8DkDBHYGAWwPh9uGYLSKmVF5tEFLtmDOT5hMAaER09ZVkGzTUGN7hZcw2VnDvr8gBjrFmKldHzOAuUG",
+	"Wvz84SM+i1Ow+BcnjLs09Fgphd62+ySGaX6DgHG+vU819OSczrWu/MuvUJSsD02lh9mEF5Gwz6Rqhipz",
+	"QfCU+bmUC3+54l+f/096yq/nSfTZ13Z2FDHkd0knigH/F7ltQE40LYDTc4RQxfEuASrmMSZ2ta0yjKUU",
+	"Q8p3mvFQ2wBssGA/XJAdjT4jj7iiPcrI9VgUj+N56jneUvAroBiiGxQ3EatbXDQGsCHHxhvqDrrRZPkC",
+	"XYBiIN3UYK2Raw4BAkjt6zGsm2cWMKDJftJzo8StSHhkF4UEhUJXQjbwZ4rpS4kpgUCHoWITEUHolriM",
+	"0omYast+yKMIL1PgsSIUJCOAQuvrQIrGMAWXIpf21VY8YW3QwulEk61Fse0RYj1OMAKNUyMr4/TNzDx8",
+	"ka04gPkWYLUQ+tK834Elqft60/DZjNgWnS/i0fA6+9IAZniWehovY6qqLlnmZB6J0iXOljTrv811Wu58",
+	"jpcfCN8xt9AAbRYQtcm5NQqj1N6fM4JsT0SEzaAbBHc/q78/vXrx/XKEoXC552c761JJlysVhN5K9lPy",
+	"UOkPw6SCdvXFxTt7gITyChypqpHlNqUeoauO9EQFhv20lO90A/rQbBaIOml5+KfrgtWix7s0ZR+Twg2Q",
+	"JniScdHIcXoPtGoRCt5z6y9XYbHmMBEbzmizwoGSLWqAaIq8S8UB4350YYGyc2tJ/UNtpeQONz1c8ubz",
+	"eYo6cumyetScVdCjeOwBVSixeA4TkbIkTjGSYDYBzqqBiTY5VjinXskXeJuUfoVHDFFblr7EWyeHf8vh",
+	"ItRibyaSDOzmxPIyG/lC9Zudjrd0n+y3jp3JI0/A6mNa9x29QQ/k464Kp/NIa9x+o4eJi3FEMc8MOxyv",
+	"W/tTFiR6nj1ShGeRKfxFE9SJ72CQQV8kzhYABX4g4MbGKCTaR8b+yd3GNnqZ4fIkgkf4KjgqSpBqQWh/",
+	"Mlo4tetZp01dBsYncAis7r84Pzt79eLq/OL65cWbH19dfJPNiEdmH1ZOgLy9/OFtmIoTKjuOVTpOxOUP",
+	"b5mfq1z2kSNbAOAgajx0J2XdIVxHhKAd6osRyi+icBim0aJBr8i4manD6UQsnFKJjMHZRPL0XBD6VFCg",
+	"gc5RNOOTmMtNFpte9vx5LCx82eay6lE5fRdspV4uP688scJWLi+HVuMRK7WRl0LcTXbqgtkUE9ieqczH",
+	"YpPZeC7k6QzfWtvLg0YEAYyf45m04FCgX4ldG/Gzuf8QXXXBi51XObr9518//58AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1643,11 +1643,6 @@ type MessageMediaResultSuccess bool
 // Example: 1
 type MessageTypeId int
 
-// NotImplemented 501 body; the capability is not enabled in this build.
-type NotImplemented struct {
-	Message string `json:"message"`
-}
-
 // NullableManagementTimestamp Management timestamp `YYYY-MM-DD HH:MM:SS`, or null.
 //
 // Example: 2026-11-22 14:03:07
@@ -2637,6 +2632,9 @@ type PayloadTooLarge = Message
 
 // QueryValidationFailed 422 body: `message` is the first error; `errors` maps each invalid field or parameter to its messages.
 type QueryValidationFailed = ValidationError
+
+// SimulatorInactive Error or information body with a human-readable message.
+type SimulatorInactive = Message
 
 // TooManyInFlight Error or information body with a human-readable message.
 type TooManyInFlight = Message
@@ -5074,6 +5072,16 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/channel-webhooks/{id} (the `DeleteChannelWebhook` operationId).
 	DeleteChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetChannelWebhook Read one webhook subscription (extension)
+	//
+	// **Extension of this service**: the API document reads subscriptions only through the list. Returns one
+	// subscription with the fields of the list's items; the signing secret is never returned (it is shown
+	// only by create and rotate-secret). Requires `channel_webhooks_view`. 509 when the subscription does
+	// not exist or belongs to another company.
+	//
+	// Corresponds with GET /api/channel-webhooks/{id} (the `GetChannelWebhook` operationId).
+	GetChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateChannelWebhookWithBody Update a webhook subscription
 	//
 	// Changes only the fields sent (same fields and rules as create; `name` still at most 150 characters and
@@ -5239,8 +5247,12 @@ type ClientInterface interface {
 	//
 	// Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 	// number with country code, digits only (country code + area code + number). A number already used by
-	// another connection answers 509. The new connection is not logged in: pair it with
-	// POST /api/chatapp-qrcode.
+	// another connection of the company answers 509 "The number N is already used by another connection", one
+	// of its official channels "… already used by an official channel". A number is reserved across companies
+	// only once ownership is proven (an official channel registered with the provider, or a paired
+	// connection): another company's unpaired connection does not block it, and pairing a number another
+	// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+	// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5251,8 +5263,12 @@ type ClientInterface interface {
 	//
 	// Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 	// number with country code, digits only (country code + area code + number). A number already used by
-	// another connection answers 509. The new connection is not logged in: pair it with
-	// POST /api/chatapp-qrcode.
+	// another connection of the company answers 509 "The number N is already used by another connection", one
+	// of its official channels "… already used by an official channel". A number is reserved across companies
+	// only once ownership is proven (an official channel registered with the provider, or a paired
+	// connection): another company's unpaired connection does not block it, and pairing a number another
+	// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+	// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5363,7 +5379,7 @@ type ClientInterface interface {
 	//
 	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5374,7 +5390,7 @@ type ClientInterface interface {
 	//
 	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5386,7 +5402,7 @@ type ClientInterface interface {
 	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5398,7 +5414,7 @@ type ClientInterface interface {
 	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5411,7 +5427,7 @@ type ClientInterface interface {
 	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
 	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5424,7 +5440,7 @@ type ClientInterface interface {
 	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
 	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5434,7 +5450,7 @@ type ClientInterface interface {
 	// SimulatorMessages Simulator: what the connection sent
 	//
 	// Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
-	// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// see them now (edits applied, revoked ones flagged). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Corresponds with GET /api/chatapp-simulator/{id}/messages (the `SimulatorMessages` operationId).
 	SimulatorMessages(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5443,7 +5459,7 @@ type ClientInterface interface {
 	//
 	// Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
 	// before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
-	// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// expired, or the connection is already logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Corresponds with POST /api/chatapp-simulator/{id}/pair (the `SimulatorPair` operationId).
 	SimulatorPair(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5452,7 +5468,7 @@ type ClientInterface interface {
 	//
 	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5463,7 +5479,7 @@ type ClientInterface interface {
 	//
 	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5473,7 +5489,7 @@ type ClientInterface interface {
 	// SimulatorUnlink Simulator: the phone removes the linked device
 	//
 	// Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
-	// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// `logged=false`. 509 when it is not logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Corresponds with POST /api/chatapp-simulator/{id}/unlink (the `SimulatorUnlink` operationId).
 	SimulatorUnlink(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5483,7 +5499,7 @@ type ClientInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes any type of body and a specified content type.
@@ -5496,7 +5512,7 @@ type ClientInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes a body of the `application/json` content type.
@@ -6220,6 +6236,26 @@ func (c *Client) DeleteChannelWebhook(ctx context.Context, id WebhookId, reqEdit
 	return c.Client.Do(req)
 }
 
+// GetChannelWebhook Read one webhook subscription (extension)
+//
+// **Extension of this service**: the API document reads subscriptions only through the list. Returns one
+// subscription with the fields of the list's items; the signing secret is never returned (it is shown
+// only by create and rotate-secret). Requires `channel_webhooks_view`. 509 when the subscription does
+// not exist or belongs to another company.
+//
+// Corresponds with GET /api/channel-webhooks/{id} (the `GetChannelWebhook` operationId).
+func (c *Client) GetChannelWebhook(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetChannelWebhookRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UpdateChannelWebhookWithBody Update a webhook subscription
 //
 // Changes only the fields sent (same fields and rules as create; `name` still at most 150 characters and
@@ -6505,8 +6541,12 @@ func (c *Client) ChatappContactList(ctx context.Context, body ChatappContactList
 //
 // Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 // number with country code, digits only (country code + area code + number). A number already used by
-// another connection answers 509. The new connection is not logged in: pair it with
-// POST /api/chatapp-qrcode.
+// another connection of the company answers 509 "The number N is already used by another connection", one
+// of its official channels "… already used by an official channel". A number is reserved across companies
+// only once ownership is proven (an official channel registered with the provider, or a paired
+// connection): another company's unpaired connection does not block it, and pairing a number another
+// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6527,8 +6567,12 @@ func (c *Client) ChatappCreateWithBody(ctx context.Context, params *ChatappCreat
 //
 // Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 // number with country code, digits only (country code + area code + number). A number already used by
-// another connection answers 509. The new connection is not logged in: pair it with
-// POST /api/chatapp-qrcode.
+// another connection of the company answers 509 "The number N is already used by another connection", one
+// of its official channels "… already used by an official channel". A number is reserved across companies
+// only once ownership is proven (an official channel registered with the provider, or a paired
+// connection): another company's unpaired connection does not block it, and pairing a number another
+// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6729,7 +6773,7 @@ func (c *Client) ChatappQrcode(ctx context.Context, body ChatappQrcodeJSONReques
 //
 // Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 // Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6750,7 +6794,7 @@ func (c *Client) SimulatorSeedContactsWithBody(ctx context.Context, id Simulator
 //
 // Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 // Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6772,7 +6816,7 @@ func (c *Client) SimulatorSeedContacts(ctx context.Context, id SimulatorConnecti
 // Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 // `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 // group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6794,7 +6838,7 @@ func (c *Client) SimulatorSeedGroupWithBody(ctx context.Context, id SimulatorCon
 // Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 // `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 // group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6817,7 +6861,7 @@ func (c *Client) SimulatorSeedGroup(ctx context.Context, id SimulatorConnectionI
 // The gateway receives it as it would from the chat app: the contact and the conversation are created when
 // new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 // `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6840,7 +6884,7 @@ func (c *Client) SimulatorInboundWithBody(ctx context.Context, id SimulatorConne
 // The gateway receives it as it would from the chat app: the contact and the conversation are created when
 // new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 // `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6860,7 +6904,7 @@ func (c *Client) SimulatorInbound(ctx context.Context, id SimulatorConnectionId,
 // SimulatorMessages Simulator: what the connection sent
 //
 // Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
-// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// see them now (edits applied, revoked ones flagged). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Corresponds with GET /api/chatapp-simulator/{id}/messages (the `SimulatorMessages` operationId).
 func (c *Client) SimulatorMessages(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6879,7 +6923,7 @@ func (c *Client) SimulatorMessages(ctx context.Context, id SimulatorConnectionId
 //
 // Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
 // before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
-// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// expired, or the connection is already logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Corresponds with POST /api/chatapp-simulator/{id}/pair (the `SimulatorPair` operationId).
 func (c *Client) SimulatorPair(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6898,7 +6942,7 @@ func (c *Client) SimulatorPair(ctx context.Context, id SimulatorConnectionId, re
 //
 // Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 // read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6919,7 +6963,7 @@ func (c *Client) SimulatorReceiptWithBody(ctx context.Context, id SimulatorConne
 //
 // Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 // read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6939,7 +6983,7 @@ func (c *Client) SimulatorReceipt(ctx context.Context, id SimulatorConnectionId,
 // SimulatorUnlink Simulator: the phone removes the linked device
 //
 // Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
-// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// `logged=false`. 509 when it is not logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Corresponds with POST /api/chatapp-simulator/{id}/unlink (the `SimulatorUnlink` operationId).
 func (c *Client) SimulatorUnlink(ctx context.Context, id SimulatorConnectionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6959,7 +7003,7 @@ func (c *Client) SimulatorUnlink(ctx context.Context, id SimulatorConnectionId, 
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 // number: log it out first). Fields not sent are left unchanged.
 //
 // Takes any type of body and a specified content type.
@@ -6982,7 +7026,7 @@ func (c *Client) ChatappUpdateWithBody(ctx context.Context, contentType string, 
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 // number: log it out first). Fields not sent are left unchanged.
 //
 // Takes a body of the `application/json` content type.
@@ -7906,6 +7950,40 @@ func NewDeleteChannelWebhookRequest(server string, id WebhookId) (*http.Request,
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetChannelWebhookRequest constructs an http.Request for the GetChannelWebhook method
+func NewGetChannelWebhookRequest(server string, id WebhookId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/channel-webhooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -10288,6 +10366,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/channel-webhooks/{id} (the `DeleteChannelWebhook` operationId).
 	DeleteChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*DeleteChannelWebhookHTTPResponse, error)
 
+	// GetChannelWebhookWithResponse Read one webhook subscription (extension)
+	//
+	// **Extension of this service**: the API document reads subscriptions only through the list. Returns one
+	// subscription with the fields of the list's items; the signing secret is never returned (it is shown
+	// only by create and rotate-secret). Requires `channel_webhooks_view`. 509 when the subscription does
+	// not exist or belongs to another company.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/channel-webhooks/{id} (the `GetChannelWebhook` operationId).
+	GetChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*GetChannelWebhookHTTPResponse, error)
+
 	// UpdateChannelWebhookWithBodyWithResponse Update a webhook subscription
 	//
 	// Changes only the fields sent (same fields and rules as create; `name` still at most 150 characters and
@@ -10461,8 +10551,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 	// number with country code, digits only (country code + area code + number). A number already used by
-	// another connection answers 509. The new connection is not logged in: pair it with
-	// POST /api/chatapp-qrcode.
+	// another connection of the company answers 509 "The number N is already used by another connection", one
+	// of its official channels "… already used by an official channel". A number is reserved across companies
+	// only once ownership is proven (an official channel registered with the provider, or a paired
+	// connection): another company's unpaired connection does not block it, and pairing a number another
+	// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+	// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10473,8 +10567,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 	// number with country code, digits only (country code + area code + number). A number already used by
-	// another connection answers 509. The new connection is not logged in: pair it with
-	// POST /api/chatapp-qrcode.
+	// another connection of the company answers 509 "The number N is already used by another connection", one
+	// of its official channels "… already used by an official channel". A number is reserved across companies
+	// only once ownership is proven (an official channel registered with the provider, or a paired
+	// connection): another company's unpaired connection does not block it, and pairing a number another
+	// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+	// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10585,7 +10683,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10596,7 +10694,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 	// Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-	// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10608,7 +10706,7 @@ type ClientWithResponsesInterface interface {
 	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10620,7 +10718,7 @@ type ClientWithResponsesInterface interface {
 	// Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 	// `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 	// group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-	// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10633,7 +10731,7 @@ type ClientWithResponsesInterface interface {
 	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
 	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10646,7 +10744,7 @@ type ClientWithResponsesInterface interface {
 	// The gateway receives it as it would from the chat app: the contact and the conversation are created when
 	// new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 	// `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-	// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10656,7 +10754,7 @@ type ClientWithResponsesInterface interface {
 	// SimulatorMessagesWithResponse Simulator: what the connection sent
 	//
 	// Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
-	// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// see them now (edits applied, revoked ones flagged). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10667,7 +10765,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
 	// before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
-	// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// expired, or the connection is already logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10678,7 +10776,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10689,7 +10787,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 	// read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-	// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10699,7 +10797,7 @@ type ClientWithResponsesInterface interface {
 	// SimulatorUnlinkWithResponse Simulator: the phone removes the linked device
 	//
 	// Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
-	// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+	// `logged=false`. 509 when it is not logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10711,7 +10809,7 @@ type ClientWithResponsesInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10724,7 +10822,7 @@ type ClientWithResponsesInterface interface {
 	// Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 	// `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 	// `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-	// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+	// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 	// number: log it out first). Fields not sent are left unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -11171,6 +11269,11 @@ type ClientWithResponsesInterface interface {
 	GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzHTTPResponse, error)
 }
 
+// SendMessageHTTPResponse401Headers the declared response headers of an HTTP 401 response for SendMessage
+type SendMessageHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // SendMessageHTTPResponse429Headers the declared response headers of an HTTP 429 response for SendMessage
 type SendMessageHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11199,6 +11302,8 @@ type SendMessageHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendMessageHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SendMessageHTTPResponse429Headers
 }
@@ -11282,6 +11387,11 @@ func (r SendMessageHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListChannelWebhooksHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListChannelWebhooks
+type ListChannelWebhooksHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // ListChannelWebhooksHTTPResponse429Headers the declared response headers of an HTTP 429 response for ListChannelWebhooks
 type ListChannelWebhooksHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11304,6 +11414,8 @@ type ListChannelWebhooksHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelWebhooksHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListChannelWebhooksHTTPResponse429Headers
 }
@@ -11372,6 +11484,11 @@ func (r ListChannelWebhooksHTTPResponse) ContentType() string {
 	return ""
 }
 
+// CreateChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for CreateChannelWebhook
+type CreateChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // CreateChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for CreateChannelWebhook
 type CreateChannelWebhookHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11396,6 +11513,8 @@ type CreateChannelWebhookHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateChannelWebhookHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateChannelWebhookHTTPResponse429Headers
 }
@@ -11469,6 +11588,11 @@ func (r CreateChannelWebhookHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListAvailableWebhookEventsHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListAvailableWebhookEvents
+type ListAvailableWebhookEventsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // ListAvailableWebhookEventsHTTPResponse429Headers the declared response headers of an HTTP 429 response for ListAvailableWebhookEvents
 type ListAvailableWebhookEventsHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11489,6 +11613,8 @@ type ListAvailableWebhookEventsHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAvailableWebhookEventsHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListAvailableWebhookEventsHTTPResponse429Headers
 }
@@ -11552,6 +11678,11 @@ func (r ListAvailableWebhookEventsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// DeleteChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for DeleteChannelWebhook
+type DeleteChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // DeleteChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for DeleteChannelWebhook
 type DeleteChannelWebhookHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11574,6 +11705,8 @@ type DeleteChannelWebhookHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteChannelWebhookHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteChannelWebhookHTTPResponse429Headers
 }
@@ -11642,6 +11775,108 @@ func (r DeleteChannelWebhookHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for GetChannelWebhook
+type GetChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for GetChannelWebhook
+type GetChannelWebhookHTTPResponse429Headers struct {
+	RetryAfter int
+}
+
+type GetChannelWebhookHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookSubscriptionResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *WebhookValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON509 the response for an HTTP 509 `application/json` response
+	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChannelWebhookHTTPResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChannelWebhookHTTPResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON200() *WebhookSubscriptionResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON422() *WebhookValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON509 returns the response for an HTTP 509 `application/json` response
+func (r GetChannelWebhookHTTPResponse) GetJSON509() *WebhookBusinessError {
+	return r.JSON509
+}
+
+// GetBody returns the raw response body bytes
+func (r GetChannelWebhookHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetChannelWebhookHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetChannelWebhookHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetChannelWebhookHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for UpdateChannelWebhook
+type UpdateChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // UpdateChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for UpdateChannelWebhook
 type UpdateChannelWebhookHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11664,6 +11899,8 @@ type UpdateChannelWebhookHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateChannelWebhookHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateChannelWebhookHTTPResponse429Headers
 }
@@ -11732,6 +11969,11 @@ func (r UpdateChannelWebhookHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListChannelWebhookDeliveriesHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListChannelWebhookDeliveries
+type ListChannelWebhookDeliveriesHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // ListChannelWebhookDeliveriesHTTPResponse429Headers the declared response headers of an HTTP 429 response for ListChannelWebhookDeliveries
 type ListChannelWebhookDeliveriesHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11754,6 +11996,8 @@ type ListChannelWebhookDeliveriesHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelWebhookDeliveriesHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListChannelWebhookDeliveriesHTTPResponse429Headers
 }
@@ -11822,6 +12066,11 @@ func (r ListChannelWebhookDeliveriesHTTPResponse) ContentType() string {
 	return ""
 }
 
+// RedeliverChannelWebhookDeliveryHTTPResponse401Headers the declared response headers of an HTTP 401 response for RedeliverChannelWebhookDelivery
+type RedeliverChannelWebhookDeliveryHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // RedeliverChannelWebhookDeliveryHTTPResponse429Headers the declared response headers of an HTTP 429 response for RedeliverChannelWebhookDelivery
 type RedeliverChannelWebhookDeliveryHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11846,6 +12095,8 @@ type RedeliverChannelWebhookDeliveryHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RedeliverChannelWebhookDeliveryHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RedeliverChannelWebhookDeliveryHTTPResponse429Headers
 }
@@ -11919,6 +12170,11 @@ func (r RedeliverChannelWebhookDeliveryHTTPResponse) ContentType() string {
 	return ""
 }
 
+// RecoverChannelWebhookDeliveriesHTTPResponse401Headers the declared response headers of an HTTP 401 response for RecoverChannelWebhookDeliveries
+type RecoverChannelWebhookDeliveriesHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // RecoverChannelWebhookDeliveriesHTTPResponse429Headers the declared response headers of an HTTP 429 response for RecoverChannelWebhookDeliveries
 type RecoverChannelWebhookDeliveriesHTTPResponse429Headers struct {
 	RetryAfter int
@@ -11943,6 +12199,8 @@ type RecoverChannelWebhookDeliveriesHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RecoverChannelWebhookDeliveriesHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RecoverChannelWebhookDeliveriesHTTPResponse429Headers
 }
@@ -12016,6 +12274,11 @@ func (r RecoverChannelWebhookDeliveriesHTTPResponse) ContentType() string {
 	return ""
 }
 
+// RotateChannelWebhookSecretHTTPResponse401Headers the declared response headers of an HTTP 401 response for RotateChannelWebhookSecret
+type RotateChannelWebhookSecretHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // RotateChannelWebhookSecretHTTPResponse429Headers the declared response headers of an HTTP 429 response for RotateChannelWebhookSecret
 type RotateChannelWebhookSecretHTTPResponse429Headers struct {
 	RetryAfter int
@@ -12038,6 +12301,8 @@ type RotateChannelWebhookSecretHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RotateChannelWebhookSecretHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RotateChannelWebhookSecretHTTPResponse429Headers
 }
@@ -12106,6 +12371,11 @@ func (r RotateChannelWebhookSecretHTTPResponse) ContentType() string {
 	return ""
 }
 
+// TestChannelWebhookHTTPResponse401Headers the declared response headers of an HTTP 401 response for TestChannelWebhook
+type TestChannelWebhookHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 // TestChannelWebhookHTTPResponse429Headers the declared response headers of an HTTP 429 response for TestChannelWebhook
 type TestChannelWebhookHTTPResponse429Headers struct {
 	RetryAfter int
@@ -12130,6 +12400,8 @@ type TestChannelWebhookHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *WebhookBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TestChannelWebhookHTTPResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TestChannelWebhookHTTPResponse429Headers
 }
@@ -12203,6 +12475,11 @@ func (r TestChannelWebhookHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappCheckOnChatappHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappCheckOnChatapp
+type ChatappCheckOnChatappHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappCheckOnChatappHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12216,6 +12493,8 @@ type ChatappCheckOnChatappHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappCheckOnChatappHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12272,6 +12551,11 @@ func (r ChatappCheckOnChatappHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappContactListHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappContactList
+type ChatappContactListHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappContactListHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12285,6 +12569,8 @@ type ChatappContactListHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappContactListHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12341,6 +12627,11 @@ func (r ChatappContactListHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappCreateHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappCreate
+type ChatappCreateHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappCreateHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12358,6 +12649,8 @@ type ChatappCreateHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappCreateHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12424,6 +12717,11 @@ func (r ChatappCreateHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappDeleteHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappDelete
+type ChatappDeleteHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappDeleteHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12437,6 +12735,8 @@ type ChatappDeleteHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappDeleteHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12493,6 +12793,11 @@ func (r ChatappDeleteHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappGroupListHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappGroupList
+type ChatappGroupListHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappGroupListHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12506,6 +12811,8 @@ type ChatappGroupListHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappGroupListHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12562,6 +12869,11 @@ func (r ChatappGroupListHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappLogoutHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappLogout
+type ChatappLogoutHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappLogoutHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12575,6 +12887,8 @@ type ChatappLogoutHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappLogoutHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12631,6 +12945,11 @@ func (r ChatappLogoutHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappQrcodeHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappQrcode
+type ChatappQrcodeHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappQrcodeHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12644,6 +12963,8 @@ type ChatappQrcodeHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappQrcodeHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12700,6 +13021,11 @@ func (r ChatappQrcodeHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorSeedContactsHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorSeedContacts
+type SimulatorSeedContactsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorSeedContactsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12709,12 +13035,14 @@ type SimulatorSeedContactsHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorSeedContactsHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12732,14 +13060,14 @@ func (r SimulatorSeedContactsHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorSeedContactsHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorSeedContactsHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorSeedContactsHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -12776,6 +13104,11 @@ func (r SimulatorSeedContactsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorSeedGroupHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorSeedGroup
+type SimulatorSeedGroupHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorSeedGroupHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12785,12 +13118,14 @@ type SimulatorSeedGroupHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorSeedGroupHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12808,14 +13143,14 @@ func (r SimulatorSeedGroupHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorSeedGroupHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorSeedGroupHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorSeedGroupHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -12852,6 +13187,11 @@ func (r SimulatorSeedGroupHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorInboundHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorInbound
+type SimulatorInboundHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorInboundHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12861,12 +13201,14 @@ type SimulatorInboundHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorInboundHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12884,14 +13226,14 @@ func (r SimulatorInboundHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorInboundHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorInboundHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorInboundHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -12928,6 +13270,11 @@ func (r SimulatorInboundHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorMessagesHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorMessages
+type SimulatorMessagesHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorMessagesHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12937,12 +13284,14 @@ type SimulatorMessagesHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorMessagesHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12960,14 +13309,14 @@ func (r SimulatorMessagesHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorMessagesHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorMessagesHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorMessagesHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13004,6 +13353,11 @@ func (r SimulatorMessagesHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorPairHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorPair
+type SimulatorPairHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorPairHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13013,12 +13367,14 @@ type SimulatorPairHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorPairHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13036,14 +13392,14 @@ func (r SimulatorPairHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorPairHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorPairHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorPairHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13080,6 +13436,11 @@ func (r SimulatorPairHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorReceiptHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorReceipt
+type SimulatorReceiptHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorReceiptHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13089,12 +13450,14 @@ type SimulatorReceiptHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorReceiptHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13112,14 +13475,14 @@ func (r SimulatorReceiptHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorReceiptHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorReceiptHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorReceiptHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13156,6 +13519,11 @@ func (r SimulatorReceiptHTTPResponse) ContentType() string {
 	return ""
 }
 
+// SimulatorUnlinkHTTPResponse401Headers the declared response headers of an HTTP 401 response for SimulatorUnlink
+type SimulatorUnlinkHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type SimulatorUnlinkHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13165,12 +13533,14 @@ type SimulatorUnlinkHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SimulatorInactive
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SimulatorUnlinkHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13188,14 +13558,14 @@ func (r SimulatorUnlinkHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SimulatorUnlinkHTTPResponse) GetJSON404() *SimulatorInactive {
+	return r.JSON404
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulatorUnlinkHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulatorUnlinkHTTPResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -13232,6 +13602,11 @@ func (r SimulatorUnlinkHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ChatappUpdateHTTPResponse401Headers the declared response headers of an HTTP 401 response for ChatappUpdate
+type ChatappUpdateHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ChatappUpdateHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13245,6 +13620,8 @@ type ChatappUpdateHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ChatappUpdateHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13301,6 +13678,11 @@ func (r ChatappUpdateHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListChatappsHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListChatapps
+type ListChatappsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListChatappsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13314,6 +13696,8 @@ type ListChatappsHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *ConnectionBusinessError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChatappsHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13370,6 +13754,11 @@ func (r ListChatappsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListCompanyChannelsHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListCompanyChannels
+type ListCompanyChannelsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListCompanyChannelsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13383,6 +13772,8 @@ type ListCompanyChannelsHTTPResponse struct {
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCompanyChannelsHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13439,6 +13830,11 @@ func (r ListCompanyChannelsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListContactChannelsHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListContactChannels
+type ListContactChannelsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListContactChannelsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13452,6 +13848,8 @@ type ListContactChannelsHTTPResponse struct {
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListContactChannelsHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13508,6 +13906,11 @@ func (r ListContactChannelsHTTPResponse) ContentType() string {
 	return ""
 }
 
+// UpdateContactChannelHTTPResponse401Headers the declared response headers of an HTTP 401 response for UpdateContactChannel
+type UpdateContactChannelHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type UpdateContactChannelHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13523,6 +13926,8 @@ type UpdateContactChannelHTTPResponse struct {
 	JSON422 *ValidationError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateContactChannelHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13584,6 +13989,11 @@ func (r UpdateContactChannelHTTPResponse) ContentType() string {
 	return ""
 }
 
+// EditMessageHTTPResponse401Headers the declared response headers of an HTTP 401 response for EditMessage
+type EditMessageHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type EditMessageHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13597,6 +14007,8 @@ type EditMessageHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EditMessageHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13653,6 +14065,11 @@ func (r EditMessageHTTPResponse) ContentType() string {
 	return ""
 }
 
+// PublishEventHTTPResponse401Headers the declared response headers of an HTTP 401 response for PublishEvent
+type PublishEventHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type PublishEventHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13668,6 +14085,8 @@ type PublishEventHTTPResponse struct {
 	JSON422 *ValidationError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PublishEventHTTPResponse401Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -13729,6 +14148,11 @@ func (r PublishEventHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetMessageMediaLinkHTTPResponse401Headers the declared response headers of an HTTP 401 response for GetMessageMediaLink
+type GetMessageMediaLinkHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type GetMessageMediaLinkHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13742,6 +14166,8 @@ type GetMessageMediaLinkHTTPResponse struct {
 	JSON404 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMessageMediaLinkHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13798,6 +14224,11 @@ func (r GetMessageMediaLinkHTTPResponse) ContentType() string {
 	return ""
 }
 
+// ListProviderTemplatesForChannelHTTPResponse401Headers the declared response headers of an HTTP 401 response for ListProviderTemplatesForChannel
+type ListProviderTemplatesForChannelHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListProviderTemplatesForChannelHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13813,6 +14244,8 @@ type ListProviderTemplatesForChannelHTTPResponse struct {
 	JSON404 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListProviderTemplatesForChannelHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13874,6 +14307,11 @@ func (r ListProviderTemplatesForChannelHTTPResponse) ContentType() string {
 	return ""
 }
 
+// UploadSendMediaHTTPResponse401Headers the declared response headers of an HTTP 401 response for UploadSendMedia
+type UploadSendMediaHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type UploadSendMediaHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13895,6 +14333,8 @@ type UploadSendMediaHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UploadSendMediaHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13971,6 +14411,11 @@ func (r UploadSendMediaHTTPResponse) ContentType() string {
 	return ""
 }
 
+// RevokeMessagesHTTPResponse401Headers the declared response headers of an HTTP 401 response for RevokeMessages
+type RevokeMessagesHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type RevokeMessagesHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13984,6 +14429,8 @@ type RevokeMessagesHTTPResponse struct {
 	JSON500 *InternalError
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeMessagesHTTPResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14150,6 +14597,13 @@ func (r GetHealthzHTTPResponse) ContentType() string {
 	return ""
 }
 
+// GetUploadedMediaHTTPResponse200Headers the declared response headers of an HTTP 200 response for GetUploadedMedia
+type GetUploadedMediaHTTPResponse200Headers struct {
+	ContentDisposition    string
+	ContentSecurityPolicy string
+	XContentTypeOptions   string
+}
+
 type GetUploadedMediaHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14159,6 +14613,8 @@ type GetUploadedMediaHTTPResponse struct {
 	JSON410 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUploadedMediaHTTPResponse200Headers
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -14207,9 +14663,9 @@ func (r GetUploadedMediaHTTPResponse) ContentType() string {
 
 // GetMessageMediaHTTPResponse200Headers the declared response headers of an HTTP 200 response for GetMessageMedia
 type GetMessageMediaHTTPResponse200Headers struct {
-	ContentDisposition    *string
-	ContentSecurityPolicy *string
-	XContentTypeOptions   *string
+	ContentDisposition    string
+	ContentSecurityPolicy string
+	XContentTypeOptions   string
 }
 
 type GetMessageMediaHTTPResponse struct {
@@ -14656,6 +15112,24 @@ func (c *ClientWithResponses) DeleteChannelWebhookWithResponse(ctx context.Conte
 	return ParseDeleteChannelWebhookHTTPResponse(rsp)
 }
 
+// GetChannelWebhookWithResponse Read one webhook subscription (extension)
+//
+// **Extension of this service**: the API document reads subscriptions only through the list. Returns one
+// subscription with the fields of the list's items; the signing secret is never returned (it is shown
+// only by create and rotate-secret). Requires `channel_webhooks_view`. 509 when the subscription does
+// not exist or belongs to another company.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/channel-webhooks/{id} (the `GetChannelWebhook` operationId).
+func (c *ClientWithResponses) GetChannelWebhookWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*GetChannelWebhookHTTPResponse, error) {
+	rsp, err := c.GetChannelWebhook(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetChannelWebhookHTTPResponse(rsp)
+}
+
 // UpdateChannelWebhookWithBodyWithResponse Update a webhook subscription
 //
 // Changes only the fields sent (same fields and rules as create; `name` still at most 150 characters and
@@ -14901,8 +15375,12 @@ func (c *ClientWithResponses) ChatappContactListWithResponse(ctx context.Context
 //
 // Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 // number with country code, digits only (country code + area code + number). A number already used by
-// another connection answers 509. The new connection is not logged in: pair it with
-// POST /api/chatapp-qrcode.
+// another connection of the company answers 509 "The number N is already used by another connection", one
+// of its official channels "… already used by an official channel". A number is reserved across companies
+// only once ownership is proven (an official channel registered with the provider, or a paired
+// connection): another company's unpaired connection does not block it, and pairing a number another
+// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14919,8 +15397,12 @@ func (c *ClientWithResponses) ChatappCreateWithBodyWithResponse(ctx context.Cont
 //
 // Creates a connection (API document, endpoint 3). `name` and `key` are required; `key` is the phone
 // number with country code, digits only (country code + area code + number). A number already used by
-// another connection answers 509. The new connection is not logged in: pair it with
-// POST /api/chatapp-qrcode.
+// another connection of the company answers 509 "The number N is already used by another connection", one
+// of its official channels "… already used by an official channel". A number is reserved across companies
+// only once ownership is proven (an official channel registered with the provider, or a paired
+// connection): another company's unpaired connection does not block it, and pairing a number another
+// company proved answers 509 "The number N is not available", which says nothing of who holds it. The new
+// connection is not logged in: pair it with POST /api/chatapp-qrcode.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15085,7 +15567,7 @@ func (c *ClientWithResponses) ChatappQrcodeWithResponse(ctx context.Context, bod
 //
 // Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 // Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15102,7 +15584,7 @@ func (c *ClientWithResponses) SimulatorSeedContactsWithBodyWithResponse(ctx cont
 //
 // Adds entries to the address book of the connection's account (listed by POST /api/chatapp-contact-list).
 // Each number is registered on the simulated chat app unless `on_chatapp=false`, so
-// POST /api/chatapp-check-on-chatapp finds it. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// POST /api/chatapp-check-on-chatapp finds it. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15120,7 +15602,7 @@ func (c *ClientWithResponses) SimulatorSeedContactsWithResponse(ctx context.Cont
 // Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 // `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 // group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15138,7 +15620,7 @@ func (c *ClientWithResponses) SimulatorSeedGroupWithBodyWithResponse(ctx context
 // Adds (or replaces, same `key`) a group visible to the connection's account. `key` is generated in the
 // `number-digits` form when omitted. `is_member=false` makes a group the account can name but is not in (a
 // group send to it answers 400); `announce=true` with `is_admin=false` makes a group only administrators may
-// send to (400 as well). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// send to (400 as well). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15157,7 +15639,7 @@ func (c *ClientWithResponses) SimulatorSeedGroupWithResponse(ctx context.Context
 // The gateway receives it as it would from the chat app: the contact and the conversation are created when
 // new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 // `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15176,7 +15658,7 @@ func (c *ClientWithResponses) SimulatorInboundWithBodyWithResponse(ctx context.C
 // The gateway receives it as it would from the chat app: the contact and the conversation are created when
 // new (`omnichat.conversation.created`), the message is stored (`message_source_id` 2) and
 // `omnichat.message.received` is published. A file is given inline as base64. 509 when the connection is not
-// logged in or the group is unknown. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// logged in or the group is unknown. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15192,7 +15674,7 @@ func (c *ClientWithResponses) SimulatorInboundWithResponse(ctx context.Context, 
 // SimulatorMessagesWithResponse Simulator: what the connection sent
 //
 // Lists, in sending order, the messages the connection sent through the simulated chat app, as the recipients
-// see them now (edits applied, revoked ones flagged). Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// see them now (edits applied, revoked ones flagged). Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15209,7 +15691,7 @@ func (c *ClientWithResponses) SimulatorMessagesWithResponse(ctx context.Context,
 //
 // Completes the pairing started by POST /api/chatapp-qrcode, as if the phone had scanned the current QR code
 // before `expires_at`: the connection becomes `logged=true`. 509 when no pairing is in progress, the code
-// expired, or the connection is already logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// expired, or the connection is already logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15226,7 +15708,7 @@ func (c *ClientWithResponses) SimulatorPairWithResponse(ctx context.Context, id 
 //
 // Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 // read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15243,7 +15725,7 @@ func (c *ClientWithResponses) SimulatorReceiptWithBodyWithResponse(ctx context.C
 //
 // Reports a message the connection sent (its `external_id`, the `ExternalID` of the send answer) as delivered,
 // read or failed; the gateway applies it as a receipt from the chat app (statuses only move forward). 509 when
-// the simulated chat app does not know the message. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// the simulated chat app does not know the message. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15259,7 +15741,7 @@ func (c *ClientWithResponses) SimulatorReceiptWithResponse(ctx context.Context, 
 // SimulatorUnlinkWithResponse Simulator: the phone removes the linked device
 //
 // Ends the session from the phone's side (as when the user removes the linked device): the connection becomes
-// `logged=false`. 509 when it is not logged in. Only with `CONNECTOR_DRIVER=simulator` (otherwise 501).
+// `logged=false`. 509 when it is not logged in. Only while `CONNECTOR_DRIVER=simulator` is the active driver (otherwise the path does not exist: 404).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15277,7 +15759,7 @@ func (c *ClientWithResponses) SimulatorUnlinkWithResponse(ctx context.Context, i
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 // number: log it out first). Fields not sent are left unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -15296,7 +15778,7 @@ func (c *ClientWithResponses) ChatappUpdateWithBodyWithResponse(ctx context.Cont
 // Updates a connection chosen by `id` or `key` (at least one is required; API document, endpoint 4).
 // `name` sets a new name; `new_key` sets a new number. When changing the number, both the old `key` and
 // `new_key` must be sent (`x-rule-messages.newKeyRequiresKey`); a `new_key` already used by another
-// connection answers 509, and so does changing the number of a logged-in connection (the paired phone is that
+// connection or an official channel of the company answers 509 (the rules of create), and so does changing the number of a logged-in connection (the paired phone is that
 // number: log it out first). Fields not sent are left unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -15955,6 +16437,16 @@ func ParseSendMessageHTTPResponse(rsp *http.Response) (*SendMessageHTTPResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers SendMessageHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers SendMessageHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16036,6 +16528,16 @@ func ParseListChannelWebhooksHTTPResponse(rsp *http.Response) (*ListChannelWebho
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListChannelWebhooksHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListChannelWebhooksHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16124,6 +16626,16 @@ func ParseCreateChannelWebhookHTTPResponse(rsp *http.Response) (*CreateChannelWe
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateChannelWebhookHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16198,6 +16710,16 @@ func ParseListAvailableWebhookEventsHTTPResponse(rsp *http.Response) (*ListAvail
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAvailableWebhookEventsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListAvailableWebhookEventsHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16279,8 +16801,109 @@ func ParseDeleteChannelWebhookHTTPResponse(rsp *http.Response) (*DeleteChannelWe
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteChannelWebhookHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetChannelWebhookHTTPResponse parses an HTTP response from a GetChannelWebhookWithResponse call
+func ParseGetChannelWebhookHTTPResponse(rsp *http.Response) (*GetChannelWebhookHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetChannelWebhookHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookSubscriptionResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest WebhookValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
+		var dest WebhookBusinessError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON509 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChannelWebhookHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -16360,6 +16983,16 @@ func ParseUpdateChannelWebhookHTTPResponse(rsp *http.Response) (*UpdateChannelWe
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateChannelWebhookHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16441,6 +17074,16 @@ func ParseListChannelWebhookDeliveriesHTTPResponse(rsp *http.Response) (*ListCha
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListChannelWebhookDeliveriesHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListChannelWebhookDeliveriesHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16529,6 +17172,16 @@ func ParseRedeliverChannelWebhookDeliveryHTTPResponse(rsp *http.Response) (*Rede
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RedeliverChannelWebhookDeliveryHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RedeliverChannelWebhookDeliveryHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16617,6 +17270,16 @@ func ParseRecoverChannelWebhookDeliveriesHTTPResponse(rsp *http.Response) (*Reco
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RecoverChannelWebhookDeliveriesHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RecoverChannelWebhookDeliveriesHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16698,6 +17361,16 @@ func ParseRotateChannelWebhookSecretHTTPResponse(rsp *http.Response) (*RotateCha
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RotateChannelWebhookSecretHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RotateChannelWebhookSecretHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16786,6 +17459,16 @@ func ParseTestChannelWebhookHTTPResponse(rsp *http.Response) (*TestChannelWebhoo
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers TestChannelWebhookHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers TestChannelWebhookHTTPResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -16852,6 +17535,19 @@ func ParseChatappCheckOnChatappHTTPResponse(rsp *http.Response) (*ChatappCheckOn
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappCheckOnChatappHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -16904,6 +17600,19 @@ func ParseChatappContactListHTTPResponse(rsp *http.Response) (*ChatappContactLis
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappContactListHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -16974,6 +17683,19 @@ func ParseChatappCreateHTTPResponse(rsp *http.Response) (*ChatappCreateHTTPRespo
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappCreateHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17026,6 +17748,19 @@ func ParseChatappDeleteHTTPResponse(rsp *http.Response) (*ChatappDeleteHTTPRespo
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappDeleteHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17082,6 +17817,19 @@ func ParseChatappGroupListHTTPResponse(rsp *http.Response) (*ChatappGroupListHTT
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappGroupListHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17134,6 +17882,19 @@ func ParseChatappLogoutHTTPResponse(rsp *http.Response) (*ChatappLogoutHTTPRespo
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappLogoutHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17190,6 +17951,19 @@ func ParseChatappQrcodeHTTPResponse(rsp *http.Response) (*ChatappQrcodeHTTPRespo
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappQrcodeHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17228,19 +18002,19 @@ func ParseSimulatorSeedContactsHTTPResponse(rsp *http.Response) (*SimulatorSeedC
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -17249,6 +18023,19 @@ func ParseSimulatorSeedContactsHTTPResponse(rsp *http.Response) (*SimulatorSeedC
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorSeedContactsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17289,19 +18076,19 @@ func ParseSimulatorSeedGroupHTTPResponse(rsp *http.Response) (*SimulatorSeedGrou
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -17310,6 +18097,19 @@ func ParseSimulatorSeedGroupHTTPResponse(rsp *http.Response) (*SimulatorSeedGrou
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorSeedGroupHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17350,19 +18150,19 @@ func ParseSimulatorInboundHTTPResponse(rsp *http.Response) (*SimulatorInboundHTT
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -17371,6 +18171,19 @@ func ParseSimulatorInboundHTTPResponse(rsp *http.Response) (*SimulatorInboundHTT
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorInboundHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17411,19 +18224,19 @@ func ParseSimulatorMessagesHTTPResponse(rsp *http.Response) (*SimulatorMessagesH
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -17432,6 +18245,19 @@ func ParseSimulatorMessagesHTTPResponse(rsp *http.Response) (*SimulatorMessagesH
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorMessagesHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17472,19 +18298,19 @@ func ParseSimulatorPairHTTPResponse(rsp *http.Response) (*SimulatorPairHTTPRespo
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -17493,6 +18319,19 @@ func ParseSimulatorPairHTTPResponse(rsp *http.Response) (*SimulatorPairHTTPRespo
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorPairHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17533,19 +18372,19 @@ func ParseSimulatorReceiptHTTPResponse(rsp *http.Response) (*SimulatorReceiptHTT
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -17554,6 +18393,19 @@ func ParseSimulatorReceiptHTTPResponse(rsp *http.Response) (*SimulatorReceiptHTT
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorReceiptHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17594,19 +18446,19 @@ func ParseSimulatorUnlinkHTTPResponse(rsp *http.Response) (*SimulatorUnlinkHTTPR
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SimulatorInactive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest ConnectionBusinessError
@@ -17615,6 +18467,19 @@ func ParseSimulatorUnlinkHTTPResponse(rsp *http.Response) (*SimulatorUnlinkHTTPR
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SimulatorUnlinkHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17671,6 +18536,19 @@ func ParseChatappUpdateHTTPResponse(rsp *http.Response) (*ChatappUpdateHTTPRespo
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ChatappUpdateHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17723,6 +18601,19 @@ func ParseListChatappsHTTPResponse(rsp *http.Response) (*ListChatappsHTTPRespons
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListChatappsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17779,6 +18670,19 @@ func ParseListCompanyChannelsHTTPResponse(rsp *http.Response) (*ListCompanyChann
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListCompanyChannelsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17831,6 +18735,19 @@ func ParseListContactChannelsHTTPResponse(rsp *http.Response) (*ListContactChann
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListContactChannelsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -17894,6 +18811,19 @@ func ParseUpdateContactChannelHTTPResponse(rsp *http.Response) (*UpdateContactCh
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateContactChannelHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -17946,6 +18876,19 @@ func ParseEditMessageHTTPResponse(rsp *http.Response) (*EditMessageHTTPResponse,
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers EditMessageHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -18009,6 +18952,19 @@ func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPRespons
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PublishEventHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -18061,6 +19017,19 @@ func ParseGetMessageMediaLinkHTTPResponse(rsp *http.Response) (*GetMessageMediaL
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMessageMediaLinkHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -18122,6 +19091,19 @@ func ParseListProviderTemplatesForChannelHTTPResponse(rsp *http.Response) (*List
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListProviderTemplatesForChannelHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -18206,6 +19188,19 @@ func ParseUploadSendMediaHTTPResponse(rsp *http.Response) (*UploadSendMediaHTTPR
 
 	}
 
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UploadSendMediaHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
 	return response, nil
 }
 
@@ -18258,6 +19253,19 @@ func ParseRevokeMessagesHTTPResponse(rsp *http.Response) (*RevokeMessagesHTTPRes
 		}
 		response.JSON509 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RevokeMessagesHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -18392,6 +19400,33 @@ func ParseGetUploadedMediaHTTPResponse(rsp *http.Response) (*GetUploadedMediaHTT
 
 	}
 
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUploadedMediaHTTPResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers200 = &headers
+	}
+
 	return response, nil
 }
 
@@ -18430,24 +19465,24 @@ func ParseGetMessageMediaHTTPResponse(rsp *http.Response) (*GetMessageMediaHTTPR
 		var headers GetMessageMediaHTTPResponse200Headers
 		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.ContentDisposition = &value
+			headers.ContentDisposition = value
 		}
 		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.ContentSecurityPolicy = &value
+			headers.ContentSecurityPolicy = value
 		}
 		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.XContentTypeOptions = &value
+			headers.XContentTypeOptions = value
 		}
 		response.Headers200 = &headers
 	}

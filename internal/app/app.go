@@ -29,6 +29,7 @@ import (
 	"github.com/chatmsg/gateway/internal/httpapi"
 	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/jobs"
+	"github.com/chatmsg/gateway/internal/logging"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/ratelimit"
@@ -98,8 +99,15 @@ type App struct {
 	// Secrets seals secrets at rest (nil: SECRETS_KEY unset, kept clear).
 	Secrets *secrets.Keyring
 
+	// MetricsHandler serves /metrics on the metrics listener
+	// (METRICS_LISTEN), never on the API's.
+	MetricsHandler http.Handler
+
 	ownDB        bool
 	closeLimiter func() error
+	// simulated: the connector driver is the simulator, whose control
+	// operations are served only then.
+	simulated bool
 }
 
 // OpenDB opens the database the configuration names.
@@ -125,6 +133,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if a.Logger == nil {
 		a.Logger = cfg.Logger()
 	}
+	// No line may quote a media token, whatever writes it.
+	a.Logger = slog.New(logging.RedactMediaTokens(a.Logger.Handler()))
 	if a.Clock == nil {
 		a.Clock = clock.System
 	}
@@ -204,20 +214,22 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	h, err := httpapi.NewHandler(ctx, httpapi.Deps{
 		Logger: a.Logger, Registry: a.Registry, Auth: a.Auth, Channels: a.Channels, DB: a.DB,
 		Times: clock.NewFormatter(cfg.TimeZone), Webhooks: a.Webhooks,
-		Conversations: a.Conversations,
-		HTTP:          cfg.HTTP,
-		Connections:   a.Connections,
-		Messaging:     a.Messaging,
-		Templates:     a.Templates,
-		Official:      a.Official,
-		Redis:         redisOf(a.Limiter),
-		Idempotency:   a.Idempotency,
+		Conversations:   a.Conversations,
+		HTTP:            cfg.HTTP,
+		Connections:     a.Connections,
+		Messaging:       a.Messaging,
+		Templates:       a.Templates,
+		Official:        a.Official,
+		Redis:           redisOf(a.Limiter),
+		Idempotency:     a.Idempotency,
+		SimulatorRoutes: a.simulated,
 	})
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	a.Handler = h
+	a.MetricsHandler = httpapi.MetricsHandler(a.Registry)
 	return a, nil
 }
 
@@ -254,6 +266,14 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 		defer stopDebug()
+	}
+	if a.Config.MetricsListen != "" {
+		stopMetrics, err := a.serveMetrics()
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stopMetrics()
 	}
 	if err := a.StartWork(ctx); err != nil {
 		_ = ln.Close()
@@ -334,6 +354,20 @@ func (a *App) serveDebug() (stop func(), err error) {
 	srv := &http.Server{Handler: httpapi.DebugHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	a.Logger.Info("pprof listening", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
+}
+
+// serveMetrics starts the Prometheus listener on its own address
+// (METRICS_LISTEN, loopback by default): the metrics show every company's
+// traffic, so they are never on the public listener.
+func (a *App) serveMetrics() (stop func(), err error) {
+	ln, err := net.Listen("tcp", a.Config.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listen %s: %w", a.Config.MetricsListen, err)
+	}
+	srv := &http.Server{Handler: a.MetricsHandler, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+	go func() { _ = srv.Serve(ln) }()
+	a.Logger.Info("metrics listening", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
 }
 

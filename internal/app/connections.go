@@ -31,6 +31,7 @@ func (a *App) newConnections(ctx context.Context, opts Options) (*connections.Se
 			return nil, fmt.Errorf("unknown connector driver %q", a.Config.ConnectorDriver)
 		}
 	}
+	_, a.simulated = driver.(*sim.Driver)
 	o := connections.Options{DB: a.DB, Channels: a.Channels, Driver: driver, Now: a.Clock, Logger: a.Logger.With("component", "connections"),
 		Registry: a.Registry, Events: a.Webhooks, Times: clock.NewFormatter(a.Config.TimeZone)}
 	if opts.ConnectionOptions != nil {

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -145,23 +146,45 @@ func NewService(db *store.DB, now clock.Clock) *Service {
 	return &Service{db: db, now: now, tokens: tokenCache{entries: map[string]cachedToken{}}}
 }
 
-// Authenticate resolves a raw bearer token. Missing, unknown, revoked and
-// expired tokens are all Unauthenticated with the document's message.
+// Why a token was refused. Authenticate wraps one of them in its
+// Unauthenticated fault: the log says which, the client only ever reads the
+// document's "Unauthenticated." (telling "revoked" from "unknown" would
+// confirm a stolen token once existed).
+var (
+	ErrTokenMissing   = errors.New("no bearer token")
+	ErrTokenMalformed = errors.New("bearer token malformed")
+	ErrTokenUnknown   = errors.New("bearer token unknown")
+	ErrTokenRevoked   = errors.New("bearer token revoked")
+	ErrTokenExpired   = errors.New("bearer token expired")
+)
+
+// maxTokenLength bounds a token worth a lookup; issued tokens are 46
+// characters.
+const maxTokenLength = 512
+
+// Authenticate resolves a raw bearer token. Missing, malformed, unknown,
+// revoked and expired tokens are all Unauthenticated with the document's
+// message, wrapping the Err* reason. A malformed token (not RFC 6750's
+// b64token syntax, or longer than any issued one) never reaches the
+// database.
 //
 // A valid token is remembered for TokenCacheTTL, so a burst of requests
 // costs one lookup. A revoke made through this Service applies at once; one
 // made by another process (another replica, the admin command) applies
 // within TokenCacheTTL. Expiry is checked on every call.
 func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, error) {
-	unauth := fault.New(fault.Unauthenticated, "Unauthenticated.")
+	unauth := func(reason error) error { return fault.Wrap(fault.Unauthenticated, "Unauthenticated.", reason) }
 	if raw == "" {
-		return Principal{}, unauth
+		return Principal{}, unauth(ErrTokenMissing)
+	}
+	if !wellFormed(raw) {
+		return Principal{}, unauth(ErrTokenMalformed)
 	}
 	hash := hashToken(raw)
 	now := s.now()
 	if c, ok := s.tokens.get(hash, now); ok {
 		if c.expiresAt != nil && !now.Before(*c.expiresAt) {
-			return Principal{}, unauth
+			return Principal{}, unauth(ErrTokenExpired)
 		}
 		return c.principal, nil
 	}
@@ -169,17 +192,43 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 	var row tokenRow
 	err := s.db.Bun.NewSelect().Model(&row).Where("token_hash = ?", hash).Limit(1).Scan(ctx)
 	if store.IsNoRows(err) {
-		return Principal{}, unauth
+		return Principal{}, unauth(ErrTokenUnknown)
 	}
 	if err != nil {
 		return Principal{}, fault.Internalf(err, "look up token")
 	}
-	if row.RevokedAt != nil || (row.ExpiresAt != nil && !now.Before(*row.ExpiresAt)) {
-		return Principal{}, unauth
+	if row.RevokedAt != nil {
+		return Principal{}, unauth(ErrTokenRevoked)
+	}
+	if row.ExpiresAt != nil && !now.Before(*row.ExpiresAt) {
+		return Principal{}, unauth(ErrTokenExpired)
 	}
 	p := Principal{CompanyID: row.CompanyID, UserID: row.UserID, TokenID: row.ID, Permissions: splitPerms(row.Permissions)}
 	s.tokens.put(gen, hash, cachedToken{principal: p, expiresAt: row.ExpiresAt, until: now.Add(TokenCacheTTL)}, now)
 	return p, nil
+}
+
+// wellFormed reports whether raw is an RFC 6750 b64token
+// (1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=") of a
+// length an issued token could have.
+func wellFormed(raw string) bool {
+	if len(raw) > maxTokenLength {
+		return false
+	}
+	body := strings.TrimRight(raw, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // TokenCacheTTL is how long a successful token lookup is reused: the bound

@@ -165,15 +165,24 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 	var out Channel
 	err := s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		now := s.now()
-		// The clear answer for a number that is a chat-app connection's;
-		// the unique index (company_channels_chatapp_number) settles races.
-		var taken int
+		// The clear answer for a number that is one of the company's
+		// connections; another company's paired connection proved the
+		// number (neutral answer), its unpaired one reserves nothing. The
+		// unique indexes settle races.
+		var own, proven int
 		if err := tx.NewSelect().Table("company_channels").ColumnExpr("COUNT(*)").
-			Where("key = ?", in.Key).Where("channel_type_id = ?", int(UnofficialChatapp)).Scan(ctx, &taken); err != nil {
+			Where("key = ?", in.Key).Where("channel_type_id = ?", int(UnofficialChatapp)).Where("company_id = ?", in.CompanyID).Scan(ctx, &own); err != nil {
 			return fault.Internalf(err, "check number")
 		}
-		if taken > 0 {
+		if own > 0 {
 			return fault.New(fault.Rule, fmt.Sprintf(MsgNumberIsConnection, in.Key))
+		}
+		if err := tx.NewSelect().Table("company_channels").ColumnExpr("COUNT(*)").
+			Where("key = ?", in.Key).Where("channel_type_id = ?", int(UnofficialChatapp)).Where("logged").Scan(ctx, &proven); err != nil {
+			return fault.Internalf(err, "check number")
+		}
+		if proven > 0 {
+			return fault.New(fault.Rule, fmt.Sprintf(MsgNumberUnavailable, in.Key))
 		}
 		acc := accountRow{CompanyID: in.CompanyID, BusinessAccountID: in.BusinessAccountID, PhoneNumberID: in.PhoneNumberID,
 			AccessToken: in.AccessToken, AppSecret: in.AppSecret, BaseURL: strings.TrimRight(in.BaseURL, "/"), CreatedAt: now}
@@ -190,7 +199,7 @@ func (s *Service) RegisterOfficial(ctx context.Context, in OfficialInput) (Chann
 			ProviderAccountID: &acc.ID, CreatedAt: now, UpdatedAt: now}
 		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 			if store.IsUniqueViolation(err) {
-				return fault.New(fault.Rule, fmt.Sprintf("an official channel with key %s already exists, or the number is a chat-app connection's", in.Key))
+				return fault.Wrap(fault.Rule, fmt.Sprintf(MsgNumberUnavailable, in.Key), err)
 			}
 			return fault.Internalf(err, "insert channel")
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -37,35 +38,102 @@ CREATE UNIQUE INDEX company_channels_chatapp_number ON company_channels (key) WH
 `,
 	Postgres: `
 CREATE UNIQUE INDEX company_channels_chatapp_number ON company_channels (key) WHERE channel_type_id IN (2, 3);
+`}, {
+	// A number is reserved across companies only once ownership is proven:
+	// an official channel (the provider registered it) or a paired
+	// connection (the phone scanned the code). An unpaired connection holds
+	// its number in its own company only, so no company can squat another's
+	// number, nor learn whether it is registered (issue 29). The original
+	// UNIQUE (channel_type_id, key) becomes unique per company for
+	// connections and stays global for every other type. SQLite cannot
+	// drop a table constraint: the table is rebuilt (SQLiteRebuild).
+	ID:            "0076_channels_proven_numbers",
+	SQLiteRebuild: true,
+	SQLite: `
+CREATE TABLE company_channels_new (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
+	key TEXT NOT NULL,
+	name TEXT NOT NULL,
+	channel_type_id INTEGER NOT NULL,
+	provider_account_id INTEGER REFERENCES provider_accounts(id),
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL,
+	logged BOOLEAN NOT NULL DEFAULT FALSE
+);
+INSERT INTO company_channels_new (id, company_id, key, name, channel_type_id, provider_account_id, created_at, updated_at, logged)
+	SELECT id, company_id, key, name, channel_type_id, provider_account_id, created_at, updated_at, logged FROM company_channels;
+INSERT INTO sqlite_sequence (name, seq)
+	SELECT 'company_channels_new', seq FROM sqlite_sequence WHERE name = 'company_channels'
+	AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'company_channels_new');
+UPDATE sqlite_sequence SET seq = MAX(seq, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'company_channels'), 0))
+	WHERE name = 'company_channels_new';
+DROP TABLE company_channels;
+ALTER TABLE company_channels_new RENAME TO company_channels;
+CREATE INDEX company_channels_company ON company_channels (company_id, id);
+CREATE INDEX company_channels_logged ON company_channels (channel_type_id, logged);
+CREATE UNIQUE INDEX company_channels_type_key ON company_channels (channel_type_id, key) WHERE channel_type_id <> 2;
+CREATE UNIQUE INDEX company_channels_connection_number ON company_channels (company_id, key) WHERE channel_type_id = 2;
+CREATE UNIQUE INDEX company_channels_chatapp_number ON company_channels (key) WHERE channel_type_id = 3 OR (channel_type_id = 2 AND logged);
+`,
+	Postgres: `
+ALTER TABLE company_channels DROP CONSTRAINT company_channels_channel_type_id_key_key;
+DROP INDEX company_channels_chatapp_number;
+CREATE UNIQUE INDEX company_channels_type_key ON company_channels (channel_type_id, key) WHERE channel_type_id <> 2;
+CREATE UNIQUE INDEX company_channels_connection_number ON company_channels (company_id, key) WHERE channel_type_id = 2;
+CREATE UNIQUE INDEX company_channels_chatapp_number ON company_channels (key) WHERE channel_type_id = 3 OR (channel_type_id = 2 AND logged);
 `}}
 
-// Messages of the unofficial-channel faults.
+// Messages of the unofficial-channel faults. The specific ones name a
+// holder in the caller's own company; a number another company proved is
+// MsgNumberUnavailable, which says nothing of who holds it.
 const (
 	MsgConnectionNotFound = "Connection not found"
 	MsgKeyInUse           = "The number %s is already used by another connection"
-	// MsgKeyIsOfficial: the number is an official channel's (of any
-	// company); it cannot be a chat-app connection at the same time.
+	// MsgKeyIsOfficial: the number is one of the company's official
+	// channels; it cannot be a chat-app connection at the same time.
 	MsgKeyIsOfficial = "The number %s is already used by an official channel"
 	// MsgNumberIsConnection: registering an official channel whose number
-	// is a chat-app connection's.
+	// is a chat-app connection's of the same company.
 	MsgNumberIsConnection = "The number %s is already used by a chat-app connection; delete the connection first"
+	// MsgNumberUnavailable: another company proved the number (its official
+	// channel, or its paired connection).
+	MsgNumberUnavailable = "The number %s is not available"
 )
 
-// numberTaken is the Rule fault of a number another chat-app channel holds
-// (unique index company_channels_chatapp_number), worded for the type that
-// holds it. Called after a unique violation, outside the failed
-// transaction.
-func (s *Service) numberTaken(ctx context.Context, key string, cause error) error {
-	var holder int
+// numberTaken is the Rule fault of a number another channel holds, worded
+// for the holder when it is the company's own and neutral otherwise.
+// Called after a unique violation, outside the failed transaction; self is
+// the channel being changed (0 when creating).
+func (s *Service) numberTaken(ctx context.Context, companyID, self int64, key string, cause error) error {
+	var holder []int
 	err := s.db.Bun.NewSelect().Table("company_channels").Column("channel_type_id").
-		Where("key = ?", key).Where("channel_type_id IN (?, ?)", int(UnofficialChatapp), int(OfficialChatapp)).Limit(1).Scan(ctx, &holder)
-	if err != nil && !store.IsNoRows(err) {
+		Where("key = ?", key).Where("company_id = ?", companyID).Where("id <> ?", self).
+		Where("channel_type_id IN (?, ?)", int(UnofficialChatapp), int(OfficialChatapp)).Scan(ctx, &holder)
+	if err != nil {
 		return fault.Internalf(errors.Join(cause, err), "find the holder of a number")
 	}
-	if TypeID(holder) == OfficialChatapp {
+	switch {
+	case slices.Contains(holder, int(OfficialChatapp)):
+		return fault.Wrap(fault.Rule, fmt.Sprintf(MsgKeyIsOfficial, key), cause)
+	case slices.Contains(holder, int(UnofficialChatapp)):
+		return fault.Wrap(fault.Rule, fmt.Sprintf(MsgKeyInUse, key), cause)
+	}
+	return fault.Wrap(fault.Rule, fmt.Sprintf(MsgNumberUnavailable, key), cause)
+}
+
+// ownOfficial refuses a connection number that is one of the company's
+// official channels (no index covers a company's own pair of types).
+func (s *Service) ownOfficial(ctx context.Context, companyID int64, key string) error {
+	n, err := s.db.Bun.NewSelect().Table("company_channels").Where("company_id = ?", companyID).
+		Where("key = ?", key).Where("channel_type_id = ?", int(OfficialChatapp)).Count(ctx)
+	if err != nil {
+		return fault.Internalf(err, "check number")
+	}
+	if n > 0 {
 		return fault.New(fault.Rule, fmt.Sprintf(MsgKeyIsOfficial, key))
 	}
-	return fault.New(fault.Rule, fmt.Sprintf(MsgKeyInUse, key))
+	return nil
 }
 
 // Unofficial is a chat-app connection.
@@ -91,14 +159,19 @@ func (r unofficialRow) toDomain() Unofficial {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, Logged: r.Logged}
 }
 
-// CreateUnofficial creates a connection of the company, not logged in.
-// Errors: Rule when the number is used by another connection.
+// CreateUnofficial creates a connection of the company, not logged in. Its
+// number is reserved in the company only until it is paired. Errors: Rule
+// when the number is another connection's or an official channel's of the
+// company.
 func (s *Service) CreateUnofficial(ctx context.Context, companyID int64, name, key string) (Unofficial, error) {
+	if err := s.ownOfficial(ctx, companyID, key); err != nil {
+		return Unofficial{}, err
+	}
 	now := s.now().UTC()
 	row := unofficialRow{CompanyID: companyID, Key: key, Name: name, ChannelTypeID: int(UnofficialChatapp), CreatedAt: now, UpdatedAt: now}
 	if _, err := s.db.Bun.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 		if store.IsUniqueViolation(err) {
-			return Unofficial{}, s.numberTaken(ctx, key, err)
+			return Unofficial{}, s.numberTaken(ctx, companyID, 0, key, err)
 		}
 		return Unofficial{}, fault.Internalf(err, "insert connection")
 	}
@@ -157,6 +230,11 @@ type UnofficialChange struct {
 // UpdateUnofficial renames a connection or changes its number. Errors:
 // NotFound, Rule when the new number is used by another connection.
 func (s *Service) UpdateUnofficial(ctx context.Context, companyID, id int64, ch UnofficialChange) (Unofficial, error) {
+	if ch.NewKey != nil {
+		if err := s.ownOfficial(ctx, companyID, *ch.NewKey); err != nil {
+			return Unofficial{}, err
+		}
+	}
 	q := s.db.Bun.NewUpdate().Model((*unofficialRow)(nil)).
 		Where("company_id = ?", companyID).Where("id = ?", id).Where("channel_type_id = ?", int(UnofficialChatapp)).
 		Set("updated_at = ?", s.now().UTC())
@@ -170,7 +248,7 @@ func (s *Service) UpdateUnofficial(ctx context.Context, companyID, id int64, ch 
 	s.cache.clear()
 	if err != nil {
 		if store.IsUniqueViolation(err) && ch.NewKey != nil {
-			return Unofficial{}, s.numberTaken(ctx, *ch.NewKey, err)
+			return Unofficial{}, s.numberTaken(ctx, companyID, id, *ch.NewKey, err)
 		}
 		return Unofficial{}, fault.Internalf(err, "update connection")
 	}
@@ -198,11 +276,22 @@ func (s *Service) DeleteUnofficial(ctx context.Context, tx *store.Tx, companyID,
 }
 
 // SetUnofficialLogged records the session state of a connection; it
-// reports whether the flag changed (updated_at moves only then).
+// reports whether the flag changed (updated_at moves only then). Logged
+// reserves the number across companies: Rule when another channel proved
+// it first (neutral unless the holder is the company's own).
 func (s *Service) SetUnofficialLogged(ctx context.Context, id int64, logged bool) (bool, error) {
 	res, err := s.db.Bun.NewUpdate().Model((*unofficialRow)(nil)).
 		Set("logged = ?", logged).Set("updated_at = ?", s.now().UTC()).
 		Where("id = ?", id).Where("channel_type_id = ?", int(UnofficialChatapp)).Where("logged <> ?", logged).Exec(ctx)
+	if err != nil && logged && store.IsUniqueViolation(err) {
+		// Pairing proves the number: another channel proved it first
+		// (company_channels_chatapp_number).
+		c, gerr := s.UnofficialByID(ctx, id)
+		if gerr != nil {
+			return false, gerr
+		}
+		return false, s.numberTaken(ctx, c.CompanyID, id, c.Key, err)
+	}
 	if err != nil {
 		return false, fault.Internalf(err, "set connection logged")
 	}

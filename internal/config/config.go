@@ -59,6 +59,10 @@ type Config struct {
 	// ConnectorDriver is the chat-app connector of unofficial connections:
 	// "simulator" (default) or "whatsmeow".
 	ConnectorDriver string
+	// ConnectorChosen is true when CONNECTOR_DRIVER (or its flag) was set
+	// rather than defaulted: CheckServe refuses the defaulted simulator on
+	// PostgreSQL.
+	ConnectorChosen bool
 	// SecretsKey is the key ring secrets at rest are sealed with
 	// ("id:base64key,…", the first seals; see internal/secrets); empty
 	// keeps them in clear.
@@ -70,6 +74,10 @@ type Config struct {
 	// DebugListen, when set, serves pprof on this address (never on the
 	// public listener); empty = off.
 	DebugListen string
+	// MetricsListen is the address of the Prometheus listener (/metrics),
+	// never the public one: the metrics show the whole platform's traffic.
+	// Loopback by default; empty when METRICS_LISTEN=off.
+	MetricsListen string
 	// MemoryLimit is the Go runtime's soft memory limit in bytes
 	// (debug.SetMemoryLimit); 0 = none. Near it the GC runs more often and
 	// the scavenger hands freed pages back to the OS, so a replica returns
@@ -118,6 +126,7 @@ const (
 	EnvMaxPerToken   = "HTTP_MAX_INFLIGHT_PER_TOKEN"
 	EnvDBMaxConns    = "DB_MAX_CONNS"
 	EnvDebugListen   = "DEBUG_LISTEN"
+	EnvMetricsListen = "METRICS_LISTEN"
 	EnvMemoryLimit   = "MEMORY_LIMIT"
 	EnvMediaURLTTL   = "MEDIA_URL_TTL"
 )
@@ -132,6 +141,11 @@ const DefaultMemoryLimit = "96MiB"
 // minMemoryLimit is the lowest MEMORY_LIMIT accepted: below it the GC
 // would run nearly all the time (an idle replica holds ~20 MiB).
 const minMemoryLimit = 32 << 20
+
+// DefaultMetricsListen is METRICS_LISTEN's default: loopback, so only the
+// host (or a scraper beside it) reads the metrics unless the operator
+// chooses an address.
+const DefaultMetricsListen = "127.0.0.1:9464"
 
 // Connector drivers (CONNECTOR_DRIVER).
 const (
@@ -175,15 +189,16 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	mediaTTL := fs.Duration("media-url-ttl", durationEnv(getenv(EnvMediaURLTTL), 7*24*time.Hour), "lifetime of a message file's URL in events and API answers ($"+EnvMediaURLTTL+")")
 	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
 	edge := edgeFields{
-		read:        fs.Duration("http-read-timeout", durationEnv(getenv(EnvReadTimeout), 30*time.Second), "time to read a whole request, body included ($"+EnvReadTimeout+")"),
-		write:       fs.Duration("http-write-timeout", durationEnv(getenv(EnvWriteTimeout), time.Minute), "time to answer a request ($"+EnvWriteTimeout+")"),
-		upload:      fs.Duration("http-upload-timeout", durationEnv(getenv(EnvUploadTimeout), 10*time.Minute), "read and write time of a multipart request (file sends, uploads) ($"+EnvUploadTimeout+")"),
-		idle:        fs.Duration("http-idle-timeout", durationEnv(getenv(EnvIdleTimeout), 2*time.Minute), "keep-alive connection idle limit ($"+EnvIdleTimeout+")"),
-		perIP:       fs.Int("http-max-inflight-per-ip", intEnv(getenv(EnvMaxPerIP), 64), "requests in progress per client address; more answer 429 ($"+EnvMaxPerIP+")"),
-		perToken:    fs.Int("http-max-inflight-per-token", intEnv(getenv(EnvMaxPerToken), 32), "requests in progress per bearer token; more answer 429 ($"+EnvMaxPerToken+")"),
-		dbMaxConns:  fs.Int("db-max-conns", intEnv(getenv(EnvDBMaxConns), 20), "PostgreSQL connections of this process ($"+EnvDBMaxConns+")"),
-		debugListen: fs.String("debug-listen", env(EnvDebugListen, ""), "address of the pprof listener; empty = off ($"+EnvDebugListen+")"),
-		memoryLimit: fs.String("memory-limit", env(EnvMemoryLimit, DefaultMemoryLimit), "soft limit of the Go runtime's memory, e.g. 96MiB or 1GiB; off = none ($"+EnvMemoryLimit+")"),
+		read:          fs.Duration("http-read-timeout", durationEnv(getenv(EnvReadTimeout), 30*time.Second), "time to read a whole request, body included ($"+EnvReadTimeout+")"),
+		write:         fs.Duration("http-write-timeout", durationEnv(getenv(EnvWriteTimeout), time.Minute), "time to answer a request ($"+EnvWriteTimeout+")"),
+		upload:        fs.Duration("http-upload-timeout", durationEnv(getenv(EnvUploadTimeout), 10*time.Minute), "read and write time of a multipart request (file sends, uploads) ($"+EnvUploadTimeout+")"),
+		idle:          fs.Duration("http-idle-timeout", durationEnv(getenv(EnvIdleTimeout), 2*time.Minute), "keep-alive connection idle limit ($"+EnvIdleTimeout+")"),
+		perIP:         fs.Int("http-max-inflight-per-ip", intEnv(getenv(EnvMaxPerIP), 64), "requests in progress per client address; more answer 429 ($"+EnvMaxPerIP+")"),
+		perToken:      fs.Int("http-max-inflight-per-token", intEnv(getenv(EnvMaxPerToken), 32), "requests in progress per bearer token; more answer 429 ($"+EnvMaxPerToken+")"),
+		dbMaxConns:    fs.Int("db-max-conns", intEnv(getenv(EnvDBMaxConns), 20), "PostgreSQL connections of this process ($"+EnvDBMaxConns+")"),
+		debugListen:   fs.String("debug-listen", env(EnvDebugListen, ""), "address of the pprof listener; empty = off ($"+EnvDebugListen+")"),
+		metricsListen: fs.String("metrics-listen", env(EnvMetricsListen, DefaultMetricsListen), "address of the Prometheus /metrics listener, never the public one; off = none ($"+EnvMetricsListen+")"),
+		memoryLimit:   fs.String("memory-limit", env(EnvMemoryLimit, DefaultMemoryLimit), "soft limit of the Go runtime's memory, e.g. 96MiB or 1GiB; off = none ($"+EnvMemoryLimit+")"),
 	}
 	return func() (Config, error) {
 		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, sendShare, shutdown, connector})
@@ -198,8 +213,27 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 			return Config{}, fmt.Errorf("invalid configuration: %w", err)
 		}
 		cfg.SecretsKey = *secretsKey
+		cfg.ConnectorChosen = getenv(EnvConnector) != ""
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "connector-driver" {
+				cfg.ConnectorChosen = true
+			}
+		})
 		return cfg, nil
 	}
+}
+
+// CheckServe is the check `gateway serve` adds to validation: PostgreSQL
+// is the production database, and a production deployment that forgot
+// CONNECTOR_DRIVER must not run a simulated chat app (whose control calls
+// would then be open under /api) without noticing. The simulator still
+// runs on PostgreSQL when chosen explicitly (tests, demos).
+func (c Config) CheckServe() error {
+	if c.IsPostgres() && c.ConnectorDriver == ConnectorSimulator && !c.ConnectorChosen {
+		return fmt.Errorf("invalid configuration: %s: with PostgreSQL the chat-app connector must be chosen: %s=%s for real phones, or %s=%s to run the simulator on purpose",
+			EnvConnector, EnvConnector, ConnectorWhatsmeow, EnvConnector, ConnectorSimulator)
+	}
+	return nil
 }
 
 // edgeFields are the flags of the HTTP edge, the pool size and the debug
@@ -209,6 +243,7 @@ type edgeFields struct {
 	perIP, perToken           *int
 	dbMaxConns                *int
 	debugListen               *string
+	metricsListen             *string
 	memoryLimit               *string
 }
 
@@ -245,6 +280,19 @@ func (f edgeFields) apply(cfg *Config) []error {
 			errs = append(errs, fmt.Errorf("%s: %w", EnvDebugListen, err))
 		} else if cfg.DebugListen == cfg.ListenAddr {
 			errs = append(errs, fmt.Errorf("%s: must differ from %s: pprof is never served on the public listener", EnvDebugListen, EnvListenAddr))
+		}
+	}
+	cfg.MetricsListen = strings.TrimSpace(*f.metricsListen)
+	if cfg.MetricsListen == "off" {
+		cfg.MetricsListen = ""
+	}
+	if cfg.MetricsListen != "" {
+		if _, _, err := splitHostPort(cfg.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvMetricsListen, err))
+		} else if cfg.MetricsListen == cfg.ListenAddr {
+			errs = append(errs, fmt.Errorf("%s: must differ from %s: the metrics are never served on the public listener", EnvMetricsListen, EnvListenAddr))
+		} else if cfg.MetricsListen == cfg.DebugListen {
+			errs = append(errs, fmt.Errorf("%s: must differ from %s", EnvMetricsListen, EnvDebugListen))
 		}
 	}
 	limit, err := ParseMemoryLimit(*f.memoryLimit)

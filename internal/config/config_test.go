@@ -82,6 +82,24 @@ func TestParse(t *testing.T) {
 		{name: "db max conns too many", env: map[string]string{"DB_MAX_CONNS": "5000"}, wantErr: "DB_MAX_CONNS"},
 		{name: "debug listen without port", env: map[string]string{"DEBUG_LISTEN": "localhost"}, wantErr: "DEBUG_LISTEN"},
 		{name: "debug listen on the public address", args: []string{"-listen", "127.0.0.1:8080", "-debug-listen", "127.0.0.1:8080"}, wantErr: "DEBUG_LISTEN"},
+		{name: "metrics listen default", check: func(t *testing.T, c config.Config) {
+			if c.MetricsListen != "127.0.0.1:9464" {
+				t.Errorf("metrics listen = %q, want loopback", c.MetricsListen)
+			}
+		}},
+		{name: "metrics listen from the environment", env: map[string]string{"METRICS_LISTEN": "0.0.0.0:9100"}, check: func(t *testing.T, c config.Config) {
+			if c.MetricsListen != "0.0.0.0:9100" {
+				t.Errorf("metrics listen = %q", c.MetricsListen)
+			}
+		}},
+		{name: "metrics listen off", env: map[string]string{"METRICS_LISTEN": "off"}, check: func(t *testing.T, c config.Config) {
+			if c.MetricsListen != "" {
+				t.Errorf("metrics listen = %q, want none", c.MetricsListen)
+			}
+		}},
+		{name: "metrics listen without port", env: map[string]string{"METRICS_LISTEN": "localhost"}, wantErr: "METRICS_LISTEN"},
+		{name: "metrics listen on the public address", args: []string{"-listen", "127.0.0.1:8080", "-metrics-listen", "127.0.0.1:8080"}, wantErr: "METRICS_LISTEN: must differ from LISTEN_ADDR"},
+		{name: "metrics listen on the debug address", env: map[string]string{"DEBUG_LISTEN": "127.0.0.1:6060", "METRICS_LISTEN": "127.0.0.1:6060"}, wantErr: "METRICS_LISTEN: must differ from DEBUG_LISTEN"},
 		{name: "memory limit default", check: func(t *testing.T, c config.Config) {
 			if c.MemoryLimit != 96<<20 {
 				t.Errorf("memory limit = %d, want 96 MiB", c.MemoryLimit)

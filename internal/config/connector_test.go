@@ -37,3 +37,33 @@ func TestConnectorDriver(t *testing.T) {
 		}
 	}
 }
+
+// With PostgreSQL, serve refuses the simulator unless it was chosen; with
+// SQLite (local runs) the default stays.
+func TestCheckServe(t *testing.T) {
+	t.Parallel()
+	const pg = "postgres://u@127.0.0.1/db"
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		wantError bool
+	}{
+		{name: "sqlite, simulator by default"},
+		{name: "postgres, simulator by default", env: map[string]string{config.EnvDatabaseURL: pg}, wantError: true},
+		{name: "postgres, simulator chosen in the environment", env: map[string]string{config.EnvDatabaseURL: pg, config.EnvConnector: "simulator"}},
+		{name: "postgres, simulator chosen by flag", args: []string{"-connector-driver", "simulator"}, env: map[string]string{config.EnvDatabaseURL: pg}},
+		{name: "postgres, whatsmeow", env: map[string]string{config.EnvDatabaseURL: pg, config.EnvConnector: "whatsmeow"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse("serve", append([]string{"-data-dir", t.TempDir()}, tc.args...), func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.CheckServe()
+			if tc.wantError != (err != nil) || (err != nil && !strings.Contains(err.Error(), "CONNECTOR_DRIVER=simulator")) {
+				t.Fatalf("CheckServe: %v, want error %v", err, tc.wantError)
+			}
+		})
+	}
+}

@@ -158,7 +158,7 @@ func (s *Service) acquire(ctx context.Context, channelID int64) (*live, string, 
 		s.release(ctx, channelID, fence)
 		return nil, "", err
 	}
-	sess, err := s.driver.Open(ctx, connector.Account{ChannelID: channelID, Key: ch.Key, DeviceRef: ref}, &handler{s: s, channelID: channelID, fence: fence})
+	sess, err := s.driver.Open(ctx, connector.Account{ChannelID: channelID, CompanyID: ch.CompanyID, Key: ch.Key, DeviceRef: ref}, &handler{s: s, channelID: channelID, fence: fence})
 	if err != nil {
 		s.release(ctx, channelID, fence)
 		return nil, "", err
@@ -405,10 +405,29 @@ func (h *handler) current() *live {
 }
 
 // Paired implements connector.Handler.
+//
+// Pairing proves the number: it is reserved across companies first
+// (channels.SetUnofficialLogged), so a number another channel proved
+// earlier refuses the pairing, and the device is logged out at the chat app
+// rather than kept half-paired.
 func (h *handler) Paired(ctx context.Context, deviceRef string) error {
+	if _, err := h.s.channels.SetUnofficialLogged(ctx, h.channelID, true); err != nil {
+		if fault.KindOf(err) == fault.Rule {
+			h.s.log.WarnContext(ctx, "pairing refused: the number is held by a proven channel", "channel_id", h.channelID, "err", err)
+			if l := h.current(); l != nil {
+				// Not within the driver's callback: a real chat app answers
+				// the logout on the connection that is calling us.
+				go func() { _ = l.sess.Logout(context.WithoutCancel(ctx)) }()
+			}
+		}
+		return err
+	}
 	err := h.s.setState(ctx, h.channelID, h.fence, connector.SessionState{State: connector.StateConnected}, new(true),
 		"device_ref = ?, paired_at = ?", deviceRef, h.s.now().UTC())
 	if err != nil {
+		if _, rerr := h.s.channels.SetUnofficialLogged(ctx, h.channelID, false); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
 		return err
 	}
 	h.changedState(connector.SessionState{State: connector.StateConnected})

@@ -27,7 +27,7 @@ var (
 // replica.
 func (t *Transport) NewExternalID(ch channels.Channel) string {
 	if g, ok := t.s.driver.(connector.IDGenerator); ok {
-		return g.NewMessageID(connector.Account{ChannelID: ch.ID, Key: ch.Key})
+		return g.NewMessageID(connector.Account{ChannelID: ch.ID, CompanyID: ch.CompanyID, Key: ch.Key})
 	}
 	return ""
 }

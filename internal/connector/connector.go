@@ -14,6 +14,9 @@ import (
 // Account is the connection a session is opened for.
 type Account struct {
 	ChannelID int64
+	// CompanyID owns the connection; the simulator keeps each company's
+	// view of the chat app (who is on it, address books) apart.
+	CompanyID int64
 	// Key is the connection's number, digits with country code.
 	Key string
 	// DeviceRef identifies the paired device to restore, as the driver

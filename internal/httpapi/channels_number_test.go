@@ -2,57 +2,177 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/chatmsg/gateway/internal/app"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 )
 
-// TestOneNumberOneChannel: a number lives on the chat app or on its
-// official channel, across companies. A connection (created or renumbered)
-// may not take an official channel's number: 509 with the document's
-// shape; an official channel may not take a connection's number. The
-// database refuses it too, whatever the code checks.
+// TestOneNumberOneChannel: a number is reserved across companies only once
+// ownership is proven (an official channel, registered with the provider;
+// a paired connection). An unpaired connection reserves it in its own
+// company only, so no company can squat another's number or learn that it
+// is registered: other companies get a neutral message, a company's own
+// channels the specific ones. The database refuses it too, whatever the
+// code checks.
 func TestOneNumberOneChannel(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
-		// Another company, so the rule is seen across companies.
+		acme := connAPI{t: t, h: e.h, token: e.ten.Token}
 		other := connAPI{t: t, h: e.h, token: e.h.Tenant("Other").Token}
-		other.refused("/api/chatapp-create", map[string]any{"name": "x", "key": ofcSenderKey},
-			"The number "+ofcSenderKey+" is already used by an official channel")
-		conn := other.create("Sales", "5511988887777")
-		other.refused("/api/chatapp-update", map[string]any{"key": conn.Key, "new_key": ofcSenderKey},
-			"The number "+ofcSenderKey+" is already used by an official channel")
-
-		register := func(key string) error {
-			_, err := e.h.App.Channels.RegisterOfficial(ctx, channels.OfficialInput{CompanyID: e.ten.CompanyID, Name: "Second",
+		otherID := func() int64 {
+			var id int64
+			if err := db.Bun.NewSelect().Table("companies").Column("id").Where("name = ?", "Other").Scan(ctx, &id); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}()
+		register := func(companyID int64, key string) error {
+			_, err := e.h.App.Channels.RegisterOfficial(ctx, channels.OfficialInput{CompanyID: companyID, Name: "Second",
 				Key: key, BusinessAccountID: "waba-2", PhoneNumberID: "pnid-" + key, AccessToken: "t", AppSecret: "s", BaseURL: "http://127.0.0.1:1"})
 			return err
 		}
-		err := register(conn.Key)
-		if fe := fault.As(err); fe.Kind != fault.Rule || fe.Message != "The number 5511988887777 is already used by a chat-app connection; delete the connection first" {
-			t.Fatalf("official channel on a connection's number: %v", err)
+		wantRule := func(what string, err error, message string) {
+			t.Helper()
+			if fe := fault.As(err); fe.Kind != fault.Rule || fe.Message != message {
+				t.Errorf("%s: %v, want %q", what, err, message)
+			}
 		}
 
-		// The index, not only the checks: a raw row on a taken number fails.
-		_, err = db.Bun.ExecContext(ctx, `INSERT INTO company_channels (company_id, key, name, channel_type_id, created_at, updated_at)
-			VALUES (?, ?, 'raw', ?, ?, ?)`, e.ten.CompanyID, conn.Key, int(channels.OfficialChatapp), e.clk.Now(), e.clk.Now())
-		if !store.IsUniqueViolation(err) {
-			t.Fatalf("raw official row on a connection's number: %v", err)
+		// The company's own official number: the specific message.
+		acme.refused("/api/chatapp-create", map[string]any{"name": "x", "key": ofcSenderKey},
+			"The number "+ofcSenderKey+" is already used by an official channel")
+		mine := acme.create("Mine", "5511988886666")
+		acme.refused("/api/chatapp-update", map[string]any{"key": mine.Key, "new_key": ofcSenderKey},
+			"The number "+ofcSenderKey+" is already used by an official channel")
+		acme.refused("/api/chatapp-create", map[string]any{"name": "twice", "key": mine.Key},
+			"The number "+mine.Key+" is already used by another connection")
+		wantRule("official channel on the company's own connection", register(e.ten.CompanyID, mine.Key),
+			"The number "+mine.Key+" is already used by a chat-app connection; delete the connection first")
+
+		// Another company's official number: creating says nothing (an
+		// unpaired connection reserves nothing); pairing is refused
+		// neutrally.
+		squat := other.create("Squat", ofcSenderKey)
+		other.post("/api/chatapp-qrcode", map[string]any{"id": squat.ID, "os": "Linux", "browser": "Firefox"})
+		other.refused(fmt.Sprintf("/api/chatapp-simulator/%d/pair", squat.ID), nil, "The number "+ofcSenderKey+" is not available")
+		var logged bool
+		if err := db.Bun.NewSelect().Table("company_channels").Column("logged").Where("id = ?", squat.ID).Scan(ctx, &logged); err != nil || logged {
+			t.Errorf("the refused pairing left logged=%v (%v)", logged, err)
 		}
-		// Other channel types are not chat-app numbers.
-		_, err = db.Bun.ExecContext(ctx, `INSERT INTO company_channels (company_id, key, name, channel_type_id, created_at, updated_at)
-			VALUES (?, ?, 'bot', ?, ?, ?)`, e.ten.CompanyID, conn.Key, int(channels.BotMessenger), e.clk.Now(), e.clk.Now())
-		if err != nil {
-			t.Fatalf("a bot channel keyed like a number: %v", err)
+
+		// An unpaired connection elsewhere blocks nobody's onboarding.
+		early := other.create("Early", "5511988880000")
+		if err := register(e.ten.CompanyID, early.Key); err != nil {
+			t.Fatalf("official channel on a number another company only claimed: %v", err)
 		}
-		if err := register("5511988880000"); err != nil {
-			t.Fatalf("a free number: %v", err)
+		// A paired one proves the number: others get the neutral message.
+		paired := other.pair(other.create("Paired", "5511988881111").ID)
+		wantRule("official channel on another company's paired number", register(e.ten.CompanyID, paired.Key),
+			"The number "+paired.Key+" is not available")
+		late := acme.create("Late", paired.Key) // unpaired: allowed, reserves nothing
+		acme.post("/api/chatapp-qrcode", map[string]any{"id": late.ID, "os": "Linux", "browser": "Firefox"})
+		acme.refused(fmt.Sprintf("/api/chatapp-simulator/%d/pair", late.ID), nil, "The number "+paired.Key+" is not available")
+
+		// The indexes, not only the checks.
+		raw := func(companyID int64, key string, typ channels.TypeID, logged bool) error {
+			_, err := db.Bun.ExecContext(ctx, `INSERT INTO company_channels (company_id, key, name, channel_type_id, logged, created_at, updated_at)
+				VALUES (?, ?, 'raw', ?, ?, ?, ?)`, companyID, key, int(typ), logged, e.clk.Now(), e.clk.Now())
+			return err
+		}
+		for _, tc := range []struct {
+			name    string
+			company int64
+			key     string
+			typ     channels.TypeID
+			logged  bool
+			unique  bool
+		}{
+			{"official row on a paired number", e.ten.CompanyID, paired.Key, channels.OfficialChatapp, false, true},
+			{"paired row on an official number", otherID, ofcSenderKey, channels.UnofficialChatapp, true, true},
+			{"second connection of a company on its number", e.ten.CompanyID, mine.Key, channels.UnofficialChatapp, false, true},
+			{"unpaired row on another company's number", otherID, mine.Key, channels.UnofficialChatapp, false, false},
+			{"bot channel keyed like a number", e.ten.CompanyID, paired.Key, channels.BotMessenger, false, false},
+			{"second bot channel of that key", otherID, paired.Key, channels.BotMessenger, false, true},
+		} {
+			err := raw(tc.company, tc.key, tc.typ, tc.logged)
+			if tc.unique != store.IsUniqueViolation(err) || (!tc.unique && err != nil) {
+				t.Errorf("%s: %v, want unique violation %v", tc.name, err, tc.unique)
+			}
+		}
+	})
+}
+
+// TestProvenNumbersMigration: migration 0076 lifts UNIQUE (channel_type_id,
+// key) on a database holding channels and rows that reference them. On
+// SQLite that is a table rebuild: ids, the AUTOINCREMENT sequence and every
+// referencing row survive, and foreign keys are enforced again afterwards.
+func TestProvenNumbersMigration(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		all := app.Migrations()
+		var before []store.Migration
+		for _, m := range all {
+			if m.ID != "0076_channels_proven_numbers" {
+				before = append(before, m)
+			}
+		}
+		if len(before) != len(all)-1 {
+			t.Fatal("migration 0076_channels_proven_numbers is not listed")
+		}
+		if err := db.Migrate(ctx, before); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		exec := func(q string, args ...any) {
+			t.Helper()
+			if _, err := db.Bun.ExecContext(ctx, q, args...); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		exec(`INSERT INTO companies (name, created_at) VALUES ('A', ?), ('B', ?)`, now, now)
+		for i, key := range []string{"5511900000001", "5511900000002", "5511900000003"} {
+			exec(`INSERT INTO company_channels (company_id, key, name, channel_type_id, logged, created_at, updated_at) VALUES (1, ?, ?, 2, ?, ?, ?)`,
+				key, fmt.Sprint("c", i), i == 0, now, now)
+		}
+		exec(`INSERT INTO chatapp_sessions (company_channel_id) VALUES (1), (2)`)
+		exec(`DELETE FROM company_channels WHERE id = 3`)
+
+		if err := db.Migrate(ctx, all); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		if err := db.Bun.NewSelect().Table("company_channels").Column("id").Order("id").Scan(ctx, &ids); err != nil {
+			t.Fatal(err)
+		}
+		var sessions int
+		if err := db.Bun.NewSelect().Table("chatapp_sessions").ColumnExpr("COUNT(*)").Scan(ctx, &sessions); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(ids) != "[1 2]" || sessions != 2 {
+			t.Fatalf("after the migration: channels %v, sessions %d; want [1 2] and 2", ids, sessions)
+		}
+		// Ids keep growing past the deleted one; the second company may now
+		// hold an unpaired connection on company 1's unpaired number.
+		var id int64
+		if err := db.Bun.NewRaw(`INSERT INTO company_channels (company_id, key, name, channel_type_id, created_at, updated_at) VALUES (2, '5511900000002', 'b', 2, ?, ?) RETURNING id`,
+			now, now).Scan(ctx, &id); err != nil {
+			t.Fatal(err)
+		}
+		if id != 4 {
+			t.Errorf("new channel id %d, want 4 (ids are never reused)", id)
+		}
+		// Foreign keys hold again: a session of a missing channel fails.
+		if _, err := db.Bun.ExecContext(ctx, `INSERT INTO chatapp_sessions (company_channel_id) VALUES (999)`); err == nil {
+			t.Error("a row referencing a missing channel was accepted: foreign keys are off")
 		}
 	})
 }

@@ -131,10 +131,15 @@ func TestConnectionCreateUpdateDelete(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) { c.t = t; c.refused("/api/chatapp-create", tc.body, tc.msg) })
 		}
 		c.t = t
-		// Another company cannot take a number in use either (one phone, one
-		// connection), and sees nothing of the first company's connection.
+		// Another company learns nothing of the first company's unpaired
+		// connection: its own on that number is created (only pairing
+		// reserves a number across companies: TestOneNumberOneChannel).
 		other := connAPI{t: t, h: h, token: h.Tenant("Other").Token}
-		other.refused("/api/chatapp-create", map[string]any{"name": "x", "key": "5511988887777"}, "The number 5511988887777 is already used by another connection")
+		theirs := other.create("x", "5511988887777")
+		if theirs.ID == sales.ID {
+			t.Fatalf("another company got the first company's connection: %+v", theirs)
+		}
+		other.ok("/api/chatapp-delete", map[string]any{"id": theirs.ID}, nil)
 
 		clk.Advance(time.Hour)
 		var renamed chatappRecord
@@ -397,7 +402,8 @@ func TestSimulatorControlsNeedTheSimulator(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		// The real driver opens its session store in the same database; its
 		// sessions need the chat app's servers, which the simulator
-		// controls never reach: they answer 501.
+		// controls never reach: they do not exist then (404, as any unknown
+		// path).
 		h, c := startConnections(t, db, apitest.Options{Configure: func(cfg *config.Config) { cfg.ConnectorDriver = config.ConnectorWhatsmeow }})
 		conn := c.create("Sales", "5511988887777")
 		for _, path := range []string{"pair", "unlink", "messages"} {
@@ -406,8 +412,8 @@ func TestSimulatorControlsNeedTheSimulator(t *testing.T) {
 				method = "GET"
 			}
 			resp := h.Do(apitest.Request{Method: method, Path: fmt.Sprintf("/api/chatapp-simulator/%d/%s", conn.ID, path), Token: c.token})
-			if resp.Status != http.StatusNotImplemented {
-				t.Errorf("%s: %d %s, want 501", path, resp.Status, resp.Body)
+			if resp.Status != http.StatusNotFound || resp.Map(t)["message"] != "Not found." {
+				t.Errorf("%s: %d %s, want 404", path, resp.Status, resp.Body)
 			}
 		}
 		var n int

@@ -3,9 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"mime"
 	"os"
-	"strings"
 
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/auth"
@@ -34,21 +32,11 @@ func (s *Server) GetMessageMedia(ctx context.Context, req api.GetMessageMediaReq
 	if fi, err := file.Stat(); err == nil {
 		size = fi.Size()
 	}
-	ct := f.ContentType
-	if _, _, err := mime.ParseMediaType(ct); err != nil || ct == "" {
-		ct = "application/octet-stream"
-	}
-	// The file is whatever a contact sent: only media a browser shows as
-	// media is inline; anything else (HTML, SVG, …) is a download, and the
-	// sandbox keeps any script in it away from the gateway's origin.
-	disposition := "attachment"
-	if major, _, _ := strings.Cut(ct, "/"); (major == "image" && ct != "image/svg+xml") || major == "video" || major == "audio" {
-		disposition = "inline"
-	}
-	disposition = mime.FormatMediaType(disposition, map[string]string{"filename": f.FileName})
-	nosniff, csp := "nosniff", "sandbox; default-src 'none'"
-	return api.GetMessageMedia200AsteriskResponse{Body: file, ContentType: ct, ContentLength: size,
-		Headers: api.GetMessageMedia200ResponseHeaders{ContentDisposition: &disposition, XContentTypeOptions: &nosniff, ContentSecurityPolicy: &csp}}, nil
+	// The file is whatever a contact sent: hardenedFileHeaders keeps it
+	// from running on the gateway's origin.
+	fh := hardenedFileHeaders(f.ContentType, f.FileName)
+	return api.GetMessageMedia200AsteriskResponse{Body: file, ContentType: fh.contentType, ContentLength: size,
+		Headers: api.GetMessageMedia200ResponseHeaders{ContentDisposition: fh.disposition, XContentTypeOptions: fh.nosniff, ContentSecurityPolicy: fh.csp}}, nil
 }
 
 // toAPIMedia is the answer's `media` of m: nil without a file URL.

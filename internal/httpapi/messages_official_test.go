@@ -185,7 +185,7 @@ func TestOfficialSendSync(t *testing.T) {
 			t.Fatalf("stored file message %+v (type taken from the bytes, not the declared type)", m)
 		}
 
-		metrics := string(e.h.Do(apitest.Request{Method: "GET", Path: "/metrics"}).Body)
+		metrics := scrape(t, e.h)
 		for _, want := range []string{
 			`gateway_messages_accepted_total{channel_type="ofc_chatapp",mode="sync"} 2`,
 			`gateway_messages_delivery_total{channel_type="ofc_chatapp",outcome="sent"} 2`,

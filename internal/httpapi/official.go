@@ -51,19 +51,21 @@ func (s *Server) GetUploadedMedia(ctx context.Context, req api.GetUploadedMediaR
 	if err != nil {
 		return nil, fault.Internalf(err, "open uploaded media")
 	}
+	fh := hardenedFileHeaders(f.ContentType, f.FileName)
+	headers := api.GetUploadedMedia200ResponseHeaders{ContentDisposition: fh.disposition, XContentTypeOptions: fh.nosniff, ContentSecurityPolicy: fh.csp}
 	switch f.ContentType {
 	case "image/jpeg":
-		return api.GetUploadedMedia200ImagejpegResponse{Body: file, ContentLength: f.Size}, nil
+		return api.GetUploadedMedia200ImagejpegResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
 	case "image/png":
-		return api.GetUploadedMedia200ImagepngResponse{Body: file, ContentLength: f.Size}, nil
+		return api.GetUploadedMedia200ImagepngResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
 	case "image/webp":
-		return api.GetUploadedMedia200ImagewebpResponse{Body: file, ContentLength: f.Size}, nil
+		return api.GetUploadedMedia200ImagewebpResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
 	case "video/mp4":
-		return api.GetUploadedMedia200Videomp4Response{Body: file, ContentLength: f.Size}, nil
+		return api.GetUploadedMedia200Videomp4Response{Body: file, ContentLength: f.Size, Headers: headers}, nil
 	case "video/3gpp":
-		return api.GetUploadedMedia200Video3gppResponse{Body: file, ContentLength: f.Size}, nil
+		return api.GetUploadedMedia200Video3gppResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
 	case "application/pdf":
-		return api.GetUploadedMedia200ApplicationpdfResponse{Body: file, ContentLength: f.Size}, nil
+		return api.GetUploadedMedia200ApplicationpdfResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
 	}
 	_ = file.Close()
 	return nil, fault.Internalf(errors.New(f.ContentType), "uploaded media of an unexpected type")

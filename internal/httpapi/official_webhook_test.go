@@ -41,11 +41,8 @@ func TestProviderWebhookAuthentication(t *testing.T) {
 			"wrong mode":    verify(e.pnid, "unsubscribe", token),
 			"unknown phone": verify("000", "subscribe", token),
 		} {
-			want := 403
-			if name == "unknown phone" {
-				want = 404
-			}
-			if r.Status != want {
+			// An unknown id answers exactly like a wrong token.
+			if r.Status != 403 || r.Map(t)["message"] != "The verify token does not match." {
 				t.Errorf("%s: %d %s", name, r.Status, r.Body)
 			}
 		}
@@ -70,12 +67,18 @@ func TestProviderWebhookAuthentication(t *testing.T) {
 			{"signed with another secret", e.pnid, official.Sign("other-secret", body), body, 401},
 			{"signature of other bytes", e.pnid, official.Sign(ofcAppSecret, body), tampered, 401},
 			{"malformed signature", e.pnid, "sha256=zz", body, 401},
-			{"unknown number", "000", official.Sign(ofcAppSecret, body), body, 404},
+			{"unknown number, signed", "000", official.Sign(ofcAppSecret, body), body, 401},
+			{"unknown number, unsigned", "000", "", body, 401},
 			{"signed but not JSON", e.pnid, official.Sign(ofcAppSecret, []byte("{nope")), []byte("{nope"), 400},
 		}
 		for _, tc := range cases {
-			if r := post(tc.pnid, tc.sig, tc.body); r.Status != tc.status {
+			r := post(tc.pnid, tc.sig, tc.body)
+			if r.Status != tc.status {
 				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
+			}
+			// A known and an unknown number are refused with the same body.
+			if tc.status == 401 && r.Map(t)["message"] != "The webhook signature is missing or wrong." {
+				t.Errorf("%s: %s", tc.name, r.Body)
 			}
 		}
 		if _, err := e.h.App.Messaging.FindByExternalID(context.Background(), e.ch.ID, "wamid.sig-test"); err == nil {

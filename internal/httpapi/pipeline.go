@@ -123,16 +123,24 @@ func observe(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
 			status := strconv.Itoa(rec.status)
 			m.requests.WithLabelValues(opName, status).Inc()
 			m.duration.WithLabelValues(opName).Observe(time.Since(start).Seconds())
-			logger.InfoContext(ctx, "request", "request_id", id, "method", clip(r.Method, 16), "path", clip(r.URL.Path, maxLogValue),
-				"operation", opName, "status", rec.status, "bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds())
+			attrs := []any{"request_id", id, "method", clip(r.Method, 16), "path", clip(r.URL.Path, maxLogValue),
+				"operation", opName, "status", rec.status, "bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds()}
+			if p := holder.principal; p != nil {
+				attrs = append(attrs, "company_id", p.CompanyID, "token_id", p.TokenID)
+			}
+			logger.InfoContext(ctx, "request", attrs...)
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
 }
 
 // opHolder lets the outer observe middleware learn the operation the inner
-// contract middleware routed to, for labels and logs.
-type opHolder struct{ op *openapi3.Operation }
+// contract middleware routed to, for labels and logs, and who the caller
+// was (its company and token ids, never the token).
+type opHolder struct {
+	op        *openapi3.Operation
+	principal *auth.Principal
+}
 type opHolderKey struct{}
 
 // enforceContract routes a request to its OpenAPI operation, authenticates
@@ -160,8 +168,14 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 		if secured(c.Doc, op) {
 			p, err := authn.Authenticate(ctx, bearerToken(r))
 			if err != nil {
-				writeError(w, r, logger, op, err)
+				if fault.KindOf(err) == fault.Unauthenticated {
+					w.Header().Set("WWW-Authenticate", bearerChallenge(err))
+				}
+				writeError(w, r, logger, op, err) // logs the reason
 				return
+			}
+			if h, ok := ctx.Value(opHolderKey{}).(*opHolder); ok {
+				h.principal = &p
 			}
 			if err := authorize(op, p); err != nil {
 				writeError(w, r, logger, op, err)
@@ -255,6 +269,23 @@ func secured(doc *openapi3.T, op *openapi3.Operation) bool {
 		return len(*op.Security) > 0
 	}
 	return len(doc.Security) > 0
+}
+
+// bearerChallenge is the WWW-Authenticate answer to a refused token
+// (RFC 6750 §3): no error code when the request carried no Bearer
+// credential, invalid_request for one that is not a token at all,
+// invalid_token for a token that is unknown, revoked or expired. Which of
+// these it was goes to the log only.
+func bearerChallenge(err error) string {
+	const challenge = `Bearer realm="gateway"`
+	switch {
+	case errors.Is(err, auth.ErrTokenMissing):
+		return challenge
+	case errors.Is(err, auth.ErrTokenMalformed):
+		return challenge + `, error="invalid_request"`
+	default:
+		return challenge + `, error="invalid_token"`
+	}
 }
 
 func bearerToken(r *http.Request) string {

@@ -52,6 +52,31 @@ type Deps struct {
 	Official      *official.Service
 	// Idempotency keeps Idempotency-Key answers; nil turns the header off.
 	Idempotency *idempotency.Service
+	// SimulatorRoutes serves the simulator's control operations; true only
+	// when the simulator is the active connector driver.
+	SimulatorRoutes bool
+}
+
+// MetricsHandler serves the Prometheus registry. It belongs on its own
+// listener (METRICS_LISTEN), never on the API's: the metrics show every
+// company's traffic.
+func MetricsHandler(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// withoutSimulator answers the simulator's control operations (x-simulator)
+// as unknown paths: they exist only while the simulator is the active
+// connector driver.
+func withoutSimulator(c *Contract, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if route, _, err := c.FindRoute(r); err == nil && route.Operation.Extensions["x-simulator"] == true {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not found."})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Server implements the generated strict server interface.
@@ -93,9 +118,11 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 
 	root := chi.NewRouter()
 	root.Use(newInFlight(deps.HTTP, deps.Logger).middleware)
-	root.Handle("/metrics", promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	m := newMetrics(deps.Registry)
 	contractHandler := enforceContract(contract, deps.Auth, deps.Logger, idempotent(deps.Idempotency, deps.Logger, apiRouter))
+	if !deps.SimulatorRoutes {
+		contractHandler = withoutSimulator(contract, contractHandler)
+	}
 	root.Handle("/*", contractHandler)
 	// The docs page, "/" → /docs, and CORS on the two documents; the rest falls through to the API.
 	site, err := docs.New()

@@ -74,6 +74,17 @@ func (s *Server) ListAvailableWebhookEvents(ctx context.Context, _ api.ListAvail
 	return out, nil
 }
 
+// GetChannelWebhook reads one subscription (an extension); never its secret.
+func (s *Server) GetChannelWebhook(ctx context.Context, req api.GetChannelWebhookRequestObject) (api.GetChannelWebhookResponseObject, error) {
+	p, _ := auth.FromContext(ctx)
+	sub, err := s.Webhooks.GetChannelWebhook(ctx, p, int64(req.Id))
+	if err != nil {
+		return nil, err
+	}
+	return api.GetChannelWebhook200JSONResponse{Success: api.WebhookSubscriptionResultSuccessTrue,
+		Data: s.toAPIWebhook(sub), Message: "Webhook subscription retrieved"}, nil
+}
+
 func (s *Server) UpdateChannelWebhook(ctx context.Context, req api.UpdateChannelWebhookRequestObject) (api.UpdateChannelWebhookResponseObject, error) {
 	p, _ := auth.FromContext(ctx)
 	b := req.Body

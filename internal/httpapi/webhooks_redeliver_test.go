@@ -383,7 +383,14 @@ func TestWebhookRecoverGoesThroughTheSSRFGuard(t *testing.T) {
 		ten := h.Tenant("Acme")
 		mark := time.Now().Add(-time.Second).UTC().Format(time.RFC3339)
 		// A private address: outside the tests' allow-list (loopback only).
-		sub := createWebhookScheme(t, h, ten.Token, map[string]any{"name": "internal", "url": "http://10.255.255.1/hook"}).ID
+		// Create refuses such a literal address (TestSubscriptionURLGuard),
+		// so the row is given it directly, as a subscription stored before
+		// an operator narrowed OUTBOUND_ALLOW_CIDRS would hold it.
+		sub := createWebhookScheme(t, h, ten.Token, map[string]any{"name": "internal", "url": "http://127.0.0.1:9/hook"}).ID
+		if _, err := db.Bun.NewUpdate().Table("webhook_subscriptions").Set("url = ?", "http://10.255.255.1/hook").
+			Where("id = ?", sub).Exec(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		id := ping(t, h, db, ten.Token, sub, 0)
 		queuedAnswer(t, h.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/channel-webhooks/%d/recover", sub), Token: ten.Token,
 			JSON: map[string]any{"since": mark}}), 1)

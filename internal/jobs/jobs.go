@@ -97,7 +97,7 @@ func New(db *store.DB, opts Options) (*Runner, error) {
 		logger = slog.Default()
 	}
 	cfg := &river.Config{
-		Logger:       logger.With("component", "river"),
+		Logger:       newRiverLogger(logger),
 		PeriodicJobs: opts.Periodic,
 		// Completed jobs are bookkeeping only; the delivery log and message
 		// tables hold what users read.

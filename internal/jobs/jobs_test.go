@@ -1,8 +1,13 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,3 +134,82 @@ func TestCompleteTxAndStopping(t *testing.T) {
 		}
 	})
 }
+
+// A running client logs none of River's routine lines at INFO, on either
+// engine: they reach the log at DEBUG only.
+func TestRiverLogsRoutineAtDebug(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := jobs.Migrate(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		var buf syncBuffer
+		logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		w := &selfCompleting{db: db, ran: make(chan struct{})}
+		workers := river.NewWorkers()
+		river.AddWorker(workers, w)
+		r, err := jobs.New(db, jobs.Options{Workers: workers, Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error { return r.Insert(ctx, tx, probeArgs{N: 1}, nil) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-w.ran:
+		case <-time.After(time.Minute):
+			t.Fatal("the job did not run")
+		}
+		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := r.Stop(stopCtx); err != nil {
+			t.Fatal(err)
+		}
+		routine := []string{"Producer job counts", "Ran successfully", "poll only mode"}
+		seen := map[string]bool{}
+		for _, raw := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+			var line struct {
+				Level, Msg, Component string
+			}
+			if err := json.Unmarshal(raw, &line); err != nil {
+				t.Fatalf("%v: %s", err, raw)
+			}
+			if line.Component != "river" {
+				continue
+			}
+			seen[line.Level] = true
+			for _, m := range routine {
+				if strings.Contains(line.Msg, m) && line.Level != "DEBUG" {
+					t.Errorf("routine line at %s: %s", line.Level, raw)
+				}
+			}
+		}
+		if !seen["INFO"] {
+			t.Errorf("no River line at INFO (its start and stop belong there): %s", buf.String())
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer River's goroutines can write to at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+func (b *syncBuffer) String() string { return string(b.Bytes()) }

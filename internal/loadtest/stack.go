@@ -164,7 +164,10 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 // and the provider simulator live there.
 func (s *Stack) gatewayEnv(listen string) []string {
 	env := []string{"LISTEN_ADDR=" + listen, "DATA_DIR=" + filepath.Join(s.Dir, "data"),
-		"OUTBOUND_ALLOW_CIDRS=127.0.0.0/8", "DATABASE_URL=" + s.DatabaseURL}
+		"OUTBOUND_ALLOW_CIDRS=127.0.0.0/8", "DATABASE_URL=" + s.DatabaseURL,
+		// Several replicas share this host: each its own metrics port; the
+		// simulator is the stack's chat app on purpose.
+		"METRICS_LISTEN=127.0.0.1:0", "CONNECTOR_DRIVER=simulator"}
 	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)

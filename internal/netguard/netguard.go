@@ -58,6 +58,32 @@ func (g *Guard) CheckAddr(ip netip.Addr) error {
 	return nil
 }
 
+// RefusedHost reports the host of rawURL when the guard would refuse every
+// dial to it whatever DNS says: a literal address it refuses, or localhost
+// (and names under .localhost), which RFC 6761 reserves for loopback, when
+// loopback is refused. Callers answer such a URL when it is given, instead
+// of accepting it and failing each request later. A host name is left to
+// the dial-time check, which sees what DNS returns then; ok is false for it
+// and for anything that does not parse.
+func (g *Guard) RefusedHost(rawURL string) (host string, refused bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", false
+	}
+	host = u.Hostname()
+	name := strings.TrimSuffix(strings.ToLower(host), ".")
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		v4 := g.CheckAddr(netip.AddrFrom4([4]byte{127, 0, 0, 1}))
+		v6 := g.CheckAddr(netip.IPv6Loopback())
+		return host, v4 != nil && v6 != nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return "", false
+	}
+	return host, g.CheckAddr(ip.WithZone("")) != nil
+}
+
 // Control is a net.Dialer Control hook: it runs after DNS resolution, for
 // each address the dialer is about to connect to.
 func (g *Guard) Control(network, address string, _ syscall.RawConn) error {

@@ -158,3 +158,42 @@ func TestRedirects(t *testing.T) {
 		t.Fatalf("redirect to a blocked address: err = %v, want ErrBlocked", err)
 	}
 }
+
+// RefusedHost names the hosts every dial would refuse, so a URL to one can
+// be answered when it is given; names are left to the dial-time check.
+func TestRefusedHost(t *testing.T) {
+	t.Parallel()
+	deny := netguard.New(nil)
+	allowV4 := netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	tests := []struct {
+		name    string
+		guard   *netguard.Guard
+		url     string
+		host    string
+		refused bool
+	}{
+		{"loopback", deny, "http://127.0.0.1:9999/hook", "127.0.0.1", true},
+		{"private", deny, "https://10.0.0.1/hook", "10.0.0.1", true},
+		{"metadata", deny, "http://169.254.169.254/latest", "169.254.169.254", true},
+		{"v6 loopback", deny, "http://[::1]:8080/", "::1", true},
+		{"v4-mapped v6", deny, "http://[::ffff:10.0.0.1]/", "::ffff:10.0.0.1", true},
+		{"v6 link-local with zone", deny, "http://[fe80::1%25eth0]/", "fe80::1%eth0", true},
+		{"localhost", deny, "http://localhost:9999/hook", "localhost", true},
+		{"localhost any case, trailing dot", deny, "http://LocalHost.:9/", "LocalHost.", true},
+		{"name under .localhost", deny, "http://api.localhost/", "api.localhost", true},
+		{"public address", deny, "https://93.184.216.34/hook", "93.184.216.34", false},
+		{"name", deny, "https://hooks.example.com/x", "", false},
+		{"allowed loopback", allowV4, "http://127.0.0.1:9/", "127.0.0.1", false},
+		{"localhost with v4 loopback allowed", allowV4, "http://localhost:9/", "localhost", false},
+		{"private still refused", allowV4, "http://192.168.1.1/", "192.168.1.1", true},
+		{"not a URL", deny, "http://[::1", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			host, refused := tc.guard.RefusedHost(tc.url)
+			if refused != tc.refused || (tc.host != "" && host != tc.host) {
+				t.Fatalf("RefusedHost(%q) = %q, %v; want %q, %v", tc.url, host, refused, tc.host, tc.refused)
+			}
+		})
+	}
+}

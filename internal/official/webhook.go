@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -67,19 +68,35 @@ func Sign(appSecret string, body []byte) string {
 
 // VerifyProviderWebhook answers the provider's subscription handshake
 // (hub.mode=subscribe with the verify token): it returns the challenge to
-// echo. Errors: NotFound for an unknown phone number id, Forbidden for a
-// wrong mode or token.
+// echo. Errors: Forbidden for a wrong mode or token, and for an unknown
+// phone number id alike.
 func (s *Service) VerifyProviderWebhook(ctx context.Context, phoneNumberID, mode, token, challenge string) (string, error) {
+	refused := func(cause error) error { return fault.Wrap(fault.Forbidden, "The verify token does not match.", cause) }
 	ch, err := s.channels.FindByPhoneNumberID(ctx, phoneNumberID)
+	if fault.KindOf(err) == fault.NotFound {
+		// Answered like a wrong token, after the same comparison: an
+		// unknown id must not tell which numbers are registered.
+		hmac.Equal([]byte(token), []byte(VerifyToken(&channels.ProviderAccount{AppSecret: unknownAccountSecret, PhoneNumberID: phoneNumberID})))
+		return "", refused(errUnknownPhoneNumberID)
+	}
 	if err != nil {
 		return "", err
 	}
 	want := VerifyToken(ch.ProviderAccount)
 	if mode != "subscribe" || !hmac.Equal([]byte(token), []byte(want)) {
-		return "", fault.New(fault.Forbidden, "The verify token does not match.")
+		return "", refused(nil)
 	}
 	return challenge, nil
 }
+
+// errUnknownPhoneNumberID is the logged cause of a provider call for a
+// phone number id no official channel has; the answer is that of a wrong
+// token or signature.
+var errUnknownPhoneNumberID = errors.New("no official channel has this phone number id")
+
+// unknownAccountSecret keys the comparison made for an unknown phone
+// number id, so it costs what a known one's does.
+const unknownAccountSecret = "unknown-account"
 
 // Summary counts what one webhook delivery carried.
 type Summary struct {
@@ -92,18 +109,25 @@ type Summary struct {
 // of the raw body with the account's app secret) and reports its messages
 // and receipts to messaging. Repeated deliveries change nothing.
 //
-// Errors: NotFound for an unknown phone number id; Unauthenticated for a
-// missing or wrong signature; Invalid for a body that is not a webhook
+// Errors: Unauthenticated for a missing or wrong signature, and for an
+// unknown phone number id alike; Invalid for a body that is not a webhook
 // payload; Internal. A contact's media is fetched afterwards, by a job
 // (messaging.FetchMediaArgs), never within the delivery.
 func (s *Service) ReceiveProviderWebhook(ctx context.Context, phoneNumberID, signature string, body []byte) (Summary, error) {
 	var sum Summary
+	const badSignature = "The webhook signature is missing or wrong."
 	ch, err := s.channels.FindByPhoneNumberID(ctx, phoneNumberID)
+	if fault.KindOf(err) == fault.NotFound {
+		// Answered like a wrong signature, after the same HMAC: an unknown
+		// id must not tell which numbers are registered.
+		hmac.Equal([]byte(signature), []byte(Sign(unknownAccountSecret, body)))
+		return sum, fault.Wrap(fault.Unauthenticated, badSignature, errUnknownPhoneNumberID)
+	}
 	if err != nil {
 		return sum, err
 	}
 	if signature == "" || !hmac.Equal([]byte(signature), []byte(Sign(ch.ProviderAccount.AppSecret, body))) {
-		return sum, fault.New(fault.Unauthenticated, "The webhook signature is missing or wrong.")
+		return sum, fault.New(fault.Unauthenticated, badSignature)
 	}
 	var p WebhookPayload
 	if err := json.Unmarshal(body, &p); err != nil {

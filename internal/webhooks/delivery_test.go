@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -232,7 +233,10 @@ func TestAttemptOutcomes(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		guarded := netguard.New(loopback).NewClient(netguard.ClientOptions{Timeout: 300 * time.Millisecond})
-		b := setup(t, db, setupOpts{webhooks: webhooks.Options{Client: guarded}})
+		// The service lets 10.0.0.1 be subscribed (as it would a name
+		// resolving there); the delivery's guard refuses it.
+		allow := append([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, loopback...)
+		b := setup(t, db, setupOpts{webhooks: webhooks.Options{Client: guarded, AllowCIDRs: allow}})
 		closed, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -778,8 +782,13 @@ func deref(s *string) string {
 func TestNeutralDestinationErrors(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		// Delivery dials through a guard that allows nothing, while the
+		// service's own settings let these URLs be subscribed, as a name
+		// resolving to such an address would be (a literal refused address
+		// is answered 422 at create: TestSubscriptionURLGuard).
 		guarded := netguard.New(nil).NewClient(netguard.ClientOptions{Timeout: 2 * time.Second})
-		b := setup(t, db, setupOpts{webhooks: webhooks.Options{Client: guarded}})
+		allow := append([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("169.254.0.0/16")}, loopback...)
+		b := setup(t, db, setupOpts{webhooks: webhooks.Options{Client: guarded, AllowCIDRs: allow}})
 		cases := []struct {
 			name  string
 			url   string

@@ -113,6 +113,9 @@ type Service struct {
 	subs            *subscriptionCache
 	dispatch        *dispatcher
 	keyring         *secrets.Keyring
+	// guard judges subscription URLs when they are given
+	// (OUTBOUND_ALLOW_CIDRS); deliveries dial through client's own.
+	guard *netguard.Guard
 }
 
 var (
@@ -123,7 +126,8 @@ var (
 // NewService returns the service over db. Start runs its delivery.
 func NewService(db *store.DB, opts Options) *Service {
 	s := &Service{db: db, now: opts.Now, times: opts.Times, log: opts.Logger, limiter: opts.Limiter,
-		client: opts.Client, delays: opts.RetryDelays, channels: opts.Channels, keyring: opts.Secrets}
+		client: opts.Client, delays: opts.RetryDelays, channels: opts.Channels, keyring: opts.Secrets,
+		guard: netguard.New(opts.AllowCIDRs)}
 	if s.now == nil {
 		s.now = clock.System
 	}
@@ -137,7 +141,7 @@ func NewService(db *store.DB, opts Options) *Service {
 		s.limiter = ratelimit.NewMemory(s.now)
 	}
 	if s.client == nil {
-		s.client = netguard.New(opts.AllowCIDRs).NewClient(netguard.ClientOptions{
+		s.client = s.guard.NewClient(netguard.ClientOptions{
 			Timeout: AttemptTimeout, MaxIdleConnsPerHost: 64,
 		})
 	}

@@ -30,6 +30,10 @@ const (
 	msgNameRequired = "Name is required"
 	msgNameInvalid  = "Name is required and may not be greater than 150 characters"
 	msgURLInvalid   = "Url must be a valid http or https URL"
+	// msgURLRefused takes the host: an address the SSRF guard refuses on
+	// every dial (issue 29: such a subscription used to be accepted and
+	// then fail every delivery with no hint of the setting).
+	msgURLRefused = "Url host %s is an address the service may not reach; an operator can allow it with OUTBOUND_ALLOW_CIDRS"
 	// msgChannelUnknown takes the id that is not a channel of the company.
 	msgChannelUnknown = "Company channel %d does not exist"
 	// msgEventsUnknown: names were given and none is subscribable. The
@@ -271,9 +275,16 @@ func validateEvents(names []string, fields map[string][]string) {
 	}
 }
 
-func validateURL(raw string, fields map[string][]string) {
+// validateURL also refuses a host every delivery would be refused: a
+// literal address the SSRF guard does not allow, or localhost. A host name
+// is judged at each delivery, on what DNS returns then.
+func (s *Service) validateURL(raw string, fields map[string][]string) {
 	if err := netguard.ValidateURL(raw); err != nil {
 		fields["url"] = append(fields["url"], msgURLInvalid)
+		return
+	}
+	if host, refused := s.guard.RefusedHost(raw); refused {
+		fields["url"] = append(fields["url"], fmt.Sprintf(msgURLRefused, host))
 	}
 }
 
@@ -321,7 +332,7 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 	}
 	fields := map[string][]string{}
 	validateName(in.Name, fields)
-	validateURL(in.URL, fields)
+	s.validateURL(in.URL, fields)
 	validateEvents(in.Events, fields)
 	if in.SignatureScheme == "" {
 		in.SignatureScheme = SchemeSvc
@@ -426,6 +437,20 @@ func (s *Service) get(ctx context.Context, db bun.IDB, companyID, id int64) (sub
 	return row, nil
 }
 
+// GetChannelWebhook returns one subscription of the company (an
+// extension; never the secret). Errors: Forbidden, RateLimited, NotFound
+// (another company's id too).
+func (s *Service) GetChannelWebhook(ctx context.Context, p auth.Principal, id int64) (Subscription, error) {
+	if err := s.throttle(ctx, p); err != nil {
+		return Subscription{}, err
+	}
+	row, err := s.get(ctx, s.db.Bun, p.CompanyID, id)
+	if err != nil {
+		return Subscription{}, err
+	}
+	return row.toDomain(), nil
+}
+
 // UpdateChannelWebhook changes only the given fields. Errors: Forbidden,
 // RateLimited, Invalid, NotFound.
 func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id int64, in UpdateInput) (Subscription, error) {
@@ -437,7 +462,7 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 		validateName(*in.Name, fields)
 	}
 	if in.URL != nil {
-		validateURL(*in.URL, fields)
+		s.validateURL(*in.URL, fields)
 	}
 	if in.Events != nil {
 		validateEvents(*in.Events, fields)

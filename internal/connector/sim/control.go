@@ -116,7 +116,7 @@ func (s *Session) Scan(ctx context.Context) error {
 	}
 	ref := fmt.Sprintf("sim:%s.%d", s.acct.Key, s.pairing.nonce)
 	s.logged, s.deviceRef, s.pairing = true, ref, nil
-	s.d.registered[s.acct.Key] = true
+	s.d.registered[s.scope(s.acct.Key)] = true
 	s.d.mu.Unlock()
 	return s.h.Paired(ctx, ref)
 }
@@ -137,7 +137,7 @@ func (s *Session) Unlink(ctx context.Context) error {
 func (s *Session) SeedContacts(specs []ContactSpec) ([]connector.Contact, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
-	b := s.d.bookOf(s.acct.Key)
+	b := s.d.bookOf(s.scope(s.acct.Key))
 	out := make([]connector.Contact, 0, len(specs))
 	for _, c := range specs {
 		key, err := connector.NormalizeNumber(c.Key)
@@ -147,9 +147,9 @@ func (s *Session) SeedContacts(specs []ContactSpec) ([]connector.Contact, error)
 		ct := connector.Contact{Key: key, Name: c.Name, Notify: c.Notify}
 		b.contacts[key] = ct
 		if c.OnChatapp == nil || *c.OnChatapp {
-			s.d.registered[key] = true
+			s.d.registered[s.scope(key)] = true
 		} else {
-			delete(s.d.registered, key)
+			delete(s.d.registered, s.scope(key))
 		}
 		out = append(out, ct)
 	}
@@ -173,7 +173,7 @@ func (s *Session) SeedGroup(spec GroupSpec) (connector.Group, error) {
 	if !g.IsMember {
 		g.IsAdmin = false
 	}
-	s.d.bookOf(s.acct.Key).groups[key] = g
+	s.d.bookOf(s.scope(s.acct.Key)).groups[key] = g
 	return g, nil
 }
 
@@ -197,14 +197,14 @@ func (s *Session) Deliver(ctx context.Context, spec InboundSpec) (connector.Inbo
 			s.d.mu.Unlock()
 			return connector.Inbound{}, err
 		}
-		if g, ok := s.d.bookOf(s.acct.Key).groups[key]; !ok || !g.IsMember {
+		if g, ok := s.d.bookOf(s.scope(s.acct.Key)).groups[key]; !ok || !g.IsMember {
 			s.d.mu.Unlock()
 			return connector.Inbound{}, fault.New(fault.NotFound, MsgGroupNotFound)
 		}
 		chat = connector.Chat{Key: key, IsGroup: true}
-		chatName = s.d.bookOf(s.acct.Key).groups[key].Name
+		chatName = s.d.bookOf(s.scope(s.acct.Key)).groups[key].Name
 	}
-	s.d.registered[from] = true
+	s.d.registered[s.scope(from)] = true
 	if spec.EditOf != "" || spec.RevokeOf != "" {
 		c, err := s.change(from, chat, spec)
 		s.d.mu.Unlock()

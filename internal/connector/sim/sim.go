@@ -61,11 +61,24 @@ type Driver struct {
 
 	mu         sync.Mutex
 	seq        uint64
-	registered map[string]bool     // numbers with a chat-app account
-	books      map[string]*book    // per account number
+	registered map[scoped]bool     // numbers with a chat-app account, per company
+	books      map[scoped]*book    // per company and account number
 	sessions   map[int64]*Session  // live linked devices by connection
 	messages   map[string]*Message // every message sent through the network
 	inbound    map[string]*sentInbound
+}
+
+// scoped is a number as one company sees the simulated chat app: the
+// numbers "on the chat app" and the address books of one company are never
+// another's (one simulator serves every tenant of a deployment).
+type scoped struct {
+	company int64
+	number  string
+}
+
+// scope is number as the session's company sees it.
+func (s *Session) scope(number string) scoped {
+	return scoped{company: s.acct.CompanyID, number: number}
 }
 
 type book struct {
@@ -78,7 +91,7 @@ func New(now clock.Clock) *Driver {
 	if now == nil {
 		now = clock.System
 	}
-	return &Driver{now: now, registered: map[string]bool{}, books: map[string]*book{},
+	return &Driver{now: now, registered: map[scoped]bool{}, books: map[scoped]*book{},
 		sessions: map[int64]*Session{}, messages: map[string]*Message{}, inbound: map[string]*sentInbound{}}
 }
 
@@ -98,12 +111,12 @@ func (d *Driver) Open(_ context.Context, acct connector.Account, h connector.Han
 	s := &Session{d: d, acct: acct, h: h, deviceRef: acct.DeviceRef, logged: acct.DeviceRef != ""}
 	d.sessions[acct.ChannelID] = s
 	if s.logged {
-		d.registered[acct.Key] = true
+		d.registered[scoped{company: acct.CompanyID, number: acct.Key}] = true
 	}
 	return s, nil
 }
 
-func (d *Driver) bookOf(key string) *book {
+func (d *Driver) bookOf(key scoped) *book {
 	b := d.books[key]
 	if b == nil {
 		b = &book{contacts: map[string]connector.Contact{}, groups: map[string]connector.Group{}}
@@ -265,7 +278,7 @@ func (s *Session) Contacts(context.Context) ([]connector.Contact, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	b := s.d.bookOf(s.acct.Key)
+	b := s.d.bookOf(s.scope(s.acct.Key))
 	out := make([]connector.Contact, 0, len(b.contacts))
 	for _, c := range b.contacts {
 		out = append(out, c)
@@ -281,7 +294,7 @@ func (s *Session) Groups(context.Context) ([]connector.Group, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	b := s.d.bookOf(s.acct.Key)
+	b := s.d.bookOf(s.scope(s.acct.Key))
 	out := make([]connector.Group, 0, len(b.groups))
 	for _, g := range b.groups {
 		if g.IsMember {
@@ -303,7 +316,7 @@ func (s *Session) GroupInfo(_ context.Context, groupKey string) (connector.Group
 	if err != nil {
 		return connector.Group{}, err
 	}
-	g, ok := s.d.bookOf(s.acct.Key).groups[key]
+	g, ok := s.d.bookOf(s.scope(s.acct.Key)).groups[key]
 	if !ok {
 		return connector.Group{}, fault.New(fault.NotFound, MsgGroupNotFound)
 	}
@@ -321,7 +334,7 @@ func (s *Session) Check(_ context.Context, entries []string, groups bool) ([]con
 		return nil, err
 	}
 	out := make([]connector.NumberCheck, len(entries))
-	b := s.d.bookOf(s.acct.Key)
+	b := s.d.bookOf(s.scope(s.acct.Key))
 	for i, e := range entries {
 		out[i].Entry = e
 		if groups {
@@ -336,9 +349,9 @@ func (s *Session) Check(_ context.Context, entries []string, groups bool) ([]con
 			continue
 		}
 		switch {
-		case s.d.registered[num]:
+		case s.d.registered[s.scope(num)]:
 			out[i].Exists, out[i].Key = true, num
-		case len(num) == 13 && strings.HasPrefix(num, "55") && num[4] == '9' && s.d.registered[num[:4]+num[5:]]:
+		case len(num) == 13 && strings.HasPrefix(num, "55") && num[4] == '9' && s.d.registered[s.scope(num[:4]+num[5:])]:
 			out[i].Exists, out[i].Key = true, num[:4]+num[5:]
 		}
 	}
@@ -359,7 +372,7 @@ func (s *Session) Send(_ context.Context, m connector.Outgoing) (connector.Sent,
 		return connector.Sent{}, err
 	}
 	if chat.IsGroup {
-		g, ok := s.d.bookOf(s.acct.Key).groups[chat.Key]
+		g, ok := s.d.bookOf(s.scope(s.acct.Key)).groups[chat.Key]
 		switch {
 		case !ok || !g.IsMember:
 			return connector.Sent{}, &fault.Error{Kind: fault.Refused, Message: MsgNotMember, Details: map[string]any{"reason": MsgNotMember}}
@@ -367,7 +380,7 @@ func (s *Session) Send(_ context.Context, m connector.Outgoing) (connector.Sent,
 			return connector.Sent{}, &fault.Error{Kind: fault.Refused, Message: MsgAnnounceOnly, Details: map[string]any{"reason": MsgAnnounceOnly}}
 		}
 	}
-	if !chat.IsGroup && !s.d.registered[chat.Key] && s.d.registered[connector.WithoutNinthDigit(chat.Key)] {
+	if !chat.IsGroup && !s.d.registered[s.scope(chat.Key)] && s.d.registered[s.scope(connector.WithoutNinthDigit(chat.Key))] {
 		// As the number check: the account registered without the digit.
 		chat.Key = connector.WithoutNinthDigit(chat.Key)
 	}
