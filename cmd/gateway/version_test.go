@@ -105,12 +105,15 @@ func TestHealthcheckCommand(t *testing.T) {
 }
 
 // A served gateway passes its own healthcheck, ready included, and
-// /metrics carries gateway_build_info.
+// /metrics (on METRICS_LISTEN) carries gateway_build_info.
 func TestServeReportsItsBuild(t *testing.T) {
-	public := freeAddr(t)
+	public, metrics := freeAddr(t), freeAddr(t)
 	env := func(k string) string {
-		if k == "LISTEN_ADDR" {
+		switch k {
+		case "LISTEN_ADDR":
 			return public
+		case "METRICS_LISTEN":
+			return metrics
 		}
 		return ""
 	}
@@ -132,7 +135,7 @@ func TestServeReportsItsBuild(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	status, body, err := get("http://" + public + "/metrics")
+	status, body, err := get("http://" + metrics + "/metrics")
 	if err != nil || status != 200 {
 		t.Fatalf("/metrics: %d %v", status, err)
 	}

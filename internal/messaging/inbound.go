@@ -3,7 +3,6 @@ package messaging
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -244,7 +243,7 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) error {
 		if err != nil {
 			return err
 		}
-		s.metrics.receipts.WithLabelValues(r.Channel.TypeID.Name(), strconv.Itoa(r.StatusID)).Inc()
+		s.metrics.receipts.WithLabelValues(r.Channel.TypeID.Name(), receiptLabel(r.StatusID)).Inc()
 		return s.publish(ctx, tx, r.Channel, cur.toDomain())
 	})
 }

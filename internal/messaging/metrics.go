@@ -30,7 +30,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_inbound_total",
 			Help: "Inbound messages stored, by channel type."}, []string{"channel_type"}),
 		receipts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_receipts_total",
-			Help: "Receipts that changed a message status, by channel type and new status id."}, []string{"channel_type", "status"}),
+			Help: "Receipts that changed a message status, by channel type and new status (sent, delivered, read, failed)."}, []string{"channel_type", "status"}),
 		sentBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gateway_messages_sent_outcomes_per_write",
 			Help:    "Sent outcomes recorded by one UPDATE: attempts that end together share one statement and one commit.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}),
@@ -91,4 +91,20 @@ func (s *Service) sendBacklog(ctx context.Context) (due int64, oldest time.Durat
 		oldest = time.Duration(now-first.Int64) * time.Millisecond
 	}
 	return due, oldest, nil
+}
+
+// receiptLabel names a receipt's new status for the metric, so dashboards
+// read "delivered" rather than a status id.
+func receiptLabel(status int) string {
+	switch status {
+	case StatusSent:
+		return "sent"
+	case StatusDelivered:
+		return "delivered"
+	case StatusRead:
+		return "read"
+	case StatusFailed:
+		return "failed"
+	}
+	return "other"
 }

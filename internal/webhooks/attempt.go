@@ -56,7 +56,7 @@ const (
 	// MsgDestinationRefused is the one text for a destination the SSRF
 	// guard refuses and for a host name that does not resolve: a tenant
 	// must not learn which names resolve inside our network.
-	MsgDestinationRefused = "destination refused: the host is not allowed or could not be resolved"
+	MsgDestinationRefused = "destination refused: the host is not allowed or could not be resolved (an operator can allow private or loopback addresses with OUTBOUND_ALLOW_CIDRS)"
 	msgTimeout            = "timeout: no answer within 10 seconds"
 	msgRefused            = "connection refused"
 	msgReset              = "connection closed before an answer"
