@@ -4,7 +4,7 @@ package webhooks
 // hold: memory, connections and timers per endpoint, never a pool other
 // subscriptions share.
 //
-//   - A lane starts at slowStart attempts in flight (a new endpoint has not
+//   - A lane starts at slowStart attempt in flight (a new endpoint has not
 //     shown it answers) and doubles the limit on each success, up to the
 //     subscription's bound (8); each failure halves it.
 //   - After breakerThreshold consecutive failures the breaker is open: one
@@ -17,7 +17,7 @@ package webhooks
 // in_flight_limit), so it follows the lane to whichever replica runs it.
 const (
 	breakerThreshold = 5
-	slowStart        = 2
+	slowStart        = 1
 )
 
 // msgCircuitOpen is the delivery-log text of an attempt refused by an open

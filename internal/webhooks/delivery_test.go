@@ -607,7 +607,9 @@ func TestLaneFairnessAndBound(t *testing.T) {
 			}
 		}
 		waitUntil(t, "the healthy receiver got every delivery", func() bool { return len(fast.received()) == total })
-		waitUntil(t, "the hung receiver holds its bound", func() bool { now, _ := slow.held(); return now == bound })
+		// A receiver that has never answered gets one attempt at a time
+		// (slow start), whatever the bound.
+		waitUntil(t, "the hung receiver holds an attempt", func() bool { now, _ := slow.held(); return now == 1 })
 		// Nothing reached the hung receiver's answer yet: the healthy
 		// deliveries were not queued behind it.
 		if n := countSucceeded(b.log(t, slowSub.ID)); n != 0 {
@@ -617,8 +619,8 @@ func TestLaneFairnessAndBound(t *testing.T) {
 		for _, id := range []int64{slowSub.ID, fastSub.ID} {
 			waitUntil(t, "every delivery logged as delivered", func() bool { return countSucceeded(b.log(t, id)) == total })
 		}
-		if _, most := slow.held(); most != bound {
-			t.Errorf("%d attempts in flight to one subscription at most, want its bound %d", most, bound)
+		if _, most := slow.held(); most < 1 || most > bound {
+			t.Errorf("%d attempts in flight to one subscription at most, want 1 to its bound %d", most, bound)
 		}
 	})
 }

@@ -317,6 +317,9 @@ func (s *Service) releaseLane(ctx context.Context, id int64, token string, b bre
 	}
 }
 
+// clockUntil is how long until t on the service's clock.
+func (s *Service) clockUntil(t time.Time) time.Duration { return t.Sub(s.now()) }
+
 func newLeaseToken() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])

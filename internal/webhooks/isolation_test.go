@@ -57,7 +57,7 @@ func newBlackHole(t testing.TB) *blackHole {
 func (h *blackHole) URL() string { return "http://" + h.ln.Addr().String() + "/hook" }
 
 // TestEndpointIsolation: one company's endpoints that never answer hold
-// only their own lanes, each at most the slow-start limit in flight; the
+// only their own lanes, each one attempt in flight (slow start); the
 // other company's receiver gets every event while none of the dead
 // attempts has even ended. On PostgreSQL two replicas share the work.
 func TestEndpointIsolation(t *testing.T) {
@@ -99,8 +99,8 @@ func TestEndpointIsolation(t *testing.T) {
 		if ended != 0 {
 			t.Errorf("%d dead attempts ended before the healthy company got its events; it waited behind them", ended)
 		}
-		if n := hole.accepted.Load(); n > dead*2 {
-			t.Errorf("%d connections held by %d dead endpoints, want at most 2 each (slow start)", n, dead)
+		if n := hole.accepted.Load(); n > dead {
+			t.Errorf("%d connections held by %d dead endpoints, want at most 1 each (slow start)", n, dead)
 		}
 	})
 }
@@ -145,9 +145,6 @@ func TestBreakerOpensAndCloses(t *testing.T) {
 		sentWhileFailing := len(rcv.received())
 		failing.Store(false)
 		waitUntil(t, "every event delivered", func() bool { return countSucceeded(b.log(t, sub.ID)) == total })
-		if _, most := rcv.held(); most > 2 {
-			t.Errorf("%d attempts in flight at once to a failing endpoint, want at most 2", most)
-		}
 		if sentWhileFailing >= total {
 			t.Errorf("%d requests reached the failing endpoint for %d events: the breaker let everything through", sentWhileFailing, total)
 		}

@@ -24,7 +24,9 @@ const (
 	// idle one backs off, doubling up to lanePollIdle.
 	lanePoll     = 10 * time.Millisecond
 	lanePollIdle = 100 * time.Millisecond
-	openPoll     = time.Second
+	openPoll     = 5 * time.Second
+	// targetFresh bounds how stale a lane's copy of its subscription gets.
+	targetFresh = time.Second
 	// laneWindow × the in-flight bound is how many deliveries a lane holds
 	// (sending or waiting to be sent) at a time.
 	laneWindow = 4
@@ -81,12 +83,14 @@ type result struct {
 // subscription is re-read at every fill, so rotation, deletion and
 // disabling apply to deliveries already queued.
 type lane struct {
-	s       *Service
-	id      int64
-	run     laneRun
-	breaker breaker
-	target  subscriptionRow
-	window  int
+	s        *Service
+	id       int64
+	run      laneRun
+	breaker  breaker
+	target   subscriptionRow
+	targetAt time.Time // when target was read
+	nextDue  time.Time // an open lane's next scheduled delivery
+	window   int
 
 	queued    []deliveryRow  // fetched, not started
 	held      map[int64]bool // fetched, outcome not yet written
@@ -171,12 +175,16 @@ func (l *lane) idle(ctx context.Context) {
 // pollAfter is how long the lane waits before it looks for due
 // deliveries again (new ones also wake it at once); 0 while every slot is
 // taken, since an outcome frees one and the lane looks then. A lane whose
-// breaker is open looks once a second, often enough for the retries it
-// refuses to keep their schedule, and cheap for a thousand of them.
+// breaker is open looks when its next delivery comes due (its retries
+// keep their schedule) and otherwise every openPoll: cheap for a thousand
+// of them.
 func (l *lane) pollAfter() time.Duration {
 	switch {
 	case l.breaker.open():
-		return openPoll
+		if l.nextDue.IsZero() {
+			return openPoll
+		}
+		return min(openPoll, max(time.Millisecond, l.s.clockUntil(l.nextDue)))
 	case l.sending >= l.breaker.allowed():
 		return 0
 	default:
@@ -187,31 +195,61 @@ func (l *lane) pollAfter() time.Duration {
 // wantsMore: fetch again once half the window is free.
 func (l *lane) wantsMore() bool { return len(l.queued)+l.sending <= l.window/2 }
 
-// fill fetches due deliveries not already held, up to the window. A
-// deleted or disabled subscription's pending deliveries are dropped and the
-// lane ends.
+// fill fetches due deliveries not already held, up to the window. The
+// subscription is re-read at most once per targetFresh, so a rotated
+// secret, a deletion or a disabling applies within that; a deleted or
+// disabled subscription's pending deliveries are dropped and the lane ends.
+// A lane whose breaker is open also learns when its next delivery comes
+// due, and looks again then rather than polling.
 func (l *lane) fill(ctx context.Context) {
-	t, rows, gone, err := l.s.fetchDue(ctx, l.id, l.held, l.window-len(l.queued)-l.sending)
-	switch {
-	case err != nil:
+	if err := l.refreshTarget(ctx); err != nil || l.ending {
+		return
+	}
+	rows, err := l.s.fetchDue(ctx, l.id, l.held, l.window-len(l.queued)-l.sending)
+	if err == nil && l.breaker.open() {
+		l.nextDue, err = l.s.nextDue(ctx, l.id)
+	}
+	if err != nil {
 		if ctx.Err() == nil {
 			l.s.log.WarnContext(ctx, "webhooks: fetch due deliveries", "subscription_id", l.id, "err", err)
 		}
 		l.ending = true
-	case gone:
-		l.ending = true
-	default:
-		l.target = t
-		for _, row := range rows {
-			l.held[row.ID] = true
-			l.queued = append(l.queued, row)
-		}
-		if len(rows) > 0 {
-			l.idleSince, l.idlePoll = time.Now(), lanePoll
-		} else {
-			l.idlePoll = min(l.idlePoll*2, lanePollIdle)
-		}
+		return
 	}
+	for _, row := range rows {
+		l.held[row.ID] = true
+		l.queued = append(l.queued, row)
+	}
+	if len(rows) > 0 {
+		l.idleSince, l.idlePoll = time.Now(), lanePoll
+	} else {
+		l.idlePoll = min(l.idlePoll*2, lanePollIdle)
+	}
+}
+
+// refreshTarget re-reads the subscription when the lane's copy is older
+// than targetFresh.
+func (l *lane) refreshTarget(ctx context.Context) error {
+	if !l.targetAt.IsZero() && time.Since(l.targetAt) < targetFresh {
+		return nil
+	}
+	t, err := l.s.loadTarget(ctx, l.id)
+	switch {
+	case store.IsNoRows(err):
+		l.ending = true
+		return l.s.dropPending(ctx, l.id)
+	case err != nil:
+		if ctx.Err() == nil {
+			l.s.log.WarnContext(ctx, "webhooks: read subscription", "subscription_id", l.id, "err", err)
+		}
+		l.ending = true
+		return err
+	case !t.Enabled:
+		l.ending = true
+		return l.s.dropPendingKeeping(ctx, l.id)
+	}
+	l.target, l.targetAt = t, time.Now()
+	return nil
 }
 
 // start sends queued deliveries while the breaker allows. While it is open
@@ -322,21 +360,11 @@ func (l *lane) drain(ctx context.Context) {
 	l.flush(ctx)
 }
 
-// fetchDue re-reads the subscription and takes up to limit of its due
-// deliveries not already held. A deleted or disabled subscription's pending
-// deliveries are dropped: it gets no further attempt.
-func (s *Service) fetchDue(ctx context.Context, id int64, held map[int64]bool, limit int) (subscriptionRow, []deliveryRow, bool, error) {
-	t, err := s.loadTarget(ctx, id)
-	switch {
-	case store.IsNoRows(err):
-		return t, nil, true, s.dropPending(ctx, id)
-	case err != nil:
-		return t, nil, false, err
-	case !t.Enabled:
-		return t, nil, true, s.dropPendingKeeping(ctx, id)
-	}
+// fetchDue takes up to limit of subscription id's due deliveries not
+// already held, oldest due first.
+func (s *Service) fetchDue(ctx context.Context, id int64, held map[int64]bool, limit int) ([]deliveryRow, error) {
 	if limit <= 0 {
-		return t, nil, false, nil
+		return nil, nil
 	}
 	q := s.db.Bun.NewSelect().Model((*deliveryRow)(nil)).
 		Where("subscription_id = ?", id).Where("next_attempt_at <= ?", s.now().UTC()).
@@ -349,10 +377,21 @@ func (s *Service) fetchDue(ctx context.Context, id int64, held map[int64]bool, l
 		q = q.Where("id NOT IN (?)", bun.In(ids))
 	}
 	var rows []deliveryRow
-	if err := q.Scan(ctx, &rows); err != nil {
-		return t, nil, false, err
+	err := q.Scan(ctx, &rows)
+	return rows, err
+}
+
+// nextDue is when subscription id's next delivery not yet due comes due
+// (zero when none is scheduled).
+func (s *Service) nextDue(ctx context.Context, id int64) (time.Time, error) {
+	var at []time.Time
+	err := s.db.Bun.NewSelect().Model((*deliveryRow)(nil)).Column("next_attempt_at").
+		Where("subscription_id = ?", id).Where("next_attempt_at > ?", s.now().UTC()).
+		Order("next_attempt_at").Limit(1).Scan(ctx, &at)
+	if err != nil || len(at) == 0 {
+		return time.Time{}, err
 	}
-	return t, rows, false, nil
+	return at[0], nil
 }
 
 func (s *Service) dropPending(ctx context.Context, id int64) error {
