@@ -305,9 +305,9 @@ func (s *Service) ensureInput(ch channels.Channel, in SendInput) conversations.E
 func (s *Service) store(ctx context.Context, ch channels.Channel, tr Transport, in SendInput, d draft, enqueue, checkWindow bool) (*messageRow, error) {
 	var mediaPath string
 	if d.media != nil {
-		p, err := s.saveMedia(ch.CompanyID, d.media)
+		p, err := s.saveMedia(ctx, ch.CompanyID, d.media)
 		if err != nil {
-			return nil, fault.Internalf(err, "store media")
+			return nil, err
 		}
 		mediaPath = p
 	}
