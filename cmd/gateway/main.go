@@ -34,6 +34,7 @@ commands:
   admin channel register-official|webhook-info
   admin template sync        sync an official account's templates from the provider
   admin secrets rotate       re-encrypt every secret at rest under the first key of SECRETS_KEY
+  admin media migrate        copy the files of a data directory (-from, default DATA_DIR) into MEDIA_STORE; safe to re-run
 
 Every command accepts the configuration flags (see "gateway serve -h");
 environment variables give their defaults (DATABASE_URL, LISTEN_ADDR, …).

@@ -182,7 +182,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.Connections = conns
 	a.Files = opts.Files
 	if a.Files == nil {
-		files, err := filestore.Open(cfg.MediaStore, cfg.DataDir, a.DB)
+		files, err := filestore.Open(cfg.MediaStoreFor(a.DB.Dialect == store.Postgres), cfg.DataDir, a.DB)
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("media store: %w", err)

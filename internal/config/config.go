@@ -70,10 +70,10 @@ type Config struct {
 	// toward its idle size after a burst instead of keeping its peak.
 	MemoryLimit int64
 	// MediaStore is where stored files (uploads, message files) live:
-	// "local" (DATA_DIR/media; the default with SQLite), "database" (the
-	// database, in chunks; the default with PostgreSQL, so every replica
-	// serves every file) or "s3://bucket?endpoint=…&region=…" (credentials
-	// from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).
+	// "local" (DATA_DIR/media), "database" (the database, in chunks) or
+	// "s3://bucket?endpoint=…&region=…" (credentials from
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); empty follows the
+	// database (MediaStoreFor).
 	MediaStore string
 	// PublicBaseURLSet is whether PUBLIC_BASE_URL was given; without it the
 	// URLs of stored files name this replica's own listener, which is wrong
@@ -222,18 +222,14 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 // applyMedia resolves MEDIA_STORE: its default follows the database, and
 // the local store needs a data directory.
 func applyMedia(cfg *Config, setting string) []error {
-	setting = strings.TrimSpace(setting)
-	if setting == "" {
-		setting = filestore.SettingLocal
-		if cfg.IsPostgres() {
-			setting = filestore.SettingDatabase
-		}
+	cfg.MediaStore = strings.TrimSpace(setting)
+	if cfg.MediaStore == "" {
+		return nil // follows the database (MediaStoreFor)
 	}
-	cfg.MediaStore = setting
 	if err := filestore.CheckSetting(setting); err != nil {
 		return []error{fmt.Errorf("%s: %w", EnvMediaStore, err)}
 	}
-	if setting == filestore.SettingLocal && cfg.DataDir == "" {
+	if cfg.MediaStore == filestore.SettingLocal && cfg.DataDir == "" {
 		return []error{fmt.Errorf("%s: local needs %s", EnvMediaStore, EnvDataDir)}
 	}
 	return nil
@@ -263,6 +259,19 @@ func parseCIDRs(env, list string) ([]netip.Prefix, []error) {
 	return out, errs
 }
 
+// MediaStoreFor is the MEDIA_STORE in force on a database of that engine:
+// the setting, or by default the database on PostgreSQL (every replica
+// serves every file) and the local directory on SQLite.
+func (c Config) MediaStoreFor(postgres bool) string {
+	switch {
+	case c.MediaStore != "":
+		return c.MediaStore
+	case postgres:
+		return filestore.SettingDatabase
+	}
+	return filestore.SettingLocal
+}
+
 // MultiReplicaWarnings are the start-up warnings of a configuration that
 // can run as several replicas: with PostgreSQL and no PUBLIC_BASE_URL, the
 // URLs of stored files name this replica's own listener address.
@@ -272,7 +281,7 @@ func (c Config) MultiReplicaWarnings() []string {
 		out = append(out, "PUBLIC_BASE_URL is not set: media URLs name this replica's own address ("+c.PublicBaseURL+
 			"); set it to the load balancer's URL when more than one replica may serve")
 	}
-	if c.IsPostgres() && c.MediaStore == filestore.SettingLocal {
+	if c.IsPostgres() && c.MediaStoreFor(true) == filestore.SettingLocal {
 		out = append(out, "MEDIA_STORE=local with PostgreSQL: each replica keeps its own files, which other replicas cannot serve")
 	}
 	return out

@@ -45,14 +45,14 @@ func TestParse(t *testing.T) {
 		{name: "bad workers", env: map[string]string{"WORKERS": "many"}, wantErr: "WORKERS"},
 		{name: "listen without port", args: []string{"-listen", "localhost"}, wantErr: "LISTEN_ADDR"},
 		{name: "media store follows the database", check: func(t *testing.T, c config.Config) {
-			if c.MediaStore != "local" || c.PublicBaseURLSet || len(c.MultiReplicaWarnings()) != 0 {
+			if c.MediaStoreFor(false) != "local" || c.MediaStoreFor(true) != "database" || c.PublicBaseURLSet || len(c.MultiReplicaWarnings()) != 0 {
 				t.Errorf("sqlite: store %q, public set %v, warnings %q", c.MediaStore, c.PublicBaseURLSet, c.MultiReplicaWarnings())
 			}
 		}},
 		{name: "postgres keeps media in the database and warns without a public URL", env: map[string]string{"DATABASE_URL": "postgres://db/x"},
 			check: func(t *testing.T, c config.Config) {
 				w := c.MultiReplicaWarnings()
-				if c.MediaStore != "database" || len(w) != 1 || !strings.Contains(w[0], "PUBLIC_BASE_URL") {
+				if c.MediaStoreFor(c.IsPostgres()) != "database" || len(w) != 1 || !strings.Contains(w[0], "PUBLIC_BASE_URL") {
 					t.Errorf("store %q, warnings %q", c.MediaStore, w)
 				}
 			}},
@@ -70,7 +70,7 @@ func TestParse(t *testing.T) {
 			}},
 		{name: "s3 media store", env: map[string]string{"MEDIA_STORE": "s3://media?endpoint=127.0.0.1:8333&region=us-east-1"},
 			check: func(t *testing.T, c config.Config) {
-				if c.MediaStore != "s3://media?endpoint=127.0.0.1:8333&region=us-east-1" {
+				if c.MediaStoreFor(false) != "s3://media?endpoint=127.0.0.1:8333&region=us-east-1" {
 					t.Errorf("store %q", c.MediaStore)
 				}
 			}},
