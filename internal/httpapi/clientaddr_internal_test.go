@@ -50,11 +50,15 @@ func TestClientAddr(t *testing.T) {
 // balancer's one address.
 func TestInFlightPerForwardedClient(t *testing.T) {
 	t.Parallel()
+	// The first request holds its slot until released; the others answer
+	// at once when admitted.
 	release := make(chan struct{})
-	entered := make(chan struct{}, 4)
+	held := make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		entered <- struct{}{}
-		<-release
+		if r.Header.Get("X-Hold") != "" {
+			close(held)
+			<-release
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	limits := config.HTTPLimits{MaxPerIP: 1, MaxPerToken: 100, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
@@ -63,9 +67,12 @@ func TestInFlightPerForwardedClient(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inner.ServeHTTP(w, r.WithContext(withClient(r.Context(), clients.of(r))))
 	})
-	do := func(peer, xff string) *httptest.ResponseRecorder {
+	do := func(peer, xff string, hold bool) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodGet, "/x", nil)
 		r.RemoteAddr = peer
+		if hold {
+			r.Header.Set("X-Hold", "1")
+		}
 		if xff != "" {
 			r.Header.Set("X-Forwarded-For", xff)
 		}
@@ -74,8 +81,8 @@ func TestInFlightPerForwardedClient(t *testing.T) {
 		return w
 	}
 	first := make(chan int)
-	go func() { first <- do("127.0.0.1:1000", "203.0.113.1").Code }()
-	<-entered // the first client holds its one slot
+	go func() { first <- do("127.0.0.1:1000", "203.0.113.1", true).Code }()
+	<-held // the first client holds its one slot
 
 	cases := []struct {
 		name, peer, xff string
@@ -87,18 +94,12 @@ func TestInFlightPerForwardedClient(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			done := make(chan int)
-			go func() { done <- do(tc.peer, tc.xff).Code }()
-			if tc.want == http.StatusNoContent {
-				<-entered
-				release <- struct{}{}
-			}
-			if got := <-done; got != tc.want {
+			if got := do(tc.peer, tc.xff, false).Code; got != tc.want {
 				t.Fatalf("status %d, want %d", got, tc.want)
 			}
 		})
 	}
-	release <- struct{}{}
+	close(release)
 	if got := <-first; got != http.StatusNoContent {
 		t.Fatalf("first request: %d", got)
 	}
