@@ -11,10 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/app"
 	"github.com/chatmsg/gateway/internal/config"
+	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/store"
@@ -230,6 +232,26 @@ func TestMediaStoreUnreachable(t *testing.T) {
 		if n := countUploads(); n != before {
 			t.Fatalf("a refused upload wrote a row: %d rows, %d before", n, before)
 		}
+		t.Run("retention waits for the store", func(t *testing.T) {
+			e.clk.Advance(73 * time.Hour)
+			if n, err := down.App.Templates.DeleteExpiredMedia(ctx); n != 0 || fault.KindOf(err) != fault.Unavailable {
+				t.Fatalf("cleanup with the store down: %d, %v", n, err)
+			}
+			if _, ok := storedFile(t, e.h.App, uploadKey(t, up.Data.URL)); !ok {
+				t.Fatal("the file went although the cleanup failed")
+			}
+			// The row was given back: a cleanup that reaches the store
+			// deletes the file, and the URL answers 410.
+			if n, err := e.h.App.Templates.DeleteExpiredMedia(ctx); n != 1 || err != nil {
+				t.Fatalf("cleanup with the store back: %d, %v", n, err)
+			}
+			if _, ok := storedFile(t, e.h.App, uploadKey(t, up.Data.URL)); ok {
+				t.Fatal("the expired upload's file is still stored")
+			}
+			if r := e.h.Do(apitest.Request{Method: "GET", Path: urlPath(t, up.Data.URL)}); r.Status != http.StatusGone {
+				t.Fatalf("expired upload: %d", r.Status)
+			}
+		})
 	})
 }
 
