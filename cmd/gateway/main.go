@@ -38,6 +38,7 @@ commands:
   admin secrets rotate       re-encrypt every secret at rest under the first key of SECRETS_KEY
   version [-json]            print the build: module version, VCS revision and time, Go version
   healthcheck [-ready]       exit 0 when the local gateway's /healthz (or /readyz) answers 200
+  admin media migrate        copy the files of a data directory (-from, default DATA_DIR) into MEDIA_STORE; safe to re-run
 
 Every command accepts the configuration flags (see "gateway serve -h");
 environment variables give their defaults (DATABASE_URL, LISTEN_ADDR, …).

@@ -2627,6 +2627,9 @@ type IdempotencyKeyReused = ValidationError
 // InternalError Error or information body with a human-readable message.
 type InternalError = Message
 
+// MediaStoreUnavailable Error or information body with a human-readable message.
+type MediaStoreUnavailable = Message
+
 // PayloadTooLarge Error or information body with a human-readable message.
 type PayloadTooLarge = Message
 
@@ -5818,7 +5821,8 @@ type ClientInterface interface {
 	// Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 	// for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
 	// type, file over the limit of its type. 404 the provider account does not exist or belongs to another
-	// company. 413 when the request body is over 100 MB (an extension: the API document has no 413).
+	// company. 413 when the request body is over 100 MB (an extension: the API document has no 413). 503 with
+	// `Retry-After` when the media store cannot be reached (an extension); nothing is stored then.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5899,7 +5903,9 @@ type ClientInterface interface {
 	// Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
 	// No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
 	// recipient's platform can fetch it. A file not used in a send within 72 hours is deleted and its URL
-	// answers 410; once used in a send it has no deadline. 404 for an unknown token.
+	// answers 410; once used in a send it has no deadline. 404 for an unknown token or file name, and for a
+	// file the media store has lost. Any replica serves any upload (the files live in the shared media
+	// store). 503 with `Retry-After` when the media store cannot be reached.
 	//
 	// Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
 	GetUploadedMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5913,6 +5919,9 @@ type ClientInterface interface {
 	// default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
 	// and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
 	// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
+	// Any replica serves any message's file (the files live in the shared media store, `MEDIA_STORE`); a
+	// file the store has lost answers 404 (and is logged once), a store that cannot be reached 503 with
+	// `Retry-After`.
 	//
 	// Corresponds with GET /message-media/{token}/{filename} (the `GetMessageMedia` operationId).
 	GetMessageMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7452,7 +7461,8 @@ func (c *Client) ListProviderTemplatesForChannel(ctx context.Context, params *Li
 // Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 // for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
 // type, file over the limit of its type. 404 the provider account does not exist or belongs to another
-// company. 413 when the request body is over 100 MB (an extension: the API document has no 413).
+// company. 413 when the request body is over 100 MB (an extension: the API document has no 413). 503 with
+// `Retry-After` when the media store cannot be reached (an extension); nothing is stored then.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7583,7 +7593,9 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
 // No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
 // recipient's platform can fetch it. A file not used in a send within 72 hours is deleted and its URL
-// answers 410; once used in a send it has no deadline. 404 for an unknown token.
+// answers 410; once used in a send it has no deadline. 404 for an unknown token or file name, and for a
+// file the media store has lost. Any replica serves any upload (the files live in the shared media
+// store). 503 with `Retry-After` when the media store cannot be reached.
 //
 // Corresponds with GET /media/{token}/{filename} (the `GetUploadedMedia` operationId).
 func (c *Client) GetUploadedMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7607,6 +7619,9 @@ func (c *Client) GetUploadedMedia(ctx context.Context, token string, filename st
 // default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
 // and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
 // or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
+// Any replica serves any message's file (the files live in the shared media store, `MEDIA_STORE`); a
+// file the store has lost answers 404 (and is logged once), a store that cannot be reached 503 with
+// `Retry-After`.
 //
 // Corresponds with GET /message-media/{token}/{filename} (the `GetMessageMedia` operationId).
 func (c *Client) GetMessageMedia(ctx context.Context, token string, filename string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11138,7 +11153,8 @@ type ClientWithResponsesInterface interface {
 	// Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 	// for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
 	// type, file over the limit of its type. 404 the provider account does not exist or belongs to another
-	// company. 413 when the request body is over 100 MB (an extension: the API document has no 413).
+	// company. 413 when the request body is over 100 MB (an extension: the API document has no 413). 503 with
+	// `Retry-After` when the media store cannot be reached (an extension); nothing is stored then.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11223,7 +11239,9 @@ type ClientWithResponsesInterface interface {
 	// Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
 	// No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
 	// recipient's platform can fetch it. A file not used in a send within 72 hours is deleted and its URL
-	// answers 410; once used in a send it has no deadline. 404 for an unknown token.
+	// answers 410; once used in a send it has no deadline. 404 for an unknown token or file name, and for a
+	// file the media store has lost. Any replica serves any upload (the files live in the shared media
+	// store). 503 with `Retry-After` when the media store cannot be reached.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11239,6 +11257,9 @@ type ClientWithResponsesInterface interface {
 	// default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
 	// and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
 	// or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
+	// Any replica serves any message's file (the files live in the shared media store, `MEDIA_STORE`); a
+	// file the store has lost answers 404 (and is logged once), a store that cannot be reached 503 with
+	// `Retry-After`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14312,6 +14333,11 @@ type UploadSendMediaHTTPResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// UploadSendMediaHTTPResponse503Headers the declared response headers of an HTTP 503 response for UploadSendMedia
+type UploadSendMediaHTTPResponse503Headers struct {
+	RetryAfter int
+}
+
 type UploadSendMediaHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14331,10 +14357,14 @@ type UploadSendMediaHTTPResponse struct {
 	JSON422 *IdempotencyKeyReused
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *MediaStoreUnavailable
 	// JSON509 the response for an HTTP 509 `application/json` response
 	JSON509 *MessageError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UploadSendMediaHTTPResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UploadSendMediaHTTPResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14375,6 +14405,11 @@ func (r UploadSendMediaHTTPResponse) GetJSON422() *IdempotencyKeyReused {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r UploadSendMediaHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UploadSendMediaHTTPResponse) GetJSON503() *MediaStoreUnavailable {
+	return r.JSON503
 }
 
 // GetJSON509 returns the response for an HTTP 509 `application/json` response
@@ -14604,6 +14639,11 @@ type GetUploadedMediaHTTPResponse200Headers struct {
 	XContentTypeOptions   string
 }
 
+// GetUploadedMediaHTTPResponse503Headers the declared response headers of an HTTP 503 response for GetUploadedMedia
+type GetUploadedMediaHTTPResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetUploadedMediaHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14613,8 +14653,12 @@ type GetUploadedMediaHTTPResponse struct {
 	JSON410 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *MediaStoreUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUploadedMediaHTTPResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetUploadedMediaHTTPResponse503Headers
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -14630,6 +14674,11 @@ func (r GetUploadedMediaHTTPResponse) GetJSON410() *Message {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetUploadedMediaHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetUploadedMediaHTTPResponse) GetJSON503() *MediaStoreUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14668,6 +14717,11 @@ type GetMessageMediaHTTPResponse200Headers struct {
 	XContentTypeOptions   string
 }
 
+// GetMessageMediaHTTPResponse503Headers the declared response headers of an HTTP 503 response for GetMessageMedia
+type GetMessageMediaHTTPResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetMessageMediaHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14675,8 +14729,12 @@ type GetMessageMediaHTTPResponse struct {
 	JSON404 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *MediaStoreUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetMessageMediaHTTPResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetMessageMediaHTTPResponse503Headers
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -14687,6 +14745,11 @@ func (r GetMessageMediaHTTPResponse) GetJSON404() *Message {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetMessageMediaHTTPResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetMessageMediaHTTPResponse) GetJSON503() *MediaStoreUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16166,7 +16229,8 @@ func (c *ClientWithResponses) ListProviderTemplatesForChannelWithResponse(ctx co
 // Errors use status 509 `{message}`, like the send endpoint this media is for (the API document uses 509
 // for rule-validation errors on message endpoints): missing `provider_account_id` or `file`, unsupported
 // type, file over the limit of its type. 404 the provider account does not exist or belongs to another
-// company. 413 when the request body is over 100 MB (an extension: the API document has no 413).
+// company. 413 when the request body is over 100 MB (an extension: the API document has no 413). 503 with
+// `Retry-After` when the media store cannot be reached (an extension); nothing is stored then.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16281,7 +16345,9 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 // Serves a file uploaded with POST /api/provider-templates/upload-send-media at the URL that answer gave.
 // No bearer token: the URL itself (an unguessable token) is the authorization, so the provider and the
 // recipient's platform can fetch it. A file not used in a send within 72 hours is deleted and its URL
-// answers 410; once used in a send it has no deadline. 404 for an unknown token.
+// answers 410; once used in a send it has no deadline. 404 for an unknown token or file name, and for a
+// file the media store has lost. Any replica serves any upload (the files live in the shared media
+// store). 503 with `Retry-After` when the media store cannot be reached.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16303,6 +16369,9 @@ func (c *ClientWithResponses) GetUploadedMediaWithResponse(ctx context.Context, 
 // default 7 days after it was made); an expired or unknown token, a file name that is not the message's,
 // and the file of a message revoked with `remove_media` all answer 404. A later event about the message,
 // or the API's answer for it (`GET /api/messages/{id}/media` mints one on demand), carries a fresh URL.
+// Any replica serves any message's file (the files live in the shared media store, `MEDIA_STORE`); a
+// file the store has lost answers 404 (and is logged once), a store that cannot be reached 503 with
+// `Retry-After`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19179,6 +19248,13 @@ func ParseUploadSendMediaHTTPResponse(rsp *http.Response) (*UploadSendMediaHTTPR
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest MediaStoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 509:
 		var dest MessageError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19199,6 +19275,16 @@ func ParseUploadSendMediaHTTPResponse(rsp *http.Response) (*UploadSendMediaHTTPR
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers UploadSendMediaHTTPResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19398,6 +19484,13 @@ func ParseGetUploadedMediaHTTPResponse(rsp *http.Response) (*GetUploadedMediaHTT
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest MediaStoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -19425,6 +19518,16 @@ func ParseGetUploadedMediaHTTPResponse(rsp *http.Response) (*GetUploadedMediaHTT
 			headers.XContentTypeOptions = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetUploadedMediaHTTPResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19458,6 +19561,13 @@ func ParseGetMessageMediaHTTPResponse(rsp *http.Response) (*GetMessageMediaHTTPR
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest MediaStoreUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -19485,6 +19595,16 @@ func ParseGetMessageMediaHTTPResponse(rsp *http.Response) (*GetMessageMediaHTTPR
 			headers.XContentTypeOptions = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetMessageMediaHTTPResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

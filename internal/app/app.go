@@ -26,6 +26,7 @@ import (
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/conversations"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/httpapi"
 	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/jobs"
@@ -41,7 +42,7 @@ import (
 
 // Migrations lists every capability's migrations in application order.
 func Migrations() []store.Migration {
-	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations)
+	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations, filestore.Migrations)
 }
 
 // Options adjust how the app is built; zero values mean production defaults.
@@ -62,6 +63,9 @@ type Options struct {
 	// ConnectionOptions adjusts the connections service (replica id, lease
 	// timing) in tests.
 	ConnectionOptions func(*connections.Options)
+	// Files replaces the configured media store (tests: a store that
+	// cannot be reached).
+	Files filestore.Store
 	// MessagingOptions adjusts the messaging service (the send queue's
 	// lease) in tests.
 	MessagingOptions func(*messaging.Options)
@@ -93,6 +97,11 @@ type App struct {
 	Registry *prometheus.Registry
 	Handler  http.Handler
 	Clock    clock.Clock
+
+	// Files is the media store (MEDIA_STORE) of uploads and message files,
+	// shared by every replica unless it is the local directory.
+	Files        filestore.Store
+	missingFiles *filestore.MissingLog
 
 	// Idempotency keeps the answers of requests sent with Idempotency-Key.
 	Idempotency *idempotency.Service
@@ -183,6 +192,16 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Connections = conns
+	a.Files = opts.Files
+	if a.Files == nil {
+		files, err := filestore.Open(cfg.MediaStoreFor(a.DB.Dialect == store.Postgres), cfg.DataDir, a.DB)
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("media store: %w", err)
+		}
+		a.Files = files
+	}
+	a.missingFiles = filestore.NewMissingLog(a.Logger.With("component", "media"))
 	a.Conversations = conversations.NewService(a.DB, a.Clock, clock.NewFormatter(cfg.TimeZone), a.Auth, a.Channels, a.Webhooks)
 	a.newMessaging(opts)
 	a.wireConnections()
@@ -287,9 +306,12 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	srv := httpapi.NewHTTPServer(a.Handler, a.Config.HTTP)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	a.Logger.Info("gateway listening", "addr", ln.Addr().String(), "database", string(a.DB.Dialect))
+	a.Logger.Info("gateway listening", "addr", ln.Addr().String(), "database", string(a.DB.Dialect), "media_store", a.Files.Kind())
 	if a.Secrets == nil {
 		a.Logger.Warn("SECRETS_KEY is not set: webhook secrets and provider credentials are stored in clear")
+	}
+	for _, w := range a.Config.MultiReplicaWarnings() {
+		a.Logger.Warn(w)
 	}
 
 	var serveErr error

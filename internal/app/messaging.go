@@ -1,7 +1,6 @@
 package app
 
 import (
-	"path/filepath"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -32,7 +31,7 @@ func (a *App) newMessaging(opts Options) {
 		// Header media URLs are user-supplied: fetched through the SSRF
 		// guard, following (re-checked) redirects.
 		Fetch: guard.NewClient(netguard.ClientOptions{Timeout: time.Minute, MaxRedirects: 3}),
-		Now:   a.Clock, MediaDir: filepath.Join(cfg.DataDir, "media", "templates"), PublicBaseURL: cfg.PublicBaseURL,
+		Now:   a.Clock, Files: a.Files, MissingFiles: a.missingFiles, PublicBaseURL: cfg.PublicBaseURL,
 		Logger: logger.With("component", "templates"),
 	})
 	mopts := messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers,
@@ -43,7 +42,7 @@ func (a *App) newMessaging(opts Options) {
 	a.Messaging = messaging.NewService(messaging.Deps{
 		DB: a.DB, Channels: a.Channels, Conversations: a.Conversations, Events: a.Webhooks, Limiter: a.Limiter,
 		Templates: a.Templates, Now: a.Clock, Times: clock.NewFormatter(cfg.TimeZone),
-		MediaDir: filepath.Join(cfg.DataDir, "media", "messages"), PublicBaseURL: cfg.PublicBaseURL,
+		Files: a.Files, MissingFiles: a.missingFiles, PublicBaseURL: cfg.PublicBaseURL,
 		Logger: logger.With("component", "messaging"),
 	}, mopts)
 	a.Messaging.RegisterTransport(channels.OfficialChatapp, official.NewTransport(a.ProviderClient))

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/chatmsg/gateway/internal/filestore"
 )
 
 // Config is everything the gateway can be told at start.
@@ -83,6 +85,16 @@ type Config struct {
 	// the scavenger hands freed pages back to the OS, so a replica returns
 	// toward its idle size after a burst instead of keeping its peak.
 	MemoryLimit int64
+	// MediaStore is where stored files (uploads, message files) live:
+	// "local" (DATA_DIR/media), "database" (the database, in chunks) or
+	// "s3://bucket?endpoint=…&region=…" (credentials from
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); empty follows the
+	// database (MediaStoreFor).
+	MediaStore string
+	// PublicBaseURLSet is whether PUBLIC_BASE_URL was given; without it the
+	// URLs of stored files name this replica's own listener, which is wrong
+	// as soon as more than one replica serves.
+	PublicBaseURLSet bool
 	// MediaURLLifetime is how long a URL of a message's file (the `media`
 	// of events and API answers) stays valid; each event and each API
 	// answer carries a URL valid that long from when it was made.
@@ -101,6 +113,11 @@ type HTTPLimits struct {
 	// MaxPerIP and MaxPerToken bound the requests in progress per client
 	// address and per bearer token; one more answers 429.
 	MaxPerIP, MaxPerToken int
+	// TrustedProxies are the peers (load balancers) whose X-Forwarded-For
+	// is believed: behind one of them the client address is the rightmost
+	// address of X-Forwarded-For that is not itself a trusted proxy. Empty:
+	// the peer address is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Env names, documented in README.md.
@@ -129,6 +146,8 @@ const (
 	EnvMetricsListen = "METRICS_LISTEN"
 	EnvMemoryLimit   = "MEMORY_LIMIT"
 	EnvMediaURLTTL   = "MEDIA_URL_TTL"
+	EnvMediaStore    = "MEDIA_STORE"
+	EnvTrustedProxy  = "TRUSTED_PROXIES"
 )
 
 // DefaultMemoryLimit is MEMORY_LIMIT's default, 96 MiB of Go memory (heap,
@@ -187,6 +206,8 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
 	mediaTTL := fs.Duration("media-url-ttl", durationEnv(getenv(EnvMediaURLTTL), 7*24*time.Hour), "lifetime of a message file's URL in events and API answers ($"+EnvMediaURLTTL+")")
+	mediaStore := fs.String("media-store", env(EnvMediaStore, ""), "where stored files live: local, database or s3://bucket?endpoint=host:port&region=name; default local with SQLite, database with PostgreSQL ($"+EnvMediaStore+")")
+	trusted := fs.String("trusted-proxies", env(EnvTrustedProxy, ""), "comma-separated CIDRs of load balancers whose X-Forwarded-For names the client ($"+EnvTrustedProxy+")")
 	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
 	edge := edgeFields{
 		read:          fs.Duration("http-read-timeout", durationEnv(getenv(EnvReadTimeout), 30*time.Second), "time to read a whole request, body included ($"+EnvReadTimeout+")"),
@@ -201,11 +222,17 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 		memoryLimit:   fs.String("memory-limit", env(EnvMemoryLimit, DefaultMemoryLimit), "soft limit of the Go runtime's memory, e.g. 96MiB or 1GiB; off = none ($"+EnvMemoryLimit+")"),
 	}
 	return func() (Config, error) {
+		publicSet := strings.TrimSpace(*public) != "" // validate fills in the default
 		cfg, err := validate(fields{listen, dbURL, dataDir, allow, tz, level, format, public, redis, workers, sendShare, shutdown, connector})
 		errs := edge.apply(&cfg)
 		if cfg.MediaURLLifetime = *mediaTTL; cfg.MediaURLLifetime < time.Minute {
 			errs = append(errs, fmt.Errorf("%s: must be a duration of at least 1m such as 168h", EnvMediaURLTTL))
 		}
+		errs = append(errs, applyMedia(&cfg, *mediaStore)...)
+		proxies, perr := parseCIDRs(EnvTrustedProxy, *trusted)
+		cfg.HTTP.TrustedProxies = proxies
+		errs = append(errs, perr...)
+		cfg.PublicBaseURLSet = publicSet
 		if len(errs) > 0 {
 			err = errors.Join(append([]error{err}, errs...)...)
 		}
@@ -234,6 +261,74 @@ func (c Config) CheckServe() error {
 			EnvConnector, EnvConnector, ConnectorWhatsmeow, EnvConnector, ConnectorSimulator)
 	}
 	return nil
+}
+
+// applyMedia resolves MEDIA_STORE: its default follows the database, and
+// the local store needs a data directory.
+func applyMedia(cfg *Config, setting string) []error {
+	cfg.MediaStore = strings.TrimSpace(setting)
+	if cfg.MediaStore == "" {
+		return nil // follows the database (MediaStoreFor)
+	}
+	if err := filestore.CheckSetting(setting); err != nil {
+		return []error{fmt.Errorf("%s: %w", EnvMediaStore, err)}
+	}
+	if cfg.MediaStore == filestore.SettingLocal && cfg.DataDir == "" {
+		return []error{fmt.Errorf("%s: local needs %s", EnvMediaStore, EnvDataDir)}
+	}
+	return nil
+}
+
+// parseCIDRs reads a comma-separated list of CIDRs (a bare address is a
+// /32 or /128).
+func parseCIDRs(env, list string) ([]netip.Prefix, []error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, part := range strings.Split(list, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(part); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not a CIDR", env, part))
+			continue
+		}
+		out = append(out, p.Masked())
+	}
+	return out, errs
+}
+
+// MediaStoreFor is the MEDIA_STORE in force on a database of that engine:
+// the setting, or by default the database on PostgreSQL (every replica
+// serves every file) and the local directory on SQLite.
+func (c Config) MediaStoreFor(postgres bool) string {
+	switch {
+	case c.MediaStore != "":
+		return c.MediaStore
+	case postgres:
+		return filestore.SettingDatabase
+	}
+	return filestore.SettingLocal
+}
+
+// MultiReplicaWarnings are the start-up warnings of a configuration that
+// can run as several replicas: with PostgreSQL and no PUBLIC_BASE_URL, the
+// URLs of stored files name this replica's own listener address.
+func (c Config) MultiReplicaWarnings() []string {
+	var out []string
+	if c.IsPostgres() && !c.PublicBaseURLSet {
+		out = append(out, "PUBLIC_BASE_URL is not set: media URLs name this replica's own address ("+c.PublicBaseURL+
+			"); set it to the load balancer's URL when more than one replica may serve")
+	}
+	if c.IsPostgres() && c.MediaStoreFor(true) == filestore.SettingLocal {
+		out = append(out, "MEDIA_STORE=local with PostgreSQL: each replica keeps its own files, which other replicas cannot serve")
+	}
+	return out
 }
 
 // edgeFields are the flags of the HTTP edge, the pool size and the debug

@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -54,10 +56,50 @@ func TestParse(t *testing.T) {
 		{name: "send share above the slots", env: map[string]string{"WORKERS": "8", "SEND_SLOTS_PER_SENDER": "9"}, wantErr: "SEND_SLOTS_PER_SENDER"},
 		{name: "send share of none", env: map[string]string{"SEND_SLOTS_PER_SENDER": "0"}, wantErr: "SEND_SLOTS_PER_SENDER"},
 		{name: "listen without port", args: []string{"-listen", "localhost"}, wantErr: "LISTEN_ADDR"},
+		{name: "media store follows the database", check: func(t *testing.T, c config.Config) {
+			if c.MediaStoreFor(false) != "local" || c.MediaStoreFor(true) != "database" || c.PublicBaseURLSet || len(c.MultiReplicaWarnings()) != 0 {
+				t.Errorf("sqlite: store %q, public set %v, warnings %q", c.MediaStore, c.PublicBaseURLSet, c.MultiReplicaWarnings())
+			}
+		}},
+		{name: "postgres keeps media in the database and warns without a public URL", env: map[string]string{"DATABASE_URL": "postgres://db/x"},
+			check: func(t *testing.T, c config.Config) {
+				w := c.MultiReplicaWarnings()
+				if c.MediaStoreFor(c.IsPostgres()) != "database" || len(w) != 1 || !strings.Contains(w[0], "PUBLIC_BASE_URL") {
+					t.Errorf("store %q, warnings %q", c.MediaStore, w)
+				}
+			}},
+		{name: "postgres with a public URL does not warn", env: map[string]string{"DATABASE_URL": "postgres://db/x", "PUBLIC_BASE_URL": "https://gw.example.com"},
+			check: func(t *testing.T, c config.Config) {
+				if !c.PublicBaseURLSet || len(c.MultiReplicaWarnings()) != 0 {
+					t.Errorf("public set %v, warnings %q", c.PublicBaseURLSet, c.MultiReplicaWarnings())
+				}
+			}},
+		{name: "postgres with local media warns", env: map[string]string{"DATABASE_URL": "postgres://db/x", "PUBLIC_BASE_URL": "https://gw.example.com", "MEDIA_STORE": "local"},
+			check: func(t *testing.T, c config.Config) {
+				if w := c.MultiReplicaWarnings(); len(w) != 1 || !strings.Contains(w[0], "MEDIA_STORE") {
+					t.Errorf("warnings %q", w)
+				}
+			}},
+		{name: "s3 media store", env: map[string]string{"MEDIA_STORE": "s3://media?endpoint=127.0.0.1:8333&region=us-east-1"},
+			check: func(t *testing.T, c config.Config) {
+				if c.MediaStoreFor(false) != "s3://media?endpoint=127.0.0.1:8333&region=us-east-1" {
+					t.Errorf("store %q", c.MediaStore)
+				}
+			}},
+		{name: "bad media store", env: map[string]string{"MEDIA_STORE": "ftp://x"}, wantErr: "MEDIA_STORE"},
+		{name: "s3 credentials in the setting", env: map[string]string{"MEDIA_STORE": "s3://key:secret@media"}, wantErr: "MEDIA_STORE"},
+		{name: "trusted proxies", env: map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.7,::1"},
+			check: func(t *testing.T, c config.Config) {
+				want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32"), netip.MustParsePrefix("::1/128")}
+				if !reflect.DeepEqual(c.HTTP.TrustedProxies, want) {
+					t.Errorf("trusted proxies %v", c.HTTP.TrustedProxies)
+				}
+			}},
+		{name: "bad trusted proxy", env: map[string]string{"TRUSTED_PROXIES": "the balancer"}, wantErr: "TRUSTED_PROXIES"},
 		{name: "edge defaults", check: func(t *testing.T, c config.Config) {
 			want := config.HTTPLimits{ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, UploadTimeout: 10 * time.Minute,
 				IdleTimeout: 2 * time.Minute, MaxPerIP: 64, MaxPerToken: 32}
-			if c.HTTP != want || c.DBMaxConns != 20 || c.DebugListen != "" {
+			if !reflect.DeepEqual(c.HTTP, want) || c.DBMaxConns != 20 || c.DebugListen != "" {
 				t.Errorf("edge defaults: %+v, db %d, debug %q", c.HTTP, c.DBMaxConns, c.DebugListen)
 			}
 		}},

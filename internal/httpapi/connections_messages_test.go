@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -89,7 +87,7 @@ func (c connAPI) sendPhoto(conn chatappRecord, contactKey string) (messaging.Mes
 	if err != nil || m.MediaPath == "" {
 		c.t.Fatalf("file message %+v %v", m, err)
 	}
-	return m, filepath.Join(c.h.App.Config.DataDir, "media", "messages", filepath.FromSlash(m.MediaPath))
+	return m, messageFileKey(m.MediaPath)
 }
 
 func countMessages(t *testing.T, db *store.DB, channelID int, where string) int {
@@ -361,14 +359,14 @@ func TestChatappEditAndRevoke(t *testing.T) {
 
 		// remove_media removes the stored file.
 		fm, file := c.sendPhoto(conn, "5511977776666")
-		if _, err := os.Stat(file); err != nil {
-			t.Fatalf("stored file: %v", err)
+		if _, ok := storedFile(t, c.h.App, file); !ok {
+			t.Fatalf("no stored file %s", file)
 		}
 		if res := revoke(map[string]any{"ids": []int{int(fm.ID)}, "scope": "all", "remove_media": true}); res[0]["Status"] != true {
 			t.Fatalf("revoke with remove_media: %+v", res)
 		}
-		if _, err := os.Stat(file); !os.IsNotExist(err) {
-			t.Fatalf("the file survived remove_media: %v", err)
+		if _, ok := storedFile(t, c.h.App, file); ok {
+			t.Fatalf("the file survived remove_media: %s", file)
 		}
 	})
 }
@@ -399,8 +397,8 @@ func TestChatappDeleteTakesItsConversationsAndMessages(t *testing.T) {
 		if conversations(conn.ID) != 0 || countMessages(t, db, conn.ID, "1 = 1") != 0 {
 			t.Fatalf("after delete: %d conversations, %d messages", conversations(conn.ID), countMessages(t, db, conn.ID, "1 = 1"))
 		}
-		if _, err := os.Stat(file); !os.IsNotExist(err) {
-			t.Fatalf("the deleted connection's file survived: %v", err)
+		if _, ok := storedFile(t, c.h.App, file); ok {
+			t.Fatalf("the deleted connection's file survived: %s", file)
 		}
 		if conversations(keep.ID) != 1 || countMessages(t, db, keep.ID, "1 = 1") != 1 {
 			t.Fatal("deleting one connection touched another's data")

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -59,10 +58,7 @@ func newInFlight(l config.HTTPLimits, logger *slog.Logger) *inFlight {
 // middleware for the per-route deadlines.
 func (f *inFlight) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ip, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			ip = r.RemoteAddr
-		}
+		ip := clientFrom(r) // behind a trusted proxy, the client it names
 		token := bearerToken(r)
 		if !f.acquire(ip, token) {
 			// The operation is not routed yet: the answer is the generic

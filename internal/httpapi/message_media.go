@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"os"
 
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/auth"
@@ -15,27 +13,23 @@ import (
 // answer gave; the token in the URL is the only authorization.
 func (s *Server) GetMessageMedia(ctx context.Context, req api.GetMessageMediaRequestObject) (api.GetMessageMediaResponseObject, error) {
 	f, err := s.Messaging.OpenMessageMedia(ctx, req.Token, req.Filename)
-	if fault.KindOf(err) == fault.NotFound {
+	switch fault.KindOf(err) {
+	case fault.NotFound:
 		return api.GetMessageMedia404JSONResponse{Message: "Media not found"}, nil
+	case fault.Unavailable:
+		s.logStoreUnavailable(ctx, "getMessageMedia", err)
+		return api.GetMessageMedia503JSONResponse{MediaStoreUnavailableJSONResponse: storeUnavailable(err)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	file, err := os.Open(f.Path)
-	if errors.Is(err, os.ErrNotExist) {
-		return api.GetMessageMedia404JSONResponse{Message: "Media not found"}, nil
-	}
-	if err != nil {
-		return nil, fault.Internalf(err, "open message media")
-	}
+	// The strict handler streams Body to the client and closes it: the
+	// file never sits whole in memory, whichever store holds it.
 	size := f.Size
-	if fi, err := file.Stat(); err == nil {
-		size = fi.Size()
-	}
 	// The file is whatever a contact sent: hardenedFileHeaders keeps it
 	// from running on the gateway's origin.
 	fh := hardenedFileHeaders(f.ContentType, f.FileName)
-	return api.GetMessageMedia200AsteriskResponse{Body: file, ContentType: fh.contentType, ContentLength: size,
+	return api.GetMessageMedia200AsteriskResponse{Body: f.Body, ContentType: fh.contentType, ContentLength: size,
 		Headers: api.GetMessageMedia200ResponseHeaders{ContentDisposition: fh.disposition, XContentTypeOptions: fh.nosniff, ContentSecurityPolicy: fh.csp}}, nil
 }
 
@@ -55,4 +49,18 @@ func (s *Server) GetMessageMediaLink(ctx context.Context, req api.GetMessageMedi
 		return nil, err
 	}
 	return api.GetMessageMediaLink200JSONResponse{Success: true, Data: *s.toAPIMedia(m), Message: "Media URL created."}, nil
+}
+
+// storeUnavailable is the 503 of an operation whose media store could not
+// be reached, with the error's Retry-After.
+func storeUnavailable(err error) api.MediaStoreUnavailableJSONResponse {
+	fe := fault.As(err)
+	secs := max(fe.RetryAfterSeconds, 1)
+	return api.MediaStoreUnavailableJSONResponse{Body: api.Message{Message: fe.Message}, Headers: api.MediaStoreUnavailableResponseHeaders{RetryAfter: secs}}
+}
+
+// logStoreUnavailable logs an answer refused because the media store could
+// not be reached (the operator's alarm; the client only sees 503).
+func (s *Server) logStoreUnavailable(ctx context.Context, op string, err error) {
+	s.Logger.WarnContext(ctx, "media store unavailable", "request_id", requestID(ctx), "operation", op, "err", clip(causeText(err), maxLogCause))
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -165,7 +163,7 @@ func TestRevokeMessages(t *testing.T) {
 		if err != nil || fileMsg.MediaPath == "" {
 			t.Fatalf("file message %+v %v", fileMsg, err)
 		}
-		mediaFile := filepath.Join(e.h.App.Config.DataDir, "media", "messages", filepath.FromSlash(fileMsg.MediaPath))
+		mediaFile := messageFileKey(fileMsg.MediaPath)
 
 		byType := map[channels.TypeID]int64{}
 		for i, typ := range []channels.TypeID{channels.EmbeddedChat, channels.PhotoSocialNetwork, channels.SocialMessenger, channels.BotMessenger} {
@@ -226,8 +224,8 @@ func TestRevokeMessages(t *testing.T) {
 			t.Fatal("scope me called the provider")
 		}
 		expect(revoke(map[string]any{"ids": []int64{fileMsg.ID}, "scope": "me", "remove_media": true}), "+Message deleted")
-		if _, err := os.Stat(mediaFile); !os.IsNotExist(err) {
-			t.Fatalf("remove_media left the file: %v", err)
+		if _, ok := storedFile(t, e.h.App, mediaFile); ok {
+			t.Fatalf("remove_media left the file %s", mediaFile)
 		}
 		if _, err := e.h.App.Messaging.Get(ctx, e.ten.CompanyID, second.ID); err == nil {
 			t.Fatal("scope me did not delete")

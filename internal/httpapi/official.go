@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -34,39 +33,38 @@ func (s *Server) ReceiveProviderWebhook(ctx context.Context, req api.ReceiveProv
 }
 
 func (s *Server) GetUploadedMedia(ctx context.Context, req api.GetUploadedMediaRequestObject) (api.GetUploadedMediaResponseObject, error) {
-	f, err := s.Templates.OpenMedia(ctx, req.Token)
+	f, err := s.Templates.OpenMedia(ctx, req.Token, req.Filename)
 	if errors.Is(err, templates.ErrGone) {
 		return api.GetUploadedMedia410JSONResponse{Message: "This media expired and was deleted"}, nil
+	}
+	switch fault.KindOf(err) {
+	case fault.NotFound:
+		return api.GetUploadedMedia404JSONResponse{Message: "Media not found"}, nil
+	case fault.Unavailable:
+		s.logStoreUnavailable(ctx, "getUploadedMedia", err)
+		return api.GetUploadedMedia503JSONResponse{MediaStoreUnavailableJSONResponse: storeUnavailable(err)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if f.FileName != req.Filename {
-		return nil, fault.New(fault.NotFound, "Media not found")
-	}
-	file, err := os.Open(f.Path)
-	if errors.Is(err, os.ErrNotExist) {
-		return api.GetUploadedMedia410JSONResponse{Message: "This media expired and was deleted"}, nil
-	}
-	if err != nil {
-		return nil, fault.Internalf(err, "open uploaded media")
-	}
+	// Streamed from the media store by the strict handler, which closes it.
+	body, size := f.Body, f.Size
 	fh := hardenedFileHeaders(f.ContentType, f.FileName)
 	headers := api.GetUploadedMedia200ResponseHeaders{ContentDisposition: fh.disposition, XContentTypeOptions: fh.nosniff, ContentSecurityPolicy: fh.csp}
 	switch f.ContentType {
 	case "image/jpeg":
-		return api.GetUploadedMedia200ImagejpegResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
+		return api.GetUploadedMedia200ImagejpegResponse{Body: body, ContentLength: size, Headers: headers}, nil
 	case "image/png":
-		return api.GetUploadedMedia200ImagepngResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
+		return api.GetUploadedMedia200ImagepngResponse{Body: body, ContentLength: size, Headers: headers}, nil
 	case "image/webp":
-		return api.GetUploadedMedia200ImagewebpResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
+		return api.GetUploadedMedia200ImagewebpResponse{Body: body, ContentLength: size, Headers: headers}, nil
 	case "video/mp4":
-		return api.GetUploadedMedia200Videomp4Response{Body: file, ContentLength: f.Size, Headers: headers}, nil
+		return api.GetUploadedMedia200Videomp4Response{Body: body, ContentLength: size, Headers: headers}, nil
 	case "video/3gpp":
-		return api.GetUploadedMedia200Video3gppResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
+		return api.GetUploadedMedia200Video3gppResponse{Body: body, ContentLength: size, Headers: headers}, nil
 	case "application/pdf":
-		return api.GetUploadedMedia200ApplicationpdfResponse{Body: file, ContentLength: f.Size, Headers: headers}, nil
+		return api.GetUploadedMedia200ApplicationpdfResponse{Body: body, ContentLength: size, Headers: headers}, nil
 	}
-	_ = file.Close()
+	_ = body.Close()
 	return nil, fault.Internalf(errors.New(f.ContentType), "uploaded media of an unexpected type")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chatmsg/gateway/internal/apitest"
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/providersim"
 	"github.com/chatmsg/gateway/internal/store"
@@ -51,13 +52,15 @@ type ofcEnvOptions struct {
 	// unheard leaves the company without a webhook subscription (e.sink
 	// is nil), so no message event is published.
 	unheard bool
+	// configure edits the app's configuration (the media store).
+	configure func(*config.Config)
 }
 
 func newOfficialEnv(t testing.TB, db *store.DB, o ofcEnvOptions) *officialEnv {
 	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewManual(time.Now().UTC().Truncate(time.Second))
-	h := apitest.Start(t, db, apitest.Options{Now: clk.Now, WorkJobs: !o.noWorkers, MessagingOptions: func(mo *messaging.Options) {
+	h := apitest.Start(t, db, apitest.Options{Now: clk.Now, WorkJobs: !o.noWorkers, Configure: o.configure, MessagingOptions: func(mo *messaging.Options) {
 		mo.SendLease = o.sendLease
 		mo.SendShare = o.sendShare
 	}})

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -140,9 +138,8 @@ func TestInboundMessages(t *testing.T) {
 			photo.RepliedMessageID == nil || *photo.RepliedMessageID != m.ID {
 			t.Fatalf("image message %+v %v", photo, err)
 		}
-		stored, err := os.ReadFile(filepath.Join(e.h.App.Config.DataDir, "media", "messages", filepath.FromSlash(photo.MediaPath)))
-		if err != nil || string(stored) != string(img) {
-			t.Fatalf("stored media: %d bytes, %v", len(stored), err)
+		if stored, ok := storedFile(t, e.h.App, messageFileKey(photo.MediaPath)); !ok || string(stored) != string(img) {
+			t.Fatalf("stored media: %d bytes, stored %v", len(stored), ok)
 		}
 		ev := e.sink.first("image received", messageEvent(events.OmnichatMessageReceived, res.MessageID, 0))
 		if ev.Data["message_type_id"] != float64(msgtype.Image) || ev.Data["replied_message_id"] != float64(m.ID) {

@@ -92,7 +92,9 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 // observe assigns the request id, recovers panics as JSON 500s, and logs and
 // counts every request by its operation.
-func observe(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
+// The client address (clientAddrs: the peer, or the client behind a
+// trusted proxy) is logged and kept in the context for the in-flight bound.
+func observe(logger *slog.Logger, m *metrics, clients clientAddrs, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -105,6 +107,8 @@ func observe(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
 		holder := &opHolder{}
 		ctx := context.WithValue(r.Context(), requestIDKey, id)
 		ctx = context.WithValue(ctx, opHolderKey{}, holder)
+		client := clients.of(r)
+		ctx = withClient(ctx, client)
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -124,7 +128,7 @@ func observe(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
 			m.requests.WithLabelValues(opName, status).Inc()
 			m.duration.WithLabelValues(opName).Observe(time.Since(start).Seconds())
 			attrs := []any{"request_id", id, "method", clip(r.Method, 16), "path", clip(r.URL.Path, maxLogValue),
-				"operation", opName, "status", rec.status, "bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds()}
+				"operation", opName, "client", clip(client, 64), "status", rec.status, "bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds()}
 			if p := holder.principal; p != nil {
 				attrs = append(attrs, "company_id", p.CompanyID, "token_id", p.TokenID)
 			}

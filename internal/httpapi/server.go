@@ -130,7 +130,7 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 		return nil, err
 	}
 	site.Routes(root, contractHandler)
-	return observe(deps.Logger, m, root), nil
+	return observe(deps.Logger, m, clientAddrs{trusted: deps.HTTP.TrustedProxies}, root), nil
 }
 
 func (s *Server) GetHealthz(ctx context.Context, _ api.GetHealthzRequestObject) (api.GetHealthzResponseObject, error) {

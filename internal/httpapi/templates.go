@@ -71,11 +71,16 @@ func (s *Server) UploadSendMedia(ctx context.Context, req api.UploadSendMediaReq
 	if err := runtime.BindMultipart(&form, *req.Body); err != nil {
 		return nil, fault.Wrap(fault.Invalid, "The multipart body could not be read.", err)
 	}
-	data, err := form.File.Bytes()
+	file, err := form.File.Reader()
 	if err != nil {
 		return nil, fault.Wrap(fault.Invalid, "The file could not be read.", err)
 	}
-	up, err := s.Templates.UploadSendMedia(ctx, p.CompanyID, int64(form.ProviderAccountId), form.File.Filename(), data)
+	defer file.Close()
+	up, err := s.Templates.UploadSendMedia(ctx, p.CompanyID, int64(form.ProviderAccountId), form.File.Filename(), file, form.File.FileSize())
+	if fault.KindOf(err) == fault.Unavailable {
+		s.logStoreUnavailable(ctx, "uploadSendMedia", err)
+		return api.UploadSendMedia503JSONResponse{MediaStoreUnavailableJSONResponse: storeUnavailable(err)}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,10 +119,11 @@ func TestUploadSendMedia(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("cleanup deleted %d (%v), want 1", n, err)
 		}
-		dir := filepath.Join(e.h.App.Config.DataDir, "media", "templates")
-		entries, _ := os.ReadDir(dir)
-		if len(entries) != 1 {
-			t.Fatalf("%d upload directories left, want only the used one", len(entries))
+		if _, ok := storedFile(t, e.h.App, uploadKey(t, unused.Data.URL)); ok {
+			t.Fatal("the expired upload's file is still stored")
+		}
+		if _, ok := storedFile(t, e.h.App, uploadKey(t, used.Data.URL)); !ok {
+			t.Fatal("the used upload's file was deleted")
 		}
 		if r := serve(unused.Data.URL); r.Status != http.StatusGone {
 			t.Fatalf("deleted: %d", r.Status)

@@ -294,9 +294,9 @@ func (s *Service) store(ctx context.Context, a acceptance) (*messageRow, error) 
 	}
 	var mediaPath string
 	if a.content.media != nil {
-		p, err := s.saveMedia(a.ch.CompanyID, a.content.media)
+		p, err := s.saveMedia(ctx, a.ch.CompanyID, a.content.media)
 		if err != nil {
-			return nil, fault.Internalf(err, "store media")
+			return nil, err
 		}
 		mediaPath = p
 	}

@@ -51,9 +51,9 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		if in.Media.ContentType == "" {
 			in.Media.ContentType = SniffContentType(in.Media.Data)
 		}
-		p, err := s.saveMedia(in.Channel.CompanyID, in.Media)
+		p, err := s.saveMedia(ctx, in.Channel.CompanyID, in.Media)
 		if err != nil {
-			return fault.Internalf(err, "store inbound media")
+			return err
 		}
 		mediaPath = p
 	}

@@ -1,73 +1,112 @@
 package messaging
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"net/http"
-	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/google/uuid"
 
+	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/msgtype"
 )
 
-// saveMedia stores m under the media directory and returns its path
-// relative to that directory: <company>/<random>/<file name>.
-func (s *Service) saveMedia(companyID int64, m *Media) (string, error) {
-	if s.deps.MediaDir == "" {
-		return "", errors.New("messaging: no media directory configured")
+// mediaIOTimeout bounds a store call made outside a request (reading a
+// queued send's file, removing a file after its row went).
+const mediaIOTimeout = 5 * time.Minute
+
+// mediaRetryAfter is the Retry-After of an answer refused because the
+// media store could not be reached.
+const mediaRetryAfter = 5
+
+// mediaKey is the store key of a message file; its row keeps the path
+// under messages/ (media_path), as the local directory always laid it out.
+func mediaKey(rel string) string { return "messages/" + rel }
+
+// storeFault turns a media store failure into the service's error: an
+// unreachable store is Unavailable (503 with Retry-After where the
+// operation documents it), anything else Internal.
+func storeFault(err error, what string) error {
+	if errors.Is(err, filestore.ErrUnavailable) {
+		return &fault.Error{Kind: fault.Unavailable, Message: "The media store is unavailable; retry later.",
+			RetryAfterSeconds: mediaRetryAfter, Err: fmt.Errorf("%s: %w", what, err)}
 	}
-	rel := filepath.Join(fmt.Sprint(companyID), uuid.NewString(), SafeFileName(m.FileName, m.ContentType))
-	abs := filepath.Join(s.deps.MediaDir, rel)
-	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(abs, m.Data, 0o640); err != nil {
-		return "", err
-	}
-	return filepath.ToSlash(rel), nil
+	return fault.Internalf(err, "%s", what)
 }
 
-// readMedia loads a stored file.
+// saveMedia stores m in the media store and returns its path under
+// messages/: <company>/<random>/<file name>. The caller writes the row
+// after, and calls removeMedia when the row is not written, so no row
+// points to a file that is not there. Errors: Unavailable, Internal.
+func (s *Service) saveMedia(ctx context.Context, companyID int64, m *Media) (string, error) {
+	if s.deps.Files == nil {
+		return "", fault.Internalf(errors.New("no media store configured"), "store media")
+	}
+	rel := path.Join(fmt.Sprint(companyID), uuid.NewString(), SafeFileName(m.FileName, m.ContentType))
+	if err := s.deps.Files.Put(ctx, mediaKey(rel), bytes.NewReader(m.Data), int64(len(m.Data)), m.ContentType); err != nil {
+		return "", storeFault(err, "store media")
+	}
+	return rel, nil
+}
+
+// readMedia loads a stored file (a queued send's). A file the row names
+// but the store lacks is logged once. Errors: NotFound, Unavailable,
+// Internal.
 func (s *Service) readMedia(rel string) ([]byte, error) {
-	abs, err := s.mediaPath(rel)
+	ctx, cancel := context.WithTimeout(context.Background(), mediaIOTimeout)
+	defer cancel()
+	obj, err := s.openMedia(ctx, rel)
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(abs)
-}
-
-// removeMedia deletes a stored file and its directory; a file already gone
-// is not an error.
-func (s *Service) removeMedia(rel string) {
-	if rel == "" {
-		return
-	}
-	abs, err := s.mediaPath(rel)
+	defer obj.Close()
+	data, err := io.ReadAll(io.LimitReader(obj, obj.Size+1))
 	if err != nil {
-		s.deps.Logger.Warn("refusing to remove media outside the media directory", "path", rel)
-		return
+		return nil, storeFault(err, "read media")
 	}
-	if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.deps.Logger.Warn("remove media", "path", rel, "err", err)
-		return
-	}
-	_ = os.Remove(filepath.Dir(abs)) // the per-file directory, when empty
+	return data, nil
 }
 
-// mediaPath resolves rel inside the media directory and refuses anything
-// that would escape it.
-func (s *Service) mediaPath(rel string) (string, error) {
-	root := filepath.Clean(s.deps.MediaDir)
-	abs := filepath.Join(root, filepath.FromSlash(rel))
-	if !strings.HasPrefix(abs, root+string(filepath.Separator)) {
-		return "", fmt.Errorf("media path %q escapes the media directory", rel)
+// openMedia opens a stored file for reading. Errors: NotFound (logged
+// once per file: a row points to a file the store does not have),
+// Unavailable, Internal.
+func (s *Service) openMedia(ctx context.Context, rel string) (*filestore.Object, error) {
+	if s.deps.Files == nil {
+		return nil, fault.Internalf(errors.New("no media store configured"), "open media")
 	}
-	return abs, nil
+	obj, err := s.deps.Files.Get(ctx, mediaKey(rel))
+	if errors.Is(err, filestore.ErrNotFound) {
+		s.deps.MissingFiles.Report(ctx, mediaKey(rel), "store", s.deps.Files.Kind())
+		return nil, fault.Wrap(fault.NotFound, "Media not found", err)
+	}
+	if err != nil {
+		return nil, storeFault(err, "open media")
+	}
+	return obj, nil
+}
+
+// removeMedia deletes a stored file after its row stopped pointing to it
+// (a failed write, a revoke with remove_media, a deleted connection); a
+// file already gone is not an error. It runs after the caller's request
+// may have ended, on its own deadline.
+func (s *Service) removeMedia(rel string) {
+	if rel == "" || s.deps.Files == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), mediaIOTimeout)
+	defer cancel()
+	if err := s.deps.Files.Delete(ctx, mediaKey(rel)); err != nil {
+		s.deps.Logger.Warn("remove media; the file stays in the store", "key", mediaKey(rel), "err", err)
+	}
 }
 
 // SafeFileName reduces a client-supplied file name to a plain base name of

@@ -153,9 +153,9 @@ func (s *Service) FetchMedia(ctx context.Context, messageID int64) error {
 	if media.ContentType == "" {
 		media.ContentType = SniffContentType(media.Data)
 	}
-	rel, err := s.saveMedia(row.CompanyID, &media)
+	rel, err := s.saveMedia(ctx, row.CompanyID, &media)
 	if err != nil {
-		return fault.Internalf(err, "store the media of message %d", row.ID)
+		return err // an unreachable store: the job tries again
 	}
 	attached := false
 	err = s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {

@@ -7,8 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/url"
-	"os"
 	"path"
 	"time"
 
@@ -41,9 +41,9 @@ type MediaLink struct {
 	ExpiresAt   time.Time
 }
 
-// MediaFile is a message file to serve.
+// MediaFile is a message file to serve, open: the caller closes Body.
 type MediaFile struct {
-	Path        string
+	Body        io.ReadCloser
 	FileName    string
 	ContentType string
 	Size        int64
@@ -75,12 +75,10 @@ func (s *Service) mintMediaLink(ctx context.Context, db bun.IDB, m Message) (*Me
 		return nil, fault.Internalf(err, "record media link of message %d", m.ID)
 	}
 	size := m.MediaSize
-	if size == 0 {
+	if size == 0 && s.deps.Files != nil {
 		// A file stored before sizes were recorded.
-		if abs, err := s.mediaPath(m.MediaPath); err == nil {
-			if fi, err := os.Stat(abs); err == nil {
-				size = fi.Size()
-			}
+		if info, err := s.deps.Files.Stat(ctx, mediaKey(m.MediaPath)); err == nil {
+			size = info.Size
 		}
 	}
 	name := path.Base(m.MediaPath)
@@ -118,12 +116,15 @@ func mediaPayload(f clock.Formatter, m Message) *events.MessageMedia {
 	return &events.MessageMedia{MimeType: l.ContentType, Filename: l.FileName, Size: l.Size, URL: l.URL, ExpiresAt: f.Offset(l.ExpiresAt)}
 }
 
-// OpenMessageMedia returns the file behind a URL of a message's file. The
-// URL is public (the token is the secret), so it answers whatever the
-// company.
+// OpenMessageMedia opens the file behind a URL of a message's file, from
+// the media store (whichever replica stored it). The URL is public (the
+// token is the secret), so it answers whatever the company. The caller
+// closes the file's Body.
 //
 // Errors: NotFound for an unknown or expired token, a file name that is
-// not the message's, and a message whose file was removed.
+// not the message's, a message whose file was removed, and a file the row
+// names but the store lacks (logged once); Unavailable when the store
+// cannot be reached; Internal.
 func (s *Service) OpenMessageMedia(ctx context.Context, token, fileName string) (MediaFile, error) {
 	notFound := fault.New(fault.NotFound, "Media not found")
 	var row messageRow
@@ -141,11 +142,14 @@ func (s *Service) OpenMessageMedia(ctx context.Context, token, fileName string) 
 	if path.Base(m.MediaPath) != fileName {
 		return MediaFile{}, notFound
 	}
-	abs, err := s.mediaPath(m.MediaPath)
-	if err != nil {
-		return MediaFile{}, fault.Internalf(err, "media path of message %d", m.ID)
+	obj, err := s.openMedia(ctx, m.MediaPath)
+	if fault.KindOf(err) == fault.NotFound {
+		return MediaFile{}, notFound
 	}
-	return MediaFile{Path: abs, FileName: fileName, ContentType: m.MediaContentType, Size: m.MediaSize}, nil
+	if err != nil {
+		return MediaFile{}, err
+	}
+	return MediaFile{Body: obj, FileName: fileName, ContentType: m.MediaContentType, Size: obj.Size}, nil
 }
 
 // DeleteExpiredMediaLinks deletes the rows of URLs that expired (they

@@ -13,6 +13,7 @@ import (
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/ratelimit"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/webhooks"
@@ -42,8 +43,10 @@ type Deps struct {
 	Templates TemplatePreparer
 	Now       clock.Clock
 	Times     clock.Formatter
-	// MediaDir is where message files are stored (under DATA_DIR).
-	MediaDir string
+	// Files stores message files (internal/filestore); MissingFiles logs,
+	// once per file, a row whose file the store lacks.
+	Files        filestore.Store
+	MissingFiles *filestore.MissingLog
 	// PublicBaseURL is how clients reach the gateway: the URLs of message
 	// files (media.url) start with it.
 	PublicBaseURL string

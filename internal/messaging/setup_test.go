@@ -3,6 +3,7 @@ package messaging
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/webhooks"
 )
@@ -57,8 +59,12 @@ func setup(t *testing.T, db *store.DB, listens bool, opts Options) *bundle {
 	convs := conversations.NewService(db, clk.Now, clock.NewFormatter(nil), users, chans, events)
 	reg := prometheus.NewRegistry()
 	opts.Registerer = reg
+	files, err := filestore.OpenLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := NewService(Deps{DB: db, Channels: chans, Conversations: convs, Events: events, Now: clk.Now, Times: clock.NewFormatter(nil),
-		MediaDir: t.TempDir(), PublicBaseURL: "http://127.0.0.1"}, opts)
+		Files: files, MissingFiles: filestore.NewMissingLog(slog.New(slog.DiscardHandler)), PublicBaseURL: "http://127.0.0.1"}, opts)
 	b := &bundle{t: t, db: db, svc: svc, clk: clk, reg: reg, events: events, tr: newFakeTransport()}
 	for i, ch := range []*channels.Channel{&b.a, &b.b} {
 		pnid := fmt.Sprintf("10980000000%d", i)

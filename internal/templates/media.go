@@ -1,15 +1,15 @@
 package templates
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"net/url"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/store"
@@ -56,34 +57,66 @@ type Upload struct {
 	ExpiresAt time.Time
 }
 
-// MediaFile is an upload to serve.
+// MediaFile is an upload: Key is its file in the media store.
 type MediaFile struct {
-	Path        string
+	Key         string
 	FileName    string
 	ContentType string
 	Size        int64
 }
 
-// UploadSendMedia stores a file for a template header and returns its
-// temporary URL (valid 72 hours unless used in a send). The type is taken
-// from the bytes, never from the declared type.
+// OpenFile is an upload to serve, open: the caller closes Body.
+type OpenFile struct {
+	MediaFile
+	Body io.ReadCloser
+}
+
+// uploadKey is the store key of an upload; its row keeps the path under
+// templates/ (<token>/<file name>).
+func uploadKey(rel string) string { return "templates/" + rel }
+
+// retryAfter is the Retry-After of an answer refused because the media
+// store could not be reached.
+const retryAfter = 5
+
+// storeFault turns a media store failure into the service's error: an
+// unreachable store is Unavailable, anything else Internal.
+func storeFault(err error, what string) error {
+	if errors.Is(err, filestore.ErrUnavailable) {
+		return &fault.Error{Kind: fault.Unavailable, Message: "The media store is unavailable; retry later.",
+			RetryAfterSeconds: retryAfter, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	return fault.Internalf(err, "%s", what)
+}
+
+// UploadSendMedia stores a file of size bytes read from r for a template
+// header and returns its temporary URL (valid 72 hours unless used in a
+// send). The type is taken from the bytes, never from the declared type.
+// The file is streamed into the media store; its row is written only once
+// the file is stored, and a row that cannot be written takes its file
+// away again.
 //
 // Errors: NotFound for a provider account that is not the company's;
 // Rule for an empty file, an unsupported type or a file over the limit of
-// its kind; Internal.
-func (s *Service) UploadSendMedia(ctx context.Context, companyID, accountID int64, fileName string, data []byte) (Upload, error) {
+// its kind; Unavailable when the media store cannot be reached; Internal.
+func (s *Service) UploadSendMedia(ctx context.Context, companyID, accountID int64, fileName string, r io.Reader, size int64) (Upload, error) {
 	ch, err := s.AccountChannel(ctx, companyID, accountID)
 	if err != nil {
 		return Upload{}, err
 	}
-	if len(data) == 0 {
+	if size <= 0 {
 		return Upload{}, fault.New(fault.Rule, "File is required")
 	}
-	ct := messaging.SniffContentType(data)
+	br := bufio.NewReaderSize(r, 512)
+	head, err := br.Peek(512)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Upload{}, fault.Wrap(fault.Invalid, "The file could not be read.", err)
+	}
+	ct := messaging.SniffContentType(head)
 	if !slices.Contains(uploadTypes, ct) {
 		return Upload{}, fault.New(fault.Rule, "File must be of type image/jpeg, image/png, image/webp, video/mp4, video/3gpp or application/pdf")
 	}
-	if limit, msg := messaging.LimitFor(msgtype.ForContentType(ct)); len(data) > limit {
+	if limit, msg := messaging.LimitFor(msgtype.ForContentType(ct)); size > int64(limit) {
 		return Upload{}, fault.New(fault.Rule, msg)
 	}
 	token, err := newToken()
@@ -91,20 +124,19 @@ func (s *Service) UploadSendMedia(ctx context.Context, companyID, accountID int6
 		return Upload{}, fault.Internalf(err, "token")
 	}
 	name := messaging.SafeFileName(fileName, ct)
-	rel := filepath.Join(token, name)
-	abs := filepath.Join(s.deps.MediaDir, rel)
-	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
-		return Upload{}, fault.Internalf(err, "store upload")
-	}
-	if err := os.WriteFile(abs, data, 0o640); err != nil {
-		return Upload{}, fault.Internalf(err, "store upload")
+	rel := path.Join(token, name)
+	if err := s.deps.Files.Put(ctx, uploadKey(rel), br, size, ct); err != nil {
+		if errors.Is(err, filestore.ErrSize) {
+			return Upload{}, fault.Wrap(fault.Invalid, "The file could not be read.", err)
+		}
+		return Upload{}, storeFault(err, "store upload")
 	}
 	now := s.deps.Now()
 	row := mediaRow{Token: token, CompanyID: companyID, ProviderAccountID: ch.ProviderAccount.ID, FileName: name, ContentType: ct,
-		SizeBytes: int64(len(data)), Path: filepath.ToSlash(rel), CreatedAt: now, ExpiresAt: now.Add(UploadLifetime)}
+		SizeBytes: size, Path: rel, CreatedAt: now, ExpiresAt: now.Add(UploadLifetime)}
 	if _, err := s.deps.DB.Bun.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
-		if rmErr := os.RemoveAll(filepath.Dir(abs)); rmErr != nil {
-			s.deps.Logger.WarnContext(ctx, "remove unrecorded upload", "path", abs, "err", rmErr)
+		if rmErr := s.deps.Files.Delete(context.WithoutCancel(ctx), uploadKey(rel)); rmErr != nil {
+			s.deps.Logger.WarnContext(ctx, "remove unrecorded upload", "key", uploadKey(rel), "err", rmErr)
 		}
 		return Upload{}, fault.Internalf(err, "record upload")
 	}
@@ -133,11 +165,41 @@ func (s *Service) uploadToken(rawURL string) (string, bool) {
 	return token, token != ""
 }
 
-// OpenMedia returns the upload behind a URL token, to serve it: the URL is
-// public (the token is the secret), so it answers whatever the company.
-// Errors: NotFound for an unknown token; ErrGone once it expired unused.
-func (s *Service) OpenMedia(ctx context.Context, token string) (MediaFile, error) {
-	return s.openUpload(ctx, token, func(q *bun.SelectQuery) *bun.SelectQuery { return q })
+// OpenMedia opens the upload behind a URL token and file name, to serve
+// it from the media store (whichever replica stored it): the URL is public
+// (the token is the secret), so it answers whatever the company. The
+// caller closes Body.
+// Errors: NotFound for an unknown token or file name, and for an upload
+// whose file the store lacks (logged once); ErrGone once it expired
+// unused; Unavailable when the store cannot be reached; Internal.
+func (s *Service) OpenMedia(ctx context.Context, token, fileName string) (OpenFile, error) {
+	f, err := s.openUpload(ctx, token, func(q *bun.SelectQuery) *bun.SelectQuery { return q })
+	if err != nil {
+		return OpenFile{}, err
+	}
+	if f.FileName != fileName {
+		return OpenFile{}, fault.New(fault.NotFound, "Media not found")
+	}
+	obj, err := s.openFile(ctx, f)
+	if err != nil {
+		return OpenFile{}, err
+	}
+	f.Size = obj.Size
+	return OpenFile{MediaFile: f, Body: obj}, nil
+}
+
+// openFile opens an upload's file. Errors: NotFound (logged once),
+// Unavailable, Internal.
+func (s *Service) openFile(ctx context.Context, f MediaFile) (*filestore.Object, error) {
+	obj, err := s.deps.Files.Get(ctx, f.Key)
+	if errors.Is(err, filestore.ErrNotFound) {
+		s.deps.MissingFiles.Report(ctx, f.Key, "store", s.deps.Files.Kind())
+		return nil, fault.Wrap(fault.NotFound, "Media not found", err)
+	}
+	if err != nil {
+		return nil, storeFault(err, "open upload")
+	}
+	return obj, nil
 }
 
 // openCompanyUpload is OpenMedia for a send of the company: another
@@ -158,8 +220,7 @@ func (s *Service) openUpload(ctx context.Context, token string, scope func(*bun.
 	if row.DeletedAt != nil || (row.UsedAt == nil && !s.deps.Now().Before(row.ExpiresAt)) {
 		return MediaFile{}, ErrGone
 	}
-	return MediaFile{Path: filepath.Join(s.deps.MediaDir, filepath.FromSlash(row.Path)), FileName: row.FileName,
-		ContentType: row.ContentType, Size: row.SizeBytes}, nil
+	return MediaFile{Key: uploadKey(row.Path), FileName: row.FileName, ContentType: row.ContentType, Size: row.SizeBytes}, nil
 }
 
 // MarkMediaUsed lifts the deadline of the company's gateway upload behind
@@ -178,7 +239,8 @@ func (s *Service) MarkMediaUsed(ctx context.Context, tx *store.Tx, companyID int
 
 // DeleteExpiredMedia deletes the files of uploads that were not used
 // within their lifetime; their URLs then answer 410. It returns how many
-// it deleted.
+// it deleted. A file the store cannot delete now gives its row back
+// (deleted_at cleared) and ends the run, so the next run tries again.
 func (s *Service) DeleteExpiredMedia(ctx context.Context) (int, error) {
 	var rows []mediaRow
 	if err := s.deps.DB.Bun.NewSelect().Model(&rows).Where("tm.used_at IS NULL").Where("tm.deleted_at IS NULL").
@@ -197,9 +259,11 @@ func (s *Service) DeleteExpiredMedia(ctx context.Context) (int, error) {
 		if k, _ := res.RowsAffected(); k == 0 {
 			continue
 		}
-		dir := filepath.Join(s.deps.MediaDir, filepath.FromSlash(filepath.Dir(r.Path)))
-		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.deps.Logger.WarnContext(ctx, "delete expired upload", "path", dir, "err", err)
+		if err := s.deps.Files.Delete(ctx, uploadKey(r.Path)); err != nil {
+			if _, uerr := s.deps.DB.Bun.NewUpdate().Model((*mediaRow)(nil)).Set("deleted_at = NULL").Where("id = ?", r.ID).Exec(ctx); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+			return n, storeFault(err, "delete expired upload")
 		}
 		n++
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -211,9 +210,20 @@ func (s *Service) headerMedia(ctx context.Context, companyID int64, rawURL, form
 			}
 			return nil, err
 		}
-		b, err := os.ReadFile(f.Path)
+		if f.Size > int64(limit) {
+			return nil, fault.New(fault.Rule, limitMsg)
+		}
+		obj, err := s.openFile(ctx, f)
+		if fault.KindOf(err) == fault.NotFound {
+			return nil, fault.New(fault.Rule, "header_media_url was not found")
+		}
 		if err != nil {
-			return nil, fault.Internalf(err, "read uploaded media")
+			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(obj, int64(limit)+1))
+		_ = obj.Close()
+		if err != nil {
+			return nil, storeFault(err, "read uploaded media")
 		}
 		data, name = b, f.FileName
 	} else {

@@ -21,6 +21,7 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
 	"github.com/chatmsg/gateway/internal/store"
@@ -196,8 +197,11 @@ type Deps struct {
 	// Fetch is the SSRF-guarded client that fetches header_media_url.
 	Fetch *http.Client
 	Now   clock.Clock
-	// MediaDir holds uploaded header media (under DATA_DIR).
-	MediaDir string
+	// Files stores uploaded header media (internal/filestore), under
+	// templates/; MissingFiles logs, once per file, an upload whose file
+	// the store lacks.
+	Files        filestore.Store
+	MissingFiles *filestore.MissingLog
 	// PublicBaseURL is how clients reach the gateway; upload URLs are
 	// PublicBaseURL/media/<token>/<file name>.
 	PublicBaseURL string

@@ -1,0 +1,246 @@
+package filestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chatmsg/gateway/internal/store"
+)
+
+// ChunkSize is the size of one stored chunk of the database backend: big
+// enough that a 100 MB document is 400 rows, small enough that a reader
+// holds one chunk at a time.
+const ChunkSize = 256 << 10
+
+// Migrations create the database backend's tables on both engines (they
+// stay empty unless the database backend is used). Chunks are stored
+// uncompressed on PostgreSQL (STORAGE EXTERNAL): media are compressed
+// already, and TOAST's compression would only cost CPU.
+var Migrations = []store.Migration{{
+	ID: "20261127_filestore",
+	SQLite: `
+CREATE TABLE file_objects (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	file_key TEXT NOT NULL UNIQUE,
+	size INTEGER NOT NULL,
+	content_type TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL
+);
+CREATE TABLE file_chunks (
+	object_id INTEGER NOT NULL REFERENCES file_objects (id) ON DELETE CASCADE,
+	seq INTEGER NOT NULL,
+	data BLOB NOT NULL,
+	PRIMARY KEY (object_id, seq)
+);
+`,
+	Postgres: `
+CREATE TABLE file_objects (
+	id BIGSERIAL PRIMARY KEY,
+	file_key TEXT NOT NULL UNIQUE,
+	size BIGINT NOT NULL,
+	content_type TEXT NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE file_chunks (
+	object_id BIGINT NOT NULL REFERENCES file_objects (id) ON DELETE CASCADE,
+	seq INTEGER NOT NULL,
+	data BYTEA NOT NULL,
+	PRIMARY KEY (object_id, seq)
+);
+ALTER TABLE file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+`,
+}}
+
+// Database keeps files in the service's database, in chunks of ChunkSize:
+// the default with PostgreSQL, so every replica on one PostgreSQL serves
+// every file with no other component. A Put is one transaction (the file
+// appears whole or not at all) and reads its source one chunk at a time;
+// a Get reads one chunk per statement and holds no connection between
+// them, so a slow client costs no pooled connection.
+type Database struct {
+	db      *sql.DB
+	dialect store.Dialect
+	now     func() time.Time
+}
+
+// NewDatabase returns the store over db (its migrations applied).
+func NewDatabase(db *store.DB) *Database {
+	return &Database{db: db.Bun.DB, dialect: db.Dialect, now: time.Now}
+}
+
+var _ Store = (*Database)(nil)
+
+// Kind implements Store.
+func (d *Database) Kind() string { return "database" }
+
+// q numbers a statement's ? placeholders on PostgreSQL.
+func (d *Database) q(query string) string {
+	if d.dialect != store.Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Put implements Store.
+func (d *Database) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (err error) {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if size < 0 {
+		return fmt.Errorf("%w: negative size", ErrSize)
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable("database put", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if _, err := tx.ExecContext(ctx, d.q("DELETE FROM file_objects WHERE file_key = ?"), key); err != nil {
+		return unavailable("database put", err)
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, d.q("INSERT INTO file_objects (file_key, size, content_type, created_at) VALUES (?, ?, ?, ?) RETURNING id"),
+		key, size, contentType, d.now().UTC()).Scan(&id); err != nil {
+		return unavailable("database put", err)
+	}
+	src := newExactly(r, size)
+	buf := make([]byte, min(int64(ChunkSize), max(size, 1)))
+	insert := d.q("INSERT INTO file_chunks (object_id, seq, data) VALUES (?, ?, ?)")
+	for seq := 0; ; seq++ {
+		n, rerr := io.ReadFull(src, buf)
+		if n > 0 {
+			if _, err := tx.ExecContext(ctx, insert, id, seq, buf[:n]); err != nil {
+				return unavailable("database put", err)
+			}
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return unavailable("database put", err)
+	}
+	return nil
+}
+
+// Get implements Store.
+func (d *Database) Get(ctx context.Context, key string) (*Object, error) {
+	id, size, err := d.head(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &Object{ReadCloser: &chunkReader{d: d, ctx: ctx, id: id, left: size}, Info: Info{Size: size}}, nil
+}
+
+// Stat implements Store.
+func (d *Database) Stat(ctx context.Context, key string) (Info, error) {
+	_, size, err := d.head(ctx, key)
+	return Info{Size: size}, err
+}
+
+func (d *Database) head(ctx context.Context, key string) (id, size int64, err error) {
+	if err := CheckKey(key); err != nil {
+		return 0, 0, err
+	}
+	err = d.db.QueryRowContext(ctx, d.q("SELECT id, size FROM file_objects WHERE file_key = ?"), key).Scan(&id, &size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, 0, unavailable("database stat", err)
+	}
+	return id, size, nil
+}
+
+// Delete implements Store; the chunks go with their object (ON DELETE
+// CASCADE).
+func (d *Database) Delete(ctx context.Context, key string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if _, err := d.db.ExecContext(ctx, d.q("DELETE FROM file_objects WHERE file_key = ?"), key); err != nil {
+		return unavailable("database delete", err)
+	}
+	return nil
+}
+
+// chunkReader reads an object one chunk per statement into one reused
+// buffer.
+type chunkReader struct {
+	d    *Database
+	ctx  context.Context
+	id   int64
+	seq  int
+	left int64
+	buf  []byte
+	pos  int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.pos == len(c.buf) {
+		if c.left <= 0 {
+			return 0, io.EOF
+		}
+		if err := c.next(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, c.buf[c.pos:])
+	c.pos += n
+	return n, nil
+}
+
+func (c *chunkReader) next() error {
+	rows, err := c.d.db.QueryContext(c.ctx, c.d.q("SELECT data FROM file_chunks WHERE object_id = ? AND seq = ?"), c.id, c.seq)
+	if err != nil {
+		return unavailable("database read", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return unavailable("database read", err)
+		}
+		// Deleted while being read.
+		return fmt.Errorf("%w: chunk %d of object %d: %w", ErrNotFound, c.seq, c.id, io.ErrUnexpectedEOF)
+	}
+	var raw sql.RawBytes
+	if err := rows.Scan(&raw); err != nil {
+		return unavailable("database read", err)
+	}
+	if c.buf == nil {
+		c.buf = make([]byte, 0, ChunkSize)
+	}
+	c.buf = append(c.buf[:0], raw...)
+	c.pos = 0
+	c.seq++
+	c.left -= int64(len(c.buf))
+	if len(c.buf) == 0 {
+		return fmt.Errorf("%w: empty chunk %d of object %d", ErrUnavailable, c.seq-1, c.id)
+	}
+	return rows.Close()
+}
+
+// Close implements io.Closer.
+func (c *chunkReader) Close() error { c.buf = nil; return nil }

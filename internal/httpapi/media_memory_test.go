@@ -1,0 +1,160 @@
+//go:build !race
+
+// The race detector shadows every allocation, so RSS figures under -race
+// say nothing about production: this file is left out of race builds.
+
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chatmsg/gateway/internal/messaging"
+	"github.com/chatmsg/gateway/internal/store/storetest"
+)
+
+// procStatus reads a kB figure of /proc/self/status (VmRSS, VmHWM,
+// RssAnon) in bytes.
+func procStatus(t *testing.T, field string) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status on this system: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", field, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// rssGrowth runs fn and returns how far the process's resident set rose
+// above what it was before (VmHWM after clear_refs reset it to VmRSS).
+func rssGrowth(t *testing.T, fn func()) (growth, before int64) {
+	t.Helper()
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset the peak RSS (/proc/self/clear_refs): %v", err)
+	}
+	before = procStatus(t, "VmRSS")
+	fn()
+	return procStatus(t, "VmHWM") - before, before
+}
+
+// pdfOf is a reader of a size-byte PDF-looking document that never holds
+// it whole.
+func pdfOf(size int64) io.Reader {
+	head := "%PDF-1.7\n"
+	return io.MultiReader(strings.NewReader(head), io.LimitReader(&zeroPattern{}, size-int64(len(head))))
+}
+
+type zeroPattern struct{ i byte }
+
+func (p *zeroPattern) Read(b []byte) (int, error) {
+	for k := range b {
+		b[k] = p.i
+		p.i += 7
+	}
+	return len(b), nil
+}
+
+// TestServingALargeDocumentFromPostgres: serving a 100 MB document from the
+// PostgreSQL store through a replica's HTTP stack grows its RSS by less than
+// 32 MB: the file is streamed chunk by chunk, never held whole. The test
+// process is client and server at once; the client discards what it reads.
+// The upload of the same document is measured and logged, not bounded: the
+// request validator reads the whole multipart body into memory first.
+func TestServingALargeDocumentFromPostgres(t *testing.T) {
+	db := storetest.Postgres(t)
+	e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
+	ctx := context.Background()
+	const size = int64(messaging.DocumentLimit)
+	token := "memtest" + strconv.FormatInt(e.ch.ID, 10)
+	key := "templates/" + token + "/big.pdf"
+	if err := e.h.App.Files.Put(ctx, key, pdfOf(size), size, "application/pdf"); err != nil {
+		t.Fatal(err)
+	}
+	now := e.clk.Now()
+	if _, err := db.Bun.NewRaw(`INSERT INTO template_media (token, company_id, provider_account_id, file_name, content_type, size_bytes, path, created_at, expires_at)
+		VALUES (?, ?, ?, 'big.pdf', 'application/pdf', ?, ?, ?, ?)`, token, e.ten.CompanyID, e.ch.ProviderAccount.ID, size, token+"/big.pdf", now, now.Add(72*3600e9)).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.New()
+	_, _ = io.Copy(want, pdfOf(size))
+
+	var served int64
+	var sum []byte
+	growth, before := rssGrowth(t, func() {
+		resp, err := http.Get(e.h.Server.URL + "/media/" + token + "/big.pdf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		h := sha256.New()
+		served, err = io.Copy(h, resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("serve: %d, %v", resp.StatusCode, err)
+		}
+		sum = h.Sum(nil)
+	})
+	if served != size || string(sum) != string(want.Sum(nil)) {
+		t.Fatalf("served %d bytes (want %d), same bytes %v", served, size, string(sum) == string(want.Sum(nil)))
+	}
+	t.Logf("serving %d MB from PostgreSQL: RSS %d MB before, peak +%.1f MB", size>>20, before>>20, float64(growth)/(1<<20))
+	if growth >= 32<<20 {
+		t.Fatalf("serving a %d MB document grew RSS by %.1f MB, want < 32 MB", size>>20, float64(growth)/(1<<20))
+	}
+
+	// The upload, for the record: the body is streamed from a pipe, so
+	// what grows is the server's side.
+	upGrowth, _ := rssGrowth(t, func() {
+		pr, pw := io.Pipe()
+		mw := multipart.NewWriter(pw)
+		go func() {
+			err := mw.WriteField("provider_account_id", strconv.FormatInt(e.ch.ProviderAccount.ID, 10))
+			var part io.Writer
+			if err == nil {
+				part, err = mw.CreateFormFile("file", "up.pdf")
+			}
+			if err == nil {
+				_, err = io.Copy(part, pdfOf(size-1024))
+			}
+			if err == nil {
+				err = mw.Close()
+			}
+			pw.CloseWithError(err)
+		}()
+		req, _ := http.NewRequest(http.MethodPost, e.h.Server.URL+"/api/provider-templates/upload-send-media", pr)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Authorization", "Bearer "+e.ten.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("upload: %d %s", resp.StatusCode, b)
+		}
+	})
+	t.Logf("uploading %d MB into PostgreSQL: peak +%.1f MB (not bounded: the request validator buffers the multipart body)", size>>20, float64(upGrowth)/(1<<20))
+}
