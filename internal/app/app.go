@@ -95,6 +95,9 @@ type App struct {
 	// Limiter is the shared rate limiter (Redis when REDIS_URL is set).
 	Limiter  ratelimit.Limiter
 	Registry *prometheus.Registry
+	// DebugRegistry holds tuning figures, served with pprof on DEBUG_LISTEN
+	// (/debug/metrics), not on METRICS_LISTEN.
+	DebugRegistry *prometheus.Registry
 	Handler  http.Handler
 	Clock    clock.Clock
 
@@ -160,6 +163,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 
 	a.Registry = prometheus.NewRegistry()
+	a.DebugRegistry = prometheus.NewRegistry()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildinfo.Read().Collector())
 	a.Auth = auth.NewService(a.DB, a.Clock)
@@ -373,7 +377,7 @@ func (a *App) serveDebug() (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("debug listen %s: %w", a.Config.DebugListen, err)
 	}
-	srv := &http.Server{Handler: httpapi.DebugHandler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpapi.DebugHandler(a.DebugRegistry), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	a.Logger.Info("pprof listening", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil

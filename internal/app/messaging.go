@@ -34,7 +34,7 @@ func (a *App) newMessaging(opts Options) {
 		Now:   a.Clock, Files: a.Files, MissingFiles: a.missingFiles, PublicBaseURL: cfg.PublicBaseURL,
 		Logger: logger.With("component", "templates"),
 	})
-	mopts := messaging.Options{Registerer: a.Registry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers,
+	mopts := messaging.Options{Registerer: a.Registry, DebugRegisterer: a.DebugRegistry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers,
 		SendShare: cfg.SendSlotsPerSender}
 	if opts.MessagingOptions != nil {
 		opts.MessagingOptions(&mopts)

@@ -52,7 +52,7 @@ func TestSendStoredInOneStatement(t *testing.T) {
 				want["transaction"] = oneStatement + transaction
 			}
 			maps.DeleteFunc(want, func(_ string, n float64) bool { return n == 0 })
-			if got := storedBy(t, e.h.App.Registry); !maps.Equal(got, want) {
+			if got := storedBy(t, e.h.App.DebugRegistry); !maps.Equal(got, want) {
 				t.Fatalf("sends stored by %v, want %v", got, want)
 			}
 		}
@@ -117,7 +117,7 @@ func TestSendOneStatementChannelDeleted(t *testing.T) {
 		if resp := e.send(map[string]any{"text": "first"}); resp.Status != http.StatusOK {
 			t.Fatalf("first send: %d %s", resp.Status, resp.Body)
 		}
-		usage0, before := usageOf(t, db, e), storedBy(t, e.h.App.Registry)["one_statement"]
+		usage0, before := usageOf(t, db, e), storedBy(t, e.h.App.DebugRegistry)["one_statement"]
 		// The deletion holds the conversation's row until it commits; the
 		// statement's UPDATE waits for it.
 		tx, err := db.Bun.BeginTx(ctx, nil)
@@ -138,7 +138,7 @@ func TestSendOneStatementChannelDeleted(t *testing.T) {
 		if unknown.Status < 400 || resp.Status != unknown.Status || string(resp.Body) != string(unknown.Body) {
 			t.Fatalf("send under a deletion: %d %s, want %d %s", resp.Status, resp.Body, unknown.Status, unknown.Body)
 		}
-		if got := storedBy(t, e.h.App.Registry)["one_statement"]; got != before {
+		if got := storedBy(t, e.h.App.DebugRegistry)["one_statement"]; got != before {
 			t.Fatalf("%v sends stored by one statement, want %v", got, before)
 		}
 		if usage1 := usageOf(t, db, e); usage1 != usage0 {

@@ -462,7 +462,7 @@ func TestSendQueueBatchesOutcomes(t *testing.T) {
 						t.Errorf("the reused id names message %d (%v), want the newest, %d", m.ID, err, ids["reuse"])
 					}
 				}
-				writes, written := sentWrites(t, e.h.App.Registry)
+				writes, written := sentWrites(t, e.h.App.DebugRegistry)
 				switch {
 				case !tc.reuse && (written != float64(len(texts)) || writes >= written):
 					t.Fatalf("%v Sent outcomes in %v batched statements; want the %d that ended together sharing statements",

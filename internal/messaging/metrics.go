@@ -14,12 +14,16 @@ type metrics struct {
 	refused   *prometheus.CounterVec // sends refused before storing: reason=kind
 	delivered *prometheus.CounterVec // hand-overs to a Transport: outcome=sent|failed|retry
 	inbound   *prometheus.CounterVec // inbound messages stored
-	receipts  *prometheus.CounterVec // receipts that changed a status: status=id
+	receipts  *prometheus.CounterVec // receipts that changed a status: status=name
+	// Tuning figures, for whoever tunes the service rather than runs it:
+	// they go to the debug registry (DEBUG_LISTEN's /debug/metrics).
 	sentBatch prometheus.Histogram   // Sent outcomes written per statement (sentWriter)
 	stored    *prometheus.CounterVec // sends stored: path=one_statement|transaction
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics registers the operator's metrics with reg and the tuning
+// figures with debug (each may be nil: not registered).
+func newMetrics(reg, debug prometheus.Registerer) *metrics {
 	m := &metrics{
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_accepted_total",
 			Help: "Sends stored, by channel type and mode (sync or queued)."}, []string{"channel_type", "mode"}),
@@ -38,7 +42,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Sends stored, by path: one_statement (the common send on PostgreSQL) or transaction."}, []string{"path"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.accepted, m.refused, m.delivered, m.inbound, m.receipts, m.sentBatch, m.stored)
+		reg.MustRegister(m.accepted, m.refused, m.delivered, m.inbound, m.receipts)
+	}
+	if debug != nil {
+		debug.MustRegister(m.sentBatch, m.stored)
 	}
 	return m
 }

@@ -74,6 +74,9 @@ type Options struct {
 	SendLease time.Duration
 	// Registerer receives the messaging metrics (none when nil).
 	Registerer prometheus.Registerer
+	// DebugRegisterer receives the tuning figures (none when nil): which
+	// path stored a send, and how many outcomes one write took.
+	DebugRegisterer prometheus.Registerer
 	// MediaURLLifetime is how long a minted URL of a message's file stays
 	// valid (MEDIA_URL_TTL; default 7 days).
 	MediaURLLifetime time.Duration
@@ -127,7 +130,7 @@ func NewService(deps Deps, opts Options) *Service {
 	if opts.MediaURLLifetime <= 0 {
 		opts.MediaURLLifetime = DefaultMediaURLLifetime
 	}
-	s := &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{},
+	s := &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer, opts.DebugRegisterer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{},
 		fetchers: map[channels.TypeID]MediaFetcher{}, queue: newSendQueue(opts.Workers, opts.SendShare)}
 	if deps.DB != nil && deps.DB.Dialect == store.Postgres {
 		s.insert = newMessageInsert(deps.DB)

@@ -58,7 +58,7 @@ func setup(t *testing.T, db *store.DB, listens bool, opts Options) *bundle {
 	events := &recordedEvents{listens: listens}
 	convs := conversations.NewService(db, clk.Now, clock.NewFormatter(nil), users, chans, events)
 	reg := prometheus.NewRegistry()
-	opts.Registerer = reg
+	opts.Registerer, opts.DebugRegisterer = reg, reg
 	files, err := filestore.OpenLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
