@@ -98,8 +98,8 @@ type App struct {
 	// DebugRegistry holds tuning figures, served with pprof on DEBUG_LISTEN
 	// (/debug/metrics), not on METRICS_LISTEN.
 	DebugRegistry *prometheus.Registry
-	Handler  http.Handler
-	Clock    clock.Clock
+	Handler       http.Handler
+	Clock         clock.Clock
 
 	// Files is the media store (MEDIA_STORE) of uploads and message files,
 	// shared by every replica unless it is the local directory.
