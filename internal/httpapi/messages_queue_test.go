@@ -318,7 +318,8 @@ func TestSendQueueLeaseKept(t *testing.T) {
 
 // TestSendQueueReplicas: two replicas on one database claim from the same
 // queue side by side (FOR UPDATE SKIP LOCKED on PostgreSQL); every message
-// reaches the provider exactly once, and both replicas sent some. All the
+// reaches the provider exactly once, and on PostgreSQL both replicas sent
+// some. All the
 // messages are one sender's: its share is every slot here, so that claims
 // take batches as large as with many senders (the share has its own tests
 // in internal/messaging).
@@ -358,8 +359,11 @@ func TestSendQueueReplicas(t *testing.T) {
 			Where("send_attempts <> 1").Where("text LIKE 'replicas %'").Scan(ctx, &twice); err != nil || twice != 0 {
 			t.Fatalf("%d messages claimed other than once (%v)", twice, err)
 		}
+		// Both replicas send only where replicas are a deployment: on
+		// SQLite (one node) the two apps share one connection, and which of
+		// them claims is a matter of scheduling.
 		mine, theirs := sentBy(t, e.h.App.Registry), sentBy(t, other.App.Registry)
-		if mine+theirs != n || mine == 0 || theirs == 0 {
+		if mine+theirs != n || (db.Dialect == store.Postgres && (mine == 0 || theirs == 0)) {
 			t.Fatalf("sent by this replica %v, by the other %v; want both, %d in all", mine, theirs, n)
 		}
 	})

@@ -114,7 +114,8 @@ func crashRun(t *testing.T, bin string, db *store.DB, env []string, replicas int
 		t.Fatalf("%d deliveries queued, want %d", len(want), total)
 	}
 
-	env = append(env, "LISTEN_ADDR=127.0.0.1:0", "OUTBOUND_ALLOW_CIDRS=127.0.0.0/8", "LOG_LEVEL=warn", "LOG_FORMAT=text")
+	env = append(env, "LISTEN_ADDR=127.0.0.1:0", "OUTBOUND_ALLOW_CIDRS=127.0.0.0/8", "LOG_LEVEL=warn", "LOG_FORMAT=text",
+		"CONNECTOR_DRIVER=simulator", "METRICS_LISTEN=off")
 	start := func(name string) *exec.Cmd {
 		cmd := exec.Command(bin, "serve")
 		cmd.Env = append(os.Environ(), env...)

@@ -25,8 +25,6 @@ const (
 	lanePoll     = 10 * time.Millisecond
 	lanePollIdle = 100 * time.Millisecond
 	openPoll     = 5 * time.Second
-	// targetFresh bounds how stale a lane's copy of its subscription gets.
-	targetFresh = time.Second
 	// laneWindow × the in-flight bound is how many deliveries a lane holds
 	// (sending or waiting to be sent) at a time.
 	laneWindow = 4
@@ -83,14 +81,13 @@ type result struct {
 // subscription is re-read at every fill, so rotation, deletion and
 // disabling apply to deliveries already queued.
 type lane struct {
-	s        *Service
-	id       int64
-	run      laneRun
-	breaker  breaker
-	target   subscriptionRow
-	targetAt time.Time // when target was read
-	nextDue  time.Time // an open lane's next scheduled delivery
-	window   int
+	s       *Service
+	id      int64
+	run     laneRun
+	breaker breaker
+	target  subscriptionRow
+	nextDue time.Time // an open lane's next scheduled delivery
+	window  int
 
 	queued    []deliveryRow  // fetched, not started
 	held      map[int64]bool // fetched, outcome not yet written
@@ -195,10 +192,10 @@ func (l *lane) pollAfter() time.Duration {
 // wantsMore: fetch again once half the window is free.
 func (l *lane) wantsMore() bool { return len(l.queued)+l.sending <= l.window/2 }
 
-// fill fetches due deliveries not already held, up to the window. The
-// subscription is re-read at most once per targetFresh, so a rotated
-// secret, a deletion or a disabling applies within that; a deleted or
-// disabled subscription's pending deliveries are dropped and the lane ends.
+// fill re-reads the subscription and fetches due deliveries not already
+// held, up to the window: a rotated secret signs the very next attempt, and
+// a deleted or disabled subscription's pending deliveries are dropped and
+// the lane ends.
 // A lane whose breaker is open also learns when its next delivery comes
 // due, and looks again then rather than polling.
 func (l *lane) fill(ctx context.Context) {
@@ -227,12 +224,8 @@ func (l *lane) fill(ctx context.Context) {
 	}
 }
 
-// refreshTarget re-reads the subscription when the lane's copy is older
-// than targetFresh.
+// refreshTarget re-reads the subscription.
 func (l *lane) refreshTarget(ctx context.Context) error {
-	if !l.targetAt.IsZero() && time.Since(l.targetAt) < targetFresh {
-		return nil
-	}
 	t, err := l.s.loadTarget(ctx, l.id)
 	switch {
 	case store.IsNoRows(err):
@@ -248,7 +241,7 @@ func (l *lane) refreshTarget(ctx context.Context) error {
 		l.ending = true
 		return l.s.dropPendingKeeping(ctx, l.id)
 	}
-	l.target, l.targetAt = t, time.Now()
+	l.target = t
 	return nil
 }
 
