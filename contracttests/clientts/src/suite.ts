@@ -230,6 +230,8 @@ async function webhooks(receiverURL: string): Promise<number> {
     params: { query: { filter: "suite", enabled: true, orderBy: "name", orderMode: "asc" } },
   }));
   check(list.data.some((w) => w.id === id), "the subscription is listed");
+  const read = must("getChannelWebhook", await api.GET("/api/channel-webhooks/{id}", { params: { path: { id } } }));
+  check(read.data.id === id && !("secret" in read), "one subscription is read, without its secret");
   const updated = must("updateChannelWebhook", await api.PUT("/api/channel-webhooks/{id}", {
     params: { path: { id } }, body: { name: "suite receiver (all events)" },
   }));
