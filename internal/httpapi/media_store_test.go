@@ -241,8 +241,10 @@ func TestMediaStoreUnreachable(t *testing.T) {
 				t.Fatal("the file went although the cleanup failed")
 			}
 			// The row was given back: a cleanup that reaches the store
-			// deletes the file, and the URL answers 410.
-			if n, err := e.h.App.Templates.DeleteExpiredMedia(ctx); n != 1 || err != nil {
+			// deletes the file, and the URL answers 410. The replica's own
+			// periodic cleanup may get there first, so this one deletes
+			// the upload or finds it gone.
+			if n, err := e.h.App.Templates.DeleteExpiredMedia(ctx); n > 1 || err != nil {
 				t.Fatalf("cleanup with the store back: %d, %v", n, err)
 			}
 			if _, ok := storedFile(t, e.h.App, uploadKey(t, up.Data.URL)); ok {

@@ -318,8 +318,7 @@ func TestSendQueueLeaseKept(t *testing.T) {
 
 // TestSendQueueReplicas: two replicas on one database claim from the same
 // queue side by side (FOR UPDATE SKIP LOCKED on PostgreSQL); every message
-// reaches the provider exactly once, and on PostgreSQL both replicas sent
-// some. All the
+// reaches the provider exactly once between them. All the
 // messages are one sender's: its share is every slot here, so that claims
 // take batches as large as with many senders (the share has its own tests
 // in internal/messaging).
@@ -359,12 +358,11 @@ func TestSendQueueReplicas(t *testing.T) {
 			Where("send_attempts <> 1").Where("text LIKE 'replicas %'").Scan(ctx, &twice); err != nil || twice != 0 {
 			t.Fatalf("%d messages claimed other than once (%v)", twice, err)
 		}
-		// Both replicas send only where replicas are a deployment: on
-		// SQLite (one node) the two apps share one connection, and which of
-		// them claims is a matter of scheduling.
+		// Which replica claims what is a matter of scheduling (one may take
+		// every batch on a busy machine); together they sent each once.
 		mine, theirs := sentBy(t, e.h.App.Registry), sentBy(t, other.App.Registry)
-		if mine+theirs != n || (db.Dialect == store.Postgres && (mine == 0 || theirs == 0)) {
-			t.Fatalf("sent by this replica %v, by the other %v; want both, %d in all", mine, theirs, n)
+		if mine+theirs != n {
+			t.Fatalf("sent by this replica %v, by the other %v; want %d in all", mine, theirs, n)
 		}
 	})
 }
