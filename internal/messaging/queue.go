@@ -356,7 +356,7 @@ func (s *Service) claimDue(ctx context.Context, n int, held map[int64]int) (rows
 		UPDATE messages SET send_attempts = send_attempts + 1,
 			send_due_at = CASE WHEN status_id = ? AND outcome_unknown = ? THEN ? ELSE NULL END
 		WHERE id IN (SELECT id FROM turns WHERE turn <= ` + turnLimit + ` ORDER BY turn, send_due_at, id LIMIT ?)
-		RETURNING id, company_id, company_channel_id, status_id, outcome_unknown, send_attempts, send_recover`
+		RETURNING id, company_id, company_channel_id, status_id, outcome_unknown, send_attempts, send_recover, handoffs`
 	if err := s.deps.DB.Bun.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !store.IsNoRows(err) {
 		return nil, false, fault.Internalf(err, "claim due sends")
 	}
@@ -422,8 +422,10 @@ func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready
 	if len(ids) > 0 {
 		handed, err := s.handOffMany(ctx, ids)
 		if err != nil {
-			s.deps.Logger.WarnContext(ctx, "send queue: hand-off failed; the sends wait", "messages", len(ids), "err", err)
-			later = append(later, ids...)
+			s.deps.Logger.WarnContext(ctx, "send queue: hand-off failed; settling it", "messages", len(ids), "err", err)
+			var waiting []int64
+			handed, waiting = s.settleHandOff(ctx, rows, ids)
+			later = append(later, waiting...)
 		}
 		for i := range handed {
 			out = append(out, ready{row: &handed[i], ch: chs[handed[i].ID]})
@@ -433,6 +435,34 @@ func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready
 		s.scheduleAt(ctx, later, s.deps.Now().Add(retryDelay(1)))
 	}
 	return out
+}
+
+// settleHandOff finds out, after handOffMany failed, whether its count was
+// written anyway: a connection cut after the commit loses the answer, not
+// the change, and a message whose hand-off was counted reads as possibly
+// sent, which the official channel never sends again. The claim's lease
+// makes these messages this replica's alone, so a count one above the
+// claim's is this hand-off's own and its call has not been made: those are
+// handed on now. The others wait, as before.
+func (s *Service) settleHandOff(ctx context.Context, claimed []messageRow, ids []int64) (handed []messageRow, waiting []int64) {
+	atClaim := make(map[int64]int, len(claimed))
+	for _, r := range claimed {
+		atClaim[r.ID] = r.Handoffs
+	}
+	var now []messageRow
+	if err := s.deps.DB.Bun.NewSelect().Model(&now).Where("id IN (?)", bun.In(ids)).
+		Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Scan(ctx); err != nil {
+		s.deps.Logger.WarnContext(ctx, "send queue: hand-off not settled; the sends wait", "messages", len(ids), "err", err)
+		return nil, ids
+	}
+	for _, r := range now {
+		if r.Handoffs == atClaim[r.ID]+1 {
+			handed = append(handed, r)
+		} else {
+			waiting = append(waiting, r.ID)
+		}
+	}
+	return handed, waiting
 }
 
 // scheduleAt puts Pending messages back in the queue, due at (zero: out of
