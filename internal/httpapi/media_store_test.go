@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -264,7 +263,7 @@ func TestMediaMissingFromStore(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		e := newOfficialEnv(t, db, mediaEnvOptions(db))
-		var logs syncBuffer
+		var logs syncLog
 		h := apitest.Start(t, db, apitest.Options{Now: e.clk.Now, Logs: &logs, Configure: func(c *config.Config) {
 			if db.Dialect == store.SQLite {
 				c.MediaStore = filestore.SettingDatabase
@@ -300,22 +299,4 @@ func TestMediaMissingFromStore(t *testing.T) {
 			t.Fatalf("%d log lines about missing files, want one per file:\n%s", n, logs.String())
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
