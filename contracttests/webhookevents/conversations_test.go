@@ -108,7 +108,7 @@ func (p *published) Publish(_ context.Context, _ *store.Tx, ev webhooks.Event) e
 // published during the step (the builder is the service's own, not a copy)
 // and validate against the AsyncAPI schema; otherwise seeding fails.
 func seedConversation(ctx context.Context, db *store.DB) (map[string]webhooks.Event, error) {
-	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, conversations.Migrations)); err != nil {
+	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)); err != nil {
 		return nil, err
 	}
 	now := func() time.Time { return time.Now().UTC() }

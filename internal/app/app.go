@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,9 +41,13 @@ import (
 	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
-// Migrations lists every capability's migrations in application order.
+// Migrations lists every capability's migrations in order of application,
+// which is the order of their ids (store.CheckOrder): each capability keeps
+// its own in its migrations.go, numbered from one sequence.
 func Migrations() []store.Migration {
-	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations, filestore.Migrations)
+	all := slices.Concat(auth.Migrations, channels.Migrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations, filestore.Migrations)
+	slices.SortStableFunc(all, func(a, b store.Migration) int { return strings.Compare(a.ID, b.ID) })
+	return all
 }
 
 // Options adjust how the app is built; zero values mean production defaults.

@@ -99,7 +99,7 @@ func (p *publisher) states() []events.ConnectionStatePayload {
 func newWorld(t testing.TB, db *store.DB) *world {
 	t.Helper()
 	ctx := context.Background()
-	migrations := slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations)
+	migrations := slices.Concat(auth.Migrations, channels.Migrations, connections.Migrations)
 	if err := db.Migrate(ctx, migrations); err != nil {
 		t.Fatal(err)
 	}

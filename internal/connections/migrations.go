@@ -8,7 +8,8 @@ import "github.com/chatmsg/gateway/internal/store"
 // to a connection's owner. Times of leases and calls are Unix milliseconds so
 // both engines compare them the same way.
 var Migrations = []store.Migration{{
-	ID: "0071_connections",
+	ID:  "0007_connections",
+	Was: "0071_connections",
 	SQLite: `
 CREATE TABLE chatapp_sessions (
 	company_channel_id INTEGER PRIMARY KEY REFERENCES company_channels(id) ON DELETE CASCADE,
@@ -54,7 +55,8 @@ CREATE TABLE chatapp_calls (
 CREATE INDEX chatapp_calls_owner ON chatapp_calls (owner_id, state);
 `}, {
 	// The session's state as the chat app last reported it.
-	ID: "0072_connections_state",
+	ID:  "0008_connections_state",
+	Was: "0072_connections_state",
 	SQLite: `
 ALTER TABLE chatapp_sessions ADD COLUMN state TEXT NOT NULL DEFAULT '';
 ALTER TABLE chatapp_sessions ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';

@@ -161,7 +161,7 @@ func BenchmarkListContactChannels(b *testing.B) {
 		db, companyID, tags = openSeeded(ctx, b, schema)
 	} else {
 		db = storetest.Postgres(b)
-		if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, conversations.Migrations)); err != nil {
+		if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)); err != nil {
 			b.Fatal(err)
 		}
 		start := time.Now()
@@ -278,7 +278,7 @@ func TestSeedLoadSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, conversations.Migrations)); err != nil {
+	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)); err != nil {
 		t.Fatal(err)
 	}
 	shape := benchShape

@@ -79,7 +79,7 @@ var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 func setup(t *testing.T, db *store.DB) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, conversations.Migrations)); err != nil {
+	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	clk := clock.NewManual(t0)
@@ -679,10 +679,10 @@ func TestRecordOutbound(t *testing.T) {
 func TestSearchTextMigrates(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		all := slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, conversations.Migrations)
-		before := slices.IndexFunc(all, func(m store.Migration) bool { return m.ID == "0075_conversations_search" })
+		all := slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)
+		before := slices.IndexFunc(all, func(m store.Migration) bool { return m.ID == "0011_conversations_search" })
 		if before < 0 {
-			t.Fatal("migration 0075_conversations_search not found")
+			t.Fatal("migration 0011_conversations_search not found")
 		}
 		if err := db.Migrate(ctx, all[:before]); err != nil {
 			t.Fatalf("migrate to 0074: %v", err)

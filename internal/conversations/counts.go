@@ -18,7 +18,7 @@ const CountCap = 1000
 
 // keptCount is the number of the company's conversations in the given
 // statuses, from the counts the triggers of migration
-// 0076_conversations_counts keep per (company, status, slot).
+// 0012_conversations_counts keep per (company, status, slot).
 func (s *Service) keptCount(ctx context.Context, companyID int64, statuses []StatusID) (int, error) {
 	var n int64
 	err := s.db.Bun.NewSelect().TableExpr("contact_channel_counts").ColumnExpr("CAST(COALESCE(SUM(n), 0) AS BIGINT)").

@@ -244,10 +244,10 @@ func TestCountsBackfill(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		all := slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, conversations.Migrations)
-		before := slices.IndexFunc(all, func(m store.Migration) bool { return m.ID == "0076_conversations_counts" })
+		all := slices.Concat(auth.Migrations, channels.Migrations, conversations.Migrations)
+		before := slices.IndexFunc(all, func(m store.Migration) bool { return m.ID == "0012_conversations_counts" })
 		if before < 0 {
-			t.Fatal("migration 0076_conversations_counts not found")
+			t.Fatal("migration 0012_conversations_counts not found")
 		}
 		if err := db.Migrate(ctx, all[:before]); err != nil {
 			t.Fatalf("migrate to 0075: %v", err)

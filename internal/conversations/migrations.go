@@ -31,7 +31,8 @@ import "github.com/chatmsg/gateway/internal/store"
 // use one per test) shares one installation. Without it the filter is still
 // correct, only slower.
 var Migrations = []store.Migration{{
-	ID: "0030_conversations",
+	ID:  "0009_conversations",
+	Was: "0030_conversations",
 	SQLite: `
 CREATE TABLE sectors (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -216,7 +217,8 @@ DO $$ DECLARE s text; BEGIN
 	// A conversation's version: bumped by every UPDATE of its row, sent in
 	// its events and REST representation, so a subscriber orders what it
 	// receives (an event older than the state it holds is skipped).
-	ID:       "0031_conversations_version",
+	ID:       "0010_conversations_version",
+	Was:      "0031_conversations_version",
 	SQLite:   `ALTER TABLE contact_channels ADD COLUMN version INTEGER NOT NULL DEFAULT 1;`,
 	Postgres: `ALTER TABLE contact_channels ADD COLUMN version BIGINT NOT NULL DEFAULT 1;`,
 }, {
@@ -227,7 +229,8 @@ DO $$ DECLARE s text; BEGIN
 	// trigram index on the row that was dozens of GIN entries per message,
 	// the costliest statement of a send. The text changes only when a
 	// name, key or e-mail does, so here its index is written that rarely.
-	ID: "0075_conversations_search",
+	ID:  "0011_conversations_search",
+	Was: "0075_conversations_search",
 	SQLite: `
 CREATE TABLE contact_channel_search (
 	contact_channel_id INTEGER PRIMARY KEY REFERENCES contact_channels(id) ON DELETE CASCADE,
@@ -274,7 +277,8 @@ DO $$ DECLARE s text; BEGIN
 	// The triggers are created before the backfill and CREATE TRIGGER locks
 	// contact_channels against writes until the migration commits, so no
 	// change falls between the two.
-	ID: "0076_conversations_counts",
+	ID:  "0012_conversations_counts",
+	Was: "0076_conversations_counts",
 	SQLite: `
 CREATE TABLE contact_channel_counts (
 	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,
@@ -340,7 +344,8 @@ INSERT INTO contact_channel_counts (company_id, status_id, slot, n)
 	// per status (see listing.go's statusOrdered): the key is the one of
 	// contact_channels_company_last_message with the status after the
 	// company.
-	ID:       "0077_conversations_status_last_message",
+	ID:       "0013_conversations_status_last_message",
+	Was:      "0077_conversations_status_last_message",
 	SQLite:   `CREATE INDEX contact_channels_company_status_last_message ON contact_channels (company_id, status_id, last_message_at, id);`,
 	Postgres: `CREATE INDEX contact_channels_company_status_last_message ON contact_channels (company_id, status_id, last_message_at NULLS FIRST, id);`,
 }}

@@ -23,7 +23,8 @@ const ChunkSize = 256 << 10
 // uncompressed on PostgreSQL (STORAGE EXTERNAL): media are compressed
 // already, and TOAST's compression would only cost CPU.
 var Migrations = []store.Migration{{
-	ID: "20261127_filestore",
+	ID:  "0028_filestore",
+	Was: "20261127_filestore",
 	SQLite: `
 CREATE TABLE file_objects (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,

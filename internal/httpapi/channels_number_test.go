@@ -121,12 +121,12 @@ func TestProvenNumbersMigration(t *testing.T) {
 		all := app.Migrations()
 		var before []store.Migration
 		for _, m := range all {
-			if m.ID != "0076_channels_proven_numbers" {
+			if m.ID != "0006_channels_proven_numbers" {
 				before = append(before, m)
 			}
 		}
 		if len(before) != len(all)-1 {
-			t.Fatal("migration 0076_channels_proven_numbers is not listed")
+			t.Fatal("migration 0006_channels_proven_numbers is not listed")
 		}
 		if err := db.Migrate(ctx, before); err != nil {
 			t.Fatal(err)

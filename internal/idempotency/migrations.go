@@ -7,7 +7,8 @@ import "github.com/chatmsg/gateway/internal/store"
 // answer; the primary key is what makes concurrent duplicates, on any
 // replica, wait for the first instead of doing the work again.
 var Migrations = []store.Migration{{
-	ID: "0001_idempotency",
+	ID:  "0027_idempotency",
+	Was: "0001_idempotency",
 	SQLite: `
 CREATE TABLE idempotency_keys (
 	company_id INTEGER NOT NULL REFERENCES companies(id) ON DELETE CASCADE,

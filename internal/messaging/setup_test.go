@@ -44,7 +44,7 @@ const contactKey = "5511977776666"
 func setup(t *testing.T, db *store.DB, listens bool, opts Options) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations,
+	if err := db.Migrate(ctx, slices.Concat(auth.Migrations, channels.Migrations,
 		conversations.Migrations, Migrations)); err != nil {
 		t.Fatal(err)
 	}

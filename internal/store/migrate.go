@@ -12,10 +12,20 @@ import (
 
 // Migration is one schema change, written once per dialect because the two
 // engines differ in types (BIGSERIAL vs INTEGER PRIMARY KEY, TIMESTAMPTZ vs
-// TIMESTAMP, JSONB vs TEXT). IDs sort in application order and are never
-// renamed once released.
+// TIMESTAMP, JSONB vs TEXT).
+//
+// IDs are "NNNN_name": unique, and their order is the order of application,
+// which Migrate enforces. A new migration takes the next number after the
+// highest one of every capability, so a database upgraded release by release
+// applies them in the same order as a fresh one.
 type Migration struct {
-	ID       string
+	ID string
+	// Was is the id the migration was released under before ids were made
+	// unique and ordered. A database that recorded Was counts the migration
+	// as applied, and applying it records both ids, so that a replica of the
+	// previous release sharing the schema during a rolling deploy still sees
+	// its own ids and does not apply them a second time.
+	Was      string
 	SQLite   string
 	Postgres string
 	// SQLiteRebuild marks a SQLite script that rebuilds a table other
@@ -30,12 +40,8 @@ type Migration struct {
 // Migrate applies, in order, every migration not yet recorded. On
 // PostgreSQL an advisory lock makes concurrent replicas wait for each other.
 func (db *DB) Migrate(ctx context.Context, migrations []Migration) error {
-	seen := map[string]bool{}
-	for _, m := range migrations {
-		if seen[m.ID] {
-			return fmt.Errorf("migration %s listed twice", m.ID)
-		}
-		seen[m.ID] = true
+	if err := CheckOrder(migrations); err != nil {
+		return err
 	}
 	if db.Dialect == SQLite {
 		rebuild, err := db.pendingRebuild(ctx, migrations)
@@ -62,16 +68,19 @@ func applyMigrations(ctx context.Context, dialect Dialect, tx bun.IDB, migration
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (id VARCHAR(200) PRIMARY KEY, applied_at VARCHAR(40) NOT NULL)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	var applied []string
-	if err := tx.NewSelect().Table("schema_migrations").Column("id").Scan(ctx, &applied); err != nil {
-		return fmt.Errorf("read schema_migrations: %w", err)
+	done, err := appliedIDs(ctx, tx)
+	if err != nil {
+		return err
 	}
-	done := map[string]bool{}
-	for _, id := range applied {
-		done[id] = true
-	}
+	now := time.Now().UTC().Format(time.RFC3339)
 	for _, m := range migrations {
 		if done[m.ID] {
+			continue
+		}
+		if m.Was != "" && done[m.Was] {
+			if err := record(ctx, tx, m.ID, now); err != nil {
+				return err
+			}
 			continue
 		}
 		script := m.SQLite
@@ -83,9 +92,50 @@ func applyMigrations(ctx context.Context, dialect Dialect, tx bun.IDB, migration
 				return fmt.Errorf("migration %s: %w", m.ID, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)", m.ID, time.Now().UTC().Format(time.RFC3339)); err != nil {
-			return fmt.Errorf("record migration %s: %w", m.ID, err)
+		if err := record(ctx, tx, m.ID, now); err != nil {
+			return err
 		}
+		if m.Was != "" {
+			if err := record(ctx, tx, m.Was, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CheckOrder fails unless every id is "NNNN_name" and each sorts after the
+// one before it, so the list's order, the ids' order and the order of
+// application are one and the same.
+func CheckOrder(migrations []Migration) error {
+	prev := ""
+	for _, m := range migrations {
+		if len(m.ID) < 6 || m.ID[4] != '_' || strings.Trim(m.ID[:4], "0123456789") != "" {
+			return fmt.Errorf("migration id %q is not NNNN_name", m.ID)
+		}
+		if m.ID <= prev {
+			return fmt.Errorf("migration %s is listed after %s: ids must be unique and in order of application", m.ID, prev)
+		}
+		prev = m.ID
+	}
+	return nil
+}
+
+func appliedIDs(ctx context.Context, tx bun.IDB) (map[string]bool, error) {
+	var applied []string
+	if err := tx.NewSelect().Table("schema_migrations").Column("id").Scan(ctx, &applied); err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	done := make(map[string]bool, len(applied))
+	for _, id := range applied {
+		done[id] = true
+	}
+	return done, nil
+}
+
+func record(ctx context.Context, tx bun.IDB, id, at string) error {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)", id, at); err != nil {
+		return fmt.Errorf("record migration %s: %w", id, err)
 	}
 	return nil
 }
@@ -96,16 +146,12 @@ func (db *DB) pendingRebuild(ctx context.Context, migrations []Migration) (bool,
 	if _, err := db.Bun.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (id VARCHAR(200) PRIMARY KEY, applied_at VARCHAR(40) NOT NULL)`); err != nil {
 		return false, fmt.Errorf("create schema_migrations: %w", err)
 	}
-	var applied []string
-	if err := db.Bun.NewSelect().Table("schema_migrations").Column("id").Scan(ctx, &applied); err != nil {
-		return false, fmt.Errorf("read schema_migrations: %w", err)
-	}
-	done := map[string]bool{}
-	for _, id := range applied {
-		done[id] = true
+	done, err := appliedIDs(ctx, db.Bun)
+	if err != nil {
+		return false, err
 	}
 	for _, m := range migrations {
-		if m.SQLiteRebuild && !done[m.ID] {
+		if m.SQLiteRebuild && !done[m.ID] && (m.Was == "" || !done[m.Was]) {
 			return true, nil
 		}
 	}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -137,5 +138,39 @@ func TestBunStatementsAreNotPrepared(t *testing.T) {
 	}
 	if n := prepared(); n != 1 {
 		t.Fatalf("%d statements prepared after a parameterised pgx query, want 1", n)
+	}
+}
+
+func TestCheckOrder(t *testing.T) {
+	m := func(ids ...string) []store.Migration {
+		var out []store.Migration
+		for _, id := range ids {
+			out = append(out, store.Migration{ID: id})
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		list    []store.Migration
+		wantErr string
+	}{
+		{"ordered", m("0001_a", "0002_b", "0010_c"), ""},
+		{"empty", nil, ""},
+		{"listed twice", m("0001_a", "0001_a"), "listed after"},
+		{"out of order", m("0002_b", "0001_a"), "listed after"},
+		{"same number", m("0002_b", "0002_a"), "listed after"},
+		{"no number", m("auth"), "not NNNN_name"},
+		{"date as number", m("20261127_filestore"), "not NNNN_name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := store.CheckOrder(c.list)
+			if c.wantErr == "" && err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("error %v, want one containing %q", err, c.wantErr)
+			}
+		})
 	}
 }

@@ -17,7 +17,8 @@ import "github.com/chatmsg/gateway/internal/store"
 // subscription's entries in its own transaction, and the hot path (one
 // INSERT per attempt) stays free of parent-row locks.
 var Migrations = []store.Migration{{
-	ID: "0050_webhooks",
+	ID:  "0014_webhooks",
+	Was: "0050_webhooks",
 	SQLite: `
 CREATE TABLE webhook_subscriptions (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -97,7 +98,8 @@ CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, 
 // transaction that writes that attempt's log entry. attempts counts the
 // attempts made; next_attempt_at is when the next one is due.
 var laneMigration = store.Migration{
-	ID: "0051_webhook_deliveries",
+	ID:  "0015_webhook_deliveries",
+	Was: "0051_webhook_deliveries",
 	SQLite: `
 CREATE TABLE webhook_deliveries (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -138,7 +140,8 @@ CREATE INDEX webhook_deliveries_next ON webhook_deliveries (next_attempt_at);
 // retention job (3 days when delivered, 30 when failed) and deleted with their
 // subscription.
 var redeliveryMigration = store.Migration{
-	ID: "0052_webhooks_signature_scheme",
+	ID:  "0016_webhooks_signature_scheme",
+	Was: "0052_webhooks_signature_scheme",
 	SQLite: `
 ALTER TABLE webhook_subscriptions ADD COLUMN signature_scheme TEXT NOT NULL DEFAULT 'svc';
 CREATE TABLE webhook_finished_deliveries (
@@ -180,7 +183,8 @@ CREATE INDEX webhook_finished_deliveries_retention ON webhook_finished_deliverie
 // in_flight_limit carry its breaker from one run to the next. Existing
 // pending deliveries get their lane rows here, so an upgrade loses none.
 var outboxMigration = store.Migration{
-	ID: "0053_webhook_outbox_lanes",
+	ID:  "0017_webhook_outbox_lanes",
+	Was: "0053_webhook_outbox_lanes",
 	SQLite: `
 CREATE TABLE webhook_events (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
