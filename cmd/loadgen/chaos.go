@@ -44,7 +44,7 @@ func runChaos(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, engine := range engines {
 		rep, err := loadtest.Chaos(ctx, loadtest.ChaosOptions{Engine: engine, AdminURL: *c.adminURL, BinDir: *c.binDir,
 			Companies: *companies, SendRate: *sendRate, SyncRate: *syncRate, EventRate: *eventRate, ChatappRate: *chatappRate, Replicas: *replicas, Kills: *kills,
-			Terminations: *terms, Interval: *interval, Settle: *settle, GatewayEnv: *c.env, Log: logf})
+			Terminations: *terms, Interval: *interval, Settle: *settle, GatewayEnv: *c.env, Log: logf, KeepLogsIn: *c.out})
 		if err != nil {
 			return fmt.Errorf("%s: %w", engine, err)
 		}

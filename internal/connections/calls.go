@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
 // Forwarding. A call for a connection held by another replica is written to
@@ -27,6 +28,9 @@ const (
 	callRetention = 10 * time.Minute
 	// answerPoll is how often a caller looks for its answer.
 	answerPoll = 15 * time.Millisecond
+	// answerWriteBound bounds the retries of the writes that end a call
+	// (its answer, its deletion).
+	answerWriteBound = 5 * time.Second
 	// maxConcurrentCalls bounds the forwarded calls a holder runs at once.
 	maxConcurrentCalls = 32
 )
@@ -113,7 +117,10 @@ func (s *Service) forward(ctx context.Context, channelID int64, owner string, o 
 	}
 	s.metrics.forwarded.Inc()
 	defer func() {
-		if _, err := s.db.Bun.NewRaw(`DELETE FROM chatapp_calls WHERE id = ?`, id).Exec(context.WithoutCancel(ctx)); err != nil {
+		if err := workqueue.Persist(ctx, answerWriteBound, func(ctx context.Context) error {
+			_, err := s.db.Bun.NewRaw(`DELETE FROM chatapp_calls WHERE id = ?`, id).Exec(ctx)
+			return err
+		}); err != nil {
 			s.log.WarnContext(ctx, "delete connection call", "id", id, "err", err)
 		}
 	}()
@@ -212,7 +219,13 @@ func (s *Service) answer(ctx context.Context, c takenCall) {
 	if err != nil {
 		body, _ = json.Marshal(wireAnswer{Error: &wireError{Kind: fault.Internal, Message: "Internal server error."}})
 	}
-	if _, err := s.db.Bun.NewRaw(`UPDATE chatapp_calls SET state = 2, response = ? WHERE id = ?`, body, c.ID).Exec(ctx); err != nil {
+	// The call ran: its answer must reach the caller even past the call's
+	// own deadline or through a cut connection, or the caller reports an
+	// unknown outcome for a call that has one.
+	if err := workqueue.Persist(ctx, answerWriteBound, func(ctx context.Context) error {
+		_, err := s.db.Bun.NewRaw(`UPDATE chatapp_calls SET state = 2, response = ? WHERE id = ?`, body, c.ID).Exec(ctx)
+		return err
+	}); err != nil {
 		s.log.WarnContext(ctx, "answer connection call", "id", c.ID, "err", err)
 	}
 }

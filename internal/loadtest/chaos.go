@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,6 +46,9 @@ type ChaosOptions struct {
 	Settle     time.Duration
 	GatewayEnv []string // added to the gateway's environment
 	Log        func(format string, args ...any)
+	// KeepLogsIn is where the processes' logs are copied when a check
+	// fails ("": not kept).
+	KeepLogsIn string
 }
 
 // ChaosReport is what the fault suite found.
@@ -62,9 +66,14 @@ type ChaosReport struct {
 	Deliveries      int            `json:"deliveries_acknowledged"` // distinct delivery ids the receiver acknowledged
 	MissingLogRows  int            `json:"deliveries_without_log_row"`
 	MissingExamples []string       `json:"missing_log_row_examples,omitempty"`
-	SettledIn       float64        `json:"settled_in_s"`
-	Settled         bool           `json:"settled"`
-	Seconds         float64        `json:"seconds"`
+	// LostRows are the stored rows of lost sends: where each one stopped.
+	LostRows []string `json:"lost_rows,omitempty"`
+	// LogsKept is where the processes' logs were copied when a check
+	// failed.
+	LogsKept  string  `json:"logs_kept,omitempty"`
+	SettledIn float64 `json:"settled_in_s"`
+	Settled   bool    `json:"settled"`
+	Seconds   float64 `json:"seconds"`
 }
 
 // Violations lists every broken guarantee (empty: the suite passed).
@@ -126,6 +135,12 @@ func (r ChaosReport) WriteText(w io.Writer) {
 	}
 	for _, id := range r.MissingExamples {
 		fmt.Fprintf(w, "    delivery %s\n", id)
+	}
+	for _, row := range r.LostRows {
+		fmt.Fprintf(w, "    lost send's row: %s\n", row)
+	}
+	if r.LogsKept != "" {
+		fmt.Fprintf(w, "  the processes' logs are kept in %s\n", r.LogsKept)
 	}
 	if v := r.Violations(); len(v) > 0 {
 		fmt.Fprintf(w, "FAIL (%s): %s\n", r.Engine, strings.Join(v, "; "))
@@ -239,6 +254,13 @@ func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	rep.SettledIn = time.Since(loadEnd).Seconds()
 	rep.Answers = c.answers
 	rep.Seconds = time.Since(begin).Seconds()
+	if len(rep.Violations()) > 0 && o.KeepLogsIn != "" {
+		dir, err := stack.KeepLogs(o.KeepLogsIn)
+		if err != nil {
+			return nil, fmt.Errorf("keep the logs of a failed run: %w", err)
+		}
+		rep.LogsKept = dir
+	}
 	return rep, nil
 }
 
@@ -461,6 +483,16 @@ func (c *chaos) check(ctx context.Context, rep *ChaosReport) error {
 	}
 	rep.Sends = CheckSends(sends, handed, stored)
 	rep.Chatapp = CheckSends(chat, chatHanded, stored)
+	if lost := append(append([]string(nil), rep.Sends.LostTexts...), rep.Chatapp.LostTexts...); len(lost) > 0 {
+		states, err := c.stack.MessageStates(ctx, lost)
+		if err != nil {
+			return fmt.Errorf("read the rows of lost sends: %w", err)
+		}
+		rep.LostRows = nil
+		for _, text := range lost {
+			rep.LostRows = append(rep.LostRows, fmt.Sprintf("%q: %s", text, cmp.Or(states[text], "no row")))
+		}
+	}
 	rep.EventsAccepted = len(accepted)
 	rep.Events = c.recv.Tally([]string{"ev-0", "ev-1"}, accepted)
 	rep.Deliveries, rep.MissingLogRows, rep.MissingExamples = 0, 0, nil

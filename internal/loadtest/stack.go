@@ -468,3 +468,85 @@ func waitHTTP(ctx context.Context, u string, p *Proc) error {
 	}
 	return fmt.Errorf("%s not ready at %s after a minute:\n%s", p.Name, u, p.LogTail())
 }
+
+// MessageStates reads, for each text, the send bookkeeping of its stored
+// message (status, hand-offs, unknown outcome, attempts, due time), so a
+// fault suite that finds a send lost can say where it stopped.
+func (s *Stack) MessageStates(ctx context.Context, texts []string) (map[string]string, error) {
+	out := map[string]string{}
+	const cols = `text, status_id, handoffs, outcome_unknown, send_attempts, COALESCE(send_due_at, 0), send_recover, COALESCE(failure_reason, '')`
+	add := func(row func(dest ...any) error) error {
+		var text, reason string
+		var status, handoffs, attempts int
+		var due int64
+		var unknown, recover bool
+		if err := row(&text, &status, &handoffs, &unknown, &attempts, &due, &recover, &reason); err != nil {
+			return err
+		}
+		out[text] += fmt.Sprintf("[status %d, hand-offs %d, outcome unknown %v, attempts %d, due %s, recover %v, failure %q]",
+			status, handoffs, unknown, attempts, time.UnixMilli(due).UTC().Format(time.RFC3339Nano), recover, reason)
+		return nil
+	}
+	if s.opts.Engine == Postgres {
+		conn, err := pgx.Connect(ctx, s.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close(context.Background())
+		rows, err := conn.Query(ctx, `SELECT `+cols+` FROM messages WHERE text = ANY($1)`, texts)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := add(rows.Scan); err != nil {
+				return nil, err
+			}
+		}
+		return out, rows.Err()
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(s.Dir, "data", "gateway.db")+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	for _, text := range texts {
+		rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM messages WHERE text = ?`, text)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			if err := add(rows.Scan); err != nil {
+				rows.Close()
+				return nil, err
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// KeepLogs copies the stack's process logs into a new directory under
+// parent and returns it.
+func (s *Stack) KeepLogs(parent string) (string, error) {
+	dir := filepath.Join(parent, "logs-"+filepath.Base(s.Dir))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	logs, err := filepath.Glob(filepath.Join(s.Dir, "*.log"))
+	if err != nil {
+		return "", err
+	}
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(l)), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}

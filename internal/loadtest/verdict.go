@@ -41,10 +41,13 @@ type SendVerdict struct {
 	Partial    int `json:"partial"`    // accepted, the transport's record may have forgotten it
 	// Unheard: the part of Accepted sent by companies that listen to no
 	// message event (their stored ids are read from the database).
-	Unheard    int `json:"unheard"`
-	Lost       int `json:"lost"`        // accepted, never handed to the provider
-	Duplicates int `json:"duplicates"`  // hand-overs beyond the first of one send
-	SyncIDBad  int `json:"sync_id_bad"` // a synchronous 2xx whose ExternalID the provider never issued for it
+	Unheard int `json:"unheard"`
+	Lost    int `json:"lost"` // accepted, never handed to the provider
+	// LostTexts are the texts of the lost sends, for the report to show
+	// what their rows say.
+	LostTexts  []string `json:"lost_texts,omitempty"`
+	Duplicates int      `json:"duplicates"`  // hand-overs beyond the first of one send
+	SyncIDBad  int      `json:"sync_id_bad"` // a synchronous 2xx whose ExternalID the provider never issued for it
 	// NotStored: handed over, but no omnichat.message.sent event carries
 	// the provider's id for it: the stored message does not record the
 	// hand-over (or its event was lost).
@@ -120,6 +123,7 @@ func CheckSends(sends []SendOutcome, handed []HandedOver, events func(text strin
 		}
 		if len(got) == 0 {
 			v.Lost++
+			v.LostTexts = append(v.LostTexts, s.Text)
 			v.problem("%q accepted but not handed to the transport (within the bound)", s.Text)
 			continue
 		}

@@ -35,7 +35,7 @@ func TestCheckSends(t *testing.T) {
 		{"a send of a company that listens to no event, counted as such", []SendOutcome{{Text: "a", Unheard: true}}, handed("a", "p1"), stored("p1"),
 			SendVerdict{Accepted: 1, Unheard: 1, Reached: 1}},
 		{"accepted, never handed over", []SendOutcome{{Text: "a"}}, nil, stored(),
-			SendVerdict{Accepted: 1, Lost: 1}},
+			SendVerdict{Accepted: 1, Lost: 1, LostTexts: []string{"a"}}},
 		{"handed over twice, the second id overwrote the first", []SendOutcome{{Text: "a"}}, handed("a", "p1", "p2"), stored("p2"),
 			SendVerdict{Accepted: 1, Reached: 1, Duplicates: 1, Overwritten: 1, NotStored: 1}},
 		{"handed over twice, first id kept", []SendOutcome{{Text: "a"}}, handed("a", "p1", "p2"), stored("p1"),

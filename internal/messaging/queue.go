@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
 // The last stage of a send's file set (after accept, attempt and outcome):
@@ -74,10 +74,10 @@ const (
 // sendQueue is the queue loop of this replica: its slots, who holds them,
 // and what wakes it.
 type sendQueue struct {
-	workers int // slots
-	share   int // slots one sender may hold
-	wake    chan struct{}
-	freed   chan struct{}
+	workers int            // slots
+	share   int            // slots one sender may hold
+	wake    workqueue.Wake // a send was queued here
+	freed   workqueue.Wake // an attempt gave its slot back
 
 	mu       sync.Mutex
 	busy     int                    // attempts in flight
@@ -100,17 +100,12 @@ type attemptInfo struct {
 }
 
 func newSendQueue(workers, share int) *sendQueue {
-	return &sendQueue{workers: workers, share: min(share, workers), wake: make(chan struct{}, 1), freed: make(chan struct{}, 1),
+	return &sendQueue{workers: workers, share: min(share, workers), wake: workqueue.NewWake(), freed: workqueue.NewWake(),
 		bySender: map[int64]int{}, leases: map[int64]*attemptInfo{}}
 }
 
 // poke wakes the loop: a send was just queued here.
-func (q *sendQueue) poke() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
+func (q *sendQueue) poke() { q.wake.Ring() }
 
 // room is what the next claim may take: free slots, and the slots each
 // sender with attempts in flight holds.
@@ -140,10 +135,7 @@ func (q *sendQueue) end(sender, id int64) {
 	}
 	delete(q.leases, id)
 	q.mu.Unlock()
-	select {
-	case q.freed <- struct{}{}:
-	default:
-	}
+	q.freed.Ring()
 }
 
 // StartQueue starts this replica's queue loop. Queued sends are sent only
@@ -214,7 +206,7 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 		}
 		free, held := q.room()
 		if free == 0 {
-			if !pause(ctx, queuePoll, q.freed) {
+			if !workqueue.Pause(ctx, queuePoll, q.freed) {
 				return
 			}
 			continue
@@ -236,7 +228,7 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 				return
 			}
 			s.deps.Logger.WarnContext(ctx, "send queue: claim failed; trying again", "err", err)
-			if !pause(ctx, queuePoll) {
+			if !workqueue.Pause(ctx, queuePoll) {
 				return
 			}
 			continue
@@ -250,38 +242,16 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 		if len(rows) == want {
 			continue // more may be due
 		}
-		wakers := []<-chan struct{}{q.wake}
+		// A sender at its share may have more due: a slot it frees is
+		// worth a claim.
+		var freed workqueue.Wake
 		if shareBound {
-			// A sender at its share may have more due: a slot it frees
-			// is worth a claim.
-			wakers = append(wakers, q.freed)
+			freed = q.freed
 		}
-		if !pause(ctx, queuePoll, wakers...) {
+		if !workqueue.Pause(ctx, queuePoll, q.wake, freed) {
 			return
 		}
 	}
-}
-
-// pause waits until d has passed or one of wake fires; false when ctx
-// ended.
-func pause(ctx context.Context, d time.Duration, wake ...<-chan struct{}) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	var w0, w1 <-chan struct{}
-	if len(wake) > 0 {
-		w0 = wake[0]
-	}
-	if len(wake) > 1 {
-		w1 = wake[1]
-	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-w0:
-	case <-w1:
-	case <-t.C:
-	}
-	return true
 }
 
 // claimDue claims up to n due messages in one statement, fairly: senders
@@ -443,16 +413,23 @@ func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready
 // sent, which the official channel never sends again. The claim's lease
 // makes these messages this replica's alone, so a count one above the
 // claim's is this hand-off's own and its call has not been made: those are
-// handed on now. The others wait, as before.
+// handed on now. The read is retried for up to a third of the lease (the
+// database that cut the connection is often back by then): a message left
+// unsettled keeps a count its call never made, and waits for a receipt that
+// will not come.
 func (s *Service) settleHandOff(ctx context.Context, claimed []messageRow, ids []int64) (handed []messageRow, waiting []int64) {
 	atClaim := make(map[int64]int, len(claimed))
 	for _, r := range claimed {
 		atClaim[r.ID] = r.Handoffs
 	}
 	var now []messageRow
-	if err := s.deps.DB.Bun.NewSelect().Model(&now).Where("id IN (?)", bun.In(ids)).
-		Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Scan(ctx); err != nil {
-		s.deps.Logger.WarnContext(ctx, "send queue: hand-off not settled; the sends wait", "messages", len(ids), "err", err)
+	err := workqueue.Persist(ctx, s.opts.SendLease/3, func(ctx context.Context) error {
+		now = nil
+		return s.deps.DB.Bun.NewSelect().Model(&now).Where("id IN (?)", bun.In(ids)).
+			Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Scan(ctx)
+	})
+	if err != nil {
+		s.deps.Logger.ErrorContext(ctx, "send queue: hand-off not settled; the sends wait for a receipt", "messages", len(ids), "err", err)
 		return nil, ids
 	}
 	for _, r := range now {
@@ -466,16 +443,19 @@ func (s *Service) settleHandOff(ctx context.Context, claimed []messageRow, ids [
 }
 
 // scheduleAt puts Pending messages back in the queue, due at (zero: out of
-// it). Should it fail, their claims' leases bring them back.
+// it), retrying the write for queueWriteTimeout. Should it fail, their
+// claims' leases bring them back.
 func (s *Service) scheduleAt(ctx context.Context, ids []int64, at time.Time) {
 	var due *int64
 	if !at.IsZero() {
 		due = new(at.UnixMilli())
 	}
-	wctx, done := context.WithTimeout(context.WithoutCancel(ctx), queueWriteTimeout)
-	defer done()
-	if _, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).Set("send_due_at = ?", due).
-		Where("id IN (?)", bun.In(ids)).Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Exec(wctx); err != nil {
+	err := workqueue.Persist(ctx, queueWriteTimeout, func(ctx context.Context) error {
+		_, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).Set("send_due_at = ?", due).
+			Where("id IN (?)", bun.In(ids)).Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Exec(ctx)
+		return err
+	})
+	if err != nil {
 		s.deps.Logger.WarnContext(ctx, "send queue: could not schedule the next attempt; the lease will", "messages", len(ids), "err", err)
 	}
 }
@@ -564,7 +544,7 @@ func (s *Service) WorkDue(ctx context.Context) (map[int64]error, error) {
 func (s *Service) keepLeases(ctx context.Context) {
 	q := s.queue
 	defer close(q.leaseDone)
-	for pause(ctx, queuePoll) {
+	for workqueue.Pause(ctx, queuePoll) {
 		s.renewLeases(ctx)
 	}
 }
@@ -622,6 +602,5 @@ func (s *Service) renewLeases(ctx context.Context) {
 // 81 s, …), up to 10% longer so that messages failed together do not all
 // come back together.
 func retryDelay(n int) time.Duration {
-	d := time.Duration(math.Pow(float64(max(n, 1)), 4)) * time.Second
-	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+	return workqueue.Jitter(time.Duration(math.Pow(float64(max(n, 1)), 4))*time.Second, 0.1)
 }
