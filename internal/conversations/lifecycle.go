@@ -1,6 +1,7 @@
 package conversations
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -35,10 +36,7 @@ func (s *Service) Ensure(ctx context.Context, tx *store.Tx, in EnsureInput) (Ref
 	case !OriginID(in.OriginID).Valid():
 		return Ref{}, fault.New(fault.Invalid, fmt.Sprintf("unknown origin %d", in.OriginID))
 	}
-	name := strings.TrimSpace(in.ContactName)
-	if name == "" {
-		name = key
-	}
+	name := cmp.Or(givenName(in, key), key)
 
 	var existing conversationRow
 	err := tx.NewSelect().Model(&existing).
@@ -266,10 +264,7 @@ func (s *Service) RecordOutbound(ctx context.Context, tx *store.Tx, in EnsureInp
 	if c.Name != c.Key {
 		return refOf(c), nil
 	}
-	name := strings.TrimSpace(in.ContactName)
-	if name == "" || name == key {
-		name = contactName
-	}
+	name := cmp.Or(givenName(in, key), contactName)
 	if name == "" || name == c.Key {
 		return refOf(c), nil // nobody knows a name yet
 	}
@@ -317,7 +312,7 @@ func (s *Service) OutboundParts(in EnsureInput, at time.Time, checkWindow bool) 
 	// name it is given, or else its contact's: such a conversation is not
 	// the common case.
 	noName := `cc.name <> cc.key`
-	if name := strings.TrimSpace(in.ContactName); name == "" || name == key {
+	if givenName(in, key) == "" {
 		noName = `(cc.name <> cc.key OR COALESCE((SELECT ct.name FROM contacts AS ct WHERE ct.id = cc.contact_id), '') IN ('', cc.key))`
 	}
 	window := ``
@@ -420,4 +415,14 @@ func (s *Service) publish(ctx context.Context, tx *store.Tx, name string, c Conv
 		return fmt.Errorf("publish %s: %w", name, err)
 	}
 	return nil
+}
+
+// givenName is the contact name the caller gave, or "" when it gave none or
+// only the key again: a key is not a name, and a conversation named after
+// its key takes the first real name it learns (learnName).
+func givenName(in EnsureInput, key string) string {
+	if name := strings.TrimSpace(in.ContactName); name != key {
+		return name
+	}
+	return ""
 }
