@@ -113,6 +113,12 @@ type HTTPLimits struct {
 	// MaxPerIP and MaxPerToken bound the requests in progress per client
 	// address and per bearer token; one more answers 429.
 	MaxPerIP, MaxPerToken int
+	// MaxPerProviderAccount bounds the provider webhooks in progress per
+	// provider account (the path's phone number id). The provider posts
+	// every company's webhooks from the same few addresses, so they are
+	// bounded per account instead of per address: one account's flood
+	// fills its own bound, not every company's.
+	MaxPerProviderAccount int
 	// TrustedProxies are the peers (load balancers) whose X-Forwarded-For
 	// is believed: behind one of them the client address is the rightmost
 	// address of X-Forwarded-For that is not itself a trusted proxy. Empty:
@@ -141,6 +147,7 @@ const (
 	EnvIdleTimeout   = "HTTP_IDLE_TIMEOUT"
 	EnvMaxPerIP      = "HTTP_MAX_INFLIGHT_PER_IP"
 	EnvMaxPerToken   = "HTTP_MAX_INFLIGHT_PER_TOKEN"
+	EnvMaxPerAccount = "HTTP_MAX_INFLIGHT_PER_PROVIDER_ACCOUNT"
 	EnvDBMaxConns    = "DB_MAX_CONNS"
 	EnvDebugListen   = "DEBUG_LISTEN"
 	EnvMetricsListen = "METRICS_LISTEN"
@@ -216,6 +223,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 		idle:          fs.Duration("http-idle-timeout", durationEnv(getenv(EnvIdleTimeout), 2*time.Minute), "keep-alive connection idle limit ($"+EnvIdleTimeout+")"),
 		perIP:         fs.Int("http-max-inflight-per-ip", intEnv(getenv(EnvMaxPerIP), 64), "requests in progress per client address; more answer 429 ($"+EnvMaxPerIP+")"),
 		perToken:      fs.Int("http-max-inflight-per-token", intEnv(getenv(EnvMaxPerToken), 32), "requests in progress per bearer token; more answer 429 ($"+EnvMaxPerToken+")"),
+		perAccount:    fs.Int("http-max-inflight-per-provider-account", intEnv(getenv(EnvMaxPerAccount), 16), "provider webhooks in progress per provider account, counted instead of per address; more answer 429 ($"+EnvMaxPerAccount+")"),
 		dbMaxConns:    fs.Int("db-max-conns", intEnv(getenv(EnvDBMaxConns), 20), "PostgreSQL connections of this process ($"+EnvDBMaxConns+")"),
 		debugListen:   fs.String("debug-listen", env(EnvDebugListen, ""), "address of the pprof listener; empty = off ($"+EnvDebugListen+")"),
 		metricsListen: fs.String("metrics-listen", env(EnvMetricsListen, DefaultMetricsListen), "address of the Prometheus /metrics listener, never the public one; off = none ($"+EnvMetricsListen+")"),
@@ -336,6 +344,7 @@ func (c Config) MultiReplicaWarnings() []string {
 type edgeFields struct {
 	read, write, upload, idle *time.Duration
 	perIP, perToken           *int
+	perAccount                *int
 	dbMaxConns                *int
 	debugListen               *string
 	metricsListen             *string
@@ -346,7 +355,7 @@ func (f edgeFields) apply(cfg *Config) []error {
 	var errs []error
 	cfg.HTTP = HTTPLimits{
 		ReadTimeout: *f.read, WriteTimeout: *f.write, UploadTimeout: *f.upload, IdleTimeout: *f.idle,
-		MaxPerIP: *f.perIP, MaxPerToken: *f.perToken,
+		MaxPerIP: *f.perIP, MaxPerToken: *f.perToken, MaxPerProviderAccount: *f.perAccount,
 	}
 	for _, d := range []struct {
 		env string
@@ -364,6 +373,9 @@ func (f edgeFields) apply(cfg *Config) []error {
 	}
 	if cfg.HTTP.MaxPerToken < 1 || cfg.HTTP.MaxPerToken > 100000 {
 		errs = append(errs, fmt.Errorf("%s: must be between 1 and 100000", EnvMaxPerToken))
+	}
+	if cfg.HTTP.MaxPerProviderAccount < 1 || cfg.HTTP.MaxPerProviderAccount > 100000 {
+		errs = append(errs, fmt.Errorf("%s: must be between 1 and 100000", EnvMaxPerAccount))
 	}
 	cfg.DBMaxConns = *f.dbMaxConns
 	if cfg.DBMaxConns < 1 || cfg.DBMaxConns > 1000 {

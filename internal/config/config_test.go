@@ -98,7 +98,7 @@ func TestParse(t *testing.T) {
 		{name: "bad trusted proxy", env: map[string]string{"TRUSTED_PROXIES": "the balancer"}, wantErr: "TRUSTED_PROXIES"},
 		{name: "edge defaults", check: func(t *testing.T, c config.Config) {
 			want := config.HTTPLimits{ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, UploadTimeout: 10 * time.Minute,
-				IdleTimeout: 2 * time.Minute, MaxPerIP: 64, MaxPerToken: 32}
+				IdleTimeout: 2 * time.Minute, MaxPerIP: 64, MaxPerToken: 32, MaxPerProviderAccount: 16}
 			if !reflect.DeepEqual(c.HTTP, want) || c.DBMaxConns != 20 || c.DebugListen != "" {
 				t.Errorf("edge defaults: %+v, db %d, debug %q", c.HTTP, c.DBMaxConns, c.DebugListen)
 			}
@@ -120,6 +120,7 @@ func TestParse(t *testing.T) {
 		{name: "upload shorter than read", env: map[string]string{"HTTP_READ_TIMEOUT": "1m", "HTTP_UPLOAD_TIMEOUT": "10s"}, wantErr: "HTTP_UPLOAD_TIMEOUT"},
 		{name: "no in-flight requests per ip", env: map[string]string{"HTTP_MAX_INFLIGHT_PER_IP": "0"}, wantErr: "HTTP_MAX_INFLIGHT_PER_IP"},
 		{name: "bad in-flight per token", env: map[string]string{"HTTP_MAX_INFLIGHT_PER_TOKEN": "x"}, wantErr: "HTTP_MAX_INFLIGHT_PER_TOKEN"},
+		{name: "no in-flight webhooks per provider account", env: map[string]string{"HTTP_MAX_INFLIGHT_PER_PROVIDER_ACCOUNT": "0"}, wantErr: "HTTP_MAX_INFLIGHT_PER_PROVIDER_ACCOUNT"},
 		{name: "db max conns zero", env: map[string]string{"DB_MAX_CONNS": "0"}, wantErr: "DB_MAX_CONNS"},
 		{name: "db max conns too many", env: map[string]string{"DB_MAX_CONNS": "5000"}, wantErr: "DB_MAX_CONNS"},
 		{name: "debug listen without port", env: map[string]string{"DEBUG_LISTEN": "localhost"}, wantErr: "DEBUG_LISTEN"},

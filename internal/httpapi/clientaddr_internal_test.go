@@ -104,3 +104,55 @@ func TestInFlightPerForwardedClient(t *testing.T) {
 		t.Fatalf("first request: %d", got)
 	}
 }
+
+// TestInFlightPerProviderAccount: provider webhooks come from the
+// provider's few addresses for every company, so they are bounded per
+// account: one account at its bound leaves the others, and the address's
+// own bound, alone.
+func TestInFlightPerProviderAccount(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	held := make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			close(held)
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	h := newInFlight(config.HTTPLimits{MaxPerIP: 1, MaxPerToken: 100, MaxPerProviderAccount: 1}, slog.New(slog.DiscardHandler)).middleware(slow)
+	do := func(path string, hold bool) int {
+		r := httptest.NewRequest(http.MethodPost, path, nil)
+		r.RemoteAddr = "198.51.100.7:443" // the provider's one address
+		if hold {
+			r.Header.Set("X-Hold", "1")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	first := make(chan int)
+	go func() { first <- do("/provider-webhooks/111", true) }()
+	<-held // account 111 holds its one slot
+
+	cases := []struct {
+		name, path string
+		want       int
+	}{
+		{"the same account again", "/provider-webhooks/111", http.StatusTooManyRequests},
+		{"another account from the same address", "/provider-webhooks/222", http.StatusNoContent},
+		{"an API request from the same address", "/api/contact-channels", http.StatusNoContent},
+		{"a path that only starts like a webhook", "/provider-webhooks/111/x", http.StatusNoContent},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := do(tc.path, false); got != tc.want {
+				t.Fatalf("status %d, want %d", got, tc.want)
+			}
+		})
+	}
+	close(release)
+	if got := <-first; got != http.StatusNoContent {
+		t.Fatalf("first request: %d", got)
+	}
+}

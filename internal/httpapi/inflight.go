@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +40,11 @@ type limitsKey struct{}
 
 // inFlight bounds the requests in progress per client address and per
 // bearer token. It counts before authentication, so a flood costs no
-// database lookup; the token is the raw header value.
+// database lookup; the token is the raw header value. Provider webhooks
+// are counted per provider account (the path's phone number id) instead
+// of per address: the provider posts every company's from the same few
+// addresses, and one company's inbound flood must fill its own bound, not
+// the one all companies share.
 type inFlight struct {
 	limits config.HTTPLimits
 	logger *slog.Logger
@@ -60,7 +65,11 @@ func (f *inFlight) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientFrom(r) // behind a trusted proxy, the client it names
 		token := bearerToken(r)
-		if !f.acquire(ip, token) {
+		limit := f.limits.MaxPerIP
+		if account, ok := providerAccount(r.URL.Path); ok {
+			ip, token, limit = "provider-account "+account, "", f.limits.MaxPerProviderAccount
+		}
+		if !f.acquire(ip, limit, token) {
 			// The operation is not routed yet: the answer is the generic
 			// 429 the document's Limits section describes.
 			writeError(w, r, f.logger, nil, &fault.Error{Kind: fault.RateLimited,
@@ -72,10 +81,22 @@ func (f *inFlight) middleware(next http.Handler) http.Handler {
 	})
 }
 
-func (f *inFlight) acquire(ip, token string) bool {
+// providerAccount is the account of a provider webhook's path
+// (/provider-webhooks/{phone_number_id}).
+func providerAccount(path string) (string, bool) {
+	account, ok := strings.CutPrefix(path, "/provider-webhooks/")
+	if !ok || account == "" || strings.Contains(account, "/") {
+		return "", false
+	}
+	return account, true
+}
+
+// acquire counts a request of client (an address, or a provider account)
+// against limit, and of token against MaxPerToken.
+func (f *inFlight) acquire(ip string, limit int, token string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.limits.MaxPerIP > 0 && f.byIP[ip] >= f.limits.MaxPerIP {
+	if limit > 0 && f.byIP[ip] >= limit {
 		return false
 	}
 	if token != "" && f.limits.MaxPerToken > 0 && f.byToken[token] >= f.limits.MaxPerToken {
