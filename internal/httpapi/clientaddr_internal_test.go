@@ -50,17 +50,7 @@ func TestClientAddr(t *testing.T) {
 // balancer's one address.
 func TestInFlightPerForwardedClient(t *testing.T) {
 	t.Parallel()
-	// The first request holds its slot until released; the others answer
-	// at once when admitted.
-	release := make(chan struct{})
-	held := make(chan struct{})
-	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Hold") != "" {
-			close(held)
-			<-release
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	slow, held, release := holdingHandler()
 	limits := config.HTTPLimits{MaxPerIP: 1, MaxPerToken: 100, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	clients := clientAddrs{trusted: limits.TrustedProxies}
 	inner := newInFlight(limits, slog.New(slog.DiscardHandler)).middleware(slow)
@@ -111,15 +101,7 @@ func TestInFlightPerForwardedClient(t *testing.T) {
 // own bound, alone.
 func TestInFlightPerProviderAccount(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	held := make(chan struct{})
-	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Hold") != "" {
-			close(held)
-			<-release
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	slow, held, release := holdingHandler()
 	h := newInFlight(config.HTTPLimits{MaxPerIP: 1, MaxPerToken: 100, MaxPerProviderAccount: 1}, slog.New(slog.DiscardHandler)).middleware(slow)
 	do := func(path string, hold bool) int {
 		r := httptest.NewRequest(http.MethodPost, path, nil)
@@ -155,4 +137,18 @@ func TestInFlightPerProviderAccount(t *testing.T) {
 	if got := <-first; got != http.StatusNoContent {
 		t.Fatalf("first request: %d", got)
 	}
+}
+
+// holdingHandler answers 204 at once, except the one request marked X-Hold,
+// which closes held and then holds its slot until release is closed.
+func holdingHandler() (h http.Handler, held, release chan struct{}) {
+	held, release = make(chan struct{}), make(chan struct{})
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			close(held)
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return h, held, release
 }
