@@ -70,14 +70,16 @@ func TestProviderWebhookAuthentication(t *testing.T) {
 			{"signed but not JSON", e.pnid, official.Sign(ofcAppSecret, []byte("{nope")), []byte("{nope"), 400},
 		}
 		for _, tc := range cases {
-			r := post(tc.pnid, tc.sig, tc.body)
-			if r.Status != tc.status {
-				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
-			}
-			// A known and an unknown number are refused with the same body.
-			if tc.status == 401 && r.Map(t)["message"] != "The webhook signature is missing or wrong." {
-				t.Errorf("%s: %s", tc.name, r.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				r := post(tc.pnid, tc.sig, tc.body)
+				if r.Status != tc.status {
+					t.Errorf("%d %s", r.Status, r.Body)
+				}
+				// A known and an unknown number are refused with the same body.
+				if tc.status == 401 && r.Map(t)["message"] != "The webhook signature is missing or wrong." {
+					t.Errorf("%s", r.Body)
+				}
+			})
 		}
 		if _, err := e.h.App.Messaging.FindByExternalID(context.Background(), e.ch.ID, "wamid.sig-test"); err == nil {
 			t.Fatal("a rejected delivery stored its message")

@@ -310,36 +310,39 @@ func TestWebhookList(t *testing.T) {
 		mk(other.Token, "Alpha CRM other", "https://crm.example.com/a", nil, true)
 
 		cases := []struct {
+			name  string
 			query string
 			want  []int
 		}{
-			{"", []int{a, b, c, d}},
-			{"?filter=crm", []int{a, b}}, // name or url, case-insensitive
-			{"?filter=CRM_", []int{b}},   // _ is literal, not a wildcard
-			{"?filter=100%25", []int{d}}, // % is literal
-			{"?enabled=false", []int{c}},
-			{"?enabled=true", []int{a, b, d}},
-			{"?company_channel_id=7", []int{a, b, d}}, // plus those without a channel filter
-			{"?company_channel_id=9", []int{a, c, d}},
-			{"?company_channel_id=70", []int{a, d}},
-			{"?orderBy=name", []int{a, b, d, c}},
-			{"?orderBy=name&orderMode=DESC", []int{c, d, b, a}},
-			{"?orderBy=name&orderMode=desc", []int{c, d, b, a}},
-			{"?orderMode=DESC", []int{d, c, b, a}},
-			{"?perPage=2&page=2", []int{c, d}},
-			{"?perPage=2&page=3", nil},
+			{"all", "", []int{a, b, c, d}},
+			{"filter on name or url, any case", "?filter=crm", []int{a, b}},
+			{"filter with a literal underscore", "?filter=CRM_", []int{b}},
+			{"filter with a literal percent", "?filter=100%25", []int{d}},
+			{"disabled", "?enabled=false", []int{c}},
+			{"enabled", "?enabled=true", []int{a, b, d}},
+			{"channel 7 and those without a channel filter", "?company_channel_id=7", []int{a, b, d}},
+			{"channel 9", "?company_channel_id=9", []int{a, c, d}},
+			{"channel 70", "?company_channel_id=70", []int{a, d}},
+			{"by name", "?orderBy=name", []int{a, b, d, c}},
+			{"by name DESC", "?orderBy=name&orderMode=DESC", []int{c, d, b, a}},
+			{"by name desc", "?orderBy=name&orderMode=desc", []int{c, d, b, a}},
+			{"by id DESC", "?orderMode=DESC", []int{d, c, b, a}},
+			{"second page", "?perPage=2&page=2", []int{c, d}},
+			{"page past the end", "?perPage=2&page=3", nil},
 		}
 		for _, tc := range cases {
-			resp := h.Do(apitest.Request{Method: "GET", Path: "/api/channel-webhooks" + tc.query, Token: ten.Token})
-			var page webhookPage
-			resp.JSON(t, &page)
-			var got []int
-			for _, w := range page.Data {
-				got = append(got, w.ID)
-			}
-			if resp.Status != http.StatusOK || !slices.Equal(got, tc.want) {
-				t.Errorf("%q: %d ids %v, want %v", tc.query, resp.Status, got, tc.want)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := h.Do(apitest.Request{Method: "GET", Path: "/api/channel-webhooks" + tc.query, Token: ten.Token})
+				var page webhookPage
+				resp.JSON(t, &page)
+				var got []int
+				for _, w := range page.Data {
+					got = append(got, w.ID)
+				}
+				if resp.Status != http.StatusOK || !slices.Equal(got, tc.want) {
+					t.Errorf("%d ids %v, want %v", resp.Status, got, tc.want)
+				}
+			})
 		}
 		resp := h.Do(apitest.Request{Method: "GET", Path: "/api/channel-webhooks?perPage=2&page=2", Token: ten.Token})
 		if m := resp.Map(t); m["total"] != float64(4) || m["per_page"] != float64(2) || m["current_page"] != float64(2) || m["last_page"] != float64(2) {
@@ -383,20 +386,22 @@ func TestWebhookValidation(t *testing.T) {
 			{"update events all unknown", "PUT", map[string]any{"events": []string{"nope"}}, "events", "Events must name at least one subscribable event"},
 		}
 		for _, tc := range cases {
-			path := "/api/channel-webhooks"
-			if tc.method == "PUT" {
-				path = fmt.Sprintf("/api/channel-webhooks/%d", id)
-			}
-			resp := h.Do(apitest.Request{Method: tc.method, Path: path, Token: ten.Token, JSON: tc.body})
-			var body validationAnswer
-			resp.JSON(t, &body)
-			if resp.Status != http.StatusUnprocessableEntity || len(body.Errors[tc.field]) == 0 || body.Message == "" {
-				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
-				continue
-			}
-			if tc.msg != "" && (body.Message != tc.msg || body.Errors[tc.field][0] != tc.msg) {
-				t.Errorf("%s: message %q errors %v, want %q", tc.name, body.Message, body.Errors, tc.msg)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				path := "/api/channel-webhooks"
+				if tc.method == "PUT" {
+					path = fmt.Sprintf("/api/channel-webhooks/%d", id)
+				}
+				resp := h.Do(apitest.Request{Method: tc.method, Path: path, Token: ten.Token, JSON: tc.body})
+				var body validationAnswer
+				resp.JSON(t, &body)
+				if resp.Status != http.StatusUnprocessableEntity || len(body.Errors[tc.field]) == 0 || body.Message == "" {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+					return
+				}
+				if tc.msg != "" && (body.Message != tc.msg || body.Errors[tc.field][0] != tc.msg) {
+					t.Errorf("message %q errors %v, want %q", body.Message, body.Errors, tc.msg)
+				}
+			})
 		}
 	})
 }
