@@ -262,25 +262,27 @@ func TestWebhookChannelFilterNamesOwnChannels(t *testing.T) {
 		foreign := seedChannels(t, h, other.CompanyID, 1)[0]
 		id := createWebhook(t, h, ten.Token, map[string]any{"name": "ok", "url": "https://example.com/h", "company_channel_ids": []int64{own}}).Data.ID
 		for _, tc := range []struct {
-			method, path string
-			ids          []int64
+			name, method, path string
+			ids                []int64
 		}{
-			{"POST", "/api/channel-webhooks", []int64{own, foreign}},
-			{"POST", "/api/channel-webhooks", []int64{999}},
-			{"PUT", fmt.Sprintf("/api/channel-webhooks/%d", id), []int64{foreign}},
+			{"create with another company's channel", "POST", "/api/channel-webhooks", []int64{own, foreign}},
+			{"create with an unknown channel", "POST", "/api/channel-webhooks", []int64{999}},
+			{"update with another company's channel", "PUT", fmt.Sprintf("/api/channel-webhooks/%d", id), []int64{foreign}},
 		} {
-			body := map[string]any{"company_channel_ids": tc.ids}
-			if tc.method == "POST" {
-				body["name"], body["url"] = "n", "https://example.com/x"
-			}
-			resp := h.Do(apitest.Request{Method: tc.method, Path: tc.path, Token: ten.Token, JSON: body})
-			var ans validationAnswer
-			resp.JSON(t, &ans)
-			bad := tc.ids[len(tc.ids)-1]
-			want := fmt.Sprintf("Company channel %d does not exist", bad)
-			if resp.Status != http.StatusUnprocessableEntity || len(ans.Errors["company_channel_ids"]) != 1 || ans.Errors["company_channel_ids"][0] != want {
-				t.Errorf("%s %v: %d %s", tc.method, tc.ids, resp.Status, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				body := map[string]any{"company_channel_ids": tc.ids}
+				if tc.method == "POST" {
+					body["name"], body["url"] = "n", "https://example.com/x"
+				}
+				resp := h.Do(apitest.Request{Method: tc.method, Path: tc.path, Token: ten.Token, JSON: body})
+				var ans validationAnswer
+				resp.JSON(t, &ans)
+				bad := tc.ids[len(tc.ids)-1]
+				want := fmt.Sprintf("Company channel %d does not exist", bad)
+				if resp.Status != http.StatusUnprocessableEntity || len(ans.Errors["company_channel_ids"]) != 1 || ans.Errors["company_channel_ids"][0] != want {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+				}
+			})
 		}
 		// Nothing changed: the subscription still filters on its own channel.
 		var page webhookPage
@@ -414,37 +416,40 @@ func TestWebhookPermissions(t *testing.T) {
 		id := createWebhook(t, h, admin.Token, map[string]any{"name": "n", "url": "https://example.com/h"}).Data.ID
 		p := fmt.Sprintf("/api/channel-webhooks/%d", id)
 		ops := []struct {
+			name string
 			req  apitest.Request
 			perm string
 		}{
-			{apitest.Request{Method: "GET", Path: "/api/channel-webhooks"}, auth.PermWebhooksView},
-			{apitest.Request{Method: "GET", Path: "/api/channel-webhooks-available-events"}, auth.PermWebhooksView},
-			{apitest.Request{Method: "GET", Path: p + "/deliveries"}, auth.PermWebhooksView},
-			{apitest.Request{Method: "POST", Path: "/api/channel-webhooks", JSON: map[string]any{"name": "n", "url": "https://example.com"}}, auth.PermWebhooksCreate},
-			{apitest.Request{Method: "PUT", Path: p, JSON: map[string]any{"name": "m"}}, auth.PermWebhooksUpdate},
-			{apitest.Request{Method: "POST", Path: p + "/test"}, auth.PermWebhooksUpdate},
-			{apitest.Request{Method: "POST", Path: p + "/rotate-secret"}, auth.PermWebhooksUpdate},
-			{apitest.Request{Method: "POST", Path: p + "/recover", JSON: map[string]any{"since": "2026-11-22T00:00:00Z"}}, auth.PermWebhooksUpdate},
-			{apitest.Request{Method: "DELETE", Path: p}, auth.PermWebhooksDelete},
+			{"list", apitest.Request{Method: "GET", Path: "/api/channel-webhooks"}, auth.PermWebhooksView},
+			{"available events", apitest.Request{Method: "GET", Path: "/api/channel-webhooks-available-events"}, auth.PermWebhooksView},
+			{"deliveries", apitest.Request{Method: "GET", Path: p + "/deliveries"}, auth.PermWebhooksView},
+			{"create", apitest.Request{Method: "POST", Path: "/api/channel-webhooks", JSON: map[string]any{"name": "n", "url": "https://example.com"}}, auth.PermWebhooksCreate},
+			{"update", apitest.Request{Method: "PUT", Path: p, JSON: map[string]any{"name": "m"}}, auth.PermWebhooksUpdate},
+			{"test", apitest.Request{Method: "POST", Path: p + "/test"}, auth.PermWebhooksUpdate},
+			{"rotate secret", apitest.Request{Method: "POST", Path: p + "/rotate-secret"}, auth.PermWebhooksUpdate},
+			{"recover", apitest.Request{Method: "POST", Path: p + "/recover", JSON: map[string]any{"since": "2026-11-22T00:00:00Z"}}, auth.PermWebhooksUpdate},
+			{"delete", apitest.Request{Method: "DELETE", Path: p}, auth.PermWebhooksDelete},
 		}
 		ctx := context.Background()
 		for _, op := range ops {
-			// Every permission except the one the operation needs: 403.
-			without := tokenWithout(t, h, admin.UserID, op.perm)
-			r := op.req
-			r.Token = without
-			if resp := h.Do(r); resp.Status != http.StatusForbidden || resp.Map(t)["message"] != "This action is unauthorized." {
-				t.Errorf("%s %s without %s: %d %s", r.Method, r.Path, op.perm, resp.Status, resp.Body)
-			}
-			// That permission alone is enough.
-			only, _, err := h.App.Auth.CreateToken(ctx, admin.UserID, "only", []string{op.perm}, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Token = only
-			if resp := h.Do(r); resp.Status >= 400 {
-				t.Errorf("%s %s with only %s: %d %s", r.Method, r.Path, op.perm, resp.Status, resp.Body)
-			}
+			t.Run(op.name, func(t *testing.T) {
+				// Every permission except the one the operation needs: 403.
+				without := tokenWithout(t, h, admin.UserID, op.perm)
+				r := op.req
+				r.Token = without
+				if resp := h.Do(r); resp.Status != http.StatusForbidden || resp.Map(t)["message"] != "This action is unauthorized." {
+					t.Errorf("without %s: %d %s", op.perm, resp.Status, resp.Body)
+				}
+				// That permission alone is enough.
+				only, _, err := h.App.Auth.CreateToken(ctx, admin.UserID, "only", []string{op.perm}, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Token = only
+				if resp := h.Do(r); resp.Status >= 400 {
+					t.Errorf("with only %s: %d %s", op.perm, resp.Status, resp.Body)
+				}
+			})
 		}
 	})
 }
