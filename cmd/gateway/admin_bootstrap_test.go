@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,36 +66,43 @@ func TestAdminBootstrapRefusesDuplicates(t *testing.T) {
 			{"another company", []string{"--company", "Globex", "--email", "admin@globex.test"}, nil},
 			{"forced duplicate", []string{"--company", "Acme", "--email", "admin@acme.test", "--force"}, nil},
 		}
+		forced := false // whether the forced case ran, for the check after the loop
 		for _, tc := range cases {
-			// tc.args[1] is the company name: a refused bootstrap leaves its count as it was.
-			before, err := a.Auth.FindBootstrapConflicts(context.Background(), tc.args[1], "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := bootstrap(t, a, tc.args...)
-			after, _ := a.Auth.FindBootstrapConflicts(context.Background(), tc.args[1], "")
-			if tc.want == nil {
-				if err != nil || res.CompanyID == 0 || !strings.HasPrefix(res.Token, "gw_") {
-					t.Errorf("%s: %+v, %v", tc.name, res, err)
+			t.Run(tc.name, func(t *testing.T) {
+				forced = forced || slices.Contains(tc.args, "--force")
+				// tc.args[1] is the company name: a refused bootstrap leaves its count as it was.
+				before, err := a.Auth.FindBootstrapConflicts(context.Background(), tc.args[1], "")
+				if err != nil {
+					t.Fatal(err)
 				}
-				continue
-			}
-			if err == nil {
-				t.Errorf("%s: bootstrapped company %d", tc.name, res.CompanyID)
-				continue
-			}
-			var fe *fault.Error
-			if !errors.As(err, &fe) || fe.Kind != fault.Rule {
-				t.Errorf("%s: error %v, want a rule error", tc.name, err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("%s: %q does not say %q", tc.name, err, w)
+				res, err := bootstrap(t, a, tc.args...)
+				after, _ := a.Auth.FindBootstrapConflicts(context.Background(), tc.args[1], "")
+				if tc.want == nil {
+					if err != nil || res.CompanyID == 0 || !strings.HasPrefix(res.Token, "gw_") {
+						t.Errorf("%+v, %v", res, err)
+					}
+					return
 				}
-			}
-			if len(after.CompanyIDs) != len(before.CompanyIDs) {
-				t.Errorf("%s: refused, yet companies named %q went from %v to %v", tc.name, tc.args[1], before.CompanyIDs, after.CompanyIDs)
-			}
+				if err == nil {
+					t.Errorf("bootstrapped company %d", res.CompanyID)
+					return
+				}
+				var fe *fault.Error
+				if !errors.As(err, &fe) || fe.Kind != fault.Rule {
+					t.Errorf("error %v, want a rule error", err)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%q does not say %q", err, w)
+					}
+				}
+				if len(after.CompanyIDs) != len(before.CompanyIDs) {
+					t.Errorf("refused, yet companies named %q went from %v to %v", tc.args[1], before.CompanyIDs, after.CompanyIDs)
+				}
+			})
+		}
+		if !forced {
+			return
 		}
 		got, err := a.Auth.FindBootstrapConflicts(context.Background(), "acme", "nobody@acme.test")
 		if err != nil || len(got.CompanyIDs) != 2 || len(got.UserCompanyIDs) != 0 {

@@ -25,7 +25,7 @@ func TestAdminOfficialCommands(t *testing.T) {
 	sim.AddAccount(providersim.Account{PhoneNumberID: "109876543210987", BusinessAccountID: "102938475610293", AccessToken: "tok", AppSecret: "sec"})
 	sim.SeedTemplates("102938475610293", providersim.DemoTemplates())
 	env := testEnv(dir, map[string]string{"PUBLIC_BASE_URL": "https://gw.example.com"})
-	admin := func(args ...string) map[string]any {
+	adminT := func(t *testing.T, args ...string) map[string]any {
 		t.Helper()
 		var out bytes.Buffer
 		if err := run(context.Background(), append([]string{"admin"}, args...), &out, env); err != nil {
@@ -37,6 +37,10 @@ func TestAdminOfficialCommands(t *testing.T) {
 		}
 		return m
 	}
+	admin := func(args ...string) map[string]any {
+		t.Helper()
+		return adminT(t, args...)
+	}
 	admin("bootstrap", "--company", "Acme", "--email", "a@acme.test")
 	admin("channel", "register-official", "--company-id", "1", "--name", "Loja", "--key", "5511999990001",
 		"--business-account-id", "102938475610293", "--phone-number-id", "109876543210987", "--access-token", "tok",
@@ -44,18 +48,21 @@ func TestAdminOfficialCommands(t *testing.T) {
 	// Without --base-url: the provider's real Graph API, at the document's
 	// version or the one asked for.
 	for i, tc := range []struct {
+		name string
 		args []string
 		want string
 	}{
-		{nil, "https://graph.facebook.com/v23.0"},
-		{[]string{"--api-version", "v24.0"}, "https://graph.facebook.com/v24.0"},
+		{"the document's version", nil, "https://graph.facebook.com/v23.0"},
+		{"the version asked for", []string{"--api-version", "v24.0"}, "https://graph.facebook.com/v24.0"},
 	} {
-		n := fmt.Sprint(i + 2)
-		out := admin(append([]string{"channel", "register-official", "--company-id", "1", "--name", "Real " + n, "--key", "551199999000" + n,
-			"--business-account-id", "w" + n, "--phone-number-id", "p" + n, "--access-token", "tok", "--app-secret", "sec"}, tc.args...)...)
-		if out["base_url"] != tc.want {
-			t.Fatalf("register-official %v: %v, want base_url %s", tc.args, out, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			n := fmt.Sprint(i + 2)
+			out := adminT(t, append([]string{"channel", "register-official", "--company-id", "1", "--name", "Real " + n, "--key", "551199999000" + n,
+				"--business-account-id", "w" + n, "--phone-number-id", "p" + n, "--access-token", "tok", "--app-secret", "sec"}, tc.args...)...)
+			if out["base_url"] != tc.want {
+				t.Fatalf("register-official %v: %v, want base_url %s", tc.args, out, tc.want)
+			}
+		})
 	}
 
 	info := admin("channel", "webhook-info", "--company-id", "1", "--account-id", "1")

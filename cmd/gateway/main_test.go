@@ -52,17 +52,28 @@ func TestAdminBootstrapPrintsTheDocumentedJSON(t *testing.T) {
 }
 
 func TestUnknownCommandsFail(t *testing.T) {
-	for _, args := range [][]string{{}, {"frobnicate"}, {"admin", "nope"}, {"admin", "bootstrap", "--permissions", "root"}} {
-		dir := t.TempDir()
-		err := run(context.Background(), args, &bytes.Buffer{}, func(k string) string {
-			if k == "DATA_DIR" {
-				return dir
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"no command", []string{}},
+		{"unknown command", []string{"frobnicate"}},
+		{"unknown admin command", []string{"admin", "nope"}},
+		{"unknown permission", []string{"admin", "bootstrap", "--permissions", "root"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			dir := t.TempDir()
+			err := run(context.Background(), args, &bytes.Buffer{}, func(k string) string {
+				if k == "DATA_DIR" {
+					return dir
+				}
+				return ""
+			})
+			if err == nil {
+				t.Errorf("%v: no error", args)
 			}
-			return ""
 		})
-		if err == nil {
-			t.Errorf("%v: no error", args)
-		}
 	}
 }
 

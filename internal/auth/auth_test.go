@@ -62,27 +62,30 @@ func TestLegacyTokensKeepWhatTheyCouldDo(t *testing.T) {
 func TestParsePermissions(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
+		name string
 		in   string
 		want []string
 		bad  bool
 	}{
-		{in: "all", want: auth.AllPermissions},
-		{in: "messages_send, connections_view,messages_send", want: []string{"messages_send", "connections_view"}},
-		{in: "", want: nil},
-		{in: "messages_send,root", bad: true},
-		{in: "templates_view", bad: true},
+		{name: "all", in: "all", want: auth.AllPermissions},
+		{name: "list with spaces and a repeat", in: "messages_send, connections_view,messages_send", want: []string{"messages_send", "connections_view"}},
+		{name: "empty", in: "", want: nil},
+		{name: "unknown permission", in: "messages_send,root", bad: true},
+		{name: "short form of provider_templates_view", in: "templates_view", bad: true},
 	}
 	for _, tc := range cases {
-		got, err := auth.ParsePermissions(tc.in)
-		if tc.bad {
-			if fault.KindOf(err) != fault.Invalid {
-				t.Errorf("%q: err %v, want invalid", tc.in, err)
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := auth.ParsePermissions(tc.in)
+			if tc.bad {
+				if fault.KindOf(err) != fault.Invalid {
+					t.Errorf("ParsePermissions(%q): err %v, want invalid", tc.in, err)
+				}
+				return
 			}
-			continue
-		}
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("%q: %v %v, want %v", tc.in, got, err, tc.want)
-		}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("ParsePermissions(%q): %v %v, want %v", tc.in, got, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -211,7 +211,7 @@ func BenchmarkListContactChannels(b *testing.B) {
 			b.ReportMetric(pct(0.50), "p50-ms")
 			b.ReportMetric(pct(0.99), "p99-ms")
 			b.ReportMetric(float64(total), "matches")
-			b.Logf("%s: %d samples, p50 %.2f ms, p99 %.2f ms, total %d (capped %v)", tc.name, len(samples), pct(0.5), pct(0.99), total, capped)
+			b.Logf("%d samples, p50 %.2f ms, p99 %.2f ms, total %d (capped %v)", len(samples), pct(0.5), pct(0.99), total, capped)
 		})
 	}
 }

@@ -341,17 +341,20 @@ func TestRecordMessageAndWindow(t *testing.T) {
 		}
 
 		for _, tc := range []struct {
+			name string
 			at   time.Time
 			open bool
 		}{
-			{inbound.Add(24*time.Hour - time.Second), true},
-			{inbound.Add(24 * time.Hour), false},
-			{inbound.Add(48 * time.Hour), false},
+			{"a second before 24 hours", inbound.Add(24*time.Hour - time.Second), true},
+			{"at 24 hours", inbound.Add(24 * time.Hour), false},
+			{"at 48 hours", inbound.Add(48 * time.Hour), false},
 		} {
-			w, err := b.svc.WindowFor(ctx, b.official, "5511977776666", tc.at)
-			if err != nil || w.Open != tc.open || w.ExpiresAt == nil || !w.ExpiresAt.Equal(inbound.Add(24*time.Hour)) {
-				t.Errorf("window at %s: %+v %v, want open=%v", tc.at, w, err, tc.open)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				w, err := b.svc.WindowFor(ctx, b.official, "5511977776666", tc.at)
+				if err != nil || w.Open != tc.open || w.ExpiresAt == nil || !w.ExpiresAt.Equal(inbound.Add(24*time.Hour)) {
+					t.Errorf("%+v %v, want open=%v", w, err, tc.open)
+				}
+			})
 		}
 		if w, err := b.svc.WindowFor(ctx, b.official, "5511000000000", t0); err != nil || w.Open {
 			t.Errorf("unknown contact: %+v %v", w, err)
@@ -433,40 +436,44 @@ func TestUpdateLifecycle(t *testing.T) {
 		// Ensure created it (version 1) and RecordMessage changed it (2).
 		version := int64(2)
 		for _, st := range steps {
-			conv, err := b.svc.UpdateContactChannel(ctx, b.companyID, ref.ID, st.update)
-			if st.kind != fault.Internal {
-				var fe *fault.Error
-				if !errors.As(err, &fe) || fe.Kind != st.kind || len(fe.Fields[st.field]) == 0 {
-					t.Fatalf("%s: %v, want %s on %s", st.name, err, st.kind, st.field)
-				}
-			} else if err != nil {
-				t.Fatalf("%s: %v", st.name, err)
-			} else {
-				if !st.unchanged {
-					version++
-				}
-				if conv.Version != version {
-					t.Fatalf("%s: version %d, want %d", st.name, conv.Version, version)
-				}
-			}
-			got := b.pub.take()
-			if len(got) != len(st.events) {
-				t.Fatalf("%s: %d events, want %d", st.name, len(got), len(st.events))
-			}
-			for i, w := range st.events {
-				ev := got[i]
-				var data struct {
-					events.ConversationPayload
-					ChangeContext json.RawMessage `json:"change_context"`
-				}
-				if err := json.Unmarshal(ev.JSON, &data); err != nil {
+			if !t.Run(st.name, func(t *testing.T) {
+				conv, err := b.svc.UpdateContactChannel(ctx, b.companyID, ref.ID, st.update)
+				if st.kind != fault.Internal {
+					var fe *fault.Error
+					if !errors.As(err, &fe) || fe.Kind != st.kind || len(fe.Fields[st.field]) == 0 {
+						t.Fatalf("%v, want %s on %s", err, st.kind, st.field)
+					}
+				} else if err != nil {
 					t.Fatal(err)
+				} else {
+					if !st.unchanged {
+						version++
+					}
+					if conv.Version != version {
+						t.Fatalf("version %d, want %d", conv.Version, version)
+					}
 				}
-				if ev.Name != w.event || string(data.ChangeContext) != w.change || int(data.StatusID) != w.statusID ||
-					data.AssignedUser == nil || data.AssignedUser.ID != w.userID || (data.Sector != nil) != w.sector ||
-					*ev.CompanyChannelID != b.official || data.Contact.Name != "Maria" || data.Version != version {
-					t.Fatalf("%s: event %d %s %s", st.name, i, ev.Name, ev.JSON)
+				got := b.pub.take()
+				if len(got) != len(st.events) {
+					t.Fatalf("%d events, want %d", len(got), len(st.events))
 				}
+				for i, w := range st.events {
+					ev := got[i]
+					var data struct {
+						events.ConversationPayload
+						ChangeContext json.RawMessage `json:"change_context"`
+					}
+					if err := json.Unmarshal(ev.JSON, &data); err != nil {
+						t.Fatal(err)
+					}
+					if ev.Name != w.event || string(data.ChangeContext) != w.change || int(data.StatusID) != w.statusID ||
+						data.AssignedUser == nil || data.AssignedUser.ID != w.userID || (data.Sector != nil) != w.sector ||
+						*ev.CompanyChannelID != b.official || data.Contact.Name != "Maria" || data.Version != version {
+						t.Fatalf("event %d %s %s", i, ev.Name, ev.JSON)
+					}
+				}
+			}) {
+				t.FailNow()
 			}
 		}
 		c, err := b.svc.Get(ctx, b.companyID, ref.ID, conversations.AllRelations)
@@ -509,11 +516,13 @@ func TestPublishEvent(t *testing.T) {
 			{"missing property", events.ContactImportCompleted, `{"total_contacts":3}`, "data"},
 			{"wrong type", events.ContactImportCompleted, `{"import_id":"x","total_contacts":"three","imported_contacts":2,"skipped_contacts":1,"failed_contacts":0,"started_by_user_id":5,"completed_at":"2026-11-22T09:00:00-03:00"}`, "data.total_contacts"},
 		} {
-			err := b.svc.PublishEvent(ctx, b.companyID, conversations.PublishInput{Event: tc.event, Data: json.RawMessage(tc.data)})
-			var fe *fault.Error
-			if !errors.As(err, &fe) || fe.Kind != fault.Invalid || len(fe.Fields[tc.field]) == 0 || fe.Message == "" {
-				t.Errorf("%s: %v (fields %v), want invalid on %s", tc.name, err, fe, tc.field)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				err := b.svc.PublishEvent(ctx, b.companyID, conversations.PublishInput{Event: tc.event, Data: json.RawMessage(tc.data)})
+				var fe *fault.Error
+				if !errors.As(err, &fe) || fe.Kind != fault.Invalid || len(fe.Fields[tc.field]) == 0 || fe.Message == "" {
+					t.Errorf("%v (fields %v), want invalid on %s", err, fe, tc.field)
+				}
+			})
 		}
 		if got := b.pub.take(); len(got) != 0 {
 			t.Fatalf("invalid events were published: %+v", got)
@@ -615,7 +624,7 @@ func TestRecordOutbound(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		b := setup(t, db)
 		ctx := context.Background()
-		record := func(in conversations.EnsureInput, at time.Time) conversations.Ref {
+		record := func(t *testing.T, in conversations.EnsureInput, at time.Time) conversations.Ref {
 			t.Helper()
 			var ref conversations.Ref
 			if err := db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
@@ -627,7 +636,7 @@ func TestRecordOutbound(t *testing.T) {
 			}
 			return ref
 		}
-		get := func(id int64) conversations.Conversation {
+		get := func(t *testing.T, id int64) conversations.Conversation {
 			t.Helper()
 			c, err := b.svc.Get(ctx, b.companyID, id, conversations.Relations{})
 			if err != nil {
@@ -637,25 +646,30 @@ func TestRecordOutbound(t *testing.T) {
 		}
 		send := conversations.EnsureInput{CompanyID: b.companyID, CompanyChannelID: b.official, ChannelTypeID: channels.OfficialChatapp,
 			ContactKey: "5511977776666", ContactName: "5511977776666", OriginID: int(conversations.OriginAPI)}
-		first := record(send, t0)
+		first := record(t, send, t0)
 		if evs := b.pub.take(); len(evs) != 1 || first.Name != send.ContactKey {
 			t.Fatalf("new conversation: %+v, %d events", first, len(evs))
 		}
 		steps := []struct {
+			name                  string
 			at                    time.Time
 			wantLast, wantFirstAt time.Time
 		}{
-			{t0.Add(time.Minute), t0.Add(time.Minute), t0},
-			{t0.Add(-time.Hour), t0.Add(time.Minute), t0}, // an older message moves nothing back
-			{t0.Add(time.Hour), t0.Add(time.Hour), t0},
+			{"a later message moves the last message time", t0.Add(time.Minute), t0.Add(time.Minute), t0},
+			{"an older message moves nothing back", t0.Add(-time.Hour), t0.Add(time.Minute), t0},
+			{"a still later message", t0.Add(time.Hour), t0.Add(time.Hour), t0},
 		}
-		for i, s := range steps {
-			if ref := record(send, s.at); ref != first {
-				t.Fatalf("step %d: %+v, want %+v", i, ref, first)
-			}
-			c := get(first.ID)
-			if !c.LastMessageAt.Equal(s.wantLast) || c.FirstResponseAt == nil || !c.FirstResponseAt.Equal(s.wantFirstAt) || c.UnreadCount != 0 {
-				t.Fatalf("step %d: last %v first %v unread %d", i, c.LastMessageAt, c.FirstResponseAt, c.UnreadCount)
+		for _, s := range steps {
+			if !t.Run(s.name, func(t *testing.T) {
+				if ref := record(t, send, s.at); ref != first {
+					t.Fatalf("%+v, want %+v", ref, first)
+				}
+				c := get(t, first.ID)
+				if !c.LastMessageAt.Equal(s.wantLast) || c.FirstResponseAt == nil || !c.FirstResponseAt.Equal(s.wantFirstAt) || c.UnreadCount != 0 {
+					t.Fatalf("last %v first %v unread %d", c.LastMessageAt, c.FirstResponseAt, c.UnreadCount)
+				}
+			}) {
+				t.FailNow()
 			}
 		}
 		// The contact writes on the unofficial channel with a name: the
@@ -663,7 +677,7 @@ func TestRecordOutbound(t *testing.T) {
 		// next send.
 		b.ensure(t, conversations.EnsureInput{CompanyID: b.companyID, CompanyChannelID: b.chatapp, ChannelTypeID: channels.UnofficialChatapp,
 			ContactKey: send.ContactKey, ContactName: "Maria Souza", OriginID: int(conversations.OriginContactInitiated)})
-		if got := record(send, t0.Add(2*time.Hour)); got.ID != first.ID || got.Name != "Maria Souza" {
+		if got := record(t, send, t0.Add(2*time.Hour)); got.ID != first.ID || got.Name != "Maria Souza" {
 			t.Fatalf("after the contact was named elsewhere: %+v", got)
 		}
 		if evs := b.pub.take(); len(evs) != 1 {

@@ -54,7 +54,7 @@ func TestCountsKept(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		b := setup(t, db)
 		ctx := context.Background()
-		exec := func(q string, args ...any) {
+		exec := func(t *testing.T, q string, args ...any) {
 			t.Helper()
 			if _, err := db.Bun.ExecContext(ctx, q, args...); err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -146,26 +146,32 @@ func TestCountsKept(t *testing.T) {
 				}
 			}},
 			{"a multi-row status change", func(t *testing.T) {
-				exec("UPDATE contact_channels SET status_id = CASE WHEN id % 3 = 0 THEN 4 ELSE 7 END WHERE company_id = ? AND id % 2 = 0", b.companyID)
+				exec(t, "UPDATE contact_channels SET status_id = CASE WHEN id % 3 = 0 THEN 4 ELSE 7 END WHERE company_id = ? AND id % 2 = 0", b.companyID)
 			}},
 			{"moves to another company, with and without a status change", func(t *testing.T) {
-				exec("UPDATE contact_channels SET company_id = ?, company_channel_id = ? WHERE id IN (?, ?)", third, thirdChannel, ids[0], ids[1])
-				exec("UPDATE contact_channels SET company_id = ?, company_channel_id = ?, status_id = 5 WHERE id = ?", third, thirdChannel, ids[2])
+				exec(t, "UPDATE contact_channels SET company_id = ?, company_channel_id = ? WHERE id IN (?, ?)", third, thirdChannel, ids[0], ids[1])
+				exec(t, "UPDATE contact_channels SET company_id = ?, company_channel_id = ?, status_id = 5 WHERE id = ?", third, thirdChannel, ids[2])
 			}},
 			{"a message's update of its conversation leaves the counts", func(t *testing.T) {
-				exec("UPDATE contact_channels SET status_id = status_id, unread_count = unread_count + 1 WHERE company_id = ?", b.companyID)
+				exec(t, "UPDATE contact_channels SET status_id = status_id, unread_count = unread_count + 1 WHERE company_id = ?", b.companyID)
 			}},
 			{"deletes, one and several", func(t *testing.T) {
-				exec("DELETE FROM contact_channels WHERE id = ?", ids[4])
-				exec("DELETE FROM contact_channels WHERE company_id = ? AND id % 5 = 0", b.companyID)
+				exec(t, "DELETE FROM contact_channels WHERE id = ?", ids[4])
+				exec(t, "DELETE FROM contact_channels WHERE company_id = ? AND id % 5 = 0", b.companyID)
 			}},
 			{"a company's cascade delete", func(t *testing.T) {
-				exec("DELETE FROM companies WHERE id = ?", third)
+				exec(t, "DELETE FROM companies WHERE id = ?", third)
 			}},
 		}
+		// Each step starts from the state the earlier ones left, so a failed
+		// step stops the rest.
 		for _, step := range steps {
-			step.do(t)
-			assertCountsKept(t, db, step.name)
+			if !t.Run(step.name, func(t *testing.T) {
+				step.do(t)
+				assertCountsKept(t, db, "after the step")
+			}) {
+				t.FailNow()
+			}
 		}
 
 		// The listing's totals by statuses are the kept counts, and they
@@ -181,17 +187,19 @@ func TestCountsKept(t *testing.T) {
 			{"status_id", conversations.ListFilter{StatusIDs: []conversations.StatusID{conversations.StatusSpam}}},
 		}
 		for _, r := range rules {
-			for _, company := range []int64{b.companyID, b.otherID} {
-				f := r.f
-				f.Page = store.Page{Number: 1, PerPage: 500}
-				list, err := b.svc.ListContactChannels(ctx, company, f)
-				if err != nil {
-					t.Fatalf("%s: %v", r.name, err)
+			t.Run(r.name, func(t *testing.T) {
+				for _, company := range []int64{b.companyID, b.otherID} {
+					f := r.f
+					f.Page = store.Page{Number: 1, PerPage: 500}
+					list, err := b.svc.ListContactChannels(ctx, company, f)
+					if err != nil {
+						t.Fatalf("company %d: %v", company, err)
+					}
+					if list.Total != len(list.Data) || list.TotalIsCapped {
+						t.Errorf("company %d: total %d (capped %v), %d listed", company, list.Total, list.TotalIsCapped, len(list.Data))
+					}
 				}
-				if list.Total != len(list.Data) || list.TotalIsCapped {
-					t.Errorf("%s, company %d: total %d (capped %v), %d listed", r.name, company, list.Total, list.TotalIsCapped, len(list.Data))
-				}
-			}
+			})
 		}
 	})
 }

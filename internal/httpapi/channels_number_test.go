@@ -102,10 +102,12 @@ func TestOneNumberOneChannel(t *testing.T) {
 			{"bot channel keyed like a number", e.ten.CompanyID, paired.Key, channels.BotMessenger, false, false},
 			{"second bot channel of that key", otherID, paired.Key, channels.BotMessenger, false, true},
 		} {
-			err := raw(tc.company, tc.key, tc.typ, tc.logged)
-			if tc.unique != store.IsUniqueViolation(err) || (!tc.unique && err != nil) {
-				t.Errorf("%s: %v, want unique violation %v", tc.name, err, tc.unique)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				err := raw(tc.company, tc.key, tc.typ, tc.logged)
+				if tc.unique != store.IsUniqueViolation(err) || (!tc.unique && err != nil) {
+					t.Errorf("%v, want unique violation %v", err, tc.unique)
+				}
+			})
 		}
 	})
 }

@@ -248,17 +248,19 @@ func TestConnectionList(t *testing.T) {
 		if p := c.list(q("perPage", "2")); p.LastPage != 2 || p.Total != 3 || len(p.Data) != 2 {
 			t.Errorf("perPage 2: %+v", p)
 		}
-		for _, tc := range []struct{ query, msg string }{
-			{q("created_at", `["2026-11-02"]`), "Created at must be a JSON array [start, end] of dates"},
-			{q("updated_at", `["2026-02-30","2026-03-01"]`), "Updated at must be a JSON array [start, end] of dates"},
-			{q("orderBy", "secret"), "OrderBy must be one of id, name, key, logged, created_at, updated_at"},
-			{q("perPage", "501"), "Per page must be an integer from 1 to 500"},
-			{q("logged", "maybe"), "Logged must be true or false"},
+		for _, tc := range []struct{ name, query, msg string }{
+			{"created_at one date", q("created_at", `["2026-11-02"]`), "Created at must be a JSON array [start, end] of dates"},
+			{"updated_at impossible date", q("updated_at", `["2026-02-30","2026-03-01"]`), "Updated at must be a JSON array [start, end] of dates"},
+			{"orderBy unknown column", q("orderBy", "secret"), "OrderBy must be one of id, name, key, logged, created_at, updated_at"},
+			{"perPage over 500", q("perPage", "501"), "Per page must be an integer from 1 to 500"},
+			{"logged not a boolean", q("logged", "maybe"), "Logged must be true or false"},
 		} {
-			resp := c.h.Do(apitest.Request{Method: "GET", Path: "/api/chatapps" + tc.query, Token: c.token})
-			if resp.Status != 509 || resp.Map(t)["message"] != tc.msg {
-				t.Errorf("%s: %d %s, want 509 %q", tc.query, resp.Status, resp.Body, tc.msg)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := c.h.Do(apitest.Request{Method: "GET", Path: "/api/chatapps" + tc.query, Token: c.token})
+				if resp.Status != 509 || resp.Map(t)["message"] != tc.msg {
+					t.Errorf("%d %s, want 509 %q", resp.Status, resp.Body, tc.msg)
+				}
+			})
 		}
 	})
 }

@@ -167,18 +167,20 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 		// queued path checks before queueing too.
 		before := len(c.outbox(conn.ID))
 		for _, tc := range []struct {
-			key, msg string
-			enqueue  bool
+			name, key, msg string
+			enqueue        bool
 		}{
-			{news, connections.MsgNotGroupAdmin, false},
-			{left, connections.MsgNotGroupMember, false},
-			{"120363000000000001", connections.MsgNotGroupMember, true},
+			{"announcement group, not an admin", news, connections.MsgNotGroupAdmin, false},
+			{"group the connection left", left, connections.MsgNotGroupMember, false},
+			{"unknown group, queued", "120363000000000001", connections.MsgNotGroupMember, true},
 		} {
-			resp := c.send(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": tc.key, "contact_is_group": true,
-				"text": "not allowed", "enqueue": tc.enqueue})
-			if resp.Status != http.StatusBadRequest || resp.Map(t)["message"] != tc.msg {
-				t.Errorf("group %s: %d %s, want 400 %q", tc.key, resp.Status, resp.Body, tc.msg)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := c.send(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": tc.key, "contact_is_group": true,
+					"text": "not allowed", "enqueue": tc.enqueue})
+				if resp.Status != http.StatusBadRequest || resp.Map(t)["message"] != tc.msg {
+					t.Errorf("%d %s, want 400 %q", resp.Status, resp.Body, tc.msg)
+				}
+			})
 		}
 		if got := countMessages(t, db, conn.ID, fmt.Sprintf("status_id = %d", messaging.StatusUnauthorized)); got != 3 {
 			t.Errorf("%d messages stored as Unauthorized, want 3", got)
@@ -206,10 +208,12 @@ func TestChatappSendThroughTheConnector(t *testing.T) {
 			{"malformed group key", map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": "team-chat",
 				"contact_is_group": true, "text": "x", "enqueue": false}, "Group key must be number-digits or a plain group number"},
 		} {
-			resp := c.send(tc.body)
-			if resp.Status != 509 || resp.Map(t)["message"] != tc.msg {
-				t.Errorf("%s: %d %s, want 509 %q", tc.name, resp.Status, resp.Body, tc.msg)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := c.send(tc.body)
+				if resp.Status != 509 || resp.Map(t)["message"] != tc.msg {
+					t.Errorf("%d %s, want 509 %q", resp.Status, resp.Body, tc.msg)
+				}
+			})
 		}
 
 		// Receipts from the recipient's device move the status forward.

@@ -373,9 +373,11 @@ func TestListContactChannelsOrderAndPages(t *testing.T) {
 			{"orderBy updated_at desc", convQuery("orderBy", "updated_at", "show_all_statuses", true, "channel_type_id", 3), []string{"Dora", "João Silva", "Ana Souza", "Bruno"}},
 		}
 		for _, tc := range cases {
-			if got := w.list(t, w.a.Token, tc.query).names(); !slices.Equal(got, tc.want) {
-				t.Errorf("%s: %s\n got %q\nwant %q", tc.name, tc.query, got, tc.want)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				if got := w.list(t, w.a.Token, tc.query).names(); !slices.Equal(got, tc.want) {
+					t.Errorf("%s\n got %q\nwant %q", tc.query, got, tc.want)
+				}
+			})
 		}
 
 		p := w.list(t, w.a.Token, convQuery())
@@ -550,40 +552,42 @@ func TestListContactChannelsIsolationAndValidation(t *testing.T) {
 		}
 
 		cases := []struct {
-			query, field, message string
+			name, query, field, message string
 		}{
-			{convQuery("orderBy", "password"), "orderBy", "OrderBy must be one of id, name, key, last_message_at, created_at, updated_at, unread_count, status_id"},
-			{convQuery("orderMode", "sideways"), "orderMode", "OrderMode must be ASC or DESC"},
-			{convQuery("with", []string{"contact", "messages"}), "with", "With must be a JSON array of contact, tags, sector, user, providerOpenedWindow"},
-			{"/api/contact-channels?with=contact", "with", "With must be a JSON array of contact, tags, sector, user, providerOpenedWindow"},
-			{convQuery("tags_ids", []int{1}), "tags_ids", ""},
-			{convQuery("tags_ids", map[string][]string{"contactTags": {"vip"}}), "tags_ids", ""},
-			{convQuery("tags_ids", map[string][]int{"ticketTags": make([]int, 51)}), "tags_ids", "Tags ids must be a JSON object with contactTags, ticketTags and crmBusinessTags arrays of at most 50 integers"},
-			{convQuery("tags_operation", "NAND"), "tags_operation", "Tags operation must be XAND, XOR or AND"},
-			{convQuery("status_id", 9), "status_id", "Status id must be an integer from 1 to 7"},
-			{convQuery("status_ids", []int{1, 8}), "status_ids", ""},
-			{convQuery("channel_type_id", 7), "channel_type_id", "Channel type id must be an integer from 1 to 6"},
-			{convQuery("channelable_type", "fax"), "channelable_type", ""},
-			{convQuery("perPage", 501), "perPage", "Per page must be an integer from 1 to 500"},
-			{convQuery("page", 0), "page", ""},
-			{convQuery("ofc_window_min_minutes", 2000), "ofc_window_min_minutes", ""},
-			{convQuery("is_group", "maybe"), "is_group", "Is group must be true or false"},
-			{convQuery("created_at", []string{"2026-11-20"}), "created_at", ""},
-			{convQuery("created_at", []string{"2026-02-30", "2026-03-01"}), "created_at", "Created at must be a JSON array [start, end] of dates"},
-			{convQuery("last_message_at", []string{"2026-11-20 25:00", "2026-11-21"}), "last_message_at", "Last message at must be a JSON array [start, end] of dates"},
-			{convQuery("filter", strings.Repeat("x", 256)), "filter", ""},
+			{"orderBy unknown column", convQuery("orderBy", "password"), "orderBy", "OrderBy must be one of id, name, key, last_message_at, created_at, updated_at, unread_count, status_id"},
+			{"orderMode sideways", convQuery("orderMode", "sideways"), "orderMode", "OrderMode must be ASC or DESC"},
+			{"with an unknown relation", convQuery("with", []string{"contact", "messages"}), "with", "With must be a JSON array of contact, tags, sector, user, providerOpenedWindow"},
+			{"with not a JSON array", "/api/contact-channels?with=contact", "with", "With must be a JSON array of contact, tags, sector, user, providerOpenedWindow"},
+			{"tags_ids an array", convQuery("tags_ids", []int{1}), "tags_ids", ""},
+			{"tags_ids of names", convQuery("tags_ids", map[string][]string{"contactTags": {"vip"}}), "tags_ids", ""},
+			{"tags_ids over 50", convQuery("tags_ids", map[string][]int{"ticketTags": make([]int, 51)}), "tags_ids", "Tags ids must be a JSON object with contactTags, ticketTags and crmBusinessTags arrays of at most 50 integers"},
+			{"tags_operation NAND", convQuery("tags_operation", "NAND"), "tags_operation", "Tags operation must be XAND, XOR or AND"},
+			{"status_id out of range", convQuery("status_id", 9), "status_id", "Status id must be an integer from 1 to 7"},
+			{"status_ids with one out of range", convQuery("status_ids", []int{1, 8}), "status_ids", ""},
+			{"channel_type_id out of range", convQuery("channel_type_id", 7), "channel_type_id", "Channel type id must be an integer from 1 to 6"},
+			{"channelable_type unknown", convQuery("channelable_type", "fax"), "channelable_type", ""},
+			{"perPage over 500", convQuery("perPage", 501), "perPage", "Per page must be an integer from 1 to 500"},
+			{"page 0", convQuery("page", 0), "page", ""},
+			{"window minutes over a day", convQuery("ofc_window_min_minutes", 2000), "ofc_window_min_minutes", ""},
+			{"is_group not a boolean", convQuery("is_group", "maybe"), "is_group", "Is group must be true or false"},
+			{"created_at one date", convQuery("created_at", []string{"2026-11-20"}), "created_at", ""},
+			{"created_at impossible date", convQuery("created_at", []string{"2026-02-30", "2026-03-01"}), "created_at", "Created at must be a JSON array [start, end] of dates"},
+			{"last_message_at bad hour", convQuery("last_message_at", []string{"2026-11-20 25:00", "2026-11-21"}), "last_message_at", "Last message at must be a JSON array [start, end] of dates"},
+			{"filter over 255 characters", convQuery("filter", strings.Repeat("x", 256)), "filter", ""},
 		}
 		for _, tc := range cases {
-			resp := w.h.Do(apitest.Request{Method: "GET", Path: tc.query, Token: w.a.Token})
-			if resp.Status != 422 {
-				t.Errorf("%s: %d %s", tc.query, resp.Status, resp.Body)
-				continue
-			}
-			var body validationAnswer
-			resp.JSON(t, &body)
-			if len(body.Errors[tc.field]) == 0 || (tc.message != "" && body.Message != tc.message) {
-				t.Errorf("%s: %s", tc.query, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := w.h.Do(apitest.Request{Method: "GET", Path: tc.query, Token: w.a.Token})
+				if resp.Status != 422 {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+					return
+				}
+				var body validationAnswer
+				resp.JSON(t, &body)
+				if len(body.Errors[tc.field]) == 0 || (tc.message != "" && body.Message != tc.message) {
+					t.Errorf("%s", resp.Body)
+				}
+			})
 		}
 		if resp := w.h.Do(apitest.Request{Method: "GET", Path: convQuery()}); resp.Status != 401 {
 			t.Errorf("no token: %d", resp.Status)

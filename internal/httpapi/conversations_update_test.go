@@ -95,16 +95,18 @@ func TestUpdateContactChannel(t *testing.T) {
 			{"no token", "", path, map[string]any{"pinned": true}, 401, "", "Unauthenticated."},
 		}
 		for _, tc := range cases {
-			resp := h.Do(apitest.Request{Method: "PATCH", Path: tc.path, Token: tc.token, JSON: tc.body})
-			if resp.Status != tc.status {
-				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
-				continue
-			}
-			var body validationAnswer
-			resp.JSON(t, &body)
-			if body.Message != tc.message || (tc.field != "" && len(body.Errors[tc.field]) == 0) {
-				t.Errorf("%s: %s", tc.name, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := h.Do(apitest.Request{Method: "PATCH", Path: tc.path, Token: tc.token, JSON: tc.body})
+				if resp.Status != tc.status {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+					return
+				}
+				var body validationAnswer
+				resp.JSON(t, &body)
+				if body.Message != tc.message || (tc.field != "" && len(body.Errors[tc.field]) == 0) {
+					t.Errorf("%s", resp.Body)
+				}
+			})
 		}
 
 		// Company B's failed attempt changed nothing.
@@ -153,16 +155,18 @@ func TestPublishEventEndpoint(t *testing.T) {
 			{"occurred_at malformed", publisher.Token, map[string]any{"event": "contact.import.completed", "data": data, "occurred_at": "yesterday"}, 422, "occurred_at", ""},
 		}
 		for _, tc := range cases {
-			resp := h.Do(apitest.Request{Method: "POST", Path: "/api/events", Token: tc.token, JSON: tc.body})
-			if resp.Status != tc.status {
-				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
-				continue
-			}
-			var body validationAnswer
-			resp.JSON(t, &body)
-			if body.Message == "" || (tc.message != "" && body.Message != tc.message) || (tc.field != "" && len(body.Errors[tc.field]) == 0) {
-				t.Errorf("%s: %s", tc.name, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := h.Do(apitest.Request{Method: "POST", Path: "/api/events", Token: tc.token, JSON: tc.body})
+				if resp.Status != tc.status {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+					return
+				}
+				var body validationAnswer
+				resp.JSON(t, &body)
+				if body.Message == "" || (tc.message != "" && body.Message != tc.message) || (tc.field != "" && len(body.Errors[tc.field]) == 0) {
+					t.Errorf("%s", resp.Body)
+				}
+			})
 		}
 	})
 }

@@ -110,15 +110,17 @@ func TestHostileInputCostsLittle(t *testing.T) {
 				413, "The request body may not be greater than 3 MB"},
 		}
 		for _, tc := range cases {
-			resp := h.Do(tc.req)
-			if resp.Status != tc.status {
-				t.Errorf("%s: status %d, want %d: %.300s", tc.name, resp.Status, tc.status, resp.Body)
-				continue
-			}
-			if got := resp.Map(t)["message"]; tc.message != "" && got != tc.message {
-				t.Errorf("%s: message %q, want %q", tc.name, got, tc.message)
-			}
-			logs.check(t, tc.name)
+			t.Run(tc.name, func(t *testing.T) {
+				resp := h.Do(tc.req)
+				if resp.Status != tc.status {
+					t.Errorf("status %d, want %d: %.300s", resp.Status, tc.status, resp.Body)
+					return
+				}
+				if got := resp.Map(t)["message"]; tc.message != "" && got != tc.message {
+					t.Errorf("message %q, want %q", got, tc.message)
+				}
+				logs.check(t, tc.name)
+			})
 		}
 
 		// A multipart send has the multipart limit: a 2 MB file passes the

@@ -190,14 +190,16 @@ func TestNoBadTextReachesStorage(t *testing.T) {
 			}
 		}
 		for _, tc := range cases {
-			resp := h.Do(tc.req)
-			if resp.Status != tc.status {
-				t.Errorf("%s: status %d, want %d: %.300s", tc.name, resp.Status, tc.status, resp.Body)
-				continue
-			}
-			if got := resp.Map(t)["message"]; got != tc.message {
-				t.Errorf("%s: message %q, want %q", tc.name, got, tc.message)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := h.Do(tc.req)
+				if resp.Status != tc.status {
+					t.Errorf("status %d, want %d: %.300s", resp.Status, tc.status, resp.Body)
+					return
+				}
+				if got := resp.Map(t)["message"]; got != tc.message {
+					t.Errorf("message %q, want %q", got, tc.message)
+				}
+			})
 		}
 		t.Logf("%d poisoned inputs refused", len(cases))
 	})

@@ -44,7 +44,7 @@ func TestRequestFingerprint(t *testing.T) {
 		r.Header.Set("Content-Type", mw.FormDataContentType())
 		return r
 	}
-	fp := func(r *http.Request) string {
+	fp := func(t *testing.T, r *http.Request) string {
 		t.Helper()
 		s, err := requestFingerprint(r)
 		if err != nil {
@@ -55,7 +55,7 @@ func TestRequestFingerprint(t *testing.T) {
 		}
 		return s
 	}
-	base := fp(jsonReq("/api/x", `{"a":1,"b":[1,2]}`))
+	base := fp(t, jsonReq("/api/x", `{"a":1,"b":[1,2]}`))
 	cases := []struct {
 		name string
 		req  *http.Request
@@ -68,14 +68,16 @@ func TestRequestFingerprint(t *testing.T) {
 		{"another query", jsonReq("/api/x?z=1", `{"a":1,"b":[1,2]}`), false},
 	}
 	for _, tc := range cases {
-		if got := fp(tc.req) == base; got != tc.same {
-			t.Errorf("%s: same = %v, want %v", tc.name, got, tc.same)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fp(t, tc.req) == base; got != tc.same {
+				t.Errorf("same = %v, want %v", got, tc.same)
+			}
+		})
 	}
-	if fp(form("boundary-one", "PNG")) != fp(form("boundary-two", "PNG")) {
+	if fp(t, form("boundary-one", "PNG")) != fp(t, form("boundary-two", "PNG")) {
 		t.Error("the same parts under another multipart boundary are another request")
 	}
-	if fp(form("boundary-one", "PNG")) == fp(form("boundary-one", "GIF")) {
+	if fp(t, form("boundary-one", "PNG")) == fp(t, form("boundary-one", "GIF")) {
 		t.Error("another file is the same request")
 	}
 }
@@ -134,7 +136,7 @@ func TestIdempotentMiddlewareOutcomes(t *testing.T) {
 		}
 
 		// A first request still running (claimed, not finished) on another replica.
-		blocked := func(path string) *httptest.ResponseRecorder {
+		blocked := func(t *testing.T, path string) *httptest.ResponseRecorder {
 			r := request(path, "running-"+path)
 			fp, err := requestFingerprint(r)
 			if err != nil {
@@ -145,15 +147,17 @@ func TestIdempotentMiddlewareOutcomes(t *testing.T) {
 			}
 			return serve(answering(http.StatusOK), r)
 		}
-		for _, tc := range []struct{ path, body string }{
-			{"/api/chatapp-create", `{"message":"A request with this Idempotency-Key is still being processed; retry later."}`},
-			{"/api/api-send-message", `{"message":"A request with this Idempotency-Key is still being processed; retry later.","status":false}`},
+		for _, tc := range []struct{ name, path, body string }{
+			{"connection create", "/api/chatapp-create", `{"message":"A request with this Idempotency-Key is still being processed; retry later."}`},
+			{"send", "/api/api-send-message", `{"message":"A request with this Idempotency-Key is still being processed; retry later.","status":false}`},
 		} {
-			calls = 0
-			w := blocked(tc.path)
-			if w.Code != http.StatusConflict || strings.TrimSpace(w.Body.String()) != tc.body || calls != 0 {
-				t.Errorf("%s while the first runs: %d %s (%d calls)", tc.path, w.Code, w.Body, calls)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				calls = 0
+				w := blocked(t, tc.path)
+				if w.Code != http.StatusConflict || strings.TrimSpace(w.Body.String()) != tc.body || calls != 0 {
+					t.Errorf("while the first runs: %d %s (%d calls)", w.Code, w.Body, calls)
+				}
+			})
 		}
 	})
 }

@@ -63,14 +63,16 @@ func TestIdempotencyKey(t *testing.T) {
 			{"another operation", apitest.Request{Method: "POST", Path: "/api/chatapp-create", JSON: map[string]any{"name": "x", "key": "5511955554444"}}},
 		}
 		for _, tc := range refusals {
-			tc.req.Token = c.token
-			resp := h.Do(withKey(tc.req, "order-1"))
-			var body validationAnswer
-			resp.JSON(t, &body)
-			if resp.Status != http.StatusUnprocessableEntity || body.Message != "This Idempotency-Key was already used for a different request." ||
-				len(body.Errors["Idempotency-Key"]) != 1 {
-				t.Errorf("%s with a used key: %d %s", tc.name, resp.Status, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				tc.req.Token = c.token
+				resp := h.Do(withKey(tc.req, "order-1"))
+				var body validationAnswer
+				resp.JSON(t, &body)
+				if resp.Status != http.StatusUnprocessableEntity || body.Message != "This Idempotency-Key was already used for a different request." ||
+					len(body.Errors["Idempotency-Key"]) != 1 {
+					t.Errorf("with a used key: %d %s", resp.Status, resp.Body)
+				}
+			})
 		}
 		if n := sent(); n != 1 || len(c.list("").Data) != 1 {
 			t.Fatalf("a refused key did work: %d messages, %d connections", n, len(c.list("").Data))

@@ -84,11 +84,13 @@ func TestChatappContactKeySpellingsShareOneConversation(t *testing.T) {
 			{"contact suffix on a group", g.Key + "@s.whatsapp.net", true, false, connector.MsgBadGroupKey},
 			{"malformed group, queued", "team-chat", true, true, connector.MsgBadGroupKey},
 		} {
-			resp := c.send(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": tc.key,
-				"contact_is_group": tc.isGroup, "text": "x", "enqueue": tc.enqueue})
-			if resp.Status != 509 || resp.Map(t)["message"] != tc.msg {
-				t.Errorf("%s (%q): %d %s, want 509 %q", tc.name, tc.key, resp.Status, resp.Body, tc.msg)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := c.send(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_key": tc.key,
+					"contact_is_group": tc.isGroup, "text": "x", "enqueue": tc.enqueue})
+				if resp.Status != 509 || resp.Map(t)["message"] != tc.msg {
+					t.Errorf("%q: %d %s, want 509 %q", tc.key, resp.Status, resp.Body, tc.msg)
+				}
+			})
 		}
 		if after := countMessages(t, db, conn.ID, "1 = 1"); after != before {
 			t.Errorf("refused keys stored messages: %d → %d", before, after)

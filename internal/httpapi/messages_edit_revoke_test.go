@@ -103,9 +103,11 @@ func TestEditMessage(t *testing.T) {
 			{"channel without editing", e.ten.Token, socialMsg, "Editing messages is not supported on this channel"},
 		}
 		for _, tc := range refusals {
-			if r := edit(tc.token, tc.id, "new"); r.Status != 509 || r.Map(t)["message"] != tc.message {
-				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				if r := edit(tc.token, tc.id, "new"); r.Status != 509 || r.Map(t)["message"] != tc.message {
+					t.Errorf("%d %s", r.Status, r.Body)
+				}
+			})
 		}
 
 		// The official channel has no edit (DESIGN §4): answered locally,

@@ -45,44 +45,54 @@ func TestOfficialWindow(t *testing.T) {
 			{name: "contact writes again", inbound: true},
 			{name: "text in the new window", body: map[string]any{"text": "welcome back"}, status: http.StatusOK},
 		}
+		// Each step stands on the clock and window the earlier ones left, so
+		// a failed step stops the rest.
 		for _, s := range steps {
-			e.clk.Advance(s.advance)
-			if s.inbound {
-				e.contactWrites(ofcContactKey, "Olá")
-				// The conversation listing shows the window the message
-				// opened: 24 h from now.
-				w := ofcListedWindow(t, e)
-				if w.Open != true || w.RemainingMinutes != 1440 || !w.ExpiresAt.Equal(e.clk.Now().Add(24*time.Hour)) {
-					t.Fatalf("%s: listed window %+v", s.name, w)
+			if !t.Run(s.name, func(t *testing.T) {
+				// e's helpers report to the step running.
+				parent := e.t
+				e.t = t
+				defer func() { e.t = parent }()
+				e.clk.Advance(s.advance)
+				if s.inbound {
+					e.contactWrites(ofcContactKey, "Olá")
+					// The conversation listing shows the window the message
+					// opened: 24 h from now.
+					w := ofcListedWindow(t, e)
+					if w.Open != true || w.RemainingMinutes != 1440 || !w.ExpiresAt.Equal(e.clk.Now().Add(24*time.Hour)) {
+						t.Fatalf("listed window %+v", w)
+					}
+					return
 				}
-				continue
-			}
-			before := len(e.sent())
-			resp := e.send(s.body)
-			if resp.Status != s.status {
-				t.Fatalf("%s: status %d, want %d: %s", s.name, resp.Status, s.status, resp.Body)
-			}
-			after := len(e.sent())
-			switch s.status {
-			case http.StatusConflict:
-				body := resp.Map(t)
-				if body["status"] != false || body["message"] != ofcWindowClosed {
-					t.Fatalf("%s: body %s", s.name, resp.Body)
+				before := len(e.sent())
+				resp := e.send(s.body)
+				if resp.Status != s.status {
+					t.Fatalf("status %d, want %d: %s", resp.Status, s.status, resp.Body)
 				}
-				if after != before {
-					t.Fatalf("%s: the provider received a message although the window was closed", s.name)
+				after := len(e.sent())
+				switch s.status {
+				case http.StatusConflict:
+					body := resp.Map(t)
+					if body["status"] != false || body["message"] != ofcWindowClosed {
+						t.Fatalf("body %s", resp.Body)
+					}
+					if after != before {
+						t.Fatal("the provider received a message although the window was closed")
+					}
+				case http.StatusOK:
+					var sync struct {
+						Status  bool
+						Message string
+						Data    struct{ ExternalID string }
+					}
+					resp.JSON(t, &sync)
+					list := e.sent()
+					if !sync.Status || after != before+1 || list[len(list)-1].ID != sync.Data.ExternalID {
+						t.Fatalf("answer %s; provider has %d messages", resp.Body, after)
+					}
 				}
-			case http.StatusOK:
-				var sync struct {
-					Status  bool
-					Message string
-					Data    struct{ ExternalID string }
-				}
-				resp.JSON(t, &sync)
-				list := e.sent()
-				if !sync.Status || after != before+1 || list[len(list)-1].ID != sync.Data.ExternalID {
-					t.Fatalf("%s: answer %s; provider has %d messages", s.name, resp.Body, after)
-				}
+			}) {
+				t.FailNow()
 			}
 		}
 		// Nothing refused by the window was stored: the stored outbound

@@ -231,19 +231,20 @@ func TestSendQueueClaims(t *testing.T) {
 		if err := q.StopQueue(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for i, c := range cases {
-			if m := e.message(ids[i]); !c.want(m) {
-				t.Errorf("%s: %+v", c.name, m)
-			}
-		}
 		got := map[string]int{}
 		for _, m := range e.sent() {
 			got[m.Request.Text.Body]++
 		}
-		for _, c := range cases {
-			if want := map[bool]int{true: 1}[c.sent]; got[c.name] != want {
-				t.Errorf("%s: the provider got it %d times, want %d", c.name, got[c.name], want)
-			}
+		for i, c := range cases {
+			m := e.message(ids[i]) // read here: e reports to the parent test
+			t.Run(c.name, func(t *testing.T) {
+				if !c.want(m) {
+					t.Errorf("%+v", m)
+				}
+				if want := map[bool]int{true: 1}[c.sent]; got[c.name] != want {
+					t.Errorf("the provider got it %d times, want %d", got[c.name], want)
+				}
+			})
 		}
 	})
 }

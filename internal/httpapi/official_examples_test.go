@@ -149,22 +149,33 @@ func TestProviderReceiptsCarryWhatTheProviderSaid(t *testing.T) {
 			return a.Data.ExternalID
 		}
 		id := sendText("primeira")
+		// Each receipt is judged against the status the earlier ones left,
+		// so a failed step stops the rest.
 		for _, tc := range []struct {
+			name              string
 			status            string
 			receipts, ignored float64
 			want              int
 		}{
-			{"delivered", 1, 0, messaging.StatusDelivered},
-			{"read", 1, 0, messaging.StatusRead},
-			{"delivered", 0, 1, messaging.StatusRead}, // stale: changes nothing
-			{"read", 0, 1, messaging.StatusRead},      // repeated
+			{"delivered", "delivered", 1, 0, messaging.StatusDelivered},
+			{"read", "read", 1, 0, messaging.StatusRead},
+			{"stale delivered changes nothing", "delivered", 0, 1, messaging.StatusRead},
+			{"repeated read", "read", 0, 1, messaging.StatusRead},
 		} {
-			r := e.postProviderWebhook(status(id, tc.status, ""))
-			if r.Status != 200 || r.Map(t)["receipts"] != tc.receipts || r.Map(t)["ignored"] != tc.ignored {
-				t.Fatalf("%s receipt: %d %s", tc.status, r.Status, r.Body)
-			}
-			if m, _ := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, id); m.StatusID != tc.want {
-				t.Fatalf("after %s: status %d", tc.status, m.StatusID)
+			if !t.Run(tc.name, func(t *testing.T) {
+				// e's helpers report to the step running.
+				parent := e.t
+				e.t = t
+				defer func() { e.t = parent }()
+				r := e.postProviderWebhook(status(id, tc.status, ""))
+				if r.Status != 200 || r.Map(t)["receipts"] != tc.receipts || r.Map(t)["ignored"] != tc.ignored {
+					t.Fatalf("receipt: %d %s", r.Status, r.Body)
+				}
+				if m, _ := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, id); m.StatusID != tc.want {
+					t.Fatalf("status %d", m.StatusID)
+				}
+			}) {
+				t.FailNow()
 			}
 		}
 

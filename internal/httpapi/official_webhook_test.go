@@ -70,14 +70,16 @@ func TestProviderWebhookAuthentication(t *testing.T) {
 			{"signed but not JSON", e.pnid, official.Sign(ofcAppSecret, []byte("{nope")), []byte("{nope"), 400},
 		}
 		for _, tc := range cases {
-			r := post(tc.pnid, tc.sig, tc.body)
-			if r.Status != tc.status {
-				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
-			}
-			// A known and an unknown number are refused with the same body.
-			if tc.status == 401 && r.Map(t)["message"] != "The webhook signature is missing or wrong." {
-				t.Errorf("%s: %s", tc.name, r.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				r := post(tc.pnid, tc.sig, tc.body)
+				if r.Status != tc.status {
+					t.Errorf("%d %s", r.Status, r.Body)
+				}
+				// A known and an unknown number are refused with the same body.
+				if tc.status == 401 && r.Map(t)["message"] != "The webhook signature is missing or wrong." {
+					t.Errorf("%s", r.Body)
+				}
+			})
 		}
 		if _, err := e.h.App.Messaging.FindByExternalID(context.Background(), e.ch.ID, "wamid.sig-test"); err == nil {
 			t.Fatal("a rejected delivery stored its message")
@@ -173,14 +175,14 @@ func TestReceiptsOrdering(t *testing.T) {
 			}
 			return a.Data.ExternalID
 		}
-		receipt := func(id, status, reason string) {
+		receipt := func(t *testing.T, id, status, reason string) {
 			t.Helper()
 			res, err := e.ctl.Receipt(ctx, providersim.ReceiptRequest{MessageID: id, Status: status, Reason: reason})
 			if err != nil || res.WebhookStatus != 200 {
 				t.Fatalf("receipt %s: %+v %v", status, res, err)
 			}
 		}
-		statusOf := func(id string) messaging.Message {
+		statusOf := func(t *testing.T, id string) messaging.Message {
 			m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, id)
 			if err != nil {
 				t.Fatal(err)
@@ -189,23 +191,30 @@ func TestReceiptsOrdering(t *testing.T) {
 		}
 
 		a := sendOne("first")
+		// Each receipt is judged against the status the earlier ones left,
+		// so a failed step stops the rest.
 		steps := []struct {
+			name    string
 			receipt string
 			reason  string
 			want    int
 		}{
-			{"sent", "", messaging.StatusSent},
-			{"delivered", "", messaging.StatusDelivered},
-			{"sent", "", messaging.StatusDelivered}, // stale: never backwards
-			{"read", "", messaging.StatusRead},
-			{"delivered", "", messaging.StatusRead},
-			{"failed", "no_account", messaging.StatusRead}, // after reading, a failure is stale
-			{"read", "", messaging.StatusRead},
+			{"sent", "sent", "", messaging.StatusSent},
+			{"delivered", "delivered", "", messaging.StatusDelivered},
+			{"stale sent never goes backwards", "sent", "", messaging.StatusDelivered},
+			{"read", "read", "", messaging.StatusRead},
+			{"stale delivered", "delivered", "", messaging.StatusRead},
+			{"failure after reading is stale", "failed", "no_account", messaging.StatusRead},
+			{"read again", "read", "", messaging.StatusRead},
 		}
-		for i, s := range steps {
-			receipt(a, s.receipt, s.reason)
-			if m := statusOf(a); m.StatusID != s.want {
-				t.Fatalf("step %d (%s): status %d, want %d", i, s.receipt, m.StatusID, s.want)
+		for _, s := range steps {
+			if !t.Run(s.name, func(t *testing.T) {
+				receipt(t, a, s.receipt, s.reason)
+				if m := statusOf(t, a); m.StatusID != s.want {
+					t.Fatalf("status %d, want %d", m.StatusID, s.want)
+				}
+			}) {
+				t.FailNow()
 			}
 		}
 		e.sink.first("delivered", messageEvent(events.OmnichatMessageSent, a, messaging.StatusDelivered))
@@ -220,13 +229,13 @@ func TestReceiptsOrdering(t *testing.T) {
 		}
 
 		b := sendOne("second")
-		receipt(b, "failed", "marketing_limit")
-		m := statusOf(b)
+		receipt(t, b, "failed", "marketing_limit")
+		m := statusOf(t, b)
 		if m.StatusID != messaging.StatusFailed || m.FailureReason != "The marketing message limit for this recipient was reached (code 131049)" {
 			t.Fatalf("failed receipt: %+v", m)
 		}
-		receipt(b, "delivered", "")
-		if m := statusOf(b); m.StatusID != messaging.StatusFailed {
+		receipt(t, b, "delivered", "")
+		if m := statusOf(t, b); m.StatusID != messaging.StatusFailed {
 			t.Fatalf("Falha is final, got %d", m.StatusID)
 		}
 		e.sink.first("failed", messageEvent(events.OmnichatMessageSent, b, messaging.StatusFailed))

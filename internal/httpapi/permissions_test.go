@@ -32,7 +32,7 @@ func TestEveryOperationRequiresItsPermission(t *testing.T) {
 		h := apitest.Start(t, db, apitest.Options{})
 		admin := h.Tenant("Acme")
 		ctx := context.Background()
-		token := func(perms []string) string {
+		token := func(t *testing.T, perms []string) string {
 			t.Helper()
 			raw, _, err := h.App.Auth.CreateToken(ctx, admin.UserID, "perm-test", perms, 0)
 			if err != nil {
@@ -40,38 +40,42 @@ func TestEveryOperationRequiresItsPermission(t *testing.T) {
 			}
 			return raw
 		}
-		none := token(nil)
+		none := token(t, nil)
 		for path, item := range doc.Paths.Map() {
 			for method, op := range item.Operations() {
 				if op.Security != nil && len(*op.Security) == 0 {
 					continue // public: no token, no permission
 				}
-				perm, _ := op.Extensions["x-permission"].(string)
-				if perm == "" {
-					t.Errorf("%s %s: no x-permission", method, path)
-					continue
-				}
-				others := slices.DeleteFunc(slices.Clone(auth.AllPermissions), func(p string) bool { return p == perm })
-				cases := []struct {
-					name      string
-					token     string
-					forbidden bool
-				}{
-					{"no permission", none, true},
-					{"every other permission", token(others), true},
-					{"only " + perm, token([]string{perm}), false},
-					{"all", admin.Token, false},
-				}
-				url := strings.NewReplacer("{id}", "999999").Replace(path)
-				for _, tc := range cases {
-					resp := h.Do(apitest.Request{Method: method, Path: url, Token: tc.token})
-					if got := resp.Status == http.StatusForbidden; got != tc.forbidden {
-						t.Errorf("%s %s with %s: status %d (%s)", method, path, tc.name, resp.Status, resp.Body)
+				t.Run(method+" "+path, func(t *testing.T) {
+					perm, _ := op.Extensions["x-permission"].(string)
+					if perm == "" {
+						t.Error("no x-permission")
+						return
 					}
-					if tc.forbidden && string(resp.Body) != "{\"message\":\"This action is unauthorized.\"}\n" {
-						t.Errorf("%s %s with %s: body %s", method, path, tc.name, resp.Body)
+					others := slices.DeleteFunc(slices.Clone(auth.AllPermissions), func(p string) bool { return p == perm })
+					cases := []struct {
+						name      string
+						token     string
+						forbidden bool
+					}{
+						{"no permission", none, true},
+						{"every other permission", token(t, others), true},
+						{"only " + perm, token(t, []string{perm}), false},
+						{"all", admin.Token, false},
 					}
-				}
+					url := strings.NewReplacer("{id}", "999999").Replace(path)
+					for _, tc := range cases {
+						t.Run(tc.name, func(t *testing.T) {
+							resp := h.Do(apitest.Request{Method: method, Path: url, Token: tc.token})
+							if got := resp.Status == http.StatusForbidden; got != tc.forbidden {
+								t.Errorf("status %d (%s)", resp.Status, resp.Body)
+							}
+							if tc.forbidden && string(resp.Body) != "{\"message\":\"This action is unauthorized.\"}\n" {
+								t.Errorf("body %s", resp.Body)
+							}
+						})
+					}
+				})
 			}
 		}
 	})
@@ -85,7 +89,7 @@ func TestOperationsNeedOnlyTheirPermission(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true})
 		ofcSeedTemplates(t, e)
-		only := func(perm string) string {
+		only := func(t *testing.T, perm string) string {
 			t.Helper()
 			raw, _, err := e.h.App.Auth.CreateToken(context.Background(), e.ten.UserID, "only "+perm, []string{perm}, 0)
 			if err != nil {
@@ -111,10 +115,12 @@ func TestOperationsNeedOnlyTheirPermission(t *testing.T) {
 			{auth.PermConnectionsView, apitest.Request{Method: "GET", Path: "/api/chatapps"}, http.StatusOK},
 		}
 		for _, tc := range cases {
-			tc.req.Token = only(tc.perm)
-			if resp := e.h.Do(tc.req); resp.Status != tc.status {
-				t.Errorf("%s %s with only %s: %d %s, want %d", tc.req.Method, tc.req.Path, tc.perm, resp.Status, resp.Body, tc.status)
-			}
+			t.Run(tc.perm, func(t *testing.T) {
+				tc.req.Token = only(t, tc.perm)
+				if resp := e.h.Do(tc.req); resp.Status != tc.status {
+					t.Errorf("%s %s: %d %s, want %d", tc.req.Method, tc.req.Path, resp.Status, resp.Body, tc.status)
+				}
+			})
 		}
 	})
 }

@@ -54,15 +54,17 @@ func TestAuthentication(t *testing.T) {
 			{"token before expiry", "Bearer " + expiringRaw, http.StatusOK},
 		}
 		for _, tc := range cases {
-			resp := h.Do(apitest.Request{Method: "GET", Path: "/api/company-channels", Header: http.Header{"Authorization": {tc.header}}})
-			if resp.Status != tc.status {
-				t.Errorf("%s: status %d, want %d (%s)", tc.name, resp.Status, tc.status, resp.Body)
-			}
-			if tc.status == http.StatusUnauthorized {
-				if got := resp.Map(t)["message"]; got != "Unauthenticated." {
-					t.Errorf("%s: message %q", tc.name, got)
+			t.Run(tc.name, func(t *testing.T) {
+				resp := h.Do(apitest.Request{Method: "GET", Path: "/api/company-channels", Header: http.Header{"Authorization": {tc.header}}})
+				if resp.Status != tc.status {
+					t.Errorf("status %d, want %d (%s)", resp.Status, tc.status, resp.Body)
 				}
-			}
+				if tc.status == http.StatusUnauthorized {
+					if got := resp.Map(t)["message"]; got != "Unauthenticated." {
+						t.Errorf("message %q", got)
+					}
+				}
+			})
 		}
 
 		clk.Advance(time.Hour)

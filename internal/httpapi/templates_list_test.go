@@ -47,10 +47,12 @@ func TestTemplatesForChannel(t *testing.T) {
 			{"channel of another company", other.Token, path(e.ch.ID), 404, "Company channel not found"},
 		}
 		for _, tc := range cases {
-			resp := e.h.Do(apitest.Request{Method: "GET", Path: tc.path, Token: tc.token})
-			if resp.Status != tc.status || resp.Map(t)["message"] != tc.message {
-				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := e.h.Do(apitest.Request{Method: "GET", Path: tc.path, Token: tc.token})
+				if resp.Status != tc.status || resp.Map(t)["message"] != tc.message {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+				}
+			})
 		}
 
 		var list struct {

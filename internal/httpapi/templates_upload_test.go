@@ -59,10 +59,12 @@ func TestUploadSendMedia(t *testing.T) {
 			{"video over 16 MB", e.ten.Token, acct, "big.mp4", mp4Bytes("mp42", messaging.VideoLimit+1), 509, "Videos may not be greater than 16 MB"},
 		}
 		for _, tc := range errorsCases {
-			resp := upload(tc.token, tc.account, tc.file, "application/pdf", tc.content)
-			if resp.Status != tc.status || resp.Map(t)["message"] != tc.message {
-				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := upload(tc.token, tc.account, tc.file, "application/pdf", tc.content)
+				if resp.Status != tc.status || resp.Map(t)["message"] != tc.message {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+				}
+			})
 		}
 		if resp := e.h.Do(apitest.Request{Method: "POST", Path: "/api/provider-templates/upload-send-media", Token: e.ten.Token,
 			Form: map[string]string{"provider_account_id": acct}}); resp.Status != 509 || resp.Map(t)["message"] != "File is required" {

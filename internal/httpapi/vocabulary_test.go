@@ -264,23 +264,25 @@ func TestListQueryValidationIs422(t *testing.T) {
 		h := apitest.Start(t, db, apitest.Options{})
 		ten := h.Tenant("Acme")
 		cases := []struct {
-			path, field, message string
+			name, path, field, message string
 		}{
-			{"/api/company-channels?channel_type_id=7", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
-			{"/api/company-channels?channel_type_id=abc", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
-			{"/api/company-channels?perPage=501", "perPage", "Per page must be an integer from 1 to 500"},
-			{"/api/company-channels?page=0", "page", ""},
-			{"/api/contact-channels?channel_type_id=7", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
-			{"/api/contact-channels?channelable_type=Official%20chat%20app", "channelable_type", ""},
-			{"/api/contact-channels?perPage=0", "perPage", "Per page must be an integer from 1 to 500"},
+			{"channels: channel type out of range", "/api/company-channels?channel_type_id=7", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
+			{"channels: channel type not a number", "/api/company-channels?channel_type_id=abc", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
+			{"channels: perPage over 500", "/api/company-channels?perPage=501", "perPage", "Per page must be an integer from 1 to 500"},
+			{"channels: page 0", "/api/company-channels?page=0", "page", ""},
+			{"conversations: channel type out of range", "/api/contact-channels?channel_type_id=7", "channel_type_id", "Channel type id must be an integer from 1 to 6"},
+			{"conversations: channelable type by its label", "/api/contact-channels?channelable_type=Official%20chat%20app", "channelable_type", ""},
+			{"conversations: perPage 0", "/api/contact-channels?perPage=0", "perPage", "Per page must be an integer from 1 to 500"},
 		}
 		for _, tc := range cases {
-			resp := h.Do(apitest.Request{Method: "GET", Path: tc.path, Token: ten.Token})
-			var body validationAnswer
-			resp.JSON(t, &body)
-			if resp.Status != http.StatusUnprocessableEntity || len(body.Errors[tc.field]) == 0 || (tc.message != "" && body.Message != tc.message) {
-				t.Errorf("%s: %d %s", tc.path, resp.Status, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := h.Do(apitest.Request{Method: "GET", Path: tc.path, Token: ten.Token})
+				var body validationAnswer
+				resp.JSON(t, &body)
+				if resp.Status != http.StatusUnprocessableEntity || len(body.Errors[tc.field]) == 0 || (tc.message != "" && body.Message != tc.message) {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+				}
+			})
 		}
 	})
 }

@@ -334,21 +334,23 @@ func TestWebhookRedeliveryRules(t *testing.T) {
 			{"recover: the queued ping has not failed", apitest.Request{Method: "POST", Path: recover(sub), JSON: since}, 200, ""},
 		}
 		for _, tt := range tests {
-			r := tt.req
-			if r.Token == "" {
-				r.Token = a.Token
-			}
-			resp := h.Do(r)
-			if resp.Status != tt.status {
-				t.Errorf("%s: %d %s, want %d", tt.name, resp.Status, resp.Body, tt.status)
-				continue
-			}
-			if tt.msg != "" && resp.Map(t)["message"] != tt.msg {
-				t.Errorf("%s: %s, want message %q", tt.name, resp.Body, tt.msg)
-			}
-			if tt.status == 200 {
-				queuedAnswer(t, resp, 0)
-			}
+			t.Run(tt.name, func(t *testing.T) {
+				r := tt.req
+				if r.Token == "" {
+					r.Token = a.Token
+				}
+				resp := h.Do(r)
+				if resp.Status != tt.status {
+					t.Errorf("%d %s, want %d", resp.Status, resp.Body, tt.status)
+					return
+				}
+				if tt.msg != "" && resp.Map(t)["message"] != tt.msg {
+					t.Errorf("%s, want message %q", resp.Body, tt.msg)
+				}
+				if tt.status == 200 {
+					queuedAnswer(t, resp, 0)
+				}
+			})
 		}
 
 		// channel_webhooks_update is required; it alone is enough.

@@ -262,25 +262,27 @@ func TestWebhookChannelFilterNamesOwnChannels(t *testing.T) {
 		foreign := seedChannels(t, h, other.CompanyID, 1)[0]
 		id := createWebhook(t, h, ten.Token, map[string]any{"name": "ok", "url": "https://example.com/h", "company_channel_ids": []int64{own}}).Data.ID
 		for _, tc := range []struct {
-			method, path string
-			ids          []int64
+			name, method, path string
+			ids                []int64
 		}{
-			{"POST", "/api/channel-webhooks", []int64{own, foreign}},
-			{"POST", "/api/channel-webhooks", []int64{999}},
-			{"PUT", fmt.Sprintf("/api/channel-webhooks/%d", id), []int64{foreign}},
+			{"create with another company's channel", "POST", "/api/channel-webhooks", []int64{own, foreign}},
+			{"create with an unknown channel", "POST", "/api/channel-webhooks", []int64{999}},
+			{"update with another company's channel", "PUT", fmt.Sprintf("/api/channel-webhooks/%d", id), []int64{foreign}},
 		} {
-			body := map[string]any{"company_channel_ids": tc.ids}
-			if tc.method == "POST" {
-				body["name"], body["url"] = "n", "https://example.com/x"
-			}
-			resp := h.Do(apitest.Request{Method: tc.method, Path: tc.path, Token: ten.Token, JSON: body})
-			var ans validationAnswer
-			resp.JSON(t, &ans)
-			bad := tc.ids[len(tc.ids)-1]
-			want := fmt.Sprintf("Company channel %d does not exist", bad)
-			if resp.Status != http.StatusUnprocessableEntity || len(ans.Errors["company_channel_ids"]) != 1 || ans.Errors["company_channel_ids"][0] != want {
-				t.Errorf("%s %v: %d %s", tc.method, tc.ids, resp.Status, resp.Body)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				body := map[string]any{"company_channel_ids": tc.ids}
+				if tc.method == "POST" {
+					body["name"], body["url"] = "n", "https://example.com/x"
+				}
+				resp := h.Do(apitest.Request{Method: tc.method, Path: tc.path, Token: ten.Token, JSON: body})
+				var ans validationAnswer
+				resp.JSON(t, &ans)
+				bad := tc.ids[len(tc.ids)-1]
+				want := fmt.Sprintf("Company channel %d does not exist", bad)
+				if resp.Status != http.StatusUnprocessableEntity || len(ans.Errors["company_channel_ids"]) != 1 || ans.Errors["company_channel_ids"][0] != want {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+				}
+			})
 		}
 		// Nothing changed: the subscription still filters on its own channel.
 		var page webhookPage
@@ -310,36 +312,39 @@ func TestWebhookList(t *testing.T) {
 		mk(other.Token, "Alpha CRM other", "https://crm.example.com/a", nil, true)
 
 		cases := []struct {
+			name  string
 			query string
 			want  []int
 		}{
-			{"", []int{a, b, c, d}},
-			{"?filter=crm", []int{a, b}}, // name or url, case-insensitive
-			{"?filter=CRM_", []int{b}},   // _ is literal, not a wildcard
-			{"?filter=100%25", []int{d}}, // % is literal
-			{"?enabled=false", []int{c}},
-			{"?enabled=true", []int{a, b, d}},
-			{"?company_channel_id=7", []int{a, b, d}}, // plus those without a channel filter
-			{"?company_channel_id=9", []int{a, c, d}},
-			{"?company_channel_id=70", []int{a, d}},
-			{"?orderBy=name", []int{a, b, d, c}},
-			{"?orderBy=name&orderMode=DESC", []int{c, d, b, a}},
-			{"?orderBy=name&orderMode=desc", []int{c, d, b, a}},
-			{"?orderMode=DESC", []int{d, c, b, a}},
-			{"?perPage=2&page=2", []int{c, d}},
-			{"?perPage=2&page=3", nil},
+			{"all", "", []int{a, b, c, d}},
+			{"filter on name or url, any case", "?filter=crm", []int{a, b}},
+			{"filter with a literal underscore", "?filter=CRM_", []int{b}},
+			{"filter with a literal percent", "?filter=100%25", []int{d}},
+			{"disabled", "?enabled=false", []int{c}},
+			{"enabled", "?enabled=true", []int{a, b, d}},
+			{"channel 7 and those without a channel filter", "?company_channel_id=7", []int{a, b, d}},
+			{"channel 9", "?company_channel_id=9", []int{a, c, d}},
+			{"channel 70", "?company_channel_id=70", []int{a, d}},
+			{"by name", "?orderBy=name", []int{a, b, d, c}},
+			{"by name DESC", "?orderBy=name&orderMode=DESC", []int{c, d, b, a}},
+			{"by name desc", "?orderBy=name&orderMode=desc", []int{c, d, b, a}},
+			{"by id DESC", "?orderMode=DESC", []int{d, c, b, a}},
+			{"second page", "?perPage=2&page=2", []int{c, d}},
+			{"page past the end", "?perPage=2&page=3", nil},
 		}
 		for _, tc := range cases {
-			resp := h.Do(apitest.Request{Method: "GET", Path: "/api/channel-webhooks" + tc.query, Token: ten.Token})
-			var page webhookPage
-			resp.JSON(t, &page)
-			var got []int
-			for _, w := range page.Data {
-				got = append(got, w.ID)
-			}
-			if resp.Status != http.StatusOK || !slices.Equal(got, tc.want) {
-				t.Errorf("%q: %d ids %v, want %v", tc.query, resp.Status, got, tc.want)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				resp := h.Do(apitest.Request{Method: "GET", Path: "/api/channel-webhooks" + tc.query, Token: ten.Token})
+				var page webhookPage
+				resp.JSON(t, &page)
+				var got []int
+				for _, w := range page.Data {
+					got = append(got, w.ID)
+				}
+				if resp.Status != http.StatusOK || !slices.Equal(got, tc.want) {
+					t.Errorf("%d ids %v, want %v", resp.Status, got, tc.want)
+				}
+			})
 		}
 		resp := h.Do(apitest.Request{Method: "GET", Path: "/api/channel-webhooks?perPage=2&page=2", Token: ten.Token})
 		if m := resp.Map(t); m["total"] != float64(4) || m["per_page"] != float64(2) || m["current_page"] != float64(2) || m["last_page"] != float64(2) {
@@ -383,20 +388,22 @@ func TestWebhookValidation(t *testing.T) {
 			{"update events all unknown", "PUT", map[string]any{"events": []string{"nope"}}, "events", "Events must name at least one subscribable event"},
 		}
 		for _, tc := range cases {
-			path := "/api/channel-webhooks"
-			if tc.method == "PUT" {
-				path = fmt.Sprintf("/api/channel-webhooks/%d", id)
-			}
-			resp := h.Do(apitest.Request{Method: tc.method, Path: path, Token: ten.Token, JSON: tc.body})
-			var body validationAnswer
-			resp.JSON(t, &body)
-			if resp.Status != http.StatusUnprocessableEntity || len(body.Errors[tc.field]) == 0 || body.Message == "" {
-				t.Errorf("%s: %d %s", tc.name, resp.Status, resp.Body)
-				continue
-			}
-			if tc.msg != "" && (body.Message != tc.msg || body.Errors[tc.field][0] != tc.msg) {
-				t.Errorf("%s: message %q errors %v, want %q", tc.name, body.Message, body.Errors, tc.msg)
-			}
+			t.Run(tc.name, func(t *testing.T) {
+				path := "/api/channel-webhooks"
+				if tc.method == "PUT" {
+					path = fmt.Sprintf("/api/channel-webhooks/%d", id)
+				}
+				resp := h.Do(apitest.Request{Method: tc.method, Path: path, Token: ten.Token, JSON: tc.body})
+				var body validationAnswer
+				resp.JSON(t, &body)
+				if resp.Status != http.StatusUnprocessableEntity || len(body.Errors[tc.field]) == 0 || body.Message == "" {
+					t.Errorf("%d %s", resp.Status, resp.Body)
+					return
+				}
+				if tc.msg != "" && (body.Message != tc.msg || body.Errors[tc.field][0] != tc.msg) {
+					t.Errorf("message %q errors %v, want %q", body.Message, body.Errors, tc.msg)
+				}
+			})
 		}
 	})
 }
@@ -409,37 +416,40 @@ func TestWebhookPermissions(t *testing.T) {
 		id := createWebhook(t, h, admin.Token, map[string]any{"name": "n", "url": "https://example.com/h"}).Data.ID
 		p := fmt.Sprintf("/api/channel-webhooks/%d", id)
 		ops := []struct {
+			name string
 			req  apitest.Request
 			perm string
 		}{
-			{apitest.Request{Method: "GET", Path: "/api/channel-webhooks"}, auth.PermWebhooksView},
-			{apitest.Request{Method: "GET", Path: "/api/channel-webhooks-available-events"}, auth.PermWebhooksView},
-			{apitest.Request{Method: "GET", Path: p + "/deliveries"}, auth.PermWebhooksView},
-			{apitest.Request{Method: "POST", Path: "/api/channel-webhooks", JSON: map[string]any{"name": "n", "url": "https://example.com"}}, auth.PermWebhooksCreate},
-			{apitest.Request{Method: "PUT", Path: p, JSON: map[string]any{"name": "m"}}, auth.PermWebhooksUpdate},
-			{apitest.Request{Method: "POST", Path: p + "/test"}, auth.PermWebhooksUpdate},
-			{apitest.Request{Method: "POST", Path: p + "/rotate-secret"}, auth.PermWebhooksUpdate},
-			{apitest.Request{Method: "POST", Path: p + "/recover", JSON: map[string]any{"since": "2026-11-22T00:00:00Z"}}, auth.PermWebhooksUpdate},
-			{apitest.Request{Method: "DELETE", Path: p}, auth.PermWebhooksDelete},
+			{"list", apitest.Request{Method: "GET", Path: "/api/channel-webhooks"}, auth.PermWebhooksView},
+			{"available events", apitest.Request{Method: "GET", Path: "/api/channel-webhooks-available-events"}, auth.PermWebhooksView},
+			{"deliveries", apitest.Request{Method: "GET", Path: p + "/deliveries"}, auth.PermWebhooksView},
+			{"create", apitest.Request{Method: "POST", Path: "/api/channel-webhooks", JSON: map[string]any{"name": "n", "url": "https://example.com"}}, auth.PermWebhooksCreate},
+			{"update", apitest.Request{Method: "PUT", Path: p, JSON: map[string]any{"name": "m"}}, auth.PermWebhooksUpdate},
+			{"test", apitest.Request{Method: "POST", Path: p + "/test"}, auth.PermWebhooksUpdate},
+			{"rotate secret", apitest.Request{Method: "POST", Path: p + "/rotate-secret"}, auth.PermWebhooksUpdate},
+			{"recover", apitest.Request{Method: "POST", Path: p + "/recover", JSON: map[string]any{"since": "2026-11-22T00:00:00Z"}}, auth.PermWebhooksUpdate},
+			{"delete", apitest.Request{Method: "DELETE", Path: p}, auth.PermWebhooksDelete},
 		}
 		ctx := context.Background()
 		for _, op := range ops {
-			// Every permission except the one the operation needs: 403.
-			without := tokenWithout(t, h, admin.UserID, op.perm)
-			r := op.req
-			r.Token = without
-			if resp := h.Do(r); resp.Status != http.StatusForbidden || resp.Map(t)["message"] != "This action is unauthorized." {
-				t.Errorf("%s %s without %s: %d %s", r.Method, r.Path, op.perm, resp.Status, resp.Body)
-			}
-			// That permission alone is enough.
-			only, _, err := h.App.Auth.CreateToken(ctx, admin.UserID, "only", []string{op.perm}, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Token = only
-			if resp := h.Do(r); resp.Status >= 400 {
-				t.Errorf("%s %s with only %s: %d %s", r.Method, r.Path, op.perm, resp.Status, resp.Body)
-			}
+			t.Run(op.name, func(t *testing.T) {
+				// Every permission except the one the operation needs: 403.
+				without := tokenWithout(t, h, admin.UserID, op.perm)
+				r := op.req
+				r.Token = without
+				if resp := h.Do(r); resp.Status != http.StatusForbidden || resp.Map(t)["message"] != "This action is unauthorized." {
+					t.Errorf("without %s: %d %s", op.perm, resp.Status, resp.Body)
+				}
+				// That permission alone is enough.
+				only, _, err := h.App.Auth.CreateToken(ctx, admin.UserID, "only", []string{op.perm}, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Token = only
+				if resp := h.Do(r); resp.Status >= 400 {
+					t.Errorf("with only %s: %d %s", op.perm, resp.Status, resp.Body)
+				}
+			})
 		}
 	})
 }

@@ -23,7 +23,7 @@ func TestReceiverCounts(t *testing.T) {
 	defer r.Close()
 	r.Register("a", "secret-a")
 	r.Register("b", "secret-b")
-	post := func(endpoint, secret, deliveryID, importID string) int {
+	post := func(t *testing.T, endpoint, secret, deliveryID, importID string) int {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"event": "contact.import.completed", "delivery_id": deliveryID, "company_id": 1,
 			"occurred_at": time.Now().Format(time.RFC3339), "description": "d", "data": importData(importID)})
@@ -41,19 +41,25 @@ func TestReceiverCounts(t *testing.T) {
 		return resp.StatusCode
 	}
 	r.Due("i1", time.Now())
+	// The steps build the tally checked below, so a failed step stops the rest.
 	steps := []struct {
+		name                                 string
 		endpoint, secret, delivery, importID string
 		status                               int
 	}{
-		{"a", "secret-a", "d1", "i1", 204},
-		{"b", "secret-b", "d2", "i1", 204},
-		{"a", "secret-a", "d1", "i1", 204}, // the same delivery again: acknowledged, a duplicate
-		{"a", "secret-b", "d3", "i2", 401}, // signed with another subscription's secret
-		{"a", "secret-a", "d4", "i3", 204},
+		{"first delivery at a", "a", "secret-a", "d1", "i1", 204},
+		{"first delivery at b", "b", "secret-b", "d2", "i1", 204},
+		{"same delivery again is a duplicate", "a", "secret-a", "d1", "i1", 204},
+		{"signed with another subscription's secret", "a", "secret-b", "d3", "i2", 401},
+		{"event the tally does not ask about", "a", "secret-a", "d4", "i3", 204},
 	}
-	for i, s := range steps {
-		if got := post(s.endpoint, s.secret, s.delivery, s.importID); got != s.status {
-			t.Fatalf("step %d: status %d, want %d", i, got, s.status)
+	for _, s := range steps {
+		if !t.Run(s.name, func(t *testing.T) {
+			if got := post(t, s.endpoint, s.secret, s.delivery, s.importID); got != s.status {
+				t.Fatalf("status %d, want %d", got, s.status)
+			}
+		}) {
+			t.FailNow()
 		}
 	}
 	got := r.Tally([]string{"a", "b"}, []string{"i1", "i2"})

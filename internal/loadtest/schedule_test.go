@@ -116,12 +116,20 @@ func TestJobRatios(t *testing.T) {
 
 func TestRatioOf(t *testing.T) {
 	tests := []struct {
+		name       string
 		a, b, want float64
-	}{{1, 2, 0.5}, {0, 2, 0}, {2, 0, 0}, {-1, 2, 0}}
+	}{
+		{"half", 1, 2, 0.5},
+		{"zero numerator", 0, 2, 0},
+		{"zero denominator", 2, 0, 0},
+		{"negative numerator", -1, 2, 0},
+	}
 	for _, tt := range tests {
-		if got := ratioOf(tt.a, tt.b); got != tt.want {
-			t.Errorf("ratioOf(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ratioOf(tt.a, tt.b); got != tt.want {
+				t.Errorf("ratioOf(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -33,18 +33,21 @@ func TestSummarise(t *testing.T) {
 
 func TestSpreadOf(t *testing.T) {
 	tests := []struct {
+		name string
 		in   []float64
 		want Spread
 	}{
-		{[]float64{3, 1, 2}, Spread{Median: 2, Min: 1, Max: 3}},
-		{[]float64{4, 1, 2, 3}, Spread{Median: 2.5, Min: 1, Max: 4}},
-		{[]float64{7}, Spread{Median: 7, Min: 7, Max: 7}},
+		{"odd count unsorted", []float64{3, 1, 2}, Spread{Median: 2, Min: 1, Max: 3}},
+		{"even count takes the mean of the middle two", []float64{4, 1, 2, 3}, Spread{Median: 2.5, Min: 1, Max: 4}},
+		{"one run", []float64{7}, Spread{Median: 7, Min: 7, Max: 7}},
 	}
 	for _, tt := range tests {
-		got := SpreadOf(tt.in)
-		if got.Median != tt.want.Median || got.Min != tt.want.Min || got.Max != tt.want.Max || len(got.Runs) != len(tt.in) {
-			t.Errorf("SpreadOf(%v) = %+v, want %+v", tt.in, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got := SpreadOf(tt.in)
+			if got.Median != tt.want.Median || got.Min != tt.want.Min || got.Max != tt.want.Max || len(got.Runs) != len(tt.in) {
+				t.Errorf("SpreadOf(%v) = %+v, want %+v", tt.in, got, tt.want)
+			}
+		})
 	}
 }
 

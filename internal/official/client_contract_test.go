@@ -114,21 +114,23 @@ func TestClientRequestsFitTheDocument(t *testing.T) {
 			[]string{`{"type":"document","document":{"id":"4490709327384033","filename":"Fatura Abril.pdf"}}`}},
 	}
 	for _, tc := range cases {
-		p.mu.Lock()
-		before := len(p.sends)
-		p.mu.Unlock()
-		res, err := tr.Send(context.Background(), ch, tc.out)
-		if err != nil || res.ExternalID != "wamid.X" {
-			t.Fatalf("%s: %+v %v", tc.name, res, err)
-		}
-		p.mu.Lock()
-		sent := string(p.sends[before])
-		p.mu.Unlock()
-		for _, w := range tc.want {
-			if !strings.Contains(sent, w) {
-				t.Errorf("%s: request lacks %s\n%s", tc.name, w, sent)
+		t.Run(tc.name, func(t *testing.T) {
+			p.mu.Lock()
+			before := len(p.sends)
+			p.mu.Unlock()
+			res, err := tr.Send(context.Background(), ch, tc.out)
+			if err != nil || res.ExternalID != "wamid.X" {
+				t.Fatalf("%+v %v", res, err)
 			}
-		}
+			p.mu.Lock()
+			sent := string(p.sends[before])
+			p.mu.Unlock()
+			for _, w := range tc.want {
+				if !strings.Contains(sent, w) {
+					t.Errorf("request lacks %s\n%s", w, sent)
+				}
+			}
+		})
 	}
 	// A reply: the client's context object.
 	_, _, err := client.SendMessage(context.Background(), acc, official.SendRequest{RecipientType: "individual", To: "5511977776666", Type: "text",

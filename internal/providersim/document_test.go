@@ -25,30 +25,32 @@ func TestDocumentExamplesPass(t *testing.T) {
 		op    string
 		count int
 	}{{providersim.OpSendMessage, 50}, {providersim.OpWebhook, 16}} {
-		ex, err := doc.RequestExamples(tc.op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ex) != tc.count {
-			t.Errorf("%s: %d examples, want %d", tc.op, len(ex), tc.count)
-		}
-		names := make([]string, 0, len(ex))
-		for n := range ex {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			body := string(ex[n])
-			if p, ok := examplePlaceholders[n]; ok {
-				if !strings.Contains(body, p[0]) {
-					t.Fatalf("example %q no longer has the placeholder %s", n, p[0])
+		t.Run(tc.op, func(t *testing.T) {
+			ex, err := doc.RequestExamples(tc.op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ex) != tc.count {
+				t.Errorf("%d examples, want %d", len(ex), tc.count)
+			}
+			names := make([]string, 0, len(ex))
+			for n := range ex {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				body := string(ex[n])
+				if p, ok := examplePlaceholders[n]; ok {
+					if !strings.Contains(body, p[0]) {
+						t.Fatalf("example %q no longer has the placeholder %s", n, p[0])
+					}
+					body = strings.ReplaceAll(body, p[0], p[1])
 				}
-				body = strings.ReplaceAll(body, p[0], p[1])
+				if err := doc.ValidateRequest(tc.op, []byte(body)); err != nil {
+					t.Errorf("example %q: %v", n, err)
+				}
 			}
-			if err := doc.ValidateRequest(tc.op, []byte(body)); err != nil {
-				t.Errorf("%s example %q: %v", tc.op, n, err)
-			}
-		}
+		})
 	}
 }
 
@@ -72,12 +74,14 @@ func TestDocumentRefuses(t *testing.T) {
 		{"callback data too long", `{` + base + `,"type":"text","text":{"body":"x"},"biz_opaque_callback_data":"` + strings.Repeat("a", 513) + `"}`, "biz_opaque_callback_data"},
 		{"not JSON", `{`, "not valid JSON"},
 	} {
-		err := doc.ValidateRequest(providersim.OpSendMessage, []byte(tc.body))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.want)
-		}
-		if err != nil && len(err.Error()) > 310 {
-			t.Errorf("%s: refusal of %d bytes", tc.name, len(err.Error()))
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			err := doc.ValidateRequest(providersim.OpSendMessage, []byte(tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want an error naming %s", err, tc.want)
+			}
+			if err != nil && len(err.Error()) > 310 {
+				t.Errorf("refusal of %d bytes", len(err.Error()))
+			}
+		})
 	}
 }

@@ -61,16 +61,18 @@ func TestSealOpen(t *testing.T) {
 		{"truncated", k1, purpose, "enc:v1:k1:AAAA", "", "not a well-formed sealed value"},
 	}
 	for _, tc := range cases {
-		got, err := tc.ring.Open(tc.purpose, tc.stored)
-		if tc.errHas == "" {
-			if err != nil || got != tc.want {
-				t.Errorf("%s: %q %v, want %q", tc.name, got, err, tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.ring.Open(tc.purpose, tc.stored)
+			if tc.errHas == "" {
+				if err != nil || got != tc.want {
+					t.Errorf("%q %v, want %q", got, err, tc.want)
+				}
+				return
 			}
-			continue
-		}
-		if !errors.Is(err, secrets.ErrUnreadable) || !strings.Contains(err.Error(), tc.errHas) {
-			t.Errorf("%s: err %v, want ErrUnreadable mentioning %q", tc.name, err, tc.errHas)
-		}
+			if !errors.Is(err, secrets.ErrUnreadable) || !strings.Contains(err.Error(), tc.errHas) {
+				t.Errorf("err %v, want ErrUnreadable mentioning %q", err, tc.errHas)
+			}
+		})
 	}
 
 	var none *secrets.Keyring
@@ -82,12 +84,21 @@ func TestSealOpen(t *testing.T) {
 func TestParse(t *testing.T) {
 	t.Parallel()
 	short := "k:" + base64.StdEncoding.EncodeToString([]byte("16 bytes only!!!"))
-	for _, spec := range []string{"nocolon", "k1:not base64!", short, key("k1", 'a') + "," + key("k1", 'b'), key("bad id", 'a'), ":" + key("", 'a')} {
-		if _, err := secrets.Parse(spec); err == nil {
-			t.Errorf("%q: accepted", spec)
-		} else if strings.Contains(err.Error(), "YWFh") {
-			t.Errorf("%q: the error shows key material: %v", spec, err)
-		}
+	for _, tc := range []struct{ name, spec string }{
+		{"no colon", "nocolon"},
+		{"key not base64", "k1:not base64!"},
+		{"key too short", short},
+		{"key id twice", key("k1", 'a') + "," + key("k1", 'b')},
+		{"key id with a space", key("bad id", 'a')},
+		{"empty key id", ":" + key("", 'a')},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := secrets.Parse(tc.spec); err == nil {
+				t.Errorf("Parse(%q) accepted it", tc.spec)
+			} else if strings.Contains(err.Error(), "YWFh") {
+				t.Errorf("the error shows key material: %v", err)
+			}
+		})
 	}
 	if k, err := secrets.Parse("  "); k != nil || err != nil {
 		t.Errorf("empty spec: %v %v, want no ring", k, err)

@@ -26,25 +26,29 @@ func TestRenderAndParams(t *testing.T) {
 		{"no variables", "Sem variáveis", messaging.TemplateRequest{Positional: []string{"x"}}, "Sem variáveis", "[]"},
 	}
 	for _, tc := range cases {
-		if got := Render(tc.text, tc.req); got != tc.render {
-			t.Errorf("%s: Render = %q, want %q", tc.name, got, tc.render)
-		}
-		if got := fmt.Sprint(params(tc.text, tc.req)); got != tc.params {
-			t.Errorf("%s: params = %s, want %s", tc.name, got, tc.params)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Render(tc.text, tc.req); got != tc.render {
+				t.Errorf("Render = %q, want %q", got, tc.render)
+			}
+			if got := fmt.Sprint(params(tc.text, tc.req)); got != tc.params {
+				t.Errorf("params = %s, want %s", got, tc.params)
+			}
+		})
 	}
 }
 
 func TestDerivedName(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
-		"https://x.test/files/fatura%2048213.pdf?sig=1": "fatura 48213.pdf",
-		"https://x.test/":             "",
-		"https://x.test":              "",
-		"https://x.test/a/b.png#frag": "b.png",
+	for _, tc := range []struct{ name, in, want string }{
+		{"escaped name, query dropped", "https://x.test/files/fatura%2048213.pdf?sig=1", "fatura 48213.pdf"},
+		{"root path", "https://x.test/", ""},
+		{"no path", "https://x.test", ""},
+		{"fragment dropped", "https://x.test/a/b.png#frag", "b.png"},
 	} {
-		if got := derivedName(in); got != want {
-			t.Errorf("derivedName(%q) = %q, want %q", in, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := derivedName(tc.in); got != tc.want {
+				t.Errorf("derivedName(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
 	}
 }
