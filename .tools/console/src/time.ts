@@ -24,7 +24,7 @@ export function span(d: Date, now = Date.now()): string {
   let t: string;
   if (mins < 1) t = `${Math.max(0, Math.round(Math.abs(ms) / 1000))} s`;
   else if (mins < 60) t = `${mins} min`;
-  else if (mins < 60 * 48) t = `${Math.floor(mins / 60)} h ${mins % 60} min`;
+  else if (mins < 60 * 96) t = `${Math.floor(mins / 60)} h ${mins % 60} min`;
   else t = `${Math.floor(mins / 1440)} days ${Math.floor((mins % 1440) / 60)} h`;
   return ms >= 0 ? `in ${t}` : `${t} ago`;
 }

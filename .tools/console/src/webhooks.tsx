@@ -227,9 +227,13 @@ function Log({ sub, available }: { sub: Sub; available: Available }) {
       {log.state === "ok" && log.data.data.length > 0 && (
         <>
           <ul class="attempts" aria-label="Attempts, newest first">
-            {log.data.data.map((d) => (
-              <li key={d.id} class="attempt" data-delivery={d.delivery_id} data-event={d.event} data-attempt={d.attempt}>
-                <p><strong>{d.event}</strong> · attempt {d.attempt} · {d.succeeded ? <Badge tone="good">delivered</Badge> : <Badge tone="bad">failed</Badge>}</p>
+            {log.data.data.map((d) => {
+              // A redelivery counts its attempts from 1 again under the same delivery id; which
+              // sending of the delivery an entry belongs to is its rank among that id's first attempts.
+              const sending = log.data.data.filter((x) => x.delivery_id === d.delivery_id && x.attempt === 1 && x.id <= d.id).length;
+              return (
+              <li key={d.id} class="attempt" data-delivery={d.delivery_id} data-event={d.event} data-attempt={d.attempt} data-sending={sending}>
+                <p><strong>{d.event}</strong> · {sending > 1 ? `redelivery ${sending - 1}, ` : ""}attempt {d.attempt} · {d.succeeded ? <Badge tone="good">delivered</Badge> : <Badge tone="bad">failed</Badge>}</p>
                 <dl>
                   <dt>When</dt><dd><When at={d.delivered_at ?? d.created_at} /></dd>
                   <dt>Answer</dt><dd>{d.status_code === 0 ? "no answer" : `HTTP ${d.status_code}`} in {d.duration_ms} ms</dd>
@@ -239,7 +243,8 @@ function Log({ sub, available }: { sub: Sub; available: Available }) {
                 </dl>
                 <button type="button" onClick={() => void redeliver(d.delivery_id)}>Redeliver<span class="sr"> {d.event} {d.delivery_id}</span></button>
               </li>
-            ))}
+              );
+            })}
           </ul>
           <nav class="pager" aria-label="Log pages">
             <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>Newer</button>
