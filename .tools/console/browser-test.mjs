@@ -237,6 +237,8 @@ try {
   const sent = page.locator('li.attempt[data-event="omnichat.message.sent"][data-attempt="1"]');
   await page.waitForFunction(() => document.querySelectorAll('li.attempt[data-event="omnichat.message.sent"][data-attempt="1"]').length >= 2, null, { timeout: 60_000 });
   step(`delivery log: ${await sent.count()} omnichat.message.sent deliveries`);
+  // browser_test.go ties these ids to the texts its receiver got.
+  console.log(`logged omnichat.message.sent: ${(await sent.evaluateAll((els) => els.map((e) => e.getAttribute('data-delivery')))).join(',')}`);
   await check('delivery-log');
   if (readme) await page.locator('[data-testid="delivery-log"]').screenshot({ path: join(readme, 'console-deliveries.png') });
   const deliveryId = await sent.first().getAttribute('data-delivery');

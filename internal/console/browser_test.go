@@ -4,6 +4,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,10 +94,25 @@ func TestConsoleInChromium(t *testing.T) {
 		return strings.HasPrefix(p, "channel_webhooks")
 	})...)
 
-	// The subscriber's receiver: answers every delivery 204 and counts them.
+	// The subscriber's receiver: answers every delivery 204, and notes which channel sent the text of
+	// each omnichat.message.sent, by delivery id, to tie the page's delivery log to the sends.
 	var received atomic.Int64
+	var mu sync.Mutex
+	sentBy := map[string]string{} // delivery id → "channel key: text"
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received.Add(1)
+		var ev struct {
+			Event string `json:"event"`
+			Data  struct {
+				Text       string `json:"text"`
+				ChannelKey string `json:"company_channel_key"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&ev); err == nil && ev.Event == "omnichat.message.sent" {
+			mu.Lock()
+			sentBy[r.Header.Get("X-Svc-Delivery")] = ev.Data.ChannelKey + ": " + ev.Data.Text
+			mu.Unlock()
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(receiver.Close)
@@ -120,9 +137,20 @@ func TestConsoleInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser test failed: %v", err)
 	}
-	// Two sends, a test ping, a redelivery: the receiver got at least the sends and the redelivery.
-	if n := received.Load(); n < 3 {
-		t.Errorf("the receiver got %d deliveries, want at least 3 (two sends and a redelivery)", n)
+	// Every send of the form is among the deliveries the page's log listed (the program prints their
+	// ids), each on its platform's channel.
+	var logged []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if ids, ok := strings.CutPrefix(strings.TrimSpace(line), "logged omnichat.message.sent: "); ok {
+			logged = strings.Split(ids, ",")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"5511988887777: Hello from the console (chat app)", officialKey + ": Hello from the console (official)"} {
+		if !slices.ContainsFunc(logged, func(id string) bool { return sentBy[id] == want }) {
+			t.Errorf("the delivery log the page showed (%v) has no omnichat.message.sent of %q; the receiver got %v", logged, want, sentBy)
+		}
 	}
 	t.Logf("receiver got %d deliveries", received.Load())
 }
