@@ -240,7 +240,6 @@ try {
   // browser_test.go ties these ids to the texts its receiver got.
   console.log(`logged omnichat.message.sent: ${(await sent.evaluateAll((els) => els.map((e) => e.getAttribute('data-delivery')))).join(',')}`);
   await check('delivery-log');
-  if (readme) await page.locator('[data-testid="delivery-log"]').screenshot({ path: join(readme, 'console-deliveries.png') });
   const deliveryId = await sent.first().getAttribute('data-delivery');
   await sent.first().locator('button:has-text("Redeliver")').click();
   // A redelivery is new log entries under the same delivery id, its attempts counted from 1 again.
@@ -256,6 +255,7 @@ try {
   await page.click('button:has-text("Recover")');
   await page.getByText('Nothing failed since then').waitFor();
   await check('delivery-log-redelivered');
+  if (readme) await page.locator('[data-testid="delivery-log"]').screenshot({ path: join(readme, 'console-deliveries.png') });
 
   // Disable: the card says why and how to re-enable; then enable again.
   await page.click('button:has-text("Disable")');

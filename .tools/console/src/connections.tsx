@@ -60,7 +60,7 @@ export function Connections() {
         {conns.map((c) => {
           const [words, tone] = stateWords[stateOf(c)];
           return (
-            <li key={c.id} class="card" data-connection={c.key}>
+            <li key={c.id} class={open?.id === c.id ? "card wide" : "card"} data-connection={c.key}>
               <h2>{c.name}</h2>
               <dl>
                 <dt>Number</dt><dd>{c.key}</dd>
