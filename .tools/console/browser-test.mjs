@@ -77,9 +77,9 @@ try {
     document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
   });
   const page = await context.newPage();
-  // Refusals the test provokes on purpose: 409 (window closed), 403 (not permitted); 401 only
+  // Refusals the test provokes on purpose: 409 (window closed), 400 (group), 403 (not permitted); 401 only
   // while it signs in with a wrong token.
-  const expected = new Set([403, 409]);
+  const expected = new Set([400, 403, 409]);
   page.on('pageerror', (err) => fail(`script error on ${page.url()}: ${err.message}`));
   page.on('console', (msg) => {
     if (msg.type() !== 'error') return;
@@ -143,8 +143,20 @@ try {
   await page.click('button:has-text("Pair by phone code instead")');
   await page.waitForSelector('[data-testid="phone-code"]');
   await check('pair-phone-code');
-  await page.click('button:has-text("Show the QR code instead")');
+  await Promise.all([
+    page.waitForResponse((r) => r.url() === origin + '/api/chatapp-qrcode'),
+    page.click('button:has-text("Show the QR code instead")'),
+  ]);
   await qr.waitFor();
+  // The code is replaced before it expires: the page asks for a new one while the first is valid.
+  const first = await qr.getAttribute('src');
+  const qrAsked = [];
+  page.on('request', (req) => { if (req.url() === origin + '/api/chatapp-qrcode') qrAsked.push(Date.now()); });
+  const expiresText = await qr.getAttribute('data-expires');
+  await page.waitForFunction((src) => document.querySelector('img.qr')?.getAttribute('src') !== src, first, { timeout: 90_000 });
+  const expires = Date.parse(expiresText);
+  if (!(qrAsked.length > 0 && qrAsked[0] < expires)) fail(`the QR code was asked again at ${qrAsked[0]}, not before it expired at ${expiresText}`);
+  step(`QR code replaced ${Math.round((expires - qrAsked[0]) / 1000)} s before it expired`);
   const conn = (await gw('GET', '/api/chatapps')).data.find((c) => c.key === connKey);
   if (!conn) throw new Error('the connection created in the console is not listed by the API');
   step(`scanning connection ${conn.id} with the simulator`);
@@ -215,6 +227,15 @@ try {
   status = await send('ofc_chatapp', officialKey, contactKey, 'Hello from the console (official)');
   if (status !== 200) fail(`official send answered ${status}`);
   await page.waitForSelector('[data-testid="sent"]');
+  // A group in announce mode where this number is not an administrator refuses it: 400, in words.
+  await gw('POST', `/api/chatapp-simulator/${conn.id}/groups`, { key: '120363025246125999', name: 'Announcements', announce: true, is_admin: false });
+  await page.check('input[name="group"]');
+  status = await send('chatapp', connKey, '120363025246125999', 'Hello, group');
+  await page.uncheck('input[name="group"]');
+  if (status !== 400) fail(`a send to an announce-only group answered ${status}, want 400`);
+  const groupRefusal = await page.locator('.notice.error').innerText();
+  if (!groupRefusal.includes('administrators')) fail(`the 400 is shown as ${JSON.stringify(groupRefusal)}`);
+  await check('send-refused-group');
   status = await send('ofc_chatapp', officialKey, strangerKey, 'Hello?');
   if (status !== 409) fail(`a send outside the window answered ${status}, want 409`);
   const refusal = await page.locator('.notice.error').innerText();

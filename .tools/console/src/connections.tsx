@@ -214,7 +214,7 @@ function Pair({ c, onClose }: { c: Chatapp; onClose: () => void }) {
         </ol>
       )}
       {byCode && <p>On the phone choose “Link with phone number instead” and type this code:</p>}
-      {qr && !byCode && <img class="qr" src={qr.qrcode} alt={`QR code to link ${c.key} as a device; it is replaced before it expires`} width={320} height={320} />}
+      {qr && !byCode && <img class="qr" src={qr.qrcode} data-expires={exp?.toISOString()} alt={`QR code to link ${c.key} as a device; it is replaced before it expires`} width={320} height={320} />}
       {qr && byCode && <p class="phonecode" data-testid="phone-code">{qr.code !== "" ? qr.code : "The chat app gave no code; use the QR code instead."}</p>}
       {exp && <p class="hint">This code is replaced automatically before it expires ({span(exp, now)}).</p>}
       {err && <Failure refusal={err} onRetry={() => void fetchCode()} />}
