@@ -241,6 +241,34 @@ try {
   const refusal = await page.locator('.notice.error').innerText();
   if (!refusal.includes('24-hour window') || !refusal.includes('template')) fail(`the 409 is shown as ${JSON.stringify(refusal)}`);
   await check('send-refused');
+  // As the refusal says: a template starts the conversation (its variables asked by name).
+  await page.check('input[name="kind"][value="template"]');
+  await page.selectOption('select[name="template"]', { label: 'order_update (pt_BR)' });
+  await page.getByLabel('Value of {{1}}').fill('Ana');
+  await page.getByLabel('Value of {{2}}').fill('#48213');
+  let [res] = await Promise.all([
+    page.waitForResponse((r) => r.url().startsWith(origin + '/api/api-send-message')),
+    page.click('form.send button[type="submit"]'),
+  ]);
+  if (res.status() !== 200) fail(`the template send answered ${res.status()}`);
+  await page.waitForSelector('[data-testid="sent"]');
+  await check('send-template');
+  // A file with its caption on the chat app (multipart).
+  await page.check('input[name="platform"][value="chatapp"]');
+  await page.selectOption('select[name="sender"]', connKey);
+  await page.fill('input[name="contact"]', contactKey);
+  await page.check('input[name="kind"][value="file"]');
+  await page.setInputFiles('form.send input[name="file"]', env('PROMO_PNG'));
+  await page.fill('textarea[name="text"]', 'The promotion');
+  [res] = await Promise.all([
+    page.waitForResponse((r) => r.url().startsWith(origin + '/api/api-send-message')),
+    page.click('form.send button[type="submit"]'),
+  ]);
+  if (res.status() !== 200 || !(res.request().headers()['content-type'] || '').startsWith('multipart/form-data')) {
+    fail(`the file send answered ${res.status()} (${res.request().headers()['content-type']})`);
+  }
+  await page.waitForSelector('[data-testid="sent"]');
+  await page.check('input[name="kind"][value="text"]');
 
   // Conversations, with the time left in the official window.
   await nav('Conversations', 'conversations');
@@ -276,7 +304,14 @@ try {
   await page.click('button:has-text("Recover")');
   await page.getByText('Nothing failed since then').waitFor();
   await check('delivery-log-redelivered');
-  if (readme) await page.locator('[data-testid="delivery-log"]').screenshot({ path: join(readme, 'console-deliveries.png') });
+  if (readme) {
+    // The top of the log only (the newest attempts: the redelivery first), to keep the image small.
+    const r = await page.locator('[data-testid="delivery-log"]').evaluate((el) => {
+      const b = el.getBoundingClientRect();
+      return { x: b.x + scrollX, y: b.y + scrollY, width: b.width, height: Math.min(b.height, 640) };
+    });
+    await page.screenshot({ path: join(readme, 'console-deliveries.png'), fullPage: true, clip: r });
+  }
 
   // Disable: the card says why and how to re-enable; then enable again.
   await page.click('button:has-text("Disable")');
