@@ -68,8 +68,8 @@ check-alerts: ## promtool (Debian's prometheus package) checks deploy/alerts.yam
 	promtool test rules deploy/alerts_test.yaml
 
 .PHONY: generate
-generate: ## regenerate gen/ from openapi/openapi.yaml and asyncapi/asyncapi.yaml, and bundle the docs renderers (gen/docs)
-	$(GO) generate ./openapi/ ./asyncapi/ ./internal/docs/
+generate: ## regenerate gen/ from openapi/openapi.yaml and asyncapi/asyncapi.yaml, bundle the docs renderers (gen/docs) and build the console (gen/console)
+	$(GO) generate ./openapi/ ./asyncapi/ ./internal/docs/ ./internal/console/
 
 .PHONY: generate-check
 generate-check: generate ## fail when gen/ is not what a fresh generate produces
@@ -94,7 +94,7 @@ lint-specs: ## validate both documents with the pinned npm linters (Redocly, Spe
 	.tools/lint-specs.sh
 
 .PHONY: test
-test: generate-check lint lint-specs check-manifests check-alerts test-go contract test-docs test-clients ## every test: generate check, lint, specs, the deployment manifests and alert rules, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts, the docs page in a browser, the generated TypeScript client
+test: generate-check lint lint-specs check-manifests check-alerts test-go contract test-docs test-clients test-console ## every test: generate check, lint, specs, the deployment manifests and alert rules, Go tests (SQLite, and PostgreSQL when TEST_DATABASE_URL is set), contracts, the docs page in a browser, the generated TypeScript client, the console in a browser
 
 .PHONY: test-go
 test-go: ## Go tests (PostgreSQL too when TEST_DATABASE_URL is set)
@@ -107,6 +107,10 @@ test-docs: ## /docs in Debian's chromium (playwright-core): every operation and 
 .PHONY: test-clients
 test-clients: ## generated-client suite: a TypeScript client from openapi.yaml (openapi-typescript + openapi-fetch), tsc --noEmit, run against a live gateway and the simulators, every answer validated
 	$(GO) test -tags clientts -count=1 -run TestTypeScriptClient ./contracttests/clientts/
+
+.PHONY: test-console
+test-console: ## /console in Debian's chromium (playwright-core): pairing, sends on both platforms seen in the delivery log, redelivery, permissions, axe-core, no request off the host; screenshots in .tools/console/artifacts
+	$(GO) test -tags browser -count=1 -timeout 10m -run TestConsoleInChromium ./internal/console/
 
 .PHONY: test-pg
 test-pg: ## Go tests against the local PostgreSQL as well

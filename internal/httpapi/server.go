@@ -20,6 +20,7 @@ import (
 	"github.com/chatmsg/gateway/internal/clock"
 	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/connections"
+	"github.com/chatmsg/gateway/internal/console"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/docs"
 	"github.com/chatmsg/gateway/internal/fault"
@@ -130,6 +131,12 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 		return nil, err
 	}
 	site.Routes(root, contractHandler)
+	// The operator console at /console, a client of the API above.
+	con, err := console.New()
+	if err != nil {
+		return nil, err
+	}
+	con.Routes(root, contractHandler)
 	return observe(deps.Logger, m, clientAddrs{trusted: deps.HTTP.TrustedProxies}, root), nil
 }
 
