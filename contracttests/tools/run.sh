@@ -14,7 +14,7 @@ contracttests/tools/fetch-pact-ffi.sh
 if [[ -n "${PROVIDER_URL:-}" ]]; then
 	# shellcheck source=env.sh
 	. contracttests/tools/env.sh
-	exec go test -tags contract -count=1 -run '^TestDeployedGateway$' "$@" ./contracttests/apicontract/
+	exec go test -tags contract -count=1 -timeout 30m -run '^TestDeployedGateway$' "$@" ./contracttests/apicontract/
 fi
 # The npm standardwebhooks package (an independent implementation of the
 # Standard Webhooks specification) that webhookevents runs under node: npm ci
@@ -31,4 +31,4 @@ rm -rf contracttests/pacts
 mkdir -p contracttests/pacts
 # shellcheck source=env.sh
 . contracttests/tools/env.sh
-go test -tags contract -count=1 -p 1 "$@" ./contracttests/...
+go test -tags contract -count=1 -p 1 -timeout 30m "$@" ./contracttests/...
