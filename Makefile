@@ -117,8 +117,8 @@ test-pg: ## Go tests against the local PostgreSQL as well
 	TEST_DATABASE_URL="$(PG_URL)" $(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: contract
-contract: ## Pact consumer then provider tests (fetches libpact_ffi into .tools/pact)
-	contracttests/tools/run.sh
+contract: ## Pact consumer then provider tests, in process and against a separately started gateway (fetches libpact_ffi into .tools/pact); PROVIDER_URL=… verifies the committed HTTP pact against that running gateway instead
+	PROVIDER_URL="$(PROVIDER_URL)" contracttests/tools/run.sh
 
 .PHONY: load
 load: ## load scenarios through the public API of the real binaries, 3 runs, median and spread (LOADGEN_DB=postgres|sqlite|both, LOADGEN_SCENARIOS, LOADGEN_DURATION, LOADGEN_RATE, LOADGEN_CONNS, ARGS=…)

@@ -39,6 +39,8 @@ commands:
   version [-json]            print the build: module version, VCS revision and time, Go version
   healthcheck [-ready]       exit 0 when the local gateway's /healthz (or /readyz) answers 200
   admin media migrate        copy the files of a data directory (-from, default DATA_DIR) into MEDIA_STORE; safe to re-run
+  events send-examples -url URL -secret S [-scheme svc|standard-webhooks] [-event NAME]
+                             POST every AsyncAPI example to a receiver, signed as deliveries are; fails unless each gets a 2xx within 10 s
 
 Every command accepts the configuration flags (see "gateway serve -h");
 environment variables give their defaults (DATABASE_URL, LISTEN_ADDR, …).
@@ -108,6 +110,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 		return nil
 	case "admin":
 		return runAdmin(ctx, args[1:], stdout, getenv)
+	case "events":
+		return runEvents(ctx, args[1:], stdout)
 	case "version":
 		return runVersion(args[1:], stdout)
 	case "healthcheck":

@@ -232,7 +232,22 @@ func webhookInteractions() []interaction {
 			status: http.StatusOK,
 			resp:   map[string]any{"success": true, "queued": matchers.Integer(1), "message": matchers.Like("Test event queued")},
 			call: func(ctx context.Context, c *client.ClientWithResponses) error {
-				r, err := c.TestChannelWebhookWithResponse(ctx, 21, nil)
+				// No body: the document's ping.
+				r, err := c.TestChannelWebhookWithBodyWithResponse(ctx, 21, nil, "application/json", nil)
+				if err != nil {
+					return err
+				}
+				return answered(r.StatusCode(), r.Body, http.StatusOK, r.JSON200 != nil && r.JSON200.Queued == 1)
+			},
+		},
+		{
+			desc: "a request to send an event's example to a webhook subscription", state: stateSubscription,
+			method: http.MethodPost, path: subscriptionPathOf("/test"),
+			body:   jsonOf(client.TestChannelWebhookJSONRequestBody{Event: ptr("crm.business.won")}),
+			status: http.StatusOK,
+			resp:   map[string]any{"success": true, "queued": matchers.Integer(1), "message": matchers.Like("Test event queued")},
+			call: func(ctx context.Context, c *client.ClientWithResponses) error {
+				r, err := c.TestChannelWebhookWithResponse(ctx, 21, nil, client.TestChannelWebhookJSONRequestBody{Event: ptr("crm.business.won")})
 				if err != nil {
 					return err
 				}

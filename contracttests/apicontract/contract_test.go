@@ -38,6 +38,9 @@ func TestAPIContract(t *testing.T) {
 	pactrun.Steps(t,
 		pactrun.Step{Name: "consumer writes pact", Run: testConsumer},
 		pactrun.Step{Name: "provider verifies pact", Run: func(t *testing.T) { verifyProvider(t, "") }},
+		// The way QA verifies a gateway it did not start: a separate
+		// process, provider states through its PACT_PROVIDER_STATES endpoint.
+		pactrun.Step{Name: "a separately started gateway verifies pact", Run: verifySeparateProcess},
 		pactrun.Step{Name: "renamed response field fails", Run: func(t *testing.T) {
 			out := pactrun.ExpectFailure(t, "TestBrokenServerChild", breakResponseField,
 				"Actual map is missing the following keys: secret", "There were 1 pact failures")

@@ -69,9 +69,13 @@ func verifyProvider(t *testing.T, breakage string) {
 			handlers[describe(ex, schemeStandard)] = producer(t, world, ex, breakage)
 		}
 	}
+	files := []string{pactrun.File(consumerName, providerName)}
+	if breakage == "" {
+		files = append(files, integratorPacts(t)...)
+	}
 	req := provider.VerifyRequest{
 		Provider:  providerName,
-		PactFiles: []string{pactrun.File(consumerName, providerName)},
+		PactFiles: files,
 		StateHandlers: models.StateHandlers{
 			// The secret travels to the producer with the state; refuse a
 			// pact that lost it. The state also holds the conversation the

@@ -2549,6 +2549,14 @@ type WebhookSubscriptionWithSecret struct {
 // WebhookSubscriptionWithSecretSuccess defines model for WebhookSubscriptionWithSecret.Success.
 type WebhookSubscriptionWithSecretSuccess bool
 
+// WebhookTestEvent Extension. Optional body of testChannelWebhook; which event's example to send.
+type WebhookTestEvent struct {
+	// Event An event of the AsyncAPI catalog (`GET /api/channel-webhooks/available-events` lists the subscribable ones; `ping` is accepted too). Default `ping`.
+	//
+	// Example: omnichat.message.received
+	Event *string `json:"event,omitempty"`
+}
+
 // WebhookTestResult defines model for WebhookTestResult.
 type WebhookTestResult struct {
 	Message string `json:"message"`
@@ -2911,6 +2919,9 @@ type UpdateChannelWebhookJSONRequestBody = WebhookSubscriptionUpdate
 
 // RecoverChannelWebhookDeliveriesJSONRequestBody defines body for RecoverChannelWebhookDeliveries for application/json ContentType.
 type RecoverChannelWebhookDeliveriesJSONRequestBody = WebhookRecover
+
+// TestChannelWebhookJSONRequestBody defines body for TestChannelWebhook for application/json ContentType.
+type TestChannelWebhookJSONRequestBody = WebhookTestEvent
 
 // ChatappCheckOnChatappJSONRequestBody defines body for ChatappCheckOnChatapp for application/json ContentType.
 type ChatappCheckOnChatappJSONRequestBody = ChatappCheckRequest
@@ -5184,15 +5195,43 @@ type ClientInterface interface {
 	// Corresponds with POST /api/channel-webhooks/{id}/rotate-secret (the `RotateChannelWebhookSecret` operationId).
 	RotateChannelWebhookSecret(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// TestChannelWebhook Send a test ping
+	// TestChannelWebhookWithBody Send a test ping (or, as an extension, any event's example)
 	//
 	// Queues a synthetic `ping` event (empty `data` object) to the subscription's URL, signed and retried
 	// like any event; asynchronous: the answer only confirms queuing (`queued` = number of deliveries
 	// queued). Check the result in the delivery log. Requires `channel_webhooks_update`. 509 when the
 	// subscription does not exist, belongs to another company or is disabled.
 	//
+	// **Extension of this service:** an optional body `{"event": "<name>"}` queues instead the first example
+	// of that event in the AsyncAPI document (any event of its catalog, `ping` included, whether or not the
+	// subscription lists it), through the same delivery path: a fresh `delivery_id`, this company's
+	// `company_id`, `occurred_at` now, signed with the subscription's secret and scheme, retried and
+	// logged like any delivery. Without a body (or without `event`) it sends `ping`, as above. An event the
+	// catalog does not have answers 422 with `errors.event`.
+	//
+	// Takes any type of body and a specified content type.
+	//
 	// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-	TestChannelWebhook(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TestChannelWebhookWithBody(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestChannelWebhook Send a test ping (or, as an extension, any event's example)
+	//
+	// Queues a synthetic `ping` event (empty `data` object) to the subscription's URL, signed and retried
+	// like any event; asynchronous: the answer only confirms queuing (`queued` = number of deliveries
+	// queued). Check the result in the delivery log. Requires `channel_webhooks_update`. 509 when the
+	// subscription does not exist, belongs to another company or is disabled.
+	//
+	// **Extension of this service:** an optional body `{"event": "<name>"}` queues instead the first example
+	// of that event in the AsyncAPI document (any event of its catalog, `ping` included, whether or not the
+	// subscription lists it), through the same delivery path: a fresh `delivery_id`, this company's
+	// `company_id`, `occurred_at` now, signed with the subscription's secret and scheme, retried and
+	// logged like any delivery. Without a body (or without `event`) it sends `ping`, as above. An event the
+	// catalog does not have answers 422 with `errors.event`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
+	TestChannelWebhook(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, body TestChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ChatappCheckOnChatappWithBody Check whether numbers have a chat-app account
 	//
@@ -6434,16 +6473,54 @@ func (c *Client) RotateChannelWebhookSecret(ctx context.Context, id WebhookId, r
 	return c.Client.Do(req)
 }
 
-// TestChannelWebhook Send a test ping
+// TestChannelWebhookWithBody Send a test ping (or, as an extension, any event's example)
 //
 // Queues a synthetic `ping` event (empty `data` object) to the subscription's URL, signed and retried
 // like any event; asynchronous: the answer only confirms queuing (`queued` = number of deliveries
 // queued). Check the result in the delivery log. Requires `channel_webhooks_update`. 509 when the
 // subscription does not exist, belongs to another company or is disabled.
 //
+// **Extension of this service:** an optional body `{"event": "<name>"}` queues instead the first example
+// of that event in the AsyncAPI document (any event of its catalog, `ping` included, whether or not the
+// subscription lists it), through the same delivery path: a fresh `delivery_id`, this company's
+// `company_id`, `occurred_at` now, signed with the subscription's secret and scheme, retried and
+// logged like any delivery. Without a body (or without `event`) it sends `ping`, as above. An event the
+// catalog does not have answers 422 with `errors.event`.
+//
+// Takes any type of body and a specified content type.
+//
 // Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-func (c *Client) TestChannelWebhook(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTestChannelWebhookRequest(c.Server, id, params)
+func (c *Client) TestChannelWebhookWithBody(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestChannelWebhookRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestChannelWebhook Send a test ping (or, as an extension, any event's example)
+//
+// Queues a synthetic `ping` event (empty `data` object) to the subscription's URL, signed and retried
+// like any event; asynchronous: the answer only confirms queuing (`queued` = number of deliveries
+// queued). Check the result in the delivery log. Requires `channel_webhooks_update`. 509 when the
+// subscription does not exist, belongs to another company or is disabled.
+//
+// **Extension of this service:** an optional body `{"event": "<name>"}` queues instead the first example
+// of that event in the AsyncAPI document (any event of its catalog, `ping` included, whether or not the
+// subscription lists it), through the same delivery path: a fresh `delivery_id`, this company's
+// `company_id`, `occurred_at` now, signed with the subscription's secret and scheme, retried and
+// logged like any delivery. Without a body (or without `event`) it sends `ping`, as above. An event the
+// catalog does not have answers 422 with `errors.event`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
+func (c *Client) TestChannelWebhook(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, body TestChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestChannelWebhookRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8302,8 +8379,19 @@ func NewRotateChannelWebhookSecretRequest(server string, id WebhookId) (*http.Re
 	return req, nil
 }
 
-// NewTestChannelWebhookRequest constructs an http.Request for the TestChannelWebhook method
-func NewTestChannelWebhookRequest(server string, id WebhookId, params *TestChannelWebhookParams) (*http.Request, error) {
+// NewTestChannelWebhookRequest calls the generic TestChannelWebhook builder with application/json body
+func NewTestChannelWebhookRequest(server string, id WebhookId, params *TestChannelWebhookParams, body TestChannelWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTestChannelWebhookRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewTestChannelWebhookRequestWithBody constructs an http.Request for the TestChannelWebhook method, with any body, and a specified content type
+func NewTestChannelWebhookRequestWithBody(server string, id WebhookId, params *TestChannelWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -8328,10 +8416,12 @@ func NewTestChannelWebhookRequest(server string, id WebhookId, params *TestChann
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -10498,17 +10588,43 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/channel-webhooks/{id}/rotate-secret (the `RotateChannelWebhookSecret` operationId).
 	RotateChannelWebhookSecretWithResponse(ctx context.Context, id WebhookId, reqEditors ...RequestEditorFn) (*RotateChannelWebhookSecretHTTPResponse, error)
 
-	// TestChannelWebhookWithResponse Send a test ping
+	// TestChannelWebhookWithBodyWithResponse Send a test ping (or, as an extension, any event's example)
 	//
 	// Queues a synthetic `ping` event (empty `data` object) to the subscription's URL, signed and retried
 	// like any event; asynchronous: the answer only confirms queuing (`queued` = number of deliveries
 	// queued). Check the result in the delivery log. Requires `channel_webhooks_update`. 509 when the
 	// subscription does not exist, belongs to another company or is disabled.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// **Extension of this service:** an optional body `{"event": "<name>"}` queues instead the first example
+	// of that event in the AsyncAPI document (any event of its catalog, `ping` included, whether or not the
+	// subscription lists it), through the same delivery path: a fresh `delivery_id`, this company's
+	// `company_id`, `occurred_at` now, signed with the subscription's secret and scheme, retried and
+	// logged like any delivery. Without a body (or without `event`) it sends `ping`, as above. An event the
+	// catalog does not have answers 422 with `errors.event`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-	TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error)
+	TestChannelWebhookWithBodyWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error)
+
+	// TestChannelWebhookWithResponse Send a test ping (or, as an extension, any event's example)
+	//
+	// Queues a synthetic `ping` event (empty `data` object) to the subscription's URL, signed and retried
+	// like any event; asynchronous: the answer only confirms queuing (`queued` = number of deliveries
+	// queued). Check the result in the delivery log. Requires `channel_webhooks_update`. 509 when the
+	// subscription does not exist, belongs to another company or is disabled.
+	//
+	// **Extension of this service:** an optional body `{"event": "<name>"}` queues instead the first example
+	// of that event in the AsyncAPI document (any event of its catalog, `ping` included, whether or not the
+	// subscription lists it), through the same delivery path: a fresh `delivery_id`, this company's
+	// `company_id`, `occurred_at` now, signed with the subscription's secret and scheme, retried and
+	// logged like any delivery. Without a body (or without `event`) it sends `ping`, as above. An event the
+	// catalog does not have answers 422 with `errors.event`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
+	TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, body TestChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error)
 
 	// ChatappCheckOnChatappWithBodyWithResponse Check whether numbers have a chat-app account
 	//
@@ -15340,18 +15456,50 @@ func (c *ClientWithResponses) RotateChannelWebhookSecretWithResponse(ctx context
 	return ParseRotateChannelWebhookSecretHTTPResponse(rsp)
 }
 
-// TestChannelWebhookWithResponse Send a test ping
+// TestChannelWebhookWithBodyWithResponse Send a test ping (or, as an extension, any event's example)
 //
 // Queues a synthetic `ping` event (empty `data` object) to the subscription's URL, signed and retried
 // like any event; asynchronous: the answer only confirms queuing (`queued` = number of deliveries
 // queued). Check the result in the delivery log. Requires `channel_webhooks_update`. 509 when the
 // subscription does not exist, belongs to another company or is disabled.
 //
-// Returns a wrapper object for the known response body format(s).
+// **Extension of this service:** an optional body `{"event": "<name>"}` queues instead the first example
+// of that event in the AsyncAPI document (any event of its catalog, `ping` included, whether or not the
+// subscription lists it), through the same delivery path: a fresh `delivery_id`, this company's
+// `company_id`, `occurred_at` now, signed with the subscription's secret and scheme, retried and
+// logged like any delivery. Without a body (or without `event`) it sends `ping`, as above. An event the
+// catalog does not have answers 422 with `errors.event`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
-func (c *ClientWithResponses) TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error) {
-	rsp, err := c.TestChannelWebhook(ctx, id, params, reqEditors...)
+func (c *ClientWithResponses) TestChannelWebhookWithBodyWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error) {
+	rsp, err := c.TestChannelWebhookWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestChannelWebhookHTTPResponse(rsp)
+}
+
+// TestChannelWebhookWithResponse Send a test ping (or, as an extension, any event's example)
+//
+// Queues a synthetic `ping` event (empty `data` object) to the subscription's URL, signed and retried
+// like any event; asynchronous: the answer only confirms queuing (`queued` = number of deliveries
+// queued). Check the result in the delivery log. Requires `channel_webhooks_update`. 509 when the
+// subscription does not exist, belongs to another company or is disabled.
+//
+// **Extension of this service:** an optional body `{"event": "<name>"}` queues instead the first example
+// of that event in the AsyncAPI document (any event of its catalog, `ping` included, whether or not the
+// subscription lists it), through the same delivery path: a fresh `delivery_id`, this company's
+// `company_id`, `occurred_at` now, signed with the subscription's secret and scheme, retried and
+// logged like any delivery. Without a body (or without `event`) it sends `ping`, as above. An event the
+// catalog does not have answers 422 with `errors.event`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/channel-webhooks/{id}/test (the `TestChannelWebhook` operationId).
+func (c *ClientWithResponses) TestChannelWebhookWithResponse(ctx context.Context, id WebhookId, params *TestChannelWebhookParams, body TestChannelWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*TestChannelWebhookHTTPResponse, error) {
+	rsp, err := c.TestChannelWebhook(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

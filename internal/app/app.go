@@ -34,6 +34,7 @@ import (
 	"github.com/chatmsg/gateway/internal/logging"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
+	"github.com/chatmsg/gateway/internal/pactstates"
 	"github.com/chatmsg/gateway/internal/ratelimit"
 	"github.com/chatmsg/gateway/internal/secrets"
 	"github.com/chatmsg/gateway/internal/store"
@@ -257,6 +258,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Handler = h
+	if cfg.PactProviderStates { // test-only: contract verification of this gateway (internal/pactstates)
+		a.Handler = pactstates.Mount(h, pactstates.Deps{Auth: a.Auth, Channels: a.Channels, Templates: a.Templates, Messaging: a.Messaging, Webhooks: a.Webhooks, Logger: a.Logger})
+	}
 	a.MetricsHandler = httpapi.MetricsHandler(a.Registry)
 	return a, nil
 }

@@ -99,7 +99,15 @@ type Config struct {
 	// of events and API answers) stays valid; each event and each API
 	// answer carries a URL valid that long from when it was made.
 	MediaURLLifetime time.Duration
+	// PactProviderStates mounts the test-only provider-states endpoint
+	// (internal/pactstates) when PACT_PROVIDER_STATES=1; never in
+	// production: the endpoint creates companies and tokens.
+	PactProviderStates bool
 }
+
+// EnvPactProviderStates is test-only (contract verification of a running
+// gateway), so it has no flag.
+const EnvPactProviderStates = "PACT_PROVIDER_STATES"
 
 // HTTPLimits are the public listener's timeouts and in-flight bounds.
 type HTTPLimits struct {
@@ -248,6 +256,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 			return Config{}, fmt.Errorf("invalid configuration: %w", err)
 		}
 		cfg.SecretsKey = *secretsKey
+		cfg.PactProviderStates = getenv(EnvPactProviderStates) == "1"
 		cfg.ConnectorChosen = getenv(EnvConnector) != ""
 		fs.Visit(func(f *flag.Flag) {
 			if f.Name == "connector-driver" {

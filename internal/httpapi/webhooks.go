@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/eventexamples"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/webhooks"
 )
@@ -118,7 +119,17 @@ func (s *Server) DeleteChannelWebhook(ctx context.Context, req api.DeleteChannel
 
 func (s *Server) TestChannelWebhook(ctx context.Context, req api.TestChannelWebhookRequestObject) (api.TestChannelWebhookResponseObject, error) {
 	p, _ := auth.FromContext(ctx)
-	n, err := s.Webhooks.TestChannelWebhook(ctx, p, int64(req.Id))
+	var n int
+	var err error
+	if req.Body != nil && req.Body.Event != nil { // extension: that event's AsyncAPI example
+		ex, lerr := eventexamples.Lookup(*req.Body.Event)
+		if lerr != nil {
+			return nil, lerr
+		}
+		n, err = s.Webhooks.TestChannelWebhookEvent(ctx, p, int64(req.Id), ex.Event, ex.Data)
+	} else {
+		n, err = s.Webhooks.TestChannelWebhook(ctx, p, int64(req.Id))
+	}
 	if err != nil {
 		return nil, err
 	}
