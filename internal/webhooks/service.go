@@ -116,6 +116,8 @@ type Service struct {
 	// guard judges subscription URLs when they are given
 	// (OUTBOUND_ALLOW_CIDRS); deliveries dial through client's own.
 	guard *netguard.Guard
+	// brokers are the NATS and AMQP transports' connection pools.
+	brokers brokerTransports
 }
 
 var (
@@ -155,6 +157,7 @@ func NewService(db *store.DB, opts Options) *Service {
 	s.laneRunFor = cmp.Or(opts.LaneRunFor, laneRunFor)
 	s.subs = newSubscriptionCache()
 	s.dispatch = newDispatcher(s)
+	s.brokers = newBrokerTransports(s)
 	s.metrics = newMetrics(opts.Registerer)
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(newBacklog(s))
