@@ -49,6 +49,10 @@ type outcome struct {
 	duration time.Duration
 	// retryable failures get another attempt (until the last one).
 	retryable bool
+	// answered: a broker answered without accepting the message (refused
+	// credentials, no stream or exchange): it is up, for the breaker, as an
+	// HTTP 4xx is. HTTP outcomes say it with status.
+	answered bool
 	// interrupted: the job's context ended (shutdown) mid-attempt.
 	interrupted bool
 }

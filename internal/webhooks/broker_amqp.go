@@ -88,6 +88,7 @@ func (a *amqpTransport) deliver(ctx context.Context, t subscriptionRow, d Delive
 			return o
 		}
 		o.message, o.retryable = classifyAMQP(err)
+		o.answered = brokerAnswered(o.message)
 		s.logBroker(ctx, t, d, attempt, o.message, err)
 		return o
 	}

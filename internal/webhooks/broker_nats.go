@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,8 +33,16 @@ type natsDialer func(network, addr string) (net.Conn, error)
 func (d natsDialer) Dial(network, addr string) (net.Conn, error) { return d(network, addr) }
 
 func newNATSTransport(s *Service) *natsTransport {
-	dial := natsDialer(guardedDial(s.guard))
+	guarded := guardedDial(s.guard)
 	return &natsTransport{s: s, pool: newConnPool(func(ctx context.Context, d destination) (*natsConn, error) {
+		// The client reports any failed dial as "no servers"; the dial's
+		// own error says whether it was refused or not allowed.
+		var dialErr atomic.Pointer[error]
+		dial := natsDialer(func(network, addr string) (net.Conn, error) {
+			c, err := guarded(network, addr)
+			dialErr.Store(&err)
+			return c, err
+		})
 		nc, err := nats.Connect(d.server,
 			nats.Name("chat-gateway webhooks"),
 			nats.SetCustomDialer(dial),
@@ -47,6 +56,9 @@ func newNATSTransport(s *Service) *natsTransport {
 			nats.MaxReconnects(-1),
 			nats.ReconnectWait(500*time.Millisecond),
 		)
+		if last := dialErr.Load(); errors.Is(err, nats.ErrNoServers) && last != nil && *last != nil {
+			return nil, *last
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -75,6 +87,7 @@ func (n *natsTransport) deliver(ctx context.Context, t subscriptionRow, d Delive
 			return o
 		}
 		o.message, o.retryable = classifyNATS(err)
+		o.answered = brokerAnswered(o.message)
 		s.logBroker(ctx, t, d, attempt, o.message, err)
 		return o
 	}

@@ -222,10 +222,10 @@ INSERT INTO webhook_lanes (subscription_id, due_at) SELECT subscription_id, MIN(
 
 // brokerMigration (issue 27) adds the sealed broker URL of a subscription
 // whose URL carries credentials (see destination.go): url keeps the URL with
-// the credentials masked. '' when url is the destination.
+// the credentials masked. ” when url is the destination.
 var brokerMigration = store.Migration{
-	ID: "0200_webhooks_broker_destinations",
-	SQLite: `ALTER TABLE webhook_subscriptions ADD COLUMN destination TEXT NOT NULL DEFAULT '';`,
+	ID:       "0200_webhooks_broker_destinations",
+	SQLite:   `ALTER TABLE webhook_subscriptions ADD COLUMN destination TEXT NOT NULL DEFAULT '';`,
 	Postgres: `ALTER TABLE webhook_subscriptions ADD COLUMN destination TEXT NOT NULL DEFAULT '';`,
 }
 

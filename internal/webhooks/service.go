@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,6 +119,10 @@ type Service struct {
 	guard *netguard.Guard
 	// brokers are the NATS and AMQP transports' connection pools.
 	brokers brokerTransports
+	// logged wakes the live stream's tail; streamAudience says whether a
+	// stream of a company is open here (eventlog.go).
+	logged         loggedSignal
+	streamAudience atomic.Pointer[func(int64) bool]
 }
 
 var (

@@ -117,11 +117,11 @@ type AvailableEvent struct {
 }
 
 type subscriptionRow struct {
-	bun.BaseModel  `bun:"table:webhook_subscriptions"`
-	ID             int64      `bun:"id,pk,autoincrement"`
-	CompanyID      int64      `bun:"company_id"`
-	Name           string     `bun:"name"`
-	URL            string     `bun:"url"`
+	bun.BaseModel `bun:"table:webhook_subscriptions"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	CompanyID     int64  `bun:"company_id"`
+	Name          string `bun:"name"`
+	URL           string `bun:"url"`
 	// Destination is the sealed broker URL with credentials ('' when URL
 	// is the destination); read by the delivery path only.
 	Destination    string     `bun:"destination"`

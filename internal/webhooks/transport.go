@@ -76,3 +76,12 @@ func (s *Service) logBroker(ctx context.Context, t subscriptionRow, d Delivery, 
 	s.log.Log(ctx, level, "webhooks: broker attempt not acknowledged", "subscription_id", t.ID,
 		"delivery_id", d.ID, "attempt", attempt, "text", msg, "err", err)
 }
+
+// brokerAnswered: the text is of a broker that answered (it is up).
+func brokerAnswered(msg string) bool {
+	switch msg {
+	case msgBrokerAuth, msgBrokerNoStream, msgBrokerNoExchange, msgBrokerNack, msgBrokerRefused:
+		return true
+	}
+	return false
+}
