@@ -1588,6 +1588,14 @@ type EditedMessage struct {
 	Version int64 `json:"version"`
 }
 
+// EventStreamTicket A stream ticket (extension, issue 27).
+type EventStreamTicket struct {
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Ticket Opaque; pass it as `?ticket=` to `GET /api/events/stream` within 60 seconds.
+	Ticket string `json:"ticket"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -2444,7 +2452,7 @@ type WebhookSubscription struct {
 	// Example: 2026-11-22 14:03:07
 	UpdatedAt ManagementTimestamp `json:"updated_at"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
@@ -2475,7 +2483,7 @@ type WebhookSubscriptionCreate struct {
 	// Example: standard-webhooks
 	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
@@ -2533,7 +2541,7 @@ type WebhookSubscriptionUpdate struct {
 	// Example: standard-webhooks
 	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url *WebhookUrl `json:"url,omitempty"`
@@ -2565,7 +2573,7 @@ type WebhookTestResult struct {
 // WebhookTestResultSuccess defines model for WebhookTestResult.Success.
 type WebhookTestResultSuccess bool
 
-// WebhookUrl Receiver URL, http or https (HTTPS recommended).
+// WebhookUrl Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 //
 // Example: https://hooks.example.com/chat-gateway
 type WebhookUrl = string
@@ -2887,6 +2895,24 @@ type ListContactChannelsParamsTagsOperation string
 type PublishEventParams struct {
 	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// StreamEventsParams defines parameters for StreamEvents.
+type StreamEventsParams struct {
+	// Ticket Stream ticket from `POST /api/events/stream-tickets`.
+	Ticket *string `form:"ticket,omitempty" json:"ticket,omitempty"`
+
+	// Events Comma-separated event names (omitted = all subscribable events).
+	Events *string `form:"events,omitempty" json:"events,omitempty"`
+
+	// CompanyChannelIds Comma-separated company channel ids (omitted = all channels).
+	CompanyChannelIds *string `form:"company_channel_ids,omitempty" json:"company_channel_ids,omitempty"`
+
+	// LastEventId Resume after this event id (as `Last-Event-ID`).
+	LastEventId *string `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// LastEventID Resume after this event id (sent by `EventSource` on reconnect).
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // ListProviderTemplatesForChannelParams defines parameters for ListProviderTemplatesForChannel.
@@ -4890,6 +4916,12 @@ type ServerInterface interface {
 	// PublishEvent Publish a company-scope event (extension)
 	// (POST /api/events)
 	PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams)
+	// StreamEvents Live stream of the company's events, as Server-Sent Events (extension)
+	// (GET /api/events/stream)
+	StreamEvents(w http.ResponseWriter, r *http.Request, params StreamEventsParams)
+	// CreateEventStreamTicket Issue a short-lived ticket to open the live event stream (extension)
+	// (POST /api/events/stream-tickets)
+	CreateEventStreamTicket(w http.ResponseWriter, r *http.Request)
 	// GetMessageMediaLink A fresh URL of a message's file (extension)
 	// (GET /api/messages/{id}/media)
 	GetMessageMediaLink(w http.ResponseWriter, r *http.Request, id int)
@@ -5127,6 +5159,18 @@ func (_ Unimplemented) EditMessage(w http.ResponseWriter, r *http.Request) {
 // PublishEvent Publish a company-scope event (extension)
 // (POST /api/events)
 func (_ Unimplemented) PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// StreamEvents Live stream of the company's events, as Server-Sent Events (extension)
+// (GET /api/events/stream)
+func (_ Unimplemented) StreamEvents(w http.ResponseWriter, r *http.Request, params StreamEventsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateEventStreamTicket Issue a short-lived ticket to open the live event stream (extension)
+// (POST /api/events/stream-tickets)
+func (_ Unimplemented) CreateEventStreamTicket(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -6799,6 +6843,113 @@ func (siw *ServerInterfaceWrapper) PublishEvent(w http.ResponseWriter, r *http.R
 	handler.ServeHTTP(w, r)
 }
 
+// StreamEvents operation middleware
+func (siw *ServerInterfaceWrapper) StreamEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamEventsParams
+
+	// ------------- Optional query parameter "ticket" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ticket", r.URL.Query(), &params.Ticket, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "ticket"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "ticket", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "events" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "events", r.URL.Query(), &params.Events, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "events"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "events", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "company_channel_ids" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "company_channel_ids", r.URL.Query(), &params.CompanyChannelIds, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "company_channel_ids"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "company_channel_ids", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "last_event_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "last_event_id", r.URL.Query(), &params.LastEventId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "last_event_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "last_event_id", Err: err})
+		}
+		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Last-Event-ID", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Last-Event-ID", Err: err})
+			return
+		}
+
+		params.LastEventID = &LastEventID
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StreamEvents(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateEventStreamTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateEventStreamTicket(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateEventStreamTicket(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetMessageMediaLink operation middleware
 func (siw *ServerInterfaceWrapper) GetMessageMediaLink(w http.ResponseWriter, r *http.Request) {
 
@@ -7389,6 +7540,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/recover", wrapper.RecoverChannelWebhookDeliveries)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/events/stream-tickets", wrapper.CreateEventStreamTicket)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/api/events/stream", wrapper.StreamEvents)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/rotate-secret", wrapper.RotateChannelWebhookSecret)
@@ -10787,6 +10944,180 @@ func (response PublishEvent500JSONResponse) VisitPublishEventResponse(w http.Res
 	return err
 }
 
+type StreamEventsRequestObject struct {
+	Params StreamEventsParams
+}
+
+type StreamEventsResponseObject interface {
+	VisitStreamEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamEvents200TexteventStreamResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamEvents401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response StreamEvents401JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StreamEvents403JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents422JSONResponse struct {
+	QueryValidationFailedJSONResponse
+}
+
+func (response StreamEvents422JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StreamEvents500JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventStreamTicketRequestObject struct {
+}
+
+type CreateEventStreamTicketResponseObject interface {
+	VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateEventStreamTicket201JSONResponse EventStreamTicket
+
+func (response CreateEventStreamTicket201JSONResponse) VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventStreamTicket401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateEventStreamTicket401JSONResponse) VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventStreamTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateEventStreamTicket403JSONResponse) VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventStreamTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateEventStreamTicket500JSONResponse) VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMessageMediaLinkRequestObject struct {
 	Id int `json:"id"`
 }
@@ -11926,6 +12257,12 @@ type StrictServerInterface interface {
 	// PublishEvent Publish a company-scope event (extension)
 	// (POST /api/events)
 	PublishEvent(ctx context.Context, request PublishEventRequestObject) (PublishEventResponseObject, error)
+	// StreamEvents Live stream of the company's events, as Server-Sent Events (extension)
+	// (GET /api/events/stream)
+	StreamEvents(ctx context.Context, request StreamEventsRequestObject) (StreamEventsResponseObject, error)
+	// CreateEventStreamTicket Issue a short-lived ticket to open the live event stream (extension)
+	// (POST /api/events/stream-tickets)
+	CreateEventStreamTicket(ctx context.Context, request CreateEventStreamTicketRequestObject) (CreateEventStreamTicketResponseObject, error)
 	// GetMessageMediaLink A fresh URL of a message's file (extension)
 	// (GET /api/messages/{id}/media)
 	GetMessageMediaLink(ctx context.Context, request GetMessageMediaLinkRequestObject) (GetMessageMediaLinkResponseObject, error)
@@ -12992,6 +13329,56 @@ func (sh *strictHandler) PublishEvent(w http.ResponseWriter, r *http.Request, pa
 	}
 }
 
+// StreamEvents operation middleware
+func (sh *strictHandler) StreamEvents(w http.ResponseWriter, r *http.Request, params StreamEventsParams) {
+	var request StreamEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamEvents(ctx, request.(StreamEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamEvents")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(StreamEventsResponseObject); ok {
+		if err := validResponse.VisitStreamEventsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateEventStreamTicket operation middleware
+func (sh *strictHandler) CreateEventStreamTicket(w http.ResponseWriter, r *http.Request) {
+	var request CreateEventStreamTicketRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateEventStreamTicket(ctx, request.(CreateEventStreamTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateEventStreamTicket")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateEventStreamTicketResponseObject); ok {
+		if err := validResponse.VisitCreateEventStreamTicketResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetMessageMediaLink operation middleware
 func (sh *strictHandler) GetMessageMediaLink(w http.ResponseWriter, r *http.Request, id int) {
 	var request GetMessageMediaLinkRequestObject
@@ -13320,781 +13707,809 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rchs5ligKvwo+zkwU6U5SpC6+UOHokCW5SlOW5dalalcXvZUQEyTRSgLsRFIy260v+td5gBPnBc6f",
-	"eZHzJv0kJ7AWgERmIinKdnX33mc6psYimYnLwsK6Xz63xnK+kIKJXLWGn1szRhOWwZ9vecoOpciZyI+4",
-	"WkjFcy6F/iVhapzxBX5sxVykXLCYSJGuyERmhM/plCnSvvjpe8I+jdkiZ0knInc8YZJQkRC6TLjcJzHN",
-	"czqezZnIY3iR3bFsRWQ+YxnJVwtG2h+O3kbk4qfvI/LD5em7iPz9b//Vicg9z2cknzEy4Skjgs5Zj1zO",
-	"GL7DFfnTMpmyhCxoplgCM6bynmXdMVUsiYiSJIY1bl389P3vPs3TfTKe6Wfz18t80n0Z6zGoIMXySC5l",
-	"rxW12Cc6X6SsNWwVv+3DKvQiXnNxJ/mYdXdfbg92eotk0opaGfvzkmcsaQ3zbMmilhrP2JxqMOrVtoYt",
-	"lWdcTFsPD5EP8gs2XmY8X32QKR+v6lA/SO/pSpFYUZHcyE/7JGETukzzrsrG5DshBfsuHhIh8xkXU8JF",
-	"Aa5sKVQBwSnN2T1dfaeIzPiUi97aJTOxnLeGv7bWzNr6GDXs7L28EHwyad6LkEo/EMMJUXKTyXvFMiI0",
-	"WpCc3jJV7EKjCxUFqmy2bjNDeI3nLM9WB5OcZfUlXrCxFIkiuST3lOfkhk1kxkimX+FiWsKNnf66pcy5",
-	"4HO9moFbAxc5m7Ks9aBXsaAZnbPcXMLDjNGcJQf5ORVTpr8ZI37oP+likfIx1Uvc+pPCu+lW8Wtru7/9",
-	"vDsYdPuDVuQ+bG/rzRfL+feMTVrD1r9tFXRgC39VW0c0ZzgvrKwMkf+8OHtPaJbRFYl/VTnN8ogwkXyM",
-	"iZyQhOaaAMS//PLLL93T0+7RUdwhMoPvuzmfMxURLsbpUvE7FhGJ6DnWm+X6A58z0qbwOKCqXOb45Vje",
-	"sUyjAc3J/UymjCR01dHg53pRf16ybNWKWvo2toatMULvmuatqPWpy8UdTXnSnTOlqIamBS+hOZkvlT5W",
-	"Qom3M39jbl+th6h1krD5QuZMjFc/stD1JOOUM5F3xzOpmCC3bEXaQOLwfAglV1cnRx3cyRxwmyI66Xny",
-	"GVdE4xBTOVF0woYABi7I9i6ZyWWGN0HROYOh3XWGb+yLGVuk+mLhpclUTqhQ9ywjXKic0QR2JDV90E/c",
-	"y+yW0Cnlokd+ZCtFaMbIgmVEYwYVqx65YIx4G7dU5eDDCfF2X6aTe5P++MV4h3Vf0ueD7u54b6f76mbA",
-	"utvJi0mfvmK7N9sDe3rIfIrj8+bqaiiXrhH99I6JaT5rDbf39iJ9rezngb5Eec4yPeb//PX/1/3/f/zd",
-	"v7dqNz6MEf7+NGQtWgz01d/e2yN3XPGblJGDi8OTE+AbdAy39SFqnWUJy05lwo6QLB6ocYCUyCwnCc/Y",
-	"WH8REc2UulwoJjSHvWOkHR9cHMYRiY+O8V+qxrG+PbEeKO70iBler6EJ9aVdSmvT2+4W3wQa94ADysHF",
-	"oV6XXqd+6QNFElXer/6WiOX8hmURmWRyTgZNi17oAfz1GvYCZ7qOcIYXDDO7ey2IeZxM4dZn+u4JvX72",
-	"5yVN9fkOYBcs0y8aGA/6/fqWTnI2V3A39IojRI69fr9xXzhkw9b6/UijM25uDz49fatmLaHtIszNEus7",
-	"3P6tN7j9z93f3m+9v71/9P4u+HyZ0lxmh1IIJCMnSWCTCbISzTXtcyXi/MJsdkHzWbFXnrS+VH5pIqmB",
-	"XQFDtrOUHzasD6Z/iFpXi+Rbi0Bke2e492q49+pfVxZKqcq7S9j6NxOHcLg14pAB9dPFoZ/ZzUzK2yOW",
-	"cq3ChbBR62eJ+f07pXkZ/n3Nk5i04//Rvbgbd+0AcSciFAUX+xxJ5ZSombxXhOdlGaN/83KyM95m3b1k",
-	"QLu7kxc33Vfj56y7TXeTl2ww2bnZe9EK4rq3iLVIP5HZnOYahEt40pcv+t1XtDs56L79+PnlQ9f/uPuU",
-	"j4Pth42FFAsmwr2rBQJl07Xy36jcL3N26ynIPT5E1PImLOhtD/4XICYPei1qIYViqF05uvhmqbhgSh1n",
-	"mcw2pzEwCk/OMqMEqOV8TrNVa9h6zzjopjwhQmZalGxFrTuaLoGClZaIP5dWGrXUcjxmSrWGE5oqplcu",
-	"ZP5WLkVSnudK3Ap5LzwSH56n2CoRMicTGKlhmndyOmWVeS6YUvZlMxesc/1UXMELKQxIuAjM+LApBS4f",
-	"UYAKnyCyEC4Wy1xD9ca8QZh+ZUjmXCmt7ciMzGmq7zRLyISzNIk8+BXwIW2Z6Qtg7QxGEepERpwlNM0Y",
-	"TUARWipWG8RtGwayD7tvO5FWH/IuXSzIhPJ0mbGeRvu3MrvhScLEU3idfwCXWnuk7gSWgi7zmcz4X1gC",
-	"E2wG71MzXgDSYGuTt0yQlI5vkU4vWAbwBf7FFZELlqE2b7BakTbPFYk/dYtH486+s1HdU6XhIaZmlWUV",
-	"+0R8yOQ0A8z5MqgcOL3YaMtckYqGqaGlcp6m5IbpJS0yqXGVJftGNU+13vBtYFhbjlHe48qa4sZFETpB",
-	"LUZDWzAwTGmElpnmkOS9B9dE/57f8zEr7UTLlBkbM611FkYCs67vlDEXBE7jnC0VUojNTwIuIZxeVa8f",
-	"/oooWz0NvXJ7a/R8aPQjCZ9MWMaEW2mv9fEhquL/lw+28en+pMkN7LeRJumbUj/R2lqqxp2GtZG2JUXu",
-	"dkVEM9yIgKgHRE8mq0799Pf1RIQSwe6B2+AM+pO/7xOhxRqaPpENVliaGYQolt2xDKnvt7k0V4J9WgDr",
-	"sRRzHxUcqnfHlSGukbEZKyZwX6cs4fQilxm7EvSO8pTepOzLySsjcz0gUXpEQ2LtqL8BqTj+lDOhyeUQ",
-	"NuvP3QZdQY5pakxKMltFKDfTnN5QxTRO6M8XO13gXzlYr26W41uWo+IQnx4fnRxcX1yenR/H4E1RHTKW",
-	"yzQBLnbDSMboeMaSMlbBAtC7IoCMyCwhC8lFDmZy6tjthBdQQZIVg6m9C7b2mCi0rWtx0nM/eY80gc48",
-	"veUZ7h9AbGQWYChxgmlqlUqaXEr5jmbTrzp6exf1RSNzurJAKlmVBv0+OX3zbU8fDxusrXK8BLfUjGoB",
-	"i+wOdjqIG6XF6fugd2vWpH9nIoEjInQ8ZotcGW6hiIGGcbuBzjcgp28iMl+mOV/QLDd7ijQDuuMJy6xS",
-	"oMgOOX1T4eQGO6S9hOFj+YOmWgUZfUt5+uVsxRpphr8+wZxS5hxPMsN8MyZxYKi3c/3AuYLalUkxxTOR",
-	"GQFZu0di3HJMZjJNlCEJsANr0jLD9ErGohOhRcK7L8b991Ys/nYypLJrs4qC3guu0srSMiNJplVXcApa",
-	"TM1kWrBAzeDgbfaJq5zMWMbwMlhvhzGQgCS/IkujMWm+CVu5lPKUitWJeJvy6Sz/YtogJZnrCcwdVFrw",
-	"Xxih1dI/NZNZnq5+A77AlXE5EZokekog/CCkW1FDY5WG4A0oN3ISXClpP98For6zTW5W1sEbEcUYecfn",
-	"PFeddcS8PTD0vNMjB2LlqQFjKtyJ5L8psTcHem529zUHqschB3nO5otcfZtTO6c5I6mGJARHsKRQL6xA",
-	"b/0l+owMd9RHVIL0N4LgQ9S6Av2QiVxD5ank1zMelod5ArCqCwhRC0BkI1FExNiFIsI+LbjhMxm7k7d6",
-	"3hJcfv755+6BN3rYMHn+9pA8f7HX1wpomjIxZUMSv2E0Y3pcms5fj1omUmLUik0ACtLh16OWWc013LZR",
-	"KzbBCZbSRHZp4GsyC4Zno/oY5kq6Ucg4Y4lePE2RihlKSe0IRv6CcchYJozcz5jQX5n1ewMAY9bsmKAg",
-	"QxVaCMpSM15ShGRhZG2CRkQawPCk2JeHwhD5NaY4a899v9ZW5kzKbQ0a+LsTNmU5s6komF/IaGZH/MOS",
-	"LauWMzcGKvF/hkeeMDUvdEV8t2EJXGn1ozL5pRYGpQBlEn8vmXDDU5uD0DPbt3pfYJLcfKK10P12BsIL",
-	"b0GelS9o5IuAfWroTZDANMKwR87tUZK2Y0adYYFmbioY1EcDTfjtu/oiay1K/71mNs9k/+WCM1yWG5pc",
-	"ZWnl7LK0sI36h1aI2Uv9zq/4pPM9oOV1lucLvUX9ryJX5+8q4vVm7+iDM5T+PXgRSnZ1OmeWD4TXh56H",
-	"X/FJ36heXkvtZ/QOTJaKhcEyk2Abgwe0ZKTZtFzmKExNlzR7HF4wxGD7Ra/f6/cGNsrQiGtgAWTZHR8z",
-	"p1aC4r2vn0I5SpN4/UqaynvCjenw7OryzdnV+6Prg3fvzn6+Pjw5Or8IAP4fOPkTLu0G6lHJrj8ksT7g",
-	"2Dfmp1I4JXeATNwE5UQkXmZp6WFgngLQbcvhXESoefJ+JhVDWJUh5I7aCc0lOJF2KuXiho5vtYLM72jO",
-	"IpJycdtF64y+3YAxQGTUgo05TbuLZbbQ82VUTJleLTysZ4/RJ5xotrwUqT0jdxJwCvDd3EgjoZOIO0By",
-	"aNXfob+s6JyP65XwZo+cCW8loH6BXJLT24CpMyI0hWDOW7bayPxK2m4ZYImqD9nptQr0ght2YG1vx3ca",
-	"t86ZgriMz61FpleZcyMc0BzQkedsrgI/+0j3ue6IZXeGrtYjRws551fzWBmHi3BTefMnNs71cOYLcKyD",
-	"qGzZnotW1TJT8eaNlCmjojaffS/C/YWmqklU5fu113+F9iI50QosnTKwLVlTkSLtwq+lImf1iSyrBK+N",
-	"YKnqDK1gbnxw/osdRMSyT07z+/IpOJoVOIE6iEBEeAqM7PAhMB3iNi5XC3bE1SKlK8t+yvACzmEja/Ad",
-	"Yzar2ue+UyQ2T1zrJ+IhGQF/Cr0+anWM5RYnJ/bB0hDXPImHJD6e37AkYQl4ELXW3YlIfCXkZMI1YYGv",
-	"CV0sYtLe1j+dBX7Y0T98mMlcEiXhR8Hye5ndxqS9q3+7wG81zLRKpLX7Pf39G5mXvnzeQYUC/FfAAQmt",
-	"7twGi46luGOZQpMA3BXVI2+NjXqR0lyTKdRjloqR2H4Vl7WR2n5CoRPegYaiGw494A/JgLwmzIdqRLbJ",
-	"a7Ksw5S09dZyDcRORHbIaxJ6RE7G195ju+Q1WWhYdxHWXQNrR2Ijskde24Nw0I3Ic/Ka3PgAB0Ag+g+i",
-	"7Wgn2o32oucf/QD0WjAF2EnEct69oxmQVX0rLA4dziAgqMCeQ1x2K3JgLr4BfEHEeI87aEUt/HxqV9iK",
-	"Wm9kXnz8WD6L8K36UDr7wP2IyJzmYzAwx6WTjYfu4ADieBsM7BH/vcNAvIejuEZoX9ujAKw33zlwI87f",
-	"yNz/ymI8ILuCS+oQVWO6j+UKeH+VVpL2+fHFJfyEt6ADf5t927ujmZq5PxOe5qXDb5U23YpaY3dI3nY1",
-	"gQ3sVetZlY22olZply0fpSpDlq/aJtjl49T4m6ATjFAPvBfVKwvxFeUIyDLL8bIEHrPqOe54yedM5XS+",
-	"0HSGJ4+9aJZ7AgFXtxgrtMHzPzIQDVIXj1PeqxYQyP2Mp8xeFtysMrE6XBWhOr1WnUvaKK0Qq82NrWyD",
-	"VV7As/alazQr1VfrrNU98vNsZTQOt1AuwDQNQ7jYP0dOFeUJabP5Il9Z8xa6mjTvMhGPAZysWYa9CMgv",
-	"OeqKWAHBbRjZBYB0JxWVM0+8WRvkDg3Gwxkb3xqbNajvaXo2aQ1/3RCzMAbt4WMVu2nGrqeZXC7Uhsfp",
-	"r+MgY9/ju/8ANEebtwoIXPgDaSd8qpEE9J2xXIo8WwG70LKlNcoW+32tDz2OCHzSCojaLwd6Wz3AyyV5",
-	"vltNJamjVT0o8VgrgMZkX9g38BVN0mHW57uVbJE5/XSCS7BB4+bjoKIdhCe1UPFclRilayfc6/fNGlRT",
-	"gKQdo24HKbDcHksNdfWYjwUyhtG7QCs/jh6E+aryH8Mh4qWPzVJiSE0qjjVA28IgK3DDQQ1oqMwITF5f",
-	"7oaa5AZIjqCGYUPq39P0ni9SDR/VfmDfUuR0HNjzbSjN7b1zUxnZXr/bC8nijZxGyJxPVg1aljcqgUw6",
-	"G6/A0kmESKFmNCuxtwa93KPTj2//HVf5tzx8C9V/5YMHjuXxn+DxP4GaB6V8PwyZziFrd30m3ybkF23C",
-	"TXR3e2/PJ7xNlDBsDvbIIHJ4DYc1UASyVoceFUIuxZg1ynBMYPo8TeZccJWDkQ9NjIqJBumNq2t4ft2o",
-	"GBhQisgGo6Y3jb2+QBnDMwUv//eWAEcazBBeqLV+RPXrWwh0BJZsv+IKqS8y5qeRiQXNcj7mCypydQ28",
-	"v5Q/0A8kUzfe/6g4Dw+IwTkeO+pvTSgQf/6FyUTQkOKhV1LNMFuT4vGbpItVBGK4fCsjSJfPB+TZgEwf",
-	"2H2YGoZQrP7yx1q4V05SRsEvi/Y9nsSg/MdwZ9o3Mp/Bzb9h4K2HSBoSwzZiwoXiCSMxqAdYKmHKBMsg",
-	"cQsjgJQphJFbPSpbpvCRKwyMupEJVHy4h7Afsy9YQhsWIzNci7FyzBlKiUChzIbJImOKibEJwDWGEC2X",
-	"jbWIU7jIgnMVJTx4Bj9ZK1jviVJlMPn+w0xD1sjjNWUhIkaN0NsZln4iv9M7oPZvm7Q86ENy8J59sX3c",
-	"G2hpni6UeUYRmhcP7OOkIJDb0SBElqZ2VVxhKFgRL9qxkRwpo4nmX39hmSRtf3nKhjXnNDPut/4+STK5",
-	"AEjn2VLc6nOZ8E+dHjnGSzgke3uDwauXL1++fPHixYtKdr7/UyWvbdB99fHXfvfVx8+vosFuIDktfH1/",
-	"9JLmPUDXz4G0K3DtNF3yHxuP3xeqa/QXwgGVRzEfY2iH1oCi8c0wRTqGNWssBN61T8QyTY0+gjNAhgbo",
-	"Dxq4+meMLseYlzqLgzWH45AYQMdG6Twq05qhIrvVR8UTm6G/mW1BP33KchoggF/C2+psrbKdBgeWZ+/7",
-	"Q6Yxp37U9ttq5QEOkiBgWy5NHC36IRZAI7xCGGpMheBiuk/QzOQ5XV0hDpaTGF681kOGJRgM8FL/utbE",
-	"P2dhaGn8+8M5AosqQsmH999DFgG5On9H2rH+c4hlkxZiun9DFXu+G/39b/8Vg/nNIx3hJx/FZs+cNsbC",
-	"FWapJaCuwW7Ejm9hQqtWuPJ4ImlTj393IhJLZdi3KVgU103M5pc60N/YGkda/VAzzQpLCDoxnrGUC81T",
-	"E3bHxywirDftkfhwlsk5oqGnRA2MMemJSpRdSaMeNej3N9Cj7DAVev1bI7UMmA3PMEJBTLtqpXI2/zIg",
-	"/8xFIu/VN4LymfpaAJ+pKmwLirQhzEr3BISlQyj7UrmPUq/BYu5XWv8apnzU/Oc5DQ4gkETdlj0DJki2",
-	"kcK39aFqKN+szDfINDs9cjaZeBHuQz025Fcu1QyqMYFlygTQweB20AZ7Y8Xd0FDoA9Yw9qvoUOIJJhV4",
-	"rdcsNz7rfyUN8hts6l9pOxcshTSVb8hvDmdSKkBBz3BzsyIlPrRPaEWPBB3gXvo3sM6JfltC/PB1VOIi",
-	"D0boe0TgEsj0HUNHoRcmUPJ8DsHmhI7PmLQXlNtMRfe1ZtwJV/XHSln8Wrda6O8yZr8V0w7E6U2nLLmW",
-	"yzwmbSFzgi8DETE0ychS+mkoxDaGSVyYMebq5FLellyh8o5l+6irm+BCtZyzhCxFzlONETRNiWAsUYTn",
-	"euwbKgSMXCKL+K2fSoKLAm8xJvPEvrs2BkFmmYOjsjpYxv6EObflgpFmC3csK3JTza+Oti0X04wmCO4J",
-	"BCnXB8eI2nKdIsyI4SY1mtzQ8a2cTDp++INfhcI/SeeG1acDSQgIfM3MACqtqGV32opauKp6RchgUMOh",
-	"N8lReU4smnEGU54XU76xU54VU751U4Z81OYuYC2ef6wwS8aG8lQPw8TcgpQr2D0ad2nm4g7ElKke+Vkr",
-	"xfDJ1hQ0uKeYSAiYteD5ZQYRn7iC0pj/aHrV5KZ4z+7/Wf4JvSaERsOyjFFqrW2l921sOe9NsYAvted8",
-	"BT9g41vNDZYBuT6Wt4jBXtZ9vK+pbMLRGIO2ydwsFEw158dHJxfXV+fvsJ4Gy31SIm9bUcsbbUNqcHYL",
-	"YXPea3rpGOhlItSClUFNUJvzmmJ5zXpckhc/uQFSh2JXH6JWJXj0CQPhjfpG0VGVOg7OWQR7v7aL5Ilv",
-	"VPFKQa31Pme+wc4Mte8cUpr4sMz4o8BjzERiavY+wf9kwvseA4INY4R3TKL8tTEiPvquef7APP4PCFiq",
-	"Ykf5m5a378B2nhjmVLoY/yRLZPlyfo1BEn2a6665FwPaI+5Q0ElycnFGXj7vD5CMyslEsRzC3kyYtK23",
-	"tsC6FarnvKhxROKcTpX+V4Hmof9aKpYZXuqOSS6YYMn1PRgwkF3XCSNVt7ZmkCCxXk38L0uJasTCu6ke",
-	"rRgXISzrcQEeuzBJXjVSV0lCChyYBpSrDOjKOYbIStNSrUf8CU6KMNEzMTJtFxQFR4qxTp0gpUupwmBf",
-	"OmUb73g/UKcbNZNqbP93ylSTMlMghx/LLGEJaaMfSyzT1Ef6QG5AZ3MYz5cmef0JYa54RdZG1mIfACYS",
-	"auqt1FaqBwmHTWBJ/Q1w/QwePCnMeY84NcvHbnxSxYmjqmsjzW3FUN/8pVALg4wNeLn5CIYAghugG5jc",
-	"oVVT8w4I9TbdRRUZ5MaJgpDubOQXW3Ahmg7wq7hviQ5uyoPP4CU0/oJJyRl51r19AU95JEWBDLsJtfMA",
-	"j4IvYoMm9XVk+BniaoBaIxJwAXkRwBhKsa3r5ryk01CoyVJkjCabBdlUJZRvSTSXij0K8CvFfHAbW8Ra",
-	"E9JP+Ix3hxzgh2SAXNFwgghMa3OZYdldAomeqO7q17UuhDQtIt5tghsKKZJzwcczmvdKosAzc6/ImGbZ",
-	"irQVQzX6QK3E2M8ei8gIa65zMR21ypSQi/z5buvR6JqqdSEkD3qBbZb4eIzJR+EgC36aDFlQxAqeWfrt",
-	"6IAjznVW1Sx3FhgQlkB9me2fJYGW5MbA9ctlTtNrrq7HdLEIMScPl/3oaPRgKWRS1OQL2WY6MyoIHqQJ",
-	"9AGkLqcpQXoVPnrP4NelyFkyJDEsKcZCSlpmxHY6po5QexD1+/3I1pljRRaT8ZtDJ56piUdMGFuwLCKZ",
-	"fpclZLnAYnFYvVo/h4EwMRy6/hy7etg4DAxOc5y9R2LwG9kI8WKl7BMd55Fm4uMZhEJhkxluiysCqBBI",
-	"GKzkwKOFY2x2Ucpz/k75XS705bzUk41am7mDgrpF/bQ30TbOWUptmrJnDQWh13AMx7AMGS3YYYmxbWz1",
-	"NGNf4tgXduwrHDvINEPr/grPT+3e/PMdQKUlob02nGU6ZaYkon/h9jGhHs38IF1pDS1lk5wshSmEG5Wd",
-	"PL5nBxD0w8Hl4Q9kiy74lkGArhX7tj7z5KGHLOKDB+5BLeOaZrfXmhIHLG1IXhTLFYl9ch3r7fQ3zrs4",
-	"pdkt0W83p100Se8NA+qnmwdrEusPvlSWb3DmwzTNy2iUaBtcw/B483B4o69D9rRTeYf+7xkYN8deVLdn",
-	"XnxyKC7e81KV+SIi94nSbe2qGPOuEfSC2zpQik+hRUueUaEmWLEYNqnf+RZbvFJszQaN6nRdSP/BC5Kx",
-	"ubxjtoqKfnRjHPrZKGfm0BoP365kGQwjCqyDAuw0h1Xs6ctZ+qFAlcUEjfr1oaphzuaUI+JvJSIOq4sf",
-	"8KuIOPSKCF6liACZiAhecCzkbqhXzYXQjHJBvwpOhuJ4HNLG4s4+2SXtc6ZkescSqGexR9qHVIxZmuov",
-	"xqnvPCsk/mDCfvTi46a3EFcWRFKvKukLb9dWJQqF6oOhSE4q3Ii07xt0Smt37GCdBmoS70ovo7/aJZGY",
-	"eG9rlTK1gdvud/CtRURItEkE7QOVWN455WnzdlhX/+7H5toqnxubOTYzUjQZ8pr9Bo9bczzzjQUuBjUZ",
-	"P1HQfrPBatcoewhOu7oG4aZujwjBv4Aj3iCspKFZIxbQ+IDeFiyUcVLUGcWSGPY2YfULd5ew7MXFgs4j",
-	"8oK8JuhF77nHQUVwT4PgNGrB9UtQHm+4by7yfbBZiQy9DS3f4h5aUctrQxC17GpaUcutRUvHCzovPP9a",
-	"DC6aB9Upd6lfkNcJqEcgqxh1LK41Omj/47cRcj2BqAK1K9wNCJHJWVr8EcgPPwxPT4cXFzHZci6JUobA",
-	"2i6SRSGlwtU8GiWfdx+6+p9t+0/710vyEf8cmm/sv6NRT/81iJ4/dH7f+X37j3/99Xdd++zv8V/9Q7A1",
-	"TpFAve2nT2/XderjhOemJGtjhmNIAHGl7J0VO8FwH4gFtHWwedL5ItnjKzOdcvYpD/My/UsldOH53t7O",
-	"8y8JXrhkn/xuUEKKrm/bbVouvLYunxLIEWwhRH70gbHktFDx6rHq9kiKorkswcLC1dyAkNsoXAqoLlA2",
-	"upfWj1dh//VRGGywwfOAW6LC7ahuEWefEDOD059AwdcJ14NYMdCkY1mk3S/7AqUYszJSj6WYcKgY5xWC",
-	"6zU7t77i4tShAy0ONqyxDL0dPIPApv5F83rhXwzfp0MTrWTvVN1MvYkB/OryELxl4AJGY/KcjzNpqjvb",
-	"YPOCvl4Odof9nWH/RW+wvbO79/yPcSWmJ0RoL0tE1vxjSOzzhz8GiegXmMzDN+8RG7jFIMA5ELlco1v9",
-	"NljDOVP/fHs4oIG7oE027zoRqCPgE0zTPzCaaqJcZUrKaSxerNLHx0Q981ZoolCYSN2cUFQBLJA2LDcY",
-	"gdrWDgUJ4y8QeK9Rvgiv75QTD71ejBbRH0dvEkLvIFI3Mg4ogUgg2gFxB0KrZWLi2SiZLedUdLVCqSVr",
-	"n+5tWqewchbrLIhmmRvUZfSvnVeYUTGRROb2YZHxiCwXqaRJp0fihOWUp+WQOOcqcETYBuCCz9hcQojy",
-	"A1cNTW2d8DYmz+Y8T1lkvnSVmtxoU4q9pOadOszMesDpkiRcb5Omvm0S1Zg6q7ejf1dbFYYP5DhtiVcW",
-	"UP6WR3VqGVNjj5bYozKx6coCHetB5cbePWYij2LiRBCvBo+4i+UOHX2GBhVqtLFHPlQP2L7p3EGsFKEN",
-	"RV4j69gHN9E9V6xn6uByReLvjy/JlhmmC8va+gzF3R+2PuvxtJr0EEdkrklsYtKouG0bBgiF1UAxRCQu",
-	"svhi0jZdh67O311fXr6LI0soyAuttajOvmMvNAf/DQyqyG5/F4veU9PDzMxmUZeSScbUzCQtwhbogttt",
-	"oFl8y8B4yu8Y9k6TgiRsTkUSQNtyRmfFEQ9eJ4CYyuVCQRd1UHe/wvetOdVUdmtUzcK8voy3+nTRqOKc",
-	"ZYpN54bLwgKDwsucz5kL66owAUBVzKiaODS2kgqmd/5pwabQoXyZcLklp/jBqzu+SCbhiRX/S2DOC/6X",
-	"0mwQYrLKsS7AI3EIWRo8nqyM9tCTTBUT1FGzdEjLjD+at1rA0Dsis0Nc1/oE1nAagE9wvsZx1iAl/5Pc",
-	"Zmv32lSo1fzsFWrV2iWal07mQEh3yGvyE0+YRLPSgcZHtCkdOenxObw4X6RQYvAFeU0ucj6+ZVlEXpLX",
-	"5J0cm456r8hrYiyLWPwY60/RTBNMLArPFTb2hJwr9invQJWI1+Scmb6bbYiBkn/iUB7cTyF0GpEgGVuk",
-	"nCUutoEnepwBjLNIVyZTplT/ipKbZZ5LcIqACzuT9/olDQsQjkm7eYUaSheYC9umRbVdIXM+ZkPbfdOl",
-	"GBhbrZcGqfQoGsBXQi0XC5lput+m5Jab8uZeBV/bP25Blaax+24lRNGVIveGrt9TGFQf1QeZptgkFEw0",
-	"GmZQE3WB8Qn+ZppsfNHL6FU06EeDQTTYjgY70WA3Gux9geXvErUAQK9W1ALcakUtQKxW1LJY1YpaFqVa",
-	"UcvgE2QDIcBaziSPBkNqW/TCAbciVGj0q3AskE/gINuKWhokYEJ8b2y931h+h7ANsUzTTcTzmon+W4nr",
-	"AITTakJw6+DisFXr4SGz3LQ6hLs6pop1uVCaouT8jg1JfHBxqNnQ0TH+S9UY00X0QDFpa3Z/J8f0ZpnS",
-	"bEXQAZCt8DaBtKFklqt9+ELLxVAxSyNIuNaOnExYhuEmKdhYlC2H0+mRIyPUHFwc+gknuDO9wlbUomps",
-	"trlhPEbp7XfynmUHMAT8eQTjAFBNTGkNPX6Q91XvDxihWYLU1XpVuOA5xzi4bfgaSxh7X4NNf66x1dDd",
-	"Ba/fzC+4fWYFJ3amlksf8L/CmfWtXHDYsgvSCpQC0VoDbNVEXciJf+5M3LFULgKKnslWg1Ckx1uWu6il",
-	"x2olFvFM7UElfosrjJ59zKj8ELUWLCsWRj/hk7aa6Jr3IOpo3RLBtA/JqISmKSz0URmsIhSUAOct1c7u",
-	"AyukcX3wYn431rawNZbpcWF0pXJB/kpaRq3qfLCwf1wpXx4PiasBH5FSrfeI/P1v/9UBvdSrCW5GhUTI",
-	"ogenSEKVvtWCpSnhJti+UlS/VGa8qaD+fxcJb0quraZY1QmFNWS4wk8T6IDjVRTH9DLw2Wo5DNO5TdTV",
-	"455s2wDDZlEFDfgVo4drmmEXxZONLfE21a6avXXNExM0iQYjLqYE++ahkSJsmMdaIyggbrJynlQu1Heq",
-	"5MfubVYVKAS0+mKCVCQUmhhcdfWIv1Nke7c7k8vMJedjCkEocrw5fCIUdwlt7w3+uDQNED1oxoCG2cX0",
-	"wJMOppWiOXgm5376x3cKLCFFrs2+SV1Bhzg6eHIjpSro4WQqC24Qd7HG9nFcRPoaAIWtHn5Yhq/QYK7I",
-	"fSZz1mgYeTQgQy6YCOeMZGyOZ3A952KZs1AaBTjJzc8QerlP+iYDAGBnnKiGk+7u9p/EASVGD3gwDK1q",
-	"HdaaRm+F/l9dv0aZWkPmovMcGsVCZUCmQmbB4HKRowUYHyBtpG8oNEWG2pkYFIjQSiE0zIbbZGzM+MJE",
-	"06w32FiLXMh5iFEPRfepTI41ZYe2iQsI/SdS6FWaHlkbTGdXVp/u3PyCN9Aqwc5Ka+JaHp/h660nDiTe",
-	"ciN3VkFEWd6kXM2g8dUBtPTGQ63cYtu6qk71qHkJRYfvlCt7UDcV/qaGI9s2a50N3t+sF8ZRT7wFTaGr",
-	"xnJhDOckY8ZYcbMi1Jf4jL3MhFOfXRhzcSFIhS1uT/NfWNhCNT2T0usnPtbM+ftoOAdEp1PKhVYLAt6N",
-	"cMjGkZ7GiyzxHg5EasDTldCSBoQJw9ayQ5rTVE5LJVqyec+y7p7J2YHsHe9r4yKtfq1yOmXX5jJWf7wH",
-	"E0rpq1SqvPodzcYzfsc8f22Pg8rY09tIWb553ZdsbpuoHbpteF9euU14X17oLRy6HXi//IyGoeKLd7h6",
-	"75uDYu1WGYalH/orD/aigDOxp29ib0MHEZHQOVS+LR1D5bd7sL9UD6HylT2DiDQeQQNe4kYqiCnHoFYm",
-	"zc6Y3N43MqMLDBNuh6SSzr7zOAl5/wTPTCAPwCyK0Ny/dm7WIvbOm7+5cWBTG79zKAxsyGw1QZ+Nb1XY",
-	"QXBD1QZJ+0W9FVhWwtWT3gkkN8G8oX0EYxq+Uf2VcCBEZAEUBuudvGXGx6DWhAeqjcKcVNTQZOap0YEQ",
-	"/tmYmfCVzWNOklIZSUwJrDSSaY5E3OBdFMDlHbveKJYreAjnMIDzXAHP+aKBLuDNumb5BITw1/Jo1UoM",
-	"4kuVrGZkyDHYLk0YwISnbOPMDFyADSBoShNZs/2SaR1oWyUSec5i0rbhOtC+muWsGuCjlcl9qD4fD03I",
-	"CWinYEvV3IaWY/x8cQBbL6Tphtf7VD9+gI8H8yJABrGgmAMg9OgODE1q0wFGDOhl6xUX2kVjtM/pGtm3",
-	"SCp5RNi9sMTodI2MW64gUHeQu9yuTdM3TI2Yjq+Fc8x+E9LLVlpvB3hi3kNj6kF4yyKxusvFSowDu16J",
-	"8SyTQi5dcEk7ZgJ6qL/G/N/OsFBlKqGupC0zV2+wE4F9ZcVyqyWzpEfegsEYGw7TjJEPVI1pekjRdgYl",
-	"g3skvjAJDjbj2BT5x3Do+NhE5J4cxUPbHHwssatMKRvFM4+ZzdxTRbTs1NkveYhVTlfKJlCYSAVTc0Dr",
-	"hnU0PTLaSfnbYmFrzJ0WRl0NI4+dRditOZdkLLOMpTRnJu7GaqhBZTGj909Tk444nQqpcj4mY7lwMW81",
-	"WO1rsEIHDGtKyiDPe05XtjKDPmixAs9nIB6sgpoecNaEfX3jix/hSTVdBlsod2ka9W8ORXil1I70tfVL",
-	"kLbfF9PVduxEBOJ1wKJCcrkouSpM8w60/gzrnXzimiBQ2JmtxREMzaaaqbui7cIeecNSiZ0c84AVFtOy",
-	"ZEAgC00UaMoSfOzjQz1LoLyz9T2VmMZ+vuBGQ6G2N4QDBVLj2iFszO2ry2ng+A0SWu1t/5RgaYUFpKio",
-	"7BfZcRq8+fnRkGOvxkcNlI/UDg+dkF4xNsSyGFNetu9psrfGqMnq+y89vx45f+T89k0wCk3NE77nzwlP",
-	"eDidb33Y5X0GO9+cu13Z1EIvqzAqEjSx5iZCAuBpWit2sXJnTIqG3FxYVw15L53t3paaImo5mfBP6Byu",
-	"9JV58eLFi+fPnz+vJCJ9UYdNG5LgVyN9pMNmw93wR6oYFzR0j1GqaECf1wR+BUpnxEYLxhs6vp1mWBHF",
-	"sPX4s5n2QYtfcIjkNRJWIe8xiNWEyrpMCvi1GABZR0RObcSwZhwPsRdZgjgifH80zqS/89FzY3Q0IFiP",
-	"hT+AqxD0obePh6WarguGxru7t493HHH06Ozw6vT4/aX1QkLoF7iu5JSB2wGvHP6MauU1BLZi4WE55zkY",
-	"sKDwsGnnl7CM37Gk8Jldnb8royoXd5KPWXf35fZgp7dIJt+k5O8PnieV2KDQp9QArsD4KhTdCvbwMZnl",
-	"OWQM638VxD3LiZkZa1/basyWvpb8vEXYNqAeQLx9cnrw/XFEfjo5Oj7TQ1fOprNvWhb6ILczTrnCmjou",
-	"Xs/MilUbyg3iWrDo4daWhpHqme97YznfMgejtvyTqQTm+gfV331ZLnr8w+zjr5c5/vdh8fHXC/Xx98Ot",
-	"rV//52iktn7/bx9/NxpdPNu0FHLpQJdZ6p0lxrjXTsGeog3AXaY5X9Cs2XPhnihkL1Qk/vPi7L0NW6IK",
-	"CbZ+TpFFulQk1rCLe+QN3mrlCnPn7FOuTI2oLVMnaZ/EdzTjEG6CUWox8loGQ5IFyzDaJNLnJzNIFYTy",
-	"38l104sQ1Alvz2QKugrFNZusBjmxfYgx4CazUirUU3M83S4bIl5iKdjZJAYqVsS8mGwTGFzDp2dqv2d8",
-	"zgU1JTrmdLHQB4mFS7FNfFO5voqwXY6KWfNWEZ+CLxbyJJY7HRYC0UPUgr08WmKstpqH6PEXagv5uIlk",
-	"++gyyrKUl/W6QYH1ipDyELVYwVQfe9HyX5PuEHZaYjKLhHsyJBxDwD8cvY3IHcaAQz6Cvo3or7ZuNSh3",
-	"P5cqh147p2/2qzpmyudawdaXAAK/tGq0sg1lgqqJI0g3XNBstSE1AcZYUBDY6UPUKrE2P9vjMaiFuHF1",
-	"PJMg8YShNNMxNp7a5a8fjH/jgSLYFo+2OaRmNDBWwRLsoC4B9vOoBWVjr/WDo9Zw1DoQdNR6iEl77sjj",
-	"mAqtTGL9ROffJILm/I6lq06P/MhWCmNaNTWyhpqlSFimxjJjQGsyBskgqLcaJ3s4a37TIv+J25Ddc3HG",
-	"YYL4lOKm+nSCBU7LCvDjY5j3bOA6Zj8XZdI3GeMCnjbX2yZOP/YSxNQ/RK0AKj326k/mlZ/wjTXap7eP",
-	"MtV6RAu1kHVHZrgAUJG6tlmvJhG4DY6PP8r3cK9Dx/ZMNmpcYm5Vbrjg41tF4irfiEk7YKix4IKyO2Er",
-	"DZQKiQNcJS7Wb4Jk5PyGC6acVDLOpFJYDbidQ3IO5jxm7q53tLRgREK/pmL8qavHtSeB5Wv/m6f/b8rT",
-	"/xfjcGHLa8AWXL78P23C8G5WqKW2a0yPOK73taxsk2ihRxiX+G+m9b8f0wr7Rbf7/VLBgVK2wr4ppatm",
-	"dMFIwhZMJAoYkqEEQLg3p4olj98mVPEPepIE6+GGqOTXOkrKplwn7LvYeyv1f73DxNmQ22ip820pnUe8",
-	"KNYeXnf+hcz3Pg5sbsJv8ks1Z+TEj3mZQLLYFMKlEMJgvsrXZZ0E00waggw2vWEN1mb3esDUHCBpdW3X",
-	"Gc+MDdMVNLAY0nWetK2JzLouP8W0vVMk1pQu7hF74bz2XWHkLxnodgZfUNgs6NEJxzF5N7u2efy+7vEH",
-	"g1Zn35aospeCijHGonimeGOkB1urSFe/UR2XMnN5JPPPNQ20wbQu16ztdZ6E5i5Zzeagv+8EfC36f/0+",
-	"1Oj7al8L7uQbuFq8gQLofxkst+Vy/dknzXJQDcLCExx6JixcSVUHgV/kMkNTJYS1qBlfLL5Gla+UvPM8",
-	"/nWmXtuAJ/uBcUkqw5ICQiCJP38ePDzEkf5jG/74+9/+yxleK5UYDwRtRa1/A3N4qfziJnuCaMKykBfc",
-	"YhFXCB2uNwgl/KlZcoTXKoLjBZ8vU63W2bz4xojLsU2c93srlB8xgl+41eGLp7Q6DDsYTSGzWq/DUvtF",
-	"Pw6q6jmqN5iTOZ+sNnpUikJr9WL3QuKM9S16PTdNgJdrjWsy50LVBCuUzmsQFyJ2Xxl56gprhPDERs6S",
-	"cVE0YZ0XV60tMekGCdJsi4cuXKCMWlQIuRRjFk4u4+qaJnMuGn+dM30Ka/t6PaH5oNb+xnxBRa4268vT",
-	"fKRRsTN/od6WgvM9DsLGe+xDcq2QHxruwL5cAfqTBzpRB/Bu9Xi+YKBTfLmpQ9v3LsKiHQiroCaowhRX",
-	"wWb0+15dCV8baO7jCsSti38/jwbbD//+13Kb1+3NaV+xYHsnS8tuWvU6uvcbN8ltoArvjdffFzXCd+fJ",
-	"p/7BG+YQu3NW7lhzfOtavH40mPzMaItDDMRYLHOv0rqWFez9InPowothUxrXucozPa8i9xnPmRc0AhNt",
-	"HBBy4CZojAhZd+OesMP7GTP9ivz+06D3ivKerDRtAre+bGOWoDx5Y6eOfKxlyxttjCAtatiQHvYp+zGD",
-	"PW1DdeT2d9Zfg5EzvyWhf9U8FMXcS1Xsqf9ILm2DUlm7yKF+CHJC+tAXQmbB/X55IbWKwPCv0IHILclk",
-	"TPvd4sXKGOL80bHe9kNU/hbcz7Vvbd2y5l+uMbslCT1xJ2/ZtZzUf0ptZazaL7aFVe2HBRbBavKC1I/z",
-	"S7jSQ9S6G9Msqby3Qd30ICOwo33czAhv1Y+62R10D3AUQD1NGNTUD9fwDRbHgZQ0LL1RpLHHk0zOY6y3",
-	"QBjNUs4ymzaif7qesxgbHuaYFw5XTDGRd7DELKYBoDnJlKYzSRXGAIOVnFH3HezZugqdHnlP5xgV5DIb",
-	"5JzpmRiYP/WKTC1Ui9AkYyldKVdcGlpisfEtS1zJWTe5eZRq/scn3JXm+k5hoVC//CP6RpRJpvbOebD9",
-	"cjM55VivRk6CooqLLtl+WQnns7EsdQRmIncFOB/BT0ulwgExEbmhij3fLUelrHK2rs/5F+B1adFN6aqb",
-	"hL3UURyThO3gcHiQMt/GnXUAkjK7p1nyhL5ab+0b3pl52pjG/Q1sdnA972cSZSn1iGS+qej9NpPzJ9sb",
-	"GqRfGKsi/ZqLHcaaQhAxDXvspUcaofHc1IqeSaFvqLREpK1yqA5CFRKIjSUU3C8LnwSIC9dBnepnbNyf",
-	"R+USmijZ5kxgZAFXtn/OpCJp9b5YFfKNY4531XXcJMkMu3/UrpPSnOdLLHZY5JzL5U3K/HIzr/xiM91X",
-	"hZhUaF+pFNNNhhq8LI0FH2uDbWjCqhAFtxl/NRuSA1sks4kk2LGBEBSje2ut3FnNJf3rqmbyXpH2YqmQ",
-	"vnR6geDuzZVTuoIkphst2DKa276q9eBtEFhqOGLqmJbMmT4HMta0dRzAs84+1vLGllB9shxUOWA3TuQ2",
-	"sOHxQjnXhqMNFXjFnHEjdIZ6N2I9XVkubx5nbJGurnMZVw53Z3uzs3Ule9dx9J3tyhHXZOA6haW3RTM4",
-	"U6fL1QKWwls4OKyekAhuxjAzh2mpHfxRAdGHJVBQSOI2xdbbIImBoTWXkXEa2k3EnS+VobC6cS6fKEQV",
-	"WsU/SOrFCZNygju8zAXZfYn12L5avjVZ9P8yEi4mzz9dxrURNV/jdGsgsTBOaboKlQIh7pFgmUsXlxi5",
-	"i2jP+FpOIpK6CuBempum5TX3ZU3vXm9WqBZroS7mrkbhK32d6iUevYi/umfh61ogVQvSeEuJilWXmsNX",
-	"J/z4pP4b/2gziZfN/YQjqWpp9TNzvbwe7dMV7Olw3ej4gV9tq4R69YX1yGCoV/hHxURy3VAD9Qd5T+Y2",
-	"hV6Vu4ZQ6NoOjMISu/bNCnzzPOnYDD9LufbLdOyWsQUyGPvuArqA9ciphOQfKsiAzDGJCQOq7qm+eljz",
-	"7/F6yJpum9JQa/E+UETdI2DrBaJNrkW1h5Q9imKFm+CpeoyuODFyI7ulxf6HurD4r3NFTTHGRmdi5T49",
-	"3c/kSwpPb2vov11hCtiQKJAES3m6hBhdbKNkGg1PKE9t4cov0EjOcbTNdZJ61S1X/wQQlOp/cFHh+jyN",
-	"jYktFN14EfZ6B7cDT5srvNnGxmtc+OXLtqav2QViWyOF/20xfB1qX9JpU7PROgG75SKoSkyhxUZE5jQf",
-	"z2w+b5zTqbrmiYqND0lZweWSTlVEoBsF/I3NvYrqgvq7UpSlsaRHLXwHKyle28jMTaskulEu7SheRUMo",
-	"uvHUekEGIg1wVW95mof6oWuA8cQk8jngWdF1rw8/6C/3iWleYvtgZaacTyIZliyZwBShtqIO0iVSHCh0",
-	"6wXM1Elv5VS+aqziwL9imIcQrG2Pk5BaTheLDBRRF+AWrpkegCHN2VSG6ly5ukT2kQhGXKAVsFzeKWFj",
-	"njC1T7DGkglDOz04//H48uT99xG5ujx5d3L5S0QOri5/OH5/eXJ4cHly9j5sE4RBujbI/9eWG6cVtcxA",
-	"rahVHglQe0bVNfbmUQ1RQZtUZy/Fe9+j1RPqP4XrsadUTJfBdhPv5JimzFiPMblykV+/OQ+342qUQFVD",
-	"y/xHejDYwrbl3gsOQTA+vkfO2R0veu9XSsc9fuSkbZuwAA9CL5RFAL0MbOHSqaDGwYcP52c/HR9F5MPx",
-	"+yNAkfPj/zw+vISvDq4u9L9HJxcHb94dH5G2/WtYXoOQYJNk2IdJlWoddHrkTKQrN1O4/LpV3rkyrZxY",
-	"vsyEKXyTz6RiEVHSNNen6T1dFWsnM5axchis/SkcBF9uhRDCdO99A5dW1LKA0V8CZFpRywIE0B7ef0wG",
-	"tfQDgmPXknuH0OULFRW0IiqqeuLcH9cQrDfwfqB4lNc6IIj3DbqAnap6HXAeSBp/MqX6w9XJ4Y/X58cf",
-	"3v0SkavzdxH58MPZ++Pr91enb47PI3J49uGX68Ozo+PNCJY3nCZZ5+/00XkDaq5sR4QTNGlz61my8fY1",
-	"Nuy2AD+0hx+qHg3Z28bmaG9Ej/zkwqG5sO5lmpVCp9smUBrySDClTn9VZM3p3+r8xSPHoeNSaCp8c3V5",
-	"efb+wisG7tdt3QStDZYFFCvrlKmp2FhOBH9+MsZcHv+Py4j4RVqiokRLuXiLpjCV6i2K5PTW1Gvp9MjB",
-	"TUNjWOyOKaSo0BkY/9HeDCHU1OtuRW4AWKGmJ2Z9gI1PvHgO3za8exi44POlIRm1wMCLGyQ/HB8c6Wv3",
-	"5uzol1Gryjv8XyPy9uzsEj4hCvXIB6qw5Ua9MS5Ak+ekvVwsQLBRrLNPNmJgZfjrqTeiBLjWVmTfwNXq",
-	"z7jcer1kGHPd9X7HQ0q5lfTqx+MluPldlWw5wLqQCOcDZMAwzLjcD6suVrknN7aIOGn2ISD7lhp42H35",
-	"s6wDz0+WGVZ1BbuGJ6+xoKcB6uJLf5uKdOGgDo/teosNbfVK0KU+opyPaR7ye+32B5AGuV911RsJJq6M",
-	"0IvXZmUVeF997/HGrGu08itoeoRJsdBhtcHeFC5CU3S/jbD8zNZCTKGtOHy4ZzeLotbMHjl90zGlabbm",
-	"i139HH7YmS685wbP8cFK/9xq0ZpvXHamKZgEuu9WQqnrLaQCqaDVp3pakwlrhKTt0hltYwnbDumx5ncN",
-	"Ludq965w3mFTsmbg7XXGqRA8TKhXM8qxxBUR38RZtK4B0xGjScoFlEJaKmbr20FMOMHW8KHOB6T9Ytu0",
-	"ksK6g7Zj/GY9ECqNqGs/Bhsxa3ImM5qtyAKL1l2dv9vH1rAc257Xy/o9tQ8zdlr2OjCva7oc6lgQPjXF",
-	"mstxHyjFpwI6P+RMJNT0i9uwNPdSsUph7qWgZsQNWnPNKU/DPsJvVKw7MnOEwPIT9qfhUhxnmQyY4Ha3",
-	"t00Ju9jcMODk2Hg7Uzlh+r19EsO/KiZzulBYGcfca9vGMdN6A50zMG5LcDXZYjGBZu0w2rraHQ1pkwH2",
-	"+gRPZgPniex6QiA0zb1MY1PTYfIk1Gbi0PaIu4ce0IZG+k14sOifs8Db9nLWmvkauni6JoW2lWt9hMLi",
-	"WZE6fx1sf/zqbhbVhOfGrPAG1WJ9XmF17HCKoZlF2cbH3kkcmbZp9QM4E6xoqqbv+jxUft38UG7G+pjL",
-	"0nTj+XKvpTv0DYZY10W6GGoVZOwniRa9JryIinUQacf/o3txN+5aAMadiPAEJbXUFofS99ZASJVp+xJI",
-	"Tj3ceYlFoq4rKBdsvsbCVOjnGfYCMBMbh1TRfdG4cHrkADihRhQIfRqS+IfLyw9ktOz3d8ZocIK/Wdwj",
-	"P/N8Jpc5gaBYLUZ9AuP3J9M+GtsICElMUOgQWk/ntv9wxiZLxRK0Js4kNvwFbShN5T0Dgld0T7+B4j4y",
-	"vWOJCbrXHN58pTQ9ROelYatmSmjr7VwY5ulORGLN0eUyH8LyTPMBDGca9IliYykSFUdQt8TmKJn1Vr41",
-	"vSVv2ARqEFm46acu311AnICa0VtmIK6/z1DGtt9ASRBL6i3Df7Tfo+tMtjnXY5/y64zl2errLwgiwvXY",
-	"tSov2XQ0whhTtrkh0CPhrtS+oO+04YxBdIM7iQ07DLJw7HuQjfsXuuixZ+lUeT/+8OXLZ29XhdZUQVui",
-	"ZWsYnqUSHwwrpWm6Qc0g19v7IfqqcIgqrX/MBtAgGH4s9gONygJc+2J5oz/e2OaKhjC0FWNFGRfLy03r",
-	"TtV13ay6yJY7PXIiiLk7amgzg+H2/PoxRta+b8b2O/W4638Lxca1eMDVGBIh0PGAr0z5HdOamSnvJKQA",
-	"vQ+NXoZEaFmubQS1Hi4r7lSqU8i54OMZzXu2iY7BfY1Mtd8Uw5Typ5ewYKX2dn5w/gYyAp7UYxUqzLG+",
-	"D8aYm0OFjyZnxanne30v5qJsszs8P0XJA29VJTJzr//FGdO1RlwNASHlxT0lgdr1oB3Lu5Cv3XkCe+SN",
-	"KR6W4bNGbC3fOB6S2hV3qdClKl1vD8nOzs6rooPevhVWURJ2EgjyFH0U0lbT59hN+c+miNCU8krZmO3+",
-	"9vPuYNDd3r7s94fwf3/8mjaAF9zPkaaC1JffGAkDr66zNSCEghGu9S7nBuIXfCpovszYhaZ9bO3R/SDv",
-	"LTS5aYJkFFESq7uxkT1sdzCryVX8u0Bj2ZAYcdCxzhiLmuG3blVDomZ0e+/5axSyZuwT+eH04LB78cPB",
-	"9t5zjUejVm6H6GldctQyMlhEbtnKtulAojfOWG5u8XeKXF2+7b4kN6ucKb2BnIqEZomjsjGZSC1t4S4u",
-	"zM/EwE0RtWBjPjFGOAjZggfs672xnHeGzp0Sm++7PHFwMnjJEy112d/zCkDs96oAyd0gQnBgylsdIjzp",
-	"rQeKCR+neWUXiq6UabUQ388UG1/HBmxRAUcza8LGMjEB3+DFoFlurpV7t71rANwZoiHHO4elsG2UtYAq",
-	"VgEQp/wmo9mqZ9ECaLMWEyuqhI86Byi4oHsQvVZ64VB2FnFPYSPfYFPdiDjU82Of1N0YJaEyipRrzNV/",
-	"3igi6gLGtpv/2Rs66JEP0RSzYrM/R17U3ViTuvq6vOvvsaqQN9Z2C1fecz3yHrqyY+Nw/0xDEVCgcV8b",
-	"EebadMjcQPiqmzweIjdckxz/9YoyV1quSq6bIjWtsugkKPMCfulByZnseMoIE/DQZtoLPtvkJ8Mbtg3l",
-	"jxQbL3N+56wz7NOMLhU0hE5TsudUacjRAZXCLdf0v0PXYoPXjDmhdYPzMhLuAwaILjPWFDl+WF83UKLy",
-	"4u3S96FubY49uY0mrpH6ZkUy1gVYmcCn9WpRE8akVOXXdsVfrfvBaGaVXz/aJnWPfUFUa3+WFlwrx883",
-	"eL0qBTxELdPr+cuv0gaVls3sUGE5pJp61z0KkhJnhEa7vkHY4g7VT6R+4lWErROBAFhLpKYErDVKrU9s",
-	"sUV42A38DQmmR0w2QYPaAo/N+19ODf65SPxVOOjh1pNO9din4BuV/kHSjiilaqzEUe0vLPlj1tNc8Cew",
-	"k3+q4aUklXy98cUf7muq+zSs7p+eGBNY1xUQpJCTIl0Z/xo0ZQABWUvKRhb/zSW4RukGkNKydK1dFrJK",
-	"6S60S9TaSAe5JP2IVOg2GaeMZiZ/5ttclP9v0MBNEOxnns8uQOgPSHhAx0Apy2ROc9Y1Kp+1b8f4GZy9",
-	"2PUPwpltuPI/5mY2LF5DUGu1Vu11uixaA1B0fr5LZuwTTdiYz2lqCq/0yDkEZ9vy2TcrQ9HrkED/EImr",
-	"pzwkYEfRF9RX6k11ZP31/UymLGjDMJWQQ4aMttMjOyZS/Gl6vMs2f8wKkrAJtHxpT7V0D3wMk8IppHCB",
-	"J6pRzbfhPM3FGb4lQTXnvxFlvYTm/mHGsQ7H/txQtLwoHOSZ0/DhDR08XwUBs6yNth5sKnluXFYYiV7u",
-	"atj+4fLywwWYd+dzJhJDf+vdHNFK5ndzhDrEJov4n9nH8Wqj1o0NZlr9ctU6zkUi7w/BGxqKhXzV3FHD",
-	"a4FgGHBE7mE4413t7JdjZ7ggH2SWL6dLpthTStkHsj+B7W2AWDbVohmdkN4uM56vkDFh6L1mz9nBUh9p",
-	"LURQfy0z/hcgLEPyBp41vvaDw8Pji4vry7Mfj987j/ulvGWmsaXRzayRIzY4FWN5UC1PaOSkIlEQgLoy",
-	"beKwDguGiGDUiy2csWDZnCtNQJ3bdqmwVOeqaE7eIwcEHhPTyAYoRQQjzMAZZ2uF5HqpJtp7tz+AlnYG",
-	"eNjapxrGOmo9gOvbygIGdAU+a7RsPWg4czGRlcKHKH5ASwvTJFiT5O9Nuv6ccgg3MznAdX/1FvQpO/hw",
-	"YrceHigilED/PRufScZLlcs5y7qlUDdjOeuRk5ykLNeSHlqhRmIOloSiHnkRS6BIe0E5mH3+cG4S1vCU",
-	"I4LKd6RpKdP/pnJK5DKPMGHKFviGs4TcexWNsIyKKaWmOhFeOq8pGRy8zUSzkWQQsi9IsHsJadc7gUMm",
-	"ihQj4Ye1VjuZ+C/6HTZMQUWUHbDail1HsTMHVb0n+BICWarJlqoptlYPjpGd8CxGX/qdfyMzPzbsHYmQ",
-	"PRj4OnqGfcvoh7OLS2UcRNjZEKXn3kiMxIkgC5rP8FQ0uTGFrU1aQ9ErBqSZolWCLRNhg59LM5rTQDlD",
-	"JCNR7iajx4D6eE1HsU9GLT8fY9SyohI2oysqCteGGAnXqu+GzTiQDZq7rFZykKZYplBLvJq0JK4MhiE4",
-	"ZuTSvUdCAQD7t38jJv5c6Y/PyDH4juItuuCxdf07k/xTqSc6ULD7y7AUXP4nJUW8PxKEUDeL6bjhOuwS",
-	"mipZzH2ItVC6l6sFCwz2GJXUc4UI5bNnu/3Bs2ebEUvXHPHnn3/uHng/W1jE+mzSlIkp0xO2z98ekucv",
-	"9vqQm4pxp0Bm0GwupAXhOGMQtEZTCMzBFE0Me3g9apntXBtIjVqxl9fi3tQT2ngus0UKoV2krb+zSzE/",
-	"qZXI6acI9dDM5pOCw17jDVdqaSHViRDvSX1F8LteD3r3cGjAUa7IUkAoR1HMClKd4EB65Ge42YieCio+",
-	"3qM0b8sq5lLP6F3E75SmwRER4CYyeG7ilwB1rTaiNJ1WPGEhR3HRSRLKagG9wCZ3ymg6iPtAqqGOGrWH",
-	"hJvVxwqxwq6VpF71nGZ6h35CMlZNjztDEm/NGE3z2V/iiMRbGaPJCv+UCybogvdWdJ7GDshbVK3EuPhe",
-	"MJZoXIH594lg3LQWJnHRi8mqZVuf/QTTa548xKQ91jhpBRc9h5foXKIMpp6OUyD39Y60lpC5MvAxZAYX",
-	"TQOQy5KLox8VSRm9w+qdy7xT7Ado/tZnWP/D1mcbJ69XFuYPphXZlrmQ3XUDmBq0mgDr2QpuBjIavBlj",
-	"W3pMBzKxTfvYr0ka7/NSaNEWDD2GamgZBFIalKOgjvRBU1I9m0UsxIMFsPN4K5FjZYgf/L1lApe0FnP6",
-	"Th+8pq0Jz5CtzFjGOk4o/JDJOctnbKnInOUZHytCcwtH+IxOaFagey6lkThtIDWIVRY/kR3an1ASu2EJ",
-	"Gkb0zXHt27nQ+mJmS9GE+7njxrCne498sAHyygHDREfAmk0FqwDBtk2UkeCbxu9X5++6TGgKmUTES43E",
-	"sZxv5PV/7L35j+1tG0bTH/zH9vZ/bB96X+nP2/+xd4SUKf511CoeHrWikReCM2p9jAEMV0ivPA5ke8xm",
-	"zLW2NFzzQyG6629KbLMgDEafMU3u3SsuEVnjc2Syio1WUWlQW7wU71sCOxL3JgyY52SqZV3NxHZCTOxy",
-	"Bo37LJVaCovGlqFBNJ7MobALGmtNp/yFv8E2sGLMCDUhG/dAQjUdhOBhBU37Y60m9PxVq7gz1AD6qwcx",
-	"8ldyVuDmX0fir91uF/7Tz3mhvur6jrP7mPzVSab2hzVSOCkJ4ZFX+NBSAC3J16dCLUFPtokqAJpAMbRe",
-	"SCZTZca1ROhaKwB6SFAEKr8VE2qJ3HLJYmWFFF4DQ/FT8HFcr34B/6qmBeE7SJSuIXxbzfTT5k94vJal",
-	"4WYqGe5rayulQtjl1WqMVF4rNIr2mtodXajYUeBWp3l01D4QAk4PAa3LZzOeBXNYkxWKYHrv4qKwbye2",
-	"zgvLe8ubKikztjCVYL7ZNCIu5tbwpagI4PLQtDoPIqaeyZqCy96MhteqeBGRnCmNeWBE9qOoGgbAC6AH",
-	"wL8C846EZzExUqSRmgEqclI2e2Qkpmkak7YRxwpY0xt5xzrOAmPGwrD/kfAHgZBPjHXOVh75vWcZM1HG",
-	"VXMLSIC3jC2QkKG5BlIfEjkS7XU4hU0sIYgeXpuxNGlG8Y7lGCeJFnVyJsYrgJJP6335kdvnciNv6Tsh",
-	"lW1/juctMyApQyQsrvprVOBDQdqikTCXoKyCu9suEPe8l0P6eGTn0jhDFqBnad0DsBXNUHAOhTZfWKE7",
-	"tr4AFSMRe5Do/shWsVkX8h3M0KvohLfMlMUCX4XMbrHbdG5zGyBsXI+v7+f2LqaYRoAkliQNQdNcMJp7",
-	"oZt0zmBsK3vBF3butjueCLSEyMhG1DTb3XeCAmdqJGCejGk+boQZMFuB3wOfMSyeQ1ZhrjrIu928thSR",
-	"GR7jhr0ASYSSD7+8e84WKV1BSg+K5j4/51okE4zk92AYu/R3bACb8MmEZUwUELf1l589293efvasNxIH",
-	"Fm6AgFod13ozRqAVOZVcEZXzNCXZUoCn657ahhxYeUJrbEWmj5N3BbaLXUGW1kjg9KCWeivpv3r2jPCJ",
-	"8TKV5umRA/OcnJDd7Vcw7t6nT07e1XgBKos+/zxbOYCOhINGCbcAU/Q9SPmcY1Q3Md5hhO9e/1UEo02W",
-	"iqZWcNOKpdE6PPsdGphGolC40KRlmym7w2rDCo0yBZA2yV16PLpUWAS+vAN3nLZZu1aBJCiHiPU2npoL",
-	"7JrNRF7kkBU4VZMANYHyRDRz8IyAUkjTdEUKKoXWyHSFDM5CHenZsFF0skbIkTBiTxuRzBQYnEMTSbdF",
-	"Npmwcd5B6BrxzGjhWrW1+jslQgsIFJQ3LAKRUpBKEqaFZoE2WeBwwPPAwuroguLzhd4HcENl71+F0swk",
-	"aAR2GIx2nnlJcyOhMc6sFVgeVEAEoVQv1iucXZcfLbOAzGZPs0DLEZAFrpDuWFOUc9O02SegscDqUspF",
-	"FxIDd/vbQR9Qx9pgLN0ZCYPlZJHJZDlmyu+1Du1wrPtoQuc8XWlFmY7zdGX9uCXxaZEZRVMZBeAtvET+",
-	"Sk5M5h0Xi2VO/kpsEUK0zWxhJjD0UPZ1A6sfHPrW+9hmMuV0sXgWd8hf9e0k8WfjljQxUJFlkA/xJk/o",
-	"aS6giEFZMjdv1sdy7DdhOeWp+r0d5dIJtoAJfyW7/X5lhN3+bvkb/Z5xk5K5C4LUT25v+3NhUtSQfAYt",
-	"dUh+tZrFx4fNt3no6wWAqOVqGKbCXMPkMM/f//Z/oeB3vkz19bVG9fweVUYVkK0zplim2YhepH5h1HJm",
-	"c3ANLFPWvXOJ/mY6g4fWowMjQeaRNe0Y/FSjVo/EXoEP0BJdgQ9jwWgsAIL2FWNmG44ESHmOxOH1pWRO",
-	"04nMtOaOYkFRKQD8pRq1iw1Exix746M6sOSVISwj0QThlN8io0XKDkP7sKEF/4MEEAvj9n0Niawld0bv",
-	"NJkuloP0JZemYx5p63PhythacQZno5ijTAvyBNKOpTKtCgprPhBGlwgIxWOx3qBbH7cZgFpKK4T2m9VI",
-	"xJ+8DXZxkrhc1WcstXYGjenjusc8RrJustOMs3pVLujA1UgYj0EnQjtnyWUfk7am+9iw2rKj+wycslDw",
-	"i4nlPDKF1PTQKcQRgHsu/uSvRAu90BUv3oqlYPCvkHmMBM8SZwg6csWZybmWJ4zQT4VJrLPGcars89YU",
-	"BKzbcM+RwJbkXBhpw7kaKVSD1kfMkFejTccWzawYn+AW2nfjgo95pmTrJMv4dGbje8zKfOw345vZsMW4",
-	"xqGDkriygj4lY5kltmKTxW2qCq7QIw3WNi0gGS797Nlev//s2UjULGInxpgNXgWWIeajLcz6YdmnBXbJ",
-	"t/ywXQhhHJwQU5ZYPwQ2oUJ7sPMwBwxD7BNov6g7WtG5eI4rX3KUGUky0Kvamj0AjO65Yk6Z/L5ifleG",
-	"/oK7wsB/TIW1sdokHhq03SvCxERmY1jTfFiIClreMC4TLGhsvZEjoYekxGCzk0USrln+nAu9JwCo80LH",
-	"+ySGcz+VCcaUaNVkTBXrcqGYUBxTN8RyTtrxwcVhHJH46Fj/q2+PGuvPCVPjuKPHRVVf49O+R3TcRbfq",
-	"jYlrdpQstjQhLgQ7+5ACBQQqGKFF1sAx03Imonz87xmblBwgmivBHZ3TW5ekWJAcjmUMu3Jhy0lSNRLG",
-	"7dPVZAT1a6SUN6sizRGVnJTlhVYgtTrCtQQP8rh3zvpu4FFjrA7SgHWXuYem+YyOc63Pqy2cI1exQw+N",
-	"SperBbvAFZpFtAOL/12xpQnLx7MO0uUyuUe2LrDqkhattWRMUn3oJpDGIvc7btzRx+6QHSEoVAJxx1K5",
-	"YEMSfx4vM63DXi+AcS5YZv7KZU7TCHQA801Cczokv/Z6vY8PcYSXDFmOHrjCyBWJF0jBLYoMjGNqwbIP",
-	"+IttG79PvCTVqtysdzAcCT/uZNDvRxVL7nY/qgRAwENeLN8evFOxsA76/U6PHIDziSyoynEvYKux1FOY",
-	"Yjyx3n9s4ezyahSy84wxw82QUWiuHtm6SK7ayCKlYzbEaAFPDsuYkstsDJWRfTt9MLSjbOWsbyrSSh54",
-	"4VadIfh+fvnll1+6p6fdoyPyww/D09PhxUVsuYrlQTmfM/IXMLFeXR76t6nkSyJx4fshg91hf2fYfxHv",
-	"6/3Ynp/2nriSLK6YmR4YiMucjzNpjBmNw1/a4XuD7Z3dved/xGnKITbWRI37BQSzQFvQlf5JDYPV1Ooe",
-	"Mn/mAc7c1f+/jyVPAgv7Y1zcujm3USAXvqI4JM/7fVcGAvgA9lclnnktImpGjYioNXIt7S+VJ5aa5/aJ",
-	"vIMMeevcLwx4u9uvjAf+nOXZqgt1cWLSthYj8NEFFCOuPHMNxCxI0g4PhmOc2TAbxdDSjKGPQ2c5tOTL",
-	"758GhgSOTZesPAWj/eAZVYdYhRHqLpqyi1hbMSroIJZS7BFbk8+4Iq7O3ymScJuJ6erkLUUKgUAEhWxX",
-	"YA/mNrE7RPG/YHCZmlEtmTopzdbIWaF9B5qCQRgpTYa++bKoJAGLrVouIeihbPf25K7ctpubd8zuyCJd",
-	"gu1vDsc9A7XJ1aO17gSyQ07faPad0mzK0LwBIUGGbO0OdoLzWVBqVhKZPekPRnxH3QuVhh45yDIUJBPT",
-	"BVBhoQqmAAXtvp/vkpTdaXqqn5zJNNH0uN/v29gxDfg0jfAAMLA2ww8AxgrrQHbg+9KhDKmZ7GU0eLWN",
-	"4fU2SAIjSibEaRzF09tRf/dlj0CXMipWCBGY2VmqPfN0ZG16BRuLYIl6FuPW9w8YbEQLNJ+JBMMUwfPV",
-	"ccHKaK3BnACrbry/eudXHNHyr2LWJGrRtaZThI7I1+ABqQ+lMAzdqz2Dtj4UQUylKQzy099j2JFW0fTR",
-	"LKFPVNEb3lEuLjQOTjNzn9rPd2GInW2fVeyDXApECrIZ4L77RvFXVT+7DQvzKc2QDKC3nz4wPZcDgqW2",
-	"NkvBKtIuZbka6ZhLyzpvMDJekbar/rC+foEWnKvlMKJaLYziK1vjYN8JV/uOA+0XMUEjEZvqGTH5HZmx",
-	"T20vqaRtE1wqE5PfkVGrN2qR35GM3sMF6nQ6pnSgDUgxlnRbPmEkHNEEZQ2KrFSjo3oj0YpaKR8zoZgX",
-	"lnyw0FJ7d7vXN7mWRYrA/f19j8LPPZlNt8y7auvdyeHx+4tjeAdamuTpmgDngw8nrail+TjGNA96fZir",
-	"FP1gOryFvLdFRlNQROphh6+Q/xXqr4L7dfM3lyZzr3XleX69DCLf+SsnTxj4jrP71rD1zhq6wQvQIPRV",
-	"nd3YZtuTBHGKUISBncITJb5TRVlJbA5eieVoDVsfKM+a4jhMb1+I6g5HX6t91BDKunp1MrO8c73x8DCR",
-	"cfsFwlX2y+EqZuxaLIepxDmthXKYnl4RMdVbGTg4cplFJIdOTJOUTrGkcT2kxAK19EvPZbzb0BANR+Mr",
-	"Hoeqd04ghlR0wakkm3GnEvliO9oHQtFLT2tppzVsgUzqx8xD7J41L9jKTmGnPeD9mnh0tFnbEBE9YdN4",
-	"VVzcOCi+B+kqRk1uDVs7vX5vBzu5z4BMgClaq9B6+q6XUbOQKg/XBS38MTaU0Vrtb7nQWkM9eQA3R/JZ",
-	"JpfTWWPegWYdwfwB/83GiHf0NVtvVVwL/YsgHjt2QsiWnqYLuikGNmOBcPD1gs0hNS0VoM6hkQJsmwVf",
-	"Vl2KhGarfduNGNRYVIebAhj3SXxnmoBco9zlbFMwplZxjDufCzRc7pMY7EPX1RdHwrzpZCoQJLE/L0iJ",
-	"KIHuG3kLTZ8Qcu0ZR72YQ1P/stMrRxqAcKIFdRSdqlEG+DPK4baK3mCHtKkg68KdZlgQcnewg1bGZ8/e",
-	"YqskLe9orGHZ9S1buVLKhYDlGS5ZUqu02/ZjUUish4icWxw+NqWRgBa2pkw7mrDoOC+tK2NjvgAMwRXu",
-	"jwR6JoDgolt26nrtt2N8qovJtrFZGTpQzQidfQ0YrzEvvq6Wkwn/BN5ytxDbiDMuVcfT+3YXCHkeCJsg",
-	"3WGRBv2If896JGYCMirjkfAfx+Tx6oBrxjnIScoo2J7B14BtbiIS6ysW400M9wDztrDf1CcMTOOx/kuf",
-	"1ki443KB6Y4w6ltuT6+DUR9jplx4MdpjVREZgfomSNalHSFyorG77aNwp/fs2UgMeuR7PB8IkLLGbE3q",
-	"XfIl9iy0uAsntl+kVODxoiWVCiGXUFwPIkKL0bRUXyrnmMy54CoHm3CPvNHUGCsglFRx01JNaxnOvVA2",
-	"gzx7ttvvP3tmgwRwnqKVhcplZkPqjAJ15UX1kvbzyJYk1Gif0vGt3ifuqRTErq/5dq+whrhM0EnGzJFo",
-	"xs5TNqweinNgbO92Z3KZ2eRRTf8WTOwXHgtYvo3giT/jigPO6HaRXtqpBjHZ9og3PIVqJQcFq/bwBWbi",
-	"RiwYU4W6tUu1gnVTaP0O0SIVQao3Ejs9cinJhIsEJML7GTP0mVW2F0qUI+FK+7Aod3XOFkywBPN2433Q",
-	"9eOiU0BsMpKs9dYFbYAq0RuJ3dLWLfdxKjk1rsobhr5RZ/V1t6vSFQVdDBq6PVxnjRNO9ANeM6w71y/L",
-	"tsWKSPz58zb88fe//VdnEyZJCI6LTpbykOW2Wloh1H/va1Kt8NwgtAy8O1p00WrwGExcwC6tmigMNriY",
-	"/b1eyU6HrRIcKLGi58xvjKXhU+pmJbOimRVXBPwchcpqdHbcHPika00lSNsUyq7lfO9XiSEu6zvlC6cz",
-	"vAh4AyFzDgmWLcqLZ6sft2mVhVvXvy4gUAA2LLBhlEmksjgKCbSGruEsWKS71FEKTK2KtDe1dnZMgdh8",
-	"7Icy2h5kMI2jGGSv/6pXgZ9N+PH6OBgzlSn0YTbheH+EFx4Zvz03mMdMTQ0kSS6neM/xAteObb8MZoxA",
-	"TJhWC5PCTnx1/k5fzqvzd4YPEgL2m0ZeiHqJlfX1sUFbc2qEeX3cvZF43iMXKzGeZVLIpQtBa1vR4DXK",
-	"sJ2IbPf7QxJ/vjDK4KkNIjkCf9dn2zv65CgiGb1/eNDyRfElXkpeaRvWlpnLme4UdCOJ0BKda5Eoyxgg",
-	"VgrlfjPsoK32Sawn7mX0Hk4s4XQqpMr5GI9aw50imXVpetYb2dN7sY3YLdcxt6wIosREJtdyomiQYCwQ",
-	"MI9dDmkfiztOE0r+/n/8n+RY5BmbLhl8eMcTCtLoW5rOaMdEt5rtWFUH+McyR1OgK8QKU/xca103h1b1",
-	"dwys4qJEcm8gY8cd4z1VJJUqJ+2iIr6+aBwqO5PxMu/KCeS0+YqZFmSNBQqDdgAHFeSMAb8U+hvsBsNt",
-	"GGIhXSDN3+73I5ejReILnyvHeor41EavKLqyTZ/lMtecxUvtRE3KQyTkOMPStlVOVwpvBAo/kU1TxTJR",
-	"5TBLc2havcuhMWPeI0fSNhNg8NR+LZYXfMK4mVp0uY0vBhLq8kVf9MgfTH3m6q3CtE13qZyQojm2PooJ",
-	"z+YWOamWDUH9puNbLWQJ8P2PGcQVOXRHjdhXtV2qfMWvnd9L9OIoI+hiKKjWwk4xWEmjaxF8hupiVIQg",
-	"64MHq7hLHW/nRhv/TrmIjVJoxjCowTj1BSmjlb+jJlXAaKv4OM+LjEaIcuICwroqIUVtKx6j16uIg+r4",
-	"kTwoOxbCojv1SqLQvcwSgHp71Ppgd+9pMaNWREZgSGKZrX5U/s30EQ//eFkUctBaUwgK9ZeankIiaAkc",
-	"7MgdmKfujFr7I3FcqO2jVvWgSppmeRw3RsfLji8exiZH8DpGhI2EdRgWY+gDi0xSQj6zagxofbXTxKDG",
-	"g1RJzcSHjkoU3bkzQkei3Ky7FAAWFc9CwKS1rtUYQMl657w14Ae1YfsjYSRoP2avZMnAmMxytH7thpb9",
-	"1zb6swj+R/uSH9+vhUmZ8SnXIrMpGqdpvAsPM03bInKTSsB+NziEzYOMi7swsUcdCFbkgsQmwDjuOV9U",
-	"wGUO8NjAaU/aNaf9SIS89h2Yrr9tp6N+gDnY+YoerikV5M9LiUUpXPVddNM4N9iJteieunZVhb+ysS5k",
-	"8ciWR+V/ZKvWw0csHsRU/kYmK1upxjRsqRogveaOpSaifq95ZRuvteoKcqE4aGAUGgy4jj3EbHk9qj1T",
-	"VWvY2tsbDF69ePHixfPnz59DZVlgPa0hKsatoPQLBbvuJB+z7u7L7cFOb5FMWpVny54uSIwvFcMyA6gt",
-	"fwR72VvDlkd6QgZwKJG9M4haxTWyu9H/6/f7A9h0SeeDDt9CQ+PfYFZs/loAHbvurgN4YZHgwkmMZdvD",
-	"5rBu3O3aPWFz4NYvekaMrp1RRdSMLxYsQeN+wd7BAFXe1FXQzG56N0lrngztwhJ6W+21vLvBdn/n+U5/",
-	"e2979/lge2/3ZWWL67b38uXLlxowxfZOGVKfOfo0JNkhi3kPS0AhY36sZqJ3qW1nU/1ywNZfarEa2q65",
-	"C+tPE7ukttrYjZR8OHpLzM3vfA0gfoAgC0VW+rzNpem1vgQKp3bnBThKlc5M44yMqYUUCgnSdr//VBKG",
-	"srkpYVBGPU+FjEps9LuaLuLj35E5o0K8bw1bGgSnrirdmdEIDKMfNqhCTszx1IKoSR3ah8xBm0jiqQTY",
-	"zgBqyQFmPJRKIRbbNWJ92xfnO/7Giqp6Zie2U8vEpNXavopqJcaNoCwmgNV0HgXdPZ3zpPfDm+n795dX",
-	"n04vb3fe/2W88/5Pv2y/n10dHrw5/uX4T38Y/OEvV9vnR+Pds6u3h3/on789/9PBp4OD169bUSuj997y",
-	"kU1qevy1I2vmObfxDdeY/KXvwP2M5kpfmYfSoVugKWzpZc8E8PgL6QTUwISXK50iDOLYwqZluweKfCH7",
-	"iB7cvquPTOu0DbYEYqwcWtZEu8KKebaFjq1/WlIObXRXSX3UkyLuxR0gFbtPucVlxLxc54Yo8gdRkyla",
-	"mpecEJtTK3u2gRNAV4rnU9MTOW/DMLSMkHfFevy+elOoSNf9IVRZr4eJiCDP7SEMmrbvSO5WtbM4vLdd",
-	"OTzNGbZA7i03By+IiBZ65QR5BsjBJQmYXC2mGU2Y93susQaBITquFiMN9Xmtnc2HQtT2ZvFd7+jFxAKE",
-	"Gpr/eXH23kBl53GovJXZDU8SJvCNV09kSVx8MNF2FRpK54xUrDTGLuVF6IUJ9kG5MgCYdKpDOSvXDdNc",
-	"xFhjWLJvbEZg3Ou1isqkjpvcVyqqFmuu+LmwSGrTEv9EBUsp0Tid64OdM5FL/RHiizOqCFP5//N/kwkb",
-	"z2hCe+RY3HFGlvNCsdCaDuFCy4uZ56kKrHrjS14qFxvApg38gGsdfwiToXPc2Tp2heduv6ggYf0RQuWM",
-	"Jj1yllULATqDWN2g13TAnhFJixDY7tB7uzP0MQCzHaHisCeG4O0YbHA7PmBk5KWU72g2hZrou9vbj79X",
-	"1lzP2VIZgrP96vGXL6U8pWJlazbq9/aQyzwyqcl6w47Z8NZTr7MxH31wErV/P6xpEkxK4XsRMsiBZGE5",
-	"8TnaD8sDmy+rXNufwphEcDsJaw0HO4P+9nMtUmOzJeCmBQszgS5Va0yriPi0FH0pjBwAnZX8yu8wpBMh",
-	"rOXTE2+x4j37lL/lKTvLwpaF99LqKmGQlQyO5DF741O0NLNDgw51YuCZmkst0SM05t5xmZrMTiP6by1F",
-	"LRQuqprnwKYVWQ5vrG8NZjaZVQts+I6psnHNN4x1UBf32I2lOT4sq0V49eHTKVgqTq14Da3SijoXRa+0",
-	"Ir63NayEKUL1bt8oagWHKho8+Wz1yLWc6NZwr/9KbzfY0FXPPQ01I/igJX1IALUlmcphtZWwXUydrDQ8",
-	"7EHyCRS3a6iD1RuJGBu6x0Qxmo1nxsENflsr7oH/O663A4k1rV5mot63xiRcGto9EiYKFXZRFMeN/l/2",
-	"3nW5jSNLF32VPPgjgFOEABC8geE4h9bFVrduJinb3YaDlUAliGoWsjCVBVJotSLm13mAE+cFduyIeZF5",
-	"k36SHbnWyqysGwiApCx32xHTIwKorLyuXNfvY6EcR4sAg1excvMkbIIZ9K7KNfk6VGmeQ1SVXZT5SYX6",
-	"DBynibsXB6qvb609NqBSw9BMDRrYj5zy58LS7+9XMBZUIcy/hHZqiVh7+/suEetnr4SOjsbNNxicIE6V",
-	"4m6gxEnzK0unEkvM260aYEacVVJvHWK4bbhTVpHkkufgBiqfnE0Sqrs3SWGL1IyrvG3zi7iSfr9quM8K",
-	"yZNh4OaYZQ+Xhh0nKRvH0WIm6/oKTstvl7kOWh4pJEYzvJTwR54CzS5gHUFZke/s1zX37Dvslh0mZSmG",
-	"gUccx4sk8sxeNKn8+o0mnR//nX+5nqA7AgjvTC06cV+dqvE6j73Hyl96qNvprPUQKAS/3sfJB790ypxh",
-	"T6EX9ZcaNiW5iKI8t+VensrSgURlnWOkIa7gqRs0npszXskSSXZ3iSXP+G8Nu9Fqou5xMmubPPL2bSz1",
-	"BipQPvY6SLjY61YQLDbcot69QX8fB1OiTsx+12HdzqDbHXR72SEpk2WXGZOIttVlMqx5eT4Ycwczid4f",
-	"tlIdltcUsjcG3U7Ha0A1e2PQXd/iq+FfqzL+IN/9Co5eoW7jXj6Ujb0M61hQNK4frTb0Enbgb2ZErdVb",
-	"A3JlVG5XRYVqksqyGUcvzVP45nTQ6qKsGo2x3+tpo6uyqOSMUgcVg4LkDRkYVmmEhFiKOS2YG+oDcpTR",
-	"cGvJ7OH3kEBZ+LksZ1JW0gSxU6wXxSLeKI7nIz6+9tg8CW+0lTKUjEWhvN6N4jGPPPbsu7enF1SVmnKg",
-	"V0gAFs+tySDeW8JmkFfYTYPzrXtqID9ObO4gAFH/qjUnwKyjqk63Hq4K/XbYMM9/AwXLUQT5HG8BnTbH",
-	"GWzAlrRBhpWVoRrzJACnqBBOKUXBUNi1hXm72BHIL/Xnobzyba6W092WZe7KCjT5UrUxHQ5xc7mFXh0t",
-	"UrazI2MpdnbI1gAnAJIDVOEA9IzPHVOfLHr6sIHkd6gsoHbtVjeUp3TYaBknE5ThToqItWmMUDLgszLg",
-	"jLcA56cWyTwJFZTP69ZvpzGbhUprNQFhxOCqV9y+NVvAQ/bmOKHMbNwJtoqRvYIktzQJxyllCFEFgFmx",
-	"XN1d07cX6o7fMjmwVEZkGj2prtlr+vrC3fE9i9LOx2k7nM3jJNV30zwSqQj8lgViwsRIM12FSQQQRFOl",
-	"bFKKZwaoKVNikfCj2uRnzfpSn5NintAThQihNsUozIq0+72efk9uC1UuUXNY0rePj4+zcwSQTXoH6bWs",
-	"rJ5yKQCy5xRfIqrwlM/nQlINtzYLAxJnpCLld4ln4WOAhhV+WNQ+8ImdHduVnR3PNjBgPvD8GbgarypH",
-	"rlT+3SJylEqGv2p2Plt/Tr/cDQPfy/5Ks2pzaNh8bgfjnzBFVPmU7WcB5UgM5EjgiTrR0DvCMdEzyxOV",
-	"MTxSRrfF9RxgZAjzRzMIHSgIpLvrocrYWZMY8mH6cSwgxLQ09G3e+izzqaVxDIwr4ObCyy3/A5vfWeWc",
-	"wLLxvHviN0ugqiVz/aXb+9UxBtB5tp4tUPqOQs3281zlDgVjfl2hxG+miN9Dvyb+7bVSPLqbTbJJmVkx",
-	"2evYeg7mUZWth0bjF121gpW3ysjD3pVsOvz4AU24bII23TmZY+OnCn3euC8yotBB43jSG/fFIe+OjoK9",
-	"yUFnvM974nh0GPQn3c7RHj8Y98T+6Dg4nPR5d7wnjkYHQW/S4cfjQ7E/2us2HO5O2mhbb1+HfrfCSDyv",
-	"GEkt666Mb7+07biONZYXe6+yEPW/rfH5bBXof639eWdcpA71ZIVVWhfHKJkntYENi6RjjJDC6eMSIx6h",
-	"tLaal2FF2h+2C7YPqtQDLP4aSrWU6VSk4RghtyDGTczMWc1XcRBPP4XB56epUOtFTobyBR9PEfGSemWL",
-	"33CEY57yKL4CfpSPqSHCShQgD/CrhM8NvRo+8ES5Q7QokQZsJ6ui9pxiFMhOnWZoi1qBzHXJKGqhgeQ0",
-	"pViYiGLB6UYiwjQBArSFvp8YNgkt41WWQ57exsRMUBebOTU7Ik+Kfl8Pq3WoFtLQbMKRYT+AoituMQGa",
-	"9P0lYiBehgH7hvVaFkqlMVhxc5a9+ae5BCe92KMlZEKlqZABB6qOKU9HceoBY8FEzy0lWOmlbGqTptwl",
-	"B2/ijr7BzV3VLylu8/gzoTI3QWWD+SufLr+qhouNEpwNOE3ShEs1EUmCpqU7EXe/1DS01ltRKWHNRKg4",
-	"usG3j7kciygyhNOrR0jZNRWvshgpzUDwqFUzcTkveP186aNFqCTxrcQkRqyDBg9HDo+F4HQq30AK0OoO",
-	"z2KoSo+tDa5SvUfq2oRvL/HNd7Sc8SbexrK2wVtg3V+rmShWaW07kN98V0M8GU/1qaxtxfygbj+BPEA/",
-	"CpuEMlTTwvzXuFpqVhnwcVVqqqWqSIwrVxmT3dvZr9rQSLYuv26rNlrRizK3Pnn3vOzg/OLRhN9tNKDC",
-	"O/xIsYA6rQsUFlSxEHSuHCwgyVDIz3DKsVUazwHIMpZjwZpzTHOFLDxDTRMk8XyOgPekFQ1lLfFYG/gi",
-	"rJ6QU+7ybjvIOgQG9ZzoIgu5Sq1ASL2SV+V+CsUd5iAOK9jahDvHp1bkb+dstgRWLPgjpvcFTvFzQ5C3",
-	"kVm1+ijTSVwZ2Ku0i3Z2bAmxTYGhsNHOTiU9Cw8KaWAmHJFBImirSJ9azNKKpRjK3Oa2CWOEaEbGiH7s",
-	"iWJhKmbqJOfgJfhJC9aPCWBaHyPer2l8K4fS2FqGrc5iWO5iA601DKw75MhQ3kOQfCfSB5YiK11/D5bm",
-	"cQ/X3xrJG1u49R43VSM/Gw/s58Mb7uYeor3CO1eval0UNvEfEv4LSPgzQ+haJeFdltdaaW9/sq4PbY28",
-	"jo2CQNSdV2gPzBcVVwfCzmbRaCPNEZgTvEQGsZJ4u4CtBwXQiQl/Yb1GdYYHwnVhFIx+R5Dj5fwOENmQ",
-	"VlCZNKwGEGD3C4H1VhsYDQAaxMReqZAvEbv4gQI2TFVOeR0wPyfKCBcR4Edj1kEInIIw9YdyHAmeiGDl",
-	"XUR8vNtqtUO5xm2EeM8VF9KWsb7C/bCJ3Hx607tXcA2H8uD10/8ON+zXkx25XWiNts4dt65xZ32RO/e8",
-	"4s1/3Ltf4N79YDjtH9CyIpT1bd0kTzOSptrY1HOLUYc0C9YgypNsS3ELEZEwUSlyUQiZIjG6ebLNiKmB",
-	"daGSegZlVqk4GUoObGO9jx9tWbrj9Oes//EjBmAosNXvHOkrpd87BtbCDIeOQB8zvmZI1AmIklAMpQRM",
-	"UeyGx5DdeX9gPmE9ShXPGvDYnvmMkIg81qdP9ukT5bF986P9oaQP25CalC7U5dhQx3Wy25JkZMKuiNOS",
-	"6jgB5884mYAb/JAFfElRJpIPk0WkL9GA7XWcLzGh/f5WZO7exhDY+lZkuQIpy2K6qxTpHWCL5bZZqJzA",
-	"KHiKbf36qmunspjnBvM6KouVMFN9ncIPcB/X1ip1O51NapWy9bTjPilWKtF9WFukBG2IYKsypXPz7IpC",
-	"pY0qS/a/jsISmszGoHdXOlEX0okMbMYaP0JNqtEZHU32xj2xux90+W5/cjjaPR4fiN0e7wdHojvZG+3D",
-	"Qws8G5cz1Rh0j/peAzI7rU51Z5QVlaPDw6Ou19DC6xJKwR33gyNjGoOe3sbZhiA1wpmP7nrpVbn5wPc8",
-	"wPA7Hd09moBGGs5EvEgHq8R3Y6Mp6pSmqGYpc3OWnzGEJ1hR07KflbT0NtXQzF26TjkL8jK6bIPuFfuH",
-	"xvalPCXFdXi80patXSDr6nhPPzmH+PPTRNCfwNay7du9dX9sNr/x2lRW8qzw+Ld3dhD61s0mguAyxasd",
-	"TqamlWAeXmZ6Iw4AHz+eDKW5az1bFkO1+kYrg6coxFejKd1yZR0vtojB/cVQAkTwIEtLAngb8LsUGc8Y",
-	"hxQVm4GOGVrGSGVNQyxHoQb0PJWS7Ftepj2BcW2gvruIVsya6N8NkJudyyXOItKrQw/MDO5G8dVQr6Te",
-	"N22kNiO4qoFb92Jhhf9zIRahvGJNH/GlQN/ttpyg6lUsVC4Qg9jHc55OGVeUhoWr2rSMg4ALHYVXU6oK",
-	"OD8/e8muFjwJWlCmIVNHU54A+IJ94R7oxkNp4VWW7FYkIgPJYq4K7fzKIDIR/rDWxse6NyqNE34lTiDr",
-	"zrSB9ToyjgKjA+5Rg1TX4VsLKqMC9xmP0mkWkoqvDKvBNL4FqmE9lsM7ossb++G8FSEh0PXDbE/bMxRS",
-	"Fk21m9ENhgPBtPVMwij0XdXybOeG0q4OmXJUN40H3Wn3iSod61AbWnGCjVFoDSYNd9xQ2kA9uBuziH3Q",
-	"qrJUzsxOqTRXlg9TmfAwQXi7gwx2mz7NjQxGsHtPz9GFUGm9x6jy7X8kSf8eNJhzZN5wNBi6CLaL8mye",
-	"PX1fB1UixvF9NZR7Khs4Y+71VOEAI/hsO807O3iJ7OxobQOK/uB+8VUox8IfAHQXcDMb1xNU/WqxZqA8",
-	"6ESzJo8itp/d7NiwR6DkMpa7YO+AyKVbGar2gFa2//Gjmz/b7xw97feO8WGr/ARCpaFEciX4SvdCqzco",
-	"1odyITGbV4y5ocet1YVyZWson+vEMtwdMk6Hkm7cJeo28HkkJinjUSwFXSuwEQDx5DYcE4ylsrBt8GGb",
-	"QfY5rpLJQUZdZygzzWBwpzq2QhlzdCzUreDX2cWmNSdmFSerDSmtEkzjWzbTdy3oISROm+QVlLEUrTZ7",
-	"6cJSZLrNXmcoAyhWfsjAnLcqLAc7wVUIylc7Vau+/3Dh2+rQAUMiiuo7F1ZxfQfhF6wGhJOZcxlcQERs",
-	"0On8deP4Hw30UYJ+DnAS7hVHUatTEHqPqiGs7scfqsLvQVWA2y532U1yq7pkcEAYB8H4O9Ig3By7x9Ej",
-	"vhNSCznIxdA3RyExEMmdMN0wTE8IFFDchPFCOcmDBrDQph07Zs9QZoBflIXswd1A1SY2Z1G/Xut7cDXJ",
-	"WP/RWvvKGMrHSVE+gyXIC30q13zUBIiNqosfKQHit6suLvq+O4POV5ETUZMQgecAT2uu0Lg/OhTd4Jgf",
-	"jPcmnaPevjgadXk/OBx3JnvHBz2xz4+C7qg/Ppx0xB4/CI5HvfH+5EjAj0ad8ZcrNH6rzz58e/IblxT/",
-	"e7rrYe9UpGb/RskVqVCPdOEYy5RlJb1U+Uv+U4Tp8ZGaHNm7K33UTyA90TPXCN1U2jYbyryP+ITxOh8w",
-	"bPIVjuBvHM7t7E4bIjFB0GqzZ1Mxvib/u1YxDQ6pG3bZ3O4ppPVv5Al17Z6qG02rw48BZPIwZoHuHe0E",
-	"MgC+lKvwvV55fNUfWv/vxkFI1exagjwgcMJG4jPl8/kukCruxnLXcB5p4VkpAEFiQPX+aBFde7mwUq7C",
-	"NFZCstESqd7jBHn8Ib6Uwa/l+OLDlM1FMomTmUKGPOgUwupRikwUX10BSTEGNkB0AHNlPGFEy698gGvn",
-	"kvExgI0WUduBAX4oTeWSx4QM5nEoU3bcarutxFGgWBfS1Dod41fyGNL+o94PDSZaBAcCGWeG0ueJQD4q",
-	"5VC/CCe3DBlNgKAafGAgFpXPUhEhpoFlEcdf4vfETT6UN6EKR5Ewl4pTsMveSXs1ZDmAoZwvUvzb0+uG",
-	"fxvO7WviR8AJx6kaymuxNL5WO21hCnAYCLOQERnTDaNwLttXbQc2exaPgHY5lOkUJw69nFpvJpPHjj5U",
-	"mPnUZm/jlFkADxbjjVRkWayEucLNC1v0nXxm6bu2dkxlS2mxaSHhxWvQNtGntcgvBn936L/Gr2uLebf3",
-	"j8X8lYOswJk3QqWaLA3HWfris5c9ThMDzxOuUu4hOxUZaxQ4+2jnKEaMrltbC/mJq7sg9dkgJUefCnz5",
-	"F74qH/HGeWbFwEroHhCpRsSYBUDKtUp+C7qRstYr9ffs25XZNgXqAbx5EN1gNwpJZa++dfBXBAFqRV9R",
-	"tCPgwea30FBm15Bb1upcDoctxKdxWi/dSl6Jk17GaTixAnYoAYHUkJfzcYo9NLx1IppkAXvLMcaAchV4",
-	"rVfIPGzvdajS+wg8kG6bHrxzEYlxGiePK61q5BP6VE4lZ+fx4u9cfwRzjh+CoDJP9rrH+qn9/f397Mlv",
-	"k4WM2etwxkvyidZI3VswZWtTL57sDrcYp/Za/zeTUYBm4ZwRVTzWX0YuIfhYvUSC71Ve3jRrhMceaJZQ",
-	"1wgaHwghxIY2YieniM2nUBxPqlVJ1bRKKNj/Tfcr9h+6XW7+jS0AmTc1xqNE8GDJKPfODT1mpNZ5mF2T",
-	"TqVN/CFUDlNbbwH/Jt8gK7c3bHhY7B9PIPheVOUUGzb++V//XdFS6afDhjMUqqpMbkTA+DiJlaIug48D",
-	"5gbc+QB4pKYhsAgC45BkzYrGWUJg5q5bP6PphsD9nANRu8xG1xpUQA0vJP7QnVXrBgEObxammPunf6ht",
-	"d25XCFvT78D5J5Kk1csgXaVZzzgCU0Pw20Tq4wlAUqNlE6Z4oUEI3emmQbAzl9oAemjSI/J4dXBS/jMB",
-	"82fF3WRw/H67CHM1cy9dAeccipQEnzU2Fu0wtMfX1j+tUztApkn1WHE9rbZeHvoa0YZc+OCZo2ZlGKX3",
-	"uSdXXo6Fd/1L+rjqiP5+e7PBIH5WgImtuo3vdl05N/SMS+RVW/uOznCmqu9oRNRR29kE7E6TYL/VHsqd",
-	"nVdJIm5EAk6ZnZ0B4yQ7d0PJlICR6uZIoMYLQt6EOx4SvRSh3MhriPnfhGPRgqsBY5KeIQRzxfQTlYMi",
-	"VMQ+gRRyrGmurzAxdLdA7N/CnGHEkDK+fsTtTLhUHGeIG/9bpoLWC/fnBmHoX8jmqBRyj4+8VX7Zv5vq",
-	"byGw7qnsby5KwMt3hxMCmK3V/TwPTuxrCyfE0VZOCNeygHGifzeNtabNuLJsHpfwS0wsNB+FCj2g5MvG",
-	"WmjMKj1hviHkpm9nghPu11DmSLgVlO3q51Ca+aG6hB+Uvd6hYnltNJarlEtYlH9ht4eZYXOBmonLu227",
-	"vc7ewV6nt9/rH3R7+/0jxzfybKHSeKYth13246v3qIen4Ticc5kqk+bSP4JqVfs24+62r3PdvHntcrd7",
-	"cEz/Nao1y6oXHhTdLeRov6cSafdDvTZJ5/gPR4txtFzZCfnibpYovooXqxy/WgUqyFyjVG3r7c1rdpWh",
-	"wIOyoE3EOE4CplK+VAQB76PQ/QZRA06soYypnLcQDqy1l9nr+OoKrHJkmM3e5OJtWLHumv8rxOFrnM8H",
-	"NpW/fu0s064fExqVNh7q5f924iK+yu9TnOwvoZ3hkamXEucpT1LluNKcXhJZA5pbbkIwt7//4Qz9pU3O",
-	"3r/9Dst3gMXvw9lrJDcYSr2Hb3gkZGofg2cMWfMsBhxUqGIVH+dhImq9wb2ycAGCYS29hrIovgZ5xjq6",
-	"tdLb2JVkbebHipzLoyS+VSJBBzMmQ1K8DOdgoUQylNxh1rY4q44F6kFQio4d838KZRDfmlc8mybxjLgZ",
-	"z8cc7Ug7i3HC0uUc41zuXLVMLB/7MRKTOBHMx9lSlzz1T2wtME89xtU1dIIPJSVXt9mputbNwcf4uuIt",
-	"YKSn8SZvKkF/wL12DwlKCwBN6nnKXHOxagwaNJUbC1Xs2BfxNcJha/ReHv559/iHn98A+I9ZpLJvsL+G",
-	"+9GcYHjHIJzxK/F0Lq9ORlyJg74X/vjtu7Pbzp+/u4pPT09P355/mL74cKX/+UL/z7fPTv+i///k5fj8",
-	"T/ofzz9EL3748azfm729/o83xz88vz19Pr367vSnv50d81t45E9nH/ZfJNd/urq6+uabvOvS7NQrqh64",
-	"t+fSLE1tcp4rMexb/90uEFOsUZa8X+gaUeFsEWlzFLOEbXx340zhc9NQ1tuVWcOnQaBsChgJY44cs2wU",
-	"x9dlW+SJyhKviJ+zSBZUSp9otYkDyI2P2YgWyV6aA+T7xPyChYx0R/xYXlKzpNF6TMVVGmwxW5BNQkkR",
-	"JQASu52G+s549u7t2xfPLt6dXT4/e/Xji7Nv7PxbdwTl6AUJALI1M88F3h3ptJA8PGD9Tr+yvtEuybkQ",
-	"wbMscn8PikKzOx4k+cBNhLJPvo2dXJts+i0W0vq6q7MhoddfJIFsy1nJ2f3dLMzPg+ABssDWSba4cLML",
-	"4LVfPJ7Uv/sJu6ivJJ6Tr0KK214N9Mxl02jEWjl3zNrt5sk1sayrZX3Win1sO/FvEju/iPBvAkDOPOJj",
-	"oTwMuYB232Kcsnxr03qzq8Dx5VolwtKyUebyLqaG+FpFnqG7lqik2+B1nQn9KxLwbMavIT6GXXDTfbVW",
-	"D8bBaGGdEaFkTT6U+GMlJJBrhWnGo9zptMpOYXSVGEdi9ZshWaPsMR5K85Zmv9PRhtmtiKLW13LNgCPx",
-	"XvnFdzh3N/bgbnpdwAi+hElx10jtzqxIR878zId0g3a38W47lw4M+573TXEOV901sMn/uGK2vGLqxJMS",
-	"4ndwzYRyFC9k8Pj3zBuQqG5ysT9J4pnPmvqoBJSA2GK3SZhWXDMeixPj14b5hmigRz8PybGCOxmZ16mq",
-	"2ED3AXgah/+9jRdRkJWIGEtjkOud8ZzlKBV5IkyKD1xe6Ppp+iv5IX1iIHU5MDHroemXSC191msRjF9t",
-	"9ThcHPPFKAIUtDY7hfQJuHfDGyFZKKNQQugU/RcF2JdSNt1QZl6o2C3tCRVbSMhp/xrutFe0Ve9xo+k1",
-	"X88mSMXHtDFofB96QMe4xIokbaZCeRVf/t+NzWUxjeCLOMmmHALmFaPVIkfLRgTs3TvtVP+nbzETXrfx",
-	"VbNf0+VcwPPd3M1F0YkMBfH+95edsztQ6JBLNc0O/h8X2jYXmpV/WrXVGrCRWiWJ/Du43EzGWS2HgbbD",
-	"FZQdKgtFBtnUjrxWRaGpMJLi4JWWnFYeowBGIsbhPNSroo0FkH4Iv9IUgRYkcJpF4LFE3MTX4AcTik0i",
-	"ruXxV2FJvDFz+GB+mVWiKQhTJw24IKlefLuWjKKptH/r9VqVmEyi/i/xIiEpP+WKqWk4n4PnpeAQmmUT",
-	"ck/RZqa2XraZX8Ce+0OgbSHQbvWJrDjADyy9bGLJ+rLLeyCF+w4ZOOdh8vja/TOifVa5sKpKeVIbG8CY",
-	"G0jKcOIEXqc8YGrMpRSkgBPENQVjhrIiMjsoLvFIjOOZUDYHBnw9jh4sY9tJQNhic8qG96gl/SJ8ASJq",
-	"lhXnUgT3a5DW7/Vqf4miDkLEWquoI+ctepiaDqxferySjvccM7AKy472I1hNt3+I4y3EcXbM9RFXbmbG",
-	"70CfBAN8/iVCsmdiHidpTv+uUEKbWoX0HS3JR/Hlv6CPXj33LSgxALqAK7yl93FGhDCUCTB/GjqEE9eK",
-	"Ig3VeE84ozkou09YE2fScGvO4hsoHb9FTH4jerF4oyLOa2XdtdaPHQX8a5CrZzjqexFNrqPMms3Y0Euy",
-	"hYeB+vmYHoZMHtPLHsLavzO50byLDKY/hO+WwtcapE8UpdIxPtYnLhLBFULHAY0ZrcTXL5MXMgrl9eNL",
-	"5BcyUCRIMc3WCkC4z54opkJI0lSZp3WhgPVdS8KqKro6rXUo86nbjt4allOvvwbx+AEX4SGJLWBr4uI+",
-	"qmD5QK/4Q6LcS52r3eVfowghBLrahG1kZH20ylw4TIZIXKQGHVp/cMJ8KW6x0s39CuGg2E9aBoynXEJp",
-	"RoZv5rFRTIgQcWQRPCCKZJszpXioOfofd5NFJAzlo2pLcQtV3Yil+Wex9FsnjDvdqUHSyKEzxEkVLMYq",
-	"xA4oNkaW9XhCsTWinVIxCqKK8WJadVbI7IKcGAeECGhrgtjjqQEsGQCrUphCZQvyELXZS6R81zIP5scS",
-	"TSwkvL4a7ZPMyA8G0PCxASBY8/x//nfM3vNFFLf0D3Bt3EcJ/2wzOxgH8JvhRHQAZLu7v8qlQA7iu3Ai",
-	"ijO0tYPhvtTbm4BG/DZk27/5PXImIIMrX7ST4HEXEGYlpL57pl/n5JzufEnUNQaNP4ulK7vJS4jnyzDG",
-	"IFnuendMfczpPb8KJZi+EYDm52QjgPO48rOIZ6Fq63a6rTY7RdKzZDmUmaoLwiyG1/OozfxJGKUi0fcL",
-	"T8ZT4VbaJK6MbV6LZevEuFB9di3E3FY/A60achYD1XYQKvsNaxJTccvt+Anzs9NPlTrZ8cR6oD+dv3vL",
-	"eJIAPZ//C/iPYYi/gh8Db+UmUB6o8AYJ93gqLKYnMFAAwQrKfHY7jSPBAr5sQTXQK6JSgDli7hQhLKm+",
-	"kfxPdOIHiPjpGWPos7+C1xrX/A4e6wvxMaVpN/AWzt43S2CwH11Oa6UlXA3PM65nHYF1b39/TQLrl9BO",
-	"LYN1b39/EwbrbDc4e8Arcljntk0s68msSfBvzmT9Gu2kehrrQq1enKRsHEeLmazrCsQIv13m+hIgy3Vj",
-	"oK8vryHkYqblFfwBj+GF5mXjcG7C3DX165qr9Q57YQdG1Xdh4MFG8ti1WHqkInkse5vHnJetQdIK73kT",
-	"B4bI+1SNN2f/7nY2oP+++3cI+BOcpmf6qljnCdRwsicekWJ8axXn/lGTvcH+0aDfhQmp7Ea3w7oHg35n",
-	"0O1RN449F4ASQ/EAQFmjaS3m8zhJ6zrhtr+KKxtZ9TclyyYxuw5JtiNz/i1xE6o0h8dFTED9ZdeAJm6t",
-	"/pgGBhVAjFpncNUjZ5HZByXQMOdAiVui/YGSA/bdC4pCG+DE3VTM5pHWK55O4sR03zMmtGK+EjIQCYHP",
-	"OPgy3lCCDmNaujRlENiJ8he2E1ksvKIXi3kU82BXv2R3JoKQt4ey1BT48uQiiqA9Oz+g8hB3op0+UHx2",
-	"djJqgvbODrtLEer3esz/RLeNx4CaX332sTLcVUCfoBkfKt2ToRzRxsRSdq14Z/uGWjFLjho6lKU76GBW",
-	"n1UniLYDu0SPVoTpVCToGuBDOePRJE5m2so3vcdQ/nyRsuylwBHpFoH0eiY3yxkCAmTCs06Hh5J6HMQ4",
-	"cOjLlCsmY2ZHCr8Z5BwcmHtgHcRpfC2wI/o1Aj24dXXeoE9iO8/MWbpDrQT/r90EhrAUitybwBBw4DEl",
-	"BPOpwYvlXLwK/FadgmMOjUny3EA+Z83X6S30I+xemClmXCLtlAHvx44/sqrxmGqAM4l6jVybjiHwf3Ge",
-	"a1jIOrudLusc5XIuur2c+qD/yxee2PftsvM0TgDfNOKpPjJahZ2MbTWn1yhKF0AJoO3tCK/GoNHt9I73",
-	"jvqH+wfwL+pM32uAp+0SLRfz0+Ojw4P9/l4P/qW3Q4XKkB8b6C35efuQt4brZq7n3VvvqkSGyqZs1XQh",
-	"r8DdatnDa0Q5QbGeYkQiisTF10hA9oMWR1VUOtvoVhW6UWEK8hEK/KhKKcppFKs1oxyJDdXA318zyiFq",
-	"NjOMfmy31WbfLhkZomhdF+tXhnKCfm4E904XiQRw79swnfqMB4FiiYjMC4C6xvzNyA82TwQ4yGOMOQrJ",
-	"uLoWgb79W2324gZ8T+iRoGoUWCQliJPm9O3zE0SviSfMxaWGHBN9zd+IhCGmAGku55RWovWWFx/5OAXk",
-	"bIwamPQUD/0poTJ1GhPd07EIhByLgW6n22Y+Lg/oYVwGT+PE+Uj51N+mjOUu8KS1Btk0LqQDPY4/tOku",
-	"pKWI4GQoGWO+msa3lzyKLs0vyNuFVJ3iEgGa0OOVQlT3SsYJPN5rO/iI5YYwj3FAPKz4Kd3xh62TodzL",
-	"PZ5/X+Wzo0XKzud8xpoHCOr6LSZeNqG5vttcE5nXYHu1BuzdXM9Vt+Wx95Q638TKJfYqy6Zkzb0WzuE/",
-	"/+v/Z2dCxdGNbr3f8tgzLsciAv7o/ZYHM1fTE5go8REGg5vCeJEmsISl6fZKc+3hJo8X6aUC7C/3k4US",
-	"ie9BrOxGJJcoSgKQ5KmQAZfGXalHcrmAdCkbTYdiaW5DRwEFqmYnUFQMmen6XbNFqruhdflQj8u0OBfw",
-	"B50YQsG44dFCEGcRedX0QCkbAE/FhfiY6hNh3bkzno6nQP8ql7eoZ2JrqfiYeuVaNuNuBDKlJFf7Rl8N",
-	"pZjxMPJwfwJCDFeIKcXHY6AhjyVGHvWJHukvhbzSegNr+n+LeewT9ob/p/h//nes5+H07an98FRyv2WG",
-	"w6/ggPtaFONxDBXj6BFGokIUIIs5lqIkQrCUX7Fr3ZaHPFtcovMYzim/YmGgBmAMwrD0K3zW1C9wEE30",
-	"Ny09zeH4WtT8xk4a7kx/nMyMBQ4PDGXuiWdnb6x5ICrbQWkOr26zUxhDhgw1QgELoVTka4RBDaVNy8Al",
-	"b9NkWfvBIZNPyVoRgZ4ELWJHoURBuMP8n0/fPvfhSJZ2hbZudnZARuzsmCZSfuVByDWKcL5PsJl3Zytb",
-	"cQPjOzsZjpdpU2GjcgmNYpvQs6YRM9D6zg4srllslL47O2g5wK4vYZCFqcq/x1RzQu+1rKEZsZcSawI5",
-	"mINh5uwa+IELb2b3Cm7fU6ktGRcYkUN34ec8xW4XguB0XA37AR0Dq7bfAgwXnAitrOOfl7NQ6v9bpPZO",
-	"cb/kH7MvoWiOMr5mPATSU/qSxRNMwrSada+/O40XCb3UY/4kiuOk2dTKKqMKYWug/wfr9dmU7TIZ37bY",
-	"U9bV7bZ8j3FCHoQYht5BQ4nijdpFkhBAwFOsc4JdRF3ERnTQzqbfE7Nc7GYU5HQgLY8RBQidAzTqRKg0",
-	"CQH1wxjtaZyxg5LR8M2eT0jkhiCj+As/ez5UWhhqncAslFYzcHnQEZ/tWnBDkaSIjffc+fr5i/NnrROW",
-	"ao1nlAh+rUcIrisH8nwogzBB59YJhkiz02WiXRmgug9mhSnO5KkPzqEWU5hErExmiFCpkbfa1HDI2gfM",
-	"B+vjMlSXYz6fi8Bv6eGd4vhR4mDiRz7N11UL9PW25m2cqWJeTglrWU+Nln4foU4cOuajWwD2ENFVKZFA",
-	"lhgGJucOUSukj0CjHlQAgVKZ16ZV+HfRZqdySVoo3cBNc596KDmGchKBBIHYo2e1bY+hHuFBkp9HW/af",
-	"//XfLdNFLYPMIRektuLl1fU6nQ5UlZjLDNxewECDJxYSMcC1dSVMOqGWcXrLBELM9RsTvddFQG1wCnXq",
-	"Jwb4yCxOBPbAs3MYAng+T/GkeOVF1wKMVA7YwNZetQoPCAVjTuoP8NA1UXPH4hx96TqeEb9F5PawWxFE",
-	"MbSEu4h6CUOGCkwpzBROFolem3ZlNzMtUI8WXp6NEmdcS5NQGUEDpWDcvIqNYxIu3G4bkAazMIpQukwg",
-	"t8mRN5hjqbebSUeaA1IgOqCYkDciiucwMahlw9lpcmDTFCkbLxIVJ+yW0wbmEZiqKYSycXJ049Bywck6",
-	"18bhVeshnbmsqac6Y+K0DyIA6FDW+nnZQ7p59Yas9fOyh3TzDmW1n5et7ebVxqGeh1a95xaUhnrP7Ua+",
-	"zN5mUdMvHMnOXzkrQtpeA22mS4O9ZeX9Q0e7812qC3t7zO2Px7Lu1MyivYo9sIB2Q6n0rQlp1E3/9PyZ",
-	"vsT0ta7/P1djNNd0Q36rzZ479/7KlXiDVVBVa6GfdVbjFP6iD7kaN9DlV55OSK+Vi9nuDU/0q1Tp6dfx",
-	"rUhOoQn453NoZ9Uy6G7ahTg9f6YHC42B+3ZN1/kvBsHQcai+A20RAWj1ULKJCFMxU3c7Q92zd0aOK72j",
-	"aE7AjILdGP7nQrzCNiGrr+wzzTKR9D7LvGJpzEiZGVgWCr3qWlkAVcZ6F9CrkIUB3dH5qDbVKOCVlufd",
-	"3j3MX0OnXt0+0zdco3ptf4LLz0RjWH4CaKSkFBV0n8r1Kx8lN/splqsdElr4Z79xnRIMfBIneBAdX4R7",
-	"KNtfXabUxsCeF+iR3vOO9Jm29mZj8Eu3tz7wpn4EO9uo2+PkW8k8JqALGGP7hBFqBbN3HXMaQR2x4IWo",
-	"m33j2anZf2Bo6/cX9qDr/HEmx3OscKSjyjtlKI0QPAwpm8UqZfsdE2KsSl/7Pr51vU/GZWK8Jd9Uezky",
-	"PQ99DSfkFvlGayNA9e64Jk5K/o1vWIVvY3vPRsmtsXIt7JLVXDqnb587d87P+OfP784aHny17t0Nq5Ft",
-	"H7O8uj2P/fzuTB9q3V55Sd5RIqFr8lN0GyVQ3fDw22LsehbKcKYH07U9p/1Q1/VzaKc6TF2fAWkg/ONy",
-	"9zPyeeziiU2ILDr3VgjwzIu9RT7kT9QDbGDtvMh31WOhxaBARHwjkiQMKKXYXFbguVdwh9Utl1XA1g98",
-	"Zj3B+FB9xgF+f2euweFm+kvX63l7WykplR3PqSh36iPWBZOpIw8w+3WS2U6gqtUPjFwtzWflAaEuq0Ic",
-	"y8SHnNiQhzEhJx6UxnHLs6DgmRvpaS6UxxOK0tUOuuim2uIonU/jW/CJ2+VY9zQZD0uk4mwyyHtaCPPa",
-	"oJmeAzsva0xBdWjs7pnJ++q2mJZXtCFpPPeQMEbYj92coX+JlKathu6x0RIUAJOWQowmNmQIj/nm2ztn",
-	"g48iRPLbZjre6qZWTwgHwGg9KQWzXcxGIghEADlI4FNNATTNSUvy2Hwap/GlirWBdClFehsn1x6jv/W7",
-	"hLyiysfszw0mV5QSQZwbTdsgTaInz7uQQ6SPuWujoY+k0s446K+pOJl9pTtTZ2sc9FcXZazaWvnh146o",
-	"lEp7T6XqWf69a2tXb/BNlQEttjKe5RQMVceGauJLzYqYUe2hqg7TFTcBzVW/3/GyqeusO3XvJmPjI5iF",
-	"0o6/TuB0INrQ73eqZhP7cp/ZZE0b8nMjfBBw6rS+1FxnUc/Hm2v+8V5zXXEIuVLhlTSgpaG2EynXhDUX",
-	"SiS1Q9df3v8MflDiIc0aCHk7I4IYnBnQ1jaOHuo9LBxA39hQI1sxxlCy22k4njIZs3iR5oPiTTtavM5G",
-	"cepBCCdOmL64JlF82wJ/wEgIw9YoArYUm09PbZbSFnP1Fq4125azCx9AbYuT8CqUrAmK2jv4Y6WORpy+",
-	"Rg7g45toa+Yd9TdPLmXSdPAula3/ZWrSNvKe2/zibsNzko3zbvNVc/Wcp4JevNLarKvCjRP4x24azjD9",
-	"ki4Fz/htoRbX5PxwlTpnZf2i3bpq0FLsqbL0030rT6uNV3d4dnR3VrciPnpu25dqW2MpdtN4N5a1yqKF",
-	"rt3CyFLUh3XP6ctchiGkIwLOcF3f4BdbdOwNtLxdrzA1cmW38Cdb9Os9tr1dxyiPSXeMNbl0xOSUq7Jj",
-	"WP+8XneBtrYYAYZXHvBGw3xKRP9zconc4KjPhotOZ0+APrfhPeVky24zWt1f07nqIX+F1TtlWwlKdUys",
-	"U79+xsOoMWhwydsqXvyd/z/UofY4nlGNytFRt5KUAKpsSrDZn2uqhvY6F53jQbc36HR2O3tZBcz+/l6v",
-	"Aja7GpG7KGndypaLbnfQ6Q76fds8Co1CzbA7Atr85hfZFQ/VMJXD88yZp4rou8uY8CVkIOCSV9GD7pX7",
-	"r58077GGkTUvBt3+HrAYWXe1XvNcbsOgV1sHVH6bPopwVg9WVQb1ssKgLv0rS4QyXHwb+M2dGPmaldSZ",
-	"yPi3rBZyxp8voXY+ryyizr7fulgIMA4R3DAdT8s1Qzs7L0wGpxMag7TInZ1BKZHMZDVZ0Bhtq4HdBsg7",
-	"2pYvJJt62kQZSgCarWa5MXafSUiupsKhkhdxA2UDUiDcB2VPL1lus6DlVsqXXlIKz6qyqIohB2ISSqGG",
-	"UsYsWyEsnM7rbypmEqmflzEkn2FaHZTv5ums6+DChtLihZ3kQ7dQeJVrhHLxyZ73aR0qtAnwEPC0alYQ",
-	"mjzhUk209hy6sLx4tw0lM5a5wGCxIQ5aY0GRbgkHdAnX6seUfZon4iaMF+qSuu457wjMh5991vSLv8S0",
-	"ZMy5BOQ1ekyvU6vNzrPyGYv6bvoO77jiIcHfZYnzhTGZdPp8dc+AGWUoQyk0LUNOH+zLVhtWxAaPfZb9",
-	"urgiJoBbWJCTYp1R8c1hSi/JStEA5w/yvuGzNnsT3wCLuF5KrfTZEivPra2i0FicZJGxXIWVnrE4yZdZ",
-	"4RGvGNFaG8McYj1C3Xr9zrCjc5LrPvsnej71yEYivRVCsurYltUv9TuoU7j2bXZaFSVjidAXN/gdoSzN",
-	"pboCgx9YwhQ1AvNPVVi2MitfjqVEytKploaQ/X3C/BlPri/1RW8WFFatoCunMevAuX6BYk6LBcvTZcux",
-	"9HHlDhv8LGNGg/k0SAFLTJC2yeMEADuU43iGnJknFJCY82UU80BRas5IVCwwMdcLsq5JlGpjxkpVbo6b",
-	"QmgL2izZvhjF6dTLHH0GPPFCnyZMNaYccVKBymULGPEdSltW2twsiS6v29nqMbi9oX6s3+lnuc6f/dxW",
-	"yLqSB7jVx2QkolheKXReunWpyzbr93pDWZVAjTz/WYryKA6glg6EvSm5m41CmbkQi7ibUDdjLwFKzrdF",
-	"RFUXYdO/ABTiCEGzFuTJrXgmi/G0qR6FD6Ur3vIvqxRoxdcpmxFT+VyoYHvSO6uypNHrlddD7wK4eBVU",
-	"pUSWSqBbOcw0MnP083MOWY/G62Io5DJ8y/s5019V+tEBepDekv+xowWQEbsFbChYvHgU9b8yrfUU9TnY",
-	"yI6jwtAAIIATs/lDEDiGFmzO1KBfsnEo6DDYP9SqKgiG/FtJlJcWKfeGrM0+YozyIN/K+xCvIi1ttTQn",
-	"34FtwUphaww6piEYMtuYQYTf+sh0fH/4E742fwI99Ns6FA70psXDOPhk4FQytLU4SSHNIn8eyQjF3+95",
-	"jetQBlkEJRN1P756DxJmIx/F/qCbLTDE4ArbLApnVbts/zC3RK/DGdc9t16OwyLWbibJLQLu1nC7hdz/",
-	"O6j1q/Qi7IPnqCk27f+3wYbfBjc/N6vgoo0XEpGF15vIFUj5F/fSohx/zgYXHNTc5u+ItzEZ00TjZi8H",
-	"VMsAvAhu0l8ap4Xk6Sx2XgwxO/nC5QxbJzvVhh9MeIQiA3HC7N2Uu99/zW36mg55zO2PKa/IfWEqLhzL",
-	"CvviYSzHY3f1RC/oJE5EeCU/0KEuKg1CYEF+buWqp9hqBL80tlBHC9OyTQsb3PaZc9B4+Up725RQQmng",
-	"YJVSnzls0DuSBxHJeQ/yP7BGjVbLzHTfre6DiZGp2CXjxMc18dk0joihxMZy5oK63X4QfyhuEs86nKAG",
-	"WYtM0AdhQ+JuNJuwWLgOezKrOW+tdqeuQQvheFgXBoS/AvAbp+9ZLCdRqLUmJ69/zCWl1VHpRIDLVpIC",
-	"em2cFkwCzV3Pg4D5vIbnVwRhmpkJn+p5wSI+JncBOF2ACcHl7GkTlgD+JqT1zNjHA9bUPYZ4Kyk4LDRc",
-	"s0PpsN5q1ZRIH6b8BoybHNkYGGCTEE/JMtdiCyjwR4Iho2ubEXAsuH2HclFGdfNY6SMwBUyuKH5q/OIn",
-	"bBLqUfHxWMxTLseCBWIOlMUYsh1KO7hmIsbO/GAolNwWunsIaxXP+RX4LKgg3xIlsaaaxrfA/YeDaZma",
-	"m6EkHne60IAvHTUZrHcnp8iUK+bjs0REOZRD+VYf+RseYpqsCTQXqTOaJX82YLyoOKv8MQN9opjuZ+Zw",
-	"On3/aiiNx18P1FrigGxVSdWR5nw5+51jNmy8CEKozFe5WTRSywxhKGvGMGx4Tt2LXZYxjyIchPHkkmcX",
-	"ZgeR2K0fZ5CRruhd7zMQA/KKNYcFi1q/bYi1hrlPWxbHPdOLPLvdbWCEtjdUFps5sXqOMZ4FTUizcsn4",
-	"LCYMqBb45xMxWSgeDSWdEbO9q7wjeqrfWO6trflEANm509em4kp2Y9ZMEz6+1mP59qzb2+vvHxweHbc2",
-	"0BedDj8mf0iVIXzolVLGMnPUMEnjzVHm3nvW3+s+6x2cdo+7By/3Ty0cNk5ameZ+24lcYWoRBUkbf/5X",
-	"NyC8t9H8i2CF1m4o+UkQ/47AsDcwE0gaXMASuXrtGxIToAXlPEmZ8lkQFaD0yNhSaAZF8yNlSwFx4eqr",
-	"r/otb2rlDBavWjWCNq7uhJEsxkua68e70k1hpDzPX+6t6g6tJ9Tr7qVN1G8aeq3ubdZIK2SkhpOuXRLY",
-	"kE5LV0lOVGditrgc7YIS+wKmiEj89dKXqQ4t5X05qm8myuWXuQMZHUPe9SrdHSF8A6yuxvFcmPh50x8n",
-	"s7bBJmnvaMODZGE7nOk7qj0mRu7Ab7Epn8+FHMpQEtjRnCepTfS31URNAq/zcrEzbI9QYWKFlgkuMUuA",
-	"phbuOgaQg8A5hiyJiM00IZbfGdBtkW6VBe9vxWgax9dMLUZ2ThSLwmsBOeTYWxg0a2LUyWOJSJMQeGuR",
-	"o6BlMC2F1Fs2yDVmIdvia4Gwe2hWgXZLPxxlWh++CjhuMVrrDaWt/oEkiPJNpPw2M2RCSL+Lq3RJmpjv",
-	"pB0gemXAU241dPjxE4WgqBTJszE/fcOYTibKdIyF6QlRQdLmEwEGN1VKXGemVdMgHkYTgzxVSznOaZVN",
-	"/ynXH/J52F7yWUQBI0vtamqjCPASEmix5ozAgiz4UROHr7ckPb0kmC8zdfhXPIYYP5D/eIiWQmvmtwAH",
-	"EbR+Os20nU6GMvecqXJVZv3cpGPSnmDKSYQWT5GNc+/4iDI6T+JgMTbvzU6iXnsRTTBKPA/llY8JldS9",
-	"VCg955RVM0BMzAx9CbrQ6/TYTOjjgEaLCAZUqAuTFAqMF//nQiyyYDFMthsxBmQzsDXwByM+vr4CKLAq",
-	"dfI97kAIR2+MRfQqELN5nAo5Xv5ZLLePVOXiIEYqWXVof7ezt9vtg+e544YWkIz6ksSQwsAHCiNU4zrd",
-	"P73/9vCvBz8c/7T35+6b/tujs97F/o+HP0NgAqVW7vnu8ZHXUNegsDmf9zvg44Nfj5aXTqzLpNu5fdjv",
-	"fPYasIEyh3tJ5q6vP7srtJEC3duQffquHrv+OOiN3aYQ5jZHeXsXvTvSU2q6zs2MYviWZ2cFNr4WwM5x",
-	"waPyxZ3zazC15I/OK/mecna2c4KPePCczk+mx+hPrBXMM+K6kqab+Wwpu9loy+D0EEm6ZE/ssXpS4ZmF",
-	"i8nawAhL4igIpa1Ed80AHhywlW+DaDLK5nMtmgteaaNuunK7emy0v3+hvVsoOM5pSxTcBMAy5+OM8TH3",
-	"sUq1IUhJfcUvbyHAnfso0kpe4TOejKfhDT5ed/7y8772KDxWNYjCp7kxFL67BVSz4ggKH5kBeKxe4j2m",
-	"P55UCruX4oQ85hXasdYlQL8q/lgSlJCH6GzwG7ujTd6h0ZushpRXoE4QsD1zunPF8iiK+tqC7c7TKZTj",
-	"44uaWojSocbP2vYY+C1Hu4LXPFHWJGuz00hBLofvSJXdP5coeTEZKQgnE5GgEos4l03bWQCAKzfTepjo",
-	"wHuTqVe1KDVef8yTq3X3h6anaU0IIK9or5NgbaYVyeOBYKmWkGGN5GofWvDRC2/M1WIGlVXkCMqKK9Le",
-	"MvcjDqRF0WfOPpy9ZrNQmtsXK4RRn9QXIR6OhUzDCK2SLCHBZ03/zYvnr04vP5y9vry4eO17Q2nAYA5Z",
-	"wJeq1WYvMaxkTQt2C6ad2f369dgk2ta305iYGcgCweztnNmDQOuFnPeS7VPIzxswGdfNG5ZW8RRCFkPr",
-	"QbHOAPDpOvEu41uZhJEYyuawAeCvhS9hveDJGA06/WsgeE3DKGIjAd4ikY6neupNMrV1f2RBBd08LGAQ",
-	"crs7bJCF/MUYHliKdNg4yXU1VI6fHvOaYwlmBgtVZd7cd8L4Wd/oV75Gvv3VaXNrx37cvLmjo36v2/+9",
-	"ZM49RHJWMZsHTJJe96LbGfT2Bp1uZpKEkcigBEX7b/MrrTeHM2ESu8IZvxJP/zYX+gsV/l00Bv2jXnfP",
-	"ayySqDFoTNN0rgZPn17xVNzyZdvJojGiCVnfnv4wO775617UGfXSaBQdR+K7l+n4u4/Rz73jxej7aPL2",
-	"+du/8e9eLsedF09tZ3I6BOwTOMqkK2yvu7s7b3VyDb3+CR4sK88miVBT3ZevOZUGyaHjN+ZScBXRgquw",
-	"yo9cJ23gnlzIaxnfylIqi1qMpzUCcLUj2YrBLVyxVYv3ATuYVWkDAUUu2eCJvqCyay6L6eFSxwmoQniT",
-	"GLGaF4MPlIeQbafcxUubrkbXyHt1N0suWFm+1elb7WI1q2StonFhfl3CXjHO/UpCyybcT5bSskjB2UJS",
-	"TD6UpjdPlKHIdDLqzZeYsuIQXLbZTzZ53kD1KKtKVwSOhzKLHPc6Hcp/Mb/8hqqHIQ/dMJtEITnofuRJ",
-	"yEeR0KqRCgPHywxHj2opYhUijTlr+p8+dT9/9j3mf/rUg39MQqgeGS2Zf0OtXaKLEijKh1KL7gCehMqF",
-	"S/138Un4zWXpeby9J3Eyw3ydSfjRkMSj/w/nEGDpjbRlp+z7F6fPX5w5Y4EpoWZevTn97oXHfnz1/MU7",
-	"wFB+9+zDmxdvL1gKBSGoWSB4xlRwvVTw0eUiiajwAcseBqzf6VTvECdKXoG6lI+PO3YSXcQnrN/Zw4WF",
-	"zKSIj6/Jw13aPWV17wRqMdzdsypfUO+dfGZTDcL6e3qzPTMv42SLMoL8ZNx5klwFqdvbACjrIbWl9YCz",
-	"arSn1ev/ANqUOedmpHZnYEE9T8VVDOL7w8Wr168u/tLwGlOuLkeLNI2lMk9BQnPXa0RcXi2w5/P08tsz",
-	"F5/wJg7HAhIclzY9U18L79+fvfvxxXP33szuFugFnrzGoGHOWsPOPR5VwFGgSP+76H/+FwMpo2+9CU8X",
-	"CWdBzOYiCIOYgdhhQqX/87+0Mi1T3s5a+/bd87+4bb2O/8bZi496SuLsVy/fvbugd9pp+MU+86NI6F3Z",
-	"Ex/OXjeKuqSaxvOcIgnZCeopdB0W1nTqw8XFu7fnxEO53vx+/rwB2jStuD6mlfph8Zqzxw8vg+r7Av0a",
-	"2TWTJUyaX7ZIqexsnzW9+mw8gHq1UjyXJO/vKeE8P3WOWvpQKedr3B6V2eYPU/8PCXFzfd+JwN7zCCte",
-	"1oIcddNu9oosgprbs17D7KzSMEuM4fW5Bh/mWCeKKrueuJFA7yFXmRKD2gYpIMjOgxgyHH4TJzxZovti",
-	"DDp4GrM5VwqZ10uqSkGnrKZFD4t6hUumnp/robRiY5Xqm4/IV8w4TpurseTosNIiAw65T3kRRCCn/yFz",
-	"q4yWJwzb18cbiAyV0LpJKtzHVQzaOeALUCnwEpOks41GmUFgQ8GqGc45ExjTwl0NmJ+5HoBxC/6aS+eP",
-	"WzGa+6wJaietsfIycHz25tuWx3w9TfHT2bwPZJX4197VXD+Jmmrpye4BPeoKjXkw8VnTqrTlhzod/RQl",
-	"DyByrgLNV2ZuN9ikJJUg4cEBxtff00YlfdpkelhdHC4KZdTuoWyOp2J87SYVyMBCYVBCsN7PTSWSG/wZ",
-	"7DB0yHyCdfr89JPxAn32gCBI8EQkBBIhhQhE0BrKUGVHZZCNJYT4pTDxzJReaFmLuh0WTqjjetXhaIYS",
-	"85UwByOU7LDHpvEiUUPZzDl+r8IbC/7NgyiUonWCbsVCO7Y/5KYwP3eMCv2IAeYu5OJ6mJ9TmkHjAtVS",
-	"g3iiytnLAJO93zkeSv19HXWULPNEtbJIYrUIAYbUMBK+xxZSmXRz3FseDjc2NHBROAtTQ6cAcL7WWLF+",
-	"UWp7rXsnK3pm/e5eZheaGAzUkIQKO4BbH0rv8/KmEqql391rtdl+Z482sX8m0mS5ezoB0lf7Jpx2lBJZ",
-	"MmEiODiyc+9qndiMa/B7g3NG6xDV5dpaip0LGaBb7FGTSGaLKA3nPEmf6iO9m/lnreKhl7ExaDRHodSX",
-	"0PvnL418aFUws1Op8bqKSGGsj5nPXOd6xuTgfZsc/Ne815l0813wKbfnwaSxnmNZy6/r/9y76Sy/3x8f",
-	"qZ9mvdl3Hf7XUf/nm+M/dReHFwfz10lv8oM4Ct6O/6Kelt/zecNZFLRfKpS6c9hxJ1b6mSw2imflRBqB",
-	"3Ofl1+9HO35fFCYPrx5vJa/yVZn3zmjprjGl7zGOfhHHr3kCcKfrwXvlX3wm9Fa4T2r5Gl2FnQu79IO0",
-	"mdDbJaaPeHCxLKa1fMiuJ0bw+xWO/pf6xrIZIBNiF7BKnsesimf+qRU8j1kFzvxTa29QRphXz+BI05X6",
-	"MoxERZVttKprxZT51KxsPk299sqtbvrVDPLQ6+DutZb6GLnnlHC+KKwM1n2u1hwKRiOKP8dQcq2pevvw",
-	"zlSHWgtmnRz0RNzE1/mayLr6QoSpsgUBo2VWQhgGRL6x3+mwMFB56J9yKsw8icdCAQcIQecMpf/pnHh5",
-	"32T6JOWyYlVNPGE+JFVrZfQfDJNI/qGv+QCc/+wfLIEQJPvHUP5jd3fX/p/+uT8TLr/WPyCN/B8EuM3m",
-	"06UKxzyKllYPN4m2lGCcyVO9/fRPzVWVFQRiqoASIlduy/D9PIp89o9c6cJSpAxXIDhxQymAOlCuhITu",
-	"wq9NKYf9plnoiACDlIay67wzHGvd33ww44luzbSaH3J1v01qkXkm+6Z64nQrQ+kjzBla/984JDcu8Bpp",
-	"nKix4umauBPZZpAKSF0KVe5UTuJkKJEEhFnWD4Qvm8ZpvItf7RJfSEbtAcnsocICAcjFytWV6q9HcZo1",
-	"ab0MACkIuTEyxSRt3O4+7mPjpbQJXIngKpZt9q6yvtLLRgUAZ1mhzWaFnrkiT2Mq4FrlqjypGACOpLEy",
-	"q3o+bJzph7cvCBo2vKFcWeVZSH+JxCRlFi2xtuZTVXlJAbnbYz7IBp+qROB+gOOvLUE9yxCSJqcqCLAJ",
-	"D6NFIoYSiZwTGnKV3QPTIWzM+F61mFreY2Gh/t89MIGyY2JxaBQmwDZ4FK2vHeb7+Xgmyy+fTADdyUEw",
-	"wgHO041IlrHU1/o53UD42qoHMzU4+zUC2W7OqIYzYLJS7mZSeyftlVV5Sf2LlkiOePAqUHnlDBjd8HTV",
-	"aGOBcvU8xObKQo5mjj3dekX+tskpwZ1d+QYU9aZNZHiFA/BwOl4ulxirDPPygBXEQUGjOyOxmtDVZ4Xj",
-	"45QMulVY26amxosUkigqiOR9rRD6bJ6ISfgRifVcD2ZTxSyN4wgcz5gIaZP9Ez42btIpl8HubRKmqZBZ",
-	"rvReu+Pi7kJuqZbcWJ5nav0oS1sr0NYtbKrHPJtvDYVO4ZXk6SIRJ8y6ZFOxO4mTXf0PxhX7y+mb15ic",
-	"1QzEOOJ6l/roEB4w9BIh40gpm9L0+jl1uLGRgDSrYwVkwyzcQE9DuzOUoZzEg6FkLA3TSAzYM61o4EbR",
-	"k/Idemry06L076kMfMC62FAOPd+GsHFwjRKXWLWboFTxR4BMa5j+F3H8hsvlK/kyCq+mKZ4OMV4kYbps",
-	"DH751T0rla8y+l1+pM7peWfWpjo5C87FVPAonf79NzgR+naDLTniEZdjrUIBPXUyngqVJjyNE20KnZJ6",
-	"BZlPIFBIZ9PXC0jRhZQQAntuPDQQjyDgEiHHWruEfJ+noHv/vXrffk8TcV8XpM2biK/XVzfw5St8UWaw",
-	"PAIe7sfYY6/DGyGF2nQD1UVxvviOQgkK4Cx5XR9R6GCrVUVcP5y9ZqMF+hBvpzGKRAW1wPpJ8vxmH0NF",
-	"NijW5/gRWVsLctCi5v/+3TkFUdcJLRuLFMK+aDiBJnXFb/Sr3ubjYYPMx4vlswA3LK8WWggCOaT+VcvY",
-	"wlqbipPw7wQ8jyjIjoPToO5YA/iJS4Vpr6swbbNTHOrdMbRiSE7fSh/OXptURojJVQfRwrQUPoMg0gSN",
-	"Dkr4JSFi/Eh6x6E5BD8byokRFG4AR7cbxUqPQ2oTHM6xWVgul2aXNE0gT7EIysLJJJ9ya2ATRpETQmLb",
-	"RJBqKhLyvv5SbCi7HDcIPjQqSw9gGlfn02UMm93eETD+2b/Ll6Tn9q4qrFLRBxuIWbMbvf39u7qxWdad",
-	"7llO56iJg22iLXhuzUJl4396/+K7+7Y+lzWNv39777ZvxWhe3fhPL759v33rmfe8uvW9797fu/XZvF/d",
-	"+Jv3/W3brryanWoM47l2sy30Z/Q6FE9TngSAJ0kq+oD5P+8+w1/sXiznYvfdnBg3ZKxkOJkAkrniMhjF",
-	"H7V+a358Ttf47vs4CsdLbN433z4PlcnqHjCepnw8nUGpp0mt0VsbngillrH4RYhRAiiF0/NI3B0oYxOt",
-	"TSXABsCJxka6N+QTw0yo1Ssanp7Zii7VKS701NOXYSToMfepz16jZvQbNGiepAc/e43qBVinybfxuV4i",
-	"3Bz3iGdiSdHDBjE/rLgoIfVz9RWJAcitUz8vspwVKniEXXXLrVrwYJFaurTNaxYSE+/yb2v/NrHNVSbd",
-	"hpGsisqaFVUz+aK3h9POSVmymU5UJ6TX2eGhpGr2JwpYK0WIsXHjqo+TIfAB2RQy2owtowVj9W8bshxR",
-	"G2a5gl7yP2vrwNGTWdN36+mgluNBFWeucomJsHhDuaDcz3jC/FpjyG+zF3w8rcrLgDpjHPBG1cYEsR0i",
-	"nseMB6J1AgVAdA7iJK8re+bIS8C+cfK9U7e+0EOOkuIC5x3TqO+63naf8Siy0DydvjYVIogv44rxEeBU",
-	"ZW/yhpLm8vT9qyc2/AO3UMqavs1Brags96GGG8OisWSBmHEZtDw25gmGkpy6SOTBqtD1i8Vtd+v8KCI9",
-	"RitzfvHu7IWvJ90xN/JSNMtA7PT1XoP8d0TXAtsH6v7wEViQcoZZTYLaGpXMq8yGDYpgfwOzwakB/lqs",
-	"hZ2nO9X65CPpkrkjacSDLYiGSkMtN1y9Re+vJSqgVgCD9a6t6gGpdp7R6/giCGPPOleUx1Qajq8FuNzO",
-	"0SmchyYraq5Q7Vgv8H4TxRYd4jAHo0Vq1Nnm+Y/fMfER87pbNAVYL6ln4Q919WtSVwHOBW+wja6tdXXa",
-	"r0oHfFm6YbessV6hCcZzIX9fca93c5GrEPHuFaVCf6fWLKEbUFEDCH/LFBTZJF5cTVkoVSo4FLLOeaJC",
-	"gzRdGSqgDj5UhItWCANce2sHuMDT/ThRreIKPFZQK1SlV20YfbDOdQqCqaefgJ7oUi5mI2TM3G7Ts6YJ",
-	"Z7fusf+9oRyJMV8okfe5j3kUAQwqSDLd5DgK9VSeMP/jrnmz4US8FmIOkQetQ8cTdiWknhkR0FPs/Pmf",
-	"Ed79GTcV97nXWWe0CRUC44echFeLJEs5Mz7/J3oa0jSUV2qg36oVCChBW4zaszgQ31h8Ix+Bgm5EEk6W",
-	"dOKF7jxWPiBwLVaZRpEADkbgHvg4F+PUcjPiVwC5CbVu84jrHomPKQqHXPNYtGaSsoFiAPGcRsuh9E2w",
-	"hgczojSVIjKj3tUHi+3umqq2MGD//K//Zru71Bp94LdZhdkYqqwgB9AIKmca13O0dJeU8Jmc8hU9ieYW",
-	"87PJZMa4hIHmkQGzXC9QxnRzWMALu53hbmdhAHS8JRCJKScGX7KyEHMqFXoTcpaIq1DholE74Lt0gi1I",
-	"KVwShT/Cwphk/J9wllfZHXasNdT2Zoc1anT5g/4dpsPBpDvu8WOxNzoM+uP9/WPeEb3gaNIdHY77ottZ",
-	"8V7cZZfGsqmxJQ7u6EC3u3/U63T7/f6KV9k9v9F77rZS9JF5Cqcnf8HkOpW9cK2rwDm6YjyNLS7oPTyD",
-	"Wf1WqAw0+cNQaZ0ymG1mN6B+g6UcajuZZNv2PCeL8kf0YYbwUxLLK5QQcZJ7Ham4hQPPas77vUq1ay5s",
-	"W3ZjrhHoHs0d6HBqyq9dyHfzRD0UIb38DlW28/kODJKLfB5vGNRB/jxR+RlslmujCwqEn4cpaXQ7x0eH",
-	"B/v9vR78q9pLUWhjXWeFFnB3+iq2wLv/PWozr1IFVZ9NZArTN9Yee/Mtgpg7dZdasYc7Nle29f7d+YWW",
-	"LiPgN8g4iibGN6I8C76M6IvzFNKEtL1h4dk9KBv3GIJmtxCHH/g4oRrA7H2LvEFb6Iky20srQbYQw6cr",
-	"kmq2fKfCOkyd5POhLGrFrPldwudTmNub3l670/IYsUWjL/bn3e8Xo91zk9i329s/GAylmvLe/sE3U/Gx",
-	"+f2b02e759+f9vYPmnw+Z0qME5F6LOG3UEbbavmobdnkQFASqbLb1ukAgD7aTpAwAqCVJ2whqTdxwm61",
-	"BIuWpn8uDrtxD3eRnANy1E3RLGo4KkapyrPFARCjdcWegwpqXmP5pSnxpUoH0mNZQwlqVaqGYiizSXNT",
-	"l1WeMQPgBWRxTxKKoMqRQxhlL0/0PYVS+FsXYD9PJI8IWX7Lg0p5KgjBDWKod1S8SMYIStZDckOFPpcU",
-	"WL70S3v93Wm8SBjysuY57Icye7dJ7DbbwG+zF7Bi12GhsgJNCFboEydvJZgI+pxhCEZ8TAdDZL5vdltU",
-	"hMeaPeu5a+61yIHJmv2W5xySfWRXIFcmax62XHcq1MUUIEgzPjOPRTHdZM2jlkVkVqx53AIxgEQBzW7H",
-	"Yz7EE0RgGXcdrA34ZZb2rtcCQYgwD0oLQ93UDbgo01g+BWwLbFCxZrcLGKqAhdrVY1ZLlYoZFR9hbL5C",
-	"AA1ls7uH1hh8C5Qc2dZo5Wvw9ALpd/Udd7Nze2KtTavNTo1kZLbMKMPWJRSDSZzc8iRA3obmC3kT8oCz",
-	"f/6//x97IdNEXC0E/PE6DDhoMC95NOXFup4BE3w8JSmarYm+kQzKss2xGMeB8Ng8WqgKOn69V5NwDLRn",
-	"BI2F5+YqvBGSBHjGvF/ezAqcybZ7+rj5lhzUP4GdilOSGuK8K9QCofK/mYg5HEIIb6mUR6LF4E5Ah3l4",
-	"JfUBAGoT/KErIPMS0RynTBK6R2rGr/VxBO8hxhOzFO8sY7bJmYzlrv4nPKDv3USkiSHqMwgKQDySOdF0",
-	"V129eMc30tO9HoaydD+gV41bSpXAZMjpNXACw3Qcx/EiCkxFagke2Ix1KJu5oSNTjXJpPpat6moj6MSd",
-	"FmoBU4quTZ/9B1vv6swriPT4Ie+Ogs7B4eRoIg7GfF/0D/qj/mF/NOJH3fHkuLs/PhqP+/1Jd7J/dNjZ",
-	"C4LD4yPeD7qdfl8cdrlRLNGDn6mWFVd9nR3Z7XRq7Mh1iq52ilwXMtVmwC9Iu35FCHRIjJDVY+Rh4gzB",
-	"xy+fGvMknlA9NI3kDU9Cwzn+2WvcciQgKdCm/+plbcMLk3hWwT4Oj97yWRi0v//26u3biw8f31xc7739",
-	"+3jv7d/+0ns7/fDs9NtXf3n5t7cvf/jb6TcNwzxnaI0Bl+7/gkqncCZUymdzrewfHvQPDzsdwCmmmYTn",
-	"sm6F8uoS+W1S3YMpTxXynM9Eyg0gRRCqecSXl65dYAah/+t0Ol3DHO+YDWVr4zMsIH3VO9476h/uH8C/",
-	"oEsIhe7049KQDRjzJm+l8iAg6M/3yCMRCosZSMOlJh8DroOkYWPQcde4q5tFhRy+2ZIXJX/o6+GV39tK",
-	"tSbQnY3jKxkSdpeW9nkxvWw9hAPEGNBG/GoJiEJcC+KH4xV32+f2rXRRuBV59x1IzmpwKkvBGHi48ax8",
-	"jYelrNV2AdjDBSOifR+UjXsFEred7szkdi9OShZ5IBfadnf0Se42ZmoKT0HngFauvdKzRBd1URE1u6tZ",
-	"suMRPg+FROtRHE6fvQbVC/2GtVFDubI4CvnPOllkwaAGYN5HcmNdreT/19fRiCthdURISjoTQag8bMU/",
-	"e/H81fnlh7PXPsK8pfo1tsjBWtdqyucCS8RvQyVOmA+6oPKx5uZ2Go6nWQnWEvEGbFS8zV7nK79wv0BV",
-	"xRzozyECG6MAhtQtpyxGaZWyJgXqDJfs3sS4MBgDKaWnLKvo2qbAS3cLruGqMwd9vkeMdQuxUjm+RR6W",
-	"xw60+Pn9R/w2TsHiX54wnrJIcIB3FFS5h962uySGaX6DgHG+vU8N9OScLrSu/MuvUCSvD02th9mEF5Hl",
-	"0qTChipzQfCU+bmUC7+MQKHP/yc95ZeLJPrsazs7ihiSIqVTxYA0j9w2ICfaFo7sKeIO43hLKKR5zJNd",
-	"bauMYynFmBKv5jzUNgAbLdkPZ2RHo8/II4J1j/KlPRbFV/Ei9RxvKfgVUAzRDYqbiDUtmCADGJtj4w11",
-	"B91qs3zBOECDkG5qAArJNYeAFaT2DRjiODALYNFmP+m5UeJGJDyyi0KCQqErIRv4E8roVALRQUPFpiKC",
-	"0C0RgKVTMdOW/ZhHEV6mQP5GmF5GAIXW14G8pmEKLkXupJca8YS1akunE222Fi+9RzQPOMGIzk+NrIzT",
-	"tzPz8Fm24oCAXQCJQ7xY834HJqfp603D53OiKHW+iCfjy+xLA+DiWb52vIypyr9imZNFJCqXOFvSrP82",
-	"16nc+WcueQRr2iRHg05bgKEn59YkjFJ7f86J5yARETaDbhDc/az5/vTi2fflCEPhcs/Pdtalii7XKgiD",
-	"lZTB5KHSH4ZJDVfxs7M39gAJ5RWIhVUry21KPYIknuiJCgxlcCVJ8Aacu9ksEN9Yefin6yI8o8e7siQC",
-	"k+4N+ix4knHRyHF6Bx5xkT/Bc+uBVwEY58E9ndFmhRkVW9QAIxXJyooDxv3owlRl57Zl/P+htlJyh5se",
-	"rnjzu0WKOnLlsnrUnFXQo/jKA35dor4dJyJlSZxiJMFsApxVg61ucqxwTr2KL/A2qfwKjxiiCJW+xFsn",
-	"BxrN4SLUYm8ukgx86cSSmRv5Qhn2vZ5Xuk/2O8fO5JEnYPUxbfqO3qAH8nFXhbNFpDVuvzXAxMU4ophn",
-	"BriP1639KQsSPc8eKcLzyBSiownqxHcwyKAvEmcLgAI/EnBjYxQS7SNj/+RuYxu9zHCiEsEjfBUcFSVI",
-	"tSDsShktHSyFrNOm7gXjEzgE1vSfvXv79sWzi3dnl8/PXv344uybbEY8MvuwMgXk7fkPr8NUnFAZfKzS",
-	"q0Sc//Ca+blKeh+J5QXAZ6LGQ3dS1h1CKUXc5rG+GKG8JQrHYRotW/SKjNCcOpxOxdIpRcloz00kT88F",
-	"oaEFBe70HK85PolJ5WSx6WXPn8fCwldtLqseVXPewVYa5PLzqhMrbCV9ObQaT1iljVwKcbfZqQuuVExg",
-	"e6IyH4tNZuO5kKczfGttlweNiBYYP8czacHKQL8SuzbiZ4sQILrqIn47r3J0+8+/fv4/AQAA//8=",
+	"7L3rdts4uiD6Kjjae6+S0pQsO3Yu8srqcRynyrviJOVL1VRHGRMmIQltClATlB11ymf1r/MAZ80z7Afr",
+	"JzkL3weAIAnKcpLq7pkzvXbtWBKJy4cP3/3yuZPI+UIKJgrVGX3uzBhNWQ5/vuYZO5SiYKJ4xdVCKl5w",
+	"KfQvKVNJzhf4sRNzkXHBYiJFtiITmRM+p1OmSPfs5+8J+5SwRcHSXkRueMokoSIldJlyuU9iWhQ0mc2Z",
+	"KGJ4kd2wfEVkMWM5KVYLRrrvX72OyNnP30fkh/OTNxH5+9/+qxeRW17MSDFjZMIzRgSdswE5nzF8hyvy",
+	"52U6ZSlZ0FyxFGbM5C3L+wlVLI2IkiSGNW6d/fz9Hz7Ns32SzPSzxYtlMek/i/UYVJByeaSQctCJOuwT",
+	"nS8y1hl1yt/2YRV6ES+4uJE8Yf3dZzvbjweLdNKJOjn7y5LnLO2MinzJoo5KZmxONRj1ajujjipyLqad",
+	"u7vIB/kZS5Y5L1bvZcaTVRPqB9ktXSkSKyrSK/lpn6RsQpdZ0Vd5Qr4TUrDv4hERsphxMSVclODKl0KV",
+	"EJzSgt3S1XeKyJxPuRisXTITy3ln9KGzZtbOx6hlZ2/lmeCTSftehFT6gRhOiJKrXN4qlhOh0YIU9Jqp",
+	"chcaXagoUWWzdZsZwms8ZUW+OpgULG8u8YwlUqSKFJLcUl6QKzaROSO5foWLaQU3Hg/XLWXOBZ/r1Wy7",
+	"NXBRsCnLO3d6FQua0zkrzCU8zBktWHpQnFIxZfqbBPFD/0kXi4wnVC9x688K76ZbxYfOznDnSX97uz/c",
+	"7kTuw86O3ny5nH/P2aQz6vzbVkkHtvBXtfWKFgznhZVVIfKfZ+/eEprndEXiD6qgeRERJtKPMZETktJC",
+	"E4D4119//bV/ctJ/9SruEZnD9/2Cz5mKCBdJtlT8hkVEInomerNcf+BzRroUHgdUlcsCv0zkDcs1GtCC",
+	"3M5kxkhKVz0Nfq4X9Zcly1edqKNvY2fUSRB6l7ToRJ1PfS5uaMbT/pwpRTU0LXgJLch8qfSxEkq8nfkb",
+	"c/vq3EWd45TNF7JgIln9yELXkyQZZ6LoJzOpmCDXbEW6QOLwfAglFxfHr3q4kzngNkV00vMUM66IxiGm",
+	"CqLohI0ADFyQnV0yk8scb4KicwZDu+sM39gXc7bI9MXCS5OrglChbllOuFAFoynsSGr6oJ+4lfk1oVPK",
+	"xYD8yFaK0JyRBcuJxgwqVgNyxhjxNm6pysH7Y+Ltvkon9ybD5GnymPWf0Sfb/d1k73H/+dU26++kTydD",
+	"+pztXu1s29ND5lMenzdXX0O5co3opzdMTItZZ7Sztxfpa2U/b+tLVBQs12P+jw//V////viHf+80bnwY",
+	"I/z9achatNjWV39nb4/ccMWvMkYOzg6Pj4Fv0ARu613UeZenLD+RKXuFZPFAJQFSIvOCpDxnif4iIpop",
+	"9blQTGgOe8NINz44O4wjEr86wn+pSmJ9e2I9UNwbEDO8XkMb6ku7lM6mt90tvg007gEHlIOzQ70uvU79",
+	"0nuKJKq6X/0tEcv5FcsjMsnlnGy3LXqhB/DXa9gLnOk6whleMMzs7rUg5nEyhVuf67sn9PrZX5Y00+e7",
+	"DbtguX7RwHh7OGxu6bhgcwV3Q684QuTYGw5b94VDtmxtOIw0OuPm9uDTw7dq1hLaLsLcLLG5w53fe4M7",
+	"/9z97f3e+9v7R+/vjM+XGS1kfiiFQDJynAY2mSIr0VzTPlchzk/NZhe0mJV75WnnS+WXNpIa2BUwZDtL",
+	"9WHD+mD6u6hzsUi/tQhEdh6P9p6P9p7/68pCGVVFfwlb/2biEA63RhwyoH64OPQLu5pJef2KZVyrcCFs",
+	"1PpZan7/Tmlehn9f8jQm3fi/989ukr4dIO5FhKLgYp8jmZwSNZO3ivCiKmMMr55NHic7rL+XbtP+7uTp",
+	"Vf958oT1d+hu+oxtTx5f7T3tBHHdW8RapJ/IfE4LDcIlPOnLF8P+c9qfHPRff/z87K7vf9x9yMftnbuN",
+	"hRQLJsK9qwUCZdu18t+o3S9zduspyC0+RNTyKizo7Wz/L0BM7vRa1EIKxVC7cnTx5VJxwZQ6ynOZb05j",
+	"YBSevsuNEqCW8znNV51R5y3joJvylAiZa1GyE3VuaLYEClZZIv5cWWnUUcskYUp1RhOaKaZXLmTxWi5F",
+	"Wp3nQlwLeSs8Eh+ep9wqEbIgExipZZo3cjpltXnOmFL2ZTMXrHP9VFzBCxkMSLgIzHi3KQWuHlGACh8j",
+	"shAuFstCQ/XKvEGYfmVE5lwpre3InMxppu80S8mEsyyNPPiV8CFdmesLYO0MRhHqRUacJTTLGU1BEVoq",
+	"1hjEbRsGsg+7b3uRVh+KPl0syITybJmzgUb71zK/4mnKxEN4nX8A51p7pO4EloIui5nM+V9ZChNsBu8T",
+	"M14A0mBrk9dMkIwm10inFywH+AL/4orIBctRmzdYrUiXF4rEn/rlo3Fv39mobqnS8BBTs8qqin0s3udy",
+	"mgPmfBlUDpxebLRlrkhNw9TQUgXPMnLF9JIWudS4ytJ9o5pnWm/4NjBsLMco73FtTXHrogidoBajoS0Y",
+	"GKY0Qstcc0jy1oNrqn8vbnnCKjvRMmXOEqa1ztJIYNb1nTLmgsBpnLKlQgqx+UnAJYTTq+v1ow+IsvXT",
+	"0Cu3t0bPh0Y/kvLJhOVMuJUOOh/vojr+f/lgG5/uz5rcwH5baZK+Kc0TbaylbtxpWRvpWlLkbldENMON",
+	"CIh6QPRkuuo1T39fT0QoEewWuA3OoD/5+z4WWqyh2QPZYI2lmUGIYvkNy5H6fptLcyHYpwWwHksx91HB",
+	"oXp3XBniGhmbsWIC93XCUk7PCpmzC0FvKM/oVca+nLwyMtcDEqVHNCTWjvo7kIqjTwUTmlyOYLP+3F3Q",
+	"FWRCM2NSkvkqQrmZFvSKKqZxQn8+e9wH/lWA9epqmVyzAhWH+OTo1fHB5dn5u9OjGLwpqkcSucxS4GJX",
+	"jOSMJjOWVrEKFoDeFQFkROYpWUguCjCTU8duJ7yECpKsGEztfbC1x0ShbV2Lk577yXukDXTm6S3PcH8H",
+	"YiOzAEOJE0xTq0zS9FzKNzSfftXR27uoLxqZ05UFUsWqtD0ckpOX3/b08bDB2iqTJbilZlQLWGR3+3EP",
+	"caOyOH0f9G7NmvTvTKRwRIQmCVsUynALRQw0jNsNdL5tcvIyIvNlVvAFzQuzp0gzoBuestwqBYo8Jicv",
+	"a5zcYIe0lzB8LD9pqlWS0deUZ1/OVqyRZvThAeaUKud4kBnmmzGJA0O9nesHzhXUrlyKKZ6JzAnI2gMS",
+	"45ZjMpNZqgxJgB1Yk5YZZlAxFh0LLRLefDHuv7Vi8beTIZVdm1UU9F5wlVaWljlJc626glPQYmous5IF",
+	"agYHb7NPXBVkxnKGl8F6O4yBBCT5FVkajUnzTdjKuZQnVKyOxeuMT2fFF9MGKclcT2DuoNKC/8IIrZb+",
+	"qZnMi2z1O/AFrozLidA01VMC4Qch3YoaGqs0BK9AuZGT4EpJ98kuEPXHO+RqZR28EVGMkTd8zgvVW0fM",
+	"u9uGnvcG5ECsPDUgocKdSPG7EntzoKdmd19zoHocclAUbL4o1Lc5tVNaMJJpSEJwBEtL9cIK9NZfos/I",
+	"cEd9RBVIfyMI3kWdC9APmSg0VB5Kfj3jYXWYBwCrvoAQtQBENhJFRIxdKCLs04IbPpOzG3mt563A5Zdf",
+	"fukfeKOHDZOnrw/Jk6d7Q62AZhkTUzYi8UtGc6bHpdn8xbhjIiXGndgEoCAdfjHumNVcwm0bd2ITnGAp",
+	"TWSXBr4ms2B4NmqOYa6kG4UkOUv14mmGVMxQSmpHMPIXjEMSmTJyO2NCf2XW7w0AjFmzY4KCDFVoIahK",
+	"zXhJEZKlkbUNGhFpAcODYl/uSkPk15jirD337VpbmTMpdzVo4O9e2JTlzKaiZH4ho5kd8aclW9YtZ24M",
+	"VOL/Ao88YGpe6or4bssSuNLqR23ycy0MSgHKJP5eMeGGpzYHoWe2bw2+wCS5+URrofvtDIRn3oI8K1/Q",
+	"yBcB+9TQmyCBaYXhgJzaoyRdx4x6oxLN3FQwqI8GmvDbd/VF1lqU/nvNbJ7J/ssFZ7gsVzS9yLPa2eVZ",
+	"aRv1D60Us5f6nQ/4pPM9oOV1VhQLvUX9ryIXp29q4vVm7+iDM5T+LXgRKnZ1OmeWD4TXh56HD/ikb1Sv",
+	"rqXxM3oHJkvFwmCZSbCNwQNaMtJsWi4LFKamS5rfDy8YYnvn6WA4GA62bZShEdfAAsjyG54wp1aC4r2v",
+	"n0I5SpN4/UqWyVvCjenw3cX5y3cXb19dHrx58+6Xy8PjV6dnAcD/Ayd/wKXdQD2q2PVHJNYHHPvG/EwK",
+	"p+RuIxM3QTkRiZd5VnkYmKcAdNtyOBcRap68nUnFEFZVCLmjdkJzBU6km0m5uKLJtVaQ+Q0tWEQyLq77",
+	"aJ3RtxswBoiMWrCE06y/WOYLPV9OxZTp1cLDevYYfcKpZstLkdkzcicBpwDfzY00EjqJuAckh9b9HfrL",
+	"ms55v14Jbw7IO+GtBNQvkEsKeh0wdUaEZhDMec1WG5lfSdctAyxRzSF7g06JXnDDDqzt7ehG49YpUxCX",
+	"8bmzyPUqC26EA1oAOvKCzVXgZx/pPjcdsezG0NVm5Ggp53wwj1VxuAw3lVd/ZkmhhzNfgGMdRGXL9ly0",
+	"qpaZyjevpMwYFY357HsR7i80VUOiqt6vveFztBfJiVZg6ZSBbcmaihTpln4tFTmrT2RZJXhtBMtUb2QF",
+	"c+OD81/sISJWfXKa31dPwdGswAk0QQQiwkNgZIcPgekQt3G+WrBXXC0yurLspwov4Bw2sgbfMWazun3u",
+	"O0Vi88SlfiIekTHwp9Dr407PWG5xcmIfrAxxydN4ROKj+RVLU5aCB1Fr3b2IxBdCTiZcExb4mtDFIibd",
+	"Hf3Tu8APj/UP72eykERJ+FGw4lbm1zHp7urfzvBbDTOtEmntfk9//1IWlS+f9FChAP8VcEBC6zu3waKJ",
+	"FDcsV2gSgLuiBuS1sVEvMlpoMoV6zFIxEtuv4qo20thPKHTCO9BQdMOhB/wR2SYvCPOhGpEd8oIsmzAl",
+	"Xb21QgOxF5HH5AUJPSInyaX32C55QRYa1n2Edd/A2pHYiOyRF/YgHHQj8oS8IFc+wAEQiP7b0U70ONqN",
+	"9qInH/0A9EYwBdhJxHLev6E5kFV9KywOHc4gIKjEnkNcdidyYC6/AXxBxHiLO+hEHfx8YlfYiTovZVF+",
+	"/Fg9i/Ctel85+8D9iMicFgkYmOPKycYjd3AAcbwNBvaI/95hIN7DUVwitC/tUQDWm+8cuBHnr2Thf2Ux",
+	"HpBdwSV1iKox3cdyBby/TitJ9/To7Bx+wlvQg7/Nvu3d0UzN3J8Jz4rK4Xcqm+5EncQdkrddTWADe9V6",
+	"Vm2jnahT2WXHR6nakNWrtgl2+TiVfBN0ghGagfeifmUhvqIaAVllOV6WwH1WPccdz/mcqYLOF5rO8PS+",
+	"F81yjyHg6hpjhTZ4/kcGokHm4nGqe9UCArmd8YzZy4KbVSZWh6syVGfQaXJJG6UVYrWFsZVtsMozeNa+",
+	"dIlmpeZqnbV6QH6ZrYzG4RbKBZimYQgX++fIqaI8JV02XxQra95CV5PmXSbiMYCTDcuwFwH5JUddEysg",
+	"uA0juwCQ7qSiauaJN2uL3KHBeDhjybWxWYP6nmXvJp3Rhw0xC2PQ7j7WsZvm7HKay+VCbXic/joOcvY9",
+	"vvsPQHO0eauAwIU/kG7KpxpJQN9J5FIU+QrYhZYtrVG23O8LfehxROCTVkDUfjXQ2+oBXi7Jk916KkkT",
+	"rZpBiUdaATQm+9K+ga9okg6zPtmtZYvM6adjXIINGjcft2vaQXhSCxXPVYlRunbCveHQrEG1BUjaMZp2",
+	"kBLL7bE0UFePeV8gYxi9S7Ty4+hBmK8r/zEcIl762CwlhtSk8lgDtC0MshI3HNSAhsqcwOTN5W6oSW6A",
+	"5AhqGDak/j1M7/ki1fBe7Qf2LUVBk8Cer0Npbm+dm8rI9vrdQUgWb+U0QhZ8smrRsrxRCWTS2XgFlk0i",
+	"RAo1o3mFvbXo5R6dvn/7b7gqvuXhW6j+Kx88cCyP/wSP/wHUPCjl+2HIdA5Zu+sz+TYhv2gTbqO7O3t7",
+	"PuFto4Rhc7BHBpHDazisgSKQtSb0qBByKRLWKsMxgenzNJ1zwVUBRj40MSomWqQ3ri7h+XWjYmBAJSIb",
+	"jJreNPb6AmUMzxS8/N9bAhxpMEN4odb6EdUvryHQEViy/YorpL7ImB9GJhY0L3jCF1QU6hJ4fyV/YBhI",
+	"pm69/1F5Hh4Qg3Pcd9TfmlAg/vwLk4mgIcVDr7SeYbYmxeN3SRerCcRw+VZGkK6eD8izAZk+sPswNQyh",
+	"WPPlj41wr4JkjIJfFu17PI1B+Y/hznSvZDGDm3/FwFsPkTQkhm3EhAvFU0ZiUA+wVMKUCZZD4hZGAClT",
+	"CKOwelS+zOAjVxgYdSVTqPhwC2E/Zl+whC4sRua4FmPlmDOUEoFCmQ2TRc4UE4kJwDWGEC2XJVrEKV1k",
+	"wbnKEh48h5+sFWzwQKkymHz/fqYha+TxhrIQEaNG6O2MKj+RP+gdUPu3TVreHkJy8J59sXs02NbSPF0o",
+	"84witCgf2MdJQSC3o0GILM3sqrjCULAyXrRnIzkyRlPNv/7Kckm6/vKUDWsuaG7cb8N9kuZyAZAu8qW4",
+	"1ucy4Z96A3KEl3BE9va2t58/e/bs2dOnT5/WsvP9n2p5bdv95x8/DPvPP35+Hm3vBpLTwtf3Ry9p3gN0",
+	"8xxItwbXXtsl/7H1+H2hukF/IRxQeRTzPoZ2aA0oGt8MU6QJrFljIfCufSKWWWb0EZwBMjRAf9DA1T9j",
+	"dDnGvDRZHKw5HIfEADo2SudemdYMFdmt3iue2Az9zWwL+ukTVtAAAfwS3tZka7XttDiwPHvfT7nGnOZR",
+	"22/rlQc4SIKAbYU0cbToh1gAjfAKYaiECsHFdJ+gmclzurpCHKwgMbx4qYcMSzAY4KX+da2Jf8nD0NL4",
+	"99MpAosqQsn7t99DFgG5OH1DurH+c4RlkxZiun9FFXuyG/39b/8Vg/nNIx3hJ+/FZs+clmDhCrPUClDX",
+	"YDdix7cwodUrXHk8kXSpx797EYmlMuzbFCyKmyZm80sT6C9tjSOtfqiZZoUVBJ0Yz1jGheapKbvhCYsI",
+	"G0wHJD6c5XKOaOgpUdvGmPRAJcqupFWP2h4ON9Cj7DA1ev17I7UMmA3fYYSCmPbVShVs/mVA/oWLVN6q",
+	"bwTld+prAfxO1WFbUqQNYVa5JyAsHULZl9p9lHoNFnO/0vrXMuW95j/PaXAAgSTquuoZMEGyrRS+qw9V",
+	"Q/lqZb5BptkbkHeTiRfhPtJjQ37lUs2gGhNYpkwAHQxuB22xN9bcDS2FPmANiV9FhxJPMKnBa71mufFZ",
+	"/ytpkN9gU/9K2zljGaSpfEN+cziTUgEKeoabqxWp8KF9Qmt6JOgAt9K/gU1O9PsS4ruvoxJnRTBC3yMC",
+	"50Cmbxg6Cr0wgYrncwQ2J3R8xqS7oNxmKrqvNeNOuWo+Vsni17rVQn+XM/utmPYgTm86ZemlXBYx6QpZ",
+	"EHwZiIihSUaW0k9DIbYEJnFhxpirU0h5XXGFyhuW76OuboIL1XLOUrIUBc80RtAsI4KxVBFe6LGvqBAw",
+	"coUs4rd+KgkuCrzFmMwT++7aGASZZQGOyvpgOfsz5txWC0aaLdywvMxNNb862rZcTHOaIrgnEKTcHBwj",
+	"aqt1ijAjhpvUaHJFk2s5mfT88Ae/CoV/ks4Nq08HkhAQ+JqZAVQ6UcfutBN1cFXNipDBoIZDb5JX1Tmx",
+	"aMY7mPK0nPKlnfJdOeVrN2XIR23uAtbi+ccKsyQxlKd+GCbmFqRcwW7RuEtzF3cgpkwNyC9aKYZPtqag",
+	"wT3FRErArAXPL3OI+MQVVMb8R9OrNjfFW3b7z/JP6DUhNFqWZYxSa20rg29jy3lrigV8qT3nK/gBS641",
+	"N1gG5PpYXiMGe1n38b6msilHYwzaJguzUDDVnB69Oj67vDh9g/U0WOGTEnndiTreaBtSg3fXEDbnvaaX",
+	"joFeJkItWBnUBLU5rymW12zGJXnxkxsgdSh29S7q1IJHHzAQ3qhvFB1Vq+PgnEWw90u7SJ76RhWvFNRa",
+	"73PuG+zMUPvOIaWJD8uNPwo8xkykpmbvA/xPJrzvPiDYMEZ4xyTKXxoj4r3vmucPzOP/gIClOnZUv+l4",
+	"+w5s54FhTpWL8U+yRFYv59cYJNGnue6aezGgA+IOBZ0kx2fvyLMnw20ko3IyUayAsDcTJm3rrS2wboUa",
+	"OC9qHJG4oFOl/1Wgeei/lorlhpe6Y5ILJlh6eQsGDGTXTcJI1bWtGSRIrFcT/8tSogax8G6qRyuSMoRl",
+	"PS7AY2cmyatB6mpJSIED04BylQFdOccQWWlbqvWIP8BJESZ6Jkam64Ki4Egx1qkXpHQZVRjsS6ds4x3v",
+	"B+p0o2ZSj+3/TplqUmYK5PCJzFOWki76scQyy3ykD+QG9DaH8XxpktcfEOaKV2RtZC32AWAipabeSmOl",
+	"epBw2ASW1N8A19/Bg8elOe8ep2b12I1PqjxxVHVtpLmtGOqbvxRqYZCxAS+3H8EIQHAFdAOTO7Rqat4B",
+	"od6mu6gyg9w4URDSvY38YgsuRNsBfhX3rdDBTXnwO3gJjb9gUnJGnnVvn8FTHklRIMNuQu08wKPgi9ig",
+	"SX0TGX6BuBqg1ogEXEBeBDCGSmzrujnP6TQUarIUOaPpZkE2dQnlWxLNpWL3AvxCMR/cxhax1oT0Mz7j",
+	"3SEH+BHZRq5oOEEEprW5zLHsLoFET1R39etaF0KaFhHvNsENhRTJueDJjBaDiijwyNwrktA8X5GuYqhG",
+	"H6iVSPzssYiMseY6F9Nxp0oJuSie7Hbuja6pWxdC8qAX2GaJj8eYfBQOsuCHyZAlRazhmaXfjg444txk",
+	"Ve1yZ4kBYQnUl9n+WRJoRW4MXL9CFjS75OoyoYtFiDl5uOxHR6MHSyGToiZfyDbTmVFB8CBNoA8gdTVN",
+	"CdKr8NFbBr8uRcHSEYlhSTEWUtIyI7bTMXWEutvRcDiMbJ05VmYxGb85dOKZmnjElLEFyyOS63dZSpYL",
+	"LBaH1av1cxgIE8Oh68+xq4eNw8DgtMDZByQGv5GNEC9Xyj7RpIg0E09mEAqFTWa4La4IoEIgYbCSA48W",
+	"jrHZRSXP+Tvld7nQl/NcTzbubOYOCuoWzdPeRNs4ZRm1acqeNRSEXsMxHMMyZLRkhxXGtrHV04x9jmOf",
+	"2bEvcOwg0wyt+ys8P4178893AFWWhPbacJbplJmSiP6F28eEejTzg3SlNbSMTQqyFKYQblR18vieHUDQ",
+	"9wfnhz+QLbrgWwYB+lbs2/rM07sBsoj3Hri3GxnXNL++1JQ4YGlD8qJYoUjsk+tYb2e4cd7FCc2viX67",
+	"Pe2iTXpvGVA/3T5Ym1h/8KWyfIszH6ZpX0arRNviGobH24fDG30ZsqedyBv0f8/AuJl4Ud2eefHBobh4",
+	"zytV5suI3AdKt42rYsy7RtALbutAKT6FFi1FToWaYMVi2KR+51ts8UKxNRs0qtNlKf0HL0jO5vKG2Soq",
+	"+tGNcegXo5yZQ2s9fLuSZTCMKLAOCrDTHFaxhy9n6YcC1RYTNOo3h6qHOZtTjoi/lYg4rC5/wK8i4tAr",
+	"IniVIgJkIiJ4wbGQu6FeDRdCO8oF/So4GYrjcUgbi3v7ZJd0T5mS2Q1LoZ7FHukeUpGwLNNfJJnvPCsl",
+	"/mDCfvT046a3EFcWRFKvKulTb9dWJQqF6oOhSE5q3Ih0b1t0Smt37GGdBmoS7yovo7/aJZGYeG9rlTK1",
+	"gbvud/CtRURItEkE7QO1WN455Vn7dlhf/+7H5toqnxubOTYzUrQZ8tr9BvdbczzzjQUuBjUZP1HQfrPB",
+	"atcoewhOu7oW4aZpjwjBv4Qj3iCspKFZIxbQeI/eFiyUcVzWGcWSGPY2YfULd5ew7MXZgs4j8pS8IOhF",
+	"H7jHQUVwT4PgNO7A9UtRHm+5by7yfXuzEhl6G1q+xT10oo7XhiDq2NV0oo5bi5aOF3Reev61GFw2D2pS",
+	"7kq/IK8T0IBAVjHqWFxrdND+x28j5HoCUQVqV7gbECKTs7T4I5AffhidnIzOzmKy5VwSlQyBtV0ky0JK",
+	"pat5PE4/79719T879p/uh3PyEf8cmW/sv+PxQP+1HT256/2x98fun3778Ie+ffaP+K/+Idgap0yg3vHT",
+	"p3eaOvVRygtTkrU1wzEkgLhS9s6KnWK4D8QC2jrYPO19kezxlZlOBftUhHmZ/qUWuvBkb+/xky8JXjhn",
+	"n/xuUEKKvm/bbVsuvLYunxLIEWwhRH70gbH0pFTxmrHq9kjKorksxcLC9dyAkNsoXAqoKVC2upfWj1dj",
+	"/81RGGywxfOAW6LC7ahpEWefEDOD0x9DwdcJ14NYMdCkY1mk3a/6AqVIWBWpEykmHCrGeYXgBu3Ora+4",
+	"OE3oQIuDDWssQ28HzyCwqX/RvF76F8P36dBEK9k71TRTb2IAvzg/BG8ZuIDRmDznSS5NdWcbbF7S1/Pt",
+	"3dHw8Wj4dLC983h378mf4lpMT4jQnleIrPnHkNgnd38KEtEvMJmHb949NnCLQYBzIHK5Rrf6bbCGc6b+",
+	"+fZwQAN3Qdts3k0i0ETAB5imoXLhWZEzOj/nyTUrQhEFCn4nBTzg1ZqNCFdqycjO016T/FXzkTbzvBQt",
+	"S3i3oH9Zsn2yoEqZ9NL4j/jwCzAJxd8fnaM5CoXqLVxybBvcPBn63T7Wy6tmEfcm//zAaKb5WZ2fK6fs",
+	"eWFeH++b1bwVmigUYdO0xJQFFMv7Hha5jC5iy66CcPZXyFnQ1KLMTOhVcza9NpaWRtxPGUiIMgTpQSvP",
+	"heqRBAJFEIsgKl2mJhSQktlyTkVf6+JaKfFZxqYlHmtnsc74apa5QUlLn2J5NS0VE2lkCBfWZ4/IcpFJ",
+	"mvYGJE5ZQXlWjSZ0XhbHv2zsMrjbDf2CAEnwctHMlljvYt5xwYuMReZLV+TKjTal2IZrHrjFZj3gr0pT",
+	"rrdJM9+sixpgU0qyo3/XWBVGXhQ4bUXMKKH8LY/qxPL01vY2sUegY9PQBpr9g7UC2x6ZiTxmgxMBLYJH",
+	"3MVyh47uVoMKDbYyIO/rB2zfdJ40Vgluh/q4kY2JAA/bLVdsYEoIc2XooBmmD8va+gx18e+2PuvxtIZ5",
+	"F0dkrrlTajLQuO24BgiFhVQxuiYuaWBMuqZh08Xpm8vz8zdxZAkFeaoVPtXbd5yZFkCmYVBFdoe72C+A",
+	"mvZvZjaLupRMcqZmJt/TkXKbmw8ehS0D4ym/Ydh2TgqSsjkV6b3MpxbDAA47gJgq5EJBA3qwFHxF2IBm",
+	"8lPZb1A1C/PmMl7r00V7lPMzKjadGwEFFhiU++Z8zlxEXI0JAKpiMtrEobEV8jAz9s8LNoXm7suUyy05",
+	"xQ9eyfZFOglPrPhfA3Oe8b9WZoPonFWBJRXuCeHIs+Dx5FW0h3ZuqpygiZqVQ1rm/F4eX8LQOyKzQ1zX",
+	"evYfzqDwCc7X+BxbFIx/ksdx7V7batyan70at1oxR8vc8RwI6WPygvzMUybRIneg8RHNca+c4P0EXpwv",
+	"MqjO+JS8IGcgnuUReUZekDcyMc0In5MXxBhlsW40lu6iuSaYWE+fK+yJCulq7FPRgwIbL8gpMy1LuxA+",
+	"Jv/MobK6n33plElBcrbIOEtdWAhP9TjbMM4iW5kko0rpMEqulkUhwZ8E3v9c3uqXNCxAryDd9hVqKJ1h",
+	"GnGXloWKhSx4wka2canLzjBmbi+DVOlRNIAvhFouFjLXdL9LyTU3leG94se29R7I2VLsu5UQRVeK3Bq6",
+	"fkthUH1U72WWYX9VsG5pmEE52QWGdvibaTOPRs+i59H2MNrejrZ3ou3H0fZutL33BUbTc1SgAL06UQdw",
+	"qxN1ALE6UcdiVSfqWJTqRB2DT5BIhQDrOG8G2lqp7W4MB9yJUBfUr8KxQCqGg2wn6miQgPX1rTGTf2P5",
+	"HSJexDLLNhHPG96NbyWuAxBO6rnUnYOzw06j/YnMC9MlEu5qQhXrc6E0RSn4DRuR+ODsULOhV0f4L1UJ",
+	"ZtrogWLS1ez+Rib0apnRfEXQd5Kv8DaBtKFkXqh9+ELLxVBsTCNIuEyRnExYjpE6GZinlK0k1BuQV0ao",
+	"OTg79HN1cGd6hZ2oQ1VitrlhKEvl7TfyluUHMAT8+QrGAaCacNwGevwgb+uOM7DfsxSpq3VIccELjiGE",
+	"O/A1Vn/2vgZ3yFxjq6G7C968mV9w+8wKju1MHZd54X+FM+tbueCwZRffFqiiorUG2KoJWJET/9yZuGGZ",
+	"XAQUPZPoB1Fc93d7dwFf95WZLEPButu10DeuMPD4Pnv8XdRZsLxcGP2ET9pCrGveg4CtdUsErwjk8RKa",
+	"ZbDQe2WwmlBQAZy3VDu7D6yQxvXeC5feWNvCrmKmPYjRlaq9DGoZLY2C/cGeCHGt8ns8Iq58fkQqZfIj",
+	"8ve//VcP9FKvnLoZFXJIy/alIg0VSVcLlmWEmzyFWj+CSoX2tl4E/6e+eltecj07rUkorCHD1cyaQPMg",
+	"rxg7ZuaBu1vLYZgJbwLW7g8CsL1DbAJa0PdRM3q4fiN2UTzd2IlhsxTriW+XPDXxpmgw4mJKsOUgGinC",
+	"Pg0s04IC4iYr52ntQn2nKiEAg80KKoWA1lxMkIqEojqDq64f8XeK7Oz2Z3KZu7oGmH0RCrpvjzwJhazG",
+	"vRJ/XIYLiB40Z0DD7GIGEIQAppWyr3ou537mzHcKLCFlmtK+yfrBWAL0jRVGSlXQ/soUZdwgZGWN7eOo",
+	"DJI2AApbPfyIFl+hwTSb21wWrNUwcm8si1wwEU63ydkcz+ByzsWyYKEMFIgvMD9D1Oo+GZrkCYCd8T8b",
+	"Trq7O3wQB5QYeOHBMLSqdVhreuSV+n99/RplGr2sy6Z9aBQLVVCZCpkH4/JFgRZgfIB0kb6h0BQZamfC",
+	"dyC4LYOoOhuplLOE8YUJRFpvsLEWuZDfFQNGysZduUw0ZYeOkwvImiBS6FWa9mIbTGdX1pzu1PyCN9Aq",
+	"wc5Ka0KC7p/h660nDiTeciN3VkFEWV5lXM3A83YA3dDxUGu32Hb9alI9al5C0eE75SpGNE2Fv6vhyHYc",
+	"W2eD9zfrRcA0c5ZBU+irRC6M4ZzkzBgrrlaE+hKfsZeZSPR3ZxXPX8CFYSxuD/NfWNhCIUKTDe3njDbM",
+	"+ftoOAdEp1PKhVYLAt6NcLTLKz2NF5TjPRwIcoGna1E5LQgThq1lh7SgmZxWqtvk84Fl3QOT7gSJT97X",
+	"xrtc/1oVdMouzWWs/3gLJpTKV5lURf07miczfsM8V/eAg8o40NvIWLF5yZx8bvvPHbpteF9euE14X57p",
+	"LRy6HXi//IKGofKLN7h675uDcu1WGYalH/orD7bxgDOxp2/ClkMHEZHQOdS+rRxD7bdbsL/UD6H2lT2D",
+	"iLQeQQte4kZqiCkTUCvTdmdMYe8bmdEFRlh3Q1JJb995nIS8fYBnJpBCYRZFaOFfOzdrGbbozd/ec7Gt",
+	"A+Ip1FQ2ZLZe24Al1yrsILiiaoN6B2WpGlhWytWD3gnkhcG8oX0EYxq+UemacCBEZAEUBuuNvGbGx6DW",
+	"RFaqjSLEVNTSn+ehgZUQOdua1PGVfXeO00oFTsymrPXgaQ/i3OBdFMDlDbvcKAwueAinMIDzXAHP+aKB",
+	"zuDNpmb5AITw13JvwU+Mf8yUrCezyARslyYMYMIztnFSCy7ABhC0Zdis2X7FtA60rRbEPWcx6dpwHej8",
+	"zQpWD/DRyuQ+FO6PRybkBLRTsKVqbkOr4ZG+OIBdK7Jsw+t9oh8/wMeDKSUgg1hQzAEQenQHhja16QAj",
+	"BvSy9YpL7aI12udkjexb5uPcI+yeWWJ0skbGrRZfaDrIXVrcppkvprxOz9fCOSYOCukleq23AzwwZaQ1",
+	"ayO8ZZFa3eVsJZLArlcimeVSyKULLunGTED7+ReYOt0blapMLUqYdGXuSjX2IrCvrFhhtWSWDshrMBhj",
+	"r2aaM/KeqoRmhxRtZ1BteUDiM5MbYpO1TX8EjCSPj0ww8/GreGT7qicSG/JUEnk885jZzC1VRMtOvf2K",
+	"h1gVdKVs7omJVDDlGrRu2ETTV0Y7qX5bLmyNudPCqK9h5LGzCBtdF5IkMs9ZRgtm4m6shhpUFnN6+zA1",
+	"6RWnUyFVwROSyIWLeWvAal+DFZqHWFNSDinyc7qyRS30QYsVeD4D8WA11PSAsybs6xtf/AhPqu0y2BrD",
+	"y4w9MFgOXql0cn1h/RKk67cUdWUxexGBeB2wqJBCLiquCtP3BK0/o2YTpLghCJR2ZmtxBEOzKQTrrmi3",
+	"tEdesUxiE8wiYIXFjDYZEMhCEwX62QQf+3jXTLCo7mx9OyqmsZ8vuNFQqG2r4UCB1LhxCBtz+/pyWjh+",
+	"i4TWeNs/JVhaaQEpi1H79YmcBm9+vjfk2CuP0gDlPWXXQyekV4y9xCzGVJfte5rsrTFqsvr+S89vQE7v",
+	"Ob99E4xCM/OE7/lzwhMeTu9bH3Z1n8GmQaduVzYr00vIjMrcVixXipAAeJqulH0sehqTspc5F9ZVQ95K",
+	"Z7u3VbqIWk4m/BM6h2steZ4+ffr0yZMnT2o5XF/UnNSGJPiFXO9pTtpyN/yRasYFDd0jlCpa0OcFgV+B",
+	"0hmx0YLxiibX0xyLyRi2Hn82095p8QsOkbxAwirkLQaxmlBZl4QCv5YDIOuIyImNGNaM4y72IksQR4Tv",
+	"j8aZ9Hc+em6MjgYE67HwB3AVgj70+v6wVNOwwtB4d/f28Y4jjr56d3hxcvT23HohIfQLXFdyysDtgFcO",
+	"f0a18hICW7Fms5zzAgxYULPZdEJMWc5vWFr6zC5O31RRlYsbyRPW3322s/14sEgn36Ra8g+eJ5XYoNCH",
+	"lE+uwfgiFN0K9vCEzIoCkq31vwrinuXEzIxlw20ha0tfK37eMmwbUA8g3j0+Ofj+KCI/H786eqeHrp1N",
+	"b990e/RBbmeccoXliFy8npkVC15Ue+t1YNGjrS0NIzUw3w8SOd8yB6O2/JOpBeb6BzXcfVatF/3D7OOH",
+	"8wL/e7/4+OFMffzjaGvrw/8Yj9XWH//t4x/G47NHm1aRrhzoMs+8s8QY98Yp2FO0AbjLrOALmrd7LtwT",
+	"peyFisR/nr17a8OWqEKCrZ9TZJEtFYk17OIBeYm3Wrma5gX7VChTXmvLlJjaJ/ENzTmEm2CUWoy8lsGQ",
+	"ZMFyjDaJ9PnJHLIsoXJ6etn2IgR1wtszmYGuQnHNJqtBTmwLZwy4ya2UCqXoHE+3y4aIl1gK9m4SAxUr",
+	"Y15MtgkMruEzMGXzcz7ngprqJnO6WOiDxJqv2GG/rdJhTdiuRsWseauMT8EXS3kSK8WOSoHoLurAXu6t",
+	"ztZYzV10/wuNhXzcRLK9dxlVWcpLGN6gNn1NSLmLOqxkqve9aPmvSXcIOy0xmUXCPRkRjiHg71+9jsgN",
+	"xoBDPoK+jeivtm416BQwl6qANkUnL/frOmbG51rB1pcAAr+0arSyvXiCqokjSFdc0Hy1ITUBxlhSENjp",
+	"XdSpsDY/2+M+qIW4cX08kyDxgKE00zE2nsblbx6Mf+OBItjumLavpmY0MFbJEuygLnf487gDFXcv9YPj",
+	"zmjcORB03LmLSXfuyGNChVYmsfSk828SQQt+w7JVb0B+ZCuFMa2aGllDzVKkLFeJzBnQmpxBMgjqrcbJ",
+	"Hi44sGl/hNRtyO65POMwQXxIXVh9OsHasFUF+P4xzHs2cB0Tx8sK85uMcQZPm+ttc87vewli6u+iTgCV",
+	"7nv1Z/PKz/jGGu3T20eVat2jhVrIuiMzXACoSFPbbBbiCNwGx8fv5Xu415FjeyYbNa4wtzo3XPDkWpG4",
+	"zjdi0g0Yaiy4oGJR2EoDVVbiAFeJy/WbIBk5v+KCKSeVJLlUCgspdwtIzsGcx9zd9Z6WFoxI6JejjD/1",
+	"9bj2JLDy7//h6f+b8vT/xThc2PIasAVXL//PmzC8qxVqqd0G0yOO630tK9skWugexiX+D9P6349phf2i",
+	"O8NhpeBAJVth31QhVjO6YCRlCyZSBQzJUAIg3JtTxYrHbxOq+JOeJMVSwiEq+bWOkqop1wn7LvbeSv1f",
+	"7zBxNuQuWup8W0rvHi+KtYc3nX8h872PA5ub8Nv8Uu0ZOfF9XiaQLDaFcCWEMJiv8nVZJ8E0k5Ygg01v",
+	"WIu12b0eMDUHSFpT23XGM2PDdAUNLIb0nSdtayLzvstPMR0DFYk1pYsHxF44r/NZGPkrBrrH219QEy7o",
+	"0QnHMXk3u7F5/L7p8QeDVm/fVveyl4KKBGNRPFO8MdKDrVVkq9+pjkuVudyT+ef6LdpgWpdr1vWadkJf",
+	"nLxhc9Df9wK+Fv2/4RDKG361rwV38g1cLd5AAfQ/D1Yqc7n+7JNmOagGYeEJDu0mFq4arYPAr3KZo6kS",
+	"wlrUjC8WX6PK16oFeh7/JlNvbMCT/cC4JJVhSQEhkMSfP2/f3cWR/mMH/vj73/7LGV5rRSwPBO1EnX8D",
+	"c3ilcuUme4JowqqQF9xiGVcIzcE3CCX8uV1yhNdqguMZny8zrdbZvPjWiMvEJs77bSmqjxjBL9wl8ulD",
+	"ukSGHYymBlyjTWSlc6UfB1X3HDV788mCT1YbPSpFqbV6sXshccb6Fr12pSbAy3UVNplzoUKMNUrn9dYL",
+	"EbuvjDx1hTVCeGIjZ0lSFk1Y58VVa6tzukGCNNvioQsXqKIWFUIuRcLCyWVcXdJ0zkXrr3OmT2FtS7QH",
+	"9G3U2l/CF1QUarOWRu1HGpU78xfqbSk43/0gbL3HPiTXCvmh4Q7syzWgP3igY3UA79aP5wsGOsGX25rb",
+	"fe8iLLqBsApqgipMcRXs47/v1ZXwtYH2FrhA3Pr495Noe+fu33+rdsjd2Zz2lQu2d7Ky7LZVr6N7v3N/",
+	"4Raq8NZ4/X1RI3x3Hnzq771hDrGxae2Otce3rsXre4PJ3xltcYSBGItl4RWp17KCvV9kDg2MMWxK4zpX",
+	"Ra7nVeQ25wXzgkZgoo0DQg7cBK0RIetu3AN2eDtjptWT37ob9F5R3ZOVpk3g1pdtzBKUB2/sxJGPtWx5",
+	"o40RpEUtG9LDPmQ/ZrCHbaiJ3P7OhmswcuZ3c/SvmoeimHupyj0N78mlbVEqGxc51EpCTsgQWmrIPLjf",
+	"Ly+kVhMY/hWaN7klmYxpv9G+WBlDXKUcLZQqv4uq34L7ufGtrVvW/sslZrekoSdu5DW7lJPmT5mtjNX4",
+	"xXb/avywwCJYbV6Q5nF+CVe6izo3Cc3T2nsblJwPMgI72sfNjPBW/Wia3UH3AEcB1NOEQU3pdQ3fYHEc",
+	"SEnD0htlGns8yeU8xnoLhNE84yy3aSP6p8s5i7FXZIF54XDFFBNFD0vMYhoAmpNMaTqTVGEMMFgEG3Xf",
+	"7T1bV6E3IG/pHKOCXGaDnDM9EwPzp16RqYVqEZrkLKMr5epyQzcxllyz1JWcdZObR6nmf3zCXWmu7xQW",
+	"CvXLP6JvRJlkau+ct3eebSanHOnVyElQVHHRJTvPauF8NpalicBMFK4A5z34aalUOCAmIldUsSe71aiU",
+	"VcHWtYj/AryuLLotXXWTsJcmimOSsB0cDg9S5ru4sx5AUua3NE8f0JLstX3DOzNPG9O4v4HNDq7n7Uyi",
+	"LKXukcw3Fb1f53L+YHtDi/QLY9WkX3Oxw1hTCiKm15G99EgjNJ6bWtEzKfQNlZaIdFUB1UGoQgKxsYSC",
+	"+2XhkwBx4TKoU0GEL7SXr5TQRMm2YAIjC7iyrYcmNUlr8MWqkG8cc7yrqeOmaW7Y/b12nYwWvFhiscMy",
+	"51wurzLml5t57heb6T8vxaRS+8qkmG4y1PazyljwsTHYhiasGlFwm/FXsyE5sEUy20iCHRsIQTm6t9ba",
+	"ndVc0r+uaiZvFekulgrpS28QCO7eXDmlK0hiutKCLaOFbUnbDN4GgaWBI6aOacWc6XMgY01bxwE86+x9",
+	"3YJsCdUHy0G1A3bjRG4DGx4vlHNtOdpQgVfMGTdCZ6jtJdbTldXy5nHOFtnqspBx7XAf72x2tq5k7zqO",
+	"/nindsQNGbhJYel12UfP1OlytYCl8BYODqsHJIKbMczMYVpqB79XQPRhCRQUkrhNsfUuSGJgaC1kZJyG",
+	"dhNx70tlKKxuXMgHClGlVvEPknpxwrSa4N41bUB2n2E9tq+Wb00W/b+MhIvJ8w+XcW1Ezdc43VpILIxT",
+	"ma5GpUCIuydY5tzFJUbuItozvpSTiGSuAriX5qZpecN92dC715sV6sVaqIu5a1D4WkusZolHL+Kv6Vn4",
+	"uu5R9YI03lKictWVvvr1CT8+qP/GP9pM4mVzP+BI6lpa88xcG7R7W5wFezpctjp+4FfbKqFZfWE9Mhjq",
+	"Ff5RMZFettRA/UHekrlNoVfVriEUGt4Do7DErnu1At88T3s2w89Srv0qHbtmbIEMxr67gAZqA3IiIfmH",
+	"CrJN5pjEhAFVt1RfPaz5d389ZE23TWmotXgfKKLuEbD1AtEm16LefsseRbnCTfBU3UdXnBi5kd3SYv9d",
+	"U1j817miphhjqzOxdp8e7mfyJYWHd4T0364xBWxIFEiCpTxbQowutlEyPZonlGe2cOUXaCSnONrmOkmz",
+	"6parfwIISvU/uKhwfZ7Wns4Wim68CNvkg9uBZ+0V3mxP6DUu/OplW9PX7AyxrZXC/74Yvg61z+m0rU9r",
+	"k4BdcxFUJabQYiMic1okM5vPGxd0qi55qmLjQ1JWcDmnUxWZHnv6b2zuVVYX1N9VoiyNJT0qG9Yl+fzS",
+	"RmZuWiXRjXJuR/EqGkLRjYfWCzIQaYGres2zItRKXgOMpyaRzwHPiq57Q/hBf7lPTPMS2wcrN+V8Usmw",
+	"ZMkEpgh1ZHWQrpDiQKFbL2CmSXprp/JVY5UH/hXD3IVgbXuchNRyuljkoIi6ALdwzfQADGnBpjJU58rV",
+	"JbKPRDDiAq2A1fJOKUt4ytQ+wRpLJgzt5OD0x6Pz47ffR+Ti/PjN8fmvETm4OP/h6O358eHB+fG7t2Gb",
+	"IAzSt0H+HzpunE7UMQN1ok51JEDtGVWX2JtHtUQFbVKdvRLvfYtWT6j/FK7HnlExXQbbTbyRCc2YsR5j",
+	"cuWiuHx5Gm7H1SqBlmzjQT0YbGHbau8FhyAYHz8gp+yGs1tTYbleOu7+Iydd24QFeBB6oSwC6GVgC5de",
+	"DTUO3r8/fffz0auIvD96+wpQ5PToP48Oz+Grg4sz/e+r47ODl2+OXpGu/WtUXYOQYJNk2IdJVWod9Abk",
+	"nchWbqZw+XWrvHNlWjmxYpkLU/immEnFIqIk4VijJrulq3LtZMZyVg2DtT+Fg+CrrRBCmO69b+DSiToW",
+	"MPpLgEwn6liAANrD+/fJoJZ+QHDsWnLvELp6oaKSVkRlVU+c++MagvUS3g8Uj/JaBwTxvkUXsFPVrwPO",
+	"A0njD6ZUP10cH/54eXr0/s2vEbk4fROR9z+8e3t0+fbi5OXRaUQO373/9fLw3aujzQiWN5wmWadv9NF5",
+	"A2qubEeEEzRpc/c0skVvX2uvcwvwQ3v4oerRkL1tbI72RgzIzy4cmgvrXqZ5JXS6awKlIY8EU+r0V2XW",
+	"nP6tyV88chw6LoWmwpcX5+fv3p55xcD9uq2boLXBsoBiZZ0yDRUby4ngzw/GmPOj/34eEb9IS1SWaKkW",
+	"b9EUpla9RZGCXpt6Lb0BObhqaQyL3TGFFDU6A+Pf25shhJp63Z3IDQAr1PTErA+w8YEXz+HbhncPAxd8",
+	"vjQi4w4YeHGD5Iejg1f62r189+rXcafOO/xfI/L63btz+IQoNCDvqcKWG83GuABNXpDucrEAwUax3j7Z",
+	"iIFV4a+n3ogS4Fo7kX0DV6s/43Kb9ZJhzHXX+w0PKeVW0msej5fg5ndVsuUAm0IinA+QAcMw42o/rKZY",
+	"5Z7c2CLipNm7gOxbaeBh9+XPsg48P1tmWNcV7BoevMaSngaoiy/9bSrShYM6PLbrLTa01QtBl/qICp7Q",
+	"IuT32h1uQxrkft1VbySYuDbCIF6blVXiff29+xuzrtHKL6DpESbFQofVFntTuAhN2f02wvIzWwsxhbbi",
+	"8OGWXS3KWjN75ORlz5Sm2ZovdvVz+OHxdOE9t/0EH6z1z60XrfnGZWfagkmg+24tlLrZQiqQClp/aqA1",
+	"mbBGSLoundE2lrDtkO5rftficq537wrnHbYlawbeXmecCsHDhHq1oxxLXRHxTZxF6xowvWI0zbiAUkhL",
+	"xWx9O4gJJ9gaPtT5gHSf7phWUlh30HaM36wHQq0RdePHYCNmTc5kTvMVWWDRuovTN/vYGpZj2/NmWb+H",
+	"9mHGTsteB+Z1TZdDHQvCp6ZYeznuA6X4VEDnh4KJlJp+cRuW5l4qVivMvRTUjLhBa6455VnYR/iNinVH",
+	"Zo4QWH7G/jRciqM8lwET3O7OjilhF5sbBpwcG2/nqiBMv7dPYvhXxWROFwor45h7bds45lpvoHMGxm0J",
+	"riZbLCbQrB1GW1e7oyVtMsBeH+DJbOE8kV1PCISmuZdpbGo6TB6H2kwc2h5xt9AD2tBIvwkPFv1zFnjb",
+	"Xs5aM19AF0/XpNC2cm2OUFo8a1Lnh+2dj1/dzaKe8NyaFd6iWqzPK6yPHU4xNLMo2/jYO4lXpm1a8wDe",
+	"CVY2VdN3fR4qv25+qDZjvc9labrxfLnX0h36BkOs6yJdDrUKMvbjVIteE15GxTqIdOP/3j+7SfoWgHEv",
+	"IjxFSS2zxaH0vTUQUlXavgSS0wx3XmKRqMsaygWbr7EwFfplhr0AzMTGIVV2XzQunAE5AE6oEQVCn0Yk",
+	"/uH8/D0ZL4fDxwkanOBvFg/IL7yYyWVBIChWi1GfwPj9ybSPxjYCQhITFDqC1tOF7T+cs8lSsRStiTOJ",
+	"DX9BG8oyecuA4JXd06+guI/Mblhqgu41hzdfKU0P0Xlp2KqZEtp6OxeGeboXkVhzdLksRrA803wAw5m2",
+	"h0SxRIpUxRHULbE5Sma9tW9Nb8krNoEaRBZu+qnzN2cQJ6Bm9JoZiOvvc5Sx7TdQEsSSesvw7+336DqT",
+	"bc712KfiMmdFvvr6C4KIcJm4VuUVm45GGGPKNjcEeiTcVNoXDJ02nDOIbnAnsWGHQRaOfQ+ycf9Clz32",
+	"LJ2q7scfvnr57O2q0Zo6aCu0bA3Ds1TivWGlNMs2qBnkenvfRV8VDlGn9ffZAFoEw4/lfqBRWYBrny2v",
+	"9Mcr21zREIauYqws42J5uWndqfqum1Uf2XJvQI4FMXdHjWxmMNyeDx9jZO37Zmy/U4+7/tdQbFyLB1wl",
+	"kAiBjgd8ZcpvmNbMTHknIQXofWj0MiRCy3JdI6gNcFlxr1adQs4FT2a0GNgmOgb3NTI1flMMU8ofXsKC",
+	"Vdrb+cH5G8gIeFL3Vagwx/o2GGNuDhU+mpwVp57vDb2Yi6rN7vD0BCUPvFW1yMy94RdnTDcacbUEhFQX",
+	"95AEateDNpE3IV+78wQOyEtTPCzHZ43YWr1xPCS1K+5SoStVul4fksePHz8vO+jtW2EVJWEngSBP0Uch",
+	"bTV9jt2U/2KKCE0pr5WN2RnuPOlvb/d3ds6HwxH835++pg3gGfdzpKkgzeW3RsLAq+tsDQihYIRrs8u5",
+	"gfgZnwpaLHN2pmkfW3t0P8hbC01umiAZRZTE6iYxsoftDmY1uZp/F2gsGxEjDjrWGWNRM/zWrWpE1Izu",
+	"7D15gULWjH0iP5wcHPbPfjjY2Xui8WjcKewQA61LjjtGBovINVvZNh1I9JKcFeYWf6fIxfnr/jNytSqY",
+	"0hsoqEhpnjoqG5OJ1NIW7uLM/EwM3BRRC5bwiTHCQcgWPGBfHyRy3hs5d0psvu/z1MHJ4CVPtdRlfy9q",
+	"ALHfqxIkN9sRggNT3poQ4elgPVBM+DgtartQdKVMq4X4dqZYchkbsEUlHM2sKUtkagK+wYtB88JcK/du",
+	"d9cAuDdCQ453Dkth2yhrAVWsAiDO+FVO89XAogXQZi0m1lQJH3UOUHBB9yB6rfTCoews4p7CRr7BproR",
+	"cajnxz6pmwQloSqKVGvMNX/eKCLqDMa2m//FGzrokQ/RFLNisz9HXtRNokldc13e9fdYVcgba7uFK++5",
+	"AXkLXdmxcbh/pqEIKNC4L40Ic2k6ZG4gfDVNHneRG65Njv96RZkrLVell22RmlZZdBKUeQG/9KDkTHY8",
+	"Y4QJeGgz7QWfbfOT4Q3bgfJHiiXLgt846wz7NKNLBQ2hs4zsOVUacnRApXDLNf3v0LXY4jVjTmjd4LyM",
+	"hHuHAaLLnLVFjh821w2UqLp4u/R9qFtbYE9uo4lrpL5akZz1AVYm8Gm9WtSGMRlVxaVd8VfrfjCaWeXX",
+	"j7ZJ3WNfENXan6UFl8rx8w1er0sBd1HH9Hr+8qu0QaVlMztUWA6ppt51j4KkxBmh0a5vELa8Q80TaZ54",
+	"HWGbRCAA1gqpqQBrjVLrE1tsER52A39DgukRk03QoLHAI/P+l1ODfy4SfxUOerj1oFM98in4RqV/kLQj",
+	"SqkGK3FU+wtL/pj1tBf8Cezkn2p4qUglX2988Yf7muo+Lav7pyfGBNZ1AQQp5KTIVsa/Bk0ZQEDWkrKR",
+	"xX93Ca5VugGktCxda5elrFK5C90KtTbSQSHJMCI1uk2SjNHc5M98m4vy/w8auAmC/cKL2RkI/QEJD+gY",
+	"KGW5LGjB+kbls/btGD+Dsxe7/kE4sw1X/sfczJbFawhqrdaqvU6XRWsAis5PdsmMfaIpS/icZqbwyoCc",
+	"QnC2LZ99tTIUvQkJ9A+RuH7KIwJ2FH1BfaXeVEfWX9/OZMaCNgxTCTlkyOg6PbJnIsUfpse7bPP7rCAp",
+	"m0DLl+5US/fAxzApnEIKF3iiWtV8G87TXpzhWxJUc/4bUdZzaO4fZhzrcOwvLUXLy8JBnjkNH97QwfNV",
+	"EDDL2mjrwaaSp8ZlhZHo1a6G3R/Oz9+fgXl3Pmci1fSXPHrk5YJwpZaM7DztjR49IpRc5fIaYm9L9+ff",
+	"//Y/SSxooUZbWx+WiuWjBVXqv32cSVWMFjIvttQSFhqTLiVvD87PyH+y4qzIGZ0T89O+0xYNuiv4+TuF",
+	"0UVqRmhyLeRtxlJUXvZJ/JYWqn+ipv3jNDaVkn0rHfhT6Pwvi9HWVrmqclE3+s8/sk/IS19Ap5blcLjz",
+	"JJfLgovp5TVbvbhmK1j1Kb264sXJT8Q+X1kwtatkuS1hv+91XA8sDtsveaGUrk0iEzcskwvmmfCwfSIa",
+	"zB7FYB5oXMues13SMo/bfBUZw2852C1dDchhzsCjTzPXxuni9A3IF0wk+QpaC1Bg2gUSRUZTqGxC5lRd",
+	"Q8Q+APbRo0f/Le7t27wmjBLFJ/SA8EZpP8SU8WLG5gMCkUaKdHd3dmzY0GCZZ9D7X7ge+0htI0LJnGYT",
+	"mc81WUc8BJQ2SKXnujWOfGoRC40pGpK3PEsTmqeqBzHlByc/va+8EtujjcP9TNFO7PczhUrcJo/+YZ1M",
+	"u8FWpr99eCs+fjig+O2Z+vgbfDiZf/zw01/Kx3pf3PL0YqMupy0eDf1y3ZHERSpvDyFwIBQ2/Ly9+YzX",
+	"LcTIqhrh9XAmEKG3Xw0z44K8l3mxnC6ZYg/p+hBIlAYJcQMabLOS2ikviibLnBcrlOEwS0VLsvnBUp99",
+	"I5pWfy1z/lcgniPyEp41YSkHh4dHZ2eX5+9+PHrrglPO5TUzPWCNGcPaA2ODfDFW0tU4r+k4FamCWO2V",
+	"6aiIJYswmgoDxGyNmQXL51xpSu8iHPSVxpddH/8BOSDwmJhGNpYvIhiMCX5rW1an0Es1iRG7w23o/miA",
+	"h12w6hHf484dXDcrNhvQlfis0bJzp+HMxUTWaoSipA7dX0w/bU1+vjeVLeaUQ2SmSZdvhnZsQUu/g/fH",
+	"duvhgYDwLLOC21BmkixVIecs71eiQo2ReUCOC5KxQrMFNNiOxRyMbmXp/jLsRpHugnKwkP50anI78ZQj",
+	"gnaqSDMOpv/N5JTIZRFhbqGthQ9nCWUqVDTGikOm6qCmdHDpvP59cPA2adMGXUJ2i6a3gUY/pNtsmg+8",
+	"VYqx8CPA601//Bf9ZjSm9qjhKFCYyK6j3JmDqt4TfAkxX/W8ZNUWhq4HxyBoeBYDlf0m2ZGZH3tbj0XI",
+	"dQIiMAZR+E6E9+/OzpVlqYBCqGgOxmIsjgVZ0GKGp6LJjakBbzKAyrZKIPiXXUVsRRWbJ1CZ0ZwGiuQi",
+	"HYtq4yU9BpSSbDuKfTLu+KlL444VObBvY1l8uzHEWLiulldsxoFs0MIlgJODLMOKnlo51KQldRVjDMEx",
+	"I1fuPRIKANi//RsxqRpKf3xEjkBGirfogsc2SsZ5rx5KPdHXiI2SRpU8jD8rKeL9sSCEullMcxrXjJrQ",
+	"TMly7kMsG9Q/Xy1YYLD7qKSeK0QoHz3aHW4/erQZsXR9RH/55Zf+gfezhUWszybLmJgyPWH39PUhefJ0",
+	"bwhp3BiiDWQGPUxCWhAmThqEGDbMZkaZ7MW4Y7ZzaSA17sReCph7U09oQx/NFilEQZKu/s4uxfykVqKg",
+	"nyI02eQ29RpiWzTegOJhIAUiW6qHb6wIftfrQUc4Dg04ypWVIMu6b5AVCAcyIL/AzUb0VFAc9RYVX1uB",
+	"tJB6Ru8ifqc0DY6IAI+qwXMT6geoa9Umpem04ikLxVSUTVehAh3QC+wHqYxRAHEfSDWUHKT2kHCz+lgh",
+	"rN51XdWrntNc79DP3ccGA1qajrdmjGbF7K9xROItLciv8E+5YIIu+GBF51nsgLxF1Uok5feCsVTjCsy/",
+	"TwTjpgs3icu2ZdaCsfXZz8W+5OldTLqJxkkruOg5vJoAFcpgSk85W8u+3pFWqHPXMSGGJPqyvwZyWXL2",
+	"6kdFMkZvsNDtsuiV+wGav/UZ1n+39dmmlOiVhfmD6dq3ZS5kf90AplyzJsB6tpKbgYwGb0K+lFXLTBjg",
+	"PrY2k0bLWwot2oJN1FANLYNA9o9yFNSRPlAg9WwWsRAPFsDO461UJsoQP/h7y8T4aYX/5I0+eE1bU54j",
+	"W5mxnPWcUPg+l3NWzNhSa5JFzhNFaGHhCJ8xXoOV6F5IaSROm3MAYpXFT2SH9ieUxK5YijZEfXNeoggO",
+	"Yv5flvpWmPA9eAmzyz8VisRw/rgxkOLjAXlvc0mUA4YJJII1m2JvAYJt+40jwQcODen6fSY0hUwj4mUR",
+	"41jOjfjiP/Ze/sfOjo04G27/x87Of+wcel/pzzv/sfcKKVP8YdwpHx53orEXrTbufIwBDBdG4y05kG3H",
+	"nDPXBdZwzfel6K6/qbDNkjAYfQZrtJXSvsvZ1/gcmQR8o1XUejmXL8X7lsCOhdWaeUGmWtbVTOxxiImd",
+	"z6DHpaVSS2HR2DI0CFyVBdRAQgVcoXVk4W+wC6wYk6eNaeQWSKimgxBnryKoNqDVhIG/ahX3RhpAv3kQ",
+	"I7+RdyVu/jYWv/X7ffhPP+dFxavLG85uY/Kbk0ztD2ukcFIRwiOvRqilAFqSb06FWoKebBNVADSBcmi9",
+	"kFxmyoxridClVgD0kKAI1H4rJ9QSueWS5cpKKbwBhvKn4OO4Xv0C/lXPoMN3kChdGuOZftpZ+6z46Cc0",
+	"uZkqPq7G2ipZQ3Z5jXI8tddKjaK7psxNH4rblLjVax8dtQ+EgNNDQOvy2Yxn7B81ZIUy78S7uCjs24mt",
+	"n8/y3uqmKsqMreEmmO9hiIgLTzd8KSoNlR6a1udBxNQzWa9J1fHX8lodLyJSMKUxD/wtfsBhywB4AfQA",
+	"+Fdg3rHwLCZGijRSM0BFTqpmj5zENMti0jXiWAlreiVvWM9ZYMxYmCEzFv4gEB2NaQH5yiO/tyxnJiC/",
+	"bm4BCfCasQUSMjTXQJZQKseiuw6nsN8r5JvAazOWpe0o3rMc4zjVok7BRLICKPm03pcfuX2uMPKWvhNS",
+	"GaHVnLfMgaSMkLC4QslRiQ8laYvGwlyCqgrubrtA3PNeDunjkZ1L4wxZgJ6ldQ/AVjRDwTmU2nzpsOnZ",
+	"UhxUjEXsQaL/I1vFZl3IdzCZtaYTXjNTQQ7cejK/xsbshU0DggwLPb6+nzu7mI0dAZJYkjQCTXPBaFEz",
+	"7euxrewFX9i5u+54ItASIiMbUdOXet8JCpypsYB5cqb5uBFmwGwFLkJ8xrB4Dgm4heoh73bz2qpdZngM",
+	"sfccEQglH35F/5QtMrqC7DcUzX1+zrVIJhgpbsEwdu7v2AA25ZMJy5koIW5LlT96tLuz8+jRYCwOLNwA",
+	"AbU6rvVmDNYs04+5IqrgWUbypQCn8C21vWuwSIvW2MqkOCfvCuysvIKExrHA6UEt9VYyfP7oEeET45Ct",
+	"zDMgB+Y5OSG7O89h3L1Pn5y8q/ECVBZ9/kW+cgAdCweNCm4Bpuh7kPE5xwQIYgIpEL57w+cRjDZZKppZ",
+	"wU0rlkbr8Ox3aGAai1LhQpOW7TvuDqsLKzTKFEDa5EHq8ehSYb+E6g7ccfYG5Ee2QhVIFjOH9Tb1gAts",
+	"MM9EUaZbljjVkAA1gfJENHPwjIBSSLNsRUoqhdbIbIUMzkId6dmoVXSyRsixMGJPF5HMeLDm0G+1dMtN",
+	"JiwpeghdI54ZLVyrtlZ/p0RoAYGC8ob1UjIKUknKtNAs0CYLHA54HlhYHV1QfL7Q+wBuqOz9q1GamQSN",
+	"wA6DiQEzL790LDTGmbUCy4NioSCU6sV6Neab8qNlFuiaKzULtBwBWeAK6Y41RTk3TZd9AhoLrC6jXPQh",
+	"h3Z3uBP0AfWsDcbSnbEwWE4WuUyXCVMEsUbZHhHOfTShc56ttKJMkyJb2ZCHivi0yI2iqYwC8BpeIr+R",
+	"Y5OkysViWZDfiK3XibaZLUyah3bjvm5g9YND33of26S/gi4Wj+Ie+U3fThJ/Nv5hEy4YWQZ5F2/yhJ7m",
+	"DOp9VCVz82ZzLMd+U1ZQnqk/2lHOnWALmPAb2R0OayPsDner3+j3jGOZzF28sH5yZ8efCz22I/IZtNQR",
+	"+WA1i493m2/z0NcLAFGrhWNMMcaWyWGev//tf6Lgd7rM9PW1RvXiFlVGFZCtc6ZYrtmIXqR+YdxxZnNw",
+	"DSwz1r9xNTHMdAYPrUcHRoIkPWvaMfipxp0Bib1aOKAlulo4xoLRWisH7SvGzDYaC5DyHInD6+t7w1Es",
+	"KItqgL9Uo3a5gciYZa98VAeWvDKEZSzaIJzxa2S0SNlhaB82tOR/EOhgYdy9bSCRteTO6I0m0+VykL4U",
+	"0jSXJF19LlwZWyvO4GwUc5RpQZ5A2rFUpqtHac0HwuhyZqHOMpbmdOvjNllWS2ml0H61Gov4k7fBPk4S",
+	"VwtgJVJrZ5NczrXQXPeYx0jWTSKncVavqrVPuBoL4zHoRWjnrLjsY9LVdB97u1t2dJuDUxZq4zGxnEem",
+	"5qAeOoOAAwx9+eSvRAu90EAy3oqlYPCvkEWMBM8SZ4jPc3XMyamWJ4zQT4XJQbXGcars89YUBKzbcM+x",
+	"wO79XBhpw7kaKRRO10fMkFejTcdGoNSMT3AL7btxycc8U7J1kuV8OrOhcGZlPvab8c1s2I1f49BBRVxZ",
+	"QUufROapLW5mcZuqkisMSIu1TQtIhks/erQ3HD56NBYNi9ixMWaDV4HliPloC7N+WPZpwRK9TssPu6UQ",
+	"xsEJMWWp9UNgvza0BzsPc8AwxD6B9ou6oxWdy+e48iVHmZM0B72qq9kDwOiWK+aUye9r5ndl6C+4Kwz8",
+	"EyqsjdXmu9Gg7V4RJiYyT2BN81EpKmh5w7hMsPa39UaOhR6SEoPNThZJuWb5cy70ngCgzgsd75MYzv1E",
+	"phhTolWThCrW50IxoThmOYnlnHTjg7PDOCLxqyP9r749KtGfU6aSuKfHRVVf49O+R3TcRbfqjUkBcJQs",
+	"tjQhLgU7+5ACBQSKfaFF1sAx13Imonz87zmbVBwgmivBHZ3Ta5fPW5IcjhU/+3JhK69SNRbG7dPXZAT1",
+	"a6SUV6syIxiVnIwVpVYgtTrCtQQP8rh3zvpu4FFzG00Gs7Rf5gGa5nOaFFqfV1s4R6Fihx4alc5XC3aG",
+	"KzSL6AYW/4dySxNWJLMe0uUquUe2LrBAmRattWRMMn3oJpDGIvcbbtzRR+6QHSFoROqNSPw5WeZah71c",
+	"AONcsNz8VciCZhHoAOablBZ0RD4MBoOPd3GElwxZjh64xsgViRdIwS2KbBvH1ILl7/EX6Ka+NxzuEy+f",
+	"uy436x2MxsKPO9keDqOaJXdnGNUCIOAhL+x1D96pWVi3h8PegByA84ksqCpwL2CrsdRTmLpVsd5/bOHs",
+	"UtAUsvOcMcPNkFForh7ZEmKuMM8iowkbYbSAJ4flTMllnkARcd9OHwztqFo5m5uKtJIHXrhVbwS+n19/",
+	"/fXX/slJ/9Ur8sMPo5OT0dlZbLmK5UEFnzPyVzCxXpwf+rep4ksicen7Idu7o+Hj0fBpvK/3Y9vj2nvi",
+	"qhe5un96YCAuc57k0hgzWoc/t8MPtnce7+49+RNOUw2xsSZq3C8gmAXagq70T2oULDzY9JD5M2/jzH39",
+	"/4dYHSiwsD/F5a2bcxsFcuYriiPyZDh0FVOAD2ArYuKZ1yKiZtSIiFoj19L+UnliqXlun8gbKCZhnful",
+	"AW9357nxwJ+yIl/1oYRUTLrWYgQ+uoBixJVnroGYBUm64cFwjHc2zEYxtDRj6OPIWQ4t+fJbDYIhgWN/",
+	"MitPwWg/eEbVERYshRKlpkIpliGNSjqIVUcHxJavNK6Ii9M3iqTcJi27kpJLkUEgEEEh29WihLlN7A5R",
+	"/K8YXKZmVEumTkqz5aRWaN+B/nkQRkrTkW++LIuuwGLrlksIeqjavT25q7CdGec9szuyyJZg+5vDcc9A",
+	"bXKlm607gTwmJy81+85oPmVo3oCQIEO2drcfB+ezoNSsJDJ70h+M+I66FyoNA3KQ5yhIpqZhpsKaLkwB",
+	"Ctp9P9klGbvR9FQ/OZNZqunxcDi0sWMa8FkW4QFgYG2OHwCMNdaB7MD3pUOkupnsWbT9fAczUWyQBEaU",
+	"TIjTOMqnd6Lh7rMBgYZ+VKwQIjCzs1R75unI2vRKNhbBEvUsxq3vHzDYiBZoPhMphimC56vngpXRWoPp",
+	"M1bdeHvxxi/Oo+VfxaxJ1KJrQ6cIHZGvwQNSH0phGLpXpgltfSiCmKJsGOSnv8ewI62i6aNZQks14fJG",
+	"HOXiQuPgNDf3qftkF4Z4vOOzin2QS4FIQeIP3HffKP687me3YWE+pRmRbWiDqQ9Mz+WAYKmtzRywirTL",
+	"7q9HOhbSss4rjLhXpOsKpawv9aEF53rlmKhRNqb8ypYD2XfC1b7jQPtlTNBYxKbQTEz+QGbsU9fLv+ra",
+	"XLDaxOQPZNwZjDvkDySnt3CBer2eqbJpA1KMJd1WGhkLRzRBWYN8iHp01GAsOlEn4wkTinlhyQcLLbX3",
+	"dwZDk5Zc5hLc3t4OKPw8kPl0y7yrtt4cHx69PTuCd6D7T5GtCXA+eH/ciTqaj2NM8/ZgCHNVoh9MM8SQ",
+	"97ZM/guKSANshhfyv0KpYnC/bv7m0iS5di48z6+XbOc7f+XkAQPfcHbbGXXecD9NpUXoqzu7sSO9Jwni",
+	"FKEIAzuFJ0p8p8oKrNhHvxbL0Rl13lOet8VxmDbYENUdjr5W+6ghVHX1+mRmead64+FhIuP2C4Sr7FfD",
+	"VczYjVgOU7R22gjlMO3vImIKHTNwcBQyj0gBTcsmGZ1i9e9mSIkFauWXgSsOYUNDNByNrzgJFbqdQAyp",
+	"6INTSbbjTi3ypTPqHLWEolee1tJOZ9QBmdSPmYfYPWtesEXQwk57wPs18ehos7YhInrCtvHquLhxUPwA",
+	"0lWMmtwZdR4PhoPHHchLmgGZAFO0VqH19H0vo2YhVREuoVv6Y2woo7XaX3OhtYZm8gBujhSzXC6ns9a8",
+	"A806gvkD/putEe/oa7beqrgR+hdBPHbshJAtPU0fdFMMbMZa+uDrBZtDZrqPQElQIwXYjiS+rLoUKc1X",
+	"+7ZxN6ixqA63BTDuk/jG9Mu5RLnL2aZgTK3iGHc+F2i43Ccx2Icu6y+OhXnTyVQgSGIra5ASpUm3RHkL",
+	"TZ8Qcu0ZR72YQ1MqtjeoRhqAcKIFdRSd6lEG+DPK4bbg5PZj0qWCrAt3mmHt1N3tx2hlfPToNXYV0/KO",
+	"xhqWX0JCpjFVlgKWZ7hkaaModdePRSGxHiJybnH42JZGAlrYmo4GaMKiSVFZV84SvgAMwRXujwV6JoDg",
+	"olsW/gTPfzfGp/qYlx6blaED1YzQ29eA8XpY4+tqOZnwT+AtdwuxPWvjSiFJvW93gZDngbAJ0h3WM9GP",
+	"+PdsQGImIPk4Hgv/cayzUB9wzTgHBckYBdsz+BqwI1REYn3FYryJ4XZ53hb221rqgWk81n/p0xoLd1wu",
+	"MN0RRn3L7en1MOojYcqFF6M9VpWREahvgmRd2REiJxq7uz4K9waPHo3F9oB8j+cDAVLWmK1JvUu+xPae",
+	"FnfhxPbLlAo8XrSkUiHkEupQQkRoOZqW6iuVT9M5F1wVYBMekJeaGmOxkIoqbrJ0tZbh3AtVM8ijR7vD",
+	"4aNHNkgA5ylTlVUhcxtSZxSoCy+ql3SfRLZ6p0b7jCbXep+4p0oQu77mO4PSGuIyQSc5M0eiGTvP2Kh+",
+	"KM6BsbPbn8llbpNHNf1bMLFfeixg+TaCJ/6MKw44o7tlemmvHsRkO4le8QwK+xyUrNrDF5iJG7EgoQp1",
+	"a5dqBeumK9CnCijbUBF7BmPxeEDOJZlwkYJEeDtjhj6z2vZCiXIk3JQCFuWuzrsFEyzFvN14H3T9uGyq",
+	"EZuMJGu9dUEboEoMxmK3snXLfbysa3RVXjH0jTqrr7tdtQZC6GLQ0B3gOhuccKIf8PrG3bjWcraDXETi",
+	"z5934I+//+2/epswSUJwXHSyVIesdqDTCqH+e1+TaoXnBqFl4N3RootWgxMwcQG7tGqiMNjgYvb3BhU7",
+	"HXYVcaDE4rczv4echk+l8ZvMy75vXBHwc5Qqq9HZcXPgk270XyFdU1O+kfO9XyeGuKzvlC+czvAi4A2E",
+	"zDkkWLZ+NZ6tftymVZZuXf+6gEAB2LDA3momkcriKCTQGrqGs2A9+0rzNTC1KtLd1NrZM7WUi8QPZbTt",
+	"+mAaRzHI3vD5oAY/m/DjtTwxZipTE8dswvH+CC88Mn57bjCPmZoaSJJCTvGe4wVuHNt+FcwYgZgyrRam",
+	"pZ344vSNvpwXp28MHyQE7DetvBD1Eivr62PjCjr1F+64B2PxZEDOViKZ5VLIpQtB61rR4AXKsL2I7AyH",
+	"IxJ/PjPK4IkNInkF/q7Pts368auI5PT27k7LF+WXeCl5rcNeV+YuZ7rnFdSI0BJdaJEozxkgVgaVsXNs",
+	"Nq/2SawnHuT0Fk4s5XQqpCp4gket4U6RzLo0PeuNHOi9ACQ8UcDcsjKIEhOZXHeWspeIsUDAPHY5pHsk",
+	"bjhNKfn7//P/kiNR5Gy6ZPDhDU8pSKOvaTajPRPdarZjVR3gH8sCTYGuZjFM8Uujy+OcrgiE1xT02vxm",
+	"QXcFGTvuGG+pIplUBemWzSP0ReNYbSNZFn05gZw2XzHTgqyxQGHQDuCggpwx4JdCf4ONk7gNQyylC6T5",
+	"O8Nh5HK0SHzmc+VYTxGf2OgVRVe2qohcFpqzeKmdqEl5iIQcZ1TZtiroSuGNQOEnsmmqWFGtGmZpDk2r",
+	"dwX0MC0G5JW0fTcYPLXfiOUFnzBuphFdbuOLgYS6fNGnA/KTKWVev1WYtukulRNSNMe2FWYsclItG4L6",
+	"TZNrLWQJ8P0nDOKKHLqjRuyr2i5VvubXLm4lenGUEXQxFFRrYScYrKTRtQw+Q3UxKkOQ9cGDVdyljncL",
+	"o41/p1zERiU0YxTUYJz6gpTRyt9RmypgtFV8nBdlRiNEOXEBYV21kKKuFY/R61XGQfX8SB6UHUth0Z16",
+	"LVHoVuYpQL077ry3u/e0mHEnImMwJLHcFgqr/mZa7od/PC8LOWitKQSF5kttTyERtAQOduQOzFN3xp39",
+	"sTgq1fZxp35QFU2zOo4bo+dlx5cPYz8weB0jwsbCOgzLMfSBRSYpoZhZNQa0vsZpYlDjQaakZuIjRyXK",
+	"RvY5oWNR7WtfCQCLymchYNJa1xoMoGK9c94a8IPasP2xMBK0H7NXsWRgTGY1Wr9xQ6v+axv9WQb/o33J",
+	"j+/XwqTM+ZRrkdnUV9Q03oWHmf6GEbnKJGC/GxzC5kHGxV2Y2KMeBCtyQWITYBwPnC8q4DIHeGzgtCfd",
+	"htN+LEJeeyhLtjvcsdNRP8Ac7Hxlu+OMCvKXpcSiFK5QNbppnBvs2Fp0T1xnt9Jf2VpCtXxky6PyP7JV",
+	"5+4jFg9iqngp05WtVGN6G9UNkF4f1Eq/XdfIdvS5o2yPwk5TQS4VBw2MUoMB17GHmB2vnbtnquqMOnt7",
+	"29vPnz59+vTJkydPoAgzsJ7OCBXjTlD6hdp2N5InrL/7bGf78WCRTjq1Z6ueLkiMr1TNMgOoLX8Ee9k7",
+	"o45HekIGcKgm/3g76pTXyO5G/284HG7Dpis6HzTDFxoa/wazYp/kEujYoHodwEuLBBdOYqzaHjaHdetu",
+	"1+4J+2h3ftUzYnTtjCqiZnyxYCka90v2Dgao6qYugmZ20+ZMWvNkaBeW0NvCyNXdbe8MHz95PNzZ29l9",
+	"sr2zt/ustsV123v27NkzDZhyeycMqc8cfRqSPCaL+QBLQCFjvq+8qHepbRNg/XLA1l/pRhzarrkL608T",
+	"Gwp3uti4l7x/9ZqYm9/7GkD8AEEWiqz0eZtLM+h8CRRO7M5LcFQqnZkeMzlTCykUEqSd4fChJAxlc1PC",
+	"oIp6ngoZVdjodw1dxMe/V+aMSvG+M+poEJy4qnTvjEZgGP2oRRVyYo6nFkRt6tA+ZA7aRBJPJcDOH1BL",
+	"DjDjrlI1tNyuEeu7vjjf8zdWVtUzO7FNjSYmrda2IFUrkbSCspwAVtO7F3S3dM7TwQ8vp2/fnl98Ojm/",
+	"fvz2r8njt3/+deft7OLw4OXRr0d//mn7p79e7Jy+SnbfXbw+/Gl4+vr0zwefDg5evOhEnZzeestHNqnp",
+	"8deOrJnn3MY3XGLyl74DtzNaKH1l7iqHboGmsPudPRPA4y+kE1AuFl6uNVUxiGNrAFftHijyhewjenD7",
+	"rj4yrdO22BKIsXJoWRPtCivm2RZ6tlRwRTm00V0V9VFPirgX94BU7D7kFlcR83ydG6LMH0RNpuz+X3FC",
+	"bE6t7NkGTgBdKZ5PTU/kvA2j0DJC3hXr8fvqTTVKtxp/CFXW62EiIsgTewjbbdt3JHer3oQf3tupHZ7m",
+	"DFsg91b76JdERAu9coI8A+TgigRMLhbTnKbM+72Q/x97777byJHlDb5KLLFAkZoUi6SoGwXjW7kudnXX",
+	"zZLKdrfpVQaZQTJbyUhORlIqdnUB89c+wGJfYPAB8yLzJv0kizjnRGTkjSJ1KZenbWB6SiQzMq4nzvX3",
+	"QwwCEjoWi5FXUSKX1uZ9pmo7b3FD7xjFRABCPZt/On/3lmZl7/ZZeRknozAIhMQnjre8kkL5nrLtCjKU",
+	"zwUreGnIL+Vk6FUL7NM8MgC4dIpNWS/XSOhbhLwxIjghnxE499qNDJnU3iY3BUTVrM+FOBeCpNZ18W9c",
+	"iogzvadTvbBzIdNY/wn5xQlXTKj0v/+TTcR4xgPeZi/kdSjYcp4ZFtrSYaHU+mLiRKoqer3xIc/BxVbs",
+	"pg3igGsDfzgnAxu4Mzh2WeTuJEOQMPEIqVLBgzZ7lxSBADPo5ZJDr26BHSeSViGQGdR5ujVwdwBWOwI4",
+	"t6OG4OnobnA63mNm5EUcv+bJFOgD+r3e7c/lLdczsVQkcHrHtz98EcdvuFwZzEb93D7eMre8lKrekFwe",
+	"ntr2OJP76L3VqN3zYVyT4FKqPhdVDjnQLMxNfIb+w3zD9GHx1nZfQS4RHE4gGoPuXrfTO9AqNfKSwW2a",
+	"XWGU6FL0xjSyjE8j0ZeS9AAgIXNJEqBJq0IYz6ej3iI5hPiYvgwj8S6p9iy8jY2tUj1lOYcju83fuI2V",
+	"RiOk7VAWBo6r2VBKw9J66My9DuOIKjtJ9X+6lKVUOK/ongOflmduePK+1bjZ4qQIsOEGpvLONdcx1kJb",
+	"3LlujMxx57IIwqsXn0/BU/HGqNfAKpjhXGS0gll+b2NQSFME9G7XKWoUh+I22HptdculmujGYL9zrIdb",
+	"yX2s3z2t4u14rzV9KAA1kEz5tNpC2i6WTha4QdtQfALgdjU4WO2h9CdhBB5JJXgynlGAG+K2Rt2D+Ldf",
+	"Zs7xtaxeJrJM8UQFlyS7h5KyUGEUGTiux0I5jpYEiR8rN0/CJphB76pck69DlebpdlXZRZmfVKjPwHGa",
+	"uHtxoPr61tpjAyo1DCPboIH9yCl/Ln79/n4FuUcVwvxLaKeWs7i3v+9yFn/2SujoaNx8g8EJoh8q7gZK",
+	"nDS/ssxDscS83aoBZhxzJfXW4VC8C83QOj5p8hxcQ+WTs0lCdfsmKWyRmnGVt21+EQ05SbeKnKRquM8K",
+	"yZNh4OaYZQ+Xhh0nKRvH0XIu6/oKTstvV7kOWso15BA0FK7wR54t0C5gHZdfkRrw1w337Dvslh0mZSmG",
+	"gUd04Msk8sxeNKn8+o0mnR//nX+5nqBbAgjvTC060cSdqvEmj73Hyl96qNvpbPQQKAS/3sfJB790ypxh",
+	"T6EX9Zca4jG5jKI8DexenvXVgURlnWNk7K6gdBw0npszXkmoSnZ3iVDS+G8NEdh6TvtxMm+bPPL2TSz1",
+	"Biqwo/Y6yE3a61ZwkTbcot69QX8fB1NiGc1+12HdzqDbHXR72SEp88qXycWI4dgl/ax5eT4YcwuFid4f",
+	"tlIdltcUsjcG3U7Ha0A1e2PQ3dziq6EqrDL+IN99CkevULdxLx/K1l6GTSwoGtePVht6CTvwNzOiNuqt",
+	"AbkyKrerokI1SWXZjKOX5tmuczpodVFWjcbY7/W00VVZVHJGqYOKQUHylgwM6zRCQizFnBbMDfUBOcpo",
+	"uF5WgrzfcUtL4feQQFn4uSxnUlYzap1ivSgW8UZxvBjx8ZXHFkl4ra2UoWQsCuXVbhSPeeSxZ9+9Pb2g",
+	"qtSUA71CArB4bk0GUUQTNoOcYjcNzrfuqYH8OLG5gwBE/avWnACzjqo63Xq4KvTbYcM8/w0ULEcR5HO8",
+	"BXTaHL22AVvSBhlWVoZqzJMAnKJCOKUUBUNh1xbm7WJHIL/UX4Ry6ttcLae7LUtylxVo8pVqYzoc4uZy",
+	"C706WqZsZ0fGUuzskK0BTgAkB6jCAegZnzumPln09GEDeSJRWUDt2q1uKE/psNEyTiYow50UEWvTGKFk",
+	"wGdlwBlvAM5PLZNFEioon9et38xiNg+V1moCwojBVa+4fWu2gIdE53FCmdm4E2wVI3uFfF9JOE4pQ4gq",
+	"AMyK5erumr69UHf8lsmBpTIi0+hJdc1e09cX7o7vWZR2Pk7b4XwRJ6m+mxaRSEXgtywQEyZGmukqTCKA",
+	"IJoqZZNSPDdATZkSi4Qf1SY/a9aX+pwU84SeKEQItSlGYVak3e/19HtyW6hyiZrDkr59fHycnSOAbNI7",
+	"SK9lZfWUSwGQPaf4ClGFZ3yxEJJquLVZGJA4IxUpv0s8Cx8DjMXww6L2gU/s7Niu7Ox4toEB84ES08DV",
+	"eFU5cqXy7xaRo1SSYVYTWdr6c/rlbhj4XvZXmlWbQ8PmczsY/4RpeeRk+1lAORIDhvUFk7qQZdQwocIx",
+	"0TPLE5WRoVJGt8X1HGBkCPNHMwgdKAiku+uhythZExcHpx/HAkJMS0Pf5q3PM59aGsfAuAJuLrzc8j+w",
+	"+Z1VzgksG8+7J36zBKpa3uNfur1fHWMAnWeb2QKl7yjUbD/PVe5QMObXNUr8dor4PfRroqrfKMWju90k",
+	"m5SZNZO9ia3nYB5V2XpoNH7RVStYeeuMPOxdyabDjx/QhMsmaNudkzk2fqrQ5437IuPUHTSOJ71xXxzy",
+	"7ugo2JscdMb7vCeOR4dBf9LtHO3xg3FP7I+Og8NJn3fHe+JodBD0Jh1+PD4U+6O9bsOhuaWNduft6zBV",
+	"VxiJ5xUjqSWolvHNl7YdN7HG8mLvVRai/pc1Pp+tA/2vtT9vjYvUoZ6ssUrr4hgl86Q2sGGRdIwRUjh9",
+	"XGLEI5TWVvMyrEj7w3bB9kGVeoDFX0OpVjKdiTQcI+QWxLiJxDyr+SoO4umnMPj8NBVqs8jJUL7g4xki",
+	"XlKvbPEbjnDMUx7FU+BH+ZgaIqxEAfIAnyZ8YejV8IEnyh2iRYk0YDtZFbXnFKNAduosQ1vUCmSuS0ZR",
+	"Cw0kpynFwkQUC043EhGmCRCgLfT9xLBJaBmvshzy9CYmZoK62Myp2RG0K18Y5+P9PKzWoVpIQ7MJR4b9",
+	"AIquuMUEaNL3l4iBeAms072WhVJpDNbcnGVv/mkuwUkv9mgFmVBpKmTAgapjxtNRnHrAWDDRc0sJVnop",
+	"m9qkKXfJwZu4pW9wc1f1S4qbPP5MqMxNUNlg/sqny6+q4WKjBGcDTpM04VJNRJKgaelOxO0vNQ1t9FZU",
+	"SlgzESqOrvHtYy7HIgJM5ttHSNk1Fa+yGCnNQPCoVTNxOS94/Xzpo0WoJPGNxCRGrIMGD0cOj4XgdCrf",
+	"QArQ+g7PY6hKj60NrlK9R+rahG8viW98fcsZb+JNLGsbvInlps1EsUpr24H85tsa4sl4pk9lbSvmB3X7",
+	"CeQB+lHYJJShmhXmv8bVUrPKgI+rUlMtVUViXLnKmOzezn7Vhkaydfn1rmqjFb0oc+uTd8/LDs4vHk34",
+	"3UYDKrzDjxQLqNO6QGFBFQtB58rBApIMhfwMpxxbpfECgCxjORasucA0V8jCM9Q0QRIvFgh4T1rRUNYS",
+	"j7WBL8LqCTnlLu+2g6xDYFDPiS6ykKvUCoTUK3lV7qdQ3GIO4rCCO5tw5/jUmvztnM2WwIoFf8T0vsAp",
+	"fm4I8rYyq9YfZTqJawN7lXbRzo4tIbYpMBQ22tmppGfhQSENzIQjMkgEbRXpU4tZWrEUQ5nb3DZhjBDN",
+	"yBjRjz1RLEzFXJ3kHLwEP2nB+jEBTOtjxPs1i2/kUBpby7DVWQzLXWygtYGBdYscGcp7CJLvRPrAUmSt",
+	"6+/B0jzu4frbIHnjDm69x03VyM/GA/v58Ia7vodor/DO1ataF4VN/IeE/wIS/swQulZJeJfltVba259s",
+	"6kPbIK9jqyAQdecV2gOLZcXVgbCzWTTaSHME5gQvkUGsJN4uYOtBAXRiwl9Yr1Gd4YFwXRgFo98R5Hg5",
+	"vwNENqQVVCYNqwEE2P1CYL3VBkYDgAYxsVcq5EvELn6ggA1TlVNeB8zPiTLCRQT40Zh1EAKnIEz9oRxH",
+	"giciWHsXER/vXbXaodzgNkK854oL6Y6xvsL9sI3cfHrdu1dwDYfy4PXT/wo37NeTHXm30BptnVtuXePO",
+	"+iJ37nnFm/+4d7/AvfvBcNo/oGVFKOt3dZM8zUiaamNTzy1GHdIsWIMoT7ItxQ1ERMJEpchFIWSKxOjm",
+	"yTYjpgbWhUrqOZRZpeJkKDmwjfU+frRl6Y7Tn7P+x48YgKHAVr9zpK+Ufu8YWAszHDoCfcz4miFRJyBK",
+	"QjGUEjBFsRseQ3bn/YH5hPUoVTxrwGN75jNCIvJYnz7Zp0+Ux/bNj/aHkj5sQ2pSulSXY0Md18luS5KR",
+	"CZsSpyXVcQLOn3EyATf4IQv4iqJMJB8my0hfogHb6zhfYkL7/a3I3L2NIbDNrchyBVKWxXRbKdI7wBbL",
+	"bbNQOYFR8BTb+vV1105lMc815nVUFithpvomhR/gPq6tVep2OtvUKmXracd9UqxUovuwtkgJ2hDBncqU",
+	"zs2zawqVtqos2f86CktoMhuD3m3pRF1IJzKwGRv8CDWpRmd0NNkb98TuftDlu/3J4Wj3eHwgdnu8HxyJ",
+	"7mRvtA8PLfFsXM5VY9A96nsNyOy0OtWtUVZUjg4Pj7peQwuvSygFd9wPjoxpDHp6G2cbgtQIZz66m6VX",
+	"5eYD3/MAw+90dPdoAhppOBfxMh2sE9+NraaoU5qimqXMzVl+xhCeYE1Ny35W0tLbVkMzd+km5SzIy+iy",
+	"DbpX7B8a25fylBTX4fFKW+7sAtlUx3v6yTnEn58mgv4Etpa7vt3b9Mdm8xuvTWUlzxqPf3tnB6Fv3Wwi",
+	"CC5TvNrhZGpaCebhZaY34gDw8ePJUJq71rNlMVSrb7QyeIpCfDWa0g1X1vFiixjcXwwlQAQPsrQkgLcB",
+	"v0uR8YxxSFGxGeiYoWWMVNY0xHIUakDPUynJvuVl2hMY1wbqu4toxayJ/t0Audm5XOEsIr069MDM4G4U",
+	"T4d6JfW+aSO1GcFVDdy6Fwsr/O9LsQzllDV9xJcCfbfbcoKq01ioXCAGsY8XPJ0xrigNC1e1aRkHARc6",
+	"Cqczqgo4Pz97yaZLngQtKNOQqaMpTwB8wb5wD3TjobTwKit2IxKRgWQxV4V2fmUQmQh/WGvjY90blcYJ",
+	"n4oTyLozbWC9joyjwOiAe9Qg1XX41oLKqMB9xqN0loWk4qlhNZjFN0A1rMdyeEt0eWs/nLcmJAS6fpjt",
+	"aXuGQsqiqXYzusFwIJi2nkkYhb6rWp7t3FDa1SFTjuqm8aA77T5RpWMdakMrTrAxCq3BpOGOG0obqAd3",
+	"YxaxD1pVlsqZ2SmV5srqYSoTHiYIb3eQwW7Tp7mRwQh27+k5uhAqrfcYVb79jyTp34MGc47MG44GQxfB",
+	"3aI822dP39dBlYhxfF8N5Z7KBs6Yez1VOMAIPttO884OXiI7O1rbgKI/uF98Fcqx8AcA3QXczMb1BFW/",
+	"WqwZKA860azJo4jtZzc7NuwRKLmM5S7YOyBy6VaGqj2gle1//Ojmz/Y7R0/7vWN82Co/gVBpKJFcCb7S",
+	"vdDqDYr1oVxKzOYVY27ocWt1oVzZGsrnOrEMd4eM06GkG3eFug18HolJyngUS0HXCmwEQDy5CccEY6ks",
+	"bBt82GaQfY6rZHKQUdcZykwzGNyqjq1RxhwdC3Ur+HV2sWnNiVnFyWpDSqsEs/iGzfVdC3oIidMmeQVl",
+	"LEWrzV66sBSZbrPXGcoAipUfMjDnrQvLwU5wFYLy1U7Vqu8/XPi2OnTAkIii+s6FVdzcQfgFqwHhZOZc",
+	"BhcQERt0On/dOv5HA32UoJ8DnIR7xVHU6hSE3qNqCOv78Yeq8HtQFeC2y112k9yqrhgcEMZBMP6ONAg3",
+	"x+5x9IjvhNRCDnIx9M1RSAxEcidMNwzTEwIFFNdhvFRO8qABLLRpx47ZM5QZ4BdlIXtwN1C1ic1Z1K/X",
+	"+h5cTTLWf7Q2vjKG8nFSlM9gCfJCn8o1HzUBYqvq4kdKgPjtqouLvu/OoPNV5ETUJETgOcDTmis07o8O",
+	"RTc45gfjvUnnqLcvjkZd3g8Ox53J3vFBT+zzo6A76o8PJx2xxw+C41FvvD85EvCjUWf85QqN3+qzD9+e",
+	"/MYlxf+a7nrYOxWp2b9RckUq1CNdOMYyZVlJL1X+kv8UYXp8pCZH9u5KH/UTSE/0zDVCN5W2zYYy7yM+",
+	"YbzOBwybfI0j+BuHczu704ZITBC02uzZTIyvyP+uVUyDQ+qGXba3ewpp/Vt5Ql27p+pG0+rwYwCZPIxZ",
+	"oHtHO4EMgC/lKnyvVx5f9YfW/7txEFI1u5YgDwicsJX4TPlisQukirux3DWcR1p4VgpAkBhQvT9aRlde",
+	"LqyUqzCNlZBstEKq9zhBHn+IL2Xwazm++DBlC5FM4mSukCEPOoWwepQiE8XTKZAUY2ADRAcwV8YTRrT8",
+	"yge4di4ZHwPYaBG1HRjgh9JULnlMyGARhzJlx62220ocBYp1IU2t0zF+JY8h7T/q/dBgokVwIJBxZih9",
+	"ngjko1IO9YtwcsuQ0QQIqsEHBmJR+SwVEWIaWBZx/CV+T9zkQ3kdqnAUCXOpOAW77J20V0OWAxjKxTLF",
+	"vz29bvi34dy+In4EnHCcqqG8Eivja7XTFqYAh4EwCxmRMd0wCueyPW07sNnzeAS0y6FMZzhx6OXUejOZ",
+	"PHb0ocLMpzZ7G6fMAniwGG+kIstiJcwVbl7You/kM0vfdWfHVLaUFpsWEl68Bm0TfVqL/GLwd4f+a/y6",
+	"sZh3e/9YzF85yAqceSNUqsnScJylLz572eM0MfA84SrlHrJTkbFGgbOPdo5ixOh6Z2shP3F1F6Q+G6Tk",
+	"6FOBL//CV+Uj3jjPrBhYC90DItWIGLMASLlWyW9BN1LWeqX+nn27NtumQD2ANw+iG+xGIans1bcO/oog",
+	"QK3oK4p2BDzY/hYayuwacstancvhsIX4NE7rpVvJK3HSyzgNJ1bADiUgkBrycj5OsYeGt05EkyxgbznG",
+	"GFCuAq/1GpmH7b0OVXofgQfSbduDdy4iMU7j5HGlVY18Qp/KqeTsPF7+neuPYM7xQxBU5sle91g/tb+/",
+	"v589+W2ylDF7Hc55ST7RGql7C6ZsberFk93hFuPUXuv/YjIK0CycM6KKx/rLyCUEH6uXSPC9ysubZo3w",
+	"2APNEuoaQeMDIYTY0Ebs5BSxxQyK40m1KqmaVgkF+7/pfsX+TbfLzb+xBSDzpsZ4lAgerBjl3rmhx4zU",
+	"Og+za9KptIk/hMphaust4N/kG2Tl9oYND4v94wkE34uqnGLDxj//478qWir9dNhwhkJVlcm1CBgfJ7FS",
+	"1GXwccDcgDsfAI/ULAQWQWAckqxZ0ThLCMzcdetnNN0QuF9wIGqX2ehagwqo4aXEH7qzat0gwOHNwhRz",
+	"//QPte3O7Qpha/odOP9EkrR+GaSrNOsZR2BqCH6bSH08AUhqtGzCFC80CKE73TQIduZSG0APTXpEHq8O",
+	"Tsq/J2D+rLmbDI7fbxdhrmbupSvgnEORkuDzxtaiHYb2+Nr6p01qB8g0qR4rrqfV1stD3yDakAsfPHPU",
+	"rAyj9D735NrLsfCu/5E+rjqiv9/ebDCInxVgYutu49tdV84NPecSedU2vqMznKnqOxoRddTdbAJ2q0mw",
+	"32oP5c7OqyQR1yIBp8zOzoBxkp27oWRKwEh1cyRQ4yUhb8IdD4leilBu5BXE/K/DsWjB1YAxSc8Qgrli",
+	"+onKQREqYp9ACjnWNNdXmBi6WyD2b2HOMGJIGV8/4nYmXCqOM8SN/y1TQeuF+3ODMPQ/yOaoFHKPj7xV",
+	"ftm/mupvIbDuqexvL0rAy3eLEwKYrdX9PA9O7OsOToijOzkhXMsCxon+3TTWmjbjyrJ5XMIvMbHQfBQq",
+	"9ICSLxtroTGr9IT5hpCbvp0LTrhfQ5kj4VZQtqufQ2nmh+oSflD2eoeK5bXRWK5TLmFR/ge7PcwMmwvU",
+	"TFzebdvtdfYO9jq9/V7/oNvb7x85vpFnS5XGc2057LIfX71HPTwNx+GCy1SZNJf+EVSr2rcZd7d9nevm",
+	"zWuXu92DY/qvUa1ZVr3woOhuIUf7PZVIux/qtUk6x384WoyjZWon5Iu7WaJ4Gi/XOX61ClSQuUapuqu3",
+	"N6/ZVYYCD8qCNhHjOAmYSvlKEQS8j0L3G0QNOLGGMqZy3kA4sNZeZq/j6RSscmSYzd7k4m1Yse6a/2vE",
+	"4Wuczwc2lb9+7SzTrh8TGpU2Hurl/3LiIp7m9ylO9pfQzvDI1EuJ85QnqXJcaU4viawBzS03IZjb3/9w",
+	"hv7SJmfv336H5TvA4vfh7DWSGwyl3sPXPBIytY/BM4aseR4DDipUsYqPizARtd7gXlm4AMGwll5DWRRf",
+	"gzxjHd1a6U3sSrI282NFzuVREt8okaCDGZMhKV6Gc7BUIhlK7jBrW5xVxwL1IChFx475P4UyiG/MK57N",
+	"knhO3IznY452pJ3FOGHpaoFxLneuWiaWj/0YiUmcCObjbKlLnvonthaYpx7j6go6wYeSkqvb7FRd6ebg",
+	"Y3xd8RYw0tN4k7eVoD/gXruHBKUFgCb1PGWuuVg1Bg2ayq2FKnbsi/ga4bA1ei8P/7x7/MPPbwD8xyxS",
+	"2TfY38D9aE4wvGMQzvlUPF3I6cmIK3HQ98Ifv313dtP583fT+PT09PTt+YfZiw9T/c8X+n++fXb6F/3/",
+	"Jy/H53/S/3j+IXrxw49n/d787dW/vTn+4fnN6fPZ9LvTn/52dsxv4JE/nX3Yf5Fc/Wk6nX7zTd51aXbq",
+	"lKoH7u25NEtTm5znSgz71n+1C8QUa5Ql7xe6RlQ4X0baHMUsYRvf3TpT+Nw0lPV2bdbwaRAomwJGwpgj",
+	"xywbxfFV2RZ5orLEK+LnLJIFldInWm3iAHLjYzaiRbKX5gD5PjG/YCkj3RE/lpfULGm0HlNxlQZbzBZk",
+	"k1BSRAmAxG5mob4znr17+/bFs4t3Z5fPz179+OLsGzv/1h1BOXpBAoBszcxzgXdHOiskDw9Yv9OvrG+0",
+	"S3IuRPAsi9zfg6LQ7I4HST5wE6Hsk29jJ9cmm36LhbS57upsSOj1F0kgu+Os5Oz+bhbm50HwAFlgmyRb",
+	"XLjZBfDaLx5P6t/+hF3UVxLPyVchxW2vBnrmsmk0Yq2cO2btdvPkhljW1bI+a8U+djfxbxI7v4jwbwJA",
+	"ziLiY6E8DLmAdt9inLJ8a9N6s6vA8eVaJcLSslHm8i6mhvhaRZ6ju5aopNvgdZ0L/SsS8GzOryA+hl1w",
+	"0321Vg/GwWhpnRGhZE0+lPhjJSSQa4VpxqPc6bTKTmF0lRhHYvWbIVmj7DEeSvOWZr/T0YbZjYii1tdy",
+	"zYAj8V75xbc4d7f24G57XcAIvoRJcdtI7c6sSEfO/MyHdIN27+Lddi4dGPY975viHK67a2CT/3HF3PGK",
+	"qRNPSojfwTUTylG8lMHj3zNvQKK6ycX+JInnPmvqoxJQAmKL3SRhWnHNeCxOjF8b5huigR79PCTHCu5k",
+	"ZF6nqmID3QfgaRz+9yZeRkFWImIsjUGud8ZzlqNU5IkwKT5weaHrp+mv5Yf0iYHU5cDErIemXyK19Fmv",
+	"RTB+tdXjcHEslqMIUNDa7BTSJ+DeDa+FZKGMQgmhU/RfFGBfStl0Q5l5oWK3tCdUbCkhp/1ruNNe0Va9",
+	"x42m13wzmyAVH9PGoPF96AEd4workrSZCuVVfPW/GtvLYhrBF3GSzTgEzCtGq0WOlo0I2Lt32qn+T99i",
+	"Jrxu46tmv6arhYDnu7mbi6ITGQri/e8vO2e3oNAhl2qaHfw/LrS7XGhW/mnVVmvARmqVJPLv4HIzGWe1",
+	"HAbaDldQdqgsFBlkUzvyWhWFpsJIioNXWnJaeYwCGIkYh4tQr4o2FkD6IfxKUwRakMBpFoHHEnEdX4Ef",
+	"TCg2ibiWx1+FJfHGzOGD+WXWiaYgTJ004IKkevHtRjKKptL+rddrXWIyifq/xMuEpPyMK6Zm4WIBnpeC",
+	"Q2ieTcg9RZuZ2nrZZn4Be+4PgXYHgXajT2TFAX5g6WUTSzaXXd4DKdy3yMAFD5PH1+6fEe2zyoVVVcqT",
+	"2tgAxtxAUoYTJ/A64wFTYy6lIAWcIK4pGDOUFZHZQXGJR2Icz4WyOTDg63H0YBnbTgLCFltQNrxHLekX",
+	"4QsQUbOsOJciuF+DtH6vV/tLFHUQItZGRR05b9HD1HRg/dLjlXS855iBVVh2tB/Barr5QxzfQRxnx1wf",
+	"ceVmZvwO9EkwwBdfIiR7JhZxkub07woltKlVSN/RknwUX/4L+ujVc9+CEgOgC7jCW3ofZ0QIQ5kA86eh",
+	"QzhxrSjSUI33hDOag7L7hDVxJg235jy+htLxG8TkN6IXizcq4rxW1l1p/dhRwL8GuXqGo74X0eQmyqzZ",
+	"jA29JHfwMFA/H9PDkMljetlDWPu3Jjead5HB9IfwvaPwtQbpE0WpdIyP9YmLRDBF6DigMaOV+Ppl8lJG",
+	"obx6fIn8QgaKBCmm2VoBCPfZE8VUCEmaKvO0LhWwvmtJWFVFV6e1DmU+ddvRW8Ny6vXXIB4/4CI8JLEF",
+	"bE1c3EcVLB/oFX9IlHupc7W7/GsUIYRAV5uwjYysj1aZC4fJEImL1KBD6w9OmC/FDVa6uV8hHBT7ScuA",
+	"8YxLKM3I8M08NooJESKOLIIHRJFsc6YUDzVH/+NusoyEoXxUbSluoKobsTT/LFZ+64Rxpzs1SBo5dIY4",
+	"qYLFWIfYAcXGyLIeTyi2RrRTKkZBVDFeTKvOCpldkBPjgBABbU0Qezw1gCUDYFUKU6hsQR6iNnuJlO9a",
+	"5sH8WKKJpYTXV6N9khn5wQAaPjYABGue//f/jtl7vozilv4Bro37KOGfbWcH4wB+M5yIDoBsd/fXuRTI",
+	"QXwbTkRxhu7sYLgv9fY2oBG/Ddn2b36PnAnI4MoX7SR43AWEWQmp757p1zk5pztfEnWNQePPYuXKbvIS",
+	"4vkyjDFIlrvZHVMfc3rPp6EE0zcC0PycbARwHld+FvEsVG3dTrfVZqdIepashjJTdUGYxfB6HrWZPwmj",
+	"VCT6fuHJeCbcSpvElbHNK7FqnRgXqs+uhFjY6megVUPOYqDaDkJlv2FNYipuuR0/YX52+qlSJzueWA/0",
+	"p/N3bxlPEqDn838B/zEM8VfwY+Ct3ATKAxVeI+EeT4XF9AQGCiBYQZnPbmZxJFjAVy2oBnpFVAowR8yd",
+	"IoQl1TeS/4lO/AARPz1jDH321/Ba45rfwmN9IT6mNO0G3sLZ+2YJDPajy2mttISr4XnG9awjsO7t729I",
+	"YP0S2qllsO7t72/DYJ3tBmcPeEUO69y2iWU9mTUJ/u2ZrF+jnVRPY12o1YuTlI3jaDmXdV2BGOG3q1xf",
+	"AmS5bgz09eU1hFzOtbyCP+AxvNC8bBzOTZi7pn7dcLXeYS/swKj6Lgw82EgeuxIrj1Qkj2Vv85jzsg1I",
+	"WuE9b+LAEHmfqvH27N/dzhb037f/DgF/gtP0TF8VmzyBGk72xCNSjN9Zxbl/1GRvsH806HdhQiq70e2w",
+	"7sGg3xl0e9SNY88FoMRQPABQ1mhay8UiTtK6Trjtr+PKRlb9bcmyScxuQpLtyJx/SdyEKs3hcRETUH/Z",
+	"NaCJd1Z/TAODCiBGrTO46pGzyOyDEmiYc6DELdH+QMkB++4FRaENcOJuKuaLSOsVTydxYrrvGRNaMV8J",
+	"GYiEwGccfBlvKEGHMS1dmjII7ET5C9uJLBZe0YvlIop5sKtfsjsXQcjbQ1lqCnx5chlF0J6dH1B5iDvR",
+	"Th8oPjs7GTVBe2eH3aYI9Xs95n+i28ZjQM2vPvtYGe4qoE/QjA+V7slQjmhjYim7VryzfUOtmCVHDR3K",
+	"0h10MKvPqhNE24FdokcrwnQmEnQN8KGc82gSJ3Nt5ZveYyh/sUxZ9lLgiHSLQHo9k5vlDAEBMuFZp8ND",
+	"ST0OYhw49GXGFZMxsyOF3wxyDg7MPbAO4jS+EtgR/RqBHty6Om/QJ7GdZ+Ys3aJWgv/XbgJDWApF7k1g",
+	"CDjwmBKC+dTgxWohXgV+q07BMYfGJHluIZ+z5uv0FvoRdi/MFDMukXbKgPdjxx9Z1XhMNcCZRL1Grk3H",
+	"EPi/OM81LGSd3U6XdY5yORfdXk590P/lC0/s+3bZeRongG8a8VQfGa3CTsa2mtNrFKULoATQ9naEV2PQ",
+	"6HZ6x3tH/cP9A/gXdabvNcDTdomWi/np8dHhwX5/rwf/0tuhQmXIjw30lvy8fchbw3Uz1/PurXdVIkNl",
+	"U7ZuupBX4Ha17OE1opyg2EwxIhFF4uJrJCD7QYujKiqdu+hWFbpRYQryEQr8qEopymkU6zWjHIkN1cDf",
+	"XzPKIWo2M4x+bLfVZt+uGBmiaF0X61eGcoJ+bgT3TpeJBHDvmzCd+YwHgWKJiMwLgLrG/M3ID7ZIBDjI",
+	"Y4w5Csm4uhKBvv1bbfbiGnxP6JGgahRYJCWIk+b07fMTRK+JJ8zFpYYcE33NX4uEIaYAaS7nlFai9ZYX",
+	"H/k4BeRsjBqY9BQP/SmhMnUaE93TsQiEHIuBbqfbZj4uD+hhXAZP48T5SPnU36aM5S7wpLUG2TQupQM9",
+	"jj+06S6kpYjgZCgZY76axTeXPIouzS/I24VUneISAZrQ45VCVHcq4wQe77UdfMRyQ5jHOCAeVvyU7vjD",
+	"1slQ7uUez7+v8tnRMmXnCz5nzQMEdf0WEy+b0Fzfba6JzGuwvVoD9m6h56rb8th7Sp1vYuUSe5VlU7Lm",
+	"Xgvn8J//8f+xM6Hi6Fq33m957BmXYxEBf/R+y4OZq+kJTJT4CIPBTWG8SBNYwtJ0e6W59nCTx8v0UgH2",
+	"l/vJUonE9yBWdi2SSxQlAUjyVMiAS+Ou1CO5XEK6lI2mQ7E0t6GjgAJV8xMoKobMdP2u+TLV3dC6fKjH",
+	"ZVpcCPiDTgyhYFzzaCmIs4i8anqglA2Ap+JCfEz1ibDu3DlPxzOgf5WrG9QzsbVUfEy9ci2bcTcCmVKS",
+	"q32jr4ZSzHkYebg/ASGGK8SU4uMx0JDHEiOP+kSP9JdCTrXewJr+32Ie+4S94f8p/u//Het5OH17aj88",
+	"ldxvmeHwKRxwX4tiPI6hYhw9wkhUiAJkucBSlEQIlvIpu9JtecizxSU6j+Gc8ikLAzUAYxCGpV/hs6Z+",
+	"gYNoor9p6WkOx1ei5jd20nBn+uNkbixweGAoc088O3tjzQNR2Q5Kc3h1m53CGDJkqBEKWAilIl8jDGoo",
+	"bVoGLnmbJsvaDw6ZfErWigj0JGgROwolCsId5v98+va5D0eytCu0dbOzAzJiZ8c0kfKpByHXKML5PsFm",
+	"3p2tbcUNjO/sZDhepk2FjcoVNIptQs+aRsxA6zs7sLhmsVH67uyg5QC7voRBFqYq/x5TzQm917KGZsRe",
+	"SqwJ5GAOhpmza+AHLryZ3Su4fU+ltmRcYEQO3YWf8xS7XQiC03E17Ad0DKzafgMwXHAitLKOf17OQ6n/",
+	"b5naO8X9kn/MvoSiOcr4mvMQSE/pSxZPMAnTata9/u4sXib0Uo/5kyiOk2ZTK6uMKoStgf5vrNdnM7bL",
+	"ZHzTYk9ZV7fb8j3GCXkQYhh6Bw0lijdqF0lCAAFPsc4JdhF1ERvRQTubfk/McrGbUZDTgbQ8RhQgdA7Q",
+	"qBOh0iQE1A9jtKdxxg5KRsM3ez4hkRuCjOIv/Oz5UGlhqHUCs1BazcDlQUd8tmvBDUWSIjbec+fr5y/O",
+	"n7VOWKo1nlEi+JUeIbiuHMjzoQzCBJ1bJxgizU6XiXZlgOo+mBWmOJOnPjiHWkxhErEymSFCpUbealPD",
+	"IWsfMB+sj8tQXY75YiECv6WHd4rjR4mDiR/5NF9XLdDX24a3caaKeTklrGU9NVr6fYQ6ceiYj24B2ENE",
+	"V6VEAlliGJhcOEStkD4CjXpQAQRKZV6bVuHfRZudyhVpoXQDN8196qHkGMpJBBIEYo+e1bY9hnqEB0l+",
+	"Hm3Zf/7Hf7VMF7UMModckNqKl1fX63Q6UFViLjNwewEDDZ5YSMQA19ZUmHRCLeP0lgmEWOg3Jnqvi4Da",
+	"4BTq1E8M8JF5nAjsgWfnMATwfJ7iSfHKi64FGKkcsIGtvWoVHhAKxpzUH+Cha6LmjsU5+tJ1PCN+i8jt",
+	"YbciiGJoCXcR9RKGDBWYUpgpnCwTvTbtym5mWqAeLbw8GyXOuJYmoTKCBkrBuHkVG8ckXLjdNiAN5mEU",
+	"oXSZQG6TI28wx1JvN5OOtACkQHRAMSGvRRQvYGJQy4az0+TApilSNl4mKk7YDacNzCMwVVMIZePk6Mah",
+	"5YKTdaGNw2nrIZ25rKmnOmPitA8iAOhQ1vp52UO6efWGrPXzsod08w5ltZ+Xbezm1cahnodWvecWlIZ6",
+	"z+1WvszedlHTLxzJzl85a0LaXgNtpkuDvWXl/UNHu/Ndqgt7e8ztj8ey7tTMor2KPbCAdkOp9K0JadRN",
+	"//T8mb7E9LWu/z9XYzTXdEN+q82eO/f+2pV4g1VQVWuhn3VW4xT+og+5GjfQ5VeeTkivlcv57jVP9KtU",
+	"6enX8Y1ITqEJ+OdzaGfdMuhu2oU4PX+mBwuNgft2Q9f5LwbB0HGovgNtEQFo9VCyiQhTMVe3O0Pds3dG",
+	"jiu9o2hOwIyC3Rj++1K8wjYhq6/sM80ykfQ+y7xiacxImRlYFgq96lpZAFXGehfQq5CFAd3R+ag21Sjg",
+	"lZbn7d49zF9Dp17dPtM3XKN6bX+Cy89EY1h+AmikpBQVdJ/K9SsfJTf7KZbrHRJa+Ge/cZ0SDHwSJ3gQ",
+	"HV+EeyjbX12m1NbAnhfokd7zjvSZtvZmY/BLt7c58KZ+BDvbqNvj5FvJPCagCxhj+4QRagWzdx1zGkEd",
+	"seCFqJt949mp2X9gaOv3F/ag6/xxJsdzrHCko8o7ZSiNEDwMKZvHKmX7HRNirEpf+z6+cb1PxmVivCXf",
+	"VHs5Mj0PfQ0n5Bb5RmsjQPXuuCZOSv6Nb1iFb+Puno2SW2PtWtglq7l0Tt8+d+6cn/HPn9+dNTz4atO7",
+	"G1Yj2z5meXV7Hvv53Zk+1Lq98pK8o0RC1+Sn6DZKoLrh4bfF2PU8lOFcD6Zre077oa7r59BOdZi6PgPS",
+	"QPjH5e5n5PPYxRObEFl07q0R4JkX+w75kD9RD7CBjfMi31WPhRaDAhHxtUiSMKCUYnNZgedewR1Wt1xW",
+	"Ads88Jn1BOND9RkH+P2tuQaH2+kvXa/n7d1JSanseE5FuVUfsS6YTB15gNmvk8x2AlWtfmDkamk+Kw8I",
+	"dVkV4lgmPuTEhjyMCTnxoDSOW54FBc/cSE9zoTyeUJSudtBFN9UdjtL5LL4Bn7hdjk1Pk/GwRCrOJoO8",
+	"p4Uwrw2a6Tmw87LBFFSHxm6fmbyv7g7T8oo2JI3nHhLGCPuxmzP0PyKl6U5D99hoBQqASUshRhMbMoTH",
+	"fPPtrbPBRxEi+d1lOt7qptZPCAfAaD0pBbNdzEciCEQAOUjgU00BNM1JS/LYYhan8aWKtYF0KUV6EydX",
+	"HqO/9buEnFLlY/bnFpMrSokgzo2mbZAm0ZPnXcgh0sfcttHQR1JpZxz0N1SczL7SnamzNQ7664sy1m2t",
+	"/PBrR1RKpb2nUvUs/96Ntas3+KbKgBZbG89yCoaqY0M18aVmRcyo9lBVh+mKm4Dmqt/veNnUdTaduneT",
+	"sfERzENpx18ncDoQbej3O1WziX25z2yypg35uRE+CDh1Wl9qrrOo5+PNNf94r7muOIRcqXAqDWhpqO1E",
+	"yjVhzaUSSe3Q9Zf3P4MflHhIswZC3s6IIAZnBnRnG0cP9R4WDqBvbKmRrRljKNnNLBzPmIxZvEzzQfGm",
+	"HS1eZ6M49SCEEydMX1yTKL5pgT9gJIRhaxQBW4ntp6c2S+kOc/UWrjXblrMLH0Bti5NwGkrWBEXtHfyx",
+	"VkcjTl8jB/DxbbQ18476myeXMmk6eJvK1v8yNWlbec9tfnG34TnJxnm3+bq5es5TQS9ea23WVeHGCfxj",
+	"Nw3nmH5Jl4Jn/LZQi2tyfrhKnbOyedFuXTVoKfZUWfrpvpWn1carOzw7ulurWxEfPbftS7WtsRS7abwb",
+	"y1pl0ULX3sHIUtSHTc/py1yGIaQjAs5wXd/gF3fo2Bto+W69wtTItd3Cn9yhX++x7bt1jPKYdMdYk0tH",
+	"TM64KjuG9c/rdRdo6w4jwPDKA95omE+J6H9OLpEbHPXZcNnp7AnQ57a8p5xs2buMVvfXdK56yF9h9U7Z",
+	"VoJSHRPr1K+f8zBqDBpc8raKl3/n/xd1qD2O51SjcnTUrSQlgCqbEmz255qqob3ORed40O0NOp3dzl5W",
+	"AbO/v9ergM2uRuQuSlq3suWi2x10uoN+3zaPQqNQM+yOgDa/+UV2xUM1TOXwPHPmqSL69jImfAkZCLjk",
+	"VfSge+X+6yfNe6xhZM2LQbe/ByxG1l2t1zyX2zDo1dYBld+mjyKc1YN1lUG9rDCoS//KEqEMF98WfnMn",
+	"Rr5hJXUmMv4lq4Wc8edLqJ3PK4uos+/vXCwEGIcIbpiOZ+WaoZ2dFyaD0wmNQVrkzs6glEhmsposaIy2",
+	"1cBuA+QdbcsXkk09baIMJQDNVrPcGLvPJCRXU+FQyYu4hrIBKRDug7KnVyy3WdByK+VLryiFZ11ZVMWQ",
+	"AzEJpVBDKWOWrRAWTuf1NxUzidTPqxiSzzCtDsp383TWdXBhQ2nxwk7yoVsovMo1Qrn4ZM/7tA4V2gR4",
+	"CHhaNSsITZ5wqSZaew5dWF6824aSGctcYLDYEAdtsKBIt4QDuoRr9WPKPi0ScR3GS3VJXfecdwTmw88+",
+	"a/rFX2JaMuZcAvIaPabXqdVm51n5jEV9N32Hd0x5SPB3WeJ8YUwmnT5f3TNgRhnKUApNy5DTB/uy1YYV",
+	"scFjn2W/Lq6ICeAWFuSkWGdUfHOY0kuyUjTA+YO8b/iszd7E18AirpdSK322xMpza6soNBYnWWQsV2Gl",
+	"ZyxO8mVWeMQrRrTRxjCHWI9Qt16/M+zonOS6z/6Jnk89spFIb4SQrDq2ZfVL/Q7qFK59m51WRclYIvTF",
+	"DX5HKEtzqa7A4AeWMEWNwPxTFZatzMqXYymRsnSmpSFkf58wf86Tq0t90ZsFhVUr6MppzDpwrl+gmNNi",
+	"wfJ02XIsfVy5wwY/z5jRYD4NUsAKE6Rt8jgBwA7lOJ4jZ+YJBSQWfBXFPFCUmjMSFQtMzPWCrGsSpdqY",
+	"sVKVm+OmENqCNku2L0ZxOvMyR58BT7zQpwlTjSlHnFSgctkCRnyH0paVNrdLosvrdrZ6DG5vqB/rd/pZ",
+	"rvNnP7cVsq7kAW71MRmJKJZThc5Lty511Wb9Xm8oqxKokec/S1EexQHU0oGwNyV381EoMxdiEXcT6mbs",
+	"JUDJ+baIqOoibPoXgEIcIWjWkjy5Fc9kMZ421aPwoXTFW/5llQKt+DplM2IqnwsVbE96Z1WWNHq98nro",
+	"bQAXr4KqlMhSCXQrh5lGZo5+fsEh69F4XQyFXIZveT9n+qtKPzpAD9Jb8j92tAAyYu8AGwoWLx5F/a9M",
+	"az1FfQ42suOoMDQACODEbP4QBI6hBZszNeiXbBwKOgz2D7WqCoIh/1YS5aVFyr0ha7OPGKM8yLfyPsSr",
+	"SEtbLc3Jd2BbsFLYGoOOaQiGzF3MIMJvfWQ6vj/8CV+bP4Ee+m0dCgd60+JhHHwycCoZ2lqcpJBmkT+P",
+	"ZITi7/e8xlUogyyCkom6H1+9BwmzlY9if9DNFhhicIVtFoXzql22f5hbotfhnOueWy/HYRFrN5PkFgH3",
+	"znC7hdz/W6j1q/Qi7IPnqCk27f+3wYa/C25+blbBRRsvJSILbzaRa5DyL+6lRTn+nC0uOKi5zd8Rb2My",
+	"ponGzV4OqJYBeBHcpL80TgvJ01nsvBhidvKFyxm2TnaqDT+Y8AhFBuKE2bspd7//mtv0NR3ymNsfU16R",
+	"+8JUXDiWFfbFw1iOx27riV7QSZyIcCo/0KEuKg1CYEF+buWqp9hqBL807qCOFqblLi1scdtnzkHj5Svt",
+	"bVNCCaWBg3VKfeawQe9IHkQk5z3I/8AaNVotM9N9u7oPJkamYpeMEx/XxGezOCKGEhvLWQjqdvtB/KG4",
+	"STzrcIIaZC0yQR+EDYm70WzCYuE67Mms5ry13p26AS2E42FdGhD+CsBvnL5nsZxEodaanLz+MZeUVkel",
+	"EwEuW0kK6LVxWjAJNLc9DwLm8waeXxGEaWYmfKrnBYv4mNwF4HQBJgSXs6dNWAL4m5DWM2MfD1hT9xji",
+	"raTgsNBwzQ6lw3qrVVMifZjxazBucmRjYIBNQjwlq1yLLaDAHwmGjK5tRsCx4PYdymUZ1c1jpY/AFDC5",
+	"ovip8YufsEmoR8XHY7FIuRwLFogFUBZjyHYo7eCaiRg784OhUHJb6O4hrFW84FPwWVBBviVKYk01i2+A",
+	"+w8H0zI1N0NJPO50oQFfOmoyWO9OTpEZV8zHZ4mIciiH8q0+8tc8xDRZE2guUmc0S/5swHhRcVb5Ywb6",
+	"RDHdz8zhdPr+1VAaj78eqLXEAdmqkqojzfly9jvHbNh4EYRQma9ys2iklhnCUNaMYdjwnLoXuyxjHkU4",
+	"COPJJc8uzA4isVs/ziAjXdG73mcgBuSUNYcFi1q/bYi1hrlPWxbHPdOLPLvdbWCEtjdUFps5sXqOMZ4F",
+	"TUizcsn4PCYMqBb45xMxWSoeDSWdEbO9q7wjeqrfWO6tO/OJALJzp69NxbXsxqyZJnx8pcfy7Vm3t9ff",
+	"Pzg8Om5toS86HX5M/pAqQ/jQK6WMZeaoYZLGm6PMvfesv9d91js47R53D17un1o4bJy0Ms39XSdyjalF",
+	"FCRt/Plf3YDw3lbzL4I1Wruh5CdB/DsCw97CTCBpcAFL5Oq1b0hMgBaU8yRlymdBVIDSI2NLoRkUzY+U",
+	"rQTEhauvvuq3vKmVM1i8atUI2ri6E0ayGC9prh/vSjeFkfI8f7m3qju0mVCvu5e2Ub9p6LW6t1kjrZCR",
+	"Gk66dklgQzotXSU5UZ2J2eJytAtK7AuYIiLx10tfpjq0lPflqL6ZKJdf5hZkdAx516t0t4TwDbC6GscL",
+	"YeLnTX+czNsGm6S9ow0PkoXtcK7vqPaYGLkDv8VmfLEQcihDSWBHC56kNtHfVhM1CbzOy8XOsD1ChYkV",
+	"Wia4xCwBmlq46xhADgLnGLIkIjbThFh+50C3RbpVFry/EaNZHF8xtRzZOVEsCq8E5JBjb2HQrIlRJ48l",
+	"Ik1C4K1FjoKWwbQUUm/ZINeYhWyLrwTC7qFZBdot/XCUaX34KuC4xWitN5S2+geSIMo3kfLbzJAJIf0u",
+	"rtIlaWK+k3aA6JUBT7nV0OHHTxSColIkz8b89A1jOpko0zEWpidEBUmbTwQY3FQpcZ2ZVk2DeBhNDPJU",
+	"reQ4p1U2/adcf8gXYXvF5xEFjCy1q6mNIsBLSKDFmjMCC7LgR00cvt6S9PSKYL7M1OFf8Rhi/ED+4yFa",
+	"Cq2Z3wIcRND66TTTdjoZytxzpspVmfVzk45Je4IpJxFaPEU2zr3jI8roIomD5di8NzuJeu1FNMEo8SKU",
+	"Ux8TKql7qVB6zimrZoCYmBn6EnSh1+mxudDHAY0WEQyoUBcmKRQYL/73pVhmwWKYbDdiDMhmYGvgD0Z8",
+	"fDUFKLAqdfI97kAIR2+NRfQqEPNFnAo5Xv1ZrO4eqcrFQYxUsurQ/m5nb7fbB89zxw0tIBn1JYkhhYEP",
+	"FEaoxnW6f3r/7eFfD344/mnvz903/bdHZ72L/R8Pf4bABEqt3PPd4yOvoa5AYXM+73fAxwe/Hq0unViX",
+	"Sbdz+7Df+ew1YANlDveSzN1cf3ZXaCsFurcl+/RtPXb9cdAbu00hzG2O8t1d9O5IT6npOjcziuEbnp0V",
+	"2PhaADvHBY/KF3fOb8DUkj86r+R7ytm5mxN8xIPndH4yPUZ/Yq1gnhHXlTTdzGdL2c1GWwanh0jSFXti",
+	"j9WTCs8sXEzWBkZYEkdBKG0lumsG8OCArX0bRJNRNp9r0VzwSht105Xb1WOj/f0L7d1CwXFOW6LgJgCW",
+	"OR9njI+5j1WqDUFK6it+eQMB7txHkVbyCp/xZDwLr/HxuvOXn/eNR+GxqkEUPs2NofDdDaCaFUdQ+MgM",
+	"wGP1Eu8x/fGkUti9FCfkMa/QjrUuAfpV8ceSoIQ8RGeD39gdbfIOjd5kNaS8AnWCgO2Z050rlkdR1NcW",
+	"bHeezqAcH1/U1EKUDjV+1rbHwG852hW85omyJlmbnUYKcjl8R6rs/rlEyYvJSEE4mYgElVjEuWzazgIA",
+	"XLmZ1sNEB96bTL2qRanx+mOeXK27PzQ9TWtCAHlFe5MEa3ziqUoTwee1VAxrbDLWDJVaCtY7JHxccEhi",
+	"u7vYrF/mbiCNE4uFVlrRG0rrqB0gCBROVKiYHwYDrLsZK72IciywCkfryfAr8zU+otc1+wFKXfqelHL6",
+	"Fi08srkclZ26W7IKMr9tTpUHvuQMD5jMHUM4XWUgufYMz9tnocJeGTcG4fASrwMANztaOk2kyfs7ze7z",
+	"MJaDnR1GQNC+/iZOwr/jF+xbwROR0KyALWimJMtx1p2lucGEfd8DEHz/fyHS2DcEQexn/F253bSLP1N0",
+	"2EdJfKNEolpt1u90M7cFwZv2O3tZBSTEKzIjEUIT1jSb8+RKUUWtRdHylRgvkzBdDdgvv/psJMZ8SRT+",
+	"2A0G4CFifGWNKIDjpsfRnKFZPBNqORd69pTQ9s1rrtJdOJq7r577kCPqw5/n8TIZmwKwMGUxVjIDCxuw",
+	"wCJcMMwKJhjGxmQFi1Tb6KhaUtYFT8F7Y5PW8dsonrLmlVikbI8FfKVaHkpdRBG4FiwFBEAze2FK2dN6",
+	"EYYSVHnAXZPxTZu90EfLYVkdLSeQK29A4Xr7B7SpBqBG8cD0bMKjyGIQs5GYhQBUjK6BoTQnEd/bHi9T",
+	"s5k+DRuJ4CqWw8Zg2FBRfHOJ7Q4b3rCRmyL4xT//47+Gjc+YghyqHCfqCST82kkmwF1YL0swBpPoRFim",
+	"fAGJ0vEctk8UIgc6WI24CN19pqrMxXMYCgnlW3Iy8bdms212MGrR6OD7OrwUpEbKA6aUyx2fxfM531VC",
+	"d1oroZloVKwZY740+wbhmsijAg5OI1BquibMZFRDRnbu1LdxCQGl1MeM1WdjWJb79hLFgD2boTI3UsCa",
+	"XBXFwvrabLO/c11a8FSrD41B4//+pbN7/Ounrtc9/vx/Nu7ZN9jY+h7KyaicbLJ9ncE5zDqbG9MdO3t7",
+	"GWpJQ8gZ5w193Xc7/R557QYlBX0o8VL/NMT9CFKj9CMtXDIX27Ax6HrDhuMtg6cKAajOoNP5N/hfeNyZ",
+	"dPj1aYZ/rY3xm1i28Xc85cPG4NPnz0NZVdtr52aNdU9y81+hopCu6sbgl1/z9YXX5tqq0xg9rTGdi+Ra",
+	"JLvnetaosqRanf6JtJcN82eqdJ5GtaZsRPidwhgFlfmV/kPrgXR3wA2GBTy+5WfNvR0rLUCFKfrx9Rc7",
+	"OwcdpvRhD9TODpTPcKN+PVEFudBEEBcKuIHCo/WbnL7oDyUKihbxkS2WBsQoltNdrYPYskDJOPtw9hp1",
+	"NhrRnK9gQBDDIDZ9QG3Ug1FsKdMwgoud8ogrVCznys973j+cvW6doCC84UmgPIaTy5kUN2CLZioCVWoV",
+	"tDInWlGj92IukKNMPlHs/PvTXa0rAdxnjAWMJQUCQVBwIDDYC3OzFyRkd0vvZWW+NYqw7qDT+WvDgCTr",
+	"K1ull3v/3ts9vHkR7Qd/WXRmXfXj5NlV731ffIiPXycHP08v5NHor/yH1Zs/jbfIdSiNq0rAGe1bLX8X",
+	"4facDf+KtpKaxUlq9jmd0hi3tFXCXSn+JeSRcYhASfRToEa+i/1uyqJ9aMHH/DkTaC7WPtlTRyDUXFHc",
+	"JUscIv2R8sZBFrB5KI3fHLG9MBKkDya6tYwEUMzPtrbPmv6bF89fnV5+OHt9eXHx2veG0sC4HqIl1GYv",
+	"MSHUBgXZDQRljd9Kvx6bxKj4zSwmGUaWC9Zd5wKWSJFWqFYvRS0LlXUDJuO6eUNQFLRLmkOb+2DD+JCN",
+	"5WSqmqyISRiJoWwOG0DbUvgS1guejDEUq3+N4iiMIjYSkOch0vFMT72xKG3iQpYOqJuHBQxCbneHTY+k",
+	"TC9M7FuJdNg4yXU1VE6GHVYkxxIChCxUlRVv3wmTIfVGv/J1KK9uLXjbOGvTrXg7Our3uv3fS83bQ5RV",
+	"Fe8FCCb2uhfdzqC3N+h0s2BiGImMBEC0/7aYNrzGPJwLU5IVzvlUPP3bQugvVPh30Rj0j3rdPa+xTCJt",
+	"OaTpQg2ePp3yVNzwVdupfzGiCfnan/4wP77+617UGfXSaBQdR+K7l+n4u4/Rz73j5ej7aPL2+du/8e9e",
+	"rsadF09tZ3Lef9gncJTJy3/3qJu789aXxdDrn+DBsvJskgg1Aw3nKy6CgV0k4zfmUnBDSIUkn6oMsDpp",
+	"A5fPUl7J+EaWilDUcjyrEYDrU8CsGLxDElXV4n3ADmb4akAdmSsTeKIvqOyay3xFuNRxAooj3iRGrObF",
+	"4ANVEGTbKXfx0qarUSPy+VjblQWsBV7p9K12YYTqbirmi4inQj2dxInBYalVNC7Mr0uoqca3U+EP91kT",
+	"7idr7JiAiUPl/EEJxofS9OaJwgRorpxaePMlFpvMhDQEtG32ky17Ny4mZYNgFSnfQ5nlfPc6HfJjml9+",
+	"Q7hfHG0l5CSNQkqt+ZEnIR9FQqtGKgyc/DA4eoSCEKtQTxmPWNP/9Kn7+bPvMf/Tpx78YxIC7sNoxfxr",
+	"au0Sk4v8FrjgtegO4EnAHLjUfxefhN9clp7H23sSJ3OstJmEH0WQwQKYOQRCOSNt2Sn7/sXp8xdnzlhg",
+	"SqiZV29Ov3vhsR9fPX/xDtiP3j378ObF2wuWApQDahYIe4l25CV8dLlMIoIsQMCCAet3OtU7xMlvr8BL",
+	"zme2OxFOuohPILwACws1RREfX1FuWmn3lNW9E0BRcHfPuko/vXfyNUk13Gjv6c32zLyMkzsAAOQn49aT",
+	"5CpI3d4WENcPqS1tBnldoz2tX/8H0KbMOTcjtTsDofB4KqYxiO8PF69ev7r4S8NrzLi6HC3TNJbKPAWl",
+	"yF2vEXE5XWLPF+nlt2cus8B1HI4FBENWtrBSXwvv35+9+/HFc/fezO4W6AWevMagYc5a5ojFowoIiJSj",
+	"/y767/9kIGX0rTfh6TLhLIjZQgRhEDMQO0yo9L//UyvTMuXtrLVv3z3/i9vW6/hvnL34qKckzn718t27",
+	"C3qnnYZf7DM/ioTelT3x4ex1o6hLqlm8yCmSUFegnkLXYWFNpz5cXLx7e95AnLjN5vfz5y14omjF9TGt",
+	"1A+L15w9fngZVN8XmJGQXTNZqaP5ZYuUys7d653Xn40HUK/WiueS5P09lYrnp85RSx+qWHyD26OyTvxh",
+	"kPuglG2h7zsR2HseCcHKWpCjbtrNXpH/X3N71muYnXUa5nIRxTzY1VrbrnVoVbvXPywQ4QlVdj1xI4F5",
+	"P1xlSgxqG6SAoB8Y0V85/CZOeLJC98UYdPA0ZguuFONqKMuqSkGnzFQHPgYkiUunzrT0ZRvq9XJzPZRW",
+	"bKxTffO59BUzjtPmaiw5Iuu0yF1LUWBehP/L6X9ATxDLaHXCsH19vENIV6G4rfu4ikE7hxAAgXitsLw5",
+	"22gmxKBtKFg1wxZvUlq1cFcD5meuB+DKhr8W0vnjRowWPmuC2klrrLyM1o69+bblMV9PU/x0vuj73lDS",
+	"X3vThX4SNdXSk90DetQVGotg4rOmVWnLD3U6+ilK+0fOGwWar8zcbrBJSSpBqYJDaae/p41K+rSp0bC6",
+	"eGoTFjCC0cxnsmDYxqTbUymv3s9NJZJr/BnsMHTIfIJ1+vz0k/ECffaA2hdzgnARpRCBCFpDGarsqAyy",
+	"sYSQeSxMJnJKL7R8w90OCyfUcb3qcDQhOAR91cMIJTvssVm8TNRQNnOO32l4bWm7eBCFUrRO0K1YaMf2",
+	"h9wU5ueOUaEfMZRahSpaDytrSjNoXKBaahDDc7nuGAiu9jvHQ6m/ryN9lmWG51aWA1wtQuKE+XpQvseW",
+	"UplCcdxbHg43NgTuUTgPU0OECEQ81lixflFqe6N7J4MrY/3uXmYXmuxJQH8IFXYAtz5E6/LyphJktd/d",
+	"a7XZPuV5DaV/JtJktXs6SUXiANPhtKOUyMoAE8HBkZ17V+vE1krbMBykRlUDrWkpdi5kgG6xRy3/mC+j",
+	"NFzwJH2qj/Ru5p+1iodexsag0RyFUl9C75+/NPKh5UItZfuiMehvrIgUxvqYlch1rmcMSe7bst6/5r3O",
+	"pJvvgk+5vQgmjc0cy1p+Xf373nVn9f3++Ej9NO/Nv+vwv476P18f/6m7PLw4WLxOepMfxFHwdvwX9bT8",
+	"ns9bzqKg/VKh1J3Djjux0s/Un1E8KyfSiJ4uL79+P9rx+6IweXj1+E7yKo+ndO9alO4GU/oeM+Av4vg1",
+	"T4CoZLM0mvyLz4TeCvcpCt+gq7BzYZd+kLaG+W4l5SMeXKyKBSkfsuuJEXFehaP/pb6xbO3GhHgBrZLn",
+	"MavimX9qBc9jVoEz/9TaGwAA5dUzONJ0pb4MI1GBjxWt61qx2D01K5svMK+9cqubfjWHCvI6ojqtpT5G",
+	"1TiVii8LK4OITes1h4LRiOLPMZRca6rePry1SKHWgtmkejwR1/FVHs2oDhkIAaZtKf9olYH/hAHRZu53",
+	"OiwMVB60t1zEskjisVDA3kmgt0Ppf0IeWI+9yfRJqkJFPIx4wnwoh9bK6D8Yln/8Q1/zATj/2T8gLylK",
+	"2T+G8h+7u7v2//TP/blwmbH/AclT/yCqLLaYrVQ45lG0snq4KZGl0uBMnurtp39qrqoMygdTBZQQOaAs",
+	"hu/nUeSzf+RAB1YiZbgCwYkbSgG8wDKGEXQXfm1AGOw3zUJHBBikNJRd553hWOv+5oM5T3RrptX8kKv7",
+	"bYqCzDPZN9UTp1sZSh8BytH6/8ahp3Uh00njRI0VT9fEncg2gyI+6lKocqdyEidDifSdzPJ1IvD4LE7j",
+	"Xfxql5g+M1JOKEMPFZb2QxVVDhFKfz2K06xJ62UAMgDIjZEpllfjdvdxHxsvpU2vw5z9NntXiYzkZaMC",
+	"aPIMImM7iKYcPJMxFXCtcvhMVMYPR9JYmVU9HzbO9MN3h/IYNryhXIvPVEh/icQkZZbnoBatSVV5SYFz",
+	"y2M+yAaf8B3gfoDjry1BPcsQkianKgiwCQ+jZSKG8mamt11CQ66ye2A6hI0Z3wtFSct7hATS/7sHJlB2",
+	"TCyCrMLS1QaPos21w3w/H89k+eWTCaA7OQhGOMB5uhbJKpb6Wj+nGwhfW/VgpgZnv0YKmu250HEGTFbK",
+	"7Rzo76S9siovqf+h4EYjHrwKVF45Ay52PF012ligXD0PUbWzkKOZY0+3XlF5bXJKcGdXvgFFvWlzDhoX",
+	"HICH0/FyVcCID5SXB6wgDgoa3RmJ1YSuPiscHwfsx8VPuWtqarxMIYmieKc8UczXCqHPFomYhB+REt/1",
+	"YDZVzNI4jsDxjImQtkw/4WPjJp1xGezeJGGaCplVfO61Oy5jDuSWasmN9WIGpYfqq7UCbd3CpojUs5XS",
+	"AFESTiVPl4k4YdYlm4rdSZzs6n8wrthfTt+8xuSsZiDGEde71EeH8IChlwiLjErZlKbXz6nDja0EpFmd",
+	"rP7GLNxAT0O7M5ShnMSDoWQsDdNIDNgzrWjgRtGT8h16avLTovTvCcBtwLrYUK42xoawcXAVlUSVboJS",
+	"VS5BKW9g+l/E8RsuV6/kyyicztK1xSiVrzL6XX6kzul5Z9amOjkLzsVM8Cid/f03OBH6doMtOeIRl2Mo",
+	"+wQQsfFMqDThaQzluaekXkHmEwgU0tn09QJSdCklhMCeGw8NxCMIclTIsdYuId/nKejef6/et9/TRNzX",
+	"BWnzJuKrzdUNfPkaX5QZLI/Ca/E4e+x1eC2kUNtuoLoozhffUShBAVY1r+sjfjxstaqI64ez12y0RB/i",
+	"zSxGkagAxUs/SZ7f7GPAUgPF+hw/ImtrSQ5a1PyzattNQsvGIoWwLxpOoElN+bV+1dt8PGyQ+XgR+AqI",
+	"guR0qYXgKCI8tZaxhblbPWX4ixwHp8HLtQawNoQM7Fx2XYVpm53iUG+PoRVDcvpW+nD22qQyQkyuOogW",
+	"pqXwGQSRJmh0UMIvCRHjR9I7Ds0h+NlQToygcAM4ut0oVnocUpvgcI7NwnK5MrukaQJ5CotpjEk+49bA",
+	"JnRhJ4TE7hJBqqlIyPv6S7Gh7HLcIvjQqCw9gGlcn0/n1Hr3joCr3/5dWRvslM5WhFUq+mADMRt2o7e/",
+	"f1s3tsu60z3L6Rw1cbBttAXPrVmobPxP7198d9/WF7Km8fdv7932jRgtqhv/6cW37+/eeuY9r25977v3",
+	"9259vuhXN/7mff+ubVdezU41hvFcu9kW+jN6HYqnGU8CYIIgFX3A/J93n+Evdi9WC7H7bkFcmTJWMpxM",
+	"gINMcRmM4o9avzU/PqdrfPd9HIXjFTbvm2+fh8pkdQ8YT1M+ns0BpMmk1uitDU+EUstY/CLEKAGUwul5",
+	"JNZNlLGJ1qYShSgxSEAr3RvyiSLKfq1e0fD0zFZ0qU5xoaeevgwjQY+5T332GjWj36JB8yQ9+NlrVC/A",
+	"Jk2+jc/1EuHmuEc8E0uKHjaI+WHNRQmpn+uvSAxA3jn18yLLWaGCR9hVN9yqBQ8WqaVL27xmKTHxLv+2",
+	"9m8T21xn0m0ZyaqorFlTNZMvens47ZyUJZvpRHVCep1thRM3OHRPlKdlBKE+WVd9nAyBydemkNFmbBkt",
+	"GKt/25DliNowyxX0kv9ZWweOnsyavltPB7UcD6o4c5VLTITFG8ol5X7GE+bXGkM+QR1V5GVAnTEOeKtq",
+	"Y4JbCRGJc84D0TqBAiA6B3GS15U9c+QloNY6+d6pW1/oIbtocYHzjmnUd11vuw+4OAZUt9PXpkIE8WXC",
+	"lBoRlJYTs6S5PH3/6okN/8AtlLJmhjVRUVnuQw03hkVjyQIx5zJoeWzMEwwlOXWRyGBdoesXi9tu1/lR",
+	"RHqMVub84t3ZC19PumNu5KVoloHY6eu9BvnviIsNtg/U/eEjsCDlDLOaBLUNKpnXmQ1bFMH+BmaDUwP8",
+	"tVgLO093qvXJR9Ilc0fSiAdbEA2VhlpuuHqL3l8rVECtAAbrXVvVA1LtPKPX8WUQxp51riiPKYCSAJfb",
+	"OTqF89AmRc0Vqh3rBd5votiiQxzmYLRMjTrbPP/xOyY+Yl53i6YA6yX1LPyhrn5N6ioAseINttW1talO",
+	"+1XpgC9LN+wda6zXaILxQsjfV9zr3ULIPNDpfaJU6O/UmiV0AypqAJt/lYIim8TL6YyFUqWCQyHrgicq",
+	"NBxRlaEC6uBDRbhohTDAtbdxgAs83Y8T1SquwGMFtUJVetWW0QfrXDe4RE8/AbHwJQJ7XYbBHU0d1jTh",
+	"7NY99r83lC74ay59BwhMQJLpJsdRqKfyhPkfd82bBwxTva6EWCCk6xKCflMhBWFVwlPs/PmfkZjtGTcV",
+	"97nXWWe0CRUCV6echNNlkqWcGZ//Ez0NaRrKqRrot2oFAkrQlqP2PA7ENxbfyEegoGuRhJMVnXghEXs4",
+	"NZQzWGUaRUJOyUcvPi4AO41y8PArIMuAWrdFxHWPxMcUhUOueSxaM0nZQA6IeE6j1VD6JljDg3kobU4g",
+	"jXpXHyy2u2uq2sKA/fM//ovt7lJr9IHfZhVmY6iyghxAI6icaVzP0cpdUsJncspX9CSaW8zPJpMZ4xIG",
+	"msf0z3K9QBnTzWEBL+x2A2MXBkMp4zKIxIyrgUseiJhTqdCbkLNETEOFi0btgO/SCbbEUMNUEoU/wsKY",
+	"ZHzCE1tnd9ix1qCTmh1Wh5V60L/FdDiYdMc9fiz2RodBf7y/f8w7ohccTbqjw3FfdDtr3ou77NJYNjW2",
+	"xMEtHeh29496nW6/31/zKrvnt3rPhkimcHryF0yuU1vCgTpHV4xnsUXNu4dnMKvfCpUhFXsYEuxTBrPN",
+	"7AbUb7BkwW0nk+yuPc/JovwRfZgh/JTEcooSIk5yryMVt3DgWc15bz8CJKotuzHXCHSP5g50ODXjVy5Z",
+	"m3minkSAXn6LKtv5fAsGyUU+jzcM6iB/nqj8DDbLtdEFBcLPw5Q0up3jo8OD/f5eD/5V7aUotLGps0IL",
+	"uFt9FXdgqvs9ajOvUgVVn03k+NY31h578y3Sjzl1l1qxhzs2V7b1/t35hZYuI2AmzNiFJ8Y3ojxLm4To",
+	"i4tUIVy1lxGreVA27jGku2ohicI0iZcLqAYwe98ib9AWeqLM9tJKkC3E8OmKpJot36mwDlMn+Xwoi1ox",
+	"a36X8MUM5va6t9futDyGjHvki/159/vlaPfcJPbt9vYPBkOpZry3f/DNTHxsfv/m9Nnu+fenvf2DJl8s",
+	"mBLjRKQeS/gNlNG2Wj5qWzY50OUosHU6QBWBthMkjABo5QlbSupNnLAbLcGilemfy6Bm3MNdpNWEHHVT",
+	"NIsajopRqvJscQDEaFOx56CCmtcYh7NJfKnSgfRYNlCCWpWqoRjKbNLc1GWV57oEeAFZ3JOEIqhytI5G",
+	"2csRtIP+KMWNS43n/sCwDvktDyrlqSAEN4ghzVUAYQyV3T2PgJ3B55ICP7d+aa+/O4uXCbsJZRDfYBEI",
+	"bU1tBth3m8Rusw38NnsBK3YVFior0IRghT5x8laCiaDPGYZgxMd0MJRo1XdbVITHmj3ruWvutciByZr9",
+	"lucckn3kRSRXJmsetlx3KtTFFCBIMyZyj0Ux3WTNo5blUlKsedwCMYAMFc1ux2M+xBNEcGlm1cHagF9m",
+	"ae96LRCECPOgtDDUTV2DizKN5VPAtsAGFWt2u4ChClioXT1mtVKpmFPxEcbmKwTQUDa7e2iNwbcAwp1t",
+	"jVa+Bk8vkH5X33E3O7cn1tq02uzUSEZmy4wybF1CMZjEAHWNjIvNF/I65AFn//x//l/2QqaJmC4F/PE6",
+	"DDhoMC95NOPFuh4i2UEpmq2JvpEMP5LNsRjHgfDYIlqq8hGBvZqEYyAsJ2gsPDfT8FpIEuB2N7PyZlbg",
+	"TLbd08fNx5HqRT6BnYpTkhrK+ylqgVD530zEAg4hhLdUyiPRYnAnoMM8nEp9AADmG3/oCsi8RDTHKZOE",
+	"7pGa8yt9HMF7iPHELMU7y5htciZjuav/CQ/oezcRaWIo9g2CAlCGZk403VVXL97xjfR0r4ehLN0P6FXj",
+	"lgw1MBlyeg2cwDAdx3G8jAJTkVqCBzZjHcpmbujIMatcgs5Vq7raCDpxq4VawJSia9Nn/8Y2uzrzCiI9",
+	"fsi7o6BzcDg5moiDMd8X/YP+qH/YH434UXc8Oe7uj4/G435/0p3sHx129oLg8PiI94Nup98Xh11ex4pR",
+	"cdVvRc6yMVPoThHnXabaDPjlU4N2PWK/AaVhVo+Rh4kz1Jy/fGosknhC9dA0kjc8CTk7j5d/59paueFI",
+	"Hbq/3+0eHx4eHh4cHBwAtEVWYKtfmMTz0q8Q4a5xw+dh0P7+2+nbtxcfPr65uNp7+/fx3tu//aX3dvbh",
+	"2em3r/7y8m9vX/7wt9NvGoYz/lNjBNMAuHT/B1Q6hXOhUj5faGX/8KB/eNjpAE4xzSQ8l3UrlNNLZKZN",
+	"dQ9mPFV8sQDKzpQbQIogVIuIry5du8AMQv/X6XS6el8WzIaytfEZFpC+6h3vHfUP9w/gX9AlhEJ3+nFp",
+	"OEKMeZO3UnkQEPTne2SADIXFDKThUpOPAddB0rAx6Lhr3NXNokIO39yR0TR/6Ovhld/bSrUmEJWP46kM",
+	"CbtLS/u8mF61HsIBYgxoI361BEQhrgVx+8Fyo9z2uX0rXRRuRd59B5KzGpzKUjAGHm48a1/jYSlrtV0A",
+	"9nDBiGjfB2XjXoHEu053ZnK7FyclizyQC+1ud/RJ7jZmagZPQeeAEL691rNEF3VRETW7q1my47lhe1uk",
+	"qvUoDqfPXoPqhX7D2qihXFschczlnSyyYFADMO8jubauVvL/6+toxJWwOiIkJZ2JIFQetuKfvXj+6vzy",
+	"w9lrH2HeUv0aW+RgrWs14wuBJeI3oRInzAddUPlYc4M8PrYEa4V4AzYq3mav85VfuF+gqmLBkniZQgQ2",
+	"RgEMqVtOWYzSKmVNCtQZLtl9byYcjIGU0lOWVXTdpcBLdwuu4aozB32+R4z1DmKlcnzLPCyPHWjx8/uP",
+	"+G2cgsW/OmE8ZZHgAO8oqHIPvW23SQzT/BYB43x7nxroyTldal35l1+hSB7YvOo8zCa8CHvRpsKGKnNB",
+	"8JT5uZQLv4xAoc//Jz3ll8sk+uxrOzuKGNIZpzPFgCOT3DYgJ9oWjuwp4g7jeEsopHnMk11tq2TcmmrA",
+	"FjzUNgAbrdgPZ2RHo8/IY8hN7VG+tMeieBovU8/xloJfAcUQ3aC4iVjTggkygLE5tpS1zqBbbZYvGAdo",
+	"EMNfRwCF5JpDwApS+wYMcRyYBbBos5/03ChxLRIe2UUhQaHQlZAN/AlldCqB6KChYjMRQeiWqLvTmZhr",
+	"y37MowgvU6BtJ0wvI4BC6+uA3CTwdwP3c5ZeasQT1qqtnE602dtN4D48onnACUZ0fks3uiZO387Mw2fZ",
+	"ijfKVI3niBdr3u/A5DR9vWn4YuGjE835Ip6ML7MvDYCLx4S2HWCmgqzKv2KZk2UkKpc4W9Ks/zbXqYqp",
+	"0yGPYE2b5GjQaQsw9OTcQs5iuj8XxHOQiAibQTcI7n7WfH968ez7coShcLnnZzvrUkWXaxWEAcGrLIAP",
+	"lzpuqy7JQ6U/DJMqym7Fms/O3tgDJJQ9qQyZy1Ury21KPYIknuiJCiDwksaZ7u4wPqsiwm+exDvHO5XN",
+	"ApHSlod/uinCM3q8K0siMOneoM+CJxkXjRynt+ARF/kTPLceeB2AcR7c0xltVphRsUUNMFKRrKw4YNyP",
+	"LkxVdm5bxv8faisld7jp4Yo3v1umqCNXLqtHzVkFPYqnHkuFwhOKLi2WxClGEswmwFmt498uf4G3SeVX",
+	"eMQQRaj0Jd46OdBoDhehFnsLkWTgSycmY8DKF8qw7/W80n2y3zl2Js8S3q07pk3f0Rv0QD7uqnC+jLTG",
+	"7bcGmLgYRxTzzAD38bq1P2VBoufZI0V4EZlCdDRBnfgOBhmAFdMhwtYK/EjAjY1RSLSPjP2Tu41t9DLD",
+	"iUoEj/BVcFSUINWCsCtltHKwFLJOm7oXjE/gEFjTf/bu7dsXzy7enV0+P3v144uzb7IZ8cjsw8oUkLfn",
+	"P7wOU3FCZfCxSqeJOP/hNfNzlfQ+S8QEUIvTmDQeupOy7hBKaUh06bESUN4SheMwjVYteoU+XihLqcNI",
+	"4m9LURBWGcq7KZKn54LQ0OAmdw+qQbsGOwyexKRystj0sufPY2HhqzaXVY+qOe9gKw1y+XnViRW2kr4c",
+	"Wo0nrNJGLoW42+zUBVcqJrA9UZmPxSaz8VzI0xm+tbbLg0ZEC4yf45m0YGWgX4ldG/GzRQgQXXURv51X",
+	"Obr9518///8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -26,6 +26,7 @@ import (
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/conversations"
+	"github.com/chatmsg/gateway/internal/eventstream"
 	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/httpapi"
 	"github.com/chatmsg/gateway/internal/idempotency"
@@ -42,7 +43,7 @@ import (
 
 // Migrations lists every capability's migrations in application order.
 func Migrations() []store.Migration {
-	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations, filestore.Migrations)
+	return slices.Concat(auth.Migrations, channels.Migrations, channels.UnofficialMigrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, eventstream.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations, filestore.Migrations)
 }
 
 // Options adjust how the app is built; zero values mean production defaults.
