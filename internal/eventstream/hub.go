@@ -78,6 +78,10 @@ func (h *hub) join(ctx context.Context, r *reader) (int64, error) {
 func (h *hub) leave(r *reader) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.removeLocked(r)
+}
+
+func (h *hub) removeLocked(r *reader) {
 	if _, ok := h.subs[r.company][r]; !ok {
 		return
 	}
@@ -149,7 +153,9 @@ func (h *hub) hand(stop chan struct{}, evs []webhooks.LoggedEvent) {
 			select {
 			case r.buf <- ev:
 			default:
+				// Cut: it gets nothing more from the hub (the log has it).
 				r.overflow()
+				h.removeLocked(r)
 			}
 		}
 		h.pos = ev.Seq

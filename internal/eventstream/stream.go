@@ -191,22 +191,10 @@ func (s *Service) Serve(ctx context.Context, w http.ResponseWriter, companyID in
 				return nil
 			}
 		case <-r.cut:
-			// Events still buffered go first: the client resumes after
-			// the last one it got, without a gap.
-			for {
-				select {
-				case ev := <-r.buf:
-					if ev.Seq > last {
-						last = ev.Seq
-						if f.wants(ev) && sw.event(ev) != nil {
-							return nil
-						}
-					}
-					continue
-				default:
-				}
-				break
-			}
+			// The reason goes now, not after the events still buffered
+			// (writing those to a reader this slow is what could not be
+			// done): the client resumes after the last event it got, and
+			// the log has the rest, so nothing is lost.
 			_ = sw.cut(ReasonSlowReader, last)
 			return nil
 		case <-beat.C:
