@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
