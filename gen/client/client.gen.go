@@ -5807,8 +5807,7 @@ type ClientInterface interface {
 	//
 	// **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
 	// `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
-	// permission. The document marks this operation `security: []` because the ticket is checked by the
-	// operation itself.
+	// permission (a ticket carries the permission it was issued with).
 	//
 	// **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
 	// every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
@@ -7459,8 +7458,7 @@ func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, b
 //
 // **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
 // `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
-// permission. The document marks this operation `security: []` because the ticket is checked by the
-// operation itself.
+// permission (a ticket carries the permission it was issued with).
 //
 // **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
 // every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
@@ -11351,8 +11349,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
 	// `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
-	// permission. The document marks this operation `security: []` because the ticket is checked by the
-	// operation itself.
+	// permission (a ticket carries the permission it was issued with).
 	//
 	// **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
 	// every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
@@ -16589,8 +16586,7 @@ func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, para
 //
 // **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
 // `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
-// permission. The document marks this operation `security: []` because the ticket is checked by the
-// operation itself.
+// permission (a ticket carries the permission it was issued with).
 //
 // **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
 // every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
