@@ -5809,6 +5809,9 @@ type ClientInterface interface {
 	// `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
 	// permission (a ticket carries the permission it was issued with).
 	//
+	// The request must accept `text/event-stream` (406 otherwise), so a client that cannot read a stream
+	// is not left waiting on one.
+	//
 	// **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
 	// every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
 	// starts at now. Each connection buffers at most 256 events: a reader that falls further behind receives
@@ -7459,6 +7462,9 @@ func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, b
 // **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
 // `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
 // permission (a ticket carries the permission it was issued with).
+//
+// The request must accept `text/event-stream` (406 otherwise), so a client that cannot read a stream
+// is not left waiting on one.
 //
 // **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
 // every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
@@ -11351,6 +11357,9 @@ type ClientWithResponsesInterface interface {
 	// `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
 	// permission (a ticket carries the permission it was issued with).
 	//
+	// The request must accept `text/event-stream` (406 otherwise), so a client that cannot read a stream
+	// is not left waiting on one.
+	//
 	// **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
 	// every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
 	// starts at now. Each connection buffers at most 256 events: a reader that falls further behind receives
@@ -14456,6 +14465,8 @@ type StreamEventsHTTPResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *Message
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *QueryValidationFailed
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -14472,6 +14483,11 @@ func (r StreamEventsHTTPResponse) GetJSON401() *Unauthenticated {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r StreamEventsHTTPResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r StreamEventsHTTPResponse) GetJSON406() *Message {
+	return r.JSON406
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -16587,6 +16603,9 @@ func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, para
 // **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
 // `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
 // permission (a ticket carries the permission it was issued with).
+//
+// The request must accept `text/event-stream` (406 otherwise), so a client that cannot read a stream
+// is not left waiting on one.
 //
 // **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
 // every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
@@ -19524,6 +19543,13 @@ func ParseStreamEventsHTTPResponse(rsp *http.Response) (*StreamEventsHTTPRespons
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest QueryValidationFailed

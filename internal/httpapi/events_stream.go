@@ -36,6 +36,8 @@ func (s *Server) StreamEvents(context.Context, api.StreamEventsRequestObject) (a
 	return nil, fault.New(fault.Internal, "the event stream is served by its own handler")
 }
 
+const msgNotEventStream = "This operation answers text/event-stream; send Accept: text/event-stream."
+
 // streamHandler serves GET /api/events/stream.
 func (s *Server) streamHandler(c *Contract) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +57,12 @@ func (s *Server) streamHandler(c *Contract) http.Handler {
 				w.Header().Set("WWW-Authenticate", bearerChallenge(err))
 			}
 			writeError(w, r, s.Logger, op, err)
+			return
+		}
+		// Checked after authentication, so a missing permission answers
+		// 403 whatever the client accepts.
+		if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			writeJSON(w, http.StatusNotAcceptable, map[string]any{"message": msgNotEventStream})
 			return
 		}
 		f, after, err := streamQuery(r)

@@ -126,6 +126,7 @@ func openStream(t testing.TB, h *apitest.Harness, query string, header http.Head
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Accept", "text/event-stream")
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -158,6 +159,7 @@ func TestEventStream(t *testing.T) {
 			{"token without permission", "", http.Header{"Authorization": {"Bearer " + noPerm}}, http.StatusForbidden},
 			{"bad last event id", "last_event_id=x", http.Header{"Authorization": {"Bearer " + a.Token}}, http.StatusUnprocessableEntity},
 			{"unknown event", "events=nope", http.Header{"Authorization": {"Bearer " + a.Token}}, http.StatusUnprocessableEntity},
+			{"not accepting a stream", "", http.Header{"Authorization": {"Bearer " + a.Token}, "Accept": {"application/json"}}, http.StatusNotAcceptable},
 		} {
 			resp := openStream(t, h, tc.query, tc.header, false)
 			if resp.StatusCode != tc.want {
