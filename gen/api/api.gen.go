@@ -1588,6 +1588,14 @@ type EditedMessage struct {
 	Version int64 `json:"version"`
 }
 
+// EventStreamTicket A stream ticket (extension, issue 27).
+type EventStreamTicket struct {
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Ticket Opaque; pass it as `?ticket=` to `GET /api/events/stream` within 60 seconds.
+	Ticket string `json:"ticket"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -2444,7 +2452,7 @@ type WebhookSubscription struct {
 	// Example: 2026-11-22 14:03:07
 	UpdatedAt ManagementTimestamp `json:"updated_at"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
@@ -2475,7 +2483,7 @@ type WebhookSubscriptionCreate struct {
 	// Example: standard-webhooks
 	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
@@ -2533,7 +2541,7 @@ type WebhookSubscriptionUpdate struct {
 	// Example: standard-webhooks
 	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url *WebhookUrl `json:"url,omitempty"`
@@ -2573,7 +2581,7 @@ type WebhookTestResult struct {
 // WebhookTestResultSuccess defines model for WebhookTestResult.Success.
 type WebhookTestResultSuccess bool
 
-// WebhookUrl Receiver URL, http or https (HTTPS recommended).
+// WebhookUrl Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 //
 // Example: https://hooks.example.com/chat-gateway
 type WebhookUrl = string
@@ -2895,6 +2903,24 @@ type ListContactChannelsParamsTagsOperation string
 type PublishEventParams struct {
 	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// StreamEventsParams defines parameters for StreamEvents.
+type StreamEventsParams struct {
+	// Ticket Stream ticket from `POST /api/events/stream-tickets`.
+	Ticket *string `form:"ticket,omitempty" json:"ticket,omitempty"`
+
+	// Events Comma-separated event names (omitted = all subscribable events).
+	Events *string `form:"events,omitempty" json:"events,omitempty"`
+
+	// CompanyChannelIds Comma-separated company channel ids (omitted = all channels).
+	CompanyChannelIds *string `form:"company_channel_ids,omitempty" json:"company_channel_ids,omitempty"`
+
+	// LastEventId Resume after this event id (as `Last-Event-ID`).
+	LastEventId *string `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// LastEventID Resume after this event id (sent by `EventSource` on reconnect).
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // ListProviderTemplatesForChannelParams defines parameters for ListProviderTemplatesForChannel.
@@ -4901,6 +4927,12 @@ type ServerInterface interface {
 	// PublishEvent Publish a company-scope event (extension)
 	// (POST /api/events)
 	PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams)
+	// StreamEvents Live stream of the company's events, as Server-Sent Events (extension)
+	// (GET /api/events/stream)
+	StreamEvents(w http.ResponseWriter, r *http.Request, params StreamEventsParams)
+	// CreateEventStreamTicket Issue a short-lived ticket to open the live event stream (extension)
+	// (POST /api/events/stream-tickets)
+	CreateEventStreamTicket(w http.ResponseWriter, r *http.Request)
 	// GetMessageMediaLink A fresh URL of a message's file (extension)
 	// (GET /api/messages/{id}/media)
 	GetMessageMediaLink(w http.ResponseWriter, r *http.Request, id int)
@@ -5138,6 +5170,18 @@ func (_ Unimplemented) EditMessage(w http.ResponseWriter, r *http.Request) {
 // PublishEvent Publish a company-scope event (extension)
 // (POST /api/events)
 func (_ Unimplemented) PublishEvent(w http.ResponseWriter, r *http.Request, params PublishEventParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// StreamEvents Live stream of the company's events, as Server-Sent Events (extension)
+// (GET /api/events/stream)
+func (_ Unimplemented) StreamEvents(w http.ResponseWriter, r *http.Request, params StreamEventsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateEventStreamTicket Issue a short-lived ticket to open the live event stream (extension)
+// (POST /api/events/stream-tickets)
+func (_ Unimplemented) CreateEventStreamTicket(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -6810,6 +6854,113 @@ func (siw *ServerInterfaceWrapper) PublishEvent(w http.ResponseWriter, r *http.R
 	handler.ServeHTTP(w, r)
 }
 
+// StreamEvents operation middleware
+func (siw *ServerInterfaceWrapper) StreamEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamEventsParams
+
+	// ------------- Optional query parameter "ticket" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ticket", r.URL.Query(), &params.Ticket, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "ticket"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "ticket", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "events" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "events", r.URL.Query(), &params.Events, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "events"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "events", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "company_channel_ids" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "company_channel_ids", r.URL.Query(), &params.CompanyChannelIds, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "company_channel_ids"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "company_channel_ids", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "last_event_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "last_event_id", r.URL.Query(), &params.LastEventId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "last_event_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "last_event_id", Err: err})
+		}
+		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Last-Event-ID", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Last-Event-ID", Err: err})
+			return
+		}
+
+		params.LastEventID = &LastEventID
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StreamEvents(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateEventStreamTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateEventStreamTicket(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateEventStreamTicket(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetMessageMediaLink operation middleware
 func (siw *ServerInterfaceWrapper) GetMessageMediaLink(w http.ResponseWriter, r *http.Request) {
 
@@ -7400,6 +7551,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/recover", wrapper.RecoverChannelWebhookDeliveries)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/events/stream-tickets", wrapper.CreateEventStreamTicket)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/api/events/stream", wrapper.StreamEvents)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/channel-webhooks/{id}/rotate-secret", wrapper.RotateChannelWebhookSecret)
@@ -10799,6 +10956,194 @@ func (response PublishEvent500JSONResponse) VisitPublishEventResponse(w http.Res
 	return err
 }
 
+type StreamEventsRequestObject struct {
+	Params StreamEventsParams
+}
+
+type StreamEventsResponseObject interface {
+	VisitStreamEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamEvents200TexteventStreamResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamEvents401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response StreamEvents401JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StreamEvents403JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents406JSONResponse Message
+
+func (response StreamEvents406JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents422JSONResponse struct {
+	QueryValidationFailedJSONResponse
+}
+
+func (response StreamEvents422JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamEvents500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StreamEvents500JSONResponse) VisitStreamEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventStreamTicketRequestObject struct {
+}
+
+type CreateEventStreamTicketResponseObject interface {
+	VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateEventStreamTicket201JSONResponse EventStreamTicket
+
+func (response CreateEventStreamTicket201JSONResponse) VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventStreamTicket401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateEventStreamTicket401JSONResponse) VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventStreamTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateEventStreamTicket403JSONResponse) VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventStreamTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateEventStreamTicket500JSONResponse) VisitCreateEventStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMessageMediaLinkRequestObject struct {
 	Id int `json:"id"`
 }
@@ -11938,6 +12283,12 @@ type StrictServerInterface interface {
 	// PublishEvent Publish a company-scope event (extension)
 	// (POST /api/events)
 	PublishEvent(ctx context.Context, request PublishEventRequestObject) (PublishEventResponseObject, error)
+	// StreamEvents Live stream of the company's events, as Server-Sent Events (extension)
+	// (GET /api/events/stream)
+	StreamEvents(ctx context.Context, request StreamEventsRequestObject) (StreamEventsResponseObject, error)
+	// CreateEventStreamTicket Issue a short-lived ticket to open the live event stream (extension)
+	// (POST /api/events/stream-tickets)
+	CreateEventStreamTicket(ctx context.Context, request CreateEventStreamTicketRequestObject) (CreateEventStreamTicketResponseObject, error)
 	// GetMessageMediaLink A fresh URL of a message's file (extension)
 	// (GET /api/messages/{id}/media)
 	GetMessageMediaLink(ctx context.Context, request GetMessageMediaLinkRequestObject) (GetMessageMediaLinkResponseObject, error)
@@ -13014,6 +13365,56 @@ func (sh *strictHandler) PublishEvent(w http.ResponseWriter, r *http.Request, pa
 	}
 }
 
+// StreamEvents operation middleware
+func (sh *strictHandler) StreamEvents(w http.ResponseWriter, r *http.Request, params StreamEventsParams) {
+	var request StreamEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamEvents(ctx, request.(StreamEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamEvents")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(StreamEventsResponseObject); ok {
+		if err := validResponse.VisitStreamEventsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateEventStreamTicket operation middleware
+func (sh *strictHandler) CreateEventStreamTicket(w http.ResponseWriter, r *http.Request) {
+	var request CreateEventStreamTicketRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateEventStreamTicket(ctx, request.(CreateEventStreamTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateEventStreamTicket")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateEventStreamTicketResponseObject); ok {
+		if err := validResponse.VisitCreateEventStreamTicketResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetMessageMediaLink operation middleware
 func (sh *strictHandler) GetMessageMediaLink(w http.ResponseWriter, r *http.Request, id int) {
 	var request GetMessageMediaLinkRequestObject
@@ -13342,788 +13743,819 @@ func (sh *strictHandler) GetReadyz(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rchs5ligKvwo+zkwU6U5SpC6+UOHokGW5rCnLcutStatNbyXEBEm0kgA7kZTMduuL/nUe4MR5gfNn",
-	"XuS8ST/JCawFIJGZSIqyXd2995mOqbFIZuKysLDuly+tsZwvpGAiV63hl9aM0YRl8OcbnrJDKXIm8tdc",
-	"LaTiOZdC/5IwNc74Aj+2Yi5SLlhMpEhXZCIzwud0yhRpn//8I2Gfx2yRs6QTkVueMEmoSAhdJlzuk5jm",
-	"OR3P5kzkMbzIblm2IjKfsYzkqwUj7Q+v30Tk/OcfI/L24uRdRP7+t//qROSO5zOSzxiZ8JQRQeesRy5m",
-	"DN/hivxpmUxZQhY0UyyBGVN5x7LumCqWRERJEsMat85//vF3n+fpPhnP9LP5y2U+6T6P9RhUkGJ5JJey",
-	"14pa7DOdL1LWGraK3/ZhFXoRL7m4lXzMurvPtwc7vUUyaUWtjP15yTOWtIZ5tmRRS41nbE41GPVqW8OW",
-	"yjMupq37+8gH+TkbLzOerz7IlI9XdagfpHd0pUisqEiu5ed9krAJXaZ5V2Vj8oOQgv0QD4mQ+YyLKeGi",
-	"AFe2FKqA4JTm7I6uflBEZnzKRW/tkplYzlvDj601s7Y+RQ07ey/PBZ9MmvcipNIPxHBClFxn8k6xjAiN",
-	"FiSnN0wVu9DoQkWBKput28wQXuMZy7PVwSRnWX2J52wsRaJILskd5Tm5ZhOZMZLpV7iYlnBjp79uKXMu",
-	"+FyvZuDWwEXOpixr3etVLGhG5yw3l/AwYzRnyUF+RsWU6W/GiB/6T7pYpHxM9RK3/qTwbrpVfGxt97ef",
-	"dgeDbn/QityH7W29+WI5/56xSWvY+retgg5s4a9q6zXNGc4LKytD5D/PT98TmmV0ReKPKqdZHhEmkk8x",
-	"kROS0FwTgPjXX3/9tXty0n39Ou4QmcH33ZzPmYoIF+N0qfgti4hE9BzrzXL9gc8ZaVN4HFBVLnP8cixv",
-	"WabRgObkbiZTRhK66mjwc72oPy9ZtmpFLX0bW8PWGKF3RfNW1Prc5eKWpjzpzplSVEPTgpfQnMyXSh8r",
-	"ocTbmb8xt6/WfdQ6Tth8IXMmxqufWOh6knHKmci745lUTJAbtiJtIHF4PoSSy8vj1x3cyRxwmyI66Xny",
-	"GVdE4xBTOVF0woYABi7I9i6ZyWWGN0HROYOh3XWGb+yLGVuk+mLhpclUTqhQdywjXKic0QR2JDV90E/c",
-	"yeyG0Cnlokd+YitFaMbIgmVEYwYVqx45Z4x4G7dU5eDDMfF2X6aTe5P++Nl4h3Wf06eD7u54b6f74nrA",
-	"utvJs0mfvmC719sDe3rIfIrj8+bqaiiXrhH9/I6JaT5rDbf39iJ9rezngb5Eec4yPeb//Pj/6/7/P/3u",
-	"31u1Gx/GCH9/GrIWLQb66m/v7ZFbrvh1ysjB+eHxMfANOobbeh+1TrOEZScyYa+RLB6ocYCUyCwnCc/Y",
-	"WH8REc2UulwoJjSHvWWkHR+cH8YRiV8f4b9UjWN9e2I9UNzpETO8XkMT6ku7lNamt90tvgk07gEHlIPz",
-	"Q70uvU790geKJKq8X/0tEcv5NcsiMsnknAyaFr3QA/jrNewFznQd4QwvGGZ291oQ8ziZwq3P9N0Tev3s",
-	"z0ua6vMdwC5Ypl80MB70+/UtHedsruBu6BVHiBx7/X7jvnDIhq31+5FGZ9zcHnx6/FbNWkLbRZibJdZ3",
-	"uP1bb3D7n7u/vd96f3v/6P2d8/kypbnMDqUQSEaOk8AmE2Qlmmva50rE+ZnZ7ILms2KvPGl9rfzSRFID",
-	"uwKGbGcpP2xYH0x/H7UuF8n3FoHI9s5w78Vw78W/riyUUpV3l7D17yYO4XBrxCED6seLQ7+w65mUN69Z",
-	"yrUKF8JGrZ8l5vcflOZl+PcVT2LSjv9H9/x23LUDxJ2IUBRc7HMklVOiZvJOEZ6XZYz+9fPJznibdfeS",
-	"Ae3uTp5dd1+Mn7LuNt1NnrPBZOd671kriOveItYi/URmc5prEC7hSV++6Hdf0O7koPvm05fn913/4+5j",
-	"Pg627zcWUiyYCPeuFgiUTdfKf6Nyv8zZracgd/gQUcvrsKC3PfhfgJjc67WohRSKoXbl6OKrpeKCKXWU",
-	"ZTLbnMbAKDw5zYwSoJbzOc1WrWHrPeOgm/KECJlpUbIVtW5pugQKVloi/lxaadRSy/GYKdUaTmiqmF65",
-	"kPkbuRRJeZ5LcSPknfBIfHieYqtEyJxMYKSGad7J6ZRV5jlnStmXzVywzvVTcQUvpDAg4SIw4/2mFLh8",
-	"RAEqfIzIQrhYLHMN1WvzBmH6lSGZc6W0tiMzMqepvtMsIRPO0iTy4FfAh7Rlpi+AtTMYRagTGXGW0DRj",
-	"NAFFaKlYbRC3bRjIPuy+7URafci7dLEgE8rTZcZ6Gu3fyOyaJwkTj+F1/gFcaO2RuhNYCrrMZzLjf2EJ",
-	"TLAZvE/MeAFIg61N3jBBUjq+QTq9YBnAF/gXV0QuWIbavMFqRdo8VyT+3C0ejTv7zkZ1R5WGh5iaVZZV",
-	"7GPxIZPTDDDn66By4PRioy1zRSoapoaWynmakmuml7TIpMZVluwb1TzVesP3gWFtOUZ5jytrihsXRegE",
-	"tRgNbcHAMKURWmaaQ5L3HlwT/Xt+x8estBMtU2ZszLTWWRgJzLp+UMZcEDiNM7ZUSCE2Pwm4hHB6Vb1+",
-	"+BFRtnoaeuX21uj50OhHEj6ZsIwJt9Je69N9VMX/rx9s49P9WZMb2G8jTdI3pX6itbVUjTsNayNtS4rc",
-	"7YqIZrgRAVEPiJ5MVp366e/riQglgt0Bt8EZ9Cd/38dCizU0fSQbrLA0MwhRLLtlGVLf73NpLgX7vADW",
-	"YynmPio4VO+OK0NcI2MzVkzgvk5Ywul5LjN2Kegt5Sm9TtnXk1dG5npAovSIhsTaUX8DUnH0OWdCk8sh",
-	"bNafuw26ghzT1JiUZLaKUG6mOb2mimmc0J/Pd7rAv3KwXl0vxzcsR8UhPjl6fXxwdX5xenYUgzdFdchY",
-	"LtMEuNg1Ixmj4xlLylgFC0DvigAyIrOELCQXOZjJqWO3E15ABUlWDKb2LtjaY6LQtq7FSc/95D3SBDrz",
-	"9JZnuL8HsZFZgKHECaapVSppciHlO5pNv+no7V3UF43M6coCqWRVGvT75OTV9z19PGywtsrxEtxSM6oF",
-	"LLI72OkgbpQWp++D3q1Zk/6diQSOiNDxmC1yZbiFIgYaxu0GOt+AnLyKyHyZ5nxBs9zsKdIM6JYnLLNK",
-	"gSI75ORVhZMb7JD2EoaP5Q+aahVk9A3l6dezFWukGX58hDmlzDkeZYb5bkziwFBv5/qBcwW1K5Niimci",
-	"MwKydo/EuOWYzGSaKEMSYAfWpGWG6ZWMRcdCi4S3X437761Y/P1kSGXXZhUFvRdcpZWlZUaSTKuu4BS0",
-	"mJrJtGCBmsHB2+wzVzmZsYzhZbDeDmMgAUl+RZZGY9J8E7ZyIeUJFatj8Sbl01n+1bRBSjLXE5g7qLTg",
-	"vzBCq6V/aiazPF39BnyBK+NyIjRJ9JRA+EFIt6KGxioNwWtQbuQkuFLSfroLRH1nm1yvrIM3Ioox8o7P",
-	"ea4664h5e2DoeadHDsTKUwPGVLgTyX9TYm8O9Mzs7lsOVI9DDvKczRe5+j6ndkZzRlINSQiOYEmhXliB",
-	"3vpL9BkZ7qiPqATp7wTB+6h1CfohE7mGymPJr2c8LA/zCGBVFxCiFoDIRqKIiLELRYR9XnDDZzJ2K2/0",
-	"vCW4/PLLL90Db/SwYfLszSF5+myvrxXQNGViyoYkfsVoxvS4NJ2/HLVMpMSoFZsAFKTDL0cts5oruG2j",
-	"VmyCEyyliezSwNdkFgzPRvUxzJV0o5BxxhK9eJoiFTOUktoRjPwF45CxTBi5mzGhvzLr9wYAxqzZMUFB",
-	"hiq0EJSlZrykCMnCyNoEjYg0gOFRsS/3hSHyW0xx1p77fq2tzJmU2xo08HcnbMpyZlNRML+Q0cyO+Icl",
-	"W1YtZ24MVOL/DI88Ympe6Ir4bsMSuNLqR2XyCy0MSgHKJP5eMuGGpzYHoWe2b/W+wiS5+URrofv9DITn",
-	"3oI8K1/QyBcB+9TQmyCBaYRhj5zZoyRtx4w6wwLN3FQwqI8GmvDbd/VF1lqU/nvNbJ7J/usFZ7gs1zS5",
-	"zNLK2WVpYRv1D60Qs5f6nY/4pPM9oOV1lucLvUX9ryKXZ+8q4vVm7+iDM5T+PXgRSnZ1OmeWD4TXh56H",
-	"j/ikb1Qvr6X2M3oHJkvFwmCZSbCNwQNaMtJsWi5zFKamS5o9DC8YYrD9rNfv9XsDG2VoxDWwALLslo+Z",
-	"UytB8d7XT6EcpUm8fiVN5R3hxnR4ennx6vTy/eurg3fvTn+5Ojx+fXYeAPw/cHINSsP8NAE6ujUYWaFL",
-	"TH8PU5lIojHNaSqn3jWK4A4ezqgQLDVo3wnDmeEsH1GzYCmaiXAOrqzIULcVrn34EeRnA0Wv5KEYklij",
-	"auy7JVIpnLo+QHHEhBdFJF5maelhEAMEXJwtd3siQs2TdzOpGJ56+awd0jrxv3TipJ1Kubim4xut6vNb",
-	"mrOIpFzcdNHOpOkU4D6QS7VgY07T7mKZLfR8GRVTplcLD+vZY/RuJ1rAWIrUYpvDKcAn+G5u5KoQTsUd",
-	"IJ606rnRX1a054c1ZHizR06FtxJQJEHCyulNwGgbEZpCWOoNW21kSCZttwywqdWH7PRaBXoBDh9YKyJc",
-	"GXXGFESYfGktMr3KnBsxh+aAjjxncxX42Ue6L3WXMrP3sR4DW0hsH81jZRwuAmfl9Z/YONfDmS8gRACE",
-	"fsvAXdytlv6KN6+lTBkVtfnsexHuLzRVTTYs36+9/gu0fMmJVsXplIGVzBq9FGkXHjoVOftVZJk++J8E",
-	"S1VnaEmA8Sb6L3YQEcveRS25lE/B0ZjACdRBBMLOY2Bkhw+BydDLi9WCveZqkdKVZaRleAEPtDFC+I4x",
-	"AFYtjT8oEpsnrvQT8ZCMgNOGXh+1OsYGjZMT+2BpiCuexEMSH82vWZKwBHyhMWkPOhGJL4WcTLgmLPA1",
-	"oYtFTNrb+qfTwA87+ocPM5lLoiT8KFh+J7ObmLR39W/n+K2GmVbuspi09/T3r2Re+vJpB1Uj8MQBjyG0",
-	"unPHrKS4ZZlC4wbcFdUjb4y1fZHSXJMp1MiWipHYfhWX9arafkJBIN6BhuI0Dj3gD8mAvCTMh2pEtslL",
-	"sqzDlLT11nINxE5EdshLEnpETsZX3mO75CVZaFh3EdZdA2tHYiOyR17ag3DQjchT8pJc+wAHQCD6D6Lt",
-	"aCfajfaip5/8UPpaWAhYfMRy3r2lGZBVfSssDh3OILSpwJ5DXHYrcmAuvgF8QcR4jztoRS38fGJX2Ipa",
-	"r2RefPxUPovwrfpQOvvA/YjInOZjMJXHpZONh+7gAOJ4GwzsEf+9w0C8h6O4Qmhf2aMArDffOXAjzl/L",
-	"3P/KYjwgu4JL6hBVY7qP5Qp4f5VWkvbZ0fkF/IS3oAN/m33bu6OZmrk/E57mpcNvlTbdilpjd0jedjWB",
-	"DexVa4yVjbaiVmmXLR+lKkOWr9om2OXj1Pi7oBOMUE8hENUrC5Ei5VjOMsvx8h0esk867njB50zldL7Q",
-	"dIYnD71olnsMoWM3GPW0wfM/MRANUhdZVN6rFhDI3YynzF4W3KwyUUdcFUFHvVadS9p4sxCrzY3Vb4NV",
-	"nsOz9qUrNJDVV+vs7j3yy2xldCe3UC7AyA5DuChGR04V5Qlps/kiX1lDHTrNNO8ysZsBnKzZuL1Yzq85",
-	"6opYAWF6GKMGgHQnFZVzaLxZG+QODcbDGRvfGOs7GCLS9HTSGn7cELMwmu7+UxW7acaupplcLtSGx+mv",
-	"4yBjP+K7/wA0R+u9Cghc+ANpJ3yqkQT0nbFcijxbAbvQsqU1Lxf7fakPPY4IfNIKiNovh6xbPcDLinm6",
-	"W02KqaNVPbzySCuAxvlQWGrwFU3SYdanu5W8lzn9fIxLsOHv5uOgoh2EJ7VQ8ZyuGG9sJ9zr980aVFOo",
-	"px2jbtEpsNweSw119ZgPhWSG0btAKz8jAIT5qvIfwyHipY/NUmJIsiqONUDbwiArcMNBDWiozAhMXl/u",
-	"hprkBkiOoIZhQ+rf4/Ser1INH9R+YN9S5HQc2PNNKGHvvXO4Gdlev9sLyeKNnEbInE9WDVqWNyqBnEAb",
-	"ecHSSYRIoWY0K7G3Br3co9MPb/8dV/n3PHwL1X/lgweO5fGf4PE/gpoHpXw/oJrOIf94fU7iJuQXrdtN",
-	"dHd7b88nvE2UMGzY9sggcngNhzVQBLJWhx4VQi7FmDXKcExgIQCazLngKgcjH5oYFRMN0htXV/D8ulEx",
-	"xKEUWw5GTW8ae32BMoZnCl7+Hy0BjjSYIVBSa/2I6lc3ELIJLNl+xRVSX2TMjyMTC5rlfMwXVOTqCnh/",
-	"KROiH0gLb7z/UXEeHhCDczx01N+bUCD+/AuTiaAhxUOvpJortyZZ5TdJfKsIxHD5VkaQLp8PyLMBmT6w",
-	"+zA1DKFY/eVPtcC1nKSMgocZ7Xs8iUH5j+HOtK9lPoObf80g7gBigkgM24gJF4onjMSgHmDRhykTLIMU",
-	"NIxlUqakR271qGyZwkeuMMTrWiZQu+IOApjMvmAJbViMzHAtxsoxZyglAoUyGyaLjCkmxiaU2BhCtFw2",
-	"1iJO4ewLzlUUI+EZ/GStYL1HSpXBMgIfZhqyRh6vKQsRMWqE3s6w9BP5nd4BtX/b9OtBH9Kc9+yL7aPe",
-	"QEvzdKHMM4rQvHhgHycFgdyOBsG+NLWr4gqD2orI146NSUkZTTT/+gvLJGn7y1M2QDunmXEk9vdJkskF",
-	"QDrPluJGn8uEf+70yBFewiHZ2xsMXjx//vz5s2fPnlXqDPg/VTL0Bt0Xnz72uy8+fXkRDXYDaXbh6/uT",
-	"l/7vAbp+DqRdgWun6ZL/1Hj8vlBdo78Q2Kg8ivkQQzu0BhSNb4Yp0jGsWWMh8K59IpZpavQRnAFyTUB/",
-	"0MDVP2OcPEbv1FkcrDkcUcUAOjbe6EGZ1gwV2a0+KJ7YWgOb2Rb00ycspwEC+DW8rc7WKttpcGB59r4/",
-	"ZBpz6kdtv63WUOAgCQK25dJEBKMfYgE0wivpocZUCC6m+wTNTJ7T1ZUUYTmJ4cUrPWRYgsFQNfWva038",
-	"cxaGlsa/P5whsKgilHx4/yPkQ5DLs3ekHes/h1gAaiGm+9dUsae70d//9l8xmN880hF+8kFs9sxpYyzB",
-	"YZZaAuoa7Ebs+B4mtGqtLo8nkjb1+HcnIrFUhn2b0ktx3cRsfqkD/ZWt1qTVDzXTrLCEoBPjGUu50Dw1",
-	"Ybd8zCLCetMeiQ9nmZwjGnpK1MAYkx6pRNmVNOpRg35/Az3KDlOh1781UsuA2fAUIxTEtKtWKmfzrwPy",
-	"L1wk8k59Jyifqm8F8KmqwragSBvCrHRPQFg6hAI2lfso9Ros5n6j9a9hygfNf57T4AACSdRN2TNgwn0b",
-	"KXxbH6qG8vXKfINMs9Mjp5OJF6s/1GNDpuhSzaCuFFimTCggDG4HbbA3VtwNDSVLYA1jvx4QJZ5gUoHX",
-	"es1y47P+V9Igv8Om/pW2cw5hcBhX8534zeFMSgUo6BlurlekxIf2Ca3okaAD3En/BtY50W9LiO+/jUqc",
-	"58FcA48IXACZvmXoKPTCBEqezyHYnNDxGZP2gnKbc+m+1ow74ar+WKkegdatFvq7jNlvxbQDcXrTKUuu",
-	"5DKPSVvInODLQEQMTTKylH4aSsqNYRIXMI1ZR7mUNyVXqLxl2T7q6ia4UC3nLCFLkfNUYwRNUyIYSxTh",
-	"uR77mgoBI5fIIn7rJ8XgosBbjGlJse+ujUGQWebgqKwOlrE/YaRnufSl2cIty4osW/Oro23LxTSjCYJ7",
-	"AuHW9cExNrhccQlze7hJ8ibXdHwjJ5OOH/7g19PwT9K5YfXpQDoFAl8zM4BKK2rZnbaiFq6qXtsyGNRw",
-	"6E3yujwnlv84hSnPiilf2SlPiynfuClDPmpzF7Cq0D9WmCVjQ3mqh2FibkHKFewOjbs0c3EHYspUj/yi",
-	"lWL4ZKsjGtxTTCQEzFrw/DKDiE9cQWnMfzS9anJTvGd3/yz/hF4TQqNhWcYotda20vs+tpz3puzB19pz",
-	"voEfsPGN5gbLgFwfyxvEYK9+QLyvqWzC0RiDtsncLBRMNWdHr4/Pry7P3mFlEJb7pETetKKWN9qG1OD0",
-	"BsLmvNf00jHQy0SoBWucmqA25zXFQqH1uCQvfnIDpA7Frt5HrUrw6CMGwhv1naKjKhUpnLMI9n5lF8kT",
-	"36jiFbVa633OfIOdGWrfOaQ08WGZ8UeBx5iJxFQffoT/yYT3PQQEG8YI75iU/ytjRHzwXfP8gXn8HxCw",
-	"VMWO8jctb9+B7TwyzKl0Mf5Jlsjy5fwWgyT6NNddcy8GtEfcoaCT5Pj8lDx/2h8gGZWTiWI5hL2ZMGlb",
-	"OW6BFThUz3lR44jEOZ0q/a8CzUP/tVQsM7zUHZNcMMGSqzswYCC7rhNGqm5s9SNBYr2a+F+WEtWIhXdT",
-	"PVoxLkJY1uMCPHZusqtqpK6ShBQ4MA0oV+PQFaYMkZWmpVqP+COcFGGiZ2Jk2i4oCo4UY506QUqXUoXB",
-	"vnTKNt7xfqDiOGom1dj+H5Spi2WmQA4/llnCEtJGP5ZYpqmP9IHcgM7mMJ4vTRr+I8Jc8YqsjazFjgZM",
-	"JNRUjqmtVA8SDpvA5gAb4PopPHhcmPMecGqWj934pIoTR1XXRprb2qe++UuhFgYZG/By8xEMAQTXQDcw",
-	"uUOrpuYdEOptuosqcuGNEwUh3dnIL7bgQjQd4Ddx3xId3JQHn8JLaPwFk5Iz8qx7+xye8kiKAhl2E2rn",
-	"AR4FX8QGTerryPALxNUAtUYk4ALyIoAxlGJb1815QaehUJOlyBhNNguyqUoo35NoLhV7EOCXivngNraI",
-	"tSakn/EZ7w45wA/JALmi4QQRmNbmMsMCwgQSPVHd1a9rXQhpWkS82wQ3FFIk54KPZzTvlUSBJ+ZekTHN",
-	"shVpK4Zq9IFaibGfPRaREVaP52I6apUpIRf5093Wg9E1VetCSB70Atss8fEYk4/CQRb8OBmyoIgVPLP0",
-	"29EBR5zrrKpZ7iwwICyB+jLbP0sCLcmNgeuXy5ymV1xdjeliEWJOHi770dHowVLIpKjJF7JtgWZUEDxI",
-	"E+gDSF1OU4L0Knz0jsGvS5GzZEhiWFKMJaG0zIiNgUxFpPYg6vf7ka2Yx4osJuM3h55CUxOPmDC2YFlE",
-	"Mv0uS8hygWXvsA63fg4DYWI4dP05dpW9cRgYnOY4e4/E4DeyEeLFStlnOs4jzcTHMwiFwnY53JaJBFAh",
-	"kDBYyYFHC8fYtqOU5/yD8vt16Mt5oScbtTZzBwV1i/ppb6JtnLGU2jRlzxoKQq/hGI5hGTJasMMSY9vY",
-	"6mnGvsCxz+3Ylzh2kGmG1v0Nnp/avfnnO4BKS0J7bTjLdMpMcUf/wu1jQj2a+UG60hpayiY5WQpT0jcq",
-	"O3l8zw4g6IeDi8O3ZIsu+JZBgK4V+7a+8OS+hyzigwfuQS3jmmY3V5oSByxtSF4UyxWJfXId6+30N867",
-	"OKHZDdFvN6ddNEnvDQPqp5sHaxLrD75Wlm9w5sM0zctolGgbXMPwePNweKOvQva0E3mL/u8ZGDfHXlS3",
-	"Z158dCgu3vNSvfwiIveR0m3tqhjzrhH0gts6UIpPodlMnlGhJlh7GTap3/keW7xUbM0Gjep0VUj/wQuS",
-	"sbm8ZbYejH50Yxz6xShn5tAaD9+uZBkMIwqsgwLsNIdV7PHLWfqhQJXFBI369aGqYc7mlCPibyUiDquL",
-	"H/CriDj0ighepYgAmYgIXnAsSW+oV82F0IxyQb8KTobieBzSxuLOPtkl7TOmZHrLEqhnsUfah1SMWZrq",
-	"L8ap7zwrJP5gwn707NOmtxBXFkRSr77qM2/XViUKheqDoUhOKtyItO8adEprd+xgnQZqEu9KL6O/2iWR",
-	"mHhva5UyVY7b7nfwrUVESLRJBO0DlVjeOeVp83ZYV//ux+baeqUbmzk2M1I0GfKa/QYPW3M8840FLgY1",
-	"GT9R0H6zwWrXKHsITru6BuGmbo8Iwb+AI94grKShWSMW0PiA3hYslHFcVEzFkhj2NmH1C3eXsOzF+YLO",
-	"I/KMvCToRe+5x0FFcE+D4DRqwfVLUB5vuG8u8n2wWYkMvQ0t3+IeWlHLa6gQtexqWlHLrUVLxws6Lzz/",
-	"Wgwu2iDVKXep85HX06hHIKsYdSyuNTpoZOQ3RHLdjagCtSvc1wiRyVla/BHI27fDk5Ph+XlMtpxLopQh",
-	"sLYfZlFIqXA1j0bJl937rv5n2/7T/nhBPuGfQ/ON/Xc06um/BtHT+87vO79v//GvH3/Xtc/+Hv/VPwSb",
-	"/BQJ1Nt++vR2Xac+Snhuiss2ZjiGBBBXlN9ZsRMM94FYQFvRmyedr5I9vjHTKWef8zAv079UQhee7u3t",
-	"PP2a4IUL9tnvayWk6Pq23ablwmvr8imBHMEWQuRHHxhLTgoVrx6rbo+kKP/LEiyRXM0NCLmNwqWA6gJl",
-	"o3tp/XgV9l8fhcEGGzwPuCUq3I7qFnH2GTEzOP0xlK6dcD2IFQNNOpZF2v2yL1CKMSsj9ViKCYeKcV4h",
-	"uF6zc+sbLk4dOtCsYcNq0dClwjMIbOpfNK8X/sXwfTo00Ur2TtXN1JsYwC8vDsFbBi5gNCbP+TiTpk61",
-	"DTYv6OvFYHfY3xn2n/UG2zu7e0//GFdiekKE9qJEZM0/hsQ+vf9jkIh+hck8fPMesIFbDAKcw5KRtmWv",
-	"fhus4Zypf749HNDAXdAmm3edCNQR8BGm6beMppooV5mSchqLF6v06SFRz7wVmigUJlI3JxRVAAukDcsN",
-	"RqC2VVBBwvgLBN5rlC/C6zvlxEOvq6RF9IfRm4TQO4jUjYwDSiASiHZA3IHQapmYeDZKZss5FV2tUGrJ",
-	"2qd7m9YprJzFOguiWeYGdRn9a+cVZlRMJJG5fVguPSLLRSpp0umROGE55Wk5JM65ChwRtgG44DM2lxCi",
-	"/MBVQ1Nb8byNybM5z1MWmS9dpSY32pRiV6x5pw4zsx5wuiQJ19ukqW+bRDWmzurt6D/UVoXhAzlOW+KV",
-	"BZS/51GdWMbU2G0m9qhMbPrLQO99ULmxC5GZyKOYOBHEq8Ej7mK5Q0efoUGFGm3skQ/VA7ZvOncQK0Vo",
-	"Q5HXyDr2wU10xxXrmTq4XJH4x6MLsmWG6cKytr5Amfr7rS96PK0m3ccRmWsSm5g0Km4boAFCYTVQDBGJ",
-	"iyy+mLRN/6TLs3dXFxfv4sgSCvJMay2qs+/YC83BfwODKrLb38Xy/dR0YzOzWdSlZJIxNTNJi7AFuuB2",
-	"G2gW3zIwnvJbhl3gpCAJm1ORBNC2nNFZccSD1wkgpnK5UNAPHtTdb/B9a041ld0aVbMwry/jjT5dNKo4",
-	"Z5li07nhsrDAoPAy53PmwroqTABQFTOqJg6NraSC6Z1/WrAp9FpfJlxuySl+8CqoL5JJeGLF/xKY85z/",
-	"pTQbhJiscqwL8EAcQpYGjycroz10V1PFBHXULB3SMuMP5q0WMPSOyOwQ17U+gTWcBuATnG9xnDVIyf8k",
-	"t9navTYVajU/e4VatXaJ5qXjORDSHfKS/MwTJtGsdKDxEW1Kr530+BRenC9SKDH4jLwk5zkf37AsIs/J",
-	"S/JOjk1vwBfkJTGWRSx+jPWnaKYJJlZj5wpblELOFfucd6BKxEtyxkwH0TbEQMk/cSgP7qcQOo1IkIwt",
-	"Us4SF9vAEz3OAMZZpCuTKVOqf0XJ9TLPJThFwIWdyTv9koYFCMek3bxCDaVzzIVt06LarpA5H7Oh7SPq",
-	"UgyMrdZLg1R6FA3gS6GWi4XMNN1vU3LDTXlzr4Kv7YS3oErT2H23EqLoSpE7Q9fvKAyqj+qDTFNsdwom",
-	"Gg0zqIm6wPgEfzNNNr7oefQiGvSjwSAabEeDnWiwGw32vsLyd4FaAKBXK2oBbrWiFiBWK2pZrGpFLYtS",
-	"rahl8AmygRBgLWeSR4Mhtc2G4YBbESo0+lU4FsgncJBtRS0NEjAhvje23u8sv0PYhlim6Sbiec1E/73E",
-	"dQDCSTUhuHVwftiqdSORWW6aNsJdHVPFulwoTVFyfsuGJD44P9Rs6PUR/kvVGNNF9EAxaWt2fyvH9HqZ",
-	"0mxF0AGQrfA2gbShZJarffhCy8VQMUsjSLjWjpxMWIbhJinYWJQth9PpkddGqDk4P/QTTnBneoWtqEXV",
-	"2Gxzw3iM0tvv5B3LDmAI+PM1jANANTGlNfR4K++q3h8wQrMEqav1qnDBc45xcNvwNZYw9r4Gm/5cY6uh",
-	"uwtev5lfcfvMCo7tTC2XPuB/hTPrW7ngsGUXpBUoBaK1BtiqibqQE//cmbhlqVwEFD2TrQahSA83X3dR",
-	"Sw/VSizimdqDSvwWVxg9+5BR+T5qLVhWLIx+xidtNdE170HU0bolgmkfklEJTVNY6IMyWEUoKAHOW6qd",
-	"3QdWSOP64MX8bqxtYZMv0+PC6ErlgvyVtIxa1flgYf+4Ur48HhJXAz4ipVrvEfn73/6rA3qpVxPcjAqJ",
-	"kEU3UZGEKn2rBUtTwk2wfaWofqnMeFNB/f8uEt6UXFtNsaoTCmvIcIWfJtDLx6sojull4LPVchimc5uo",
-	"q4c92bYBhs2iChrwK0YP1zTDLoonG1vibapdNXvriicmaBINRlxMCXYARCNF2DCPtUZQQNxk5TypXKgf",
-	"VMmP3dusKlAIaPXFBKlIKDQxuOrqEf+gyPZudyaXmUvOxxSCUOR4c/hEKO4SGvgb/HFpGiB60IwBDbOL",
-	"6YEnHUwrRZvzTM799I8fFFhCilybfZO6gg5xdPDkRkpV0I3KVBbcIO5ije3jqIj0NQAKWz38sAxfocFc",
-	"kbtM5qzRMPJgQIZcMBHOGcnYHM/gas7FMmehNApwkpufIfRyn/RNBgDAzjhRDSfd3e0/igNKjB7wYBha",
-	"1TqsNb27Cv2/un6NMrXW0kUPPTSKhcqATIXMgsHlIkcLMD5A2kjfUGiKDLUzMSgQoZVCaJgNt8nYmPGF",
-	"iaZZb7CxFrmQ8xCjHoruU5kca8oODSAXEPpPpNCrND2yNpjOrqw+3Zn5BW+gVYKdldbEtTw8w7dbTxxI",
-	"vOVG7qyCiLK8TrmaQeOrA2hOjodaucW2dVWd6lHzEooOPyhX9qBuKvxNDUe2bdY6G7y/WS+Mo554C5pC",
-	"V43lwhjOScaMseJ6Ragv8Rl7mQmnPj035uJCkApb3B7nv7CwhWp6JqXXT3ysmfP30XAOiE6nlAutFgS8",
-	"G+GQjdd6Gi+yxHs4EKkBT1dCSxoQJgxbyw6xDWGpREs271nW3TM5O5C9431tXKTVr1VOp+zKXMbqj3dg",
-	"Qil9lUqVV7+j2XjGb5nnr+1xUBl7ehspyzev+5LNbRO1Q7cN78tLtwnvy3O9hUO3A++XX9AwVHzxDlfv",
-	"fXNQrN0qw7D0Q3/lwV4UcCb29E3sbeggIhI6h8q3pWOo/HYH9pfqIVS+smcQkcYjaMDLI9tW0kdMOQa1",
-	"Mml2xuT2vpEZXWCYcDsklXT2ncdJyLtHeGYCeQBmUYTm/rVzsxaxd978zY0Dm9r4nUFhYENmqwn6bHyj",
-	"wg6Ca6o2SNov6q3AshKuHvVOILkJ5g3tIxjT8J3qr4QDISILoDBYb+UNMz4GtSY8UG0U5qSihiYzj40O",
-	"hPDPxsyEb2wec5yUykhiSmClkUxzJOIG76IALm/Z1UaxXMFDOIMBnOcKeM5XDXQOb9Y1y0cghL+WB6tW",
-	"YhBfqmQ1I0OOwXZpwgAmPGUbZ2bgAmwAQVOayJrtl0zrQNsqkchzFpO2DdeBRtwsZ9UAH61M7kP1+Xho",
-	"Qk5AOwVbquY2tBzj54sD2HohTTe83if68QN8PJgXATKIBcUcAKFHd2BoUpsOMGJAL1uvuNAuGqN9TtbI",
-	"vkVSyQPC7rklRidrZNxyBYG6g9zldm2avmFqxHR8LZxj9puQXrbSejvAI/MeGlMPwlsWidVdzldiHNj1",
-	"SoxnmRRy6YJL2jET0A3+Jeb/doaFKlMJdSVtmbl6g50I7CsrllstmSU98gYMxthwmGaMfKBqTNNDirYz",
-	"KBncI/G5SXCwGcemyD+GQ8dHJiL3+HU8tG3OxxK7ypSyUTzzmNnMHVVEy06d/ZKHWOV0pWwChYlUMDUH",
-	"tG5YR9PXRjspf1ssbI2508Koq2HksbMIuzXnkoxllrGU5szE3VgNNagsZvTucWrSa06nQqqcj8lYLlzM",
-	"Ww1W+xqs0AHDmpIyyPOe05WtzKAPWqzA8xmIB6ugpgecNWFf3/niR3hSTZfBFspdpuyRwXLwSqkd6Uvr",
-	"lyBtvy+mq+3YiQjE64BFheRyUXJVmOYdaP0Z1jv5xDVBoLAzW4sjGJpNNVN3RduFPfKapRI7OeYBKyym",
-	"ZcmAQBaaKNCUJfjYp/t6lkB5Z+t7KjGN/XzBjYZCbW8IBwqkxrVD2JjbV5fTwPEbJLTa2/4pwdIKC0hR",
-	"UdkvsuM0ePPzgyHHXo2PGigfqB0eOiG9YmyIZTGmvGzf02RvjVGT1Y9fe349cvbA+e2bYBSamid8z58T",
-	"nvBwOt/7sMv7DHa+OXO7sqmFXlZhVCRoYs1NhATA07RW7GLlzpgUDbm5sK4a8l46270tNUXUcjLhn9E5",
-	"XOkr8+zZs2dPnz59WklE+qoOmzYkwa9G+kCHzYa74Y9UMS5o6B6hVNGAPi8J/AqUzoiNFozXdHwzzbAi",
-	"imHr8Rcz7b0Wv+AQyUskrELeYRCrCZV1mRTwazEAso6InNiIYc047mMvsgRxRPj+aJxJf+ej58boaECw",
-	"HgvfgqsQ9KE3D4elmq4Lhsa7u7ePdxxx9PXp4eXJ0fsL64WE0C9wXckpA7cDXjn8GdXKKwhsxcLDcs5z",
-	"MGBB4WHTzi9hGb9lSeEzuzx7V0ZVLm4lH7Pu7vPtwU5vkUy+S8nft54nldig0MfUAK7A+DIU3Qr28DGZ",
-	"5TlkDOt/FcQ9y4mZGWtf22rMlr6W/LxF2DagHkC8fXxy8ONRRH4+fn10qoeunE1n37Qs9EFuZ5xyhTV1",
-	"XLyemRWrNpQbxLVg0cOtLQ0j1TPf98ZyvmUORm35J1MJzPUPqr/7vFz0+O3s08eLHP/7sPj08Vx9+v1w",
-	"a+vj/xyN1Nbv/+3T70aj8yeblkIuHegyS72zxBj32inYU7QBuMs05wuaNXsu3BOF7IWKxH+en763YUtU",
-	"IcHWzymySJeKxBp2cY+8wlutXGHunH3OlakRtWXqJO2T+JZmHMJNMEotRl7LYEiyYBlGm0T6/GQGqYJQ",
-	"/ju5anoRgjrh7ZlMQVehuGaT1SAntg8xBtxkVkqFemqOp9tlQ8RLLAU7ncRAxYqYF5NtAoNr+PRM7feM",
-	"z7mgpkTHnC4W+iCxcCm2iW8q11cRtstRMWveKuJT8MVCnsRyp8NCILqPWrCXB0uM1VZzHz38Qm0hnzaR",
-	"bB9cRlmW8rJeNyiwXhFS7qMWK5jqQy9a/mvSHcJOS0xmkXBPhoRjCPiH128icosx4JCPoG8j+qutWw3K",
-	"3c+lyqHXzsmr/aqOmfK5VrD1JYDAL60arWxDmaBq4gjSNRc0W21ITYAxFhQEdnoftUqszc/2eAhqIW5c",
-	"Hc8kSDxiKM10jI2ndvnrB+PfeKAItsWjbQ6pGQ2MVbAEO6hLgP0yakHZ2Cv94Kg1HLUOBB217mPSnjvy",
-	"OKZCK5NYP9H5N4mgOb9l6arTIz+xlcKYVk2NrKFmKRKWqbHMGNCajEEyCOqtxskezprftMh/4jZk91yc",
-	"cZggPqa4qT6dYIHTsgL88BjmPRu4jtnPRZn0TcY4h6fN9baJ0w+9BDH191ErgEoPvfqzeeVnfGON9unt",
-	"o0y1HtBCLWTdkRkuAFSkrm3Wq0kEboPj4w/yPdzr0LE9k40al5hblRsu+PhGkbjKN2LSDhhqLLig7E7Y",
-	"SgOlQuIAV4mL9ZsgGTm/5oIpJ5WMM6kUVgNu55CcgzmPmbvrHS0tGJHQr6kYf+7qce1JYPna/+bp/5vy",
-	"9P/FOFzY8hqwBZcv/8+bMLzrFWqp7RrTI47rfSsr2yRa6AHGJf6baf3vx7TCftHtfr9UcKCUrbBvSumq",
-	"GV0wkrAFE4kChmQoARDuzaliyeO3CVX8g54kwXq4ISr5rY6SsinXCfsu9t5K/d/uMHE25DZa6nxbSucB",
-	"L4q1h9edfyHzvY8Dm5vwm/xSzRk58UNeJpAsNoVwKYQwmK/ybVknwTSThiCDTW9Yg7XZvR4wNQdIWl3b",
-	"dcYzY8N0BQ0shnSdJ21rIrOuy08xbe8UiTWli3vEXjivfVcY+UsGup3BVxQ2C3p0wnFM3s2ubR6/r3v8",
-	"waDV2bclquyloGKMsSieKd4Y6cHWKtLVb1THpcxcHsj8c00DbTCtyzVre50noblLVrM56O87AV+L/l+/",
-	"DzX6vtnXgjv5Dq4Wb6AA+l8Ey225XH/2WbMcVIOw8ASHngkLV1LVQeBXuczQVAlhLWrGF4tvUeUrJe88",
-	"j3+dqdc24Ml+YFySyrCkgBBI4i9fBvf3caT/2IY//v63/3KG10olxgNBW1Hr38AcXiq/uMmeIJqwLOQF",
-	"t1jEFUKH6w1CCX9ulhzhtYrgeM7ny1SrdTYvvjHicmwT5/3eCuVHjOAXbnX47DGtDsMORlPIrNbrsNR+",
-	"0Y+DqnqO6g3mZM4nq40elaLQWr3YvZA4Y32LXs9NE+DlWuOazLlQNcEKpfMaxIWI3TdGnrrCGiE8sZGz",
-	"ZFwUTVjnxVVrS0y6QYI02+KhCxcooxYVQi7FmIWTy7i6osmci8Zf50yfwtq+Xo9oPqi1vzFfUJGrzfry",
-	"NB9pVOzMX6i3peB8D4Ow8R77kFwr5IeGO7AvV4D+6IGO1QG8Wz2erxjoBF9u6tD2o4uwaAfCKqgJqjDF",
-	"VbAZ/b5XV8LXBpr7uAJx6+LfT6PB9v2//7Xc5nV7c9pXLNjeydKym1a9ju79xk1yG6jCe+P190WN8N15",
-	"9Kl/8IY5xO6clTvWHN+6Fq8fDCY/NdriEAMxFsvcq7SuZQV7v8gcuvBi2JTGda7yTM+ryF3Gc+YFjcBE",
-	"GweEHLgJGiNC1t24R+zwbsZMvyK//zTovaK8JytNm8Ctr9uYJSiP3tiJIx9r2fJGGyNIixo2pId9zH7M",
-	"YI/bUB25/Z3112DkzG9J6F81D0Ux91IVe+o/kEvboFTWLnKoH4KckD70hZBZcL9fX0itIjD8K3Qgcksy",
-	"GdN+t3ixMoY4f3Sst30flb8F93PtW1u3rPmXK8xuSUJP3MobdiUn9Z9SWxmr9ottYVX7YYFFsJq8IPXj",
-	"/BqudB+1bsc0SyrvbVA3PcgI7GifNjPCW/WjbnYH3QMcBVBPEwY19cM1fIPFcSAlDUtvFGns8SST8xjr",
-	"LRBGs5SzzKaN6J+u5izGhoc55oXDFVNM5B0sMYtpAGhOMqXpTFKFMcBgJWfUfQd7tq5Cp0fe0zlGBbnM",
-	"BjlneiYG5k+9IlML1SI0yVhKV8oVl4aWWGx8wxJXctZNbh6lmv/xCXeluX5QWCjUL/+IvhFlkqm9cx5s",
-	"P99MTjnSq5GToKjioku2n1fC+WwsSx2BmchdAc4H8NNSqXBATESuqWJPd8tRKaucretz/hV4XVp0U7rq",
-	"JmEvdRTHJGE7OBwepMy3cWcdgKTM7miWPKKv1hv7hndmnjamcX8Dmx1cz7uZRFlKPSCZbyp6v8nk/NH2",
-	"hgbpF8aqSL/mYoexphBETMMee+mRRmg8N7WiZ1LoGyotEWmrHKqDUIUEYmMJBffLwicB4sJVUKf6BRv3",
-	"51G5hCZKtjkTGFnAle2fM6lIWr2vVoV845jjXXUdN0kyw+4ftOukNOf5EosdFjnncnmdMr/czAu/2Ez3",
-	"RSEmFdpXKsV0k6EGz0tjwcfaYBuasCpEwW3GX82G5MAWyWwiCXZsIATF6N5aK3dWc0n/uqqZvFOkvVgq",
-	"pC+dXiC4e3PllK4gielaC7aM5ravaj14GwSWGo6YOqYlc6bPgYw1bR0H8KyzD7W8sSVUHy0HVQ7YjRO5",
-	"DWx4vFDOteFoQwVeMWfcCJ2h3o1YT1eWy5vHGVukq6tcxpXD3dne7Gxdyd51HH1nu3LENRm4TmHpTdEM",
-	"ztTpcrWApfAWDg6rRySCmzHMzGFaagd/UED0YQkUFJK4TbH1NkhiYGjNZWSchnYTcedrZSisbpzLRwpR",
-	"hVbxD5J6ccKknOAOL3NBdp9jPbZvlm9NFv2/jISLyfOPl3FtRM23ON0aSCyMU5quQqVAiHsgWObCxSVG",
-	"7iLaM76Sk4ikrgK4l+amaXnNfVnTu9ebFarFWqiLuatR+Epfp3qJRy/ir+5Z+LYWSNWCNN5SomLVpebw",
-	"1Qk/Par/xj/aTOJlcz/iSKpaWv3MXC+vB/t0BXs6XDU6fuBX2yqhXn1hPTIY6hX+UTGRXDXUQH0r78jc",
-	"ptCrctcQCl3bgVFYYte+XoFvnicdm+FnKdd+mY7dMLZABmPfXUAXsB45kZD8QwUZkDkmMWFA1R3VVw9r",
-	"/j1cD1nTbVMaai3eB4qoewRsvUC0ybWo9pCyR1GscBM8VQ/RFSdGbmS3tNh/XxcW/3WuqCnG2OhMrNyn",
-	"x/uZfEnh8W0N/bcrTAEbEgWSYClPlxCji22UTKPhCeWpLVz5FRrJGY62uU5Sr7rl6p8AglL9Dy4qXJ+n",
-	"sTGxhaIbL8Je7+B24GlzhTfb2HiNC7982db0NTtHbGuk8L8thq9D7Qs6bWo2WidgN1wEVYkptNiIyJzm",
-	"45nN541zOlVXPFGx8SEpK7hc0KmKCHSjgL+xuVdRXVB/V4qyNJb0qIXvYCXFKxuZuWmVRDfKhR3Fq2gI",
-	"RTceWy/IQKQBruoNT/NQP3QNMJ6YRD4HPCu67vXhB/3lPjHNS2wfrMyU80kkw5IlE5gi1FbUQbpEigOF",
-	"br2AmTrprZzKN41VHPg3DHMfgrXtcRJSy+likYEi6gLcwjXTAzCkOZvKUJ0rV5fIPhLBiAu0ApbLOyVs",
-	"zBOm9gnWWDJhaCcHZz8dXRy//zEilxfH744vfo3IweXF26P3F8eHBxfHp+/DNkEYpGuD/D+23DitqGUG",
-	"akWt8kiA2jOqrrA3j2qICtqkOnsp3vsOrZ5Q/ylcjz2lYroMtpt4J8c0ZcZ6jMmVi/zq1Vm4HVejBKoa",
-	"WuY/0IPBFrYt915wCILx8T1yxm550Xu/Ujru4SMnbduEBXgQeqEsAuhlYAuXTgU1Dj58ODv9+eh1RD4c",
-	"vX8NKHJ29J9Hhxfw1cHluf739fH5wat3R69J2/41LK9BSLBJMuzDpEq1Djo9cirSlZspXH7dKu9cmVZO",
-	"LF9mwhS+yWdSsYgoaZrr0/SOroq1kxnLWDkM1v4UDoIvt0IIYbr3voFLK2pZwOgvATKtqGUBAmgP7z8k",
-	"g1r6AcGxa8m9Q+jyhYoKWhEVVT1x7k9rCNYreD9QPMprHRDE+wZdwE5VvQ44DySNP5pS/eHy+PCnq7Oj",
-	"D+9+jcjl2buIfHh7+v7o6v3lyaujs4gcnn749erw9PXRZgTLG06TrLN3+ui8ATVXtiPCCZq0ufUs2Xj7",
-	"Ght2W4Af2sMPVY+G7G1jc7Q3okd+duHQXFj3Ms1KodNtEygNeSSYUqe/KrLm9G91/uKR49BxKTQVvrq8",
-	"uDh9f+4VA/frtm6C1gbLAoqVdcrUVGwsJ4I/PxpjLo7+x0VE/CItUVGipVy8RVOYSvUWRXJ6Y+q1dHrk",
-	"4LqhMSx2xxRSVOgMjP9gb4YQaup1tyI3AKxQ0xOzPsDGR148h28b3j0MXPD50pCMWmDgxQ2St0cHr/W1",
-	"e3X6+tdRq8o7/F8j8ub09AI+IQr1yAeqsOVGvTEuQJPnpL1cLECwUayzTzZiYGX466k3ogS41lZk38DV",
-	"6s+43Hq9ZBhz3fV+x0NKuZX06sfjJbj5XZVsOcC6kAjnA2TAMMy43A+rLla5Jze2iDhp9j4g+5YaeNh9",
-	"+bOsA8/PlhlWdQW7hkevsaCnAeriS3+binThoA6P7XqLDW31UtClPqKcj2ke8nvt9geQBrlfddUbCSau",
-	"jNCL12ZlFXhffe/hxqxrtPJLaHqESbHQYbXB3hQuQlN0v42w/MzWQkyhrTh8uGPXi6LWzB45edUxpWm2",
-	"5otd/Rx+2JkuvOcGT/HBSv/catGa71x2pimYBLrvVkKp6y2kAqmg1ad6WpMJa4Sk7dIZbWMJ2w7poeZ3",
-	"DS7naveucN5hU7Jm4O11xqkQPEyoVzPKscQVEd/EWbSuAdNrRpOUCyiFtFTM1reDmHCCreFDnQ9I+9m2",
-	"aSWFdQdtx/jNeiBUGlHXfgw2YtbkTGY0W5EFFq27PHu3j61hObY9r5f1e2wfZuy07HVgXtd0OdSxIHxq",
-	"ijWX4z5Qik8FdH7ImUio6Re3YWnupWKVwtxLQc2IG7TmmlOehn2E36lYd2TmCIHlZ+xPw6U4yjIZMMHt",
-	"bm+bEnaxuWHAybHxdqZywvR7+ySGf1VM5nShsDKOude2jWOm9QY6Z2DcluBqssViAs3aYbR1tTsa0iYD",
-	"7PURnswGzhPZ9YRAaJp7mcampsPkcajNxKHtEXcHPaANjfSb8GDRP2eBt+3lrDXzJXTxdE0KbSvX+giF",
-	"xbMidX4cbH/65m4W1YTnxqzwBtVifV5hdexwiqGZRdnGx95JvDZt0+oHcCpY0VRN3/V5qPy6+aHcjPUh",
-	"l6XpxvP1Xkt36BsMsa6LdDHUKsjYjxMtek14ERXrINKO/0f3/HbctQCMOxHhCUpqqS0Ope+tgZAq0/Yl",
-	"kJx6uPMSi0RdVVAu2HyNhanQLzPsBWAmNg6povuiceH0yAFwQo0oEPo0JPHbi4sPZLTs93fGaHCCv1nc",
-	"I7/wfCaXOYGgWC1GfQbj92fTPhrbCAhJTFDoEFpP57b/cMYmS8UStCbOJDb8BW0oTeUdA4JXdE+/huI+",
-	"Mr1liQm61xzefKU0PUTnpWGrZkpo6+1cGObpTkRizdHlMh/C8kzzAQxnGvSJYmMpEhVHULfE5iiZ9Va+",
-	"Nb0lr9kEahBZuOmnLt6dQ5yAmtEbZiCuv89QxrbfQEkQS+otw3+w36PrTLY512Of86uM5dnq2y8IIsLV",
-	"2LUqL9l0NMIYU7a5IdAj4bbUvqDvtOGMQXSDO4kNOwyycOx7kI37F7rosWfpVHk//vDly2dvV4XWVEFb",
-	"omVrGJ6lEh8MK6VpukHNINfb+z76pnCIKq1/yAbQIBh+KvYDjcoCXPt8ea0/XtvmioYwtBVjRRkXy8tN",
-	"607Vdd2susiWOz1yLIi5O2poM4Ph9nz8FCNr3zdj+5163PW/gWLjWjzgagyJEOh4wFem/JZpzcyUdxJS",
-	"gN6HRi9DIrQs1zaCWg+XFXcq1SnkXPDxjOY920TH4L5GptpvimFK+eNLWLBSezs/OH8DGQFP6qEKFeZY",
-	"3wdjzM2hwkeTs+LU872+F3NRttkdnp2g5IG3qhKZudf/6ozpWiOuhoCQ8uIek0DtetCO5W3I1+48gT3y",
-	"yhQPy/BZI7aWbxwPSe2Ku1ToUpWuN4dkZ2fnRdFBb98KqygJOwkEeYo+Cmmr6XPspvxnU0RoSnmlbMx2",
-	"f/tpdzDobm9f9PtD+L8/fksbwHPu50hTQerLb4yEgVfX2RoQQsEI13qXcwPxcz4VNF9m7FzTPrb26N7K",
-	"OwtNbpogGUWUxOp2bGQP2x3ManIV/y7QWDYkRhx0rDPGomb4rVvVkKgZ3d57+hKFrBn7TN6eHBx2z98e",
-	"bO891Xg0auV2iJ7WJUctI4NF5IatbJsOJHrjjOXmFv+gyOXFm+5zcr3KmdIbyKlIaJY4KhuTidTSFu7i",
-	"3PxMDNwUUQs25hNjhIOQLXjAvt4by3ln6Nwpsfm+yxMHJ4OXPNFSl/09rwDEfq8KkNwOIgQHprzVIcKT",
-	"3nqgmPBxmld2oehKmVYL8d1MsfFVbMAWFXA0syZsLBMT8A1eDJrl5lq5d9u7BsCdIRpyvHNYCttGWQuo",
-	"YhUAccqvM5qtehYtgDZrMbGiSvioc4CCC7oH0WulFw5lZxH3FDbyDTbVjYhDPT/2Sd2OURIqo0i5xlz9",
-	"540ios5hbLv5X7yhgx75EE0xKzb7c+RF3Y41qauvy7v+HqsKeWNtt3DlPdcj76ErOzYO9880FAEFGveV",
-	"EWGuTIfMDYSvusnjPnLDNcnx364oc6XlquSqKVLTKotOgjIv4JcelJzJjqeMMAEPbaa94LNNfjK8YdtQ",
-	"/kix8TLnt846wz7P6FJBQ+g0JXtOlYYcHVAp3HJN/zt0LTZ4zZgTWjc4LyPh3mOA6DJjTZHjh/V1AyUq",
-	"L94ufR/q1ubYk9to4hqpr1ckY12AlQl8Wq8WNWFMSlV+ZVf8zbofjGZW+e2jbVL32BdEtfZnacGVcvx8",
-	"g9erUsB91DK9nr/+Km1QadnMDhWWQ6qpd92jIClxRmi06xuELe5Q/UTqJ15F2DoRCIC1RGpKwFqj1PrE",
-	"FluEh93A35FgesRkEzSoLfDIvP/11OCfi8TfhIMebj3qVI98Cr5R6R8k7YhSqsZKHNX+ypI/Zj3NBX8C",
-	"O/mnGl5KUsm3G1/84b6luk/D6v7piTGBdV0CQQo5KdKV8a9BUwYQkLWkbGTx31yCa5RuACktS9faZSGr",
-	"lO5Cu0StjXSQS9KPSIVuk3HKaGbyZ77PRfn/Bg3cBMF+4fnsHIT+gIQHdAyUskzmNGddo/JZ+3aMn8HZ",
-	"i13/IJzZhiv/Y25mw+I1BLVWa9Vep8uiNQBF56e7ZMY+04SN+ZympvBKj5xBcLYtn329MhS9Dgn0D5G4",
-	"espDAnYUfUF9pd5UR9Zf381kyoI2DFMJOWTIaDs9smMixR+nx7ts84esIAmbQMuX9lRL98DHMCmcQgoX",
-	"eKIa1XwbztNcnOF7ElRz/htR1gum8qPbYMCyZx6z7Lzoj8BUXrZv2gYJQEd+UC6e1PQpC4QqhGc9EMbI",
-	"bc7M2THGNKepnJJ23Og92Kp6D2IvOcGQ2mso1iyFxqp4wcW01FeA5FJ6hSLxgbLddJ2lv1rPpB4m8Qj7",
-	"pT6aJp6+7vr/uaGefFHTybN04sMb+t6+CTnNsjbCymC/zzPjTcQkgXLDyfbbi4sP52B5n8+ZSAxrrDfa",
-	"RAOm32gTSkSbBO9/ZovNy426ajZY0PXLVccFF4m8OwRHdShM9UVzsxOvO4W5YhG5g+GM47uzXw5r4oJ8",
-	"kFm+nC6ZYo/pMhBIzAWJZAPEslkwzeiErHCZ8XyFMgNmRWjJKTtY6iOtRW/qr2XG/wI0f0hewbMmDOLg",
-	"8PDo/Pzq4vSno/cuGOJC3jDTc9Sozdb+FBucirFyq6Y/GjmpSBTEBq9MBz8skYPROxiQZGuaLFg250qT",
-	"BudRXyqsoroq+sb3yAGBx8Q0srFjEcHgP/CT2jIuuV6qCcTf7Q+g26ABHnZdqkYYj1r3QPusmGZAV+Cz",
-	"RsvWvYYzFxNZqUmJkiF0GzH9mzW3/NFUUphTDpGAJj27HkqwBS3kNOE3Ww8PFBFKoDWiDZ0l46XK5Zxl",
-	"3VIUojFq9shxTlKWayEcDYQjMQcjT1EqvgjzUKS9oBwscn84M7mEeMoRQbtIpGkp0/9q1iSXeYS5bLb2",
-	"OpwllEVQ0Qgr3Jgqd6oT4aXz+sXBwdskQRvkB9kUggQby5B2vUk7JAlJMRJ+xHG1yYz/ot/8xNS6RLEO",
-	"C+HYdRQ7c1DVe4IvIcaomgermsKe9eAYdAvPYmCs35Q5MvNjL+WRCJnqQeRCkcM3Wn84Pb9QxneHTSdR",
-	"EuiNxEgcC7Kg+QxPRZMbU3PcZJwUbXxA0Cy6WNgKHjYuvTSjOQ0UAUUyEuVGP3oMKF3YdBT7ZNTyU2VG",
-	"LSvFYp/AothzbYiRcF0Ur9mMA9mguUs4JgdpihUktTKiSUviKpQYgmNGLt17JBQAsH/7N2JSA5T++IQc",
-	"gVsv1tJXbKMynLfksdQTfVvYmGdYivv/k5Ii3h8JQqibxTRDcc2PCU2VLOY+xDI13YvVggUGe4hK6rlC",
-	"hPLJk93+4MmTzYil61v5yy+/dA+8ny0sYn02acrElOkJ22dvDsnTZ3t9SBvGkGAgM+jRENKCcJwxiCek",
-	"KcRMYfYsRqS8HLXMdq4MpEat2Es5cm/qCW2ondkihag70tbf2aWYn9RK5PRzhCaCzKb6QiyFxhuu1NJC",
-	"qhMh3pP6iuB3vR50vOLQgKNckaWAKJuizhhkocGB9MgvcLMRPRUU47xDRctWvMylntG7iD8oTYMjIsCD",
-	"Z/DchJYB6lo5W2k6rXjCQj78osknVDwDeoH9B5VRQhH3gVRDiTtqDwk3q48Vwrhdl0+96jnN9A79XHEs",
-	"aB93hiTemjGa5rO/xBGJtzJGkxX+KRdM0AXvreg8jR2Qt6hWiYrvBWOJxhWYf58Ixk3XZxIXbbKcivTF",
-	"z/294sl9TNpjjZNWcNFzeDnoJcpgSh053X5f70hrCZmr0B9D0nbRzwG5LDl//ZMiKaO3WFh1mXeK/QDN",
-	"3/oC67/f+mJTGPTKwvzBdInbMheyu24AUx5YE2A9W8HNQEaDNyE/x2ZqmbCzfWylJU1gwFJo0RZscIZq",
-	"aBkEsk2Uo6CO9EG/WD2bRSzEgwWw83grkWNliB/8vWWV1fbbi5N3+uA1bU14hmxlxjLWcULhh0zOWT5j",
-	"S0XmLM/4WBGaWzjCZ4wPYAW651IaidPGuINYZfET2aH9CSWxa5agzUrfHNdZnwutL2a2SlC41T5uDNvt",
-	"98gHm7ugHDBM4Aqs2RQXCxBs298aCb7pyX959q7LhKaQSUS8rFUcy7mtXv7H3qv/2N62EU79wX9sb//H",
-	"9qH3lf68/R97r5EyxR9HreLhUSsaedFRo9anGMBwifTK40C2/W/GXNdRwzU/FKK7/qbENgvCYPQZrAlW",
-	"SPsuR1zjc2QSvo1WUekdXLwU71sCOxJ3JkKb52SqZV3NxHZCTOxiBrYPS6WWwqKxZWgQKClzqLmDdnSF",
-	"zZAX/gbbwIoxWddE09wBCdV0EOK6VQTZ7VpN6PmrVnFnqAH0Vw9i5K/ktMDNv47EX7vdLvynn/OisNXV",
-	"LWd3Mfmrk0ztD2ukcFISwiOvJqWlAFqSr0+FWoKebBNVADSBYmi9kEymyoxridCVVgD0kKAIVH4rJtQS",
-	"ueWSxcoKKbwGhuKn4OO4Xv0C/lXN2MJ3kChdQWS9mumnzZ/weC2Bxs1U8qnU1lbKUrHLq5V/qbxWaBTt",
-	"NWVVulBMpcCtTvPoqH0gBJweAlqXz2Y84/KwJisUeQ7exUVh305s/UqW95Y3VVJmbM0wwXyLdkScQdPw",
-	"paiIrfPQtDoPIqaeyVrpy46mhteqeBGBmTcy9n0/wK1hALwAegD8KzDvSHgWEyNFGqkZoCInZbNHRmKa",
-	"pjFpG3GsgDW9lres4ywwZizMyBgJfxCIxsUw9Gzlkd87ljETAF41t4AEeMPYAgkZmmsgKyWRI9Feh1PY",
-	"XxTyG+C1GUuTZhTvWI5xnGhRJ2divAIo+bTelx+5fS438pa+E1LZzvR43jIDkjJEwuIK80YFPhSkLRoJ",
-	"cwnKKri77cYg770c0scjO5fGGbIAPUvrHoCtaIaCcyi0+cIK3bGlH6gYidiDRPcntorNupDvYPJkRSe8",
-	"YaZiGbiRZHaDjcBzm3YCEf16fH0/t3cx+zcCJLEkaQia5oLR3IuqpXMGY1vZC76wc7fd8USgJURGNqKm",
-	"D/K+ExQ4UyMB82RM83EjzIDZClxS+Ixh8RwSPnPVQd7t5rVVoszwGNLtxa4ilHz45d0ztkjpCrKtUDT3",
-	"+TnXIplgJL8Dw9iFv2MD2IRPJixjooC4LY395Mnu9vaTJ72ROLBwAwTU6rjWmzE4sEh35YqonKcpyZYC",
-	"nJB31PZKwaIgWmMrkrCcvCuwk+8KEuhGAqcHtdRbSf/FkyeET4wDsDRPjxyY5+SE7G6/gHH3Pn928q7G",
-	"C1BZ9Pnn2coBdCQcNEq4BZii70HK5xwD7olx3CN89/ovIhhtslQ0tYKbViyN1uHZ79DANBKFwoUmLeeP",
-	"sofVhhUaZQogbfLu9Hh0qbA+f3kH7jhtH32tAklQDhHrbag7F9jQnIm8SO8rcKomAWoC5Ylo5uAZAaWQ",
-	"pumKFFQKrZHpChmchTrSs2Gj6GSNkCNhxJ42Ipmp/TiH/p5ui2wyYeO8g9A14pnRwrVqa/V3SoQWECgo",
-	"b1ifI6UglSRMC80CbbLA4YDngYXV0QXF5wu9D+CGyt6/CqWZSdAI7DAYiD7z8hlHQmOcWSuwPChOCUKp",
-	"XqxX07wuP1pmAUnnnmaBliMgC1wh3bGmKOemabPPQGOB1aWUiy7kbO72t4M+oI61wVi6MxIGy8kik8ly",
-	"zJTfBh86FVn30YTOebrSijId5+nKuthL4tMiM4qmMgrAG3iJ/JUcm6RILhbLnPyV2PqQaJvZwiRtaG/t",
-	"6wZWPzj0rfexdRPndLF4EnfIX/XtJPEX45Y04WmRZZD38SZP6GnOob5EWTI3b9bHcuw3YTnlqfq9HeXC",
-	"CbaACX8lu/1+ZYTd/m75G/2ecZOSuYtP1U9ub/tzYb7akHwBLXVIPlrN4tP95ts89PUCQNRyoRLjX2+Y",
-	"HOb5+9/+LxT8zpapvr7WqJ7focqoArJ1xhTLNBvRi9QvjFrObA6ugWXKureuBoOZzuCh9ejASJAUZk07",
-	"Bj/VqNUjXhQBaomu9oqxYDTWZkH7ijGzDUcCpDxH4vD6UjKn6URmWnNHsaAo4gD+Uo3axQYiY5a99lEd",
-	"WPLKEJaRaIJwym+Q0SJlh6F92NCC/0FujoVx+66GRNaSO6O3mkwXy0H6kkvTzJC09blwZWytOIOzUcxR",
-	"pgV5AmnHUpkuEoU1Hwijy9GEur5YCtKtj9vkTC2lFUL79Wok4s/eBrs4SVwuuDSWWjubZHKuheaqxzxG",
-	"sm4SB42zelWutcHVSBiPQSdCO2fJZR+Ttqb72EvcsqO7DJyyUIuNieU8MjXu9NApxBGAey7+7K9EC73Q",
-	"sDDeiqVg8K+QeYwEzxJniAdzdbPJmZYnjNBPhcl5tMZxquzz1hQErNtwz5HAbvFcGGnDuRopFOrWR8yQ",
-	"V6NNx9YzrRif4Bbad+OCj3mmZOsky/h0ZkOvzMp87Dfjm9mw+7vGoYOSuLKCFjJjmSW2mJbFbaoKrtAj",
-	"DdY2LSAZLv3kyV6//+TJSNQsYsfGmA1eBZYh5qMtzPph2ecFG+t1Wn7YLoQwDk6IKUusHwL7g6E92HmY",
-	"A4Yh9hm0X9QdrehcPMeVLznKjCQZ6FVtzR4ARndcMadM/lgxvytDf8FdYeA/psLaWG1+FQ3a7hVhYiKz",
-	"MaxpPixEBS1vGJcJ1pq23siR0ENSYrDZySIJ1yx/zoXeEwDUeaHjfRLDuZ/IBGNKtGoypop1uVBMKI5Z",
-	"NWI5J+344Pwwjkj8+kj/q2+PGuvPCVPjuKPHRVVf49O+R3TcRbfqjQnzcpQstjQhLgQ7+5ACBQSKS6FF",
-	"1sAx03Imonz87xmblBwgmivBHZ3TG5c/WpAcjhUmu9LG17WpGgnj9ulqMoL6NVLK61WRgYpKTsryQiuQ",
-	"Wh3hWoIHedw7Z3038KgxVgdpwLrL3EPTfEbHudbn1RbOkavYoYdGpYvVgp3jCs0i2oHF/67Y0oTl41kH",
-	"6XKZ3CNbF1gQS4vWWjImqT50E0hjkfsdN+7oI3fIjhAUKoG4ZalcsCGJv4yXmdZhrxbAOBcsM3/lMqdp",
-	"BDqA+SahOR2Sj71e79N9HOElQ5ajB64wckXiBVJwiyID45hasOwD/mI7+u8TL3+4KjfrHQxHwo87GfT7",
-	"UcWSu92PKgEQ8JAXy7cH71QsrIN+v9MjB+B8IguqctwL2Gos9RSmTlKs9x9bOLuUJ4XsPGPMcDNkFJqr",
-	"R7ZklSsEs0jpmA0xWsCTwzKm5DIbQ9Fq304fDO0oWznrm4q0kgdeuFVnCL6fX3/99dfuyUn39Wvy9u3w",
-	"5GR4fh5brmJ5UM7njPwFTKyXF4f+bSr5kkhc+H7IYHfY3xn2n8X7ej+2Hau9J65ajqszpwcG4jLn40wa",
-	"Y0bj8Bd2+N5ge2d37+kfcZpyiI01UeN+AcEs0BZ0pX9Sw2Chu7qHzJ95gDN39f/vYzWawML+GBe3bs5t",
-	"FMi5rygOydN+31XoAD6ArW+JZ16LiJpRIyJqjVxL+0vliaXmuX0ib6F4gXXuFwa83e0XxgN/xvJs1YWS",
-	"RTFpW4sR+OgCihFXnrkGI3xJOzwYjnFqw2wUQ0szhj4OneXQki+/tR0YEjj2w7LyFIz21jOqDrFAJpTE",
-	"NBUxsexlVNBBrHLZI7ZconFFXJ69UyThNknWlTBcihQCgQgK2a72IcxtYneI4n/B4DI1o1oydVKaLV+0",
-	"QvsO9GuDMFKaDH3zZVHkAxZbtVxC0EPZ7u3JXbntBDjvmN2RRboE298cjnsGapMrFWzdCWSHnLzS7Dul",
-	"2ZSheQNCggzZ2h3sBOezoNSsJDJ70h+M+I66FyoNPXKQZShIJqZBo8IaIkwBCtp9P90lKbvV9FQ/OZNp",
-	"oulxv9+3sWMa8Gka4QFgYG2GHwCMFdaB7MD3pUMQupnseTR4sY2ZDzZIAiNKJsRpHMXT21F/93mPQAM5",
-	"KlYIEZjZWao983RkbXoFG4tgiXoW49b3DxhsRAs0n4kEwxTB89VxwcporcF0DatuvL985xeD0fKvYtYk",
-	"atG1plOEjsjX4AGpD6UwDN0rC4S2PhRBTBEwDPLT32PYkVbR9NEsoYVX0bbfUS4uNA5OM3Of2k93YYid",
-	"bZ9V7INcCkQKEk3gvvtG8RdVP7sNC/MpzZAMoO2iPjA9lwOCpbY2gcQq0i6bvBrpmEuX2ICR8Yq0XWGO",
-	"9aUltOBcrVQS1cqUFF/Z8hP7Trjadxxov4gJGonYFDaJye/IjH1ue/k+bZt7VJmY/I6MWr1Ri/yOZPQO",
-	"LlCn0zFVHW1AirGk24yQkXBEE5Q1qH9TjY7qjUQraqV8zIRiXljywUJL7d3tXt+kwRYpAnd3dz0KP/dk",
-	"Nt0y76qtd8eHR+/Pj+Ad6DaTp2sCnA8+HLeilubjGNM86PVhrlL0g2m+F/LeFslmQRGph83XQv5XKI0L",
-	"7tfN31yapMrWpef59ZK7fOevnDxi4FvO7lrD1jtr6AYvQIPQV3V2Ywd0TxLEKUIRBnYKT5T4QRUVP7Fv",
-	"eyWWozVsfaA8a4rjMG2XIao7HH2t9lFDKOvq1cnM8s70xsPDRMbtFwhX2S+Hq5ixa7EcpkjqtBbKYdqt",
-	"RcQU1mXg4MhlFpEcmmRNUjrFatP1kBIL1NIvPVeMwIaGaDgaX/E4VFh1AjGkogtOJdmMO5XIl9awddQQ",
-	"il56Wks7rWELZFI/Zh5i96x5wRbdCjvtAe/XxKOjzdqGiOgJm8ar4uLGQfE9SFcxanJr2Nrp9Xs72GR/",
-	"BmQCTNFahdbTd72MmoVUebhka+GPsaGM1mp/w4XWGurJA7g5ks8yuZzOGvMONOsI5g/4bzZGvKOv2Xqr",
-	"4lroXwTx2LETQrb0NF3QTTGwGWu3g68XbA6p6XYBJSiNFGA7YPiy6lIkNFvt20bRoMaiOtwUwLhP4lvT",
-	"n+UK5S5nm4IxtYpj3PlcoOFyn8RgH7qqvjgS5k0nU4Egia2TQUpECXTfyFto+oSQa8846sUcmtKknV45",
-	"0gCEEy2oo+hUjTLAn1EOtwUOBzukTQVZF+40w1qdu4MdtDI+efIGu1hpeUdjDcuubtjKVbkuBCzPcMmS",
-	"WhHkth+LQmI9ROTc4vCxKY0EtLA1FfTRhEXHeWldGRvzBWAIrnB/JNAzAQQX3bLwJ3j+2zE+1cU86Nis",
-	"DB2oZoTOvgaM1zMZX1fLyYR/Bm+5W4jtkRqXChfqfbsLhDwPhE2Q7rB+hn7Ev2c9EjMBGZXxSPiPY15/",
-	"dcA14xzkJGUUbM/ga8AORBGJ9RWL8SaG27N5W9hvauEGpvFY/6VPayTccbnAdEcY9S23p9fBqI8xUy68",
-	"GO2xXqYu6psgWZd2hMiJxu62j8Kd3pMnIzHokR/xfCBAyhqzNal3yZfYTtLiLpzYfpFSgceLllQqhFxC",
-	"3UOICC1G01J9qdJmMueCqxxswj3ySlNjLE5RUsVNtzutZTj3QtkM8uTJbr//5IkNEsB5ii4jKpeZDakz",
-	"CtSlF9VL2k8jWy1So31Kxzd6n7inUhC7vubbvcIa4jJBJxkzR6IZO0/ZsHoozoGxvdudyWVmk0c1/Vsw",
-	"sV94LGD5NoIn/oIrDjij20V6aacaxGQ7V17zFArJHBSs2sMXmIkbsWBMFerWLtUK1k2hKz9Ei1QEqd5I",
-	"7PTIhSQTLhKQCO9mzNBnVtleKFGOhJsgwKLc1TldMMESzNuN90HXj4smDrHJSLLWWxe0AapEbyR2S1u3",
-	"3Mep5NS4Kq8Z+kad1dfdrkrDGnQxaOj2cJ01TjjRD3h9ym5dKzPbsSwi8Zcv2/DH3//2X51NmCQhOC46",
-	"WcpDljueaYVQ/72vSbXCc4PQMvDuaNFFq8FjMHEBu7RqojDY4GL293olOx12sXCgxGKrM79nmYZPqdGY",
-	"zIo+Y1wR8HMUKqvR2XFz4JOu9fsgbVPDvJbzvV8lhrisH5QvnM7wIuANhMw5JFi2XjKerX7cplUWbl3/",
-	"uoBAAdiwwF5eJpHK4igk0Bq6hrNg/fRSsy8wtSrS3tTa2TG1e/OxH8po28PBNI5ikL3+i14Ffjbhx2ux",
-	"YcxUpgaL2YTj/RFeeGT89txgHjM1NZAkuZziPccLXDu2/TKYMQIxYVotTAo78eXZO305L8/eGT5ICNhv",
-	"Gnkh6iVW1tfHBh3nqRHm9XH3RuJpj5yvxHiWSSGXLgStbUWDlyjDdiKy3e8PSfzl3CiDJzaI5DX4u77Y",
-	"tt7HryOS0bv7ey1fFF/ipeSVjm5tmbmc6U5BN5IILdG5FomyjAFipVCJOcPm5mqfxHriXkbv4MQSTqdC",
-	"qpyP8ag13CmSWZemZ72RPb0X2yPfch1zy4ogSkxkct1Ait4VxgIB89jlkPaRuOU0oeTv/8f/SY5EnrHp",
-	"ksGHdzyhII2+oemMdkx0q9mOVXWAfyxzNAW6GrkwxS+1roJzuiIQXpPTG/ObBd01ZOy4Y7yjiqRS5aRd",
-	"NCvQF41D0W0yXuZdOYGcNl8x04KssUBh0A7goIKcMeCXQn+D5VW4DUMspAuk+dv9fuRytEh87nPlWE8R",
-	"n9joFUVXth+3XOaas3ipnahJeYiEHGdY2rbK6UrhjUDhJ7JpqljBqxxmaQ5Nq3c59MzMe+S1tH0eGDy1",
-	"X4vlBZ8wbqYWXW7ji4GEunzRZz3yB1M6u3qrMG3TXSonpGiOrY9iwrO5RU6qZUNQv+n4RgtZAnz/YwZx",
-	"RQ7dUSP2VW2XKl/xa+d3Er04ygi6GAqqtbATDFbS6FoEn6G6GBUhyPrgwSruUsfbudHGf1AuYqMUmjEM",
-	"ajBOfUHKaOXvqEkVMNoqPs7zIqMRopy4gLCuSkhR24rH6PUq4qA6fiQPyo6FsOhOvZIodCezBKDeHrU+",
-	"2N17WsyoFZERGJJYZgtTlX8zLd7DP14UhRy01hSCQv2lpqeQCFoCBztyB+apO6PW/kgcFWr7qFU9qJKm",
-	"WR7HjdHxsuOLh7H/FLyOEWEjYR2GxRj6wCKTlJDPrBoDWl/tNDGo8SBVUjPxoaMSReP0jNCRKPdRLwWA",
-	"RcWzEDBprWs1BlCy3jlvDfhBbdj+SBgJ2o/ZK1kyMCazHK1fu6Fl/7WN/iyC/9G+5Mf3a2FSZnzKtchs",
-	"6vlpGu/Cw0w/vYhcpxKw3w0OYfMg4+IuTOxRB4IVuSCxCTCOe84XFXCZAzw2cNqTds1pPxIhr30Hputv",
-	"2+moH2AOdr6ivW5KBfnzUmJRClcYGd00zg12bC26J66TWOGvbCzZWTyy5VH5n9iqdf8Jiwcxlb+SycpW",
-	"qjEFyKoGSK/vZqm/q2ucOvzSUrYnXquuIBeKgwZGocGA69hDzJbXPtwzVbWGrb29weDFs2fPnj19+vQp",
-	"FP0F1tMaomLcCkq/ULDrVvIx6+4+3x7s9BbJpFV5tuzpgsT4UjEsM4Da8kewl701bHmkJ2QAh+rlO4Oo",
-	"VVwjuxv9v36/P4BNl3Q+aL4uNDT+DWbFvrwF0LEh8jqAFxYJLpzEWLY9bA7rxt2u3RP2bW79qmfE6NoZ",
-	"VUTN+GLBEjTuF+wdDFDlTV0GzeymrZa05snQLiyht4V4y7sbbPd3nu70t/e2d58Otvd2n1e2uG57z58/",
-	"f64BU2zvhCH1maNPQ5Idspj3sAQUMuaHyll6l9o2ndUvB2z9pe63oe2au7D+NLGBbauNjWLJh9dviLn5",
-	"nW8BxFsIslBkpc/bXJpe62ugcGJ3XoCjVOnM1ATMmFpIoZAgbff7jyVhKJubEgZl1PNUyKjERn+o6SI+",
-	"/r02Z1SI961hS4PgxFWlOzUagWH0wwZVqCi+WKgFUZM6tA+ZgzaRxFMJsNME1JIDzLgvlUIstmvE+rYv",
-	"znf8jRVV9cxObBOdiUmrtbUc1UqMG0FZTACr6TwIujs650nv7avp+/cXl59PLm523v9lvPP+T79uv59d",
-	"Hh68Ovr16E9/GPzhL5fbZ6/Hu6eXbw7/0D97c/ang88HBy9ftqJWRu+85SOb1PT4W0fWzHNu4xuuMPlL",
-	"34G7Gc2VvjL3pUO3QFPYbc2eCeDxV9IJqIEJL1dqhRrEsTVny3YPFPlC9hE9uH1XH5nWaRtsCcRYObSs",
-	"iXaFFfNsCx1bmrakHNrorpL6qCdF3Is7QCp2H3OLy4h5sc4NUeQPoiZTdJsvOSE2p1b2bAMngK4Uz6em",
-	"J3LehmFoGSHvivX4ffOmUJGu+0Oosl4PExFBntpDGDRt35HcrWrTd3hvu3J4mjNsgdxb7tteEBEt9MoJ",
-	"8gyQg0sSMLlcTDOaMO/3XGINAkN0XC1GGmrBWzubD4Wo7c3iu97Ri4kFCDU0//P89L2Bys7DUHkjs2ue",
-	"JEzgGy8eyZK4+GCi7So0lM4ZqVhpjF3Ki9ALE+yDcmUAMOlUh3JWrmumuYixxrBk39iMwLjXaxWVSR03",
-	"uatUVC3WXPFzYZHUpiX+iQqWUqJxOtcHO2cil/ojxBdnVBGm8v/n/yYTNp7RhPbIkbjljCznhWKhNR3C",
-	"hZYXM89TFVj1xpe8VC42gE0b+AHXOv4QJkPnuLN17ArP3X5RQcL6I4TKGU165DSrFgJ0BrG6Qa/pgD0j",
-	"khYhsBOl93Zn6GMAZjtCxWFPDMHbMdjgdnzAyMgLKd/RbArl6ne3tx9+r6y5nrGlMgRn+8XDL19IeULF",
-	"ytZs1O/tIZd5YFKT9YbNzOGtx15nYz764CRq/35Y0ySYlML3ImSQA8nCcuIztB+WBzZfVrm2P4UxieB2",
-	"EtYaDnYG/e2nWqTGPljATQsWZgJdqtaYVhHxaSn6Uhg5AJpe+UX5YUgnQljLpyfeYi1w9jl/w1N2moUt",
-	"C++l1VXCICsZHMlD9sbHaGlmhwYd6sTAMzWXutVHaMy95f8ve++63MaRpYu+Sh78EcApQgAIiiQYjnNo",
-	"XWx1S6JMUra7DQcrgUoQ1SxkYSoLpNBqRcyv8wAnzgvs2BHzIvMm/SQ7cq2VWVk3EABJWe62I6ZHBFBZ",
-	"eV25rt8XR1TZSar/04UspcJ5Rfcc+LQ8c8OT963GzRYnRYANNzCVd665jrEW2uLOdWNkjjuXRRBevfj8",
-	"CjwVb416DSx2Gc5FRmOX5fc2BoU0RUDvdp2iRnEoboON11a3XKqJbgz2O0d6uJVo+frdV1U8Ee+1pg8F",
-	"oAaSKZ9WW0jbxdLJAhdlG4pPANyuBgerPZQ+cu37TAmejKcU4Ia4rVH3IP7tl5lafC2rF4ksUwpRwSXJ",
-	"7qGkLFQYRQaO67FQjqNFgMGrWLl5EjbBDHpX5Zp8ExbpD1TZRZmfVKjPwHGauHtxoPr61tpjAyo1DAPY",
-	"oIH9yCl/Liz9/n4FmUQVwvwraKeWI7e3v+9y5H72SujoaNx8g8EJorsp7gZKnDS/skw3scS83aoBZpxm",
-	"JfXW4ezbhtZmFX8xeQ5uoPLJ2SShunuTFLZIzbjK2za/iIZxoVvFuFA13OeF5MkwcHPMsodLw46TlI3j",
-	"aDGTdX0Fp+W3y1wHLcUXctYZylD4I89OZxewjjuuSEX365p79hS7ZYdJWYph4BH99CKJPLMXTSq/fqNJ",
-	"58d/51+uJ+iOAMKpqUUnKpATNV7nsfdY+UsPdTudtR4CheDX+zj54JdOmTPsKfSi/lJDdCUXUZSnHd3L",
-	"s4w6kKisc4QM0RUUgoPGC3PGKwk8ye4uERga/60hnlrNoT5OZm2TR96+jaXeQAU2zl4HuTB73Qruy4Zb",
-	"1Ls36O/jYEqsltnvOqzbGXS7g24vOyRlHvMymRUx6rokkzUvzwdj7mAm0fvDVqrD8ppCdsM1E6c8agy6",
-	"61t8NdR4VcYf5LtfwdEr1G3cy4eysZdhHQuKxvWj1YZewQ78zYyotXprQK6Myu2qqFBNUlk24+ileXbl",
-	"nA5aXZRVozH2ez1tdFUWlZxR6qBiUJC8IQPDKo2QEEsxpwVzQ31AjjIarpeVIOeo/KEk1IcEysLPZTmT",
-	"spImiJ1gvSgW8UZxPB/x8bXH5kl4o62UoWQsCuX1bhSPeeSx59+9O7mgqtSUA71CArB4bk0GURITNoO8",
-	"wm4anG/dUwP5cWxzBwGI+letOQFmnUtXRepJFfrtsGGe/wYKlqMI8jneATptjs7ZgC1pgwwrK0M15kkA",
-	"TlEhWC2t1m6RVgvySzPyLMjVcrrbsqRqWYEmX6o2psMhbi630KujRcp2dmQsxc4O2RrgBEBygCocgJ7x",
-	"uWPqk0VPHzaQlxCVBdSu3eqG8pQOGy3jZIIy3EkRsTaNEUoGfFYGnPEW4PzUIpknoYLyed367TRms1Bp",
-	"rSYgjBhc9Yrbt2YLeEisHSeUmY07wVYxsteQ5JYm4TilDCGqADArlqu7a/r2Qt3xWyYHlsqITKPH1TV7",
-	"TV9fuDu+Z1Ha+Thth7N5nKT6bppHIhWB37JATJgYaaarMIkAgmiqlE1K8cwANWVKLBJ+VJv8rFlf6nNc",
-	"zBN6ohAh1KYYhVmRdr/X0+/JbaHKJWoOS/r20dFRdo4AsknvIL2WldVTLgVA9pziS0QVnvL5XEiq4dZm",
-	"YUDijFSk/C7xLHwMMOTCD4vaBz6xs2O7srPj2QYGzAcKRgNX41XlyJXKv1tEjlJJvlhNnGjrz+mXu2Hg",
-	"e9lfaVZtDg2bz+1g/GOm5ZGT7WcB5UgM5Pj5idXSMG/CMdEzyxOVkW9SRrfF9RxgZAjzRzMIHSgIpLvr",
-	"ocrYWRMXB6cfxwJCTEtD3+atzzKfWhrHwLgCbi683PI/sPmdVc4JLBvPuyd+swSqWp7dX7q9Xx1jAJ1n",
-	"69kCpe8o1Gw/z1XuUDDm1xVK/GaK+D30a6JGXyvFo7vZJJuUmRWTvY6t52AeVdl6aDR+0VUrWHmrjDzs",
-	"Xcmmw48f0ITLJmjTnZM5Nn6q0OeN+yLjcB00jia9cV8c8O7oMNibPOuM93lPHI0Ogv6k2znc48/GPbE/",
-	"OgoOJn3eHe+Jw9GzoDfp8KPxgdgf7XUbDncnbbStt6/DjFxhJJ5XjKSWEFnGt1/adlzHGsuLvddZiPrf",
-	"1vh8vgr0v9b+vDMuUod6ssIqrYtjlMyT2sCGRdIxRkjh9HGJEY9QWlvNy7Ai7Q/bBdsHVeoBFn8NpVrK",
-	"dCrScIyQWxDjJtLsrOarRF38KQw+P02FWi9yMpQv+XiKiJfUK1v8hiMkumTgR/mYGiKsRAHyAL9K+NzQ",
-	"q1nKZqcxixJp6ZdtFbXnFKNAduo0Q1vUCmSuS0ZRCw0kpynFwkQUC043EhGmCRCgLfT92LBJaBmvshzy",
-	"9DYmZoK62MyJ2RF5vvr7elitQ7WQhmYTjgz7ARRdcYsJ0KTvLxED8TIM2Des17JQKitZpcve/JNcgpNe",
-	"7NESMqHSVMiAA1XHlKejOPWAsWCi55YSrPRSNrVJU+6SgzdxR9/g5q7qlxS3efyZUJmboLLB/JVPl19V",
-	"w8VGCc4GnCZpwqWaiCRB09KdiLtfahpa662olLBmIlQc3eDbx1yORRQZwunVI6TsmopXWYyUZiB41KqZ",
-	"uJwXvH6+9NEiVJL4VmISI9ZBg4cjh8dCcDqVbyAFaHWHZzFUpcfWBlep3iN1bcK3l/jmO1rOeBNvY1nb",
-	"4G0s120milVa2w7kN9/VEE/GU30qa1sxP6jbTyAP0I/CJqEM1bQw/zWulppVBnxclZpqqSoS48pVxmT3",
-	"dvarNjSSrcuv26qNVvSizK1P3j0vOzi/eDThdxsNqPAOP1IsoE7rAoUFVSwEnSsHC0gyFPIznHJslcZz",
-	"ALKM5Viw5hzTXCELz1DTBEk8nyPgPWlFQ1lLPNYGvgirJ+SUu7zbDrIOgUE9J7rIQq5SKxBSr+RVuZ9C",
-	"cYc5iMMKtjbhzvGpFfnbOZstgRUL/ojpfYFT/MIQ5G1kVq0+ynQSVwb2Ku2inR1bQmxTYChstLNTSc/C",
-	"g0IamAlHZJAI2irSpxaztGIphjK3uW3CGCGakTGiH3uiWJiKmTrOOXgJftKC9WMCmNbHiPdrGt/KoTS2",
-	"lmGrsxiWu9hAaw0D6w45MpT3ECTfifSBpchK19+DpXncw/W3RvLGFm69x03VyM/GA/v58Ia7uYdor/DO",
-	"1ataF4VN/IeE/wIS/swQulZJeJfltVba25+s60NbI69joyAQdec12gPzRcXVgbCzWTTaSHME5gQvkUGs",
-	"JN4uYOtBAXRswl9Yr1Gd4YFwXRgFo98R5Hg5vwNENqQVVCYNqwEE2P1CYL3VBkYDgAYxsVcq5EvELn6g",
-	"gA1TlVNeB8zPiTLCRQT40Zh1EAKnIEz9oRxHgiciWHkXER/vtlrtUK5xGyHec8WFtGWsr3A/bCI3n970",
-	"7hVcw6E8eP30v8MN+/VkR24XWqOtc8eta9xZX+TOPa948x/37he4dz8YTvsHtKwIZX1bN8nTjKSpNjb1",
-	"wmLUIc2CNYjyJNtS3EJEJExUilwUQqZIjG6ebDNiamBdqKSeQZlVKo6HkgPbWO/jR1uW7jj9Oet//IgB",
-	"GAps9TuH+krp946AtTDDoSPQx4yvGRJ1AqIkFEMpAVMUu+ExZHfeH5hPWI9SxbMGPLZnPiMkIo/16ZN9",
-	"+kR5bN/8aH8o6cM2pCalC3U5NtRxney2JBmZsCvitKQ6TsD5M04m4AY/YAFfUpSJ5MNkEelLNGB7HedL",
-	"TGi/vxWZu7cxBLa+FVmuQMqymO4qRToFbLHcNguVExgFT7GtX1917VQW89xgXkdlsRJmqq9T+AHu49pa",
-	"pW6ns0mtUraedtzHxUolug9ri5SgDRFsVaZ0bp5dUai0UWXJ/tdRWEKT2Rj07kon6kI6kYHNWONHqEk1",
-	"OqPDyd64J3b3gy7f7U8ORrtH42dit8f7waHoTvZG+/DQAs/G5Uw1Bt3DvteAzE6rU90ZZUXl6ODgsOs1",
-	"tPC6hFJwx/3gyJjGoKe3cbYhSI1w5qO7XnpVbj7wPQ8w/E5Hd48moJGGMxEv0sEq8d3YaIo6pSmqWcrc",
-	"nOVnDOEJVtS07GclLb1NNTRzl65TzoK8jC7boHvF/qGxfSlPSXEdHq+0ZWsXyLo63tNPziH+/DQR9Cew",
-	"tWz7dm/dH5vNb7w2lZU8Kzz+7Z0dhL51s4kguEzxaoeTqWklmIeXmd6IA8DHjydDae5az5bFUK2+0crg",
-	"KQrx1WhKt1xZx4stYnB/MZQAETzI0pIA3gb8LkXGM8YhRcVmoGOGljFSWdMQy1GoAT1PpST7lpdpT2Bc",
-	"G6jvLqIVsyb6dwPkZudyibOI9OrQAzODu1F8NdQrqfdNG6nNCK5q4Na9WFjh/1yIRSivWNNHfCnQd7st",
-	"J6h6FQuVC8Qg9vGcp1PGFaVh4ao2LeMg4EJH4dWUqgLOz89esasFT4IWlGnI1NGUJwC+YF+4B7rxUFp4",
-	"lSW7FYnIQLKYq0I7vzKITIQ/rLXxse6NSuOEX4ljyLozbWC9joyjwOiAe9Qg1XX41oLKqMB9xqN0moWk",
-	"4ivDajCNb4FqWI/l4I7o8sZ+OG9FSAh0/TDb0/YMhZRFU+1mdIPhQDBtPZMwCn1XtTzbuaG0q0OmHNVN",
-	"40F32n2iSsc61IZWnGBjFFqDScMdN5Q2UA/uxixiH7SqLJUzs1MqzZXlw1QmPEwQ3u4gg92mT3MjgxHs",
-	"3tNzdCFUWu8xqnz7H0nSvwcN5hyZNxwNhi6C7aI8m2dP39dBlYhxfF8N5Z7KBs6Yez1VOMAIPttO884O",
-	"XiI7O1rbgKI/uF98Fcqx8AcA3QXczMb1BFW/WqwZKA860azJo4jtZzc7NuwRKLmM5S7YOyBy6VaGqj2g",
-	"le1//Ojmz/Y7h0/7vSN82Co/gVBpKJFcCb7SvdDqDYr1oVxIzOYVY27ocWt1oVzZGsrnOrEMd4eM06Gk",
-	"G3eJug18HolJyngUS0HXCmwEQDy5DccEY6ksbBt82GaQfY6rZHKQUdcZykwzGNypjq1QxhwdC3Ur+HV2",
-	"sWnNiVnFyWpDSqsE0/iWzfRdC3oIidMmeQVlLEWrzV65sBSZbrPXGcoAipUfMjDnrQrLwU5wFYLy1U7V",
-	"qu8/XPi2OnTAkIii+s6FVVzfQfgFqwHhZOZcBhcQERt0On/dOP5HA32UoJ8DnIR7xVHU6hSE3qNqCKv7",
-	"8Yeq8HtQFeC2y112k9yqLhkcEMZBMP6ONAg3x+5x9IjvhNRCDnIx9M1RSAxEcidMNwzTYwIFFDdhvFBO",
-	"8qABLLRpx47ZM5QZ4BdlIXtwN1C1ic1Z1K/X+h5cTTLWf7TWvjKG8nFSlM9gCfJCn8o1HzUBYqPq4kdK",
-	"gPjtqouLvu/OoPNV5ETUJETgOcDTmis07o8ORDc44s/Ge5POYW9fHI66vB8cjDuTvaNnPbHPD4PuqD8+",
-	"mHTEHn8WHI164/3JoYAfjTrjL1do/E6fffj2+DcuKf73dNfD3qlIzf6NkitSoR7pwjGWKctKeqnyl/yn",
-	"CNPjIzU5sndX+qifQHqiZ64Ruqm0bTaUeR/xMeN1PmDY5Cscwd84nNvZnTZEYoKg1WbPp2J8Tf53rWIa",
-	"HFI37LK53VNI69/IE+raPYbPrs5VMADSY4tmg2al/2nYICSnARs2hotOZ2+sRS/8Swwbn31jwRLOE8sK",
-	"oW31scGGJYMWZ6VU+Yx1s9Y1EabKFCp7tiActAcReJYeOEYg4/I8RaFKlaFgzDvrswWZ83Q6YJxNEqGg",
-	"2tuGlXyPkEoN4BFw9Jkb2PeYH48hmhEAdbCMb72SElPYoY4ahTeTlzkQpN6o8dWVG9PISrl/stC5sCjN",
-	"OLHeFayj91valFVCBoqmCiDC+Ci+EW12ImlWYZZoTrONhBwxGXpTBfqXX6UOaVvqK0LBWafSe3NjEWIz",
-	"VZekPUdtdjoLUz3/aYwI+7gC7UaF7fCARrPuHa0rmcdfypH+XstFfNUfNvHvxn1OWA9zuNTiBAWEg6rm",
-	"ZZfkE2Vkd+sBEUg20kNSPp/vAjvpbix3DXmY1kIqNQm4egEGY7SIrvMiP1eqHSsh2WjJ/DDwAf0LmCib",
-	"ORxDB/gdOGfnIpnEyUwh1SR0CvEpKdeMBHcoW9m9BBSw8YT5qDMoH3gPuGR8DKi9RfoD1gQ8O3MXekzI",
-	"YB6HMmVHrbbbShwFinUh37PTMQ5ajwXhlb4wQXRDg4nWZQKBl8dQ+jwRSOymHA4l4SRpIjUQML2DMxn0",
-	"C+WzVEQIDmLp+PGX+D2R/A/lTajCUSSMduZUvrNTaXWsLJk2lPNFin97et3wb0Nef01EIzjhOFVDeS2W",
-	"Jmhhpy1MAVcG8UoyRnBS1RTOZfuq7eDPz+IR8JeHMp3ixGG4QBug5Duwow8VphC22bs4ZRYJh8WoxBTp",
-	"Sivx4nDzwhY9lc8tD97WN122lBbkGTLHvAZtE31ai0R98HeH/mv8uvaN4Pb+sSj0ctgvOPNGqFSzDuI4",
-	"S1989rLHaWLgeQIoyz1kpyKjXwOvOe0cxYgaeWuzOz9xdXepPhtkLehTgS//wrfqI15Oz60YWImBBSLV",
-	"iBizAKiXVhLF0I2UtV5pCGffrkxbK3B44M2DMCG72opYcevgrwhL14q+omhH5JDNb6GhzK4h11ByLoeD",
-	"FgI9Oa2XbiUPI6e3oRLasNS3SZyGEytghxKgfElqA4AK9NAQQIpokmW+WLI+BtzFQBC/QuZhe29Cld5H",
-	"4IF02/TgnYtIjNM4eVxpVSOf0Dl5Ijk7jxd/5/ojmHP8EASVebLXPdJP7e/v72dPfpssZMzehDNekk+0",
-	"Ruregilbm3rxZHe4BQu21/q/mYwCWBjnjKjisf4ycglR/OolEnyv8vKmWSM89kCzhAJh0PhACCHIuhE7",
-	"OUVsPgWUCVKtSqqmVULBkdZ0v2L/odvl5t/YArDiU2M8SgQPloySWN0YfsYOn8erNh6L/c4RG0IJPrX1",
-	"DoCk8g2ycnvDhoeoGeRrKqpyig0b//yv/65oqfTTYcMZCpUnJzciYHycxMo4kcBZCHMDcTFADlPTEOg4",
-	"gbpLsmZF4ywhVgDXtZTx3UMGzJzr5RrKbHStQQVm90LiD91ZtW4gIMNnYYpJtPqH2lLkdoWwNf0OnH9i",
-	"G1u9DNJVmvWMI8I7ZJGYlJd4AtjuaNmEKV5okIvidNNAQZpLbQA9NHlGeeBHOCn/mYD5s+JuMoCYv53L",
-	"qpoCm66Acw7VfoLPGhuLdhja42vrn9YpwiHTpHqsuJ5WWy8PfY2wXS4O99xRszKw3/vckysvx8K7/iXd",
-	"YXWMmb+92WCgcytQ+Vbdxne7rpwbesYlEhSufUdngG3VdzRCU6ntbAJ2p0mw32oP5c7O6yQRNyIBp8zO",
-	"zoBxkp27oWRKwEh1cyRQ4wVB2MIdDxmTiuCi5DUkz9yEY9GCqwGD+55h1nPF9BOVw/RUROOCXIysaa6v",
-	"MDG80ZMwEqqFyfcIxmbCQwiAm3CpOM4QN/63TAWtF+4vDFTXv5DNUSnkHh/CrvyyfzfV32LJ3VPZ31yU",
-	"gJfvDicEUMSr+3kenCDyFk6Iw62cEK5lAeNE/24aa02bcWVpcS7hlxiUNB+FCj2g5MtGUAFMzz5mvmG2",
-	"p29nghOA3lDm2OwV1L/r51Ca+aG6hB+Uvd4QCna10ViuUi5hUf6F3R5mhs0FaiYu77bt9jp7z/Y6vf1e",
-	"/1m3t98/dHwjzxcqjWfacthlP75+j3p4Go7DOZepMvli/UMo+7ZvM+5u+zrXzZvXLne7z47ov0a1Zln1",
-	"wmdFdws52u+pRNr9UK9N0jn+w9FiHC1XdkK+uJsliq/ixSrHr1aBCjLXKFXbenvzml1lKPBZWdAmYhwn",
-	"AVMpXyriUvBR6H6D8BvH1lDGnOhbCAfW2svsTXx1BVY5UjVnb3KBa6xYd83/FeLwDc7nA5vKX792lmnX",
-	"j4kxTBsP9fJ/O3ERX+X3KU72l9DO8MjUS4nzlCepclxpTi+J9QTNLTezntvf/3CG/tImZ+/ffYd1cECH",
-	"+eHsDbKEDKXewzc8EjK1j8EzhvV8Fs8o8WvJxMd5mIhab3CvLFyAqVtLr6Esiq9BnvqRbq30NnYlWZv5",
-	"sSLn8iiJb5VI0MGMWcUUL8M5WCiRDCV3KOotYLFjgXoQlKJjx/yfQhnEt+YVz6dJPCOS0/MxRzvSzmKc",
-	"sHQ5xziXO1ctE8vHfozEJE4E83G21CVP/WNbVM9Tj3F1DZ3gQ0lVCm12oq51c/Axvq54CxjpabzJm0rQ",
-	"H3Cv3UOC0gJAk3qeMtdcrBqDBk3lxkIVO/ZFfI1w2Bq9Vwd/3j364ee3gKJlFqnsG+yv4X40JxjeMQhn",
-	"/Eo8ncur4xFX4lnfC3/89vTstvPn767ik5OTk3fnH6YvP1zpf77U//Pt85O/6P8/eTU+/5P+x4sP0csf",
-	"fjzr92bvrv/j7dEPL25PXkyvvjv56W9nR/wWHvnT2Yf9l8n1n66urr75Ju+6NDv1ispw7u25NEtTm8fn",
-	"Sgz71n+3C8RUPZUl7xe6RlQ4W0TaHMV0exvf3Tjl/tw0lPV2Zfr9SRAomwJGwpgjWTMbxfF12RZ5orLE",
-	"KyK6LbJuldInWm0i03LjYzaiRbKX5gCJczG/YCEj3RE/lpfULGm0HlNxlQZbzBZkk1BSRAkQ+W6nob4z",
-	"np++e/fy+cXp2eWLs9c/vjz7xs6/dUdQjl6QALJhM/Nc4N2RTgtZ+APW7/QrC4XtkpwLETzPIvf34Po0",
-	"u+NBkg/cRCj75LvYybXJpt+Ciq2vuzobEnr9RRLItpyVnN3fzcL8PAgeIAtsnWSLCze7AF77xeNJ/buf",
-	"sIv6WuI5+SqkuO3VQM9cNo1GrJVzx6zdbp5cExS+WtZnrdjHthP/JrHziwj/JiBNzSM+FsrDkAto9y3G",
-	"Kcu3Nq03uwocX65VIiy/IWUu72JqiK9V5Bm6a4mTvQ1e15nQvyIBz2b8GuJj2AU33Vdr9WAcjBbWGRFK",
-	"1uRDiT+GAow0Bn+HKWnpdFplpzC6SowjsfrNkKxR9hgPpXlLs9/paMPsVkRR62u5ZsCReK/84jucuxt7",
-	"cDe9LmAEX8KkuGukdmdWpCNnfuYDukG723i3nUsHhn3P+6Y4h6vuGtjkf1wxW14xdeJJCfE7uGZCOYoX",
-	"Mnj8e+YtSFQ3udifJPHMZ019VAJKQGyx2yRMK64Zj8WJ8WvDfEM00KOfh+RYwZ08lLCrsTzfYGACCiGH",
-	"/72NF1GQlYgYS2OQ653xnOW4SXkiTIoPXF7o+mn6K4lWfaLydclkMeuh6ZfYYX3WaxEeZm0BI1wc88Uo",
-	"AjjBNjuB9Am4d8MbIVkoo1BC6BT9FwX8pFI2nS05DaWhr8UtHSq2kJDT/jXcaa9pq97jRtNrvp5NkIqP",
-	"aWPQ+D70gNd0iRVJ2kyF8iq+/L8bm8tiGsEXcZJNOQTMK0arRY6WjYh8vXfSqf5P32ImvG7jq2a/psu5",
-	"gOe7uZuLohMZnOj97y87Z3fAOSIpcZod/D8utG0uNCv/sIicW6lVksi/g8vNZJzVkoFoO1xB2aGymH6Q",
-	"Te3Ia1UUmgojKQ6WQMlpBUW1BMAczkO9KtpYAOmHOEZNEWhBAqdZBB5LxE18DX4wodgk4loefxWWxFsz",
-	"hw/ml1klmoIwddKAC5Lq5bdrySiaSvu3Xq9Vickk6v8SLxKS8lOumJqG8zl4XgoOoVk2IfcUbWZq62Wb",
-	"+QXsuT8E2hYC7VafyIoD/MDSyyaWrC+7vAdSuO+QgXMeJo+v3T8n/nSVC6uqlCe1sQGMuYGkDCdO4HXK",
-	"A6bGXEpBCjhhxVMwZigrIrOD4hKPxDieCWVzYMDX4+jBMradBKg6NqdseI9a0i/CFyA0bVlxLkVwvwZp",
-	"/V6v9pco6iBoubWKOnLeooep6cD6pccr6XjPMQOrsOxoP4LVdPuHON5CHGfHXB9x5WZm/A70STDA518i",
-	"JHsm5nGS5vTvCiW0qVVI39GSfBRf/kv66PUL36J7A/YLuMJbeh9njCJDmQCFruEVOXatKNJQjfeEM5qD",
-	"svuENXEmDUntLL6B0vFbJLcwoheLNyrivFbWXWv92FHAvwa5eoajvhdj6zrKrNmMDb0kW3gYqJ+P6WHI",
-	"5DG97CGs/TuTG827yGD6Q/huKXytQfpEUSod42N94iIRXCEGI/AB0kp8/TJ5IaNQXj++RH4pA0WCFNNs",
-	"rQCE++yJYiqEJE2VeVoXSiQsEVoSVlXR1WmtQ5lP3Xb01rCcev01iMcPuAgPyRADWxMX91EFywd6xR8S",
-	"5V7qXO0u/xpFCCHQ1SZsI7Xxo1XmwmEyjPwiNTDr+oNj5ktxi5Vu7lcIB8V+0jJgPOUSSjMyfDOPjWJC",
-	"hIgji+ABUSTbnCnFQ83R/7ibLCJhuFNVW4pbqOpGUNo/i6XfOmbc6U4NkkYOnSFOqmAxViF2QLFxAoTG",
-	"8YRia8TfpmIURBXjxbTqrJDZBTkxDggR0NYEscdTA1gyAHqyMIXKFiT0arNXoYgClHkwP5axZSHh9QCb",
-	"W5eT/cEAGj42AARrnv/P/47Ze76I4pb+Aa6N+yjhn21mB+MAfjOciA6g1Xf3V7kUyEF8F05EcYa2djDc",
-	"l8N+E9CI34a1/je/R84EZHDli3YSPO4CwqyE1HfP9OucnNOdL4m6xqDxZ7F0ZTd5CfF8GeolZJ1e746p",
-	"jzm951ehBNM3AvaJnGwEcB5XfhbxLFRt3U631WYnyB6YLIcyU3VBmBk47zbzJ2GUikTfLzwZT4VbaZO4",
-	"MrZ5LZatY+NC9dm1EHNb/Qz8hEj+DZz1QajsN6xJlN8tt+PHzM9OP1XqZMcT64H+dH76jvEkAZ5L/xfw",
-	"H8MQfwU/Bt7KTUD/VuENMlfyVFhMT6ByAaYilPnsdhpHggV82YJqoNfESQJzxNwpQlhSfSP5n+jEDxDx",
-	"0zPG0Gd/BUE8rvkdhPAX4mNK027gLZy9b5bAYD+65PBKS7gawnRczzom+N7+/ppM8K+gnVoq+N7+/iZU",
-	"8NlucPaAVySDz22bWNazwpPg35wS/g3aSfV88IVavThJ2TiOFjNZ1xWIEX67zPUlQLr4xkBfX15DyMVM",
-	"yyv4Ax7DC83LxuHchLlr6tc1V+sUe2EHRtV3YeDBRvLYtVh6pCJ5LHubx5yXrcF2DO95GweGEf9EjTen",
-	"0e92NuDRv/t3CPgTnKRn+qpY5wnUcLInHpGrf2sV5/5Rk73B/uGg34UJqexGt8O6zwb9zqDbo24ceS4A",
-	"JYbiAYCyRtNazOdxktZ1wm1/Fel8t7MN6zyJ2XXY5h2Z82+Jm1ClOTwuYgLqL7sGNHFr9cc0MKgAYtQ6",
-	"g6seOYvMPiiBhjl3KToy/iwoOWDfvaQotAFO3E3FbB5pveLpJE5M9z1jQivmKyEDkRD4jIMv4w0l6DCm",
-	"pUtTBoGdKH9hO5HFwit6sZhHMQ929Ut2ZyIIeXsoS02BL08uogjas/MDKg+RkNrpI76XjMWgvbPD7lKE",
-	"+r0e8z/RbeMx5AD57GNluKuAPkEzPlS6J0M5oo2Jpexa8c72DbVilhw1dChLd9DBrD6rjhFtB3aJHq0I",
-	"06lI0DXAh3LGo0mczLSVb3qPofz5ImXZS4Fs1S0C6fVMbpYzBATIhGedDg8l9TiIceDQlylXTMbMjhR+",
-	"M8g5ODD3wDqI0/haYEf0awR6cOvqvEGfxHaem7N0h1oJ/l+7CQydDxS5N4Eh4JnHlBDMpwYvlnPxOvBb",
-	"dQqOOTQmyXMD+Zw1X6e30I+we2GmmHGJ/G0GvB87/siqxmOqAc4k6jVybTqGwP/Fea6h8+vsdrqsc5jL",
-	"uej2cuqD/i9feGLft8vO0zgBfNOIp/rIaBV2MrbVnF6jKF0AJYC2tyO8GoNGt9M72jvsH+w/g39RZ/pe",
-	"Azxtl2i5mJ8eHR482+/v9eBfejtUqAz5sYHekp+3D3lruG7met699a5KZKhsylZNF/IK3K2WPbxGlBMU",
-	"6ylGJKJIXHyNTH4/aHFUxbqzjW5VoRsVpiAfocCPqpSinEaxWjPKkdhQDfz9NaMcomYzw+jHdltt9u2S",
-	"kSGK1nWxfmUoJ+jnRnDvdJFIAPe+DdOpz3gQKJaIyLwAqGvM34z8YPNEgIM8xpijkIyraxHo27/VZi9v",
-	"wPeEHgmqRoFFUoI4aU7evThG9Jp4wlxcasgx0df8jUgYYgqQ5nJOaSVab3n5kY9TQM7GqIFJT/HQnxIq",
-	"U6cx0T0di0DIsRjodrpt5uPygB7GZfA0TpyPlE/9bcpY7gLhYGuQTeNCOtDj+EOb7kJaigiOh5Ix5qtp",
-	"fHvJo+jS/IK8XcRad4kATejxSiGqeyXjBB7vtR18xHJDmMc4IEJj/JTu+IPW8VDu5R7Pv6/y2dEiZedz",
-	"PmPNZwjq+i0mXjahub7bXBMpDGF7tQbsdK7nqtvy2HtKnW9i5RJ7nWVTsuZeC+fwn//1/7MzoeLoRrfe",
-	"b3nsOZdjEQER+37Lg5mr6QlMlPiIlH+wKYwXaQJLWJpurzTXHm7yeJFeKsD+cj9ZKJH4HsTKbkRyiaIk",
-	"AEmeChlwadyVeiSXC0iXstF0KJbmNnQUUKBqdgxFxZCZrt81W6S6G1qXD/W4TItzAX/QiSEUjBseLQRx",
-	"FpFXTQ+UsgHwVFyIj6k+EdadO+PpeAo8ynJ5i3omtpaKj6lXrmUz7kYgU0pytW/01VCKGQ8jD/cnIMRw",
-	"hZhSfDwGPv9YYuRRn+iR/lLIK603sKb/t5jHPmFv+H+K/+d/x3oeTt6d2A9PJPdbZjj8Cg64r0UxHsdQ",
-	"MY4eYWT8RAGymGMpSiIES/kVu9ZtecizxSU6j+Gc8isWBmoAxiAMS7/CZ039AgfRRH/T0tMcjq9FzW/s",
-	"pOHO9MfJzFjg8MBQ5p54fvbWmgeish2U5vDqNjuBMWTIUCMUsBBKReJTGNRQ2rQMXPI2TZa1H3zE059S",
-	"+hwBs4QBEA+MQomCcIf5P5+8e+HDkSztCm3d7OyAjNjZMU2k/MqDkGsU4XwfYzOnZytbcQPjOzsZjpdp",
-	"U2GjcgmNYpvQs6YRM9D6zg4srllslL47O2g5wK4vYZCFqcq/x1RzQu+1rKEZsZcSawI5mINh5uwa+IEL",
-	"b2b3Cm7fE6ktGRcYkUN3Dd8pdLsQBKfjatgP6BhYtf0WYLjgRGhlHf+8nIVS/98itXeK+yX/mH0JRXOU",
-	"8TXjIbAH05csnmASptWse/3dabxI6KUe8ydRHCfNplZWGVUIWwP9P1ivz6Zsl8n4tsWesq5ut+V7jBPy",
-	"IMQw9A4aShRv1C6ShAACnmKdY+wi6iI2ooN2Nv2emOViN6MgpwNpeYwoQOgcoFEnQqVJCKgfxmhP44xm",
-	"l4yGb/Z8QiI3BBnFX/jZ86HSwlDrBGahtJqBy4OO+GzXghuKJEVsvOfO1y9enj9vHbNUazyjRPBrPUJw",
-	"XTmQ50MZhAk6t44xRJqdLhPtygDVfTArTHEmENEuoqjFFCYRK5MZIlRq5K02NVjTpt4MmA/Wx2WoLsd8",
-	"PheB39LDO8Hxo8TBxI98mq+rFujrbc3bOFPFvJwS1rKeGuCkhDpx6JiPbgHYQ0RXRYTFFJicO4zHkD4C",
-	"jXpQAQRKZV6bVuHfgRJ3SVoo3cBNc596KDmGchKBBIHYo2e1bY+hHuFBkp9HW/af//XfLdNFLYPMIRek",
-	"tuLl1fU6nQ5UlZjLDNxexI+MtDsChBdYbZROqGWc3jKBEHP9xkTvdRFQG5xCnfqJAT4yixOBPfDsHIYA",
-	"ns9TPCleedG1ACOVAzawtVetwgNCwZiT+gM8dE3U3LE4R1+6jmfEbx1TciGkmAKIYmiZqxH1EoYMFZhS",
-	"mCmcLBK9Nu3KbmZaoB4tvDwbJc64liahMoIGSsG4eRUbxyRcuN02IA1mYRShdJlAbpMjbzDHUm83k440",
-	"B6RAdEAxIW9EFM9hYlDLhrPT5MCmKVI2XiQqTtgtpw3MIzBVUwhl4+ToxpEWO+9knWvj8Kr1kM5c1tRT",
-	"nTFx2gcRAHQoa/287CHdvHpD1vp52UO6eYey2s/L1nbzauNQz0Or3nMLSkO953YjX2Zvs6jpF45k56+c",
-	"FSFtr4E206XB3rLy/qGj3fku1YW9Peb2x2NZd2pm0V7FHlhAu6FU+taENOqmf3L+XF9i+lrX/5+rMZpr",
-	"uiG/1WYvnHt/5Uq8xSqoqrXQzzqrcQJ/0YdcjRvo8itPJ6TXysVs94Yn+lWq9PSb+FYkJ9AE/PMFtLNq",
-	"GXQ37UKcnD/Xg4XGwH27puv8F4Ng6DhUT0FbRABaPZRsIsJUzNTdzlD37J2R40rvKJoTMKNgN4b/uRCv",
-	"sU3I6iv7TLNMJL3PMq9YGjNSZgaWhUKvulYWQJWx3gX0KmRhQHd0PqpNNQp4peV5t3cP89fQqVe3z/QN",
-	"16he25/g8jPRGJafABopKUUF3ady/cpHyc1+iuVqh4QW/tlvXKcEA5/EMR5ExxfhHsr2V5cptTGw5wV6",
-	"pPe8Q32mrb3ZGPzS7a0PvKkfwc426vY4+VYyjwnoAsbYPmaEWsHsXcecRlBHLHgh6mbfeHZq9h8Y2vr9",
-	"hT3oOn+cyfEcKxzpqPJOGUojBA9DymaxStl+x4QYq9LXvo9vXe+TcZkYb8k31V6OTM9DX8MxuUW+0doI",
-	"UL07ronjkn/jG1bh29jes1Fya6xcC7tkNZfOybsXzp3zM/758+lZw4Ov1r27YTWy7WOWV7fnsZ9Pz/Sh",
-	"1u2Vl+SUEgldk5+i2yiB6oaH3xZj17NQhjM9mK7tOe2Huq6fQzvVYer6DEgD4R+Xu5+Rz2MXj21CZNG5",
-	"t0KAZ17sLfIhf6IeYANr50WeVo+FFoMCEfGNSJIwoJRic1mB517BHVa3XFYBWz/wmfUE40P1GQf4/Z25",
-	"Bgeb6S9dr+ftbaWkVHY8p6LcqY9YF0ymjjzA7NdJZjuBqlY/MHK1NJ+VB4S6rApxLBMfcmJDHsaEnHhQ",
-	"Gsctz4KCZ26kp7lQHk8oSlc76KKbaoujdD6Nb8Enbpdj3dNkPCyRirPJIO9pIcxrg2Z6Duy8rDEF1aGx",
-	"u2cm76vbYlpe04ak8dxDwhhhP3Zzhv4lUpq2GrrHRktQAExaCjGa2JAhPOabb++cDT6KEMlvm+l4p5ta",
-	"PSEcAKP1pBTMdjEbiSAQAeQggU81BdA0Jy3JY/NpnMaXKtYG0qUU6W2cXHuM/tbvEvKKKh+zPzeYXFFK",
-	"BHFuNG2DNImePO9CDpE+5q6Nhj6SSjvjWX9NxcnsK92ZOlvjWX91UcaqrZUffu2ISqm091Sqnuffu7Z2",
-	"9RbfVBnQYivjWU7BUHVsqCa+1KyIGdUequowXXET0Fz1+x0vm7rOulN3OhkbH8EslHb8dQKnA9GGfr9T",
-	"NZvYl/vMJmvakJ8b4YOAU6f1peY6i3o+3lzzj/ea64pDyJUKr6QBLQ21nUi5Jqy5UCKpHbr+8v5n8IMS",
-	"D2nWQMjbGRHE4MyAtrZx9FDvYeEA+saGGtmKMYaS3U7D8ZTJmMWLNB8Ub9rR4nU2ilMPQjhxwvTFNYni",
-	"2xb4A0ZCGLZGEbCl2Hx6arOUtpird3Ct2bacXfgAaluchFehZE1Q1E7hj5U6GnH6GjmAj2+irZl31N88",
-	"uZRJ08G7VLb+l6lJ28h7bvOLuw3PSTbOu81XzdULngp68Uprs64KN07gH7tpOMP0S7oUPOO3hVpck/PD",
-	"VeqclfWLduuqQUuxp8rST/etPK02Xt3h2dHdWd2K+Oi5bV+qbY2l2E3j3VjWKosWunYLI0tRH9Y9p69y",
-	"GYaQjgg4w3V9g19s0bG30PJ2vcLUyJXdwp9s0a/32PZ2HaM8Jt0x1uTSEZNTrsqOYf3zet0F2tpiBBhe",
-	"ecAbDfMpEf3PySVyg6M+Gy46nT0B+tyG95STLbvNaHV/Teeqh/wVVu+UbSUo1TGxTv36GQ+jxqDBJW+r",
-	"ePF3/v9Qh9rjeEY1KoeH3UpSAqiyKcFmf66pGtrrXHSOBt3eoNPZ7exlFTD7+3u9CtjsakTuoqR1K1su",
-	"ut1Bpzvo923zKDQKNcPuCGjzm19kVzxUw1QOzzNnniqi7y5jwpeQgYBLXkUPulfuv37SvMcaRta8GHT7",
-	"e8BiZN3Ves1zuQ2DXm0dUPlt+ijCWX22qjKolxUGdelfWSKU4eLbwG/uxMjXrKTORMa/ZbWQM/58CbXz",
-	"eWURdfb91sVCgHGI4IbpeFquGdrZeWkyOJ3QGKRF7uwMSolkJqvJgsZoWw3sNkDe0bZ8IdnU0ybKUALQ",
-	"bDXLjbH7TEJyNRUOlbyIGygbkALhPih7eslymwUtt1K+9JJSeFaVRVUMORCTUAo1lDJm2Qph4XRef1Mx",
-	"k0j9vIwh+QzT6qB8N09nXQcXNpQWL+w4H7qFwqtcI5SLT/a8T+tQoU2Ah4CnVbOC0OQJl2qitefQheXF",
-	"u20ombHMBQaLDXHQGguKdEs4oEu4Vj+m7NM8ETdhvFCX1HXPeUdgPvzss6Zf/CWmJWPOJSCv0WN6nVpt",
-	"dp6Vz1jUd9N3eMcVDwn+LkucL4zJpNPnq3sGzChDGUqhaRly+mBfttqwIjZ47LPs18UVMQHcwoIcF+uM",
-	"im8OU3pJVooGOH+Q9w2ftdnb+AZYxPVSaqXPllh5bm0VhcbiJIuM5Sqs9IzFSb7MCo94xYjW2hjmEOsR",
-	"6tbrd4YdnZNc99k/1vOpRzYS6a0QklXHtqx+qd9BncK1b7OTqigZS4S+uMHvCGVpLtUVGPzAEqaoEZh/",
-	"qsKylVn5ciwlUpZOtTSE7O9j5s94cn2pL3qzoLBqBV05jVkHzvVLFHNaLFieLluOpY8rd9jgZxkzGsyn",
-	"QQpYYoK0TR4nANihHMcz5Mw8poDEnC+jmAeKUnNGomKBiblekHVNolQbM1aqcnPcFEJb0GbJ9sUoTqde",
-	"5ugz4IkX+jRhqjHliJMKVC5bwIjvUNqy0uZmSXR53c5Wj8HtDfVj/U4/y3X+7Oe2QtaVPMCtPiYjEcXy",
-	"SqHz0q1LXbZZv9cbyqoEauT5z1KUR3EAtXQg7E3J3WwUysyFWMTdhLoZewlQcr4tIqq6CJv+BaAQRwia",
-	"tSBPbsUzWYynTfUofChd8ZZ/WaVAK75O2YyYyudCBduT3lmVJY1er7weehfAxeugKiWyVALdymGmkZmj",
-	"n59zyHo0XhdDIZfhW97Pmf660o8O0IP0lvyPHS2AjNgtYEPB4sWjqP+Vaa0nqM/BRnYcFYYGAAGcmM0f",
-	"gsAxtGBzpgb9ko1DQYfB/oFWVUEw5N9Kory0SLk3ZG32EWOUB/lW3od4FWlpq6U5+Q5sC1YKW2PQMQ3B",
-	"kNnGDCL81kem4/vDn/C1+RPood/WofBMb1o8jINPBk4lQ1uLkxTSLPLnkYxQ/P2e17gOZZBFUDJR9+Pr",
-	"9yBhNvJR7A+62QJDDK6wzaJwVrXL9g9yS/QmnHHdc+vlOChi7WaS3CLgbg23W8j9v4Nav0ovwj54jppi",
-	"0/5/G2z4bXDzc7MKLtp4IRFZeL2JXIGUf3EvLcrx52xwwUHNbf6OeBeTMU00bvZyQLUMwIvgJv2lcVJI",
-	"ns5i58UQs5MvXM6wdbJTbfjBhEcoMhAnzN5Nufv919ymr+mQx9z+mPKK3Bem4sKxrLAvHsZyPHZXT/SC",
-	"TuJEhFfyAx3qotIgBBbk51aueoqtRvBLYwt1tDAt27SwwW2fOQeNl6+0t00JJZQGDlYp9ZnDBr0jeRCR",
-	"nPcg/wNr1Gi1zEz33eo+mBiZil0yTnxcE59N44gYSmwsZy6o2+0H8YfiJvGswwlqkLXIBH0QNiTuRrMJ",
-	"i4XrsCezmvPWanfqGrQQjod1YUD4KwC/cfqex3IShVprcvL6x1xSWh2VTgS4bCUpoNfGacEk0Nz1PAiY",
-	"z2t4fkUQppmZ8KmeFyziY3IXgNMFmBBczp42YQngb0Jaz4x9PGBN3WOIt5KCw0LDNTuUDuutVk2J9GHK",
-	"b8C4yZGNgQE2CfGULHMttoACfyQYMrq2GQHHgtt3KBdlVDePlT4CU8DkiuKnxi9+zCahHhUfj8U85XIs",
-	"WCDmQFmMIduhtINrJmLszA+GQsltobuHsFbxnF+Bz4IK8i1REmuqaXwL3H84mJapuRlK4nGnCw340lGT",
-	"wXp3copMuWI+PktElEM5lO/0kb/hIabJmkBzkTqjWfJnA8aLirPKHzPQJ4rpfmYOp5P3r4fSePz1QK0l",
-	"DshWlVQdac6Xs985YsPGyyCEynyVm0UjtcwQhrJmDMOG59S92GUZ8yjCQRhPLnl2YXYQid36cQYZ6Yre",
-	"9T4DMSCvWHNYsKj124ZYa5j7tGVx3DO9yLPb3QZGaHtDZbGZE6vnGONZ0IQ0K5eMz2LCgGqBfz4Rk4Xi",
-	"0VDSGTHbu8o7oqf6reXe2ppPBJCdO31tKq5kN2bNNOHjaz2Wb8+6vb3+/rODw6PWBvqi0+HH5A+pMoQP",
-	"vFLKWGaOGiZpvDnK3HvP+3vd571nJ92j7rNX+ycWDhsnrUxzv+1ErjC1iIKkjT//qxsQ3tto/kWwQms3",
-	"lPwkiH9HYNgbmAkkDS5giVy99i2JCdCCcp6kTPksiApQemRsKTSDovmRsqWAuHD11Vf9lre1cgaLV60a",
-	"QRtXd8JIFuMlzfXjtHRTGCnP85d7q7pD6wn1untpE/Wbhl6re5s10goZqeGka5cENqTT0lWSE9WZmC0u",
-	"R7ugxL6EKSISf730ZapDS3lfjuqbiXL5Ze5ARseQd71Kd0cI3wCrq3E8FyZ+3vTHyaxtsEnaO9rwIFnY",
-	"Dmf6jmqPiZE78FtsyudzIYcylAR2NOdJahP9bTVRk8DrvFzsDNsjVJhYoWWCS8wSoKmFu44B5CBwjiFL",
-	"ImIzTYjldwZ0W6RbZcH7WzGaxvE1U4uRnRPFovBaQA459hYGzZoYdfJYItIkBN5a5ChoGUxLIfWWDXKN",
-	"Wci2+Fog7B6aVaDd0g9HmdaHrwKOW4zWekNpq38gCaJ8Eym/zQyZENLv4ipdkibmO2kHiF4Z8JRbDR1+",
-	"/EQhKCpF8mzMT98wppOJMh1jYXpMVJC0+USAwU2VEteZadU0iIfRxCBP1FKOc1pl03/K9Yd8HraXfBZR",
-	"wMhSu5raKAK8hARarDkjsCALftTE4estSU8vCebLTB3+FY8hxg/kPx6ipdCa+S3AQQStn04zbafjocw9",
-	"Z6pclVk/N+mYtCeYchKhxVNk49w7PqKMzpM4WIzNe7OTqNdeRBOMEs9DeeVjQiV1LxVKzzll1QwQEzND",
-	"X4Iu9Do9NhP6OKDRIoIBFerCJIUC48X/uRCLLFgMk+1GjAHZDGwN/MGIj6+vAAqsSp18jzsQwtEbYxG9",
-	"DsRsHqdCjpd/FsvtI1W5OIiRSlYd2t/t7O12++B57rihBSSjviQxpDDwgcII1bhO90/vvz3467Mfjn7a",
-	"+3P3bf/d4VnvYv/Hg58hMIFSK/d89+jQa6hrUNicz/sd8PHBr0fLSyfWZdLt3D7sdz57DdhAmcO9JHPX",
-	"15/dFdpIge5tyD59V49dfxz0xm5TCHObo7y9i94d6Qk1XedmRjF8y7OzAhtfC2DnuOBR+eLO+TWYWvJH",
-	"57V8Tzk72znBRzx4Qecn02P0J9YK5hlxXUnTzXy2lN1stGVweogkXbIn9lg9qfDMwsVkbWCEJXEUhNJW",
-	"ortmAA8O2Mq3QTQZZfO5Fs0Fr7RRN125XT022t+/0N4tFBzntCUKbgJgmfNxxviY+1il2hCkpL7il7cQ",
-	"4M59FGklr/AZT8bT8AYfrzt/+XlfexQeqxpE4dPcGArf3QKqWXEEhY/MADxWL/Ee0x9PKoXdS3FCHvMK",
-	"7VjrEqBfFX8sCUrIQ3Q2+I3d0Sbv0OhNVkPKK1DHCNieOd25YnkURX1twXbn6RTK8fFFTS1E6VDjZ217",
-	"DPyWo13Ba54oa5K12UmkIJfDd6TK7p9LlLyYjBSEk4lIUIlFnMum7SwAwJWbaT1MdOC9ydSrWpQarz/m",
-	"ydW6+0PT07QmBJBXtNdJsDbTiuTxQLBUS8iwRnK1Dy346IU35moxg8oqcgRlxRVpb5n7EQfSougzZx/O",
-	"3rBZKM3tixXCqE/qixAPx0KmYYRWSZaQ4LOm//bli9cnlx/O3lxeXLzxvaE0YDAHLOBL1WqzVxhWsqYF",
-	"uwXTzux+/XpsEm3r22lMzAxkgWD2ds7sQaD1Qs57yfYp5OcNmIzr5g1Lq3gKIYuh9aBYZwD4dJ14l/Gt",
-	"TMJIDGVz2ADw18KXsF7wZIwGnf41ELymYRSxkQBvkUjHUz31Jpnauj+yoIJuHhYwCLndHTbIQv5iDA8s",
-	"RTpsHOe6GirHT495zbEEM4OFqjJv7jth/Kxv9SvfIN/+6rS5tWM/bt7c4WG/1+3/XjLnHiI5q5jNAyZJ",
-	"r3vR7Qx6e4NONzNJwkhkUIKi/bf5ldabw5kwiV3hjF+Jp3+bC/2FCv8uGoP+Ya+75zUWSdQYNKZpOleD",
-	"p0+veCpu+bLtZNEY0YSsb09/mB3d/HUv6ox6aTSKjiLx3at0/N3H6Ofe0WL0fTR59+Ld3/h3r5bjzsun",
-	"tjM5HQL2CRxl0hW2193dnbc6uYZe/wQPlpVnk0Soqe7L15xKg+TQ8VtzKbiKaMFVWOVHrpM2cE8u5LWM",
-	"b2UplUUtxtMaAbjakWzF4Bau2KrF+4AdzKq0gYAil2zwRF9Q2TWXxfRwqeMEVCG8SYxYzYvBB8pDyLZT",
-	"7uKlTVeja+S9upslF6ws3+r0rXaxmlWyVtG4ML8uYa8Y534loWUT7idLaVmk4GwhKSYfStObJ8pQZDoZ",
-	"9eZLTFlxCC7b7CebPG+gepRVpSsCx0OZRY57nQ7lv5hffkPVw5CHbphNopAcdD/yJOSjSGjVSIWB42WG",
-	"o0e1FLEKkcacNf1Pn7qfP/se8z996sE/JiFUj4yWzL+h1i7RRQkU5UOpRXcAT0LlwqX+u/gk/Oay9Dze",
-	"3pM4mWG+ziT8aEji0f+Hcwiw9EbashP2/cuTFy/PnLHAlFAzr9+efPfSYz++fvHyFDCUT59/ePvy3QVL",
-	"oSAENQsEz5gKrpcKPrpcJBEVPmDZw4D1O53qHeJEyStQl/LxccdOoov4mPU7e7iwkJkU8fE1ebhLu6es",
-	"7h1DLYa7e1blC+q9k89sqkFYf09vtmfmVZxsUUaQn4w7T5KrIHV7GwBlPaS2tB5wVo32tHr9H0CbMufc",
-	"jNTuDCyo56m4ikF8f7h4/eb1xV8aXmPK1eVokaaxVOYpSGjueo2Iy6sF9nyeXn575uIT3sThWECC49Km",
-	"Z+pr4f37s9MfX75w783sboFe4MlrDBrmrDXs3ONRBRwFivSfRv/zvxhIGX3rTXi6SDgLYjYXQRjEDMQO",
-	"Eyr9n/+llWmZ8nbW2renL/7itvUm/htnLz/qKYmzX706Pb2gd9pp+MU+86NI6F3ZEx/O3jSKuqSaxvOc",
-	"IgnZCeopdB0W1nTqw8XF6btz4qFcb34/f94AbZpWXB/TSv2weM3Z44eXQfV9gX6N7JrJEibNL1ukVHa2",
-	"z5pefTYeQL1aKZ5Lkvf3lHCenzpHLX2olPM1bo/KbPOHqf+HhLi5vu9EYO95hBUva0GOumk3e0UWQc3t",
-	"Wa9hdlZpmCXG8Ppcgw9zrBNFlV1P3Eig95CrTIlBbYMUEGTnQQwZDr+JE54s0X0xBh08jdmcK4XM6yVV",
-	"paBTVtOih0W9wiVTz8/1UFqxsUr1zUfkK2Ycp83VWHJ0WGmRAYfcp7wIIpDT/5C5VUbLY4bt6+MNRIZK",
-	"aN0kFe7jKgbtHPAFqBR4iUnS2UajzCCwoWDVDOecCYxp4a4GzM9cD8C4BX/NpfPHrRjNfdYEtZPWWHkZ",
-	"OD57+23LY76epvjpbN4Hskr8a+9qrp9ETbX0ZPcZPeoKjXkw8VnTqrTlhzod/RQlDyByrgLNV2ZuN9ik",
-	"JJUg4cEBxtff00YlfdpkelhdHC4KZdTuoWyOp2J87SYVyMBCYVBCsN7PTSWSG/wZ7DB0yHyCdfr89JPx",
-	"An32gCBI8EQkBBIhhQhE0BrKUGVHZZCNJYT4pTDxzJReaFmLuh0WTqjjetXhaIYS85UwByOU7KDHpvEi",
-	"UUPZzDl+r8IbC/7NgyiUonWMbsVCO7Y/5KYwP3eMCv2IAeYu5OJ6mJ9TmkHjAtVSg3iiytnLAJO93zka",
-	"Sv19HXWULPNEtbJIYrUIAYbUMBK+xxZSmXRz3FseDjc2NHBROAtTQ6cAcL7WWLF+UWp7rXsnK3pm/e5e",
-	"ZheaGAzUkIQKO4BbH0rv8/KmEqql391rtdl+Z482sX8m0mS5ezIB0lf7Jpx2lBJZMmEiODiyc+9qHduM",
-	"a/B7g3NG6xDV5dpaip0LGaBb7FGTSGaLKA3nPEmf6iO9m/lnreKhl7ExaDRHodSX0PsXr4x8aFUws1Op",
-	"8bqKSGGsj5nPXOd6xuTgfZsc/Ne815l0813wKbfnwaSxnmNZy6/r/9y76Sy/3x8fqp9mvdl3Hf7XUf/n",
-	"m6M/dRcHF8/mb5Le5AdxGLwb/0U9Lb/n84azKGi/VCh157Djjq30M1lsFM/KiTQCuc/Lr9+Pdvy+KEwe",
-	"Xj3eSl7lqzLvndHSXWNK32Mc/SKO3/AE4E7Xg/fKv/hM6K1wn9TyNboKOxd26QdpM6G3S0wf8eBiWUxr",
-	"+ZBdT4zg9ysc/a/0jWUzQCbELmCVPI9ZFc/8Uyt4HrMKnPmn1t6gjDCvnsGRpiv1VRiJiirbaFXXiinz",
-	"qVnZfJp67ZVb3fTrGeSh18Hday31MXLPKeF8UVgZrPtcrTkUjEYUf46h5FpT9fbhnakOtRbMOjnoibiJ",
-	"r/M1kXX1hQhTZQsCRsushDAMiHxjv9NhYaDy0D/lVJh5Eo+FAg4Qgs4ZSv/TOfHyvs30ScplxaqaeMJ8",
-	"SKrWyug/GCaR/ENf8wE4/9k/WAIhSPaPofzH7u6u/T/9c38mXH6tf0Aa+T8IcJvNp0sVjnkULa0ebhJt",
-	"KcE4k6d6++mfmqsqKwjEVAElRK7cluH7eRT57B+50oWlSBmuQHDshlIAdaBcCQndhV+bUg77TbPQEQEG",
-	"KQ1l13lnONa6v/lgxhPdmmk1P+TqfpvUIvNM9k31xOlWhtJHmDO0/r9xSG5c4DXSOFFjxdM1cSeyzSAV",
-	"kLoUqtypnMTJUCIJCLOsHwhfNo3TeBe/2iW+kIzaA5LZQ4UFApCLlasr1V+P4jRr0noZAFIQcmNkikna",
-	"uN193MfGS2kTuBLBVSzb7LSyvtLLRgUAZ1mhzWaFnrkiT2Mq4FrlqjypGACOpLEyq3o+bJzph7cvCBo2",
-	"vKFcWeVZSH+JxCRlFi2xtuZTVXlJAbnbYz7IBp+qROB+gOOvLUE9yxCSJqcqCLAJD6NFIoYSiZwTGnKV",
-	"3QPTIWzM+F61mFreY2Gh/t89MIGyY2JxaBQmwDZ4FK2vHeb7+Xgmyy+fTADdyUEwwgHO041IlrHU1/o5",
-	"3UD42qoHMzU4+zUC2W7OqIYzYLJS7mZSO5X2yqq8pP5FSyRHPHgdqLxyBoxueLpqtLFAuXoeYnNlIUcz",
-	"x55uvSJ/2+SU4M6ufAOKetMmMrzCAXg4HS+XS4xVhnl5wArioKDRnZFYTejqs8LxcUoG3SqsbVNT40UK",
-	"SRQVRPK+Vgh9Nk/EJPyIxHquB7OpYpbGcQSOZ0yEtMn+CR8bN+mUy2D3NgnTVMgsV3qv3XFxdyG3VEtu",
-	"LM8ztX6Upa0VaOsWNtVjns23hkKn8ErydJGIY2ZdsqnYncTJrv4H44r95eTtG0zOagZiHHG9S310CA8Y",
-	"eomQcaSUTWl6/YI63NhIQJrVsQKyYRZuoKeh3RnKUE7iwVAyloZpJAbsuVY0cKPoSfkOPTX5aVH691QG",
-	"PmBdbCiHnm9D2Di4RolLrNpNUKr4I0CmNUz/izh+y+XytXwVhVfTFE+HGC+SMF02Br/86p6VylcZ/S4/",
-	"Uuf0nJq1qU7OgnMxFTxKp3//DU6Evt1gS454xOVYq1BAT52Mp0KlCU/jRJtCJ6ReQeYTCBTS2fT1AlJ0",
-	"ISWEwF4YDw3EIwi4RMix1i4h3+cp6N5/r96339NE3NcFafMm4uv11Q18+QpflBksj4CH+zH22JvwRkih",
-	"Nt1AdVGcL76jUIICOEte10cUOthqVRHXD2dv2GiBPsTbaYwiUUEtsH6SPL/Zx1CRDYr1OX5E1taCHLSo",
-	"+b8/Pacg6jqhZWORQtgXDSfQpK74jX7Vu3w8bJD5eLF8FuCG5dVCC0Egh9S/ahlbWGtTcRL+nYDnEQXZ",
-	"cXAa1B1rAD9xqTDtdRWmbXaCQ707hlYMyelb6cPZG5PKCDG56iBamJbCZxBEmqDRQQm/JESMH0nvODSH",
-	"4GdDOTGCwg3g6HajWOlxSG2Cwzk2C8vl0uySpgnkKRZBWTiZ5FNuDWzCKHJCSGybCFJNRULe11+KDWWX",
-	"4wbBh0Zl6QFM4+p8uoxhs9s7BMY/+3f5kvTc3lWFVSr6YAMxa3ajt79/Vzc2y7rTPcvpHDVxsE20Bc+t",
-	"Wahs/E/vX35339bnsqbx9+/u3fatGM2rG//p5bfvt289855Xt7733ft7tz6b96sbf/u+v23blVezU41h",
-	"PNdutoX+jF6H4mnKkwDwJElFHzD/593n+Ivdi+Vc7J7OiXFDxkqGkwkgmSsug1H8Ueu35sfndI3vvo+j",
-	"cLzE5n3z7YtQmazuAeNpysfTGZR6mtQavbXhiVBqGYtfhBglgFI4PY/E3YEyNtHaVAJsAJxobKR7Qz4x",
-	"zIRavaLh6Zmt6FKd4kJPPX0VRoIec5/67DVqRr9Bg+ZJevCz16hegHWafBef6yXCzXGPeCaWFD1sEPPD",
-	"iosSUj9XX5EYgNw69fMiy1mhgkfYVbfcqgUPFqmlS9u8ZiEx8S7/tvZvE9tcZdJtGMmqqKxZUTWTL3p7",
-	"OO2clCWb6UR1QnqdHR5KqmZ/ooC1UoQYGzeu+jgZAh+QTSGjzdgyWjBW/7YhyxG1YZYr6CX/s7YOHD2Z",
-	"NX23ng5qOR5UceYql5gIizeUC8r9jCfMrzWG/DZ7ycfTqrwMqDPGAW9UbUwQ2yHiecx4IFrHUABE5yBO",
-	"8rqyZ468BOwbJ987desLPeQoKS5w3jGN+q7rbfcZjyILzdPpa1MhgvgyrhgfAU5V9iZvKGkuT96/fmLD",
-	"P3ALpazp2xzUispyH2q4MSwaSxaIGZdBy2NjnmAoyamLRB6sCl2/WNx2t86PItJjtDLnF6dnL3096Y65",
-	"kZeiWQZip6/3GuS/I7oW2D5Q94ePwIKUM8xqEtTWqGReZTZsUAT7G5gNTg3w12It7DzdqdYnH0mXzB1J",
-	"Ix5sQTRUGmq54eoten8tUQG1Ahisd21VD0i184xexxdBGHvWuaI8ptJwfC3A5XaOTuE8NFlRc4Vqx3qB",
-	"95sotugQhzkYLVKjzjbPf/yOiY+Y192iKcB6ST0Lf6irX5O6CnAueINtdG2tq9N+VTrgq9INu2WN9QpN",
-	"MJ4L+fuKe53ORa5CxLtXlAr9nVqzhG5ARQ0g/C1TUGSTeHE1ZaFUqeBQyDrniQoN0nRlqIA6+FARLloh",
-	"DHDtrR3gAk/340S1iivwWEGtUJVetWH0wTrXKQimnn4CeqJLuZiNkDFzu03Pmiac3brH/veGciTGfKFE",
-	"3uc+5lEEMKggyXST4yjUU3nM/I+75s2GE/FaiDlEHrQOHU/YlZB6ZkRAT7HzF39GePfn3FTc515nndEm",
-	"VAiMH3ISXi2SLOXM+Pyf6GlI01BeqYF+q1YgoARtMWrP4kB8Y/GNfAQKuhFJOFnSiRe681j5gMC1WGUa",
-	"RQI4GIF74ONcjFPLzYhfAeQm1LrNI657JD6mKBxyzWPRmknKBooBxHMaLYfSN8EaHsyI0lSKyIx6Vx8s",
-	"trtrqtrCgP3zv/6b7e5Sa/SB32YVZmOosoIcQCOonGlcz9HSXVLCZ3LKV/QkmlvMzyaTGeMSBppHBsxy",
-	"vUAZ081hAS/sdoa7nYUB0PGWQCSmnBh8ycpCzKlU6E3IWSKuQoWLRu2A79IJtiClcEkU/ggLY5Lxf8JZ",
-	"XmV32LHWUNubHdao0eWf9e8wHZ5NuuMePxJ7o4OgP97fP+Id0QsOJ93Rwbgvup0V78Vddmksmxpb4tkd",
-	"Heh29w97nW6/31/xKrvnN3rP3VaKPjJP4fTkL5hcp7IXrnUVOEdXjKexxQW9h2cwq98KlYEmfxgqrRMG",
-	"s83sBtRvsJRDbSeTbNue52RR/og+zBB+SmJ5hRIiTnKvIxW3cOBZzXm/V6l2zYVty27MNQLdo7kDHU5N",
-	"+bUL+W6eqIcipJffocp2Pt+BQXKRz+MNgzrInycqP4PNcm10QYHw8zAljW7n6PDg2X5/rwf/qvZSFNpY",
-	"11mhBdydvoot8O5/j9rM61RB1WcTmcL0jbXH3n6LIOZO3aVW7OGOzZVtvT89v9DSZQT8BhlH0cT4RpRn",
-	"wZcRfXGeQpqQtjcsPLsHZeMeQ9DsFuLwAx8nVAOYvW+RN2gLPVFme2klyBZi+HRFUs2W71RYh6mTfD6U",
-	"Ra2YNb9L+HwKc3vT22t3Wh4jtmj0xf68+/1itHtuEvt2e/vPBkOppry3/+ybqfjY/P7tyfPd8+9PevvP",
-	"mnw+Z0qME5F6LOG3UEbbavmobdnkQFASqbLb1ukAgD7aTpAwAqCVx2whqTdxwm61BIuWpn8uDrtxD3eR",
-	"nANy1E3RLGo4KkapyrPFARCjdcWegwpqXmP5pSnxpUoH0mNZQwlqVaqGYiizSXNTl1WeMQPgBWRxTxKK",
-	"oMqRQxhlL0/0PYVS+FsXYD9PJI8IWX7Lg0p5KgjBDWKod1S8SMYIStZDckOFPpcUWL70S3v93Wm8SBjy",
-	"suY57Icye7dJ7DbbwG+zl7Bi12GhsgJNCFboEydvJZgI+pxhCEZ8TAdDZL5vdltUhMeaPeu5a+61yIHJ",
-	"mv2W5xySfWRXIFcmax60XHcq1MUUIEgzPjOPRTHdZM3DlkVkVqx51AIxgEQBzW7HYz7EE0RgGXcdrA34",
-	"ZZb2rtcCQYgwD0oLQ93UDbgo01g+BWwLbFCxZrcLGKqAhdrVY1ZLlYoZFR9hbL5CAA1ls7uH1hh8C5Qc",
-	"2dZo5Wvw9ALpd/Udd7Nze2KtTavNToxkZLbMKMPWJRSDSZzc8iRA3obmS3kT8oCzf/6//x97KdNEXC0E",
-	"/PEmDDhoMK94NOXFup4BE3w8JSmarYm+kQzKss2xGMeB8Ng8WqgKOn69V5NwDLRnBI2F5+YqvBGSBHjG",
-	"vF/ezAqcybZ7+rj5lhzUP4adilOSGuK8K9QCofK/mYg5HEIIb6mUR6LF4E5Ah3l4JfUBAGoT/KErIPMS",
-	"0RynTBK6R2rGr/VxBO8hxhOzFO8sY7bJmYzlrv4nPKDv3USkiSHqMwgKQDySOdF0V129eMc30tO9Hoay",
-	"dD+gV41bSpXAZMjpNXACw3Qcx/EiCkxFagke2Ix1KJu5oSNTjXJpPpat6moj6MSdFmoBU4quTZ/9B1vv",
-	"6swriPT4Ae+Ogs6zg8nhRDwb833Rf9Yf9Q/6oxE/7I4nR9398eF43O9PupP9w4POXhAcHB3yftDt9Pvi",
-	"oMuNYoke/Ey1rLjq6+zIbqdTY0euU3S1U+S6kKk2A35B2vUrQqBDYoSsHiMPE2cIPn751Jgn8YTqoWkk",
-	"b3kSGs7xz17jliMBSYE2/VcvaxtemMSzCvZxePSWz8Kg/f23V+/eXXz4+Pbieu/d38d77/72l9676Yfn",
-	"J9++/surv7179cPfTr5pGOY5Q2sMuHT/F1Q6hTOhUj6ba2X/4Fn/4KDTAZximkl4LutWKK8ukd8m1T2Y",
-	"8lQhz/lMpNwAUgShmkd8eenaBWYQ+r9Op9M1zPGO2VC2Nj7DAtJXvaO9w/7B/jP4F3QJodCdflwasgFj",
-	"3uStVB4EBP35HnkkQmExA2m41ORjwHWQNGwMOu4ad3WzqJDDN1vyouQPfT288ntbqdYEurNxfCVDwu7S",
-	"0j4vppeth3CAGAPaiF8tAVGIa0H8cLzibvvcvpUuCrci774DyVkNTmUpGAMPN56Vr/GwlLXaLgB7uGBE",
-	"tO+DsnGvQOK2052Z3O7FSckiD+RC2+6OPs7dxkxN4SnoHNDKtVd6luiiLiqiZnc1S3Y8wuehkGg9isPp",
-	"s9egeqHfsDZqKFcWRyH/WSeLLBjUAMz7SG6sq5X8//o6GnElrI4ISUlnIgiVh634Zy9fvD6//HD2xkeY",
-	"t1S/xhY5WOtaTflcYIn4bajEMfNBF1Q+1tzcTsPxNCvBWiLegI2Kt9mbfOUX7heoqpgD/TlEYGMUwJC6",
-	"5ZTFKK1S1qRAneGS3ZsYFwZjIKX0lGUVXdsUeOluwTVcdeagz/eIsW4hVirHt8jD8tiBFj+//4jfxSlY",
-	"/MtjxlMWCQ7wjoIq99DbdpfEMM1vEDDOt/epgZ6ck4XWlX/5FYrk9aGp9TCb8CKyXJpU2FBlLgieMj+X",
-	"cuGXESj0+f+kp/xykUSffW1nRxFDUqR0qhiQ5pHbBuRE28KRPUXcYRxvCYU0j3myq22VcSylGFPi1ZyH",
-	"2gZgoyX74YzsaPQZeUSw7lG+tMei+CpepJ7jLQW/AoohukFxE7GmBRNkAGNzZLyh7qBbbZYvGAdoENJN",
-	"DUAhueYQsILUvgFDHAdmASza7Cc9N0rciIRHdlFIUCh0JWQDf0IZnUogOmio2FREELolArB0Kmbash/z",
-	"KMLLFMjfCNPLCKDQ+jqQ1zRMwaXInfRSI56wVm3pdKLN1uKl94jmAScY0fmpkZVx+nZmHj7PVhwQsAsg",
-	"cYgXa97vwOQ0fb1p+HxOFKXOF/FkfJl9aQBcPMvXjpcxVflXLHOyiETlEmdLmvXf5jqVO//cJY9gTZvk",
-	"aNBpCzD05NyahFFq78858RwkIsJm0A2Cu581359cPP++HGEoXO752c66VNHlWgVhsJIymDxU+sMwqeEq",
-	"fn721h4gobwCsbBqZblNqUeQxBM9UYGhDK4kCd6AczebBeIbKw//ZF2EZ/R4V5ZEYNK9QZ8FTzIuGjlO",
-	"78AjLvIneG498CoA4zy4pzParDCjYosaYKQiWVlxwLgfXZiq7Ny2jP8/1FZK7nDTwxVvPl2kqCNXLqtH",
-	"zVkFPYqvPODXJerbcSJSlsQpRhLMJsBZNdjqJscK59Sr+AJvk8qv8IghilDpS7x1cqDRHC5CLfbmIsnA",
-	"l44tmbmRL5Rh3+t5pftkv3PkTB55AlYf06bv6A16IB93VThbRFrj9lsDTFyMI4p5ZoD7eN3an7Ig0fPs",
-	"kSI8j0whOpqgTnwHgwz6InG2ACjwIwE3NkYh0T4y9k/uNrbRywwnKhE8wlfBUVGCVAvCrpTR0sFSyDpt",
-	"6l4wPoFDYE3/+em7dy+fX5yeXb44e/3jy7NvshnxyOzDyhSQt+c/vAlTcUxl8LFKrxJx/sMb5ucq6X0k",
-	"lhcAn4kaD91JWXcIpRRxm8f6YoTyligch2m0bNErMkJz6nA6FUunFCWjPTeRPD0XhIYWFLjTc7zm+CQm",
-	"lZPFppc9fx4LC1+1uax6VM15B1tpkMvPq06ssJX05dBqPGGVNnIpxN1mJy64UjGB7YnKfCw2mY3nQp7O",
-	"8K21XR40Ilpg/BzPpAUrA/1K7NqIny1CgOiqi/jtvMrR7T//+vn/BAAA//8=",
+	"7L3tdts4lij6KrjqmVVSmpJlx3YSeWX1cRyn4qk4SfmjaqqjHBMmIQttClARlB11ynf1r/sAd51nmAfr",
+	"J7kLewMgSIKynKS6+5w7vaYmlkTiY2Njf3987iRyNpeCiUJ1Rp87U0ZTlsOfr3jGDqQomChecjWXihdc",
+	"Cv1LylSS8zl+7MRcZFywmEiRLclE5oTP6BVTpHv60/eEfUrYvGBpLyI3PGWSUJESuki53CMxLQqaTGdM",
+	"FDG8yG5YviSymLKcFMs5I933L19F5PSn7yPy+uz4TUT+/rf/6kXklhdTUkwZmfCMEUFnbEDOpgzf4Yr8",
+	"ZZFesZTMaa5YCjNm8pbl/YQqlkZESRLDGjdOf/r+j59m2R5JpvrZ4vmimPSfxnoMKki5PFJIOehEHfaJ",
+	"zuYZ64w65W97sAq9iOdc3EiesP72063Nx4N5OulEnZz9uuA5SzujIl+wqKOSKZtRDUa92s6oo4qci6vO",
+	"3V3kg/yUJYucF8v3MuPJsgn1/eyWLhWJFRXppfy0R1I2oYus6Ks8Id8JKdh38YgIWUy5uCJclODKF0KV",
+	"ELyiBbuly+8UkTm/4mKwcslMLGad0YfOilk7H6OWnb2Vp4JPJu17EVLpB2I4IUouc3mrWE6ERgtS0Gum",
+	"yl1odKGiRJX11m1mCK/xhBX5cn9SsLy5xFOWSJEqUkhyS3lBLtlE5ozk+hUuriq48Xi4aikzLvhMr2bT",
+	"rYGLgl2xvHOnVzGnOZ2xwlzCg5zRgqX7xQkVV0x/kyB+6D/pfJ7xhOolbvxF4d10q/jQ2Rpu7fY3N/vD",
+	"zU7kPmxt6c2Xy/m3nE06o84fNko6sIG/qo2XtGA4L6ysCpH/OH33ltA8p0sSf1AFzYuIMJF+jImckJQW",
+	"mgDEv/zyyy/94+P+y5dxj8gcvu8XfMZURLhIsoXiNywiEtEz0Zvl+gOfMdKl8DigqlwU+GUib1iu0YAW",
+	"5HYqM0ZSuuxp8HO9qF8XLF92oo6+jZ1RJ0HoXdCiE3U+9bm4oRlP+zOmFNXQtOAltCCzhdLHSijxduZv",
+	"zO2rcxd1jlI2m8uCiWT5AwtdT5JknImin0ylYoJcsyXpAonD8yGUnJ8fvezhTmaA2xTRSc9TTLkiGoeY",
+	"KoiiEzYCMHBBtrbJVC5yvAmKzhgM7a4zfGNfzNk80xcLL02uCkKFumU54UIVjKawI6npg37iVubXhF5R",
+	"LgbkB7ZUhOaMzFlONGZQsRyQU8aIt3FLVfbfHxFv91U6uTMZJk+Sx6z/lO5u9reTncf9Z5ebrL+VPpkM",
+	"6TO2fbm1aU8PmU95fN5cfQ3lyjWin94wcVVMO6OtnZ1IXyv7eVNfoqJguR7zf374v/r/98c//luncePD",
+	"GOHvT0PWosWmvvpbOzvkhit+mTGyf3pwdAR8gyZwW++izrs8ZfmxTNlLJIv7KgmQEpkXJOU5S/QXEdFM",
+	"qc+FYkJz2BtGuvH+6UEckfjlIf5LVRLr2xPrgeLegJjh9RraUF/apXTWve1u8W2gcQ84oOyfHuh16XXq",
+	"l95TJFHV/epviVjMLlkekUkuZ2SzbdFzPYC/XsNe4ExXEc7wgmFmd68FMY+TK7j1ub57Qq+f/bqgmT7f",
+	"TdgFy/WLBsabw2FzS0cFmym4G3rFESLHznDYui8csmVrw2Gk0Rk3twOfHr5Vs5bQdhHmZonNHW793hvc",
+	"+ufub+f33t/OP3p/p3y2yGgh8wMpBJKRozSwyRRZieaa9rkKcX5iNjunxbTcK087Xyq/tJHUwK6AIdtZ",
+	"qg8b1gfT30Wd83n6rUUgsvV4tPNstPPsX1cWyqgq+gvY+jcTh3C4FeKQAfXDxaGf2eVUyuuXLONahQth",
+	"o9bPUvP7d0rzMvz7gqcx6cb/2T+9Sfp2gLgXEYqCi32OZPKKqKm8VYQXVRljePl08jjZYv2ddJP2tydP",
+	"LvvPkl3W36Lb6VO2OXl8ufOkE8R1bxErkX4i8xktNAgX8KQvXwz7z2h/st9/9fHz07u+/3H7IR83t+7W",
+	"FlIsmAj3rhYIlG3Xyn+jdr/M2a2mILf4EFGLy7Cgt7X5vwExudNrUXMpFEPtytHFFwvFBVPqMM9lvj6N",
+	"gVF4+i43SoBazGY0X3ZGnbeMg27KUyJkrkXJTtS5odkCKFhlifhzZaVRRy2ShCnVGU1oppheuZDFK7kQ",
+	"aXWec3Et5K3wSHx4nnKrRMiCTGCklmneyKsrVpvnlCllXzZzwTpXT8UVvJDBgISLwIx361Lg6hEFqPAR",
+	"IgvhYr4oNFQvzRuE6VdGZMaV0tqOzMmMZvpOs5RMOMvSyINfCR/Slbm+ANbOYBShXmTEWUKznNEUFKGF",
+	"Yo1B3LZhIPuw+7YXafWh6NP5nEwozxY5G2i0fyXzS56mTDyE1/kHcKa1R+pOYCHoopjKnP+VpTDBevA+",
+	"NuMFIA22NnnNBMloco10es5ygC/wL66InLMctXmD1Yp0eaFI/KlfPhr39pyN6pYqDQ9xZVZZVbGPxPtc",
+	"XuWAOV8GlX2nFxttmStS0zA1tFTBs4xcMr2keS41rrJ0z6jmmdYbvg0MG8sxyntcW1PcuihCJ6jFaGgL",
+	"BoYpjdAy1xySvPXgmurfi1uesMpOtEyZs4RprbM0Eph1faeMuSBwGidsoZBCrH8ScAnh9Op6/egDomz9",
+	"NPTK7a3R86HRj6R8MmE5E26lg87Hu6iO/18+2Nqn+5MmN7DfVpqkb0rzRBtrqRt3WtZGupYUudsVEc1w",
+	"IwKiHhA9mS57zdPf0xMRSgS7BW6DM+hP/r6PhBZraPZANlhjaWYQolh+w3Kkvt/m0pwL9mkOrMdSzD1U",
+	"cKjeHVeGuEbGZqyYwH0ds5TT00Lm7FzQG8ozepmxLyevjMz0gETpEQ2JtaP+DqTi8FPBhCaXI9isP3cX",
+	"dAWZ0MyYlGS+jFBupgW9pIppnNCfTx/3gX8VYL26XCTXrEDFIT4+fHm0f3F69u7kMAZviuqRRC6yFLjY",
+	"JSM5o8mUpVWsggWgd0UAGZF5SuaSiwLM5NSx2wkvoYIkKwZTex9s7TFRaFvX4qTnfvIeaQOdeXrDM9zf",
+	"gdjILMBQ4gTT1DKTND2T8g3Nr77q6O1d1BeNzOjSAqliVdocDsnxi297+njYYG2VyQLcUlOqBSyyvfm4",
+	"h7hRWZy+D3q3Zk36dyZSOCJCk4TNC2W4hSIGGsbtBjrfJjl+EZHZIiv4nOaF2VOkGdANT1lulQJFHpPj",
+	"FzVObrBD2ksYPpYfNdUqyegryrMvZyvWSDP68ABzSpVzPMgM882YxL6h3s71A+cKalcuxRWeicwJyNoD",
+	"EuOWYzKVWaoMSYAdWJOWGWZQMRYdCS0S3nwx7r+1YvG3kyGVXZtVFPRecJVWlpY5SXOtuoJT0GJqLrOS",
+	"BWoGB2+zT1wVZMpyhpfBejuMgQQk+SVZGI1J803YypmUx1Qsj8SrjF9Niy+mDVKSmZ7A3EGlBf+5EVot",
+	"/VNTmRfZ8nfgC1wZlxOhaaqnBMIPQroVNTRWaQhegnIjJ8GVku7uNhD1x1vkcmkdvBFRjJE3fMYL1VtF",
+	"zLubhp73BmRfLD01IKHCnUjxuxJ7c6AnZndfc6B6HLJfFGw2L9S3ObUTWjCSaUhCcARLS/XCCvTWX6LP",
+	"yHBHfUQVSH8jCN5FnXPQD5koNFQeSn4942F1mAcAq76AELUARDYSRUSMXSgi7NOcGz6Tsxt5reetwOXn",
+	"n3/u73ujhw2TJ68OyO6TnaFWQLOMiSs2IvELRnOmx6XZ7Pm4YyIlxp3YBKAgHX4+7pjVXMBtG3diE5xg",
+	"KU1klwa+JrNgeDZqjmGupBuFJDlL9eJphlTMUEpqRzDyF4xDEpkycjtlQn9l1u8NAIxZs2OCggxVaCGo",
+	"Ss14SRGSpZG1DRoRaQHDg2Jf7kpD5NeY4qw99+1KW5kzKXc1aODvXtiU5cymomR+IaOZHfHHBVvULWdu",
+	"DFTif4VHHjA1L3VFfLdlCVxp9aM2+ZkWBqUAZRJ/r5hww1Obg9Az27cGX2CSXH+ildD9dgbCU29BnpUv",
+	"aOSLgH1q6E2QwLTCcEBO7FGSrmNGvVGJZm4qGNRHA0347bv6ImstSv+9YjbPZP/lgjNclkuanudZ7ezy",
+	"rLSN+odWitkL/c4HfNL5HtDyOi2Kud6i/leR85M3NfF6vXf0wRlK/xa8CBW7Op0xywfC60PPwwd80jeq",
+	"V9fS+Bm9A5OFYmGwTCXYxuABLRlpNi0XBQpTVwua3w8vGGJz68lgOBgONm2UoRHXwALI8hueMKdWguK9",
+	"p59COUqTeP1Klslbwo3p8N352Yt3529fXuy/efPu54uDo5cnpwHA/wMn16A0zE8ToMMbg5E1usT09zCV",
+	"iSRKaEEzeeVdowju4MGUCsEyg/a9MJwZzvIBNQuWoZkI5+DKigxNW+HKhx9AftZQ9CoeihGJNarGvlsi",
+	"k8Kp65sojpjwoojEizyrPAxigICLs+FuT0SoefJ2KhXDU6+etUNaJ/5XTpx0MynnlzS51qo+v6EFi0jG",
+	"xXUf7UyaTgHuA7lUc5ZwmvXni3yu58upuGJ6tfCwnj1G73aqBYyFyCy2OZwCfILvZkauCuFU3APiSeue",
+	"G/1lTXu+X0OGNwfknfBWAookSFgFvQ4YbSNCMwhLvWbLtQzJpOuWATa15pC9QadEL8DhfWtFhCujTpiC",
+	"CJPPnXmuV1lwI+bQAtCRF2ymAj/7SPe56VJm9j42Y2BLie2DeayKw2XgrLz8C0sKPZz5AkIEQOi3DNzF",
+	"3Wrpr3zzUsqMUdGYz74X4f5CUzVkw+r92hk+Q8uXnGhVnF4xsJJZo5ci3dJDpyJnv4os0wf/k2CZ6o0s",
+	"CTDeRP/FHiJi1buoJZfqKTgaEziBJohA2HkIjOzwITAZenm2nLOXXM0zurSMtAov4IE2RgjfMQbAuqXx",
+	"O0Vi88SFfiIekTFw2tDr407P2KBxcmIfrAxxwdN4ROLD2SVLU5aCLzQm3c1eROJzIScTrgkLfE3ofB6T",
+	"7pb+6V3gh8f6h/dTWUiiJPwoWHEr8+uYdLf1b6f4rYaZVu7ymHR39PcvZFH5creHqhF44oDHEFrfuWNW",
+	"UtywXKFxA+6KGpBXxto+z2ihyRRqZAvFSGy/iqt6VWM/oSAQ70BDcRoHHvBHZJM8J8yHakS2yHOyaMKU",
+	"dPXWCg3EXkQek+ck9IicJBfeY9vkOZlrWPcR1n0Da0diI7JDntuDcNCNyC55Ti59gAMgEP03o63ocbQd",
+	"7US7H/1Q+kZYCFh8xGLWv6E5kFV9KywOHUwhtKnEngNcdidyYC6/AXxBxHiLO+hEHfx8bFfYiTovZFF+",
+	"/Fg9i/Ctel85+8D9iMiMFgmYyuPKycYjd3AAcbwNBvaI/95hIN7DUVwgtC/sUQDWm+8cuBHnL2Xhf2Ux",
+	"HpBdwSV1iKox3cdyBby/TitJ9+Tw9Ax+wlvQg7/Nvu3d0UzN3J8Jz4rK4Xcqm+5EncQdkrddTWADe9Ua",
+	"Y22jnahT2WXHR6nakNWrtg52+TiVfBN0ghGaKQSifmUhUqQay1llOV6+w332Sccdz/iMqYLO5prO8PS+",
+	"F81yjyB07BqjntZ4/gcGokHmIouqe9UCArmd8ozZy4KbVSbqiKsy6GjQaXJJG28WYrWFsfqtscpTeNa+",
+	"dIEGsuZqnd19QH6eLo3u5BbKBRjZYQgXxejIqaI8JV02mxdLa6hDp5nmXSZ2M4CTDRu3F8v5JUddEysg",
+	"TA9j1ACQ7qSiag6NN2uL3KHBeDBlybWxvoMhIsveTTqjD2tiFkbT3X2sYzfN2cVVLhdzteZx+uvYz9n3",
+	"+O4/AM3Req8CAhf+QLopv9JIAvpOIheiyJfALrRsac3L5X6f60OPIwKftAKi9qoh61YP8LJidrfrSTFN",
+	"tGqGVx5qBdA4H0pLDb6iSTrMurtdy3uZ0U9HuAQb/m4+bta0g/CkFiqe0xXjje2EO8OhWYNqC/W0YzQt",
+	"OiWW22NpoK4e876QzDB6l2jlZwSAMF9X/mM4RLz0sVlKDElW5bEGaFsYZCVuOKgBDZU5gcmby11Tk1wD",
+	"yRHUMGxI/XuY3vNFquG92g/sW4qCJoE9X4cS9t46h5uR7fW7g5As3spphCz4ZNmiZXmjEsgJtJEXLJtE",
+	"iBRqSvMKe2vRyz06ff/233BVfMvDt1D9Vz544Fge/wke/wOoeVDK9wOq6Qzyj1fnJK5DftG63UZ3t3Z2",
+	"fMLbRgnDhm2PDCKH13BYAUUga03oUSHkQiSsVYZjAgsB0HTGBVcFGPnQxKiYaJHeuLqA51eNiiEOldhy",
+	"MGp609jrC5QxPFPw8n9vCXCkwQyBklrrR1S/uIaQTWDJ9iuukPoiY34YmZjTvOAJn1NRqAvg/ZVMiGEg",
+	"Lbz1/kfleXhADM5x31F/a0KB+PMvTCaChhQPvdJ6rtyKZJXfJfGtJhDD5VsaQbp6PiDPBmT6wO7D1DCE",
+	"Ys2XPzYC1wqSMQoeZrTv8TQG5T+GO9O9lMUUbv4lg7gDiAkiMWwjJlwonjISg3qARR+umGA5pKBhLJMy",
+	"JT0Kq0fliww+coUhXpcyhdoVtxDAZPYFS+jCYmSOazFWjhlDKREolNkwmedMMZGYUGJjCNFyWaJFnNLZ",
+	"F5yrLEbCc/jJWsEGD5Qqg2UE3k81ZI083lAWImLUCL2dUeUn8ke9A2r/tunXm0NIc96xL3YPB5tamqdz",
+	"ZZ5RhBblA3s4KQjkdjQI9qWZXRVXGNRWRr72bExKxmiq+ddfWS5J11+esgHaBc2NI3G4R9JczgHSRb4Q",
+	"1/pcJvxTb0AO8RKOyM7O5uazp0+fPn3y5MmTWp0B/6daht5m/9nHD8P+s4+fn0Wb24E0u/D1/cFL//cA",
+	"3TwH0q3Btdd2yX9oPX5fqG7QXwhsVB7FvI+hHVgDisY3wxRpAmvWWAi8a4+IRZYZfQRngFwT0B80cPXP",
+	"GCeP0TtNFgdrDkdUMYCOjTe6V6Y1Q0V2q/eKJ7bWwHq2Bf30MStogAB+CW9rsrXadlocWJ6978dcY07z",
+	"qO239RoKHCRBwLZCmohg9EPMgUZ4JT1UQoXg4mqPoJnJc7q6kiKsIDG8eKGHDEswGKqm/nWtib/mYWhp",
+	"/PvxBIFFFaHk/dvvIR+CnJ+8Id1Y/znCAlBzcbV3SRXb3Y7+/rf/isH85pGO8JP3YrNnTkuwBIdZagWo",
+	"K7AbseNbmNDqtbo8nki61OPfvYjEUhn2bUovxU0Ts/mlCfQXtlqTVj/UVLPCCoJOjGcs40Lz1JTd8IRF",
+	"hA2uBiQ+mOZyhmjoKVGbxpj0QCXKrqRVj9ocDtfQo+wwNXr9eyO1DJgN32GEgrjqq6Uq2OzLgPwzF6m8",
+	"Vd8Iyu/U1wL4narDtqRIa8Ksck9AWDqAAja1+yj1GizmfqX1r2XKe81/ntNgHwJJ1HXVM2DCfVspfFcf",
+	"qoby5dJ8g0yzNyDvJhMvVn+kx4ZM0YWaQl0psEyZUEAY3A7aYm+suRtaSpbAGhK/HhAlnmBSg9dqzXLt",
+	"s/5X0iC/wab+lbZzCmFwGFfzjfjNwVRKBSjoGW4ul6TCh/YIremRoAPcSv8GNjnR70uI776OSpwWwVwD",
+	"jwicAZm+Yego9MIEKp7PEdic0PEZk+6ccptz6b7WjDvlqvlYpR6B1q3m+ruc2W/FVQ/i9K6uWHohF0VM",
+	"ukIWBF8GImJokpGl9NNQUi6BSVzANGYdFVJeV1yh8oble6irm+BCtZixlCxEwTONETTLiGAsVYQXeuxL",
+	"KgSMXCGL+K2fFIOLAm8xpiXFvrs2BkFmUYCjsj5Yzv6CkZ7V0pdmCzcsL7Nsza+Oti3mVzlNEdwTCLdu",
+	"Do6xwdWKS5jbw02SN7mkybWcTHp++INfT8M/SeeG1acD6RQIfM3MACqdqGN32ok6uKpmbctgUMOBN8nL",
+	"6pxY/uMdTHlSTvnCTvmunPKVmzLkozZ3AasK/WOFWZIYylM/DBNzC1KuYLdo3KW5izsQV0wNyM9aKYZP",
+	"tjqiwT3FRErArAXPL3KI+MQVVMb8R9OrNjfFW3b7z/JP6DUhNFqWZYxSK20rg29jy3lryh58qT3nK/gB",
+	"S641N1gE5PpYXiMGe/UD4j1NZVOOxhi0TRZmoWCqOTl8eXR6cX7yBiuDsMInJfK6E3W80dakBu+uIWzO",
+	"e00vHQO9TIRasMapCWpzXlMsFNqMS/LiJ9dA6lDs6l3UqQWPPmAgvFHfKDqqVpHCOYtg7xd2kTz1jSpe",
+	"UauV3ufcN9iZofacQ0oTH5YbfxR4jJlITfXhB/ifTHjffUCwYYzwjkn5vzBGxHvfNc/vm8f/AQFLdeyo",
+	"ftPx9h3YzgPDnCoX459kiaxezq8xSKJPc9U192JAB8QdCjpJjk7fkae7w00ko3IyUayAsDcTJm0rx82x",
+	"AocaOC9qHJG4oFdK/6tA89B/LRTLDS91xyTnTLD04hYMGMium4SRqmtb/UiQWK8m/pelRA1i4d1Uj1Yk",
+	"ZQjLalyAx05NdlWD1NWSkAIHpgHlahy6wpQhstK2VOsRf4CTIkz0TIxM1wVFwZFirFMvSOkyqjDYl16x",
+	"tXe8F6g4jppJPbb/O2XqYpkpkMMnMk9ZSrroxxKLLPORPpAb0FsfxrOFScN/QJgrXpGVkbXY0YCJlJrK",
+	"MY2V6kHCYRPYHGANXH8HDx6V5rx7nJrVYzc+qfLEUdW1kea29qlv/lKohUHGBrzcfgQjAMEl0A1M7tCq",
+	"qXkHhHqb7qLKXHjjREFI99byi825EG0H+FXct0IH1+XB7+AlNP6CSckZeVa9fQpPeSRFgQy7DrXzAI+C",
+	"L2KDJvVNZPgZ4mqAWiMScAF5EcAYKrGtq+Y8o1ehUJOFyBlN1wuyqUso35JoLhS7F+DnivngNraIlSak",
+	"n/AZ7w45wI/IJnJFwwkiMK3NZI4FhAkkeqK6q1/XuhDStIh4twluKKRIzgRPprQYVESBR+ZekYTm+ZJ0",
+	"FUM1el8tReJnj0VkjNXjubgad6qUkItid7tzb3RN3boQkge9wDZLfDzG5KNwkAU/TIYsKWINzyz9dnTA",
+	"Eecmq2qXO0sMCEugvsz2z5JAK3Jj4PoVsqDZBVcXCZ3PQ8zJw2U/Oho9WAqZFDX5QrYt0JQKggdpAn0A",
+	"qatpSpBehY/eMvh1IQqWjkgMS4qxJJSWGbExkKmI1N2MhsNhZCvmsTKLyfjNoafQlYlHTBmbszwiuX6X",
+	"pWQxx7J3WIdbP4eBMDEcuv4cu8reOAwMTgucfUBi8BvZCPFypewTTYpIM/FkCqFQ2C6H2zKRACoEEgYr",
+	"OfBo4RjbdlTynL9Tfr8OfTnP9GTjznruoKBu0TztdbSNE5ZRm6bsWUNB6DUcwzEsQ0ZLdlhhbGtbPc3Y",
+	"Zzj2qR37HMcOMs3Qur/C89O4N/98B1BlSWivDWeZXjFT3NG/cHuYUI9mfpCutIaWsUlBFsKU9I2qTh7f",
+	"swMI+n7/7OA12aBzvmEQoG/Fvo3PPL0bIIt474F7s5FxTfPrC02JA5Y2JC+KFYrEPrmO9XaGa+ddHNP8",
+	"mui329Mu2qT3lgH10+2DtYn1+18qy7c482Ga9mW0SrQtrmF4vH04vNEXIXvasbxB//cUjJuJF9XtmRcf",
+	"HIqL97xSL7+MyH2gdNu4Ksa8awS94Lb2leJX0GymyKlQE6y9DJvU73yLLZ4rtmKDRnW6KKX/4AXJ2Uze",
+	"MFsPRj+6Ng79bJQzc2ith29XsgiGEQXWQQF2msMq9vDlLPxQoNpigkb95lD1MGdzyhHxtxIRh9XlD/hV",
+	"RBx6RQSvUkSATEQELziWpDfUq+FCaEe5oF8FJ0NxPA5pY3Fvj2yT7glTMrthKdSz2CHdAyoSlmX6iyTz",
+	"nWelxB9M2I+efFz3FuLKgkjq1Vd94u3aqkShUH0wFMlJjRuR7m2LTmntjj2s00BN4l3lZfRXuyQSE+9t",
+	"rVKmynHX/Q6+tYgIiTaJoH2gFss7ozxr3w7r69/92Fxbr3RtM8d6Roo2Q1673+B+a45nvrHAxaAm4ycK",
+	"2m/WWO0KZQ/BaVfXItw07REh+JdwxBuElTQ0a8QCGu/R24KFMo7KiqlYEsPeJqx+4e4Slr04ndNZRJ6Q",
+	"5wS96AP3OKgI7mkQnMYduH4pyuMt981Fvm+uVyJDb0PLt7iHTtTxGipEHbuaTtRxa9HS8ZzOSs+/FoPL",
+	"NkhNyl3pfOT1NBoQyCpGHYtrjQ4aGfkNkVx3I6pA7Qr3NUJkcpYWfwTy+vXo+Hh0ehqTDeeSqGQIrOyH",
+	"WRZSKl3N43H6efuur//Zsv90P5yRj/jnyHxj/x2PB/qvzWj3rven3p+6f/7twx/79tk/4b/6h2CTnzKB",
+	"estPn95q6tSHKS9McdnWDMeQAOKK8jsrdorhPhALaCt687T3RbLHV2Y6FexTEeZl+pda6MLuzs7j3S8J",
+	"Xjhjn/y+VkKKvm/bbVsuvLYqnxLIEWwhRH70gbH0uFTxmrHq9kjK8r8sxRLJ9dyAkNsoXAqoKVC2updW",
+	"j1dj/81RGGywxfOAW6LC7ahpEWefEDOD0x9B6doJ14NYMdCkY1mk3av6AqVIWBWpEykmHCrGeYXgBu3O",
+	"ra+4OE3oQLOGNatFQ5cKzyCwrn/RvF76F8P36cBEK9k71TRTr2MAPz87AG8ZuIDRmDzjSS5NnWobbF7S",
+	"17PN7dHw8Wj4ZLC59Xh7Z/fPcS2mJ0RozypE1vxjSOzu3Z+DRPQLTObhm3ePDdxiEOAcloy0LXv122AN",
+	"50z98+3hgAbugrbZvJtEoImADzBNQ+XC0yJndHbGk2tWhCIKFPxOCnigUu6TK7VgZOtJr0n+qvlI63le",
+	"ipYlvJvTXxdsj8ypUia9NP4TPvwcTELx94dnaI5CoXoDlxzbVj27Q79vyWp51Szi3uSf14xmmp/V+bly",
+	"yp4X5vXxvlnNW6GJQhE2TUtMWUCxvO9hkcvoIraALAhnf4WcBU0tysyEXjVn02vIaWnE/ZSBhChDkB60",
+	"8lyoHkkgUASxCKLSZWpCASmZLmZU9LUurpUSn2WsW+KxdharjK9mmWuUtPQpllfTUjGRRoZwYaX5iCzm",
+	"maRpb0DilBWUZ9VoQudlcfzLxi6Du93QLwiQBC8XzWyx+C7mHRe8yFhkvnRFrtxoVxQbis0Ct9isB/xV",
+	"acr1Nmnmm3VRA2xKSXb07xqrwsiLAqetiBkllL/lUR1bnt7aqCf2CHRsWvNMeMbQWoENnMxEHrPBiYAW",
+	"wSPuYrlDR3erQYUGWxmQ9/UDtm86TxqrBLdDfdzIxkSAh+2WKzYwJYS5MnTQDNOHZW18hgr/dxuf9Xha",
+	"w7yLIzLT3Ck1GWjc9o4DhMJCqhhdE5c0MCZd03rq/OTNxdnZmziyhII80Qqf6u05zkwLINMwqCLbw23s",
+	"fEBNIzszm0VdSiY5U1OT7+lIuc3NB4/ChoHxFb9h2EBPCpKyGRXpvcynFsMADjuAmCrkXEErfbAUfEXY",
+	"gGbyV7LfoGoW5s1lvNKni/Yo52dU7GpmBBRYYFDum/EZcxFxNSYAqIrJaBOHxlbIw8zYv8zZFbSpX6Rc",
+	"bsgr/OAVn5+nk/DEiv81MOcp/2tlNojOWRZYUuGeEI48Cx5PXkV7aEynygmaqFk5pEXO7+XxJQy9IzI7",
+	"xHWtZv/hDAqf4HyNz7FFwfgneRxX7rWtxq352atxqxVztMwdzYCQPibPyU88ZRItcvsaH9Ec99IJ3rvw",
+	"4myeQXXGJ+Q5OQXxLI/IU/KcvJGJaav4jDwnxiiLdaOxdBfNNcHEQvZcYXdXSFdjn4oeFNh4Tk6Yab7a",
+	"hfAx+RcOldX97EunTAqSs3nGWerCQniqx9mEcebZ0iQZVUqHUXK5KAoJ/iTw/ufyVr+kYQF6Bem2r1BD",
+	"6RTTiLu0LFQsZMETNrItWF12hjFzexmkSo+iAXwu1GI+l7mm+11KrrmpDO8VP7ZNBEHOlmLPrYQoulTk",
+	"1tD1WwqD6qN6L7MMO8WCdUvDDMrJzjG0w99Mm3k0eho9izaH0eZmtLkVbT6ONrejzZ0vMJqeoQIF6NWJ",
+	"OoBbnagDiNWJOharOlHHolQn6hh8gkQqBFjHeTPQ1kptn2Y44E6EuqB+FY4FUjEcZDtRR4MErK9vjZn8",
+	"G8vvEPEiFlm2jnje8G58K3EdgHBcz6Xu7J8edBqNXGRemH6XcFcTqlifC6UpSsFv2IjE+6cHmg29PMR/",
+	"qUow00YPFJOuZvc3MqGXi4zmS4K+k3yJtwmkDSXzQu3BF1ouhmJjGkHCZYrkZMJyjNTJwDylbCWh3oC8",
+	"NELN/umBn6uDO9Mr7EQdqhKzzTVDWSpvv5G3LN+HIeDPlzAOANWE4zbQ47W8rTvOwH7PUqSu1iHFBS84",
+	"hhBuwddY/dn7GtwhM42thu7OefNmfsHtMys4sjN1XOaF/xXOrG/lnMOWXXxboIqK1hpgqyZgRU78c2fi",
+	"hmVyHlD0TKIfRHHd37feBXzdV2ayDAXrbtZC37jCwOP77PF3UWfO8nJh9BM+aQuxrngPArZWLRG8IpDH",
+	"S2iWwULvlcFqQkEFcN5S7ew+sEIa13svXHptbQv7o5n2IEZXqvYyqGW0NAr2B3sixLXK7/GIuPL5EamU",
+	"yY/I3//2Xz3QS71y6mZUyCEtG7GKNFQkXc1ZlhFu8hRq/QgqFdrbehH8d331trzkenZak1BYQ4armTWB",
+	"NkheMXbMzAN3t5bDMBPeBKzdHwRge4fYBLSg76Nm9HD9RuyieLq2E8NmKdYT3y54auJN0WDExRXB5olo",
+	"pAj7NLBMCwqI66ycp7UL9Z2qhAAM1iuoFAJaczFBKhKK6gyuun7E3ymytd2fykXu6hpg9kUo6L498iQU",
+	"shr3SvxxGS4getCcAQ2zixlAEAKYVsoO8bmc+Zkz3ymwhJRpSnsm6wdjCdA3VhgpVUEjL1OUcY2QlRW2",
+	"j8MySNoAKGz18CNafIUG02xuc1mwVsPIvbEscs5EON0mZzM8g4sZF4uChTJQIL7A/AxRq3tkaJInAHbG",
+	"/2w46fb28EEcUGLghQfD0KpWYa1pe1bq//X1a5RpdOUu2w+iUSxUQeVKyDwYly8KtADjA6SL9A2FpshQ",
+	"OxO+A8FtGUTV2UilnCWMz00g0mqDjbXIhfyuGDBSNu7KZaIpO/TOnEPWBJFCr9K0F1tjOruy5nQn5he8",
+	"gVYJdlZaExJ0/wxfbz1xIPGWG7mzCiLK4jLjagqet33o646HWrvFtutXk+pR8xKKDt8pVzGiaSr8XQ1H",
+	"tuPYKhu8v1kvAqaZswyaQl8lcm4M5yRnxlhxuSTUl/iMvcxEor87rXj+Ai4MY3F7mP/CwhYKEZpsaD9n",
+	"tGHO30PDOSA6vaJcaLUg4N0IR7u81NN4QTnew4EgF3i6FpXTgjBh2Fp2iB0cK9Vt8tnAsu6BSXeCxCfv",
+	"a+Ndrn+tCnrFLsxlrP94CyaUyleZVEX9O5onU37DPFf3gIPKONDbyFixfsmcfGb7zx24bXhfnrtNeF+e",
+	"6i0cuB14v/yMhqHyize4eu+b/XLtVhmGpR/4Kw+28YAzsadvwpZDBxGR0DnUvq0cQ+23W7C/1A+h9pU9",
+	"g4i0HkELXh7ajpw+YsoE1Mq03RlT2PtGpnSOEdbdkFTS23MeJyFvH+CZCaRQmEURWvjXzs1ahi1687f3",
+	"XGzrgHgCNZUNma3XNmDJtQo7CC6pWqPeQVmqBpaVcvWgdwJ5YTBvaB/BmIZvVLomHAgRWQCFwXojr5nx",
+	"MagVkZVqrQgxFbX053loYCVEzrYmdXxl352jtFKBE7Mpaz142oM413gXBXB5wy7WCoMLHsIJDOA8V8Bz",
+	"vmigU3izqVk+ACH8tdxb8BPjHzMl68ksMgHbpQkDmPCMrZ3UgguwAQRtGTYrtl8xrQNtqwVxz1hMujZc",
+	"B3qYs4LVA3y0MrkHhfvjkQk5Ae0UbKma29BqeKQvDmDXiixb83of68f38fFgSgnIIBYUMwCEHt2BoU1t",
+	"2seIAb1sveJSu2iN9jleIfuW+Tj3CLunlhgdr5Bxq8UXmg5ylxa3buaLKa/T87VwjomDQnqJXqvtAA9M",
+	"GWnN2ghvWaRWdzldiiSw66VIprkUcuGCS7oxE9BI/zmmTvdGpSpTixImXZm7Uo29COwrS1ZYLZmlA/IK",
+	"DMbYq5nmjLynKqHZAUXbGVRbHpD41OSG2GRt0x8BI8njQxPMfPQyHtkO8YnEhjyVRB7PPGY2c0sV0bJT",
+	"b6/iIVYFXSqbe2IiFUy5Bq0bNtH0pdFOqt+WC1th7rQw6msYeewswkbXhSSJzHOW0YKZuBuroQaVxZze",
+	"PkxNesnplZCq4AlJ5NzFvDVgtafBCs1DrCkphxT5GV3aohb6oMUSPJ+BeLAaanrAWRH29Y0vfoQn1XYZ",
+	"bI3hRcYeGCwHr1Q6uT63fgnS9VuKurKYvYhAvA5YVEgh5xVXhel7gtafUbMJUtwQBEo7s7U4gqHZFIJ1",
+	"V7Rb2iMvWSaxCWYRsMJiRpsMCGShiQL9bIKPfbxrJlhUd7a6HRXT2M/n3Ggo1LbVcKBAatw4hLW5fX05",
+	"LRy/RUJrvO2fEiyttICUxaj9+kROgzc/3xty7JVHaYDynrLroRPSK8ZeYhZjqsv2PU321hg1WX3/pec3",
+	"ICf3nN+eCUahmXnC9/w54QkPp/etD7u6z2DToBO3K5uV6SVkRmVuK5YrRUgAPE1Xyj4WPY1J2cucC+uq",
+	"IW+ls93bKl1ELSYT/gmdw7WWPE+ePHmyu7u7W8vh+qLmpDYkwS/kek9z0pa74Y9UMy5o6B6iVNGCPs8J",
+	"/AqUzoiNFoyXNLm+yrGYjGHr8Wcz7Z0Wv+AQyXMkrELeYhCrCZV1SSjwazkAso6IHNuIYc047mIvsgRx",
+	"RPj+aJxJf+ej59roaECwGgtfg6sQ9KFX94elmoYVhsa7u7eHdxxx9OW7g/Pjw7dn1gsJoV/gupJXDNwO",
+	"eOXwZ1QrLyCwFWs2yxkvwIAFNZtNJ8SU5fyGpaXP7PzkTRVVubiRPGH97adbm48H83TyTaolv/Y8qcQG",
+	"hT6kfHINxueh6FawhydkWhSQbK3/VRD3LCdmZiwbbgtZW/pa8fOWYduAegDx7tHx/veHEfnp6OXhOz10",
+	"7Wx6e6bbow9yO+MVV1iOyMXrmVmx4EW1t14HFj3a2NAwUgPz/SCRsw1zMGrDP5laYK5/UMPtp9V60a+n",
+	"Hz+cFfjf+/nHD6fq459GGxsf/ud4rDb+9IePfxyPTx+tW0W6cqCLPPPOEmPcG6dgT9EG4C6ygs9p3u65",
+	"cE+UshcqEv9x+u6tDVuiCgm2fk6RebZQJNawiwfkBd5q5WqaF+xToUx5rQ1TYmqPxDc05xBuglFqMfJa",
+	"BkOSOcsx2iTS5ydzyLKEyunpRduLENQJb09lBroKxTWbrAY5sS2cMeAmt1IqlKJzPN0uGyJeYinYu0kM",
+	"VKyMeTHZJjC4hs/AlM3P+YwLaqqbzOh8rg8Sa75ih/22Soc1YbsaFbPirTI+BV8s5UmsFDsqBaK7qAN7",
+	"ubc6W2M1d9H9LzQW8nEdyfbeZVRlKS9heI3a9DUh5S7qsJKp3vei5b8m3SHstMRkFgn3ZEQ4hoC/f/kq",
+	"IjcYAw75CPo2or/autWgU8BMqgLaFB2/2KvrmBmfaQVbXwII/NKq0dL24gmqJo4gXXJB8+Wa1AQYY0lB",
+	"YKd3UafC2vxsj/ugFuLG9fFMgsQDhtJMx9h4Gpe/eTD+jQeKYLtj2r6amtHAWCVLsIO63OHP4w5U3L3Q",
+	"D447o3FnX9Bx5y4m3ZkjjwkVWpnE0pPOv0kELfgNy5a9AfmBLRXGtGpqZA01C5GyXCUyZ0BrcgbJIKi3",
+	"Gid7uODAuv0RUrchu+fyjMME8SF1YfXpBGvDVhXg+8cw79nAdUwcLyvMrzPGKTxtrrfNOb/vJYipv4s6",
+	"AVS679WfzCs/4RsrtE9vH1WqdY8WaiHrjsxwAaAiTW2zWYgjcBscH7+X7+FeR47tmWzUuMLc6txwzpNr",
+	"ReI634hJN2CoseCCikVhKw1UWYkDXCUu12+CZOTskgumnFSS5FIpLKTcLSA5B3Mec3fXe1paMCKhX44y",
+	"/tTX49qTwMq//83T/w/l6f+bcbiw5TVgC65e/p/WYXiXS9RSuw2mRxzX+1pWtk600D2MS/w30/o/j2mF",
+	"/aJbw2Gl4EAlW2HPVCFWUzpnJGVzJlIFDMlQAiDc61PFisdvHar4o54kxVLCISr5tY6SqinXCfsu9t5K",
+	"/V/vMHE25C5a6nxbSu8eL4q1hzedfyHzvY8D65vw2/xS7Rk58X1eJpAs1oVwJYQwmK/ydVknwTSTliCD",
+	"dW9Yi7XZvR4wNQdIWlPbdcYzY8N0BQ0shvSdJ21jIvO+y08xHQMViTWliwfEXjiv81kY+SsGusebX1AT",
+	"LujRCccxeTe7sXn8vunxB4NWb89W97KXgooEY1E8U7wx0oOtVWTL36mOS5W53JP55/ot2mBal2vW9Zp2",
+	"Ql+cvGFz0N/3Ar4W/b/hEMobfrWvBXfyDVwt3kAB9D8LVipzuf7sk2Y5qAZh4QkO7Sbmrhqtg8AvcpGj",
+	"qRLCWtSUz+dfo8rXqgV6Hv8mU29swJP9wLgklWFJASGQxJ8/b97dxZH+Ywv++Pvf/ssZXmtFLPcF7USd",
+	"P4A5vFK5cp09QTRhVcgLbrGMK4Tm4GuEEv7ULjnCazXB8ZTPFplW62xefGvEZWIT5/22FNVHjOAX7hL5",
+	"5CFdIsMORlMDrtEmstK50o+DqnuOmr35ZMEny7UelaLUWr3YvZA4Y32LXrtSE+DlugqbzLlQIcYapfN6",
+	"64WI3VdGnrrCGiE8sZGzJCmLJqzy4qqV1TndIEGabfHQhQtUUYsKIRciYeHkMq4uaDrjovXXGdOnsLIl",
+	"2gP6NmrtL+FzKgq1Xkuj9iONyp35C/W2FJzvfhC23mMfkiuF/NBw+/blGtAfPNCR2od368fzBQMd48tt",
+	"ze2+dxEW3UBYBTVBFaa4Cvbx3/PqSvjaQHsLXCBuffx7N9rcuvu336odcrfWp33lgu2drCy7bdWr6N7v",
+	"3F+4hSq8NV5/X9QI350Hn/p7b5gDbGxau2Pt8a0r8freYPJ3RlscYSDGfFF4Req1rGDvF5lBA2MMm9K4",
+	"zlWR63kVuc15wbygEZho7YCQfTdBa0TIqhv3gB3eTplp9eS37ga9V1T3ZKVpE7j1ZRuzBOXBGzt25GMl",
+	"W15rYwRpUcuG9LAP2Y8Z7GEbaiK3v7PhCoyc+t0c/avmoSjmXqpyT8N7cmlblMrGRQ61kpATMoSWGjIP",
+	"7vfLC6nVBIZ/heZNbkkmY9pvtC+WxhBXKUcLpcrvouq34H5ufGvrlrX/coHZLWnoiRt5zS7kpPlTZitj",
+	"NX6x3b8aP8yxCFabF6R5nF/Cle6izk1C87T23hol54OMwI72cT0jvFU/mmZ30D3AUQD1NGFQU3pdwzdY",
+	"HAdS0rD0RpnGHk9yOYux3gJhNM84y23aiP7pYsZi7BVZYF44XDHFRNHDErOYBoDmJFOaziRVGAMMFsFG",
+	"3Xdzx9ZV6A3IWzrDqCCX2SBnTM/EwPypV2RqoVqEJjnL6FK5utzQTYwl1yx1JWfd5OZRqvkfn3BXmus7",
+	"hYVC/fKP6BtRJpnaO+fNrafrySmHejVyEhRVXHTJ1tNaOJ+NZWkiMBOFK8B5D35aKhUOiInIJVVsd7sa",
+	"lbIs2KoW8V+A15VFt6WrrhP20kRxTBK2g8PhQcp8F3fWA0jK/Jbm6QNakr2yb3hn5mljGvfXsNnB9byd",
+	"SpSl1D2S+bqi96tczh5sb2iRfmGsmvRrLnYYa0pBxPQ6spceaYTGc1MreiqFvqHSEpGuKqA6CFVIINaW",
+	"UHC/LHwSIC5cBHUqiPCF9vKVEpoo2RZMYGQBV7b10KQmaQ2+WBXyjWOOdzV13DTNDbu/166T0YIXCyx2",
+	"WOacy8VlxvxyM8/8YjP9Z6WYVGpfmRRX6wy1+bQyFnxsDLamCatGFNxm/NWsSQ5skcw2kmDHBkJQju6t",
+	"tXZnNZf0r6uayltFuvOFQvrSGwSCu9dXTukSkpgutWDLaGFb0jaDt0FgaeCIqWNaMWf6HMhY01ZxAM86",
+	"e1+3IFtC9cFyUO2A3TiR28CaxwvlXFuONlTgFXPGjdAZanuJ9XRltbx5nLN5trwoZFw73Mdb652tK9m7",
+	"iqM/3qodcUMGblJYel320TN1ulwtYCm8hYPD6gGJ4GYMM3OYltrB7xUQfVgCBYUkblNsvQuSGBhaCxkZ",
+	"p6HdRNz7UhkKqxsX8oFCVKlV/IOkXpwwrSa4d00bkO2nWI/tq+Vbk0X/LyPhYvL8w2VcG1HzNU63FhIL",
+	"41Smq1EpEOLuCZY5c3GJkbuI9owv5CQimasA7qW5aVrecF829O7VZoV6sRbqYu4aFL7WEqtZ4tGL+Gt6",
+	"Fr6ue1S9II23lKhcdaWvfn3Cjw/qv/GPNpN42dwPOJK6ltY8M9cG7d4WZ8GeDhetjh/41bZKaFZfWI0M",
+	"hnqFf1RMpBctNVBfy1sysyn0qto1hELDe2AUlth1L5fgm+dpz2b4Wcq1V6Vj14zNkcHYd+fQQG1AjiUk",
+	"/1BBNskMk5gwoOqW6quHNf/ur4es6bYpDbUS7wNF1D0CtlogWuda1Ntv2aMoV7gOnqr76IoTI9eyW1rs",
+	"v2sKi/86V9QUY2x1Jtbu08P9TL6k8PCOkP7bNaaADYkCSbCUZwuI0cU2SqZH84TyzBau/AKN5ARHW18n",
+	"aVbdcvVPAEGp/gcXFa7P09rT2ULRjRdhm3xwO/CsvcKb7Qm9woVfvWwr+pqdIra1UvjfF8NXofYZvWrr",
+	"09okYNdcBFWJK2ixEZEZLZKpzeeNC3qlLniqYuNDUlZwOaNXKjI99vTf2NyrrC6ov6tEWRpLelQ2rEvy",
+	"2YWNzFy3SqIb5cyO4lU0hKIbD60XZCDSAlf1imdFqJW8BhhPTSKfA54VXXeG8IP+co+Y5iW2D1Zuyvmk",
+	"kmHJkglMEerI6iBdIcWBQrdewEyT9NZO5avGKg/8K4a5C8Ha9jgJqeV0Ps9BEXUBbuGa6QEY0oJdyVCd",
+	"K1eXyD4SwYhztAJWyzulLOEpU3sEayyZMLTj/ZMfDs+O3n4fkfOzozdHZ79EZP/87PXh27Ojg/2zo3dv",
+	"wzZBGKRvg/w/dNw4nahjBupEnepIgNpTqi6wN49qiQpapzp7Jd77Fq2eUP8pXI89o+JqEWw38UYmNGPG",
+	"eozJlfPi4sVJuB1XqwRaso0H9WCwhW2rvRccgmB8/ICcsBvObk2F5XrpuPuPnHRtExbgQeiFsgigl4Et",
+	"XHo11Nh///7k3U+HLyPy/vDtS0CRk8P/ODw4g6/2z0/1vy+PTvdfvDl8Sbr2r1F1DUKCTZJhHyZVqXXQ",
+	"G5B3Ilu6mcLl163yzpVp5cSKRS5M4ZtiKhWLiJKEY42a7JYuy7WTKctZNQzW/hQOgq+2Qghhuve+gUsn",
+	"6ljA6C8BMp2oYwECaA/v3yeDWvoBwbEryb1D6OqFikpaEZVVPXHujysI1gt4P1A8ymsdEMT7Fl3ATlW/",
+	"DjgPJI0/mFL9eH508MPFyeH7N79E5PzkTUTev3739vDi7fnxi8OTiBy8e//LxcG7l4frESxvOE2yTt7o",
+	"o/MG1FzZjggnaNLm7mlki96+1l7nFuAH9vBD1aMhe9vYHO2NGJCfXDg0F9a9TPNK6HTXBEpDHgmm1Omv",
+	"yqw5/VuTv3jkOHRcCk2FL87Pzt69PfWKgft1W9dBa4NlAcXKOmUaKjaWE8GfH4wxZ4f/eRYRv0hLVJZo",
+	"qRZv0RSmVr1FkYJem3otvQHZv2xpDIvdMYUUNToD49/bmyGEmnrdncgNACvU9MSsD7DxgRfP4duadw8D",
+	"F3y+NCLjDhh4cYPk9eH+S33tXrx7+cu4U+cd/q8RefXu3Rl8QhQakPdUYcuNZmNcgCYvSHcxn4Ngo1hv",
+	"j6zFwKrw11OvRQlwrZ3IvoGr1Z9xuc16yTDmquv9hoeUcivpNY/HS3DzuyrZcoBNIRHOB8iAYZhxtR9W",
+	"U6xyT65tEXHS7F1A9q008LD78mdZBZ6fLDOs6wp2DQ9eY0lPA9TFl/7WFenCQR0e2/UWG9rquaALfUQF",
+	"T2gR8nttDzchDXKv7qo3EkxcG2EQr8zKKvG+/t79jVlXaOXn0PQIk2Khw2qLvSlchKbsfhth+ZmNubiC",
+	"tuLw4ZZdzstaMzvk+EXPlKbZmM239XP44fHV3HtucxcfrPXPrRet+cZlZ9qCSaD7bi2UutlCKpAKWn9q",
+	"oDWZsEZIui6d0TaWsO2Q7mt+1+JyrnfvCucdtiVrBt5eZZwKwcOEerWjHEtdEfF1nEWrGjC9ZDTNuIBS",
+	"SAvFbH07iAkn2Bo+1PmAdJ9smVZSWHfQdoxfrwdCrRF148dgI2ZNzmRO8yWZY9G685M3e9galmPb82ZZ",
+	"v4f2YcZOy14H5lVNl0MdC8Knplh7Oe59pfiVgM4PBRMpNf3i1izNvVCsVph7IagZcY3WXDPKs7CP8BsV",
+	"647MHCGw/IT9abgUh3kuAya47a0tU8IuNjcMODk23s5VQZh+b4/E8K+KyYzOFVbGMffatnHMtd5AZwyM",
+	"2xJcTbZYTKBZO4y2qnZHS9pkgL0+wJPZwnkiu54QCE1zL9PY1HSYPAq1mTiwPeJuoQe0oZF+Ex4s+ucs",
+	"8La9nLVmPocunq5JoW3l2hyhtHjWpM4Pm1sfv7qbRT3huTUrvEW1WJ1XWB87nGJoZlG28bF3Ei9N27Tm",
+	"AbwTrGyqpu/6LFR+3fxQbcZ6n8vSdOP5cq+lO/Q1hljVRbocahlk7EepFr0mvIyKdRDpxv/ZP71J+haA",
+	"cS8iPEVJLbPFofS9NRBSVdq+AJLTDHdeYJGoixrKBZuvsTAV+nmKvQDMxMYhVXZfNC6cAdkHTqgRBUKf",
+	"RiR+fXb2nowXw+HjBA1O8DeLB+RnXkzloiAQFKvFqE9g/P5k2kdjGwEhiQkKHUHr6cL2H87ZZKFYitbE",
+	"qcSGv6ANZZm8ZUDwyu7pl1DcR2Y3LDVB95rDm6+UpofovDRs1UwJbb2dC8M83YtIrDm6XBQjWJ5pPoDh",
+	"TJtDolgiRariCOqW2Bwls97at6a35CWbQA0iCzf91NmbU4gTUFN6zQzE9fc5ytj2GygJYkm9Zfj39nt0",
+	"ncnW53rsU3GRsyJffv0FQUS4SFyr8opNRyOMMWWbGwI9Em4q7QuGThvOGUQ3uJNYs8MgC8e+B9m4f6HL",
+	"HnuWTlX34w9fvXz2dtVoTR20FVq2guFZKvHesFKaZWvUDHK9ve+irwqHqNP6+2wALYLhx3I/0KgswLVP",
+	"F5f646VtrmgIQ1cxVpZxsbzctO5UfdfNqo9suTcgR4KYu6NGNjMYbs+HjzGy9j0ztt+px13/ayg2rsUD",
+	"rhJIhEDHA75yxW+Y1sxMeSchBeh9aPQyJELLcl0jqA1wWXGvVp1CzgRPprQY2CY6Bvc1MjV+UwxTyh9e",
+	"woJV2tv5wflryAh4UvdVqDDH+jYYY24OFT6anBWnnu8MvZiLqs3u4OQYJQ+8VbXIzJ3hF2dMNxpxtQSE",
+	"VBf3kARq14M2kTchX7vzBA7IC1M8LMdnjdhavXE8JLUr7lKhK1W6Xh2Qx48fPys76O1ZYRUlYSeBIE/R",
+	"RyFtNX2O3ZR/NUWEriivlY3ZGm7t9jc3+1tbZ8PhCP7vz1/TBvCU+znSVJDm8lsjYeDVVbYGhFAwwrXZ",
+	"5dxA/JRfCVoscnaqaR9beXSv5a2FJjdNkIwiSmJ1kxjZw3YHs5pczb8LNJaNiBEHHeuMsagZfutWNSJq",
+	"Srd2dp+jkDVln8jr4/2D/unr/a2dXY1H405hhxhoXXLcMTJYRK7Z0rbpQKKX5Kwwt/g7Rc7PXvWfkstl",
+	"wZTeQEFFSvPUUdmYTKSWtnAXp+ZnYuCmiJqzhE+MEQ5CtuAB+/ogkbPeyLlTYvN9n6cOTgYveaqlLvt7",
+	"UQOI/V6VILnZjBAcmPLWhAhPB6uBYsLHaVHbhaJLZVotxLdTxZKL2IAtKuFoZk1ZIlMT8A1eDJoX5lq5",
+	"d7vbBsC9ERpyvHNYCNtGWQuoYhkAccYvc5ovBxYtgDZrMbGmSvios4+CC7oH0WulFw5lZxH3FDbyDTbV",
+	"jYhDPT/2Sd0kKAlVUaRaY67581oRUacwtt38z97QQY98iKaYFZv9OfKibhJN6prr8q6/x6pC3ljbLVx5",
+	"zw3IW+jKjo3D/TMNRUCBxn1hRJgL0yFzDeGrafK4i9xwbXL81yvKXGm5Kr1oi9S0yqKToMwL+KUHJWey",
+	"4xkjTMBD62kv+Gybnwxv2BaUP1IsWRT8xlln2KcpXShoCJ1lZMep0pCjAyqFW67pf4euxRavGXNC6xrn",
+	"ZSTcOwwQXeSsLXL8oLluoETVxdul70Hd2gJ7chtNXCP15ZLkrA+wMoFPq9WiNozJqCou7Iq/WveD0cwq",
+	"v360deoe+4Ko1v4sLbhQjp+v8XpdCriLOqbX85dfpTUqLZvZocJySDX1rnsUJCXOCI12fYOw5R1qnkjz",
+	"xOsI2yQCAbBWSE0FWCuUWp/YYovwsBv4GxJMj5isgwaNBR6a97+cGvxzkfircNDDrQed6qFPwdcq/YOk",
+	"HVFKNViJo9pfWPLHrKe94E9gJ/9Uw0tFKvl644s/3NdU92lZ3T89MSawrnMgSCEnRbY0/jVoygACspaU",
+	"jSz+u0twrdINIKVl6Vq7LGWVyl3oVqi1kQ4KSYYRqdFtkmSM5iZ/5ttclP9/0MB1EOxnXkxPQegPSHhA",
+	"x0Apy2VBC9Y3Kp+1b8f4GZy92PUPwpltuPI/5ma2LF5DUGu1Vu11uixaA1B03t0mU/aJpizhM5qZwisD",
+	"cgLB2bZ89uXSUPQmJNA/ROL6KY8I2FH0BfWVelMdWX99O5UZC9owTCXkkCGj6/TInokUf5ge77LN77OC",
+	"pGwCLV+6V1q6Bz6GSeEUUrjAE9Wq5ttwnvbiDN+SoJrzX4uynjFVHN4EA5Y985hl52V/BKaKqn3TNkgA",
+	"OvKdcvGkpk9ZIFQhPOu+MEZuc2bOjpHQgmbyinTjVu/BRt17EHvJCYbUXkKxZik0VsVzLq4qfQVIIaVX",
+	"KBIfqNpNV1n66/VMmmESD7Bf6qNp4+mrrv+vLfXky5pOnqUTH17T9/ZVyGmWtRZWBvt9nhhvIiYJVBtO",
+	"dl+fnb0/Bcv7bMZEqlkjefTIS9PhSi0Y2XrSGz16RCi5zOU1hEWXnum//+1/kVjQQo02Nj4sFMtHc6rU",
+	"//g4laoYzWVebKgFLDQmXUre7p+dkv9gxWmRMzoj5qc9p8gbSqTg5+8UBn6pKaHJtZC3GUtRr9wj8Vta",
+	"qP6xuuofpbEpYu0bUMHVRWe/zkcbG+WqykXd6D//xD6hmPMcmugshsOt3VwuCi6uLq7Z8vk1W8KqT+jl",
+	"JS+OfyT2+cqCqV0ly213gT2vGX5gcdgZy4tydR0smbhhmZwzz7qKnS3RlvkoBstNg2L2nFmZlin25qvI",
+	"2OTLwW7pckAOcgbBFjRzHbbOT96A6MdEki/hXlOQpwrkV4ymUHSGzKi6hmQKAOyjR4/+R9zbsylnGMCL",
+	"T+gB4Y3StIvZ/MWUzQYEgsAU6W5vbdmIrsEiz+LeCLsVoTsRGWFEKJnRbCLzmea4iIeA0gap9Fy3JsaC",
+	"WsRCO5eG5C3P0oTmqepBuP/+8Y/vK6/E9mjjcKtZNOH7rWahSLopcfCwJrPdYJfZ3z68FR8/7FP89lR9",
+	"/A0+HM8+fvjx1/Kx3hd3oz1fqwFti7NJv1z38XGRytsDiOkIRXQ/a+8L5DVyMdxII7wezsSI9PaqEYBc",
+	"kPcyLxZXC6bYQxpyBHLYQXhfgwbbhLF2yotS4yLnxRLFa0wg0kpGvr/QZ98IdNZfy5z/FYjniLyAZ03E",
+	"0P7BweHp6cXZux8O37q4oTN5zUx7XmNhsqba2CBfjEWONc5rOk5FqiCMfmmaXWI1KQx0w9g9W/5nzvIZ",
+	"V5rSu+ATfaXx5UuWSX2d5YDsE3hMXEU2zDIiGCcLIQW24lGhl2pyVraHm9CY0wAPG5TVg/HHnTu4blaj",
+	"MaAr8VmjJZ6h5gcmQXxVWqnjV3rR+JbJaMdOOPH7d6dGDEJZZwMf6uNDSku2Vqi5XJJSaKo8HYM8H4Fj",
+	"bNeFQEEGmF7PrwuWu9L5ozI73lot5vwHtgxKMRqjuJjIWqFaM9DBlBamqbsmtN+b8iozyiE82NRsaMYX",
+	"bUBfSS0NmkMODwQkdpEV3MbTk2ShCjljeb8Smmw8HQNyVJCMFZoBotdgLGZg+S37R5SxX4p055SDmf7H",
+	"E5NgjPgcETSWRppFMv2vllfloogwwdU2ZACshVopKhpj2StT+lLTdCAvXhNJQHGbOWwjfyHFSnOWQLcp",
+	"0i0bG9mmRiBFSDEWfhpCvfOU/6LfEckUwDW8E6pj2XWUO3NQ1XuCLyHwsJ4cr9pyIfTgGIkPz2K0vN+p",
+	"PTLzY4P1sQj570APQz3E92Tpq6Ks8AAohJdgMBZjcSTInBZTPBVNWE0jApOGVvb2Au2zbG1jy/rYZJXK",
+	"jOY0UC8U6VhUu3/pMaCeadtR7JFxx8+fG3escIXNQ8sK8I0hxsK1Vr1kUw4EkhauCgHZzzIsK8sVEtHU",
+	"lS0ypNWMXKFwSBIBYH/4AzH5Qkp/fEQOQRqMNXWJbaiWc6E+lE+gwxu7dY0qyUB/UVLEe2NBCHWzmA5J",
+	"riM6oZmS5dwHWLuqf7acs8Bg9/EDPVeIJTx6tD3cfPRoPbbgmtn+/PPP/X3vZwuLWJ9NljFxxfSE3ZNX",
+	"B2T3yc4QaglgngCQGXRzCmlBmDi5FwIpMaUepc/n447ZzoWB1LgTe3mI7k09oY2/NVukEIpLuvo7uxTz",
+	"k1qKgn6K0G6Y2/x/CLDSeAMsy0AKhNNUD99YEfyu14PRGDg04ChXVlYuiw9CaiocyID8DDcb0VNBhd5b",
+	"tL7YMriF1DN6F/E7pWlwRAS49Q2em3hTQF3LtpSm04qnLBTYU3b+hTKIQC+wKakylinEfSDVUPeS2kPC",
+	"zepjhdwO1/pXr3pGc71Dv4AEdrnQekO8MWU0K6Z/jSMSb2iVZYl/yjkTdM4HSzrLYgfkDaqWIim/F4yl",
+	"Gldg/j0iGDet4Elc9s5zdpPPfkGAC57exaSbaJy0IpqewytMUaEMpv6ZM/jt6R1xgZWLzIagkkPZ5AW5",
+	"LDl9+YMiGaM3WG15UfTK/QDN3/gM67/b+GzzmvTKwvzBtI7cMBeyv2oAUzNcE2A9W8nNQBqFNyFpzyqg",
+	"JhZ1D/vrSaPPLoQW4sEwb6iGlkEgBU05CupIH6jKejaLWIgHc2Dn8UYqE2WIH/y9YS1Y3ddnx2/0wWva",
+	"mvIc2cqU5aznxN/3uZyxYsoWWmcucp4oQgsLR/iMQUOsRPdCSiNb28QXEKssfiI7tD+hJHbJUjRk65vz",
+	"ApUNUGhATLQxpPASljj4VCgSw/njxkBfiQfkvU1oUg4YJpoN1mwqDgYItm16jwQfODTUjOgzoSlkioKs",
+	"0W1xLOfLfv7vOy/+fWvLhj0ON/99a+vftw68r/TnrX/feYmUKf4w7pQPjzvR2AuZHHc+xgCGc6PblxzI",
+	"9gTPmWtFbLjm+1JJ0d9U2GZJGIzmhoUCS73GFY7Q+ByZKhBGf6o1FC9fivcsgR0Lax/gBbnSsq5mYo9D",
+	"TOxsCgZRS6UWwqKxZWgQPS0LKMSFpgaFdqC5v8EusGLM4DdGoFsgoZoOQrKHiqDkhVYTBv6qVdwbaQD9",
+	"5kGM/Ebelbj521j81u/34T/9nJeaoS5uOLuNyW9OMrU/rJDCSUUIj7xCtZYCaEm+ORVqCXqydVQB0ATK",
+	"ofVCcpkpM64lQhdaAdBDgiJQ+62cUEvklkuWKyul8AYYyp+Cj+N69Qv4Vz2NE99BonRhzIT6aWfXtOKj",
+	"n1XnZqo4Whtrq6Su2eU1akLVXis1iu6KWkt9qLBU4lavfXTUPhACTg8BrctnM57HadSQFcrkJ+/iorBv",
+	"J7bOZst7q5uqKDO2kKBgvpsrIs7LYfhSVJpkPTStz4OIqWeyrruq97nltTpeROD7iYzTz496bRkAL4Ae",
+	"AP8KzDsWnm3ISJFGagaoyEnVwJOTmGZZTLpGHCthTS/lDes5W5MZC9O0xsIfBEL0MTclX3rk95blzGSF",
+	"1A1LIAFeMzZHQoaGKUhVS+VYdFfhFDYdhqQneG3KsrQdxXuWYxylWtQpmEiWACWf1vvyI7fPFUbe0ndC",
+	"KiO0mvOWOZCUERIWV607KvGhJG3RWJhLUFXB3W03Xjrv5ZA+Htm5NM6QOehZWvcAbEWDG5xDqc2Xrqme",
+	"rQdDxVjEHiT6P7BlbNaFfAczqms64TUzZQzBtyzzayD4kIaJaT1ckWs9vr6fW9tYEiACJLEkaQSa5pzR",
+	"oubE0GNb2Qu+sHN33fFEoCVERjaipjn6nhMUOFNjAfPkTPNxI8yA2Qr81PiMYfEcssAL1UPe7ea1pePM",
+	"8Jjn4blcEEo+/Ir+CZtndAkpmCia+/yca5FMMFLcgmHszN+xAWzKJxOWM1FC3NbLf/Roe2vr0aPBWOxb",
+	"uAECanVc680YMVzmwHNFVMGzjOQLAZEJt9Q2UMJKQVpjKzMznbwrsL33ErJqxwKnB7XUW8nw2aNHhE9M",
+	"VEBlngHZN8/JCdneegbj7nz65ORdjRegsujzL/KlA+hYOGhUcAswRd+DjM84ZuEQE82D8N0ZPotgtMlC",
+	"0cwKblqxNFqHZ79DA9NYlAoXmrScPdceVhdWaJQpgLRJxtXj0YXCph3VHbjj7A3ID2yJKpAspg7rbf4L",
+	"FymbM5EyUZQ5vyVONSRATaA8Ec0cPCOgFNIsW5KSSqE1Mlsig7NQR3o2ahWdrBFyLIzY00UkM766GTT9",
+	"LR2QkwlLih5C14hnRgvXqq3V3ykRWkCgoLxh0Z6MglSSMi00C7TJAocDngcWVkcXFJ/N9T6AGyp7/2qU",
+	"ZipBI7DDYHbK1EtyHguNcWatwPKgYi0IpXqxXqODpvxomQU6IUvNAi1HQBa4QrpjTVHOIdVln4DGAqvL",
+	"KBd9SOTeHm4FvV09a4OxdGcsDJaTeS7TRcIUQaxRtlGJc5RN6IxnS60o06TIljbupiI+zXOjaCqjALyC",
+	"l8hv5MhkSnMxXxTkN2KLxqJtZgMrN0DPe183sPrBgW+9j23sSEHn80dxj/ymbyeJPxtPuIlZjSyDvIvX",
+	"eUJPcwpFZ6qSuXmzOZZjvykrKM/Un+woZ06wBUz4jWwPh7URtofb1W/0e8aFTmYuaF0/ubXlz4W+6RH5",
+	"DFrqiHywmsXHu/W3eeDrBYCo1epFJuimZXKY5+9/+18o+J0sMn19rVG9uEWVUQVk65wplms2ohepXxh3",
+	"nNkcXAOLjPVvXGEWM53BQ+vRgZEgU9Sadgx+qnFn4HnJjJboCjIZC0ZrwSa0rxgz22gsQMpzJA6vr+/3",
+	"R7GgrOwCnmGN2uUGImOWvfRRHVjy0hCWsWiDcMavkdEiZYehfdjQkv9BSIeFcfe2gUTWkjulN5pMl8tB",
+	"+lJI0+GUdPW5cGVsrTiDs1HMUKYFeQJpx0KZ1jKlNR8Io0vchmLfWB/WrY/bjG0tpZVC++VyLOJP3gb7",
+	"OElcrcKWSK2dofu0GRsQI1k32cTGLb+sFuDhaiyMx6AXoZ2zEpwQk66m+yDMOXZ0m4P7GQo0MrGYRabw",
+	"pR46g9AKDPL55K9EC73QxTTeiKVg8K+QRYwEzxJnCBJ1xfTJiZYnjNBPhUmEtsZxquzz1hQErNtwz7GQ",
+	"eQqoYqQN52qkUL1fHzFDXo02HRtrUzM+wS2078YlH/NMydZJlvOrqY3HNCvzsd+Mb2aD1QEO7VfElSX0",
+	"lUpkntoKexa3qSq5woC0WNu0gGS49KNHO8Pho0dj0bCIHRljNngVWI6Yj7Yw64dln+Ys0eu0/LBbCmEc",
+	"nBBXLLV+CGwaiPZg52EOGIbYJ9B+UXe0onP5HFe+5ChzkuagV3U1ewAY3XLFnDL5fc38rgz9BXeFgX9C",
+	"hbWx2qRLGrTdK8LEROYJrGk2KkUFLW8YlwkWoLfeyLHQQ1JisNnJIinXLH/Ghd4TANR5oeM9EsO5H8sU",
+	"o2e0apJQxfpcKCYUx1Q7sZiRbrx/ehBHJH55qP/Vt0cl+nPKVBL39Lio6mt82vOIjrvoVr0xsZ+OksWW",
+	"JsSlYGcfUqCAQMU5tMgaOOZazjSRF/+Ws0nFAaK5EtzRGb12SeUlyeFYdrYvbdBtl6qxMG6fviYjqF8j",
+	"pbxclmnpqORkrCi1AqnVEa4leJDHvXPWdwOPmtu4OZil/TIP0DSf06TQ+rzawDkKFTv00Kh0tpyzU1yh",
+	"WUQ3sPg/lluasCKZ9pAuV8k9snWBVfK0aK0lY5LpQzchQxa533Djjj50h+wIQSMmcUTiz8ki1zrsxRwY",
+	"55zl5q9CFjSLQAcw36S0oCPyYTAYfLyLI7xkyHL0wDVGrkg8RwpuUWTTOKbmLH+Pv0BL/53hcI94RQXq",
+	"crPewWgs/LiTzeEwqllyt4ZRLQACHvICfHfgnZqFdXM4hLiiOTQhoqrAvYCtxlJPYYqnxXr/sYWzy4NU",
+	"yM5zxgw3Q0ahuXpk69i56lDzjCZshNECnhyWMyUXeQKV7H07fTC0o2rlbG4q0koeeOGWvRH4fn755Zdf",
+	"+sfH/ZcvyevXo+Pj0elpbLmK5UEFnzHyVzCxnp8d+Lep4ksicen7IZvbo+Hj0fBJvKf3Y3s023viSmi5",
+	"4pN6YCAuM57k0hgzWoc/s8MPNrceb+/s/hmnqYbYWBM17hcQzAJtTpf6JzUKVr9sesj8mTdx5r7+/0Ms",
+	"URVY2J/j8tbNuI0COfUVxRHZHQ5d2R7gA9gPm3jmtYioKTUiotbItbS/UJ5Yap7bI/IGKppY535pwNve",
+	"emY88CesyJd9qGMWk661GIGPLqAYceWZazDsn3TDg+EY72yYjWJoacYgz5GzHFry5fe7BEMCxyZ5Vp6C",
+	"0V57RtURVs2FOrmmTC7Wwo1KOoilbwfE1lA1rojzkzeKpNxmzru6pguRQSAQQSHbFUSFuU3sDlH8rxhc",
+	"pqZUS6ZOSrM1zZZo34EmjhAwS9ORb74sK//AYuuWSwh6qNq9PbmrsO1BZz2zOzLPFmD7m8FxT0FtcvXD",
+	"rTuBPCbHLzT7zmh+xdC8ASFBhmxtbz4OzmdBqVlJZPakPxjxHXUvVBoGZD/PUZBMTddWhYWFmAIUtPve",
+	"3SYZu9H0VD85lVmq6fFwOLSxYxrwWRbhAWAIcY4fAIw11oHswPelQ0y+mexptPlsC9OhbJAERpRMiNM4",
+	"yqe3ouH20wGBrpJULBEiMLOzVHvm6cja9Eo2FsES9SzGre8fMNiI5mg+EymGKYLnq+fCstFagzlcVt14",
+	"e/7GrxCl5V/FrEnUomtDpwgdka/BA1IfSGEYulcrDG19KIKYyoAY5Ke/x7AjraLpo1lAXz/hMmQc5eJC",
+	"4+BVbu5Td3cbhni85bOKPZBLgUhB9hncd98o/qzuZ7dhYT6lGZFN6MWqD0zP5YBgqa3NkbCKtCsxUY90",
+	"LKTLdsLcAkW6rlrP6nozWnCuly+KGrWLyq9sTZo9J1ztOQ60V8YEjUVsqh3F5I9kyj51vSTArk1IrE1M",
+	"/kjGncG4Q/5IcnoLF6jX65lSrzYgxVjSbZrYWDiiCcoaZH7Uo6MGY9GJOhlPmFDMC0ven2upvb81GJrc",
+	"+DJr4vb2dkDh54HMrzbMu2rjzdHB4dvTQ3gHWlAV2YoA5/33R52oo/k4xjRvDoYwVyX6wXTkDHlvywzU",
+	"oIg0wI6MIf8r1MsG9+v6by5MpnXn3PP8ehmfvvNXTh4w8A1nt51R5w33E3JahL66sxte8CVBnCIUYWCn",
+	"8ESJ71RZBhheq8dydEad95TnbXEcphc7RHWHo6/VHmoIVV29PplZ3oneeHiYyLj9AuEqe9VwFTN2I5bD",
+	"VE6+aoRymB6METHVthk4OAqZR6SAznmTjF5hCfpmSIkFauWXgatQYkNDNByNrzgJVVueQAyp6INTSbbj",
+	"Ti3ypTPqHLaEolee1tJOZ9QBmdSPmYfYPWtesJX4wk57wPsV8ehos7YhInrCtvHquLh2UPwAEnOMmtwZ",
+	"dR4PhoPHHcjAmgKZAFO0VqH19H0vd2guVRGu41z6Y2woo7XaX3OhtYZm8gBujhTTXC6upq15B5p1BPMH",
+	"/DdbI97R12y9VXEj9C+CeOzYCSEbepo+6KYY2IwNHcDXCzaHzLTAgbq0RgqwbXF8WXUhUpov92z3eFBj",
+	"UR1uC2DcI/GNadp0gXKXs03BmFrFMe58LtBwuUdisA9d1F8cC/Omk6lAkMR+6iAlSpNYivIWmj4h5Noz",
+	"jnoxh6ZecW9QjTQA4UQL6ig61aMM8GeUw23V083HpEsFWRXuNMUCvtubj9HK+OjRK2xtp+UdjTUsv4DU",
+	"U2OqLAUsz3DJ0kZl9K4fi0JiPUTk3OLwsS2NBLSwFW010IRFk6KyrpwlfA4YgivcGwv0TADBRbcs/Ame",
+	"/26MT/WxOEJsVoYOVDNCb08Dxmukjq+rxWTCP4G33C3ENk6OK9VM9b7dBUKeB8ImSHdYVEc/4t+zAYmZ",
+	"gDTreCz8x7HYR33AFePsFyRjFGzP4GvAtmQRifUVi/Emhns2elvYa+vrCKbxWP+lT2ss3HG5wHRHGPUt",
+	"t6fXw6iPhCkXXoz2WC99H/VNkKwrO0LkRGN310fh3uDRo7HYHJDv8XwgQMoaszWpd2mm2GPW4i6c2F6Z",
+	"UoHHi5ZUKoRcQDFUiAgtR9NSfaX8bjrjgqsCbMID8kJTY6xYU1HFTT6y1jKce6FqBnn0aHs4fPTIBgng",
+	"PGVStipkbkPqjAJ17kX1ku5uZEvIarTPaHKt94l7qgSx62u+NSitIS7ndZIzcySasfOMjeqH4hwYW9v9",
+	"qVzkNk1W0785E3ulxwKWbyN44s+44oAzulsm0vbqQUy2ne0lz6C61H7Jqj18gZm4EQsSqlC3dqlWsG66",
+	"BH2qgNohFbFnMBaPB+RMkgkXKUiEt1Nm6DOrbS+UKEfCnVFgUe7qvJszwVLMUI73QNePy84usclIstZb",
+	"F7QBqsRgLLYrW7fcx8svR1flJUPfqLP6uttV62KFLgYN3QGus8EJJ/oBr3nhjetvaNsYRiT+/HkL/vj7",
+	"3/6rtw6TJATHRSdLdchqG0StEOq/9zSpVnhuEFoG3h0tumg1OAETF7BLqyYKgw0uZn9nULHTYWsbB0qs",
+	"wDz1Gxlq+FS6D8q8bD7IFQE/R6myGp0dNwc+6UYTINI1jQ0a2e17dWKIy/pO+cLpFC8C3kDInEOCZYuo",
+	"49nqx21aZenW9a8LCBSADXNs8GcSqSyOQgKtoWs4CzZVqHQABFOrIt11rZ09U9C7SPxQRtszEqZxFIPs",
+	"DJ8NavCzCT9e3x1jpjKFmcwmHO+P8MIj47fnBvOYqamBJCnkFd5zvMCNY9urghkjEFOm1cK0tBOfn7zR",
+	"l/P85I3hg4SQMqk7wAtRL7Gyvj42ro+bGmFeH/dgLHYH5HQpkmkuhVy4ELSuFQ2eowzbi8jWcDgi8edT",
+	"owwe2yCSl+Dv+mx7/R+9jEhOb+/utHxRfomXktfaPHZl7nKme17pkAgt0YUWifKcAWJlUJ4dqudANdRY",
+	"TzzI6S2cWMrplZCq4AketYY7RTLr0vSsN3Kg9wKQUJWk92o7ZUxkci2CyoY2xgIB89jlkO6huOE0peTv",
+	"/8//Sw5FkbOrBYMPb3hKQRp9RbMp7ZnoVrMdq+oA/1gUaAp0hbNhip8brUZndEkgvKag1+Y3C7pLyNhx",
+	"x3hLFcmkKki37GCiLxrHuiLJoujLCeS0+YqZFmSNBQqDdgAHFeSMAb8U+husucRtGGIpXSDN3xoOI5ej",
+	"ReJTnyvHeor42EavKLq09VPkotCcxUvtRE3KQyTkOKPKtlVBlwpvBAo/kU1TxbJ+1TBLc2havSugkW4x",
+	"IC+lbf7C4Km9Riwv+IRxM43ochtfDCTU5Ys+GZAfTT39+q3CtE13qZyQojm2raVjkZNq2RDUb5pcayFL",
+	"gO8/YRBX5NAdNWJf1Xap8jW/dnEr0YujjKCLoaBaCzvGYCWNrmXwGaqLURmCrA8erOIudbxbGG38O+Ui",
+	"NiqhGaOgBuPUF6SMVv6O2lQBo63i47woMxohyokLCOuqhRR1rXiMXq8yDqrnR/Kg7FgKi+7Ua4lCtzJP",
+	"Aerdcee93b2nxYw7ERmDIYnltlpd9bcDo+QFfzwrCzlorSkEheZLbU8hEbQEDnbkDsxTd8advbE4LNX2",
+	"cad+UBVNszqOG6PnZceXD2NTOngdI8LGwjoMyzH0gUUmKaGYWjUGtL7GaWJQ436mpGbiI0clnPyh2fFY",
+	"lB+13l8JAIvKZyFg0lrXGgygYr1z3hrwg9qw/bEwErQfs1exZGBMZjVav3FDq/5rG/1ZBv+jfcmP79fC",
+	"pMz5FdcisynyqWm8Cw8zTTYjcplJwH43OITNg4yLuzCxRz0IVuSCxCbAOB44X1TAZQ7wWMNpT7oNp/1Y",
+	"hLz2UIBte7hlp6N+gDnY+cqe2xkV5NeFxKIUrlo6ummcG+zIWnSPXXvB0l/ZWse3fGTDo/I/sGXn7iOW",
+	"SWKqeCHTpa1UY6oS1g2QXjPeStNn10159LmjbKPMTlNBLhUHDYxSgwHXsYeYrq9/WThHI15n1NnZ2dx8",
+	"9uTJkye7u7u7UAkcWE9nhIpxJyj9QhW/G8kT1t9+urX5eDBPJ53as1VPFyTGV+qDmQHUhj+CveydUccj",
+	"PSEDOLQ0eLwZdcprZHej/zccDjdh0xWdrzP60NkXGhp/gFmxWXcJdOySvgrgpUWCCycxVm0P68O6dbcr",
+	"94TN3Du/6BkxunZKFVFTPp+zFI37JXsHA1R1U+dBM7vptSeteTK0C0vobXXu6u42t4aPdx8Pt3a2tnc3",
+	"t3a2n9a2uGp7T58+faoBU27vmCH1maFPQ5LHZD7Tu7sz9bDurXHrXWrbiVq/HLD1V1pih7Zr7sLq08Su",
+	"1p0udo8m71++Iubm974GEK8hyEKRpT5vc2kGnS+BwrHdeQmOSk03Uyg0Z2ouhUKCtDUcPpSEoWxuShhU",
+	"Uc9TIaMKG/2uoYv4+PfSnFEp3ndGHQ2CY1d/753RCAyjH7WoQmVF1lItiNrUoT3IHLSJJJ5KgO1noGoe",
+	"YMZdpT5quV0j1nd9cb7nb6ysH2h2YjtrTUxarS3wqpYiaQVlOQGspncv6G7pjKeD1y+u3r49O/90fHb9",
+	"+O1fk8dv//LL1tvp+cH+i8NfDv/y4//H3rsvt3FkeYOvkovYCAGcIgSA4A0Mxbe0Lra6JVEmKdvdhpeV",
+	"QCWIMgtZ6MoCKbRaEfPXPsDGvsDEFzEvMm/ST7KR55zMyrqBAC+y3G1HTI8IoLLyevJcf7/u93//0Dt9",
+	"Me6ffHj1/PvO6avTX48/Hh8/e9bwGgm/cbqP16SWx/dtWV+eM5PfcIHFX/oM3Ex5qvSR+ZxbdDNpCikY",
+	"zZpYqLg7yAkAxoWHCwDCtHEMEHXe74EqX5V/RDduntVLVgDQy+1S8nJoXRP9Ckvh+BZaBq86Zxya7K6c",
+	"+ahfinvPb4Go6G9yivMb83xVGCKrH0RLxoA+FYIQ60srs7YVK4ChFCempl9kow2Dqm5URVdMxO/egyqB",
+	"1FI8hCsT9aCMCLZnFqFbN3wrcp8WsL7wuV5h8fTN8BT03tyyOUJEK73xBO8M0INzGjD7ML9MeCCc79MY",
+	"MQhI6FjUSV7Fy11am/eZqu28xQ29YxQTAQj1bP7p7OQdzcrO7bPyKk5GYRAIiU8cbnglhfI9ZdsVZCif",
+	"CVbw0pBfysnQqxbYx3lkAHDpFJuyXq6R0LcIeWNEcEQ+I3DutRsZBqu9TW4K2LFZnwtxLoSDrevir1yK",
+	"iDO9p1O9sDMh01j/CfnFCVdMqPR//otNxHjKA95mL+V1KNhilhkW2tJhodT6YuJEqip6vfYhzwHjVuym",
+	"NeKAKwN/OCcDG7gzOHZZ5O4oQ5Aw8QipUsGDNjtJikCAGch0yaFXt8COE0mrEEhP6zzdGrg7AKsdAYbc",
+	"UUPwdHTXOB3vMTPyPI7f8OQSOCz6vd7tz+Ut11OxUCRweoe3P3wex2+5XBrMRv3cLt4yt7yUqt7AmYhP",
+	"bXqcyX303mrU7vkwrklwKVWfiyqHHGgW5iY+Rf9hvmH6sHhru68glwgOJxCNQXen2+ntaZUayfHgNs2u",
+	"MEp0KXpjGlnGp5HoC0l6ADDhuUwd0KRVIYzn01FvkSBAfExfhZE4Sao9C+9iY6tUT1nO4chu8zduYqXR",
+	"CGk7lIWB42o2vOawtB46c6/DOKLKTlL9ny5kKRXOK7rnwKflmRuevG81brY4KQJsuIGpvHPNdYy10BZ3",
+	"rhsjc9y5LILw6sXnl+CpeGvUa6C2zHAuMm7LLL+3MSikKQJOuesUNYpDcRtsvLa65VJNdGOw2znUw62k",
+	"0NDvvqyCpn6vNX0oADWQTPm02kLaLpZOFghq21B8AuB2NThY7aH0J2EEHkkleDKeUoAb4rZG3YP4t1+m",
+	"b/K1rF4ksswzRgWXJLuHkrJQYRQZOK7HQjmOFgT+Hys3T8ImmEHvqlyTb8IiJ4oquyjzkwr1GThOE3cv",
+	"DrQOixv7kVP+XKT+3d0KhpkqLP1X0E4tcXZvd9clzv7slXDg0bh5hsEJ4sAq7gZKnDS/svRXsRS1YOMZ",
+	"0WFJvXWIPO/CdbWK1Jw8B9dQ+eRsklDdvkkKW6RmXOVtm19EQ8PSraJhqRru80LyZBi4OWbZw6Vhx0nK",
+	"xnG0mMm6voLT8ptlroOW9w+JLA2PMPyRp6y0C1hHKFnkp/xlzT17gt2yw6QsxTDwiJN+kUSe2YsmlV+/",
+	"0aTz47/zL9cTdEsA4cTUohM/0LEar/PYe6z8pYe6nc5aD4FC8Mt9nHzwS6fMGfYUelF/rmG/k4soynMR",
+	"7+Sphx1IVNY5RNr4Cl7RQeOFOeOVrL5kd5dYTY3/1rDR/bySbmmczNomj7x9E0u9gQoUvb0OEuT2uhWE",
+	"uA23qHdn0N/FwZSobrPfdVi3M+h2B91edkien77FU4Z3QRWn6oBotl3m2ZqX54Mxt5C16P1hK9VheU0h",
+	"uyGgilMeNQbd9S2+Gr7MKuMP8t0v4egV6jbu5UPZ2MuwjgVF4/rBakOvYAf+ZkbUWr01IFdG5XZVVKgm",
+	"qSybcfTSPOV6TgetLsqq0Rj7vZ42uiqLSk4pdVAxKEjekIFhlUZIiKWY04K5oT4gRxkN18tKkHc7bmkp",
+	"/B4SKAs/l+VMymrusGOsF8Ui3iiO5yM+vvLYPAmvtZUylIxFobzajuIxjzz2/Nt3x+dUlZpyoFdIABbP",
+	"rckgnnLCZpCX2E2D8617aiA/jmzuIABR/6I1J8CscznsSD2pQr8dNszzz6BgOYogn+MdoNPmON4N2JI2",
+	"yLCyMlRjngTgFBWC1XLtbRe59iC/NGPUg1wtp7sty7SYFWjypWpjOhzi5nILvTpapGxrS8ZSbG2RrQFO",
+	"ACQHqMIB6BmfO6Y+WfT0YQPJSlFZQO3arW4oT+mw0TJOJijDnRQRa9MYoWTAZ2XAGW8Azk8tknkSKiif",
+	"163fTGM2C5XWagLCiMFVr7h9a7aAh2z7cUKZ2bgTbBUje43MZkk4TilDiCoAzIrl6u6avr1Qt/yWyYGl",
+	"MiLT6FF1zV7T1xfulu9ZlHY+TtvhbB4nqb6b5pFIReC3LBATJkaa6SpMIoAgmiplk1I8M0BNmRKLhB/V",
+	"Jj9r1pf6HBXzhJ4oRAi1KUZhVqTd7/X0e3JbqHKJmsOSvn14eJidI4Bs0jtIr2Vl9ZRLAZA9p/gSUYWn",
+	"fD4Xkmq4tVkYkDgjFSm/SzwLHwO02fDDovaBT2xt2a5sbXm2gQHzgZfVwNV4VTlypfLvFpGjVDKyVrOp",
+	"2vpz+uV2GPhe9leaVZtDw+ZzOxj/iGl55GT7WUA5EgOG9QWTupDq1tDxwjHRM8sTlTHyUka3xfUcYGQI",
+	"80czCB0oCKS766HK2FkTFwenH8cCQkxLQ9/mrc8yn1oax8C4Am4uvNzyP7D5nVXOCSwbz7snfrMEqlry",
+	"7Z+7vV8cYwCdZ+vZAqXvKNRsP89V7lAw5pcVSvxmivg99GtcmvVSPLqbTbJJmVkx2evYeg7mUZWth0bj",
+	"F121gpW3ysjD3pVsOvz4AU24bII23TmZY+PHCn3euC8yYudB43DSG/fFPu+ODoKdyV5nvMt74nC0H/Qn",
+	"3c7BDt8b98Tu6DDYn/R5d7wjDkZ7QW/S4YfjfbE72uk2HEJf2mh33r4OXXqFkXhWMZJalnQZ33xp23Ed",
+	"aywv9l5nIep/W+Pz+SrQ/1r789a4SB3qyQqrtC6OUTJPagMbFknHGCGF08clRjxCaW01L8OKtD9sF2wf",
+	"VKkHWPw1lGop06lIwzFCbkGMm5j0s5qvEp/5pzD4/DQVar3IyVC+5OMpIl5Sr2zxG46QONSBH+Vjaoiw",
+	"EgXIA/wy4XNDr2Z53J3GLEqk5WS3VdSeU4wC2anTDG1RK5C5LhlFLTSQnKYUCxNRLDjdSESYJkCAttD3",
+	"I8MmoWW8ynLI05uYmAnqYjPHZkfQrnxpnI/387Bah2ohDc0mHBn2Ayi64hYToEnfXyAG4gXwa/daFkpl",
+	"JdV82Zt/nEtw0os9WkImVJoKGXCg6pjydBSnHjAWTPTcUoKVXsqmNmnKXXLwJm7pG9zcVf2S4iaPPxMq",
+	"cxNUNpi/8unyq2q42CjB2YDTJE24VBORJGhauhNx+0tNQ2u9FZUS1kyEiqNrfPuYy7GIAJP59hFSdk3F",
+	"qyxGSjMQPGrVTFzOC14/X/poESpJfCMxiRHroMHDkcNjITidyjeQArS6w7MYqtJja4OrVO+Rujbh2wti",
+	"Vl/dcsabeBPL2gZvYrluM1Gs0tp2IL/5toZ4Mp7qU1nbivlB3X4CeYB+FDYJZaimhfmvcbXUrDLg46rU",
+	"VEtVkRhXrjImu7ezX7WhkWxdfrmr2mhFL8rc+uTds7KD84tHE3630YAK7/AjxQLqtC5QWFDFQtC5crCA",
+	"JEMhP8Mpx1ZpPAcgy1iOBWvOMc0VsvAMNU2QxPM5At6TVjSUtcRjbeCLsHpCTrnLu+0g6xC44nOiiyzk",
+	"KrUCIfVKXpX7KRS3mIM4rODOJtwZPrUifztnsyWwYsEfMb0vcIpfGIK8jcyq1UeZTuLKwF6lXbS1ZUuI",
+	"bQoMhY22tirpWXhQSAMz4YgMEkFbRfrUYpZWLMVQ5ja3TRgjRDMyRvRjTxQLUzFTRzkHL8FPWrB+TADT",
+	"+hjxfk3jGzmUxtYybHUWw3IbG2itYWDdIkeG8h6C5FuRPrAUWen6e7A0j3u4/tZI3riDW+9xUzXys/HA",
+	"fj684a7vIdorvHP1qtZ5YRP/IeG/gIQ/NYSuVRLeZXmtlfb2J+v60NbI69goCETdeY32wHxRcXUg7GwW",
+	"jTbSHIE5wUtkECuJtwvYelAAHZnwF9ZrVGd4IFwXRsHodwQ5Xs7vAJENaQWVScNqAAF2vxBYb7WB0QCg",
+	"QUzslQr5ErGNHyhgw1TllNcB83OijHARAX40Zh2EwCkIU38ox5HgiQhW3kXEx3tXrXYo17iNEO+54kK6",
+	"Y6yvcD9sIjefXvfuFVzDoTx4/fS/ww379WRH3i20RlvnllvXuLO+yJ17VvHmP+7dL3DvfjCc9g9oWRHK",
+	"+l3dJE8zkqba2NQLi1GHNAvWIMqTbEtxAxGRMFEpclEImSIxunmyzYipgXWhknoGZVapOBpKDmxjvY8f",
+	"bVm64/TnrP/xIwZgKLDV7xzoK6XfOwTWwgyHjkAfM75mSNQJiJJQDKUETFHshseQ3Xl3YD5hPUoVzxrw",
+	"2I75jJCIPNanT3bpE+WxXfOj3aGkD9uQmpQu1MXYUMd1stuSZGTCLonTkuo4AefPOJmAG3yfBXxJUSaS",
+	"D5NFpC/RgO10nC8xof3+VmTu3sYQ2PpWZLkCKctiuq0U6QSwxXLbLFROYBQ8xbZ+fdW1U1nMc415HZXF",
+	"Spipvk7hB7iPa2uVup3OJrVK2XracR8VK5XoPqwtUoI2RHCnMqUz8+yKQqWNKkt2v47CEprMxqB3WzpR",
+	"F9KJDGzGGj9CTarRGR1MdsY9sb0bdPl2f7I/2j4c74ntHu8HB6I72RntwkMLPBsXM9UYdA/6XgMyO61O",
+	"dWuUFZWj/f2DrtfQwusCSsEd94MjYxqDnt7G2YYgNcKZj+566VW5+cD3PMDwOx3dPZqARhrORLxIB6vE",
+	"d2OjKeqUpqhmKXNzlp8xhCdYUdOym5W09DbV0Mxduk45C/IyumyD7hX7h8b2pTwlxXV4vNKWO7tA1tXx",
+	"nn5yDvHnp4mgP4Gt5a5v99b9sdn8xmtTWcmzwuPf3tpC6Fs3mwiCyxSvdjiZmlaCeXiZ6Y04AHz8eDKU",
+	"5q71bFkM1eobrQyeohBfjaZ0w5V1vNgiBvcXQwkQwYMsLQngbcDvUmQ8YxxSVGwGOmZoGSOVNQ2xHIUa",
+	"0PNUSrJveZn2BMa1gfruIloxa6J/N0Budi6XOItIrw49MDO4HcWXQ72Set+0kdqM4KoGbt2LhRX+20Is",
+	"QnnJmj7iS4G+2205QdXLWKhcIAaxj+c8nTKuKA0LV7VpGQcBFzoKL6dUFXB2dvqKXS54ErSgTEOmjqY8",
+	"AfAF+8Id0I2H0sKrLNmNSEQGksVcFdr5lUFkIvxhrY2PdW9UGif8UhxB1p1pA+t1ZBwFRgfcoQaprsO3",
+	"FlRGBe4zHqXTLCQVXxpWg2l8A1TDeiz7t0SXN/bDeStCQqDrh9metmcopCyaajejGwwHgmnrmYRR6Luq",
+	"5dnODaVdHTLlqG4aD7rT7hNVOtahNrTiBBuj0BpMGu64obSBenA3ZhH7oFVlqZyanVJpriwfpjLhYYLw",
+	"dgcZ7DZ9mhsZjGD3np6jc6HSeo9R5dv/SJL+PWgwZ8i84WgwdBHcLcqzefb0fR1UiRjH99VQ7qls4Iy5",
+	"11OFA4zgs+00b23hJbK1pbUNKPqD+8VXoRwLfwDQXcDNbFxPUPWrxZqB8qATzZo8ithudrNjwx6BkstY",
+	"boO9AyKXbmWo2gNa2f7Hj27+bL9z8LTfO8SHrfITCJWGEsmV4CvdC63eoFgfyoXEbF4x5oYet1YXypWt",
+	"oXyuE8twd8g4HUq6cZeo28DnkZikjEexFHStwEYAxJObcEwwlsrCtsGHbQbZ57hKJgcZdZ2hzDSDwa3q",
+	"2AplzNGxULeCX2cXm9acmFWcrDaktEowjW/YTN+1oIeQOG2SV1DGUrTa7JULS5HpNjudoQygWPkhA3Pe",
+	"qrAc7ARXIShf7VSt+v7DuW+rQwcMiSiq71xYxfUdhF+wGhBOZs5lcA4RsUGn89eN43800EcJ+jnASbhX",
+	"HEWtTkHoPaqGsLoff6gKvwdVAW673GU3ya3qksEBYRwE4+9Ig3Bz7B5Hj/hWSC3kIBdD3xyFxEAkd8J0",
+	"wzA9IlBAcR3GC+UkDxrAQpt27Jg9Q5kBflEWsgd3A1Wb2JxF/Xqt78HVJGP9R2vtK2MoHydF+RSWIC/0",
+	"qVzzURMgNqoufqQEiN+uurjo++4MOl9FTkRNQgSeAzytuULj/mhfdINDvjfemXQOerviYNTl/WB/3Jns",
+	"HO71xC4/CLqj/nh/0hE7fC84HPXGu5MDAT8adcZfrtD4nT778O3Rb1xS/O/proe9U5Ga/RslV6RCPdKF",
+	"YyxTlpX0UuUv+U8RpsdHanJk7670UT+B9ETPXCN0U2nbbCjzPuIjxut8wLDJVziCnzmc29mdNkRigqDV",
+	"Zs+nYnxF/netYhocUjfssrndU0jr38gT6to9hs+uzlUwANJji2aDZqX/adggJKcBGzaGi05nZ6xFL/xL",
+	"DBuffWPBEs4TywqhbfWxwYYlgxZnpVT5jHWz1jURpsoUKnu2IBy0BxF4lh44RiDj8jxFoUqVoWDMO+uz",
+	"BZnzdDpgnE0SoaDa24aVfI+QSg3gEXD0mRvY95gfjyGaEQB1sIxvvJISU9ihjhqFN5OXORCk3qjx5aUb",
+	"08hKuX+00LmwKM04sd4VrKP3W9qUVUIGiqYKIML4KL4WbXYsaVZhlmhOs42EHDEZelMF+pdfpQ5pW+or",
+	"QsFZp9J7c2MRYjNVl6Q9R212MgtTPf9pjAj7uALtRoXt8IBGs+4drSuZx1/Kkf5ey0V81R828e/GfU5Y",
+	"D3O41OIEBYSDquZll+QTZWR36wERSDbSQ1I+n28DO+l2LLcNeZjWQio1Cbh6AQZjtIiu8iI/V6odKyHZ",
+	"aMn8MPAB/QuYKJs5HEMH+B04Z+cimcTJTCHVJHQK8Skp14wEdyhb2b0EFLDxhPmoMygfeA+4ZHwMqL1F",
+	"+gPWBDw7cxd6TMhgHocyZYettttKHAWKdSHfs9MxDlqPBeGlvjBBdEODidZlAoGXx1D6PBFI7KYcDiXh",
+	"JGkiNRAwvYMzGfQL5bNURAgOYun48Zf4PZH8D+V1qMJRJIx25lS+sxNpdawsmTaU80WKf3t63fBvQ15/",
+	"RUQjOOE4VUN5JZYmaGGnLUwBVwbxSjJGcFLVFM5l+7Lt4M/P4hHwl4cyneLEYbhAG6DkO7CjDxWmELbZ",
+	"uzhlFgmHxajEFOlKK/HicPPCFj2Rzy0P3p1vumwpLcgzZI55Ddom+rQWifrg7w791/hl7RvB7f1jUejl",
+	"sF9w5o1QqWYdxHGWvvjsZY/TxMDzBFCWe8hORUa/Bl5z2jmKETXync3u/MTV3aX6bJC1oE8FvvwL36qP",
+	"eDk9t2JgJQYWiFQjYswCoF5aSRRDN1LWeqUhnH27Mm2twOGBNw/ChGxrK2LFrYO/IixdK/qKoh2RQza/",
+	"hYYyu4ZcQ8m5HPZbCPTktF66lTyMnN6ESmjDUt8mcRpOrIAdSoDyJakNACrQQ0MAKaJJlvliyfoYcBcD",
+	"QfwKmYftvQlVeh+BB9Jt04N3JiIxTuPkcaVVjXxC5+Sx5OwsXvyd649gzvFDEFTmyV73UD+1u7u7mz35",
+	"TbKQMXsTznhJPtEaqXsLpmxt6sWT3eEWLNhe6/9mMgpgYZwzoorH+svIJUTxq5dI8L3Ky5tmjfDYAc0S",
+	"CoRB4wMhhCDrRuzkFLH5FFAmSLUqqZpWCQVHWtP9iv2Hbpebf2MLwIpPjfEoETxYMkpidWP4GTt8Hq/a",
+	"eCx2O4dsCCX41NY7AJLKN8jK7Q0bHqJmkK+pqMopNmz88z//u6Kl0k+HDWcoVJ6cXIuA8XESK+NEAmch",
+	"zA3ExQA5TE1DoOME6i7JmhWNs4RYAVzXUsZ3Dxkwc66Xayiz0bUGFZjdC4k/dGfVuoGADJ+FKSbR6h9q",
+	"S5HbFcLW9Dtw/oltbPUySFdp1jOOCO+QRWJSXuIJYLujZROmeKFBLorTTQMFaS61AfTQ5BnlgR/hpPwt",
+	"AfNnxd1kADF/O5dVNQU2XQFnHKr9BJ81NhbtMLTH19Y/rVOEQ6ZJ9VhxPa22Xh76GmG7XBzuuaNmZWC/",
+	"97knV16OhXf9S7rD6hgzf3uzwUDnVqDyrbqNb3ddOTf0jEskKFz7js4A26rvaISmUnezCditJsFuqz2U",
+	"W1uvk0RciwScMltbA8ZJdm6HkikBI9XNkUCNFwRhC3c8ZEwqgouSV5A8cx2ORQuuBgzue4ZZzxXTT1QO",
+	"01MRjQtyMbKmub7CxPBGT8JIqBYm3yMYmwkPIQBuwqXiOEPc+N8yFbReuL8wUF3/QjZHpZB7fAi78sv+",
+	"3VR/iyV3T2V/c1ECXr5bnBBAEa/u53lwgsh3cEIc3MkJ4VoWME7076ax1rQZV5YW5wJ+iUFJ81Go0ANK",
+	"vmwEFcD07CPmG2Z7+nYmOAHoDWWOzV5B/bt+DqWZH6oL+EHZ6w2hYFcbjeUq5RIW5V/Y7WFm2FygZuLy",
+	"bttur7Ozt9Pp7fb6e93ebv/A8Y08X6g0nmnLYZv98Po96uFpOA7nXKbK5Iv1D6Ds277NuLvt61w3b167",
+	"3O7uHdJ/jWrNsuqFe0V3Czna76lE2v1Qr03SOf7D0WIcLZd2Qr64myWKL+PFKsevVoEKMtcoVXf19uY1",
+	"u8pQ4F5Z0CZiHCcBUylfKuJS8FHoPkP4jSNrKGNO9A2EA2vtZfYmvrwEqxypmrM3ucA1Vqy75v8KcfgG",
+	"5/OBTeWvXzvLtOvHxBimjYd6+b+duIgv8/sUJ/tLaGd4ZOqlxFnKk1Q5rjSnl8R6guaWm1nP7e+/P0V/",
+	"aZOz9+++xTo4oMP8cPoGWUKGUu/hax4JmdrH4BnDej6LZ5T4tWTi4zxMRK03uFcWLsDUraXXUBbF1yBP",
+	"/Ui3VnoTu5KszfxYkXN5lMQ3SiToYMasYoqX4RwslEiGkjsU9Raw2LFAPQhK0bFj/o+hDOIb84rn0ySe",
+	"Ecnp2ZijHWlnMU5YupxjnMudq5aJ5WM/RmISJ4L5OFvqgqf+kS2q56nHuLqCTvChpCqFNjtWV7o5+Bhf",
+	"V7wFjPQ03uRNJej3uNfuIUFpAaBJPU+Zay5WjUGDpnJjoYod+yK+Rjhsjd6r/T9vH37/01tA0TKLVPYN",
+	"9tdwP5oTDO8YhDN+KZ7O5eXRiCux1/fCH745Ob3p/Pnby/j4+Pj43dmH6csPl/qfL/X/fPP8+C/6/09e",
+	"jc/+pP/x4kP08vsfTvu92bur/3h7+P2Lm+MX08tvj3/89fSQ38Ajfzr9sPsyufrT5eXls2d516XZqZdU",
+	"hnNvz6VZmto8Pldi2Lf+u10gpuqpLHm/0DWiwtki0uYoptvb+O7GKfdnpqGstyvT74+DQNkUMBLGHMma",
+	"2SiOr8q2yBOVJV4R0W2RdauUPtFqE5mWGx+zES2SvTQHSJyL+QULGemO+LG8oGZJo/WYiqs02GK2IJuE",
+	"kiJKgMh3Mw31nfH85N27l8/PT04vXpy+/uHl6TM7/9YdQTl6QQLIhs3Mc4F3RzotZOEPWL/TrywUtkty",
+	"JkTwPIvc34Pr0+yOB0k+cBOh7JPvYifXJpt+Cyq2vu7qbEjo9RdJILvjrOTs/m4W5udB8ABZYOskW5y7",
+	"2QXw2i8eT+rf/oRd1NcSz8lXIcVtrwZ65rJpNGKtnDtm7Xbz5Jqg8NWyPmvFPnY38W8SO7+I8G8C0tQ8",
+	"4mOhPAy5gHbfYpyyfGvTerOrwPHlWiXC8htS5vI2pob4WkWeobuWONnb4HWdCf0rEvBsxq8gPoZdcNN9",
+	"tVYPxsFoYZ0RoWRNPpT4YyjASGPwd5iSlk6nVXYKo6vEOBKr3wzJGmWP8VCatzT7nY42zG5EFLW+lmsG",
+	"HIn3yi++xbm7sQd30+sCRvAlTIrbRmp3ZkU6cuZn3qcbtHsX77Zz6cCw73nfFOdw1V0Dm/yPK+aOV0yd",
+	"eFJC/A6umVCO4oUMHv+eeQsS1U0u9idJPPNZUx+VgBIQW+wmCdOKa8ZjcWL82jDfEA306OchOVZwJw8l",
+	"7GoszzcYmIBCyOF/b+JFFGQlIsbSGOR6ZzxnOW5SngiT4gOXF7p+mv5KolWfqHxdMlnMemj6JXZYn/Va",
+	"hIdZW8AIF8d8MYoATrDNjiF9Au7d8FpIFsoolBA6Rf9FAT+plE1nS05DaehrcUuHii0k5LR/DXfaa9qq",
+	"97jR9JqvZxOk4mPaGDS+Cz3gNV1iRZI2U6G8ii//V2NzWUwj+CJOsimHgHnFaLXI0bIRka93jjvV/+lb",
+	"zITXbXzV7Nd0ORfwfDd3c1F0IoMTvf/9ZefsFjhHJCVOs4P/x4V2lwvNyj8sIudWapUk8u/gcjMZZ7Vk",
+	"INoOV1B2qCymH2RTO/JaFYWmwkiKgyVQclpBUS0BMIfzUK+KNhZA+iGOUVMEWpDAaRaBxxJxHV+BH0wo",
+	"Nom4lsdfhSXx1szhg/llVommIEydNOCCpHr5zVoyiqbS/q3Xa1ViMon6v8SLhKT8lCumpuF8Dp6XgkNo",
+	"lk3IPUWbmdp62WZ+AXvuD4F2B4F2o09kxQF+YOllE0vWl13eAynct8jAOQ+Tx9funxN/usqFVVXKk9rY",
+	"AMbcQFKGEyfwOuUBU2MupSAFnLDiKRgzlBWR2UFxiUdiHM+Esjkw4Otx9GAZ204CVB2bUza8Ry3pF+EL",
+	"EJq2rDiXIrhfg7R+r1f7SxR1ELTcWkUdOW/Rw9R0YP3S45V0vOeYgVVYdrQfwWq6+UMc30EcZ8dcH3Hl",
+	"Zmb8DvRJMMDnXyIkeyrmcZLm9O8KJbSpVUjf0ZJ8FF/+S/ro9QvfonsD9gu4wlt6H2eMIkOZAIWu4RU5",
+	"cq0o0lCN94QzmoOy+4Q1cSYNSe0svobS8RsktzCiF4s3KuK8VtZdaf3YUcC/Brl6iqO+F2PrOsqs2YwN",
+	"vSR38DBQPx/Tw5DJY3rZQ1j7tyY3mneRwfSH8L2j8LUG6RNFqXSMj/WJi0RwiRiMwAdIK/H1y+SFjEJ5",
+	"9fgS+aUMFAlSTLO1AhDusyeKqRCSNFXmaV0okbBEaElYVUVXp7UOZT5129Fbw3Lq9dcgHj/gIjwkQwxs",
+	"TVzcRxUsH+gVf0iUe6lztbv8axQhhEBXm7CN1MaPVpkLh8kw8ovUwKzrD46YL8UNVrq5XyEcFPtRy4Dx",
+	"lEsozcjwzTw2igkRIo4sggdEkWxzphQPNUf/43ayiIThTlVtKW6gqhtBaf8sln7riHGnOzVIGjl0hjip",
+	"gsVYhdgBxcYJEBrHE4qtEX+bilEQVYwX06qzQmYX5MQ4IERAWxPEHk8NYMkA6MnCFCpbkNCrzV6FIgpQ",
+	"5sH8WMaWhYTXA2xuXU72BwNo+NgAEKx59j//O2bv+SKKW/oHuDbuo4R/tpkdjAP4zXAiOoBW391d5VIg",
+	"B/FtOBHFGbqzg+G+HPabgEb8Nqz1v/k9cioggytftJPgcRcQZiWkvnumX+fknO58SdQ1Bo0/i6Uru8lL",
+	"iOfLUC8h6/R6d0x9zOk9vwwlmL4RsE/kZCOA87jys4hnoWrrdrqtNjtG9sBkOZSZqgvCzMB5t5k/CaNU",
+	"JPp+4cl4KtxKm8SVsc0rsWwdGReqz66EmNvqZ+AnRPJv4KwPQmW/YU2i/G65HT9ifnb6qVInO55YD/Sn",
+	"s5N3jCcJ8Fz6P4P/GIb4C/gx8FZuAvq3Cq+RuZKnwmJ6ApULMBWhzGc30zgSLODLFlQDvSZOEpgj5k4R",
+	"wpLqG8n/RCd+gIifnjGGPvsrCOJxzW8hhD8XH1OadgNv4ex9swQG+9Elh1dawtUQpuN61jHB93Z312SC",
+	"fwXt1FLB93Z3N6GCz3aDswe8Ihl8btvEsp4VngT/5pTwb9BOqueDL9TqxUnKxnG0mMm6rkCM8Jtlri8B",
+	"0sU3Bvr68hpCLmZaXsEf8BheaF42DucmzF1Tv6y5WifYCzswqr4LAw82kseuxNIjFclj2ds85rxsDbZj",
+	"eM/bODCM+MdqvDmNfrezAY/+7b9DwJ/gOD3VV8U6T6CGkz3xiFz9d1Zx7h812RnsHgz6XZiQym50O6y7",
+	"N+h3Bt0edePQcwEoMRQPAJQ1mtZiPo+TtK4TbvurSOe7nbuwzpOYXYdt3pE5/5a4CVWaw+MiJqD+sm1A",
+	"E++s/pgGBhVAjFpncNUjZ5HZByXQMOcuRUfGnwUlB+zblxSFNsCJ26mYzSOtVzydxInpvmdMaMV8JWQg",
+	"EgKfcfBlvKEEHca0dGHKILAT5S9sJ7JYeEUvFvMo5sG2fsn2TAQhbw9lqSnw5clFFEF7dn5A5SESUjt9",
+	"xPeSsRi0t7bYbYpQv9dj/ie6bTyGHCCffawMdxXQJ2jGh0r3ZChHtDGxlF0r3tm+oVbMkqOGDmXpDjqY",
+	"1WfVEaLtwC7RoxVhOhUJugb4UM54NImTmbbyTe8xlD9fpCx7KZCtukUgvZ7JzXKGgACZ8KzT4aGkHgcx",
+	"Dhz6MuWKyZjZkcJvBjkHB+YeWAdxGl8J7Ih+jUAPbl2dN+iT2M5zc5ZuUSvB/2s3gaHzgSL3JjAE7HlM",
+	"CcF8avB8ORevA79Vp+CYQ2OSPDeQz1nzdXoL/Qi7F2aKGZfI32bA+7Hjj6xqPKYa4EyiXiPXpmMI/F+c",
+	"5xo6v852p8s6B7mci24vpz7o//KFJ/Z92+wsjRPAN414qo+MVmEnY1vN6TWK0gVQAmh7O8KrMWh0O73D",
+	"nYP+/u4e/Is60/ca4Gm7QMvF/PTwYH9vt7/Tg3/p7VChMuTHBnpLft4+5K3hupnreffWuyqRobIpWzVd",
+	"yCtwu1r28BpRTlCspxiRiCJx8TUy+X2vxVEV685ddKsK3agwBfkIBX5UpRTlNIrVmlGOxIZq4O+vGeUQ",
+	"NZsZRj+222qzb5aMDFG0rov1K0M5QT83gnuni0QCuPdNmE59xoNAsURE5gVAXWP+ZuQHmycCHOQxxhyF",
+	"ZFxdiUDf/q02e3kNvif0SFA1CiySEsRJc/zuxRGi18QT5uJSQ46JvuavRcIQU4A0lzNKK9F6y8uPfJwC",
+	"cjZGDUx6iof+lFCZOo2J7ulYBEKOxUC3020zH5cH9DAug6dx4nykfOpvU8ZyGwgHW4NsGhfSgR7HH9p0",
+	"F9JSRHA0lIwxX03jmwseRRfmF+TtIta6CwRoQo9XClHdSxkn8Hiv7eAjlhvCPMYBERrjp3TH77eOhnIn",
+	"93j+fZXPjhYpO5vzGWvuIajrN5h42YTm+m5zTaQwhO3VGrCTuZ6rbstj7yl1vomVS+x1lk3JmjstnMN/",
+	"/uf/x06FiqNr3Xq/5bHnXI5FBETsuy0PZq6mJzBR4iNS/sGmMF6kCSxhabq90lx7uMnjRXqhAPvL/WSh",
+	"ROJ7ECu7FskFipIAJHkqZMClcVfqkVwsIF3KRtOhWJrb0FFAgarZERQVQ2a6ftdskepuaF0+1OMyLc4F",
+	"/EEnhlAwrnm0EMRZRF41PVDKBsBTcS4+pvpEWHfujKfjKfAoy+UN6pnYWio+pl65ls24G4FMKcnVvtFX",
+	"QylmPIw83J+AEMMVYkrx8Rj4/GOJkUd9okf6SyEvtd7Amv6vMY99wt7w/xT/z/+O9Twcvzu2Hx5L7rfM",
+	"cPglHHBfi2I8jqFiHD3CyPiJAmQxx1KURAiW8kt2pdvykGeLS3QewznllywM1ACMQRiWfoXPmvoFDqKJ",
+	"/qalpzkcX4ma39hJw53pj5OZscDhgaHMPfH89K01D0RlOyjN4dVtdgxjyJChRihgIZSKxKcwqKG0aRm4",
+	"5G2aLGs/+IinP6X0OQJmCQMgHhiFEgXhFvN/On73wocjWdoV2rrZ2gIZsbVlmkj5pQch1yjC+T7CZk5O",
+	"V7biBsa3tjIcL9OmwkblEhrFNqFnTSNmoPWtLVhcs9gofbe20HKAXV/CIAtTlX+PqeaE3mtZQzNiLyXW",
+	"BHIwB8PM2TXwAxfezO4V3L7HUlsyLjAih+4avlPodiEITsfVsB/QMbBq+w3AcMGJ0Mo6/nkxC6X+v0Vq",
+	"7xT3S/4x+xKK5ijja8ZDYA+mL1k8wSRMq1n3+tvTeJHQSz3mT6I4TppNrawyqhC2Bvp/sF6fTdk2k/FN",
+	"iz1lXd1uy/cYJ+RBiGHoHTSUKN6oXSQJAQQ8xTpH2EXURWxEB+1s+j0xy8VuRkFOB9LyGFGA0DlAo06E",
+	"SpMQUD+M0Z7GGc0uGQ3PdnxCIjcEGcVf+NnzodLCUOsEZqG0moHLg474bNeCG4okRWy8587XL16ePW8d",
+	"sVRrPKNE8Cs9QnBdOZDnQxmECTq3jjBEmp0uE+3KANV9MCtMcSYQ0S6iqMUUJhErkxkiVGrkrTY1WNOm",
+	"3gyYD9bHRaguxnw+F4Hf0sM7xvGjxMHEj3yar6sW6Ottzds4U8W8nBLWsp4a4KSEOnHomI9uAdhDRFdF",
+	"hMUUmJw7jMeQPgKNelABBEplXptW4d+BEndJWijdwE1zn3ooOYZyEoEEgdijZ7Vtj6Ee4UGSn0db9p//",
+	"+d8t00Utg8whF6S24uXV9TqdDlSVmMsM3F7Ej4y0OwKEF1htlE6oZZzeMoEQc/3GRO91EVAbnEKd+okB",
+	"PjKLE4E98OwchgCez1M8KV550bUAI5UDNrC1V63CA0LBmJP6Azx0TdTcsThHX7qOZ8RvHVFyIaSYAohi",
+	"aJmrEfUShgwVmFKYKZwsEr027cpuZlqgHi28PBslzriWJqEyggZKwbh5FRvHJFy43TYgDWZhFKF0mUBu",
+	"kyNvMMdSbzeTjjQHpEB0QDEhr0UUz2FiUMuGs9PkwKYpUjZeJCpO2A2nDcwjMFVTCGXj5OjGkRY772Sd",
+	"a+PwsvWQzlzW1FOdMXHaBxEAdChr/bzsId28ekPW+nnZQ7p5h7Laz8vWdvNq41DPQ6vecwtKQ73ndiNf",
+	"Zm+zqOkXjmTnr5wVIW2vgTbThcHesvL+oaPd+S7Vhb095vbHY1l3ambRXsUeWEDboVT61oQ06qZ/fPZc",
+	"X2L6Wtf/n6sxmmu6Ib/VZi+ce3/lSrzFKqiqtdDPOqtxDH/Rh1yNG+jyK08npNfKxWz7mif6Var09Jv4",
+	"RiTH0AT88wW0s2oZdDftQhyfPdeDhcbAfbum6/xng2DoOFRPQFtEAFo9lGwiwlTM1O3OUPfsnZLjSu8o",
+	"mhMwo2A3hn9biNfYJmT1lX2mWSaS3meZVyyNGSkzA8tCoVddKwugyljvAnoVsjCgOzof1aYaBbzS8rzd",
+	"u4f5a+jUq9tn+oZrVK/tj3D5mWgMy08AjZSUooLuU7l+5aPkZj/FcrVDQgv/7DeuU4KBT+IID6Lji3AP",
+	"Zfury5TaGNjzHD3SO96BPtPW3mwMfu721gfe1I9gZxt1e5x8K5nHBHQBY2wfMUKtYPauY04jqCMWvBB1",
+	"s288OzX7Dwxt/f7CHnSdP87keI4VjnRUeacMpRGChyFls1ilbLdjQoxV6WvfxTeu98m4TIy35Fm1lyPT",
+	"89DXcERukWdaGwGqd8c1cVTybzxjFb6Nu3s2Sm6NlWthl6zm0jl+98K5c37CP386OW148NW6dzesRrZ9",
+	"zPLq9jz208mpPtS6vfKSnFAioWvyU3QbJVDd8PDbYux6FspwpgfTtT2n/VDX9TNopzpMXZ8BaSD843L3",
+	"M/J57OKRTYgsOvdWCPDMi32HfMgfqQfYwNp5kSfVY6HFoEBEfC2SJAwopdhcVuC5V3CH1S2XVcDWD3xm",
+	"PcH4UH3GAX5/a67B/mb6S9freTt3UlIqO55TUW7VR6wLJlNHHmD26ySznUBVqx8YuVqaz8oDQl1WhTiW",
+	"iQ85sSEPY0JOPCiN45ZnQcEzN9LTXCiPJxSlqx100U11h6N0No1vwCdul2Pd02Q8LJGKs8kg72khzGuD",
+	"ZnoO7LysMQXVobHbZybvq7vDtLymDUnjuYeEMcJ+7OYM/UukNN1p6B4bLUEBMGkpxGhiQ4bwmG++vXU2",
+	"+ChCJL+7TMc73dTqCeEAGK0npWC2i9lIBIEIIAcJfKopgKY5aUkem0/jNL5QsTaQLqRIb+LkymP0t36X",
+	"kJdU+Zj9ucHkilIiiHOjaRukSfTkeRdyiPQxt2009JFU2hl7/TUVJ7OvdGfqbI29/uqijFVbKz/82hGV",
+	"UmnvqVQ9z793be3qLb6pMqDFVsaznIKh6thQTXypWREzqj1U1WG64iaguer3O142dZ11p+5kMjY+glko",
+	"7fjrBE4Hog39fqdqNrEv95lN1rQhPzfCBwGnTutLzXUW9Xy8ueYf7zXXFYeQKxVeSgNaGmo7kXJNWHOh",
+	"RFI7dP3l/c/gByUe0qyBkLczIojBmQHd2cbRQ72HhQPoGxtqZCvGGEp2Mw3HUyZjFi/SfFC8aUeL19ko",
+	"Tj0I4cQJ0xfXJIpvWuAPGAlh2BpFwJZi8+mpzVK6w1y9g2vNtuXswgdQ2+IkvAwla4KidgJ/rNTRiNPX",
+	"yAF8fBNtzbyj/ubJpUyaDt6msvW/TE3aRt5zm1/cbXhOsnHebb5qrl7wVNCLV1qbdVW4cQL/2E7DGaZf",
+	"0qXgGb8t1OKanB+uUuesrF+0W1cNWoo9VZZ+um/labXx6g7Pju7W6lbER89t+1JtayzFdhpvx7JWWbTQ",
+	"tXcwshT1Yd1z+iqXYQjpiIAzXNc3+MUdOvYWWr5brzA1cmW38Cd36Nd7bPtuHaM8Jt0x1uTSEZNTrsqO",
+	"Yf3zet0F2rrDCDC88oA3GuZTIvqfk0vkBkd9Nlx0OjsC9LkN7yknW/Yuo9X9NZ2rHvJXWL1TtpWgVMfE",
+	"OvXrZzyMGoMGl7yt4sXf+f9FHWqP4xnVqBwcdCtJCaDKpgSb/bmmaminc945HHR7g05nu7OTVcDs7u70",
+	"KmCzqxG5i5LWrWw573YHne6g37fNo9Ao1Ay7I6DNb36RXfFQDVM5PM+ceaqIvr2MCV9CBgIueRU96E65",
+	"//pJ8x5rGFnzYtDt7wCLkXVX6zXP5TYMerV1QOW36aMIZ3VvVWVQLysM6tK/skQow8W3gd/ciZGvWUmd",
+	"iYx/y2ohZ/z5Emrn88oi6uz7OxcLAcYhghum42m5Zmhr66XJ4HRCY5AWubU1KCWSmawmCxqjbTWw2wB5",
+	"R9vyhWRTT5soQwlAs9UsN8buMwnJ1VQ4VPIirqFsQAqE+6Ds6SXLbRa03Er50ktK4VlVFlUx5EBMQinU",
+	"UMqYZSuEhdN5/U3FTCL18zKG5DNMq4Py3TyddR1c2FBavLCjfOgWCq9yjVAuPtnzPq1DhTYBHgKeVs0K",
+	"QpMnXKqJ1p5DF5YX77ahZMYyFxgsNsRBaywo0i3hgC7gWv2Ysk/zRFyH8UJdUNc95x2B+fCzz5p+8ZeY",
+	"low5l4C8Ro/pdWq12VlWPmNR303f4R2XPCT4uyxxvjAmk06fr+4ZMKMMZSiFpmXI6YN92WrDitjgsc+y",
+	"XxdXxARwCwtyVKwzKr45TOklWSka4PxB3jd81mZv42tgEddLqZU+W2LlubVVFBqLkywylquw0jMWJ/ky",
+	"KzziFSNaa2OYQ6xHqFuv3xl2dE5y3Wf/SM+nHtlIpDdCSFYd27L6pX4HdQrXvs2Oq6JkLBH64ga/I5Sl",
+	"uVRXYPADS5iiRmD+qQrLVmbly7GUSFk61dIQsr+PmD/jydWFvujNgsKqFXTlNGYdONcvUcxpsWB5umw5",
+	"lj6u3GGDn2XMaDCfBilgiQnSNnmcAGCHchzPkDPziAISc76MYh4oSs0ZiYoFJuZ6QdY1iVJtzFipys1x",
+	"UwhtQZsl2xejOJ16maPPgCee69OEqcaUI04qULlsASO+Q2nLSpubJdHldTtbPQa3N9SP9Tv9LNf5s5/b",
+	"CllX8gC3+piMRBTLS4XOS7cuddlm/V5vKKsSqJHnP0tRHsUB1NKBsDcld7NRKDMXYhF3E+pm7CVAyfm2",
+	"iKjqImz654BCHCFo1oI8uRXPZDGeNtWj8KF0xVv+ZZUCrfg6ZTNiKp8LFWxPemdVljR6vfJ66G0AF6+D",
+	"qpTIUgl0K4eZRmaOfn7OIevReF0MhVyGb3k/Z/rrSj86QA/SW/I/drQAMmLvABsKFi8eRf2vTGs9Rn0O",
+	"NrLjqDA0AAjgxGz+EASOoQWbMzXol2wcCjoMdve1qgqCIf9WEuWlRcq9IWuzjxijPMi38j7Eq0hLWy3N",
+	"yXdgW7BS2BqDjmkIhsxdzCDCb31kOr4//Alfmz+BHvptHQp7etPiYRx8MnAqGdpanKSQZpE/j2SE4u93",
+	"vMZVKIMsgpKJuh9evwcJs5GPYnfQzRYYYnCFbRaFs6pdtrufW6I34Yzrnlsvx34RazeT5BYB985wu4Xc",
+	"/1uo9av0IuyD56gpNu3/t8GGvwtufm5WwUUbLyQiC683kSuQ8s/vpUU5/pwNLjiouc3fEe9iMqaJxs1e",
+	"DqiWAXgR3KQ/N44LydNZ7LwYYnbyhcsZtk52qg0/mPAIRQbihNm7KXe//5Lb9DUd8pjbH1NekfvCVFw4",
+	"lhX2xcNYjsdu64le0EmciPBSfqBDXVQahMCC/NzKVU+x1Qh+btxBHS1My11a2OC2z5yDxstX2tumhBJK",
+	"AwerlPrMYYPekTyISM57kP+BNWq0Wmam+3Z1H0yMTMUuGSc+ronPpnFEDCU2ljMX1O32g/hDcZN41uEE",
+	"NchaZII+CBsSd6PZhMXCddiTWc15a7U7dQ1aCMfDujAg/BWA3zh9z2M5iUKtNTl5/WMuKa2OSicCXLaS",
+	"FNBr47RgEmhuex4EzOc1PL8iCNPMTPhUzwsW8TG5C8DpAkwILmdPm7AE8DchrWfGPh6wpu4xxFtJwWGh",
+	"4ZodSof1VqumRPow5ddg3OTIxsAAm4R4Spa5FltAgT8SDBld24yAY8HtO5SLMqqbx0ofgSlgckXxU+MX",
+	"P2KTUI+Kj8dinnI5FiwQc6AsxpDtUNrBNRMxduYHQ6HkttDdQ1ireM4vwWdBBfmWKIk11TS+Ae4/HEzL",
+	"1NwMJfG404UGfOmoyWC9OzlFplwxH58lIsqhHMp3+shf8xDTZE2guUid0Sz5swHjRcVZ5Y8Z6BPFdD8z",
+	"h9Px+9dDaTz+eqDWEgdkq0qqjjTny9ntHLJh42UQQmW+ys2ikVpmCENZM4Zhw3PqXuyyjHkU4SCMJ5c8",
+	"uzA7iMRu/TiDjHRF73qfgRiQl6w5LFjU+m1DrDXMfdqyOO6ZXuTZ7W4DI7S9obLYzInVc4zxLGhCmpVL",
+	"xmcxYUC1wD+fiMlC8Wgo6YyY7V3lHdFT/dZyb92ZTwSQnTt9bSquZDdmzTTh4ys9lm9Ou72d/u7e/sFh",
+	"awN90enwY/KHVBnC+14pZSwzRw2TNN4cZe695/2d7vPe3nH3sLv3avfYwmHjpJVp7u86kStMLaIgaePP",
+	"/+oGhHc2mn8RrNDaDSU/CeLfERj2BmYCSYNzWCJXr31LYgK0oJwnKVM+C6IClB4ZWwrNoGh+pGwpIC5c",
+	"ffVVv+VtrZzB4lWrRtDG1Z0wksV4SXP9OCndFEbK8/zl3qru0HpCve5e2kT9pqHX6t5mjbRCRmo46dol",
+	"gQ3ptHSV5ER1JmaLy9EuKLEvYYqIxF8vfZnq0FLel6P6ZqJcfplbkNEx5F2v0t0SwjfA6mocz4WJnzf9",
+	"cTJrG2yS9pY2PEgWtsOZvqPaY2LkDvwWm/L5XMihDCWBHc15ktpEf1tN1CTwOi8XO8P2CBUmVmiZ4BKz",
+	"BGhq4a5jADkInGPIkojYTBNi+Z0B3RbpVlnw/kaMpnF8xdRiZOdEsSi8EpBDjr2FQbMmRp08log0CYG3",
+	"FjkKWgbTUki9ZYNcYxayLb4SCLuHZhVot/TDUab14auA4xajtd5Q2uofSIIo30TKbzNDJoT0u7hKF6SJ",
+	"+U7aAaJXBjzlVkOHHz9RCIpKkTwb89M3jOlkokzHWJgeERUkbT4RYHBTpcR1Zlo1DeJhNDHIY7WU45xW",
+	"2fSfcv0hn4ftJZ9FFDCy1K6mNooALyGBFmvOCCzIgh81cfh6S9LTS4L5MlOHf8VjiPED+Y+HaCm0Zn4L",
+	"cBBB66fTTNvpaChzz5kqV2XWz006Ju0JppxEaPEU2Tj3lo8oo/MkDhZj897sJOq1F9EEo8TzUF76mFBJ",
+	"3UuF0nNOWTUDxMTM0JegC71Oj82EPg5otIhgQIW6MEmhwHjx3xZikQWLYbLdiDEgm4GtgT8Y8fHVJUCB",
+	"VamT73EHQjh6Yyyi14GYzeNUyPHyz2J590hVLg5ipJJVh3a3Ozvb3T54njtuaAHJqC9IDCkMfKAwQjWu",
+	"0/3T+2/2/7r3/eGPO3/uvu2/Ozjtne/+sP8TBCZQauWe7x4eeA11BQqb83m/Az4++PVoeeHEuky6nduH",
+	"3c5nrwEbKHO4l2Tu+vqzu0IbKdC9Ddmnb+ux64+D3thtCmFuc5Tv7qJ3R3pMTde5mVEM3/DsrMDG1wLY",
+	"OS54VL64c34Nppb80Xkt31POzt2c4CMevKDzk+kx+hNrBfOMuK6k6WY+W8puNtoyOD1Eki7ZE3usnlR4",
+	"ZuFisjYwwpI4CkJpK9FdM4AHB2zl2yCajLL5TIvmglfaqJuu3K4eG+3vn2nvFgqOc9oSBTcBsMz5OGN8",
+	"zH2sUm0IUlJf8csbCHDnPoq0klf4jCfjaXiNj9edv/y8rz0Kj1UNovBpbgyF724A1aw4gsJHZgAeq5d4",
+	"j+mPJ5XC7qU4IY95hXasdQnQr4o/lgQl5CE6G/zG7miTd2j0Jqsh5RWoIwRsz5zuXLE8iqK+tmC783QK",
+	"5fj4oqYWonSo8bO2PQZ+y9Gu4DVPlDXJ2uw4UpDL4TtSZfvPJUpeTEYKwslEJKjEIs5l03YWAODKzbQe",
+	"Jjrw3mTqVS1Kjdcf8+Rq3f2h6WlaEwLIK9rrJFjjE09Vmgg+q6ViWGGTsWao1EKw3j7h44JDEtvdxmb9",
+	"MncDaZxYLLTUit5QWkftAEGgcKJCxfwwGGDdzVjpRZRjgVU4Wk+GX5mv8RG9rtkPUOrS96SU07do4ZHN",
+	"5ajs1N2SVZD5bXOqPPAlZ3jAZO4YwukqA8m1Z3jePgsV9sq4MQiHl3gdALjZ0dJpIk3e33F2n4exHGxt",
+	"MQKC9vU3cRL+Hb9g3wieiIRmBWxBMyVZjrPuLM0NJuz7HoDg+/8LkcaeEQSxn/F35XbTNv5M0WEfJfGN",
+	"EolqtVm/083cFgRv2u/sZBWQEK/IctObnMDN2JgnoOqAnZ79IETlCHYimmY4I+eZ2YOXB6pPlXu02e/s",
+	"ZfQOLcg65WwcQcwDzGNySkHUjjN8bijJRQTs2Dc8JMxem82/tXUq1GIm9GIooc2lN1yl23DSt1+/8CHl",
+	"1Ic/z+JFMjb1ZGHKYiyMBlI3IJVF9GHoNuYrxsYCBgNXm/yoqVISB0/BGWRz4PHbKL5kzSs9DTss4EvV",
+	"8lCIIyjBtWApAAqaxQhTSsbG4YJlADBuMr5ps5f6pDqkraPFBFLvDcZcb3eP9ugAtDIemJ5NeBRZSGM2",
+	"EtMQcI/R0zCU5mDje9vjRWr25qdhIxFcxXLYGAwbKopvLrDdYcMbNnJTBL/453/+97DxGTOaQ5WjWD2C",
+	"/GE7yYTfC+tl+cpgEp2AzSWfQ951PANHQRQipToYobgI3V2mqqzPMxgKyfhbUjzxt2bbr3fOasHt4Ps6",
+	"+BVkWloLuA47k5UNK7eTFSWXz+PZjG8roUeqFeFMPCvWjDFnmz1DyCjy6oCT1Qi1mvEIM4PVsJWdtQdE",
+	"aekwIIDTrOjFGsMalwBcSsPLSInWRpV5iAE+r+iZWb55TIi9KzAgUXRZeRIqcykHrMlVUZStLk83ZzI3",
+	"rDlPtQbVGDT+758724e/fOp63cPP/2djzfFBRbvtkpN0bD8zab6o32w2QjjS+kLPSeecVLYjnoIEyoac",
+	"m5nfdMi3VwWXLsOcr6Shta9up98jJ+qgZC8NJepYn4Z4NEHqln6khXPm8Rw2Bl1v2HCcl/BUIR7YGXQ6",
+	"/wH/C487Swe/Ps7gyPX1fxPLNv6Op3zYGHz6/Hkoq0qtzQyvcrbQvfOlnSl7d810BGT/DFXUAL+X1vYI",
+	"tRD0OA3K3z9cbqRRvKyrZJXyhapRba98DyhkS2pSq/3b1cWK8SIJ0yVc3iPQp7WS3Rj8/IsWM9hvvDLh",
+	"s1/ypbTX5oTWGUcw4jORXItk+0zvSLqtqi3HH0lRXzNVrEq939hcNIrHnWJ5Bbvxtf5DG0Ok8YDehVVs",
+	"viUpzr0dy43AVCgGs/QXW1t7Haa0oA7U1hZp82SDPClupSYiGZGCD3tRa+U5o8kfShTyLSLlmy8Mklcs",
+	"L7e15mxrYyXj7MPpG8ypohHN+BIGBIE8hNJD6FI9GMUWMg0jUEcpmb7CMHAU1Xz46cPpm9YRXmI3PAmU",
+	"h6YQ40yKG3DIZIotlSsWbAknZFdj/GFCnMP39ESxs++Ot7WGD5i3MVbxltReRALCgbiHonQvdTd04VcW",
+	"HeDF0R10On9tGKRwrTOq9GLnb73t/ZuX0W7wl3ln2lU/TJ5f9d73xYf48E2y99PluTwY/ZV/v3z7p/EG",
+	"CT+lcVWJQ9wCaJ/+DnJOco6s17SV1DROUrPP6ZTGuKWt6ejenb+tpDL+QkAMeArM4XdxbxnUAB9a8DG9",
+	"1ORhFEsD7XkkjHauKCyZ5dWRaUNlFSAl2Exr4AGJs9DS1Ogji15fIxsU87NN77Om//bli9fHFx9O31yc",
+	"n7/xvaE0KMf7aNm32SvMl7Yxc3YDOQvGratfj01i0sjNNCbpRpY4whLk4vnIIFgAcygF9QuFpwMm47p5",
+	"Q8wgtLObQ5saZLNcIFnRSeQ2SUOTMBJD2Ryi7lP4EtYLnowxU0H/GgVVGEVsJCANSqTjqZ564yGxeT1Z",
+	"tqxuHhYwCLndHTZ7mBIhMe91KdJh4yjX1VA5CahYsB9LiJ+zUFUWhH4rTALhW/3KN6G8urUedO2kZrcg",
+	"9OCg3+v2fy8loQ9RdVi8MSDW3uuedzuD3s6g081i7WEkMo4M0f51ftnwGrNwJkzFYjjjl+Lpr3Ohv1Dh",
+	"30Vj0D/odXe8xiKJtD2YpnM1ePr0kqfihi/bTnmYEU3bsKWefj87vP7rTtQZ9dJoFB1G4ttX6fjbj9FP",
+	"vcPF6Lto8u7Fu1/5t6+W487Lp7YzueAY7BM4yhQEu3tQ2t15q6vG6PVP8GBZeTZJhJqC7vMV14jBLpLx",
+	"W3MpuBHWQg5cVYJknbSBe3Mhr2R8I0s1WmoxntYIwNUZklYM3iHHsGrxPmAHM/hBYFbNVdE80RdUds1l",
+	"vk9c6jgBlRJvEiNW82LwgQpssu2Uu3hp09UoGPl0xc2qZlZqF52+1S6MUN1OxWwe8VSop5M4MTBFtYrG",
+	"ufl1CVTYeOgqwkU+a8L9ZM0gE090mM4/KMH4UJrePFFYH6BtZlu1a77EWqypkIafuc1+tKgQxlGobIy4",
+	"oiJiKLOSiF6nQ35588tnBIvH0YpCyt4opMyzH3gS8lEktGqkwsBJn4SjRyAh4JuM9ZXW9D996n7+7HvM",
+	"//SpB/+YhACLMloy/5pau8DcO78FESotugN4EiA5LvTfxSfhNxel5/H2nsTJDAvRJuFHEWSoGWYOgW/R",
+	"SFt2zL57efzi5akzFpgSaub12+NvX3rsh9cvXp4AOdjJ8w9vX747ZykgnaBmgaiwaGFewEcXiyQiRA/E",
+	"8xiwfqdTvUOc8o8KOPF84YeTAEAX8RFE32BhoeQu4uMrSt0s7Z6yuncEICPu7llVCKv3Tr5kr4Y68D29",
+	"2Z6ZV3FyB3yM/GTcepJcBanb2wAB/iG1pfUQ4Wu0p9Xr/wDalDnnZqR2ZyBSJE/FZQzi+8P56zevz//S",
+	"8BpTri5GizSNpTJPQaV+12tEXF4usOfz9OKbU5d44zoOxwKCe0tbd6yvhffvT09+ePnCvTezuwV6gSev",
+	"MWiYs5a51/GoQiiASlhOov/5LwZSRt96E54uEs6CmM1FEAYxA7HDhEr/57+0Mi1T3s5a++bkxV/ctt7E",
+	"v3L28qOekjj71auTk3N6p52Gn+0zP4iE3pU98eH0TaOoS6ppPM8pklB2o55C12FhTac+nJ+fvDtrIIzi",
+	"evP7+fMGNGq04vqYVuqHxWvOHj+8DKrvC0zYya6ZrBLY/JK8vZtu2PXPxgOoVyvFc0ny/p6QFPJT56il",
+	"D4WlsMbtUQmj8DDAllDpOdf3nQjsPY98eWUtyFE37WavKI+puT3rNczOKg1zMY9iHmxrrW3bOrSqHe8f",
+	"5giAhiq7nriRwLQ4rjIlBrUNUkDQQ4zgyBx+Eyc8WaL7Ygw6eBqzOVeKcTWUZVWloFNmqgMfA9DKhVOG",
+	"XfqyDeWsubkeSis2Vqm++VKTihnHaXM1lhzPe1qkdqYEBV5Ex8zpf8DeEctoecSwfX28Q8jmorwA93EV",
+	"g3YOwQHCuFtiHlG20UzwQdtQsGqU1WVyw4FmRw2Yn7kegEoe/ppL548bMZr7rAlqJ62x8jLWR/b2m5bH",
+	"fD1N8dPZvO97Q0l/7VzO9ZOoqZae7O7Ro67QmAcTnzWtSlt+qNPRT1FVDFJCKdB8ZeZ2g01KUgkqeRzG",
+	"R/09bVTSp00Jk9XFU5uAg7GN5ngqxldutYwMLMYrVbrr/dxUIrnGn8EOQ4fMJ1inz08/GS/QZw+YrzFl",
+	"DhdRChGIoAXZX/aoDLKxhJCYL0yifkovtHTc3Q4LJ9RxvepwNCFsBH3Vwwgl2++xabxI1FA2c47fy/Da",
+	"strxIAqlaB2hW7HQju0PuSnMzx2jQj9iGOcKReYeFp6VZtC4QLXUIAL0clk+8L/tdg6HUn9fx4kuywTo",
+	"rSxFvlqExAnz9aB8jy2kMjgKuLc8HG5M5FQsCmdhanhCgafKGivWL0ptr3XvZGh+rN/dyexCE+sGcJRQ",
+	"YQdw60McLy9vKjGI+92dVpvtUhrkUPqnIk2W28eTVCQObiNOO0qJrEo2ERwc2bl3tY4slIAN0EGqXzUO",
+	"oZZiZ0IG6BZ71Oqo2SJKwzlP0qf6SG9n/lmreOhlbAwazVEo9SX0/sUrIx9aLhJZti8ag/7aikhhrI9Z",
+	"qF/nesZg5a6tev9r3utMuvk2+JTb82DSWM+xrOXX1d92rjvL73bHB+rHWW/2bYf/ddT/6frwT93F/vne",
+	"/E3Sm3wvDoJ347+op+X3fN5wFgXtlwql7gx23JGVfqY8k+JZOZFG7I15+fX70Y7fF4XJw6vHd5JXebix",
+	"e5dqddeY0vdYIHIex294Ajw+6+Xn5F98KvRWuA9mwhpdhZ0Lu/SDtCX+d0NcGPHgfFms1/qQXU+MeCUr",
+	"HP2v9I1lS5smRJtplTyPWRXP/FMreB6zCpz5p9beAB8rr57BkaYr9VUYiQr4uGhV14pYEKlZ2Tz+Qu2V",
+	"W9306xkALNTxOGot9TFAFQhJYVFYGQQ0W605FIxGFH+OoeRaU/X24a01PLUWzDrgCom4jq/yYF91wFmI",
+	"v26RLkbLDBsrDIhVdrfTYWGg8pjW5RqveRKPhQJyW8KEHkr/E9Ike+xtpk9SkTbCxcQT5gNagFZG/8Gw",
+	"Ouof+poPwPnP/gEZS1HK/jGU/9je3rb/p3/uz4RLHP8PSKv6BzHJsfl0qcIxj6Kl1cNNBTlVzmfyVG8/",
+	"/VNzVWVIV5gqoITI4cgxfD+PIp/9I4fJsRQpwxUIjtxQCsBpliG+oLvwa4NRYr9pFjoiwCCloWw77wzH",
+	"Wvc3H8x4olszreaHXN1vUzNnnsm+qZ443cpQ+ojfj9b/M4e92WUUII0TNVY8XRN3ItsMalypS6HKncpJ",
+	"nAwlstsyS2eLuPzTOI238attIsLNOGsBpSFUiHwBRYY5wDT99ShOsyatlwG4MiA3RqaIPoDb3cd9bLyU",
+	"NvEOa1Da7KQSOMzLRgXI/RmCzGYIZjn0MmMq4Frl4MsI5QKOpLEyq3o+bJzqh++OdDNseEO5Er6skP4C",
+	"hVGWBqQWzExVeUmBks5jPsgGn+BP4H6A468tQT3LEJImpyoIsAkPo0UihvJmqrddQkOusntgOoSNGd8L",
+	"ZEzLe0TM0v+7AyZQdkwswLLCyu4Gj6L1tcN8Px/PZPn5kwmgOzkIRjjAeboWyTKW+lo/oxsIX1v1YKYG",
+	"Z79GhqYcMWOYiplabwZMVooNdsAeqWNtojNceUn9i2J/jXjwOlB55QzqfvB01WhjgXL1PASdz0KOZo49",
+	"3XoFMIHJKcGdXfkGFPWmzRloXHAAHk7HyxXJI3xWXh6wgjgoaHSnJFYTuvqscHwcLCwXXuiuqanxIoUk",
+	"iuKd8kQxXyuEPpsnYhJ+hAX9xvVgNlXM0jiOwPGMiZAWxSLhY+MmnXIZbN8kYZoKmRVE77Q7LqEU5JZq",
+	"yY31jwbEiuAHtAJt3cKmxtqzQAKA4BNeSp4uEnHErEs2FduTONnW/2Bcsb8cv32DyVnNQIwjrnepjw7h",
+	"AUMvERaglbIpTa9fUIcbGwlIszpZPZRZuIGehnZnKEM5iQdDyVgappEYsOda0cCNoiflW/TU5KdF6d8T",
+	"vuGAdbGhXK2SDWHj4Mr1YdVuglLROlXIrGH6n8fxWy6Xr+WrKLycpsUql1wBS+WrjH6XH6lzek7M2lQn",
+	"Z8G5mAoepdO//wYnQt9usCVHPOJyDGXMgLE3ngqVJjyNoXr9mNQryHwCgUI6m75eQIoupIQQ2AvjoYF4",
+	"BCHyCjnW2iXk+zwF3fvv1fv2O5qI+7ogbd5EfLW+uoEvX+GLMoPlUXgtHmePvQmvhRRq0w1UF8X54jsK",
+	"JSigDud1faRXgK1WFXH9cPqGjRboQ7yZxigSFYDc6SfJ85t9DFCDoFif4UdkbS3IQYuaf1Y9vk5o2Vik",
+	"EPZFwwk0qUt+rV/1Lh8PG2Q+XsSFAx4tebnQQnAUEdxgy9jC3K2rMvRejoPTwElbA1gbQgaVMbuuwrTN",
+	"jnGot8fQiiE5fSt9OH1jUhkhJlcdRAvTUvgMgkgTNDoo4ZeEiPEj6R2H5hD8bCgnRlC4ARzdbhQrPQ6p",
+	"TXA4x2ZhuVyaXdI0gTyFZTbGJJ9ya2AT+LYTQmJ3iSDVVCTkff2l2FB2OW4QfGhUlh7ANK7Op3OwC3oH",
+	"XmMWSvt3+ZL0cqXMFWGVij7YQMya3ejt7t7Wjc2y7nTPcjpHTRxsE23Bc2sWKhv/0/uX39639bmsafz9",
+	"u3u3fSNG8+rGf3z5zfu7t555z6tb3/n2/b1bn8371Y2/fd+/a9uVV7NTjWE81262hf6MXofiacqTAIhS",
+	"SEUfMP+n7ef4i+3z5Vxsn8yJSlbGSoaTCVD0KS6DUfxR67fmx2d0jW+/j6NwvMTmffPti1CZrO4B42nK",
+	"x9MZYJiZ1Bq9teGJUGoZi1+EGCWAUjg9j0RKizI20dpUohBECfmZpXtDPlEMCbC0ekXD0zNb0aU6xYWe",
+	"evoqjAQ95j712WvUjH6DBs2T9OBnr1G9AOs0+S4+00uEm+Me8UwsKXrYIOaHFRclpH6uviIxANm5Fz4C",
+	"NkwFj7CrbrhVCx4sUkuXtnnNQmLiXf5t7d8mtrnKpNswklVRWbOiaiZf9PZw2jkpSzbTieqE9DrbCidu",
+	"YBqfKE/LCAJFs676OBkC0bVNIaPN2DJaMFb/tiHLEbVhlivoJf+ztg4cPZk1fbeeDmo5HlRx5iqXmAiL",
+	"N5QLyv2MJ8yvNYZ8gu6qyMuAOmMc8EbVxgSiQ1hsMx6I1hEUANE5iJO8ruyZIw/QS26+d+rWF3pIvltc",
+	"4LxjGvVd19vuA+6SwZzu9LWpEEF8mTDSRoQ058QsaS6P379+YsM/cAulrJmhUFRUlvtQw41h0ViyQMy4",
+	"DFqehatz6yKR4L1C1y8Wt92u86OI9BitzNn5yelLX0+6Y27kpWiWgdjp670G+e8IGw+2D9T94SMu5J2T",
+	"YVaToLZGJfMqs2GDItjfwGxwaoC/Fmth6+lWtT75SLpk7kga8WALoqHSUMsNV2/R+2uJCqgVwGC9a6t6",
+	"QKqdZ/Q6vgjC2LPOFeUxBSAT4HI7Q6dwHvSkqLlCtWO9wPtNFFt0iMMcjBapUWebZz98y8RHzOtu0RRg",
+	"vaSehT/U1a9JXQWcYrzBNrq21tVpvyod8FXphr1jjfUKTTCeC/n7inudzIXM4wDfJ0qF/k6tWUI3oKIG",
+	"qCuWKSiySby4nLJQqlRwKGSd80SFhkKtMlRAHXyoCBetEAa4dtYOcIGn+3GiWsUVeKygVqhKr9ow+mCd",
+	"6wax6Okn4N2+QMivizC4o6nDmiac3brH/veGciTGfKFE3uc+BjTeMPVAkukmEflYHTH/47Z584BhqteV",
+	"EHOEKF5A0O9SSEFYqIiXfPbiz8hb+Jybivvc66wz2oQKgcpWTsLLRZKlnBmf/xM9DWkayks10G/VCgSU",
+	"oC1G7VkciGcW38hHoKBrkYSTJZ14IRGaOzWMTFhlGkVCXpKPXnycA6oa5eDhV8AlA7Vu84jrHomPKQqH",
+	"XPNYtGaSsoE7E/GcRsuh9E2whgezUNqcQBr1tj5YbHvbVLWFAfvnf/43296m1ugDv80qzMZQZQU5gEZQ",
+	"OdO4nqOlu6SEz+SUr+hJNLeYn00mM8YlDDRPeZHleoEyppvDAl7Y7QbgLgyGUsZlEIkpVwOXWxMxp1Kh",
+	"NyFnibgMFS4atQO+SyfYgujaJVH4AyyMScYnpLFVdocdaw1yrdlhdVi8e/1bTIe9SXfc44diZ7Qf9Me7",
+	"u4e8I3rBwaQ72h/3Rbez4r24yy6MZVNjS+zd0oFud/eg1+n2+/0Vr7J7fqP3rIksC6cnf8HkOrUhPKtz",
+	"dMV4Gls8vXt4BrP6rVAZzr2HwUE9ZjDbzG5A/QbLpd12Msnu2vOcLMof0YcZwo9JLC9RQsRJ7nWk4hYO",
+	"PKs57+2HwVrNXdi27MZcI9A9mjvQ4dSUX7lchuaJeo4Nevktqmzn8y0YJOf5PN4Ml7k4N09Ufgab5dro",
+	"ggLh52FKGt3O4cH+3m5/pwf/qvZSFNpY11mhBdytvoo7EDn+HrWZ16mCqs8mUuDrG2uHvf0G2fmcukut",
+	"2Fv6Cdun9ydn51q6jIC4MyPfnhjfiPIsqxiiL85ThSDkXsY76EHZuMeQDa6FHCOXSbyYQzWA2fsWeYO2",
+	"0BNltpdWgmwhhk9XJNVs+U6FdZg6yedDWdSKWfPbhM+nMLfXvZ12p+UxJKQkX+xP298tRttnJrFvu7e7",
+	"NxhKNeW93b1nU/Gx+d3b4+fbZ98d93b3mnw+Z0qME5F6LOE3UEbbavmobdnkQFASqbLb1ukAkwraTpAw",
+	"AqCVR2whqTdxwm60BIuWpn8uwaBxD3eRdRZy1E3RLGo4KkapyrPFARCjdcWegwpqXmMczibxpUoH0mNZ",
+	"QwlqVaqGYiizSXNTl1WeChbgBWRxTxKKoMqxnhplz4VLQ/1RihuXOdL9gSHl8lseVMpTQQhuEMMprQDc",
+	"GCq7ex5BPoPPJQX6ev3SXn97Gi8SdhPKIL7BIhDamtoMsO82id1mG/ht9hJW7CosVFagCcEKfeLkrQQT",
+	"QZ8zDMGIj+lgKNGq77aoCI81e9Zz19xpkQOTNfstzzkku0gbSq5M1txvue5UqIspQJBmRP0ei2K6yZoH",
+	"LUs1pljzsAViABlXmt2Ox3yIJ4jgwsyqg7UBv8zS3vVaIAgR5kFpYaibugYXZRrLp4BtgQ0q1ux2AUMV",
+	"sFC7esxqqVIxo+IjjM1XCKChbHZ30BqDbwGeO9sarXwNnl4g/a6+4252bk+stWm12bGRjMyWGWXYuoRi",
+	"MIkBBBsJSZsv5XXIA87++f/8v+ylTBNxuRDwx5sw4KDBvOLRlBfreoiDCqVotib6RjL0YTbHYhwHwmPz",
+	"aKHKRwT2ahKOgc+foLHw3FyG10KSALe7mZU3swJnsu2ePm4+jlQv8hHsVJwSjNiADFO28r+ZiDkcQghv",
+	"qZRHosXgTkCHeXgp9QEAAHD8oSsg8xLRHKdMErpHasav9HEE7yHGE7MU7yxjtsmZjOW2/ic8oO/dRKTJ",
+	"khxvBkEBGHUzJ5ruqqsXb/lGerrXw1CW7gf0qnHLFRyYDDm9Bk5gmI7jOF5EgalILcEDm7EOZTM3dKRg",
+	"Vi5/7bJVXW0EnbjVQi1gStG16bP/YOtdnXkFkR7f591R0NnbnxxMxN6Y74r+Xn/U3++PRvygO54cdnfH",
+	"B+Nxvz/pTnYP9js7QbB/eMD7QbfT74v9Lq/jOqm46jchG1qfSHeriAAv0wT5F2jXI/YbMH5m9Rh5mDjD",
+	"XPvzp8Y8iSdUD00jecuTkLOzePF3rq2VG47Muru73e7h/v7+/t7e3h5AW2QFtvqFSTwr/QoR7ho3fBYG",
+	"7e++uXz37vzDx7fnVzvv/j7eeffrX3rvph+eH3/z+i+vfn336vtfj59pI4X4+kcwDYBL939ApVM4Eyrl",
+	"s7lW9vf3+vv7nQ7gFNNMwnNZt0J5eYHEzanuwZSnis/nwGibcgNIEYRqHvHlhWsXmEHo/zqdTlfvy4LZ",
+	"ULY2PsMC0le9w52D/v7uHvwLuoRQ6E4/LgxnizFv8lYqDwKC/nyPBKmhsJiBNFxq8jHgOkgaNgYdd427",
+	"ullUyOGbOxL+5g99Pbzye1up1gQe/3F8KUPC7tLSPi+ml62HcIAYA9qIXy0BUYhrQfxwpDBu+9y+lS4K",
+	"tyLvvgPJWQ1OZSkYAw83npWv8bCUtdouAHu4YES074Oyca9A4l2nOzO53YuTkkUeyIV2tzv6KHcbMzWF",
+	"p6Bz+rIO2is9S3RRFxVRs7uaJTueG/bCeapaj+Jw+uw1qF7oN6yNGsqVxVFI7N/JIgsGNQDzPpJr62ol",
+	"/7++jkZcCasjQlLSqQhC5WEr/unLF6/PLj6cvvER5i3Vr7FFDta6VlM+FxmB5xHzQRdUPtbcIMOPLcFa",
+	"It6AjYq32Zt85RfuF6iqmLMkXgCvZxqjAIbULacsRmmVsiYF6hSX7L43Ew7GQErpKcsquu5S4KW7Bddw",
+	"1ZmDPt8jxnoHsVI5vkUelscOtPj5/Uf8johdl0eMpywSHOAdBVXuobftNolhmt8gYHwLj5h+ATCA1XmY",
+	"TXgR9qJNhQ1V5oLgKfNzKRd+GYFCn/9PesovFkn02dd2dhQxZPtOp4oB5yu5bUBOtC0c2VPEHcbxllBI",
+	"85gn29pWybhi1YDNeahtADZasu9PyY5Gn5HHkLrdo3xpj0XxZbxIPcdbCn4FFEN0g+ImYk0LJsgAxubQ",
+	"Mjo7g261Wb5gHKBBDJ8gARSSaw4BK0jtGzDEcWAWwKLNftRzo8S1SHhkF4UEhUJXQjbwJ5TRqQSxFys2",
+	"FRGEbonZPp2KmbbsxzyK8DLVs2QwvYwACq2vA3KTwN8N1OhZeqkRT1irtnQ60Wbv1oH78IjmAScY0fkt",
+	"fe6KOH07Mw+fZyteQcB5hnix5v0OTE7T15uGz+c+OtGcL+LJ+CL70gC4eEwEyL+MlzFV+Vcsc7KIROUS",
+	"Z0ua9d/mOlUxwTrkEaxpkxwNOm0Bhp6cW0jpTffnnHgOEhFhM+gGwd3Pmu+Pz59/V44wFC73/GxnXaro",
+	"cq2CMCB4lTnwO1PHbdUleaj0h2FSxWivWPP56Vt7gISyJ5Uhsb9qZblNqUeQxBM9UQEEXtI4090dQnRV",
+	"RPjNc9zneKeyWXhZx917vC7CM3q8K0siMOneoM+CJxkXjRynt+ARF/kTPLceeBWAcR7c0xltVphRsUUN",
+	"MFKRrKw4YNyPLkxVdm5bxv8faisld7jp4Yo3nyxS1JErl9Wj5qyCHsWXHkuFwhOKLi2WxClGEswmwFmt",
+	"o6cvf4G3SeVXeMQQRaj0Jd46OdBoDhehFntzkWTgS0cmY8DKF8qw7/W80n2y2zl0Js9S4a06pk3f0Rv0",
+	"QD5uq3C2iLTG7bcGmLgYRxTzzAD38bq1P2VBoufZI0V4HplCdDRBnfgOBhmQ/T4jdtcK/EjAjY1RSLSP",
+	"jP2Tu41t9DLDiUoEj/BVcFSUINWCsCtltHSwFLJOm7oXjE/gEFjTf37y7t3L5+cnpxcvTl//8PL0WTYj",
+	"Hpl9WJkC8vbs+zdhKo6oDD5W6WUizr5/w/xcJb3PEjEB1OI0Jo2H7qSsO4RSirjNY30xQnlLFI7DNFq2",
+	"6BX6eKEspQ6nU7F0SlEQVhnKuymSp+eC0NDgJncPqkG7BjsMnsSkcrLY9LLnz2Nh4as2l1WPqjnvYCsN",
+	"cvl51YkVtpK+HFqNJ6zSRi6FuNvs2AVXKiawPVGZj8Ums/FcyNMZvrW2y4NGRAuMn+OZtGBloF+JbRvx",
+	"s0UIEF11Eb+dVzm6/edfPv//AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

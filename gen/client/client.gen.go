@@ -1584,6 +1584,14 @@ type EditedMessage struct {
 	Version int64 `json:"version"`
 }
 
+// EventStreamTicket A stream ticket (extension, issue 27).
+type EventStreamTicket struct {
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Ticket Opaque; pass it as `?ticket=` to `GET /api/events/stream` within 60 seconds.
+	Ticket string `json:"ticket"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -2440,7 +2448,7 @@ type WebhookSubscription struct {
 	// Example: 2026-11-22 14:03:07
 	UpdatedAt ManagementTimestamp `json:"updated_at"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
@@ -2471,7 +2479,7 @@ type WebhookSubscriptionCreate struct {
 	// Example: standard-webhooks
 	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url WebhookUrl `json:"url"`
@@ -2529,7 +2537,7 @@ type WebhookSubscriptionUpdate struct {
 	// Example: standard-webhooks
 	SignatureScheme *WebhookSignatureScheme `json:"signature_scheme,omitempty"`
 
-	// Url Receiver URL, http or https (HTTPS recommended).
+	// Url Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 	//
 	// Example: https://hooks.example.com/chat-gateway
 	Url *WebhookUrl `json:"url,omitempty"`
@@ -2569,7 +2577,7 @@ type WebhookTestResult struct {
 // WebhookTestResultSuccess defines model for WebhookTestResult.Success.
 type WebhookTestResultSuccess bool
 
-// WebhookUrl Receiver URL, http or https (HTTPS recommended).
+// WebhookUrl Receiver URL, http or https (HTTPS recommended). **Extension (issue 27):** a broker destination — `nats://[user:pass@]host:port/subject` (a NATS JetStream subject; success is the stream's publish acknowledgement; `Nats-Msg-Id` = the delivery id) or `amqp://user:pass@host:port/vhost?exchange=name&routing_key=key` (a RabbitMQ exchange; success is a publisher confirm; message id = the delivery id). The message is the same envelope, with the same `X-Svc-*` (or Standard Webhooks) headers as message headers, signed the same way. Credentials in the URL are encrypted at rest and read back masked (`user:***@`); sending the masked URL back unchanged keeps them. Errors (422 `errors.url`): an unknown scheme, a malformed broker URL, a NATS URL without a subject (or with wildcards), an AMQP URL without `exchange`.
 //
 // Example: https://hooks.example.com/chat-gateway
 type WebhookUrl = string
@@ -2891,6 +2899,24 @@ type ListContactChannelsParamsTagsOperation string
 type PublishEventParams struct {
 	// IdempotencyKey A client-chosen key (for example a UUID) that makes a retry of this request safe: within 24 hours the same key with the same request replays the first answer instead of doing the work again. Keys are per company. See Idempotency in the API description.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// StreamEventsParams defines parameters for StreamEvents.
+type StreamEventsParams struct {
+	// Ticket Stream ticket from `POST /api/events/stream-tickets`.
+	Ticket *string `form:"ticket,omitempty" json:"ticket,omitempty"`
+
+	// Events Comma-separated event names (omitted = all subscribable events).
+	Events *string `form:"events,omitempty" json:"events,omitempty"`
+
+	// CompanyChannelIds Comma-separated company channel ids (omitted = all channels).
+	CompanyChannelIds *string `form:"company_channel_ids,omitempty" json:"company_channel_ids,omitempty"`
+
+	// LastEventId Resume after this event id (as `Last-Event-ID`).
+	LastEventId *string `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// LastEventID Resume after this event id (sent by `EventSource` on reconnect).
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // ListProviderTemplatesForChannelParams defines parameters for ListProviderTemplatesForChannel.
@@ -5811,6 +5837,40 @@ type ClientInterface interface {
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
 	PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StreamEvents Live stream of the company's events, as Server-Sent Events (extension)
+	//
+	// **Extension of this service (issue 27).** A `text/event-stream` of the company's events as they are
+	// published: each event is `id: <sequence>`, `event: <event name>`, `data: <envelope>` (the webhook
+	// envelope of the AsyncAPI document, without `delivery_id`). Filtered by `events` and
+	// `company_channel_ids` exactly as a subscription is (the channel filter applies to `omnichat.*` events).
+	//
+	// **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
+	// `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
+	// permission (a ticket carries the permission it was issued with).
+	//
+	// The request must accept `text/event-stream` (406 otherwise), so a client that cannot read a stream
+	// is not left waiting on one.
+	//
+	// **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
+	// every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
+	// starts at now. Each connection buffers at most 256 events: a reader that falls further behind receives
+	// `event: stream.cut` with `{"reason":"slow_reader","last_event_id":"…"}` and is disconnected; it
+	// reconnects and resumes from that id without a gap. A comment line is sent every 15 s.
+	//
+	// Corresponds with GET /api/events/stream (the `StreamEvents` operationId).
+	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateEventStreamTicket Issue a short-lived ticket to open the live event stream (extension)
+	//
+	// **Extension of this service (issue 27).** Issues a ticket that opens `GET /api/events/stream` for the
+	// token's company for **60 seconds**, so a browser's `EventSource` (which cannot send an `Authorization`
+	// header) never puts the long-lived token in a URL. The ticket may open any number of streams until it
+	// expires (an `EventSource` reconnects with the same URL); afterwards, issue a new one and resume with
+	// `last_event_id`. Requires `channel_webhooks_view`. Only the ticket's SHA-256 is stored.
+	//
+	// Corresponds with POST /api/events/stream-tickets (the `CreateEventStreamTicket` operationId).
+	CreateEventStreamTicket(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMessageMediaLink A fresh URL of a message's file (extension)
 	//
 	// **Extension of this service**: the `media` of a message of the company (the same object as in the
@@ -7459,6 +7519,60 @@ func (c *Client) PublishEventWithBody(ctx context.Context, params *PublishEventP
 // Corresponds with POST /api/events (the `PublishEvent` operationId).
 func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPublishEventRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamEvents Live stream of the company's events, as Server-Sent Events (extension)
+//
+// **Extension of this service (issue 27).** A `text/event-stream` of the company's events as they are
+// published: each event is `id: <sequence>`, `event: <event name>`, `data: <envelope>` (the webhook
+// envelope of the AsyncAPI document, without `delivery_id`). Filtered by `events` and
+// `company_channel_ids` exactly as a subscription is (the channel filter applies to `omnichat.*` events).
+//
+// **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
+// `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
+// permission (a ticket carries the permission it was issued with).
+//
+// The request must accept `text/event-stream` (406 otherwise), so a client that cannot read a stream
+// is not left waiting on one.
+//
+// **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
+// every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
+// starts at now. Each connection buffers at most 256 events: a reader that falls further behind receives
+// `event: stream.cut` with `{"reason":"slow_reader","last_event_id":"…"}` and is disconnected; it
+// reconnects and resumes from that id without a gap. A comment line is sent every 15 s.
+//
+// Corresponds with GET /api/events/stream (the `StreamEvents` operationId).
+func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateEventStreamTicket Issue a short-lived ticket to open the live event stream (extension)
+//
+// **Extension of this service (issue 27).** Issues a ticket that opens `GET /api/events/stream` for the
+// token's company for **60 seconds**, so a browser's `EventSource` (which cannot send an `Authorization`
+// header) never puts the long-lived token in a URL. The ticket may open any number of streams until it
+// expires (an `EventSource` reconnects with the same URL); afterwards, issue a new one and resume with
+// `last_event_id`. Requires `channel_webhooks_view`. Only the ticket's SHA-256 is stored.
+//
+// Corresponds with POST /api/events/stream-tickets (the `CreateEventStreamTicket` operationId).
+func (c *Client) CreateEventStreamTicket(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEventStreamTicketRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -9834,6 +9948,138 @@ func NewPublishEventRequestWithBody(server string, params *PublishEventParams, c
 	return req, nil
 }
 
+// NewStreamEventsRequest constructs an http.Request for the StreamEvents method
+func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events/stream")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Ticket != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ticket", *params.Ticket, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Events != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "events", *params.Events, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CompanyChannelIds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "company_channel_ids", *params.CompanyChannelIds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LastEventId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "last_event_id", *params.LastEventId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateEventStreamTicketRequest constructs an http.Request for the CreateEventStreamTicket method
+func NewCreateEventStreamTicketRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events/stream-tickets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetMessageMediaLinkRequest constructs an http.Request for the GetMessageMediaLink method
 func NewGetMessageMediaLinkRequest(server string, id int) (*http.Request, error) {
 	var err error
@@ -11215,6 +11461,44 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/events (the `PublishEvent` operationId).
 	PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventHTTPResponse, error)
+
+	// StreamEventsWithResponse Live stream of the company's events, as Server-Sent Events (extension)
+	//
+	// **Extension of this service (issue 27).** A `text/event-stream` of the company's events as they are
+	// published: each event is `id: <sequence>`, `event: <event name>`, `data: <envelope>` (the webhook
+	// envelope of the AsyncAPI document, without `delivery_id`). Filtered by `events` and
+	// `company_channel_ids` exactly as a subscription is (the channel filter applies to `omnichat.*` events).
+	//
+	// **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
+	// `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
+	// permission (a ticket carries the permission it was issued with).
+	//
+	// The request must accept `text/event-stream` (406 otherwise), so a client that cannot read a stream
+	// is not left waiting on one.
+	//
+	// **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
+	// every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
+	// starts at now. Each connection buffers at most 256 events: a reader that falls further behind receives
+	// `event: stream.cut` with `{"reason":"slow_reader","last_event_id":"…"}` and is disconnected; it
+	// reconnects and resumes from that id without a gap. A comment line is sent every 15 s.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/events/stream (the `StreamEvents` operationId).
+	StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsHTTPResponse, error)
+
+	// CreateEventStreamTicketWithResponse Issue a short-lived ticket to open the live event stream (extension)
+	//
+	// **Extension of this service (issue 27).** Issues a ticket that opens `GET /api/events/stream` for the
+	// token's company for **60 seconds**, so a browser's `EventSource` (which cannot send an `Authorization`
+	// header) never puts the long-lived token in a URL. The ticket may open any number of streams until it
+	// expires (an `EventSource` reconnects with the same URL); afterwards, issue a new one and resume with
+	// `last_event_id`. Requires `channel_webhooks_view`. Only the ticket's SHA-256 is stored.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/events/stream-tickets (the `CreateEventStreamTicket` operationId).
+	CreateEventStreamTicketWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CreateEventStreamTicketHTTPResponse, error)
 
 	// GetMessageMediaLinkWithResponse A fresh URL of a message's file (extension)
 	//
@@ -14285,6 +14569,151 @@ func (r PublishEventHTTPResponse) ContentType() string {
 	return ""
 }
 
+// StreamEventsHTTPResponse401Headers the declared response headers of an HTTP 401 response for StreamEvents
+type StreamEventsHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type StreamEventsHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON406 the response for an HTTP 406 `application/json` response
+	JSON406 *Message
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *QueryValidationFailed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamEventsHTTPResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamEventsHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamEventsHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON406 returns the response for an HTTP 406 `application/json` response
+func (r StreamEventsHTTPResponse) GetJSON406() *Message {
+	return r.JSON406
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StreamEventsHTTPResponse) GetJSON422() *QueryValidationFailed {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StreamEventsHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamEventsHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamEventsHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamEventsHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamEventsHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateEventStreamTicketHTTPResponse401Headers the declared response headers of an HTTP 401 response for CreateEventStreamTicket
+type CreateEventStreamTicketHTTPResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type CreateEventStreamTicketHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *EventStreamTicket
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateEventStreamTicketHTTPResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateEventStreamTicketHTTPResponse) GetJSON201() *EventStreamTicket {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateEventStreamTicketHTTPResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateEventStreamTicketHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateEventStreamTicketHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateEventStreamTicketHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateEventStreamTicketHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateEventStreamTicketHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateEventStreamTicketHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMessageMediaLinkHTTPResponse401Headers the declared response headers of an HTTP 401 response for GetMessageMediaLink
 type GetMessageMediaLinkHTTPResponse401Headers struct {
 	WWWAuthenticate string
@@ -16310,6 +16739,56 @@ func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParsePublishEventHTTPResponse(rsp)
+}
+
+// StreamEventsWithResponse Live stream of the company's events, as Server-Sent Events (extension)
+//
+// **Extension of this service (issue 27).** A `text/event-stream` of the company's events as they are
+// published: each event is `id: <sequence>`, `event: <event name>`, `data: <envelope>` (the webhook
+// envelope of the AsyncAPI document, without `delivery_id`). Filtered by `events` and
+// `company_channel_ids` exactly as a subscription is (the channel filter applies to `omnichat.*` events).
+//
+// **Authentication:** either `Authorization: Bearer <token>` with `channel_webhooks_view`, or
+// `?ticket=` from `POST /api/events/stream-tickets` (for browsers). 401 without either, 403 without the
+// permission (a ticket carries the permission it was issued with).
+//
+// The request must accept `text/event-stream` (406 otherwise), so a client that cannot read a stream
+// is not left waiting on one.
+//
+// **Resume:** send `Last-Event-ID` (an `EventSource` does it on reconnect) or `last_event_id` to receive
+// every event after that id, from the event log (kept 3 days), then the live tail; without it the stream
+// starts at now. Each connection buffers at most 256 events: a reader that falls further behind receives
+// `event: stream.cut` with `{"reason":"slow_reader","last_event_id":"…"}` and is disconnected; it
+// reconnects and resumes from that id without a gap. A comment line is sent every 15 s.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/events/stream (the `StreamEvents` operationId).
+func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsHTTPResponse, error) {
+	rsp, err := c.StreamEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamEventsHTTPResponse(rsp)
+}
+
+// CreateEventStreamTicketWithResponse Issue a short-lived ticket to open the live event stream (extension)
+//
+// **Extension of this service (issue 27).** Issues a ticket that opens `GET /api/events/stream` for the
+// token's company for **60 seconds**, so a browser's `EventSource` (which cannot send an `Authorization`
+// header) never puts the long-lived token in a URL. The ticket may open any number of streams until it
+// expires (an `EventSource` reconnects with the same URL); afterwards, issue a new one and resume with
+// `last_event_id`. Requires `channel_webhooks_view`. Only the ticket's SHA-256 is stored.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/events/stream-tickets (the `CreateEventStreamTicket` operationId).
+func (c *ClientWithResponses) CreateEventStreamTicketWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CreateEventStreamTicketHTTPResponse, error) {
+	rsp, err := c.CreateEventStreamTicket(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEventStreamTicketHTTPResponse(rsp)
 }
 
 // GetMessageMediaLinkWithResponse A fresh URL of a message's file (extension)
@@ -19172,6 +19651,133 @@ func ParsePublishEventHTTPResponse(rsp *http.Response) (*PublishEventHTTPRespons
 	switch {
 	case rsp.StatusCode == 401:
 		var headers PublishEventHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamEventsHTTPResponse parses an HTTP response from a StreamEventsWithResponse call
+func ParseStreamEventsHTTPResponse(rsp *http.Response) (*StreamEventsHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamEventsHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest QueryValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StreamEventsHTTPResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateEventStreamTicketHTTPResponse parses an HTTP response from a CreateEventStreamTicketWithResponse call
+func ParseCreateEventStreamTicketHTTPResponse(rsp *http.Response) (*CreateEventStreamTicketHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateEventStreamTicketHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest EventStreamTicket
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateEventStreamTicketHTTPResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/chatmsg/gateway/internal/connections"
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/conversations"
+	"github.com/chatmsg/gateway/internal/eventstream"
 	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/httpapi"
 	"github.com/chatmsg/gateway/internal/idempotency"
@@ -46,7 +47,7 @@ import (
 // which is the order of their ids (store.CheckOrder): each capability keeps
 // its own in its migrations.go, numbered from one sequence.
 func Migrations() []store.Migration {
-	all := slices.Concat(auth.Migrations, channels.Migrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations, filestore.Migrations)
+	all := slices.Concat(auth.Migrations, channels.Migrations, connections.Migrations, conversations.Migrations, webhooks.Migrations, eventstream.Migrations, messaging.Migrations, templates.Migrations, idempotency.Migrations, filestore.Migrations)
 	slices.SortStableFunc(all, func(a, b store.Migration) int { return strings.Compare(a.ID, b.ID) })
 	return all
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/chatmsg/gateway/internal/console"
 	"github.com/chatmsg/gateway/internal/conversations"
 	"github.com/chatmsg/gateway/internal/docs"
+	"github.com/chatmsg/gateway/internal/eventstream"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/messaging"
@@ -46,6 +47,10 @@ type Deps struct {
 	DB            *store.DB
 	Times         clock.Formatter
 	Webhooks      *webhooks.Service
+
+	// Stream is the live event stream (built over Webhooks when nil).
+	Stream *eventstream.Service
+
 	Conversations *conversations.Service
 	Connections   *connections.Service
 	Messaging     *messaging.Service
@@ -95,6 +100,12 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if deps.Stream == nil && deps.Webhooks != nil {
+		deps.Stream = eventstream.New(deps.DB, deps.Webhooks, eventstream.Options{Logger: deps.Logger})
+		// A publisher that skips events nobody subscribes to asks Listens;
+		// a company reading a stream here listens.
+		deps.Webhooks.SetStreamAudience(deps.Stream.Listening)
+	}
 	s := &Server{Deps: deps}
 	onError := func(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, r, deps.Logger, operationFrom(r.Context()), err)
@@ -137,7 +148,12 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 		return nil, err
 	}
 	con.Routes(root, contractHandler)
-	return observe(deps.Logger, m, clientAddrs{trusted: deps.HTTP.TrustedProxies}, root), nil
+	// The event stream is routed before the in-flight bound: a stream
+	// lasts as long as its reader, and must not hold a request slot.
+	outer := chi.NewRouter()
+	outer.Method(http.MethodGet, "/api/events/stream", s.streamHandler(contract))
+	outer.Handle("/*", root)
+	return observe(deps.Logger, m, clientAddrs{trusted: deps.HTTP.TrustedProxies}, outer), nil
 }
 
 func (s *Server) GetHealthz(ctx context.Context, _ api.GetHealthzRequestObject) (api.GetHealthzResponseObject, error) {

@@ -21,7 +21,7 @@ import (
 func (s *Service) loadTarget(ctx context.Context, id int64) (subscriptionRow, error) {
 	var row subscriptionRow
 	err := s.db.Bun.NewSelect().Model(&row).
-		Column("id", "url", "secret", "signature_scheme", "enabled", "failure_count", "last_success_at", "last_failure_at").
+		Column("id", "url", "destination", "secret", "signature_scheme", "enabled", "failure_count", "last_success_at", "last_failure_at").
 		Where("id = ?", id).Limit(1).Scan(ctx)
 	if err != nil {
 		return row, err
@@ -31,6 +31,12 @@ func (s *Service) loadTarget(ctx context.Context, id int64) (subscriptionRow, er
 	// fixed, rather than spending their attempts.
 	if row.Secret, err = s.signingSecret(row.Secret); err != nil {
 		return row, fmt.Errorf("subscription %d signing secret: %w", id, err)
+	}
+	if row.Destination != "" {
+		if row.URL, err = s.keyring.Open(destinationColumn.Purpose(), row.Destination); err != nil {
+			return row, fmt.Errorf("subscription %d destination: %w", id, err)
+		}
+		row.Destination = ""
 	}
 	return row, nil
 }
@@ -43,6 +49,10 @@ type outcome struct {
 	duration time.Duration
 	// retryable failures get another attempt (until the last one).
 	retryable bool
+	// answered: a broker answered without accepting the message (refused
+	// credentials, no stream or exchange): it is up, for the breaker, as an
+	// HTTP 4xx is. HTTP outcomes say it with status.
+	answered bool
 	// interrupted: the job's context ended (shutdown) mid-attempt.
 	interrupted bool
 }
@@ -66,7 +76,8 @@ const (
 )
 
 // send makes the HTTP attempt and classifies its result.
-func (s *Service) send(ctx context.Context, t subscriptionRow, d Delivery, attempt int) outcome {
+func (h httpTransport) deliver(ctx context.Context, t subscriptionRow, d Delivery, attempt int) outcome {
+	s := h.s
 	reqCtx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 	defer cancel()
 	req, err := NewSignedDeliveryRequest(reqCtx, t.URL, t.Secret, t.SignatureScheme, d, attempt, s.now())

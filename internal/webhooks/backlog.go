@@ -49,7 +49,7 @@ func (b *backlog) Collect(ch chan<- prometheus.Metric) {
 			Order("next_attempt_at").Limit(1).Scan(ctx, &oldest)
 	}
 	if err == nil {
-		err = db.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COUNT(*)").Scan(ctx, &unfanned)
+		err = db.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COUNT(*)").Where("seq IS NULL").Scan(ctx, &unfanned)
 	}
 	if err != nil {
 		// Left out of this scrape rather than failing it: the other

@@ -52,7 +52,7 @@ func (b breaker) allowed() int {
 func (b *breaker) record(o outcome) {
 	switch {
 	case o.interrupted:
-	case o.status != 0 && o.status < 500 && o.status != 408 && o.status != 429:
+	case o.success, o.answered, o.status != 0 && o.status < 500 && o.status != 408 && o.status != 429:
 		b.failures = 0
 		b.limit = min(b.bound, b.limit*2)
 	default:

@@ -60,8 +60,17 @@ func NewSignedDeliveryRequest(ctx context.Context, url, secret, scheme string, d
 	if err != nil {
 		return nil, err
 	}
+	req.Header = SignedHeaders(secret, scheme, d, attempt, now)
+	return req, nil
+}
+
+// SignedHeaders are the headers of attempt number attempt of d at time now,
+// signed with scheme (SchemeSvc when empty). HTTP deliveries send them as
+// request headers and broker deliveries as message headers, so one
+// subscriber library verifies both.
+func SignedHeaders(secret, scheme string, d Delivery, attempt int, now time.Time) http.Header {
 	ts := strconv.FormatInt(now.Unix(), 10)
-	h := req.Header
+	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", UserAgent)
 	h.Set(HeaderEvent, d.Event)
@@ -75,7 +84,7 @@ func NewSignedDeliveryRequest(ctx context.Context, url, secret, scheme string, d
 		h.Set(HeaderSignature, Sign(secret, ts, d.Body))
 	}
 	h.Set(HeaderAttempt, strconv.Itoa(attempt))
-	return req, nil
+	return h
 }
 
 // Sign returns "sha256=" + hex(HMAC_SHA256(secret, timestamp + "." + body)).

@@ -85,6 +85,8 @@ func (s *Service) Stop(ctx context.Context) error {
 	go func() { d.done.Wait(); close(finished) }()
 	select {
 	case <-finished:
+		// The lanes are done with their broker connections.
+		s.brokers.close()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -48,3 +48,22 @@ const MsgCircuitOpen = msgCircuitOpen
 
 // LaneRuns counts the lanes this service's dispatcher has run.
 func (s *Service) LaneRuns() int64 { return s.dispatch.runs.Load() }
+
+// Fixed texts of broker attempts, for the refusal tests.
+const (
+	MsgBrokerAuth       = msgBrokerAuth
+	MsgBrokerNoStream   = msgBrokerNoStream
+	MsgBrokerNoExchange = msgBrokerNoExchange
+	MsgBrokerUnreach    = msgBrokerUnreach
+	MsgRefused          = msgRefused
+	MsgNATSSubject      = msgNATSSubject
+	MsgAMQPExchange     = msgAMQPExchange
+	MsgBrokerURL        = msgBrokerURL
+)
+
+// StoredURL reads a subscription's url and destination columns as stored.
+func (s *Service) StoredURL(ctx context.Context, id int64) (url, destination string, err error) {
+	var row subscriptionRow
+	err = s.db.Bun.NewSelect().Model(&row).Column("url", "destination").Where("id = ?", id).Scan(ctx)
+	return row.URL, row.Destination, err
+}

@@ -20,7 +20,9 @@ import (
 // SQLite has one writer anyway), so a subscription's deliveries are queued
 // in publish order. The event row is deleted in the transaction that queues
 // its deliveries: a crash before that commit leaves the event to fan out
-// again, one after it leaves the deliveries. Either way nothing is lost and
+// again, one after it leaves the deliveries. (Since issue 27 the row is not
+// deleted but numbered: it stays as the event log of the live stream, until
+// the retention job prunes it.) Either way nothing is lost and
 // nothing is queued twice.
 const (
 	// fanOutEvents and fanOutDeliveries bound one fan-out transaction.
@@ -43,6 +45,12 @@ type eventRow struct {
 	Envelope        string    `bun:"envelope"`
 	SubscriptionIDs string    `bun:"subscription_ids"`
 	CreatedAt       time.Time `bun:"created_at"`
+	// CompanyID and CompanyChannelID filter the live stream.
+	CompanyID        int64  `bun:"company_id"`
+	CompanyChannelID *int64 `bun:"company_channel_id"`
+	// Seq is NULL until the event is fanned out, then its place in the
+	// event log (see eventLogMigration).
+	Seq *int64 `bun:"seq"`
 }
 
 // fanOut queues the deliveries of up to fanOutEvents stored events and
@@ -50,6 +58,7 @@ type eventRow struct {
 // replica holds the fan-out.
 func (s *Service) fanOut(ctx context.Context) (more bool, err error) {
 	var queued []deliveryRow
+	var numbered bool
 	err = s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		if s.db.Dialect == store.Postgres {
 			var mine bool
@@ -63,7 +72,7 @@ func (s *Service) fanOut(ctx context.Context) (more bool, err error) {
 			}
 		}
 		var evs []eventRow
-		if err := tx.NewSelect().Model(&evs).Order("id").Limit(fanOutEvents).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&evs).Where("seq IS NULL").Order("id").Limit(fanOutEvents).Scan(ctx); err != nil {
 			return err
 		}
 		if len(evs) == 0 {
@@ -96,14 +105,18 @@ func (s *Service) fanOut(ctx context.Context) (more bool, err error) {
 		if err := markDue(ctx, tx, subscriptionsOf(rows), now); err != nil {
 			return err
 		}
-		if _, err := tx.NewDelete().Model((*eventRow)(nil)).Where("id IN (?)", bun.In(taken)).Exec(ctx); err != nil {
+		if err := numberEvents(ctx, tx, taken); err != nil {
 			return err
 		}
+		numbered = true
 		queued = rows
 		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("fan out events: %w", err)
+	}
+	if numbered {
+		s.signalLogged()
 	}
 	if len(queued) > 0 {
 		s.metrics.queued.Add(float64(len(queued)))
@@ -155,4 +168,20 @@ func subscriptionsOf(rows []deliveryRow) []int64 {
 		}
 	}
 	return ids
+}
+
+// numberEvents gives the fanned-out events taken (ascending ids) their
+// place in the event log: seq = id + an offset that puts the first above
+// every seq given before. The fan-out runs on one replica at a time, so seq
+// grows in the order events become visible to readers of the log, which a
+// stream resuming "after seq N" needs (ids are not: a transaction that took
+// a lower id may commit later). One statement, whatever the batch.
+func numberEvents(ctx context.Context, tx *store.Tx, taken []int64) error {
+	var base int64
+	if err := tx.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COALESCE(MAX(seq), 0)").Scan(ctx, &base); err != nil {
+		return err
+	}
+	offset := base - taken[0] + 1
+	_, err := tx.NewUpdate().Model((*eventRow)(nil)).Set("seq = id + ?", offset).Where("id IN (?)", bun.In(taken)).Exec(ctx)
+	return err
 }

@@ -90,7 +90,7 @@ CREATE TABLE webhook_delivery_log (
 );
 CREATE INDEX webhook_delivery_log_subscription ON webhook_delivery_log (subscription_id, id);
 CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, created_at);
-`}, laneMigration, redeliveryMigration, outboxMigration}
+`}, laneMigration, redeliveryMigration, outboxMigration, brokerMigration, eventLogMigration}
 
 // laneMigration adds the pending deliveries a subscription's lane drains
 // (see README, "How it runs"). A row lives from publish until its outcome is
@@ -222,4 +222,40 @@ CREATE TABLE webhook_lanes (
 );
 CREATE INDEX webhook_lanes_due ON webhook_lanes (due_at);
 INSERT INTO webhook_lanes (subscription_id, due_at) SELECT subscription_id, MIN(next_attempt_at) FROM webhook_deliveries GROUP BY subscription_id;
+`}
+
+// brokerMigration (issue 27) adds the sealed broker URL of a subscription
+// whose URL carries credentials (see destination.go): url keeps the URL with
+// the credentials masked. ” when url is the destination.
+var brokerMigration = store.Migration{
+	ID:       "0029_webhooks_broker_destinations",
+	SQLite:   `ALTER TABLE webhook_subscriptions ADD COLUMN destination TEXT NOT NULL DEFAULT '';`,
+	Postgres: `ALTER TABLE webhook_subscriptions ADD COLUMN destination TEXT NOT NULL DEFAULT '';`,
+}
+
+// eventLogMigration (issue 27) keeps the outbox rows after their fan-out as
+// the event log the live stream reads and resumes from. seq is NULL until
+// the event is fanned out; the fan-out (one replica at a time) then numbers
+// it above every earlier seq, so seq grows in the order events become
+// visible, which id does not (two transactions commit in either order).
+// company_id and company_channel_id let a stream filter without parsing
+// envelopes. Rows from before this migration are fanned out as before and
+// carry company 0 (no stream sees them).
+var eventLogMigration = store.Migration{
+	ID: "0030_webhook_event_log",
+	SQLite: `
+ALTER TABLE webhook_events ADD COLUMN company_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE webhook_events ADD COLUMN company_channel_id INTEGER;
+ALTER TABLE webhook_events ADD COLUMN seq INTEGER;
+CREATE INDEX webhook_events_seq ON webhook_events (seq, id);
+CREATE INDEX webhook_events_company_seq ON webhook_events (company_id, seq);
+CREATE INDEX webhook_events_created ON webhook_events (created_at);
+`,
+	Postgres: `
+ALTER TABLE webhook_events ADD COLUMN company_id BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE webhook_events ADD COLUMN company_channel_id BIGINT;
+ALTER TABLE webhook_events ADD COLUMN seq BIGINT;
+CREATE INDEX webhook_events_seq ON webhook_events (seq, id);
+CREATE INDEX webhook_events_company_seq ON webhook_events (company_id, seq);
+CREATE INDEX webhook_events_created ON webhook_events (created_at);
 `}

@@ -24,8 +24,8 @@ import (
 // Errors: Invalid (unknown or non-subscribable event name); Internal when
 // the data does not match the event's AsyncAPI schema (a bug in the
 // publisher: nothing leaves the service that the document does not
-// describe). The data is checked when at least one subscription receives
-// the event; eventschema.ValidateData checks it in publishers' own tests.
+// describe). Every event is stored, whether a subscription wants it or not:
+// the live stream carries them all (see enqueue).
 func (s *Service) Publish(ctx context.Context, tx *store.Tx, ev Event) error {
 	matched, err := s.matching(ctx, tx, ev.CompanyID, ev.Name, ev.CompanyChannelID)
 	if err != nil {
@@ -38,7 +38,7 @@ func (s *Service) Publish(ctx context.Context, tx *store.Tx, ev Event) error {
 // open transaction holds, it must be called outside any transaction.
 func (s *Service) Listens(ctx context.Context, companyID int64, name string, companyChannelID *int64) (bool, error) {
 	matched, err := s.matching(ctx, s.db.Bun, companyID, name, companyChannelID)
-	return len(matched) > 0, err
+	return len(matched) > 0 || s.streamListens(companyID), err
 }
 
 // matching is the company's enabled subscriptions that want the event,
@@ -63,10 +63,11 @@ func (s *Service) matching(ctx context.Context, db bun.IDB, companyID int64, nam
 
 // enqueue writes ev to the outbox for subs in tx, and wakes the fan-out
 // once tx commits.
+//
+// The row is written even when no subscription matched: the outbox is also
+// the event log the live stream reads (issue 27), which carries every
+// event. It is still the one INSERT; its fan-out queues nothing.
 func (s *Service) enqueue(ctx context.Context, tx *store.Tx, ev Event, subs []subscriptionRow) error {
-	if len(subs) == 0 {
-		return nil
-	}
 	if ev.OccurredAt.IsZero() {
 		ev.OccurredAt = s.now()
 	}
@@ -82,7 +83,8 @@ func (s *Service) enqueue(ctx context.Context, tx *store.Tx, ev Event, subs []su
 	for i, sub := range subs {
 		ids[i] = sub.ID
 	}
-	row := eventRow{Event: ev.Name, Envelope: string(body), SubscriptionIDs: encodeIDs(ids), CreatedAt: s.now().UTC()}
+	row := eventRow{Event: ev.Name, Envelope: string(body), SubscriptionIDs: encodeIDs(ids), CreatedAt: s.now().UTC(),
+		CompanyID: ev.CompanyID, CompanyChannelID: ev.CompanyChannelID}
 	if _, err := tx.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
 		return fault.Internalf(err, "store event %s", ev.Name)
 	}

@@ -64,5 +64,24 @@ func (s *Service) PruneDeliveryLog(ctx context.Context) (int64, error) {
 		}
 	}
 	// The events kept for redelivery go with their log entries.
-	return total, s.pruneFinished(ctx, now)
+	if err := s.pruneFinished(ctx, now); err != nil {
+		return total, err
+	}
+	return total, s.pruneEventLog(ctx, now)
+}
+
+// pruneEventLog deletes fanned-out events older than the redelivery
+// retention of delivered events: a stream resumes within that window.
+func (s *Service) pruneEventLog(ctx context.Context, now time.Time) error {
+	for {
+		ids := s.db.Bun.NewSelect().Model((*eventRow)(nil)).Column("id").
+			Where("seq IS NOT NULL").Where("created_at < ?", now.Add(-EventLogRetention)).Limit(pruneBatch)
+		res, err := s.db.Bun.NewDelete().Model((*eventRow)(nil)).Where("id IN (?)", ids).Exec(ctx)
+		if err != nil {
+			return fault.Internalf(err, "prune event log")
+		}
+		if n, _ := res.RowsAffected(); n < pruneBatch {
+			return nil
+		}
+	}
 }

@@ -6,7 +6,7 @@ import (
 
 // SecretColumns are the columns of this package that hold secrets at rest,
 // for `gateway admin secrets rotate`.
-var SecretColumns = []secrets.Column{secretColumn}
+var SecretColumns = []secrets.Column{secretColumn, destinationColumn}
 
 var secretColumn = secrets.Column{Table: "webhook_subscriptions", Key: "id", Column: "secret"}
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,6 +117,12 @@ type Service struct {
 	// guard judges subscription URLs when they are given
 	// (OUTBOUND_ALLOW_CIDRS); deliveries dial through client's own.
 	guard *netguard.Guard
+	// brokers are the NATS and AMQP transports' connection pools.
+	brokers brokerTransports
+	// logged wakes the live stream's tail; streamAudience says whether a
+	// stream of a company is open here (eventlog.go).
+	logged         loggedSignal
+	streamAudience atomic.Pointer[func(int64) bool]
 }
 
 var (
@@ -155,6 +162,7 @@ func NewService(db *store.DB, opts Options) *Service {
 	s.laneRunFor = cmp.Or(opts.LaneRunFor, laneRunFor)
 	s.subs = newSubscriptionCache()
 	s.dispatch = newDispatcher(s)
+	s.brokers = newBrokerTransports(s)
 	s.metrics = newMetrics(opts.Registerer)
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(newBacklog(s))

@@ -17,7 +17,6 @@ import (
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/fault"
-	"github.com/chatmsg/gateway/internal/netguard"
 	"github.com/chatmsg/gateway/internal/store"
 )
 
@@ -118,11 +117,14 @@ type AvailableEvent struct {
 }
 
 type subscriptionRow struct {
-	bun.BaseModel  `bun:"table:webhook_subscriptions"`
-	ID             int64      `bun:"id,pk,autoincrement"`
-	CompanyID      int64      `bun:"company_id"`
-	Name           string     `bun:"name"`
-	URL            string     `bun:"url"`
+	bun.BaseModel `bun:"table:webhook_subscriptions"`
+	ID            int64  `bun:"id,pk,autoincrement"`
+	CompanyID     int64  `bun:"company_id"`
+	Name          string `bun:"name"`
+	URL           string `bun:"url"`
+	// Destination is the sealed broker URL with credentials ('' when URL
+	// is the destination); read by the delivery path only.
+	Destination    string     `bun:"destination"`
 	Events         string     `bun:"events"`
 	AllEvents      bool       `bun:"all_events"`
 	ChannelIDs     *string    `bun:"company_channel_ids"`
@@ -279,8 +281,8 @@ func validateEvents(names []string, fields map[string][]string) {
 // literal address the SSRF guard does not allow, or localhost. A host name
 // is judged at each delivery, on what DNS returns then.
 func (s *Service) validateURL(raw string, fields map[string][]string) {
-	if err := netguard.ValidateURL(raw); err != nil {
-		fields["url"] = append(fields["url"], msgURLInvalid)
+	if _, msg := parseDestination(raw); msg != "" {
+		fields["url"] = append(fields["url"], msg)
 		return
 	}
 	if host, refused := s.guard.RefusedHost(raw); refused {
@@ -348,8 +350,12 @@ func (s *Service) CreateChannelWebhook(ctx context.Context, p auth.Principal, in
 	if err != nil {
 		return Subscription{}, "", fault.Internalf(err, "generate secret")
 	}
+	shown, sealed, err := s.storedURL(in.URL)
+	if err != nil {
+		return Subscription{}, "", fault.Internalf(err, "seal destination")
+	}
 	now := s.now().UTC()
-	row := subscriptionRow{CompanyID: p.CompanyID, Name: in.Name, URL: in.URL, ChannelIDs: encodeChannels(in.CompanyChannelIDs),
+	row := subscriptionRow{CompanyID: p.CompanyID, Name: in.Name, URL: shown, Destination: sealed, ChannelIDs: encodeChannels(in.CompanyChannelIDs),
 		Enabled: in.Enabled == nil || *in.Enabled, Secret: stored, SignatureScheme: in.SignatureScheme, CreatedAt: now, UpdatedAt: now}
 	if in.Events == nil {
 		row.Events, row.AllEvents = "[]", true
@@ -487,8 +493,12 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 		if in.Name != nil {
 			row.Name = *in.Name
 		}
-		if in.URL != nil {
-			row.URL = *in.URL
+		// The masked URL a read returned, sent back unchanged, keeps the
+		// stored credentials.
+		if in.URL != nil && *in.URL != row.URL {
+			if row.URL, row.Destination, err = s.storedURL(*in.URL); err != nil {
+				return fault.Internalf(err, "seal destination")
+			}
 		}
 		if in.Events != nil {
 			row.Events, row.AllEvents = encodeEvents(*in.Events)
@@ -509,7 +519,7 @@ func (s *Service) UpdateChannelWebhook(ctx context.Context, p auth.Principal, id
 		row.UpdatedAt = s.now().UTC()
 		// Only the columns a client may change: the worker updates the
 		// delivery columns concurrently and must not be overwritten.
-		cols := []string{"name", "url", "events", "all_events", "company_channel_ids", "enabled", "signature_scheme", "updated_at"}
+		cols := []string{"name", "url", "destination", "events", "all_events", "company_channel_ids", "enabled", "signature_scheme", "updated_at"}
 		if in.Enabled != nil && *in.Enabled {
 			cols = append(cols, "failure_count", "disabled_reason")
 		}

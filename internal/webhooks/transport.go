@@ -1,0 +1,87 @@
+package webhooks
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// transport makes one attempt of a delivery to a subscription's
+// destination and says how it went. It is the only part of delivery that
+// depends on the URL's scheme: the lane, its breaker, the retry schedule,
+// the log, redelivery, recover and disabling are the same for all of them
+// (issue 27).
+type transport interface {
+	deliver(ctx context.Context, t subscriptionRow, d Delivery, attempt int) outcome
+}
+
+// httpTransport POSTs the delivery (attempt.go).
+type httpTransport struct{ s *Service }
+
+// send makes one attempt through the transport of t's URL.
+func (s *Service) send(ctx context.Context, t subscriptionRow, d Delivery, attempt int) outcome {
+	var tr transport = httpTransport{s}
+	switch kindOf(t.URL) {
+	case kindNATS:
+		tr = s.brokers.nats
+	case kindAMQP:
+		tr = s.brokers.amqp
+	}
+	return tr.deliver(ctx, t, d, attempt)
+}
+
+// Delivery-log texts of broker attempts without an acknowledgement. Fixed,
+// like the HTTP ones: they name no address and echo nothing the broker
+// said, whose text may carry internal names.
+const (
+	msgBrokerAuth       = "broker refused the credentials"
+	msgBrokerNoStream   = "broker refused: no JetStream stream stores the subject"
+	msgBrokerNoExchange = "broker refused: the exchange does not exist"
+	msgBrokerNack       = "broker did not confirm the message"
+	msgBrokerRefused    = "broker refused the message"
+	msgBrokerUnreach    = "broker unreachable"
+)
+
+// brokerIdle is how long an unused broker connection is kept open.
+const brokerIdle = 2 * time.Minute
+
+// brokerPoolSize bounds the broker connections a replica keeps per broker
+// kind; past it the least recently used is closed.
+const brokerPoolSize = 512
+
+// brokerTransports are the pools of broker connections, one connection per
+// destination: a broker that does not answer holds only the attempts of
+// the lanes that send to it.
+type brokerTransports struct {
+	nats *natsTransport
+	amqp *amqpTransport
+}
+
+func newBrokerTransports(s *Service) brokerTransports {
+	return brokerTransports{nats: newNATSTransport(s), amqp: newAMQPTransport(s)}
+}
+
+func (b brokerTransports) close() {
+	b.nats.pool.closeAll()
+	b.amqp.pool.closeAll()
+}
+
+// logBroker logs the cause of a failed broker attempt for the operator; the
+// tenant sees only the fixed text.
+func (s *Service) logBroker(ctx context.Context, t subscriptionRow, d Delivery, attempt int, msg string, err error) {
+	level := slog.LevelDebug
+	if msg == MsgDestinationRefused || msg == msgBrokerAuth {
+		level = slog.LevelWarn
+	}
+	s.log.Log(ctx, level, "webhooks: broker attempt not acknowledged", "subscription_id", t.ID,
+		"delivery_id", d.ID, "attempt", attempt, "text", msg, "err", err)
+}
+
+// brokerAnswered: the text is of a broker that answered (it is up).
+func brokerAnswered(msg string) bool {
+	switch msg {
+	case msgBrokerAuth, msgBrokerNoStream, msgBrokerNoExchange, msgBrokerNack, msgBrokerRefused:
+		return true
+	}
+	return false
+}
