@@ -26,6 +26,16 @@ func main() {
 }
 
 func run() error {
+	if len(os.Args) > 2 && os.Args[1] == "build-old" {
+		// Built before the suite's clock starts, like bin/gateway.
+		wd, _ := os.Getwd()
+		commit, err := clustertest.BuildOld(context.Background(), wd, os.Args[2])
+		if err == nil {
+			fmt.Printf("built %s from %s, the commit before the newest migration\n", os.Args[2], commit)
+		}
+		return err
+	}
+	oldBin := flag.String("old-gateway", "bin/gateway-old", "the gateway of the commit before the newest migration (clustertest build-old PATH)")
 	binDir := flag.String("bin-dir", "bin", "directory with the current gateway and providersim")
 	replicas := flag.Int("replicas", 3, "gateway replicas, each in its own network namespace")
 	out := flag.String("out", "load-results", "directory of the JSON report")
@@ -45,18 +55,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "gwcluster-old-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
 	wd, _ := os.Getwd()
-	logf("building the gateway of the commit before the newest migration")
-	old, commit, err := clustertest.BuildOld(ctx, wd, tmp)
+	commit, err := clustertest.OldCommit(ctx, wd)
 	if err != nil {
 		return err
 	}
-	logf("old binary: %s", commit)
+	old, err := filepath.Abs(*oldBin)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(old); err != nil {
+		return fmt.Errorf("no old gateway (run: clustertest build-old %s): %w", *oldBin, err)
+	}
 	rep, err := clustertest.Run(ctx, clustertest.Options{BinDir: bins, OldGateway: old, OldCommit: commit, Replicas: *replicas, Log: logf})
 	if err != nil {
 		return err

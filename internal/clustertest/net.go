@@ -115,7 +115,11 @@ func (nt *Net) Close() {
 func sweepStale() {
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
-		name := strings.Fields(line + " ")[0:1][0]
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		name := f[0]
 		rest, ok := strings.CutPrefix(name, namePrefix)
 		if !ok {
 			continue
