@@ -552,6 +552,11 @@ func (c *cluster) upgrade(ctx context.Context, rep *Report) (*faultCost, error) 
 		}
 	}
 	c.setup.Stack.Gateway.Path = newBin
+	// A replica that stops hands its sessions on: what the simulators in
+	// the stopped processes received is gone with them.
+	c.mu.Lock()
+	c.moves = append(c.moves, time.Now())
+	c.mu.Unlock()
 	at, err := c.recovered(ctx, time.Minute)
 	if err != nil {
 		return nil, err
@@ -840,7 +845,9 @@ func (c *cluster) probeReady(ctx context.Context, i int, d time.Duration) time.D
 // sessions gauge comes down to what the database says it holds.
 func (c *cluster) fenced(ctx context.Context, i int, held map[int64]session) string {
 	pid := c.reps[i].PID()
-	deadline := time.Now().Add(2*heartbeat + 5*time.Second)
+	// Two heartbeats, and the TCP retransmission backoff of connections
+	// that stalled for 30 s.
+	deadline := time.Now().Add(2*heartbeat + 20*time.Second)
 	var gaugeOK bool
 	var last string
 	for time.Now().Before(deadline) {
