@@ -122,6 +122,10 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		return nil, err
 	}
 	defer c.close()
+	// PostgreSQL runs as the postgres user and must reach its directory.
+	if err := os.Chmod(c.dir, 0o755); err != nil {
+		return nil, err
+	}
 	if err := c.start(ctx); err != nil {
 		return nil, err
 	}

@@ -46,8 +46,10 @@ func (db *DB) Migrate(ctx context.Context, migrations []Migration) error {
 			return db.migrateForeignKeysOff(ctx, migrations)
 		}
 	}
-	return db.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		return applyMigrations(ctx, db.Dialect, tx, migrations)
+	return retryMigration(ctx, func() error {
+		return db.InTx(ctx, func(ctx context.Context, tx *Tx) error {
+			return applyMigrations(ctx, db.Dialect, tx, migrations)
+		})
 	})
 }
 
