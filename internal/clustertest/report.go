@@ -23,6 +23,7 @@ type Report struct {
 	Deliveries        int                  `json:"deliveries_acknowledged"`
 	MissingLogRows    int                  `json:"deliveries_without_log_row"`
 	Uploads           int                  `json:"uploads"`
+	OldUploads        int                  `json:"uploads_by_old_binary"`
 	MediaUnserved     int                  `json:"media_reads_failed"`
 	MostPerMinute     int                  `json:"most_sends_in_60s_one_company"`
 	Settled           bool                 `json:"settled"`
@@ -92,7 +93,8 @@ func (r *Report) WriteText(w io.Writer) {
 		s.Accepted, s.Partial, s.Unanswered, s.Reached, s.Lost, s.Duplicates)
 	fmt.Fprintf(w, "  events: %d accepted, %d expected receipts, %d received, %d lost; %d deliveries acknowledged, %d without a log row\n",
 		r.EventsAccepted, r.Events.Expected, r.Events.Received, r.Events.Lost, r.Deliveries, r.MissingLogRows)
-	fmt.Fprintf(w, "  media: %d uploads, each read from every replica: %d failed\n", r.Uploads, r.MediaUnserved)
+	fmt.Fprintf(w, "  media: %d uploads after the upgrade, each read from every replica: %d failed (%d uploads by the old binary, which kept them on its own disk, not checked)\n",
+		r.Uploads, r.MediaUnserved, r.OldUploads)
 	fmt.Fprintf(w, "  most sends of one company at the provider in 60 s: %d (limit 600)\n", r.MostPerMinute)
 	fmt.Fprintf(w, "  rolling upgrade from %s: %d migration(s) applied by the new replica\n", r.OldCommit, r.MigrationsApplied)
 	fmt.Fprintf(w, "  settled: %v after %.0f s\n", r.Settled, r.SettledIn)

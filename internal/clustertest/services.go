@@ -193,10 +193,10 @@ defaults
   mode http
   timeout connect 2s
   timeout client 60s
-  timeout server 60s
+  timeout server 65s
   option forwardfor
 frontend api
-  bind ` + addr + `
+  bind :` + port(addr) + `
   default_backend gateways
 backend gateways
   balance roundrobin
@@ -224,6 +224,11 @@ backend gateways
 
 // Stop stops haproxy.
 func (h *HAProxy) Stop() { h.proc.Stop(5 * time.Second) }
+
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
 
 func waitTCP(ctx context.Context, addr string, p *loadtest.Proc) error {
 	deadline := time.Now().Add(30 * time.Second)

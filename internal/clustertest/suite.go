@@ -64,12 +64,14 @@ type cluster struct {
 	prov    *loadtest.Proc
 	recv    *loadtest.Receiver
 	dbURL   string
-	lbURL   string
+	lbURL   string // the balancer on the bridge (PUBLIC_BASE_URL, the provider's webhooks)
+	loURL   string // the balancer on loopback, where the load's clients come from addresses of their own
 	bins    []string // binary each replica runs
 	reps    []*loadtest.Proc
 	direct  []*loadtest.Client // each replica without the balancer
 	setup   *loadtest.Setup
 	load    *loadtest.Client
+	clients map[string]*loadtest.Client // one client address per kind of request
 	sender  []*loadtest.Company
 	conns   []*loadtest.Connection
 	events  *loadtest.Company
@@ -84,6 +86,7 @@ type cluster struct {
 	accepted []string
 	uploads  []upload
 	moves    []time.Time // when sessions moved (chat-app sends before the last are partly visible)
+	upgraded bool        // every replica runs the current binary
 }
 
 type subRef struct {
@@ -105,6 +108,10 @@ type chatSend struct {
 type upload struct {
 	url  string
 	body []byte
+	// old: made while a replica ran the old binary, which kept media on
+	// its own disk (before the shared store); the upgrade does not move
+	// them (gateway admin media migrate does), so they are not checked.
+	old bool
 }
 
 // Run runs the suite. Everything it creates it removes before it returns,
@@ -237,6 +244,8 @@ func (c *cluster) start(ctx context.Context) (err error) {
 		return err
 	}
 	c.lbURL = "http://" + lbAddr
+	_, lbPort, _ := net.SplitHostPort(lbAddr)
+	c.loURL = "http://127.0.0.1:" + lbPort
 	// The replicas start on the old binary: the rolling upgrade replaces
 	// them one by one under load.
 	first := filepath.Join(c.o.BinDir, "gateway")
@@ -258,6 +267,14 @@ func (c *cluster) start(ctx context.Context) (err error) {
 		Gateway: &loadtest.Proc{Name: "admin", Path: first, Env: c.env(-1)}}
 	c.setup = &loadtest.Setup{Stack: stack, API: loadtest.NewClient(c.lbURL), Provider: providersim.Control{URL: stack.ProviderURL}}
 	c.load = loadtest.NewClient(c.lbURL)
+	// Each kind of request comes from a loopback address of its own, as
+	// different customers' programs do: the gateways see it in
+	// X-Forwarded-For (HAProxy is a trusted proxy) and bound the requests
+	// in flight per address, not for the whole balancer.
+	c.clients = map[string]*loadtest.Client{}
+	for n, kind := range []string{"send-0", "send-1", "send-2", "chatapp", "event", "inbound", "upload", "media", "manage"} {
+		c.clients[kind] = loadtest.TenantClient(n, c.loURL)
+	}
 	return c.prepare(ctx)
 }
 
@@ -486,28 +503,44 @@ func (c *cluster) costs(rep *Report) {
 // balancer answers three probes in a row, and returns when that was.
 func (c *cluster) recovered(ctx context.Context, limit time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(limit)
+	why := ""
 	for time.Now().Before(deadline) {
-		all := true
+		why = ""
 		for i := range c.reps {
-			if st, _, err := c.direct[i].Do(ctx, "GET", "/readyz", "", nil); err != nil || st != 200 {
-				all = false
+			if st, _, err := c.probe(ctx, c.direct[i], "/readyz"); err != nil || st != 200 {
+				why = fmt.Sprintf("replica %d's /readyz: %d %v", i+1, st, err)
 				break
 			}
 		}
-		if all {
-			ok := 0
+		if why == "" {
 			for range 3 {
-				if st, _, err := c.load.Do(ctx, "GET", "/readyz", "", nil); err == nil && st == 200 {
-					ok++
+				if st, _, err := c.probe(ctx, c.load, "/readyz"); err != nil || st != 200 {
+					why = fmt.Sprintf("the balancer's /readyz: %d %v", st, err)
 				}
 			}
-			if ok == 3 {
+			if why == "" {
 				return time.Now(), nil
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return time.Time{}, fmt.Errorf("the cluster did not recover within %s", limit)
+	return time.Time{}, fmt.Errorf("the cluster did not recover within %s (last: %s)", limit, why)
+}
+
+// probe is a GET with a short bound, on a fresh connection: a pooled one
+// may have stalled across a cut.
+func (c *cluster) probe(ctx context.Context, cl *loadtest.Client, path string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", cl.Base()+path, nil)
+	req.Close = true
+	resp, err := cl.HTTP.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, nil
 }
 
 // upgrade replaces each replica running the old binary with the current
@@ -560,6 +593,7 @@ func (c *cluster) upgrade(ctx context.Context, rep *Report) (*faultCost, error) 
 	// the stopped processes received is gone with them.
 	c.mu.Lock()
 	c.moves = append(c.moves, time.Now())
+	c.upgraded = true
 	c.mu.Unlock()
 	at, err := c.recovered(ctx, time.Minute)
 	if err != nil {
@@ -941,8 +975,8 @@ func (c *cluster) sendCall(company int, sync bool) loadtest.Call {
 		text := fmt.Sprintf("cluster %s %d-%d", kind, company, seq)
 		body, _ := json.Marshal(map[string]any{"platform": "ofc_chatapp", "sender_key": co.ChannelKey,
 			"contact_key": co.Contacts[seq%len(co.Contacts)], "text": text, "enqueue": !sync})
-		status, b, err := c.load.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
-		out := loadtest.SendOutcome{Text: text, Answer: outcomeOf(status, err), Sync: sync}
+		status, b, err := c.clients[fmt.Sprintf("send-%d", company)].Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+		out := loadtest.SendOutcome{Text: text, Answer: answerOf(status, b, err), Sync: sync}
 		if sync && out.Answer == "" {
 			out.ExternalID = externalID(b)
 		}
@@ -966,8 +1000,8 @@ func (c *cluster) chatappCall() loadtest.Call {
 		text := fmt.Sprintf("cluster %s %d", kind, seq)
 		body, _ := json.Marshal(map[string]any{"platform": "chatapp", "sender_key": conn.Key, "contact_is_group": false,
 			"contact_key": conn.Contacts[seq/2%len(conn.Contacts)], "text": text, "enqueue": !sync})
-		status, b, err := c.load.Do(ctx, "POST", "/api/api-send-message", co.Token, body)
-		out := loadtest.SendOutcome{Text: text, Answer: outcomeOf(status, err), Sync: sync}
+		status, b, err := c.clients["chatapp"].Do(ctx, "POST", "/api/api-send-message", co.Token, body)
+		out := loadtest.SendOutcome{Text: text, Answer: answerOf(status, b, err), Sync: sync}
 		if sync && out.Answer == "" {
 			out.ExternalID = externalID(b)
 		}
@@ -983,7 +1017,7 @@ func (c *cluster) publishCall() loadtest.Call {
 	return func(ctx context.Context, seq int, due time.Time) string {
 		id := fmt.Sprintf("cluster-%d", seq)
 		c.recv.Due(id, due)
-		status, _, err := c.load.Do(ctx, "POST", "/api/events", c.events.Token, loadtest.ImportEvent(id))
+		status, _, err := c.clients["event"].Do(ctx, "POST", "/api/events", c.events.Token, loadtest.ImportEvent(id))
 		out := outcomeOf(status, err)
 		if out == "" {
 			c.mu.Lock()
@@ -1001,7 +1035,7 @@ func (c *cluster) inboundCall() loadtest.Call {
 		from := fmt.Sprintf("5561%04d%05d", co.ID%10000, seq%20)
 		text := fmt.Sprintf("cluster inbound %d", seq)
 		body, sig := loadtest.InboundBody(co, from, "Contato "+from, fmt.Sprintf("wamid.CLUSTER%d", seq), text, time.Now())
-		status, _, err := c.load.DoHeaders(ctx, "POST", "/provider-webhooks/"+co.PhoneNumberID, body,
+		status, _, err := c.clients["inbound"].DoHeaders(ctx, "POST", "/provider-webhooks/"+co.PhoneNumberID, body,
 			map[string]string{"X-Hub-Signature-256": sig})
 		out := outcomeOf(status, err)
 		c.record("inbound", out)
@@ -1022,10 +1056,10 @@ func (c *cluster) uploadCall() loadtest.Call {
 		fw, _ := mw.CreateFormFile("file", fmt.Sprintf("doc-%d.pdf", seq))
 		_, _ = fw.Write(pdf)
 		_ = mw.Close()
-		req, _ := http.NewRequestWithContext(ctx, "POST", c.lbURL+"/api/provider-templates/upload-send-media", &buf)
+		req, _ := http.NewRequestWithContext(ctx, "POST", c.loURL+"/api/provider-templates/upload-send-media", &buf)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		req.Header.Set("Authorization", "Bearer "+co.Token)
-		resp, err := c.load.HTTP.Do(req)
+		resp, err := c.clients["upload"].HTTP.Do(req)
 		out := "transport"
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
@@ -1039,7 +1073,7 @@ func (c *cluster) uploadCall() loadtest.Call {
 			if out == "" {
 				if json.Unmarshal(b, &res) == nil && res.Data.URL != "" {
 					c.mu.Lock()
-					c.uploads = append(c.uploads, upload{res.Data.URL, pdf})
+					c.uploads = append(c.uploads, upload{res.Data.URL, pdf, !c.upgraded})
 					c.mu.Unlock()
 				} else {
 					out = "bad-body"
@@ -1066,7 +1100,7 @@ func (c *cluster) mediaReadCall() loadtest.Call {
 		}
 		u := c.uploads[seq%len(c.uploads)]
 		c.mu.Unlock()
-		out := c.fetch(ctx, c.load.HTTP, u.url, u.body)
+		out := c.fetch(ctx, c.clients["media"].HTTP, strings.Replace(u.url, c.lbURL, c.loURL, 1), u.body)
 		c.record("media-read", out)
 		return out
 	}
@@ -1095,7 +1129,8 @@ func (c *cluster) manageCall() loadtest.Call {
 	return func(ctx context.Context, seq int, _ time.Time) string {
 		body, _ := json.Marshal(map[string]any{"url": c.recv.HookURL(fmt.Sprintf("mgmt-%d", seq)),
 			"events": []string{"omnichat.message.received"}, "name": fmt.Sprintf("mgmt-%d", seq)})
-		st, b, err := c.load.Do(ctx, "POST", "/api/channel-webhooks", c.mgmt.Token, body)
+		mc := c.clients["manage"]
+		st, b, err := mc.Do(ctx, "POST", "/api/channel-webhooks", c.mgmt.Token, body)
 		out := outcomeOf(st, err)
 		c.record("webhook-create", out)
 		if out != "" {
@@ -1107,13 +1142,26 @@ func (c *cluster) manageCall() loadtest.Call {
 			} `json:"data"`
 		}
 		_ = json.Unmarshal(b, &res)
-		st, _, err = c.load.Do(ctx, "GET", "/api/channel-webhooks?perPage=50", c.mgmt.Token, nil)
+		st, _, err = mc.Do(ctx, "GET", "/api/channel-webhooks?perPage=50", c.mgmt.Token, nil)
 		c.record("webhook-list", outcomeOf(st, err))
-		st, _, err = c.load.Do(ctx, "DELETE", fmt.Sprintf("/api/channel-webhooks/%d", res.Data.ID), c.mgmt.Token, nil)
+		st, _, err = mc.Do(ctx, "DELETE", fmt.Sprintf("/api/channel-webhooks/%d", res.Data.ID), c.mgmt.Token, nil)
 		out = outcomeOf(st, err)
 		c.record("webhook-delete", out)
 		return out
 	}
+}
+
+// proxyAnswer is the body HAProxy writes when it answers itself (no
+// replica ready: 503; no answer in time: 504): the gateway may or may not
+// have taken the request, as when the connection breaks.
+var proxyAnswer = []byte("<html><body><h1>")
+
+// answerOf is outcomeOf, with the balancer's own answers as "transport".
+func answerOf(status int, body []byte, err error) string {
+	if err == nil && status >= 500 && bytes.HasPrefix(body, proxyAnswer) {
+		return "transport"
+	}
+	return outcomeOf(status, err)
 }
 
 func outcomeOf(status int, err error) string {
@@ -1141,8 +1189,12 @@ func (c *cluster) checkMedia(ctx context.Context, rep *Report) {
 	c.mu.Lock()
 	ups := append([]upload(nil), c.uploads...)
 	c.mu.Unlock()
-	rep.Uploads = len(ups)
 	for _, u := range ups {
+		if u.old {
+			rep.OldUploads++
+			continue
+		}
+		rep.Uploads++
 		for i := range c.reps {
 			// The URL names the balancer (PUBLIC_BASE_URL): ask replica i
 			// for the same path.

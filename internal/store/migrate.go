@@ -46,10 +46,11 @@ func (db *DB) Migrate(ctx context.Context, migrations []Migration) error {
 			return db.migrateForeignKeysOff(ctx, migrations)
 		}
 	}
-	return retryMigration(ctx, func() error {
-		return db.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-			return applyMigrations(ctx, db.Dialect, tx, migrations)
-		})
+	if db.Dialect == Postgres {
+		return db.migrateOneByOne(ctx, migrations)
+	}
+	return db.InTx(ctx, func(ctx context.Context, tx *Tx) error {
+		return applyMigrations(ctx, db.Dialect, tx, migrations)
 	})
 }
 

@@ -6,6 +6,29 @@ import (
 	"time"
 )
 
+// migrateOneByOne applies each migration in a transaction of its own (each
+// taking the advisory lock and reading schema_migrations again), each run
+// again while PostgreSQL ends it as a deadlock's victim. During a rolling
+// upgrade old replicas keep writing while a new one migrates: one
+// transaction for every pending migration would hold the locks of the
+// first ones (ALTER TABLE takes ACCESS EXCLUSIVE) until the last, and meet
+// the old replicas' writes in the other lock order (the cluster suite saw
+// it: 0076 adding a trigger to contact_channels while earlier migrations'
+// locks were still held).
+func (db *DB) migrateOneByOne(ctx context.Context, migrations []Migration) error {
+	for i := range migrations {
+		err := retryMigration(ctx, func() error {
+			return db.InTx(ctx, func(ctx context.Context, tx *Tx) error {
+				return applyMigrations(ctx, db.Dialect, tx, migrations[:i+1])
+			})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // migrateAttempts bounds the retries of a migration PostgreSQL chose as
 // a deadlock's victim.
 const migrateAttempts = 5
