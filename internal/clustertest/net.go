@@ -166,8 +166,10 @@ func ip(args ...string) error {
 }
 
 // DialIn dials from inside namespace ns: a socket belongs to the namespace
-// of the thread that made it, so a locked thread joins ns, dials, and is
-// thrown away (never unlocked) rather than returned to the pool in ns.
+// of the thread that made it, so a locked thread joins ns, dials and goes
+// back to the machine's namespace before it is unlocked. The thread must
+// not end instead: a child process started from it (a replica, with
+// Pdeathsig) would be killed with it.
 func DialIn(ctx context.Context, ns, network, addr string) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
@@ -176,17 +178,30 @@ func DialIn(ctx context.Context, ns, network, addr string) (net.Conn, error) {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		home, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{nil, err}
+			return
+		}
+		defer home.Close()
 		f, err := os.Open("/run/netns/" + ns)
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{nil, err}
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{nil, fmt.Errorf("setns %s: %w", ns, err)}
 			return
 		}
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
+			// Back home: the thread may serve other goroutines again.
+			runtime.UnlockOSThread()
+		}
 		ch <- result{c, err}
 	}()
 	r := <-ch

@@ -64,8 +64,8 @@ type cluster struct {
 	prov    *loadtest.Proc
 	recv    *loadtest.Receiver
 	dbURL   string
-	lbURL   string // the balancer on the bridge (PUBLIC_BASE_URL, the provider's webhooks)
-	loURL   string // the balancer on loopback, where the load's clients come from addresses of their own
+	lbURL   string   // the balancer on the bridge (PUBLIC_BASE_URL, the provider's webhooks)
+	loURL   string   // the balancer on loopback, where the load's clients come from addresses of their own
 	bins    []string // binary each replica runs
 	reps    []*loadtest.Proc
 	direct  []*loadtest.Client // each replica without the balancer
@@ -523,6 +523,11 @@ func (c *cluster) recovered(ctx context.Context, limit time.Duration) (time.Time
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	for i, p := range c.reps {
+		if p.Exited() {
+			why += fmt.Sprintf("\nreplica %d exited; the end of its log:\n%s", i+1, p.LogTail())
+		}
 	}
 	return time.Time{}, fmt.Errorf("the cluster did not recover within %s (last: %s)", limit, why)
 }
