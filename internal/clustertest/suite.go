@@ -85,8 +85,9 @@ type cluster struct {
 	chat     []chatSend
 	accepted []string
 	uploads  []upload
-	moves    []time.Time // when sessions moved (chat-app sends before the last are partly visible)
-	upgraded bool        // every replica runs the current binary
+	moves    []time.Time       // when sessions moved (chat-app sends before the last are partly visible)
+	upgraded bool              // every replica runs the current binary
+	bodies   map[string]string // error answers' bodies by send text, for the report
 }
 
 type subRef struct {
@@ -124,7 +125,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		o.Log = func(string, ...any) {}
 	}
 	begin := time.Now()
-	c := &cluster{o: o, subs: map[string]subRef{}}
+	c := &cluster{o: o, subs: map[string]subRef{}, bodies: map[string]string{}}
 	if c.dir, err = os.MkdirTemp("", "gwcluster-"); err != nil {
 		return nil, err
 	}
@@ -461,6 +462,15 @@ func (c *cluster) run(ctx context.Context, rep *Report) error {
 	c.settle(ctx, rep, 150*time.Second)
 	rep.SettledIn = time.Since(loadEnd).Seconds()
 	c.costs(rep)
+	c.mu.Lock()
+	for _, v := range []*loadtest.SendVerdict{&rep.Sends, &rep.Chatapp} {
+		for i, p := range v.Problems {
+			if text, _, ok := strings.Cut(strings.TrimPrefix(p, `"`), `"`); ok && c.bodies[text] != "" {
+				v.Problems[i] = p + "; its answer: " + c.bodies[text]
+			}
+		}
+	}
+	c.mu.Unlock()
 	c.checkMedia(ctx, rep)
 	c.checkRate(ctx, rep)
 	rep.Answers = map[string]int{}
@@ -987,6 +997,7 @@ func (c *cluster) sendCall(company int, sync bool) loadtest.Call {
 		}
 		c.mu.Lock()
 		c.sends = append(c.sends, out)
+		c.keepBody(out, b)
 		c.mu.Unlock()
 		c.record(kind, out.Answer)
 		return out.Answer
@@ -1012,6 +1023,7 @@ func (c *cluster) chatappCall() loadtest.Call {
 		}
 		c.mu.Lock()
 		c.chat = append(c.chat, chatSend{out, time.Now()})
+		c.keepBody(out, b)
 		c.mu.Unlock()
 		c.record(kind, out.Answer)
 		return out.Answer
@@ -1153,6 +1165,18 @@ func (c *cluster) manageCall() loadtest.Call {
 		out = outcomeOf(st, err)
 		c.record("webhook-delete", out)
 		return out
+	}
+}
+
+// keepBody keeps the body of a refused or failed send: a send answered
+// with an error and delivered all the same is reported with what it was
+// answered. Called with c.mu held.
+func (c *cluster) keepBody(out loadtest.SendOutcome, b []byte) {
+	if out.Answer != "" && out.Answer != "transport" && out.Answer != "429" {
+		if len(b) > 300 {
+			b = b[:300]
+		}
+		c.bodies[out.Text] = string(b)
 	}
 }
 
