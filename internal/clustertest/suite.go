@@ -88,6 +88,33 @@ type cluster struct {
 	moves    []time.Time       // when sessions moved (chat-app sends before the last are partly visible)
 	upgraded bool              // every replica runs the current binary
 	bodies   map[string]string // error answers' bodies by send text, for the report
+	// fenceAt is when each connection's session last changed holder (its
+	// fence moved), as the watcher saw it.
+	fenceAt map[int64]time.Time
+}
+
+// watchSessions records, until ctx ends, when each connection's fence
+// changes: what the chat-app simulator of a former holder received is gone
+// with it, so a send before the change is checked for duplicates only.
+func (c *cluster) watchSessions(ctx context.Context) {
+	last := map[int64]int64{}
+	for ctx.Err() == nil {
+		if all, err := c.sessions(ctx); err == nil {
+			now := time.Now()
+			c.mu.Lock()
+			for id, s := range all {
+				if f, ok := last[id]; ok && f != s.fence {
+					c.fenceAt[id] = now
+				}
+				last[id] = s.fence
+			}
+			c.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
 }
 
 type subRef struct {
@@ -103,7 +130,8 @@ type answer struct {
 
 type chatSend struct {
 	loadtest.SendOutcome
-	at time.Time
+	at   time.Time
+	conn int64 // the connection's company channel id
 }
 
 type upload struct {
@@ -125,7 +153,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		o.Log = func(string, ...any) {}
 	}
 	begin := time.Now()
-	c := &cluster{o: o, subs: map[string]subRef{}, bodies: map[string]string{}}
+	c := &cluster{o: o, subs: map[string]subRef{}, bodies: map[string]string{}, fenceAt: map[int64]time.Time{}}
 	if c.dir, err = os.MkdirTemp("", "gwcluster-"); err != nil {
 		return nil, err
 	}
@@ -414,6 +442,9 @@ func (c *cluster) record(kind, out string) {
 }
 
 func (c *cluster) run(ctx context.Context, rep *Report) error {
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go c.watchSessions(watch)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, l := range []struct {
@@ -1022,7 +1053,7 @@ func (c *cluster) chatappCall() loadtest.Call {
 			out.ExternalID = externalID(b)
 		}
 		c.mu.Lock()
-		c.chat = append(c.chat, chatSend{out, time.Now()})
+		c.chat = append(c.chat, chatSend{out, time.Now(), conn.ID})
 		c.keepBody(out, b)
 		c.mu.Unlock()
 		c.record(kind, out.Answer)
@@ -1323,7 +1354,11 @@ func (c *cluster) check(ctx context.Context, rep *Report) error {
 	chat := make([]loadtest.SendOutcome, len(c.chat))
 	for i, s := range c.chat {
 		chat[i] = s.SendOutcome
-		chat[i].Partial = !s.at.After(lastMove.Add(5 * time.Second))
+		moved := lastMove
+		if at := c.fenceAt[s.conn]; at.After(moved) {
+			moved = at
+		}
+		chat[i].Partial = !s.at.After(moved.Add(5 * time.Second))
 	}
 	c.mu.Unlock()
 	rep.Sends = loadtest.CheckSends(sends, handed, c.recv.Sent)
