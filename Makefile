@@ -130,6 +130,12 @@ chaos: ## fault suite: SIGKILL the gateway and terminate its PostgreSQL backends
 	$(GO) build -o bin/ ./cmd/gateway ./cmd/providersim ./cmd/loadgen
 	bin/loadgen chaos -bin-dir bin -db $${LOADGEN_DB:-both} $(ARGS)
 
+.PHONY: cluster
+cluster: ## multi-host fault suite (root): 3 replicas in network namespaces behind HAProxy on one PostgreSQL and Redis of its own; rolling upgrade, SIGKILL, network cut, PostgreSQL restart, Redis stop under load
+	$(GO) build -o bin/ ./cmd/gateway ./cmd/providersim ./cmd/clustertest
+	bin/clustertest build-old bin/gateway-old
+	bin/clustertest -bin-dir bin -old-gateway bin/gateway-old $(ARGS)
+
 FUZZTIME ?= 30s
 FUZZ_TARGETS := FuzzRequestBody FuzzProviderWebhook FuzzMultipartSend FuzzContactChannelQuery
 

@@ -49,8 +49,12 @@ type hookStats struct {
 }
 
 // StartReceiver listens on 127.0.0.1.
-func StartReceiver() (*Receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func StartReceiver() (*Receiver, error) { return StartReceiverOn("127.0.0.1:0") }
+
+// StartReceiverOn listens on addr (the cluster suite's bridge, which
+// gateways in other network namespaces reach).
+func StartReceiverOn(addr string) (*Receiver, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -153,6 +153,9 @@ type Report struct {
 	IdleAnonMB  float64                      `json:"gateway_idle_anon_rss_mb"`
 	Results     []Result                     `json:"results"`
 	Summary     map[string]map[string]Spread `json:"summary"` // scenario → figure → median/min/max over runs
+	// LaneRunsByReplica is gateway_webhook_lane_runs_total of each replica
+	// after every run.
+	LaneRunsByReplica []float64 `json:"lane_runs_by_replica"`
 }
 
 // runner holds what the scenarios share.
@@ -254,6 +257,7 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 		JobRatios(rep.Results[first:])
 	}
 	rep.Summary = summarise(rep.Results)
+	rep.LaneRunsByReplica = stack.laneRuns(ctx)
 	return rep, nil
 }
 

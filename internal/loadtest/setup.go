@@ -14,12 +14,15 @@ import (
 // an access token with every permission and an official channel on the
 // provider simulator whose 24-hour window is open with each of Contacts.
 type Company struct {
-	ID            int64
-	UserID        int64
-	Token         string
-	ChannelKey    string // the official channel's number (sender_key)
-	ChannelID     int64  // the official channel's company channel id
-	PhoneNumberID string
+	ID         int64
+	UserID     int64
+	Token      string
+	ChannelKey string // the official channel's number (sender_key)
+	ChannelID  int64  // the official channel's company channel id
+	// ProviderAccountID is the channel's provider account (uploads of
+	// header media name it).
+	ProviderAccountID int64
+	PhoneNumberID     string
 	// BusinessAccountID and AppSecret are the provider account's, for
 	// posting the provider's signed webhooks straight to the gateway.
 	BusinessAccountID string
@@ -114,7 +117,8 @@ func (st *Setup) company(ctx context.Context, prefix string, num, contacts int, 
 		return nil, err
 	}
 	var reg struct {
-		CompanyChannelID int64 `json:"company_channel_id"`
+		CompanyChannelID  int64 `json:"company_channel_id"`
+		ProviderAccountID int64 `json:"provider_account_id"`
 	}
 	if err := st.Stack.Admin(ctx, &reg, "channel", "register-official", "--company-id", fmt.Sprint(c.ID),
 		"--name", "load", "--key", c.ChannelKey, "--business-account-id", acc.BusinessAccountID,
@@ -122,7 +126,7 @@ func (st *Setup) company(ctx context.Context, prefix string, num, contacts int, 
 		"--base-url", baseURL); err != nil {
 		return nil, err
 	}
-	c.ChannelID = reg.CompanyChannelID
+	c.ChannelID, c.ProviderAccountID = reg.CompanyChannelID, reg.ProviderAccountID
 	for j := range contacts {
 		contact := fmt.Sprintf("5531%04d%05d", num%10000, j)
 		res, err := st.Provider.Inbound(ctx, providersim.InboundRequest{PhoneNumberID: c.PhoneNumberID,

@@ -75,7 +75,9 @@ type Stack struct {
 	ReplicaURLs []string
 	// DebugURLs are the replicas' pprof listeners (StackOptions.Debug).
 	DebugURLs []string
-	bins      string
+	// MetricsURLs are the replicas' METRICS_LISTEN (Metric reads them).
+	MetricsURLs []string
+	bins        string
 }
 
 // StartStack builds (unless opts.BinDir is set) and starts the gateway
@@ -135,6 +137,12 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 			return nil, err
 		}
 		env := append(s.gatewayEnv(addr), opts.Env...)
+		metricsAddr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "METRICS_LISTEN="+metricsAddr) // the last of a name wins
+		s.MetricsURLs = append(s.MetricsURLs, "http://"+metricsAddr)
 		if opts.Debug {
 			debugAddr, err := freeAddr()
 			if err != nil {

@@ -54,6 +54,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 			spread(f["backlog_at_end"], "%.0f"), spread(f["peak_rss_mb"], "%.0f"))
 	}
 	tw.Flush()
+	rep.writeLaneRuns(w)
 	rep.writeDetails(w)
 }
 

@@ -52,6 +52,9 @@ func (db *DB) Migrate(ctx context.Context, migrations []Migration) error {
 			return db.migrateForeignKeysOff(ctx, migrations)
 		}
 	}
+	if db.Dialect == Postgres {
+		return db.migrateOneByOne(ctx, migrations)
+	}
 	return db.InTx(ctx, func(ctx context.Context, tx *Tx) error {
 		return applyMigrations(ctx, db.Dialect, tx, migrations)
 	})
