@@ -9,6 +9,7 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
 // PendingMedia is a file of an inbound message that the far side keeps
@@ -79,11 +80,7 @@ func (w *FetchMediaWorker) NextRetry(job *river.Job[FetchMediaArgs]) time.Time {
 }
 
 func fetchBackoff(attempt int) time.Duration {
-	d := time.Second
-	for i := 1; i < attempt && d < time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, time.Hour)
+	return workqueue.Doubling(attempt, time.Second, time.Hour)
 }
 
 // Work implements river.Worker.
