@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/connector"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
@@ -28,6 +29,9 @@ const (
 	callRetention = 10 * time.Minute
 	// answerPoll is how often a caller looks for its answer.
 	answerPoll = 15 * time.Millisecond
+	// msgOutcomeUnknown answers a call the holder took and did not answer
+	// in time, or whose answer could not be read.
+	msgOutcomeUnknown = "The replica holding this connection did not finish the call in time; its outcome is unknown"
 	// answerWriteBound bounds the retries of the writes that end a call
 	// (its answer, its deletion).
 	answerWriteBound = 5 * time.Second
@@ -133,10 +137,21 @@ func (s *Service) forward(ctx context.Context, channelID int64, owner string, o 
 			State    int    `bun:"state"`
 			Response []byte `bun:"response"`
 		}
-		if err := s.db.Bun.NewRaw(`SELECT state, response FROM chatapp_calls WHERE id = ?`, id).Scan(ctx, &row); err != nil {
-			return nil, fault.Internalf(err, "read connection call")
+		readErr := s.db.Bun.NewRaw(`SELECT state, response FROM chatapp_calls WHERE id = ?`, id).Scan(ctx, &row)
+		if readErr != nil && ctx.Err() == nil {
+			// The call is posted: the holder may be running it. A cut
+			// connection (a database restart) says nothing about the call,
+			// so the answer is looked for again until the deadline rather
+			// than reported as a failure of a call that may have run.
+			if time.Now().After(deadline) {
+				s.log.WarnContext(ctx, "read connection call", "id", id, "err", readErr)
+				if s.withdraw(ctx, id) {
+					return nil, fault.New(fault.Unavailable, "The replica holding this connection did not answer")
+				}
+				return nil, fault.Wrap(fault.Unavailable, msgOutcomeUnknown, fmt.Errorf("%w: %w", messaging.ErrOutcomeUnknown, readErr))
+			}
 		}
-		if row.State == callAnswered {
+		if readErr == nil && row.State == callAnswered {
 			var ans wireAnswer
 			if err := json.Unmarshal(row.Response, &ans); err != nil {
 				return nil, fault.Internalf(err, "decode connection call answer")
@@ -151,7 +166,7 @@ func (s *Service) forward(ctx context.Context, channelID int64, owner string, o 
 		}
 		// A holder that died leaves the call waiting: once its lease is gone,
 		// withdraw the call (only if it was not taken) and route again.
-		if row.State == callWaiting && time.Since(lastLeaseCheck) > 250*time.Millisecond {
+		if readErr == nil && row.State == callWaiting && time.Since(lastLeaseCheck) > 250*time.Millisecond {
 			lastLeaseCheck = time.Now()
 			if cur, err := s.Owner(ctx, channelID); err == nil && cur != owner {
 				if s.withdraw(ctx, id) {
@@ -159,11 +174,13 @@ func (s *Service) forward(ctx context.Context, channelID int64, owner string, o 
 				}
 			}
 		}
-		if time.Now().After(deadline) {
+		if readErr == nil && time.Now().After(deadline) {
 			if row.State == callWaiting && s.withdraw(ctx, id) {
 				return nil, fault.New(fault.Unavailable, "The replica holding this connection did not answer")
 			}
-			return nil, fault.New(fault.Unavailable, "The replica holding this connection did not finish the call in time; its outcome is unknown")
+			// Taken and not answered: the holder may have run it. A send
+			// reads this as an unknown outcome, never as a failure.
+			return nil, fault.Wrap(fault.Unavailable, msgOutcomeUnknown, messaging.ErrOutcomeUnknown)
 		}
 		select {
 		case <-ctx.Done():

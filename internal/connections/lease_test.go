@@ -3,6 +3,7 @@ package connections_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -122,8 +123,13 @@ type replica struct {
 
 func (w *world) replica(t testing.TB, name string) *replica {
 	t.Helper()
+	return w.replicaWithCallTimeout(t, name, 10*time.Second)
+}
+
+func (w *world) replicaWithCallTimeout(t testing.TB, name string, callTimeout time.Duration) *replica {
+	t.Helper()
 	svc := connections.New(connections.Options{DB: w.db, Channels: w.channels, Driver: w.chat, Now: w.clock.Now,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReplicaID: name, LeaseTTL: leaseTTL, Heartbeat: time.Hour, CallPoll: 5 * time.Millisecond, CallTimeout: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReplicaID: name, LeaseTTL: leaseTTL, Heartbeat: time.Hour, CallPoll: 5 * time.Millisecond, CallTimeout: callTimeout,
 		Events: w.events, Times: clock.NewFormatter(time.UTC)})
 	svc.SetReceiver(&receiver{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -324,6 +330,47 @@ func TestRefusalsCrossTheMailboxWithTheirKind(t *testing.T) {
 		}
 		if got := owner(t, b, conn.ID); got != "replica-a" {
 			t.Fatalf("owner = %q", got)
+		}
+	})
+}
+
+// TestSendTakenAndUnansweredIsOutcomeUnknown: a send the holder took and
+// never answered (it died during the call, or its answer could not be
+// written) may have reached the chat app, so the caller's transport reports
+// an unknown outcome (the send is then never failed for it), not a failure.
+func TestSendTakenAndUnansweredIsOutcomeUnknown(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorld(t, db)
+		a := w.replica(t, "replica-a")
+		b := w.replicaWithCallTimeout(t, "replica-b", 500*time.Millisecond)
+		conn := w.pairedConnection(t, a)
+		a.kill() // its lease stays: the call waits in its mailbox
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.Transport().Send(ctx, conn.Channel, messaging.Outbound{ContactKey: "5511999990000", Text: "x", ExternalID: "ours-1"})
+			done <- err
+		}()
+		// Take the call as the holder would, and never answer it.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			res, err := db.Bun.NewRaw("UPDATE chatapp_calls SET state = 1 WHERE state = 0").Exec(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the call never reached the mailbox")
+			}
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, messaging.ErrOutcomeUnknown) {
+				t.Fatalf("send: %v, want an error wrapping messaging.ErrOutcomeUnknown", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call never came back")
 		}
 	})
 }
