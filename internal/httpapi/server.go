@@ -38,15 +38,15 @@ import (
 type Deps struct {
 	// Redis, when the deployment shares limits through Redis, is checked by
 	// /readyz.
-	Redis         interface{ Ping(context.Context) error }
-	Logger        *slog.Logger
-	Registry      *prometheus.Registry
-	HTTP          config.HTTPLimits // in-flight bounds per client, multipart deadlines; zero = none
-	Auth          Authenticator
-	Channels      *channels.Service
-	DB            *store.DB
-	Times         clock.Formatter
-	Webhooks      *webhooks.Service
+	Redis    interface{ Ping(context.Context) error }
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	HTTP     config.HTTPLimits // in-flight bounds per client, multipart deadlines; zero = none
+	Auth     Authenticator
+	Channels *channels.Service
+	DB       *store.DB
+	Times    clock.Formatter
+	Webhooks *webhooks.Service
 
 	// Stream is the live event stream (built over Webhooks when nil).
 	Stream *eventstream.Service
