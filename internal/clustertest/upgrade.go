@@ -6,26 +6,47 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
 // OldCommit is the commit before the newest migration: the parent of the
-// newest commit whose diff adds or removes a migration id (git's -G).
-// repo is the module's work tree.
+// newest commit after which the set of migration ids is the current one.
+// A commit that only moves a migration between files changes no id and is
+// passed over, so the old binary really lacks a migration the new one
+// applies. repo is the module's work tree.
 func OldCommit(ctx context.Context, repo string) (string, error) {
-	out, err := exec.CommandContext(ctx, "git", "-C", repo, "log", "-1", "--format=%H", "-G", `ID: *"[0-9]{4}_`, "--", "internal/").Output()
+	git := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	ids := func(commit string) (string, error) {
+		// git grep exits 1 when nothing matches: an empty set.
+		out, _ := exec.CommandContext(ctx, "git", "-C", repo, "grep", "-h", "-o", "-E", `ID: *"[0-9]{4}_[a-z0-9_]+"`, commit, "--", "internal/").Output()
+		lines := strings.Fields(strings.ReplaceAll(string(out), "ID:", ""))
+		slices.Sort(lines)
+		return strings.Join(lines, " "), nil
+	}
+	current, err := ids("HEAD")
+	if err != nil || current == "" {
+		return "", fmt.Errorf("no migration ids at HEAD (the suite needs the repository's history)")
+	}
+	// The main line only: a branch's commits before its merge may carry
+	// ids that were renumbered at the merge and never released.
+	log, err := git("log", "--first-parent", "-m", "--format=%H", "-G", `ID: *"[0-9]{4}_`, "--", "internal/")
 	if err != nil {
 		return "", fmt.Errorf("git log (the suite needs the repository's history): %w", err)
 	}
-	newest := strings.TrimSpace(string(out))
-	if newest == "" {
-		return "", fmt.Errorf("no commit adds a migration")
+	for _, c := range strings.Fields(log) {
+		before, err := ids(c + "^")
+		if err != nil {
+			return "", err
+		}
+		if before != current {
+			return git("rev-parse", "--short", c+"^")
+		}
 	}
-	out, err = exec.CommandContext(ctx, "git", "-C", repo, "rev-parse", "--short", newest+"^").Output()
-	if err != nil {
-		return "", fmt.Errorf("parent of %s: %w", newest, err)
-	}
-	return strings.TrimSpace(string(out)), nil
+	return "", fmt.Errorf("no commit adds a migration")
 }
 
 // BuildOld builds the gateway of OldCommit to bin, from a git archive of
