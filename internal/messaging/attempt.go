@@ -12,6 +12,7 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
 // The second stage of a send (after accept.go): its hand-off to the
@@ -128,13 +129,21 @@ func (s *Service) handOffMany(ctx context.Context, ids []int64) ([]messageRow, e
 
 // release takes back a hand-off that never reached the transport, or that
 // the transport refused to take for now, so that the next attempt sends
-// normally. It is best effort: should it fail, the next attempt treats the
-// message as possibly sent, which errs on the side of never sending twice.
+// normally. Should it fail, the next attempt treats the message as
+// possibly sent and never sends it (the official channel): a send lost.
+// So it is retried through cut connections (a replica cut off the network,
+// a database restart) for half the lease, which the claim's lease keeps
+// this replica's alone. It sets the count back from this hand-off's own
+// (row.Handoffs) only, so a retry whose first try did commit cannot undo
+// an earlier hand-off too.
 func (s *Service) release(ctx context.Context, row *messageRow) {
-	_, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).Set("handoffs = CASE WHEN handoffs > 0 THEN handoffs - 1 ELSE 0 END").
-		Where("id = ?", row.ID).Where("status_id = ?", StatusPending).Exec(ctx)
+	err := workqueue.Persist(ctx, s.opts.SendLease/2, func(ctx context.Context) error {
+		_, err := s.deps.DB.Bun.NewUpdate().Model((*messageRow)(nil)).Set("handoffs = ?", max(row.Handoffs-1, 0)).
+			Where("id = ?", row.ID).Where("status_id = ?", StatusPending).Where("handoffs = ?", row.Handoffs).Exec(ctx)
+		return err
+	})
 	if err != nil {
-		s.deps.Logger.WarnContext(ctx, "could not release a message's hand-off", "message_id", row.ID, "err", err)
+		s.deps.Logger.ErrorContext(ctx, "could not release a message's hand-off; it will read as possibly sent", "message_id", row.ID, "err", err)
 	}
 }
 
