@@ -1363,6 +1363,13 @@ func (c *cluster) check(ctx context.Context, rep *Report) error {
 	c.mu.Unlock()
 	rep.Sends = loadtest.CheckSends(sends, handed, c.recv.Sent)
 	rep.Chatapp = loadtest.CheckSends(chat, chatHanded, c.recv.Sent)
+	if lost := append(append([]string(nil), rep.Sends.LostTexts...), rep.Chatapp.LostTexts...); len(lost) > 0 {
+		rows, err := c.lostRows(ctx, lost)
+		if err != nil {
+			return err
+		}
+		rep.Other = append(rep.Other, rows...)
+	}
 	rep.EventsAccepted = len(accepted)
 	rep.Events = c.recv.Tally(c.evNames, accepted)
 	rep.Deliveries, rep.MissingLogRows = 0, 0
@@ -1409,4 +1416,33 @@ func execPath(name string) (string, error) {
 		}
 	}
 	return "", syscall.ENOENT
+}
+
+// lostRows reads the stored send bookkeeping of lost sends, so a loss
+// names where it stopped (hand-off counted, outcome unknown, due again…).
+func (c *cluster) lostRows(ctx context.Context, texts []string) ([]string, error) {
+	conn, err := pgx.Connect(ctx, c.dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT text, status_id, handoffs, outcome_unknown, send_attempts, COALESCE(send_due_at, 0), COALESCE(failure_reason, '')
+		FROM messages WHERE text = ANY($1)`, texts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var text, reason string
+		var status, handoffs, attempts int
+		var due int64
+		var unknown bool
+		if err := rows.Scan(&text, &status, &handoffs, &unknown, &attempts, &due, &reason); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprintf("lost send %q: status %d, hand-offs %d, outcome unknown %v, attempts %d, due %s, failure %q",
+			text, status, handoffs, unknown, attempts, time.UnixMilli(due).UTC().Format(time.RFC3339), reason))
+	}
+	return out, rows.Err()
 }
