@@ -30,6 +30,8 @@ type Report struct {
 	SettledIn         float64              `json:"settled_in_s"`
 	Seconds           float64              `json:"seconds"`
 	Other             []string             `json:"violations,omitempty"`
+	// LostRows are the stored rows of the sends the last check found lost.
+	LostRows []string `json:"lost_rows,omitempty"`
 }
 
 func (r *Report) violation(s string) { r.Other = append(r.Other, s) }
@@ -100,6 +102,9 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  settled: %v after %.0f s\n", r.Settled, r.SettledIn)
 	for _, p := range append(r.Sends.Problems, r.Chatapp.Problems...) {
 		fmt.Fprintf(w, "    %s\n", p)
+	}
+	for _, row := range r.LostRows {
+		fmt.Fprintf(w, "    %s\n", row)
 	}
 	if v := r.Violations(); len(v) > 0 {
 		fmt.Fprintf(w, "FAIL: %s\n", strings.Join(v, "; "))

@@ -1363,12 +1363,15 @@ func (c *cluster) check(ctx context.Context, rep *Report) error {
 	c.mu.Unlock()
 	rep.Sends = loadtest.CheckSends(sends, handed, c.recv.Sent)
 	rep.Chatapp = loadtest.CheckSends(chat, chatHanded, c.recv.Sent)
+	// The check runs again until everything settles: the rows are those
+	// of this check's lost sends only.
+	rep.LostRows = nil
 	if lost := append(append([]string(nil), rep.Sends.LostTexts...), rep.Chatapp.LostTexts...); len(lost) > 0 {
 		rows, err := c.lostRows(ctx, lost)
 		if err != nil {
 			return err
 		}
-		rep.Other = append(rep.Other, rows...)
+		rep.LostRows = rows
 	}
 	rep.EventsAccepted = len(accepted)
 	rep.Events = c.recv.Tally(c.evNames, accepted)
