@@ -103,7 +103,7 @@ func TestChatappInboundChangeOnlyByAuthor(t *testing.T) {
 		// Every event is written with its change, so once the outbox is
 		// drained the sink has all the forged changes would have published.
 		eventually(t, "the outbox drained", func() bool {
-			unfanned, err := db.Bun.NewSelect().Table("webhook_events").Count(ctx)
+			unfanned, err := db.Bun.NewSelect().Table("webhook_events").Where("seq IS NULL").Count(ctx)
 			if err != nil || unfanned != 0 {
 				return false
 			}

@@ -41,7 +41,7 @@ const msgNotEventStream = "This operation answers text/event-stream; send Accept
 // streamHandler serves GET /api/events/stream.
 func (s *Server) streamHandler(c *Contract) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route, _, err := c.FindRoute(r)
+		route, pathParams, err := c.FindRoute(r)
 		if err != nil {
 			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not found."})
 			return
@@ -50,6 +50,13 @@ func (s *Server) streamHandler(c *Contract) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), operationKey, op))
 		if h, ok := r.Context().Value(opHolderKey{}).(*opHolder); ok {
 			h.op = op
+		}
+		// The edge's checks come first, as in the contract pipeline: a
+		// ticket or filter carrying a NUL or invalid UTF-8 answers 422
+		// before anything reads it.
+		if fe := checkParameters(r, route, pathParams); fe != nil {
+			writeError(w, r, s.Logger, op, fe)
+			return
 		}
 		company, err := s.streamPrincipal(r, op)
 		if err != nil {

@@ -147,7 +147,7 @@ func TestEventsConvergeUnderConcurrentChanges(t *testing.T) {
 		final := c.stored(conn.ID, ext)
 		sink.first("the last state's event", func(d delivery) bool { return d.Data["id"] == float64(m.ID) && version(d) == final.Version })
 		eventually(t, "the outbox drained", func() bool {
-			unfanned, err := db.Bun.NewSelect().Table("webhook_events").Count(ctx)
+			unfanned, err := db.Bun.NewSelect().Table("webhook_events").Where("seq IS NULL").Count(ctx)
 			if err != nil || unfanned != 0 {
 				return false
 			}

@@ -161,7 +161,10 @@ func (e *endpoint) teardown(w http.ResponseWriter, r *http.Request, req Request)
 // reach them.
 func (e *endpoint) remove(ctx context.Context, companyID int64) error {
 	if err := e.deps.Auth.DeleteCompany(ctx, companyID, CompanyPrefix, func(ctx context.Context) error {
-		return e.deleteSubscriptions(ctx, companyID)
+		if err := e.deleteSubscriptions(ctx, companyID); err != nil {
+			return err
+		}
+		return e.deps.Webhooks.ForgetCompanyEvents(ctx, companyID)
 	}); err != nil {
 		return err
 	}

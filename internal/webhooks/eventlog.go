@@ -102,3 +102,14 @@ func (s *Service) streamListens(companyID int64) bool {
 // eventLogPoll is how often a stream's tail looks for events other
 // replicas fanned out.
 const EventLogPoll = 100 * time.Millisecond
+
+// ForgetCompanyEvents deletes a company's event log (its outbox rows, fanned
+// out or not), for a company being removed: the log is kept for stream
+// resume, not for a company that no longer exists, and its rows name the
+// company without a foreign key (they are written in the hot path).
+func (s *Service) ForgetCompanyEvents(ctx context.Context, companyID int64) error {
+	if _, err := s.db.Bun.NewDelete().Table("webhook_events").Where("company_id = ?", companyID).Exec(ctx); err != nil {
+		return fault.Internalf(err, "forget the events of company %d", companyID)
+	}
+	return nil
+}
