@@ -131,6 +131,9 @@ func TestInFlightBound(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := apitest.Start(t, db, apitest.Options{Configure: func(c *config.Config) {
 			c.HTTP.MaxPerToken, c.HTTP.MaxPerIP = 1, 2
+			// The held requests must outlive the test's waits on a loaded
+			// machine: the default read and answer deadlines would end them.
+			c.HTTP.ReadTimeout, c.HTTP.WriteTimeout, c.HTTP.UploadTimeout = 10*time.Minute, 10*time.Minute, 10*time.Minute
 		}})
 		a, b := h.Tenant("Acme"), h.Tenant("Beta")
 		// The probe is a send the validator refuses (509): it documents 429

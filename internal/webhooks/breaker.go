@@ -1,5 +1,7 @@
 package webhooks
 
+import "context"
+
 // The breaker of a lane bounds what an endpoint that does not answer can
 // hold: memory, connections and timers per endpoint, never a pool other
 // subscriptions share.
@@ -58,5 +60,33 @@ func (b *breaker) record(o outcome) {
 	default:
 		b.failures++
 		b.limit = max(1, b.limit/2)
+	}
+}
+
+// failingShare bounds the database connections the lanes of failing
+// endpoints use at once, all of them together: a thousand dead endpoints
+// fetch, refuse and log their deliveries through at most this many of the
+// pool's connections, and every other subscription, publish and request
+// keeps the rest. A lane holds a turn for one step (a fill, a batch of
+// outcomes, its release), one connection at a time.
+const failingShare = 4
+
+// dbTurns is the queue for that share.
+type dbTurns chan struct{}
+
+func newDBTurns() dbTurns { return make(dbTurns, failingShare) }
+
+// take waits for a turn when the lane's endpoint is failing and returns
+// what gives it back; a healthy lane goes straight on. A caller that is
+// stopping goes on without a turn: its writes must still land.
+func (t dbTurns) take(ctx context.Context, b breaker) func() {
+	if b.failures == 0 {
+		return func() {}
+	}
+	select {
+	case t <- struct{}{}:
+		return func() { <-t }
+	case <-ctx.Done():
+		return func() {}
 	}
 }

@@ -1,6 +1,9 @@
 package webhooks
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 func TestBreakerTransitions(t *testing.T) {
 	t.Parallel()
@@ -35,6 +38,66 @@ func TestBreakerTransitions(t *testing.T) {
 			if b.open() != tc.wantOpen || b.allowed() != tc.wantAllowed || b.failures != tc.wantFailuresAfter {
 				t.Errorf("open=%v allowed=%d failures=%d, want open=%v allowed=%d failures=%d",
 					b.open(), b.allowed(), b.failures, tc.wantOpen, tc.wantAllowed, tc.wantFailuresAfter)
+			}
+		})
+	}
+}
+
+// TestFailingShare: the lanes of failing endpoints together hold at most
+// failingShare turns at the database; a healthy lane never waits for one,
+// and a caller that is stopping goes on without one.
+func TestFailingShare(t *testing.T) {
+	t.Parallel()
+	failing, healthy := newBreaker(8, 1, 1), newBreaker(8, 0, 8)
+	cases := []struct {
+		name      string
+		b         breaker
+		stopping  bool
+		wantTaken bool // whether the call holds one of the turns
+	}{
+		{"a healthy lane goes straight on", healthy, false, false},
+		{"a failing lane waits for a turn", failing, false, true},
+		{"a stopping failing lane goes on without one", failing, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			turns := newDBTurns()
+			var gives []func()
+			for range failingShare {
+				gives = append(gives, turns.take(context.Background(), failing))
+			}
+			if len(turns) != failingShare {
+				t.Fatalf("%d turns held after %d takes, want %d", len(turns), failingShare, failingShare)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.stopping {
+				cancel()
+			}
+			got := make(chan func(), 1)
+			go func() { got <- turns.take(ctx, tc.b) }()
+			if tc.wantTaken {
+				select {
+				case <-got:
+					t.Fatal("a fifth failing lane got a turn while four were held")
+				default:
+				}
+				gives[0]() // one gives its turn back: the waiting lane takes it
+				give := <-got
+				if len(turns) != failingShare {
+					t.Fatalf("%d turns held, want %d", len(turns), failingShare)
+				}
+				give()
+			} else {
+				give := <-got
+				give()
+				gives[0]()
+			}
+			cancel()
+			for _, g := range gives[1:] {
+				g()
+			}
+			if len(turns) != 0 {
+				t.Fatalf("%d turns still held after every give", len(turns))
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
 // How a replica's dispatcher runs (see README, "How it runs").
@@ -44,21 +45,21 @@ const (
 // maxLanes here.
 type dispatcher struct {
 	s       *Service
-	wake    chan struct{}
-	fanWake chan struct{}
+	wake    workqueue.Wake
+	fanWake workqueue.Wake
 	stop    chan struct{} // closed by Stop: lanes wind down, no new claims
 	done    sync.WaitGroup
 
 	mu sync.Mutex
 	// running maps the subscriptions whose lane runs here to the lane's
 	// wake-up, so new deliveries reach a lingering lane at once.
-	running map[int64]chan struct{}
+	running map[int64]workqueue.Wake
 	runs    atomic.Int64 // lanes run here so far
 }
 
 func newDispatcher(s *Service) *dispatcher {
-	return &dispatcher{s: s, wake: make(chan struct{}, 1), fanWake: make(chan struct{}, 1),
-		stop: make(chan struct{}), running: map[int64]chan struct{}{}}
+	return &dispatcher{s: s, wake: workqueue.NewWake(), fanWake: workqueue.NewWake(),
+		stop: make(chan struct{}), running: map[int64]workqueue.Wake{}}
 }
 
 // Start runs this replica's fan-out and dispatcher until Stop.
@@ -93,7 +94,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 }
 
-func (s *Service) wakeDispatcher() { poke(s.dispatch.wake) }
+func (s *Service) wakeDispatcher() { s.dispatch.wake.Ring() }
 
 // wakeLanes tells the lanes of ids running here that deliveries arrived,
 // and the dispatcher, for the others.
@@ -102,20 +103,13 @@ func (s *Service) wakeLanes(ids []int64) {
 	d.mu.Lock()
 	for _, id := range ids {
 		if wake, ok := d.running[id]; ok {
-			poke(wake)
+			wake.Ring()
 		}
 	}
 	d.mu.Unlock()
-	poke(d.wake)
+	d.wake.Ring()
 }
-func (s *Service) wakeFanOut() { poke(s.dispatch.fanWake) }
-
-func poke(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) wakeFanOut() { s.dispatch.fanWake.Ring() }
 
 // fanOutLoop fans out stored events as they are committed.
 func (d *dispatcher) fanOutLoop(ctx context.Context) {
@@ -156,18 +150,16 @@ func (d *dispatcher) claimLoop(ctx context.Context) {
 }
 
 // pause waits for wake or d, and reports false when the dispatcher stops.
-func (d *dispatcher) pause(ctx context.Context, wake <-chan struct{}, wait time.Duration) bool {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-wake:
-	case <-t.C:
-	case <-d.stop:
-		return false
-	case <-ctx.Done():
+func (d *dispatcher) pause(ctx context.Context, wake workqueue.Wake, wait time.Duration) bool {
+	if !workqueue.Pause(ctx, wait, wake, d.stop) {
 		return false
 	}
-	return true
+	select {
+	case <-d.stop:
+		return false
+	default:
+		return true
+	}
 }
 
 func (d *dispatcher) count() int {
@@ -221,7 +213,7 @@ func (d *dispatcher) startLane(ctx context.Context, c claimed) {
 		d.s.releaseLane(ctx, c.SubscriptionID, c.token, newBreaker(d.s.perSubscription, c.Failures, c.InFlightLimit))
 		return
 	}
-	wake := make(chan struct{}, 1)
+	wake := workqueue.NewWake()
 	d.running[c.SubscriptionID] = wake
 	d.done.Add(1)
 	d.mu.Unlock()
@@ -240,12 +232,15 @@ func (d *dispatcher) startLane(ctx context.Context, c claimed) {
 		l := d.s.newLane(c.SubscriptionID, laneRun{until: time.Now().Add(d.s.laneRunFor), linger: laneLinger, stop: d.stop, wake: wake},
 			newBreaker(d.s.perSubscription, c.Failures, c.InFlightLimit))
 		l.work(ctx)
+		give := d.s.failing.take(ctx, l.breaker)
 		d.s.releaseLane(ctx, c.SubscriptionID, c.token, l.breaker)
+		give()
 	}()
 }
 
 // markDue makes the lanes of ids due at `at` (or earlier, if they already
-// were), creating them as needed, in tx. The rows are upserted in id order
+// were; a lane whose breaker is open, openPoll later), creating them as
+// needed, in tx. The rows are upserted in id order
 // so concurrent callers lock them in one order.
 func markDue(ctx context.Context, tx bun.IDB, ids []int64, at time.Time) error {
 	if len(ids) == 0 {
@@ -257,6 +252,11 @@ func markDue(ctx context.Context, tx bun.IDB, ids []int64, at time.Time) error {
 		SubscriptionID int64     `bun:"subscription_id,pk"`
 		DueAt          time.Time `bun:"due_at"`
 	}
+	// A lane whose breaker is open takes its new deliveries on its own
+	// schedule (lane.pollAfter), refusing them in one batch: waking it
+	// per event would cost a claim, a fetch and a write per event of a
+	// dead endpoint.
+	openAt := at.Add(openPoll).UTC()
 	rows := make([]laneRow, len(ids))
 	for i, id := range ids {
 		rows[i] = laneRow{SubscriptionID: id, DueAt: at}
@@ -264,7 +264,9 @@ func markDue(ctx context.Context, tx bun.IDB, ids []int64, at time.Time) error {
 	for chunk := range slices.Chunk(rows, insertChunk) {
 		_, err := tx.NewInsert().Model(&chunk).
 			On("CONFLICT (subscription_id) DO UPDATE").
-			Set("due_at = CASE WHEN l.due_at IS NULL OR l.due_at > EXCLUDED.due_at THEN EXCLUDED.due_at ELSE l.due_at END").
+			Set("due_at = CASE WHEN l.failures >= ? THEN (CASE WHEN l.due_at IS NULL OR l.due_at > ? THEN ? ELSE l.due_at END) "+
+				"WHEN l.due_at IS NULL OR l.due_at > EXCLUDED.due_at THEN EXCLUDED.due_at ELSE l.due_at END",
+				breakerThreshold, openAt, openAt).
 			Returning("NULL").Exec(ctx)
 		if err != nil {
 			return err

@@ -162,11 +162,22 @@ func (l *lane) idle(ctx context.Context) {
 	select {
 	case <-t.C:
 		l.idlePoll = min(l.idlePoll*2, lanePollIdle)
-	case <-l.run.wake:
+	case <-l.wake():
 		l.idlePoll = lanePoll
 	case <-l.run.stop:
 	case <-ctx.Done():
 	}
+}
+
+// wake is the doorbell of new deliveries, which a lane whose breaker is
+// open does not answer: it looks on its own schedule (pollAfter), so a dead
+// endpoint's events are refused in batches, not one fetch and one write
+// each.
+func (l *lane) wake() <-chan struct{} {
+	if l.breaker.open() {
+		return nil
+	}
+	return l.run.wake
 }
 
 // pollAfter is how long the lane waits before it looks for due
@@ -199,8 +210,14 @@ func (l *lane) wantsMore() bool { return len(l.queued)+l.sending <= l.window/2 }
 // A lane whose breaker is open also learns when its next delivery comes
 // due, and looks again then rather than polling.
 func (l *lane) fill(ctx context.Context) {
-	if err := l.refreshTarget(ctx); err != nil || l.ending {
-		return
+	defer l.s.failing.take(ctx, l.breaker)()
+	// With every slot taken (an open breaker's probe in flight), nothing
+	// fetched now can be sent before the next fill, which re-reads the
+	// subscription first.
+	if l.sending < l.breaker.allowed() {
+		if err := l.refreshTarget(ctx); err != nil || l.ending {
+			return
+		}
 	}
 	rows, err := l.s.fetchDue(ctx, l.id, l.held, l.window-len(l.queued)-l.sending)
 	if err == nil && l.breaker.open() {
@@ -285,7 +302,7 @@ func (l *lane) wait(ctx context.Context, deadline <-chan time.Time) bool {
 	var poll, due <-chan time.Time
 	var stop, ctxDone, wake <-chan struct{}
 	if !l.ending {
-		stop, ctxDone, wake = l.run.stop, ctx.Done(), l.run.wake
+		stop, ctxDone, wake = l.run.stop, ctx.Done(), l.wake()
 		if d := l.pollAfter(); d > 0 {
 			poll = time.After(d)
 		}
@@ -332,7 +349,9 @@ func (l *lane) flush(ctx context.Context) {
 	if len(l.done) == 0 {
 		return
 	}
+	give := l.s.failing.take(ctx, l.breaker)
 	l.s.recordBatch(ctx, &l.target, l.done)
+	give()
 	for _, r := range l.done {
 		delete(l.held, r.row.ID)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
 // nextRetryAt is when the attempt after a failed attempt number attempt is
@@ -57,10 +58,8 @@ func (s *Service) recordBatch(ctx context.Context, t *subscriptionRow, done []re
 	}
 	counters := s.counterUpdate(t, now, succeeded > 0, finals, trailing, failed)
 
-	backoff := 50 * time.Millisecond
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AttemptTimeout+10*time.Second)
-	defer cancel()
-	for {
+	// The outcomes must land: a lost write sends the batch again.
+	err := workqueue.Persist(ctx, AttemptTimeout+10*time.Second, func(wctx context.Context) error {
 		err := s.db.InTx(wctx, func(ctx context.Context, tx *store.Tx) error {
 			if _, err := tx.NewInsert().Model(&logs).Returning("NULL").Exec(ctx); err != nil {
 				return err
@@ -90,17 +89,15 @@ func (s *Service) recordBatch(ctx context.Context, t *subscriptionRow, done []re
 			}
 			return nil
 		})
-		if err == nil {
-			break
+		if err != nil {
+			s.log.WarnContext(ctx, "webhooks: write delivery outcomes; retrying", "subscription_id", t.ID, "err", err)
 		}
-		if wctx.Err() != nil {
-			s.log.ErrorContext(ctx, "webhooks: delivery outcomes not written; the deliveries will be sent again",
-				"subscription_id", t.ID, "deliveries", len(done), "err", err)
-			return
-		}
-		s.log.WarnContext(ctx, "webhooks: write delivery outcomes; retrying", "subscription_id", t.ID, "err", err)
-		sleep(wctx, nil, backoff)
-		backoff = min(backoff*2, 2*time.Second)
+		return err
+	})
+	if err != nil {
+		s.log.ErrorContext(ctx, "webhooks: delivery outcomes not written; the deliveries will be sent again",
+			"subscription_id", t.ID, "deliveries", len(done), "err", err)
+		return
 	}
 	s.metrics.attempts.WithLabelValues("succeeded").Add(float64(succeeded))
 	s.metrics.attempts.WithLabelValues("failed").Add(float64(finals))
@@ -157,16 +154,5 @@ func (s *Service) counterUpdate(t *subscriptionRow, now time.Time, success bool,
 				Set("enabled = CASE WHEN "+count+" >= ? THEN ? ELSE enabled END", trailing, DisableAfter, false)
 		}
 		return q
-	}
-}
-
-// sleep waits d, or less when ctx ends or stop closes.
-func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	case <-stop:
 	}
 }

@@ -113,7 +113,9 @@ type Service struct {
 	laneRunFor      time.Duration
 	subs            *subscriptionCache
 	dispatch        *dispatcher
-	keyring         *secrets.Keyring
+	// failing is the failing endpoints' share of the database (breaker.go).
+	failing dbTurns
+	keyring *secrets.Keyring
 	// guard judges subscription URLs when they are given
 	// (OUTBOUND_ALLOW_CIDRS); deliveries dial through client's own.
 	guard *netguard.Guard
@@ -162,6 +164,7 @@ func NewService(db *store.DB, opts Options) *Service {
 	s.laneRunFor = cmp.Or(opts.LaneRunFor, laneRunFor)
 	s.subs = newSubscriptionCache()
 	s.dispatch = newDispatcher(s)
+	s.failing = newDBTurns()
 	s.brokers = newBrokerTransports(s)
 	s.metrics = newMetrics(opts.Registerer)
 	if opts.Registerer != nil {
