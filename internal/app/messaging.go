@@ -47,7 +47,8 @@ func (a *App) newMessaging(opts Options) {
 	}, mopts)
 	a.Messaging.RegisterTransport(channels.OfficialChatapp, official.NewTransport(a.ProviderClient))
 	a.Messaging.RegisterMediaFetcher(channels.OfficialChatapp, official.NewMediaFetcher(a.ProviderClient))
-	a.Official = official.NewService(a.Channels, a.Messaging, logger.With("component", "official"))
+	a.Official = official.NewService(a.Channels, a.Messaging, official.Options{Logger: logger.With("component", "official"),
+		Limiter: a.Limiter, RatePerAccount: cfg.HTTP.ProviderWebhookRate})
 }
 
 // addMessagingWorkers registers the media-fetch worker and the periodic

@@ -98,7 +98,7 @@ func TestParse(t *testing.T) {
 		{name: "bad trusted proxy", env: map[string]string{"TRUSTED_PROXIES": "the balancer"}, wantErr: "TRUSTED_PROXIES"},
 		{name: "edge defaults", check: func(t *testing.T, c config.Config) {
 			want := config.HTTPLimits{ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, UploadTimeout: 10 * time.Minute,
-				IdleTimeout: 2 * time.Minute, MaxPerIP: 64, MaxPerToken: 32, MaxPerProviderAccount: 16}
+				IdleTimeout: 2 * time.Minute, MaxPerIP: 64, MaxPerToken: 32, MaxPerProviderAccount: 16, ProviderWebhookRate: 200}
 			if !reflect.DeepEqual(c.HTTP, want) || c.DBMaxConns != 20 || c.DebugListen != "" {
 				t.Errorf("edge defaults: %+v, db %d, debug %q", c.HTTP, c.DBMaxConns, c.DebugListen)
 			}
@@ -121,6 +121,13 @@ func TestParse(t *testing.T) {
 		{name: "no in-flight requests per ip", env: map[string]string{"HTTP_MAX_INFLIGHT_PER_IP": "0"}, wantErr: "HTTP_MAX_INFLIGHT_PER_IP"},
 		{name: "bad in-flight per token", env: map[string]string{"HTTP_MAX_INFLIGHT_PER_TOKEN": "x"}, wantErr: "HTTP_MAX_INFLIGHT_PER_TOKEN"},
 		{name: "no in-flight webhooks per provider account", env: map[string]string{"HTTP_MAX_INFLIGHT_PER_PROVIDER_ACCOUNT": "0"}, wantErr: "HTTP_MAX_INFLIGHT_PER_PROVIDER_ACCOUNT"},
+		{name: "negative provider webhook rate", env: map[string]string{"PROVIDER_WEBHOOK_RATE": "-1"}, wantErr: "PROVIDER_WEBHOOK_RATE"},
+		{name: "provider webhook rate off", env: map[string]string{"PROVIDER_WEBHOOK_RATE": "0"},
+			check: func(t *testing.T, c config.Config) {
+				if c.HTTP.ProviderWebhookRate != 0 {
+					t.Errorf("rate %d, want 0 (no limit)", c.HTTP.ProviderWebhookRate)
+				}
+			}},
 		{name: "db max conns zero", env: map[string]string{"DB_MAX_CONNS": "0"}, wantErr: "DB_MAX_CONNS"},
 		{name: "db max conns too many", env: map[string]string{"DB_MAX_CONNS": "5000"}, wantErr: "DB_MAX_CONNS"},
 		{name: "debug listen without port", env: map[string]string{"DEBUG_LISTEN": "localhost"}, wantErr: "DEBUG_LISTEN"},

@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/official"
@@ -239,5 +241,57 @@ func TestReceiptsOrdering(t *testing.T) {
 			t.Fatalf("Falha is final, got %d", m.StatusID)
 		}
 		e.sink.first("failed", messageEvent(events.OmnichatMessageSent, b, messaging.StatusFailed))
+	})
+}
+
+// TestProviderWebhookRatePerAccount: an account's correctly signed
+// deliveries beyond PROVIDER_WEBHOOK_RATE in a second answer 429 with
+// Retry-After and store nothing; the provider's next delivery, a second
+// later, is taken. Unsigned deliveries do not spend the account's share.
+func TestProviderWebhookRatePerAccount(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newOfficialEnv(t, db, ofcEnvOptions{noWorkers: true, configure: func(c *config.Config) { c.HTTP.ProviderWebhookRate = 2 }})
+		ctx := context.Background()
+		deliver := func(id, sig string) *apitest.Response {
+			body := []byte(fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"w","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":%q},"contacts":[{"profile":{"name":"Maria"},"wa_id":"5511977776666"}],"messages":[{"from":"5511977776666","id":%q,"timestamp":"1764770000","type":"text","text":{"body":"Olá"}}]}}]}]}`, e.pnid, id))
+			if sig == "" {
+				sig = official.Sign(ofcAppSecret, body)
+			}
+			return e.h.Do(apitest.Request{Method: "POST", Path: "/provider-webhooks/" + e.pnid, JSON: body,
+				Header: http.Header{"Content-Type": {"application/json"}, "X-Hub-Signature-256": {sig}}})
+		}
+		stored := func(id string) bool {
+			_, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, id)
+			return err == nil
+		}
+		steps := []struct {
+			name, id, sig string
+			advance       time.Duration
+			status        int
+		}{
+			{"a forged delivery spends nothing", "wamid.rate-0", "sha256=00", 0, 401},
+			{"the first of the second", "wamid.rate-1", "", 0, 200},
+			{"the second of the second", "wamid.rate-2", "", 0, 200},
+			{"one more in the same second", "wamid.rate-3", "", 0, 429},
+			{"the provider's retry a second later", "wamid.rate-3", "", time.Second, 200},
+		}
+		for _, st := range steps {
+			t.Run(st.name, func(t *testing.T) {
+				e.clk.Advance(st.advance)
+				r := deliver(st.id, st.sig)
+				if r.Status != st.status {
+					t.Fatalf("status %d %s, want %d", r.Status, r.Body, st.status)
+				}
+				if st.status == 429 {
+					if r.Header.Get("Retry-After") != "1" || r.Map(t)["message"] != official.MsgAccountRate {
+						t.Fatalf("Retry-After %q, body %s", r.Header.Get("Retry-After"), r.Body)
+					}
+				}
+				if got := stored(st.id); got != (st.status == 200) {
+					t.Fatalf("%s stored: %v after status %d", st.id, got, st.status)
+				}
+			})
+		}
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/msgtype"
+	"github.com/chatmsg/gateway/internal/ratelimit"
 )
 
 // Receiver is what inbound provider webhooks are reported to
@@ -38,16 +39,52 @@ type ChannelFinder interface {
 type Service struct {
 	channels ChannelFinder
 	receiver Receiver
-	logger   *slog.Logger
+	opts     Options
+}
+
+// Options tune the inbound side.
+type Options struct {
+	Logger *slog.Logger
+	// Limiter and RatePerAccount bound the deliveries one provider account
+	// makes per second (0: no bound), counted once the signature is
+	// checked, so a forged flood cannot spend a company's share.
+	Limiter        ratelimit.Limiter
+	RatePerAccount int
 }
 
 // NewService returns the inbound webhook service. It makes no provider
 // call: a contact's media is fetched later through MediaFetcher.
-func NewService(ch ChannelFinder, receiver Receiver, logger *slog.Logger) *Service {
-	if logger == nil {
-		logger = slog.Default()
+func NewService(ch ChannelFinder, receiver Receiver, opts Options) *Service {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
-	return &Service{channels: ch, receiver: receiver, logger: logger}
+	if opts.Limiter == nil {
+		opts.RatePerAccount = 0
+	}
+	return &Service{channels: ch, receiver: receiver, opts: opts}
+}
+
+// MsgAccountRate is the 429 of a delivery over its account's rate.
+const MsgAccountRate = "Too many webhook deliveries for this account; retry shortly."
+
+// admit spends one of the account's deliveries this second. One
+// account's flood of inbound messages then costs that company its own
+// deliveries' latency (the provider delivers the refused ones again),
+// not every other company's. A limiter that fails lets the delivery in:
+// refusing the provider for our own fault would only delay it.
+func (s *Service) admit(ctx context.Context, ch channels.Channel) error {
+	if s.opts.RatePerAccount <= 0 {
+		return nil
+	}
+	ok, wait, err := s.opts.Limiter.Allow(ctx, ratelimit.Key("inbound:account", ch.ID), s.opts.RatePerAccount, time.Second)
+	if err != nil {
+		s.opts.Logger.WarnContext(ctx, "official: inbound rate limiter failed; delivery admitted", "company_channel_id", ch.ID, "err", err)
+		return nil
+	}
+	if !ok {
+		return &fault.Error{Kind: fault.RateLimited, Message: MsgAccountRate, RetryAfterSeconds: ratelimit.RetryAfterSeconds(wait)}
+	}
+	return nil
 }
 
 // VerifyToken is the token an operator enters as the webhook's "verify
@@ -128,6 +165,9 @@ func (s *Service) ReceiveProviderWebhook(ctx context.Context, phoneNumberID, sig
 	}
 	if signature == "" || !hmac.Equal([]byte(signature), []byte(Sign(ch.ProviderAccount.AppSecret, body))) {
 		return sum, fault.New(fault.Unauthenticated, badSignature)
+	}
+	if err := s.admit(ctx, ch); err != nil {
+		return sum, err
 	}
 	var p WebhookPayload
 	if err := json.Unmarshal(body, &p); err != nil {
@@ -445,7 +485,7 @@ func (s *Service) receipt(ctx context.Context, ch channels.Channel, st StatusUpd
 	// the zero message, so adopting it counts as applied).
 	err = s.receiver.ApplyReceipt(ctx, r)
 	if fault.KindOf(err) == fault.NotFound {
-		s.logger.InfoContext(ctx, "receipt for an unknown message ignored", "external_id", st.ID, "status", st.Status)
+		s.opts.Logger.InfoContext(ctx, "receipt for an unknown message ignored", "external_id", st.ID, "status", st.Status)
 		return false, nil
 	}
 	if err != nil {
@@ -460,7 +500,7 @@ func (s *Service) receipt(ctx context.Context, ch channels.Channel, st StatusUpd
 	}
 	applied := after.StatusID != before.StatusID || after.ID != before.ID
 	if applied && st.Pricing != nil {
-		s.logger.DebugContext(ctx, "receipt priced", "external_id", st.ID, "category", st.Pricing.Category,
+		s.opts.Logger.DebugContext(ctx, "receipt priced", "external_id", st.ID, "category", st.Pricing.Category,
 			"billable", st.Pricing.Billable, "pricing_model", st.Pricing.PricingModel)
 	}
 	return applied, nil
