@@ -15,11 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
-	"github.com/chatmsg/gateway/asyncapi"
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/eventexamples"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 	"github.com/chatmsg/gateway/internal/webhooks"
@@ -89,11 +87,11 @@ func publishStream(t testing.TB, h *apitest.Harness, company int64, name string,
 
 func exampleEventData(t testing.TB, name string) json.RawMessage {
 	t.Helper()
-	ex, ok := eventExamples(t)[name]
-	if !ok {
-		t.Fatalf("no example for %s", name)
+	ex, err := eventexamples.Lookup(name)
+	if err != nil {
+		t.Fatalf("no example for %s: %v", name, err)
 	}
-	return ex
+	return ex.Data
 }
 
 // streamTicket issues a stream ticket with token.
@@ -285,38 +283,6 @@ func logSeqs(t testing.TB, h *apitest.Harness, company int64) []int64 {
 	out := make([]int64, len(evs))
 	for i, e := range evs {
 		out[i] = e.Seq
-	}
-	return out
-}
-
-// eventExamples are the data of each AsyncAPI message's first example.
-func eventExamples(t testing.TB) map[string]json.RawMessage {
-	t.Helper()
-	var doc struct {
-		Components struct {
-			Messages map[string]struct {
-				Name     string `yaml:"name"`
-				Examples []struct {
-					Payload struct {
-						Data any `yaml:"data"`
-					} `yaml:"payload"`
-				} `yaml:"examples"`
-			} `yaml:"messages"`
-		} `yaml:"components"`
-	}
-	if err := yaml.Unmarshal(asyncapi.Document, &doc); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]json.RawMessage{}
-	for _, m := range doc.Components.Messages {
-		if len(m.Examples) == 0 {
-			continue
-		}
-		b, err := json.Marshal(m.Examples[0].Payload.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[m.Name] = b
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -15,8 +16,21 @@ import (
 // the old replicas' writes in the other lock order (the cluster suite saw
 // it: 0076 adding a trigger to contact_channels while earlier migrations'
 // locks were still held).
+//
+// What was applied is read once first, without the lock, so a replica that
+// starts on an up-to-date schema opens no transaction at all, and one that
+// finds some pending opens one per pending migration; each of those reads
+// the table again under the lock, so two replicas starting at once still
+// apply each migration once.
 func (db *DB) migrateOneByOne(ctx context.Context, migrations []Migration) error {
-	for i := range migrations {
+	done, err := db.appliedOutsideLock(ctx)
+	if err != nil {
+		return err
+	}
+	for i, m := range migrations {
+		if done[m.ID] {
+			continue
+		}
 		err := retryMigration(ctx, func() error {
 			return db.InTx(ctx, func(ctx context.Context, tx *Tx) error {
 				return applyMigrations(ctx, db.Dialect, tx, migrations[:i+1])
@@ -64,4 +78,17 @@ func lockConflict(err error) bool {
 		return true
 	}
 	return false
+}
+
+// appliedOutsideLock is the ids schema_migrations held when read, none when
+// the table does not exist yet (PostgreSQL).
+func (db *DB) appliedOutsideLock(ctx context.Context) (map[string]bool, error) {
+	var exists bool
+	if err := db.Bun.NewRaw("SELECT to_regclass('schema_migrations') IS NOT NULL").Scan(ctx, &exists); err != nil {
+		return nil, fmt.Errorf("look for schema_migrations: %w", err)
+	}
+	if !exists {
+		return map[string]bool{}, nil
+	}
+	return appliedIDs(ctx, db.Bun)
 }
