@@ -102,3 +102,30 @@ func TestFailingShare(t *testing.T) {
 		})
 	}
 }
+
+// TestLaneHoldsWhatItCanSend: a lane keeps laneWindow deliveries per
+// attempt its breaker allows, so a failing endpoint's lane does not hold a
+// healthy one's window of bodies; an open one takes the whole window, since
+// it refuses what it fetches at once.
+func TestLaneHoldsWhatItCanSend(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		b    breaker
+		want int
+	}{
+		{"a healthy endpoint at its bound", newBreaker(8, 0, 8), 8 * laneWindow},
+		{"a new endpoint", newBreaker(8, 0, 0), slowStart * laneWindow},
+		{"a failing endpoint, breaker closed", newBreaker(8, 3, 1), laneWindow},
+		{"an open breaker refuses the whole window", newBreaker(8, breakerThreshold, 1), 8 * laneWindow},
+		{"a bound below the limit kept", newBreaker(2, 0, 8), 2 * laneWindow},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &lane{window: 8 * laneWindow, breaker: tc.b}
+			if got := l.ahead(); got != tc.want {
+				t.Fatalf("ahead %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

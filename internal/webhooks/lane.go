@@ -25,8 +25,8 @@ const (
 	lanePoll     = 10 * time.Millisecond
 	lanePollIdle = 100 * time.Millisecond
 	openPoll     = 5 * time.Second
-	// laneWindow × the in-flight bound is how many deliveries a lane holds
-	// (sending or waiting to be sent) at a time.
+	// laneWindow × the attempts allowed in flight is how many deliveries a
+	// lane holds (sending or waiting to be sent) at a time (lane.ahead).
 	laneWindow = 4
 	// flushAfter bounds how long an outcome waits to be written with
 	// others in one transaction.
@@ -200,8 +200,22 @@ func (l *lane) pollAfter() time.Duration {
 	}
 }
 
-// wantsMore: fetch again once half the window is free.
-func (l *lane) wantsMore() bool { return len(l.queued)+l.sending <= l.window/2 }
+// wantsMore: fetch again once half of what the lane may hold is free.
+func (l *lane) wantsMore() bool { return len(l.queued)+l.sending <= l.ahead()/2 }
+
+// ahead is how many deliveries the lane holds at once (sending or waiting
+// to be sent): laneWindow for each attempt its breaker allows in flight, so
+// a failing endpoint's lane (one attempt of up to 10 s) keeps 4 bodies in
+// memory, not the 32 of a healthy one; a thousand of them held 30-60 MB
+// more, which the garbage collector then scanned under its memory limit.
+// An open lane refuses what it fetches at once, so it takes the whole
+// window per look and keeps its refusals on schedule.
+func (l *lane) ahead() int {
+	if l.breaker.open() {
+		return l.window
+	}
+	return min(l.window, l.breaker.allowed()*laneWindow)
+}
 
 // fill re-reads the subscription and fetches due deliveries not already
 // held, up to the window: a rotated secret signs the very next attempt, and
@@ -219,7 +233,7 @@ func (l *lane) fill(ctx context.Context) {
 			return
 		}
 	}
-	rows, err := l.s.fetchDue(ctx, l.id, l.held, l.window-len(l.queued)-l.sending)
+	rows, err := l.s.fetchDue(ctx, l.id, l.held, l.ahead()-len(l.queued)-l.sending)
 	if err == nil && l.breaker.open() {
 		l.nextDue, err = l.s.nextDue(ctx, l.id)
 	}
