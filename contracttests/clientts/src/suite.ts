@@ -345,6 +345,17 @@ async function brokeChannelId(): Promise<number> {
   return brokeChannel;
 }
 
+async function eventStream(): Promise<void> {
+  // The live stream (extension): a ticket from an authenticated POST, then the stream with it. The
+  // validating proxy reads every answer whole, and a stream never ends, so the suite checks the
+  // ticket and the stream's refusal of a ticket it never issued; the stream itself is tested in
+  // internal/httpapi (events_stream_test.go) and by make load's events-stream scenario.
+  const ticket = must("createEventStreamTicket", await api.POST("/api/events/stream-tickets", {}));
+  check(ticket.ticket.length > 0 && Date.parse(ticket.expires_at) > Date.now(), "a stream ticket that has not expired");
+  const forged = await api.GET("/api/events/stream", { params: { query: { ticket: "not-a-ticket-we-issued" } }, parseAs: "text" });
+  check(forged.response.status === 401, "the stream refuses a ticket it never issued (401)");
+}
+
 async function main(): Promise<void> {
   const receiver = await startReceiver();
   try {
@@ -359,6 +370,7 @@ async function main(): Promise<void> {
     await uploads(official?.provider_account?.id ?? 0);
     await simulatorAndTeardown(conn);
     await deliveriesAndDelete(hook);
+    await eventStream();
   } finally {
     receiver.close();
   }
