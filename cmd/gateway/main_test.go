@@ -91,7 +91,7 @@ func TestApplyMemoryLimit(t *testing.T) {
 		gomemlimit string
 		want       int64
 	}{
-		{name: "default", limit: config.DefaultMemoryLimit, want: 96 << 20},
+		{name: "default", limit: config.DefaultMemoryLimit, want: 256 << 20},
 		{name: "configured", limit: "1GiB", want: 1 << 30},
 		{name: "off", limit: "off", want: math.MaxInt64},
 		{name: "GOMEMLIMIT wins", limit: "1GiB", gomemlimit: "200MiB", want: preset},

@@ -151,8 +151,8 @@ func TestParse(t *testing.T) {
 		{name: "metrics listen on the public address", args: []string{"-listen", "127.0.0.1:8080", "-metrics-listen", "127.0.0.1:8080"}, wantErr: "METRICS_LISTEN: must differ from LISTEN_ADDR"},
 		{name: "metrics listen on the debug address", env: map[string]string{"DEBUG_LISTEN": "127.0.0.1:6060", "METRICS_LISTEN": "127.0.0.1:6060"}, wantErr: "METRICS_LISTEN: must differ from DEBUG_LISTEN"},
 		{name: "memory limit default", check: func(t *testing.T, c config.Config) {
-			if c.MemoryLimit != 96<<20 {
-				t.Errorf("memory limit = %d, want 96 MiB", c.MemoryLimit)
+			if c.MemoryLimit != 256<<20 {
+				t.Errorf("memory limit = %d, want 256 MiB", c.MemoryLimit)
 			}
 		}},
 		{name: "memory limit from the environment", env: map[string]string{"MEMORY_LIMIT": "1GiB"}, check: func(t *testing.T, c config.Config) {
