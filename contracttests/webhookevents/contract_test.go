@@ -22,6 +22,11 @@
 // the document's examples otherwise. Each produced delivery is checked with the
 // subscriber library before Pact compares it: Pact checks the signature's
 // format, the library checks its value.
+//
+// A second pact (nats_test.go, consumer broker-subscriber) covers one NATS
+// JetStream delivery: its headers as message metadata, checked with
+// subscriber.VerifyNATS by the consumer and on what webhooks.NATSMessage,
+// the NATS transport's own constructor, produces.
 package webhookevents
 
 import (

@@ -95,18 +95,29 @@ func (n *natsTransport) deliver(ctx context.Context, t subscriptionRow, d Delive
 	if err != nil {
 		return fail(err)
 	}
-	m := nats.NewMsg(dest.subject)
-	m.Data = d.Body
-	for k, v := range SignedHeaders(t.Secret, t.SignatureScheme, d, attempt, s.now()) {
-		m.Header[k] = v
-	}
-	m.Header.Set(jetstream.MsgIDHeader, d.ID)
+	m := NATSMessage(dest.subject, t.Secret, t.SignatureScheme, d, attempt, s.now())
 	if _, err := c.js.PublishMsg(actx, m, jetstream.WithMsgID(d.ID)); err != nil {
 		return fail(err)
 	}
 	o := outcome{success: true, duration: time.Since(start)}
 	s.metrics.duration.Observe(o.duration.Seconds())
 	return o
+}
+
+// NATSMessage is the JetStream message of attempt number attempt of d to
+// subject at time now: the envelope bytes with the signed headers of scheme
+// (SignedHeaders) and Nats-Msg-Id = the delivery id. deliver publishes
+// exactly this; it is exported so the message contract
+// (contracttests/webhookevents) checks what subscribers receive from
+// the same construction.
+func NATSMessage(subject, secret, scheme string, d Delivery, attempt int, now time.Time) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = d.Body
+	for k, v := range SignedHeaders(secret, scheme, d, attempt, now) {
+		m.Header[k] = v
+	}
+	m.Header.Set(jetstream.MsgIDHeader, d.ID)
+	return m
 }
 
 // classifyNATS turns a failed connect or publish into its fixed text. Every
