@@ -151,7 +151,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c := commonFlags(fs)
 	scenarios := fs.String("scenarios", env("LOADGEN_SCENARIOS", strings.Join(loadtest.DefaultScenarios, ",")),
-		"comma-separated name:mode; names: baseline, send-queued, send-sync, events-1, events-4, list-default, list-filter, baseline-send, baseline-delivery; modes: open, closed; and without a mode: noisy-webhooks, noisy-sends, noisy-inbound, events-fanout, list-1m ($LOADGEN_SCENARIOS)")
+		"comma-separated name:mode; names: baseline, send-queued, send-sync, events-1, events-4, list-default, list-filter, baseline-send, baseline-delivery; modes: open, closed; and without a mode: noisy-webhooks, noisy-sends, noisy-inbound, events-fanout, list-1m, events-stream, and, only when named (not in the default list: they need NATS with JetStream and RabbitMQ, -nats-url, -amqp-url), events-nats and events-amqp ($LOADGEN_SCENARIOS)")
 	runs := fs.Int("runs", envInt("LOADGEN_RUNS", 3), "repetitions; the table gives the median and the spread ($LOADGEN_RUNS)")
 	duration := fs.Duration("duration", envDuration("LOADGEN_DURATION", 6*time.Second), "load time per scenario ($LOADGEN_DURATION)")
 	rate := fs.Float64("rate", envFloat("LOADGEN_RATE", 200), "open loop: requests per second ($LOADGEN_RATE)")
@@ -184,6 +184,11 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	fanout := fs.String("fanout", env("LOADGEN_FANOUT", "1,10,100,500"), "events-fanout: subscriptions per event ($LOADGEN_FANOUT)")
 	fanoutDeliveries := fs.Float64("fanout-deliveries", envFloat("LOADGEN_FANOUT_DELIVERIES", 1000), "events-fanout: deliveries per second offered at each level ($LOADGEN_FANOUT_DELIVERIES)")
 	listRows := fs.Int("list-rows", envInt("LOADGEN_LIST_ROWS", 1_000_000), "list-1m: conversations seeded ($LOADGEN_LIST_ROWS)")
+	brokerRate := fs.Float64("broker-rate", envFloat("LOADGEN_BROKER_RATE", 500), "events-nats, events-amqp: events per second of the paced phase ($LOADGEN_BROKER_RATE)")
+	natsURL := fs.String("nats-url", env("LOADGEN_NATS_URL", loadtest.DefaultNATSURL), "events-nats: NATS server with JetStream; the scenario makes and deletes a stream of its own ($LOADGEN_NATS_URL)")
+	amqpURL := fs.String("amqp-url", env("LOADGEN_AMQP_URL", loadtest.DefaultAMQPURL), "events-amqp: RabbitMQ URL with credentials and virtual host; the scenario makes and deletes an exchange and a queue of its own ($LOADGEN_AMQP_URL)")
+	streamReaders := fs.Int("stream-readers", envInt("LOADGEN_STREAM_READERS", 100), "events-stream: concurrent readers of the company's stream ($LOADGEN_STREAM_READERS)")
+	streamRate := fs.Float64("stream-rate", envFloat("LOADGEN_STREAM_RATE", 200), "events-stream: events per second the company publishes ($LOADGEN_STREAM_RATE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -211,7 +216,8 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 			Scenarios: list, Runs: *runs, Duration: *duration, Rate: *rate, EventRate: *eventRate, Conns: *conns,
 			Companies: *companies, Contacts: *contacts, ListContacts: *listContacts, Drain: *drain,
 			BaselineConns: int32(*baselineConns), Replicas: *replicas, GatewayEnv: *c.env, ProfileDir: *profile, Log: logf,
-			JobWorkers: *jobWorkers, Noise: noise, FanoutLevels: levels, FanoutDeliveries: *fanoutDeliveries, ListRows: *listRows})
+			JobWorkers: *jobWorkers, Noise: noise, FanoutLevels: levels, FanoutDeliveries: *fanoutDeliveries, ListRows: *listRows,
+			BrokerRate: *brokerRate, NATSURL: *natsURL, AMQPURL: *amqpURL, StreamReaders: *streamReaders, StreamRate: *streamRate})
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,10 @@
 // (listing a company whose million conversations SeedConversations wrote
 // through SQL), and noisy-webhooks, noisy-sends and noisy-inbound, which
 // measure a healthy tenant without and beside another tenant's dead
-// endpoints, stalled provider or inbound flood in one run. README.md says
-// what each does and how to run it.
+// endpoints, stalled provider or inbound flood in one run. Issue 27's
+// destinations too: events-nats and events-amqp, run only when named (a
+// subscription to a JetStream stream or a RabbitMQ exchange the scenario
+// makes, read back and verified as a subscriber does), and events-stream
+// (readers of the live Server-Sent Events stream). README.md says what
+// each does and how to run it.
 package loadtest

@@ -36,11 +36,19 @@ const (
 	ScenarioNoisyInbound  = "noisy-inbound"  // healthy inbound→event beside a 1,000/s inbound flood
 	ScenarioFanout        = "events-fanout"  // publish latency and CPU per delivery at 1–500 subscriptions per event
 	ScenarioList1M        = "list-1m"        // listings of a company with 1M conversations seeded through SQL
+
+	// Broker destinations and the live stream (issue 27). The broker
+	// scenarios need the machine's NATS and RabbitMQ, so they are not in
+	// DefaultScenarios: they run when named. The stream needs only the
+	// gateway and runs by default.
+	ScenarioEventsNATS   = "events-nats"   // a subscription to a JetStream subject, paced then closed loop
+	ScenarioEventsAMQP   = "events-amqp"   // … to a RabbitMQ exchange
+	ScenarioEventsStream = "events-stream" // readers of GET /api/events/stream while the company publishes
 )
 
 // modeless are the scenarios with a load of their own.
 var modeless = map[string]bool{ScenarioNoisyWebhooks: true, ScenarioNoisySends: true, ScenarioNoisyInbound: true,
-	ScenarioFanout: true, ScenarioList1M: true}
+	ScenarioFanout: true, ScenarioList1M: true, ScenarioEventsNATS: true, ScenarioEventsAMQP: true, ScenarioEventsStream: true}
 
 // DefaultScenarios is what `make load` runs: the issue's scenarios, the
 // baseline in each loop mode it is compared with. Events come last so
@@ -50,6 +58,7 @@ var DefaultScenarios = []string{
 	"list-default:closed", "list-filter:closed", "events-1:open", "events-4:open", "events-1:closed",
 	"baseline-send:closed", "baseline-delivery:open", "baseline-delivery:closed",
 	ScenarioFanout, ScenarioList1M, ScenarioNoisyWebhooks, ScenarioNoisySends, ScenarioNoisyInbound,
+	ScenarioEventsStream,
 }
 
 // Options of a load run.
@@ -85,7 +94,17 @@ type Options struct {
 	FanoutDeliveries float64
 	// ListRows is the conversations seeded for list-1m.
 	ListRows int
-	Log      func(format string, args ...any)
+	// BrokerRate is the paced phase of events-nats and events-amqp
+	// (events per second); NATSURL and AMQPURL the brokers they make
+	// their stream, exchange and queue on.
+	BrokerRate float64
+	NATSURL    string
+	AMQPURL    string
+	// StreamReaders read the company's stream in events-stream while it
+	// publishes StreamRate events per second.
+	StreamReaders int
+	StreamRate    float64
+	Log           func(format string, args ...any)
 }
 
 // Result is one scenario of one run.
@@ -108,6 +127,8 @@ type Result struct {
 	Noisy   *NoisyResult       `json:"noisy,omitempty"`
 	Fanout  []FanoutLevel      `json:"fanout,omitempty"`
 	Listing []ListingCase      `json:"listing,omitempty"`
+	Broker  *BrokerResult      `json:"broker,omitempty"`
+	Stream  *StreamResult      `json:"stream,omitempty"`
 }
 
 // EventResult is the delivery side of an events scenario.
@@ -188,6 +209,7 @@ type runner struct {
 	ni                     *noisyInbound
 	fanout                 map[int]*fanoutTarget
 	l1m                    *list1M
+	scenarioCos            map[string]*Company
 	closers                []func()
 }
 
@@ -219,6 +241,21 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 	if o.JobWorkers <= 0 {
 		o.JobWorkers = 32
 	}
+	if o.BrokerRate <= 0 {
+		o.BrokerRate = 500
+	}
+	if o.NATSURL == "" {
+		o.NATSURL = DefaultNATSURL
+	}
+	if o.AMQPURL == "" {
+		o.AMQPURL = DefaultAMQPURL
+	}
+	if o.StreamReaders <= 0 {
+		o.StreamReaders = 100
+	}
+	if o.StreamRate <= 0 {
+		o.StreamRate = 200
+	}
 	r := &runner{o: o, stack: stack, setup: NewSetup(stack), api: NewClient(stack.ReplicaURLs...), ev: map[int]*eventTarget{}}
 	defer r.close()
 	if err := r.prepare(ctx); err != nil {
@@ -230,7 +267,9 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 			"conns": o.Conns, "replicas": max(1, o.Replicas), "gateway_env": o.GatewayEnv, "profile_dir": o.ProfileDir, "contacts": o.Contacts,
 			"list_contacts": o.ListContacts, "baseline_conns": o.BaselineConns, "scenarios": o.Scenarios,
 			"job_workers": o.JobWorkers, "noise": o.Noise, "fanout_levels": o.FanoutLevels,
-			"fanout_deliveries_per_s": o.FanoutDeliveries, "list_rows": o.ListRows}}
+			"fanout_deliveries_per_s": o.FanoutDeliveries, "list_rows": o.ListRows, "broker_rate": o.BrokerRate,
+			"nats_url": redact(o.NATSURL), "amqp_url": redact(o.AMQPURL), "stream_readers": o.StreamReaders,
+			"stream_rate": o.StreamRate}}
 	for run := 1; run <= o.Runs; run++ {
 		first := len(rep.Results)
 		base := map[string]float64{} // baseline throughput by load shape
@@ -262,7 +301,8 @@ func Load(ctx context.Context, o Options) (*Report, error) {
 }
 
 // ParseScenario splits "name:mode"; a scenario with a load of its own
-// (noisy-*, events-fanout, list-1m) has no mode.
+// (noisy-*, events-fanout, list-1m, events-nats, events-amqp,
+// events-stream) has no mode.
 func ParseScenario(s string) (string, Mode, error) {
 	name, mode, _ := strings.Cut(s, ":")
 	if modeless[name] {
@@ -549,6 +589,10 @@ func (r *runner) special(ctx context.Context, run int, name string) (Result, err
 		res.Load = fmt.Sprintf("%.0f deliveries/s", r.o.FanoutDeliveries)
 	case ScenarioList1M:
 		res.Load = fmt.Sprintf("closed %d conns", r.o.Conns)
+	case ScenarioEventsNATS, ScenarioEventsAMQP:
+		res.Load = fmt.Sprintf("open %.0f/s, then closed %d conns", r.o.BrokerRate, r.o.Conns)
+	case ScenarioEventsStream:
+		res.Load = fmt.Sprintf("%d readers, %.0f/s", r.o.StreamReaders, r.o.StreamRate)
 	}
 	sampler := StartSampler(r.stack.PIDs(), 100*time.Millisecond)
 	var err error
@@ -563,6 +607,10 @@ func (r *runner) special(ctx context.Context, run int, name string) (Result, err
 		err = r.runFanout(ctx, run, &res)
 	case ScenarioList1M:
 		err = r.runList1M(ctx, &res)
+	case ScenarioEventsNATS, ScenarioEventsAMQP:
+		err = r.runBroker(ctx, run, name, &res)
+	case ScenarioEventsStream:
+		err = r.runStream(ctx, run, &res)
 	}
 	fp, ferr := sampler.Stop(0)
 	res.Footprint = fp
@@ -793,6 +841,16 @@ func summarise(results []Result) map[string]map[string]Spread {
 			add(r.Scenario, lc.Name+" p50 ms", lc.Latency.P50)
 			add(r.Scenario, lc.Name+" p99 ms", lc.Latency.P99)
 			add(r.Scenario, lc.Name+" req/s", lc.Throughput)
+		}
+		if b := r.Broker; b != nil {
+			for k, v := range b.figures() {
+				add(r.Scenario, k, v)
+			}
+		}
+		if st := r.Stream; st != nil {
+			for k, v := range st.figures() {
+				add(r.Scenario, k, v)
+			}
 		}
 		if e := r.Events; e != nil {
 			add(r.Scenario, "deliveries_per_s", e.DeliveriesPerSec)

@@ -56,6 +56,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 	tw.Flush()
 	rep.writeLaneRuns(w)
 	rep.writeDetails(w)
+	rep.writeTargets(w)
 }
 
 // standardFigures are those the summary table has columns for.
@@ -116,6 +117,34 @@ func (rep *Report) writeDetails(w io.Writer) {
 					lv.Subscriptions, lv.Rate, lv.Publish.P50, lv.Publish.P99, errorText(lv.Errors), lv.Deliveries, lv.Lost,
 					lv.GatewayMs, lv.PostgresMs, lv.TotalMs, lv.Backends, lv.BackendsGone)
 			}
+		}
+		if b := r.Broker; b != nil {
+			fmt.Fprintf(w, "\nrun %d %s to %s (targets: ≥ %d events/s closed loop; paced, publish→broker-ack p99 < %d ms):\n",
+				r.Run, r.Scenario, b.Destination, TargetBrokerPerSec, TargetBrokerAckP99Ms)
+			for _, p := range b.Phases {
+				stored := ""
+				if p.ToStored.N > 0 {
+					stored = fmt.Sprintf(", publish→stored p50 %.1f p99 %.1f ms", p.ToStored.P50, p.ToStored.P99)
+				}
+				fmt.Fprintf(w, "  %s (%s): %d accepted, errors %s, POST p99 %.1f ms; %d read back, %.0f events/s; publish→read p50 %.1f p99 %.1f ms%s; %d missing after the drain (%.1f s), %d duplicates, %d rejected%s\n",
+					p.Name, p.Load, p.Accepted, errorText(p.Errors), p.Publish.P99, p.Read, p.PerSec, p.ToRead.P50, p.ToRead.P99,
+					stored, p.Missing, p.DrainedIn, p.Duplicates, p.Rejected, reason(p.RejectReason))
+			}
+			if b.Cleanup != "" {
+				fmt.Fprintf(w, "  cleanup: %s\n", b.Cleanup)
+			}
+		}
+		if st := r.Stream; st != nil {
+			fmt.Fprintf(w, "\nrun %d %s (%s; targets: %d readers at %d events/s each, publish→read p99 < %d ms, gateway RSS < %d MB):\n",
+				r.Run, r.Scenario, r.Load, TargetStreamReaders, TargetStreamPerReader, TargetStreamP99Ms, TargetStreamRSSMB)
+			fmt.Fprintf(w, "  %d of %d readers connected; %d published (errors %s, POST p99 %.1f ms); publish→read p50 %.1f p99 %.1f ms over %d reads, %.0f reads/s per reader\n",
+				st.Connected, st.Readers, st.Accepted, errorText(st.Errors), st.Publish.P99, st.ToRead.P50, st.ToRead.P99,
+				st.ToRead.N, st.PerReader)
+			fmt.Fprintf(w, "  missing after the drain (%.1f s): at most %d per reader, %d readers missing any, %d in all; %d duplicates, %d rejected\n",
+				st.DrainedIn, st.MissingMax, st.ReadersMissing, st.MissingTotal, st.Duplicates, st.Rejected)
+			fmt.Fprintf(w, "  stream.cut: %d readers cut, %d cuts (%s), %d reconnects, open errors %s; gateway RSS idle %.0f MB, peak %.0f MB\n",
+				st.ReadersCut, st.Cuts, errorText(st.Reasons), st.Reconnects, errorText(st.OpenErrors), r.Footprint.IdleRSSMB,
+				r.Footprint.PeakRSSMB)
 		}
 		if len(r.Listing) > 0 {
 			fmt.Fprintf(w, "\nrun %d %s (%s):\n", r.Run, r.Scenario, r.Load)
@@ -194,6 +223,14 @@ func ratio(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// reason is ": why" for a non-empty why.
+func reason(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (first: " + why + ")"
 }
 
 func errorText(errs map[string]int) string {
