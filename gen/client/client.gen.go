@@ -14574,6 +14574,11 @@ type StreamEventsHTTPResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// StreamEventsHTTPResponse429Headers the declared response headers of an HTTP 429 response for StreamEvents
+type StreamEventsHTTPResponse429Headers struct {
+	RetryAfter int
+}
+
 type StreamEventsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14585,10 +14590,14 @@ type StreamEventsHTTPResponse struct {
 	JSON406 *Message
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *QueryValidationFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Message
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamEventsHTTPResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamEventsHTTPResponse429Headers
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -14609,6 +14618,11 @@ func (r StreamEventsHTTPResponse) GetJSON406() *Message {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r StreamEventsHTTPResponse) GetJSON422() *QueryValidationFailed {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamEventsHTTPResponse) GetJSON429() *Message {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19706,6 +19720,13 @@ func ParseStreamEventsHTTPResponse(rsp *http.Response) (*StreamEventsHTTPRespons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19726,6 +19747,16 @@ func ParseStreamEventsHTTPResponse(rsp *http.Response) (*StreamEventsHTTPRespons
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamEventsHTTPResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

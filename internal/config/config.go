@@ -135,6 +135,9 @@ type HTTPLimits struct {
 	// machine: measured, 1,000 inbound messages a second of one company
 	// made another's inbound→event p99 8× its quiet figure. 0: no limit.
 	ProviderWebhookRate int
+	// MaxStreamsPerCompany bounds the live event streams one company has
+	// open on a replica; one more answers 429.
+	MaxStreamsPerCompany int
 	// TrustedProxies are the peers (load balancers) whose X-Forwarded-For
 	// is believed: behind one of them the client address is the rightmost
 	// address of X-Forwarded-For that is not itself a trusted proxy. Empty:
@@ -165,6 +168,7 @@ const (
 	EnvMaxPerToken   = "HTTP_MAX_INFLIGHT_PER_TOKEN"
 	EnvMaxPerAccount = "HTTP_MAX_INFLIGHT_PER_PROVIDER_ACCOUNT"
 	EnvProviderRate  = "PROVIDER_WEBHOOK_RATE"
+	EnvMaxStreams    = "HTTP_MAX_STREAMS_PER_COMPANY"
 	EnvDBMaxConns    = "DB_MAX_CONNS"
 	EnvDebugListen   = "DEBUG_LISTEN"
 	EnvMetricsListen = "METRICS_LISTEN"
@@ -246,6 +250,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 		perIP:         fs.Int("http-max-inflight-per-ip", intEnv(getenv(EnvMaxPerIP), 64), "requests in progress per client address; more answer 429 ($"+EnvMaxPerIP+")"),
 		perToken:      fs.Int("http-max-inflight-per-token", intEnv(getenv(EnvMaxPerToken), 32), "requests in progress per bearer token; more answer 429 ($"+EnvMaxPerToken+")"),
 		perAccount:    fs.Int("http-max-inflight-per-provider-account", intEnv(getenv(EnvMaxPerAccount), 16), "provider webhooks in progress per provider account, counted instead of per address; more answer 429 ($"+EnvMaxPerAccount+")"),
+		maxStreams:    fs.Int("http-max-streams-per-company", intEnv(getenv(EnvMaxStreams), 128), "live event streams one company may have open on this replica; more answer 429 ($"+EnvMaxStreams+")"),
 		accountRate:   fs.Int("provider-webhook-rate", intEnv(getenv(EnvProviderRate), 200), "provider webhook deliveries per second per provider account, after the signature check; more answer 429 and the provider retries them; 0 = no limit ($"+EnvProviderRate+")"),
 		dbMaxConns:    fs.Int("db-max-conns", intEnv(getenv(EnvDBMaxConns), 20), "PostgreSQL connections of this process ($"+EnvDBMaxConns+")"),
 		debugListen:   fs.String("debug-listen", env(EnvDebugListen, ""), "address of the pprof listener; empty = off ($"+EnvDebugListen+")"),
@@ -370,6 +375,7 @@ type edgeFields struct {
 	perIP, perToken           *int
 	perAccount                *int
 	accountRate               *int
+	maxStreams                *int
 	dbMaxConns                *int
 	debugListen               *string
 	metricsListen             *string
@@ -381,6 +387,7 @@ func (f edgeFields) apply(cfg *Config) []error {
 	cfg.HTTP = HTTPLimits{
 		ReadTimeout: *f.read, WriteTimeout: *f.write, UploadTimeout: *f.upload, IdleTimeout: *f.idle,
 		MaxPerIP: *f.perIP, MaxPerToken: *f.perToken, MaxPerProviderAccount: *f.perAccount, ProviderWebhookRate: *f.accountRate,
+		MaxStreamsPerCompany: *f.maxStreams,
 	}
 	for _, d := range []struct {
 		env string
@@ -401,6 +408,9 @@ func (f edgeFields) apply(cfg *Config) []error {
 	}
 	if cfg.HTTP.MaxPerProviderAccount < 1 || cfg.HTTP.MaxPerProviderAccount > 100000 {
 		errs = append(errs, fmt.Errorf("%s: must be between 1 and 100000", EnvMaxPerAccount))
+	}
+	if cfg.HTTP.MaxStreamsPerCompany < 1 || cfg.HTTP.MaxStreamsPerCompany > 100000 {
+		errs = append(errs, fmt.Errorf("%s: must be between 1 and 100000", EnvMaxStreams))
 	}
 	if cfg.HTTP.ProviderWebhookRate < 0 || cfg.HTTP.ProviderWebhookRate > 100000 {
 		errs = append(errs, fmt.Errorf("%s: must be between 0 (no limit) and 100000", EnvProviderRate))

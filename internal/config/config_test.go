@@ -98,7 +98,7 @@ func TestParse(t *testing.T) {
 		{name: "bad trusted proxy", env: map[string]string{"TRUSTED_PROXIES": "the balancer"}, wantErr: "TRUSTED_PROXIES"},
 		{name: "edge defaults", check: func(t *testing.T, c config.Config) {
 			want := config.HTTPLimits{ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, UploadTimeout: 10 * time.Minute,
-				IdleTimeout: 2 * time.Minute, MaxPerIP: 64, MaxPerToken: 32, MaxPerProviderAccount: 16, ProviderWebhookRate: 200}
+				IdleTimeout: 2 * time.Minute, MaxPerIP: 64, MaxPerToken: 32, MaxPerProviderAccount: 16, ProviderWebhookRate: 200, MaxStreamsPerCompany: 128}
 			if !reflect.DeepEqual(c.HTTP, want) || c.DBMaxConns != 20 || c.DebugListen != "" {
 				t.Errorf("edge defaults: %+v, db %d, debug %q", c.HTTP, c.DBMaxConns, c.DebugListen)
 			}

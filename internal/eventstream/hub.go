@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/webhooks"
 )
 
@@ -24,12 +25,19 @@ type Log interface {
 // tailBatch bounds one read of the shared tail.
 const tailBatch = 512
 
+// retryAfterFull is the Retry-After of a company whose streams are at their
+// bound: a dashboard closed in another tab frees one at once.
+const retryAfterFull = 5
+
 // hub is the replica's one reader of the log's tail: it reads each new
 // event once, whatever the number of streams, and hands it to the streams
 // of its company. It runs only while a stream is open.
 type hub struct {
 	log    Log
 	logger *slog.Logger
+
+	// perCompany bounds a company's streams here (Options.MaxPerCompany).
+	perCompany int
 
 	mu      sync.Mutex
 	subs    map[int64]map[*reader]struct{}
@@ -39,8 +47,8 @@ type hub struct {
 	stop    chan struct{}
 }
 
-func newHub(log Log, logger *slog.Logger) *hub {
-	return &hub{log: log, logger: logger, subs: map[int64]map[*reader]struct{}{}}
+func newHub(log Log, logger *slog.Logger, perCompany int) *hub {
+	return &hub{log: log, logger: logger, perCompany: perCompany, subs: map[int64]map[*reader]struct{}{}}
 }
 
 // reader is one open stream as the hub sees it: a bounded buffer, and cut,
@@ -55,10 +63,14 @@ type reader struct {
 func (r *reader) overflow() { r.cutOnce.Do(func() { close(r.cut) }) }
 
 // join registers r and returns the position from which the hub hands
-// events to it (every later event is pushed to its buffer).
+// events to it (every later event is pushed to its buffer). A company that
+// already has its bound of streams open here gets fault.RateLimited.
 func (h *hub) join(ctx context.Context, r *reader) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.subs[r.company]) >= h.perCompany {
+		return 0, &fault.Error{Kind: fault.RateLimited, Message: MsgTooManyStreams, RetryAfterSeconds: retryAfterFull}
+	}
 	if !h.running {
 		head, err := h.log.EventLogHead(ctx)
 		if err != nil {

@@ -45,7 +45,20 @@ type Options struct {
 	Logger *slog.Logger
 	// BufferEvents replaces BufferEvents (tests).
 	BufferEvents int
+	// MaxPerCompany bounds the streams one company has open on this
+	// replica (0: DefaultMaxPerCompany). Each holds a goroutine, a
+	// connection and up to BufferEvents events, so one company's readers
+	// must not grow without bound in a process every company shares.
+	MaxPerCompany int
 }
+
+// DefaultMaxPerCompany is MaxPerCompany's default: above the 100 readers
+// one company's dashboards are expected to open (issue 27's scenario),
+// and at most a few tens of megabytes of buffers.
+const DefaultMaxPerCompany = 128
+
+// MsgTooManyStreams is the 429 of a stream over its company's bound.
+const MsgTooManyStreams = "Too many event streams are open for this company; close one or retry shortly."
 
 // Service serves streams and issues their tickets.
 type Service struct {
@@ -69,7 +82,10 @@ func New(db *store.DB, log Log, opts Options) *Service {
 	if s.buffer <= 0 {
 		s.buffer = BufferEvents
 	}
-	s.hub = newHub(log, s.logger)
+	if opts.MaxPerCompany <= 0 {
+		opts.MaxPerCompany = DefaultMaxPerCompany
+	}
+	s.hub = newHub(log, s.logger, opts.MaxPerCompany)
 	return s
 }
 

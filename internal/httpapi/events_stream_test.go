@@ -17,7 +17,9 @@ import (
 
 	"github.com/chatmsg/gateway/gen/events"
 	"github.com/chatmsg/gateway/internal/apitest"
+	"github.com/chatmsg/gateway/internal/config"
 	"github.com/chatmsg/gateway/internal/eventexamples"
+	"github.com/chatmsg/gateway/internal/eventstream"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
 	"github.com/chatmsg/gateway/internal/webhooks"
@@ -285,4 +287,56 @@ func logSeqs(t testing.TB, h *apitest.Harness, company int64) []int64 {
 		out[i] = e.Seq
 	}
 	return out
+}
+
+// TestEventStreamBoundPerCompany: a company with its bound of streams open
+// on the replica gets 429 with Retry-After for one more, another company
+// does not, and a closed stream frees its place.
+func TestEventStreamBoundPerCompany(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := apitest.Start(t, db, apitest.Options{Configure: func(c *config.Config) { c.HTTP.MaxStreamsPerCompany = 2 }})
+		a, b := h.Tenant("Bound A"), h.Tenant("Bound B")
+		bearer := func(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
+		var open []*http.Response
+		steps := []struct {
+			name  string
+			token string
+			want  int
+		}{
+			{"the company's first stream", a.Token, 200},
+			{"its second", a.Token, 200},
+			{"one more than its bound", a.Token, 429},
+			{"another company's stream", b.Token, 200},
+		}
+		// One sequence, not subtests: each open stream must outlive its step
+		// (openStream closes it when the test that opened it ends).
+		for _, st := range steps {
+			resp := openStream(t, h, "", bearer(st.token), false)
+			if resp.StatusCode != st.want {
+				t.Fatalf("%s: status %d, want %d", st.name, resp.StatusCode, st.want)
+			}
+			if st.want == 200 {
+				open = append(open, resp)
+				continue
+			}
+			var body map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatal(err)
+			}
+			if resp.Header.Get("Retry-After") != "5" || body["message"] != eventstream.MsgTooManyStreams {
+				t.Fatalf("%s: Retry-After %q, body %v", st.name, resp.Header.Get("Retry-After"), body)
+			}
+		}
+		// Closing one of the company's streams frees its place.
+		_ = open[0].Body.Close()
+		eventually(t, "a stream after one was closed", func() bool {
+			resp := openStream(t, h, "", bearer(a.Token), false)
+			if resp.StatusCode != 200 {
+				_ = resp.Body.Close()
+				return false
+			}
+			return true
+		})
+	})
 }

@@ -101,7 +101,7 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 		return nil, err
 	}
 	if deps.Stream == nil && deps.Webhooks != nil {
-		deps.Stream = eventstream.New(deps.DB, deps.Webhooks, eventstream.Options{Logger: deps.Logger})
+		deps.Stream = eventstream.New(deps.DB, deps.Webhooks, eventstream.Options{Logger: deps.Logger, MaxPerCompany: deps.HTTP.MaxStreamsPerCompany})
 		// A publisher that skips events nobody subscribes to asks Listens;
 		// a company reading a stream here listens.
 		deps.Webhooks.SetStreamAudience(deps.Stream.Listening)
