@@ -73,60 +73,41 @@ func newAMQPTransport(s *Service) *amqpTransport {
 }
 
 func (a *amqpTransport) deliver(ctx context.Context, t subscriptionRow, d Delivery, attempt int) outcome {
-	s := a.s
-	dest, msg := parseDestination(t.URL)
-	if msg != "" {
-		return outcome{message: msgInvalidURL}
-	}
-	actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
-	defer cancel()
-	start := time.Now()
-	fail := func(err error) outcome {
-		o := outcome{duration: time.Since(start)}
-		if ctx.Err() != nil {
-			o.interrupted = true
-			return o
+	return a.s.brokerDeliver(ctx, t, d, attempt, classifyAMQP, func(actx context.Context, dest destination) error {
+		// One connection per exchange: the key is the server and the exchange.
+		c, err := a.pool.get(actx, dest.server+"\x00"+dest.exchange, dest)
+		if err != nil {
+			return err
 		}
-		o.message, o.retryable = classifyAMQP(err)
-		o.answered = brokerAnswered(o.message)
-		s.logBroker(ctx, t, d, attempt, o.message, err)
-		return o
-	}
-	// One connection per exchange: the key is the server and the exchange.
-	c, err := a.pool.get(actx, dest.server+"\x00"+dest.exchange, dest)
-	if err != nil {
-		return fail(err)
-	}
-	now := s.now()
-	headers := amqp.Table{}
-	for k, v := range SignedHeaders(t.Secret, t.SignatureScheme, d, attempt, now) {
-		if len(v) > 0 {
-			headers[k] = v[0]
+		now := a.s.now()
+		headers := amqp.Table{}
+		for k, v := range SignedHeaders(t.Secret, t.SignatureScheme, d, attempt, now) {
+			if len(v) > 0 {
+				headers[k] = v[0]
+			}
 		}
-	}
-	dc, err := c.ch.PublishWithDeferredConfirmWithContext(actx, dest.exchange, dest.routingKey, false, false, amqp.Publishing{
-		Headers: headers, ContentType: "application/json", DeliveryMode: amqp.Persistent,
-		MessageId: d.ID, Type: d.Event, Timestamp: now, AppId: UserAgent, Body: d.Body,
+		dc, err := c.ch.PublishWithDeferredConfirmWithContext(actx, dest.exchange, dest.routingKey, false, false, amqp.Publishing{
+			Headers: headers, ContentType: "application/json", DeliveryMode: amqp.Persistent,
+			MessageId: d.ID, Type: d.Event, Timestamp: now, AppId: UserAgent, Body: d.Body,
+		})
+		if err != nil {
+			if r := c.closeReason(); r != nil {
+				return r
+			}
+			return err
+		}
+		acked, err := dc.WaitContext(actx)
+		switch {
+		case err != nil:
+			return err
+		case !acked:
+			if r := c.closeReason(); r != nil {
+				return r
+			}
+			return errNack
+		}
+		return nil
 	})
-	if err != nil {
-		if r := c.closeReason(); r != nil {
-			err = r
-		}
-		return fail(err)
-	}
-	acked, err := dc.WaitContext(actx)
-	switch {
-	case err != nil:
-		return fail(err)
-	case !acked:
-		if r := c.closeReason(); r != nil {
-			return fail(r)
-		}
-		return fail(errNack)
-	}
-	o := outcome{success: true, duration: time.Since(start)}
-	s.metrics.duration.Observe(o.duration.Seconds())
-	return o
 }
 
 var errNack = errors.New("amqp: publish nacked")

@@ -72,36 +72,15 @@ func newNATSTransport(s *Service) *natsTransport {
 }
 
 func (n *natsTransport) deliver(ctx context.Context, t subscriptionRow, d Delivery, attempt int) outcome {
-	s := n.s
-	dest, msg := parseDestination(t.URL)
-	if msg != "" {
-		return outcome{message: msgInvalidURL}
-	}
-	actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
-	defer cancel()
-	start := time.Now()
-	fail := func(err error) outcome {
-		o := outcome{duration: time.Since(start)}
-		if ctx.Err() != nil {
-			o.interrupted = true
-			return o
+	return n.s.brokerDeliver(ctx, t, d, attempt, classifyNATS, func(actx context.Context, dest destination) error {
+		c, err := n.pool.get(actx, dest.server, dest)
+		if err != nil {
+			return err
 		}
-		o.message, o.retryable = classifyNATS(err)
-		o.answered = brokerAnswered(o.message)
-		s.logBroker(ctx, t, d, attempt, o.message, err)
-		return o
-	}
-	c, err := n.pool.get(actx, dest.server, dest)
-	if err != nil {
-		return fail(err)
-	}
-	m := NATSMessage(dest.subject, t.Secret, t.SignatureScheme, d, attempt, s.now())
-	if _, err := c.js.PublishMsg(actx, m, jetstream.WithMsgID(d.ID)); err != nil {
-		return fail(err)
-	}
-	o := outcome{success: true, duration: time.Since(start)}
-	s.metrics.duration.Observe(o.duration.Seconds())
-	return o
+		m := NATSMessage(dest.subject, t.Secret, t.SignatureScheme, d, attempt, n.s.now())
+		_, err = c.js.PublishMsg(actx, m, jetstream.WithMsgID(d.ID))
+		return err
+	})
 }
 
 // NATSMessage is the JetStream message of attempt number attempt of d to

@@ -66,6 +66,36 @@ func (b brokerTransports) close() {
 	b.amqp.pool.closeAll()
 }
 
+// brokerDeliver is what the broker transports' attempts share: the
+// destination from the URL, the attempt's deadline, and the outcome: a
+// failure classified to its fixed text and logged (or interrupted, when the
+// caller is stopping), a success timed. publish is the transport's own
+// part, given the attempt's context.
+func (s *Service) brokerDeliver(ctx context.Context, t subscriptionRow, d Delivery, attempt int,
+	classify func(error) (string, bool), publish func(actx context.Context, dest destination) error) outcome {
+	dest, msg := parseDestination(t.URL)
+	if msg != "" {
+		return outcome{message: msgInvalidURL}
+	}
+	actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := publish(actx, dest); err != nil {
+		o := outcome{duration: time.Since(start)}
+		if ctx.Err() != nil {
+			o.interrupted = true
+			return o
+		}
+		o.message, o.retryable = classify(err)
+		o.answered = brokerAnswered(o.message)
+		s.logBroker(ctx, t, d, attempt, o.message, err)
+		return o
+	}
+	o := outcome{success: true, duration: time.Since(start)}
+	s.metrics.duration.Observe(o.duration.Seconds())
+	return o
+}
+
 // logBroker logs the cause of a failed broker attempt for the operator; the
 // tenant sees only the fixed text.
 func (s *Service) logBroker(ctx context.Context, t subscriptionRow, d Delivery, attempt int, msg string, err error) {
