@@ -332,7 +332,11 @@ try {
   await page.keyboard.press('Tab');
   await page.keyboard.press('Enter');
   await page.waitForSelector('main[data-screen="official"] h1');
-  if (!(await page.evaluate(() => document.activeElement && document.activeElement.id === 'screen-title'))) fail('the opened screen does not take the focus');
+  // The heading takes the focus in an effect, after the screen is painted: wait for it (bounded)
+  // rather than look at once.
+  const focused = await page.waitForFunction(() => document.activeElement && document.activeElement.id === 'screen-title', null, { timeout: 5000 })
+    .then(() => true, () => false);
+  if (!focused) fail('the opened screen does not take the focus');
 
   // 360 px wide: every screen fits without sideways scrolling.
   await page.setViewportSize({ width: 360, height: 780 });
