@@ -1303,21 +1303,10 @@ func (c *cluster) checkRate(ctx context.Context, rep *Report) {
 // settle re-runs the send and event checks until nothing is pending or
 // the bound passes.
 func (c *cluster) settle(ctx context.Context, rep *Report, bound time.Duration) {
-	deadline := time.Now().Add(bound)
-	for {
+	rep.Settled = loadtest.Settle(ctx, bound, c.o.Log, func() (int, error) {
 		err := c.check(ctx, rep)
-		if err == nil && rep.pending() == 0 {
-			rep.Settled = true
-			return
-		}
-		if err != nil {
-			c.o.Log("check: %v", err)
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return
-		}
-		time.Sleep(5 * time.Second)
-	}
+		return rep.pending(), err
+	})
 }
 
 func (c *cluster) check(ctx context.Context, rep *Report) error {

@@ -432,18 +432,28 @@ func (c *chaos) publishCall() Call {
 // error answer cannot be undone by waiting, so they do not keep it
 // waiting.
 func (c *chaos) settle(ctx context.Context, rep *ChaosReport) {
-	deadline := time.Now().Add(c.o.Settle)
-	for {
+	rep.Settled = Settle(ctx, c.o.Settle, c.o.Log, func() (int, error) {
 		err := c.check(ctx, rep)
-		if err == nil && rep.pending() == 0 {
-			rep.Settled = true
-			return
+		return rep.pending(), err
+	})
+}
+
+// Settle runs check every 5 s until it succeeds with nothing pending, and
+// reports whether that happened before bound passed or ctx ended. A failed
+// check is logged and tried again. The fault suites (make chaos, make
+// cluster) wait with it for what may still arrive.
+func Settle(ctx context.Context, bound time.Duration, log func(format string, args ...any), check func() (pending int, err error)) bool {
+	deadline := time.Now().Add(bound)
+	for {
+		pending, err := check()
+		if err == nil && pending == 0 {
+			return true
 		}
 		if err != nil {
-			c.o.Log("check: %v", err)
+			log("check: %v", err)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return
+			return false
 		}
 		time.Sleep(5 * time.Second)
 	}
