@@ -3,43 +3,72 @@ package webhooks
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 func TestBreakerTransitions(t *testing.T) {
 	t.Parallel()
 	answer := func(status int) outcome { return outcome{status: status, success: status >= 200 && status < 300} }
 	noAnswer := outcome{message: msgTimeout, retryable: true}
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	const cooldown = 30 * time.Second
+	var closed time.Time
 	cases := []struct {
 		name              string
 		start             breaker
-		outcomes          []outcome
+		outcomes          []outcome // recorded at now
 		wantOpen          bool
-		wantAllowed       int
+		wantAllowed       int // at now
+		wantAllowedLater  int // a cool-down after now
 		wantFailuresAfter int
 	}{
-		{"a new lane starts slow", newBreaker(8, 0, 0), nil, false, slowStart, 0},
-		{"successes double the limit up to the bound", newBreaker(8, 0, 0),
-			[]outcome{answer(200), answer(204), answer(200)}, false, 8, 0},
-		{"a failure halves it", newBreaker(8, 0, 8), []outcome{noAnswer}, false, 4, 1},
-		{"five failures in a row open it", newBreaker(8, 0, 8),
-			[]outcome{noAnswer, answer(503), noAnswer, answer(429), answer(408)}, true, 1, 5},
-		{"a client error is an answer: it closes", newBreaker(8, 7, 1), []outcome{answer(404)}, false, 2, 0},
-		{"the probe's success closes it", newBreaker(8, 9, 1), []outcome{answer(200)}, false, 2, 0},
-		{"a failed probe keeps it open", newBreaker(8, 9, 1), []outcome{noAnswer}, true, 1, 10},
-		{"a cut-off attempt says nothing", newBreaker(8, 4, 4), []outcome{{interrupted: true}}, false, 4, 4},
-		{"the kept limit never passes the bound", newBreaker(2, 0, 8), nil, false, 2, 0},
+		{"a new lane starts slow", newBreaker(8, 0, 0, closed), nil, false, slowStart, slowStart, 0},
+		{"successes double the limit up to the bound", newBreaker(8, 0, 0, closed),
+			[]outcome{answer(200), answer(204), answer(200)}, false, 8, 8, 0},
+		{"a failure halves it", newBreaker(8, 0, 8, closed), []outcome{noAnswer}, false, 4, 4, 1},
+		{"five failures in a row open it and it cools down", newBreaker(8, 0, 8, closed),
+			[]outcome{noAnswer, answer(503), noAnswer, answer(429), answer(408)}, true, 0, 1, 5},
+		{"a client error is an answer: it closes", newBreaker(8, 7, 1, closed), []outcome{answer(404)}, false, 2, 2, 0},
+		{"the probe's success closes it", newBreaker(8, 9, 1, closed), []outcome{answer(200)}, false, 2, 2, 0},
+		{"a failed probe keeps it open and cools down", newBreaker(8, 9, 1, closed), []outcome{noAnswer}, true, 0, 1, 10},
+		{"a cool-down kept in the lane's row holds", newBreaker(8, 5, 1, now.Add(cooldown/2)), nil, true, 0, 1, 5},
+		{"a cool-down that has passed lets the probe out", newBreaker(8, 5, 1, now.Add(-time.Second)), nil, true, 1, 1, 5},
+		{"a cut-off attempt says nothing", newBreaker(8, 4, 4, closed), []outcome{{interrupted: true}}, false, 4, 4, 4},
+		{"the kept limit never passes the bound", newBreaker(2, 0, 8, closed), nil, false, 2, 2, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.start
 			for _, o := range tc.outcomes {
-				b.record(o)
+				b.record(o, now, cooldown)
 			}
-			if b.open() != tc.wantOpen || b.allowed() != tc.wantAllowed || b.failures != tc.wantFailuresAfter {
-				t.Errorf("open=%v allowed=%d failures=%d, want open=%v allowed=%d failures=%d",
-					b.open(), b.allowed(), b.failures, tc.wantOpen, tc.wantAllowed, tc.wantFailuresAfter)
+			later := now.Add(cooldown)
+			if b.open() != tc.wantOpen || b.allowed(now) != tc.wantAllowed || b.allowed(later) != tc.wantAllowedLater ||
+				b.failures != tc.wantFailuresAfter {
+				t.Errorf("open=%v allowed=%d then %d failures=%d, want open=%v allowed=%d then %d failures=%d",
+					b.open(), b.allowed(now), b.allowed(later), b.failures,
+					tc.wantOpen, tc.wantAllowed, tc.wantAllowedLater, tc.wantFailuresAfter)
 			}
 		})
+	}
+}
+
+// TestCooldownFor: the production schedule gets the full cool-down; a
+// shortened one an eighth of its length.
+func TestCooldownFor(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		delays []time.Duration
+		want   time.Duration
+	}{
+		{"production", DefaultRetryDelays, probeCooldown},
+		{"a 30 s test schedule", []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}, 3750 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		if got := cooldownFor(tc.delays); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -48,7 +77,7 @@ func TestBreakerTransitions(t *testing.T) {
 // and a caller that is stopping goes on without one.
 func TestFailingShare(t *testing.T) {
 	t.Parallel()
-	failing, healthy := newBreaker(8, 1, 1), newBreaker(8, 0, 8)
+	failing, healthy := newBreaker(8, 1, 1, time.Time{}), newBreaker(8, 0, 8, time.Time{})
 	cases := []struct {
 		name      string
 		b         breaker
@@ -114,11 +143,11 @@ func TestLaneHoldsWhatItCanSend(t *testing.T) {
 		b    breaker
 		want int
 	}{
-		{"a healthy endpoint at its bound", newBreaker(8, 0, 8), 8 * laneWindow},
-		{"a new endpoint", newBreaker(8, 0, 0), slowStart * laneWindow},
-		{"a failing endpoint, breaker closed", newBreaker(8, 3, 1), laneWindow},
-		{"an open breaker refuses the whole window", newBreaker(8, breakerThreshold, 1), 8 * laneWindow},
-		{"a bound below the limit kept", newBreaker(2, 0, 8), 2 * laneWindow},
+		{"a healthy endpoint at its bound", newBreaker(8, 0, 8, time.Time{}), 8 * laneWindow},
+		{"a new endpoint", newBreaker(8, 0, 0, time.Time{}), slowStart * laneWindow},
+		{"a failing endpoint, breaker closed", newBreaker(8, 3, 1, time.Time{}), laneWindow},
+		{"an open breaker refuses the whole window", newBreaker(8, breakerThreshold, 1, time.Time{}), 8 * laneWindow},
+		{"a bound below the limit kept", newBreaker(2, 0, 8, time.Time{}), 2 * laneWindow},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -172,9 +172,18 @@ func (d *dispatcher) count() int {
 // run left it.
 type claimed struct {
 	SubscriptionID int64  `bun:"subscription_id"`
-	Failures       int    `bun:"failures"`
-	InFlightLimit  int    `bun:"in_flight_limit"`
-	token          string `bun:"-"`
+	Failures       int        `bun:"failures"`
+	InFlightLimit  int        `bun:"in_flight_limit"`
+	ProbeAt        *time.Time `bun:"probe_at"`
+	token          string     `bun:"-"`
+}
+
+func (c claimed) breaker(bound int) breaker {
+	var probeAt time.Time
+	if c.ProbeAt != nil {
+		probeAt = *c.ProbeAt
+	}
+	return newBreaker(bound, c.Failures, c.InFlightLimit, probeAt)
 }
 
 // claim takes up to n due lanes whose lease is free, oldest due first, in
@@ -192,7 +201,7 @@ func (d *dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 	err := d.s.db.Bun.NewRaw(`UPDATE webhook_lanes SET lease_token = ?, lease_until = ?
 WHERE subscription_id IN (SELECT subscription_id FROM webhook_lanes
 	WHERE due_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY due_at LIMIT ?`+lock+`)
-RETURNING subscription_id, failures, in_flight_limit`,
+RETURNING subscription_id, failures, in_flight_limit, probe_at`,
 		token, now.Add(laneLease), now, now, n).Scan(ctx, &out)
 	if err != nil && !store.IsNoRows(err) {
 		return nil, err
@@ -210,7 +219,7 @@ func (d *dispatcher) startLane(ctx context.Context, c claimed) {
 		// released and taken again in between. Let that run see the new
 		// deliveries; this claim's lease lapses or is released below.
 		d.mu.Unlock()
-		d.s.releaseLane(ctx, c.SubscriptionID, c.token, newBreaker(d.s.perSubscription, c.Failures, c.InFlightLimit))
+		d.s.releaseLane(ctx, c.SubscriptionID, c.token, c.breaker(d.s.perSubscription))
 		return
 	}
 	wake := workqueue.NewWake()
@@ -230,7 +239,7 @@ func (d *dispatcher) startLane(ctx context.Context, c claimed) {
 			d.s.wakeDispatcher()
 		}()
 		l := d.s.newLane(c.SubscriptionID, laneRun{until: time.Now().Add(d.s.laneRunFor), linger: laneLinger, stop: d.stop, wake: wake},
-			newBreaker(d.s.perSubscription, c.Failures, c.InFlightLimit))
+			c.breaker(d.s.perSubscription))
 		l.work(ctx)
 		give := d.s.failing.take(ctx, l.breaker)
 		d.s.releaseLane(ctx, c.SubscriptionID, c.token, l.breaker)
@@ -307,6 +316,11 @@ func (s *Service) releaseLane(ctx context.Context, id int64, token string, b bre
 		}
 		q := tx.NewUpdate().Table("webhook_lanes").Set("lease_token = NULL").Set("lease_until = NULL").
 			Set("failures = ?", b.failures).Set("in_flight_limit = ?", b.limit).Where("subscription_id = ?", id)
+		if b.probeAt.IsZero() {
+			q = q.Set("probe_at = NULL")
+		} else {
+			q = q.Set("probe_at = ?", b.probeAt.UTC())
+		}
 		if len(due) == 0 {
 			q = q.Set("due_at = NULL")
 		} else {

@@ -12,7 +12,7 @@ func (s *Service) DeliverDue(ctx context.Context, id int64) {
 	if err := s.FanOut(ctx); err != nil {
 		panic(err)
 	}
-	s.newLane(id, laneRun{}, newBreaker(s.perSubscription, 0, s.perSubscription)).work(ctx)
+	s.newLane(id, laneRun{}, newBreaker(s.perSubscription, 0, s.perSubscription, time.Time{})).work(ctx)
 }
 
 // Pending is a queued delivery as tests see it.
@@ -42,6 +42,9 @@ func (s *Service) PendingDeliveries(ctx context.Context) ([]Pending, error) {
 	}
 	return out, nil
 }
+
+// BreakerThreshold is the number of failures in a row that open a breaker.
+const BreakerThreshold = breakerThreshold
 
 // MsgCircuitOpen is the log text of an attempt an open breaker refused.
 const MsgCircuitOpen = msgCircuitOpen

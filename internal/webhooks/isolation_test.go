@@ -106,14 +106,15 @@ func TestEndpointIsolation(t *testing.T) {
 }
 
 // TestBreakerOpensAndCloses: an endpoint that keeps failing gets one
-// attempt at a time; the other due deliveries are refused at once and
-// logged, keeping their schedule, and the first success lets everything
-// through again.
+// attempt at a time, and none for a cool-down after each failure; the
+// other due deliveries are refused at once and logged, keeping their
+// schedule, and the first success lets everything through again.
 func TestBreakerOpensAndCloses(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		const total = 12
-		delays := []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond, 2400 * time.Millisecond}
+		delays := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+		const cooldown = 7500 * time.Millisecond / 8 // an eighth of the shortened schedule
 		b := setup(t, db, setupOpts{work: true, webhooks: webhooks.Options{Now: time.Now, RetryDelays: delays}})
 		rcv := newReceiver(t, "", time.Now)
 		var failing atomic.Bool
@@ -141,9 +142,31 @@ func TestBreakerOpensAndCloses(t *testing.T) {
 			}
 			return n
 		}
+		// Sent attempts that failed, in the order they were logged.
+		sentFailures := func() []time.Time {
+			var at []time.Time
+			for _, e := range b.log(t, sub.ID) {
+				if e.StatusCode == 503 {
+					at = append(at, e.CreatedAt)
+				}
+			}
+			slices.SortFunc(at, time.Time.Compare)
+			return at
+		}
 		waitUntil(t, "the breaker refuses attempts", func() bool { return refused() > 0 })
+		// One probe fails before the endpoint recovers: the events were
+		// published together, so each probe goes out beside the others'
+		// refusals, and waiting for a second would leave them no attempt.
+		waitUntil(t, "a probe fails", func() bool { return len(sentFailures()) >= webhooks.BreakerThreshold+1 })
 		sentWhileFailing := len(rcv.received())
 		failing.Store(false)
+		// The probe waited out the cool-down after the failure that opened
+		// the breaker (less the batching of log writes, which can only
+		// narrow the gap by a few milliseconds).
+		fails := sentFailures()
+		if gap := fails[webhooks.BreakerThreshold].Sub(fails[webhooks.BreakerThreshold-1]); gap < cooldown/2 {
+			t.Errorf("the probe went out %v after the failure that opened the breaker, want the %v cool-down", gap, cooldown)
+		}
 		waitUntil(t, "every event delivered", func() bool { return countSucceeded(b.log(t, sub.ID)) == total })
 		if sentWhileFailing >= total {
 			t.Errorf("%d requests reached the failing endpoint for %d events: the breaker let everything through", sentWhileFailing, total)

@@ -106,7 +106,7 @@ func (s *Service) newLane(id int64, run laneRun, b breaker) *lane {
 	window := s.perSubscription * laneWindow
 	now := time.Now()
 	return &lane{s: s, id: id, run: run, breaker: b, window: window, held: map[int64]bool{},
-		results: make(chan result, window), started: now, idleSince: now, idlePoll: lanePoll}
+		results: make(chan result, s.perSubscription), started: now, idleSince: now, idlePoll: lanePoll}
 }
 
 // work runs the lane until its run ends or nothing is left due.
@@ -193,12 +193,15 @@ func (l *lane) pollAfter() time.Duration {
 			return openPoll
 		}
 		return min(openPoll, max(time.Millisecond, l.s.clockUntil(l.nextDue)))
-	case l.sending >= l.breaker.allowed():
+	case l.sending >= l.allowed():
 		return 0
 	default:
 		return l.idlePoll
 	}
 }
+
+// allowed is how many attempts the breaker lets out now.
+func (l *lane) allowed() int { return l.breaker.allowed(l.s.now()) }
 
 // wantsMore: fetch again once half of what the lane may hold is free.
 func (l *lane) wantsMore() bool { return len(l.queued)+l.sending <= l.ahead()/2 }
@@ -214,7 +217,7 @@ func (l *lane) ahead() int {
 	if l.breaker.open() {
 		return l.window
 	}
-	return min(l.window, l.breaker.allowed()*laneWindow)
+	return min(l.window, l.breaker.limit*laneWindow)
 }
 
 // fill re-reads the subscription and fetches due deliveries not already
@@ -227,8 +230,10 @@ func (l *lane) fill(ctx context.Context) {
 	defer l.s.failing.take(ctx, l.breaker)()
 	// With every slot taken (an open breaker's probe in flight), nothing
 	// fetched now can be sent before the next fill, which re-reads the
-	// subscription first.
-	if l.sending < l.breaker.allowed() {
+	// subscription first. With nothing in flight it is read even while
+	// the breaker cools down, so a subscription disabled meanwhile has its
+	// queue kept for recover rather than refused.
+	if l.sending == 0 || l.sending < l.allowed() {
 		if err := l.refreshTarget(ctx); err != nil || l.ending {
 			return
 		}
@@ -289,7 +294,7 @@ func (l *lane) start(ctx context.Context) {
 		l.queued = l.queued[:0]
 		return
 	}
-	for len(l.queued) > 0 && l.sending < l.breaker.allowed() {
+	for len(l.queued) > 0 && l.sending < l.allowed() {
 		row := l.queued[0]
 		l.queued = l.queued[1:]
 		l.sending++
@@ -299,6 +304,7 @@ func (l *lane) start(ctx context.Context) {
 		for _, row := range l.queued {
 			l.record(result{row: row, attempt: row.Attempts + 1, o: outcome{message: msgCircuitOpen, retryable: true}})
 		}
+		clear(l.queued)
 		l.queued = l.queued[:0]
 	}
 }
@@ -327,7 +333,7 @@ func (l *lane) wait(ctx context.Context, deadline <-chan time.Time) bool {
 	select {
 	case r := <-l.results:
 		l.sending--
-		l.breaker.record(r.o)
+		l.breaker.record(r.o, l.s.now(), l.s.cooldown)
 		l.record(r)
 		if len(l.done) >= l.window/2 || len(l.done) == len(l.held) {
 			l.flush(ctx)
@@ -369,6 +375,8 @@ func (l *lane) flush(ctx context.Context) {
 	for _, r := range l.done {
 		delete(l.held, r.row.ID)
 	}
+	// Cleared, so the kept array does not hold the bodies until reused.
+	clear(l.done)
 	l.done = l.done[:0]
 }
 
@@ -380,7 +388,7 @@ func (l *lane) drain(ctx context.Context) {
 	for l.sending > 0 {
 		r := <-l.results
 		l.sending--
-		l.breaker.record(r.o)
+		l.breaker.record(r.o, l.s.now(), l.s.cooldown)
 		l.record(r)
 	}
 	l.flush(ctx)

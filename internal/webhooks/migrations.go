@@ -90,7 +90,7 @@ CREATE TABLE webhook_delivery_log (
 );
 CREATE INDEX webhook_delivery_log_subscription ON webhook_delivery_log (subscription_id, id);
 CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, created_at);
-`}, laneMigration, redeliveryMigration, outboxMigration, brokerMigration, eventLogMigration}
+`}, laneMigration, redeliveryMigration, outboxMigration, brokerMigration, eventLogMigration, probeMigration}
 
 // laneMigration adds the pending deliveries a subscription's lane drains
 // (see README, "How it runs"). A row lives from publish until its outcome is
@@ -259,3 +259,13 @@ CREATE INDEX webhook_events_seq ON webhook_events (seq, id);
 CREATE INDEX webhook_events_company_seq ON webhook_events (company_id, seq);
 CREATE INDEX webhook_events_created ON webhook_events (created_at);
 `}
+
+// probeMigration (issue 31) keeps an open breaker's cool-down in its lane's
+// row (probe_at: no probe before it; NULL when the breaker is closed), so a
+// lane that moves to another replica does not probe a dead endpoint again
+// at once.
+var probeMigration = store.Migration{
+	ID:       "0032_webhook_lanes_probe_at",
+	SQLite:   `ALTER TABLE webhook_lanes ADD COLUMN probe_at TIMESTAMP;`,
+	Postgres: `ALTER TABLE webhook_lanes ADD COLUMN probe_at TIMESTAMPTZ;`,
+}

@@ -106,6 +106,7 @@ type Service struct {
 	limiter  ratelimit.Limiter
 	client   *http.Client
 	delays   []time.Duration
+	cooldown time.Duration // an open breaker's wait between probes
 	metrics  *metrics
 	channels ChannelLookup
 	// perSubscription is the in-flight bound of one subscription's lane.
@@ -157,6 +158,7 @@ func NewService(db *store.DB, opts Options) *Service {
 	if len(s.delays) != MaxAttempts-1 {
 		s.delays = DefaultRetryDelays
 	}
+	s.cooldown = cooldownFor(s.delays)
 	s.perSubscription = opts.PerSubscriptionConcurrency
 	if s.perSubscription <= 0 {
 		s.perSubscription = DefaultPerSubscriptionConcurrency
