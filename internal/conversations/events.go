@@ -74,7 +74,9 @@ func (s *Service) PublishEvent(ctx context.Context, companyID int64, in PublishI
 	if at.IsZero() {
 		at = s.now()
 	}
-	return s.db.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	// The event's outbox row is the only write: it needs no transaction
+	// around it to appear exactly when it is stored.
+	return s.db.InOneStatement(ctx, func(ctx context.Context, tx *store.Tx) error {
 		// Company-scope events carry no channel: they reach every
 		// subscription of the company that subscribed to them.
 		return s.pub.Publish(ctx, tx, webhooks.Event{Name: in.Event, CompanyID: companyID, OccurredAt: at.UTC(), Data: in.Data})

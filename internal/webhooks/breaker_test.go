@@ -158,3 +158,42 @@ func TestLaneHoldsWhatItCanSend(t *testing.T) {
 		})
 	}
 }
+
+// TestBoundOfDestination: an HTTP receiver's lane keeps the document's
+// bound; a broker's takes brokerInFlight; a lane whose URL changes takes
+// the new bound, its limit cut to it.
+func TestBoundOfDestination(t *testing.T) {
+	t.Parallel()
+	s := &Service{perSubscription: 8}
+	cases := []struct {
+		name string
+		url  string
+		want int
+	}{
+		{"an HTTP receiver", "https://example.com/hook", 8},
+		{"a JetStream subject", "nats://broker.example.com:4222/events.crm", brokerInFlight},
+		{"a RabbitMQ exchange", "amqp://user:xxxxx@broker.example.com:5672/?exchange=x&routing_key=k", brokerInFlight},
+		{"amqps", "amqps://broker.example.com/?exchange=x&routing_key=k", brokerInFlight},
+	}
+	for _, tc := range cases {
+		if got := s.boundOf(subscriptionRow{URL: tc.url}); got != tc.want {
+			t.Errorf("%s: bound %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	l := s.newLane(1, laneRun{}, newBreaker(8, 0, 8, time.Time{}))
+	l.setBound(brokerInFlight)
+	if l.breaker.bound != brokerInFlight || l.breaker.limit != 8 || l.ahead() != 8*laneWindow {
+		t.Errorf("to a broker: bound %d limit %d ahead %d, want %d, 8 (it grows with acknowledgements), %d",
+			l.breaker.bound, l.breaker.limit, l.ahead(), brokerInFlight, 8*laneWindow)
+	}
+	for range 3 {
+		l.breaker.record(outcome{success: true}, time.Now(), time.Second)
+	}
+	if l.breaker.limit != brokerInFlight {
+		t.Errorf("after three acknowledgements the limit is %d, want %d", l.breaker.limit, brokerInFlight)
+	}
+	l.setBound(8)
+	if l.breaker.bound != 8 || l.breaker.limit != 8 || l.ahead() != 8*laneWindow {
+		t.Errorf("back to HTTP: bound %d limit %d ahead %d, want 8, 8, %d", l.breaker.bound, l.breaker.limit, l.ahead(), 8*laneWindow)
+	}
+}

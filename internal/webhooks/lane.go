@@ -278,7 +278,19 @@ func (l *lane) refreshTarget(ctx context.Context) error {
 		return l.s.dropPendingKeeping(ctx, l.id)
 	}
 	l.target = t
+	l.setBound(l.s.boundOf(t))
 	return nil
+}
+
+// setBound applies the in-flight bound of the subscription's destination
+// (it is known once the subscription is read, and may change with its URL).
+func (l *lane) setBound(bound int) {
+	if bound == l.breaker.bound {
+		return
+	}
+	l.breaker.bound = bound
+	l.breaker.limit = min(l.breaker.limit, bound)
+	l.window = bound * laneWindow
 }
 
 // start sends queued deliveries while the breaker allows. While it is open
