@@ -2,7 +2,8 @@
 // test-console): Debian's chromium, driven by playwright-core, uses the console of a running gateway
 // as a person would, and checks that
 //   - a connection created in the console pairs while the test "scans" its QR code with the chat-app
-//     simulator's control call, and the page says "connected" without a reload;
+//     simulator's control call, and the page says "connected" without a reload, driven by the event
+//     stream (opened with a ticket; the list is then polled only every 30 s);
 //   - a text sent from the form on each platform (chat app, official) shows as omnichat.message.sent
 //     in a subscription's delivery log, and a redelivery shows its second attempt;
 //   - a refused send (closed 24-hour window) is said in plain words;
@@ -77,6 +78,12 @@ try {
     document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
   });
   const page = await context.newPage();
+  // The event stream's answered requests (path and query), to see how the console opened it.
+  const streamOpened = [];
+  page.on('response', (r) => {
+    const u = new URL(r.url());
+    if (u.origin === origin && u.pathname === '/api/events/stream' && r.status() === 200) streamOpened.push(u.pathname + u.search);
+  });
   // Refusals the test provokes on purpose: 409 (window closed), 400 (group), 403 (not permitted); 401 only
   // while it signs in with a wrong token.
   const expected = new Set([400, 403, 409]);
@@ -159,9 +166,14 @@ try {
   step(`QR code replaced ${Math.round((expires - qrAsked[0]) / 1000)} s before it expired`);
   const conn = (await gw('GET', '/api/chatapps')).data.find((c) => c.key === connKey);
   if (!conn) throw new Error('the connection created in the console is not listed by the API');
+  // The console follows the event stream, opened with a ticket (never the token) in its URL.
+  await page.waitForSelector('[data-testid="live"][data-state="stream"]', { timeout: 15_000 });
+  if (!streamOpened.some((u) => /^\/api\/events\/stream\?ticket=est_/.test(u))) fail(`the event stream was not opened with a ticket: ${streamOpened.join(', ')}`);
   step(`scanning connection ${conn.id} with the simulator`);
   await gw('POST', `/api/chatapp-simulator/${conn.id}/pair`);
-  await page.waitForSelector('[data-testid="paired"]', { timeout: 30_000 });
+  // Within half the 30 s poll the console keeps while the stream is open: the state change came on
+  // the stream.
+  await page.waitForSelector('[data-testid="paired"]', { timeout: 15_000 });
   if (!(await page.evaluate(() => window.__sameDocument === true))) fail('the page reloaded to show the pairing');
   await page.locator(`[data-connection="${connKey}"] [data-testid="state"]:has-text("Connected")`).waitFor();
   await check('pair-connected');
@@ -360,6 +372,12 @@ try {
   await page.waitForSelector('[data-testid="not-permitted"]');
   if (await page.locator('.notice.error').count() > 0) fail('not permitted is shown as an error');
   await check('webhooks-not-permitted');
+  // The stream needs channel_webhooks_view: without it the console says it polls, and shows no error.
+  await nav('Connections', 'connections');
+  await page.waitForResponse((r) => r.url() === origin + '/api/events/stream-tickets' && r.status() === 403, { timeout: 15_000 })
+    .catch(() => {}); // asked already, before this wait began
+  if ((await page.getAttribute('[data-testid="live"]', 'data-state')) !== 'polling') fail('a token that may not read the stream is shown as live');
+  if (await page.locator('.notice.error').count() > 0) fail('the refused stream is shown as an error');
 
   const csp = await page.evaluate(() => window.__csp);
   for (const v of csp) fail(`CSP violation: ${v}`);

@@ -35,8 +35,9 @@ export function Connections() {
     else if (r.status === 403) setList({ state: "denied" });
     else setList({ state: "failed", refusal: r });
   };
-  // While a pairing is on screen the list is read more often, so "connected" shows at once.
-  useLive(load, [panel?.kind === "pair"], panel?.kind === "pair" ? 1000 : 3000);
+  // A state change on the event stream switches a pairing to "connected" the moment it completes.
+  // Without the stream (a token that may not read it) the list is polled, more often while pairing.
+  useLive(load, [panel?.kind === "pair"], panel?.kind === "pair" ? 1000 : 3000, ["chatapp.connection.state_changed"]);
 
   const act = async (what: Promise<{ ok: true } | ({ ok: false } & Refusal)>, ok: string) => {
     const r = await what;

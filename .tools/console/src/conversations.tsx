@@ -36,7 +36,13 @@ export function Conversations() {
     else if (r.status === 403) setList({ state: "denied" });
     else setList({ state: "failed", refusal: r });
   };
-  useLive(load, [JSON.stringify(f)], 5000);
+  useLive(load, [JSON.stringify(f)], 5000, [
+    "omnichat.conversation.created",
+    "omnichat.conversation.assigned",
+    "omnichat.conversation.closed",
+    "omnichat.message.received",
+    "omnichat.message.sent",
+  ]);
   const set = (p: Partial<Filters>) => setF({ ...f, page: 1, ...p });
 
   if (list.state === "denied") return <Screen title="Conversations"><NotPermitted what="conversations" /></Screen>;

@@ -4,6 +4,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, call, onUnauthenticated, plain, session } from "./api";
 import { Connections } from "./connections";
+import { forgetStream, useStreamState } from "./live";
 import { Conversations } from "./conversations";
 import { Official } from "./official";
 import { Send } from "./send";
@@ -38,6 +39,8 @@ function SignIn({ onSignedIn, reason }: { onSignedIn: () => void; reason: string
     }
     setBusy(true);
     session.signIn(t);
+    // A refusal of the stream belonged to the token before.
+    forgetStream();
     // Any authenticated call tells a valid token from another; 403 means valid but without this
     // permission, which is still a token the console can use.
     const r = await call(api.GET("/api/channel-webhooks-available-events"));
@@ -69,6 +72,7 @@ function SignIn({ onSignedIn, reason }: { onSignedIn: () => void; reason: string
 
 function Shell({ onSignOut }: { onSignOut: () => void }) {
   const [path, setPath] = useState<Path>(current());
+  const live = useStreamState();
   useEffect(() => {
     const f = () => setPath(current());
     addEventListener("hashchange", f);
@@ -86,6 +90,10 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
             ))}
           </ul>
         </nav>
+        <span class="live" data-testid="live" data-state={live}
+          title={live === "stream" ? "Updates arrive on the gateway's event stream" : "Updates are read every few seconds"}>
+          {live === "stream" ? "Live" : "Polling"}
+        </span>
         <button type="button" class="signout" onClick={onSignOut}>Sign out</button>
       </header>
       <main id="main" data-screen={path}>
