@@ -139,7 +139,10 @@ type NoiseFigures struct {
 	Endpoints map[EndpointKind]ClassTally `json:"endpoints,omitempty"`
 	Attempts  int                         `json:"attempts,omitempty"` // requests the failing endpoints got
 	Schedule  *ScheduleCheck              `json:"schedule,omitempty"`
-	Observed  float64                     `json:"observed_s,omitempty"` // seconds the retries were watched after the noise
+	// ScheduleSource says where the retries were read; Retries counts them.
+	ScheduleSource string  `json:"schedule_source,omitempty"`
+	Retries        int     `json:"retries,omitempty"`
+	Observed       float64 `json:"observed_s,omitempty"` // seconds the retries were watched after the noise
 	// StalledSends (noisy-sends) reached the stalled provider in this run;
 	// Resent is the texts that reached it more than once (the rule:
 	// never), over every run so far, since a late resend of an earlier
@@ -422,8 +425,20 @@ func (r *runner) runNoisyWebhooks(ctx context.Context, run int, res *Result) err
 	nf.Endpoints = nw.failing.Tally(nw.owner, accepted)
 	mu.Unlock()
 	nf.Attempts = nw.failing.Attempts()
-	sc := CheckSchedule(nw.failing.Gaps(), DocumentedRetryDelays, ScheduleTolerance)
-	nf.Schedule = &sc
+	gaps, source := nw.failing.Gaps(), "as the receivers saw them"
+	if r.stack.Engine() == Postgres {
+		ids := make([]int64, len(nw.noisy))
+		for i, co := range nw.noisy {
+			ids[i] = co.ID
+		}
+		logged, err := LoggedGaps(ctx, r.stack.DatabaseURL, ids)
+		if err != nil {
+			return fmt.Errorf("noisy-webhooks: read the delivery log: %w", err)
+		}
+		gaps, source = logged, "in the delivery log (sent and refused)"
+	}
+	sc := CheckSchedule(gaps, DocumentedRetryDelays, ScheduleTolerance)
+	nf.Schedule, nf.ScheduleSource, nf.Retries = &sc, source, len(gaps)
 	if t, ok := nf.Endpoints[Slow]; ok {
 		nf.Undelivered = t.Expected - t.Answered
 	}

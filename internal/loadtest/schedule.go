@@ -1,10 +1,13 @@
 package loadtest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DocumentedRetryDelays are the API document's waits before attempts 2 to
@@ -124,4 +127,47 @@ func ratioOf(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// LoggedGaps reads the retries of companies' subscriptions from the
+// gateway's delivery log (PostgreSQL; the load generator's own check, not
+// the API, whose times are whole seconds, as coarse as the 10 s delay's
+// tolerance). An endpoint that never answers no longer sees most of its
+// attempts: an open breaker refuses them on schedule and logs them, so the
+// log is where the schedule shows. The gap of attempt n is from the log
+// entry of attempt n-1 (written when it ended, the time its next attempt is
+// counted from) to the start of attempt n (its entry less its duration).
+func LoggedGaps(ctx context.Context, databaseURL string, companyIDs []int64) ([]AttemptGap, error) {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `SELECT l.subscription_id, l.delivery_id, l.attempt, l.created_at, l.duration_ms
+FROM webhook_delivery_log l JOIN webhook_subscriptions s ON s.id = l.subscription_id
+WHERE s.company_id = ANY($1) ORDER BY l.subscription_id, l.delivery_id, l.attempt`, companyIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []AttemptGap
+	var prevSub int64
+	var prevDelivery string
+	var prevAttempt int
+	var prevAt time.Time
+	for rows.Next() {
+		var sub, ms int64
+		var delivery string
+		var attempt int
+		var at time.Time
+		if err := rows.Scan(&sub, &delivery, &attempt, &at, &ms); err != nil {
+			return nil, err
+		}
+		if sub == prevSub && delivery == prevDelivery && attempt == prevAttempt+1 {
+			start := at.Add(-time.Duration(ms) * time.Millisecond)
+			out = append(out, AttemptGap{Attempt: attempt, Gap: start.Sub(prevAt)})
+		}
+		prevSub, prevDelivery, prevAttempt, prevAt = sub, delivery, attempt, at
+	}
+	return out, rows.Err()
 }

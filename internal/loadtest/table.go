@@ -105,7 +105,8 @@ func (rep *Report) writeDetails(w io.Writer) {
 					k, t.Endpoints, t.Expected, t.Attempted, t.Answered)
 			}
 			if nf.Schedule != nil {
-				fmt.Fprintf(w, "  retries over %d attempts, watched %.0f s after the noise: %s\n", nf.Attempts, nf.Observed, nf.Schedule)
+				fmt.Fprintf(w, "  %d retries %s (the endpoints got %d requests), watched %.0f s after the noise: %s\n",
+					nf.Retries, nf.ScheduleSource, nf.Attempts, nf.Observed, nf.Schedule)
 			}
 			fmt.Fprintf(w, "  gateway RSS: without the noisy endpoints peak %.0f MB, end %.0f MB; with them peak %.0f MB, end %.0f MB\n",
 				n.QuietRSS.PeakRSSMB, n.QuietRSS.AfterRSSMB, n.NoisyRSS.PeakRSSMB, n.NoisyRSS.AfterRSSMB)
