@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -621,6 +622,48 @@ func TestLaneFairnessAndBound(t *testing.T) {
 		}
 		if _, most := slow.held(); most < 1 || most > bound {
 			t.Errorf("%d attempts in flight to one subscription at most, want 1 to its bound %d", most, bound)
+		}
+	})
+}
+
+// TestRetriesGoFirst: with one attempt allowed in flight, a retry that has
+// come due is sent before first attempts that came due earlier: the retry
+// has a documented time (within 10% of its delay), a first attempt none.
+func TestRetriesGoFirst(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		b := setup(t, db, setupOpts{webhooks: webhooks.Options{PerSubscriptionConcurrency: 1}})
+		rcv := newReceiver(t, "", b.clk.Now)
+		var answered atomic.Int32
+		rcv.setAnswer(func(int) int {
+			if answered.Add(1) == 1 {
+				return 503
+			}
+			return 200
+		})
+		sub, secret := b.subscribe(t, b.p, webhooks.CreateInput{URL: rcv.URL()})
+		rcv.setSecret(secret)
+		publish := func() string {
+			t.Helper()
+			if err := b.publish(t, webhooks.Event{Name: events.CrmBusinessWon, CompanyID: b.p.CompanyID, Data: exampleData(t)[events.CrmBusinessWon]}); err != nil {
+				t.Fatal(err)
+			}
+			ps := b.pending(t) // fans the event out now, due now
+			return ps[len(ps)-1].DeliveryID
+		}
+		retry := publish()
+		b.deliver(t, sub.ID) // attempt 1 fails: attempt 2 is due in 10 s
+		b.clk.Advance(time.Second)
+		later := []string{publish(), publish()} // due 9 s before the retry
+		b.clk.Advance(9 * time.Second)
+		b.deliver(t, sub.ID)
+		var got []string
+		for _, h := range rcv.received()[1:] {
+			got = append(got, h.Header.Get("X-Svc-Delivery")+"#"+h.Header.Get("X-Svc-Attempt"))
+		}
+		want := []string{retry + "#2", later[0] + "#1", later[1] + "#1"}
+		if !slices.Equal(got, want) {
+			t.Errorf("sent %v, want the retry first: %v", got, want)
 		}
 	})
 }

@@ -171,7 +171,7 @@ func (d *dispatcher) count() int {
 // claimed is a lane this replica now holds, with its breaker as the last
 // run left it.
 type claimed struct {
-	SubscriptionID int64  `bun:"subscription_id"`
+	SubscriptionID int64      `bun:"subscription_id"`
 	Failures       int        `bun:"failures"`
 	InFlightLimit  int        `bun:"in_flight_limit"`
 	ProbeAt        *time.Time `bun:"probe_at"`

@@ -407,24 +407,45 @@ func (l *lane) drain(ctx context.Context) {
 }
 
 // fetchDue takes up to limit of subscription id's due deliveries not
-// already held, oldest due first.
+// already held: retries first, then first attempts, each oldest due first.
+// A retry has a documented time (within 10% of its delay) and a first
+// attempt has none, so when an endpoint that times out holds its one slot
+// for 10 s at a time, a retry that comes due goes next rather than behind
+// every event published since; measured in noisy-webhooks, a third of the
+// dead endpoints' second attempts came up to 40 s late. The partial index
+// webhook_deliveries_retries_due finds the retries without reading a
+// backlog of first attempts.
 func (s *Service) fetchDue(ctx context.Context, id int64, held map[int64]bool, limit int) ([]deliveryRow, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	q := s.db.Bun.NewSelect().Model((*deliveryRow)(nil)).
-		Where("subscription_id = ?", id).Where("next_attempt_at <= ?", s.now().UTC()).
-		Order("next_attempt_at", "id").Limit(int64(limit))
-	if len(held) > 0 {
-		ids := make([]int64, 0, len(held))
-		for k := range held {
-			ids = append(ids, k)
-		}
-		q = q.Where("id NOT IN (?)", bun.In(ids))
+	var exclude []int64
+	for k := range held {
+		exclude = append(exclude, k)
 	}
-	var rows []deliveryRow
-	err := q.Scan(ctx, &rows)
-	return rows, err
+	now := s.now().UTC()
+	due := func(retries bool, limit int) ([]deliveryRow, error) {
+		q := s.db.Bun.NewSelect().Model((*deliveryRow)(nil)).
+			Where("subscription_id = ?", id).Where("next_attempt_at <= ?", now).
+			Order("next_attempt_at", "id").Limit(int64(limit))
+		if retries {
+			q = q.Where("attempts > 0")
+		} else {
+			q = q.Where("attempts = 0")
+		}
+		if len(exclude) > 0 {
+			q = q.Where("id NOT IN (?)", bun.In(exclude))
+		}
+		var rows []deliveryRow
+		err := q.Scan(ctx, &rows)
+		return rows, err
+	}
+	rows, err := due(true, limit)
+	if err != nil || len(rows) == limit {
+		return rows, err
+	}
+	first, err := due(false, limit-len(rows))
+	return append(rows, first...), err
 }
 
 // nextDue is when subscription id's next delivery not yet due comes due

@@ -90,7 +90,7 @@ CREATE TABLE webhook_delivery_log (
 );
 CREATE INDEX webhook_delivery_log_subscription ON webhook_delivery_log (subscription_id, id);
 CREATE INDEX webhook_delivery_log_retention ON webhook_delivery_log (succeeded, created_at);
-`}, laneMigration, redeliveryMigration, outboxMigration, brokerMigration, eventLogMigration, probeMigration}
+`}, laneMigration, redeliveryMigration, outboxMigration, brokerMigration, eventLogMigration, probeMigration, retriesDueMigration}
 
 // laneMigration adds the pending deliveries a subscription's lane drains
 // (see README, "How it runs"). A row lives from publish until its outcome is
@@ -268,4 +268,14 @@ var probeMigration = store.Migration{
 	ID:       "0032_webhook_lanes_probe_at",
 	SQLite:   `ALTER TABLE webhook_lanes ADD COLUMN probe_at TIMESTAMP;`,
 	Postgres: `ALTER TABLE webhook_lanes ADD COLUMN probe_at TIMESTAMPTZ;`,
+}
+
+// retriesDueMigration (issue 25) indexes the due retries of a subscription
+// apart from its first attempts: a lane takes retries first (fetchDue), and
+// a dead endpoint's backlog of first attempts would otherwise be read on
+// every fetch to find them.
+var retriesDueMigration = store.Migration{
+	ID:       "0033_webhook_deliveries_retries_due",
+	SQLite:   `CREATE INDEX webhook_deliveries_retries_due ON webhook_deliveries (subscription_id, next_attempt_at, id) WHERE attempts > 0;`,
+	Postgres: `CREATE INDEX webhook_deliveries_retries_due ON webhook_deliveries (subscription_id, next_attempt_at, id) WHERE attempts > 0;`,
 }
