@@ -626,9 +626,10 @@ func TestLaneFairnessAndBound(t *testing.T) {
 	})
 }
 
-// TestRetriesGoFirst: with one attempt allowed in flight, a retry that has
-// come due is sent before first attempts that came due earlier: the retry
-// has a documented time (within 10% of its delay), a first attempt none.
+// TestRetriesGoFirst: the lane of a failing endpoint (one attempt in
+// flight) sends a retry that has come due before first attempts that came
+// due earlier: the retry has a documented time (within 10% of its delay), a
+// first attempt none.
 func TestRetriesGoFirst(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -656,7 +657,7 @@ func TestRetriesGoFirst(t *testing.T) {
 		b.clk.Advance(time.Second)
 		later := []string{publish(), publish()} // due 9 s before the retry
 		b.clk.Advance(9 * time.Second)
-		b.deliver(t, sub.ID)
+		b.svc.DeliverDueFailing(context.Background(), sub.ID)
 		var got []string
 		for _, h := range rcv.received()[1:] {
 			got = append(got, h.Header.Get("X-Svc-Delivery")+"#"+h.Header.Get("X-Svc-Attempt"))

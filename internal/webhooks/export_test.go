@@ -15,6 +15,15 @@ func (s *Service) DeliverDue(ctx context.Context, id int64) {
 	s.newLane(id, laneRun{}, newBreaker(s.perSubscription, 0, s.perSubscription, time.Time{})).work(ctx)
 }
 
+// DeliverDueFailing is DeliverDue for an endpoint whose last attempt
+// failed (one failure in a row, one attempt in flight).
+func (s *Service) DeliverDueFailing(ctx context.Context, id int64) {
+	if err := s.FanOut(ctx); err != nil {
+		panic(err)
+	}
+	s.newLane(id, laneRun{}, newBreaker(s.perSubscription, 1, 1, time.Time{})).work(ctx)
+}
+
 // Pending is a queued delivery as tests see it.
 type Pending struct {
 	ID             int64
