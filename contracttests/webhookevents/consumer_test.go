@@ -89,25 +89,7 @@ func describe(ex example, scheme string) string {
 // declare adds the interaction of one event and runs the subscriber
 // library on its example.
 func declare(t *testing.T, pact *msgv4.AsynchronousPact, ex example, scheme string) {
-	raw, err := body(ex.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	content, err := envelopeMatchers(ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The example's headers, but signed for real: the document's signatures
-	// are illustrative, this one is HMAC(testSecret, timestamp + "." + raw).
-	headers := http.Header{}
-	for k, v := range ex.Headers {
-		headers.Set(k, v)
-	}
-	ts := headers.Get(subscriber.HeaderTimestamp)
-	headers.Set(subscriber.HeaderSignature, subscriber.Sign(testSecret, ts, raw))
-	if headers.Get(subscriber.HeaderEvent) != ex.Event || headers.Get("User-Agent") != userAgent {
-		t.Fatalf("example headers %v disagree with the event or the user agent", headers)
-	}
+	raw, content, headers := received(t, ex)
 	rules := []struct{ key, re string }{
 		{subscriber.HeaderDelivery, uuidRE},
 		{subscriber.HeaderTimestamp, timestampRE},
@@ -118,7 +100,7 @@ func declare(t *testing.T, pact *msgv4.AsynchronousPact, ex example, scheme stri
 		// The Standard Webhooks headers replace the svc timestamp and
 		// signature; the keys are canonical, as the provider's http.Header
 		// has them.
-		id := headers.Get(subscriber.HeaderDelivery)
+		id, ts := headers.Get(subscriber.HeaderDelivery), headers.Get(subscriber.HeaderTimestamp)
 		headers.Del(subscriber.HeaderTimestamp)
 		headers.Del(subscriber.HeaderSignature)
 		headers.Set(subscriber.HeaderWebhookID, id)

@@ -6,14 +6,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
 	"regexp"
 	"strings"
+	"testing"
 
 	"github.com/pact-foundation/pact-go/v2/matchers"
 	"gopkg.in/yaml.v3"
 
 	"github.com/chatmsg/gateway/asyncapi"
+	"github.com/chatmsg/gateway/asyncapi/subscriber"
 	"github.com/chatmsg/gateway/gen/events"
 )
 
@@ -143,6 +146,31 @@ func body(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// received is what a subscriber receives for ex, whatever carries it: the
+// envelope bytes, their pact matchers, and the example's headers signed for
+// real (the document's signatures are illustrative; this one is
+// HMAC(testSecret, timestamp + "." + raw)), checked against the event and
+// the user agent.
+func received(t *testing.T, ex example) (raw []byte, content map[string]any, headers http.Header) {
+	t.Helper()
+	raw, err := body(ex.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if content, err = envelopeMatchers(ex); err != nil {
+		t.Fatal(err)
+	}
+	headers = http.Header{}
+	for k, v := range ex.Headers {
+		headers.Set(k, v)
+	}
+	headers.Set(subscriber.HeaderSignature, subscriber.Sign(testSecret, headers.Get(subscriber.HeaderTimestamp), raw))
+	if headers.Get(subscriber.HeaderEvent) != ex.Event || headers.Get("User-Agent") != userAgent {
+		t.Fatalf("example headers %v disagree with the event or the user agent", headers)
+	}
+	return raw, content, headers
 }
 
 // envelopeMatchers is the envelope of ex with the rules subscribers rely

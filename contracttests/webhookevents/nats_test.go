@@ -104,27 +104,14 @@ func testNATSConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := body(ex.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	content, err := envelopeMatchers(ex)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The document's example headers as NATS message headers, signed for
 	// real at the example's timestamp, plus the id JetStream deduplicates
 	// on. Fixed values all: the pact file comes out the same every run.
-	header := nats.Header{}
-	for k, v := range ex.Headers {
-		header.Set(k, v)
-	}
-	ts := header.Get(subscriber.HeaderTimestamp)
-	header.Set(subscriber.HeaderSignature, subscriber.Sign(testSecret, ts, raw))
+	raw, content, signed := received(t, ex)
+	header := nats.Header(signed)
 	header.Set(jetstream.MsgIDHeader, header.Get(subscriber.HeaderDelivery))
-	if header.Get(subscriber.HeaderEvent) != ex.Event || header.Get("User-Agent") != userAgent ||
-		header.Get("Content-Type") != "application/json" {
-		t.Fatalf("example headers %v disagree with the event, the user agent or the content type", header)
+	if header.Get("Content-Type") != "application/json" {
+		t.Fatalf("example headers %v disagree with the content type", header)
 	}
 
 	pact, err := msgv4.NewAsynchronousPact(msgv4.Config{Consumer: brokerConsumerName, Provider: providerName, PactDir: pactrun.Dir()})

@@ -151,7 +151,7 @@ func TestLaneHoldsWhatItCanSend(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := &lane{window: 8 * laneWindow, breaker: tc.b}
+			l := &lane{breaker: tc.b}
 			if got := l.ahead(); got != tc.want {
 				t.Fatalf("ahead %d, want %d", got, tc.want)
 			}

@@ -87,7 +87,6 @@ type lane struct {
 	breaker breaker
 	target  subscriptionRow
 	nextDue time.Time // an open lane's next scheduled delivery
-	window  int
 
 	queued    []deliveryRow  // fetched, not started
 	held      map[int64]bool // fetched, outcome not yet written
@@ -103,9 +102,8 @@ type lane struct {
 }
 
 func (s *Service) newLane(id int64, run laneRun, b breaker) *lane {
-	window := s.perSubscription * laneWindow
 	now := time.Now()
-	return &lane{s: s, id: id, run: run, breaker: b, window: window, held: map[int64]bool{},
+	return &lane{s: s, id: id, run: run, breaker: b, held: map[int64]bool{},
 		results: make(chan result, s.perSubscription), started: now, idleSince: now, idlePoll: lanePoll}
 }
 
@@ -200,6 +198,10 @@ func (l *lane) pollAfter() time.Duration {
 	}
 }
 
+// window is the most deliveries the lane may hold: laneWindow for each
+// attempt its bound allows in flight.
+func (l *lane) window() int { return l.breaker.bound * laneWindow }
+
 // allowed is how many attempts the breaker lets out now.
 func (l *lane) allowed() int { return l.breaker.allowed(l.s.now()) }
 
@@ -215,9 +217,9 @@ func (l *lane) wantsMore() bool { return len(l.queued)+l.sending <= l.ahead()/2 
 // window per look and keeps its refusals on schedule.
 func (l *lane) ahead() int {
 	if l.breaker.open() {
-		return l.window
+		return l.window()
 	}
-	return min(l.window, l.breaker.limit*laneWindow)
+	return min(l.window(), l.breaker.limit*laneWindow)
 }
 
 // fill re-reads the subscription and fetches due deliveries not already
@@ -290,7 +292,6 @@ func (l *lane) setBound(bound int) {
 	}
 	l.breaker.bound = bound
 	l.breaker.limit = min(l.breaker.limit, bound)
-	l.window = bound * laneWindow
 }
 
 // start sends queued deliveries while the breaker allows. While it is open
@@ -347,7 +348,7 @@ func (l *lane) wait(ctx context.Context, deadline <-chan time.Time) bool {
 		l.sending--
 		l.breaker.record(r.o, l.s.now(), l.s.cooldown)
 		l.record(r)
-		if len(l.done) >= l.window/2 || len(l.done) == len(l.held) {
+		if len(l.done) >= l.window()/2 || len(l.done) == len(l.held) {
 			l.flush(ctx)
 		}
 	case <-poll:
@@ -426,16 +427,12 @@ func (s *Service) fetchDue(ctx context.Context, id int64, held map[int64]bool, l
 		exclude = append(exclude, k)
 	}
 	now := s.now().UTC()
-	due := func(retries bool, limit int) ([]deliveryRow, error) {
+	due := func(which string, limit int) ([]deliveryRow, error) {
 		q := s.db.Bun.NewSelect().Model((*deliveryRow)(nil)).
 			Where("subscription_id = ?", id).Where("next_attempt_at <= ?", now).
 			Order("next_attempt_at", "id").Limit(int64(limit))
-		switch {
-		case !retriesFirst:
-		case retries:
-			q = q.Where("attempts > 0")
-		default:
-			q = q.Where("attempts = 0")
+		if which != "" {
+			q = q.Where(which)
 		}
 		if len(exclude) > 0 {
 			q = q.Where("id NOT IN (?)", bun.In(exclude))
@@ -445,13 +442,13 @@ func (s *Service) fetchDue(ctx context.Context, id int64, held map[int64]bool, l
 		return rows, err
 	}
 	if !retriesFirst {
-		return due(false, limit)
+		return due("", limit)
 	}
-	rows, err := due(true, limit)
+	rows, err := due("attempts > 0", limit)
 	if err != nil || len(rows) == limit {
 		return rows, err
 	}
-	first, err := due(false, limit-len(rows))
+	first, err := due("attempts = 0", limit-len(rows))
 	return append(rows, first...), err
 }
 
