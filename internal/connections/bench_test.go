@@ -34,7 +34,7 @@ func BenchmarkSend(b *testing.B) {
 					ctx := context.Background()
 					tr := via.r.Transport()
 					for b.Loop() {
-						if _, err := tr.Send(ctx, conn.Channel, messaging.Outbound{ContactKey: "5511977776666", Text: "bench"}); err != nil {
+						if _, err := tr.Send(ctx, conn.Channel, messaging.Outbound{ContactKey: "5511977776666", Text: "bench", HandOff: noHandOff}); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -24,7 +24,7 @@ func TestSendIDSurvivesARetry(t *testing.T) {
 		if id == "" || id == b.Transport().NewExternalID(conn.Channel) {
 			t.Fatalf("ids %q", id)
 		}
-		out := messaging.Outbound{MessageID: 1, ExternalID: id, ContactKey: "5511977776666", Text: "hello"}
+		out := messaging.Outbound{MessageID: 1, ExternalID: id, ContactKey: "5511977776666", Text: "hello", HandOff: noHandOff}
 		first, err := a.Transport().Send(ctx, conn.Channel, out)
 		if err != nil || first.ExternalID != id {
 			t.Fatalf("first attempt: %+v %v", first, err)

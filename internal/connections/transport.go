@@ -71,6 +71,9 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 	if m := out.Media; m != nil {
 		msg.File = &connector.File{Name: m.FileName, ContentType: m.ContentType, Data: m.Data}
 	}
+	if err := out.HandOff(ctx); err != nil {
+		return messaging.SendResult{}, err
+	}
 	sent, err := invoke[connector.Sent](ctx, t.s, ch.ID, opSend{Message: msg})
 	if err != nil {
 		return messaging.SendResult{}, err

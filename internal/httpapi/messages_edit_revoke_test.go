@@ -18,7 +18,10 @@ import (
 // real transport in this build (embedded chat), recording calls.
 type fakeTransport struct{ edits, revokes int }
 
-func (f *fakeTransport) Send(_ context.Context, _ channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
+func (f *fakeTransport) Send(ctx context.Context, _ channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
+	if err := out.HandOff(ctx); err != nil {
+		return messaging.SendResult{}, err
+	}
 	return messaging.SendResult{ExternalID: fmt.Sprintf("emb-%d", out.MessageID)}, nil
 }
 func (f *fakeTransport) Edit(context.Context, channels.Channel, messaging.Target, string) error {

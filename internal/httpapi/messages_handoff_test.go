@@ -41,6 +41,11 @@ type recordingTransport struct {
 }
 
 func (r *recordingTransport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
+	if r.Transport == nil { // a real Transport records its own hand-off
+		if err := out.HandOff(ctx); err != nil {
+			return messaging.SendResult{}, err
+		}
+	}
 	r.mu.Lock()
 	r.calls = append(r.calls, out)
 	n, inject := len(r.calls), r.afterAccept

@@ -266,6 +266,9 @@ type gatedTransport struct {
 }
 
 func (g *gatedTransport) Send(ctx context.Context, ch channels.Channel, out messaging.Outbound) (messaging.SendResult, error) {
+	if err := out.HandOff(ctx); err != nil {
+		return messaging.SendResult{}, err
+	}
 	n := g.calls.Add(1)
 	select {
 	case <-g.gate:

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -17,17 +19,25 @@ import (
 
 // The second stage of a send (after accept.go): its hand-off to the
 // Transport and the call. A message is handed to its transport at most
-// once per outcome. handOff records the hand-off on the message before the
-// call; the outcome (outcome.go: Sent, Failed, or "not taken, try again")
-// clears it. An attempt that finds a hand-off with no outcome (the process
-// died, or recording the answer failed) knows the far side may have the
-// message:
+// once per outcome. The hand-off is recorded on the message (handoffs)
+// before the request that may create it at the far side; the outcome
+// (outcome.go: Sent, Failed, or "not taken, try again") clears it. An
+// attempt that finds a hand-off with no outcome (the process died, or
+// recording the answer failed) knows the far side may have the message:
 //
 //   - a Transport that is an IDAssigner gets the message again with the
 //     same external id, which its far side treats as the same message;
 //   - any other (the official provider, which assigns its own ids) is not
 //     called again: the message is marked outcome unknown and a receipt,
 //     which echoes our message id, settles it.
+//
+// A process killed between the record and the request leaves a message
+// that reads as possibly sent though it never left: lost to the official
+// channel, which cannot be asked. So the record is written by the
+// Transport itself (Outbound.HandOff), at the last moment: after media
+// uploads and every lookup, right before the request. Attempts handing
+// off together share one statement (s.handed, a group commit), so the
+// moment costs a round trip, not a statement per message.
 
 // attemptTimeout bounds one attempt: a provider call with its media upload.
 const attemptTimeout = 2 * time.Minute
@@ -44,6 +54,15 @@ const interruptedReason = "The send was interrupted before it reached the provid
 // be written, or one interrupted during the transport call: either way
 // the far side may have the message and the hand-off stays open.
 var errUnrecorded = errors.New("the far side may have the message; no outcome recorded")
+
+// errNotHanded wraps the failure to record a hand-off: the Transport made
+// no request, and the message is sent by a later attempt.
+var errNotHanded = errors.New("the hand-off could not be recorded; nothing was sent")
+
+// errNotPending is the hand-off of a message that left Pending (a receipt
+// or the safety net got there first), or is marked outcome unknown: the
+// Transport made no request, and nothing follows.
+var errNotPending = errors.New("the message is no longer waiting to be sent")
 
 // recordTimeout bounds the writes that record what a transport call said.
 const recordTimeout = 10 * time.Second
@@ -63,12 +82,11 @@ func recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // recoverSync) finishes it.
 func (s *Service) sendNow(ctx context.Context, ch channels.Channel, tr Transport, row *messageRow) (SendOutput, error) {
 	ctx = context.WithoutCancel(ctx)
-	row, err := s.handOff(ctx, row.ID)
-	if err != nil || row == nil {
+	res, err := s.deliver(ctx, ch, row, true)
+	if errors.Is(err, errNotHanded) || errors.Is(err, errNotPending) {
 		// Nothing was handed to the transport: the safety net fails it.
 		return SendOutput{}, fault.Wrap(fault.Unavailable, "The message could not be sent", err)
 	}
-	res, err := s.deliver(ctx, ch, row, true)
 	if errors.Is(err, errUnrecorded) && res.ExternalID != "" {
 		// The far side has the message: the client is told so, never a
 		// 500 that invites a second send. The safety net or a receipt
@@ -113,18 +131,119 @@ func (s *Service) handOff(ctx context.Context, id int64) (*messageRow, error) {
 	return &row, nil
 }
 
-// handOffMany is handOff for a batch of the send queue: it counts the
-// hand-off of each message of ids still Pending and not marked outcome
-// unknown, and returns them. Its IN list changes length with the batch,
-// so bun's inlined form costs nothing that binding would save.
-func (s *Service) handOffMany(ctx context.Context, ids []int64) ([]messageRow, error) {
-	var rows []messageRow
-	err := s.deps.DB.Bun.NewRaw(`UPDATE messages SET handoffs = handoffs + 1
-		WHERE id IN (?) AND status_id = ? AND outcome_unknown = ? RETURNING *`, bun.In(ids), StatusPending, false).Scan(ctx, &rows)
-	if err != nil && !store.IsNoRows(err) {
-		return nil, fault.Internalf(err, "hand off %d messages", len(ids))
+// handOffRecord is one hand-off to record: the message and the count of
+// open hand-offs its attempt read. A count that moved since means another
+// attempt (the safety net of a sync send) handed it meanwhile.
+type handOffRecord struct {
+	id     int64
+	expect int
+}
+
+// handOffBatchMax bounds the hand-offs of one statement: a claim's worth.
+const handOffBatchMax = queueBatch
+
+func (s *Service) newHandOffGroup() *workqueue.Group[handOffRecord, bool] {
+	return &workqueue.Group[handOffRecord, bool]{Max: handOffBatchMax, Timeout: queueWriteTimeout, Exec: s.execHandOff}
+}
+
+// execHandOff counts the hand-off of every message of the batch still
+// Pending, not marked outcome unknown and with the count its attempt read,
+// in one UPDATE; true for those it counted. Should the statement fail, a
+// connection cut after its commit loses the answer, not the change: a
+// message whose count moved reads as possibly sent, which the official
+// channel never sends again, so settleHandOff reads back what was written.
+func (s *Service) execHandOff(ctx context.Context, batch []handOffRecord) ([]bool, []error) {
+	var q strings.Builder
+	q.WriteString(`UPDATE messages SET handoffs = handoffs + 1
+		WHERE id IN (?) AND status_id = ? AND outcome_unknown = ? AND handoffs = CASE id`)
+	ids := make([]int64, len(batch))
+	args := []any{nil, StatusPending, false}
+	for i, r := range batch {
+		ids[i] = r.id
+		q.WriteString(" WHEN ? THEN ?")
+		args = append(args, r.id, r.expect)
 	}
-	return rows, nil
+	args[0] = bun.In(ids)
+	q.WriteString(" END RETURNING id")
+	var handed []int64
+	err := s.deps.DB.Bun.NewRaw(q.String(), args...).Scan(ctx, &handed)
+	if err != nil && !store.IsNoRows(err) {
+		s.deps.Logger.WarnContext(ctx, "send queue: hand-off failed; settling it", "messages", len(batch), "err", err)
+		return s.settleHandOff(ctx, batch, err)
+	}
+	s.metrics.handOffBatch.Observe(float64(len(batch)))
+	out := make([]bool, len(batch))
+	for i, r := range batch {
+		out[i] = slices.Contains(handed, r.id)
+	}
+	return out, nil
+}
+
+// settleHandOff finds out, after execHandOff's statement failed, whether
+// its count was written anyway. A count one above the one read is this
+// hand-off's own and its request has not been made: it is made now. The
+// read is retried for up to a third of the lease (the database that cut
+// the connection is often back by then; the claim's lease keeps the
+// messages this replica's meanwhile): a message left unsettled keeps a
+// count whose request was never made, and waits for a receipt that will
+// not come.
+func (s *Service) settleHandOff(ctx context.Context, batch []handOffRecord, cause error) ([]bool, []error) {
+	ids := make([]int64, len(batch))
+	for i, r := range batch {
+		ids[i] = r.id
+	}
+	var now []messageRow
+	err := workqueue.Persist(context.WithoutCancel(ctx), s.opts.SendLease/3, func(ctx context.Context) error {
+		now = nil
+		return s.deps.DB.Bun.NewSelect().Model(&now).Column("id", "handoffs").Where("id IN (?)", bun.In(ids)).
+			Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Scan(ctx)
+	})
+	if err != nil {
+		s.deps.Logger.ErrorContext(ctx, "send queue: hand-off not settled; a message whose count was written waits for a receipt", "messages", len(batch), "err", err)
+		return nil, allFailed(len(batch), fmt.Errorf("%w: %w", errNotHanded, fault.Internalf(cause, "hand off %d messages", len(batch))))
+	}
+	count := make(map[int64]int, len(now))
+	for _, r := range now {
+		count[r.ID] = r.Handoffs
+	}
+	out, errs := make([]bool, len(batch)), make([]error, len(batch))
+	for i, r := range batch {
+		switch c, ok := count[r.id]; {
+		case ok && c == r.expect+1:
+			out[i] = true
+		case ok && c == r.expect:
+			errs[i] = fmt.Errorf("%w: %w", errNotHanded, fault.Internalf(cause, "hand off message %d", r.id))
+		}
+	}
+	return out, errs
+}
+
+// handing is the hand-off of one attempt: deliver gives the Transport its
+// record function (Outbound.HandOff) and reads afterwards whether the
+// request may have been made.
+type handing struct {
+	s      *Service
+	row    *messageRow
+	handed bool
+}
+
+// handOff records the hand-off, once; row.Handoffs then counts it.
+func (h *handing) handOff(context.Context) error {
+	if h.handed {
+		return nil
+	}
+	ok, err := h.s.handed.Do(handOffRecord{id: h.row.ID, expect: h.row.Handoffs})
+	switch {
+	case err != nil && !errors.Is(err, errNotHanded):
+		return fmt.Errorf("%w: %w", errNotHanded, err)
+	case err != nil:
+		return err
+	case !ok:
+		return errNotPending
+	}
+	h.handed = true
+	h.row.Handoffs++
+	return nil
 }
 
 // release takes back a hand-off that never reached the transport, or that
@@ -182,19 +301,22 @@ func (s *Service) outbound(row *messageRow) (Outbound, error) {
 	return out, nil
 }
 
-// deliver hands a message claimed by handOff to its channel's Transport
-// and records the outcome (outcome.go): Sent with the external id, or
-// Failed with the reason. When final is false an Unavailable error from the
-// transport clears the hand-off without marking the message, so the queued
-// send is retried. A transport error means the far side did not take the
-// message, unless it wraps ErrOutcomeUnknown or the attempt's ctx ended
-// during the call; those, and an accepted message whose record could not
-// be written, return errUnrecorded (with the far side's answer, if any):
-// the message stays handed, and is never sent blindly again.
+// deliver hands a message to its channel's Transport and records the
+// outcome (outcome.go): Sent with the external id, or Failed with the
+// reason. The Transport records the hand-off right before its request
+// (Outbound.HandOff); until then a failure is an ordinary one, as no
+// request was made. When final is false an Unavailable error (or, before
+// the hand-off, an Internal one) leaves the message Pending for a retry,
+// the hand-off taken back. After the hand-off, a transport error means
+// the far side did not take the message unless it wraps ErrOutcomeUnknown
+// or the attempt's ctx ended during the call; those, and an accepted
+// message whose record could not be written, return errUnrecorded (with
+// the far side's answer, if any): the message stays handed, and is never
+// sent blindly again. errNotHanded and errNotPending say no request was
+// made and nothing was recorded.
 func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *messageRow, final bool) (SendResult, error) {
 	tr := s.transport(ch.TypeID)
 	if tr == nil {
-		s.release(ctx, row)
 		err := noTransport(ch.TypeID)
 		if final {
 			return SendResult{}, s.fail(ctx, ch, row, err)
@@ -203,19 +325,29 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 	}
 	out, err := s.outbound(row)
 	if err != nil {
-		s.release(ctx, row)
 		return SendResult{}, err
 	}
 	if _, ok := tr.(IDAssigner); ok {
 		out.ExternalID = deref(row.ExternalID)
 	}
+	h := &handing{s: s, row: row}
+	out.HandOff = h.handOff
 	res, err := tr.Send(ctx, ch, out)
 	callCtx := ctx
 	// What the call said is recorded even when the attempt's own context
 	// ended with it (its timeout, a stop): within a bound of its own.
 	ctx, cancel := recordContext(ctx)
 	defer cancel()
-	if err != nil && (callCtx.Err() != nil || errors.Is(err, ErrOutcomeUnknown) || (!final && fault.KindOf(err) == fault.Internal)) {
+	if errors.Is(err, errNotHanded) || errors.Is(err, errNotPending) {
+		return SendResult{}, err
+	}
+	if !h.handed && (err == nil || errors.Is(err, ErrOutcomeUnknown)) {
+		// A Transport that broke its contract: the far side may have the
+		// message with no hand-off on record. Recorded as if handed.
+		s.deps.Logger.ErrorContext(ctx, "transport made its request without recording the hand-off", "message_id", row.ID, "channel_type", ch.TypeID.Name())
+		h.handed = true
+	}
+	if err != nil && h.handed && (callCtx.Err() != nil || errors.Is(err, ErrOutcomeUnknown) || (!final && fault.KindOf(err) == fault.Internal)) {
 		// The attempt was cancelled or timed out during the call, or the
 		// transport's own call went unanswered: the far side may have
 		// taken the message, so the hand-off stays open. So too when the
@@ -227,9 +359,12 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 		return SendResult{}, fmt.Errorf("%w: no outcome from the call: %w", errUnrecorded, err)
 	}
 	if err != nil {
-		if fault.KindOf(err) == fault.Unavailable && !final {
+		kind := fault.KindOf(err)
+		if !final && (kind == fault.Unavailable || (!h.handed && kind == fault.Internal)) {
 			s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "retry").Inc()
-			s.release(ctx, row)
+			if h.handed {
+				s.release(ctx, row)
+			}
 			return SendResult{}, err
 		}
 		s.metrics.delivered.WithLabelValues(ch.TypeID.Name(), "failed").Inc()
@@ -248,18 +383,18 @@ func (s *Service) deliver(ctx context.Context, ch channels.Channel, row *message
 	return res, nil
 }
 
-// attempt works one attempt of a queued send on a message of channel ch
-// whose hand-off was just counted (the queue's handOffMany: the attempt's
-// only read); the outcome is recorded with its event. An error means the
+// attempt works one attempt of a queued send on a message of channel ch,
+// as its claim returned it (the attempt's only read); the outcome is
+// recorded with its event. An error means the
 // attempt should be retried while attempts remain (final is the last):
 // the queue schedules the retry.
 func (s *Service) attempt(ctx context.Context, ch channels.Channel, row *messageRow, final bool) error {
-	if row.Handoffs > 1 && !mayResend(s.transport(ch.TypeID)) {
+	if row.Handoffs > 0 && !mayResend(s.transport(ch.TypeID)) {
 		s.deps.Logger.WarnContext(ctx, "queued send handed before with no outcome; not sent again", "message_id", row.ID)
 		return s.markOutcomeUnknown(ctx, ch, row)
 	}
 	_, err := s.deliver(ctx, ch, row, final)
-	if err == nil {
+	if err == nil || errors.Is(err, errNotPending) {
 		return nil
 	}
 	ctx, cancel := recordContext(ctx)

@@ -40,6 +40,14 @@ type Outbound struct {
 	// Template is set for official template sends: the provider template
 	// with its variable values already resolved.
 	Template *TemplateSend
+	// HandOff records that the message is being handed to the far side.
+	// Send calls it once, right before the request that may create the
+	// message there, after everything that cannot (media uploads, lookups):
+	// from then on an attempt interrupted by a crash reads as possibly
+	// sent, and the official channel never sends it again, so the later
+	// it is called, the fewer sends a crash can lose. When it returns an
+	// error Send makes no request and returns that error as it is.
+	HandOff func(ctx context.Context) error
 }
 
 // TemplateSend is a provider template with its resolved parameters.

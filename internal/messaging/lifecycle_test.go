@@ -218,3 +218,67 @@ func TestUnknownOutcomeNotResent(t *testing.T) {
 		}
 	})
 }
+
+// TestInterruptedBeforeTheRequest: an attempt cut off before its transport
+// made the request (the replica died after its claim, or was stopped
+// during the media upload) leaves a message that the next attempt sends,
+// once. Only a hand-off the transport recorded right before its request
+// makes a message read as possibly sent, which a channel that assigns its
+// own ids never sends again.
+func TestInterruptedBeforeTheRequest(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		interrupt func(t *testing.T, b *bundle)
+	}{
+		{"the replica died after its claim", func(t *testing.T, b *bundle) {
+			ctx := context.Background()
+			rows, _, err := b.svc.claimDue(ctx, queueBatch, nil)
+			if err != nil || len(rows) != 1 {
+				t.Fatalf("claimed %d, %v", len(rows), err)
+			}
+			b.svc.prepareClaimed(ctx, rows) // and no attempt follows
+		}},
+		{"the attempt was stopped during its upload", func(t *testing.T, b *bundle) {
+			ctx, stop := context.WithCancel(context.Background())
+			b.tr.preparing(b.a, func(ctx context.Context) error {
+				stop()
+				<-ctx.Done()
+				return fault.Internalf(ctx.Err(), "upload media")
+			})
+			if _, err := b.svc.WorkDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b.tr.preparing(b.a, nil)
+		}},
+		{"the upload failed", func(t *testing.T, b *bundle) {
+			b.tr.preparing(b.a, func(context.Context) error { return fault.New(fault.Unavailable, "upload refused") })
+			if _, err := b.svc.WorkDue(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			b.tr.preparing(b.a, nil)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				b := setup(t, db, false, Options{})
+				id := b.queue(b.a, "interrupted")
+				c.interrupt(t, b)
+				if row := b.message(id); row.StatusID != StatusPending || row.Handoffs != 0 || row.OutcomeUnknown {
+					t.Fatalf("after the interruption: %+v", row)
+				}
+				b.clk.Advance(defaultSendLease + time.Second) // its lease or its retry
+				errs, err := b.svc.WorkDue(context.Background())
+				if err != nil || len(errs) != 1 || errs[id] != nil {
+					t.Fatalf("worked %v, %v", errs, err)
+				}
+				row := b.message(id)
+				if row.StatusID != StatusSent || row.OutcomeUnknown || row.Handoffs != 0 || b.tr.requestsOf(b.a) != 1 {
+					t.Fatalf("sent %d times; message %+v", b.tr.requestsOf(b.a), row)
+				}
+			})
+		})
+	}
+}

@@ -17,8 +17,9 @@ type metrics struct {
 	receipts  *prometheus.CounterVec // receipts that changed a status: status=name
 	// Tuning figures, for whoever tunes the service rather than runs it:
 	// they go to the debug registry (DEBUG_LISTEN's /debug/metrics).
-	sentBatch prometheus.Histogram   // Sent outcomes written per statement (sentWriter)
-	stored    *prometheus.CounterVec // sends stored: path=one_statement|transaction
+	sentBatch    prometheus.Histogram   // Sent outcomes written per statement (s.sent)
+	handOffBatch prometheus.Histogram   // hand-offs recorded per statement (s.handed)
+	stored       *prometheus.CounterVec // sends stored: path=one_statement|transaction
 }
 
 // newMetrics registers the operator's metrics with reg and the tuning
@@ -38,6 +39,9 @@ func newMetrics(reg, debug prometheus.Registerer) *metrics {
 		sentBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gateway_messages_sent_outcomes_per_write",
 			Help:    "Sent outcomes recorded by one UPDATE: attempts that end together share one statement and one commit.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}),
+		handOffBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gateway_messages_handoffs_per_write",
+			Help:    "Hand-offs to a transport recorded by one UPDATE: requests made together share one statement and one commit.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}),
 		stored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_messages_stored_total",
 			Help: "Sends stored, by path: one_statement (the common send on PostgreSQL) or transaction."}, []string{"path"}),
 	}
@@ -45,7 +49,7 @@ func newMetrics(reg, debug prometheus.Registerer) *metrics {
 		reg.MustRegister(m.accepted, m.refused, m.delivered, m.inbound, m.receipts)
 	}
 	if debug != nil {
-		debug.MustRegister(m.sentBatch, m.stored)
+		debug.MustRegister(m.sentBatch, m.handOffBatch, m.stored)
 	}
 	return m
 }

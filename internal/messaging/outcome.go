@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -12,13 +11,14 @@ import (
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
 	"github.com/chatmsg/gateway/internal/store"
+	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
 // The third stage of a send (after attempt.go): the message leaves
 // Pending. Every way out goes through leave, which chooses how to write:
 //
 //   - batched: a Sent outcome nobody listens to joins the Sent outcomes of
-//     other attempts ending at the same time in one UPDATE (sentWriter);
+//     other attempts ending at the same time in one UPDATE (s.sent, a group commit);
 //   - bare: any other outcome nobody listens to is one UPDATE, with no
 //     transaction around it;
 //   - transactional: when a subscription wants the event, or the far side
@@ -78,7 +78,7 @@ func leaveSet(now time.Time, status int) (string, []any) {
 func (s *Service) leave(ctx context.Context, ch channels.Channel, row *messageRow, to outcome) error {
 	if !to.takeOver && !s.eventWanted(ctx, ch, row.CompanyID, row.MessageSourceID) {
 		if to.status == StatusSent && to.externalID != nil {
-			if cur, changed, err := s.writeSent(ctx, row.ID, *to.externalID); err == nil {
+			if cur, changed, err := s.writeSent(row.ID, *to.externalID); err == nil {
 				if changed {
 					*row = cur
 				}
@@ -226,86 +226,49 @@ func retryRecord(ctx context.Context, write func() error) error {
 	return err
 }
 
-// sentWriter records the Sent outcomes of attempts that finish together in
-// one UPDATE, a group commit: the first outcome is written at once, and the
-// ones that arrive while that statement runs go together in the next.
-// Alone, an outcome is written as soon as it would be by itself.
+// The Sent outcomes of attempts that finish together are written by one
+// UPDATE, a group commit (s.sent, workqueue.Group): alone, an outcome is
+// written as soon as it would be by itself.
 //
-// Only the plain case comes here: a message whose company does not listen
+// Only the plain case goes there: a message whose company does not listen
 // to the event (no transaction, no event to publish), leaving Pending for
 // Sent. Anything a batch cannot settle (an external id another message
 // holds, a failed statement) is left to the single-message path, which
 // knows how.
-type sentWriter struct {
-	mu      sync.Mutex
-	busy    bool // a flush goroutine runs
-	pending []*sentRecord
-}
-
-// sentRecord is one outcome waiting for its statement.
-type sentRecord struct {
-	id  int64
-	ext string
-
-	done    chan struct{}
-	row     messageRow // the message as the statement left it, when changed
-	changed bool       // it was still Pending
-	err     error
-}
 
 // sentBatchMax bounds the messages of one statement.
 const sentBatchMax = 100
+
+// sentRecord is one Sent outcome to write: the message and its external id.
+type sentRecord struct {
+	id  int64
+	ext string
+}
+
+// sentResult is what the statement did to one message: changed is false
+// when it had already left Pending, else row is the message as written.
+type sentResult struct {
+	row     messageRow
+	changed bool
+}
+
+func (s *Service) newSentGroup() *workqueue.Group[sentRecord, sentResult] {
+	return &workqueue.Group[sentRecord, sentResult]{Max: sentBatchMax, Timeout: queueWriteTimeout, Exec: s.execSent}
+}
 
 // writeSent records message id as Sent with external id ext, together with
 // whatever else is waiting. changed is false when the message had already
 // left Pending (a receipt or another attempt got there first). An error
 // means nothing is known to be written: the caller takes the single path.
-func (s *Service) writeSent(ctx context.Context, id int64, ext string) (messageRow, bool, error) {
-	w := &s.sent
-	r := &sentRecord{id: id, ext: ext, done: make(chan struct{})}
-	w.mu.Lock()
-	w.pending = append(w.pending, r)
-	if !w.busy {
-		w.busy = true
-		go s.flushSent()
-	}
-	w.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.row, r.changed, r.err
-	case <-ctx.Done():
-		return messageRow{}, false, ctx.Err()
-	}
-}
-
-// flushSent writes what is pending, batch after batch, until nothing is.
-func (s *Service) flushSent() {
-	w := &s.sent
-	for {
-		w.mu.Lock()
-		n := min(len(w.pending), sentBatchMax)
-		batch := w.pending[:n:n]
-		w.pending = w.pending[n:]
-		if n == 0 {
-			w.pending = nil
-			w.busy = false
-		}
-		w.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		// The statement serves several attempts: none of their contexts
-		// may cut it short, a bound of its own does.
-		ctx, cancel := context.WithTimeout(context.Background(), queueWriteTimeout)
-		s.execSent(ctx, batch)
-		cancel()
-	}
+func (s *Service) writeSent(id int64, ext string) (messageRow, bool, error) {
+	r, err := s.sent.Do(sentRecord{id: id, ext: ext})
+	return r.row, r.changed, err
 }
 
 // execSent runs one batch: one UPDATE … RETURNING * over every message of
 // it, each given its own external id. The messages it returns were still
 // Pending; the others are left as they are, as leave would.
-func (s *Service) execSent(ctx context.Context, batch []*sentRecord) {
+func (s *Service) execSent(ctx context.Context, batch []sentRecord) ([]sentResult, []error) {
 	now := s.deps.Now()
 	set, args := leaveSet(now, StatusSent)
 	var q strings.Builder
@@ -325,23 +288,28 @@ func (s *Service) execSent(ctx context.Context, batch []*sentRecord) {
 		err = nil // none was Pending any more
 	}
 	if err != nil {
-		err = fault.Internalf(err, "mark %d messages sent", len(batch))
-	} else {
-		s.metrics.sentBatch.Observe(float64(len(batch)))
+		s.deps.Logger.Warn("batched sent outcomes not written; each is written alone", "messages", len(batch), "err", err)
+		return nil, allFailed(len(batch), fault.Internalf(err, "mark %d messages sent", len(batch)))
 	}
+	s.metrics.sentBatch.Observe(float64(len(batch)))
 	byID := make(map[int64]*messageRow, len(rows))
 	for i := range rows {
 		byID[rows[i].ID] = &rows[i]
 	}
-	for _, r := range batch {
-		if err != nil {
-			r.err = err
-		} else if row, ok := byID[r.id]; ok {
-			r.row, r.changed = *row, true
+	out := make([]sentResult, len(batch))
+	for i, r := range batch {
+		if row, ok := byID[r.id]; ok {
+			out[i] = sentResult{row: *row, changed: true}
 		}
-		close(r.done)
 	}
-	if err != nil {
-		s.deps.Logger.Warn("batched sent outcomes not written; each is written alone", "messages", len(batch), "err", err)
+	return out, nil
+}
+
+// allFailed answers every write of a batch with err.
+func allFailed(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
 	}
+	return errs
 }

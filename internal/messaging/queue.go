@@ -26,9 +26,9 @@ import (
 // The queue is the messages table itself. A queued send is stored with
 // send_due_at = now (accept.go), and nothing else is written for it. Every
 // replica runs one queue loop that claims due messages in batches, one
-// UPDATE … RETURNING for up to queueBatch of them; a second counts their
-// hand-offs right before the transport calls (handOffClaimed), and each is
-// worked in a slot of its own. A claim moves send_due_at a lease ahead, so
+// UPDATE … RETURNING for up to queueBatch of them, and each is worked in a
+// slot of its own; its hand-off is counted by its transport right before
+// the request (attempt.go). A claim moves send_due_at a lease ahead, so
 // a message whose replica died during the attempt comes due again by
 // itself, and the next attempt finds its hand-off open if it was handed
 // (attempt.go). The outcome clears send_due_at in the UPDATE that records
@@ -219,7 +219,7 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 		rows, shareBound, err := s.claimDue(claimCtx, want, held)
 		var batch []ready
 		if err == nil {
-			batch = s.handOffClaimed(claimCtx, rows)
+			batch = s.prepareClaimed(claimCtx, rows)
 		}
 		cancel()
 		cooldown = time.After(queueCooldown)
@@ -260,8 +260,8 @@ func (s *Service) runQueue(ctx, attemptCtx context.Context) {
 // one holding part of it gets only the rest. A Pending message not marked
 // outcome unknown gets an attempt and its lease; any other row found due
 // (it left Pending by a path that did not clear its place, e.g. a receipt)
-// leaves the queue. The claim does not count the hand-off; handOffClaimed
-// does, after the channel lookups and right before the transport calls.
+// leaves the queue. The claim does not count the hand-off; the transport
+// does, right before its request (attempt.go).
 //
 // shareBound reports that some sender was held back by its share (skipped,
 // or given all the room it had left): it may have more due.
@@ -326,7 +326,7 @@ func (s *Service) claimDue(ctx context.Context, n int, held map[int64]int) (rows
 		UPDATE messages SET send_attempts = send_attempts + 1,
 			send_due_at = CASE WHEN status_id = ? AND outcome_unknown = ? THEN ? ELSE NULL END
 		WHERE id IN (SELECT id FROM turns WHERE turn <= ` + turnLimit + ` ORDER BY turn, send_due_at, id LIMIT ?)
-		RETURNING id, company_id, company_channel_id, status_id, outcome_unknown, send_attempts, send_recover, handoffs`
+		RETURNING *`
 	if err := s.deps.DB.Bun.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !store.IsNoRows(err) {
 		return nil, false, fault.Internalf(err, "claim due sends")
 	}
@@ -347,26 +347,17 @@ func (s *Service) claimDue(ctx context.Context, n int, held map[int64]int) (rows
 	return rows, shareBound, nil
 }
 
-// ready is a claimed message about to be attempted: handed off with its
-// channel, or a synchronous send's safety net (row.SendRecover), which
-// hands itself off.
+// ready is a claimed message about to be attempted with its channel, or
+// a synchronous send's safety net (row.SendRecover), which finds its own.
 type ready struct {
 	row *messageRow
 	ch  channels.Channel
 }
 
-// handOffClaimed prepares what a claim took. The channels come first (from
-// their cache), then one UPDATE counts the hand-off of every message still
-// Pending (handOffMany), right before the transport calls: a replica that
-// dies between its claim and this leaves messages that read as never
-// handed, which the next claim sends. Were the hand-off counted in the
-// claim, a replica dying between the claim and the call would leave
-// messages that read as possibly sent, which the official channel never
-// sends again. What cannot be prepared now is scheduled again.
-func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready {
+// prepareClaimed finds the channels of what a claim took (from their
+// cache). A message whose channel cannot be read now is scheduled again.
+func (s *Service) prepareClaimed(ctx context.Context, rows []messageRow) []ready {
 	var out []ready
-	var ids []int64
-	chs := map[int64]channels.Channel{}
 	var later []int64
 	for i := range rows {
 		r := &rows[i]
@@ -386,60 +377,12 @@ func (s *Service) handOffClaimed(ctx context.Context, rows []messageRow) []ready
 			later = append(later, r.ID)
 			continue
 		}
-		chs[r.ID] = ch
-		ids = append(ids, r.ID)
-	}
-	if len(ids) > 0 {
-		handed, err := s.handOffMany(ctx, ids)
-		if err != nil {
-			s.deps.Logger.WarnContext(ctx, "send queue: hand-off failed; settling it", "messages", len(ids), "err", err)
-			var waiting []int64
-			handed, waiting = s.settleHandOff(ctx, rows, ids)
-			later = append(later, waiting...)
-		}
-		for i := range handed {
-			out = append(out, ready{row: &handed[i], ch: chs[handed[i].ID]})
-		}
+		out = append(out, ready{row: r, ch: ch})
 	}
 	if len(later) > 0 {
 		s.scheduleAt(ctx, later, s.deps.Now().Add(retryDelay(1)))
 	}
 	return out
-}
-
-// settleHandOff finds out, after handOffMany failed, whether its count was
-// written anyway: a connection cut after the commit loses the answer, not
-// the change, and a message whose hand-off was counted reads as possibly
-// sent, which the official channel never sends again. The claim's lease
-// makes these messages this replica's alone, so a count one above the
-// claim's is this hand-off's own and its call has not been made: those are
-// handed on now. The read is retried for up to a third of the lease (the
-// database that cut the connection is often back by then): a message left
-// unsettled keeps a count its call never made, and waits for a receipt that
-// will not come.
-func (s *Service) settleHandOff(ctx context.Context, claimed []messageRow, ids []int64) (handed []messageRow, waiting []int64) {
-	atClaim := make(map[int64]int, len(claimed))
-	for _, r := range claimed {
-		atClaim[r.ID] = r.Handoffs
-	}
-	var now []messageRow
-	err := workqueue.Persist(ctx, s.opts.SendLease/3, func(ctx context.Context) error {
-		now = nil
-		return s.deps.DB.Bun.NewSelect().Model(&now).Where("id IN (?)", bun.In(ids)).
-			Where("status_id = ?", StatusPending).Where("outcome_unknown = ?", false).Scan(ctx)
-	})
-	if err != nil {
-		s.deps.Logger.ErrorContext(ctx, "send queue: hand-off not settled; the sends wait for a receipt", "messages", len(ids), "err", err)
-		return nil, ids
-	}
-	for _, r := range now {
-		if r.Handoffs == atClaim[r.ID]+1 {
-			handed = append(handed, r)
-		} else {
-			waiting = append(waiting, r.ID)
-		}
-	}
-	return handed, waiting
 }
 
 // scheduleAt puts Pending messages back in the queue, due at (zero: out of
@@ -518,7 +461,7 @@ func (s *Service) WorkDue(ctx context.Context) (map[int64]error, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch := s.handOffClaimed(ctx, rows)
+	batch := s.prepareClaimed(ctx, rows)
 	out := make(map[int64]error, len(batch))
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -17,6 +17,7 @@ import (
 	"github.com/chatmsg/gateway/internal/ratelimit"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/webhooks"
+	"github.com/chatmsg/gateway/internal/workqueue"
 )
 
 // ChannelDirectory resolves company channels (*channels.Service).
@@ -94,8 +95,9 @@ type Service struct {
 	fetchers    map[channels.TypeID]MediaFetcher
 	jobs        JobInserter
 	queue       *sendQueue
-	sent        sentWriter
-	insert      messageInsert // storeOne's INSERT (PostgreSQL)
+	sent        *workqueue.Group[sentRecord, sentResult] // Sent outcomes, a group commit (outcome.go)
+	handed      *workqueue.Group[handOffRecord, bool]    // hand-offs, a group commit (attempt.go)
+	insert      messageInsert                            // storeOne's INSERT (PostgreSQL)
 }
 
 // NewService returns the messaging service. Transports and group
@@ -132,6 +134,7 @@ func NewService(deps Deps, opts Options) *Service {
 	}
 	s := &Service{deps: deps, opts: opts, metrics: newMetrics(opts.Registerer, opts.DebugRegisterer), transports: map[channels.TypeID]Transport{}, authorizers: map[channels.TypeID]GroupAuthorizer{},
 		fetchers: map[channels.TypeID]MediaFetcher{}, queue: newSendQueue(opts.Workers, opts.SendShare)}
+	s.sent, s.handed = s.newSentGroup(), s.newHandOffGroup()
 	if deps.DB != nil && deps.DB.Dialect == store.Postgres {
 		s.insert = newMessageInsert(deps.DB)
 	}

@@ -190,6 +190,8 @@ type fakeTransport struct {
 	Transport
 	mu       sync.Mutex
 	behave   map[int64]func(ctx context.Context, out Outbound) (SendResult, error)
+	prepare  map[int64]func(ctx context.Context) error // before the hand-off, as an upload
+	requests map[int64]int                             // calls past the hand-off
 	inFlight map[int64]int
 	most     map[int64]int
 	calls    map[int64]int
@@ -198,6 +200,7 @@ type fakeTransport struct {
 
 func newFakeTransport() *fakeTransport {
 	return &fakeTransport{behave: map[int64]func(context.Context, Outbound) (SendResult, error){},
+		prepare: map[int64]func(context.Context) error{}, requests: map[int64]int{},
 		inFlight: map[int64]int{}, most: map[int64]int{}, calls: map[int64]int{}}
 }
 
@@ -208,18 +211,43 @@ func (f *fakeTransport) on(ch channels.Channel, fn func(ctx context.Context, out
 	f.mu.Unlock()
 }
 
+// preparing sets the work ch's sends do before their hand-off (nil: none).
+func (f *fakeTransport) preparing(ch channels.Channel, fn func(ctx context.Context) error) {
+	f.mu.Lock()
+	f.prepare[ch.ID] = fn
+	f.mu.Unlock()
+}
+
+// requestsOf is how many of ch's sends got past their hand-off.
+func (f *fakeTransport) requestsOf(ch channels.Channel) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[ch.ID]
+}
+
 func (f *fakeTransport) Send(ctx context.Context, ch channels.Channel, out Outbound) (SendResult, error) {
 	f.mu.Lock()
 	f.calls[ch.ID]++
 	f.inFlight[ch.ID]++
 	f.most[ch.ID] = max(f.most[ch.ID], f.inFlight[ch.ID])
-	fn := f.behave[ch.ID]
+	fn, prep := f.behave[ch.ID], f.prepare[ch.ID]
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
 		f.inFlight[ch.ID]--
 		f.mu.Unlock()
 	}()
+	if prep != nil {
+		if err := prep(ctx); err != nil {
+			return SendResult{}, err
+		}
+	}
+	if err := out.HandOff(ctx); err != nil {
+		return SendResult{}, err
+	}
+	f.mu.Lock()
+	f.requests[ch.ID]++
+	f.mu.Unlock()
 	if fn != nil {
 		return fn(ctx, out)
 	}

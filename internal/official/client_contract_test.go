@@ -2,6 +2,7 @@ package official_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,10 +22,18 @@ import (
 // simulator's validator, which shares no type with the client) and keeps
 // the send bodies.
 type documentProvider struct {
-	t     *testing.T
-	doc   *providersim.Document
-	mu    sync.Mutex
-	sends [][]byte
+	t       *testing.T
+	doc     *providersim.Document
+	mu      sync.Mutex
+	sends   [][]byte
+	uploads int
+}
+
+// requests are the sends and uploads the provider has seen.
+func (p *documentProvider) requests() (sends, uploads int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sends), p.uploads
 }
 
 func (p *documentProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +59,9 @@ func (p *documentProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := p.doc.ValidateUploadForm(r.MultipartForm); err != nil || r.FormValue("messaging_product") != "whatsapp" || r.MultipartForm.File["file"] == nil {
 			p.t.Errorf("upload outside the document: %v %v", err, r.MultipartForm.Value)
 		}
+		p.mu.Lock()
+		p.uploads++
+		p.mu.Unlock()
 		_, _ = io.WriteString(w, `{"id":"4490709327384033"}`)
 	default:
 		http.NotFound(w, r)
@@ -115,12 +127,23 @@ func TestClientRequestsFitTheDocument(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p.mu.Lock()
-			before := len(p.sends)
-			p.mu.Unlock()
+			before, _ := p.requests()
+			// The hand-off is recorded once, after every upload and before
+			// the send: a crash before it must leave the message unsent.
+			handOffs := 0
+			tc.out.HandOff = func(context.Context) error {
+				handOffs++
+				if sends, _ := p.requests(); sends != before {
+					t.Error("hand-off recorded after the send request")
+				}
+				return nil
+			}
 			res, err := tr.Send(context.Background(), ch, tc.out)
 			if err != nil || res.ExternalID != "wamid.X" {
 				t.Fatalf("%+v %v", res, err)
+			}
+			if handOffs != 1 {
+				t.Fatalf("hand-off recorded %d times, want once", handOffs)
 			}
 			p.mu.Lock()
 			sent := string(p.sends[before])
@@ -132,6 +155,25 @@ func TestClientRequestsFitTheDocument(t *testing.T) {
 			}
 		})
 	}
+	// Uploads come before the hand-off; a hand-off that cannot be recorded
+	// stops the send before its request, and its error comes back as it is.
+	t.Run("hand-off refused", func(t *testing.T) {
+		sends, uploads := p.requests()
+		refusal := errors.New("not recorded")
+		_, err := tr.Send(context.Background(), ch, messaging.Outbound{MessageID: 18, ContactKey: "5511977776666", Media: pdf,
+			HandOff: func(context.Context) error {
+				if _, u := p.requests(); u != uploads+1 {
+					t.Errorf("hand-off before the upload (%d uploads)", u-uploads)
+				}
+				return refusal
+			}})
+		if !errors.Is(err, refusal) {
+			t.Fatalf("err %v, want the hand-off's", err)
+		}
+		if now, _ := p.requests(); now != sends {
+			t.Fatal("a send request was made without its hand-off")
+		}
+	})
 	// A reply: the client's context object.
 	_, _, err := client.SendMessage(context.Background(), acc, official.SendRequest{RecipientType: "individual", To: "5511977776666", Type: "text",
 		Context: &official.MessageContext{MessageID: "wamid.earlier"}, Text: &official.TextBody{Body: "respondendo"}})

@@ -95,7 +95,7 @@ func TestSendOutcome(t *testing.T) {
 			tr := official.NewTransport(official.NewClient(official.ClientOptions{SendTimeout: 300 * time.Millisecond}))
 			ch := channels.Channel{ID: 1, TypeID: channels.OfficialChatapp,
 				ProviderAccount: &channels.ProviderAccount{BaseURL: srv.URL, PhoneNumberID: "111", AccessToken: "tok"}}
-			res, err := tr.Send(context.Background(), ch, messaging.Outbound{MessageID: 7, ContactKey: "5511977776666", Text: "hi"})
+			res, err := tr.Send(context.Background(), ch, messaging.Outbound{MessageID: 7, ContactKey: "5511977776666", Text: "hi", HandOff: func(context.Context) error { return nil }})
 			want := int32(1)
 			if tc.refused {
 				want = 0

@@ -75,6 +75,12 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 	default:
 		req.Type, req.Text = "text", &TextBody{Body: out.Text, PreviewURL: strings.Contains(out.Text, "http")}
 	}
+	// The provider assigns its own ids and cannot be asked whether it has
+	// a message: the hand-off is recorded at the last moment, after the
+	// uploads, so that a crash before it leaves the message to be sent.
+	if err := out.HandOff(ctx); err != nil {
+		return messaging.SendResult{}, err
+	}
 	resp, raw, err := t.client.SendMessage(ctx, acc, req)
 	if err != nil {
 		return messaging.SendResult{}, err
