@@ -108,6 +108,11 @@ type ClientOptions struct {
 	// MaxIdleConnsPerHost keeps connections to busy receivers warm
 	// (default 32).
 	MaxIdleConnsPerHost int
+	// Lean makes an HTTP/1.1 client whose waiting requests hold their
+	// caller's goroutine and their socket only (leanTransport), for many
+	// receivers that may be slow or silent. Timeout is then enforced as a
+	// deadline on the connection, with no timer goroutine per request.
+	Lean bool
 }
 
 // NewClient returns an HTTP client whose every connection passes the
@@ -118,7 +123,7 @@ func (g *Guard) NewClient(opts ClientOptions) *http.Client {
 	if idle <= 0 {
 		idle = 32
 	}
-	transport := &http.Transport{
+	var transport http.RoundTripper = &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
@@ -128,9 +133,13 @@ func (g *Guard) NewClient(opts ClientOptions) *http.Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
+	timeout := opts.Timeout
+	if opts.Lean {
+		transport, timeout = newLeanTransport(dialer, opts.Timeout, idle), 0
+	}
 	return &http.Client{
 		Transport: transport,
-		Timeout:   opts.Timeout,
+		Timeout:   timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if opts.MaxRedirects <= 0 {
 				return http.ErrUseLastResponse

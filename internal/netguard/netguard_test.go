@@ -88,22 +88,26 @@ func TestClientDialTime(t *testing.T) {
 	t.Cleanup(srv.Close)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 
-	blocked := netguard.New(nil).NewClient(netguard.ClientOptions{Timeout: 5 * time.Second})
-	for _, u := range []string{srv.URL, "http://localhost:" + strconv.Itoa(port)} {
-		_, err := blocked.Get(u)
-		if !errors.Is(err, netguard.ErrBlocked) {
-			t.Fatalf("GET %s without allow-list: err = %v, want ErrBlocked", u, err)
-		}
-	}
+	for _, lean := range []bool{false, true} {
+		t.Run(map[bool]string{false: "net/http", true: "lean"}[lean], func(t *testing.T) {
+			blocked := netguard.New(nil).NewClient(netguard.ClientOptions{Timeout: 5 * time.Second, Lean: lean})
+			for _, u := range []string{srv.URL, "http://localhost:" + strconv.Itoa(port)} {
+				_, err := blocked.Get(u)
+				if !errors.Is(err, netguard.ErrBlocked) {
+					t.Fatalf("GET %s without allow-list: err = %v, want ErrBlocked", u, err)
+				}
+			}
 
-	allowed := netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).NewClient(netguard.ClientOptions{Timeout: 5 * time.Second})
-	resp, err := allowed.Get(srv.URL)
-	if err != nil {
-		t.Fatalf("GET with allow-list: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("status %d", resp.StatusCode)
+			allowed := netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).NewClient(netguard.ClientOptions{Timeout: 5 * time.Second, Lean: lean})
+			resp, err := allowed.Get(srv.URL)
+			if err != nil {
+				t.Fatalf("GET with allow-list: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		})
 	}
 }
 
@@ -134,18 +138,20 @@ func TestRedirects(t *testing.T) {
 	t.Cleanup(ok.Close)
 	guard := netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
 
-	webhook := guard.NewClient(netguard.ClientOptions{Timeout: 5 * time.Second})
-	resp, err := webhook.Get(ok.URL + "/to-self")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		t.Fatalf("webhook client followed a redirect: status %d", resp.StatusCode)
+	for _, lean := range []bool{false, true} {
+		webhook := guard.NewClient(netguard.ClientOptions{Timeout: 5 * time.Second, Lean: lean})
+		resp, err := webhook.Get(ok.URL + "/to-self")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound {
+			t.Fatalf("webhook client (lean %v) followed a redirect: status %d", lean, resp.StatusCode)
+		}
 	}
 
 	media := guard.NewClient(netguard.ClientOptions{Timeout: 5 * time.Second, MaxRedirects: 3})
-	resp, err = media.Get(ok.URL + "/to-self")
+	resp, err := media.Get(ok.URL + "/to-self")
 	if err != nil {
 		t.Fatal(err)
 	}

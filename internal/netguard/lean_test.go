@@ -1,0 +1,259 @@
+package netguard
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// loopbackLean is a lean client allowed to dial loopback.
+func loopbackLean(timeout time.Duration) (*http.Client, *leanTransport) {
+	c := New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).NewClient(ClientOptions{Timeout: timeout, Lean: true})
+	return c, c.Transport.(*leanTransport)
+}
+
+// countingServer answers every request with answer and counts the
+// connections it accepted and the request bodies it read.
+func countingServer(t *testing.T, answer http.HandlerFunc, tlsServer bool) (srv *httptest.Server, conns *atomic.Int32, bodies func() []string) {
+	t.Helper()
+	conns = &atomic.Int32{}
+	var mu sync.Mutex
+	var got []string
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		answer(w, r)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	if tlsServer {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, conns, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), got...) }
+}
+
+func post(t *testing.T, c *http.Client, url, body string, readAll bool) (int, string) {
+	t.Helper()
+	resp, err := c.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	var b []byte
+	if readAll {
+		b, _ = io.ReadAll(resp.Body)
+	} else {
+		b = make([]byte, 1)
+		_, _ = io.ReadFull(resp.Body, b)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, string(b)
+}
+
+// TestLeanKeepsConnections: answers read to their end leave the connection
+// for the next request, whatever their framing; an answer left unread or
+// one that says "close" does not.
+func TestLeanKeepsConnections(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		answer    http.HandlerFunc
+		tls       bool
+		readAll   bool
+		wantConns int32
+	}{
+		{"content length", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }, false, true, 1},
+		{"no content", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }, false, true, 1},
+		{"chunked", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "o")
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, "k")
+		}, false, true, 1},
+		{"server error", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusInternalServerError) }, false, true, 1},
+		{"over TLS", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }, true, true, 1},
+		{"answer left unread", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, strings.Repeat("x", 64<<10)) }, false, false, 5},
+		{"connection: close", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Connection", "close")
+			_, _ = io.WriteString(w, "ok")
+		}, false, true, 5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv, conns, bodies := countingServer(t, c.answer, c.tls)
+			client, lt := loopbackLean(5 * time.Second)
+			if c.tls {
+				lt.tlsConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+			}
+			for i := range 5 {
+				code, _ := post(t, client, srv.URL, fmt.Sprint(`{"n":`, i, `}`), c.readAll)
+				if code == 0 {
+					t.Fatal("no answer")
+				}
+			}
+			if got := conns.Load(); got != c.wantConns {
+				t.Fatalf("%d connections for 5 requests, want %d", got, c.wantConns)
+			}
+			if got := bodies(); len(got) != 5 || got[4] != `{"n":4}` {
+				t.Fatalf("the receiver read %q", got)
+			}
+		})
+	}
+}
+
+// TestLeanRetriesAClosedIdleConnection: a receiver that closed a kept
+// connection gets the request once, on a new connection.
+func TestLeanRetriesAClosedIdleConnection(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var requests atomic.Int32
+	go func() {
+		for first := true; ; first = false {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn, first bool) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					requests.Add(1)
+					_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					if first {
+						return // keep-alive promised, then closed while idle
+					}
+				}
+			}(c, first)
+		}
+	}()
+	client, _ := loopbackLean(5 * time.Second)
+	url := "http://" + ln.Addr().String() + "/"
+	post(t, client, url, "one", true)
+	time.Sleep(50 * time.Millisecond) // the close reaches the client
+	if code, body := post(t, client, url, "two", true); code != 200 || body != "ok" {
+		t.Fatalf("after the idle close: %d %q", code, body)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Fatalf("the receiver got %d requests, want 2", n)
+	}
+}
+
+// TestLeanSilentReceiver: a receiver that accepts and never answers ends
+// the request at its timeout or when its context is cancelled, and each
+// waiting request holds one goroutine: its caller's.
+func TestLeanSilentReceiver(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/"
+
+	t.Run("timeout", func(t *testing.T) {
+		client, _ := loopbackLean(200 * time.Millisecond)
+		_, err := client.Post(url, "application/json", strings.NewReader("{}"))
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("err %v, want a timeout", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		client, _ := loopbackLean(time.Minute)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
+		if _, err := client.Do(req); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+	})
+	t.Run("one goroutine per waiting request", func(t *testing.T) {
+		client, _ := loopbackLean(time.Minute)
+		ctx, cancel := context.WithCancel(context.Background())
+		const n = 200
+		before := runtime.NumGoroutine()
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
+				if resp, err := client.Do(req); err == nil {
+					_ = resp.Body.Close()
+				}
+			})
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			accepted := len(held)
+			mu.Unlock()
+			if accepted >= n+2 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // every request written and waiting
+		extra := runtime.NumGoroutine() - before
+		cancel()
+		wg.Wait()
+		if extra > n+n/10 {
+			t.Fatalf("%d waiting requests hold %d goroutines, want about one each", n, extra)
+		}
+	})
+}
+
+// TestLeanRefusesOtherSchemes: only http and https are spoken.
+func TestLeanRefusesOtherSchemes(t *testing.T) {
+	t.Parallel()
+	client, _ := loopbackLean(time.Second)
+	if _, err := client.Get("ftp://127.0.0.1/x"); err == nil {
+		t.Fatal("an ftp URL was requested")
+	}
+}
