@@ -124,38 +124,24 @@ func TestLeanKeepsConnections(t *testing.T) {
 // connection gets the request once, on a new connection.
 func TestLeanRetriesAClosedIdleConnection(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
 	var requests atomic.Int32
-	go func() {
-		for first := true; ; first = false {
-			c, err := ln.Accept()
+	url, _ := rawServer(t, func(c net.Conn, n int) {
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func(c net.Conn, first bool) {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					requests.Add(1)
-					_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-					if first {
-						return // keep-alive promised, then closed while idle
-					}
-				}
-			}(c, first)
+			_, _ = io.Copy(io.Discard, req.Body)
+			requests.Add(1)
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			if n == 0 {
+				return // keep-alive promised, then closed while idle
+			}
 		}
-	}()
+	})
 	client, _ := loopbackLean(5 * time.Second)
-	url := "http://" + ln.Addr().String() + "/"
 	post(t, client, url, "one", true)
 	time.Sleep(50 * time.Millisecond) // the close reaches the client
 	if code, body := post(t, client, url, "two", true); code != 200 || body != "ok" {
@@ -171,33 +157,7 @@ func TestLeanRetriesAClosedIdleConnection(t *testing.T) {
 // waiting request holds one goroutine: its caller's.
 func TestLeanSilentReceiver(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range held {
-			_ = c.Close()
-		}
-		mu.Unlock()
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	url := "http://" + ln.Addr().String() + "/"
-
+	url, accepted := rawServer(t, func(net.Conn, int) {}) // read nothing, answer nothing
 	t.Run("timeout", func(t *testing.T) {
 		client, _ := loopbackLean(200 * time.Millisecond)
 		_, err := client.Post(url, "application/json", strings.NewReader("{}"))
@@ -231,10 +191,7 @@ func TestLeanSilentReceiver(t *testing.T) {
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			mu.Lock()
-			accepted := len(held)
-			mu.Unlock()
-			if accepted >= n+2 || time.Now().After(deadline) {
+			if accepted() >= n+2 || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -247,6 +204,42 @@ func TestLeanSilentReceiver(t *testing.T) {
 			t.Fatalf("%d waiting requests hold %d goroutines, want about one each", n, extra)
 		}
 	})
+}
+
+// rawServer accepts loopback connections and hands each to serve with its
+// number (0 first) in a goroutine of its own; the listener and every
+// connection are closed at the test's end. It returns the base URL and how
+// many connections were accepted so far.
+func rawServer(t *testing.T, serve func(c net.Conn, n int)) (url string, accepted func() int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			n := len(conns) - 1
+			mu.Unlock()
+			go serve(c, n)
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/", func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
 }
 
 // TestLeanRefusesOtherSchemes: only http and https are spoken.
