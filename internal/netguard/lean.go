@@ -28,9 +28,10 @@ import (
 // What it leaves out, on purpose: HTTP/2 (receivers are asked for
 // HTTP/1.1 over TLS), proxies (never used, see the package comment),
 // pipelining, and 100-continue. Keep-alive is kept: idle connections are
-// pooled per host, and a request on a reused connection that the receiver
-// had closed is sent once more on a new one, as net/http does for a
-// request that can be rewound.
+// pooled per host; one is peeked at before it is used again (quiet), so
+// one the receiver closed or wrote to unasked is dropped; and a request on
+// a reused connection that the receiver closes under it is sent once more
+// on a new one, as net/http does for a request that can be rewound.
 type leanTransport struct {
 	dialer      *net.Dialer
 	tlsConfig   *tls.Config
@@ -253,7 +254,7 @@ func (t *leanTransport) take(key string) (net.Conn, bool) {
 		ic := list[len(list)-1]
 		list = list[:len(list)-1]
 		t.total--
-		if time.Since(ic.since) < t.idleTimeout {
+		if time.Since(ic.since) < t.idleTimeout && quiet(ic.c) {
 			t.setIdle(key, list)
 			return ic.c, true
 		}

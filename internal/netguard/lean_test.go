@@ -120,26 +120,50 @@ func TestLeanKeepsConnections(t *testing.T) {
 	}
 }
 
-// TestLeanRetriesAClosedIdleConnection: a receiver that closed a kept
-// connection gets the request once, on a new connection.
-func TestLeanRetriesAClosedIdleConnection(t *testing.T) {
+// TestLeanResendsOnAClosedConnection: a kept connection the receiver closes
+// as the next request arrives (its idle timeout racing the request) fails
+// before any answer; the request is sent once more, on a new connection.
+func TestLeanResendsOnAClosedConnection(t *testing.T) {
 	t.Parallel()
-	var requests atomic.Int32
-	url, _ := rawServer(t, func(c net.Conn, n int) {
+	var answered atomic.Int32
+	url, accepted := rawServer(t, func(c net.Conn, n int) {
 		defer c.Close()
 		br := bufio.NewReader(c)
-		for {
+		for i := 0; ; i++ {
 			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
 			_, _ = io.Copy(io.Discard, req.Body)
-			requests.Add(1)
-			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			if n == 0 {
-				return // keep-alive promised, then closed while idle
+			if n == 0 && i == 1 {
+				return // closed under the second request, unanswered
 			}
+			answered.Add(1)
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
+	})
+	client, _ := loopbackLean(5 * time.Second)
+	post(t, client, url, "one", true)
+	if code, body := post(t, client, url, "two", true); code != 200 || body != "ok" {
+		t.Fatalf("after the close: %d %q", code, body)
+	}
+	if n, c := answered.Load(), accepted(); n != 2 || c != 2 {
+		t.Fatalf("%d answered on %d connections, want 2 on 2", n, c)
+	}
+}
+
+// TestLeanDropsAClosedIdleConnection: a kept connection the receiver closed
+// while it was idle is not used again.
+func TestLeanDropsAClosedIdleConnection(t *testing.T) {
+	t.Parallel()
+	url, accepted := rawServer(t, func(c net.Conn, _ int) {
+		defer c.Close()
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") // keep-alive promised, then closed
 	})
 	client, _ := loopbackLean(5 * time.Second)
 	post(t, client, url, "one", true)
@@ -147,8 +171,39 @@ func TestLeanRetriesAClosedIdleConnection(t *testing.T) {
 	if code, body := post(t, client, url, "two", true); code != 200 || body != "ok" {
 		t.Fatalf("after the idle close: %d %q", code, body)
 	}
-	if n := requests.Load(); n != 2 {
-		t.Fatalf("the receiver got %d requests, want 2", n)
+	if n := accepted(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
+// TestLeanDropsAnIdleConnectionThatSpoke: an answer a receiver wrote on an
+// idle connection unasked (a 408 before closing it) is not taken for the
+// next request's: that request goes on a new connection.
+func TestLeanDropsAnIdleConnectionThatSpoke(t *testing.T) {
+	t.Parallel()
+	url, accepted := rawServer(t, func(c net.Conn, n int) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			if n == 0 {
+				time.Sleep(20 * time.Millisecond)
+				_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+			}
+		}
+	})
+	client, _ := loopbackLean(5 * time.Second)
+	post(t, client, url, "one", true)
+	time.Sleep(100 * time.Millisecond) // the 408 reaches the client
+	if code, body := post(t, client, url, "two", true); code != 200 || body != "ok" {
+		t.Fatalf("after the unasked answer: %d %q", code, body)
+	}
+	if n := accepted(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
 	}
 }
 
