@@ -127,20 +127,13 @@ func TestLeanResendsOnAClosedConnection(t *testing.T) {
 	t.Parallel()
 	var answered atomic.Int32
 	url, accepted := rawServer(t, func(c net.Conn, n int) {
-		defer c.Close()
-		br := bufio.NewReader(c)
-		for i := 0; ; i++ {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
+		answering(c, func(i int) (answer, keep bool) {
 			if n == 0 && i == 1 {
-				return // closed under the second request, unanswered
+				return false, false // closed under the second request, unanswered
 			}
 			answered.Add(1)
-			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
+			return true, true
+		})
 	})
 	client, _ := loopbackLean(5 * time.Second)
 	post(t, client, url, "one", true)
@@ -152,58 +145,42 @@ func TestLeanResendsOnAClosedConnection(t *testing.T) {
 	}
 }
 
-// TestLeanDropsAClosedIdleConnection: a kept connection the receiver closed
-// while it was idle is not used again.
-func TestLeanDropsAClosedIdleConnection(t *testing.T) {
+// TestLeanDropsAnIdleConnection: a kept connection the receiver closed
+// while it was idle, or wrote to unasked (a 408 before closing it), is not
+// used again, and the unasked answer is never taken for the next
+// request's: that request goes on a new connection.
+func TestLeanDropsAnIdleConnection(t *testing.T) {
 	t.Parallel()
-	url, accepted := rawServer(t, func(c net.Conn, _ int) {
-		defer c.Close()
-		req, err := http.ReadRequest(bufio.NewReader(c))
-		if err != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, req.Body)
-		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") // keep-alive promised, then closed
-	})
-	client, _ := loopbackLean(5 * time.Second)
-	post(t, client, url, "one", true)
-	time.Sleep(50 * time.Millisecond) // the close reaches the client
-	if code, body := post(t, client, url, "two", true); code != 200 || body != "ok" {
-		t.Fatalf("after the idle close: %d %q", code, body)
-	}
-	if n := accepted(); n != 2 {
-		t.Fatalf("%d connections, want 2", n)
-	}
-}
-
-// TestLeanDropsAnIdleConnectionThatSpoke: an answer a receiver wrote on an
-// idle connection unasked (a 408 before closing it) is not taken for the
-// next request's: that request goes on a new connection.
-func TestLeanDropsAnIdleConnectionThatSpoke(t *testing.T) {
-	t.Parallel()
-	url, accepted := rawServer(t, func(c net.Conn, n int) {
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
+	cases := []struct {
+		name string
+		turn func(c net.Conn, n, i int) (answer, keep bool)
+	}{
+		{"closed by the receiver", func(net.Conn, int, int) (bool, bool) { return true, false }},
+		{"answered unasked", func(c net.Conn, n, i int) (bool, bool) {
+			if n == 0 && i == 0 {
+				time.AfterFunc(20*time.Millisecond, func() {
+					_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+				})
 			}
-			_, _ = io.Copy(io.Discard, req.Body)
-			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			if n == 0 {
-				time.Sleep(20 * time.Millisecond)
-				_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
-			}
-		}
-	})
-	client, _ := loopbackLean(5 * time.Second)
-	post(t, client, url, "one", true)
-	time.Sleep(100 * time.Millisecond) // the 408 reaches the client
-	if code, body := post(t, client, url, "two", true); code != 200 || body != "ok" {
-		t.Fatalf("after the unasked answer: %d %q", code, body)
+			return true, true
+		}},
 	}
-	if n := accepted(); n != 2 {
-		t.Fatalf("%d connections, want 2", n)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url, accepted := rawServer(t, func(c net.Conn, n int) {
+				answering(c, func(i int) (bool, bool) { return tc.turn(c, n, i) })
+			})
+			client, _ := loopbackLean(5 * time.Second)
+			post(t, client, url, "one", true)
+			time.Sleep(100 * time.Millisecond) // the close or the 408 reaches the client
+			if code, body := post(t, client, url, "two", true); code != 200 || body != "ok" {
+				t.Fatalf("the next request: %d %q", code, body)
+			}
+			if n := accepted(); n != 2 {
+				t.Fatalf("%d connections, want 2", n)
+			}
+		})
 	}
 }
 
@@ -295,6 +272,28 @@ func rawServer(t *testing.T, serve func(c net.Conn, n int)) (url string, accepte
 		}
 	}()
 	return "http://" + ln.Addr().String() + "/", func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
+}
+
+// answering reads requests on c and answers each 200 "ok" as turn says,
+// given the request's number on c: whether to answer it, and whether to
+// keep c for another afterwards (c is closed when not).
+func answering(c net.Conn, turn func(i int) (answer, keep bool)) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i := 0; ; i++ {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		answer, keep := turn(i)
+		if answer {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+		if !keep {
+			return
+		}
+	}
 }
 
 // TestLeanRefusesOtherSchemes: only http and https are spoken.
