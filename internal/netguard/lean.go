@@ -81,7 +81,13 @@ func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	key := req.URL.Scheme + "://" + hostPort(req.URL.Scheme, req.URL.Host)
 	for retried := false; ; retried = true {
-		c, reused := t.take(key)
+		// The resend goes on a new connection: another kept one may be as
+		// stale as the first.
+		var c net.Conn
+		reused := false
+		if !retried {
+			c, reused = t.take(key)
+		}
 		if c == nil {
 			var err error
 			if c, err = t.dial(ctx, deadline, req.URL.Scheme, req.URL.Host); err != nil {
@@ -144,6 +150,7 @@ func (t *leanTransport) exchange(ctx context.Context, deadline time.Time, key st
 	for {
 		resp, err = http.ReadResponse(br, req)
 		if err != nil {
+			br.Reset(nil)
 			readers.Put(br)
 			return fail(err)
 		}
