@@ -174,7 +174,7 @@ func (s *Service) execHandOff(ctx context.Context, batch []handOffRecord) ([]boo
 	s.metrics.handOffBatch.Observe(float64(len(batch)))
 	out := make([]bool, len(batch))
 	for i, r := range batch {
-		out[i] = slices.Contains(handed, r.id)
+		out[i] = slices.Contains(handed, r.id) // at most handOffBatchMax each
 	}
 	return out, nil
 }
@@ -232,10 +232,9 @@ func (h *handing) handOff(context.Context) error {
 	if h.handed {
 		return nil
 	}
+	// execHandOff's errors already wrap errNotHanded.
 	ok, err := h.s.handed.Do(handOffRecord{id: h.row.ID, expect: h.row.Handoffs})
 	switch {
-	case err != nil && !errors.Is(err, errNotHanded):
-		return fmt.Errorf("%w: %w", errNotHanded, err)
 	case err != nil:
 		return err
 	case !ok:
