@@ -106,6 +106,50 @@ func (d *Database) Put(ctx context.Context, key string, r io.Reader, size int64,
 	return nil
 }
 
+// Copy implements Store: two INSERT … SELECT in one transaction, so the
+// chunks are copied by the database.
+func (d *Database) Copy(ctx context.Context, from, to string) (err error) {
+	if err := errors.Join(CheckKey(from), CheckKey(to)); err != nil {
+		return err
+	}
+	if from == to {
+		_, _, err := d.head(ctx, from)
+		return err
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable("database copy", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	var src int64
+	err = tx.QueryRowContext(ctx, d.q("SELECT id FROM file_objects WHERE file_key = ?"), from).Scan(&src)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return unavailable("database copy", err)
+	}
+	if _, err := tx.ExecContext(ctx, d.q("DELETE FROM file_objects WHERE file_key = ?"), to); err != nil {
+		return unavailable("database copy", err)
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, d.q("INSERT INTO file_objects (file_key, size, content_type, created_at) SELECT ?, size, content_type, ? FROM file_objects WHERE id = ? RETURNING id"),
+		to, d.now().UTC(), src).Scan(&id); err != nil {
+		return unavailable("database copy", err)
+	}
+	if _, err := tx.ExecContext(ctx, d.q("INSERT INTO file_chunks (object_id, seq, data) SELECT ?, seq, data FROM file_chunks WHERE object_id = ?"), id, src); err != nil {
+		return unavailable("database copy", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return unavailable("database copy", err)
+	}
+	return nil
+}
+
 // Get implements Store.
 func (d *Database) Get(ctx context.Context, key string) (*Object, error) {
 	id, size, err := d.head(ctx, key)

@@ -36,6 +36,12 @@ type Store interface {
 	// Stat returns what is known of the file under key.
 	// Errors: ErrInvalidKey, ErrNotFound, ErrUnavailable.
 	Stat(ctx context.Context, key string) (Info, error)
+	// Copy stores the file under from also under to, replacing what was
+	// there, inside the store: its bytes never pass through the caller
+	// (a message's file made from a header-media upload), and a database
+	// store is never read while it writes. Errors: ErrInvalidKey,
+	// ErrNotFound for a missing from, ErrUnavailable.
+	Copy(ctx context.Context, from, to string) error
 	// Delete removes the file under key; a file already gone is not an
 	// error. Errors: ErrInvalidKey, ErrUnavailable.
 	Delete(ctx context.Context, key string) error

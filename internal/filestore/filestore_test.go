@@ -84,6 +84,44 @@ func testStore(t *testing.T, s filestore.Store) {
 			}
 		}
 	})
+	t.Run("copy", func(t *testing.T) {
+		size := int64(2*filestore.ChunkSize + 5)
+		want, _, _ := sum(pattern(size))
+		if err := s.Put(ctx, "copy/src.bin", pattern(size), size, "application/pdf"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, "copy/dst.bin", strings.NewReader("old"), 3, "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range []string{"copy/new/dst.bin", "copy/dst.bin"} { // a new key, and one replaced
+			if err := s.Copy(ctx, "copy/src.bin", to); err != nil {
+				t.Fatalf("copy to %s: %v", to, err)
+			}
+		}
+		if err := s.Delete(ctx, "copy/src.bin"); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"copy/new/dst.bin", "copy/dst.bin"} {
+			obj, err := s.Get(ctx, key)
+			if err != nil {
+				t.Fatalf("get %s: %v", key, err)
+			}
+			got, n, err := sum(obj)
+			_ = obj.Close()
+			if err != nil || n != size || got != want {
+				t.Fatalf("%s after its source went: %d bytes, err %v, same bytes %v", key, n, err, got == want)
+			}
+		}
+		if err := s.Copy(ctx, "copy/missing.bin", "copy/x.bin"); !errors.Is(err, filestore.ErrNotFound) {
+			t.Errorf("copy of a missing file: %v, want ErrNotFound", err)
+		}
+		if _, err := s.Stat(ctx, "copy/x.bin"); !errors.Is(err, filestore.ErrNotFound) {
+			t.Errorf("a failed copy left a file: %v", err)
+		}
+		if err := s.Copy(ctx, "copy/dst.bin", "../x"); !errors.Is(err, filestore.ErrInvalidKey) {
+			t.Errorf("copy to an invalid key: %v, want ErrInvalidKey", err)
+		}
+	})
 	t.Run("replace", func(t *testing.T) {
 		key := "replace/x.txt"
 		for _, body := range []string{"first version, longer", "second"} {

@@ -92,6 +92,23 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, _ 
 	return nil
 }
 
+// Copy implements Store: through Put's temporary file and rename, so a
+// reader of to sees the old file or the whole copy.
+func (l *Local) Copy(ctx context.Context, from, to string) error {
+	if err := CheckKey(to); err != nil {
+		return err
+	}
+	src, err := l.Get(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if from == to {
+		return nil
+	}
+	return l.Put(ctx, to, src, src.Size, "")
+}
+
 // Get implements Store.
 func (l *Local) Get(_ context.Context, key string) (*Object, error) {
 	abs, err := l.path(key)

@@ -217,6 +217,24 @@ func (s *S3) Stat(ctx context.Context, key string) (Info, error) {
 	return Info{Size: st.Size}, nil
 }
 
+// Copy implements Store: one server-side CopyObject (a single copy takes
+// objects up to 5 GB; the largest file is 100 MB).
+func (s *S3) Copy(ctx context.Context, from, to string) error {
+	src, err := s.object(from)
+	if err != nil {
+		return err
+	}
+	dst, err := s.object(to)
+	if err != nil {
+		return err
+	}
+	_, err = s.c.CopyObject(ctx, minio.CopyDestOptions{Bucket: s.bucket, Object: dst}, minio.CopySrcOptions{Bucket: s.bucket, Object: src})
+	if err != nil {
+		return s.classify("s3 copy", err)
+	}
+	return nil
+}
+
 // Delete implements Store (S3 answers a missing key with success).
 func (s *S3) Delete(ctx context.Context, key string) error {
 	name, err := s.object(key)
