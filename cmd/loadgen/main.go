@@ -151,7 +151,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c := commonFlags(fs)
 	scenarios := fs.String("scenarios", env("LOADGEN_SCENARIOS", strings.Join(loadtest.DefaultScenarios, ",")),
-		"comma-separated name:mode; names: baseline, send-queued, send-sync, events-1, events-4, list-default, list-filter, baseline-send, baseline-delivery; modes: open, closed; and without a mode: noisy-webhooks, noisy-sends, noisy-inbound, events-fanout, list-1m, events-stream, and, only when named (not in the default list: they need NATS with JetStream and RabbitMQ, -nats-url, -amqp-url), events-nats and events-amqp ($LOADGEN_SCENARIOS)")
+		"comma-separated name:mode; names: baseline, send-queued, send-sync, events-1, events-4, list-default, list-filter, baseline-send, baseline-delivery; modes: open, closed; and without a mode: noisy-webhooks, noisy-sends, noisy-inbound, events-fanout, list-1m, events-stream, media-large, and, only when named (not in the default list: they need NATS with JetStream and RabbitMQ, -nats-url, -amqp-url), events-nats and events-amqp ($LOADGEN_SCENARIOS)")
 	runs := fs.Int("runs", envInt("LOADGEN_RUNS", 3), "repetitions; the table gives the median and the spread ($LOADGEN_RUNS)")
 	duration := fs.Duration("duration", envDuration("LOADGEN_DURATION", 6*time.Second), "load time per scenario ($LOADGEN_DURATION)")
 	rate := fs.Float64("rate", envFloat("LOADGEN_RATE", 200), "open loop: requests per second ($LOADGEN_RATE)")

@@ -44,11 +44,15 @@ const (
 	ScenarioEventsNATS   = "events-nats"   // a subscription to a JetStream subject, paced then closed loop
 	ScenarioEventsAMQP   = "events-amqp"   // … to a RabbitMQ exchange
 	ScenarioEventsStream = "events-stream" // readers of GET /api/events/stream while the company publishes
+
+	// A 100 MB document through every media path of a replica (issue 26).
+	ScenarioMediaLarge = "media-large"
 )
 
 // modeless are the scenarios with a load of their own.
 var modeless = map[string]bool{ScenarioNoisyWebhooks: true, ScenarioNoisySends: true, ScenarioNoisyInbound: true,
-	ScenarioFanout: true, ScenarioList1M: true, ScenarioEventsNATS: true, ScenarioEventsAMQP: true, ScenarioEventsStream: true}
+	ScenarioFanout: true, ScenarioList1M: true, ScenarioEventsNATS: true, ScenarioEventsAMQP: true, ScenarioEventsStream: true,
+	ScenarioMediaLarge: true}
 
 // DefaultScenarios is what `make load` runs: the issue's scenarios, the
 // baseline in each loop mode it is compared with. Events come last so
@@ -58,7 +62,7 @@ var DefaultScenarios = []string{
 	"list-default:closed", "list-filter:closed", "events-1:open", "events-4:open", "events-1:closed",
 	"baseline-send:closed", "baseline-delivery:open", "baseline-delivery:closed",
 	ScenarioFanout, ScenarioList1M, ScenarioNoisyWebhooks, ScenarioNoisySends, ScenarioNoisyInbound,
-	ScenarioEventsStream,
+	ScenarioEventsStream, ScenarioMediaLarge,
 }
 
 // Options of a load run.
@@ -129,6 +133,7 @@ type Result struct {
 	Listing []ListingCase      `json:"listing,omitempty"`
 	Broker  *BrokerResult      `json:"broker,omitempty"`
 	Stream  *StreamResult      `json:"stream,omitempty"`
+	Media   *MediaResult       `json:"media,omitempty"`
 }
 
 // EventResult is the delivery side of an events scenario.
@@ -209,6 +214,7 @@ type runner struct {
 	ni                     *noisyInbound
 	fanout                 map[int]*fanoutTarget
 	l1m                    *list1M
+	mediaTemplate          int64 // media-large's template with a DOCUMENT header
 	scenarioCos            map[string]*Company
 	closers                []func()
 }
@@ -593,6 +599,8 @@ func (r *runner) special(ctx context.Context, run int, name string) (Result, err
 		res.Load = fmt.Sprintf("open %.0f/s, then closed %d conns", r.o.BrokerRate, r.o.Conns)
 	case ScenarioEventsStream:
 		res.Load = fmt.Sprintf("%d readers, %.0f/s", r.o.StreamReaders, r.o.StreamRate)
+	case ScenarioMediaLarge:
+		res.Load = "one request at a time"
 	}
 	sampler := StartSampler(r.stack.PIDs(), 100*time.Millisecond)
 	var err error
@@ -611,6 +619,8 @@ func (r *runner) special(ctx context.Context, run int, name string) (Result, err
 		err = r.runBroker(ctx, run, name, &res)
 	case ScenarioEventsStream:
 		err = r.runStream(ctx, run, &res)
+	case ScenarioMediaLarge:
+		err = r.runMediaLarge(ctx, run, &res)
 	}
 	fp, ferr := sampler.Stop(0)
 	res.Footprint = fp
@@ -850,6 +860,12 @@ func summarise(results []Result) map[string]map[string]Spread {
 		if st := r.Stream; st != nil {
 			for k, v := range st.figures() {
 				add(r.Scenario, k, v)
+			}
+		}
+		if m := r.Media; m != nil {
+			for _, s := range m.Steps {
+				add(r.Scenario, s.Name+" peak RSS growth MB", s.PeakGrowthMB)
+				add(r.Scenario, s.Name+" s", s.Seconds)
 			}
 		}
 		if e := r.Events; e != nil {

@@ -147,6 +147,13 @@ func (rep *Report) writeDetails(w io.Writer) {
 				st.ReadersCut, st.Cuts, errorText(st.Reasons), st.Reconnects, errorText(st.OpenErrors), r.Footprint.IdleRSSMB,
 				r.Footprint.PeakRSSMB)
 		}
+		if m := r.Media; m != nil {
+			fmt.Fprintf(w, "\nrun %d %s (a %.0f MB document; target: each step grows the gateway's RSS by < %d MB):\n",
+				r.Run, r.Scenario, m.SizeMB, TargetMediaGrowthMB)
+			for _, s := range m.Steps {
+				fmt.Fprintf(w, "  %s: %d in %.1f s, peak RSS +%.1f MB%s\n", s.Name, s.Status, s.Seconds, s.PeakGrowthMB, reason(s.Error))
+			}
+		}
 		if len(r.Listing) > 0 {
 			fmt.Fprintf(w, "\nrun %d %s (%s):\n", r.Run, r.Scenario, r.Load)
 			for _, lc := range r.Listing {

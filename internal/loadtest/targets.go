@@ -81,6 +81,14 @@ func targetsOf(scenario string, f map[string]Spread) []target {
 			out = append(out, target{Figure: ack, Value: v, Want: fmt.Sprintf("publish→broker-ack p99 < %d ms", TargetBrokerAckP99Ms),
 				Met: v.Median < TargetBrokerAckP99Ms, Note: note})
 		}
+	case ScenarioMediaLarge:
+		for _, step := range mediaSteps {
+			if k := step + " peak RSS growth MB"; has(k) {
+				v := f[k]
+				out = append(out, target{Figure: k, Value: v, Want: fmt.Sprintf("< %d MB", TargetMediaGrowthMB), Met: v.Max < TargetMediaGrowthMB,
+					Note: "every run"})
+			}
+		}
 	case ScenarioEventsStream:
 		if has("readers connected") {
 			c, rate, miss := f["readers connected"], f["offered events/s"], f["missing per reader max"]
@@ -115,7 +123,7 @@ func (rep *Report) writeTargets(w io.Writer) {
 	for _, n := range names {
 		for _, t := range targetsOf(n, rep.Summary[n]) {
 			if !header {
-				fmt.Fprintf(w, "\ntargets (issue 27), median [min–max] over %d run(s)\n", rep.Options["runs"])
+				fmt.Fprintf(w, "\ntargets (issues 26 and 27), median [min–max] over %d run(s)\n", rep.Options["runs"])
 				header = true
 			}
 			verdict := "not met"
