@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -112,6 +113,9 @@ type App struct {
 	// shared by every replica unless it is the local directory.
 	Files        filestore.Store
 	missingFiles *filestore.MissingLog
+	// spool keeps multipart uploads and fetched header media on this
+	// replica's disk while a request checks and stores them.
+	spool filestore.Spool
 
 	// Idempotency keeps the answers of requests sent with Idempotency-Key.
 	Idempotency *idempotency.Service
@@ -213,6 +217,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		a.Files = files
 	}
 	a.missingFiles = filestore.NewMissingLog(a.Logger.With("component", "media"))
+	if a.spool, err = openSpool(cfg.DataDir, a.Logger); err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.Conversations = conversations.NewService(a.DB, a.Clock, clock.NewFormatter(cfg.TimeZone), a.Auth, a.Channels, a.Webhooks)
 	a.newMessaging(opts)
 	a.wireConnections()
@@ -253,6 +261,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		Redis:           redisOf(a.Limiter),
 		Idempotency:     a.Idempotency,
 		SimulatorRoutes: a.simulated,
+		Spool:           a.spool,
 	})
 	if err != nil {
 		a.Close()
@@ -413,4 +422,25 @@ func redisOf(l ratelimit.Limiter) interface{ Ping(context.Context) error } {
 		return r
 	}
 	return nil
+}
+
+// spoolAge is how old a spooled file must be for a start to remove it as
+// left by a killed process: far beyond any request's deadlines.
+const spoolAge = time.Hour
+
+// openSpool prepares DATA_DIR/spool: created, and cleared of what a killed
+// process left. Without a data directory (tests) files in transit go to the
+// system's temporary directory.
+func openSpool(dataDir string, logger *slog.Logger) (filestore.Spool, error) {
+	if dataDir == "" {
+		return filestore.Spool{}, nil
+	}
+	sp := filestore.Spool{Dir: filepath.Join(dataDir, "spool")}
+	if err := os.MkdirAll(sp.Dir, 0o700); err != nil {
+		return sp, fmt.Errorf("spool directory: %w", err)
+	}
+	if err := sp.Clear(spoolAge); err != nil {
+		logger.Warn("clear the spool; old files stay", "dir", sp.Dir, "err", err)
+	}
+	return sp, nil
 }

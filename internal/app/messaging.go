@@ -31,7 +31,7 @@ func (a *App) newMessaging(opts Options) {
 		// Header media URLs are user-supplied: fetched through the SSRF
 		// guard, following (re-checked) redirects.
 		Fetch: guard.NewClient(netguard.ClientOptions{Timeout: time.Minute, MaxRedirects: 3}),
-		Now:   a.Clock, Files: a.Files, MissingFiles: a.missingFiles, PublicBaseURL: cfg.PublicBaseURL,
+		Now:   a.Clock, Files: a.Files, MissingFiles: a.missingFiles, Spool: a.spool, PublicBaseURL: cfg.PublicBaseURL,
 		Logger: logger.With("component", "templates"),
 	})
 	mopts := messaging.Options{Registerer: a.Registry, DebugRegisterer: a.DebugRegistry, MediaURLLifetime: cfg.MediaURLLifetime, Workers: cfg.Workers,

@@ -393,7 +393,7 @@ func (s *Service) inbound(ctx context.Context, l *live, m connector.Inbound) err
 		in.ContactName = in.ContactKey
 	}
 	if m.File != nil {
-		in.Media = &messaging.Media{FileName: m.File.Name, ContentType: m.File.ContentType, Data: m.File.Data}
+		in.Media = messaging.MediaBytes(m.File.Name, m.File.ContentType, m.File.Data)
 	}
 	r := s.receiverOrNil()
 	if r == nil {

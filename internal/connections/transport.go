@@ -69,7 +69,17 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 	}
 	msg := connector.Outgoing{ExternalID: out.ExternalID, Chat: chat, Text: out.Text}
 	if m := out.Media; m != nil {
-		msg.File = &connector.File{Name: m.FileName, ContentType: m.ContentType, Data: m.Data}
+		// Whole, unlike the official channel's streamed upload: the chat
+		// app's client encrypts a file in memory, and a call forwarded to
+		// the replica holding the session carries it.
+		data, err := m.ReadAll(ctx)
+		if err != nil {
+			if fault.As(err) != nil {
+				return messaging.SendResult{}, err
+			}
+			return messaging.SendResult{}, fault.Internalf(err, "read the file of message %d", out.MessageID)
+		}
+		msg.File = &connector.File{Name: m.FileName, ContentType: m.ContentType, Data: data}
 	}
 	if err := out.HandOff(ctx); err != nil {
 		return messaging.SendResult{}, err

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -205,56 +203,6 @@ func readJSONBody(r *http.Request, op *openapi3.Operation) (nulls map[string]boo
 		msg = fmt.Sprintf("The request body may not hold more than %d values.", maxJSONValues)
 	}
 	return nil, edgeFault(issue{field: "body", message: msg}, scanErr.Error()), nil
-}
-
-// checkMultipartText refuses NUL bytes and invalid UTF-8 in the text parts
-// (and file names) of a multipart body the validator has accepted. It reads
-// the validator's buffered copy through GetBody, so the body is not copied
-// again.
-func checkMultipartText(r *http.Request, op *openapi3.Operation) *fault.Error {
-	if r.GetBody == nil {
-		return nil
-	}
-	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || params["boundary"] == "" {
-		return nil // the validator has judged the content type already
-	}
-	body, err := r.GetBody()
-	if err != nil {
-		return nil
-	}
-	defer body.Close()
-	mr := multipart.NewReader(body, params["boundary"])
-	for {
-		part, err := mr.NextPart()
-		if err != nil {
-			return nil // end of the form, or a form the validator read differently: the binder answers it
-		}
-		name := part.FormName()
-		refuse := func(why string) *fault.Error {
-			field := clip(name, 64)
-			return edgeFault(issue{field: field, message: multipartInvalidMessage(op, field)}, "multipart part "+why)
-		}
-		if why := badText(name); why != "" {
-			return refuse(why)
-		}
-		if part.FileName() != "" {
-			if why := badText(part.FileName()); why != "" {
-				return refuse("file name " + why)
-			}
-			continue
-		}
-		text, err := io.ReadAll(io.LimitReader(part, maxTextPartBytes+1))
-		if err != nil {
-			return nil
-		}
-		if len(text) > maxTextPartBytes {
-			return refuse("text part too long")
-		}
-		if why := badText(string(text)); why != "" {
-			return refuse(why)
-		}
-	}
 }
 
 // badText says why s may not be stored ("" when it may): a NUL byte, which

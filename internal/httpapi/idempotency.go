@@ -8,11 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"log/slog"
-	"mime"
-	"mime/multipart"
 	"net/http"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -154,28 +151,33 @@ func writeDocumented(w http.ResponseWriter, op *openapi3.Operation, status int, 
 
 // requestFingerprint identifies "the same request" for a key: method, path,
 // query and body. JSON bodies compare by value (member order and spacing do
-// not matter) and multipart bodies by their parts (a client library picks a
+// not matter) and multipart forms by their parts (a client library picks a
 // new boundary on every retry). It leaves r.Body readable.
 func requestFingerprint(r *http.Request) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s?%s\n", r.Method, r.URL.Path, r.URL.Query().Encode())
+	if f := formOf(r.Context()); f != nil && !f.unreadable {
+		// The form as the edge spooled it: each part hashed as it arrived.
+		fmt.Fprint(h, "multipart\n")
+		for _, p := range f.parts {
+			sum := sha256.Sum256(p.text)
+			if p.file != nil {
+				sum = p.file.SHA256
+			}
+			fmt.Fprintf(h, "%q %q %q %x\n", p.name, p.fileName, p.header.Get("Content-Type"), sum)
+		}
+		return hex.EncodeToString(h.Sum(nil)), nil
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return "", err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	h := sha256.New()
-	fmt.Fprintf(h, "%s %s?%s\n", r.Method, r.URL.Path, r.URL.Query().Encode())
-	switch ctype := r.Header.Get("Content-Type"); mediaType(ctype) {
-	case "application/json":
+	if mediaType(r.Header.Get("Content-Type")) == "application/json" {
 		if canonical, ok := canonicalJSON(body); ok {
 			fmt.Fprintf(h, "json\n%s", canonical)
 			return hex.EncodeToString(h.Sum(nil)), nil
 		}
-	case "multipart/form-data":
-		if hashParts(h, ctype, body) == nil {
-			return hex.EncodeToString(h.Sum(nil)), nil
-		}
-		h.Reset()
-		fmt.Fprintf(h, "%s %s?%s\n", r.Method, r.URL.Path, r.URL.Query().Encode())
 	}
 	fmt.Fprintf(h, "raw\n%s", body)
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -190,27 +192,4 @@ func canonicalJSON(body []byte) ([]byte, bool) {
 	}
 	out, err := json.Marshal(v) // map keys come out sorted
 	return out, err == nil
-}
-
-func hashParts(h hash.Hash, ctype string, body []byte) error {
-	_, params, err := mime.ParseMediaType(ctype)
-	if err != nil {
-		return err
-	}
-	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-	fmt.Fprint(h, "multipart\n")
-	for {
-		part, err := mr.NextRawPart()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		data := sha256.New()
-		if _, err := io.Copy(data, part); err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%q %q %q %x\n", part.FormName(), part.FileName(), part.Header.Get("Content-Type"), data.Sum(nil))
-	}
 }

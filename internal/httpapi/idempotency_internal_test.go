@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/clock"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/store"
 	"github.com/chatmsg/gateway/internal/store/storetest"
@@ -25,6 +26,10 @@ import (
 // TestRequestFingerprint: what counts as "the same request" for a key.
 func TestRequestFingerprint(t *testing.T) {
 	t.Parallel()
+	contract, err := LoadContract(context.Background(), openapi.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
 	jsonReq := func(path, body string) *http.Request {
 		r, _ := http.NewRequest("POST", path, strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
@@ -42,7 +47,16 @@ func TestRequestFingerprint(t *testing.T) {
 		_ = mw.Close()
 		r, _ := http.NewRequest("POST", "/api/api-send-message", &buf)
 		r.Header.Set("Content-Type", mw.FormDataContentType())
-		return r
+		// As the edge reads it: into the spool.
+		route, _, err := contract.FindRoute(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := readForm(r, route.Operation, filestore.Spool{Dir: t.TempDir()}, "100 MB")
+		if err != nil || f.unreadable || f.problem != nil {
+			t.Fatalf("read form: %v %v %v", err, f.unreadable, f.problem)
+		}
+		return f.install(r)
 	}
 	fp := func(t *testing.T, r *http.Request) string {
 		t.Helper()

@@ -145,7 +145,7 @@ func TestReplicasServeEachOthersMedia(t *testing.T) {
 		})
 		t.Run("a message file stored by one is served by the other", func(t *testing.T) {
 			if err := a.App.Messaging.ReceiveInbound(ctx, messaging.Inbound{Channel: e.ch, ExternalID: "wamid.replica-file", ContactKey: ofcContactKey,
-				Text: "foto", Media: &messaging.Media{FileName: "foto.png", ContentType: "image/png", Data: img}}); err != nil {
+				Text: "foto", Media: messaging.MediaBytes("foto.png", "image/png", img)}); err != nil {
 				t.Fatal(err)
 			}
 			m, err := a.App.Messaging.FindByExternalID(ctx, e.ch.ID, "wamid.replica-file")
@@ -185,7 +185,7 @@ func TestMediaStoreUnreachable(t *testing.T) {
 		img := pngImage(t, 8, 8)
 		_, up := uploadThrough(t, e.h, e, "ok.png", "image/png", img)
 		if err := e.h.App.Messaging.ReceiveInbound(ctx, messaging.Inbound{Channel: e.ch, ExternalID: "wamid.down", ContactKey: ofcContactKey,
-			Media: &messaging.Media{FileName: "f.png", ContentType: "image/png", Data: img}}); err != nil {
+			Media: messaging.MediaBytes("f.png", "image/png", img)}); err != nil {
 			t.Fatal(err)
 		}
 		m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, "wamid.down")
@@ -275,7 +275,7 @@ func TestMediaMissingFromStore(t *testing.T) {
 		img := pngImage(t, 8, 8)
 		_, up := uploadThrough(t, e.h, e, "lost.png", "image/png", img)
 		if err := e.h.App.Messaging.ReceiveInbound(ctx, messaging.Inbound{Channel: e.ch, ExternalID: "wamid.lost", ContactKey: ofcContactKey,
-			Media: &messaging.Media{FileName: "lost.png", ContentType: "image/png", Data: img}}); err != nil {
+			Media: messaging.MediaBytes("lost.png", "image/png", img)}); err != nil {
 			t.Fatal(err)
 		}
 		m, err := e.h.App.Messaging.FindByExternalID(ctx, e.ch.ID, "wamid.lost")

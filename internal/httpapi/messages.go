@@ -3,9 +3,9 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/oapi-codegen/runtime"
-	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/chatmsg/gateway/gen/api"
 	"github.com/chatmsg/gateway/internal/auth"
@@ -18,7 +18,7 @@ import (
 // multipart when a file is attached.
 type sendForm struct {
 	api.SendMessageRequest
-	File *openapi_types.File
+	File *formPart // in the spool
 }
 
 // readSend decodes the send body and applies the rule the schema does not
@@ -45,7 +45,13 @@ func readSend(ctx context.Context, req api.SendMessageRequestObject) (sendForm, 
 			}
 			f.NamedVariableValues = &named
 		}
-		f.File = m.File
+		if m.File != nil {
+			// The binder read the skeleton, whose files are empty; the
+			// file itself is in the spool.
+			if f.File = formOf(ctx).file("file"); f.File == nil {
+				return f, fault.Internalf(errors.New("no spooled file part"), "read the multipart file")
+			}
+		}
 	default:
 		return f, fault.New(fault.Invalid, "Send application/json, or multipart/form-data with a file.")
 	}
@@ -115,11 +121,7 @@ func toSendInput(companyID int64, f sendForm) (messaging.SendInput, error) {
 		return in, fault.New(fault.Invalid, "Platform must be chatapp or ofc_chatapp")
 	}
 	if f.File != nil {
-		data, err := f.File.Bytes()
-		if err != nil {
-			return in, fault.Wrap(fault.Invalid, "The file could not be read.", err)
-		}
-		in.File = &messaging.Media{FileName: f.File.Filename(), Data: data}
+		in.File = f.File.media()
 	}
 	if f.ProviderTemplateId != nil {
 		in.Template = &messaging.TemplateRequest{TemplateID: int64(*f.ProviderTemplateId), Positional: deref(f.VariableValues),

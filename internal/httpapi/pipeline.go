@@ -20,6 +20,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/auth"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/filestore"
 )
 
 // Authenticator resolves a bearer token (auth.Service in production).
@@ -151,7 +152,7 @@ type opHolderKey struct{}
 // it when the operation is secured, applies the edge limits, and validates
 // it against the document. Nothing reaches a handler that the document does
 // not allow.
-func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next http.Handler) http.Handler {
+func enforceContract(c *Contract, authn Authenticator, spool filestore.Spool, logger *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route, params, err := c.FindRoute(r)
 		if err != nil {
@@ -203,6 +204,16 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		multipartBody := strings.HasPrefix(mediaType(r.Header.Get("Content-Type")), "multipart/")
+		var form *form
+		if multipartBody && limit == multipartBodyLimit {
+			form, err = readForm(r, op, spool, human)
+			defer form.remove(logger)
+			if err != nil {
+				writeError(w, r, logger, op, err)
+				return
+			}
+			r = form.install(r)
+		}
 		if op.RequestBody != nil && op.RequestBody.Value != nil && !multipartBody && r.Body != http.NoBody {
 			nulls, ferr, err := readJSONBody(r, op)
 			if err != nil {
@@ -221,6 +232,9 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 		input := &openapi3filter.RequestValidationInput{
 			Request: r, PathParams: params, Route: route, Options: validationOptions,
 		}
+		if form != nil && form.unreadable {
+			input.Options = parametersOnly
+		}
 		if err := openapi3filter.ValidateRequest(r.Context(), input); err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
@@ -230,11 +244,13 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 			writeError(w, r, logger, op, validationFault(r, op, err))
 			return
 		}
-		if multipartBody {
-			if ferr := checkMultipartText(r, op); ferr != nil {
-				writeError(w, r, logger, op, ferr)
-				return
-			}
+		if form != nil && form.unreadable {
+			writeError(w, r, logger, op, edgeFault(issue{field: "body", message: "The multipart body could not be read."}, "multipart body unreadable"))
+			return
+		}
+		if form != nil && form.problem != nil {
+			writeError(w, r, logger, op, form.problem)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -244,6 +260,10 @@ func enforceContract(c *Contract, authn Authenticator, logger *slog.Logger, next
 // pipeline has authenticated the request already, so the validator's
 // security check is a no-op.
 var validationOptions = &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+
+// parametersOnly validates all but the body: for a multipart body that
+// is not a form, whose refusal the edge gives once the parameters pass.
+var parametersOnly = &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, ExcludeRequestBody: true}
 
 // bodyReadFault answers a body that could not be read: over its limit, or
 // cut off (a client that stopped sending, or a read deadline).

@@ -25,6 +25,7 @@ import (
 	"github.com/chatmsg/gateway/internal/docs"
 	"github.com/chatmsg/gateway/internal/eventstream"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/idempotency"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/official"
@@ -61,6 +62,9 @@ type Deps struct {
 	// SimulatorRoutes serves the simulator's control operations; true only
 	// when the simulator is the active connector driver.
 	SimulatorRoutes bool
+	// Spool holds multipart files while a request is checked and handled
+	// (the system's temporary directory when zero).
+	Spool filestore.Spool
 }
 
 // MetricsHandler serves the Prometheus registry. It belongs on its own
@@ -131,7 +135,7 @@ func NewHandler(ctx context.Context, deps Deps) (http.Handler, error) {
 	root := chi.NewRouter()
 	root.Use(newInFlight(deps.HTTP, deps.Logger).middleware)
 	m := newMetrics(deps.Registry)
-	contractHandler := enforceContract(contract, deps.Auth, deps.Logger, idempotent(deps.Idempotency, deps.Logger, apiRouter))
+	contractHandler := enforceContract(contract, deps.Auth, deps.Spool, deps.Logger, idempotent(deps.Idempotency, deps.Logger, apiRouter))
 	if !deps.SimulatorRoutes {
 		contractHandler = withoutSimulator(contract, contractHandler)
 	}

@@ -71,12 +71,18 @@ func (s *Server) UploadSendMedia(ctx context.Context, req api.UploadSendMediaReq
 	if err := runtime.BindMultipart(&form, *req.Body); err != nil {
 		return nil, fault.Wrap(fault.Invalid, "The multipart body could not be read.", err)
 	}
-	file, err := form.File.Reader()
+	// The binder read the skeleton, whose files are empty; the file itself
+	// is in the spool.
+	part := formOf(ctx).file("file")
+	if part == nil {
+		return nil, fault.New(fault.Invalid, "File is required")
+	}
+	file, err := part.file.Open()
 	if err != nil {
-		return nil, fault.Wrap(fault.Invalid, "The file could not be read.", err)
+		return nil, fault.Internalf(err, "read the spooled upload")
 	}
 	defer file.Close()
-	up, err := s.Templates.UploadSendMedia(ctx, p.CompanyID, int64(form.ProviderAccountId), form.File.Filename(), file, form.File.FileSize())
+	up, err := s.Templates.UploadSendMedia(ctx, p.CompanyID, int64(form.ProviderAccountId), part.fileName, file, part.file.Size)
 	if fault.KindOf(err) == fault.Unavailable {
 		s.logStoreUnavailable(ctx, "uploadSendMedia", err)
 		return api.UploadSendMedia503JSONResponse{MediaStoreUnavailableJSONResponse: storeUnavailable(err)}, nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chatmsg/gateway/internal/auth"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/openapi"
 )
 
@@ -27,7 +28,7 @@ func BenchmarkContract(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := enforceContract(c, allowAll{}, slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := enforceContract(c, allowAll{}, filestore.Spool{Dir: b.TempDir()}, slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
 	}))

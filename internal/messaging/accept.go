@@ -244,10 +244,14 @@ func (s *Service) resolveContent(ctx context.Context, ch channels.Channel, in Se
 		return content{typeID: msgtype.Template, text: p.Text, media: t.HeaderMedia, template: &t, mediaURL: in.Template.HeaderMediaURL}, nil
 	case in.File != nil:
 		m := *in.File
-		m.ContentType = SniffContentType(m.Data)
+		ct, err := m.sniff(ctx)
+		if err != nil {
+			return content{}, err
+		}
+		m.ContentType = ct
 		typeID := msgtype.ForContentType(m.ContentType)
 		if ch.TypeID == channels.OfficialChatapp {
-			if limit, msg := LimitFor(typeID); len(m.Data) > limit {
+			if limit, msg := LimitFor(typeID); m.Size > int64(limit) {
 				return content{}, fault.New(fault.Rule, msg)
 			}
 		}
@@ -309,7 +313,7 @@ func (s *Service) store(ctx context.Context, a acceptance) (*messageRow, error) 
 		row.Outbound = outbound
 		if m := a.content.media; m != nil {
 			row.MediaPath, row.MediaName, row.MediaContentType = nullable(mediaPath), nullable(m.FileName), nullable(m.ContentType)
-			row.MediaSize = new(int64(len(m.Data)))
+			row.MediaSize = new(m.Size)
 		}
 		// Its place in the send queue. A synchronous send's place is its
 		// safety net, for should it be cut off before its outcome is

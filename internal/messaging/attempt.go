@@ -278,11 +278,11 @@ func (s *Service) outbound(row *messageRow) (Outbound, error) {
 	out := Outbound{MessageID: row.ID, ContactKey: row.ContactKey, IsGroup: row.IsGroup, Text: row.Text}
 	var media *Media
 	if row.MediaPath != nil {
-		data, err := s.readMedia(*row.MediaPath)
+		m, err := s.storedMedia(row)
 		if err != nil {
-			return out, fault.Internalf(err, "read media of message %d", row.ID)
+			return out, err
 		}
-		media = &Media{FileName: deref(row.MediaName), ContentType: deref(row.MediaContentType), Data: data}
+		media = m
 	}
 	if row.Outbound != nil {
 		var so storedOutbound

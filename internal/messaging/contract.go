@@ -6,8 +6,11 @@
 package messaging
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/chatmsg/gateway/internal/channels"
@@ -18,12 +21,77 @@ import (
 // capabilities (official, connections). Fields may be added; existing
 // names and meanings stay.
 
-// Media is a file to send: an upload from the request, or header media
-// fetched from a URL.
+// Media is a file a message carries: an upload from the request, header
+// media, a stored file of a queued send, a received file. It is read
+// through Open, so no layer it passes holds it whole: a document may be
+// 100 MB, and a replica serves many at once.
 type Media struct {
 	FileName    string
 	ContentType string
-	Data        []byte
+	Size        int64
+	// Open reads the file from its start; each call is a new reader, so a
+	// Transport may read it once per attempt. Errors: those of where the
+	// file lives (the media store's Unavailable, NotFound).
+	Open func(ctx context.Context) (io.ReadCloser, error)
+	// StoreKey is the file's key when it is in the media store already (a
+	// header-media upload): storing it for a message is then a copy made
+	// by the store, not a read and a write through the replica.
+	StoreKey string
+}
+
+// MediaBytes is a Media already in memory: a file a connector received
+// or downloaded whole.
+func MediaBytes(fileName, contentType string, data []byte) *Media {
+	return &Media{FileName: fileName, ContentType: contentType, Size: int64(len(data)),
+		Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
+}
+
+// sniffLen is what content-type sniffing reads (http.DetectContentType's
+// window).
+const sniffLen = 512
+
+// Head reads the first bytes of m, enough to tell its type.
+func (m *Media) Head(ctx context.Context) ([]byte, error) {
+	r, err := m.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	head := make([]byte, sniffLen)
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return head[:n], nil
+}
+
+// sniff tells m's type from its first bytes. Errors: those of m.Open,
+// as they are.
+func (m *Media) sniff(ctx context.Context) (string, error) {
+	head, err := m.Head(ctx)
+	if err != nil {
+		return "", err
+	}
+	return SniffContentType(head), nil
+}
+
+// ReadAll reads m whole. Only for a far side whose client takes a file as
+// bytes (the chat-app connector encrypts it in memory); m's Size bounds
+// the read.
+func (m *Media) ReadAll(ctx context.Context) ([]byte, error) {
+	r, err := m.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, m.Size+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != m.Size {
+		return nil, fmt.Errorf("media %q: read %d bytes, expected %d", m.FileName, len(data), m.Size)
+	}
+	return data, nil
 }
 
 // Outbound is one message for a Transport to send.

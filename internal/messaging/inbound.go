@@ -49,7 +49,11 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 	var mediaPath string
 	if in.Media != nil {
 		if in.Media.ContentType == "" {
-			in.Media.ContentType = SniffContentType(in.Media.Data)
+			ct, err := in.Media.sniff(ctx)
+			if err != nil {
+				return fault.Internalf(err, "read inbound media")
+			}
+			in.Media.ContentType = ct
 		}
 		p, err := s.saveMedia(ctx, in.Channel.CompanyID, in.Media)
 		if err != nil {
@@ -90,8 +94,7 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 		}
 		if in.Media != nil {
 			row.MediaPath, row.MediaName, row.MediaContentType = nullable(mediaPath), nullable(in.Media.FileName), nullable(in.Media.ContentType)
-			size := int64(len(in.Media.Data))
-			row.MediaSize = &size
+			row.MediaSize = &in.Media.Size
 		} else if p := in.PendingMedia; p != nil {
 			row.MediaPendingID, row.MediaName, row.MediaContentType = &p.ID, nullable(p.FileName), nullable(p.ContentType)
 		}

@@ -1,7 +1,6 @@
 package messaging
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -52,28 +51,57 @@ func (s *Service) saveMedia(ctx context.Context, companyID int64, m *Media) (str
 		return "", fault.Internalf(errors.New("no media store configured"), "store media")
 	}
 	rel := path.Join(fmt.Sprint(companyID), uuid.NewString(), SafeFileName(m.FileName, m.ContentType))
-	if err := s.deps.Files.Put(ctx, mediaKey(rel), bytes.NewReader(m.Data), int64(len(m.Data)), m.ContentType); err != nil {
+	if m.StoreKey != "" {
+		err := s.deps.Files.Copy(ctx, m.StoreKey, mediaKey(rel))
+		if errors.Is(err, filestore.ErrNotFound) {
+			s.deps.MissingFiles.Report(ctx, m.StoreKey, "store", s.deps.Files.Kind())
+			return "", fault.Wrap(fault.Rule, "The file is no longer in the media store", err)
+		}
+		if err != nil {
+			return "", storeFault(err, "copy media")
+		}
+		return rel, nil
+	}
+	r, err := m.Open(ctx)
+	if err != nil {
+		if fault.As(err) != nil {
+			return "", err // the source's own answer (its store unavailable: 503)
+		}
+		return "", fault.Internalf(err, "read media to store")
+	}
+	defer r.Close()
+	if err := s.deps.Files.Put(ctx, mediaKey(rel), r, m.Size, m.ContentType); err != nil {
 		return "", storeFault(err, "store media")
 	}
 	return rel, nil
 }
 
-// readMedia loads a stored file (a queued send's). A file the row names
-// but the store lacks is logged once. Errors: NotFound, Unavailable,
-// Internal.
-func (s *Service) readMedia(rel string) ([]byte, error) {
+// storedMedia is the stored file of message row (a queued send's), read
+// from the store each time it is opened. Errors: those of openMedia, when
+// the row does not record the file's size.
+func (s *Service) storedMedia(row *messageRow) (*Media, error) {
+	rel := *row.MediaPath
+	m := &Media{FileName: deref(row.MediaName), ContentType: deref(row.MediaContentType),
+		Open: func(ctx context.Context) (io.ReadCloser, error) {
+			obj, err := s.openMedia(ctx, rel)
+			if err != nil {
+				return nil, err
+			}
+			return obj, nil
+		}}
+	if row.MediaSize != nil {
+		m.Size = *row.MediaSize
+		return m, nil
+	}
+	// Rows from before media_size was recorded.
 	ctx, cancel := context.WithTimeout(context.Background(), mediaIOTimeout)
 	defer cancel()
 	obj, err := s.openMedia(ctx, rel)
 	if err != nil {
 		return nil, err
 	}
-	defer obj.Close()
-	data, err := io.ReadAll(io.LimitReader(obj, obj.Size+1))
-	if err != nil {
-		return nil, storeFault(err, "read media")
-	}
-	return data, nil
+	m.Size = obj.Size
+	return m, obj.Close()
 }
 
 // openMedia opens a stored file for reading. Errors: NotFound (logged

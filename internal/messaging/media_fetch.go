@@ -148,7 +148,11 @@ func (s *Service) FetchMedia(ctx context.Context, messageID int64) error {
 		return err
 	}
 	if media.ContentType == "" {
-		media.ContentType = SniffContentType(media.Data)
+		ct, err := media.sniff(ctx)
+		if err != nil {
+			return fault.Internalf(err, "read fetched media of message %d", row.ID)
+		}
+		media.ContentType = ct
 	}
 	rel, err := s.saveMedia(ctx, row.CompanyID, &media)
 	if err != nil {
@@ -158,7 +162,7 @@ func (s *Service) FetchMedia(ctx context.Context, messageID int64) error {
 	err = s.deps.DB.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		res, err := tx.NewUpdate().Model((*messageRow)(nil)).
 			Set("media_path = ?", rel).Set("media_name = ?", nullable(media.FileName)).
-			Set("media_content_type = ?", media.ContentType).Set("media_size = ?", int64(len(media.Data))).
+			Set("media_content_type = ?", media.ContentType).Set("media_size = ?", media.Size).
 			Set("media_pending_id = NULL").Set("updated_at = ?", s.deps.Now()).Set(bumpVersion).
 			Where("id = ?", row.ID).Where("media_pending_id = ?", pendingID).Exec(ctx)
 		if err != nil {

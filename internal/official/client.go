@@ -347,30 +347,36 @@ func (c *Client) SendMessage(ctx context.Context, acc *channels.ProviderAccount,
 	return out, rawMap, nil
 }
 
-// UploadMedia uploads a file for a later send and returns its media id.
-// Errors: Refused, Unavailable.
-func (c *Client) UploadMedia(ctx context.Context, acc *channels.ProviderAccount, fileName, contentType string, data []byte) (string, error) {
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
+// UploadMedia uploads size bytes of file for a later send and returns its
+// media id. The file is streamed into the request between the form's
+// other parts, which are built ahead, so the request has its length and no
+// copy of the file is made: a document may be 100 MB.
+// Errors: Refused, Unavailable; Internal for a file shorter or longer
+// than size.
+func (c *Client) UploadMedia(ctx context.Context, acc *channels.ProviderAccount, fileName, contentType string, size int64, file io.Reader) (string, error) {
+	var head bytes.Buffer
+	mw := multipart.NewWriter(&head)
 	h := textproto.MIMEHeader{}
 	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, fileName))
 	h.Set("Content-Type", contentType)
 	err := errors.Join(mw.WriteField("messaging_product", "whatsapp"), mw.WriteField("type", contentType))
 	if err == nil {
-		var part io.Writer
-		if part, err = mw.CreatePart(h); err == nil {
-			_, err = part.Write(data)
-		}
+		_, err = mw.CreatePart(h) // the part's headers; its bytes are the file's
 	}
-	if err = errors.Join(err, mw.Close()); err != nil {
-		return "", fault.Internalf(err, "build upload")
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.SendTimeout+time.Duration(len(data)/(256<<10))*time.Second)
-	defer cancel()
-	req, err := http.NewRequest(http.MethodPost, accountURL(acc, acc.PhoneNumberID, "media"), &buf)
+	// The closing boundary, as mw.Close would write it after the file.
+	tail := "\r\n--" + mw.Boundary() + "--\r\n"
 	if err != nil {
 		return "", fault.Internalf(err, "build upload")
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.SendTimeout+time.Duration(size/(256<<10))*time.Second)
+	defer cancel()
+	length := int64(head.Len()) + size + int64(len(tail))
+	body := io.MultiReader(&head, io.LimitReader(file, size), strings.NewReader(tail))
+	req, err := http.NewRequest(http.MethodPost, accountURL(acc, acc.PhoneNumberID, "media"), body)
+	if err != nil {
+		return "", fault.Internalf(err, "build upload")
+	}
+	req.ContentLength = length
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	var out MediaUploadResponse
 	if err := c.do(ctx, acc, req, &out, nil, answerLimit); err != nil {

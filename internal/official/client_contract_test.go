@@ -79,8 +79,8 @@ func TestClientRequestsFitTheDocument(t *testing.T) {
 	ch := channels.Channel{ID: 1, TypeID: channels.OfficialChatapp, ProviderAccount: acc}
 	client := official.NewClient(official.ClientOptions{})
 	tr := official.NewTransport(client)
-	pdf := &messaging.Media{FileName: "Fatura Abril.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4")}
-	png := &messaging.Media{FileName: "foto.png", ContentType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}
+	pdf := messaging.MediaBytes("Fatura Abril.pdf", "application/pdf", []byte("%PDF-1.4"))
+	png := messaging.MediaBytes("foto.png", "image/png", []byte("\x89PNG\r\n\x1a\n"))
 	body := func(params ...string) []messaging.TemplateParam {
 		out := make([]messaging.TemplateParam, len(params))
 		for i, v := range params {
@@ -100,9 +100,9 @@ func TestClientRequestsFitTheDocument(t *testing.T) {
 			[]string{`"preview_url":true`}},
 		{"image by id with caption", messaging.Outbound{MessageID: 9, ContactKey: "5511977776666", Text: "legenda", Media: png},
 			[]string{`"type":"image"`, `"image":{"id":"4490709327384033","caption":"legenda"}`}},
-		{"audio by id", messaging.Outbound{MessageID: 10, ContactKey: "5511977776666", Media: &messaging.Media{FileName: "a.ogg", ContentType: "audio/ogg", Data: []byte("OggS")}},
+		{"audio by id", messaging.Outbound{MessageID: 10, ContactKey: "5511977776666", Media: messaging.MediaBytes("a.ogg", "audio/ogg", []byte("OggS"))},
 			[]string{`"audio":{"id":"4490709327384033"}`}},
-		{"video by id", messaging.Outbound{MessageID: 11, ContactKey: "5511977776666", Media: &messaging.Media{FileName: "v.mp4", ContentType: "video/mp4", Data: []byte("x")}},
+		{"video by id", messaging.Outbound{MessageID: 11, ContactKey: "5511977776666", Media: messaging.MediaBytes("v.mp4", "video/mp4", []byte("x"))},
 			[]string{`"video":{"id":"4490709327384033"}`}},
 		{"document keeps its file name", messaging.Outbound{MessageID: 12, ContactKey: "5511977776666", Text: "sua fatura", Media: pdf},
 			[]string{`"document":{"id":"4490709327384033","caption":"sua fatura","filename":"Fatura Abril.pdf"}`}},

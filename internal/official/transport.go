@@ -54,7 +54,7 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 		}
 		req.Type, req.Template = "template", tpl
 	case out.Media != nil:
-		id, err := t.client.UploadMedia(ctx, acc, out.Media.FileName, out.Media.ContentType, out.Media.Data)
+		id, err := t.upload(ctx, acc, out.Media)
 		if err != nil {
 			return messaging.SendResult{}, err
 		}
@@ -93,6 +93,17 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 	return messaging.SendResult{ExternalID: resp.Messages[0].ID, Raw: raw}, nil
 }
 
+// upload streams m to the provider and returns its media id. Errors: those
+// of m.Open (the media store's), and of Client.UploadMedia.
+func (t *Transport) upload(ctx context.Context, acc *channels.ProviderAccount, m *messaging.Media) (string, error) {
+	file, err := m.Open(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
+	return t.client.UploadMedia(ctx, acc, m.FileName, m.ContentType, m.Size, file)
+}
+
 // template builds the template object: header media (uploaded when the
 // service fetched it, by link when it is the template's own), then the
 // text parameters of each component.
@@ -103,7 +114,7 @@ func (t *Transport) template(ctx context.Context, acc *channels.ProviderAccount,
 		var media *MediaObject
 		switch {
 		case ts.HeaderMedia != nil:
-			id, err := t.client.UploadMedia(ctx, acc, ts.HeaderMedia.FileName, ts.HeaderMedia.ContentType, ts.HeaderMedia.Data)
+			id, err := t.upload(ctx, acc, ts.HeaderMedia)
 			if err != nil {
 				return nil, err
 			}

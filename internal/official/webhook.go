@@ -262,7 +262,7 @@ func (f *MediaFetcher) FetchMedia(ctx context.Context, ch channels.Channel, ref 
 	if name == "" {
 		name = messaging.SafeFileName("", ct)
 	}
-	return messaging.Media{FileName: name, ContentType: ct, Data: data}, nil
+	return *messaging.MediaBytes(name, ct, data), nil
 }
 
 func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMessage, name string) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"path"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/fault"
+	"github.com/chatmsg/gateway/internal/filestore"
 	"github.com/chatmsg/gateway/internal/messaging"
 	"github.com/chatmsg/gateway/internal/msgtype"
 	"github.com/chatmsg/gateway/internal/netguard"
@@ -193,12 +195,14 @@ func (s *Service) PrepareTemplate(ctx context.Context, ch channels.Channel, req 
 	return out, nil
 }
 
-// headerMedia loads the media of header_media_url and checks it against
-// the header format: its type (from the bytes) and its size limit.
+// headerMedia opens the media of header_media_url and checks it against
+// the header format: its type (from its first bytes) and its size limit.
+// The media is read through the returned Media when the send stores it,
+// never held whole: the company's own upload from the media store, any
+// other URL from the spool it was fetched into.
 func (s *Service) headerMedia(ctx context.Context, companyID int64, rawURL, format string) (*messaging.Media, error) {
 	limit, limitMsg := headerLimit(format)
-	var data []byte
-	name := derivedName(rawURL)
+	var m *messaging.Media
 	if token, ok := s.uploadToken(rawURL); ok {
 		f, err := s.openCompanyUpload(ctx, companyID, token)
 		if err != nil {
@@ -213,39 +217,43 @@ func (s *Service) headerMedia(ctx context.Context, companyID int64, rawURL, form
 		if f.Size > int64(limit) {
 			return nil, fault.New(fault.Rule, limitMsg)
 		}
-		obj, err := s.openFile(ctx, f)
-		if fault.KindOf(err) == fault.NotFound {
-			return nil, fault.New(fault.Rule, "header_media_url was not found")
-		}
-		if err != nil {
-			return nil, err
-		}
-		b, err := io.ReadAll(io.LimitReader(obj, int64(limit)+1))
-		_ = obj.Close()
-		if err != nil {
-			return nil, storeFault(err, "read uploaded media")
-		}
-		data, name = b, f.FileName
+		m = &messaging.Media{FileName: f.FileName, Size: f.Size, StoreKey: f.Key, Open: func(ctx context.Context) (io.ReadCloser, error) {
+			obj, err := s.openFile(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			return obj, nil
+		}}
 	} else {
-		b, err := s.fetch(ctx, rawURL, limit, limitMsg)
+		spooled, err := s.fetch(ctx, rawURL, limit, limitMsg)
 		if err != nil {
 			return nil, err
 		}
-		data = b
+		m = &messaging.Media{FileName: derivedName(rawURL), Size: spooled.Size,
+			Open: func(context.Context) (io.ReadCloser, error) { return spooled.Open() }}
 	}
-	if len(data) > limit {
-		return nil, fault.New(fault.Rule, limitMsg)
+	head, err := m.Head(ctx)
+	if fault.KindOf(err) == fault.NotFound {
+		return nil, fault.New(fault.Rule, "header_media_url was not found")
 	}
-	ct := messaging.SniffContentType(data)
+	if err != nil {
+		if fault.As(err) != nil {
+			return nil, err
+		}
+		return nil, fault.Internalf(err, "read header media")
+	}
+	ct := messaging.SniffContentType(head)
 	if !slices.Contains(headerTypes[format], ct) {
 		return nil, fault.New(fault.Rule, fmt.Sprintf("Header media must be %s for the template's %s header; header_media_url is %s", headerTypeNames[format], format, ct))
 	}
-	return &messaging.Media{FileName: messaging.SafeFileName(name, ct), ContentType: ct, Data: data}, nil
+	m.FileName, m.ContentType = messaging.SafeFileName(m.FileName, ct), ct
+	return m, nil
 }
 
-// fetch GETs a user-supplied URL through the SSRF guard, reading at most
-// limit bytes.
-func (s *Service) fetch(ctx context.Context, rawURL string, limit int, limitMsg string) ([]byte, error) {
+// fetch GETs a user-supplied URL through the SSRF guard into the spool,
+// reading at most limit bytes. The spooled file is removed when ctx ends
+// (the send request that fetched it, which stores what it sends).
+func (s *Service) fetch(ctx context.Context, rawURL string, limit int, limitMsg string) (*filestore.Spooled, error) {
 	if err := netguard.ValidateURL(rawURL); err != nil {
 		return nil, fault.New(fault.Rule, "Header media url must be a valid http or https URL")
 	}
@@ -267,14 +275,23 @@ func (s *Service) fetch(ctx context.Context, rawURL string, limit int, limitMsg 
 	if resp.ContentLength > int64(limit) {
 		return nil, fault.New(fault.Rule, limitMsg)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
-	if err != nil {
-		return nil, fault.Wrap(fault.Rule, "header_media_url could not be fetched", err)
-	}
-	if len(data) > limit {
+	spooled, err := s.deps.Spool.Write(resp.Body, int64(limit))
+	if errors.Is(err, filestore.ErrTooLarge) {
 		return nil, fault.New(fault.Rule, limitMsg)
 	}
-	return data, nil
+	if err != nil {
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			return nil, fault.Internalf(err, "spool header media") // our disk, not their URL
+		}
+		return nil, fault.Wrap(fault.Rule, "header_media_url could not be fetched", err)
+	}
+	context.AfterFunc(ctx, func() {
+		if err := spooled.Remove(); err != nil {
+			s.deps.Logger.Warn("remove fetched header media", "err", err)
+		}
+	})
+	return spooled, nil
 }
 
 // derivedName is the file name a URL suggests (its last path segment).

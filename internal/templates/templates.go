@@ -111,6 +111,9 @@ type Deps struct {
 	// the store lacks.
 	Files        filestore.Store
 	MissingFiles *filestore.MissingLog
+	// Spool holds header media fetched from a URL while its send stores
+	// it.
+	Spool filestore.Spool
 	// PublicBaseURL is how clients reach the gateway; upload URLs are
 	// PublicBaseURL/media/<token>/<file name>.
 	PublicBaseURL string
