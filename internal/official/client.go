@@ -407,7 +407,8 @@ func (c *Client) ListTemplates(ctx context.Context, acc *channels.ProviderAccoun
 	return all, nil
 }
 
-// DownloadMedia fetches media a contact sent: its description, then its
+// DownloadMedia fetches media a contact sent: its description, then, when
+// the description gives no size to stream it by (OpenMedia), its
 // bytes (at most limit). Errors: Refused, Unavailable.
 func (c *Client) DownloadMedia(ctx context.Context, acc *channels.ProviderAccount, mediaID string, limit int64) (MediaInfo, []byte, error) {
 	var info MediaInfo
@@ -420,11 +421,40 @@ func (c *Client) DownloadMedia(ctx context.Context, acc *channels.ProviderAccoun
 	if int64(info.FileSize) > limit {
 		return info, nil, fault.New(fault.Refused, "The media is larger than the service accepts")
 	}
+	if info.FileSize > 0 {
+		return info, nil, nil // the caller streams it (OpenMedia)
+	}
 	var data []byte
 	if err := c.read(ctx, acc, info.URL, nil, &data, limit); err != nil {
 		return info, nil, classify(err, "The provider refused the media")
 	}
 	return info, data, nil
+}
+
+// OpenMedia streams the bytes of a media URL the provider described; the
+// caller reads and closes them. No retry: the reader may be half read when
+// it fails, and the caller's job tries again from the description (whose
+// URL expires). Errors: Refused for the provider's 4xx, Unavailable.
+func (c *Client) OpenMedia(ctx context.Context, acc *channels.ProviderAccount, u string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fault.Internalf(err, "build media download")
+	}
+	req.Header.Set("Authorization", "Bearer "+acc.AccessToken)
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.duration.WithLabelValues(callName(req), "error").Observe(time.Since(start).Seconds())
+		return nil, classify(err, "The provider refused the media")
+	}
+	c.duration.WithLabelValues(callName(req), fmt.Sprintf("%dxx", resp.StatusCode/100)).Observe(time.Since(start).Seconds())
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		_ = resp.Body.Close()
+		apiErr := &APIError{Status: resp.StatusCode}
+		apiErr.Body.Message = http.StatusText(resp.StatusCode)
+		return nil, classify(apiErr, "The provider refused the media")
+	}
+	return resp.Body, nil
 }
 
 // The provider's real API: the Graph host and the version of the published

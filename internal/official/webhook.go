@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -243,12 +244,22 @@ func NewMediaFetcher(c *Client) *MediaFetcher { return &MediaFetcher{client: c} 
 // FetchMedia implements messaging.MediaFetcher. Errors: Refused for media
 // the provider does not have or that is over the limit; Unavailable.
 func (f *MediaFetcher) FetchMedia(ctx context.Context, ch channels.Channel, ref messaging.PendingMedia) (messaging.Media, error) {
-	if ch.ProviderAccount == nil {
+	acc := ch.ProviderAccount
+	if acc == nil {
 		return messaging.Media{}, fault.New(fault.Refused, "The channel has no provider account")
 	}
-	info, data, err := f.client.DownloadMedia(ctx, ch.ProviderAccount, ref.ID, inboundMediaLimit)
+	info, data, err := f.client.DownloadMedia(ctx, acc, ref.ID, inboundMediaLimit)
 	if err != nil {
 		return messaging.Media{}, err
+	}
+	m := messaging.MediaBytes("", "", data)
+	if data == nil {
+		// Described with its size: streamed from the provider into the
+		// store as it is saved, never held whole (a document may be
+		// 100 MB).
+		m = &messaging.Media{Size: int64(info.FileSize), Open: func(ctx context.Context) (io.ReadCloser, error) {
+			return f.client.OpenMedia(ctx, acc, info.URL)
+		}}
 	}
 	ct := ref.ContentType
 	if ct == "" {
@@ -256,13 +267,17 @@ func (f *MediaFetcher) FetchMedia(ctx context.Context, ch channels.Channel, ref 
 	}
 	ct = strings.TrimSpace(strings.Split(ct, ";")[0])
 	if ct == "" {
-		ct = messaging.SniffContentType(data)
+		head, err := m.Head(ctx)
+		if err != nil {
+			return messaging.Media{}, err
+		}
+		ct = messaging.SniffContentType(head)
 	}
-	name := ref.FileName
-	if name == "" {
-		name = messaging.SafeFileName("", ct)
+	m.ContentType, m.FileName = ct, ref.FileName
+	if m.FileName == "" {
+		m.FileName = messaging.SafeFileName("", ct)
 	}
-	return *messaging.MediaBytes(name, ct, data), nil
+	return *m, nil
 }
 
 func (s *Service) inbound(ctx context.Context, ch channels.Channel, m InboundMessage, name string) error {
