@@ -217,7 +217,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		a.Files = files
 	}
 	a.missingFiles = filestore.NewMissingLog(a.Logger.With("component", "media"))
-	if a.spool, err = openSpool(cfg.DataDir, a.Logger); err != nil {
+	if a.spool, err = openSpool(cfg.SpoolDir, a.Logger); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -428,14 +428,14 @@ func redisOf(l ratelimit.Limiter) interface{ Ping(context.Context) error } {
 // left by a killed process: far beyond any request's deadlines.
 const spoolAge = time.Hour
 
-// openSpool prepares DATA_DIR/spool: created, and cleared of what a killed
-// process left. Without a data directory (tests) files in transit go to the
-// system's temporary directory.
-func openSpool(dataDir string, logger *slog.Logger) (filestore.Spool, error) {
-	if dataDir == "" {
+// openSpool prepares SPOOL_DIR (DATA_DIR/spool by default): created, and
+// cleared of what a killed process left. Without one, files in transit go
+// to the system's temporary directory.
+func openSpool(dir string, logger *slog.Logger) (filestore.Spool, error) {
+	if dir == "" {
 		return filestore.Spool{}, nil
 	}
-	sp := filestore.Spool{Dir: filepath.Join(dataDir, "spool")}
+	sp := filestore.Spool{Dir: dir}
 	if err := os.MkdirAll(sp.Dir, 0o700); err != nil {
 		return sp, fmt.Errorf("spool directory: %w", err)
 	}

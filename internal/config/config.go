@@ -91,6 +91,11 @@ type Config struct {
 	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); empty follows the
 	// database (MediaStoreFor).
 	MediaStore string
+	// SpoolDir is where a multipart upload waits while its request runs
+	// (filestore.Spool): DATA_DIR/spool unless set, "" for the system's
+	// temporary directory (no DATA_DIR). Set it to a disk of the replica's
+	// own when DATA_DIR is a volume the replicas share.
+	SpoolDir string
 	// PublicBaseURLSet is whether PUBLIC_BASE_URL was given; without it the
 	// URLs of stored files name this replica's own listener, which is wrong
 	// as soon as more than one replica serves.
@@ -175,6 +180,7 @@ const (
 	EnvMemoryLimit   = "MEMORY_LIMIT"
 	EnvMediaURLTTL   = "MEDIA_URL_TTL"
 	EnvMediaStore    = "MEDIA_STORE"
+	EnvSpoolDir      = "SPOOL_DIR"
 	EnvTrustedProxy  = "TRUSTED_PROXIES"
 )
 
@@ -239,6 +245,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	shutdown := fs.Duration("shutdown-timeout", 15*time.Second, "graceful shutdown limit")
 	connector := fs.String("connector-driver", env(EnvConnector, ConnectorSimulator), "chat-app connector of unofficial connections: simulator or whatsmeow ($"+EnvConnector+")")
 	mediaTTL := fs.Duration("media-url-ttl", durationEnv(getenv(EnvMediaURLTTL), 7*24*time.Hour), "lifetime of a message file's URL in events and API answers ($"+EnvMediaURLTTL+")")
+	spoolDir := fs.String("spool-dir", env(EnvSpoolDir, ""), "where a multipart upload waits on this replica's disk while its request runs; default DATA_DIR/spool ($"+EnvSpoolDir+")")
 	mediaStore := fs.String("media-store", env(EnvMediaStore, ""), "where stored files live: local, database or s3://bucket?endpoint=host:port&region=name; default local with SQLite, database with PostgreSQL ($"+EnvMediaStore+")")
 	trusted := fs.String("trusted-proxies", env(EnvTrustedProxy, ""), "comma-separated CIDRs of load balancers whose X-Forwarded-For names the client ($"+EnvTrustedProxy+")")
 	secretsKey := fs.String("secrets-key", env(EnvSecretsKey, ""), "key ring id:base64key,… that encrypts secrets at rest; prefer the variable ($"+EnvSecretsKey+")")
@@ -265,6 +272,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 			errs = append(errs, fmt.Errorf("%s: must be a duration of at least 1m such as 168h", EnvMediaURLTTL))
 		}
 		errs = append(errs, applyMedia(&cfg, *mediaStore)...)
+		errs = append(errs, applySpool(&cfg, *spoolDir)...)
 		proxies, perr := parseCIDRs(EnvTrustedProxy, *trusted)
 		cfg.HTTP.TrustedProxies = proxies
 		errs = append(errs, perr...)
@@ -604,4 +612,21 @@ func splitHostPort(addr string) (string, string, error) {
 		return "", "", fmt.Errorf("%q has no port", addr)
 	}
 	return addr[:i], addr[i+1:], nil
+}
+
+// applySpool resolves SPOOL_DIR: its own absolute path, else DATA_DIR/spool.
+func applySpool(cfg *Config, setting string) []error {
+	setting = strings.TrimSpace(setting)
+	if setting == "" {
+		if cfg.DataDir != "" {
+			cfg.SpoolDir = filepath.Join(cfg.DataDir, "spool")
+		}
+		return nil
+	}
+	abs, err := filepath.Abs(setting)
+	if err != nil {
+		return []error{fmt.Errorf("%s: %w", EnvSpoolDir, err)}
+	}
+	cfg.SpoolDir = abs
+	return nil
 }

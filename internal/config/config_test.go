@@ -56,6 +56,16 @@ func TestParse(t *testing.T) {
 		{name: "send share above the slots", env: map[string]string{"WORKERS": "8", "SEND_SLOTS_PER_SENDER": "9"}, wantErr: "SEND_SLOTS_PER_SENDER"},
 		{name: "send share of none", env: map[string]string{"SEND_SLOTS_PER_SENDER": "0"}, wantErr: "SEND_SLOTS_PER_SENDER"},
 		{name: "listen without port", args: []string{"-listen", "localhost"}, wantErr: "LISTEN_ADDR"},
+		{name: "spool under the data directory", env: map[string]string{"DATA_DIR": "/srv/gw"}, check: func(t *testing.T, c config.Config) {
+			if c.SpoolDir != "/srv/gw/spool" {
+				t.Errorf("spool dir %q", c.SpoolDir)
+			}
+		}},
+		{name: "spool of its own", env: map[string]string{"DATA_DIR": "/srv/gw", "SPOOL_DIR": "/tmp/spool"}, check: func(t *testing.T, c config.Config) {
+			if c.SpoolDir != "/tmp/spool" {
+				t.Errorf("spool dir %q", c.SpoolDir)
+			}
+		}},
 		{name: "media store follows the database", check: func(t *testing.T, c config.Config) {
 			if c.MediaStoreFor(false) != "local" || c.MediaStoreFor(true) != "database" || c.PublicBaseURLSet || len(c.MultiReplicaWarnings()) != 0 {
 				t.Errorf("sqlite: store %q, public set %v, warnings %q", c.MediaStore, c.PublicBaseURLSet, c.MultiReplicaWarnings())
