@@ -115,6 +115,28 @@ type dbTurns chan struct{}
 
 func newDBTurns() dbTurns { return make(dbTurns, failingShare) }
 
+// run does one database step of a lane (a fill, a batch of outcomes, its
+// release): inline for a healthy endpoint; for a failing one in a turn of
+// the share, on a goroutine of its own that ends with the step. A step's
+// stack (bun, pgx) is deep, and on the lane's goroutine it would stay grown
+// while the lane waits out its probe, with a thousand failing lanes
+// waiting at once. The lane waits for the step, so nothing of its state
+// is touched by two goroutines at a time.
+func (t dbTurns) run(ctx context.Context, b breaker, step func()) {
+	if b.failures == 0 {
+		step()
+		return
+	}
+	give := t.take(ctx, b)
+	defer give()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		step()
+	}()
+	<-done
+}
+
 // take waits for a turn when the lane's endpoint is failing and returns
 // what gives it back; a healthy lane goes straight on. A caller that is
 // stopping goes on without a turn: its writes must still land.

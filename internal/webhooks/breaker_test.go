@@ -132,6 +132,34 @@ func TestFailingShare(t *testing.T) {
 	}
 }
 
+// TestFailingStepsRunInATurn: a failing lane's database step runs in a
+// turn of the share, which it gives back when the step ends, and is done
+// when run returns; a healthy lane's step takes no turn.
+func TestFailingStepsRunInATurn(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		b    breaker
+		held int // turns held while the step runs
+	}{
+		{"healthy: inline, no turn", newBreaker(8, 0, 8, time.Time{}), 0},
+		{"failing: in a turn", newBreaker(8, 1, 1, time.Time{}), 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			turns := newDBTurns()
+			held, ran := -1, false
+			turns.run(context.Background(), tc.b, func() { held, ran = len(turns), true })
+			if !ran || held != tc.held {
+				t.Fatalf("step ran %v holding %d turns, want %d", ran, held, tc.held)
+			}
+			if len(turns) != 0 {
+				t.Fatalf("%d turns still held after the step", len(turns))
+			}
+		})
+	}
+}
+
 // TestLaneHoldsWhatItCanSend: a lane keeps laneWindow deliveries per
 // attempt its breaker allows, so a failing endpoint's lane does not hold a
 // healthy one's window of bodies; an open one takes the whole window, since

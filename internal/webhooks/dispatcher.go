@@ -241,9 +241,7 @@ func (d *dispatcher) startLane(ctx context.Context, c claimed) {
 		l := d.s.newLane(c.SubscriptionID, laneRun{until: time.Now().Add(d.s.laneRunFor), linger: laneLinger, stop: d.stop, wake: wake},
 			c.breaker(d.s.perSubscription))
 		l.work(ctx)
-		give := d.s.failing.take(ctx, l.breaker)
-		d.s.releaseLane(ctx, c.SubscriptionID, c.token, l.breaker)
-		give()
+		d.s.failing.run(ctx, l.breaker, func() { d.s.releaseLane(ctx, c.SubscriptionID, c.token, l.breaker) })
 	}()
 }
 

@@ -229,7 +229,10 @@ func (l *lane) ahead() int {
 // A lane whose breaker is open also learns when its next delivery comes
 // due, and looks again then rather than polling.
 func (l *lane) fill(ctx context.Context) {
-	defer l.s.failing.take(ctx, l.breaker)()
+	l.s.failing.run(ctx, l.breaker, func() { l.fillNow(ctx) })
+}
+
+func (l *lane) fillNow(ctx context.Context) {
 	// With every slot taken (an open breaker's probe in flight), nothing
 	// fetched now can be sent before the next fill, which re-reads the
 	// subscription first. With nothing in flight it is read even while
@@ -382,9 +385,7 @@ func (l *lane) flush(ctx context.Context) {
 	if len(l.done) == 0 {
 		return
 	}
-	give := l.s.failing.take(ctx, l.breaker)
-	l.s.recordBatch(ctx, &l.target, l.done)
-	give()
+	l.s.failing.run(ctx, l.breaker, func() { l.s.recordBatch(ctx, &l.target, l.done) })
 	for _, r := range l.done {
 		delete(l.held, r.row.ID)
 	}
