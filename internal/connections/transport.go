@@ -2,6 +2,7 @@ package connections
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/chatmsg/gateway/internal/channels"
 	"github.com/chatmsg/gateway/internal/connector"
@@ -74,10 +75,7 @@ func (t *Transport) Send(ctx context.Context, ch channels.Channel, out messaging
 		// the replica holding the session carries it.
 		data, err := m.ReadAll(ctx)
 		if err != nil {
-			if fault.As(err) != nil {
-				return messaging.SendResult{}, err
-			}
-			return messaging.SendResult{}, fault.Internalf(err, "read the file of message %d", out.MessageID)
+			return messaging.SendResult{}, fmt.Errorf("read the file of message %d: %w", out.MessageID, err)
 		}
 		msg.File = &connector.File{Name: m.FileName, ContentType: m.ContentType, Data: data}
 	}

@@ -59,56 +59,46 @@ func (d *Database) q(query string) string {
 }
 
 // Put implements Store.
-func (d *Database) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (err error) {
+func (d *Database) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
 	if size < 0 {
 		return fmt.Errorf("%w: negative size", ErrSize)
 	}
-	tx, err := d.db.BeginTx(ctx, nil)
-	if err != nil {
-		return unavailable("database put", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
+	const op = "database put"
+	return d.inTx(ctx, op, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, d.q("DELETE FROM file_objects WHERE file_key = ?"), key); err != nil {
+			return unavailable(op, err)
 		}
-	}()
-	if _, err := tx.ExecContext(ctx, d.q("DELETE FROM file_objects WHERE file_key = ?"), key); err != nil {
-		return unavailable("database put", err)
-	}
-	var id int64
-	if err := tx.QueryRowContext(ctx, d.q("INSERT INTO file_objects (file_key, size, content_type, created_at) VALUES (?, ?, ?, ?) RETURNING id"),
-		key, size, contentType, d.now().UTC()).Scan(&id); err != nil {
-		return unavailable("database put", err)
-	}
-	src := newExactly(r, size)
-	buf := make([]byte, min(int64(ChunkSize), max(size, 1)))
-	insert := d.q("INSERT INTO file_chunks (object_id, seq, data) VALUES (?, ?, ?)")
-	for seq := 0; ; seq++ {
-		n, rerr := io.ReadFull(src, buf)
-		if n > 0 {
-			if _, err := tx.ExecContext(ctx, insert, id, seq, buf[:n]); err != nil {
-				return unavailable("database put", err)
+		var id int64
+		if err := tx.QueryRowContext(ctx, d.q("INSERT INTO file_objects (file_key, size, content_type, created_at) VALUES (?, ?, ?, ?) RETURNING id"),
+			key, size, contentType, d.now().UTC()).Scan(&id); err != nil {
+			return unavailable(op, err)
+		}
+		src := newExactly(r, size)
+		buf := make([]byte, min(int64(ChunkSize), max(size, 1)))
+		insert := d.q("INSERT INTO file_chunks (object_id, seq, data) VALUES (?, ?, ?)")
+		for seq := 0; ; seq++ {
+			n, rerr := io.ReadFull(src, buf)
+			if n > 0 {
+				if _, err := tx.ExecContext(ctx, insert, id, seq, buf[:n]); err != nil {
+					return unavailable(op, err)
+				}
+			}
+			if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+				return nil
+			}
+			if rerr != nil {
+				return rerr
 			}
 		}
-		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
-			break
-		}
-		if rerr != nil {
-			return rerr
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return unavailable("database put", err)
-	}
-	return nil
+	})
 }
 
 // Copy implements Store: two INSERT … SELECT in one transaction, so the
 // chunks are copied by the database.
-func (d *Database) Copy(ctx context.Context, from, to string) (err error) {
+func (d *Database) Copy(ctx context.Context, from, to string) error {
 	if err := errors.Join(CheckKey(from), CheckKey(to)); err != nil {
 		return err
 	}
@@ -116,36 +106,44 @@ func (d *Database) Copy(ctx context.Context, from, to string) (err error) {
 		_, _, err := d.head(ctx, from)
 		return err
 	}
+	const op = "database copy"
+	return d.inTx(ctx, op, func(tx *sql.Tx) error {
+		var src int64
+		err := tx.QueryRowContext(ctx, d.q("SELECT id FROM file_objects WHERE file_key = ?"), from).Scan(&src)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return unavailable(op, err)
+		}
+		if _, err := tx.ExecContext(ctx, d.q("DELETE FROM file_objects WHERE file_key = ?"), to); err != nil {
+			return unavailable(op, err)
+		}
+		var id int64
+		if err := tx.QueryRowContext(ctx, d.q("INSERT INTO file_objects (file_key, size, content_type, created_at) SELECT ?, size, content_type, ? FROM file_objects WHERE id = ? RETURNING id"),
+			to, d.now().UTC(), src).Scan(&id); err != nil {
+			return unavailable(op, err)
+		}
+		if _, err := tx.ExecContext(ctx, d.q("INSERT INTO file_chunks (object_id, seq, data) SELECT ?, seq, data FROM file_chunks WHERE object_id = ?"), id, src); err != nil {
+			return unavailable(op, err)
+		}
+		return nil
+	})
+}
+
+// inTx runs fn in one transaction, so a file appears whole or not at all;
+// fn's error rolls it back and is returned as it is.
+func (d *Database) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
-		return unavailable("database copy", err)
+		return unavailable(op, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	var src int64
-	err = tx.QueryRowContext(ctx, d.q("SELECT id FROM file_objects WHERE file_key = ?"), from).Scan(&src)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrNotFound
-	}
-	if err != nil {
-		return unavailable("database copy", err)
-	}
-	if _, err := tx.ExecContext(ctx, d.q("DELETE FROM file_objects WHERE file_key = ?"), to); err != nil {
-		return unavailable("database copy", err)
-	}
-	var id int64
-	if err := tx.QueryRowContext(ctx, d.q("INSERT INTO file_objects (file_key, size, content_type, created_at) SELECT ?, size, content_type, ? FROM file_objects WHERE id = ? RETURNING id"),
-		to, d.now().UTC(), src).Scan(&id); err != nil {
-		return unavailable("database copy", err)
-	}
-	if _, err := tx.ExecContext(ctx, d.q("INSERT INTO file_chunks (object_id, seq, data) SELECT ?, seq, data FROM file_chunks WHERE object_id = ?"), id, src); err != nil {
-		return unavailable("database copy", err)
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return unavailable("database copy", err)
+		return unavailable(op, err)
 	}
 	return nil
 }

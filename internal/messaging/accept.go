@@ -244,7 +244,7 @@ func (s *Service) resolveContent(ctx context.Context, ch channels.Channel, in Se
 		return content{typeID: msgtype.Template, text: p.Text, media: t.HeaderMedia, template: &t, mediaURL: in.Template.HeaderMediaURL}, nil
 	case in.File != nil:
 		m := *in.File
-		ct, err := m.sniff(ctx)
+		ct, err := m.Sniff(ctx)
 		if err != nil {
 			return content{}, err
 		}

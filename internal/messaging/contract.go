@@ -50,29 +50,21 @@ func MediaBytes(fileName, contentType string, data []byte) *Media {
 // window).
 const sniffLen = 512
 
-// Head reads the first bytes of m, enough to tell its type.
-func (m *Media) Head(ctx context.Context) ([]byte, error) {
+// Sniff tells m's type from its first bytes (http.DetectContentType's
+// window, with the video brands it does not know). Errors: those of m.Open,
+// as they are.
+func (m *Media) Sniff(ctx context.Context) (string, error) {
 	r, err := m.Open(ctx)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer r.Close()
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(r, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return head[:n], nil
-}
-
-// sniff tells m's type from its first bytes. Errors: those of m.Open,
-// as they are.
-func (m *Media) sniff(ctx context.Context) (string, error) {
-	head, err := m.Head(ctx)
-	if err != nil {
 		return "", err
 	}
-	return SniffContentType(head), nil
+	return SniffContentType(head[:n]), nil
 }
 
 // ReadAll reads m whole. Only for a far side whose client takes a file as

@@ -49,7 +49,7 @@ func (s *Service) ReceiveInbound(ctx context.Context, in Inbound) error {
 	var mediaPath string
 	if in.Media != nil {
 		if in.Media.ContentType == "" {
-			ct, err := in.Media.sniff(ctx)
+			ct, err := in.Media.Sniff(ctx)
 			if err != nil {
 				return fault.Internalf(err, "read inbound media")
 			}

@@ -64,10 +64,9 @@ func (s *Service) saveMedia(ctx context.Context, companyID int64, m *Media) (str
 	}
 	r, err := m.Open(ctx)
 	if err != nil {
-		if fault.As(err) != nil {
-			return "", err // the source's own answer (its store unavailable: 503)
-		}
-		return "", fault.Internalf(err, "read media to store")
+		// The source's own kind stands (its store unavailable: 503); any
+		// other error is Internal.
+		return "", fmt.Errorf("read media to store: %w", err)
 	}
 	defer r.Close()
 	if err := s.deps.Files.Put(ctx, mediaKey(rel), r, m.Size, m.ContentType); err != nil {

@@ -148,7 +148,7 @@ func (s *Service) FetchMedia(ctx context.Context, messageID int64) error {
 		return err
 	}
 	if media.ContentType == "" {
-		ct, err := media.sniff(ctx)
+		ct, err := media.Sniff(ctx)
 		if err != nil {
 			return fault.Internalf(err, "read fetched media of message %d", row.ID)
 		}

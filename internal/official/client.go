@@ -231,19 +231,15 @@ func accountURL(acc *channels.ProviderAccount, parts ...string) string {
 // the undecoded body). Non-2xx answers are *APIError. A failure after the
 // provider may have received the request wraps errNoAnswer.
 func (c *Client) do(ctx context.Context, acc *channels.ProviderAccount, req *http.Request, out any, raw *[]byte, maxBody int64) error {
-	req.Header.Set("Authorization", "Bearer "+acc.AccessToken)
 	req.Header.Set("Accept", "application/json")
 	var trace callTrace
-	start := time.Now()
-	resp, err := c.http.Do(req.WithContext(httptrace.WithClientTrace(ctx, trace.hooks())))
+	resp, err := c.call(httptrace.WithClientTrace(ctx, trace.hooks()), acc, req)
 	if err != nil {
-		c.duration.WithLabelValues(callName(req), "error").Observe(time.Since(start).Seconds())
 		if trace.mayHaveArrived() {
 			return fmt.Errorf("%w: %w", errNoAnswer, err)
 		}
 		return err
 	}
-	c.duration.WithLabelValues(callName(req), fmt.Sprintf("%dxx", resp.StatusCode/100)).Observe(time.Since(start).Seconds())
 	defer resp.Body.Close()
 	// A refusal (4xx) is one whatever its body; an acceptance or a server
 	// error that cannot be read says nothing.
@@ -280,6 +276,20 @@ func (c *Client) do(ctx context.Context, acc *channels.ProviderAccount, req *htt
 		}
 	}
 	return nil
+}
+
+// call sends req with the account's token and times it by call and status
+// class; the caller reads and closes the answer.
+func (c *Client) call(ctx context.Context, acc *channels.ProviderAccount, req *http.Request) (*http.Response, error) {
+	req.Header.Set("Authorization", "Bearer "+acc.AccessToken)
+	start := time.Now()
+	resp, err := c.http.Do(req.WithContext(ctx))
+	if err != nil {
+		c.duration.WithLabelValues(callName(req), "error").Observe(time.Since(start).Seconds())
+		return nil, err
+	}
+	c.duration.WithLabelValues(callName(req), fmt.Sprintf("%dxx", resp.StatusCode/100)).Observe(time.Since(start).Seconds())
+	return resp, nil
 }
 
 // read performs an idempotent GET with retries.
@@ -407,47 +417,47 @@ func (c *Client) ListTemplates(ctx context.Context, acc *channels.ProviderAccoun
 	return all, nil
 }
 
-// DownloadMedia fetches media a contact sent: its description, then, when
-// the description gives no size to stream it by (OpenMedia), its
-// bytes (at most limit). Errors: Refused, Unavailable.
-func (c *Client) DownloadMedia(ctx context.Context, acc *channels.ProviderAccount, mediaID string, limit int64) (MediaInfo, []byte, error) {
+// DescribeMedia reads the provider's description of media a contact
+// sent (its URL, type and size), refusing media over limit.
+// Errors: Refused, Unavailable.
+func (c *Client) DescribeMedia(ctx context.Context, acc *channels.ProviderAccount, mediaID string, limit int64) (MediaInfo, error) {
 	var info MediaInfo
 	if err := c.read(ctx, acc, accountURL(acc, mediaID), &info, nil, answerLimit); err != nil {
-		return info, nil, classify(err, "The provider refused the media")
+		return info, classify(err, "The provider refused the media")
 	}
 	if info.URL == "" {
-		return info, nil, fault.New(fault.Refused, "The provider gave no media URL")
+		return info, fault.New(fault.Refused, "The provider gave no media URL")
 	}
 	if int64(info.FileSize) > limit {
-		return info, nil, fault.New(fault.Refused, "The media is larger than the service accepts")
+		return info, fault.New(fault.Refused, "The media is larger than the service accepts")
 	}
-	if info.FileSize > 0 {
-		return info, nil, nil // the caller streams it (OpenMedia)
-	}
-	var data []byte
-	if err := c.read(ctx, acc, info.URL, nil, &data, limit); err != nil {
-		return info, nil, classify(err, "The provider refused the media")
-	}
-	return info, data, nil
+	return info, nil
 }
 
-// OpenMedia streams the bytes of a media URL the provider described; the
-// caller reads and closes them. No retry: the reader may be half read when
-// it fails, and the caller's job tries again from the description (whose
-// URL expires). Errors: Refused for the provider's 4xx, Unavailable.
+// DownloadMedia reads the bytes of a described media URL whole (at most
+// limit), with retries: for a description without a size to stream it by
+// (OpenMedia). Errors: Refused, Unavailable.
+func (c *Client) DownloadMedia(ctx context.Context, acc *channels.ProviderAccount, u string, limit int64) ([]byte, error) {
+	var data []byte
+	if err := c.read(ctx, acc, u, nil, &data, limit); err != nil {
+		return nil, classify(err, "The provider refused the media")
+	}
+	return data, nil
+}
+
+// OpenMedia streams the bytes of a described media URL; the caller reads
+// and closes them. No retry: the reader may be half read when it fails,
+// and the caller's job tries again from the description (whose URL
+// expires). Errors: Refused for the provider's 4xx, Unavailable.
 func (c *Client) OpenMedia(ctx context.Context, acc *channels.ProviderAccount, u string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fault.Internalf(err, "build media download")
 	}
-	req.Header.Set("Authorization", "Bearer "+acc.AccessToken)
-	start := time.Now()
-	resp, err := c.http.Do(req)
+	resp, err := c.call(ctx, acc, req)
 	if err != nil {
-		c.duration.WithLabelValues(callName(req), "error").Observe(time.Since(start).Seconds())
 		return nil, classify(err, "The provider refused the media")
 	}
-	c.duration.WithLabelValues(callName(req), fmt.Sprintf("%dxx", resp.StatusCode/100)).Observe(time.Since(start).Seconds())
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		_ = resp.Body.Close()
 		apiErr := &APIError{Status: resp.StatusCode}

@@ -248,18 +248,21 @@ func (f *MediaFetcher) FetchMedia(ctx context.Context, ch channels.Channel, ref 
 	if acc == nil {
 		return messaging.Media{}, fault.New(fault.Refused, "The channel has no provider account")
 	}
-	info, data, err := f.client.DownloadMedia(ctx, acc, ref.ID, inboundMediaLimit)
+	info, err := f.client.DescribeMedia(ctx, acc, ref.ID, inboundMediaLimit)
 	if err != nil {
 		return messaging.Media{}, err
 	}
-	m := messaging.MediaBytes("", "", data)
-	if data == nil {
-		// Described with its size: streamed from the provider into the
-		// store as it is saved, never held whole (a document may be
-		// 100 MB).
-		m = &messaging.Media{Size: int64(info.FileSize), Open: func(ctx context.Context) (io.ReadCloser, error) {
-			return f.client.OpenMedia(ctx, acc, info.URL)
-		}}
+	// Described with its size, it is streamed from the provider into the
+	// store as it is saved, never held whole (a document may be 100 MB).
+	m := &messaging.Media{Size: int64(info.FileSize), Open: func(ctx context.Context) (io.ReadCloser, error) {
+		return f.client.OpenMedia(ctx, acc, info.URL)
+	}}
+	if info.FileSize == 0 {
+		data, err := f.client.DownloadMedia(ctx, acc, info.URL, inboundMediaLimit)
+		if err != nil {
+			return messaging.Media{}, err
+		}
+		m = messaging.MediaBytes("", "", data)
 	}
 	ct := ref.ContentType
 	if ct == "" {
@@ -267,11 +270,9 @@ func (f *MediaFetcher) FetchMedia(ctx context.Context, ch channels.Channel, ref 
 	}
 	ct = strings.TrimSpace(strings.Split(ct, ";")[0])
 	if ct == "" {
-		head, err := m.Head(ctx)
-		if err != nil {
+		if ct, err = m.Sniff(ctx); err != nil {
 			return messaging.Media{}, err
 		}
-		ct = messaging.SniffContentType(head)
 	}
 	m.ContentType, m.FileName = ct, ref.FileName
 	if m.FileName == "" {

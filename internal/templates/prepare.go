@@ -232,17 +232,13 @@ func (s *Service) headerMedia(ctx context.Context, companyID int64, rawURL, form
 		m = &messaging.Media{FileName: derivedName(rawURL), Size: spooled.Size,
 			Open: func(context.Context) (io.ReadCloser, error) { return spooled.Open() }}
 	}
-	head, err := m.Head(ctx)
+	ct, err := m.Sniff(ctx)
 	if fault.KindOf(err) == fault.NotFound {
 		return nil, fault.New(fault.Rule, "header_media_url was not found")
 	}
 	if err != nil {
-		if fault.As(err) != nil {
-			return nil, err
-		}
-		return nil, fault.Internalf(err, "read header media")
+		return nil, fmt.Errorf("read header media: %w", err)
 	}
-	ct := messaging.SniffContentType(head)
 	if !slices.Contains(headerTypes[format], ct) {
 		return nil, fault.New(fault.Rule, fmt.Sprintf("Header media must be %s for the template's %s header; header_media_url is %s", headerTypeNames[format], format, ct))
 	}
